@@ -1,0 +1,60 @@
+"""agent_memory: durable, searchable memory for LLM agents, run by small private worker agents.
+
+Public names are imported lazily, so store-only users (and the CLI) never pay for
+importing pydantic-ai or litellm.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "MemoryProvider": "provider",
+    "MemoryStore": "store",
+    "MemoryDraft": "store",
+    "RememberResult": "store",
+    "SweepReport": "store",
+    "DoctorReport": "store",
+    "MemoryRecord": "records",
+    "Scope": "records",
+    "MemoryBlock": "core",
+    "SearchHit": "search",
+    "SearchResult": "search",
+    "SearchRequest": "search",
+    "SearchEngine": "search",
+    "Fts5Engine": "search",
+    "AgentMemoryError": "errors",
+    "InvalidInputError": "errors",
+    "InvalidIdError": "errors",
+    "NotFoundError": "errors",
+    "LockTimeoutError": "errors",
+    "ProfileError": "errors",
+    "count_tokens": "tokens",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .core import MemoryBlock
+    from .errors import AgentMemoryError, InvalidIdError, InvalidInputError, LockTimeoutError, NotFoundError, ProfileError
+    from .provider import MemoryProvider
+    from .records import MemoryRecord, Scope
+    from .search import Fts5Engine, SearchEngine, SearchHit, SearchRequest, SearchResult
+    from .store import DoctorReport, MemoryDraft, MemoryStore, RememberResult, SweepReport
+    from .tokens import count_tokens
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agent_memory' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,90 @@
+"""Filesystem primitives: atomic writes and a cross-process, cross-thread lock."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Iterator
+
+from .errors import LockTimeoutError
+
+TMP_PREFIX = ".tmp-"
+
+
+def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Write ``data`` to ``path`` via temp file + fsync + rename; readers never see a partial file."""
+    tmp = path.with_name(f"{TMP_PREFIX}{path.name}.{os.getpid()}.{threading.get_ident()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        if durable:
+            os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    os.close(fd)
+    os.replace(tmp, path)
+    if durable:
+        fsync_dir(path.parent)
+
+
+def fsync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+class RootLock:
+    """An exclusive lock on one memory root, held across threads and processes.
+
+    ``flock`` conflicts between separate open file descriptions, so every acquisition
+    opens its own descriptor; a process-local re-entrant lock makes nested use cheap.
+    """
+
+    def __init__(self, path: Path, timeout_s: float = 30.0) -> None:
+        self.path = path
+        self.timeout_s = timeout_s
+        self._local = threading.local()
+
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[None]:
+        depth = getattr(self._local, "depth", 0)
+        if depth:
+            self._local.depth = depth + 1
+            try:
+                yield
+            finally:
+                self._local.depth -= 1
+            return
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            deadline = time.monotonic() + self.timeout_s
+            delay = 0.001
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise LockTimeoutError(f"could not lock {self.path} within {self.timeout_s}s") from None
+                    time.sleep(delay)
+                    delay = min(delay * 2, 0.05)
+            self._local.depth = 1
+            try:
+                yield
+            finally:
+                self._local.depth = 0
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)

@@ -1,0 +1,423 @@
+"""The derived SQLite FTS5 index over record files.
+
+Files are the truth. The index is created on first use, kept in sync incrementally
+(directory mtime, then per-file mtime/size), rebuilt when missing or corrupt, and can be
+deleted at any time. One connection per thread; WAL and a busy timeout let many
+processes read while one writes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import logging
+import os
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+from ._fs import TMP_PREFIX, RootLock
+from .records import MemoryRecord, RecordParseError, Scope, parse_record
+
+log = logging.getLogger("agent_memory")
+
+SCHEMA_VERSION = "3"
+DEFAULT_FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
+FTS_COLUMNS = ("title", "tags", "body", "context")
+_RECORD_COLS = (
+    "id", "file", "mtime_ns", "size", "scope", "session_id", "user_id", "kind", "title", "tags",
+    "memory_key", "source", "created", "updated", "expires", "importance", "content_hash",
+    "body_line", "summary", "metadata",
+)
+
+
+@dataclass
+class SyncReport:
+    """What one synchronisation pass did."""
+
+    scanned: int = 0
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    problems: dict[str, str] = field(default_factory=dict)
+    rebuilt: bool = False
+
+
+def summary_line(content: str, limit: int = 80) -> str:
+    flat = " ".join(content.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def visibility_sql(alias: str = "r") -> str:
+    """The scope-visibility predicate; binds ``:sid`` and ``:uid``. Applied inside queries."""
+    return (
+        f"({alias}.scope IN ('project','global')"
+        f" OR ({alias}.scope = 'session' AND {alias}.session_id = :sid)"
+        f" OR ({alias}.scope = 'user' AND {alias}.user_id = :uid))"
+    )
+
+
+def is_corrupt(exc: BaseException) -> bool:
+    """True for errors meaning the database file is damaged (not for busy/locked or bugs)."""
+    msg = str(exc).lower()
+    return type(exc) is sqlite3.DatabaseError or any(
+        m in msg for m in ("malformed", "not a database", "file is encrypted", "vtable constructor failed", "fts5: corrupt"))
+
+
+class Index:
+    """SQLite FTS5 index of one memory root."""
+
+    def __init__(
+        self,
+        root: Path,
+        lock: RootLock,
+        *,
+        fts_tokenizer: str = DEFAULT_FTS_TOKENIZER,
+        rescan_interval: float | None = 10.0,
+        context_of: Callable[[MemoryRecord], str] | None = None,
+        busy_timeout_s: float = 30.0,
+    ) -> None:
+        self.root = root
+        self.records_dir = root / "records"
+        self.path = root / "index.db"
+        self.lock = lock
+        self.fts_tokenizer = fts_tokenizer
+        self.rescan_interval = rescan_interval
+        self.context_of = context_of or (lambda rec: str(rec.metadata.get("context") or ""))
+        self.busy_timeout_s = busy_timeout_s
+        self._local = threading.local()
+        self._last_full_scan = 0.0
+        self._scan_lock = threading.Lock()
+        self.problems: dict[str, str] = {}
+
+    # -- connections -------------------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None, check_same_thread=False)
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        return conn
+
+    def _ident(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return (st.st_ino, st.st_dev)
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """This thread's connection, reopened if ``index.db`` was replaced or removed."""
+        conn = getattr(self._local, "conn", None)
+        ident = self._ident()
+        if conn is not None and ident == getattr(self._local, "ident", None) and ident is not None:
+            return conn
+        if conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
+        self._local.conn = None
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.records_dir.mkdir(exist_ok=True)
+        try:
+            conn = self._connect()
+            self._ensure_schema(conn)
+        except sqlite3.DatabaseError as exc:
+            if not is_corrupt(exc):
+                raise
+            log.warning("index %s unusable (%s); rebuilding from files", self.path, exc)
+            conn = self._recreate()
+        self._local.conn = conn
+        self._local.ident = self._ident()
+        return conn
+
+    def _schema_ok(self, conn: sqlite3.Connection) -> bool:
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return False
+            raise
+        if row is None or row[0] != f"{SCHEMA_VERSION}|{self.fts_tokenizer}":
+            return False
+        conn.execute("SELECT count(*) FROM fts WHERE fts MATCH 'probe'").fetchone()  # touches FTS shadow tables
+        return True
+
+    def _ensure_schema(self, conn: sqlite3.Connection) -> None:
+        if self._schema_ok(conn):
+            return
+        with self.lock.hold():
+            if self._schema_ok(conn):  # another process created it while we waited
+                return
+            drops = "".join(f"DROP TABLE IF EXISTS {t};" for t in ("fts", "record_tags", "records", "meta"))
+            schema = f"{SCHEMA_VERSION}|{self.fts_tokenizer}".replace("'", "''")
+            conn.executescript(f"BEGIN IMMEDIATE; {drops} {self._schema_sql()} INSERT INTO meta VALUES ('schema', '{schema}'); COMMIT;")
+
+    def _schema_sql(self) -> str:
+        cols = ", ".join(f"{c} {'INTEGER' if c in ('mtime_ns', 'size', 'body_line') else 'REAL' if c == 'importance' else 'TEXT'}"
+                         for c in _RECORD_COLS if c != "id")
+        tok = self.fts_tokenizer.replace("'", "''")
+        return f"""
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
+        CREATE TABLE records (rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, {cols});
+        CREATE INDEX records_key ON records(memory_key) WHERE memory_key IS NOT NULL;
+        CREATE INDEX records_hash ON records(content_hash);
+        CREATE INDEX records_updated ON records(updated);
+        CREATE INDEX records_file ON records(file);
+        CREATE TABLE record_tags (rid INTEGER NOT NULL, tag TEXT NOT NULL);
+        CREATE INDEX record_tags_tag ON record_tags(tag, rid);
+        CREATE INDEX record_tags_rid ON record_tags(rid);
+        CREATE VIRTUAL TABLE fts USING fts5({", ".join(FTS_COLUMNS)}, tokenize = '{tok}');
+        """
+
+    def _recreate(self) -> sqlite3.Connection:
+        with self.lock.hold():
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(f"{self.path}{suffix}")
+            conn = self._connect()
+            self._ensure_schema(conn)
+            self._local.conn = conn
+            self._local.ident = self._ident()
+            self.full_sync(conn=conn)
+        return conn
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        conn = self.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def guarded(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+        """Run a read; if the database turns out corrupt, rebuild it from files and retry once."""
+        try:
+            return fn(self.conn)
+        except sqlite3.DatabaseError as exc:
+            if not is_corrupt(exc):
+                raise
+            log.warning("index %s corrupt (%s); rebuilding from files", self.path, exc)
+            self.close()
+            self._local.conn = self._recreate()
+            self._local.ident = self._ident()
+            return fn(self._local.conn)
+
+    # -- meta ----------------------------------------------------------------------------
+    def _meta(self, conn: sqlite3.Connection, key: str) -> str | None:
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def _set_meta(self, conn: sqlite3.Connection, key: str, value: str) -> None:
+        conn.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
+
+    def _dir_mtime(self) -> str:
+        try:
+            return str(os.stat(self.records_dir).st_mtime_ns)
+        except FileNotFoundError:
+            return "missing"
+
+    def mark_synced(self, conn: sqlite3.Connection) -> None:
+        """Record that the index reflects the records directory as it is now (call under the lock)."""
+        self._set_meta(conn, "dir_mtime", self._dir_mtime())
+
+    # -- rows ----------------------------------------------------------------------------
+    def upsert(self, conn: sqlite3.Connection, rec: MemoryRecord, file: str, mtime_ns: int, size: int) -> None:
+        values = {
+            "id": rec.id, "file": file, "mtime_ns": mtime_ns, "size": size, "scope": rec.scope.value,
+            "session_id": rec.session_id, "user_id": rec.user_id, "kind": rec.kind, "title": rec.title,
+            "tags": json.dumps(list(rec.tags)), "memory_key": rec.memory_key, "source": rec.source,
+            "created": rec.created, "updated": rec.updated, "expires": rec.expires, "importance": rec.importance,
+            "content_hash": rec.content_hash, "body_line": rec.body_line, "summary": summary_line(rec.content),
+            "metadata": json.dumps(dict(rec.metadata), default=str),
+        }
+        row = conn.execute("SELECT rowid FROM records WHERE id = ?", (rec.id,)).fetchone()
+        if row is None:
+            cur = conn.execute(
+                f"INSERT INTO records ({', '.join(_RECORD_COLS)}) VALUES ({', '.join(':' + c for c in _RECORD_COLS)})", values)
+            rid = cur.lastrowid
+        else:
+            rid = row[0]
+            conn.execute(f"UPDATE records SET {', '.join(f'{c} = :{c}' for c in _RECORD_COLS)} WHERE rowid = {rid}", values)
+            conn.execute("DELETE FROM fts WHERE rowid = ?", (rid,))
+            conn.execute("DELETE FROM record_tags WHERE rid = ?", (rid,))
+        conn.execute("INSERT INTO fts (rowid, title, tags, body, context) VALUES (?, ?, ?, ?, ?)",
+                     (rid, rec.title, " ".join(rec.tags), rec.content, self.context_of(rec)))
+        conn.executemany("INSERT INTO record_tags VALUES (?, ?)", [(rid, t) for t in rec.tags])
+
+    def delete(self, conn: sqlite3.Connection, record_id: str) -> None:
+        row = conn.execute("SELECT rowid FROM records WHERE id = ?", (record_id,)).fetchone()
+        if row is not None:
+            rid = row[0]
+            conn.execute("DELETE FROM fts WHERE rowid = ?", (rid,))
+            conn.execute("DELETE FROM record_tags WHERE rid = ?", (rid,))
+            conn.execute("DELETE FROM records WHERE rowid = ?", (rid,))
+
+    # -- synchronisation -----------------------------------------------------------------
+    def record_files(self) -> Iterator[os.DirEntry[str]]:
+        """Record files under ``records/``: ``*.md``, not hidden, not temp files, never symlinks."""
+        try:
+            it = os.scandir(self.records_dir)
+        except FileNotFoundError:
+            return
+        with it:
+            for entry in it:
+                name = entry.name
+                if not name.endswith(".md") or name.startswith((".", TMP_PREFIX)):
+                    continue
+                if entry.is_symlink() or not entry.is_file(follow_symlinks=False):
+                    self.problems[name] = "symlink or special file ignored"
+                    continue
+                yield entry
+
+    def load_file(self, name: str) -> tuple[MemoryRecord, int, int]:
+        """Read and parse one record file (no symlinks). Raises OSError or RecordParseError."""
+        path = self.records_dir / name
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        try:
+            st = os.fstat(fd)
+            with os.fdopen(fd, "rb", closefd=False) as fh:
+                raw = fh.read()
+        finally:
+            os.close(fd)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise RecordParseError("file is not valid UTF-8") from None
+        mtime_iso = dt.datetime.fromtimestamp(st.st_mtime, dt.timezone.utc).isoformat().replace("+00:00", "Z")
+        rec = parse_record(text, name[:-3], path=str(path), mtime_iso=mtime_iso)
+        return rec, st.st_mtime_ns, st.st_size
+
+    def full_sync(self, conn: sqlite3.Connection | None = None) -> SyncReport:
+        """Bring the index in line with every file (under the root lock)."""
+        conn = conn or self.conn
+        report = SyncReport()
+        with self.lock.hold():
+            known = {r["file"]: (r["id"], r["mtime_ns"], r["size"]) for r in conn.execute("SELECT id, file, mtime_ns, size FROM records")}
+            self.problems = {}
+            seen: set[str] = set()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for entry in self.record_files():
+                    report.scanned += 1
+                    name = entry.name
+                    seen.add(name)
+                    st = entry.stat(follow_symlinks=False)
+                    old = known.get(name)
+                    if old is not None and old[1] == st.st_mtime_ns and old[2] == st.st_size:
+                        continue
+                    try:
+                        rec, mtime_ns, size = self.load_file(name)
+                    except (OSError, RecordParseError) as exc:
+                        self.problems[name] = str(exc)
+                        log.warning("skipping unreadable record %s: %s", name, exc)
+                        if old is not None:
+                            self.delete(conn, old[0])
+                        continue
+                    if old is not None and old[0] != rec.id:
+                        self.delete(conn, old[0])
+                    clash = conn.execute("SELECT file FROM records WHERE id = ?", (rec.id,)).fetchone()
+                    if clash is not None and clash[0] != name:
+                        self.problems[name] = f"duplicate id {rec.id!r} (also {clash[0]})"
+                        continue
+                    self.upsert(conn, rec, name, mtime_ns, size)
+                    if old is None:
+                        report.added += 1
+                    else:
+                        report.updated += 1
+                for name, (rid, _, _) in known.items():
+                    if name not in seen:
+                        self.delete(conn, rid)
+                        report.removed += 1
+                self._set_meta(conn, "problems", json.dumps(self.problems))
+                self.mark_synced(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        report.problems = dict(self.problems)
+        self._last_full_scan = time.monotonic()
+        return report
+
+    def refresh(self, *, force: bool = False) -> SyncReport | None:
+        """Cheap freshness check before a read: rescan if the records directory changed
+        behind the library's back, or if ``rescan_interval`` has elapsed (in-place edits)."""
+        def check(conn: sqlite3.Connection) -> bool:
+            stale = self._meta(conn, "dir_mtime") != self._dir_mtime()
+            interval = self.rescan_interval
+            due = interval is not None and time.monotonic() - self._last_full_scan >= interval
+            return force or stale or due
+
+        if not self.guarded(check):
+            return None
+        with self._scan_lock:
+            return self.full_sync()
+
+    def refresh_rows(self, conn: sqlite3.Connection, rows: Sequence[sqlite3.Row]) -> bool:
+        """Re-index any of ``rows`` whose file changed on disk; True if something changed."""
+        changed = False
+        for row in rows:
+            try:
+                st = os.stat(self.records_dir / row["file"], follow_symlinks=False)
+                fresh = st.st_mtime_ns == row["mtime_ns"] and st.st_size == row["size"]
+            except FileNotFoundError:
+                fresh = False
+            if not fresh:
+                changed = True
+        if changed:
+            with self._scan_lock:
+                self.full_sync()
+        return changed
+
+    def stored_problems(self) -> dict[str, str]:
+        raw = self.guarded(lambda c: self._meta(c, "problems"))
+        return json.loads(raw) if raw else {}
+
+    # -- queries -------------------------------------------------------------------------
+    def get_row(self, record_id: str) -> sqlite3.Row | None:
+        return self.guarded(lambda c: c.execute("SELECT rowid, * FROM records WHERE id = ?", (record_id,)).fetchone())
+
+    def rows_where(self, where: str, params: dict[str, Any], *, order: str = "updated DESC", limit: int | None = None) -> list[sqlite3.Row]:
+        sql = f"SELECT r.rowid, r.* FROM records r WHERE {where} ORDER BY {order}"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        return self.guarded(lambda c: c.execute(sql, params).fetchall())
+
+    def count(self) -> int:
+        return self.guarded(lambda c: c.execute("SELECT count(*) FROM records").fetchone()[0])
+
+
+def row_to_record(row: sqlite3.Row, records_dir: Path, content: str = "") -> MemoryRecord:
+    """A record built from index metadata (content only if given)."""
+    return MemoryRecord(
+        id=row["id"], content=content, title=row["title"] or "", kind=row["kind"] or "fact",
+        scope=Scope(row["scope"]), session_id=row["session_id"], user_id=row["user_id"],
+        tags=tuple(json.loads(row["tags"] or "[]")), memory_key=row["memory_key"], source=row["source"] or "manual",
+        created=row["created"] or "", updated=row["updated"] or "", expires=row["expires"],
+        importance=row["importance"], content_hash=row["content_hash"] or "",
+        metadata=json.loads(row["metadata"] or "{}"), path=str(records_dir / row["file"]), body_line=row["body_line"] or 1,
+    )
+
+
+def visible_params(session_id: str | None, user_id: str | None) -> dict[str, Any]:
+    return {"sid": session_id, "uid": user_id}
+
+
+def scope_filter_sql(scopes: Iterable[Scope] | None, alias: str = "r") -> str:
+    if not scopes:
+        return ""
+    vals = ",".join(f"'{Scope(s).value}'" for s in scopes)
+    return f" AND {alias}.scope IN ({vals})"

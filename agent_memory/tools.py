@@ -1,0 +1,146 @@
+"""Narrow memory tools as pydantic-ai toolsets, bound to one provider and one caller.
+
+``READ`` = search/get/list, ``CAPTURE`` = READ + remember, ``FOREGROUND`` = CAPTURE + forget.
+The caller's ``session_id``/``user_id`` are captured in closures: they are not tool
+parameters, so a model can neither see nor change them. Bad arguments come back to the
+model as a retry message (``ModelRetry``), never as a crash.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic_ai import ModelRetry
+from pydantic_ai.toolsets import FunctionToolset
+
+from .errors import AgentMemoryError
+from .fence import UNTRUSTED_NOTE
+from .index import summary_line
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .provider import MemoryProvider
+
+READ: tuple[str, ...] = ("memory_search", "memory_get", "memory_list")
+CAPTURE: tuple[str, ...] = READ + ("memory_remember",)
+FOREGROUND: tuple[str, ...] = CAPTURE + ("memory_forget",)
+TOOL_SETS = {"read": READ, "capture": CAPTURE, "foreground": FOREGROUND}
+MAX_GET_CHARS = 8000
+
+
+def _retry(exc: AgentMemoryError) -> ModelRetry:
+    return ModelRetry(f"{type(exc).__name__}: {exc}")
+
+
+def memory_toolset(
+    provider: "MemoryProvider",
+    allowed: tuple[str, ...] | list[str] = READ,
+    *,
+    session_id: str | None = None,
+    user_id: str | None = None,
+    default_scope: str | None = None,
+    source: str = "tool",
+    max_retries: int = 2,
+) -> FunctionToolset[Any]:
+    """A toolset with exactly the ``allowed`` memory tools, bound to one caller identity."""
+    unknown = set(allowed) - set(FOREGROUND)
+    if unknown:
+        raise ValueError(f"unknown memory tools: {sorted(unknown)}")
+    who = {"session_id": session_id, "user_id": user_id}
+    toolset: FunctionToolset[Any] = FunctionToolset(max_retries=max_retries)
+
+    async def memory_search(query: str, tags: list[str] | None = None, limit: int = 8) -> dict[str, Any]:
+        """Search durable memory. Returns ranked snippets with record id, path and line range.
+
+        Args:
+            query: What to look for, in plain words (a question works).
+            tags: Optional tags that boost matching records (hints, not filters).
+            limit: Maximum number of hits (1-50).
+        """
+        try:
+            hits = await provider.search(query, tags=tags or (), limit=max(1, min(int(limit), 50)), **who)
+        except AgentMemoryError as exc:
+            raise _retry(exc) from None
+        return {"note": UNTRUSTED_NOTE, "hits": [
+            {"id": h.id, "title": h.title, "kind": h.kind, "line_start": h.line_start, "line_end": h.line_end,
+             "snippet": h.snippet, "score": round(h.score, 3), "updated": h.updated} for h in hits]}
+
+    async def memory_get(id: str, line_start: int | None = None, line_end: int | None = None) -> dict[str, Any]:
+        """Read one memory record by id; optionally only lines line_start..line_end of its file.
+
+        Args:
+            id: The record id from memory_search or memory_list.
+            line_start: First file line to return (1-based), as given by memory_search.
+            line_end: Last file line to return (inclusive).
+        """
+        try:
+            rec = await provider.get(id, **who)
+        except AgentMemoryError as exc:
+            raise _retry(exc) from None
+        content, first = rec.content, rec.body_line
+        if line_start is not None or line_end is not None:
+            lines = content.split("\n")
+            lo = max(1, (line_start or first)) - first
+            hi = (line_end or first + len(lines) - 1) - first
+            if lo > hi or lo >= len(lines) or hi < 0:
+                raise ModelRetry(f"lines {line_start}-{line_end} are outside the record body (lines {first}-{first + len(lines) - 1})")
+            content = "\n".join(lines[max(lo, 0):hi + 1])
+        truncated = len(content) > MAX_GET_CHARS
+        return {"note": UNTRUSTED_NOTE, "id": rec.id, "title": rec.title, "kind": rec.kind, "scope": rec.scope.value,
+                "tags": list(rec.tags), "updated": rec.updated, "body_line": rec.body_line,
+                "content": content[:MAX_GET_CHARS] + ("…" if truncated else ""), "truncated": truncated}
+
+    async def memory_list(tags: list[str] | None = None, kind: str | None = None,
+                          scope: Literal["session", "project", "user", "global"] | None = None, limit: int = 20) -> dict[str, Any]:
+        """List memory records, newest first, filtered exactly by tags, kind and scope.
+
+        Args:
+            tags: Only records carrying all of these tags.
+            kind: Only records of this kind (fact, preference, decision, summary, ...).
+            scope: Only records of this scope.
+            limit: Maximum number of records (1-100).
+        """
+        try:
+            recs = await provider.list(tags=tags or (), kind=kind, scope=scope, limit=max(1, min(int(limit), 100)), **who)
+        except AgentMemoryError as exc:
+            raise _retry(exc) from None
+        return {"note": UNTRUSTED_NOTE, "records": [
+            {"id": r.id, "title": r.title, "kind": r.kind, "scope": r.scope.value, "tags": list(r.tags),
+             "updated": r.updated, "summary": summary_line(r.content, 120)} for r in recs]}
+
+    async def memory_remember(content: str, title: str | None = None, kind: str | None = None,
+                              scope: Literal["session", "project", "user", "global"] | None = None,
+                              tags: list[str] | None = None, memory_key: str | None = None,
+                              on_existing: Literal["append", "replace", "skip"] = "append") -> dict[str, Any]:
+        """Store one durable memory. Exact duplicates are detected and not stored twice.
+
+        Args:
+            content: The memory itself: one self-contained fact, preference or decision.
+            title: A short title.
+            kind: fact, preference, decision, summary, ...
+            scope: session (this conversation only), project (default), user, or global.
+            tags: A few lowercase tags.
+            memory_key: Stable key (or an existing record id) of one logical memory to extend or replace.
+            on_existing: With memory_key: append to it, replace it, or skip if it exists.
+        """
+        try:
+            result = await provider.remember(content, title=title, kind=kind, scope=scope or default_scope, tags=tags or (),
+                                             memory_key=memory_key, on_existing=on_existing, source=source, **who)
+        except AgentMemoryError as exc:
+            raise _retry(exc) from None
+        return {"id": result.id, "status": result.status}
+
+    async def memory_forget(id: str) -> dict[str, Any]:
+        """Permanently delete one memory record by id.
+
+        Args:
+            id: The record id.
+        """
+        try:
+            return {"id": id, "forgotten": await provider.forget(id, **who)}
+        except AgentMemoryError as exc:
+            raise _retry(exc) from None
+
+    for fn in (memory_search, memory_get, memory_list, memory_remember, memory_forget):
+        if fn.__name__ in allowed:
+            toolset.add_function(fn, name=fn.__name__)
+    return toolset
