@@ -1,0 +1,1 @@
+"""Model adapters used by agent_memory."""
