@@ -182,7 +182,7 @@ def cmd_remember(args: argparse.Namespace) -> None:
 def cmd_search(args: argparse.Namespace) -> None:
     res = _store(args).search(
         args.query, session_id=args.session_id, user_id=args.user_id, tags=args.tags, scope=args.scope, kind=args.kind,
-        limit=args.limit or 10, trace=args.trace, **_filter_kwargs(args),
+        limit=10 if args.limit is None else args.limit, trace=args.trace, **_filter_kwargs(args),
     )
     doc: dict[str, Any] = {"hits": [h.to_dict() for h in res.hits]}
     if args.trace:
@@ -207,7 +207,7 @@ def cmd_get(args: argparse.Namespace) -> None:
 
 def cmd_list(args: argparse.Namespace) -> None:
     recs = _store(args).list(session_id=args.session_id, user_id=args.user_id, tags=args.tags, scope=args.scope, kind=args.kind,
-                             limit=args.limit or 50, **_filter_kwargs(args))
+                             limit=50 if args.limit is None else args.limit, **_filter_kwargs(args))
     from .index import summary_line
 
     _emit(args, {"records": [r.to_dict() for r in recs]},

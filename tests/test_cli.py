@@ -1,0 +1,126 @@
+"""The agent-memory command line: the DESIGN.md contract, errors, import, no model imports."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from agent_memory.cli import COMMANDS, build_parser, main
+
+ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+
+
+def run(root, *args, stdin=None):
+    proc = subprocess.run([sys.executable, "-m", "agent_memory.cli", "--root", str(root), *args], capture_output=True,
+                          text=True, input=stdin, env=ENV, timeout=120)
+    return proc
+
+
+def jrun(root, *args):
+    proc = run(root, *args, "--json")
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_every_command_has_help():
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    assert set(sub.choices) == set(COMMANDS)
+    for name, p in sub.choices.items():
+        assert p.description, name
+        assert p.format_help().startswith("usage: agent-memory")
+
+
+def test_contract_round_trip(tmp_path, capsys):
+    root = tmp_path / "mem"
+    r = jrun(root, "remember", "Deploys happen on Fridays after noon.", "--title", "Deploy day", "--tag", "ops", "--key", "deploys")
+    assert r["status"] == "created"
+    assert jrun(root, "remember", "Rollbacks need approval.", "--key", "deploys")["status"] == "appended"
+    assert jrun(root, "remember", "Rollbacks need approval.", "--key", "deploys")["status"] == "duplicate"
+    hits = jrun(root, "search", "when do deploys happen?")["hits"]
+    assert hits[0]["id"] == r["id"] and set(hits[0]) >= {"id", "path", "line_start", "line_end", "snippet", "score"}
+    trace = jrun(root, "search", "deploys", "--trace")["trace"]
+    assert [s["stage"] for s in trace] == ["parse", "match", "scope_filter", "rank", "cut"]
+    rec = jrun(root, "get", r["id"])
+    assert rec["content"] == "Deploys happen on Fridays after noon.\nRollbacks need approval." and rec["tags"] == ["ops"]
+    assert [x["id"] for x in jrun(root, "list", "--tag", "ops")["records"]] == [r["id"]]
+    block = jrun(root, "inject", "--budget", "200")
+    assert set(block) == {"text", "tokens", "truncated"} and r["id"] in block["text"]
+    assert jrun(root, "doctor")["ok"] is True
+    assert jrun(root, "reindex")["records"] == 1
+    assert jrun(root, "sweep") == {"expired": [], "duplicates": []}
+    assert jrun(root, "forget", r["id"])["forgotten"] is True
+    assert jrun(root, "search", "deploys")["hits"] == []
+
+
+def test_session_and_user_visibility_from_the_cli(tmp_path):
+    root = tmp_path / "mem"
+    jrun(root, "remember", "alice's secret garden", "--scope", "session", "--session", "a")
+    assert jrun(root, "search", "garden")["hits"] == []
+    assert len(jrun(root, "search", "garden", "--session", "a")["hits"]) == 1
+    assert jrun(root, "list", "--session", "b")["records"] == []
+
+
+@pytest.mark.parametrize("args, kind", [
+    (("get", "../x"), "InvalidIdError"),
+    (("get", "/etc/passwd"), "InvalidIdError"),
+    (("remember", "x", "--key", "../../k"), "InvalidIdError"),
+    (("remember", "   "), "InvalidInputError"),
+    (("get", "missing-id"), "NotFoundError"),
+    (("forget", "missing-id"), "NotFoundError"),
+    (("search", "x", "--limit", "0"), "InvalidInputError"),
+    (("frobnicate",), "UsageError"),
+])
+def test_errors_are_one_line_and_json(tmp_path, args, kind):
+    proc = run(tmp_path / "mem", *args, "--json")
+    assert proc.returncode != 0
+    assert len(proc.stderr.strip().splitlines()) == 1 and proc.stderr.startswith("agent-memory: error:")
+    assert json.loads(proc.stdout)["error"]["type"] == kind
+    assert not (tmp_path / "x").exists() and not (tmp_path / "k").exists()
+
+
+def test_remember_reads_stdin_with_dash(tmp_path):
+    proc = run(tmp_path / "m", "remember", "-", "--json", stdin="from stdin\nsecond line")
+    assert proc.returncode == 0
+    rid = json.loads(proc.stdout)["id"]
+    assert jrun(tmp_path / "m", "get", rid)["content"] == "from stdin\nsecond line"
+
+
+def test_import_jsonl(tmp_path):
+    src = tmp_path / "in.jsonl"
+    rows = [{"content": f"imported fact {i}", "tags": ["imp"], "kind": "fact"} for i in range(300)]
+    rows.append({"content": "user pref", "scope": "user", "user_id": "u1"})
+    src.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n")
+    doc = jrun(tmp_path / "m", "import", str(src), "--batch-size", "100")
+    assert doc["imported"] == 301 and doc["statuses"] == {"created": 301} and doc["errors"] == []
+    assert len(jrun(tmp_path / "m", "list", "--tag", "imp", "--limit", "1000")["records"]) == 300
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"content": "ok"}\nnot json\n{"title": "no content"}\n')
+    proc = run(tmp_path / "m2", "import", str(bad), "--json")
+    assert proc.returncode == 1 and "line 2" in json.loads(proc.stdout)["error"]["message"]
+    assert not list((tmp_path / "m2" / "records").glob("*.md")) if (tmp_path / "m2" / "records").exists() else True
+    doc = jrun(tmp_path / "m2", "import", str(bad), "--skip-invalid")
+    assert doc["imported"] == 1 and [e["line"] for e in doc["errors"]] == [2, 3]
+
+
+STORE_COMMANDS = ["remember x", "search x", "list", "inject", "reindex", "doctor", "sweep"]
+
+
+def test_store_commands_do_not_import_model_libraries(tmp_path):
+    code = (
+        "import sys, shlex\nfrom agent_memory.cli import main\n"
+        f"for c in {STORE_COMMANDS!r}:\n"
+        f"    main(['--root', {str(tmp_path / 'm')!r}, '--json', *shlex.split(c)])\n"
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('litellm', 'pydantic_ai', 'openai', 'httpx')]\n"
+        "print('LOADED', bad)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=120).stdout
+    assert out.strip().splitlines()[-1] == "LOADED []"
+
+
+def test_main_returns_exit_codes(tmp_path, capsys):
+    assert main(["--root", str(tmp_path / "m"), "remember", "hello world"]) == 0
+    assert main(["--root", str(tmp_path / "m"), "get", "nope"]) == 1
+    assert main(["--root", str(tmp_path / "m")]) == 2
