@@ -235,13 +235,13 @@ class Index:
         self._set_meta(conn, "dir_mtime", self._dir_mtime())
 
     # -- rows ----------------------------------------------------------------------------
-    def upsert(self, conn: sqlite3.Connection, rec: MemoryRecord, file: str, mtime_ns: int, size: int) -> None:
+    def upsert(self, conn: sqlite3.Connection, rec: MemoryRecord, file: str, mtime_ns: int, size: int, *, body_line: int | None = None) -> None:
         values = {
             "id": rec.id, "file": file, "mtime_ns": mtime_ns, "size": size, "scope": rec.scope.value,
             "session_id": rec.session_id, "user_id": rec.user_id, "kind": rec.kind, "title": rec.title,
             "tags": json.dumps(list(rec.tags)), "memory_key": rec.memory_key, "source": rec.source,
             "created": rec.created, "updated": rec.updated, "expires": rec.expires, "importance": rec.importance,
-            "content_hash": rec.content_hash, "body_line": rec.body_line, "summary": summary_line(rec.content),
+            "content_hash": rec.content_hash, "body_line": body_line or rec.body_line, "summary": summary_line(rec.content),
             "metadata": json.dumps(dict(rec.metadata), default=str),
         }
         row = conn.execute("SELECT rowid FROM records WHERE id = ?", (rec.id,)).fetchone()
@@ -352,9 +352,12 @@ class Index:
         self._last_full_scan = time.monotonic()
         return report
 
-    def refresh(self, *, force: bool = False) -> SyncReport | None:
+    def refresh(self, *, force: bool = False, wait: bool | None = None) -> SyncReport | None:
         """Cheap freshness check before a read: rescan if the records directory changed
-        behind the library's back, or if ``rescan_interval`` has elapsed (in-place edits)."""
+        behind the library's back, or if ``rescan_interval`` has elapsed (in-place edits).
+
+        Unless ``wait`` (default: ``force``), a rescan never queues behind a writer: if the root
+        is locked it is skipped (None), since every writer leaves the index in line with the files."""
         def check(conn: sqlite3.Connection) -> bool:
             stale = self._meta(conn, "dir_mtime") != self._dir_mtime()
             interval = self.rescan_interval
@@ -363,8 +366,11 @@ class Index:
 
         if not self.guarded(check):
             return None
-        with self._scan_lock:
-            return self.full_sync()
+        with self.lock.hold(blocking=force if wait is None else wait) as held:
+            if not held:
+                return None
+            with self._scan_lock:
+                return self.full_sync()
 
     def refresh_rows(self, conn: sqlite3.Connection, rows: Sequence[sqlite3.Row]) -> bool:
         """Re-index any of ``rows`` whose file changed on disk; True if something changed."""
@@ -378,8 +384,10 @@ class Index:
             if not fresh:
                 changed = True
         if changed:
-            with self._scan_lock:
-                self.full_sync()
+            with self.lock.hold(blocking=False) as held:  # not held: a writer is mid-write and will index it
+                if held:
+                    with self._scan_lock:
+                        self.full_sync()
         return changed
 
     def stored_problems(self) -> dict[str, str]:

@@ -211,8 +211,34 @@ class MemoryRecord:
 
     def render(self) -> str:
         """The file text: YAML frontmatter, then the content and one trailing newline."""
-        header = yaml.dump(self.frontmatter(), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1_000_000)
-        return f"---\n{header}---\n{self.content}\n"
+        out = ["---"]
+        for key, value in self.frontmatter().items():
+            if isinstance(value, list) and value:
+                out.append(f"{key}:")
+                out.extend(f"- {yaml_scalar(v)}" for v in value)
+            else:
+                out.append(f"{key}: {yaml_scalar(value)}")
+        out.append("---")
+        out.append(self.content)
+        return "\n".join(out) + "\n"
+
+
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9 _.,/@()'+-]*")
+_RESERVED = frozenset("true false yes no on off null none y n".split())
+_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
+
+
+def yaml_scalar(value: Any) -> str:
+    """Render one YAML value: plain when unambiguous, else a JSON string or flow collection.
+
+    JSON is valid YAML flow syntax; characters YAML would reject or fold are escaped.
+    """
+    if isinstance(value, str) and _PLAIN.fullmatch(value) and value.lower() not in _RESERVED and not value.endswith(" "):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = json.dumps(value, ensure_ascii=False, default=str, separators=(", ", ": "))
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
 
 
 class RecordParseError(InvalidInputError):

@@ -138,6 +138,7 @@ class MemoryStore:
     ) -> None:
         self.root = Path(root).absolute()
         self.records_dir = self.root / "records"
+        self._records_str = str(self.records_dir)
         self.archive_dir = self.root / "archive"
         self.default_scope = parse_scope(default_scope)
         self.durable = durable
@@ -158,9 +159,10 @@ class MemoryStore:
     # -- housekeeping --------------------------------------------------------------------
     def open(self) -> SyncReport | None:
         """Sync the index with the files (first use does a full stat scan; later calls are cheap)."""
-        if not self._opened:
-            self._opened = True
-            return self.index.refresh(force=True)
+        if not self._opened:  # a full check, unless a writer is at work (then: next time; never queue behind it)
+            report = self.index.refresh(force=True, wait=False)
+            self._opened = report is not None
+            return report
         return self.index.refresh()
 
     def close(self) -> None:
@@ -249,33 +251,34 @@ class MemoryStore:
         return conn.execute(f"SELECT * FROM records r WHERE r.memory_key = :k AND {sql} ORDER BY r.updated DESC LIMIT 1", params).fetchone()
 
     # -- writes ---------------------------------------------------------------------------
-    def _write(self, conn: Any, rec: MemoryRecord, *, durable: bool) -> None:
-        path = self._path_for(rec.id)
+    def _write(self, conn: Any, rec: MemoryRecord, *, durable: bool) -> str:
+        validate_id(rec.id)
+        name = f"{rec.id}.md"
+        path = os.path.join(self._records_str, name)
         text = rec.render()
-        atomic_write(path, text.encode("utf-8"), durable=durable)
+        atomic_write(Path(path), text.encode("utf-8"), durable=durable)
         st = os.stat(path)
         body_line = text.count("\n", 0, len(text) - len(rec.content) - 1) + 1
-        self.index.upsert(conn, rec.replace(body_line=body_line, path=str(path)), path.name, st.st_mtime_ns, st.st_size)
+        self.index.upsert(conn, rec, name, st.st_mtime_ns, st.st_size, body_line=body_line)
+        return path
 
     def _new_id(self, rec: MemoryRecord) -> str:
         for _ in range(20):
             rid = new_id(rec.title, rec.created)
-            if not self._path_for(rid).exists():
+            if not os.path.exists(os.path.join(self._records_str, f"{rid}.md")):
                 return rid
         raise InvalidInputError("could not allocate a unique record id")  # pragma: no cover
 
-    def _remember_locked(self, conn: Any, draft: MemoryDraft, source: str, durable: bool) -> RememberResult:
-        rec, redactions = self._prepare(draft, source)
+    def _remember_locked(self, conn: Any, rec: MemoryRecord, redactions: int, on_existing: str, durable: bool) -> RememberResult:
         if rec.memory_key is not None:
             row = self._find_keyed(conn, rec, rec.memory_key)
             if row is not None:
-                return self._apply_keyed(conn, row, rec, draft.on_existing, redactions, durable)
+                return self._apply_keyed(conn, row, rec, on_existing, redactions, durable)
         dup = self._find_duplicate(conn, rec)
         if dup is not None:
-            return RememberResult(dup["id"], "duplicate", str(self.records_dir / dup["file"]), redactions)
+            return RememberResult(dup["id"], "duplicate", os.path.join(self._records_str, dup["file"]), redactions)
         rec = rec.replace(id=self._new_id(rec))
-        self._write(conn, rec, durable=durable)
-        return RememberResult(rec.id, "created", str(self._path_for(rec.id)), redactions)
+        return RememberResult(rec.id, "created", self._write(conn, rec, durable=durable), redactions)
 
     def _load_current(self, conn: Any, row: Any) -> MemoryRecord:
         try:
@@ -353,25 +356,24 @@ class MemoryStore:
             nonlocal position
             if not batch:
                 return
-            single = len(batch) == 1
-            durable = self.durable and single
-            if on_error == "raise" and not single:
-                for draft in batch:  # validate the whole batch before writing any of it
-                    self._prepare(draft, source)
+            prepared = []
+            for draft in batch:  # validate and redact the whole batch before writing any of it
+                try:
+                    prepared.append((*self._prepare(draft, source), draft.on_existing))
+                except InvalidInputError as exc:
+                    if on_error == "raise":
+                        raise
+                    if errors is not None:
+                        errors.append((position, str(exc)))
+                position += 1
+            single = len(prepared) == 1
             with self.lock.hold():
                 self.index.refresh()
                 with self.index.transaction() as conn:
-                    for draft in batch:
-                        try:
-                            results.append(self._remember_locked(conn, draft, source, durable))
-                        except InvalidInputError as exc:
-                            if on_error == "raise":
-                                raise
-                            if errors is not None:
-                                errors.append((position, str(exc)))
-                        position += 1
-                    if self.durable and not single:
-                        os.sync()
+                    for rec, redactions, mode in prepared:
+                        results.append(self._remember_locked(conn, rec, redactions, mode, self.durable and single))
+                    if self.durable and len(prepared) > 1:
+                        os.sync()  # one flush for the batch instead of an fsync per file
                     self.index.mark_synced(conn)
                 self.write_memory_md()
             if progress:
@@ -411,22 +413,15 @@ class MemoryStore:
 
     def get(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> MemoryRecord:
         """Read one record (fresh from its file) if the caller may see it, else :class:`NotFoundError`."""
-        validate_id(record_id)
+        name = self._path_for(record_id).name
         self.open()
-        for attempt in range(2):
-            row = self._visible_row(record_id, session_id, user_id)
-            if row is not None:
-                try:
-                    rec, mtime_ns, size = self.index.load_file(row["file"])
-                    if (mtime_ns, size) == (row["mtime_ns"], row["size"]) or attempt == 1:
-                        return rec
-                except (FileNotFoundError, RecordParseError):
-                    pass
-            elif not self._path_for(record_id).exists():
-                break
-            if attempt == 0:
-                self.index.refresh(force=True)  # hand-added or hand-edited: bring the index up to date
-        raise NotFoundError(f"no record {record_id!r} visible to this caller")
+        try:  # the file is the truth, for the content and for who may see it (no lock, no rescan)
+            rec, _, _ = self.index.load_file(name)
+        except (OSError, RecordParseError):  # missing, unreadable, a symlink or a name the OS refuses
+            rec = None
+        if rec is None or not _may_see(rec, session_id, user_id):
+            raise NotFoundError(f"no record {record_id!r} visible to this caller")
+        return rec
 
     def search(
         self,
@@ -587,6 +582,15 @@ class MemoryStore:
             "orphaned_in_index": len(set(indexed) - set(on_disk)),
         }
         return DoctorReport(len(on_disk), len(indexed), problems, drift, ok=not problems and not any(drift.values()))
+
+
+def _may_see(rec: MemoryRecord, session_id: str | None, user_id: str | None) -> bool:
+    """The visibility table of :func:`agent_memory.index.visibility_sql`, for one parsed record."""
+    if rec.scope in (Scope.PROJECT, Scope.GLOBAL):
+        return True
+    if rec.scope is Scope.SESSION:
+        return session_id is not None and rec.session_id == session_id
+    return user_id is not None and rec.user_id == user_id
 
 
 def _scopes(scope: Scope | str | Sequence[Scope | str] | None) -> tuple[Scope, ...]:
