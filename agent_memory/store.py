@@ -368,7 +368,7 @@ class MemoryStore:
                 position += 1
             single = len(prepared) == 1
             with self.lock.hold():
-                self.index.refresh()
+                self.index.refresh(periodic=False)
                 with self.index.transaction() as conn:
                     for rec, redactions, mode in prepared:
                         results.append(self._remember_locked(conn, rec, redactions, mode, self.durable and single))
