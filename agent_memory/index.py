@@ -352,16 +352,17 @@ class Index:
         self._last_full_scan = time.monotonic()
         return report
 
-    def refresh(self, *, force: bool = False, wait: bool | None = None) -> SyncReport | None:
+    def refresh(self, *, force: bool = False, wait: bool | None = None, periodic: bool = True) -> SyncReport | None:
         """Cheap freshness check before a read: rescan if the records directory changed
         behind the library's back, or if ``rescan_interval`` has elapsed (in-place edits).
 
         Unless ``wait`` (default: ``force``), a rescan never queues behind a writer: if the root
-        is locked it is skipped (None), since every writer leaves the index in line with the files."""
+        is locked it is skipped (None), since every writer leaves the index in line with the files.
+        Writers pass ``periodic=False``: for dedupe they only need files added behind their back."""
         def check(conn: sqlite3.Connection) -> bool:
             stale = self._meta(conn, "dir_mtime") != self._dir_mtime()
             interval = self.rescan_interval
-            due = interval is not None and time.monotonic() - self._last_full_scan >= interval
+            due = periodic and interval is not None and time.monotonic() - self._last_full_scan >= interval
             return force or stale or due
 
         if not self.guarded(check):
