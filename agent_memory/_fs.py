@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import threading
@@ -57,32 +58,49 @@ class RootLock:
         self.timeout_s = timeout_s
         self._local = threading.local()
 
+    def _open(self) -> int:
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW
+        try:
+            return os.open(self.path, flags, 0o644)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP or not os.path.islink(self.path):
+                raise
+            os.unlink(self.path)  # a planted symlink: never follow it out of the root
+            return os.open(self.path, flags, 0o644)
+
     @contextlib.contextmanager
-    def hold(self) -> Iterator[None]:
+    def hold(self, *, blocking: bool = True) -> Iterator[bool]:
+        """Hold the lock (yields True); with ``blocking=False`` yield False at once if it is taken."""
         depth = getattr(self._local, "depth", 0)
         if depth:
             self._local.depth = depth + 1
             try:
-                yield
+                yield True
             finally:
                 self._local.depth -= 1
             return
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = self._open()
         try:
             deadline = time.monotonic() + self.timeout_s
             delay = 0.001
-            while True:
+            acquired = False
+            while not acquired:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
+                    acquired = True
                 except BlockingIOError:
+                    if not blocking:
+                        break
                     if time.monotonic() > deadline:
                         raise LockTimeoutError(f"could not lock {self.path} within {self.timeout_s}s") from None
                     time.sleep(delay)
                     delay = min(delay * 2, 0.05)
+            if not acquired:
+                yield False
+                return
             self._local.depth = 1
             try:
-                yield
+                yield True
             finally:
                 self._local.depth = 0
                 fcntl.flock(fd, fcntl.LOCK_UN)

@@ -252,7 +252,8 @@ def cmd_capture(args: argparse.Namespace) -> None:
 
     res = asyncio.run(run())
     doc = res.to_dict()
-    doc["written"] = [w["id"] if isinstance(w, dict) else w for w in doc.get("written", [])]
+    doc["records"] = doc.get("written", [])  # every verified write with its status
+    doc["written"] = list(res.ids)  # ids actually created, appended or replaced
     _emit(args, doc, lambda: "\n".join(f"written: {i}" for i in doc["written"]) or "nothing to remember")
 
 

@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import sqlite3
+import stat
 import threading
 import time
 from dataclasses import dataclass, field
@@ -62,10 +63,11 @@ def visibility_sql(alias: str = "r") -> str:
 
 
 def is_corrupt(exc: BaseException) -> bool:
-    """True for errors meaning the database file is damaged (not for busy/locked or bugs)."""
+    """True for errors meaning the database file is damaged or emptied under us (not for busy/locked)."""
     msg = str(exc).lower()
     return type(exc) is sqlite3.DatabaseError or any(
-        m in msg for m in ("malformed", "not a database", "file is encrypted", "vtable constructor failed", "fts5: corrupt"))
+        m in msg for m in ("malformed", "not a database", "file is encrypted", "vtable constructor failed", "fts5: corrupt",
+                           "no such table"))  # truncated in place while a connection was open
 
 
 class Index:
@@ -96,6 +98,11 @@ class Index:
 
     # -- connections -------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
+        for suffix in ("", "-wal", "-shm", "-journal"):  # derived files: a planted symlink is removed, never followed
+            if os.path.islink(f"{self.path}{suffix}"):
+                log.warning("removing symlink %s%s (the index never follows links out of the root)", self.path, suffix)
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(f"{self.path}{suffix}")
         conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None, check_same_thread=False)
         conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
@@ -199,7 +206,8 @@ class Index:
         try:
             yield conn
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # SQLite may have rolled back already (e.g. after a corruption error)
+                conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
 
@@ -215,6 +223,12 @@ class Index:
             self._local.conn = self._recreate()
             self._local.ident = self._ident()
             return fn(self._local.conn)
+
+    def healing(self, fn: Callable[[], Any]) -> Any:
+        """Run a write or sync; if the index turns out corrupt, rebuild it from the files and run it once more.
+
+        Files are written before their index rows, so a retried write finds its own file (and is idempotent)."""
+        return self.guarded(lambda _conn: fn())
 
     # -- meta ----------------------------------------------------------------------------
     def _meta(self, conn: sqlite3.Connection, key: str) -> str | None:
@@ -286,9 +300,11 @@ class Index:
     def load_file(self, name: str) -> tuple[MemoryRecord, int, int]:
         """Read and parse one record file (no symlinks). Raises OSError or RecordParseError."""
         path = self.records_dir / name
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # NONBLOCK: a FIFO must not hang us
         try:
             st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise RecordParseError("not a regular file")
             with os.fdopen(fd, "rb", closefd=False) as fh:
                 raw = fh.read()
         finally:
@@ -301,11 +317,20 @@ class Index:
         rec = parse_record(text, name[:-3], path=str(path), mtime_iso=mtime_iso)
         return rec, st.st_mtime_ns, st.st_size
 
+    def _remove_orphaned_temps(self) -> None:
+        """Delete temp files of writers that died mid-write (call under the lock: then every one is orphaned)."""
+        with contextlib.suppress(FileNotFoundError), os.scandir(self.records_dir) as it:
+            for entry in it:
+                if entry.name.startswith(TMP_PREFIX):
+                    with contextlib.suppress(OSError):
+                        os.unlink(entry.path)
+
     def full_sync(self, conn: sqlite3.Connection | None = None) -> SyncReport:
         """Bring the index in line with every file (under the root lock)."""
         conn = conn or self.conn
         report = SyncReport()
         with self.lock.hold():
+            self._remove_orphaned_temps()
             known = {r["file"]: (r["id"], r["mtime_ns"], r["size"]) for r in conn.execute("SELECT id, file, mtime_ns, size FROM records")}
             self.problems = {}
             seen: set[str] = set()
@@ -346,7 +371,8 @@ class Index:
                 self.mark_synced(conn)
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
                 raise
         report.problems = dict(self.problems)
         self._last_full_scan = time.monotonic()
@@ -371,7 +397,7 @@ class Index:
             if not held:
                 return None
             with self._scan_lock:
-                return self.full_sync()
+                return self.healing(self.full_sync)
 
     def refresh_rows(self, conn: sqlite3.Connection, rows: Sequence[sqlite3.Row]) -> bool:
         """Re-index any of ``rows`` whose file changed on disk; True if something changed."""

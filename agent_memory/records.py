@@ -66,6 +66,12 @@ def validate_id(record_id: object) -> str:
         raise InvalidIdError(f"invalid record id: {record_id!r}")
     if record_id.startswith((".", " ")) or record_id.endswith((" ", ".")) or ".." in record_id:
         raise InvalidIdError(f"invalid record id: {record_id!r}")
+    try:  # a file name: valid UTF-8 and within NAME_MAX (255 bytes) with ".md"
+        too_long = len(record_id.encode("utf-8")) > 240
+    except UnicodeEncodeError:
+        raise InvalidIdError(f"invalid record id: {record_id!r} (not valid Unicode)") from None
+    if too_long:
+        raise InvalidIdError(f"invalid record id: {record_id!r} (longer than 240 bytes)")
     return record_id
 
 
@@ -280,7 +286,8 @@ def parse_record(text: str, record_id: str, *, path: str | None = None, mtime_is
         if loaded is not None and not isinstance(loaded, dict):
             raise RecordParseError("frontmatter is not a mapping")
         data = dict(loaded or {})
-    if body.endswith("\r\n"):
+    nl = text.find("\n")  # a CRLF file? ours are LF, so content ending in "\r" keeps it
+    if nl > 0 and text[nl - 1] == "\r" and body.endswith("\r\n"):
         body = body[:-2]
     elif body.endswith("\n"):
         body = body[:-1]

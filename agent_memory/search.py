@@ -1,13 +1,19 @@
-"""Lexical search: natural-language queries → FTS5 MATCH → BM25 → bounded snippets.
+"""Lexical search: natural-language queries → FTS5 MATCH → BM25 → coordination → bounded snippets.
 
 A question works as a query as it stands: punctuation is stripped, stop words dropped
 (unless nothing else is left), digits and dates kept, the terms OR-ed and ranked by BM25
 with field weights (title and tags are hints; the body is primary; neighbour context is
 a weak signal). Scope visibility is part of the SQL, so it applies before ranking and limits.
+
+An OR query lets a record that repeats one query word outrank one that holds most of them,
+so the BM25 candidates (a pool a few times the limit) are re-scored by *coordination*: the
+share of the query's distinct terms found in the record itself (a term found only in the
+neighbour context counts ``context_share``), smoothed so a record never drops to zero.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import asdict, dataclass, field
@@ -44,6 +50,31 @@ def light_stem(token: str) -> str:
         if len(token) > len(suffix) + 2 and token.endswith(suffix):
             return token[: -len(suffix)]
     return token
+
+
+@functools.lru_cache(maxsize=65536)
+def term_key(token: str) -> str:
+    """A matching key for a lower-cased word: :func:`light_stem`, then one final ``e``/``y``
+    dropped, so ``race/races/raced/racing`` and ``story/stories`` share a key. Always a prefix
+    of the word, which lets :func:`term_matcher` pre-filter with one regular expression."""
+    key = light_stem(token)
+    if len(key) > 3 and key[-1] in "ey":
+        key = key[:-1]
+    return key
+
+
+def term_matcher(keys: Iterable[str]) -> Callable[[str], set[str]]:
+    """A function returning which of ``keys`` (see :func:`term_key`) occur in a text."""
+    wanted = frozenset(k for k in keys if k)
+    if not wanted:
+        return lambda text: set()
+    alternation = "|".join(re.escape(k) for k in sorted(wanted, key=len, reverse=True))
+    pattern = re.compile(rf"(?<![^\W_])(?:{alternation})[^\W_]*")
+
+    def found(text: str) -> set[str]:
+        return {key for word in pattern.findall(text.lower()) if (key := term_key(word)) in wanted}
+
+    return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,33 +145,49 @@ def date_filter_sql(req: SearchRequest, params: dict[str, Any], alias: str = "r"
 
 
 class Fts5Engine:
-    """The default engine: SQLite FTS5 + BM25 with field weights and line-aware snippets."""
+    """The default engine: SQLite FTS5 + BM25 with field weights, coordination and line-aware snippets.
+
+    ``weights`` are the BM25 weights of the FTS columns (title, tags, body, context).
+    ``coordination`` is the exponent of the coordination factor (0 turns re-scoring off);
+    ``context_share`` is how much a query term found only in the neighbour context counts;
+    ``pool`` is the minimum number of BM25 candidates re-scored (at least twice the limit);
+    ``max_terms`` bounds the OR expression built from a very long query.
+    """
 
     def __init__(
         self,
         *,
         tokenizer: Tokenizer = default_tokenizer,
         stop_words: Iterable[str] | None = None,
-        weights: Sequence[float] = (2.0, 1.5, 1.0, 0.25),
+        weights: Sequence[float] = (2.0, 1.5, 1.0, 0.4),
         snippet_lines: int = 3,
         snippet_chars: int = 320,
+        coordination: float = 1.0,
+        context_share: float = 0.5,
+        pool: int = 50,
+        max_terms: int = 64,
     ) -> None:
         self.tokenizer = tokenizer
         self.stop_words = frozenset(STOP_WORDS if stop_words is None else stop_words)
         self.weights = tuple(weights)
         self.snippet_lines = max(1, snippet_lines)
         self.snippet_chars = max(40, snippet_chars)
+        self.coordination = max(0.0, float(coordination))
+        self.context_share = min(1.0, max(0.0, float(context_share)))
+        self.pool = max(1, int(pool))
+        self.max_terms = max(1, int(max_terms))
 
     # -- query ----------------------------------------------------------------------------
     def terms(self, query: str) -> list[str]:
+        """Distinct query terms in order: stop words dropped unless nothing else is left."""
         tokens = list(dict.fromkeys(self.tokenizer(query)))
         content = [t for t in tokens if t not in self.stop_words]
-        return content or tokens
+        return (content or tokens)[: self.max_terms]
 
     def match_expression(self, terms: Sequence[str], tags: Sequence[str] = ()) -> str:
-        parts = [f'"{t}"' for t in terms]
+        parts = [f'"{t}"' for t in (t.replace('"', '""') for t in terms) if t]
         for tag in tags:
-            tag_terms = [t for t in self.tokenizer(tag)]
+            tag_terms = [t.replace('"', '""') for t in self.tokenizer(tag)]
             if tag_terms:
                 parts.append("tags : (" + " ".join(f'"{t}"' for t in tag_terms) + ")")
         return " OR ".join(parts)
@@ -154,32 +201,52 @@ class Fts5Engine:
             trace.append({"stage": "parse", "query": request.query, "terms": terms, "match": match})
         if not match:
             return SearchResult([], trace)
-        params: dict[str, Any] = {"q": match, "sid": request.session_id, "uid": request.user_id,
-                                  "limit": max(1, int(request.limit))}
+        limit = max(1, int(request.limit))
+        fetch = max(self.pool, 2 * limit) if self.coordination else limit
+        params: dict[str, Any] = {"q": match, "sid": request.session_id, "uid": request.user_id, "limit": fetch}
         extra = scope_filter_sql(request.scopes) + date_filter_sql(request, params)
         weights = ", ".join(str(float(w)) for w in self.weights)
         sql = (
-            f"SELECT r.*, fts.body AS body, bm25(fts, {weights}) AS rank FROM fts JOIN records r ON r.rowid = fts.rowid"
+            f"SELECT r.*, fts.body AS body, fts.context AS context, bm25(fts, {weights}) AS rank"
+            f" FROM fts JOIN records r ON r.rowid = fts.rowid"
             f" WHERE fts MATCH :q AND {visibility_sql('r')}{extra} ORDER BY rank LIMIT :limit"
         )
+        keys = {term_key(t) for t in terms}
+        found = term_matcher(keys)
 
-        def run(conn: Any) -> list[Any]:
-            return conn.execute(sql, params).fetchall()
+        def run(conn: Any) -> list[tuple[float, Any]]:
+            return self._rescore(conn.execute(sql, params).fetchall(), keys, found)[:limit]
 
-        rows = index.guarded(run)
-        if index.refresh_rows(index.conn, rows):  # a hit's file changed by hand: answer from the new text
-            rows = index.guarded(run)
+        scored = index.guarded(run)
+        if index.refresh_rows(index.conn, [row for _, row in scored]):  # a hit's file changed by hand: use the new text
+            scored = index.guarded(run)
         if trace is not None:
-            self._trace(index, trace, params, weights, extra, rows)
-        stems = {light_stem(t) for t in terms}
-        hits = [self._hit(index, row, stems) for row in rows]
+            self._trace(index, trace, params, weights, extra, scored, fetch, limit)
+        hits = [self._hit(index, row, score, found) for score, row in scored]
         return SearchResult(hits, trace)
 
-    def _trace(self, index: Index, trace: list[dict[str, Any]], params: dict[str, Any], weights: str, extra: str, rows: list[Any]) -> None:
+    def _rescore(self, rows: list[Any], keys: set[str], found: Callable[[str], set[str]]) -> list[tuple[float, Any]]:
+        """``(score, row)`` best first: BM25 (positive) times the smoothed coordination factor."""
+        if not self.coordination or len(keys) < 2:
+            return [(-float(row["rank"]), row) for row in rows]
+        n = len(keys)
+        scored = []
+        for row in rows:
+            own = found(f"{row['title'] or ''} {row['tags'] or ''} {row['body'] or ''}")
+            matched = len(own)
+            if self.context_share and row["context"]:
+                matched += self.context_share * len(found(row["context"]) - own)
+            coord = (matched + 1.0) / (n + 1.0)
+            scored.append((-float(row["rank"]) * coord ** self.coordination, row))
+        scored.sort(key=lambda item: -item[0])
+        return scored
+
+    def _trace(self, index: Index, trace: list[dict[str, Any]], params: dict[str, Any], weights: str, extra: str,
+               scored: list[tuple[float, Any]], fetch: int, limit: int) -> None:
         def q(sql: str) -> list[Any]:
             return index.guarded(lambda c: c.execute(sql, params).fetchall())
 
-        base = f"FROM fts JOIN records r ON r.rowid = fts.rowid WHERE fts MATCH :q"
+        base = "FROM fts JOIN records r ON r.rowid = fts.rowid WHERE fts MATCH :q"
         allc = q(f"SELECT r.id, r.scope, bm25(fts, {weights}) AS rank {base} ORDER BY rank LIMIT 20")
         total = q(f"SELECT count(*) {base}")[0][0]
         visible = q(f"SELECT count(*) {base} AND {visibility_sql('r')}{extra}")[0][0]
@@ -187,27 +254,29 @@ class Fts5Engine:
                       "top": [{"id": r["id"], "scope": r["scope"], "score": round(-r["rank"], 4)} for r in allc]})
         trace.append({"stage": "scope_filter", "visible": visible, "hidden": total - visible,
                       "note": "applied inside the SQL query, before ranking and the limit"})
-        trace.append({"stage": "rank", "scorer": f"bm25(title, tags, body, context) weights=({weights})",
-                      "top": [{"id": r["id"], "score": round(-r["rank"], 4)} for r in rows]})
-        trace.append({"stage": "cut", "limit": params["limit"], "returned": len(rows)})
+        trace.append({"stage": "rank", "scorer": f"bm25(title, tags, body, context) weights=({weights})", "pool": fetch,
+                      "top": [{"id": r["id"], "bm25": round(-r["rank"], 4)} for _, r in sorted(scored, key=lambda x: x[1]["rank"])]})
+        trace.append({"stage": "coordination", "exponent": self.coordination, "context_share": self.context_share,
+                      "top": [{"id": r["id"], "score": round(s, 4)} for s, r in scored]})
+        trace.append({"stage": "cut", "limit": limit, "returned": len(scored)})
 
-    def _hit(self, index: Index, row: Any, stems: set[str]) -> SearchHit:
-        start, end, snippet = self.snippet(row["body"] or "", stems)
+    def _hit(self, index: Index, row: Any, score: float, found: Callable[[str], set[str]]) -> SearchHit:
+        start, end, snippet = self._snippet(row["body"] or "", found)
         offset = (row["body_line"] or 1) - 1
         return SearchHit(
             id=row["id"], path=str(index.records_dir / row["file"]), line_start=offset + start, line_end=offset + end,
-            snippet=snippet, score=round(-float(row["rank"]), 6), title=row["title"] or "", kind=row["kind"] or "",
+            snippet=snippet, score=round(score, 6), title=row["title"] or "", kind=row["kind"] or "",
             scope=row["scope"], tags=tuple(json.loads(row["tags"] or "[]")), updated=row["updated"] or "",
             metadata=json.loads(row["metadata"] or "{}"),
         )
 
     def snippet(self, body: str, stems: set[str]) -> tuple[int, int, str]:
-        """Best window of ``snippet_lines`` lines (1-based, inclusive, relative to the body)."""
+        """Best window of ``snippet_lines`` lines for query ``stems`` (1-based, inclusive, relative to the body)."""
+        return self._snippet(body, term_matcher({term_key(s) for s in stems}))
+
+    def _snippet(self, body: str, found: Callable[[str], set[str]]) -> tuple[int, int, str]:
         lines = body.split("\n") or [""]
-        scores = []
-        for line in lines:
-            words = {light_stem(w) for w in self.tokenizer(line)}
-            scores.append(len(words & stems))
+        scores = [len(found(line)) if line else 0 for line in lines]
         n = min(self.snippet_lines, len(lines))
         best, best_i = -1, 0
         for i in range(len(lines) - n + 1):
@@ -222,15 +291,21 @@ class Fts5Engine:
             window.pop(0)
         text = "\n".join(lines[window[0]:window[-1] + 1])
         if len(text) > self.snippet_chars:
-            text = self._clip(text, stems)
+            text = self._clip(text, found)
         return window[0] + 1, window[-1] + 1, text
 
-    def _clip(self, text: str, stems: set[str]) -> str:
+    def _clip(self, text: str, found: Callable[[str], set[str]]) -> str:
         lower = text.lower()
-        pos = min((lower.find(s) for s in stems if s and lower.find(s) >= 0), default=0)
+        keys = found(text)
+        pos = min((p for k in keys if (p := _word_at(lower, k)) >= 0), default=0)
         start = max(0, pos - self.snippet_chars // 3)
         if start:
             space = text.find(" ", start)
             start = space + 1 if 0 <= space < pos else start
         clipped = text[start:start + self.snippet_chars]
         return ("…" if start else "") + clipped.rstrip() + ("…" if start + self.snippet_chars < len(text) else "")
+
+
+def _word_at(lower: str, key: str) -> int:
+    m = re.search(rf"(?<![^\W_]){re.escape(key)}", lower)
+    return m.start() if m else -1

@@ -106,9 +106,13 @@ def _parse_when(value: str) -> dt.datetime | None:
 
 def _clean_metadata(value: Any) -> Any:
     if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidInputError("metadata is not valid Unicode (lone surrogate)") from None
         return _redact.redact(value).text
     if isinstance(value, Mapping):
-        return {str(k): _clean_metadata(v) for k, v in value.items()}
+        return {_clean_metadata(str(k)): _clean_metadata(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_clean_metadata(v) for v in value]
     if value is None or isinstance(value, (bool, int, float)):
@@ -198,7 +202,9 @@ class MemoryStore:
         session_id, user_id = self._owner(scope, draft.session_id, draft.user_id)
         tags = normalize_tags(draft.tags)
         key = validate_key(draft.memory_key) if draft.memory_key is not None else None
-        for label, value in (("memory_key", key), *(("tag", t) for t in tags)):
+        raw_tags = [draft.tags] if isinstance(draft.tags, str) else list(draft.tags or ())
+        raw = [("kind", draft.kind), *(("tag", t) for t in raw_tags if isinstance(t, str))]  # before lower-casing
+        for label, value in (("memory_key", key), *(("tag", t) for t in tags), *raw):
             if value and _redact.contains_secret(value):
                 raise InvalidInputError(f"{label} looks like a secret; refusing to store it")
         if source not in SOURCES:
@@ -367,15 +373,21 @@ class MemoryStore:
                         errors.append((position, str(exc)))
                 position += 1
             single = len(prepared) == 1
-            with self.lock.hold():
-                self.index.refresh(periodic=False)
-                with self.index.transaction() as conn:
-                    for rec, redactions, mode in prepared:
-                        results.append(self._remember_locked(conn, rec, redactions, mode, self.durable and single))
-                    if self.durable and len(prepared) > 1:
-                        os.sync()  # one flush for the batch instead of an fsync per file
-                    self.index.mark_synced(conn)
-                self.write_memory_md()
+
+            def write_batch() -> list[RememberResult]:
+                done = []
+                with self.lock.hold():
+                    self.index.refresh(periodic=False)
+                    with self.index.transaction() as conn:
+                        for rec, redactions, mode in prepared:
+                            done.append(self._remember_locked(conn, rec, redactions, mode, self.durable and single))
+                        if self.durable and len(prepared) > 1:
+                            os.sync()  # one flush for the batch instead of an fsync per file
+                        self.index.mark_synced(conn)
+                    self.write_memory_md()
+                return done
+
+            results.extend(self.index.healing(write_batch))  # a corrupt index is rebuilt, the batch retried
             if progress:
                 progress(len(batch))
             batch.clear()
@@ -390,6 +402,7 @@ class MemoryStore:
     def forget(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> bool:
         """Delete a record the caller may see: its file and its index rows. False if absent."""
         validate_id(record_id)
+        _check_strings(session_id=session_id, user_id=user_id)
         self.open()
         with self.lock.hold():
             self.index.refresh()
@@ -400,9 +413,13 @@ class MemoryStore:
                 os.unlink(self.records_dir / row["file"])
             if self.durable:
                 fsync_dir(self.records_dir)
-            with self.index.transaction() as conn:
-                self.index.delete(conn, record_id)
-                self.index.mark_synced(conn)
+
+            def drop() -> None:
+                with self.index.transaction() as conn:
+                    self.index.delete(conn, record_id)
+                    self.index.mark_synced(conn)
+
+            self.index.healing(drop)
             self.write_memory_md()
         return True
 
@@ -414,6 +431,7 @@ class MemoryStore:
     def get(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> MemoryRecord:
         """Read one record (fresh from its file) if the caller may see it, else :class:`NotFoundError`."""
         name = self._path_for(record_id).name
+        _check_strings(session_id=session_id, user_id=user_id)
         self.open()
         try:  # the file is the truth, for the content and for who may see it (no lock, no rescan)
             rec, _, _ = self.index.load_file(name)
@@ -444,6 +462,8 @@ class MemoryStore:
             raise InvalidInputError("query must be a string")
         if not isinstance(limit, int) or not 1 <= limit <= 1000:
             raise InvalidInputError("limit must be an integer between 1 and 1000")
+        _check_strings(session_id=session_id, user_id=user_id, created_after=created_after, created_before=created_before,
+                       updated_after=updated_after, updated_before=updated_before)
         self.open()
         req = SearchRequest(
             query=query, session_id=session_id, user_id=user_id, tags=normalize_tags(tags), scopes=_scopes(scope),
@@ -467,6 +487,8 @@ class MemoryStore:
         updated_before: str | None = None,
     ) -> list[MemoryRecord]:
         """Visible records filtered exactly on tags (all must match), kind, scope and dates; newest first."""
+        _check_strings(session_id=session_id, user_id=user_id, created_after=created_after, created_before=created_before,
+                       updated_after=updated_after, updated_before=updated_before)
         self.open()
         req = SearchRequest(query="", kinds=_kinds(kind), created_after=created_after, created_before=created_before,
                             updated_after=updated_after, updated_before=updated_before)
@@ -477,12 +499,13 @@ class MemoryStore:
             where += f" AND EXISTS (SELECT 1 FROM record_tags t WHERE t.rid = r.rowid AND t.tag = :tag{i})"
         sql = f"SELECT r.*, f.body AS body FROM records r JOIN fts f ON f.rowid = r.rowid WHERE {where} ORDER BY r.updated DESC"
         if limit is not None:
-            sql += f" LIMIT {max(0, int(limit))}"
+            sql += f" LIMIT {min(max(0, int(limit)), 2**62)}"
         rows = self.index.guarded(lambda c: c.execute(sql, params).fetchall())
         return [row_to_record(r, self.records_dir, r["body"] or "") for r in rows]
 
     def visible_lines(self, *, session_id: str | None, user_id: str | None, limit: int | None) -> list[str]:
         """MEMORY.md-style lines for the records a caller may see, newest first."""
+        _check_strings(session_id=session_id, user_id=user_id)
         params = {"sid": session_id, "uid": user_id}
         sql = f"SELECT id, kind, summary FROM records r WHERE {visibility_sql('r')} ORDER BY updated DESC, id"
         if limit is not None:
@@ -526,6 +549,9 @@ class MemoryStore:
         """Archive expired records (TTL) and exact duplicates (keeping the newest), with annotations."""
         self.open()
         now = now or dt.datetime.now(dt.timezone.utc)
+        return self.index.healing(lambda: self._sweep(now))
+
+    def _sweep(self, now: dt.datetime) -> SweepReport:
         report = SweepReport()
         with self.lock.hold():
             self.index.refresh(force=True)
@@ -548,12 +574,15 @@ class MemoryStore:
 
     def reindex(self) -> SyncReport:
         """Drop and rebuild the index from the files."""
-        with self.lock.hold():
+        def rebuild() -> SyncReport:
             with self.index.transaction() as conn:
                 conn.execute("DELETE FROM records")
                 conn.execute("DELETE FROM record_tags")
                 conn.execute("DELETE FROM fts")
-            report = self.index.full_sync()
+            return self.index.full_sync()
+
+        with self.lock.hold():
+            report = self.index.healing(rebuild)
             report.rebuilt = True
             self.write_memory_md()
         self._opened = True
@@ -582,6 +611,19 @@ class MemoryStore:
             "orphaned_in_index": len(set(indexed) - set(on_disk)),
         }
         return DoctorReport(len(on_disk), len(indexed), problems, drift, ok=not problems and not any(drift.values()))
+
+
+def _check_strings(**values: Any) -> None:
+    """Caller ids and filters reach SQL: each must be None or a valid Unicode string (typed error otherwise)."""
+    for name, value in values.items():
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise InvalidInputError(f"{name} must be a string")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidInputError(f"{name} is not valid Unicode (lone surrogate)") from None
 
 
 def _may_see(rec: MemoryRecord, session_id: str | None, user_id: str | None) -> bool:

@@ -42,7 +42,8 @@ def test_contract_round_trip(tmp_path, capsys):
     hits = jrun(root, "search", "when do deploys happen?")["hits"]
     assert hits[0]["id"] == r["id"] and set(hits[0]) >= {"id", "path", "line_start", "line_end", "snippet", "score"}
     trace = jrun(root, "search", "deploys", "--trace")["trace"]
-    assert [s["stage"] for s in trace] == ["parse", "match", "scope_filter", "rank", "cut"]
+    stages = [s["stage"] for s in trace]
+    assert [s for s in stages if s in ("parse", "match", "scope_filter", "rank", "cut")] == ["parse", "match", "scope_filter", "rank", "cut"]
     rec = jrun(root, "get", r["id"])
     assert rec["content"] == "Deploys happen on Fridays after noon.\nRollbacks need approval." and rec["tags"] == ["ops"]
     assert [x["id"] for x in jrun(root, "list", "--tag", "ops")["records"]] == [r["id"]]

@@ -1,0 +1,286 @@
+"""LoCoMo retrieval evaluation: evidence recall@k and budgeted recall coverage.
+
+For each conversation of a LoCoMo-format file (a JSON list of samples, see the dataset's
+``SCHEMA.md``): a fresh temporary memory root, one record per dialog turn written through
+the bulk import path (:func:`agent_memory.transcripts.transcript_drafts` →
+``MemoryStore.remember_many``), then every question searched as it stands.
+
+- ``recall@k``: the fraction of a question's evidence ``dia_id``s among the top k records,
+  as in the LoCoMo paper (Maharana et al., ACL 2024, Table 3); a question without evidence
+  counts 1. "overall" averages all questions, "by_category" averages within each category.
+- ``coverage@<budget>`` (when ``budget`` is given): the recall worker answers each question
+  with a summary of at most ``budget`` tokens; the score is the fraction of evidence turns
+  whose content made it into the summary (the turn's record is cited in ``sources`` or its
+  text appears in the summary).
+
+Malformed evidence ids are normalised, never dropped with their question:
+``"D8:6; D9:17"`` → ``D8:6``, ``D9:17``; ``"D:11:26"`` → ``D11:26``; ``"D30:05"`` → ``D30:5``;
+a bare ``"D"`` is ignored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence, TextIO
+
+from ..transcripts import Session, Turn, transcript_drafts
+
+__all__ = [
+    "evaluate", "render_table", "normalize_evidence", "evidence_recall", "load_samples", "sample_sessions",
+    "progress_printer", "ProgressBar", "CATEGORY_NAMES",
+]
+
+CATEGORY_NAMES = {"1": "multi-hop", "2": "temporal", "3": "open-domain", "4": "single-hop", "5": "adversarial"}
+DEFAULT_KS = (5, 10, 25, 50)
+_SESSION_KEY = re.compile(r"session_(\d+)$")
+_EVIDENCE_ID = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)", re.I)
+
+Progress = Callable[[int], None]
+
+
+# -- data -------------------------------------------------------------------------------------
+def load_samples(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The list of samples of a LoCoMo-format JSON file (a single sample object is accepted too)."""
+    with open(path, encoding="utf-8") as fh:
+        data = json.load(fh)
+    if isinstance(data, dict):
+        data = [data]
+    if not isinstance(data, list) or not all(isinstance(s, dict) and "conversation" in s for s in data):
+        raise ValueError(f"{path}: not a LoCoMo-format file (a list of samples with 'conversation' and 'qa')")
+    return data
+
+
+def sample_sessions(sample: Mapping[str, Any]) -> list[Session]:
+    """The sessions of one sample, in order (``session_<N>`` keys; date keys without turns are ignored)."""
+    conv = sample["conversation"]
+    numbers = sorted(int(m.group(1)) for key in conv if (m := _SESSION_KEY.fullmatch(key)) and isinstance(conv[key], list))
+    sessions = []
+    for n in numbers:
+        turns = [
+            Turn(speaker=str(t.get("speaker") or "speaker"), text=str(t.get("text") or ""), id=t.get("dia_id"),
+                 caption=t.get("blip_caption"))
+            for t in conv[f"session_{n}"] if isinstance(t, dict)
+        ]
+        sessions.append(Session(turns=turns, date=conv.get(f"session_{n}_date_time"), id=f"session_{n}"))
+    return sessions
+
+
+def normalize_evidence(evidence: Iterable[Any] | Any) -> list[str]:
+    """Canonical ``D<session>:<turn>`` ids from a question's evidence list, in order, without duplicates."""
+    if evidence is None:
+        return []
+    if isinstance(evidence, (str, bytes)):
+        evidence = [evidence]
+    out: list[str] = []
+    for item in evidence:
+        for m in _EVIDENCE_ID.finditer(str(item)):
+            ev = f"D{int(m.group(1))}:{int(m.group(2))}"
+            if ev not in out:
+                out.append(ev)
+    return out
+
+
+def canonical_turn_id(dia_id: Any) -> str | None:
+    ids = normalize_evidence([dia_id])
+    return ids[0] if ids else None
+
+
+def evidence_recall(evidence: Sequence[str], retrieved: Iterable[str | None]) -> float:
+    """Fraction of ``evidence`` found in ``retrieved``; 1.0 when there is no evidence (as the paper)."""
+    if not evidence:
+        return 1.0
+    got = {r for r in retrieved if r}
+    return sum(1 for e in evidence if e in got) / len(evidence)
+
+
+# -- evaluation -------------------------------------------------------------------------------
+def evaluate(
+    path: str | os.PathLike[str],
+    *,
+    ks: Sequence[int] = DEFAULT_KS,
+    budget: int | None = None,
+    profile: str = "offline",
+    progress: Progress | None = None,
+    limit_conversations: int | None = None,
+    store_options: Mapping[str, Any] | None = None,
+    transcript_options: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Evaluate retrieval on a LoCoMo-format file; returns the JSON document described in the module doc.
+
+    ``progress(1)`` is called after every question (the convention of ``remember_many``); if
+    ``progress`` has a ``total`` attribute that is None, it is set to the number of questions first.
+    ``limit_conversations`` limits the run to the first N samples (quick checks). ``store_options``/``transcript_options`` reach
+    :class:`~agent_memory.store.MemoryStore` and :func:`~agent_memory.transcripts.transcript_drafts`.
+    """
+    ks = tuple(sorted({int(k) for k in ks}))
+    if not ks or ks[0] < 1 or ks[-1] > 1000:
+        raise ValueError("k values must be between 1 and 1000")
+    if budget is not None and int(budget) < 1:
+        raise ValueError("budget must be a positive number of tokens")
+    started = time.perf_counter()
+    samples = load_samples(path)
+    if limit_conversations is not None:
+        samples = samples[: max(0, int(limit_conversations))]
+    if progress is not None and getattr(progress, "total", 0) is None:
+        progress.total = sum(len(s.get("qa") or []) for s in samples)  # type: ignore[attr-defined]
+    rows: list[tuple[str, dict[str, float]]] = []
+    for index, sample in enumerate(samples):
+        def tick() -> None:
+            if progress is not None:
+                progress(1)
+
+        rows.extend(_evaluate_sample(sample, index, ks, budget, profile, tick, store_options or {}, transcript_options or {}))
+    return _aggregate(rows, ks, budget, time.perf_counter() - started)
+
+
+def _evaluate_sample(
+    sample: Mapping[str, Any], index: int, ks: Sequence[int], budget: int | None, profile: str, tick: Callable[[], None],
+    store_options: Mapping[str, Any], transcript_options: Mapping[str, Any],
+) -> list[tuple[str, dict[str, float]]]:
+    from ..provider import MemoryProvider
+
+    thread = str(sample.get("sample_id") or f"conversation-{index + 1}")
+    drafts = transcript_drafts(sample_sessions(sample), thread=thread, **dict(transcript_options))
+    options = {"durable": False, "rescan_interval": None, **dict(store_options)}
+    with tempfile.TemporaryDirectory(prefix="agent-memory-locomo-") as tmp:
+        provider = MemoryProvider(Path(tmp) / "memory", profile=profile, **options)
+        store = provider.store
+        try:
+            results = store.remember_many(drafts, source="import")
+            turn_of: dict[str, str] = {}
+            text_of: dict[str, str] = {}
+            for draft, res in zip(drafts, results):
+                tid = canonical_turn_id((draft.metadata or {}).get("turn_id"))
+                if tid is not None:
+                    turn_of[res.id] = tid
+                    text_of.setdefault(tid, draft.content.split("\n", 1)[0].split(": ", 1)[-1])
+            qa = [q for q in sample.get("qa") or [] if isinstance(q, dict)]
+            rows: list[tuple[str, dict[str, float]]] = []
+            for q in qa:
+                evidence = normalize_evidence(q.get("evidence"))
+                hits = store.search(str(q.get("question") or ""), limit=ks[-1]).hits
+                ranked = [turn_of.get(h.id) for h in hits]
+                scores = {f"recall@{k}": evidence_recall(evidence, ranked[:k]) for k in ks}
+                rows.append((str(q.get("category", "?")), scores))
+                if budget is None:
+                    tick()
+            if budget is not None:
+                asyncio.run(_coverage(provider, qa, rows[-len(qa):] if qa else [], int(budget), turn_of, text_of, tick))
+            return rows
+        finally:
+            provider.close()
+
+
+async def _coverage(
+    provider: Any, qa: Sequence[Mapping[str, Any]], rows: Sequence[tuple[str, dict[str, float]]], budget: int,
+    turn_of: Mapping[str, str], text_of: Mapping[str, str], tick: Callable[[], None],
+) -> None:
+    key = f"coverage@{budget}"
+    for q, (_, scores) in zip(qa, rows):
+        evidence = normalize_evidence(q.get("evidence"))
+        try:
+            result = await provider.recall(str(q.get("question") or ""), summary_tokens=budget)
+            summary = str(getattr(result, "summary", "") or "")
+            sources = getattr(result, "sources", None) or []
+        except Exception:  # a failed recall covers nothing; the evaluation goes on
+            summary, sources = "", []
+        cited = {turn_of.get(str(s.get("id") if isinstance(s, Mapping) else getattr(s, "id", s))) for s in sources}
+        scores[key] = coverage_score(evidence, cited, summary, text_of)
+        tick()
+
+
+def _norm_text(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
+def coverage_score(evidence: Sequence[str], cited: Iterable[str | None], summary: str, text_of: Mapping[str, str]) -> float:
+    """Fraction of evidence turns that made it into a recall summary: cited as a source, or quoted
+    (the turn's text, or its first 12 words, appears in the summary). 1.0 without evidence."""
+    if not evidence:
+        return 1.0
+    cited_set = {c for c in cited if c}
+    flat = _norm_text(summary)
+    covered = 0
+    for ev in evidence:
+        if ev in cited_set:
+            covered += 1
+            continue
+        text = _norm_text(text_of.get(ev, ""))
+        probe = " ".join(text.split()[:12])
+        if probe and probe in flat:
+            covered += 1
+    return covered / len(evidence)
+
+
+def _aggregate(rows: Sequence[tuple[str, dict[str, float]]], ks: Sequence[int], budget: int | None, elapsed: float) -> dict[str, Any]:
+    metrics = [f"recall@{k}" for k in ks] + ([f"coverage@{budget}"] if budget is not None else [])
+
+    def mean(values: Sequence[dict[str, float]]) -> dict[str, float]:
+        return {m: round(sum(v.get(m, 0.0) for v in values) / len(values), 4) if values else 0.0 for m in metrics}
+
+    by_cat: dict[str, list[dict[str, float]]] = {}
+    for cat, scores in rows:
+        by_cat.setdefault(cat, []).append(scores)
+    order = sorted(by_cat, key=lambda c: (not c.isdigit(), int(c) if c.isdigit() else 0, c))
+    return {
+        "questions": len(rows),
+        "overall": mean([s for _, s in rows]),
+        "by_category": {c: {"questions": len(by_cat[c]), **mean(by_cat[c])} for c in order},
+        "elapsed_s": round(elapsed, 2),
+    }
+
+
+# -- presentation -----------------------------------------------------------------------------
+def render_table(result: Mapping[str, Any]) -> str:
+    """A fixed-width table of a result from :func:`evaluate`: one row per category, then overall."""
+    metrics = [m for m in result.get("overall", {})]
+    header = ["category", "questions", *metrics]
+    body: list[list[str]] = []
+    for cat, scores in result.get("by_category", {}).items():
+        name = f"{cat} {CATEGORY_NAMES.get(cat, '')}".strip()
+        body.append([name, str(scores.get("questions", "")), *(f"{scores.get(m, 0.0):.3f}" for m in metrics)])
+    body.append(["overall", str(result.get("questions", "")), *(f"{result['overall'].get(m, 0.0):.3f}" for m in metrics)])
+    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(c.ljust(widths[0]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(cells)).rstrip()
+
+    out = [line(header), line(["-" * w for w in widths]), *(line(r) for r in body[:-1]), line(["-" * w for w in widths]), line(body[-1])]
+    if "elapsed_s" in result:
+        out.append(f"({result['elapsed_s']:.1f} s)")
+    return "\n".join(out)
+
+
+class ProgressBar:
+    """A ``progress(n)`` callback drawing a one-line bar on ``stream`` (stderr by default).
+
+    ``total`` may stay None: :func:`evaluate` fills it in before the first question."""
+
+    def __init__(self, total: int | None = None, stream: TextIO | None = None, width: int = 30) -> None:
+        self.total, self.done, self.width = total, 0, width
+        self.stream = stream or sys.stderr
+        self._shown = -1
+
+    def __call__(self, n: int = 1) -> None:
+        self.done += n
+        total = self.total or 0
+        filled = min(self.width, self.width * self.done // total) if total else 0
+        if (filled, self.done >= total) == (self._shown, False):
+            return
+        self._shown = filled
+        self.stream.write(f"\r[{'#' * filled}{'.' * (self.width - filled)}] {self.done}/{total or '?'} questions")
+        if total and self.done >= total:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def progress_printer(stream: TextIO | None = None) -> ProgressBar:
+    """A :class:`ProgressBar` for :func:`evaluate` (its total is filled in by ``evaluate``)."""
+    return ProgressBar(stream=stream)

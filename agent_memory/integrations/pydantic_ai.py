@@ -1,0 +1,411 @@
+"""Durable memory for pydantic-ai v2 agents, prompt-cache stable by construction.
+
+::
+
+    from pydantic_ai import Agent
+    from agent_memory import MemoryProvider
+    from agent_memory.integrations.pydantic_ai import MemoryCapability
+
+    provider = MemoryProvider(".agent-memory")
+    memory = MemoryCapability(provider, session_id="chat-42", user_id="ada")
+    agent = Agent("openai:gpt-4.1-mini", capabilities=[memory])
+
+    result = await agent.run("Book my usual table", message_history=history)
+    await provider.flush()  # wait for the background capture before exiting
+
+What the model receives, and why the provider's prompt cache keeps hitting:
+
+* **Core block → instructions, frozen.** ``provider.inject`` (scoped to ``session_id``/``user_id``)
+  runs once per conversation (pydantic-ai's ``conversation_id``): at its first run, and again
+  only at the first run after a compaction done through :meth:`MemoryCapability.compaction`.
+  The fenced text is then byte-identical in every request of every turn.
+* **Recall → a user-role part of the turn's first request, kept in history.** At the first model
+  request of each run (one user turn), ``provider.recall(prompt)`` runs once; its fenced summary
+  is enqueued with ``ctx.enqueue`` and so lands in that request *and* in the message history.
+  Tool-loop requests of the same turn reuse it (no second recall), later requests and turns
+  resend it unchanged, and recalled text never gets system authority. An empty recall adds
+  nothing. A failed or timed-out recall is logged and the turn runs without it.
+* **Capture at run end.** ``provider.capture_turn_in_background(prompt, output)`` by default, so
+  the answer is not delayed; ``await provider.flush()`` waits for pending captures (call it
+  before the event loop or process ends, or they are lost). The next turn of the same
+  conversation waits for its predecessor's capture before recalling, so what was said in
+  turn 1 is recallable in turn 2.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import dataclasses
+import inspect
+import logging
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence, Union
+
+from pydantic_ai.capabilities import AbstractCapability, ProcessHistory
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    UserPromptPart,
+)
+from pydantic_ai.tools import RunContext
+
+from ..core import DEFAULT_CORE_BUDGET, MemoryBlock
+from ..hooks import RECALL_NOTICE, MemoryHooks
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pydantic_ai.models import ModelRequestContext
+    from pydantic_ai.run import AgentRunResult
+
+    from ..provider import MemoryProvider
+    from ..workers.capture import CaptureResult
+    from ..workers.recall import RecallResult
+
+__all__ = ["MemoryCapability", "MemoryTurn", "keep_recent_turns"]
+
+logger = logging.getLogger("agent_memory.integrations.pydantic_ai")
+
+HistoryProcessor = Callable[..., Union[list[ModelMessage], Awaitable[list[ModelMessage]]]]
+"""A pydantic-ai history processor: ``(messages)`` or ``(ctx, messages)``, sync or async."""
+
+_NO_CONVERSATION = ""
+
+
+@dataclass
+class MemoryTurn:
+    """What memory did for one run (one user turn); ``MemoryCapability.last_turn`` holds the latest.
+
+    ``core`` is the fenced text placed in the instructions (``""`` if memory was empty),
+    ``recall`` the fenced text delivered as a user-role part of the turn's first request
+    (``""`` if nothing was recalled), ``capture`` the background capture task (or, with
+    ``background_capture=False``, its result).
+    """
+
+    conversation_id: str | None
+    run_id: str | None
+    message: str
+    core: str = ""
+    core_block: MemoryBlock | None = None
+    recall: str = ""
+    recall_result: "RecallResult | None" = None
+    recalls: int = 0
+    capture: "asyncio.Task[CaptureResult] | CaptureResult | None" = None
+    compactions: int = 0
+
+
+@dataclass
+class _RunState:
+    turn: MemoryTurn | None = None
+    core: str | None = None
+    recalled: bool = False
+
+
+@dataclass
+class _Shared:
+    conversations: "OrderedDict[str, MemoryHooks]" = field(default_factory=OrderedDict)
+    last_turn: MemoryTurn | None = None
+
+
+class MemoryCapability(AbstractCapability[Any]):
+    """Give a pydantic-ai agent durable memory: core block, per-turn recall, capture at run end.
+
+    ``session_id``/``user_id`` scope every memory operation (another session's or user's
+    records never reach this agent's model). ``recall=False`` disables per-turn recall,
+    ``capture=False`` disables capture. ``core_budget`` is the core block's token budget.
+    ``background_capture=False`` awaits the capture before the run returns (use it with
+    ``agent.run_sync``, whose event loop is gone before a background capture could finish).
+    ``summary_tokens`` is passed to ``provider.recall``; ``recall_timeout`` (seconds) bounds it.
+
+    Conversations are told apart by pydantic-ai's ``conversation_id`` (inherited from
+    ``message_history``, or fresh for a run without history); the frozen core block of the
+    ``max_conversations`` most recent ones is kept in memory.
+    """
+
+    def __init__(
+        self,
+        provider: "MemoryProvider",
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        recall: bool = True,
+        capture: bool = True,
+        core_budget: int = DEFAULT_CORE_BUDGET,
+        background_capture: bool = True,
+        summary_tokens: int | None = None,
+        recall_timeout: float | None = None,
+        max_conversations: int = 256,
+    ) -> None:
+        self.provider = provider
+        self.session_id = session_id
+        self.user_id = user_id
+        self.recall = recall
+        self.capture = capture
+        self.core_budget = core_budget
+        self.background_capture = background_capture
+        self.summary_tokens = summary_tokens
+        self.recall_timeout = recall_timeout
+        self.max_conversations = max_conversations
+        self._shared = _Shared()
+        self._run: _RunState | None = None
+
+    # Identity semantics (the base dataclass would compare two capabilities by id/description).
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        return f"MemoryCapability(root={str(self.provider.root)!r}, session_id={self.session_id!r}, user_id={self.user_id!r})"
+
+    @classmethod
+    def get_serialization_name(cls) -> str | None:
+        return None  # holds a live provider: not spec-serializable
+
+    # -- public helpers ------------------------------------------------------------------
+    @property
+    def last_turn(self) -> MemoryTurn | None:
+        """What memory did in the most recent run (for display, logging and tests)."""
+        return self._shared.last_turn
+
+    def hooks(self, conversation_id: str | None = None) -> MemoryHooks:
+        """The :class:`MemoryHooks` holding one conversation's frozen core block."""
+        key = conversation_id or _NO_CONVERSATION
+        conversations = self._shared.conversations
+        hooks = conversations.get(key)
+        if hooks is None:
+            hooks = MemoryHooks(
+                self.provider, session_id=self.session_id, user_id=self.user_id, core_budget=self.core_budget,
+                recall=self.recall, capture=self.capture, summary_tokens=self.summary_tokens,
+                recall_timeout=self.recall_timeout,
+            )
+            conversations[key] = hooks
+            while len(conversations) > max(1, self.max_conversations):
+                conversations.popitem(last=False)
+        else:
+            conversations.move_to_end(key)
+        return hooks
+
+    def compaction(self, processor: HistoryProcessor | None = None, *, keep_turns: int = 8) -> ProcessHistory[Any]:
+        """A ``ProcessHistory`` capability that compacts history and saves what it drops first.
+
+        ``processor`` is any pydantic-ai history processor (``(messages)`` or ``(ctx, messages)``,
+        sync or async); by default :func:`keep_recent_turns` with ``keep_turns``. Whenever it
+        returns a history without some of the messages it was given, the removed messages
+        (and the text of any messages it added, as the summary) go to
+        ``provider.capture_before_compaction``, which is awaited before the trimmed history is
+        used. The conversation's core block is then recomputed at its next run: the one point
+        where it changes. Add it next to the capability::
+
+            Agent(model, capabilities=[memory, memory.compaction(keep_turns=6)])
+        """
+        trim = processor if processor is not None else keep_recent_turns(keep_turns)
+        takes_ctx = _takes_ctx(trim)
+
+        async def compact(ctx: RunContext[Any], messages: list[ModelMessage]) -> list[ModelMessage]:
+            result = trim(ctx, messages) if takes_ctx else trim(messages)
+            if inspect.isawaitable(result):
+                result = await result
+            kept = list(result)
+            removed = _missing(messages, kept)
+            if removed:
+                summary = _text_of(_missing(kept, messages)) or None
+                # recalled memory is already stored: don't hand it back to capture as if the user said it
+                await self.hooks(ctx.conversation_id).on_before_compaction_commit(_without_recall(removed), summary)
+                turn = self._shared.last_turn  # this helper is not the run's copy: find the run's turn
+                if turn is not None and turn.run_id == ctx.run_id:
+                    turn.compactions += 1
+            return kept
+
+        return ProcessHistory(compact)
+
+    # -- pydantic-ai hooks ---------------------------------------------------------------
+    async def for_run(self, ctx: RunContext[Any]) -> "MemoryCapability":
+        clone = copy.copy(self)  # shares provider and the per-conversation state
+        clone._run = _RunState()
+        return clone
+
+    def get_instructions(self) -> Any:
+        async def memory_core(ctx: RunContext[Any]) -> str:
+            return await self._core_for_run(ctx)
+
+        return memory_core
+
+    async def before_run(self, ctx: RunContext[Any]) -> None:
+        await self._core_for_run(ctx)
+
+    async def before_model_request(self, ctx: RunContext[Any], request_context: "ModelRequestContext") -> "ModelRequestContext":
+        run = self._state()
+        if run.recalled or ctx.prompt is None:  # once per user turn; a resumed run has no new prompt
+            return request_context
+        run.recalled = True
+        turn = self._turn(ctx)
+        hooks = self.hooks(ctx.conversation_id)
+        text, result = await hooks.recall(turn.message)
+        turn.recalls += 1
+        turn.recall_result = result
+        if text:
+            try:
+                ctx.enqueue(text)  # user-role part of this request, and kept in the message history
+                turn.recall = text
+            except Exception:
+                logger.warning("agent_memory: could not deliver recalled memory", exc_info=True)
+        return request_context
+
+    async def after_run(self, ctx: RunContext[Any], *, result: "AgentRunResult[Any]") -> "AgentRunResult[Any]":
+        if not self.capture:
+            return result
+        output = result.output
+        if _is_deferred(output):  # the run paused for deferred tools: the turn is not over yet
+            return result
+        turn = self._turn(ctx)
+        user_input = turn.message or _last_user_text(ctx.messages)
+        if not user_input:
+            return result
+        hooks = self.hooks(ctx.conversation_id)
+        turn.capture = await hooks.on_turn_end(user_input, _output_text(output), background=self.background_capture)
+        return result
+
+    # -- internals -----------------------------------------------------------------------
+    def _state(self) -> _RunState:
+        if self._run is None:  # used outside a run's for_run copy (should not happen): keep state local
+            self._run = _RunState()
+        return self._run
+
+    def _turn(self, ctx: RunContext[Any]) -> MemoryTurn:
+        run = self._state()
+        if run.turn is None:
+            run.turn = MemoryTurn(conversation_id=ctx.conversation_id, run_id=ctx.run_id, message=_prompt_text(ctx.prompt))
+            self._shared.last_turn = run.turn
+        return run.turn
+
+    async def _core_for_run(self, ctx: RunContext[Any]) -> str:
+        """The core text for this run: frozen per conversation, fixed for the whole run."""
+        run = self._state()
+        if run.core is None:
+            hooks = self.hooks(ctx.conversation_id)
+            run.core = await hooks.core()
+            turn = self._turn(ctx)
+            turn.core = run.core
+            turn.core_block = hooks.core_block
+        return run.core
+
+
+# -- history helpers ---------------------------------------------------------------------
+def keep_recent_turns(turns: int = 8) -> Callable[[list[ModelMessage]], list[ModelMessage]]:
+    """A history processor keeping the last ``turns`` user turns (whole turns only).
+
+    A turn starts at a request carrying a user prompt that does not answer a tool call, so a
+    tool call is never separated from its return and a recall part never from its prompt.
+    """
+    if turns < 1:
+        raise ValueError("turns must be at least 1")
+
+    def trim(messages: list[ModelMessage]) -> list[ModelMessage]:
+        starts = _turn_starts(messages)
+        if len(starts) <= turns:
+            return messages
+        return messages[starts[-turns]:]
+
+    return trim
+
+
+def _turn_starts(messages: Sequence[ModelMessage]) -> list[int]:
+    starts: list[int] = []
+    previous: ModelMessage | None = None
+    for i, message in enumerate(messages):
+        if isinstance(message, ModelRequest) and any(isinstance(p, UserPromptPart) for p in message.parts):
+            if previous is None or (
+                isinstance(previous, ModelResponse) and not any(isinstance(p, ToolCallPart) for p in previous.parts)
+            ):
+                starts.append(i)
+        previous = message
+    return starts
+
+
+def _missing(source: Sequence[ModelMessage], target: Sequence[ModelMessage]) -> list[ModelMessage]:
+    """Messages of ``source`` absent from ``target`` (by identity, then by value)."""
+    ids = {id(m) for m in target}
+    out = []
+    for message in source:
+        if id(message) in ids:
+            continue
+        if any(message == other for other in target):
+            continue
+        out.append(message)
+    return out
+
+
+def _is_recall_part(part: Any) -> bool:
+    return isinstance(part, UserPromptPart) and isinstance(part.content, str) and part.content.startswith(RECALL_NOTICE)
+
+
+def _without_recall(messages: Sequence[ModelMessage]) -> list[ModelMessage]:
+    out: list[ModelMessage] = []
+    for message in messages:
+        if isinstance(message, ModelRequest) and any(_is_recall_part(p) for p in message.parts):
+            parts = [p for p in message.parts if not _is_recall_part(p)]
+            if parts:
+                out.append(dataclasses.replace(message, parts=parts))
+        else:
+            out.append(message)
+    return out
+
+
+def _text_of(messages: Sequence[ModelMessage]) -> str:
+    chunks: list[str] = []
+    for message in messages:
+        for part in message.parts:
+            if isinstance(part, UserPromptPart):
+                chunks.append(_prompt_text(part.content))
+            elif isinstance(part, TextPart):
+                chunks.append(part.content)
+            elif isinstance(getattr(part, "content", None), str):
+                chunks.append(part.content)
+    return "\n".join(c for c in chunks if c.strip())
+
+
+def _prompt_text(prompt: Any) -> str:
+    if prompt is None:
+        return ""
+    if isinstance(prompt, str):
+        return prompt
+    return "\n".join(item for item in prompt if isinstance(item, str))
+
+
+def _last_user_text(messages: Sequence[ModelMessage]) -> str:
+    for message in reversed(messages):
+        if isinstance(message, ModelRequest):
+            for part in reversed(message.parts):
+                if isinstance(part, UserPromptPart):
+                    text = _prompt_text(part.content)
+                    if text and not _is_recall_part(part):
+                        return text
+    return ""
+
+
+def _output_text(output: Any) -> str:
+    if output is None or isinstance(output, str):
+        return output or ""
+    dump = getattr(output, "model_dump_json", None)
+    if callable(dump):
+        return dump()
+    return str(output)
+
+
+def _is_deferred(output: Any) -> bool:
+    from pydantic_ai.tools import DeferredToolRequests
+
+    return isinstance(output, DeferredToolRequests)
+
+
+def _takes_ctx(fn: Callable[..., Any]) -> bool:
+    try:
+        params = [
+            p for p in inspect.signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+    except (TypeError, ValueError):
+        return False
+    return len(params) >= 2

@@ -1,0 +1,168 @@
+"""The recall worker: one compact, cited summary of what memory knows about a message.
+
+A pydantic-ai ``Agent`` with only the READ memory tools (narrowed by the profile), bound to the
+caller's session and user, runs under the profile's ``max_steps`` and ``timeout_s``. Its reply is
+trimmed to the token budget on a sentence boundary and its citations (``[record-id:L12-L14]``)
+become ``sources``. On any failure a deterministic lexical summary of search hits is returned
+instead, flagged ``fallback=True`` with the reason: recall never raises into the caller.
+The summary is plain text; fencing it for the main model is the integration layer's job.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Iterable
+
+from pydantic_ai.usage import RunUsage
+
+from ..models.offline import NO_RELEVANT_MEMORY
+from ..profiles import DEFAULT_SUMMARY_TOKENS
+from ..tokens import count_tokens
+from . import ToolCallRecord, UnusableOutput, bound_toolset, describe_error, run_worker, trim_to_tokens, usage_dict
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..provider import MemoryProvider
+
+__all__ = ["RecallResult", "run_recall", "lexical_summary", "recall_prompt", "parse_citations"]
+
+_EMPTY_REPLIES = frozenset({NO_RELEVANT_MEMORY, "NONE", "NO_REPLY", "NO_MEMORY"})
+_CITATION = re.compile(r"\[([^\[\]\s]+?)(?::L(\d+)(?:\s*-\s*L?(\d+))?)?\]")
+_FALLBACK_HITS = 8
+
+
+@dataclass
+class RecallResult:
+    """What recall returns: the summary, its sources, its size and how it was produced."""
+
+    summary: str
+    sources: list[dict[str, Any]] = field(default_factory=list)
+    tokens: int = 0
+    fallback: bool = False
+    reason: str | None = None
+    usage: dict[str, Any] = field(default_factory=lambda: usage_dict(None))
+    elapsed_s: float = 0.0
+    model: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: ``summary, sources, tokens, fallback, reason, usage, elapsed_s, model``."""
+        return asdict(self)
+
+
+def recall_prompt(message: str, budget: int) -> str:
+    """The worker's user prompt (the offline model parses the same two labels)."""
+    return (f"Budget: {budget} tokens. Summarise what memory knows that is relevant to the message below, "
+            f"with citations; reply {NO_RELEVANT_MEMORY} if nothing is.\nMessage:\n{message.strip()}")
+
+
+def parse_citations(summary: str, known_ids: Iterable[str] | None = None) -> list[dict[str, Any]]:
+    """``[{id, line_start, line_end}]`` for each distinct citation, keeping only ``known_ids`` when given.
+
+    ``[id:L12-L14]``, ``[id:L12]`` and, for a known id, a bare ``[id]`` (lines ``None``) are recognised.
+    """
+    known = set(known_ids) if known_ids is not None else None
+    out: list[dict[str, Any]] = []
+    seen: set[tuple[Any, ...]] = set()
+    for m in _CITATION.finditer(summary):
+        rid, lo, hi = m.group(1), m.group(2), m.group(3)
+        if (known is not None and rid not in known) or (lo is None and known is None):
+            continue
+        start = int(lo) if lo else None
+        end = int(hi) if hi else start
+        if start is not None and end is not None and end < start:
+            start, end = end, start
+        key = (rid, start, end)
+        if key not in seen:
+            seen.add(key)
+            out.append({"id": rid, "line_start": start, "line_end": end})
+    return out
+
+
+def _seen_ids(calls: list[ToolCallRecord]) -> set[str]:
+    ids: set[str] = set()
+    for call in calls:
+        result = call.result if isinstance(call.result, dict) else {}
+        if "id" in result:
+            ids.add(str(result["id"]))
+        for item in (result.get("hits") or []) + (result.get("records") or []):
+            if isinstance(item, dict) and "id" in item:
+                ids.add(str(item["id"]))
+    return ids
+
+
+def _finish(output: Any, budget: int, known_ids: set[str]) -> tuple[str, list[dict[str, Any]]]:
+    text = output.strip() if isinstance(output, str) else ""
+    if not text:
+        raise UnusableOutput("the recall model returned an empty summary")
+    if text.strip(" .`'\"").upper() in _EMPTY_REPLIES:
+        return "", []
+    summary = trim_to_tokens(text, budget)
+    if not summary:
+        raise UnusableOutput("the summary could not be fitted to the budget")
+    return summary, parse_citations(summary, known_ids)
+
+
+async def lexical_summary(provider: "MemoryProvider", message: str, budget: int, *, session_id: str | None = None,
+                          user_id: str | None = None) -> tuple[str, list[dict[str, Any]]]:
+    """Deterministic summary: the top search hits' snippets, one cited line each, within ``budget`` tokens."""
+    hits = await provider.search(message, session_id=session_id, user_id=user_id, limit=_FALLBACK_HITS)
+    lines: list[str] = []
+    sources: list[dict[str, Any]] = []
+    used = 0
+    for hit in hits:
+        line = f"- {' '.join(hit.snippet.split())} [{hit.id}:L{hit.line_start}-L{hit.line_end}]"
+        cost = count_tokens(line) + 1
+        if used + cost > budget:
+            continue
+        used += cost
+        lines.append(line)
+        sources.append({"id": hit.id, "line_start": hit.line_start, "line_end": hit.line_end})
+    summary = "\n".join(lines)
+    while lines and count_tokens(summary) > budget:  # token counts are not quite additive across lines
+        lines.pop()
+        sources.pop()
+        summary = "\n".join(lines)
+    return summary, sources
+
+
+def _budget(summary_tokens: Any, profile_tokens: int | None) -> int:
+    value = (profile_tokens or DEFAULT_SUMMARY_TOKENS) if summary_tokens is None else summary_tokens
+    try:
+        return max(0, int(value))
+    except (TypeError, ValueError):
+        return DEFAULT_SUMMARY_TOKENS
+
+
+async def run_recall(provider: "MemoryProvider", message: str, *, session_id: str | None = None,
+                     user_id: str | None = None, summary_tokens: int | None = None) -> RecallResult:
+    """Run the recall worker for ``message``; on any failure return the flagged lexical fallback. Never raises.
+
+    ``summary_tokens`` overrides the profile's budget (default 400 tokens).
+    """
+    started = time.perf_counter()
+    usage = RunUsage()
+    budget = _budget(summary_tokens, None)
+    label: str | None = None
+    timeout_s: float | None = None
+    try:
+        worker = provider.profile.recall
+        label, timeout_s = worker.model_label, worker.timeout_s
+        budget = _budget(summary_tokens, worker.summary_tokens)
+        if not isinstance(message, str) or not message.strip() or budget == 0:
+            return RecallResult("", model=label, elapsed_s=time.perf_counter() - started)
+        toolset = bound_toolset(provider, worker.tools, session_id=session_id, user_id=user_id)
+        output = await run_worker(worker, recall_prompt(message, budget), toolset, usage, name="agent_memory_recall")
+        summary, sources = _finish(output, budget, _seen_ids(toolset.calls))
+        return RecallResult(summary, sources, count_tokens(summary), usage=usage_dict(usage), model=label,
+                            elapsed_s=time.perf_counter() - started)
+    except Exception as exc:  # fail open: every failure becomes a flagged lexical fallback
+        reason = describe_error(exc, timeout_s)
+    summary, sources = "", []
+    if isinstance(message, str) and message.strip() and budget:
+        try:
+            summary, sources = await lexical_summary(provider, message, budget, session_id=session_id, user_id=user_id)
+        except Exception as exc:
+            reason += f"; lexical fallback failed too: {describe_error(exc)}"
+    return RecallResult(summary, sources, count_tokens(summary), fallback=True, reason=reason, usage=usage_dict(usage),
+                        model=label, elapsed_s=time.perf_counter() - started)
