@@ -33,6 +33,18 @@ _EXPORTS = {
     "LockTimeoutError": "errors",
     "ProfileError": "errors",
     "count_tokens": "tokens",
+    "RecallResult": "workers.recall",
+    "CaptureResult": "workers.capture",
+    "CaptureContext": "workers.capture",
+    "Profile": "profiles",
+    "WorkerProfile": "profiles",
+    "load_profile": "profiles",
+    "MemoryHooks": "hooks",
+    "MemoryContext": "hooks",
+    "MemoryCapability": "integrations.pydantic_ai",
+    "OfflineModel": "models.offline",
+    "LiteLLMModel": "models.litellm",
+    "memory_toolset": "tools",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -44,7 +56,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from .records import MemoryRecord, Scope
     from .search import Fts5Engine, SearchEngine, SearchHit, SearchRequest, SearchResult
     from .store import DoctorReport, MemoryDraft, MemoryStore, RememberResult, SweepReport
+    from .hooks import MemoryContext, MemoryHooks
+    from .integrations.pydantic_ai import MemoryCapability
+    from .models.litellm import LiteLLMModel
+    from .models.offline import OfflineModel
+    from .profiles import Profile, WorkerProfile, load_profile
     from .tokens import count_tokens
+    from .tools import memory_toolset
+    from .workers.capture import CaptureContext, CaptureResult
+    from .workers.recall import RecallResult
 
 
 def __getattr__(name: str) -> Any:
