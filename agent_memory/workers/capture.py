@@ -229,8 +229,10 @@ class StagingToolset(RecordingToolset):
 
 
 def is_personal(args: dict[str, Any]) -> bool:
-    """Preferences and ``user.*`` keyed facts describe the user, so they default to user scope."""
-    return args.get("kind") == "preference" or str(args.get("memory_key") or "").startswith("user.")
+    """Preferences, ``user.*`` keyed facts and statements about "the user" default to user scope."""
+    content = str(args.get("content") or "").lower()
+    return (args.get("kind") == "preference" or str(args.get("memory_key") or "").startswith("user.")
+            or content.startswith(("user ", "user's ", "the user ", "the user's ")))
 
 
 async def _run_extractor(provider: "MemoryProvider", extractor: Extractor, ctx: CaptureContext, source: str,
