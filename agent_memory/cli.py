@@ -36,6 +36,16 @@ def _common(json_default: Any) -> argparse.ArgumentParser:
     return p
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
 def _identity(p: argparse.ArgumentParser) -> None:
     p.add_argument("--session", dest="session_id", help="caller session id (sees that session's records)")
     p.add_argument("--user", dest="user_id", help="caller user id (sees that user's records)")
@@ -45,7 +55,7 @@ def _filters(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tag", dest="tags", action="append", default=[], help="tag (repeatable)")
     p.add_argument("--scope", choices=["session", "project", "user", "global"])
     p.add_argument("--kind")
-    p.add_argument("--limit", type=int)
+    p.add_argument("--limit", type=_positive)
     p.add_argument("--created-after")
     p.add_argument("--created-before")
     p.add_argument("--updated-after")
@@ -54,6 +64,9 @@ def _filters(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="agent-memory", description="Durable, searchable memory for LLM agents.", parents=[_common(None)])
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"agent-memory {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     common = _common(argparse.SUPPRESS)
@@ -108,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("import", "Bulk import a JSONL file (one memory object per line).")
     p.add_argument("file")
-    p.add_argument("--batch-size", type=int, default=1000)
+    p.add_argument("--batch-size", type=_positive, default=1000)
     p.add_argument("--skip-invalid", action="store_true", help="skip bad lines instead of stopping")
 
     add("reindex", "Rebuild the index from the record files.")
@@ -121,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--k", default="5,10,25,50", help="comma-separated cut-offs")
     p.add_argument("--budget", type=int, help="also score budgeted recall coverage at this summary budget")
     p.add_argument("--profile", default="offline")
-    p.add_argument("--limit-conversations", type=int, help="evaluate only the first N conversations")
+    p.add_argument("--limit-conversations", type=_positive, help="evaluate only the first N conversations")
     return parser
 
 
@@ -160,9 +173,14 @@ class _Progress:
 
 
 # -- commands ------------------------------------------------------------------------------
+READ_ONLY = {"search", "get", "list", "forget", "inject", "recall", "doctor", "sweep", "reindex"}
+
+
 def _store(args: argparse.Namespace) -> Any:
     from .store import MemoryStore
 
+    if args.command in READ_ONLY and not os.path.isdir(os.path.join(args.root, "records")):
+        raise NotFoundError(f"no memory root at {args.root} (create one with remember or import, or pass --root)")
     return MemoryStore(args.root)
 
 
@@ -171,7 +189,10 @@ def _filter_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_remember(args: argparse.Namespace) -> None:
-    content = sys.stdin.read() if args.content == "-" else args.content
+    content = args.content
+    if content == "-":
+        content = sys.stdin.read()
+        content = content[:-1] if content.endswith("\n") else content
     r = _store(args).remember(
         content, title=args.title, kind=args.kind, scope=args.scope, session_id=args.session_id, user_id=args.user_id,
         tags=args.tags, memory_key=args.memory_key, on_existing=args.on_existing, source="manual", expires=args.expires,
@@ -228,9 +249,13 @@ def cmd_inject(args: argparse.Namespace) -> None:
 
 
 def _provider(args: argparse.Namespace) -> Any:
+    from .profiles import load_profile
     from .provider import MemoryProvider
 
-    return MemoryProvider(args.root, profile=args.profile)
+    profile = load_profile(args.profile)  # a mistyped profile is an error here, not a silent fallback
+    if args.command == "recall":
+        _store(args)  # refuses a missing root
+    return MemoryProvider(args.root, profile=profile)
 
 
 def cmd_recall(args: argparse.Namespace) -> None:
@@ -238,7 +263,7 @@ def cmd_recall(args: argparse.Namespace) -> None:
 
     res = asyncio.run(_provider(args).recall(args.message, session_id=args.session_id, user_id=args.user_id, summary_tokens=args.budget))
     doc = res.to_dict()
-    _emit(args, doc, lambda: res.summary + (f"\n(fallback: {res.reason})" if res.fallback else ""))
+    _emit(args, doc, lambda: (res.summary or "(no relevant memory)") + (f"\n(fallback: {res.reason})" if res.fallback else ""))
 
 
 def cmd_capture(args: argparse.Namespace) -> None:
@@ -262,18 +287,21 @@ def cmd_import(args: argparse.Namespace) -> None:
 
     store = _store(args)
     errors: list[tuple[int, str]] = []
-    drafts = []
+    drafts, lines = [], []
     for n, item in read_jsonl(args.file):
         if isinstance(item, str):
             if not args.skip_invalid:
-                raise InvalidInputError(item)
-            errors.append((n, item))
+                raise InvalidInputError(f"{args.file}: {item}")
+            errors.append((n, item.split(": ", 1)[1] if item.startswith(f"line {n}: ") else item))
         else:
             drafts.append(item)
+            lines.append(n)
+    rejected: list[tuple[int, str]] = []
     progress = _Progress("importing", len(drafts))
     start = time.monotonic()
     results = store.remember_many(drafts, source="import", batch_size=max(1, args.batch_size), progress=progress,
-                                  on_error="skip" if args.skip_invalid else "raise", errors=errors)
+                                  on_error="skip" if args.skip_invalid else "raise", errors=rejected)
+    errors = sorted(errors + [(lines[i], msg) for i, msg in rejected])  # draft positions → file line numbers
     progress.close()
     elapsed = time.monotonic() - start
     counts: dict[str, int] = {}
@@ -281,7 +309,8 @@ def cmd_import(args: argparse.Namespace) -> None:
         counts[r.status] = counts.get(r.status, 0) + 1
     doc = {"imported": len(results), "statuses": counts, "errors": [{"line": n, "message": m} for n, m in errors],
            "elapsed_s": round(elapsed, 3), "rate_per_s": round(len(results) / elapsed, 1) if elapsed else None}
-    _emit(args, doc, lambda: f"imported {len(results)} records in {elapsed:.2f}s ({doc['rate_per_s']}/s) {counts}"
+    _emit(args, doc, lambda: f"imported {len(results)} records in {elapsed:.2f}s ({doc['rate_per_s']}/s): "
+          + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
           + "".join(f"\n  skipped line {n}: {m}" for n, m in errors))
 
 
@@ -291,22 +320,26 @@ def cmd_reindex(args: argparse.Namespace) -> None:
     _emit(args, doc, lambda: f"reindexed {doc['records']} records" + "".join(f"\n  problem: {k}: {v}" for k, v in rep.problems.items()))
 
 
-def cmd_doctor(args: argparse.Namespace) -> None:
-    from .store import MemoryStore
-
-    rep = MemoryStore(args.root).doctor()
+def cmd_doctor(args: argparse.Namespace) -> int:
+    rep = _store(args).doctor()
     _emit(args, rep.to_dict(), lambda: ("ok" if rep.ok else "problems found") + f": {rep.records} files, {rep.indexed} indexed"
           + "".join(f"\n  unreadable: {k}: {v}" for k, v in rep.problems.items())
           + "".join(f"\n  drift: {k} = {v}" for k, v in rep.drift.items() if v))
+    return 0 if rep.ok else 1  # usable as a check in scripts; the report is already printed
 
 
 def cmd_sweep(args: argparse.Namespace) -> None:
     rep = _store(args).sweep()
-    _emit(args, rep.to_dict(), lambda: f"archived {len(rep.expired)} expired and {len(rep.duplicates)} duplicate records")
+    _emit(args, rep.to_dict(), lambda: f"archived {len(rep.expired)} expired and {len(rep.duplicates)} duplicate records"
+          + "".join(f"\n  expired: {i}" for i in rep.expired) + "".join(f"\n  duplicate: {i}" for i in rep.duplicates))
 
 
 def cmd_eval(args: argparse.Namespace) -> None:
     from .eval.locomo import evaluate, render_table
+    from .profiles import load_profile
+
+    if args.budget is not None:
+        load_profile(args.profile)  # fail on a mistyped profile before a long run
 
     try:
         ks = tuple(int(k) for k in args.k.split(",") if k.strip())
@@ -322,7 +355,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
     _emit(args, result, lambda: render_table(result))
 
 
-COMMANDS: dict[str, Callable[[argparse.Namespace], None]] = {
+COMMANDS: dict[str, Callable[[argparse.Namespace], int | None]] = {
     "remember": cmd_remember, "search": cmd_search, "get": cmd_get, "list": cmd_list, "forget": cmd_forget,
     "inject": cmd_inject, "recall": cmd_recall, "capture": cmd_capture, "import": cmd_import, "reindex": cmd_reindex,
     "doctor": cmd_doctor, "sweep": cmd_sweep, "eval": cmd_eval,
@@ -337,14 +370,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         args.root = args.root or os.environ.get("AGENT_MEMORY_ROOT") or DEFAULT_ROOT
         args.json = bool(args.json)
-        COMMANDS[args.command](args)
-        return 0
+        return COMMANDS[args.command](args) or 0
     except UsageError as exc:
         return _fail(want_json, "UsageError", str(exc), 2)
     except AgentMemoryError as exc:
         return _fail(want_json, type(exc).__name__, str(exc), 1)
-    except FileNotFoundError as exc:
-        return _fail(want_json, "FileNotFoundError", f"{exc.strerror}: {exc.filename}", 1)
+    except OSError as exc:
+        if isinstance(exc, BrokenPipeError):  # e.g. `agent-memory … | head`: stop quietly
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 141
+        return _fail(want_json, type(exc).__name__, f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), 1)
+    except ValueError as exc:  # e.g. a malformed data file handed to eval
+        return _fail(want_json, "InvalidInputError", str(exc), 1)
     except KeyboardInterrupt:
         return _fail(want_json, "Interrupted", "interrupted", 130)
 

@@ -12,9 +12,10 @@ Guarantees
   path and in CLI cold start.
 * Never raises on any ``str`` (empty, NUL, emoji, lone surrogates, megabytes).
   A non-``str`` argument is a programming error and raises ``TypeError``.
-* Linear time: every pattern starts at a literal or a position guarded by a
-  look-behind, uses possessive / bounded quantifiers, and cannot backtrack
-  across its input.
+* Linear time: patterns use possessive or bounded quantifiers, token
+  patterns cannot start inside a token, and a rejected candidate resumes the
+  search right after its key, so no text is rescanned more than a constant
+  number of times (1 MB adversarial inputs take well under a second).
 * Idempotent: ``redact(redact(t).text).text == redact(t).text``.  Markers are
   never matched by any rule.
 * Biased towards precision on prose: "the password policy requires 12
@@ -190,6 +191,7 @@ _PLACEHOLDER_PREFIX = r"""
         |params|request|req|process|environ|secrets|vault|kwargs
         |credentials|creds)\.       # attribute access: settings.DB_PASSWORD
     | [A-Za-z_][A-Za-z0-9_.]*\(       # a call: getpass() / get_secret("x")
+    | --[A-Za-z]                      # the next command-line flag
 """
 _PLACEHOLDER_RE = _Lazy(
     _PLACEHOLDER_PREFIX
@@ -245,8 +247,11 @@ def _kv_kind(key: str) -> str:
 # --------------------------------------------------------------------------
 
 _I = re.IGNORECASE
-_A = re.ASCII
+_A = re.ASCII  # with IGNORECASE: "K" (Kelvin sign) must not match "k"
 _X = re.VERBOSE
+# Whitespace, including the Unicode spaces that chat text carries (re.ASCII
+# narrows \s to ASCII).
+_WS = r"\s\u00a0\u1680\u2000-\u200b\u2028\u2029\u202f\u205f\u3000\ufeff"
 
 # (a) PEM private keys --------------------------------------------------------
 
@@ -302,8 +307,8 @@ _PYPI = _Lazy(_B + r"(?P<secret>pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{32,}+)", _A)
 
 _URL = _Lazy(
     r"[A-Za-z][A-Za-z0-9+.-]{0,31}://"
-    r"[^\s:/?#@\[\]\"'<>]{0,256}+:"
-    r"(?!\[REDACTED:)(?P<secret>[^\s/?#\"'<>]{1,256})@",
+    r"[^" + _WS + r":/?#@\[\]\"'<>]{0,256}+:"
+    r"(?!\[REDACTED:)(?P<secret>[^" + _WS + r"/?#\"'<>]{1,256})@",
     _A,
 )
 
@@ -340,7 +345,7 @@ _KV_VALUE = (
     + r'|"' + _NP + r'(?P<dq>(?:[^"\\\r\n]|\\[^\r\n])*+)'  # "double"
     + r"|'" + _NP + r"(?P<sq>(?:[^'\\\r\n]|\\[^\r\n])*+)"  # 'single'
     + r"|`" + _NP + r"(?P<bq>[^`\r\n]*+)"  # `backtick`
-    + r"|" + _NP + r"""(?P<bare>[^\s"'`,;&<>{}\[\]()\\][^\s"'`,;&<]*+)"""  # unquoted
+    + r"|" + _NP + r"(?P<bare>[^" + _WS + r""""'`,;&<>{}\[\]()\\][^""" + _WS + r""""'`,;&<]*+)"""  # unquoted
     + r")"
 )
 _KV = _Lazy(
@@ -359,7 +364,7 @@ _CLI = _Lazy(
     r"[\ \t]++"
     r"(?:\"" + _NP + r"(?P<dq>[^\"\r\n]*+)"
     r"|'" + _NP + r"(?P<sq>[^'\r\n]*+)"
-    r"|" + _NP + r"(?P<bare>[^\s\"'`;&|<>-][^\s\"'`;&|<>]*+))",
+    r"|" + _NP + r"(?P<bare>[^" + _WS + r"\"'`;&|<>:=-][^" + _WS + r"\"'`;&|<>]*+))",
     _A | _I | _X,
 )
 

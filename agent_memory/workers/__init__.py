@@ -155,6 +155,9 @@ async def run_worker(worker: "WorkerProfile", prompt: str, toolset: AbstractTool
     Raises whatever went wrong (the callers turn it into a flagged fallback). ``usage`` is filled in
     place, so it is accurate even when the run fails part-way.
     """
+    if worker.api_key_env and not worker.resolved_api_key():
+        raise ProfileError(f"missing API key: set the {worker.api_key_env} environment variable "
+                           f"(the {worker.role} profile reads it through api_key_env)")
     agent: Agent[None, str] = Agent(worker_model(worker), instructions=worker.instructions or None, output_type=str,
                                     toolsets=[toolset], name=name, defer_model_check=True)
     limits = UsageLimits(request_limit=worker.max_steps, tool_calls_limit=worker.tool_calls_limit)
