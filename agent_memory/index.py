@@ -106,7 +106,15 @@ class Index:
         conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None, check_same_thread=False)
         conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
-        conn.execute("PRAGMA journal_mode = WAL")
+        deadline = time.monotonic() + self.busy_timeout_s
+        while True:  # switching a new file to WAL fails at once (no busy handler) while another connection does it
+            try:
+                conn.execute("PRAGMA journal_mode = WAL")
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.005)
         conn.execute("PRAGMA synchronous = NORMAL")
         return conn
 

@@ -137,6 +137,8 @@ def normalize_tags(tags: Iterable[str] | str | None) -> tuple[str, ...]:
         return ()
     if isinstance(tags, str):
         tags = [tags]
+    elif not isinstance(tags, Iterable) or isinstance(tags, Mapping):  # e.g. from JSON: a number or an object
+        raise InvalidInputError("tags must be a list of strings")
     out: list[str] = []
     for tag in tags:
         tag = check_text_field("tag", tag, MAX_TAG_CHARS).strip().lower()
@@ -148,6 +150,8 @@ def normalize_tags(tags: Iterable[str] | str | None) -> tuple[str, ...]:
 
 
 def normalize_kind(kind: str | None) -> str:
+    if kind is not None and not isinstance(kind, str):
+        raise InvalidInputError("kind must be a string")
     kind = (kind or "fact").strip().lower().replace(" ", "_")
     if not _KIND_RE.fullmatch(kind):
         raise InvalidInputError(f"invalid kind: {kind!r}")

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterable, Protocol, Sequence
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 from .index import Index, scope_filter_sql, visibility_sql
 from .records import Scope
@@ -152,6 +153,14 @@ class Fts5Engine:
     ``context_share`` is how much a query term found only in the neighbour context counts;
     ``pool`` is the minimum number of BM25 candidates re-scored (at least twice the limit);
     ``max_terms`` bounds the OR expression built from a very long query.
+
+    ``candidate_budget`` bounds the work of one query on a large index. BM25 costs a few
+    microseconds per matching row, and an OR query with a common word matches a large share
+    of 100k records. When the query's terms together match more rows than the budget, the
+    rarest terms (fewest documents) *select* the candidates and the common ones only *score*
+    them (as Lucene's common-terms query does): every BM25 score is still computed over the
+    whole expression, but a record matching only common words is not a candidate. Indexes
+    with fewer rows than the budget are never pruned.
     """
 
     def __init__(
@@ -164,8 +173,9 @@ class Fts5Engine:
         snippet_chars: int = 320,
         coordination: float = 1.0,
         context_share: float = 0.5,
-        pool: int = 50,
+        pool: int = 30,
         max_terms: int = 64,
+        candidate_budget: int | None = 2000,
     ) -> None:
         self.tokenizer = tokenizer
         self.stop_words = frozenset(STOP_WORDS if stop_words is None else stop_words)
@@ -176,6 +186,8 @@ class Fts5Engine:
         self.context_share = min(1.0, max(0.0, float(context_share)))
         self.pool = max(1, int(pool))
         self.max_terms = max(1, int(max_terms))
+        self.candidate_budget = None if candidate_budget is None else max(1, int(candidate_budget))
+        self._df: dict[str, dict[str, tuple[int, int]]] = {}  # index path -> term -> (documents, max rowid then)
 
     # -- query ----------------------------------------------------------------------------
     def terms(self, query: str) -> list[str]:
@@ -192,6 +204,35 @@ class Fts5Engine:
                 parts.append("tags : (" + " ".join(f'"{t}"' for t in tag_terms) + ")")
         return " OR ".join(parts)
 
+    # -- candidate selection ----------------------------------------------------------------
+    def document_frequencies(self, conn: Any, index: Index, terms: Sequence[str], rows: int) -> dict[str, int]:
+        """How many records match each term (cached per index; refreshed as the index grows by 10%)."""
+        cache = self._df.setdefault(str(index.path), {})
+        if len(cache) > 20_000:
+            cache.clear()
+        out: dict[str, int] = {}
+        for term in terms:
+            hit = cache.get(term)
+            if hit is None or abs(rows - hit[1]) > max(100, hit[1] // 10):
+                count = conn.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (self.match_expression([term]),)).fetchone()[0]
+                hit = cache[term] = (int(count), rows)
+            out[term] = hit[0]
+        return out
+
+    def select_terms(self, dfs: Mapping[str, int], limit: int) -> list[str] | None:
+        """The terms that select candidates, rarest first, or None to use every term."""
+        budget = self.candidate_budget
+        if budget is None or sum(dfs.values()) <= budget:
+            return None
+        chosen: list[str] = []
+        total = 0
+        for term in sorted((t for t in dfs if dfs[t] > 0), key=lambda t: dfs[t]):
+            if chosen and total >= limit and total + dfs[term] > budget:
+                break
+            chosen.append(term)
+            total += dfs[term]
+        return chosen if chosen and len(chosen) < sum(1 for t in dfs if dfs[t] > 0) else None
+
     # -- search ---------------------------------------------------------------------------
     def search(self, index: Index, request: SearchRequest) -> SearchResult:
         terms = self.terms(request.query)
@@ -206,24 +247,67 @@ class Fts5Engine:
         params: dict[str, Any] = {"q": match, "sid": request.session_id, "uid": request.user_id, "limit": fetch}
         extra = scope_filter_sql(request.scopes) + date_filter_sql(request, params)
         weights = ", ".join(str(float(w)) for w in self.weights)
-        sql = (
-            f"SELECT r.*, fts.body AS body, fts.context AS context, bm25(fts, {weights}) AS rank"
-            f" FROM fts JOIN records r ON r.rowid = fts.rowid"
-            f" WHERE fts MATCH :q AND {visibility_sql('r')}{extra} ORDER BY rank LIMIT :limit"
-        )
         keys = {term_key(t) for t in terms}
         found = term_matcher(keys)
+        plan: dict[str, Any] = {}
 
         def run(conn: Any) -> list[tuple[float, Any]]:
-            return self._rescore(conn.execute(sql, params).fetchall(), keys, found)[:limit]
+            narrow = ""
+            plan.clear()
+            if self.candidate_budget is not None and len(terms) > 1:
+                rows = conn.execute("SELECT max(rowid) FROM records").fetchone()[0] or 0
+                if rows > self.candidate_budget:
+                    dfs = self.document_frequencies(conn, index, terms, rows)
+                    chosen = self.select_terms(dfs, fetch)
+                    plan.update(documents=dfs)
+                    if chosen is not None:
+                        params["sel"] = self.match_expression(chosen)
+                        narrow = " AND +fts.rowid IN (SELECT rowid FROM fts WHERE fts MATCH :sel)"
+                        plan.update(selecting=chosen)
+            rows = self._ranked_visible(conn, params, weights, narrow, extra, fetch, plan)
+            return self._rescore(rows, keys, found)[:limit]
 
         scored = index.guarded(run)
         if index.refresh_rows(index.conn, [row for _, row in scored]):  # a hit's file changed by hand: use the new text
             scored = index.guarded(run)
         if trace is not None:
-            self._trace(index, trace, params, weights, extra, scored, fetch, limit)
-        hits = [self._hit(index, row, score, found) for score, row in scored]
+            self._trace(index, trace, params, weights, extra, scored, fetch, limit, plan)
+        base = str(index.records_dir)
+        hits = [self._hit(base, row, score, found) for score, row in scored]
         return SearchResult(hits, trace)
+
+    def _ranked_visible(self, conn: Any, params: dict[str, Any], weights: str, narrow: str, extra: str, fetch: int,
+                        plan: dict[str, Any]) -> list[Any]:
+        """The ``fetch`` best visible rows by BM25, with their record columns, body and context.
+
+        Ranking first and checking visibility on a margin of the best rows avoids a join per
+        matching row; when the margin holds too few visible rows the query is answered again
+        with visibility inside the ranking query, so the result is always exactly "the best
+        ``fetch`` rows among those the caller may see" (hidden rows never use up the limit).
+        """
+        margin = fetch + max(10, fetch // 2)
+        ranked = conn.execute(
+            f"SELECT fts.rowid, bm25(fts, {weights}) AS rank FROM fts WHERE fts MATCH :q{narrow} ORDER BY rank LIMIT {margin}",
+            params).fetchall()
+        if not ranked:
+            return []
+        rank_of = {rowid: rank for rowid, rank in ranked}
+        visible = conn.execute(
+            "SELECT r.*, f.body AS body, f.context AS context FROM records r JOIN fts f ON f.rowid = r.rowid"
+            f" WHERE r.rowid IN (SELECT value FROM json_each(:ids)) AND {visibility_sql('r')}{extra}",
+            {**params, "ids": json.dumps(list(rank_of))}).fetchall()
+        if len(visible) >= fetch or len(ranked) < margin:
+            plan["visibility"] = f"checked on the best {len(ranked)} matches"
+            visible.sort(key=lambda row: rank_of[row["rowid"]])
+            return [_with_rank(row, rank_of[row["rowid"]]) for row in visible[:fetch]]
+        plan["visibility"] = "inside the ranking query (many hidden matches)"
+        sql = (
+            "SELECT r.*, f.body AS body, f.context AS context, c.rank AS rank FROM ("
+            f"SELECT fts.rowid AS rid, bm25(fts, {weights}) AS rank FROM fts JOIN records r ON r.rowid = fts.rowid"
+            f" WHERE fts MATCH :q{narrow} AND {visibility_sql('r')}{extra} ORDER BY rank LIMIT :limit"
+            ") c JOIN records r ON r.rowid = c.rid JOIN fts f ON f.rowid = c.rid ORDER BY c.rank"
+        )
+        return conn.execute(sql, params).fetchall()
 
     def _rescore(self, rows: list[Any], keys: set[str], found: Callable[[str], set[str]]) -> list[tuple[float, Any]]:
         """``(score, row)`` best first: BM25 (positive) times the smoothed coordination factor."""
@@ -242,7 +326,7 @@ class Fts5Engine:
         return scored
 
     def _trace(self, index: Index, trace: list[dict[str, Any]], params: dict[str, Any], weights: str, extra: str,
-               scored: list[tuple[float, Any]], fetch: int, limit: int) -> None:
+               scored: list[tuple[float, Any]], fetch: int, limit: int, plan: Mapping[str, Any]) -> None:
         def q(sql: str) -> list[Any]:
             return index.guarded(lambda c: c.execute(sql, params).fetchall())
 
@@ -252,22 +336,29 @@ class Fts5Engine:
         visible = q(f"SELECT count(*) {base} AND {visibility_sql('r')}{extra}")[0][0]
         trace.append({"stage": "match", "candidates": total,
                       "top": [{"id": r["id"], "scope": r["scope"], "score": round(-r["rank"], 4)} for r in allc]})
+        if "documents" in plan:
+            trace.append({"stage": "candidates", "documents_per_term": dict(plan.get("documents", {})),
+                          "selecting": plan.get("selecting"), "budget": self.candidate_budget,
+                          "note": "selecting=None: every term selects candidates"})
         trace.append({"stage": "scope_filter", "visible": visible, "hidden": total - visible,
-                      "note": "applied inside the SQL query, before ranking and the limit"})
+                      "note": "applied in SQL before the limit: hidden records never use up a place",
+                      "how": plan.get("visibility")})
         trace.append({"stage": "rank", "scorer": f"bm25(title, tags, body, context) weights=({weights})", "pool": fetch,
                       "top": [{"id": r["id"], "bm25": round(-r["rank"], 4)} for _, r in sorted(scored, key=lambda x: x[1]["rank"])]})
         trace.append({"stage": "coordination", "exponent": self.coordination, "context_share": self.context_share,
                       "top": [{"id": r["id"], "score": round(s, 4)} for s, r in scored]})
         trace.append({"stage": "cut", "limit": limit, "returned": len(scored)})
 
-    def _hit(self, index: Index, row: Any, score: float, found: Callable[[str], set[str]]) -> SearchHit:
+    def _hit(self, base: str, row: Any, score: float, found: Callable[[str], set[str]]) -> SearchHit:
         start, end, snippet = self._snippet(row["body"] or "", found)
         offset = (row["body_line"] or 1) - 1
+        tags = row["tags"]
+        meta = row["metadata"]
         return SearchHit(
-            id=row["id"], path=str(index.records_dir / row["file"]), line_start=offset + start, line_end=offset + end,
+            id=row["id"], path=f"{base}{os.sep}{row['file']}", line_start=offset + start, line_end=offset + end,
             snippet=snippet, score=round(score, 6), title=row["title"] or "", kind=row["kind"] or "",
-            scope=row["scope"], tags=tuple(json.loads(row["tags"] or "[]")), updated=row["updated"] or "",
-            metadata=json.loads(row["metadata"] or "{}"),
+            scope=row["scope"], tags=tuple(json.loads(tags)) if tags and tags != "[]" else (), updated=row["updated"] or "",
+            metadata=json.loads(meta) if meta and meta != "{}" else {},
         )
 
     def snippet(self, body: str, stems: set[str]) -> tuple[int, int, str]:
@@ -304,6 +395,16 @@ class Fts5Engine:
             start = space + 1 if 0 <= space < pos else start
         clipped = text[start:start + self.snippet_chars]
         return ("…" if start else "") + clipped.rstrip() + ("…" if start + self.snippet_chars < len(text) else "")
+
+
+class _RankedRow(dict):  # type: ignore[type-arg]
+    """A result row (column → value) with its BM25 rank attached."""
+
+
+def _with_rank(row: Any, rank: float) -> Any:
+    out = _RankedRow(zip(row.keys(), row))
+    out["rank"] = rank
+    return out
 
 
 def _word_at(lower: str, key: str) -> int:

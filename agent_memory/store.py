@@ -203,7 +203,7 @@ class MemoryStore:
         tags = normalize_tags(draft.tags)
         key = validate_key(draft.memory_key) if draft.memory_key is not None else None
         raw_tags = [draft.tags] if isinstance(draft.tags, str) else list(draft.tags or ())
-        raw = [("kind", draft.kind), *(("tag", t) for t in raw_tags if isinstance(t, str))]  # before lower-casing
+        raw = [(label, v) for label, v in (("kind", draft.kind), *(("tag", t) for t in raw_tags)) if isinstance(v, str)]
         for label, value in (("memory_key", key), *(("tag", t) for t in tags), *raw):
             if value and _redact.contains_secret(value):
                 raise InvalidInputError(f"{label} looks like a secret; refusing to store it")
@@ -219,6 +219,8 @@ class MemoryStore:
         importance = draft.importance
         if importance is not None and (not isinstance(importance, (int, float)) or not 0 <= float(importance) <= 1):
             raise InvalidInputError("importance must be a number between 0 and 1")
+        if draft.metadata is not None and not isinstance(draft.metadata, Mapping):
+            raise InvalidInputError("metadata must be a mapping")
         metadata = _clean_metadata(dict(draft.metadata or {}))
         now = now_iso()
         rec = MemoryRecord(

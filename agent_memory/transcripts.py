@@ -108,7 +108,7 @@ def parse_when(text: str | None) -> dt.datetime | None:
         hour = int(t.group(1)) % 12 + (12 if t.group(3).lower() == "p" else 0)
         minute = int(t.group(2) or 0)
     try:
-        return dt.datetime(year, mon, day, hour if hour < 24 else 0, minute if minute < 60 else 0)
+        return dt.datetime(year, mon, day, hour, minute)
     except ValueError:
         return None
 
@@ -172,10 +172,9 @@ def resolve_relative_dates(text: str, when: dt.date) -> list[tuple[str, str]]:
             if unit == "week":
                 value = _week_of(when + dt.timedelta(weeks=step))
             elif unit == "weekend":
-                sat = when + dt.timedelta(days=(5 - when.weekday()) % 7 if step >= 0 else -((when.weekday() - 5) % 7 or 7))
-                if step == 1:
-                    sat += dt.timedelta(weeks=1) if (5 - when.weekday()) % 7 == 0 else dt.timedelta(0)
-                value = f"the weekend of {_day(sat)}"
+                # "this weekend" is the coming Saturday (or the one just past, said on a Sunday)
+                saturday = when + dt.timedelta(days=-1 if when.weekday() == 6 else 5 - when.weekday())
+                value = f"the weekend of {_day(saturday + dt.timedelta(weeks=step))}"
             elif unit == "month":
                 value = _month(when.year, when.month + step)
             elif unit == "year":
@@ -242,11 +241,13 @@ def transcript_drafts(
     ``context_turns`` neighbours on each side (same session only) go into ``metadata["context"]``
     (at most ``context_chars`` characters per side, nearest turns first), which the index
     stores in its low-weight ``context`` column. Empty turns are skipped (no record) but
-    still count for ``seq``.
+    still count for ``seq``. A turn repeating an earlier turn's words and date gets its turn
+    id appended, so the store keeps both (re-importing the same transcript still dedupes).
     """
     drafts: list[MemoryDraft] = []
     seq = 0
     base_meta = dict(metadata or {})
+    seen: set[str] = set()
     for s_index, session in enumerate(sessions, 1):
         when = parse_when(session.date)
         sess_name = session.id or str(s_index)
@@ -273,8 +274,12 @@ def transcript_drafts(
                 title += f", {_day(when)}"
             elif session.date:
                 title += f", {_one_line(session.date)[:60]}"
+            content = render(turn, when, session.date)
+            if content in seen:  # the same words said twice ("Thanks!") are two turns, not a duplicate memory
+                content += f"\n(turn {turn.id if turn.id is not None else seq})"
+            seen.add(content)
             drafts.append(MemoryDraft(
-                content=render(turn, when, session.date), title=title[:200], kind=kind, scope=scope,
+                content=content, title=title[:200], kind=kind, scope=scope,
                 session_id=session_id, user_id=user_id, tags=tuple(tags), metadata=meta,
             ))
     return drafts

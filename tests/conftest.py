@@ -12,7 +12,6 @@ import datetime as dt
 import os
 import platform
 import sqlite3
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -86,9 +85,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]):  #
         doc = (getattr(item, "function", None).__doc__ or "").strip() if hasattr(item, "function") else ""
         _results.append({
             "promise": marker.args[0], "test": item.nodeid, "doc": " ".join(doc.split("\n\n")[0].split()),
-            "outcome": "skipped" if report.skipped else report.outcome, "duration": report.duration,
-            "figures": dict(item.stash.get(_figures_key, {})),
-            "reason": str(report.longrepr[-1]) if report.skipped and isinstance(report.longrepr, tuple) else "",
+            "outcome": ("xfailed" if hasattr(report, "wasxfail") else "skipped") if report.skipped else report.outcome,
+            "duration": report.duration, "figures": dict(item.stash.get(_figures_key, {})),
+            "reason": (getattr(report, "wasxfail", "") or (str(report.longrepr[-1]) if isinstance(report.longrepr, tuple) else ""))
+            if report.skipped else "",
         })
 
 
@@ -106,7 +106,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     started = getattr(session.config, "_reliability_started", time.time())
     totals = {k: sum(int(r["figures"].get(k, 0) or 0) for r in _results) for k in FIGURE_TOTALS}
-    counts = {o: sum(1 for r in _results if r["outcome"] == o) for o in ("passed", "failed", "skipped")}
+    counts = {o: sum(1 for r in _results if r["outcome"] == o) for o in ("passed", "failed", "xfailed", "skipped")}
     totals["failures"] += counts["failed"]
     now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     out = [
@@ -118,29 +118,51 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         f"Last run: {now}, Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}, "
         f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, {time.time() - started:.0f} s wall time.",
         "",
-        f"**{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped.** "
+        f"**{counts['passed']} passed, {counts['failed']} failed, known gaps (strict xfail): {counts['xfailed']}, "
+        f"{counts['skipped']} skipped.** "
         + ", ".join(f"{k.replace('_', ' ')}: {_fmt(v)}" for k, v in totals.items()) + ".",
         "",
     ]
     order = list(PROMISES) + sorted({r["promise"] for r in _results} - set(PROMISES))
+    cell = lambda s: str(s).replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    gaps: list[str] = []
     for key in order:
         rows = [r for r in _results if r["promise"] == key]
         if not rows:
             continue
         title, text = PROMISES.get(key, (key, ""))
-        status = "FAILED" if any(r["outcome"] == "failed" for r in rows) else (
-            "pending" if all(r["outcome"] == "skipped" for r in rows) else "kept")
+        status = ("FAILED" if any(r["outcome"] == "failed" for r in rows) else
+                  "pending" if all(r["outcome"] == "skipped" for r in rows) else
+                  "kept, with a known gap" if any(r["outcome"] == "xfailed" for r in rows) else "kept")
         out += [f"## {title} — {status}", "", f"> {text}", "",
                 "| test | what it checks | result | time | figures |", "| --- | --- | --- | --- | --- |"]
-        for r in rows:
-            name = r["test"].split("::", 1)[-1]
-            file = r["test"].split("::", 1)[0]
-            figs = ", ".join(f"{k}={_fmt(v)}" for k, v in r["figures"].items())
-            result = r["outcome"] + (f" ({r['reason']})" if r["reason"] else "")
-            cell = lambda s: str(s).replace("|", "\\|").replace("\n", " ")  # noqa: E731
-            out.append(f"| `{cell(name)}` ({cell(Path(file).name)}) | {cell(r['doc'])} | {cell(result)} | "
-                       f"{r['duration']:.1f} s | {cell(figs)} |")
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for r in rows:  # parametrized cases share one row
+            groups.setdefault(r["test"].split("[", 1)[0], []).append(r)
+        for test, cases in groups.items():
+            file, name = test.split("::", 1)
+            tally = {o: sum(c["outcome"] == o for c in cases) for o in ("passed", "failed", "xfailed", "skipped")}
+            result = ", ".join(f"{n} {o}" for o, n in tally.items() if n) if len(cases) > 1 else cases[0]["outcome"]
+            params = [c["test"].split("[", 1)[1].rstrip("]") for c in cases if "[" in c["test"]]
+            if params:
+                result += f" ({len(cases)} cases: {', '.join(params)})"
+            for c in cases:
+                if c["outcome"] in ("xfailed", "skipped", "failed") and (c["reason"] or c["outcome"] == "failed"):
+                    gaps.append(f"- `{c['test'].split('::', 1)[1]}` — {c['outcome']}: {c['reason'] or 'see the test output'}")
+            if len(cases) == 1:
+                figs = cases[0]["figures"]
+            else:
+                figs = {k: sum(int(c["figures"].get(k, 0) or 0) for c in cases) for k in FIGURE_TOTALS
+                        if any(k in c["figures"] for c in cases)}
+            shown = ", ".join(f"{k}={_fmt(v)}" for k, v in figs.items())
+            seconds = sum(c["duration"] for c in cases)
+            out.append(f"| `{cell(name)}` ({cell(Path(file).name)}) | {cell(cases[0]['doc'])} | {cell(result)} | "
+                       f"{seconds:.1f} s | {cell(shown)} |")
         out.append("")
+    if gaps:
+        out += ["## Known gaps and pending tests", "",
+                "Strict xfails: each turns into a failure as soon as the gap is fixed, so it cannot be forgotten.", ""]
+        out += gaps + [""]
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text("\n".join(out), encoding="utf-8")
     tr = session.config.pluginmanager.get_plugin("terminalreporter")

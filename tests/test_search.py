@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_memory import Fts5Engine, MemoryStore
+from agent_memory import Fts5Engine, MemoryDraft, MemoryStore
 from agent_memory.search import STOP_WORDS, term_key, term_matcher
 
 
@@ -133,15 +133,19 @@ def test_long_snippets_are_clipped_around_the_match(tmp_path):
     s.close()
 
 
-def test_scope_filter_applies_before_the_limit(store):
-    for i in range(50):
-        store.remember(f"deploy deploy deploy checklist variant {i}", scope="session", session_id="other")
+@pytest.mark.parametrize("hidden", [50, 150])
+def test_scope_filter_applies_before_the_limit(store, hidden):
+    store.remember_many([MemoryDraft(f"deploy deploy deploy checklist variant {i}", scope="session", session_id="other")
+                         for i in range(hidden)])
     visible = store.remember("deploy checklist", scope="session", session_id="mine").id
     result = store.search("deploy checklist", session_id="mine", limit=1, trace=True)
     assert ids(result) == [visible]
     scope_stage = next(t for t in result.trace if t["stage"] == "scope_filter")
-    assert scope_stage["hidden"] == 50 and scope_stage["visible"] == 1
+    assert scope_stage["hidden"] == hidden and scope_stage["visible"] == 1
     assert store.search("deploy checklist", session_id="nobody", limit=5).hits == []
+    # the other session sees its own records and never the visible one of "mine"
+    theirs = ids(store.search("deploy checklist", session_id="other", limit=hidden + 10))
+    assert len(theirs) == hidden and visible not in theirs
 
 
 def test_scopes_kinds_and_dates_narrow_the_search(store):
@@ -179,3 +183,31 @@ def test_search_sees_a_hand_edited_file(store):
     path.write_text(path.read_text(encoding="utf-8").replace("room 101", "room 404"), encoding="utf-8")
     hit = store.search("meeting room").hits[0]
     assert "404" in hit.snippet
+
+
+def test_common_terms_only_score_candidates_on_a_large_index(tmp_path):
+    def build(engine: Fts5Engine) -> MemoryStore:
+        s = MemoryStore(tmp_path / f"b{engine.candidate_budget}", durable=False, engine=engine)
+        drafts = [MemoryDraft(f"common filler line {i}") for i in range(60)]
+        drafts += [MemoryDraft(f"rare finding number {i}") for i in range(12)]
+        drafts.append(MemoryDraft("rare common"))
+        s.remember_many(drafts)
+        return s
+
+    pruned = build(Fts5Engine(candidate_budget=50, pool=10))
+    result = pruned.search("rare common?", limit=2, trace=True)
+    stage = next(t for t in result.trace if t["stage"] == "candidates")
+    assert stage["selecting"] == ["rare"] and stage["documents_per_term"] == {"rare": 13, "common": 61}
+    assert result.hits[0].snippet == "rare common"  # the common word still scores the candidates
+    exhaustive = build(Fts5Engine(candidate_budget=None, pool=10))
+    assert [h.snippet for h in exhaustive.search("rare common?", limit=2).hits] == [h.snippet for h in result.hits]
+    # too few rare matches to fill the limit: the common term selects candidates too
+    assert len(pruned.search("rare common?", limit=20).hits) == 20
+    pruned.close()
+    exhaustive.close()
+
+
+def test_small_indexes_are_never_pruned(store):
+    store.remember_many([MemoryDraft(f"common filler line {i}") for i in range(30)] + [MemoryDraft("rare common")])
+    result = store.search("rare common", trace=True)
+    assert not any(t["stage"] == "candidates" for t in result.trace)

@@ -60,6 +60,10 @@ def test_relative_dates_are_resolved_against_the_session_date():
         "last year": "2022",
     }
     assert resolve_relative_dates("nothing relative here", monday) == []
+    for day in (monday, dt.date(2023, 5, 13), dt.date(2023, 5, 14)):  # Monday, Saturday, Sunday
+        weekends = dict(resolve_relative_dates("last weekend, this weekend, next weekend", day))
+        assert weekends == {"last weekend": "the weekend of 6 May 2023", "this weekend": "the weekend of 13 May 2023",
+                            "next weekend": "the weekend of 20 May 2023"}
 
 
 def test_render_turn_has_speaker_text_caption_and_date_lines():
@@ -136,6 +140,15 @@ def test_reimporting_the_same_transcript_is_deduplicated(store):
     again = import_transcript(store, SESSIONS, thread="conv-1")
     assert [r.status for r in again] == ["duplicate"] * len(first)
     assert [r.id for r in again] == [r.id for r in first]
+
+
+def test_repeated_words_are_two_turns_not_one_memory(store):
+    session = Session(date="2023-06-01", turns=[Turn("A", "Thanks!", id="1"), Turn("B", "Sure.", id="2"),
+                                                Turn("A", "Thanks!", id="3")])
+    results = import_transcript(store, [session], thread="t")
+    assert [r.status for r in results] == ["created"] * 3
+    assert store.get(results[2].id).content.endswith("(turn 3)")
+    assert [r.status for r in import_transcript(store, [session], thread="t")] == ["duplicate"] * 3
 
 
 def test_scope_and_owner_reach_every_record(store):

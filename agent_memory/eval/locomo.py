@@ -159,7 +159,7 @@ def _evaluate_sample(
             for draft, res in zip(drafts, results):
                 tid = canonical_turn_id((draft.metadata or {}).get("turn_id"))
                 if tid is not None:
-                    turn_of[res.id] = tid
+                    turn_of.setdefault(res.id, tid)
                     text_of.setdefault(tid, draft.content.split("\n", 1)[0].split(": ", 1)[-1])
             qa = [q for q in sample.get("qa") or [] if isinstance(q, dict)]
             rows: list[tuple[str, dict[str, float]]] = []

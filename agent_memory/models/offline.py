@@ -437,6 +437,8 @@ def extract_statements(transcript: str, *, limit: int | None = None) -> list[Sta
         if role != "user":
             continue
         for sentence in re.split(r"(?<=[.!?])\s+|\n+", text):
+            if contains_secret(sentence):  # checked on the raw words, before any rewording
+                continue
             st, last_subject = _statement(sentence, last_subject)
             if st is not None and len(st.content) > 8 and not contains_secret(st.content):
                 found.append(st)  # a secret is never worth remembering (the store would redact it anyway)

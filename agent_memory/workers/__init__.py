@@ -163,8 +163,13 @@ async def run_worker(worker: "WorkerProfile", prompt: str, toolset: AbstractTool
     limits = UsageLimits(request_limit=worker.max_steps, tool_calls_limit=worker.tool_calls_limit)
     settings: dict[str, Any] = {"temperature": worker.temperature} if worker.temperature is not None else {}
     run = agent.run(prompt, usage=usage, usage_limits=limits, model_settings=settings or None)  # type: ignore[arg-type]
-    result = await asyncio.wait_for(run, timeout=worker.timeout_s)
-    return result.output
+    task = asyncio.ensure_future(run)
+    done, _ = await asyncio.wait({task}, timeout=worker.timeout_s)
+    if not done:  # cancel without waiting: a synchronous model call in a thread cannot be interrupted
+        task.cancel()
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())  # never "exception was never retrieved"
+        raise TimeoutError(f"worker exceeded {worker.timeout_s}s")
+    return task.result().output
 
 
 # -- text budget ----------------------------------------------------------------------------------
