@@ -154,6 +154,8 @@ class MemoryStore:
         if fts_tokenizer:
             index_kw["fts_tokenizer"] = fts_tokenizer
         self.index = Index(self.root, self.lock, **index_kw)
+        _check_options(engine=engine, tokenizer=tokenizer, stop_words=stop_words, snippet_lines=snippet_lines,
+                       snippet_chars=snippet_chars, context_of=context_of)
         engine_kw: dict[str, Any] = {"snippet_lines": snippet_lines, "snippet_chars": snippet_chars, "stop_words": stop_words}
         if tokenizer is not None:
             engine_kw["tokenizer"] = tokenizer
@@ -437,7 +439,9 @@ class MemoryStore:
         self.open()
         try:  # the file is the truth, for the content and for who may see it (no lock, no rescan)
             rec, _, _ = self.index.load_file(name)
-        except (OSError, RecordParseError):  # missing, unreadable, a symlink or a name the OS refuses
+        except RecordParseError as exc:  # there, but unreadable: say so rather than "not found"
+            raise RecordParseError(f"record {record_id!r} cannot be read: {exc} (see `agent-memory doctor`)") from None
+        except OSError:  # missing, a symlink or a name the OS refuses
             rec = None
         if rec is None or not _may_see(rec, session_id, user_id):
             raise NotFoundError(f"no record {record_id!r} visible to this caller")
@@ -466,6 +470,8 @@ class MemoryStore:
             raise InvalidInputError("limit must be an integer between 1 and 1000")
         _check_strings(session_id=session_id, user_id=user_id, created_after=created_after, created_before=created_before,
                        updated_after=updated_after, updated_before=updated_before)
+        created_after, created_before, updated_after, updated_before = _date_filters(
+            created_after=created_after, created_before=created_before, updated_after=updated_after, updated_before=updated_before)
         self.open()
         req = SearchRequest(
             query=query, session_id=session_id, user_id=user_id, tags=normalize_tags(tags), scopes=_scopes(scope),
@@ -491,6 +497,10 @@ class MemoryStore:
         """Visible records filtered exactly on tags (all must match), kind, scope and dates; newest first."""
         _check_strings(session_id=session_id, user_id=user_id, created_after=created_after, created_before=created_before,
                        updated_after=updated_after, updated_before=updated_before)
+        created_after, created_before, updated_after, updated_before = _date_filters(
+            created_after=created_after, created_before=created_before, updated_after=updated_after, updated_before=updated_before)
+        if limit is not None and (not isinstance(limit, int) or limit < 1):
+            raise InvalidInputError("limit must be a positive integer or None")
         self.open()
         req = SearchRequest(query="", kinds=_kinds(kind), created_after=created_after, created_before=created_before,
                             updated_after=updated_after, updated_before=updated_before)
@@ -626,6 +636,35 @@ def _check_strings(**values: Any) -> None:
             value.encode("utf-8")
         except UnicodeEncodeError:
             raise InvalidInputError(f"{name} is not valid Unicode (lone surrogate)") from None
+
+
+def _date_filters(**values: str | None) -> list[str | None]:
+    """Validate ISO date/datetime filters and normalise them to the stored UTC form (``…Z``)."""
+    out: list[str | None] = []
+    for name, value in values.items():
+        if value is None:
+            out.append(None)
+            continue
+        when = _parse_when(value)
+        if when is None:
+            raise InvalidInputError(f"{name} must be an ISO date or datetime (e.g. 2026-11-22 or 2026-11-22T10:00:00Z), not {value!r}")
+        out.append(when.astimezone(dt.timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z"))
+    return out
+
+
+def _check_options(**options: Any) -> None:
+    """Fail at construction, with a clear message, on options that would only break on first use."""
+    engine, tokenizer, stop_words = options["engine"], options["tokenizer"], options["stop_words"]
+    if engine is not None and not callable(getattr(engine, "search", None)):
+        raise InvalidInputError("engine must be a SearchEngine (an object with a search(index, request) method)")
+    for name in ("tokenizer", "context_of"):
+        if options[name] is not None and not callable(options[name]):
+            raise InvalidInputError(f"{name} must be a callable")
+    if stop_words is not None and (isinstance(stop_words, str) or not all(isinstance(w, str) for w in stop_words)):
+        raise InvalidInputError("stop_words must be an iterable of strings (not one string)")
+    for name in ("snippet_lines", "snippet_chars"):
+        if not isinstance(options[name], int) or options[name] < 1:
+            raise InvalidInputError(f"{name} must be a positive integer")
 
 
 def _may_see(rec: MemoryRecord, session_id: str | None, user_id: str | None) -> bool:

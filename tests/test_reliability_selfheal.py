@@ -12,7 +12,7 @@ from typing import Any, Callable
 import pytest
 
 from agent_memory.core import inject
-from agent_memory.errors import NotFoundError
+from agent_memory.errors import InvalidInputError, NotFoundError
 from agent_memory.store import MemoryStore
 
 pytestmark = pytest.mark.promise("selfheal")
@@ -191,8 +191,11 @@ def test_broken_record_files_are_skipped_reported_and_never_stop_reads(
     assert hits.hits and not any(h.id.startswith("broken-") for h in hits.hits)
     warned = " ".join(r.getMessage() for r in caplog.records)
     assert all(n in warned for n in names), warned
-    for n in names + ["a-fifo.md", "a-directory.md"]:
-        with pytest.raises(NotFoundError):
+    for n in names:  # a typed "cannot be read", never a crash
+        with pytest.raises(InvalidInputError, match="cannot be read"):
+            store.get(n[:-3])
+    for n in ["a-fifo.md", "a-directory.md"]:  # never opened for reading: typed error, no hang
+        with pytest.raises((NotFoundError, InvalidInputError)):
             store.get(n[:-3])
     report = store.doctor()
     assert set(names) <= set(report.problems), report.problems

@@ -195,3 +195,30 @@ def test_remember_many_validates_the_whole_batch_before_writing(store):
     errors = []
     res = store.remember_many([MemoryDraft("good one"), MemoryDraft("")], on_error="skip", errors=errors)
     assert [r.status for r in res] == ["created"] and errors[0][0] == 1
+
+
+def test_date_filters_are_validated_and_normalised(store):
+    store.remember("dated record")
+    with pytest.raises(InvalidInputError):
+        store.list(created_after="yesterday")
+    with pytest.raises(InvalidInputError):
+        store.search("dated", updated_before="2026-13-45")
+    assert len(store.list(created_after="2000-01-01")) == 1
+    assert store.list(created_after="2999-01-01T00:00:00+02:00") == []
+    with pytest.raises(InvalidInputError):
+        store.list(limit=0)
+
+
+def test_unreadable_record_is_reported_as_unreadable_not_missing(store):
+    (store.records_dir / "broken.md").write_text("---\ntitle: [oops\n---\nbody\n")
+    with pytest.raises(InvalidInputError, match="cannot be read"):
+        store.get("broken")
+    with pytest.raises(NotFoundError):
+        store.get("absent")
+
+
+@pytest.mark.parametrize("options", [{"engine": "whoosh"}, {"tokenizer": "nonsense"}, {"stop_words": "the a"},
+                                     {"snippet_lines": 0}])
+def test_bad_options_fail_at_construction(tmp_path, options):
+    with pytest.raises(InvalidInputError):
+        MemoryStore(tmp_path / "m", **options)
