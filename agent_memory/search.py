@@ -331,11 +331,13 @@ class Fts5Engine:
             return index.guarded(lambda c: c.execute(sql, params).fetchall())
 
         base = "FROM fts JOIN records r ON r.rowid = fts.rowid WHERE fts MATCH :q"
-        allc = q(f"SELECT r.id, r.scope, bm25(fts, {weights}) AS rank {base} ORDER BY rank LIMIT 20")
+        # records the caller may not see are counted, never named: the trace is a read path too
+        allc = q(f"SELECT r.id, r.scope, {visibility_sql('r')} AS visible, bm25(fts, {weights}) AS rank {base} ORDER BY rank LIMIT 20")
         total = q(f"SELECT count(*) {base}")[0][0]
         visible = q(f"SELECT count(*) {base} AND {visibility_sql('r')}{extra}")[0][0]
         trace.append({"stage": "match", "candidates": total,
-                      "top": [{"id": r["id"], "scope": r["scope"], "score": round(-r["rank"], 4)} for r in allc]})
+                      "top": [{"id": r["id"], "scope": r["scope"], "score": round(-r["rank"], 4)} if r["visible"]
+                              else {"id": None, "scope": "hidden", "score": round(-r["rank"], 4)} for r in allc]})
         if "documents" in plan:
             trace.append({"stage": "candidates", "documents_per_term": dict(plan.get("documents", {})),
                           "selecting": plan.get("selecting"), "budget": self.candidate_budget,

@@ -169,3 +169,12 @@ def test_version_and_positive_limits(tmp_path):
     assert proc.returncode == 0 and proc.stdout.startswith("agent-memory ")
     assert run(tmp_path / "m", "list", "--limit", "0", "--json").returncode == 2
     assert run(tmp_path / "m", "import", "x.jsonl", "--batch-size", "-3", "--json").returncode == 2
+
+
+def test_trace_never_names_records_the_caller_cannot_see(tmp_path):
+    root = tmp_path / "mem"
+    hidden = jrun(root, "remember", "session secret about pineapples", "--scope", "session", "--session", "s1")["id"]
+    doc = jrun(root, "search", "pineapples", "--session", "s2", "--trace")
+    assert doc["hits"] == [] and hidden not in json.dumps(doc)
+    match = next(s for s in doc["trace"] if s["stage"] == "match")
+    assert match["candidates"] == 1 and match["top"][0]["scope"] == "hidden"
