@@ -16,8 +16,10 @@ from .errors import LockTimeoutError
 TMP_PREFIX = ".tmp-"
 
 
-def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
-    """Write ``data`` to ``path`` via temp file + fsync + rename; readers never see a partial file."""
+def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> os.stat_result:
+    """Write ``data`` to ``path`` via temp file + fsync + rename; readers never see a partial file.
+
+    Returns the written file's stat (a rename keeps mtime and size), saving the caller a ``stat``."""
     tmp = path.with_name(f"{TMP_PREFIX}{path.name}.{os.getpid()}.{threading.get_ident()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
     try:
@@ -26,6 +28,7 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
             view = view[os.write(fd, view):]
         if durable:
             os.fsync(fd)
+        st = os.fstat(fd)
     except BaseException:
         os.close(fd)
         with contextlib.suppress(OSError):
@@ -35,6 +38,7 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
     os.replace(tmp, path)
     if durable:
         fsync_dir(path.parent)
+    return st
 
 
 def fsync_dir(path: Path) -> None:

@@ -257,7 +257,9 @@ class Index:
         self._set_meta(conn, "dir_mtime", self._dir_mtime())
 
     # -- rows ----------------------------------------------------------------------------
-    def upsert(self, conn: sqlite3.Connection, rec: MemoryRecord, file: str, mtime_ns: int, size: int, *, body_line: int | None = None) -> None:
+    def upsert(self, conn: sqlite3.Connection, rec: MemoryRecord, file: str, mtime_ns: int, size: int, *,
+               body_line: int | None = None, new: bool = False) -> None:
+        """Insert or replace the rows of one record (``new=True``: the caller knows the id is unused)."""
         values = {
             "id": rec.id, "file": file, "mtime_ns": mtime_ns, "size": size, "scope": rec.scope.value,
             "session_id": rec.session_id, "user_id": rec.user_id, "kind": rec.kind, "title": rec.title,
@@ -266,7 +268,7 @@ class Index:
             "content_hash": rec.content_hash, "body_line": body_line or rec.body_line, "summary": summary_line(rec.content),
             "metadata": json.dumps(dict(rec.metadata), default=str),
         }
-        row = conn.execute("SELECT rowid FROM records WHERE id = ?", (rec.id,)).fetchone()
+        row = None if new else conn.execute("SELECT rowid FROM records WHERE id = ?", (rec.id,)).fetchone()
         if row is None:
             cur = conn.execute(
                 f"INSERT INTO records ({', '.join(_RECORD_COLS)}) VALUES ({', '.join(':' + c for c in _RECORD_COLS)})", values)

@@ -261,15 +261,14 @@ class MemoryStore:
         return conn.execute(f"SELECT * FROM records r WHERE r.memory_key = :k AND {sql} ORDER BY r.updated DESC LIMIT 1", params).fetchone()
 
     # -- writes ---------------------------------------------------------------------------
-    def _write(self, conn: Any, rec: MemoryRecord, *, durable: bool) -> str:
+    def _write(self, conn: Any, rec: MemoryRecord, *, durable: bool, new: bool = False) -> str:
         validate_id(rec.id)
         name = f"{rec.id}.md"
         path = os.path.join(self._records_str, name)
         text = rec.render()
-        atomic_write(Path(path), text.encode("utf-8"), durable=durable)
-        st = os.stat(path)
+        st = atomic_write(Path(path), text.encode("utf-8"), durable=durable)
         body_line = text.count("\n", 0, len(text) - len(rec.content) - 1) + 1
-        self.index.upsert(conn, rec, name, st.st_mtime_ns, st.st_size, body_line=body_line)
+        self.index.upsert(conn, rec, name, st.st_mtime_ns, st.st_size, body_line=body_line, new=new)
         return path
 
     def _new_id(self, rec: MemoryRecord) -> str:
@@ -288,7 +287,7 @@ class MemoryStore:
         if dup is not None:
             return RememberResult(dup["id"], "duplicate", os.path.join(self._records_str, dup["file"]), redactions)
         rec = rec.replace(id=self._new_id(rec))
-        return RememberResult(rec.id, "created", self._write(conn, rec, durable=durable), redactions)
+        return RememberResult(rec.id, "created", self._write(conn, rec, durable=durable, new=True), redactions)
 
     def _load_current(self, conn: Any, row: Any) -> MemoryRecord:
         try:
@@ -529,18 +528,17 @@ class MemoryStore:
     def write_memory_md(self) -> Path:
         """Regenerate ``MEMORY.md`` from the index: shared (project/global) records, newest first.
 
-        Bounded by ``memory_md_limit`` lines (default 500) so a write stays cheap at 100k records;
-        a final line says how many more exist.
+        Bounded by ``memory_md_limit`` lines (default 500) so a write stays cheap at 100k records
+        (no count of the rest: that would scan every row); a last line says older records exist.
         """
         path = self.root / "MEMORY.md"
-        lines = self.visible_lines(session_id=None, user_id=None, limit=self.memory_md_limit)
+        limit = self.memory_md_limit
+        lines = self.visible_lines(session_id=None, user_id=None, limit=None if limit is None else limit + 1)
+        more = limit is not None and len(lines) > limit
+        lines = lines[:limit] if more else lines
         text = MEMORY_MD_HEADER + "\n".join(lines) + ("\n" if lines else "")
-        total = len(lines)
-        if self.memory_md_limit is not None and total >= self.memory_md_limit:
-            total = self.index.guarded(
-                lambda c: c.execute("SELECT count(*) FROM records WHERE scope IN ('project','global')").fetchone()[0])
-        if total > len(lines):
-            text += f"\n… and {total - len(lines)} older records (use search).\n"
+        if more:
+            text += "\n… older records are not listed here (use search or list).\n"
         atomic_write(path, text.encode("utf-8"), durable=False)
         return path
 
