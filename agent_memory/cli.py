@@ -121,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("import", "Bulk import a JSONL file (one memory object per line).")
     p.add_argument("file")
-    p.add_argument("--batch-size", type=_positive, default=1000)
+    p.add_argument("--batch-size", type=_positive, default=5000, help="records per lock, transaction and sync (default 5000)")
     p.add_argument("--skip-invalid", action="store_true", help="skip bad lines instead of stopping")
 
     add("reindex", "Rebuild the index from the record files.")

@@ -199,7 +199,8 @@ class MemoryStore:
         title_in = draft.title if draft.title is not None else None
         if title_in is not None:
             title_in = check_text_field("title", title_in, MAX_TITLE_CHARS).strip()
-        title_red = _redact.redact(title_in or default_title(red.text))
+        # a title derived from the already-redacted content needs no second pass
+        title_red = _redact.redact(title_in) if title_in else _redact.RedactionResult(default_title(red.text), 0, ())
         scope = parse_scope(draft.scope, self.default_scope)
         session_id, user_id = self._owner(scope, draft.session_id, draft.user_id)
         tags = normalize_tags(draft.tags)
