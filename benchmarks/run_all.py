@@ -97,8 +97,15 @@ def run_locomo(budget: int) -> dict[str, Any] | None:
         return None
     from agent_memory.eval.locomo import evaluate
 
+    from agent_memory.search import Fts5Engine
+
     log("running the LoCoMo retrieval evaluation …")
-    return evaluate(LOCOMO, ks=(5, 10, 25, 50), budget=budget, profile="offline")
+    result = evaluate(LOCOMO, ks=(5, 10, 25, 50), budget=budget, profile="offline")
+    log("running the LoCoMo baseline (no neighbour context, plain BM25) …")
+    plain = evaluate(LOCOMO, ks=(5, 10, 25, 50), transcript_options={"context_turns": 0},
+                     store_options={"engine": Fts5Engine(coordination=0, weights=(2.0, 1.5, 1.0, 0.25))})
+    result["baseline"] = plain["overall"]
+    return result
 
 
 # -- the report ------------------------------------------------------------------------------------
@@ -147,9 +154,8 @@ def render(report: dict[str, Any]) -> str:
             "with line ranges, one `stat` per hit to notice hand edits) dominates the ratio; it is about 1 ms and does "
             "not grow with the index. The ratio targets are set at 100k records, where the ranking work dominates.",
             "",
-            "Single durable `remember`: fsync of the file and the directory, the index transaction, and the regeneration "
-            "of `MEMORY.md`; the latter counts the shared records with a full scan when they exceed its 500-line limit, "
-            "which is most of the cost at 100k records.",
+            "Single durable `remember`: validation and redaction, the file written and fsynced with its directory, the "
+            "index transaction, and `MEMORY.md` regenerated (its newest 500 lines).",
             "",
         ]
         big = max(s["sizes"], key=lambda r: r["records"])
@@ -166,7 +172,8 @@ def render(report: dict[str, Any]) -> str:
             f"{mark(r['naive_over_ours_p50'] >= TARGETS['naive_ratio'])} |",
             f"| ≤ {TARGETS['raw_ratio']:.0f}× the raw FTS5 query (p50 / p95) | {r['ours_over_raw_p50']}× / {r['ours_over_raw_p95']}× | "
             f"{mark(max(r['ours_over_raw_p50'], r['ours_over_raw_p95']) <= TARGETS['raw_ratio'])} |",
-            f"| bulk import ≥ {TARGETS['ingest_per_s']:,} records/s | {ingest:,} records/s | {mark(ingest >= TARGETS['ingest_per_s'])} |",
+            f"| bulk import ≥ {TARGETS['ingest_per_s']:,} records/s | {ingest:,} records/s wall-clock "
+            f"({big['ingest'].get('records_per_cpu_s') or 0:,} per CPU-second of the importing process) | {mark(ingest >= TARGETS['ingest_per_s'])} |",
             "",
             "On a large index, a question with a common word would make BM25 score a large share of all records; "
             "the engine lets the rarest terms select the candidates and the common ones only score them once the "
@@ -222,6 +229,9 @@ def render(report: dict[str, Any]) -> str:
         from agent_memory.eval.locomo import render_table
 
         budget_key = next((k for k in lo["overall"] if k.startswith("coverage@")), None)
+        base = lo.get("baseline") or {}
+        ov = lo["overall"]
+        goals = {"recall@5": 0.70, "recall@10": 0.78, "recall@25": 0.86}
         out += [
             "## Retrieval quality: LoCoMo (development half)",
             "",
@@ -232,11 +242,22 @@ def render(report: dict[str, Any]) -> str:
                if budget_key else ""),
             "",
             "```",
-            render_table(lo),
+            render_table({k: v for k, v in lo.items() if k != "baseline"}),
             "```",
             "",
-            "References on the same half: plain SQLite FTS5 (porter, OR of content words) .576 / .657 / .734 (R@5/10/25); "
-            "the paper's DRAGON dense retriever (all 10 conversations) .567 / .662 / .767.",
+            "| overall | R@5 | R@10 | R@25 | R@50 |",
+            "| --- | ---: | ---: | ---: | ---: |",
+            "| default search over transcript import (above) | " + " | ".join(f"{ov[f'recall@{k}']:.3f}" for k in (5, 10, 25, 50)) + " |",
+            "| same records without neighbour context, plain BM25 (this run) | "
+            + " | ".join(f"{base.get(f'recall@{k}', float('nan')):.3f}" for k in (5, 10, 25, 50)) + " |",
+            "| target | " + " | ".join(f"≥ {goals[f'recall@{k}']:.2f} {mark(ov[f'recall@{k}'] >= goals[f'recall@{k}'])}"
+                                       if f"recall@{k}" in goals else "" for k in (5, 10, 25, 50)) + " |",
+            "| plain SQLite FTS5, porter, OR of content words (DESIGN.md) | .576 | .657 | .734 | |",
+            "| DRAGON dense retriever (paper, Table 3, all 10 conversations) | .567 | .662 | .767 | .827 |",
+            "",
+            "The gain comes from features every transcript import gets: each turn's neighbours (two on each side, same "
+            "session) indexed as a low-weight `context` field, coordination re-scoring of the BM25 candidates, the "
+            "session date (and relative dates resolved against it) written into the record.",
             "",
         ]
     out += [
