@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     _identity(p)
     p.add_argument("--tag", dest="tags", action="append", default=[])
     p.add_argument("--key", dest="memory_key", help="memory_key (or an existing record id) of one logical memory")
-    p.add_argument("--on-existing", choices=["append", "replace", "skip"], default="append")
+    p.add_argument("--on-existing", choices=["append", "replace", "skip"], help="with --key: what to do if it exists (default append)")
     p.add_argument("--expires", help="ISO date/datetime after which `sweep` archives the record")
 
     p = add("search", "Rank memories for a query (BM25) with snippets and line ranges.")
@@ -189,13 +189,15 @@ def _filter_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_remember(args: argparse.Namespace) -> None:
+    if args.on_existing and not args.memory_key:
+        raise UsageError("--on-existing needs --key (it says what to do when that memory already exists)")
     content = args.content
     if content == "-":
         content = sys.stdin.read()
         content = content[:-1] if content.endswith("\n") else content
     r = _store(args).remember(
         content, title=args.title, kind=args.kind, scope=args.scope, session_id=args.session_id, user_id=args.user_id,
-        tags=args.tags, memory_key=args.memory_key, on_existing=args.on_existing, source="manual", expires=args.expires,
+        tags=args.tags, memory_key=args.memory_key, on_existing=args.on_existing or "append", source="manual", expires=args.expires,
     )
     _emit(args, {"id": r.id, "status": r.status, "path": r.path}, lambda: f"{r.status}: {r.id}")
 

@@ -53,12 +53,20 @@ def summary_line(content: str, limit: int = 80) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
+def live_sql(alias: str = "r") -> str:
+    """Not expired: no ``expires``, or one still in the future (ISO strings compare in order)."""
+    return f"({alias}.expires IS NULL OR {alias}.expires > strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))"
+
+
 def visibility_sql(alias: str = "r") -> str:
-    """The scope-visibility predicate; binds ``:sid`` and ``:uid``. Applied inside queries."""
+    """The scope-visibility predicate (expired records included as invisible); binds ``:sid`` and ``:uid``.
+
+    Applied inside queries, so it acts before ranking and limits.
+    """
     return (
-        f"({alias}.scope IN ('project','global')"
+        f"(({alias}.scope IN ('project','global')"
         f" OR ({alias}.scope = 'session' AND {alias}.session_id = :sid)"
-        f" OR ({alias}.scope = 'user' AND {alias}.user_id = :uid))"
+        f" OR ({alias}.scope = 'user' AND {alias}.user_id = :uid)) AND {live_sql(alias)})"
     )
 
 

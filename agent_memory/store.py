@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Iterator, Literal, Mapping, Sequence
 from . import redact as _redact
 from ._fs import RootLock, atomic_write, fsync_dir
 from .errors import InvalidIdError, InvalidInputError, NotFoundError
-from .index import Index, SyncReport, row_to_record, scope_filter_sql, summary_line, visibility_sql
+from .index import Index, SyncReport, live_sql, row_to_record, scope_filter_sql, summary_line, visibility_sql
 from .records import (
     SOURCES, MAX_TITLE_CHARS, MemoryRecord, RecordParseError, Scope, check_content, check_text_field,
     content_hash, default_title, new_id, normalize_kind, normalize_tags, now_iso, parse_scope, validate_id,
@@ -250,7 +250,8 @@ class MemoryStore:
     def _find_duplicate(self, conn: Any, rec: MemoryRecord) -> Any:
         sql, params = self._partition_sql(rec)
         params["h"] = rec.content_hash
-        return conn.execute(f"SELECT * FROM records r WHERE r.content_hash = :h AND {sql} LIMIT 1", params).fetchone()
+        return conn.execute(f"SELECT * FROM records r WHERE r.content_hash = :h AND {sql} AND {live_sql('r')} LIMIT 1",
+                            params).fetchone()
 
     def _find_keyed(self, conn: Any, rec: MemoryRecord, key: str) -> Any:
         params = {"id": key, "sid": rec.session_id, "uid": rec.user_id}
@@ -668,6 +669,10 @@ def _check_options(**options: Any) -> None:
 
 def _may_see(rec: MemoryRecord, session_id: str | None, user_id: str | None) -> bool:
     """The visibility table of :func:`agent_memory.index.visibility_sql`, for one parsed record."""
+    if rec.expires is not None:
+        when = _parse_when(rec.expires)
+        if when is not None and when <= dt.datetime.now(dt.timezone.utc):
+            return False  # expired: invisible until `sweep` archives it
     if rec.scope in (Scope.PROJECT, Scope.GLOBAL):
         return True
     if rec.scope is Scope.SESSION:

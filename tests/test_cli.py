@@ -178,3 +178,8 @@ def test_trace_never_names_records_the_caller_cannot_see(tmp_path):
     assert doc["hits"] == [] and hidden not in json.dumps(doc)
     match = next(s for s in doc["trace"] if s["stage"] == "match")
     assert match["candidates"] == 1 and match["top"][0]["scope"] == "hidden"
+
+
+def test_on_existing_without_key_is_a_usage_error(tmp_path):
+    proc = run(tmp_path / "m", "remember", "x", "--on-existing", "replace", "--json")
+    assert proc.returncode == 2 and "--key" in json.loads(proc.stdout)["error"]["message"]

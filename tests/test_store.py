@@ -222,3 +222,15 @@ def test_unreadable_record_is_reported_as_unreadable_not_missing(store):
 def test_bad_options_fail_at_construction(tmp_path, options):
     with pytest.raises(InvalidInputError):
         MemoryStore(tmp_path / "m", **options)
+
+
+def test_expired_records_are_invisible_before_the_sweep(store):
+    gone = store.remember("Promo code SPRING expires soon", expires="2020-01-01")
+    live = store.remember("Promo code SUMMER is current", expires="2999-01-01")
+    assert [h.id for h in store.search("promo code").hits] == [live.id]
+    assert [r.id for r in store.list()] == [live.id]
+    with pytest.raises(NotFoundError):
+        store.get(gone.id)
+    again = store.remember("Promo code SPRING expires soon")  # not a duplicate of an expired record
+    assert again.status == "created" and again.id != gone.id
+    assert store.sweep().expired == [gone.id]
