@@ -159,7 +159,7 @@ def test_remember_with_generated_fields(tmp_path: Path, reliability_figures: dic
            memory_key=MAYBE(mostly(st.one_of(st.sampled_from(["k", "team.standup", "user@example", "a:b"]),
                                              st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,20}", fullmatch=True)), KEYS)),
            on_existing=mostly(st.sampled_from(["append", "replace", "skip"]), TEXT),
-           expires=MAYBE(mostly(st.sampled_from(["2099-01-01", "2099-01-01T00:00:00Z", "1999-01-01"]), TEXT)),
+           expires=MAYBE(mostly(st.sampled_from(["2099-01-01", "2099-01-01T00:00:00Z", "2099-12-31T23:59:59+02:00"]), TEXT)),
            importance=MAYBE(mostly(st.floats(0, 1), st.one_of(st.floats(), st.integers(-2, 2)))),
            metadata=MAYBE(st.dictionaries(TEXT, JSONISH, max_size=3)))
     def case(**kw: Any) -> None:
