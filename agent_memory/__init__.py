@@ -52,15 +52,15 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:  # pragma: no cover
     from .core import MemoryBlock
     from .errors import AgentMemoryError, InvalidIdError, InvalidInputError, LockTimeoutError, NotFoundError, ProfileError
-    from .provider import MemoryProvider
-    from .records import MemoryRecord, Scope
-    from .search import Fts5Engine, SearchEngine, SearchHit, SearchRequest, SearchResult
-    from .store import DoctorReport, MemoryDraft, MemoryStore, RememberResult, SweepReport
     from .hooks import MemoryContext, MemoryHooks
     from .integrations.pydantic_ai import MemoryCapability
     from .models.litellm import LiteLLMModel
     from .models.offline import OfflineModel
     from .profiles import Profile, WorkerProfile, load_profile
+    from .provider import MemoryProvider
+    from .records import MemoryRecord, Scope
+    from .search import Fts5Engine, SearchEngine, SearchHit, SearchRequest, SearchResult
+    from .store import DoctorReport, MemoryDraft, MemoryStore, RememberResult, SweepReport
     from .tokens import count_tokens
     from .tools import memory_toolset
     from .workers.capture import CaptureContext, CaptureResult

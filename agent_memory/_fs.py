@@ -8,8 +8,8 @@ import fcntl
 import os
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from .errors import LockTimeoutError
 

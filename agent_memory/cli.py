@@ -13,7 +13,8 @@ import json
 import os
 import sys
 import time
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .errors import AgentMemoryError, InvalidInputError, NotFoundError
 

@@ -25,3 +25,15 @@ class LockTimeoutError(AgentMemoryError, TimeoutError):
 
 class ProfileError(AgentMemoryError, ValueError):
     """A model profile is missing, unreadable or invalid."""
+
+
+class StorageError(AgentMemoryError, OSError):
+    """The root cannot be read or written (disk full, permission denied, read-only file system, …)."""
+
+
+class ReadOnlyError(StorageError):
+    """A write was asked of a root opened (or mounted) read-only."""
+
+
+class BackendError(AgentMemoryError):
+    """A storage backend failed in a way that is not the caller's input (e.g. a database is unreachable)."""

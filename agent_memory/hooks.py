@@ -40,8 +40,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .core import DEFAULT_CORE_BUDGET, MemoryBlock
 from .fence import fence

@@ -17,9 +17,10 @@ import sqlite3
 import stat
 import threading
 import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 from ._fs import TMP_PREFIX, RootLock
 from .records import MemoryRecord, RecordParseError, Scope, parse_record
@@ -65,7 +66,8 @@ def visibility_sql(alias: str = "r") -> str:
     """
     return (
         f"(({alias}.scope IN ('project','global')"
-        f" OR ({alias}.scope = 'session' AND {alias}.session_id = :sid)"
+        f" OR ({alias}.scope = 'session' AND {alias}.session_id = :sid"
+        f" AND ({alias}.user_id IS NULL OR {alias}.user_id = :uid))"
         f" OR ({alias}.scope = 'user' AND {alias}.user_id = :uid)) AND {live_sql(alias)})"
     )
 
@@ -331,7 +333,7 @@ class Index:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise RecordParseError("file is not valid UTF-8") from None
-        mtime_iso = dt.datetime.fromtimestamp(st.st_mtime, dt.timezone.utc).isoformat().replace("+00:00", "Z")
+        mtime_iso = dt.datetime.fromtimestamp(st.st_mtime, dt.UTC).isoformat().replace("+00:00", "Z")
         rec = parse_record(text, name[:-3], path=str(path), mtime_iso=mtime_iso)
         return rec, st.st_mtime_ns, st.st_size
 

@@ -13,8 +13,9 @@ import json
 import re
 import secrets
 import unicodedata
+from collections.abc import Iterable, Mapping
 from enum import Enum
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import yaml
 
@@ -57,7 +58,7 @@ FIELDS = (
 
 
 def now_iso() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def validate_id(record_id: object) -> str:
@@ -271,7 +272,7 @@ def _as_text(value: Any) -> str | None:
         return None
     if isinstance(value, dt.datetime):
         if value.tzinfo is None:
-            value = value.replace(tzinfo=dt.timezone.utc)
+            value = value.replace(tzinfo=dt.UTC)
         return value.isoformat().replace("+00:00", "Z")
     if isinstance(value, dt.date):
         return value.isoformat()

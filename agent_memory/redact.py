@@ -64,9 +64,9 @@ that secret scanners do not flag this file.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from collections.abc import Callable, Iterator, Mapping
 
 __all__ = [
     "KINDS",

@@ -17,8 +17,9 @@ import functools
 import json
 import os
 import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
+from typing import Any, Protocol
 
 from .index import Index, scope_filter_sql, visibility_sql
 from .records import Scope

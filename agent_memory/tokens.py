@@ -13,8 +13,8 @@ import math
 import os
 import threading
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 DEFAULT_ENCODING = "cl100k_base"
 _env_lock = threading.Lock()

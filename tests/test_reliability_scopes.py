@@ -33,7 +33,9 @@ CALLER = st.tuples(st.sampled_from(IDS + [None]), st.sampled_from(IDS + [None]))
 def may_see(scope: str, sid: str, uid: str, caller: tuple[str | None, str | None]) -> bool:
     """The visibility table of DESIGN.md, written independently of the library."""
     csid, cuid = caller
-    return scope in ("project", "global") or (scope == "session" and sid == csid) or (scope == "user" and uid == cuid)
+    # a session record belongs to its session and, when it names one, to its user
+    return (scope in ("project", "global") or (scope == "session" and sid == csid and (uid is None or uid == cuid))
+            or (scope == "user" and uid == cuid))
 
 
 def _ids_in(text: str, known: set[str]) -> set[str]:

@@ -43,7 +43,7 @@ def _assert_complete(store: MemoryStore, made: dict[str, tuple[str, str, str | N
         assert store.get(rid, session_id=sid, user_id=uid).id == rid
     assert store.index.count() == len(made)
     assert len(store.list(limit=None, tags=["heal"], session_id="s0", user_id="u0")) == sum(
-        1 for (_, sc, sid, uid) in made.values() if sc in ("project", "global") or (sc, sid) == ("session", "s0")
+        1 for (_, sc, sid, uid) in made.values() if sc in ("project", "global") or ((sc, sid) == ("session", "s0") and uid in (None, "u0"))
         or (sc, uid) == ("user", "u0"))
     report = store.doctor()
     assert report.ok, report.to_dict()

@@ -27,8 +27,9 @@ import re
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence, TextIO
+from typing import Any, TextIO
 
 from ..transcripts import Session, Turn, transcript_drafts
 

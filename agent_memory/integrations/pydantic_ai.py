@@ -40,8 +40,9 @@ import dataclasses
 import inspect
 import logging
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence, Union
+from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.capabilities import AbstractCapability, ProcessHistory
 from pydantic_ai.messages import (
@@ -69,7 +70,7 @@ __all__ = ["MemoryCapability", "MemoryTurn", "keep_recent_turns"]
 
 logger = logging.getLogger("agent_memory.integrations.pydantic_ai")
 
-HistoryProcessor = Callable[..., Union[list[ModelMessage], Awaitable[list[ModelMessage]]]]
+HistoryProcessor = Callable[..., list[ModelMessage] | Awaitable[list[ModelMessage]]]
 """A pydantic-ai history processor: ``(messages)`` or ``(ctx, messages)``, sync or async."""
 
 _NO_CONVERSATION = ""

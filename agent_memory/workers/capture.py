@@ -17,8 +17,9 @@ import dataclasses
 import inspect
 import json
 import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Literal, Mapping, Sequence, Union
+from typing import TYPE_CHECKING, Any, Literal, Union
 
 from pydantic_ai import ModelRetry
 from pydantic_ai.usage import RunUsage
@@ -55,7 +56,7 @@ class CaptureContext:
     user_id: str | None = None
 
 
-Extractor = Callable[[CaptureContext], Union[Drafts, Awaitable[Drafts]]]
+Extractor = Callable[[CaptureContext], Drafts | Awaitable[Drafts]]
 """A plain function (sync or async) turning a :class:`CaptureContext` into memory drafts.
 
 It may return ``None``, one :class:`MemoryDraft`, a dict with MemoryDraft fields, a string (the

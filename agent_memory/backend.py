@@ -1,0 +1,146 @@
+"""The storage seam: one narrow, async protocol every backend implements, and the caller identity.
+
+Tools and workers depend on :class:`MemoryBackend` and a :class:`Caller`, never on the provider.
+:class:`FilesBackend` adapts the synchronous files-and-SQLite :class:`~agent_memory.store.MemoryStore`
+(each call runs in a worker thread, so the event loop never blocks on disk or locks).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
+
+from .drafts import MemoryDraft, RememberResult
+from .records import MemoryRecord
+from .search import SearchResult
+from .store import DoctorReport, MemoryStore, SweepReport
+
+T = TypeVar("T")
+
+__all__ = ["Caller", "MemoryBackend", "FilesBackend", "open_backend"]
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who is asking: fixed by the application, never by a model's tool arguments."""
+
+    session_id: str | None = None
+    user_id: str | None = None
+
+    def kwargs(self) -> dict[str, str | None]:
+        return {"session_id": self.session_id, "user_id": self.user_id}
+
+
+@runtime_checkable
+class MemoryBackend(Protocol):
+    """What a memory store must do. Visibility is applied inside every read, before any limit."""
+
+    async def remember(self, draft: MemoryDraft, *, source: str = "tool") -> RememberResult: ...
+
+    async def remember_many(
+        self, drafts: Iterable[MemoryDraft], *, source: str = "import", on_error: Literal["raise", "skip"] = "raise",
+        errors: list[tuple[int, str]] | None = None, progress: Callable[[int], None] | None = None,
+    ) -> list[RememberResult]: ...
+
+    async def get(self, record_id: str, caller: Caller) -> MemoryRecord: ...
+
+    async def list(self, caller: Caller, *, limit: int | None = 50, **filters: Any) -> list[MemoryRecord]: ...
+
+    async def count(self, caller: Caller, **filters: Any) -> int: ...
+
+    async def search(self, query: str, caller: Caller, *, limit: int = 10, **options: Any) -> SearchResult: ...
+
+    async def forget(self, record_id: str, caller: Caller) -> bool: ...
+
+    async def core_lines(self, caller: Caller, limit: int | None) -> list[str]: ...
+
+    async def user_md(self) -> str: ...
+
+    async def sweep(self) -> SweepReport: ...
+
+    async def reindex(self) -> Any: ...
+
+    async def doctor(self) -> DoctorReport: ...
+
+    async def close(self) -> None: ...
+
+
+class FilesBackend:
+    """:class:`MemoryBackend` over Markdown record files and their SQLite index."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+
+    @property
+    def root(self) -> Path:
+        return self.store.root
+
+    async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return await asyncio.to_thread(partial(fn, *args, **kwargs))
+
+    async def remember(self, draft: MemoryDraft, *, source: str = "tool") -> RememberResult:
+        return (await self._run(self.store.remember_many, [draft], source=source))[0]
+
+    async def remember_many(
+        self, drafts: Iterable[MemoryDraft], *, source: str = "import", on_error: Literal["raise", "skip"] = "raise",
+        errors: list[tuple[int, str]] | None = None, progress: Callable[[int], None] | None = None,
+    ) -> list[RememberResult]:
+        return await self._run(self.store.remember_many, list(drafts), source=source, on_error=on_error, errors=errors,
+                               progress=progress)
+
+    async def get(self, record_id: str, caller: Caller) -> MemoryRecord:
+        return await self._run(self.store.get, record_id, **caller.kwargs())
+
+    async def list(self, caller: Caller, *, limit: int | None = 50, **filters: Any) -> list[MemoryRecord]:
+        return await self._run(self.store.list, limit=limit, **caller.kwargs(), **filters)
+
+    async def count(self, caller: Caller, **filters: Any) -> int:
+        return await self._run(self.store.count, **caller.kwargs(), **filters)
+
+    async def search(self, query: str, caller: Caller, *, limit: int = 10, **options: Any) -> SearchResult:
+        return await self._run(self.store.search, query, limit=limit, **caller.kwargs(), **options)
+
+    async def forget(self, record_id: str, caller: Caller) -> bool:
+        return await self._run(self.store.forget, record_id, **caller.kwargs())
+
+    async def core_lines(self, caller: Caller, limit: int | None) -> list[str]:
+        return await self._run(self.store.visible_lines, limit=limit, **caller.kwargs())
+
+    async def user_md(self) -> str:
+        path = self.store.root / "USER.md"
+
+        def read() -> str:
+            if not path.is_file() or path.is_symlink():
+                return ""
+            return path.read_text(encoding="utf-8")
+
+        return await self._run(read)
+
+    async def sweep(self) -> SweepReport:
+        return await self._run(self.store.sweep)
+
+    async def reindex(self) -> Any:
+        return await self._run(self.store.reindex)
+
+    async def doctor(self) -> DoctorReport:
+        return await self._run(self.store.doctor)
+
+    async def close(self) -> None:
+        self.store.close()
+
+
+def open_backend(target: str | os.PathLike[str] | MemoryBackend, **options: Any) -> MemoryBackend:
+    """A backend for a root directory, a ``postgresql://`` URL, or an already-built backend."""
+    if isinstance(target, MemoryBackend) and not isinstance(target, (str, os.PathLike)):
+        return target
+    text = os.fspath(target)
+    if text.startswith(("postgresql://", "postgres://")):
+        from .backends.postgres import PostgresBackend  # optional extra: psycopg
+
+        return PostgresBackend(text, **options)
+    return FilesBackend(MemoryStore(text, **options))

@@ -1,0 +1,156 @@
+"""Drafts and their verification: what a write asks for, checked and redacted before any backend stores it.
+
+Every backend calls :func:`prepare_draft`, so validation, redaction and defaults are one policy everywhere.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from . import redact as _redact
+from .errors import InvalidInputError
+from .records import (
+    MAX_TITLE_CHARS,
+    SOURCES,
+    MemoryRecord,
+    Scope,
+    check_content,
+    check_text_field,
+    content_hash,
+    default_title,
+    normalize_kind,
+    normalize_tags,
+    now_iso,
+    parse_scope,
+    validate_key,
+)
+
+OnExisting = Literal["append", "replace", "skip"]
+Status = Literal["created", "duplicate", "appended", "replaced", "skipped"]
+
+
+@dataclass(frozen=True, slots=True)
+class RememberResult:
+    """Outcome of one ``remember``: the record id and what happened."""
+
+    id: str
+    status: Status
+    path: str
+    redactions: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "status": self.status, "path": self.path, "redactions": self.redactions}
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryDraft:
+    """A memory proposed for writing (by an extractor, an import file or a tool call)."""
+
+    content: str
+    title: str | None = None
+    kind: str | None = None
+    scope: Scope | str | None = None
+    session_id: str | None = None
+    user_id: str | None = None
+    tags: tuple[str, ...] | list[str] = ()
+    memory_key: str | None = None
+    on_existing: OnExisting = "append"
+    expires: str | None = None
+    importance: float | None = None
+    metadata: Mapping[str, Any] | None = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MemoryDraft:
+        if not isinstance(data, Mapping):
+            raise InvalidInputError("a memory draft must be a JSON object")
+        allowed = set(cls.__dataclass_fields__)
+        unknown = set(data) - allowed
+        if unknown:
+            raise InvalidInputError(f"unknown field(s): {', '.join(sorted(map(str, unknown)))}")
+        if "content" not in data:
+            raise InvalidInputError("a memory draft needs 'content'")
+        return cls(**dict(data))
+
+
+def _parse_when(value: str) -> dt.datetime | None:
+    try:
+        when = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except (TypeError, ValueError):
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=dt.UTC)
+
+
+def _clean_metadata(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidInputError("metadata is not valid Unicode (lone surrogate)") from None
+        return _redact.redact(value).text
+    if isinstance(value, Mapping):
+        return {_clean_metadata(str(k)): _clean_metadata(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean_metadata(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    return str(value)
+
+
+
+
+def _owner(scope: Scope, session_id: str | None, user_id: str | None) -> tuple[str | None, str | None]:
+    for name, value in (("session_id", session_id), ("user_id", user_id)):
+        if value is not None:
+            check_text_field(name, value, 200)
+            if not value.strip():
+                raise InvalidInputError(f"{name} is empty")
+    if scope is Scope.SESSION and not session_id:
+        raise InvalidInputError("scope 'session' needs a session_id")
+    if scope is Scope.USER and not user_id:
+        raise InvalidInputError("scope 'user' needs a user_id")
+    return session_id, user_id
+
+def prepare_draft(draft: MemoryDraft, source: str, default_scope: Scope) -> tuple[MemoryRecord, int]:
+    content = check_content(draft.content)
+    red = _redact.redact(content)
+    title_in = draft.title if draft.title is not None else None
+    if title_in is not None:
+        title_in = check_text_field("title", title_in, MAX_TITLE_CHARS).strip()
+    # a title derived from the already-redacted content needs no second pass
+    title_red = _redact.redact(title_in) if title_in else _redact.RedactionResult(default_title(red.text), 0, ())
+    scope = parse_scope(draft.scope, default_scope)
+    session_id, user_id = _owner(scope, draft.session_id, draft.user_id)
+    tags = normalize_tags(draft.tags)
+    key = validate_key(draft.memory_key) if draft.memory_key is not None else None
+    raw_tags = [draft.tags] if isinstance(draft.tags, str) else list(draft.tags or ())
+    raw = [(label, v) for label, v in (("kind", draft.kind), *(("tag", t) for t in raw_tags)) if isinstance(v, str)]
+    for label, value in (("memory_key", key), *(("tag", t) for t in tags), *raw):
+        if value and _redact.contains_secret(value):
+            raise InvalidInputError(f"{label} looks like a secret; refusing to store it")
+    if source not in SOURCES:
+        raise InvalidInputError(f"unknown source {source!r}")
+    if draft.on_existing not in ("append", "replace", "skip"):
+        raise InvalidInputError(f"on_existing must be append, replace or skip, not {draft.on_existing!r}")
+    expires = None
+    if draft.expires is not None:
+        if not isinstance(draft.expires, str) or _parse_when(draft.expires) is None:
+            raise InvalidInputError(f"expires must be an ISO date or datetime, not {draft.expires!r}")
+        expires = draft.expires
+    importance = draft.importance
+    if importance is not None and (not isinstance(importance, (int, float)) or not 0 <= float(importance) <= 1):
+        raise InvalidInputError("importance must be a number between 0 and 1")
+    if draft.metadata is not None and not isinstance(draft.metadata, Mapping):
+        raise InvalidInputError("metadata must be a mapping")
+    metadata = _clean_metadata(dict(draft.metadata or {}))
+    now = now_iso()
+    rec = MemoryRecord(
+        id="", content=red.text, title=title_red.text or "memory", kind=normalize_kind(draft.kind), scope=scope,
+        session_id=session_id, user_id=user_id, tags=tags, memory_key=key, source=source, created=now, updated=now,
+        expires=expires, importance=None if importance is None else float(importance),
+        content_hash=content_hash(red.text), metadata=metadata,
+    )
+    return rec, red.count + title_red.count
+
