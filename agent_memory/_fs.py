@@ -110,3 +110,14 @@ class RootLock:
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
+
+
+def ensure_dir(path: Path, *, create: bool = True) -> Path:
+    """Make ``path`` a private directory (0700) if missing; refuse a symlink where a directory should be."""
+    if path.is_symlink():
+        from .errors import StorageError
+
+        raise StorageError(f"{path} is a symlink; memory directories must be real directories inside the root")
+    if create and not path.exists():
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    return path

@@ -525,44 +525,16 @@ class MemoryStore:
         return report
 
     def reindex(self) -> SyncReport:
-        """Drop and rebuild the index from the files."""
-        def rebuild() -> SyncReport:
-            with self.index.transaction() as conn:
-                conn.execute("DELETE FROM records")
-                conn.execute("DELETE FROM record_tags")
-                conn.execute("DELETE FROM fts")
-            return self.index.full_sync()
+        """Rebuild the index from the files (see :func:`agent_memory.maintenance.reindex`)."""
+        from .maintenance import reindex
 
-        with self.lock.hold():
-            report = self.index.healing(rebuild)
-            report.rebuilt = True
-            self.write_memory_md()
-        self._opened = True
-        return report
+        return reindex(self)
 
     def doctor(self) -> DoctorReport:
-        """Check files against the index: unreadable files and drift (without fixing first)."""
-        indexed = {r["file"]: (r["mtime_ns"], r["size"]) for r in self.index.rows_where("1", {}, order="id")}
-        on_disk: dict[str, tuple[int, int]] = {}
-        problems: dict[str, str] = {}
-        for entry in self.index.record_files():
-            st = entry.stat(follow_symlinks=False)
-            on_disk[entry.name] = (st.st_mtime_ns, st.st_size)
-            try:
-                self.index.load_file(entry.name)
-            except (OSError, RecordParseError) as exc:
-                problems[entry.name] = str(exc)
-        problems.update({k: v for k, v in self.index.problems.items() if k not in on_disk})
-        for name in os.listdir(self.records_dir):
-            if name.endswith(".md") and (self.records_dir / name).is_symlink():
-                problems[name] = "symlink ignored (records must be regular files)"
-        readable = {k for k in on_disk if k not in problems}
-        drift = {
-            "missing_from_index": len(readable - set(indexed)),
-            "stale_in_index": sum(1 for k in readable & set(indexed) if indexed[k] != on_disk[k]),
-            "orphaned_in_index": len(set(indexed) - set(on_disk)),
-        }
-        return DoctorReport(len(on_disk), len(indexed), problems, drift, ok=not problems and not any(drift.values()))
+        """Check files against the index (see :func:`agent_memory.maintenance.doctor`)."""
+        from .maintenance import doctor
+
+        return doctor(self)
 
 
 def _check_strings(**values: Any) -> None:
@@ -594,7 +566,7 @@ def _date_filters(**values: str | None) -> list[str | None]:
 
 def _check_options(**options: Any) -> None:
     """Fail at construction, with a clear message, on options that would only break on first use."""
-    engine, tokenizer, stop_words = options["engine"], options["tokenizer"], options["stop_words"]
+    engine, stop_words = options["engine"], options["stop_words"]
     if engine is not None and not callable(getattr(engine, "search", None)):
         raise InvalidInputError("engine must be a SearchEngine (an object with a search(index, request) method)")
     for name in ("tokenizer", "context_of"):
