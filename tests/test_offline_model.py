@@ -77,8 +77,9 @@ def test_ignores_questions_assistant_lines_and_chit_chat():
     assert contents("assistant: I prefer short answers. My name is Bot. Remember that I am helpful.") == []
     assert contents("user: My question is how to deploy this.") == []
     assert contents("user: No, it's fine.") == []  # a correction with no subject to correct
-    assert contents("Remember that the wifi password hint is the cat's name.") == [
-        "The wifi password hint is the cat's name."]  # unlabelled text counts as the user's
+    assert contents("Remember that the wifi name is Lighthouse.") == [
+        "The wifi name is Lighthouse."]  # unlabelled text counts as the user's
+    assert contents("Remember that the wifi password hint is the cat's name.") == []  # never a password sentence
 
 
 def test_statement_limit_keeps_the_most_recent():
