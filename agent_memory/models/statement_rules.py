@@ -69,7 +69,10 @@ _TRANSIENT_SUBJECTS = frozenset(("question problem issue point guess answer bad 
 _TRANSIENT_VALUES = re.compile(
     r"^(?:so |really |very |a bit |kind of |totally |still |just )*(?:late|down|broken|slow|delayed|tired|sick|busy|"
     r"dead|empty|full|out|off|on|ready|done|fine|ok|okay|great|good|bad|awful|terrible|not working|acting up|"
-    r"killing me|away|here|there|gone|lost|stuck|missing|over|cancelled|canceled)\b", re.I)
+    r"killing me|away|here|there|gone|lost|stuck|missing|over|cancelled|canceled)"
+    r"(?:\s+(?:again|today|now|right now|at the moment|this morning|tonight))?$", re.I)
+_OTHERS = frozenset(("friend colleague coworker co-worker boss manager neighbour neighbor roommate flatmate classmate "
+                     "teammate doctor landlord landlady ex client mentor teacher coach").split())
 
 # -- small helpers -------------------------------------------------------------------------------
 _PERSON = [
@@ -78,7 +81,7 @@ _PERSON = [
     (r"\bmyself\b", "the user"), (r"\bmine\b", "the user's"), (r"\bmy\b", "the user's"), (r"\bme\b", "the user"),
 ]
 _TRAIL = re.compile(r"(?:[\s,]+(?:now|nowadays|these days|at the moment|currently|too|as well|again|actually|"
-                    r"lol|haha|though|for real|instead|by the way|btw|anyway|originally)\b|[\s:;)(]+|\s*[-–—]\s*)+$", re.I)
+                    r"lol|haha|though|for real|instead|by the way|btw|anyway|originally|after all)\b|[\s:;)(]+|\s*[-–—]\s*)+$", re.I)
 _CUT = re.compile(r"(?:,\s*|\s+[-–—]\s+)(?:so|but|because|which|though|although|whereas|hence|therefore|since|"
                   r"thanks|thank you|please|if|lol|haha|btw)\b.*$|\s+(?:because|but|whereas|although|so that|so no|"
                   r"so i|so we|so please|thanks|thank you)\b.*$|\s*\(.*$", re.I)
@@ -325,19 +328,36 @@ _REL_BE = re.compile(rf"^my\s+({_REL_RE})(?:'s|\s+is|\s+are)\s+(.+)$", re.I)
 _REL_VERB = re.compile(rf"^my\s+({_REL_RE})\s+(.+)$", re.I)
 
 
+_PLURAL_VERB = {"is": "are", "has": "have", "was": "were", "doesn't": "don't", "can't": "can't"}
+
+
+def _plural(facts: list[Fact], subj: Subject) -> list[Fact]:
+    """``User's parents lives`` → ``User's parents live``."""
+    def fix(m: re.Match[str]) -> str:
+        verb = m.group(1)
+        return _PLURAL_VERB.get(verb, verb[:-1] if verb.endswith("s") and not verb.endswith("ss") else verb)
+    pattern = re.compile(re.escape(subj.name) + r" (?=(\S+))\S+")
+    return [Fact(pattern.sub(lambda m: f"{subj.name} {fix(m)}", f.content, count=1), f.kind, f.key, f.tags, f.personal)
+            for f in facts]
+
+
+def _relation(word: str) -> Subject:
+    return Subject(f"User's {word.lower()}", f"user.{slug(word)}")
+
+
 def clause_facts(clause: str) -> list[Fact]:
     """The personal facts of one clause about the user or their household (``[]`` if it matches no rule)."""
     if m := _I_BE.match(clause):
         return _be(m.group(1), USER) or _verb("am " + m.group(1), USER)
     if m := _I_VERB.match(clause):
         return _verb(m.group(1) or m.group(2), USER)
-    if m := _REL_BE.match(clause):
-        subj = Subject(f"User's {m.group(1).lower()}", f"user.{slug(m.group(1))}")
-        return _be(m.group(2), subj)
-    if m := _REL_VERB.match(clause):
-        subj = Subject(f"User's {m.group(1).lower()}", f"user.{slug(m.group(1))}")
-        return _verb(m.group(2), subj)
-    return []
+    m = _REL_BE.match(clause) or _REL_VERB.match(clause)
+    if not m:
+        return []
+    subj = _relation(m.group(1))
+    facts = _be(m.group(2), subj) if m.re is _REL_BE else _verb(m.group(2), subj)
+    plural = m.group(1).lower().split()[-1] in ("parents", "kids", "children", "twins", "siblings")
+    return _plural(facts, subj) if plural else facts
 
 
 # -- "my X is Y" -----------------------------------------------------------------------------------
@@ -349,6 +369,9 @@ def my_fact(subject: str, verb: str, value: str, *, mine: bool = True) -> Fact |
     subject, value = " ".join(subject.split()), trim_value(value)
     if not value or value.endswith("?") or subject.lower().split()[-1] in _TRANSIENT_SUBJECTS:
         return None
+    words = re.findall(r"[a-z-]+", subject.lower().replace("'s", " "))
+    if mine and any(w in _OTHERS or (w.endswith("s") and w[:-1] in _OTHERS) for w in words):
+        return None  # "my colleague is allergic to nuts" is about someone else
     if mine and _TRANSIENT_VALUES.match(value):
         return None  # "my train is late": a passing state, not a fact to keep
     key = ".".join(slug(part) for part in re.split(r"'s\s+|s'\s+", subject) if slug(part))

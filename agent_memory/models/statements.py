@@ -57,7 +57,7 @@ _DATE_LINE = re.compile(r"^\s*\[?\s*(?:date|time|timestamp|session date|date ?ti
 _YOUR_FACT = re.compile(r"\byour\s+([\w' -]{1,60}?)\s+(?:is|are|was)\s+", re.I)
 
 _FILLER = re.compile(r"^(?:(?:ok(?:ay)?|oh|so|and|also|btw|by the way|hey|hi|hello|well|great|thanks|thank you|please|"
-                     r"fyi|just so you know|for the record|for context|fun fact|yes|yeah|yep)\b[,!.:]?\s+)+", re.I)
+                     r"fyi|just so you know|for the record|for context|fun fact|yes|yeah|yep|heads up|quick note|note to self)\b[,!.:]?\s+)+", re.I)
 _SAID = re.compile(r"^(?:(?:like|as)\s+i\s+(?:said|mentioned)(?:\s+before|\s+earlier)?|i\s+told\s+you(?:\s+that)?|"
                    r"(?:just\s+)?to\s+be\s+clear)\b[,:]?\s+", re.I)
 _GREETING_NAME = re.compile(r"^(?i:hi|hello|hey)(?i:\s+there)?[,!.]?\s+(?i:i'm|i am|this is|it's)\s+([A-Z][\w'-]+)"
@@ -82,7 +82,7 @@ _MODAL = re.compile(r"\b(?:would(?!\s+(?:rather|prefer))|could|should|might|will
                     r"wanna|hope to|plan to|planning to|used to|thinking about|thinking of|considering)\b|"
                     r"'ll\b|'d(?!\s+(?:rather|prefer))\b", re.I)
 _ALWAYS = re.compile(r"^(?:please\s+)?(always|never)\s+(?!mind\b)(.+)$", re.I)
-_DECIDED = re.compile(r"^(we|i|the team)\s+(?:have\s+|'ve\s+)?(?:decided|agreed|chose|settled)\s*(?:to|that|on)?\s+(.+)$", re.I)
+_DECIDED = re.compile(r"^(we|i|the team)(?:\s+have|\s*'ve)?\s+(?:decided|agreed|chose|settled)\s*(?:to|that|on)?\s+(.+)$", re.I)
 _LETS = re.compile(r"^(?:let'?s|let us|we(?:'ll| will| are going to|'re going to))\s+"
                    r"(use|go with|stick with|switch to|adopt|keep|pick|choose|move to|standardi[sz]e on)\s+(.+)$", re.I)
 _DECISION_IS = re.compile(r"^the decision is\s+(?:to\s+|that\s+)?(.+)$", re.I)
