@@ -145,6 +145,7 @@ def test_must_not_capture():
         assert keyed(f"user: {text}") == [], text
     assert keyed("assistant: I'm allergic to peanuts and I live in Rome. Call me Bot.") == []
     assert keyed("Bob: I'm vegan.\nuser: Bob is vegan.") == []
+    assert keyed("user: call me " + "a" * 5000) == [] and keyed("user: I prefer " + "tea over " * 500) == []
     for secret in SECRET_SAMPLES:  # a sentence holding a secret is dropped whole, with its other facts
         assert keyed(f"user: I work at Acme and my key is {secret} ok") == [], secret
 

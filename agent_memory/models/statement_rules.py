@@ -129,7 +129,7 @@ def _items(text: str) -> list[str]:
 def _is_name(text: str) -> bool:
     words = text.split()
     return (1 <= len(words) <= 3 and words[0].lower() not in _NOT_NAMES
-            and all(re.fullmatch(r"[A-Za-zÀ-ÿ][A-Za-zÀ-ÿ'.-]*", w) and w.lower() not in _MONTHS for w in words)
+            and all(re.fullmatch(r"[A-Za-zÀ-ÿ][A-Za-zÀ-ÿ'.-]{0,29}", w) and w.lower() not in _MONTHS for w in words)
             and (len(words) == 1 or all(w[0].isupper() for w in words)))
 
 

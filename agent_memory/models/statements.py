@@ -50,6 +50,7 @@ class _Message:
     when: dt.datetime | None
 
 
+MAX_STATEMENT_CHARS = 1000  # a longer "statement" is a pasted document, not a fact
 _TRANSCRIPT_RE = re.compile(r"<transcript>\n?(.*)</transcript>", re.DOTALL)
 _ROLE_LINE = re.compile(r"^(user|assistant|system|tool|summary|message)\s*:\s?(.*)$|^([A-Z][\w.-]{0,30}):\s(.*)$", re.I)
 _STAMP = re.compile(r"^\s*\[([^\]]{4,40})\]\s*(.*)$")
@@ -244,7 +245,7 @@ def extract_statements(transcript: str, *, limit: int | None = None, now: dt.dat
             facts, last_subject = _sentence_facts(raw, last_subject)
             for fact in facts:
                 content = _resolve_dates(fact.content, when) if when else fact.content
-                if len(content) > 8 and not _is_secret(content):
+                if 8 < len(content) <= MAX_STATEMENT_CHARS and not _is_secret(content):
                     found.append(Statement(content, fact.kind, fact.key, fact.tags, fact.personal, when))
     latest: dict[str, Statement] = {}
     for st in found:
