@@ -98,15 +98,15 @@ def test_automatic_recall_demo(tmp_path):
             assert re.search(rf"^  {label}\s", turn, re.MULTILINE), (label, turn)
     t1, t2, t3, t4, t5 = turns
     assert "core block: empty" in t1 and "nothing relevant" in t1
-    assert "The user is vegetarian." in t1 and "User lives in Porto." in t1 and "2 memories" in t1
+    assert "User is vegetarian." in t1 and "User lives in Porto." in t1 and "2 memories" in t1
     assert "hold the team offsite on 12 June" in t2
     # turn 3: a new chat with no shared history; the facts arrive through memory and shape the answer
     assert "new chat" in out.split("\nTurn 3")[0].split("\nTurn 2")[1]
-    assert "core block in the instructions" in t3 and "The user is vegetarian." in t3.split("recalled")[0]
+    assert "core block in the instructions" in t3 and "User is vegetarian." in t3.split("recalled")[0]
     assert "find_restaurant(city='Porto', date='12 June', diet='vegetarian')" in t3
     assert "Casa Verde, a vegetarian restaurant in Porto" in t3
-    assert "core block unchanged" in t4 and "replaced" in t4 and "User lives in Lisbon now." in t4
-    assert "core block unchanged" in t5 and "User lives in Lisbon now." in t5.split("assistant")[0]
+    assert "core block unchanged" in t4 and "replaced" in t4 and "User lives in Lisbon." in t4
+    assert "core block unchanged" in t5 and "User lives in Lisbon." in t5.split("assistant")[0]
     assert "You live in Lisbon." in t5
 
     # the default (a fresh temporary root) behaves the same on every run
