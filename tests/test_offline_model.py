@@ -10,6 +10,7 @@ import pytest
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
 
+from agent_memory.errors import InvalidInputError
 from agent_memory.models.offline import (
     NO_RELEVANT_MEMORY,
     NO_REPLY,
@@ -95,6 +96,8 @@ def keyed(transcript: str, **kw) -> list[tuple[str | None, str]]:
 def test_first_person_facts_need_no_remember_prefix():
     assert keyed("user: I'm allergic to peanuts.") == [("user.allergy.peanuts", "User is allergic to peanuts.")]
     assert keyed("user: I moved to Munich.") == [("user.home", "User moved to Munich.")]
+    assert keyed("user: About me:\n- I'm vegan\n2) I live in Graz") == [
+        ("user.diet", "User is vegan."), ("user.home", "User lives in Graz.")]
     assert keyed("user: Oh, and I just started at Acme. Call me Sam!") == [
         ("user.employer", "User started at Acme."), ("user.name", "User's name is Sam.")]
     # the later home replaces the earlier one; the allergy, a different attribute, stays
@@ -186,6 +189,16 @@ def test_docs_capture_snippets_run():
     namespace: dict[str, object] = {}
     for block in blocks:
         exec(compile(block, "docs/capture.md", "exec"), namespace)
+
+
+def test_bad_arguments_get_a_typed_error():
+    with pytest.raises(InvalidInputError, match="transcript"):
+        extract_statements(None)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="now"):
+        extract_statements("user: I'm vegan.", now="2024-01-01")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="limit"):
+        extract_statements("user: I'm vegan.", limit=-1)
+    assert extract_statements("") == [] and extract_statements("user: \x00\ud800 ☃") == []
 
 
 def test_statement_limit_keeps_the_most_recent():

@@ -14,6 +14,7 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 
+from ..errors import InvalidInputError
 from ..redact import contains_secret
 from ..transcripts import parse_when, resolve_relative_dates
 from .statement_rules import Fact, clause_facts, generic_my_fact, my_fact, name_fact, sentence, third_person, trim_value
@@ -160,7 +161,7 @@ def _plain(clause: str, *, explicit: bool) -> list[Fact]:
 
 def _sentence_facts(raw: str, last_subject: str | None) -> tuple[list[Fact], str | None]:
     """One sentence → its facts and the subject it makes current (for a later "no, it's …")."""
-    s = raw.strip().replace("’", "'").replace("‘", "'")
+    s = re.sub(r"^(?:[-*•]|\d{1,2}[.)])\s+", "", raw.strip()).replace("’", "'").replace("‘", "'")  # list bullets
     if m := _GREETING_NAME.match(s):
         return [Fact(f"User's name is {m.group(1)}.", key="user.name")], "name"
     s = _SAID.sub("", _FILLER.sub("", s).strip()).strip()
@@ -228,7 +229,15 @@ def extract_statements(transcript: str, *, limit: int | None = None, now: dt.dat
     Later statements win: one statement per memory key (or per content, unkeyed), the most recent
     ``limit`` kept. Relative dates are resolved against each message's timestamp, else ``now``;
     never against the wall clock. Sentences holding a secret are dropped whole.
+    Raises :class:`~agent_memory.errors.InvalidInputError` for a non-str transcript, a non-datetime
+    ``now`` or a negative ``limit``.
     """
+    if not isinstance(transcript, str):
+        raise InvalidInputError(f"transcript must be a str, not {type(transcript).__name__}")
+    if now is not None and not isinstance(now, dt.datetime):
+        raise InvalidInputError(f"now must be a datetime or None, not {type(now).__name__}")
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
+        raise InvalidInputError(f"limit must be a non-negative int or None, not {limit!r}")
     found: list[Statement] = []
     last_subject: str | None = None
     for msg in _split_transcript(transcript):
