@@ -165,6 +165,7 @@ def test_relative_dates_use_the_turns_own_timestamp():
     header = "Date: 1:56 pm on 8 May, 2023\nuser: I turned 40 yesterday.\nassistant: Happy birthday!\nuser: I got married last month."
     assert [s.content for s in extract_statements(header)] == ["User turned 40 on 7 May 2023.",
                                                                "User got married in April 2023."]
+    assert keyed("user: Last year I moved to Bergen.", now=now) == [("user.home", "User moved to Bergen in 2023.")]
     undated = extract_statements("user: I started at Fabrikam yesterday.")  # no timestamp: kept as said
     assert [(s.content, s.said_at) for s in undated] == [("User started at Fabrikam yesterday.", None)]
 

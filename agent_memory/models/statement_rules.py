@@ -216,6 +216,8 @@ def _be(pred: str, subj: Subject) -> list[Fact]:
         return [Fact(sentence(f"{subj.name} is from {m.group(1)}"), key=f"{subj.key}.origin")]
     if (m := re.match(r"^(?:based|living|located|settled)\s+in\s+(.+)$", pred, re.I)) and _place(m.group(1)):
         return [Fact(sentence(f"{subj.name} lives in {m.group(1)}"), key=f"{subj.key}.home")]
+    if m := re.match(r"^working\s+as\s+(.+)$", pred, re.I):
+        return [Fact(sentence(f"{subj.name} works as {m.group(1)}"), key=f"{subj.key}.job")]
     if m := re.match(r"^employed\s+(?:at|by)\s+(.+)$", pred, re.I):
         return [Fact(sentence(f"{subj.name} works at {m.group(1)}"), key=f"{subj.key}.employer")]
     if re.match(r"^(?:retired|unemployed|self-employed|freelancing|between jobs|a stay-at-home (?:mom|mum|dad|parent))$",

@@ -139,9 +139,16 @@ def _clauses(text: str) -> list[str]:
     return [c.strip(" ,;") for c in _CLAUSE_SPLIT.split(text) if c and c.strip(" ,;")]
 
 
+_LEADING_WHEN = re.compile(r"^((?:last|this|next)\s+(?:year|month|week|weekend|spring|summer|autumn|fall|winter)|"
+                          r"yesterday|today|recently|in\s+\d{4}|(?:a|one|two|three|\d+)\s+(?:days?|weeks?|months?|"
+                          r"years?)\s+ago),?\s+(?=i\b|i'|my\b)", re.I)
+
+
 def _plain(clause: str, *, explicit: bool) -> list[Fact]:
     """Facts of one clause; ``explicit`` when the user asked to remember it (modal verbs are then fine)."""
     clause = trim_value(clause)
+    if when := _LEADING_WHEN.match(clause):  # "Last year I moved to Bergen" → "I moved to Bergen last year"
+        clause = f"{clause[when.end():]} {when.group(1).lower()}"
     if fact := name_fact(clause):
         return [fact]
     if m := _DECIDED.match(clause) or _DECISION_IS.match(clause):
