@@ -7,7 +7,6 @@ Rows are the truth (Markdown via export/import). Every draft goes through
 from __future__ import annotations
 
 import builtins
-
 from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
