@@ -29,7 +29,8 @@ _counter = itertools.count()
 class PgServer:
     """One cluster in a temp directory; ``url`` points at its test database over 127.0.0.1."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, durable: bool = False) -> None:
+        self.durable = durable
         self.tmp = Path(tempfile.mkdtemp(prefix="agent-memory-pg-"))
         self.data = self.tmp / "data"
         self.sock = self.tmp / "sock"
@@ -56,8 +57,9 @@ class PgServer:
                         "--locale=C.UTF-8", "--no-sync")
         if out.returncode:
             raise RuntimeError(f"initdb failed: {out.stderr.strip() or out.stdout.strip()}")
-        opts = (f"-p {self.port} -k {self.sock} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off"
-                " -c full_page_writes=off -c max_connections=200 -c shared_buffers=128MB")
+        opts = f"-p {self.port} -k {self.sock} -c listen_addresses=127.0.0.1 -c max_connections=200 -c shared_buffers=128MB"
+        if not self.durable:  # tests check transactions, not disks
+            opts += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         out = self._run(str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-o", opts, "-w", "-t", "60", "start")
         if out.returncode:
             log = self.log.read_text(errors="replace")[-2000:] if self.log.exists() else ""

@@ -6,9 +6,13 @@ Rows are the truth (Markdown via export/import). Every draft goes through
 
 from __future__ import annotations
 
+import asyncio
 import builtins
-from collections.abc import Callable, Iterable
+import itertools
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Literal
+
+import psycopg
 
 from ...backend import Caller
 from ...drafts import MemoryDraft, RememberResult, prepare_draft
@@ -82,50 +86,77 @@ class PostgresBackend:
         self, drafts: Iterable[MemoryDraft], *, source: str = "import", on_error: Literal["raise", "skip"] = "raise",
         errors: list[tuple[int, str]] | None = None, progress: Callable[[int], None] | None = None,
     ) -> list[RememberResult]:
-        """Validate every draft of a batch, then write the batch in one transaction (COPY for many unkeyed)."""
+        """Validate every draft of a batch, then write the batch in one transaction (COPY for many unkeyed).
+
+        Batches are pipelined: the next one is validated and redacted in a thread while this one is written.
+        """
         results: list[RememberResult] = []
-        batch: list[MemoryDraft] = []
-        position = 0
+        chunks = _chunks(drafts, self.batch_size)
+        start = 0
 
-        async def flush() -> None:
-            nonlocal position
-            prepared: list[tuple[MemoryRecord, int, str]] = []
-            for draft in batch:
-                try:
-                    if not isinstance(draft, MemoryDraft):
-                        raise InvalidInputError(f"expected a MemoryDraft, not {type(draft).__name__}")
-                    rec, redactions = prepare_draft(draft, source, self.default_scope)
-                    prepared.append((rec, redactions, draft.on_existing))
-                except InvalidInputError as exc:
-                    if on_error == "raise":
-                        raise
-                    if errors is not None:
-                        errors.append((position, str(exc)))
-                position += 1
-            if prepared:
-                results.extend(await self._write_batch(prepared))
-            if progress:
-                progress(len(batch))
-            batch.clear()
+        def schedule() -> asyncio.Future[tuple[int, list[tuple[MemoryRecord, int, str]]]] | None:
+            nonlocal start
+            batch = next(chunks, None)
+            if batch is None:
+                return None
+            job = asyncio.ensure_future(asyncio.to_thread(self._prepare_batch, batch, start, source, on_error, errors))
+            start += len(batch)
+            return job
 
-        for draft in drafts:
-            batch.append(draft)
-            if len(batch) >= self.batch_size:
-                await flush()
-        if batch:
-            await flush()
+        pending = schedule()
+        copied = 0
+        try:
+            while pending is not None:
+                size, prepared = await pending
+                pending = schedule()
+                if prepared:
+                    results.extend(await self._write_batch(prepared))
+                    copied += len(prepared) if len(prepared) >= self.copy_threshold else 0
+                if progress:
+                    progress(size)
+        finally:
+            if pending is not None:
+                pending.cancel()
+        if copied >= 1000:  # fresh planner statistics after a bulk load (else: sequential scans until autovacuum)
+            async with self.pool.connection() as conn:
+                await conn.execute(f"ANALYZE {self.table}")
         return results
 
-    async def _write_batch(self, prepared: list[tuple[MemoryRecord, int, str]]) -> list[RememberResult]:
+    def _prepare_batch(self, batch: builtins.list[MemoryDraft], start: int, source: str, on_error: str,
+                       errors: builtins.list[tuple[int, str]] | None) -> tuple[int, builtins.list[tuple[MemoryRecord, int, str]]]:
+        prepared: builtins.list[tuple[MemoryRecord, int, str]] = []
+        for position, draft in enumerate(batch, start):
+            try:
+                if not isinstance(draft, MemoryDraft):
+                    raise InvalidInputError(f"expected a MemoryDraft, not {type(draft).__name__}")
+                rec, redactions = prepare_draft(draft, source, self.default_scope)
+                prepared.append((rec, redactions, draft.on_existing))
+            except InvalidInputError as exc:
+                if on_error == "raise":
+                    raise
+                if errors is not None:
+                    errors.append((position, str(exc)))
+        return len(batch), prepared
+
+    async def _write_batch(self, prepared: builtins.list[tuple[MemoryRecord, int, str]]) -> builtins.list[RememberResult]:
+        """One transaction; retried whole when the server aborts it for a deadlock (every write is idempotent)."""
         unkeyed = [i for i, (rec, _, _) in enumerate(prepared) if rec.memory_key is None]
-        out: dict[int, RememberResult] = {}
-        async with self.pool.connection() as conn, conn.transaction():
-            if len(unkeyed) >= self.copy_threshold:
-                done = await self.writer.copy_unkeyed(conn, [(prepared[i][0], prepared[i][1]) for i in unkeyed])
-                out.update(zip(unkeyed, done, strict=True))
-            for i, (rec, redactions, mode) in enumerate(prepared):
-                if i not in out:
-                    out[i] = await self.writer.remember_one(conn, rec, redactions, mode)
+        async with self.pool.connection() as conn:
+            for attempt in range(5):
+                out: dict[int, RememberResult] = {}
+                try:
+                    async with conn.transaction():
+                        if len(unkeyed) >= self.copy_threshold:
+                            done = await self.writer.copy_unkeyed(conn, [(prepared[i][0], prepared[i][1]) for i in unkeyed])
+                            out.update(zip(unkeyed, done, strict=True))
+                        for i, (rec, redactions, mode) in enumerate(prepared):
+                            if i not in out:
+                                out[i] = await self.writer.remember_one(conn, rec, redactions, mode)
+                    break
+                except psycopg.errors.TransactionRollback:
+                    if attempt == 4:
+                        raise
+                    await asyncio.sleep(0.02 * (attempt + 1))
         return [out[i] for i in range(len(prepared))]
 
     async def forget(self, record_id: str, caller: Caller) -> bool:
@@ -232,3 +263,9 @@ class PostgresBackend:
 
     async def close(self) -> None:
         await self.pool.close()
+
+
+def _chunks(items: Iterable[MemoryDraft], size: int) -> Iterator[builtins.list[MemoryDraft]]:
+    it = iter(items)
+    while batch := builtins.list(itertools.islice(it, size)):
+        yield batch

@@ -64,10 +64,9 @@ def migrations(s: str, cfg: str = TEXT_CONFIG) -> list[tuple[int, str, list[str]
                 PRIMARY KEY (tenant, id),
                 CHECK (CASE WHEN scope IN ('project', 'global') THEN tenant = '' ELSE tenant = coalesce(user_id, '') END)
             )""",
-            f'CREATE UNIQUE INDEX IF NOT EXISTS records_id ON "{s}".records (id)',
             f'CREATE UNIQUE INDEX IF NOT EXISTS records_hash ON "{s}".records (tenant, part, content_hash) WHERE memory_key IS NULL',
             f'CREATE UNIQUE INDEX IF NOT EXISTS records_key ON "{s}".records (tenant, part, memory_key) WHERE memory_key IS NOT NULL',
-            f'CREATE INDEX IF NOT EXISTS records_hash_any ON "{s}".records (tenant, part, content_hash)',
+            f'CREATE INDEX IF NOT EXISTS records_keyed_hash ON "{s}".records (tenant, part, content_hash) WHERE memory_key IS NOT NULL',
             f'CREATE INDEX IF NOT EXISTS records_tsv ON "{s}".records USING gin (tsv)',
             f'CREATE INDEX IF NOT EXISTS records_tags ON "{s}".records USING gin (tags)',
             f'CREATE INDEX IF NOT EXISTS records_updated ON "{s}".records (tenant, updated DESC)',
