@@ -135,3 +135,26 @@ async def test_query_text_cannot_inject_tsquery_or_sql(pg: PostgresBackend) -> N
         await pg.search("nul \x00 byte", ANYONE)
     with pytest.raises(InvalidInputError):
         await pg.get("x", Caller(session_id="\udc80"))
+
+
+async def test_pipelined_ingest_across_batches_and_connections(pg_url: str) -> None:  # noqa: F811
+    """Many COPY batches on 3 connections: positions of errors, duplicates across batches, progress, counts."""
+    b = PostgresBackend(pg_url, schema=fresh_schema(), batch_size=100, copy_threshold=10, ingest_connections=3)
+    try:
+        drafts = [MemoryDraft(f"pipelined row {i % 700}") for i in range(1000)]  # rows 700.. repeat earlier batches
+        drafts[250] = MemoryDraft("")  # invalid: reported with its position, the rest written
+        seen: list[int] = []
+        errors: list[tuple[int, str]] = []
+        results = await b.remember_many(drafts, on_error="skip", errors=errors, progress=seen.append)
+        assert [pos for pos, _ in errors] == [250] and sum(seen) == 1000 and len(results) == 999
+        assert sum(r.status == "created" for r in results) == 700  # row 250 comes again at 950
+        assert await b.count(ANYONE) == 700
+        by_content: dict[str, set[str]] = {}
+        for draft, res in zip([dr for i, dr in enumerate(drafts) if i != 250], results, strict=True):
+            by_content.setdefault(draft.content, set()).add(res.id)
+        assert all(len(ids) == 1 for ids in by_content.values())  # a duplicate names the one row holding it
+        with pytest.raises(InvalidInputError):
+            await b.remember_many([MemoryDraft(f"late batch {i}") for i in range(150)] + [MemoryDraft("")])
+        assert await b.count(ANYONE) == 800  # the first batch (100) was written before the bad one was seen
+    finally:
+        await b.close()

@@ -37,13 +37,14 @@ class PostgresBackend:
     """Memory records in one PostgreSQL schema (``schema``, default ``agent_memory``).
 
     ``copy_threshold``: a ``remember_many`` batch with at least this many unkeyed drafts is ingested with COPY.
-    ``batch_size``: drafts per transaction in ``remember_many``.
+    ``batch_size``: drafts per transaction in ``remember_many``; ``ingest_connections``: batches written at once.
     """
 
     def __init__(
         self, url: str, *, schema: str = "agent_memory", default_scope: Scope | str = Scope.PROJECT,
         min_size: int = 1, max_size: int = 10, timeout_s: float = 30.0, text_config: str = TEXT_CONFIG,
-        engine: Fts5Engine | None = None, batch_size: int = 5000, copy_threshold: int = 64, **options: Any,
+        engine: Fts5Engine | None = None, batch_size: int = 5000, copy_threshold: int = 64, ingest_connections: int = 2,
+        **options: Any,
     ) -> None:
         unknown = set(options) - FILES_ONLY - ENGINE_OPTIONS
         if unknown:
@@ -54,7 +55,8 @@ class PostgresBackend:
             raise InvalidInputError(f"text_config must be a text search configuration name, not {text_config!r}")
         if engine is not None and not isinstance(engine, Fts5Engine):
             raise InvalidInputError("engine must be an Fts5Engine (its query parsing, tuning and snippets are used)")
-        for name, value in (("batch_size", batch_size), ("copy_threshold", copy_threshold)):
+        for name, value in (("batch_size", batch_size), ("copy_threshold", copy_threshold),
+                            ("ingest_connections", ingest_connections)):
             if not isinstance(value, int) or value < 1:
                 raise InvalidInputError(f"{name} must be a positive integer")
         self.url = url
@@ -62,6 +64,7 @@ class PostgresBackend:
         self.default_scope = parse_scope(default_scope)
         self.batch_size = batch_size
         self.copy_threshold = copy_threshold
+        self.ingest_connections = min(ingest_connections, max_size)
         engine_kw = {k: v for k, v in options.items() if k in ENGINE_OPTIONS and v is not None}
         self.engine = engine or Fts5Engine(**engine_kw)
         self.pool = Pool(url, self.schema, min_size=min_size, max_size=max_size, timeout_s=timeout_s)
@@ -104,19 +107,27 @@ class PostgresBackend:
             return job
 
         pending = schedule()
+        writing: builtins.list[asyncio.Task[builtins.list[RememberResult]]] = []
         copied = 0
         try:
             while pending is not None:
                 size, prepared = await pending
                 pending = schedule()
-                if prepared:
-                    results.extend(await self._write_batch(prepared))
+                if prepared:  # up to `ingest_connections` batches in flight, each its own transaction
+                    while sum(not t.done() for t in writing) >= self.ingest_connections:
+                        await asyncio.wait([t for t in writing if not t.done()], return_when=asyncio.FIRST_COMPLETED)
+                    writing.append(asyncio.ensure_future(self._write_batch(prepared, size, progress)))
                     copied += len(prepared) if len(prepared) >= self.copy_threshold else 0
-                if progress:
+                elif progress:
                     progress(size)
         finally:
             if pending is not None:
                 pending.cancel()
+            done = await asyncio.gather(*writing, return_exceptions=True)  # every started batch ends first
+        for part in done:
+            if isinstance(part, BaseException):
+                raise part
+            results.extend(part)
         if copied >= 1000:  # fresh planner statistics after a bulk load (else: sequential scans until autovacuum)
             async with self.pool.connection() as conn:
                 await conn.execute(f"ANALYZE {self.table}")
@@ -138,7 +149,8 @@ class PostgresBackend:
                     errors.append((position, str(exc)))
         return len(batch), prepared
 
-    async def _write_batch(self, prepared: builtins.list[tuple[MemoryRecord, int, str]]) -> builtins.list[RememberResult]:
+    async def _write_batch(self, prepared: builtins.list[tuple[MemoryRecord, int, str]], size: int = 0,
+                           progress: Callable[[int], None] | None = None) -> builtins.list[RememberResult]:
         """One transaction; retried whole when the server aborts it for a deadlock (every write is idempotent)."""
         unkeyed = [i for i, (rec, _, _) in enumerate(prepared) if rec.memory_key is None]
         async with self.pool.connection() as conn:
@@ -157,6 +169,8 @@ class PostgresBackend:
                     if attempt == 4:
                         raise
                     await asyncio.sleep(0.02 * (attempt + 1))
+        if progress:
+            progress(size)
         return [out[i] for i in range(len(prepared))]
 
     async def forget(self, record_id: str, caller: Caller) -> bool:
@@ -227,7 +241,7 @@ class PostgresBackend:
         params = self._caller(caller)
         tags = normalize_tags(options.pop("tags", ()) or ())
         trace = bool(options.pop("trace", False))
-        async with self.pool.connection() as conn:
+        async with self.pool.connection() as conn, conn.transaction():
             return await self.searcher.run(conn, query, sid=params["sid"], uid=params["uid"], limit=limit, tags=tags,
                                            trace=trace, **options)
 
