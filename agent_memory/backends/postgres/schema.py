@@ -69,7 +69,7 @@ def migrations(s: str, cfg: str = TEXT_CONFIG) -> list[tuple[int, str, list[str]
             f'CREATE INDEX IF NOT EXISTS records_keyed_hash ON "{s}".records (tenant, part, content_hash) WHERE memory_key IS NOT NULL',
             f'CREATE INDEX IF NOT EXISTS records_tsv ON "{s}".records USING gin (tsv)',
             f'CREATE INDEX IF NOT EXISTS records_tags ON "{s}".records USING gin (tags)',
-            f'CREATE INDEX IF NOT EXISTS records_updated ON "{s}".records (tenant, updated DESC)',
+            f'CREATE INDEX IF NOT EXISTS records_updated ON "{s}".records (updated DESC)',
             f'CREATE INDEX IF NOT EXISTS records_expires ON "{s}".records (expires) WHERE expires IS NOT NULL',
             f"""CREATE TABLE IF NOT EXISTS "{s}".archive (
                 tenant text NOT NULL,
