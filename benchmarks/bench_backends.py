@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import json
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -110,6 +111,7 @@ def main() -> None:
     ap.add_argument("--fast", action="store_true", help="throwaway server with fsync off")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a terminated run still stops its server
     rows = asyncio.run(run([int(s) for s in args.sizes.split(",")], args.queries, args.backends.split(","), args.url, args.fast))
     if args.json:
         print(json.dumps(rows, indent=2))
