@@ -109,6 +109,18 @@ def server() -> PgServer:
     return _server
 
 
+def require_psycopg() -> None:
+    """At the top of a PostgreSQL-only test module: skip it (or fail under AGENT_MEMORY_REQUIRE_PG=1) without psycopg."""
+    try:
+        import psycopg  # noqa: F401
+        import psycopg_pool  # noqa: F401
+    except ImportError as exc:
+        message = f"NO POSTGRESQL SERVER: psycopg is not installed ({exc}); pip install -e '.[postgres]'"
+        if os.environ.get("AGENT_MEMORY_REQUIRE_PG") == "1":
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message, allow_module_level=True)
+
+
 def stop_server() -> None:
     global _server
     if _server is not None:

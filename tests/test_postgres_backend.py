@@ -5,16 +5,19 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-import psycopg
 import pytest
-from _pg import fresh_schema, pg_url  # noqa: F401  (pytest fixture)
+from _pg import fresh_schema, pg_url, require_psycopg  # noqa: F401  (pytest fixture)
 
-from agent_memory.backend import Caller, open_backend
-from agent_memory.backends.postgres import PostgresBackend
-from agent_memory.backends.postgres.schema import LATEST
-from agent_memory.drafts import MemoryDraft
-from agent_memory.errors import BackendError, InvalidInputError
-from agent_memory.search import Fts5Engine
+require_psycopg()
+
+import psycopg  # noqa: E402
+
+from agent_memory.backend import Caller, open_backend  # noqa: E402
+from agent_memory.backends.postgres import PostgresBackend  # noqa: E402
+from agent_memory.backends.postgres.schema import LATEST  # noqa: E402
+from agent_memory.drafts import MemoryDraft  # noqa: E402
+from agent_memory.errors import BackendError, InvalidInputError  # noqa: E402
+from agent_memory.search import Fts5Engine  # noqa: E402
 
 ANYONE = Caller()
 
@@ -118,6 +121,9 @@ async def test_search_trace_and_candidate_budget(pg_url: str) -> None:  # noqa: 
         stages = {s["stage"]: s for s in res.trace}
         assert stages["candidates"]["selecting"] == ["zeppelin", "status"]  # rarest first, up to the pool
         assert stages["parse"]["terms"] == ["zeppelin", "status", "meeting"]
+        again = await b.search("meeting zeppelin status", ANYONE, limit=3, trace=True)  # counts now cached
+        assert again.trace is not None and again.hits[0].id == want.id
+        assert {s["stage"]: s for s in again.trace}["candidates"]["documents_per_term"] == stages["candidates"]["documents_per_term"]
         wide = PostgresBackend(pg_url, schema=b.schema, engine=Fts5Engine(candidate_budget=None))
         assert (await wide.search("zeppelin status meeting", ANYONE, limit=1)).hits[0].id == want.id
         await wide.close()

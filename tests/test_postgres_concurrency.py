@@ -12,11 +12,13 @@ import time
 from pathlib import Path
 
 import pytest
-from _pg import fresh_schema, pg_url  # noqa: F401  (pytest fixture)
+from _pg import fresh_schema, pg_url, require_psycopg  # noqa: F401  (pytest fixture)
 
-from agent_memory.backend import Caller
-from agent_memory.backends.postgres import PostgresBackend
-from agent_memory.drafts import MemoryDraft
+require_psycopg()
+
+from agent_memory.backend import Caller  # noqa: E402
+from agent_memory.backends.postgres import PostgresBackend  # noqa: E402
+from agent_memory.drafts import MemoryDraft  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 ANYONE = Caller()

@@ -14,14 +14,17 @@ still scores them (a common-terms query), as the files engine does.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
 from ...search import Fts5Engine, SearchHit, SearchResult, term_key, term_matcher
-from .rows import filters_sql, row_to_record, visibility
+from .rows import COLUMNS, filters_sql, row_to_record, visibility
 
 # ts_rank weights are {D, C, B, A}: context, body, tags, title — the files engine's (0.4, 1.0, 1.5, 2.0) / 2
 WEIGHTS = "{0.2, 0.5, 0.75, 1.0}"
+DF_TTL_S = 60.0  # document counts only steer candidate selection: a minute-old count is good enough
+_COLS = ", ".join(f"r.{c}" for c in COLUMNS)  # not the stored tsvector: ranking needs it, the client does not
 
 
 def tsquery_text(terms: list[str], tags: tuple[str, ...], tokenizer: Callable[[str], list[str]]) -> str:
@@ -40,6 +43,7 @@ class PgSearch:
         self.engine = engine
         self.cfg = text_config
         self.path_of = path_of
+        self._df: dict[str, tuple[int, float]] = {}  # term -> (documents, capped at the budget; when counted)
 
     async def run(self, conn: Any, query: str, *, sid: str | None, uid: str | None, limit: int, tags: tuple[str, ...],
                   trace: bool, **filters: Any) -> SearchResult:
@@ -59,7 +63,7 @@ class PgSearch:
         await conn.execute("SELECT set_config('enable_seqscan', 'off', true)")
         narrow = await self._narrow(conn, terms, params, fetch, steps)
         cur = await conn.execute(
-            f"SELECT r.*, ts_rank(r.tsv, q.q, 1) AS rank FROM {self.t} r,"
+            f"SELECT {_COLS}, ts_rank('{WEIGHTS}'::float4[], r.tsv, q.q, 1) AS rank FROM {self.t} r,"
             " to_tsquery(%(cfg)s::regconfig, %(q)s) q(q)"
             f" WHERE r.tsv @@ {narrow} AND {where} ORDER BY rank DESC, r.updated DESC LIMIT %(fetch)s", params)
         rows = await cur.fetchall()
@@ -85,13 +89,22 @@ class PgSearch:
         usable = [t for t in terms if "'" not in t and "\\" not in t]
         if not usable:
             return "q.q"
-        # one round trip: each term's document count, bounded by the budget (a capped bitmap scan each)
-        cols = ", ".join(f"(SELECT count(*) FROM (SELECT 1 FROM {self.t} WHERE tsv @@ to_tsquery(%(cfg)s::regconfig, %(t{i})s)"
-                         f" LIMIT %(probe)s) c) AS n{i}" for i in range(len(usable)))
-        cur = await conn.execute(f"SELECT {cols}", {"cfg": self.cfg, "probe": probe,
-                                                     **{f"t{i}": f"'{t}'" for i, t in enumerate(usable)}})
-        row = await cur.fetchone()
-        counts = {t: int(row[f"n{i}"]) for i, t in enumerate(usable)}
+        now = time.monotonic()
+        if len(self._df) > 20_000:
+            self._df.clear()
+        counts = {t: hit[0] for t in usable if (hit := self._df.get(t)) is not None and now - hit[1] < DF_TTL_S}
+        missing = [t for t in usable if t not in counts]
+        if missing:  # one round trip: each term's document count, bounded by the budget (a capped bitmap scan each)
+            cols = ", ".join(f"(SELECT count(*) FROM (SELECT 1 FROM {self.t} WHERE tsv @@ to_tsquery(%(cfg)s::regconfig,"
+                             f" %(t{i})s) LIMIT %(probe)s) c) AS n{i}" for i in range(len(missing)))
+            cur = await conn.execute(f"SELECT {cols}", {"cfg": self.cfg, "probe": probe,
+                                                         **{f"t{i}": f"'{t}'" for i, t in enumerate(missing)}})
+            row = await cur.fetchone()
+            for i, t in enumerate(missing):
+                counts[t] = int(row[f"n{i}"])
+                if counts[t]:  # a term not found yet may be written any moment: never cache a zero
+                    self._df[t] = (counts[t], now)
+        counts = {t: counts[t] for t in usable}
         if sum(counts.values()) <= budget:
             return "q.q"
         chosen: list[str] = []
