@@ -164,3 +164,17 @@ async def test_pipelined_ingest_across_batches_and_connections(pg_url: str) -> N
         assert await b.count(ANYONE) == 800  # the first batch (100) was written before the bad one was seen
     finally:
         await b.close()
+
+
+async def test_pgvector_detection_matches_the_server_install(pg_url: str) -> None:  # noqa: F811
+    import subprocess
+    from pathlib import Path
+
+    from _pg import PG_BIN
+
+    from agent_memory.backends.postgres.schema import has_pgvector
+
+    share = subprocess.run([str(PG_BIN / "pg_config"), "--sharedir"], capture_output=True, text=True, check=True).stdout.strip()
+    installed = (Path(share) / "extension" / "vector.control").exists()
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+        assert await has_pgvector(conn) is installed
