@@ -1,0 +1,1 @@
+"""Storage backends beyond the files backend (each an optional extra with its own dependencies)."""

@@ -1,0 +1,285 @@
+"""``PostgresBackend``: the :class:`~agent_memory.backend.MemoryBackend` protocol over PostgreSQL rows.
+
+Rows are the truth (Markdown via export/import). Every draft goes through
+:func:`agent_memory.drafts.prepare_draft`, so validation, redaction and defaults match the files backend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import itertools
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Literal
+
+import psycopg
+
+from ...backend import Caller
+from ...drafts import MemoryDraft, RememberResult, prepare_draft
+from ...errors import InvalidInputError, NotFoundError
+from ...index import SyncReport
+from ...records import MemoryRecord, Scope, normalize_tags, parse_scope, validate_id
+from ...search import Fts5Engine, SearchResult
+from ...store import DoctorReport, SweepReport
+from .maintenance import Maintenance
+from .pool import Pool, redact_url
+from .rows import SELECT, check_strings, filters_sql, row_to_record, visibility
+from .schema import TEXT_CONFIG, check_schema
+from .search import PgSearch
+from .writes import Writer
+
+# MemoryStore options that mean nothing for a database: accepted (a provider passes one option set) and unused
+FILES_ONLY = frozenset({"durable", "rescan_interval", "lock_timeout_s", "memory_md_limit", "fts_tokenizer", "context_of"})
+ENGINE_OPTIONS = frozenset({"tokenizer", "stop_words", "snippet_lines", "snippet_chars"})
+
+
+class PostgresBackend:
+    """Memory records in one PostgreSQL schema (``schema``, default ``agent_memory``).
+
+    ``copy_threshold``: a ``remember_many`` batch with at least this many unkeyed drafts is ingested with COPY.
+    ``batch_size``: drafts per transaction in ``remember_many``; ``ingest_connections``: batches written at once.
+    """
+
+    def __init__(
+        self, url: str, *, schema: str = "agent_memory", default_scope: Scope | str = Scope.PROJECT,
+        min_size: int = 1, max_size: int = 10, timeout_s: float = 30.0, text_config: str = TEXT_CONFIG,
+        engine: Fts5Engine | None = None, batch_size: int = 5000, copy_threshold: int = 64, ingest_connections: int = 2,
+        **options: Any,
+    ) -> None:
+        unknown = set(options) - FILES_ONLY - ENGINE_OPTIONS
+        if unknown:
+            raise InvalidInputError(f"unknown PostgresBackend option(s): {', '.join(sorted(unknown))}")
+        if not isinstance(url, str) or not url.startswith(("postgresql://", "postgres://")):
+            raise InvalidInputError("url must be a postgresql:// URL")
+        if not isinstance(text_config, str) or not text_config.isidentifier():
+            raise InvalidInputError(f"text_config must be a text search configuration name, not {text_config!r}")
+        if engine is not None and not isinstance(engine, Fts5Engine):
+            raise InvalidInputError("engine must be an Fts5Engine (its query parsing, tuning and snippets are used)")
+        for name, value in (("batch_size", batch_size), ("copy_threshold", copy_threshold),
+                            ("ingest_connections", ingest_connections)):
+            if not isinstance(value, int) or value < 1:
+                raise InvalidInputError(f"{name} must be a positive integer")
+        self.url = url
+        self.schema = check_schema(schema)
+        self.default_scope = parse_scope(default_scope)
+        self.batch_size = batch_size
+        self.copy_threshold = copy_threshold
+        self.ingest_connections = min(ingest_connections, max_size)
+        engine_kw = {k: v for k, v in options.items() if k in ENGINE_OPTIONS and v is not None}
+        self.engine = engine or Fts5Engine(**engine_kw)
+        self.pool = Pool(url, self.schema, min_size=min_size, max_size=max_size, timeout_s=timeout_s)
+        self.table = f'"{self.schema}".records'
+        self._where = f"{redact_url(url)}#{self.schema}"
+        self.writer = Writer(self.schema, self.path_of)
+        self.searcher = PgSearch(self.table, self.engine, text_config, self.path_of)
+        self.maintenance = Maintenance(self.schema, self.writer)
+
+    def path_of(self, record_id: str) -> str:
+        """Where a record lives, for results: the database URL (no password), the schema and the id."""
+        return f"{self._where}/{record_id}"
+
+    def __repr__(self) -> str:
+        return f"PostgresBackend({self._where!r})"
+
+    # -- writes ---------------------------------------------------------------------------------
+    async def remember(self, draft: MemoryDraft, *, source: str = "tool") -> RememberResult:
+        return (await self.remember_many([draft], source=source))[0]
+
+    async def remember_many(
+        self, drafts: Iterable[MemoryDraft], *, source: str = "import", on_error: Literal["raise", "skip"] = "raise",
+        errors: list[tuple[int, str]] | None = None, progress: Callable[[int], None] | None = None,
+    ) -> list[RememberResult]:
+        """Validate every draft of a batch, then write the batch in one transaction (COPY for many unkeyed).
+
+        Batches are pipelined: the next one is validated and redacted in a thread while this one is written.
+        """
+        results: list[RememberResult] = []
+        chunks = _chunks(drafts, self.batch_size)
+        start = 0
+
+        def schedule() -> asyncio.Future[tuple[int, list[tuple[MemoryRecord, int, str]]]] | None:
+            nonlocal start
+            batch = next(chunks, None)
+            if batch is None:
+                return None
+            job = asyncio.ensure_future(asyncio.to_thread(self._prepare_batch, batch, start, source, on_error, errors))
+            start += len(batch)
+            return job
+
+        pending = schedule()
+        writing: builtins.list[asyncio.Task[builtins.list[RememberResult]]] = []
+        copied = 0
+        try:
+            while pending is not None:
+                size, prepared = await pending
+                pending = schedule()
+                if prepared:  # up to `ingest_connections` batches in flight, each its own transaction
+                    while sum(not t.done() for t in writing) >= self.ingest_connections:
+                        await asyncio.wait([t for t in writing if not t.done()], return_when=asyncio.FIRST_COMPLETED)
+                    writing.append(asyncio.ensure_future(self._write_batch(prepared, size, progress)))
+                    copied += len(prepared) if len(prepared) >= self.copy_threshold else 0
+                elif progress:
+                    progress(size)
+        finally:
+            if pending is not None:
+                pending.cancel()
+            done = await asyncio.gather(*writing, return_exceptions=True)  # every started batch ends first
+        for part in done:
+            if isinstance(part, BaseException):
+                raise part
+            results.extend(part)
+        if copied >= 1000:  # fresh planner statistics after a bulk load (else: sequential scans until autovacuum)
+            async with self.pool.connection() as conn:
+                await conn.execute(f"ANALYZE {self.table}")
+        return results
+
+    def _prepare_batch(self, batch: builtins.list[MemoryDraft], start: int, source: str, on_error: str,
+                       errors: builtins.list[tuple[int, str]] | None) -> tuple[int, builtins.list[tuple[MemoryRecord, int, str]]]:
+        prepared: builtins.list[tuple[MemoryRecord, int, str]] = []
+        for position, draft in enumerate(batch, start):
+            try:
+                if not isinstance(draft, MemoryDraft):
+                    raise InvalidInputError(f"expected a MemoryDraft, not {type(draft).__name__}")
+                rec, redactions = prepare_draft(draft, source, self.default_scope)
+                prepared.append((rec, redactions, draft.on_existing))
+            except InvalidInputError as exc:
+                if on_error == "raise":
+                    raise
+                if errors is not None:
+                    errors.append((position, str(exc)))
+        return len(batch), prepared
+
+    async def _write_batch(self, prepared: builtins.list[tuple[MemoryRecord, int, str]], size: int = 0,
+                           progress: Callable[[int], None] | None = None) -> builtins.list[RememberResult]:
+        """One transaction; retried whole when the server aborts it for a deadlock (every write is idempotent)."""
+        unkeyed = [i for i, (rec, _, _) in enumerate(prepared) if rec.memory_key is None]
+        async with self.pool.connection() as conn:
+            for attempt in range(5):
+                out: dict[int, RememberResult] = {}
+                try:
+                    async with conn.transaction():
+                        if len(unkeyed) >= self.copy_threshold:
+                            done = await self.writer.copy_unkeyed(conn, [(prepared[i][0], prepared[i][1]) for i in unkeyed])
+                            out.update(zip(unkeyed, done, strict=True))
+                        for i, (rec, redactions, mode) in enumerate(prepared):
+                            if i not in out:
+                                out[i] = await self.writer.remember_one(conn, rec, redactions, mode)
+                    break
+                except psycopg.errors.TransactionRollback:
+                    if attempt == 4:
+                        raise
+                    await asyncio.sleep(0.02 * (attempt + 1))
+        if progress:
+            progress(size)
+        return [out[i] for i in range(len(prepared))]
+
+    async def forget(self, record_id: str, caller: Caller) -> bool:
+        """Delete a record the caller may see (archived with the reason ``forgotten``). False if absent."""
+        validate_id(record_id)
+        params = self._caller(caller)
+        params["id"] = record_id
+        async with self.pool.connection() as conn, conn.transaction():
+            gone = await self.writer._archive_where(conn, f"id = %(id)s AND {visibility(params, 'records')}", params, "forgotten")
+        return bool(gone)
+
+    async def set_user_md(self, text: str) -> None:
+        """Replace the stable user notes returned by :meth:`user_md` (the files backend's ``USER.md``)."""
+        check_strings(user_md=text)
+        async with self.pool.connection() as conn:
+            await conn.execute(
+                f'INSERT INTO "{self.schema}".user_md (name, content) VALUES (%s, %s)'
+                " ON CONFLICT (name) DO UPDATE SET content = excluded.content, updated = now()", ("USER.md", text))
+
+    # -- reads ----------------------------------------------------------------------------------
+    @staticmethod
+    def _caller(caller: Caller) -> dict[str, Any]:
+        if not isinstance(caller, Caller):
+            raise InvalidInputError("caller must be a Caller")
+        check_strings(session_id=caller.session_id, user_id=caller.user_id)
+        return {"sid": caller.session_id, "uid": caller.user_id}
+
+    async def get(self, record_id: str, caller: Caller) -> MemoryRecord:
+        validate_id(record_id)
+        params = self._caller(caller)
+        params["id"] = record_id
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(f"SELECT {SELECT} FROM {self.table} r WHERE r.id = %(id)s AND {visibility(params)}", params)
+            row = await cur.fetchone()
+        if row is None:
+            raise NotFoundError(f"no record {record_id!r} visible to this caller")
+        return row_to_record(row, self.path_of(row["id"]))
+
+    async def list(self, caller: Caller, *, limit: int | None = 50, **filters: Any) -> list[MemoryRecord]:
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+            raise InvalidInputError("limit must be a positive integer or None")
+        params = self._caller(caller)
+        where = visibility(params) + filters_sql(params, **filters)
+        sql = f"SELECT {SELECT} FROM {self.table} r WHERE {where} ORDER BY r.updated DESC, r.id"
+        if limit is not None:
+            params["limit"] = limit
+            sql += " LIMIT %(limit)s"
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(sql, params)
+            rows = await cur.fetchall()
+        return [row_to_record(r, self.path_of(r["id"])) for r in rows]
+
+    async def count(self, caller: Caller, **filters: Any) -> int:
+        params = self._caller(caller)
+        where = visibility(params) + filters_sql(params, **filters)
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(f"SELECT count(*) AS n FROM {self.table} r WHERE {where}", params)
+            row = await cur.fetchone()
+        return int(row["n"])
+
+    async def search(self, query: str, caller: Caller, *, limit: int = 10, **options: Any) -> SearchResult:
+        """Rank visible records for ``query``; ``tags`` are ranking hints (as in the files backend)."""
+        if not isinstance(query, str):
+            raise InvalidInputError("query must be a string")
+        check_strings(query=query)
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
+            raise InvalidInputError("limit must be an integer between 1 and 1000")
+        params = self._caller(caller)
+        tags = normalize_tags(options.pop("tags", ()) or ())
+        trace = bool(options.pop("trace", False))
+        async with self.pool.connection() as conn, conn.transaction():
+            return await self.searcher.run(conn, query, sid=params["sid"], uid=params["uid"], limit=limit, tags=tags,
+                                           trace=trace, **options)
+
+    async def core_lines(self, caller: Caller, limit: int | None) -> builtins.list[str]:
+        params = self._caller(caller)
+        sql = f"SELECT id, kind, summary FROM {self.table} r WHERE {visibility(params)} ORDER BY r.updated DESC, r.id"
+        if limit is not None:
+            params["limit"] = max(0, int(limit))
+            sql += " LIMIT %(limit)s"
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(sql, params)
+            rows = await cur.fetchall()
+        return [f"- [{r['id']}] ({r['kind']}): {r['summary']}" for r in rows]
+
+    async def user_md(self) -> str:
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(f'SELECT content FROM "{self.schema}".user_md WHERE name = %s', ("USER.md",))
+            row = await cur.fetchone()
+        return "" if row is None else str(row["content"])
+
+    # -- maintenance ------------------------------------------------------------------------------
+    async def sweep(self) -> SweepReport:
+        async with self.pool.connection() as conn:
+            return await self.maintenance.sweep(conn)
+
+    async def reindex(self) -> SyncReport:
+        async with self.pool.connection() as conn:
+            return await self.maintenance.reindex(conn)
+
+    async def doctor(self) -> DoctorReport:
+        async with self.pool.connection() as conn:
+            return await self.maintenance.doctor(conn, self.pool.version)
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+
+def _chunks(items: Iterable[MemoryDraft], size: int) -> Iterator[builtins.list[MemoryDraft]]:
+    it = iter(items)
+    while batch := builtins.list(itertools.islice(it, size)):
+        yield batch

@@ -1,0 +1,82 @@
+"""Connections: one async pool per backend, opened (and the schema migrated) on first use.
+
+Server and network failures become :class:`agent_memory.errors.BackendError` with the cause in the message
+(never the password). Statements use no session state (no ``SET``, no prepared statements kept across
+transactions), so the pool also works behind pgbouncer in transaction mode.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from ...errors import BackendError, InvalidInputError
+from .schema import migrate
+
+_PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
+
+
+def redact_url(url: str) -> str:
+    """The URL without its password (for messages and paths)."""
+    return _PASSWORD.sub(r"\1***@", url)
+
+
+class Pool:
+    """A lazily opened :class:`AsyncConnectionPool` whose connections return rows as dicts."""
+
+    def __init__(self, url: str, schema: str, *, min_size: int = 1, max_size: int = 10, timeout_s: float = 30.0) -> None:
+        if not isinstance(min_size, int) or not isinstance(max_size, int) or not 0 <= min_size <= max_size or max_size < 1:
+            raise InvalidInputError("pool sizes must be integers with 0 <= min_size <= max_size and max_size >= 1")
+        self.url = url
+        self.schema = schema
+        self.timeout_s = float(timeout_s)
+        self._pool = AsyncConnectionPool(
+            url, min_size=min_size, max_size=max_size, open=False, timeout=self.timeout_s,
+            kwargs={"row_factory": dict_row, "autocommit": True, "prepare_threshold": None},
+        )
+        self._ready: asyncio.Lock | None = None
+        self._opened = False
+        self.version = 0
+
+    async def _open(self) -> None:
+        if self._opened:
+            return
+        if self._ready is None:
+            self._ready = asyncio.Lock()
+        async with self._ready:
+            if self._opened:
+                return
+            try:
+                await self._pool.open(wait=True, timeout=self.timeout_s)
+                async with self._pool.connection() as conn:
+                    self.version = await migrate(conn, self.schema)
+            except (psycopg.Error, PoolTimeout) as exc:
+                with contextlib.suppress(Exception):
+                    await self._pool.close()
+                raise BackendError(f"PostgreSQL at {redact_url(self.url)} is not usable: {exc}") from None
+            self._opened = True
+
+    @contextlib.asynccontextmanager
+    async def connection(self) -> AsyncIterator[Any]:
+        """A pooled connection (autocommit; use ``conn.transaction()`` for atomic work)."""
+        await self._open()
+        try:
+            async with self._pool.connection() as conn:
+                yield conn
+        except psycopg.errors.QueryCanceled as exc:
+            raise BackendError(f"PostgreSQL statement timed out: {exc}") from None
+        except (psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout) as exc:
+            raise BackendError(f"PostgreSQL at {redact_url(self.url)} failed: {exc}") from None
+
+    async def close(self) -> None:
+        if self._opened:
+            await self._pool.close()
+            self._opened = False
+

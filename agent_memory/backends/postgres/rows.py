@@ -1,0 +1,143 @@
+"""Rows ↔ records, and the SQL fragments every read shares (visibility, filters).
+
+Visibility is the files backend's table, in SQL: project/global records for everyone; a session record for
+its session and, when it names one, its user; a user record for its user; expired records for no one.
+The ``tenant IN ('', uid)`` term is implied by the rest; it lets a distributed table route the query.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ...drafts import _parse_when
+from ...errors import InvalidInputError
+from ...index import summary_line
+from ...records import MemoryRecord, Scope, normalize_kind, normalize_tags, parse_scope
+
+COLUMNS = ("tenant", "id", "part", "scope", "session_id", "user_id", "kind", "title", "tags", "tag_text", "memory_key",
+           "source", "created", "updated", "expires", "expires_text", "importance", "content_hash", "content", "summary",
+           "metadata")
+SELECT = ", ".join(c for c in COLUMNS)
+
+
+def tenant_part(rec: MemoryRecord) -> tuple[str, str]:
+    """The distribution key and the dedupe partition of a record (same partitions as the files backend)."""
+    if rec.scope is Scope.SESSION:
+        return rec.user_id or "", f"session:{rec.session_id}"
+    if rec.scope is Scope.USER:
+        return rec.user_id or "", "user"
+    return "", rec.scope.value
+
+
+def parse_time(value: str | None) -> dt.datetime | None:
+    return None if value is None else _parse_when(value)
+
+
+def iso(value: dt.datetime | None) -> str | None:
+    if value is None:
+        return None
+    return value.astimezone(dt.UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def record_params(rec: MemoryRecord) -> dict[str, Any]:
+    """Column values of a record (``metadata`` as a Python mapping: wrap it in ``Jsonb`` to bind)."""
+    tenant, part = tenant_part(rec)
+    return {
+        "tenant": tenant, "id": rec.id, "part": part, "scope": rec.scope.value, "session_id": rec.session_id,
+        "user_id": rec.user_id, "kind": rec.kind, "title": rec.title, "tags": list(rec.tags), "tag_text": " ".join(rec.tags),
+        "memory_key": rec.memory_key, "source": rec.source, "created": parse_time(rec.created),
+        "updated": parse_time(rec.updated), "expires": parse_time(rec.expires), "expires_text": rec.expires,
+        "importance": rec.importance, "content_hash": rec.content_hash, "content": rec.content,
+        "summary": summary_line(rec.content), "metadata": dict(rec.metadata),
+    }
+
+
+def row_to_record(row: dict[str, Any], path: str) -> MemoryRecord:
+    return MemoryRecord(
+        id=row["id"], content=row["content"], title=row["title"], kind=row["kind"], scope=Scope(row["scope"]),
+        session_id=row["session_id"], user_id=row["user_id"], tags=tuple(row["tags"] or ()), memory_key=row["memory_key"],
+        source=row["source"], created=iso(row["created"]) or "", updated=iso(row["updated"]) or "",
+        expires=row["expires_text"] if row["expires_text"] is not None else iso(row["expires"]),
+        importance=row["importance"], content_hash=row["content_hash"], metadata=row["metadata"] or {}, path=path,
+        body_line=1,
+    )
+
+
+def visibility(params: dict[str, Any], alias: str = "r") -> str:
+    """The visibility predicate; binds ``sid``, ``uid`` and ``tenants`` in ``params``."""
+    params["tenants"] = ["", params["uid"]] if params.get("uid") else [""]
+    a = alias
+    return (
+        f"({a}.tenant = ANY(%(tenants)s) AND ({a}.scope IN ('project', 'global')"
+        f" OR ({a}.scope = 'session' AND {a}.session_id = %(sid)s AND ({a}.user_id IS NULL OR {a}.user_id = %(uid)s))"
+        f" OR ({a}.scope = 'user' AND {a}.user_id = %(uid)s))"
+        f" AND ({a}.expires IS NULL OR {a}.expires > now()))"
+    )
+
+
+def check_strings(**values: Any) -> None:
+    for name, value in values.items():
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise InvalidInputError(f"{name} must be a string")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidInputError(f"{name} is not valid Unicode (lone surrogate)") from None
+        if "\x00" in value:
+            raise InvalidInputError(f"{name} contains a NUL character")
+
+
+_DATE_OPS = (("created_after", "created", ">="), ("created_before", "created", "<"),
+             ("updated_after", "updated", ">="), ("updated_before", "updated", "<"))
+
+
+def filters_sql(params: dict[str, Any], *, tags: Iterable[str] = (), scope: Any = None, kind: Any = None,
+                alias: str = "r", **dates: str | None) -> str:
+    """Exact filters shared by list/count/search: scope(s), kind(s), dates; tags (all must match) when given."""
+    unknown = set(dates) - {name for name, _, _ in _DATE_OPS}
+    if unknown:
+        raise InvalidInputError(f"unknown filter(s): {', '.join(sorted(unknown))}")
+    sql = ""
+    scopes = _scopes(scope)
+    if scopes:
+        params["f_scopes"] = [s.value for s in scopes]
+        sql += f" AND {alias}.scope = ANY(%(f_scopes)s)"
+    kinds = _kinds(kind)
+    if kinds:
+        params["f_kinds"] = list(kinds)
+        sql += f" AND {alias}.kind = ANY(%(f_kinds)s)"
+    for name, column, op in _DATE_OPS:
+        value = dates.get(name)
+        if value is None:
+            continue
+        check_strings(**{name: value})
+        when = _parse_when(value)
+        if when is None:
+            raise InvalidInputError(f"{name} must be an ISO date or datetime (e.g. 2026-11-22), not {value!r}")
+        params[f"f_{name}"] = when
+        sql += f" AND {alias}.{column} {op} %(f_{name})s"
+    wanted = normalize_tags(tags)
+    if wanted:
+        params["f_tags"] = list(wanted)
+        sql += f" AND {alias}.tags @> %(f_tags)s"
+    return sql
+
+
+def _scopes(scope: Scope | str | Sequence[Scope | str] | None) -> tuple[Scope, ...]:
+    if scope is None or scope == "":
+        return ()
+    if isinstance(scope, (str, Scope)):
+        return (parse_scope(scope),)
+    return tuple(parse_scope(s) for s in scope)
+
+
+def _kinds(kind: str | Sequence[str] | None) -> tuple[str, ...]:
+    if not kind:
+        return ()
+    if isinstance(kind, str):
+        return (normalize_kind(kind),)
+    return tuple(normalize_kind(k) for k in kind)

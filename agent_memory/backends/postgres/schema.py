@@ -1,0 +1,130 @@
+"""Schema and versioned migrations of the PostgreSQL backend.
+
+Every table lives in one schema (one "root"). ``schema_version`` records each applied migration; migrations
+run once, in order, under a transaction-scoped advisory lock, so many app servers may start at once.
+
+Rows carry ``tenant`` (the owning user id of a user or session record, ``''`` for shared ones): every read of a caller touches at most
+the tenants ``''`` and its own user, which is what lets the table be distributed by ``tenant`` (Citus) and
+every unique key include it. ``part`` is the dedupe partition inside a tenant (scope, and session id).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ...errors import InvalidInputError
+
+SCHEMA_RE = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+TEXT_CONFIG = "english"
+
+
+def check_schema(name: str) -> str:
+    if not isinstance(name, str) or not SCHEMA_RE.fullmatch(name):
+        raise InvalidInputError(f"schema must match {SCHEMA_RE.pattern}, not {name!r}")
+    return name
+
+
+def _tsv(cfg: str) -> str:
+    return (
+        f"setweight(to_tsvector('{cfg}'::regconfig, title), 'A')"
+        f" || setweight(to_tsvector('{cfg}'::regconfig, tag_text), 'B')"
+        f" || setweight(to_tsvector('{cfg}'::regconfig, content), 'C')"
+        f" || setweight(to_tsvector('{cfg}'::regconfig, coalesce(metadata->>'context', '')), 'D')"
+    )
+
+
+def migrations(s: str, cfg: str = TEXT_CONFIG) -> list[tuple[int, str, list[str]]]:
+    """``(version, description, statements)`` for schema ``s``; append new versions, never edit old ones."""
+    return [
+        (1, "records, archive, user_md", [
+            f"""CREATE TABLE IF NOT EXISTS "{s}".records (
+                tenant text NOT NULL,
+                id text NOT NULL,
+                part text NOT NULL,
+                scope text NOT NULL CHECK (scope IN ('session', 'project', 'user', 'global')),
+                session_id text,
+                user_id text,
+                kind text NOT NULL,
+                title text NOT NULL,
+                tags text[] NOT NULL DEFAULT '{{}}',
+                tag_text text NOT NULL DEFAULT '',
+                memory_key text,
+                source text NOT NULL,
+                created timestamptz NOT NULL,
+                updated timestamptz NOT NULL,
+                expires timestamptz,
+                expires_text text,
+                importance double precision,
+                content_hash text NOT NULL,
+                content text NOT NULL,
+                summary text NOT NULL,
+                metadata jsonb NOT NULL DEFAULT '{{}}',
+                tsv tsvector GENERATED ALWAYS AS ({_tsv(cfg)}) STORED,
+                PRIMARY KEY (tenant, id),
+                CHECK (CASE WHEN scope IN ('project', 'global') THEN tenant = '' ELSE tenant = coalesce(user_id, '') END)
+            )""",
+            f'CREATE UNIQUE INDEX IF NOT EXISTS records_hash ON "{s}".records (tenant, part, content_hash) WHERE memory_key IS NULL',
+            f'CREATE UNIQUE INDEX IF NOT EXISTS records_key ON "{s}".records (tenant, part, memory_key) WHERE memory_key IS NOT NULL',
+            f'CREATE INDEX IF NOT EXISTS records_keyed_hash ON "{s}".records (tenant, part, content_hash) WHERE memory_key IS NOT NULL',
+            f'CREATE INDEX IF NOT EXISTS records_tsv ON "{s}".records USING gin (tsv)',
+            f'CREATE INDEX IF NOT EXISTS records_tags ON "{s}".records USING gin (tags)',
+            f'CREATE INDEX IF NOT EXISTS records_updated ON "{s}".records (updated DESC)',
+            f'CREATE INDEX IF NOT EXISTS records_expires ON "{s}".records (expires) WHERE expires IS NOT NULL',
+            f"""CREATE TABLE IF NOT EXISTS "{s}".archive (
+                tenant text NOT NULL,
+                id text NOT NULL,
+                reason text NOT NULL,
+                archived timestamptz NOT NULL DEFAULT now(),
+                record jsonb NOT NULL,
+                PRIMARY KEY (tenant, id, archived)
+            )""",
+            f"""CREATE TABLE IF NOT EXISTS "{s}".user_md (
+                name text PRIMARY KEY DEFAULT 'USER.md',
+                content text NOT NULL,
+                updated timestamptz NOT NULL DEFAULT now()
+            )""",
+        ]),
+        (2, "vectors beside rows (reserved: filled by the meaning issue)", [
+            f"""CREATE TABLE IF NOT EXISTS "{s}".record_vectors (
+                tenant text NOT NULL,
+                id text NOT NULL,
+                model text NOT NULL,
+                dims integer NOT NULL,
+                embedding real[] NOT NULL,
+                content_hash text NOT NULL,
+                PRIMARY KEY (tenant, id, model),
+                FOREIGN KEY (tenant, id) REFERENCES "{s}".records (tenant, id) ON DELETE CASCADE
+            )""",
+        ]),
+    ]
+
+
+LATEST = max(v for v, _, _ in migrations("x"))
+
+
+async def migrate(conn: Any, schema: str) -> int:
+    """Apply pending migrations in one transaction; returns the resulting version."""
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"agent_memory:{schema}",))
+        await conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+        await conn.execute(
+            f'CREATE TABLE IF NOT EXISTS "{schema}".schema_version'
+            " (version integer PRIMARY KEY, description text NOT NULL, applied timestamptz NOT NULL DEFAULT now())")
+        cur = await conn.execute(f'SELECT coalesce(max(version), 0) AS v FROM "{schema}".schema_version')
+        current = int((await cur.fetchone())["v"])
+        for version, description, statements in migrations(schema):
+            if version <= current:
+                continue
+            for stmt in statements:
+                await conn.execute(stmt)
+            await conn.execute(f'INSERT INTO "{schema}".schema_version (version, description) VALUES (%s, %s)',
+                               (version, description))
+            current = version
+        return current
+
+
+async def has_pgvector(conn: Any) -> bool:
+    """True when the server offers the ``vector`` extension (the meaning issue may then add a vector column)."""
+    cur = await conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")
+    return await cur.fetchone() is not None

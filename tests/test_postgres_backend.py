@@ -1,0 +1,180 @@
+"""What only the PostgreSQL backend has: migrations, options, server failures, archive, vectors, maintenance."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+from _pg import fresh_schema, pg_url, require_psycopg  # noqa: F401  (pytest fixture)
+
+require_psycopg()
+
+import psycopg  # noqa: E402
+
+from agent_memory.backend import Caller, open_backend  # noqa: E402
+from agent_memory.backends.postgres import PostgresBackend  # noqa: E402
+from agent_memory.backends.postgres.schema import LATEST  # noqa: E402
+from agent_memory.drafts import MemoryDraft  # noqa: E402
+from agent_memory.errors import BackendError, InvalidInputError  # noqa: E402
+from agent_memory.search import Fts5Engine  # noqa: E402
+
+ANYONE = Caller()
+
+
+@pytest.fixture
+async def pg(pg_url: str) -> AsyncIterator[PostgresBackend]:  # noqa: F811
+    b = PostgresBackend(pg_url, schema=fresh_schema())
+    yield b
+    await b.close()
+
+
+async def _sql(url: str, sql: str, *params: object) -> list[tuple[object, ...]]:
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        cur = await conn.execute(sql, params or None)
+        return await cur.fetchall() if cur.description else []
+
+
+async def test_migrations_are_versioned_and_run_once_under_concurrent_opens(pg_url: str) -> None:  # noqa: F811
+    schema = fresh_schema()
+    backends = [PostgresBackend(pg_url, schema=schema) for _ in range(6)]
+    try:
+        await asyncio.gather(*(b.count(ANYONE) for b in backends))  # six app servers start at once
+        rows = await _sql(pg_url, f'SELECT version FROM "{schema}".schema_version ORDER BY version')
+        assert [r[0] for r in rows] == list(range(1, LATEST + 1))
+        assert {b.pool.version for b in backends} == {LATEST}
+    finally:
+        for b in backends:
+            await b.close()
+
+
+async def test_open_backend_and_options(pg_url: str) -> None:  # noqa: F811
+    b = open_backend(pg_url, schema=fresh_schema(), default_scope="global", durable=True)
+    assert isinstance(b, PostgresBackend)
+    res = await b.remember(MemoryDraft("scoped by default"))
+    assert (await b.get(res.id, ANYONE)).scope.value == "global"
+    await b.close()
+    for bad in ({"schema": "Robert'); DROP TABLE x;--"}, {"nonsense": 1}, {"text_config": "english; x"},
+                {"max_size": 0}, {"engine": object()}, {"batch_size": 0}):
+        with pytest.raises(InvalidInputError):
+            PostgresBackend(pg_url, **bad)  # type: ignore[arg-type]
+
+
+async def test_unreachable_server_is_a_backend_error_without_the_password() -> None:
+    b = PostgresBackend("postgresql://someone:hunter2secret@127.0.0.1:1/none", timeout_s=2)
+    with pytest.raises(BackendError) as info:
+        await b.count(ANYONE)
+    assert "hunter2secret" not in str(info.value) and "127.0.0.1:1" in str(info.value)
+    await b.close()
+
+
+async def test_forget_archives_and_cascades_vectors(pg: PostgresBackend, pg_url: str) -> None:  # noqa: F811
+    res = await pg.remember(MemoryDraft("an embedded note"))
+    await _sql(pg_url, f'INSERT INTO "{pg.schema}".record_vectors (tenant, id, model, dims, embedding, content_hash)'
+                       " VALUES ('', %s, 'test', 3, '{0.1,0.2,0.3}', 'h')", res.id)
+    assert await pg.forget(res.id, ANYONE)
+    assert await _sql(pg_url, f'SELECT count(*) FROM "{pg.schema}".record_vectors') == [(0,)]
+    archived = await _sql(pg_url, f'SELECT id, reason, record->>\'content\' FROM "{pg.schema}".archive')
+    assert archived == [(res.id, "forgotten", "an embedded note")]
+
+
+async def test_doctor_reports_and_reindex_repairs_hand_edits(pg: PostgresBackend, pg_url: str) -> None:  # noqa: F811
+    res = await pg.remember(MemoryDraft("original text"))
+    await pg.remember(MemoryDraft("untouched"))
+    assert (await pg.doctor()).ok
+    await _sql(pg_url, f'UPDATE "{pg.schema}".records SET content = %s WHERE id = %s', "edited by hand in psql", res.id)
+    rep = await pg.doctor()
+    assert not rep.ok and list(rep.problems) == [res.id] and rep.drift["stale_in_index"] == 1
+    fixed = await pg.reindex()
+    assert fixed.updated == 1 and fixed.scanned == 2
+    assert (await pg.doctor()).ok
+    assert (await pg.search("edited by hand", ANYONE)).hits[0].id == res.id  # the generated text vector follows
+    assert (await pg.remember(MemoryDraft("edited by hand in psql"))).status == "duplicate"
+
+
+async def test_sweep_archives_keyed_duplicates_keeping_newest(pg: PostgresBackend) -> None:
+    a = await pg.remember(MemoryDraft("same words", memory_key="k1"))
+    b = await pg.remember(MemoryDraft("other words", memory_key="k2"))
+    assert (await pg.remember(MemoryDraft("same words", memory_key="k2", on_existing="replace"))).status == "replaced"
+    rep = await pg.sweep()
+    assert rep.duplicates == [a.id] and rep.expired == []
+    assert [r.id for r in await pg.list(ANYONE)] == [b.id]
+
+
+async def test_user_md_round_trip(pg: PostgresBackend) -> None:
+    assert await pg.user_md() == ""
+    await pg.set_user_md("# USER\nprefers metric units\n")
+    await pg.set_user_md("# USER\nprefers metric units, tea\n")
+    assert await pg.user_md() == "# USER\nprefers metric units, tea\n"
+
+
+async def test_search_trace_and_candidate_budget(pg_url: str) -> None:  # noqa: F811
+    """When common words match more rows than the budget, the rare word selects; the best answer is unchanged."""
+    engine = Fts5Engine(candidate_budget=50)
+    b = PostgresBackend(pg_url, schema=fresh_schema(), engine=engine)
+    try:
+        await b.remember_many([MemoryDraft(f"weekly status meeting notes {i}") for i in range(200)])
+        want = await b.remember(MemoryDraft("status of the zeppelin project meeting"))
+        res = await b.search("zeppelin status meeting", ANYONE, limit=3, trace=True)
+        assert res.hits[0].id == want.id
+        assert res.trace is not None
+        stages = {s["stage"]: s for s in res.trace}
+        assert stages["candidates"]["selecting"] == ["zeppelin", "status"]  # rarest first, up to the pool
+        assert stages["parse"]["terms"] == ["zeppelin", "status", "meeting"]
+        again = await b.search("meeting zeppelin status", ANYONE, limit=3, trace=True)  # counts now cached
+        assert again.trace is not None and again.hits[0].id == want.id
+        assert {s["stage"]: s for s in again.trace}["candidates"]["documents_per_term"] == stages["candidates"]["documents_per_term"]
+        wide = PostgresBackend(pg_url, schema=b.schema, engine=Fts5Engine(candidate_budget=None))
+        assert (await wide.search("zeppelin status meeting", ANYONE, limit=1)).hits[0].id == want.id
+        await wide.close()
+    finally:
+        await b.close()
+
+
+async def test_query_text_cannot_inject_tsquery_or_sql(pg: PostgresBackend) -> None:
+    await pg.remember(MemoryDraft("plain words about apples"))
+    for query in ("apples' | '", "apples & !(x", "'; DROP TABLE records; --", "a:* | b <-> c", "\\\\ apples \\'"):
+        hits = (await pg.search(query, ANYONE)).hits
+        assert all("apples" in h.snippet for h in hits)
+    assert len((await pg.search("apples' | '", ANYONE)).hits) == 1
+    with pytest.raises(InvalidInputError):
+        await pg.search("nul \x00 byte", ANYONE)
+    with pytest.raises(InvalidInputError):
+        await pg.get("x", Caller(session_id="\udc80"))
+
+
+async def test_pipelined_ingest_across_batches_and_connections(pg_url: str) -> None:  # noqa: F811
+    """Many COPY batches on 3 connections: positions of errors, duplicates across batches, progress, counts."""
+    b = PostgresBackend(pg_url, schema=fresh_schema(), batch_size=100, copy_threshold=10, ingest_connections=3)
+    try:
+        drafts = [MemoryDraft(f"pipelined row {i % 700}") for i in range(1000)]  # rows 700.. repeat earlier batches
+        drafts[250] = MemoryDraft("")  # invalid: reported with its position, the rest written
+        seen: list[int] = []
+        errors: list[tuple[int, str]] = []
+        results = await b.remember_many(drafts, on_error="skip", errors=errors, progress=seen.append)
+        assert [pos for pos, _ in errors] == [250] and sum(seen) == 1000 and len(results) == 999
+        assert sum(r.status == "created" for r in results) == 700  # row 250 comes again at 950
+        assert await b.count(ANYONE) == 700
+        by_content: dict[str, set[str]] = {}
+        for draft, res in zip([dr for i, dr in enumerate(drafts) if i != 250], results, strict=True):
+            by_content.setdefault(draft.content, set()).add(res.id)
+        assert all(len(ids) == 1 for ids in by_content.values())  # a duplicate names the one row holding it
+        with pytest.raises(InvalidInputError):
+            await b.remember_many([MemoryDraft(f"late batch {i}") for i in range(150)] + [MemoryDraft("")])
+        assert await b.count(ANYONE) == 800  # the first batch (100) was written before the bad one was seen
+    finally:
+        await b.close()
+
+
+async def test_pgvector_detection_matches_the_server_install(pg_url: str) -> None:  # noqa: F811
+    import subprocess
+    from pathlib import Path
+
+    from _pg import PG_BIN
+
+    from agent_memory.backends.postgres.schema import has_pgvector
+
+    share = subprocess.run([str(PG_BIN / "pg_config"), "--sharedir"], capture_output=True, text=True, check=True).stdout.strip()
+    installed = (Path(share) / "extension" / "vector.control").exists()
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+        assert await has_pgvector(conn) is installed
