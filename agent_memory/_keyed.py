@@ -7,13 +7,14 @@
   record capture wrote in that partition; a tool-, user- or import-written record is never
   touched by it (it gets a record of its own).
 - ``append`` adds the text (idempotently) and ``replace`` swaps it; both apply every field the
-  write passes (title, kind, tags, expires, importance) and keep the others. A ``replace``
+  write passes (title, kind, tags, expires, importance) and keep the others. A title the store
+  derived from the text (none was ever given) follows the text on ``replace``. A ``replace``
   keeps the previous version in ``history/`` (see :mod:`agent_memory._history`).
 - Ids carry no words of a keyed record's content: a record created with a ``memory_key`` is
   named after its key (``2026-11-23-user-diet-1a2b3c4d``) and keeps its id through replaces,
   so citations and ``memory_key=<id>`` stay valid. A record whose id was made from its title
-  (created without a key) gets a new id made from the new title when it is replaced, so its
-  id never reveals text that is gone; the result carries the new id.
+  (created without a key) gets a new id made from the new title when a replace changes its
+  title, so its id never reveals a title that is gone; the result carries the new id.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from ._history import POINTER, save_version
 from .drafts import RememberResult, Status
 from .errors import InvalidInputError, NotFoundError
 from .index import live_sql
-from .records import MemoryRecord, Scope, content_hash, new_id, now_iso, slugify, validate_id
+from .records import MemoryRecord, Scope, content_hash, default_title, new_id, now_iso, slugify, validate_id
 
 if TYPE_CHECKING:  # pragma: no cover
     from .store import MemoryStore
@@ -139,9 +140,10 @@ def apply_keyed(store: MemoryStore, conn: Any, row: Any, rec: MemoryRecord, mode
         body, status = rec.content, "replaced"
         tags = rec.tags if "tags" in fields else current.tags
     key = current.memory_key or (rec.memory_key if rec.memory_key != current.id else None)
+    derived = current.title == default_title(current.content)  # a title made from the text follows the text
+    title = rec.title if "title" in fields else default_title(body) if derived else current.title
     updated = current.replace(
-        content=body, content_hash=content_hash(body), tags=tags, memory_key=key,
-        title=rec.title if "title" in fields else current.title,
+        content=body, content_hash=content_hash(body), tags=tags, memory_key=key, title=title,
         kind=rec.kind if "kind" in fields else current.kind,
         expires=rec.expires if "expires" in fields else current.expires,
         importance=rec.importance if "importance" in fields else current.importance,
@@ -153,7 +155,7 @@ def apply_keyed(store: MemoryStore, conn: Any, row: Any, rec: MemoryRecord, mode
     if status == "replaced":
         old_text = (store.records_dir / row["file"]).read_text(encoding="utf-8")
         updated = updated.replace(metadata={**updated.metadata, POINTER: save_version(store, current, old_text)})
-        if _reveals_title(current):
+        if updated.title != current.title and _reveals_title(current):
             fresh = updated.replace(id=allocate_id(store, updated))
             new_path = write(store, conn, fresh, durable=durable, new=True)
             os.unlink(path)
