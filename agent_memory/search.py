@@ -339,7 +339,7 @@ class Fts5Engine:
                fetch: int, limit: int, plan: Mapping[str, Any], strict: bool) -> None:
         """Stages of this search, about visible records only: no hidden count, score, id or term frequency."""
         trace.append({"stage": "scope_filter", "how": plan.get("visibility"),
-                      "note": "visibility is applied in SQL before the limit; nothing about hidden records is reported"})
+                      "note": "applied in SQL before ranking and the limit; this trace describes the caller's visible records only"})
         scorer = ("bm25 over the caller's visible records (strict_visibility)" if strict
                   else f"bm25(title, tags, body, context) weights=({weights})")
         trace.append({"stage": "rank", "scorer": scorer, "pool": fetch, "candidate_budget": None if strict else self.candidate_budget,

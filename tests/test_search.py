@@ -217,3 +217,33 @@ def test_small_indexes_are_never_pruned(store):
     calls: list = []
     store.engine.select_terms = lambda dfs, limit: calls.append(dfs)  # type: ignore[method-assign]
     assert len(store.search("rare common", limit=50).hits) == 31 and calls == []
+
+
+def test_cjk_and_mixed_script_search_works_by_default(store):
+    memo = store.remember("日本語のメモ: 会議は月曜日です").id
+    tower = store.remember("Meeting at 東京タワー on Friday").id
+    korean = store.remember("한국어를 배우고 있어요").id
+    store.remember("An English note about meetings and Mondays.")
+    assert ids(store.search("日本語")) == [memo]
+    assert ids(store.search("メモ")) == [memo]  # the middle of a run, not only its start
+    assert ids(store.search("会議")) == [memo]
+    assert ids(store.search("東京")) == [tower]
+    assert ids(store.search("タワー Friday"))[0] == tower
+    assert ids(store.search("한국어")) == [korean]
+    assert ids(store.search("中国語")) == []  # no shared bigram: nothing
+    hit = store.search("会議").hits[0]
+    assert "会議" in hit.snippet and hit.score == 1.0
+
+
+def test_cjk_ranking_prefers_more_of_the_query(store):
+    full = store.remember("東京都の天気予報").id
+    part = store.remember("京都の紅葉").id
+    assert ids(store.search("東京都")) == [full, part]  # both share 京都; only one holds 東京 too
+
+
+def test_accents_still_fold_with_cjk_support(store):
+    cafe = store.remember("Meet at the café near the station.").id
+    plain = store.remember("The cafe on the corner closes early.").id
+    assert set(ids(store.search("cafe"))) == {cafe, plain}
+    assert set(ids(store.search("café"))) == {cafe, plain}
+    assert Fts5Engine().terms("日本語のメモ café") == ["日本", "本語", "語の", "のメ", "メモ", "café"]
