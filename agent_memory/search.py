@@ -268,6 +268,11 @@ class Fts5Engine:
             scored = index.guarded(run)
         top = scored[0][0] if scored else 0.0
         if trace is not None:
+            visible = index.guarded(lambda c: c.execute(
+                f"SELECT count(*) FROM fts JOIN records r ON r.rowid = fts.rowid WHERE fts MATCH :q AND {visibility_sql('r')}{extra}",
+                params).fetchone()[0])
+            trace.append({"stage": "match", "candidates": int(visible), "note": "visible records matching any term",
+                          "top": [{"id": r["id"], "scope": r["scope"]} for _, r in scored]})
             self._trace(trace, weights, scored, top, fetch, limit, plan, strict)
         base = str(index.records_dir)
         hits = [self._hit(base, row, readable_score(score, top), found) for score, row in scored]
