@@ -151,3 +151,43 @@ def term_counts(keys: Iterable[str], text: str) -> tuple[dict[str, int], int]:
     for run in _CJK_RUN.findall(text):
         length += len(run) - 1  # a run is one word token above; count its characters instead
     return counts, length
+
+
+def best_window(body: str, found: Callable[[str], set[str]], n_lines: int, max_chars: int) -> tuple[int, int, str]:
+    """The best window of at most ``n_lines`` lines for the matched keys (1-based, inclusive) and its text, clipped."""
+    lines = body.split("\n") or [""]
+    scores = [len(found(line)) if line else 0 for line in lines]
+    n = min(n_lines, len(lines))
+    best, best_i = -1, 0
+    for i in range(len(lines) - n + 1):
+        s = sum(scores[i:i + n])
+        if s > best:
+            best, best_i = s, i
+    window = list(range(best_i, best_i + n))  # shrink to the lines that matter when the match is on one line
+    while len(window) > 1 and scores[window[-1]] == 0:
+        window.pop()
+    while len(window) > 1 and scores[window[0]] == 0:
+        window.pop(0)
+    text = "\n".join(lines[window[0]:window[-1] + 1])
+    if len(text) > max_chars:
+        text = clip(text, found, max_chars)
+    return window[0] + 1, window[-1] + 1, text
+
+
+def clip(text: str, found: Callable[[str], set[str]], max_chars: int) -> str:
+    """At most ``max_chars`` of ``text`` around its first matched key, with ellipses where cut."""
+    lower = text.lower()
+    pos = min((p for k in found(text) if (p := _word_at(lower, k)) >= 0), default=0)
+    start = max(0, pos - max_chars // 3)
+    if start:
+        space = text.find(" ", start)
+        start = space + 1 if 0 <= space < pos else start
+    clipped = text[start:start + max_chars]
+    return ("…" if start else "") + clipped.rstrip() + ("…" if start + max_chars < len(text) else "")
+
+
+def _word_at(lower: str, key: str) -> int:
+    if is_cjk(key):
+        return lower.find(key)
+    m = re.search(rf"(?<![^\W_]){re.escape(key)}", lower)
+    return m.start() if m else -1

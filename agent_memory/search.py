@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
@@ -35,6 +34,7 @@ from ._strict import visible_bm25
 from ._text import (
     STOP_WORDS,
     Tokenizer,
+    best_window,
     default_tokenizer,
     light_stem,
     phrase,
@@ -370,35 +370,7 @@ class Fts5Engine:
         return self._snippet(body, term_matcher({term_key(s) for s in stems}))
 
     def _snippet(self, body: str, found: Callable[[str], set[str]]) -> tuple[int, int, str]:
-        lines = body.split("\n") or [""]
-        scores = [len(found(line)) if line else 0 for line in lines]
-        n = min(self.snippet_lines, len(lines))
-        best, best_i = -1, 0
-        for i in range(len(lines) - n + 1):
-            s = sum(scores[i:i + n])
-            if s > best:
-                best, best_i = s, i
-        # shrink the window to the lines that matter when the match is on one line
-        window = list(range(best_i, best_i + n))
-        while len(window) > 1 and scores[window[-1]] == 0:
-            window.pop()
-        while len(window) > 1 and scores[window[0]] == 0:
-            window.pop(0)
-        text = "\n".join(lines[window[0]:window[-1] + 1])
-        if len(text) > self.snippet_chars:
-            text = self._clip(text, found)
-        return window[0] + 1, window[-1] + 1, text
-
-    def _clip(self, text: str, found: Callable[[str], set[str]]) -> str:
-        lower = text.lower()
-        keys = found(text)
-        pos = min((p for k in keys if (p := _word_at(lower, k)) >= 0), default=0)
-        start = max(0, pos - self.snippet_chars // 3)
-        if start:
-            space = text.find(" ", start)
-            start = space + 1 if 0 <= space < pos else start
-        clipped = text[start:start + self.snippet_chars]
-        return ("…" if start else "") + clipped.rstrip() + ("…" if start + self.snippet_chars < len(text) else "")
+        return best_window(body, found, self.snippet_lines, self.snippet_chars)
 
 
 def readable_score(raw: float, top: float) -> float:
@@ -419,8 +391,3 @@ def _with_rank(row: Any, rank: float) -> Any:
     out = _RankedRow(zip(row.keys(), row, strict=True))
     out["rank"] = rank
     return out
-
-
-def _word_at(lower: str, key: str) -> int:
-    m = re.search(rf"(?<![^\W_]){re.escape(key)}", lower)
-    return m.start() if m else -1

@@ -8,8 +8,9 @@ import json
 import math
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -137,7 +138,7 @@ def _same_json(a: Any, b: Any) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_same_json(a[k], b[k]) for k in a)
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_same_json(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_same_json(x, y) for x, y in zip(a, b, strict=True))
     return a == b and type(a) is type(b)
 
 
@@ -385,7 +386,7 @@ def test_planted_symlinks_are_never_followed(tmp_path: Path, reliability_figures
     block = inject(store, 2000)
     assert "zebrafish" not in block.text  # USER.md -> outside is not read
     # archives over the planted archive link without following it
-    assert store.sweep(now=dt.datetime(2991, 1, 1, tzinfo=dt.timezone.utc)).expired == [r.id]
+    assert store.sweep(now=dt.datetime(2991, 1, 1, tzinfo=dt.UTC)).expired == [r.id]
     store.reindex()
     report = store.doctor()
     assert "evil.md" in report.problems and "dangling.md" in report.problems

@@ -1,7 +1,6 @@
 """MemoryStore write policy: statuses, keys, dedupe, forget, MEMORY.md, sweep, concurrency."""
 
 import datetime as dt
-import multiprocessing
 import os
 import re
 import subprocess
@@ -109,7 +108,7 @@ def test_memory_md_is_regenerated_after_every_write_and_bounded(tmp_path):
     ids = [store.remember(f"fact number {i}").id for i in range(5)]
     store.remember("private", scope="session", session_id="s1")
     text = (store.root / "MEMORY.md").read_text()
-    lines = [l for l in text.splitlines() if l.startswith("- [")]
+    lines = [line for line in text.splitlines() if line.startswith("- [")]
     assert lines[0].startswith(f"- [{ids[-1]}] (fact): fact number 4")
     assert len(lines) == 3 and "private" not in text and "older records are not listed" in text
     store.forget(ids[-1])
@@ -130,7 +129,7 @@ def test_sweep_archives_expired_and_duplicates_with_annotation(store):
     keep = store.remember("Fresh info", expires="2999-01-01")
     dup_path = store.records_dir / "hand-dup.md"
     dup_path.write_text("---\ntitle: dup\nupdated: '2000-01-01T00:00:00Z'\n---\nFresh info\n")
-    report = store.sweep(now=dt.datetime(2998, 6, 1, tzinfo=dt.timezone.utc))
+    report = store.sweep(now=dt.datetime(2998, 6, 1, tzinfo=dt.UTC))
     assert report.expired == [old.id] and report.duplicates == ["hand-dup"]
     archived = (store.archive_dir / f"{old.id}.md").read_text()
     assert "<!-- archived: expired (expires 2998-01-01T00:00:00.000000Z) at " in archived
@@ -148,7 +147,7 @@ def test_list_filters_exactly_and_by_dates(store):
     assert [r.id for r in store.list(kind="decision")] == [a.id]
     assert [r.content for r in store.list(scope="user", user_id="u1")] == ["gamma"]
     assert len(store.list(limit=2)) == 2
-    future = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1)).isoformat()
+    future = (dt.datetime.now(dt.UTC) + dt.timedelta(days=1)).isoformat()
     assert store.list(created_after=future) == [] and len(store.list(created_before=future)) == 2
 
 

@@ -80,7 +80,7 @@ def test_expires_is_one_utc_instant_and_a_past_one_is_refused(store):
     assert "expires: '2099-12-31T21:59:59.000000Z'" in Path(r.path).read_text() or \
         'expires: "2099-12-31T21:59:59.000000Z"' in Path(r.path).read_text()
     assert store.get(store.remember("date only", expires="2099-01-01").id).expires == "2099-01-01T00:00:00.000000Z"
-    past = (dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=5)).isoformat()
+    past = (dt.datetime.now(dt.UTC) - dt.timedelta(seconds=5)).isoformat()
     for bad in (past, "2020-01-01", "0001-01-01T00:00:00+05:00", "tomorrow", "9999-12-31T23:59:59-23:59"):
         with pytest.raises(InvalidInputError, match="expired|ISO"):
             store.remember(f"refused {bad}", expires=bad)
