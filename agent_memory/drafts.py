@@ -1,11 +1,20 @@
 """Drafts and their verification: what a write asks for, checked and redacted before any backend stores it.
 
-Every backend calls :func:`prepare_draft`, so validation, redaction and defaults are one policy everywhere.
+Every backend calls :func:`prepare_draft`, so validation, redaction and defaults are one policy everywhere:
+
+- **Default scope** (no ``scope`` given): a write that names a user goes to that user's partition (``user``,
+  also when it names a session too: private to the person and still there next conversation); one that names
+  only a session goes to that session; one that names neither goes to ``project``. Only an explicit
+  ``scope="project"|"global"`` (or a store opened with an explicit ``default_scope``) shares a record.
+- **Expiry** is one UTC instant (``YYYY-MM-DDTHH:MM:SS.ffffffZ``) from the moment of writing; an ``expires``
+  already past is refused ("already expired").
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -75,15 +84,57 @@ class MemoryDraft:
         return cls(**dict(data))
 
 
+MAX_METADATA_DEPTH = 16
+
+
 def _parse_when(value: str) -> dt.datetime | None:
+    """An ISO date or datetime as an aware UTC datetime (naive means UTC), or None if it is not one."""
     try:
         when = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except (TypeError, ValueError):
+        when = when if when.tzinfo else when.replace(tzinfo=dt.UTC)
+        return when.astimezone(dt.UTC)  # an offset at the edge of the calendar overflows here
+    except (TypeError, ValueError, OverflowError, AttributeError):
         return None
-    return when if when.tzinfo else when.replace(tzinfo=dt.UTC)
 
 
-def _clean_metadata(value: Any) -> Any:
+def utc_text(when: dt.datetime) -> str:
+    """The stored form of an instant: UTC with microseconds and ``Z`` (sorts as text in time order)."""
+    return when.astimezone(dt.UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def normalize_expires(value: object, *, now: dt.datetime | None = None) -> str:
+    """``expires`` as one UTC instant; refuse text that is not a date and instants already past."""
+    when = _parse_when(value) if isinstance(value, str) else None
+    if when is None:
+        raise InvalidInputError(f"expires must be an ISO date or datetime (e.g. 2026-12-31 or 2026-12-31T18:00:00Z), not {value!r}")
+    if when <= (now or dt.datetime.now(dt.UTC)):
+        raise InvalidInputError(f"expires {value!r} is already expired; give a future date or datetime")
+    return utc_text(when)
+
+
+def default_scope_for(session_id: str | None, user_id: str | None, default: Scope | None) -> Scope:
+    """The scope of a write that names none (see the module docstring)."""
+    if default is not None:
+        return default
+    if user_id:
+        return Scope.USER
+    if session_id:
+        return Scope.SESSION
+    return Scope.PROJECT
+
+
+def explicit_fields(draft: MemoryDraft) -> frozenset[str]:
+    """The optional fields a draft actually sets: a keyed replace or append applies exactly these."""
+    names = ("title", "kind", "expires", "importance")
+    out = {n for n in names if getattr(draft, n) is not None}
+    if draft.tags:
+        out.add("tags")
+    return frozenset(out)
+
+
+def _clean_metadata(value: Any, depth: int = 0) -> Any:
+    if depth > MAX_METADATA_DEPTH:
+        raise InvalidInputError(f"metadata is nested more than {MAX_METADATA_DEPTH} levels deep")
     if isinstance(value, str):
         try:
             value.encode("utf-8")
@@ -91,14 +142,14 @@ def _clean_metadata(value: Any) -> Any:
             raise InvalidInputError("metadata is not valid Unicode (lone surrogate)") from None
         return _redact.redact(value).text
     if isinstance(value, Mapping):
-        return {_clean_metadata(str(k)): _clean_metadata(v) for k, v in value.items()}
+        return {_clean_metadata(str(k), depth + 1): _clean_metadata(v, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_clean_metadata(v) for v in value]
+        return [_clean_metadata(v, depth + 1) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return json.dumps(value)  # NaN/Infinity are not JSON: kept as their text
     if value is None or isinstance(value, (bool, int, float)):
         return value
     return str(value)
-
-
 
 
 def _owner(scope: Scope, session_id: str | None, user_id: str | None) -> tuple[str | None, str | None]:
@@ -113,7 +164,9 @@ def _owner(scope: Scope, session_id: str | None, user_id: str | None) -> tuple[s
         raise InvalidInputError("scope 'user' needs a user_id")
     return session_id, user_id
 
-def prepare_draft(draft: MemoryDraft, source: str, default_scope: Scope) -> tuple[MemoryRecord, int]:
+
+def prepare_draft(draft: MemoryDraft, source: str, default_scope: Scope | None = None) -> tuple[MemoryRecord, int]:
+    """Validate and redact one draft into a record without an id (the backend allocates it)."""
     content = check_content(draft.content)
     red = _redact.redact(content)
     title_in = draft.title if draft.title is not None else None
@@ -121,7 +174,10 @@ def prepare_draft(draft: MemoryDraft, source: str, default_scope: Scope) -> tupl
         title_in = check_text_field("title", title_in, MAX_TITLE_CHARS).strip()
     # a title derived from the already-redacted content needs no second pass
     title_red = _redact.redact(title_in) if title_in else _redact.RedactionResult(default_title(red.text), 0, ())
-    scope = parse_scope(draft.scope, default_scope)
+    if draft.scope is None or draft.scope == "":
+        scope = default_scope_for(draft.session_id, draft.user_id, default_scope)
+    else:
+        scope = parse_scope(draft.scope)
     session_id, user_id = _owner(scope, draft.session_id, draft.user_id)
     tags = normalize_tags(draft.tags)
     key = validate_key(draft.memory_key) if draft.memory_key is not None else None
@@ -134,14 +190,15 @@ def prepare_draft(draft: MemoryDraft, source: str, default_scope: Scope) -> tupl
         raise InvalidInputError(f"unknown source {source!r}")
     if draft.on_existing not in ("append", "replace", "skip"):
         raise InvalidInputError(f"on_existing must be append, replace or skip, not {draft.on_existing!r}")
-    expires = None
-    if draft.expires is not None:
-        if not isinstance(draft.expires, str) or _parse_when(draft.expires) is None:
-            raise InvalidInputError(f"expires must be an ISO date or datetime, not {draft.expires!r}")
-        expires = draft.expires
+    expires = None if draft.expires is None else normalize_expires(draft.expires)
     importance = draft.importance
-    if importance is not None and (not isinstance(importance, (int, float)) or not 0 <= float(importance) <= 1):
-        raise InvalidInputError("importance must be a number between 0 and 1")
+    if importance is not None:
+        try:
+            ok = not isinstance(importance, bool) and isinstance(importance, (int, float)) and 0 <= float(importance) <= 1
+        except OverflowError:  # a huge int
+            ok = False
+        if not ok:
+            raise InvalidInputError("importance must be a number between 0 and 1")
     if draft.metadata is not None and not isinstance(draft.metadata, Mapping):
         raise InvalidInputError("metadata must be a mapping")
     metadata = _clean_metadata(dict(draft.metadata or {}))

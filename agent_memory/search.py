@@ -9,74 +9,47 @@ An OR query lets a record that repeats one query word outrank one that holds mos
 so the BM25 candidates (a pool a few times the limit) are re-scored by *coordination*: the
 share of the query's distinct terms found in the record itself (a term found only in the
 neighbour context counts ``context_share``), smoothed so a record never drops to zero.
+Hit scores are relative to the best hit, in (0, 1] (:func:`readable_score`).
+
+What ranking can still reveal: nothing in a result or trace names, counts or scores a record
+the caller cannot see, and visibility applies before ranking and limits. But BM25 statistics
+(records in the index, records holding each term, average length) are index-wide, and on a
+large index the rarest terms (counted index-wide) choose the candidates. So the scores and the
+*order of the caller's own hits* shift when hidden records hold a query term: a caller able to
+write records can plant one per guess (PIN 0000…9999) and watch which one drops. With
+``strict_visibility`` (``MemoryStore(strict_visibility=True)`` or per search) every statistic comes
+from the caller's visible records and nothing is pruned index-wide, so results are identical
+whatever other partitions hold; it costs O(visible matches) per query (see :mod:`agent_memory._strict`).
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import os
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
+from ._strict import visible_bm25
+from ._text import (
+    STOP_WORDS,
+    Tokenizer,
+    best_window,
+    default_tokenizer,
+    light_stem,
+    phrase,
+    split_cjk,
+    term_key,
+    term_matcher,
+)
 from .index import Index, scope_filter_sql, visibility_sql
 from .records import Scope
 
-Tokenizer = Callable[[str], list[str]]
+__all__ = ["STOP_WORDS", "Fts5Engine", "SearchEngine", "SearchHit", "SearchRequest", "SearchResult", "Tokenizer",
+           "date_filter_sql", "default_tokenizer", "light_stem", "term_key", "term_matcher"]
 
-STOP_WORDS: frozenset[str] = frozenset("""
-a about above after again against all am an and any are aren as at be because been before being below
-between both but by can cannot could couldn did didn do does doesn doing don down during each else ever
-few for from further had hadn has hasn have haven having he her here hers herself him himself his how
-i if in into is isn it its itself just let me might more most must mustn my myself no nor not now of
-off on once only or other ought our ours ourselves out over own same shall shan she should shouldn so
-some such than that the their theirs them themselves then there these they this those through to too
-under until up upon us very was wasn we were weren what whatever when where whether which while who
-whom whose why will with won would wouldn you your yours yourself yourselves s t d ll m re ve y
-also yet tell told say said know think thing things get got really like kind sort much many one ones
-""".split())
-
-_WORD = re.compile(r"\w+", re.UNICODE)
-
-
-def default_tokenizer(text: str) -> list[str]:
-    """Lower-cased word tokens; punctuation dropped, digits kept (``5:30pm`` → ``5``, ``30pm``)."""
-    return _WORD.findall(text.lower().replace("_", " "))
-
-
-def light_stem(token: str) -> str:
-    """A small suffix stripper used only to locate snippet lines (the index uses porter)."""
-    for suffix in ("ingly", "edly", "ing", "ies", "ied", "ed", "es", "ly", "s"):
-        if len(token) > len(suffix) + 2 and token.endswith(suffix):
-            return token[: -len(suffix)]
-    return token
-
-
-@functools.lru_cache(maxsize=65536)
-def term_key(token: str) -> str:
-    """A matching key for a lower-cased word: :func:`light_stem`, then one final ``e``/``y``
-    dropped, so ``race/races/raced/racing`` and ``story/stories`` share a key. Always a prefix
-    of the word, which lets :func:`term_matcher` pre-filter with one regular expression."""
-    key = light_stem(token)
-    if len(key) > 3 and key[-1] in "ey":
-        key = key[:-1]
-    return key
-
-
-def term_matcher(keys: Iterable[str]) -> Callable[[str], set[str]]:
-    """A function returning which of ``keys`` (see :func:`term_key`) occur in a text."""
-    wanted = frozenset(k for k in keys if k)
-    if not wanted:
-        return lambda text: set()
-    alternation = "|".join(re.escape(k) for k in sorted(wanted, key=len, reverse=True))
-    pattern = re.compile(rf"(?<![^\W_])(?:{alternation})[^\W_]*")
-
-    def found(text: str) -> set[str]:
-        return {key for word in pattern.findall(text.lower()) if (key := term_key(word)) in wanted}
-
-    return found
+MIN_SCORE = 0.001
+_VISIBILITY_NOTE = "in SQL, before ranking and the limit"
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +68,7 @@ class SearchRequest:
     updated_after: str | None = None
     updated_before: str | None = None
     trace: bool = False
+    strict_visibility: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,8 +96,25 @@ class SearchHit:
 
 @dataclass(slots=True)
 class SearchResult:
+    """The one search result shape: ranked ``hits`` (scores in (0, 1], 1 = the best hit) and an optional trace."""
+
     hits: list[SearchHit]
     trace: list[dict[str, Any]] | None = None
+
+    def __iter__(self) -> Any:
+        return iter(self.hits)
+
+    def __len__(self) -> int:
+        return len(self.hits)
+
+    def __getitem__(self, i: int) -> SearchHit:
+        return self.hits[i]
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"hits": [h.to_dict() for h in self.hits]}
+        if self.trace is not None:
+            data["trace"] = self.trace
+        return data
 
 
 class SearchEngine(Protocol):
@@ -192,13 +183,13 @@ class Fts5Engine:
 
     # -- query ----------------------------------------------------------------------------
     def terms(self, query: str) -> list[str]:
-        """Distinct query terms in order: stop words dropped unless nothing else is left."""
-        tokens = list(dict.fromkeys(self.tokenizer(query)))
+        """Distinct query terms in order: stop words dropped unless nothing else is left; CJK runs as bigrams."""
+        tokens = list(dict.fromkeys(split_cjk(self.tokenizer(query))))
         content = [t for t in tokens if t not in self.stop_words]
         return (content or tokens)[: self.max_terms]
 
     def match_expression(self, terms: Sequence[str], tags: Sequence[str] = ()) -> str:
-        parts = [f'"{t}"' for t in (t.replace('"', '""') for t in terms) if t]
+        parts = [phrase(t) for t in terms if t.replace('"', "")]
         for tag in tags:
             tag_terms = [t.replace('"', '""') for t in self.tokenizer(tag)]
             if tag_terms:
@@ -252,30 +243,53 @@ class Fts5Engine:
         found = term_matcher(keys)
         plan: dict[str, Any] = {}
 
+        strict = request.strict_visibility
+
         def run(conn: Any) -> list[tuple[float, Any]]:
             narrow = ""
             plan.clear()
+            if strict:
+                rows = self._strict_ranked(conn, params, extra, keys | {term_key(t) for t in self._tag_terms(request.tags)},
+                                           fetch, plan)
+                return self._rescore(rows, keys, found)[:limit]
             if self.candidate_budget is not None and len(terms) > 1:
-                rows = conn.execute("SELECT max(rowid) FROM records").fetchone()[0] or 0
-                if rows > self.candidate_budget:
-                    dfs = self.document_frequencies(conn, index, terms, rows)
+                size = int(conn.execute("SELECT max(rowid) FROM records").fetchone()[0] or 0)
+                if size > self.candidate_budget:
+                    dfs = self.document_frequencies(conn, index, terms, size)
                     chosen = self.select_terms(dfs, fetch)
-                    plan.update(documents=dfs)
                     if chosen is not None:
                         params["sel"] = self.match_expression(chosen)
                         narrow = " AND +fts.rowid IN (SELECT rowid FROM fts WHERE fts MATCH :sel)"
-                        plan.update(selecting=chosen)
             rows = self._ranked_visible(conn, params, weights, narrow, extra, fetch, plan)
             return self._rescore(rows, keys, found)[:limit]
 
         scored = index.guarded(run)
         if index.refresh_rows(index.conn, [row for _, row in scored]):  # a hit's file changed by hand: use the new text
             scored = index.guarded(run)
+        top = scored[0][0] if scored else 0.0
         if trace is not None:
-            self._trace(index, trace, params, weights, extra, scored, fetch, limit, plan)
+            visible = index.guarded(lambda c: c.execute(
+                f"SELECT count(*) FROM fts JOIN records r ON r.rowid = fts.rowid WHERE fts MATCH :q AND {visibility_sql('r')}{extra}",
+                params).fetchone()[0])
+            trace.append({"stage": "match", "candidates": int(visible), "note": "visible records matching any term",
+                          "top": [{"id": r["id"], "scope": r["scope"]} for _, r in scored]})
+            self._trace(trace, weights, scored, top, fetch, limit, plan, strict)
         base = str(index.records_dir)
-        hits = [self._hit(base, row, score, found) for score, row in scored]
+        hits = [self._hit(base, row, readable_score(score, top), found) for score, row in scored]
         return SearchResult(hits, trace)
+
+    def _tag_terms(self, tags: Sequence[str]) -> list[str]:
+        return [t for tag in tags for t in self.tokenizer(tag)]
+
+    def _strict_ranked(self, conn: Any, params: dict[str, Any], extra: str, keys: set[str], fetch: int,
+                       plan: dict[str, Any]) -> list[Any]:
+        """Visible matches ranked by BM25 over the caller's visible records only (see :mod:`agent_memory._strict`)."""
+        plan["visibility"] = "strict: found by FTS5, ranked with statistics of visible records only"
+        match_sql = ("SELECT r.*, f.title AS title, f.tags AS ftags, f.body AS body, f.context AS context"
+                     " FROM fts f JOIN records r ON r.rowid = f.rowid"
+                     f" WHERE fts MATCH :q AND {visibility_sql('r')}{extra}")
+        count_sql = f"SELECT count(*) FROM records r WHERE {visibility_sql('r')}"
+        return visible_bm25(conn, match_sql, count_sql, params, keys, self.weights, fetch)
 
     def _ranked_visible(self, conn: Any, params: dict[str, Any], weights: str, narrow: str, extra: str, fetch: int,
                         plan: dict[str, Any]) -> list[Any]:
@@ -298,17 +312,17 @@ class Fts5Engine:
             f" WHERE r.rowid IN (SELECT value FROM json_each(:ids)) AND {visibility_sql('r')}{extra}",
             {**params, "ids": json.dumps(list(rank_of))}).fetchall()
         if len(visible) >= fetch or len(ranked) < margin:
-            plan["visibility"] = f"checked on the best {len(ranked)} matches"
+            plan["visibility"] = _VISIBILITY_NOTE
             visible.sort(key=lambda row: rank_of[row["rowid"]])
             return [_with_rank(row, rank_of[row["rowid"]]) for row in visible[:fetch]]
-        plan["visibility"] = "inside the ranking query (many hidden matches)"
+        plan["visibility"] = _VISIBILITY_NOTE  # the same words either way: which path ran depends on hidden rows
         sql = (
             "SELECT r.*, f.body AS body, f.context AS context, c.rank AS rank FROM ("
             f"SELECT fts.rowid AS rid, bm25(fts, {weights}) AS rank FROM fts JOIN records r ON r.rowid = fts.rowid"
             f" WHERE fts MATCH :q{narrow} AND {visibility_sql('r')}{extra} ORDER BY rank LIMIT :limit"
             ") c JOIN records r ON r.rowid = c.rid JOIN fts f ON f.rowid = c.rid ORDER BY c.rank"
         )
-        return conn.execute(sql, params).fetchall()
+        return list(conn.execute(sql, params).fetchall())
 
     def _rescore(self, rows: list[Any], keys: set[str], found: Callable[[str], set[str]]) -> list[tuple[float, Any]]:
         """``(score, row)`` best first: BM25 (positive) times the smoothed coordination factor."""
@@ -318,7 +332,7 @@ class Fts5Engine:
         scored = []
         for row in rows:
             own = found(f"{row['title'] or ''} {row['tags'] or ''} {row['body'] or ''}")
-            matched = len(own)
+            matched = float(len(own))
             if self.context_share and row["context"]:
                 matched += self.context_share * len(found(row["context"]) - own)
             coord = (matched + 1.0) / (n + 1.0)
@@ -326,30 +340,17 @@ class Fts5Engine:
         scored.sort(key=lambda item: -item[0])
         return scored
 
-    def _trace(self, index: Index, trace: list[dict[str, Any]], params: dict[str, Any], weights: str, extra: str,
-               scored: list[tuple[float, Any]], fetch: int, limit: int, plan: Mapping[str, Any]) -> None:
-        def q(sql: str) -> list[Any]:
-            return index.guarded(lambda c: c.execute(sql, params).fetchall())
-
-        base = "FROM fts JOIN records r ON r.rowid = fts.rowid WHERE fts MATCH :q"
-        # records the caller may not see are counted, never named: the trace is a read path too
-        allc = q(f"SELECT r.id, r.scope, {visibility_sql('r')} AS visible, bm25(fts, {weights}) AS rank {base} ORDER BY rank LIMIT 20")
-        total = q(f"SELECT count(*) {base}")[0][0]
-        visible = q(f"SELECT count(*) {base} AND {visibility_sql('r')}{extra}")[0][0]
-        trace.append({"stage": "match", "candidates": total,
-                      "top": [{"id": r["id"], "scope": r["scope"], "score": round(-r["rank"], 4)} if r["visible"]
-                              else {"id": None, "scope": "hidden", "score": round(-r["rank"], 4)} for r in allc]})
-        if "documents" in plan:
-            trace.append({"stage": "candidates", "documents_per_term": dict(plan.get("documents", {})),
-                          "selecting": plan.get("selecting"), "budget": self.candidate_budget,
-                          "note": "selecting=None: every term selects candidates"})
-        trace.append({"stage": "scope_filter", "visible": visible, "hidden": total - visible,
-                      "note": "applied in SQL before the limit: hidden records never use up a place",
-                      "how": plan.get("visibility")})
-        trace.append({"stage": "rank", "scorer": f"bm25(title, tags, body, context) weights=({weights})", "pool": fetch,
+    def _trace(self, trace: list[dict[str, Any]], weights: str, scored: list[tuple[float, Any]], top: float,
+               fetch: int, limit: int, plan: Mapping[str, Any], strict: bool) -> None:
+        """Stages of this search, about visible records only: no hidden count, score, id or term frequency."""
+        trace.append({"stage": "scope_filter", "how": plan.get("visibility"),
+                      "note": "applied in SQL before ranking and the limit; this trace describes the caller's visible records only"})
+        scorer = ("bm25 over the caller's visible records (strict_visibility)" if strict
+                  else f"bm25(title, tags, body, context) weights=({weights})")
+        trace.append({"stage": "rank", "scorer": scorer, "pool": fetch, "candidate_budget": None if strict else self.candidate_budget,
                       "top": [{"id": r["id"], "bm25": round(-r["rank"], 4)} for _, r in sorted(scored, key=lambda x: x[1]["rank"])]})
         trace.append({"stage": "coordination", "exponent": self.coordination, "context_share": self.context_share,
-                      "top": [{"id": r["id"], "score": round(s, 4)} for s, r in scored]})
+                      "top": [{"id": r["id"], "raw": round(s, 6), "score": readable_score(s, top)} for s, r in scored]})
         trace.append({"stage": "cut", "limit": limit, "returned": len(scored)})
 
     def _hit(self, base: str, row: Any, score: float, found: Callable[[str], set[str]]) -> SearchHit:
@@ -359,7 +360,7 @@ class Fts5Engine:
         meta = row["metadata"]
         return SearchHit(
             id=row["id"], path=f"{base}{os.sep}{row['file']}", line_start=offset + start, line_end=offset + end,
-            snippet=snippet, score=round(score, 6), title=row["title"] or "", kind=row["kind"] or "",
+            snippet=snippet, score=score, title=row["title"] or "", kind=row["kind"] or "",
             scope=row["scope"], tags=tuple(json.loads(tags)) if tags and tags != "[]" else (), updated=row["updated"] or "",
             metadata=json.loads(meta) if meta and meta != "{}" else {},
         )
@@ -369,35 +370,17 @@ class Fts5Engine:
         return self._snippet(body, term_matcher({term_key(s) for s in stems}))
 
     def _snippet(self, body: str, found: Callable[[str], set[str]]) -> tuple[int, int, str]:
-        lines = body.split("\n") or [""]
-        scores = [len(found(line)) if line else 0 for line in lines]
-        n = min(self.snippet_lines, len(lines))
-        best, best_i = -1, 0
-        for i in range(len(lines) - n + 1):
-            s = sum(scores[i:i + n])
-            if s > best:
-                best, best_i = s, i
-        # shrink the window to the lines that matter when the match is on one line
-        window = list(range(best_i, best_i + n))
-        while len(window) > 1 and scores[window[-1]] == 0:
-            window.pop()
-        while len(window) > 1 and scores[window[0]] == 0:
-            window.pop(0)
-        text = "\n".join(lines[window[0]:window[-1] + 1])
-        if len(text) > self.snippet_chars:
-            text = self._clip(text, found)
-        return window[0] + 1, window[-1] + 1, text
+        return best_window(body, found, self.snippet_lines, self.snippet_chars)
 
-    def _clip(self, text: str, found: Callable[[str], set[str]]) -> str:
-        lower = text.lower()
-        keys = found(text)
-        pos = min((p for k in keys if (p := _word_at(lower, k)) >= 0), default=0)
-        start = max(0, pos - self.snippet_chars // 3)
-        if start:
-            space = text.find(" ", start)
-            start = space + 1 if 0 <= space < pos else start
-        clipped = text[start:start + self.snippet_chars]
-        return ("…" if start else "") + clipped.rstrip() + ("…" if start + self.snippet_chars < len(text) else "")
+
+def readable_score(raw: float, top: float) -> float:
+    """A hit's score in (0, 1]: its share of the best hit's score, never below :data:`MIN_SCORE`.
+
+    FTS5 floors the IDF of a term found in most records to almost nothing, so raw BM25 on a
+    small store prints 0.000; relative to the best hit, the order is kept and the figure reads."""
+    if top <= 0 or raw >= top:
+        return 1.0
+    return max(MIN_SCORE, round(raw / top, 4))
 
 
 class _RankedRow(dict):  # type: ignore[type-arg]
@@ -405,11 +388,6 @@ class _RankedRow(dict):  # type: ignore[type-arg]
 
 
 def _with_rank(row: Any, rank: float) -> Any:
-    out = _RankedRow(zip(row.keys(), row))
+    out = _RankedRow(zip(row.keys(), row, strict=True))
     out["rank"] = rank
     return out
-
-
-def _word_at(lower: str, key: str) -> int:
-    m = re.search(rf"(?<![^\W_]){re.escape(key)}", lower)
-    return m.start() if m else -1

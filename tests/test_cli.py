@@ -177,7 +177,7 @@ def test_trace_never_names_records_the_caller_cannot_see(tmp_path):
     doc = jrun(root, "search", "pineapples", "--session", "s2", "--trace")
     assert doc["hits"] == [] and hidden not in json.dumps(doc)
     match = next(s for s in doc["trace"] if s["stage"] == "match")
-    assert match["candidates"] == 1 and match["top"][0]["scope"] == "hidden"
+    assert match["candidates"] == 0 and match["top"] == []  # hidden records are not even counted
 
 
 def test_on_existing_without_key_is_a_usage_error(tmp_path):

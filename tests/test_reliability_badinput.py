@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
 import math
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -110,7 +112,7 @@ class Sandbox:
     def check(self) -> None:
         assert self.snapshot() == self.before, "something outside the root changed"
         assert not (self.outside / "dangling.md").exists(), "a symlink was followed out of the root"
-        allowed = {"records", "archive", "index.db", "index.db-wal", "index.db-shm", "index.db-journal", "MEMORY.md",
+        allowed = {"records", "archive", "history", "index.db", "index.db-wal", "index.db-shm", "index.db-journal", "MEMORY.md",
                    "USER.md", ".lock"}
         extra = {p.name for p in self.root.iterdir()} - allowed
         assert not extra, f"unexpected files in the root: {extra}"
@@ -136,7 +138,7 @@ def _same_json(a: Any, b: Any) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_same_json(a[k], b[k]) for k in a)
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_same_json(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_same_json(x, y) for x, y in zip(a, b, strict=True))
     return a == b and type(a) is type(b)
 
 
@@ -178,7 +180,8 @@ def test_remember_with_generated_fields(tmp_path: Path, reliability_figures: dic
             if kw["title"] is not None and kw["title"].strip():
                 assert rec.title == kw["title"].strip()
             assert rec.kind == normalize_kind(kw["kind"])
-            assert rec.scope.value == (kw["scope"] or "project").lower()
+            default = "user" if kw["user_id"] else "session" if kw["session_id"] else "project"  # the caller's own partition
+            assert rec.scope.value == (kw["scope"] or default).lower()
             assert (rec.session_id, rec.user_id, rec.memory_key) == (kw["session_id"], kw["user_id"], kw["memory_key"])
             assert list(rec.tags) == list(dict.fromkeys(t.strip().lower() for t in kw["tags"] if t.strip()))
             if kw["importance"] is not None:
@@ -376,13 +379,14 @@ def test_planted_symlinks_are_never_followed(tmp_path: Path, reliability_figures
         os.symlink(out / target, root / name)
     box.before = box.snapshot()
     store = MemoryStore(root)
-    r = store.remember("a record written next to planted links", expires="2000-01-01")
+    r = store.remember("a record written next to planted links", expires="2990-01-01")
     os.symlink(out / "archived-target.md", root / "archive" / f"{r.id}.md")
     box.before = box.snapshot()
     store.search("planted links zebrafish")
     block = inject(store, 2000)
     assert "zebrafish" not in block.text  # USER.md -> outside is not read
-    assert store.sweep().expired == [r.id]  # archives over the planted archive link without following it
+    # archives over the planted archive link without following it
+    assert store.sweep(now=dt.datetime(2991, 1, 1, tzinfo=dt.UTC)).expired == [r.id]
     store.reindex()
     report = store.doctor()
     assert "evil.md" in report.problems and "dangling.md" in report.problems

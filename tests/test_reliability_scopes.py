@@ -99,8 +99,8 @@ def test_every_read_path_respects_scope(tmp_path: Path, reliability_figures: dic
             # the model-facing tools, bound to the caller (identity is not a tool parameter)
             tools = memory_toolset(provider, FOREGROUND, **who).tools
 
-            def call(name: str, **args: Any) -> Any:
-                return loop.run_until_complete(tools[name].function(**args))
+            def call(name: str, _tools: Any = tools, **args: Any) -> Any:
+                return loop.run_until_complete(_tools[name].function(**args))
 
             assert {h["id"] for h in call("memory_search", query="zeppelin hangar", limit=50)["hits"]} == visible
             assert {r["id"] for r in call("memory_list", limit=100)["records"]} == visible
@@ -149,7 +149,7 @@ async def test_main_model_sees_only_the_callers_memory(tmp_path: Path, reliabili
     for caller in callers:
         seen: list[str] = []
 
-        def main_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        def main_model(messages: list[ModelMessage], info: AgentInfo, seen: list[str] = seen) -> ModelResponse:
             seen.append(repr(messages) + repr(info.instructions))
             return ModelResponse(parts=[TextPart("ok")])
 
@@ -179,3 +179,49 @@ def test_keyed_writes_stay_in_their_partition(tmp_path: Path, reliability_figure
         content = store.get(rid, session_id=sid, user_id=uid).content
         assert re.findall(r"of (\w+) (\w+) (\w+)", content) == [(scope, str(sid), str(uid))] * 3
     reliability_figures.update(partitions=len(owners), writes=3 * len(owners), failures=0)
+
+
+def test_keyed_and_capture_writes_never_cross_a_partition(tmp_path: Path, reliability_figures: dict[str, Any]) -> None:
+    """Every partition writes a keyed record; every other partition (tool and capture writes) appends and replaces by its key and by its id: the record's file never changes, each writer gets its own record."""
+    from agent_memory.store import MemoryDraft, MemoryStore
+
+    store = MemoryStore(tmp_path / "mem", durable=False)
+    owners = [("session", "a", None), ("session", "a", "b"), ("user", None, "a"), ("project", None, None), ("global", None, None)]
+    made = {o: store.remember(f"owned by {o}", scope=o[0], session_id=o[1], user_id=o[2], memory_key="k") for o in owners}
+    attempts = 0
+    for writer in owners + [("session", "b", "a"), ("user", None, "b")]:
+        for target, r in made.items():
+            for key in ("k", r.id):
+                for mode in ("append", "replace"):
+                    for source in ("tool", "turn_capture"):
+                        before = Path(r.path).read_bytes()
+                        draft = MemoryDraft(f"{writer} {source} {mode} {key} to {target}", scope=writer[0],
+                                            session_id=writer[1], user_id=writer[2], memory_key=key, on_existing=mode)
+                        out = store.remember_many([draft], source=source)[0]
+                        attempts += 1
+                        if writer != target or source == "turn_capture":  # another partition, or capture vs a tool record
+                            assert Path(r.path).read_bytes() == before, (writer, target, key, mode, source)
+                            assert out.id != r.id
+                            if out.id not in {m.id for m in made.values()}:  # "k" may name the writer's own record
+                                assert store.forget(out.id, session_id=writer[1], user_id=writer[2]) is True
+    reliability_figures.update(partitions=len(owners) + 2, writes=attempts, failures=0)
+
+
+def test_strict_visibility_closes_the_ranking_oracle(tmp_path: Path, reliability_figures: dict[str, Any]) -> None:
+    """An agent plants one record per PIN guess and searches them all: without strict_visibility the guess matching another user's hidden PIN ranks last; with it, hits and scores are identical whether or not that record exists."""
+    from agent_memory.store import MemoryDraft, MemoryStore
+
+    guesses = [f"{n:04d}" for n in range(4810, 4830)]
+
+    def ranked(root: Path, bob: bool, strict: bool) -> list[tuple[str, float]]:
+        store = MemoryStore(root, durable=False, strict_visibility=strict)
+        drafts = [MemoryDraft(f"guess {g}", scope="user", user_id="ada") for g in guesses]
+        store.remember_many(drafts + ([MemoryDraft("my PIN is 4821", scope="user", user_id="bob")] if bob else []))
+        hits = store.search(" ".join(guesses), user_id="ada", limit=len(guesses)).hits
+        return [(h.snippet, h.score) for h in hits]
+
+    lax = ranked(tmp_path / "lax", True, False)
+    assert lax[-1][0] == "guess 4821" and lax[-1][1] < lax[-2][1]  # the documented leak, for contrast
+    strict, control = ranked(tmp_path / "strict", True, True), ranked(tmp_path / "control", False, True)
+    assert sorted(strict) == sorted(control) and len({s for _, s in strict}) == 1
+    reliability_figures.update(guesses=len(guesses), failures=0)

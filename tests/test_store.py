@@ -1,8 +1,8 @@
 """MemoryStore write policy: statuses, keys, dedupe, forget, MEMORY.md, sweep, concurrency."""
 
 import datetime as dt
-import multiprocessing
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -108,22 +108,31 @@ def test_memory_md_is_regenerated_after_every_write_and_bounded(tmp_path):
     ids = [store.remember(f"fact number {i}").id for i in range(5)]
     store.remember("private", scope="session", session_id="s1")
     text = (store.root / "MEMORY.md").read_text()
-    lines = [l for l in text.splitlines() if l.startswith("- [")]
+    lines = [line for line in text.splitlines() if line.startswith("- [")]
     assert lines[0].startswith(f"- [{ids[-1]}] (fact): fact number 4")
     assert len(lines) == 3 and "private" not in text and "older records are not listed" in text
     store.forget(ids[-1])
     assert ids[-1] not in (store.root / "MEMORY.md").read_text()
 
 
+def expire_by_hand(store, rid, when="2020-01-01T00:00:00.000000Z"):
+    """Rewrite a record's ``expires`` as a hand edit would (atomically, so the index notices at once)."""
+    path = store.records_dir / f"{rid}.md"
+    text = re.sub(r"(?m)^expires: .*$", f"expires: '{when}'", path.read_text(encoding="utf-8"))
+    tmp = path.with_suffix(".edit")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
 def test_sweep_archives_expired_and_duplicates_with_annotation(store):
-    old = store.remember("Stale promo code info", expires="2020-01-01")
+    old = store.remember("Stale promo code info", expires="2998-01-01")
     keep = store.remember("Fresh info", expires="2999-01-01")
     dup_path = store.records_dir / "hand-dup.md"
     dup_path.write_text("---\ntitle: dup\nupdated: '2000-01-01T00:00:00Z'\n---\nFresh info\n")
-    report = store.sweep()
+    report = store.sweep(now=dt.datetime(2998, 6, 1, tzinfo=dt.UTC))
     assert report.expired == [old.id] and report.duplicates == ["hand-dup"]
     archived = (store.archive_dir / f"{old.id}.md").read_text()
-    assert "<!-- archived: expired (expires 2020-01-01) at " in archived
+    assert "<!-- archived: expired (expires 2998-01-01T00:00:00.000000Z) at " in archived
     assert f"duplicate of {keep.id}" in (store.archive_dir / "hand-dup.md").read_text()
     assert not Path(old.path).exists() and not dup_path.exists() and Path(keep.path).exists()
     assert store.search("promo").hits == []
@@ -138,7 +147,7 @@ def test_list_filters_exactly_and_by_dates(store):
     assert [r.id for r in store.list(kind="decision")] == [a.id]
     assert [r.content for r in store.list(scope="user", user_id="u1")] == ["gamma"]
     assert len(store.list(limit=2)) == 2
-    future = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1)).isoformat()
+    future = (dt.datetime.now(dt.UTC) + dt.timedelta(days=1)).isoformat()
     assert store.list(created_after=future) == [] and len(store.list(created_before=future)) == 2
 
 
@@ -209,12 +218,14 @@ def test_date_filters_are_validated_and_normalised(store):
         store.list(limit=0)
 
 
-def test_unreadable_record_is_reported_as_unreadable_not_missing(store):
-    (store.records_dir / "broken.md").write_text("---\ntitle: [oops\n---\nbody\n")
-    with pytest.raises(InvalidInputError, match="cannot be read"):
-        store.get("broken")
-    with pytest.raises(NotFoundError):
-        store.get("absent")
+def test_unreadable_record_reads_as_not_found_and_never_echoes_its_frontmatter(store):
+    (store.records_dir / "broken.md").write_text("---\nscope: user\nuser_id: bob\ntitle: [oops secret-ish\n---\nbody\n")
+    with pytest.raises(NotFoundError) as broken:
+        store.get("broken", user_id="ada")
+    with pytest.raises(NotFoundError) as absent:
+        store.get("absent", user_id="ada")
+    assert "oops" not in str(broken.value) and "bob" not in str(broken.value)
+    assert str(broken.value).replace("broken", "X") == str(absent.value).replace("absent", "X")  # indistinguishable
 
 
 @pytest.mark.parametrize("options", [{"engine": "whoosh"}, {"tokenizer": "nonsense"}, {"stop_words": "the a"},
@@ -225,11 +236,12 @@ def test_bad_options_fail_at_construction(tmp_path, options):
 
 
 def test_expired_records_are_invisible_before_the_sweep(store):
-    gone = store.remember("Promo code SPRING expires soon", expires="2020-01-01")
+    gone = store.remember("Promo code SPRING expires soon", expires="2998-01-01")
+    expire_by_hand(store, gone.id)
     live = store.remember("Promo code SUMMER is current", expires="2999-01-01")
     assert [h.id for h in store.search("promo code").hits] == [live.id]
     assert [r.id for r in store.list()] == [live.id]
-    with pytest.raises(NotFoundError):
+    with pytest.raises(NotFoundError, match="expired"):
         store.get(gone.id)
     again = store.remember("Promo code SPRING expires soon")  # not a duplicate of an expired record
     assert again.status == "created" and again.id != gone.id
