@@ -58,6 +58,7 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
                         "from now: 90m, 12h, 30d, 2w; must be in the future (default: never)")
     p.add_argument("--importance", type=fraction, metavar="X",
                    help="importance between 0 and 1, a ranking hint (default: unset)")
+    p.add_argument("-q", "--quiet", action="store_true", help="print only the record id (for scripts: ID=$(agent-memory remember … -q))")
 
     p = add("search", "Rank memories for a query (BM25) with snippets, line ranges and scores (higher first).", [
         'agent-memory search "when do deploys happen?"',
@@ -113,7 +114,7 @@ def cmd_remember(args: argparse.Namespace) -> None:
     target = open_target(args.root, create=True)
     r = target.remember_many([draft], source="manual")[0]
     redacted = f" ({r.redactions} secret{'s' if r.redactions != 1 else ''} redacted)" if r.redactions else ""
-    emit(args, r.to_dict(), lambda: f"{r.status}: {r.id}{redacted}")
+    emit(args, r.to_dict(), lambda: r.id if args.quiet else f"{r.status}: {r.id}{redacted}")
 
 
 def cmd_search(args: argparse.Namespace) -> None:
