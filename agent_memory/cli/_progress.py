@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -16,6 +17,15 @@ from typing import Any
 def enabled() -> bool:
     stream = sys.stderr
     return stream is not None and hasattr(stream, "isatty") and stream.isatty()
+
+
+def _size() -> dict[str, int]:
+    """The terminal's size for tqdm, 80×24 when it reports none (a fresh pty says 0×0 and tqdm would hide the bar)."""
+    try:
+        columns, lines = os.get_terminal_size(sys.stderr.fileno())
+    except (OSError, ValueError, AttributeError):
+        columns = lines = 0
+    return {"ncols": columns or 80, "nrows": lines or 24}
 
 
 class Progress:
@@ -28,7 +38,7 @@ class Progress:
             from tqdm import tqdm
 
             self._bar = tqdm(total=total, desc=label, unit=f" {unit}s", unit_scale=False, file=sys.stderr,
-                             dynamic_ncols=True, leave=True, mininterval=0.1)
+                             leave=True, mininterval=0.1, **_size())
 
     @property
     def total(self) -> int | None:
@@ -59,7 +69,7 @@ def ticking(label: str) -> Iterator[None]:
         return
     from tqdm import tqdm
 
-    bar = tqdm(total=None, desc=label, file=sys.stderr, bar_format="{desc} … {elapsed}", leave=False)
+    bar = tqdm(total=None, desc=label, file=sys.stderr, bar_format="{desc} … {elapsed}", leave=False, **_size())
     stop = threading.Event()
 
     def tick() -> None:
