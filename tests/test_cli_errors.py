@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from agent_memory.cli import main
 from agent_memory.cli import _records as records_cmds
+from agent_memory.cli import main
 from agent_memory.cli._base import dumps
 
 ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}

@@ -21,8 +21,8 @@ Errors are one line on stderr; with --json also {"error": {"type", "message"}} o
 Progress is drawn on stderr only when it is a terminal. Full reference: docs/cli.md."""
 
 
-def _common(default: Any) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(add_help=False)
+def _common(default: Any) -> Parser:
+    p = Parser(add_help=False)
     p.add_argument("--root", default=default, metavar="DIR|URL",
                    help=f"memory root directory or postgresql:// URL (default $AGENT_MEMORY_ROOT, else {DEFAULT_ROOT})")
     p.add_argument("--json", action="store_true", default=default, help="print exactly one JSON document on stdout")

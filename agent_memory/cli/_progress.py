@@ -6,10 +6,8 @@ tqdm is imported only when a bar is actually shown, so scripted use pays nothing
 from __future__ import annotations
 
 import contextlib
-import inspect
 import os
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -67,6 +65,8 @@ def ticking(label: str) -> Iterator[None]:
     if not enabled():
         yield
         return
+    import threading
+
     from tqdm import tqdm
 
     bar = tqdm(total=None, desc=label, file=sys.stderr, bar_format="{desc} … {elapsed}", leave=False, **_size())
@@ -88,6 +88,10 @@ def ticking(label: str) -> Iterator[None]:
 
 def run(fn: Callable[..., Any], label: str, unit: str = "record", total: int | None = None) -> Any:
     """Call ``fn()`` with progress: counted if it takes a ``progress`` callback, else a ticking line."""
+    if not enabled():
+        return fn()
+    import inspect
+
     try:
         takes_progress = "progress" in inspect.signature(fn).parameters
     except (TypeError, ValueError):  # pragma: no cover - builtins
