@@ -179,3 +179,25 @@ def test_search_scores_print_readably(tmp_path):
     assert len(hits) == 2 and all(h["score"] > 0 for h in hits)
     for line in run(root, "search", "deploys").stdout.splitlines()[::2]:
         assert float(line.split()[0]) > 0, line  # never printed as 0.000
+
+
+def test_import_stops_at_a_line_the_store_refuses_and_names_it(tmp_path):
+    src = tmp_path / "rows.jsonl"
+    src.write_text('{"content": "one"}\n{"content": "two"}\n\n{"content": "   "}\n{"content": "four"}\n')
+    proc = run(tmp_path / "m", "import", str(src), "--json")
+    assert proc.returncode == 1
+    message = json.loads(proc.stdout)["error"]["message"]
+    assert message.startswith(f"{src}: line 4: ") and "records were written" in message and "re-run" in message
+    done = jrun(tmp_path / "m", "import", str(src), "--skip-invalid")
+    assert [e["line"] for e in done["errors"]] == [4] and sum(done["statuses"].values()) == 3
+    assert jrun(tmp_path / "m", "list")["total"] == 3  # the re-run finished it, nothing doubled
+
+
+def test_eval_reads_its_file_from_stdin(tmp_path):
+    sample = {"sample_id": "demo", "conversation": {"session_1": [
+        {"speaker": "Ada", "dia_id": "D1:1", "text": "I adopted a kitten named Pixel."}]},
+        "qa": [{"question": "What is the kitten called?", "evidence": ["D1:1"], "category": 4}]}
+    doc = jrun(tmp_path, "eval", "locomo", "-", "--k", "1", stdin=json.dumps([sample]))
+    assert doc["questions"] == 1 and doc["overall"]["recall@1"] == 1.0 and doc["root"] == str(tmp_path)
+    proc = run(tmp_path, "eval", "locomo", "-", "--json", stdin='[{"conversation": ')
+    assert proc.returncode == 1 and json.loads(proc.stdout)["error"]["message"].startswith("<stdin>: line 1 column")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import sys
@@ -113,10 +114,10 @@ def read_drafts(name: str) -> Iterator[tuple[int, Any]]:
 
 def _chunks(items: list[Any], batch: int) -> Iterable[tuple[int, list[Any]]]:
     start = 0
-    for size in (*RAMP, *([batch] * len(items))):
-        size = min(size, batch)
+    for size in itertools.chain(RAMP, itertools.repeat(batch)):
         if start >= len(items):
             return
+        size = min(size, batch)
         yield start, items[start:start + size]
         start += size
 
@@ -145,8 +146,8 @@ def cmd_import(args: argparse.Namespace) -> None:
             errors.extend((lines[offset + i], msg) for i, msg in rejected)
             if rejected and not args.skip_invalid:
                 n, msg = lines[offset + rejected[0][0]], rejected[0][1]
-                raise InvalidInputError(f"{where}: line {n}: {msg} ({len(results)} records before it were written; "
-                                        "fix the line and re-run: written records are skipped as duplicates)")
+                raise InvalidInputError(f"{where}: line {n}: {msg} (stopped; {len(results)} records were written: fix the "
+                                        "line and re-run, written records are skipped as duplicates; or pass --skip-invalid)")
     except KeyboardInterrupt:
         progress.close()
         raise Interrupted(f"interrupted: {len(results)} of {len(drafts)} records from {where} were written; re-running the "
