@@ -107,7 +107,7 @@ def test_import_jsonl(tmp_path):
     assert doc["imported"] == 1 and [e["line"] for e in doc["errors"]] == [2, 3]
 
 
-STORE_COMMANDS = ["remember x", "search x", "list", "inject", "reindex", "doctor", "sweep"]
+STORE_COMMANDS = ["init", "remember x", "search x", "list", "get nope", "inject", "reindex", "doctor", "sweep", "import -"]
 
 
 def test_store_commands_do_not_import_model_libraries(tmp_path):
@@ -118,7 +118,8 @@ def test_store_commands_do_not_import_model_libraries(tmp_path):
         "bad = [m for m in sys.modules if m.split('.')[0] in ('litellm', 'pydantic_ai', 'openai', 'httpx')]\n"
         "print('LOADED', bad)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=120).stdout
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=120,
+                         input='{"content": "piped"}\n').stdout
     assert out.strip().splitlines()[-1] == "LOADED []"
 
 
@@ -183,3 +184,18 @@ def test_trace_never_names_records_the_caller_cannot_see(tmp_path):
 def test_on_existing_without_key_is_a_usage_error(tmp_path):
     proc = run(tmp_path / "m", "remember", "x", "--on-existing", "replace", "--json")
     assert proc.returncode == 2 and "--key" in json.loads(proc.stdout)["error"]["message"]
+
+
+def test_doctor_names_the_fix_for_what_it_finds(tmp_path):
+    root = tmp_path / "m"
+    rid = jrun(root, "remember", "fine record")["id"]
+    doc = jrun(root, "doctor")
+    assert doc["ok"] is True and doc["fixes"] == []
+    (root / "records" / "broken.md").write_text("---\ntitle: [oops\n---\nbody\n")
+    proc = run(root, "doctor", "--json")
+    fixes = json.loads(proc.stdout)["fixes"]
+    assert proc.returncode == 1 and any("records/" in f or "broken.md" in f for f in fixes)
+    (root / "records" / "broken.md").unlink()
+    (root / "records" / f"{rid}.md").unlink()  # the index still lists it: drift
+    proc = run(root, "doctor")
+    assert proc.returncode == 1 and "fix:" in proc.stdout and "agent-memory reindex" in proc.stdout

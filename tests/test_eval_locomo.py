@@ -120,14 +120,42 @@ def test_overall_averages_questions_not_categories(tmp_path):
     assert result["overall"]["recall@1"] == 0.75
 
 
-def test_progress_bar_gets_its_total_from_evaluate(sample_file):
-    import io
+def test_progress_gets_its_total_from_evaluate_before_the_first_question(sample_file):
+    class Recorder:
+        total = None
 
-    out = io.StringIO()
-    bar = locomo.progress_printer(out)
+        def __init__(self) -> None:
+            self.seen: list[tuple[int | None, int]] = []
+
+        def __call__(self, n: int) -> None:
+            self.seen.append((self.total, n))
+
+    bar = Recorder()
     evaluate(sample_file, ks=(5,), progress=bar)
-    assert bar.total == 5 and bar.done == 5
-    assert out.getvalue().rstrip().endswith("5/5 questions")
+    assert bar.seen == [(5, 1)] * 5  # total known from the first tick on
+
+
+def test_load_errors_name_the_file_and_line(tmp_path):
+    from agent_memory.errors import InvalidInputError
+
+    bad = tmp_path / "broken.json"
+    bad.write_text('[\n  {"conversation": {},\n   "qa": [}\n]', encoding="utf-8")
+    with pytest.raises(InvalidInputError, match=r"broken\.json: line 3 column"):
+        locomo.load_samples(bad)
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text(json.dumps([SAMPLE, {"sample_id": "conv-x", "qa": []}]), encoding="utf-8")
+    with pytest.raises(InvalidInputError, match=r"wrong\.json: sample 1 \(conv-x\)"):
+        locomo.load_samples(wrong)
+
+
+def test_evaluate_keeps_roots_under_root_and_reuses_them(sample_file, tmp_path):
+    keep = tmp_path / "roots"
+    first = evaluate(sample_file, ks=(3,), root=keep)
+    records = list((keep / "conv-test" / "records").glob("*.md"))
+    assert len(records) == 7  # one record per dialog turn, kept
+    again = evaluate(sample_file, ks=(3,), root=keep)
+    assert again["overall"] == first["overall"]
+    assert len(list((keep / "conv-test" / "records").glob("*.md"))) == 7  # idempotent: nothing doubled
 
 
 def test_render_table_lists_categories_and_overall(sample_file):

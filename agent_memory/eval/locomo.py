@@ -21,6 +21,7 @@ a bare ``"D"`` is ignored.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -29,13 +30,14 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
+from ..errors import InvalidInputError
 from ..transcripts import Session, Turn, transcript_drafts
 
 __all__ = [
     "evaluate", "render_table", "normalize_evidence", "evidence_recall", "load_samples", "sample_sessions",
-    "progress_printer", "ProgressBar", "CATEGORY_NAMES",
+    "CATEGORY_NAMES",
 ]
 
 CATEGORY_NAMES = {"1": "multi-hop", "2": "temporal", "3": "open-domain", "4": "single-hop", "5": "adversarial"}
@@ -48,14 +50,37 @@ Progress = Callable[[int], None]
 
 # -- data -------------------------------------------------------------------------------------
 def load_samples(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """The list of samples of a LoCoMo-format JSON file (a single sample object is accepted too)."""
-    with open(path, encoding="utf-8") as fh:
-        data = json.load(fh)
+    """The list of samples of a LoCoMo-format JSON file (``-``: standard input; a single sample object is accepted too).
+
+    Errors are :class:`~agent_memory.errors.InvalidInputError` naming the file and the line (or the sample)."""
+    name = "<stdin>" if os.fspath(path) == "-" else os.fspath(path)
+    try:
+        if name == "<stdin>":
+            data = json.load(sys.stdin)
+        else:
+            with open(path, encoding="utf-8") as fh:
+                data = json.load(fh)
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(f"{name}: line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg})") from None
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"{name}: not UTF-8 text (byte {exc.start})") from None
+    except RecursionError:
+        raise InvalidInputError(f"{name}: JSON nested too deeply") from None
     if isinstance(data, dict):
         data = [data]
-    if not isinstance(data, list) or not all(isinstance(s, dict) and "conversation" in s for s in data):
-        raise ValueError(f"{path}: not a LoCoMo-format file (a list of samples with 'conversation' and 'qa')")
+    if not isinstance(data, list):
+        raise InvalidInputError(f"{name}: not a LoCoMo-format file (a list of samples with 'conversation' and 'qa')")
+    for i, sample in enumerate(data):
+        if not isinstance(sample, dict) or not isinstance(sample.get("conversation"), dict):
+            raise InvalidInputError(f"{name}: sample {i} ({_sample_name(sample, i)}): not a LoCoMo sample "
+                                    "(an object with a 'conversation' object and a 'qa' list)")
+        if not isinstance(sample.get("qa", []), list):
+            raise InvalidInputError(f"{name}: sample {i} ({_sample_name(sample, i)}): 'qa' must be a list")
     return data
+
+
+def _sample_name(sample: Any, index: int) -> str:
+    return str(sample.get("sample_id") or f"conversation-{index + 1}") if isinstance(sample, dict) else f"conversation-{index + 1}"
 
 
 def sample_sessions(sample: Mapping[str, Any]) -> list[Session]:
@@ -112,6 +137,7 @@ def evaluate(
     limit_conversations: int | None = None,
     store_options: Mapping[str, Any] | None = None,
     transcript_options: Mapping[str, Any] | None = None,
+    root: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
     """Evaluate retrieval on a LoCoMo-format file; returns the JSON document described in the module doc.
 
@@ -119,6 +145,8 @@ def evaluate(
     ``progress`` has a ``total`` attribute that is None, it is set to the number of questions first.
     ``limit_conversations`` limits the run to the first N samples (quick checks). ``store_options``/``transcript_options`` reach
     :class:`~agent_memory.store.MemoryStore` and :func:`~agent_memory.transcripts.transcript_drafts`.
+    ``root``: keep each conversation's memory root as ``root/<sample_id>/`` (reused when run again: the import
+    is idempotent); without it every root is a temporary directory removed after its conversation.
     """
     ks = tuple(sorted({int(k) for k in ks}))
     if not ks or ks[0] < 1 or ks[-1] > 1000:
@@ -137,27 +165,33 @@ def evaluate(
             if progress is not None:
                 progress(1)
 
-        rows.extend(_evaluate_sample(sample, index, ks, budget, profile, tick, store_options or {}, transcript_options or {}))
+        rows.extend(_evaluate_sample(sample, index, ks, budget, profile, tick, store_options or {}, transcript_options or {},
+                                     root))
     return _aggregate(rows, ks, budget, time.perf_counter() - started)
 
 
 def _evaluate_sample(
     sample: Mapping[str, Any], index: int, ks: Sequence[int], budget: int | None, profile: str, tick: Callable[[], None],
-    store_options: Mapping[str, Any], transcript_options: Mapping[str, Any],
+    store_options: Mapping[str, Any], transcript_options: Mapping[str, Any], root: str | os.PathLike[str] | None = None,
 ) -> list[tuple[str, dict[str, float]]]:
     from ..provider import MemoryProvider
 
-    thread = str(sample.get("sample_id") or f"conversation-{index + 1}")
+    thread = _sample_name(sample, index)
     drafts = transcript_drafts(sample_sessions(sample), thread=thread, **dict(transcript_options))
     options = {"durable": False, "rescan_interval": None, **dict(store_options)}
-    with tempfile.TemporaryDirectory(prefix="agent-memory-locomo-") as tmp:
-        provider = MemoryProvider(Path(tmp) / "memory", profile=profile, **options)
+    with contextlib.ExitStack() as stack:
+        if root is None:
+            where = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="agent-memory-locomo-"))) / "memory"
+        else:
+            Path(root).mkdir(exist_ok=True)
+            where = Path(root) / (re.sub(r"[^A-Za-z0-9_.-]+", "-", thread).strip(".-") or f"conversation-{index + 1}")
+        provider = MemoryProvider(where, profile=profile, **options)
         store = provider.store
         try:
             results = store.remember_many(drafts, source="import")
             turn_of: dict[str, str] = {}
             text_of: dict[str, str] = {}
-            for draft, res in zip(drafts, results):
+            for draft, res in zip(drafts, results, strict=True):
                 tid = canonical_turn_id((draft.metadata or {}).get("turn_id"))
                 if tid is not None:
                     turn_of.setdefault(res.id, tid)
@@ -184,7 +218,7 @@ async def _coverage(
     turn_of: Mapping[str, str], text_of: Mapping[str, str], tick: Callable[[], None],
 ) -> None:
     key = f"coverage@{budget}"
-    for q, (_, scores) in zip(qa, rows):
+    for q, (_, scores) in zip(qa, rows, strict=True):
         evidence = normalize_evidence(q.get("evidence"))
         try:
             result = await provider.recall(str(q.get("question") or ""), summary_tokens=budget)
@@ -257,31 +291,3 @@ def render_table(result: Mapping[str, Any]) -> str:
     if "elapsed_s" in result:
         out.append(f"({result['elapsed_s']:.1f} s)")
     return "\n".join(out)
-
-
-class ProgressBar:
-    """A ``progress(n)`` callback drawing a one-line bar on ``stream`` (stderr by default).
-
-    ``total`` may stay None: :func:`evaluate` fills it in before the first question."""
-
-    def __init__(self, total: int | None = None, stream: TextIO | None = None, width: int = 30) -> None:
-        self.total, self.done, self.width = total, 0, width
-        self.stream = stream or sys.stderr
-        self._shown = -1
-
-    def __call__(self, n: int = 1) -> None:
-        self.done += n
-        total = self.total or 0
-        filled = min(self.width, self.width * self.done // total) if total else 0
-        if (filled, self.done >= total) == (self._shown, False):
-            return
-        self._shown = filled
-        self.stream.write(f"\r[{'#' * filled}{'.' * (self.width - filled)}] {self.done}/{total or '?'} questions")
-        if total and self.done >= total:
-            self.stream.write("\n")
-        self.stream.flush()
-
-
-def progress_printer(stream: TextIO | None = None) -> ProgressBar:
-    """A :class:`ProgressBar` for :func:`evaluate` (its total is filled in by ``evaluate``)."""
-    return ProgressBar(stream=stream)

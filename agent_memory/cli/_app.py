@@ -1,0 +1,88 @@
+"""The parser and ``main``: one place that turns every outcome into an exit code and at most one error line."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from . import _eval, _maint, _records, _workers
+from ._base import DEFAULT_ROOT, Parser, dumps
+from ._errors import classify, one_line
+
+Handler = Callable[[argparse.Namespace], "int | None"]
+COMMANDS: dict[str, Handler] = {}
+
+EPILOG = """\
+Exit codes: 0 ok, 1 error, 2 usage error, 3 a worker fell back (recall/capture), 130 interrupted.
+Errors are one line on stderr; with --json also {"error": {"type", "message"}} on stdout.
+Progress is drawn on stderr only when it is a terminal. Full reference: docs/cli.md."""
+
+
+def _common(default: Any) -> Parser:
+    p = Parser(add_help=False)
+    p.add_argument("--root", default=default, metavar="DIR|URL",
+                   help=f"memory root directory or postgresql:// URL (default $AGENT_MEMORY_ROOT, else {DEFAULT_ROOT})")
+    p.add_argument("--json", action="store_true", default=default, help="print exactly one JSON document on stdout")
+    return p
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``agent-memory`` parser; fills :data:`COMMANDS` with one handler per subcommand."""
+    from .. import __version__
+
+    parser = Parser(prog="agent-memory", description="Durable, searchable memory for LLM agents.", parents=[_common(None)],
+                    epilog=EPILOG)
+    parser.add_argument("--version", action="version", version=f"agent-memory {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    sub.required = True
+    common = _common(argparse.SUPPRESS)
+
+    def add(name: str, text: str, examples: Sequence[str], epilog_extra: str = "") -> argparse.ArgumentParser:
+        epilog = "Examples:\n" + "\n".join(f"  {e}" for e in examples) + (f"\n\n{epilog_extra}" if epilog_extra else "")
+        return sub.add_parser(name, help=text, description=text, epilog=epilog, parents=[common])
+
+    for module in (_records, _maint, _workers, _eval):
+        COMMANDS.update(module.register(add))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns the exit code (never raises, never prints a traceback)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    want_json = "--json" in argv
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("PYDANTIC_AI_NO_BANNER", "1")  # a library's CLI prints only its own output
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")  # a lone surrogate in a record never crashes printing
+    try:
+        args = build_parser().parse_args(argv)
+        args.root_given = args.root is not None
+        args.root = args.root or os.environ.get("AGENT_MEMORY_ROOT") or DEFAULT_ROOT
+        args.json = bool(args.json)
+        code = COMMANDS[args.command](args) or 0
+        sys.stdout.flush()
+        return code
+    except SystemExit as exc:  # --help / --version
+        return exc.code if isinstance(exc.code, int) else 0
+    except BrokenPipeError:  # e.g. `agent-memory … | head`: stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    except BaseException as exc:  # noqa: BLE001 - the one place every failure becomes a line
+        kind, message, code = classify(exc)
+        return fail(want_json, kind, message, code)
+
+
+def fail(want_json: bool, kind: str, message: str, code: int) -> int:
+    message = one_line(message)
+    try:
+        if want_json:
+            print(dumps({"error": {"type": kind, "message": message}}))
+        print(f"agent-memory: error: {message}", file=sys.stderr)
+    except (BrokenPipeError, ValueError):  # pragma: no cover - nowhere left to report to
+        pass
+    return code

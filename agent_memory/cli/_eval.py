@@ -1,0 +1,67 @@
+"""``eval``: retrieval quality on a benchmark file (LoCoMo), with per-conversation roots."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import InvalidInputError
+from . import _progress
+from ._base import emit, positive
+
+Handler = Callable[[argparse.Namespace], "int | None"]
+
+LOCOMO_HELP = """\
+FILE is a LoCoMo-format JSON file (a list of samples with "conversation" and "qa"; see the dataset's
+SCHEMA.md). LoCoMo itself (Maharana et al., ACL 2024) is published by Snap Research at
+https://github.com/snap-research/locomo (data/locomo10.json); this repository's checks use the dev half
+kept in ../shared/eval/locomo/.
+
+Roots: each conversation is loaded into its own memory root. Without an explicit --root they are
+temporary and removed after the run; with --root DIR they are kept as DIR/<sample_id>/ (re-running reuses
+them: the import is idempotent), so you can search them afterwards."""
+
+
+def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
+    p = add("eval", "Evaluate retrieval on a benchmark: evidence recall@k and budgeted recall coverage.", [
+        "agent-memory eval locomo locomo10.json",
+        "agent-memory eval locomo locomo10.json --k 5,10 --budget 400 --json",
+        "agent-memory --root ./locomo-roots eval locomo locomo10.json --limit-conversations 1",
+    ], epilog_extra=LOCOMO_HELP)
+    p.add_argument("benchmark", choices=["locomo"], help="the benchmark (locomo)")
+    p.add_argument("file", help="benchmark data file (- for standard input)")
+    p.add_argument("--k", default="5,10,25,50", metavar="K,K,…", help="comma-separated cut-offs for recall@k (default 5,10,25,50)")
+    p.add_argument("--budget", type=positive, metavar="TOKENS",
+                   help="also score budgeted recall coverage at this summary budget in tokens (default: off; slower)")
+    p.add_argument("--profile", default="offline", help="recall worker profile for --budget (default offline)")
+    p.add_argument("--limit-conversations", type=positive, metavar="N", help="evaluate only the first N conversations (default: all)")
+    return {"eval": cmd_eval}
+
+
+def cmd_eval(args: argparse.Namespace) -> None:
+    from ..eval.locomo import evaluate, render_table
+
+    if args.budget is not None:
+        from ..profiles import load_profile
+
+        load_profile(args.profile)  # fail on a mistyped profile before a long run
+    try:
+        ks = tuple(int(k) for k in args.k.split(",") if k.strip())
+    except ValueError:
+        raise InvalidInputError(f"--k must be comma-separated integers, not {args.k!r}") from None
+    keep = args.root if args.root_given else None
+    if keep is not None and "://" in keep:
+        raise InvalidInputError("eval needs a directory for --root (its per-conversation roots), not a URL")
+    progress = _progress.Progress("evaluating", None, "question")
+    kwargs: dict[str, Any] = {"ks": ks, "budget": args.budget, "profile": args.profile, "progress": progress, "root": keep}
+    if args.limit_conversations:
+        kwargs["limit_conversations"] = args.limit_conversations
+    try:
+        result = evaluate(args.file, **kwargs)
+    finally:
+        progress.close()
+    result["root"] = os.path.abspath(keep) if keep else None
+    where = f"(roots kept under {result['root']})" if keep else "(temporary roots, removed; --root DIR keeps them)"
+    emit(args, result, lambda: f"{render_table(result)}\n{where}")

@@ -1,0 +1,215 @@
+"""Root and maintenance commands: init, import, reindex, doctor, sweep."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from functools import partial
+from typing import IO, Any
+
+from ..errors import InvalidInputError
+from . import _progress
+from ._base import UsageError, emit, note, positive
+from ._errors import Interrupted
+from ._target import StoreTarget, check_url, is_url, open_target, open_url, prepare_root
+
+Handler = Callable[[argparse.Namespace], "int | None"]
+DEFAULT_BATCH = 5000
+RAMP = (1, 10, 100, 1000)  # first chunks of an import: progress (and a Ctrl-C count) from the first record
+
+JSONL_FIELDS = """\
+JSONL fields (one JSON object per line; blank lines are skipped; only "content" is required):
+  content       the memory text (string, ≤ 1 MB)
+  title         short title (default: the first words of content)
+  kind          fact, preference, decision, summary, … (default fact)
+  scope         session, user, project or global (default: private to session_id/user_id when given, else project)
+  session_id    owning session (needed for scope "session")
+  user_id       owning user (needed for scope "user")
+  tags          list of strings (≤ 32)
+  memory_key    names one logical memory; a later line with the same key appends/replaces/skips
+  on_existing   append (default), replace or skip — what a memory_key line does when the memory exists
+  expires       ISO date/datetime after which the record is invisible (and archived by sweep); must be future
+  importance    number between 0 and 1 (a ranking hint)
+  metadata      an object of extra fields (kept in the frontmatter, redacted)
+Any other field is an error naming the file and line. Imports are idempotent: re-running a file skips
+records already written (status "duplicate")."""
+
+
+def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
+    p = add("init", "Create a memory root (the only command that creates missing parent directories, with -p).", [
+        "agent-memory init",
+        "agent-memory init ~/notes/.agent-memory -p",
+        "agent-memory --root ./mem init --json",
+    ])
+    p.add_argument("dir", nargs="?", help="the root to create (default: --root, $AGENT_MEMORY_ROOT or .agent-memory)")
+    p.add_argument("-p", "--parents", action="store_true", help="create missing parent directories too (as mkdir -p)")
+
+    p = add("import", "Bulk import a JSONL file (FILE, or - for standard input): one memory object per line.", [
+        "agent-memory import memories.jsonl",
+        "agent-memory import memories.jsonl --skip-invalid --json",
+        "cat export.jsonl | agent-memory import - --batch-size 1000",
+    ], epilog_extra=JSONL_FIELDS)
+    p.add_argument("file", help="path of a .jsonl file, or - for standard input")
+    p.add_argument("--batch-size", type=positive, default=DEFAULT_BATCH, metavar="N",
+                   help=f"records per lock, transaction and fsync pass (default {DEFAULT_BATCH})")
+    p.add_argument("--skip-invalid", action="store_true",
+                   help="skip bad lines (reported with their line numbers) instead of stopping at the first")
+
+    add("reindex", "Rebuild the index from the record files (files are the truth).", [
+        "agent-memory reindex", "agent-memory --root ./mem reindex --json"])
+    add("doctor", "Check record files against the index; name each problem with its fix. Exit 1 if any.", [
+        "agent-memory doctor", "agent-memory doctor --json"])
+    add("sweep", "Archive expired records and exact duplicates into archive/ (annotated, restorable).", [
+        "agent-memory sweep", "agent-memory sweep --json"])
+    return {"init": cmd_init, "import": cmd_import, "reindex": cmd_reindex, "doctor": cmd_doctor, "sweep": cmd_sweep}
+
+
+def cmd_init(args: argparse.Namespace) -> None:
+    root = args.dir or args.root
+    if is_url(root):
+        open_url(check_url(root))
+        emit(args, {"root": root, "created": False}, lambda: f"database root {root}: tables are created on first use")
+        return
+    path, _ = prepare_root(root, create=True, parents=args.parents, explicit=True)
+    from ..store import MemoryStore
+
+    already = (path / "records").is_dir()
+    MemoryStore(path).close()
+    absolute = os.path.abspath(path)
+    emit(args, {"root": absolute, "created": not already},
+         lambda: f"{'already a memory root' if already else 'created memory root'}: {absolute}")
+
+
+# -- import -------------------------------------------------------------------------------------
+def _lines(name: str) -> Iterator[tuple[int, str]]:
+    stream: IO[str]
+    if name == "-":
+        if sys.stdin is None or sys.stdin.isatty():
+            raise UsageError("FILE is '-' (standard input) but nothing is piped in")
+        stream = sys.stdin
+        yield from enumerate(stream, 1)
+        return
+    with open(name, encoding="utf-8") as stream:
+        yield from enumerate(stream, 1)
+
+
+def read_drafts(name: str) -> Iterator[tuple[int, Any]]:
+    """``(line, MemoryDraft | error message)`` for each non-empty line of a JSONL file or stdin."""
+    from ..drafts import MemoryDraft
+
+    for n, line in _lines(name):
+        if not line.strip():
+            continue
+        try:
+            yield n, MemoryDraft.from_dict(json.loads(line))
+        except (ValueError, TypeError, RecursionError) as exc:
+            text = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            yield n, " ".join(text.split())[:300]
+
+
+def _chunks(items: list[Any], batch: int) -> Iterable[tuple[int, list[Any]]]:
+    start = 0
+    for size in itertools.chain(RAMP, itertools.repeat(batch)):
+        if start >= len(items):
+            return
+        size = min(size, batch)
+        yield start, items[start:start + size]
+        start += size
+
+
+def cmd_import(args: argparse.Namespace) -> None:
+    where = "<stdin>" if args.file == "-" else args.file
+    errors: list[tuple[int, str]] = []
+    drafts, lines = [], []
+    for n, item in read_drafts(args.file):
+        if isinstance(item, str):
+            if not args.skip_invalid:
+                raise InvalidInputError(f"{where}: line {n}: {item} (nothing imported; fix the line, or pass --skip-invalid)")
+            errors.append((n, item))
+        else:
+            drafts.append(item)
+            lines.append(n)
+    target = open_target(args.root, create=True)
+    progress = _progress.Progress("importing", len(drafts))
+    start = time.monotonic()
+    results: list[Any] = []
+    try:
+        for offset, chunk in _chunks(drafts, args.batch_size):
+            rejected: list[tuple[int, str]] = []
+            results.extend(target.remember_many(chunk, source="import", batch_size=args.batch_size, on_error="skip",
+                                                errors=rejected, progress=progress))
+            errors.extend((lines[offset + i], msg) for i, msg in rejected)
+            if rejected and not args.skip_invalid:
+                n, msg = lines[offset + rejected[0][0]], rejected[0][1]
+                raise InvalidInputError(f"{where}: line {n}: {msg} (stopped; {len(results)} records were written: fix the "
+                                        "line and re-run, written records are skipped as duplicates; or pass --skip-invalid)")
+    except KeyboardInterrupt:
+        progress.close()
+        raise Interrupted(f"interrupted: {len(results)} of {len(drafts)} records from {where} were written; re-running the "
+                          "same import is safe (records already written are skipped as duplicates)") from None
+    finally:
+        progress.close()
+    elapsed = time.monotonic() - start
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    errors.sort()
+    doc = {"imported": len(results), "statuses": counts, "errors": [{"line": n, "message": m} for n, m in errors],
+           "elapsed_s": round(elapsed, 3), "rate_per_s": round(len(results) / elapsed, 1) if elapsed else None}
+    emit(args, doc, lambda: f"imported {len(results)} records in {elapsed:.2f}s ({doc['rate_per_s']}/s): "
+         + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+         + "".join(f"\n  skipped {where} line {n}: {m}" for n, m in errors))
+
+
+# -- maintenance --------------------------------------------------------------------------------
+def _op(target: Any, name: str) -> Callable[..., Any]:
+    if isinstance(target, StoreTarget):
+        return getattr(target.store, name)  # type: ignore[no-any-return]
+    return partial(target.call, name)
+
+
+def cmd_reindex(args: argparse.Namespace) -> None:
+    rep = _progress.run(_op(open_target(args.root, create=False), "reindex"), "reindexing")
+    problems = dict(getattr(rep, "problems", {}) or {})
+    doc = {"records": getattr(rep, "added", 0) + getattr(rep, "updated", 0), "scanned": getattr(rep, "scanned", 0),
+           "problems": problems}
+    emit(args, doc, lambda: f"reindexed {doc['records']} records" + "".join(f"\n  problem: {k}: {v}" for k, v in problems.items())
+         + ("\n  fix: see `agent-memory doctor` for what to do with each file" if problems else ""))
+
+
+def doctor_fixes(report: dict[str, Any]) -> list[str]:
+    """One suggested fix per kind of problem in a doctor report (the report's own suggestions come first)."""
+    fixes = [str(f) for f in report.get("fixes") or report.get("suggestions") or []]
+    problems = report.get("problems") or {}
+    if problems and not fixes:
+        fixes.append(f"{len(problems)} record file(s) cannot be used (quarantined: never read): fix the frontmatter of "
+                     "each named file by hand, or move it out of records/ — then run `agent-memory reindex`")
+    drift = {k: v for k, v in (report.get("drift") or {}).items() if v}
+    if drift:
+        fixes.append("the index disagrees with the files (" + ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in drift.items())
+                     + "): run `agent-memory reindex` (files are the truth)")
+    return fixes
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    rep = _progress.run(_op(open_target(args.root, create=False), "doctor"), "checking")
+    doc = rep.to_dict()
+    doc["fixes"] = doctor_fixes(doc)
+    emit(args, doc, lambda: ("ok" if rep.ok else "problems found") + f": {doc.get('records')} files, {doc.get('indexed')} indexed"
+         + "".join(f"\n  unreadable: {k}: {v}" for k, v in (doc.get("problems") or {}).items())
+         + "".join(f"\n  drift: {k} = {v}" for k, v in (doc.get("drift") or {}).items() if v)
+         + "".join(f"\n  fix: {f}" for f in doc["fixes"]))
+    return 0 if rep.ok else 1  # usable as a check in scripts; the report is already printed
+
+
+def cmd_sweep(args: argparse.Namespace) -> None:
+    rep = _progress.run(_op(open_target(args.root, create=False), "sweep"), "sweeping")
+    emit(args, rep.to_dict(), lambda: f"archived {len(rep.expired)} expired and {len(rep.duplicates)} duplicate records"
+         + "".join(f"\n  expired: {i}" for i in rep.expired) + "".join(f"\n  duplicate: {i}" for i in rep.duplicates))
+    if rep.expired or rep.duplicates:
+        note("archived records are in archive/ (move a file back to records/ to restore it)")

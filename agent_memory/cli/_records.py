@@ -1,0 +1,173 @@
+"""Record commands: remember, search, get, list, forget, inject (never import a model library)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import NotFoundError
+from ._base import SCOPES, UsageError, add_identity, emit, expiry, fmt_score, fraction, positive, read_text
+from ._target import open_target
+
+Handler = Callable[[argparse.Namespace], "int | None"]
+DEFAULT_SEARCH_LIMIT = 10
+DEFAULT_LIST_LIMIT = 50
+DEFAULT_INJECT_BUDGET = 1500
+DATE_HELP = "ISO date or datetime, e.g. 2026-11-01 or 2026-11-01T09:00:00Z (UTC unless an offset is given)"
+
+
+def _filters(p: argparse.ArgumentParser, default_limit: int) -> None:
+    p.add_argument("--tag", dest="tags", action="append", default=[], metavar="TAG",
+                   help="tag (repeatable; list: every tag must match; search: a ranking hint)")
+    p.add_argument("--scope", choices=SCOPES, help="only records of this scope (default: every scope the caller may see)")
+    p.add_argument("--kind", help="only records of this kind, e.g. fact, preference, decision (default: every kind)")
+    p.add_argument("--limit", type=positive, metavar="N", help=f"at most N records (1-1000; default {default_limit})")
+    for name in ("created-after", "created-before", "updated-after", "updated-before"):
+        p.add_argument(f"--{name}", metavar="WHEN", help=f"{name.replace('-', ' ')} WHEN: {DATE_HELP}")
+
+
+def _filter_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    return {k: getattr(args, k) for k in ("created_after", "created_before", "updated_after", "updated_before")}
+
+
+def _caller(args: argparse.Namespace) -> dict[str, Any]:
+    return {"session_id": args.session_id, "user_id": args.user_id}
+
+
+def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
+    p = add("remember", "Store one memory (CONTENT, or - to read it from standard input).", [
+        'agent-memory remember "Deploys happen on Fridays after noon." --tag ops --key deploys',
+        'echo "Staging is eu-west-1" | agent-memory remember - --title "Staging region" --importance 0.8 --json',
+        'agent-memory remember "Ada prefers tea" --user ada --expires 30d',
+    ])
+    p.add_argument("content", help="the memory text (Markdown), or - for standard input")
+    p.add_argument("--title", help="short title (default: the first words of CONTENT)")
+    p.add_argument("--kind", help="fact, preference, decision, summary, … (default fact)")
+    p.add_argument("--scope", choices=SCOPES,
+                   help="who may read it (default: private to --session/--user when given, else project)")
+    add_identity(p)
+    p.add_argument("--tag", dest="tags", action="append", default=[], metavar="TAG", help="tag (repeatable)")
+    p.add_argument("--key", dest="memory_key", metavar="KEY",
+                   help="memory_key naming one logical memory (or an existing record id): later writes with it append/replace")
+    p.add_argument("--on-existing", choices=["append", "replace", "skip"],
+                   help="with --key, when that memory exists: append the text, replace it, or skip (default append)")
+    p.add_argument("--expires", type=expiry, metavar="WHEN",
+                   help="when it stops being visible: ISO date/datetime (UTC unless an offset is given) or a duration "
+                        "from now: 90m, 12h, 30d, 2w; must be in the future (default: never)")
+    p.add_argument("--importance", type=fraction, metavar="X",
+                   help="importance between 0 and 1, a ranking hint (default: unset)")
+    p.add_argument("-q", "--quiet", action="store_true", help="print only the record id (for scripts: ID=$(agent-memory remember … -q))")
+
+    p = add("search", "Rank memories for a query (BM25) with snippets, line ranges and scores (higher first).", [
+        'agent-memory search "when do deploys happen?"',
+        'agent-memory search deploys --user ada --limit 5 --json',
+        'agent-memory search "release plan" --trace',
+    ])
+    p.add_argument("query", help="a question or keywords, as typed (- for standard input)")
+    add_identity(p)
+    _filters(p, DEFAULT_SEARCH_LIMIT)
+    p.add_argument("--trace", action="store_true", help="also print each ranking stage with its candidates and scores")
+
+    p = add("get", "Print one record (says 'expired' for a record past its expiry).", [
+        "agent-memory get 2026-11-22-deploy-day-a1b2c3d4",
+        "agent-memory get 2026-11-22-deploy-day-a1b2c3d4 --user ada --json",
+    ])
+    p.add_argument("id", help="record id (as printed by remember, search and list)")
+    add_identity(p)
+
+    p = add("list", f"List records, newest first, filtered exactly (first {DEFAULT_LIST_LIMIT} unless --limit/--all).", [
+        "agent-memory list --tag ops",
+        "agent-memory list --scope user --user ada --limit 200 --json",
+        "agent-memory list --all --updated-after 2026-11-01",
+    ])
+    add_identity(p)
+    _filters(p, DEFAULT_LIST_LIMIT)
+    p.add_argument("--all", action="store_true", help="list every matching record (no limit)")
+
+    p = add("forget", "Delete one record (its file and its index rows).", [
+        "agent-memory forget 2026-11-22-deploy-day-a1b2c3d4",
+    ])
+    p.add_argument("id", help="record id")
+    add_identity(p)
+
+    p = add("inject", "Print the core block (USER.md + the caller's MEMORY.md lines) within a token budget.", [
+        "agent-memory inject --budget 800",
+        "agent-memory inject --session s1 --user ada --json",
+    ])
+    p.add_argument("--budget", type=positive, default=DEFAULT_INJECT_BUDGET, metavar="TOKENS",
+                   help=f"token budget of the block (tiktoken tokens; default {DEFAULT_INJECT_BUDGET})")
+    add_identity(p)
+    return {"remember": cmd_remember, "search": cmd_search, "get": cmd_get, "list": cmd_list, "forget": cmd_forget,
+            "inject": cmd_inject}
+
+
+def cmd_remember(args: argparse.Namespace) -> None:
+    if args.on_existing and not args.memory_key:
+        raise UsageError("--on-existing needs --key (it says what to do when that memory already exists)")
+    from ..drafts import MemoryDraft
+
+    content = read_text(args.content, "CONTENT")
+    draft = MemoryDraft(content, args.title, args.kind, args.scope, args.session_id, args.user_id, tuple(args.tags),
+                        args.memory_key, args.on_existing or "append", args.expires, args.importance)
+    target = open_target(args.root, create=True)
+    r = target.remember_many([draft], source="manual")[0]
+    redacted = f" ({r.redactions} secret{'s' if r.redactions != 1 else ''} redacted)" if r.redactions else ""
+    emit(args, r.to_dict(), lambda: r.id if args.quiet else f"{r.status}: {r.id}{redacted}")
+
+
+def cmd_search(args: argparse.Namespace) -> None:
+    query = read_text(args.query, "QUERY")
+    res = open_target(args.root, create=False).search(
+        query, **_caller(args), tags=args.tags, scope=args.scope, kind=args.kind,
+        limit=DEFAULT_SEARCH_LIMIT if args.limit is None else args.limit, trace=args.trace, **_filter_kwargs(args))
+    doc: dict[str, Any] = {"hits": [h.to_dict() for h in res.hits]}
+    if args.trace:
+        doc["trace"] = res.trace
+
+    def human() -> str:
+        out = []
+        for h in res.hits:
+            out.append(f"{fmt_score(h.score)}  {h.id}  {h.path}:{h.line_start}-{h.line_end}")
+            out.extend("        " + line for line in h.snippet.splitlines())
+        if args.trace:
+            out.append(json.dumps(res.trace, indent=2, ensure_ascii=False, default=str))
+        return "\n".join(out) or "no matches"
+
+    emit(args, doc, human)
+
+
+def cmd_get(args: argparse.Namespace) -> None:
+    rec = open_target(args.root, create=False).get(args.id, **_caller(args))
+    expires = f", expires {rec.expires}" if rec.expires else ""
+    emit(args, rec.to_dict(), lambda: f"{rec.id} ({rec.kind}, {rec.scope.value}{expires}) {rec.path}\n\n{rec.content}")
+
+
+def cmd_list(args: argparse.Namespace) -> None:
+    target = open_target(args.root, create=False)
+    limit = None if args.all else (DEFAULT_LIST_LIMIT if args.limit is None else args.limit)
+    filters = {**_caller(args), "tags": args.tags, "scope": args.scope, "kind": args.kind, **_filter_kwargs(args)}
+    recs = target.list(limit=limit, **filters)
+    total = target.count(**filters) if limit is not None and len(recs) >= limit else len(recs)
+    more = max(0, total - len(recs))
+    from ..index import summary_line
+
+    def human() -> str:
+        lines = [f"{r.id}  ({r.kind}, {r.scope.value})  {summary_line(r.content, 70)}" for r in recs] or ["no records"]
+        if more:
+            lines.append(f"… {more} more (of {total}; use --limit N or --all)")
+        return "\n".join(lines)
+
+    emit(args, {"records": [r.to_dict() for r in recs], "total": total, "more": more}, human)
+
+
+def cmd_forget(args: argparse.Namespace) -> None:
+    if not open_target(args.root, create=False).forget(args.id, **_caller(args)):
+        raise NotFoundError(f"no record {args.id!r} visible to this caller")
+    emit(args, {"id": args.id, "forgotten": True}, lambda: f"forgotten: {args.id}")
+
+
+def cmd_inject(args: argparse.Namespace) -> None:
+    block = open_target(args.root, create=False).inject(args.budget, **_caller(args))
+    emit(args, block.to_dict(), lambda: block.text)

@@ -1,0 +1,186 @@
+"""Where the command line keeps memory: a root directory (files + SQLite) or a database URL.
+
+Root policy (docs/cli.md, "Roots"):
+
+- read commands (search, get, list, …) never create anything: a missing root is a ``NotFoundError``;
+- a write (remember, import, capture) creates a missing root only when its parent directory exists,
+  and says so on stderr; a missing parent (a mistyped ``--root``) is refused — ``agent-memory init -p DIR``
+  creates parents on purpose;
+- an existing non-empty directory that is not a memory root (no ``records/``) is refused unless ``init``-ed;
+- ``--root postgresql://…`` goes to :func:`agent_memory.backend.open_backend`; no directory is ever made from a URL.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import BackendError, InvalidInputError, NotFoundError
+from ._base import UsageError, note
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..backend import MemoryBackend
+    from ..store import MemoryStore
+
+URL_SCHEMES = ("postgresql", "postgres")
+
+
+class MissingExtraError(BackendError):
+    """A feature needs an optional extra that is not installed (e.g. ``agent-memory[postgres]``)."""
+
+
+def is_url(root: str) -> bool:
+    return "://" in root
+
+
+def check_url(root: str) -> str:
+    scheme = root.split("://", 1)[0].lower()
+    if scheme not in URL_SCHEMES:
+        raise UsageError(f"--root {root.split('://', 1)[0]}://… is not supported (a directory, or postgresql://…)")
+    return root
+
+
+def is_memory_root(path: Path) -> bool:
+    return (path / "records").is_dir()
+
+
+def prepare_root(root: str, *, create: bool, parents: bool = False, explicit: bool = False) -> tuple[Path, bool]:
+    """Check (and, for writes, create) a root directory; returns ``(path, created)`` under the policy above."""
+    path = Path(root)
+    if is_memory_root(path):
+        return path, False
+    if not create:
+        raise NotFoundError(f"no memory root at {root} (create one with `agent-memory init {root}`, or pass --root)")
+    if path.exists() and not path.is_dir():
+        raise InvalidInputError(f"--root {root} exists and is not a directory")
+    if path.is_dir() and any(path.iterdir()) and not explicit:
+        raise InvalidInputError(f"{root} is not empty and not a memory root (no records/); "
+                                f"make it one with `agent-memory init {root}`, or check --root")
+    parent = path.absolute().parent
+    if not path.exists() and not parent.is_dir() and not parents:
+        raise NotFoundError(f"cannot create memory root {root}: its parent directory {parent} does not exist "
+                            f"(mistyped --root? `agent-memory init -p {root}` creates parents)")
+    if parents:
+        parent.mkdir(parents=True, exist_ok=True)
+    return path, not path.exists()
+
+
+class StoreTarget:
+    """The files backend, called synchronously (no event loop, no model libraries: a fast cold start)."""
+
+    url = None
+
+    def __init__(self, store: "MemoryStore") -> None:
+        self.store = store
+        self.root = str(store.root)
+
+    def remember_many(self, drafts: list[Any], **kwargs: Any) -> list[Any]:
+        return self.store.remember_many(drafts, **kwargs)
+
+    def get(self, record_id: str, **caller: Any) -> Any:
+        return self.store.get(record_id, **caller)
+
+    def list(self, *, limit: int | None, **filters: Any) -> list[Any]:
+        return self.store.list(limit=limit, **filters)
+
+    def count(self, **filters: Any) -> int:
+        return self.store.count(**filters)
+
+    def search(self, query: str, **options: Any) -> Any:
+        return self.store.search(query, **options)
+
+    def forget(self, record_id: str, **caller: Any) -> bool:
+        return self.store.forget(record_id, **caller)
+
+    def inject(self, budget: int, **caller: Any) -> Any:
+        from ..core import inject
+
+        return inject(self.store, budget, **caller)
+
+    def call(self, name: str, **kwargs: Any) -> Any:  # sweep, reindex, doctor
+        return getattr(self.store, name)(**kwargs)
+
+    def close(self) -> None:
+        self.store.close()
+
+
+class BackendTarget:
+    """Any :class:`~agent_memory.backend.MemoryBackend` (e.g. PostgreSQL), driven from one event loop."""
+
+    def __init__(self, backend: "MemoryBackend", url: str) -> None:
+        import asyncio
+
+        self.backend, self.url, self.root = backend, url, url
+        self._runner = asyncio.Runner()
+
+    def _run(self, coro: Any) -> Any:
+        return self._runner.run(coro)
+
+    def _caller(self, caller: dict[str, Any]) -> Any:
+        from ..backend import Caller
+
+        return Caller(session_id=caller.pop("session_id", None), user_id=caller.pop("user_id", None))
+
+    def remember_many(self, drafts: list[Any], **kwargs: Any) -> list[Any]:
+        kwargs.pop("batch_size", None)
+        return self._run(self.backend.remember_many(drafts, **kwargs))  # type: ignore[no-any-return]
+
+    def get(self, record_id: str, **caller: Any) -> Any:
+        return self._run(self.backend.get(record_id, self._caller(caller)))
+
+    def list(self, *, limit: int | None, **filters: Any) -> list[Any]:
+        caller = self._caller(filters)
+        return self._run(self.backend.list(caller, limit=limit, **filters))  # type: ignore[no-any-return]
+
+    def count(self, **filters: Any) -> int:
+        caller = self._caller(filters)
+        return int(self._run(self.backend.count(caller, **filters)))
+
+    def search(self, query: str, **options: Any) -> Any:
+        caller = self._caller(options)
+        return self._run(self.backend.search(query, caller, **options))
+
+    def forget(self, record_id: str, **caller: Any) -> bool:
+        return bool(self._run(self.backend.forget(record_id, self._caller(caller))))
+
+    def inject(self, budget: int, **caller: Any) -> Any:
+        from ..provider import MemoryProvider
+
+        provider: Any = MemoryProvider(self.backend)  # type: ignore[arg-type]  # a backend once the provider takes one
+        return self._run(provider.inject(budget, **caller))
+
+    def call(self, name: str, **kwargs: Any) -> Any:
+        kwargs.pop("progress", None)
+        return self._run(getattr(self.backend, name)())
+
+    def close(self) -> None:
+        try:
+            self._run(self.backend.close())
+        finally:
+            self._runner.close()
+
+
+def open_url(url: str) -> "MemoryBackend":
+    """The backend for a database URL; a clear typed error when its optional extra is missing."""
+    check_url(url)
+    try:
+        from ..backend import open_backend
+
+        return open_backend(url)
+    except ImportError as exc:
+        raise MissingExtraError(f"--root {url.split('://', 1)[0]}://… needs the PostgreSQL backend: "
+                                f"pip install 'agent-memory[postgres]' ({exc})") from None
+
+
+def open_target(root: str, *, create: bool, explicit: bool = False) -> StoreTarget | BackendTarget:
+    """The target for ``--root`` under the root policy of this module."""
+    if is_url(root):
+        return BackendTarget(open_url(root), root)
+    path, created = prepare_root(root, create=create, explicit=explicit)
+    from ..store import MemoryStore
+
+    target = StoreTarget(MemoryStore(path))
+    if created:
+        note(f"created memory root {os.path.abspath(path)}")
+    return target

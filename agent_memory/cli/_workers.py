@@ -1,0 +1,104 @@
+"""Worker commands: recall and capture (they import pydantic-ai; store commands never do).
+
+A worker that fell back (misconfigured profile, model error, timeout) still prints its result, says why on
+stderr and exits 3, so a script notices; ``--allow-fallback`` makes that exit 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from ._base import UsageError, add_identity, emit, note, positive, read_text
+from ._errors import EXIT_FALLBACK
+from ._target import open_target
+
+Handler = Callable[[argparse.Namespace], "int | None"]
+PROFILE_HELP = "model profile: a shipped name (offline, openai, anthropic, ollama) or a path to a TOML file (default offline)"
+
+
+def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
+    p = add("recall", "Run the recall worker: one cited summary of what memory knows about MESSAGE.", [
+        'agent-memory recall "when do we deploy?"',
+        'agent-memory recall "what does Ada drink?" --user ada --budget 200 --json',
+        'echo "plan the release" | agent-memory recall - --profile ./profiles/ollama.toml',
+    ])
+    p.add_argument("message", help="the user's message (- for standard input)")
+    add_identity(p)
+    p.add_argument("--profile", default="offline", help=PROFILE_HELP)
+    p.add_argument("--budget", type=positive, metavar="TOKENS", help="summary budget in tokens (default: the profile's, 400)")
+    p.add_argument("--allow-fallback", action="store_true", help="exit 0 even when the worker fell back (default: exit 3)")
+
+    p = add("capture", "Run the capture worker over one turn and store the durable facts it finds.", [
+        'agent-memory capture --input "Remember that staging is eu-west-1" --output "Noted."',
+        'agent-memory capture --input "I moved to Munich" --user ada --json',
+        'cat turn.txt | agent-memory capture --input - --session s1',
+    ])
+    p.add_argument("--input", required=True, metavar="TEXT", help="the user's message of the turn (- for standard input)")
+    p.add_argument("--output", metavar="TEXT", help="the assistant's reply (- for standard input; default: none)")
+    add_identity(p)
+    p.add_argument("--profile", default="offline", help=PROFILE_HELP)
+    p.add_argument("--allow-fallback", action="store_true", help="exit 0 even when the worker fell back (default: exit 3)")
+    return {"recall": cmd_recall, "capture": cmd_capture}
+
+
+def _provider(args: argparse.Namespace, *, create: bool) -> Any:
+    from ..profiles import load_profile
+
+    profile = load_profile(args.profile)  # a mistyped profile is an error here, not a silent fallback
+    target = open_target(args.root, create=create)  # the root policy; a URL root is checked the same way
+    from ..provider import MemoryProvider
+
+    root = target.url or target.root
+    target.close()
+    return MemoryProvider(root, profile=profile)
+
+
+def _fell_back(args: argparse.Namespace, what: str, reason: str | None) -> int:
+    note(f"warning: {what} fell back: {reason or 'unknown reason'}" + ("" if args.allow_fallback else
+         " (check --profile; --allow-fallback exits 0)"))
+    return 0 if args.allow_fallback else EXIT_FALLBACK
+
+
+def cmd_recall(args: argparse.Namespace) -> int:
+    import asyncio
+
+    message = read_text(args.message, "MESSAGE")
+    provider = _provider(args, create=False)
+    try:
+        res = asyncio.run(provider.recall(message, session_id=args.session_id, user_id=args.user_id, summary_tokens=args.budget))
+    finally:
+        provider.close()
+    emit(args, res.to_dict(), lambda: (res.summary or "(no relevant memory)") + (f"\n(fallback: {res.reason})" if res.fallback else ""))
+    return _fell_back(args, "recall", res.reason) if res.fallback else 0
+
+
+def cmd_capture(args: argparse.Namespace) -> int:
+    import asyncio
+
+    if args.input == "-" and args.output == "-":
+        raise UsageError("only one of --input and --output can read standard input")
+    text_in = read_text(args.input, "--input")
+    text_out = read_text(args.output, "--output") if args.output is not None else None
+    provider = _provider(args, create=True)
+
+    async def run() -> Any:
+        result = await provider.capture_turn(text_in, text_out, session_id=args.session_id, user_id=args.user_id)
+        await provider.flush()
+        return result
+
+    try:
+        res = asyncio.run(run())
+    finally:
+        provider.close()
+
+    def human() -> str:
+        if res.fallback:
+            return f"capture failed, nothing written: {res.reason}"
+        lines = [f"{w.get('status')}: {w.get('id')}" for w in res.written]
+        lines += [f"rejected: {r}" for r in res.rejected]
+        return "\n".join(lines) or "nothing to remember"
+
+    emit(args, res.to_dict(), human)
+    return _fell_back(args, "capture", res.reason) if res.fallback else 0
