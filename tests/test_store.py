@@ -123,7 +123,7 @@ def test_sweep_archives_expired_and_duplicates_with_annotation(store):
     report = store.sweep()
     assert report.expired == [old.id] and report.duplicates == ["hand-dup"]
     archived = (store.archive_dir / f"{old.id}.md").read_text()
-    assert "<!-- archived: expired (expires 2020-01-01) at " in archived
+    assert "<!-- archived: expired (expires 2020-01-01T00:00:00.000000Z) at " in archived  # the index holds UTC instants
     assert f"duplicate of {keep.id}" in (store.archive_dir / "hand-dup.md").read_text()
     assert not Path(old.path).exists() and not dup_path.exists() and Path(keep.path).exists()
     assert store.search("promo").hits == []
