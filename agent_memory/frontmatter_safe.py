@@ -254,7 +254,7 @@ def as_text(value: Any) -> str | None:
     if isinstance(value, dt.datetime):
         if value.tzinfo is None:
             value = value.replace(tzinfo=dt.UTC)
-        return value.isoformat().replace("+00:00", "Z")
+        return str(value.isoformat()).replace("+00:00", "Z")
     if isinstance(value, (dt.date, dt.time)):
         return str(value.isoformat())
     return str(value)

@@ -290,6 +290,8 @@ class Index:
         so no stemmed term of a forgotten record stays in ``index.db*``."""
         if self.read_only:
             raise ReadOnlyError(f"the memory root {self.root} is read-only")
+        if os.path.islink(self.root / "archive"):  # a write may archive: never out of the root
+            raise StorageError(f"{self.root / 'archive'} is a symlink; memory directories must be real directories")
         conn = self.conn
         self._local.purge = False
         with storage_errors("cannot write the index"):
