@@ -115,6 +115,9 @@ class Index:
         # None: detect (a root that refuses writes is served from an in-memory copy of its index)
         self.read_only = read_only
         self._ro_conn: sqlite3.Connection | None = None
+        # called (under the lock) after a sync changed or dropped rows behind the library's back, e.g. a file
+        # quarantined by a hand edit; the store sets it to regenerate MEMORY.md
+        self.on_change: Callable[[], object] | None = None
 
     # -- connections -------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
@@ -434,6 +437,7 @@ class Index:
             problems: dict[str, str] = {}
             self.problems = problems
             seen: set[str] = set()
+            self._local.purge = False
             with storage_errors("cannot update the index"):
                 conn.execute("BEGIN IMMEDIATE")
                 try:
@@ -479,8 +483,12 @@ class Index:
                     if conn.in_transaction:
                         conn.execute("ROLLBACK")
                     raise
-                if getattr(self._local, "purge", False) and not self.read_only:
+                dropped = getattr(self._local, "purge", False)
+                if dropped and not self.read_only:
                     self.purge(conn)
+            if (dropped or report.updated) and self.on_change is not None and not self.read_only and clean:
+                with contextlib.suppress(StorageError):
+                    self.on_change()
         report.problems = dict(problems)
         self._last_full_scan = time.monotonic()
         return report

@@ -434,4 +434,4 @@ def normalize_instant(value: str) -> str | None:
         when = when.astimezone(dt.UTC)
     except OverflowError:
         when = dt.datetime.min if when.year < 5000 else dt.datetime.max
-    return when.strftime("%Y-%m-%dT%H:%M:%S.%f") + "Z"
+    return when.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"

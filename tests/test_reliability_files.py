@@ -514,6 +514,19 @@ def test_unreadable_record_is_quarantined_not_served_from_the_index(tmp_path: Pa
         store.get(r.id)
     assert "not readable" in store.doctor().problems[Path(r.path).name]
     fresh = _store(store.root)
-    assert SECRET not in _everything_visible(fresh, memory_md=False)  # MEMORY.md is rewritten by the next write
-    fresh.remember("another koala")
+    assert SECRET not in _everything_visible(fresh, memory_md=False)
+    fresh.remember("another koala")  # MEMORY.md is rewritten by the next write (or by Index.on_change)
     assert SECRET not in (store.root / "MEMORY.md").read_text()
+
+
+def test_on_change_hook_runs_when_a_sync_drops_a_row(tmp_path: Path) -> None:
+    """Index.on_change runs after a sync quarantines or drops rows (the store uses it to rewrite MEMORY.md), not on no-op syncs."""
+    store = _store(tmp_path / "mem")
+    r = store.remember("koala to be broken")
+    calls: list[int] = []
+    store.index.on_change = lambda: calls.append(1)
+    store.index.refresh(force=True)
+    assert calls == []
+    Path(r.path).write_text("---\ntags: 2024\n---\nbroken\n")
+    store.index.refresh(force=True)
+    assert calls == [1] and store.count() == 0
