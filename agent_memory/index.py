@@ -51,6 +51,8 @@ class SyncReport:
 
 
 REBUILD_SUFFIX = ".rebuild-"
+# FTS5 secure-delete (SQLite 3.44+) removes a deleted row's terms at once; older versions need an 'optimize'
+_FTS_SECURE_DELETE = sqlite3.sqlite_version_info >= (3, 44, 0)
 # control, format (bidi, zero-width) and separator characters: a summary is one plain line of MEMORY.md
 _NOT_PLAIN = re.compile("[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]")
 
@@ -265,6 +267,7 @@ class Index:
         CREATE INDEX record_tags_tag ON record_tags(tag, rid);
         CREATE INDEX record_tags_rid ON record_tags(rid);
         CREATE VIRTUAL TABLE fts USING fts5({", ".join(FTS_COLUMNS)}, tokenize = '{tok}');
+        {"INSERT INTO fts(fts, rank) VALUES ('secure-delete', 1);" if _FTS_SECURE_DELETE else ""}
         """
 
     def _recreate(self) -> sqlite3.Connection:
@@ -312,7 +315,8 @@ class Index:
     def purge(self, conn: sqlite3.Connection) -> None:
         """Rewrite the FTS segments (dropping deleted rows' terms) and truncate the WAL."""
         self._local.purge = False
-        conn.execute("INSERT INTO fts(fts) VALUES ('optimize')")
+        if not _FTS_SECURE_DELETE:  # rewrite the segments: O(index size), the price of forgetting on SQLite < 3.44
+            conn.execute("INSERT INTO fts(fts) VALUES ('optimize')")
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def guarded(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
