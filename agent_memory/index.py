@@ -17,14 +17,15 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import index_sync as _sync
 from ._fs import FILE_MODE, TMP_PREFIX, RootLock, ensure_dir, storage_error, storage_errors
 from .errors import ReadOnlyError, StorageError
-from .quarantine import Quarantined, check_stat, describe, read_record_file
-from .records import MemoryRecord, RecordParseError, Scope, normalize_instant
+from .index_sync import SyncReport as SyncReport  # re-exported: callers import it from here
+from .quarantine import Quarantined, check_stat, read_record_file
+from .records import MemoryRecord, Scope, normalize_instant
 
 log = logging.getLogger("agent_memory")
 
@@ -38,19 +39,6 @@ _RECORD_COLS = (
 )
 
 
-@dataclass
-class SyncReport:
-    """What one synchronisation pass did."""
-
-    scanned: int = 0
-    added: int = 0
-    updated: int = 0
-    removed: int = 0
-    problems: dict[str, str] = field(default_factory=dict)
-    rebuilt: bool = False
-
-
-REBUILD_SUFFIX = ".rebuild-"
 # FTS5 secure-delete (SQLite 3.44+) removes a deleted row's terms at once; older versions need an 'optimize'
 _FTS_SECURE_DELETE = sqlite3.sqlite_version_info >= (3, 44, 0)
 # control, format (bidi, zero-width) and separator characters: a summary is one plain line of MEMORY.md
@@ -63,7 +51,7 @@ def summary_line(content: str, limit: int = 80) -> str:
 
 
 def live_sql(alias: str = "r") -> str:
-    """Not expired: no ``expires``, or one still in the future (ISO strings compare in order)."""
+    """Not expired: no ``expires``, or one still in the future (stored as normalised UTC text, which sorts as time)."""
     return f"({alias}.expires IS NULL OR {alias}.expires > strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))"
 
 
@@ -159,28 +147,7 @@ class Index:
 
     def _read_only_conn(self) -> sqlite3.Connection:
         """An in-memory copy of the on-disk index (if readable), brought in line with the files."""
-        with self._scan_lock:
-            if self._ro_conn is not None:
-                return self._ro_conn
-            conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-            conn.row_factory = sqlite3.Row
-            if os.path.isfile(self.path) and not os.path.islink(self.path):
-                try:
-                    src = sqlite3.connect(f"file:{self.path}?immutable=1", uri=True)
-                    src.backup(conn)
-                    src.close()
-                except sqlite3.Error as exc:
-                    log.warning("cannot copy read-only index %s (%s); indexing the files in memory", self.path, exc)
-            try:
-                self._ensure_schema(conn)
-            except sqlite3.DatabaseError:
-                conn.close()
-                conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-                conn.row_factory = sqlite3.Row
-                self._ensure_schema(conn)
-            self._ro_conn = conn
-        self.full_sync(conn=conn)
-        return conn
+        return _sync.read_only_copy(self)
 
     def _detect_read_only(self) -> bool:
         if self.read_only is None:
@@ -192,9 +159,7 @@ class Index:
                 if not self.root.is_dir() or "symlink" in str(exc):
                     raise
                 self.read_only = True
-        else:
-            ensure_dir(self.records_dir, create=False)  # a symlinked records/ is refused on every path
-        return self.read_only
+        return self.read_only  # (a records/ symlinked later is refused by every sync: see record_files)
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -417,116 +382,15 @@ class Index:
         return read_record_file(self.records_dir, name)
 
     def _remove_orphaned_temps(self) -> None:
-        """Delete temp files of writers (records, archive, aside-built index) that died mid-write.
-
-        Call under the lock: then every one is orphaned. A killed sweep's ``archive/.tmp-*`` holds full text."""
-        for folder, prefix in ((self.records_dir, TMP_PREFIX), (self.root / "archive", TMP_PREFIX),
-                               (self.root, f"{self.path.name}{REBUILD_SUFFIX}")):
-            if folder.is_symlink():
-                continue
-            with contextlib.suppress(OSError), os.scandir(folder) as it:
-                for entry in it:
-                    if entry.name.startswith(prefix) and not entry.is_dir(follow_symlinks=False):
-                        with contextlib.suppress(OSError):
-                            os.unlink(entry.path)
+        _sync.remove_orphaned_temps(self)
 
     def full_sync(self, conn: sqlite3.Connection | None = None, *, clean: bool = True) -> SyncReport:
         """Bring the index in line with every file (under the root lock); ``clean``: remove orphaned temp files."""
-        conn = conn or self.conn
-        report = SyncReport()
-        with self._hold():
-            if clean and not self.read_only:
-                self._remove_orphaned_temps()
-            known = {r["file"]: (r["id"], r["mtime_ns"], r["size"]) for r in conn.execute("SELECT id, file, mtime_ns, size FROM records")}
-            problems: dict[str, str] = {}
-            self.problems = problems
-            seen: set[str] = set()
-            self._local.purge = False
-            with storage_errors("cannot update the index"):
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    for entry in self.record_files():
-                        report.scanned += 1
-                        name = entry.name
-                        seen.add(name)
-                        old = known.get(name)
-                        try:
-                            st = entry.stat(follow_symlinks=False)
-                            check_stat(st)  # cheap: a chmod 000 or a new hard link keeps mtime, and must not be served
-                            if old is not None and old[1] == st.st_mtime_ns and old[2] == st.st_size:
-                                continue
-                            rec, mtime_ns, size = self.load_file(name)
-                        except FileNotFoundError:
-                            seen.discard(name)
-                            continue
-                        except (OSError, RecordParseError) as exc:
-                            problems[name] = describe(exc)
-                            log.warning("quarantined record file %r: %s", name, exc)
-                            if old is not None:
-                                self.delete(conn, old[0])
-                            continue
-                        if old is not None and old[0] != rec.id:
-                            self.delete(conn, old[0])
-                        clash = conn.execute("SELECT file FROM records WHERE id = ?", (rec.id,)).fetchone()
-                        if clash is not None and clash[0] != name:
-                            problems[name] = f"duplicate id {rec.id!r} (also {clash[0]}); fix: rename one of them"
-                            continue
-                        self.upsert(conn, rec, name, mtime_ns, size, new=old is None and clash is None)
-                        if old is None:
-                            report.added += 1
-                        else:
-                            report.updated += 1
-                    for name, (rid, _, _) in known.items():
-                        if name not in seen:
-                            self.delete(conn, rid)
-                            report.removed += 1
-                    self._set_meta(conn, "problems", json.dumps(problems))
-                    self.mark_synced(conn)
-                    conn.execute("COMMIT")
-                except BaseException:
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    raise
-                dropped = getattr(self._local, "purge", False)
-                if dropped and not self.read_only:
-                    self.purge(conn)
-            if (dropped or report.updated) and self.on_change is not None and not self.read_only and clean:
-                with contextlib.suppress(StorageError):
-                    self.on_change()
-        report.problems = dict(problems)
-        self._last_full_scan = time.monotonic()
-        return report
+        return _sync.full_sync(self, conn, clean=clean)
 
     def rebuild_aside(self) -> SyncReport:
-        """Rebuild the whole index from the files in a new database beside it, then copy it over the
-        live one in a single step (SQLite's backup API, one transaction): concurrent readers keep
-        their snapshot and then see the complete new index, never a partial or empty one. A rebuild
-        killed midway leaves the live index untouched (its temp file is removed on the next sync)."""
-        with self._hold():
-            if self.read_only:
-                raise ReadOnlyError(f"the memory root {self.root} is read-only")
-            self._remove_orphaned_temps()
-            tmp = self.path.with_name(f"{self.path.name}{REBUILD_SUFFIX}{os.getpid()}")
-            with storage_errors("cannot rebuild the index"):
-                fresh = sqlite3.connect(tmp, isolation_level=None, check_same_thread=False)
-                try:
-                    os.chmod(tmp, FILE_MODE)
-                    fresh.row_factory = sqlite3.Row
-                    fresh.execute("PRAGMA journal_mode = OFF")
-                    fresh.execute("PRAGMA synchronous = OFF")
-                    fresh.execute("PRAGMA cache_size = -65536")
-                    self._ensure_schema(fresh)
-                    report = self.full_sync(conn=fresh, clean=False)
-                    live = self.conn
-                    self._local.purge = False
-                    fresh.backup(live)
-                    live.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                finally:
-                    fresh.close()
-                    with contextlib.suppress(OSError):
-                        os.unlink(tmp)
-        report.rebuilt = True
-        return report
+        """Rebuild from the files beside the live index and swap it in atomically (see :mod:`.index_sync`)."""
+        return _sync.rebuild_aside(self)
 
     def refresh(self, *, force: bool = False, wait: bool | None = None, periodic: bool = True) -> SyncReport | None:
         """Cheap freshness check before a read: rescan if the records directory changed
