@@ -62,7 +62,7 @@ _NO_ALIAS = "remove YAML anchors (&), aliases (*) and tags (!); write the values
 
 def _scalar(event: Any) -> Any:
     if event.tag is not None:
-        raise FrontmatterError(f"YAML tag {event.tag!r} is not allowed", _NO_ALIAS)
+        raise FrontmatterError("YAML tags (!) are not allowed", _NO_ALIAS)
     if not event.implicit[0]:  # quoted or block scalar: always a string
         return event.value
     tag = _RESOLVER.resolve(ScalarNode, event.value, (True, False))
@@ -71,8 +71,8 @@ def _scalar(event: Any) -> Any:
         return event.value
     try:
         return build(ScalarNode(tag, event.value))
-    except (ValueError, OverflowError, TypeError) as exc:
-        raise FrontmatterError(f"unreadable YAML value {event.value[:40]!r}: {exc}", "quote the value") from None
+    except (ValueError, OverflowError, TypeError):
+        raise FrontmatterError("unreadable YAML value (a number or date out of range)", "quote the value") from None
 
 
 def safe_yaml_load(text: str, *, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES) -> Any:
@@ -104,18 +104,18 @@ def safe_yaml_load(text: str, *, max_depth: int = MAX_DEPTH, max_nodes: int = MA
         while (event := parser.get_event()) is not None:
             kind = type(event)
             if kind is ev.AliasEvent:
-                raise FrontmatterError(f"YAML alias *{event.anchor} is not allowed", _NO_ALIAS)
+                raise FrontmatterError("YAML aliases (*) are not allowed", _NO_ALIAS)
             if kind in (ev.ScalarEvent, ev.MappingStartEvent, ev.SequenceStartEvent):
                 nodes += 1
                 if nodes > max_nodes:
                     raise FrontmatterError(f"frontmatter has more than {max_nodes} values", "move bulk data into the body")
                 if event.anchor is not None:
-                    raise FrontmatterError(f"YAML anchor &{event.anchor} is not allowed", _NO_ALIAS)
+                    raise FrontmatterError("YAML anchors (&) are not allowed", _NO_ALIAS)
                 if kind is ev.ScalarEvent:
                     add(_scalar(event))
                     continue
                 if event.tag is not None:
-                    raise FrontmatterError(f"YAML tag {event.tag!r} is not allowed", _NO_ALIAS)
+                    raise FrontmatterError("YAML tags (!) are not allowed", _NO_ALIAS)
                 if len(stack) >= max_depth:
                     raise FrontmatterError(f"frontmatter is nested deeper than {max_depth} levels", "flatten the frontmatter")
                 stack.append([{} if kind is ev.MappingStartEvent else [], _UNSET])

@@ -278,7 +278,7 @@ def _field_text(data: Mapping[str, Any], name: str, *, max_chars: int = 200, sca
 def _field_when(data: Mapping[str, Any], name: str) -> str | None:
     text = _field_text(data, name, max_chars=64)
     if text is not None and normalize_instant(text) is None:
-        raise RecordParseError(f"{name} {text!r} is not an ISO date or datetime", f"write {name} like 2026-11-22T10:00:00Z")
+        raise RecordParseError(f"{name} is not an ISO date or datetime", f"write {name} like 2026-11-22T10:00:00Z")
     return text
 
 
@@ -305,7 +305,7 @@ def _field_importance(value: Any) -> float | None:
     except OverflowError:
         number = math.inf
     if not math.isfinite(number) or not 0 <= number <= 1:
-        raise RecordParseError(f"importance {str(value)[:20]!r} is not a number from 0 to 1", "write importance from 0 to 1")
+        raise RecordParseError("importance is not a number from 0 to 1", "write importance from 0 to 1")
     return number
 
 
@@ -324,7 +324,7 @@ def _field_scope(known: Mapping[str, Any]) -> tuple[Scope, str | None, str | Non
     try:
         scope = Scope(raw.strip().lower())
     except ValueError:
-        raise RecordParseError(f"unknown scope {raw[:40]!r}", "write scope: project, user, session or global") from None
+        raise RecordParseError("unknown scope", "write scope: project, user, session or global") from None
     if scope is Scope.USER and user_id is None:
         raise RecordParseError("scope user without a user_id", "add user_id: <the user>")
     if scope is Scope.SESSION and session_id is None:
@@ -344,7 +344,7 @@ def _known_fields(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]
     known: dict[str, Any] = {}
     for key in list(data):
         if not isinstance(key, str):
-            raise RecordParseError(f"frontmatter key {key!r} is not text", "write keys as words")
+            raise RecordParseError("a frontmatter key is not text", "write keys as words")
         name = _CAMEL.get(key, key.strip().lower().replace("-", "_"))
         if name in FIELDS:
             if name in known and known[name] != data[key]:

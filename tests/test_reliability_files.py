@@ -58,7 +58,7 @@ MALFORMED = {
     "nested-deep-flow": "---\nx: " + "[" * 5000 + "]" * 5000 + "\n---\n",
     "nested-deep-json": "---\n{\"x\": " + "[" * 100000 + "]" * 100000 + "}\n---\n",
     "nested-deep-block": "---\n" + "".join(" " * i + f"k{i}:\n" for i in range(200)) + "---\n",
-    "scope-unknown": "---\nscope: galaxy\n---\n",
+    "scope-unknown": "---\nscope: plutoniumkoala\n---\n",  # the error never echoes the value
     "scope-list": "---\nscope: [user]\n---\n",
     "user-scope-without-user": "---\nscope: user\n---\n",
     "owner-without-scope": "---\nuser_id: bob\n---\n",
