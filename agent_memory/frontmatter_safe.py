@@ -29,8 +29,8 @@ try:  # the C event parser; the pure-Python one behaves the same, only slower
 except ImportError:  # pragma: no cover
     from yaml import Loader as _Parser  # type: ignore[assignment]
 
-MAX_HEADER_BYTES = 64 * 1024
-MAX_DEPTH = 32
+MAX_HEADER_BYTES = 256 * 1024  # the writer does not cap metadata yet: stay above what it accepts
+MAX_DEPTH = 64
 MAX_NODES = 10_000
 
 __all__ = ["FrontmatterError", "SafeJSONHandler", "SafeTOMLHandler", "SafeYAMLHandler", "Split", "split_text",

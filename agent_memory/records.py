@@ -298,6 +298,11 @@ def _field_tags(value: Any) -> tuple[str, ...]:
 def _field_importance(value: Any) -> float | None:
     if value is None:
         return None
+    if isinstance(value, str) and len(value) <= 32:  # YAML 1.1 reads "1e-05" (as our writer renders it) as text
+        try:
+            value = float(value)
+        except ValueError:
+            pass
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise RecordParseError("importance must be a number", "write importance as a number from 0 to 1")
     try:

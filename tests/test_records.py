@@ -82,7 +82,7 @@ def test_safe_yaml_load_builds_the_same_plain_values_as_yaml():
                                     "f": ["x", {"g": "h"}], "g": "block\n", "h": 31}
 
 
-@pytest.mark.parametrize("text", ["a: &x 1", "a: *x", "a: !tag 1", "a: !!str 1", "? [a]\n: 1", "x: " + "[" * 40 + "]" * 40])
+@pytest.mark.parametrize("text", ["a: &x 1", "a: *x", "a: !tag 1", "a: !!str 1", "? [a]\n: 1", "x: " + "[" * 80 + "]" * 80])
 def test_safe_yaml_load_refuses_anchors_aliases_tags_complex_keys_and_depth(text):
     from agent_memory.frontmatter_safe import FrontmatterError, safe_yaml_load
 
