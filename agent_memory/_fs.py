@@ -1,4 +1,4 @@
-"""Filesystem primitives: atomic writes and a cross-process, cross-thread lock."""
+"""Filesystem primitives: atomic private writes, a cross-process lock, typed storage errors."""
 
 from __future__ import annotations
 
@@ -11,9 +11,42 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from .errors import LockTimeoutError
+from .errors import LockTimeoutError, ReadOnlyError, StorageError
 
 TMP_PREFIX = ".tmp-"
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+_READ_ONLY = {errno.EROFS, errno.EACCES, errno.EPERM}
+_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+
+
+def storage_error(exc: BaseException, what: str) -> StorageError:
+    """The typed error for an OS or SQLite failure: :class:`ReadOnlyError` when writing is refused,
+    else :class:`StorageError` (disk full, I/O error, …)."""
+    if isinstance(exc, StorageError):
+        return exc
+    msg = str(exc).lower()
+    code = getattr(exc, "errno", None)
+    if code in _READ_ONLY or "readonly" in msg or "read-only" in msg or "permission denied" in msg:
+        return ReadOnlyError(f"{what}: the memory root is read-only or not writable ({exc})")
+    if code in _FULL or "disk is full" in msg or "database or disk is full" in msg:
+        return StorageError(f"{what}: the disk is full ({exc})")
+    return StorageError(f"{what}: {exc}")
+
+
+@contextlib.contextmanager
+def storage_errors(what: str) -> Iterator[None]:
+    """Re-raise OS and SQLite operational failures as typed :class:`StorageError`/:class:`ReadOnlyError`."""
+    import sqlite3
+
+    try:
+        yield
+    except (StorageError, LockTimeoutError, FileNotFoundError):
+        raise
+    except (OSError, sqlite3.OperationalError) as exc:
+        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+            raise
+        raise storage_error(exc, what) from exc
 
 
 def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> os.stat_result:
@@ -21,7 +54,10 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> os.stat_re
 
     Returns the written file's stat (a rename keeps mtime and size), saving the caller a ``stat``."""
     tmp = path.with_name(f"{TMP_PREFIX}{path.name}.{os.getpid()}.{threading.get_ident()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
+    except OSError as exc:
+        raise storage_error(exc, f"cannot write {path.name}") from exc
     try:
         view = memoryview(data)
         while view:
@@ -29,13 +65,20 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> os.stat_re
         if durable:
             os.fsync(fd)
         st = os.fstat(fd)
-    except BaseException:
+    except BaseException as exc:
         os.close(fd)
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise storage_error(exc, f"cannot write {path.name}") from exc
         raise
     os.close(fd)
-    os.replace(tmp, path)
+    try:
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise storage_error(exc, f"cannot write {path.name}") from exc
     if durable:
         fsync_dir(path.parent)
     return st
@@ -65,12 +108,12 @@ class RootLock:
     def _open(self) -> int:
         flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW
         try:
-            return os.open(self.path, flags, 0o644)
+            return os.open(self.path, flags, FILE_MODE)
         except OSError as exc:
             if exc.errno != errno.ELOOP or not os.path.islink(self.path):
-                raise
+                raise storage_error(exc, "cannot take the root lock") from exc
             os.unlink(self.path)  # a planted symlink: never follow it out of the root
-            return os.open(self.path, flags, 0o644)
+            return os.open(self.path, flags, FILE_MODE)
 
     @contextlib.contextmanager
     def hold(self, *, blocking: bool = True) -> Iterator[bool]:
@@ -112,12 +155,18 @@ class RootLock:
             os.close(fd)
 
 
-def ensure_dir(path: Path, *, create: bool = True) -> Path:
-    """Make ``path`` a private directory (0700) if missing; refuse a symlink where a directory should be."""
-    if path.is_symlink():
-        from .errors import StorageError
+def ensure_dir(path: Path, *, create: bool = True, allow_symlink: bool = False) -> Path:
+    """Make ``path`` a private directory (0700) if missing; refuse a symlink where a directory should be.
 
+    ``allow_symlink``: the root itself may be a link the user made (e.g. ``~/.agent-memory``); the
+    directories inside it may not. A root that cannot be created raises a typed :class:`StorageError`."""
+    if not allow_symlink and path.is_symlink():
         raise StorageError(f"{path} is a symlink; memory directories must be real directories inside the root")
+    if path.exists() and not path.is_dir():
+        raise StorageError(f"{path} exists and is not a directory")
     if create and not path.exists():
-        os.makedirs(path, mode=0o700, exist_ok=True)
+        try:
+            os.makedirs(path, mode=DIR_MODE, exist_ok=True)
+        except OSError as exc:
+            raise storage_error(exc, f"cannot create {path}") from exc
     return path

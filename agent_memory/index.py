@@ -9,25 +9,27 @@ processes read while one writes.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import json
 import logging
 import os
+import re
 import sqlite3
-import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._fs import TMP_PREFIX, RootLock
-from .records import MemoryRecord, RecordParseError, Scope, parse_record
+from . import index_sync as _sync
+from ._fs import FILE_MODE, TMP_PREFIX, RootLock, ensure_dir, storage_error, storage_errors
+from .errors import ReadOnlyError, StorageError
+from .index_sync import SyncReport as SyncReport  # re-exported: callers import it from here
+from .quarantine import Quarantined, check_stat, read_record_file
+from .records import MemoryRecord, Scope, normalize_instant
 
 log = logging.getLogger("agent_memory")
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"  # 4: instants (created/updated/expires) stored as normalised UTC
 DEFAULT_FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 FTS_COLUMNS = ("title", "tags", "body", "context")
 _RECORD_COLS = (
@@ -37,25 +39,19 @@ _RECORD_COLS = (
 )
 
 
-@dataclass
-class SyncReport:
-    """What one synchronisation pass did."""
-
-    scanned: int = 0
-    added: int = 0
-    updated: int = 0
-    removed: int = 0
-    problems: dict[str, str] = field(default_factory=dict)
-    rebuilt: bool = False
+# FTS5 secure-delete (SQLite 3.44+) removes a deleted row's terms at once; older versions need an 'optimize'
+_FTS_SECURE_DELETE = sqlite3.sqlite_version_info >= (3, 44, 0)
+# control, format (bidi, zero-width) and separator characters: a summary is one plain line of MEMORY.md
+_NOT_PLAIN = re.compile("[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]")
 
 
 def summary_line(content: str, limit: int = 80) -> str:
-    flat = " ".join(content.split())
+    flat = " ".join(_NOT_PLAIN.sub(" ", content[: limit * 64]).split())
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
 def live_sql(alias: str = "r") -> str:
-    """Not expired: no ``expires``, or one still in the future (ISO strings compare in order)."""
+    """Not expired: no ``expires``, or one still in the future (stored as normalised UTC text, which sorts as time)."""
     return f"({alias}.expires IS NULL OR {alias}.expires > strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))"
 
 
@@ -92,6 +88,7 @@ class Index:
         rescan_interval: float | None = 10.0,
         context_of: Callable[[MemoryRecord], str] | None = None,
         busy_timeout_s: float = 30.0,
+        read_only: bool | None = None,
     ) -> None:
         self.root = root
         self.records_dir = root / "records"
@@ -105,6 +102,12 @@ class Index:
         self._last_full_scan = 0.0
         self._scan_lock = threading.Lock()
         self.problems: dict[str, str] = {}
+        # None: detect (a root that refuses writes is served from an in-memory copy of its index)
+        self.read_only = read_only
+        self._ro_conn: sqlite3.Connection | None = None
+        # called (under the lock) after a sync changed or dropped rows behind the library's back, e.g. a file
+        # quarantined by a hand edit; the store sets it to regenerate MEMORY.md
+        self.on_change: Callable[[], object] | None = None
 
     # -- connections -------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
@@ -126,6 +129,9 @@ class Index:
                     raise
                 time.sleep(0.005)
         conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed: forgotten text leaves the file
+        with contextlib.suppress(OSError):
+            os.chmod(self.path, FILE_MODE)
         return conn
 
     def _ident(self) -> tuple[int, int] | None:
@@ -135,10 +141,36 @@ class Index:
             return None
         return (st.st_ino, st.st_dev)
 
+    def _hold(self, *, blocking: bool = True) -> contextlib.AbstractContextManager[bool]:
+        """The root lock, or nothing to hold when the root is read-only (nobody can write it through us)."""
+        return contextlib.nullcontext(True) if self.read_only else self.lock.hold(blocking=blocking)
+
+    def _read_only_conn(self) -> sqlite3.Connection:
+        """An in-memory copy of the on-disk index (if readable), brought in line with the files."""
+        return _sync.read_only_copy(self)
+
+    def _detect_read_only(self) -> bool:
+        if self.read_only is None:
+            try:
+                ensure_dir(self.root, allow_symlink=True)
+                ensure_dir(self.records_dir)
+                self.read_only = not os.access(self.root, os.W_OK)
+            except StorageError as exc:
+                if not self.root.is_dir() or "symlink" in str(exc):
+                    raise
+                self.read_only = True
+        return self.read_only  # (a records/ symlinked later is refused by every sync: see record_files)
+
     @property
     def conn(self) -> sqlite3.Connection:
-        """This thread's connection, reopened if ``index.db`` was replaced or removed."""
-        conn = getattr(self._local, "conn", None)
+        """This thread's connection, reopened if ``index.db`` was replaced or removed.
+
+        On a read-only root (``read_only``, or a root that refuses writes) an in-memory index is used."""
+        if self._ro_conn is not None:
+            return self._ro_conn
+        if self._detect_read_only():
+            return self._read_only_conn()
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         ident = self._ident()
         if conn is not None and ident == getattr(self._local, "ident", None) and ident is not None:
             return conn
@@ -146,14 +178,17 @@ class Index:
             with contextlib.suppress(sqlite3.Error):
                 conn.close()
         self._local.conn = None
-        self.root.mkdir(parents=True, exist_ok=True)
-        self.records_dir.mkdir(exist_ok=True)
         try:
             conn = self._connect()
             self._ensure_schema(conn)
         except sqlite3.DatabaseError as exc:
             if not is_corrupt(exc):
-                raise
+                err = storage_error(exc, "cannot open the index")
+                if isinstance(err, ReadOnlyError):
+                    log.warning("index %s cannot be written (%s); serving reads from memory", self.path, exc)
+                    self.read_only = True
+                    return self._read_only_conn()
+                raise err from exc
             log.warning("index %s unusable (%s); rebuilding from files", self.path, exc)
             conn = self._recreate()
         self._local.conn = conn
@@ -175,7 +210,7 @@ class Index:
     def _ensure_schema(self, conn: sqlite3.Connection) -> None:
         if self._schema_ok(conn):
             return
-        with self.lock.hold():
+        with self._hold():
             if self._schema_ok(conn):  # another process created it while we waited
                 return
             drops = "".join(f"DROP TABLE IF EXISTS {t};" for t in ("fts", "record_tags", "records", "meta"))
@@ -197,6 +232,7 @@ class Index:
         CREATE INDEX record_tags_tag ON record_tags(tag, rid);
         CREATE INDEX record_tags_rid ON record_tags(rid);
         CREATE VIRTUAL TABLE fts USING fts5({", ".join(FTS_COLUMNS)}, tokenize = '{tok}');
+        {"INSERT INTO fts(fts, rank) VALUES ('secure-delete', 1);" if _FTS_SECURE_DELETE else ""}
         """
 
     def _recreate(self) -> sqlite3.Connection:
@@ -219,15 +255,34 @@ class Index:
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction. Failures of the disk (full, read-only, I/O) raise typed storage errors.
+
+        After a transaction that deleted rows, the FTS segments are merged and the WAL truncated,
+        so no stemmed term of a forgotten record stays in ``index.db*``."""
+        if self.read_only:
+            raise ReadOnlyError(f"the memory root {self.root} is read-only")
+        if os.path.islink(self.root / "archive"):  # a write may archive: never out of the root
+            raise StorageError(f"{self.root / 'archive'} is a symlink; memory directories must be real directories")
         conn = self.conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-        except BaseException:
-            if conn.in_transaction:  # SQLite may have rolled back already (e.g. after a corruption error)
-                conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+        self._local.purge = False
+        with storage_errors("cannot write the index"):
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                if conn.in_transaction:  # SQLite may have rolled back already (e.g. after a corruption error)
+                    conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            if getattr(self._local, "purge", False):
+                self.purge(conn)
+
+    def purge(self, conn: sqlite3.Connection) -> None:
+        """Rewrite the FTS segments (dropping deleted rows' terms) and truncate the WAL."""
+        self._local.purge = False
+        if not _FTS_SECURE_DELETE:  # rewrite the segments: O(index size), the price of forgetting on SQLite < 3.44
+            conn.execute("INSERT INTO fts(fts) VALUES ('optimize')")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def guarded(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
         """Run a read; if the database turns out corrupt, rebuild it from files and retry once."""
@@ -274,7 +329,8 @@ class Index:
             "id": rec.id, "file": file, "mtime_ns": mtime_ns, "size": size, "scope": rec.scope.value,
             "session_id": rec.session_id, "user_id": rec.user_id, "kind": rec.kind, "title": rec.title,
             "tags": json.dumps(list(rec.tags)), "memory_key": rec.memory_key, "source": rec.source,
-            "created": rec.created, "updated": rec.updated, "expires": rec.expires, "importance": rec.importance,
+            "created": _instant(rec.created), "updated": _instant(rec.updated), "expires": _instant(rec.expires),
+            "importance": rec.importance,
             "content_hash": rec.content_hash, "body_line": body_line or rec.body_line, "summary": summary_line(rec.content),
             "metadata": json.dumps(dict(rec.metadata), default=str),
         }
@@ -299,10 +355,12 @@ class Index:
             conn.execute("DELETE FROM fts WHERE rowid = ?", (rid,))
             conn.execute("DELETE FROM record_tags WHERE rid = ?", (rid,))
             conn.execute("DELETE FROM records WHERE rowid = ?", (rid,))
+            self._local.purge = True
 
     # -- synchronisation -----------------------------------------------------------------
     def record_files(self) -> Iterator[os.DirEntry[str]]:
         """Record files under ``records/``: ``*.md``, not hidden, not temp files, never symlinks."""
+        ensure_dir(self.records_dir, create=False)  # a symlinked records/ would lead outside the root
         try:
             it = os.scandir(self.records_dir)
         except FileNotFoundError:
@@ -313,90 +371,26 @@ class Index:
                 if not name.endswith(".md") or name.startswith((".", TMP_PREFIX)):
                     continue
                 if entry.is_symlink() or not entry.is_file(follow_symlinks=False):
-                    self.problems[name] = "symlink or special file ignored"
+                    self.problems[name] = "symlink or special file ignored; fix: replace it with a regular file"
                     continue
                 yield entry
 
     def load_file(self, name: str) -> tuple[MemoryRecord, int, int]:
-        """Read and parse one record file (no symlinks). Raises OSError or RecordParseError."""
-        path = self.records_dir / name
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # NONBLOCK: a FIFO must not hang us
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise RecordParseError("not a regular file")
-            with os.fdopen(fd, "rb", closefd=False) as fh:
-                raw = fh.read()
-        finally:
-            os.close(fd)
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise RecordParseError("file is not valid UTF-8") from None
-        mtime_iso = dt.datetime.fromtimestamp(st.st_mtime, dt.UTC).isoformat().replace("+00:00", "Z")
-        rec = parse_record(text, name[:-3], path=str(path), mtime_iso=mtime_iso)
-        return rec, st.st_mtime_ns, st.st_size
+        """Read, check and parse one record file (see :mod:`agent_memory.quarantine`).
+
+        Raises ``FileNotFoundError`` or :class:`RecordParseError` (the file is quarantined)."""
+        return read_record_file(self.records_dir, name)
 
     def _remove_orphaned_temps(self) -> None:
-        """Delete temp files of writers that died mid-write (call under the lock: then every one is orphaned)."""
-        with contextlib.suppress(FileNotFoundError), os.scandir(self.records_dir) as it:
-            for entry in it:
-                if entry.name.startswith(TMP_PREFIX):
-                    with contextlib.suppress(OSError):
-                        os.unlink(entry.path)
+        _sync.remove_orphaned_temps(self)
 
-    def full_sync(self, conn: sqlite3.Connection | None = None) -> SyncReport:
-        """Bring the index in line with every file (under the root lock)."""
-        conn = conn or self.conn
-        report = SyncReport()
-        with self.lock.hold():
-            self._remove_orphaned_temps()
-            known = {r["file"]: (r["id"], r["mtime_ns"], r["size"]) for r in conn.execute("SELECT id, file, mtime_ns, size FROM records")}
-            self.problems = {}
-            seen: set[str] = set()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                for entry in self.record_files():
-                    report.scanned += 1
-                    name = entry.name
-                    seen.add(name)
-                    st = entry.stat(follow_symlinks=False)
-                    old = known.get(name)
-                    if old is not None and old[1] == st.st_mtime_ns and old[2] == st.st_size:
-                        continue
-                    try:
-                        rec, mtime_ns, size = self.load_file(name)
-                    except (OSError, RecordParseError) as exc:
-                        self.problems[name] = str(exc)
-                        log.warning("skipping unreadable record %s: %s", name, exc)
-                        if old is not None:
-                            self.delete(conn, old[0])
-                        continue
-                    if old is not None and old[0] != rec.id:
-                        self.delete(conn, old[0])
-                    clash = conn.execute("SELECT file FROM records WHERE id = ?", (rec.id,)).fetchone()
-                    if clash is not None and clash[0] != name:
-                        self.problems[name] = f"duplicate id {rec.id!r} (also {clash[0]})"
-                        continue
-                    self.upsert(conn, rec, name, mtime_ns, size)
-                    if old is None:
-                        report.added += 1
-                    else:
-                        report.updated += 1
-                for name, (rid, _, _) in known.items():
-                    if name not in seen:
-                        self.delete(conn, rid)
-                        report.removed += 1
-                self._set_meta(conn, "problems", json.dumps(self.problems))
-                self.mark_synced(conn)
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-        report.problems = dict(self.problems)
-        self._last_full_scan = time.monotonic()
-        return report
+    def full_sync(self, conn: sqlite3.Connection | None = None, *, clean: bool = True) -> SyncReport:
+        """Bring the index in line with every file (under the root lock); ``clean``: remove orphaned temp files."""
+        return _sync.full_sync(self, conn, clean=clean)
+
+    def rebuild_aside(self) -> SyncReport:
+        """Rebuild from the files beside the live index and swap it in atomically (see :mod:`.index_sync`)."""
+        return _sync.rebuild_aside(self)
 
     def refresh(self, *, force: bool = False, wait: bool | None = None, periodic: bool = True) -> SyncReport | None:
         """Cheap freshness check before a read: rescan if the records directory changed
@@ -404,7 +398,9 @@ class Index:
 
         Unless ``wait`` (default: ``force``), a rescan never queues behind a writer: if the root
         is locked it is skipped (None), since every writer leaves the index in line with the files.
-        Writers pass ``periodic=False``: for dedupe they only need files added behind their back."""
+        Writers pass ``periodic=False``: for dedupe they only need files added behind their back.
+        A rescan that cannot write (disk full, root turned read-only) is skipped: reads go on
+        from the index as it is."""
         def check(conn: sqlite3.Connection) -> bool:
             stale = self._meta(conn, "dir_mtime") != self._dir_mtime()
             interval = self.rescan_interval
@@ -413,28 +409,37 @@ class Index:
 
         if not self.guarded(check):
             return None
-        with self.lock.hold(blocking=force if wait is None else wait) as held:
+        with self._hold(blocking=force if wait is None else wait) as held:
             if not held:
                 return None
             with self._scan_lock:
-                return self.healing(self.full_sync)
+                try:
+                    report: SyncReport = self.healing(self.full_sync)
+                    return report
+                except StorageError as exc:
+                    if self._ro_conn is not None:
+                        raise
+                    log.warning("index %s not refreshed (%s); serving reads from it as it is", self.path, exc)
+                    return None
 
     def refresh_rows(self, conn: sqlite3.Connection, rows: Sequence[sqlite3.Row]) -> bool:
-        """Re-index any of ``rows`` whose file changed on disk; True if something changed."""
+        """Re-index any of ``rows`` whose file changed on disk (or may no longer be served); True if so."""
         changed = False
         for row in rows:
             try:
                 st = os.stat(self.records_dir / row["file"], follow_symlinks=False)
+                check_stat(st)
                 fresh = st.st_mtime_ns == row["mtime_ns"] and st.st_size == row["size"]
-            except FileNotFoundError:
+            except (FileNotFoundError, Quarantined):
                 fresh = False
             if not fresh:
                 changed = True
         if changed:
-            with self.lock.hold(blocking=False) as held:  # not held: a writer is mid-write and will index it
+            with self._hold(blocking=False) as held:  # not held: a writer is mid-write and will index it
                 if held:
                     with self._scan_lock:
-                        self.full_sync()
+                        with contextlib.suppress(StorageError):
+                            self.full_sync()
         return changed
 
     def stored_problems(self) -> dict[str, str]:
@@ -443,16 +448,23 @@ class Index:
 
     # -- queries -------------------------------------------------------------------------
     def get_row(self, record_id: str) -> sqlite3.Row | None:
-        return self.guarded(lambda c: c.execute("SELECT rowid, * FROM records WHERE id = ?", (record_id,)).fetchone())
+        row: sqlite3.Row | None = self.guarded(lambda c: c.execute("SELECT rowid, * FROM records WHERE id = ?", (record_id,)).fetchone())
+        return row
 
     def rows_where(self, where: str, params: dict[str, Any], *, order: str = "updated DESC", limit: int | None = None) -> list[sqlite3.Row]:
         sql = f"SELECT r.rowid, r.* FROM records r WHERE {where} ORDER BY {order}"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        return self.guarded(lambda c: c.execute(sql, params).fetchall())
+        rows: list[sqlite3.Row] = self.guarded(lambda c: c.execute(sql, params).fetchall())
+        return rows
 
     def count(self) -> int:
-        return self.guarded(lambda c: c.execute("SELECT count(*) FROM records").fetchone()[0])
+        return int(self.guarded(lambda c: c.execute("SELECT count(*) FROM records").fetchone()[0]))
+
+
+def _instant(value: str | None) -> str | None:
+    """An instant as stored in the index: normalised UTC text, so SQL compares it as time."""
+    return None if not value else normalize_instant(value) or value
 
 
 def row_to_record(row: sqlite3.Row, records_dir: Path, content: str = "") -> MemoryRecord:

@@ -5,51 +5,77 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from ._fs import TMP_PREFIX
+from .errors import StorageError
 from .index import SyncReport
+from .quarantine import check_name, check_stat, describe
 from .records import RecordParseError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .store import DoctorReport, MemoryStore
 
 
-def reindex(store: "MemoryStore") -> SyncReport:
-    """Drop and rebuild the index from the files."""
-    def rebuild() -> SyncReport:
-        with store.index.transaction() as conn:
-            conn.execute("DELETE FROM records")
-            conn.execute("DELETE FROM record_tags")
-            conn.execute("DELETE FROM fts")
-        return store.index.full_sync()
-
+def reindex(store: MemoryStore) -> SyncReport:
+    """Rebuild the index from the files aside and swap it in atomically (readers never see it empty)."""
     with store.lock.hold():
-        report = store.index.healing(rebuild)
-        report.rebuilt = True
+        report: SyncReport = store.index.healing(store.index.rebuild_aside)
         store.write_memory_md()
     store._opened = True
     return report
 
-def doctor(store: "MemoryStore") -> DoctorReport:
-    """Check files against the index: unreadable files and drift (without fixing first)."""
-    indexed = {r["file"]: (r["mtime_ns"], r["size"]) for r in store.index.rows_where("1", {}, order="id")}
-    on_disk: dict[str, tuple[int, int]] = {}
+
+def _directory_problems(store: MemoryStore) -> dict[str, str]:
     problems: dict[str, str] = {}
-    for entry in store.index.record_files():
-        st = entry.stat(follow_symlinks=False)
-        on_disk[entry.name] = (st.st_mtime_ns, st.st_size)
+    for folder in (store.records_dir, store.archive_dir):
+        if folder.is_symlink():
+            problems[f"{folder.name}/"] = (f"{folder.name}/ is a symlink (it may lead outside the root); "
+                                           f"fix: replace it with a real directory holding the files")
+    archive = store.archive_dir
+    if archive.is_dir() and not archive.is_symlink():
+        for name in sorted(os.listdir(archive)):
+            if name.startswith(TMP_PREFIX):
+                problems[f"archive/{name}"] = ("temp file of an interrupted sweep (holds a record's full text); "
+                                               "fix: run `agent-memory reindex` (it removes such files)")
+    return problems
+
+
+def doctor(store: MemoryStore) -> DoctorReport:
+    """Check files against the index without fixing anything first.
+
+    Fast: a file whose size and mtime match its index row was parsed when indexed, so only its
+    name and metadata are checked (one ``stat``); only new or changed files are read and parsed.
+    Every problem names its file, the reason and a suggested fix."""
+    from .store import DoctorReport
+
+    problems = _directory_problems(store)
+    if "records/" in problems:
+        return DoctorReport(0, 0, problems, {}, ok=False)
+    index = store.index
+    try:
+        rows = index.guarded(lambda c: c.execute("SELECT file, mtime_ns, size FROM records").fetchall())
+    except StorageError as exc:
+        problems["index.db"] = f"{exc}; fix: check the disk, then run `agent-memory reindex`"
+        rows = []
+    indexed = {file: (mtime_ns, size) for file, mtime_ns, size in rows}
+    on_disk: dict[str, tuple[int, int]] = {}
+    for entry in index.record_files():
+        name = entry.name
         try:
-            store.index.load_file(entry.name)
+            st = entry.stat(follow_symlinks=False)
+            on_disk[name] = (st.st_mtime_ns, st.st_size)
+            check_name(name)
+            check_stat(st)
+            if indexed.get(name) != on_disk[name]:
+                index.load_file(name)
+        except FileNotFoundError:
+            on_disk.pop(name, None)
         except (OSError, RecordParseError) as exc:
-            problems[entry.name] = str(exc)
-    problems.update({k: v for k, v in store.index.problems.items() if k not in on_disk})
-    for name in os.listdir(store.records_dir):
-        if name.endswith(".md") and (store.records_dir / name).is_symlink():
-            problems[name] = "symlink ignored (records must be regular files)"
+            problems[name] = describe(exc)
+    problems.update({k: v for k, v in index.problems.items() if k not in on_disk and k not in problems})
     readable = {k for k in on_disk if k not in problems}
     drift = {
         "missing_from_index": len(readable - set(indexed)),
         "stale_in_index": sum(1 for k in readable & set(indexed) if indexed[k] != on_disk[k]),
         "orphaned_in_index": len(set(indexed) - set(on_disk)),
     }
-    from .store import DoctorReport
-
     return DoctorReport(len(on_disk), len(indexed), problems, drift, ok=not problems and not any(drift.values()))

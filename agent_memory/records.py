@@ -10,25 +10,19 @@ import dataclasses
 import datetime as dt
 import hashlib
 import json
+import math
 import re
 import secrets
 import unicodedata
 from collections.abc import Iterable, Mapping
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
-import yaml
-
 from .errors import InvalidIdError, InvalidInputError
-
-try:  # the C loader/dumper are ~10x faster; fall back to pure Python
-    _Loader: Any = yaml.CSafeLoader
-    _Dumper: Any = yaml.CSafeDumper
-except AttributeError:  # pragma: no cover
-    _Loader, _Dumper = yaml.SafeLoader, yaml.SafeDumper
+from .frontmatter_safe import FrontmatterError, as_text, split_text
 
 
-class Scope(str, Enum):
+class Scope(StrEnum):
     """Who may see a record. Scopes are hard partitions."""
 
     SESSION = "session"
@@ -46,7 +40,8 @@ MAX_TITLE_CHARS = 200
 MAX_TAGS = 32
 MAX_TAG_CHARS = 64
 
-_ID_RE = re.compile(r"[^\x00-\x1f\x7f/\\]{1,200}")
+# no control, format (bidi, zero-width) or line-separator characters: an id is a file name and a MEMORY.md token
+_ID_RE = re.compile("[^\x00-\x1f\x7f-\x9f/\\\\\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]{1,200}")
 _KEY_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,127}")
 _KIND_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 _SLUG_RE = re.compile(r"[^a-z0-9]+")
@@ -253,87 +248,195 @@ def yaml_scalar(value: Any) -> str:
 
 
 class RecordParseError(InvalidInputError):
-    """A record file's frontmatter could not be read."""
+    """A record file the store cannot fully understand: it is quarantined (never read, never shared).
+
+    ``reason`` says what is wrong and ``fix`` how to repair the file (shown by ``doctor``)."""
+
+    def __init__(self, reason: str, fix: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.fix = fix
 
 
-def _split(text: str) -> tuple[str | None, str, int]:
-    """Split file text into (frontmatter text or None, body, 1-based line where the body starts)."""
-    if not (text.startswith("---\n") or text.startswith("---\r\n")):
-        return None, text, 1
-    lines = text.splitlines(keepends=True)
-    for i in range(1, len(lines)):
-        if lines[i].rstrip("\r\n") == "---":
-            return "".join(lines[1:i]), "".join(lines[i + 1:]), i + 2
-    raise RecordParseError("frontmatter block is not closed by a '---' line")
+_OWNER_FIX = "quote it as text, e.g. user_id: \"bob\""
 
 
-def _as_text(value: Any) -> str | None:
+def _field_text(data: Mapping[str, Any], name: str, *, max_chars: int = 200, scalars: bool = False) -> str | None:
+    """A one-line text field, or a typed refusal. ``scalars``: numbers and dates are accepted as text."""
+    value = data.get(name)
     if value is None:
         return None
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=dt.UTC)
-        return value.isoformat().replace("+00:00", "Z")
-    if isinstance(value, dt.date):
-        return value.isoformat()
-    return str(value)
+    ok = (str, int, float, dt.date, dt.time) if scalars else (str, dt.date, dt.datetime)
+    if isinstance(value, bool) or not isinstance(value, ok) or (isinstance(value, float) and not math.isfinite(value)):
+        raise RecordParseError(f"{name} must be text, not {type(value).__name__}", f"write {name} as quoted text")
+    text = as_text(value) or ""
+    if len(text) > max_chars or any(c in text for c in "\x00\r\n") or (scalars is False and not text.strip()):
+        raise RecordParseError(f"{name} must be one non-empty line of at most {max_chars} characters", f"shorten {name}")
+    return text
 
 
-def parse_record(text: str, record_id: str, *, path: str | None = None, mtime_iso: str | None = None) -> MemoryRecord:
-    """Build a record from file text. Unknown frontmatter keys are kept in ``metadata``."""
-    header, body, body_line = _split(text)
-    data: dict[str, Any] = {}
-    if header is not None and header.strip():
+def _field_when(data: Mapping[str, Any], name: str) -> str | None:
+    text = _field_text(data, name, max_chars=64)
+    if text is not None and normalize_instant(text) is None:
+        raise RecordParseError(f"{name} is not an ISO date or datetime", f"write {name} like 2026-11-22T10:00:00Z")
+    return text
+
+
+def _field_tags(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [t for t in re.split(r"[,\s]+", value) if t]
+    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+        raise RecordParseError("tags must be a list of text tags", "write tags: [a, b] with words, quoting numbers")
+    try:
+        return normalize_tags(value)
+    except InvalidInputError as exc:
+        raise RecordParseError(f"tags: {exc}", f"at most {MAX_TAGS} one-line tags of {MAX_TAG_CHARS} characters") from None
+
+
+def _field_importance(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, str) and len(value) <= 32:  # YAML 1.1 reads "1e-05" (as our writer renders it) as text
         try:
-            loaded = json.loads(header) if header.lstrip().startswith("{") else yaml.load(header, Loader=_Loader)
-        except (ValueError, yaml.YAMLError) as exc:
-            raise RecordParseError(f"unreadable frontmatter: {str(exc).splitlines()[0]}") from None
-        if loaded is not None and not isinstance(loaded, dict):
-            raise RecordParseError("frontmatter is not a mapping")
-        data = dict(loaded or {})
-    nl = text.find("\n")  # a CRLF file? ours are LF, so content ending in "\r" keeps it
-    if nl > 0 and text[nl - 1] == "\r" and body.endswith("\r\n"):
-        body = body[:-2]
-    elif body.endswith("\n"):
-        body = body[:-1]
-    metadata = data.pop("metadata", None)
-    metadata = dict(metadata) if isinstance(metadata, dict) else {}
+            value = float(value)
+        except ValueError:
+            pass
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise RecordParseError("importance must be a number", "write importance as a number from 0 to 1")
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number) or not 0 <= number <= 1:
+        raise RecordParseError("importance is not a number from 0 to 1", "write importance from 0 to 1")
+    return number
+
+
+def _field_scope(known: Mapping[str, Any]) -> tuple[Scope, str | None, str | None]:
+    """Scope and owner; a file that names an owner but whose scope cannot be established is refused."""
+    session_id = _field_text(known, "session_id")
+    user_id = _field_text(known, "user_id")
+    raw = known.get("scope")
+    if raw is None:
+        if session_id is not None or user_id is not None:
+            raise RecordParseError("names an owner (user_id/session_id) but no scope",
+                                   "add scope: user (or session), or remove the owner fields")
+        return Scope.PROJECT, None, None
+    if not isinstance(raw, str):
+        raise RecordParseError(f"scope must be text, not {type(raw).__name__}", "write scope: project, user, session or global")
+    try:
+        scope = Scope(raw.strip().lower())
+    except ValueError:
+        raise RecordParseError("unknown scope", "write scope: project, user, session or global") from None
+    if scope is Scope.USER and user_id is None:
+        raise RecordParseError("scope user without a user_id", "add user_id: <the user>")
+    if scope is Scope.SESSION and session_id is None:
+        raise RecordParseError("scope session without a session_id", "add session_id: <the session>")
+    return scope, session_id, user_id
+
+
+def _known_fields(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Split frontmatter into known fields (keys matched case-insensitively, camelCase accepted) and the rest."""
+    metadata = data.pop("metadata", data.pop("Metadata", None))
+    if metadata is not None and not isinstance(metadata, dict):
+        raise RecordParseError("metadata must be a mapping", "write metadata as key: value lines")
+    metadata = dict(metadata or {})
     for camel, snake in _CAMEL.items():  # camelCase metadata from JSON-frontmatter providers
         if camel in metadata and snake not in data:
             data[snake] = metadata.pop(camel)
-    known = {k: data.pop(k) for k in list(data) if k in FIELDS}
+    known: dict[str, Any] = {}
+    for key in list(data):
+        if not isinstance(key, str):
+            raise RecordParseError("a frontmatter key is not text", "write keys as words")
+        name = _CAMEL.get(key, key.strip().lower().replace("-", "_"))
+        if name in FIELDS:
+            if name in known and known[name] != data[key]:
+                raise RecordParseError(f"field {name} is given twice with different values", f"keep one {name}")
+            known[name] = data.pop(key)
     metadata.update(data)  # unknown top-level keys survive as metadata
+    return known, _clean_metadata(metadata)
+
+
+def _clean_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """Metadata values must be JSON: text keys, finite numbers; dates become ISO text (iterative)."""
+    todo: list[Any] = [metadata]
+    while todo:
+        item = todo.pop()
+        pairs = list(item.items()) if isinstance(item, dict) else list(enumerate(item))
+        for key, value in pairs:
+            if isinstance(item, dict) and not isinstance(key, str):
+                item.pop(key)
+                item[str(key)] = value
+            if isinstance(value, (dict, list)):
+                todo.append(value)
+            elif isinstance(value, float) and not math.isfinite(value):
+                raise RecordParseError("metadata holds NaN or infinity", "write finite numbers")
+            elif isinstance(value, (dt.date, dt.time)):
+                item[str(key) if isinstance(item, dict) else key] = as_text(value)
+    return metadata
+
+
+def parse_record(text: str, record_id: str, *, path: str | None = None, mtime_iso: str | None = None) -> MemoryRecord:
+    """Build a record from file text, or raise :class:`RecordParseError` (the file is then quarantined).
+
+    Unknown frontmatter keys are kept in ``metadata``; every known field is type-checked."""
     try:
-        scope = parse_scope(known.get("scope"))
+        split = split_text(text)
+    except FrontmatterError as exc:
+        raise RecordParseError(exc.reason, exc.fix) from None
+    except (RecursionError, MemoryError, OverflowError, TypeError, ValueError) as exc:
+        raise RecordParseError(f"unreadable frontmatter ({type(exc).__name__})", "simplify the frontmatter") from None
+    body = split.body[:-1] if split.body.endswith("\n") else split.body
+    if len(body.encode("utf-8", "surrogatepass")) > MAX_CONTENT_BYTES:
+        raise RecordParseError(f"content is larger than {MAX_CONTENT_BYTES} bytes", "split the record into smaller ones")
+    if "\x00" in body:
+        raise RecordParseError("content contains a NUL character", "remove the NUL characters")
+    known, metadata = _known_fields(split.data)
+    scope, session_id, user_id = _field_scope(known)
+    kind = known.get("kind")
+    try:
+        kind = normalize_kind(kind if kind is None or isinstance(kind, str) else 0)  # type: ignore[arg-type]
+        memory_key = None if known.get("memory_key") is None else validate_key(known.get("memory_key"))
     except InvalidInputError as exc:
-        raise RecordParseError(str(exc)) from None
-    tags_raw = known.get("tags") or ()
-    if isinstance(tags_raw, str):
-        tags_raw = [t for t in re.split(r"[,\s]+", tags_raw) if t]
-    tags = tuple(str(t).strip().lower() for t in tags_raw if str(t).strip())
-    importance = known.get("importance")
-    try:
-        importance = float(importance) if importance is not None else None
-    except (TypeError, ValueError):
-        importance = None
-    created = _as_text(known.get("created")) or mtime_iso or ""
+        raise RecordParseError(str(exc), "use letters, digits, '_' and '-'") from None
+    source = _field_text(known, "source", max_chars=32) or "manual"
+    created = _field_when(known, "created") or mtime_iso or ""
     return MemoryRecord(
         id=record_id,
         content=body,
-        title=_as_text(known.get("title")) or default_title(body),
-        kind=str(known.get("kind") or "fact"),
+        title=_field_text(known, "title", max_chars=MAX_TITLE_CHARS, scalars=True) or default_title(body),
+        kind=kind,
         scope=scope,
-        session_id=_as_text(known.get("session_id")),
-        user_id=_as_text(known.get("user_id")),
-        tags=tags,
-        memory_key=_as_text(known.get("memory_key")),
-        source=str(known.get("source") or "manual"),
+        session_id=session_id,
+        user_id=user_id,
+        tags=_field_tags(known.get("tags")),
+        memory_key=memory_key,
+        source=source,
         created=created,
-        updated=_as_text(known.get("updated")) or created,
-        expires=_as_text(known.get("expires")),
-        importance=importance,
+        updated=_field_when(known, "updated") or created,
+        expires=_field_when(known, "expires"),
+        importance=_field_importance(known.get("importance")),
         content_hash=content_hash(body),
         metadata=metadata,
         path=path,
-        body_line=body_line,
+        body_line=split.body_line,
     )
+
+
+def normalize_instant(value: str) -> str | None:
+    """An ISO date/datetime as one UTC instant ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (naive = UTC); None if unreadable.
+
+    Instants outside the representable range clamp to its ends, so comparisons stay right."""
+    try:
+        when = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    try:
+        when = when.astimezone(dt.UTC)
+    except OverflowError:
+        when = dt.datetime.min if when.year < 5000 else dt.datetime.max
+    return when.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"

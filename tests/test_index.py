@@ -107,3 +107,22 @@ def test_symlinks_are_not_followed(store, tmp_path):
     os.symlink(outside, store.records_dir / "link.md")
     assert store.search("zebra").hits == []
     assert "link.md" in store.doctor().problems
+
+
+def test_doctor_reads_only_files_that_changed_since_indexing(store, monkeypatch):
+    ids = [store.remember(f"doctor speed fact {i}").id for i in range(30)]
+    calls = []
+    real = store.index.load_file
+    monkeypatch.setattr(store.index, "load_file", lambda name: calls.append(name) or real(name))
+    assert store.doctor().ok and calls == []  # in sync: one stat per file, no parsing
+    path = store.records_dir / f"{ids[3]}.md"
+    path.write_text(path.read_text().replace("fact 3", "fact three, edited"))
+    report = store.doctor()
+    assert calls == [f"{ids[3]}.md"] and report.drift["stale_in_index"] == 1
+
+
+def test_doctor_problems_name_a_fix(store):
+    store.remember("fine")
+    (store.records_dir / "bad.md").write_text("---\nscope: user\n---\nno owner\n")
+    problem = store.doctor().problems["bad.md"]
+    assert "scope user without a user_id" in problem and "fix: add user_id" in problem

@@ -70,3 +70,55 @@ def test_new_id_is_date_slug_hash_and_never_raw_input():
     assert validate_id(rid) == rid and "/" not in rid and ".." not in rid
     assert new_id("", "2026-11-22T10:00:00Z").startswith("2026-11-22-memory-")
     assert new_id("Ünïcödé Title", "2026-11-22").startswith("2026-11-22-unicode-title-")
+
+
+def test_safe_yaml_load_builds_the_same_plain_values_as_yaml():
+    import datetime as dt
+
+    from agent_memory.frontmatter_safe import safe_yaml_load
+
+    text = "a: 1\nb: 1.5\nc: true\nd: ~\ne: 2026-01-02\nf: [x, {g: 'h'}]\ng: |\n  block\nh: 0x1F\n"
+    assert safe_yaml_load(text) == {"a": 1, "b": 1.5, "c": True, "d": None, "e": dt.date(2026, 1, 2),
+                                    "f": ["x", {"g": "h"}], "g": "block\n", "h": 31}
+
+
+@pytest.mark.parametrize("text", ["a: &x 1", "a: *x", "a: !tag 1", "a: !!str 1", "? [a]\n: 1", "x: " + "[" * 80 + "]" * 80])
+def test_safe_yaml_load_refuses_anchors_aliases_tags_complex_keys_and_depth(text):
+    from agent_memory.frontmatter_safe import FrontmatterError, safe_yaml_load
+
+    with pytest.raises(FrontmatterError):
+        safe_yaml_load(text)
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("2026-01-01T10:00:00+05:00", "2026-01-01T05:00:00.000000Z"),
+    ("2026-01-01T10:00:00-05:00", "2026-01-01T15:00:00.000000Z"),
+    ("2026-01-01", "2026-01-01T00:00:00.000000Z"),
+    ("2026-01-01T10:00:00.5Z", "2026-01-01T10:00:00.500000Z"),
+    ("0001-01-01T00:00:00+05:00", "0001-01-01T00:00:00.000000Z"),  # before the range: clamps, never raises
+    ("soon", None),
+])
+def test_normalize_instant_is_one_utc_form(value, expected):
+    from agent_memory.records import normalize_instant
+
+    assert normalize_instant(value) == expected
+
+
+def test_toml_and_json_frontmatter_carry_every_field():
+    toml = '+++\ntitle = "T"\ntags = ["a", "b"]\nimportance = 0.5\ncreated = 2026-01-01T00:00:00Z\n+++\nbody'
+    rec = parse_record(toml, "x")
+    assert (rec.title, rec.tags, rec.importance, rec.created, rec.content) == ("T", ("a", "b"), 0.5, "2026-01-01T00:00:00Z", "body")
+    js = '{\n"title": "J", "scope": "global", "tags": "x, y"\n}\nbody'
+    rec = parse_record(js, "y")
+    assert (rec.title, rec.scope, rec.tags, rec.content, rec.body_line) == ("J", Scope.GLOBAL, ("x", "y"), "body", 4)
+
+
+def test_crlf_and_bom_files_keep_body_lines_and_content():
+    rec = parse_record("\ufeff---\r\ntitle: T\r\n---\r\nline one\r\nline two\r\n", "x")
+    assert rec.content == "line one\nline two" and rec.body_line == 4 and rec.title == "T"
+
+
+def test_quarantine_errors_carry_a_reason_and_a_fix():
+    with pytest.raises(RecordParseError) as info:
+        parse_record("---\nimportance: .nan\n---\nx", "x")
+    assert "importance" in info.value.reason and info.value.fix
