@@ -81,6 +81,7 @@ class MemoryStore:
         memory_md_limit: int | None = 500,
         context_of: Callable[[MemoryRecord], str] | None = None,
         strict_visibility: bool = False,
+        read_only: bool | None = None,
     ) -> None:
         self.root = Path(root).absolute()
         self.records_dir = self.root / "records"
@@ -93,18 +94,24 @@ class MemoryStore:
         self.strict_visibility = bool(strict_visibility)
         _reads.check_options(engine=engine, tokenizer=tokenizer, stop_words=stop_words, snippet_lines=snippet_lines,
                              snippet_chars=snippet_chars, context_of=context_of)
-        ensure_dir(self.root)
+        ensure_dir(self.root, allow_symlink=True)  # the root may be a link the user made; nothing inside it
         ensure_dir(self.records_dir)
         self.lock = RootLock(self.root / ".lock", timeout_s=lock_timeout_s)
-        index_kw: dict[str, Any] = {"rescan_interval": rescan_interval, "context_of": with_cjk_context(context_of)}
+        index_kw: dict[str, Any] = {"rescan_interval": rescan_interval, "context_of": with_cjk_context(context_of),
+                                    "read_only": read_only}
         if fts_tokenizer:
             index_kw["fts_tokenizer"] = fts_tokenizer
         self.index = Index(self.root, self.lock, **index_kw)
+        self.index.on_change = self._on_index_change  # a hand edit that drops a row also leaves MEMORY.md
         engine_kw: dict[str, Any] = {"snippet_lines": snippet_lines, "snippet_chars": snippet_chars, "stop_words": stop_words}
         if tokenizer is not None:
             engine_kw["tokenizer"] = tokenizer
         self.engine: SearchEngine = engine or Fts5Engine(**engine_kw)
         self._opened = False
+
+    def _on_index_change(self) -> None:
+        if not self.index.read_only:
+            self.write_memory_md()
 
     # -- housekeeping --------------------------------------------------------------------
     def open(self) -> SyncReport | None:

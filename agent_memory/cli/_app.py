@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -49,6 +50,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _QuarantineCounter(logging.Handler):
+    """Counts the store's quarantine warnings so the CLI can say so in one line instead of many."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "quarantined" in record.getMessage():
+            self.count += 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit code (never raises, never prints a traceback)."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -59,6 +72,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")  # a lone surrogate in a record never crashes printing
+    quarantined = _QuarantineCounter()
+    logging.getLogger("agent_memory").addHandler(quarantined)
+    logging.getLogger("agent_memory").propagate = False  # library log lines never interleave with our output
     try:
         args = build_parser().parse_args(argv)
         args.root_given = args.root is not None
@@ -66,6 +82,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.json = bool(args.json)
         code = COMMANDS[args.command](args) or 0
         sys.stdout.flush()
+        if quarantined.count and args.command != "doctor":
+            print(f"agent-memory: warning: {quarantined.count} record file(s) quarantined (excluded from every read); "
+                  "`agent-memory doctor` names them with a fix", file=sys.stderr)
         return code
     except SystemExit as exc:  # --help / --version
         return exc.code if isinstance(exc.code, int) else 0
