@@ -109,7 +109,11 @@ class FilesBackend:
         return await self._run(self.store.forget, record_id, **caller.kwargs())
 
     async def core_lines(self, caller: Caller, limit: int | None) -> list[str]:
-        return await self._run(self.store.visible_lines, limit=limit, **caller.kwargs())
+        def lines() -> list[str]:
+            self.store.open()  # the index follows the files (hand edits included) before it is read
+            return self.store.visible_lines(limit=limit, **caller.kwargs())
+
+        return await self._run(lines)
 
     async def user_md(self) -> str:
         path = self.store.root / "USER.md"
