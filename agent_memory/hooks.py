@@ -181,7 +181,7 @@ class MemoryHooks:
                 kwargs["timeout_s"] = max(0.0, remaining - min(0.25, remaining / 4))
                 result = await asyncio.wait_for(self.provider.recall(message, **kwargs), remaining)
         except TimeoutError:
-            logger.warning("agent_memory: recall exceeded recall_timeout=%ss; continuing without recalled memory",
+            logger.warning("agent_memory: recall failed: exceeded recall_timeout=%ss; continuing without recalled memory",
                            self.recall_timeout)
             return "", None
         except Exception:  # never break the main run
