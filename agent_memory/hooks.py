@@ -178,7 +178,7 @@ class MemoryHooks:
             else:
                 remaining = max(0.0, deadline - loop.time())
                 # the worker stops early enough for the lexical fallback to fit in what is left
-                kwargs["timeout_s"] = max(0.0, remaining - min(0.25, remaining / 4))
+                kwargs["timeout_s"] = max(0.0, remaining - min(0.5, remaining / 3))
                 result = await asyncio.wait_for(self.provider.recall(message, **kwargs), remaining)
         except TimeoutError:
             logger.warning("agent_memory: recall failed: exceeded recall_timeout=%ss; continuing without recalled memory",
