@@ -10,11 +10,10 @@ import asyncio
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from .backend import Caller
 from .errors import InvalidInputError
 from .redact import redact
 from .tokens import count_tokens
-
-from .backend import Caller
 
 if TYPE_CHECKING:  # pragma: no cover
     from .backend import MemoryBackend

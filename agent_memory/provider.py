@@ -10,12 +10,13 @@ lazily, so using only the store never imports pydantic-ai or litellm.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import os
 import warnings
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from .backend import Caller, MemoryBackend, open_backend
 from .core import DEFAULT_CORE_BUDGET, MemoryBlock, inject
@@ -118,12 +119,13 @@ class MemoryProvider:
         """Store one memory; returns its id and ``created|duplicate|appended|replaced|skipped``."""
         draft = MemoryDraft(
             content, title=title, kind=kind, scope=scope, session_id=session_id, user_id=user_id,
-            tags=tuple(tags) if not isinstance(tags, str) else tags, memory_key=memory_key, on_existing=on_existing,
+            tags=cast(Any, tags) if isinstance(tags, str) else tuple(tags), memory_key=memory_key, on_existing=on_existing,
             expires=expires, importance=importance, metadata=metadata,
         )
         return await self.backend.remember(draft, source=source)
 
-    async def remember_many(self, drafts: Iterable[MemoryDraft], *, source: str = "import", **kwargs: Any) -> list[RememberResult]:
+    async def remember_many(self, drafts: Iterable[MemoryDraft], *, source: str = "import",
+                            **kwargs: Any) -> builtins.list[RememberResult]:
         """Bulk write (one lock and transaction per batch)."""
         return await self.backend.remember_many(list(drafts), source=source, **kwargs)
 
@@ -224,9 +226,9 @@ class MemoryProvider:
         """How many background captures have not finished yet."""
         return sum(1 for t in self._pending if not t.done())
 
-    async def flush(self) -> list[Any]:
+    async def flush(self) -> builtins.list[Any]:
         """Wait for every pending background capture; returns their results (exceptions included)."""
-        results: list[Any] = []
+        results: builtins.list[Any] = []
         while self._pending:
             batch = list(self._pending)
             results.extend(await asyncio.gather(*batch, return_exceptions=True))

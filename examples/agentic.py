@@ -103,7 +103,7 @@ def fake_llm(system: str, history: list[dict[str, str]]) -> str:
     recalled = [m["content"] for m in history if m["role"] == "user" and "<<<MEMORY" in m["content"]]
     asked = [m["content"] for m in history if m["role"] == "user" and "<<<MEMORY" not in m["content"]]
     if recalled and "deploy" in asked[-1]:
-        line = next((l for l in recalled[-1].splitlines() if "02:00" in l), None)
+        line = next((row for row in recalled[-1].splitlines() if "02:00" in row), None)
         if line:
             return "From memory: " + line.lstrip("- ").split(" [")[0]
     return "Noted."

@@ -13,6 +13,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agent_memory.backend import Caller, FilesBackend, MemoryBackend, open_backend
+from agent_memory.errors import AgentMemoryError
 from agent_memory.profiles import load_profile
 from agent_memory.provider import MemoryProvider
 from agent_memory.search import SearchResult
@@ -126,7 +127,8 @@ async def test_provider_search_returns_the_store_shape(tmp_path):
 
 def test_a_postgres_url_is_never_a_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(Exception):  # the optional backend (or its server) is missing here: a clear error
+    # the optional backend (or its server) is missing here: a clear error, not a local directory
+    with pytest.raises((ImportError, AgentMemoryError, OSError)):
         MemoryProvider("postgresql://nobody@127.0.0.1:1/none")
     assert os.listdir(tmp_path) == []  # no directory named "postgresql:" appears
     assert isinstance(open_backend(tmp_path / "files"), FilesBackend)

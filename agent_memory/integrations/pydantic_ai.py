@@ -227,7 +227,7 @@ class MemoryCapability(AbstractCapability[Any]):
 
             Agent(model, capabilities=[memory, memory.compaction(keep_turns=6)])
         """
-        trim = processor if processor is not None else keep_recent_turns(keep_turns)
+        trim: HistoryProcessor = processor if processor is not None else keep_recent_turns(keep_turns)
         takes_ctx = _takes_ctx(trim)
 
         async def compact(ctx: RunContext[Any], messages: list[ModelMessage]) -> list[ModelMessage]:
@@ -431,8 +431,10 @@ def _text_of(messages: Sequence[ModelMessage]) -> str:
                 chunks.append(_prompt_text(part.content))
             elif isinstance(part, TextPart):
                 chunks.append(part.content)
-            elif isinstance(getattr(part, "content", None), str):
-                chunks.append(part.content)
+            else:
+                content = getattr(part, "content", None)
+                if isinstance(content, str):
+                    chunks.append(content)
     return "\n".join(c for c in chunks if c.strip())
 
 
@@ -460,7 +462,7 @@ def _output_text(output: Any) -> str:
         return output or ""
     dump = getattr(output, "model_dump_json", None)
     if callable(dump):
-        return dump()
+        return str(dump())
     return str(output)
 
 

@@ -46,8 +46,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["CaptureResult", "CaptureContext", "Extractor", "capture_turn", "capture_before_compaction",
            "render_messages", "rule_extractor", "is_personal", "split_facts", "capture_prompt"]
 
-DraftLike = Union[MemoryDraft, Mapping[str, Any], str]
-Drafts = Union[DraftLike, Iterable[DraftLike], None]
+DraftLike = MemoryDraft | Mapping[str, Any] | str
+Drafts = DraftLike | Iterable[DraftLike] | None
 MAX_TRANSCRIPT_CHARS = 60_000
 _CHANGED = ("created", "appended", "replaced")
 
@@ -113,8 +113,9 @@ def _text_of(content: Any) -> str:
         return content
     if isinstance(content, Mapping):
         for key in ("text", "content", "value"):
-            if isinstance(content.get(key), str):
-                return content[key]
+            value = content.get(key)
+            if isinstance(value, str):
+                return value
         return json.dumps(content, default=str, ensure_ascii=False)[:500]
     if isinstance(content, (list, tuple)):
         return "\n".join(t for t in (_text_of(c) for c in content) if t)
@@ -144,11 +145,11 @@ def _render_one(message: Any) -> list[str]:
         return lines
     if isinstance(message, ModelResponse):
         lines = []
-        for part in message.parts:
-            if isinstance(part, TextPart) and part.content.strip():
-                lines.append(f"assistant: {part.content}")
-            elif isinstance(part, ToolCallPart):
-                lines.append(f"assistant: [called {part.tool_name} {part.args_as_json_str()[:300]}]")
+        for out in message.parts:
+            if isinstance(out, TextPart) and out.content.strip():
+                lines.append(f"assistant: {out.content}")
+            elif isinstance(out, ToolCallPart):
+                lines.append(f"assistant: [called {out.tool_name} {out.args_as_json_str()[:300]}]")
         return lines
     if isinstance(message, Mapping):
         speaker = str(message.get("role") or message.get("speaker") or message.get("author") or "message")

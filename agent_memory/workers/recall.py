@@ -26,6 +26,7 @@ from ..models.offline import NO_RELEVANT_MEMORY
 from ..profiles import DEFAULT_SUMMARY_TOKENS
 from ..tokens import count_tokens
 from . import (
+    RecordingToolset,
     ToolCallRecord,
     UnusableOutput,
     bound_toolset,
@@ -186,7 +187,7 @@ async def run_recall(backend: MemoryBackend, message: str, *, caller: Caller,
         budget = _budget(summary_tokens, profile.summary_tokens)
         if not isinstance(message, str) or not message.strip() or budget == 0:
             return RecallResult("", model=label, elapsed_s=time.perf_counter() - started)
-        toolset = bound_toolset(backend, profile.tools, caller)
+        toolset = bound_toolset(backend, profile.tools, caller, wrapper=RecordingToolset)
         output = await run_worker(profile, recall_prompt(message, budget), toolset, usage, name="agent_memory_recall",
                                   timeout_s=limit)
         summary, sources = await asyncio.to_thread(_finish, output, budget, _seen_ids(toolset.calls))
