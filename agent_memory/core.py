@@ -7,12 +7,14 @@ Works from any :class:`~agent_memory.backend.MemoryBackend` (``user_md`` and ``c
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from .backend import Caller
 from .errors import InvalidInputError
 from .redact import redact
+from .store import MemoryStore
 from .tokens import count_tokens
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -84,10 +86,36 @@ def build_block(user_text: str, lines: list[str], budget: int) -> MemoryBlock:
     return MemoryBlock(text, count_tokens(text), True)
 
 
-async def inject(backend: "MemoryBackend", budget: int = DEFAULT_CORE_BUDGET, *, caller: "Caller | None" = None,
-                 session_id: str | None = None, user_id: str | None = None) -> MemoryBlock:
-    """Build the core block for one caller from ``backend``.
+async def _inject_async(backend: "MemoryBackend", budget: int, who: Caller) -> MemoryBlock:
+    user_text = await backend.user_md()
+    lines = await backend.core_lines(who, MAX_CANDIDATE_LINES)
+    return await asyncio.to_thread(build_block, user_text, lines, budget)
 
+
+def _inject_store(store: MemoryStore, budget: int, who: Caller) -> MemoryBlock:
+    store.open()
+    path = store.root / "USER.md"
+    user_text = path.read_text(encoding="utf-8") if path.is_file() and not path.is_symlink() else ""
+    lines = store.visible_lines(session_id=who.session_id, user_id=who.user_id, limit=MAX_CANDIDATE_LINES)
+    return build_block(user_text, lines, budget)
+
+
+@overload
+def inject(source: MemoryStore, budget: int = ..., *, caller: Caller | None = ..., session_id: str | None = ...,
+           user_id: str | None = ...) -> MemoryBlock: ...
+
+
+@overload
+def inject(source: "MemoryBackend", budget: int = ..., *, caller: Caller | None = ..., session_id: str | None = ...,
+           user_id: str | None = ...) -> Awaitable[MemoryBlock]: ...
+
+
+def inject(source: "MemoryStore | MemoryBackend", budget: int = DEFAULT_CORE_BUDGET, *, caller: Caller | None = None,
+           session_id: str | None = None, user_id: str | None = None) -> MemoryBlock | Awaitable[MemoryBlock]:
+    """Build the core block for one caller.
+
+    From a :class:`~agent_memory.backend.MemoryBackend` it is awaitable (``await inject(backend, …)``); from
+    a synchronous :class:`~agent_memory.store.MemoryStore` it returns the block directly.
     ``USER.md`` (redacted) is kept whole when it fits; then one line per record the caller may see
     (shared records plus the caller's own session and user records), newest first, cut on a line
     boundary with a marker when over budget. The result never exceeds ``budget`` tokens.
@@ -95,6 +123,6 @@ async def inject(backend: "MemoryBackend", budget: int = DEFAULT_CORE_BUDGET, *,
     """
     budget = _check_budget(budget)
     who = caller if caller is not None else Caller(session_id=session_id, user_id=user_id)
-    user_text = await backend.user_md()
-    lines = await backend.core_lines(who, MAX_CANDIDATE_LINES)
-    return await asyncio.to_thread(build_block, user_text, lines, budget)
+    if isinstance(source, MemoryStore):
+        return _inject_store(source, budget, who)
+    return _inject_async(source, budget, who)

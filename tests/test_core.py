@@ -85,3 +85,11 @@ def test_inject_takes_a_caller_and_checks_the_budget(store):
     for bad in (-1, 1.5, "10", True):
         with pytest.raises(InvalidInputError):
             inject(store, bad)
+
+
+def test_a_synchronous_store_gets_the_same_block(store):
+    store.remember("Project uses PostgreSQL 16.")
+    store.remember("ed's note", scope="user", user_id="ed")
+    direct = inject_async(store, 800, user_id="ed")  # a MemoryStore: no event loop needed
+    assert isinstance(direct, MemoryBlock) and direct == inject(store, 800, user_id="ed")
+    assert "ed's note" in direct.text

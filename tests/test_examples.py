@@ -148,3 +148,20 @@ def test_hooks_docs_put_recall_after_the_user_message():
     _hooks_snippet_order(hooks.__doc__ or "")
     _hooks_snippet_order((EXAMPLES / "agentic.py").read_text())
     assert "the user's message above" in hooks.RECALL_NOTICE
+
+
+def test_runtime_doc_capability_snippet_runs(tmp_path):
+    """The first snippet of docs/runtime.md, as written, with pydantic-ai's TestModel for the OpenAI model."""
+    doc = (ROOT / "docs" / "runtime.md").read_text()
+    snippet = doc.split("```python\n", 1)[1].split("```", 1)[0]
+    assert '"openai:gpt-4.1-mini"' in snippet and "asyncio.run(main())" in snippet
+    script = tmp_path / "snippet.py"
+    script.write_text("from pydantic_ai.models.test import TestModel\n"
+                      + snippet.replace('"openai:gpt-4.1-mini"', 'TestModel(call_tools=[])'))
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "PendingCaptureWarning" not in proc.stderr
+    records = list((tmp_path / ".agent-memory" / "records").glob("*.md"))
+    assert len(records) == 1 and "usual table is number 12" in records[0].read_text()  # captured, flushed on exit
