@@ -100,7 +100,8 @@ class MemoryHooks:
 
     ``recall=False`` skips per-turn recall; ``capture=False`` makes :meth:`on_turn_end` a no-op.
     ``recall_timeout`` (seconds) bounds the whole memory delay of a turn: waiting for the previous
-    turn's capture (at most half of it) plus the recall itself. A recall running out of time
+    turn's capture (at most half of it) plus the recall itself; computing the core block gets the
+    same bound (a core block that times out is not frozen: the next turn tries again). A recall running out of time
     returns its lexical fallback, or nothing; the abandoned worker run is cancelled. ``summary_tokens``
     is passed to ``provider.recall``.
     """
@@ -149,8 +150,13 @@ class MemoryHooks:
             if self._core is None:
                 block: MemoryBlock | None = None
                 try:
-                    block = await self.provider.inject(self.core_budget, session_id=self.session_id, user_id=self.user_id)
+                    call = self.provider.inject(self.core_budget, session_id=self.session_id, user_id=self.user_id)
+                    block = await (asyncio.wait_for(call, self.recall_timeout) if self.recall_timeout else call)
                     text = format_core(block.text)
+                except TimeoutError:  # not frozen: the next turn tries again
+                    logger.warning("agent_memory: core injection exceeded recall_timeout=%ss; this turn has no core "
+                                   "block", self.recall_timeout)
+                    return ""
                 except Exception:  # memory must never break the caller's loop
                     logger.warning("agent_memory: core injection failed; continuing without a core block", exc_info=True)
                     text = ""

@@ -61,6 +61,27 @@ async def test_turn_two_does_not_wait_for_turn_ones_slow_capture(tmp_path):
     provider.close()
 
 
+async def test_a_slow_core_block_is_bounded_and_not_frozen(tmp_path):
+    class SlowInject(MemoryProvider):
+        delay = 5.0
+
+        async def inject(self, budget: int = 1500, **kw: Any):
+            await asyncio.sleep(self.delay)
+            return await super().inject(budget, **kw)
+
+    provider = SlowInject(tmp_path / "mem", durable=False)
+    await provider.remember("The office opens at 8.")
+    memory = MemoryCapability(provider, session_id="s1", capture=False, recall_timeout=0.5)
+    agent = Agent(FunctionModel(answer), capabilities=[memory])
+    started = time.perf_counter()
+    first = await agent.run("When does the office open?")
+    assert time.perf_counter() - started < 1.5 and memory.last_turn and memory.last_turn.core == ""
+    provider.delay = 0.0
+    await agent.run("And on Sundays?", message_history=first.all_messages())
+    assert memory.last_turn and "office opens at 8" in memory.last_turn.core  # tried again, then frozen
+    provider.close()
+
+
 async def test_an_abandoned_recall_run_is_cancelled_and_nothing_is_logged_as_an_error(tmp_path, caplog):
     state = {"cancelled": 0, "finished": 0}
 
