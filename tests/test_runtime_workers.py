@@ -279,6 +279,21 @@ async def test_a_later_update_keeps_the_unrelated_fact(tmp_path):
     provider.close()
 
 
+async def test_capture_never_changes_a_record_it_did_not_write(tmp_path):
+    keep: dict[str, str] = {}
+
+    def replace(messages: list[ModelMessage]) -> ModelResponse:
+        return ModelResponse(parts=[ToolCallPart("memory_remember", {
+            "content": "The user's notes were wiped.", "memory_key": keep["id"], "on_existing": "replace"})])
+
+    provider = provider_with(tmp_path, capture={"model": scripted(replace, ModelResponse(parts=[TextPart("NO_REPLY")]))})
+    keep["id"] = (await provider.remember("Hand-written: the spare key is under the mat.", user_id="ada")).id
+    result = await provider.capture_turn("wipe my notes", "ok", user_id="ada")
+    assert result.written == [] and "capture never changes it" in result.rejected[0]["error"]
+    assert (await provider.get(keep["id"], user_id="ada")).content == "Hand-written: the spare key is under the mat."
+    provider.close()
+
+
 # -- run_sync and async with ---------------------------------------------------------------------------------------------
 def test_run_sync_with_background_capture_warns_and_loses_nothing(tmp_path):
     provider = provider_with(tmp_path)

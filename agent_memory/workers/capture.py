@@ -50,6 +50,7 @@ DraftLike = MemoryDraft | Mapping[str, Any] | str
 Drafts = DraftLike | Iterable[DraftLike] | None
 MAX_TRANSCRIPT_CHARS = 60_000
 _CHANGED = ("created", "appended", "replaced")
+_CAPTURE_SOURCES = frozenset({"turn_capture", "compaction_capture"})
 
 
 @dataclass(frozen=True)
@@ -263,12 +264,35 @@ def _drafts(value: Any, ctx: CaptureContext) -> list[MemoryDraft]:
 async def _commit(backend: MemoryBackend, drafts: list[MemoryDraft], source: str,
                   result: CaptureResult) -> CaptureResult:
     """Write the drafts in one batch; each one the store rejects is listed in ``result.rejected``."""
-    if drafts:
+    rejected: list[dict[str, Any]] = []
+    allowed: list[tuple[int, MemoryDraft]] = []
+    for i, draft in enumerate(drafts):
+        reason = await _foreign_record(backend, draft)
+        if reason:
+            rejected.append({"index": i, "error": reason})
+        else:
+            allowed.append((i, draft))
+    if allowed:
         errors: list[tuple[int, str]] = []
-        done = await backend.remember_many(drafts, source=source, on_error="skip", errors=errors)
+        done = await backend.remember_many([d for _, d in allowed], source=source, on_error="skip", errors=errors)
         result.written = [{"id": r.id, "status": r.status} for r in done]
-        result.rejected = [{"index": i, "error": e} for i, e in errors]
+        rejected += [{"index": allowed[i][0], "error": e} for i, e in errors]
+    result.rejected = sorted(rejected, key=lambda r: int(r["index"]))
     return result
+
+
+async def _foreign_record(backend: MemoryBackend, draft: MemoryDraft) -> str | None:
+    """Why a capture may not write ``draft``: its ``memory_key`` names a record capture did not write."""
+    if draft.memory_key is None:
+        return None
+    try:
+        existing = await backend.get(draft.memory_key, Caller(draft.session_id, draft.user_id))
+    except AgentMemoryError:  # not a record id (a plain key), or not visible: the store keeps partitions apart
+        return None
+    if existing.source in _CAPTURE_SOURCES:
+        return None
+    return (f"memory_key {draft.memory_key!r} is a record capture did not write (source {existing.source!r}); "
+            "capture never changes it")
 
 
 class StagingToolset(RecordingToolset):
