@@ -207,8 +207,9 @@ async def run_worker(worker: "WorkerProfile", prompt: str, toolset: AbstractTool
     limit = worker.timeout_s if timeout_s is None else min(timeout_s, worker.timeout_s)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + limit
-    await warm_up()
-    model = await asyncio.wait_for(worker_model_async(worker), max(0.0, deadline - loop.time()))
+    # the tokenizer and the model (``import litellm``…) load in threads, within the run's time limit
+    _, model = await asyncio.wait_for(asyncio.gather(warm_up(), worker_model_async(worker)),
+                                      max(0.0, deadline - loop.time()))
     agent: Agent[None, str] = Agent(model, instructions=worker.instructions or None, output_type=str,
                                     toolsets=[toolset], name=name, defer_model_check=True)
     limits = UsageLimits(request_limit=worker.max_steps, tool_calls_limit=worker.tool_calls_limit)

@@ -13,6 +13,7 @@ The summary is plain text; fencing it for the main model is the integration laye
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 import time
 from collections.abc import Callable, Iterable
@@ -24,7 +25,7 @@ from pydantic_ai.usage import RunUsage
 from ..backend import Caller, MemoryBackend
 from ..models.offline import NO_RELEVANT_MEMORY
 from ..profiles import DEFAULT_SUMMARY_TOKENS
-from ..tokens import count_tokens
+from ..tokens import count_tokens, get_counter
 from . import (
     RecordingToolset,
     ToolCallRecord,
@@ -35,7 +36,6 @@ from . import (
     run_worker,
     trim_to_tokens,
     usage_dict,
-    warm_up,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -145,18 +145,25 @@ async def lexical_summary(backend: MemoryBackend, message: str, budget: int, cal
     used = 0
     for hit in hits:
         line = f"- {' '.join(hit.snippet.split())} [{hit.id}:L{hit.line_start}-L{hit.line_end}]"
-        cost = count_tokens(line) + 1
+        cost = _tokens(line) + 1
         if used + cost > budget:
             continue
         used += cost
         lines.append(line)
         sources.append({"id": hit.id, "line_start": hit.line_start, "line_end": hit.line_end})
     summary = "\n".join(lines)
-    while lines and count_tokens(summary) > budget:  # token counts are not quite additive across lines
+    while lines and _tokens(summary) > budget:  # token counts are not quite additive across lines
         lines.pop()
         sources.pop()
         summary = "\n".join(lines)
     return summary, sources
+
+
+def _tokens(text: str) -> int:
+    """Exact when the tokenizer is loaded; else a safe over-estimate (loading it could wait on another import)."""
+    if get_counter.cache_info().currsize:
+        return count_tokens(text)
+    return math.ceil(len(text.encode("utf-8")) / 3)
 
 
 def _budget(summary_tokens: Any, profile_tokens: int | None) -> int:
@@ -198,9 +205,8 @@ async def run_recall(backend: MemoryBackend, message: str, *, caller: Caller,
     summary, sources = "", []
     if isinstance(message, str) and message.strip() and budget:
         try:
-            await warm_up()
             summary, sources = await lexical_summary(backend, message, budget, caller)
         except Exception as exc:
             reason += f"; lexical fallback failed too: {describe_error(exc)}"
-    return RecallResult(summary, sources, count_tokens(summary), fallback=True, reason=reason, usage=usage_dict(usage),
+    return RecallResult(summary, sources, _tokens(summary), fallback=True, reason=reason, usage=usage_dict(usage),
                         model=label, elapsed_s=time.perf_counter() - started)
