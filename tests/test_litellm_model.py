@@ -19,9 +19,11 @@ from pydantic_ai import Agent, ModelAPIError, ModelConnectionError, ModelHTTPErr
 from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart  # noqa: E402
 from pydantic_ai.models.test import TestModel  # noqa: E402
 
+pytest.importorskip('litellm', reason="needs the litellm extra (make test runs this file in .venv-litellm)")
+
 from agent_memory.models.litellm import LiteLLMModel, make_model  # noqa: E402
 
-pytestmark = pytest.mark.asyncio
+pytestmark = [pytest.mark.asyncio, pytest.mark.litellm]
 
 
 class FakeOpenAI:

@@ -157,7 +157,7 @@ def _evaluate_sample(
             results = store.remember_many(drafts, source="import")
             turn_of: dict[str, str] = {}
             text_of: dict[str, str] = {}
-            for draft, res in zip(drafts, results):
+            for draft, res in zip(drafts, results, strict=False):
                 tid = canonical_turn_id((draft.metadata or {}).get("turn_id"))
                 if tid is not None:
                     turn_of.setdefault(res.id, tid)
@@ -184,7 +184,7 @@ async def _coverage(
     turn_of: Mapping[str, str], text_of: Mapping[str, str], tick: Callable[[], None],
 ) -> None:
     key = f"coverage@{budget}"
-    for q, (_, scores) in zip(qa, rows):
+    for q, (_, scores) in zip(qa, rows, strict=False):
         evidence = normalize_evidence(q.get("evidence"))
         try:
             result = await provider.recall(str(q.get("question") or ""), summary_tokens=budget)

@@ -205,7 +205,7 @@ def _pack(message: str, best: list[dict[str, Any]], state: _State, budget: int) 
     df = {s: sum(1 for ls in line_stems if s in ls) for s in stems}
     n = max(1, len(items))
     scored = []
-    for idx, (rank, rid, line_no, text) in enumerate(items):
+    for idx, (rank, _rid, line_no, _text) in enumerate(items):
         overlap = sum(math.log(1 + n / df[s]) for s in stems & line_stems[idx] if df.get(s))
         hit = best[rank]
         in_snippet = hit["line_start"] <= line_no <= hit["line_end"]
