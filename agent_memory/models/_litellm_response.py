@@ -34,7 +34,7 @@ def process_response(response: Any, model_name: str, api_base: str | None) -> Mo
     """Parse one non-streamed litellm response; a body without a message is `UnexpectedModelBehavior`."""
     choices = getattr(response, 'choices', None)
     if not choices:
-        raise UnexpectedModelBehavior(f'litellm returned no choices for {model_name!r}: {response!r}')
+        raise UnexpectedModelBehavior(f'{model_name}: the server answered, but not with a chat completion (no choices)')
     choice = choices[0]
     message = getattr(choice, 'message', None)
     if message is None:

@@ -9,6 +9,7 @@ environment is left exactly as it was.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections.abc import Iterator
 from typing import Any, Literal
@@ -50,6 +51,9 @@ def _import_litellm() -> Any:
 
 
 litellm = _import_litellm()
+# The SDK imports its resource classes lazily, on a client's first `.chat` access: that would run inside the
+# first `acompletion`, on the event loop. Import them here, in the import thread, instead.
+import openai.resources.chat  # noqa: E402, F401
 
 _STATUS_CATEGORIES: dict[int, type[Any]] = {
     400: ModelRequestRejectedError,
@@ -84,8 +88,13 @@ _TIMEOUT_ERRORS: tuple[type[BaseException], ...] = (
 _CAUGHT_ERRORS: tuple[type[BaseException], ...] = (openai.OpenAIError, httpx.HTTPError, OSError, *_TRANSPORT_ERRORS)
 """What `litellm.acompletion` raises for a failed call (litellm's own exceptions subclass `openai.OpenAIError`)."""
 
-_NOT_A_COMPLETION = ('Invalid response object', 'response_object is None', 'Unable to get json response')
-"""Markers litellm puts in the (status 500) error it raises when a 2xx body is not a chat completion."""
+_NOT_A_COMPLETION = (
+    'Empty or invalid response from LLM endpoint',
+    "returned 'choices' that is not a list",
+    'Invalid response object',
+    'response_object is None',
+)
+"""What litellm says (in an error it raises with status 500) when a 2xx body is not a chat completion."""
 
 
 async def complete(model_name: str, kwargs: dict[str, Any]) -> Any:
@@ -107,7 +116,7 @@ def map_error(model_name: str, error: BaseException) -> ModelAPIError | Unexpect
         return ModelConnectionError(model_name, message, phase=phase)
     if (received := _answered_but_not_a_completion(error)) is not None:
         return UnexpectedModelBehavior(
-            f'{model_name}: the server answered HTTP {received} but the body is not a chat completion: {message}'
+            f'{model_name}: the server answered HTTP {received}, but not with a chat completion: {message}'
         )
 
     status = getattr(error, 'status_code', None)
@@ -128,17 +137,20 @@ def map_error(model_name: str, error: BaseException) -> ModelAPIError | Unexpect
     return ModelAPIError(model_name, message)
 
 
-def _answered_but_not_a_completion(error: BaseException) -> int | None:
-    """The 2xx status the server really sent, when litellm reports its unparsable body as a 500."""
+def _answered_but_not_a_completion(error: BaseException) -> str | None:
+    """The 2xx status the server really sent (``"2xx"`` if unknown), when litellm reports its unusable body as a 500."""
     for exc in _causes(error):
         response = getattr(exc, 'response', None)
         if isinstance(response, httpx.Response) and 200 <= response.status_code < 300:
-            return int(response.status_code)
+            return str(response.status_code)
         if isinstance(exc, openai.APIResponseValidationError):
-            return int(exc.status_code)
-    text = _error_message(error)
-    if getattr(error, 'status_code', None) == 500 and any(marker in text for marker in _NOT_A_COMPLETION):
-        return 200
+            return str(exc.status_code)
+        if _is_http_status_error(exc):  # the SDK saw a real error status: not this case
+            return None
+        if isinstance(exc, json.JSONDecodeError):  # the SDK only parses the body of a successful response
+            return '2xx'
+        if any(marker in _error_message(exc) for marker in _NOT_A_COMPLETION):
+            return '200'
     return None
 
 
@@ -161,11 +173,16 @@ def _transport_cause(error: BaseException) -> BaseException | None:
     for exc in _causes(error):
         if isinstance(exc, _TIMEOUT_ERRORS + _TRANSPORT_ERRORS):
             return exc
-        if isinstance(exc, httpx.HTTPStatusError):
-            return None
-        if isinstance(exc, openai.APIStatusError) and not type(exc).__module__.startswith('litellm'):
+        if _is_http_status_error(exc):
             return None
     return None
+
+
+def _is_http_status_error(exc: BaseException) -> bool:
+    """An HTTP error status seen by httpx or the provider SDK itself (litellm's subclasses don't count)."""
+    if isinstance(exc, httpx.HTTPStatusError):
+        return True
+    return isinstance(exc, openai.APIStatusError) and not type(exc).__module__.startswith('litellm')
 
 
 def _is_connect_failure(exc: BaseException) -> bool:

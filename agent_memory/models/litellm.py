@@ -114,6 +114,7 @@ class LiteLLMModel(Model):
     _timeout_s: float | None = field(default=None, repr=True)
     _num_retries: int = field(default=0, repr=True)
     _extra: dict[str, Any] = field(default_factory=dict[str, Any], repr=False)
+    _profile_complete: bool = field(default=True, repr=False)
 
     # Keep identity hashing (and with it `Model.__eq__`'s identity comparison); `@dataclass` would unset it.
     __hash__ = Model.__hash__
@@ -175,9 +176,15 @@ class LiteLLMModel(Model):
         return self._api_base
 
     def _provider_model_profile(self) -> ModelProfile:
-        """Defaults for a Chat-Completions-shaped API, plus the context window from litellm's local model map."""
+        """Defaults for a Chat-Completions-shaped API, plus the context window from litellm's local model map.
+
+        On the event loop before litellm is imported the window is left out (reading the 3 MB map would block
+        the loop); the profile is recomputed, with it, once the import is done.
+        """
         profile = ModelProfile(supports_json_schema_output=True)
-        if (window := _context_window(self._model_name)) is not None:
+        cost_map = _cost_map(may_block=not _in_event_loop())
+        self._profile_complete = cost_map is not None
+        if cost_map is not None and (window := _context_window(cost_map, self._model_name)) is not None:
             profile['context_window'] = window
         return profile
 
@@ -189,8 +196,9 @@ class LiteLLMModel(Model):
     ) -> ModelResponse:
         """Send one chat completion request through `litellm.acompletion`."""
         check_allow_model_requests()
+        deadline = await self._await_backend(model_settings)  # before `prepare_request` reads `self.profile`
         model_settings, model_request_parameters = self.prepare_request(model_settings, model_request_parameters)
-        return await self._completion(messages, model_settings, model_request_parameters)
+        return await self._completion(messages, model_settings, model_request_parameters, deadline)
 
     @asynccontextmanager
     async def request_stream(
@@ -202,40 +210,44 @@ class LiteLLMModel(Model):
     ) -> AsyncIterator[StreamedResponse]:
         """Make a non-streamed request and replay it as a stream of complete parts."""
         check_allow_model_requests()
+        deadline = await self._await_backend(model_settings)
         model_settings, model_request_parameters = self.prepare_request(model_settings, model_request_parameters)
-        response = await self._completion(messages, model_settings, model_request_parameters)
+        response = await self._completion(messages, model_settings, model_request_parameters, deadline)
         yield CompletedStreamedResponse(response, model_request_parameters=model_request_parameters, replay_events=True)
 
-    async def _completion(
-        self, messages: list[ModelMessage], model_settings: ModelSettings | None, params: ModelRequestParameters
-    ) -> ModelResponse:
-        kwargs = self._completion_kwargs(messages, model_settings or {}, params)
-        timeout = kwargs.get('timeout')
-        started = time.monotonic()
-        backend = await self._backend(timeout)
-        if isinstance(timeout, int | float):  # the import wait counts against the request's timeout
-            kwargs['timeout'] = max(0.001, timeout - (time.monotonic() - started))
-        runtime = sys.modules[f'{__package__}._litellm_runtime']
-        response = await runtime.complete(self._model_name, kwargs)
-        result: ModelResponse = backend.process_response(response, self._model_name, self._api_base)
-        return result
-
-    async def _backend(self, timeout: object) -> ModuleType:
-        """The litellm-side modules, awaiting their import (in a thread) at most ``timeout`` seconds."""
+    async def _await_backend(self, settings: ModelSettings | None) -> float | None:
+        """Wait (off the event loop) for litellm's import, within the request timeout; returns the deadline."""
+        timeout = (settings or {}).get('timeout', self._timeout_s)
+        if not isinstance(timeout, int | float) or not math.isfinite(timeout):
+            timeout = None
+        deadline = None if timeout is None else time.monotonic() + timeout
         future = _start_backend_import()
         if not future.done():
-            wait = asyncio.shield(asyncio.wrap_future(future))
             try:
-                if isinstance(timeout, int | float) and math.isfinite(timeout):
-                    await asyncio.wait_for(wait, timeout)
-                else:
-                    await wait
+                await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)), timeout)
             except TimeoutError:
                 raise ModelTimeoutError(self._model_name, f'litellm was still importing after {timeout}s') from None
-        try:
-            return future.result()
-        except ImportError as exc:
+        if (exc := future.exception()) is not None:
             raise ImportError(f'{LITELLM_MISSING} ({exc})') from exc
+        if not getattr(self, '_profile_complete', True):
+            self.__dict__.pop('profile', None)  # computed without the model map: recompute now it is loaded
+        return deadline
+
+    async def _completion(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        params: ModelRequestParameters,
+        deadline: float | None,
+    ) -> ModelResponse:
+        kwargs = self._completion_kwargs(messages, model_settings or {}, params)
+        if deadline is not None:  # the wait for the import counts against the request's timeout
+            kwargs['timeout'] = max(0.001, deadline - time.monotonic())
+        runtime = sys.modules[f'{__package__}._litellm_runtime']
+        response = await runtime.complete(self._model_name, kwargs)
+        backend = sys.modules[_BACKEND]
+        result: ModelResponse = backend.process_response(response, self._model_name, self._api_base)
+        return result
 
     def _completion_kwargs(
         self, messages: list[ModelMessage], settings: ModelSettings, params: ModelRequestParameters
@@ -290,12 +302,26 @@ def make_model(spec: str, **kw: Any) -> Model:
     return infer_model(spec)
 
 
-def _context_window(model_name: str) -> int | None:
-    """The model's input window from litellm's model map (read from its bundled JSON while litellm is not imported)."""
-    loaded = sys.modules.get('litellm')
-    cost_map = getattr(loaded, 'model_cost', None) if loaded is not None else _bundled_model_map()
-    if not isinstance(cost_map, Mapping):
-        return None
+def _in_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _cost_map(*, may_block: bool) -> Mapping[str, Any] | None:
+    """litellm's model map: the imported one, else the bundled JSON (read only if ``may_block`` or already read)."""
+    loaded = getattr(sys.modules.get('litellm'), 'model_cost', None)
+    if isinstance(loaded, Mapping) and loaded:
+        return loaded
+    if may_block or _bundled_model_map.cache_info().currsize:
+        return _bundled_model_map()
+    return None
+
+
+def _context_window(cost_map: Mapping[str, Any], model_name: str) -> int | None:
+    """The model's input window from litellm's model map."""
     provider, _, bare = model_name.partition('/')
     for key in (model_name, bare):
         info = cost_map.get(key) if key else None
