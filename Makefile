@@ -9,6 +9,9 @@ TEST_STAMP := $(VENV)/.installed-test
 # litellm pins openai<3 and pydantic-ai-slim[openai] needs openai>=3.31: the litellm path gets its own venv.
 LITELLM_STAMP := $(LVENV)/.installed
 PYTEST := python -m pytest -q -p no:cacheprovider
+# Wheels of the default install + pydantic-ai-slim[openai], so tests/test_install.py installs offline.
+WHEELHOUSE := .wheelhouse
+WHEELHOUSE_STAMP := $(WHEELHOUSE)/.done
 
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 # In CI the PostgreSQL tests must fail loudly when no server can be started, never skip.
@@ -16,7 +19,7 @@ ifdef CI
 export AGENT_MEMORY_REQUIRE_PG ?= 1
 endif
 
-.PHONY: install install-test install-litellm demo lint test test-main test-litellm bench reliability clean
+.PHONY: install install-test wheelhouse install-litellm demo lint test test-main test-litellm bench reliability clean
 
 $(BASE_STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -33,9 +36,14 @@ $(LITELLM_STAMP): pyproject.toml constraints-litellm.txt
 	$(LBIN)/pip install -q -c constraints-litellm.txt -e '.[litellm,dev]'
 	touch $@
 
+$(WHEELHOUSE_STAMP): pyproject.toml constraints.txt $(BASE_STAMP)
+	$(BIN)/pip download -q -d $(WHEELHOUSE) -c constraints.txt '.[openai]'
+	touch $@
+
 install: $(BASE_STAMP)
 install-test: $(TEST_STAMP)
 install-litellm: $(LITELLM_STAMP)
+wheelhouse: $(WHEELHOUSE_STAMP)
 
 demo: $(BASE_STAMP)
 	$(BIN)/python examples/automatic_recall.py
@@ -44,8 +52,8 @@ lint: $(TEST_STAMP)
 	$(BIN)/ruff check agent_memory tests
 	$(BIN)/mypy
 
-test-main: $(TEST_STAMP)
-	$(BIN)/$(PYTEST)
+test-main: $(TEST_STAMP) $(WHEELHOUSE_STAMP)
+	AGENT_MEMORY_WHEELHOUSE=$(WHEELHOUSE) $(BIN)/$(PYTEST)
 
 test-litellm: $(LITELLM_STAMP)
 	$(LBIN)/$(PYTEST) -m litellm
@@ -59,4 +67,4 @@ reliability: $(TEST_STAMP)
 	$(BIN)/$(PYTEST) tests/test_reliability_*.py --reliability-report docs/reliability.md
 
 clean:
-	rm -rf $(VENV) $(LVENV) build *.egg-info
+	rm -rf $(VENV) $(LVENV) $(WHEELHOUSE) build *.egg-info
