@@ -99,3 +99,15 @@ def test_tokens_count_offline_and_leave_the_environment_alone(tmp_path: Path) ->
     assert out["exact"] == [2, 7, 8, 0]
     assert out["other"] == 4 and len(out["warned"]) == 1 and "o200k_base" in out["warned"][0]  # ceil(11 bytes / 3)
     assert out["env"] == []
+
+
+def test_make_demo_installs_only_the_default_dependencies(tmp_path: Path) -> None:
+    """`make demo` and `make test` share .venv but use separate stamps; demo never installs [dev] or extras."""
+    def dry_run(target: str) -> list[str]:
+        out = _run("make", "-n", "-B", "-C", ROOT, target, cwd=tmp_path)
+        return [line for line in out.splitlines() if "pip install" in line]
+
+    demo = dry_run("demo")
+    assert demo and all("-e ." in line and "[" not in line for line in demo), demo
+    test = dry_run("test")
+    assert any("[all,dev]" in line for line in test) and any("[litellm,dev]" in line for line in test), test
