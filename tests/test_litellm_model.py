@@ -19,16 +19,18 @@ from pydantic_ai import Agent, ModelAPIError, ModelConnectionError, ModelHTTPErr
 from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart  # noqa: E402
 from pydantic_ai.models.test import TestModel  # noqa: E402
 
+pytest.importorskip('litellm', reason="needs the litellm extra (make test runs this file in .venv-litellm)")
+
 from agent_memory.models.litellm import LiteLLMModel, make_model  # noqa: E402
 
-pytestmark = pytest.mark.asyncio
+pytestmark = [pytest.mark.asyncio, pytest.mark.litellm]
 
 
 class FakeOpenAI:
     """A tiny Chat Completions server: pops scripted replies and records every request body."""
 
     def __init__(self) -> None:
-        self.replies: list[tuple[int, dict[str, Any]]] = []
+        self.replies: list[tuple[int, dict[str, Any] | bytes]] = []
         self.requests: list[dict[str, Any]] = []
         self.delay_s = 0.0
         fake = self
@@ -48,8 +50,8 @@ class FakeOpenAI:
                     status, payload = 500, {'error': {'message': 'no scripted reply left', 'type': 'server_error'}}
                 self._send(status, payload)
 
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
+            def _send(self, status: int, payload: dict[str, Any] | bytes) -> None:
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 try:
                     self.send_response(status)
                     self.send_header('Content-Type', 'application/json')
@@ -333,3 +335,114 @@ async def test_make_model() -> None:
 async def test_context_window_comes_from_litellm_model_map() -> None:
     assert LiteLLMModel('openai/gpt-4o-mini').context_window == 128000
     assert LiteLLMModel('openai/not-a-real-model').context_window is None
+
+
+@pytest.mark.parametrize('body', [b'{"hello": "world"}', b'<html>welcome to nginx</html>', b'{"object": "chat.completion", "choices": []}'])
+async def test_a_200_that_is_not_a_completion_is_reported_as_such(fake: FakeOpenAI, body: bytes) -> None:
+    from pydantic_ai import UnexpectedModelBehavior
+
+    fake.replies.append((200, body))
+    with pytest.raises(UnexpectedModelBehavior, match='the server answered.*not with a chat completion') as exc_info:
+        await Agent(fake.model()).run('hi')
+    assert not isinstance(exc_info.value, ModelHTTPError)
+    assert 'status_code: 500' not in str(exc_info.value)
+
+
+async def test_a_real_500_with_an_html_body_stays_a_server_error(fake: FakeOpenAI) -> None:
+    fake.replies.append((500, b'<html>upstream exploded</html>'))
+    with pytest.raises(ModelHTTPError) as exc_info:
+        await Agent(fake.model()).run('hi')
+    assert exc_info.value.status_code == 500
+
+
+_COLD_START = r"""
+import asyncio, json, os, sys, threading, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+class Handler(BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get('Content-Length') or 0))
+        data = json.dumps({'id': 'c1', 'object': 'chat.completion', 'created': 1, 'model': 'x',
+                           'choices': [{'index': 0, 'finish_reason': 'stop',
+                                        'message': {'role': 'assistant', 'content': 'NO_RELEVANT_MEMORY'}}],
+                           'usage': {'prompt_tokens': 3, 'completion_tokens': 2, 'total_tokens': 5}}).encode()
+        self.send_response(200); self.send_header('Content-Type', 'application/json')
+        self.send_header('Content-Length', str(len(data))); self.end_headers(); self.wfile.write(data)
+    def log_message(self, *args): pass
+
+server = ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+root = Path(sys.argv[1])
+def profile(timeout):
+    path = root / f'p{timeout}.toml'
+    path.write_text(f'[recall]\nmodel = "litellm:openai/x"\napi_key = "k"\ntimeout_s = {timeout}\n'
+                    f'api_base = "http://127.0.0.1:{server.server_address[1]}/v1"\n', encoding='utf-8')
+    return path
+
+from pydantic_ai import Agent, ModelTimeoutError  # imported before the ticker starts: only litellm's import is timed
+from agent_memory import MemoryProvider
+from agent_memory.models.litellm import LiteLLMModel
+from agent_memory.tokens import count_tokens
+count_tokens('warm up')  # the tokenizer loads once per process; not what this test measures
+
+async def main():
+    gaps, running = [], True
+    async def ticker():
+        last = time.perf_counter()
+        while running:
+            await asyncio.sleep(0.05)
+            now = time.perf_counter(); gaps.append(now - last); last = now
+    tick = asyncio.create_task(ticker())
+    await asyncio.sleep(0.2)
+    out = {'litellm_at_start': 'litellm' in sys.modules}
+    started = time.perf_counter()
+    model = LiteLLMModel('openai/x', api_base=f'http://127.0.0.1:{server.server_address[1]}/v1', api_key='k', timeout_s=0.5)
+    import agent_memory.models.litellm as lm
+    lm._start_backend_import().add_done_callback(lambda f: out.setdefault('import_s', time.perf_counter() - started))
+    t0 = time.perf_counter()
+    try:
+        await Agent(model).run('hi')
+        out['direct'] = 'answered'
+    except ModelTimeoutError:
+        out['direct'] = 'timeout'
+    out['direct_s'] = time.perf_counter() - t0
+    provider = MemoryProvider(root / 'mem', profile=profile(1.0), durable=False)
+    await provider.remember('Dana approves deploys.')
+    t0 = time.perf_counter()
+    cold = await provider.recall('Who approves deploys?')
+    out['cold_s'] = time.perf_counter() - t0
+    provider.close()
+    provider = MemoryProvider(root / 'mem', profile=profile(60.0), durable=False)
+    warm = await provider.recall('Who approves deploys?')
+    provider.close()
+    out.update(warm_fallback=warm.fallback, warm_reason=warm.reason)
+    running = False
+    await tick
+    out.update(max_gap=max(gaps), ticks=len(gaps), litellm_at_end='litellm' in sys.modules,
+               env={k: os.environ.get(k) for k in ('TIKTOKEN_CACHE_DIR', 'LITELLM_LOCAL_MODEL_COST_MAP')})
+    print(json.dumps(out))
+
+asyncio.run(main())
+"""
+
+
+def test_first_litellm_request_never_blocks_the_event_loop_nor_overshoots_its_timeout(tmp_path: Any) -> None:
+    """In a fresh process: a 50 ms ticker sees no gap > 0.5 s while litellm is imported (~4 s, in a thread)."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ('TIKTOKEN_CACHE_DIR', 'LITELLM_LOCAL_MODEL_COST_MAP')}
+    done = subprocess.run([sys.executable, '-c', _COLD_START, str(tmp_path)], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out['litellm_at_start'] is False and out['litellm_at_end'] is True
+    # 0.5 s where litellm imports in <= 4 s (the import used to block the loop for all of it); on a machine
+    # that is n times slower than that, n times the limit, since litellm holds the GIL in C for a while.
+    limit = 0.5 * max(1.0, out['import_s'] / 4.0)
+    assert out['max_gap'] < limit, out
+    assert out['direct_s'] < 0.5 + limit, out  # timeout_s=0.5 covers the wait for the import
+    assert out['cold_s'] < 1.0 + limit, out  # the recall profile's timeout_s=1.0
+    assert out['warm_fallback'] is False, out
+    assert out['env'] == {'TIKTOKEN_CACHE_DIR': None, 'LITELLM_LOCAL_MODEL_COST_MAP': None}, out

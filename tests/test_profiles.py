@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 
 from agent_memory.errors import ProfileError
@@ -18,6 +18,7 @@ from agent_memory.profiles import (
     available_profiles,
     default_profile,
     load_profile,
+    parse_profile,
     profiles_dir,
 )
 from agent_memory.provider import MemoryProvider
@@ -149,6 +150,13 @@ def test_model_resolution(tmp_path, monkeypatch):
     assert isinstance(model, OfflineModel) and model.role == "recall"
     assert offline.capture.build_model().role == "capture"
 
+    test_model = parse_profile({"recall": {"model": "test"}}).recall.build_model()
+    assert isinstance(test_model, TestModel)  # other strings go to pydantic-ai
+
+
+@pytest.mark.litellm
+def test_litellm_model_resolution(tmp_path, monkeypatch):
+    pytest.importorskip("litellm")
     monkeypatch.setenv("AM_TEST_KEY", "key-from-env")
     path = write(tmp_path, """
 [recall]
@@ -169,6 +177,30 @@ model = "test"
     assert lite._temperature == 0.1 and lite._timeout_s == 3.0
     assert isinstance(profile.capture.build_model(), TestModel)  # other strings go to pydantic-ai
     assert profile.recall.model_label == "litellm:openai/some-model"
+
+
+def test_litellm_profile_without_litellm_names_the_extra(monkeypatch):
+    import agent_memory.models.litellm as litellm_model
+
+    monkeypatch.setattr(litellm_model, "litellm_installed", lambda: False)
+    for name in ("openai", "anthropic", "ollama"):
+        with pytest.raises(ProfileError, match=r"\[recall\] model 'litellm:.*pip install 'agent-memory\[litellm\]'"):
+            load_profile(name).recall.build_model()
+    assert isinstance(load_profile("offline").recall.build_model(), OfflineModel)  # offline needs no extra
+
+
+def test_pydantic_ai_model_problems_are_profile_errors(monkeypatch):
+    with pytest.raises(ProfileError, match=r"\[capture\] model 'nosuchprovider:x'"):
+        parse_profile({"capture": {"model": "nosuchprovider:x"}}).capture.build_model()
+
+    import pydantic_ai.models
+
+    def missing_sdk(spec: str) -> None:
+        raise ImportError("Please install `anthropic` to use the Anthropic model")
+
+    monkeypatch.setattr(pydantic_ai.models, "infer_model", missing_sdk)
+    with pytest.raises(ProfileError, match=r"anthropic.*pip install 'agent-memory\[anthropic\]'"):
+        parse_profile({"recall": {"model": "anthropic:claude-x"}}).recall.build_model()
 
 
 def test_with_models_injects_model_instances():
