@@ -14,6 +14,15 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "MemoryProvider": "provider",
     "MemoryStore": "store",
+    "MemoryBackend": "backend",
+    "FilesBackend": "backend",
+    "Caller": "backend",
+    "open_backend": "backends",
+    "PendingCaptureWarning": "provider",
+    "RecordParseError": "records",
+    "StorageError": "errors",
+    "ReadOnlyError": "errors",
+    "BackendError": "errors",
     "MemoryDraft": "store",
     "RememberResult": "store",
     "SweepReport": "store",
@@ -50,15 +59,27 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .backend import Caller, FilesBackend, MemoryBackend
+    from .backends import open_backend
     from .core import MemoryBlock
-    from .errors import AgentMemoryError, InvalidIdError, InvalidInputError, LockTimeoutError, NotFoundError, ProfileError
+    from .errors import (
+        AgentMemoryError,
+        BackendError,
+        InvalidIdError,
+        InvalidInputError,
+        LockTimeoutError,
+        NotFoundError,
+        ProfileError,
+        ReadOnlyError,
+        StorageError,
+    )
     from .hooks import MemoryContext, MemoryHooks
     from .integrations.pydantic_ai import MemoryCapability
     from .models.litellm import LiteLLMModel
     from .models.offline import OfflineModel
     from .profiles import Profile, WorkerProfile, load_profile
-    from .provider import MemoryProvider
-    from .records import MemoryRecord, Scope
+    from .provider import MemoryProvider, PendingCaptureWarning
+    from .records import MemoryRecord, RecordParseError, Scope
     from .search import Fts5Engine, SearchEngine, SearchHit, SearchRequest, SearchResult
     from .store import DoctorReport, MemoryDraft, MemoryStore, RememberResult, SweepReport
     from .tokens import count_tokens

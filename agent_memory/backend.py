@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
@@ -23,7 +22,7 @@ from .store import DoctorReport, MemoryStore, SweepReport
 
 T = TypeVar("T")
 
-__all__ = ["Caller", "MemoryBackend", "FilesBackend", "open_backend"]
+__all__ = ["Caller", "MemoryBackend", "FilesBackend"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,16 +136,3 @@ class FilesBackend:
 
     async def close(self) -> None:
         self.store.close()
-
-
-def open_backend(target: str | os.PathLike[str] | MemoryBackend, **options: Any) -> MemoryBackend:
-    """A backend for a root directory, a ``postgresql://`` URL, or an already-built backend."""
-    if isinstance(target, MemoryBackend) and not isinstance(target, (str, os.PathLike)):
-        return target
-    text = os.fspath(target)
-    if text.startswith(("postgresql://", "postgres://")):
-        from .backends.postgres import PostgresBackend  # type: ignore[import-not-found,unused-ignore]  # optional
-
-        backend: MemoryBackend = PostgresBackend(text, **options)
-        return backend
-    return FilesBackend(MemoryStore(text, **options))

@@ -25,7 +25,7 @@ from yaml.nodes import ScalarNode
 from yaml.resolver import Resolver
 
 try:  # the C event parser; the pure-Python one behaves the same, only slower
-    from yaml.cyaml import CParser as _Parser
+    from yaml.cyaml import CParser as _Parser  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover
     from yaml import Loader as _Parser  # type: ignore[assignment]
 
@@ -65,7 +65,7 @@ def _scalar(event: Any) -> Any:
         raise FrontmatterError("YAML tags (!) are not allowed", _NO_ALIAS)
     if not event.implicit[0]:  # quoted or block scalar: always a string
         return event.value
-    tag = _RESOLVER.resolve(ScalarNode, event.value, (True, False))
+    tag = _RESOLVER.resolve(ScalarNode, event.value, (True, False))  # type: ignore[no-untyped-call]
     build = _BUILD.get(tag)
     if build is None:
         return event.value
@@ -109,12 +109,12 @@ def safe_yaml_load(text: str, *, max_depth: int = MAX_DEPTH, max_nodes: int = MA
                 nodes += 1
                 if nodes > max_nodes:
                     raise FrontmatterError(f"frontmatter has more than {max_nodes} values", "move bulk data into the body")
-                if event.anchor is not None:
+                if event.anchor is not None:  # type: ignore[attr-defined]
                     raise FrontmatterError("YAML anchors (&) are not allowed", _NO_ALIAS)
                 if kind is ev.ScalarEvent:
                     add(_scalar(event))
                     continue
-                if event.tag is not None:
+                if event.tag is not None:  # type: ignore[attr-defined]
                     raise FrontmatterError("YAML tags (!) are not allowed", _NO_ALIAS)
                 if len(stack) >= max_depth:
                     raise FrontmatterError(f"frontmatter is nested deeper than {max_depth} levels", "flatten the frontmatter")

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ._fs import TMP_PREFIX
 from .errors import StorageError
@@ -12,7 +13,19 @@ from .quarantine import check_name, check_stat, describe
 from .records import RecordParseError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .store import DoctorReport, MemoryStore
+    from .store import MemoryStore
+
+
+@dataclass
+class DoctorReport:
+    records: int
+    indexed: int
+    problems: dict[str, str]
+    drift: dict[str, int]
+    ok: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"records": self.records, "indexed": self.indexed, "problems": self.problems, "drift": self.drift, "ok": self.ok}
 
 
 def reindex(store: MemoryStore) -> SyncReport:
@@ -45,8 +58,6 @@ def doctor(store: MemoryStore) -> DoctorReport:
     Fast: a file whose size and mtime match its index row was parsed when indexed, so only its
     name and metadata are checked (one ``stat``); only new or changed files are read and parsed.
     Every problem names its file, the reason and a suggested fix."""
-    from .store import DoctorReport
-
     problems = _directory_problems(store)
     if "records/" in problems:
         return DoctorReport(0, 0, problems, {}, ok=False)

@@ -18,7 +18,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from .backend import Caller, MemoryBackend, open_backend
+from .backend import Caller, MemoryBackend
+from .backends import open_backend
 from .core import DEFAULT_CORE_BUDGET, MemoryBlock, inject
 from .drafts import MemoryDraft, OnExisting, RememberResult
 from .records import MemoryRecord, Scope

@@ -20,6 +20,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 from . import _history, _keyed, _reads
+from . import maintenance as _maintenance
 from ._fs import RootLock, atomic_write, ensure_dir, fsync_dir
 from ._text import with_cjk_context
 from .drafts import (
@@ -32,6 +33,7 @@ from .drafts import (
 )
 from .errors import InvalidInputError
 from .index import Index, SyncReport, row_to_record, visibility_sql
+from .maintenance import DoctorReport
 from .records import MemoryRecord, Scope, normalize_tags, parse_scope, validate_id
 from .search import Fts5Engine, SearchEngine, SearchRequest, SearchResult
 
@@ -47,18 +49,6 @@ class SweepReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {"expired": self.expired, "duplicates": self.duplicates}
-
-
-@dataclass
-class DoctorReport:
-    records: int
-    indexed: int
-    problems: dict[str, str]
-    drift: dict[str, int]
-    ok: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"records": self.records, "indexed": self.indexed, "problems": self.problems, "drift": self.drift, "ok": self.ok}
 
 
 class MemoryStore:
@@ -375,15 +365,11 @@ class MemoryStore:
 
     def reindex(self) -> SyncReport:
         """Rebuild the index from the files (see :func:`agent_memory.maintenance.reindex`)."""
-        from .maintenance import reindex
-
-        return reindex(self)
+        return _maintenance.reindex(self)
 
     def doctor(self) -> DoctorReport:
         """Check files against the index (see :func:`agent_memory.maintenance.doctor`)."""
-        from .maintenance import doctor
-
-        return doctor(self)
+        return _maintenance.doctor(self)
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, MemoryDraft | str]]:

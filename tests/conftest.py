@@ -108,7 +108,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     totals = {k: sum(int(r["figures"].get(k, 0) or 0) for r in _results) for k in FIGURE_TOTALS}
     counts = {o: sum(1 for r in _results if r["outcome"] == o) for o in ("passed", "failed", "xfailed", "skipped")}
     totals["failures"] += counts["failed"]
-    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     out = [
         "# Reliability and security report",
         "",

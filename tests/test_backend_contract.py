@@ -17,7 +17,8 @@ from _pg import fresh_schema, pg_url  # noqa: F401  (pytest fixture)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_memory.backend import Caller, FilesBackend, MemoryBackend, open_backend
+from agent_memory.backend import Caller, FilesBackend, MemoryBackend
+from agent_memory.backends import open_backend
 from agent_memory.drafts import MemoryDraft
 from agent_memory.errors import InvalidIdError, InvalidInputError, NotFoundError
 from agent_memory.store import MemoryStore
@@ -50,6 +51,14 @@ async def backend(make_backend: Callable[[], MemoryBackend]) -> AsyncIterator[Me
 
 def d(content: str, **kw: Any) -> MemoryDraft:
     return MemoryDraft(content, **kw)
+
+
+SOON_S = 1.2
+
+
+def soon() -> str:
+    """An expiry just ahead (a past one is refused on write); tests sleep ``SOON_S`` to let it pass."""
+    return (dt.datetime.now(dt.UTC) + dt.timedelta(seconds=1)).isoformat()
 
 
 def future(days: int = 30) -> str:
@@ -257,9 +266,11 @@ async def test_forget(backend: MemoryBackend) -> None:
 
 
 async def test_expired_records_are_invisible_and_swept(backend: MemoryBackend) -> None:
-    past = (dt.datetime.now(dt.UTC) - dt.timedelta(days=1)).isoformat()
-    old = await backend.remember(d("expired coupon code list", expires=past))
+    with pytest.raises(InvalidInputError, match="already expired"):  # a past expiry is refused on write
+        await backend.remember(d("born expired", expires=(dt.datetime.now(dt.UTC) - dt.timedelta(days=1)).isoformat()))
+    old = await backend.remember(d("expired coupon code list", expires=soon()))
     live = await backend.remember(d("valid coupon code list", expires=future()))
+    await asyncio.sleep(SOON_S)
     with pytest.raises(NotFoundError):
         await backend.get(old.id, ANYONE)
     assert [h.id for h in (await backend.search("coupon", ANYONE)).hits] == [live.id]
@@ -274,8 +285,8 @@ async def test_expired_records_are_invisible_and_swept(backend: MemoryBackend) -
 
 
 async def test_expired_content_may_be_written_again_before_sweep(backend: MemoryBackend) -> None:
-    past = (dt.datetime.now(dt.UTC) - dt.timedelta(days=1)).isoformat()
-    old = await backend.remember(d("stale parking permit", expires=past))
+    old = await backend.remember(d("stale parking permit", expires=soon()))
+    await asyncio.sleep(SOON_S)
     again = await backend.remember(d("stale parking permit"))
     assert again.status == "created" and again.id != old.id
     assert [r.id for r in await backend.list(ANYONE)] == [again.id]

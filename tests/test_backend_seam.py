@@ -12,7 +12,8 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from agent_memory.backend import Caller, FilesBackend, MemoryBackend, open_backend
+from agent_memory.backend import Caller, FilesBackend, MemoryBackend
+from agent_memory.backends import open_backend
 from agent_memory.errors import AgentMemoryError
 from agent_memory.profiles import load_profile
 from agent_memory.provider import MemoryProvider

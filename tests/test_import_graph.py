@@ -128,7 +128,6 @@ def _chain(graph: dict[str, set[str]], component: set[str]) -> list[str]:
 # Cycles other engineers are removing on their branches; each entry must still exist (so it is deleted
 # here once fixed), and no other cycle may appear. Target: empty.
 KNOWN_CYCLES: set[frozenset[str]] = {
-    frozenset({"agent_memory.store", "agent_memory.maintenance"}),  # store.reindex/doctor delegate back
 }
 
 

@@ -15,8 +15,8 @@ import json
 import random
 import string
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings

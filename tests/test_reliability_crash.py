@@ -18,7 +18,6 @@ import yaml
 
 from agent_memory._fs import TMP_PREFIX
 from agent_memory.index import Index
-from agent_memory.records import content_hash
 from agent_memory.store import MemoryStore
 
 pytestmark = pytest.mark.promise("crash")

@@ -6,8 +6,9 @@ import logging
 import os
 import random
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 

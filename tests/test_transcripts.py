@@ -10,7 +10,14 @@ import pytest
 from agent_memory import MemoryStore
 from agent_memory.records import parse_record
 from agent_memory.transcripts import (
-    Session, Turn, date_words, import_transcript, parse_when, render_turn, resolve_relative_dates, transcript_drafts,
+    Session,
+    Turn,
+    date_words,
+    import_transcript,
+    parse_when,
+    render_turn,
+    resolve_relative_dates,
+    transcript_drafts,
 )
 
 SESSIONS = [

@@ -1,1 +1,28 @@
-"""Storage backends beyond the files backend (each an optional extra with its own dependencies)."""
+"""Storage backends: :func:`open_backend` picks one for a root directory, a URL or a ready-made backend.
+
+The files backend lives in :mod:`agent_memory.backend`; others are optional extras with their own
+dependencies (PostgreSQL: ``pip install 'agent-memory[postgres]'``), imported only when asked for.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..backend import FilesBackend, MemoryBackend
+from ..store import MemoryStore
+
+__all__ = ["open_backend"]
+
+
+def open_backend(target: str | os.PathLike[str] | MemoryBackend, **options: Any) -> MemoryBackend:
+    """A backend for a root directory, a ``postgresql://`` URL, or an already-built backend."""
+    if isinstance(target, MemoryBackend) and not isinstance(target, (str, os.PathLike)):
+        return target
+    text = os.fspath(target)
+    if text.startswith(("postgresql://", "postgres://")):
+        from .postgres import PostgresBackend  # type: ignore[import-not-found,unused-ignore]  # optional
+
+        backend: MemoryBackend = PostgresBackend(text, **options)
+        return backend
+    return FilesBackend(MemoryStore(text, **options))

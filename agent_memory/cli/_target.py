@@ -7,7 +7,7 @@ Root policy (docs/cli.md, "Roots"):
   and says so on stderr; a missing parent (a mistyped ``--root``) is refused — ``agent-memory init -p DIR``
   creates parents on purpose;
 - an existing non-empty directory that is not a memory root (no ``records/``) is refused unless ``init``-ed;
-- ``--root postgresql://…`` goes to :func:`agent_memory.backend.open_backend`; no directory is ever made from a URL.
+- ``--root postgresql://…`` goes to :func:`agent_memory.backends.open_backend`; no directory is ever made from a URL.
 """
 
 from __future__ import annotations
@@ -165,7 +165,7 @@ def open_url(url: str) -> "MemoryBackend":
     """The backend for a database URL; a clear typed error when its optional extra is missing."""
     check_url(url)
     try:
-        from ..backend import open_backend
+        from ..backends import open_backend
 
         return open_backend(url)
     except ImportError as exc:
