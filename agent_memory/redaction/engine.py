@@ -1,0 +1,180 @@
+"""The redaction engine: run every rule, merge what they find, replace it with markers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import heuristics, keyvalue, structured, views
+from .base import MARKER_RE, Rule, accepted, marker
+from .providers import PROVIDERS
+
+Span = tuple[int, int, str]
+
+
+@dataclass(frozen=True, slots=True)
+class RedactionResult:
+    """Outcome of :func:`redact`.
+
+    ``text``  — the redacted text (identical to the input when nothing matched)
+    ``count`` — how many secrets were replaced
+    ``kinds`` — sorted, de-duplicated kinds that were replaced
+    """
+
+    text: str
+    count: int
+    kinds: tuple[str, ...]
+
+
+# Rules gated on the lower-cased text, in priority order (an earlier rule's span wins an overlap).
+_LOW_RULES: tuple[Rule, ...] = structured.SHAPE_RULES + structured.LATE_RULES + keyvalue.RULES
+_PROSE_TRIGGERS = ("pass", "pin", "pw", "code", "combination")
+_PROVIDER_TRIGGERS = tuple(dict.fromkeys(t for _, triggers, _ in PROVIDERS for t in triggers if len(t) >= 3))
+
+KINDS: tuple[str, ...] = tuple(dict.fromkeys(
+    ["private_key", "jwt"]
+    + [row[0] for row in PROVIDERS]
+    + ["slack_webhook", "url_password", "bearer_token", "basic_auth", "azure_sas", "password", "secret", "api_key",
+       "token", "aws_secret_key", "pin", "card_number", "high_entropy_secret", "encoded_secret"]
+))
+
+
+class _Spans:
+    """Accepted spans; a candidate overlapping an accepted span (or a marker) is dropped."""
+
+    __slots__ = ("blocked", "found")
+
+    def __init__(self, text: str, low: str) -> None:
+        self.found: list[Span] = []
+        self.blocked: list[tuple[int, int]] = (
+            [(m.start(), m.end()) for m in MARKER_RE.finditer(text)] if "[redacted:" in low else []
+        )
+
+    def free(self, start: int, end: int) -> bool:
+        for s, e in self.blocked:
+            if s < end and start < e:
+                return False
+        for s, e, _ in self.found:
+            if s < end and start < e:
+                return False
+        return True
+
+    def add(self, start: int, end: int, kind: str) -> None:
+        if start < end and self.free(start, end):
+            self.found.append((start, end, kind))
+
+    def merge(self, start: int, end: int, kind: str) -> None:
+        """Add a span found in a view: it absorbs the spans it overlaps (never a marker)."""
+        for s, e in self.blocked:
+            if s < end and start < e:
+                return
+        keep: list[Span] = []
+        for s, e, k in self.found:
+            if s < end and start < e:
+                start, end, kind = min(s, start), max(e, end), k
+            else:
+                keep.append((s, e, k))
+        keep.append((start, end, kind))
+        self.found = keep
+
+
+def _collect(text: str, decode: bool, gated: bool = True) -> list[Span]:
+    """Spans of ``text`` that hold a secret (without looking through disguises).
+
+    ``gated=False`` runs every rule whether or not its triggers occur (tests check that the
+    gating never changes the answer).
+    """
+    low = text.lower()
+    spans = _Spans(text, low)
+    for pattern, decide, triggers in structured.SHAPE_RULES:
+        if not gated or any(t in low for t in triggers):
+            for kind, start, end, _ in accepted(pattern, decide, text):
+                spans.add(start, end, kind)
+    for pattern, decide, triggers in structured.PROVIDER_RULES:
+        if not gated or any(t in text for t in triggers):
+            for kind, start, end, _ in accepted(pattern, decide, text):
+                spans.add(start, end, kind)
+    for pattern, decide, triggers in structured.LATE_RULES + keyvalue.RULES:
+        if not gated or any(t in low for t in triggers):
+            for kind, start, end, _ in accepted(pattern, decide, text):
+                spans.add(start, end, kind)
+    if not gated or any(t in low for t in _PROSE_TRIGGERS):
+        for start, end, kind in heuristics.prose_spans(text):
+            spans.add(start, end, kind)
+    for start, end, kind in heuristics.card_spans(text):
+        spans.add(start, end, kind)
+    for start, end, kind in heuristics.run_spans(text, _has_secret, decode):
+        spans.add(start, end, kind)
+    return spans.found
+
+
+def _has_secret(text: str) -> bool:
+    return bool(_collect(text, decode=False))
+
+
+def _despaced_spans(view: views.View) -> list[Span]:
+    """Provider tokens split by spaces; kept only if they cross a removed gap and look random."""
+    split = views.despaced(view, _PROVIDER_TRIGGERS)
+    if split is None:
+        return []
+    out = []
+    for pattern, decide, triggers in structured.PROVIDER_RULES:
+        if any(t in split.text for t in triggers):
+            for kind, start, end, _ in accepted(pattern, decide, split.text):
+                lo, hi = split.original(start, end)
+                if hi - lo > end - start and sum(c.isdigit() for c in split.text[start:end]) >= 3:
+                    out.append((lo, hi, kind))
+    return out
+
+
+def find_spans(text: str, *, gated: bool = True) -> list[Span]:
+    """Every secret span of ``text`` (sorted, disjoint), including disguised and split ones."""
+    spans = _Spans(text, text.lower())
+    spans.found = _collect(text, True, gated)
+    view = views.normalized(text)
+    if view is not None:
+        for start, end, kind in _collect(view.text, True, gated):
+            spans.merge(*view.original(start, end), kind)
+    base = view or views.View(text)
+    if any(t in base.text for t in _PROVIDER_TRIGGERS):
+        for start, end, kind in _despaced_spans(base):
+            spans.add(start, end, kind)  # never extends a token already found whole
+    return sorted(spans.found)
+
+
+def redact(text: str) -> RedactionResult:
+    """Replace every secret in ``text`` with ``[REDACTED:<kind>]``."""
+    if not isinstance(text, str):
+        raise TypeError(f"redact() expects str, not {type(text).__name__}")
+    found = find_spans(text)
+    if not found:
+        return RedactionResult(text, 0, ())
+    count = 0
+    kinds: set[str] = set()
+    out = text
+    for _ in range(4):  # a marker can expose a neighbour ("-----BEGIN…-----eyJ…"): redact to a fixed point
+        pieces: list[str] = []
+        last = 0
+        for start, end, kind in found:
+            pieces.append(out[last:start])
+            pieces.append(marker(kind))
+            last = end
+        pieces.append(out[last:])
+        out = "".join(pieces)
+        count += len(found)
+        kinds.update(k for _, _, k in found)
+        found = find_spans(out)
+        if not found:
+            break
+    return RedactionResult(out, count, tuple(sorted(kinds)))
+
+
+def contains_secret(text: str) -> bool:
+    """True if :func:`redact` would change ``text`` (use it to refuse ids, keys and tags)."""
+    if not isinstance(text, str):
+        raise TypeError(f"contains_secret() expects str, not {type(text).__name__}")
+    return bool(find_spans(text))
+
+
+def redact_text(text: str) -> str:
+    """The redacted text alone: for text on its way into a prompt (``USER.md`` in the core block)."""
+    return redact(text).text
