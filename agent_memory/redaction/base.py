@@ -82,6 +82,41 @@ def fixed(kind: str, check: Callable[[str], bool] | None = None, group: str = "s
     return decide
 
 
+def starts_near(low: str, triggers: tuple[str, ...], before: int) -> list[int]:
+    """Sorted positions from ``before`` characters ahead of each trigger occurrence up to it."""
+    starts: set[int] = set()
+    for t in triggers:
+        i = low.find(t)
+        while i >= 0:
+            starts.update(range(max(0, i - before), i + 1))
+            i = low.find(t, i + 1)
+    return sorted(starts)
+
+
+def accepted_at(lazy: Lazy, decide: Decide, text: str, starts: list[int]) -> Iterator[Decision]:
+    """:func:`accepted` for a rule whose matches can only start at ``starts`` (sorted).
+
+    Anchored attempts at a few positions cost far less than a search through the whole text
+    with a pattern that begins with look-behinds and a dozen case-insensitive alternatives.
+    """
+    match = lazy.get().match
+    pos = 0
+    for p in starts:
+        if p < pos:
+            continue
+        m = match(text, p)
+        if m is None:
+            continue
+        decision = decide(m)
+        if decision is None:
+            pos = m.end("key") if m.start("key") >= 0 else m.end()
+        else:
+            yield decision
+            pos = decision[3]
+        if pos <= p:
+            pos = p + 1
+
+
 def accepted(lazy: Lazy, decide: Decide, text: str) -> Iterator[Decision]:
     """Yield the accepted decisions of a rule over ``text``, in order.
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import heuristics, keyvalue, structured, views
-from .base import MARKER_RE, Rule, accepted, marker
+from .base import MARKER_RE, Lazy, Rule, accepted, accepted_at, marker, starts_near
 from .providers import PROVIDERS
 
 Span = tuple[int, int, str]
@@ -28,7 +28,26 @@ class RedactionResult:
 # Rules gated on the lower-cased text, in priority order (an earlier rule's span wins an overlap).
 _LOW_RULES: tuple[Rule, ...] = structured.SHAPE_RULES + structured.LATE_RULES + keyvalue.RULES
 _PROSE_TRIGGERS = ("pass", "pin", "pw", "code", "combination")
-_PROVIDER_TRIGGERS = tuple(dict.fromkeys(t for _, triggers, _ in PROVIDERS for t in triggers if len(t) >= 3))
+# (trigger, index of its provider rule), longest triggers first.
+_PROVIDER_TRIGGERS = tuple(sorted(((t, i) for i, (_, ts, _) in enumerate(PROVIDERS) for t in ts), key=lambda x: -len(x[0])))
+# Every provider token lies in a run of token characters at least this long that holds its trigger
+# (except Okta's "SSWS <token>", which is checked apart): texts without such a run skip them all.
+_TOKENISH = Lazy(r"[A-Za-z0-9+/_\-=.~:%]{14,}+")
+
+
+def _provider_hits(text: str) -> tuple[int, ...]:
+    """Indexes of the provider rules whose triggers occur in ``text``'s token runs."""
+    runs = _TOKENISH.get().findall(text)
+    hits: set[int] = set()
+    if runs:
+        hay = " ".join(runs)
+        hits = {i for t, i in _PROVIDER_TRIGGERS if t in hay}
+    if "SSWS" in text:
+        hits.add(_OKTA)
+    return tuple(sorted(hits))
+
+
+_OKTA = next(i for i, row in enumerate(PROVIDERS) if row[0] == "okta_token")
 
 KINDS: tuple[str, ...] = tuple(dict.fromkeys(
     ["private_key", "jwt"]
@@ -77,7 +96,7 @@ class _Spans:
         self.found = keep
 
 
-def _collect(text: str, decode: bool, gated: bool = True) -> list[Span]:
+def _collect(text: str, decode: bool, gated: bool = True, hits: tuple[int, ...] | None = None) -> list[Span]:
     """Spans of ``text`` that hold a secret (without looking through disguises).
 
     ``gated=False`` runs every rule whether or not its triggers occur (tests check that the
@@ -89,16 +108,25 @@ def _collect(text: str, decode: bool, gated: bool = True) -> list[Span]:
         if not gated or any(t in low for t in triggers):
             for kind, start, end, _ in accepted(pattern, decide, text):
                 spans.add(start, end, kind)
-    for pattern, decide, triggers in structured.PROVIDER_RULES:
-        if not gated or any(t in text for t in triggers):
-            for kind, start, end, _ in accepted(pattern, decide, text):
-                spans.add(start, end, kind)
+    if not gated:
+        hits = tuple(range(len(structured.PROVIDER_RULES)))
+    elif hits is None:
+        hits = _provider_hits(text)
+    for i in hits:
+        pattern, decide, _ = structured.PROVIDER_RULES[i]
+        for kind, start, end, _ in accepted(pattern, decide, text):
+            spans.add(start, end, kind)
     for pattern, decide, triggers in structured.LATE_RULES + keyvalue.RULES:
         if not gated or any(t in low for t in triggers):
-            for kind, start, end, _ in accepted(pattern, decide, text):
+            if gated and pattern is keyvalue.KV and len(low) == len(text):
+                # a key core starts at most KEY_REACH characters before the trigger it contains
+                found = accepted_at(pattern, decide, text, starts_near(low, triggers, keyvalue.KEY_REACH))
+            else:
+                found = accepted(pattern, decide, text)
+            for kind, start, end, _ in found:
                 spans.add(start, end, kind)
     if not gated or any(t in low for t in _PROSE_TRIGGERS):
-        for start, end, kind in heuristics.prose_spans(text):
+        for start, end, kind in heuristics.prose_spans(text, low):
             spans.add(start, end, kind)
     for start, end, kind in heuristics.card_spans(text):
         spans.add(start, end, kind)
@@ -111,32 +139,35 @@ def _has_secret(text: str) -> bool:
     return bool(_collect(text, decode=False))
 
 
-def _despaced_spans(view: views.View) -> list[Span]:
+def _despaced_spans(view: views.View, hits: tuple[int, ...]) -> list[Span]:
     """Provider tokens split by spaces; kept only if they cross a removed gap and look random."""
-    split = views.despaced(view, _PROVIDER_TRIGGERS)
+    split = views.despaced(view, tuple({t for t, i in _PROVIDER_TRIGGERS if i in hits}))
     if split is None:
         return []
     out = []
-    for pattern, decide, triggers in structured.PROVIDER_RULES:
-        if any(t in split.text for t in triggers):
-            for kind, start, end, _ in accepted(pattern, decide, split.text):
-                lo, hi = split.original(start, end)
-                if hi - lo > end - start and sum(c.isdigit() for c in split.text[start:end]) >= 3:
-                    out.append((lo, hi, kind))
+    for i in hits:
+        pattern, decide, _ = structured.PROVIDER_RULES[i]
+        for kind, start, end, _ in accepted(pattern, decide, split.text):
+            lo, hi = split.original(start, end)
+            if hi - lo > end - start and sum(c.isdigit() for c in split.text[start:end]) >= 3:
+                out.append((lo, hi, kind))
     return out
 
 
 def find_spans(text: str, *, gated: bool = True) -> list[Span]:
     """Every secret span of ``text`` (sorted, disjoint), including disguised and split ones."""
     spans = _Spans(text, text.lower())
-    spans.found = _collect(text, True, gated)
+    hits = _provider_hits(text) if gated else tuple(range(len(structured.PROVIDER_RULES)))
+    spans.found = _collect(text, True, gated, hits)
     view = views.normalized(text)
     if view is not None:
-        for start, end, kind in _collect(view.text, True, gated):
+        if gated:
+            hits = _provider_hits(view.text)
+        for start, end, kind in _collect(view.text, True, gated, hits):
             spans.merge(*view.original(start, end), kind)
     base = view or views.View(text)
-    if any(t in base.text for t in _PROVIDER_TRIGGERS):
-        for start, end, kind in _despaced_spans(base):
+    if hits:
+        for start, end, kind in _despaced_spans(base, hits):
             spans.add(start, end, kind)  # never extends a token already found whole
     return sorted(spans.found)
 

@@ -17,15 +17,16 @@ Span = tuple[int, int, str]
 
 # --- prose -------------------------------------------------------------------------------------
 _VALUE = r"""(?:"(?P<dq>[^"\r\n]{1,80})"|'(?P<sq>[^'\r\n]{1,80})'|(?P<bare>[^\s"'`]{1,80}))"""
-PROSE = Lazy(
+_PROSE = (
     r"(?<![A-Za-z])(?P<what>pass(?:word|code|phrase)|pin(?:[ \t]+(?:code|number))?|pw"
     r"|(?:alarm|door|gate|safe|lock|entry|garage|security|keypad)[ \t]+code|combination)"
     r"(?:[ \t]+(?:for|to|of|on|at)[ \t]+(?:(?:the|my|our|your|this)[ \t]+)?[\w.'-]+(?:[ \t]+[\w.'-]+)?)?"
     r"(?:'s|[ \t]+(?:is|was|is[ \t]+now|will[ \t]+be|remains))[ \t]+" + _VALUE
     + r"|\b(?:chang|set|reset|updat)\w*[ \t]+(?:(?:my|the|our|his|her|their|your)[ \t]+)?(?:[\w-]+[ \t]+)?"
-    r"(?P<what2>pass(?:word|code|phrase)|pin)[ \t]+to[ \t]+" + _VALUE.replace("?P<", "?P<c_"),
-    A | I,
+    r"(?P<what2>pass(?:word|code|phrase)|pin)[ \t]+to[ \t]+" + _VALUE.replace("?P<", "?P<c_")
 )
+PROSE = Lazy(_PROSE, A | I)
+PROSE_LOW = Lazy(_PROSE, A)  # the same, matched against lower-cased ASCII text (faster than IGNORECASE)
 _WORD = Lazy(r"[A-Za-z]+(?:[-'][A-Za-z]+)*")
 _PIN = Lazy(r"\d{4,12}")
 _PROSE_STOP = NOT_A_VALUE | frozenset("too still now also only just very stored saved hashed encrypted".split())
@@ -43,8 +44,10 @@ def _prose_value(m: re.Match[str], prefix: str) -> tuple[int, int, bool] | None:
     return None
 
 
-def prose_spans(text: str) -> Iterator[Span]:
-    for m in PROSE.get().finditer(text):
+def prose_spans(text: str, low: str) -> Iterator[Span]:
+    """``low`` is ``text.lower()``; values are read from ``text`` at the same offsets."""
+    ascii_text = text.isascii()
+    for m in (PROSE_LOW if ascii_text else PROSE).get().finditer(low if ascii_text else text):
         prefix = "" if m.group("what") else "c_"
         what = (m.group("what") or m.group("what2")).lower()
         found = _prose_value(m, prefix)
@@ -89,7 +92,9 @@ def card_spans(text: str) -> Iterator[Span]:
 
 
 # --- long runs: high entropy in an assignment, base64 that decodes to a secret ------------------------
-LONG_RUN = Lazy(r"(?<![A-Za-z0-9+/_\-=.~])[A-Za-z0-9+/_\-=.~]{20,}+")
+# (no look-behind: runs are maximal and found left to right, and a leading look-behind would turn
+# off the regex engine's first-character scan)
+LONG_RUN = Lazy(r"[A-Za-z0-9+/_\-=.~]{20,}+")
 _ASSIGN_LEFT = Lazy(r"(?P<key>[A-Za-z_][\w.-]{0,60}+)[\"']?[ \t]*+(?::=|=>|[:=])[ \t]*+[\"'`]?$", A)
 _NOT_SECRET_KEY = Lazy(
     r"(?:^|[_.-]|(?<=[a-z])(?=[A-Z]))(?:id|ids|uuid|guid|sha|sha\d+|hash|checksum|digest|commit|rev|revision|version|etag"

@@ -238,6 +238,7 @@ def decide_sas(m: re.Match[str]) -> Decision | None:
 
 
 KV_TRIGGERS = ("pw", "pass", "secret", "token", "key", "pin", "credential")
+KEY_REACH = 18  # "shared_access_key": the core starts 14 characters before its trigger "key"
 RULES: tuple[tuple[Lazy, Decide, tuple[str, ...]], ...] = (
     (SAS, decide_sas, ("sig=",)),
     (COMMAND, decide_command, ("mysql", "mariadb", "sshpass", "-u", "--user", "machine")),

@@ -54,7 +54,9 @@ PROVIDERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("huggingface_token", ("hf_",), _p(r"hf_[A-Za-z0-9]{30,}+")),
     ("npm_token", ("npm_",), _p(r"npm_[A-Za-z0-9]{36}")),
     ("pypi_token", ("pypi-AgE",), _p(r"pypi-AgE[A-Za-z0-9_\-]{40,}+")),
-    ("discord_token", (".",), _p(r"[MNO][A-Za-z0-9_\-]{23,25}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}", _LD)),
+    # the first part is the base64 of a numeric user id: "MT…" for "1…", "Nz…" for "7…"
+    ("discord_token", ("MT", "Mj", "Mz", "ND", "NT", "Nj", "Nz", "OD", "OT"),
+     _p(r"(?:M[Tjz]|N[DTjz]|O[DT])[A-Za-z0-9_\-]{21,23}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}", _LD)),
     ("discord_webhook", ("/api/webhooks/",),
      r"discord(?:app)?\.com/api/webhooks/\d{5,}/(?P<secret>[A-Za-z0-9_\-]{40,}+)"),
     ("telegram_token", (":AA",), r"(?<![A-Za-z0-9_:])(?P<secret>\d{8,10}:AA[A-Za-z0-9_\-]{33})" + _R),
