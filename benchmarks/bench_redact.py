@@ -10,7 +10,12 @@ one in twenty with a real-looking (fake) secret.
 version: ``git show <rev>:agent_memory/redact.py > /tmp/old_redact.py``) so the before/after
 figures come from one run on one machine.
 
-    .venv/bin/python benchmarks/bench_redact.py [--records 2000] [--repeat 5] [--baseline FILE] [--json]
+``--corpus`` also scores each option against the shipped corpus (tests/fixtures/secrets: secrets
+missed, benign look-alikes damaged, ms per text): this module, the baseline, and detect-secrets
+when it is installed (``pip install detect-secrets``), both as its CLI scans a file (plugins and
+default filters) and as its ad-hoc ``scan_line`` (plugins, no filters).
+
+    .venv/bin/python benchmarks/bench_redact.py [--records 2000] [--repeat 5] [--baseline FILE] [--corpus] [--json]
 """
 
 from __future__ import annotations
@@ -100,11 +105,64 @@ def time_per_record(fns: dict[str, Callable[[str], Any]], records: list[str], re
     return {name: {"median_us": statistics.median(r), "best_us": min(r)} for name, r in runs.items()}
 
 
+def _detect_secrets_options() -> dict[str, Callable[[str], str]]:
+    """detect-secrets as a redactor, if installed: every reported secret value is replaced."""
+    try:
+        from detect_secrets import SecretsCollection
+        from detect_secrets.core.scan import scan_line
+        from detect_secrets.settings import default_settings
+    except ImportError:
+        return {}
+    import os
+    import tempfile
+
+    folder = tempfile.mkdtemp()
+
+    def replace(text: str, values: list[str]) -> str:
+        for value in values:
+            if value:
+                text = text.replace(value, "[REDACTED]")
+        return text
+
+    def file_scan(text: str) -> str:
+        path = os.path.join(folder, "note.txt")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        found = SecretsCollection()
+        with default_settings():
+            found.scan_file(path)
+        return replace(text, [secret.secret_value or "" for _, secret in found])
+
+    def line_scan(text: str) -> str:
+        with default_settings():
+            values = [s.secret_value or "" for line in text.splitlines() for s in scan_line(line)]
+        return replace(text, values)
+
+    return {"detect-secrets (file scan, filters)": file_scan, "detect-secrets (scan_line, no filters)": line_scan}
+
+
+def corpus_figures(options: dict[str, Callable[[str], str]]) -> dict[str, dict[str, Any]]:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "secrets"))
+    from score import score  # noqa: PLC0415
+
+    out = {}
+    for name, fn in options.items():
+        t0 = time.perf_counter()
+        sc = score(fn)
+        elapsed = time.perf_counter() - t0
+        out[name] = {"secrets": sc.secrets, "formats": sc.formats, "redacted": sc.redacted, "recall": round(sc.recall, 4),
+                     "benign": sc.benign, "damaged": sc.damaged, "damage_rate": round(sc.damage_rate, 4),
+                     "ms_per_text": round(elapsed / (sc.secrets + sc.benign) * 1e3, 3), "missed": sc.missed,
+                     "damaged_cases": sc.damaged_cases}
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--baseline", help="path of another redact module to time beside this one")
+    parser.add_argument("--corpus", action="store_true", help="score each option on the shipped corpus")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     records = make_records(args.records)
@@ -117,6 +175,10 @@ def main() -> None:
     if args.baseline:
         fns["baseline"] = load(args.baseline).redact
     out.update(time_per_record(fns, records, args.repeat))
+    if args.corpus:
+        options: dict[str, Callable[[str], str]] = {name: (lambda t, f=fn: f(t).text) for name, fn in fns.items()}
+        options.update(_detect_secrets_options())
+        out["corpus"] = corpus_figures(options)
     if args.baseline:
         # best-of ratio: the least disturbed pass of each (medians wander on a shared machine)
         out["ratio"] = round(out["current"]["best_us"] / out["baseline"]["best_us"], 2)
@@ -130,6 +192,9 @@ def main() -> None:
             print(f"  {name:9s} median {figs['median_us']:7.1f} µs/record   best {figs['best_us']:7.1f} µs/record")
     if "ratio" in out:
         print(f"  current / baseline (best passes): {out['ratio']}x")
+    for name, figs in out.get("corpus", {}).items():
+        print(f"  corpus, {name}: {figs['redacted']}/{figs['secrets']} secrets redacted ({figs['recall']:.1%}), "
+              f"{figs['damaged']}/{figs['benign']} benign damaged ({figs['damage_rate']:.1%}), {figs['ms_per_text']} ms/text")
 
 
 if __name__ == "__main__":

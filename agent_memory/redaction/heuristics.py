@@ -133,24 +133,27 @@ def _decoded(run: str) -> str | None:
 
 
 def run_spans(text: str, detect: Callable[[str], bool], decode: bool) -> Iterator[Span]:
-    """High-entropy assignment values and (when ``decode``) base64 runs hiding a secret."""
+    """Base64 runs hiding a secret (when ``decode``) and high-entropy assignment values."""
     for m in LONG_RUN.get().finditer(text):
-        start, end = m.start(), m.end()
+        start = m.start()
         run = m.group()
+        found = False
+        if decode and len(run) >= 24:
+            for b in _B64_RUN.get().finditer(run):
+                decoded = _decoded(b.group())
+                if decoded is None:
+                    continue
+                bstart = start + b.start()
+                if detect(decoded):
+                    found = True
+                    yield bstart, start + b.end(), "encoded_secret"
+                elif _DOCKER_AUTH.get().fullmatch(decoded) and "auth" in text[max(0, bstart - 24):bstart].lower():
+                    found = True
+                    yield bstart, start + b.end(), "basic_auth"
+        if found:
+            continue
         left = _ASSIGN_LEFT.get().search(text, max(0, start - 80), start)
         if left is not None and not _NOT_SECRET_KEY.get().search(left.group("key")):
             value = run.rstrip(".")
             if _high_entropy(value):
                 yield start, start + len(value), "high_entropy_secret"
-                continue
-        if not decode or len(run) < 24:
-            continue
-        for b in _B64_RUN.get().finditer(run):
-            decoded = _decoded(b.group())
-            if decoded is None:
-                continue
-            bstart = start + b.start()
-            if detect(decoded):
-                yield bstart, start + b.end(), "encoded_secret"
-            elif _DOCKER_AUTH.get().fullmatch(decoded) and "auth" in text[max(0, bstart - 24):bstart].lower():
-                yield bstart, start + b.end(), "basic_auth"

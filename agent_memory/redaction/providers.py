@@ -48,6 +48,9 @@ PROVIDERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
                                         r"(?![A-Za-z0-9_\-~])")),
     ("sendgrid_key", ("SG.",), _p(r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}", _LD)),
     ("twilio_key", ("SK",), _p(r"SK[0-9a-fA-F]{32}")),
+    # an auth token passed right after its account SID: Client("AC…", "<token>")
+    ("twilio_auth_token", ("AC",),
+     r"(?<![A-Za-z0-9])AC[0-9a-f]{32}[\"']?[ \t]*+[,:][ \t]*+[\"']?(?P<secret>[0-9a-f]{32})(?![0-9A-Za-z])"),
     ("vault_token", ("hvs.", "hvb.", "hvr."), _p(r"hv[sbr]\.[A-Za-z0-9_\-]{20,}+", _LD)),
     ("terraform_token", ("atlasv1",), _p(r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_\-=]{60,}+", _LD)),
     ("digitalocean_token", ("_v1_",), _p(r"do[opr]_v1_[a-f0-9]{64}")),
@@ -103,7 +106,7 @@ PROVIDERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
 # Kinds whose match is a credential by its shape alone; the rest must also look random.
 SELF_EVIDENT = frozenset({
     "stripe_key", "google_api_key", "aws_access_key_id", "sendgrid_key", "twilio_key", "digitalocean_token",
-    "npm_token", "pypi_token", "telegram_token", "mailchimp_key", "mailgun_key", "shopify_token", "postman_key",
+    "npm_token", "pypi_token", "twilio_auth_token", "telegram_token", "mailchimp_key", "mailgun_key", "shopify_token", "postman_key",
     "databricks_token", "age_secret_key", "pulumi_token", "buildkite_token", "rubygems_key", "langsmith_key",
     "dynatrace_token", "cloudflare_ca_key", "airtable_token", "slack_token",
 })
