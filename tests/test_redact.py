@@ -15,8 +15,8 @@ import json
 import random
 import string
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -121,7 +121,7 @@ def opaque_token(n: int = 43) -> str:
 
 def pem(label: str = "RSA PRIVATE KEY", *, encrypted: bool = False, lines: int = 6) -> str:
     body = "\n".join(rand(B64, 64) for _ in range(lines)) + "\n" + rand(B64, 20) + "=="
-    headers = "Proc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,%s\n\n" % rand("0123456789ABCDEF", 32)
+    headers = "Proc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,{}\n\n".format(rand("0123456789ABCDEF", 32))
     return (
         f"-----BEGIN {label}-----\n"
         + (headers if encrypted else "")

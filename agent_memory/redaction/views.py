@@ -8,7 +8,6 @@ span found in it maps back to the original text, which alone is ever edited.
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Iterable
 
@@ -21,6 +20,7 @@ _INVISIBLE = "\u00ad\u180e\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d
 _HOMOGLYPHS = dict(zip(
     "АВЕКМНОРСТХаеорсухіјѕЅІЈԁһԛԝΑΒΕΖΗΙΚΜΝΟΡΤΥΧονϲ",
     "ABEKMHOPCTXaeopcyxijsSIJdhqwABEZHIKMNOPTYXovc",
+    strict=True,
 ))
 _DISGUISE = Lazy("[" + _INVISIBLE + "".join(_HOMOGLYPHS) + "]")
 _PERCENT = Lazy(r"%[0-9A-Fa-f]{2}")
