@@ -645,6 +645,11 @@ ADVERSARIAL = {
     "cli-dashes": "--" + "a-" * (MB // 2),
     "spaces": "password" + " " * MB + "=x",
     "mixed-triggers": "sk-ant- eyJ AKIA ghp_ password= Bearer https://u:p@ xoxb- -----BEGIN " * 14_000,
+    # tens of thousands of secrets: span bookkeeping must not be quadratic
+    "many-cards": "4539 1488 0343 6467 " * 50_000,
+    "many-pins": "the PIN is 4821 " * 60_000,
+    "many-base64": "QUtJQUFCQ0RFRkdISUpLTE1OT1A= " * 30_000,
+    "many-zero-width": ("gh\u200bp_" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5 ") * 20_000,
 }
 
 

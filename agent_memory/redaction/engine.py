@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
 
 from . import heuristics, keyvalue, structured, views
@@ -57,43 +58,50 @@ KINDS: tuple[str, ...] = tuple(dict.fromkeys(
 ))
 
 
-class _Spans:
-    """Accepted spans; a candidate overlapping an accepted span (or a marker) is dropped."""
+def _overlaps(starts: list[int], spans: list[Span] | list[tuple[int, int]], start: int, end: int) -> bool:
+    """Does [start, end) overlap one of ``spans`` (disjoint, sorted; ``starts`` their starts)?"""
+    i = bisect_left(starts, start)
+    return (i < len(spans) and spans[i][0] < end) or (i > 0 and spans[i - 1][1] > start)
 
-    __slots__ = ("blocked", "found")
+
+class _Spans:
+    """Accepted spans, disjoint and sorted; a candidate overlapping one of them (or a marker) is dropped.
+
+    Lookups are binary searches, so a text with tens of thousands of secrets stays linear-ish.
+    """
+
+    __slots__ = ("blocked", "blocked_starts", "found", "starts")
 
     def __init__(self, text: str, low: str) -> None:
         self.found: list[Span] = []
+        self.starts: list[int] = []
         self.blocked: list[tuple[int, int]] = (
             [(m.start(), m.end()) for m in MARKER_RE.finditer(text)] if "[redacted:" in low else []
         )
-
-    def free(self, start: int, end: int) -> bool:
-        for s, e in self.blocked:
-            if s < end and start < e:
-                return False
-        for s, e, _ in self.found:
-            if s < end and start < e:
-                return False
-        return True
+        self.blocked_starts = [s for s, _ in self.blocked]
 
     def add(self, start: int, end: int, kind: str) -> None:
-        if start < end and self.free(start, end):
-            self.found.append((start, end, kind))
+        if start >= end or _overlaps(self.blocked_starts, self.blocked, start, end):
+            return
+        if not _overlaps(self.starts, self.found, start, end):
+            i = bisect_left(self.starts, start)
+            self.starts.insert(i, start)
+            self.found.insert(i, (start, end, kind))
 
     def merge(self, start: int, end: int, kind: str) -> None:
         """Add a span found in a view: it absorbs the spans it overlaps (never a marker)."""
-        for s, e in self.blocked:
-            if s < end and start < e:
-                return
-        keep: list[Span] = []
-        for s, e, k in self.found:
-            if s < end and start < e:
-                start, end, kind = min(s, start), max(e, end), k
-            else:
-                keep.append((s, e, k))
-        keep.append((start, end, kind))
-        self.found = keep
+        if start >= end or _overlaps(self.blocked_starts, self.blocked, start, end):
+            return
+        i = bisect_left(self.starts, start)
+        while i > 0 and self.found[i - 1][1] > start:
+            i -= 1
+        j = i
+        while j < len(self.found) and self.found[j][0] < end:
+            j += 1
+        if i < j:
+            start, end, kind = min(start, self.found[i][0]), max(end, self.found[j - 1][1]), self.found[i][2]
+        self.found[i:j] = [(start, end, kind)]
+        self.starts[i:j] = [start]
 
 
 def _collect(text: str, decode: bool, gated: bool = True, hits: tuple[int, ...] | None = None) -> list[Span]:
@@ -158,7 +166,8 @@ def find_spans(text: str, *, gated: bool = True) -> list[Span]:
     """Every secret span of ``text`` (sorted, disjoint), including disguised and split ones."""
     spans = _Spans(text, text.lower())
     hits = _provider_hits(text) if gated else tuple(range(len(structured.PROVIDER_RULES)))
-    spans.found = _collect(text, True, gated, hits)
+    for span in _collect(text, True, gated, hits):
+        spans.add(*span)
     view = views.normalized(text)
     if view is not None:
         if gated:
