@@ -116,12 +116,12 @@ def jwt() -> str:
 
 def opaque_token(n: int = 43) -> str:
     # An OAuth-style opaque bearer token; never starts like a JWT.
-    return "ya29" + "." + rand(B64URL, n)
+    return "Qm" + rand(B64URL, n)
 
 
 def pem(label: str = "RSA PRIVATE KEY", *, encrypted: bool = False, lines: int = 6) -> str:
     body = "\n".join(rand(B64, 64) for _ in range(lines)) + "\n" + rand(B64, 20) + "=="
-    headers = "Proc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,%s\n\n" % rand("0123456789ABCDEF", 32)
+    headers = "Proc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,{}\n\n".format(rand("0123456789ABCDEF", 32))
     return (
         f"-----BEGIN {label}-----\n"
         + (headers if encrypted else "")
@@ -295,11 +295,21 @@ def _ids() -> list[str]:
     return [f"{kind}-{ctx}" for kind, ctx, _, _ in CORPUS]
 
 
+# The kinds this hand-written corpus exercises (every other kind is exercised by the shipped corpus
+# in tests/fixtures/secrets, see test_redact_corpus.py).
+CORPUS_KINDS = (
+    "private_key", "jwt", "anthropic_key", "openai_key", "stripe_key", "github_token", "gitlab_token", "slack_token",
+    "slack_webhook", "google_api_key", "aws_access_key_id", "aws_secret_key", "huggingface_token", "npm_token",
+    "pypi_token", "url_password", "bearer_token", "basic_auth", "password", "secret", "api_key", "token",
+)
+
+
 def test_corpus_covers_every_kind_at_least_twice() -> None:
-    counts = {kind: 0 for kind in KINDS}
+    counts = dict.fromkeys(CORPUS_KINDS, 0)
     for kind, *_ in CORPUS:
         counts[kind] += 1
     assert {k: n for k, n in counts.items() if n < 2} == {}
+    assert set(CORPUS_KINDS) <= set(KINDS)
 
 
 @pytest.mark.parametrize(("kind", "context", "secret", "render"), CORPUS, ids=_ids())
@@ -325,7 +335,7 @@ def test_whole_corpus_in_one_document() -> None:
     doc = "\n\n---\n\n".join(parts)
     result = redact(doc)
     assert result.count == len(CORPUS)
-    assert set(result.kinds) == set(KINDS)
+    assert set(result.kinds) == set(CORPUS_KINDS)
     assert result.text == "\n\n---\n\n".join(render(marker(kind)) for kind, _, _, render in CORPUS)
 
 
@@ -558,7 +568,7 @@ def _core(sample: str) -> str:
 def test_secret_samples_shape() -> None:
     assert isinstance(SECRET_SAMPLES, tuple)
     assert all(isinstance(s, str) and s for s in SECRET_SAMPLES)
-    assert set(SECRET_SAMPLES_BY_KIND) == set(KINDS)
+    assert set(CORPUS_KINDS) <= set(SECRET_SAMPLES_BY_KIND) <= set(KINDS)
     assert len(SECRET_SAMPLES) == sum(len(v) for v in SECRET_SAMPLES_BY_KIND.values())
     assert len(set(SECRET_SAMPLES)) == len(SECRET_SAMPLES)
 
@@ -591,21 +601,27 @@ def test_samples_are_importable_by_other_suites() -> None:
 # --------------------------------------------------------------------------
 
 
-def test_module_imports_only_the_stdlib() -> None:
-    tree = ast.parse(Path(redact_module.__file__).read_text())
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            assert node.level == 0, "no relative imports"
-            names.add((node.module or "").split(".")[0])
-    assert names <= set(sys.stdlib_module_names) | {"__future__"}, names
+def test_modules_import_only_the_stdlib() -> None:
+    package = Path(redact_module.__file__).parent / "redaction"
+    files = [Path(redact_module.__file__), *sorted(package.glob("*.py"))]
+    assert len(files) >= 7
+    for path in files:
+        names = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names.add((node.module or "").split(".")[0])
+            elif isinstance(node, ast.ImportFrom):  # relative: only inside the redaction package
+                assert node.level == 1 and (path.parent == package or (node.module or "").startswith("redaction")), path
+        assert names <= set(sys.stdlib_module_names) | {"__future__"}, (path, names)
 
 
-def test_trigger_gating_covers_every_rule() -> None:
-    assert set(redact_module._TRIGGERS) == {t for rule in redact_module._RULES for t in rule[2]}
-    assert all(t == t.lower() for t in redact_module._TRIGGERS)
+def test_every_kind_makes_a_marker_that_is_never_redacted() -> None:
+    assert len(KINDS) == len(set(KINDS)) >= 60
+    for kind in KINDS:
+        assert MARKER_RE.fullmatch(marker(kind)), kind
+        assert redact(f"value: {marker(kind)} and password={marker(kind)}").count == 0
 
 
 # --------------------------------------------------------------------------
@@ -629,6 +645,11 @@ ADVERSARIAL = {
     "cli-dashes": "--" + "a-" * (MB // 2),
     "spaces": "password" + " " * MB + "=x",
     "mixed-triggers": "sk-ant- eyJ AKIA ghp_ password= Bearer https://u:p@ xoxb- -----BEGIN " * 14_000,
+    # tens of thousands of secrets: span bookkeeping must not be quadratic
+    "many-cards": "4539 1488 0343 6467 " * 50_000,
+    "many-pins": "the PIN is 4821 " * 60_000,
+    "many-base64": "QUtJQUFCQ0RFRkdISUpLTE1OT1A= " * 30_000,
+    "many-zero-width": ("gh\u200bp_" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5 ") * 20_000,
 }
 
 
@@ -689,23 +710,18 @@ def test_property_never_raises_and_is_idempotent(text: str) -> None:
 @settings(max_examples=400, deadline=None)
 @given(st.one_of(st.text(ANY_CHAR, max_size=300), MESSY_TEXT))
 def test_property_trigger_gating_is_sound(text: str) -> None:
-    # Running only the rules whose triggers occur gives the same answer as
-    # running all of them.
-    gated: list[str] = []
-    full: list[str] = []
-    assert redact_module._apply_rules(text, gated, text.lower()) == redact_module._apply_rules(text, full, None)
-    assert gated == full
+    # Running only the rules whose triggers occur gives the same answer as running all of them.
+    assert redact_module.find_spans(text) == redact_module.find_spans(text, gated=False)
 
 
-@settings(max_examples=400, deadline=None)
-@given(st.one_of(st.text(ANY_CHAR, max_size=300), MESSY_TEXT))
-def test_property_text_without_triggers_is_unchanged(text: str) -> None:
-    low = text.lower()
-    assume(not any(t in low for t in redact_module._TRIGGERS))
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.sampled_from("abcdefghijklmnopqrstuvwxyz ABCDEFGHIJ,.\n"), max_size=300))
+def test_property_plain_words_are_the_same_object(text: str) -> None:
+    # ordinary words with no key word, digit or long run: untouched, not even copied
+    assume(not any(w in text.lower() for w in ("pass", "pin", "pw", "secret", "token", "key", "cred", "auth", "code")))
     result = redact(text)
     assert result.text is text
     assert result.count == 0
-    assert redact_module._apply_rules(text, [], None) == text  # every rule, ungated
 
 
 PROSE_WORDS = st.sampled_from(

@@ -40,8 +40,9 @@ def needles(sample: str) -> set[bytes]:
     out = set()
     for span in secret_spans(sample):  # PEM armour lines ("-----BEGIN RSA PRIVATE KEY-----") are not secret
         flat = "".join(line for line in span.split("\n") if not line.startswith("-----"))
-        for start in range(0, len(flat) - WINDOW + 1, 3):
-            out.add(flat[start:start + WINDOW].lower().encode())
+        n = min(WINDOW, len(flat))  # a short secret (a PIN) is its own needle
+        for start in range(0, len(flat) - n + 1, 3):
+            out.add(flat[start:start + n].lower().encode())
     assert out, f"no needle for {sample[:20]!r}"
     return out
 
@@ -152,7 +153,7 @@ async def test_capture_stores_no_secret(tmp_path: Path, via: str, reliability_fi
                                    profile=load_profile("offline").with_models(capture=FunctionModel(greedy))),
         "extractor": MemoryProvider(root, durable=False, turn_extractor=extractor, compaction_extractor=extractor),
     }
-    for name, provider in [(via, providers[via])]:
+    for _name, provider in [(via, providers[via])]:
         for sample in SECRET_SAMPLES:
             for text in corpus_texts(sample) + [f"My api key is {sample}", f"Please remember that {sample} is the token."]:
                 result = await provider.capture_turn(text, f"Noted: {sample}", session_id="s1", user_id="u1")
@@ -174,3 +175,52 @@ async def test_capture_stores_no_secret(tmp_path: Path, via: str, reliability_fi
     assert leaks(root) == {}
     reliability_figures.update(secrets=len(SECRET_SAMPLES), captures=counts["captures"], records_written=counts["written"],
                                failures=0)
+
+
+def test_shipped_corpus_secrets_never_reach_disk_and_lookalikes_read_back_exactly(
+    tmp_path: Path, reliability_figures: dict[str, Any]
+) -> None:
+    """The shipped redaction corpus (tests/fixtures/secrets: 250 secrets of 161 formats, 115 look-alikes) through remember as content, title and tag: stored redacted or refused, no secret on disk; every look-alike reads back byte-for-byte."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "secrets"))
+    from score import load, survives
+
+    secrets, benign = load("secrets.jsonl"), load("benign.jsonl")
+    store = MemoryProvider(tmp_path / "mem", durable=False).store
+    refused = 0
+    for i, case in enumerate(secrets):
+        text = str(case["text"])
+        store.remember(content=f"note {i}: {text}")
+        for kw in ({"content": f"titled {i}", "title": text[:200]}, {"content": f"tagged {i}", "tags": [text]}):
+            try:
+                store.remember(**kw)
+            except AgentMemoryError:
+                refused += 1
+    kept = {}
+    for case in benign:
+        text = str(case["text"]).strip()  # content is stored stripped
+        kept[store.remember(content=text).id] = text
+    store.reindex()
+
+    def needles(case: dict[str, Any]) -> list[str]:
+        """The random half of a long secret (its prefix, "AGE-SECRET-KEY-1", is no secret and names the marker),
+        a mid-sized one whole, a short one (a PIN) with the 4 characters before it."""
+        text = str(case["text"])
+        out = []
+        for secret in map(str, case["secrets"]):
+            at = text.find(secret)
+            if len(secret) >= 24:
+                out.append(secret[len(secret) // 2:])
+            else:
+                out.append(secret if len(secret) >= 10 else text[max(0, at - 4):at + len(secret)])
+        return out
+
+    leaked = set()
+    for path in (tmp_path / "mem").rglob("*"):
+        if path.is_file():
+            data = path.read_bytes().decode("utf-8", "replace").lower()
+            leaked |= {f"{c['format']}/{c['context']}" for c in secrets if any(survives(n.lower(), data) for n in needles(c))}
+    assert leaked == set()
+    assert {rid: store.get(rid).content for rid in kept} == kept
+    reliability_figures.update(secrets=len(secrets), lookalikes=len(benign), refused=refused, leaked=len(leaked))

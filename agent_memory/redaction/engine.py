@@ -1,0 +1,220 @@
+"""The redaction engine: run every rule, merge what they find, replace it with markers."""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from dataclasses import dataclass
+
+from . import heuristics, keyvalue, structured, views
+from .base import MARKER_RE, Lazy, Rule, accepted, accepted_at, marker, starts_near
+from .providers import PROVIDERS
+
+Span = tuple[int, int, str]
+
+
+@dataclass(frozen=True, slots=True)
+class RedactionResult:
+    """Outcome of :func:`redact`.
+
+    ``text``  — the redacted text (identical to the input when nothing matched)
+    ``count`` — how many secrets were replaced
+    ``kinds`` — sorted, de-duplicated kinds that were replaced
+    """
+
+    text: str
+    count: int
+    kinds: tuple[str, ...]
+
+
+# Rules gated on the lower-cased text, in priority order (an earlier rule's span wins an overlap).
+_LOW_RULES: tuple[Rule, ...] = structured.SHAPE_RULES + structured.LATE_RULES + keyvalue.RULES
+_PROSE_TRIGGERS = ("pass", "pin", "pw", "code", "combination")
+# (trigger, index of its provider rule), longest triggers first.
+_PROVIDER_TRIGGERS = tuple(sorted(((t, i) for i, (_, ts, _) in enumerate(PROVIDERS) for t in ts), key=lambda x: -len(x[0])))
+# Every provider token lies in a run of token characters at least this long that holds its trigger
+# (except Okta's "SSWS <token>", which is checked apart): texts without such a run skip them all.
+_TOKENISH = Lazy(r"[A-Za-z0-9+/_\-=.~:%]{14,}+")
+
+
+def _provider_hits(text: str) -> tuple[int, ...]:
+    """Indexes of the provider rules whose triggers occur in ``text``'s token runs."""
+    runs = _TOKENISH.get().findall(text)
+    hits: set[int] = set()
+    if runs:
+        hay = " ".join(runs)
+        hits = {i for t, i in _PROVIDER_TRIGGERS if t in hay}
+    if "SSWS" in text:
+        hits.add(_OKTA)
+    return tuple(sorted(hits))
+
+
+_OKTA = next(i for i, row in enumerate(PROVIDERS) if row[0] == "okta_token")
+
+KINDS: tuple[str, ...] = tuple(dict.fromkeys(
+    ["private_key", "jwt"]
+    + [row[0] for row in PROVIDERS]
+    + ["slack_webhook", "url_password", "bearer_token", "basic_auth", "azure_sas", "password", "secret", "api_key",
+       "token", "aws_secret_key", "pin", "card_number", "high_entropy_secret", "encoded_secret"]
+))
+
+
+def _overlaps(starts: list[int], spans: list[Span] | list[tuple[int, int]], start: int, end: int) -> bool:
+    """Does [start, end) overlap one of ``spans`` (disjoint, sorted; ``starts`` their starts)?"""
+    i = bisect_left(starts, start)
+    return (i < len(spans) and spans[i][0] < end) or (i > 0 and spans[i - 1][1] > start)
+
+
+class _Spans:
+    """Accepted spans, disjoint and sorted; a candidate overlapping one of them (or a marker) is dropped.
+
+    Lookups are binary searches, so a text with tens of thousands of secrets stays linear-ish.
+    """
+
+    __slots__ = ("blocked", "blocked_starts", "found", "starts")
+
+    def __init__(self, text: str, low: str) -> None:
+        self.found: list[Span] = []
+        self.starts: list[int] = []
+        self.blocked: list[tuple[int, int]] = (
+            [(m.start(), m.end()) for m in MARKER_RE.finditer(text)] if "[redacted:" in low else []
+        )
+        self.blocked_starts = [s for s, _ in self.blocked]
+
+    def add(self, start: int, end: int, kind: str) -> None:
+        if start >= end or _overlaps(self.blocked_starts, self.blocked, start, end):
+            return
+        if not _overlaps(self.starts, self.found, start, end):
+            i = bisect_left(self.starts, start)
+            self.starts.insert(i, start)
+            self.found.insert(i, (start, end, kind))
+
+    def merge(self, start: int, end: int, kind: str) -> None:
+        """Add a span found in a view: it absorbs the spans it overlaps (never a marker)."""
+        if start >= end or _overlaps(self.blocked_starts, self.blocked, start, end):
+            return
+        i = bisect_left(self.starts, start)
+        while i > 0 and self.found[i - 1][1] > start:
+            i -= 1
+        j = i
+        while j < len(self.found) and self.found[j][0] < end:
+            j += 1
+        if i < j:
+            start, end, kind = min(start, self.found[i][0]), max(end, self.found[j - 1][1]), self.found[i][2]
+        self.found[i:j] = [(start, end, kind)]
+        self.starts[i:j] = [start]
+
+
+def _collect(text: str, decode: bool, gated: bool = True, hits: tuple[int, ...] | None = None) -> list[Span]:
+    """Spans of ``text`` that hold a secret (without looking through disguises).
+
+    ``gated=False`` runs every rule whether or not its triggers occur (tests check that the
+    gating never changes the answer).
+    """
+    low = text.lower()
+    spans = _Spans(text, low)
+    for pattern, decide, triggers in structured.SHAPE_RULES:
+        if not gated or any(t in low for t in triggers):
+            for kind, start, end, _ in accepted(pattern, decide, text):
+                spans.add(start, end, kind)
+    if not gated:
+        hits = tuple(range(len(structured.PROVIDER_RULES)))
+    elif hits is None:
+        hits = _provider_hits(text)
+    for i in hits:
+        pattern, decide, _ = structured.PROVIDER_RULES[i]
+        for kind, start, end, _ in accepted(pattern, decide, text):
+            spans.add(start, end, kind)
+    for pattern, decide, triggers in structured.LATE_RULES + keyvalue.RULES:
+        if not gated or any(t in low for t in triggers):
+            if gated and pattern is keyvalue.KV and len(low) == len(text):
+                # a key core starts at most KEY_REACH characters before the trigger it contains
+                found = accepted_at(pattern, decide, text, starts_near(low, triggers, keyvalue.KEY_REACH))
+            else:
+                found = accepted(pattern, decide, text)
+            for kind, start, end, _ in found:
+                spans.add(start, end, kind)
+    if not gated or any(t in low for t in _PROSE_TRIGGERS):
+        for start, end, kind in heuristics.prose_spans(text, low):
+            spans.add(start, end, kind)
+    for start, end, kind in heuristics.card_spans(text):
+        spans.add(start, end, kind)
+    for start, end, kind in heuristics.run_spans(text, _has_secret, decode):
+        spans.add(start, end, kind)
+    return spans.found
+
+
+def _has_secret(text: str) -> bool:
+    return bool(_collect(text, decode=False))
+
+
+def _despaced_spans(view: views.View, hits: tuple[int, ...]) -> list[Span]:
+    """Provider tokens split by spaces; kept only if they cross a removed gap and look random."""
+    split = views.despaced(view, tuple({t for t, i in _PROVIDER_TRIGGERS if i in hits}))
+    if split is None:
+        return []
+    out = []
+    for i in hits:
+        pattern, decide, _ = structured.PROVIDER_RULES[i]
+        for kind, start, end, _ in accepted(pattern, decide, split.text):
+            lo, hi = split.original(start, end)
+            if hi - lo > end - start and sum(c.isdigit() for c in split.text[start:end]) >= 3:
+                out.append((lo, hi, kind))
+    return out
+
+
+def find_spans(text: str, *, gated: bool = True) -> list[Span]:
+    """Every secret span of ``text`` (sorted, disjoint), including disguised and split ones."""
+    spans = _Spans(text, text.lower())
+    hits = _provider_hits(text) if gated else tuple(range(len(structured.PROVIDER_RULES)))
+    for span in _collect(text, True, gated, hits):
+        spans.add(*span)
+    view = views.normalized(text)
+    if view is not None:
+        if gated:
+            hits = _provider_hits(view.text)
+        for start, end, kind in _collect(view.text, True, gated, hits):
+            spans.merge(*view.original(start, end), kind)
+    base = view or views.View(text)
+    if hits:
+        for start, end, kind in _despaced_spans(base, hits):
+            spans.add(start, end, kind)  # never extends a token already found whole
+    return sorted(spans.found)
+
+
+def redact(text: str) -> RedactionResult:
+    """Replace every secret in ``text`` with ``[REDACTED:<kind>]``."""
+    if not isinstance(text, str):
+        raise TypeError(f"redact() expects str, not {type(text).__name__}")
+    found = find_spans(text)
+    if not found:
+        return RedactionResult(text, 0, ())
+    count = 0
+    kinds: set[str] = set()
+    out = text
+    for _ in range(4):  # a marker can expose a neighbour ("-----BEGIN…-----eyJ…"): redact to a fixed point
+        pieces: list[str] = []
+        last = 0
+        for start, end, kind in found:
+            pieces.append(out[last:start])
+            pieces.append(marker(kind))
+            last = end
+        pieces.append(out[last:])
+        out = "".join(pieces)
+        count += len(found)
+        kinds.update(k for _, _, k in found)
+        found = find_spans(out)
+        if not found:
+            break
+    return RedactionResult(out, count, tuple(sorted(kinds)))
+
+
+def contains_secret(text: str) -> bool:
+    """True if :func:`redact` would change ``text`` (use it to refuse ids, keys and tags)."""
+    if not isinstance(text, str):
+        raise TypeError(f"contains_secret() expects str, not {type(text).__name__}")
+    return bool(find_spans(text))
+
+
+def redact_text(text: str) -> str:
+    """The redacted text alone: for text on its way into a prompt (``USER.md`` in the core block)."""
+    return redact(text).text

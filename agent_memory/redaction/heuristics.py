@@ -1,0 +1,159 @@
+"""Secrets found by context rather than by a fixed format: prose ("my wifi password is …",
+"the PIN is 4821"), card numbers (Luhn), high-entropy values in assignments and base64 that
+decodes to a secret."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Callable, Iterator
+
+from .base import A, I, Lazy
+from .keyvalue import NOT_A_VALUE, PLACEHOLDER_RE
+from .providers import entropy
+
+Span = tuple[int, int, str]
+
+# --- prose -------------------------------------------------------------------------------------
+_VALUE = r"""(?:"(?P<dq>[^"\r\n]{1,80})"|'(?P<sq>[^'\r\n]{1,80})'|(?P<bare>[^\s"'`]{1,80}))"""
+_PROSE = (
+    r"(?<![A-Za-z])(?P<what>pass(?:word|code|phrase)|pin(?:[ \t]+(?:code|number))?|pw"
+    r"|(?:alarm|door|gate|safe|lock|entry|garage|security|keypad)[ \t]+code|combination)"
+    r"(?:[ \t]+(?:for|to|of|on|at)[ \t]+(?:(?:the|my|our|your|this)[ \t]+)?[\w.'-]+(?:[ \t]+[\w.'-]+)?)?"
+    r"(?:'s|[ \t]+(?:is|was|is[ \t]+now|will[ \t]+be|remains))[ \t]+" + _VALUE
+    + r"|\b(?:chang|set|reset|updat)\w*[ \t]+(?:(?:my|the|our|his|her|their|your)[ \t]+)?(?:[\w-]+[ \t]+)?"
+    r"(?P<what2>pass(?:word|code|phrase)|pin)[ \t]+to[ \t]+" + _VALUE.replace("?P<", "?P<c_")
+)
+PROSE = Lazy(_PROSE, A | I)
+PROSE_LOW = Lazy(_PROSE, A)  # the same, matched against lower-cased ASCII text (faster than IGNORECASE)
+_WORD = Lazy(r"[A-Za-z]+(?:[-'][A-Za-z]+)*")
+_PIN = Lazy(r"\d{4,12}")
+_PROSE_STOP = NOT_A_VALUE | frozenset("too still now also only just very stored saved hashed encrypted".split())
+
+
+def _prose_value(m: re.Match[str], prefix: str) -> tuple[int, int, bool] | None:
+    for name in ("dq", "sq", "bare"):
+        start = m.start(prefix + name)
+        if start >= 0:
+            end = m.end(prefix + name)
+            if name == "bare":
+                while end > start and m.string[end - 1] in ".,;:)":
+                    end -= 1
+            return start, end, name != "bare"
+    return None
+
+
+def prose_spans(text: str, low: str) -> Iterator[Span]:
+    """``low`` is ``text.lower()``; values are read from ``text`` at the same offsets."""
+    ascii_text = text.isascii()
+    for m in (PROSE_LOW if ascii_text else PROSE).get().finditer(low if ascii_text else text):
+        prefix = "" if m.group("what") else "c_"
+        what = (m.group("what") or m.group("what2")).lower()
+        found = _prose_value(m, prefix)
+        if found is None:
+            continue
+        start, end, quoted = found
+        value = text[start:end]
+        if what.startswith("pass") and what != "passcode" or what == "pw":
+            if len(value) < 4 or value.lower() in _PROSE_STOP or PLACEHOLDER_RE.get().match(value):
+                continue
+            if not quoted and _WORD.get().fullmatch(value) and not any(c.isupper() for c in value[1:]):
+                continue  # "is case-sensitive", "is long": a word, not a password
+            yield start, end, "password"
+        elif _PIN.get().fullmatch(value):
+            yield start, end, "pin"
+
+
+# --- card numbers --------------------------------------------------------------------------------
+CARD = Lazy(
+    r"(?<![\w.+/-])(?P<n>\d{4}(?P<s>[ -]?)\d{4}(?P=s)\d{4}(?P=s)\d{4}(?:(?P=s)\d{1,3})?"
+    r"|3[47]\d{2}(?P<a>[ -]?)\d{6}(?P=a)\d{5}|\d{13,19})(?![\w-]|[.,]\d)",
+    A,
+)
+_IIN = Lazy(r"4|5[1-5]|2(?:2[2-9]|[3-6]\d|7[01]|720)|3[47]|6(?:011|5|4[4-9]|2)|35(?:2[89]|[3-8])|3(?:0[0-5]|[689])|50|5[6-8]")
+
+
+def luhn_ok(digits: str) -> bool:
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = ord(ch) - 48
+        if i % 2:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0
+
+
+def card_spans(text: str) -> Iterator[Span]:
+    for m in CARD.get().finditer(text):
+        digits = "".join(c for c in m.group("n") if c.isdigit())
+        if 13 <= len(digits) <= 19 and len(set(digits)) > 2 and _IIN.get().match(digits) and luhn_ok(digits):
+            yield m.start(), m.end(), "card_number"
+
+
+# --- long runs: high entropy in an assignment, base64 that decodes to a secret ------------------------
+# (no look-behind: runs are maximal and found left to right, and a leading look-behind would turn
+# off the regex engine's first-character scan)
+LONG_RUN = Lazy(r"[A-Za-z0-9+/_\-=.~]{20,}+")
+_ASSIGN_LEFT = Lazy(r"(?P<key>[A-Za-z_][\w.-]{0,60}+)[\"']?[ \t]*+(?::=|=>|[:=])[ \t]*+[\"'`]?$", A)
+_NOT_SECRET_KEY = Lazy(
+    r"(?:^|[_.-]|(?<=[a-z])(?=[A-Z]))(?:id|ids|uuid|guid|sha|sha\d+|hash|checksum|digest|commit|rev|revision|version|etag"
+    r"|trace|request|integrity|url|uri|path|file|dir|name|image|type|format|region|host|ref|class|module|handler|prefix"
+    r"|arn|email|user|username|bucket)(?:$|[_.-]|(?=[A-Z]))",
+    I,
+)
+_HEXISH = Lazy(r"[0-9a-fA-F-]+")
+_B64_RUN = Lazy(r"[A-Za-z0-9+/]{24,}+={0,2}|[A-Za-z0-9_\-]{24,}+={0,2}")
+_DOCKER_AUTH = Lazy(r"[^\s:]{1,64}:\S{4,}")
+
+
+def _high_entropy(s: str) -> bool:
+    if _HEXISH.get().fullmatch(s) or s[:7].lower() in ("sha256-", "sha384-", "sha512-"):
+        return False
+    if "//" in s or s.startswith(("/", ".", "~")) or s.count("/") > 2 or s.count(".") > 2:
+        return False
+    digits = sum(c.isdigit() for c in s)
+    upper = sum(c.isupper() for c in s)
+    lower = sum(c.islower() for c in s)
+    return digits >= 2 and upper >= 2 and lower >= 2 and entropy(s) >= 3.7
+
+
+def _decoded(run: str) -> str | None:
+    body = run.rstrip("=")
+    if len(body) % 4 == 1:
+        return None
+    padded = body + "=" * (-len(body) % 4)
+    try:
+        raw = base64.b64decode(padded, altchars=b"-_" if ("-" in body or "_" in body) else None, validate=True)
+        out = raw.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+    printable = sum(c.isprintable() or c in "\r\n\t" for c in out)
+    return out if len(out) >= 8 and printable >= 0.95 * len(out) else None
+
+
+def run_spans(text: str, detect: Callable[[str], bool], decode: bool) -> Iterator[Span]:
+    """Base64 runs hiding a secret (when ``decode``) and high-entropy assignment values."""
+    for m in LONG_RUN.get().finditer(text):
+        start = m.start()
+        run = m.group()
+        found = False
+        if decode and len(run) >= 24:
+            for b in _B64_RUN.get().finditer(run):
+                decoded = _decoded(b.group())
+                if decoded is None:
+                    continue
+                bstart = start + b.start()
+                if detect(decoded):
+                    found = True
+                    yield bstart, start + b.end(), "encoded_secret"
+                elif _DOCKER_AUTH.get().fullmatch(decoded) and "auth" in text[max(0, bstart - 24):bstart].lower():
+                    found = True
+                    yield bstart, start + b.end(), "basic_auth"
+        if found:
+            continue
+        left = _ASSIGN_LEFT.get().search(text, max(0, start - 80), start)
+        if left is not None and not _NOT_SECRET_KEY.get().search(left.group("key")):
+            value = run.rstrip(".")
+            if _high_entropy(value):
+                yield start, start + len(value), "high_entropy_secret"
