@@ -158,6 +158,8 @@ def _owner(scope: Scope, session_id: str | None, user_id: str | None) -> tuple[s
             check_text_field(name, value, 200)
             if not value.strip():
                 raise InvalidInputError(f"{name} is empty")
+            if _redact.contains_secret(value):  # ids are written to disk and shown in listings: never a secret
+                raise InvalidInputError(f"{name} looks like a secret; refusing to store it")
     if scope is Scope.SESSION and not session_id:
         raise InvalidInputError("scope 'session' needs a session_id")
     if scope is Scope.USER and not user_id:
