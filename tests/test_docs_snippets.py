@@ -52,7 +52,7 @@ def test_snippets_run(doc: Path, tmp_path: Path) -> None:
     for name, source in blocks:  # every block is valid Python, fragments included
         compile(source, name, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
     runnable = [(n, s) for n, s in blocks if not s.startswith("# fragment")]
-    if any("postgresql://" in s for _, s in runnable):
+    if any('("postgresql://' in s for _, s in runnable):
         pytest.skip("runs against PostgreSQL in tests/test_postgres_backend.py")
     from test_openai_compat import FakeOpenAIServer
 
@@ -66,3 +66,24 @@ def test_snippets_run(doc: Path, tmp_path: Path) -> None:
         proc = subprocess.run([sys.executable, str(runner), str(tmp_path / "blocks.json")], cwd=tmp_path, env=env,
                               capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"{doc.name} failed:\n{proc.stdout}\n{proc.stderr}"
+
+
+def test_readme_console_session_runs(tmp_path: Path) -> None:
+    """The README's ```console blocks, run in order in an empty directory, print what they show."""
+    from test_cli_docs import _pattern, console_blocks
+
+    steps = [step for block in console_blocks((ROOT / "README.md").read_text(encoding="utf-8")) for step in block]
+    assert len(steps) >= 5
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_MEMORY_")}
+    env.update(PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}", LITELLM_LOCAL_MODEL_COST_MAP="True")
+    for cmd, expected, code in steps:
+        proc = subprocess.run(["bash", "-c", cmd], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        out = (proc.stdout + proc.stderr).splitlines()
+        assert proc.returncode == code, f"$ {cmd}\nexit {proc.returncode}, documented {code}\n{proc.stdout}{proc.stderr}"
+        at = 0
+        for want in expected:
+            pat = _pattern(want)
+            while at < len(out) and not pat.search(out[at]):
+                at += 1
+            assert at < len(out), f"$ {cmd}\nnot printed (in order): {want!r}\n{proc.stdout}{proc.stderr}"
+            at += 1
