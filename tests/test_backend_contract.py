@@ -357,3 +357,14 @@ def test_scope_isolation_property(make_backend: Callable[[], MemoryBackend]) -> 
     finally:
         loop.run_until_complete(backend.close())
         loop.close()
+
+
+async def test_a_write_without_a_scope_stays_in_the_callers_partition(backend: MemoryBackend) -> None:
+    mine = await backend.remember(d("ada's locker code is on the blue card", user_id="ada"))
+    sess = await backend.remember(d("draft agenda for this chat only", session_id="chat-1"))
+    shared = await backend.remember(d("the office opens at eight"))
+    assert (await backend.get(mine.id, Caller(user_id="ada"))).scope.value == "user"
+    assert (await backend.get(sess.id, Caller(session_id="chat-1"))).scope.value == "session"
+    assert (await backend.get(shared.id, ANYONE)).scope.value == "project"
+    bob = Caller(user_id="bob", session_id="chat-2")
+    assert {h.id for h in (await backend.search("locker agenda office", bob)).hits} == {shared.id}

@@ -41,7 +41,7 @@ class PostgresBackend:
     """
 
     def __init__(
-        self, url: str, *, schema: str = "agent_memory", default_scope: Scope | str = Scope.PROJECT,
+        self, url: str, *, schema: str = "agent_memory", default_scope: Scope | str | None = None,
         min_size: int = 1, max_size: int = 10, timeout_s: float = 30.0, text_config: str = TEXT_CONFIG,
         engine: Fts5Engine | None = None, batch_size: int = 5000, copy_threshold: int = 64, ingest_connections: int = 2,
         **options: Any,
@@ -61,7 +61,8 @@ class PostgresBackend:
                 raise InvalidInputError(f"{name} must be a positive integer")
         self.url = url
         self.schema = check_schema(schema)
-        self.default_scope = parse_scope(default_scope)
+        # None: a write without a scope goes to the caller's own partition (user, else session, else project)
+        self.default_scope = None if default_scope in (None, "") else parse_scope(default_scope)
         self.batch_size = batch_size
         self.copy_threshold = copy_threshold
         self.ingest_connections = min(ingest_connections, max_size)
