@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 
-import pytest
 from _pg import fresh_schema, pg_url, require_psycopg  # noqa: F401  (pytest fixture)
 
 require_psycopg()
