@@ -252,7 +252,7 @@ def render(report: dict[str, Any]) -> str:
             + " | ".join(f"{base.get(f'recall@{k}', float('nan')):.3f}" for k in (5, 10, 25, 50)) + " |",
             "| target | " + " | ".join(f"≥ {goals[f'recall@{k}']:.2f} {mark(ov[f'recall@{k}'] >= goals[f'recall@{k}'])}"
                                        if f"recall@{k}" in goals else "" for k in (5, 10, 25, 50)) + " |",
-            "| plain SQLite FTS5, porter, OR of content words (DESIGN.md) | .576 | .657 | .734 | |",
+            "| plain SQLite FTS5, porter, OR of content words (measured by the project's design notes, not in this repo) | .576 | .657 | .734 | |",
             "| DRAGON dense retriever (paper, Table 3, all 10 conversations) | .567 | .662 | .767 | .827 |",
             "",
             "The gain comes from features every transcript import gets: each turn's neighbours (two on each side, same "
@@ -284,7 +284,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="sizes 1k and 10k, fewer queries, no LoCoMo")
     parser.add_argument("--no-locomo", action="store_true")
     parser.add_argument("--locomo-budget", type=int, default=400)
-    parser.add_argument("--output", type=Path, default=ROOT / "docs" / "benchmarks.md")
+    parser.add_argument("--output", type=Path, default=None,
+                        help="report file (default: docs/benchmarks.md for a full run; a --quick run only prints unless given)")
     parser.add_argument("--json", type=Path, help="also write the raw results here")
     args = parser.parse_args(argv)
     sizes = [1000, 10_000] if args.quick else [int(x) for x in args.sizes.split(",") if x.strip()]
@@ -300,12 +301,14 @@ def main(argv: list[str] | None = None) -> int:
     report["elapsed_s"] = time.perf_counter() - t0
     report["load_after"] = [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
     text = render(report)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(text, encoding="utf-8")
+    output = args.output if args.output is not None else (None if args.quick else ROOT / "docs" / "benchmarks.md")
+    if output is not None:  # a partial (--quick) run never overwrites the full report by default
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text, encoding="utf-8")
     if args.json:
         args.json.write_text(json.dumps(report, indent=1, default=str), encoding="utf-8")
     print(text)
-    log(f"wrote {args.output} in {report['elapsed_s']:.0f} s")
+    log(f"wrote {output} in {report['elapsed_s']:.0f} s" if output else f"done in {report['elapsed_s']:.0f} s (printed only)")
     return 0
 
 
