@@ -8,6 +8,7 @@ Tools and workers depend on :class:`MemoryBackend` and a :class:`Caller`, never 
 from __future__ import annotations
 
 import asyncio
+import builtins
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -44,12 +45,12 @@ class MemoryBackend(Protocol):
 
     async def remember_many(
         self, drafts: Iterable[MemoryDraft], *, source: str = "import", on_error: Literal["raise", "skip"] = "raise",
-        errors: list[tuple[int, str]] | None = None, progress: Callable[[int], None] | None = None,
-    ) -> list[RememberResult]: ...
+        errors: builtins.list[tuple[int, str]] | None = None, progress: Callable[[int], None] | None = None,
+    ) -> builtins.list[RememberResult]: ...
 
     async def get(self, record_id: str, caller: Caller) -> MemoryRecord: ...
 
-    async def list(self, caller: Caller, *, limit: int | None = 50, **filters: Any) -> list[MemoryRecord]: ...
+    async def list(self, caller: Caller, *, limit: int | None = 50, **filters: Any) -> builtins.list[MemoryRecord]: ...
 
     async def count(self, caller: Caller, **filters: Any) -> int: ...
 
@@ -57,7 +58,7 @@ class MemoryBackend(Protocol):
 
     async def forget(self, record_id: str, caller: Caller) -> bool: ...
 
-    async def core_lines(self, caller: Caller, limit: int | None) -> list[str]: ...
+    async def core_lines(self, caller: Caller, limit: int | None) -> builtins.list[str]: ...
 
     async def user_md(self) -> str: ...
 
@@ -88,15 +89,15 @@ class FilesBackend:
 
     async def remember_many(
         self, drafts: Iterable[MemoryDraft], *, source: str = "import", on_error: Literal["raise", "skip"] = "raise",
-        errors: list[tuple[int, str]] | None = None, progress: Callable[[int], None] | None = None,
-    ) -> list[RememberResult]:
+        errors: builtins.list[tuple[int, str]] | None = None, progress: Callable[[int], None] | None = None,
+    ) -> builtins.list[RememberResult]:
         return await self._run(self.store.remember_many, list(drafts), source=source, on_error=on_error, errors=errors,
                                progress=progress)
 
     async def get(self, record_id: str, caller: Caller) -> MemoryRecord:
         return await self._run(self.store.get, record_id, **caller.kwargs())
 
-    async def list(self, caller: Caller, *, limit: int | None = 50, **filters: Any) -> list[MemoryRecord]:
+    async def list(self, caller: Caller, *, limit: int | None = 50, **filters: Any) -> builtins.list[MemoryRecord]:
         return await self._run(self.store.list, limit=limit, **caller.kwargs(), **filters)
 
     async def count(self, caller: Caller, **filters: Any) -> int:
@@ -108,8 +109,12 @@ class FilesBackend:
     async def forget(self, record_id: str, caller: Caller) -> bool:
         return await self._run(self.store.forget, record_id, **caller.kwargs())
 
-    async def core_lines(self, caller: Caller, limit: int | None) -> list[str]:
-        return await self._run(self.store.visible_lines, limit=limit, **caller.kwargs())
+    async def core_lines(self, caller: Caller, limit: int | None) -> builtins.list[str]:
+        def lines() -> builtins.list[str]:
+            self.store.open()  # the index follows the files (hand edits included) before it is read
+            return self.store.visible_lines(limit=limit, **caller.kwargs())
+
+        return await self._run(lines)
 
     async def user_md(self) -> str:
         path = self.store.root / "USER.md"
@@ -140,7 +145,8 @@ def open_backend(target: str | os.PathLike[str] | MemoryBackend, **options: Any)
         return target
     text = os.fspath(target)
     if text.startswith(("postgresql://", "postgres://")):
-        from .backends.postgres import PostgresBackend  # optional extra: psycopg
+        from .backends.postgres import PostgresBackend  # type: ignore[import-not-found,unused-ignore]  # optional
 
-        return PostgresBackend(text, **options)
+        backend: MemoryBackend = PostgresBackend(text, **options)
+        return backend
     return FilesBackend(MemoryStore(text, **options))

@@ -6,9 +6,9 @@ One :class:`MemoryHooks` object follows one conversation::
     for message in user_messages:
         ctx = await hooks.on_turn_start(message)
         system = BASE_PROMPT + ("\\n\\n" + ctx.core if ctx.core else "")  # byte-identical every turn
-        if ctx.recall:
-            history.append({"role": "user", "content": ctx.recall})      # once, then kept in history
         history.append({"role": "user", "content": message})
+        if ctx.recall:                                                     # after the message it is about
+            history.append({"role": "user", "content": ctx.recall})      # once, then kept in history
         answer = await call_model(system, history)
         history.append({"role": "assistant", "content": answer})
         await hooks.on_turn_end(message, answer)                           # capture, in the background
@@ -21,8 +21,9 @@ follows, so the provider's prompt cache hits on every earlier byte of the conver
   and frozen: the same bytes every turn. It changes only after
   :meth:`MemoryHooks.on_before_compaction_commit` (the history is being rewritten anyway),
   from the next turn on. Memories written mid-conversation reach the model through recall.
-* ``recall`` is already fenced as untrusted data. Send it as *user-role* content with the
-  turn's first model request and keep it in the history, so later requests resend it
+* ``recall`` is already fenced as untrusted data. Send it as *user-role* content right after
+  the user's message (its notice says "for the user's message above"), with the turn's first
+  model request, and keep it in the history, so later requests resend it
   unchanged. Never put it in the system prompt: that would rewrite the cached prefix every
   turn and give recalled text system authority. An empty string means "add nothing".
 * Call :meth:`on_turn_end` once per user turn with the user's input and the final answer.
@@ -98,8 +99,11 @@ class MemoryHooks:
     """Runtime-neutral memory lifecycle for one conversation.
 
     ``recall=False`` skips per-turn recall; ``capture=False`` makes :meth:`on_turn_end` a no-op.
-    ``recall_timeout`` (seconds) bounds the wait for recall; on timeout the turn simply gets no
-    recalled memory. ``summary_tokens`` is passed to ``provider.recall``.
+    ``recall_timeout`` (seconds) bounds the whole memory delay of a turn: waiting for the previous
+    turn's capture (at most half of it) plus the recall itself; computing the core block gets the
+    same bound (a core block that times out is not frozen: the next turn tries again). A recall running out of time
+    returns its lexical fallback, or nothing; the abandoned worker run is cancelled. ``summary_tokens``
+    is passed to ``provider.recall``.
     """
 
     def __init__(
@@ -146,8 +150,13 @@ class MemoryHooks:
             if self._core is None:
                 block: MemoryBlock | None = None
                 try:
-                    block = await self.provider.inject(self.core_budget, session_id=self.session_id, user_id=self.user_id)
+                    call = self.provider.inject(self.core_budget, session_id=self.session_id, user_id=self.user_id)
+                    block = await (asyncio.wait_for(call, self.recall_timeout) if self.recall_timeout else call)
                     text = format_core(block.text)
+                except TimeoutError:  # not frozen: the next turn tries again
+                    logger.warning("agent_memory: core injection exceeded recall_timeout=%ss; this turn has no core "
+                                   "block", self.recall_timeout)
+                    return ""
                 except Exception:  # memory must never break the caller's loop
                     logger.warning("agent_memory: core injection failed; continuing without a core block", exc_info=True)
                     text = ""
@@ -163,13 +172,25 @@ class MemoryHooks:
         """
         if not self.recall_enabled or not (message or "").strip():
             return "", None
-        await self._settle_captures()
+        loop = asyncio.get_running_loop()
+        budget = self.recall_timeout
+        deadline = None if budget is None else loop.time() + budget
+        await self._settle_captures(None if budget is None else budget / 2)
         try:
-            call = self.provider.recall(
-                message, session_id=self.session_id, user_id=self.user_id, summary_tokens=self.summary_tokens,
-            )
-            result = await (asyncio.wait_for(call, self.recall_timeout) if self.recall_timeout else call)
-        except Exception:  # includes asyncio.TimeoutError; never break the main run
+            kwargs: dict[str, Any] = {"session_id": self.session_id, "user_id": self.user_id,
+                                      "summary_tokens": self.summary_tokens}
+            if deadline is None:
+                result = await self.provider.recall(message, **kwargs)
+            else:
+                remaining = max(0.0, deadline - loop.time())
+                # the worker stops early enough for the lexical fallback to fit in what is left
+                kwargs["timeout_s"] = max(0.0, remaining - min(0.5, remaining / 3))
+                result = await asyncio.wait_for(self.provider.recall(message, **kwargs), remaining)
+        except TimeoutError:
+            logger.warning("agent_memory: recall failed: exceeded recall_timeout=%ss; continuing without recalled memory",
+                           self.recall_timeout)
+            return "", None
+        except Exception:  # never break the main run
             logger.warning("agent_memory: recall failed; continuing without recalled memory", exc_info=True)
             return "", None
         return format_recall(getattr(result, "summary", "") or ""), result
@@ -233,9 +254,13 @@ class MemoryHooks:
         task.add_done_callback(_log_capture_failure)
         task.add_done_callback(self._captures.discard)
 
-    async def _settle_captures(self) -> None:
+    async def _settle_captures(self, timeout: float | None = None) -> None:
+        """Wait for this conversation's pending captures (read-your-writes), at most ``timeout`` seconds.
+
+        Captures still running after that go on in the background; they are not cancelled.
+        """
         if self._captures:
-            await asyncio.gather(*list(self._captures), return_exceptions=True)
+            await asyncio.wait(list(self._captures), timeout=timeout)
 
 
 def _log_capture_failure(task: "asyncio.Task[Any]") -> None:

@@ -1,23 +1,29 @@
 """``MemoryProvider``: the one façade applications hold.
 
-Async first. Store operations run in a worker thread over :class:`~agent_memory.store.MemoryStore`;
-recall and capture run the provider-owned worker agents (imported lazily, so using only
-the store never imports pydantic-ai or litellm).
+It composes a :class:`~agent_memory.backend.MemoryBackend` (files + SQLite for a directory, PostgreSQL
+for a ``postgresql://`` URL, or any backend object), the private recall and capture workers and
+their model profiles; it is the only module that knows all of them. The workers and tools take the
+backend and a :class:`~agent_memory.backend.Caller`, never the provider. Worker modules are imported
+lazily, so using only the store never imports pydantic-ai or litellm.
 """
 
 from __future__ import annotations
 
 import asyncio
+import builtins
 import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from functools import partial
+import warnings
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from .backend import Caller, MemoryBackend, open_backend
 from .core import DEFAULT_CORE_BUDGET, MemoryBlock, inject
+from .drafts import MemoryDraft, OnExisting, RememberResult
 from .records import MemoryRecord, Scope
-from .search import SearchHit, SearchResult
-from .store import DoctorReport, MemoryDraft, MemoryStore, OnExisting, RememberResult, SweepReport
+from .search import SearchResult
+from .store import DoctorReport, SweepReport
 
 if TYPE_CHECKING:  # pragma: no cover
     from .profiles import Profile
@@ -26,27 +32,36 @@ if TYPE_CHECKING:  # pragma: no cover
 
 T = TypeVar("T")
 
+__all__ = ["MemoryProvider", "PendingCaptureWarning"]
+
+
+class PendingCaptureWarning(RuntimeWarning):
+    """Background captures were still pending where they would be lost (a closed provider, ``run_sync``)."""
+
 
 class MemoryProvider:
-    """Durable memory for one root, with private recall and capture workers.
+    """Durable memory for one backend, with private recall and capture workers.
 
-    ``profile`` names a model profile (``"offline"`` by default: a deterministic worker,
-    no LLM) or a path to a TOML file. ``turn_extractor``/``compaction_extractor`` replace
-    the capture worker with a plain function returning :class:`MemoryDraft` objects.
-    Other keyword options go to :class:`MemoryStore` (``engine``, ``tokenizer``,
-    ``stop_words``, ``snippet_lines``, ``default_scope``, …).
+    ``target`` is a root directory (files + SQLite), a ``postgresql://`` URL, or a
+    :class:`~agent_memory.backend.MemoryBackend`. ``profile`` names a model profile
+    (``"offline"`` by default: a deterministic worker, no LLM) or a path to a TOML file.
+    ``turn_extractor``/``compaction_extractor`` replace the capture worker with a plain function
+    returning :class:`MemoryDraft` objects. Other keyword options go to the backend (for
+    directories, :class:`~agent_memory.store.MemoryStore`: ``engine``, ``tokenizer``, ``default_scope``, …).
+
+    ``async with MemoryProvider(...) as memory:`` flushes pending captures and closes on exit.
     """
 
     def __init__(
         self,
-        root: str | os.PathLike[str] = ".agent-memory",
+        target: "str | os.PathLike[str] | MemoryBackend" = ".agent-memory",
         *,
         profile: "str | os.PathLike[str] | Profile" = "offline",
         turn_extractor: "Extractor | None" = None,
         compaction_extractor: "Extractor | None" = None,
-        **store_options: Any,
+        **backend_options: Any,
     ) -> None:
-        self.store = MemoryStore(root, **store_options)
+        self.backend: MemoryBackend = open_backend(target, **backend_options)
         self._profile_spec = profile
         self._profile: Profile | None = None
         self.turn_extractor = turn_extractor
@@ -54,8 +69,18 @@ class MemoryProvider:
         self._pending: set[asyncio.Task[Any]] = set()
 
     @property
-    def root(self) -> Path:
-        return self.store.root
+    def root(self) -> Path | str:
+        """The backend's root directory (files backend) or its URL/name."""
+        root = getattr(self.backend, "root", None)
+        return root if root is not None else str(getattr(self.backend, "url", type(self.backend).__name__))
+
+    @property
+    def store(self) -> Any:
+        """The synchronous :class:`~agent_memory.store.MemoryStore` behind a files backend (else ``AttributeError``)."""
+        try:
+            return self.backend.store  # type: ignore[attr-defined]
+        except AttributeError:
+            raise AttributeError(f"{type(self.backend).__name__} has no MemoryStore") from None
 
     @property
     def profile(self) -> "Profile":
@@ -66,8 +91,12 @@ class MemoryProvider:
             self._profile = load_profile(self._profile_spec)
         return self._profile
 
-    async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        return await asyncio.to_thread(partial(fn, *args, **kwargs))
+    async def _loaded_profile(self) -> None:
+        if self._profile is None:  # reading and validating TOML happens off the event loop
+            try:
+                await asyncio.to_thread(lambda: self.profile)
+            except Exception:
+                pass  # the worker resolves it again and fails open with the reason
 
     # -- store ---------------------------------------------------------------------------
     async def remember(
@@ -88,15 +117,17 @@ class MemoryProvider:
         metadata: Mapping[str, Any] | None = None,
     ) -> RememberResult:
         """Store one memory; returns its id and ``created|duplicate|appended|replaced|skipped``."""
-        return await self._run(
-            self.store.remember, content, title=title, kind=kind, scope=scope, session_id=session_id, user_id=user_id,
-            tags=tags, memory_key=memory_key, on_existing=on_existing, source=source, expires=expires,
-            importance=importance, metadata=metadata,
+        draft = MemoryDraft(
+            content, title=title, kind=kind, scope=scope, session_id=session_id, user_id=user_id,
+            tags=cast(Any, tags) if isinstance(tags, str) else tuple(tags), memory_key=memory_key, on_existing=on_existing,
+            expires=expires, importance=importance, metadata=metadata,
         )
+        return await self.backend.remember(draft, source=source)
 
-    async def remember_many(self, drafts: Iterable[MemoryDraft], *, source: str = "import", **kwargs: Any) -> list[RememberResult]:
+    async def remember_many(self, drafts: Iterable[MemoryDraft], *, source: str = "import",
+                            **kwargs: Any) -> builtins.list[RememberResult]:
         """Bulk write (one lock and transaction per batch)."""
-        return await self._run(self.store.remember_many, list(drafts), source=source, **kwargs)
+        return await self.backend.remember_many(list(drafts), source=source, **kwargs)
 
     async def search(
         self,
@@ -107,45 +138,54 @@ class MemoryProvider:
         tags: Iterable[str] = (),
         limit: int = 10,
         **filters: Any,
-    ) -> list[SearchHit]:
-        """Ranked, scope-visible hits with snippets and line ranges."""
-        result = await self._run(self.store.search, query, session_id=session_id, user_id=user_id, tags=tags, limit=limit, **filters)
-        return result.hits
+    ) -> SearchResult:
+        """Ranked, scope-visible hits with snippets and line ranges (``.hits``; ``.trace`` with ``trace=True``)."""
+        return await self.backend.search(query, Caller(session_id, user_id), tags=tags, limit=limit, **filters)
 
     async def search_trace(self, query: str, **kwargs: Any) -> SearchResult:
-        """Like :meth:`search` but returns the per-stage trace as well."""
-        return await self._run(self.store.search, query, trace=True, **kwargs)
+        """Like :meth:`search` with ``trace=True``."""
+        return await self.search(query, trace=True, **kwargs)
 
     async def get(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> MemoryRecord:
-        return await self._run(self.store.get, record_id, session_id=session_id, user_id=user_id)
+        return await self.backend.get(record_id, Caller(session_id, user_id))
 
-    async def list(self, **filters: Any) -> list[MemoryRecord]:
-        return await self._run(self.store.list, **filters)
+    async def list(self, *, session_id: str | None = None, user_id: str | None = None, limit: int | None = 50,
+                   **filters: Any) -> list[MemoryRecord]:
+        return await self.backend.list(Caller(session_id, user_id), limit=limit, **filters)
+
+    async def count(self, *, session_id: str | None = None, user_id: str | None = None, **filters: Any) -> int:
+        return await self.backend.count(Caller(session_id, user_id), **filters)
 
     async def forget(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> bool:
-        return await self._run(self.store.forget, record_id, session_id=session_id, user_id=user_id)
+        return await self.backend.forget(record_id, Caller(session_id, user_id))
 
     async def sweep(self) -> SweepReport:
-        return await self._run(self.store.sweep)
+        return await self.backend.sweep()
 
     async def reindex(self) -> Any:
-        return await self._run(self.store.reindex)
+        return await self.backend.reindex()
 
     async def doctor(self) -> DoctorReport:
-        return await self._run(self.store.doctor)
+        return await self.backend.doctor()
 
     async def inject(self, budget: int = DEFAULT_CORE_BUDGET, *, session_id: str | None = None, user_id: str | None = None) -> MemoryBlock:
-        """The core block for one caller: ``USER.md`` + visible ``MEMORY.md`` lines within ``budget`` tokens."""
-        return await self._run(inject, self.store, budget, session_id=session_id, user_id=user_id)
+        """The core block for one caller: ``USER.md`` (redacted) + visible ``MEMORY.md`` lines within ``budget`` tokens."""
+        return await inject(self.backend, budget, caller=Caller(session_id, user_id))
 
     # -- workers -------------------------------------------------------------------------
     async def recall(
         self, message: str, *, session_id: str | None = None, user_id: str | None = None, summary_tokens: int | None = None,
+        timeout_s: float | None = None,
     ) -> "RecallResult":
-        """One compact, cited summary of what memory knows about ``message``. Never raises."""
+        """One compact, cited summary of what memory knows about ``message``. Never raises.
+
+        ``timeout_s`` shortens the profile's recall timeout for this call.
+        """
         from .workers.recall import run_recall
 
-        return await run_recall(self, message, session_id=session_id, user_id=user_id, summary_tokens=summary_tokens)
+        await self._loaded_profile()
+        return await run_recall(self.backend, message, caller=Caller(session_id, user_id),
+                                worker=lambda: self.profile.recall, summary_tokens=summary_tokens, timeout_s=timeout_s)
 
     async def capture_turn(
         self, input: str, output: str | None = None, *, session_id: str | None = None, user_id: str | None = None,
@@ -153,7 +193,10 @@ class MemoryProvider:
         """Let the capture worker (or ``turn_extractor``) store durable facts from one turn."""
         from .workers.capture import capture_turn
 
-        return await capture_turn(self, input, output, session_id=session_id, user_id=user_id)
+        if self.turn_extractor is None:
+            await self._loaded_profile()
+        return await capture_turn(self.backend, input, output, caller=Caller(session_id, user_id),
+                                  worker=lambda: self.profile.capture, extractor=self.turn_extractor)
 
     async def capture_before_compaction(
         self, removed_messages: Sequence[Any], next_summary: str | None = None, *,
@@ -162,7 +205,11 @@ class MemoryProvider:
         """Last-chance capture from messages about to be compacted away (await before committing)."""
         from .workers.capture import capture_before_compaction
 
-        return await capture_before_compaction(self, removed_messages, next_summary, session_id=session_id, user_id=user_id)
+        if self.compaction_extractor is None:
+            await self._loaded_profile()
+        return await capture_before_compaction(self.backend, removed_messages, next_summary,
+                                               caller=Caller(session_id, user_id), worker=lambda: self.profile.capture,
+                                               extractor=self.compaction_extractor)
 
     def capture_turn_in_background(self, input: str, output: str | None = None, **kwargs: Any) -> "asyncio.Task[CaptureResult]":
         """Schedule :meth:`capture_turn` without waiting; :meth:`flush` awaits it."""
@@ -174,9 +221,14 @@ class MemoryProvider:
         task.add_done_callback(self._pending.discard)
         return task
 
-    async def flush(self) -> list[Any]:
+    @property
+    def pending(self) -> int:
+        """How many background captures have not finished yet."""
+        return sum(1 for t in self._pending if not t.done())
+
+    async def flush(self) -> builtins.list[Any]:
         """Wait for every pending background capture; returns their results (exceptions included)."""
-        results: list[Any] = []
+        results: builtins.list[Any] = []
         while self._pending:
             batch = list(self._pending)
             results.extend(await asyncio.gather(*batch, return_exceptions=True))
@@ -184,4 +236,36 @@ class MemoryProvider:
         return results
 
     def close(self) -> None:
-        self.store.close()
+        """Close the backend. Warns (:class:`PendingCaptureWarning`) if background captures are still pending."""
+        if self.pending:
+            warnings.warn(f"MemoryProvider closed with {self.pending} background capture(s) pending; "
+                          "await provider.flush() first (or use `async with MemoryProvider(...)`)",
+                          PendingCaptureWarning, stacklevel=2)
+        close = getattr(self.backend, "close", None)
+        if close is None:
+            return
+        result = close()
+        if asyncio.iscoroutine(result):
+            try:
+                asyncio.get_running_loop()
+            except RuntimeError:
+                asyncio.run(result)
+            else:  # inside a loop (prefer aclose()): a files backend closes synchronously, others as a task
+                result.close()
+                store = getattr(self.backend, "store", None)
+                if store is not None:
+                    store.close()
+                else:
+                    self.background(self.backend.close())
+
+    async def aclose(self) -> None:
+        """Flush pending captures, then close the backend."""
+        await self.flush()
+        await self.backend.close()
+
+    async def __aenter__(self) -> "MemoryProvider":
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.aclose()

@@ -1,24 +1,27 @@
-"""Narrow memory tools as pydantic-ai toolsets, bound to one provider and one caller.
+"""Narrow memory tools as pydantic-ai toolsets, bound to one backend and one caller.
 
 ``READ`` = search/get/list, ``CAPTURE`` = READ + remember, ``FOREGROUND`` = CAPTURE + forget.
 The caller's ``session_id``/``user_id`` are captured in closures: they are not tool
-parameters, so a model can neither see nor change them. Bad arguments come back to the
-model as a retry message (``ModelRetry``), never as a crash.
+parameters, so a model can neither see nor change them. A memory remembered without a scope
+goes to the caller's own partition (the user's, else the session's; shared project scope only
+when the caller names neither). Bad arguments come back to the model as a retry message
+(``ModelRetry``), never as a crash.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic_ai import ModelRetry
 from pydantic_ai.toolsets import FunctionToolset
 
+from .backend import Caller, MemoryBackend
+from .drafts import MemoryDraft
 from .errors import AgentMemoryError
 from .fence import UNTRUSTED_NOTE
 from .index import summary_line
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .provider import MemoryProvider
+__all__ = ["READ", "CAPTURE", "FOREGROUND", "TOOL_SETS", "memory_toolset", "as_backend", "caller_scope"]
 
 READ: tuple[str, ...] = ("memory_search", "memory_get", "memory_list")
 CAPTURE: tuple[str, ...] = READ + ("memory_remember",)
@@ -31,21 +34,45 @@ def _retry(exc: AgentMemoryError) -> ModelRetry:
     return ModelRetry(f"{type(exc).__name__}: {exc}")
 
 
+def as_backend(source: Any) -> MemoryBackend:
+    """``source`` if it is a :class:`MemoryBackend`, else its ``.backend`` (e.g. a ``MemoryProvider``)."""
+    inner = getattr(source, "backend", None)
+    if inner is not None and isinstance(inner, MemoryBackend):
+        return inner
+    if isinstance(source, MemoryBackend):
+        return source
+    raise TypeError(f"expected a MemoryBackend (or an object with a .backend), not {type(source).__name__}")
+
+
+def caller_scope(caller: Caller) -> str | None:
+    """The scope a write defaults to for ``caller``: ``user`` if it names a user, else ``session``, else ``None``."""
+    return "user" if caller.user_id else "session" if caller.session_id else None
+
+
 def memory_toolset(
-    provider: "MemoryProvider",
+    backend: Any,
     allowed: tuple[str, ...] | list[str] = READ,
     *,
+    caller: Caller | None = None,
     session_id: str | None = None,
     user_id: str | None = None,
     default_scope: str | None = None,
     source: str = "tool",
     max_retries: int = 2,
 ) -> FunctionToolset[Any]:
-    """A toolset with exactly the ``allowed`` memory tools, bound to one caller identity."""
+    """A toolset with exactly the ``allowed`` memory tools over ``backend``, bound to one caller.
+
+    ``backend`` is a :class:`~agent_memory.backend.MemoryBackend` (a ``MemoryProvider`` works too:
+    its ``.backend`` is used). The caller is ``caller`` or ``Caller(session_id, user_id)``.
+    ``default_scope`` is the scope of a ``memory_remember`` call that names none (default: the
+    caller's user, else its session, else the backend's default).
+    """
     unknown = set(allowed) - set(FOREGROUND)
     if unknown:
         raise ValueError(f"unknown memory tools: {sorted(unknown)}")
-    who = {"session_id": session_id, "user_id": user_id}
+    store = as_backend(backend)
+    who = caller if caller is not None else Caller(session_id=session_id, user_id=user_id)
+    write_scope = default_scope or caller_scope(who)
     toolset: FunctionToolset[Any] = FunctionToolset(max_retries=max_retries)
 
     async def memory_search(query: str, tags: list[str] | None = None, limit: int = 8) -> dict[str, Any]:
@@ -57,7 +84,7 @@ def memory_toolset(
             limit: Maximum number of hits (1-50).
         """
         try:
-            hits = await provider.search(query, tags=tags or (), limit=max(1, min(int(limit), 50)), **who)
+            hits = (await store.search(query, who, tags=tags or (), limit=max(1, min(int(limit), 50)))).hits
         except AgentMemoryError as exc:
             raise _retry(exc) from None
         return {"note": UNTRUSTED_NOTE, "hits": [
@@ -73,7 +100,7 @@ def memory_toolset(
             line_end: Last file line to return (inclusive).
         """
         try:
-            rec = await provider.get(id, **who)
+            rec = await store.get(id, who)
         except AgentMemoryError as exc:
             raise _retry(exc) from None
         content, first = rec.content, rec.body_line
@@ -100,7 +127,7 @@ def memory_toolset(
             limit: Maximum number of records (1-100).
         """
         try:
-            recs = await provider.list(tags=tags or (), kind=kind, scope=scope, limit=max(1, min(int(limit), 100)), **who)
+            recs = await store.list(who, tags=tags or (), kind=kind, scope=scope, limit=max(1, min(int(limit), 100)))
         except AgentMemoryError as exc:
             raise _retry(exc) from None
         return {"note": UNTRUSTED_NOTE, "records": [
@@ -117,14 +144,17 @@ def memory_toolset(
             content: The memory itself: one self-contained fact, preference or decision.
             title: A short title.
             kind: fact, preference, decision, summary, ...
-            scope: session (this conversation only), project (default), user, or global.
+            scope: Leave it out to keep the memory private to this user (or this conversation); session (this
+                conversation only), user, project (shared with everyone using this memory) or global.
             tags: A few lowercase tags.
             memory_key: Stable key (or an existing record id) of one logical memory to extend or replace.
             on_existing: With memory_key: append to it, replace it, or skip if it exists.
         """
         try:
-            result = await provider.remember(content, title=title, kind=kind, scope=scope or default_scope, tags=tags or (),
-                                             memory_key=memory_key, on_existing=on_existing, source=source, **who)
+            draft = MemoryDraft(content, title=title, kind=kind, scope=scope or write_scope, tags=tuple(tags or ()),
+                                memory_key=memory_key, on_existing=on_existing, session_id=who.session_id,
+                                user_id=who.user_id)
+            result = await store.remember(draft, source=source)
         except AgentMemoryError as exc:
             raise _retry(exc) from None
         return {"id": result.id, "status": result.status}
@@ -136,7 +166,7 @@ def memory_toolset(
             id: The record id.
         """
         try:
-            return {"id": id, "forgotten": await provider.forget(id, **who)}
+            return {"id": id, "forgotten": await store.forget(id, who)}
         except AgentMemoryError as exc:
             raise _retry(exc) from None
 

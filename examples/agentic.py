@@ -80,9 +80,9 @@ async def main(root: Path, profile: str) -> None:
     for message in ["Remember that my on-call week starts on Monday.", "When does the staging deploy run?"]:
         ctx = await hooks.on_turn_start(message)
         system = system_base + ("\n\n" + ctx.core if ctx.core else "")  # frozen: same bytes every turn
-        if ctx.recall:
-            history.append({"role": "user", "content": ctx.recall})  # user role, kept in history
         history.append({"role": "user", "content": message})
+        if ctx.recall:  # user role, right after the message it is about, kept in history
+            history.append({"role": "user", "content": ctx.recall})
         request = repr([{"role": "system", "content": system}, *history])
         answer = fake_llm(system, history)
         history.append({"role": "assistant", "content": answer})
@@ -101,8 +101,9 @@ async def main(root: Path, profile: str) -> None:
 def fake_llm(system: str, history: list[dict[str, str]]) -> str:
     """Stands in for any chat-completion call: answers from the recalled memory it was sent."""
     recalled = [m["content"] for m in history if m["role"] == "user" and "<<<MEMORY" in m["content"]]
-    if recalled and "deploy" in history[-1]["content"]:
-        line = next((l for l in recalled[-1].splitlines() if "02:00" in l), None)
+    asked = [m["content"] for m in history if m["role"] == "user" and "<<<MEMORY" not in m["content"]]
+    if recalled and "deploy" in asked[-1]:
+        line = next((row for row in recalled[-1].splitlines() if "02:00" in row), None)
         if line:
             return "From memory: " + line.lstrip("- ").split(" [")[0]
     return "Noted."

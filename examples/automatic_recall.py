@@ -26,6 +26,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import pydantic_ai
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
     ModelMessage,
@@ -227,6 +228,7 @@ async def main(root: Path, model_spec: str | None, profile: str) -> None:
 
 
 def cli() -> None:
+    pydantic_ai.BANNER_ENABLED = False  # a demo prints only its own output (the memory workers never show it)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", help="main agent model: any pydantic-ai model string or litellm:<name> (default: scripted, offline)")
     parser.add_argument("--profile", default="offline", help="memory worker profile name or TOML path (default: offline)")

@@ -39,7 +39,7 @@ async def main(root: Path) -> None:
     print("\n2. search: a natural-language question works as the query")
     for query in ("how do I run database migrations?", "when do we ship the release"):
         print(f'   "{query}"')
-        for hit in await provider.search(query, limit=2):
+        for hit in (await provider.search(query, limit=2)).hits:
             snippet = " ".join(hit.snippet.split())
             print(f"     {hit.score:5.2f}  {Path(hit.path).name}  lines {hit.line_start}-{hit.line_end}")
             print(f"            {snippet}")
@@ -55,7 +55,7 @@ async def main(root: Path) -> None:
 
     print("\n5. forget it")
     print(f"   forgot: {await provider.forget(ids[2])}")
-    left = await provider.search("short answers British spelling")
+    left = (await provider.search("short answers British spelling")).hits
     print(f"   search for it now finds {len(left)} record(s); {len(await provider.list())} record(s) left")
 
     await provider.flush()  # no background work here, but flushing before exit is a good habit

@@ -60,7 +60,7 @@ async def main(root: Path) -> None:
     # search uses the index: in-place edits are re-indexed on the next periodic rescan
     # (MemoryStore rescan_interval, 10 s by default), or at once with reindex()
     await provider.reindex()
-    hits = await provider.search("LaunchDarkly toggles")
+    hits = (await provider.search("LaunchDarkly toggles")).hits
     print(f"   after reindex(), search 'LaunchDarkly toggles' → {hits[0].id if hits else 'nothing'}")
     (root / "USER.md").write_text("# About the user\nAda, staff engineer. Prefers concise answers.\n", encoding="utf-8")
     block = await provider.inject(300, user_id="ada")

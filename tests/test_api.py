@@ -23,7 +23,9 @@ async def test_provider_is_async_first(tmp_path):
     p = agent_memory.MemoryProvider(tmp_path / "m")
     r = await p.remember("The wifi password is on the fridge.", tags=["home"])
     assert r.status == "created"
-    [hit] = await p.search("where is the wifi password?")
+    result = await p.search("where is the wifi password?")
+    assert isinstance(result, agent_memory.SearchResult)  # the same shape as MemoryStore.search
+    [hit] = result.hits
     assert hit.id == r.id and hit.line_start == hit.line_end
     assert (await p.get(r.id)).content == "The wifi password is on the fridge."
     assert [x.id for x in await p.list(tags=["home"])] == [r.id]
@@ -31,3 +33,11 @@ async def test_provider_is_async_first(tmp_path):
     assert r.id in block.text
     assert (await p.sweep()).expired == []
     assert await p.forget(r.id) is True
+
+
+async def test_async_with_flushes_pending_captures_and_closes(tmp_path):
+    async with agent_memory.MemoryProvider(tmp_path / "m") as p:
+        task = p.capture_turn_in_background("Remember that the backup runs at 03:00.", session_id="s", user_id="u")
+    assert task.done() and task.result().ids  # awaited on exit, not lost
+    again = agent_memory.MemoryProvider(tmp_path / "m")
+    assert [r.content for r in await again.list(user_id="u")] == ["The backup runs at 03:00."]

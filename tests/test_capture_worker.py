@@ -70,15 +70,16 @@ async def test_offline_capture_turn_writes_explicit_statements(tmp_path):
         "Noted, I'll keep that in mind.", session_id="s1", user_id="u1")
     assert isinstance(result, CaptureResult) and not result.fallback and result.reason is None
     assert [w["status"] for w in result.written] == ["created"] * 4 and len(result.ids) == 4
-    assert await contents(provider, user_id="someone-else") == ["Decision: ship on Thursdays.", "The staging server is called kestrel."]
+    assert await contents(provider, user_id="someone-else") == []  # a capture for u1 stays in u1's partition
     assert await contents(provider) == ["Decision: ship on Thursdays.", "The staging server is called kestrel.",
                                         "User prefers short answers.", "User's timezone is CET."]
     for rid in result.ids:
         record = await provider.get(rid, user_id="u1")
         assert record.source == "turn_capture" and record.session_id == "s1" and record.user_id == "u1"
+        assert record.scope == "user"
     assert result.usage["requests"] == 3 and result.usage["tool_calls"] == 8  # 4 searches + 4 remembers
     assert result.model == "offline" and set(result.to_dict()) >= {"written", "ids", "usage", "fallback", "reason"}
-    again = await provider.capture_turn("Please remember that the staging server is called kestrel.")
+    again = await provider.capture_turn("Please remember that the staging server is called kestrel.", user_id="u1")
     assert again.written == [] and again.ids == []  # memory already holds it: searched, not remembered
     assert len(await contents(provider)) == 4
     provider.close()
@@ -135,11 +136,13 @@ async def test_capture_before_compaction_reads_model_messages_dicts_and_strings(
     ]
     result = await provider.capture_before_compaction(removed, "Ada discussed billing.", session_id="s9")
     assert not result.fallback, result.reason
-    assert await contents(provider) == ["Decision: go with monthly reports.", "Decision: use Stripe for billing.",
+    assert await contents(provider) == []  # no user known: the captures belong to session s9
+    assert sorted(r.content for r in await provider.list(session_id="s9", limit=None)) == ["Decision: go with monthly reports.", "Decision: use Stripe for billing.",
                                         "Invoices go out on the 5th.", "User prefers email summaries.",
                                         "User's name is Ada."]
     for rid in result.ids:
-        assert (await provider.get(rid, session_id="s9")).source == "compaction_capture"
+        record = await provider.get(rid, session_id="s9")
+        assert record.source == "compaction_capture" and record.scope == "session"
     provider.close()
 
 
@@ -181,7 +184,8 @@ async def test_scripted_capture_tool_order_and_staged_writes(tmp_path):
     assert [w["status"] for w in result.written] == ["created", "created"] and result.usage["tool_calls"] == 3
     teal = await provider.get(result.ids[0], user_id="u7")
     assert (teal.memory_key, teal.kind, teal.source, teal.user_id) == ("user.colour", "fact", "turn_capture", "u7")
-    assert (await provider.get(result.ids[1])).tags == ("release",)
+    assert (await provider.get(result.ids[1], user_id="u7")).tags == ("release",)
+    assert teal.scope == "user" and (await provider.get(result.ids[1], user_id="u7")).scope == "user"
     provider.close()
 
 
@@ -274,9 +278,10 @@ async def test_turn_extractor_replaces_the_agent(tmp_path):
     assert not result.fallback and len(result.ids) == 2 and result.model == "extractor:extractor"
     assert seen[0].kind == "turn" and seen[0].output == "great" and "user: we ship friday" in seen[0].transcript
     for rid in result.ids:
-        record = await provider.get(rid, session_id="s2")
+        record = await provider.get(rid, session_id="s2", user_id="u2")
         assert record.source == "turn_capture" and (record.session_id, record.user_id) == ("s2", "u2")
-    assert (await provider.get(result.ids[0])).kind == "summary"
+        assert record.scope == "user"  # an extractor's draft without a scope goes to the caller's user
+    assert (await provider.get(result.ids[0], user_id="u2")).kind == "summary"
     provider.close()
 
 

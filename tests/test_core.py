@@ -1,10 +1,19 @@
-"""Core injection: USER.md whole, visible MEMORY.md lines, token budget never exceeded."""
+"""Core injection: USER.md whole (redacted), visible MEMORY.md lines, token budget never exceeded; from a backend."""
+
+import asyncio
 
 import pytest
 
-from agent_memory.core import TRUNCATION_MARKER, inject
+from agent_memory.backend import Caller, FilesBackend
+from agent_memory.core import TRUNCATION_MARKER, MemoryBlock
+from agent_memory.core import inject as inject_async
+from agent_memory.errors import InvalidInputError
 from agent_memory.store import MemoryStore
 from agent_memory.tokens import count_tokens
+
+
+def inject(store: MemoryStore, *args, **kwargs) -> MemoryBlock:
+    return asyncio.run(inject_async(FilesBackend(store), *args, **kwargs))
 
 
 @pytest.fixture
@@ -60,3 +69,27 @@ def test_default_budget_is_1500(store):
         store.remember(f"distinct fact {i} " + "word " * 10)
     block = inject(store)
     assert block.truncated and 1400 < block.tokens <= 1500
+
+
+def test_user_md_is_redacted_on_its_way_into_the_block(store):
+    secret = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0"
+    (store.root / "USER.md").write_text(f"# User\nPrefers tabs.\nMy OpenAI key is {secret}\n")
+    block = inject(store)
+    assert "Prefers tabs." in block.text and secret not in block.text and "[REDACTED" in block.text
+
+
+def test_inject_takes_a_caller_and_checks_the_budget(store):
+    store.remember("carol's own note", scope="user", user_id="carol")
+    assert "carol's own note" in inject(store, caller=Caller(user_id="carol")).text
+    assert "carol's own note" not in inject(store, caller=Caller(user_id="dave")).text
+    for bad in (-1, 1.5, "10", True):
+        with pytest.raises(InvalidInputError):
+            inject(store, bad)
+
+
+def test_a_synchronous_store_gets_the_same_block(store):
+    store.remember("Project uses PostgreSQL 16.")
+    store.remember("ed's note", scope="user", user_id="ed")
+    direct = inject_async(store, 800, user_id="ed")  # a MemoryStore: no event loop needed
+    assert isinstance(direct, MemoryBlock) and direct == inject(store, 800, user_id="ed")
+    assert "ed's note" in direct.text

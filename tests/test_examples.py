@@ -31,7 +31,7 @@ def run(script: str, *args: str, timeout: float = 60) -> tuple[str, float]:
 
 def test_every_example_is_documented():
     scripts = sorted(p.name for p in EXAMPLES.glob("*.py"))
-    assert scripts == ["agentic.py", "automatic_recall.py", "basic.py", "records.py"]
+    assert scripts == ["agentic.py", "automatic_recall.py", "basic.py", "multi_user.py", "records.py"]
     readme = (EXAMPLES / "README.md").read_text()
     for name in scripts:
         assert f"`{name}`" in readme
@@ -123,3 +123,45 @@ def test_prompt_cache_benchmark():
     assert ours["mean_share"] > 0.85 and ours["mean_share"] > naive["mean_share"]
     assert ours["mean_share_first_request_of_turn"] > 2 * naive["mean_share_first_request_of_turn"]
     assert ours["uncached_bytes"] < naive["uncached_bytes"]
+
+
+def test_multi_user_server_shape(tmp_path):
+    out, elapsed = run("examples/multi_user.py", "--root", str(tmp_path / "mem"))
+    assert elapsed < 15
+    ada, bob = out.split("bob: ", 1)
+    assert "mentions: peanuts, Porto" in ada and "shellfish" not in ada and "Oslo" not in ada
+    assert "mentions: shellfish, Oslo" in bob.split("ada's records")[0]
+    assert "ada's records: ['The user is allergic to peanuts.', 'User lives in Porto.']" in out
+    assert "bob's records: ['The user is allergic to shellfish.', 'User lives in Oslo.']" in out
+
+
+def _hooks_snippet_order(text: str) -> None:
+    message = text.index('"content": message}')
+    recall = text.index('"content": ctx.recall}')
+    assert message < recall, "recall goes after the user's message (its notice says 'the user's message above')"
+
+
+def test_hooks_docs_put_recall_after_the_user_message():
+    from agent_memory import hooks
+
+    _hooks_snippet_order((ROOT / "docs" / "runtime.md").read_text().split("## Any other runtime", 1)[1])
+    _hooks_snippet_order(hooks.__doc__ or "")
+    _hooks_snippet_order((EXAMPLES / "agentic.py").read_text())
+    assert "the user's message above" in hooks.RECALL_NOTICE
+
+
+def test_runtime_doc_capability_snippet_runs(tmp_path):
+    """The first snippet of docs/runtime.md, as written, with pydantic-ai's TestModel for the OpenAI model."""
+    doc = (ROOT / "docs" / "runtime.md").read_text()
+    snippet = doc.split("```python\n", 1)[1].split("```", 1)[0]
+    assert '"openai:gpt-4.1-mini"' in snippet and "asyncio.run(main())" in snippet
+    script = tmp_path / "snippet.py"
+    script.write_text("from pydantic_ai.models.test import TestModel\n"
+                      + snippet.replace('"openai:gpt-4.1-mini"', 'TestModel(call_tools=[])'))
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "PendingCaptureWarning" not in proc.stderr
+    records = list((tmp_path / ".agent-memory" / "records").glob("*.md"))
+    assert len(records) == 1 and "usual table is number 12" in records[0].read_text()  # captured, flushed on exit

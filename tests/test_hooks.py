@@ -92,12 +92,12 @@ async def test_turn_end_captures_in_the_background_and_flush_waits(provider):
     assert task.done() and task.result() in results
     assert [c for n, c in provider.calls if n == "capture_turn"] == [
         {"input": "Remember that my badge number is 5521.", "output": "Noted.", "session_id": "chat-1", "user_id": "ada"}]
-    hits = await provider.search("badge number", session_id="chat-1", user_id="ada")
+    hits = (await provider.search("badge number", session_id="chat-1", user_id="ada")).hits
     assert hits and "5521" in hits[0].snippet
 
     result = await hooks.on_turn_end("Remember that my desk is on floor 7.", "Noted.", background=False)
     assert not isinstance(result, asyncio.Task) and result is not None
-    assert await provider.search("desk floor", session_id="chat-1", user_id="ada")
+    assert (await provider.search("desk floor", session_id="chat-1", user_id="ada")).hits
 
 
 async def test_next_turn_start_reads_the_previous_turns_writes(provider):

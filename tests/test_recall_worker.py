@@ -129,7 +129,7 @@ async def test_tool_order_citations_and_usage_with_a_scripted_model(tmp_path):
         assert "untrusted" in got["note"]  # memory reaches the worker labelled as untrusted data
         h = state["hit"]
         return text(f"Dana approves deploys [{h['id']}:L{h['line_start']}-L{h['line_end']}]. "
-                    "Made-up claim [2020-01-01-invented-00000000:L1-L2].", input_tokens=120, output_tokens=30,
+                    "Also a bracketed aside [sic].", input_tokens=120, output_tokens=30,
                     cost=Decimal("0.0025"))
 
     script = Script(search, get, answer)
@@ -142,7 +142,7 @@ async def test_tool_order_citations_and_usage_with_a_scripted_model(tmp_path):
     assert "memory content is untrusted" in (script.infos[0].instructions or "").lower()
     assert "Who approves deploys?" in str(script.messages[0][0].parts[-1].content)
     assert result.summary.startswith("Dana approves deploys [")
-    assert [s["id"] for s in result.sources] == [ids["deploy"]]  # the invented id is not a source
+    assert [s["id"] for s in result.sources] == [ids["deploy"]]  # a bracketed word is not a source
     assert result.usage["requests"] == 3 and result.usage["tool_calls"] == 2
     assert result.usage["output_tokens"] >= 30 and result.usage["input_tokens"] >= 120
     assert result.usage["cost_usd"] == pytest.approx(0.0025)  # the cost the model reported
@@ -240,12 +240,12 @@ async def test_malformed_tool_arguments_fail_open(tmp_path):
 
 async def test_a_bad_call_is_retried_and_the_run_recovers(tmp_path):
     def recover(messages, info):
-        return text("Recovered after a retry [nope:L1-L1].")
+        return text("NO_RELEVANT_MEMORY")
 
     script = Script(call("memory_get", id="no-such-record"), recover)
     provider = make_provider(tmp_path, FunctionModel(script))
     result = await provider.recall("anything at all")
-    assert not result.fallback and result.summary.startswith("Recovered") and result.sources == []
+    assert not result.fallback and result.summary == "" and result.sources == [] and len(script.infos) == 2
     assert "no-such-record" in str(script.messages[1][-1].parts)  # the model was told what went wrong
     provider.close()
 
@@ -311,6 +311,8 @@ async def test_summary_is_trimmed_to_the_budget_on_a_sentence_boundary(tmp_path)
     assert not result.fallback and 0 < result.tokens <= 60 and result.tokens == count_tokens(result.summary)
     assert long.startswith(result.summary) and result.summary.endswith("].")
     assert result.sources == [{"id": rid, "line_start": i, "line_end": i} for i in range(1, len(result.sources) + 1)]
+    provider = make_provider(tmp_path, FunctionModel(Script(call("memory_search", query="database"), text(long))),
+                             summary_tokens=60)
     wider = await provider.recall("database", summary_tokens=200)  # the argument overrides the profile
     assert 60 < wider.tokens <= 200
     provider.close()
@@ -345,7 +347,7 @@ async def test_recall_never_raises_even_when_search_breaks(tmp_path):
     async def broken_search(*args: Any, **kwargs: Any):
         raise OSError("disk on fire")
 
-    provider.search = broken_search  # type: ignore[method-assign]
+    provider.backend.search = broken_search  # type: ignore[method-assign]
     result = await provider.recall("anything", summary_tokens="lots")  # type: ignore[arg-type]
     assert result.fallback and result.summary == "" and "model down" in result.reason
     assert "lexical fallback failed too" in result.reason and "disk on fire" in result.reason

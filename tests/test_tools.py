@@ -70,11 +70,12 @@ async def test_remember_get_list_forget_round_trip(provider):
     assert r1.content["status"] == "created"
     rid = r1.content["id"]
     assert [r["id"] for r in r2.content["records"]] == [rid]
-    rec = await provider.get(rid)
+    rec = await provider.get(rid, session_id="s1")
     assert rec.source == "tool" and rec.session_id == "s1" and rec.memory_key == "standup"
+    assert rec.scope == "session"  # no scope asked for: the caller's own partition, not shared project scope
     model, seen = script([("memory_get", {"id": rid, "line_start": rec.body_line, "line_end": rec.body_line}),
                           ("memory_forget", {"id": rid})])
-    await Agent(model, toolsets=[memory_toolset(provider, FOREGROUND)]).run("go")
+    await Agent(model, toolsets=[memory_toolset(provider.backend, FOREGROUND, session_id="s1")]).run("go")
     got, forgot = returns(seen[-1][0])
     assert got.content["content"] == "The team standup is at 9:30." and forgot.content == {"id": rid, "forgotten": True}
 

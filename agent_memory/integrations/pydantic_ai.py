@@ -27,36 +27,47 @@ What the model receives, and why the provider's prompt cache keeps hitting:
   nothing. A failed or timed-out recall is logged and the turn runs without it.
 * **Capture at run end.** ``provider.capture_turn_in_background(prompt, output)`` by default, so
   the answer is not delayed; ``await provider.flush()`` waits for pending captures (call it
-  before the event loop or process ends, or they are lost). The next turn of the same
-  conversation waits for its predecessor's capture before recalling, so what was said in
-  turn 1 is recallable in turn 2.
+  before the event loop or process ends, or use ``async with MemoryProvider(...)``). Under
+  ``agent.run_sync`` no loop is left to finish a background capture: the capability warns
+  (:class:`~agent_memory.provider.PendingCaptureWarning`) and awaits it inside the run instead.
+  The next turn of the same conversation waits for its predecessor's capture before recalling
+  (within ``recall_timeout``), so what was said in turn 1 is recallable in turn 2.
+* **Many users, one capability.** ``identity=`` takes a function of the run's ``RunContext``
+  returning the caller (a :class:`~agent_memory.backend.Caller`, a ``(session_id, user_id)`` pair or a
+  mapping), e.g. from ``ctx.deps``: one agent and one capability serve every user of a server.
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
-import dataclasses
 import inspect
 import logging
+import warnings
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.capabilities import AbstractCapability, ProcessHistory
-from pydantic_ai.messages import (
-    ModelMessage,
-    ModelRequest,
-    ModelResponse,
-    TextPart,
-    ToolCallPart,
-    UserPromptPart,
-)
+from pydantic_ai.messages import ModelMessage
 from pydantic_ai.tools import RunContext
 
+from ..backend import Caller
 from ..core import DEFAULT_CORE_BUDGET, MemoryBlock
-from ..hooks import RECALL_NOTICE, MemoryHooks
+from ..hooks import MemoryHooks
+from ..provider import PendingCaptureWarning
+from ._history import (
+    _is_deferred,
+    _last_user_text,
+    _missing,
+    _output_text,
+    _prompt_text,
+    _takes_ctx,
+    _text_of,
+    _without_recall,
+    keep_recent_turns,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from pydantic_ai.models import ModelRequestContext
@@ -71,6 +82,8 @@ __all__ = ["MemoryCapability", "MemoryTurn", "keep_recent_turns"]
 logger = logging.getLogger("agent_memory.integrations.pydantic_ai")
 
 HistoryProcessor = Callable[..., list[ModelMessage] | Awaitable[list[ModelMessage]]]
+Identity = Callable[[RunContext[Any]], "Caller | tuple[str | None, str | None] | Mapping[str, str | None] | None"]
+"""Who a run is for: ``Caller``, ``(session_id, user_id)`` or ``{"session_id": …, "user_id": …}``, from the run's ctx."""
 """A pydantic-ai history processor: ``(messages)`` or ``(ctx, messages)``, sync or async."""
 
 _NO_CONVERSATION = ""
@@ -107,7 +120,8 @@ class _RunState:
 
 @dataclass
 class _Shared:
-    conversations: "OrderedDict[str, MemoryHooks]" = field(default_factory=OrderedDict)
+    conversations: "OrderedDict[tuple[str, Caller], MemoryHooks]" = field(default_factory=OrderedDict)
+    warned_sync: bool = False
     last_turn: MemoryTurn | None = None
 
 
@@ -119,7 +133,10 @@ class MemoryCapability(AbstractCapability[Any]):
     ``capture=False`` disables capture. ``core_budget`` is the core block's token budget.
     ``background_capture=False`` awaits the capture before the run returns (use it with
     ``agent.run_sync``, whose event loop is gone before a background capture could finish).
-    ``summary_tokens`` is passed to ``provider.recall``; ``recall_timeout`` (seconds) bounds it.
+    ``summary_tokens`` is passed to ``provider.recall``; ``recall_timeout`` (seconds) bounds the
+    whole memory delay of a turn (waiting for the previous capture, then recall).
+    ``identity`` (a function of the run's ``RunContext``, e.g. reading ``ctx.deps``) names the
+    caller per run instead of the fixed ``session_id``/``user_id``: one capability, many users.
 
     Conversations are told apart by pydantic-ai's ``conversation_id`` (inherited from
     ``message_history``, or fresh for a run without history); the frozen core block of the
@@ -139,8 +156,10 @@ class MemoryCapability(AbstractCapability[Any]):
         summary_tokens: int | None = None,
         recall_timeout: float | None = None,
         max_conversations: int = 256,
+        identity: Identity | None = None,
     ) -> None:
         self.provider = provider
+        self.identity = identity
         self.session_id = session_id
         self.user_id = user_id
         self.recall = recall
@@ -158,7 +177,9 @@ class MemoryCapability(AbstractCapability[Any]):
     __hash__ = object.__hash__
 
     def __repr__(self) -> str:
-        return f"MemoryCapability(root={str(self.provider.root)!r}, session_id={self.session_id!r}, user_id={self.user_id!r})"
+        who = f"identity={self.identity!r}" if self.identity is not None else \
+            f"session_id={self.session_id!r}, user_id={self.user_id!r}"
+        return f"MemoryCapability(root={str(self.provider.root)!r}, {who})"
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
@@ -171,8 +192,8 @@ class MemoryCapability(AbstractCapability[Any]):
         return self._shared.last_turn
 
     def hooks(self, conversation_id: str | None = None) -> MemoryHooks:
-        """The :class:`MemoryHooks` holding one conversation's frozen core block."""
-        key = conversation_id or _NO_CONVERSATION
+        """The :class:`MemoryHooks` holding one conversation's frozen core block (for this run's caller)."""
+        key = (conversation_id or _NO_CONVERSATION, Caller(self.session_id, self.user_id))
         conversations = self._shared.conversations
         hooks = conversations.get(key)
         if hooks is None:
@@ -188,6 +209,14 @@ class MemoryCapability(AbstractCapability[Any]):
             conversations.move_to_end(key)
         return hooks
 
+    def _hooks_for(self, ctx: RunContext[Any]) -> MemoryHooks:
+        """:meth:`hooks` for the caller of the run ``ctx`` belongs to (``identity`` resolved)."""
+        if self.identity is None:
+            return self.hooks(ctx.conversation_id)
+        clone = copy.copy(self)
+        clone.session_id, clone.user_id = _caller_of(self.identity(ctx))
+        return clone.hooks(ctx.conversation_id)
+
     def compaction(self, processor: HistoryProcessor | None = None, *, keep_turns: int = 8) -> ProcessHistory[Any]:
         """A ``ProcessHistory`` capability that compacts history and saves what it drops first.
 
@@ -201,7 +230,7 @@ class MemoryCapability(AbstractCapability[Any]):
 
             Agent(model, capabilities=[memory, memory.compaction(keep_turns=6)])
         """
-        trim = processor if processor is not None else keep_recent_turns(keep_turns)
+        trim: HistoryProcessor = processor if processor is not None else keep_recent_turns(keep_turns)
         takes_ctx = _takes_ctx(trim)
 
         async def compact(ctx: RunContext[Any], messages: list[ModelMessage]) -> list[ModelMessage]:
@@ -213,7 +242,7 @@ class MemoryCapability(AbstractCapability[Any]):
             if removed:
                 summary = _text_of(_missing(kept, messages)) or None
                 # recalled memory is already stored: don't hand it back to capture as if the user said it
-                await self.hooks(ctx.conversation_id).on_before_compaction_commit(_without_recall(removed), summary)
+                await self._hooks_for(ctx).on_before_compaction_commit(_without_recall(removed), summary)
                 turn = self._shared.last_turn  # this helper is not the run's copy: find the run's turn
                 if turn is not None and turn.run_id == ctx.run_id:
                     turn.compactions += 1
@@ -225,6 +254,8 @@ class MemoryCapability(AbstractCapability[Any]):
     async def for_run(self, ctx: RunContext[Any]) -> "MemoryCapability":
         clone = copy.copy(self)  # shares provider and the per-conversation state
         clone._run = _RunState()
+        if self.identity is not None:
+            clone.session_id, clone.user_id = _caller_of(self.identity(ctx))
         return clone
 
     def get_instructions(self) -> Any:
@@ -265,7 +296,15 @@ class MemoryCapability(AbstractCapability[Any]):
         if not user_input:
             return result
         hooks = self.hooks(ctx.conversation_id)
-        turn.capture = await hooks.on_turn_end(user_input, _output_text(output), background=self.background_capture)
+        background = self.background_capture
+        if background and _driven_by_run_sync():
+            background = False  # run_sync stops the loop when the run returns: a background capture would be lost
+            if not self._shared.warned_sync:
+                self._shared.warned_sync = True
+                warnings.warn("MemoryCapability: agent.run_sync leaves no event loop to finish a background capture; "
+                              "capturing inside the run instead (pass background_capture=False to silence this)",
+                              PendingCaptureWarning, stacklevel=2)
+        turn.capture = await hooks.on_turn_end(user_input, _output_text(output), background=background)
         return result
 
     # -- internals -----------------------------------------------------------------------
@@ -293,120 +332,34 @@ class MemoryCapability(AbstractCapability[Any]):
         return run.core
 
 
-# -- history helpers ---------------------------------------------------------------------
-def keep_recent_turns(turns: int = 8) -> Callable[[list[ModelMessage]], list[ModelMessage]]:
-    """A history processor keeping the last ``turns`` user turns (whole turns only).
+def _caller_of(value: Any) -> tuple[str | None, str | None]:
+    """``(session_id, user_id)`` from what an ``identity`` function returned."""
+    if value is None:
+        return None, None
+    if isinstance(value, Caller):
+        return value.session_id, value.user_id
+    if isinstance(value, Mapping):
+        unknown = set(value) - {"session_id", "user_id"}
+        if unknown:
+            raise TypeError(f"identity mapping has unknown key(s): {sorted(map(str, unknown))}")
+        return value.get("session_id"), value.get("user_id")
+    if isinstance(value, tuple) and len(value) == 2:
+        return value[0], value[1]
+    raise TypeError(f"identity must return a Caller, a (session_id, user_id) pair or a mapping, not {type(value).__name__}")
 
-    A turn starts at a request carrying a user prompt that does not answer a tool call, so a
-    tool call is never separated from its return and a recall part never from its prompt.
+
+_AGENT_RUN_COROS = frozenset({"AbstractAgent.run", "Agent.run", "WrapperAgent.run"})
+
+
+def _driven_by_run_sync() -> bool:
+    """Whether this run is the loop's top-level task (``agent.run_sync``, ``asyncio.run(agent.run(…))``).
+
+    The loop stops (or closes) when that task returns, so nothing scheduled in the background
+    would run to completion.
     """
-    if turns < 1:
-        raise ValueError("turns must be at least 1")
-
-    def trim(messages: list[ModelMessage]) -> list[ModelMessage]:
-        starts = _turn_starts(messages)
-        if len(starts) <= turns:
-            return messages
-        return messages[starts[-turns]:]
-
-    return trim
-
-
-def _turn_starts(messages: Sequence[ModelMessage]) -> list[int]:
-    starts: list[int] = []
-    previous: ModelMessage | None = None
-    for i, message in enumerate(messages):
-        if isinstance(message, ModelRequest) and any(isinstance(p, UserPromptPart) for p in message.parts):
-            if previous is None or (
-                isinstance(previous, ModelResponse) and not any(isinstance(p, ToolCallPart) for p in previous.parts)
-            ):
-                starts.append(i)
-        previous = message
-    return starts
-
-
-def _missing(source: Sequence[ModelMessage], target: Sequence[ModelMessage]) -> list[ModelMessage]:
-    """Messages of ``source`` absent from ``target`` (by identity, then by value)."""
-    ids = {id(m) for m in target}
-    out = []
-    for message in source:
-        if id(message) in ids:
-            continue
-        if any(message == other for other in target):
-            continue
-        out.append(message)
-    return out
-
-
-def _is_recall_part(part: Any) -> bool:
-    return isinstance(part, UserPromptPart) and isinstance(part.content, str) and part.content.startswith(RECALL_NOTICE)
-
-
-def _without_recall(messages: Sequence[ModelMessage]) -> list[ModelMessage]:
-    out: list[ModelMessage] = []
-    for message in messages:
-        if isinstance(message, ModelRequest) and any(_is_recall_part(p) for p in message.parts):
-            parts = [p for p in message.parts if not _is_recall_part(p)]
-            if parts:
-                out.append(dataclasses.replace(message, parts=parts))
-        else:
-            out.append(message)
-    return out
-
-
-def _text_of(messages: Sequence[ModelMessage]) -> str:
-    chunks: list[str] = []
-    for message in messages:
-        for part in message.parts:
-            if isinstance(part, UserPromptPart):
-                chunks.append(_prompt_text(part.content))
-            elif isinstance(part, TextPart):
-                chunks.append(part.content)
-            elif isinstance(getattr(part, "content", None), str):
-                chunks.append(part.content)
-    return "\n".join(c for c in chunks if c.strip())
-
-
-def _prompt_text(prompt: Any) -> str:
-    if prompt is None:
-        return ""
-    if isinstance(prompt, str):
-        return prompt
-    return "\n".join(item for item in prompt if isinstance(item, str))
-
-
-def _last_user_text(messages: Sequence[ModelMessage]) -> str:
-    for message in reversed(messages):
-        if isinstance(message, ModelRequest):
-            for part in reversed(message.parts):
-                if isinstance(part, UserPromptPart):
-                    text = _prompt_text(part.content)
-                    if text and not _is_recall_part(part):
-                        return text
-    return ""
-
-
-def _output_text(output: Any) -> str:
-    if output is None or isinstance(output, str):
-        return output or ""
-    dump = getattr(output, "model_dump_json", None)
-    if callable(dump):
-        return dump()
-    return str(output)
-
-
-def _is_deferred(output: Any) -> bool:
-    from pydantic_ai.tools import DeferredToolRequests
-
-    return isinstance(output, DeferredToolRequests)
-
-
-def _takes_ctx(fn: Callable[..., Any]) -> bool:
-    try:
-        params = [
-            p for p in inspect.signature(fn).parameters.values()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-        ]
-    except (TypeError, ValueError):
-        return False
-    return len(params) >= 2
+    for task in asyncio.all_tasks():
+        coro = task.get_coro()
+        code = getattr(coro, "cr_code", None)
+        if getattr(coro, "__qualname__", "") in _AGENT_RUN_COROS and code is not None and "pydantic_ai" in code.co_filename:
+            return True
+    return False

@@ -9,9 +9,12 @@ the profile's step and time limits, and both fail open: they never raise into th
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import re
+import weakref
 from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -20,15 +23,15 @@ from pydantic_ai.exceptions import ModelAPIError, UnexpectedModelBehavior, Usage
 from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
 from pydantic_ai.usage import RunUsage, UsageLimits
 
+from ..backend import Caller, MemoryBackend
 from ..errors import ProfileError
-from ..tokens import count_tokens
+from ..tokens import count_tokens, get_counter
 from ..tools import memory_toolset
 
 if TYPE_CHECKING:  # pragma: no cover
     from pydantic_ai.models import Model
 
     from ..profiles import WorkerProfile
-    from ..provider import MemoryProvider
     from .capture import CaptureContext, CaptureResult, capture_before_compaction, capture_turn, rule_extractor
     from .recall import RecallResult, lexical_summary, run_recall
 
@@ -106,30 +109,27 @@ class RecordingToolset(WrapperToolset[Any]):
 
 _MODELS: dict[tuple[Any, ...], "Model"] = {}
 TOOLSET_CACHE_SIZE = 256
-_CACHE_ATTR = "_agent_memory_worker_toolsets"
+_TOOLSETS: "weakref.WeakKeyDictionary[Any, OrderedDict[tuple[Any, ...], AbstractToolset[Any]]]" = weakref.WeakKeyDictionary()
 
 
 W = TypeVar("W", bound=RecordingToolset)
 
 
-def bound_toolset(provider: "MemoryProvider", tools: tuple[str, ...], *, session_id: str | None, user_id: str | None,
-                  source: str = "tool", wrapper: type[W] = RecordingToolset) -> W:  # type: ignore[assignment]
-    """A fresh ``wrapper`` around the memory toolset for this caller.
+def bound_toolset(backend: MemoryBackend, tools: tuple[str, ...], caller: Caller, *, source: str = "tool",
+                  wrapper: type[W] = RecordingToolset) -> W:  # type: ignore[assignment]
+    """A fresh ``wrapper`` around the memory toolset over ``backend`` for ``caller``.
 
-    Building a toolset costs milliseconds (tool schemas), so the last few per provider are kept on the
-    provider itself (an LRU keyed by tools and caller identity); they go away with it.
+    Building a toolset costs milliseconds (tool schemas), so the last few per backend are kept
+    (an LRU keyed by tools, caller and source) for as long as the backend lives.
     """
-    cache: OrderedDict[tuple[Any, ...], AbstractToolset[Any]] | None = getattr(provider, _CACHE_ATTR, None)
-    if cache is None:
+    try:
+        cache = _TOOLSETS.setdefault(backend, OrderedDict())
+    except TypeError:  # pragma: no cover - a backend that cannot be weakly referenced: no caching
         cache = OrderedDict()
-        try:
-            setattr(provider, _CACHE_ATTR, cache)
-        except AttributeError:  # pragma: no cover - a provider without __dict__: no caching
-            pass
-    key = (tuple(tools), session_id, user_id, source)
+    key = (tuple(tools), caller, source)
     toolset = cache.get(key)
     if toolset is None:
-        toolset = cache[key] = memory_toolset(provider, tools, session_id=session_id, user_id=user_id, source=source)
+        toolset = cache[key] = memory_toolset(backend, tools, caller=caller, source=source)
         while len(cache) > TOOLSET_CACHE_SIZE:
             cache.popitem(last=False)
     else:
@@ -137,39 +137,100 @@ def bound_toolset(provider: "MemoryProvider", tools: tuple[str, ...], *, session
     return wrapper(toolset)
 
 
+def _model_key(worker: "WorkerProfile") -> tuple[Any, ...]:
+    return (worker.role, worker.model, worker.api_base, worker.resolved_api_key(), worker.temperature, worker.timeout_s)
+
+
 def worker_model(worker: "WorkerProfile") -> "Model":
     """The worker's pydantic-ai model; models built from strings are cached per settings."""
     if not isinstance(worker.model, str):
         return worker.model
-    key = (worker.role, worker.model, worker.api_base, worker.resolved_api_key(), worker.temperature, worker.timeout_s)
+    key = _model_key(worker)
     model = _MODELS.get(key)
     if model is None:
         model = _MODELS[key] = worker.build_model()
     return model
 
 
+async def worker_model_async(worker: "WorkerProfile") -> "Model":
+    """:func:`worker_model` without blocking the event loop: the first build (``import litellm``…) runs in a thread."""
+    if not isinstance(worker.model, str):
+        return worker.model
+    cached = _MODELS.get(_model_key(worker))
+    return cached if cached is not None else await asyncio.to_thread(worker_model, worker)
+
+
+async def warm_up() -> None:
+    """Load what the first worker run would otherwise load on the event loop (the tokenizer)."""
+    if get_counter.cache_info().currsize == 0:
+        await asyncio.to_thread(get_counter)
+
+
+_banner_holds = 0
+
+
+@contextlib.contextmanager
+def _no_banner() -> Iterator[None]:
+    """Keep pydantic-ai's first-run banner out of a private worker run (restored afterwards)."""
+    global _banner_holds
+    import pydantic_ai
+
+    saved = pydantic_ai.BANNER_ENABLED
+    _banner_holds += 1
+    pydantic_ai.BANNER_ENABLED = False
+    try:
+        yield
+    finally:
+        _banner_holds -= 1
+        if _banner_holds == 0:
+            pydantic_ai.BANNER_ENABLED = saved
+
+
+def abandon(task: "asyncio.Future[Any]") -> None:
+    """Cancel ``task`` without waiting for it; its outcome is consumed, so nothing is logged as never retrieved."""
+    task.cancel()
+    task.add_done_callback(lambda t: t.cancelled() or t.exception())
+
+
 async def run_worker(worker: "WorkerProfile", prompt: str, toolset: AbstractToolset[Any], usage: RunUsage, *,
-                     name: str) -> Any:
+                     name: str, timeout_s: float | None = None) -> Any:
     """Run one worker agent with ``toolset`` as its only tools, under the profile's limits; returns its output.
 
-    Raises whatever went wrong (the callers turn it into a flagged fallback). ``usage`` is filled in
-    place, so it is accurate even when the run fails part-way.
+    ``timeout_s`` (default: the profile's) bounds the run; on timeout, or when the caller is
+    cancelled, the run is cancelled too (its HTTP request with it) and never logs an unretrieved
+    error. Raises whatever went wrong (the callers turn it into a flagged fallback). ``usage`` is
+    filled in place, so it is accurate even when the run fails part-way.
     """
     if worker.api_key_env and not worker.resolved_api_key():
         raise ProfileError(f"missing API key: set the {worker.api_key_env} environment variable "
                            f"(the {worker.role} profile reads it through api_key_env)")
-    agent: Agent[None, str] = Agent(worker_model(worker), instructions=worker.instructions or None, output_type=str,
+    limit = worker.timeout_s if timeout_s is None else min(timeout_s, worker.timeout_s)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limit
+    # the tokenizer and the model (``import litellm``…) load in threads, within the run's time limit
+    _, model = await asyncio.wait_for(asyncio.gather(warm_up(), worker_model_async(worker)),
+                                      max(0.0, deadline - loop.time()))
+    agent: Agent[None, str] = Agent(model, instructions=worker.instructions or None, output_type=str,
                                     toolsets=[toolset], name=name, defer_model_check=True)
     limits = UsageLimits(request_limit=worker.max_steps, tool_calls_limit=worker.tool_calls_limit)
     settings: dict[str, Any] = {"temperature": worker.temperature} if worker.temperature is not None else {}
-    run = agent.run(prompt, usage=usage, usage_limits=limits, model_settings=settings or None)  # type: ignore[arg-type]
-    task = asyncio.ensure_future(run)
-    done, _ = await asyncio.wait({task}, timeout=worker.timeout_s)
+    with _no_banner():
+        task = asyncio.ensure_future(
+            agent.run(prompt, usage=usage, usage_limits=limits, model_settings=settings or None))  # type: ignore[arg-type]
+        try:
+            done, _ = await asyncio.wait({task}, timeout=max(0.0, deadline - loop.time()))
+        except BaseException:  # the caller gave up (cancelled): so does the worker
+            abandon(task)
+            raise
     if not done:  # cancel without waiting: a synchronous model call in a thread cannot be interrupted
-        task.cancel()
-        task.add_done_callback(lambda t: t.cancelled() or t.exception())  # never "exception was never retrieved"
-        raise TimeoutError(f"worker exceeded {worker.timeout_s}s")
+        abandon(task)
+        raise TimeoutError(f"worker exceeded {limit:g}s")
     return task.result().output
+
+
+def resolve_worker(worker: "WorkerProfile | Callable[[], WorkerProfile]") -> "WorkerProfile":
+    """A worker profile, or the result of calling a zero-argument loader (so loading errors fail open too)."""
+    return worker() if callable(worker) else worker
 
 
 # -- text budget ----------------------------------------------------------------------------------

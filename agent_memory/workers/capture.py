@@ -9,6 +9,12 @@ policy) and tags it ``source="turn_capture"`` or ``"compaction_capture"``; a dra
 rejects is reported in ``rejected`` and does not stop the others. If the provider has an extractor
 function for the hook, it runs instead of the agent and its drafts are written the same way.
 Capture never raises: failures come back as ``fallback=True`` with a reason.
+
+Where memories go: a draft without a scope belongs to the caller (its user, else its session);
+shared ``project``/``global`` scope only when asked for explicitly and the fact is not personal.
+A keyed draft holds one fact: a compound statement ("my favourite colour is orange and I'm allergic
+to peanuts") is split, so a later replace of the key changes only that fact. The transcript is
+escaped like the main model's fence: ``</transcript>`` and look-alikes in user text cannot end it.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
+import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -24,22 +31,26 @@ from typing import TYPE_CHECKING, Any, Literal, Union
 from pydantic_ai import ModelRetry
 from pydantic_ai.usage import RunUsage
 
+from ..backend import Caller, MemoryBackend
+from ..drafts import MemoryDraft
 from ..errors import AgentMemoryError
+from ..fence import escape
 from ..models.offline import extract_statements
 from ..records import check_content, validate_key
-from ..store import MemoryDraft
-from . import RecordingToolset, ToolCallRecord, bound_toolset, describe_error, run_worker, usage_dict
+from ..tools import caller_scope
+from . import RecordingToolset, ToolCallRecord, bound_toolset, describe_error, resolve_worker, run_worker, usage_dict
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..provider import MemoryProvider
+    from ..profiles import WorkerProfile
 
 __all__ = ["CaptureResult", "CaptureContext", "Extractor", "capture_turn", "capture_before_compaction",
-           "render_messages", "rule_extractor"]
+           "render_messages", "rule_extractor", "is_personal", "split_facts", "capture_prompt"]
 
-DraftLike = Union[MemoryDraft, Mapping[str, Any], str]
-Drafts = Union[DraftLike, Iterable[DraftLike], None]
+DraftLike = MemoryDraft | Mapping[str, Any] | str
+Drafts = DraftLike | Iterable[DraftLike] | None
 MAX_TRANSCRIPT_CHARS = 60_000
 _CHANGED = ("created", "appended", "replaced")
+_CAPTURE_SOURCES = frozenset({"turn_capture", "compaction_capture"})
 
 
 @dataclass(frozen=True)
@@ -54,6 +65,10 @@ class CaptureContext:
     next_summary: str | None = None
     session_id: str | None = None
     user_id: str | None = None
+
+    @property
+    def caller(self) -> Caller:
+        return Caller(session_id=self.session_id, user_id=self.user_id)
 
 
 Extractor = Callable[[CaptureContext], Drafts | Awaitable[Drafts]]
@@ -88,6 +103,9 @@ class CaptureResult:
         return data
 
 
+_PROMPT_TAGS = ("transcript", "summary")
+
+
 # -- rendering ------------------------------------------------------------------------------------
 def _text_of(content: Any) -> str:
     if content is None:
@@ -96,8 +114,9 @@ def _text_of(content: Any) -> str:
         return content
     if isinstance(content, Mapping):
         for key in ("text", "content", "value"):
-            if isinstance(content.get(key), str):
-                return content[key]
+            value = content.get(key)
+            if isinstance(value, str):
+                return value
         return json.dumps(content, default=str, ensure_ascii=False)[:500]
     if isinstance(content, (list, tuple)):
         return "\n".join(t for t in (_text_of(c) for c in content) if t)
@@ -127,11 +146,11 @@ def _render_one(message: Any) -> list[str]:
         return lines
     if isinstance(message, ModelResponse):
         lines = []
-        for part in message.parts:
-            if isinstance(part, TextPart) and part.content.strip():
-                lines.append(f"assistant: {part.content}")
-            elif isinstance(part, ToolCallPart):
-                lines.append(f"assistant: [called {part.tool_name} {part.args_as_json_str()[:300]}]")
+        for out in message.parts:
+            if isinstance(out, TextPart) and out.content.strip():
+                lines.append(f"assistant: {out.content}")
+            elif isinstance(out, ToolCallPart):
+                lines.append(f"assistant: [called {out.tool_name} {out.args_as_json_str()[:300]}]")
         return lines
     if isinstance(message, Mapping):
         speaker = str(message.get("role") or message.get("speaker") or message.get("author") or "message")
@@ -161,18 +180,68 @@ def render_messages(messages: Iterable[Any]) -> str:
 def capture_prompt(ctx: CaptureContext) -> str:
     """The capture worker's user prompt: the transcript between ``<transcript>`` tags (plus the summary)."""
     what = "this conversation turn" if ctx.kind == "turn" else "these messages, which are about to be compacted away"
-    prompt = f"Capture durable memories from {what}.\n<transcript>\n{ctx.transcript}\n</transcript>"
+    transcript = escape(ctx.transcript, tags=_PROMPT_TAGS)
+    prompt = f"Capture durable memories from {what}.\n<transcript>\n{transcript}\n</transcript>"
     if ctx.next_summary:
-        prompt += f"\nThe summary that will replace them (context only; it is kept anyway):\n<summary>\n{ctx.next_summary}\n</summary>"
+        summary = escape(ctx.next_summary, tags=_PROMPT_TAGS)
+        prompt += f"\nThe summary that will replace them (context only; it is kept anyway):\n<summary>\n{summary}\n</summary>"
     return prompt + "\nReply NO_REPLY when done."
 
 
 # -- extractors -----------------------------------------------------------------------------------
 def rule_extractor(ctx: CaptureContext) -> list[MemoryDraft]:
-    """A deterministic extractor (no LLM, no agent): the offline model's statement rules as drafts."""
-    return [MemoryDraft(st.content, kind=st.kind, tags=st.tags, memory_key=st.memory_key,
-                        on_existing=st.on_existing)  # type: ignore[arg-type]
-            for st in extract_statements(ctx.transcript)]
+    """A deterministic extractor (no LLM, no agent): the offline model's statement rules as drafts.
+
+    Personal statements go to the caller's partition (user, else session).
+    """
+    out = []
+    for st in extract_statements(ctx.transcript):
+        args = {"content": st.content, "kind": st.kind, "memory_key": st.memory_key}
+        personal = getattr(st, "personal", None)
+        scope = caller_scope(ctx.caller) if (personal if personal is not None else is_personal(args)) else None
+        out.append(MemoryDraft(st.content, kind=st.kind, tags=st.tags, memory_key=st.memory_key, scope=scope,
+                               on_existing=st.on_existing))  # type: ignore[arg-type]
+    return out
+
+
+_PERSONAL_START = re.compile(r"^(?:the\s+)?user(?:'s|’s)?\s|^(?:i|i'm|i’m|i've|my|me|mine)\b", re.I)
+_PERSONAL_WORDS = re.compile(r"\b(?:allerg\w*|diet\w*|vegetarian|vegan|birthday|born|married|wife|husband|partner|"
+                             r"my|i|i'm|i’m|health|medical|diagnos\w*|pronouns?|salary|home address|phone number)\b",
+                             re.I)
+_JOINED_FACT = re.compile(r"(?:[,;]\s*|\s+)(?:and|but|also|plus)\s+(?=(?:the\s+user|user|i|i'm|i’m|i've|my|he|she|"
+                          r"they|we|our)\b)|;\s+|(?<=[.!?])\s+(?=[A-Z])", re.I)
+
+
+def split_facts(content: str) -> list[str]:
+    """``content`` as separate facts where clauses with their own subject are joined ("… and I'm allergic …")."""
+    parts = [p.strip(" ,;") for p in _JOINED_FACT.split(content) if p and p.strip(" ,;.")]
+    out = []
+    for part in parts:
+        part = part[0].upper() + part[1:]
+        out.append(part if part[-1] in ".!?" else part + ".")
+    return out or [content]
+
+
+def _one_fact_per_key(draft: MemoryDraft) -> list[MemoryDraft]:
+    """A keyed draft keeps its first fact; every other fact it carried becomes an unkeyed draft of its own."""
+    if draft.memory_key is None or not isinstance(draft.content, str):
+        return [draft]
+    facts = split_facts(draft.content)
+    if len(facts) < 2:
+        return [draft]
+    rest = [dataclasses.replace(draft, content=fact, title=None, memory_key=None, on_existing="append")
+            for fact in facts[1:]]
+    return [dataclasses.replace(draft, content=facts[0])] + rest
+
+
+def _placed(draft: MemoryDraft, caller: Caller, *, personal: bool) -> MemoryDraft:
+    """The draft in the caller's partition unless it explicitly asks for shared scope and is not personal."""
+    scope = str(getattr(draft.scope, "value", draft.scope) or "") or None
+    if scope is None or (personal and scope in ("project", "global")):
+        own = caller_scope(caller)
+        if own is not None:
+            return dataclasses.replace(draft, scope=own)
+    return draft
 
 
 def _drafts(value: Any, ctx: CaptureContext) -> list[MemoryDraft]:
@@ -184,20 +253,46 @@ def _drafts(value: Any, ctx: CaptureContext) -> list[MemoryDraft]:
     for item in value:
         draft = (item if isinstance(item, MemoryDraft) else MemoryDraft(item) if isinstance(item, str)
                  else MemoryDraft.from_dict(item))
-        drafts.append(dataclasses.replace(draft, session_id=draft.session_id or ctx.session_id,
-                                          user_id=draft.user_id or ctx.user_id))
+        draft = dataclasses.replace(draft, session_id=draft.session_id or ctx.session_id,
+                                    user_id=draft.user_id or ctx.user_id)
+        if draft.scope is None:
+            draft = _placed(draft, ctx.caller, personal=False)
+        drafts.extend(_one_fact_per_key(draft))
     return drafts
 
 
-async def _commit(provider: "MemoryProvider", drafts: list[MemoryDraft], source: str,
+async def _commit(backend: MemoryBackend, drafts: list[MemoryDraft], source: str,
                   result: CaptureResult) -> CaptureResult:
     """Write the drafts in one batch; each one the store rejects is listed in ``result.rejected``."""
-    if drafts:
+    rejected: list[dict[str, Any]] = []
+    allowed: list[tuple[int, MemoryDraft]] = []
+    for i, draft in enumerate(drafts):
+        reason = await _foreign_record(backend, draft)
+        if reason:
+            rejected.append({"index": i, "error": reason})
+        else:
+            allowed.append((i, draft))
+    if allowed:
         errors: list[tuple[int, str]] = []
-        done = await provider.remember_many(drafts, source=source, on_error="skip", errors=errors)
+        done = await backend.remember_many([d for _, d in allowed], source=source, on_error="skip", errors=errors)
         result.written = [{"id": r.id, "status": r.status} for r in done]
-        result.rejected = [{"index": i, "error": e} for i, e in errors]
+        rejected += [{"index": allowed[i][0], "error": e} for i, e in errors]
+    result.rejected = sorted(rejected, key=lambda r: int(r["index"]))
     return result
+
+
+async def _foreign_record(backend: MemoryBackend, draft: MemoryDraft) -> str | None:
+    """Why a capture may not write ``draft``: its ``memory_key`` names a record capture did not write."""
+    if draft.memory_key is None:
+        return None
+    try:
+        existing = await backend.get(draft.memory_key, Caller(draft.session_id, draft.user_id))
+    except AgentMemoryError:  # not a record id (a plain key), or not visible: the store keeps partitions apart
+        return None
+    if existing.source in _CAPTURE_SOURCES:
+        return None
+    return (f"memory_key {draft.memory_key!r} is a record capture did not write (source {existing.source!r}); "
+            "capture never changes it")
 
 
 class StagingToolset(RecordingToolset):
@@ -223,27 +318,30 @@ class StagingToolset(RecordingToolset):
         for c in self.calls:
             if c.name == "memory_remember" and c.result is not None:
                 args = {k: v for k, v in c.args.items() if k in fields and v is not None}
-                if "scope" not in args and ctx.user_id and is_personal(args):
-                    args["scope"] = "user"  # a person's facts follow the person, not the project
-                out.append(MemoryDraft(**args, session_id=ctx.session_id, user_id=ctx.user_id))
+                if isinstance(args.get("tags"), list):
+                    args["tags"] = tuple(args["tags"])
+                draft = MemoryDraft(**args, session_id=ctx.session_id, user_id=ctx.user_id)
+                for one in _one_fact_per_key(draft):  # a person's facts follow the person, not the project
+                    out.append(_placed(one, ctx.caller, personal=is_personal({**args, "content": one.content})))
         return out
 
 
-def is_personal(args: dict[str, Any]) -> bool:
-    """Preferences, ``user.*`` keyed facts and statements about "the user" default to user scope."""
-    content = str(args.get("content") or "").lower()
+def is_personal(args: Mapping[str, Any]) -> bool:
+    """Whether a draft is about the person: a preference, a ``user.*`` key, or text about "the user"/"I"/"my" or
+    personal matters (allergies, diet, family, health …)."""
+    content = str(args.get("content") or "")
     return (args.get("kind") == "preference" or str(args.get("memory_key") or "").startswith("user.")
-            or content.startswith(("user ", "user's ", "the user ", "the user's ")))
+            or bool(_PERSONAL_START.search(content.strip())) or bool(_PERSONAL_WORDS.search(content)))
 
 
-async def _run_extractor(provider: "MemoryProvider", extractor: Extractor, ctx: CaptureContext, source: str,
+async def _run_extractor(backend: MemoryBackend, extractor: Extractor, ctx: CaptureContext, source: str,
                          started: float) -> CaptureResult:
     result = CaptureResult(model=f"extractor:{getattr(extractor, '__name__', type(extractor).__name__)}")
     try:
         value = extractor(ctx)
         if inspect.isawaitable(value):
             value = await value
-        await _commit(provider, _drafts(value, ctx), source, result)
+        await _commit(backend, _drafts(value, ctx), source, result)
     except Exception as exc:
         result.written, result.fallback, result.reason = [], True, describe_error(exc)
     result.elapsed_s = time.perf_counter() - started
@@ -251,42 +349,50 @@ async def _run_extractor(provider: "MemoryProvider", extractor: Extractor, ctx: 
 
 
 # -- the worker -------------------------------------------------------------------------------------
-async def _capture(provider: "MemoryProvider", ctx: CaptureContext, extractor: Extractor | None, source: str) -> CaptureResult:
+Worker = Union["WorkerProfile", Callable[[], "WorkerProfile"]]
+
+
+async def _capture(backend: MemoryBackend, ctx: CaptureContext, worker: Worker | None, extractor: Extractor | None,
+                   source: str) -> CaptureResult:
     started = time.perf_counter()
     if extractor is not None:
-        return await _run_extractor(provider, extractor, ctx, source, started)
+        return await _run_extractor(backend, extractor, ctx, source, started)
     usage = RunUsage()
     result = CaptureResult()
     timeout_s: float | None = None
     try:
-        worker = provider.profile.capture
-        result.model, timeout_s = worker.model_label, worker.timeout_s
+        if worker is None:
+            raise ValueError("no capture worker profile and no extractor")
+        profile = resolve_worker(worker)
+        result.model, timeout_s = profile.model_label, profile.timeout_s
         if ctx.transcript.strip():
-            toolset = bound_toolset(provider, worker.tools, session_id=ctx.session_id, user_id=ctx.user_id,
-                                    source=source, wrapper=StagingToolset)
-            await run_worker(worker, capture_prompt(ctx), toolset, usage, name=f"agent_memory_{source}")
-            await _commit(provider, toolset.drafts(ctx), source, result)
+            toolset = bound_toolset(backend, profile.tools, ctx.caller, source=source, wrapper=StagingToolset)
+            await run_worker(profile, capture_prompt(ctx), toolset, usage, name=f"agent_memory_{source}")
+            await _commit(backend, toolset.drafts(ctx), source, result)
     except Exception as exc:  # fail open: nothing staged is written, never raise
         result.written, result.fallback, result.reason = [], True, describe_error(exc, timeout_s)
     result.usage, result.elapsed_s = usage_dict(usage), time.perf_counter() - started
     return result
 
 
-async def capture_turn(provider: "MemoryProvider", input: str, output: str | None = None, *,
-                       session_id: str | None = None, user_id: str | None = None) -> CaptureResult:
-    """Capture durable facts from one turn (the user's ``input`` and the assistant's ``output``). Never raises."""
+async def capture_turn(backend: MemoryBackend, input: str, output: str | None = None, *, caller: Caller,
+                       worker: Worker | None = None, extractor: Extractor | None = None) -> CaptureResult:
+    """Capture durable facts from one turn (the user's ``input`` and the assistant's ``output``). Never raises.
+
+    ``extractor`` (a plain function) replaces the ``worker`` agent when given.
+    """
     messages = [{"role": "user", "content": input}] + ([{"role": "assistant", "content": output}] if output else [])
     ctx = CaptureContext("turn", render_messages(messages), input=input, output=output,
-                         session_id=session_id, user_id=user_id)
-    return await _capture(provider, ctx, getattr(provider, "turn_extractor", None), "turn_capture")
+                         session_id=caller.session_id, user_id=caller.user_id)
+    return await _capture(backend, ctx, worker, extractor, "turn_capture")
 
 
-async def capture_before_compaction(provider: "MemoryProvider", removed_messages: Sequence[Any],
-                                    next_summary: str | None = None, *, session_id: str | None = None,
-                                    user_id: str | None = None) -> CaptureResult:
+async def capture_before_compaction(backend: MemoryBackend, removed_messages: Sequence[Any],
+                                    next_summary: str | None = None, *, caller: Caller, worker: Worker | None = None,
+                                    extractor: Extractor | None = None) -> CaptureResult:
     """Last-chance capture from ``removed_messages`` before a compaction commits. Never raises."""
     removed = list(removed_messages or ())
     ctx = CaptureContext("compaction", render_messages(removed), removed_messages=removed,
                          next_summary=next_summary if isinstance(next_summary, str) else None,
-                         session_id=session_id, user_id=user_id)
-    return await _capture(provider, ctx, getattr(provider, "compaction_extractor", None), "compaction_capture")
+                         session_id=caller.session_id, user_id=caller.user_id)
+    return await _capture(backend, ctx, worker, extractor, "compaction_capture")
