@@ -104,10 +104,11 @@ def normalise_args(tool: str, params: tuple[Param, ...], arguments: Mapping[str,
     out: dict[str, Any] = {}
     unknown: list[str] = []
     for key, value in given.items():
-        p = by_name.get(str(key).lower().replace("-", "_"))
-        if p is None:
+        found = by_name.get(str(key).lower().replace("-", "_"))
+        if found is None:
             unknown.append(str(key))
             continue
+        p = found
         if value is None:
             continue
         if p.name in out:

@@ -102,7 +102,7 @@ def _handler(args: argparse.Namespace) -> int:
 
 def add_mcp_command(subparsers: Any, **parser_kwargs: Any) -> argparse.ArgumentParser:
     """Add ``mcp`` to an argparse ``subparsers``; the handler is set as ``func`` (``args.func(args)``)."""
-    p = subparsers.add_parser("mcp", help=HELP, description=HELP, **parser_kwargs)
+    p: argparse.ArgumentParser = subparsers.add_parser("mcp", help=HELP, description=HELP, **parser_kwargs)
     configure_parser(p)
     p.set_defaults(func=_handler)
     return p

@@ -12,8 +12,8 @@ import sys
 from typing import Any
 
 import mcp_types as types
-from mcp.server.lowlevel import Server
 from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
