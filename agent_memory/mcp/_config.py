@@ -18,10 +18,12 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..backend import Caller
 from ..errors import InvalidInputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..backend import Caller
 
 __all__ = ["Identity", "ServerOptions", "TokenMap", "ConfigError", "is_loopback", "TOOL_SETS"]
 
@@ -55,6 +57,8 @@ class Identity:
 
     @property
     def caller(self) -> Caller:
+        from ..backend import Caller
+
         return Caller(session_id=self.session_id, user_id=self.user_id)
 
     @property
