@@ -72,8 +72,8 @@ def test_tokens_file_plain_hashed_and_invalid(tmp_path: Path) -> None:
     assert TokenMap.load(toml).lookup(plain) == Identity(session_id="s1", user_id="alice")
     for body, fragment in [("{", "not valid JSON"), ('{"tokens": {}}', "non-empty"),
                            ('{"tokens": {"short": {"user": "a"}}}', "at least 16"),
-                           ('{"tokens": {"%s": {"user": "a", "role": "admin"}}}' % plain, "unknown field(s) role"),
-                           ('{"tokens": {"%s": {"scope": "user"}}}' % plain, "needs a user")]:
+                           (json.dumps({"tokens": {plain: {"user": "a", "role": "admin"}}}), "unknown field(s) role"),
+                           (json.dumps({"tokens": {plain: {"scope": "user"}}}), "needs a user")]:
         f.write_text(body)
         with pytest.raises(ConfigError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
             TokenMap.load(f)
