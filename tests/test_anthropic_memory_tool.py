@@ -7,6 +7,7 @@ network); where it is not installed, the replay tests are skipped and the path-r
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -181,3 +182,36 @@ async def test_async_sdk_tool(tmp_path: Path) -> None:
     assert (await tool.call({"command": "create", "path": "/memories/n.md", "file_text": "hi\n"})).startswith("File created")
     with pytest.raises(ToolError, match="does not exist"):
         await tool.call({"command": "view", "path": "/memories/zzz"})
+
+
+def test_sdk_tool_runner_round_trip_offline(tmp_path: Path) -> None:
+    """The SDK's own tool runner drives the handler: a canned model asks for two commands, then answers."""
+    anthropic = pytest.importorskip("anthropic")
+    import httpx2 as httpx
+
+    steps = [
+        [{"type": "tool_use", "id": "t1", "name": "memory",
+          "input": {"command": "create", "path": "/memories/todo.md", "file_text": "- buy milk\n"}}],
+        [{"type": "tool_use", "id": "t2", "name": "memory", "input": {"command": "view", "path": "/memories/todo.md"}}],
+        [{"type": "text", "text": "Noted."}],
+    ]
+    seen: list[Any] = []
+
+    def reply(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        seen.append(body["messages"][-1])
+        content = steps[len(seen) - 1]
+        return httpx.Response(200, json={
+            "id": f"msg_{len(seen)}", "type": "message", "role": "assistant", "model": "claude-test", "content": content,
+            "stop_reason": "tool_use" if content[0]["type"] == "tool_use" else "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": 1, "output_tokens": 1}})
+
+    client = anthropic.Anthropic(api_key="test", http_client=httpx.Client(transport=httpx.MockTransport(reply)))
+    tool = MemoryToolHandler(MemoryProvider(tmp_path / "mem"), user_id="u").as_sdk_tool()
+    runner = client.beta.messages.tool_runner(model="claude-test", max_tokens=100, tools=[tool],
+                                              messages=[{"role": "user", "content": "remember: buy milk"}])
+    final = runner.until_done()
+    assert final.content[0].text == "Noted."
+    results = [part for msg in seen[1:] for part in msg["content"] if part.get("type") == "tool_result"]
+    assert "File created successfully at: /memories/todo.md" in json.dumps(results[0])
+    assert "- buy milk" in json.dumps(results[1])
