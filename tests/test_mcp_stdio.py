@@ -117,6 +117,18 @@ async def test_pagination_and_bounded_output(tmp_path: Path) -> None:
             if cursor is None:
                 break
         assert len(seen) == len(set(seen)) == 30
+        found: list[str] = []
+        cursor = None
+        for _ in range(40):
+            data = payload(await s.call_tool("memory_search", {"q": "deployment note detail", "k": 7,
+                                                                **({"cursor": cursor} if cursor else {})}))
+            assert len(data["hits"]) <= 7
+            found += [h["id"] for h in data["hits"]]
+            cursor = data["next_cursor"]
+            if cursor is None:
+                break
+        assert sorted(found) == sorted(seen)  # every record once, across pages
+        assert payload(await s.call_tool("memory_search", {"q": "deployment", "cursor": "o1000"}))["hits"] == []
         bad = await s.call_tool("memory_list", {"cursor": "garbage"})
         assert bad.is_error and "invalid cursor" in text(bad)
 

@@ -81,13 +81,14 @@ def _fit(items: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]:
 def _page(items: list[dict[str, Any]], offset: int, limit: int, budget: int, more: bool) -> dict[str, Any]:
     shown = _fit(items[:limit], budget)
     has_more = len(shown) < len(items) or more
-    nxt = f"o{offset + len(shown)}" if has_more and offset + len(shown) <= MAX_OFFSET else None
+    nxt = f"o{offset + len(shown)}" if has_more and offset + len(shown) < MAX_OFFSET else None
     return {"count": len(shown), "next_cursor": nxt}
 
 
 async def _search(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, Any]:
     offset, limit = _offset(a.get("cursor")), a["limit"]
-    result = await rt.backend.search(a["query"], who.caller, tags=tuple(a.get("tags") or ()), limit=offset + limit + 1)
+    want = min(offset + limit + 1, MAX_OFFSET)  # the store ranks at most MAX_OFFSET hits
+    result = await rt.backend.search(a["query"], who.caller, tags=tuple(a.get("tags") or ()), limit=want)
     rows = [{"id": h.id, "title": h.title, "kind": h.kind, "scope": h.scope, "line_start": h.line_start,
              "line_end": h.line_end, "snippet": h.snippet, "score": round(h.score, 3), "updated": h.updated}
             for h in result.hits[offset:]]
