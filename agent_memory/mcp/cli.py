@@ -7,7 +7,6 @@ to any argparse parser; ``register(add)`` fits the ``agent_memory.cli`` per-modu
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -79,6 +78,8 @@ def serve(argv_or_options: Sequence[str] | ServerOptions | None = None, *, provi
         parser = configure_parser(argparse.ArgumentParser(prog="agent-memory mcp", description=HELP))
         parser.add_argument("--root", default=None, help=f"memory root (default ${ENV['root']}, else .agent-memory)")
         options = options_from_args(parser.parse_args(argv_or_options))
+    import asyncio  # imported here: registering the command stays cheap for every other CLI command
+
     asyncio.run(_serve(options, provider))
 
 
