@@ -50,6 +50,8 @@ async def test_two_tokens_never_see_each_others_records(server: tuple[str, Path]
         assert "4411" in core and "9922" not in core
         with pytest.raises(Exception, match="NotFoundError"):
             await a.read_resource(f"memory://records/{idb}")
+        bad = await a.call_tool("memory_search", {"serch": "locker"})
+        assert bad.is_error and "Call it as memory_search(query: string" in text(bad)
         recalled = payload(await b.call_tool("memory_recall", {"q": "what is my locker code?"}))
         assert "9922" in recalled["summary"] and "4411" not in recalled["summary"]
     store = MemoryStore(root)
