@@ -1,0 +1,89 @@
+"""Path rules and text formats of Claude's memory tool (``memory_20250818``), independent of storage.
+
+Every path lives under ``/memories``; ``..``, ``.`` segments, backslashes, NUL and percent-encoded
+traversal (``%2e%2e``, ``%2f``) are refused. Output texts follow the reference implementation, so a
+model sees the same answers whichever backend serves the tool.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+from ..errors import InvalidInputError
+
+__all__ = ["ROOT", "MemoryToolError", "check_path", "numbered", "size_text", "listing", "occurrence_lines"]
+
+ROOT = "/memories"
+LINE_WIDTH = 6
+MAX_PATH_CHARS = 1024
+_ENCODED = re.compile(r"%(2e|2f|5c|00|25)", re.IGNORECASE)
+
+
+class MemoryToolError(InvalidInputError):
+    """A memory-tool command was refused; its message is the text the model sees."""
+
+
+def check_path(path: object, *, name: str = "path") -> str:
+    """``path`` normalised (no trailing or doubled slash) if it is a legal path under ``/memories``."""
+    if not isinstance(path, str) or not path:
+        raise MemoryToolError(f"Missing or invalid `{name}` parameter: a string path under {ROOT} is required")
+    if not (path == ROOT or path.startswith(ROOT + "/")):
+        raise MemoryToolError(f"Path must start with {ROOT}, got: {path}")
+    if len(path) > MAX_PATH_CHARS or "\x00" in path or "\\" in path or _ENCODED.search(path):
+        raise MemoryToolError(f"Path {path} would escape {ROOT} directory")
+    parts = [p for p in path[len(ROOT):].split("/") if p]
+    if any(p in (".", "..") for p in parts):
+        raise MemoryToolError(f"Path {path} would escape {ROOT} directory")
+    if any(ch in p for p in parts for ch in "\r\n\t"):
+        raise MemoryToolError(f"Path {path} contains a control character")
+    return "/".join([ROOT, *parts])
+
+
+def numbered(lines: Iterable[str], first: int) -> str:
+    return "\n".join(f"{str(first + i).rjust(LINE_WIDTH)}\t{line}" for i, line in enumerate(lines))
+
+
+def size_text(n: int) -> str:
+    """``1.5K``-style sizes, as the reference listing shows them."""
+    units = ("B", "K", "M", "G")
+    step = 0
+    value = float(n)
+    while value >= 1024 and step < len(units) - 1:
+        value /= 1024
+        step += 1
+    return f"{int(value)}{units[step]}" if value == int(value) else f"{value:.1f}{units[step]}"
+
+
+def listing(base: str, files: Mapping[str, int]) -> str:
+    """The two-levels-deep listing of directory ``base`` over ``files`` (path → size in bytes)."""
+    prefix = base.rstrip("/") + "/"
+    entries: dict[str, int] = {}  # relative path ("a/", "a/b.md") -> size
+    total = 0
+    for path, size in files.items():
+        if not path.startswith(prefix):
+            continue
+        parts = path[len(prefix):].split("/")
+        if any(p.startswith(".") for p in parts[:2]):
+            continue
+        total += size
+        for depth in range(min(len(parts), 2)):
+            is_dir = depth < len(parts) - 1
+            rel = "/".join(parts[:depth + 1]) + ("/" if is_dir else "")
+            entries[rel] = entries.get(rel, 0) + size
+    def order(rel: str) -> list[str]:
+        return rel.rstrip("/").split("/")
+    lines = [f"{size_text(total)}\t{base}"]
+    lines += [f"{size_text(entries[rel])}\t{base}/{rel}" for rel in sorted(entries, key=order)]
+    return (f"Here're the files and directories up to 2 levels deep in {base}, excluding hidden items:\n"
+            + "\n".join(lines))
+
+
+def occurrence_lines(content: str, needle: str) -> list[int]:
+    """1-based line numbers of every (overlapping) occurrence of ``needle`` in ``content``."""
+    out: list[int] = []
+    pos = content.find(needle)
+    while pos != -1:
+        out.append(content.count("\n", 0, pos) + 1)
+        pos = content.find(needle, pos + 1)
+    return out

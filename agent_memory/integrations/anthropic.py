@@ -1,0 +1,241 @@
+"""Claude's memory tool (``memory_20250818``) over the store: ``/memories`` files are memory records.
+
+:class:`MemoryToolHandler` executes one tool-use input (``view``, ``create``, ``str_replace``,
+``insert``, ``delete``, ``rename``) and returns the text the reference implementation would return.
+Each file is one record (tag ``memory-tool``, its path in ``metadata["memory_path"]``) in the scope
+the application chooses for this handler; writes go through the store's redaction and dedupe.
+With the ``anthropic`` SDK installed, :meth:`MemoryToolHandler.as_sdk_tool` gives a tool for its
+tool runner. Errors are returned as text by :meth:`handle` (and raised by :meth:`execute`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Coroutine, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from ..backend import Caller, MemoryBackend
+from ..drafts import MemoryDraft
+from ..errors import AgentMemoryError, InvalidInputError
+from ..records import MemoryRecord
+from ..tools import as_backend, caller_scope
+from ._memory_tool_paths import ROOT, MemoryToolError, check_path, listing, numbered, occurrence_lines
+
+__all__ = ["MemoryToolHandler", "MemoryToolError", "TAG"]
+
+TAG = "memory-tool"
+KIND = "memory_file"
+PATH_KEY = "memory_path"
+COMMANDS = ("view", "create", "str_replace", "insert", "delete", "rename")
+MAX_FILES = 10_000
+
+
+def _key(path: str) -> str:
+    return "memtool." + hashlib.sha256(path.encode("utf-8")).hexdigest()[:40]
+
+
+def _run_sync(coro: Coroutine[Any, Any, str]) -> str:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with ThreadPoolExecutor(1) as pool:  # never block (or re-enter) the caller's running loop
+        return pool.submit(asyncio.run, coro).result()
+
+
+def _need(command: Mapping[str, Any], name: str, kind: type) -> Any:
+    value = command.get(name)
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is int:
+        raise MemoryToolError(f"Missing or invalid `{name}` parameter for the {command.get('command')} command")
+    return value
+
+
+class MemoryToolHandler:
+    """Execute ``memory_20250818`` commands against a provider's (or backend's) store.
+
+    ``user_id``/``session_id`` name the owner of this ``/memories`` tree; ``scope`` is its scope
+    (default: ``user`` with a user, else ``session`` with a session, else ``project``).
+    """
+
+    def __init__(self, provider: Any, *, user_id: str | None = None, session_id: str | None = None,
+                 scope: str | None = None) -> None:
+        self.backend: MemoryBackend = as_backend(provider)
+        self.caller = Caller(session_id=session_id, user_id=user_id)
+        self.scope = scope or caller_scope(self.caller) or "project"
+
+    # -- entry points ----------------------------------------------------------------------
+    async def ahandle(self, command: Mapping[str, Any]) -> str:
+        """Run one tool-use input; a refused command comes back as its error text (never raises for bad input)."""
+        try:
+            return await self.execute(command)
+        except MemoryToolError as exc:
+            return f"Error: {exc}"
+        except AgentMemoryError as exc:
+            return f"Error: {type(exc).__name__}: {exc}"
+
+    def handle(self, command: Mapping[str, Any]) -> str:
+        """Synchronous :meth:`ahandle` (safe to call from inside a running event loop: runs in a worker thread)."""
+        return _run_sync(self.ahandle(command))
+
+    def execute_sync(self, command: Mapping[str, Any]) -> str:
+        """Synchronous :meth:`execute` (raises when refused)."""
+        return _run_sync(self.execute(command))
+
+    async def execute(self, command: Mapping[str, Any]) -> str:
+        """Run one tool-use input; raises :class:`MemoryToolError` (or another typed error) when refused."""
+        if not isinstance(command, Mapping):
+            raise MemoryToolError("A memory tool input must be an object with a `command` field")
+        name = command.get("command")
+        if name not in COMMANDS:
+            raise MemoryToolError(f"Unknown command {name!r}; expected one of {', '.join(COMMANDS)}")
+        result: str = await getattr(self, f"_{name}")(command)
+        return result
+
+    def as_sdk_tool(self) -> Any:
+        """A ``BetaAbstractMemoryTool`` for ``client.beta.messages.tool_runner(...)`` (needs ``anthropic``)."""
+        from ._memory_tool_sdk import sync_tool
+
+        return sync_tool(self)
+
+    def as_async_sdk_tool(self) -> Any:
+        """A ``BetaAsyncAbstractMemoryTool`` for the async tool runner (needs ``anthropic``)."""
+        from ._memory_tool_sdk import async_tool
+
+        return async_tool(self)
+
+    # -- storage ---------------------------------------------------------------------------
+    async def _files(self) -> dict[str, MemoryRecord]:
+        recs = await self.backend.list(self.caller, tags=(TAG,), scope=self.scope, limit=MAX_FILES)
+        out: dict[str, MemoryRecord] = {}
+        for rec in recs:
+            path = rec.metadata.get(PATH_KEY) if isinstance(rec.metadata, Mapping) else None
+            if isinstance(path, str) and path not in out:
+                out[path] = rec
+        return out
+
+    async def _write(self, path: str, content: str, *, new: bool) -> None:
+        if not content.strip():
+            raise MemoryToolError(f"Memory files cannot be empty; delete {path} instead")
+        draft = MemoryDraft(content, title=path.rsplit("/", 1)[-1], kind=KIND, scope=self.scope, tags=(TAG,),
+                            memory_key=_key(path), on_existing="skip" if new else "replace",
+                            session_id=self.caller.session_id, user_id=self.caller.user_id,
+                            metadata={PATH_KEY: path})
+        try:
+            res = await self.backend.remember(draft, source="tool")
+        except InvalidInputError as exc:
+            raise MemoryToolError(f"Could not write {path}: {exc}") from None
+        if new and res.status == "duplicate":
+            raise MemoryToolError(f"File {path} was not created: the same content is already stored in memory "
+                                  f"(record {res.id})")
+        if new and res.status == "skipped":
+            raise MemoryToolError(f"File {path} already exists")
+
+    async def _file(self, files: dict[str, MemoryRecord], path: str) -> MemoryRecord:
+        rec = files.get(path)
+        if rec is None:
+            if any(p.startswith(path + "/") for p in files) or path == ROOT:
+                raise MemoryToolError(f"The path {path} is not a file.")
+            raise MemoryToolError(f"The path {path} does not exist. Please provide a valid path.")
+        return rec
+
+    # -- commands --------------------------------------------------------------------------
+    async def _view(self, c: Mapping[str, Any]) -> str:
+        path = check_path(c.get("path"))
+        files = await self._files()
+        if path in files:
+            lines = files[path].content.split("\n")
+            first = 1
+            rng = c.get("view_range")
+            if rng is not None:
+                if (not isinstance(rng, (list, tuple)) or len(rng) != 2
+                        or not all(isinstance(v, int) and not isinstance(v, bool) for v in rng)):
+                    raise MemoryToolError("Invalid `view_range`: expected [start_line, end_line] (end -1 for the end)")
+                first = max(1, rng[0])
+                end = len(lines) if rng[1] == -1 else rng[1]
+                lines = lines[first - 1:end]
+            return f"Here's the content of {path} with line numbers:\n{numbered(lines, first)}"
+        sizes = {p: len(r.content.encode("utf-8")) for p, r in files.items()}
+        if path != ROOT and not any(p.startswith(path + "/") for p in files):
+            raise MemoryToolError(f"The path {path} does not exist. Please provide a valid path.")
+        return listing(path, sizes)
+
+    async def _create(self, c: Mapping[str, Any]) -> str:
+        path = check_path(c.get("path"))
+        text = _need(c, "file_text", str)
+        files = await self._files()
+        if path == ROOT or any(p.startswith(path + "/") for p in files):
+            raise MemoryToolError(f"The path {path} is a directory")
+        if any(path.startswith(p + "/") for p in files):
+            raise MemoryToolError(f"A parent of {path} is a file")
+        if path in files:
+            raise MemoryToolError(f"File {path} already exists")
+        await self._write(path, text, new=True)
+        return f"File created successfully at: {path}"
+
+    async def _str_replace(self, c: Mapping[str, Any]) -> str:
+        path = check_path(c.get("path"))
+        old, new = _need(c, "old_str", str), c.get("new_str", "")
+        if not isinstance(new, str):
+            raise MemoryToolError("Missing or invalid `new_str` parameter for the str_replace command")
+        content = (await self._file(await self._files(), path)).content
+        where = occurrence_lines(content, old) if old else []
+        if not where:
+            raise MemoryToolError(f"No replacement was performed, old_str `{old}` did not appear verbatim in {path}.")
+        if len(where) > 1:
+            raise MemoryToolError(f"No replacement was performed. Multiple occurrences of old_str `{old}` in lines: "
+                                  f"{', '.join(map(str, where))}. Please ensure it is unique")
+        updated = content.replace(old, new, 1)
+        await self._write(path, updated, new=False)
+        lines = updated.split("\n")
+        lo, hi = max(0, where[0] - 3), min(len(lines), where[0] + 2)
+        return ("The memory file has been edited. Here is the snippet showing the change (with line numbers):\n"
+                + numbered(lines[lo:hi], lo + 1))
+
+    async def _insert(self, c: Mapping[str, Any]) -> str:
+        path = check_path(c.get("path"))
+        at, text = _need(c, "insert_line", int), _need(c, "insert_text", str)
+        lines = (await self._file(await self._files(), path)).content.split("\n")
+        if lines[-1] == "":
+            lines.pop()
+        if not 0 <= at <= len(lines):
+            raise MemoryToolError(f"Invalid `insert_line` parameter: {at}. It should be within the range [0, {len(lines)}].")
+        lines.insert(at, text.rstrip("\n"))
+        await self._write(path, "\n".join(lines) + "\n", new=False)
+        return f"The file {path} has been edited."
+
+    async def _delete(self, c: Mapping[str, Any]) -> str:
+        path = check_path(c.get("path"))
+        if path == ROOT:
+            raise MemoryToolError(f"Cannot delete the {ROOT} directory itself")
+        files = await self._files()
+        doomed = [r for p, r in files.items() if p == path or p.startswith(path + "/")]
+        if not doomed:
+            raise MemoryToolError(f"The path {path} does not exist")
+        for rec in doomed:
+            await self.backend.forget(rec.id, self.caller)
+        return f"Successfully deleted {path}"
+
+    async def _rename(self, c: Mapping[str, Any]) -> str:
+        old = check_path(c.get("old_path"), name="old_path")
+        new = check_path(c.get("new_path"), name="new_path")
+        if old == ROOT:
+            raise MemoryToolError(f"Cannot rename the {ROOT} directory itself")
+        files = await self._files()
+        if new == ROOT or new in files or any(p.startswith(new + "/") for p in files):
+            raise MemoryToolError(f"The destination {new} already exists")
+        moving = {p: r for p, r in files.items() if p == old or p.startswith(old + "/")}
+        if not moving:
+            raise MemoryToolError(f"The path {old} does not exist")
+        if new.startswith(old + "/"):
+            raise MemoryToolError(f"Cannot move {old} into itself")
+        for path, rec in moving.items():
+            target = new + path[len(old):]
+            await self.backend.forget(rec.id, self.caller)  # first, so the copy is not a duplicate of it
+            try:
+                await self._write(target, rec.content, new=True)
+            except AgentMemoryError:
+                await self._write(path, rec.content, new=True)  # put it back; nothing is lost
+                raise
+        return f"Successfully renamed {old} to {new}"

@@ -1,0 +1,13 @@
+"""An MCP server over the memory store (``agent-memory mcp``): stdio and streamable HTTP.
+
+The ``mcp`` SDK is imported only when a server is built, so importing this package stays cheap.
+"""
+
+from __future__ import annotations
+
+from ._args import ToolArgumentError
+from ._config import ConfigError, Identity, ServerOptions, TokenMap
+from .cli import add_mcp_command, register, serve
+
+__all__ = ["ConfigError", "Identity", "ServerOptions", "TokenMap", "ToolArgumentError", "add_mcp_command",
+           "register", "serve"]

@@ -1,0 +1,207 @@
+"""The MCP memory tools: definitions (schema, aliases, annotations) and what each call does.
+
+Every tool runs for the connection's :class:`~agent_memory.mcp._config.Identity`; none takes a
+session, user or owner argument. Read results carry the untrusted-data note and are bounded
+(``max_output_chars``) and paginated with an opaque ``cursor``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..drafts import MemoryDraft
+from ..errors import InvalidInputError, NotFoundError
+from ..fence import UNTRUSTED_NOTE
+from ..index import summary_line
+from ..tools import as_backend
+from ._args import Param
+from ._config import Identity
+
+__all__ = ["ToolSpec", "SPECS", "Runtime"]
+
+MAX_OFFSET = 1000
+MAX_GET_CHARS = 8000
+_SCOPES = ("session", "project", "user", "global")
+
+
+@dataclass(slots=True)
+class Runtime:
+    """What the tools run against: a provider (backend + workers) and the output bound."""
+
+    provider: Any
+    max_output_chars: int = 20_000
+
+    @property
+    def backend(self) -> Any:
+        return as_backend(self.provider)
+
+
+Executor = Callable[[Runtime, Identity, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    name: str
+    title: str
+    description: str
+    params: tuple[Param, ...]
+    read_only: bool
+    destructive: bool
+    idempotent: bool
+    run: Executor
+
+    def input_schema(self) -> dict[str, Any]:
+        return {"type": "object", "properties": {p.name: p.schema() for p in self.params},
+                "required": [p.name for p in self.params if p.required]}
+
+
+def _offset(cursor: str | None) -> int:
+    if cursor is None:
+        return 0
+    if not cursor.startswith("o") or not cursor[1:].isdigit() or int(cursor[1:]) > MAX_OFFSET:
+        raise InvalidInputError(f"invalid cursor {cursor!r}: pass back the next_cursor of the previous page")
+    return int(cursor[1:])
+
+
+def _fit(items: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]:
+    """The longest prefix of ``items`` whose JSON fits in ``budget`` characters (at least one item)."""
+    out: list[dict[str, Any]] = []
+    used = 0
+    for item in items:
+        used += len(json.dumps(item, ensure_ascii=False)) + 2
+        if out and used > budget:
+            break
+        out.append(item)
+    return out
+
+
+def _page(items: list[dict[str, Any]], offset: int, limit: int, budget: int, more: bool) -> dict[str, Any]:
+    shown = _fit(items[:limit], budget)
+    has_more = len(shown) < len(items) or more
+    nxt = f"o{offset + len(shown)}" if has_more and offset + len(shown) < MAX_OFFSET else None
+    return {"count": len(shown), "next_cursor": nxt}
+
+
+async def _search(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, Any]:
+    offset, limit = _offset(a.get("cursor")), a["limit"]
+    want = min(offset + limit + 1, MAX_OFFSET)  # the store ranks at most MAX_OFFSET hits
+    result = await rt.backend.search(a["query"], who.caller, tags=tuple(a.get("tags") or ()), limit=want)
+    rows = [{"id": h.id, "title": h.title, "kind": h.kind, "scope": h.scope, "line_start": h.line_start,
+             "line_end": h.line_end, "snippet": h.snippet, "score": round(h.score, 3), "updated": h.updated}
+            for h in result.hits[offset:]]
+    page = _page(rows, offset, limit, rt.max_output_chars - 500, len(rows) > limit)
+    return {"note": UNTRUSTED_NOTE, "hits": rows[:page["count"]], "next_cursor": page["next_cursor"]}
+
+
+async def _list(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, Any]:
+    offset, limit = _offset(a.get("cursor")), a["limit"]
+    filters = {"tags": tuple(a.get("tags") or ()), "kind": a.get("kind"), "scope": a.get("scope")}
+    recs = await rt.backend.list(who.caller, limit=offset + limit + 1, **filters)
+    total = await rt.backend.count(who.caller, **filters)
+    rows = [{"id": r.id, "title": r.title, "kind": r.kind, "scope": r.scope.value, "tags": list(r.tags),
+             "updated": r.updated, "summary": summary_line(r.content, 160)} for r in recs[offset:]]
+    page = _page(rows, offset, limit, rt.max_output_chars - 500, len(rows) > limit)
+    return {"note": UNTRUSTED_NOTE, "total": total, "records": rows[:page["count"]], "next_cursor": page["next_cursor"]}
+
+
+async def _get(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, Any]:
+    rec = await rt.backend.get(a["id"], who.caller)
+    lines = rec.content.split("\n")
+    first, last = rec.body_line, rec.body_line + len(lines) - 1
+    lo, hi = a.get("line_start", first), a.get("line_end", last)
+    if lo > hi or lo > last or hi < first:
+        raise InvalidInputError(f"lines {lo}-{hi} are outside the record body (lines {first}-{last})")
+    lo, hi = max(lo, first), min(hi, last)
+    budget = min(MAX_GET_CHARS, rt.max_output_chars - 1000)
+    shown: list[str] = []
+    used = 0
+    for line in lines[lo - first:hi - first + 1]:
+        if shown and used + len(line) + 1 > budget:
+            break
+        shown.append(line[:budget])
+        used += len(line) + 1
+    end = lo + len(shown) - 1
+    return {"note": UNTRUSTED_NOTE, "id": rec.id, "title": rec.title, "kind": rec.kind, "scope": rec.scope.value,
+            "tags": list(rec.tags), "updated": rec.updated, "line_start": lo, "line_end": end,
+            "content": "\n".join(shown), "truncated": end < hi,
+            "next_line_start": end + 1 if end < hi else None}
+
+
+async def _recall(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, Any]:
+    recall = getattr(rt.provider, "recall", None)
+    if recall is None:
+        raise InvalidInputError("memory_recall needs a MemoryProvider (this server was given a bare backend)")
+    res = await recall(a["message"], session_id=who.session_id, user_id=who.user_id)
+    summary = res.summary[: rt.max_output_chars - 2000]
+    return {"note": UNTRUSTED_NOTE, "summary": summary, "sources": res.sources[:20], "tokens": res.tokens,
+            "fallback": res.fallback}
+
+
+async def _remember(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, Any]:
+    draft = MemoryDraft(a["content"], title=a.get("title"), kind=a.get("kind"), scope=a.get("scope") or who.write_scope,
+                        tags=tuple(a.get("tags") or ()), memory_key=a.get("memory_key"),
+                        on_existing=a.get("on_existing", "append"), session_id=who.session_id, user_id=who.user_id)
+    res = await rt.backend.remember(draft, source="tool")
+    return {"id": res.id, "status": res.status, "redactions": res.redactions}
+
+
+async def _forget(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, Any]:
+    if not await rt.backend.forget(a["id"], who.caller):
+        raise NotFoundError(f"no record {a['id']!r} visible to this caller")
+    return {"id": a["id"], "forgotten": True}
+
+
+_ID = Param("id", "string", "The record id from memory_search or memory_list.", required=True,
+            aliases=("record_id", "memory_id", "recordId", "memoryId"))
+_LIMIT_ALIASES = ("k", "top_k", "topk", "n", "max_results", "count", "page_size")
+_CURSOR = Param("cursor", "string", "next_cursor of the previous page, to read the next one.",
+                aliases=("next_cursor", "page_token", "offset_token"))
+_TAGS = Param("tags", "array", "Tags (a list of strings).", aliases=("tag", "labels"))
+_SCOPE = Param("scope", "string", "session, project, user or global.", enum=_SCOPES)
+
+SPECS: dict[str, ToolSpec] = {s.name: s for s in (
+    ToolSpec("memory_search", "Search memory",
+             "Search durable memory in plain words (a question works). Returns ranked snippets with record id and "
+             "line range; read a record with memory_get. Paginated: pass next_cursor back as cursor.",
+             (Param("query", "string", "What to look for.", required=True, aliases=("q", "text", "search", "question")),
+              Param("limit", "integer", "Hits per page (1-50).", aliases=_LIMIT_ALIASES, minimum=1, maximum=50, default=8),
+              _TAGS, _CURSOR),
+             read_only=True, destructive=False, idempotent=True, run=_search),
+    ToolSpec("memory_get", "Read a memory record",
+             "Read one memory record by id, optionally only lines line_start..line_end (as given by memory_search). "
+             "Long records come in parts: continue from next_line_start.",
+             (_ID, Param("line_start", "integer", "First line (1-based).", aliases=("start", "from_line", "start_line"),
+                         minimum=1),
+              Param("line_end", "integer", "Last line (inclusive).", aliases=("end", "to_line", "end_line"), minimum=1)),
+             read_only=True, destructive=False, idempotent=True, run=_get),
+    ToolSpec("memory_list", "List memory records",
+             "List memory records, newest first, filtered exactly by tags, kind and scope. Paginated: pass "
+             "next_cursor back as cursor.",
+             (_TAGS, Param("kind", "string", "fact, preference, decision, summary, ...", aliases=("type",)), _SCOPE,
+              Param("limit", "integer", "Records per page (1-100).", aliases=_LIMIT_ALIASES, minimum=1, maximum=100,
+                    default=20), _CURSOR),
+             read_only=True, destructive=False, idempotent=True, run=_list),
+    ToolSpec("memory_recall", "Recall what memory knows",
+             "One compact, cited summary of what memory knows that is relevant to a message or question.",
+             (Param("message", "string", "The user's message or question.", required=True,
+                    aliases=("query", "q", "text", "question", "prompt")),),
+             read_only=True, destructive=False, idempotent=True, run=_recall),
+    ToolSpec("memory_remember", "Remember",
+             "Store one durable memory: one self-contained fact, preference or decision. Exact duplicates are not "
+             "stored twice; secrets are redacted. Without scope it stays private to this user (or conversation).",
+             (Param("content", "string", "The memory itself.", required=True, aliases=("text", "memory", "fact", "body")),
+              Param("title", "string", "A short title.", aliases=("name", "subject")),
+              Param("kind", "string", "fact, preference, decision, summary, ...", aliases=("type", "category")),
+              _SCOPE, _TAGS,
+              Param("memory_key", "string", "Stable key (or record id) of one logical memory to extend or replace.",
+                    aliases=("key", "memoryKey")),
+              Param("on_existing", "string", "With memory_key: append, replace or skip.", aliases=("mode",),
+                    enum=("append", "replace", "skip"))),
+             read_only=False, destructive=False, idempotent=True, run=_remember),
+    ToolSpec("memory_forget", "Forget a memory",
+             "Permanently delete one memory record by id.", (_ID,),
+             read_only=False, destructive=True, idempotent=True, run=_forget),
+)}
