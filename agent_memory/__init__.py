@@ -51,6 +51,7 @@ _EXPORTS = {
     "MemoryHooks": "hooks",
     "MemoryContext": "hooks",
     "MemoryCapability": "integrations.pydantic_ai",
+    "MemoryToolHandler": "integrations.anthropic",
     "OfflineModel": "models.offline",
     "LiteLLMModel": "models.litellm",
     "memory_toolset": "tools",
@@ -74,6 +75,7 @@ if TYPE_CHECKING:  # pragma: no cover
         StorageError,
     )
     from .hooks import MemoryContext, MemoryHooks
+    from .integrations.anthropic import MemoryToolHandler
     from .integrations.pydantic_ai import MemoryCapability
     from .models.litellm import LiteLLMModel
     from .models.offline import OfflineModel

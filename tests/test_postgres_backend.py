@@ -12,7 +12,7 @@ require_psycopg()
 
 import psycopg  # noqa: E402
 
-from agent_memory.backend import Caller
+from agent_memory.backend import Caller  # noqa: E402
 from agent_memory.backends import open_backend  # noqa: E402
 from agent_memory.backends.postgres import PostgresBackend  # noqa: E402
 from agent_memory.backends.postgres.schema import LATEST  # noqa: E402

@@ -37,7 +37,7 @@ def _tool_sets(text: str) -> tuple[str, ...]:
 def configure_parser(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the ``mcp`` options to ``p``."""
     p.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="stdio (default) or streamable http")
-    p.add_argument("--tools", type=_tool_sets, default=("read", "capture"), metavar="SETS",
+    p.add_argument("--tools", type=_tool_sets, default="read,capture", metavar="SETS",
                    help="read (search, get, list, recall), capture (+ remember), foreground (+ forget); "
                         "default read,capture")
     p.add_argument("--session", default=None, help=f"session id the server acts for (default ${ENV['session']})")
