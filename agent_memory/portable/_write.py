@@ -89,11 +89,11 @@ def _write_files(store: MemoryStore, items: Sequence[Pending], report: ImportRep
             for where, rec, redactions in items:
                 name = f"{rec.id}.md"
                 path = Path(store.records_dir, name)
-                text = rec.render()
+                data = rec.render().encode("utf-8")
                 if os.path.lexists(path):
                     try:
-                        same = path.read_text(encoding="utf-8") == text
-                    except (OSError, UnicodeDecodeError):
+                        same = path.read_bytes() == data
+                    except OSError:
                         same = False
                     if same:
                         report.skip(where, "exists", "already imported (identical record file)", rec.id)
@@ -112,8 +112,8 @@ def _write_files(store: MemoryStore, items: Sequence[Pending], report: ImportRep
                             report.skip(where, "key_conflict", f"memory_key {rec.memory_key!r} is already held by "
                                         f"{row['id']} (different text); not merged", row["id"])
                             continue
-                st = atomic_write(path, text.encode("utf-8"), durable=False)
-                body_line = text.count("\n", 0, len(text) - len(rec.content) - 1) + 1
+                st = atomic_write(path, data, durable=False)
+                body_line = data.count(b"\n", 0, len(data) - len(rec.content.encode("utf-8")) - 1) + 1
                 store.index.upsert(conn, rec, name, st.st_mtime_ns, st.st_size, body_line=body_line, new=True)
                 written.append(rec.id)
                 report.redactions += redactions

@@ -30,7 +30,7 @@ class Item:
 
     where: str  # file and line, for the report
     ref: str  # its stable identity in the source (slug, entry id, mem0 id, file name …)
-    content: str
+    content: Any  # must be a non-empty string to be imported
     created: Any = None  # the original timestamp (ISO text, or epoch seconds); None: the source file's mtime
     updated: Any = None
     title: str | None = None
@@ -80,7 +80,10 @@ def file_time(path: Path) -> str:
 
 
 def _record_of(item: Item, fmt: str, fallback_time: str, over: Overrides, report: ImportReport) -> Pending | None:
-    if not isinstance(item.content, str) or not item.content.strip():
+    if item.content is not None and not isinstance(item.content, str):
+        report.skip(item.where, "invalid", f"the text must be a string, not {type(item.content).__name__}")
+        return None
+    if not item.content or not item.content.strip():
         report.skip(item.where, "empty", "no text to remember")
         return None
     try:

@@ -47,6 +47,6 @@ def read(path: Path, report: ImportReport) -> Iterator[Item]:
             ref = str_or_none(data.get("entry_id")) or hashlib.sha256(
                 f"{data.get('timestamp')}\0{content}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
             importance = data.get("importance")
-            yield Item(where=where, ref=ref, content=content if isinstance(content, str) else "",
+            yield Item(where=where, ref=ref, content=content,
                        created=data.get("timestamp"), scope="project", tags=tags, importance=importance,
                        metadata=meta)
