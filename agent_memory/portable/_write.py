@@ -136,13 +136,17 @@ def draft_of(rec: MemoryRecord) -> MemoryDraft:
 async def _write_backend(backend: MemoryBackend, items: Sequence[Pending], report: ImportReport) -> None:
     report.ids_kept = False
     todo: list[Pending] = []
+    seen: dict[tuple[str, str | None, str | None], set[tuple[Any, str]]] = {}
     for item in items:
         where, rec, _ = item
-        try:  # a re-run finds the record it wrote before (by the original id kept in metadata) and skips it
-            hits = await backend.list(_owner(rec), limit=None, scope=rec.scope.value)
-        except Exception:  # noqa: BLE001 - a backend without this filter: fall back to its own dedupe
-            hits = []
-        if any(h.metadata.get("imported_id") == rec.id and h.content == rec.content for h in hits):
+        part = (rec.scope.value, rec.session_id, rec.user_id)
+        if part not in seen:  # a re-run finds what it wrote before by the original id kept in metadata
+            try:
+                hits = await backend.list(_owner(rec), limit=None, scope=rec.scope.value)
+            except Exception:  # noqa: BLE001 - a backend without this filter: rely on its own dedupe
+                hits = []
+            seen[part] = {(h.metadata.get("imported_id"), h.content) for h in hits}
+        if (rec.id, rec.content) in seen[part]:
             report.skip(where, "exists", "already imported (same original id and text)", rec.id)
             continue
         todo.append(item)
