@@ -74,7 +74,8 @@ def test_export_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     store.remember("Alpha fact")
     store.remember("Bob only", user_id="bob")
     _run(["export", "--root", str(tmp_path / "a"), "--user", "alice", "--out", str(tmp_path / "alice.jsonl"), "--json"])
-    assert json.loads(capsys.readouterr().out) == {"exported": 1, "format": "jsonl", "out": str(tmp_path / "alice.jsonl")}
+    assert json.loads(capsys.readouterr().out) == {"exported": 1, "format": "jsonl", "out": str(tmp_path / "alice.jsonl"),
+                                                  "unreadable": {}}
     assert "Bob only" not in (tmp_path / "alice.jsonl").read_text()
     _run(["export", "--root", str(tmp_path / "a"), "--format", "markdown", "--out", str(tmp_path / "tree")])
     assert "exported 2 records" in capsys.readouterr().out and (tmp_path / "tree" / "README.md").is_file()
@@ -102,3 +103,14 @@ def test_plain_drafts_stay_with_the_drafts_importer(tmp_path: Path) -> None:
     assert CLI.wants_portable(ns) is False
     assert CLI.wants_portable(argparse.Namespace(file="-", format="auto")) is False
     assert CLI.wants_portable(argparse.Namespace(file=str(FIX / "alfred_memories.jsonl"), format="auto")) is True
+
+
+def test_unreadable_record_files_are_named_not_silently_dropped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = MemoryStore(tmp_path / "a")
+    store.remember("Alpha fact")
+    (store.records_dir / "broken.md").write_text("---\ntitle: [unclosed\n---\nbody\n")
+    _run(["export", "--root", str(tmp_path / "a"), "--out", str(tmp_path / "e.jsonl"), "--json"])
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert doc["exported"] == 1 and list(doc["unreadable"]) == ["broken.md"]
+    assert "not exported: records/broken.md" in captured.err

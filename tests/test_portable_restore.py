@@ -182,3 +182,31 @@ def test_any_backend_gets_the_records_and_a_rerun_writes_nothing(tmp_path: Path)
     again = import_file(target, dump)  # type: ignore[arg-type]
     assert again.written == [] and again.counts() == {"exists": 4}
     assert "Session scratch" in _export(target, Caller(session_id="s1"))  # export from a non-files backend
+
+
+def test_a_secret_hand_edited_into_a_file_is_redacted_on_reimport(tmp_path: Path) -> None:
+    src = _store(tmp_path)
+    rec = src.list(limit=1)[0]
+    path = Path(rec.path or "")
+    path.write_text(path.read_text().replace("Shared project fact", "Shared fact, password=Sup3rS3cretValue99"))
+    dump = tmp_path / "e.jsonl"
+    export_records(src, dump)  # an export reads files as they are
+    assert "Sup3rS3cretValue99" in dump.read_text()
+    dst = MemoryStore(tmp_path / "dst")
+    report = import_file(dst, dump)
+    assert report.redactions == 2 and len(report.written) == 4 and not report.skipped  # the body and the title
+    assert "Sup3rS3cretValue99" not in (dst.records_dir / path.name).read_text()
+    assert "[REDACTED" in dst.get(rec.id).content and "[REDACTED" in dst.get(rec.id).title
+
+
+def test_large_export_crosses_write_batches(tmp_path: Path) -> None:
+    from agent_memory.drafts import MemoryDraft
+
+    src = MemoryStore(tmp_path / "src", durable=False)
+    src.remember_many([MemoryDraft(f"note {i} on topic {i % 7}") for i in range(1205)], source="import")
+    dump = tmp_path / "e.jsonl"
+    assert export_records(src, dump) == 1205
+    dst = MemoryStore(tmp_path / "dst", durable=False)
+    report = import_file(dst, dump)
+    assert len(report.written) == 1205 and len(set(report.written)) == 1205
+    assert _export(dst) == dump.read_text() and dst.count() == 1205

@@ -73,14 +73,17 @@ def cmd_export(args: argparse.Namespace) -> None:
     target = _target(args.root, create=False)
     if args.format == "markdown" and not args.out:
         raise InvalidInputError("--format markdown needs --out DIR (a new or empty directory)")
+    problems: dict[str, str] = {}
     if args.out is None:
         if args.json:
             raise InvalidInputError("--json needs --out PATH (standard output carries the export itself)")
-        export_records(target, sys.stdout, format="jsonl", caller=caller)
-        return
-    n = export_records(target, args.out, format=args.format, caller=caller)
-    doc = {"exported": n, "format": args.format, "out": str(args.out)}
-    print(_dumps(doc) if args.json else f"exported {n} records to {args.out} ({args.format})")
+        export_records(target, sys.stdout, format="jsonl", caller=caller, problems=problems)
+    else:
+        n = export_records(target, args.out, format=args.format, caller=caller, problems=problems)
+        doc = {"exported": n, "format": args.format, "out": str(args.out), "unreadable": problems}
+        print(_dumps(doc) if args.json else f"exported {n} records to {args.out} ({args.format})")
+    for name, why in problems.items():
+        print(f"agent-memory: not exported: records/{name}: {why} (see `agent-memory doctor`)", file=sys.stderr)
 
 
 def add_import_format(p: argparse.ArgumentParser) -> None:

@@ -28,7 +28,12 @@ T = TypeVar("T")
 Pending = tuple[str, MemoryRecord, int]  # where it came from, the record (id set), redactions applied
 Target = MemoryStore | FilesBackend | MemoryBackend
 
-__all__ = ["Pending", "Target", "files_store", "run_sync", "write_records"]
+__all__ = ["Pending", "Target", "batch_size", "files_store", "run_sync", "write_records"]
+
+
+def batch_size(target: object) -> int:
+    """Records per write: batches for the files store; one call (one event loop) for any other backend."""
+    return 1000 if files_store(target) is not None else 2**62
 
 
 def files_store(target: object) -> MemoryStore | None:

@@ -48,24 +48,25 @@ def record_line(rec: MemoryRecord) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
-def iter_records(source: Target, *, caller: Caller | None = None) -> list[MemoryRecord]:
+def iter_records(source: Target, *, caller: Caller | None = None,
+                 problems: dict[str, str] | None = None) -> list[MemoryRecord]:
     """The records to export, sorted by ``(created, id)``.
 
     A files store with ``caller=None`` exports every record file (expired ones too: the files are the truth and
     whoever can read the root can read them). With a caller, only what that caller may see (live records of
     its session and user, and project/global ones). Another backend exports what ``caller`` (default: an
-    anonymous caller) may list.
+    anonymous caller) may list. A record file that cannot be read is not a record: it is named in ``problems``.
     """
     store = files_store(source)
     if store is not None:
-        recs = list(_store_records(store, caller))
+        recs = list(_store_records(store, caller, {} if problems is None else problems))
     else:
         backend: MemoryBackend = source  # type: ignore[assignment]
         recs = run_sync(backend.list(caller or Caller(), limit=None))
     return sorted(recs, key=lambda r: (r.created, r.id))
 
 
-def _store_records(store: MemoryStore, caller: Caller | None) -> Iterator[MemoryRecord]:
+def _store_records(store: MemoryStore, caller: Caller | None, problems: dict[str, str]) -> Iterator[MemoryRecord]:
     store.open()
     if caller is not None:
         recs = store.list(limit=None, session_id=caller.session_id, user_id=caller.user_id)
@@ -75,8 +76,9 @@ def _store_records(store: MemoryStore, caller: Caller | None) -> Iterator[Memory
     for name in names:
         try:
             rec, _, _ = store.index.load_file(name)
-        except (OSError, RecordParseError):
-            continue  # unreadable files are doctor's business; they were never records the store could serve
+        except (OSError, RecordParseError) as exc:  # never a record the store could serve; doctor names the fix
+            problems[name] = str(exc) or type(exc).__name__
+            continue
         yield rec
 
 
@@ -123,16 +125,17 @@ def _write_markdown(records: list[MemoryRecord], out: Path) -> int:
 
 def export_records(
     backend_or_store: Target, out: str | os.PathLike[str] | IO[str], *, format: Format = "jsonl",
-    caller: Caller | None = None,
+    caller: Caller | None = None, problems: dict[str, str] | None = None,
 ) -> int:
     """Export records to ``out`` and return how many were written.
 
     ``format="jsonl"``: ``out`` is a text stream or a file path (written atomically). ``format="markdown"``: ``out``
-    is a directory path that must not exist yet or be empty. See :func:`iter_records` for ``caller``.
+    is a directory path that must not exist yet or be empty. See :func:`iter_records` for ``caller`` and
+    ``problems`` (unreadable record files, by name: pass a dict to learn which were left out).
     """
     if format not in ("jsonl", "markdown"):
         raise InvalidInputError(f"unknown export format {format!r}; use jsonl or markdown")
-    records = iter_records(backend_or_store, caller=caller)
+    records = iter_records(backend_or_store, caller=caller, problems=problems)
     if format == "markdown":
         if not isinstance(out, (str, os.PathLike)):
             raise InvalidInputError("a Markdown export needs a directory path")

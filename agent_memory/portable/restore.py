@@ -25,7 +25,7 @@ from ..records import (
     parse_scope,
     validate_id,
 )
-from ._write import Pending, Target, write_records
+from ._write import Pending, Target, batch_size, write_records
 from .export import HEADER
 from .report import ImportReport
 
@@ -104,6 +104,7 @@ def record_from_dict(data: object) -> tuple[MemoryRecord, int]:
 def restore_lines(target: Target, lines: Iterable[tuple[int, str]], report: ImportReport) -> ImportReport:
     """Import numbered JSONL lines of our export into ``target`` (see the module docstring)."""
     pending: list[Pending] = []
+    size = batch_size(target)
     for n, line in lines:
         if not line.strip():
             continue
@@ -120,7 +121,7 @@ def restore_lines(target: Target, lines: Iterable[tuple[int, str]], report: Impo
             report.skip(where, "invalid", f"not JSON: {' '.join(str(exc).split())[:200]}")
             continue
         pending.append((where, rec, redactions))
-        if len(pending) >= 1000:
+        if len(pending) >= size:
             write_records(target, pending, report, dedupe=False)
             pending.clear()
     write_records(target, pending, report, dedupe=False)

@@ -18,7 +18,7 @@ from typing import Any
 from ...drafts import MemoryDraft, prepare_draft, utc_text
 from ...errors import InvalidInputError
 from ...records import SOURCES, slugify, validate_id
-from .._write import Pending, Target, write_records
+from .._write import Pending, Target, batch_size, write_records
 from ..report import ImportReport
 
 __all__ = ["Item", "Overrides", "file_time", "import_items", "to_utc"]
@@ -121,11 +121,12 @@ def import_items(target: Target, items: Iterable[Item], report: ImportReport, *,
                  overrides: Overrides = Overrides()) -> ImportReport:
     """Verify ``items`` and write the new ones (in batches), reporting each one not written."""
     batch: list[Pending] = []
+    size = batch_size(target)
     for item in items:
         pending = _record_of(item, fmt, fallback_time, overrides, report)
         if pending is not None:
             batch.append(pending)
-        if len(batch) >= 1000:
+        if len(batch) >= size:
             write_records(target, batch, report, dedupe=True)
             batch.clear()
     write_records(target, batch, report, dedupe=True)
