@@ -1,0 +1,127 @@
+"""Export and migration commands: ``export`` (JSONL or a Markdown tree) and ``import --format …``.
+
+``register(add)`` follows the per-command-module pattern of this package (``add(name, help, examples,
+epilog_extra)`` returns the subparser). ``add_import_format``/``wants_portable``/``cmd_import_format`` let the
+``import`` command of ``_maint`` read our export and other memories' files (see docs/export.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..errors import InvalidInputError, NotFoundError
+
+Handler = Callable[[argparse.Namespace], "int | None"]
+IMPORT_FORMATS = ("auto", "drafts", "agent-memory", "alfred-v2", "alfred-py", "cuylabs", "mem0")
+
+
+def _dumps(doc: Any) -> str:
+    def finite(v: Any) -> Any:
+        if isinstance(v, float):
+            return v if math.isfinite(v) else None
+        if isinstance(v, dict):
+            return {k: finite(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [finite(x) for x in v]
+        return v
+
+    return json.dumps(finite(doc), ensure_ascii=False, allow_nan=False, default=str)
+
+
+def _target(root: str, *, create: bool) -> Any:
+    if "://" in root:
+        from ..backend import open_backend
+
+        return open_backend(root)
+    path = Path(root)
+    if not (path / "records").is_dir():
+        if not create:
+            raise NotFoundError(f"no memory root at {root} (create one with `agent-memory init {root}`, or pass --root)")
+        if not path.absolute().parent.is_dir():
+            raise NotFoundError(f"cannot create memory root {root}: its parent directory does not exist")
+    from ..store import MemoryStore
+
+    return MemoryStore(path)
+
+
+def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
+    p = add("export", "Export every record: JSONL with every field (lossless; stdout by default) or a Markdown tree.", [
+        "agent-memory export > memories.jsonl",
+        "agent-memory export --out memories.jsonl --json",
+        "agent-memory export --format markdown --out ./memory-tree",
+        "agent-memory export --user alice --out alice.jsonl",
+    ], epilog_extra="Without --session/--user every record file is exported (expired ones too); with them, only what\n"
+                    "that caller may see. `agent-memory import FILE` reads the JSONL back byte for byte.")
+    p.add_argument("--format", choices=("jsonl", "markdown"), default="jsonl", help="jsonl (default) or markdown")
+    p.add_argument("--out", metavar="PATH", help="file (jsonl) or new directory (markdown); default: standard output")
+    p.add_argument("--session", dest="session_id", metavar="ID", help="export only what this session may see")
+    p.add_argument("--user", dest="user_id", metavar="ID", help="export only what this user may see")
+    return {"export": cmd_export}
+
+
+def cmd_export(args: argparse.Namespace) -> None:
+    from ..backend import Caller
+    from ..portable import export_records
+
+    caller = Caller(args.session_id, args.user_id) if (args.session_id or args.user_id) else None
+    target = _target(args.root, create=False)
+    if args.format == "markdown" and not args.out:
+        raise InvalidInputError("--format markdown needs --out DIR (a new or empty directory)")
+    problems: dict[str, str] = {}
+    if args.out is None:
+        if args.json:
+            raise InvalidInputError("--json needs --out PATH (standard output carries the export itself)")
+        export_records(target, sys.stdout, format="jsonl", caller=caller, problems=problems)
+    else:
+        n = export_records(target, args.out, format=args.format, caller=caller, problems=problems)
+        doc = {"exported": n, "format": args.format, "out": str(args.out), "unreadable": problems}
+        print(_dumps(doc) if args.json else f"exported {n} records to {args.out} ({args.format})")
+    for name, why in problems.items():
+        print(f"agent-memory: not exported: records/{name}: {why} (see `agent-memory doctor`)", file=sys.stderr)
+
+
+def add_import_format(p: argparse.ArgumentParser) -> None:
+    """The options ``import`` gains: which format FILE is, and whose memories a foreign import becomes."""
+    p.add_argument("--format", choices=IMPORT_FORMATS, default="auto",
+                   help="auto (default: our export or another memory's files, else JSONL drafts), drafts, agent-memory, "
+                        "alfred-v2, alfred-py, cuylabs or mem0")
+    p.add_argument("--as-user", dest="as_user", metavar="ID", help="foreign memories become this user's (user scope)")
+    p.add_argument("--as-session", dest="as_session", metavar="ID", help="foreign memories become this session's")
+
+
+def wants_portable(args: argparse.Namespace) -> bool:
+    """True if ``import`` should go to :func:`cmd_import_format` rather than read JSONL drafts."""
+    fmt = getattr(args, "format", "drafts")
+    if fmt == "drafts" or args.file == "-":
+        return False
+    if fmt != "auto":
+        return True
+    from ..portable.importers import detect
+
+    try:
+        return detect(Path(args.file)) is not None
+    except (InvalidInputError, OSError):
+        return False
+
+
+def cmd_import_format(args: argparse.Namespace) -> int:
+    from ..portable import import_file
+
+    target = _target(args.root, create=True)
+    report = import_file(target, args.file, format=args.format, user_id=getattr(args, "as_user", None),
+                         session_id=getattr(args, "as_session", None))
+    doc = report.to_dict()
+    if args.json:
+        print(_dumps(doc))
+    else:
+        reasons = ", ".join(f"{v} {k}" for k, v in sorted(doc["skipped_by_reason"].items()))
+        print(f"imported {doc['written']} records from {args.file} ({doc['format']})"
+              + (f"; skipped {doc['skipped']}: {reasons}" if doc["skipped"] else "")
+              + "".join(f"\n  skipped {s['where']}: {s['reason']}: {s['message']}" for s in doc["skips"]))
+    return 0

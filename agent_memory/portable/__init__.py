@@ -1,0 +1,51 @@
+"""Lossless export and import, and migration from other memories.
+
+- :func:`export_records` writes every record as JSONL (every field) or as a Markdown tree.
+- :func:`import_file` reads our JSONL back byte for byte (same ids, timestamps, keys, scopes, metadata) or
+  imports another memory's files (Alfred v2, Alfred Python, cuylabs, mem0). Every import is idempotent, keeps
+  original timestamps, redacts like every write, and reports each skipped line or file with a typed reason.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..errors import InvalidInputError, NotFoundError
+from ._write import Target, files_store
+from .export import export_records, iter_records, record_line
+from .importers import FORMATS, READERS, Format, detect
+from .importers._common import Overrides, file_time, import_items
+from .report import ImportReport, Skip, SkipReason
+from .restore import restore_lines
+
+__all__ = ["FORMATS", "ImportReport", "Skip", "SkipReason", "export_records", "import_file", "iter_records", "record_line"]
+
+
+def import_file(
+    store: Target, path: str | os.PathLike[str], *, format: Format = "auto", user_id: str | None = None,
+    session_id: str | None = None,
+) -> ImportReport:
+    """Import ``path`` into ``store`` (a :class:`~agent_memory.MemoryStore`, a root path or a backend).
+
+    ``format="auto"`` detects it. ``user_id``/``session_id`` make every foreign memory that person's or that
+    session's (our own export keeps the ownership it has). Raises :class:`NotFoundError` for a missing path
+    and :class:`InvalidInputError` for an unknown format; everything else is reported per line or file.
+    """
+    src = Path(path)
+    if not src.exists():
+        raise NotFoundError(f"{src}: no such file or directory")
+    fmt = detect(src) if format == "auto" else format
+    if fmt not in FORMATS:
+        raise InvalidInputError(f"unknown import format {format!r}; use auto or one of {', '.join(FORMATS)}")
+    target = files_store(store) if isinstance(store, (str, os.PathLike)) else store
+    assert target is not None
+    report = ImportReport(format=fmt, path=str(src))
+    if fmt == "agent-memory":
+        if src.is_dir():
+            raise InvalidInputError(f"{src} is a directory; an agent-memory export is one JSONL file")
+        with open(src, encoding="utf-8") as fh:
+            return restore_lines(target, enumerate(fh, 1), report)
+    items = READERS[fmt](src, report)
+    return import_items(target, items, report, fmt=fmt, fallback_time=file_time(src),
+                        overrides=Overrides(user_id=user_id, session_id=session_id))

@@ -1,0 +1,152 @@
+"""The shared path of every foreign import: an :class:`Item` read from a source becomes a verified record.
+
+Each item goes through :func:`agent_memory.drafts.prepare_draft` (validation and the same redaction as every
+write), keeps its original timestamps (normalised to UTC), and gets a deterministic id made from the source
+format, the item's identity in its source and its text, so re-running an import finds it and writes nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...drafts import MemoryDraft, prepare_draft, utc_text
+from ...errors import InvalidInputError
+from ...records import SOURCES, slugify, validate_id
+from .._write import Pending, Target, batch_size, write_records
+from ..report import ImportReport
+
+__all__ = ["Item", "Overrides", "file_time", "import_items", "to_utc"]
+
+
+@dataclass
+class Item:
+    """One memory read from a foreign source, before verification."""
+
+    where: str  # file and line, for the report
+    ref: str  # its stable identity in the source (slug, entry id, mem0 id, file name …)
+    content: Any  # must be a non-empty string to be imported
+    created: Any = None  # the original timestamp (ISO text, or epoch seconds); None: the source file's mtime
+    updated: Any = None
+    title: str | None = None
+    kind: str | None = None
+    scope: str | None = None
+    session_id: str | None = None
+    user_id: str | None = None
+    tags: list[str] = field(default_factory=list)
+    memory_key: str | None = None
+    expires: Any = None
+    importance: float | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    id: str | None = None  # keep this id when it is a valid one (sources with ids like ours)
+    source: str | None = None  # keep this source when it is one of ours
+
+
+@dataclass(frozen=True, slots=True)
+class Overrides:
+    """Ownership an application imposes on a whole import (e.g. "these memories belong to user alice")."""
+
+    user_id: str | None = None
+    session_id: str | None = None
+
+
+def to_utc(value: Any) -> str | None:
+    """An ISO date/datetime or epoch seconds as our UTC text; None if absent; InvalidInputError if unreadable."""
+    if value is None or value == "":
+        return None
+    try:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            when = dt.datetime.fromtimestamp(float(value) / (1000 if value > 1e11 else 1), dt.UTC)
+        elif isinstance(value, dt.datetime):
+            when = value
+        elif isinstance(value, dt.date):
+            when = dt.datetime(value.year, value.month, value.day)
+        else:
+            when = dt.datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=dt.UTC)
+        return utc_text(when)
+    except (ValueError, OverflowError, OSError):
+        raise InvalidInputError(f"not a date or time: {value!r}") from None
+
+
+def file_time(path: Path) -> str:
+    return utc_text(dt.datetime.fromtimestamp(os.stat(path).st_mtime, dt.UTC))
+
+
+def _record_of(item: Item, fmt: str, fallback_time: str, over: Overrides, report: ImportReport) -> Pending | None:
+    if item.content is not None and not isinstance(item.content, str):
+        report.skip(item.where, "invalid", f"the text must be a string, not {type(item.content).__name__}")
+        return None
+    if not item.content or not item.content.strip():
+        report.skip(item.where, "empty", "no text to remember")
+        return None
+    try:
+        created = to_utc(item.created) or fallback_time
+        updated = to_utc(item.updated) or created
+        expires = to_utc(item.expires)
+        if expires is not None and expires <= utc_text(dt.datetime.now(dt.UTC)):
+            report.skip(item.where, "expired", f"expired at {expires}; an expired memory is never visible")
+            return None
+        session_id = over.session_id or item.session_id
+        user_id = over.user_id or item.user_id
+        scope = None if (over.user_id or over.session_id) else item.scope
+        metadata = {**item.metadata, "import": {"format": fmt, "ref": item.ref}}
+        draft = MemoryDraft(item.content, item.title, item.kind, scope, session_id, user_id, tuple(item.tags),
+                            item.memory_key, "skip", None, item.importance, metadata)
+        rec, redactions = prepare_draft(draft, "import")
+    except InvalidInputError as exc:
+        report.skip(item.where, "invalid", str(exc))
+        return None
+    rid = None
+    if item.id:
+        try:
+            rid = validate_id(item.id)
+        except InvalidInputError:
+            rid = None
+    if rid is None:
+        digest = hashlib.sha256(f"{fmt}\0{item.ref}\0{item.content}".encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        rid = f"{created[:10]}-{slugify(rec.memory_key or rec.title)}-{digest}"
+    source = item.source if item.source in SOURCES else rec.source
+    return item.where, rec.replace(id=rid, created=created, updated=max(updated, created), expires=expires,
+                                   source=source), redactions
+
+
+def import_items(target: Target, items: Iterable[Item], report: ImportReport, *, fmt: str, fallback_time: str,
+                 overrides: Overrides = Overrides()) -> ImportReport:
+    """Verify ``items`` and write the new ones (in batches), reporting each one not written."""
+    batch: list[Pending] = []
+    size = batch_size(target)
+    for item in items:
+        pending = _record_of(item, fmt, fallback_time, overrides, report)
+        if pending is not None:
+            batch.append(pending)
+        if len(batch) >= size:
+            write_records(target, batch, report, dedupe=True)
+            batch.clear()
+    write_records(target, batch, report, dedupe=True)
+    return report
+
+
+def as_tags(value: Any) -> list[str]:
+    """Tags given as a list or a comma-separated string."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [t.strip() for t in value.split(",") if t.strip()]
+    if isinstance(value, (list, tuple)):
+        return [str(t).strip() for t in value if str(t).strip()]
+    raise InvalidInputError("tags must be a list or a comma-separated string")
+
+
+def str_or_none(value: Any) -> str | None:
+    return None if value is None or value == "" else str(value)
+
+
+def mapping(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, Mapping) else {}

@@ -1,0 +1,52 @@
+"""The Alfred Python memory: ``memories.jsonl`` lines with ``timestamp``, ``role``, ``content``, ``importance``,
+``tags`` (a list or a comma-separated string), optional ``session_id`` and ``entry_id``, and an ``embedding``.
+
+Embeddings are dropped (their model is not ours; the report counts them). ``role`` is kept as ``metadata.role``.
+Alfred's ``session_id`` links a curated memory to the conversation it came from, so it is kept as
+``metadata.source_session_id`` and the record stays ``project``-scoped: scoping it to a session that will never
+come back would hide it. Pass ``user_id=`` to import the file as one person's memories.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..report import ImportReport
+from ._common import Item, as_tags, str_or_none
+
+
+def file_of(path: Path) -> Path:
+    for cand in (path, path / "memories.jsonl", path / "memory" / "memories.jsonl", path / "data" / "memory" / "memories.jsonl"):
+        if cand.is_file():
+            return cand
+    return path
+
+
+def read(path: Path, report: ImportReport) -> Iterator[Item]:
+    with open(file_of(path), encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            where = f"line {n}"
+            try:
+                data = json.loads(line)
+                if not isinstance(data, dict):
+                    raise ValueError("a line must be a JSON object")
+                tags = as_tags(data.get("tags"))
+            except (ValueError, RecursionError) as exc:
+                report.skip(where, "invalid", " ".join(str(exc).split())[:200])
+                continue
+            if data.get("embedding") is not None:
+                report.drop("embedding")
+            content = data.get("content")
+            meta = {k: v for k, v in (("role", data.get("role")), ("source_session_id", str_or_none(data.get("session_id"))),
+                                      ("alfred_entry_id", str_or_none(data.get("entry_id")))) if v is not None}
+            ref = str_or_none(data.get("entry_id")) or hashlib.sha256(
+                f"{data.get('timestamp')}\0{content}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
+            importance = data.get("importance")
+            yield Item(where=where, ref=ref, content=content,
+                       created=data.get("timestamp"), scope="project", tags=tags, importance=importance,
+                       metadata=meta)

@@ -1,0 +1,64 @@
+"""cuylabs filesystem memory: ``records/*.md`` with JSON (or YAML) frontmatter — and our own Markdown export tree.
+
+``id``, ``title``, ``kind``, ``scope``, ``tags`` and ``metadata`` are read as written; camelCase metadata
+(``sessionId``, ``userId``, ``memoryKey``, ``createdAt``, ``updatedAt``) becomes our fields. The file's own id is
+kept when it is a valid one. A record without a timestamp gets its file's modification time.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ...errors import InvalidInputError
+from ...records import parse_record
+from ..report import ImportReport
+from ._common import Item, file_time
+
+_TIMES = {"createdAt": "created", "updatedAt": "updated", "created_at": "created", "updated_at": "updated"}
+
+
+def files_of(path: Path) -> list[Path]:
+    if path.is_file():
+        return [path]
+    base = path / "records" if (path / "records").is_dir() else path
+    return sorted(p for p in base.rglob("*.md") if p.name != "README.md" and not p.name.startswith("."))
+
+
+def _header_id(text: str) -> str | None:
+    if not text.startswith("---"):
+        return None
+    head = text[3:].lstrip()
+    if head.startswith("{"):
+        end = text.find("\n---", 3)
+        try:
+            data = json.loads(text[3:end] if end > 0 else "")
+        except ValueError:
+            return None
+        value = data.get("id") if isinstance(data, dict) else None
+        return value if isinstance(value, str) else None
+    return None
+
+
+def read(path: Path, report: ImportReport) -> Iterator[Item]:
+    base = path.parent if path.is_file() else path
+    for file in files_of(path):
+        where = str(file.relative_to(base))
+        if file.is_symlink() or not file.is_file():
+            continue
+        try:
+            text = file.read_text(encoding="utf-8")
+            mtime = file_time(file)
+            rec = parse_record(text, file.stem, mtime_iso=mtime)
+        except (OSError, UnicodeDecodeError, InvalidInputError) as exc:
+            report.skip(where, "invalid", " ".join(str(exc).split())[:200])
+            continue
+        meta: dict[str, Any] = dict(rec.metadata)
+        times = {ours: meta.pop(theirs) for theirs, ours in _TIMES.items() if theirs in meta}
+        yield Item(where=where, ref=f"{rec.id}", content=rec.content, created=times.get("created") or rec.created,
+                   updated=times.get("updated") or rec.updated, title=rec.title, kind=rec.kind, scope=rec.scope.value,
+                   session_id=rec.session_id, user_id=rec.user_id, tags=list(rec.tags), memory_key=rec.memory_key,
+                   expires=rec.expires, importance=rec.importance, metadata=meta, id=_header_id(text) or rec.id,
+                   source=rec.source)
