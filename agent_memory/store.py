@@ -85,7 +85,7 @@ class MemoryStore:
         _reads.check_options(engine=engine, tokenizer=tokenizer, stop_words=stop_words, snippet_lines=snippet_lines,
                              snippet_chars=snippet_chars, context_of=context_of)
         ensure_dir(self.root, allow_symlink=True)  # the root may be a link the user made; nothing inside it
-        ensure_dir(self.records_dir)
+        ensure_dir(self.records_dir, allow_symlink=True)  # a symlinked records/ is refused by every read and named by doctor
         self.lock = RootLock(self.root / ".lock", timeout_s=lock_timeout_s)
         index_kw: dict[str, Any] = {"rescan_interval": rescan_interval, "context_of": with_cjk_context(context_of),
                                     "read_only": read_only}

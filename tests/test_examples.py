@@ -129,8 +129,8 @@ def test_multi_user_server_shape(tmp_path):
     ada, bob = out.split("bob: ", 1)
     assert "mentions: peanuts, Porto" in ada and "shellfish" not in ada and "Oslo" not in ada
     assert "mentions: shellfish, Oslo" in bob.split("ada's records")[0]
-    assert "ada's records: ['The user is allergic to peanuts.', 'User lives in Porto.']" in out
-    assert "bob's records: ['The user is allergic to shellfish.', 'User lives in Oslo.']" in out
+    assert "ada's records: ['User is allergic to peanuts.', 'User lives in Porto.']" in out
+    assert "bob's records: ['User is allergic to shellfish.', 'User lives in Oslo.']" in out
 
 
 def _hooks_snippet_order(text: str) -> None:

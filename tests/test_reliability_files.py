@@ -187,8 +187,13 @@ def test_expiry_with_an_offset_is_compared_as_one_utc_instant(tmp_path: Path, of
     # as text, the local form sorts on the wrong side of "now" in UTC: expired-but-looks-live and vice versa
     expired = (now - dt.timedelta(hours=1)).astimezone(tz).isoformat()
     live = (now + dt.timedelta(hours=1)).astimezone(tz).isoformat()
-    gone = store.remember("expired koala walnut", expires=expired)
+    gone = store.remember("expired koala walnut", expires=live)  # a past expiry is refused on write, so the
+    path = Path(gone.path)                                        # expired one comes from a hand edit
+    text = path.read_text(encoding="utf-8")
+    path.write_text(re.sub(r"(?m)^expires: .*$", f"expires: '{expired}'", text), encoding="utf-8")
     kept = store.remember("live koala chestnut", expires=live)
+    store.close()
+    store = _store(tmp_path / "mem")  # a fresh open scans every file (the hand edit included)
     ids = {h.id for h in store.search("koala walnut chestnut").hits}
     assert ids == {kept.id}
     assert [r.id for r in store.list()] == [kept.id] and store.count() == 1
@@ -421,7 +426,9 @@ def test_symlinked_records_or_archive_directory_is_refused(tmp_path: Path, folde
     (outside / "planted.md").write_text(f"{SECRET} koala\n")
     root = tmp_path / "mem"
     store = _store(root)
-    store.remember("koala inside", expires="2000-01-01T00:00:00Z" if folder == "archive" else None)
+    soon = (dt.datetime.now(dt.UTC) + dt.timedelta(seconds=1)).isoformat()  # a past expiry is refused on write
+    store.remember("koala inside", expires=soon if folder == "archive" else None)
+    time.sleep(1.2 if folder == "archive" else 0)
     if folder == "records":
         for p in store.records_dir.iterdir():
             shutil.move(str(p), outside / p.name)

@@ -216,7 +216,7 @@ def test_strict_visibility_closes_the_ranking_oracle(tmp_path: Path, reliability
     def ranked(root: Path, bob: bool, strict: bool) -> list[tuple[str, float]]:
         store = MemoryStore(root, durable=False, strict_visibility=strict)
         drafts = [MemoryDraft(f"guess {g}", scope="user", user_id="ada") for g in guesses]
-        store.remember_many(drafts + ([MemoryDraft("my PIN is 4821", scope="user", user_id="bob")] if bob else []))
+        store.remember_many(drafts + ([MemoryDraft("my locker number is 4821", scope="user", user_id="bob")] if bob else []))
         hits = store.search(" ".join(guesses), user_id="ada", limit=len(guesses)).hits
         return [(h.snippet, h.score) for h in hits]
 

@@ -23,7 +23,7 @@ def build(root: Path, *, with_bob: bool, strict: bool) -> MemoryStore:
     store = MemoryStore(root, durable=False, strict_visibility=strict)
     drafts = [MemoryDraft(f"guess {g}", scope="user", user_id="ada", title="guess") for g in GUESSES]
     if with_bob:
-        drafts.append(MemoryDraft(f"My bank PIN is {PIN}", scope="user", user_id="bob"))
+        drafts.append(MemoryDraft(f"My locker number is {PIN}", scope="user", user_id="bob"))  # a bare PIN is redacted
     store.remember_many(drafts)
     return store
 

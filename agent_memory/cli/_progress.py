@@ -49,9 +49,12 @@ class Progress:
             self._bar.refresh()
 
     def __call__(self, n: int = 1) -> None:
+        first = self.done == 0
         self.done += n
         if self._bar is not None:
             self._bar.update(n)
+            if first:  # the first step is drawn at once (tqdm would wait out its mininterval)
+                self._bar.refresh()
 
     def close(self) -> None:
         if self._bar is not None:
