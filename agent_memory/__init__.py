@@ -52,6 +52,9 @@ _EXPORTS = {
     "MemoryContext": "hooks",
     "MemoryCapability": "integrations.pydantic_ai",
     "MemoryToolHandler": "integrations.anthropic",
+    "export_records": "portable",
+    "import_file": "portable",
+    "ImportReport": "portable",
     "OfflineModel": "models.offline",
     "LiteLLMModel": "models.litellm",
     "memory_toolset": "tools",
@@ -78,6 +81,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .integrations.anthropic import MemoryToolHandler
     from .integrations.pydantic_ai import MemoryCapability
     from .models.litellm import LiteLLMModel
+    from .portable import ImportReport, export_records, import_file
     from .models.offline import OfflineModel
     from .profiles import Profile, WorkerProfile, load_profile
     from .provider import MemoryProvider, PendingCaptureWarning

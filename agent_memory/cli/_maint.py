@@ -14,6 +14,7 @@ from typing import IO, Any
 
 from ..errors import InvalidInputError
 from . import _progress
+from . import export as _export
 from ._base import UsageError, emit, note, positive
 from ._errors import Interrupted
 from ._target import StoreTarget, check_url, is_url, open_target, open_url, prepare_root
@@ -59,6 +60,7 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
                    help=f"records per lock, transaction and fsync pass (default {DEFAULT_BATCH})")
     p.add_argument("--skip-invalid", action="store_true",
                    help="skip bad lines (reported with their line numbers) instead of stopping at the first")
+    _export.add_import_format(p)
 
     add("reindex", "Rebuild the index from the record files (files are the truth).", [
         "agent-memory reindex", "agent-memory --root ./mem reindex --json"])
@@ -122,7 +124,9 @@ def _chunks(items: list[Any], batch: int) -> Iterable[tuple[int, list[Any]]]:
         start += size
 
 
-def cmd_import(args: argparse.Namespace) -> None:
+def cmd_import(args: argparse.Namespace) -> int | None:
+    if _export.wants_portable(args):  # our export, or another memory's files (docs/export.md)
+        return _export.cmd_import_format(args)
     where = "<stdin>" if args.file == "-" else args.file
     errors: list[tuple[int, str]] = []
     drafts, lines = [], []
@@ -164,6 +168,7 @@ def cmd_import(args: argparse.Namespace) -> None:
     emit(args, doc, lambda: f"imported {len(results)} records in {elapsed:.2f}s ({doc['rate_per_s']}/s): "
          + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
          + "".join(f"\n  skipped {where} line {n}: {m}" for n, m in errors))
+    return None
 
 
 # -- maintenance --------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ def _dumps(doc: Any) -> str:
 
 def _target(root: str, *, create: bool) -> Any:
     if "://" in root:
-        from ..backend import open_backend
+        from ..backends import open_backend
 
         return open_backend(root)
     path = Path(root)
