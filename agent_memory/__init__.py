@@ -81,8 +81,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .integrations.anthropic import MemoryToolHandler
     from .integrations.pydantic_ai import MemoryCapability
     from .models.litellm import LiteLLMModel
-    from .portable import ImportReport, export_records, import_file
     from .models.offline import OfflineModel
+    from .portable import ImportReport, export_records, import_file
     from .profiles import Profile, WorkerProfile, load_profile
     from .provider import MemoryProvider, PendingCaptureWarning
     from .records import MemoryRecord, RecordParseError, Scope
