@@ -23,7 +23,7 @@ from .fusion import Pipeline, QueryContext, default_pipeline, index_confidence
 from .index import scope_filter_sql
 from .search import Fts5Engine, SearchHit, SearchRequest, SearchResult, date_filter_sql
 from .store import MemoryStore, _date_filters, _kinds, _scopes
-from .vectors import VectorCache, visible_hashes
+from .vectors import VectorCache, visible_for_hashes, visible_hashes
 
 __all__ = ["hybrid_search", "Mode", "MODES"]
 
@@ -62,6 +62,24 @@ def _dense_hits(store: MemoryStore, ids: Sequence[str]) -> dict[str, SearchHit]:
     return out
 
 
+def _dense(store: MemoryStore, cache: VectorCache, model: str, q: npt.NDArray[np.float32], pool: int,
+           session_id: str | None, user_id: str | None, where: str, params: dict[str, Any]) -> tuple[list[tuple[str, float]], str]:
+    """The ``pool`` nearest records this caller may see.
+
+    Visibility is checked on a margin of the nearest vectors first (one indexed lookup); when too few of
+    them are visible, the whole visible map is built and searched, so the answer is always exactly the
+    nearest ``pool`` among visible records.
+    """
+    margin = 2 * pool + 50
+    near = cache.nearest(model, q, margin)
+    allowed = visible_for_hashes(store.index, [h for h, _ in near], session_id=session_id, user_id=user_id,
+                                 where=where, params=params)
+    if len(allowed) >= pool or len(near) < margin:
+        return cache.search(model, q, allowed, limit=pool), f"checked on the nearest {len(near)}"
+    allowed = visible_hashes(store.index, session_id=session_id, user_id=user_id, where=where, params=params)
+    return cache.search(model, q, allowed, limit=pool), f"full visible map ({len(allowed)})"
+
+
 def hybrid_search(store: MemoryStore, cache: VectorCache, embedder: Embedder | None, query: str, *,
                   mode: Mode = "hybrid", limit: int = 10, session_id: str | None = None, user_id: str | None = None,
                   pipeline: Pipeline | None = None, pool: int = 100, query_vector: npt.NDArray[np.float32] | None = None,
@@ -80,15 +98,14 @@ def hybrid_search(store: MemoryStore, cache: VectorCache, embedder: Embedder | N
     try:
         q = query_vector if query_vector is not None else embedder.embed([query])[0]
         where, params = _filters(store, **filters)
-        allowed = visible_hashes(store.index, session_id=session_id, user_id=user_id, where=where, params=params)
-        dense = cache.search(embedder.name, q, allowed, limit=pool)
+        dense, visible = _dense(store, cache, embedder.name, q, pool, session_id, user_id, where, params)
     except EmbeddingError as exc:  # fail open: lexical results, flagged
         if steps is not None:
             steps.append({"stage": "dense", "error": str(exc), "fallback": "lexical"})
         lexical.hits = lexical.hits[:limit]
         return lexical
     if steps is not None:
-        steps.append({"stage": "dense", "model": embedder.name, "visible": len(allowed), "found": len(dense),
+        steps.append({"stage": "dense", "model": embedder.name, "visibility": visible, "found": len(dense),
                       "top": [{"id": r, "cosine": round(s, 4)} for r, s in dense[:10]]})
     by_id = {h.id: h for h in lexical.hits}
     lex_pairs = [] if mode == "dense" else [(h.id, h.score) for h in lexical.hits]

@@ -15,6 +15,7 @@ records per root (see ``docs/meaning.md``); beyond that an ANN index in the Post
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import sqlite3
 import threading
@@ -33,7 +34,7 @@ from .index import Index, live_sql, visibility_sql, visible_params
 
 log = logging.getLogger("agent_memory")
 
-__all__ = ["VectorCache", "BackfillReport", "live_items", "visible_hashes", "VECTORS_FILE"]
+__all__ = ["VectorCache", "BackfillReport", "live_items", "visible_hashes", "visible_for_hashes", "VECTORS_FILE"]
 
 VECTORS_FILE = "vectors.db"
 _SCHEMA = """
@@ -271,6 +272,27 @@ class VectorCache:
             out = [(r, s) for r, s in out if s >= min_score]
         return out
 
+    def nearest(self, model: str, query: npt.NDArray[np.float32], limit: int) -> list[tuple[str, float]]:
+        """The ``limit`` nearest content hashes over the whole cache (no ids: the caller maps hashes to
+        the ids it may see, e.g. with :func:`visible_for_hashes`)."""
+        loaded = self._matrix(model)
+        n = loaded.matrix.shape[0]
+        if n == 0 or limit < 1:
+            return []
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        if q.shape[0] != loaded.matrix.shape[1]:
+            raise EmbeddingError(f"query has dimension {q.shape[0]}, cached vectors have {loaded.matrix.shape[1]}")
+        sims = loaded.matrix @ q
+        k = min(limit, n)
+        top = np.argpartition(-sims, k - 1)[:k] if k < n else np.arange(n)
+        top = top[np.argsort(-sims[top], kind="stable")]
+        hashes = list(loaded.hashes)
+        return [(hashes[j], float(sims[j])) for j in top]
+
+    def size(self, model: str) -> int:
+        """How many vectors of ``model`` are loaded for search."""
+        return int(self._matrix(model).matrix.shape[0])
+
     def memory_bytes(self, model: str) -> int:
         """Bytes held in memory for ``model``'s matrix (after the first search)."""
         loaded = self._loaded.get(model)
@@ -297,3 +319,14 @@ def visible_hashes(index: Index, *, session_id: str | None = None, user_id: str 
     sql = f"SELECT r.id, r.content_hash FROM records r WHERE {visibility_sql('r')}{' AND ' + where if where else ''}"
     rows = index.guarded(lambda c: c.execute(sql, bind).fetchall())
     return {r[0]: r[1] for r in rows if r[1]}
+
+
+def visible_for_hashes(index: Index, hashes: Sequence[str], *, session_id: str | None = None, user_id: str | None = None,
+                       where: str = "", params: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """Like :func:`visible_hashes`, limited to records whose content hash is in ``hashes`` (one indexed lookup)."""
+    if not hashes:
+        return {}
+    bind: dict[str, Any] = {**visible_params(session_id, user_id), **(params or {}), "_hashes": json.dumps(list(hashes))}
+    sql = (f"SELECT r.id, r.content_hash FROM records r WHERE r.content_hash IN (SELECT value FROM json_each(:_hashes))"
+           f" AND {visibility_sql('r')}{' AND ' + where if where else ''}")
+    return {r[0]: r[1] for r in index.guarded(lambda c: c.execute(sql, bind).fetchall())}

@@ -11,7 +11,7 @@ import pytest
 from agent_memory.embeddings import CallableEmbedder
 from agent_memory.errors import InvalidInputError
 from agent_memory.hybrid import hybrid_search
-from agent_memory.store import MemoryStore
+from agent_memory.store import MemoryDraft, MemoryStore
 from agent_memory.vectors import VectorCache, live_items
 
 # a toy "meaning": words map to concepts, so synonyms share a dimension
@@ -83,3 +83,21 @@ def test_hybrid_falls_back_to_lexical_when_the_embedder_fails(tmp_path: Path) ->
     assert res.trace is not None and res.trace[-1]["fallback"] == "lexical"
     with pytest.raises(InvalidInputError):
         hybrid_search(store, VectorCache.for_root(store.root), None, "x", mode="semantic")  # type: ignore[arg-type]
+
+
+def test_dense_side_exact_when_the_nearest_vectors_are_all_hidden(tmp_path: Path) -> None:
+    """Many hidden near-duplicates crowd the nearest margin: the search widens to the full visible map."""
+    store = MemoryStore(tmp_path / "m", durable=False, rescan_interval=None)
+    store.remember_many([MemoryDraft(content=f"automobile purchase number {i}", scope="session", session_id="other")
+                         for i in range(70)], source="import")
+    mine = store.remember("we bought a vehicle", scope="project").id
+    emb = CallableEmbedder(concept_vectors, name="concepts")
+    cache = VectorCache.for_root(store.root)
+    cache.backfill(live_items(store.index), emb)
+    res = hybrid_search(store, cache, emb, "car purchase", mode="dense", session_id="mine", pool=2, trace=True)
+    near = hybrid_search(store, cache, emb, "car purchase", mode="dense", session_id="other", pool=2, trace=True)
+    store.close()
+    assert [h.id for h in res.hits] == [mine]
+    assert res.trace is not None and "full visible map" in next(t for t in res.trace if t["stage"] == "dense")["visibility"]
+    assert near.trace is not None and "nearest" in next(t for t in near.trace if t["stage"] == "dense")["visibility"]
+    assert len(near.hits) == 2 and mine not in [h.id for h in near.hits]
