@@ -82,12 +82,15 @@ def _dense(store: MemoryStore, cache: VectorCache, model: str, q: npt.NDArray[np
 
 def hybrid_search(store: MemoryStore, cache: VectorCache, embedder: Embedder | None, query: str, *,
                   mode: Mode = "hybrid", limit: int = 10, session_id: str | None = None, user_id: str | None = None,
-                  pipeline: Pipeline | None = None, pool: int = 100, query_vector: npt.NDArray[np.float32] | None = None,
+                  pipeline: Pipeline | None = None, pool: int = 100, lexical_pool: int = 100, query_vector: npt.NDArray[np.float32] | None = None,
                   trace: bool = False, now: dt.datetime | None = None, **filters: Any) -> SearchResult:
-    """Search ``store`` lexically, densely or both; ``filters`` are those of :meth:`MemoryStore.search`."""
+    """Search ``store`` lexically, densely or both; ``filters`` are those of :meth:`MemoryStore.search`.
+
+    ``lexical_pool`` lexical and ``pool`` dense candidates enter the fusion; ``query_vector`` skips embedding the query.
+    """
     if mode not in MODES:
         raise InvalidInputError(f"mode must be one of {', '.join(MODES)}")
-    lexical = store.search(query, limit=max(limit, pool) if mode != "lexical" else limit, session_id=session_id,
+    lexical = store.search(query, limit=max(limit, lexical_pool) if mode != "lexical" else limit, session_id=session_id,
                            user_id=user_id, trace=trace, **filters)
     if mode == "lexical" or embedder is None:
         if mode != "lexical" and lexical.trace is not None:

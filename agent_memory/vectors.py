@@ -39,7 +39,7 @@ __all__ = ["VectorCache", "BackfillReport", "live_items", "visible_hashes", "vis
 VECTORS_FILE = "vectors.db"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, hash TEXT NOT NULL, dim INTEGER NOT NULL, vec BLOB NOT NULL,
-                                    PRIMARY KEY (model, hash)) WITHOUT ROWID;
+                                    PRIMARY KEY (model, hash));
 """
 
 
@@ -62,6 +62,7 @@ class BackfillReport:
 @dataclass(slots=True)
 class _Loaded:
     hashes: dict[str, int] = field(default_factory=dict)
+    order: list[str] = field(default_factory=list)
     matrix: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
 
 
@@ -232,7 +233,7 @@ class VectorCache:
         for i, (h, _, blob) in enumerate(rows):
             mat[i] = np.frombuffer(blob, dtype=np.float32)
             hashes[h] = i
-        loaded = _Loaded(hashes=hashes, matrix=mat)
+        loaded = _Loaded(hashes=hashes, order=list(hashes), matrix=mat)
         with self._lock:
             self._loaded[model] = loaded
         return loaded
@@ -286,8 +287,7 @@ class VectorCache:
         k = min(limit, n)
         top = np.argpartition(-sims, k - 1)[:k] if k < n else np.arange(n)
         top = top[np.argsort(-sims[top], kind="stable")]
-        hashes = list(loaded.hashes)
-        return [(hashes[j], float(sims[j])) for j in top]
+        return [(loaded.order[j], float(sims[j])) for j in top]
 
     def size(self, model: str) -> int:
         """How many vectors of ``model`` are loaded for search."""

@@ -56,6 +56,7 @@ DEV = Path(os.environ.get("LOCOMO_DEV", "/work/shared/eval/locomo/locomo-dev.jso
 PARA = Path(os.environ.get("LOCOMO_PARA", "/work/shared/eval/locomo/locomo-dev-paraphrase.json"))
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "paraphrase_pairs.json"
 POOL = int(os.environ.get("MEANING_POOL", "100"))
+LEX_POOL = int(os.environ.get("MEANING_LEX_POOL", "100"))
 
 Ranker = Callable[[list[tuple[str, float]], list[tuple[str, float]], float], list[str]]
 
@@ -104,7 +105,7 @@ def quality_locomo(dev: Path, para: Path, emb: LocalEmbedder, ks: Sequence[int] 
                 qv = emb.embed([str(q.get("question") or "") for q in qa])
                 for i, q in enumerate(qa):
                     text = str(q.get("question") or "")
-                    lex = [(h.id, h.score) for h in store.search(text, limit=POOL).hits]
+                    lex = [(h.id, h.score) for h in store.search(text, limit=LEX_POOL).hits]
                     dense = cache.search(emb.name, qv[i], allowed, limit=POOL)
                     conf = index_confidence(store.index, store.engine, text, [r for r, _ in lex[:5]])  # type: ignore[arg-type]
                     ev = normalize_evidence(q.get("evidence"))
@@ -132,7 +133,7 @@ def quality_fixture(emb: LocalEmbedder) -> dict[str, Any]:
         allowed = visible_hashes(store.index)
         qv = emb.embed([p["question"] for p in pairs])
         for i, p in enumerate(pairs):
-            lex = [(h.id, h.score) for h in store.search(p["question"], limit=POOL).hits]
+            lex = [(h.id, h.score) for h in store.search(p["question"], limit=LEX_POOL).hits]
             dense = cache.search(emb.name, qv[i], allowed, limit=POOL)
             conf = index_confidence(store.index, store.engine, p["question"], [r for r, _ in lex[:5]])  # type: ignore[arg-type]
             for name, rank in ranks.items():
