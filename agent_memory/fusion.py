@@ -171,7 +171,10 @@ class Fuse:
         else:
             lz = dict(zip((r for r, _ in lexical), _z([s for _, s in lexical]), strict=True))
             with_dense = [c for c in cands.values() if c.dense is not None]
-            dz = dict(zip((c.id for c in with_dense), _z([c.dense or 0.0 for c in with_dense]), strict=True))
+            if ctx.dense_mean is not None and ctx.dense_std:
+                dz = {c.id: ((c.dense or 0.0) - ctx.dense_mean) / ctx.dense_std for c in with_dense}
+            else:
+                dz = dict(zip((c.id for c in with_dense), _z([c.dense or 0.0 for c in with_dense]), strict=True))
             lfloor, dfloor = min(lz.values(), default=0.0), min(dz.values(), default=0.0)
             for c in cands.values():
                 c.score = a * lz.get(c.id, lfloor) + (1 - a) * dz.get(c.id, dfloor)

@@ -63,21 +63,30 @@ def _dense_hits(store: MemoryStore, ids: Sequence[str]) -> dict[str, SearchHit]:
 
 
 def _dense(store: MemoryStore, cache: VectorCache, model: str, q: npt.NDArray[np.float32], pool: int,
-           session_id: str | None, user_id: str | None, where: str, params: dict[str, Any]) -> tuple[list[tuple[str, float]], str]:
-    """The ``pool`` nearest records this caller may see.
+           session_id: str | None, user_id: str | None, where: str, params: dict[str, Any],
+           stats: dict[str, float]) -> tuple[list[tuple[str, float]], str]:
+    """The ``pool`` nearest records this caller may see (``stats``: the query's cosine mean and std).
 
     Visibility is checked on a margin of the nearest vectors first (one indexed lookup); when too few of
     them are visible, the whole visible map is built and searched, so the answer is always exactly the
     nearest ``pool`` among visible records.
     """
     margin = 2 * pool + 50
-    near = cache.nearest(model, q, margin)
+    near = cache.nearest(model, q, margin, stats=stats)
     allowed = visible_for_hashes(store.index, [h for h, _ in near], session_id=session_id, user_id=user_id,
                                  where=where, params=params)
     if len(allowed) >= pool or len(near) < margin:
         return cache.search(model, q, allowed, limit=pool), f"checked on the nearest {len(near)}"
     allowed = visible_hashes(store.index, session_id=session_id, user_id=user_id, where=where, params=params)
-    return cache.search(model, q, allowed, limit=pool), f"full visible map ({len(allowed)})"
+    return cache.search(model, q, allowed, limit=pool, stats=stats), f"full visible map ({len(allowed)})"
+
+
+def _hashes_of(store: MemoryStore, ids: Sequence[str]) -> dict[str, str]:
+    if not ids:
+        return {}
+    rows = store.index.guarded(lambda c: c.execute(
+        "SELECT id, content_hash FROM records WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(list(ids)),)).fetchall())
+    return {r[0]: r[1] for r in rows if r[1]}
 
 
 def hybrid_search(store: MemoryStore, cache: VectorCache, embedder: Embedder | None, query: str, *,
@@ -101,7 +110,8 @@ def hybrid_search(store: MemoryStore, cache: VectorCache, embedder: Embedder | N
     try:
         q = query_vector if query_vector is not None else embedder.embed([query])[0]
         where, params = _filters(store, **filters)
-        dense, visible = _dense(store, cache, embedder.name, q, pool, session_id, user_id, where, params)
+        stats: dict[str, float] = {}
+        dense, visible = _dense(store, cache, embedder.name, q, pool, session_id, user_id, where, params, stats)
     except EmbeddingError as exc:  # fail open: lexical results, flagged
         if steps is not None:
             steps.append({"stage": "dense", "error": str(exc), "fallback": "lexical"})
@@ -116,8 +126,12 @@ def hybrid_search(store: MemoryStore, cache: VectorCache, embedder: Embedder | N
     if lex_pairs and isinstance(store.engine, Fts5Engine):
         confidence = index_confidence(store.index, store.engine, query, [r for r, _ in lex_pairs[:5]])
     info = {h.id: {"updated": h.updated} for h in lexical.hits}
-    ranked = (pipeline or default_pipeline()).run(
-        lex_pairs, dense, QueryContext(query=query, confidence=confidence, now=now), info=info, limit=limit, trace=steps)
+    chosen = pipeline or default_pipeline()
+    if chosen.fuse.dense_scores is None:  # cosines for lexical hits the dense top list missed
+        chosen = replace(chosen, fuse=replace(
+            chosen.fuse, dense_scores=lambda ids: cache.scores(embedder.name, q, _hashes_of(store, ids))))
+    ctx = QueryContext(query=query, confidence=confidence, now=now, dense_mean=stats.get("mean"), dense_std=stats.get("std"))
+    ranked = chosen.run(lex_pairs, dense, ctx, info=info, limit=limit, trace=steps)
     extra = _dense_hits(store, [c.id for c in ranked if c.id not in by_id])
     hits = []
     for c in ranked:

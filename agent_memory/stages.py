@@ -41,12 +41,16 @@ class Candidate:
 
 @dataclass(slots=True)
 class QueryContext:
-    """Per-query facts the stages use. ``confidence`` in [0, 1]: how well the lexical top hits cover the query."""
+    """Per-query facts the stages use. ``confidence`` in [0, 1]: how well the lexical top hits cover the query.
+    ``dense_mean``/``dense_std``: the query's cosine distribution over all searchable records (z-score fusion
+    standardises cosines with them; without them, over the dense candidates)."""
 
     query: str = ""
     confidence: float | None = None
     now: dt.datetime | None = None
     query_vector: Vector | None = None
+    dense_mean: float | None = None
+    dense_std: float | None = None
 
 
 class Stage(Protocol):

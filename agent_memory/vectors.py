@@ -239,8 +239,11 @@ class VectorCache:
         return loaded
 
     def search(self, model: str, query: npt.NDArray[np.float32], allowed: Mapping[str, str], *,
-               limit: int = 100, min_score: float | None = None) -> list[tuple[str, float]]:
+               limit: int = 100, min_score: float | None = None, stats: dict[str, float] | None = None,
+               ) -> list[tuple[str, float]]:
         """The ``limit`` ids of ``allowed`` (``{record id: content hash}``) nearest ``query`` by cosine.
+
+        ``stats`` (if given) receives the mean and std of the cosines over all of ``allowed``.
 
         Records without a vector yet are skipped (lexical search still covers them).
         """
@@ -265,6 +268,8 @@ class VectorCache:
             sims = (loaded.matrix @ q)[rows]
         else:
             sims = loaded.matrix[rows] @ q
+        if stats is not None:
+            stats.update(mean=float(sims.mean()), std=float(sims.std()))
         k = min(limit, len(rows))
         top = np.argpartition(-sims, k - 1)[:k] if k < len(rows) else np.arange(len(rows))
         top = top[np.argsort(-sims[top], kind="stable")]
@@ -273,9 +278,10 @@ class VectorCache:
             out = [(r, s) for r, s in out if s >= min_score]
         return out
 
-    def nearest(self, model: str, query: npt.NDArray[np.float32], limit: int) -> list[tuple[str, float]]:
+    def nearest(self, model: str, query: npt.NDArray[np.float32], limit: int,
+                stats: dict[str, float] | None = None) -> list[tuple[str, float]]:
         """The ``limit`` nearest content hashes over the whole cache (no ids: the caller maps hashes to
-        the ids it may see, e.g. with :func:`visible_for_hashes`)."""
+        the ids it may see, e.g. with :func:`visible_for_hashes`). ``stats`` receives the cosines' mean and std."""
         loaded = self._matrix(model)
         n = loaded.matrix.shape[0]
         if n == 0 or limit < 1:
@@ -284,10 +290,22 @@ class VectorCache:
         if q.shape[0] != loaded.matrix.shape[1]:
             raise EmbeddingError(f"query has dimension {q.shape[0]}, cached vectors have {loaded.matrix.shape[1]}")
         sims = loaded.matrix @ q
+        if stats is not None:
+            stats.update(mean=float(sims.mean()), std=float(sims.std()))
         k = min(limit, n)
         top = np.argpartition(-sims, k - 1)[:k] if k < n else np.arange(n)
         top = top[np.argsort(-sims[top], kind="stable")]
         return [(loaded.order[j], float(sims[j])) for j in top]
+
+    def scores(self, model: str, query: npt.NDArray[np.float32], wanted: Mapping[str, str]) -> dict[str, float]:
+        """Cosines of the records in ``wanted`` (``{id: content hash}``) that have a vector."""
+        loaded = self._matrix(model)
+        pairs = [(rid, loaded.hashes[h]) for rid, h in wanted.items() if h in loaded.hashes]
+        if not pairs:
+            return {}
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        sims = loaded.matrix[[row for _, row in pairs]] @ q
+        return {rid: float(s) for (rid, _), s in zip(pairs, sims, strict=True)}
 
     def size(self, model: str) -> int:
         """How many vectors of ``model`` are loaded for search."""

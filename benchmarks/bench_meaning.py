@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -58,22 +59,35 @@ FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "paraphra
 POOL = int(os.environ.get("MEANING_POOL", "100"))
 LEX_POOL = int(os.environ.get("MEANING_LEX_POOL", "100"))
 
-Ranker = Callable[[list[tuple[str, float]], list[tuple[str, float]], float], list[str]]
+Ranker = Callable[[list[tuple[str, float]], list[tuple[str, float]], QueryContext, Callable[[Any], dict[str, float]]], list[str]]
 
 
 def variants() -> dict[str, Ranker]:
     def pipe(fuse: Fuse) -> Ranker:
-        p = Pipeline(fuse)
-        return lambda lex, dense, conf: [c.id for c in p.run(lex, dense, QueryContext(confidence=conf))]
+        def rank(lex: list[tuple[str, float]], dense: list[tuple[str, float]], ctx: QueryContext,
+                 cosines: Callable[[Any], dict[str, float]]) -> list[str]:
+            return [c.id for c in Pipeline(replace(fuse, dense_scores=cosines)).run(lex, dense, ctx)]
+        return rank
 
     return {
-        "lexical": lambda lex, dense, conf: [r for r, _ in lex],
-        "dense": lambda lex, dense, conf: [r for r, _ in dense],
+        "lexical": lambda lex, dense, ctx, cos: [r for r, _ in lex],
+        "dense": lambda lex, dense, ctx, cos: [r for r, _ in dense],
         "rrf60": pipe(Fuse(method="rrf", k=60)),
         "convex_a0.5": pipe(Fuse(method="convex", weight=0.5, weak_weight=0.5)),
         "zscore_a0.6": pipe(Fuse(weight=0.6, weak_weight=0.6)),
         "default": pipe(Fuse()),
     }
+
+
+def _query(store: MemoryStore, cache: VectorCache, emb: LocalEmbedder, allowed: dict[str, str], text: str,
+           qvec: Any) -> tuple[list[tuple[str, float]], list[tuple[str, float]], QueryContext, Callable[[Any], dict[str, float]]]:
+    """Lexical and dense candidates and the query context, exactly as ``hybrid_search`` builds them."""
+    lex = [(h.id, h.score) for h in store.search(text, limit=LEX_POOL).hits]
+    stats: dict[str, float] = {}
+    dense = cache.search(emb.name, qvec, allowed, limit=POOL, stats=stats)
+    conf = index_confidence(store.index, store.engine, text, [r for r, _ in lex[:5]])  # type: ignore[arg-type]
+    ctx = QueryContext(query=text, confidence=conf, dense_mean=stats.get("mean"), dense_std=stats.get("std"))
+    return lex, dense, ctx, lambda ids: cache.scores(emb.name, qvec, {i: allowed[i] for i in ids if i in allowed})
 
 
 def _mean(xs: Sequence[float]) -> float:
@@ -104,13 +118,10 @@ def quality_locomo(dev: Path, para: Path, emb: LocalEmbedder, ks: Sequence[int] 
                 qa = [q for q in sample.get("qa") or [] if isinstance(q, dict)]
                 qv = emb.embed([str(q.get("question") or "") for q in qa])
                 for i, q in enumerate(qa):
-                    text = str(q.get("question") or "")
-                    lex = [(h.id, h.score) for h in store.search(text, limit=LEX_POOL).hits]
-                    dense = cache.search(emb.name, qv[i], allowed, limit=POOL)
-                    conf = index_confidence(store.index, store.engine, text, [r for r, _ in lex[:5]])  # type: ignore[arg-type]
+                    lex, dense, ctx, cosines = _query(store, cache, emb, allowed, str(q.get("question") or ""), qv[i])
                     ev = normalize_evidence(q.get("evidence"))
                     for name, rank in ranks.items():
-                        turns = [turn_of.get(r) for r in rank(lex, dense, conf)]
+                        turns = [turn_of.get(r) for r in rank(lex, dense, ctx, cosines)]
                         for k in ks:
                             scores[which][name][k].append(evidence_recall(ev, turns[:k]))
             cache.close()
@@ -133,11 +144,9 @@ def quality_fixture(emb: LocalEmbedder) -> dict[str, Any]:
         allowed = visible_hashes(store.index)
         qv = emb.embed([p["question"] for p in pairs])
         for i, p in enumerate(pairs):
-            lex = [(h.id, h.score) for h in store.search(p["question"], limit=LEX_POOL).hits]
-            dense = cache.search(emb.name, qv[i], allowed, limit=POOL)
-            conf = index_confidence(store.index, store.engine, p["question"], [r for r, _ in lex[:5]])  # type: ignore[arg-type]
+            lex, dense, ctx, cosines = _query(store, cache, emb, allowed, p["question"], qv[i])
             for name, rank in ranks.items():
-                ranked = rank(lex, dense, conf)
+                ranked = rank(lex, dense, ctx, cosines)
                 for k in (1, 5, 10):
                     got[name][k].append(1.0 if ids[i] in ranked[:k] else 0.0)
         cache.close()
