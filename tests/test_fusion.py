@@ -221,3 +221,19 @@ def test_hybrid_finds_paraphrases_lexical_misses(tmp_path: Path) -> None:
     assert hits["lexical"] / n < 0.2
     assert hits["dense"] / n > 0.6
     assert hits["hybrid"] / n >= 2 * hits["lexical"] / n and hits["hybrid"] >= 0.8 * hits["dense"]
+
+
+def test_zscore_uses_the_query_cosine_distribution_when_given() -> None:
+    """With the cosine mean/std over all records, a lexical-only hit is scored by its own cosine, not the floor."""
+    ctx = QueryContext(confidence=0.9, dense_mean=0.1, dense_std=0.1)
+    fuse = Fuse(dense_scores=lambda ids: {"b": 0.6})
+    out = {c.id: c for c in Pipeline(fuse).run(LEX, DENSE, ctx)}
+    a = fuse.weight
+    assert out["z"].score == pytest.approx(a * min(_lz().values()) + (1 - a) * (0.80 - 0.1) / 0.1)
+    assert out["b"].score == pytest.approx(a * _lz()["b"] + (1 - a) * (0.6 - 0.1) / 0.1)
+    assert out["d"].score == pytest.approx(a * _lz()["d"] + (1 - a) * (0.25 - 0.1) / 0.1)  # floor: lowest cosine z
+
+
+def _lz() -> dict[str, float]:
+    vals = np.array([s for _, s in LEX])
+    return {r: float((s - vals.mean()) / vals.std()) for r, s in LEX}

@@ -171,3 +171,17 @@ def test_writes_do_not_wait_for_embedding(store: MemoryStore) -> None:
     assert cache.search("bow-v1", q, visible_hashes(store.index)) == []  # not embedded yet: dense side is empty
     cache.backfill(live_items(store.index), Counting().emb)
     assert cache.search("bow-v1", q, visible_hashes(store.index))[0][0] == rid
+
+
+def test_scores_and_nearest_stats(tmp_path: Path) -> None:
+    cache = VectorCache(tmp_path / "v.db")
+    mat = np.eye(4, dtype=np.float32)
+    cache.put("m", ["h0", "h1", "h2", "h3"], mat)
+    q = np.array([0.6, 0.8, 0.0, 0.0], dtype=np.float32)
+    assert cache.scores("m", q, {"a": "h1", "b": "h3", "c": "missing"}) == {"a": pytest.approx(0.8), "b": 0.0}
+    stats: dict[str, float] = {}
+    assert [h for h, _ in cache.nearest("m", q, 2, stats=stats)] == ["h1", "h0"]
+    assert stats["mean"] == pytest.approx(0.35) and stats["std"] == pytest.approx(float(np.std([0.6, 0.8, 0, 0])))
+    sub: dict[str, float] = {}
+    cache.search("m", q, {"x": "h0", "y": "h2"}, stats=sub)
+    assert sub["mean"] == pytest.approx(0.3)
