@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
@@ -92,14 +92,17 @@ def _hashes_of(store: MemoryStore, ids: Sequence[str]) -> dict[str, str]:
 def hybrid_search(store: MemoryStore, cache: VectorCache, embedder: Embedder | None, query: str, *,
                   mode: Mode = "hybrid", limit: int = 10, session_id: str | None = None, user_id: str | None = None,
                   pipeline: Pipeline | None = None, pool: int = 100, lexical_pool: int = 100, query_vector: npt.NDArray[np.float32] | None = None,
-                  trace: bool = False, now: dt.datetime | None = None, **filters: Any) -> SearchResult:
+                  trace: bool = False, now: dt.datetime | None = None,
+                  lexical_search: Callable[..., SearchResult] | None = None, **filters: Any) -> SearchResult:
     """Search ``store`` lexically, densely or both; ``filters`` are those of :meth:`MemoryStore.search`.
 
     ``lexical_pool`` lexical and ``pool`` dense candidates enter the fusion; ``query_vector`` skips embedding the query.
+    ``lexical_search`` is the store's lexical path (default ``store.search``; pass the lexical-only method once
+    ``store.search`` itself dispatches on ``mode``, or this would recurse).
     """
     if mode not in MODES:
         raise InvalidInputError(f"mode must be one of {', '.join(MODES)}")
-    lexical = store.search(query, limit=max(limit, lexical_pool) if mode != "lexical" else limit, session_id=session_id,
+    lexical = (lexical_search or store.search)(query, limit=max(limit, lexical_pool) if mode != "lexical" else limit, session_id=session_id,
                            user_id=user_id, trace=trace, **filters)
     if mode == "lexical" or embedder is None:
         if mode != "lexical" and lexical.trace is not None:
