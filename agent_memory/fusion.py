@@ -118,9 +118,9 @@ class Fuse:
     """
 
     method: Literal["zscore", "convex", "rrf"] = "zscore"
-    weight: float = 0.6
+    weight: float = 0.7
     weak_weight: float = 0.2
-    confident_at: float = 0.3
+    confident_at: float = 0.25
     k: int = 60
     name: str = "fuse"
     dense_scores: Callable[[Sequence[str]], Mapping[str, float]] | None = field(default=None, repr=False)

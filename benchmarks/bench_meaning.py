@@ -5,7 +5,7 @@ question as query, evidence recall@5/10/25), plus the hand-written paraphrase fi
 (``tests/fixtures/paraphrase_pairs.json``, recall@1/5/10). Every variant runs through the real
 modules: ``MemoryStore`` for lexical, ``VectorCache`` + ``LocalEmbedder`` for dense, ``fusion`` for the
 fusions. Variants: lexical, dense, RRF(k=60), convex a=0.5, z-score (fixed a=0.6), and the default
-(z-score, a=0.6 when lexical confidence ≥ 0.3 else 0.2).
+(z-score, a=0.7 when lexical confidence ≥ 0.25 else 0.2).
 
 Cost (``--cost``): at N synthetic records (default 100k): ingest rate with embedding deferred, local
 embedding throughput (records/s, measured on a sample), vectors' disk (``vectors.db``) and memory size,
