@@ -1,0 +1,228 @@
+"""The scoring pipeline: lexical + dense candidates → fusion → named stages → ranked ids, with a trace.
+
+Every stage records what entered, what left and how scores changed, so ``--trace`` can show why a
+record ranks where it does. Stages (each configurable, each skippable by leaving it out):
+
+- :class:`Fuse` — lexical/dense fusion: ``zscore`` (default: per-query calibrated scores, the lexical
+  weight raised when lexical search is confident), ``convex`` (max-normalised) or ``rrf`` (k=60);
+- :class:`CosineRerank`, :class:`RecencyBoost`, :class:`TimeDecay` (half-life), :class:`ImportanceWeight`,
+  :class:`LengthNorm`, :class:`MinScore` (hard floor), :class:`MMR` (diversity).
+
+Defaults were chosen by measurement on the LoCoMo dev half and its reworded questions
+(``benchmarks/bench_meaning.py``, figures in ``docs/meaning.md``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+import numpy as np
+
+from .errors import InvalidInputError
+from .index import Index
+from .search import Fts5Engine, term_key, term_matcher
+from .stages import (
+    MMR,
+    Candidate,
+    CosineRerank,
+    ImportanceWeight,
+    LengthNorm,
+    MinScore,
+    QueryContext,
+    RecencyBoost,
+    Stage,
+    TimeDecay,
+    _params,
+)
+
+__all__ = [
+    "Candidate", "QueryContext", "Stage", "Pipeline", "Fuse", "CosineRerank", "RecencyBoost", "TimeDecay",
+    "ImportanceWeight", "LengthNorm", "MinScore", "MMR", "default_pipeline", "lexical_confidence",
+    "index_confidence",
+]
+
+@dataclass(slots=True)
+class Pipeline:
+    """Runs :class:`Fuse` then each stage in order; ``trace`` (if a list) receives one entry per stage."""
+
+    fuse: Fuse
+    stages: Sequence[Stage] = ()
+    show: int = 10
+
+    def run(self, lexical: Sequence[tuple[str, float]], dense: Sequence[tuple[str, float]], ctx: QueryContext | None = None,
+            *, info: Mapping[str, Mapping[str, Any]] | None = None, limit: int | None = None,
+            trace: list[dict[str, Any]] | None = None) -> list[Candidate]:
+        """Rank the union of ``lexical`` and ``dense`` hits (``(id, score)``, best first).
+
+        ``info`` maps an id to candidate fields (``updated``, ``importance``, ``length``, ``vector``).
+        """
+        ctx = ctx or QueryContext()
+        cands = self.fuse.fuse(lexical, dense, ctx)
+        for c in cands:
+            for k, v in (info or {}).get(c.id, {}).items():
+                if k in ("updated", "importance", "length", "vector"):
+                    setattr(c, k, v)
+        if trace is not None:
+            trace.append(self._entry(self.fuse.name, self.fuse.params(), [], cands,
+                                     entered={"lexical": len(lexical), "dense": len(dense)}, ctx=ctx))
+        for stage in self.stages:
+            before = {c.id: c.score for c in cands}
+            out = stage.apply([replace(c) for c in cands], ctx)
+            if trace is not None:
+                trace.append(self._entry(stage.name, stage.params(), cands, out, before=before))
+            cands = out
+        cands.sort(key=lambda c: -c.score)
+        return cands[:limit] if limit is not None else cands
+
+    def _entry(self, name: str, params: dict[str, Any], before_c: list[Candidate], after: list[Candidate], *,
+               before: dict[str, float] | None = None, entered: dict[str, int] | None = None,
+               ctx: QueryContext | None = None) -> dict[str, Any]:
+        kept = {c.id for c in after}
+        ranked = sorted(after, key=lambda c: -c.score)
+        entry: dict[str, Any] = {
+            "stage": name, "params": params,
+            "in": entered if entered is not None else len(before_c), "out": len(after),
+            "dropped": [c.id for c in before_c if c.id not in kept],
+            "top": [{"id": c.id, "score": round(c.score, 4),
+                     **({"before": round(before[c.id], 4)} if before and c.id in before else {}),
+                     **({"lexical": round(c.lexical, 4)} if c.lexical is not None else {}),
+                     **({"dense": round(c.dense, 4)} if c.dense is not None else {})} for c in ranked[:self.show]],
+        }
+        if before is not None:
+            entry["changed"] = sum(1 for c in after if c.id in before and abs(before[c.id] - c.score) > 1e-12)
+        if ctx is not None and ctx.confidence is not None:
+            entry["confidence"] = round(ctx.confidence, 4)
+        return entry
+
+
+def _z(values: Sequence[float]) -> list[float]:
+    if not values:
+        return []
+    arr = np.asarray(values, dtype=np.float64)
+    sd = float(arr.std())
+    return [0.0] * len(values) if sd == 0 else [float(v) for v in (arr - arr.mean()) / sd]
+
+
+@dataclass(slots=True)
+class Fuse:
+    """Lexical/dense fusion.
+
+    ``zscore``: each side's scores standardised within the query; score = a·z(lexical) + (1−a)·z(cosine),
+    a candidate missing from one side getting that side's lowest z. ``a`` is ``weight`` when lexical
+    confidence ≥ ``confident_at`` (or unknown), else ``weak_weight``.
+    ``convex``: a·lexical/max(lexical) + (1−a)·cosine. ``rrf``: Σ 1/(k + rank).
+    ``dense_scores`` (optional) gives cosines for lexical hits the dense top list missed.
+    """
+
+    method: Literal["zscore", "convex", "rrf"] = "zscore"
+    weight: float = 0.7
+    weak_weight: float = 0.2
+    confident_at: float = 0.25
+    k: int = 60
+    name: str = "fuse"
+    dense_scores: Callable[[Sequence[str]], Mapping[str, float]] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.method not in ("zscore", "convex", "rrf"):
+            raise InvalidInputError(f"unknown fusion method {self.method!r}")
+        for v in (self.weight, self.weak_weight, self.confident_at):
+            if not 0.0 <= v <= 1.0:
+                raise InvalidInputError("fusion weights and confident_at must be in [0, 1]")
+        if self.k < 1:
+            raise InvalidInputError("rrf k must be at least 1")
+
+    def params(self) -> dict[str, Any]:
+        return {k: v for k, v in _params(self).items() if k != "dense_scores"}
+
+    def lexical_weight(self, ctx: QueryContext) -> float:
+        if ctx.confidence is None or ctx.confidence >= self.confident_at:
+            return self.weight
+        return self.weak_weight
+
+    def fuse(self, lexical: Sequence[tuple[str, float]], dense: Sequence[tuple[str, float]],
+             ctx: QueryContext) -> list[Candidate]:
+        cands: dict[str, Candidate] = {}
+        for rid, s in lexical:
+            cands.setdefault(rid, Candidate(rid, lexical=float(s)))
+        for rid, s in dense:
+            cands.setdefault(rid, Candidate(rid)).dense = float(s)
+        if self.dense_scores is not None and dense:
+            missing = [c.id for c in cands.values() if c.dense is None]
+            for rid, s in self.dense_scores(missing).items():
+                if rid in cands:
+                    cands[rid].dense = float(s)
+        if not dense:
+            for c in cands.values():
+                c.score = c.lexical or 0.0
+            return sorted(cands.values(), key=lambda c: -c.score)
+        a = self.lexical_weight(ctx)
+        if self.method == "rrf":
+            for r, (rid, _) in enumerate(lexical):
+                cands[rid].score += 1.0 / (self.k + r + 1)
+            for r, (rid, _) in enumerate(dense):
+                cands[rid].score += 1.0 / (self.k + r + 1)
+        elif self.method == "convex":
+            top = max((abs(s) for _, s in lexical), default=0.0) or 1.0
+            for c in cands.values():
+                c.score = a * (c.lexical or 0.0) / top + (1 - a) * (c.dense or 0.0)
+        else:
+            lz = dict(zip((r for r, _ in lexical), _z([s for _, s in lexical]), strict=True))
+            with_dense = [c for c in cands.values() if c.dense is not None]
+            if ctx.dense_mean is not None and ctx.dense_std:
+                dz = {c.id: ((c.dense or 0.0) - ctx.dense_mean) / ctx.dense_std for c in with_dense}
+            else:
+                dz = dict(zip((c.id for c in with_dense), _z([c.dense or 0.0 for c in with_dense]), strict=True))
+            lfloor, dfloor = min(lz.values(), default=0.0), min(dz.values(), default=0.0)
+            for c in cands.values():
+                c.score = a * lz.get(c.id, lfloor) + (1 - a) * dz.get(c.id, dfloor)
+        return sorted(cands.values(), key=lambda c: -c.score)
+
+
+def default_pipeline() -> Pipeline:
+    """The measured default: z-score fusion with a confidence-gated lexical weight, no further stages."""
+    return Pipeline(Fuse())
+
+
+def lexical_confidence(query_terms: Iterable[str], top_texts: Iterable[str], idf: Mapping[str, float] | Callable[[str], float]
+                       ) -> float:
+    """IDF-weighted share of the query's terms found in the best of ``top_texts`` (the lexical top hits).
+
+    ``idf`` maps a :func:`~agent_memory.search.term_key` to its inverse document frequency (or is a function).
+    """
+    keys = {term_key(t) for t in query_terms if t}
+    keys.discard("")
+    if not keys:
+        return 0.0
+    weight = idf if callable(idf) else (lambda k: float(idf.get(k, 1.0)))  # type: ignore[union-attr]
+    w = {k: max(0.0, weight(k)) for k in keys}
+    total = sum(w.values())
+    if total <= 0:
+        return 0.0
+    found = term_matcher(keys)
+    return max((sum(w[k] for k in found(t)) / total for t in top_texts), default=0.0)
+
+
+def index_confidence(index: Index, engine: Fts5Engine, query: str, top_ids: Sequence[str]) -> float:
+    """:func:`lexical_confidence` over the bodies of ``top_ids`` (the lexical top hits, e.g. 5), with
+    IDF ``log((N + 1) / (df + 0.5))`` from the FTS index itself."""
+    terms = engine.terms(query)
+    if not terms or not top_ids:
+        return 0.0
+    rows = index.count()
+    marks = ",".join("?" for _ in top_ids)
+
+    def read(conn: Any) -> tuple[dict[str, int], list[str]]:
+        df = engine.document_frequencies(conn, index, terms, rows)
+        bodies = [r[0] or "" for r in conn.execute(
+            f"SELECT f.body FROM records r JOIN fts f ON f.rowid = r.rowid WHERE r.id IN ({marks})", list(top_ids))]
+        return df, bodies
+
+    df, bodies = index.guarded(read)
+    idf: dict[str, float] = {}
+    for t in terms:
+        k = term_key(t)
+        idf[k] = max(idf.get(k, 0.0), math.log((rows + 1) / (df.get(t, 0) + 0.5)))
+    return lexical_confidence(terms, bodies, idf)

@@ -1,0 +1,228 @@
+"""Embedders: validation and normalisation, litellm against a local OpenAI-compatible server, the local model."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+import pytest
+
+from agent_memory.embeddings import (
+    CallableEmbedder,
+    Embedder,
+    EmbeddingError,
+    LiteLLMEmbedder,
+    LocalEmbedder,
+    as_matrix,
+    local_model_available,
+    make_embedder,
+)
+from agent_memory.errors import InvalidInputError
+
+DIM = 16
+
+
+def hashed_vector(text: str, dim: int = DIM) -> list[float]:
+    """A deterministic bag-of-words vector: texts sharing words get similar vectors."""
+    v = [0.0] * dim
+    for word in text.lower().split():
+        h = int(hashlib.sha256(word.encode()).hexdigest(), 16)
+        v[h % dim] += 1.0 + (h >> 8) % 3
+    return v
+
+
+# -- the plain callable ------------------------------------------------------------------
+def test_callable_embedder_normalises_and_records_name_and_dim() -> None:
+    emb = CallableEmbedder(lambda texts: [hashed_vector(t) for t in texts], name="bow")
+    m = emb.embed(["red apple", "green apple", ""])
+    assert m.dtype == np.float32 and m.shape == (3, DIM)
+    assert np.allclose(np.linalg.norm(m[:2], axis=1), 1.0)
+    assert not m[2].any()  # an all-zero vector stays zero instead of becoming NaN
+    assert emb.dim == DIM and emb.name == "bow"
+    assert isinstance(emb, Embedder)
+
+
+@pytest.mark.parametrize("bad, match", [
+    (lambda texts: [[1.0, 2.0]], "shape"),                       # one vector for two texts
+    (lambda texts: [[float("nan"), 1.0]] * len(texts), "NaN"),
+    (lambda texts: [["x", "y"]] * len(texts), "non-numeric"),
+])
+def test_callable_embedder_rejects_malformed_output(bad: Any, match: str) -> None:
+    with pytest.raises(EmbeddingError, match=match):
+        CallableEmbedder(bad, name="bad").embed(["a", "b"])
+
+
+def test_callable_embedder_wraps_failures_and_checks_input() -> None:
+    def boom(texts: list[str]) -> list[list[float]]:
+        raise RuntimeError("provider down")
+
+    with pytest.raises(EmbeddingError, match="provider down"):
+        CallableEmbedder(boom, name="boom").embed(["x"])
+    emb = CallableEmbedder(lambda t: [[1.0]] * len(t), name="one")
+    with pytest.raises(InvalidInputError):
+        emb.embed("a single string")
+    with pytest.raises(InvalidInputError):
+        emb.embed(["ok", 3])  # type: ignore[list-item]
+    with pytest.raises(InvalidInputError):
+        CallableEmbedder(lambda t: t, name="")
+    fixed = CallableEmbedder(lambda t: [[1.0, 0.0, 0.0]] * len(t), name="fixed", dim=2)
+    with pytest.raises(EmbeddingError, match="dimension 3"):
+        fixed.embed(["x"])
+
+
+async def test_callable_embedder_async_function_and_sync_offloaded() -> None:
+    loop_thread = threading.get_ident()
+    seen: list[int] = []
+
+    async def afn(texts: list[str]) -> list[list[float]]:
+        await asyncio.sleep(0)
+        return [hashed_vector(t) for t in texts]
+
+    def sfn(texts: list[str]) -> list[list[float]]:
+        seen.append(threading.get_ident())
+        return [hashed_vector(t) for t in texts]
+
+    a = await CallableEmbedder(afn, name="a").aembed(["one two", "three"])
+    s = await CallableEmbedder(sfn, name="s").aembed(["one two", "three"])
+    assert np.allclose(a, s)
+    assert seen and seen[0] != loop_thread  # a sync function never runs on the event loop
+
+
+def test_as_matrix_empty_and_make_embedder() -> None:
+    assert as_matrix([], 0, 8).shape == (0, 8)
+    assert make_embedder("none") is None and make_embedder(None) is None
+    assert isinstance(make_embedder("local"), LocalEmbedder)
+    lite = make_embedder("openai/text-embedding-3-small")
+    assert isinstance(lite, LiteLLMEmbedder) and lite.name == "openai/text-embedding-3-small"
+    with pytest.raises(InvalidInputError):
+        make_embedder("  ")
+
+
+# -- litellm against a local OpenAI-compatible server -----------------------------------
+class _Handler(BaseHTTPRequestHandler):
+    calls: list[dict[str, Any]] = []
+    fail = False
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server API
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).calls.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
+        if type(self).fail:
+            self.send_response(500)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(b'{"error": {"message": "boom", "type": "server_error"}}')
+            return
+        inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        data = [{"object": "embedding", "index": i, "embedding": hashed_vector(t)} for i, t in enumerate(inputs)]
+        data.reverse()  # servers may return rows out of order; the index field decides
+        out = json.dumps({"object": "list", "data": data, "model": body["model"],
+                          "usage": {"prompt_tokens": 1, "total_tokens": 1}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture()
+def server() -> Iterator[str]:
+    _Handler.calls = []
+    _Handler.fail = False
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    t = threading.Thread(target=httpd.serve_forever, daemon=True)
+    t.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_litellm_embedder_batches_orders_and_normalises(server: str) -> None:
+    emb = LiteLLMEmbedder("openai/local-embed", api_base=server, api_key="sk-test", batch_size=2)
+    texts = ["alpha beta", "gamma", "alpha beta", "delta epsilon", "zeta"]
+    m = emb.embed(texts)
+    assert m.shape == (5, DIM) and emb.dim == DIM
+    expected = as_matrix([hashed_vector(t) for t in texts], 5)
+    assert np.allclose(m, expected, atol=1e-6)  # rows in input order despite reversed responses
+    assert len(_Handler.calls) == 3  # 2 + 2 + 1
+    assert all(c["path"].endswith("/embeddings") and c["auth"] == "Bearer sk-test" for c in _Handler.calls)
+    assert _Handler.calls[0]["body"]["model"] == "local-embed"
+
+
+async def test_litellm_embedder_async(server: str) -> None:
+    emb = LiteLLMEmbedder("openai/local-embed", api_base=server, api_key="sk-test")
+    m = await emb.aembed(["one", "two three"])
+    assert np.allclose(m, as_matrix([hashed_vector("one"), hashed_vector("two three")], 2), atol=1e-6)
+
+
+def test_litellm_embedder_server_error_is_typed(server: str) -> None:
+    _Handler.fail = True
+    emb = LiteLLMEmbedder("openai/local-embed", api_base=server, api_key="sk-test", num_retries=0, timeout=5)
+    with pytest.raises(EmbeddingError, match="request failed"):
+        emb.embed(["x"])
+
+
+def test_litellm_embedder_rejects_bad_config() -> None:
+    with pytest.raises(InvalidInputError):
+        LiteLLMEmbedder("")
+    with pytest.raises(InvalidInputError):
+        LiteLLMEmbedder("openai/x", batch_size=0)
+
+
+# -- the local model ---------------------------------------------------------------------
+def test_local_embedder_without_model_is_typed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import agent_memory.embeddings as mod
+
+    monkeypatch.setattr(mod, "local_model_available", lambda: False)
+    emb = LocalEmbedder()
+    assert not emb.loaded and emb.dim == 384  # constructing loads nothing
+    with pytest.raises(EmbeddingError, match="not installed"):
+        emb.embed(["car"])
+    assert emb.embed([]).shape == (0, 384)
+
+
+needs_model = pytest.mark.skipif(not local_model_available(), reason="local embedding model not installed")
+
+
+@pytest.fixture(scope="module")
+def local() -> LocalEmbedder:
+    return LocalEmbedder()
+
+
+@needs_model
+def test_local_embedder_offline_without_leaking_env(local: LocalEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "0")
+    fresh = LocalEmbedder()
+    m = fresh.embed(["I bought a new car", "We purchased an automobile", "The soup was too salty"])
+    assert fresh.loaded and m.shape == (3, 384) and m.dtype == np.float32
+    assert "HF_HUB_OFFLINE" not in os.environ and os.environ["TRANSFORMERS_OFFLINE"] == "0"
+    assert float(m[0] @ m[1]) > float(m[0] @ m[2]) + 0.2  # meaning, not shared words
+
+
+@needs_model
+async def test_local_embedder_async_runs_off_the_loop(local: LocalEmbedder) -> None:
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0.001)
+
+    t = asyncio.create_task(ticker())
+    m = await local.aembed(["a sentence to embed"] * 64)
+    t.cancel()
+    assert m.shape == (64, 384)
+    assert ticks > 1  # the loop kept running while the model worked
