@@ -12,18 +12,21 @@ import datetime as dt
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
+from . import _reads
 from .embeddings import Embedder, EmbeddingError
 from .errors import InvalidInputError
 from .fusion import Pipeline, QueryContext, default_pipeline, index_confidence
 from .index import scope_filter_sql
 from .search import Fts5Engine, SearchHit, SearchRequest, SearchResult, date_filter_sql
-from .store import MemoryStore, _date_filters, _kinds, _scopes
 from .vectors import VectorCache, visible_for_hashes, visible_hashes
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .store import MemoryStore
 
 __all__ = ["hybrid_search", "Mode", "MODES"]
 
@@ -33,9 +36,9 @@ MODES: tuple[str, ...] = ("lexical", "dense", "hybrid")
 
 def _filters(store: MemoryStore, **filters: Any) -> tuple[str, dict[str, Any]]:
     """SQL (alias ``r``) for the scope/kind/date filters of a search, as the lexical engine applies them."""
-    dates = _date_filters(created_after=filters.get("created_after"), created_before=filters.get("created_before"),
+    dates = _reads.date_filters(created_after=filters.get("created_after"), created_before=filters.get("created_before"),
                           updated_after=filters.get("updated_after"), updated_before=filters.get("updated_before"))
-    req = SearchRequest(query="", scopes=_scopes(filters.get("scope")), kinds=_kinds(filters.get("kind")),
+    req = SearchRequest(query="", scopes=_reads.scopes_of(filters.get("scope")), kinds=_reads.kinds_of(filters.get("kind")),
                         created_after=dates[0], created_before=dates[1], updated_after=dates[2], updated_before=dates[3])
     params: dict[str, Any] = {}
     sql = scope_filter_sql(req.scopes) + date_filter_sql(req, params)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from . import _history, _keyed, _reads
 from . import maintenance as _maintenance
@@ -36,6 +36,18 @@ from .index import Index, SyncReport, row_to_record, visibility_sql
 from .maintenance import DoctorReport
 from .records import MemoryRecord, Scope, normalize_tags, parse_scope, validate_id
 from .search import Fts5Engine, SearchEngine, SearchRequest, SearchResult
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ._meaning import Meaning
+
+
+def _meaning_mode(mode: str | None, meaning: Any) -> str:
+    if mode is None and meaning is None:
+        return "lexical"  # the common case: no import of the meaning layer at all
+    from ._meaning import resolve_mode
+
+    return resolve_mode(mode, meaning)
+
 
 __all__ = ["DoctorReport", "MemoryDraft", "MemoryStore", "OnExisting", "RememberResult", "Status", "SweepReport", "read_jsonl"]
 
@@ -72,6 +84,7 @@ class MemoryStore:
         context_of: Callable[[MemoryRecord], str] | None = None,
         strict_visibility: bool = False,
         read_only: bool | None = None,
+        embedder: Any = None,
     ) -> None:
         self.root = Path(root).absolute()
         self.records_dir = self.root / "records"
@@ -92,6 +105,11 @@ class MemoryStore:
         if fts_tokenizer:
             index_kw["fts_tokenizer"] = fts_tokenizer
         self.index = Index(self.root, self.lock, **index_kw)
+        self.meaning: Meaning | None = None
+        if embedder is not None and embedder != "none":
+            from ._meaning import Meaning
+
+            self.meaning = Meaning(self, embedder)
         self.index.on_change = self._on_index_change  # a hand edit that drops a row also leaves MEMORY.md
         engine_kw: dict[str, Any] = {"snippet_lines": snippet_lines, "snippet_chars": snippet_chars, "stop_words": stop_words}
         if tokenizer is not None:
@@ -260,11 +278,36 @@ class MemoryStore:
         updated_before: str | None = None,
         trace: bool = False,
         strict_visibility: bool | None = None,
+        mode: str | None = None,
     ) -> SearchResult:
-        """Rank visible records for ``query`` with BM25; ``tags`` are ranking hints, not filters.
+        """Rank visible records for ``query``; ``tags`` are ranking hints, not filters.
 
-        Scores are in (0, 1] (1 = the best hit). ``strict_visibility`` (default: the store's) ranks with
-        statistics of the caller's visible records only (see :mod:`agent_memory.search`)."""
+        ``mode``: ``lexical`` (BM25), ``dense`` or ``hybrid`` (need ``embedder``); default hybrid when the store has
+        an embedder, else lexical. Scores are in (0, 1] (1 = the best hit). ``strict_visibility`` (default: the
+        store's) ranks with statistics of the caller's visible records only (see :mod:`agent_memory.search`)."""
+        resolved = _meaning_mode(mode, self.meaning)
+        if resolved != "lexical" and self.meaning is not None:
+            return self.meaning.search(
+                query, resolved, self._lexical_search, session_id=session_id, user_id=user_id, tags=tags, scope=scope,
+                kind=kind, limit=limit, created_after=created_after, created_before=created_before,
+                updated_after=updated_after, updated_before=updated_before, trace=trace, strict_visibility=strict_visibility)
+        return self._lexical_search(query, session_id=session_id, user_id=user_id, tags=tags, scope=scope, kind=kind,
+                                    limit=limit, created_after=created_after, created_before=created_before,
+                                    updated_after=updated_after, updated_before=updated_before, trace=trace,
+                                    strict_visibility=strict_visibility)
+
+    def embed(self, progress: Any = None) -> Any:
+        """Embed records not embedded yet (vectors are derived: writes never wait for them). Needs ``embedder``."""
+        if self.meaning is None:
+            raise InvalidInputError("this store has no embedder (MemoryStore(embedder='local') or a litellm model id)")
+        return self.meaning.embed(progress)
+
+    def _lexical_search(
+        self, query: str, *, session_id: str | None = None, user_id: str | None = None, tags: Iterable[str] = (),
+        scope: Scope | str | Sequence[Scope | str] | None = None, kind: str | Sequence[str] | None = None, limit: int = 10,
+        created_after: str | None = None, created_before: str | None = None, updated_after: str | None = None,
+        updated_before: str | None = None, trace: bool = False, strict_visibility: bool | None = None,
+    ) -> SearchResult:
         if not isinstance(query, str):
             raise InvalidInputError("query must be a string")
         if not isinstance(limit, int) or not 1 <= limit <= 1000:

@@ -1,0 +1,63 @@
+"""MemoryStore(embedder=…): search modes, derived vectors that never delay a write, scopes on the dense side."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agent_memory import InvalidInputError, MemoryStore
+from agent_memory.embeddings import CallableEmbedder
+
+CONCEPTS = {"car": 0, "automobile": 0, "vehicle": 0, "plant": 1, "water": 1, "garden": 1, "flight": 2, "airport": 2}
+
+
+def concept_vectors(texts: list[str]) -> np.ndarray:
+    """A toy embedder that knows synonyms: each text is the sum of its words' concept axes (plus a small bias)."""
+    out = np.full((len(texts), 4), 0.01, dtype=np.float32)
+    for i, text in enumerate(texts):
+        for word in text.lower().replace(".", " ").split():
+            if word in CONCEPTS:
+                out[i, CONCEPTS[word]] += 1.0
+    return out
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = MemoryStore(tmp_path / "m", durable=False, embedder=CallableEmbedder(concept_vectors, name="toy-concepts"))
+    yield s
+    s.close()
+
+
+def test_hybrid_finds_other_words_lexical_cannot(store):
+    car = store.remember("Ada bought a new car last week.", user_id="ada")
+    store.remember("The office plant needs water on Mondays.")
+    assert store.search("automobile", user_id="ada", mode="lexical").hits == []
+    report = store.embed()
+    assert report.embedded == 2 and report.error is None
+    assert [h.id for h in store.search("automobile", user_id="ada").hits][:1] == [car.id]  # hybrid is the default
+    assert [h.id for h in store.search("automobile", user_id="ada", mode="dense").hits][:1] == [car.id]
+
+
+def test_dense_side_obeys_scopes(store):
+    car = store.remember("Ada bought a new car last week.", user_id="ada")
+    store.embed()
+    for mode in ("dense", "hybrid"):
+        assert car.id not in [h.id for h in store.search("automobile vehicle", user_id="bob", mode=mode).hits]
+
+
+def test_a_write_never_waits_for_vectors_and_stays_searchable_lexically(store):
+    rec = store.remember("Flight to Lisbon leaves from terminal two.")
+    assert [h.id for h in store.search("Lisbon terminal", mode="lexical").hits] == [rec.id]
+    assert [h.id for h in store.search("Lisbon terminal").hits][:1] == [rec.id]  # not embedded yet: lexical still finds it
+    assert store.embed().embedded == 1 and store.embed().embedded == 0  # caught up once, then nothing to do
+
+
+def test_modes_need_an_embedder(tmp_path):
+    plain = MemoryStore(tmp_path / "p", durable=False)
+    with pytest.raises(InvalidInputError, match="needs an embedder"):
+        plain.search("anything", mode="hybrid")
+    with pytest.raises(InvalidInputError, match="mode must be one of"):
+        plain.search("anything", mode="semantic")
+    with pytest.raises(InvalidInputError):
+        plain.embed()
+    assert plain.search("anything").hits == []  # the default stays lexical without an embedder
