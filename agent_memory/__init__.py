@@ -53,6 +53,12 @@ _EXPORTS = {
     "MemoryCapability": "integrations.pydantic_ai",
     "MemoryToolHandler": "integrations.anthropic",
     "export_records": "portable",
+    "Embedder": "embeddings",
+    "LocalEmbedder": "embeddings",
+    "LiteLLMEmbedder": "embeddings",
+    "CallableEmbedder": "embeddings",
+    "make_embedder": "embeddings",
+    "VectorCache": "vectors",
     "import_file": "portable",
     "ImportReport": "portable",
     "OfflineModel": "models.offline",
@@ -66,6 +72,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .backend import Caller, FilesBackend, MemoryBackend
     from .backends import open_backend
     from .core import MemoryBlock
+    from .embeddings import CallableEmbedder, Embedder, LiteLLMEmbedder, LocalEmbedder, make_embedder
     from .errors import (
         AgentMemoryError,
         BackendError,
@@ -90,6 +97,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .store import DoctorReport, MemoryDraft, MemoryStore, RememberResult, SweepReport
     from .tokens import count_tokens
     from .tools import memory_toolset
+    from .vectors import VectorCache
     from .workers.capture import CaptureContext, CaptureResult
     from .workers.recall import RecallResult
 

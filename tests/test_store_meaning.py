@@ -61,3 +61,24 @@ def test_modes_need_an_embedder(tmp_path):
     with pytest.raises(InvalidInputError):
         plain.embed()
     assert plain.search("anything").hits == []  # the default stays lexical without an embedder
+
+
+def test_eval_locomo_search_modes(tmp_path):
+    """`eval locomo --search hybrid` embeds the turns and finds evidence asked for in other words."""
+    import json
+
+    from agent_memory.eval.locomo import evaluate
+
+    sample = {"sample_id": "toy", "conversation": {"session_1": [
+        {"speaker": "Ada", "dia_id": "D1:1", "text": "I finally bought a car yesterday."},
+        {"speaker": "Bo", "dia_id": "D1:2", "text": "Our garden plant needs water daily."},
+        {"speaker": "Ada", "dia_id": "D1:3", "text": "My flight leaves from the airport at noon."}]},
+        "qa": [{"question": "Which automobile news?", "evidence": ["D1:1"], "category": 4}]}
+    path = tmp_path / "toy.json"
+    path.write_text(json.dumps([sample]), encoding="utf-8")
+    embedder = CallableEmbedder(concept_vectors, name="toy-concepts")
+    lexical = evaluate(path, ks=(1,))
+    hybrid = evaluate(path, ks=(1,), search="hybrid", embedder=embedder)
+    assert lexical["overall"]["recall@1"] == 0.0 and hybrid["overall"]["recall@1"] == 1.0
+    with pytest.raises(ValueError):
+        evaluate(path, ks=(1,), search="semantic")

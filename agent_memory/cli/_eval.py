@@ -36,6 +36,10 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
     p.add_argument("--budget", type=positive, metavar="TOKENS",
                    help="also score budgeted recall coverage at this summary budget in tokens (default: off; slower)")
     p.add_argument("--profile", default="offline", help="recall worker profile for --budget (default offline)")
+    p.add_argument("--search", choices=("lexical", "dense", "hybrid"), default="lexical",
+                   help="retrieval mode (default lexical); dense and hybrid embed every turn first")
+    p.add_argument("--embedder", metavar="NAME",
+                   help="for --search dense|hybrid: local (MiniLM, the embeddings extra; the default) or a litellm model id")
     p.add_argument("--limit-conversations", type=positive, metavar="N", help="evaluate only the first N conversations (default: all)")
     return {"eval": cmd_eval}
 
@@ -55,7 +59,8 @@ def cmd_eval(args: argparse.Namespace) -> None:
     if keep is not None and "://" in keep:
         raise InvalidInputError("eval needs a directory for --root (its per-conversation roots), not a URL")
     progress = _progress.Progress("evaluating", None, "question")
-    kwargs: dict[str, Any] = {"ks": ks, "budget": args.budget, "profile": args.profile, "progress": progress, "root": keep}
+    kwargs: dict[str, Any] = {"ks": ks, "budget": args.budget, "profile": args.profile, "progress": progress, "root": keep,
+                              "search": args.search, "embedder": args.embedder}
     if args.limit_conversations:
         kwargs["limit_conversations"] = args.limit_conversations
     try:

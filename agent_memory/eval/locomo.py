@@ -138,6 +138,8 @@ def evaluate(
     store_options: Mapping[str, Any] | None = None,
     transcript_options: Mapping[str, Any] | None = None,
     root: str | os.PathLike[str] | None = None,
+    search: str = "lexical",
+    embedder: Any = None,
 ) -> dict[str, Any]:
     """Evaluate retrieval on a LoCoMo-format file; returns the JSON document described in the module doc.
 
@@ -147,7 +149,16 @@ def evaluate(
     :class:`~agent_memory.store.MemoryStore` and :func:`~agent_memory.transcripts.transcript_drafts`.
     ``root``: keep each conversation's memory root as ``root/<sample_id>/`` (reused when run again: the import
     is idempotent); without it every root is a temporary directory removed after its conversation.
+    ``search``: ``lexical`` (default), ``dense`` or ``hybrid``; the last two embed every turn first with
+    ``embedder`` (``"local"`` by default: MiniLM from the ``embeddings`` extra; or a litellm model id, or an object).
     """
+    if search not in ("lexical", "dense", "hybrid"):
+        raise ValueError(f"search must be lexical, dense or hybrid, not {search!r}")
+    if search != "lexical":
+        from ..embeddings import make_embedder
+
+        embedder = make_embedder(embedder or "local")  # one model for every conversation
+        store_options = {**dict(store_options or {}), "embedder": embedder}
     ks = tuple(sorted({int(k) for k in ks}))
     if not ks or ks[0] < 1 or ks[-1] > 1000:
         raise ValueError("k values must be between 1 and 1000")
@@ -166,13 +177,14 @@ def evaluate(
                 progress(1)
 
         rows.extend(_evaluate_sample(sample, index, ks, budget, profile, tick, store_options or {}, transcript_options or {},
-                                     root))
+                                     root, search))
     return _aggregate(rows, ks, budget, time.perf_counter() - started)
 
 
 def _evaluate_sample(
     sample: Mapping[str, Any], index: int, ks: Sequence[int], budget: int | None, profile: str, tick: Callable[[], None],
     store_options: Mapping[str, Any], transcript_options: Mapping[str, Any], root: str | os.PathLike[str] | None = None,
+    search: str = "lexical",
 ) -> list[tuple[str, dict[str, float]]]:
     from ..provider import MemoryProvider
 
@@ -189,6 +201,8 @@ def _evaluate_sample(
         store = provider.store
         try:
             results = store.remember_many(drafts, source="import")
+            if search != "lexical":
+                store.embed()  # vectors are derived: catch up once, before the questions
             turn_of: dict[str, str] = {}
             text_of: dict[str, str] = {}
             for draft, res in zip(drafts, results, strict=True):
@@ -200,7 +214,7 @@ def _evaluate_sample(
             rows: list[tuple[str, dict[str, float]]] = []
             for q in qa:
                 evidence = normalize_evidence(q.get("evidence"))
-                hits = store.search(str(q.get("question") or ""), limit=ks[-1]).hits
+                hits = store.search(str(q.get("question") or ""), limit=ks[-1], mode=search).hits
                 ranked = [turn_of.get(h.id) for h in hits]
                 scores = {f"recall@{k}": evidence_recall(evidence, ranked[:k]) for k in ks}
                 rows.append((str(q.get("category", "?")), scores))
