@@ -8,7 +8,7 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
+import httpx2 as httpx  # what the mcp SDK brings (no plain httpx without litellm)
 import pytest
 
 from agent_memory.store import MemoryStore
