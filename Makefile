@@ -56,7 +56,7 @@ test-main: $(TEST_STAMP) $(WHEELHOUSE_STAMP)
 	AGENT_MEMORY_WHEELHOUSE=$(WHEELHOUSE) $(BIN)/$(PYTEST)
 
 # Files holding tests marked `litellm` (named, so that other files' optional imports need not exist there).
-LITELLM_TESTS ?= tests/test_litellm_model.py tests/test_profiles.py
+LITELLM_TESTS ?= tests/test_litellm_model.py tests/test_profiles.py tests/test_embeddings.py
 
 test-litellm: $(LITELLM_STAMP)
 	$(LBIN)/$(PYTEST) -m litellm $(LITELLM_TESTS)

@@ -26,6 +26,15 @@ from agent_memory.embeddings import (
 )
 from agent_memory.errors import InvalidInputError
 
+try:
+    import litellm  # noqa: F401
+except ImportError:
+    HAVE_LITELLM = False
+else:
+    HAVE_LITELLM = True
+# the litellm extra cannot share an environment with pydantic-ai's OpenAI model: make test runs these in .venv-litellm
+needs_litellm = [pytest.mark.litellm, pytest.mark.skipif(not HAVE_LITELLM, reason="needs the litellm extra (.venv-litellm)")]
+
 DIM = 16
 
 
@@ -148,6 +157,8 @@ def server() -> Iterator[str]:
         httpd.server_close()
 
 
+@needs_litellm[0]
+@needs_litellm[1]
 def test_litellm_embedder_batches_orders_and_normalises(server: str) -> None:
     emb = LiteLLMEmbedder("openai/local-embed", api_base=server, api_key="sk-test", batch_size=2)
     texts = ["alpha beta", "gamma", "alpha beta", "delta epsilon", "zeta"]
@@ -160,12 +171,16 @@ def test_litellm_embedder_batches_orders_and_normalises(server: str) -> None:
     assert _Handler.calls[0]["body"]["model"] == "local-embed"
 
 
+@needs_litellm[0]
+@needs_litellm[1]
 async def test_litellm_embedder_async(server: str) -> None:
     emb = LiteLLMEmbedder("openai/local-embed", api_base=server, api_key="sk-test")
     m = await emb.aembed(["one", "two three"])
     assert np.allclose(m, as_matrix([hashed_vector("one"), hashed_vector("two three")], 2), atol=1e-6)
 
 
+@needs_litellm[0]
+@needs_litellm[1]
 def test_litellm_embedder_server_error_is_typed(server: str) -> None:
     _Handler.fail = True
     emb = LiteLLMEmbedder("openai/local-embed", api_base=server, api_key="sk-test", num_retries=0, timeout=5)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_memory.errors import InvalidInputError, NotFoundError
+from agent_memory.errors import InvalidInputError, NotFoundError, StorageError
 from agent_memory.records import Scope
 from agent_memory.store import MemoryDraft, MemoryStore, read_jsonl
 
@@ -229,5 +229,7 @@ def test_new_roots_are_private_directories(tmp_path):
     os.symlink(tmp_path / "elsewhere", tmp_path / "linked")
     (tmp_path / "linked-root").mkdir()
     os.symlink(tmp_path / "elsewhere", tmp_path / "linked-root" / "records")
-    with pytest.raises(Exception, match="symlink"):
-        MemoryStore(tmp_path / "linked-root")
+    linked = MemoryStore(tmp_path / "linked-root")  # opens, so that doctor can name the problem …
+    with pytest.raises(StorageError, match="symlink"):  # … but nothing is read through the link
+        linked.search("anything")
+    assert any("symlink" in why for why in linked.doctor().problems.values())
