@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +40,9 @@ def check_strings(**values: Any) -> None:
             raise InvalidInputError(f"{name} is not valid Unicode (lone surrogate)") from None
 
 
+_DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
 def date_filters(**values: str | None) -> list[str | None]:
     """Validate ISO date/datetime filters and normalise them to the stored UTC form (``…Z``)."""
     out: list[str | None] = []
@@ -49,6 +53,11 @@ def date_filters(**values: str | None) -> list[str | None]:
         when = _parse_when(value) if isinstance(value, str) and len(value) <= 64 else None
         if when is None:
             raise InvalidInputError(f"{name} must be an ISO date or datetime (e.g. 2026-11-22 or 2026-11-22T10:00:00Z), not {value!r}")
+        if name.endswith("_before") and _DATE_ONLY.fullmatch(value.strip()):
+            try:  # a day given as an end date includes that whole day
+                when = when + dt.timedelta(days=1)
+            except OverflowError:
+                raise InvalidInputError(f"{name} is out of range: {value!r}") from None
         out.append(utc_text(when))
     return out
 

@@ -137,7 +137,8 @@ def memory_toolset(
     async def memory_remember(content: str, title: str | None = None, kind: str | None = None,
                               scope: Literal["session", "project", "user", "global"] | None = None,
                               tags: list[str] | None = None, memory_key: str | None = None,
-                              on_existing: Literal["append", "replace", "skip"] = "append") -> dict[str, Any]:
+                              on_existing: Literal["append", "replace", "skip"] = "append",
+                              importance: float | None = None, expires: str | None = None) -> dict[str, Any]:
         """Store one durable memory. Exact duplicates are detected and not stored twice.
 
         Args:
@@ -149,11 +150,13 @@ def memory_toolset(
             tags: A few lowercase tags.
             memory_key: Stable key (or an existing record id) of one logical memory to extend or replace.
             on_existing: With memory_key: append to it, replace it, or skip if it exists.
+            importance: How much this matters, from 0 (trivia) to 1 (critical); leave it out if unsure.
+            expires: When this stops being true or useful (ISO date or datetime in the future), if ever.
         """
         try:
             draft = MemoryDraft(content, title=title, kind=kind, scope=scope or write_scope, tags=tuple(tags or ()),
                                 memory_key=memory_key, on_existing=on_existing, session_id=who.session_id,
-                                user_id=who.user_id)
+                                user_id=who.user_id, importance=importance, expires=expires)
             result = await store.remember(draft, source=source)
         except AgentMemoryError as exc:
             raise _retry(exc) from None

@@ -368,3 +368,10 @@ async def test_a_write_without_a_scope_stays_in_the_callers_partition(backend: M
     assert (await backend.get(shared.id, ANYONE)).scope.value == "project"
     bob = Caller(user_id="bob", session_id="chat-2")
     assert {h.id for h in (await backend.search("locker agenda office", bob)).hits} == {shared.id}
+
+
+async def test_a_date_given_as_an_end_includes_that_whole_day(backend: MemoryBackend) -> None:
+    rec = await backend.remember(d("today's note about otters"))
+    day = (await backend.get(rec.id, ANYONE)).created[:10]
+    assert [r.id for r in await backend.list(ANYONE, created_before=day)] == [rec.id]
+    assert await backend.list(ANYONE, created_before=f"{day}T00:00:00Z") == []

@@ -233,3 +233,15 @@ def test_new_roots_are_private_directories(tmp_path):
     with pytest.raises(StorageError, match="symlink"):  # … but nothing is read through the link
         linked.search("anything")
     assert any("symlink" in why for why in linked.doctor().problems.values())
+
+
+def test_a_date_given_as_an_end_includes_that_whole_day(tmp_path):
+    s = MemoryStore(tmp_path / "m", durable=False)
+    rec = s.remember("today's note about otters")
+    day = rec.id[:10]  # ids start with the creation date (UTC)
+    assert [r.id for r in s.list(created_before=day)] == [rec.id]
+    assert [h.id for h in s.search("otters", created_after=day, created_before=day).hits] == [rec.id]
+    assert s.count(updated_before=day) == 1
+    assert s.list(created_before=f"{day}T00:00:00Z") == []  # a datetime end stays exclusive
+    with pytest.raises(InvalidInputError):
+        s.list(created_before="9999-12-31")

@@ -99,3 +99,16 @@ async def test_bad_arguments_come_back_as_retry_messages(provider, tmp_path):
 def test_unknown_tool_names_are_rejected(provider):
     with pytest.raises(ValueError):
         memory_toolset(provider, ("memory_search", "shell"))
+
+
+async def test_remember_tool_takes_importance_and_expires(tmp_path):
+    provider = MemoryProvider(tmp_path / "m")
+    model, seen = script([("memory_remember", {"content": "Quarterly review is on the 9th.", "importance": 0.9,
+                                               "expires": "2999-01-01"}),
+                          ("memory_remember", {"content": "A stale reminder.", "expires": "2001-01-01"})])
+    await Agent(model, toolsets=[memory_toolset(provider.backend, CAPTURE, session_id="s1")]).run("go")
+    first = returns(seen[1][0])[0].content
+    rec = await provider.get(first["id"], session_id="s1")
+    assert rec.importance == 0.9 and rec.expires is not None and rec.expires.startswith("2999-01-01")
+    assert "already expired" in str(seen[2][0])  # a past expiry goes back to the model as a retry, nothing stored
+    provider.close()

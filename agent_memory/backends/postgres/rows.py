@@ -11,6 +11,7 @@ import datetime as dt
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ..._reads import date_filters
 from ...drafts import _parse_when
 from ...errors import InvalidInputError
 from ...index import summary_line
@@ -115,8 +116,9 @@ def filters_sql(params: dict[str, Any], *, tags: Iterable[str] = (), scope: Any 
         if value is None:
             continue
         check_strings(**{name: value})
-        when = _parse_when(value)
-        if when is None:
+        [text] = date_filters(**{name: value})  # the files backend's rules: a day given as an end includes that day
+        when = _parse_when(text or "")
+        if when is None:  # pragma: no cover - date_filters raised already
             raise InvalidInputError(f"{name} must be an ISO date or datetime (e.g. 2026-11-22), not {value!r}")
         params[f"f_{name}"] = when
         sql += f" AND {alias}.{column} {op} %(f_{name})s"
