@@ -8,14 +8,14 @@ The ``tenant IN ('', uid)`` term is implied by the rest; it lets a distributed t
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
-from ..._reads import date_filters
+from ..._reads import date_filters, kinds_of, scopes_of
 from ...drafts import _parse_when
 from ...errors import InvalidInputError
 from ...index import summary_line
-from ...records import MemoryRecord, Scope, normalize_kind, normalize_tags, parse_scope
+from ...records import MemoryRecord, Scope, normalize_tags
 
 COLUMNS = ("tenant", "id", "part", "scope", "session_id", "user_id", "kind", "title", "tags", "tag_text", "memory_key",
            "source", "created", "updated", "expires", "expires_text", "importance", "content_hash", "content", "summary",
@@ -103,11 +103,11 @@ def filters_sql(params: dict[str, Any], *, tags: Iterable[str] = (), scope: Any 
     if unknown:
         raise InvalidInputError(f"unknown filter(s): {', '.join(sorted(unknown))}")
     sql = ""
-    scopes = _scopes(scope)
+    scopes = scopes_of(scope)
     if scopes:
         params["f_scopes"] = [s.value for s in scopes]
         sql += f" AND {alias}.scope = ANY(%(f_scopes)s)"
-    kinds = _kinds(kind)
+    kinds = kinds_of(kind)
     if kinds:
         params["f_kinds"] = list(kinds)
         sql += f" AND {alias}.kind = ANY(%(f_kinds)s)"
@@ -127,19 +127,3 @@ def filters_sql(params: dict[str, Any], *, tags: Iterable[str] = (), scope: Any 
         params["f_tags"] = list(wanted)
         sql += f" AND {alias}.tags @> %(f_tags)s"
     return sql
-
-
-def _scopes(scope: Scope | str | Sequence[Scope | str] | None) -> tuple[Scope, ...]:
-    if scope is None or scope == "":
-        return ()
-    if isinstance(scope, (str, Scope)):
-        return (parse_scope(scope),)
-    return tuple(parse_scope(s) for s in scope)
-
-
-def _kinds(kind: str | Sequence[str] | None) -> tuple[str, ...]:
-    if not kind:
-        return ()
-    if isinstance(kind, str):
-        return (normalize_kind(kind),)
-    return tuple(normalize_kind(k) for k in kind)
