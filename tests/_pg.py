@@ -144,3 +144,47 @@ def pg_url() -> Iterator[str]:
 @pytest.fixture
 def pg_schema() -> str:
     return fresh_schema()
+
+
+class Target:
+    """One fresh store of one backend kind, opened through the public façade: ``MemoryProvider(target, **options)``.
+
+    ``kind`` is ``files`` (a root directory) or ``postgres`` (the server's URL and a fresh schema). Every
+    :meth:`provider` call opens the *same* store anew (as another app server would); the fixture closes them all.
+    """
+
+    def __init__(self, kind: str, target: str, options: dict[str, object]) -> None:
+        self.kind = kind
+        self.target = target
+        self.options = options
+        self.providers: list[object] = []
+
+    def __repr__(self) -> str:
+        return f"Target({self.kind})"
+
+    def provider(self, **kwargs: object):  # type: ignore[no-untyped-def]
+        from agent_memory.provider import MemoryProvider
+
+        made = MemoryProvider(self.target, **{**self.options, **kwargs})  # type: ignore[arg-type]
+        self.providers.append(made)
+        return made
+
+    def backend(self):  # type: ignore[no-untyped-def]
+        """A bare backend on the same store (closed by the caller)."""
+        from agent_memory.backends import open_backend
+
+        return open_backend(self.target, **self.options)  # type: ignore[arg-type]
+
+    async def close(self) -> None:
+        for made in self.providers:
+            await made.aclose()  # type: ignore[attr-defined]
+        self.providers.clear()
+
+
+def make_target(kind: str, tmp_path: Path) -> Target:
+    """A fresh ``files`` root under ``tmp_path`` or a fresh ``postgres`` schema on the session's server."""
+    if kind == "postgres":
+        require_psycopg()
+        return Target(kind, server().url, {"schema": fresh_schema(), "durable": False})
+    root = tmp_path / f"store-{next(_counter)}"
+    return Target(kind, str(root), {"durable": False})

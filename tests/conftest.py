@@ -168,3 +168,22 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     tr = session.config.pluginmanager.get_plugin("terminalreporter")
     if tr is not None:
         tr.write_line(f"reliability report written to {path}")
+
+
+# -- one behavioural suite over every backend (tests/test_contract_*.py) ----------------------------------
+BACKEND_KINDS = ("files", "postgres")
+
+
+@pytest.fixture(params=BACKEND_KINDS)
+async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    """A fresh store of each backend kind (``_pg.Target``): files + SQLite, then PostgreSQL in a fresh schema.
+
+    ``backend.provider(**kw)`` opens it through ``MemoryProvider``; every provider made is closed afterwards.
+    The PostgreSQL case skips without a server, and fails instead under ``AGENT_MEMORY_REQUIRE_PG=1``.
+    A test module that defines its own ``backend`` fixture (test_backend_contract.py) overrides this one.
+    """
+    from _pg import make_target
+
+    target = make_target(request.param, tmp_path)
+    yield target
+    await target.close()

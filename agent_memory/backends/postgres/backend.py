@@ -236,7 +236,8 @@ class PostgresBackend:
         """Rank visible records for ``query``; ``tags`` are ranking hints (as in the files backend)."""
         if not isinstance(query, str):
             raise InvalidInputError("query must be a string")
-        check_strings(query=query)
+        # as in the files backend, a NUL or a lone surrogate in a query only separates words (it cannot be sent)
+        query = query.encode("utf-8", "replace").decode("utf-8").replace("\x00", " ")
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
             raise InvalidInputError("limit must be an integer between 1 and 1000")
         params = self._caller(caller)
