@@ -166,6 +166,8 @@ class Target:
         from agent_memory.provider import MemoryProvider
 
         made = MemoryProvider(self.target, **{**self.options, **kwargs})  # type: ignore[arg-type]
+        kind = type(made.backend).__name__
+        assert kind == {"files": "FilesBackend", "postgres": "PostgresBackend"}[self.kind], kind  # routed by the target
         self.providers.append(made)
         return made
 
