@@ -14,7 +14,6 @@ from pydantic_ai import Agent, ModelRetry
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, RetryPromptPart, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from agent_memory.errors import NotFoundError
 from agent_memory.tools import CAPTURE, FOREGROUND, READ, memory_toolset
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import time
+import weakref
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -21,6 +23,7 @@ from ...errors import BackendError, InvalidInputError
 from .schema import migrate
 
 _PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
+IDLE_CHECK_S = 1.0  # a connection idle longer than this is pinged before use
 
 
 def redact_url(url: str) -> str:
@@ -39,11 +42,23 @@ class Pool:
         self.timeout_s = float(timeout_s)
         self._pool = AsyncConnectionPool(
             url, min_size=min_size, max_size=max_size, open=False, timeout=self.timeout_s,
+            check=self._check, reset=self._returned,
             kwargs={"row_factory": dict_row, "autocommit": True, "prepare_threshold": None},
         )
         self._ready: asyncio.Lock | None = None
+        self._last_used: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
         self._opened = False
         self.version = 0
+
+    async def _returned(self, conn: Any) -> None:
+        self._last_used[conn] = time.monotonic()
+
+    async def _check(self, conn: Any) -> None:
+        """At checkout: ping a connection that sat idle, so one the server dropped (restart, failover, idle
+        timeout) is replaced instead of failing the caller's statement; a hot one costs no round trip."""
+        last = self._last_used.get(conn)
+        if last is None or time.monotonic() - last > IDLE_CHECK_S:
+            await AsyncConnectionPool.check_connection(conn)
 
     async def _open(self) -> None:
         if self._opened:
