@@ -15,7 +15,7 @@ from typing import Any, Literal
 import psycopg
 
 from ...backend import Caller
-from ...drafts import MemoryDraft, RememberResult, prepare_draft
+from ...drafts import MemoryDraft, RememberResult, explicit_fields, prepare_draft
 from ...errors import InvalidInputError, NotFoundError
 from ...index import SyncReport
 from ...records import MemoryRecord, Scope, normalize_tags, parse_scope, validate_id
@@ -28,6 +28,7 @@ from .schema import TEXT_CONFIG, check_schema
 from .search import PgSearch
 from .writes import Writer
 
+Prepared = tuple[MemoryRecord, int, str, frozenset[str]]  # record, redactions, on_existing, fields the draft set
 # MemoryStore options that mean nothing for a database: accepted (a provider passes one option set) and unused
 FILES_ONLY = frozenset({"durable", "rescan_interval", "lock_timeout_s", "memory_md_limit", "fts_tokenizer", "context_of"})
 ENGINE_OPTIONS = frozenset({"tokenizer", "stop_words", "snippet_lines", "snippet_chars"})
@@ -98,7 +99,7 @@ class PostgresBackend:
         chunks = _chunks(drafts, self.batch_size)
         start = 0
 
-        def schedule() -> asyncio.Future[tuple[int, list[tuple[MemoryRecord, int, str]]]] | None:
+        def schedule() -> asyncio.Future[tuple[int, list[Prepared]]] | None:
             nonlocal start
             batch = next(chunks, None)
             if batch is None:
@@ -135,14 +136,14 @@ class PostgresBackend:
         return results
 
     def _prepare_batch(self, batch: builtins.list[MemoryDraft], start: int, source: str, on_error: str,
-                       errors: builtins.list[tuple[int, str]] | None) -> tuple[int, builtins.list[tuple[MemoryRecord, int, str]]]:
-        prepared: builtins.list[tuple[MemoryRecord, int, str]] = []
+                       errors: builtins.list[tuple[int, str]] | None) -> tuple[int, builtins.list[Prepared]]:
+        prepared: builtins.list[Prepared] = []
         for position, draft in enumerate(batch, start):
             try:
                 if not isinstance(draft, MemoryDraft):
                     raise InvalidInputError(f"expected a MemoryDraft, not {type(draft).__name__}")
                 rec, redactions = prepare_draft(draft, source, self.default_scope)
-                prepared.append((rec, redactions, draft.on_existing))
+                prepared.append((rec, redactions, draft.on_existing, explicit_fields(draft)))
             except InvalidInputError as exc:
                 if on_error == "raise":
                     raise
@@ -150,10 +151,10 @@ class PostgresBackend:
                     errors.append((position, str(exc)))
         return len(batch), prepared
 
-    async def _write_batch(self, prepared: builtins.list[tuple[MemoryRecord, int, str]], size: int = 0,
+    async def _write_batch(self, prepared: builtins.list[Prepared], size: int = 0,
                            progress: Callable[[int], None] | None = None) -> builtins.list[RememberResult]:
         """One transaction; retried whole when the server aborts it for a deadlock (every write is idempotent)."""
-        unkeyed = [i for i, (rec, _, _) in enumerate(prepared) if rec.memory_key is None]
+        unkeyed = [i for i, (rec, *_) in enumerate(prepared) if rec.memory_key is None]
         async with self.pool.connection() as conn:
             for attempt in range(5):
                 out: dict[int, RememberResult] = {}
@@ -162,9 +163,9 @@ class PostgresBackend:
                         if len(unkeyed) >= self.copy_threshold:
                             done = await self.writer.copy_unkeyed(conn, [(prepared[i][0], prepared[i][1]) for i in unkeyed])
                             out.update(zip(unkeyed, done, strict=True))
-                        for i, (rec, redactions, mode) in enumerate(prepared):
+                        for i, (rec, redactions, mode, fields) in enumerate(prepared):
                             if i not in out:
-                                out[i] = await self.writer.remember_one(conn, rec, redactions, mode)
+                                out[i] = await self.writer.remember_one(conn, rec, redactions, mode, fields)
                     break
                 except psycopg.errors.TransactionRollback:
                     if attempt == 4:

@@ -15,14 +15,23 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
+from ..._history import POINTER
+from ..._keyed import CAPTURE_SOURCES, _reveals_title
 from ...drafts import RememberResult, Status
 from ...errors import BackendError
-from ...records import MemoryRecord, content_hash, new_id, now_iso
-from .rows import COLUMNS, SELECT, record_params, row_to_record, tenant_part, visibility
+from ...records import MemoryRecord, content_hash, default_title, new_id, now_iso
+from .rows import COLUMNS, SELECT, iso, record_params, row_to_record, tenant_part
 
 _INSERT_COLS = ", ".join(COLUMNS)
 _INSERT_VALS = ", ".join(f"%({c})s" for c in COLUMNS)
 _EXPIRED = "expires IS NOT NULL AND expires <= now()"
+_LIVE = "(expires IS NULL OR expires > now())"
+
+
+def _holds_lines(content: str, text: str) -> bool:
+    """True if ``text`` is already in ``content`` as whole lines ("step 1" is not held by "step 10")."""
+    block, held = text.replace("\r\n", "\n").strip("\n"), content.replace("\r\n", "\n")
+    return f"\n{block}\n" in f"\n{held}\n"
 
 
 def _bind(rec: MemoryRecord) -> dict[str, Any]:
@@ -40,14 +49,24 @@ class Writer:
         self.path_of = path_of
 
     # -- one draft ---------------------------------------------------------------------------
-    async def remember_one(self, conn: Any, rec: MemoryRecord, redactions: int, mode: str) -> RememberResult:
-        """Apply one prepared record in the caller's transaction (retries the decision after a lost race)."""
+    async def remember_one(self, conn: Any, rec: MemoryRecord, redactions: int, mode: str,
+                           fields: frozenset[str] = frozenset()) -> RememberResult:
+        """Apply one prepared record in the caller's transaction (retries the decision after a lost race).
+
+        ``fields`` are the optional fields the draft set (:func:`agent_memory.drafts.explicit_fields`): a keyed
+        replace applies exactly these, as in the files backend.
+        """
         tenant, part = tenant_part(rec)
+        if POINTER in rec.metadata:  # history pointers are the store's to set
+            rec = rec.replace(metadata={k: v for k, v in rec.metadata.items() if k != POINTER})
         for _ in range(8):
             if rec.memory_key is not None:
-                row = await self._find_keyed(conn, rec, tenant, part)
+                row = await self._find_keyed(conn, rec, tenant, part, mode)
                 if row is not None:
-                    return await self._apply_keyed(conn, row, rec, mode, redactions)
+                    return await self._apply_keyed(conn, row, rec, mode, fields, redactions)
+                held = await self._key_held_by_other_writer(conn, rec, tenant, part)
+                if held is not None:  # capture never rewrites a person's or a tool's record (one keyed row a partition)
+                    return RememberResult(held, "skipped", self.path_of(held), redactions)
             cur = await conn.execute(
                 f"SELECT id FROM {self.t} WHERE tenant = %s AND part = %s AND content_hash = %s"
                 " AND (expires IS NULL OR expires > now()) LIMIT 1", (tenant, part, rec.content_hash))
@@ -55,49 +74,80 @@ class Writer:
             if dup is not None:
                 return RememberResult(dup["id"], "duplicate", self.path_of(dup["id"]), redactions)
             await self._archive_where(
-                conn, f"tenant = %(tenant)s AND part = %(part)s AND content_hash = %(h)s AND memory_key IS NULL AND {_EXPIRED}",
-                {"tenant": tenant, "part": part, "h": rec.content_hash}, "expired (replaced by a new write)")
-            fresh = rec.replace(id=new_id(rec.title, rec.created))
+                conn, f"tenant = %(tenant)s AND part = %(part)s AND {_EXPIRED} AND (content_hash = %(h)s AND memory_key IS NULL"
+                      " OR memory_key = %(k)s)",  # an expired keyed record is gone for writes as for reads
+                {"tenant": tenant, "part": part, "h": rec.content_hash, "k": rec.memory_key}, "expired (replaced by a new write)")
+            fresh = rec.replace(id=new_id(rec.memory_key or rec.title, rec.created))
             cur = await conn.execute(
                 f"INSERT INTO {self.t} ({_INSERT_COLS}) VALUES ({_INSERT_VALS}) ON CONFLICT DO NOTHING RETURNING id", _bind(fresh))
             if await cur.fetchone() is not None:
                 return RememberResult(fresh.id, "created", self.path_of(fresh.id), redactions)
         raise BackendError("could not settle a concurrent write after 8 attempts")  # pragma: no cover
 
-    async def _find_keyed(self, conn: Any, rec: MemoryRecord, tenant: str, part: str) -> Any:
-        params: dict[str, Any] = {"id": rec.memory_key, "sid": rec.session_id, "uid": rec.user_id}
-        cur = await conn.execute(f"SELECT {SELECT} FROM {self.t} r WHERE r.id = %(id)s AND {visibility(params)} FOR UPDATE",
-                                 params)
+    async def _find_keyed(self, conn: Any, rec: MemoryRecord, tenant: str, part: str, mode: str) -> Any:
+        """The live record of ``rec``'s own partition that its key names (by id first, then by key), locked."""
+        where = f"tenant = %(tenant)s AND part = %(part)s AND {_LIVE}"
+        if rec.source in CAPTURE_SOURCES and mode != "skip":  # capture extends or corrects only what capture wrote
+            where += " AND source IN ('turn_capture', 'compaction_capture')"
+        params = {"tenant": tenant, "part": part, "k": rec.memory_key}
+        cur = await conn.execute(f"SELECT {SELECT} FROM {self.t} r WHERE id = %(k)s AND {where} FOR UPDATE", params)
         row = await cur.fetchone()
         if row is not None:
             return row
-        cur = await conn.execute(
-            f"SELECT {SELECT} FROM {self.t} WHERE tenant = %s AND part = %s AND memory_key = %s"
-            " ORDER BY updated DESC LIMIT 1 FOR UPDATE", (tenant, part, rec.memory_key))
+        cur = await conn.execute(f"SELECT {SELECT} FROM {self.t} r WHERE memory_key = %(k)s AND {where}"
+                                 " ORDER BY updated DESC, id LIMIT 1 FOR UPDATE", params)
         return await cur.fetchone()
 
-    async def _apply_keyed(self, conn: Any, row: Any, rec: MemoryRecord, mode: str, redactions: int) -> RememberResult:
+    async def _key_held_by_other_writer(self, conn: Any, rec: MemoryRecord, tenant: str, part: str) -> str | None:
+        """For a capture write: the id of a live non-capture record holding its key in its partition, if any."""
+        if rec.source not in CAPTURE_SOURCES:
+            return None
+        cur = await conn.execute(f"SELECT id FROM {self.t} WHERE tenant = %s AND part = %s AND memory_key = %s AND {_LIVE}",
+                                 (tenant, part, rec.memory_key))
+        row = await cur.fetchone()
+        return None if row is None else str(row["id"])
+
+    async def _apply_keyed(self, conn: Any, row: Any, rec: MemoryRecord, mode: str, fields: frozenset[str],
+                           redactions: int) -> RememberResult:
         rid = row["id"]
         path = self.path_of(rid)
         if mode == "skip":
             return RememberResult(rid, "skipped", path, redactions)
         current = row_to_record(row, path)
-        new_text = rec.content.replace("\r\n", "\n").strip()
         status: Status
         if mode == "append":
-            if new_text in current.content.replace("\r\n", "\n"):  # a replayed append never doubles a line
-                return RememberResult(rid, "duplicate", path, redactions)
+            if _holds_lines(current.content, rec.content):
+                return RememberResult(rid, "duplicate", path, redactions)  # a replayed append never doubles a line
             body, status = current.content.rstrip("\n") + "\n" + rec.content.strip("\n"), "appended"
+            tags = tuple(dict.fromkeys(current.tags + rec.tags))
         else:
-            if content_hash(rec.content) == current.content_hash:
-                return RememberResult(rid, "duplicate", path, redactions)
             body, status = rec.content, "replaced"
+            tags = rec.tags if "tags" in fields else current.tags
+        derived = current.title == default_title(current.content)  # a title made from the text follows the text
         updated = current.replace(
-            content=body, content_hash=content_hash(body), updated=now_iso(), tags=tuple(dict.fromkeys(current.tags + rec.tags)),
-            memory_key=current.memory_key or rec.memory_key,
-            title=rec.title if status == "replaced" and rec.title else current.title,
+            content=body, content_hash=content_hash(body), tags=tags,
+            memory_key=current.memory_key or (rec.memory_key if rec.memory_key != rid else None),
+            title=rec.title if "title" in fields else default_title(body) if derived else current.title,
+            kind=rec.kind if "kind" in fields else current.kind,
+            expires=rec.expires if "expires" in fields else current.expires,
+            importance=rec.importance if "importance" in fields else current.importance,
             metadata={**current.metadata, **rec.metadata},
         )
+        if updated.frontmatter() == current.frontmatter() and body == current.content:
+            return RememberResult(rid, "duplicate", path, redactions)  # nothing would change
+        updated = updated.replace(updated=now_iso())
+        if status == "replaced":  # the replaced version is kept whole in the archive, and pointed at
+            cur = await conn.execute(
+                f"INSERT INTO {self.archive} (tenant, id, reason, archived, record) SELECT tenant, id, 'replaced',"
+                f" clock_timestamp(), to_jsonb(r) - 'tsv' FROM {self.t} r WHERE tenant = %s AND id = %s RETURNING archived",
+                (row["tenant"], rid))
+            kept = await cur.fetchone()
+            updated = updated.replace(metadata={**updated.metadata, POINTER: f"archive/{rid}@{iso(kept['archived'])}"})
+            if updated.title != current.title and _reveals_title(current):  # no id keeps the replaced words
+                updated = updated.replace(id=new_id(updated.memory_key or updated.title, updated.created))
+                await conn.execute(f"DELETE FROM {self.t} WHERE tenant = %s AND id = %s", (row["tenant"], rid))
+                await conn.execute(f"INSERT INTO {self.t} ({_INSERT_COLS}) VALUES ({_INSERT_VALS})", _bind(updated))
+                return RememberResult(updated.id, status, self.path_of(updated.id), redactions)
         params = _bind(updated)
         sets = ", ".join(f"{c} = %({c})s" for c in COLUMNS if c not in ("tenant", "id", "part"))
         await conn.execute(f"UPDATE {self.t} SET {sets} WHERE tenant = %(tenant)s AND id = %(id)s", params)
