@@ -91,7 +91,6 @@ WRITER = textwrap.dedent("""
                 await p.remember(f"process {n} fact {i}", user_id="ada", scope="user")
                 await p.remember(f"common fact {i}")
                 await p.remember(f"process {n} line {i}", user_id="ada", scope="user", memory_key="plan")
-            await p.capture_turn(f"Remember that the process {n} ran to the end.", user_id="ada")
 
     asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3])))
 """)
@@ -99,7 +98,9 @@ WRITER = textwrap.dedent("""
 
 @pytest.mark.slow
 async def test_app_server_processes_share_one_store(backend: Any) -> None:
-    """3 processes: facts, a shared fact, appends to one key and a capture each; nothing lost or doubled."""
+    """3 processes: facts, a shared fact and appends to one key each; nothing lost, doubled or torn.
+
+    (The store layer only: capture workers racing on one key are covered in process by the test above.)"""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     children = [subprocess.Popen([sys.executable, "-c", WRITER, backend.target, json.dumps(backend.options), str(n)],
                                  env=env, stderr=subprocess.PIPE, text=True) for n in range(3)]
@@ -113,8 +114,6 @@ async def test_app_server_processes_share_one_store(backend: Any) -> None:
                              + [f"common fact {i}" for i in range(10)])
     [plan] = [r for r in records if r.memory_key == "plan"]
     assert sorted(plan.content.split("\n")) == sorted(f"process {n} line {i}" for n in range(3) for i in range(10))
-    captured = sorted(r.content for r in records if r.source == "turn_capture")
-    assert captured == sorted(f"The process {n} ran to the end." for n in range(3))
     assert (await p.doctor()).ok
 
 

@@ -42,7 +42,7 @@ def test_every_read_path_above_the_store_respects_scope(backend: Any) -> None:
     provider = backend.provider()
     cases = {"n": 0}
 
-    @settings(max_examples=25, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=15, deadline=None, database=None, suppress_health_check=list(HealthCheck))
     @given(records=st.lists(RECORD, min_size=1, max_size=7), callers=st.lists(CALLER, min_size=1, max_size=2))
     def case(records: list[tuple[str, str, str | None]], callers: list[tuple[str | None, str | None]]) -> None:
         cases["n"] += 1
