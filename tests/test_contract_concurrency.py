@@ -141,3 +141,41 @@ async def test_connections_the_server_dropped_are_replaced_not_failed(tmp_path: 
         assert results[-1].status == "created" and await p.count(user_id="ada") == 2
     finally:
         await target.close()
+
+
+async def test_a_client_cut_off_mid_transaction_leaves_nothing_half_written(tmp_path: Path) -> None:
+    """The server ends a client's connection inside a batch (300 copied rows, then a keyed append waiting on a row
+    lock): the caller gets a typed error, no row of the batch exists, and the next write works."""
+    from _pg import make_target
+
+    from agent_memory.drafts import MemoryDraft
+    from agent_memory.errors import BackendError
+
+    target = make_target("postgres", tmp_path)  # skips (or fails under AGENT_MEMORY_REQUIRE_PG=1) without a server
+    import psycopg
+
+    try:
+        p = target.provider()
+        held = await p.remember("first line", memory_key="held")
+        schema = str(target.options["schema"])
+        async with await psycopg.AsyncConnection.connect(target.target, autocommit=True) as admin:
+            async with admin.transaction():
+                await admin.execute(f'SELECT 1 FROM "{schema}".records WHERE id = %s FOR UPDATE', (held.id,))
+                batch = [MemoryDraft(f"bulk row {i}") for i in range(300)] + [MemoryDraft("second line", memory_key="held")]
+                task = asyncio.ensure_future(p.remember_many(batch))
+                for _ in range(300):  # until the batch waits on the lock, inside its transaction
+                    cur = await admin.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+                                              " AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()")
+                    waiting = [row[0] for row in await cur.fetchall()]
+                    if waiting:
+                        break
+                    await asyncio.sleep(0.05)
+                assert len(waiting) == 1
+                await admin.execute("SELECT pg_terminate_backend(%s)", (waiting[0],))
+                with pytest.raises(BackendError):
+                    await asyncio.wait_for(task, 30)
+        assert await p.count() == 1 and (await p.search("bulk row")).hits == []
+        again = await p.remember("third line", memory_key="held")
+        assert again.status == "appended" and (await p.get(held.id)).content == "first line\nthird line"
+    finally:
+        await target.close()
