@@ -144,7 +144,7 @@ def drop_predecessors(store: MemoryStore, conn: Any, rec: MemoryRecord) -> list[
 
 def current_row(conn: Any, row: Any) -> Any:
     """The record that ``row`` was (eventually) superseded by, following ``superseded_by``; ``row`` if current."""
-    seen = set()
+    seen: set[str] = set()
     while row is not None and row["superseded_by"] and row["id"] not in seen and len(seen) < MAX_CHAIN:
         seen.add(row["id"])
         nxt = conn.execute("SELECT * FROM records r WHERE r.id = ?", (row["superseded_by"],)).fetchone()

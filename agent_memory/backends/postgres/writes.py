@@ -19,6 +19,7 @@ from ...drafts import RememberResult, Status
 from ...errors import BackendError
 from ...records import MemoryRecord, content_hash, new_id, now_iso
 from .rows import COLUMNS, SELECT, record_params, row_to_record, tenant_part, visibility
+from .supersede import current_of, keep_version, supersede_one
 
 _INSERT_COLS = ", ".join(COLUMNS)
 _INSERT_VALS = ", ".join(f"%({c})s" for c in COLUMNS)
@@ -43,6 +44,8 @@ class Writer:
     async def remember_one(self, conn: Any, rec: MemoryRecord, redactions: int, mode: str) -> RememberResult:
         """Apply one prepared record in the caller's transaction (retries the decision after a lost race)."""
         tenant, part = tenant_part(rec)
+        if rec.supersedes is not None:
+            return await supersede_one(self, conn, rec, redactions)
         for _ in range(8):
             if rec.memory_key is not None:
                 row = await self._find_keyed(conn, rec, tenant, part)
@@ -50,7 +53,7 @@ class Writer:
                     return await self._apply_keyed(conn, row, rec, mode, redactions)
             cur = await conn.execute(
                 f"SELECT id FROM {self.t} WHERE tenant = %s AND part = %s AND content_hash = %s"
-                " AND (expires IS NULL OR expires > now()) LIMIT 1", (tenant, part, rec.content_hash))
+                " AND (expires IS NULL OR expires > now()) AND superseded_by IS NULL LIMIT 1", (tenant, part, rec.content_hash))
             dup = await cur.fetchone()
             if dup is not None:
                 return RememberResult(dup["id"], "duplicate", self.path_of(dup["id"]), redactions)
@@ -69,10 +72,12 @@ class Writer:
         cur = await conn.execute(f"SELECT {SELECT} FROM {self.t} r WHERE r.id = %(id)s AND {visibility(params)} FOR UPDATE",
                                  params)
         row = await cur.fetchone()
+        if row is not None and row["superseded_by"]:  # a superseded id names the record that superseded it
+            row = await current_of(self, conn, row)
         if row is not None:
             return row
         cur = await conn.execute(
-            f"SELECT {SELECT} FROM {self.t} WHERE tenant = %s AND part = %s AND memory_key = %s"
+            f"SELECT {SELECT} FROM {self.t} WHERE tenant = %s AND part = %s AND memory_key = %s AND superseded_by IS NULL"
             " ORDER BY updated DESC LIMIT 1 FOR UPDATE", (tenant, part, rec.memory_key))
         return await cur.fetchone()
 
@@ -97,7 +102,11 @@ class Writer:
             memory_key=current.memory_key or rec.memory_key,
             title=rec.title if status == "replaced" and rec.title else current.title,
             metadata={**current.metadata, **rec.metadata},
+            **{name: getattr(rec, name) or (None if status == "replaced" else getattr(current, name))
+               for name in ("happened_at", "valid_from", "valid_to")},
         )
+        if status == "replaced":  # a supersession that keeps the id: the replaced state stays as a superseded row
+            updated = await keep_version(self, conn, current, updated)
         params = _bind(updated)
         sets = ", ".join(f"{c} = %({c})s" for c in COLUMNS if c not in ("tenant", "id", "part"))
         await conn.execute(f"UPDATE {self.t} SET {sets} WHERE tenant = %(tenant)s AND id = %(id)s", params)
@@ -136,12 +145,14 @@ class Writer:
         # live rows already holding a content (keyed or not) make the staged copies duplicates
         cur = await conn.execute(
             f"SELECT DISTINCT ON (s.ord) s.ord, r.id FROM {stage} s JOIN {self.t} r ON r.tenant = s.tenant AND r.part = s.part"
-            " AND r.content_hash = s.content_hash AND (r.expires IS NULL OR r.expires > now()) ORDER BY s.ord, r.updated DESC")
+            " AND r.content_hash = s.content_hash AND (r.expires IS NULL OR r.expires > now()) AND r.superseded_by IS NULL"
+            " ORDER BY s.ord, r.updated DESC")
         existing = {row["ord"]: row["id"] for row in await cur.fetchall()}
         cur = await conn.execute(
             f"INSERT INTO {self.t} ({_INSERT_COLS}) SELECT {_INSERT_COLS} FROM {stage} s"
             f" WHERE NOT EXISTS (SELECT 1 FROM {self.t} r WHERE r.tenant = s.tenant AND r.part = s.part"
-            " AND r.content_hash = s.content_hash AND (r.expires IS NULL OR r.expires > now())) ORDER BY s.ord ON CONFLICT DO NOTHING RETURNING id")
+            " AND r.content_hash = s.content_hash AND (r.expires IS NULL OR r.expires > now()) AND r.superseded_by IS NULL)"
+            " ORDER BY s.ord ON CONFLICT DO NOTHING RETURNING id")
         created = {row["id"] for row in await cur.fetchall()}
         by_key: dict[tuple[str, str, str], str] = {}
         out: list[RememberResult] = []
