@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 from _pg import fresh_schema, pg_url  # noqa: F401  (pytest fixture)
-from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
