@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from . import index_sync as _sync
-from ._fs import FILE_MODE, TMP_PREFIX, RootLock, ensure_dir, storage_error, storage_errors
+from ._fs import TMP_PREFIX, RootLock, ensure_dir, storage_error, storage_errors
+from ._index_conn import open_connection
 from .errors import ReadOnlyError, StorageError
 from .index_schema import (  # re-exported: the schema and SQL fragments are imported from here
     _FTS_SECURE_DELETE,
@@ -90,28 +91,7 @@ class Index:
 
     # -- connections -------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
-        for suffix in ("", "-wal", "-shm", "-journal"):  # derived files: a planted symlink is removed, never followed
-            if os.path.islink(f"{self.path}{suffix}"):
-                log.warning("removing symlink %s%s (the index never follows links out of the root)", self.path, suffix)
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(f"{self.path}{suffix}")
-        conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None, check_same_thread=False)
-        conn.row_factory = sqlite3.Row
-        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
-        deadline = time.monotonic() + self.busy_timeout_s
-        while True:  # switching a new file to WAL fails at once (no busy handler) while another connection does it
-            try:
-                conn.execute("PRAGMA journal_mode = WAL")
-                break
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.005)
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed: forgotten text leaves the file
-        with contextlib.suppress(OSError):
-            os.chmod(self.path, FILE_MODE)
-        return conn
+        return open_connection(self.path, self.busy_timeout_s)
 
     def _ident(self) -> tuple[int, int] | None:
         try:
