@@ -211,3 +211,13 @@ async def test_the_main_agent_tool_supersedes_in_the_old_records_partition(tmp_p
 
     with pytest.raises(ModelRetry):
         await bob_tools["memory_supersede"].function(id=out["id"], content="Ada's desk is gone.")
+
+
+def test_sweep_never_archives_a_superseded_record_as_a_duplicate(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path / "m", durable=False)
+    paris = store.remember("Ada lives in Paris.", user_id="ada")
+    berlin = store.supersede(paris.id, MemoryDraft("Ada lives in Berlin.", user_id="ada"))
+    back = store.supersede(berlin.id, MemoryDraft("Ada lives in Paris.", user_id="ada"))  # moved back: same words
+    assert back.status == "superseded" and back.id != paris.id
+    assert store.sweep().duplicates == []
+    assert {r.id for r in store.list(user_id="ada", include_superseded=True)} == {paris.id, berlin.id, back.id}
