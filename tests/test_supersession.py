@@ -221,3 +221,21 @@ def test_sweep_never_archives_a_superseded_record_as_a_duplicate(tmp_path: Path)
     assert back.status == "superseded" and back.id != paris.id
     assert store.sweep().duplicates == []
     assert {r.id for r in store.list(user_id="ada", include_superseded=True)} == {paris.id, berlin.id, back.id}
+
+
+def test_export_and_import_keep_superseded_records_and_their_clocks(tmp_path: Path) -> None:
+    from agent_memory.portable import export_records, import_file
+
+    src = MemoryStore(tmp_path / "src", durable=False)
+    a = src.remember("Ada's team is Payments.", memory_key="user.team", user_id="ada", happened_at="2023-02-01")
+    src.remember("Ada's team is Search.", memory_key="user.team", user_id="ada", on_existing="replace",
+                 valid_from="2023-09-01")
+    dump = tmp_path / "dump.jsonl"
+    assert export_records(src, dump) == 2  # the export holds history too
+    dst = MemoryStore(tmp_path / "dst", durable=False)
+    report = import_file(dst, dump)
+    assert sorted(report.written) == sorted(r.id for r in src.list(user_id="ada", include_superseded=True))
+    assert [r.content for r in dst.list(user_id="ada")] == ["Ada's team is Search."]
+    assert [v.content for v in dst.versions(a.id, user_id="ada")] == ["Ada's team is Payments."]
+    assert dst.versions(a.id, user_id="ada")[0].happened_at == "2023-02-01"
+    assert [r.content for r in dst.list(user_id="ada", as_of="2023-05-01")] == ["Ada's team is Payments."]
