@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _pg import pg_url  # noqa: F401  (pytest fixture)
 from pydantic_ai.messages import ModelRequest, UserPromptPart
 
 from agent_memory.backend import Caller, FilesBackend
@@ -166,3 +167,38 @@ def test_cli_remember_flags_search_list_and_supersede(tmp_path: Path, capsys: An
     code = main(["--root", str(root), "remember", "x y z", "--happened-at", "someday", "--json"])
     err = capsys.readouterr().out
     assert code not in (0, None) and "InvalidInputError" in err
+
+
+# -- PostgreSQL: migration 3 upgrades a schema written before it -------------------------------------------
+async def test_postgres_migration_adds_the_clocks_to_an_older_schema(request: pytest.FixtureRequest) -> None:
+    import psycopg
+    from _pg import fresh_schema
+    from psycopg.rows import dict_row
+
+    from agent_memory.backends import open_backend
+    from agent_memory.backends.postgres.schema import LATEST, migrations
+
+    url = request.getfixturevalue("pg_url")
+    schema = fresh_schema()
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True, row_factory=dict_row) as conn:
+        await conn.execute(f'CREATE SCHEMA "{schema}"')
+        await conn.execute(f'CREATE TABLE "{schema}".schema_version (version integer PRIMARY KEY, description text NOT NULL,'
+                           " applied timestamptz NOT NULL DEFAULT now())")
+        for version, description, statements in migrations(schema)[:2]:
+            for stmt in statements:
+                await conn.execute(stmt)
+            await conn.execute(f'INSERT INTO "{schema}".schema_version VALUES (%s, %s)', (version, description))
+        await conn.execute(
+            f'INSERT INTO "{schema}".records (tenant, id, part, scope, user_id, kind, title, source, created, updated,'
+            " content_hash, content, summary) VALUES ('ada', 'old-1', 'user', 'user', 'ada', 'fact', 'Old', 'tool',"
+            " now(), now(), 'h1', 'Ada keeps bees.', 'Ada keeps bees.')")
+    backend = open_backend(url, schema=schema)
+    try:
+        [old] = await backend.list(ADA)
+        assert old.id == "old-1" and (old.happened_at, old.superseded_by) == (None, None)
+        new = await backend.supersede("old-1", MemoryDraft("Ada keeps wasps.", user_id="ada", happened_at="2024-04-01"))
+        assert [r.id for r in await backend.list(ADA)] == [new.id]
+        assert (await backend.get("old-1", ADA)).superseded_by == new.id
+        assert backend.pool.version == LATEST  # type: ignore[attr-defined]
+    finally:
+        await backend.close()
