@@ -314,21 +314,22 @@ class Fts5Engine:
         with visibility inside the ranking query, so the result is always exactly "the best
         ``fetch`` rows among those the caller may see" (hidden rows never use up the limit).
         """
-        margin = fetch + max(10, fetch // 2)
-        ranked = conn.execute(
-            f"SELECT fts.rowid, bm25(fts, {weights}) AS rank FROM fts WHERE fts MATCH :q{narrow} ORDER BY rank LIMIT {margin}",
-            params).fetchall()
-        if not ranked:
-            return []
-        rank_of = {rowid: rank for rowid, rank in ranked}
-        visible = conn.execute(
-            "SELECT r.*, f.body AS body, f.context AS context FROM records r JOIN fts f ON f.rowid = r.rowid"
-            f" WHERE r.rowid IN (SELECT value FROM json_each(:ids)) AND {visibility_sql('r')}{extra}",
-            {**params, "ids": json.dumps(list(rank_of))}).fetchall()
-        if len(visible) >= fetch or len(ranked) < margin:
-            plan["visibility"] = _VISIBILITY_NOTE
-            visible.sort(key=lambda row: rank_of[row["rowid"]])
-            return [_with_rank(row, rank_of[row["rowid"]]) for row in visible[:fetch]]
+        base = fetch + max(10, fetch // 2)
+        for margin in (base, base * 8):  # a wider margin when hidden or superseded rows crowd the best ones
+            ranked = conn.execute(
+                f"SELECT fts.rowid, bm25(fts, {weights}) AS rank FROM fts WHERE fts MATCH :q{narrow} ORDER BY rank"
+                f" LIMIT {margin}", params).fetchall()
+            if not ranked:
+                return []
+            rank_of = {rowid: rank for rowid, rank in ranked}
+            visible = conn.execute(
+                "SELECT r.*, f.body AS body, f.context AS context FROM records r JOIN fts f ON f.rowid = r.rowid"
+                f" WHERE r.rowid IN (SELECT value FROM json_each(:ids)) AND {visibility_sql('r')}{extra}",
+                {**params, "ids": json.dumps(list(rank_of))}).fetchall()
+            if len(visible) >= fetch or len(ranked) < margin:
+                plan["visibility"] = _VISIBILITY_NOTE
+                visible.sort(key=lambda row: rank_of[row["rowid"]])
+                return [_with_rank(row, rank_of[row["rowid"]]) for row in visible[:fetch]]
         plan["visibility"] = _VISIBILITY_NOTE  # the same words either way: which path ran depends on hidden rows
         sql = (
             "SELECT r.*, f.body AS body, f.context AS context, c.rank AS rank FROM ("
