@@ -179,7 +179,7 @@ def test_sigkill_writer_at_random_moments(tmp_path: Path, reliability_figures: d
         store.open()
         report = store.doctor()
         assert report.ok, (rnd, report.to_dict())
-        listed = {r.id for r in store.list(limit=None, session_id="s1")}
+        listed = {r.id for r in store.list(limit=None, session_id="s1", include_superseded=True)}
         assert listed == set(files)
         assert not any(TMP_PREFIX in rid for rid in listed)
         if acked_created:
