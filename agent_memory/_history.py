@@ -102,7 +102,8 @@ def sweep(store: MemoryStore, now: dt.datetime, report: SweepReport) -> SweepRep
                     archive(store, conn, row, f"expired (expires {row['expires']})")
                     report.expired.append(row["id"])
             groups: dict[tuple[Any, ...], list[Any]] = {}
-            for row in conn.execute("SELECT * FROM records ORDER BY updated DESC, id").fetchall():
+            # a superseded record is history, never a duplicate of the current fact that repeats its words
+            for row in conn.execute("SELECT * FROM records WHERE superseded_by IS NULL ORDER BY updated DESC, id").fetchall():
                 groups.setdefault((row["content_hash"], row["scope"], row["session_id"], row["user_id"]), []).append(row)
             for rows in groups.values():
                 for row in rows[1:]:

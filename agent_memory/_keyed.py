@@ -7,9 +7,11 @@
   record capture wrote in that partition; a tool-, user- or import-written record is never
   touched by it (it gets a record of its own).
 - ``append`` adds the text (idempotently) and ``replace`` swaps it; both apply every field the
-  write passes (title, kind, tags, expires, importance) and keep the others. A title the store
+  write passes (title, kind, tags, expires, importance, clocks) and keep the others. A title the store
   derived from the text (none was ever given) follows the text on ``replace``. A ``replace``
-  keeps the previous version in ``history/`` (see :mod:`agent_memory._history`).
+  is a supersession: the previous state is kept as a superseded record (see :mod:`agent_memory._supersede`).
+- A key finds only the current record (never a superseded one); a record id that was superseded
+  leads to the record that superseded it.
 - Ids carry no words of a keyed record's content: a record created with a ``memory_key`` is
   named after its key (``2026-11-23-user-diet-1a2b3c4d``) and keeps its id through replaces,
   so citations and ``memory_key=<id>`` stay valid. A record whose id was made from its title
@@ -20,14 +22,15 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._history import POINTER, save_version
+from . import _supersede
+from ._history import POINTER
+from ._record_files import allocate_id, partition_sql, write
 from .drafts import RememberResult, Status
-from .errors import InvalidInputError, NotFoundError
-from .index import live_sql
-from .records import MemoryRecord, Scope, content_hash, default_title, new_id, now_iso, slugify, validate_id
+from .errors import NotFoundError
+from .index import current_sql, live_sql
+from .records import MemoryRecord, content_hash, default_title, now_iso, slugify
 
 if TYPE_CHECKING:  # pragma: no cover
     from .store import MemoryStore
@@ -36,66 +39,33 @@ CAPTURE_SOURCES = ("turn_capture", "compaction_capture")
 Prepared = tuple[MemoryRecord, int, str, frozenset[str]]  # record, redactions, on_existing, fields passed
 
 
-def partition_sql(rec: MemoryRecord) -> tuple[str, dict[str, Any]]:
-    """The SQL predicate (alias ``r``) of the partition ``rec`` is written to, with its parameters."""
-    params: dict[str, Any] = {"scope": rec.scope.value}
-    sql = "r.scope = :scope"
-    if rec.scope is Scope.SESSION:
-        sql += " AND r.session_id = :psid AND r.user_id IS :puid"  # a session partition is per user too
-        params["psid"] = rec.session_id
-        params["puid"] = rec.user_id
-    elif rec.scope is Scope.USER:
-        sql += " AND r.user_id = :puid"
-        params["puid"] = rec.user_id
-    return sql, params
-
-
 def find_duplicate(conn: Any, rec: MemoryRecord) -> Any:
     sql, params = partition_sql(rec)
     params["h"] = rec.content_hash
-    return conn.execute(f"SELECT * FROM records r WHERE r.content_hash = :h AND {sql} AND {live_sql('r')} LIMIT 1",
-                        params).fetchone()
+    return conn.execute(f"SELECT * FROM records r WHERE r.content_hash = :h AND {sql} AND {live_sql('r')}"
+                        f" AND {current_sql('r')} LIMIT 1", params).fetchone()
 
 
 def find_keyed(conn: Any, rec: MemoryRecord, key: str, mode: str) -> Any:
-    """The live record of ``rec``'s partition that ``key`` names (by id first, then by key), or None."""
+    """The live, current record of ``rec``'s partition that ``key`` names (by id first, then by key), or None.
+
+    An id that was superseded names the record that superseded it."""
     sql, params = partition_sql(rec)
     sql += f" AND {live_sql('r')}"
     if rec.source in CAPTURE_SOURCES and mode != "skip":  # skipping never destroys; writing only what capture wrote
         sql += " AND r.source IN ('turn_capture', 'compaction_capture')"
     params["k"] = key
     row = conn.execute(f"SELECT * FROM records r WHERE r.id = :k AND {sql}", params).fetchone()
+    if row is not None and row["superseded_by"]:
+        row = _supersede.current_row(conn, row)
+        if row is not None:  # the successor must pass the same checks (partition, live, capture-written)
+            params["k"] = row["id"]
+            row = conn.execute(f"SELECT * FROM records r WHERE r.id = :k AND {sql}", params).fetchone()
+            params["k"] = key
     if row is not None:
         return row
-    return conn.execute(f"SELECT * FROM records r WHERE r.memory_key = :k AND {sql} ORDER BY r.updated DESC, r.id LIMIT 1",
-                        params).fetchone()
-
-
-def id_source(rec: MemoryRecord) -> str:
-    """What a new id is made from: the key of a keyed record, else the title."""
-    return rec.memory_key or rec.title
-
-
-def allocate_id(store: MemoryStore, rec: MemoryRecord) -> str:
-    for _ in range(20):
-        rid = new_id(id_source(rec), rec.created)
-        if not os.path.exists(os.path.join(store._records_str, f"{rid}.md")):
-            return rid
-    raise InvalidInputError("could not allocate a unique record id")  # pragma: no cover
-
-
-def write(store: MemoryStore, conn: Any, rec: MemoryRecord, *, durable: bool, new: bool = False) -> str:
-    """Write ``rec``'s file atomically and its index rows; return the file path."""
-    validate_id(rec.id)
-    name = f"{rec.id}.md"
-    path = os.path.join(store._records_str, name)
-    text = rec.render()
-    from ._fs import atomic_write
-
-    st = atomic_write(Path(path), text.encode("utf-8"), durable=durable)
-    body_line = text.count("\n", 0, len(text) - len(rec.content) - 1) + 1
-    store.index.upsert(conn, rec, name, st.st_mtime_ns, st.st_size, body_line=body_line, new=new)
-    return path
+    return conn.execute(f"SELECT * FROM records r WHERE r.memory_key = :k AND {sql} AND {current_sql('r')}"
+                        " ORDER BY r.updated DESC, r.id LIMIT 1", params).fetchone()
 
 
 def remember_locked(store: MemoryStore, conn: Any, item: Prepared, durable: bool) -> RememberResult:
@@ -103,6 +73,8 @@ def remember_locked(store: MemoryStore, conn: Any, item: Prepared, durable: bool
     rec, redactions, mode, fields = item
     if POINTER in rec.metadata:  # history pointers are the store's to set
         rec = rec.replace(metadata={k: v for k, v in rec.metadata.items() if k != POINTER})
+    if rec.supersedes is not None:
+        return _supersede.supersede_locked(store, conn, rec, redactions, durable)
     if rec.memory_key is not None:
         row = find_keyed(conn, rec, rec.memory_key, mode)
         if row is not None:
@@ -148,18 +120,15 @@ def apply_keyed(store: MemoryStore, conn: Any, row: Any, rec: MemoryRecord, mode
         expires=rec.expires if "expires" in fields else current.expires,
         importance=rec.importance if "importance" in fields else current.importance,
         metadata={**current.metadata, **rec.metadata},
+        # a replaced text is a new fact: the old one's clocks do not carry over to it
+        **{name: getattr(rec, name) if name in fields or status == "replaced" else getattr(current, name)
+           for name in ("happened_at", "valid_from", "valid_to")},
     )
     if updated.frontmatter() | {"updated": None} == current.frontmatter() | {"updated": None} and body == current.content:
         return RememberResult(row["id"], "duplicate", path, redactions)  # nothing would change
     updated = updated.replace(updated=now_iso())
     if status == "replaced":
-        old_text = (store.records_dir / row["file"]).read_text(encoding="utf-8")
-        updated = updated.replace(metadata={**updated.metadata, POINTER: save_version(store, current, old_text)})
-        if updated.title != current.title and _reveals_title(current):
-            fresh = updated.replace(id=allocate_id(store, updated))
-            new_path = write(store, conn, fresh, durable=durable, new=True)
-            os.unlink(path)
-            store.index.delete(conn, current.id)
-            return RememberResult(fresh.id, status, new_path, redactions)
+        return _supersede.replace_keyed(store, conn, current, updated, path, redactions, durable,
+                                        fresh_id=updated.title != current.title and _reveals_title(current))
     write(store, conn, updated, durable=durable)
     return RememberResult(updated.id, status, path, redactions)

@@ -62,6 +62,23 @@ def date_filters(**values: str | None) -> list[str | None]:
     return out
 
 
+def as_of_filter(value: object) -> str | None:
+    """``as_of`` as the stored UTC form; a day means the end of that day ("what did we hold on 2023-06-30?")."""
+    if value is None:
+        return None
+    if isinstance(value, (dt.date, dt.datetime)):
+        value = value.isoformat()
+    [when] = date_filters(as_of=value if isinstance(value, str) else repr(value))
+    if when is not None and isinstance(value, str) and _DATE_ONLY.fullmatch(value.strip()):
+        parsed = _parse_when(when)
+        if parsed is not None:
+            try:
+                when = utc_text(parsed + dt.timedelta(days=1) - dt.timedelta(microseconds=1))
+            except OverflowError:
+                raise InvalidInputError(f"as_of is out of range: {value!r}") from None
+    return when
+
+
 def check_options(**options: Any) -> None:
     """Fail at construction, with a clear message, on options that would only break on first use."""
     engine, stop_words = options["engine"], options["stop_words"]
@@ -141,12 +158,14 @@ def kinds_of(kind: str | Sequence[str] | None) -> tuple[str, ...]:
 
 
 def list_where(session_id: str | None, user_id: str | None, tags: Iterable[str], scope: Scope | str | Sequence[Scope | str] | None,
-               kind: str | Sequence[str] | None, dates: dict[str, str | None]) -> tuple[str, dict[str, Any]]:
-    """The WHERE clause (visibility, scope, kind, dates, every tag) and its parameters for list/count."""
+               kind: str | Sequence[str] | None, dates: dict[str, str | None], *, include_superseded: bool = False,
+               as_of: object = None) -> tuple[str, dict[str, Any]]:
+    """The WHERE clause (visibility, scope, kind, dates, supersession, every tag) and its parameters for list/count."""
     check_strings(session_id=session_id, user_id=user_id)
     created_after, created_before, updated_after, updated_before = date_filters(**dates)
     req = SearchRequest(query="", kinds=kinds_of(kind), created_after=created_after, created_before=created_before,
-                        updated_after=updated_after, updated_before=updated_before)
+                        updated_after=updated_after, updated_before=updated_before,
+                        include_superseded=bool(include_superseded), as_of=as_of_filter(as_of))
     params: dict[str, Any] = {"sid": session_id, "uid": user_id}
     where = visibility_sql("r") + scope_filter_sql(scopes_of(scope)) + date_filter_sql(req, params)
     for i, tag in enumerate(normalize_tags(tags)):

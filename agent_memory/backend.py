@@ -47,6 +47,8 @@ class MemoryBackend(Protocol):
         errors: builtins.list[tuple[int, str]] | None = None, progress: Callable[[int], None] | None = None,
     ) -> builtins.list[RememberResult]: ...
 
+    async def supersede(self, old_id: str, draft: MemoryDraft, *, source: str = "tool") -> RememberResult: ...
+
     async def get(self, record_id: str, caller: Caller) -> MemoryRecord: ...
 
     async def list(self, caller: Caller, *, limit: int | None = 50, **filters: Any) -> builtins.list[MemoryRecord]: ...
@@ -92,6 +94,9 @@ class FilesBackend:
     ) -> builtins.list[RememberResult]:
         return await self._run(self.store.remember_many, list(drafts), source=source, on_error=on_error, errors=errors,
                                progress=progress)
+
+    async def supersede(self, old_id: str, draft: MemoryDraft, *, source: str = "tool") -> RememberResult:
+        return await self._run(self.store.supersede, old_id, draft, source=source)
 
     async def get(self, record_id: str, caller: Caller) -> MemoryRecord:
         return await self._run(self.store.get, record_id, **caller.kwargs())

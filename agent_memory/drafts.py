@@ -8,6 +8,9 @@ Every backend calls :func:`prepare_draft`, so validation, redaction and defaults
   ``scope="project"|"global"`` (or a store opened with an explicit ``default_scope``) shares a record.
 - **Expiry** is one UTC instant (``YYYY-MM-DDTHH:MM:SS.ffffffZ``) from the moment of writing; an ``expires``
   already past is refused ("already expired").
+- **Clocks**: ``happened_at`` (when it happened or was said) and ``valid_from``/``valid_to`` (when it was true) are
+  kept as a day (``2023-05-07``) when given as one, else as one UTC instant; an interval that ends before it starts
+  is refused. ``supersedes`` names the record this draft replaces as the current fact (see ``docs/time.md``).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -34,11 +38,12 @@ from .records import (
     normalize_tags,
     now_iso,
     parse_scope,
+    validate_id,
     validate_key,
 )
 
 OnExisting = Literal["append", "replace", "skip"]
-Status = Literal["created", "duplicate", "appended", "replaced", "skipped"]
+Status = Literal["created", "duplicate", "appended", "replaced", "skipped", "superseded"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +75,10 @@ class MemoryDraft:
     expires: str | None = None
     importance: float | None = None
     metadata: Mapping[str, Any] | None = None
+    happened_at: str | None = None
+    valid_from: str | None = None
+    valid_to: str | None = None
+    supersedes: str | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> MemoryDraft:
@@ -112,6 +121,36 @@ def normalize_expires(value: object, *, now: dt.datetime | None = None) -> str:
     return utc_text(when)
 
 
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def normalize_when(name: str, value: object) -> str:
+    """A clock value as stored: ``YYYY-MM-DD`` for a day, else one UTC instant; a typed error for anything else."""
+    if isinstance(value, dt.datetime):
+        value = value.isoformat()
+    elif isinstance(value, dt.date):
+        value = value.isoformat()
+    if not isinstance(value, str) or len(value) > 64:
+        raise InvalidInputError(f"{name} must be an ISO date or datetime (e.g. 2023-05-07 or 2023-05-07T18:00:00Z)")
+    text = value.strip()
+    when = _parse_when(text)
+    if when is None:
+        raise InvalidInputError(f"{name} must be an ISO date or datetime (e.g. 2023-05-07 or 2023-05-07T18:00:00Z), "
+                                f"not {value!r}")
+    return text if _DAY.fullmatch(text) else utc_text(when)
+
+
+def clock_values(draft: MemoryDraft) -> dict[str, str | None]:
+    """The draft's ``happened_at``/``valid_from``/``valid_to`` checked and normalised, and ``supersedes``."""
+    out = {name: None if getattr(draft, name) is None else normalize_when(name, getattr(draft, name))
+           for name in ("happened_at", "valid_from", "valid_to")}
+    start = _parse_when(out["valid_from"] or "")
+    end = _parse_when(out["valid_to"] or "")
+    if start is not None and end is not None and end < start:
+        raise InvalidInputError(f"valid_to {out['valid_to']} is earlier than valid_from {out['valid_from']}")
+    return {**out, "supersedes": None if draft.supersedes is None else validate_id(draft.supersedes)}
+
+
 def default_scope_for(session_id: str | None, user_id: str | None, default: Scope | None) -> Scope:
     """The scope of a write that names none (see the module docstring)."""
     if default is not None:
@@ -125,7 +164,7 @@ def default_scope_for(session_id: str | None, user_id: str | None, default: Scop
 
 def explicit_fields(draft: MemoryDraft) -> frozenset[str]:
     """The optional fields a draft actually sets: a keyed replace or append applies exactly these."""
-    names = ("title", "kind", "expires", "importance")
+    names = ("title", "kind", "expires", "importance", "happened_at", "valid_from", "valid_to")
     out = {n for n in names if getattr(draft, n) is not None}
     if draft.tags:
         out.add("tags")
@@ -204,12 +243,13 @@ def prepare_draft(draft: MemoryDraft, source: str, default_scope: Scope | None =
     if draft.metadata is not None and not isinstance(draft.metadata, Mapping):
         raise InvalidInputError("metadata must be a mapping")
     metadata = _clean_metadata(dict(draft.metadata or {}))
+    clocks = clock_values(draft)
     now = now_iso()
     rec = MemoryRecord(
         id="", content=red.text, title=title_red.text or "memory", kind=normalize_kind(draft.kind), scope=scope,
         session_id=session_id, user_id=user_id, tags=tags, memory_key=key, source=source, created=now, updated=now,
         expires=expires, importance=None if importance is None else float(importance),
-        content_hash=content_hash(red.text), metadata=metadata,
+        content_hash=content_hash(red.text), metadata=metadata, **clocks,  # type: ignore[arg-type]
     )
     return rec, red.count + title_red.count
 

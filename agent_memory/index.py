@@ -12,69 +12,49 @@ import contextlib
 import json
 import logging
 import os
-import re
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from . import index_sync as _sync
-from ._fs import FILE_MODE, TMP_PREFIX, RootLock, ensure_dir, storage_error, storage_errors
+from ._fs import TMP_PREFIX, RootLock, ensure_dir, storage_error, storage_errors
+from ._index_conn import open_connection
 from .errors import ReadOnlyError, StorageError
+from .index_schema import (  # re-exported: the schema and SQL fragments are imported from here
+    _FTS_SECURE_DELETE,
+    _RECORD_COLS,
+    DEFAULT_FTS_TOKENIZER,
+    FTS_COLUMNS,
+    SCHEMA_VERSION,
+    _instant,
+    as_of_sql,
+    core_line,
+    current_sql,
+    dates_text,
+    day_text,
+    is_corrupt,
+    live_sql,
+    row_to_record,
+    schema_sql,
+    scope_filter_sql,
+    summary_line,
+    time_sql,
+    visibility_sql,
+    visible_params,
+)
 from .index_sync import SyncReport as SyncReport  # re-exported: callers import it from here
 from .quarantine import Quarantined, check_stat, read_record_file
-from .records import MemoryRecord, Scope, normalize_instant
+from .records import MemoryRecord
+
+__all__ = ["DEFAULT_FTS_TOKENIZER", "FTS_COLUMNS", "SCHEMA_VERSION", "Index", "SyncReport", "as_of_sql", "core_line", "current_sql",
+           "dates_text", "day_text",
+           "is_corrupt", "live_sql", "row_to_record", "scope_filter_sql", "summary_line", "time_sql", "visibility_sql",
+           "visible_params"]
 
 log = logging.getLogger("agent_memory")
-
-SCHEMA_VERSION = "4"  # 4: instants (created/updated/expires) stored as normalised UTC
-DEFAULT_FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
-FTS_COLUMNS = ("title", "tags", "body", "context")
-_RECORD_COLS = (
-    "id", "file", "mtime_ns", "size", "scope", "session_id", "user_id", "kind", "title", "tags",
-    "memory_key", "source", "created", "updated", "expires", "importance", "content_hash",
-    "body_line", "summary", "metadata",
-)
-
-
-# FTS5 secure-delete (SQLite 3.44+) removes a deleted row's terms at once; older versions need an 'optimize'
-_FTS_SECURE_DELETE = sqlite3.sqlite_version_info >= (3, 44, 0)
-# control, format (bidi, zero-width) and separator characters: a summary is one plain line of MEMORY.md
-_NOT_PLAIN = re.compile("[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]")
-
-
-def summary_line(content: str, limit: int = 80) -> str:
-    flat = " ".join(_NOT_PLAIN.sub(" ", content[: limit * 64]).split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
-
-
-def live_sql(alias: str = "r") -> str:
-    """Not expired: no ``expires``, or one still in the future (stored as normalised UTC text, which sorts as time)."""
-    return f"({alias}.expires IS NULL OR {alias}.expires > strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))"
-
-
-def visibility_sql(alias: str = "r") -> str:
-    """The scope-visibility predicate (expired records included as invisible); binds ``:sid`` and ``:uid``.
-
-    Applied inside queries, so it acts before ranking and limits.
-    """
-    return (
-        f"(({alias}.scope IN ('project','global')"
-        f" OR ({alias}.scope = 'session' AND {alias}.session_id = :sid"
-        f" AND ({alias}.user_id IS NULL OR {alias}.user_id = :uid))"
-        f" OR ({alias}.scope = 'user' AND {alias}.user_id = :uid)) AND {live_sql(alias)})"
-    )
-
-
-def is_corrupt(exc: BaseException) -> bool:
-    """True for errors meaning the database file is damaged or emptied under us (not for busy/locked)."""
-    msg = str(exc).lower()
-    return type(exc) is sqlite3.DatabaseError or any(
-        m in msg for m in ("malformed", "not a database", "file is encrypted", "vtable constructor failed", "fts5: corrupt",
-                           "no such table"))  # truncated in place while a connection was open
-
 
 class Index:
     """SQLite FTS5 index of one memory root."""
@@ -111,28 +91,7 @@ class Index:
 
     # -- connections -------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
-        for suffix in ("", "-wal", "-shm", "-journal"):  # derived files: a planted symlink is removed, never followed
-            if os.path.islink(f"{self.path}{suffix}"):
-                log.warning("removing symlink %s%s (the index never follows links out of the root)", self.path, suffix)
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(f"{self.path}{suffix}")
-        conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None, check_same_thread=False)
-        conn.row_factory = sqlite3.Row
-        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
-        deadline = time.monotonic() + self.busy_timeout_s
-        while True:  # switching a new file to WAL fails at once (no busy handler) while another connection does it
-            try:
-                conn.execute("PRAGMA journal_mode = WAL")
-                break
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.005)
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed: forgotten text leaves the file
-        with contextlib.suppress(OSError):
-            os.chmod(self.path, FILE_MODE)
-        return conn
+        return open_connection(self.path, self.busy_timeout_s)
 
     def _ident(self) -> tuple[int, int] | None:
         try:
@@ -215,25 +174,7 @@ class Index:
                 return
             drops = "".join(f"DROP TABLE IF EXISTS {t};" for t in ("fts", "record_tags", "records", "meta"))
             schema = f"{SCHEMA_VERSION}|{self.fts_tokenizer}".replace("'", "''")
-            conn.executescript(f"BEGIN IMMEDIATE; {drops} {self._schema_sql()} INSERT INTO meta VALUES ('schema', '{schema}'); COMMIT;")
-
-    def _schema_sql(self) -> str:
-        cols = ", ".join(f"{c} {'INTEGER' if c in ('mtime_ns', 'size', 'body_line') else 'REAL' if c == 'importance' else 'TEXT'}"
-                         for c in _RECORD_COLS if c != "id")
-        tok = self.fts_tokenizer.replace("'", "''")
-        return f"""
-        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
-        CREATE TABLE records (rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, {cols});
-        CREATE INDEX records_key ON records(memory_key) WHERE memory_key IS NOT NULL;
-        CREATE INDEX records_hash ON records(content_hash);
-        CREATE INDEX records_updated ON records(updated);
-        CREATE INDEX records_file ON records(file);
-        CREATE TABLE record_tags (rid INTEGER NOT NULL, tag TEXT NOT NULL);
-        CREATE INDEX record_tags_tag ON record_tags(tag, rid);
-        CREATE INDEX record_tags_rid ON record_tags(rid);
-        CREATE VIRTUAL TABLE fts USING fts5({", ".join(FTS_COLUMNS)}, tokenize = '{tok}');
-        {"INSERT INTO fts(fts, rank) VALUES ('secure-delete', 1);" if _FTS_SECURE_DELETE else ""}
-        """
+            conn.executescript(f"BEGIN IMMEDIATE; {drops} {schema_sql(self.fts_tokenizer)} INSERT INTO meta VALUES ('schema', '{schema}'); COMMIT;")
 
     def _recreate(self) -> sqlite3.Connection:
         with self.lock.hold():
@@ -333,6 +274,8 @@ class Index:
             "importance": rec.importance,
             "content_hash": rec.content_hash, "body_line": body_line or rec.body_line, "summary": summary_line(rec.content),
             "metadata": json.dumps(dict(rec.metadata), default=str),
+            "happened_at": _instant(rec.happened_at), "valid_from": _instant(rec.valid_from),
+            "valid_to": _instant(rec.valid_to), "superseded_by": rec.superseded_by, "supersedes": rec.supersedes,
         }
         row = None if new else conn.execute("SELECT rowid FROM records WHERE id = ?", (rec.id,)).fetchone()
         if row is None:
@@ -460,31 +403,3 @@ class Index:
 
     def count(self) -> int:
         return int(self.guarded(lambda c: c.execute("SELECT count(*) FROM records").fetchone()[0]))
-
-
-def _instant(value: str | None) -> str | None:
-    """An instant as stored in the index: normalised UTC text, so SQL compares it as time."""
-    return None if not value else normalize_instant(value) or value
-
-
-def row_to_record(row: sqlite3.Row, records_dir: Path, content: str = "") -> MemoryRecord:
-    """A record built from index metadata (content only if given)."""
-    return MemoryRecord(
-        id=row["id"], content=content, title=row["title"] or "", kind=row["kind"] or "fact",
-        scope=Scope(row["scope"]), session_id=row["session_id"], user_id=row["user_id"],
-        tags=tuple(json.loads(row["tags"] or "[]")), memory_key=row["memory_key"], source=row["source"] or "manual",
-        created=row["created"] or "", updated=row["updated"] or "", expires=row["expires"],
-        importance=row["importance"], content_hash=row["content_hash"] or "",
-        metadata=json.loads(row["metadata"] or "{}"), path=str(records_dir / row["file"]), body_line=row["body_line"] or 1,
-    )
-
-
-def visible_params(session_id: str | None, user_id: str | None) -> dict[str, Any]:
-    return {"sid": session_id, "uid": user_id}
-
-
-def scope_filter_sql(scopes: Iterable[Scope] | None, alias: str = "r") -> str:
-    if not scopes:
-        return ""
-    vals = ",".join(f"'{Scope(s).value}'" for s in scopes)
-    return f" AND {alias}.scope IN ({vals})"

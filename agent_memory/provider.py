@@ -116,14 +116,23 @@ class MemoryProvider:
         expires: str | None = None,
         importance: float | None = None,
         metadata: Mapping[str, Any] | None = None,
+        happened_at: str | None = None,
+        valid_from: str | None = None,
+        valid_to: str | None = None,
+        supersedes: str | None = None,
     ) -> RememberResult:
-        """Store one memory; returns its id and ``created|duplicate|appended|replaced|skipped``."""
+        """Store one memory; returns its id and ``created|duplicate|appended|replaced|skipped|superseded``."""
         draft = MemoryDraft(
             content, title=title, kind=kind, scope=scope, session_id=session_id, user_id=user_id,
             tags=cast(Any, tags) if isinstance(tags, str) else tuple(tags), memory_key=memory_key, on_existing=on_existing,
-            expires=expires, importance=importance, metadata=metadata,
+            expires=expires, importance=importance, metadata=metadata, happened_at=happened_at, valid_from=valid_from,
+            valid_to=valid_to, supersedes=supersedes,
         )
         return await self.backend.remember(draft, source=source)
+
+    async def supersede(self, old_id: str, draft: MemoryDraft, *, source: str = "tool") -> RememberResult:
+        """Write ``draft`` as the current fact in place of ``old_id`` (kept, superseded; see ``docs/time.md``)."""
+        return await self.backend.supersede(old_id, draft, source=source)
 
     async def remember_many(self, drafts: Iterable[MemoryDraft], *, source: str = "import",
                             **kwargs: Any) -> builtins.list[RememberResult]:
@@ -190,14 +199,17 @@ class MemoryProvider:
 
     async def capture_turn(
         self, input: str, output: str | None = None, *, session_id: str | None = None, user_id: str | None = None,
+        at: Any = None,
     ) -> "CaptureResult":
-        """Let the capture worker (or ``turn_extractor``) store durable facts from one turn."""
+        """Let the capture worker (or ``turn_extractor``) store durable facts from one turn.
+
+        ``at`` (a datetime): when the turn was said; relative dates in it resolve against it (``docs/time.md``)."""
         from .workers.capture import capture_turn
 
         if self.turn_extractor is None:
             await self._loaded_profile()
         return await capture_turn(self.backend, input, output, caller=Caller(session_id, user_id),
-                                  worker=lambda: self.profile.capture, extractor=self.turn_extractor)
+                                  worker=lambda: self.profile.capture, extractor=self.turn_extractor, at=at)
 
     async def capture_before_compaction(
         self, removed_messages: Sequence[Any], next_summary: str | None = None, *,

@@ -42,10 +42,11 @@ from ._text import (
     term_key,
     term_matcher,
 )
-from .index import Index, scope_filter_sql, visibility_sql
+from .index import Index, scope_filter_sql, time_sql, visibility_sql
+from .index_schema import dates_text
 from .records import Scope
 
-__all__ = ["STOP_WORDS", "Fts5Engine", "SearchEngine", "SearchHit", "SearchRequest", "SearchResult", "Tokenizer",
+__all__ = ["STOP_WORDS", "Fts5Engine", "dates_text", "SearchEngine", "SearchHit", "SearchRequest", "SearchResult", "Tokenizer",
            "date_filter_sql", "default_tokenizer", "light_stem", "term_key", "term_matcher"]
 
 MIN_SCORE = 0.001
@@ -69,6 +70,8 @@ class SearchRequest:
     updated_before: str | None = None
     trace: bool = False
     strict_visibility: bool = False
+    include_superseded: bool = False
+    as_of: str | None = None  # a normalised UTC instant: only records in force then (superseded ones included)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +90,16 @@ class SearchHit:
     tags: tuple[str, ...] = ()
     updated: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
+    recorded_at: str = ""
+    happened_at: str | None = None
+    valid_from: str | None = None
+    valid_to: str | None = None
+    superseded_by: str | None = None
+
+    @property
+    def dates(self) -> str:
+        """When it was said and when it was true, in words (``on 2023-05-07; true until 2023-06-01``)."""
+        return dates_text(self.recorded_at, self.happened_at, self.valid_from, self.valid_to)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -124,7 +137,8 @@ class SearchEngine(Protocol):
 
 
 def date_filter_sql(req: SearchRequest, params: dict[str, Any], alias: str = "r") -> str:
-    sql = ""
+    """Date, kind, supersession and as-of filters of a read (`` AND …``), binding their parameters."""
+    sql = time_sql(params, include_superseded=req.include_superseded, as_of=req.as_of, alias=alias)
     for name, op in (("created_after", ">="), ("created_before", "<"), ("updated_after", ">="), ("updated_before", "<")):
         value = getattr(req, name)
         if value:
@@ -300,21 +314,22 @@ class Fts5Engine:
         with visibility inside the ranking query, so the result is always exactly "the best
         ``fetch`` rows among those the caller may see" (hidden rows never use up the limit).
         """
-        margin = fetch + max(10, fetch // 2)
-        ranked = conn.execute(
-            f"SELECT fts.rowid, bm25(fts, {weights}) AS rank FROM fts WHERE fts MATCH :q{narrow} ORDER BY rank LIMIT {margin}",
-            params).fetchall()
-        if not ranked:
-            return []
-        rank_of = {rowid: rank for rowid, rank in ranked}
-        visible = conn.execute(
-            "SELECT r.*, f.body AS body, f.context AS context FROM records r JOIN fts f ON f.rowid = r.rowid"
-            f" WHERE r.rowid IN (SELECT value FROM json_each(:ids)) AND {visibility_sql('r')}{extra}",
-            {**params, "ids": json.dumps(list(rank_of))}).fetchall()
-        if len(visible) >= fetch or len(ranked) < margin:
-            plan["visibility"] = _VISIBILITY_NOTE
-            visible.sort(key=lambda row: rank_of[row["rowid"]])
-            return [_with_rank(row, rank_of[row["rowid"]]) for row in visible[:fetch]]
+        base = fetch + max(10, fetch // 2)
+        for margin in (base, base * 8):  # a wider margin when hidden or superseded rows crowd the best ones
+            ranked = conn.execute(
+                f"SELECT fts.rowid, bm25(fts, {weights}) AS rank FROM fts WHERE fts MATCH :q{narrow} ORDER BY rank"
+                f" LIMIT {margin}", params).fetchall()
+            if not ranked:
+                return []
+            rank_of = {rowid: rank for rowid, rank in ranked}
+            visible = conn.execute(
+                "SELECT r.*, f.body AS body, f.context AS context FROM records r JOIN fts f ON f.rowid = r.rowid"
+                f" WHERE r.rowid IN (SELECT value FROM json_each(:ids)) AND {visibility_sql('r')}{extra}",
+                {**params, "ids": json.dumps(list(rank_of))}).fetchall()
+            if len(visible) >= fetch or len(ranked) < margin:
+                plan["visibility"] = _VISIBILITY_NOTE
+                visible.sort(key=lambda row: rank_of[row["rowid"]])
+                return [_with_rank(row, rank_of[row["rowid"]]) for row in visible[:fetch]]
         plan["visibility"] = _VISIBILITY_NOTE  # the same words either way: which path ran depends on hidden rows
         sql = (
             "SELECT r.*, f.body AS body, f.context AS context, c.rank AS rank FROM ("
@@ -362,7 +377,9 @@ class Fts5Engine:
             id=row["id"], path=f"{base}{os.sep}{row['file']}", line_start=offset + start, line_end=offset + end,
             snippet=snippet, score=score, title=row["title"] or "", kind=row["kind"] or "",
             scope=row["scope"], tags=tuple(json.loads(tags)) if tags and tags != "[]" else (), updated=row["updated"] or "",
-            metadata=json.loads(meta) if meta and meta != "{}" else {},
+            metadata=json.loads(meta) if meta and meta != "{}" else {}, recorded_at=row["created"] or "",
+            happened_at=row["happened_at"], valid_from=row["valid_from"], valid_to=row["valid_to"],
+            superseded_by=row["superseded_by"],
         )
 
     def snippet(self, body: str, stems: set[str]) -> tuple[int, int, str]:

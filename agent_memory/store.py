@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -19,7 +20,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
-from . import _history, _keyed, _reads
+from . import _history, _keyed, _reads, _supersede
 from . import maintenance as _maintenance
 from ._fs import RootLock, atomic_write, ensure_dir, fsync_dir
 from ._text import with_cjk_context
@@ -32,7 +33,7 @@ from .drafts import (
     prepare_draft,
 )
 from .errors import InvalidInputError
-from .index import Index, SyncReport, row_to_record, visibility_sql
+from .index import Index, SyncReport, core_line, current_sql, row_to_record, visibility_sql
 from .maintenance import DoctorReport
 from .records import MemoryRecord, Scope, normalize_tags, parse_scope, validate_id
 from .search import Fts5Engine, SearchEngine, SearchRequest, SearchResult
@@ -157,11 +158,22 @@ class MemoryStore:
         expires: str | None = None,
         importance: float | None = None,
         metadata: Mapping[str, Any] | None = None,
+        happened_at: str | None = None,
+        valid_from: str | None = None,
+        valid_to: str | None = None,
+        supersedes: str | None = None,
     ) -> RememberResult:
         """Store one memory (see the module docstring for the policy). Raises typed errors only."""
         draft = MemoryDraft(content, title, kind, scope, session_id, user_id, tuple(tags) if not isinstance(tags, str) else (tags,),
-                            memory_key, on_existing, expires, importance, metadata)
+                            memory_key, on_existing, expires, importance, metadata, happened_at, valid_from, valid_to,
+                            supersedes)
         return self.remember_many([draft], source=source)[0]
+
+    def supersede(self, old_id: str, draft: MemoryDraft, *, source: str = "tool") -> RememberResult:
+        """Write ``draft`` as the current fact in place of ``old_id`` (see :mod:`agent_memory._supersede`)."""
+        if not isinstance(draft, MemoryDraft):
+            raise InvalidInputError(f"draft must be a MemoryDraft, not {type(draft).__name__}")
+        return self.remember_many([dataclasses.replace(draft, supersedes=validate_id(old_id))], source=source)[0]
 
     def remember_many(
         self,
@@ -232,7 +244,9 @@ class MemoryStore:
             if row is None:
                 return False
             with contextlib.suppress(OSError, InvalidInputError):  # its kept versions go too: forgetting is deletion
-                _history.drop_chain(self, self.index.load_file(row["file"])[0])
+                rec = self.index.load_file(row["file"])[0]
+                _history.drop_chain(self, rec)
+                self.index.healing(lambda: self._drop_predecessors(rec))
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.records_dir / row["file"])
             if self.durable:
@@ -247,6 +261,10 @@ class MemoryStore:
             self.write_memory_md()
         return True
 
+    def _drop_predecessors(self, rec: MemoryRecord) -> None:
+        with self.index.transaction() as conn:
+            _supersede.drop_predecessors(self, conn, rec)
+
     # -- reads ----------------------------------------------------------------------------
     def _visible_row(self, record_id: str, session_id: str | None, user_id: str | None) -> Any:
         rows = self.index.rows_where(f"r.id = :id AND {visibility_sql('r')}", {"id": record_id, "sid": session_id, "uid": user_id})
@@ -258,9 +276,9 @@ class MemoryStore:
         return _reads.get(self, record_id, session_id, user_id)
 
     def versions(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> list[MemoryRecord]:
-        """Earlier versions of a visible record kept by ``replace``, newest first (restore one with a replace)."""
+        """Earlier versions of a visible record (those it superseded), newest first (restore one with a replace)."""
         rec = self.get(record_id, session_id=session_id, user_id=user_id)
-        return [old for _, old in _history.chain(self, rec)]
+        return _supersede.versions(self, rec)
 
     def search(
         self,
@@ -279,6 +297,8 @@ class MemoryStore:
         trace: bool = False,
         strict_visibility: bool | None = None,
         mode: str | None = None,
+        include_superseded: bool = False,
+        as_of: str | None = None,
     ) -> SearchResult:
         """Rank visible records for ``query``; ``tags`` are ranking hints, not filters.
 
@@ -286,15 +306,19 @@ class MemoryStore:
         an embedder, else lexical. Scores are in (0, 1] (1 = the best hit). ``strict_visibility`` (default: the
         store's) ranks with statistics of the caller's visible records only (see :mod:`agent_memory.search`)."""
         resolved = _meaning_mode(mode, self.meaning)
+        when: dict[str, Any] = {"include_superseded": True} if include_superseded else {}
+        if as_of is not None:
+            when["as_of"] = as_of
         if resolved != "lexical" and self.meaning is not None:
             return self.meaning.search(
                 query, resolved, self._lexical_search, session_id=session_id, user_id=user_id, tags=tags, scope=scope,
                 kind=kind, limit=limit, created_after=created_after, created_before=created_before,
-                updated_after=updated_after, updated_before=updated_before, trace=trace, strict_visibility=strict_visibility)
+                updated_after=updated_after, updated_before=updated_before, trace=trace, strict_visibility=strict_visibility,
+                **when)
         return self._lexical_search(query, session_id=session_id, user_id=user_id, tags=tags, scope=scope, kind=kind,
                                     limit=limit, created_after=created_after, created_before=created_before,
                                     updated_after=updated_after, updated_before=updated_before, trace=trace,
-                                    strict_visibility=strict_visibility)
+                                    strict_visibility=strict_visibility, **when)
 
     def embed(self, progress: Any = None) -> Any:
         """Embed records not embedded yet (vectors are derived: writes never wait for them). Needs ``embedder``."""
@@ -307,6 +331,7 @@ class MemoryStore:
         scope: Scope | str | Sequence[Scope | str] | None = None, kind: str | Sequence[str] | None = None, limit: int = 10,
         created_after: str | None = None, created_before: str | None = None, updated_after: str | None = None,
         updated_before: str | None = None, trace: bool = False, strict_visibility: bool | None = None,
+        include_superseded: bool = False, as_of: str | None = None,
     ) -> SearchResult:
         if not isinstance(query, str):
             raise InvalidInputError("query must be a string")
@@ -321,6 +346,7 @@ class MemoryStore:
             kinds=_reads.kinds_of(kind), limit=limit, created_after=created_after, created_before=created_before,
             updated_after=updated_after, updated_before=updated_before, trace=trace,
             strict_visibility=self.strict_visibility if strict_visibility is None else bool(strict_visibility),
+            include_superseded=bool(include_superseded), as_of=_reads.as_of_filter(as_of),
         )
         return self.engine.search(self.index, req)
 
@@ -337,11 +363,16 @@ class MemoryStore:
         created_before: str | None = None,
         updated_after: str | None = None,
         updated_before: str | None = None,
+        include_superseded: bool = False,
+        as_of: str | None = None,
     ) -> list[MemoryRecord]:
-        """Visible records filtered exactly on tags (all must match), kind, scope and dates; newest first."""
+        """Visible records filtered exactly on tags (all must match), kind, scope and dates; newest first.
+
+        Superseded records only with ``include_superseded``; ``as_of``: the records in force at that instant."""
         where, params = _reads.list_where(session_id, user_id, tags, scope, kind, {
             "created_after": created_after, "created_before": created_before,
-            "updated_after": updated_after, "updated_before": updated_before})
+            "updated_after": updated_after, "updated_before": updated_before},
+            include_superseded=include_superseded, as_of=as_of)
         if limit is not None and (not isinstance(limit, int) or limit < 1):
             raise InvalidInputError("limit must be a positive integer or None")
         self.open()
@@ -363,11 +394,14 @@ class MemoryStore:
         created_before: str | None = None,
         updated_after: str | None = None,
         updated_before: str | None = None,
+        include_superseded: bool = False,
+        as_of: str | None = None,
     ) -> int:
         """How many records :meth:`list` would return without a limit (same filters, same visibility)."""
         where, params = _reads.list_where(session_id, user_id, tags, scope, kind, {
             "created_after": created_after, "created_before": created_before,
-            "updated_after": updated_after, "updated_before": updated_before})
+            "updated_after": updated_after, "updated_before": updated_before},
+            include_superseded=include_superseded, as_of=as_of)
         self.open()
         sql = f"SELECT count(*) FROM records r WHERE {where}"
         return int(self.index.guarded(lambda c: c.execute(sql, params).fetchone()[0]))
@@ -376,11 +410,12 @@ class MemoryStore:
         """MEMORY.md-style lines for the records a caller may see, newest first."""
         _reads.check_strings(session_id=session_id, user_id=user_id)
         params = {"sid": session_id, "uid": user_id}
-        sql = f"SELECT id, kind, summary FROM records r WHERE {visibility_sql('r')} ORDER BY updated DESC, id"
+        sql = (f"SELECT id, kind, summary, happened_at, valid_from, valid_to FROM records r WHERE {visibility_sql('r')}"
+               f" AND {current_sql('r')} ORDER BY updated DESC, id")
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         rows = self.index.guarded(lambda c: c.execute(sql, params).fetchall())
-        return [f"- [{r['id']}] ({r['kind']}): {r['summary']}" for r in rows]
+        return [core_line(r["id"], r["kind"], r["summary"], r["happened_at"], r["valid_from"], r["valid_to"]) for r in rows]
 
     # -- derived files and maintenance ---------------------------------------------------
     def write_memory_md(self) -> Path:

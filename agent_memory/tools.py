@@ -1,6 +1,6 @@
 """Narrow memory tools as pydantic-ai toolsets, bound to one backend and one caller.
 
-``READ`` = search/get/list, ``CAPTURE`` = READ + remember, ``FOREGROUND`` = CAPTURE + forget.
+``READ`` = search/get/list, ``CAPTURE`` = READ + remember/supersede, ``FOREGROUND`` = CAPTURE + forget.
 The caller's ``session_id``/``user_id`` are captured in closures: they are not tool
 parameters, so a model can neither see nor change them. A memory remembered without a scope
 goes to the caller's own partition (the user's, else the session's; shared project scope only
@@ -19,12 +19,12 @@ from .backend import Caller, MemoryBackend
 from .drafts import MemoryDraft
 from .errors import AgentMemoryError
 from .fence import UNTRUSTED_NOTE
-from .index import summary_line
+from .index import dates_text, summary_line
 
 __all__ = ["READ", "CAPTURE", "FOREGROUND", "TOOL_SETS", "memory_toolset", "as_backend", "caller_scope"]
 
 READ: tuple[str, ...] = ("memory_search", "memory_get", "memory_list")
-CAPTURE: tuple[str, ...] = READ + ("memory_remember",)
+CAPTURE: tuple[str, ...] = READ + ("memory_remember", "memory_supersede")
 FOREGROUND: tuple[str, ...] = CAPTURE + ("memory_forget",)
 TOOL_SETS = {"read": READ, "capture": CAPTURE, "foreground": FOREGROUND}
 MAX_GET_CHARS = 8000
@@ -42,6 +42,18 @@ def as_backend(source: Any) -> MemoryBackend:
     if isinstance(source, MemoryBackend):
         return source
     raise TypeError(f"expected a MemoryBackend (or an object with a .backend), not {type(source).__name__}")
+
+
+def clock_fields(obj: Any) -> dict[str, Any]:
+    """When a record (or hit) was said and when it was true: ``recorded_at``, the set clocks, and ``dates`` in words."""
+    recorded = getattr(obj, "recorded_at", "") or getattr(obj, "created", "")
+    out: dict[str, Any] = {"recorded_at": recorded}
+    for name in ("happened_at", "valid_from", "valid_to", "superseded_by"):
+        if getattr(obj, name, None):
+            out[name] = getattr(obj, name)
+    out["dates"] = dates_text(recorded, getattr(obj, "happened_at", None), getattr(obj, "valid_from", None),
+                              getattr(obj, "valid_to", None))
+    return out
 
 
 def caller_scope(caller: Caller) -> str | None:
@@ -75,21 +87,24 @@ def memory_toolset(
     write_scope = default_scope or caller_scope(who)
     toolset: FunctionToolset[Any] = FunctionToolset(max_retries=max_retries)
 
-    async def memory_search(query: str, tags: list[str] | None = None, limit: int = 8) -> dict[str, Any]:
-        """Search durable memory. Returns ranked snippets with record id, path and line range.
+    async def memory_search(query: str, tags: list[str] | None = None, limit: int = 8,
+                            as_of: str | None = None) -> dict[str, Any]:
+        """Search durable memory. Returns ranked snippets with record id, line range and dates (when said, when true).
 
         Args:
             query: What to look for, in plain words (a question works).
             tags: Optional tags that boost matching records (hints, not filters).
             limit: Maximum number of hits (1-50).
+            as_of: Only what was held true at this ISO date (e.g. 2023-06-30), superseded facts included.
         """
         try:
-            hits = (await store.search(query, who, tags=tags or (), limit=max(1, min(int(limit), 50)))).hits
+            hits = (await store.search(query, who, tags=tags or (), limit=max(1, min(int(limit), 50)),
+                                       **({} if as_of is None else {"as_of": as_of}))).hits
         except AgentMemoryError as exc:
             raise _retry(exc) from None
         return {"note": UNTRUSTED_NOTE, "hits": [
             {"id": h.id, "title": h.title, "kind": h.kind, "line_start": h.line_start, "line_end": h.line_end,
-             "snippet": h.snippet, "score": round(h.score, 3), "updated": h.updated} for h in hits]}
+             "snippet": h.snippet, "score": round(h.score, 3), "updated": h.updated, **clock_fields(h)} for h in hits]}
 
     async def memory_get(id: str, line_start: int | None = None, line_end: int | None = None) -> dict[str, Any]:
         """Read one memory record by id; optionally only lines line_start..line_end of its file.
@@ -113,11 +128,12 @@ def memory_toolset(
             content = "\n".join(lines[max(lo, 0):hi + 1])
         truncated = len(content) > MAX_GET_CHARS
         return {"note": UNTRUSTED_NOTE, "id": rec.id, "title": rec.title, "kind": rec.kind, "scope": rec.scope.value,
-                "tags": list(rec.tags), "updated": rec.updated, "body_line": rec.body_line,
+                "tags": list(rec.tags), "updated": rec.updated, "body_line": rec.body_line, **clock_fields(rec),
                 "content": content[:MAX_GET_CHARS] + ("…" if truncated else ""), "truncated": truncated}
 
     async def memory_list(tags: list[str] | None = None, kind: str | None = None,
-                          scope: Literal["session", "project", "user", "global"] | None = None, limit: int = 20) -> dict[str, Any]:
+                          scope: Literal["session", "project", "user", "global"] | None = None, limit: int = 20,
+                          include_superseded: bool = False, as_of: str | None = None) -> dict[str, Any]:
         """List memory records, newest first, filtered exactly by tags, kind and scope.
 
         Args:
@@ -125,20 +141,25 @@ def memory_toolset(
             kind: Only records of this kind (fact, preference, decision, summary, ...).
             scope: Only records of this scope.
             limit: Maximum number of records (1-100).
+            include_superseded: Also list facts a newer fact has replaced.
+            as_of: Only what was held true at this ISO date (e.g. 2023-06-30).
         """
         try:
-            recs = await store.list(who, tags=tags or (), kind=kind, scope=scope, limit=max(1, min(int(limit), 100)))
+            recs = await store.list(who, tags=tags or (), kind=kind, scope=scope, limit=max(1, min(int(limit), 100)),
+                                    **({"include_superseded": True} if include_superseded is True else {}),
+                                    **({} if as_of is None else {"as_of": as_of}))
         except AgentMemoryError as exc:
             raise _retry(exc) from None
         return {"note": UNTRUSTED_NOTE, "records": [
             {"id": r.id, "title": r.title, "kind": r.kind, "scope": r.scope.value, "tags": list(r.tags),
-             "updated": r.updated, "summary": summary_line(r.content, 120)} for r in recs]}
+             "updated": r.updated, "summary": summary_line(r.content, 120), **clock_fields(r)} for r in recs]}
 
     async def memory_remember(content: str, title: str | None = None, kind: str | None = None,
                               scope: Literal["session", "project", "user", "global"] | None = None,
                               tags: list[str] | None = None, memory_key: str | None = None,
                               on_existing: Literal["append", "replace", "skip"] = "append",
-                              importance: float | None = None, expires: str | None = None) -> dict[str, Any]:
+                              importance: float | None = None, expires: str | None = None, happened_at: str | None = None,
+                              valid_from: str | None = None, valid_to: str | None = None) -> dict[str, Any]:
         """Store one durable memory. Exact duplicates are detected and not stored twice.
 
         Args:
@@ -152,15 +173,43 @@ def memory_toolset(
             on_existing: With memory_key: append to it, replace it, or skip if it exists.
             importance: How much this matters, from 0 (trivia) to 1 (critical); leave it out if unsure.
             expires: When this stops being true or useful (ISO date or datetime in the future), if ever.
+            happened_at: When it happened or was said (ISO date), resolved from the conversation's own dates.
+            valid_from: Since when it is true (ISO date), if known.
+            valid_to: Until when it was true (ISO date), if known.
         """
         try:
             draft = MemoryDraft(content, title=title, kind=kind, scope=scope or write_scope, tags=tuple(tags or ()),
                                 memory_key=memory_key, on_existing=on_existing, session_id=who.session_id,
-                                user_id=who.user_id, importance=importance, expires=expires)
+                                user_id=who.user_id, importance=importance, expires=expires, happened_at=happened_at,
+                                valid_from=valid_from, valid_to=valid_to)
             result = await store.remember(draft, source=source)
         except AgentMemoryError as exc:
             raise _retry(exc) from None
         return {"id": result.id, "status": result.status}
+
+    async def memory_supersede(id: str, content: str, title: str | None = None, kind: str | None = None,
+                               tags: list[str] | None = None, happened_at: str | None = None,
+                               valid_from: str | None = None) -> dict[str, Any]:
+        """Replace an outdated memory with a new fact; the old one is kept as history, no longer current.
+
+        Args:
+            id: The record id of the outdated memory (from memory_search or memory_list).
+            content: The new fact that replaces it.
+            title: A short title.
+            kind: fact, preference, decision, summary, ...
+            tags: A few lowercase tags.
+            happened_at: When the change happened or was said (ISO date), if known.
+            valid_from: Since when the new fact is true (ISO date), if known.
+        """
+        try:
+            old = await store.get(id, who)  # the new fact goes to the old one's partition (the only one allowed)
+            draft = MemoryDraft(content, title=title, kind=kind, scope=old.scope.value, tags=tuple(tags or ()),
+                                session_id=who.session_id, user_id=who.user_id, happened_at=happened_at,
+                                valid_from=valid_from, supersedes=id)
+            result = await store.remember(draft, source=source)
+        except AgentMemoryError as exc:
+            raise _retry(exc) from None
+        return {"id": result.id, "status": result.status, "supersedes": id}
 
     async def memory_forget(id: str) -> dict[str, Any]:
         """Permanently delete one memory record by id.
@@ -173,7 +222,7 @@ def memory_toolset(
         except AgentMemoryError as exc:
             raise _retry(exc) from None
 
-    for fn in (memory_search, memory_get, memory_list, memory_remember, memory_forget):
+    for fn in (memory_search, memory_get, memory_list, memory_remember, memory_supersede, memory_forget):
         if fn.__name__ in allowed:
             toolset.add_function(fn, name=fn.__name__)
     return toolset

@@ -169,7 +169,7 @@ def test_sigkill_writer_at_random_moments(tmp_path: Path, reliability_figures: d
             held = logs[0].content.split("\n")
             assert all(held.count(line) == 1 for line in acked_lines), "acknowledged appended line lost or doubled"
         if replace_hash is not None:
-            reps = [r for r in files.values() if r.memory_key == "crash-replace"]
+            reps = [r for r in files.values() if r.memory_key == "crash-replace" and r.superseded_by is None]  # current
             assert len(reps) == 1
             # the last acknowledged replace, or a later one that completed without its ack
             assert reps[0].content_hash == replace_hash or reps[0].content.startswith("replacement r")
@@ -179,7 +179,7 @@ def test_sigkill_writer_at_random_moments(tmp_path: Path, reliability_figures: d
         store.open()
         report = store.doctor()
         assert report.ok, (rnd, report.to_dict())
-        listed = {r.id for r in store.list(limit=None, session_id="s1")}
+        listed = {r.id for r in store.list(limit=None, session_id="s1", include_superseded=True)}
         assert listed == set(files)
         assert not any(TMP_PREFIX in rid for rid in listed)
         if acked_created:

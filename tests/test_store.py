@@ -57,7 +57,8 @@ def test_memory_key_append_replace_skip_and_idempotent_append(store):
     assert (s.status, s.id) == ("skipped", a.id)
     r = store.remember("Codename changed to zinc.", memory_key="release-plan", on_existing="replace")
     assert r.status == "replaced" and store.get(a.id).content == "Codename changed to zinc."
-    assert len(list(store.records_dir.glob("*.md"))) == 1
+    assert len(list(store.records_dir.glob("*.md"))) == 2  # the replaced version stays, superseded (docs/time.md)
+    assert [rec.id for rec in store.list()] == [a.id]
 
 
 def test_memory_key_can_target_an_existing_record_id(store):

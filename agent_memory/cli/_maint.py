@@ -37,6 +37,10 @@ JSONL fields (one JSON object per line; blank lines are skipped; only "content" 
   expires       ISO date/datetime after which the record is invisible (and archived by sweep); must be future
   importance    number between 0 and 1 (a ranking hint)
   metadata      an object of extra fields (kept in the frontmatter, redacted)
+  happened_at   ISO date/datetime: when it happened or was said
+  valid_from    ISO date/datetime: since when it is true
+  valid_to      ISO date/datetime: until when it was true
+  supersedes    id of a record this line replaces as the current fact (kept, marked superseded)
 Any other field is an error naming the file and line. Imports are idempotent: re-running a file skips
 records already written (status "duplicate")."""
 

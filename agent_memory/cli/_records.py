@@ -26,10 +26,29 @@ def _filters(p: argparse.ArgumentParser, default_limit: int) -> None:
     p.add_argument("--limit", type=positive, metavar="N", help=f"at most N records (1-1000; default {default_limit})")
     for name in ("created-after", "created-before", "updated-after", "updated-before"):
         p.add_argument(f"--{name}", metavar="WHEN", help=f"{name.replace('-', ' ')} WHEN: {DATE_HELP}")
+    p.add_argument("--include-superseded", action="store_true",
+                   help="also records a newer fact has superseded (default: current records only)")
+    p.add_argument("--as-of", metavar="WHEN", help=f"only records in force at WHEN, superseded ones included "
+                   f"(a day means its end: what was held on that day): {DATE_HELP}")
 
 
 def _filter_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    return {k: getattr(args, k) for k in ("created_after", "created_before", "updated_after", "updated_before")}
+    out = {k: getattr(args, k) for k in ("created_after", "created_before", "updated_after", "updated_before")}
+    if args.include_superseded:
+        out["include_superseded"] = True
+    if args.as_of is not None:
+        out["as_of"] = args.as_of
+    return out
+
+
+def _dates(rec: Any) -> str:
+    """``; on 2023-05-07; true since …`` when the record knows when it happened or held (and if superseded)."""
+    from ..index import dates_text
+
+    text = dates_text(None, rec.happened_at, rec.valid_from, rec.valid_to)
+    if rec.superseded_by:
+        text += ("; " if text else "") + f"superseded by {rec.superseded_by}"
+    return f"; {text}" if text else ""
 
 
 def _caller(args: argparse.Namespace) -> dict[str, Any]:
@@ -58,6 +77,11 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
                         "from now: 90m, 12h, 30d, 2w; must be in the future (default: never)")
     p.add_argument("--importance", type=fraction, metavar="X",
                    help="importance between 0 and 1, a ranking hint (default: unset)")
+    p.add_argument("--happened-at", metavar="WHEN", help=f"when it happened or was said: {DATE_HELP}")
+    p.add_argument("--valid-from", metavar="WHEN", help=f"since when it is true: {DATE_HELP}")
+    p.add_argument("--valid-to", metavar="WHEN", help=f"until when it was true: {DATE_HELP}")
+    p.add_argument("--supersede", metavar="ID", dest="supersedes",
+                   help="the record this new fact replaces: it is kept, marked superseded, and leaves default reads")
     p.add_argument("-q", "--quiet", action="store_true", help="print only the record id (for scripts: ID=$(agent-memory remember … -q))")
 
     p = add("search", "Rank memories for a query (BM25) with snippets, line ranges and scores (higher first).", [
@@ -110,7 +134,9 @@ def cmd_remember(args: argparse.Namespace) -> None:
 
     content = read_text(args.content, "CONTENT")
     draft = MemoryDraft(content, args.title, args.kind, args.scope, args.session_id, args.user_id, tuple(args.tags),
-                        args.memory_key, args.on_existing or "append", args.expires, args.importance)
+                        args.memory_key, args.on_existing or "append", args.expires, args.importance,
+                        happened_at=args.happened_at, valid_from=args.valid_from, valid_to=args.valid_to,
+                        supersedes=args.supersedes)
     target = open_target(args.root, create=True)
     r = target.remember_many([draft], source="manual")[0]
     redacted = f" ({r.redactions} secret{'s' if r.redactions != 1 else ''} redacted)" if r.redactions else ""
@@ -129,7 +155,7 @@ def cmd_search(args: argparse.Namespace) -> None:
     def human() -> str:
         out = []
         for h in res.hits:
-            out.append(f"{fmt_score(h.score)}  {h.id}  {h.path}:{h.line_start}-{h.line_end}")
+            out.append(f"{fmt_score(h.score)}  {h.id}  {h.path}:{h.line_start}-{h.line_end}{_dates(h).replace('; ', '  ', 1)}")
             out.extend("        " + line for line in h.snippet.splitlines())
         if args.trace:
             out.append(json.dumps(res.trace, indent=2, ensure_ascii=False, default=str))
@@ -141,7 +167,8 @@ def cmd_search(args: argparse.Namespace) -> None:
 def cmd_get(args: argparse.Namespace) -> None:
     rec = open_target(args.root, create=False).get(args.id, **_caller(args))
     expires = f", expires {rec.expires}" if rec.expires else ""
-    emit(args, rec.to_dict(), lambda: f"{rec.id} ({rec.kind}, {rec.scope.value}{expires}) {rec.path}\n\n{rec.content}")
+    emit(args, rec.to_dict(),
+         lambda: f"{rec.id} ({rec.kind}, {rec.scope.value}{expires}{_dates(rec)}) {rec.path}\n\n{rec.content}")
 
 
 def cmd_list(args: argparse.Namespace) -> None:
@@ -154,7 +181,7 @@ def cmd_list(args: argparse.Namespace) -> None:
     from ..index import summary_line
 
     def human() -> str:
-        lines = [f"{r.id}  ({r.kind}, {r.scope.value})  {summary_line(r.content, 70)}" for r in recs] or ["no records"]
+        lines = [f"{r.id}  ({r.kind}, {r.scope.value}{_dates(r)})  {summary_line(r.content, 70)}" for r in recs] or ["no records"]
         if more:
             lines.append(f"… {more} more (of {total}; use --limit N or --all)")
         return "\n".join(lines)

@@ -16,7 +16,7 @@ from ..drafts import MemoryDraft
 from ..errors import InvalidInputError, NotFoundError
 from ..fence import UNTRUSTED_NOTE
 from ..index import summary_line
-from ..tools import as_backend
+from ..tools import as_backend, clock_fields
 from ._args import Param
 from ._config import Identity
 
@@ -90,8 +90,8 @@ async def _search(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, An
     want = min(offset + limit + 1, MAX_OFFSET)  # the store ranks at most MAX_OFFSET hits
     result = await rt.backend.search(a["query"], who.caller, tags=tuple(a.get("tags") or ()), limit=want)
     rows = [{"id": h.id, "title": h.title, "kind": h.kind, "scope": h.scope, "line_start": h.line_start,
-             "line_end": h.line_end, "snippet": h.snippet, "score": round(h.score, 3), "updated": h.updated}
-            for h in result.hits[offset:]]
+             "line_end": h.line_end, "snippet": h.snippet, "score": round(h.score, 3), "updated": h.updated,
+             **clock_fields(h)} for h in result.hits[offset:]]
     page = _page(rows, offset, limit, rt.max_output_chars - 500, len(rows) > limit)
     return {"note": UNTRUSTED_NOTE, "hits": rows[:page["count"]], "next_cursor": page["next_cursor"]}
 
@@ -102,7 +102,7 @@ async def _list(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, Any]
     recs = await rt.backend.list(who.caller, limit=offset + limit + 1, **filters)
     total = await rt.backend.count(who.caller, **filters)
     rows = [{"id": r.id, "title": r.title, "kind": r.kind, "scope": r.scope.value, "tags": list(r.tags),
-             "updated": r.updated, "summary": summary_line(r.content, 160)} for r in recs[offset:]]
+             "updated": r.updated, "summary": summary_line(r.content, 160), **clock_fields(r)} for r in recs[offset:]]
     page = _page(rows, offset, limit, rt.max_output_chars - 500, len(rows) > limit)
     return {"note": UNTRUSTED_NOTE, "total": total, "records": rows[:page["count"]], "next_cursor": page["next_cursor"]}
 
@@ -125,7 +125,7 @@ async def _get(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, Any]:
         used += len(line) + 1
     end = lo + len(shown) - 1
     return {"note": UNTRUSTED_NOTE, "id": rec.id, "title": rec.title, "kind": rec.kind, "scope": rec.scope.value,
-            "tags": list(rec.tags), "updated": rec.updated, "line_start": lo, "line_end": end,
+            "tags": list(rec.tags), "updated": rec.updated, **clock_fields(rec), "line_start": lo, "line_end": end,
             "content": "\n".join(shown), "truncated": end < hi,
             "next_line_start": end + 1 if end < hi else None}
 

@@ -85,7 +85,9 @@ def _capture_step(state: RunState, tools: set[str], max_statements: int) -> list
         args: dict[str, Any] = {"content": st.content, "kind": st.kind}
         if st.tags:
             args["tags"] = list(st.tags)
-        if st.memory_key:
+        if st.memory_key:  # a keyed replace supersedes the old value (kept, no longer current)
             args.update(memory_key=st.memory_key, on_existing=st.on_existing)
+        if st.happened_at:  # the day it is about, resolved against when it was said
+            args["happened_at"] = st.happened_at.isoformat()
         calls.append(ToolCallPart("memory_remember", args, tool_call_id=f"remember-{i}"))
     return calls or [TextPart(NO_REPLY)]

@@ -29,7 +29,9 @@ class Statement:
     ``memory_key`` names the attribute (``user.home``, ``user.allergy.peanuts``): a later statement
     with the same key replaces the earlier one, and different attributes never share a key.
     ``personal`` marks a statement about the user (or their household), which belongs in the user's
-    partition. ``said_at`` is the message's timestamp when the transcript (or ``now``) gave one.
+    partition. ``said_at`` is the message's timestamp when the transcript (or ``now``) gave one;
+    ``happened_at`` the day the statement is about: the day a relative date in it names ("yesterday",
+    "3 days ago", "last Monday", resolved against ``said_at``), else the day it was said.
     """
 
     content: str
@@ -38,6 +40,7 @@ class Statement:
     tags: tuple[str, ...] = ()
     personal: bool = False
     said_at: dt.datetime | None = None
+    happened_at: dt.date | None = None
 
     @property
     def on_existing(self) -> str:
@@ -214,6 +217,17 @@ def _sentence_facts(raw: str, last_subject: str | None) -> tuple[list[Fact], str
 _PREPOSITIONS = ("since", "from", "until", "till", "by", "before", "after", "on", "in", "of", "during", "as of")
 
 
+_DAY_VALUE = re.compile(r"\d{1,2} [A-Z][a-z]+ \d{4}")
+
+
+def _event_day(text: str, when: dt.datetime) -> dt.date:
+    """The day a relative date in ``text`` names (the first one naming a single day), else ``when``'s day."""
+    for _, value in resolve_relative_dates(text, when.date()):
+        if _DAY_VALUE.fullmatch(value) and (day := parse_when(value)) is not None:
+            return day.date()
+    return when.date()
+
+
 def _resolve_dates(text: str, when: dt.datetime) -> str:
     """``moved to Munich last month`` → ``moved to Munich in October 2026`` (relative to ``when``)."""
     for phrase, value in resolve_relative_dates(text, when.date()):
@@ -262,7 +276,8 @@ def extract_statements(transcript: str, *, limit: int | None = None, now: dt.dat
             for fact in facts:
                 content = _resolve_dates(fact.content, when) if when else fact.content
                 if 8 < len(content) <= MAX_STATEMENT_CHARS and not _is_secret(content):
-                    found.append(Statement(content, fact.kind, fact.key, fact.tags, fact.personal, when))
+                    day = _event_day(fact.content, when) if when else None
+                    found.append(Statement(content, fact.kind, fact.key, fact.tags, fact.personal, when, day))
     latest: dict[str, Statement] = {}
     for st in found:
         ident = st.memory_key or st.content.lower()

@@ -106,7 +106,7 @@ def _write_files(store: MemoryStore, items: Sequence[Pending], report: ImportRep
                         report.skip(where, "conflict", "a different record with this id exists; it is never overwritten",
                                     rec.id)
                     continue
-                if dedupe:
+                if dedupe and rec.superseded_by is None:  # a superseded record is history: never a duplicate
                     dup = _keyed.find_duplicate(conn, rec)
                     if dup is not None:
                         report.skip(where, "duplicate", f"the same text is already stored as {dup['id']}", dup["id"])
@@ -135,6 +135,7 @@ def draft_of(rec: MemoryRecord) -> MemoryDraft:
         content=rec.content, title=rec.title or None, kind=rec.kind, scope=rec.scope, session_id=rec.session_id,
         user_id=rec.user_id, tags=rec.tags, memory_key=rec.memory_key, on_existing="skip", expires=rec.expires,
         importance=rec.importance, metadata={**rec.metadata, "imported_id": rec.id, "imported_created": rec.created},
+        happened_at=rec.happened_at, valid_from=rec.valid_from, valid_to=rec.valid_to,
     )
 
 
@@ -153,6 +154,9 @@ async def _write_backend(backend: MemoryBackend, items: Sequence[Pending], repor
             seen[part] = {(h.metadata.get("imported_id"), h.content) for h in hits}
         if (rec.id, rec.content) in seen[part]:
             report.skip(where, "exists", "already imported (same original id and text)", rec.id)
+            continue
+        if rec.superseded_by:  # it would come back as a current fact: not until backends import supersession
+            report.skip(where, "unsupported", f"superseded by {rec.superseded_by}; not imported into this backend", rec.id)
             continue
         todo.append(item)
     errors: list[tuple[int, str]] = []

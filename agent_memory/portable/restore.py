@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .. import redact as _redact
+from ..drafts import normalize_when
 from ..errors import InvalidIdError, InvalidInputError
 from ..records import (
     MAX_TITLE_CHARS,
@@ -56,7 +57,8 @@ def record_from_dict(data: object) -> tuple[MemoryRecord, int]:
     if not isinstance(data, Mapping):
         raise InvalidInputError("a line must be a JSON object")
     unknown = set(data) - {"id", "title", "kind", "scope", "session_id", "user_id", "tags", "memory_key", "source",
-                           "created", "updated", "expires", "importance", "content_hash", "metadata", "content", "path"}
+                           "created", "updated", "expires", "importance", "content_hash", "metadata", "content", "path",
+                           "happened_at", "valid_from", "valid_to", "superseded_by", "supersedes", "recorded_at"}
     if unknown:
         raise InvalidInputError(f"unknown field(s): {', '.join(sorted(map(str, unknown)))}")
     counter = [0]
@@ -97,8 +99,21 @@ def record_from_dict(data: object) -> tuple[MemoryRecord, int]:
         importance=None if importance is None else float(importance),
         content_hash=content_hash(content),
         metadata=_redact_value(dict(metadata), counter),
+        **_clocks(data),  # type: ignore[arg-type]
     )
     return rec, counter[0]
+
+
+def _clocks(data: Mapping[str, Any]) -> dict[str, str | None]:
+    """The two clocks and supersession links of an exported record (docs/time.md), checked."""
+    out: dict[str, str | None] = {}
+    for name in ("happened_at", "valid_from", "valid_to"):
+        value = _opt_text(data, name, 64)
+        out[name] = None if value is None else normalize_when(name, value)
+    for name in ("superseded_by", "supersedes"):
+        value = data.get(name)
+        out[name] = None if value is None else validate_id(value)
+    return out
 
 
 def restore_lines(target: Target, lines: Iterable[tuple[int, str]], report: ImportReport) -> ImportReport:

@@ -15,13 +15,19 @@ shared ``project``/``global`` scope only when asked for explicitly and the fact 
 A keyed draft holds one fact: a compound statement ("my favourite colour is orange and I'm allergic
 to peanuts") is split, so a later replace of the key changes only that fact. The transcript is
 escaped like the main model's fence: ``</transcript>`` and look-alikes in user text cannot end it.
+
+Time: a turn's own timestamp (``at``, else the time stamped on its messages) heads the transcript as a
+``Date:`` line, so relative dates ("yesterday") resolve against when they were said, never against the
+moment capture runs; drafts carry ``happened_at``. ``memory_supersede`` lets the worker replace a fact it
+finds outdated, but only a record capture wrote in the caller's own partition (checked when it is called
+and again by the store when the staged write is committed).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import inspect
-import json
 import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -33,12 +39,13 @@ from pydantic_ai.usage import RunUsage
 
 from ..backend import Caller, MemoryBackend
 from ..drafts import MemoryDraft
-from ..errors import AgentMemoryError
+from ..errors import AgentMemoryError, InvalidInputError
 from ..fence import escape
 from ..models.offline import extract_statements
 from ..records import check_content, validate_key
 from ..tools import caller_scope
 from . import RecordingToolset, ToolCallRecord, bound_toolset, describe_error, resolve_worker, run_worker, usage_dict
+from .capture_render import _first_timestamp, render_messages
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..profiles import WorkerProfile
@@ -48,8 +55,7 @@ __all__ = ["CaptureResult", "CaptureContext", "Extractor", "capture_turn", "capt
 
 DraftLike = MemoryDraft | Mapping[str, Any] | str
 Drafts = DraftLike | Iterable[DraftLike] | None
-MAX_TRANSCRIPT_CHARS = 60_000
-_CHANGED = ("created", "appended", "replaced")
+_CHANGED = ("created", "appended", "replaced", "superseded")
 _CAPTURE_SOURCES = frozenset({"turn_capture", "compaction_capture"})
 
 
@@ -65,6 +71,7 @@ class CaptureContext:
     next_summary: str | None = None
     session_id: str | None = None
     user_id: str | None = None
+    said_at: dt.datetime | None = None
 
     @property
     def caller(self) -> Caller:
@@ -106,77 +113,6 @@ class CaptureResult:
 _PROMPT_TAGS = ("transcript", "summary")
 
 
-# -- rendering ------------------------------------------------------------------------------------
-def _text_of(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, Mapping):
-        for key in ("text", "content", "value"):
-            value = content.get(key)
-            if isinstance(value, str):
-                return value
-        return json.dumps(content, default=str, ensure_ascii=False)[:500]
-    if isinstance(content, (list, tuple)):
-        return "\n".join(t for t in (_text_of(c) for c in content) if t)
-    inner = getattr(content, "content", None)
-    if isinstance(inner, str):
-        return inner
-    return str(content)
-
-
-_ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant", "model": "assistant",
-          "bot": "assistant", "tool": "tool", "function": "tool", "system": None, "developer": None}
-_KNOWN_PREFIX = ("user:", "assistant:", "tool:", "message:", "summary:")
-
-
-def _render_one(message: Any) -> list[str]:
-    from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart, UserPromptPart
-
-    if isinstance(message, str):
-        return [message if message.lower().startswith(_KNOWN_PREFIX) else f"message: {message}"]
-    if isinstance(message, ModelRequest):
-        lines = []
-        for part in message.parts:
-            if isinstance(part, UserPromptPart):
-                lines.append(f"user: {_text_of(part.content)}")
-            elif isinstance(part, ToolReturnPart):
-                lines.append(f"tool: {part.tool_name} -> {_text_of(part.content)[:500]}")
-        return lines
-    if isinstance(message, ModelResponse):
-        lines = []
-        for out in message.parts:
-            if isinstance(out, TextPart) and out.content.strip():
-                lines.append(f"assistant: {out.content}")
-            elif isinstance(out, ToolCallPart):
-                lines.append(f"assistant: [called {out.tool_name} {out.args_as_json_str()[:300]}]")
-        return lines
-    if isinstance(message, Mapping):
-        speaker = str(message.get("role") or message.get("speaker") or message.get("author") or "message")
-        text = _text_of(message.get("content", message.get("text")))
-        role = _ROLES.get(speaker.lower(), speaker)
-        return [f"{role}: {text}"] if text and role else []
-    return [f"message: {_text_of(message)}"]
-
-
-def render_messages(messages: Iterable[Any]) -> str:
-    """Messages as ``role: text`` lines: pydantic-ai ``ModelMessage`` objects, ``{"role", "content"}`` dicts or strings.
-
-    Roles are ``user``, ``assistant``, ``tool``, a named speaker (``{"speaker": "Bob"}``) or ``message``
-    (a plain string or object whose author is unknown). System prompts are left out; tool calls and
-    results are abbreviated; anything else is rendered with ``str``. Never raises for odd input.
-    """
-    lines: list[str] = []
-    for message in messages or ():
-        try:
-            lines.extend(line for line in _render_one(message) if line.strip())
-        except Exception:  # a message we cannot read must not sink the capture
-            lines.append(str(message)[:500])
-    text = "\n".join(lines)
-    return text[-MAX_TRANSCRIPT_CHARS:] if len(text) > MAX_TRANSCRIPT_CHARS else text
-
-
 def capture_prompt(ctx: CaptureContext) -> str:
     """The capture worker's user prompt: the transcript between ``<transcript>`` tags (plus the summary)."""
     what = "this conversation turn" if ctx.kind == "turn" else "these messages, which are about to be compacted away"
@@ -195,12 +131,13 @@ def rule_extractor(ctx: CaptureContext) -> list[MemoryDraft]:
     Personal statements go to the caller's partition (user, else session).
     """
     out = []
-    for st in extract_statements(ctx.transcript):
+    for st in extract_statements(ctx.transcript, now=ctx.said_at):
         args = {"content": st.content, "kind": st.kind, "memory_key": st.memory_key}
         personal = getattr(st, "personal", None)
         scope = caller_scope(ctx.caller) if (personal if personal is not None else is_personal(args)) else None
         out.append(MemoryDraft(st.content, kind=st.kind, tags=st.tags, memory_key=st.memory_key, scope=scope,
-                               on_existing=st.on_existing))  # type: ignore[arg-type]
+                               on_existing=st.on_existing,  # type: ignore[arg-type]
+                               happened_at=st.happened_at.isoformat() if st.happened_at else None))
     return out
 
 
@@ -298,24 +235,46 @@ async def _foreign_record(backend: MemoryBackend, draft: MemoryDraft) -> str | N
 class StagingToolset(RecordingToolset):
     """Stages ``memory_remember`` calls instead of running them; the worker commits them if the run succeeds."""
 
+    caller: Caller = Caller()
+    backend: Any = None
+
     async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: Any, tool: Any) -> Any:
-        if name != "memory_remember":
+        if name not in ("memory_remember", "memory_supersede"):
             return await super().call_tool(name, tool_args, ctx, tool)
         record = ToolCallRecord(name, dict(tool_args))
         try:
             check_content(tool_args.get("content"))
             if tool_args.get("memory_key") is not None:
                 validate_key(tool_args["memory_key"])
+            if name == "memory_supersede":
+                await self._check_supersede(tool_args.get("id"))
         except AgentMemoryError as exc:
             raise ModelRetry(f"{type(exc).__name__}: {exc}") from None
         self.calls.append(record)
         record.result = {"status": "accepted", "note": "stored (verified and deduplicated) when capture finishes"}
         return record.result
 
+    async def _check_supersede(self, record_id: Any) -> None:
+        """Capture may supersede only a current record capture wrote in the caller's own partition."""
+        own = caller_scope(self.caller)
+        if not isinstance(record_id, str) or self.backend is None or own is None:
+            raise InvalidInputError("memory_supersede needs the id of a record capture wrote in this conversation's memory")
+        rec = await self.backend.get(record_id, self.caller)
+        if rec.scope.value != own or rec.source not in _CAPTURE_SOURCES or rec.superseded_by:
+            raise InvalidInputError(f"record {record_id!r} is not a current record capture wrote here; "
+                                    "capture may only supersede its own records (use memory_remember for a new fact)")
+
     def drafts(self, ctx: CaptureContext) -> list[MemoryDraft]:
-        fields = ("content", "title", "kind", "scope", "tags", "memory_key", "on_existing")
+        fields = ("content", "title", "kind", "scope", "tags", "memory_key", "on_existing", "happened_at", "valid_from",
+                  "valid_to")
         out = []
         for c in self.calls:
+            if c.name == "memory_supersede" and c.result is not None:
+                args = {k: v for k, v in c.args.items() if k in fields and v is not None}
+                if isinstance(args.get("tags"), list):
+                    args["tags"] = tuple(args["tags"])
+                out.append(MemoryDraft(**args, scope=caller_scope(ctx.caller), session_id=ctx.session_id,
+                                       user_id=ctx.user_id, supersedes=str(c.args.get("id"))))
             if c.name == "memory_remember" and c.result is not None:
                 args = {k: v for k, v in c.args.items() if k in fields and v is not None}
                 if isinstance(args.get("tags"), list):
@@ -367,6 +326,7 @@ async def _capture(backend: MemoryBackend, ctx: CaptureContext, worker: Worker |
         result.model, timeout_s = profile.model_label, profile.timeout_s
         if ctx.transcript.strip():
             toolset = bound_toolset(backend, profile.tools, ctx.caller, source=source, wrapper=StagingToolset)
+            toolset.caller, toolset.backend = ctx.caller, backend
             await run_worker(profile, capture_prompt(ctx), toolset, usage, name=f"agent_memory_{source}")
             await _commit(backend, toolset.drafts(ctx), source, result)
     except Exception as exc:  # fail open: nothing staged is written, never raise
@@ -375,24 +335,38 @@ async def _capture(backend: MemoryBackend, ctx: CaptureContext, worker: Worker |
     return result
 
 
+def dated(transcript: str, at: dt.datetime | None) -> str:
+    """``transcript`` headed by a ``Date:`` line naming when it was said (relative dates resolve against it)."""
+    return f"Date: {at.isoformat(timespec='seconds')}\n{transcript}" if at is not None and transcript else transcript
+
+
+def _said_at(at: Any) -> dt.datetime | None:
+    return at if isinstance(at, dt.datetime) else None
+
+
 async def capture_turn(backend: MemoryBackend, input: str, output: str | None = None, *, caller: Caller,
-                       worker: Worker | None = None, extractor: Extractor | None = None) -> CaptureResult:
+                       worker: Worker | None = None, extractor: Extractor | None = None,
+                       at: dt.datetime | None = None) -> CaptureResult:
     """Capture durable facts from one turn (the user's ``input`` and the assistant's ``output``). Never raises.
 
-    ``extractor`` (a plain function) replaces the ``worker`` agent when given.
+    ``extractor`` (a plain function) replaces the ``worker`` agent when given. ``at`` is when the turn was said
+    (relative dates resolve against it; without it, against dates the transcript itself gives).
     """
     messages = [{"role": "user", "content": input}] + ([{"role": "assistant", "content": output}] if output else [])
-    ctx = CaptureContext("turn", render_messages(messages), input=input, output=output,
-                         session_id=caller.session_id, user_id=caller.user_id)
+    at = _said_at(at)
+    ctx = CaptureContext("turn", dated(render_messages(messages), at), input=input, output=output,
+                         session_id=caller.session_id, user_id=caller.user_id, said_at=at)
     return await _capture(backend, ctx, worker, extractor, "turn_capture")
 
 
 async def capture_before_compaction(backend: MemoryBackend, removed_messages: Sequence[Any],
                                     next_summary: str | None = None, *, caller: Caller, worker: Worker | None = None,
-                                    extractor: Extractor | None = None) -> CaptureResult:
+                                    extractor: Extractor | None = None, at: dt.datetime | None = None) -> CaptureResult:
     """Last-chance capture from ``removed_messages`` before a compaction commits. Never raises."""
     removed = list(removed_messages or ())
-    ctx = CaptureContext("compaction", render_messages(removed), removed_messages=removed,
+    at = _said_at(at) or _first_timestamp(removed)
+    ctx = CaptureContext("compaction", dated(render_messages(removed), at), removed_messages=removed,
                          next_summary=next_summary if isinstance(next_summary, str) else None,
-                         session_id=caller.session_id, user_id=caller.user_id)
+                         session_id=caller.session_id, user_id=caller.user_id, said_at=at)
     return await _capture(backend, ctx, worker, extractor, "compaction_capture")
+

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import dataclasses
 import itertools
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Literal
@@ -17,13 +18,13 @@ import psycopg
 from ...backend import Caller
 from ...drafts import MemoryDraft, RememberResult, explicit_fields, prepare_draft
 from ...errors import InvalidInputError, NotFoundError
-from ...index import SyncReport
+from ...index import SyncReport, core_line
 from ...records import MemoryRecord, Scope, normalize_tags, parse_scope, validate_id
 from ...search import Fts5Engine, SearchResult
 from ...store import DoctorReport, SweepReport
 from .maintenance import Maintenance
 from .pool import Pool, redact_url
-from .rows import SELECT, check_strings, filters_sql, row_to_record, visibility
+from .rows import SELECT, check_strings, filters_sql, iso, row_to_record, visibility
 from .schema import TEXT_CONFIG, check_schema
 from .search import PgSearch
 from .writes import Writer
@@ -175,12 +176,23 @@ class PostgresBackend:
             progress(size)
         return [out[i] for i in range(len(prepared))]
 
+    async def supersede(self, old_id: str, draft: MemoryDraft, *, source: str = "tool") -> RememberResult:
+        """Write ``draft`` as the current fact in place of ``old_id`` (kept, superseded; see ``docs/time.md``)."""
+        if not isinstance(draft, MemoryDraft):
+            raise InvalidInputError(f"draft must be a MemoryDraft, not {type(draft).__name__}")
+        return await self.remember(dataclasses.replace(draft, supersedes=validate_id(old_id)), source=source)
+
     async def forget(self, record_id: str, caller: Caller) -> bool:
-        """Delete a record the caller may see (archived with the reason ``forgotten``). False if absent."""
+        """Delete a record the caller may see, and the records it superseded (archived as ``forgotten``). False if absent."""
         validate_id(record_id)
         params = self._caller(caller)
         params["id"] = record_id
-        async with self.pool.connection() as conn, conn.transaction():
+        chain = (f"(tenant, id) IN (WITH RECURSIVE chain(tenant, id, n) AS (SELECT tenant, supersedes, 1 FROM {self.table}"
+                 f" WHERE id = %(id)s AND supersedes IS NOT NULL AND {visibility(params, 'records')}"
+                 f" UNION SELECT r.tenant, r.supersedes, c.n + 1 FROM {self.table} r JOIN chain c ON r.tenant = c.tenant"
+                 " AND r.id = c.id WHERE r.supersedes IS NOT NULL AND c.n < 1000) SELECT tenant, id FROM chain)")
+        async with self.pool.connection() as conn, conn.transaction():  # the chain first: it starts at the record
+            await self.writer._archive_where(conn, chain, params, "forgotten (superseded by a forgotten record)")
             gone = await self.writer._archive_where(conn, f"id = %(id)s AND {visibility(params, 'records')}", params, "forgotten")
         return bool(gone)
 
@@ -250,14 +262,16 @@ class PostgresBackend:
 
     async def core_lines(self, caller: Caller, limit: int | None) -> builtins.list[str]:
         params = self._caller(caller)
-        sql = f"SELECT id, kind, summary FROM {self.table} r WHERE {visibility(params)} ORDER BY r.updated DESC, r.id"
+        sql = (f"SELECT id, kind, summary, happened_at, valid_from, valid_to FROM {self.table} r WHERE {visibility(params)}"
+               " AND r.superseded_by IS NULL ORDER BY r.updated DESC, r.id")
         if limit is not None:
             params["limit"] = max(0, int(limit))
             sql += " LIMIT %(limit)s"
         async with self.pool.connection() as conn:
             cur = await conn.execute(sql, params)
             rows = await cur.fetchall()
-        return [f"- [{r['id']}] ({r['kind']}): {r['summary']}" for r in rows]
+        return [core_line(r["id"], r["kind"], r["summary"], iso(r["happened_at"]), iso(r["valid_from"]), iso(r["valid_to"]))
+                for r in rows]
 
     async def user_md(self) -> str:
         async with self.pool.connection() as conn:

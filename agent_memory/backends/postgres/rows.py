@@ -11,7 +11,7 @@ import datetime as dt
 from collections.abc import Iterable
 from typing import Any
 
-from ..._reads import date_filters, kinds_of, scopes_of
+from ..._reads import as_of_filter, date_filters, kinds_of, scopes_of
 from ...drafts import _parse_when
 from ...errors import InvalidInputError
 from ...index import summary_line
@@ -19,7 +19,7 @@ from ...records import MemoryRecord, Scope, normalize_tags
 
 COLUMNS = ("tenant", "id", "part", "scope", "session_id", "user_id", "kind", "title", "tags", "tag_text", "memory_key",
            "source", "created", "updated", "expires", "expires_text", "importance", "content_hash", "content", "summary",
-           "metadata")
+           "metadata", "happened_at", "valid_from", "valid_to", "superseded_by", "supersedes")
 SELECT = ", ".join(c for c in COLUMNS)
 
 
@@ -52,6 +52,8 @@ def record_params(rec: MemoryRecord) -> dict[str, Any]:
         "updated": parse_time(rec.updated), "expires": parse_time(rec.expires), "expires_text": rec.expires,
         "importance": rec.importance, "content_hash": rec.content_hash, "content": rec.content,
         "summary": summary_line(rec.content), "metadata": dict(rec.metadata),
+        "happened_at": parse_time(rec.happened_at), "valid_from": parse_time(rec.valid_from),
+        "valid_to": parse_time(rec.valid_to), "superseded_by": rec.superseded_by, "supersedes": rec.supersedes,
     }
 
 
@@ -62,7 +64,8 @@ def row_to_record(row: dict[str, Any], path: str) -> MemoryRecord:
         source=row["source"], created=iso(row["created"]) or "", updated=iso(row["updated"]) or "",
         expires=row["expires_text"] if row["expires_text"] is not None else iso(row["expires"]),
         importance=row["importance"], content_hash=row["content_hash"], metadata=row["metadata"] or {}, path=path,
-        body_line=1,
+        body_line=1, happened_at=iso(row["happened_at"]), valid_from=iso(row["valid_from"]), valid_to=iso(row["valid_to"]),
+        superseded_by=row["superseded_by"], supersedes=row["supersedes"],
     )
 
 
@@ -96,13 +99,23 @@ _DATE_OPS = (("created_after", "created", ">="), ("created_before", "created", "
              ("updated_after", "updated", ">="), ("updated_before", "updated", "<"))
 
 
+def time_sql(params: dict[str, Any], *, include_superseded: bool = False, as_of: Any = None, alias: str = "r") -> str:
+    """`` AND …``: current rows only, all of them (``include_superseded``), or those in force at ``as_of``."""
+    when = as_of_filter(as_of)
+    if when is not None:
+        params["f_as_of"] = _parse_when(when)
+        start = f"coalesce({alias}.valid_from, {alias}.happened_at, {alias}.created)"
+        return f" AND {start} <= %(f_as_of)s AND ({alias}.valid_to IS NULL OR {alias}.valid_to > %(f_as_of)s)"
+    return "" if include_superseded else f" AND {alias}.superseded_by IS NULL"
+
+
 def filters_sql(params: dict[str, Any], *, tags: Iterable[str] = (), scope: Any = None, kind: Any = None,
-                alias: str = "r", **dates: str | None) -> str:
-    """Exact filters shared by list/count/search: scope(s), kind(s), dates; tags (all must match) when given."""
+                alias: str = "r", include_superseded: bool = False, as_of: Any = None, **dates: str | None) -> str:
+    """Exact filters shared by list/count/search: scope(s), kind(s), dates, supersession; tags (all must match)."""
     unknown = set(dates) - {name for name, _, _ in _DATE_OPS}
     if unknown:
         raise InvalidInputError(f"unknown filter(s): {', '.join(sorted(unknown))}")
-    sql = ""
+    sql = time_sql(params, include_superseded=bool(include_superseded), as_of=as_of, alias=alias)
     scopes = scopes_of(scope)
     if scopes:
         params["f_scopes"] = [s.value for s in scopes]

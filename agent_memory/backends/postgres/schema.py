@@ -97,6 +97,19 @@ def migrations(s: str, cfg: str = TEXT_CONFIG) -> list[tuple[int, str, list[str]
                 FOREIGN KEY (tenant, id) REFERENCES "{s}".records (tenant, id) ON DELETE CASCADE
             )""",
         ]),
+        (3, "two clocks and supersession", [
+            f'ALTER TABLE "{s}".records ADD COLUMN IF NOT EXISTS happened_at timestamptz,'
+            " ADD COLUMN IF NOT EXISTS valid_from timestamptz, ADD COLUMN IF NOT EXISTS valid_to timestamptz,"
+            " ADD COLUMN IF NOT EXISTS superseded_by text, ADD COLUMN IF NOT EXISTS supersedes text",
+            # a superseded row keeps its key and content beside the current one: uniqueness is among current rows
+            f'DROP INDEX IF EXISTS "{s}".records_hash',
+            f'DROP INDEX IF EXISTS "{s}".records_key',
+            f'CREATE UNIQUE INDEX IF NOT EXISTS records_hash_current ON "{s}".records (tenant, part, content_hash)'
+            " WHERE memory_key IS NULL AND superseded_by IS NULL",
+            f'CREATE UNIQUE INDEX IF NOT EXISTS records_key_current ON "{s}".records (tenant, part, memory_key)'
+            " WHERE memory_key IS NOT NULL AND superseded_by IS NULL",
+            f'CREATE INDEX IF NOT EXISTS records_supersedes ON "{s}".records (tenant, supersedes) WHERE supersedes IS NOT NULL',
+        ]),
     ]
 
 

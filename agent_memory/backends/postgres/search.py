@@ -144,5 +144,6 @@ class PgSearch:
         return SearchHit(
             id=rec.id, path=rec.path or "", line_start=start, line_end=end, snippet=snippet, score=round(score, 6),
             title=rec.title, kind=rec.kind, scope=rec.scope.value, tags=rec.tags, updated=rec.updated,
-            metadata=dict(rec.metadata),
+            metadata=dict(rec.metadata), recorded_at=rec.created, happened_at=rec.happened_at, valid_from=rec.valid_from,
+            valid_to=rec.valid_to, superseded_by=rec.superseded_by,
         )

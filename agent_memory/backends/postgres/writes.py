@@ -16,11 +16,12 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 from ..._history import POINTER
-from ..._keyed import CAPTURE_SOURCES, _reveals_title
+from ..._keyed import CAPTURE_SOURCES
 from ...drafts import RememberResult, Status
 from ...errors import BackendError
 from ...records import MemoryRecord, content_hash, default_title, new_id, now_iso
-from .rows import COLUMNS, SELECT, iso, record_params, row_to_record, tenant_part
+from .rows import COLUMNS, SELECT, record_params, row_to_record, tenant_part
+from .supersede import current_of, keep_version, supersede_one
 
 _INSERT_COLS = ", ".join(COLUMNS)
 _INSERT_VALS = ", ".join(f"%({c})s" for c in COLUMNS)
@@ -59,6 +60,8 @@ class Writer:
         tenant, part = tenant_part(rec)
         if POINTER in rec.metadata:  # history pointers are the store's to set
             rec = rec.replace(metadata={k: v for k, v in rec.metadata.items() if k != POINTER})
+        if rec.supersedes is not None:
+            return await supersede_one(self, conn, rec, redactions)
         for _ in range(8):
             if rec.memory_key is not None:
                 row = await self._find_keyed(conn, rec, tenant, part, mode)
@@ -69,7 +72,7 @@ class Writer:
                     return RememberResult(held, "skipped", self.path_of(held), redactions)
             cur = await conn.execute(
                 f"SELECT id FROM {self.t} WHERE tenant = %s AND part = %s AND content_hash = %s"
-                " AND (expires IS NULL OR expires > now()) LIMIT 1", (tenant, part, rec.content_hash))
+                " AND (expires IS NULL OR expires > now()) AND superseded_by IS NULL LIMIT 1", (tenant, part, rec.content_hash))
             dup = await cur.fetchone()
             if dup is not None:
                 return RememberResult(dup["id"], "duplicate", self.path_of(dup["id"]), redactions)
@@ -92,10 +95,12 @@ class Writer:
         params = {"tenant": tenant, "part": part, "k": rec.memory_key}
         cur = await conn.execute(f"SELECT {SELECT} FROM {self.t} r WHERE id = %(k)s AND {where} FOR UPDATE", params)
         row = await cur.fetchone()
+        if row is not None and row["superseded_by"]:  # a superseded id names the record that superseded it
+            row = await current_of(self, conn, row)
         if row is not None:
             return row
         cur = await conn.execute(f"SELECT {SELECT} FROM {self.t} r WHERE memory_key = %(k)s AND {where}"
-                                 " ORDER BY updated DESC, id LIMIT 1 FOR UPDATE", params)
+                                 " AND superseded_by IS NULL ORDER BY updated DESC, id LIMIT 1 FOR UPDATE", params)
         return await cur.fetchone()
 
     async def _key_held_by_other_writer(self, conn: Any, rec: MemoryRecord, tenant: str, part: str) -> str | None:
@@ -132,22 +137,14 @@ class Writer:
             expires=rec.expires if "expires" in fields else current.expires,
             importance=rec.importance if "importance" in fields else current.importance,
             metadata={**current.metadata, **rec.metadata},
+            **{name: getattr(rec, name) or (None if status == "replaced" else getattr(current, name))
+               for name in ("happened_at", "valid_from", "valid_to")},
         )
         if updated.frontmatter() == current.frontmatter() and body == current.content:
             return RememberResult(rid, "duplicate", path, redactions)  # nothing would change
         updated = updated.replace(updated=now_iso())
-        if status == "replaced":  # the replaced version is kept whole in the archive, and pointed at
-            cur = await conn.execute(
-                f"INSERT INTO {self.archive} (tenant, id, reason, archived, record) SELECT tenant, id, 'replaced',"
-                f" clock_timestamp(), to_jsonb(r) - 'tsv' FROM {self.t} r WHERE tenant = %s AND id = %s RETURNING archived",
-                (row["tenant"], rid))
-            kept = await cur.fetchone()
-            updated = updated.replace(metadata={**updated.metadata, POINTER: f"archive/{rid}@{iso(kept['archived'])}"})
-            if updated.title != current.title and _reveals_title(current):  # no id keeps the replaced words
-                updated = updated.replace(id=new_id(updated.memory_key or updated.title, updated.created))
-                await conn.execute(f"DELETE FROM {self.t} WHERE tenant = %s AND id = %s", (row["tenant"], rid))
-                await conn.execute(f"INSERT INTO {self.t} ({_INSERT_COLS}) VALUES ({_INSERT_VALS})", _bind(updated))
-                return RememberResult(updated.id, status, self.path_of(updated.id), redactions)
+        if status == "replaced":  # a supersession that keeps the id: the replaced state stays as a superseded row
+            updated = await keep_version(self, conn, current, updated)
         params = _bind(updated)
         sets = ", ".join(f"{c} = %({c})s" for c in COLUMNS if c not in ("tenant", "id", "part"))
         await conn.execute(f"UPDATE {self.t} SET {sets} WHERE tenant = %(tenant)s AND id = %(id)s", params)
@@ -186,12 +183,14 @@ class Writer:
         # live rows already holding a content (keyed or not) make the staged copies duplicates
         cur = await conn.execute(
             f"SELECT DISTINCT ON (s.ord) s.ord, r.id FROM {stage} s JOIN {self.t} r ON r.tenant = s.tenant AND r.part = s.part"
-            " AND r.content_hash = s.content_hash AND (r.expires IS NULL OR r.expires > now()) ORDER BY s.ord, r.updated DESC")
+            " AND r.content_hash = s.content_hash AND (r.expires IS NULL OR r.expires > now()) AND r.superseded_by IS NULL"
+            " ORDER BY s.ord, r.updated DESC")
         existing = {row["ord"]: row["id"] for row in await cur.fetchall()}
         cur = await conn.execute(
             f"INSERT INTO {self.t} ({_INSERT_COLS}) SELECT {_INSERT_COLS} FROM {stage} s"
             f" WHERE NOT EXISTS (SELECT 1 FROM {self.t} r WHERE r.tenant = s.tenant AND r.part = s.part"
-            " AND r.content_hash = s.content_hash AND (r.expires IS NULL OR r.expires > now())) ORDER BY s.ord ON CONFLICT DO NOTHING RETURNING id")
+            " AND r.content_hash = s.content_hash AND (r.expires IS NULL OR r.expires > now()) AND r.superseded_by IS NULL)"
+            " ORDER BY s.ord ON CONFLICT DO NOTHING RETURNING id")
         created = {row["id"] for row in await cur.fetchall()}
         by_key: dict[tuple[str, str, str], str] = {}
         out: list[RememberResult] = []
