@@ -118,7 +118,8 @@ class FilesBackend:
 
             rest = {k: v for k, v in options.items() if k not in ("mode", "trace")}
             return await self._run(contextual_search, self.sessions, query, limit=limit, trace=bool(options.get("trace")),
-                                   records=lambda n: self.store.search(query, limit=n, **caller.kwargs(), **rest),
+                                   records=lambda n: self.store.search(query, limit=n, session_id=caller.session_id,
+                                                                       user_id=caller.user_id, **rest),
                                    **caller.kwargs())
         return await self._run(self.store.search, query, limit=limit, **caller.kwargs(), **options)
 

@@ -134,7 +134,7 @@ class WorkerProfile:
         if spec == "offline":
             from .models.offline import OfflineModel
 
-            return OfflineModel(self.role)
+            return OfflineModel("capture" if self.role == "summarize" else self.role)  # summarize: see workers.summarize
         if spec.startswith("litellm:"):
             from .models.litellm import LITELLM_MISSING, LiteLLMModel, litellm_installed
 

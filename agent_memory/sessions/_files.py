@@ -271,7 +271,7 @@ class SessionFiles:
         if reason is None:
             sid, uid = (data.get("session_id"), data.get("user_id")) if isinstance(data, dict) else (None, None)
             ok = isinstance(sid, str) and (uid is None or isinstance(uid, str))
-            if not ok or dir_name(sid) != path.name or dir_name(uid) != path.parent.name:
+            if not isinstance(sid, str) or not ok or dir_name(sid) != path.name or dir_name(uid) != path.parent.name:
                 reason = "meta.json does not name this directory's session and user"
             else:
                 return SessionDir(path, sid, uid)

@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..drafts import _parse_when
 from .._text import term_key
+from ..drafts import _parse_when
 from ..search import SearchHit, SearchResult
 from ..transcripts import date_words, resolve_relative_dates
 from ._files import SessionDir, SessionMessage, SessionSummary
