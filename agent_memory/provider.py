@@ -141,7 +141,13 @@ class MemoryProvider:
         limit: int = 10,
         **filters: Any,
     ) -> SearchResult:
-        """Ranked, scope-visible hits with snippets and line ranges (``.hits``; ``.trace`` with ``trace=True``)."""
+        """Ranked, scope-visible hits with snippets and line ranges (``.hits``; ``.trace`` with ``trace=True``).
+
+        ``mode="contextual"``: sessions by their summaries, then messages and records within them (files backend)."""
+        if filters.get("mode") == "contextual":
+            from .sessions.api import session_store
+
+            session_store(self.backend)  # a clear typed error where session logs are not kept
         return await self.backend.search(query, Caller(session_id, user_id), tags=tags, limit=limit, **filters)
 
     async def search_trace(self, query: str, **kwargs: Any) -> SearchResult:

@@ -139,3 +139,29 @@ def test_layer_sessions_on_a_tiny_file(tmp_path):
     assert store.messages("demo.session_1", user_id="demo")[0].at.startswith("2023-05-08T13:56")
     with pytest.raises(ValueError):
         evaluate(path, layer="episodes")
+
+
+def test_offline_recall_cites_session_messages_of_the_caller_only(tmp_path):
+    async def run() -> None:
+        async with MemoryProvider(tmp_path) as provider:
+            await provider.log_messages([{"role": "user", "text": "Our flight to Lisbon leaves on 3 May at 9am."}],
+                                        session_id="trip", user_id="ada")
+            await provider.log_messages([{"role": "user", "text": "Bob's flight to Lisbon leaves on 9 June."}],
+                                        session_id="bob-trip", user_id="bob")
+            ada = await provider.recall("When does the Lisbon flight leave?", user_id="ada")
+            assert not ada.fallback and "3 May" in ada.summary and "9 June" not in ada.summary
+            assert ada.sources[0]["id"] == "trip#1" and ada.sources[0]["line_start"] == 1
+            carol = await provider.recall("When does the Lisbon flight leave?", user_id="carol")
+            assert carol.summary == ""
+
+    asyncio.run(run())
+
+
+def test_contextual_mode_needs_session_logs():
+    from agent_memory.sessions.api import SessionsNotSupportedError, session_store
+
+    class NoSessions:
+        pass
+
+    with pytest.raises(SessionsNotSupportedError, match="not supported on the NoSessions backend"):
+        session_store(NoSessions())
