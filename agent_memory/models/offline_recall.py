@@ -97,7 +97,7 @@ def recall_step(state: RunState, tools: set[str], max_records: int) -> list[Mode
     if "memory_search" not in tools or not message.strip():
         return [TextPart(NO_RELEVANT_MEMORY)]
     if not state.called.get("memory_search"):
-        calls = [ToolCallPart("memory_search", {"query": q, "limit": 8}, tool_call_id=f"search-{i}")
+        calls: list[ModelResponsePart] = [ToolCallPart("memory_search", {"query": q, "limit": 8}, tool_call_id=f"search-{i}")
                  for i, q in enumerate(query_variants(message))]
         if "memory_search_sessions" in tools:  # earlier conversations: their best messages join the fusion
             calls.append(ToolCallPart("memory_search_sessions", {"query": message, "limit": 3},
