@@ -137,3 +137,23 @@ def test_hooks_summarize_every_n_messages_and_at_compaction(tmp_path):
             assert summary is not None and summary.version == 2 and summary.messages == 5
 
     asyncio.run(run())
+
+
+def test_concurrent_summaries_get_distinct_versions(tmp_path):
+    import threading
+
+    store = SessionStore(tmp_path)
+    _log(store, n=2)
+
+    def work(tag: str) -> None:
+        other = SessionStore(tmp_path)
+        for i in range(10):
+            other.write_summary("s", f"{tag} summary {i}", user_id="ada")
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in "ab"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    versions = [s.version for s in store.summaries("s", user_id="ada")]
+    assert versions == list(range(1, 21))

@@ -279,6 +279,14 @@ class SessionFiles:
             problems.append(SessionProblem(self._rel(meta), reason))
         return None
 
+    def user_dirs(self, user_id: str) -> list[SessionDir]:
+        """Every readable session directory of ``user_id``."""
+        udir = self.dir / dir_name(user_id)
+        if not udir.is_dir() or udir.is_symlink() or self.dir.is_symlink():
+            return []
+        out = [d for p in sorted(udir.iterdir()) if (d := self._read_dir(p, None)) is not None]
+        return [d for d in out if d.user_id == user_id]
+
     def find(self, session_id: str) -> list[SessionDir]:
         """Every directory of ``session_id`` (one per owner)."""
         name = dir_name(session_id)
@@ -409,6 +417,16 @@ class SessionFiles:
     def write_summary(self, sdir: SessionDir, text: str, *, messages: int, source: str, fallback: bool,
                       made_at: str | None = None) -> SessionSummary:
         """Replace the current summary with the next version (the previous one goes to the history)."""
+        lock = sdir.path / ".summary.lock"
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # two summarisers never write the same version number
+            return self._write_summary(sdir, text, messages=messages, source=source, fallback=fallback, made_at=made_at)
+        finally:
+            os.close(fd)
+
+    def _write_summary(self, sdir: SessionDir, text: str, *, messages: int, source: str, fallback: bool,
+                       made_at: str | None) -> SessionSummary:
         current, _ = self.summary(sdir)
         version = (current.version if current else 0) + 1
         new = SessionSummary(sdir.session_id, sdir.user_id, version, redact_text(text), made_at or now_utc(), messages,

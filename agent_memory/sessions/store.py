@@ -130,7 +130,14 @@ class SessionStore:
         check_id("user_id", user_id)
         if session_id is None and user_id is None:
             return []
-        return [d for d in self.files.all_dirs() if visible(d, session_id, user_id)]
+        found: dict[Any, SessionDir] = {}  # only the caller's user directory and its session's directories are read
+        if user_id is not None:
+            for d in self.files.user_dirs(user_id):
+                found[d.path] = d
+        if session_id is not None:
+            for d in self.files.find(session_id):
+                found.setdefault(d.path, d)
+        return [d for d in found.values() if visible(d, session_id, user_id)]
 
     def info(self, sdir: SessionDir) -> SessionInfo:
         messages, _ = self.files.read(sdir)
