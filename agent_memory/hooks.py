@@ -206,7 +206,7 @@ class MemoryHooks:
     async def on_turn_start(self, message: str) -> MemoryContext:
         """Call once per user turn, before the first model request of the turn."""
         core = await self.core()
-        self._summarize_later()  # a session idle long enough gets its summary (in the background)
+        await self._summarize_later()  # a session idle long enough gets its summary (in the background)
         recall_text, result = await self.recall(message)
         return MemoryContext(core=core, recall=recall_text, recall_result=result, core_block=self._core_block)
 
@@ -217,7 +217,7 @@ class MemoryHooks:
         ``background=False`` awaits the capture and returns its result (``None`` if it failed).
         """
         await self.log_turn(input, output)
-        self._summarize_later()
+        await self._summarize_later()
         if not self.capture_enabled:
             return None
         if background:
@@ -282,9 +282,20 @@ class MemoryHooks:
             logger.warning("agent_memory: session summary failed", exc_info=True)
             return None
 
-    def _summarize_later(self) -> None:
+    async def _summarize_later(self) -> None:
+        """Schedule a summary in the background when one is due (idle long enough, or enough new messages)."""
         background = getattr(self.provider, "background", None)
-        if self._logging() and background is not None:
+        if not self._logging() or background is None:
+            return
+        try:
+            from .sessions import SummaryPolicy
+
+            store, sid, uid = self.provider.session_store, str(self.session_id), self.user_id
+            policy = self.summary_policy or SummaryPolicy()
+            due = await asyncio.to_thread(lambda: store.session(sid, session_id=sid, user_id=uid).due(policy))
+        except Exception:  # nothing logged yet, or no session logs on this backend
+            return
+        if due:
             background(self.summarize()).add_done_callback(_log_capture_failure)
 
     def refresh_core(self) -> None:
