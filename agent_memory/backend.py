@@ -77,6 +77,16 @@ class FilesBackend:
 
     def __init__(self, store: MemoryStore) -> None:
         self.store = store
+        self._sessions: Any = None
+
+    @property
+    def sessions(self) -> Any:
+        """The :class:`~agent_memory.sessions.SessionStore` of this root (session logs and summaries)."""
+        if self._sessions is None:
+            from .sessions import SessionStore
+
+            self._sessions = SessionStore(self.store.root, durable=self.store.durable)
+        return self._sessions
 
     @property
     def root(self) -> Path:
@@ -108,6 +118,14 @@ class FilesBackend:
         return await self._run(self.store.count, **caller.kwargs(), **filters)
 
     async def search(self, query: str, caller: Caller, *, limit: int = 10, **options: Any) -> SearchResult:
+        if options.get("mode") == "contextual":  # sessions by summary, then messages and records within them
+            from .sessions.contextual import contextual_search
+
+            rest = {k: v for k, v in options.items() if k not in ("mode", "trace")}
+            return await self._run(contextual_search, self.sessions, query, limit=limit, trace=bool(options.get("trace")),
+                                   records=lambda n: self.store.search(query, limit=n, session_id=caller.session_id,
+                                                                       user_id=caller.user_id, **rest),
+                                   **caller.kwargs())
         return await self._run(self.store.search, query, limit=limit, **caller.kwargs(), **options)
 
     async def forget(self, record_id: str, caller: Caller) -> bool:

@@ -46,10 +46,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .core import DEFAULT_CORE_BUDGET, MemoryBlock
+from .errors import NotFoundError
 from .fence import fence
+from .sessions.api import SessionsNotSupportedError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .provider import MemoryProvider
+    from .sessions import SessionSummary, SummaryPolicy
     from .workers.capture import CaptureResult
     from .workers.recall import RecallResult
 
@@ -117,6 +120,8 @@ class MemoryHooks:
         capture: bool = True,
         summary_tokens: int | None = None,
         recall_timeout: float | None = None,
+        log_sessions: bool = True,
+        summary_policy: "SummaryPolicy | None" = None,
     ) -> None:
         self.provider = provider
         self.session_id = session_id
@@ -130,6 +135,8 @@ class MemoryHooks:
         self._core_block: MemoryBlock | None = None
         self._core_lock = asyncio.Lock()
         self._captures: set[asyncio.Task[Any]] = set()
+        self.log_sessions = log_sessions
+        self.summary_policy = summary_policy
 
     # -- the two texts -------------------------------------------------------------------
     @property
@@ -199,6 +206,7 @@ class MemoryHooks:
     async def on_turn_start(self, message: str) -> MemoryContext:
         """Call once per user turn, before the first model request of the turn."""
         core = await self.core()
+        await self._summarize_later()  # a session idle long enough gets its summary (in the background)
         recall_text, result = await self.recall(message)
         return MemoryContext(core=core, recall=recall_text, recall_result=result, core_block=self._core_block)
 
@@ -208,6 +216,8 @@ class MemoryHooks:
         In the background by default: returns the task (``provider.flush()`` awaits it). With
         ``background=False`` awaits the capture and returns its result (``None`` if it failed).
         """
+        await self.log_turn(input, output)
+        await self._summarize_later()
         if not self.capture_enabled:
             return None
         if background:
@@ -230,6 +240,7 @@ class MemoryHooks:
             return None
         result: CaptureResult | None = None
         await self._settle_captures()
+        await self.summarize(force=True)
         try:
             result = await self.provider.capture_before_compaction(
                 list(removed), summary, session_id=self.session_id, user_id=self.user_id,
@@ -238,6 +249,54 @@ class MemoryHooks:
             logger.warning("agent_memory: compaction capture failed", exc_info=True)
         self.refresh_core()
         return result
+
+    # -- session log -------------------------------------------------------------------------
+    def _logging(self) -> bool:
+        return self.log_sessions and self.session_id is not None
+
+    async def log_turn(self, input: str, output: str | None) -> None:
+        """Append the turn to this conversation's session log (needs a ``session_id``); failures are logged, never raised."""
+        if not self._logging():
+            return
+        messages = [{"role": "user", "text": input or ""}]
+        if output:
+            messages.append({"role": "assistant", "text": output})
+        try:
+            await self.provider.log_messages(messages, session_id=str(self.session_id), user_id=self.user_id)
+        except SessionsNotSupportedError as exc:  # e.g. PostgreSQL: say it once, then stop trying
+            self.log_sessions = False
+            logger.info("agent_memory: %s; this conversation is not logged", exc)
+        except Exception:
+            logger.warning("agent_memory: session log append failed", exc_info=True)
+
+    async def summarize(self, *, force: bool = False) -> "SessionSummary | None":
+        """Summarise this conversation's session now if due (or ``force``); ``None`` if not done or failed."""
+        if not self._logging():
+            return None
+        try:
+            return await self.provider.summarize_session(session_id=self.session_id, user_id=self.user_id, force=force,
+                                                         policy=self.summary_policy)
+        except NotFoundError:  # nothing logged yet
+            return None
+        except Exception:
+            logger.warning("agent_memory: session summary failed", exc_info=True)
+            return None
+
+    async def _summarize_later(self) -> None:
+        """Schedule a summary in the background when one is due (idle long enough, or enough new messages)."""
+        background = getattr(self.provider, "background", None)
+        if not self._logging() or background is None:
+            return
+        try:
+            from .sessions import SummaryPolicy
+
+            store, sid, uid = self.provider.session_store, str(self.session_id), self.user_id
+            policy = self.summary_policy or SummaryPolicy()
+            due = await asyncio.to_thread(lambda: store.session(sid, session_id=sid, user_id=uid).due(policy))
+        except Exception:  # nothing logged yet, or no session logs on this backend
+            return
+        if due:
+            background(self.summarize()).add_done_callback(_log_capture_failure)
 
     def refresh_core(self) -> None:
         """Forget the frozen core block; the next turn computes a new one."""

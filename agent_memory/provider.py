@@ -28,6 +28,7 @@ from .store import DoctorReport, SweepReport
 
 if TYPE_CHECKING:  # pragma: no cover
     from .profiles import Profile
+    from .sessions import SessionInfo, SessionMessage, SessionStore, SessionSummary, SummaryPolicy
     from .workers.capture import CaptureResult, Extractor
     from .workers.recall import RecallResult
 
@@ -149,7 +150,13 @@ class MemoryProvider:
         limit: int = 10,
         **filters: Any,
     ) -> SearchResult:
-        """Ranked, scope-visible hits with snippets and line ranges (``.hits``; ``.trace`` with ``trace=True``)."""
+        """Ranked, scope-visible hits with snippets and line ranges (``.hits``; ``.trace`` with ``trace=True``).
+
+        ``mode="contextual"``: sessions by their summaries, then messages and records within them (files backend)."""
+        if filters.get("mode") == "contextual":
+            from .sessions.api import session_store
+
+            session_store(self.backend)  # a clear typed error where session logs are not kept
         return await self.backend.search(query, Caller(session_id, user_id), tags=tags, limit=limit, **filters)
 
     async def search_trace(self, query: str, **kwargs: Any) -> SearchResult:
@@ -181,6 +188,51 @@ class MemoryProvider:
     async def inject(self, budget: int = DEFAULT_CORE_BUDGET, *, session_id: str | None = None, user_id: str | None = None) -> MemoryBlock:
         """The core block for one caller: ``USER.md`` (redacted) + visible ``MEMORY.md`` lines within ``budget`` tokens."""
         return await inject(self.backend, budget, caller=Caller(session_id, user_id))
+
+    # -- sessions (logs, summaries, contextual search; files backend) ---------------------
+    @property
+    def session_store(self) -> "SessionStore":
+        """The :class:`~agent_memory.sessions.SessionStore` of the backend (:class:`SessionsNotSupportedError` if none)."""
+        from .sessions.api import session_store
+
+        return session_store(self.backend)
+
+    async def log_messages(self, messages: Iterable[Mapping[str, Any]], *, session_id: str, user_id: str | None = None
+                           ) -> "builtins.list[SessionMessage]":
+        """Append messages (``{"role", "text", "at"?, "speaker"?}``) to the session's log (redacted, locked)."""
+        store, items = self.session_store, builtins.list(messages)
+        return await asyncio.to_thread(store.append, session_id, items, user_id=user_id)
+
+    async def sessions(self, *, session_id: str | None = None, user_id: str | None = None,
+                       limit: int | None = None) -> "builtins.list[SessionInfo]":
+        """The caller's sessions (its own, and its user's), most recently active first."""
+        store = self.session_store
+        return await asyncio.to_thread(store.sessions, session_id=session_id, user_id=user_id, limit=limit)
+
+    async def session(self, target: str, *, session_id: str | None = None, user_id: str | None = None,
+                      limit: int | None = None) -> "tuple[SessionInfo, builtins.list[SessionMessage]]":
+        """One visible session and its messages (``limit``: the last N); :class:`NotFoundError` otherwise."""
+        from .sessions.api import read_session
+
+        return await asyncio.to_thread(read_session, self.session_store, target, session_id, user_id, limit)
+
+    async def summarize_session(self, target: str | None = None, *, session_id: str | None = None,
+                                user_id: str | None = None, force: bool = False,
+                                policy: "SummaryPolicy | None" = None) -> "SessionSummary | None":
+        """Summarise a session (default: the caller's own) when due under ``policy`` or ``force``; fails open."""
+        from .workers.summarize import summarize_session
+
+        await self._loaded_profile()
+        return await summarize_session(self.session_store, target or session_id, session_id=session_id,
+                                       user_id=user_id, worker=lambda: self.profile.summarize, force=force, policy=policy)
+
+    async def search_sessions(self, query: str, *, session_id: str | None = None, user_id: str | None = None,
+                              limit: int = 5) -> "builtins.list[dict[str, Any]]":
+        """The caller's sessions best matching ``query`` by their summaries, each with its best messages."""
+        from .sessions.contextual import search_sessions
+
+        return await asyncio.to_thread(search_sessions, self.session_store, query, session_id=session_id,
+                                       user_id=user_id, limit=limit)
 
     # -- workers -------------------------------------------------------------------------
     async def recall(

@@ -10,6 +10,7 @@ when the caller names neither). Bad arguments come back to the model as a retry 
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Literal
 
 from pydantic_ai import ModelRetry
@@ -23,7 +24,7 @@ from .index import dates_text, summary_line
 
 __all__ = ["READ", "CAPTURE", "FOREGROUND", "TOOL_SETS", "memory_toolset", "as_backend", "caller_scope"]
 
-READ: tuple[str, ...] = ("memory_search", "memory_get", "memory_list")
+READ: tuple[str, ...] = ("memory_search", "memory_get", "memory_list", "memory_search_sessions")
 CAPTURE: tuple[str, ...] = READ + ("memory_remember", "memory_supersede")
 FOREGROUND: tuple[str, ...] = CAPTURE + ("memory_forget",)
 TOOL_SETS = {"read": READ, "capture": CAPTURE, "foreground": FOREGROUND}
@@ -154,6 +155,25 @@ def memory_toolset(
             {"id": r.id, "title": r.title, "kind": r.kind, "scope": r.scope.value, "tags": list(r.tags),
              "updated": r.updated, "summary": summary_line(r.content, 120), **clock_fields(r)} for r in recs]}
 
+    async def memory_search_sessions(query: str, limit: int = 5) -> dict[str, Any]:
+        """Find earlier conversations (sessions) by their summaries, with their best-matching messages.
+
+        Args:
+            query: What to look for, in plain words (a question works).
+            limit: Maximum number of sessions (1-20).
+        """
+        sessions = getattr(store, "sessions", None)
+        if sessions is None:
+            raise ModelRetry("session logs are not available on this memory backend; use memory_search")
+        from .sessions.contextual import search_sessions
+
+        try:
+            found = await asyncio.to_thread(search_sessions, sessions, query, session_id=who.session_id,
+                                            user_id=who.user_id, limit=max(1, min(int(limit), 20)))
+        except AgentMemoryError as exc:
+            raise _retry(exc) from None
+        return {"note": UNTRUSTED_NOTE, "sessions": found}
+
     async def memory_remember(content: str, title: str | None = None, kind: str | None = None,
                               scope: Literal["session", "project", "user", "global"] | None = None,
                               tags: list[str] | None = None, memory_key: str | None = None,
@@ -222,7 +242,8 @@ def memory_toolset(
         except AgentMemoryError as exc:
             raise _retry(exc) from None
 
-    for fn in (memory_search, memory_get, memory_list, memory_remember, memory_supersede, memory_forget):
+    for fn in (memory_search, memory_get, memory_list, memory_search_sessions, memory_remember, memory_supersede,
+               memory_forget):
         if fn.__name__ in allowed:
             toolset.add_function(fn, name=fn.__name__)
     return toolset

@@ -232,7 +232,7 @@ async def test_offline_recall_searches_then_reads_then_answers_with_citations(pr
     ids = await seed(provider)
     agent = Agent(OfflineModel("recall"), toolsets=[memory_toolset(provider, READ)])
     result = await agent.run(recall_prompt("What is the release codename?", 400))
-    assert steps(result) == [["memory_search"], ["memory_get"] * len(steps(result)[1]), ["text"]]
+    assert steps(result) == [["memory_search", "memory_search_sessions"], ["memory_get"] * len(steps(result)[1]), ["text"]]
     rec = await provider.get(ids["codename"])
     line = rec.body_line + 1  # "The release codename is Copper." is the body's second line
     assert "The release codename is Copper." in result.output

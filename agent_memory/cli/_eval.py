@@ -29,6 +29,7 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
         "agent-memory eval locomo locomo10.json",
         "agent-memory eval locomo locomo10.json --k 5,10 --budget 400 --json",
         "agent-memory --root ./locomo-roots eval locomo locomo10.json --limit-conversations 1",
+        "agent-memory eval locomo locomo10.json --layer sessions",
     ], epilog_extra=LOCOMO_HELP)
     p.add_argument("benchmark", choices=["locomo"], help="the benchmark (locomo)")
     p.add_argument("file", help="benchmark data file (- for standard input)")
@@ -40,6 +41,9 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
                    help="retrieval mode (default lexical); dense and hybrid embed every turn first")
     p.add_argument("--embedder", metavar="NAME",
                    help="for --search dense|hybrid: local (MiniLM, the embeddings extra; the default) or a litellm model id")
+    p.add_argument("--layer", choices=("records", "sessions"), default="records",
+                   help="records: one record per turn (default); sessions: each conversation session a session log "
+                        "with our own summaries, questions answered by two-stage contextual search")
     p.add_argument("--limit-conversations", type=positive, metavar="N", help="evaluate only the first N conversations (default: all)")
     return {"eval": cmd_eval}
 
@@ -61,6 +65,8 @@ def cmd_eval(args: argparse.Namespace) -> None:
     progress = _progress.Progress("evaluating", None, "question")
     kwargs: dict[str, Any] = {"ks": ks, "budget": args.budget, "profile": args.profile, "progress": progress, "root": keep,
                               "search": args.search, "embedder": args.embedder}
+    if args.layer != "records":
+        kwargs["layer"] = args.layer
     if args.limit_conversations:
         kwargs["limit_conversations"] = args.limit_conversations
     try:

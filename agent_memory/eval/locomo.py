@@ -140,6 +140,7 @@ def evaluate(
     root: str | os.PathLike[str] | None = None,
     search: str = "lexical",
     embedder: Any = None,
+    layer: str = "records",
 ) -> dict[str, Any]:
     """Evaluate retrieval on a LoCoMo-format file; returns the JSON document described in the module doc.
 
@@ -151,7 +152,13 @@ def evaluate(
     is idempotent); without it every root is a temporary directory removed after its conversation.
     ``search``: ``lexical`` (default), ``dense`` or ``hybrid``; the last two embed every turn first with
     ``embedder`` (``"local"`` by default: MiniLM from the ``embeddings`` extra; or a litellm model id, or an object).
+    ``layer``: ``records`` (one record per turn, the default) or ``sessions`` (each LoCoMo session a session log with
+    our own summaries, questions answered by two-stage contextual search; see :mod:`.locomo_sessions`).
     """
+    if layer not in ("records", "sessions"):
+        raise ValueError(f"layer must be records or sessions, not {layer!r}")
+    if layer == "sessions" and (search != "lexical" or budget is not None):
+        raise ValueError("layer sessions scores contextual search only (no --search, no --budget)")
     if search not in ("lexical", "dense", "hybrid"):
         raise ValueError(f"search must be lexical, dense or hybrid, not {search!r}")
     if search != "lexical":
@@ -176,9 +183,31 @@ def evaluate(
             if progress is not None:
                 progress(1)
 
+        if layer == "sessions":
+            rows.extend(_sessions_sample(sample, index, ks, tick, root))
+            continue
         rows.extend(_evaluate_sample(sample, index, ks, budget, profile, tick, store_options or {}, transcript_options or {},
                                      root, search))
     return _aggregate(rows, ks, budget, time.perf_counter() - started)
+
+
+def _root_for(stack: contextlib.ExitStack, root: str | os.PathLike[str] | None, thread: str, index: int) -> Path:
+    if root is None:
+        return Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="agent-memory-locomo-"))) / "memory"
+    Path(root).mkdir(exist_ok=True)
+    return Path(root) / (re.sub(r"[^A-Za-z0-9_.-]+", "-", thread).strip(".-") or f"conversation-{index + 1}")
+
+
+def _sessions_sample(sample: Mapping[str, Any], index: int, ks: Sequence[int], tick: Callable[[], None],
+                     root: str | os.PathLike[str] | None) -> list[tuple[str, dict[str, float]]]:
+    from .locomo_sessions import session_rows
+
+    thread = _sample_name(sample, index)
+    user = re.sub(r"[^A-Za-z0-9_.@-]+", "-", thread).strip(".-") or f"conversation-{index + 1}"
+    with contextlib.ExitStack() as stack:
+        where = _root_for(stack, root, thread, index)
+        return session_rows(sample, sample_sessions(sample), where, user, ks, canonical_turn_id, normalize_evidence,
+                            evidence_recall, tick)
 
 
 def _evaluate_sample(

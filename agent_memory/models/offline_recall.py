@@ -97,17 +97,32 @@ def recall_step(state: RunState, tools: set[str], max_records: int) -> list[Mode
     if "memory_search" not in tools or not message.strip():
         return [TextPart(NO_RELEVANT_MEMORY)]
     if not state.called.get("memory_search"):
-        return [ToolCallPart("memory_search", {"query": q, "limit": 8}, tool_call_id=f"search-{i}")
-                for i, q in enumerate(query_variants(message))]
-    hits = _fuse(state.results("memory_search"))
+        calls: list[ModelResponsePart] = [ToolCallPart("memory_search", {"query": q, "limit": 8}, tool_call_id=f"search-{i}")
+                 for i, q in enumerate(query_variants(message))]
+        if "memory_search_sessions" in tools:  # earlier conversations: their best messages join the fusion
+            calls.append(ToolCallPart("memory_search_sessions", {"query": message, "limit": 3},
+                                      tool_call_id="sessions-0"))
+        return calls
+    hits = _fuse(state.results("memory_search") + _session_hits(state))
     if not hits:
         return [TextPart(NO_RELEVANT_MEMORY)]
     best = hits[:max(1, min(max_records, budget // 80))]  # about one record per 80 tokens of budget
-    if "memory_get" in tools and not state.called.get("memory_get"):
+    records = [h for h in best if not h.get("message")]  # a session message is read from its snippet
+    if "memory_get" in tools and not state.called.get("memory_get") and records:
         return [ToolCallPart("memory_get", {"id": h["id"], "line_start": max(1, h["line_start"] - 2),
                                             "line_end": h["line_end"] + 2}, tool_call_id=f"get-{i}")
-                for i, h in enumerate(best)]
+                for i, h in enumerate(records)]
     return [TextPart(_pack(message, best, state, budget) or NO_RELEVANT_MEMORY)]
+
+
+def _session_hits(state: RunState) -> list[tuple[ToolCallPart, dict[str, Any]]]:
+    """memory_search_sessions results as one ranked hit list (best session's messages first), marked as messages."""
+    out = []
+    for call, content in state.results("memory_search_sessions"):
+        hits = [dict(m, message=True) for s in content.get("sessions") or [] if isinstance(s, dict)
+                for m in s.get("messages") or [] if isinstance(m, dict) and "id" in m]
+        out.append((call, {"hits": hits}))
+    return out
 
 
 def _fuse(results: list[tuple[ToolCallPart, dict[str, Any]]]) -> list[dict[str, Any]]:

@@ -102,7 +102,9 @@ def _seen_ids(calls: list[ToolCallRecord]) -> set[str]:
         result = call.result if isinstance(call.result, dict) else {}
         if "id" in result:
             ids.add(str(result["id"]))
-        for item in (result.get("hits") or []) + (result.get("records") or []):
+        sessions = [s for s in result.get("sessions") or [] if isinstance(s, dict)]  # memory_search_sessions
+        messages = [m for s in sessions for m in s.get("messages") or []]
+        for item in (result.get("hits") or []) + (result.get("records") or []) + messages:
             if isinstance(item, dict) and "id" in item:
                 ids.add(str(item["id"]))
     return ids

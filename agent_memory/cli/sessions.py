@@ -1,0 +1,101 @@
+"""Session commands: ``sessions`` (list the caller's session logs) and ``session show|summarize ID``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from ..sessions import SessionStore
+from ..sessions.api import SessionsNotSupportedError, read_session
+from ._base import UsageError, add_identity, emit, positive, read_text
+from ._target import is_url, prepare_root
+
+Handler = Callable[[argparse.Namespace], "int | None"]
+
+
+def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
+    p = add("sessions", "List the session logs the caller may see (its own session, its user's), newest first.", [
+        "agent-memory sessions --user ada",
+        "agent-memory sessions --session chat-42 --json",
+    ])
+    add_identity(p)
+    p.add_argument("--limit", type=positive, metavar="N", help="at most N sessions (default: all)")
+    p = add("session", "Append to one session's log, show its messages and summary, or summarise it now.", [
+        'agent-memory session append chat-42 "We ship on Friday." --user ada --role user',
+        "agent-memory session show chat-42 --session chat-42",
+        "agent-memory session show chat-42 --user ada --last 20 --json",
+        "agent-memory session summarize chat-42 --user ada --force",
+    ])
+    p.add_argument("action", choices=["append", "show", "summarize"],
+                   help="append TEXT as one message, show the log, or summarize it (when due, or --force)")
+    p.add_argument("id", help="the session id")
+    p.add_argument("text", nargs="?", help="append: the message text (- for standard input)")
+    p.add_argument("--role", default="user", help="append: the message's role (default user)")
+    p.add_argument("--speaker", help="append: the speaker's name (default: none)")
+    p.add_argument("--at", metavar="WHEN", help="append: when it was said, ISO date or datetime (default: now)")
+    add_identity(p)
+    p.add_argument("--last", type=positive, metavar="N", help="show: only the last N messages (default: all)")
+    p.add_argument("--force", action="store_true", help="summarize: even when not due (idle 30 min or 20 new messages)")
+    p.add_argument("--profile", default="offline", help="summarize: the profile whose [summarize] model is used (default offline)")
+    return {"sessions": cmd_sessions, "session": cmd_session}
+
+
+def _store(args: argparse.Namespace) -> SessionStore:
+    if is_url(args.root):
+        raise SessionsNotSupportedError("session logs are not supported on the PostgreSQL backend yet (use a directory root)")
+    path, _ = prepare_root(args.root, create=False)
+    return SessionStore(path)
+
+
+def _identity(args: argparse.Namespace) -> dict[str, Any]:
+    if args.session_id is None and args.user_id is None:
+        raise UsageError("give --session ID and/or --user ID: session logs are private to their session and user")
+    return {"session_id": args.session_id, "user_id": args.user_id}
+
+
+def cmd_sessions(args: argparse.Namespace) -> None:
+    infos = _store(args).sessions(**_identity(args), limit=args.limit)
+    doc = {"sessions": [i.to_dict() for i in infos]}
+
+    def human() -> str:
+        if not infos:
+            return "no sessions visible to this caller"
+        return "\n".join(f"{i.session_id}  {i.messages:4d} messages  {(i.first_at or '')[:16]} … {(i.last_at or '')[:16]}"
+                         f"  summary v{i.summary.version if i.summary else 0}" for i in infos)
+
+    emit(args, doc, human)
+
+
+def cmd_session(args: argparse.Namespace) -> None:
+    store, who = _store(args), _identity(args)
+    if args.action == "append":
+        if args.text is None:
+            raise UsageError("session append needs TEXT (or - for standard input)")
+        if args.session_id not in (None, args.id):
+            raise UsageError("append writes to the caller's own session: --session must be the session id")
+        message = {"role": args.role, "text": read_text(args.text, "TEXT"), "speaker": args.speaker, "at": args.at}
+        written = store.append(args.id, [message], user_id=args.user_id)
+        emit(args, {"messages": [m.to_dict() for m in written]}, lambda: f"appended: {written[0].id}")
+        return
+    if args.action == "summarize":
+        from ..profiles import load_profile
+        from ..workers.summarize import summarize_session
+
+        profile = load_profile(args.profile)
+        made = asyncio.run(summarize_session(store, args.id, **who, worker=profile.summarize, force=args.force))
+        emit(args, {"summary": made.to_dict() if made else None},
+             lambda: made.text if made else "not due (use --force to summarize anyway)")
+        return
+    info, messages = read_session(store, args.id, who["session_id"], who["user_id"], args.last)
+    doc = {**info.to_dict(), "log": [m.to_dict() for m in messages]}
+
+    def human() -> str:
+        out = [f"session {info.session_id} ({info.messages} messages)"]
+        if info.summary:
+            out += [f"summary v{info.summary.version}:", info.summary.text, ""]
+        out += [f"[{m.n}] {m.at[:16].replace('T', ' ')} {m.speaker or m.role}: {m.text}" for m in messages]
+        return "\n".join(out)
+
+    emit(args, doc, human)

@@ -1,0 +1,200 @@
+"""Session log data: messages, summaries, problems, ids and the validation of one line (no file access here)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import re
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..drafts import _parse_when, utc_text
+from ..errors import InvalidInputError
+from ..redact import redact_text
+
+__all__ = ["SessionDir", "SessionMessage", "SessionSummary", "SessionProblem", "MAX_LOG_BYTES", "MAX_MESSAGE_CHARS",
+           "NO_USER", "check_file", "check_id", "dir_name", "message_line", "now_utc", "parse_message"]
+
+MAX_LOG_BYTES = 64 * 1024 * 1024
+MAX_MESSAGE_CHARS = 200_000
+MAX_ID_CHARS = 200
+_PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,99}")
+NO_USER = "_"
+
+
+def now_utc() -> str:
+    return utc_text(dt.datetime.now(dt.UTC))
+
+
+def dir_name(value: str | None) -> str:
+    """The directory name of a session or user id (``_`` for no user)."""
+    if value is None:
+        return NO_USER
+    if _PLAIN.fullmatch(value) and ".." not in value:
+        return value
+    return "~" + hashlib.sha256(value.encode("utf-8")).hexdigest()[:40]
+
+
+def check_id(name: str, value: object, *, required: bool = False) -> str | None:
+    """A session or user id: None (unless required) or a non-blank string without control characters."""
+    if value is None:
+        if required:
+            raise InvalidInputError(f"{name} is required")
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInputError(f"{name} must be a non-empty string")
+    if len(value) > MAX_ID_CHARS or any(ord(c) < 32 for c in value):
+        raise InvalidInputError(f"{name} must be at most {MAX_ID_CHARS} characters without control characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInputError(f"{name} is not valid Unicode (lone surrogate)") from None
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class SessionMessage:
+    """One logged message. ``n`` is its line in the session log; ``id`` is ``<session_id>#<n>``."""
+
+    session_id: str
+    user_id: str | None
+    n: int
+    role: str
+    text: str
+    at: str
+    speaker: str | None = None
+    turn_id: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return f"{self.session_id}#{self.n}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "session_id": self.session_id, "user_id": self.user_id, "n": self.n, "role": self.role,
+                "speaker": self.speaker, "text": self.text, "at": self.at, "turn_id": self.turn_id,
+                "metadata": dict(self.metadata)}
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSummary:
+    """One version of a session's summary, covering its first ``messages`` messages."""
+
+    session_id: str
+    user_id: str | None
+    version: int
+    text: str
+    made_at: str
+    messages: int
+    source: str = "offline"
+    fallback: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"session_id": self.session_id, "user_id": self.user_id, "version": self.version, "text": self.text,
+                "made_at": self.made_at, "messages": self.messages, "source": self.source, "fallback": self.fallback}
+
+
+@dataclass(frozen=True, slots=True)
+class SessionProblem:
+    """A session file (or one line of it) no read serves, with the reason."""
+
+    path: str
+    reason: str
+    line: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "line": self.line, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class SessionDir:
+    """A session directory and the ids it belongs to."""
+
+    path: Path
+    session_id: str
+    user_id: str | None
+
+
+def check_file(path: Path) -> str | None:
+    """Why a session file is refused whole (``None``: fine or absent)."""
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"cannot stat: {exc.strerror}"
+    if stat.S_ISLNK(st.st_mode):
+        return "a symlink (never followed out of the root); fix: replace it with a regular file or remove it"
+    if not stat.S_ISREG(st.st_mode):
+        return "not a regular file; fix: remove it"
+    if st.st_nlink > 1:
+        return "hard-linked to another path; fix: copy it to a file of its own"
+    if st.st_size > MAX_LOG_BYTES:
+        return f"larger than {MAX_LOG_BYTES} bytes; fix: split or archive the log"
+    return None
+
+
+def parse_message(line: bytes, n: int, sdir: SessionDir) -> SessionMessage:
+    """One log line as a message; ``ValueError`` with the reason when it is not one."""
+    try:
+        data = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise ValueError(f"not a JSON line ({type(exc).__name__})") from None
+    if not isinstance(data, dict):
+        raise ValueError("not a JSON object")
+    role, text, at = data.get("role"), data.get("text"), data.get("at")
+    if not isinstance(role, str) or not role or not isinstance(text, str):
+        raise ValueError("needs 'role' and 'text' strings")
+    if not isinstance(at, str) or _parse_when(at) is None:
+        raise ValueError("needs 'at', an ISO instant")
+    speaker, turn_id, meta = data.get("speaker"), data.get("turn_id"), data.get("meta") or {}
+    if speaker is not None and not isinstance(speaker, str) or turn_id is not None and not isinstance(turn_id, str):
+        raise ValueError("'speaker' and 'turn_id' must be strings")
+    if not isinstance(meta, dict):
+        raise ValueError("'meta' must be an object")
+    return SessionMessage(sdir.session_id, sdir.user_id, n, role, text, at, speaker, turn_id, meta)
+
+
+def message_line(message: Mapping[str, Any]) -> tuple[dict[str, Any], bytes]:
+    """Validate and redact one message to append; returns the stored object and its line."""
+    if not isinstance(message, Mapping):
+        raise InvalidInputError("a message must be a mapping with 'role' and 'text'")
+    role, text = message.get("role", "user"), message.get("text", message.get("content"))
+    if not isinstance(role, str) or not role.strip() or len(role) > 40:
+        raise InvalidInputError("a message's role must be a short non-empty string")
+    if not isinstance(text, str):
+        raise InvalidInputError("a message's text must be a string")
+    if len(text) > MAX_MESSAGE_CHARS:
+        raise InvalidInputError(f"a message is limited to {MAX_MESSAGE_CHARS} characters")
+    at = message.get("at")
+    when = _parse_when(at) if isinstance(at, str) else at if isinstance(at, dt.datetime) else None
+    if at is not None and when is None:
+        raise InvalidInputError(f"a message's 'at' must be an ISO date or datetime, not {at!r}")
+    if isinstance(when, dt.datetime) and when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    obj: dict[str, Any] = {"role": role.strip(), "text": redact_text(text), "at": utc_text(when) if when else now_utc()}
+    for key in ("speaker", "turn_id"):
+        value = message.get(key)
+        if value is not None:
+            if not isinstance(value, (str, int)) or len(str(value)) > 200:
+                raise InvalidInputError(f"a message's {key} must be a short string")
+            obj[key] = redact_text(str(value))
+    meta = message.get("metadata")
+    if meta:
+        if not isinstance(meta, Mapping):
+            raise InvalidInputError("a message's metadata must be a mapping")
+        try:
+            obj["meta"] = json.loads(redact_text(json.dumps(dict(meta), ensure_ascii=False, default=str)))
+        except (TypeError, ValueError, RecursionError):
+            raise InvalidInputError("a message's metadata must be JSON-serialisable") from None
+    try:
+        line = json.dumps(obj, ensure_ascii=False).encode("utf-8") + b"\n"
+    except UnicodeEncodeError:
+        raise InvalidInputError("a message is not valid Unicode (lone surrogate)") from None
+    return obj, line
+
+

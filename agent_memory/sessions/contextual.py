@@ -1,0 +1,251 @@
+"""Two-stage contextual retrieval: find the caller's sessions by their summaries, then rank messages within them.
+
+Stage 1 scores every visible session: BM25 of the query over the session summaries (the session's
+own words condensed: speakers, topics, dated key sentences) blended with BM25 over the whole session's
+text. Stage 2 scores messages (each with its neighbours as low-weight context, so a question and its
+answer find each other) and lifts those of the best sessions; a result is diversified across sessions
+so a question whose answer is spread over several conversations gets each of them. Records from the
+store can be merged in (``records``), interleaved by reciprocal rank.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .._text import term_key
+from ..drafts import _parse_when
+from ..search import SearchHit, SearchResult
+from ..transcripts import date_words, resolve_relative_dates
+from ._files import SessionDir, SessionMessage, SessionSummary
+from ._rank import Bm25, keys, query_keys, weighted
+from .store import SessionStore
+
+__all__ = ["ContextualOptions", "contextual_search", "rank_sessions", "message_hit", "search_sessions"]
+
+
+@dataclass(frozen=True, slots=True)
+class ContextualOptions:
+    """Tuning of :func:`contextual_search` (defaults measured on LoCoMo's dev half, see docs/sessions.md)."""
+
+    top_sessions: int = 5  # stage 1: sessions whose messages are lifted
+    session_weight: float = 0.6  # how much a top session lifts its messages
+    summary_share: float = 0.5  # stage 1 blend: summary BM25 vs whole-session BM25
+    context_weight: float = 0.4  # neighbour messages' words, relative to the message's own
+    neighbours: int = 2  # neighbours on each side counted as context
+    diversity: float = 1.0  # each further hit of the same session is scaled by this (1 = off)
+    coordination: float = 1.0  # exponent of the share of query terms a message holds (0 = off)
+    context_share: float = 0.5  # a query term found only in the neighbours counts this much for coordination
+    speaker_boost: float = 0.5  # a message by a speaker the query names is lifted by this share
+    expansion: float = 0.0  # weight of topic words taken from the best sessions' summaries (0 = off)
+    expansion_sessions: int = 3
+    expansion_terms: int = 12
+    dates: bool = True  # index each message's date in words ("Monday, 8 May 2023") and resolved relative dates
+    snippet_chars: int = 320
+
+
+@dataclass
+class _Indexed:
+    key: tuple[Any, ...]
+    session_doc: Counter[str]
+    summary_doc: Counter[str]
+    message_docs: list[Counter[str]]
+    own: list[frozenset[str]]
+    near: list[frozenset[str]]
+
+
+_CACHE_ATTR = "_contextual_cache"
+
+
+def _indexed(store: SessionStore, sdir: SessionDir, messages: Sequence[SessionMessage], summary: SessionSummary | None,
+             opts: ContextualOptions) -> _Indexed:
+    cache: dict[Any, _Indexed] = store.__dict__.setdefault(_CACHE_ATTR, {})
+    key = (len(messages), messages[-1].at if messages else None, summary.version if summary else 0,
+           summary.text if summary else "", opts.neighbours, opts.context_weight)
+    hit = cache.get(sdir.path)
+    if hit is not None and hit.key == key:
+        return hit
+    own = [keys(_message_text(m)) for m in messages]
+    dated = [keys(_date_text(m)) if opts.dates else [] for m in messages]
+    docs, near_sets = [], []
+    for i, terms in enumerate(own):
+        near = [t for j in range(max(0, i - opts.neighbours), min(len(own), i + opts.neighbours + 1)) if j != i
+                for t in own[j]]
+        docs.append(weighted((terms, 1.0), (dated[i], 1.0), (near, opts.context_weight)))
+        near_sets.append(frozenset(near))
+    whole: Counter[str] = Counter()
+    for terms in own:
+        whole.update(terms)
+    built = _Indexed(key, whole, Counter(keys(summary.text)) if summary else Counter(), docs,
+                     [frozenset(a) | frozenset(b) for a, b in zip(own, dated, strict=True)], near_sets)
+    if len(cache) > 4096:
+        cache.clear()
+    cache[sdir.path] = built
+    return built
+
+
+def _expansion(logs: Sequence[tuple[SessionDir, Sequence[SessionMessage], SessionSummary | None]],
+               best: Sequence[tuple[int, float]], named: set[str], q: set[str], n: int) -> list[str]:
+    """Topic words of the best sessions' summaries (those of a named speaker when the query names one)."""
+    out: list[str] = []
+    for li, _ in best:
+        summary = logs[li][2]
+        if summary is None:
+            continue
+        for line in summary.text.splitlines():
+            head, _, topics = line.partition(" talked about: ")
+            if not topics or (named and term_key(head.lower().split()[0] if head.split() else "") not in named):
+                continue
+            for k in keys(topics)[:n]:
+                if k not in q and k not in out:
+                    out.append(k)
+    return out
+
+
+def _named_speakers(query: str, logs: Sequence[tuple[SessionDir, Sequence[SessionMessage], SessionSummary | None]]) -> set[str]:
+    """Keys of the speakers (first names) of the visible sessions that the query names."""
+    wanted = set(query_keys(query))
+    names = {term_key(m.speaker.lower().split()[0]) for _, msgs, _ in logs for m in msgs if m.speaker and m.speaker.split()}
+    return names & wanted
+
+
+def _date_text(m: SessionMessage) -> str:
+    when = _parse_when(m.at)
+    if when is None:
+        return ""
+    day = when.date()
+    rel = resolve_relative_dates(m.text, day)
+    return " ".join([date_words(day), *(v for _, v in rel)])
+
+
+def _message_text(m: SessionMessage) -> str:
+    return f"{m.speaker}: {m.text}" if m.speaker else m.text
+
+
+def _normalised(scores: dict[int, float]) -> dict[int, float]:
+    top = max(scores.values(), default=0.0)
+    return {i: s / top for i, s in scores.items()} if top > 0 else {}
+
+
+def rank_sessions(query: str, logs: Sequence[tuple[SessionDir, Sequence[SessionMessage], SessionSummary | None]],
+                  store: SessionStore, opts: ContextualOptions | None = None) -> list[tuple[int, float]]:
+    """Stage 1: ``(index into logs, score in (0, 1])`` for sessions matching ``query``, best first."""
+    opts = opts or ContextualOptions()
+    q = query_keys(query)
+    indexed = [_indexed(store, sdir, msgs, summ, opts) for sdir, msgs, summ in logs]
+    by_summary = _normalised(Bm25([x.summary_doc for x in indexed]).scores(q))
+    by_text = _normalised(Bm25([x.session_doc for x in indexed]).scores(q))
+    share = opts.summary_share if by_summary else 0.0
+    blended = {i: share * by_summary.get(i, 0.0) + (1 - share) * by_text.get(i, 0.0)
+               for i in set(by_summary) | set(by_text)}
+    ranked = sorted(((i, s) for i, s in _normalised(blended).items() if s > 0), key=lambda x: -x[1])
+    return ranked
+
+
+def message_hit(sdir: SessionDir, m: SessionMessage, score: float, rel: str, snippet_chars: int = 320,
+                **extra: Any) -> SearchHit:
+    text = " ".join(_message_text(m).split())
+    snippet = text if len(text) <= snippet_chars else text[: snippet_chars - 1].rsplit(" ", 1)[0] + "…"
+    meta = {"session_id": m.session_id, "n": m.n, "role": m.role, "speaker": m.speaker, "at": m.at,
+            "turn_id": m.turn_id, **extra}
+    return SearchHit(id=m.id, path=rel, line_start=m.n, line_end=m.n, snippet=snippet, score=round(score, 6),
+                     title=f"{m.session_id} · {m.at[:10]}", kind="message", scope="session", updated=m.at,
+                     metadata=meta)
+
+
+def contextual_search(
+    sessions: SessionStore, query: str, *, session_id: str | None = None, user_id: str | None = None, limit: int = 10,
+    records: Callable[[int], SearchResult] | None = None, options: ContextualOptions | None = None, trace: bool = False,
+) -> SearchResult:
+    """Messages (and, with ``records``, record hits) the caller may see, ranked by the two stages.
+
+    ``records(n)`` returns the store's own top ``n`` hits for the query (same caller); they are
+    interleaved with the messages by reciprocal rank. Scores are relative to the best hit, in (0, 1]."""
+    opts = options or ContextualOptions()
+    logs = sessions.visible_logs(session_id=session_id, user_id=user_id)
+    q = query_keys(query)
+    ranked_sessions = rank_sessions(query, logs, sessions, opts)
+    lift = {i: s for i, s in ranked_sessions[: opts.top_sessions]}
+    flat: list[tuple[int, int]] = []
+    docs: list[Counter[str]] = []
+    coord: list[float] = []
+    wanted = frozenset(q)
+    for li, (sdir, msgs, summ) in enumerate(logs):
+        ix = _indexed(sessions, sdir, msgs, summ, opts)
+        for mi in range(len(msgs)):
+            flat.append((li, mi))
+            docs.append(ix.message_docs[mi])
+            own = ix.own[mi] & wanted
+            matched = len(own) + opts.context_share * len((ix.near[mi] & wanted) - own)
+            coord.append(((matched + 1.0) / (len(wanted) + 1.0)) ** opts.coordination if len(wanted) > 1 else 1.0)
+    named = _named_speakers(query, logs)
+    mq = [t for t in q if t not in named] or q  # the speaker decides; their name in every message of theirs does not
+    weights: dict[str, float] = {}
+    if opts.expansion and ranked_sessions:
+        extra = _expansion(logs, ranked_sessions[: opts.expansion_sessions], named, set(q), opts.expansion_terms)
+        weights = dict.fromkeys(extra, opts.expansion)
+        mq = mq + [t for t in extra if t not in mq]
+    raw = _normalised({d: s * coord[d] for d, s in Bm25(docs).scores(mq, weights).items()}) if q else {}
+    if named and opts.speaker_boost:
+        for d in raw:
+            li, mi = flat[d]
+            speaker = logs[li][1][mi].speaker
+            if speaker and term_key(speaker.lower().split()[0]) in named:
+                raw[d] *= 1 + opts.speaker_boost
+    scored = sorted(((s * (1 + opts.session_weight * lift.get(flat[d][0], 0.0)), d) for d, s in raw.items()),
+                    key=lambda x: -x[0])
+    picked: list[tuple[float, int]] = []
+    seen: Counter[int] = Counter()
+    pool = scored[: max(limit * 4, 50)]
+    while pool and len(picked) < limit:  # greedy: each further hit of one session counts a little less
+        best = max(range(len(pool)), key=lambda k: pool[k][0] * opts.diversity ** seen[flat[pool[k][1]][0]])
+        score, d = pool.pop(best)
+        picked.append((score * opts.diversity ** seen[flat[d][0]], d))
+        seen[flat[d][0]] += 1
+    top = max((s for s, _ in picked), default=0.0) or 1.0
+    hits = []
+    for score, d in picked:
+        li, mi = flat[d]
+        sdir, msgs, _ = logs[li]
+        hits.append(message_hit(sdir, msgs[mi], max(score / top, 0.001), sessions.files._rel(sdir.path / "log.jsonl"),
+                                opts.snippet_chars, session_score=round(lift.get(li, 0.0), 4)))
+    if records is not None:
+        hits = _interleave(hits, list(records(limit).hits), limit)
+    steps: list[dict[str, Any]] | None = None
+    if trace:
+        steps = [{"stage": "sessions", "ranked": [{"session_id": logs[i][0].session_id, "score": round(s, 4)}
+                                                  for i, s in ranked_sessions[: opts.top_sessions]]},
+                 {"stage": "messages", "candidates": len(raw), "returned": len(hits)}]
+    return SearchResult(hits=hits, trace=steps)
+
+
+def _interleave(messages: list[SearchHit], records: list[SearchHit], limit: int, k: int = 60) -> list[SearchHit]:
+    """Reciprocal-rank fusion of two ranked lists (ties: messages first)."""
+    fused = [(1 / (k + r), 0, r, h) for r, h in enumerate(messages)] + [(1 / (k + r), 1, r, h) for r, h in enumerate(records)]
+    fused.sort(key=lambda x: (-x[0], x[1], x[2]))
+    best = fused[0][0] if fused else 1.0
+    return [dataclasses.replace(h, score=round(score / best, 6)) for score, _, _, h in fused[:limit]]
+
+
+def search_sessions(sessions: SessionStore, query: str, *, session_id: str | None = None, user_id: str | None = None,
+                    limit: int = 5, messages: int = 3, options: ContextualOptions | None = None) -> list[dict[str, Any]]:
+    """Stage 1 and a peek into stage 2: the caller's best sessions for ``query``, each with its summary and
+    its ``messages`` best-matching messages (``[{session_id, score, first_at, last_at, summary, messages}]``)."""
+    opts = options or ContextualOptions()
+    logs = sessions.visible_logs(session_id=session_id, user_id=user_id)
+    ranked = rank_sessions(query, logs, sessions, opts)[: max(1, limit)]
+    q = query_keys(query)
+    out = []
+    for li, score in ranked:
+        sdir, msgs, summary = logs[li]
+        ix = _indexed(sessions, sdir, msgs, summary, opts)
+        best = sorted(Bm25(ix.message_docs).scores(q).items(), key=lambda x: -x[1])[: max(0, messages)]
+        rel = sessions.files._rel(sdir.path / "log.jsonl")
+        out.append({"session_id": sdir.session_id, "score": round(score, 4),
+                    "first_at": msgs[0].at if msgs else None, "last_at": msgs[-1].at if msgs else None,
+                    "summary": summary.text if summary else None, "summary_version": summary.version if summary else None,
+                    "messages": [message_hit(sdir, msgs[i], s, rel, opts.snippet_chars).to_dict() for i, s in best]})
+    return out

@@ -1,0 +1,216 @@
+"""``SessionStore``: the visibility-checked API over session logs and their summaries.
+
+A caller ``(session_id, user_id)`` sees a session when it *is* that session (and does not name a
+different user than the session's own) or when the session belongs to the caller's user. Nothing
+else is ever listed, counted, read, searched or summarised for it; a hidden session is "not found"
+with the same words as a missing one.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..drafts import _parse_when
+from ..errors import InvalidInputError, NotFoundError
+from ._files import (
+    SessionDir,
+    SessionFiles,
+    SessionMessage,
+    SessionProblem,
+    SessionSummary,
+    check_id,
+    message_line,
+)
+
+__all__ = ["SessionStore", "SessionInfo", "SummaryPolicy", "purge_sessions", "visible"]
+
+
+def visible(sdir: SessionDir, session_id: str | None, user_id: str | None) -> bool:
+    """May a caller ``(session_id, user_id)`` see this session?"""
+    if sdir.user_id is not None and user_id == sdir.user_id:
+        return True
+    return session_id is not None and session_id == sdir.session_id and (
+        user_id is None or sdir.user_id is None or user_id == sdir.user_id)
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryPolicy:
+    """When a session is summarised again: idle for ``idle_s`` seconds, or ``every`` new messages since the last summary."""
+
+    idle_s: float = 30 * 60
+    every: int = 20
+
+    def __post_init__(self) -> None:
+        if not self.idle_s > 0 or not isinstance(self.every, int) or self.every < 1:
+            raise InvalidInputError("summary policy: idle_s must be > 0 and every a positive integer")
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """A session as listed: ids, message count, first/last message time and its summary (if any)."""
+
+    session_id: str
+    user_id: str | None
+    messages: int
+    first_at: str | None
+    last_at: str | None
+    summary: SessionSummary | None
+    path: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"session_id": self.session_id, "user_id": self.user_id, "messages": self.messages,
+                "first_at": self.first_at, "last_at": self.last_at, "path": self.path,
+                "summary": self.summary.to_dict() if self.summary else None}
+
+    def due(self, policy: SummaryPolicy, now: dt.datetime | None = None) -> bool:
+        """Does this session need a (new) summary under ``policy``?"""
+        done = self.summary.messages if self.summary else 0
+        new = self.messages - done
+        if new <= 0:
+            return False
+        if new >= policy.every:
+            return True
+        last = _parse_when(self.last_at) if self.last_at else None
+        when = now or dt.datetime.now(dt.UTC)
+        return last is not None and (when - last).total_seconds() >= policy.idle_s
+
+
+class SessionStore:
+    """Session logs under ``root/sessions/``; every read takes the caller's ``session_id``/``user_id``."""
+
+    def __init__(self, root: str | os.PathLike[str], *, durable: bool = True) -> None:
+        self.files = SessionFiles(root, durable=durable)
+
+    @property
+    def root(self) -> Any:
+        return self.files.root
+
+    # -- writes ------------------------------------------------------------------------------
+    def append(self, session_id: str, messages: Iterable[Mapping[str, Any]], *, user_id: str | None = None) -> list[SessionMessage]:
+        """Append messages (``{"role", "text", "at"?, "speaker"?, "turn_id"?, "metadata"?}``) to a session's log.
+
+        Every message is validated and redacted before anything is written; all of them are written
+        in one locked append, so concurrent appenders never interleave or lose a line."""
+        sid = check_id("session_id", session_id, required=True)
+        uid = check_id("user_id", user_id)
+        assert sid is not None
+        prepared = [message_line(m) for m in messages]
+        if not prepared:
+            return []
+        sdir = self.files.session_dir(sid, uid, create=True)
+        first = self.files.append(sdir, [line for _, line in prepared])
+        return [SessionMessage(sid, uid, first + i, obj["role"], obj["text"], obj["at"], obj.get("speaker"),
+                               obj.get("turn_id"), obj.get("meta") or {}) for i, (obj, _) in enumerate(prepared)]
+
+    def write_summary(self, session_id: str, text: str, *, user_id: str | None = None, messages: int | None = None,
+                      source: str = "offline", fallback: bool = False, made_at: str | None = None) -> SessionSummary:
+        """Store a new summary version of the caller's own session (``user_id`` names its owner)."""
+        sdir = self._own(session_id, user_id)
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidInputError("a summary must be non-empty text")
+        count = len(self.files.read(sdir)[0]) if messages is None else int(messages)
+        return self.files.write_summary(sdir, text, messages=count, source=source, fallback=fallback, made_at=made_at)
+
+    def _own(self, session_id: str, user_id: str | None) -> SessionDir:
+        sid = check_id("session_id", session_id, required=True)
+        uid = check_id("user_id", user_id)
+        assert sid is not None
+        sdir = self.files.session_dir(sid, uid)
+        if self.files._read_dir(sdir.path, None) is None:
+            raise NotFoundError(f"no session {session_id!r} visible to this caller")
+        return sdir
+
+    # -- reads -------------------------------------------------------------------------------
+    def _visible_dirs(self, session_id: str | None, user_id: str | None) -> list[SessionDir]:
+        check_id("session_id", session_id)
+        check_id("user_id", user_id)
+        if session_id is None and user_id is None:
+            return []
+        found: dict[Any, SessionDir] = {}  # only the caller's user directory and its session's directories are read
+        if user_id is not None:
+            for d in self.files.user_dirs(user_id):
+                found[d.path] = d
+        if session_id is not None:
+            for d in self.files.find(session_id):
+                found.setdefault(d.path, d)
+        return [d for d in found.values() if visible(d, session_id, user_id)]
+
+    def info(self, sdir: SessionDir) -> SessionInfo:
+        messages, _ = self.files.read(sdir)
+        summary, _ = self.files.summary(sdir)
+        return SessionInfo(sdir.session_id, sdir.user_id, len(messages), messages[0].at if messages else None,
+                           messages[-1].at if messages else None, summary, self.files._rel(sdir.path))
+
+    def sessions(self, *, session_id: str | None = None, user_id: str | None = None,
+                 limit: int | None = None) -> list[SessionInfo]:
+        """The caller's visible sessions, most recently active first."""
+        if limit is not None and (not isinstance(limit, int) or limit < 1):
+            raise InvalidInputError("limit must be a positive integer or None")
+        infos = [self.info(d) for d in self._visible_dirs(session_id, user_id)]
+        infos.sort(key=lambda i: (i.last_at or "", i.session_id), reverse=True)
+        return infos[:limit] if limit is not None else infos
+
+    def resolve(self, target: str, *, session_id: str | None = None, user_id: str | None = None) -> SessionDir:
+        """The directory of session ``target`` as this caller sees it, else :class:`NotFoundError`."""
+        check_id("session", target, required=True)
+        check_id("session_id", session_id)
+        check_id("user_id", user_id)
+        found = [d for d in self.files.find(target) if visible(d, session_id, user_id)]
+        if not found:
+            raise NotFoundError(f"no session {target!r} visible to this caller")
+        found.sort(key=lambda d: (d.user_id != user_id, d.user_id is not None))
+        return found[0]
+
+    def session(self, target: str, *, session_id: str | None = None, user_id: str | None = None) -> SessionInfo:
+        return self.info(self.resolve(target, session_id=session_id, user_id=user_id))
+
+    def messages(self, target: str, *, session_id: str | None = None, user_id: str | None = None,
+                 limit: int | None = None) -> list[SessionMessage]:
+        """A visible session's messages in order (``limit``: the last N)."""
+        messages, _ = self.files.read(self.resolve(target, session_id=session_id, user_id=user_id))
+        return messages[-limit:] if limit else list(messages)
+
+    def summary(self, target: str, *, session_id: str | None = None, user_id: str | None = None) -> SessionSummary | None:
+        summary, _ = self.files.summary(self.resolve(target, session_id=session_id, user_id=user_id))
+        return summary
+
+    def summaries(self, target: str, *, session_id: str | None = None, user_id: str | None = None) -> list[SessionSummary]:
+        """Every version of a visible session's summary, oldest first (the current one last)."""
+        sdir = self.resolve(target, session_id=session_id, user_id=user_id)
+        current, _ = self.files.summary(sdir)
+        return self.files.history(sdir) + ([current] if current else [])
+
+    def visible_logs(self, *, session_id: str | None, user_id: str | None
+                     ) -> list[tuple[SessionDir, list[SessionMessage], SessionSummary | None]]:
+        """Every visible session with its messages and current summary (the input of contextual search)."""
+        out = []
+        for sdir in self._visible_dirs(session_id, user_id):
+            messages, _ = self.files.read(sdir)
+            summary, _ = self.files.summary(sdir)
+            out.append((sdir, messages, summary))
+        return out
+
+    # -- maintenance -------------------------------------------------------------------------
+    def problems(self) -> list[SessionProblem]:
+        """Every session file or line no read serves, with the reason (for ``doctor``)."""
+        problems: list[SessionProblem] = []
+        for sdir in self.files.all_dirs(problems):
+            problems.extend(self.files.read(sdir)[1])
+            bad = self.files.summary(sdir)[1]
+            if bad is not None:
+                problems.append(bad)
+        return problems
+
+    def purge(self, *, user_id: str | None = None, session_id: str | None = None) -> int:
+        check_id("user_id", user_id)
+        check_id("session_id", session_id)
+        return self.files.purge(user_id=user_id, session_id=session_id)
+
+
+def purge_sessions(root: str | os.PathLike[str], *, user_id: str | None = None, session_id: str | None = None) -> int:
+    """Delete every byte of a user's (or a session's) logs and summaries under ``root``; returns how many sessions."""
+    return SessionStore(root).purge(user_id=user_id, session_id=session_id)

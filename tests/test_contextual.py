@@ -1,0 +1,167 @@
+"""Two-stage contextual retrieval: sessions by summary, then messages (and records) within them; scopes hold."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from agent_memory import MemoryProvider
+from agent_memory.backend import Caller
+from agent_memory.eval.locomo import evaluate
+from agent_memory.models.offline_summarize import summarize_messages
+from agent_memory.sessions import SessionStore, contextual_search, rank_sessions, search_sessions
+from agent_memory.tools import READ, memory_toolset
+
+DEV = Path("/work/shared/eval/locomo/locomo-dev.json")
+
+
+def _session(store: SessionStore, sid: str, lines: list[tuple[str, str]], user: str | None, day: str) -> None:
+    store.append(sid, [{"role": "user", "speaker": s, "text": t, "at": f"{day}T10:{i:02d}:00Z", "turn_id": f"{sid}:{i}"}
+                       for i, (s, t) in enumerate(lines)], user_id=user)
+    msgs = store.messages(sid, session_id=sid, user_id=user)
+    store.write_summary(sid, summarize_messages(msgs, session_id=sid), user_id=user)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SessionStore:
+    st = SessionStore(tmp_path)
+    _session(st, "garden", [("Ada", "I planted tomatoes and basil in the garden."), ("Bo", "Nice, water them daily."),
+                            ("Ada", "The tomatoes need a trellis soon.")], "ada", "2026-05-01")
+    _session(st, "travel", [("Ada", "We booked flights to Lisbon for June."), ("Bo", "Lisbon has great tiles."),
+                            ("Ada", "Our hotel is near the river.")], "ada", "2026-05-10")
+    _session(st, "bob-private", [("Bob", "My tomatoes and Lisbon plans are secret.")], "bob", "2026-05-11")
+    _session(st, "anon", [("X", "tomatoes tomatoes Lisbon")], None, "2026-05-12")
+    return st
+
+
+def test_stage_one_finds_the_session_by_its_summary(store):
+    logs = store.visible_logs(session_id=None, user_id="ada")
+    ranked = rank_sessions("When do we fly to Lisbon?", logs, store)
+    assert logs[ranked[0][0]][0].session_id == "travel" and ranked[0][1] == 1.0
+    assert {logs[i][0].session_id for i, _ in ranked} <= {"garden", "travel"}
+
+
+def test_messages_ranked_within_sessions_with_dates_and_neighbours(store):
+    hits = contextual_search(store, "tomatoes trellis", user_id="ada", limit=3).hits
+    assert hits[0].id == "garden#3" and hits[0].kind == "message" and hits[0].metadata["turn_id"] == "garden:2"
+    assert hits[0].path == "sessions/ada/garden/log.jsonl" and hits[0].line_start == 3 and hits[0].score == 1.0
+    dated = contextual_search(store, "Sunday 10 May 2026", user_id="ada", limit=3).hits  # date words are indexed
+    assert dated and all(h.metadata["session_id"] == "travel" for h in dated)
+    # "water them" says nothing about tomatoes, but its neighbours do
+    ids = [h.id for h in contextual_search(store, "tomatoes", user_id="ada", limit=10).hits]
+    assert "garden#2" in ids and ids.index("garden#1") < ids.index("garden#2")
+
+
+@pytest.mark.parametrize("caller", [{"user_id": "carol"}, {"session_id": "garden", "user_id": "carol"}, {}])
+def test_no_path_shows_another_callers_sessions(store, caller):
+    assert contextual_search(store, "tomatoes Lisbon secret", limit=20, **caller).hits == []
+    assert search_sessions(store, "tomatoes Lisbon secret", **caller) == []
+
+
+def test_each_caller_sees_only_its_own(store):
+    ada = {h.metadata["session_id"] for h in contextual_search(store, "tomatoes Lisbon secret", user_id="ada", limit=50).hits}
+    assert ada == {"garden", "travel"}
+    anon = {h.metadata["session_id"] for h in contextual_search(store, "tomatoes Lisbon", session_id="anon", limit=50).hits}
+    assert anon == {"anon"}
+    found = search_sessions(store, "Lisbon flights", user_id="ada")
+    assert found[0]["session_id"] == "travel" and "Lisbon" in found[0]["summary"] and found[0]["messages"]
+
+
+def test_provider_search_mode_contextual_merges_records_and_messages(tmp_path):
+    async def run() -> None:
+        async with MemoryProvider(tmp_path) as provider:
+            await provider.log_messages([{"role": "user", "text": "The deploy window is Friday afternoon."}],
+                                        session_id="s1", user_id="ada")
+            await provider.remember("Deploys need two approvals.", user_id="ada", scope="user")
+            await provider.remember("Bob deploys on Mondays.", user_id="bob", scope="user")
+            result = await provider.search("deploy approvals Friday", user_id="ada", mode="contextual", limit=5, trace=True)
+            kinds = [h.kind for h in result.hits]
+            assert "message" in kinds and any(k != "message" for k in kinds)
+            assert all("Bob" not in h.snippet for h in result.hits)
+            assert result.trace and result.trace[0]["stage"] == "sessions"
+            bob = await provider.search("deploy Friday", user_id="bob", mode="contextual")
+            assert all(h.kind != "message" for h in bob.hits)
+
+    asyncio.run(run())
+
+
+def test_memory_search_sessions_is_a_read_tool_bound_to_the_caller(tmp_path):
+    assert "memory_search_sessions" in READ
+
+    async def run() -> None:
+        async with MemoryProvider(tmp_path) as provider:
+            await provider.log_messages([{"role": "user", "text": "Pixel the kitten likes tuna."}], session_id="a", user_id="ada")
+            await provider.log_messages([{"role": "user", "text": "Bob's kitten is named Rex."}], session_id="b", user_id="bob")
+            tools = memory_toolset(provider, READ, caller=Caller(user_id="ada"))
+            def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+                if len(messages) == 1:
+                    return ModelResponse(parts=[ToolCallPart("memory_search_sessions", {"query": "kitten"})])
+                return ModelResponse(parts=[TextPart("done")])
+
+            agent = Agent(FunctionModel(model), toolsets=[tools])
+            result = await agent.run("kitten")
+            text = str(result.all_messages())
+            assert "Pixel" in text and "Rex" not in text
+
+    asyncio.run(run())
+
+
+@pytest.mark.skipif(not DEV.is_file(), reason="LoCoMo dev half not present")
+def test_locomo_sessions_layer_maps_messages_back_to_evidence():
+    result = evaluate(DEV, layer="sessions", ks=(10,), limit_conversations=1)
+    assert result["questions"] > 100 and result["overall"]["recall@10"] > 0.6
+    assert set(result["by_category"]) >= {"1", "4"}
+
+
+def test_layer_sessions_on_a_tiny_file(tmp_path):
+    data = [{"sample_id": "demo", "conversation": {
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [{"speaker": "Ada", "dia_id": "D1:1", "text": "I adopted a kitten named Pixel."},
+                      {"speaker": "Bo", "dia_id": "D1:2", "text": "I play the cello."}],
+        "session_2_date_time": "2:00 pm on 9 June, 2023",
+        "session_2": [{"speaker": "Bo", "dia_id": "D2:1", "text": "My cello recital went well."}]},
+        "qa": [{"question": "What is the kitten called?", "evidence": ["D1:1"], "category": 4},
+               {"question": "How is Bo doing with the cello?", "evidence": ["D1:2", "D2:1"], "category": 1}]}]
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(data))
+    result = evaluate(path, layer="sessions", ks=(1, 2), root=tmp_path / "roots")
+    assert result["by_category"]["4"]["recall@1"] == 1.0 and result["by_category"]["1"]["recall@2"] == 1.0
+    store = SessionStore(tmp_path / "roots" / "demo")
+    sessions = store.sessions(user_id="demo")
+    assert {s.session_id for s in sessions} == {"demo.session_1", "demo.session_2"}
+    assert all(s.summary and s.summary.source == "offline" for s in sessions)
+    assert store.messages("demo.session_1", user_id="demo")[0].at.startswith("2023-05-08T13:56")
+    with pytest.raises(ValueError):
+        evaluate(path, layer="episodes")
+
+
+def test_offline_recall_cites_session_messages_of_the_caller_only(tmp_path):
+    async def run() -> None:
+        async with MemoryProvider(tmp_path) as provider:
+            await provider.log_messages([{"role": "user", "text": "Our flight to Lisbon leaves on 3 May at 9am."}],
+                                        session_id="trip", user_id="ada")
+            await provider.log_messages([{"role": "user", "text": "Bob's flight to Lisbon leaves on 9 June."}],
+                                        session_id="bob-trip", user_id="bob")
+            ada = await provider.recall("When does the Lisbon flight leave?", user_id="ada")
+            assert not ada.fallback and "3 May" in ada.summary and "9 June" not in ada.summary
+            assert ada.sources[0]["id"] == "trip#1" and ada.sources[0]["line_start"] == 1
+            carol = await provider.recall("When does the Lisbon flight leave?", user_id="carol")
+            assert carol.summary == ""
+
+    asyncio.run(run())
+
+
+def test_contextual_mode_needs_session_logs():
+    from agent_memory.sessions.api import SessionsNotSupportedError, session_store
+
+    class NoSessions:
+        pass
+
+    with pytest.raises(SessionsNotSupportedError, match="not supported on the NoSessions backend"):
+        session_store(NoSessions())
