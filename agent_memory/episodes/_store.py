@@ -1,0 +1,408 @@
+"""Episode files under a memory root, and the small derived SQLite FTS5 index that lists and searches them.
+
+Files are the truth (``episodes/<yyyy-mm>/<id>.md``, written atomically under a lock); the index
+(``episodes/.index.db``) follows them on every read by file mtime and size, is rebuilt when missing
+or damaged, and may be deleted at any time. A file the store cannot fully understand is
+quarantined: no read serves it, :meth:`EpisodeStore.doctor` names it with the reason.
+Every read obeys the records' visibility table, inside the query, before the limit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import errno
+import json
+import logging
+import os
+import re
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from .._fs import TMP_PREFIX, RootLock, atomic_write, ensure_dir, storage_errors
+from .._text import STOP_WORDS, cjk_unigrams, default_tokenizer, phrase, split_cjk
+from ..errors import InvalidInputError, NotFoundError
+from ..quarantine import Quarantined, check_stat, describe
+from ..records import Scope
+from ._model import (
+    ID_RE,
+    STATUSES,
+    Episode,
+    EpisodeParseError,
+    ToolUse,
+    episode_month,
+    parse_episode,
+    parse_episode_text,
+    validate_episode_id,
+)
+
+__all__ = ["EpisodeStore", "MAX_EPISODE_BYTES", "purge_episodes"]
+
+log = logging.getLogger("agent_memory")
+
+DIR = "episodes"
+INDEX = ".index.db"
+SCHEMA = "1"
+MAX_EPISODE_BYTES = 256 * 1024
+MAX_LIMIT = 1000
+_MONTH = re.compile(r"\d{4}-\d{2}")
+_VISIBLE = ("(e.scope IN ('project','global')"
+            " OR (e.scope = 'session' AND e.session_id = :sid AND (e.user_id IS NULL OR e.user_id = :uid))"
+            " OR (e.scope = 'user' AND e.user_id = :uid))")
+
+
+def _check_caller(**values: Any) -> None:
+    for name, value in values.items():
+        if value is not None and (not isinstance(value, str) or "\x00" in value):
+            raise InvalidInputError(f"{name} must be a string")
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InvalidInputError(f"{name} is not valid Unicode") from None
+
+
+def query_terms(query: str) -> list[str]:
+    """The query's distinct terms (the index's tokenizer and stop words; stop words kept if nothing else is left)."""
+    tokens = list(dict.fromkeys(split_cjk(default_tokenizer(query))))
+    content = [t for t in tokens if t not in STOP_WORDS]
+    return (content or tokens)[:64]
+
+
+def read_episode_file(path: Path, name: str) -> Episode:
+    """Read, check and parse one episode file; :class:`EpisodeParseError` (quarantine) or ``FileNotFoundError``."""
+    return _read(path, name)[0]
+
+
+def _read(path: Path, name: str) -> tuple[Episode, str]:
+    if not name.endswith(".md") or not ID_RE.fullmatch(name[:-3]):
+        raise EpisodeParseError("file name is not an episode id", "name it ep-YYYYMMDD-HHMMSS-xxxxxxxx.md")
+    episode_id = name[:-3]
+    if path.parent.name != episode_month(episode_id):
+        raise EpisodeParseError("file is not in the month directory of its id", f"move it to episodes/{episode_month(episode_id)}/")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENAMETOOLONG):
+            raise FileNotFoundError(str(path)) from None
+        if exc.errno == errno.ELOOP:
+            raise EpisodeParseError("a symlink is never an episode", "replace it with a regular file") from None
+        raise EpisodeParseError(f"file cannot be opened ({exc.strerror})", "check its permissions") from None
+    try:
+        st = os.fstat(fd)
+        try:
+            check_stat(st)
+        except Quarantined as exc:
+            raise EpisodeParseError(exc.reason, exc.fix) from None
+        if st.st_size > MAX_EPISODE_BYTES:
+            raise EpisodeParseError(f"file is over {MAX_EPISODE_BYTES} bytes", "episodes are small; remove the file")
+        raw = os.read(fd, MAX_EPISODE_BYTES + 1)
+    finally:
+        os.close(fd)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise EpisodeParseError("file is not valid UTF-8", "save it as UTF-8") from None
+    return parse_episode_text(text, episode_id, path=str(path))
+
+
+class EpisodeStore:
+    """Episodes of one memory root: write, get, list (newest first), search by terms, doctor, purge."""
+
+    def __init__(self, root: str | os.PathLike[str], *, lock_timeout_s: float = 30.0) -> None:
+        self.root = Path(root)
+        self.dir = self.root / DIR
+        self.index_path = self.dir / INDEX
+        self.lock = RootLock(self.dir / ".lock", lock_timeout_s)
+
+    # -- paths --------------------------------------------------------------------------------
+    def path_of(self, episode_id: str) -> Path:
+        return self.dir / episode_month(episode_id) / f"{validate_episode_id(episode_id)}.md"
+
+    # -- write --------------------------------------------------------------------------------
+    def write(self, episode: Episode) -> Episode:
+        """Store ``episode`` (a new file, atomically, under the lock); returns it with its ``path``."""
+        path = self.path_of(episode.id)
+        text = episode.render()
+        parse_episode(text, episode.id)  # never write what could not be read back
+        with storage_errors("cannot write the episode"):
+            ensure_dir(self.root, allow_symlink=True)
+            ensure_dir(self.dir)
+            with self.lock.hold():
+                ensure_dir(path.parent)
+                if path.exists():
+                    raise InvalidInputError(f"episode {episode.id} exists already")
+                atomic_write(path, text.encode("utf-8"))
+        stored = episode if episode.path == str(path) else _with_path(episode, path)
+        with contextlib.suppress(sqlite3.Error, OSError):  # the next read's sync catches up
+            with self._conn() as conn:
+                self._sync(conn)
+        return stored
+
+    # -- read ---------------------------------------------------------------------------------
+    def get(self, episode_id: str, *, session_id: str | None = None, user_id: str | None = None) -> Episode:
+        """One episode the caller may see; hidden, missing and quarantined are the same :class:`NotFoundError`."""
+        _check_caller(session_id=session_id, user_id=user_id)
+        path = self.path_of(episode_id)
+        try:
+            episode = read_episode_file(path, path.name)
+        except (FileNotFoundError, EpisodeParseError):
+            raise NotFoundError(f"no episode {episode_id!r} visible to this caller") from None
+        if not visible(episode, session_id, user_id):
+            raise NotFoundError(f"no episode {episode_id!r} visible to this caller")
+        return episode
+
+    def list(self, query: str | None = None, *, session_id: str | None = None, user_id: str | None = None,
+             limit: int = 20, status: str | None = None) -> list[Episode]:
+        """The caller's visible episodes: newest first, or, with ``query``, best match first (ties newest first)."""
+        _check_caller(session_id=session_id, user_id=user_id, query=query)
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+            raise InvalidInputError(f"limit must be a whole number from 1 to {MAX_LIMIT}")
+        if status is not None and status not in STATUSES:
+            raise InvalidInputError(f"status must be one of {', '.join(STATUSES)}")
+        if not self.dir.is_dir():
+            return []
+        terms = query_terms(query) if query else []
+        params: dict[str, Any] = {"sid": session_id, "uid": user_id, "limit": limit, "status": status}
+        where = f"{_VISIBLE} AND (:status IS NULL OR e.status = :status)"
+        if terms:
+            params["q"] = " OR ".join(phrase(t) for t in terms)
+            sql = (f"SELECT e.data FROM fts JOIN episodes e ON e.rowid = fts.rowid WHERE fts MATCH :q AND {where}"
+                   " ORDER BY bm25(fts, 2.0, 1.0, 0.5), e.started DESC, e.id DESC LIMIT :limit")
+        else:
+            sql = f"SELECT e.data FROM episodes e WHERE {where} ORDER BY e.started DESC, e.id DESC LIMIT :limit"
+        with self._conn() as conn:
+            self._sync(conn)
+            rows = conn.execute(sql, params).fetchall()
+        return [_from_row(self.dir, row[0]) for row in rows]
+
+    def count(self) -> int:
+        """How many episode files are indexed (every scope; for status and tests)."""
+        if not self.dir.is_dir():
+            return 0
+        with self._conn() as conn:
+            self._sync(conn)
+            return int(conn.execute("SELECT count(*) FROM episodes").fetchone()[0])
+
+    def doctor(self) -> list[dict[str, str]]:
+        """``[{path, reason}]`` for every episode file no read serves (quarantined), each with a fix."""
+        if not self.dir.is_dir():
+            return []
+        with self._conn() as conn:
+            self._sync(conn)
+            rows = conn.execute("SELECT file, error FROM files WHERE error IS NOT NULL ORDER BY file").fetchall()
+        out = [{"path": str(self.dir / f), "reason": e} for f, e in rows]
+        for entry in _entries(self.dir):
+            if entry.is_file(follow_symlinks=False) and entry.name.endswith(".md"):
+                out.append({"path": entry.path, "reason": "episode file outside a month directory; fix: move it to "
+                                                          "episodes/<yyyy-mm>/"})
+        return out
+
+    def reindex(self) -> int:
+        """Drop the derived index and rebuild it from the files; returns the number of episodes."""
+        with self.lock.hold():
+            _drop_index(self.index_path)
+        return self.count()
+
+    # -- purge --------------------------------------------------------------------------------
+    def purge(self, *, user_id: str | None = None, session_id: str | None = None) -> int:
+        """Delete every episode of ``user_id`` and/or ``session_id`` (both given: that user's episodes in that session).
+
+        Files go (quarantined ones too, matched by their owner lines), and the derived index is
+        dropped so no copy of their text remains in it; it is rebuilt from the files at the next read.
+        """
+        if user_id is None and session_id is None:
+            raise InvalidInputError("purge_episodes needs a user_id or a session_id")
+        _check_caller(user_id=user_id, session_id=session_id)
+        if not self.dir.is_dir():
+            return 0
+        removed = 0
+        with self.lock.hold(), storage_errors("cannot purge episodes"):
+            for month in _entries(self.dir):
+                if not (month.is_dir(follow_symlinks=False) and _MONTH.fullmatch(month.name)):
+                    continue
+                for entry in _entries(Path(month.path)):
+                    if entry.name.endswith(".md") and _owned(Path(entry.path), user_id, session_id):
+                        with contextlib.suppress(FileNotFoundError):
+                            os.unlink(entry.path)
+                            removed += 1
+                with contextlib.suppress(OSError):
+                    os.rmdir(month.path)  # only when empty
+            _drop_index(self.index_path)
+        return removed
+
+    # -- the index ----------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _conn(self) -> Iterator[sqlite3.Connection]:
+        ensure_dir(self.dir)
+        for attempt in (1, 2):
+            try:
+                conn = sqlite3.connect(self.index_path, timeout=30, isolation_level=None)
+            except sqlite3.Error:
+                if attempt == 2:
+                    raise
+                _drop_index(self.index_path)
+                continue
+            try:
+                self._schema(conn)
+            except sqlite3.DatabaseError:
+                conn.close()
+                if attempt == 2:
+                    raise
+                _drop_index(self.index_path)  # damaged: it is derived, rebuild it
+                continue
+            try:
+                yield conn
+            finally:
+                conn.close()
+            return
+
+    def _schema(self, conn: sqlite3.Connection) -> None:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA secure_delete=ON")
+        row = conn.execute("SELECT name FROM sqlite_master WHERE name = 'meta'").fetchone()
+        if row is not None and conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == (SCHEMA,):
+            return
+        drop = "" if row is None else \
+            "DROP TABLE IF EXISTS files; DROP TABLE IF EXISTS episodes; DROP TABLE IF EXISTS fts; DELETE FROM meta;"
+        conn.executescript(f"""
+            BEGIN IMMEDIATE;
+            {drop}
+            CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
+            CREATE TABLE IF NOT EXISTS files(file TEXT PRIMARY KEY, mtime_ns INTEGER, size INTEGER, error TEXT);
+            CREATE TABLE IF NOT EXISTS episodes(rowid INTEGER PRIMARY KEY, id TEXT UNIQUE, file TEXT UNIQUE, scope TEXT,
+                session_id TEXT, user_id TEXT, started TEXT, status TEXT, data TEXT);
+            CREATE INDEX IF NOT EXISTS episodes_started ON episodes(started);
+            CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(goal, body, context,
+                tokenize = 'porter unicode61 remove_diacritics 2');
+            INSERT OR REPLACE INTO meta VALUES ('schema', '{SCHEMA}');
+            COMMIT;
+        """)
+
+    def _sync(self, conn: sqlite3.Connection) -> None:
+        """Bring the index in line with the files (new, changed, removed), judged by mtime and size."""
+        seen = _scan(self.dir)
+        known = {f: (m, s) for f, m, s in conn.execute("SELECT file, mtime_ns, size FROM files")}
+        if all(known.get(f) == v for f, v in seen.items()) and len(known) == len(seen):
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            known = {f: (m, s) for f, m, s in conn.execute("SELECT file, mtime_ns, size FROM files")}
+            for file in set(known) - set(seen):
+                self._forget(conn, file)
+            for file, stamp in seen.items():
+                if known.get(file) != stamp:
+                    self._load(conn, file, stamp)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def _forget(self, conn: sqlite3.Connection, file: str) -> None:
+        conn.execute("DELETE FROM fts WHERE rowid IN (SELECT rowid FROM episodes WHERE file = ?)", (file,))
+        conn.execute("DELETE FROM episodes WHERE file = ?", (file,))
+        conn.execute("DELETE FROM files WHERE file = ?", (file,))
+
+    def _load(self, conn: sqlite3.Connection, file: str, stamp: tuple[int, int]) -> None:
+        self._forget(conn, file)
+        path = self.dir / file
+        try:
+            episode, body = _read(path, path.name)
+        except FileNotFoundError:
+            return
+        except EpisodeParseError as exc:
+            log.warning("agent_memory: episode file quarantined: %s (%s)", path, describe(exc))
+            conn.execute("INSERT INTO files VALUES (?, ?, ?, ?)", (file, *stamp, describe(exc)))
+            return
+        conn.execute("DELETE FROM fts WHERE rowid IN (SELECT rowid FROM episodes WHERE id = ?)", (episode.id,))
+        conn.execute("DELETE FROM episodes WHERE id = ?", (episode.id,))
+        data = json.dumps({k: v for k, v in episode.to_dict().items() if k != "path"}, ensure_ascii=False)
+        cur = conn.execute("INSERT INTO episodes(id, file, scope, session_id, user_id, started, status, data)"
+                           " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                           (episode.id, file, episode.scope.value, episode.session_id, episode.user_id, episode.started,
+                            episode.status, data))
+        body = body.strip() or episode.body()
+        conn.execute("INSERT INTO fts(rowid, goal, body, context) VALUES (?, ?, ?, ?)",
+                     (cur.lastrowid, episode.goal, body, cjk_unigrams(f"{episode.goal}\n{body}")))
+        conn.execute("INSERT INTO files VALUES (?, ?, ?, NULL)", (file, *stamp))
+
+
+def visible(episode: Episode, session_id: str | None, user_id: str | None) -> bool:
+    """The visibility table of records, for one episode."""
+    if episode.scope.value in ("project", "global"):
+        return True
+    if episode.scope.value == "user":
+        return user_id is not None and episode.user_id == user_id
+    return session_id is not None and episode.session_id == session_id and episode.user_id in (None, user_id)
+
+
+def _with_path(episode: Episode, path: Path) -> Episode:
+    return dataclasses.replace(episode, path=str(path))
+
+
+def _from_row(base: Path, data: str) -> Episode:
+    raw = json.loads(data)
+    for name in ("approach", "tokens"):
+        raw.pop(name, None)
+    raw["scope"] = Scope(raw["scope"])
+    raw["tools"] = tuple(ToolUse(**t) for t in raw.get("tools") or ())
+    for name in ("sequence", "worked", "failed"):
+        raw[name] = tuple(raw.get(name) or ())
+    raw["path"] = str(base / episode_month(raw["id"]) / f"{raw['id']}.md")
+    return Episode(**raw)
+
+
+def _entries(path: Path) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(path) as it:
+            return [e for e in it if not e.name.startswith((".", TMP_PREFIX))]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def _scan(base: Path) -> dict[str, tuple[int, int]]:
+    """``{month/name.md: (mtime_ns, size)}`` for every candidate episode file (symlinks included: they are quarantined)."""
+    out: dict[str, tuple[int, int]] = {}
+    for month in _entries(base):
+        if not (_MONTH.fullmatch(month.name) and month.is_dir(follow_symlinks=False)):
+            continue
+        for entry in _entries(Path(month.path)):
+            if entry.name.endswith(".md"):
+                with contextlib.suppress(FileNotFoundError):
+                    st = entry.stat(follow_symlinks=False)
+                    out[f"{month.name}/{entry.name}"] = (st.st_mtime_ns, st.st_size)
+    return out
+
+
+_OWNER_LINE = re.compile(r"^(user_id|session_id):\s*\"?(.*?)\"?\s*$", re.M)
+
+
+def _owned(path: Path, user_id: str | None, session_id: str | None) -> bool:
+    """Whether the file at ``path`` belongs to the owner being purged (parsed, or read from its owner lines)."""
+    try:
+        episode = read_episode_file(path, path.name)
+        owners = {"user_id": episode.user_id, "session_id": episode.session_id}
+    except FileNotFoundError:
+        return False
+    except EpisodeParseError:  # quarantined: still the user's bytes; judge by the owner lines it holds
+        try:
+            head = path.read_bytes()[:MAX_EPISODE_BYTES].decode("utf-8", "replace")
+        except OSError:
+            return False
+        owners = {k: v for k, v in _OWNER_LINE.findall(head)}
+    if user_id is not None and owners.get("user_id") != user_id:
+        return False
+    return session_id is None or owners.get("session_id") == session_id
+
+
+def _drop_index(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(f"{path}{suffix}")
+
+
+def purge_episodes(root: str | os.PathLike[str], *, user_id: str | None = None, session_id: str | None = None) -> int:
+    """Delete every byte of the episodes of ``user_id`` and/or ``session_id`` under ``root``; returns how many."""
+    return EpisodeStore(root).purge(user_id=user_id, session_id=session_id)
