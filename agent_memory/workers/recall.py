@@ -102,7 +102,7 @@ def _seen_ids(calls: list[ToolCallRecord]) -> set[str]:
         result = call.result if isinstance(call.result, dict) else {}
         if "id" in result:
             ids.add(str(result["id"]))
-        for item in (result.get("hits") or []) + (result.get("records") or []):
+        for item in (result.get("hits") or []) + (result.get("records") or []) + (result.get("episodes") or []):
             if isinstance(item, dict) and "id" in item:
                 ids.add(str(item["id"]))
     return ids
