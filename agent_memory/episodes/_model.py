@@ -78,7 +78,8 @@ def check_owner(name: str, value: object) -> str | None:
     """A session or user id: one line, at most 200 characters, never a secret."""
     if value is None:
         return None
-    if not isinstance(value, str) or not value.strip() or len(value) > MAX_OWNER_CHARS or _CONTROL.search(value):
+    if (not isinstance(value, str) or not value.strip() or len(value) > MAX_OWNER_CHARS or _CONTROL.search(value)
+            or "\n" in value):
         raise InvalidInputError(f"{name} must be one non-empty line of at most {MAX_OWNER_CHARS} characters")
     try:
         value.encode("utf-8")

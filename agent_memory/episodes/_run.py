@@ -4,7 +4,7 @@ output retries, the model's name and, when the prices are known, the cost."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,11 +39,14 @@ def _detail(content: Any) -> str:
         return str(content)[:400]
 
 
-def run_facts(messages: Sequence[ModelMessage], run_id: str | None = None) -> RunFacts:
+def run_facts(messages: Sequence[ModelMessage], run_id: str | None = None,
+              errors: Mapping[str, str] | None = None) -> RunFacts:
     """Tool calls (in call order, each with its outcome), output retries, model and cost of the run ``run_id``.
 
     Only messages of that run are read when they carry run ids (a conversation's history holds
-    earlier runs too). Cost is the sum of each response's price when every response has one.
+    earlier runs too). ``errors`` maps a tool call id to the exception that ended it (a call whose
+    exception ended the run has no result message). Cost is the sum of each response's price when
+    every response has one.
     """
     mine = [m for m in messages if run_id is None or getattr(m, "run_id", None) in (run_id, None)]
     if run_id is not None and any(getattr(m, "run_id", None) == run_id for m in messages):
@@ -77,7 +80,8 @@ def run_facts(messages: Sequence[ModelMessage], run_id: str | None = None) -> Ru
                 elif kind == "retry-feedback":
                     facts.retried_output.append(_detail(getattr(part, "content", "")))
     for call in order:
-        outcome, detail = outcomes.get(call.tool_call_id, ("interrupted", "no result"))
+        fallback = ("failed", errors[call.tool_call_id]) if errors and call.tool_call_id in errors else ("interrupted", "no result")
+        outcome, detail = outcomes.get(call.tool_call_id, fallback)
         facts.tool_calls.append(ToolCall(call.tool_name, outcome, detail))
     if priced and costs:
         facts.cost_usd = sum(costs)

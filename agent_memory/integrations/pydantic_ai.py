@@ -126,6 +126,7 @@ class _RunState:
     started: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
     episode_recorded: bool = False
     messages: list[ModelMessage] = field(default_factory=list)  # the run's live history (for a failed run's episode)
+    tool_errors: dict[str, str] = field(default_factory=dict)  # tool call id -> the exception a tool raised
 
 
 @dataclass
@@ -324,6 +325,11 @@ class MemoryCapability(AbstractCapability[Any]):
         turn.capture = await hooks.on_turn_end(user_input, _output_text(output), background=background)
         return result
 
+    async def on_tool_execute_error(self, ctx: RunContext[Any], *, call: Any, tool_def: Any, args: Any,
+                                    error: Exception) -> Any:
+        self._state().tool_errors[call.tool_call_id] = f"{type(error).__name__}: {error}"
+        raise error
+
     async def on_run_error(self, ctx: RunContext[Any], *, error: BaseException) -> "AgentRunResult[Any]":
         await self._record_episode(ctx, error=error)
         raise error
@@ -339,7 +345,7 @@ class MemoryCapability(AbstractCapability[Any]):
         turn = self._turn(ctx)
         try:
             messages = messages or run.messages or ctx.messages
-            facts = run_facts(messages, ctx.run_id)
+            facts = run_facts(messages, ctx.run_id, run.tool_errors)
             call = self.hooks(ctx.conversation_id).on_run_end(
                 turn.message or _last_user_text(messages), output, error=error, exit=exit,
                 tool_calls=facts.tool_calls, retried_output=facts.retried_output, usage=ctx.usage, model=facts.model,
