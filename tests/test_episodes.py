@@ -270,7 +270,7 @@ async def test_every_read_path_obeys_visibility(scoped, caller, visible, tmp_pat
 # -- redaction, ids, input checks -----------------------------------------------------------------
 def test_secrets_never_reach_the_files_or_the_index(tmp_path):
     store = EpisodeStore(tmp_path)
-    episode = store.write(build_episode(f"use {SECRET} to deploy", output=f"done with password=hunter2hunter2",
+    episode = store.write(build_episode(f"use {SECRET} to deploy", output="done with password=hunter2hunter2",
                                         tool_calls=[{"name": "deploy", "outcome": "failed", "detail": f"bad key {SECRET}"}],
                                         error=f"auth failed for {SECRET}", user_id="ada"))
     assert store.list("deploy", user_id="ada")[0].id == episode.id
@@ -335,17 +335,23 @@ def test_files_the_store_cannot_understand_are_quarantined_and_named(tmp_path):
 
 
 def test_the_index_follows_hand_edits_and_is_rebuilt_when_deleted_or_damaged(tmp_path):
-    store = EpisodeStore(tmp_path)
+    store = EpisodeStore(tmp_path, rescan_interval=3600)
     first = store.write(build_episode("tune the postgres vacuum", user_id="ada"))
     second = store.write(build_episode("rotate the tls certificates", user_id="ada"))
+    assert len(store.list(user_id="ada")) == 2  # a full scan: from now on reads take the fast path
+    third = EpisodeStore(tmp_path).write(build_episode("renew the domain", user_id="ada"))  # another writer
+    assert store.list("domain", user_id="ada")[0].id == third.id
     path = Path(first.path)
-    path.write_text(path.read_text().replace("tune the postgres vacuum", "tune the redis eviction"))
+    path.write_text(path.read_text().replace("tune the postgres vacuum", "tune the redis eviction"))  # in place
+    assert store.list("postgres vacuum", user_id="ada") == []  # the stale hit is re-checked, never served
     assert [e.id for e in store.list("redis", user_id="ada")] == [first.id]
-    assert store.list("postgres vacuum", user_id="ada") == []
+    path.write_text(path.read_text().replace("redis eviction", "kafka retention"))
+    assert [e.id for e in EpisodeStore(tmp_path, rescan_interval=0).list("kafka", user_id="ada")] == [first.id]
     os.unlink(second.path)
+    os.unlink(third.path)
     assert [e.id for e in store.list(user_id="ada")] == [first.id]
     store.index_path.write_bytes(b"this is not a database" * 100)
-    assert [e.id for e in store.list("redis", user_id="ada")] == [first.id]
+    assert [e.id for e in store.list("kafka", user_id="ada")] == [first.id]
     for suffix in ("", "-wal", "-shm"):
         Path(f"{store.index_path}{suffix}").unlink(missing_ok=True)
     assert store.count() == 1 and store.reindex() == 1

@@ -32,7 +32,7 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
 
 
 def _store(args: argparse.Namespace) -> Any:
-    from ..episodes import EpisodesUnsupportedError, EpisodeStore
+    from ..episodes import EpisodeStore, EpisodesUnsupportedError
 
     if is_url(args.root):
         raise EpisodesUnsupportedError("episodes are not supported on PostgreSQL yet (they are files under a memory root)")
@@ -50,7 +50,7 @@ def _show(e: Any) -> str:
     head = [f"id: {e.id}", f"started: {e.started}", f"ended: {e.ended}", f"scope: {e.scope.value}"]
     head += [f"{k}: {v}" for k, v in (("session", e.session_id), ("user", e.user_id), ("run", e.run_id),
                                       ("model", e.model)) if v]
-    return "\n".join(head) + "\n\n" + e.body()
+    return "\n".join(head) + "\n\n" + str(e.body())
 
 
 def cmd_episodes(args: argparse.Namespace) -> None:

@@ -159,6 +159,7 @@ def build_episode(
         raise InvalidInputError("cost_usd must be a finite number ≥ 0")
     start = _instant(started, "started")
     end = _instant(ended, "ended") if ended is not None else max(start, now_iso())
+    numbers = usage_numbers(usage)
     status = "paused" if exit == "deferred" else "ok" if exit == "output" and error is None else "failed"
     return Episode(
         id=new_episode_id(start), goal=clean(goal, MAX_GOAL_CHARS) or "(no prompt)", started=start, ended=end,
@@ -167,6 +168,7 @@ def build_episode(
         run_id=clean(run_id, 200, one_line=True) or None, conversation_id=clean(conversation_id, 200, one_line=True) or None,
         source=clean(source, 32, one_line=True) or "api", tools=tool_uses(calls),
         sequence=tuple(c.name for c in calls[:MAX_SEQUENCE]), worked=tuple(worked), failed=tuple(failed),
-        retries=sum(1 for c in calls if c.outcome == "retried") + len(retried), **usage_numbers(usage),
+        retries=sum(1 for c in calls if c.outcome == "retried") + len(retried), requests=numbers["requests"],
+        input_tokens=numbers["input_tokens"], output_tokens=numbers["output_tokens"],
         cost_usd=None if cost_usd is None else float(cost_usd), model=clean(model, 200, one_line=True) or None,
     )

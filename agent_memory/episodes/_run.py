@@ -67,18 +67,19 @@ def run_facts(messages: Sequence[ModelMessage], run_id: str | None = None,
                 priced = False
         elif isinstance(message, ModelRequest):
             for part in message.parts:
+                content: Any = getattr(part, "content", "")
                 kind = getattr(part, "part_kind", "")
                 call_id = getattr(part, "tool_call_id", None)
                 if kind == "tool-return" and call_id:
                     outcome = getattr(part, "outcome", "success") or "success"
-                    outcomes[call_id] = (outcome, "" if outcome == "success" else _detail(part.content))
+                    outcomes[call_id] = (outcome, "" if outcome == "success" else _detail(content))
                 elif kind == "retry-prompt":
                     if getattr(part, "tool_name", None) and call_id:
-                        outcomes[call_id] = ("retried", _detail(part.content))
+                        outcomes[call_id] = ("retried", _detail(content))
                     else:
-                        facts.retried_output.append(_detail(part.content))
+                        facts.retried_output.append(_detail(content))
                 elif kind == "retry-feedback":
-                    facts.retried_output.append(_detail(getattr(part, "content", "")))
+                    facts.retried_output.append(_detail(content))
     for call in order:
         fallback = ("failed", errors[call.tool_call_id]) if errors and call.tool_call_id in errors else ("interrupted", "no result")
         outcome, detail = outcomes.get(call.tool_call_id, fallback)

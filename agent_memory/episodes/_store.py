@@ -1,14 +1,17 @@
 """Episode files under a memory root, and the small derived SQLite FTS5 index that lists and searches them.
 
 Files are the truth (``episodes/<yyyy-mm>/<id>.md``, written atomically under a lock); the index
-(``episodes/.index.db``) follows them on every read by file mtime and size, is rebuilt when missing
-or damaged, and may be deleted at any time. A file the store cannot fully understand is
+(``episodes/.index.db``) follows them: a read rescans (file mtime and size) when a month directory
+changed behind the store's back or ``rescan_interval`` has passed, and re-checks the files of the
+episodes it returns (a hand edit is never served stale). It is rebuilt when missing or damaged and
+may be deleted at any time. A file the store cannot fully understand is
 quarantined: no read serves it, :meth:`EpisodeStore.doctor` names it with the reason.
 Every read obeys the records' visibility table, inside the query, before the limit.
 """
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import dataclasses
 import errno
@@ -17,6 +20,7 @@ import logging
 import os
 import re
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -111,8 +115,10 @@ def _read(path: Path, name: str) -> tuple[Episode, str]:
 class EpisodeStore:
     """Episodes of one memory root: write, get, list (newest first), search by terms, doctor, purge."""
 
-    def __init__(self, root: str | os.PathLike[str], *, lock_timeout_s: float = 30.0) -> None:
+    def __init__(self, root: str | os.PathLike[str], *, lock_timeout_s: float = 30.0,
+                 rescan_interval: float = 10.0) -> None:
         self.root = Path(root)
+        self.rescan_interval = rescan_interval
         self.dir = self.root / DIR
         self.index_path = self.dir / INDEX
         self.lock = RootLock(self.dir / ".lock", lock_timeout_s)
@@ -131,15 +137,15 @@ class EpisodeStore:
             ensure_dir(self.root, allow_symlink=True)
             ensure_dir(self.dir)
             with self.lock.hold():
+                before = self._signature()
                 ensure_dir(path.parent)
                 if path.exists():
                     raise InvalidInputError(f"episode {episode.id} exists already")
                 atomic_write(path, text.encode("utf-8"))
-        stored = episode if episode.path == str(path) else _with_path(episode, path)
-        with contextlib.suppress(sqlite3.Error, OSError):  # the next read's sync catches up
-            with self._conn() as conn:
-                self._sync(conn)
-        return stored
+                st = os.stat(path)
+                with contextlib.suppress(sqlite3.Error, OSError):  # else the next read's rescan catches up
+                    self._index_one(f"{path.parent.name}/{path.name}", (st.st_mtime_ns, st.st_size), before)
+        return episode if episode.path == str(path) else _with_path(episode, path)
 
     # -- read ---------------------------------------------------------------------------------
     def get(self, episode_id: str, *, session_id: str | None = None, user_id: str | None = None) -> Episode:
@@ -155,7 +161,7 @@ class EpisodeStore:
         return episode
 
     def list(self, query: str | None = None, *, session_id: str | None = None, user_id: str | None = None,
-             limit: int = 20, status: str | None = None) -> list[Episode]:
+             limit: int = 20, status: str | None = None) -> builtins.list[Episode]:
         """The caller's visible episodes: newest first, or, with ``query``, best match first (ties newest first)."""
         _check_caller(session_id=session_id, user_id=user_id, query=query)
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
@@ -167,15 +173,21 @@ class EpisodeStore:
         terms = query_terms(query) if query else []
         params: dict[str, Any] = {"sid": session_id, "uid": user_id, "limit": limit, "status": status}
         where = f"{_VISIBLE} AND (:status IS NULL OR e.status = :status)"
+        cols = "e.data, f.file, f.mtime_ns, f.size FROM"
         if terms:
             params["q"] = " OR ".join(phrase(t) for t in terms)
-            sql = (f"SELECT e.data FROM fts JOIN episodes e ON e.rowid = fts.rowid WHERE fts MATCH :q AND {where}"
-                   " ORDER BY bm25(fts, 2.0, 1.0, 0.5), e.started DESC, e.id DESC LIMIT :limit")
+            sql = (f"SELECT {cols} fts JOIN episodes e ON e.rowid = fts.rowid JOIN files f ON f.file = e.file"
+                   f" WHERE fts MATCH :q AND {where} ORDER BY bm25(fts, 2.0, 1.0, 0.5), e.started DESC, e.id DESC"
+                   " LIMIT :limit")
         else:
-            sql = f"SELECT e.data FROM episodes e WHERE {where} ORDER BY e.started DESC, e.id DESC LIMIT :limit"
+            sql = (f"SELECT {cols} episodes e JOIN files f ON f.file = e.file WHERE {where}"
+                   " ORDER BY e.started DESC, e.id DESC LIMIT :limit")
         with self._conn() as conn:
             self._sync(conn)
             rows = conn.execute(sql, params).fetchall()
+            if any(_stamp(self.dir / file) != (m, z) for _, file, m, z in rows):  # a returned file changed by hand
+                self._sync(conn, force=True)
+                rows = conn.execute(sql, params).fetchall()
         return [_from_row(self.dir, row[0]) for row in rows]
 
     def count(self) -> int:
@@ -183,15 +195,15 @@ class EpisodeStore:
         if not self.dir.is_dir():
             return 0
         with self._conn() as conn:
-            self._sync(conn)
+            self._sync(conn, force=True)
             return int(conn.execute("SELECT count(*) FROM episodes").fetchone()[0])
 
-    def doctor(self) -> list[dict[str, str]]:
+    def doctor(self) -> builtins.list[dict[str, str]]:
         """``[{path, reason}]`` for every episode file no read serves (quarantined), each with a fix."""
         if not self.dir.is_dir():
             return []
         with self._conn() as conn:
-            self._sync(conn)
+            self._sync(conn, force=True)
             rows = conn.execute("SELECT file, error FROM files WHERE error IS NOT NULL ORDER BY file").fetchall()
         out = [{"path": str(self.dir / f), "reason": e} for f, e in rows]
         for entry in _entries(self.dir):
@@ -281,12 +293,28 @@ class EpisodeStore:
             COMMIT;
         """)
 
-    def _sync(self, conn: sqlite3.Connection) -> None:
-        """Bring the index in line with the files (new, changed, removed), judged by mtime and size."""
+    def _signature(self) -> str:
+        """The month directories and their mtimes: any file added, renamed or removed changes it (cheap: one stat a month)."""
+        parts = []
+        for month in _entries(self.dir):
+            if _MONTH.fullmatch(month.name) and month.is_dir(follow_symlinks=False):
+                with contextlib.suppress(FileNotFoundError):
+                    parts.append(f"{month.name}:{month.stat(follow_symlinks=False).st_mtime_ns}")
+        return "|".join(sorted(parts))
+
+    def _meta(self, conn: sqlite3.Connection, key: str) -> str | None:
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def _sync(self, conn: sqlite3.Connection, *, force: bool = False) -> None:
+        """Bring the index in line with the files (new, changed, removed, judged by mtime and size) when the
+        month directories changed, ``rescan_interval`` passed, or ``force``."""
+        signature = self._signature()
+        if not force and self._meta(conn, "signature") == signature:
+            with contextlib.suppress(TypeError, ValueError):
+                if time.time() - float(self._meta(conn, "scanned") or 0) < self.rescan_interval:
+                    return
         seen = _scan(self.dir)
-        known = {f: (m, s) for f, m, s in conn.execute("SELECT file, mtime_ns, size FROM files")}
-        if all(known.get(f) == v for f, v in seen.items()) and len(known) == len(seen):
-            return
         conn.execute("BEGIN IMMEDIATE")
         try:
             known = {f: (m, s) for f, m, s in conn.execute("SELECT file, mtime_ns, size FROM files")}
@@ -295,10 +323,25 @@ class EpisodeStore:
             for file, stamp in seen.items():
                 if known.get(file) != stamp:
                     self._load(conn, file, stamp)
+            conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                             [("signature", signature), ("scanned", repr(time.time()))])
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+
+    def _index_one(self, file: str, stamp: tuple[int, int], before: str) -> None:
+        """Index one file just written; if nothing else had changed, the stored signature moves with it."""
+        with self._conn() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._load(conn, file, stamp)
+                if self._meta(conn, "signature") == before:
+                    conn.execute("INSERT OR REPLACE INTO meta VALUES ('signature', ?)", (self._signature(),))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
 
     def _forget(self, conn: sqlite3.Connection, file: str) -> None:
         conn.execute("DELETE FROM fts WHERE rowid IN (SELECT rowid FROM episodes WHERE file = ?)", (file,))
@@ -352,6 +395,14 @@ def _from_row(base: Path, data: str) -> Episode:
         raw[name] = tuple(raw.get(name) or ())
     raw["path"] = str(base / episode_month(raw["id"]) / f"{raw['id']}.md")
     return Episode(**raw)
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
 
 
 def _entries(path: Path) -> list[os.DirEntry[str]]:

@@ -110,7 +110,7 @@ def recall_step(state: RunState, tools: set[str], max_records: int) -> list[Mode
         return [TextPart(NO_RELEVANT_MEMORY)]
     episodes = "memory_episodes" in tools and about_past_runs(message)
     if not state.called.get("memory_search"):
-        calls = [ToolCallPart("memory_search", {"query": q, "limit": 8}, tool_call_id=f"search-{i}")
+        calls: list[ModelResponsePart] = [ToolCallPart("memory_search", {"query": q, "limit": 8}, tool_call_id=f"search-{i}")
                  for i, q in enumerate(query_variants(message))]
         if episodes:
             topic = " ".join(t for t in _terms(message) if t not in _RUN_WORDS)
