@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import threading
 from pathlib import Path
@@ -33,6 +34,14 @@ from agent_memory.integrations.pydantic_ai import MemoryCapability
 from agent_memory.tools import READ, memory_toolset
 
 SECRET = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD"
+
+
+@pytest.fixture
+def logs(caplog, monkeypatch):
+    """Library log lines, even after a CLI test in this process switched their propagation off."""
+    monkeypatch.setattr(logging.getLogger("agent_memory"), "propagate", True)
+    caplog.set_level(logging.INFO, logger="agent_memory")
+    return caplog
 
 
 @pytest.fixture
@@ -181,13 +190,13 @@ async def test_a_cancelled_run_is_recorded_without_blocking_the_cancellation(pro
     assert (episode.exit, episode.status, episode.sequence) == ("cancelled", "failed", ("wait",))
 
 
-async def test_recording_fails_open_and_can_be_turned_off(provider, tmp_path, caplog):
+async def test_recording_fails_open_and_can_be_turned_off(provider, tmp_path, logs):
     root = Path(provider.root)
     (root / "episodes").write_text("not a directory")  # every episode write fails
     memory = MemoryCapability(provider, user_id="ada", capture=False, recall=False)
     result = await travel_agent(memory).run("Plan a trip")
     assert result.output == "Booked Paris then Rome." and memory.last_turn.episode is None
-    assert "recording the run's episode failed" in caplog.text
+    assert "recording the run's episode failed" in logs.text
 
     other = MemoryProvider(tmp_path / "other")
     off = MemoryCapability(other, user_id="ada", capture=False, recall=False, episodes=False)
@@ -415,7 +424,7 @@ def test_purge_deletes_every_byte_of_those_episodes(tmp_path):
 
 
 # -- unsupported backends, CLI, recall ---------------------------------------------------------------------
-def test_backends_without_a_root_have_no_episodes(provider):
+async def test_backends_without_a_root_have_no_episodes(provider, logs):
     class UrlBackend(type(provider.backend)):  # type: ignore[misc]
         @property
         def root(self) -> Any:
@@ -426,6 +435,16 @@ def test_backends_without_a_root_have_no_episodes(provider):
         episode_store(backend)
     toolset = memory_toolset(backend, READ)
     assert "memory_episodes" not in toolset.tools and "memory_search" in toolset.tools
+    remote = MemoryProvider(backend)
+    with pytest.raises(EpisodesUnsupportedError):
+        await remote.episodes(user_id="ada")
+    memory = MemoryCapability(remote, user_id="ada", capture=False, recall=False)
+    agent = travel_agent(memory)
+    for _ in range(2):
+        assert (await agent.run("Plan a trip")).output == "Booked Paris then Rome."
+        assert memory.last_turn.episode is None
+    assert "WARNING" not in logs.text  # said once, at info level, not a warning per run
+    assert logs.text.count("runs are not recorded as episodes") == 1
 
 
 def test_cli_lists_searches_shows_and_checks(tmp_path, capsys):

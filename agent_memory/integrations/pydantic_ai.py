@@ -59,6 +59,7 @@ from pydantic_ai.tools import RunContext
 
 from ..backend import Caller
 from ..core import DEFAULT_CORE_BUDGET, MemoryBlock
+from ..episodes import EpisodesUnsupportedError, episode_store
 from ..episodes._run import run_facts
 from ..hooks import MemoryHooks
 from ..provider import PendingCaptureWarning
@@ -134,6 +135,7 @@ class _Shared:
     conversations: "OrderedDict[tuple[str, Caller], MemoryHooks]" = field(default_factory=OrderedDict)
     warned_sync: bool = False
     last_turn: MemoryTurn | None = None
+    no_episodes: bool = False  # the backend keeps no episodes (e.g. PostgreSQL): said once, then skipped
 
 
 class MemoryCapability(AbstractCapability[Any]):
@@ -339,9 +341,15 @@ class MemoryCapability(AbstractCapability[Any]):
                               exit: str | None = None, messages: list[ModelMessage] | None = None) -> None:
         """Store this run's episode once (fail open: a failure is logged, never raised into the run)."""
         run = self._state()
-        if not self.episodes or run.episode_recorded:
+        if not self.episodes or run.episode_recorded or self._shared.no_episodes:
             return
         run.episode_recorded = True
+        try:
+            episode_store(self.provider.backend)
+        except EpisodesUnsupportedError as exc:
+            self._shared.no_episodes = True
+            logger.info("agent_memory: runs are not recorded as episodes: %s", exc)
+            return
         turn = self._turn(ctx)
         try:
             messages = messages or run.messages or ctx.messages
