@@ -30,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agent_memory._text import term_counts, term_key  # noqa: E402
 from agent_memory.episodes import EpisodeStore, build_episode, visible  # noqa: E402
-from agent_memory.episodes._store import _drop_index, _read, _scan, query_terms  # noqa: E402
+from agent_memory.episodes._files import drop_index, read_episode, scan  # noqa: E402
+from agent_memory.episodes._store import query_terms  # noqa: E402
 
 USERS = ["ada", "bob", "cy", "dee"]
 TOPICS = ["deploy the billing service", "rotate the tls certificates", "write the quarterly report",
@@ -61,9 +62,9 @@ def baseline(root: Path, query: str, user_id: str, limit: int = 20) -> list[str]
     """No index: parse every file, keep the visible ones, score by matching term keys."""
     keys = {term_key(t) for t in query_terms(query)}
     scored: list[tuple[int, str, str]] = []
-    for file in _scan(root / "episodes"):
+    for file in scan(root / "episodes"):
         path = root / "episodes" / file
-        episode, body = _read(path, path.name)
+        episode, body = read_episode(path, path.name)
         if not visible(episode, None, user_id):
             continue
         counts, _ = term_counts(keys, f"{episode.goal}\n{body}")
@@ -104,7 +105,7 @@ def run(n: int, repeat: int) -> dict[str, Any]:
         for i in range(writes):
             store.write(build_episode(f"bench write {i}", user_id="ada"))
         out["writes_per_s"] = round(writes / (time.perf_counter() - t0), 1)
-        _drop_index(store.index_path)
+        drop_index(store.index_path)
     return out
 
 

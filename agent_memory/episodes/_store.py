@@ -14,31 +14,28 @@ from __future__ import annotations
 import builtins
 import contextlib
 import dataclasses
-import errno
 import json
 import logging
 import os
-import re
 import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .._fs import TMP_PREFIX, RootLock, atomic_write, ensure_dir, storage_errors
+from .._fs import RootLock, atomic_write, ensure_dir, storage_errors
 from .._text import STOP_WORDS, cjk_unigrams, default_tokenizer, phrase, split_cjk
 from ..errors import InvalidInputError, NotFoundError
-from ..quarantine import Quarantined, check_stat, describe
+from ..quarantine import describe
 from ..records import Scope
+from ._files import MAX_EPISODE_BYTES, MONTH, drop_index, entries, owned, read_episode, read_episode_file, scan, stamp
 from ._model import (
-    ID_RE,
     STATUSES,
     Episode,
     EpisodeParseError,
     ToolUse,
     episode_month,
     parse_episode,
-    parse_episode_text,
     validate_episode_id,
 )
 
@@ -49,9 +46,7 @@ log = logging.getLogger("agent_memory")
 DIR = "episodes"
 INDEX = ".index.db"
 SCHEMA = "1"
-MAX_EPISODE_BYTES = 256 * 1024
 MAX_LIMIT = 1000
-_MONTH = re.compile(r"\d{4}-\d{2}")
 _VISIBLE = ("(e.scope IN ('project','global')"
             " OR (e.scope = 'session' AND e.session_id = :sid AND (e.user_id IS NULL OR e.user_id = :uid))"
             " OR (e.scope = 'user' AND e.user_id = :uid))")
@@ -73,43 +68,6 @@ def query_terms(query: str) -> list[str]:
     tokens = list(dict.fromkeys(split_cjk(default_tokenizer(query))))
     content = [t for t in tokens if t not in STOP_WORDS]
     return (content or tokens)[:64]
-
-
-def read_episode_file(path: Path, name: str) -> Episode:
-    """Read, check and parse one episode file; :class:`EpisodeParseError` (quarantine) or ``FileNotFoundError``."""
-    return _read(path, name)[0]
-
-
-def _read(path: Path, name: str) -> tuple[Episode, str]:
-    if not name.endswith(".md") or not ID_RE.fullmatch(name[:-3]):
-        raise EpisodeParseError("file name is not an episode id", "name it ep-YYYYMMDD-HHMMSS-xxxxxxxx.md")
-    episode_id = name[:-3]
-    if path.parent.name != episode_month(episode_id):
-        raise EpisodeParseError("file is not in the month directory of its id", f"move it to episodes/{episode_month(episode_id)}/")
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as exc:
-        if exc.errno in (errno.ENOENT, errno.ENAMETOOLONG):
-            raise FileNotFoundError(str(path)) from None
-        if exc.errno == errno.ELOOP:
-            raise EpisodeParseError("a symlink is never an episode", "replace it with a regular file") from None
-        raise EpisodeParseError(f"file cannot be opened ({exc.strerror})", "check its permissions") from None
-    try:
-        st = os.fstat(fd)
-        try:
-            check_stat(st)
-        except Quarantined as exc:
-            raise EpisodeParseError(exc.reason, exc.fix) from None
-        if st.st_size > MAX_EPISODE_BYTES:
-            raise EpisodeParseError(f"file is over {MAX_EPISODE_BYTES} bytes", "episodes are small; remove the file")
-        raw = os.read(fd, MAX_EPISODE_BYTES + 1)
-    finally:
-        os.close(fd)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise EpisodeParseError("file is not valid UTF-8", "save it as UTF-8") from None
-    return parse_episode_text(text, episode_id, path=str(path))
 
 
 class EpisodeStore:
@@ -185,7 +143,7 @@ class EpisodeStore:
         with self._conn() as conn:
             self._sync(conn)
             rows = conn.execute(sql, params).fetchall()
-            if any(_stamp(self.dir / file) != (m, z) for _, file, m, z in rows):  # a returned file changed by hand
+            if any(stamp(self.dir / file) != (m, z) for _, file, m, z in rows):  # a returned file changed by hand
                 self._sync(conn, force=True)
                 rows = conn.execute(sql, params).fetchall()
         return [_from_row(self.dir, row[0]) for row in rows]
@@ -206,7 +164,7 @@ class EpisodeStore:
             self._sync(conn, force=True)
             rows = conn.execute("SELECT file, error FROM files WHERE error IS NOT NULL ORDER BY file").fetchall()
         out = [{"path": str(self.dir / f), "reason": e} for f, e in rows]
-        for entry in _entries(self.dir):
+        for entry in entries(self.dir):
             if entry.is_file(follow_symlinks=False) and entry.name.endswith(".md"):
                 out.append({"path": entry.path, "reason": "episode file outside a month directory; fix: move it to "
                                                           "episodes/<yyyy-mm>/"})
@@ -215,7 +173,7 @@ class EpisodeStore:
     def reindex(self) -> int:
         """Drop the derived index and rebuild it from the files; returns the number of episodes."""
         with self.lock.hold():
-            _drop_index(self.index_path)
+            drop_index(self.index_path)
         return self.count()
 
     # -- purge --------------------------------------------------------------------------------
@@ -232,17 +190,17 @@ class EpisodeStore:
             return 0
         removed = 0
         with self.lock.hold(), storage_errors("cannot purge episodes"):
-            for month in _entries(self.dir):
-                if not (month.is_dir(follow_symlinks=False) and _MONTH.fullmatch(month.name)):
+            for month in entries(self.dir):
+                if not (month.is_dir(follow_symlinks=False) and MONTH.fullmatch(month.name)):
                     continue
-                for entry in _entries(Path(month.path)):
-                    if entry.name.endswith(".md") and _owned(Path(entry.path), user_id, session_id):
+                for entry in entries(Path(month.path)):
+                    if entry.name.endswith(".md") and owned(Path(entry.path), user_id, session_id):
                         with contextlib.suppress(FileNotFoundError):
                             os.unlink(entry.path)
                             removed += 1
                 with contextlib.suppress(OSError):
                     os.rmdir(month.path)  # only when empty
-            _drop_index(self.index_path)
+            drop_index(self.index_path)
         return removed
 
     # -- the index ----------------------------------------------------------------------------
@@ -255,7 +213,7 @@ class EpisodeStore:
             except sqlite3.Error:
                 if attempt == 2:
                     raise
-                _drop_index(self.index_path)
+                drop_index(self.index_path)
                 continue
             try:
                 self._schema(conn)
@@ -263,7 +221,7 @@ class EpisodeStore:
                 conn.close()
                 if attempt == 2:
                     raise
-                _drop_index(self.index_path)  # damaged: it is derived, rebuild it
+                drop_index(self.index_path)  # damaged: it is derived, rebuild it
                 continue
             try:
                 yield conn
@@ -296,8 +254,8 @@ class EpisodeStore:
     def _signature(self) -> str:
         """The month directories and their mtimes: any file added, renamed or removed changes it (cheap: one stat a month)."""
         parts = []
-        for month in _entries(self.dir):
-            if _MONTH.fullmatch(month.name) and month.is_dir(follow_symlinks=False):
+        for month in entries(self.dir):
+            if MONTH.fullmatch(month.name) and month.is_dir(follow_symlinks=False):
                 with contextlib.suppress(FileNotFoundError):
                     parts.append(f"{month.name}:{month.stat(follow_symlinks=False).st_mtime_ns}")
         return "|".join(sorted(parts))
@@ -314,7 +272,7 @@ class EpisodeStore:
             with contextlib.suppress(TypeError, ValueError):
                 if time.time() - float(self._meta(conn, "scanned") or 0) < self.rescan_interval:
                     return
-        seen = _scan(self.dir)
+        seen = scan(self.dir)
         conn.execute("BEGIN IMMEDIATE")
         try:
             known = {f: (m, s) for f, m, s in conn.execute("SELECT file, mtime_ns, size FROM files")}
@@ -352,7 +310,7 @@ class EpisodeStore:
         self._forget(conn, file)
         path = self.dir / file
         try:
-            episode, body = _read(path, path.name)
+            episode, body = read_episode(path, path.name)
         except FileNotFoundError:
             return
         except EpisodeParseError as exc:
@@ -395,63 +353,6 @@ def _from_row(base: Path, data: str) -> Episode:
         raw[name] = tuple(raw.get(name) or ())
     raw["path"] = str(base / episode_month(raw["id"]) / f"{raw['id']}.md")
     return Episode(**raw)
-
-
-def _stamp(path: Path) -> tuple[int, int] | None:
-    try:
-        st = os.stat(path, follow_symlinks=False)
-    except OSError:
-        return None
-    return st.st_mtime_ns, st.st_size
-
-
-def _entries(path: Path) -> list[os.DirEntry[str]]:
-    try:
-        with os.scandir(path) as it:
-            return [e for e in it if not e.name.startswith((".", TMP_PREFIX))]
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-
-
-def _scan(base: Path) -> dict[str, tuple[int, int]]:
-    """``{month/name.md: (mtime_ns, size)}`` for every candidate episode file (symlinks included: they are quarantined)."""
-    out: dict[str, tuple[int, int]] = {}
-    for month in _entries(base):
-        if not (_MONTH.fullmatch(month.name) and month.is_dir(follow_symlinks=False)):
-            continue
-        for entry in _entries(Path(month.path)):
-            if entry.name.endswith(".md"):
-                with contextlib.suppress(FileNotFoundError):
-                    st = entry.stat(follow_symlinks=False)
-                    out[f"{month.name}/{entry.name}"] = (st.st_mtime_ns, st.st_size)
-    return out
-
-
-_OWNER_LINE = re.compile(r"^(user_id|session_id):\s*\"?(.*?)\"?\s*$", re.M)
-
-
-def _owned(path: Path, user_id: str | None, session_id: str | None) -> bool:
-    """Whether the file at ``path`` belongs to the owner being purged (parsed, or read from its owner lines)."""
-    try:
-        episode = read_episode_file(path, path.name)
-        owners = {"user_id": episode.user_id, "session_id": episode.session_id}
-    except FileNotFoundError:
-        return False
-    except EpisodeParseError:  # quarantined: still the user's bytes; judge by the owner lines it holds
-        try:
-            head = path.read_bytes()[:MAX_EPISODE_BYTES].decode("utf-8", "replace")
-        except OSError:
-            return False
-        owners = {k: v for k, v in _OWNER_LINE.findall(head)}
-    if user_id is not None and owners.get("user_id") != user_id:
-        return False
-    return session_id is None or owners.get("session_id") == session_id
-
-
-def _drop_index(path: Path) -> None:
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(f"{path}{suffix}")
 
 
 def purge_episodes(root: str | os.PathLike[str], *, user_id: str | None = None, session_id: str | None = None) -> int:
