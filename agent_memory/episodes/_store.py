@@ -26,6 +26,7 @@ from typing import Any
 from .._fs import RootLock, atomic_write, ensure_dir, storage_errors
 from .._text import STOP_WORDS, cjk_unigrams, default_tokenizer, phrase, split_cjk
 from ..errors import InvalidInputError, NotFoundError
+from ..index import is_corrupt
 from ..quarantine import describe
 from ..records import Scope
 from ._files import MAX_EPISODE_BYTES, MONTH, drop_index, entries, owned, read_episode, read_episode_file, scan, stamp
@@ -172,6 +173,8 @@ class EpisodeStore:
 
     def reindex(self) -> int:
         """Drop the derived index and rebuild it from the files; returns the number of episodes."""
+        if not self.dir.is_dir():
+            return 0
         with self.lock.hold():
             drop_index(self.index_path)
         return self.count()
@@ -206,28 +209,26 @@ class EpisodeStore:
     # -- the index ----------------------------------------------------------------------------
     @contextlib.contextmanager
     def _conn(self) -> Iterator[sqlite3.Connection]:
-        ensure_dir(self.dir)
-        for attempt in (1, 2):
-            try:
-                conn = sqlite3.connect(self.index_path, timeout=30, isolation_level=None)
-            except sqlite3.Error:
-                if attempt == 2:
-                    raise
-                drop_index(self.index_path)
-                continue
-            try:
-                self._schema(conn)
-            except sqlite3.DatabaseError:
-                conn.close()
-                if attempt == 2:
-                    raise
-                drop_index(self.index_path)  # damaged: it is derived, rebuild it
-                continue
+        with storage_errors("episode index"):
+            ensure_dir(self.dir)
+            conn = self._open()
             try:
                 yield conn
             finally:
                 conn.close()
-            return
+
+    def _open(self) -> sqlite3.Connection:
+        for attempt in (1, 2):
+            conn = sqlite3.connect(self.index_path, timeout=30, isolation_level=None)
+            try:
+                self._schema(conn)
+                return conn
+            except sqlite3.DatabaseError as exc:
+                conn.close()
+                if attempt == 2 or not is_corrupt(exc):
+                    raise
+                drop_index(self.index_path)  # damaged: it is derived, rebuild it
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _schema(self, conn: sqlite3.Connection) -> None:
         conn.execute("PRAGMA journal_mode=WAL")
