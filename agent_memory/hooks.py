@@ -51,6 +51,7 @@ from .fence import fence
 from .sessions.api import SessionsNotSupportedError
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .episodes import Episode
     from .provider import MemoryProvider
     from .sessions import SessionSummary, SummaryPolicy
     from .workers.capture import CaptureResult
@@ -297,6 +298,22 @@ class MemoryHooks:
             return
         if due:
             background(self.summarize()).add_done_callback(_log_capture_failure)
+
+    async def on_run_end(self, goal: str, output: str | None = None, *, error: BaseException | str | None = None,
+                         tool_calls: Sequence[Any] = (), usage: Any = None, **facts: Any) -> "Episode | None":
+        """Record this run's episode (goal, tools in order with outcomes, exit, usage); ``None`` if that failed.
+
+        Call it once per agent run, also for a failed one (pass ``error``). ``tool_calls`` are tool
+        names or ``{"name", "outcome", "detail"}`` mappings in call order; ``usage`` a pydantic-ai
+        ``RunUsage`` or a mapping; other ``facts`` go to :func:`agent_memory.episodes.build_episode`.
+        """
+        try:
+            return await self.provider.record_episode(goal, output=output, error=error, tool_calls=tool_calls,
+                                                      usage=usage, session_id=self.session_id, user_id=self.user_id,
+                                                      **{"source": "hooks", **facts})
+        except Exception:  # memory must never break the caller's loop
+            logger.warning("agent_memory: recording the run's episode failed", exc_info=True)
+            return None
 
     def refresh_core(self) -> None:
         """Forget the frozen core block; the next turn computes a new one."""

@@ -27,6 +27,7 @@ from .search import SearchResult
 from .store import DoctorReport, SweepReport
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .episodes import Episode
     from .profiles import Profile
     from .sessions import SessionInfo, SessionMessage, SessionStore, SessionSummary, SummaryPolicy
     from .workers.capture import CaptureResult, Extractor
@@ -184,6 +185,32 @@ class MemoryProvider:
 
     async def doctor(self) -> DoctorReport:
         return await self.backend.doctor()
+
+    # -- episodes (one per agent run; files backend) -------------------------------------
+    async def record_episode(self, goal: str, *, session_id: str | None = None, user_id: str | None = None,
+                             **facts: Any) -> "Episode":
+        """Store the episode of one run; ``facts`` as :func:`agent_memory.episodes.build_episode` takes them."""
+        from .episodes import build_episode, episode_store
+
+        store = episode_store(self.backend)
+        return await asyncio.to_thread(lambda: store.write(build_episode(goal, session_id=session_id, user_id=user_id,
+                                                                         **facts)))
+
+    async def episodes(self, query: str | None = None, *, session_id: str | None = None, user_id: str | None = None,
+                       limit: int = 20, status: str | None = None) -> "builtins.list[Episode]":
+        """The caller's episodes: newest first, or best match for ``query`` first; ``status`` ok, failed or paused."""
+        from .episodes import episode_store
+
+        store = episode_store(self.backend)
+        return await asyncio.to_thread(store.list, query, session_id=session_id, user_id=user_id, limit=limit,
+                                       status=status)
+
+    async def episode(self, episode_id: str, *, session_id: str | None = None, user_id: str | None = None) -> "Episode":
+        """One episode the caller may see (else :class:`~agent_memory.errors.NotFoundError`)."""
+        from .episodes import episode_store
+
+        store = episode_store(self.backend)
+        return await asyncio.to_thread(store.get, episode_id, session_id=session_id, user_id=user_id)
 
     async def inject(self, budget: int = DEFAULT_CORE_BUDGET, *, session_id: str | None = None, user_id: str | None = None) -> MemoryBlock:
         """The core block for one caller: ``USER.md`` (redacted) + visible ``MEMORY.md`` lines within ``budget`` tokens."""

@@ -1,6 +1,6 @@
 """Narrow memory tools as pydantic-ai toolsets, bound to one backend and one caller.
 
-``READ`` = search/get/list, ``CAPTURE`` = READ + remember/supersede, ``FOREGROUND`` = CAPTURE + forget.
+``READ`` = search/get/list/search_sessions/episodes, ``CAPTURE`` = READ + remember/supersede, ``FOREGROUND`` = CAPTURE + forget.
 The caller's ``session_id``/``user_id`` are captured in closures: they are not tool
 parameters, so a model can neither see nor change them. A memory remembered without a scope
 goes to the caller's own partition (the user's, else the session's; shared project scope only
@@ -24,7 +24,7 @@ from .index import dates_text, summary_line
 
 __all__ = ["READ", "CAPTURE", "FOREGROUND", "TOOL_SETS", "memory_toolset", "as_backend", "caller_scope"]
 
-READ: tuple[str, ...] = ("memory_search", "memory_get", "memory_list", "memory_search_sessions")
+READ: tuple[str, ...] = ("memory_search", "memory_get", "memory_list", "memory_search_sessions", "memory_episodes")
 CAPTURE: tuple[str, ...] = READ + ("memory_remember", "memory_supersede")
 FOREGROUND: tuple[str, ...] = CAPTURE + ("memory_forget",)
 TOOL_SETS = {"read": READ, "capture": CAPTURE, "foreground": FOREGROUND}
@@ -242,8 +242,43 @@ def memory_toolset(
         except AgentMemoryError as exc:
             raise _retry(exc) from None
 
-    for fn in (memory_search, memory_get, memory_list, memory_search_sessions, memory_remember, memory_supersede,
-               memory_forget):
+    async def memory_episodes(query: str | None = None, status: Literal["ok", "failed", "paused"] | None = None,
+                              limit: int = 5) -> dict[str, Any]:
+        """Past agent runs (episodes): goal, approach (tools in order), what worked and failed, how each ended.
+
+        Args:
+            query: What the runs were about, in plain words; leave it out for the most recent runs.
+            status: Only runs that ended ok, failed, or paused (waiting for approval).
+            limit: Maximum number of episodes (1-20).
+        """
+        import asyncio
+
+        from .episodes import episode_store
+
+        try:
+            found = await asyncio.to_thread(episode_store(store).list, query or None, session_id=who.session_id,
+                                            user_id=who.user_id, status=status, limit=max(1, min(int(limit), 20)))
+        except AgentMemoryError as exc:
+            raise _retry(exc) from None
+        return {"note": UNTRUSTED_NOTE, "episodes": [
+            {"id": e.id, "started": e.started, "goal": e.goal, "approach": e.approach, "worked": list(e.worked),
+             "failed": list(e.failed), "exit": e.exit, "status": e.status, "exit_detail": e.exit_detail,
+             "tokens": e.tokens} for e in found]}
+
+    for fn in (memory_search, memory_get, memory_list, memory_search_sessions, memory_episodes, memory_remember,
+               memory_supersede, memory_forget):
+        if fn.__name__ == "memory_episodes" and fn.__name__ in allowed and not _has_episodes(store):
+            continue  # episodes are files under a root: a backend without one (PostgreSQL) does not offer the tool
         if fn.__name__ in allowed:
             toolset.add_function(fn, name=fn.__name__)
     return toolset
+
+
+def _has_episodes(store: MemoryBackend) -> bool:
+    from .episodes import EpisodesUnsupportedError, episode_store
+
+    try:
+        episode_store(store)
+    except EpisodesUnsupportedError:
+        return False
+    return True

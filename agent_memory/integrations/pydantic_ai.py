@@ -32,6 +32,9 @@ What the model receives, and why the provider's prompt cache keeps hitting:
   (:class:`~agent_memory.provider.PendingCaptureWarning`) and awaits it inside the run instead.
   The next turn of the same conversation waits for its predecessor's capture before recalling
   (within ``recall_timeout``), so what was said in turn 1 is recallable in turn 2.
+* **One episode per run.** At run end (``after_run``, and ``on_run_error`` for a failed or cancelled
+  run) the run's goal, tools in call order with their outcomes, exit and usage are stored as an
+  episode (``provider.episodes(...)`` lists them; ``episodes=False`` turns this off).
 * **Many users, one capability.** ``identity=`` takes a function of the run's ``RunContext``
   returning the caller (a :class:`~agent_memory.backend.Caller`, a ``(session_id, user_id)`` pair or a
   mapping), e.g. from ``ctx.deps``: one agent and one capability serve every user of a server.
@@ -41,6 +44,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import datetime as dt
 import inspect
 import logging
 import warnings
@@ -55,6 +59,8 @@ from pydantic_ai.tools import RunContext
 
 from ..backend import Caller
 from ..core import DEFAULT_CORE_BUDGET, MemoryBlock
+from ..episodes import EpisodesUnsupportedError, episode_store
+from ..episodes._run import run_facts
 from ..hooks import MemoryHooks
 from ..provider import PendingCaptureWarning
 from ._history import (
@@ -73,6 +79,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pydantic_ai.models import ModelRequestContext
     from pydantic_ai.run import AgentRunResult
 
+    from ..episodes import Episode
     from ..provider import MemoryProvider
     from ..workers.capture import CaptureResult
     from ..workers.recall import RecallResult
@@ -109,6 +116,7 @@ class MemoryTurn:
     recalls: int = 0
     capture: "asyncio.Task[CaptureResult] | CaptureResult | None" = None
     compactions: int = 0
+    episode: "Episode | None" = None
 
 
 @dataclass
@@ -116,6 +124,10 @@ class _RunState:
     turn: MemoryTurn | None = None
     core: str | None = None
     recalled: bool = False
+    started: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
+    episode_recorded: bool = False
+    messages: list[ModelMessage] = field(default_factory=list)  # the run's live history (for a failed run's episode)
+    tool_errors: dict[str, str] = field(default_factory=dict)  # tool call id -> the exception a tool raised
 
 
 @dataclass
@@ -123,6 +135,7 @@ class _Shared:
     conversations: "OrderedDict[tuple[str, Caller], MemoryHooks]" = field(default_factory=OrderedDict)
     warned_sync: bool = False
     last_turn: MemoryTurn | None = None
+    no_episodes: bool = False  # the backend keeps no episodes (e.g. PostgreSQL): said once, then skipped
 
 
 class MemoryCapability(AbstractCapability[Any]):
@@ -137,6 +150,7 @@ class MemoryCapability(AbstractCapability[Any]):
     whole memory delay of a turn (waiting for the previous capture, then recall).
     ``identity`` (a function of the run's ``RunContext``, e.g. reading ``ctx.deps``) names the
     caller per run instead of the fixed ``session_id``/``user_id``: one capability, many users.
+    ``episodes=False`` stops recording one episode per run.
 
     Conversations are told apart by pydantic-ai's ``conversation_id`` (inherited from
     ``message_history``, or fresh for a run without history); the frozen core block of the
@@ -157,6 +171,7 @@ class MemoryCapability(AbstractCapability[Any]):
         recall_timeout: float | None = None,
         max_conversations: int = 256,
         identity: Identity | None = None,
+        episodes: bool = True,
     ) -> None:
         self.provider = provider
         self.identity = identity
@@ -169,6 +184,7 @@ class MemoryCapability(AbstractCapability[Any]):
         self.summary_tokens = summary_tokens
         self.recall_timeout = recall_timeout
         self.max_conversations = max_conversations
+        self.episodes = episodes
         self._shared = _Shared()
         self._run: _RunState | None = None
 
@@ -269,6 +285,7 @@ class MemoryCapability(AbstractCapability[Any]):
 
     async def before_model_request(self, ctx: RunContext[Any], request_context: "ModelRequestContext") -> "ModelRequestContext":
         run = self._state()
+        run.messages = ctx.messages
         if run.recalled or ctx.prompt is None:  # once per user turn; a resumed run has no new prompt
             return request_context
         run.recalled = True
@@ -286,10 +303,13 @@ class MemoryCapability(AbstractCapability[Any]):
         return request_context
 
     async def after_run(self, ctx: RunContext[Any], *, result: "AgentRunResult[Any]") -> "AgentRunResult[Any]":
+        output = result.output
+        deferred = _is_deferred(output)
+        await self._record_episode(ctx, output=None if deferred else _output_text(output),
+                                   exit="deferred" if deferred else None, messages=result.all_messages())
         if not self.capture:
             return result
-        output = result.output
-        if _is_deferred(output):  # the run paused for deferred tools: the turn is not over yet
+        if deferred:  # the run paused for deferred tools: the turn is not over yet
             return result
         turn = self._turn(ctx)
         user_input = turn.message or _last_user_text(ctx.messages)
@@ -307,7 +327,46 @@ class MemoryCapability(AbstractCapability[Any]):
         turn.capture = await hooks.on_turn_end(user_input, _output_text(output), background=background)
         return result
 
+    async def on_tool_execute_error(self, ctx: RunContext[Any], *, call: Any, tool_def: Any, args: Any,
+                                    error: Exception) -> Any:
+        self._state().tool_errors[call.tool_call_id] = f"{type(error).__name__}: {error}"
+        raise error
+
+    async def on_run_error(self, ctx: RunContext[Any], *, error: BaseException) -> "AgentRunResult[Any]":
+        await self._record_episode(ctx, error=error)
+        raise error
+
     # -- internals -----------------------------------------------------------------------
+    async def _record_episode(self, ctx: RunContext[Any], *, output: str | None = None, error: BaseException | None = None,
+                              exit: str | None = None, messages: list[ModelMessage] | None = None) -> None:
+        """Store this run's episode once (fail open: a failure is logged, never raised into the run)."""
+        run = self._state()
+        if not self.episodes or run.episode_recorded or self._shared.no_episodes:
+            return
+        run.episode_recorded = True
+        try:
+            episode_store(self.provider.backend)
+        except EpisodesUnsupportedError as exc:
+            self._shared.no_episodes = True
+            logger.info("agent_memory: runs are not recorded as episodes: %s", exc)
+            return
+        turn = self._turn(ctx)
+        try:
+            messages = messages or run.messages or ctx.messages
+            facts = run_facts(messages, ctx.run_id, run.tool_errors)
+            call = self.hooks(ctx.conversation_id).on_run_end(
+                turn.message or _last_user_text(messages), output, error=error, exit=exit,
+                tool_calls=facts.tool_calls, retried_output=facts.retried_output, usage=ctx.usage, model=facts.model,
+                cost_usd=facts.cost_usd, started=run.started, run_id=ctx.run_id, conversation_id=ctx.conversation_id,
+                source="pydantic_ai")
+        except Exception:
+            logger.warning("agent_memory: could not read the run for its episode", exc_info=True)
+            return
+        if isinstance(error, asyncio.CancelledError):  # the run is being cancelled: store it without waiting here
+            self.provider.background(call)
+            return
+        turn.episode = await call
+
     def _state(self) -> _RunState:
         if self._run is None:  # used outside a run's for_run copy (should not happen): keep state local
             self._run = _RunState()

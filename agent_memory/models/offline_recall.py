@@ -3,7 +3,8 @@
 ``memory_search`` with the message and a few useful variants (names, numbers and quoted phrases;
 the last sentence) → reciprocal-rank fusion of the hits → ``memory_get`` on the best few records by
 line range → the lines sharing most (rarest) terms with the message packed into the token budget,
-each run of lines cited as ``[record-id:L12-L14]``.
+each run of lines cited as ``[record-id:L12-L14]``. A message about past runs ("what did we try last
+time?") also asks ``memory_episodes``; each episode found becomes one line cited ``[episode-id]``.
 """
 
 from __future__ import annotations
@@ -20,13 +21,19 @@ from pydantic_ai.messages import ModelMessage, ModelResponsePart, TextPart, Tool
 from ..search import STOP_WORDS, default_tokenizer, light_stem
 from ..tokens import count_tokens
 
-__all__ = ["RunState", "NO_RELEVANT_MEMORY", "DEFAULT_BUDGET", "parse_recall_prompt", "query_variants", "recall_step"]
+__all__ = ["RunState", "NO_RELEVANT_MEMORY", "DEFAULT_BUDGET", "about_past_runs", "parse_recall_prompt", "query_variants",
+           "recall_step"]
 
 NO_RELEVANT_MEMORY = "NO_RELEVANT_MEMORY"
 DEFAULT_BUDGET = 400
 _BUDGET_RE = re.compile(r"^Budget:\s*(\d+)\s*tokens", re.MULTILINE | re.IGNORECASE)
 _MESSAGE_RE = re.compile(r"^Message:[ \t]*\n(.*)\Z", re.MULTILINE | re.DOTALL)
 _QUESTION_WORDS = frozenset("what when where who whom whose which why how does did do is are was were can could".split())
+_PAST_RUNS = re.compile(r"\b(?:last time|previous(?:ly)?|past (?:runs?|attempts?)|episodes?|attempts?|tried|"
+                        r"what (?:did|have) (?:we|you|i) (?:do|done|try|tried)|what happened|went wrong|how did (?:it|that) go)\b",
+                        re.IGNORECASE)
+_RUN_WORDS = frozenset("last time previous previously past run runs attempt attempts tried try episode episodes "
+                       "happened went wrong go done".split())
 
 
 # -- reading the conversation so far ------------------------------------------------------
@@ -92,27 +99,64 @@ def query_variants(message: str, limit: int = 3) -> list[str]:
     return out[:limit]
 
 
+def about_past_runs(message: str) -> bool:
+    """Whether ``message`` asks about earlier agent runs (what was tried, what happened, what failed)."""
+    return _PAST_RUNS.search(message) is not None
+
+
 def recall_step(state: RunState, tools: set[str], max_records: int) -> list[ModelResponsePart]:
     message, budget = parse_recall_prompt(state.prompt)
     if "memory_search" not in tools or not message.strip():
         return [TextPart(NO_RELEVANT_MEMORY)]
+    episodes = "memory_episodes" in tools and about_past_runs(message)
     if not state.called.get("memory_search"):
         calls: list[ModelResponsePart] = [ToolCallPart("memory_search", {"query": q, "limit": 8}, tool_call_id=f"search-{i}")
                  for i, q in enumerate(query_variants(message))]
         if "memory_search_sessions" in tools:  # earlier conversations: their best messages join the fusion
             calls.append(ToolCallPart("memory_search_sessions", {"query": message, "limit": 3},
                                       tool_call_id="sessions-0"))
+        if episodes:
+            topic = " ".join(t for t in _terms(message) if t not in _RUN_WORDS)
+            calls.append(ToolCallPart("memory_episodes", {"query": topic, "limit": 3} if topic else {"limit": 3},
+                                      tool_call_id="episodes-0"))
         return calls
+    lines = _episode_lines(state, budget // 2) if episodes else []
     hits = _fuse(state.results("memory_search") + _session_hits(state))
     if not hits:
-        return [TextPart(NO_RELEVANT_MEMORY)]
+        return [TextPart("\n".join(lines) or NO_RELEVANT_MEMORY)]
     best = hits[:max(1, min(max_records, budget // 80))]  # about one record per 80 tokens of budget
     records = [h for h in best if not h.get("message")]  # a session message is read from its snippet
     if "memory_get" in tools and not state.called.get("memory_get") and records:
         return [ToolCallPart("memory_get", {"id": h["id"], "line_start": max(1, h["line_start"] - 2),
                                             "line_end": h["line_end"] + 2}, tool_call_id=f"get-{i}")
                 for i, h in enumerate(records)]
-    return [TextPart(_pack(message, best, state, budget) or NO_RELEVANT_MEMORY)]
+    used = count_tokens("\n".join(lines)) + 1 if lines else 0
+    packed = _pack(message, best, state, budget - used) if budget - used > 0 else ""
+    return [TextPart("\n".join(lines + ([packed] if packed else [])) or NO_RELEVANT_MEMORY)]
+
+
+def _episode_lines(state: RunState, budget: int) -> list[str]:
+    """One cited line per episode ``memory_episodes`` returned, newest or best first, within ``budget`` tokens."""
+    out: list[str] = []
+    used = 0
+    for _, content in state.results("memory_episodes"):
+        for ep in content.get("episodes") or []:
+            if not isinstance(ep, dict) or "id" not in ep:
+                continue
+            goal = " ".join(str(ep.get("goal", "")).split())[:160]
+            text = f"- Past run {str(ep.get('started', ''))[:10]}: {goal}; approach: {ep.get('approach', '')}"
+            if ep.get("failed"):
+                text += f"; failed: {'; '.join(str(f) for f in ep['failed'][:2])}"
+            text += f"; ended: {ep.get('exit', '')} ({ep.get('status', '')})"
+            if ep.get("exit_detail"):
+                text += f": {' '.join(str(ep['exit_detail']).split())[:160]}"
+            line = f"{text} [{ep['id']}]"
+            cost = count_tokens(line) + 1
+            if used + cost > budget:
+                continue
+            used += cost
+            out.append(line)
+    return out
 
 
 def _session_hits(state: RunState) -> list[tuple[ToolCallPart, dict[str, Any]]]:

@@ -104,7 +104,7 @@ def _seen_ids(calls: list[ToolCallRecord]) -> set[str]:
             ids.add(str(result["id"]))
         sessions = [s for s in result.get("sessions") or [] if isinstance(s, dict)]  # memory_search_sessions
         messages = [m for s in sessions for m in s.get("messages") or []]
-        for item in (result.get("hits") or []) + (result.get("records") or []) + messages:
+        for item in (result.get("hits") or []) + (result.get("records") or []) + (result.get("episodes") or []) + messages:
             if isinstance(item, dict) and "id" in item:
                 ids.add(str(item["id"]))
     return ids

@@ -1,0 +1,77 @@
+"""``agent-memory episodes``: list (newest first), search, show and check the episodes of agent runs."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from ._base import UsageError, add_identity, emit, positive
+from ._target import is_url, prepare_root
+
+Handler = Callable[[argparse.Namespace], "int | None"]
+DEFAULT_LIMIT = 20
+
+
+def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
+    p = add("episodes", "List past agent runs (episodes), newest first; --query ranks them by terms; show ID; doctor.", [
+        "agent-memory episodes --user ada",
+        'agent-memory episodes --query "deploy billing" --status failed --json',
+        "agent-memory episodes show ep-20261123-101500-a1b2c3d4 --user ada",
+        "agent-memory episodes doctor",
+    ])
+    p.add_argument("action", nargs="?", metavar="show|doctor",
+                   help="show ID: print one episode; doctor: name quarantined episode files (default: list)")
+    p.add_argument("id", nargs="?", help="episode id (with show)")
+    p.add_argument("-q", "--query", metavar="TEXT", help="rank episodes by these terms (goal, tools, failures, exit)")
+    p.add_argument("--status", choices=["ok", "failed", "paused"], help="only runs that ended so (default: any)")
+    p.add_argument("--limit", type=positive, default=DEFAULT_LIMIT, metavar="N",
+                   help=f"at most N episodes (1-1000; default {DEFAULT_LIMIT})")
+    add_identity(p)
+    return {"episodes": cmd_episodes}
+
+
+def _store(args: argparse.Namespace) -> Any:
+    from ..episodes import EpisodeStore, EpisodesUnsupportedError
+
+    if is_url(args.root):
+        raise EpisodesUnsupportedError("episodes are not supported on PostgreSQL yet (they are files under a memory root)")
+    path, _ = prepare_root(args.root, create=False)
+    return EpisodeStore(path)
+
+
+def _line(e: Any) -> str:
+    goal = " ".join(e.goal.split())
+    goal = goal if len(goal) <= 60 else goal[:59] + "…"
+    return f"{e.id}  {e.started[:16].replace('T', ' ')}  {e.status:<6}  {e.exit:<9}  {goal}  [{e.approach}]"
+
+
+def _show(e: Any) -> str:
+    head = [f"id: {e.id}", f"started: {e.started}", f"ended: {e.ended}", f"scope: {e.scope.value}"]
+    head += [f"{k}: {v}" for k, v in (("session", e.session_id), ("user", e.user_id), ("run", e.run_id),
+                                      ("model", e.model)) if v]
+    return "\n".join(head) + "\n\n" + str(e.body())
+
+
+def cmd_episodes(args: argparse.Namespace) -> None:
+    if args.action not in (None, "show", "doctor"):
+        raise UsageError(f"unknown action {args.action!r}: use `episodes`, `episodes show ID` or `episodes doctor`")
+    if (args.action == "show") != (args.id is not None):
+        raise UsageError("`episodes show` takes one episode id" if args.action == "show" else
+                         f"unexpected argument {args.id!r}")
+    if args.limit > 1000:
+        raise UsageError("--limit is at most 1000")
+    store = _store(args)
+    if args.action == "doctor":
+        problems = store.doctor()
+        emit(args, {"quarantined": problems},
+             lambda: "\n".join(f"{p['path']}: {p['reason']}" for p in problems) or "all episode files are readable")
+        return
+    who = {"session_id": args.session_id, "user_id": args.user_id}
+    if args.action == "show":
+        episode = store.get(args.id, **who)
+        emit(args, episode.to_dict(), lambda: _show(episode))
+        return
+    found = store.list(args.query, limit=args.limit, status=args.status, **who)
+    emit(args, {"episodes": [e.to_dict() for e in found]},
+         lambda: "\n".join(_line(e) for e in found) or "no episodes")

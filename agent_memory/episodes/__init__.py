@@ -1,0 +1,61 @@
+"""Episodes: one record per agent run (goal, approach, what worked and failed, exit, tokens and cost).
+
+Recorded deterministically from the run by the pydantic-ai capability (``MemoryCapability``) and by
+``MemoryHooks.on_run_end``; stored as files under the memory root (``episodes/<yyyy-mm>/<id>.md``),
+scoped like records (a user's episodes are that user's; a session's that session's), redacted,
+listed newest first and searchable by terms::
+
+    store = EpisodeStore(".agent-memory")
+    episode = store.write(build_episode("Book a table", output="Booked for 8pm", tool_calls=["search", "book"],
+                                        user_id="ada"))
+    store.list("table booking", user_id="ada")
+
+Files backend only: on any other backend :func:`episode_store` raises :class:`EpisodesUnsupportedError`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ..errors import BackendError
+from ._build import build_episode, exit_of_error, usage_numbers
+from ._model import (
+    EXITS,
+    STATUSES,
+    Episode,
+    EpisodeParseError,
+    ToolCall,
+    ToolUse,
+    parse_episode,
+    validate_episode_id,
+)
+from ._store import EpisodeStore, purge_episodes, visible
+
+__all__ = [
+    "EXITS", "STATUSES", "Episode", "EpisodeParseError", "EpisodeStore", "EpisodesUnsupportedError", "ToolCall",
+    "ToolUse", "build_episode", "episode_store", "exit_of_error", "parse_episode", "purge_episodes", "usage_numbers",
+    "validate_episode_id", "visible",
+]
+
+
+class EpisodesUnsupportedError(BackendError):
+    """Episodes are kept as files under a memory root; this backend (e.g. PostgreSQL) has none yet."""
+
+
+def episode_store(source: Any) -> EpisodeStore:
+    """The :class:`EpisodeStore` of a root directory, a files backend, a ``MemoryStore`` or a provider.
+
+    Raises :class:`EpisodesUnsupportedError` for a backend without a root directory (PostgreSQL).
+    """
+    if isinstance(source, EpisodeStore):
+        return source
+    if isinstance(source, (str, os.PathLike)) and "://" not in str(source):
+        return EpisodeStore(source)
+    inner = getattr(source, "backend", None)
+    root = getattr(inner if inner is not None else source, "root", None)
+    if isinstance(root, Path):
+        return EpisodeStore(root)
+    raise EpisodesUnsupportedError(f"episodes are not supported on {type(inner or source).__name__} yet "
+                                   "(they are files under a memory root directory)")
