@@ -1,6 +1,7 @@
 """Narrow memory tools as pydantic-ai toolsets, bound to one backend and one caller.
 
-``READ`` = search/get/list, ``CAPTURE`` = READ + remember, ``FOREGROUND`` = CAPTURE + forget.
+``READ`` = search/get/list, ``CAPTURE`` = READ + remember, ``FOREGROUND`` = CAPTURE + forget + reflect
+(``memory_reflect`` is offered when the toolset is built from a ``MemoryProvider`` or given ``reflect=``).
 The caller's ``session_id``/``user_id`` are captured in closures: they are not tool
 parameters, so a model can neither see nor change them. A memory remembered without a scope
 goes to the caller's own partition (the user's, else the session's; shared project scope only
@@ -25,7 +26,7 @@ __all__ = ["READ", "CAPTURE", "FOREGROUND", "TOOL_SETS", "memory_toolset", "as_b
 
 READ: tuple[str, ...] = ("memory_search", "memory_get", "memory_list")
 CAPTURE: tuple[str, ...] = READ + ("memory_remember",)
-FOREGROUND: tuple[str, ...] = CAPTURE + ("memory_forget",)
+FOREGROUND: tuple[str, ...] = CAPTURE + ("memory_forget", "memory_reflect")
 TOOL_SETS = {"read": READ, "capture": CAPTURE, "foreground": FOREGROUND}
 MAX_GET_CHARS = 8000
 
@@ -59,13 +60,15 @@ def memory_toolset(
     default_scope: str | None = None,
     source: str = "tool",
     max_retries: int = 2,
+    reflect: Any = None,
 ) -> FunctionToolset[Any]:
     """A toolset with exactly the ``allowed`` memory tools over ``backend``, bound to one caller.
 
     ``backend`` is a :class:`~agent_memory.backend.MemoryBackend` (a ``MemoryProvider`` works too:
     its ``.backend`` is used). The caller is ``caller`` or ``Caller(session_id, user_id)``.
     ``default_scope`` is the scope of a ``memory_remember`` call that names none (default: the
-    caller's user, else its session, else the backend's default).
+    caller's user, else its session, else the backend's default). ``reflect`` answers ``memory_reflect``
+    (``async (question, *, session_id, user_id) -> Reflection``; default: ``backend.reflect`` of a provider).
     """
     unknown = set(allowed) - set(FOREGROUND)
     if unknown:
@@ -74,6 +77,7 @@ def memory_toolset(
     who = caller if caller is not None else Caller(session_id=session_id, user_id=user_id)
     write_scope = default_scope or caller_scope(who)
     toolset: FunctionToolset[Any] = FunctionToolset(max_retries=max_retries)
+    reflector = reflect if reflect is not None else getattr(backend, "reflect", None) if backend is not store else None
 
     async def memory_search(query: str, tags: list[str] | None = None, limit: int = 8) -> dict[str, Any]:
         """Search durable memory. Returns ranked snippets with record id, path and line range.
@@ -173,7 +177,20 @@ def memory_toolset(
         except AgentMemoryError as exc:
             raise _retry(exc) from None
 
-    for fn in (memory_search, memory_get, memory_list, memory_remember, memory_forget):
+    async def memory_reflect(question: str) -> dict[str, Any]:
+        """Answer a question from memory: a short synthesis that cites the records it rests on.
+
+        Args:
+            question: The question, in plain words.
+        """
+        if not isinstance(question, str) or not question.strip():
+            raise ModelRetry("question must be a non-empty string")
+        res = await reflector(question, session_id=who.session_id, user_id=who.user_id)
+        return {"note": UNTRUSTED_NOTE, **res.to_dict()}
+
+    for fn in (memory_search, memory_get, memory_list, memory_remember, memory_forget, memory_reflect):
+        if fn is memory_reflect and reflector is None:
+            continue  # reflect needs the provider's worker: offered only when one is at hand
         if fn.__name__ in allowed:
             toolset.add_function(fn, name=fn.__name__)
     return toolset
