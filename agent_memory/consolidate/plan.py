@@ -60,7 +60,8 @@ def _merges(records: Sequence[MemoryRecord], threshold: float, taken: set[str],
         if pair.conflict:
             if similar.is_contradiction(pair) and len(findings) < MAX_FINDINGS:
                 findings.append(Finding("contradiction", [a.id, b.id], f"similar ({pair.similarity:.2f}) but they differ "
-                                        f"on: {', '.join(pair.conflict)}; review them, keep the true one"))
+                                        f"on: {', '.join(similar.surface(pair.conflict, a.content, b.content))}; "
+                                        "review them, keep the true one"))
             continue
         if pair.similarity < threshold:
             continue

@@ -82,6 +82,15 @@ def conflicting(wa: frozenset[str], wb: frozenset[str]) -> list[str]:
     return []
 
 
+def surface(keys: Sequence[str], *texts: str) -> list[str]:
+    """The words as written for matching keys (``thursda`` → ``thursday``), for reports."""
+    seen: dict[str, str] = {}
+    for text in texts:
+        for token in default_tokenizer(text):
+            seen.setdefault(term_key(token), token)
+    return [seen.get(k, k) for k in keys]
+
+
 def is_contradiction(pair: "Pair") -> bool:
     """Two versions of one statement with a different value (a lint finding, never an automatic change)."""
     return bool(pair.conflict) and pair.similarity >= CONFLICT_THRESHOLD and 0 < len(pair.conflict) <= 2 * CONFLICT_WORDS
