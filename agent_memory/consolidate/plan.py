@@ -19,7 +19,7 @@ from .report import Change, ConsolidateOptions, Finding
 
 __all__ = ["plan_changes", "partition_of", "MAX_FINDINGS"]
 
-MAX_FINDINGS = 200  # per kind of check; a store with more has a pattern worth a look, not a longer list
+MAX_FINDINGS = 500  # contradiction groups reported; a store with more has a pattern worth a look, not a longer list
 
 
 def partition_of(rec: MemoryRecord) -> tuple[str, str | None, str | None]:
@@ -44,7 +44,8 @@ def _merges(records: Sequence[MemoryRecord], threshold: float, taken: set[str],
     for i, rec in enumerate(records):
         if rec.id not in taken:
             groups.setdefault(partition_of(rec), []).append(i)
-    pairs = sorted(similar.candidate_pairs(groups.values(), ws))
+    floor = min(threshold, similar.CONFLICT_THRESHOLD)
+    pairs = sorted(similar.candidate_pairs(groups.values(), sh, floor))
     parent = list(range(len(records)))
 
     def find(i: int) -> int:
@@ -54,14 +55,13 @@ def _merges(records: Sequence[MemoryRecord], threshold: float, taken: set[str],
         return i
 
     best: dict[tuple[int, int], float] = {}
+    versions: list[tuple[int, int, tuple[str, ...]]] = []
     for i, j in pairs:
-        pair = similar.compare(i, j, sh, ws)
+        pair = similar.compare(i, j, sh, ws, floor)
         a, b = records[i], records[j]
         if pair.conflict:
-            if similar.is_contradiction(pair) and len(findings) < MAX_FINDINGS:
-                findings.append(Finding("contradiction", [a.id, b.id], f"similar ({pair.similarity:.2f}) but they differ "
-                                        f"on: {', '.join(similar.surface(pair.conflict, a.content, b.content))}; "
-                                        "review them, keep the true one"))
+            if similar.is_contradiction(pair, a.content, b.content):
+                versions.append((i, j, pair.conflict))
             continue
         if pair.similarity < threshold:
             continue
@@ -75,6 +75,7 @@ def _merges(records: Sequence[MemoryRecord], threshold: float, taken: set[str],
             members = clusters.setdefault(find(k), [])
             if k not in members:
                 members.append(k)
+    _contradictions(records, versions, findings)
     changes: list[Change] = []
     for members in clusters.values():
         keep = max(members, key=lambda k: _keeper_rank(records[k]))
@@ -91,6 +92,32 @@ def _merges(records: Sequence[MemoryRecord], threshold: float, taken: set[str],
             changes.append(_change("merge", rec, f"near-duplicate of {records[keep].id} (similarity {sim:.2f})",
                                    related=[records[keep].id], similarity=round(sim, 3)))
     return changes
+
+
+def _contradictions(records: Sequence[MemoryRecord], versions: list[tuple[int, int, tuple[str, ...]]],
+                    findings: list[Finding]) -> None:
+    """One finding per group of records that are versions of one statement with different values."""
+    parent: dict[int, int] = {}
+
+    def find(i: int) -> int:
+        parent.setdefault(i, i)
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    words: dict[int, set[str]] = {}
+    for i, j, conflict in versions:
+        parent[find(i)] = find(j)
+        words.setdefault(i, set()).update(similar.surface(conflict, records[i].content, records[j].content))
+    groups: dict[int, list[int]] = {}
+    for i in list(parent):
+        groups.setdefault(find(i), []).append(i)
+    for members in sorted(groups.values(), key=lambda m: min(records[k].id for k in m))[:MAX_FINDINGS]:
+        differ = sorted(set().union(*(words.get(k, set()) for k in members)))
+        findings.append(Finding("contradiction", sorted(records[k].id for k in members),
+                                f"{len(members)} versions of one statement that differ on: {', '.join(differ[:8])}; "
+                                "review them, keep the true one(s)"))
 
 
 def _scope_path_gone(rec: MemoryRecord, base: Path) -> str | None:

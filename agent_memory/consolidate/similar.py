@@ -1,7 +1,7 @@
 """Near-duplicate detection: character shingles, Jaccard similarity, rare-token blocking, and a conflict guard.
 
-Two records are merge candidates when they share one of their rarest words (blocking keeps the pass close
-to linear), their character 4-gram shingle sets have Jaccard similarity ≥ the threshold (default
+Two records are merge candidates when they share one of their rarest shingles (prefix filtering keeps the pass
+far below all pairs), their character 4-gram shingle sets have Jaccard similarity ≥ the threshold (default
 :data:`MERGE_THRESHOLD`, measured by ``benchmarks/bench_consolidate.py``), and neither says something the other
 does not: the words one adds must not replace a value of the other. "Deploy day is Monday" / "Deploy day is
 Friday" are similar but *conflicting* (each has a content word the other lacks) and are never merged.
@@ -9,6 +9,8 @@ Friday" are similar but *conflicting* (each has a content word the other lacks) 
 
 from __future__ import annotations
 
+import difflib
+import math
 import re
 import unicodedata
 from collections import Counter
@@ -21,10 +23,9 @@ __all__ = ["MERGE_THRESHOLD", "Pair", "shingles", "jaccard", "words", "compare",
 
 MERGE_THRESHOLD = 0.6
 CONFLICT_THRESHOLD = 0.5  # similar enough to be two versions of one statement
-CONFLICT_WORDS = 2  # ... when each side has at most this many words the other lacks
+CONFLICT_WORDS = 2  # ... when one span of at most this many words was replaced
 SHINGLE = 4
-BLOCK_WORDS = 3  # each record is bucketed under its rarest words
-MAX_BUCKET = 200  # a word shared by more records than this is too common to block on
+MAX_BUCKET = 2000  # a shingle shared by more records than this is too common to block on
 _NEGATIONS = frozenset({"not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "without", "cannot",
                         "dont", "doesnt", "didnt", "isnt", "arent", "wasnt", "werent", "wont", "cant", "shouldnt"})
 _PUNCT = re.compile(r"[^\w\s]+")
@@ -59,12 +60,18 @@ def words(text: str) -> frozenset[str]:
 
 
 def _close(a: str, b: str) -> bool:
-    """A typo, not another value: same digits, and most character bigrams shared."""
-    if any(c.isdigit() for c in a + b):
+    """A typo, not another value: no digits, and one edit or one swap of neighbours apart (words of 4+ letters)."""
+    if min(len(a), len(b)) < 4 or abs(len(a) - len(b)) > 1 or any(c.isdigit() for c in a + b):
         return False
-    ga = {a[i:i + 2] for i in range(len(a) - 1)}
-    gb = {b[i:i + 2] for i in range(len(b) - 1)}
-    return bool(ga and gb) and len(ga & gb) / len(ga | gb) >= 0.5
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]]
+                                  and a[diff[1]] == b[diff[0]])
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    i = 0
+    while i < len(short) and short[i] == long_[i]:
+        i += 1
+    return short[i:] == long_[i + 1:]
 
 
 def conflicting(wa: frozenset[str], wb: frozenset[str]) -> list[str]:
@@ -91,9 +98,19 @@ def surface(keys: Sequence[str], *texts: str) -> list[str]:
     return [seen.get(k, k) for k in keys]
 
 
-def is_contradiction(pair: "Pair") -> bool:
-    """Two versions of one statement with a different value (a lint finding, never an automatic change)."""
-    return bool(pair.conflict) and pair.similarity >= CONFLICT_THRESHOLD and 0 < len(pair.conflict) <= 2 * CONFLICT_WORDS
+def is_contradiction(pair: "Pair", text_a: str, text_b: str) -> bool:
+    """Two versions of one statement with one value changed (a lint finding, never an automatic change).
+
+    Similar (≥ :data:`CONFLICT_THRESHOLD`), and the word sequences differ in one replaced span of at most
+    :data:`CONFLICT_WORDS` words (the same replacement wherever it occurs), or by a negation."""
+    if not pair.conflict or pair.similarity < CONFLICT_THRESHOLD:
+        return False
+    if set(pair.conflict) <= _NEGATIONS:
+        return True
+    a, b = normal_text(text_a).split(), normal_text(text_b).split()
+    spans = {(tuple(a[i1:i2]), tuple(b[j1:j2])) for op, i1, i2, j1, j2 in
+             difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes() if op != "equal"}
+    return len(spans) == 1 and all(0 < len(x) <= CONFLICT_WORDS for x in next(iter(spans)))
 
 
 @dataclass(frozen=True)
@@ -106,21 +123,32 @@ class Pair:
     conflict: tuple[str, ...] = ()
 
 
-def compare(i: int, j: int, sh: Sequence[frozenset[str]], ws: Sequence[frozenset[str]]) -> Pair:
-    return Pair(i, j, jaccard(sh[i], sh[j]), tuple(conflicting(ws[i], ws[j])))
+def compare(i: int, j: int, sh: Sequence[frozenset[str]], ws: Sequence[frozenset[str]], floor: float = CONFLICT_THRESHOLD,
+            ) -> Pair:
+    """Similarity of records ``i`` and ``j``; their conflicting words too when the similarity reaches ``floor``."""
+    sim = jaccard(sh[i], sh[j])
+    if sim < floor:
+        return Pair(i, j, sim)
+    return Pair(i, j, sim, tuple(conflicting(ws[i], ws[j])))
 
 
-def candidate_pairs(groups: Iterable[Sequence[int]], ws: Sequence[frozenset[str]]) -> set[tuple[int, int]]:
-    """Index pairs worth comparing: within each group (a partition), records sharing one of their rarest words."""
+def candidate_pairs(groups: Iterable[Sequence[int]], sh: Sequence[frozenset[str]], threshold: float) -> set[tuple[int, int]]:
+    """Index pairs that may reach ``threshold`` Jaccard, within each group (a partition), by prefix filtering.
+
+    Shingles are ordered rarest first; two sets with Jaccard ≥ t share at least one of the first
+    ``|x| - ceil(t·|x|) + 1`` shingles of each, so only records sharing a prefix shingle are compared (exact: no
+    pair above the threshold is missed; a shingle shared by more than ``MAX_BUCKET`` records is skipped)."""
     out: set[tuple[int, int]] = set()
     for members in groups:
         df: Counter[str] = Counter()
         for i in members:
-            df.update(ws[i])
+            df.update(sh[i])
         buckets: dict[str, list[int]] = {}
         for i in members:
-            for w in sorted(ws[i], key=lambda w: (df[w], w))[:BLOCK_WORDS]:
-                buckets.setdefault(w, []).append(i)
+            ordered = sorted(sh[i], key=lambda g: (df[g], g))
+            keep = len(ordered) - math.ceil(threshold * len(ordered)) + 1
+            for g in ordered[:max(1, keep)]:
+                buckets.setdefault(g, []).append(i)
         for bucket in buckets.values():
             if len(bucket) > MAX_BUCKET:
                 continue
