@@ -195,7 +195,8 @@ def _lint(records: Sequence[MemoryRecord], opts: ConsolidateOptions, findings: l
         shared = [r for r in recs if r.scope.value in ("project", "global")]
         if not shared:
             continue  # different users' (or sessions') values for one key are not seen together: no conflict
-        clash = sorted({r.id for r in recs for s in shared if r.id != s.id and r.content_hash != s.content_hash})
+        clash = sorted({i for r in recs for s in shared if r.id != s.id and r.content_hash != s.content_hash
+                        for i in (r.id, s.id)})
         if clash:
             findings.append(Finding("contradiction", clash, f"memory_key {key!r} holds different values that one "
                                     "reader sees together (shared and private, or two shared records)"))

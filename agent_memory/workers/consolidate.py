@@ -47,6 +47,7 @@ def _archive_toolset(backend: MemoryBackend, caller: Caller, report: Consolidati
     store = store_of(backend)
     toolset: FunctionToolset[Any] = FunctionToolset(max_retries=2)
     reasons = {c.record_id: c for c in report.changes}
+    taken = [0]  # archives done or under way: reserved before any await, so parallel calls cannot overshoot
 
     async def memory_archive(id: str, reason: str) -> dict[str, Any]:
         """Archive one memory record (it leaves search and listings; it is kept in archive/ and can be restored).
@@ -55,16 +56,19 @@ def _archive_toolset(backend: MemoryBackend, caller: Caller, report: Consolidati
             id: The record id.
             reason: Why it is redundant or obsolete (one short sentence).
         """
-        if len(report.applied) >= report.limit:
-            raise ModelRetry(f"the archive limit of this run ({report.limit}) is reached; stop archiving")
         if not isinstance(reason, str) or not reason.strip():
             raise ModelRetry("give a short reason")
+        if taken[0] >= report.limit:
+            raise ModelRetry(f"the archive limit of this run ({report.limit}) is reached; stop archiving")
+        taken[0] += 1
         why = " ".join(reason.split())[:300]
         try:
             done = await asyncio.to_thread(archive_record, store, id, why, caller)
         except AgentMemoryError as exc:
+            taken[0] -= 1
             raise ModelRetry(f"{type(exc).__name__}: {exc}") from None
         if not done:
+            taken[0] -= 1
             raise ModelRetry(f"no record {id!r} you may see")
         planned = reasons.get(id)
         if planned is not None:
