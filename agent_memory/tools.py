@@ -185,6 +185,7 @@ def memory_toolset(
         """
         if not isinstance(question, str) or not question.strip():
             raise ModelRetry("question must be a non-empty string")
+        assert reflector is not None  # offered only with one
         res = await reflector(question, session_id=who.session_id, user_id=who.user_id)
         return {"note": UNTRUSTED_NOTE, **res.to_dict()}
 

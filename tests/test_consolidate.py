@@ -17,8 +17,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agent_memory import MemoryProvider
 from agent_memory.cli import main as cli_main
-from agent_memory.consolidate import ConsolidationUnsupported, RecallLog, consolidate, consolidate_backend
-from agent_memory.consolidate import similar
+from agent_memory.consolidate import ConsolidationUnsupported, RecallLog, consolidate, consolidate_backend, similar
 from agent_memory.errors import InvalidInputError
 from agent_memory.extensions import Hooks
 from agent_memory.profiles import load_profile

@@ -22,8 +22,17 @@ from pydantic_ai.usage import RunUsage
 from .._text import STOP_WORDS, default_tokenizer, term_key
 from ..backend import Caller, MemoryBackend
 from ..profiles import DEFAULT_SUMMARY_TOKENS
-from . import RecordingToolset, UnusableOutput, bound_toolset, describe_error, resolve_worker, run_worker, usage_dict
-from .recall import _EMPTY_REPLIES, _seen_ids, lexical_summary, parse_citations, trim_to_tokens, ungrounded_citations
+from . import (
+    RecordingToolset,
+    UnusableOutput,
+    bound_toolset,
+    describe_error,
+    resolve_worker,
+    run_worker,
+    trim_to_tokens,
+    usage_dict,
+)
+from .recall import _EMPTY_REPLIES, _seen_ids, lexical_summary, parse_citations, ungrounded_citations
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..profiles import WorkerProfile
