@@ -6,8 +6,8 @@ so every write and read that tools, workers and the provider make passes through
 
 - ``on_memory_written(event: Written)`` after each ``remember``/``remember_many``/``forget`` (and each archive of a
   consolidation run) that stored or removed something (observe only).
-- ``on_memory_retrieved(event: Retrieved)`` before search hits, listed records or a fetched record reach a worker
-  or the main model: return ``None`` to keep ``event.items`` unchanged, or a list to use instead (filtered,
+- ``on_memory_retrieved(event: Retrieved)`` before search hits, listed records, a fetched record or the core
+  block's records reach a worker or the main model: return ``None`` to keep ``event.items`` unchanged, or a list to use instead (filtered,
   reordered, annotated). A ``get`` whose record a hook drops is :class:`~agent_memory.errors.NotFoundError`.
 - ``on_session_end(event: SessionEnded)`` when the application calls ``provider.end_session(...)``.
 
@@ -21,13 +21,14 @@ import asyncio
 import builtins
 import inspect
 import logging
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .backend import Caller, MemoryBackend
 from .drafts import MemoryDraft, RememberResult
-from .errors import NotFoundError
+from .errors import AgentMemoryError, NotFoundError
 from .records import MemoryRecord
 from .search import SearchHit, SearchResult
 from .store import DoctorReport, SweepReport
@@ -36,6 +37,8 @@ __all__ = ["ExtendedBackend", "Hooks", "Retrieved", "SessionEnded", "Written", "
 
 log = logging.getLogger("agent_memory")
 HOOK_NAMES = ("on_memory_written", "on_memory_retrieved", "on_session_end")
+CORE_CHECKED = 2000  # core lines checked by retrieval hooks (far more than any core budget holds)
+_CORE_ID = re.compile(r"- \[([^\]\s]+)\] ")
 
 
 @dataclass(frozen=True)
@@ -54,7 +57,7 @@ class Written:
 class Retrieved:
     """Results on their way to a worker or the main model (``items`` are hits for search, records otherwise)."""
 
-    operation: Literal["search", "get", "list"]
+    operation: Literal["search", "get", "list", "core"]
     caller: Caller
     items: list[Any]
     query: str | None = None
@@ -192,7 +195,21 @@ class ExtendedBackend:
         return SearchResult(hits, result.trace)
 
     async def core_lines(self, caller: Caller, limit: int | None) -> builtins.list[str]:
-        return await self.inner.core_lines(caller, limit)
+        """The core block's lines; with ``on_memory_retrieved`` hooks, only lines whose record the hooks keep
+        (operation ``core``; the first :data:`CORE_CHECKED` lines are checked, the rest dropped)."""
+        lines = await self.inner.core_lines(caller, limit)
+        if not self.hooks.get("on_memory_retrieved") or not lines:
+            return lines
+        lines = lines[:CORE_CHECKED]
+        ids = [m.group(1) if (m := _CORE_ID.match(line)) else None for line in lines]
+        recs: builtins.list[MemoryRecord] = []
+        for rid in dict.fromkeys(i for i in ids if i):
+            try:
+                recs.append(await self.inner.get(rid, caller))
+            except AgentMemoryError:
+                continue  # gone since the lines were read
+        kept = {r.id for r in await self.hooks.filter(Retrieved("core", caller, recs)) if isinstance(r, MemoryRecord)}
+        return [line for line, rid in zip(lines, ids, strict=True) if rid in kept]
 
     async def user_md(self) -> str:
         return await self.inner.user_md()

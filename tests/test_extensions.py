@@ -70,6 +70,8 @@ def test_on_memory_retrieved_filters_before_tools_workers_and_get(tmp_path: Path
         assert [r.id for r in await provider.list()] == [shown.id]
         with pytest.raises(NotFoundError):
             await provider.get(hidden.id)
+        core = (await provider.inject()).text
+        assert shown.id in core and hidden.id not in core and "Salary" not in core
         recall = await provider.recall("when are the salary bands reviewed in March?")
         assert hidden.id not in {s["id"] for s in recall.sources} and "Salary" not in recall.summary
         reflection = await provider.reflect("When are salary bands reviewed?")
