@@ -25,7 +25,7 @@ MERGE_THRESHOLD = 0.6
 CONFLICT_THRESHOLD = 0.5  # similar enough to be two versions of one statement
 CONFLICT_WORDS = 2  # ... when one span of at most this many words was replaced
 SHINGLE = 4
-MAX_BUCKET = 2000  # a shingle shared by more records than this is too common to block on
+MAX_BUCKET = 300  # a shingle shared by more records is skipped as a key (bounds the work on large stores)
 _NEGATIONS = frozenset({"not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "without", "cannot",
                         "dont", "doesnt", "didnt", "isnt", "arent", "wasnt", "werent", "wont", "cant", "shouldnt"})
 _PUNCT = re.compile(r"[^\w\s]+")
