@@ -29,7 +29,7 @@ class Scope(StrEnum):
         return self.value
 
 
-SOURCES = ("tool", "turn_capture", "compaction_capture", "import", "manual")
+SOURCES = ("tool", "turn_capture", "compaction_capture", "import", "manual", "consolidation")
 MAX_CONTENT_BYTES = 1_000_000
 MAX_TITLE_CHARS = 200
 MAX_TAGS = 32

@@ -27,11 +27,14 @@ from .search import SearchResult
 from .store import DoctorReport, SweepReport
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .consolidate import ConsolidationReport
     from .episodes import Episode
+    from .extensions import Hooks
     from .profiles import Profile
     from .sessions import SessionInfo, SessionMessage, SessionStore, SessionSummary, SummaryPolicy
     from .workers.capture import CaptureResult, Extractor
     from .workers.recall import RecallResult
+    from .workers.reflect import Reflection
 
 T = TypeVar("T")
 
@@ -52,6 +55,9 @@ class MemoryProvider:
     returning :class:`MemoryDraft` objects. Other keyword options go to the backend (for
     directories, :class:`~agent_memory.store.MemoryStore`: ``engine``, ``tokenizer``, ``default_scope``, …).
 
+    ``hooks`` (:class:`~agent_memory.extensions.Hooks`) or :meth:`on` register extension hooks;
+    ``track_recalls=True`` logs which records were recalled (consolidation's decay rule needs it).
+
     ``async with MemoryProvider(...) as memory:`` flushes pending captures and closes on exit.
     """
 
@@ -62,9 +68,19 @@ class MemoryProvider:
         profile: "str | os.PathLike[str] | Profile" = "offline",
         turn_extractor: "Extractor | None" = None,
         compaction_extractor: "Extractor | None" = None,
+        hooks: "Hooks | None" = None,
+        track_recalls: bool = False,
         **backend_options: Any,
     ) -> None:
         self.backend: MemoryBackend = open_backend(target, **backend_options)
+        if hooks:  # extension hooks (agent_memory.extensions): every read and write passes through them
+            from .extensions import ExtendedBackend
+
+            self.backend = ExtendedBackend(self.backend, hooks)
+        if track_recalls and getattr(self.backend, "root", None) is not None:  # decay needs to know what was recalled
+            from .consolidate.recalls import RecallLog
+
+            self.on("on_memory_retrieved", RecallLog(self.backend.root).hook)  # type: ignore[attr-defined,union-attr]
         self._profile_spec = profile
         self._profile: Profile | None = None
         self.turn_extractor = turn_extractor
@@ -260,6 +276,55 @@ class MemoryProvider:
 
         return await asyncio.to_thread(search_sessions, self.session_store, query, session_id=session_id,
                                        user_id=user_id, limit=limit)
+
+    # -- extensions, consolidation, reflect ------------------------------------------------
+    def on(self, name: str, fn: Any) -> Any:
+        """Register an extension hook (``on_memory_written``, ``on_memory_retrieved``, ``on_session_end``); returns ``fn``.
+
+        See :mod:`agent_memory.extensions`. Registering the first hook wraps the backend, so tools and workers
+        built afterwards see it."""
+        from .extensions import ExtendedBackend, Hooks
+
+        if not isinstance(self.backend, ExtendedBackend):
+            self.backend = ExtendedBackend(self.backend, Hooks())
+        return self.backend.hooks.add(name, fn)
+
+    async def end_session(self, session_id: str | None, *, user_id: str | None = None, **info: Any) -> None:
+        """Tell ``on_session_end`` hooks a conversation ended (pending captures are awaited first). Never raises."""
+        await self.flush()
+        end = getattr(self.backend, "end_session", None)
+        if end is not None:
+            await end(session_id, user_id, **info)
+
+    async def consolidate(self, *, dry_run: bool = False, max_share: float | None = None, worker: bool = False,
+                          session_id: str | None = None, user_id: str | None = None, **options: Any) -> "ConsolidationReport":
+        """Consolidate memory without destroying it (merge near-duplicates, TTL, scope-path, decay; lint); see
+        :mod:`agent_memory.consolidate`. Changes are archives (restorable), at most ``max_share`` (default 10%).
+
+        Default: the deterministic pass over every partition (or over what ``session_id``/``user_id`` see, when
+        given). ``worker=True``: the consolidate worker of the profile reviews that plan for the caller and acts
+        on it (fails open: a model error is reported, never raised)."""
+        from .consolidate import consolidate_backend, fire_archived
+
+        if not worker:
+            caller = Caller(session_id, user_id) if session_id or user_id else None
+            return await consolidate_backend(self.backend, dry_run=dry_run, max_share=max_share, caller=caller, **options)
+        from .workers.consolidate import run_consolidate
+
+        await self._loaded_profile()
+        report = await run_consolidate(self.backend, caller=Caller(session_id, user_id), worker=lambda: self.profile.consolidate,
+                                       max_share=max_share, dry_run=dry_run, **options)
+        await fire_archived(self.backend, report)
+        return report
+
+    async def reflect(self, question: str, *, session_id: str | None = None, user_id: str | None = None,
+                      timeout_s: float | None = None) -> "Reflection":
+        """A synthesised answer to ``question`` citing the records it rests on (the reflect worker). Never raises."""
+        from .workers.reflect import run_reflect
+
+        await self._loaded_profile()
+        return await run_reflect(self.backend, question, caller=Caller(session_id, user_id),
+                                 worker=lambda: self.profile.reflect, timeout_s=timeout_s)
 
     # -- workers -------------------------------------------------------------------------
     async def recall(

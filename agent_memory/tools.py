@@ -1,6 +1,8 @@
 """Narrow memory tools as pydantic-ai toolsets, bound to one backend and one caller.
 
-``READ`` = search/get/list/search_sessions/episodes, ``CAPTURE`` = READ + remember/supersede, ``FOREGROUND`` = CAPTURE + forget.
+``READ`` = search/get/list/search_sessions/episodes, ``CAPTURE`` = READ + remember/supersede,
+``FOREGROUND`` = CAPTURE + forget + reflect (``memory_reflect`` is offered when the toolset is built from a
+``MemoryProvider`` or given ``reflect=``).
 The caller's ``session_id``/``user_id`` are captured in closures: they are not tool
 parameters, so a model can neither see nor change them. A memory remembered without a scope
 goes to the caller's own partition (the user's, else the session's; shared project scope only
@@ -26,7 +28,7 @@ __all__ = ["READ", "CAPTURE", "FOREGROUND", "TOOL_SETS", "memory_toolset", "as_b
 
 READ: tuple[str, ...] = ("memory_search", "memory_get", "memory_list", "memory_search_sessions", "memory_episodes")
 CAPTURE: tuple[str, ...] = READ + ("memory_remember", "memory_supersede")
-FOREGROUND: tuple[str, ...] = CAPTURE + ("memory_forget",)
+FOREGROUND: tuple[str, ...] = CAPTURE + ("memory_forget", "memory_reflect")
 TOOL_SETS = {"read": READ, "capture": CAPTURE, "foreground": FOREGROUND}
 MAX_GET_CHARS = 8000
 
@@ -72,13 +74,15 @@ def memory_toolset(
     default_scope: str | None = None,
     source: str = "tool",
     max_retries: int = 2,
+    reflect: Any = None,
 ) -> FunctionToolset[Any]:
     """A toolset with exactly the ``allowed`` memory tools over ``backend``, bound to one caller.
 
     ``backend`` is a :class:`~agent_memory.backend.MemoryBackend` (a ``MemoryProvider`` works too:
     its ``.backend`` is used). The caller is ``caller`` or ``Caller(session_id, user_id)``.
     ``default_scope`` is the scope of a ``memory_remember`` call that names none (default: the
-    caller's user, else its session, else the backend's default).
+    caller's user, else its session, else the backend's default). ``reflect`` answers ``memory_reflect``
+    (``async (question, *, session_id, user_id) -> Reflection``; default: ``backend.reflect`` of a provider).
     """
     unknown = set(allowed) - set(FOREGROUND)
     if unknown:
@@ -87,6 +91,7 @@ def memory_toolset(
     who = caller if caller is not None else Caller(session_id=session_id, user_id=user_id)
     write_scope = default_scope or caller_scope(who)
     toolset: FunctionToolset[Any] = FunctionToolset(max_retries=max_retries)
+    reflector = reflect if reflect is not None else getattr(backend, "reflect", None) if backend is not store else None
 
     async def memory_search(query: str, tags: list[str] | None = None, limit: int = 8,
                             as_of: str | None = None) -> dict[str, Any]:
@@ -265,10 +270,24 @@ def memory_toolset(
              "failed": list(e.failed), "exit": e.exit, "status": e.status, "exit_detail": e.exit_detail,
              "tokens": e.tokens} for e in found]}
 
+    async def memory_reflect(question: str) -> dict[str, Any]:
+        """Answer a question from memory: a short synthesis that cites the records it rests on.
+
+        Args:
+            question: The question, in plain words.
+        """
+        if not isinstance(question, str) or not question.strip():
+            raise ModelRetry("question must be a non-empty string")
+        assert reflector is not None  # offered only with one
+        res = await reflector(question, session_id=who.session_id, user_id=who.user_id)
+        return {"note": UNTRUSTED_NOTE, **res.to_dict()}
+
     for fn in (memory_search, memory_get, memory_list, memory_search_sessions, memory_episodes, memory_remember,
-               memory_supersede, memory_forget):
+               memory_supersede, memory_forget, memory_reflect):
         if fn.__name__ == "memory_episodes" and fn.__name__ in allowed and not _has_episodes(store):
             continue  # episodes are files under a root: a backend without one (PostgreSQL) does not offer the tool
+        if fn is memory_reflect and reflector is None:
+            continue  # reflect needs the provider's worker: offered only when one is at hand
         if fn.__name__ in allowed:
             toolset.add_function(fn, name=fn.__name__)
     return toolset

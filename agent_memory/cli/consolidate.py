@@ -1,0 +1,95 @@
+"""Lifecycle commands: ``consolidate`` (merge, sweep, decay, lint; never destroys) and ``reflect`` (a cited answer)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from ._base import add_identity, emit, fraction, note, read_text
+from ._errors import EXIT_FALLBACK
+from ._target import open_target
+
+Handler = Callable[[argparse.Namespace], "int | None"]
+PROFILE_HELP = "model profile: a shipped name (offline, openai, anthropic, ollama) or a path to a TOML file (default offline)"
+
+
+def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
+    p = add("consolidate", "Merge near-duplicates, archive expired, orphaned and decayed records, and lint the store; "
+            "every change is an archive (restorable), at most --max-share of the records per run.", [
+                "agent-memory consolidate --dry-run",
+                "agent-memory consolidate --max-share 0.05 --json",
+                "agent-memory consolidate --worker --user ada --profile openai",
+            ])
+    p.add_argument("--dry-run", action="store_true", help="show the plan; change nothing")
+    p.add_argument("--max-share", type=fraction, metavar="F", help="change at most this share of the records (default 0.1)")
+    p.add_argument("--rules", metavar="R,R", help="only these rules: ttl,scope_path,merge,decay (default all)")
+    p.add_argument("--threshold", type=fraction, metavar="J", help="near-duplicate similarity threshold (default 0.6)")
+    p.add_argument("--workspace", metavar="DIR", help="base of relative scope_path metadata (default: the root's parent)")
+    add_identity(p)
+    p.add_argument("--worker", action="store_true", help="let the consolidate worker of --profile review the plan and act")
+    p.add_argument("--profile", default="offline", help=PROFILE_HELP)
+
+    p = add("reflect", "Answer QUESTION from memory with a short synthesis citing the records it rests on.", [
+        'agent-memory reflect "what did we decide about the release?"',
+        'agent-memory reflect "what does Ada drink?" --user ada --json',
+    ])
+    p.add_argument("question", help="the question (- for standard input)")
+    add_identity(p)
+    p.add_argument("--profile", default="offline", help=PROFILE_HELP)
+    p.add_argument("--allow-fallback", action="store_true", help="exit 0 even when the answer fell back (default: exit 3)")
+    return {"consolidate": cmd_consolidate, "reflect": cmd_reflect}
+
+
+def _provider(args: argparse.Namespace) -> Any:
+    from ..profiles import load_profile
+    from ..provider import MemoryProvider
+
+    profile = load_profile(args.profile)
+    target = open_target(args.root, create=False)
+    root = target.url or target.root
+    target.close()
+    return MemoryProvider(root, profile=profile)
+
+
+def cmd_consolidate(args: argparse.Namespace) -> int:
+    import asyncio
+
+    options: dict[str, Any] = {}
+    if args.rules:
+        options["rules"] = tuple(r.strip() for r in args.rules.split(",") if r.strip())
+    if args.threshold is not None:
+        options["merge_threshold"] = args.threshold
+    if args.workspace:
+        options["workspace"] = args.workspace
+    provider = _provider(args)
+    try:
+        rep = asyncio.run(provider.consolidate(dry_run=args.dry_run, max_share=args.max_share, worker=args.worker,
+                                               session_id=args.session_id, user_id=args.user_id, **options))
+    finally:
+        provider.close()
+    emit(args, rep.to_dict(), rep.text)
+    if rep.applied and not args.dry_run:
+        note("archived records are in archive/ with the reason (move a file back to records/ to restore it)")
+    if rep.fallback:
+        note(f"warning: the consolidate worker fell back: {rep.reason}")
+        return EXIT_FALLBACK
+    return 0
+
+
+def cmd_reflect(args: argparse.Namespace) -> int:
+    import asyncio
+
+    question = read_text(args.question, "QUESTION")
+    provider = _provider(args)
+    try:
+        res = asyncio.run(provider.reflect(question, session_id=args.session_id, user_id=args.user_id))
+    finally:
+        provider.close()
+    emit(args, res.to_dict(), lambda: (res.answer or "(memory does not answer this)")
+         + f"\n(confidence {res.confidence:.2f}" + (f"; fallback: {res.reason})" if res.fallback else ")"))
+    if res.fallback:
+        note(f"warning: reflect fell back to an extractive answer: {res.reason}"
+             + ("" if args.allow_fallback else " (check --profile; --allow-fallback exits 0)"))
+        return 0 if args.allow_fallback else EXIT_FALLBACK
+    return 0

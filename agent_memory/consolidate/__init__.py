@@ -1,0 +1,179 @@
+"""Offline consolidation ("dream"): merge near-duplicates, sweep expired and orphaned records, decay, lint.
+
+A deterministic pass over a files store that **never destroys**:
+
+- every change is an *archive* through the store's archive path (``archive/<file>`` keeps the whole record with an
+  annotation ``consolidation: <reason>``; restorable), made under the root lock, in one index transaction;
+- a run changes at most ``max_share`` of the store's records (default 10%); a plan that wants more applies the
+  first ones in rule order (ttl, scope_path, merge, decay), marks the rest ``not_applied`` and reports
+  ``stopped`` with the reason — the next run continues;
+- ``dry_run=True`` returns the plan and changes nothing; the :class:`ConsolidationReport` lists every change with
+  its rule and reason, and lint findings (oversized, unreadable, secret-bearing, contradictory) that are only
+  reported.
+
+Rules: **ttl** (expired), **scope_path** (``metadata.scope_path`` names a path that no longer exists; relative paths
+are resolved against ``workspace``, default the root's parent), **merge** (near-duplicates in one partition, see
+:mod:`.similar`; the most complete record stays), **decay** (importance set below ``decay_importance``, unchanged for
+``decay_days``, never recalled — needs the recall log of :mod:`.recalls`). The PostgreSQL backend does not support
+consolidation yet (:class:`ConsolidationUnsupported`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime as dt
+import math
+from typing import TYPE_CHECKING, Any
+
+from .. import _history
+from ..errors import BackendError
+from ..index import live_sql, row_to_record, visibility_sql
+from ..records import MemoryRecord
+from .plan import plan_changes
+from .recalls import RecallLog
+from .report import RULES, Change, ConsolidateOptions, ConsolidationReport, Finding
+from .similar import MERGE_THRESHOLD
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..backend import Caller
+    from ..store import MemoryStore
+
+__all__ = ["consolidate", "consolidate_backend", "archive_record", "ConsolidationReport", "ConsolidateOptions", "Change",
+           "Finding", "RecallLog", "fire_archived", "ConsolidationUnsupported", "MERGE_THRESHOLD", "RULES", "store_of"]
+
+REASON_PREFIX = "consolidation: "
+
+
+class ConsolidationUnsupported(BackendError):
+    """The backend cannot consolidate (yet): the PostgreSQL backend, or a backend without a files store."""
+
+
+def _snapshot(store: MemoryStore, caller: Caller | None) -> list[MemoryRecord]:
+    store.open()
+    where: str = "1=1"
+    params: dict[str, Any] = {}
+    if caller is not None:
+        # what the caller sees, expired records included (the ttl rule archives them)
+        where = visibility_sql("r").replace(f" AND {live_sql('r')}", "")
+        params = {"sid": caller.session_id, "uid": caller.user_id}
+    sql = f"SELECT r.*, f.body AS body FROM records r JOIN fts f ON f.rowid = r.rowid WHERE {where} ORDER BY r.id"
+    rows = store.index.guarded(lambda c: c.execute(sql, params).fetchall())
+    return [row_to_record(r, store.records_dir, r["body"] or "") for r in rows]
+
+
+def _options(options: ConsolidateOptions | None, max_share: float | None, kw: dict[str, Any]) -> ConsolidateOptions:
+    opts = options or ConsolidateOptions()
+    changes = dict(kw)
+    if max_share is not None:
+        changes["max_share"] = max_share
+    if "rules" in changes:
+        changes["rules"] = tuple(changes["rules"])
+    return dataclasses.replace(opts, **changes) if changes else opts
+
+
+def consolidate(store: MemoryStore, *, dry_run: bool = False, max_share: float | None = None,
+                options: ConsolidateOptions | None = None, caller: Caller | None = None, now: dt.datetime | None = None,
+                **option_values: Any) -> ConsolidationReport:
+    """Plan and (unless ``dry_run``) apply one consolidation pass over ``store``; see the module docstring.
+
+    ``caller`` limits the pass to what that caller sees (default: every partition). Keyword options are
+    :class:`ConsolidateOptions` fields (``merge_threshold``, ``decay_days``, ``rules``, ``workspace``, ...)."""
+    opts = _options(options, max_share, option_values)
+    when = now or dt.datetime.now(dt.UTC)
+    records = _snapshot(store, caller)
+    log = RecallLog(store.root)
+    problems = store.index.stored_problems() if caller is None else {}
+    changes, findings, notes = plan_changes(records, opts, now=when, root=store.root,
+                                            recalled=log.ids() if log.exists else None, problems=problems)
+    total = len(records)
+    limit = math.floor(opts.max_share * total + 1e-9)
+    report = ConsolidationReport(total, limit, dry_run, changes, findings, notes=notes)
+    if len(changes) > limit:
+        report.stopped = True
+        report.stop_reason = (f"the plan changes {len(changes)} of {total} records, more than max_share "
+                              f"{opts.max_share:g} allows ({limit}); the first {limit} in rule order "
+                              f"{'would be' if dry_run else 'were'} applied, the rest were not")
+    if not dry_run:
+        _apply(store, report)
+    elif report.stopped:
+        for change in changes[limit:]:
+            change.status = "not_applied"
+    return report
+
+
+def _apply(store: MemoryStore, report: ConsolidationReport) -> None:
+    applied = 0
+    with store.lock.hold():
+        store.index.refresh(force=True)
+        with store.index.transaction() as conn:
+            archived: set[str] = set()
+            for change in report.changes:
+                if applied >= report.limit:
+                    change.status = "not_applied"
+                    continue
+                row = conn.execute("SELECT * FROM records WHERE id = ?", (change.record_id,)).fetchone()
+                if row is None or row["content_hash"] != change.content_hash:
+                    change.status, change.note = "skipped", "changed or removed since it was planned"
+                    continue
+                if change.rule == "merge" and any(
+                        r in archived or conn.execute("SELECT 1 FROM records WHERE id = ?", (r,)).fetchone() is None
+                        for r in change.related):
+                    change.status, change.note = "skipped", "the record it duplicates is gone"
+                    continue
+                _history.archive(store, conn, row, REASON_PREFIX + change.reason)
+                archived.add(change.record_id)
+                change.status = "applied"
+                applied += 1
+            store.index.mark_synced(conn)
+        store.write_memory_md()
+
+
+def archive_record(store: MemoryStore, record_id: str, reason: str, caller: Caller) -> bool:
+    """Archive one record ``caller`` may see (the consolidate worker's ``memory_archive``); False if not visible."""
+    from ..records import validate_id
+
+    validate_id(record_id)
+    store.open()
+    with store.lock.hold():
+        store.index.refresh()
+        with store.index.transaction() as conn:
+            row = conn.execute(f"SELECT r.* FROM records r WHERE r.id = :id AND {visibility_sql('r')}",
+                               {"id": record_id, "sid": caller.session_id, "uid": caller.user_id}).fetchone()
+            if row is None:
+                return False
+            _history.archive(store, conn, row, REASON_PREFIX + reason)
+            store.index.mark_synced(conn)
+        store.write_memory_md()
+    return True
+
+
+def store_of(backend: Any) -> MemoryStore:
+    """The files store behind ``backend`` (through an extension wrapper), else :class:`ConsolidationUnsupported`."""
+    inner = getattr(backend, "inner", backend)
+    store = getattr(inner, "store", None)
+    if store is None or not hasattr(store, "index"):
+        raise ConsolidationUnsupported(f"consolidation is not supported on {type(inner).__name__} yet "
+                                       "(files backend only; PostgreSQL: export, consolidate a files copy, import)")
+    return store  # type: ignore[no-any-return]
+
+
+async def consolidate_backend(backend: Any, *, dry_run: bool = False, max_share: float | None = None,
+                              **options: Any) -> ConsolidationReport:
+    """:func:`consolidate` for a :class:`~agent_memory.backend.MemoryBackend` (off the event loop); extension hooks
+    see each applied archive as an ``on_memory_written`` event."""
+    store = store_of(backend)
+    report = await asyncio.to_thread(consolidate, store, dry_run=dry_run, max_share=max_share, **options)
+    await fire_archived(backend, report)
+    return report
+
+
+async def fire_archived(backend: Any, report: ConsolidationReport) -> None:
+    """Tell ``on_memory_written`` hooks of ``backend`` (an extension wrapper) about each applied archive."""
+    hooks = getattr(backend, "hooks", None)
+    if hooks is None or not report.applied:
+        return
+    from ..extensions import Written
+
+    for change in report.applied:
+        await hooks.fire("on_memory_written", Written("archive", change.record_id, "archived", source="consolidation"))

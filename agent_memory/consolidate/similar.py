@@ -1,0 +1,158 @@
+"""Near-duplicate detection: character shingles, Jaccard similarity, rare-token blocking, and a conflict guard.
+
+Two records are merge candidates when they share one of their rarest shingles (prefix filtering keeps the pass
+far below all pairs), their character 4-gram shingle sets have Jaccard similarity ≥ the threshold (default
+:data:`MERGE_THRESHOLD`, measured by ``benchmarks/bench_consolidate.py``), and neither says something the other
+does not: the words one adds must not replace a value of the other. "Deploy day is Monday" / "Deploy day is
+Friday" are similar but *conflicting* (each has a content word the other lacks) and are never merged.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from .._text import STOP_WORDS, default_tokenizer, term_key
+
+__all__ = ["MERGE_THRESHOLD", "Pair", "shingles", "jaccard", "words", "compare", "candidate_pairs"]
+
+MERGE_THRESHOLD = 0.6
+CONFLICT_THRESHOLD = 0.5  # similar enough to be two versions of one statement
+CONFLICT_WORDS = 2  # ... when one span of at most this many words was replaced
+SHINGLE = 4
+MAX_BUCKET = 300  # a shingle shared by more records is skipped as a key (bounds the work on large stores)
+_NEGATIONS = frozenset({"not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "without", "cannot",
+                        "dont", "doesnt", "didnt", "isnt", "arent", "wasnt", "werent", "wont", "cant", "shouldnt"})
+_PUNCT = re.compile(r"[^\w\s]+")
+
+
+def normal_text(text: str) -> str:
+    """Lowercase, NFKC, punctuation dropped, whitespace collapsed."""
+    text = unicodedata.normalize("NFKC", text).lower().replace("'", "").replace("\u2019", "")
+    return " ".join(_PUNCT.sub(" ", text).split())
+
+
+def shingles(text: str, k: int = SHINGLE) -> frozenset[str]:
+    """Character ``k``-grams of :func:`normal_text` (the whole text when shorter than ``k``)."""
+    norm = normal_text(text)
+    if len(norm) <= k:
+        return frozenset({norm}) if norm else frozenset()
+    return frozenset(norm[i:i + k] for i in range(len(norm) - k + 1))
+
+
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    if not a and not b:
+        return 1.0
+    inter = len(a & b)
+    return inter / (len(a) + len(b) - inter)
+
+
+def words(text: str) -> frozenset[str]:
+    """Stemmed content words (stop words dropped), plus negations, which change meaning."""
+    raw = set(normal_text(text).split())
+    content = {term_key(t) for t in default_tokenizer(text) if t not in STOP_WORDS}
+    return frozenset(content | (raw & _NEGATIONS))
+
+
+def _close(a: str, b: str) -> bool:
+    """A typo, not another value: no digits, and one edit or one swap of neighbours apart (words of 4+ letters)."""
+    if min(len(a), len(b)) < 4 or abs(len(a) - len(b)) > 1 or any(c.isdigit() for c in a + b):
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]]
+                                  and a[diff[1]] == b[diff[0]])
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    i = 0
+    while i < len(short) and short[i] == long_[i]:
+        i += 1
+    return short[i:] == long_[i + 1:]
+
+
+def conflicting(wa: frozenset[str], wb: frozenset[str]) -> list[str]:
+    """The words that make two similar texts disagree (empty when one only adds to the other)."""
+    only_a, only_b = sorted(wa - wb), sorted(wb - wa)
+    neg = sorted((wa ^ wb) & _NEGATIONS)
+    if neg:
+        return neg
+    if not only_a or not only_b:
+        return []  # one says everything the other says, and perhaps more
+    unmatched_a = [w for w in only_a if not any(_close(w, v) for v in only_b)]
+    unmatched_b = [w for w in only_b if not any(_close(w, v) for v in only_a)]
+    if unmatched_a and unmatched_b:
+        return unmatched_a + unmatched_b
+    return []
+
+
+def surface(keys: Sequence[str], *texts: str) -> list[str]:
+    """The words as written for matching keys (``thursda`` → ``thursday``), for reports."""
+    seen: dict[str, str] = {}
+    for text in texts:
+        for token in default_tokenizer(text):
+            seen.setdefault(term_key(token), token)
+    return [seen.get(k, k) for k in keys]
+
+
+def is_contradiction(pair: "Pair", text_a: str, text_b: str) -> bool:
+    """Two versions of one statement with one value changed (a lint finding, never an automatic change).
+
+    Similar (≥ :data:`CONFLICT_THRESHOLD`), and the word sequences differ in one replaced span of at most
+    :data:`CONFLICT_WORDS` words (the same replacement wherever it occurs), or by a negation."""
+    if not pair.conflict or pair.similarity < CONFLICT_THRESHOLD:
+        return False
+    if set(pair.conflict) <= _NEGATIONS:
+        return True
+    a, b = normal_text(text_a).split(), normal_text(text_b).split()
+    spans = {(tuple(a[i1:i2]), tuple(b[j1:j2])) for op, i1, i2, j1, j2 in
+             difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes() if op != "equal"}
+    return len(spans) == 1 and all(0 < len(x) <= CONFLICT_WORDS for x in next(iter(spans)))
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two records compared: their similarity and, if they disagree, the words that differ."""
+
+    a: int
+    b: int
+    similarity: float
+    conflict: tuple[str, ...] = ()
+
+
+def compare(i: int, j: int, sh: Sequence[frozenset[str]], ws: Sequence[frozenset[str]], floor: float = CONFLICT_THRESHOLD,
+            ) -> Pair:
+    """Similarity of records ``i`` and ``j``; their conflicting words too when the similarity reaches ``floor``."""
+    sim = jaccard(sh[i], sh[j])
+    if sim < floor:
+        return Pair(i, j, sim)
+    return Pair(i, j, sim, tuple(conflicting(ws[i], ws[j])))
+
+
+def candidate_pairs(groups: Iterable[Sequence[int]], sh: Sequence[frozenset[str]], threshold: float) -> set[tuple[int, int]]:
+    """Index pairs that may reach ``threshold`` Jaccard, within each group (a partition), by prefix filtering.
+
+    Shingles are ordered rarest first; two sets with Jaccard ≥ t share at least one of the first
+    ``|x| - ceil(t·|x|) + 1`` shingles of each, so only records sharing a prefix shingle are compared (exact: no
+    pair above the threshold is missed; a shingle shared by more than ``MAX_BUCKET`` records is skipped)."""
+    out: set[tuple[int, int]] = set()
+    for members in groups:
+        df: Counter[str] = Counter()
+        for i in members:
+            df.update(sh[i])
+        buckets: dict[str, list[int]] = {}
+        for i in members:
+            ordered = sorted(sh[i], key=lambda g: (df[g], g))
+            keep = len(ordered) - math.ceil(threshold * len(ordered)) + 1
+            for g in ordered[:max(1, keep)]:
+                buckets.setdefault(g, []).append(i)
+        for bucket in buckets.values():
+            if len(bucket) > MAX_BUCKET:
+                continue
+            for x, i in enumerate(bucket):
+                for j in bucket[x + 1:]:
+                    out.add((min(i, j), max(i, j)))
+    return out
