@@ -86,6 +86,12 @@ def remember_locked(store: MemoryStore, conn: Any, item: Prepared, durable: bool
     return RememberResult(rec.id, "created", write(store, conn, rec, durable=durable, new=True), redactions)
 
 
+def holds_lines(content: str, text: str) -> bool:
+    """True if ``text`` is already in ``content`` as whole lines ("step 1" is not held by "step 10")."""
+    block, held = text.replace("\r\n", "\n").strip("\n"), content.replace("\r\n", "\n")
+    return f"\n{block}\n" in f"\n{held}\n"
+
+
 def _reveals_title(rec: MemoryRecord) -> bool:
     """True if ``rec``'s id was made from its title (so it shows words of the current text)."""
     slug = slugify(rec.title)
@@ -104,7 +110,7 @@ def apply_keyed(store: MemoryStore, conn: Any, row: Any, rec: MemoryRecord, mode
         raise NotFoundError(f"record {row['id']} vanished") from None
     status: Status
     if mode == "append":
-        if rec.content.replace("\r\n", "\n").strip() in current.content.replace("\r\n", "\n"):
+        if holds_lines(current.content, rec.content):  # a replayed append never doubles a line
             return RememberResult(row["id"], "duplicate", path, redactions)  # a replayed append never doubles a line
         body, status = current.content.rstrip("\n") + "\n" + rec.content.strip("\n"), "appended"
         tags = tuple(dict.fromkeys(current.tags + rec.tags))

@@ -286,6 +286,8 @@ def memory_toolset(
                memory_supersede, memory_forget, memory_reflect):
         if fn.__name__ == "memory_episodes" and fn.__name__ in allowed and not _has_episodes(store):
             continue  # episodes are files under a root: a backend without one (PostgreSQL) does not offer the tool
+        if fn is memory_search_sessions and getattr(store, "sessions", None) is None:
+            continue  # likewise session logs
         if fn is memory_reflect and reflector is None:
             continue  # reflect needs the provider's worker: offered only when one is at hand
         if fn.__name__ in allowed:

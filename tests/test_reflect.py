@@ -16,7 +16,7 @@ from agent_memory import MemoryProvider
 from agent_memory.cli import main as cli_main
 from agent_memory.errors import ProfileError
 from agent_memory.profiles import load_profile, parse_profile
-from agent_memory.tools import FOREGROUND, memory_toolset
+from agent_memory.tools import FOREGROUND, READ, memory_toolset
 
 
 def _provider(tmp_path: Path, model: Any = None) -> MemoryProvider:
@@ -179,7 +179,7 @@ def test_profile_roles_inherit_the_recall_model_and_only_narrow_tools() -> None:
     prof = parse_profile({"recall": {"model": "litellm:openai/gpt-4o-mini", "api_key_env": "K"}})
     assert prof.reflect.model == "litellm:openai/gpt-4o-mini" and prof.reflect.api_key_env == "K"
     assert prof.consolidate.model == "litellm:openai/gpt-4o-mini" and "memory_forget" not in prof.consolidate.tools
-    assert prof.reflect.tools == ("memory_search", "memory_get", "memory_list")
+    assert prof.reflect.tools == READ  # read-only
     with pytest.raises(ProfileError, match="not allowed"):
         parse_profile({"reflect": {"tools": ["memory_search", "memory_remember"]}})
     with pytest.raises(ProfileError, match="not allowed"):

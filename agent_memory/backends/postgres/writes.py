@@ -16,7 +16,7 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 from ..._history import POINTER
-from ..._keyed import CAPTURE_SOURCES
+from ..._keyed import CAPTURE_SOURCES, holds_lines
 from ...drafts import RememberResult, Status
 from ...errors import BackendError
 from ...records import MemoryRecord, content_hash, default_title, new_id, now_iso
@@ -27,12 +27,6 @@ _INSERT_COLS = ", ".join(COLUMNS)
 _INSERT_VALS = ", ".join(f"%({c})s" for c in COLUMNS)
 _EXPIRED = "expires IS NOT NULL AND expires <= now()"
 _LIVE = "(expires IS NULL OR expires > now())"
-
-
-def _holds_lines(content: str, text: str) -> bool:
-    """True if ``text`` is already in ``content`` as whole lines ("step 1" is not held by "step 10")."""
-    block, held = text.replace("\r\n", "\n").strip("\n"), content.replace("\r\n", "\n")
-    return f"\n{block}\n" in f"\n{held}\n"
 
 
 def _bind(rec: MemoryRecord) -> dict[str, Any]:
@@ -121,7 +115,7 @@ class Writer:
         current = row_to_record(row, path)
         status: Status
         if mode == "append":
-            if _holds_lines(current.content, rec.content):
+            if holds_lines(current.content, rec.content):
                 return RememberResult(rid, "duplicate", path, redactions)  # a replayed append never doubles a line
             body, status = current.content.rstrip("\n") + "\n" + rec.content.strip("\n"), "appended"
             tags = tuple(dict.fromkeys(current.tags + rec.tags))
