@@ -64,6 +64,28 @@ _EXPORTS = {
     "OfflineModel": "models.offline",
     "LiteLLMModel": "models.litellm",
     "memory_toolset": "tools",
+    "SessionStore": "sessions",
+    "SessionInfo": "sessions",
+    "SessionMessage": "sessions",
+    "SessionSummary": "sessions",
+    "SummaryPolicy": "sessions",
+    "purge_sessions": "sessions",
+    "contextual_search": "sessions",
+    "SessionsNotSupportedError": "sessions.api",
+    "Episode": "episodes",
+    "EpisodeStore": "episodes",
+    "build_episode": "episodes",
+    "purge_episodes": "episodes",
+    "EpisodesUnsupportedError": "episodes",
+    "ConsolidationReport": "consolidate",
+    "ConsolidateOptions": "consolidate",
+    "ConsolidationUnsupported": "consolidate",
+    "Reflection": "workers.reflect",
+    "Hooks": "extensions",
+    "ExtendedBackend": "extensions",
+    "Written": "extensions",
+    "Retrieved": "extensions",
+    "SessionEnded": "extensions",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -71,8 +93,10 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:  # pragma: no cover
     from .backend import Caller, FilesBackend, MemoryBackend
     from .backends import open_backend
+    from .consolidate import ConsolidateOptions, ConsolidationReport, ConsolidationUnsupported
     from .core import MemoryBlock
     from .embeddings import CallableEmbedder, Embedder, LiteLLMEmbedder, LocalEmbedder, make_embedder
+    from .episodes import Episode, EpisodeStore, EpisodesUnsupportedError, build_episode, purge_episodes
     from .errors import (
         AgentMemoryError,
         BackendError,
@@ -84,6 +108,7 @@ if TYPE_CHECKING:  # pragma: no cover
         ReadOnlyError,
         StorageError,
     )
+    from .extensions import ExtendedBackend, Hooks, Retrieved, SessionEnded, Written
     from .hooks import MemoryContext, MemoryHooks
     from .integrations.anthropic import MemoryToolHandler
     from .integrations.pydantic_ai import MemoryCapability
@@ -94,12 +119,23 @@ if TYPE_CHECKING:  # pragma: no cover
     from .provider import MemoryProvider, PendingCaptureWarning
     from .records import MemoryRecord, RecordParseError, Scope
     from .search import Fts5Engine, SearchEngine, SearchHit, SearchRequest, SearchResult
+    from .sessions import (
+        SessionInfo,
+        SessionMessage,
+        SessionStore,
+        SessionSummary,
+        SummaryPolicy,
+        contextual_search,
+        purge_sessions,
+    )
+    from .sessions.api import SessionsNotSupportedError
     from .store import DoctorReport, MemoryDraft, MemoryStore, RememberResult, SweepReport
     from .tokens import count_tokens
     from .tools import memory_toolset
     from .vectors import VectorCache
     from .workers.capture import CaptureContext, CaptureResult
     from .workers.recall import RecallResult
+    from .workers.reflect import Reflection
 
 
 def __getattr__(name: str) -> Any:
