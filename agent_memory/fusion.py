@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -70,7 +70,7 @@ class Pipeline:
                                      entered={"lexical": len(lexical), "dense": len(dense)}, ctx=ctx))
         for stage in self.stages:
             before = {c.id: c.score for c in cands}
-            out = stage.apply([replace(c) for c in cands], ctx)
+            out = stage.apply(list(cands), ctx)  # scores before are kept in ``before``
             if trace is not None:
                 trace.append(self._entry(stage.name, stage.params(), cands, out, before=before))
             cands = out
@@ -213,8 +213,11 @@ def index_strength(index: Index, engine: Fts5Engine, query: str, top_score: floa
     terms = engine.terms(query)
     if not terms or top_score <= 0:
         return 0.0
-    rows = index.count()
-    df = index.guarded(lambda conn: engine.document_frequencies(conn, index, terms, rows))
+    def read(conn: Any) -> tuple[int, dict[str, int]]:
+        n = int(conn.execute("SELECT max(rowid) FROM records").fetchone()[0] or 0)
+        return n, engine.document_frequencies(conn, index, terms, n)
+
+    rows, df = index.guarded(read)
     idf: dict[str, float] = {}
     for t in terms:
         k = term_key(t)

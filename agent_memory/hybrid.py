@@ -47,13 +47,13 @@ def _filters(store: MemoryStore, **filters: Any) -> tuple[str, dict[str, Any]]:
     return (sql[len(" AND "):] if sql.startswith(" AND ") else sql), params
 
 
-def _rows(store: MemoryStore, ids: Sequence[str]) -> dict[str, Any]:
-    """Index rows (with body) of ``ids``: for candidates only the dense side found."""
+def _rows(store: MemoryStore, ids: Sequence[str], *, body: bool = True) -> dict[str, Any]:
+    """Index rows of ``ids`` (with the body when ``body``): for candidates only the dense side found."""
     if not ids:
         return {}
-    rows = store.index.guarded(lambda c: c.execute(
-        "SELECT r.*, f.body AS body FROM records r JOIN fts f ON f.rowid = r.rowid"
-        " WHERE r.id IN (SELECT value FROM json_each(?))", (json.dumps(list(ids)),)).fetchall())
+    sql = ("SELECT r.*, f.body AS body FROM records r JOIN fts f ON f.rowid = r.rowid" if body
+           else "SELECT r.* FROM records r") + " WHERE r.id IN (SELECT value FROM json_each(?))"
+    rows = store.index.guarded(lambda c: c.execute(sql, (json.dumps(list(ids)),)).fetchall())
     return {row["id"]: row for row in rows}
 
 
@@ -101,8 +101,10 @@ def _dense(store: MemoryStore, cache: VectorCache, model: str, q: npt.NDArray[np
     near = cache.nearest(model, q, margin, stats=stats)
     allowed = visible_for_hashes(store.index, [h for h, _ in near], session_id=session_id, user_id=user_id,
                                  where=where, params=params)
-    if len(allowed) >= pool or len(near) < margin:
-        return cache.search(model, q, allowed, limit=pool), f"checked on the nearest {len(near)}"
+    if len(allowed) >= pool or len(near) < margin:  # the cosines are known already: no second product
+        sim = dict(near)
+        found = sorted(((rid, sim[h]) for rid, h in allowed.items()), key=lambda p: (-p[1], p[0]))
+        return found[:pool], f"checked on the nearest {len(near)}"
     allowed = visible_hashes(store.index, session_id=session_id, user_id=user_id, where=where, params=params)
     return cache.search(model, q, allowed, limit=pool, stats=stats), f"full visible map ({len(allowed)})"
 
@@ -122,7 +124,8 @@ def hybrid_search(store: MemoryStore, cache: VectorCache, embedder: Embedder | N
                   mode: Mode = "hybrid", limit: int = 10, session_id: str | None = None, user_id: str | None = None,
                   pipeline: Pipeline | None = None, pool: int = 100, lexical_pool: int = 100,
                   query_vector: npt.NDArray[np.float32] | None = None, trace: bool = False, now: dt.datetime | None = None,
-                  lexical_search: Callable[..., SearchResult] | None = None, **filters: Any) -> SearchResult:
+                  lexical_search: Callable[..., SearchResult] | None = None, _refreshed: bool = False,
+                  **filters: Any) -> SearchResult:
     """Search ``store`` lexically, densely or both; ``filters`` are those of :meth:`MemoryStore.search`.
 
     ``lexical_pool`` lexical and ``pool`` dense candidates enter the fusion; ``query_vector`` skips embedding the query.
@@ -143,7 +146,7 @@ def hybrid_search(store: MemoryStore, cache: VectorCache, embedder: Embedder | N
     rows: dict[str, Any] = {}
     if engine is not None:  # ids and raw scores only; the lexical trace (if asked) from the lexical path
         req = _request(store, query, max(limit, lexical_pool), session_id, user_id, **filters)
-        ranked_rows = engine.ranked(store.index, req)  # visible rows only, re-read if edited by hand
+        ranked_rows = engine.ranked(store.index, req, refresh=False)  # visible rows only; final hits re-checked below
         lex_pairs = [(row["id"], raw) for raw, row in ranked_rows]
         rows = {row["id"]: row for _, row in ranked_rows}
         if trace:
@@ -173,7 +176,7 @@ def hybrid_search(store: MemoryStore, cache: VectorCache, embedder: Embedder | N
     strength = None
     if lex_pairs and engine is not None:
         strength = index_strength(store.index, engine, query, lex_pairs[0][1])
-    extra = _rows(store, [r for r, _ in dense if r not in rows and r not in by_id])
+    extra = _rows(store, [r for r, _ in dense if r not in rows and r not in by_id], body=False)
     info = {rid: {"updated": row["updated"] or "", "importance": row["importance"]} for rid, row in (rows | extra).items()}
     info.update({h.id: {"updated": h.updated} for h in by_id.values()})
     chosen = pipeline or default_pipeline()
@@ -182,6 +185,12 @@ def hybrid_search(store: MemoryStore, cache: VectorCache, embedder: Embedder | N
             chosen.fuse, dense_scores=lambda ids: cache.scores(embedder.name, q, _hashes_of(store, ids, rows))))
     ctx = QueryContext(query=query, confidence=strength, now=now, dense_mean=stats.get("mean"), dense_std=stats.get("std"))
     ranked = chosen.run(lex_pairs, dense, ctx, info=info, limit=limit, trace=steps)
+    if engine is not None and not _refreshed and store.index.refresh_rows(
+            store.index.conn, [rows.get(c.id) or extra[c.id] for c in ranked if c.id in rows or c.id in extra]):
+        return hybrid_search(store, cache, embedder, query, mode=mode, limit=limit, session_id=session_id, user_id=user_id,
+                             pipeline=pipeline, pool=pool, lexical_pool=lexical_pool, query_vector=q, trace=trace, now=now,
+                             lexical_search=lexical_search, _refreshed=True, **filters)  # a hit's file changed by hand
+    extra = _rows(store, [c.id for c in ranked if c.id in extra])
     top = _squash(ranked[0].score) if ranked else 1.0
     hits = []
     for c in ranked:

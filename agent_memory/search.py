@@ -250,18 +250,19 @@ class Fts5Engine:
         hits = [self._hit(base, row, readable_score(score, top), found) for score, row in scored]
         return SearchResult(hits, trace)
 
-    def ranked(self, index: Index, request: SearchRequest) -> list[tuple[float, Any]]:
+    def ranked(self, index: Index, request: SearchRequest, *, refresh: bool = True) -> list[tuple[float, Any]]:
         """``(raw score, row)`` best first, exactly as :meth:`search` ranks them, without building hits or
-        snippets (hybrid search fuses these and builds hits for its final top-k only, with :meth:`hit`)."""
+        snippets (hybrid search fuses these and builds hits for its final top-k only, with :meth:`hit`).
+        ``refresh=False`` skips re-reading rows whose file changed by hand (the caller checks its final hits)."""
         terms = self.terms(request.query)
         match = self.match_expression(terms, request.tags)
-        return self._scored(index, request, terms, match)[0] if match else []
+        return self._scored(index, request, terms, match, refresh)[0] if match else []
 
     def hit(self, index: Index, row: Any, score: float, query: str) -> SearchHit:
         """The hit (snippet, line range) for a ``row`` of :meth:`ranked`."""
         return self._hit(str(index.records_dir), row, score, term_matcher({term_key(t) for t in self.terms(query)}))
 
-    def _scored(self, index: Index, request: SearchRequest, terms: list[str], match: str
+    def _scored(self, index: Index, request: SearchRequest, terms: list[str], match: str, refresh: bool = True
                 ) -> tuple[list[tuple[float, Any]], dict[str, Any], str, int, dict[str, Any]]:
         """The visible candidates BM25-ranked and re-scored: ``(scored, params, extra SQL, fetch, plan)``."""
         limit = max(1, int(request.limit))
@@ -294,7 +295,7 @@ class Fts5Engine:
             return self._rescore(rows, keys, found)[:limit]
 
         scored = index.guarded(run)
-        if index.refresh_rows(index.conn, [row for _, row in scored]):  # a hit's file changed by hand: use the new text
+        if refresh and index.refresh_rows(index.conn, [row for _, row in scored]):  # a file changed by hand: new text
             scored = index.guarded(run)
         return scored, params, extra, fetch, plan
 

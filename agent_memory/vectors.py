@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -28,6 +29,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ._coarse import COARSE_MIN, Coarse, one_thread
 from .embeddings import Embedder, EmbeddingError
 from .errors import InvalidInputError, StorageError
 from .index import Index, live_sql, visibility_sql, visible_params
@@ -61,9 +63,42 @@ class BackfillReport:
 
 @dataclass(slots=True)
 class _Loaded:
+    """One model's vectors in memory: ``buf[:n]`` rows, ``hashes`` maps a content hash to its row.
+    ``stamp`` is the cache file's state when loaded: another process's write changes it and forces a reload."""
+
     hashes: dict[str, int] = field(default_factory=dict)
     order: list[str] = field(default_factory=list)
-    matrix: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
+    buf: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
+    n: int = 0
+    stamp: tuple[int, ...] = ()
+    coarse: Coarse | None = None
+
+    @property
+    def matrix(self) -> npt.NDArray[np.float32]:
+        return self.buf[:self.n]
+
+    def add(self, hashes: Sequence[str], mat: npt.NDArray[np.float32]) -> None:
+        """Put rows in place (a known hash is overwritten; new ones appended, the buffer growing ×1.5)."""
+        new = [i for i, h in enumerate(hashes) if h not in self.hashes]
+        for i, h in enumerate(hashes):
+            row = self.hashes.get(h)
+            if row is not None:
+                self.buf[row] = mat[i]
+                self.coarse = None  # a projected row changed: rebuild on next use
+        if self.coarse is not None:
+            self.coarse.extend(mat[new])
+        if not new:
+            return
+        need = self.n + len(new)
+        if need > self.buf.shape[0]:
+            grown = np.empty((max(need, int(self.buf.shape[0] * 1.5) + 64), mat.shape[1]), dtype=np.float32)
+            grown[:self.n] = self.buf[:self.n]
+            self.buf = grown
+        self.buf[self.n:need] = mat[new]
+        for j, i in enumerate(new):
+            self.hashes[hashes[i]] = self.n + j
+            self.order.append(hashes[i])
+        self.n = need
 
 
 class VectorCache:
@@ -143,9 +178,17 @@ class VectorCache:
             with conn:
                 conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", rows)
 
+        before = self._stamp()
         self._guarded(write)
         with self._lock:
-            self._loaded.pop(model, None)
+            loaded = self._loaded.get(model)
+            if loaded is None:
+                return
+            if loaded.stamp != before or loaded.n == 0 or loaded.buf.shape[1] != dim:
+                self._loaded.pop(model, None)  # someone else wrote too: reload on next search
+                return
+            loaded.add(list(hashes), mat)  # our own write: update in place, no reload of the whole matrix
+            loaded.stamp = self._stamp()
 
     def known(self, model: str, hashes: Iterable[str]) -> set[str]:
         """Which of ``hashes`` already have a vector for ``model``."""
@@ -218,10 +261,23 @@ class VectorCache:
         return report
 
     # -- search --------------------------------------------------------------------------
+    def _stamp(self) -> tuple[int, ...]:
+        """The cache file's state (size and mtime of the database and its WAL): changes with every commit."""
+        out: list[int] = []
+        for suffix in ("", "-wal"):
+            try:
+                st = os.stat(str(self.path) + suffix)
+                out += [st.st_size, st.st_mtime_ns]
+            except OSError:
+                out += [-1, -1]
+        return tuple(out)
+
     def _matrix(self, model: str) -> _Loaded:
+        """The model's vectors, loaded once and kept until the cache file changes under us (another process)."""
+        stamp = self._stamp()
         with self._lock:
             loaded = self._loaded.get(model)
-        if loaded is not None:
+        if loaded is not None and loaded.stamp == stamp:
             return loaded
         rows = self._guarded(lambda c: c.execute("SELECT hash, dim, vec FROM vectors WHERE model = ?", (model,)).fetchall())
         dims = {r[1] for r in rows}
@@ -233,7 +289,7 @@ class VectorCache:
         for i, (h, _, blob) in enumerate(rows):
             mat[i] = np.frombuffer(blob, dtype=np.float32)
             hashes[h] = i
-        loaded = _Loaded(hashes=hashes, order=list(hashes), matrix=mat)
+        loaded = _Loaded(hashes=hashes, order=list(hashes), buf=mat, n=len(rows), stamp=stamp)
         with self._lock:
             self._loaded[model] = loaded
         return loaded
@@ -264,10 +320,8 @@ class VectorCache:
                 rows.append(row)
         if not rows:
             return []
-        if len(rows) * 4 >= loaded.matrix.shape[0]:
-            sims = (loaded.matrix @ q)[rows]
-        else:
-            sims = loaded.matrix[rows] @ q
+        with one_thread():
+            sims = (loaded.matrix @ q)[rows] if len(rows) * 4 >= loaded.matrix.shape[0] else loaded.matrix[rows] @ q
         if stats is not None:
             stats.update(mean=float(sims.mean()), std=float(sims.std()))
         k = min(limit, len(rows))
@@ -289,13 +343,30 @@ class VectorCache:
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         if q.shape[0] != loaded.matrix.shape[1]:
             raise EmbeddingError(f"query has dimension {q.shape[0]}, cached vectors have {loaded.matrix.shape[1]}")
-        sims = loaded.matrix @ q
-        if stats is not None:
-            stats.update(mean=float(sims.mean()), std=float(sims.std()))
-        k = min(limit, n)
-        top = np.argpartition(-sims, k - 1)[:k] if k < n else np.arange(n)
+        with one_thread():
+            if n >= COARSE_MIN:  # projected pass, exact cosines on a shortlist 20× the answer (docs/meaning.md)
+                coarse = self._coarse(loaded)
+                rows = coarse.shortlist(q, min(n, max(20 * limit, 2000)))
+                sims = loaded.matrix[rows] @ q
+                if stats is not None:
+                    mean, std = coarse.stats(q)
+                    stats.update(mean=mean, std=std)
+            else:
+                rows = np.arange(n)
+                sims = loaded.matrix @ q
+                if stats is not None:
+                    stats.update(mean=float(sims.mean()), std=float(sims.std()))
+        k = min(limit, len(rows))
+        top = np.argpartition(-sims, k - 1)[:k] if k < len(rows) else np.arange(len(rows))
         top = top[np.argsort(-sims[top], kind="stable")]
-        return [(loaded.order[j], float(sims[j])) for j in top]
+        return [(loaded.order[int(rows[j])], float(sims[j])) for j in top]
+
+    def _coarse(self, loaded: _Loaded) -> Coarse:
+        with self._lock:
+            coarse = loaded.coarse
+            if coarse is None or coarse.stale(loaded.n):
+                coarse = loaded.coarse = Coarse.build(loaded.matrix)
+            return coarse
 
     def scores(self, model: str, query: npt.NDArray[np.float32], wanted: Mapping[str, str]) -> dict[str, float]:
         """Cosines of the records in ``wanted`` (``{id: content hash}``) that have a vector."""
@@ -304,7 +375,8 @@ class VectorCache:
         if not pairs:
             return {}
         q = np.asarray(query, dtype=np.float32).reshape(-1)
-        sims = loaded.matrix[[row for _, row in pairs]] @ q
+        with one_thread():
+            sims = loaded.matrix[[row for _, row in pairs]] @ q
         return {rid: float(s) for (rid, _), s in zip(pairs, sims, strict=True)}
 
     def size(self, model: str) -> int:
