@@ -224,12 +224,14 @@ class VectorCache:
 
     # -- filling -------------------------------------------------------------------------
     def backfill(self, items: Iterable[tuple[str, str]], embedder: Embedder, *, batch_size: int = 64,
-                 progress: Callable[[int, int], None] | None = None, prune: bool = False) -> BackfillReport:
+                 progress: Callable[[int, int], None] | None = None, prune: bool = False,
+                 stop: Callable[[], bool] | None = None) -> BackfillReport:
         """Embed every ``(content hash, text)`` not cached yet for ``embedder.name``, in batches.
 
         ``progress(done, todo)`` is called after each batch. An embedder failure stops the backfill
         and is reported in ``error`` (what was embedded so far stays); it never raises for that.
         ``prune=True`` also drops vectors whose hash is not among ``items`` and other models' vectors.
+        ``stop()`` is asked before each batch; when true the backfill ends with ``error="stopped"``.
         """
         if batch_size < 1:
             raise InvalidInputError("batch_size must be at least 1")
@@ -245,6 +247,9 @@ class VectorCache:
         if progress:
             progress(0, len(todo))
         for i in range(0, len(todo), batch_size):
+            if stop is not None and stop():  # abandoned between batches (what is embedded stays)
+                report.error = "stopped"
+                break
             batch = todo[i:i + batch_size]
             try:
                 vecs = embedder.embed([texts[h] for h in batch])
