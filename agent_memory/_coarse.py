@@ -37,8 +37,9 @@ class Coarse:
     built_at: int
 
     @classmethod
-    def build(cls, matrix: npt.NDArray[np.float32], dims: int = DIMS, sample: int = SAMPLE) -> Coarse:
+    def build(cls, matrix: npt.NDArray[np.float32], dims: int | None = None, sample: int = SAMPLE) -> Coarse:
         n, dim = matrix.shape
+        dims = DIMS if dims is None else dims
         rng = np.random.default_rng(0)
         rows = matrix[np.sort(rng.choice(n, size=min(n, sample), replace=False))].astype(np.float64)
         mean = rows.mean(axis=0)
