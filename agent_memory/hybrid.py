@@ -122,13 +122,14 @@ def _hashes_of(store: MemoryStore, ids: Sequence[str], known: Mapping[str, Any] 
 
 def hybrid_search(store: MemoryStore, cache: VectorCache, embedder: Embedder | None, query: str, *,
                   mode: Mode = "hybrid", limit: int = 10, session_id: str | None = None, user_id: str | None = None,
-                  pipeline: Pipeline | None = None, pool: int = 100, lexical_pool: int = 100,
+                  pipeline: Pipeline | None = None, pool: int | None = None, lexical_pool: int | None = None,
                   query_vector: npt.NDArray[np.float32] | None = None, trace: bool = False, now: dt.datetime | None = None,
                   lexical_search: Callable[..., SearchResult] | None = None, _refreshed: bool = False,
                   **filters: Any) -> SearchResult:
     """Search ``store`` lexically, densely or both; ``filters`` are those of :meth:`MemoryStore.search`.
 
-    ``lexical_pool`` lexical and ``pool`` dense candidates enter the fusion; ``query_vector`` skips embedding the query.
+    ``lexical_pool`` lexical and ``pool`` dense candidates enter the fusion (default each: 4 × ``limit``, at least 50;
+    measured on LoCoMo, more changes nothing in the top ``limit``); ``query_vector`` skips embedding the query.
     ``lexical_search`` is the store's lexical path (default ``store.search``; pass the lexical-only method once
     ``store.search`` itself dispatches on ``mode``, or this would recurse). With the default FTS5 engine the
     lexical candidates are ranked without snippets and hits are built for the final top-k only.
@@ -141,6 +142,8 @@ def hybrid_search(store: MemoryStore, cache: VectorCache, embedder: Embedder | N
         if mode != "lexical" and lexical.trace is not None:
             lexical.trace.append({"stage": "dense", "skipped": "no embedder configured"})
         return lexical
+    pool = pool or max(50, 4 * limit)
+    lexical_pool = lexical_pool or max(50, 4 * limit)
     engine = store.engine if isinstance(store.engine, Fts5Engine) else None
     steps: list[dict[str, Any]] | None = None
     rows: dict[str, Any] = {}

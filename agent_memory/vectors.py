@@ -349,9 +349,9 @@ class VectorCache:
         if q.shape[0] != loaded.matrix.shape[1]:
             raise EmbeddingError(f"query has dimension {q.shape[0]}, cached vectors have {loaded.matrix.shape[1]}")
         with one_thread():
-            if n >= COARSE_MIN:  # projected pass, exact cosines on a shortlist 20× the answer (docs/meaning.md)
+            if n >= COARSE_MIN:  # projected pass, exact cosines on a shortlist 10× the answer (docs/meaning.md)
                 coarse = self._coarse(loaded)
-                rows = coarse.shortlist(q, min(n, max(20 * limit, 2000)))
+                rows = coarse.shortlist(q, min(n, max(10 * limit, 1000)))
                 sims = loaded.matrix[rows] @ q
                 if stats is not None:
                     mean, std = coarse.stats(q)

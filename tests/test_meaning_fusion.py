@@ -126,3 +126,21 @@ def test_importance_is_a_default_stage_and_breaks_ties(store: tuple[MemoryStore,
     assert stage["changed"] >= 2 and stage["params"]["weight"] > 0
     plain = hybrid_search(s, cache, emb, "puppy adopted", pipeline=default_pipeline().__class__(Fuse()))
     assert {h.id for h in plain.hits[:2]} == {low, high}
+
+
+def test_dense_candidates_obey_scopes_with_the_coarse_pass(store: tuple[MemoryStore, VectorCache, CallableEmbedder],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_memory import MemoryDraft, vectors
+
+    s, cache, emb = store
+    hidden = {r.id for r in s.remember_many([MemoryDraft(f"she purchased an automobile, note {i}", scope="session",
+                                                          session_id="other") for i in range(300)])}
+    mine = s.remember("I bought a car last week", scope="session", session_id="mine").id
+    _fill(s, cache, emb)
+    monkeypatch.setattr(vectors, "COARSE_MIN", 50)  # the projected pass, over mostly hidden nearest vectors
+    for mode in ("dense", "hybrid"):
+        res = hybrid_search(s, cache, emb, "which vehicle did they purchase", mode=mode, session_id="mine", limit=20)  # type: ignore[arg-type]
+        got = [h.id for h in res.hits]
+        assert got[0] == mine and not hidden & set(got), mode
+    other = hybrid_search(s, cache, emb, "which vehicle did they purchase", mode="dense", session_id="other", limit=5)
+    assert {h.id for h in other.hits} <= hidden
