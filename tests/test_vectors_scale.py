@@ -55,7 +55,7 @@ def test_coarse_pass_finds_the_exact_nearest_on_clustered_vectors(tmp_path: Path
     cache.put("m", [f"h{i}" for i in range(3000)], mat)
     exact = [cache.nearest("m", q, 10) for q in queries]
     monkeypatch.setattr(vectors, "COARSE_MIN", 1000)
-    monkeypatch.setattr(_coarse, "DIMS", 16)
+    monkeypatch.setattr(_coarse, "DIMS", 24)
     found = 0
     for q, want in zip(queries, exact, strict=True):
         stats: dict[str, float] = {}
