@@ -1,4 +1,4 @@
-"""A coarse pass that keeps brute-force cosine search cheap at scale.
+"""One model's vectors in memory (:class:`Loaded`), and a coarse pass that keeps brute-force cosine search cheap at scale.
 
 Exact search reads the whole float32 matrix per query (100k × 384 = 154 MB): memory-bandwidth bound, and
 slow on a busy machine. Above :data:`COARSE_MIN` vectors, the matrix is also kept projected onto its top
@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["COARSE_MIN", "DIMS", "Coarse", "one_thread"]
+__all__ = ["COARSE_MIN", "DIMS", "Coarse", "Loaded", "one_thread"]
 
 COARSE_MIN = 20_000  # below this an exact pass is as cheap as the coarse one
 DIMS = 64
@@ -86,3 +86,43 @@ def one_thread() -> Any:
         except Exception:  # pragma: no cover - optional
             _limit = contextlib.nullcontext
     return _limit()
+
+
+@dataclass(slots=True)
+class Loaded:
+    """One model's vectors in memory: ``buf[:n]`` rows, ``hashes`` maps a content hash to its row.
+    ``stamp`` is the cache file's state when loaded: another process's write changes it and forces a reload."""
+
+    hashes: dict[str, int] = field(default_factory=dict)
+    order: list[str] = field(default_factory=list)
+    buf: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
+    n: int = 0
+    stamp: tuple[int, ...] = ()
+    coarse: Coarse | None = None
+
+    @property
+    def matrix(self) -> npt.NDArray[np.float32]:
+        return self.buf[:self.n]
+
+    def add(self, hashes: Sequence[str], mat: npt.NDArray[np.float32]) -> None:
+        """Put rows in place (a known hash is overwritten; new ones appended, the buffer growing ×1.5)."""
+        new = [i for i, h in enumerate(hashes) if h not in self.hashes]
+        for i, h in enumerate(hashes):
+            row = self.hashes.get(h)
+            if row is not None:
+                self.buf[row] = mat[i]
+                self.coarse = None  # a projected row changed: rebuild on next use
+        if self.coarse is not None:
+            self.coarse.extend(mat[new])
+        if not new:
+            return
+        need = self.n + len(new)
+        if need > self.buf.shape[0]:
+            grown = np.empty((max(need, int(self.buf.shape[0] * 1.5) + 64), mat.shape[1]), dtype=np.float32)
+            grown[:self.n] = self.buf[:self.n]
+            self.buf = grown
+        self.buf[self.n:need] = mat[new]
+        for j, i in enumerate(new):
+            self.hashes[hashes[i]] = self.n + j
+            self.order.append(hashes[i])
+        self.n = need

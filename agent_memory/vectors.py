@@ -22,14 +22,14 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from ._coarse import COARSE_MIN, Coarse, one_thread
+from ._coarse import COARSE_MIN, Coarse, Loaded, one_thread
 from .embeddings import Embedder, EmbeddingError
 from .errors import InvalidInputError, StorageError
 from .index import Index, live_sql, visibility_sql, visible_params
@@ -61,46 +61,6 @@ class BackfillReport:
         return {k: getattr(self, k) for k in self.__slots__}  # type: ignore[attr-defined]
 
 
-@dataclass(slots=True)
-class _Loaded:
-    """One model's vectors in memory: ``buf[:n]`` rows, ``hashes`` maps a content hash to its row.
-    ``stamp`` is the cache file's state when loaded: another process's write changes it and forces a reload."""
-
-    hashes: dict[str, int] = field(default_factory=dict)
-    order: list[str] = field(default_factory=list)
-    buf: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
-    n: int = 0
-    stamp: tuple[int, ...] = ()
-    coarse: Coarse | None = None
-
-    @property
-    def matrix(self) -> npt.NDArray[np.float32]:
-        return self.buf[:self.n]
-
-    def add(self, hashes: Sequence[str], mat: npt.NDArray[np.float32]) -> None:
-        """Put rows in place (a known hash is overwritten; new ones appended, the buffer growing ×1.5)."""
-        new = [i for i, h in enumerate(hashes) if h not in self.hashes]
-        for i, h in enumerate(hashes):
-            row = self.hashes.get(h)
-            if row is not None:
-                self.buf[row] = mat[i]
-                self.coarse = None  # a projected row changed: rebuild on next use
-        if self.coarse is not None:
-            self.coarse.extend(mat[new])
-        if not new:
-            return
-        need = self.n + len(new)
-        if need > self.buf.shape[0]:
-            grown = np.empty((max(need, int(self.buf.shape[0] * 1.5) + 64), mat.shape[1]), dtype=np.float32)
-            grown[:self.n] = self.buf[:self.n]
-            self.buf = grown
-        self.buf[self.n:need] = mat[new]
-        for j, i in enumerate(new):
-            self.hashes[hashes[i]] = self.n + j
-            self.order.append(hashes[i])
-        self.n = need
-
-
 class VectorCache:
     """The vector cache file of one root. Thread-safe; one SQLite connection per thread."""
 
@@ -108,7 +68,7 @@ class VectorCache:
         self.path = Path(path)
         self._local = threading.local()
         self._lock = threading.Lock()
-        self._loaded: dict[str, _Loaded] = {}
+        self._loaded: dict[str, Loaded] = {}
         self._generation = 0
 
     @classmethod
@@ -277,7 +237,7 @@ class VectorCache:
                 out += [-1, -1]
         return tuple(out)
 
-    def _matrix(self, model: str) -> _Loaded:
+    def _matrix(self, model: str) -> Loaded:
         """The model's vectors, loaded once and kept until the cache file changes under us (another process)."""
         stamp = self._stamp()
         with self._lock:
@@ -294,7 +254,7 @@ class VectorCache:
         for i, (h, _, blob) in enumerate(rows):
             mat[i] = np.frombuffer(blob, dtype=np.float32)
             hashes[h] = i
-        loaded = _Loaded(hashes=hashes, order=list(hashes), buf=mat, n=len(rows), stamp=stamp)
+        loaded = Loaded(hashes=hashes, order=list(hashes), buf=mat, n=len(rows), stamp=stamp)
         with self._lock:
             self._loaded[model] = loaded
         return loaded
@@ -366,7 +326,7 @@ class VectorCache:
         top = top[np.argsort(-sims[top], kind="stable")]
         return [(loaded.order[int(rows[j])], float(sims[j])) for j in top]
 
-    def _coarse(self, loaded: _Loaded) -> Coarse:
+    def _coarse(self, loaded: Loaded) -> Coarse:
         with self._lock:
             coarse = loaded.coarse
             if coarse is None or coarse.stale(loaded.n):
