@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -41,7 +41,7 @@ from .stages import (
 __all__ = [
     "Candidate", "QueryContext", "Stage", "Pipeline", "Fuse", "CosineRerank", "RecencyBoost", "TimeDecay",
     "ImportanceWeight", "LengthNorm", "MinScore", "MMR", "default_pipeline", "lexical_confidence",
-    "index_confidence",
+    "index_confidence", "lexical_strength", "index_strength",
 ]
 
 @dataclass(slots=True)
@@ -70,7 +70,7 @@ class Pipeline:
                                      entered={"lexical": len(lexical), "dense": len(dense)}, ctx=ctx))
         for stage in self.stages:
             before = {c.id: c.score for c in cands}
-            out = stage.apply([replace(c) for c in cands], ctx)
+            out = stage.apply(list(cands), ctx)  # scores before are kept in ``before``
             if trace is not None:
                 trace.append(self._entry(stage.name, stage.params(), cands, out, before=before))
             cands = out
@@ -111,16 +111,18 @@ class Fuse:
     """Lexical/dense fusion.
 
     ``zscore``: each side's scores standardised within the query; score = a·z(lexical) + (1−a)·z(cosine),
-    a candidate missing from one side getting that side's lowest z. ``a`` is ``weight`` when lexical
-    confidence ≥ ``confident_at`` (or unknown), else ``weak_weight``.
+    a candidate missing from one side getting that side's lowest z. ``a`` (the lexical weight) follows the
+    query's lexical confidence: ``weight`` at ≥ ``confident_at`` (or when unknown), ``weak_weight`` at ≤
+    ``ramp_from``, linear in between (``ramp_from == confident_at`` is a hard gate).
     ``convex``: a·lexical/max(lexical) + (1−a)·cosine. ``rrf``: Σ 1/(k + rank).
     ``dense_scores`` (optional) gives cosines for lexical hits the dense top list missed.
     """
 
     method: Literal["zscore", "convex", "rrf"] = "zscore"
     weight: float = 0.7
-    weak_weight: float = 0.2
+    weak_weight: float = 0.0
     confident_at: float = 0.25
+    ramp_from: float = 0.05
     k: int = 60
     name: str = "fuse"
     dense_scores: Callable[[Sequence[str]], Mapping[str, float]] | None = field(default=None, repr=False)
@@ -128,9 +130,11 @@ class Fuse:
     def __post_init__(self) -> None:
         if self.method not in ("zscore", "convex", "rrf"):
             raise InvalidInputError(f"unknown fusion method {self.method!r}")
-        for v in (self.weight, self.weak_weight, self.confident_at):
+        for v in (self.weight, self.weak_weight, self.confident_at, self.ramp_from):
             if not 0.0 <= v <= 1.0:
-                raise InvalidInputError("fusion weights and confident_at must be in [0, 1]")
+                raise InvalidInputError("fusion weights, confident_at and ramp_from must be in [0, 1]")
+        if self.ramp_from > self.confident_at:
+            raise InvalidInputError("ramp_from must not exceed confident_at")
         if self.k < 1:
             raise InvalidInputError("rrf k must be at least 1")
 
@@ -138,9 +142,12 @@ class Fuse:
         return {k: v for k, v in _params(self).items() if k != "dense_scores"}
 
     def lexical_weight(self, ctx: QueryContext) -> float:
-        if ctx.confidence is None or ctx.confidence >= self.confident_at:
+        c = ctx.confidence
+        if c is None or c >= self.confident_at:
             return self.weight
-        return self.weak_weight
+        if c <= self.ramp_from:
+            return self.weak_weight
+        return self.weak_weight + (self.weight - self.weak_weight) * (c - self.ramp_from) / (self.confident_at - self.ramp_from)
 
     def fuse(self, lexical: Sequence[tuple[str, float]], dense: Sequence[tuple[str, float]],
              ctx: QueryContext) -> list[Candidate]:
@@ -182,8 +189,40 @@ class Fuse:
 
 
 def default_pipeline() -> Pipeline:
-    """The measured default: z-score fusion with a confidence-gated lexical weight, no further stages."""
-    return Pipeline(Fuse())
+    """The measured default: z-score fusion whose lexical weight follows :func:`lexical_strength`, then
+    :class:`ImportanceWeight` (a no-op for records without an importance)."""
+    return Pipeline(Fuse(), [ImportanceWeight()])
+
+
+def lexical_strength(top_score: float, idfs: Iterable[float]) -> float:
+    """How strongly lexical search answers a query: its best raw BM25 score as a share of the query's IDF mass
+    (the sum of its terms' IDF), capped at 1.
+
+    A query whose best lexical hit matches only its common words, or few of its rare ones, scores low: its
+    words are not the ones the answer uses, so meaning should lead. Measured on LoCoMo (docs/meaning.md) this
+    separates questions lexical answers from those only dense retrieval answers better than term coverage.
+    """
+    total = sum(max(0.0, float(v)) for v in idfs)
+    if total <= 0 or top_score <= 0:
+        return 0.0
+    return min(1.0, float(top_score) / total)
+
+
+def index_strength(index: Index, engine: Fts5Engine, query: str, top_score: float) -> float:
+    """:func:`lexical_strength` with IDF ``log((N + 1) / (df + 0.5))`` per distinct query term, from the FTS index."""
+    terms = engine.terms(query)
+    if not terms or top_score <= 0:
+        return 0.0
+    def read(conn: Any) -> tuple[int, dict[str, int]]:
+        n = int(conn.execute("SELECT max(rowid) FROM records").fetchone()[0] or 0)
+        return n, engine.document_frequencies(conn, index, terms, n)
+
+    rows, df = index.guarded(read)
+    idf: dict[str, float] = {}
+    for t in terms:
+        k = term_key(t)
+        idf[k] = max(idf.get(k, 0.0), math.log((rows + 1) / (df.get(t, 0) + 0.5)))
+    return lexical_strength(top_score, idf.values())
 
 
 def lexical_confidence(query_terms: Iterable[str], top_texts: Iterable[str], idf: Mapping[str, float] | Callable[[str], float]

@@ -146,7 +146,9 @@ class MemoryProvider:
             expires=expires, importance=importance, metadata=metadata, happened_at=happened_at, valid_from=valid_from,
             valid_to=valid_to, supersedes=supersedes,
         )
-        return await self.backend.remember(draft, source=source)
+        result = await self.backend.remember(draft, source=source)
+        self._embed_soon()
+        return result
 
     async def supersede(self, old_id: str, draft: MemoryDraft, *, source: str = "tool") -> RememberResult:
         """Write ``draft`` as the current fact in place of ``old_id`` (kept, superseded; see ``docs/time.md``)."""
@@ -155,7 +157,9 @@ class MemoryProvider:
     async def remember_many(self, drafts: Iterable[MemoryDraft], *, source: str = "import",
                             **kwargs: Any) -> builtins.list[RememberResult]:
         """Bulk write (one lock and transaction per batch)."""
-        return await self.backend.remember_many(list(drafts), source=source, **kwargs)
+        results = await self.backend.remember_many(list(drafts), source=source, **kwargs)
+        self._embed_soon()
+        return results
 
     async def search(
         self,
@@ -352,8 +356,10 @@ class MemoryProvider:
 
         if self.turn_extractor is None:
             await self._loaded_profile()
-        return await capture_turn(self.backend, input, output, caller=Caller(session_id, user_id),
-                                  worker=lambda: self.profile.capture, extractor=self.turn_extractor, at=at)
+        result = await capture_turn(self.backend, input, output, caller=Caller(session_id, user_id),
+                                    worker=lambda: self.profile.capture, extractor=self.turn_extractor, at=at)
+        self._embed_soon()
+        return result
 
     async def capture_before_compaction(
         self, removed_messages: Sequence[Any], next_summary: str | None = None, *,
@@ -364,9 +370,11 @@ class MemoryProvider:
 
         if self.compaction_extractor is None:
             await self._loaded_profile()
-        return await capture_before_compaction(self.backend, removed_messages, next_summary,
-                                               caller=Caller(session_id, user_id), worker=lambda: self.profile.capture,
-                                               extractor=self.compaction_extractor)
+        result = await capture_before_compaction(self.backend, removed_messages, next_summary,
+                                                 caller=Caller(session_id, user_id), worker=lambda: self.profile.capture,
+                                                 extractor=self.compaction_extractor)
+        self._embed_soon()
+        return result
 
     def capture_turn_in_background(self, input: str, output: str | None = None, **kwargs: Any) -> "asyncio.Task[CaptureResult]":
         """Schedule :meth:`capture_turn` without waiting; :meth:`flush` awaits it."""
@@ -392,8 +400,26 @@ class MemoryProvider:
             self._pending.difference_update(batch)
         return results
 
+    # -- meaning: vectors catch up after writes, in a background thread, never inside a write --------
+    def _meaning(self) -> Any:
+        return getattr(getattr(self.backend, "store", None), "meaning", None)
+
+    def _embed_soon(self) -> None:
+        meaning = self._meaning()
+        if meaning is not None:
+            meaning.kick()  # returns at once; a failure there is logged, never raised here
+
+    async def embedded(self, timeout: float | None = None) -> bool:
+        """Wait (off the event loop) until background embedding has caught up; False if ``timeout`` passed first."""
+        meaning = self._meaning()
+        return True if meaning is None else bool(await asyncio.to_thread(meaning.drain, timeout))
+
     def close(self) -> None:
-        """Close the backend. Warns (:class:`PendingCaptureWarning`) if background captures are still pending."""
+        """Close the backend. Warns (:class:`PendingCaptureWarning`) if background captures are still pending.
+        Background embedding is abandoned after the batch in flight (the next embed catches up)."""
+        meaning = self._meaning()
+        if meaning is not None:
+            meaning.stop()
         if self.pending:
             warnings.warn(f"MemoryProvider closed with {self.pending} background capture(s) pending; "
                           "await provider.flush() first (or use `async with MemoryProvider(...)`)",
@@ -416,8 +442,11 @@ class MemoryProvider:
                     self.background(self.backend.close())
 
     async def aclose(self) -> None:
-        """Flush pending captures, then close the backend."""
+        """Flush pending captures, stop background embedding (after its batch in flight), then close the backend."""
         await self.flush()
+        meaning = self._meaning()
+        if meaning is not None:
+            await asyncio.to_thread(meaning.stop)
         await self.backend.close()
 
     async def __aenter__(self) -> "MemoryProvider":

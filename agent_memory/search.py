@@ -248,6 +248,37 @@ class Fts5Engine:
             trace.append({"stage": "parse", "query": request.query, "terms": terms, "match": match})
         if not match:
             return SearchResult([], trace)
+        scored, params, extra, fetch, plan = self._scored(index, request, terms, match)
+        limit = max(1, int(request.limit))
+        found = term_matcher({term_key(t) for t in terms})
+        top = scored[0][0] if scored else 0.0
+        if trace is not None:
+            visible = index.guarded(lambda c: c.execute(
+                f"SELECT count(*) FROM fts JOIN records r ON r.rowid = fts.rowid WHERE fts MATCH :q AND {visibility_sql('r')}{extra}",
+                params).fetchone()[0])
+            trace.append({"stage": "match", "candidates": int(visible), "note": "visible records matching any term",
+                          "top": [{"id": r["id"], "scope": r["scope"]} for _, r in scored]})
+            weights = ", ".join(str(float(w)) for w in self.weights)
+            self._trace(trace, weights, scored, top, fetch, limit, plan, request.strict_visibility)
+        base = str(index.records_dir)
+        hits = [self._hit(base, row, readable_score(score, top), found) for score, row in scored]
+        return SearchResult(hits, trace)
+
+    def ranked(self, index: Index, request: SearchRequest, *, refresh: bool = True) -> list[tuple[float, Any]]:
+        """``(raw score, row)`` best first, exactly as :meth:`search` ranks them, without building hits or
+        snippets (hybrid search fuses these and builds hits for its final top-k only, with :meth:`hit`).
+        ``refresh=False`` skips re-reading rows whose file changed by hand (the caller checks its final hits)."""
+        terms = self.terms(request.query)
+        match = self.match_expression(terms, request.tags)
+        return self._scored(index, request, terms, match, refresh)[0] if match else []
+
+    def hit(self, index: Index, row: Any, score: float, query: str) -> SearchHit:
+        """The hit (snippet, line range) for a ``row`` of :meth:`ranked`."""
+        return self._hit(str(index.records_dir), row, score, term_matcher({term_key(t) for t in self.terms(query)}))
+
+    def _scored(self, index: Index, request: SearchRequest, terms: list[str], match: str, refresh: bool = True
+                ) -> tuple[list[tuple[float, Any]], dict[str, Any], str, int, dict[str, Any]]:
+        """The visible candidates BM25-ranked and re-scored: ``(scored, params, extra SQL, fetch, plan)``."""
         limit = max(1, int(request.limit))
         fetch = max(self.pool, 2 * limit) if self.coordination else limit
         params: dict[str, Any] = {"q": match, "sid": request.session_id, "uid": request.user_id, "limit": fetch}
@@ -278,19 +309,9 @@ class Fts5Engine:
             return self._rescore(rows, keys, found)[:limit]
 
         scored = index.guarded(run)
-        if index.refresh_rows(index.conn, [row for _, row in scored]):  # a hit's file changed by hand: use the new text
+        if refresh and index.refresh_rows(index.conn, [row for _, row in scored]):  # a file changed by hand: new text
             scored = index.guarded(run)
-        top = scored[0][0] if scored else 0.0
-        if trace is not None:
-            visible = index.guarded(lambda c: c.execute(
-                f"SELECT count(*) FROM fts JOIN records r ON r.rowid = fts.rowid WHERE fts MATCH :q AND {visibility_sql('r')}{extra}",
-                params).fetchone()[0])
-            trace.append({"stage": "match", "candidates": int(visible), "note": "visible records matching any term",
-                          "top": [{"id": r["id"], "scope": r["scope"]} for _, r in scored]})
-            self._trace(trace, weights, scored, top, fetch, limit, plan, strict)
-        base = str(index.records_dir)
-        hits = [self._hit(base, row, readable_score(score, top), found) for score, row in scored]
-        return SearchResult(hits, trace)
+        return scored, params, extra, fetch, plan
 
     def _tag_terms(self, tags: Sequence[str]) -> list[str]:
         return [t for tag in tags for t in self.tokenizer(tag)]

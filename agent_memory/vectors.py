@@ -17,17 +17,19 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from ._coarse import COARSE_MIN, Coarse, Loaded, one_thread
 from .embeddings import Embedder, EmbeddingError
 from .errors import InvalidInputError, StorageError
 from .index import Index, live_sql, visibility_sql, visible_params
@@ -59,13 +61,6 @@ class BackfillReport:
         return {k: getattr(self, k) for k in self.__slots__}  # type: ignore[attr-defined]
 
 
-@dataclass(slots=True)
-class _Loaded:
-    hashes: dict[str, int] = field(default_factory=dict)
-    order: list[str] = field(default_factory=list)
-    matrix: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
-
-
 class VectorCache:
     """The vector cache file of one root. Thread-safe; one SQLite connection per thread."""
 
@@ -73,7 +68,7 @@ class VectorCache:
         self.path = Path(path)
         self._local = threading.local()
         self._lock = threading.Lock()
-        self._loaded: dict[str, _Loaded] = {}
+        self._loaded: dict[str, Loaded] = {}
         self._generation = 0
 
     @classmethod
@@ -143,9 +138,17 @@ class VectorCache:
             with conn:
                 conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", rows)
 
+        before = self._stamp()
         self._guarded(write)
         with self._lock:
-            self._loaded.pop(model, None)
+            loaded = self._loaded.get(model)
+            if loaded is None:
+                return
+            if loaded.stamp != before or loaded.n == 0 or loaded.buf.shape[1] != dim:
+                self._loaded.pop(model, None)  # someone else wrote too: reload on next search
+                return
+            loaded.add(list(hashes), mat)  # our own write: update in place, no reload of the whole matrix
+            loaded.stamp = self._stamp()
 
     def known(self, model: str, hashes: Iterable[str]) -> set[str]:
         """Which of ``hashes`` already have a vector for ``model``."""
@@ -181,12 +184,14 @@ class VectorCache:
 
     # -- filling -------------------------------------------------------------------------
     def backfill(self, items: Iterable[tuple[str, str]], embedder: Embedder, *, batch_size: int = 64,
-                 progress: Callable[[int, int], None] | None = None, prune: bool = False) -> BackfillReport:
+                 progress: Callable[[int, int], None] | None = None, prune: bool = False,
+                 stop: Callable[[], bool] | None = None) -> BackfillReport:
         """Embed every ``(content hash, text)`` not cached yet for ``embedder.name``, in batches.
 
         ``progress(done, todo)`` is called after each batch. An embedder failure stops the backfill
         and is reported in ``error`` (what was embedded so far stays); it never raises for that.
         ``prune=True`` also drops vectors whose hash is not among ``items`` and other models' vectors.
+        ``stop()`` is asked before each batch; when true the backfill ends with ``error="stopped"``.
         """
         if batch_size < 1:
             raise InvalidInputError("batch_size must be at least 1")
@@ -202,6 +207,9 @@ class VectorCache:
         if progress:
             progress(0, len(todo))
         for i in range(0, len(todo), batch_size):
+            if stop is not None and stop():  # abandoned between batches (what is embedded stays)
+                report.error = "stopped"
+                break
             batch = todo[i:i + batch_size]
             try:
                 vecs = embedder.embed([texts[h] for h in batch])
@@ -218,10 +226,23 @@ class VectorCache:
         return report
 
     # -- search --------------------------------------------------------------------------
-    def _matrix(self, model: str) -> _Loaded:
+    def _stamp(self) -> tuple[int, ...]:
+        """The cache file's state (size and mtime of the database and its WAL): changes with every commit."""
+        out: list[int] = []
+        for suffix in ("", "-wal"):
+            try:
+                st = os.stat(str(self.path) + suffix)
+                out += [st.st_size, st.st_mtime_ns]
+            except OSError:
+                out += [-1, -1]
+        return tuple(out)
+
+    def _matrix(self, model: str) -> Loaded:
+        """The model's vectors, loaded once and kept until the cache file changes under us (another process)."""
+        stamp = self._stamp()
         with self._lock:
             loaded = self._loaded.get(model)
-        if loaded is not None:
+        if loaded is not None and loaded.stamp == stamp:
             return loaded
         rows = self._guarded(lambda c: c.execute("SELECT hash, dim, vec FROM vectors WHERE model = ?", (model,)).fetchall())
         dims = {r[1] for r in rows}
@@ -233,7 +254,7 @@ class VectorCache:
         for i, (h, _, blob) in enumerate(rows):
             mat[i] = np.frombuffer(blob, dtype=np.float32)
             hashes[h] = i
-        loaded = _Loaded(hashes=hashes, order=list(hashes), matrix=mat)
+        loaded = Loaded(hashes=hashes, order=list(hashes), buf=mat, n=len(rows), stamp=stamp)
         with self._lock:
             self._loaded[model] = loaded
         return loaded
@@ -264,10 +285,8 @@ class VectorCache:
                 rows.append(row)
         if not rows:
             return []
-        if len(rows) * 4 >= loaded.matrix.shape[0]:
-            sims = (loaded.matrix @ q)[rows]
-        else:
-            sims = loaded.matrix[rows] @ q
+        with one_thread():
+            sims = (loaded.matrix @ q)[rows] if len(rows) * 4 >= loaded.matrix.shape[0] else loaded.matrix[rows] @ q
         if stats is not None:
             stats.update(mean=float(sims.mean()), std=float(sims.std()))
         k = min(limit, len(rows))
@@ -289,13 +308,30 @@ class VectorCache:
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         if q.shape[0] != loaded.matrix.shape[1]:
             raise EmbeddingError(f"query has dimension {q.shape[0]}, cached vectors have {loaded.matrix.shape[1]}")
-        sims = loaded.matrix @ q
-        if stats is not None:
-            stats.update(mean=float(sims.mean()), std=float(sims.std()))
-        k = min(limit, n)
-        top = np.argpartition(-sims, k - 1)[:k] if k < n else np.arange(n)
+        with one_thread():
+            if n >= COARSE_MIN:  # projected pass, exact cosines on a shortlist 10× the answer (docs/meaning.md)
+                coarse = self._coarse(loaded)
+                rows = coarse.shortlist(q, min(n, max(10 * limit, 1000)))
+                sims = loaded.matrix[rows] @ q
+                if stats is not None:
+                    mean, std = coarse.stats(q)
+                    stats.update(mean=mean, std=std)
+            else:
+                rows = np.arange(n)
+                sims = loaded.matrix @ q
+                if stats is not None:
+                    stats.update(mean=float(sims.mean()), std=float(sims.std()))
+        k = min(limit, len(rows))
+        top = np.argpartition(-sims, k - 1)[:k] if k < len(rows) else np.arange(len(rows))
         top = top[np.argsort(-sims[top], kind="stable")]
-        return [(loaded.order[j], float(sims[j])) for j in top]
+        return [(loaded.order[int(rows[j])], float(sims[j])) for j in top]
+
+    def _coarse(self, loaded: Loaded) -> Coarse:
+        with self._lock:
+            coarse = loaded.coarse
+            if coarse is None or coarse.stale(loaded.n):
+                coarse = loaded.coarse = Coarse.build(loaded.matrix)
+            return coarse
 
     def scores(self, model: str, query: npt.NDArray[np.float32], wanted: Mapping[str, str]) -> dict[str, float]:
         """Cosines of the records in ``wanted`` (``{id: content hash}``) that have a vector."""
@@ -304,7 +340,8 @@ class VectorCache:
         if not pairs:
             return {}
         q = np.asarray(query, dtype=np.float32).reshape(-1)
-        sims = loaded.matrix[[row for _, row in pairs]] @ q
+        with one_thread():
+            sims = loaded.matrix[[row for _, row in pairs]] @ q
         return {rid: float(s) for (rid, _), s in zip(pairs, sims, strict=True)}
 
     def size(self, model: str) -> int:

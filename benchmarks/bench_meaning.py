@@ -4,8 +4,8 @@ Quality (``--quality``): LoCoMo dev half and its reworded questions (one record 
 question as query, evidence recall@5/10/25), plus the hand-written paraphrase fixture
 (``tests/fixtures/paraphrase_pairs.json``, recall@1/5/10). Every variant runs through the real
 modules: ``MemoryStore`` for lexical, ``VectorCache`` + ``LocalEmbedder`` for dense, ``fusion`` for the
-fusions. Variants: lexical, dense, RRF(k=60), convex a=0.5, z-score (fixed a=0.6), and the default
-(z-score, a=0.7 when lexical confidence ≥ 0.25 else 0.2).
+fusions. Variants: lexical, dense, RRF(k=60), convex a=0.5, z-score (fixed a=0.6), a hard gate on lexical
+strength at 0.15, and the default (z-score, lexical weight ramping 0 → 0.7 as lexical strength goes 0.05 → 0.25).
 
 Cost (``--cost``): at N synthetic records (default 100k): ingest rate with embedding deferred, local
 embedding throughput (records/s, measured on a sample), vectors' disk (``vectors.db``) and memory size,
@@ -47,8 +47,9 @@ from agent_memory.eval.locomo import (  # noqa: E402
     normalize_evidence,
     sample_sessions,
 )
-from agent_memory.fusion import Fuse, Pipeline, QueryContext, index_confidence  # noqa: E402
+from agent_memory.fusion import Fuse, Pipeline, QueryContext, index_strength  # noqa: E402
 from agent_memory.hybrid import hybrid_search  # noqa: E402
+from agent_memory.search import SearchRequest  # noqa: E402
 from agent_memory.store import MemoryDraft, MemoryStore  # noqa: E402
 from agent_memory.transcripts import transcript_drafts  # noqa: E402
 from agent_memory.vectors import VectorCache, live_items, visible_hashes  # noqa: E402
@@ -75,6 +76,7 @@ def variants() -> dict[str, Ranker]:
         "rrf60": pipe(Fuse(method="rrf", k=60)),
         "convex_a0.5": pipe(Fuse(method="convex", weight=0.5, weak_weight=0.5)),
         "zscore_a0.6": pipe(Fuse(weight=0.6, weak_weight=0.6)),
+        "gate_0.15": pipe(Fuse(weak_weight=0.0, ramp_from=0.15, confident_at=0.15)),
         "default": pipe(Fuse()),
     }
 
@@ -82,10 +84,10 @@ def variants() -> dict[str, Ranker]:
 def _query(store: MemoryStore, cache: VectorCache, emb: LocalEmbedder, allowed: dict[str, str], text: str,
            qvec: Any) -> tuple[list[tuple[str, float]], list[tuple[str, float]], QueryContext, Callable[[Any], dict[str, float]]]:
     """Lexical and dense candidates and the query context, exactly as ``hybrid_search`` builds them."""
-    lex = [(h.id, h.score) for h in store.search(text, limit=LEX_POOL).hits]
+    lex = [(row["id"], raw) for raw, row in store.engine.ranked(store.index, SearchRequest(query=text, limit=LEX_POOL))]  # type: ignore[attr-defined]
     stats: dict[str, float] = {}
     dense = cache.search(emb.name, qvec, allowed, limit=POOL, stats=stats)
-    conf = index_confidence(store.index, store.engine, text, [r for r, _ in lex[:5]])  # type: ignore[arg-type]
+    conf = index_strength(store.index, store.engine, text, lex[0][1]) if lex else None  # type: ignore[arg-type]
     ctx = QueryContext(query=text, confidence=conf, dense_mean=stats.get("mean"), dense_std=stats.get("std"))
     return lex, dense, ctx, lambda ids: cache.scores(emb.name, qvec, {i: allowed[i] for i in ids if i in allowed})
 

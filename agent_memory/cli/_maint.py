@@ -1,4 +1,4 @@
-"""Root and maintenance commands: init, import, reindex, doctor, sweep."""
+"""Root and maintenance commands: init, import, reindex, doctor, sweep, embed."""
 
 from __future__ import annotations
 
@@ -72,7 +72,57 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
         "agent-memory doctor", "agent-memory doctor --json"])
     add("sweep", "Archive expired records and exact duplicates into archive/ (annotated, restorable).", [
         "agent-memory sweep", "agent-memory sweep --json"])
-    return {"init": cmd_init, "import": cmd_import, "reindex": cmd_reindex, "doctor": cmd_doctor, "sweep": cmd_sweep}
+    p = add("embed", "Embed records that have no vector yet, with progress (vectors are derived data, like the index: "
+                     "search --mode hybrid|dense uses them; writes never wait for them).", [
+        "agent-memory embed", "agent-memory embed --embedder ollama/nomic-embed-text --json"])
+    p.add_argument("--embedder", metavar="NAME",
+                   help="local (MiniLM, the embeddings extra) or a litellm model id (default $AGENT_MEMORY_EMBEDDER, else local)")
+    return {"init": cmd_init, "import": cmd_import, "reindex": cmd_reindex, "doctor": cmd_doctor, "sweep": cmd_sweep,
+            "embed": cmd_embed}
+
+
+def meaning_options(target: Any, mode: str | None, embedder: str | None) -> dict[str, Any]:
+    """Search options for ``--mode``/``--embedder``: attaches the embedder to a files store; ``{}`` for plain lexical."""
+    name = embedder or os.environ.get("AGENT_MEMORY_EMBEDDER") or None
+    if name is not None and name.strip().lower() in ("none", "off", "lexical"):
+        name = None
+    if mode in (None, "lexical") and name is None:
+        return {}
+    if not isinstance(target, StoreTarget):
+        if mode in (None, "lexical"):
+            return {}
+        raise InvalidInputError(f"--mode {mode}: vector search is not supported on the PostgreSQL backend yet; use --mode lexical")
+    if mode == "lexical":
+        return {"mode": "lexical"}
+    from .._meaning import attach
+
+    attach(target.store, name or "local")
+    return {"mode": mode or "hybrid"}
+
+
+def cmd_embed(args: argparse.Namespace) -> None:
+    target = open_target(args.root, create=False)
+    if not isinstance(target, StoreTarget):
+        raise InvalidInputError("embed: vectors live beside a files root; the PostgreSQL backend has no vector search yet")
+    from .._meaning import attach
+    from ..embeddings import EmbeddingError
+
+    meaning = attach(target.store, args.embedder or os.environ.get("AGENT_MEMORY_EMBEDDER") or "local")
+    bar = _progress.Progress("embedding", None, "record")
+
+    def progress(done: int, todo: int) -> None:
+        bar.total = todo
+        bar(done - bar.done)
+
+    try:
+        rep = meaning.embed(progress)
+    finally:
+        bar.close()
+    if rep.error:
+        raise EmbeddingError(f"{rep.error} ({rep.embedded} of {rep.total - rep.cached} embedded before it; "
+                             "run agent-memory embed again to resume)")
+    emit(args, rep.to_dict(), lambda: f"embedded {rep.embedded} records with {rep.model} ({rep.cached} already had vectors, "
+                                       f"{rep.pruned} unused removed) in {rep.seconds:.1f}s")
 
 
 def cmd_init(args: argparse.Namespace) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..errors import NotFoundError
 from ._base import SCOPES, UsageError, add_identity, emit, expiry, fmt_score, fraction, positive, read_text
+from ._maint import meaning_options
 from ._target import open_target
 
 Handler = Callable[[argparse.Namespace], "int | None"]
@@ -93,6 +94,12 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
     add_identity(p)
     _filters(p, DEFAULT_SEARCH_LIMIT)
     p.add_argument("--trace", action="store_true", help="also print each ranking stage with its candidates and scores")
+    p.add_argument("--mode", choices=("lexical", "dense", "hybrid"),
+                   help="lexical (BM25), dense (embeddings) or hybrid (both, fused); default hybrid when an embedder is "
+                        "set, else lexical (run agent-memory embed first)")
+    p.add_argument("--embedder", metavar="NAME",
+                   help="for --mode dense|hybrid: local (MiniLM, the embeddings extra) or a litellm model id "
+                        "(default $AGENT_MEMORY_EMBEDDER, else local)")
 
     p = add("get", "Print one record (says 'expired' for a record past its expiry).", [
         "agent-memory get 2026-11-22-deploy-day-a1b2c3d4",
@@ -145,9 +152,11 @@ def cmd_remember(args: argparse.Namespace) -> None:
 
 def cmd_search(args: argparse.Namespace) -> None:
     query = read_text(args.query, "QUERY")
-    res = open_target(args.root, create=False).search(
+    target = open_target(args.root, create=False)
+    res = target.search(
         query, **_caller(args), tags=args.tags, scope=args.scope, kind=args.kind,
-        limit=DEFAULT_SEARCH_LIMIT if args.limit is None else args.limit, trace=args.trace, **_filter_kwargs(args))
+        limit=DEFAULT_SEARCH_LIMIT if args.limit is None else args.limit, trace=args.trace, **_filter_kwargs(args),
+        **meaning_options(target, args.mode, args.embedder))
     doc: dict[str, Any] = {"hits": [h.to_dict() for h in res.hits]}
     if args.trace:
         doc["trace"] = res.trace
