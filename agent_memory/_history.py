@@ -3,8 +3,9 @@
 A keyed ``replace`` never loses text: the file it overwrites is kept whole as
 ``history/<id>.<UTC timestamp>.md`` and the new version's metadata points at it
 (``previous_version``); each kept version carries the pointer to the one before, so the chain
-can be read back with :meth:`MemoryStore.versions` and restored with a ``replace``.
-``forget`` deletes a record's whole chain (forgetting is real deletion).
+can be read back with :meth:`MemoryStore.versions` / :meth:`MemoryStore.history` and restored with
+:meth:`MemoryStore.restore`. ``forget`` and ``sweep`` move a record to ``archive/`` (restorable) and keep
+its chain; only a purge (:mod:`agent_memory.purge`) deletes a record's files.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def chain(store: MemoryStore, rec: MemoryRecord, limit: int = 1000) -> list[tupl
 
 
 def drop_chain(store: MemoryStore, rec: MemoryRecord) -> int:
-    """Delete every kept version behind ``rec`` (on forget)."""
+    """Delete every kept version behind ``rec`` (on purge)."""
     n = 0
     for path, _ in chain(store, rec):
         with contextlib.suppress(FileNotFoundError):
@@ -76,8 +77,9 @@ def drop_chain(store: MemoryStore, rec: MemoryRecord) -> int:
     return n
 
 
-def archive(store: MemoryStore, conn: Any, row: Any, reason: str) -> None:
-    """Move one record file to ``archive/`` with an annotation, and drop its index rows."""
+def archive(store: MemoryStore, conn: Any, row: Any, reason: str, *, event: str = "archived",
+            caller: tuple[str | None, str | None] | None = None, **detail: Any) -> None:
+    """Move one record file to ``archive/`` with an annotation, drop its index rows, and log ``event``."""
     ensure_dir(store.archive_dir)
     src = store.records_dir / row["file"]
     try:
@@ -89,6 +91,7 @@ def archive(store: MemoryStore, conn: Any, row: Any, reason: str) -> None:
     atomic_write(store.archive_dir / row["file"], (text.rstrip("\n") + "\n" + note).encode("utf-8"), durable=store.durable)
     os.unlink(src)
     store.index.delete(conn, row["id"])
+    store._event(event, row, before=row["content_hash"], caller=caller, reason=reason, **detail)
 
 
 def sweep(store: MemoryStore, now: dt.datetime, report: SweepReport) -> SweepReport:
@@ -99,14 +102,14 @@ def sweep(store: MemoryStore, now: dt.datetime, report: SweepReport) -> SweepRep
             for row in conn.execute("SELECT * FROM records WHERE expires IS NOT NULL").fetchall():
                 when = _parse_when(row["expires"])
                 if when is not None and when <= now:
-                    archive(store, conn, row, f"expired (expires {row['expires']})")
+                    archive(store, conn, row, f"expired (expires {row['expires']})", event="swept")
                     report.expired.append(row["id"])
             groups: dict[tuple[Any, ...], list[Any]] = {}
             for row in conn.execute("SELECT * FROM records ORDER BY updated DESC, id").fetchall():
                 groups.setdefault((row["content_hash"], row["scope"], row["session_id"], row["user_id"]), []).append(row)
             for rows in groups.values():
                 for row in rows[1:]:
-                    archive(store, conn, row, f"duplicate of {rows[0]['id']}")
+                    archive(store, conn, row, f"duplicate of {rows[0]['id']}", event="swept")
                     report.duplicates.append(row["id"])
             store.index.mark_synced(conn)
         store.write_memory_md()

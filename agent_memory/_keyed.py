@@ -87,6 +87,7 @@ def allocate_id(store: MemoryStore, rec: MemoryRecord) -> str:
 def write(store: MemoryStore, conn: Any, rec: MemoryRecord, *, durable: bool, new: bool = False) -> str:
     """Write ``rec``'s file atomically and its index rows; return the file path."""
     validate_id(rec.id)
+    rec = store._stamp(rec)  # metadata.provenance: who created and last changed it
     name = f"{rec.id}.md"
     path = os.path.join(store._records_str, name)
     text = rec.render()
@@ -111,7 +112,9 @@ def remember_locked(store: MemoryStore, conn: Any, item: Prepared, durable: bool
     if dup is not None:
         return RememberResult(dup["id"], "duplicate", os.path.join(store._records_str, dup["file"]), redactions)
     rec = rec.replace(id=allocate_id(store, rec))
-    return RememberResult(rec.id, "created", write(store, conn, rec, durable=durable, new=True), redactions)
+    path = write(store, conn, rec, durable=durable, new=True)
+    store._event("created", rec, after=rec.content_hash, source=rec.source)
+    return RememberResult(rec.id, "created", path, redactions)
 
 
 def _reveals_title(rec: MemoryRecord) -> bool:
@@ -160,6 +163,11 @@ def apply_keyed(store: MemoryStore, conn: Any, row: Any, rec: MemoryRecord, mode
             new_path = write(store, conn, fresh, durable=durable, new=True)
             os.unlink(path)
             store.index.delete(conn, current.id)
+            store._event(status, fresh, before=current.content_hash, after=fresh.content_hash, source=rec.source,
+                         previous_id=current.id, version=updated.metadata[POINTER])
             return RememberResult(fresh.id, status, new_path, redactions)
     write(store, conn, updated, durable=durable)
+    store._event(status, updated, before=current.content_hash, after=updated.content_hash, source=rec.source,
+                 version=updated.metadata.get(POINTER) if status == "replaced" else None,
+                 kept=len(current.content.rstrip("\n")) if status == "appended" else None)
     return RememberResult(updated.id, status, path, redactions)

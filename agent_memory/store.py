@@ -20,6 +20,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from . import _history, _keyed, _reads
+from . import lifecycle as _lifecycle
 from . import maintenance as _maintenance
 from ._fs import RootLock, atomic_write, ensure_dir, fsync_dir
 from ._text import with_cjk_context
@@ -32,6 +33,7 @@ from .drafts import (
     prepare_draft,
 )
 from .errors import InvalidInputError
+from .events import Event, EventLog, acting, current_acting, visible
 from .index import Index, SyncReport, row_to_record, visibility_sql
 from .maintenance import DoctorReport
 from .records import MemoryRecord, Scope, normalize_tags, parse_scope, validate_id
@@ -111,6 +113,8 @@ class MemoryStore:
 
             self.meaning = Meaning(self, embedder)
         self.index.on_change = self._on_index_change  # a hand edit that drops a row also leaves MEMORY.md
+        self.index.on_hand_edit = self._on_hand_edit  # type: ignore[attr-defined]
+        self.events = EventLog(self.root, durable=durable)
         engine_kw: dict[str, Any] = {"snippet_lines": snippet_lines, "snippet_chars": snippet_chars, "stop_words": stop_words}
         if tokenizer is not None:
             engine_kw["tokenizer"] = tokenizer
@@ -120,6 +124,19 @@ class MemoryStore:
     def _on_index_change(self) -> None:
         if not self.index.read_only:
             self.write_memory_md()
+
+    def _on_hand_edit(self, changes: Sequence[tuple[Any, str | None, str | None]]) -> None:
+        """Log ``hand_edit`` events for files a rescan found changed outside the store."""
+        with acting("hand_edit"):
+            for rec, before, after in changes:
+                self._event("hand_edit", rec, before=before, after=after)
+
+    def _event(self, kind: str, rec: Any, **kw: Any) -> Event | None:
+        """The one seam every mutation reports through (see :mod:`agent_memory.lifecycle`)."""
+        return _lifecycle.emit(self, kind, rec, **kw)
+
+    def _stamp(self, rec: MemoryRecord) -> MemoryRecord:
+        return _lifecycle.stamp(rec)
 
     # -- housekeeping --------------------------------------------------------------------
     def open(self) -> SyncReport | None:
@@ -187,6 +204,8 @@ class MemoryStore:
             for draft in batch:  # validate and redact the whole batch before writing any of it
                 try:
                     rec, redactions = prepare_draft(draft, source, self.default_scope)
+                    if _lifecycle.PROVENANCE in rec.metadata and source != "import":  # the store's to set
+                        rec = rec.replace(metadata={k: v for k, v in rec.metadata.items() if k != _lifecycle.PROVENANCE})
                     prepared.append((rec, redactions, draft.on_existing, explicit_fields(draft)))
                 except InvalidInputError as exc:
                     if on_error == "raise":
@@ -209,7 +228,8 @@ class MemoryStore:
                     self.write_memory_md()
                 return done
 
-            results.extend(self.index.healing(write_batch))  # a corrupt index is rebuilt, the batch retried
+            with acting(current_acting().actor or source):
+                results.extend(self.index.healing(write_batch))  # a corrupt index is rebuilt, the batch retried
             if progress:
                 progress(len(batch))
             batch.clear()
@@ -221,31 +241,52 @@ class MemoryStore:
         flush()
         return results
 
-    def forget(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> bool:
-        """Delete a record the caller may see: its file, its kept versions and its index rows. False if absent."""
+    def forget(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None,
+               purge: bool = False) -> bool:
+        """Move a record the caller may see to ``archive/`` (restorable; ``purge=True``: delete every byte of it).
+        False if the caller sees no such record."""
         validate_id(record_id)
         _reads.check_strings(session_id=session_id, user_id=user_id)
-        self.open()
-        with self.lock.hold():
-            self.index.refresh()
-            row = self._visible_row(record_id, session_id, user_id)
-            if row is None:
-                return False
-            with contextlib.suppress(OSError, InvalidInputError):  # its kept versions go too: forgetting is deletion
-                _history.drop_chain(self, self.index.load_file(row["file"])[0])
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.records_dir / row["file"])
-            if self.durable:
-                fsync_dir(self.records_dir)
+        if purge:
+            return bool(self.purge(record_id, session_id=session_id, user_id=user_id).records)
+        return _lifecycle.forget(self, record_id, session_id, user_id)
 
-            def drop() -> None:
-                with self.index.transaction() as conn:
-                    self.index.delete(conn, record_id)
-                    self.index.mark_synced(conn)
+    def purge(self, record_id: str | None = None, *, session_id: str | None = None, user_id: str | None = None) -> Any:
+        """Delete content for good (see :func:`agent_memory.purge.purge`): one record the caller
+        (``session_id``/``user_id``) may see, or, without ``record_id``, everything of that user and/or session."""
+        from .purge import purge
 
-            self.index.healing(drop)
-            self.write_memory_md()
-        return True
+        return purge(self, record_id, session_id=session_id, user_id=user_id)
+
+    def history(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> _lifecycle.History:
+        """Every version of a visible record (live or archived), oldest first, with its events."""
+        _reads.check_strings(session_id=session_id, user_id=user_id)
+        return _lifecycle.history(self, record_id, session_id, user_id)
+
+    def restore(self, record_id: str, *, version: int | None = None, session_id: str | None = None,
+                user_id: str | None = None) -> MemoryRecord:
+        """Bring back a forgotten or swept record, or make ``version`` (default: the previous one) current."""
+        _reads.check_strings(session_id=session_id, user_id=user_id)
+        return _lifecycle.restore(self, record_id, version, session_id, user_id)
+
+    def undo(self, *, session_id: str | None = None, user_id: str | None = None) -> Event:
+        """Reverse this caller's last change not undone yet; returns the event it reversed."""
+        _reads.check_strings(session_id=session_id, user_id=user_id)
+        return _lifecycle.undo(self, session_id, user_id)
+
+    def events_for(self, record_id: str | None = None, *, session_id: str | None = None, user_id: str | None = None,
+                   limit: int | None = None) -> builtins.list[Event]:
+        """Events of records the caller may see (of one record with ``record_id``), oldest first."""
+        _reads.check_strings(session_id=session_id, user_id=user_id)
+        out = [e for e in self.events.read()[0]
+               if (record_id is None or e.id == record_id) and visible(e, session_id, user_id)]
+        return out[-limit:] if limit else out
+
+    def provenance(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> dict[str, Any]:
+        """Who created and last changed a visible record (``metadata.provenance``), with its source."""
+        rec = self.get(record_id, session_id=session_id, user_id=user_id)
+        prov = rec.metadata.get(_lifecycle.PROVENANCE)
+        return {"id": rec.id, "source": rec.source, **(prov if isinstance(prov, dict) else {})}
 
     # -- reads ----------------------------------------------------------------------------
     def _visible_row(self, record_id: str, session_id: str | None, user_id: str | None) -> Any:
@@ -322,7 +363,17 @@ class MemoryStore:
             updated_after=updated_after, updated_before=updated_before, trace=trace,
             strict_visibility=self.strict_visibility if strict_visibility is None else bool(strict_visibility),
         )
-        return self.engine.search(self.index, req)
+        res = self.engine.search(self.index, req)
+        if trace and res.trace is not None:
+            res.trace.append({"stage": "provenance", "records": {h.id: self._hit_provenance(h.id) for h in res.hits}})
+        return res
+
+    def _hit_provenance(self, record_id: str) -> Any:
+        row = self.index.get_row(record_id)
+        try:
+            return json.loads(row["metadata"]).get(_lifecycle.PROVENANCE) if row is not None else None
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+            return None
 
     def list(
         self,

@@ -1,0 +1,288 @@
+"""Reversible changes of the files store: events, provenance, forget-to-archive, history, restore and undo.
+
+- Every mutation goes through :func:`emit` (``MemoryStore._event``): one line in the event log.
+- Every record file the store writes carries ``metadata.provenance``: ``created`` and ``updated``, each
+  ``{at, actor, session_id, user_id, run_id, tool_call_id}`` (the fields known at the time).
+- ``forget`` moves the record to ``archive/`` (its kept versions stay in ``history/``): :func:`restore`
+  brings it back. Only :mod:`agent_memory.purge` deletes.
+- Versions are numbered oldest first: ``1`` is the first kept version, the highest is the current one.
+- :func:`undo` reverses the caller's last change that is not undone yet, only if the record is still
+  as that change left it (its content hash says so); otherwise it refuses and names ``restore``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import _history
+from ._history import POINTER
+from .errors import InvalidInputError, NotFoundError
+from .events import Event, current_acting, visible
+from .records import MemoryRecord, RecordParseError, content_hash, now_iso, parse_record, validate_id
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .store import MemoryStore
+
+log = logging.getLogger("agent_memory")
+PROVENANCE = "provenance"
+_ANNOTATION = re.compile(r"\n*<!-- archived: [^\n]*-->\s*\Z")
+UNDOABLE = ("created", "imported", "appended", "replaced", "restored", "forgotten", "swept", "archived", "undone")
+
+
+def _owner(rec: Any) -> tuple[str, str, str | None, str | None]:
+    if isinstance(rec, MemoryRecord):
+        return rec.id, rec.scope.value, rec.session_id, rec.user_id
+    return rec["id"], rec["scope"], rec["session_id"], rec["user_id"]
+
+
+def emit(store: MemoryStore, kind: str, rec: Any, *, before: str | None = None, after: str | None = None,
+         source: str | None = None, caller: tuple[str | None, str | None] | None = None, **detail: Any) -> Event | None:
+    """Append one event about ``rec`` (a record or an index row). Never fails the change it reports."""
+    rid, scope, osid, ouid = _owner(rec)
+    who = current_acting()
+    if kind == "created" and source == "import":
+        kind = "imported"
+    sid, uid = caller if caller is not None else (who.session_id or osid, who.user_id or ouid)
+    ev = Event(kind, rid, actor=who.actor or source or "api", session_id=sid, user_id=uid, run_id=who.run_id,
+               tool_call_id=who.tool_call_id, before=before, after=after, scope=scope, owner_session=osid,
+               owner_user=ouid, detail={k: v for k, v in detail.items() if v is not None})
+    try:
+        return store.events.append(ev)
+    except OSError as exc:  # the change is made and durable; its line is what failed
+        log.warning("could not append the %s event of %s: %s", kind, rid, exc)
+        return None
+
+
+def stamp(rec: MemoryRecord) -> MemoryRecord:
+    """``rec`` with ``metadata.provenance`` (``created`` kept when present, ``updated`` now)."""
+    who = current_acting()
+    entry = {k: v for k, v in (("at", rec.updated), ("actor", who.actor or rec.source),
+                               ("session_id", who.session_id or rec.session_id), ("user_id", who.user_id or rec.user_id),
+                               ("run_id", who.run_id), ("tool_call_id", who.tool_call_id)) if v}
+    prov = rec.metadata.get(PROVENANCE)
+    created = prov.get("created") if isinstance(prov, dict) and isinstance(prov.get("created"), dict) else entry
+    return rec.replace(metadata={**rec.metadata, PROVENANCE: {"created": created, "updated": entry}})
+
+
+# -- forget / archive ---------------------------------------------------------------------
+def forget(store: MemoryStore, record_id: str, session_id: str | None, user_id: str | None) -> bool:
+    """Move a visible record to ``archive/`` (event ``forgotten``); False if the caller sees no such record."""
+    store.open()
+    with store.lock.hold():
+        store.index.refresh()
+        row = store._visible_row(record_id, session_id, user_id)
+        if row is None:
+            return False
+
+        def run() -> None:
+            with store.index.transaction() as conn:
+                _history.archive(store, conn, row, "forgotten", event="forgotten", caller=(session_id, user_id))
+                store.index.mark_synced(conn)
+
+        store.index.healing(run)
+        store.write_memory_md()
+    return True
+
+
+def archived_file(store: MemoryStore, record_id: str) -> Path | None:
+    path = store.archive_dir / f"{record_id}.md"
+    if store.archive_dir.is_symlink() or path.is_symlink() or not path.is_file():
+        return None
+    return path
+
+
+def read_archived(store: MemoryStore, record_id: str) -> MemoryRecord | None:
+    """The archived record ``record_id`` with its archive note removed, or None."""
+    path = archived_file(store, record_id)
+    if path is None:
+        return None
+    try:
+        rec = parse_record(path.read_text(encoding="utf-8"), record_id, path=str(path))
+    except (OSError, UnicodeDecodeError, RecordParseError):
+        return None
+    body = _ANNOTATION.sub("", rec.content)
+    while body != (body := _ANNOTATION.sub("", body)):
+        pass
+    return rec.replace(content=body, content_hash=content_hash(body))
+
+
+def _sees(rec: MemoryRecord, session_id: str | None, user_id: str | None) -> bool:
+    ev = Event("archived", rec.id, scope=rec.scope.value, owner_session=rec.session_id, owner_user=rec.user_id)
+    return visible(ev, session_id, user_id)
+
+
+# -- history ------------------------------------------------------------------------------
+@dataclass
+class History:
+    """Every version of one record, oldest first (the last is the current one), with its events."""
+
+    id: str
+    state: str  # "live" or "archived"
+    versions: list[MemoryRecord]
+    events: list[Event] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        n = len(self.versions)
+        return {"id": self.id, "state": self.state, "versions": [
+            {"version": i, "current": i == n, "updated": v.updated, "title": v.title, "content_hash": v.content_hash,
+             "content": v.content} for i, v in enumerate(self.versions, 1)],
+            "events": [e.to_dict() for e in self.events]}
+
+
+def _current(store: MemoryStore, record_id: str, session_id: str | None, user_id: str | None) -> tuple[MemoryRecord, str]:
+    validate_id(record_id)
+    try:
+        return store.get(record_id, session_id=session_id, user_id=user_id), "live"
+    except NotFoundError:
+        rec = read_archived(store, record_id)
+        if rec is None or not _sees(rec, session_id, user_id):
+            raise NotFoundError(f"no record {record_id!r} (live or archived) visible to this caller") from None
+        return rec, "archived"
+
+
+def history(store: MemoryStore, record_id: str, session_id: str | None, user_id: str | None) -> History:
+    rec, state = _current(store, record_id, session_id, user_id)
+    older = [old for _, old in _history.chain(store, rec)]
+    events = [e for e in store.events.read()[0] if e.id == record_id and visible(e, session_id, user_id)]
+    return History(record_id, state, [*reversed(older), rec], events)
+
+
+# -- restore ------------------------------------------------------------------------------
+def _write_version(store: MemoryStore, current: MemoryRecord, content: str, kind: str, old: MemoryRecord | None,
+                   **detail: Any) -> MemoryRecord:
+    """Make ``content`` (and ``old``'s title/tags/kind) the current version, keeping ``current`` in history."""
+    from . import _keyed
+
+    with store.lock.hold():
+        store.index.refresh(periodic=False)
+        row = store.index.get_row(current.id)
+        if row is None:
+            raise NotFoundError(f"record {current.id} vanished")
+        text = (store.records_dir / row["file"]).read_text(encoding="utf-8")
+        fields: dict[str, Any] = {"content": content, "content_hash": content_hash(content), "updated": now_iso()}
+        if old is not None:
+            fields.update(title=old.title, tags=old.tags, kind=old.kind)
+        new = current.replace(**fields)
+        new = new.replace(metadata={**new.metadata, POINTER: _history.save_version(store, current, text)})
+
+        def run() -> None:
+            with store.index.transaction() as conn:
+                _keyed.write(store, conn, new, durable=store.durable)
+                store.index.mark_synced(conn)
+
+        store.index.healing(run)
+        emit(store, kind, new, before=current.content_hash, after=new.content_hash, **detail)
+        store.write_memory_md()
+    return new
+
+
+def unarchive(store: MemoryStore, rec: MemoryRecord, **detail: Any) -> MemoryRecord:
+    """Bring an archived record back to ``records/`` (an expired one loses its expiry)."""
+    from . import _keyed
+
+    with store.lock.hold():
+        store.index.refresh(periodic=False)
+        if store.index.get_row(rec.id) is not None or (store.records_dir / f"{rec.id}.md").exists():
+            raise InvalidInputError(f"record {rec.id} is live; restore a version with --version N (see history)")
+        expires = rec.expires
+        if expires is not None and expires <= now_iso():
+            expires = None
+        back = rec.replace(expires=expires, updated=now_iso(), path=None)
+
+        def run() -> None:
+            with store.index.transaction() as conn:
+                _keyed.write(store, conn, back, durable=store.durable, new=True)
+                store.index.mark_synced(conn)
+
+        store.index.healing(run)
+        path = archived_file(store, rec.id)
+        if path is not None:
+            os.unlink(path)
+        emit(store, detail.pop("kind", "restored"), back, after=back.content_hash, **{"from": "archive", **detail})
+        store.write_memory_md()
+    return back
+
+
+def restore(store: MemoryStore, record_id: str, version: int | None, session_id: str | None,
+            user_id: str | None) -> MemoryRecord:
+    """Unarchive a forgotten/swept record, or make version ``version`` (default: the previous one) current."""
+    store.open()
+    rec, state = _current(store, record_id, session_id, user_id)
+    if state == "archived":
+        if version is not None:
+            raise InvalidInputError(f"record {record_id} is archived: restore it first (without --version)")
+        return unarchive(store, rec)
+    versions = [*reversed([old for _, old in _history.chain(store, rec)]), rec]
+    if len(versions) == 1:
+        raise InvalidInputError(f"record {record_id} has no earlier version to restore")
+    n = len(versions) - 1 if version is None else version
+    if not isinstance(n, int) or not 1 <= n < len(versions):
+        raise InvalidInputError(f"version must be between 1 and {len(versions) - 1} (version {len(versions)} is current)")
+    old = versions[n - 1]
+    return _write_version(store, rec, old.content, "restored", old, version=n)
+
+
+# -- undo ---------------------------------------------------------------------------------
+def last_change(store: MemoryStore, session_id: str | None, user_id: str | None) -> Event | None:
+    """The caller's latest undoable change that is not undone yet."""
+    events = store.events.read()[0]
+    undone = {e.detail.get("undo_of") for e in events if e.detail.get("undo_of")}
+    for ev in reversed(events):
+        if ev.detail.get("undo_of") or ev.eid in undone or ev.event not in UNDOABLE:
+            continue
+        if (ev.session_id, ev.user_id) == (session_id, user_id) and visible(ev, session_id, user_id):
+            return ev
+    return None
+
+
+def undo(store: MemoryStore, session_id: str | None, user_id: str | None) -> Event:
+    """Reverse the caller's last change (see the module docstring); returns the event it reversed."""
+    store.open()
+    ev = last_change(store, session_id, user_id)
+    if ev is None:
+        raise NotFoundError("nothing to undo for this caller (no change of theirs that is not undone yet)")
+    tag = {"undo_of": ev.eid}
+    if ev.event in ("forgotten", "swept", "archived"):
+        rec = read_archived(store, ev.id)
+        if rec is None:
+            raise NotFoundError(f"record {ev.id} is no longer in the archive")
+        unarchive(store, rec, kind="undone", **tag)
+        return ev
+    try:
+        rec = store.get(ev.id, session_id=session_id, user_id=user_id)
+    except NotFoundError:
+        raise NotFoundError(f"record {ev.id} is gone since that change ({ev.event}); see `history`") from None
+    if rec.content_hash != ev.after:
+        raise InvalidInputError(f"record {ev.id} changed after that {ev.event}; pick a version with `restore --version`")
+    if ev.event in ("created", "imported") or (ev.event in ("restored", "undone") and ev.detail.get("from") == "archive"):
+        with store.lock.hold():
+            store.open()
+            row = store.index.get_row(ev.id)
+            if row is None:
+                raise NotFoundError(f"record {ev.id} vanished")
+
+            def run() -> None:
+                with store.index.transaction() as conn:
+                    _history.archive(store, conn, row, f"undo of {ev.event}", event="undone", **tag)
+                    store.index.mark_synced(conn)
+
+            store.index.healing(run)
+            store.write_memory_md()
+        return ev
+    if ev.event == "appended" and isinstance(ev.detail.get("kept"), int):
+        kept = rec.content[: ev.detail["kept"]]
+        for body in (kept, kept + "\n", kept + "\n\n"):
+            if content_hash(body) == ev.before:
+                _write_version(store, rec, body, "undone", None, **tag)
+                return ev
+        raise InvalidInputError(f"cannot rebuild {ev.id} as it was before that append; use `restore --version`")
+    for _, old in _history.chain(store, rec):
+        if old.content_hash == ev.before:
+            _write_version(store, rec, old.content, "undone", old, **tag)
+            return ev
+    raise InvalidInputError(f"the version of {ev.id} before that {ev.event} is not kept; see `history`")
