@@ -108,7 +108,7 @@ class Event:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Event:
-        if not isinstance(data.get("event"), str) or not isinstance(data.get("id"), str):
+        if not isinstance(data, Mapping) or not isinstance(data.get("event"), str) or not isinstance(data.get("id"), str):
             raise ValueError("an event needs string 'event' and 'id'")
         known = {k: data[k] for k in cls.__slots__ if k in data}  # type: ignore[attr-defined]
         for k, v in known.items():

@@ -144,7 +144,9 @@ def test_a_replace_keeps_the_previous_version_in_history_and_forget_deletes_it(s
     restored = store.remember(versions[-1].content, memory_key="profile", scope="user", user_id="ada", on_existing="replace")
     assert store.get(restored.id, user_id="ada").content == "Allergic to peanuts; favourite colour orange."
     assert store.forget(a.id, user_id="ada") is True
-    assert list(store.history_dir.iterdir()) == []  # forgetting is real deletion
+    assert len(list(store.history_dir.iterdir())) == 3  # forget archives: the versions stay restorable
+    assert store.forget(a.id, user_id="ada", purge=True) is True
+    assert list(store.history_dir.iterdir()) == []  # a purge is real deletion
 
 
 # -- 11.13: ids never reveal replaced text ------------------------------------------------------
