@@ -59,12 +59,17 @@ def emit(store: MemoryStore, kind: str, rec: Any, *, before: str | None = None, 
 
 
 def stamp(rec: MemoryRecord) -> MemoryRecord:
-    """``rec`` with ``metadata.provenance`` (``created`` kept when present, ``updated`` now)."""
+    """``rec`` with ``metadata.provenance`` (``created`` kept when present, ``updated`` now).
+
+    Provenance that already describes this very version (its ``updated.at`` is ``rec.updated``, as in a
+    lossless import) is kept as it is."""
+    prov = rec.metadata.get(PROVENANCE)
+    if isinstance(prov, dict) and isinstance(prov.get("updated"), dict) and prov["updated"].get("at") == rec.updated:
+        return rec
     who = current_acting()
     entry = {k: v for k, v in (("at", rec.updated), ("actor", who.actor or rec.source),
                                ("session_id", who.session_id or rec.session_id), ("user_id", who.user_id or rec.user_id),
                                ("run_id", who.run_id), ("tool_call_id", who.tool_call_id)) if v}
-    prov = rec.metadata.get(PROVENANCE)
     created = prov.get("created") if isinstance(prov, dict) and isinstance(prov.get("created"), dict) else entry
     return rec.replace(metadata={**rec.metadata, PROVENANCE: {"created": created, "updated": entry}})
 

@@ -189,8 +189,8 @@ def cmd_forget(args: argparse.Namespace) -> None:
             return
         if not open_target(args.root, create=False).forget(args.id, **_caller(args)):
             raise NotFoundError(f"no record {args.id!r} visible to this caller")
-    emit(args, {"id": args.id, "forgotten": True}, lambda: f"forgotten (archived; `agent-memory restore {args.id}` "
-                                                           f"brings it back): {args.id}")
+    emit(args, {"id": args.id, "forgotten": True},
+         lambda: f"forgotten: {args.id} (archived; `agent-memory restore {args.id}` brings it back)")
 
 
 def cmd_inject(args: argparse.Namespace) -> None:
