@@ -12,20 +12,24 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import _history
 from ._history import POINTER
+from ._reads import check_strings
 from .errors import InvalidInputError, NotFoundError
-from .events import Event, current_acting, visible
+from .events import Event, acting, current_acting, visible
 from .records import MemoryRecord, RecordParseError, content_hash, now_iso, parse_record, validate_id
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .purge import PurgeReport
     from .store import MemoryStore
 
 log = logging.getLogger("agent_memory")
@@ -273,7 +277,7 @@ def undo(store: MemoryStore, session_id: str | None, user_id: str | None) -> Eve
 
             def run() -> None:
                 with store.index.transaction() as conn:
-                    _history.archive(store, conn, row, f"undo of {ev.event}", event="undone", **tag)
+                    _history.archive(store, conn, row, f"undo of {ev.event}", event="undone", undo_of=ev.eid)
                     store.index.mark_synced(conn)
 
             store.index.healing(run)
@@ -291,3 +295,74 @@ def undo(store: MemoryStore, session_id: str | None, user_id: str | None) -> Eve
             _write_version(store, rec, old.content, "undone", old, **tag)
             return ev
     raise InvalidInputError(f"the version of {ev.id} before that {ev.event} is not kept; see `history`")
+
+
+# -- the store's public face of all this ----------------------------------------------------
+def trace_stage(store: MemoryStore, hits: Sequence[Any]) -> dict[str, Any]:
+    """The ``provenance`` stage a search trace ends with: who created and last changed each hit."""
+    out: dict[str, Any] = {}
+    for hit in hits:
+        row = store.index.get_row(hit.id)
+        try:
+            out[hit.id] = json.loads(row["metadata"]).get(PROVENANCE) if row is not None else None
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+            out[hit.id] = None
+    return {"stage": "provenance", "records": out}
+
+
+class LifecycleMethods:
+    """:class:`~agent_memory.store.MemoryStore` methods for events, provenance, history, restore, undo, purge
+    (``self`` is that store)."""
+
+    def _on_hand_edit(self: Any, changes: Sequence[tuple[Any, str | None, str | None]]) -> None:
+        """Log ``hand_edit`` events for files a rescan found changed outside the store."""
+        with acting("hand_edit"):
+            for rec, before, after in changes:
+                self._event("hand_edit", rec, before=before, after=after)
+
+    def _event(self: Any, kind: str, rec: Any, **kw: Any) -> Event | None:
+        """The one seam every mutation reports through (see :func:`emit`)."""
+        return emit(self, kind, rec, **kw)
+
+    def _stamp(self: Any, rec: MemoryRecord) -> MemoryRecord:
+        return stamp(rec)
+
+    def purge(self: Any, record_id: str | None = None, *, session_id: str | None = None,
+              user_id: str | None = None) -> PurgeReport:
+        """Delete content for good (see :func:`agent_memory.purge.purge`): one record the caller
+        (``session_id``/``user_id``) may see, or, without ``record_id``, everything of that user and/or session."""
+        from .purge import purge
+
+        check_strings(session_id=session_id, user_id=user_id)
+        return purge(self, record_id, session_id=session_id, user_id=user_id)
+
+    def history(self: Any, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> History:
+        """Every version of a visible record (live or archived), oldest first, with its events."""
+        check_strings(session_id=session_id, user_id=user_id)
+        return history(self, record_id, session_id, user_id)
+
+    def restore(self: Any, record_id: str, *, version: int | None = None, session_id: str | None = None,
+                user_id: str | None = None) -> MemoryRecord:
+        """Bring back a forgotten or swept record, or make ``version`` (default: the previous one) current."""
+        check_strings(session_id=session_id, user_id=user_id)
+        return restore(self, record_id, version, session_id, user_id)
+
+    def undo(self: Any, *, session_id: str | None = None, user_id: str | None = None) -> Event:
+        """Reverse this caller's last change not undone yet; returns the event it reversed."""
+        check_strings(session_id=session_id, user_id=user_id)
+        return undo(self, session_id, user_id)
+
+    def events_for(self: Any, record_id: str | None = None, *, session_id: str | None = None,
+                   user_id: str | None = None, limit: int | None = None) -> list[Event]:
+        """Events of records the caller may see (of one record with ``record_id``), oldest first."""
+        check_strings(session_id=session_id, user_id=user_id)
+        out = [e for e in self.events.read()[0]
+               if (record_id is None or e.id == record_id) and visible(e, session_id, user_id)]
+        return out[-limit:] if limit else out
+
+    def provenance(self: Any, record_id: str, *, session_id: str | None = None,
+                   user_id: str | None = None) -> dict[str, Any]:
+        """Who created and last changed a visible record (``metadata.provenance``), with its source."""
+        rec = self.get(record_id, session_id=session_id, user_id=user_id)
+        prov = rec.metadata.get(PROVENANCE)
+        return {"id": rec.id, "source": rec.source, **(prov if isinstance(prov, dict) else {})}

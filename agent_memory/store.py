@@ -9,7 +9,6 @@ atomically, updates the index in the same critical section and refreshes ``MEMOR
 from __future__ import annotations
 
 import builtins
-import contextlib
 import datetime as dt
 import json
 import os
@@ -22,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from . import _history, _keyed, _reads
 from . import lifecycle as _lifecycle
 from . import maintenance as _maintenance
-from ._fs import RootLock, atomic_write, ensure_dir, fsync_dir
+from ._fs import RootLock, atomic_write, ensure_dir
 from ._text import with_cjk_context
 from .drafts import (
     MemoryDraft,
@@ -33,7 +32,7 @@ from .drafts import (
     prepare_draft,
 )
 from .errors import InvalidInputError
-from .events import Event, EventLog, acting, current_acting, visible
+from .events import EventLog, acting, current_acting
 from .index import Index, SyncReport, row_to_record, visibility_sql
 from .maintenance import DoctorReport
 from .records import MemoryRecord, Scope, normalize_tags, parse_scope, validate_id
@@ -65,7 +64,7 @@ class SweepReport:
         return {"expired": self.expired, "duplicates": self.duplicates}
 
 
-class MemoryStore:
+class MemoryStore(_lifecycle.LifecycleMethods):
     """Synchronous store over one root. Safe to open many times from threads and processes."""
 
     def __init__(
@@ -124,19 +123,6 @@ class MemoryStore:
     def _on_index_change(self) -> None:
         if not self.index.read_only:
             self.write_memory_md()
-
-    def _on_hand_edit(self, changes: Sequence[tuple[Any, str | None, str | None]]) -> None:
-        """Log ``hand_edit`` events for files a rescan found changed outside the store."""
-        with acting("hand_edit"):
-            for rec, before, after in changes:
-                self._event("hand_edit", rec, before=before, after=after)
-
-    def _event(self, kind: str, rec: Any, **kw: Any) -> Event | None:
-        """The one seam every mutation reports through (see :mod:`agent_memory.lifecycle`)."""
-        return _lifecycle.emit(self, kind, rec, **kw)
-
-    def _stamp(self, rec: MemoryRecord) -> MemoryRecord:
-        return _lifecycle.stamp(rec)
 
     # -- housekeeping --------------------------------------------------------------------
     def open(self) -> SyncReport | None:
@@ -251,43 +237,6 @@ class MemoryStore:
             return bool(self.purge(record_id, session_id=session_id, user_id=user_id).records)
         return _lifecycle.forget(self, record_id, session_id, user_id)
 
-    def purge(self, record_id: str | None = None, *, session_id: str | None = None, user_id: str | None = None) -> Any:
-        """Delete content for good (see :func:`agent_memory.purge.purge`): one record the caller
-        (``session_id``/``user_id``) may see, or, without ``record_id``, everything of that user and/or session."""
-        from .purge import purge
-
-        return purge(self, record_id, session_id=session_id, user_id=user_id)
-
-    def history(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> _lifecycle.History:
-        """Every version of a visible record (live or archived), oldest first, with its events."""
-        _reads.check_strings(session_id=session_id, user_id=user_id)
-        return _lifecycle.history(self, record_id, session_id, user_id)
-
-    def restore(self, record_id: str, *, version: int | None = None, session_id: str | None = None,
-                user_id: str | None = None) -> MemoryRecord:
-        """Bring back a forgotten or swept record, or make ``version`` (default: the previous one) current."""
-        _reads.check_strings(session_id=session_id, user_id=user_id)
-        return _lifecycle.restore(self, record_id, version, session_id, user_id)
-
-    def undo(self, *, session_id: str | None = None, user_id: str | None = None) -> Event:
-        """Reverse this caller's last change not undone yet; returns the event it reversed."""
-        _reads.check_strings(session_id=session_id, user_id=user_id)
-        return _lifecycle.undo(self, session_id, user_id)
-
-    def events_for(self, record_id: str | None = None, *, session_id: str | None = None, user_id: str | None = None,
-                   limit: int | None = None) -> builtins.list[Event]:
-        """Events of records the caller may see (of one record with ``record_id``), oldest first."""
-        _reads.check_strings(session_id=session_id, user_id=user_id)
-        out = [e for e in self.events.read()[0]
-               if (record_id is None or e.id == record_id) and visible(e, session_id, user_id)]
-        return out[-limit:] if limit else out
-
-    def provenance(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> dict[str, Any]:
-        """Who created and last changed a visible record (``metadata.provenance``), with its source."""
-        rec = self.get(record_id, session_id=session_id, user_id=user_id)
-        prov = rec.metadata.get(_lifecycle.PROVENANCE)
-        return {"id": rec.id, "source": rec.source, **(prov if isinstance(prov, dict) else {})}
-
     # -- reads ----------------------------------------------------------------------------
     def _visible_row(self, record_id: str, session_id: str | None, user_id: str | None) -> Any:
         rows = self.index.rows_where(f"r.id = :id AND {visibility_sql('r')}", {"id": record_id, "sid": session_id, "uid": user_id})
@@ -365,15 +314,8 @@ class MemoryStore:
         )
         res = self.engine.search(self.index, req)
         if trace and res.trace is not None:
-            res.trace.append({"stage": "provenance", "records": {h.id: self._hit_provenance(h.id) for h in res.hits}})
+            res.trace.append(_lifecycle.trace_stage(self, res.hits))
         return res
-
-    def _hit_provenance(self, record_id: str) -> Any:
-        row = self.index.get_row(record_id)
-        try:
-            return json.loads(row["metadata"]).get(_lifecycle.PROVENANCE) if row is not None else None
-        except (KeyError, IndexError, TypeError, ValueError, AttributeError):
-            return None
 
     def list(
         self,
