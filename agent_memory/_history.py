@@ -13,17 +13,19 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._fs import atomic_write, ensure_dir
 from .drafts import _parse_when
-from .records import MemoryRecord, RecordParseError, now_iso, parse_record
+from .records import MemoryRecord, RecordParseError, content_hash, now_iso, parse_record
 
 if TYPE_CHECKING:  # pragma: no cover
     from .store import MemoryStore, SweepReport
 
 POINTER = "previous_version"
+_ANNOTATION = re.compile(r"\n*<!-- archived: [^\n]*-->\s*\Z")
 
 
 def save_version(store: MemoryStore, current: MemoryRecord, text: str) -> str:
@@ -114,3 +116,25 @@ def sweep(store: MemoryStore, now: dt.datetime, report: SweepReport) -> SweepRep
             store.index.mark_synced(conn)
         store.write_memory_md()
     return report
+
+
+def archived_file(store: MemoryStore, record_id: str) -> Path | None:
+    path = store.archive_dir / f"{record_id}.md"
+    if store.archive_dir.is_symlink() or path.is_symlink() or not path.is_file():
+        return None
+    return path
+
+
+def read_archived(store: MemoryStore, record_id: str) -> MemoryRecord | None:
+    """The archived record ``record_id`` with its archive note removed, or None."""
+    path = archived_file(store, record_id)
+    if path is None:
+        return None
+    try:
+        rec = parse_record(path.read_text(encoding="utf-8"), record_id, path=str(path))
+    except (OSError, UnicodeDecodeError, RecordParseError):
+        return None
+    body = _ANNOTATION.sub("", rec.content)
+    while body != (body := _ANNOTATION.sub("", body)):
+        pass
+    return rec.replace(content=body, content_hash=content_hash(body))

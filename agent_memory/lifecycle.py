@@ -15,18 +15,16 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import _history
-from ._history import POINTER
+from ._history import POINTER, archived_file, read_archived
 from ._reads import check_strings
 from .errors import InvalidInputError, NotFoundError
 from .events import Event, acting, current_acting, visible
-from .records import MemoryRecord, RecordParseError, content_hash, now_iso, parse_record, validate_id
+from .records import MemoryRecord, content_hash, now_iso, validate_id
 
 if TYPE_CHECKING:  # pragma: no cover
     from .purge import PurgeReport
@@ -34,7 +32,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger("agent_memory")
 PROVENANCE = "provenance"
-_ANNOTATION = re.compile(r"\n*<!-- archived: [^\n]*-->\s*\Z")
 UNDOABLE = ("created", "imported", "appended", "replaced", "restored", "forgotten", "swept", "archived", "undone")
 
 
@@ -96,28 +93,6 @@ def forget(store: MemoryStore, record_id: str, session_id: str | None, user_id: 
         store.index.healing(run)
         store.write_memory_md()
     return True
-
-
-def archived_file(store: MemoryStore, record_id: str) -> Path | None:
-    path = store.archive_dir / f"{record_id}.md"
-    if store.archive_dir.is_symlink() or path.is_symlink() or not path.is_file():
-        return None
-    return path
-
-
-def read_archived(store: MemoryStore, record_id: str) -> MemoryRecord | None:
-    """The archived record ``record_id`` with its archive note removed, or None."""
-    path = archived_file(store, record_id)
-    if path is None:
-        return None
-    try:
-        rec = parse_record(path.read_text(encoding="utf-8"), record_id, path=str(path))
-    except (OSError, UnicodeDecodeError, RecordParseError):
-        return None
-    body = _ANNOTATION.sub("", rec.content)
-    while body != (body := _ANNOTATION.sub("", body)):
-        pass
-    return rec.replace(content=body, content_hash=content_hash(body))
 
 
 def _sees(rec: MemoryRecord, session_id: str | None, user_id: str | None) -> bool:

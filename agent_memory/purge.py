@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._fs import fsync_dir
+from ._history import archived_file, chain, read_archived
 from .errors import InvalidInputError, NotFoundError
-from .events import Event, tombstone_id
-from .lifecycle import archived_file, emit, read_archived
+from .events import Event, tombstone_id, visible
 from .records import RecordParseError, parse_record, validate_id
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -92,9 +92,7 @@ def _targets(store: MemoryStore, record_id: str | None, session_id: str | None,
         hashes.add(rec.content_hash)
         if row is not None:
             files.add(store.records_dir / row["file"])
-        from . import _history
-
-        for path, old in _history.chain(store, rec):
+        for path, old in chain(store, rec):
             files.add(path)
             hashes.add(old.content_hash)
     else:
@@ -118,9 +116,8 @@ def _targets(store: MemoryStore, record_id: str | None, session_id: str | None,
 
 
 def _caller_sees(rec: Any, session_id: str | None, user_id: str | None) -> bool:
-    from .lifecycle import _sees
-
-    return _sees(rec, session_id, user_id)
+    ev = Event("archived", rec.id, scope=rec.scope.value, owner_session=rec.session_id, owner_user=rec.user_id)
+    return visible(ev, session_id, user_id)
 
 
 def _tombstone(ids: set[str], session_id: str | None, user_id: str | None) -> Callable[[Event], Event | None]:
@@ -215,7 +212,7 @@ def purge(store: MemoryStore, record_id: str | None = None, *, session_id: str |
         report.events = store.events.rewrite(_tombstone(ids, *partition))
         report.records = sorted(ids)
         for rid in sorted(ids):
-            emit(store, "purged", {"id": tombstone_id(rid), "scope": None, "session_id": None, "user_id": None},
+            store._event("purged", {"id": tombstone_id(rid), "scope": None, "session_id": None, "user_id": None},
                  caller=(None, None), files=report.files)
         store.write_memory_md()
     if record_id is None:
