@@ -174,3 +174,30 @@ def test_cli_get_provenance_and_events(tmp_path: Path) -> None:
     evs = run_cli(root, "events", "--user", "ada")["events"]
     assert [(e["event"], e["id"], e["actor"]) for e in evs] == [("created", r["id"], "cli")]
     assert run_cli(root, "events", "--user", "bob")["events"] == []
+
+
+def test_tool_calls_record_their_run_and_tool_call_ids(tmp_path: Path) -> None:
+    import asyncio
+
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    from agent_memory.provider import MemoryProvider
+    from agent_memory.tools import FOREGROUND, memory_toolset
+
+    steps = [ToolCallPart("memory_remember", {"content": "Gannets plunge-dive."}, tool_call_id="call-remember-1")]
+
+    def fn(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[steps.pop(0)] if steps else [TextPart("done")])
+
+    async def main() -> None:
+        async with MemoryProvider(tmp_path / "mem", durable=False) as p:
+            result = await Agent(FunctionModel(fn), toolsets=[memory_toolset(p, FOREGROUND, user_id="ada")]).run("go")
+            [ev] = await p.events(user_id="ada")
+            assert ev.event == "created" and ev.actor == "tool" and ev.tool_call_id == "call-remember-1"
+            assert ev.run_id is not None and ev.run_id == result.run_id
+            prov = await p.provenance(ev.id, user_id="ada")
+            assert prov["created"]["tool_call_id"] == "call-remember-1"
+
+    asyncio.run(main())
