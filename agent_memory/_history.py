@@ -98,7 +98,7 @@ def archive(store: MemoryStore, conn: Any, row: Any, reason: str, *, event: str 
 
 def sweep(store: MemoryStore, now: dt.datetime, report: SweepReport) -> SweepReport:
     """Archive expired records (TTL) and exact duplicates (keeping the newest), under the lock."""
-    with store.lock.hold():
+    with store.lock.hold(), store.events.batch():
         store.index.refresh(force=True)
         with store.index.transaction() as conn:
             for row in conn.execute("SELECT * FROM records WHERE expires IS NOT NULL").fetchall():

@@ -22,6 +22,7 @@ import contextvars
 import hashlib
 import json
 import os
+import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -137,6 +138,25 @@ class EventLog:
     def __init__(self, root: Path, *, durable: bool = True) -> None:
         self.dir = Path(root) / EVENTS_DIR
         self.durable = durable
+        self._local = threading.local()
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Buffer this thread's appends and write them at the end: one write and one fsync per file
+        (a bulk import of thousands of records must not pay an fsync per event)."""
+        if getattr(self._local, "buffer", None) is not None:
+            yield  # nested: the outer batch writes
+            return
+        self._local.buffer = []
+        try:
+            yield
+        finally:
+            buffered, self._local.buffer = self._local.buffer, None
+            by_month: dict[str, list[Event]] = {}
+            for ev in buffered:
+                by_month.setdefault(ev.ts[:7], []).append(ev)
+            for month, events in by_month.items():
+                self._write(month, events)
 
     def files(self) -> list[Path]:
         if not self.dir.is_dir() or self.dir.is_symlink():
@@ -147,10 +167,19 @@ class EventLog:
         """Write one line (on a fresh line even after a torn one); fsync when durable."""
         if ev.event not in EVENT_TYPES:
             raise ValueError(f"unknown event type {ev.event!r}")
+        buffer = getattr(self._local, "buffer", None)
+        if buffer is not None:
+            buffer.append(ev)
+        else:
+            self._write(ev.ts[:7], [ev])
+        return ev
+
+    def _write(self, month: str, events: list[Event]) -> None:
         created = not self.dir.exists()
         ensure_dir(self.dir)
-        path = self.dir / f"{ev.ts[:7]}.jsonl"
-        line = json.dumps(ev.to_dict(), ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n"
+        path = self.dir / f"{month}.jsonl"
+        line = b"".join(json.dumps(ev.to_dict(), ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n"
+                        for ev in events)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
         try:
             size = os.fstat(fd).st_size
@@ -166,7 +195,6 @@ class EventLog:
             os.close(fd)
         if created and self.durable:
             fsync_dir(self.dir.parent)
-        return ev
 
     def read(self) -> tuple[list[Event], list[str]]:
         """Every readable event, oldest first, and a problem line for each one skipped (torn or invalid)."""

@@ -211,9 +211,10 @@ def purge(store: MemoryStore, record_id: str | None = None, *, session_id: str |
         partition = (None, None) if record_id is not None else (session_id, user_id)
         report.events = store.events.rewrite(_tombstone(ids, *partition))
         report.records = sorted(ids)
-        for rid in sorted(ids):
-            store._event("purged", {"id": tombstone_id(rid), "scope": None, "session_id": None, "user_id": None},
-                 caller=(None, None), files=report.files)
+        with store.events.batch():
+            for rid in sorted(ids):
+                store._event("purged", {"id": tombstone_id(rid), "scope": None, "session_id": None, "user_id": None},
+                             caller=(None, None), files=report.files)
         store.write_memory_md()
     if record_id is None:
         for fn in list(PURGERS):

@@ -203,7 +203,7 @@ class MemoryStore(_lifecycle.LifecycleMethods):
 
             def write_batch() -> list[RememberResult]:
                 done = []
-                with self.lock.hold():
+                with self.lock.hold(), self.events.batch():  # one events write (and fsync) per batch
                     self.index.refresh(periodic=False)
                     with self.index.transaction() as conn:
                         for item in prepared:

@@ -201,3 +201,23 @@ def test_tool_calls_record_their_run_and_tool_call_ids(tmp_path: Path) -> None:
             assert prov["created"]["tool_call_id"] == "call-remember-1"
 
     asyncio.run(main())
+
+
+def test_a_bulk_import_writes_its_events_in_one_go(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = MemoryStore(tmp_path / "mem", durable=True)
+    writes: list[int] = []
+    real = EventLog._write
+
+    def counting(self: EventLog, month: str, events: list[Event]) -> None:
+        writes.append(len(events))
+        real(self, month, events)
+
+    monkeypatch.setattr(EventLog, "_write", counting)
+    drafts = [MemoryDraft(f"Bulk fact number {i} about terns.") for i in range(120)]
+    store.remember_many(drafts, source="import", batch_size=50)
+    assert writes == [50, 50, 20]  # one write (and one fsync) per batch, not per record
+    events, problems = store.events.read()
+    assert problems == [] and [e.event for e in events] == ["imported"] * 120
+    store.remember("One more about terns.")
+    assert writes[-1] == 1
+    store.close()
