@@ -164,10 +164,10 @@ def apply_keyed(store: MemoryStore, conn: Any, row: Any, rec: MemoryRecord, mode
             os.unlink(path)
             store.index.delete(conn, current.id)
             store._event(status, fresh, before=current.content_hash, after=fresh.content_hash, source=rec.source,
-                         previous_id=current.id, version=updated.metadata[POINTER])
+                         caller=(rec.session_id, rec.user_id), previous_id=current.id, version=updated.metadata[POINTER])
             return RememberResult(fresh.id, status, new_path, redactions)
     write(store, conn, updated, durable=durable)
     store._event(status, updated, before=current.content_hash, after=updated.content_hash, source=rec.source,
-                 version=updated.metadata.get(POINTER) if status == "replaced" else None,
+                 caller=(rec.session_id, rec.user_id), version=updated.metadata.get(POINTER) if status == "replaced" else None,
                  kept=len(current.content.rstrip("\n")) if status == "appended" else None)
     return RememberResult(updated.id, status, path, redactions)

@@ -48,7 +48,8 @@ def emit(store: MemoryStore, kind: str, rec: Any, *, before: str | None = None, 
     who = current_acting()
     if kind == "created" and source == "import":
         kind = "imported"
-    sid, uid = caller if caller is not None else (who.session_id or osid, who.user_id or ouid)
+    csid, cuid = caller if caller is not None else (osid, ouid)
+    sid, uid = who.session_id or csid, who.user_id or cuid
     ev = Event(kind, rid, actor=who.actor or source or "api", session_id=sid, user_id=uid, run_id=who.run_id,
                tool_call_id=who.tool_call_id, before=before, after=after, scope=scope, owner_session=osid,
                owner_user=ouid, detail={k: v for k, v in detail.items() if v is not None})
@@ -212,6 +213,13 @@ def restore(store: MemoryStore, record_id: str, version: int | None, session_id:
 
 
 # -- undo ---------------------------------------------------------------------------------
+def _by(ev: Event, session_id: str | None, user_id: str | None) -> bool:
+    """Was ``ev`` made by this caller? A user's changes from any of their sessions count when no session is given."""
+    if user_id is not None:
+        return ev.user_id == user_id and (session_id is None or ev.session_id in (session_id, None))
+    return ev.user_id is None and ev.session_id == session_id
+
+
 def last_change(store: MemoryStore, session_id: str | None, user_id: str | None) -> Event | None:
     """The caller's latest undoable change that is not undone yet."""
     events = store.events.read()[0]
@@ -219,7 +227,7 @@ def last_change(store: MemoryStore, session_id: str | None, user_id: str | None)
     for ev in reversed(events):
         if ev.detail.get("undo_of") or ev.eid in undone or ev.event not in UNDOABLE:
             continue
-        if (ev.session_id, ev.user_id) == (session_id, user_id) and visible(ev, session_id, user_id):
+        if _by(ev, session_id, user_id) and visible(ev, session_id, user_id):
             return ev
     return None
 

@@ -207,7 +207,8 @@ class MemoryStore(_lifecycle.LifecycleMethods):
                     self.index.refresh(periodic=False)
                     with self.index.transaction() as conn:
                         for item in prepared:
-                            done.append(_keyed.remember_locked(self, conn, item, self.durable and single))
+                            with acting(session_id=item[0].session_id, user_id=item[0].user_id):  # the writer
+                                done.append(_keyed.remember_locked(self, conn, item, self.durable and single))
                         if self.durable and len(prepared) > 1:
                             os.sync()  # one flush for the batch instead of an fsync per file
                         self.index.mark_synced(conn)

@@ -160,3 +160,27 @@ def test_cli_history_restore_undo(tmp_path: Path) -> None:
     assert err["error"]["type"] == "NotFoundError"
     err = jrun(root, "history", r["id"], "--user", "bob", ok=False)
     assert err["error"]["type"] == "NotFoundError"
+
+
+def test_undo_and_provenance_follow_the_writer_not_the_owner(store: MemoryStore) -> None:
+    a = store.remember("Shared: lint before merge.", memory_key="rules", scope="project", session_id="s1")
+    store.remember("Shared: and run the tests.", memory_key="rules", scope="project", session_id="s2")
+    prov = store.provenance(a.id)
+    assert prov["created"]["session_id"] == "s1" and prov["updated"]["session_id"] == "s2"
+    with pytest.raises(NotFoundError):
+        store.undo(session_id="s3")  # s3 changed nothing
+    assert store.undo(session_id="s2").event == "appended"  # s2 undoes its own append, not s1's create
+    assert store.get(a.id).content == "Shared: lint before merge."
+    assert store.undo(session_id="s1").event == "created"
+    with pytest.raises(NotFoundError):
+        store.get(a.id)
+
+
+def test_a_user_undoes_their_changes_from_any_session(store: MemoryStore) -> None:
+    a = store.remember("Ada drinks tea.", memory_key="drink", user_id="ada", session_id="s1", scope="user")
+    store.remember("Ada drinks coffee.", memory_key="drink", user_id="ada", session_id="s2", scope="user",
+                   on_existing="replace")
+    with pytest.raises(NotFoundError):
+        store.undo(session_id="s2")  # an anonymous caller of session s2 is not ada
+    assert store.undo(user_id="ada").event == "replaced"
+    assert store.get(a.id, user_id="ada").content == "Ada drinks tea."
