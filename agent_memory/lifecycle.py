@@ -282,15 +282,18 @@ def undo(store: MemoryStore, session_id: str | None, user_id: str | None) -> Eve
 
 # -- the store's public face of all this ----------------------------------------------------
 def trace_stage(store: MemoryStore, hits: Sequence[Any]) -> dict[str, Any]:
-    """The ``provenance`` stage a search trace ends with: who created and last changed each hit."""
-    out: dict[str, Any] = {}
+    """The ``provenance`` stage a search trace ends with: who created and last changed each hit, in rank order."""
+    top: list[dict[str, Any]] = []
     for hit in hits:
         row = store.index.get_row(hit.id)
         try:
-            out[hit.id] = json.loads(row["metadata"]).get(PROVENANCE) if row is not None else None
+            prov = json.loads(row["metadata"]).get(PROVENANCE) if row is not None else None
         except (KeyError, IndexError, TypeError, ValueError, AttributeError):
-            out[hit.id] = None
-    return {"stage": "provenance", "records": out}
+            prov = None
+        who = {k: {f: v for f, v in e.items() if f != "at"} for k, e in prov.items() if isinstance(e, dict)} \
+            if isinstance(prov, dict) else {}  # times are the record's own (get shows them)
+        top.append({"id": hit.id, **who})
+    return {"stage": "provenance", "top": top}
 
 
 class LifecycleMethods:

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic_ai import ModelRetry, RunContext
+from pydantic_ai import ModelRetry
 from pydantic_ai.toolsets import FunctionToolset
 
 from .backend import Caller, MemoryBackend
 from .drafts import MemoryDraft
 from .errors import AgentMemoryError
-from .events import acting
 from .fence import UNTRUSTED_NOTE
 from .index import summary_line
 
@@ -135,7 +134,7 @@ def memory_toolset(
             {"id": r.id, "title": r.title, "kind": r.kind, "scope": r.scope.value, "tags": list(r.tags),
              "updated": r.updated, "summary": summary_line(r.content, 120)} for r in recs]}
 
-    async def memory_remember(ctx: RunContext[Any], content: str, title: str | None = None, kind: str | None = None,
+    async def memory_remember(content: str, title: str | None = None, kind: str | None = None,
                               scope: Literal["session", "project", "user", "global"] | None = None,
                               tags: list[str] | None = None, memory_key: str | None = None,
                               on_existing: Literal["append", "replace", "skip"] = "append",
@@ -158,21 +157,19 @@ def memory_toolset(
             draft = MemoryDraft(content, title=title, kind=kind, scope=scope or write_scope, tags=tuple(tags or ()),
                                 memory_key=memory_key, on_existing=on_existing, session_id=who.session_id,
                                 user_id=who.user_id, importance=importance, expires=expires)
-            with acting(run_id=ctx.run_id, tool_call_id=ctx.tool_call_id):  # recorded in the event and provenance
-                result = await store.remember(draft, source=source)
+            result = await store.remember(draft, source=source)
         except AgentMemoryError as exc:
             raise _retry(exc) from None
         return {"id": result.id, "status": result.status}
 
-    async def memory_forget(ctx: RunContext[Any], id: str) -> dict[str, Any]:
+    async def memory_forget(id: str) -> dict[str, Any]:
         """Forget one memory record by id (it is archived: the user can restore it).
 
         Args:
             id: The record id.
         """
         try:
-            with acting(run_id=ctx.run_id, tool_call_id=ctx.tool_call_id):
-                return {"id": id, "forgotten": await store.forget(id, who)}
+            return {"id": id, "forgotten": await store.forget(id, who)}
         except AgentMemoryError as exc:
             raise _retry(exc) from None
 

@@ -143,7 +143,8 @@ def test_search_trace_shows_provenance(store: MemoryStore) -> None:
     a = store.remember("Cormorants dive for fish.", source="turn_capture", session_id="s1")
     res = store.search("cormorants", session_id="s1", trace=True)
     stage = res.trace[-1]
-    assert stage["stage"] == "provenance" and stage["records"][a.id]["created"]["actor"] == "turn_capture"
+    assert stage["stage"] == "provenance" and stage["top"][0]["id"] == a.id
+    assert stage["top"][0]["created"]["actor"] == "turn_capture" and stage["top"][0]["created"]["session_id"] == "s1"
     assert store.search("cormorants", session_id="s1").trace is None
 
 
@@ -176,7 +177,7 @@ def test_cli_get_provenance_and_events(tmp_path: Path) -> None:
     assert run_cli(root, "events", "--user", "bob")["events"] == []
 
 
-def test_tool_calls_record_their_run_and_tool_call_ids(tmp_path: Path) -> None:
+def test_an_agent_run_inside_acting_records_its_run_id(tmp_path: Path) -> None:
     import asyncio
 
     from pydantic_ai import Agent
@@ -193,12 +194,12 @@ def test_tool_calls_record_their_run_and_tool_call_ids(tmp_path: Path) -> None:
 
     async def main() -> None:
         async with MemoryProvider(tmp_path / "mem", durable=False) as p:
-            result = await Agent(FunctionModel(fn), toolsets=[memory_toolset(p, FOREGROUND, user_id="ada")]).run("go")
+            with acting("main-agent", run_id="turn-12"):  # the context follows the tool call into the backend thread
+                await Agent(FunctionModel(fn), toolsets=[memory_toolset(p, FOREGROUND, user_id="ada")]).run("go")
             [ev] = await p.events(user_id="ada")
-            assert ev.event == "created" and ev.actor == "tool" and ev.tool_call_id == "call-remember-1"
-            assert ev.run_id is not None and ev.run_id == result.run_id
+            assert (ev.event, ev.actor, ev.run_id, ev.user_id) == ("created", "main-agent", "turn-12", "ada")
             prov = await p.provenance(ev.id, user_id="ada")
-            assert prov["created"]["tool_call_id"] == "call-remember-1"
+            assert prov["created"]["run_id"] == "turn-12" and prov["source"] == "tool"
 
     asyncio.run(main())
 
