@@ -3,8 +3,9 @@
 A keyed ``replace`` never loses text: the file it overwrites is kept whole as
 ``history/<id>.<UTC timestamp>.md`` and the new version's metadata points at it
 (``previous_version``); each kept version carries the pointer to the one before, so the chain
-can be read back with :meth:`MemoryStore.versions` and restored with a ``replace``.
-``forget`` deletes a record's whole chain (forgetting is real deletion).
+can be read back with :meth:`MemoryStore.versions` / :meth:`MemoryStore.history` and restored with
+:meth:`MemoryStore.restore`. ``forget`` and ``sweep`` move a record to ``archive/`` (restorable) and keep
+its chain; only a purge (:mod:`agent_memory.purge`) deletes a record's files.
 """
 
 from __future__ import annotations
@@ -12,17 +13,19 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._fs import atomic_write, ensure_dir
 from .drafts import _parse_when
-from .records import MemoryRecord, RecordParseError, now_iso, parse_record
+from .records import MemoryRecord, RecordParseError, content_hash, now_iso, parse_record
 
 if TYPE_CHECKING:  # pragma: no cover
     from .store import MemoryStore, SweepReport
 
 POINTER = "previous_version"
+_ANNOTATION = re.compile(r"\n*<!-- archived: [^\n]*-->\s*\Z")
 
 
 def save_version(store: MemoryStore, current: MemoryRecord, text: str) -> str:
@@ -67,7 +70,7 @@ def chain(store: MemoryStore, rec: MemoryRecord, limit: int = 1000) -> list[tupl
 
 
 def drop_chain(store: MemoryStore, rec: MemoryRecord) -> int:
-    """Delete every kept version behind ``rec`` (on forget)."""
+    """Delete every kept version behind ``rec`` (on purge)."""
     n = 0
     for path, _ in chain(store, rec):
         with contextlib.suppress(FileNotFoundError):
@@ -76,8 +79,9 @@ def drop_chain(store: MemoryStore, rec: MemoryRecord) -> int:
     return n
 
 
-def archive(store: MemoryStore, conn: Any, row: Any, reason: str) -> None:
-    """Move one record file to ``archive/`` with an annotation, and drop its index rows."""
+def archive(store: MemoryStore, conn: Any, row: Any, reason: str, *, event: str = "archived",
+            caller: tuple[str | None, str | None] | None = None, **detail: Any) -> None:
+    """Move one record file to ``archive/`` with an annotation, drop its index rows, and log ``event``."""
     ensure_dir(store.archive_dir)
     src = store.records_dir / row["file"]
     try:
@@ -89,17 +93,18 @@ def archive(store: MemoryStore, conn: Any, row: Any, reason: str) -> None:
     atomic_write(store.archive_dir / row["file"], (text.rstrip("\n") + "\n" + note).encode("utf-8"), durable=store.durable)
     os.unlink(src)
     store.index.delete(conn, row["id"])
+    store._event(event, row, before=row["content_hash"], caller=caller, reason=reason, **detail)
 
 
 def sweep(store: MemoryStore, now: dt.datetime, report: SweepReport) -> SweepReport:
     """Archive expired records (TTL) and exact duplicates (keeping the newest), under the lock."""
-    with store.lock.hold():
+    with store.lock.hold(), store.events.batch():
         store.index.refresh(force=True)
         with store.index.transaction() as conn:
             for row in conn.execute("SELECT * FROM records WHERE expires IS NOT NULL").fetchall():
                 when = _parse_when(row["expires"])
                 if when is not None and when <= now:
-                    archive(store, conn, row, f"expired (expires {row['expires']})")
+                    archive(store, conn, row, f"expired (expires {row['expires']})", event="swept")
                     report.expired.append(row["id"])
             groups: dict[tuple[Any, ...], list[Any]] = {}
             # a superseded record is history, never a duplicate of the current fact that repeats its words
@@ -107,8 +112,30 @@ def sweep(store: MemoryStore, now: dt.datetime, report: SweepReport) -> SweepRep
                 groups.setdefault((row["content_hash"], row["scope"], row["session_id"], row["user_id"]), []).append(row)
             for rows in groups.values():
                 for row in rows[1:]:
-                    archive(store, conn, row, f"duplicate of {rows[0]['id']}")
+                    archive(store, conn, row, f"duplicate of {rows[0]['id']}", event="swept")
                     report.duplicates.append(row["id"])
             store.index.mark_synced(conn)
         store.write_memory_md()
     return report
+
+
+def archived_file(store: MemoryStore, record_id: str) -> Path | None:
+    path = store.archive_dir / f"{record_id}.md"
+    if store.archive_dir.is_symlink() or path.is_symlink() or not path.is_file():
+        return None
+    return path
+
+
+def read_archived(store: MemoryStore, record_id: str) -> MemoryRecord | None:
+    """The archived record ``record_id`` with its archive note removed, or None."""
+    path = archived_file(store, record_id)
+    if path is None:
+        return None
+    try:
+        rec = parse_record(path.read_text(encoding="utf-8"), record_id, path=str(path))
+    except (OSError, UnicodeDecodeError, RecordParseError):
+        return None
+    body = _ANNOTATION.sub("", rec.content)
+    while body != (body := _ANNOTATION.sub("", body)):
+        pass
+    return rec.replace(content=body, content_hash=content_hash(body))

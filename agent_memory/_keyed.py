@@ -83,7 +83,9 @@ def remember_locked(store: MemoryStore, conn: Any, item: Prepared, durable: bool
     if dup is not None:
         return RememberResult(dup["id"], "duplicate", os.path.join(store._records_str, dup["file"]), redactions)
     rec = rec.replace(id=allocate_id(store, rec))
-    return RememberResult(rec.id, "created", write(store, conn, rec, durable=durable, new=True), redactions)
+    path = write(store, conn, rec, durable=durable, new=True)
+    store._event("created", rec, after=rec.content_hash, source=rec.source)
+    return RememberResult(rec.id, "created", path, redactions)
 
 
 def holds_lines(content: str, text: str) -> bool:
@@ -134,7 +136,13 @@ def apply_keyed(store: MemoryStore, conn: Any, row: Any, rec: MemoryRecord, mode
         return RememberResult(row["id"], "duplicate", path, redactions)  # nothing would change
     updated = updated.replace(updated=now_iso())
     if status == "replaced":
-        return _supersede.replace_keyed(store, conn, current, updated, path, redactions, durable,
-                                        fresh_id=updated.title != current.title and _reveals_title(current))
+        result = _supersede.replace_keyed(store, conn, current, updated, path, redactions, durable,
+                                          fresh_id=updated.title != current.title and _reveals_title(current))
+        store._event(status, updated.replace(id=result.id), before=current.content_hash, after=updated.content_hash,
+                     source=rec.source, caller=(rec.session_id, rec.user_id),
+                     previous_id=current.id if result.id != current.id else None)
+        return result
     write(store, conn, updated, durable=durable)
+    store._event(status, updated, before=current.content_hash, after=updated.content_hash, source=rec.source,
+                 caller=(rec.session_id, rec.user_id), kept=len(current.content.rstrip("\n")))
     return RememberResult(updated.id, status, path, redactions)

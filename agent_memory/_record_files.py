@@ -44,6 +44,7 @@ def allocate_id(store: MemoryStore, rec: MemoryRecord) -> str:
 def write(store: MemoryStore, conn: Any, rec: MemoryRecord, *, durable: bool, new: bool = False) -> str:
     """Write ``rec``'s file atomically and its index rows; return the file path."""
     validate_id(rec.id)
+    rec = store._stamp(rec)  # metadata.provenance: who created and last changed it
     name = f"{rec.id}.md"
     path = os.path.join(store._records_str, name)
     text = rec.render()

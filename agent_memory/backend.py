@@ -148,6 +148,28 @@ class FilesBackend:
 
         return await self._run(read)
 
+    async def forget_purge(self, record_id: str, caller: Caller) -> bool:
+        return await self._run(self.store.forget, record_id, purge=True, **caller.kwargs())
+
+    async def purge(self, record_id: str | None = None, *, session_id: str | None = None,
+                    user_id: str | None = None) -> Any:
+        return await self._run(self.store.purge, record_id, session_id=session_id, user_id=user_id)
+
+    async def history(self, record_id: str, caller: Caller) -> Any:
+        return await self._run(self.store.history, record_id, **caller.kwargs())
+
+    async def restore(self, record_id: str, caller: Caller, *, version: int | None = None) -> MemoryRecord:
+        return await self._run(self.store.restore, record_id, version=version, **caller.kwargs())
+
+    async def undo(self, caller: Caller) -> Any:
+        return await self._run(self.store.undo, **caller.kwargs())
+
+    async def events(self, caller: Caller, *, record_id: str | None = None, limit: int | None = None) -> Any:
+        return await self._run(self.store.events_for, record_id, limit=limit, **caller.kwargs())
+
+    async def provenance(self, record_id: str, caller: Caller) -> dict[str, Any]:
+        return await self._run(self.store.provenance, record_id, **caller.kwargs())
+
     async def sweep(self) -> SweepReport:
         return await self._run(self.store.sweep)
 

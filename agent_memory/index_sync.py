@@ -94,6 +94,8 @@ def full_sync(index: Index, conn: sqlite3.Connection | None = None, *, clean: bo
         index.problems = problems
         seen: set[str] = set()
         index._local.purge = False
+        hand = getattr(index, "on_hand_edit", None) if clean and known and not index.read_only else None
+        edits: list[tuple[object, str | None, str | None]] = []  # hand edits: (record or row, hash before, after)
         with storage_errors("cannot update the index"):
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -117,6 +119,10 @@ def full_sync(index: Index, conn: sqlite3.Connection | None = None, *, clean: bo
                         if old is not None:
                             index.delete(conn, old[0])
                         continue
+                    if hand is not None:
+                        prior = conn.execute("SELECT content_hash FROM records WHERE file = ?", (name,)).fetchone()
+                        if prior is None or prior[0] != rec.content_hash:
+                            edits.append((rec, prior[0] if prior else None, rec.content_hash))
                     if old is not None and old[0] != rec.id:
                         index.delete(conn, old[0])
                     clash = conn.execute("SELECT file FROM records WHERE id = ?", (rec.id,)).fetchone()
@@ -130,11 +136,16 @@ def full_sync(index: Index, conn: sqlite3.Connection | None = None, *, clean: bo
                         report.updated += 1
                 for name, (rid, _, _) in known.items():
                     if name not in seen:
+                        gone = conn.execute("SELECT * FROM records WHERE id = ?", (rid,)).fetchone() if hand else None
+                        if gone is not None:
+                            edits.append((gone, gone["content_hash"], None))
                         index.delete(conn, rid)
                         report.removed += 1
                 index._set_meta(conn, "problems", json.dumps(problems))
                 index.mark_synced(conn)
                 conn.execute("COMMIT")
+                if edits and hand is not None:
+                    hand(edits)
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")

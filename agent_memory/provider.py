@@ -194,8 +194,48 @@ class MemoryProvider:
     async def count(self, *, session_id: str | None = None, user_id: str | None = None, **filters: Any) -> int:
         return await self.backend.count(Caller(session_id, user_id), **filters)
 
-    async def forget(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> bool:
+    async def forget(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None,
+                     purge: bool = False) -> bool:
+        """Archive a visible record (undo with :meth:`restore`); ``purge=True`` deletes every byte of it."""
+        if purge:
+            return bool(await self._lifecycle("forget_purge")(record_id, Caller(session_id, user_id)))
         return await self.backend.forget(record_id, Caller(session_id, user_id))
+
+    def _lifecycle(self, name: str) -> Any:
+        fn = getattr(self.backend, name, None)
+        if fn is None:
+            from .events import NotSupportedError
+
+            raise NotSupportedError(f"{name} is not supported by the {type(self.backend).__name__} backend yet")
+        return fn
+
+    async def purge(self, record_id: str | None = None, *, session_id: str | None = None,
+                    user_id: str | None = None) -> Any:
+        """Delete content for good (irreversible): one record the caller may see, or, without ``record_id``,
+        everything of ``user_id`` and/or ``session_id`` (see :mod:`agent_memory.purge`). Returns a ``PurgeReport``."""
+        return await self._lifecycle("purge")(record_id, session_id=session_id, user_id=user_id)
+
+    async def history(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> Any:
+        """Every version of a visible record (live or archived), oldest first, with its events."""
+        return await self._lifecycle("history")(record_id, Caller(session_id, user_id))
+
+    async def restore(self, record_id: str, *, version: int | None = None, session_id: str | None = None,
+                      user_id: str | None = None) -> MemoryRecord:
+        """Bring back a forgotten/swept record, or make ``version`` (default: the previous one) current."""
+        return await self._lifecycle("restore")(record_id, Caller(session_id, user_id), version=version)  # type: ignore[no-any-return]
+
+    async def undo(self, *, session_id: str | None = None, user_id: str | None = None) -> Any:
+        """Reverse this caller's last change not undone yet; returns the event it reversed."""
+        return await self._lifecycle("undo")(Caller(session_id, user_id))
+
+    async def events(self, *, record_id: str | None = None, session_id: str | None = None, user_id: str | None = None,
+                     limit: int | None = None) -> Any:
+        """Events of records the caller may see, oldest first."""
+        return await self._lifecycle("events")(Caller(session_id, user_id), record_id=record_id, limit=limit)
+
+    async def provenance(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> Any:
+        """Who created and last changed a visible record."""
+        return await self._lifecycle("provenance")(record_id, Caller(session_id, user_id))
 
     async def sweep(self) -> SweepReport:
         return await self.backend.sweep()

@@ -9,7 +9,6 @@ atomically, updates the index in the same critical section and refreshes ``MEMOR
 from __future__ import annotations
 
 import builtins
-import contextlib
 import dataclasses
 import datetime as dt
 import json
@@ -21,8 +20,9 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from . import _history, _keyed, _reads, _supersede
+from . import lifecycle as _lifecycle
 from . import maintenance as _maintenance
-from ._fs import RootLock, atomic_write, ensure_dir, fsync_dir
+from ._fs import RootLock, atomic_write, ensure_dir
 from ._text import with_cjk_context
 from .drafts import (
     MemoryDraft,
@@ -33,6 +33,7 @@ from .drafts import (
     prepare_draft,
 )
 from .errors import InvalidInputError
+from .events import EventLog, acting, current_acting
 from .index import Index, SyncReport, core_line, current_sql, row_to_record, visibility_sql
 from .maintenance import DoctorReport
 from .records import MemoryRecord, Scope, normalize_tags, parse_scope, validate_id
@@ -64,7 +65,7 @@ class SweepReport:
         return {"expired": self.expired, "duplicates": self.duplicates}
 
 
-class MemoryStore:
+class MemoryStore(_lifecycle.LifecycleMethods):
     """Synchronous store over one root. Safe to open many times from threads and processes."""
 
     def __init__(
@@ -112,6 +113,8 @@ class MemoryStore:
 
             self.meaning = Meaning(self, embedder)
         self.index.on_change = self._on_index_change  # a hand edit that drops a row also leaves MEMORY.md
+        self.index.on_hand_edit = self._on_hand_edit  # type: ignore[attr-defined]
+        self.events = EventLog(self.root, durable=durable)
         engine_kw: dict[str, Any] = {"snippet_lines": snippet_lines, "snippet_chars": snippet_chars, "stop_words": stop_words}
         if tokenizer is not None:
             engine_kw["tokenizer"] = tokenizer
@@ -199,6 +202,8 @@ class MemoryStore:
             for draft in batch:  # validate and redact the whole batch before writing any of it
                 try:
                     rec, redactions = prepare_draft(draft, source, self.default_scope)
+                    if _lifecycle.PROVENANCE in rec.metadata and source != "import":  # the store's to set
+                        rec = rec.replace(metadata={k: v for k, v in rec.metadata.items() if k != _lifecycle.PROVENANCE})
                     prepared.append((rec, redactions, draft.on_existing, explicit_fields(draft)))
                 except InvalidInputError as exc:
                     if on_error == "raise":
@@ -210,18 +215,20 @@ class MemoryStore:
 
             def write_batch() -> list[RememberResult]:
                 done = []
-                with self.lock.hold():
+                with self.lock.hold(), self.events.batch():  # one events write (and fsync) per batch
                     self.index.refresh(periodic=False)
                     with self.index.transaction() as conn:
                         for item in prepared:
-                            done.append(_keyed.remember_locked(self, conn, item, self.durable and single))
+                            with acting(session_id=item[0].session_id, user_id=item[0].user_id):  # the writer
+                                done.append(_keyed.remember_locked(self, conn, item, self.durable and single))
                         if self.durable and len(prepared) > 1:
                             os.sync()  # one flush for the batch instead of an fsync per file
                         self.index.mark_synced(conn)
                     self.write_memory_md()
                 return done
 
-            results.extend(self.index.healing(write_batch))  # a corrupt index is rebuilt, the batch retried
+            with acting(current_acting().actor or source):
+                results.extend(self.index.healing(write_batch))  # a corrupt index is rebuilt, the batch retried
             if progress:
                 progress(len(batch))
             batch.clear()
@@ -233,37 +240,15 @@ class MemoryStore:
         flush()
         return results
 
-    def forget(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> bool:
-        """Delete a record the caller may see: its file, its kept versions and its index rows. False if absent."""
+    def forget(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None,
+               purge: bool = False) -> bool:
+        """Move a record the caller may see to ``archive/`` (restorable; ``purge=True``: delete every byte of it).
+        False if the caller sees no such record."""
         validate_id(record_id)
         _reads.check_strings(session_id=session_id, user_id=user_id)
-        self.open()
-        with self.lock.hold():
-            self.index.refresh()
-            row = self._visible_row(record_id, session_id, user_id)
-            if row is None:
-                return False
-            with contextlib.suppress(OSError, InvalidInputError):  # its kept versions go too: forgetting is deletion
-                rec = self.index.load_file(row["file"])[0]
-                _history.drop_chain(self, rec)
-                self.index.healing(lambda: self._drop_predecessors(rec))
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.records_dir / row["file"])
-            if self.durable:
-                fsync_dir(self.records_dir)
-
-            def drop() -> None:
-                with self.index.transaction() as conn:
-                    self.index.delete(conn, record_id)
-                    self.index.mark_synced(conn)
-
-            self.index.healing(drop)
-            self.write_memory_md()
-        return True
-
-    def _drop_predecessors(self, rec: MemoryRecord) -> None:
-        with self.index.transaction() as conn:
-            _supersede.drop_predecessors(self, conn, rec)
+        if purge:
+            return bool(self.purge(record_id, session_id=session_id, user_id=user_id).records)
+        return _lifecycle.forget(self, record_id, session_id, user_id)
 
     # -- reads ----------------------------------------------------------------------------
     def _visible_row(self, record_id: str, session_id: str | None, user_id: str | None) -> Any:
@@ -348,7 +333,10 @@ class MemoryStore:
             strict_visibility=self.strict_visibility if strict_visibility is None else bool(strict_visibility),
             include_superseded=bool(include_superseded), as_of=_reads.as_of_filter(as_of),
         )
-        return self.engine.search(self.index, req)
+        res = self.engine.search(self.index, req)
+        if trace and res.trace is not None:
+            res.trace.append(_lifecycle.trace_stage(self, res.hits))
+        return res
 
     def list(
         self,

@@ -237,7 +237,7 @@ def memory_toolset(
         return {"id": result.id, "status": result.status, "supersedes": id}
 
     async def memory_forget(id: str) -> dict[str, Any]:
-        """Permanently delete one memory record by id.
+        """Forget one memory record by id (it is archived: the user can restore it).
 
         Args:
             id: The record id.

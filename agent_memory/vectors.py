@@ -182,6 +182,20 @@ class VectorCache:
                 self._loaded.clear()
         return removed
 
+    def drop(self, hashes: Iterable[str]) -> int:
+        """Delete the vectors of ``hashes`` under every model (purge); returns how many."""
+        rows = [(h,) for h in set(hashes)]
+
+        def run(conn: sqlite3.Connection) -> int:
+            with conn:
+                return sum(conn.execute("DELETE FROM vectors WHERE hash = ?", r).rowcount for r in rows)
+
+        removed: int = self._guarded(run)
+        if removed:
+            with self._lock:
+                self._loaded.clear()
+        return removed
+
     # -- filling -------------------------------------------------------------------------
     def backfill(self, items: Iterable[tuple[str, str]], embedder: Embedder, *, batch_size: int = 64,
                  progress: Callable[[int, int], None] | None = None, prune: bool = False,

@@ -143,7 +143,12 @@ def test_a_replace_keeps_the_previous_version_in_history_and_forget_deletes_it(s
     restored = store.remember(versions[-1].content, memory_key="profile", scope="user", user_id="ada", on_existing="replace")
     assert store.get(restored.id, user_id="ada").content == "Allergic to peanuts; favourite colour orange."
     assert store.forget(a.id, user_id="ada") is True
-    assert list(store.records_dir.glob("*.md")) == []  # forgetting is real deletion: every version goes
+    assert list(store.records_dir.glob("*.md")) == []  # forget archives the record and the versions it superseded
+    assert len(list(store.archive_dir.glob("*.md"))) == 3
+    store.restore(a.id, user_id="ada")  # ... and restore brings the whole chain back
+    assert len(store.versions(a.id, user_id="ada")) == 2
+    assert store.forget(a.id, user_id="ada", purge=True) is True
+    assert list(store.records_dir.glob("*.md")) == [] and list(store.archive_dir.glob("*.md")) == []  # a purge deletes
 
 
 # -- 11.13: ids never reveal replaced text ------------------------------------------------------

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..mcp import cli as _mcp
-from . import _eval, _maint, _records, _workers, episodes, export, sessions
+from . import _eval, _maint, _records, _workers, episodes, export, lifecycle, sessions
 from . import consolidate as _consolidate
 from ._base import DEFAULT_ROOT, Parser, dumps
 from ._errors import classify, one_line
@@ -47,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog = "Examples:\n" + "\n".join(f"  {e}" for e in examples) + (f"\n\n{epilog_extra}" if epilog_extra else "")
         return sub.add_parser(name, help=text, description=text, epilog=epilog, parents=[common])
 
-    for module in (_records, _maint, _workers, _eval, export, sessions, episodes, _mcp, _consolidate):
+    for module in (_records, _maint, _workers, _eval, export, sessions, episodes, lifecycle, _mcp, _consolidate):
         COMMANDS.update(module.register(add))
     return parser
 

@@ -271,4 +271,4 @@ def cmd_sweep(args: argparse.Namespace) -> None:
     emit(args, rep.to_dict(), lambda: f"archived {len(rep.expired)} expired and {len(rep.duplicates)} duplicate records"
          + "".join(f"\n  expired: {i}" for i in rep.expired) + "".join(f"\n  duplicate: {i}" for i in rep.duplicates))
     if rep.expired or rep.duplicates:
-        note("archived records are in archive/ (move a file back to records/ to restore it)")
+        note("archived records are in archive/ (`agent-memory restore ID` brings one back)")

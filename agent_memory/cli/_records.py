@@ -107,6 +107,8 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
     ])
     p.add_argument("id", help="record id (as printed by remember, search and list)")
     add_identity(p)
+    p.add_argument("--provenance", action="store_true",
+                   help="also print who created and last changed it (session, user, actor, run/tool call)")
 
     p = add("list", f"List records, newest first, filtered exactly (first {DEFAULT_LIST_LIMIT} unless --limit/--all).", [
         "agent-memory list --tag ops",
@@ -117,11 +119,14 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
     _filters(p, DEFAULT_LIST_LIMIT)
     p.add_argument("--all", action="store_true", help="list every matching record (no limit)")
 
-    p = add("forget", "Delete one record (its file and its index rows).", [
+    p = add("forget", "Move one record to archive/ (undo with restore); --purge deletes every byte of it.", [
         "agent-memory forget 2026-11-22-deploy-day-a1b2c3d4",
+        "agent-memory forget 2026-11-22-deploy-day-a1b2c3d4 --purge --json",
     ])
     p.add_argument("id", help="record id")
     add_identity(p)
+    p.add_argument("--purge", action="store_true",
+                   help="delete it for good: file, kept versions, archive, vectors, index pages, event payloads")
 
     p = add("inject", "Print the core block (USER.md + the caller's MEMORY.md lines) within a token budget.", [
         "agent-memory inject --budget 800",
@@ -145,7 +150,10 @@ def cmd_remember(args: argparse.Namespace) -> None:
                         happened_at=args.happened_at, valid_from=args.valid_from, valid_to=args.valid_to,
                         supersedes=args.supersedes)
     target = open_target(args.root, create=True)
-    r = target.remember_many([draft], source="manual")[0]
+    from ..events import acting
+
+    with acting("cli"):
+        r = target.remember_many([draft], source="manual")[0]
     redacted = f" ({r.redactions} secret{'s' if r.redactions != 1 else ''} redacted)" if r.redactions else ""
     emit(args, r.to_dict(), lambda: r.id if args.quiet else f"{r.status}: {r.id}{redacted}")
 
@@ -176,8 +184,14 @@ def cmd_search(args: argparse.Namespace) -> None:
 def cmd_get(args: argparse.Namespace) -> None:
     rec = open_target(args.root, create=False).get(args.id, **_caller(args))
     expires = f", expires {rec.expires}" if rec.expires else ""
-    emit(args, rec.to_dict(),
-         lambda: f"{rec.id} ({rec.kind}, {rec.scope.value}{expires}{_dates(rec)}) {rec.path}\n\n{rec.content}")
+    doc = rec.to_dict()
+    extra = ""
+    if args.provenance:
+        prov = rec.metadata.get("provenance")
+        doc["provenance"] = {"source": rec.source, **(prov if isinstance(prov, dict) else {})}
+        extra = "".join(f"\n{k}: " + (json.dumps(v, ensure_ascii=False) if isinstance(v, dict) else str(v))
+                        for k, v in doc["provenance"].items())
+    emit(args, doc, lambda: f"{rec.id} ({rec.kind}, {rec.scope.value}{expires}{_dates(rec)}) {rec.path}{extra}\n\n{rec.content}")
 
 
 def cmd_list(args: argparse.Namespace) -> None:
@@ -199,9 +213,19 @@ def cmd_list(args: argparse.Namespace) -> None:
 
 
 def cmd_forget(args: argparse.Namespace) -> None:
-    if not open_target(args.root, create=False).forget(args.id, **_caller(args)):
-        raise NotFoundError(f"no record {args.id!r} visible to this caller")
-    emit(args, {"id": args.id, "forgotten": True}, lambda: f"forgotten: {args.id}")
+    from ..events import acting
+
+    with acting("cli"):
+        if args.purge:
+            from .lifecycle import files_store
+
+            rep = files_store(args, "forget --purge").purge(args.id, **_caller(args))
+            emit(args, {"id": args.id, "forgotten": True, "purged": True, **rep.to_dict()}, lambda: f"purged: {args.id}")
+            return
+        if not open_target(args.root, create=False).forget(args.id, **_caller(args)):
+            raise NotFoundError(f"no record {args.id!r} visible to this caller")
+    emit(args, {"id": args.id, "forgotten": True},
+         lambda: f"forgotten: {args.id} (archived; `agent-memory restore {args.id}` brings it back)")
 
 
 def cmd_inject(args: argparse.Namespace) -> None:

@@ -1,0 +1,110 @@
+"""Lifecycle commands: history, restore, undo, purge, events (files roots; PostgreSQL: not supported yet)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from ..events import NotSupportedError, acting
+from ._base import UsageError, add_identity, emit, positive
+from ._target import StoreTarget, open_target
+
+Handler = Callable[[argparse.Namespace], "int | None"]
+
+
+def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
+    p = add("history", "Every version of a record (live or archived), oldest first, with its events.", [
+        "agent-memory history 2026-11-22-deploy-day-a1b2c3d4",
+        "agent-memory history 2026-11-22-deploy-day-a1b2c3d4 --user ada --json",
+    ])
+    p.add_argument("id", help="record id")
+    add_identity(p)
+
+    p = add("restore", "Bring back a forgotten or swept record, or make an earlier version current.", [
+        "agent-memory restore 2026-11-22-deploy-day-a1b2c3d4",
+        "agent-memory restore 2026-11-22-deploy-day-a1b2c3d4 --version 1 --json",
+    ])
+    p.add_argument("id", help="record id")
+    p.add_argument("--version", type=positive, metavar="N",
+                   help="the version to make current, as numbered by `history` (default: the previous one)")
+    add_identity(p)
+
+    p = add("undo", "Reverse the caller's last change (identity flags say who) that is not undone yet.", [
+        "agent-memory undo", "agent-memory undo --user ada --json"])
+    add_identity(p)
+
+    p = add("purge", "Delete content for good: one record (ID) or everything of a user or session. Irreversible.", [
+        "agent-memory purge 2026-11-22-deploy-day-a1b2c3d4",
+        "agent-memory purge --user ada --json",
+        "agent-memory purge --session s1",
+    ], epilog_extra="With an ID, --session/--user are the caller (who must see the record); without, they say whose\n"
+                    "data goes: records, kept versions, archive, vectors, index pages and event payloads.")
+    p.add_argument("id", nargs="?", help="record id (omit to purge by --user/--session)")
+    add_identity(p)
+
+    p = add("events", "The event log: who changed what, when (records the caller may see), oldest first.", [
+        "agent-memory events --limit 20", "agent-memory events --id 2026-11-22-deploy-day-a1b2c3d4 --json"])
+    p.add_argument("--id", dest="record_id", metavar="ID", help="only events of this record")
+    p.add_argument("--limit", type=positive, metavar="N", help="only the last N events")
+    add_identity(p)
+    return {"history": cmd_history, "restore": cmd_restore, "undo": cmd_undo, "purge": cmd_purge, "events": cmd_events}
+
+
+def files_store(args: argparse.Namespace, what: str) -> Any:
+    """The files store behind ``--root``; a typed error for database roots (not supported there yet)."""
+    target = open_target(args.root, create=False)
+    if not isinstance(target, StoreTarget):
+        target.close()
+        raise NotSupportedError(f"{what} is not supported on PostgreSQL roots yet (files roots only)")
+    return target.store
+
+
+def _caller(args: argparse.Namespace) -> dict[str, Any]:
+    return {"session_id": args.session_id, "user_id": args.user_id}
+
+
+def _event_line(e: dict[str, Any]) -> str:
+    who = " ".join(f"{k}={e[k]}" for k in ("session_id", "user_id", "run_id") if e.get(k))
+    change = f"{e.get('before') or '-'} -> {e.get('after') or '-'}"
+    return f"{e['ts']}  {e['event']:<10} {e['id']}  by {e.get('actor', '?')}{' ' + who if who else ''}  {change}"
+
+
+def cmd_history(args: argparse.Namespace) -> None:
+    doc = files_store(args, "history").history(args.id, **_caller(args)).to_dict()
+
+    def human() -> str:
+        out = [f"{doc['id']} ({doc['state']})"]
+        for v in doc["versions"]:
+            out.append(f"  v{v['version']}{' (current)' if v['current'] else ''}  {v['updated']}  {v['title']}")
+        out.extend("  " + _event_line(e) for e in doc["events"])
+        return "\n".join(out)
+
+    emit(args, doc, human)
+
+
+def cmd_restore(args: argparse.Namespace) -> None:
+    with acting("cli"):
+        rec = files_store(args, "restore").restore(args.id, version=args.version, **_caller(args))
+    emit(args, {"id": rec.id, "restored": True, "content_hash": rec.content_hash}, lambda: f"restored: {rec.id}")
+
+
+def cmd_undo(args: argparse.Namespace) -> None:
+    with acting("cli"):
+        ev = files_store(args, "undo").undo(**_caller(args))
+    emit(args, {"undone": ev.to_dict()}, lambda: f"undone: {ev.event} of {ev.id} ({ev.ts})")
+
+
+def cmd_purge(args: argparse.Namespace) -> None:
+    if args.id is None and not (args.session_id or args.user_id):
+        raise UsageError("purge needs a record ID, --user U or --session S")
+    with acting("cli"):
+        rep = files_store(args, "purge").purge(args.id, **_caller(args))
+    emit(args, rep.to_dict(), lambda: f"purged {len(rep.records)} record(s), {rep.files} file(s), "
+                                      f"{rep.vectors} vector(s); {rep.events} event(s) now tombstones")
+
+
+def cmd_events(args: argparse.Namespace) -> None:
+    events = files_store(args, "events").events_for(args.record_id, limit=args.limit, **_caller(args))
+    doc = {"events": [e.to_dict() for e in events]}
+    emit(args, doc, lambda: "\n".join(_event_line(e) for e in doc["events"]) or "no events")

@@ -1,0 +1,245 @@
+"""Real deletion: every byte of a record's content goes, wherever the files store keeps it.
+
+:func:`purge` removes a record (or every record of a user and/or a session) from ``records/``,
+``history/`` (all kept versions) and ``archive/``; its rows and stemmed terms from the FTS index (segments
+rewritten, ``VACUUM`` for free pages, WAL checkpointed and truncated); its vectors from ``vectors.db``
+(same cleanup); and turns its event lines into tombstones (record id, session and user replaced by hashes,
+details dropped; the content hashes stay). ``MEMORY.md`` is regenerated. Stores built by other modules
+(session logs, episodes) join in with :func:`register_purger`: each purger is called as
+``fn(root, user_id, session_id) -> int`` (how many items it removed) on a user or session purge.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ._fs import fsync_dir
+from ._history import archived_file, chain, read_archived
+from .errors import InvalidInputError, NotFoundError
+from .events import Event, tombstone_id, visible
+from .records import RecordParseError, parse_record, validate_id
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .store import MemoryStore
+
+__all__ = ["PurgeReport", "Purger", "purge", "register_purger", "unregister_purger"]
+
+Purger = Callable[[Path, "str | None", "str | None"], int]
+PURGERS: list[Purger] = []
+
+
+def register_purger(fn: Purger) -> Purger:
+    """Have every user/session purge call ``fn(root, user_id, session_id)`` too (usable as a decorator)."""
+    if fn not in PURGERS:
+        PURGERS.append(fn)
+    return fn
+
+
+def unregister_purger(fn: Purger) -> None:
+    with contextlib.suppress(ValueError):
+        PURGERS.remove(fn)
+
+
+@dataclass
+class PurgeReport:
+    records: list[str] = field(default_factory=list)
+    files: int = 0
+    vectors: int = 0
+    events: int = 0
+    others: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"records": self.records, "files": self.files, "vectors": self.vectors, "events": self.events,
+                "others": self.others}
+
+
+def _md_files(folder: Path) -> list[Path]:
+    if not folder.is_dir() or folder.is_symlink():
+        return []
+    return [p for p in folder.iterdir() if p.suffix == ".md" and p.is_file() and not p.is_symlink()]
+
+
+def _owned(path: Path, session_id: str | None, user_id: str | None) -> tuple[str, str] | None:
+    """``(record id, content hash)`` of a kept file owned by that session or user, else None."""
+    try:
+        rec = parse_record(path.read_text(encoding="utf-8"), path.name.split(".", 1)[0], path=str(path))
+    except (OSError, UnicodeDecodeError, RecordParseError):
+        return None
+    if (session_id is not None and rec.session_id == session_id) or (user_id is not None and rec.user_id == user_id):
+        return rec.id, rec.content_hash
+    return None
+
+
+def _targets(store: MemoryStore, record_id: str | None, session_id: str | None,
+             user_id: str | None) -> tuple[set[str], set[Path], set[str]]:
+    """The record ids, the files and the content hashes to remove."""
+    ids: set[str] = set()
+    files: set[Path] = set()
+    hashes: set[str] = set()
+    if record_id is not None:
+        row = store._visible_row(record_id, session_id, user_id)
+        rec = store.index.load_file(row["file"])[0] if row is not None else read_archived(store, record_id)
+        if rec is None or (row is None and not _caller_sees(rec, session_id, user_id)):
+            raise NotFoundError(f"no record {record_id!r} (live or archived) visible to this caller")
+        ids.add(rec.id)
+        hashes.add(rec.content_hash)
+        if row is not None:
+            files.add(store.records_dir / row["file"])
+        for path, old in chain(store, rec):
+            files.add(path)
+            hashes.add(old.content_hash)
+        for old, path in _superseded(store, rec):  # the versions it superseded (live or archived)
+            ids.add(old.id)
+            hashes.add(old.content_hash)
+            files.add(path)
+    else:
+        rows = store.index.rows_where("(r.session_id = :s OR r.user_id = :u)", {"s": session_id, "u": user_id}, limit=None)
+        for row in rows:
+            ids.add(row["id"])
+            hashes.add(row["content_hash"])
+            files.add(store.records_dir / row["file"])
+        for path in _md_files(store.archive_dir) + _md_files(store.history_dir):
+            owned = _owned(path, session_id, user_id)
+            if owned is not None:
+                ids.add(owned[0])
+                hashes.add(owned[1])
+                files.add(path)
+    for rid in ids:
+        archived = archived_file(store, rid)
+        if archived is not None:
+            files.add(archived)
+        files.update(p for p in _md_files(store.history_dir) if p.name.startswith(f"{rid}."))
+    return ids, files, hashes
+
+
+def _superseded(store: MemoryStore, rec: Any) -> list[tuple[Any, Path]]:
+    """The records ``rec`` superseded, following ``supersedes`` through ``records/`` and ``archive/``."""
+    out: list[tuple[Any, Path]] = []
+    pointer, seen = rec.supersedes, {rec.id}
+    while pointer and pointer not in seen and len(seen) < 10_000:
+        seen.add(pointer)
+        live = store.records_dir / f"{pointer}.md"
+        try:
+            old, path = (store.index.load_file(live.name)[0], live) if live.is_file() else \
+                (read_archived(store, pointer), archived_file(store, pointer))
+        except (OSError, InvalidInputError):
+            break
+        if old is None or path is None or (old.scope, old.session_id, old.user_id) != (rec.scope, rec.session_id, rec.user_id):
+            break
+        out.append((old, path))
+        pointer = old.supersedes
+    return out
+
+
+def _caller_sees(rec: Any, session_id: str | None, user_id: str | None) -> bool:
+    ev = Event("archived", rec.id, scope=rec.scope.value, owner_session=rec.session_id, owner_user=rec.user_id)
+    return visible(ev, session_id, user_id)
+
+
+def _tombstone(ids: set[str], session_id: str | None, user_id: str | None) -> Callable[[Event], Event | None]:
+    def change(ev: Event) -> Event | None:
+        mine = ev.id in ids or (session_id is not None and session_id in (ev.session_id, ev.owner_session)) or (
+            user_id is not None and user_id in (ev.user_id, ev.owner_user))
+        if not mine:
+            if ev.detail and any(rid in json.dumps(ev.detail, ensure_ascii=False) for rid in ids):
+                ev.detail = {"purged": True}  # e.g. "duplicate of <purged id>"
+                return ev
+            return None
+        if ev.id.startswith("purged:") and not ev.detail:
+            return None
+        hashed = {k: tombstone_id(v) if isinstance(v, str) and not v.startswith("purged:") else v for k, v in (
+            ("id", ev.id), ("session_id", ev.session_id), ("user_id", ev.user_id), ("owner_session", ev.owner_session),
+            ("owner_user", ev.owner_user))}
+        return Event(ev.event, hashed["id"] or ev.id, ts=ev.ts, eid=ev.eid, actor=ev.actor, session_id=hashed["session_id"],
+                     user_id=hashed["user_id"], before=ev.before, after=ev.after, scope=ev.scope,
+                     owner_session=hashed["owner_session"], owner_user=hashed["owner_user"], detail={"purged": True})
+    return change
+
+
+def _compact(path: Path) -> None:
+    """VACUUM a SQLite file and truncate its WAL (free pages and old frames hold deleted text)."""
+    if not path.is_file():
+        return
+    conn = sqlite3.connect(path, timeout=30.0)
+    try:
+        conn.execute("PRAGMA secure_delete = ON")
+        conn.execute("VACUUM")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()
+
+
+def _drop_vectors(store: MemoryStore, hashes: set[str]) -> int:
+    path = store.root / "vectors.db"
+    if not hashes or not path.is_file():
+        return 0
+    live = {r["content_hash"] for r in store.index.rows_where("1 = 1", {}, limit=None)}
+    gone = sorted(hashes - live)
+    if not gone:
+        return 0
+    meaning = store.meaning
+    if meaning is not None:
+        n = meaning.vectors.drop(gone)
+        meaning.vectors.close()
+    else:
+        from .vectors import VectorCache
+
+        cache = VectorCache(path)
+        n = cache.drop(gone)
+        cache.close()
+    _compact(path)
+    return n
+
+
+def purge(store: MemoryStore, record_id: str | None = None, *, session_id: str | None = None,
+          user_id: str | None = None) -> PurgeReport:
+    """Delete content for good. With ``record_id``: that record, which the caller (``session_id``/``user_id``)
+    must see, live or archived. Without: every record, version and archived copy whose session is
+    ``session_id`` or whose user is ``user_id`` (at least one is needed), then every registered purger."""
+    if record_id is not None:
+        validate_id(record_id)
+    elif not session_id and not user_id:
+        raise InvalidInputError("purge needs a record id, a user or a session")
+    store.open()
+    report = PurgeReport()
+    with store.lock.hold():
+        store.index.refresh(force=True)
+        ids, files, hashes = _targets(store, record_id, session_id, user_id)
+
+        def drop_rows() -> None:
+            with store.index.transaction() as conn:
+                for rid in ids:
+                    store.index.delete(conn, rid)
+                store.index.mark_synced(conn)
+
+        for path in sorted(files):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+                report.files += 1
+        if store.durable:
+            for folder in (store.records_dir, store.archive_dir, store.history_dir):
+                if folder.is_dir():
+                    fsync_dir(folder)
+        store.index.healing(drop_rows)
+        store.index.close()
+        _compact(store.index.path)
+        report.vectors = _drop_vectors(store, hashes)
+        partition = (None, None) if record_id is not None else (session_id, user_id)
+        report.events = store.events.rewrite(_tombstone(ids, *partition))
+        report.records = sorted(ids)
+        with store.events.batch():
+            for rid in sorted(ids):
+                store._event("purged", {"id": tombstone_id(rid), "scope": None, "session_id": None, "user_id": None},
+                             caller=(None, None), files=report.files)
+        store.write_memory_md()
+    if record_id is None:
+        for fn in list(PURGERS):
+            report.others[getattr(fn, "__name__", repr(fn))] = int(fn(store.root, user_id, session_id))
+    return report
