@@ -136,11 +136,11 @@ def apply_keyed(store: MemoryStore, conn: Any, row: Any, rec: MemoryRecord, mode
         return RememberResult(row["id"], "duplicate", path, redactions)  # nothing would change
     updated = updated.replace(updated=now_iso())
     if status == "replaced":
-        result = _supersede.replace_keyed(store, conn, current, updated, path, redactions, durable,
+        result, version = _supersede.replace_keyed(store, conn, current, updated, path, redactions, durable,
                                           fresh_id=updated.title != current.title and _reveals_title(current))
         store._event(status, updated.replace(id=result.id), before=current.content_hash, after=updated.content_hash,
                      source=rec.source, caller=(rec.session_id, rec.user_id),
-                     previous_id=current.id if result.id != current.id else None)
+                     previous_id=current.id if result.id != current.id else None, version=version)
         return result
     write(store, conn, updated, durable=durable)
     store._event(status, updated, before=current.content_hash, after=updated.content_hash, source=rec.source,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import _history
@@ -88,20 +89,22 @@ def supersede_locked(store: MemoryStore, conn: Any, rec: MemoryRecord, redaction
 
 
 def replace_keyed(store: MemoryStore, conn: Any, current: MemoryRecord, new: MemoryRecord, path: str,
-                  redactions: int, durable: bool, *, fresh_id: bool) -> RememberResult:
-    """A keyed replace as supersession (see the module docstring); ``new`` is the new state under the current id."""
+                  redactions: int, durable: bool, *, fresh_id: bool) -> tuple[RememberResult, str]:
+    """A keyed replace as supersession (see the module docstring); ``new`` is the new state under the current id.
+
+    Returns the result and the id of the superseded record now holding the replaced state."""
     new = new.replace(created=new.updated, metadata={k: v for k, v in new.metadata.items() if k != _history.POINTER})
     if fresh_id:  # the current id shows words of the replaced title: the old record keeps it
         new = new.replace(supersedes=current.id)
         new = new.replace(id=allocate_id(store, new))
         new_path = write(store, conn, new, durable=durable, new=True)
         mark_superseded(store, conn, current, new, durable=durable)
-        return RememberResult(new.id, "replaced", new_path, redactions)
+        return RememberResult(new.id, "replaced", new_path, redactions), current.id
     version = current.replace(superseded_by=current.id, valid_to=ended(current, new))
     version = version.replace(id=allocate_id(store, version))
     write(store, conn, version, durable=durable, new=True)
     write(store, conn, new.replace(supersedes=version.id), durable=durable)
-    return RememberResult(current.id, "replaced", path, redactions)
+    return RememberResult(current.id, "replaced", path, redactions), version.id
 
 
 def predecessors(store: MemoryStore, rec: MemoryRecord) -> list[MemoryRecord]:
@@ -118,6 +121,25 @@ def predecessors(store: MemoryStore, rec: MemoryRecord) -> list[MemoryRecord]:
         if (old.scope, old.session_id, old.user_id) != (rec.scope, rec.session_id, rec.user_id):
             break  # supersession stays in its partition, so a true chain never leaves it
         out.append(old)
+        pointer = old.supersedes
+    return out
+
+
+def predecessors_anywhere(store: MemoryStore, rec: MemoryRecord) -> list[tuple[MemoryRecord, Path]]:
+    """The records ``rec`` superseded with their files, newest first, live (``records/``) or archived."""
+    out: list[tuple[MemoryRecord, Path]] = []
+    pointer, seen = rec.supersedes, {rec.id}
+    while pointer and pointer not in seen and len(out) < MAX_CHAIN:
+        seen.add(pointer)
+        live = store.records_dir / f"{pointer}.md"
+        try:
+            old, path = (store.index.load_file(live.name)[0], live) if live.is_file() else \
+                (_history.read_archived(store, pointer), _history.archived_file(store, pointer))
+        except (OSError, InvalidInputError):
+            break
+        if old is None or path is None or (old.scope, old.session_id, old.user_id) != (rec.scope, rec.session_id, rec.user_id):
+            break
+        out.append((old, path))
         pointer = old.supersedes
     return out
 

@@ -143,7 +143,8 @@ def _current(store: MemoryStore, record_id: str, session_id: str | None, user_id
 
 def history(store: MemoryStore, record_id: str, session_id: str | None, user_id: str | None) -> History:
     rec, state = _current(store, record_id, session_id, user_id)
-    older = _supersede.versions(store, rec)
+    older = _supersede.versions(store, rec) if state == "live" else \
+        [old for old, _ in _supersede.predecessors_anywhere(store, rec)]
     events = [e for e in store.events.read()[0] if e.id == record_id and visible(e, session_id, user_id)]
     return History(record_id, state, [*reversed(older), rec], events)
 

@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._fs import fsync_dir
+from ._fs import atomic_write, fsync_dir
 from ._history import archived_file, chain, read_archived
+from ._supersede import predecessors_anywhere
 from .errors import InvalidInputError, NotFoundError
 from .events import Event, tombstone_id, visible
 from .records import RecordParseError, parse_record, validate_id
@@ -95,7 +96,7 @@ def _targets(store: MemoryStore, record_id: str | None, session_id: str | None,
         for path, old in chain(store, rec):
             files.add(path)
             hashes.add(old.content_hash)
-        for old, path in _superseded(store, rec):  # the versions it superseded (live or archived)
+        for old, path in predecessors_anywhere(store, rec):  # the versions it superseded (live or archived)
             ids.add(old.id)
             hashes.add(old.content_hash)
             files.add(path)
@@ -117,25 +118,6 @@ def _targets(store: MemoryStore, record_id: str | None, session_id: str | None,
             files.add(archived)
         files.update(p for p in _md_files(store.history_dir) if p.name.startswith(f"{rid}."))
     return ids, files, hashes
-
-
-def _superseded(store: MemoryStore, rec: Any) -> list[tuple[Any, Path]]:
-    """The records ``rec`` superseded, following ``supersedes`` through ``records/`` and ``archive/``."""
-    out: list[tuple[Any, Path]] = []
-    pointer, seen = rec.supersedes, {rec.id}
-    while pointer and pointer not in seen and len(seen) < 10_000:
-        seen.add(pointer)
-        live = store.records_dir / f"{pointer}.md"
-        try:
-            old, path = (store.index.load_file(live.name)[0], live) if live.is_file() else \
-                (read_archived(store, pointer), archived_file(store, pointer))
-        except (OSError, InvalidInputError):
-            break
-        if old is None or path is None or (old.scope, old.session_id, old.user_id) != (rec.scope, rec.session_id, rec.user_id):
-            break
-        out.append((old, path))
-        pointer = old.supersedes
-    return out
 
 
 def _caller_sees(rec: Any, session_id: str | None, user_id: str | None) -> bool:
@@ -239,7 +221,21 @@ def purge(store: MemoryStore, record_id: str | None = None, *, session_id: str |
                 store._event("purged", {"id": tombstone_id(rid), "scope": None, "session_id": None, "user_id": None},
                              caller=(None, None), files=report.files)
         store.write_memory_md()
+    _strip_recalled(store, ids)
     if record_id is None:
-        for fn in list(PURGERS):
+        for fn in list(PURGERS):  # session logs and episodes register theirs on import
             report.others[getattr(fn, "__name__", repr(fn))] = int(fn(store.root, user_id, session_id))
     return report
+
+
+def _strip_recalled(store: MemoryStore, ids: set[str]) -> None:
+    """Drop purged ids (they hold a slug of the title) from ``recalled.log`` (consolidation's decay input)."""
+    path = store.root / "recalled.log"
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
+    except FileNotFoundError:
+        return
+    kept = [line for line in lines if line.split("\t", 1)[0].strip() not in ids]
+    if len(kept) != len(lines):
+        atomic_write(path, "".join(kept).encode("utf-8"), durable=store.durable)
+

@@ -40,7 +40,8 @@ def test_every_mutation_appends_one_event_with_hashes_and_actor(store: MemorySto
     assert appended.before == created.after
     assert appended.after == content_hash("The deploy window is Friday.\nAlso Saturday mornings.")
     assert replaced.before == appended.after and replaced.after == content_hash("The deploy window is Monday.")
-    assert replaced.detail["version"].startswith("history/") and (store.root / replaced.detail["version"]).is_file()
+    kept = store.get(replaced.detail["version"], user_id="ada")  # the replaced state, kept as a superseded record
+    assert kept.content_hash == appended.after and kept.superseded_by == a.id
     assert {e.actor for e in (created, appended, replaced)} == {"tool"}
     assert created.user_id == "ada" and created.scope == "user" and created.owner_user == "ada"
     assert len(store.events_for(user_id="ada")) == 4  # the duplicate and the skip logged nothing

@@ -144,9 +144,9 @@ def test_a_replace_keeps_the_previous_version_in_history_and_forget_deletes_it(s
     assert store.get(restored.id, user_id="ada").content == "Allergic to peanuts; favourite colour orange."
     assert store.forget(a.id, user_id="ada") is True
     assert list(store.records_dir.glob("*.md")) == []  # forget archives the record and the versions it superseded
-    assert len(list(store.archive_dir.glob("*.md"))) == 3
+    assert len(list(store.archive_dir.glob("*.md"))) == 4  # three replaces: four states
     store.restore(a.id, user_id="ada")  # ... and restore brings the whole chain back
-    assert len(store.versions(a.id, user_id="ada")) == 2
+    assert len(store.versions(a.id, user_id="ada")) == 3
     assert store.forget(a.id, user_id="ada", purge=True) is True
     assert list(store.records_dir.glob("*.md")) == [] and list(store.archive_dir.glob("*.md")) == []  # a purge deletes
 

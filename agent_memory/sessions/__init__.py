@@ -6,6 +6,9 @@ Session logs live under ``<root>/sessions/`` as append-only files, apart from me
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from ..purge import register_purger
 from ._files import SessionMessage, SessionProblem, SessionSummary
 from .contextual import ContextualOptions, contextual_search, rank_sessions, search_sessions
 from .store import SessionInfo, SessionStore, SummaryPolicy, purge_sessions, visible
@@ -14,3 +17,11 @@ __all__ = [
     "ContextualOptions", "SessionInfo", "SessionMessage", "SessionProblem", "SessionStore", "SessionSummary",
     "SummaryPolicy", "contextual_search", "purge_sessions", "rank_sessions", "search_sessions", "visible",
 ]
+
+
+def _purge(root: Path, user_id: str | None, session_id: str | None) -> int:
+    """A user/session purge (:mod:`agent_memory.purge`) removes their session logs and summaries too."""
+    return purge_sessions(root, user_id=user_id, session_id=session_id)
+
+
+register_purger(_purge)
