@@ -10,8 +10,9 @@ import logging
 import os
 import sqlite3
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._fs import FILE_MODE, TMP_PREFIX, storage_errors
 from .errors import ReadOnlyError, StorageError
@@ -23,8 +24,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger("agent_memory")
 REBUILD_SUFFIX = ".rebuild-"
-CHECK_SLICE = 20_000  # files one bounded check stats at least (all of a store up to this size)
-CHECK_ROUNDS = 10  # a larger store is fully checked within this many bounded checks
+CHECK_SLICE = 10_000  # files one bounded check stats at least (all of a store up to this size)
+CHECK_ROUNDS = 20  # a larger store is fully checked within this many bounded checks
 MAX_RECHECKED_PROBLEMS = 1_000  # quarantined files re-read by each bounded check
 
 
@@ -198,8 +199,9 @@ def slice_size(rows: int) -> int:
     return max(CHECK_SLICE, -(-rows // CHECK_ROUNDS))
 
 
-def _changed(index: Index, rows: list[sqlite3.Row]) -> list[sqlite3.Row]:
-    """The rows whose file's (mtime, size) differ from the index, or that may no longer be served."""
+def _changed(index: Index, rows: Sequence[Sequence[Any]]) -> list[Sequence[Any]]:
+    """The ``(id, file, mtime_ns, size, …)`` rows whose file's (mtime, size) differ from the index,
+    or that may no longer be served."""
     base = f"{index.records_dir}{os.sep}"
     stat = os.stat
     out = []
@@ -223,7 +225,7 @@ def bounded_check(index: Index) -> SyncReport:
     it cannot tell is a file rewritten in place. For those this stats the next :func:`slice_size` indexed
     files after a cursor kept in the index (every file when the store is that small), plus every
     quarantined file, and re-reads only the ones that changed. A store of N records is thus fully
-    checked by every open up to 20,000 records, and within ⌈N / slice⌉ ≤ 10 opens beyond."""
+    checked by every open up to 10,000 records, and within ⌈N / slice⌉ ≤ 20 opens beyond."""
     conn = index.conn
     report = SyncReport()
     top = conn.execute("SELECT max(rowid) FROM records").fetchone()[0] or 0
@@ -272,7 +274,7 @@ def bounded_check(index: Index) -> SyncReport:
     return report
 
 
-def sync_rows(index: Index, rows: list[sqlite3.Row]) -> bool:
+def sync_rows(index: Index, rows: Sequence[sqlite3.Row]) -> bool:
     """Re-index the files of ``rows`` that changed on disk (a search's hits); True if any did.
 
     Only those files are read, so a hand-edited hit costs one parse, not a scan of the store."""
