@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import sqlite3
+import stat
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -217,6 +218,14 @@ def _changed(index: Index, rows: Sequence[Sequence[Any]]) -> list[Sequence[Any]]
     return out
 
 
+def _regular(index: Index, name: str) -> bool:
+    """True if ``records/name`` is a regular file (a symlink or special file keeps its problem as it is)."""
+    try:
+        return stat.S_ISREG(os.lstat(index.records_dir / name).st_mode)
+    except OSError:
+        return True  # gone: re-checking it drops its problem
+
+
 def bounded_check(index: Index) -> SyncReport:
     """The freshness check of an open (and of the periodic rescan), in time that does not grow with the store.
 
@@ -242,7 +251,7 @@ def bounded_check(index: Index) -> SyncReport:
     changed = _changed(index, rows)
     problems = dict(json.loads(index._meta(conn, "problems") or "{}"))
     index.problems = problems
-    quarantined = [n for n in problems if n.endswith(".md") and os.sep not in n][:MAX_RECHECKED_PROBLEMS]
+    quarantined = [n for n in problems if n.endswith(".md") and os.sep not in n and _regular(index, n)][:MAX_RECHECKED_PROBLEMS]
     new_cursor = rows[-1][4] if rows and len(rows) < top else 0
     with storage_errors("cannot update the index"):
         conn.execute("BEGIN IMMEDIATE")

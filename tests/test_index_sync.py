@@ -150,3 +150,16 @@ def test_cli_search_imports_no_model_or_server_library(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True).stdout
     assert "kayak" in out and "HEAVY [] 0" in out, out
+
+
+def test_a_symlink_keeps_its_problem_and_raises_no_warning_on_each_open(tmp_path, big, caplog):
+    store, _ = _fill(tmp_path / "m")
+    (tmp_path / "outside.md").write_text("secret outside text\n")
+    os.symlink(tmp_path / "outside.md", store.records_dir / "linked.md")
+    MemoryStore(tmp_path / "m", durable=False).open()  # the directory changed: a full scan names the link
+    caplog.clear()
+    fresh = MemoryStore(tmp_path / "m", durable=False)
+    fresh.open()
+    assert "symlink" in fresh.index.stored_problems()["linked.md"]
+    assert not [r for r in caplog.records if "quarantined" in r.getMessage()]
+    assert fresh.search("secret outside").hits == []
