@@ -204,11 +204,11 @@ def _changed(index: Index, rows: Sequence[Sequence[Any]]) -> list[Sequence[Any]]
     """The ``(id, file, mtime_ns, size, …)`` rows whose file's (mtime, size) differ from the index,
     or that may no longer be served."""
     base = f"{index.records_dir}{os.sep}"
-    stat = os.stat
+    stat_of = os.stat
     out = []
     for row in rows:
         try:
-            st = stat(base + row[1], follow_symlinks=False)
+            st = stat_of(base + row[1], follow_symlinks=False)
             if st.st_mtime_ns != row[2] or st.st_size != row[3]:
                 out.append(row)
                 continue
