@@ -98,12 +98,18 @@ class RootLock:
 
     ``flock`` conflicts between separate open file descriptions, so every acquisition
     opens its own descriptor; a process-local re-entrant lock makes nested use cheap.
+
+    The lock file's first byte tells whether its last holder let go cleanly: ``1`` while held, ``0`` after a
+    clean release, ``2`` after a release that left :attr:`unclean` set. A holder that finds ``1`` or ``2``
+    sets :attr:`unclean`: a holder died holding the lock (e.g. a writer killed between writing a file and
+    indexing it), so the next synchronisation must be a full scan, which clears it.
     """
 
     def __init__(self, path: Path, timeout_s: float = 30.0) -> None:
         self.path = path
         self.timeout_s = timeout_s
         self._local = threading.local()
+        self.unclean = False
 
     def _open(self) -> int:
         flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW
@@ -146,10 +152,16 @@ class RootLock:
                 yield False
                 return
             self._local.depth = 1
+            with contextlib.suppress(OSError):
+                if os.pread(fd, 1, 0) in (b"1", b"2"):
+                    self.unclean = True
+                os.pwrite(fd, b"1", 0)
             try:
                 yield True
             finally:
                 self._local.depth = 0
+                with contextlib.suppress(OSError):
+                    os.pwrite(fd, b"2" if self.unclean else b"0", 0)
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)

@@ -155,6 +155,8 @@ def full_sync(index: Index, conn: sqlite3.Connection | None = None, *, clean: bo
                 index.on_change()
     report.problems = dict(problems)
     index._last_full_scan = time.monotonic()
+    if not index.read_only and conn is index.conn:  # a full scan of the live index: whatever was left is found
+        index.lock.unclean = False
     return report
 
 
@@ -235,6 +237,8 @@ def bounded_check(index: Index) -> SyncReport:
     files after a cursor kept in the index (every file when the store is that small), plus every
     quarantined file, and re-reads only the ones that changed. A store of N records is thus fully
     checked by every open up to 10,000 records, and within ⌈N / slice⌉ ≤ 20 opens beyond."""
+    if index.lock.unclean:  # a holder of the lock died mid-work: what it left may not show in any mtime
+        return full_sync(index)
     conn = index.conn
     report = SyncReport()
     top = conn.execute("SELECT max(rowid) FROM records").fetchone()[0] or 0
@@ -341,6 +345,7 @@ def rebuild_aside(index: Index) -> SyncReport:
                 index._local.purge = False
                 fresh.backup(live)
                 live.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                index.lock.unclean = False
             finally:
                 fresh.close()
                 with contextlib.suppress(OSError):

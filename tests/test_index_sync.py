@@ -163,3 +163,39 @@ def test_a_symlink_keeps_its_problem_and_raises_no_warning_on_each_open(tmp_path
     assert "symlink" in fresh.index.stored_problems()["linked.md"]
     assert not [r for r in caplog.records if "quarantined" in r.getMessage()]
     assert fresh.search("secret outside").hits == []
+
+
+def test_a_writer_killed_holding_the_lock_makes_the_next_open_a_full_scan(tmp_path, big):
+    """A writer that died between writing a file and indexing it may leave no trace in any mtime
+    (same clock tick): the lock file says its holder never let go, and the next open scans everything."""
+    store, ids = _fill(tmp_path / "m")
+    lock = store.root / ".lock"
+    assert lock.read_bytes()[:1] == b"0"  # released cleanly
+    index = store.index
+    stamp = index.guarded(lambda c: index._meta(c, "dir_mtime"))
+    (store.records_dir / "orphan-write.md").write_text("---\ntitle: orphan\n---\nthe unindexed albatross\n")
+    (store.records_dir / ".tmp-orphan-write.md.1.2").write_text("half")
+    mtime = int(stamp)
+    os.utime(store.records_dir, ns=(mtime, mtime))  # as if both landed in the tick of the last sync
+    with open(lock, "r+b") as fh:  # and the writer was killed while holding the lock
+        fh.write(b"1")
+    fresh = MemoryStore(tmp_path / "m", durable=False)
+    report = fresh.open()
+    assert report is not None and report.scanned == N + 1
+    assert [h.id for h in fresh.search("albatross").hits] == ["orphan-write"]
+    assert not (store.records_dir / ".tmp-orphan-write.md.1.2").exists()
+    assert lock.read_bytes()[:1] == b"0" and not fresh.lock.unclean
+    again = MemoryStore(tmp_path / "m", durable=False).open()
+    assert again is not None and again.scanned == index_sync.slice_size(N + 1)  # back to one slice
+
+
+def test_without_the_unclean_mark_a_same_tick_change_waits_for_a_full_check(tmp_path, big):
+    """The counterpart: the same leftovers with a cleanly released lock are not looked for by the open."""
+    store, _ = _fill(tmp_path / "m")
+    index = store.index
+    mtime = int(index.guarded(lambda c: index._meta(c, "dir_mtime")))
+    (store.records_dir / "orphan-write.md").write_text("---\ntitle: orphan\n---\nthe unindexed albatross\n")
+    os.utime(store.records_dir, ns=(mtime, mtime))
+    fresh = MemoryStore(tmp_path / "m", durable=False)
+    assert fresh.open().scanned == 4 and fresh.search("albatross").hits == []
+    assert fresh.doctor().drift["missing_from_index"] == 1  # doctor (a full check) names it
