@@ -199,3 +199,18 @@ def test_without_the_unclean_mark_a_same_tick_change_waits_for_a_full_check(tmp_
     fresh = MemoryStore(tmp_path / "m", durable=False)
     assert fresh.open().scanned == 4 and fresh.search("albatross").hits == []
     assert fresh.doctor().drift["missing_from_index"] == 1  # doctor (a full check) names it
+
+
+def test_the_lock_is_marked_only_by_a_holder_that_writes(tmp_path):
+    from agent_memory._fs import atomic_write
+
+    store, _ = _fill(tmp_path / "m")
+    lock = store.root / ".lock"
+    before = lock.stat().st_mtime_ns
+    with store.lock.hold():  # a reader holding the lock leaves the file as it was
+        store.index.full_sync()
+    assert lock.stat().st_mtime_ns == before and lock.read_bytes()[:1] == b"0"
+    with store.lock.hold():
+        atomic_write(store.root / "scratch.md", b"x", durable=False)
+        assert lock.read_bytes()[:1] == b"1"  # what a writer killed now would leave behind
+    assert lock.read_bytes()[:1] == b"0" and not store.lock.unclean
