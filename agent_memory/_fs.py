@@ -49,10 +49,23 @@ def storage_errors(what: str) -> Iterator[None]:
         raise storage_error(exc, what) from exc
 
 
+_writing = threading.local()  # the root lock this thread holds (fd), and whether it is marked as writing
+
+
+def _mark_writing() -> None:
+    """Mark the root lock this thread holds (if any) as held by a writer: see :class:`RootLock`."""
+    fd = getattr(_writing, "fd", None)
+    if fd is not None and not _writing.marked:
+        _writing.marked = True
+        with contextlib.suppress(OSError):
+            os.pwrite(fd, b"1", 0)
+
+
 def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> os.stat_result:
     """Write ``data`` to ``path`` via temp file + fsync + rename; readers never see a partial file.
 
     Returns the written file's stat (a rename keeps mtime and size), saving the caller a ``stat``."""
+    _mark_writing()
     tmp = path.with_name(f"{TMP_PREFIX}{path.name}.{os.getpid()}.{threading.get_ident()}")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
@@ -98,12 +111,19 @@ class RootLock:
 
     ``flock`` conflicts between separate open file descriptions, so every acquisition
     opens its own descriptor; a process-local re-entrant lock makes nested use cheap.
+
+    The lock file's first byte tells whether its last writing holder let go cleanly: ``1`` once a holder
+    writes a file (:func:`atomic_write` marks it), ``0`` after a clean release, ``2`` after a release that
+    left :attr:`unclean` set. A holder that finds ``1`` or ``2`` sets :attr:`unclean`: a holder died
+    mid-write (e.g. killed between writing a file and indexing it), so the next synchronisation must be a
+    full scan, which clears it. A holder that writes nothing leaves the lock file as it was.
     """
 
     def __init__(self, path: Path, timeout_s: float = 30.0) -> None:
         self.path = path
         self.timeout_s = timeout_s
         self._local = threading.local()
+        self.unclean = False
 
     def _open(self) -> int:
         flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW
@@ -146,10 +166,22 @@ class RootLock:
                 yield False
                 return
             self._local.depth = 1
+            state = b""
+            with contextlib.suppress(OSError):
+                state = os.pread(fd, 1, 0)
+            if state in (b"1", b"2"):
+                self.unclean = True
+            outer = (getattr(_writing, "fd", None), getattr(_writing, "marked", False))  # another root's lock, if any
+            _writing.fd, _writing.marked = fd, False
             try:
                 yield True
             finally:
                 self._local.depth = 0
+                marked = _writing.marked
+                _writing.fd, _writing.marked = outer
+                if marked or (state in (b"1", b"2") and not self.unclean):
+                    with contextlib.suppress(OSError):
+                        os.pwrite(fd, b"2" if self.unclean else b"0", 0)
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)

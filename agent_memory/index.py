@@ -46,7 +46,7 @@ from .index_schema import (  # re-exported: the schema and SQL fragments are imp
     visible_params,
 )
 from .index_sync import SyncReport as SyncReport  # re-exported: callers import it from here
-from .quarantine import Quarantined, check_stat, read_record_file
+from .quarantine import read_record_file
 from .records import MemoryRecord
 
 __all__ = ["DEFAULT_FTS_TOKENIZER", "FTS_COLUMNS", "SCHEMA_VERSION", "Index", "SyncReport", "as_of_sql", "core_line", "current_sql",
@@ -335,29 +335,37 @@ class Index:
         """Rebuild from the files beside the live index and swap it in atomically (see :mod:`.index_sync`)."""
         return _sync.rebuild_aside(self)
 
-    def refresh(self, *, force: bool = False, wait: bool | None = None, periodic: bool = True) -> SyncReport | None:
+    def refresh(self, *, force: bool = False, wait: bool | None = None, periodic: bool = True,
+                bounded: bool = False) -> SyncReport | None:
         """Cheap freshness check before a read: rescan if the records directory changed
         behind the library's back, or if ``rescan_interval`` has elapsed (in-place edits).
 
         Unless ``wait`` (default: ``force``), a rescan never queues behind a writer: if the root
         is locked it is skipped (None), since every writer leaves the index in line with the files.
         Writers pass ``periodic=False``: for dedupe they only need files added behind their back.
+        A changed directory gets a full scan; the periodic rescan, and a forced one with ``bounded``,
+        a check whose cost does not grow with the store (:func:`agent_memory.index_sync.bounded_check`).
         A rescan that cannot write (disk full, root turned read-only) is skipped: reads go on
         from the index as it is."""
-        def check(conn: sqlite3.Connection) -> bool:
-            stale = self._meta(conn, "dir_mtime") != self._dir_mtime()
+        def check(conn: sqlite3.Connection) -> str | None:
+            if self._meta(conn, "dir_mtime") != self._dir_mtime():
+                return "full"
+            if force:
+                return "bounded" if bounded else "full"
             interval = self.rescan_interval
             due = periodic and interval is not None and time.monotonic() - self._last_full_scan >= interval
-            return force or stale or due
+            return "bounded" if due else None
 
-        if not self.guarded(check):
+        mode = self.guarded(check)
+        if mode is None:
             return None
         with self._hold(blocking=force if wait is None else wait) as held:
             if not held:
                 return None
             with self._scan_lock:
                 try:
-                    report: SyncReport = self.healing(self.full_sync)
+                    report: SyncReport = self.healing(self.full_sync if mode == "full" or self.read_only
+                                                      else lambda: _sync.bounded_check(self))
                     return report
                 except StorageError as exc:
                     if self._ro_conn is not None:
@@ -367,23 +375,13 @@ class Index:
 
     def refresh_rows(self, conn: sqlite3.Connection, rows: Sequence[sqlite3.Row]) -> bool:
         """Re-index any of ``rows`` whose file changed on disk (or may no longer be served); True if so."""
-        changed = False
-        for row in rows:
-            try:
-                st = os.stat(self.records_dir / row["file"], follow_symlinks=False)
-                check_stat(st)
-                fresh = st.st_mtime_ns == row["mtime_ns"] and st.st_size == row["size"]
-            except (FileNotFoundError, Quarantined):
-                fresh = False
-            if not fresh:
-                changed = True
-        if changed:
-            with self._hold(blocking=False) as held:  # not held: a writer is mid-write and will index it
-                if held:
-                    with self._scan_lock:
-                        with contextlib.suppress(StorageError):
-                            self.full_sync()
-        return changed
+        if self.read_only:
+            changed = bool(_sync._changed(self, [(r["id"], r["file"], r["mtime_ns"], r["size"]) for r in rows]))
+            if changed:
+                with self._scan_lock, contextlib.suppress(StorageError):
+                    self.full_sync()
+            return changed
+        return _sync.sync_rows(self, list(rows))
 
     def stored_problems(self) -> dict[str, str]:
         raw = self.guarded(lambda c: self._meta(c, "problems"))

@@ -127,9 +127,9 @@ class MemoryStore(_lifecycle.LifecycleMethods):
 
     # -- housekeeping --------------------------------------------------------------------
     def open(self) -> SyncReport | None:
-        """Sync the index with the files (first use does a full stat scan; later calls are cheap)."""
-        if not self._opened:  # a full check, unless a writer is at work (then: next time; never queue behind it)
-            report = self.index.refresh(force=True, wait=False)
+        """Sync the index with the files (see :meth:`Index.refresh`: its cost does not grow with the store)."""
+        if not self._opened:  # a bounded check, unless a writer is at work (then: next time; never queue behind it)
+            report = self.index.refresh(force=True, wait=False, bounded=True)
             self._opened = report is not None
             return report
         return self.index.refresh()

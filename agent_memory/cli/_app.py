@@ -9,7 +9,6 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..mcp import cli as _mcp
 from . import _eval, _maint, _records, _workers, episodes, export, lifecycle, sessions
 from . import consolidate as _consolidate
 from ._base import DEFAULT_ROOT, Parser, dumps
@@ -32,8 +31,26 @@ def _common(default: Any) -> Parser:
     return p
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``agent-memory`` parser; fills :data:`COMMANDS` with one handler per subcommand."""
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The subcommand named in ``argv`` (None for --help/--version or none): the first word after the global options."""
+    skip = False
+    for token in argv:
+        if skip:
+            skip = False
+        elif token == "--root":
+            skip = True
+        elif not token.startswith("-"):
+            return token
+        elif token not in ("--json",) and not token.startswith("--root="):
+            return None
+    return None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The ``agent-memory`` parser; fills :data:`COMMANDS` with one handler per subcommand.
+
+    Given the ``argv`` about to be parsed, modules that are slow to import (the MCP server's) are left out
+    when the command is one of the others: a cold ``agent-memory search`` imports only what it runs."""
     from .. import __version__
 
     parser = Parser(prog="agent-memory", description="Durable, searchable memory for LLM agents.", parents=[_common(None)],
@@ -47,8 +64,14 @@ def build_parser() -> argparse.ArgumentParser:
         epilog = "Examples:\n" + "\n".join(f"  {e}" for e in examples) + (f"\n\n{epilog_extra}" if epilog_extra else "")
         return sub.add_parser(name, help=text, description=text, epilog=epilog, parents=[common])
 
-    for module in (_records, _maint, _workers, _eval, export, sessions, episodes, lifecycle, _mcp, _consolidate):
-        COMMANDS.update(module.register(add))
+    here: dict[str, Handler] = {}
+    for module in (_records, _maint, _workers, _eval, export, sessions, episodes, lifecycle, _consolidate):
+        here.update(module.register(add))
+    if argv is None or _command_of(argv) not in here:  # help, a typo, or a lazily registered command
+        from ..mcp import cli as _mcp
+
+        here.update(_mcp.register(add))
+    COMMANDS.update(here)
     return parser
 
 
@@ -78,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("agent_memory").addHandler(quarantined)
     logging.getLogger("agent_memory").propagate = False  # library log lines never interleave with our output
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(argv).parse_args(argv)
         args.root_given = args.root is not None
         args.root = args.root or os.environ.get("AGENT_MEMORY_ROOT") or DEFAULT_ROOT
         args.json = bool(args.json)

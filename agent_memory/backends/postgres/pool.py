@@ -20,7 +20,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from ...errors import BackendError, InvalidInputError
-from .schema import migrate
+from .schema import LATEST, migrate
 
 _PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
 IDLE_CHECK_S = 1.0  # a connection idle longer than this is pinged before use
@@ -71,12 +71,23 @@ class Pool:
             try:
                 await self._pool.open(wait=True, timeout=self.timeout_s)
                 async with self._pool.connection() as conn:
-                    self.version = await migrate(conn, self.schema)
+                    self.version = await self._current(conn) or await migrate(conn, self.schema)
             except (psycopg.Error, PoolTimeout) as exc:
                 with contextlib.suppress(Exception):
                     await self._pool.close()
                 raise BackendError(f"PostgreSQL at {redact_url(self.url)} is not usable: {exc}") from None
             self._opened = True
+
+    async def _current(self, conn: Any) -> int:
+        """The schema's version when it is already the latest (one read, no lock, no DDL: a cold start of
+        the command line pays one round trip for it); 0 when migrations may be due."""
+        try:
+            cur = await conn.execute(f'SELECT max(version) AS v FROM "{self.schema}".schema_version')
+            row = await cur.fetchone()
+        except psycopg.errors.UndefinedTable:
+            return 0
+        version = int(row["v"] or 0) if row else 0
+        return version if version >= LATEST else 0
 
     @contextlib.asynccontextmanager
     async def connection(self) -> AsyncIterator[Any]:

@@ -10,7 +10,9 @@ write is a ``duplicate`` and never doubles a row or a line.
 
 from __future__ import annotations
 
+import json
 import os
+import secrets
 from typing import Any
 
 from psycopg.types.json import Jsonb
@@ -19,7 +21,7 @@ from ..._history import POINTER
 from ..._keyed import CAPTURE_SOURCES, holds_lines
 from ...drafts import RememberResult, Status
 from ...errors import BackendError
-from ...records import MemoryRecord, content_hash, default_title, new_id, now_iso
+from ...records import MemoryRecord, content_hash, default_title, new_id, now_iso, slugify
 from .rows import COLUMNS, SELECT, record_params, row_to_record, tenant_part
 from .supersede import current_of, keep_version, supersede_one
 
@@ -27,6 +29,20 @@ _INSERT_COLS = ", ".join(COLUMNS)
 _INSERT_VALS = ", ".join(f"%({c})s" for c in COLUMNS)
 _EXPIRED = "expires IS NOT NULL AND expires <= now()"
 _LIVE = "(expires IS NULL OR expires > now())"
+
+
+def batch_ids(recs: list[MemoryRecord]) -> list[str]:
+    """A new id for each record, as :func:`agent_memory.records.new_id` makes them (date, slug, 8 hex), drawing
+    the randomness of the whole batch at once (one system call instead of one per record)."""
+    noise = secrets.token_hex(4 * len(recs))
+    slugs: dict[str, str] = {}
+    out = []
+    for i, rec in enumerate(recs):
+        slug = slugs.get(rec.title)
+        if slug is None:
+            slug = slugs[rec.title] = slugify(rec.title)
+        out.append(f"{rec.created[:10]}-{slug}-{noise[8 * i:8 * i + 8]}")
+    return out
 
 
 def _bind(rec: MemoryRecord) -> dict[str, Any]:
@@ -165,12 +181,17 @@ class Writer:
         await conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {stage} (ord integer, LIKE {self.t} INCLUDING DEFAULTS)"
                            " ON COMMIT DELETE ROWS")
         await conn.execute(f"TRUNCATE {stage}")
-        recs = [rec.replace(id=new_id(rec.title, rec.created)) for rec, _ in prepared]
+        recs = [rec for rec, _ in prepared]
+        ids = batch_ids(recs)
         cols = ("ord", *COLUMNS)
+        meta_at = COLUMNS.index("metadata")
         async with conn.cursor().copy(f"COPY {stage} ({', '.join(cols)}) FROM STDIN") as copy:
-            for i, rec in enumerate(recs):
-                p = _bind(rec)
-                await copy.write_row((i, *(p[c] for c in COLUMNS)))
+            for i, rec in enumerate(recs):  # the row function every write uses; only the id is this batch's own
+                p = record_params(rec)
+                p["id"] = ids[i]
+                row = [i, *(p[c] for c in COLUMNS)]
+                row[meta_at + 1] = json.dumps(row[meta_at + 1]) if row[meta_at + 1] else "{}"
+                await copy.write_row(row)
         await self._archive_where(
             conn, f"memory_key IS NULL AND {_EXPIRED} AND (tenant, part, content_hash) IN"
                   f" (SELECT tenant, part, content_hash FROM {stage})", {}, "expired (replaced by a new write)")
@@ -191,11 +212,12 @@ class Writer:
         for i, (rec, (_, redactions)) in enumerate(zip(recs, prepared, strict=True)):
             tenant, part = tenant_part(rec)
             key = (tenant, part, rec.content_hash)
+            rid = ids[i]
             if i in existing:
                 out.append(RememberResult(existing[i], "duplicate", self.path_of(existing[i]), redactions))
-            elif rec.id in created:
-                by_key[key] = rec.id
-                out.append(RememberResult(rec.id, "created", self.path_of(rec.id), redactions))
+            elif rid in created:
+                by_key[key] = rid
+                out.append(RememberResult(rid, "created", self.path_of(rid), redactions))
             else:
                 other = by_key.get(key) or await self._holder(conn, key)
                 out.append(RememberResult(other, "duplicate", self.path_of(other), redactions))
