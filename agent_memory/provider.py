@@ -18,6 +18,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from ._provider_lifecycle import LifecycleAPI
+from ._provider_time import TimeAPI
 from .backend import Caller, MemoryBackend
 from .backends import open_backend
 from .core import DEFAULT_CORE_BUDGET, MemoryBlock, inject
@@ -27,14 +29,10 @@ from .search import SearchResult
 from .store import DoctorReport, SweepReport
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .consolidate import ConsolidationReport
-    from .episodes import Episode
     from .extensions import Hooks
     from .profiles import Profile
-    from .sessions import SessionInfo, SessionMessage, SessionStore, SessionSummary, SummaryPolicy
     from .workers.capture import CaptureResult, Extractor
     from .workers.recall import RecallResult
-    from .workers.reflect import Reflection
 
 T = TypeVar("T")
 
@@ -45,7 +43,7 @@ class PendingCaptureWarning(RuntimeWarning):
     """Background captures were still pending where they would be lost (a closed provider, ``run_sync``)."""
 
 
-class MemoryProvider:
+class MemoryProvider(LifecycleAPI, TimeAPI):
     """Durable memory for one backend, with private recall and capture workers.
 
     ``target`` is a root directory (files + SQLite), a ``postgresql://`` URL, or a
@@ -201,42 +199,6 @@ class MemoryProvider:
             return bool(await self._lifecycle("forget_purge")(record_id, Caller(session_id, user_id)))
         return await self.backend.forget(record_id, Caller(session_id, user_id))
 
-    def _lifecycle(self, name: str) -> Any:
-        fn = getattr(self.backend, name, None)
-        if fn is None:
-            from .events import NotSupportedError
-
-            raise NotSupportedError(f"{name} is not supported by the {type(self.backend).__name__} backend yet")
-        return fn
-
-    async def purge(self, record_id: str | None = None, *, session_id: str | None = None,
-                    user_id: str | None = None) -> Any:
-        """Delete content for good (irreversible): one record the caller may see, or, without ``record_id``,
-        everything of ``user_id`` and/or ``session_id`` (see :mod:`agent_memory.purge`). Returns a ``PurgeReport``."""
-        return await self._lifecycle("purge")(record_id, session_id=session_id, user_id=user_id)
-
-    async def history(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> Any:
-        """Every version of a visible record (live or archived), oldest first, with its events."""
-        return await self._lifecycle("history")(record_id, Caller(session_id, user_id))
-
-    async def restore(self, record_id: str, *, version: int | None = None, session_id: str | None = None,
-                      user_id: str | None = None) -> MemoryRecord:
-        """Bring back a forgotten/swept record, or make ``version`` (default: the previous one) current."""
-        return await self._lifecycle("restore")(record_id, Caller(session_id, user_id), version=version)  # type: ignore[no-any-return]
-
-    async def undo(self, *, session_id: str | None = None, user_id: str | None = None) -> Any:
-        """Reverse this caller's last change not undone yet; returns the event it reversed."""
-        return await self._lifecycle("undo")(Caller(session_id, user_id))
-
-    async def events(self, *, record_id: str | None = None, session_id: str | None = None, user_id: str | None = None,
-                     limit: int | None = None) -> Any:
-        """Events of records the caller may see, oldest first."""
-        return await self._lifecycle("events")(Caller(session_id, user_id), record_id=record_id, limit=limit)
-
-    async def provenance(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> Any:
-        """Who created and last changed a visible record."""
-        return await self._lifecycle("provenance")(record_id, Caller(session_id, user_id))
-
     async def sweep(self) -> SweepReport:
         return await self.backend.sweep()
 
@@ -246,129 +208,9 @@ class MemoryProvider:
     async def doctor(self) -> DoctorReport:
         return await self.backend.doctor()
 
-    # -- episodes (one per agent run; files backend) -------------------------------------
-    async def record_episode(self, goal: str, *, session_id: str | None = None, user_id: str | None = None,
-                             **facts: Any) -> "Episode":
-        """Store the episode of one run; ``facts`` as :func:`agent_memory.episodes.build_episode` takes them."""
-        from .episodes import build_episode, episode_store
-
-        store = episode_store(self.backend)
-        return await asyncio.to_thread(lambda: store.write(build_episode(goal, session_id=session_id, user_id=user_id,
-                                                                         **facts)))
-
-    async def episodes(self, query: str | None = None, *, session_id: str | None = None, user_id: str | None = None,
-                       limit: int = 20, status: str | None = None) -> "builtins.list[Episode]":
-        """The caller's episodes: newest first, or best match for ``query`` first; ``status`` ok, failed or paused."""
-        from .episodes import episode_store
-
-        store = episode_store(self.backend)
-        return await asyncio.to_thread(store.list, query, session_id=session_id, user_id=user_id, limit=limit,
-                                       status=status)
-
-    async def episode(self, episode_id: str, *, session_id: str | None = None, user_id: str | None = None) -> "Episode":
-        """One episode the caller may see (else :class:`~agent_memory.errors.NotFoundError`)."""
-        from .episodes import episode_store
-
-        store = episode_store(self.backend)
-        return await asyncio.to_thread(store.get, episode_id, session_id=session_id, user_id=user_id)
-
     async def inject(self, budget: int = DEFAULT_CORE_BUDGET, *, session_id: str | None = None, user_id: str | None = None) -> MemoryBlock:
         """The core block for one caller: ``USER.md`` (redacted) + visible ``MEMORY.md`` lines within ``budget`` tokens."""
         return await inject(self.backend, budget, caller=Caller(session_id, user_id))
-
-    # -- sessions (logs, summaries, contextual search; files backend) ---------------------
-    @property
-    def session_store(self) -> "SessionStore":
-        """The :class:`~agent_memory.sessions.SessionStore` of the backend (:class:`SessionsNotSupportedError` if none)."""
-        from .sessions.api import session_store
-
-        return session_store(self.backend)
-
-    async def log_messages(self, messages: Iterable[Mapping[str, Any]], *, session_id: str, user_id: str | None = None
-                           ) -> "builtins.list[SessionMessage]":
-        """Append messages (``{"role", "text", "at"?, "speaker"?}``) to the session's log (redacted, locked)."""
-        store, items = self.session_store, builtins.list(messages)
-        return await asyncio.to_thread(store.append, session_id, items, user_id=user_id)
-
-    async def sessions(self, *, session_id: str | None = None, user_id: str | None = None,
-                       limit: int | None = None) -> "builtins.list[SessionInfo]":
-        """The caller's sessions (its own, and its user's), most recently active first."""
-        store = self.session_store
-        return await asyncio.to_thread(store.sessions, session_id=session_id, user_id=user_id, limit=limit)
-
-    async def session(self, target: str, *, session_id: str | None = None, user_id: str | None = None,
-                      limit: int | None = None) -> "tuple[SessionInfo, builtins.list[SessionMessage]]":
-        """One visible session and its messages (``limit``: the last N); :class:`NotFoundError` otherwise."""
-        from .sessions.api import read_session
-
-        return await asyncio.to_thread(read_session, self.session_store, target, session_id, user_id, limit)
-
-    async def summarize_session(self, target: str | None = None, *, session_id: str | None = None,
-                                user_id: str | None = None, force: bool = False,
-                                policy: "SummaryPolicy | None" = None) -> "SessionSummary | None":
-        """Summarise a session (default: the caller's own) when due under ``policy`` or ``force``; fails open."""
-        from .workers.summarize import summarize_session
-
-        await self._loaded_profile()
-        return await summarize_session(self.session_store, target or session_id, session_id=session_id,
-                                       user_id=user_id, worker=lambda: self.profile.summarize, force=force, policy=policy)
-
-    async def search_sessions(self, query: str, *, session_id: str | None = None, user_id: str | None = None,
-                              limit: int = 5) -> "builtins.list[dict[str, Any]]":
-        """The caller's sessions best matching ``query`` by their summaries, each with its best messages."""
-        from .sessions.contextual import search_sessions
-
-        return await asyncio.to_thread(search_sessions, self.session_store, query, session_id=session_id,
-                                       user_id=user_id, limit=limit)
-
-    # -- extensions, consolidation, reflect ------------------------------------------------
-    def on(self, name: str, fn: Any) -> Any:
-        """Register an extension hook (``on_memory_written``, ``on_memory_retrieved``, ``on_session_end``); returns ``fn``.
-
-        See :mod:`agent_memory.extensions`. Registering the first hook wraps the backend, so tools and workers
-        built afterwards see it."""
-        from .extensions import ExtendedBackend, Hooks
-
-        if not isinstance(self.backend, ExtendedBackend):
-            self.backend = ExtendedBackend(self.backend, Hooks())
-        return self.backend.hooks.add(name, fn)
-
-    async def end_session(self, session_id: str | None, *, user_id: str | None = None, **info: Any) -> None:
-        """Tell ``on_session_end`` hooks a conversation ended (pending captures are awaited first). Never raises."""
-        await self.flush()
-        end = getattr(self.backend, "end_session", None)
-        if end is not None:
-            await end(session_id, user_id, **info)
-
-    async def consolidate(self, *, dry_run: bool = False, max_share: float | None = None, worker: bool = False,
-                          session_id: str | None = None, user_id: str | None = None, **options: Any) -> "ConsolidationReport":
-        """Consolidate memory without destroying it (merge near-duplicates, TTL, scope-path, decay; lint); see
-        :mod:`agent_memory.consolidate`. Changes are archives (restorable), at most ``max_share`` (default 10%).
-
-        Default: the deterministic pass over every partition (or over what ``session_id``/``user_id`` see, when
-        given). ``worker=True``: the consolidate worker of the profile reviews that plan for the caller and acts
-        on it (fails open: a model error is reported, never raised)."""
-        from .consolidate import consolidate_backend, fire_archived
-
-        if not worker:
-            caller = Caller(session_id, user_id) if session_id or user_id else None
-            return await consolidate_backend(self.backend, dry_run=dry_run, max_share=max_share, caller=caller, **options)
-        from .workers.consolidate import run_consolidate
-
-        await self._loaded_profile()
-        report = await run_consolidate(self.backend, caller=Caller(session_id, user_id), worker=lambda: self.profile.consolidate,
-                                       max_share=max_share, dry_run=dry_run, **options)
-        await fire_archived(self.backend, report)
-        return report
-
-    async def reflect(self, question: str, *, session_id: str | None = None, user_id: str | None = None,
-                      timeout_s: float | None = None) -> "Reflection":
-        """A synthesised answer to ``question`` citing the records it rests on (the reflect worker). Never raises."""
-        from .workers.reflect import run_reflect
-
-        await self._loaded_profile()
-        return await run_reflect(self.backend, question, caller=Caller(session_id, user_id),
-                                 worker=lambda: self.profile.reflect, timeout_s=timeout_s)
 
     # -- workers -------------------------------------------------------------------------
     async def recall(

@@ -40,9 +40,10 @@ RECORD_FIELDS = ("content", "title", "kind", "scope", "session_id", "user_id", "
 
 
 def fields(rec: Any) -> list[Any]:
-    """The record's fields; where a replaced version is kept is storage-specific (a file, an archive row)."""
+    """The record's fields; where a replaced version is kept is storage-specific (a file, an archive row), and
+    provenance (times of writing; the files backend's event log) is not compared."""
     out = [getattr(rec, f) for f in RECORD_FIELDS]
-    out[-1] = {k: ("<kept>" if k == "previous_version" and v else v) for k, v in rec.metadata.items()}
+    out[-1] = {k: ("<kept>" if k == "previous_version" and v else v) for k, v in rec.metadata.items() if k != "provenance"}
     return out
 
 
