@@ -40,6 +40,7 @@ degrade to "no memory this turn"; they never raise into the caller's loop.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -217,16 +218,18 @@ class MemoryHooks:
         In the background by default: returns the task (``provider.flush()`` awaits it). With
         ``background=False`` awaits the capture and returns its result (``None`` if it failed).
         """
+        said = dt.datetime.now(dt.UTC)  # when the turn was said: its relative dates resolve against it
         await self.log_turn(input, output)
         await self._summarize_later()
         if not self.capture_enabled:
             return None
         if background:
-            task = self.provider.capture_turn_in_background(input, output, session_id=self.session_id, user_id=self.user_id)
+            task = self.provider.capture_turn_in_background(input, output, session_id=self.session_id, user_id=self.user_id,
+                                                            at=said)
             self._track(task)
             return task
         try:
-            return await self.provider.capture_turn(input, output, session_id=self.session_id, user_id=self.user_id)
+            return await self.provider.capture_turn(input, output, session_id=self.session_id, user_id=self.user_id, at=said)
         except Exception:
             logger.warning("agent_memory: turn capture failed", exc_info=True)
             return None

@@ -182,6 +182,7 @@ async def test_capture_runs_at_run_end_with_the_turns_input_and_output_in_the_ba
     agent = make_agent(model, memory)
     result = await agent.run("Remember: the office wifi is called Larch.")
     captures = [c for n, c in provider.calls if n == "capture_turn"]
+    assert all(c.pop("at").tzinfo is not None for c in captures)  # when the turn was said (docs/time.md)
     assert captures == [{"input": "Remember: the office wifi is called Larch.", "output": result.output,
                          "session_id": "s1", "user_id": "ada"}]
     task = memory.last_turn.capture

@@ -202,3 +202,18 @@ async def test_postgres_migration_adds_the_clocks_to_an_older_schema(request: py
         assert backend.pool.version == LATEST  # type: ignore[attr-defined]
     finally:
         await backend.close()
+
+
+async def test_hooks_date_a_live_turn_by_when_it_was_said(tmp_path: Path) -> None:
+    from agent_memory import MemoryProvider
+    from agent_memory.hooks import MemoryHooks
+
+    provider = MemoryProvider(tmp_path / "mem", profile="offline")
+    hooks = MemoryHooks(provider, session_id="chat", user_id="ada")
+    before = dt.datetime.now(dt.UTC).date()
+    result = await hooks.on_turn_end("Remember that I adopted a cat named Tofu 3 days ago.", "Noted.", background=False)
+    after = dt.datetime.now(dt.UTC).date()
+    assert result is not None and result.ids, result
+    [cat] = [await provider.get(i, user_id="ada") for i in result.ids]
+    assert cat.happened_at in {str(d - dt.timedelta(days=3)) for d in (before, after)}
+    await provider.aclose()

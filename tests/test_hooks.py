@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
 from typing import Any
 
 import pytest
@@ -90,8 +91,10 @@ async def test_turn_end_captures_in_the_background_and_flush_waits(provider):
     assert isinstance(task, asyncio.Task)
     results = await hooks.flush()
     assert task.done() and task.result() in results
-    assert [c for n, c in provider.calls if n == "capture_turn"] == [
-        {"input": "Remember that my badge number is 5521.", "output": "Noted.", "session_id": "chat-1", "user_id": "ada"}]
+    [call] = [c for n, c in provider.calls if n == "capture_turn"]
+    said = call.pop("at")  # when the turn was said: relative dates in it resolve against it (docs/time.md)
+    assert isinstance(said, datetime.datetime) and said.tzinfo is not None
+    assert call == {"input": "Remember that my badge number is 5521.", "output": "Noted.", "session_id": "chat-1", "user_id": "ada"}
     hits = (await provider.search("badge number", session_id="chat-1", user_id="ada")).hits
     assert hits and "5521" in hits[0].snippet
 

@@ -219,3 +219,25 @@ def test_hooks_fail_open_when_the_log_cannot_be_written(tmp_path, caplog):
 
     asyncio.run(run())
     assert "session log append failed" in caplog.text
+
+
+def test_cli_doctor_names_session_and_episode_files_no_read_serves(tmp_path):
+    from agent_memory.cli import main as cli_main
+    from agent_memory.episodes import EpisodeStore, build_episode
+    from agent_memory.store import MemoryStore
+
+    MemoryStore(tmp_path).close()
+    store = SessionStore(tmp_path)
+    _say(store, "s", "one", "ada")
+    assert cli_main(["--root", str(tmp_path), "doctor"]) == 0  # a healthy log is no problem
+    with open(tmp_path / "sessions" / "ada" / "s" / "log.jsonl", "ab") as fh:
+        fh.write(b"[1, 2]\n")
+    EpisodeStore(tmp_path).write(build_episode("Ship it", user_id="ada"))
+    (tmp_path / "episodes" / "stray.md").write_text("not an episode", encoding="utf-8")
+    assert cli_main(["--root", str(tmp_path), "doctor"]) == 1
+    problems = [p for p in MemoryStore(tmp_path).doctor().problems]
+    assert problems == []  # the records themselves are fine: the CLI adds the other layers
+    from agent_memory.cli._maint import layer_problems
+
+    found = layer_problems(str(tmp_path))
+    assert any("log.jsonl:2" in k for k in found) and any(k.endswith("stray.md") for k in found)

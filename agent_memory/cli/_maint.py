@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import json
 import os
@@ -10,6 +11,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
+from pathlib import Path
 from typing import IO, Any
 
 from ..errors import InvalidInputError
@@ -255,8 +257,30 @@ def doctor_fixes(report: dict[str, Any]) -> list[str]:
     return fixes
 
 
+def layer_problems(root: str) -> dict[str, str]:
+    """Session-log and episode files no read serves (they live beside the records, under a root directory)."""
+    base = Path(root)
+    if "://" in root or not base.is_dir():
+        return {}
+    out: dict[str, str] = {}
+    if (base / "sessions").is_dir():
+        from ..sessions import SessionStore
+
+        for p in SessionStore(base).problems():
+            out[f"{p.path}" + (f":{p.line}" if p.line else "")] = p.reason
+    if (base / "episodes").is_dir():
+        from ..episodes import EpisodeStore
+
+        for e in EpisodeStore(base).doctor():
+            out[e["path"]] = e["reason"]
+    return out
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     rep = _progress.run(_op(open_target(args.root, create=False), "doctor"), "checking")
+    more = layer_problems(str(args.root))
+    if more:
+        rep = dataclasses.replace(rep, problems={**rep.problems, **more}, ok=False)
     doc = rep.to_dict()
     doc["fixes"] = doctor_fixes(doc)
     emit(args, doc, lambda: ("ok" if rep.ok else "problems found") + f": {doc.get('records')} files, {doc.get('indexed')} indexed"
