@@ -277,6 +277,9 @@ def _pct(x: Any) -> str:
     return f"{x:.1%}" if isinstance(x, (int, float)) else "—"
 
 
+KEPT = "<!-- Sections below are kept as they are by run_all.py (other benchmarks write them; rerun commands in each). -->"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
@@ -304,6 +307,9 @@ def main(argv: list[str] | None = None) -> int:
     output = args.output if args.output is not None else (None if args.quick else ROOT / "docs" / "benchmarks.md")
     if output is not None:  # a partial (--quick) run never overwrites the full report by default
         output.parent.mkdir(parents=True, exist_ok=True)
+        old = output.read_text(encoding="utf-8") if output.exists() else ""
+        if KEPT in old:  # sections other benchmarks (or people) maintain stay as they are
+            text = text.rstrip("\n") + "\n\n" + old[old.index(KEPT):]
         output.write_text(text, encoding="utf-8")
     if args.json:
         args.json.write_text(json.dumps(report, indent=1, default=str), encoding="utf-8")
