@@ -225,3 +225,57 @@ def test_strict_visibility_closes_the_ranking_oracle(tmp_path: Path, reliability
     strict, control = ranked(tmp_path / "strict", True, True), ranked(tmp_path / "control", False, True)
     assert sorted(strict) == sorted(control) and len({s for _, s in strict}) == 1
     reliability_figures.update(guesses=len(guesses), failures=0)
+
+
+def test_session_logs_and_episodes_respect_scope(tmp_path: Path, reliability_figures: dict[str, Any]) -> None:
+    """Random session logs and episodes (session × user, or no user) and random callers: listing, reading,
+    searching sessions and episodes show exactly what the caller may see (a user's are that user's; a log with
+    no user is its session's)."""
+    counts = {"cases": 0, "checks": 0}
+    loop = asyncio.new_event_loop()
+    owner = st.tuples(st.sampled_from(IDS), st.sampled_from(IDS + [None]))
+
+    def sees(sid: str, uid: str | None, caller: tuple[str | None, str | None]) -> bool:
+        return caller[1] == uid if uid is not None else caller[0] == sid
+
+    @settings(max_examples=40, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(owners=st.lists(owner, min_size=1, max_size=6, unique=True), callers=st.lists(CALLER, min_size=1, max_size=3))
+    def case(owners: list[tuple[str, str | None]], callers: list[tuple[str | None, str | None]]) -> None:
+        counts["cases"] += 1
+        root = Path(tempfile.mkdtemp(dir=tmp_path))
+        provider = MemoryProvider(root, durable=False)
+        episodes: dict[str, tuple[str, str | None]] = {}
+        for i, (sid, uid) in enumerate(owners):
+            loop.run_until_complete(provider.log_messages([{"role": "user", "text": f"zeppelin hangar plan {i}"}],
+                                                          session_id=sid, user_id=uid))
+            ep = loop.run_until_complete(provider.record_episode(f"zeppelin hangar run {i}", session_id=sid, user_id=uid))
+            episodes[ep.id] = (sid, uid)
+        for caller in callers:
+            who = {"session_id": caller[0], "user_id": caller[1]}
+            want = {(sid, uid) for sid, uid in owners if sees(sid, uid, caller)}
+            listed = {(s.session_id, s.user_id) for s in loop.run_until_complete(provider.sessions(**who))}
+            assert listed == want, (caller, listed, want)
+            found = loop.run_until_complete(provider.search_sessions("zeppelin hangar", limit=20, **who))
+            assert {f["session_id"] for f in found} <= {sid for sid, _ in want}, (caller, found)
+            for sid, uid in owners:
+                if (sid, uid) in want:
+                    continue
+                if not any(w[0] == sid for w in want):  # another visible session of the same id would answer
+                    with pytest.raises(NotFoundError):
+                        loop.run_until_complete(provider.session(sid, **who))
+            eps = loop.run_until_complete(provider.episodes(limit=50, **who))
+            seen = {e.id for e in eps}
+            want_eps = {eid for eid, (sid, uid) in episodes.items()
+                        if may_see("user" if uid else "session", sid, uid, caller)}  # type: ignore[arg-type]
+            assert seen == want_eps, (caller, seen, want_eps)
+            for eid in set(episodes) - want_eps:
+                with pytest.raises(NotFoundError):
+                    loop.run_until_complete(provider.episode(eid, **who))
+            counts["checks"] += 1
+        provider.close()
+
+    try:
+        case()
+    finally:
+        loop.close()
+    reliability_figures.update(generated_cases=counts["cases"], caller_checks=counts["checks"], failures=0)

@@ -39,11 +39,12 @@ def test_visibility_session_user_and_strangers(tmp_path):
     _say(store, "s-ada", "ada's private plans", "ada")
     _say(store, "s-anon", "anonymous chat")
     assert [i.session_id for i in store.sessions(user_id="ada")] == ["s-ada"]
-    assert [i.session_id for i in store.sessions(session_id="s-ada")] == ["s-ada"]
+    assert store.sessions(session_id="s-ada") == []  # a user's session is that user's, as session records are
     assert [i.session_id for i in store.sessions(session_id="s-anon")] == ["s-anon"]
     assert store.sessions(user_id="bob") == [] and store.sessions() == []
     assert store.sessions(session_id="s-ada", user_id="bob") == []  # naming another user hides it
-    for caller in ({"user_id": "bob"}, {"session_id": "s-anon"}, {"session_id": "s-ada", "user_id": "bob"}, {}):
+    for caller in ({"user_id": "bob"}, {"session_id": "s-anon"}, {"session_id": "s-ada", "user_id": "bob"},
+                   {"session_id": "s-ada"}, {}):
         with pytest.raises(NotFoundError) as err:
             store.messages("s-ada", **caller)
         assert "s-ada" in str(err.value) and "ada's" not in str(err.value)
@@ -201,7 +202,7 @@ def test_hooks_log_each_turn_for_the_session_and_user(tmp_path):
             assert info.messages == 3
             assert [i.session_id for i in await provider.sessions(user_id="ada")] == ["chat-9"]
             assert await provider.sessions(user_id="bob") == []
-            assert [i.session_id for i in await provider.sessions(session_id="chat-9")] == ["chat-9"]
+            assert await provider.sessions(session_id="chat-9") == []  # without its user: not visible
 
     asyncio.run(run())
 

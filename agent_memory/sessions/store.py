@@ -33,8 +33,8 @@ def visible(sdir: SessionDir, session_id: str | None, user_id: str | None) -> bo
     """May a caller ``(session_id, user_id)`` see this session?"""
     if sdir.user_id is not None and user_id == sdir.user_id:
         return True
-    return session_id is not None and session_id == sdir.session_id and (
-        user_id is None or sdir.user_id is None or user_id == sdir.user_id)
+    # a user's session is that user's: naming only its session id is not enough (as for session records)
+    return session_id is not None and session_id == sdir.session_id and sdir.user_id is None
 
 
 @dataclass(frozen=True, slots=True)
