@@ -62,9 +62,9 @@ def episode_store(source: Any) -> EpisodeStore:
                                    "(they are files under a memory root directory)")
 
 
-def _purge(root: Path, user_id: str | None, session_id: str | None) -> int:
+def purge_episode_files(root: Path, user_id: str | None, session_id: str | None) -> int:
     """A user/session purge (:mod:`agent_memory.purge`) removes their episodes too."""
     return purge_episodes(root, user_id=user_id, session_id=session_id)
 
 
-register_purger(_purge)
+register_purger(purge_episode_files)

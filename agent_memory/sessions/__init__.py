@@ -19,9 +19,9 @@ __all__ = [
 ]
 
 
-def _purge(root: Path, user_id: str | None, session_id: str | None) -> int:
+def purge_session_logs(root: Path, user_id: str | None, session_id: str | None) -> int:
     """A user/session purge (:mod:`agent_memory.purge`) removes their session logs and summaries too."""
     return purge_sessions(root, user_id=user_id, session_id=session_id)
 
 
-register_purger(_purge)
+register_purger(purge_session_logs)
