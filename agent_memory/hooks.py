@@ -108,7 +108,9 @@ class MemoryHooks:
     turn's capture (at most half of it) plus the recall itself; computing the core block gets the
     same bound (a core block that times out is not frozen: the next turn tries again). A recall running out of time
     returns its lexical fallback, or nothing; the abandoned worker run is cancelled. ``summary_tokens``
-    is passed to ``provider.recall``.
+    is passed to ``provider.recall``. ``consolidate_every`` (off by default): every N turns, and at compaction,
+    run the deterministic consolidation pass (:meth:`MemoryProvider.consolidate`) over this caller's memory in
+    the background — never destructive (archives, ≤ 10% a run), never blocking a turn.
     """
 
     def __init__(
@@ -124,6 +126,7 @@ class MemoryHooks:
         recall_timeout: float | None = None,
         log_sessions: bool = True,
         summary_policy: "SummaryPolicy | None" = None,
+        consolidate_every: int | None = None,
     ) -> None:
         self.provider = provider
         self.session_id = session_id
@@ -139,6 +142,10 @@ class MemoryHooks:
         self._captures: set[asyncio.Task[Any]] = set()
         self.log_sessions = log_sessions
         self.summary_policy = summary_policy
+        if consolidate_every is not None and (isinstance(consolidate_every, bool) or consolidate_every < 1):
+            raise ValueError("consolidate_every must be a positive number of turns (or None: off)")
+        self.consolidate_every = consolidate_every
+        self._turns = 0
 
     # -- the two texts -------------------------------------------------------------------
     @property
@@ -221,6 +228,9 @@ class MemoryHooks:
         said = dt.datetime.now(dt.UTC)  # when the turn was said: its relative dates resolve against it
         await self.log_turn(input, output)
         await self._summarize_later()
+        self._turns += 1
+        if self.consolidate_every and self._turns % self.consolidate_every == 0:
+            self._consolidate_later()
         if not self.capture_enabled:
             return None
         if background:
@@ -251,6 +261,8 @@ class MemoryHooks:
             )
         except Exception:
             logger.warning("agent_memory: compaction capture failed", exc_info=True)
+        if self.consolidate_every:  # consolidation runs at compaction too when it is on
+            self._consolidate_later()
         self.refresh_core()
         return result
 
@@ -328,6 +340,19 @@ class MemoryHooks:
         return await self.provider.flush()
 
     # -- internals -----------------------------------------------------------------------
+    def _consolidate_later(self) -> None:
+        """Run the deterministic consolidation pass over this caller's memory in the background (never raises)."""
+        background = getattr(self.provider, "background", None)
+        consolidate = getattr(self.provider, "consolidate", None)
+        if background is None or consolidate is None:
+            return
+        try:
+            task = background(consolidate(session_id=self.session_id, user_id=self.user_id))
+        except Exception:  # e.g. no running loop
+            logger.warning("agent_memory: scheduling consolidation failed", exc_info=True)
+            return
+        self._track(task)
+
     def _track(self, task: "asyncio.Task[Any]") -> None:
         self._captures.add(task)
         task.add_done_callback(_log_capture_failure)

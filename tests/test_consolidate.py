@@ -303,3 +303,26 @@ def test_worker_failure_is_reported_never_raised(tmp_path: Path) -> None:
         await provider.aclose()
 
     asyncio.run(run())
+
+
+async def test_hooks_consolidate_every_n_turns_only_when_asked(tmp_path: Path) -> None:
+    from agent_memory.hooks import MemoryHooks
+
+    for every, expected in ((None, 0), (2, 1)):
+        provider = MemoryProvider(tmp_path / f"mem{every}", profile="offline")
+        await provider.remember("The staging cluster runs in eu-west-1.", user_id="ada")
+        await provider.remember("the staging cluster runs in eu-west-1", user_id="ada")
+        topics = "kites owls ferns tides maps lutes moths dunes reefs quills".split()
+        for topic in topics:  # 12 records: the default 10% share allows one change
+            await provider.remember(f"Ada keeps a notebook about {topic} and their habits.", user_id="ada")
+        hooks = MemoryHooks(provider, session_id="s", user_id="ada", capture=False, recall=False, log_sessions=False,
+                            consolidate_every=every)
+        for turn in range(3):
+            await hooks.on_turn_end(f"turn {turn}", "ok")
+        await hooks.flush()
+        archived = list((tmp_path / f"mem{every}" / "archive").glob("*.md"))
+        assert len(archived) == expected, (every, archived)  # one near-duplicate merged after turn 2, none when off
+        assert await provider.count(user_id="ada") == 12 - expected
+        await provider.aclose()
+    with pytest.raises(ValueError):
+        MemoryHooks(MemoryProvider(tmp_path / "x"), consolidate_every=0)

@@ -150,7 +150,8 @@ class MemoryCapability(AbstractCapability[Any]):
     whole memory delay of a turn (waiting for the previous capture, then recall).
     ``identity`` (a function of the run's ``RunContext``, e.g. reading ``ctx.deps``) names the
     caller per run instead of the fixed ``session_id``/``user_id``: one capability, many users.
-    ``episodes=False`` stops recording one episode per run.
+    ``episodes=False`` stops recording one episode per run. ``consolidate_every=N`` (off by default) runs the
+    non-destructive consolidation pass every N turns and at compaction, in the background.
 
     Conversations are told apart by pydantic-ai's ``conversation_id`` (inherited from
     ``message_history``, or fresh for a run without history); the frozen core block of the
@@ -172,6 +173,7 @@ class MemoryCapability(AbstractCapability[Any]):
         max_conversations: int = 256,
         identity: Identity | None = None,
         episodes: bool = True,
+        consolidate_every: int | None = None,
     ) -> None:
         self.provider = provider
         self.identity = identity
@@ -183,6 +185,7 @@ class MemoryCapability(AbstractCapability[Any]):
         self.background_capture = background_capture
         self.summary_tokens = summary_tokens
         self.recall_timeout = recall_timeout
+        self.consolidate_every = consolidate_every
         self.max_conversations = max_conversations
         self.episodes = episodes
         self._shared = _Shared()
@@ -216,7 +219,7 @@ class MemoryCapability(AbstractCapability[Any]):
             hooks = MemoryHooks(
                 self.provider, session_id=self.session_id, user_id=self.user_id, core_budget=self.core_budget,
                 recall=self.recall, capture=self.capture, summary_tokens=self.summary_tokens,
-                recall_timeout=self.recall_timeout,
+                recall_timeout=self.recall_timeout, consolidate_every=self.consolidate_every,
             )
             conversations[key] = hooks
             while len(conversations) > max(1, self.max_conversations):
