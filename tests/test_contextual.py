@@ -165,3 +165,19 @@ def test_contextual_mode_needs_session_logs():
 
     with pytest.raises(SessionsNotSupportedError, match="not supported on the NoSessions backend"):
         session_store(NoSessions())
+
+
+def test_offline_recall_skips_messages_found_only_through_their_neighbours(tmp_path):
+    async def run():
+        async with MemoryProvider(tmp_path / "mem", profile="offline") as provider:
+            await provider.log_messages([
+                {"role": "user", "text": "We decided to hold the team offsite on 12 June."},
+                {"role": "assistant", "text": "Noted."},
+                {"role": "user", "text": "Thanks a lot."},
+            ], session_id="monday", user_id="ada")
+            result = await provider.recall("When is the team offsite?", session_id="tuesday", user_id="ada")
+            cited = [s["id"] for s in result.sources]
+            assert "monday#1" in cited, result  # the message that says it
+            assert "monday#2" not in cited and "monday#3" not in cited, result  # its neighbours say nothing of it
+
+    asyncio.run(run())

@@ -163,10 +163,16 @@ def _session_hits(state: RunState) -> list[tuple[ToolCallPart, dict[str, Any]]]:
     """memory_search_sessions results as one ranked hit list (best session's messages first), marked as messages."""
     out = []
     for call, content in state.results("memory_search_sessions"):
+        asked = _stems(str(call.args_as_dict().get("query", "")))
         hits = [dict(m, message=True) for s in content.get("sessions") or [] if isinstance(s, dict)
-                for m in s.get("messages") or [] if isinstance(m, dict) and "id" in m]
+                for m in s.get("messages") or [] if isinstance(m, dict) and "id" in m
+                and _stems(str(m.get("snippet", ""))) & asked]  # a message found only by its neighbours ("Noted.") says nothing
         out.append((call, {"hits": hits}))
     return out
+
+
+def _stems(text: str) -> set[str]:
+    return {light_stem(w) for w in default_tokenizer(text) if w not in STOP_WORDS and w not in _QUESTION_WORDS}
 
 
 def _fuse(results: list[tuple[ToolCallPart, dict[str, Any]]]) -> list[dict[str, Any]]:
