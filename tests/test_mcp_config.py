@@ -39,7 +39,8 @@ def test_wrong_calls_name_the_right_call(args: dict[str, object], fragment: str)
     with pytest.raises(ToolArgumentError) as err:
         normalise_args(spec.name, spec.params, args)
     assert fragment in str(err.value)
-    assert "memory_search(query: string, limit?: integer, tags?: array, cursor?: string)" in str(err.value)
+    assert ("memory_search(query: string, limit?: integer, tags?: array, cursor?: string, as_of?: string, "
+            "include_superseded?: boolean)") in str(err.value)
 
 
 def test_no_tool_takes_an_identity_argument() -> None:
@@ -50,8 +51,8 @@ def test_no_tool_takes_an_identity_argument() -> None:
 
 def test_tool_sets_are_cumulative() -> None:
     assert ServerOptions(tools=("read",)).tool_names == ("memory_search", "memory_get", "memory_list", "memory_recall")
-    assert ServerOptions().tool_names[-1] == "memory_remember"
-    assert ServerOptions(tools=("foreground",)).tool_names[-2:] == ("memory_remember", "memory_forget")
+    assert ServerOptions().tool_names[-2:] == ("memory_remember", "memory_supersede")
+    assert ServerOptions(tools=("foreground",)).tool_names[-3:] == ("memory_remember", "memory_supersede", "memory_forget")
     with pytest.raises(ConfigError):
         ServerOptions(tools=("admin",))
 

@@ -40,7 +40,8 @@ async def stdio_session(root: Path, *args: str) -> AsyncIterator[ClientSession]:
 async def test_tools_listed_with_annotations_and_sets(root: Path) -> None:
     async with stdio_session(root, "--user", "alice") as s:
         tools = {t.name: t for t in (await s.list_tools()).tools}
-    assert set(tools) == {"memory_search", "memory_get", "memory_list", "memory_recall", "memory_remember"}
+    assert set(tools) == {"memory_search", "memory_get", "memory_list", "memory_recall", "memory_remember",
+                          "memory_supersede"}
     assert tools["memory_search"].annotations.read_only_hint is True
     assert tools["memory_remember"].annotations.read_only_hint is False
     assert tools["memory_remember"].annotations.destructive_hint is False

@@ -25,7 +25,7 @@ class Param:
     """One tool parameter: its JSON type, aliases and bounds."""
 
     name: str
-    type: str  # "string" | "integer" | "array" | "boolean"
+    type: str  # "string" | "integer" | "number" | "array" | "boolean"
     description: str
     required: bool = False
     aliases: tuple[str, ...] = ()
@@ -78,6 +78,17 @@ def _coerce(tool: str, p: Param, value: Any, params: tuple[Param, ...]) -> Any:
         if p.minimum is not None and value < p.minimum or p.maximum is not None and value > p.maximum:
             raise bad(f"must be between {p.minimum} and {p.maximum}, not {value}")
         return value
+    if p.type == "number":
+        if isinstance(value, str):
+            try:
+                value = float(value.strip())
+            except ValueError:
+                raise bad(f"must be a number, not {value!r}") from None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+            raise bad(f"must be a number, not {value!r}")
+        if p.minimum is not None and value < p.minimum or p.maximum is not None and value > p.maximum:
+            raise bad(f"must be between {p.minimum} and {p.maximum}, not {value}")
+        return float(value)
     if p.type == "boolean":
         if isinstance(value, str) and value.lower() in ("true", "false"):
             return value.lower() == "true"

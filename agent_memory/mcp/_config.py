@@ -29,7 +29,7 @@ __all__ = ["Identity", "ServerOptions", "TokenMap", "ConfigError", "is_loopback"
 
 TOOL_SETS: dict[str, tuple[str, ...]] = {
     "read": ("memory_search", "memory_get", "memory_list", "memory_recall"),
-    "capture": ("memory_remember",),
+    "capture": ("memory_remember", "memory_supersede"),
     "foreground": ("memory_forget",),
 }
 SCOPES = ("session", "project", "user", "global")

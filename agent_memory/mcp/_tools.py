@@ -58,6 +58,14 @@ class ToolSpec:
                 "required": [p.name for p in self.params if p.required]}
 
 
+def _when(a: dict[str, Any]) -> dict[str, Any]:
+    """The time filters a read call gave: ``as_of`` (what held then) and ``include_superseded``."""
+    out: dict[str, Any] = {"include_superseded": True} if a.get("include_superseded") is True else {}
+    if a.get("as_of") is not None:
+        out["as_of"] = a["as_of"]
+    return out
+
+
 def _offset(cursor: str | None) -> int:
     if cursor is None:
         return 0
@@ -88,7 +96,8 @@ def _page(items: list[dict[str, Any]], offset: int, limit: int, budget: int, mor
 async def _search(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, Any]:
     offset, limit = _offset(a.get("cursor")), a["limit"]
     want = min(offset + limit + 1, MAX_OFFSET)  # the store ranks at most MAX_OFFSET hits
-    result = await rt.backend.search(a["query"], who.caller, tags=tuple(a.get("tags") or ()), limit=want)
+    result = await rt.backend.search(a["query"], who.caller, tags=tuple(a.get("tags") or ()), limit=want,
+                                     **_when(a))
     rows = [{"id": h.id, "title": h.title, "kind": h.kind, "scope": h.scope, "line_start": h.line_start,
              "line_end": h.line_end, "snippet": h.snippet, "score": round(h.score, 3), "updated": h.updated,
              **clock_fields(h)} for h in result.hits[offset:]]
@@ -99,8 +108,8 @@ async def _search(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, An
 async def _list(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, Any]:
     offset, limit = _offset(a.get("cursor")), a["limit"]
     filters = {"tags": tuple(a.get("tags") or ()), "kind": a.get("kind"), "scope": a.get("scope")}
-    recs = await rt.backend.list(who.caller, limit=offset + limit + 1, **filters)
-    total = await rt.backend.count(who.caller, **filters)
+    recs = await rt.backend.list(who.caller, limit=offset + limit + 1, **filters, **_when(a))
+    total = await rt.backend.count(who.caller, **filters, **_when(a))
     rows = [{"id": r.id, "title": r.title, "kind": r.kind, "scope": r.scope.value, "tags": list(r.tags),
              "updated": r.updated, "summary": summary_line(r.content, 160), **clock_fields(r)} for r in recs[offset:]]
     page = _page(rows, offset, limit, rt.max_output_chars - 500, len(rows) > limit)
@@ -143,9 +152,22 @@ async def _recall(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, An
 async def _remember(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, Any]:
     draft = MemoryDraft(a["content"], title=a.get("title"), kind=a.get("kind"), scope=a.get("scope") or who.write_scope,
                         tags=tuple(a.get("tags") or ()), memory_key=a.get("memory_key"),
-                        on_existing=a.get("on_existing", "append"), session_id=who.session_id, user_id=who.user_id)
+                        on_existing=a.get("on_existing", "append"), session_id=who.session_id, user_id=who.user_id,
+                        **{k: a[k] for k in _DRAFT_EXTRAS if a.get(k) is not None})
     res = await rt.backend.remember(draft, source="tool")
     return {"id": res.id, "status": res.status, "redactions": res.redactions}
+
+
+_DRAFT_EXTRAS = ("importance", "expires", "happened_at", "valid_from", "valid_to")
+
+
+async def _supersede(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, Any]:
+    old = await rt.backend.get(a["id"], who.caller)  # visible to this caller, and the new fact goes to its partition
+    draft = MemoryDraft(a["content"], title=a.get("title"), kind=a.get("kind"), scope=old.scope.value,
+                        tags=tuple(a.get("tags") or ()), session_id=who.session_id, user_id=who.user_id,
+                        supersedes=old.id, **{k: a[k] for k in ("happened_at", "valid_from") if a.get(k) is not None})
+    res = await rt.backend.remember(draft, source="tool")
+    return {"id": res.id, "status": res.status, "supersedes": old.id, "redactions": res.redactions}
 
 
 async def _forget(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, Any]:
@@ -161,6 +183,13 @@ _CURSOR = Param("cursor", "string", "next_cursor of the previous page, to read t
                 aliases=("next_cursor", "page_token", "offset_token"))
 _TAGS = Param("tags", "array", "Tags (a list of strings).", aliases=("tag", "labels"))
 _SCOPE = Param("scope", "string", "session, project, user or global.", enum=_SCOPES)
+_AS_OF = Param("as_of", "string", "Only what was held true at this ISO date (e.g. 2023-06-30), replaced facts included.",
+               aliases=("at", "asOf"))
+_SUPERSEDED = Param("include_superseded", "boolean", "Also show facts a newer fact has replaced.",
+                    aliases=("includeSuperseded", "history"))
+_HAPPENED = Param("happened_at", "string", "When it happened or was said (ISO date), if known.",
+                  aliases=("happenedAt", "when"))
+_VALID_FROM = Param("valid_from", "string", "Since when it is true (ISO date), if known.", aliases=("validFrom",))
 
 SPECS: dict[str, ToolSpec] = {s.name: s for s in (
     ToolSpec("memory_search", "Search memory",
@@ -168,7 +197,7 @@ SPECS: dict[str, ToolSpec] = {s.name: s for s in (
              "line range; read a record with memory_get. Paginated: pass next_cursor back as cursor.",
              (Param("query", "string", "What to look for.", required=True, aliases=("q", "text", "search", "question")),
               Param("limit", "integer", "Hits per page (1-50).", aliases=_LIMIT_ALIASES, minimum=1, maximum=50, default=8),
-              _TAGS, _CURSOR),
+              _TAGS, _CURSOR, _AS_OF, _SUPERSEDED),
              read_only=True, destructive=False, idempotent=True, run=_search),
     ToolSpec("memory_get", "Read a memory record",
              "Read one memory record by id, optionally only lines line_start..line_end (as given by memory_search). "
@@ -182,7 +211,7 @@ SPECS: dict[str, ToolSpec] = {s.name: s for s in (
              "next_cursor back as cursor.",
              (_TAGS, Param("kind", "string", "fact, preference, decision, summary, ...", aliases=("type",)), _SCOPE,
               Param("limit", "integer", "Records per page (1-100).", aliases=_LIMIT_ALIASES, minimum=1, maximum=100,
-                    default=20), _CURSOR),
+                    default=20), _CURSOR, _AS_OF, _SUPERSEDED),
              read_only=True, destructive=False, idempotent=True, run=_list),
     ToolSpec("memory_recall", "Recall what memory knows",
              "One compact, cited summary of what memory knows that is relevant to a message or question.",
@@ -198,10 +227,25 @@ SPECS: dict[str, ToolSpec] = {s.name: s for s in (
               _SCOPE, _TAGS,
               Param("memory_key", "string", "Stable key (or record id) of one logical memory to extend or replace.",
                     aliases=("key", "memoryKey")),
-              Param("on_existing", "string", "With memory_key: append, replace or skip.", aliases=("mode",),
-                    enum=("append", "replace", "skip"))),
+              Param("on_existing", "string", "With memory_key: append, replace (the old text stays as history) or "
+                    "skip.", aliases=("mode",), enum=("append", "replace", "skip")),
+              Param("importance", "number", "How much this matters, 0 (trivia) to 1 (critical); leave out if unsure.",
+                    aliases=("priority", "weight"), minimum=0, maximum=1),
+              Param("expires", "string", "When this stops being true or useful (ISO date), if ever.",
+                    aliases=("expires_at", "ttl", "expiry")),
+              _HAPPENED, _VALID_FROM,
+              Param("valid_to", "string", "Until when it was true (ISO date), if known.", aliases=("validTo",))),
              read_only=False, destructive=False, idempotent=True, run=_remember),
+    ToolSpec("memory_supersede", "Replace an outdated memory",
+             "Replace an outdated memory (by id) with a new fact. The old one is kept as history (memory_search with "
+             "include_superseded or as_of still finds it) and no longer shows by default.",
+             (_ID, Param("content", "string", "The new fact.", required=True, aliases=("text", "memory", "fact", "body")),
+              Param("title", "string", "A short title.", aliases=("name", "subject")),
+              Param("kind", "string", "fact, preference, decision, summary, ...", aliases=("type", "category")),
+              _TAGS, _HAPPENED, _VALID_FROM),
+             read_only=False, destructive=False, idempotent=False, run=_supersede),
     ToolSpec("memory_forget", "Forget a memory",
-             "Permanently delete one memory record by id.", (_ID,),
+             "Forget one memory record by id: it leaves search and lists at once (archived: the memory's owner can "
+             "restore it with agent-memory restore).", (_ID,),
              read_only=False, destructive=True, idempotent=True, run=_forget),
 )}
