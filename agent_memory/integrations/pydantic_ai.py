@@ -44,13 +44,10 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import datetime as dt
 import inspect
 import logging
 import warnings
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.capabilities import AbstractCapability, ProcessHistory
@@ -58,11 +55,12 @@ from pydantic_ai.messages import ModelMessage
 from pydantic_ai.tools import RunContext
 
 from ..backend import Caller
-from ..core import DEFAULT_CORE_BUDGET, MemoryBlock
+from ..core import DEFAULT_CORE_BUDGET
 from ..episodes import EpisodesUnsupportedError, episode_store
 from ..episodes._run import run_facts
 from ..hooks import MemoryHooks
 from ..provider import PendingCaptureWarning
+from ._capability_state import NO_CONVERSATION, MemoryTurn, RunState, Shared, caller_of, driven_by_run_sync
 from ._history import (
     _is_deferred,
     _last_user_text,
@@ -79,63 +77,16 @@ if TYPE_CHECKING:  # pragma: no cover
     from pydantic_ai.models import ModelRequestContext
     from pydantic_ai.run import AgentRunResult
 
-    from ..episodes import Episode
     from ..provider import MemoryProvider
-    from ..workers.capture import CaptureResult
-    from ..workers.recall import RecallResult
 
 __all__ = ["MemoryCapability", "MemoryTurn", "keep_recent_turns"]
 
 logger = logging.getLogger("agent_memory.integrations.pydantic_ai")
 
 HistoryProcessor = Callable[..., list[ModelMessage] | Awaitable[list[ModelMessage]]]
+"""A pydantic-ai history processor: ``(messages)`` or ``(ctx, messages)``, sync or async."""
 Identity = Callable[[RunContext[Any]], "Caller | tuple[str | None, str | None] | Mapping[str, str | None] | None"]
 """Who a run is for: ``Caller``, ``(session_id, user_id)`` or ``{"session_id": …, "user_id": …}``, from the run's ctx."""
-"""A pydantic-ai history processor: ``(messages)`` or ``(ctx, messages)``, sync or async."""
-
-_NO_CONVERSATION = ""
-
-
-@dataclass
-class MemoryTurn:
-    """What memory did for one run (one user turn); ``MemoryCapability.last_turn`` holds the latest.
-
-    ``core`` is the fenced text placed in the instructions (``""`` if memory was empty),
-    ``recall`` the fenced text delivered as a user-role part of the turn's first request
-    (``""`` if nothing was recalled), ``capture`` the background capture task (or, with
-    ``background_capture=False``, its result).
-    """
-
-    conversation_id: str | None
-    run_id: str | None
-    message: str
-    core: str = ""
-    core_block: MemoryBlock | None = None
-    recall: str = ""
-    recall_result: "RecallResult | None" = None
-    recalls: int = 0
-    capture: "asyncio.Task[CaptureResult] | CaptureResult | None" = None
-    compactions: int = 0
-    episode: "Episode | None" = None
-
-
-@dataclass
-class _RunState:
-    turn: MemoryTurn | None = None
-    core: str | None = None
-    recalled: bool = False
-    started: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
-    episode_recorded: bool = False
-    messages: list[ModelMessage] = field(default_factory=list)  # the run's live history (for a failed run's episode)
-    tool_errors: dict[str, str] = field(default_factory=dict)  # tool call id -> the exception a tool raised
-
-
-@dataclass
-class _Shared:
-    conversations: "OrderedDict[tuple[str, Caller], MemoryHooks]" = field(default_factory=OrderedDict)
-    warned_sync: bool = False
-    last_turn: MemoryTurn | None = None
-    no_episodes: bool = False  # the backend keeps no episodes (e.g. PostgreSQL): said once, then skipped
 
 
 class MemoryCapability(AbstractCapability[Any]):
@@ -188,8 +139,8 @@ class MemoryCapability(AbstractCapability[Any]):
         self.consolidate_every = consolidate_every
         self.max_conversations = max_conversations
         self.episodes = episodes
-        self._shared = _Shared()
-        self._run: _RunState | None = None
+        self._shared = Shared()
+        self._run: RunState | None = None
 
     # Identity semantics (the base dataclass would compare two capabilities by id/description).
     __eq__ = object.__eq__
@@ -212,7 +163,7 @@ class MemoryCapability(AbstractCapability[Any]):
 
     def hooks(self, conversation_id: str | None = None) -> MemoryHooks:
         """The :class:`MemoryHooks` holding one conversation's frozen core block (for this run's caller)."""
-        key = (conversation_id or _NO_CONVERSATION, Caller(self.session_id, self.user_id))
+        key = (conversation_id or NO_CONVERSATION, Caller(self.session_id, self.user_id))
         conversations = self._shared.conversations
         hooks = conversations.get(key)
         if hooks is None:
@@ -233,7 +184,7 @@ class MemoryCapability(AbstractCapability[Any]):
         if self.identity is None:
             return self.hooks(ctx.conversation_id)
         clone = copy.copy(self)
-        clone.session_id, clone.user_id = _caller_of(self.identity(ctx))
+        clone.session_id, clone.user_id = caller_of(self.identity(ctx))
         return clone.hooks(ctx.conversation_id)
 
     def compaction(self, processor: HistoryProcessor | None = None, *, keep_turns: int = 8) -> ProcessHistory[Any]:
@@ -272,9 +223,9 @@ class MemoryCapability(AbstractCapability[Any]):
     # -- pydantic-ai hooks ---------------------------------------------------------------
     async def for_run(self, ctx: RunContext[Any]) -> "MemoryCapability":
         clone = copy.copy(self)  # shares provider and the per-conversation state
-        clone._run = _RunState()
+        clone._run = RunState()
         if self.identity is not None:
-            clone.session_id, clone.user_id = _caller_of(self.identity(ctx))
+            clone.session_id, clone.user_id = caller_of(self.identity(ctx))
         return clone
 
     def get_instructions(self) -> Any:
@@ -320,7 +271,7 @@ class MemoryCapability(AbstractCapability[Any]):
             return result
         hooks = self.hooks(ctx.conversation_id)
         background = self.background_capture
-        if background and _driven_by_run_sync():
+        if background and driven_by_run_sync():
             background = False  # run_sync stops the loop when the run returns: a background capture would be lost
             if not self._shared.warned_sync:
                 self._shared.warned_sync = True
@@ -370,9 +321,9 @@ class MemoryCapability(AbstractCapability[Any]):
             return
         turn.episode = await call
 
-    def _state(self) -> _RunState:
+    def _state(self) -> RunState:
         if self._run is None:  # used outside a run's for_run copy (should not happen): keep state local
-            self._run = _RunState()
+            self._run = RunState()
         return self._run
 
     def _turn(self, ctx: RunContext[Any]) -> MemoryTurn:
@@ -392,36 +343,3 @@ class MemoryCapability(AbstractCapability[Any]):
             turn.core = run.core
             turn.core_block = hooks.core_block
         return run.core
-
-
-def _caller_of(value: Any) -> tuple[str | None, str | None]:
-    """``(session_id, user_id)`` from what an ``identity`` function returned."""
-    if value is None:
-        return None, None
-    if isinstance(value, Caller):
-        return value.session_id, value.user_id
-    if isinstance(value, Mapping):
-        unknown = set(value) - {"session_id", "user_id"}
-        if unknown:
-            raise TypeError(f"identity mapping has unknown key(s): {sorted(map(str, unknown))}")
-        return value.get("session_id"), value.get("user_id")
-    if isinstance(value, tuple) and len(value) == 2:
-        return value[0], value[1]
-    raise TypeError(f"identity must return a Caller, a (session_id, user_id) pair or a mapping, not {type(value).__name__}")
-
-
-_AGENT_RUN_COROS = frozenset({"AbstractAgent.run", "Agent.run", "WrapperAgent.run"})
-
-
-def _driven_by_run_sync() -> bool:
-    """Whether this run is the loop's top-level task (``agent.run_sync``, ``asyncio.run(agent.run(…))``).
-
-    The loop stops (or closes) when that task returns, so nothing scheduled in the background
-    would run to completion.
-    """
-    for task in asyncio.all_tasks():
-        coro = task.get_coro()
-        code = getattr(coro, "cr_code", None)
-        if getattr(coro, "__qualname__", "") in _AGENT_RUN_COROS and code is not None and "pydantic_ai" in code.co_filename:
-            return True
-    return False

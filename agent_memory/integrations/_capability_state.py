@@ -1,0 +1,105 @@
+"""Per-run and per-capability state of :class:`~agent_memory.integrations.pydantic_ai.MemoryCapability`.
+
+What one run (one user turn) did for memory (:class:`MemoryTurn`), the run-local state, the state a
+capability's per-run copies share, and two small readers of the run's surroundings (who the run is for,
+whether ``run_sync`` drives it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic_ai.messages import ModelMessage
+
+from ..backend import Caller
+from ..core import MemoryBlock
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..episodes import Episode
+    from ..hooks import MemoryHooks
+    from ..workers.capture import CaptureResult
+    from ..workers.recall import RecallResult
+
+__all__ = ["MemoryTurn"]
+
+NO_CONVERSATION = ""
+
+
+@dataclass
+class MemoryTurn:
+    """What memory did for one run (one user turn); ``MemoryCapability.last_turn`` holds the latest.
+
+    ``core`` is the fenced text placed in the instructions (``""`` if memory was empty),
+    ``recall`` the fenced text delivered as a user-role part of the turn's first request
+    (``""`` if nothing was recalled), ``capture`` the background capture task (or, with
+    ``background_capture=False``, its result).
+    """
+
+    conversation_id: str | None
+    run_id: str | None
+    message: str
+    core: str = ""
+    core_block: MemoryBlock | None = None
+    recall: str = ""
+    recall_result: "RecallResult | None" = None
+    recalls: int = 0
+    capture: "asyncio.Task[CaptureResult] | CaptureResult | None" = None
+    compactions: int = 0
+    episode: "Episode | None" = None
+
+
+@dataclass
+class RunState:
+    turn: MemoryTurn | None = None
+    core: str | None = None
+    recalled: bool = False
+    started: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
+    episode_recorded: bool = False
+    messages: list[ModelMessage] = field(default_factory=list)  # the run's live history (for a failed run's episode)
+    tool_errors: dict[str, str] = field(default_factory=dict)  # tool call id -> the exception a tool raised
+
+
+@dataclass
+class Shared:
+    conversations: "OrderedDict[tuple[str, Caller], MemoryHooks]" = field(default_factory=OrderedDict)
+    warned_sync: bool = False
+    last_turn: MemoryTurn | None = None
+    no_episodes: bool = False  # the backend keeps no episodes (e.g. PostgreSQL): said once, then skipped
+
+
+def caller_of(value: Any) -> tuple[str | None, str | None]:
+    """``(session_id, user_id)`` from what an ``identity`` function returned."""
+    if value is None:
+        return None, None
+    if isinstance(value, Caller):
+        return value.session_id, value.user_id
+    if isinstance(value, Mapping):
+        unknown = set(value) - {"session_id", "user_id"}
+        if unknown:
+            raise TypeError(f"identity mapping has unknown key(s): {sorted(map(str, unknown))}")
+        return value.get("session_id"), value.get("user_id")
+    if isinstance(value, tuple) and len(value) == 2:
+        return value[0], value[1]
+    raise TypeError(f"identity must return a Caller, a (session_id, user_id) pair or a mapping, not {type(value).__name__}")
+
+
+_AGENT_RUN_COROS = frozenset({"AbstractAgent.run", "Agent.run", "WrapperAgent.run"})
+
+
+def driven_by_run_sync() -> bool:
+    """Whether this run is the loop's top-level task (``agent.run_sync``, ``asyncio.run(agent.run(…))``).
+
+    The loop stops (or closes) when that task returns, so nothing scheduled in the background
+    would run to completion.
+    """
+    for task in asyncio.all_tasks():
+        coro = task.get_coro()
+        code = getattr(coro, "cr_code", None)
+        if getattr(coro, "__qualname__", "") in _AGENT_RUN_COROS and code is not None and "pydantic_ai" in code.co_filename:
+            return True
+    return False
