@@ -161,14 +161,15 @@ class PostgresBackend:
                 out: dict[int, RememberResult] = {}
                 try:
                     async with conn.transaction():
-                        if len(unkeyed) >= self.copy_threshold:
-                            done = await self.writer.copy_unkeyed(conn, [(prepared[i][0], prepared[i][1]) for i in unkeyed])
+                        if len(unkeyed) >= self.copy_threshold:  # straight into the table; staged after a lost race
+                            done = await self.writer.copy_unkeyed(conn, [(prepared[i][0], prepared[i][1]) for i in unkeyed],
+                                                                  direct=attempt == 0)
                             out.update(zip(unkeyed, done, strict=True))
                         for i, (rec, redactions, mode, fields) in enumerate(prepared):
                             if i not in out:
                                 out[i] = await self.writer.remember_one(conn, rec, redactions, mode, fields)
                     break
-                except psycopg.errors.TransactionRollback:
+                except (psycopg.errors.TransactionRollback, psycopg.errors.UniqueViolation):
                     if attempt == 4:
                         raise
                     await asyncio.sleep(0.02 * (attempt + 1))
