@@ -46,6 +46,7 @@ class PostgresBackend:
         self, url: str, *, schema: str = "agent_memory", default_scope: Scope | str | None = None,
         min_size: int = 1, max_size: int = 10, timeout_s: float = 30.0, text_config: str = TEXT_CONFIG,
         engine: Fts5Engine | None = None, batch_size: int = 5000, copy_threshold: int = 64, ingest_connections: int = 2,
+        pooled: bool = True,
         **options: Any,
     ) -> None:
         unknown = set(options) - FILES_ONLY - ENGINE_OPTIONS
@@ -70,7 +71,7 @@ class PostgresBackend:
         self.ingest_connections = min(ingest_connections, max_size)
         engine_kw = {k: v for k, v in options.items() if k in ENGINE_OPTIONS and v is not None}
         self.engine = engine or Fts5Engine(**engine_kw)
-        self.pool = Pool(url, self.schema, min_size=min_size, max_size=max_size, timeout_s=timeout_s)
+        self.pool = Pool(url, self.schema, min_size=min_size, max_size=max_size, timeout_s=timeout_s, pooled=pooled)
         self.table = f'"{self.schema}".records'
         self._where = f"{redact_url(url)}#{self.schema}"
         self.writer = Writer(self.schema, self.path_of)
