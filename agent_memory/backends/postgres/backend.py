@@ -40,6 +40,7 @@ class PostgresBackend:
 
     ``copy_threshold``: a ``remember_many`` batch with at least this many unkeyed drafts is ingested with COPY.
     ``batch_size``: drafts per transaction in ``remember_many``; ``ingest_connections``: batches written at once.
+    ``pooled=False``: plain connections instead of a pool (a one-shot process such as the command line).
     """
 
     def __init__(
