@@ -47,11 +47,7 @@ async def test_capture_never_rewrites_what_a_person_or_tool_wrote(backend: Any) 
     assert (await provider.get(typed.id, user_id="ada")).content == "User's favourite editor is vim."
 
 
-async def test_capture_keeps_its_correction_beside_a_typed_record(backend: Any, request: pytest.FixtureRequest) -> None:
-    if backend.kind == "postgres":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "PostgreSQL allows one keyed row per (tenant, partition, key) (unique index records_key): the capture's "
-            "correction is skipped instead of stored beside the typed record; needs a schema migration")))
+async def test_capture_keeps_its_correction_beside_a_typed_record(backend: Any) -> None:
     provider = backend.provider()
     typed = await provider.remember("User's favourite editor is vim.", user_id="ada", scope="user",
                                     memory_key="user.favourite-editor")

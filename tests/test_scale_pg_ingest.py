@@ -87,3 +87,66 @@ async def test_metadata_survives_the_copy_path(pg_url: str, metadata: dict) -> N
         assert [dict((await b.get(r.id, Caller())).metadata) for r in res] == [metadata] * 3
     finally:
         await b.close()
+
+
+async def _mixed_batch(b: PostgresBackend, direct: bool) -> tuple[list[str], list[str], int, list[str]]:
+    """Statuses, ids named, visible count and archive reasons for one batch holding every case COPY meets."""
+    import asyncio
+    import datetime as dt
+
+    soon = (dt.datetime.now(dt.UTC) + dt.timedelta(seconds=1)).isoformat()
+    expired = await b.remember(MemoryDraft("mixed: expired text", expires=soon))
+    keyed = await b.remember(MemoryDraft("mixed: held by a keyed record", memory_key="held"))
+    stored = await b.remember(MemoryDraft("mixed: stored before"))
+    await asyncio.sleep(1.2)
+    texts = ["mixed: new 1", "mixed: stored before", "mixed: new 1", "mixed: held by a keyed record",
+             "mixed: expired text", "mixed: new 2", "mixed: expired text"]
+    prepared = [prepare_draft(MemoryDraft(t), "import")[:2] for t in texts]
+    async with b.pool.connection() as conn, conn.transaction():
+        res = await b.writer.copy_unkeyed(conn, prepared, direct=direct)
+    named = {expired.id: "expired", keyed.id: "keyed", stored.id: "stored"}
+    ids = [named.get(r.id, "first" if r.id == res[0].id else "new2" if r.id == res[5].id else "expired-new"
+                     if r.id == res[4].id else r.id) for r in res]
+    async with b.pool.connection() as conn:
+        cur = await conn.execute(f'SELECT reason FROM "{b.schema}".archive ORDER BY reason')
+        reasons = [r["reason"] for r in await cur.fetchall()]
+    return [r.status for r in res], ids, await b.count(Caller()), reasons
+
+
+async def test_direct_copy_settles_every_case_as_the_staged_path(pg_url: str) -> None:  # noqa: F811
+    direct = PostgresBackend(pg_url, schema=fresh_schema())
+    staged = PostgresBackend(pg_url, schema=fresh_schema())
+    try:
+        got = await _mixed_batch(direct, True)
+        assert got == await _mixed_batch(staged, False)
+        statuses, ids, count, reasons = got
+        assert statuses == ["created", "duplicate", "duplicate", "duplicate", "created", "created", "duplicate"]
+        assert ids == ["first", "stored", "first", "keyed", "expired-new", "new2", "expired-new"]
+        assert count == 5 and reasons == ["expired (replaced by a new write)"]
+    finally:
+        await direct.close()
+        await staged.close()
+
+
+async def test_a_lost_race_on_the_direct_copy_is_retried_staged(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    from agent_memory.backends.postgres import ingest
+
+    b = PostgresBackend(pg_url, schema=fresh_schema(), copy_threshold=2)
+    try:
+        other = await b.remember(MemoryDraft("raced text"))
+        real = ingest._existing
+        calls = []
+
+        async def stale(*args: object) -> object:  # as if the other writer committed just after the lookup
+            live, blocked = await real(*args)  # type: ignore[arg-type]
+            calls.append(len(live))
+            return {}, blocked
+
+        monkeypatch.setattr(ingest, "_existing", stale)
+        res = await b.remember_many([MemoryDraft("raced text"), MemoryDraft("new text"), MemoryDraft("new text")])
+        assert calls == [1]  # the direct COPY ran once, hit the unique index, and the staged retry settled it
+        assert [r.status for r in res] == ["duplicate", "created", "duplicate"]
+        assert res[0].id == other.id and res[1].id == res[2].id
+        assert await b.count(Caller()) == 2
+    finally:
+        await b.close()

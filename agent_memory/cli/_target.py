@@ -167,7 +167,7 @@ def open_url(url: str) -> "MemoryBackend":
     try:
         from ..backends import open_backend
 
-        return open_backend(url)
+        return open_backend(url, pooled=False)  # one process, one command: no pool to start
     except ImportError as exc:
         raise MissingExtraError(f"--root {url.split('://', 1)[0]}://… needs the PostgreSQL backend: "
                                 f"pip install 'agent-memory[postgres]' ({exc})") from None

@@ -40,12 +40,14 @@ class PostgresBackend:
 
     ``copy_threshold``: a ``remember_many`` batch with at least this many unkeyed drafts is ingested with COPY.
     ``batch_size``: drafts per transaction in ``remember_many``; ``ingest_connections``: batches written at once.
+    ``pooled=False``: plain connections instead of a pool (a one-shot process such as the command line).
     """
 
     def __init__(
         self, url: str, *, schema: str = "agent_memory", default_scope: Scope | str | None = None,
         min_size: int = 1, max_size: int = 10, timeout_s: float = 30.0, text_config: str = TEXT_CONFIG,
         engine: Fts5Engine | None = None, batch_size: int = 5000, copy_threshold: int = 64, ingest_connections: int = 2,
+        pooled: bool = True,
         **options: Any,
     ) -> None:
         unknown = set(options) - FILES_ONLY - ENGINE_OPTIONS
@@ -70,7 +72,7 @@ class PostgresBackend:
         self.ingest_connections = min(ingest_connections, max_size)
         engine_kw = {k: v for k, v in options.items() if k in ENGINE_OPTIONS and v is not None}
         self.engine = engine or Fts5Engine(**engine_kw)
-        self.pool = Pool(url, self.schema, min_size=min_size, max_size=max_size, timeout_s=timeout_s)
+        self.pool = Pool(url, self.schema, min_size=min_size, max_size=max_size, timeout_s=timeout_s, pooled=pooled)
         self.table = f'"{self.schema}".records'
         self._where = f"{redact_url(url)}#{self.schema}"
         self.writer = Writer(self.schema, self.path_of)
@@ -161,14 +163,15 @@ class PostgresBackend:
                 out: dict[int, RememberResult] = {}
                 try:
                     async with conn.transaction():
-                        if len(unkeyed) >= self.copy_threshold:
-                            done = await self.writer.copy_unkeyed(conn, [(prepared[i][0], prepared[i][1]) for i in unkeyed])
+                        if len(unkeyed) >= self.copy_threshold:  # straight into the table; staged after a lost race
+                            done = await self.writer.copy_unkeyed(conn, [(prepared[i][0], prepared[i][1]) for i in unkeyed],
+                                                                  direct=attempt == 0)
                             out.update(zip(unkeyed, done, strict=True))
                         for i, (rec, redactions, mode, fields) in enumerate(prepared):
                             if i not in out:
                                 out[i] = await self.writer.remember_one(conn, rec, redactions, mode, fields)
                     break
-                except psycopg.errors.TransactionRollback:
+                except (psycopg.errors.TransactionRollback, psycopg.errors.UniqueViolation):
                     if attempt == 4:
                         raise
                     await asyncio.sleep(0.02 * (attempt + 1))

@@ -1,5 +1,9 @@
 """Connections: one async pool per backend, opened (and the schema migrated) on first use.
 
+``pooled=False`` (a one-shot process such as the command line): plain connections opened when needed, kept
+for reuse until :meth:`Pool.close`, at most ``max_size`` at once — no pool library, no background tasks,
+no idle pings, so a cold ``agent-memory search`` pays one connect and its statements only.
+
 Server and network failures become :class:`agent_memory.errors.BackendError` with the cause in the message
 (never the password). Statements use no session state (no ``SET``, no prepared statements kept across
 transactions), so the pool also works behind pgbouncer in transaction mode.
@@ -17,7 +21,6 @@ from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
-from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from ...errors import BackendError, InvalidInputError
 from .schema import LATEST, migrate
@@ -34,17 +37,20 @@ def redact_url(url: str) -> str:
 class Pool:
     """A lazily opened :class:`AsyncConnectionPool` whose connections return rows as dicts."""
 
-    def __init__(self, url: str, schema: str, *, min_size: int = 1, max_size: int = 10, timeout_s: float = 30.0) -> None:
+    def __init__(self, url: str, schema: str, *, min_size: int = 1, max_size: int = 10, timeout_s: float = 30.0,
+                 pooled: bool = True) -> None:
         if not isinstance(min_size, int) or not isinstance(max_size, int) or not 0 <= min_size <= max_size or max_size < 1:
             raise InvalidInputError("pool sizes must be integers with 0 <= min_size <= max_size and max_size >= 1")
         self.url = url
         self.schema = schema
         self.timeout_s = float(timeout_s)
-        self._pool = AsyncConnectionPool(
-            url, min_size=min_size, max_size=max_size, open=False, timeout=self.timeout_s,
-            check=self._check, reset=self._returned,
-            kwargs={"row_factory": dict_row, "autocommit": True, "prepare_threshold": None},
-        )
+        kwargs = {"row_factory": dict_row, "autocommit": True, "prepare_threshold": None}
+        self._pool: Any = _Direct(url, max_size, self.timeout_s, kwargs)
+        if pooled:
+            from psycopg_pool import AsyncConnectionPool
+
+            self._pool = AsyncConnectionPool(url, min_size=min_size, max_size=max_size, open=False, timeout=self.timeout_s,
+                                             check=self._check, reset=self._returned, kwargs=kwargs)
         self._ready: asyncio.Lock | None = None
         self._last_used: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
         self._opened = False
@@ -58,6 +64,8 @@ class Pool:
         timeout) is replaced instead of failing the caller's statement; a hot one costs no round trip."""
         last = self._last_used.get(conn)
         if last is None or time.monotonic() - last > IDLE_CHECK_S:
+            from psycopg_pool import AsyncConnectionPool
+
             await AsyncConnectionPool.check_connection(conn)
 
     async def _open(self) -> None:
@@ -72,7 +80,7 @@ class Pool:
                 await self._pool.open(wait=True, timeout=self.timeout_s)
                 async with self._pool.connection() as conn:
                     self.version = await self._current(conn) or await migrate(conn, self.schema)
-            except (psycopg.Error, PoolTimeout) as exc:
+            except _errors(psycopg.Error) as exc:
                 with contextlib.suppress(Exception):
                     await self._pool.close()
                 raise BackendError(f"PostgreSQL at {redact_url(self.url)} is not usable: {exc}") from None
@@ -98,7 +106,7 @@ class Pool:
                 yield conn
         except psycopg.errors.QueryCanceled as exc:
             raise BackendError(f"PostgreSQL statement timed out: {exc}") from None
-        except (psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout) as exc:
+        except _errors(psycopg.OperationalError, psycopg.InterfaceError) as exc:
             raise BackendError(f"PostgreSQL at {redact_url(self.url)} failed: {exc}") from None
 
     async def close(self) -> None:
@@ -106,3 +114,56 @@ class Pool:
             await self._pool.close()
             self._opened = False
 
+
+
+def _errors(*kinds: type[BaseException]) -> tuple[type[BaseException], ...]:
+    """``kinds`` and the pool library's timeout when that library is loaded (a pool-less process never imports it)."""
+    import sys
+
+    mod = sys.modules.get("psycopg_pool")
+    return kinds if mod is None else (*kinds, mod.PoolTimeout)
+
+
+class _Direct:
+    """Plain connections for a one-shot process: opened on demand, reused, at most ``max_size`` at once."""
+
+    def __init__(self, url: str, max_size: int, timeout_s: float, kwargs: dict[str, Any]) -> None:
+        self.url, self.max_size, self.timeout_s, self.kwargs = url, max_size, timeout_s, kwargs
+        self._idle: list[Any] = []
+        self._open: list[Any] = []
+        self._slots: asyncio.Semaphore | None = None
+
+    async def open(self, wait: bool = True, timeout: float = 30.0) -> None:  # noqa: ARG002 - the pool's signature
+        return None
+
+    @contextlib.asynccontextmanager
+    async def connection(self) -> AsyncIterator[Any]:
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.max_size)
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                await self._slots.acquire()
+        except TimeoutError:
+            raise BackendError(f"no PostgreSQL connection free within {self.timeout_s:g} s") from None
+        try:
+            conn = self._idle.pop() if self._idle else None
+            if conn is None:
+                conn = await psycopg.AsyncConnection.connect(self.url, connect_timeout=max(1, int(self.timeout_s)),
+                                                             **self.kwargs)
+                self._open.append(conn)
+            try:
+                yield conn
+            finally:
+                if conn.closed or conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                    self._open.remove(conn)
+                    await conn.close()
+                else:
+                    self._idle.append(conn)
+        finally:
+            self._slots.release()
+
+    async def close(self) -> None:
+        conns, self._open, self._idle = self._open, [], []
+        for conn in conns:
+            with contextlib.suppress(Exception):
+                await conn.close()

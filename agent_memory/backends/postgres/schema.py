@@ -17,6 +17,7 @@ from ...errors import InvalidInputError
 
 SCHEMA_RE = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 TEXT_CONFIG = "english"
+CAPTURE_SQL = "source IN ('turn_capture', 'compaction_capture')"  # the writer class of a keyed row
 
 
 def check_schema(name: str) -> str:
@@ -109,6 +110,16 @@ def migrations(s: str, cfg: str = TEXT_CONFIG) -> list[tuple[int, str, list[str]
             f'CREATE UNIQUE INDEX IF NOT EXISTS records_key_current ON "{s}".records (tenant, part, memory_key)'
             " WHERE memory_key IS NOT NULL AND superseded_by IS NULL",
             f'CREATE INDEX IF NOT EXISTS records_supersedes ON "{s}".records (tenant, supersedes) WHERE supersedes IS NOT NULL',
+        ]),
+        (6, "capture keeps its own keyed record beside a typed one; content lookups use an index at any size", [
+            # one current keyed row per (tenant, partition, key) *and writer class*: capture and everyone else
+            f'CREATE UNIQUE INDEX IF NOT EXISTS records_key_writer ON "{s}".records (tenant, part, memory_key,'
+            f" ({CAPTURE_SQL})) WHERE memory_key IS NOT NULL AND superseded_by IS NULL",
+            f'DROP INDEX IF EXISTS "{s}".records_key_current',
+            # "which current row holds this content", keyed or not (the two partial indexes serve neither alone)
+            f'CREATE INDEX IF NOT EXISTS records_hash_any ON "{s}".records (tenant, part, content_hash)'
+            " WHERE superseded_by IS NULL",
+            f'DROP INDEX IF EXISTS "{s}".records_keyed_hash',
         ]),
     ]
 

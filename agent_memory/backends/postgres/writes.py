@@ -10,9 +10,6 @@ write is a ``duplicate`` and never doubles a row or a line.
 
 from __future__ import annotations
 
-import json
-import os
-import secrets
 from typing import Any
 
 from psycopg.types.json import Jsonb
@@ -21,7 +18,9 @@ from ..._history import POINTER
 from ..._keyed import CAPTURE_SOURCES, holds_lines
 from ...drafts import RememberResult, Status
 from ...errors import BackendError
-from ...records import MemoryRecord, content_hash, default_title, new_id, now_iso, slugify
+from ...records import MemoryRecord, content_hash, default_title, new_id, now_iso
+from .ingest import batch_ids as batch_ids  # re-exported
+from .ingest import copy_unkeyed
 from .rows import COLUMNS, SELECT, record_params, row_to_record, tenant_part
 from .supersede import current_of, keep_version, supersede_one
 
@@ -29,20 +28,6 @@ _INSERT_COLS = ", ".join(COLUMNS)
 _INSERT_VALS = ", ".join(f"%({c})s" for c in COLUMNS)
 _EXPIRED = "expires IS NOT NULL AND expires <= now()"
 _LIVE = "(expires IS NULL OR expires > now())"
-
-
-def batch_ids(recs: list[MemoryRecord]) -> list[str]:
-    """A new id for each record, as :func:`agent_memory.records.new_id` makes them (date, slug, 8 hex), drawing
-    the randomness of the whole batch at once (one system call instead of one per record)."""
-    noise = secrets.token_hex(4 * len(recs))
-    slugs: dict[str, str] = {}
-    out = []
-    for i, rec in enumerate(recs):
-        slug = slugs.get(rec.title)
-        if slug is None:
-            slug = slugs[rec.title] = slugify(rec.title)
-        out.append(f"{rec.created[:10]}-{slug}-{noise[8 * i:8 * i + 8]}")
-    return out
 
 
 def _bind(rec: MemoryRecord) -> dict[str, Any]:
@@ -75,11 +60,8 @@ class Writer:
         for _ in range(8):
             if rec.memory_key is not None:
                 row = await self._find_keyed(conn, rec, tenant, part, mode)
-                if row is not None:
+                if row is not None:  # (capture never rewrites a person's or a tool's record: it keeps its own)
                     return await self._apply_keyed(conn, row, rec, mode, fields, redactions)
-                held = await self._key_held_by_other_writer(conn, rec, tenant, part)
-                if held is not None:  # capture never rewrites a person's or a tool's record (one keyed row a partition)
-                    return RememberResult(held, "skipped", self.path_of(held), redactions)
             cur = await conn.execute(
                 f"SELECT id FROM {self.t} WHERE tenant = %s AND part = %s AND content_hash = %s"
                 " AND (expires IS NULL OR expires > now()) AND superseded_by IS NULL LIMIT 1", (tenant, part, rec.content_hash))
@@ -112,15 +94,6 @@ class Writer:
         cur = await conn.execute(f"SELECT {SELECT} FROM {self.t} r WHERE memory_key = %(k)s AND {where}"
                                  " AND superseded_by IS NULL ORDER BY updated DESC, id LIMIT 1 FOR UPDATE", params)
         return await cur.fetchone()
-
-    async def _key_held_by_other_writer(self, conn: Any, rec: MemoryRecord, tenant: str, part: str) -> str | None:
-        """For a capture write: the id of a live non-capture record holding its key in its partition, if any."""
-        if rec.source not in CAPTURE_SOURCES:
-            return None
-        cur = await conn.execute(f"SELECT id FROM {self.t} WHERE tenant = %s AND part = %s AND memory_key = %s AND {_LIVE}",
-                                 (tenant, part, rec.memory_key))
-        row = await cur.fetchone()
-        return None if row is None else str(row["id"])
 
     async def _apply_keyed(self, conn: Any, row: Any, rec: MemoryRecord, mode: str, fields: frozenset[str],
                            redactions: int) -> RememberResult:
@@ -171,62 +144,7 @@ class Writer:
         return [r["id"] for r in await cur.fetchall()]
 
     # -- many drafts via COPY -----------------------------------------------------------------
-    async def copy_unkeyed(self, conn: Any, prepared: list[tuple[MemoryRecord, int]]) -> list[RememberResult]:
-        """Ingest unkeyed records in one statement pipeline: COPY into a staging table, then one INSERT.
-
-        Same outcome as one ``remember`` each (first of equal contents is created, the rest duplicates),
-        in the caller's transaction; expired rows that would block a new one are archived first.
-        """
-        stage = f"am_stage_{os.getpid()}"
-        await conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {stage} (ord integer, LIKE {self.t} INCLUDING DEFAULTS)"
-                           " ON COMMIT DELETE ROWS")
-        await conn.execute(f"TRUNCATE {stage}")
-        recs = [rec for rec, _ in prepared]
-        ids = batch_ids(recs)
-        cols = ("ord", *COLUMNS)
-        meta_at = COLUMNS.index("metadata")
-        async with conn.cursor().copy(f"COPY {stage} ({', '.join(cols)}) FROM STDIN") as copy:
-            for i, rec in enumerate(recs):  # the row function every write uses; only the id is this batch's own
-                p = record_params(rec)
-                p["id"] = ids[i]
-                row = [i, *(p[c] for c in COLUMNS)]
-                row[meta_at + 1] = json.dumps(row[meta_at + 1]) if row[meta_at + 1] else "{}"
-                await copy.write_row(row)
-        await self._archive_where(
-            conn, f"memory_key IS NULL AND {_EXPIRED} AND (tenant, part, content_hash) IN"
-                  f" (SELECT tenant, part, content_hash FROM {stage})", {}, "expired (replaced by a new write)")
-        # live rows already holding a content (keyed or not) make the staged copies duplicates
-        cur = await conn.execute(
-            f"SELECT DISTINCT ON (s.ord) s.ord, r.id FROM {stage} s JOIN {self.t} r ON r.tenant = s.tenant AND r.part = s.part"
-            " AND r.content_hash = s.content_hash AND (r.expires IS NULL OR r.expires > now()) AND r.superseded_by IS NULL"
-            " ORDER BY s.ord, r.updated DESC")
-        existing = {row["ord"]: row["id"] for row in await cur.fetchall()}
-        cur = await conn.execute(
-            f"INSERT INTO {self.t} ({_INSERT_COLS}) SELECT {_INSERT_COLS} FROM {stage} s"
-            f" WHERE NOT EXISTS (SELECT 1 FROM {self.t} r WHERE r.tenant = s.tenant AND r.part = s.part"
-            " AND r.content_hash = s.content_hash AND (r.expires IS NULL OR r.expires > now()) AND r.superseded_by IS NULL)"
-            " ORDER BY s.ord ON CONFLICT DO NOTHING RETURNING id")
-        created = {row["id"] for row in await cur.fetchall()}
-        by_key: dict[tuple[str, str, str], str] = {}
-        out: list[RememberResult] = []
-        for i, (rec, (_, redactions)) in enumerate(zip(recs, prepared, strict=True)):
-            tenant, part = tenant_part(rec)
-            key = (tenant, part, rec.content_hash)
-            rid = ids[i]
-            if i in existing:
-                out.append(RememberResult(existing[i], "duplicate", self.path_of(existing[i]), redactions))
-            elif rid in created:
-                by_key[key] = rid
-                out.append(RememberResult(rid, "created", self.path_of(rid), redactions))
-            else:
-                other = by_key.get(key) or await self._holder(conn, key)
-                out.append(RememberResult(other, "duplicate", self.path_of(other), redactions))
-        return out
-
-    async def _holder(self, conn: Any, key: tuple[str, str, str]) -> str:
-        cur = await conn.execute(f"SELECT id FROM {self.t} WHERE tenant = %s AND part = %s AND content_hash = %s"
-                                 " ORDER BY updated DESC LIMIT 1", key)
-        row = await cur.fetchone()
-        if row is None:  # pragma: no cover - the conflicting row is visible to this transaction by construction
-            raise BackendError("a conflicting row vanished during ingest")
-        return str(row["id"])
+    async def copy_unkeyed(self, conn: Any, prepared: list[tuple[MemoryRecord, int]], *,
+                           direct: bool = True) -> list[RememberResult]:
+        """Ingest unkeyed records via COPY in the caller's transaction (see :mod:`.ingest`)."""
+        return await copy_unkeyed(self, conn, prepared, direct=direct)
