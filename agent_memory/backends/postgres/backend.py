@@ -76,6 +76,26 @@ class PostgresBackend:
         self.writer = Writer(self.schema, self.path_of)
         self.searcher = PgSearch(self.table, self.engine, text_config, self.path_of)
         self.maintenance = Maintenance(self.schema, self.writer)
+        self._time: Any = None  # session logs and episodes (agent_memory.backends.postgres.time_layers), on first use
+
+    @property
+    def time_layers(self) -> Any:
+        """Session logs and episodes in this schema (synchronous, over their own small pool), made on first use."""
+        if self._time is None:
+            from .time_layers import TimeLayers
+
+            self._time = TimeLayers(self.url, self.schema, self._where, self.pool.timeout_s, self.searcher.cfg)
+        return self._time
+
+    @property
+    def sessions(self) -> Any:
+        """The :class:`~agent_memory.sessions.SessionStore` of this schema (session logs and summaries in rows)."""
+        return self.time_layers.sessions
+
+    @property
+    def episodes(self) -> Any:
+        """The episode store of this schema (rows; see :mod:`agent_memory.backends.postgres.episodes`)."""
+        return self.time_layers.episodes
 
     def path_of(self, record_id: str) -> str:
         """Where a record lives, for results: the database URL (no password), the schema and the id."""
@@ -254,6 +274,9 @@ class PostgresBackend:
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
             raise InvalidInputError("limit must be an integer between 1 and 1000")
         params = self._caller(caller)
+        if options.get("mode") == "contextual":  # sessions by summary, then messages and records within them
+            found: SearchResult = await self.time_layers.contextual(self, query, caller, limit, options)
+            return found
         tags = normalize_tags(options.pop("tags", ()) or ())
         trace = bool(options.pop("trace", False))
         async with self.pool.connection() as conn, conn.transaction():
@@ -294,6 +317,8 @@ class PostgresBackend:
 
     async def close(self) -> None:
         await self.pool.close()
+        if self._time is not None:
+            await asyncio.to_thread(self._time.close)
 
 
 def _chunks(items: Iterable[MemoryDraft], size: int) -> Iterator[builtins.list[MemoryDraft]]:

@@ -110,6 +110,67 @@ def migrations(s: str, cfg: str = TEXT_CONFIG) -> list[tuple[int, str, list[str]
             " WHERE memory_key IS NOT NULL AND superseded_by IS NULL",
             f'CREATE INDEX IF NOT EXISTS records_supersedes ON "{s}".records (tenant, supersedes) WHERE supersedes IS NOT NULL',
         ]),
+        *time_layers(s, cfg),
+    ]
+
+
+def time_layers(s: str, cfg: str) -> list[tuple[int, str, list[str]]]:
+    """Migration 5: session logs, summaries and episodes, keyed by ``tenant`` (the owning user id, ``''`` for none)."""
+    return [
+        (5, "session logs, session summaries, episodes", [
+            f"""CREATE TABLE IF NOT EXISTS "{s}".sessions (
+                tenant text NOT NULL,
+                session_id text NOT NULL,
+                user_id text,
+                created text NOT NULL,
+                messages integer NOT NULL DEFAULT 0,
+                PRIMARY KEY (tenant, session_id),
+                CHECK (tenant = coalesce(user_id, ''))
+            )""",
+            f"""CREATE TABLE IF NOT EXISTS "{s}".session_messages (
+                tenant text NOT NULL,
+                session_id text NOT NULL,
+                n integer NOT NULL,
+                role text NOT NULL,
+                text text NOT NULL,
+                at text NOT NULL,
+                speaker text,
+                turn_id text,
+                meta jsonb NOT NULL DEFAULT '{{}}',
+                PRIMARY KEY (tenant, session_id, n),
+                FOREIGN KEY (tenant, session_id) REFERENCES "{s}".sessions (tenant, session_id) ON DELETE CASCADE
+            )""",
+            f"""CREATE TABLE IF NOT EXISTS "{s}".session_summaries (
+                tenant text NOT NULL,
+                session_id text NOT NULL,
+                version integer NOT NULL,
+                text text NOT NULL,
+                made_at text NOT NULL,
+                messages integer NOT NULL,
+                source text NOT NULL,
+                fallback boolean NOT NULL DEFAULT false,
+                PRIMARY KEY (tenant, session_id, version),
+                FOREIGN KEY (tenant, session_id) REFERENCES "{s}".sessions (tenant, session_id) ON DELETE CASCADE
+            )""",
+            f"""CREATE TABLE IF NOT EXISTS "{s}".episodes (
+                tenant text NOT NULL,
+                id text NOT NULL,
+                scope text NOT NULL,
+                session_id text,
+                user_id text,
+                started text NOT NULL,
+                status text NOT NULL,
+                goal text NOT NULL,
+                body text NOT NULL,
+                data jsonb NOT NULL,
+                tsv tsvector GENERATED ALWAYS AS (setweight(to_tsvector('{cfg}'::regconfig, goal), 'A')
+                    || setweight(to_tsvector('{cfg}'::regconfig, body), 'B')) STORED,
+                PRIMARY KEY (tenant, id),
+                CHECK (CASE WHEN scope IN ('project', 'global') THEN tenant = '' ELSE tenant = coalesce(user_id, '') END)
+            )""",
+            f'CREATE INDEX IF NOT EXISTS episodes_started ON "{s}".episodes (tenant, started DESC)',
+            f'CREATE INDEX IF NOT EXISTS episodes_tsv ON "{s}".episodes USING gin (tsv)',
+        ]),
     ]
 
 
