@@ -67,13 +67,15 @@ class SyncPool:
             if self._opened:
                 return
             try:
-                self._pool.open(wait=False)
-                with self._pool.connection(timeout=self.timeout_s) as conn:
+                # a direct first connection fails fast (a refused port is not retried for the whole timeout)
+                with psycopg.connect(self.url, autocommit=True, row_factory=dict_row,
+                                     connect_timeout=max(1, int(self.timeout_s))) as conn:
                     row: Any = None
                     with contextlib.suppress(psycopg.errors.UndefinedTable):
                         row = conn.execute(f'SELECT max(version) AS v FROM "{self.schema}".schema_version').fetchone()
                     if row is None or int(row["v"] or 0) < LATEST:
                         migrate_sync(conn, self.schema)
+                self._pool.open(wait=False)
             except (psycopg.Error, PoolTimeout) as exc:
                 with contextlib.suppress(Exception):
                     self._pool.close()
