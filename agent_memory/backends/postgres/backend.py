@@ -216,6 +216,27 @@ class PostgresBackend:
             gone = await self.writer._archive_where(conn, f"id = %(id)s AND {visibility(params, 'records')}", params, "forgotten")
         return bool(gone)
 
+    # -- lifecycle (agent_memory.backends.postgres.lifecycle): purge, history, restore -------------------
+    async def purge(self, record_id: str | None = None, *, session_id: str | None = None, user_id: str | None = None) -> Any:
+        from .lifecycle import purge
+
+        return await purge(self, record_id, session_id=session_id, user_id=user_id)
+
+    async def forget_purge(self, record_id: str, caller: Caller) -> bool:
+        from .lifecycle import forget_purge
+
+        return await forget_purge(self, record_id, caller)
+
+    async def history(self, record_id: str, caller: Caller) -> Any:
+        from .lifecycle import history
+
+        return await history(self, record_id, caller)
+
+    async def restore(self, record_id: str, caller: Caller, *, version: int | None = None) -> MemoryRecord:
+        from .lifecycle import restore
+
+        return await restore(self, record_id, caller, version=version)
+
     async def set_user_md(self, text: str) -> None:
         """Replace the stable user notes returned by :meth:`user_md` (the files backend's ``USER.md``)."""
         check_strings(user_md=text)
