@@ -131,12 +131,34 @@ async def test_purge_one_record_takes_its_versions_and_nothing_else(backend: Any
         await provider.forget(other.id, user_id="ada", purge=True)
 
 
-async def test_undo_and_events_need_the_event_log(backend: Any) -> None:
+async def test_events_and_undo_walk_back_the_callers_changes(backend: Any) -> None:
     provider = backend.provider()
-    r = await provider.remember("Something.", user_id="ada", scope="user")
-    if backend.kind == "files":
-        assert [e.event for e in await provider.events(user_id="ada")] == ["created"]
-        return
-    for call in (provider.undo(user_id="ada"), provider.events(user_id="ada"), provider.provenance(r.id, user_id="ada")):
+    keyed = await provider.remember("Tea at four.", user_id="ada", scope="user", memory_key="tea")
+    await provider.remember("Tea at five.", user_id="ada", scope="user", memory_key="tea", on_existing="replace")
+    other = await provider.remember("Coffee at nine.", user_id="ada", scope="user")
+    await provider.remember("Bob's own note.", user_id="bob", scope="user")
+    assert await provider.forget(other.id, user_id="ada")
+    events = await provider.events(user_id="ada")
+    assert [(e.event, e.id) for e in events] == [("created", keyed.id), ("replaced", keyed.id), ("created", other.id),
+                                                 ("forgotten", other.id)]
+    assert events[1].before == events[0].after != events[1].after and events[0].user_id == "ada"
+    assert [e.event for e in await provider.events(user_id="bob")] == ["created"]  # nobody else's
+    assert [e.event for e in await provider.events(user_id="ada", record_id=keyed.id, limit=1)] == ["replaced"]
+    assert [e.event for e in (await provider.history(keyed.id, user_id="ada")).events] == ["created", "replaced"]
+    with pytest.raises(NotFoundError):
+        await provider.undo(user_id="carol")
+    assert (await provider.undo(user_id="ada")).event == "forgotten"  # the forget is undone: it is back
+    assert (await provider.get(other.id, user_id="ada")).content == "Coffee at nine."
+    assert (await provider.undo(user_id="ada")).event == "created"  # then its creation: archived again
+    with pytest.raises(NotFoundError):
+        await provider.get(other.id, user_id="ada")
+    assert (await provider.undo(user_id="ada")).event == "replaced"
+    assert (await provider.get(keyed.id, user_id="ada")).content == "Tea at four."
+    await provider.remember("Tea at six.", user_id="ada", scope="user", memory_key="tea", on_existing="replace")
+    await provider.remember("A later change by hand.", user_id="ada", scope="user", memory_key="tea",
+                            on_existing="replace")
+    assert (await provider.undo(user_id="ada")).event == "replaced"
+    assert (await provider.get(keyed.id, user_id="ada")).content == "Tea at six."
+    if backend.kind == "postgres":
         with pytest.raises(NotSupportedError, match="PostgresBackend"):
-            await call
+            await provider.provenance(keyed.id, user_id="ada")

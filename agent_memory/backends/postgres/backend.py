@@ -18,10 +18,12 @@ import psycopg
 from ...backend import Caller
 from ...drafts import MemoryDraft, RememberResult, explicit_fields, prepare_draft
 from ...errors import InvalidInputError, NotFoundError
+from ...events import acting
 from ...index import SyncReport, core_line
 from ...records import MemoryRecord, Scope, normalize_tags, parse_scope, validate_id
 from ...search import Fts5Engine, SearchResult
 from ...store import DoctorReport, SweepReport
+from .events import events_for, record_archive_event, record_writes
 from .maintenance import Maintenance
 from .pool import Pool, redact_url
 from .rows import SELECT, check_strings, filters_sql, iso, row_to_record, visibility
@@ -106,7 +108,9 @@ class PostgresBackend:
 
     # -- writes ---------------------------------------------------------------------------------
     async def remember(self, draft: MemoryDraft, *, source: str = "tool") -> RememberResult:
-        return (await self.remember_many([draft], source=source))[0]
+        who = (getattr(draft, "session_id", None), getattr(draft, "user_id", None))
+        with acting(session_id=who[0], user_id=who[1]):  # the writer, for its event (agent_memory.events)
+            return (await self.remember_many([draft], source=source))[0]
 
     async def remember_many(
         self, drafts: Iterable[MemoryDraft], *, source: str = "import", on_error: Literal["raise", "skip"] = "raise",
@@ -154,6 +158,7 @@ class PostgresBackend:
         if copied >= 1000:  # fresh planner statistics after a bulk load (else: sequential scans until autovacuum)
             async with self.pool.connection() as conn:
                 await conn.execute(f"ANALYZE {self.table}")
+        await record_writes(self, results, source)
         return results
 
     def _prepare_batch(self, batch: builtins.list[MemoryDraft], start: int, source: str, on_error: str,
@@ -214,6 +219,8 @@ class PostgresBackend:
         async with self.pool.connection() as conn, conn.transaction():  # the chain first: it starts at the record
             await self.writer._archive_where(conn, chain, params, "forgotten (superseded by a forgotten record)")
             gone = await self.writer._archive_where(conn, f"id = %(id)s AND {visibility(params, 'records')}", params, "forgotten")
+        if gone:
+            await record_archive_event(self, record_id, caller)
         return bool(gone)
 
     # -- lifecycle (agent_memory.backends.postgres.lifecycle): purge, history, restore -------------------
@@ -236,6 +243,14 @@ class PostgresBackend:
         from .lifecycle import restore
 
         return await restore(self, record_id, caller, version=version)
+
+    async def undo(self, caller: Caller) -> Any:
+        from .lifecycle import undo
+
+        return await undo(self, caller)
+
+    async def events(self, caller: Caller, *, record_id: str | None = None, limit: int | None = None) -> Any:
+        return await events_for(self, caller, record_id=record_id, limit=limit)
 
     async def set_user_md(self, text: str) -> None:
         """Replace the stable user notes returned by :meth:`user_md` (the files backend's ``USER.md``)."""

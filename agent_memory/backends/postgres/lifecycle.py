@@ -4,13 +4,14 @@
   superseded, or every row of a user and/or a session in every table (records, their vectors by
   ``ON DELETE CASCADE``, archive, session logs and summaries, episodes); then ``VACUUM`` so the index
   entries and free space of the deleted rows are reclaimed.
-* :func:`history` lists the versions of a record (its supersession chain), oldest first; the record may be
-  archived (forgotten, swept).
+* :func:`history` lists the versions of a record (its supersession chain), oldest first, with its events; the
+  record may be archived (forgotten, swept).
 * :func:`restore` brings an archived record back, or makes an earlier version current again (a keyed
   replace of the record by its id, so the current state is kept as a version in turn).
 
-PostgreSQL keeps no event log yet: histories have no events, and ``undo``/``events``/``provenance`` raise
-:class:`agent_memory.events.NotSupportedError` there.
+Events (:mod:`.events`) make ``undo`` possible: the caller's last change not undone yet is reversed (a
+creation archived, a forget restored, a replace or append rolled back to the version before it).
+``provenance`` and consolidation raise :class:`agent_memory.events.NotSupportedError` on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -25,12 +26,14 @@ from ..._supersede import MAX_CHAIN
 from ...backend import Caller
 from ...drafts import MemoryDraft
 from ...errors import InvalidInputError, NotFoundError
+from ...events import Event, acting
 from ...lifecycle import History
 from ...purge import PurgeReport
 from ...records import MemoryRecord, validate_id
+from .events import events_for, purge_events, quiet, record_event, undoable
 from .rows import COLUMNS, SELECT, row_to_record, visibility
 
-__all__ = ["history", "purge", "forget_purge", "restore"]
+__all__ = ["history", "purge", "forget_purge", "restore", "undo"]
 
 _COLS = ", ".join(COLUMNS)
 
@@ -87,10 +90,12 @@ async def history(b: Any, record_id: str, caller: Caller) -> History:
     async with b.pool.connection() as conn:
         row, state = await _find(b, conn, record_id, caller)
         older = await _predecessors(b, conn, row)
-    return History(record_id, state, [row_to_record(r, b.path_of(r["id"])) for r in [*reversed(older), row]], [])
+        events = await events_for(b, caller, record_id=record_id, conn=conn)
+    return History(record_id, state, [row_to_record(r, b.path_of(r["id"])) for r in [*reversed(older), row]], events)
 
 
-async def restore(b: Any, record_id: str, caller: Caller, *, version: int | None = None) -> MemoryRecord:
+async def restore(b: Any, record_id: str, caller: Caller, *, version: int | None = None, event: str = "restored",
+                  **detail: Any) -> MemoryRecord:
     """Unarchive a forgotten/swept record, or make ``version`` (default: the previous one) current."""
     async with b.pool.connection() as conn:
         row, state = await _find(b, conn, record_id, caller)
@@ -106,6 +111,7 @@ async def restore(b: Any, record_id: str, caller: Caller, *, version: int | None
                         {"t": row["tenant"], "id": record_id})
                     await conn.execute(f'DELETE FROM "{b.schema}".archive WHERE tenant = %s AND id = %s',
                                        (row["tenant"], record_id))
+                    await record_event(b, conn, event, row, caller, after=row["content_hash"], **{"from": "archive", **detail})
             except psycopg.errors.UniqueViolation:
                 raise InvalidInputError(f"record {record_id} cannot come back: a live record holds its key or the same "
                                         "text now") from None
@@ -122,8 +128,49 @@ async def restore(b: Any, record_id: str, caller: Caller, *, version: int | None
     draft = MemoryDraft(old["content"], title=old["title"], kind=old["kind"], scope=cur_rec.scope,
                         session_id=cur_rec.session_id, user_id=cur_rec.user_id, tags=tuple(old["tags"] or ()),
                         memory_key=record_id, on_existing="replace")
-    result = await b.remember(draft, source="tool")
-    return await b.get(result.id, caller)  # type: ignore[no-any-return]
+    with acting(session_id=caller.session_id, user_id=caller.user_id), quiet():  # its own event follows
+        result = await b.remember_many([draft], source="tool")
+    new: MemoryRecord = await b.get(result[0].id, caller)
+    async with b.pool.connection() as conn:
+        cur = await conn.execute(f"SELECT {SELECT} FROM {b.table} WHERE tenant = %s AND id = %s", (row["tenant"], new.id))
+        now = await cur.fetchone()
+        if now is not None:
+            await record_event(b, conn, event, now, caller, before=row["content_hash"], after=now["content_hash"],
+                               version=n, **detail)
+    return new
+
+
+async def undo(b: Any, caller: Caller) -> Event:
+    """Reverse the caller's last change not undone yet (as on the files backend); returns the event it reversed."""
+    ev = undoable(await events_for(b, caller), caller)
+    if ev is None:
+        raise NotFoundError("nothing to undo for this caller (no change of theirs that is not undone yet)")
+    tag: dict[str, Any] = {"undo_of": ev.eid}
+    if ev.event == "forgotten":
+        await restore(b, ev.id, caller, event="undone", **tag)
+        return ev
+    async with b.pool.connection() as conn:
+        try:
+            row, state = await _find(b, conn, ev.id, caller)
+        except NotFoundError:
+            raise NotFoundError(f"record {ev.id} is gone since that change ({ev.event}); see `history`") from None
+        if state != "live":
+            raise NotFoundError(f"record {ev.id} is gone since that change ({ev.event}); see `history`")
+        if row["content_hash"] != ev.after:
+            raise InvalidInputError(f"record {ev.id} changed after that {ev.event}; pick a version with `restore --version`")
+        if ev.event in ("created", "imported") or ev.detail.get("from") == "archive":
+            async with conn.transaction():
+                await b.writer._archive_where(conn, "tenant = %(t)s AND id = %(id)s", {"t": row["tenant"], "id": ev.id},
+                                              f"undo of {ev.event}")
+                await record_event(b, conn, "undone", row, caller, before=row["content_hash"], **tag)
+            return ev
+        older = await _predecessors(b, conn, row)
+    versions = [*reversed(older), row]
+    for n, old in enumerate(versions[:-1], 1):
+        if old["content_hash"] == ev.before:
+            await restore(b, ev.id, caller, version=n, event="undone", **tag)
+            return ev
+    raise InvalidInputError(f"the version of {ev.id} before that {ev.event} is not kept; see `history`")
 
 
 async def _chain_ids(b: Any, conn: Any, row: dict[str, Any]) -> set[str]:
@@ -145,6 +192,7 @@ async def purge(b: Any, record_id: str | None = None, *, session_id: str | None 
             report.files = cur.rowcount
             cur = await conn.execute(f"DELETE FROM {a} WHERE tenant = %(t)s AND id = ANY(%(ids)s)", params)
             report.files += cur.rowcount
+            report.events = await purge_events(b, conn, ids, None, None)
         report.records = ids
     else:
         b._caller(Caller(session_id, user_id))  # the same string checks as every read
@@ -158,7 +206,8 @@ async def purge(b: Any, record_id: str | None = None, *, session_id: str | None 
                                      " RETURNING id", params)
             archived = [r["id"] for r in await cur.fetchall()]
             report.files = len(gone) + len(archived)
-        report.records = sorted(gone | set(archived))
+            report.records = sorted(gone | set(archived))
+            report.events = await purge_events(b, conn, report.records, session_id, user_id)
         sessions, episodes = await asyncio.to_thread(b.time_layers.purge, user_id=user_id, session_id=session_id)
         report.others = {"purge_session_logs": sessions, "purge_episode_files": episodes}
     await _vacuum(b)
@@ -174,7 +223,8 @@ async def forget_purge(b: Any, record_id: str, caller: Caller) -> bool:
 
 async def _vacuum(b: Any) -> None:
     """Reclaim the deleted rows' index entries and space (plain VACUUM: no exclusive lock; best effort)."""
-    tables = ("records", "archive", "record_vectors", "sessions", "session_messages", "session_summaries", "episodes")
+    tables = ("records", "archive", "record_vectors", "sessions", "session_messages", "session_summaries", "episodes",
+              "events")
     with contextlib.suppress(Exception):
         async with b.pool.connection() as conn:
             for t in tables:

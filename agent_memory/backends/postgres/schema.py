@@ -115,9 +115,9 @@ def migrations(s: str, cfg: str = TEXT_CONFIG) -> list[tuple[int, str, list[str]
 
 
 def time_layers(s: str, cfg: str) -> list[tuple[int, str, list[str]]]:
-    """Migration 5: session logs, summaries and episodes, keyed by ``tenant`` (the owning user id, ``''`` for none)."""
+    """Migration 5: session logs, summaries, episodes and events, keyed by ``tenant`` (the owning user id, ``''`` for none)."""
     return [
-        (5, "session logs, session summaries, episodes", [
+        (5, "session logs, session summaries, episodes, events", [
             f"""CREATE TABLE IF NOT EXISTS "{s}".sessions (
                 tenant text NOT NULL,
                 session_id text NOT NULL,
@@ -170,6 +170,28 @@ def time_layers(s: str, cfg: str) -> list[tuple[int, str, list[str]]]:
             )""",
             f'CREATE INDEX IF NOT EXISTS episodes_started ON "{s}".episodes (tenant, started DESC)',
             f'CREATE INDEX IF NOT EXISTS episodes_tsv ON "{s}".episodes USING gin (tsv)',
+            # the event log: what changed, which record, who; hashes only, never text (see agent_memory.events)
+            f"""CREATE TABLE IF NOT EXISTS "{s}".events (
+                tenant text NOT NULL,
+                seq bigserial,
+                eid text NOT NULL,
+                ts timestamptz NOT NULL DEFAULT clock_timestamp(),
+                event text NOT NULL,
+                id text NOT NULL,
+                actor text,
+                session_id text,
+                user_id text,
+                run_id text,
+                tool_call_id text,
+                before text,
+                after text,
+                scope text,
+                owner_session text,
+                owner_user text,
+                detail jsonb NOT NULL DEFAULT '{{}}',
+                PRIMARY KEY (tenant, seq)
+            )""",
+            f'CREATE INDEX IF NOT EXISTS events_id ON "{s}".events (tenant, id)',
         ]),
     ]
 
