@@ -162,3 +162,36 @@ async def test_events_and_undo_walk_back_the_callers_changes(backend: Any) -> No
     if backend.kind == "postgres":
         with pytest.raises(NotSupportedError, match="PostgresBackend"):
             await provider.provenance(keyed.id, user_id="ada")
+
+
+def test_cli_on_a_postgresql_root_logs_sessions_and_purges_a_user(tmp_path: Path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+    import uuid
+
+    from _pg import require_psycopg, server
+
+    require_psycopg()
+    url, user = server().url, f"cli-{uuid.uuid4().hex[:8]}"  # the default schema, a user of this test's own
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+
+    def cli(*args: str) -> dict[str, Any]:
+        out = subprocess.run([sys.executable, "-m", "agent_memory.cli", "--root", url, "--json", *args],
+                             capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr + out.stdout
+        return json.loads(out.stdout)  # type: ignore[no-any-return]
+
+    assert cli("session", "append", "s1", f"{MARKER} said here", "--user", user)["messages"][0]["id"] == "s1#1"
+    shown = cli("session", "show", "s1", "--user", user)
+    assert [m["text"] for m in shown["log"]] == [f"{MARKER} said here"]
+    assert [s["session_id"] for s in cli("sessions", "--user", user)["sessions"]] == ["s1"]
+    rid = cli("remember", f"{MARKER} kept as a record", "--user", user, "--scope", "user")["id"]
+    assert [e["event"] for e in cli("events", "--user", user)["events"]] == ["created"]
+    assert cli("history", rid, "--user", user)["state"] == "live"
+    assert cli("undo", "--user", user)["undone"]["event"] == "created"
+    assert cli("restore", rid, "--user", user)["restored"] is True
+    assert rid in cli("purge", "--user", user)["records"]
+    assert cli("sessions", "--user", user)["sessions"] == []
+    assert cli("episodes", "--user", user)["episodes"] == []
