@@ -64,9 +64,7 @@ async def test_each_set_offers_exactly_its_tools_and_no_identity_parameter(backe
     for allowed in (READ, CAPTURE, FOREGROUND):
         script = await run(provider, allowed, session_id="s1", user_id="ada")
         tools = script.infos[0].function_tools
-        files_only = {"memory_search_sessions", "memory_episodes"}  # session logs and episodes live under a root
-        expected = [t for t in allowed if backend.kind == "files" or t not in files_only]
-        assert sorted(t.name for t in tools) == sorted(expected)
+        assert sorted(t.name for t in tools) == sorted(allowed)  # session logs and episodes on every backend
         for tool in tools:
             assert not {"session_id", "user_id"} & set(tool.parameters_json_schema.get("properties", {}))
 

@@ -82,8 +82,8 @@ async def test_offline_recall_finds_and_cites_the_right_lines(backend: Any) -> N
 
 
 def offered(tools: tuple[str, ...], backend: Any) -> list[str]:
-    """The tools a worker is offered: session logs and episodes are files under a root (not on PostgreSQL)."""
-    return sorted(t for t in tools if backend.kind == "files" or t not in ("memory_search_sessions", "memory_episodes"))
+    """The tools a worker is offered: the same on every backend (session logs and episodes included)."""
+    return sorted(tools)
 
 async def test_scripted_recall_search_then_get_lines_then_cited_answer(backend: Any) -> None:
     state: dict[str, Any] = {}

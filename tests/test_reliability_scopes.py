@@ -227,7 +227,8 @@ def test_strict_visibility_closes_the_ranking_oracle(tmp_path: Path, reliability
     reliability_figures.update(guesses=len(guesses), failures=0)
 
 
-def test_session_logs_and_episodes_respect_scope(tmp_path: Path, reliability_figures: dict[str, Any]) -> None:
+@pytest.mark.parametrize("kind", ["files", "postgres"])
+def test_session_logs_and_episodes_respect_scope(tmp_path: Path, reliability_figures: dict[str, Any], kind: str) -> None:
     """Random session logs and episodes (session × user, or no user) and random callers: listing, reading,
     searching sessions and episodes show exactly what the caller may see (a user's are that user's; a log with
     no user is its session's)."""
@@ -242,8 +243,12 @@ def test_session_logs_and_episodes_respect_scope(tmp_path: Path, reliability_fig
     @given(owners=st.lists(owner, min_size=1, max_size=6, unique=True), callers=st.lists(CALLER, min_size=1, max_size=3))
     def case(owners: list[tuple[str, str | None]], callers: list[tuple[str | None, str | None]]) -> None:
         counts["cases"] += 1
-        root = Path(tempfile.mkdtemp(dir=tmp_path))
-        provider = MemoryProvider(root, durable=False)
+        if kind == "postgres":  # the same property over rows: a fresh schema per case
+            from _pg import make_target
+
+            provider = make_target(kind, tmp_path).provider()
+        else:
+            provider = MemoryProvider(Path(tempfile.mkdtemp(dir=tmp_path)), durable=False)
         episodes: dict[str, tuple[str, str | None]] = {}
         for i, (sid, uid) in enumerate(owners):
             loop.run_until_complete(provider.log_messages([{"role": "user", "text": f"zeppelin hangar plan {i}"}],
@@ -272,7 +277,7 @@ def test_session_logs_and_episodes_respect_scope(tmp_path: Path, reliability_fig
                 with pytest.raises(NotFoundError):
                     loop.run_until_complete(provider.episode(eid, **who))
             counts["checks"] += 1
-        provider.close()
+        loop.run_until_complete(provider.aclose())
 
     try:
         case()

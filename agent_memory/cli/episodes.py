@@ -32,10 +32,11 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
 
 
 def _store(args: argparse.Namespace) -> Any:
-    from ..episodes import EpisodeStore, EpisodesUnsupportedError
+    from ..episodes import EpisodeStore
+    from .sessions import pg_time_layers
 
-    if is_url(args.root):
-        raise EpisodesUnsupportedError("episodes are not supported on PostgreSQL yet (they are files under a memory root)")
+    if is_url(args.root):  # PostgreSQL: the schema's episode rows
+        return pg_time_layers(args.root).episodes
     path, _ = prepare_root(args.root, create=False)
     return EpisodeStore(path)
 

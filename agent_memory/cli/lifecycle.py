@@ -1,4 +1,4 @@
-"""Lifecycle commands: history, restore, undo, purge, events (files roots; PostgreSQL: not supported yet)."""
+"""Lifecycle commands: history, restore, undo, purge, events (files and PostgreSQL roots)."""
 
 from __future__ import annotations
 
@@ -51,10 +51,44 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
     return {"history": cmd_history, "restore": cmd_restore, "undo": cmd_undo, "purge": cmd_purge, "events": cmd_events}
 
 
+PG_LIFECYCLE = frozenset({"history", "restore", "purge", "forget --purge", "undo", "events"})
+
+
+class _PgLifecycle:
+    """history, restore, undo, events and purge of a PostgreSQL root, with the files store's call shapes (one call,
+    then closed)."""
+
+    def __init__(self, target: Any) -> None:
+        self.target = target
+
+    def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return self.target._run(getattr(self.target.backend, name)(*args, **kwargs))
+        finally:
+            self.target.close()
+
+    def history(self, record_id: str, **caller: Any) -> Any:
+        return self._call("history", record_id, self.target._caller(caller))
+
+    def restore(self, record_id: str, *, version: int | None = None, **caller: Any) -> Any:
+        return self._call("restore", record_id, self.target._caller(caller), version=version)
+
+    def purge(self, record_id: str | None = None, **caller: Any) -> Any:
+        return self._call("purge", record_id, **caller)
+
+    def undo(self, **caller: Any) -> Any:
+        return self._call("undo", self.target._caller(caller))
+
+    def events_for(self, record_id: str | None = None, *, limit: int | None = None, **caller: Any) -> Any:
+        return self._call("events", self.target._caller(caller), record_id=record_id, limit=limit)
+
+
 def files_store(args: argparse.Namespace, what: str) -> Any:
-    """The files store behind ``--root``; a typed error for database roots (not supported there yet)."""
+    """The files store behind ``--root``; on a database root, its history/restore/undo/events/purge (else a typed error)."""
     target = open_target(args.root, create=False)
     if not isinstance(target, StoreTarget):
+        if what in PG_LIFECYCLE:
+            return _PgLifecycle(target)
         target.close()
         raise NotSupportedError(f"{what} is not supported on PostgreSQL roots yet (files roots only)")
     return target.store

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..sessions import SessionStore
-from ..sessions.api import SessionsNotSupportedError, read_session
+from ..sessions.api import read_session
 from ._base import UsageError, add_identity, emit, positive, read_text
-from ._target import is_url, prepare_root
+from ._target import is_url, open_url, prepare_root
 
 Handler = Callable[[argparse.Namespace], "int | None"]
 
@@ -42,9 +42,20 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
     return {"sessions": cmd_sessions, "session": cmd_session}
 
 
+def pg_time_layers(url: str) -> Any:
+    """The session-log and episode stores of a PostgreSQL URL (their pool is closed at exit)."""
+    import atexit
+
+    backend: Any = open_url(url)
+    layers = backend.time_layers
+    atexit.register(layers.close)
+    return layers
+
+
 def _store(args: argparse.Namespace) -> SessionStore:
-    if is_url(args.root):
-        raise SessionsNotSupportedError("session logs are not supported on the PostgreSQL backend yet (use a directory root)")
+    if is_url(args.root):  # PostgreSQL: the schema's session rows
+        store: SessionStore = pg_time_layers(args.root).sessions
+        return store
     path, _ = prepare_root(args.root, create=False)
     return SessionStore(path)
 

@@ -10,7 +10,8 @@ listed newest first and searchable by terms::
                                         user_id="ada"))
     store.list("table booking", user_id="ada")
 
-Files backend only: on any other backend :func:`episode_store` raises :class:`EpisodesUnsupportedError`.
+On PostgreSQL, :func:`episode_store` returns the backend's row store (same API, table ``episodes``); a backend
+with neither raises :class:`EpisodesUnsupportedError`.
 """
 
 from __future__ import annotations
@@ -42,24 +43,28 @@ __all__ = [
 
 
 class EpisodesUnsupportedError(BackendError):
-    """Episodes are kept as files under a memory root; this backend (e.g. PostgreSQL) has none yet."""
+    """This backend keeps no episodes (neither a memory root nor an ``episodes`` store)."""
 
 
 def episode_store(source: Any) -> EpisodeStore:
     """The :class:`EpisodeStore` of a root directory, a files backend, a ``MemoryStore`` or a provider.
 
-    Raises :class:`EpisodesUnsupportedError` for a backend without a root directory (PostgreSQL).
+    A PostgreSQL backend gives its row store (same API). Raises :class:`EpisodesUnsupportedError` for a backend
+    with neither.
     """
     if isinstance(source, EpisodeStore):
         return source
     if isinstance(source, (str, os.PathLike)) and "://" not in str(source):
         return EpisodeStore(source)
     inner = getattr(source, "backend", None)
-    root = getattr(inner if inner is not None else source, "root", None)
+    target = inner if inner is not None else source
+    rows = getattr(target, "episodes", None)  # PostgreSQL: PgEpisodeStore over the schema's rows (same API)
+    if rows is not None and not callable(rows) and hasattr(rows, "write"):
+        return rows  # type: ignore[no-any-return]
+    root = getattr(target, "root", None)
     if isinstance(root, Path):
         return EpisodeStore(root)
-    raise EpisodesUnsupportedError(f"episodes are not supported on {type(inner or source).__name__} yet "
-                                   "(they are files under a memory root directory)")
+    raise EpisodesUnsupportedError(f"episodes are not supported on {type(inner or source).__name__}")
 
 
 def purge_episode_files(root: Path, user_id: str | None, session_id: str | None) -> int:

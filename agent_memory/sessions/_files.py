@@ -22,7 +22,7 @@ import json
 import os
 import shutil
 from collections.abc import Iterator, Sequence
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from .._fs import atomic_write, ensure_dir, fsync_dir, storage_error
@@ -109,6 +109,14 @@ class SessionFiles:
             problems.append(SessionProblem(self._rel(meta), reason))
         return None
 
+    def exists(self, sdir: SessionDir) -> bool:
+        """Is there a readable session at ``sdir``?"""
+        return self._read_dir(Path(sdir.path), None) is not None
+
+    def rel(self, sdir: SessionDir, name: str = "log.jsonl") -> str:
+        """Where a session's file is, relative to the root (for hits and messages)."""
+        return self._rel(Path(sdir.path) / name)
+
     def user_dirs(self, user_id: str) -> list[SessionDir]:
         """Every readable session directory of ``user_id``."""
         udir = self.dir / dir_name(user_id)
@@ -129,7 +137,7 @@ class SessionFiles:
                         out.append(found)
         return out
 
-    def _rel(self, path: Path) -> str:
+    def _rel(self, path: PurePath) -> str:
         with contextlib.suppress(ValueError):
             return str(path.relative_to(self.root))
         return str(path)
@@ -137,7 +145,7 @@ class SessionFiles:
     # -- log -------------------------------------------------------------------------------
     def append(self, sdir: SessionDir, lines: Sequence[bytes]) -> int:
         """Append ``lines`` under an exclusive lock of the log; returns the number of the first."""
-        log = sdir.path / "log.jsonl"
+        log = Path(sdir.path) / "log.jsonl"
         reason = check_file(log)
         if reason is not None:
             raise InvalidInputError(f"{self._rel(log)} is quarantined ({reason}); nothing was appended")
@@ -162,7 +170,7 @@ class SessionFiles:
         finally:
             os.close(fd)  # closing releases the lock
         if self.durable and size == 0:
-            fsync_dir(sdir.path)
+            fsync_dir(Path(sdir.path))
         return first
 
     @staticmethod
@@ -178,7 +186,7 @@ class SessionFiles:
 
     def read(self, sdir: SessionDir) -> tuple[list[SessionMessage], list[SessionProblem]]:
         """The messages of a session (malformed lines skipped and reported)."""
-        log = sdir.path / "log.jsonl"
+        log = Path(sdir.path) / "log.jsonl"
         reason = check_file(log)
         if reason is not None:
             return [], [SessionProblem(self._rel(log), reason)]
@@ -215,7 +223,7 @@ class SessionFiles:
 
     # -- summaries ---------------------------------------------------------------------------
     def summary(self, sdir: SessionDir) -> tuple[SessionSummary | None, SessionProblem | None]:
-        path = sdir.path / "summary.json"
+        path = Path(sdir.path) / "summary.json"
         reason = check_file(path)
         if reason is None:
             try:
@@ -228,7 +236,7 @@ class SessionFiles:
 
     def history(self, sdir: SessionDir) -> list[SessionSummary]:
         """Earlier summary versions, oldest first (malformed lines skipped)."""
-        path = sdir.path / "summaries.jsonl"
+        path = Path(sdir.path) / "summaries.jsonl"
         if check_file(path) is not None or not path.exists():
             return []
         out = []
@@ -247,7 +255,7 @@ class SessionFiles:
     def write_summary(self, sdir: SessionDir, text: str, *, messages: int, source: str, fallback: bool,
                       made_at: str | None = None) -> SessionSummary:
         """Replace the current summary with the next version (the previous one goes to the history)."""
-        lock = sdir.path / ".summary.lock"
+        lock = Path(sdir.path) / ".summary.lock"
         fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)  # two summarisers never write the same version number
@@ -262,8 +270,8 @@ class SessionFiles:
         new = SessionSummary(sdir.session_id, sdir.user_id, version, redact_text(text), made_at or now_utc(), messages,
                              source, fallback)
         if current is not None:
-            self.append_file(sdir.path / "summaries.jsonl", json.dumps(current.to_dict(), ensure_ascii=False).encode() + b"\n")
-        atomic_write(sdir.path / "summary.json", json.dumps(new.to_dict(), ensure_ascii=False).encode("utf-8"),
+            self.append_file(Path(sdir.path) / "summaries.jsonl", json.dumps(current.to_dict(), ensure_ascii=False).encode() + b"\n")
+        atomic_write(Path(sdir.path) / "summary.json", json.dumps(new.to_dict(), ensure_ascii=False).encode("utf-8"),
                      durable=self.durable)
         return new
 
@@ -285,7 +293,7 @@ class SessionFiles:
         targets: list[Path] = []
         for sdir in self.all_dirs():
             if (user_id is None or sdir.user_id == user_id) and (session_id is None or sdir.session_id == session_id):
-                targets.append(sdir.path)
+                targets.append(Path(sdir.path))
         if user_id is not None and session_id is None:  # unreadable leftovers of the user go too
             udir = self.dir / dir_name(user_id)
             if udir.is_dir() and not udir.is_symlink():

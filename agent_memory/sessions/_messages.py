@@ -9,7 +9,7 @@ import re
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from ..drafts import _parse_when, utc_text
@@ -112,9 +112,9 @@ class SessionProblem:
 
 @dataclass(frozen=True, slots=True)
 class SessionDir:
-    """A session directory and the ids it belongs to."""
+    """A session directory (or, on a database, the rows' address) and the ids it belongs to."""
 
-    path: Path
+    path: PurePath
     session_id: str
     user_id: str | None
 

@@ -12,15 +12,14 @@ __all__ = ["SessionsNotSupportedError", "session_store", "read_session"]
 
 
 class SessionsNotSupportedError(BackendError):
-    """The backend keeps no session logs (PostgreSQL: not supported there yet)."""
+    """The backend keeps no session logs (a custom backend without a ``sessions`` store)."""
 
 
 def session_store(backend: Any) -> SessionStore:
-    """The backend's :class:`SessionStore`, or :class:`SessionsNotSupportedError` naming the backend."""
+    """The backend's :class:`SessionStore` (files or PostgreSQL rows), or :class:`SessionsNotSupportedError` naming the backend."""
     store = getattr(backend, "sessions", None)
     if not isinstance(store, SessionStore):
-        raise SessionsNotSupportedError(f"session logs are not supported on the {type(backend).__name__} backend yet "
-                                        "(use a directory root)")
+        raise SessionsNotSupportedError(f"session logs are not supported on the {type(backend).__name__} backend")
     return store
 
 

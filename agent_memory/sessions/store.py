@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import PurePath
+from typing import Any, Protocol
 
 from ..drafts import _parse_when
 from ..errors import InvalidInputError, NotFoundError
@@ -26,7 +27,7 @@ from ._files import (
     message_line,
 )
 
-__all__ = ["SessionStore", "SessionInfo", "SummaryPolicy", "purge_sessions", "visible"]
+__all__ = ["SessionLog", "SessionStore", "SessionInfo", "SummaryPolicy", "purge_sessions", "visible"]
 
 
 def visible(sdir: SessionDir, session_id: str | None, user_id: str | None) -> bool:
@@ -79,11 +80,39 @@ class SessionInfo:
         return last is not None and (when - last).total_seconds() >= policy.idle_s
 
 
-class SessionStore:
-    """Session logs under ``root/sessions/``; every read takes the caller's ``session_id``/``user_id``."""
+class SessionLog(Protocol):
+    """Where session logs live, without visibility: :class:`SessionFiles` (files under a root) or the PostgreSQL
+    rows of :class:`agent_memory.backends.postgres.sessions.PgSessionLog`. :class:`SessionStore` holds one."""
 
-    def __init__(self, root: str | os.PathLike[str], *, durable: bool = True) -> None:
-        self.files = SessionFiles(root, durable=durable)
+    root: Any
+
+    def session_dir(self, session_id: str, user_id: str | None, *, create: bool = False) -> SessionDir: ...
+    def exists(self, sdir: SessionDir) -> bool: ...
+    def all_dirs(self, problems: list[SessionProblem] | None = None) -> Iterator[SessionDir]: ...
+    def user_dirs(self, user_id: str) -> list[SessionDir]: ...
+    def find(self, session_id: str) -> list[SessionDir]: ...
+    def _rel(self, path: PurePath) -> str: ...
+    def rel(self, sdir: SessionDir, name: str = "log.jsonl") -> str: ...
+    def append(self, sdir: SessionDir, lines: Sequence[bytes]) -> int: ...
+    def read(self, sdir: SessionDir) -> tuple[list[SessionMessage], list[SessionProblem]]: ...
+    def summary(self, sdir: SessionDir) -> tuple[SessionSummary | None, SessionProblem | None]: ...
+    def history(self, sdir: SessionDir) -> list[SessionSummary]: ...
+    def write_summary(self, sdir: SessionDir, text: str, *, messages: int, source: str, fallback: bool,
+                      made_at: str | None = None) -> SessionSummary: ...
+    def purge(self, *, user_id: str | None = None, session_id: str | None = None) -> int: ...
+
+
+class SessionStore:
+    """Session logs and summaries; every read takes the caller's ``session_id``/``user_id``.
+
+    ``SessionStore(root)`` keeps them under ``root/sessions/``; ``SessionStore(log=...)`` over another
+    :class:`SessionLog` (the PostgreSQL backend's ``backend.sessions`` is one over its rows)."""
+
+    def __init__(self, root: str | os.PathLike[str] | None = None, *, durable: bool = True,
+                 log: SessionLog | None = None) -> None:
+        if (root is None) == (log is None):
+            raise InvalidInputError("SessionStore needs a root directory or a log, not both")
+        self.files: SessionLog = log if log is not None else SessionFiles(root, durable=durable)  # type: ignore[arg-type]
 
     @property
     def root(self) -> Any:
@@ -120,7 +149,7 @@ class SessionStore:
         uid = check_id("user_id", user_id)
         assert sid is not None
         sdir = self.files.session_dir(sid, uid)
-        if self.files._read_dir(sdir.path, None) is None:
+        if not self.files.exists(sdir):
             raise NotFoundError(f"no session {session_id!r} visible to this caller")
         return sdir
 
@@ -143,7 +172,7 @@ class SessionStore:
         messages, _ = self.files.read(sdir)
         summary, _ = self.files.summary(sdir)
         return SessionInfo(sdir.session_id, sdir.user_id, len(messages), messages[0].at if messages else None,
-                           messages[-1].at if messages else None, summary, self.files._rel(sdir.path))
+                           messages[-1].at if messages else None, summary, self.files.rel(sdir, ""))
 
     def sessions(self, *, session_id: str | None = None, user_id: str | None = None,
                  limit: int | None = None) -> list[SessionInfo]:

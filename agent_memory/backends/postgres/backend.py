@@ -18,10 +18,12 @@ import psycopg
 from ...backend import Caller
 from ...drafts import MemoryDraft, RememberResult, explicit_fields, prepare_draft
 from ...errors import InvalidInputError, NotFoundError
+from ...events import acting
 from ...index import SyncReport, core_line
 from ...records import MemoryRecord, Scope, normalize_tags, parse_scope, validate_id
 from ...search import Fts5Engine, SearchResult
 from ...store import DoctorReport, SweepReport
+from .events import events_for, record_archive_event, record_writes
 from .maintenance import Maintenance
 from .pool import Pool, redact_url
 from .rows import SELECT, check_strings, filters_sql, iso, row_to_record, visibility
@@ -78,6 +80,26 @@ class PostgresBackend:
         self.writer = Writer(self.schema, self.path_of)
         self.searcher = PgSearch(self.table, self.engine, text_config, self.path_of)
         self.maintenance = Maintenance(self.schema, self.writer)
+        self._time: Any = None  # session logs and episodes (agent_memory.backends.postgres.time_layers), on first use
+
+    @property
+    def time_layers(self) -> Any:
+        """Session logs and episodes in this schema (synchronous, over their own small pool), made on first use."""
+        if self._time is None:
+            from .time_layers import TimeLayers
+
+            self._time = TimeLayers(self.url, self.schema, self._where, self.pool.timeout_s, self.searcher.cfg)
+        return self._time
+
+    @property
+    def sessions(self) -> Any:
+        """The :class:`~agent_memory.sessions.SessionStore` of this schema (session logs and summaries in rows)."""
+        return self.time_layers.sessions
+
+    @property
+    def episodes(self) -> Any:
+        """The episode store of this schema (rows; see :mod:`agent_memory.backends.postgres.episodes`)."""
+        return self.time_layers.episodes
 
     def path_of(self, record_id: str) -> str:
         """Where a record lives, for results: the database URL (no password), the schema and the id."""
@@ -88,7 +110,9 @@ class PostgresBackend:
 
     # -- writes ---------------------------------------------------------------------------------
     async def remember(self, draft: MemoryDraft, *, source: str = "tool") -> RememberResult:
-        return (await self.remember_many([draft], source=source))[0]
+        who = (getattr(draft, "session_id", None), getattr(draft, "user_id", None))
+        with acting(session_id=who[0], user_id=who[1]):  # the writer, for its event (agent_memory.events)
+            return (await self.remember_many([draft], source=source))[0]
 
     async def remember_many(
         self, drafts: Iterable[MemoryDraft], *, source: str = "import", on_error: Literal["raise", "skip"] = "raise",
@@ -136,6 +160,7 @@ class PostgresBackend:
         if copied >= 1000:  # fresh planner statistics after a bulk load (else: sequential scans until autovacuum)
             async with self.pool.connection() as conn:
                 await conn.execute(f"ANALYZE {self.table}")
+        await record_writes(self, results, source)
         return results
 
     def _prepare_batch(self, batch: builtins.list[MemoryDraft], start: int, source: str, on_error: str,
@@ -197,7 +222,38 @@ class PostgresBackend:
         async with self.pool.connection() as conn, conn.transaction():  # the chain first: it starts at the record
             await self.writer._archive_where(conn, chain, params, "forgotten (superseded by a forgotten record)")
             gone = await self.writer._archive_where(conn, f"id = %(id)s AND {visibility(params, 'records')}", params, "forgotten")
+        if gone:
+            await record_archive_event(self, record_id, caller)
         return bool(gone)
+
+    # -- lifecycle (agent_memory.backends.postgres.lifecycle): purge, history, restore -------------------
+    async def purge(self, record_id: str | None = None, *, session_id: str | None = None, user_id: str | None = None) -> Any:
+        from .lifecycle import purge
+
+        return await purge(self, record_id, session_id=session_id, user_id=user_id)
+
+    async def forget_purge(self, record_id: str, caller: Caller) -> bool:
+        from .lifecycle import forget_purge
+
+        return await forget_purge(self, record_id, caller)
+
+    async def history(self, record_id: str, caller: Caller) -> Any:
+        from .lifecycle import history
+
+        return await history(self, record_id, caller)
+
+    async def restore(self, record_id: str, caller: Caller, *, version: int | None = None) -> MemoryRecord:
+        from .lifecycle import restore
+
+        return await restore(self, record_id, caller, version=version)
+
+    async def undo(self, caller: Caller) -> Any:
+        from .lifecycle import undo
+
+        return await undo(self, caller)
+
+    async def events(self, caller: Caller, *, record_id: str | None = None, limit: int | None = None) -> Any:
+        return await events_for(self, caller, record_id=record_id, limit=limit)
 
     async def set_user_md(self, text: str) -> None:
         """Replace the stable user notes returned by :meth:`user_md` (the files backend's ``USER.md``)."""
@@ -257,6 +313,9 @@ class PostgresBackend:
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
             raise InvalidInputError("limit must be an integer between 1 and 1000")
         params = self._caller(caller)
+        if options.get("mode") == "contextual":  # sessions by summary, then messages and records within them
+            found: SearchResult = await self.time_layers.contextual(self, query, caller, limit, options)
+            return found
         tags = normalize_tags(options.pop("tags", ()) or ())
         trace = bool(options.pop("trace", False))
         async with self.pool.connection() as conn, conn.transaction():
@@ -297,6 +356,8 @@ class PostgresBackend:
 
     async def close(self) -> None:
         await self.pool.close()
+        if self._time is not None:
+            await asyncio.to_thread(self._time.close)
 
 
 def _chunks(items: Iterable[MemoryDraft], size: int) -> Iterator[builtins.list[MemoryDraft]]:

@@ -111,6 +111,7 @@ def migrations(s: str, cfg: str = TEXT_CONFIG) -> list[tuple[int, str, list[str]
             " WHERE memory_key IS NOT NULL AND superseded_by IS NULL",
             f'CREATE INDEX IF NOT EXISTS records_supersedes ON "{s}".records (tenant, supersedes) WHERE supersedes IS NOT NULL',
         ]),
+        *time_layers(s, cfg),  # 5 (4 was reserved for vectors, which needed no migration)
         (6, "capture keeps its own keyed record beside a typed one; content lookups use an index at any size", [
             # one current keyed row per (tenant, partition, key) *and writer class*: capture and everyone else
             f'CREATE UNIQUE INDEX IF NOT EXISTS records_key_writer ON "{s}".records (tenant, part, memory_key,'
@@ -120,6 +121,88 @@ def migrations(s: str, cfg: str = TEXT_CONFIG) -> list[tuple[int, str, list[str]
             f'CREATE INDEX IF NOT EXISTS records_hash_any ON "{s}".records (tenant, part, content_hash)'
             " WHERE superseded_by IS NULL",
             f'DROP INDEX IF EXISTS "{s}".records_keyed_hash',
+        ]),
+    ]
+
+
+def time_layers(s: str, cfg: str) -> list[tuple[int, str, list[str]]]:
+    """Migration 5: session logs, summaries, episodes and events, keyed by ``tenant`` (the owning user id, ``''`` for none)."""
+    return [
+        (5, "session logs, session summaries, episodes, events", [
+            f"""CREATE TABLE IF NOT EXISTS "{s}".sessions (
+                tenant text NOT NULL,
+                session_id text NOT NULL,
+                user_id text,
+                created text NOT NULL,
+                messages integer NOT NULL DEFAULT 0,
+                PRIMARY KEY (tenant, session_id),
+                CHECK (tenant = coalesce(user_id, ''))
+            )""",
+            f"""CREATE TABLE IF NOT EXISTS "{s}".session_messages (
+                tenant text NOT NULL,
+                session_id text NOT NULL,
+                n integer NOT NULL,
+                role text NOT NULL,
+                text text NOT NULL,
+                at text NOT NULL,
+                speaker text,
+                turn_id text,
+                meta jsonb NOT NULL DEFAULT '{{}}',
+                PRIMARY KEY (tenant, session_id, n),
+                FOREIGN KEY (tenant, session_id) REFERENCES "{s}".sessions (tenant, session_id) ON DELETE CASCADE
+            )""",
+            f"""CREATE TABLE IF NOT EXISTS "{s}".session_summaries (
+                tenant text NOT NULL,
+                session_id text NOT NULL,
+                version integer NOT NULL,
+                text text NOT NULL,
+                made_at text NOT NULL,
+                messages integer NOT NULL,
+                source text NOT NULL,
+                fallback boolean NOT NULL DEFAULT false,
+                PRIMARY KEY (tenant, session_id, version),
+                FOREIGN KEY (tenant, session_id) REFERENCES "{s}".sessions (tenant, session_id) ON DELETE CASCADE
+            )""",
+            f"""CREATE TABLE IF NOT EXISTS "{s}".episodes (
+                tenant text NOT NULL,
+                id text NOT NULL,
+                scope text NOT NULL,
+                session_id text,
+                user_id text,
+                started text NOT NULL,
+                status text NOT NULL,
+                goal text NOT NULL,
+                body text NOT NULL,
+                data jsonb NOT NULL,
+                tsv tsvector GENERATED ALWAYS AS (setweight(to_tsvector('{cfg}'::regconfig, goal), 'A')
+                    || setweight(to_tsvector('{cfg}'::regconfig, body), 'B')) STORED,
+                PRIMARY KEY (tenant, id),
+                CHECK (CASE WHEN scope IN ('project', 'global') THEN tenant = '' ELSE tenant = coalesce(user_id, '') END)
+            )""",
+            f'CREATE INDEX IF NOT EXISTS episodes_started ON "{s}".episodes (tenant, started DESC)',
+            f'CREATE INDEX IF NOT EXISTS episodes_tsv ON "{s}".episodes USING gin (tsv)',
+            # the event log: what changed, which record, who; hashes only, never text (see agent_memory.events)
+            f"""CREATE TABLE IF NOT EXISTS "{s}".events (
+                tenant text NOT NULL,
+                seq bigserial,
+                eid text NOT NULL,
+                ts timestamptz NOT NULL DEFAULT clock_timestamp(),
+                event text NOT NULL,
+                id text NOT NULL,
+                actor text,
+                session_id text,
+                user_id text,
+                run_id text,
+                tool_call_id text,
+                before text,
+                after text,
+                scope text,
+                owner_session text,
+                owner_user text,
+                detail jsonb NOT NULL DEFAULT '{{}}',
+                PRIMARY KEY (tenant, seq)
+            )""",
+            f'CREATE INDEX IF NOT EXISTS events_id ON "{s}".events (tenant, id)',
         ]),
     ]
 

@@ -1,0 +1,130 @@
+"""Episodes in PostgreSQL rows (migration 5, table ``episodes``): the files backend's :class:`EpisodeStore` API.
+
+One row per run: the episode as JSON, its goal and readable body (searched with a weighted ``tsvector``),
+``tenant`` = the owning user id (``''`` for project/global episodes) like ``records``. Reads obey the
+records' visibility table inside the query, before the limit; newest first, or best match first.
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import json
+from typing import Any
+
+import psycopg
+
+from ...episodes._model import STATUSES, Episode, ToolUse, parse_episode, validate_episode_id
+from ...episodes._store import MAX_LIMIT, _check_caller, query_terms
+from ...errors import InvalidInputError, NotFoundError
+from ...records import Scope
+from .sessions import SyncPool
+
+__all__ = ["PgEpisodeStore"]
+
+_VISIBLE = ("e.tenant = ANY(%(tenants)s) AND (e.scope IN ('project', 'global')"
+            " OR (e.scope = 'session' AND e.session_id = %(sid)s AND (e.user_id IS NULL OR e.user_id = %(uid)s))"
+            " OR (e.scope = 'user' AND e.user_id = %(uid)s))")
+
+
+def _tenant(episode: Episode) -> str:
+    return "" if episode.scope in (Scope.PROJECT, Scope.GLOBAL) else (episode.user_id or "")
+
+
+class PgEpisodeStore:
+    """Episodes of one schema: write, get, list (newest first), search by terms, count, doctor, purge."""
+
+    def __init__(self, pool: SyncPool, where: str, text_config: str = "english") -> None:
+        self.pool = pool
+        self.root = where
+        self.table = f'"{pool.schema}".episodes'
+        self.cfg = text_config
+
+    def path_of(self, episode_id: str) -> str:
+        return f"{self.root}/episodes/{validate_episode_id(episode_id)}"
+
+    def write(self, episode: Episode) -> Episode:
+        """Store ``episode`` (a new row; an existing id is refused); returns it with its ``path``."""
+        text = episode.render()
+        parse_episode(text, episode.id)  # never write what could not be read back
+        if "\x00" in text:
+            raise InvalidInputError("PostgreSQL text cannot hold a NUL character; the episode was not written")
+        data = json.dumps({k: v for k, v in episode.to_dict().items() if k not in ("path", "approach", "tokens")},
+                          ensure_ascii=False)
+        try:
+            with self.pool.connection() as conn:
+                conn.execute(f"INSERT INTO {self.table} (tenant, id, scope, session_id, user_id, started, status, goal, body,"
+                             " data) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                             (_tenant(episode), episode.id, episode.scope.value, episode.session_id, episode.user_id,
+                              episode.started, episode.status, episode.goal, episode.body(), data))
+        except psycopg.errors.UniqueViolation:
+            raise InvalidInputError(f"episode {episode.id} exists already") from None
+        return dataclasses.replace(episode, path=self.path_of(episode.id))
+
+    def _episode(self, data: Any) -> Episode:
+        raw = dict(data)
+        raw["scope"] = Scope(raw["scope"])
+        raw["tools"] = tuple(ToolUse(**t) for t in raw.get("tools") or ())
+        for name in ("sequence", "worked", "failed"):
+            raw[name] = tuple(raw.get(name) or ())
+        raw["path"] = self.path_of(raw["id"])
+        return Episode(**raw)
+
+    @staticmethod
+    def _params(session_id: str | None, user_id: str | None) -> dict[str, Any]:
+        return {"sid": session_id, "uid": user_id, "tenants": ["", user_id] if user_id else [""]}
+
+    def get(self, episode_id: str, *, session_id: str | None = None, user_id: str | None = None) -> Episode:
+        """One episode the caller may see; hidden and missing are the same :class:`NotFoundError`."""
+        _check_caller(session_id=session_id, user_id=user_id)
+        params = {**self._params(session_id, user_id), "id": validate_episode_id(episode_id)}
+        with self.pool.connection() as conn:
+            row = conn.execute(f"SELECT data FROM {self.table} e WHERE e.id = %(id)s AND {_VISIBLE}", params).fetchone()
+        if row is None:
+            raise NotFoundError(f"no episode {episode_id!r} visible to this caller")
+        return self._episode(row["data"])
+
+    def list(self, query: str | None = None, *, session_id: str | None = None, user_id: str | None = None,
+             limit: int = 20, status: str | None = None) -> builtins.list[Episode]:
+        """The caller's visible episodes: newest first, or, with ``query``, best match first (ties newest first)."""
+        _check_caller(session_id=session_id, user_id=user_id, query=query)
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+            raise InvalidInputError(f"limit must be a whole number from 1 to {MAX_LIMIT}")
+        if status is not None and status not in STATUSES:
+            raise InvalidInputError(f"status must be one of {', '.join(STATUSES)}")
+        params: dict[str, Any] = {**self._params(session_id, user_id), "limit": limit, "status": status}
+        where = f"{_VISIBLE} AND (%(status)s::text IS NULL OR e.status = %(status)s)"
+        terms = query_terms(query) if query else []
+        if terms:
+            params.update({f"t{i}": t for i, t in enumerate(terms)})  # OR-ed, stemmed, stop words dropped
+            q = " || ".join(f"plainto_tsquery('{self.cfg}'::regconfig, %(t{i})s)" for i in range(len(terms)))
+            sql = (f"SELECT e.data FROM {self.table} e, (SELECT {q}) AS q(query) WHERE e.tsv @@ q.query AND {where}"
+                   " ORDER BY ts_rank_cd(e.tsv, q.query) DESC, e.started DESC, e.id DESC LIMIT %(limit)s")
+        else:
+            sql = f"SELECT e.data FROM {self.table} e WHERE {where} ORDER BY e.started DESC, e.id DESC LIMIT %(limit)s"
+        with self.pool.connection() as conn:
+            rows = conn.execute(sql, params).fetchall()
+        return [self._episode(r["data"]) for r in rows]
+
+    def count(self) -> int:
+        """How many episodes are stored (every scope; for status and tests)."""
+        with self.pool.connection() as conn:
+            return int(conn.execute(f"SELECT count(*) AS n FROM {self.table}").fetchone()["n"])
+
+    def doctor(self) -> builtins.list[dict[str, str]]:
+        """Rows are checked when written: nothing to quarantine."""
+        return []
+
+    def reindex(self) -> int:
+        """Nothing derived to rebuild (the search vector is a generated column); returns the number of episodes."""
+        return self.count()
+
+    def purge(self, *, user_id: str | None = None, session_id: str | None = None) -> int:
+        """Delete every episode of ``user_id`` and/or ``session_id`` (both given: that user's episodes in that session)."""
+        if user_id is None and session_id is None:
+            raise InvalidInputError("purge_episodes needs a user_id or a session_id")
+        _check_caller(user_id=user_id, session_id=session_id)
+        where = " AND ".join(w for w, v in (("user_id = %(uid)s", user_id), ("session_id = %(sid)s", session_id))
+                             if v is not None)
+        with self.pool.connection() as conn:
+            return int(conn.execute(f"DELETE FROM {self.table} WHERE {where}", {"uid": user_id, "sid": session_id}).rowcount)

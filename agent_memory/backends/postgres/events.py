@@ -1,0 +1,150 @@
+"""The event log on PostgreSQL (table ``events``, migration 5): the files backend's events over rows.
+
+An event row says what changed, which record, who did it (``actor``, the caller's session/user, run and
+tool-call ids from :func:`agent_memory.events.acting`) and the content hashes before and after — never
+text. Writes append theirs right after their transaction; ``events()`` lists what the caller may see
+(the records' visibility table over the record's partition), oldest first. A purge deletes the events
+of what it removes and leaves one tombstone per record (its id hashed).
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import contextvars
+import uuid
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from ...backend import Caller
+from ...drafts import RememberResult
+from ...events import Event, current_acting, tombstone_id, visible
+
+__all__ = ["events_for", "purge_events", "quiet", "record_archive_event", "record_event", "record_writes", "undoable", "WRITE_EVENTS"]
+
+WRITE_EVENTS = {"created": "created", "appended": "appended", "replaced": "replaced", "superseded": "superseded"}
+UNDOABLE = frozenset({"created", "imported", "appended", "replaced", "superseded", "forgotten", "restored"})
+_FIELDS = ("eid", "event", "id", "actor", "session_id", "user_id", "run_id", "tool_call_id", "before", "after", "scope",
+           "owner_session", "owner_user", "detail")
+
+
+_QUIET: contextvars.ContextVar[bool] = contextvars.ContextVar("agent_memory_pg_quiet", default=False)
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """Writes in this block append no write events (restore and undo append their own instead)."""
+    token = _QUIET.set(True)
+    try:
+        yield
+    finally:
+        _QUIET.reset(token)
+
+
+def _who(source: str) -> dict[str, Any]:
+    a = current_acting()
+    return {"actor": a.actor or source, "sid": a.session_id, "uid": a.user_id, "run": a.run_id, "call": a.tool_call_id}
+
+
+async def record_writes(b: Any, results: Sequence[RememberResult], source: str) -> None:
+    """One event per created/appended/replaced/superseded result (one statement for the whole batch)."""
+    if _QUIET.get():
+        return
+    chosen = [(r.id, "imported" if r.status == "created" and source == "import" else WRITE_EVENTS[r.status])
+              for r in results if r.status in WRITE_EVENTS]
+    if not chosen:
+        return
+    who = _who(source)
+    params = {**who, "ids": [c[0] for c in chosen], "evs": [c[1] for c in chosen],
+              "eids": [uuid.uuid4().hex[:16] for _ in chosen]}
+    async with b.pool.connection() as conn:
+        await conn.execute(
+            f'INSERT INTO "{b.schema}".events (tenant, eid, event, id, actor, session_id, user_id, run_id, tool_call_id,'
+            " before, after, scope, owner_session, owner_user)"
+            " SELECT r.tenant, x.eid, x.ev, r.id, %(actor)s, coalesce(%(sid)s, r.session_id), coalesce(%(uid)s, r.user_id),"
+            " %(run)s, %(call)s, CASE WHEN x.ev = 'created' OR x.ev = 'imported' THEN NULL ELSE p.content_hash END,"
+            " r.content_hash, r.scope, r.session_id, r.user_id"
+            " FROM unnest(%(ids)s::text[], %(evs)s::text[], %(eids)s::text[]) AS x(id, ev, eid)"
+            f" JOIN {b.table} r ON r.id = x.id AND r.superseded_by IS NULL"
+            f" LEFT JOIN {b.table} p ON p.tenant = r.tenant AND p.id = r.supersedes", params)
+
+
+async def record_event(b: Any, conn: Any, event: str, row: dict[str, Any], caller: Caller, *, before: str | None = None,
+                       after: str | None = None, source: str = "tool", **detail: Any) -> None:
+    """Append one event about ``row`` (a records row or an archived copy) in the caller's transaction."""
+    who = _who(source)
+    await conn.execute(
+        f'INSERT INTO "{b.schema}".events (tenant, eid, event, id, actor, session_id, user_id, run_id, tool_call_id,'
+        " before, after, scope, owner_session, owner_user, detail) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
+        " %s, %s, %s)",
+        (row["tenant"], uuid.uuid4().hex[:16], event, row["id"], who["actor"], who["sid"] or caller.session_id,
+         who["uid"] or caller.user_id, who["run"], who["call"], before, after, row["scope"], row["session_id"],
+         row["user_id"], Jsonb(detail)))
+
+
+async def record_archive_event(b: Any, record_id: str, caller: Caller, event: str = "forgotten") -> None:
+    """The event of a record just archived (its latest archived copy gives partition and hash)."""
+    async with b.pool.connection() as conn:
+        who = _who("tool")
+        await conn.execute(
+            f'INSERT INTO "{b.schema}".events (tenant, eid, event, id, actor, session_id, user_id, run_id, tool_call_id,'
+            " before, after, scope, owner_session, owner_user)"
+            " SELECT a.tenant, %(eid)s, %(ev)s, a.id, %(actor)s, %(sid)s, %(uid)s, %(run)s, %(call)s,"
+            " a.record->>'content_hash', NULL, a.record->>'scope', a.record->>'session_id', a.record->>'user_id'"
+            f' FROM "{b.schema}".archive a WHERE a.id = %(id)s ORDER BY a.archived DESC LIMIT 1',
+            {**who, "sid": who["sid"] or caller.session_id, "uid": who["uid"] or caller.user_id,
+             "eid": uuid.uuid4().hex[:16], "ev": event, "id": record_id})
+
+
+def _event(row: dict[str, Any]) -> Event:
+    data = {k: row[k] for k in _FIELDS}
+    data["ts"] = row["ts"].isoformat().replace("+00:00", "Z")
+    data["detail"] = dict(row["detail"] or {})
+    return Event(**data)
+
+
+async def events_for(b: Any, caller: Caller, *, record_id: str | None = None, limit: int | None = None,
+                     conn: Any = None) -> builtins.list[Event]:
+    """Events of records the caller may see, oldest first (``limit``: the last N)."""
+    params = b._caller(caller)
+    tenants = ["", params["uid"]] if params["uid"] else [""]
+    sql = (f'SELECT eid, ts, {", ".join(f for f in _FIELDS if f not in ("eid",))} FROM "{b.schema}".events'
+           " WHERE tenant = ANY(%(t)s)" + (" AND id = %(id)s" if record_id else "") + " ORDER BY ts, seq")
+    args = {"t": tenants, "id": record_id}
+    if conn is None:
+        async with b.pool.connection() as c:
+            rows = await (await c.execute(sql, args)).fetchall()
+    else:
+        rows = await (await conn.execute(sql, args)).fetchall()
+    out = [e for e in (_event(r) for r in rows) if visible(e, caller.session_id, caller.user_id)]
+    return out[-limit:] if limit else out
+
+
+def undoable(events: Sequence[Event], caller: Caller) -> Event | None:
+    """The caller's latest change that is not undone yet (as on the files backend)."""
+    undone = {e.detail.get("undo_of") for e in events if e.detail.get("undo_of")}
+    sid, uid = caller.session_id, caller.user_id
+    for ev in reversed(events):
+        if ev.detail.get("undo_of") or ev.eid in undone or ev.event not in UNDOABLE:
+            continue
+        mine = (ev.user_id == uid and (sid is None or ev.session_id in (sid, None))) if uid is not None else (
+            ev.user_id is None and ev.session_id == sid)
+        if mine:
+            return ev
+    return None
+
+
+async def purge_events(b: Any, conn: Any, ids: Sequence[str], session_id: str | None, user_id: str | None) -> int:
+    """Delete the events of purged records (and of a purged user/session); one tombstone per record stays."""
+    cur = await conn.execute(
+        f'DELETE FROM "{b.schema}".events WHERE id = ANY(%(ids)s) OR session_id = %(s)s OR user_id = %(u)s'
+        " OR owner_session = %(s)s OR owner_user = %(u)s OR tenant = %(u)s",
+        {"ids": list(ids), "s": session_id, "u": user_id})
+    gone = int(cur.rowcount)
+    for rid in ids:
+        await conn.execute(f'INSERT INTO "{b.schema}".events (tenant, eid, event, id, actor, detail)'
+                           " VALUES ('', %s, 'purged', %s, %s, %s)",
+                           (uuid.uuid4().hex[:16], tombstone_id(rid), _who("tool")["actor"], Jsonb({"purged": True})))
+    return gone

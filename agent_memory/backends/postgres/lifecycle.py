@@ -1,0 +1,232 @@
+"""Purge, history and restore on PostgreSQL, over ``records`` (supersession chains) and ``archive`` rows.
+
+* :func:`purge` deletes for good: one record the caller may see (live or archived) with every version it
+  superseded, or every row of a user and/or a session in every table (records, their vectors by
+  ``ON DELETE CASCADE``, archive, session logs and summaries, episodes); then ``VACUUM`` so the index
+  entries and free space of the deleted rows are reclaimed.
+* :func:`history` lists the versions of a record (its supersession chain), oldest first, with its events; the
+  record may be archived (forgotten, swept).
+* :func:`restore` brings an archived record back, or makes an earlier version current again (a keyed
+  replace of the record by its id, so the current state is kept as a version in turn).
+
+Events (:mod:`.events`) make ``undo`` possible: the caller's last change not undone yet is reversed (a
+creation archived, a forget restored, a replace or append rolled back to the version before it).
+``provenance`` and consolidation raise :class:`agent_memory.events.NotSupportedError` on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import psycopg
+
+from ..._supersede import MAX_CHAIN
+from ...backend import Caller
+from ...drafts import MemoryDraft
+from ...errors import InvalidInputError, NotFoundError
+from ...events import Event, acting
+from ...lifecycle import History
+from ...purge import PurgeReport
+from ...records import MemoryRecord, validate_id
+from .events import events_for, purge_events, quiet, record_event, undoable
+from .rows import COLUMNS, SELECT, row_to_record, visibility
+
+__all__ = ["history", "purge", "forget_purge", "restore", "undo"]
+
+_COLS = ", ".join(COLUMNS)
+
+
+def _archived_visible(alias: str = "r") -> str:
+    """Visibility of an archived row (its expiry does not hide it: it is archived already)."""
+    a = alias
+    return (f"({a}.tenant = ANY(%(tenants)s) AND ({a}.scope IN ('project', 'global')"
+            f" OR ({a}.scope = 'session' AND {a}.session_id = %(sid)s AND ({a}.user_id IS NULL OR {a}.user_id = %(uid)s))"
+            f" OR ({a}.scope = 'user' AND {a}.user_id = %(uid)s)))")
+
+
+async def _find(b: Any, conn: Any, record_id: str, caller: Caller) -> tuple[dict[str, Any], str]:
+    """The visible live row of ``record_id`` (``"live"``) or its latest archived copy (``"archived"``)."""
+    params = {**b._caller(caller), "id": validate_id(record_id)}
+    cur = await conn.execute(f"SELECT {SELECT} FROM {b.table} r WHERE r.id = %(id)s AND {visibility(params)}", params)
+    row = await cur.fetchone()
+    if row is not None:
+        return row, "live"
+    cur = await conn.execute(
+        f'SELECT {", ".join("r." + c for c in COLUMNS)} FROM "{b.schema}".archive a,'
+        f' jsonb_populate_record(NULL::{b.table}, a.record) r WHERE a.id = %(id)s AND {_archived_visible()}'
+        " ORDER BY a.archived DESC LIMIT 1", params)
+    row = await cur.fetchone()
+    if row is None:
+        raise NotFoundError(f"no record {record_id!r} (live or archived) visible to this caller")
+    return row, "archived"
+
+
+async def _predecessors(b: Any, conn: Any, row: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows ``row`` superseded, newest first (live rows, else archived copies), within its tenant."""
+    out: list[dict[str, Any]] = []
+    seen = {row["id"]}
+    prev = row.get("supersedes")
+    while prev and prev not in seen and len(out) < MAX_CHAIN:
+        seen.add(prev)
+        cur = await conn.execute(f"SELECT {SELECT} FROM {b.table} WHERE tenant = %s AND id = %s", (row["tenant"], prev))
+        found = await cur.fetchone()
+        if found is None:
+            cur = await conn.execute(
+                f'SELECT {", ".join("r." + c for c in COLUMNS)} FROM "{b.schema}".archive a,'
+                f" jsonb_populate_record(NULL::{b.table}, a.record) r WHERE a.tenant = %s AND a.id = %s"
+                " ORDER BY a.archived DESC LIMIT 1", (row["tenant"], prev))
+            found = await cur.fetchone()
+        if found is None:
+            break
+        out.append(found)
+        prev = found.get("supersedes")
+    return out
+
+
+async def history(b: Any, record_id: str, caller: Caller) -> History:
+    """Every version of a visible record (live or archived), oldest first (no events on PostgreSQL yet)."""
+    async with b.pool.connection() as conn:
+        row, state = await _find(b, conn, record_id, caller)
+        older = await _predecessors(b, conn, row)
+        events = await events_for(b, caller, record_id=record_id, conn=conn)
+    return History(record_id, state, [row_to_record(r, b.path_of(r["id"])) for r in [*reversed(older), row]], events)
+
+
+async def restore(b: Any, record_id: str, caller: Caller, *, version: int | None = None, event: str = "restored",
+                  **detail: Any) -> MemoryRecord:
+    """Unarchive a forgotten/swept record, or make ``version`` (default: the previous one) current."""
+    async with b.pool.connection() as conn:
+        row, state = await _find(b, conn, record_id, caller)
+        if state == "archived":
+            if version is not None:
+                raise InvalidInputError(f"record {record_id} is archived: restore it first (without --version)")
+            try:
+                async with conn.transaction():
+                    await conn.execute(
+                        f"INSERT INTO {b.table} ({_COLS}) SELECT {', '.join('r.' + c for c in COLUMNS)}"
+                        f' FROM (SELECT record FROM "{b.schema}".archive WHERE tenant = %(t)s AND id = %(id)s'
+                        f" ORDER BY archived DESC LIMIT 1) a, jsonb_populate_record(NULL::{b.table}, a.record) r",
+                        {"t": row["tenant"], "id": record_id})
+                    await conn.execute(f'DELETE FROM "{b.schema}".archive WHERE tenant = %s AND id = %s',
+                                       (row["tenant"], record_id))
+                    await record_event(b, conn, event, row, caller, after=row["content_hash"], **{"from": "archive", **detail})
+            except psycopg.errors.UniqueViolation:
+                raise InvalidInputError(f"record {record_id} cannot come back: a live record holds its key or the same "
+                                        "text now") from None
+            back: MemoryRecord = await b.get(record_id, caller)
+            return back
+        older = await _predecessors(b, conn, row)
+    versions = [*reversed(older), row]
+    if len(versions) == 1:
+        raise InvalidInputError(f"record {record_id} has no earlier version to restore")
+    n = len(versions) - 1 if version is None else version
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n < len(versions):
+        raise InvalidInputError(f"version must be between 1 and {len(versions) - 1} (version {len(versions)} is current)")
+    old, cur_rec = versions[n - 1], row_to_record(row, b.path_of(record_id))
+    draft = MemoryDraft(old["content"], title=old["title"], kind=old["kind"], scope=cur_rec.scope,
+                        session_id=cur_rec.session_id, user_id=cur_rec.user_id, tags=tuple(old["tags"] or ()),
+                        memory_key=record_id, on_existing="replace")
+    with acting(session_id=caller.session_id, user_id=caller.user_id), quiet():  # its own event follows
+        result = await b.remember_many([draft], source="tool")
+    new: MemoryRecord = await b.get(result[0].id, caller)
+    async with b.pool.connection() as conn:
+        cur = await conn.execute(f"SELECT {SELECT} FROM {b.table} WHERE tenant = %s AND id = %s", (row["tenant"], new.id))
+        now = await cur.fetchone()
+        if now is not None:
+            await record_event(b, conn, event, now, caller, before=row["content_hash"], after=now["content_hash"],
+                               version=n, **detail)
+    return new
+
+
+async def undo(b: Any, caller: Caller) -> Event:
+    """Reverse the caller's last change not undone yet (as on the files backend); returns the event it reversed."""
+    ev = undoable(await events_for(b, caller), caller)
+    if ev is None:
+        raise NotFoundError("nothing to undo for this caller (no change of theirs that is not undone yet)")
+    tag: dict[str, Any] = {"undo_of": ev.eid}
+    if ev.event == "forgotten":
+        await restore(b, ev.id, caller, event="undone", **tag)
+        return ev
+    async with b.pool.connection() as conn:
+        try:
+            row, state = await _find(b, conn, ev.id, caller)
+        except NotFoundError:
+            raise NotFoundError(f"record {ev.id} is gone since that change ({ev.event}); see `history`") from None
+        if state != "live":
+            raise NotFoundError(f"record {ev.id} is gone since that change ({ev.event}); see `history`")
+        if row["content_hash"] != ev.after:
+            raise InvalidInputError(f"record {ev.id} changed after that {ev.event}; pick a version with `restore --version`")
+        if ev.event in ("created", "imported") or ev.detail.get("from") == "archive":
+            async with conn.transaction():
+                await b.writer._archive_where(conn, "tenant = %(t)s AND id = %(id)s", {"t": row["tenant"], "id": ev.id},
+                                              f"undo of {ev.event}")
+                await record_event(b, conn, "undone", row, caller, before=row["content_hash"], **tag)
+            return ev
+        older = await _predecessors(b, conn, row)
+    versions = [*reversed(older), row]
+    for n, old in enumerate(versions[:-1], 1):
+        if old["content_hash"] == ev.before:
+            await restore(b, ev.id, caller, version=n, event="undone", **tag)
+            return ev
+    raise InvalidInputError(f"the version of {ev.id} before that {ev.event} is not kept; see `history`")
+
+
+async def _chain_ids(b: Any, conn: Any, row: dict[str, Any]) -> set[str]:
+    return {row["id"], *(r["id"] for r in await _predecessors(b, conn, row))}
+
+
+async def purge(b: Any, record_id: str | None = None, *, session_id: str | None = None,
+                user_id: str | None = None) -> PurgeReport:
+    """Delete content for good (see the module docstring); returns what went."""
+    report = PurgeReport()
+    a = f'"{b.schema}".archive'
+    if record_id is not None:
+        caller = Caller(session_id, user_id)
+        async with b.pool.connection() as conn, conn.transaction():
+            row, _ = await _find(b, conn, record_id, caller)
+            ids = sorted(await _chain_ids(b, conn, row))
+            params = {"t": row["tenant"], "ids": ids}
+            cur = await conn.execute(f"DELETE FROM {b.table} WHERE tenant = %(t)s AND id = ANY(%(ids)s)", params)
+            report.files = cur.rowcount
+            cur = await conn.execute(f"DELETE FROM {a} WHERE tenant = %(t)s AND id = ANY(%(ids)s)", params)
+            report.files += cur.rowcount
+            report.events = await purge_events(b, conn, ids, None, None)
+        report.records = ids
+    else:
+        b._caller(Caller(session_id, user_id))  # the same string checks as every read
+        if not session_id and not user_id:
+            raise InvalidInputError("purge needs a record id, a user or a session")
+        params = {"s": session_id, "u": user_id}
+        async with b.pool.connection() as conn, conn.transaction():
+            cur = await conn.execute(f"DELETE FROM {b.table} WHERE session_id = %(s)s OR user_id = %(u)s RETURNING id", params)
+            gone = {str(r["id"]) for r in await cur.fetchall()}
+            cur = await conn.execute(f"DELETE FROM {a} WHERE record->>'session_id' = %(s)s OR record->>'user_id' = %(u)s"
+                                     " RETURNING id", params)
+            archived = [r["id"] for r in await cur.fetchall()]
+            report.files = len(gone) + len(archived)
+            report.records = sorted(gone | set(archived))
+            report.events = await purge_events(b, conn, report.records, session_id, user_id)
+        sessions, episodes = await asyncio.to_thread(b.time_layers.purge, user_id=user_id, session_id=session_id)
+        report.others = {"purge_session_logs": sessions, "purge_episode_files": episodes}
+    await _vacuum(b)
+    return report
+
+
+async def forget_purge(b: Any, record_id: str, caller: Caller) -> bool:
+    """``forget --purge``: delete a visible record (and the versions it superseded) for good; NotFoundError if absent
+    (as on the files backend)."""
+    await purge(b, record_id, session_id=caller.session_id, user_id=caller.user_id)
+    return True
+
+
+async def _vacuum(b: Any) -> None:
+    """Reclaim the deleted rows' index entries and space (plain VACUUM: no exclusive lock; best effort)."""
+    tables = ("records", "archive", "record_vectors", "sessions", "session_messages", "session_summaries", "episodes",
+              "events")
+    with contextlib.suppress(Exception):
+        async with b.pool.connection() as conn:
+            for t in tables:
+                with contextlib.suppress(psycopg.errors.UndefinedTable):
+                    await conn.execute(f'VACUUM "{b.schema}"."{t}"')

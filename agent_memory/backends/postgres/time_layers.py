@@ -1,0 +1,50 @@
+"""The time layers of a PostgreSQL schema: session logs and summaries, episodes, and contextual search over them.
+
+They share one small synchronous pool (their callers run them in threads, as the files backend's do); the
+records' async pool is untouched. See :mod:`.sessions` and :mod:`.episodes` for the tables.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from ...backend import Caller
+from ...search import SearchResult
+from ...sessions.store import SessionStore
+from .episodes import PgEpisodeStore
+from .sessions import PgSessionLog, SyncPool
+
+__all__ = ["TimeLayers"]
+
+
+class TimeLayers:
+    """``sessions`` (a :class:`SessionStore` over rows) and ``episodes`` (:class:`PgEpisodeStore`) of one schema."""
+
+    def __init__(self, url: str, schema: str, where: str, timeout_s: float = 30.0, text_config: str = "english") -> None:
+        self.pool = SyncPool(url, schema, timeout_s=timeout_s)
+        self.sessions = SessionStore(log=PgSessionLog(self.pool, where))
+        self.episodes = PgEpisodeStore(self.pool, where, text_config)
+
+    async def contextual(self, backend: Any, query: str, caller: Caller, limit: int, options: dict[str, Any]) -> SearchResult:
+        """``search(mode="contextual")``: sessions by their summaries, then messages and records within them."""
+        from ...sessions.contextual import contextual_search
+
+        rest = {k: v for k, v in options.items() if k not in ("mode", "trace")}
+        loop = asyncio.get_running_loop()
+
+        def records(n: int) -> SearchResult:  # called from the worker thread: the record search runs on the loop
+            future = asyncio.run_coroutine_threadsafe(backend.search(query, caller, limit=n, **rest), loop)
+            result: SearchResult = future.result()
+            return result
+
+        return await asyncio.to_thread(contextual_search, self.sessions, query, limit=limit, trace=bool(options.get("trace")),
+                                       records=records, session_id=caller.session_id, user_id=caller.user_id)
+
+    def purge(self, *, user_id: str | None = None, session_id: str | None = None) -> tuple[int, int]:
+        """Delete the session logs and episodes of ``user_id`` and/or ``session_id``; returns (sessions, episodes)."""
+        return (self.sessions.purge(user_id=user_id, session_id=session_id),
+                self.episodes.purge(user_id=user_id, session_id=session_id))
+
+    def close(self) -> None:
+        self.pool.close()
