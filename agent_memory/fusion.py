@@ -22,7 +22,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .errors import InvalidInputError
-from .index import Index
+from .index import Index, visibility_sql, visible_params
 from .search import Fts5Engine, term_key, term_matcher
 from .stages import (
     MMR,
@@ -208,12 +208,24 @@ def lexical_strength(top_score: float, idfs: Iterable[float]) -> float:
     return min(1.0, float(top_score) / total)
 
 
-def index_strength(index: Index, engine: Fts5Engine, query: str, top_score: float) -> float:
-    """:func:`lexical_strength` with IDF ``log((N + 1) / (df + 0.5))`` per distinct query term, from the FTS index."""
+def index_strength(index: Index, engine: Fts5Engine, query: str, top_score: float, *,
+                   visible_to: tuple[str | None, str | None] | None = None) -> float:
+    """:func:`lexical_strength` with IDF ``log((N + 1) / (df + 0.5))`` per distinct query term, from the FTS index.
+
+    ``visible_to`` (``(session_id, user_id)``, for strict visibility): N and df count only the records that
+    caller may see, so records hidden from them cannot move the lexical weight (O(visible matches) per term).
+    """
     terms = engine.terms(query)
     if not terms or top_score <= 0:
         return 0.0
     def read(conn: Any) -> tuple[int, dict[str, int]]:
+        if visible_to is not None:
+            bind = visible_params(*visible_to)
+            n = int(conn.execute(f"SELECT count(*) FROM records r WHERE {visibility_sql('r')}", bind).fetchone()[0])
+            sql = (f"SELECT count(*) FROM fts f JOIN records r ON r.rowid = f.rowid WHERE fts MATCH :q"
+                   f" AND {visibility_sql('r')}")
+            return n, {t: int(conn.execute(sql, {**bind, "q": engine.match_expression([t])}).fetchone()[0])
+                       for t in terms}
         n = int(conn.execute("SELECT max(rowid) FROM records").fetchone()[0] or 0)
         return n, engine.document_frequencies(conn, index, terms, n)
 

@@ -41,7 +41,8 @@ def _filters(store: MemoryStore, **filters: Any) -> tuple[str, dict[str, Any]]:
     dates = _reads.date_filters(created_after=filters.get("created_after"), created_before=filters.get("created_before"),
                           updated_after=filters.get("updated_after"), updated_before=filters.get("updated_before"))
     req = SearchRequest(query="", scopes=_reads.scopes_of(filters.get("scope")), kinds=_reads.kinds_of(filters.get("kind")),
-                        created_after=dates[0], created_before=dates[1], updated_after=dates[2], updated_before=dates[3])
+                        created_after=dates[0], created_before=dates[1], updated_after=dates[2], updated_before=dates[3],
+                        **_when(filters))
     params: dict[str, Any] = {}
     sql = scope_filter_sql(req.scopes) + date_filter_sql(req, params)
     return (sql[len(" AND "):] if sql.startswith(" AND ") else sql), params
@@ -85,7 +86,12 @@ def _request(store: MemoryStore, query: str, limit: int, session_id: str | None,
         query=query, session_id=session_id, user_id=user_id, tags=normalize_tags(filters.get("tags") or ()),
         scopes=_reads.scopes_of(filters.get("scope")), kinds=_reads.kinds_of(filters.get("kind")), limit=limit,
         created_after=dates[0], created_before=dates[1], updated_after=dates[2], updated_before=dates[3],
-        strict_visibility=store.strict_visibility if strict is None else bool(strict))
+        strict_visibility=store.strict_visibility if strict is None else bool(strict), **_when(filters))
+
+
+def _when(filters: Mapping[str, Any]) -> dict[str, Any]:
+    """The supersession/as-of part of a request: both sides of a hybrid search read the same point in time."""
+    return {"include_superseded": bool(filters.get("include_superseded")), "as_of": _reads.as_of_filter(filters.get("as_of"))}
 
 
 def _dense(store: MemoryStore, cache: VectorCache, model: str, q: npt.NDArray[np.float32], pool: int,
@@ -177,8 +183,12 @@ def hybrid_search(store: MemoryStore, cache: VectorCache, embedder: Embedder | N
     if mode == "dense":
         lex_pairs = []
     strength = None
+    strict = store.strict_visibility if filters.get("strict_visibility") is None else bool(filters["strict_visibility"])
     if lex_pairs and engine is not None:
-        strength = index_strength(store.index, engine, query, lex_pairs[0][1])
+        strength = index_strength(store.index, engine, query, lex_pairs[0][1],
+                                  visible_to=(session_id, user_id) if strict else None)
+    if strict:  # the cosines' mean/std span every vector: standardise over the (visible) candidates instead
+        stats = {}
     extra = _rows(store, [r for r, _ in dense if r not in rows and r not in by_id], body=False)
     info = {rid: {"updated": row["updated"] or "", "importance": row["importance"]} for rid, row in (rows | extra).items()}
     info.update({h.id: {"updated": h.updated} for h in by_id.values()})
