@@ -41,7 +41,7 @@ from .stages import (
 __all__ = [
     "Candidate", "QueryContext", "Stage", "Pipeline", "Fuse", "CosineRerank", "RecencyBoost", "TimeDecay",
     "ImportanceWeight", "LengthNorm", "MinScore", "MMR", "default_pipeline", "lexical_confidence",
-    "index_confidence", "lexical_strength", "index_strength",
+    "index_confidence", "lexical_strength", "index_strength", "squash",
 ]
 
 @dataclass(slots=True)
@@ -186,6 +186,11 @@ class Fuse:
             for c in cands.values():
                 c.score = a * lz.get(c.id, lfloor) + (1 - a) * dz.get(c.id, dfloor)
         return sorted(cands.values(), key=lambda c: -c.score)
+
+
+def squash(score: float) -> float:
+    """A fused score (a z-score mix, any sign) mapped monotonically into (0, 1); hits show it relative to the best."""
+    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, score))))
 
 
 def default_pipeline() -> Pipeline:

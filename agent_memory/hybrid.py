@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -21,7 +20,7 @@ import numpy.typing as npt
 from . import _reads
 from .embeddings import Embedder, EmbeddingError
 from .errors import InvalidInputError
-from .fusion import Pipeline, QueryContext, default_pipeline, index_strength
+from .fusion import Pipeline, QueryContext, default_pipeline, index_strength, squash
 from .index import scope_filter_sql
 from .records import normalize_tags
 from .search import Fts5Engine, SearchHit, SearchRequest, SearchResult, date_filter_sql
@@ -204,10 +203,10 @@ def hybrid_search(store: MemoryStore, cache: VectorCache, embedder: Embedder | N
                              pipeline=pipeline, pool=pool, lexical_pool=lexical_pool, query_vector=q, trace=trace, now=now,
                              lexical_search=lexical_search, _refreshed=True, **filters)  # a hit's file changed by hand
     extra = _rows(store, [c.id for c in ranked if c.id in extra])
-    top = _squash(ranked[0].score) if ranked else 1.0
+    top = squash(ranked[0].score) if ranked else 1.0
     hits = []
     for c in ranked:
-        score = round(max(1e-4, _squash(c.score) / top), 6)
+        score = round(max(1e-4, squash(c.score) / top), 6)
         if c.id in by_id:
             hits.append(replace(by_id[c.id], score=score))
         elif c.id in rows and engine is not None:
@@ -216,7 +215,3 @@ def hybrid_search(store: MemoryStore, cache: VectorCache, embedder: Embedder | N
             hits.append(_dense_hit(store, extra[c.id], score))
     return SearchResult(hits, steps)
 
-
-def _squash(score: float) -> float:
-    """A fused score (a z-score mix, any sign) mapped monotonically into (0, 1); hits show it relative to the best."""
-    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, score))))
