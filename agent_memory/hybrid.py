@@ -133,7 +133,7 @@ def hybrid_search(store: MemoryStore, cache: VectorCache, embedder: Embedder | N
                   **filters: Any) -> SearchResult:
     """Search ``store`` lexically, densely or both; ``filters`` are those of :meth:`MemoryStore.search`.
 
-    ``lexical_pool`` lexical and ``pool`` dense candidates enter the fusion (default each: 4 × ``limit``, at least 50;
+    ``lexical_pool`` lexical and ``pool`` dense candidates enter the fusion (default each: 3 × ``limit``, at least 30;
     measured on LoCoMo, more changes nothing in the top ``limit``); ``query_vector`` skips embedding the query.
     ``lexical_search`` is the store's lexical path (default ``store.search``; pass the lexical-only method once
     ``store.search`` itself dispatches on ``mode``, or this would recurse). With the default FTS5 engine the
@@ -147,8 +147,8 @@ def hybrid_search(store: MemoryStore, cache: VectorCache, embedder: Embedder | N
         if mode != "lexical" and lexical.trace is not None:
             lexical.trace.append({"stage": "dense", "skipped": "no embedder configured"})
         return lexical
-    pool = pool or max(50, 4 * limit)
-    lexical_pool = lexical_pool or max(50, 4 * limit)
+    pool = pool or max(30, 3 * limit)
+    lexical_pool = lexical_pool or max(30, 3 * limit)
     engine = store.engine if isinstance(store.engine, Fts5Engine) else None
     steps: list[dict[str, Any]] | None = None
     rows: dict[str, Any] = {}
