@@ -128,3 +128,15 @@ async def test_an_embedder_failure_answers_lexically(backend: Any) -> None:
         assert res.trace is not None and res.trace[-1].get("fallback") == "lexical"
     finally:
         await b.close()
+
+
+async def test_dense_without_an_embedder_is_a_typed_error(backend: Any) -> None:
+    b = open_with(backend, None)
+    try:
+        rec = await b.remember(MemoryDraft("we adopted a puppy", scope="project"))
+        assert await ids(b, "puppy") == [rec.id]  # default: lexical
+        for mode in ("dense", "hybrid", "sideways"):
+            with pytest.raises(InvalidInputError):
+                await b.search("puppy", MINE, mode=mode)
+    finally:
+        await b.close()
