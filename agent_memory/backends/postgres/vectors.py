@@ -136,17 +136,21 @@ class PgVectors:
     # -- search ---------------------------------------------------------------------------------------
     async def _dense(self, conn: Any, q: npt.NDArray[np.float32], params: dict[str, Any], where: str
                      ) -> tuple[list[str], npt.NDArray[np.float32]]:
-        """Ids and cosines of every visible record with a current vector (the filters in the WHERE clause)."""
+        """Ids and cosines of every visible record with a current vector (the filters in the WHERE clause).
+
+        Vectors travel in ``array_send`` form (one bytea per row: a 20-byte header, then a 4-byte length and a
+        big-endian float4 per element), decoded by numpy in one pass instead of one Python float per element."""
         cur = await conn.execute(
-            f"SELECT r.id, v.embedding FROM {self.t} r JOIN {self.v} v ON v.tenant = r.tenant AND v.id = r.id"
-            f" AND v.model = %(model)s AND v.content_hash = r.content_hash WHERE {where}", params)
+            f"SELECT r.id, array_send(v.embedding) AS raw FROM {self.t} r JOIN {self.v} v ON v.tenant = r.tenant"
+            f" AND v.id = r.id AND v.model = %(model)s AND v.content_hash = r.content_hash"
+            f" AND v.dims = %(dims)s WHERE {where}", {**params, "dims": int(q.shape[0])}, binary=True)
         rows = await cur.fetchall()
         ids = [r["id"] for r in rows]
         if not rows:
             return ids, np.zeros(0, dtype=np.float32)
-        matrix = np.asarray([r["embedding"] for r in rows], dtype=np.float32)
-        if matrix.shape[1] != q.shape[0]:
-            raise EmbeddingError(f"query has dimension {q.shape[0]}, stored vectors have {matrix.shape[1]}")
+        width = 20 + 8 * int(q.shape[0])
+        raw = np.frombuffer(b"".join(bytes(r["raw"]) for r in rows), dtype=np.uint8).reshape(len(rows), width)
+        matrix = raw[:, 20:].copy().view(">f4").reshape(len(rows), -1, 2)[:, :, 1].astype(np.float32)
         return ids, matrix @ q
 
     async def search(self, conn: Any, query: str, mode: str, *, sid: str | None, uid: str | None, limit: int,
