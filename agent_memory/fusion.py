@@ -22,7 +22,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .errors import InvalidInputError
-from .index import Index
+from .index import Index, visibility_sql, visible_params
 from .search import Fts5Engine, term_key, term_matcher
 from .stages import (
     MMR,
@@ -41,7 +41,7 @@ from .stages import (
 __all__ = [
     "Candidate", "QueryContext", "Stage", "Pipeline", "Fuse", "CosineRerank", "RecencyBoost", "TimeDecay",
     "ImportanceWeight", "LengthNorm", "MinScore", "MMR", "default_pipeline", "lexical_confidence",
-    "index_confidence", "lexical_strength", "index_strength",
+    "index_confidence", "lexical_strength", "index_strength", "squash",
 ]
 
 @dataclass(slots=True)
@@ -188,6 +188,11 @@ class Fuse:
         return sorted(cands.values(), key=lambda c: -c.score)
 
 
+def squash(score: float) -> float:
+    """A fused score (a z-score mix, any sign) mapped monotonically into (0, 1); hits show it relative to the best."""
+    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, score))))
+
+
 def default_pipeline() -> Pipeline:
     """The measured default: z-score fusion whose lexical weight follows :func:`lexical_strength`, then
     :class:`ImportanceWeight` (a no-op for records without an importance)."""
@@ -208,12 +213,24 @@ def lexical_strength(top_score: float, idfs: Iterable[float]) -> float:
     return min(1.0, float(top_score) / total)
 
 
-def index_strength(index: Index, engine: Fts5Engine, query: str, top_score: float) -> float:
-    """:func:`lexical_strength` with IDF ``log((N + 1) / (df + 0.5))`` per distinct query term, from the FTS index."""
+def index_strength(index: Index, engine: Fts5Engine, query: str, top_score: float, *,
+                   visible_to: tuple[str | None, str | None] | None = None) -> float:
+    """:func:`lexical_strength` with IDF ``log((N + 1) / (df + 0.5))`` per distinct query term, from the FTS index.
+
+    ``visible_to`` (``(session_id, user_id)``, for strict visibility): N and df count only the records that
+    caller may see, so records hidden from them cannot move the lexical weight (O(visible matches) per term).
+    """
     terms = engine.terms(query)
     if not terms or top_score <= 0:
         return 0.0
     def read(conn: Any) -> tuple[int, dict[str, int]]:
+        if visible_to is not None:
+            bind = visible_params(*visible_to)
+            n = int(conn.execute(f"SELECT count(*) FROM records r WHERE {visibility_sql('r')}", bind).fetchone()[0])
+            sql = (f"SELECT count(*) FROM fts f JOIN records r ON r.rowid = f.rowid WHERE fts MATCH :q"
+                   f" AND {visibility_sql('r')}")
+            return n, {t: int(conn.execute(sql, {**bind, "q": engine.match_expression([t])}).fetchone()[0])
+                       for t in terms}
         n = int(conn.execute("SELECT max(rowid) FROM records").fetchone()[0] or 0)
         return n, engine.document_frequencies(conn, index, terms, n)
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -21,7 +20,7 @@ import numpy.typing as npt
 from . import _reads
 from .embeddings import Embedder, EmbeddingError
 from .errors import InvalidInputError
-from .fusion import Pipeline, QueryContext, default_pipeline, index_strength
+from .fusion import Pipeline, QueryContext, default_pipeline, index_strength, squash
 from .index import scope_filter_sql
 from .records import normalize_tags
 from .search import Fts5Engine, SearchHit, SearchRequest, SearchResult, date_filter_sql
@@ -41,7 +40,8 @@ def _filters(store: MemoryStore, **filters: Any) -> tuple[str, dict[str, Any]]:
     dates = _reads.date_filters(created_after=filters.get("created_after"), created_before=filters.get("created_before"),
                           updated_after=filters.get("updated_after"), updated_before=filters.get("updated_before"))
     req = SearchRequest(query="", scopes=_reads.scopes_of(filters.get("scope")), kinds=_reads.kinds_of(filters.get("kind")),
-                        created_after=dates[0], created_before=dates[1], updated_after=dates[2], updated_before=dates[3])
+                        created_after=dates[0], created_before=dates[1], updated_after=dates[2], updated_before=dates[3],
+                        **_when(filters))
     params: dict[str, Any] = {}
     sql = scope_filter_sql(req.scopes) + date_filter_sql(req, params)
     return (sql[len(" AND "):] if sql.startswith(" AND ") else sql), params
@@ -85,7 +85,12 @@ def _request(store: MemoryStore, query: str, limit: int, session_id: str | None,
         query=query, session_id=session_id, user_id=user_id, tags=normalize_tags(filters.get("tags") or ()),
         scopes=_reads.scopes_of(filters.get("scope")), kinds=_reads.kinds_of(filters.get("kind")), limit=limit,
         created_after=dates[0], created_before=dates[1], updated_after=dates[2], updated_before=dates[3],
-        strict_visibility=store.strict_visibility if strict is None else bool(strict))
+        strict_visibility=store.strict_visibility if strict is None else bool(strict), **_when(filters))
+
+
+def _when(filters: Mapping[str, Any]) -> dict[str, Any]:
+    """The supersession/as-of part of a request: both sides of a hybrid search read the same point in time."""
+    return {"include_superseded": bool(filters.get("include_superseded")), "as_of": _reads.as_of_filter(filters.get("as_of"))}
 
 
 def _dense(store: MemoryStore, cache: VectorCache, model: str, q: npt.NDArray[np.float32], pool: int,
@@ -128,7 +133,7 @@ def hybrid_search(store: MemoryStore, cache: VectorCache, embedder: Embedder | N
                   **filters: Any) -> SearchResult:
     """Search ``store`` lexically, densely or both; ``filters`` are those of :meth:`MemoryStore.search`.
 
-    ``lexical_pool`` lexical and ``pool`` dense candidates enter the fusion (default each: 4 × ``limit``, at least 50;
+    ``lexical_pool`` lexical and ``pool`` dense candidates enter the fusion (default each: 3 × ``limit``, at least 30;
     measured on LoCoMo, more changes nothing in the top ``limit``); ``query_vector`` skips embedding the query.
     ``lexical_search`` is the store's lexical path (default ``store.search``; pass the lexical-only method once
     ``store.search`` itself dispatches on ``mode``, or this would recurse). With the default FTS5 engine the
@@ -142,8 +147,8 @@ def hybrid_search(store: MemoryStore, cache: VectorCache, embedder: Embedder | N
         if mode != "lexical" and lexical.trace is not None:
             lexical.trace.append({"stage": "dense", "skipped": "no embedder configured"})
         return lexical
-    pool = pool or max(50, 4 * limit)
-    lexical_pool = lexical_pool or max(50, 4 * limit)
+    pool = pool or max(30, 3 * limit)
+    lexical_pool = lexical_pool or max(30, 3 * limit)
     engine = store.engine if isinstance(store.engine, Fts5Engine) else None
     steps: list[dict[str, Any]] | None = None
     rows: dict[str, Any] = {}
@@ -177,8 +182,12 @@ def hybrid_search(store: MemoryStore, cache: VectorCache, embedder: Embedder | N
     if mode == "dense":
         lex_pairs = []
     strength = None
+    strict = store.strict_visibility if filters.get("strict_visibility") is None else bool(filters["strict_visibility"])
     if lex_pairs and engine is not None:
-        strength = index_strength(store.index, engine, query, lex_pairs[0][1])
+        strength = index_strength(store.index, engine, query, lex_pairs[0][1],
+                                  visible_to=(session_id, user_id) if strict else None)
+    if strict:  # the cosines' mean/std span every vector: standardise over the (visible) candidates instead
+        stats = {}
     extra = _rows(store, [r for r, _ in dense if r not in rows and r not in by_id], body=False)
     info = {rid: {"updated": row["updated"] or "", "importance": row["importance"]} for rid, row in (rows | extra).items()}
     info.update({h.id: {"updated": h.updated} for h in by_id.values()})
@@ -194,10 +203,10 @@ def hybrid_search(store: MemoryStore, cache: VectorCache, embedder: Embedder | N
                              pipeline=pipeline, pool=pool, lexical_pool=lexical_pool, query_vector=q, trace=trace, now=now,
                              lexical_search=lexical_search, _refreshed=True, **filters)  # a hit's file changed by hand
     extra = _rows(store, [c.id for c in ranked if c.id in extra])
-    top = _squash(ranked[0].score) if ranked else 1.0
+    top = squash(ranked[0].score) if ranked else 1.0
     hits = []
     for c in ranked:
-        score = round(max(1e-4, _squash(c.score) / top), 6)
+        score = round(max(1e-4, squash(c.score) / top), 6)
         if c.id in by_id:
             hits.append(replace(by_id[c.id], score=score))
         elif c.id in rows and engine is not None:
@@ -206,7 +215,3 @@ def hybrid_search(store: MemoryStore, cache: VectorCache, embedder: Embedder | N
             hits.append(_dense_hit(store, extra[c.id], score))
     return SearchResult(hits, steps)
 
-
-def _squash(score: float) -> float:
-    """A fused score (a z-score mix, any sign) mapped monotonically into (0, 1); hits show it relative to the best."""
-    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, score))))

@@ -15,13 +15,12 @@ records per root (see ``docs/meaning.md``); beyond that an ANN index in the Post
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,9 +29,9 @@ import numpy as np
 import numpy.typing as npt
 
 from ._coarse import COARSE_MIN, Coarse, Loaded, one_thread
+from ._vector_seam import live_items, visible_for_hashes, visible_hashes
 from .embeddings import Embedder, EmbeddingError
 from .errors import InvalidInputError, StorageError
-from .index import Index, live_sql, visibility_sql, visible_params
 
 log = logging.getLogger("agent_memory")
 
@@ -366,36 +365,3 @@ class VectorCache:
         """Bytes held in memory for ``model``'s matrix (after the first search)."""
         loaded = self._loaded.get(model)
         return int(loaded.matrix.nbytes) if loaded is not None else 0
-
-
-# -- the seam to the index ---------------------------------------------------------------
-def live_items(index: Index) -> Iterator[tuple[str, str]]:
-    """``(content hash, body)`` of every live record in the index: what :meth:`VectorCache.backfill` embeds."""
-    rows = index.guarded(lambda c: c.execute(
-        f"SELECT r.content_hash, f.body FROM records r JOIN fts f ON f.rowid = r.rowid WHERE {live_sql('r')}").fetchall())
-    for h, body in rows:
-        if h:
-            yield h, body or ""
-
-
-def visible_hashes(index: Index, *, session_id: str | None = None, user_id: str | None = None,
-                   where: str = "", params: Mapping[str, Any] | None = None) -> dict[str, str]:
-    """``{record id: content hash}`` of the records this caller may see (the scope table, live only).
-
-    ``where`` adds more SQL conditions on alias ``r`` (tags, kinds, dates) with their ``params``.
-    """
-    bind: dict[str, Any] = {**visible_params(session_id, user_id), **(params or {})}
-    sql = f"SELECT r.id, r.content_hash FROM records r WHERE {visibility_sql('r')}{' AND ' + where if where else ''}"
-    rows = index.guarded(lambda c: c.execute(sql, bind).fetchall())
-    return {r[0]: r[1] for r in rows if r[1]}
-
-
-def visible_for_hashes(index: Index, hashes: Sequence[str], *, session_id: str | None = None, user_id: str | None = None,
-                       where: str = "", params: Mapping[str, Any] | None = None) -> dict[str, str]:
-    """Like :func:`visible_hashes`, limited to records whose content hash is in ``hashes`` (one indexed lookup)."""
-    if not hashes:
-        return {}
-    bind: dict[str, Any] = {**visible_params(session_id, user_id), **(params or {}), "_hashes": json.dumps(list(hashes))}
-    sql = (f"SELECT r.id, r.content_hash FROM records r WHERE r.content_hash IN (SELECT value FROM json_each(:_hashes))"
-           f" AND {visibility_sql('r')}{' AND ' + where if where else ''}")
-    return {r[0]: r[1] for r in index.guarded(lambda c: c.execute(sql, bind).fetchall())}

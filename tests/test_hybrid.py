@@ -101,3 +101,46 @@ def test_dense_side_exact_when_the_nearest_vectors_are_all_hidden(tmp_path: Path
     assert res.trace is not None and "full visible map" in next(t for t in res.trace if t["stage"] == "dense")["visibility"]
     assert near.trace is not None and "nearest" in next(t for t in near.trace if t["stage"] == "dense")["visibility"]
     assert len(near.hits) == 2 and mine not in [h.id for h in near.hits]
+
+
+def test_dense_side_reads_the_same_point_in_time_as_lexical(tmp_path: Path) -> None:
+    """include_superseded and as_of reach the dense side: a superseded record is found by meaning only when asked."""
+    store = MemoryStore(tmp_path / "m", durable=False, rescan_interval=None)
+    old = store.remember_many([MemoryDraft("I bought a car", scope="project", valid_from="2023-01-01")])[0].id
+    new = store.supersede(old, MemoryDraft("we adopted a puppy", scope="project", valid_from="2023-07-01")).id
+    emb = CallableEmbedder(concept_vectors, name="concepts")
+    cache = VectorCache.for_root(store.root)
+    cache.backfill(live_items(store.index), emb)
+    q = "which vehicle did they purchase?"  # no shared word with either record: only the dense side can find them
+    def dense(**when: object) -> list[str]:
+        return [h.id for h in hybrid_search(store, cache, emb, q, mode="dense", **when).hits]
+    assert old not in dense()
+    assert dense(include_superseded=True)[0] == old
+    assert dense(as_of="2023-03-01") == [old]  # in force then; the new one was not yet
+    assert dense(as_of="2023-08-01") == [new]
+    with pytest.raises(InvalidInputError):
+        dense(as_of="not a date")
+    store.close()
+
+
+def test_strict_visibility_hides_other_partitions_from_every_hybrid_score(tmp_path: Path) -> None:
+    """Under strict visibility, records the caller may not see move neither the ranking nor any score
+    (lexical strength counts visible records only; cosines are standardised over visible candidates)."""
+    store = MemoryStore(tmp_path / "m", durable=False, rescan_interval=None)
+    for text in ("I bought a car last week", "the car dealer was friendly", "we adopted a puppy", "the broth was salty",
+                 "a vehicle inspection is due", "soup for dinner"):
+        store.remember(text, scope="session", session_id="mine")
+    emb = CallableEmbedder(concept_vectors, name="concepts")
+    cache = VectorCache.for_root(store.root)
+
+    def run(strict: bool) -> list[tuple[str, float]]:
+        cache.backfill(live_items(store.index), emb)
+        res = hybrid_search(store, cache, emb, "car purchase dealer", session_id="mine", strict_visibility=strict, limit=6)
+        return [(h.id, h.score) for h in res.hits]
+
+    before_strict, before_loose = run(True), run(False)
+    for i in range(40):  # another session's records share the query's words and meaning
+        store.remember(f"car dealer purchase number {i}", scope="session", session_id="other")
+    assert run(True) == before_strict
+    assert run(False) != before_loose  # without strict visibility the statistics do see them (the test can fail)
+    store.close()

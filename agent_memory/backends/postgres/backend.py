@@ -49,7 +49,7 @@ class PostgresBackend:
         self, url: str, *, schema: str = "agent_memory", default_scope: Scope | str | None = None,
         min_size: int = 1, max_size: int = 10, timeout_s: float = 30.0, text_config: str = TEXT_CONFIG,
         engine: Fts5Engine | None = None, batch_size: int = 5000, copy_threshold: int = 64, ingest_connections: int = 2,
-        pooled: bool = True,
+        pooled: bool = True, embedder: Any = None,
         **options: Any,
     ) -> None:
         unknown = set(options) - FILES_ONLY - ENGINE_OPTIONS
@@ -80,6 +80,7 @@ class PostgresBackend:
         self.writer = Writer(self.schema, self.path_of)
         self.searcher = PgSearch(self.table, self.engine, text_config, self.path_of)
         self.maintenance = Maintenance(self.schema, self.writer)
+        self.vectors = _vectors(self.schema, embedder, self.searcher)  # dense/hybrid search (docs/meaning.md)
         self._time: Any = None  # session logs and episodes (agent_memory.backends.postgres.time_layers), on first use
 
     @property
@@ -161,6 +162,8 @@ class PostgresBackend:
             async with self.pool.connection() as conn:
                 await conn.execute(f"ANALYZE {self.table}")
         await record_writes(self, results, source)
+        if self.vectors is not None and results:
+            self.vectors.kick(self.pool)  # vectors catch up in the background; the write never waits for them
         return results
 
     def _prepare_batch(self, batch: builtins.list[MemoryDraft], start: int, source: str, on_error: str,
@@ -314,10 +317,20 @@ class PostgresBackend:
             raise InvalidInputError("limit must be an integer between 1 and 1000")
         params = self._caller(caller)
         if options.get("mode") == "contextual":  # sessions by summary, then messages and records within them
-            found: SearchResult = await self.time_layers.contextual(self, query, caller, limit, options)
-            return found
+            in_sessions: SearchResult = await self.time_layers.contextual(self, query, caller, limit, options)
+            return in_sessions
         tags = normalize_tags(options.pop("tags", ()) or ())
         trace = bool(options.pop("trace", False))
+        mode = options.pop("mode", None)
+        if mode not in (None, "lexical", "dense", "hybrid"):
+            raise InvalidInputError("mode must be one of lexical, dense, hybrid")
+        if mode in ("dense", "hybrid") and self.vectors is None:
+            raise InvalidInputError(f"mode {mode} needs an embedder (PostgresBackend(url, embedder='local'))")
+        if self.vectors is not None and mode != "lexical":
+            async with self.pool.connection() as conn, conn.transaction():
+                found: SearchResult = await self.vectors.search(conn, query, mode or "hybrid", sid=params["sid"],
+                                                                uid=params["uid"], limit=limit, tags=tags, trace=trace, **options)
+                return found
         async with self.pool.connection() as conn, conn.transaction():
             return await self.searcher.run(conn, query, sid=params["sid"], uid=params["uid"], limit=limit, tags=tags,
                                            trace=trace, **options)
@@ -354,7 +367,22 @@ class PostgresBackend:
         async with self.pool.connection() as conn:
             return await self.maintenance.doctor(conn, self.pool.version)
 
+    async def embed(self, progress: Callable[[int, int], None] | None = None) -> Any:
+        """Embed records without a current vector (vectors are derived: writes never wait for them)."""
+        if self.vectors is None:
+            raise InvalidInputError("this backend has no embedder (PostgresBackend(url, embedder='local'))")
+        await self.vectors.drain()
+        return await self.vectors.embed(self.pool, progress)
+
+    async def embedded(self) -> bool:
+        """Wait for the background embedding that writes scheduled."""
+        if self.vectors is not None:
+            await self.vectors.drain()
+        return True
+
     async def close(self) -> None:
+        if self.vectors is not None:
+            await self.vectors.stop()
         await self.pool.close()
         if self._time is not None:
             await asyncio.to_thread(self._time.close)
@@ -364,3 +392,15 @@ def _chunks(items: Iterable[MemoryDraft], size: int) -> Iterator[builtins.list[M
     it = iter(items)
     while batch := builtins.list(itertools.islice(it, size)):
         yield batch
+
+
+def _vectors(schema: str, embedder: Any, searcher: PgSearch) -> Any:
+    """The backend's vectors (``agent_memory/backends/postgres/vectors.py``), or None without an embedder."""
+    from ...embeddings import make_embedder
+
+    made = make_embedder(embedder)
+    if made is None:
+        return None
+    from .vectors import PgVectors
+
+    return PgVectors(schema, made, searcher)

@@ -1,0 +1,230 @@
+"""Vectors on PostgreSQL: embeddings in ``record_vectors`` and dense / hybrid search over them.
+
+Like ``vectors.db`` beside a files root, the table is derived data: a row per (tenant, id, model) with the
+content hash it was embedded from; a record whose content changed (new hash) or that a new model has not
+embedded yet is picked up by :meth:`PgVectors.embed`, which a write schedules and never waits for. Deleting a
+record deletes its vectors (foreign key, ``ON DELETE CASCADE``).
+
+Search without extensions (Debian's PostgreSQL has no pgvector): the visible rows' vectors are read with the
+visibility predicate and the exact filters in the WHERE clause (before any top-k), and the cosines are one
+matrix product in the client — exact, O(visible vectors) per query, fine to tens of thousands of visible
+records per caller. The mean and standard deviation that standardise the cosines for fusion come from those
+visible rows only, so nothing hidden moves a score. pgvector (an HNSW index) is the way past that; it is not
+wired here yet.
+
+Hybrid fuses the lexical engine's candidates with the dense ones (:class:`agent_memory.fusion.Fuse`, z-scores).
+The lexical weight follows term coverage (the IDF-weighted share of the query's terms the best lexical hits
+hold, IDF from the caller's visible records): ``ts_rank`` is not BM25, so the files backend's BM25 strength
+signal does not apply here. Rule: lexical weight 0.7 when coverage ≥ 0.25, else 0.2 (measured on LoCoMo with
+the files engine: docs/meaning.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ...embeddings import Embedder, EmbeddingError
+from ...fusion import Fuse, Pipeline, QueryContext, lexical_confidence, squash
+from ...search import SearchHit, SearchResult, term_key, term_matcher
+from ...stages import ImportanceWeight
+from ...vectors import BackfillReport
+from .rows import COLUMNS, filters_sql, visibility
+
+log = logging.getLogger("agent_memory")
+
+__all__ = ["PgVectors", "pg_pipeline"]
+
+_COLS = ", ".join(f"r.{c}" for c in COLUMNS)
+
+
+def pg_pipeline() -> Pipeline:
+    """The PostgreSQL hybrid default: z-score fusion gated on term coverage, then importance."""
+    return Pipeline(Fuse(weight=0.7, weak_weight=0.2, ramp_from=0.25, confident_at=0.25), [ImportanceWeight()])
+
+
+class PgVectors:
+    """One backend's embedder and its ``record_vectors`` rows (``searcher``: the backend's lexical search)."""
+
+    def __init__(self, schema: str, embedder: Embedder, searcher: Any, batch_size: int = 64) -> None:
+        self.embedder = embedder
+        self.searcher = searcher
+        self.t = f'"{schema}".records'
+        self.v = f'"{schema}".record_vectors'
+        self.batch_size = batch_size
+        self._task: asyncio.Task[BackfillReport] | None = None
+        self._again = False
+
+    # -- embedding: deferred, in batches ------------------------------------------------------------
+    async def embed(self, pool: Any, progress: Callable[[int, int], None] | None = None) -> BackfillReport:
+        """Embed every record without a current vector for this model; an embedder error stops it (reported)."""
+        model = self.embedder.name
+        rep = BackfillReport(model=model)
+        started = time.perf_counter()
+        stale = (f"FROM {self.t} r LEFT JOIN {self.v} v ON v.tenant = r.tenant AND v.id = r.id AND v.model = %(m)s"
+                 " WHERE v.id IS NULL OR v.content_hash <> r.content_hash")
+        async with pool.connection() as conn:
+            total = int((await (await conn.execute("SELECT count(*) AS n FROM " + self.t)).fetchone())["n"])
+            todo = int((await (await conn.execute(f"SELECT count(*) AS n {stale}", {"m": model})).fetchone())["n"])
+        rep.total, rep.cached = total, total - todo
+        while True:
+            async with pool.connection() as conn:
+                cur = await conn.execute(f"SELECT r.tenant, r.id, r.content_hash, r.content {stale} ORDER BY r.id LIMIT %(n)s",
+                                         {"m": model, "n": self.batch_size})
+                rows = await cur.fetchall()
+            if not rows:
+                break
+            try:
+                vecs = await self.embedder.aembed([r["content"] or "" for r in rows])
+            except EmbeddingError as exc:
+                rep.error = str(exc)
+                break
+            dims = int(vecs.shape[1])
+            async with pool.connection() as conn, conn.transaction():
+                cur = conn.cursor()
+                await cur.executemany(
+                    f"INSERT INTO {self.v} (tenant, id, model, dims, embedding, content_hash)"
+                    f" SELECT %s, %s, %s, %s, %s, %s WHERE EXISTS (SELECT 1 FROM {self.t} WHERE tenant = %s AND id = %s)"
+                    " ON CONFLICT (tenant, id, model) DO UPDATE SET dims = excluded.dims, embedding = excluded.embedding,"
+                    " content_hash = excluded.content_hash",
+                    [(r["tenant"], r["id"], model, dims, [float(x) for x in vec], r["content_hash"], r["tenant"], r["id"])
+                     for r, vec in zip(rows, vecs, strict=True)])
+            rep.embedded += len(rows)
+            if progress is not None:
+                progress(rep.embedded, todo)
+            if len(rows) < self.batch_size:
+                break
+        rep.seconds = round(time.perf_counter() - started, 3)
+        return rep
+
+    def kick(self, pool: Any) -> None:
+        """Catch up in the background (after a write); kicks during a pass coalesce into one more pass."""
+        if self._task is not None and not self._task.done():
+            self._again = True
+            return
+        self._task = asyncio.ensure_future(self._loop(pool))
+
+    async def _loop(self, pool: Any) -> BackfillReport:
+        while True:
+            self._again = False
+            try:
+                rep = await self.embed(pool)
+            except Exception as exc:  # fail open: a write already succeeded; the next kick retries
+                log.warning("background embedding failed: %s", exc)
+                return BackfillReport(model=self.embedder.name, error=str(exc))
+            if not self._again:
+                return rep
+
+    async def drain(self) -> None:
+        """Wait for the background catch-up, if any."""
+        while self._task is not None and not self._task.done():
+            await asyncio.shield(self._task)
+
+    async def stop(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    # -- search ---------------------------------------------------------------------------------------
+    async def _dense(self, conn: Any, q: npt.NDArray[np.float32], params: dict[str, Any], where: str
+                     ) -> tuple[list[str], npt.NDArray[np.float32]]:
+        """Ids and cosines of every visible record with a current vector (the filters in the WHERE clause).
+
+        Vectors travel in ``array_send`` form (one bytea per row: a 20-byte header, then a 4-byte length and a
+        big-endian float4 per element), decoded by numpy in one pass instead of one Python float per element."""
+        cur = await conn.execute(
+            f"SELECT r.id, array_send(v.embedding) AS raw FROM {self.t} r JOIN {self.v} v ON v.tenant = r.tenant"
+            f" AND v.id = r.id AND v.model = %(model)s AND v.content_hash = r.content_hash"
+            f" AND v.dims = %(dims)s WHERE {where}", {**params, "dims": int(q.shape[0])}, binary=True)
+        rows = await cur.fetchall()
+        ids = [r["id"] for r in rows]
+        if not rows:
+            return ids, np.zeros(0, dtype=np.float32)
+        width = 20 + 8 * int(q.shape[0])
+        raw = np.frombuffer(b"".join(bytes(r["raw"]) for r in rows), dtype=np.uint8).reshape(len(rows), width)
+        matrix = raw[:, 20:].copy().view(">f4").reshape(len(rows), -1, 2)[:, :, 1].astype(np.float32)
+        return ids, matrix @ q
+
+    async def search(self, conn: Any, query: str, mode: str, *, sid: str | None, uid: str | None, limit: int,
+                     tags: tuple[str, ...], trace: bool, pool: int | None = None, **filters: Any) -> SearchResult:
+        """``dense`` or ``hybrid`` search for one caller; an embedder failure answers lexically (said in the trace)."""
+        pool = pool or max(50, 4 * limit)
+        lexical = await self.searcher.run(conn, query, sid=sid, uid=uid, limit=pool if mode == "hybrid" else limit,
+                                          tags=tags, trace=trace, **filters)
+        steps = lexical.trace
+        params: dict[str, Any] = {"sid": sid, "uid": uid, "model": self.embedder.name}
+        where = visibility(params) + filters_sql(params, **filters)
+        try:
+            q = np.asarray((await self.embedder.aembed([query]))[0], dtype=np.float32).reshape(-1)
+            ids, sims = await self._dense(conn, q, params, where)
+        except EmbeddingError as exc:  # fail open
+            if steps is not None:
+                steps.append({"stage": "dense", "error": str(exc), "fallback": "lexical"})
+            return SearchResult(lexical.hits[:limit], steps)
+        k = min(pool, len(ids))
+        top = np.argpartition(-sims, k - 1)[:k] if 0 < k < len(ids) else np.arange(len(ids))
+        top = top[np.argsort(-sims[top], kind="stable")]
+        dense = [(ids[int(j)], float(sims[int(j)])) for j in top]
+        cos = dict(zip(ids, sims.tolist(), strict=True))
+        if steps is not None:
+            steps.append({"stage": "dense", "model": self.embedder.name, "visibility": f"in the WHERE clause ({len(ids)})",
+                          "found": len(dense), "top": [{"id": r, "cosine": round(s, 4)} for r, s in dense[:10]]})
+        lex_pairs = [] if mode == "dense" else [(h.id, h.score) for h in lexical.hits]
+        by_id = {h.id: h for h in lexical.hits}
+        confidence = await self._coverage(conn, query, lexical.hits[:5], params, where) if lex_pairs else None
+        base = pg_pipeline()
+        chosen = replace(base, fuse=replace(base.fuse, dense_scores=lambda wanted: {i: cos[i] for i in wanted if i in cos}))
+        ctx = QueryContext(query=query, confidence=confidence, dense_mean=float(sims.mean()) if len(ids) else None,
+                           dense_std=float(sims.std()) if len(ids) else None)
+        ranked = chosen.run(lex_pairs, dense, ctx, info=await self._info(conn, [c for c, _ in lex_pairs + dense]),
+                            limit=limit, trace=steps)
+        missing = [c.id for c in ranked if c.id not in by_id]
+        rows: dict[str, Any] = {}
+        if missing:  # rows for what only the dense side found (visibility re-checked)
+            params["ids"] = missing
+            cur = await conn.execute(f"SELECT {_COLS} FROM {self.t} r WHERE r.id = ANY(%(ids)s) AND {where}", params)
+            rows = {r["id"]: r for r in await cur.fetchall()}
+        best = squash(ranked[0].score) if ranked else 1.0
+        found = term_matcher({term_key(t) for t in self.searcher.engine.terms(query)})
+        hits: list[SearchHit] = []
+        for c in ranked:
+            score = round(max(1e-4, squash(c.score) / best), 6)
+            if c.id in by_id:
+                hits.append(replace(by_id[c.id], score=score))
+            elif c.id in rows:
+                hits.append(self.searcher._hit(rows[c.id], score, found))
+        return SearchResult(hits, steps)
+
+    async def _info(self, conn: Any, ids: list[str]) -> dict[str, dict[str, Any]]:
+        if not ids:
+            return {}
+        cur = await conn.execute(f"SELECT id, updated, importance FROM {self.t} WHERE id = ANY(%s)", (list(dict.fromkeys(ids)),))
+        return {r["id"]: {"updated": r["updated"].isoformat() if r["updated"] else "", "importance": r["importance"]}
+                for r in await cur.fetchall()}
+
+    async def _coverage(self, conn: Any, query: str, top: list[SearchHit], params: dict[str, Any], where: str) -> float:
+        """IDF-weighted term coverage of the best lexical hits, IDF from the caller's visible records only."""
+        terms = [t for t in self.searcher.engine.terms(query) if "'" not in t and "\\" not in t]
+        if not terms or not top:
+            return 0.0
+        counts = ", ".join(f"count(*) FILTER (WHERE r.tsv @@ to_tsquery(%(cfg)s::regconfig, %(t{i})s)) AS n{i}"
+                           for i in range(len(terms)))
+        bind = {**params, "cfg": self.searcher.cfg, **{f"t{i}": f"'{t}'" for i, t in enumerate(terms)}}
+        row = await (await conn.execute(f"SELECT count(*) AS total, {counts} FROM {self.t} r WHERE {where}", bind)).fetchone()
+        total = int(row["total"])
+        idf: dict[str, float] = {}
+        for i, t in enumerate(terms):
+            key = term_key(t)
+            idf[key] = max(idf.get(key, 0.0), math.log((total + 1) / (int(row[f"n{i}"]) + 0.5)))
+        ids = [h.id for h in top]
+        cur = await conn.execute(f"SELECT content FROM {self.t} WHERE id = ANY(%s)", (ids,))
+        return lexical_confidence(terms, [r["content"] or "" for r in await cur.fetchall()], idf)
+

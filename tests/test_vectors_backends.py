@@ -1,0 +1,142 @@
+"""Dense and hybrid search on every backend: files (vectors.db) and PostgreSQL (record_vectors).
+
+A toy embedder maps synonyms to one dimension, so "vehicle" finds "car" with no shared word; the same
+assertions run on both backends: meaning is found, visibility holds before any top-k, writes never wait for
+embedding (deferred catch-up), a changed record is re-embedded, the dense side reads the asked point in time,
+and an embedder failure answers lexically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import pytest
+
+from agent_memory.backend import Caller
+from agent_memory.backends import open_backend
+from agent_memory.drafts import MemoryDraft
+from agent_memory.embeddings import CallableEmbedder, EmbeddingError
+from agent_memory.errors import InvalidInputError
+
+CONCEPTS = {"car": 0, "automobile": 0, "vehicle": 0, "buy": 1, "bought": 1, "purchase": 1, "purchased": 1,
+            "dog": 2, "puppy": 2, "soup": 3, "broth": 3}
+QUERY = "which vehicle did they purchase?"  # shares no word with "I bought a car"
+MINE = Caller(session_id="mine")
+
+
+def concept_vectors(texts: list[str]) -> list[list[float]]:
+    out = []
+    for t in texts:
+        v = [0.0] * 8
+        for w in t.lower().replace("?", " ").replace(".", " ").split():
+            if w in CONCEPTS:
+                v[CONCEPTS[w]] += 1.0
+            else:
+                v[4 + int(hashlib.md5(w.encode()).hexdigest(), 16) % 4] += 0.05
+        out.append(v)
+    return out
+
+
+def open_with(target: Any, embedder: Any) -> Any:
+    return open_backend(target.target, **target.options, embedder=embedder)
+
+
+async def embed(b: Any) -> Any:
+    if hasattr(b, "store"):  # files: the store's vector cache
+        return b.store.embed()
+    return await b.embed()
+
+
+async def ids(b: Any, query: str, caller: Caller = MINE, **options: Any) -> list[str]:
+    return [h.id for h in (await b.search(query, caller, **options)).hits]
+
+
+async def test_meaning_is_found_and_visibility_holds_on_every_backend(backend: Any) -> None:
+    b = open_with(backend, CallableEmbedder(concept_vectors, name="concepts"))
+    try:
+        car = await b.remember(MemoryDraft("I bought a car last week", scope="project"))
+        secret = await b.remember(MemoryDraft("she purchased an automobile secretly", scope="session", session_id="other"))
+        await b.remember(MemoryDraft("we adopted a puppy", scope="project"))
+        await b.remember(MemoryDraft("the broth was salty", scope="project"))
+        assert car.id not in await ids(b, QUERY, mode="lexical")  # no shared word
+        await embed(b)
+        for mode in ("dense", "hybrid"):
+            got = await ids(b, QUERY, mode=mode)
+            assert got[0] == car.id and secret.id not in got, (mode, got)
+        assert (await ids(b, QUERY, Caller(session_id="other"), mode="dense"))[0] in {car.id, secret.id}
+        assert secret.id in await ids(b, QUERY, Caller(session_id="other"), mode="dense")
+        res = await b.search(QUERY, MINE, mode="hybrid", trace=True)
+        assert res.trace is not None and any(step.get("stage") == "dense" for step in res.trace)
+        assert all(0 < h.score <= 1 for h in res.hits) and res.hits[0].score == 1.0
+        with pytest.raises(InvalidInputError):
+            await b.search(QUERY, MINE, mode="sideways")
+    finally:
+        await b.close()
+
+
+async def test_writes_never_wait_and_changed_records_are_re_embedded(backend: Any) -> None:
+    b = open_with(backend, CallableEmbedder(concept_vectors, name="concepts"))
+    try:
+        rec = await b.remember(MemoryDraft("we adopted a puppy", scope="project", memory_key="pet"))
+        assert rec.id in await ids(b, "puppy", mode="lexical")  # searchable lexically at once
+        await embed(b)
+        assert await ids(b, QUERY, mode="dense") == [rec.id]
+        assert (await b.search(QUERY, MINE, mode="dense")).hits[0].snippet.startswith("we adopted")
+        await b.remember(MemoryDraft("I bought a car", scope="project", memory_key="pet", on_existing="replace"))
+        rep = await embed(b)
+        assert rep.error is None  # (on PostgreSQL the write already scheduled this catch-up in the background)
+        res = await b.search(QUERY, MINE, mode="dense", trace=True)
+        assert res.hits[0].snippet.startswith("I bought a car")
+        [step] = [s for s in res.trace or [] if s.get("stage") == "dense"]
+        assert step["top"][0]["id"] == rec.id and step["top"][0]["cosine"] > 0.8  # the new content's vector, not the puppy's
+        again = await embed(b)
+        assert again.embedded == 0  # nothing stale left
+    finally:
+        await b.close()
+
+
+async def test_dense_side_reads_the_asked_point_in_time(backend: Any) -> None:
+    b = open_with(backend, CallableEmbedder(concept_vectors, name="concepts"))
+    try:
+        old = await b.remember(MemoryDraft("I bought a car", scope="project", valid_from="2023-01-01"))
+        new = await b.supersede(old.id, MemoryDraft("we adopted a puppy", scope="project", valid_from="2023-07-01"))
+        await embed(b)
+        assert old.id not in await ids(b, QUERY, mode="dense")
+        assert (await ids(b, QUERY, mode="dense", include_superseded=True))[0] == old.id
+        assert await ids(b, QUERY, mode="dense", as_of="2023-03-01") == [old.id]
+        assert await ids(b, QUERY, mode="dense", as_of="2023-08-01") == [new.id]
+    finally:
+        await b.close()
+
+
+async def test_an_embedder_failure_answers_lexically(backend: Any) -> None:
+    calls = {"n": 0}
+
+    def flaky(texts: list[str]) -> list[list[float]]:
+        calls["n"] += 1
+        if calls["n"] > 1:
+            raise EmbeddingError("model server down")
+        return concept_vectors(texts)
+
+    b = open_with(backend, CallableEmbedder(flaky, name="flaky"))
+    try:
+        rec = await b.remember(MemoryDraft("we adopted a puppy", scope="project"))
+        await embed(b)  # first call succeeds
+        res = await b.search("puppy", MINE, mode="hybrid", trace=True)
+        assert [h.id for h in res.hits] == [rec.id]
+        assert res.trace is not None and res.trace[-1].get("fallback") == "lexical"
+    finally:
+        await b.close()
+
+
+async def test_dense_without_an_embedder_is_a_typed_error(backend: Any) -> None:
+    b = open_with(backend, None)
+    try:
+        rec = await b.remember(MemoryDraft("we adopted a puppy", scope="project"))
+        assert await ids(b, "puppy") == [rec.id]  # default: lexical
+        for mode in ("dense", "hybrid", "sideways"):
+            with pytest.raises(InvalidInputError):
+                await b.search("puppy", MINE, mode=mode)
+    finally:
+        await b.close()
