@@ -56,3 +56,19 @@ async def test_provider_workers_over_postgres(pg_url: str) -> None:  # noqa: F81
         assert "peanuts" in block.text and "peanuts" not in (await provider.inject(500, user_id="bob")).text
     finally:
         await provider.aclose()
+
+
+def test_cli_embeds_and_searches_by_meaning_on_postgres(pg_url: str, tmp_path) -> None:  # noqa: F811
+    import pytest
+
+    pytest.importorskip("sentence_transformers")
+    os.chdir(tmp_path)
+    car = cli(pg_url, "remember", "The automobile needs new tyres before winter.", "--user", "ada")["id"]
+    cli(pg_url, "remember", "Quarterly taxes are due in April.", "--user", "ada")
+    cli(pg_url, "remember", "Bob's automobile is red.", "--user", "bob")
+    done = cli(pg_url, "embed", "--embedder", "local")
+    assert done["embedded"] >= 3 and done["error"] is None
+    assert cli(pg_url, "embed", "--embedder", "local")["embedded"] == 0  # vectors are kept: nothing left to embed
+    dense = cli(pg_url, "search", "my car", "--user", "ada", "--mode", "dense", "--embedder", "local")["hits"]
+    assert dense[0]["id"] == car and all("Bob" not in h["snippet"] for h in dense)  # bob's record stays invisible
+    assert cli(pg_url, "search", "my car", "--user", "ada", "--mode", "lexical")["hits"] == []  # no shared word

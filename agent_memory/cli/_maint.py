@@ -90,26 +90,39 @@ def meaning_options(target: Any, mode: str | None, embedder: str | None) -> dict
         name = None
     if mode in (None, "lexical") and name is None:
         return {}
-    if not isinstance(target, StoreTarget):
-        if mode in (None, "lexical"):
-            return {}
-        raise InvalidInputError(f"--mode {mode}: vector search is not supported on the PostgreSQL backend yet; use --mode lexical")
     if mode == "lexical":
         return {"mode": "lexical"}
+    if not isinstance(target, StoreTarget):
+        _backend_embedder(target, name or "local")
+        return {"mode": mode or "hybrid"}
     from .._meaning import attach
 
     attach(target.store, name or "local")
     return {"mode": mode or "hybrid"}
 
 
+def _backend_embedder(target: Any, name: str) -> Any:
+    """The target's backend with embedder ``name`` attached (a typed error for a backend without vectors)."""
+    use = getattr(target.backend, "use_embedder", None)
+    if use is None:
+        raise InvalidInputError(f"the {type(target.backend).__name__} backend has no vector search; use --mode lexical")
+    use(name)
+    return target.backend
+
+
 def cmd_embed(args: argparse.Namespace) -> None:
     target = open_target(args.root, create=False)
-    if not isinstance(target, StoreTarget):
-        raise InvalidInputError("embed: vectors live beside a files root; the PostgreSQL backend has no vector search yet")
-    from .._meaning import attach
     from ..embeddings import EmbeddingError
 
-    meaning = attach(target.store, args.embedder or os.environ.get("AGENT_MEMORY_EMBEDDER") or "local")
+    name = args.embedder or os.environ.get("AGENT_MEMORY_EMBEDDER") or "local"
+    run: Callable[[Any], Any]
+    if isinstance(target, StoreTarget):
+        from .._meaning import attach
+
+        run = attach(target.store, name).embed
+    else:
+        backend = _backend_embedder(target, name)
+        run = lambda progress: target._run(backend.embed(progress))  # noqa: E731
     bar = _progress.Progress("embedding", None, "record")
 
     def progress(done: int, todo: int) -> None:
@@ -117,7 +130,7 @@ def cmd_embed(args: argparse.Namespace) -> None:
         bar(done - bar.done)
 
     try:
-        rep = meaning.embed(progress)
+        rep = run(progress)
     finally:
         bar.close()
     if rep.error:

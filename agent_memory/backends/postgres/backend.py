@@ -367,6 +367,10 @@ class PostgresBackend:
         async with self.pool.connection() as conn:
             return await self.maintenance.doctor(conn, self.pool.version)
 
+    def use_embedder(self, embedder: Any) -> None:
+        """Attach (or, with ``None``, detach) an embedder after construction: dense/hybrid search and :meth:`embed`."""
+        self.vectors = _vectors(self.schema, embedder, self.searcher)
+
     async def embed(self, progress: Callable[[int, int], None] | None = None) -> Any:
         """Embed records without a current vector (vectors are derived: writes never wait for them)."""
         if self.vectors is None:
