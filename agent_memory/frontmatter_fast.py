@@ -10,12 +10,24 @@ hostile headers); it only avoids the YAML machinery, which dominates ``reindex``
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
 from typing import Any
 
-__all__ = ["fast_load", "yaml_scalar"]
+__all__ = ["FrontmatterError", "fast_load", "yaml_scalar"]
+
+
+class FrontmatterError(ValueError):
+    """Frontmatter that is refused: malformed, hostile (aliases, tags, bombs) or over a limit.
+
+    Defined here, the one frontmatter module every other imports (re-exported by :mod:`.frontmatter_safe`)."""
+
+    def __init__(self, reason: str, fix: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.fix = fix
 
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9 _.,/@()'+-]*")
 _RESERVED = frozenset("true false yes no on off null none y n".split())
@@ -37,7 +49,9 @@ def yaml_scalar(value: Any) -> str:
 
 # Anything but LF and the characters every YAML reader takes literally: tabs, CR, NEL, line/paragraph
 # separators, BOMs, C0/C1 controls, surrogates and non-characters all send the header to the safe loader.
-_ODD = re.compile("[^\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
+@functools.cache
+def _odd() -> re.Pattern[str]:  # compiled on first read (~7 ms): a search process never reads a header
+    return re.compile("[^\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?")
 _MAX_DEPTH = 32  # well inside the safe loader's limits, so a deep value is refused by it, not accepted here
@@ -89,7 +103,7 @@ def _value(raw: str, budget: list[int]) -> Any:
 
 def fast_load(header: str) -> dict[str, Any] | None:
     """The mapping of a header written by the renderer, or ``None`` if it is anything else."""
-    if _ODD.search(header):
+    if _odd().search(header):
         return None
     lines = header.split("\n")
     if len(lines) > _MAX_LINES:

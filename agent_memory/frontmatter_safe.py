@@ -16,18 +16,11 @@ import datetime as dt
 import re
 from typing import Any
 
+from .frontmatter_fast import FrontmatterError
+
 MAX_HEADER_BYTES = 256 * 1024  # the writer does not cap metadata yet: stay above what it accepts
 
 __all__ = ["FrontmatterError", "Split", "as_text", "split_text"]
-
-
-class FrontmatterError(ValueError):
-    """Frontmatter that is refused: malformed, hostile (aliases, tags, bombs) or over a limit."""
-
-    def __init__(self, reason: str, fix: str = "") -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.fix = fix
 
 
 def __getattr__(name: str) -> Any:  # the loaders, imported on first use (they pull in PyYAML)
@@ -44,16 +37,19 @@ _OWNER_HINT = re.compile(r"^\W*(?:user_?id|session_?id|scope)\s*[:=]", re.IGNORE
 
 
 def _load(kind: str, header: str) -> Any:
+    if kind == "yaml" and not header.lstrip().startswith("{"):
+        from .frontmatter_fast import fast_load
+
+        data = fast_load(header)  # the renderer's own output; None for anything else
+        if data is not None:
+            return data
     from . import frontmatter_yaml as fy
 
     if kind == "toml":
         return fy.toml_load(header)
     if kind == "json" or header.lstrip().startswith("{"):  # JSON between '---' fences is read as JSON
         return fy.json_load(header)
-    from .frontmatter_fast import fast_load
-
-    data = fast_load(header)  # the renderer's own output; None for anything else
-    return fy.safe_yaml_load(header) if data is None else data
+    return fy.safe_yaml_load(header)
 
 
 class Split:

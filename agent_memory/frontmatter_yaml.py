@@ -16,7 +16,7 @@ from yaml.constructor import SafeConstructor
 from yaml.nodes import ScalarNode
 from yaml.resolver import Resolver
 
-from .frontmatter_safe import FrontmatterError
+from .frontmatter_fast import FrontmatterError
 
 try:  # the C event parser; the pure-Python one behaves the same, only slower
     from yaml.cyaml import CParser as _Parser  # type: ignore[attr-defined]
