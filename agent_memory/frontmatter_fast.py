@@ -81,15 +81,19 @@ def _plain_json(value: Any, depth: int, budget: list[int]) -> None:
 
 
 def _value(raw: str, budget: list[int]) -> Any:
-    if not raw:
-        raise _Decline
+    budget[0] -= 1
+    first = raw[:1]
+    if first == '"' and raw[-1:] == '"' and len(raw) > 1 and "\\" not in raw and '"' not in raw[1:-1]:
+        return raw[1:-1]  # a double-quoted string without escapes is its text, in YAML as in JSON
     if _PLAIN.fullmatch(raw):
         if raw.lower() in _RESERVED or raw.endswith(" "):
             raise _Decline
-        budget[0] -= 1
         return raw
-    first = raw[0]
-    if first not in '"[{tf-0123456789' or (first not in '"[{' and not (_NUMBER.fullmatch(raw) or raw in ("true", "false"))):
+    if _NUMBER.fullmatch(raw):
+        return float(raw) if "." in raw else int(raw)  # YAML 1.1 reads these decimal forms as Python does
+    if raw == "true" or raw == "false":
+        return raw == "true"
+    if first not in '"[{':
         raise _Decline
     try:
         value = json.loads(raw)
