@@ -116,8 +116,8 @@ def test_the_renderers_usual_output_is_read_fast() -> None:
 
 def test_what_yaml_reads_otherwise_is_left_to_it() -> None:
     for header in ("a: yes", "a: 1e-05", "a: 2026-01-02", "a: 0x1f", "a: 010", "a:\n  - x", "a: x # c",
-                   "a:", "a: &x 1", "on: 1", "a: 'x'", 'a: "x"', "a: {b: 1}", "a: [1,2]", "a:  x", "a: x\n  y",
-                   "a: 1\n\nb: 2", "a: \"\\/\"", "a: 1.50", "a: -0", "a: {\"b\": 1e5}", "a: \"x\ty\""):
+                   "a:", "a: &x 1", "on: 1", "a: 'x'", "a: {b: 1}", "a: [1,2]", "a:  x", "a: x\n  y",
+                   "a: 1\n\nb: 2", "a: \"\\/\"", "a: {\"b\": 1e5}", "a: \"x\ty\""):
         assert fast_load(header) is None, header
 
 
