@@ -11,7 +11,7 @@ import os
 import sqlite3
 import stat
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +28,19 @@ REBUILD_SUFFIX = ".rebuild-"
 CHECK_SLICE = 10_000  # files one bounded check stats at least (all of a store up to this size)
 CHECK_ROUNDS = 20  # a larger store is fully checked within this many bounded checks
 MAX_RECHECKED_PROBLEMS = 1_000  # quarantined files re-read by each bounded check
+
+
+@contextlib.contextmanager
+def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One write transaction taken at once (``BEGIN IMMEDIATE``): committed at the end, rolled back on any error."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
 
 
 @dataclass
@@ -119,8 +132,7 @@ def full_sync(index: Index, conn: sqlite3.Connection | None = None, *, clean: bo
         hand = getattr(index, "on_hand_edit", None) if clean and known and not index.read_only else None
         edits: list[tuple[object, str | None, str | None]] = []  # hand edits: (record or row, hash before, after)
         with storage_errors("cannot update the index"):
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with immediate(conn):
                 for entry in index.record_files():
                     report.scanned += 1
                     name = entry.name
@@ -148,13 +160,8 @@ def full_sync(index: Index, conn: sqlite3.Connection | None = None, *, clean: bo
                         report.removed += 1
                 index._set_meta(conn, "problems", json.dumps(problems))
                 index.mark_synced(conn)
-                conn.execute("COMMIT")
-                if edits and hand is not None:
-                    hand(edits)
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
+            if edits and hand is not None:
+                hand(edits)
             dropped = getattr(index._local, "purge", False)
             if dropped and not index.read_only:
                 index.purge(conn)
@@ -273,8 +280,7 @@ def bounded_check(index: Index) -> SyncReport:
     quarantined = [n for n in problems if n.endswith(".md") and os.sep not in n and _regular(index, n)][:MAX_RECHECKED_PROBLEMS]
     new_cursor = rows[-1][4] if rows and len(rows) < top else 0
     with storage_errors("cannot update the index"):
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with immediate(conn):
             index._local.purge = False
             for row in changed:
                 _sync_file(index, conn, row[1], (row[0], row[2], row[3]), problems, report)
@@ -287,11 +293,6 @@ def bounded_check(index: Index) -> SyncReport:
             index._set_meta(conn, "check_cursor", str(new_cursor))
             if not index.read_only:
                 _clean_cheaply(index, conn)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
         if getattr(index._local, "purge", False) and not index.read_only:
             index.purge(conn)
     if (report.updated or report.removed) and index.on_change is not None and not index.read_only:
@@ -316,17 +317,11 @@ def sync_rows(index: Index, rows: Sequence[sqlite3.Row]) -> bool:
                 problems = dict(json.loads(index._meta(conn, "problems") or "{}"))
                 report = SyncReport()
                 with storage_errors("cannot update the index"):
-                    conn.execute("BEGIN IMMEDIATE")
-                    try:
+                    with immediate(conn):
                         index._local.purge = False
                         for row in changed:
                             _sync_file(index, conn, row[1], (row[0], row[2], row[3]), problems, report)
                         index._set_meta(conn, "problems", json.dumps(problems))
-                        conn.execute("COMMIT")
-                    except BaseException:
-                        if conn.in_transaction:
-                            conn.execute("ROLLBACK")
-                        raise
                     if getattr(index._local, "purge", False) and not index.read_only:
                         index.purge(conn)
                 index.problems = problems
