@@ -25,7 +25,7 @@ from . import maintenance as _maintenance
 from ._fs import RootLock, atomic_write, ensure_dir
 from ._text import with_cjk_context
 from .errors import InvalidInputError
-from .events import EventLog, acting, current_acting
+from .events import EventLog
 from .index import Index, SyncReport, core_line, current_sql, row_to_record, visibility_sql
 from .maintenance import DoctorReport
 from .records import MemoryRecord, Scope, normalize_tags, parse_scope, validate_id
@@ -198,60 +198,12 @@ class MemoryStore(_lifecycle.LifecycleMethods):
         progress: Callable[[int], None] | None = None,
         errors: list[tuple[int, str]] | None = None,
     ) -> list[RememberResult]:
-        """Write many drafts in batches: one lock and one transaction per batch, one fsync pass per batch."""
-        from . import _keyed
-        from .drafts import explicit_fields, prepare_draft
+        """Write many drafts in batches: one lock and one transaction per batch, one fsync pass per batch
+        (see :func:`agent_memory._batch.remember_many`)."""
+        from ._batch import remember_many
 
-        self.open()
-        results: list[RememberResult] = []
-        batch: list[MemoryDraft] = []
-        position = 0
-
-        def flush() -> None:
-            nonlocal position
-            if not batch:
-                return
-            prepared: list[_keyed.Prepared] = []
-            for draft in batch:  # validate and redact the whole batch before writing any of it
-                try:
-                    rec, redactions = prepare_draft(draft, source, self.default_scope)
-                    if _lifecycle.PROVENANCE in rec.metadata and source != "import":  # the store's to set
-                        rec = rec.replace(metadata={k: v for k, v in rec.metadata.items() if k != _lifecycle.PROVENANCE})
-                    prepared.append((rec, redactions, draft.on_existing, explicit_fields(draft)))
-                except InvalidInputError as exc:
-                    if on_error == "raise":
-                        raise
-                    if errors is not None:
-                        errors.append((position, str(exc)))
-                position += 1
-            single = len(prepared) == 1
-
-            def write_batch() -> list[RememberResult]:
-                done = []
-                with self.lock.hold(), self.events.batch():  # one events write (and fsync) per batch
-                    self.index.refresh(periodic=False)
-                    with self.index.transaction() as conn:
-                        for item in prepared:
-                            with acting(session_id=item[0].session_id, user_id=item[0].user_id):  # the writer
-                                done.append(_keyed.remember_locked(self, conn, item, self.durable and single))
-                        if self.durable and len(prepared) > 1:
-                            os.sync()  # one flush for the batch instead of an fsync per file
-                        self.index.mark_synced(conn)
-                    self.write_memory_md()
-                return done
-
-            with acting(current_acting().actor or source):
-                results.extend(self.index.healing(write_batch))  # a corrupt index is rebuilt, the batch retried
-            if progress:
-                progress(len(batch))
-            batch.clear()
-
-        for draft in drafts:
-            batch.append(draft)
-            if len(batch) >= batch_size:
-                flush()
-        flush()
-        return results
+        return remember_many(self, drafts, source=source, batch_size=batch_size, on_error=on_error, progress=progress,
+                             errors=errors)
 
     def forget(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None,
                purge: bool = False) -> bool:
