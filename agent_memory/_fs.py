@@ -165,7 +165,7 @@ class RootLock:
             if not acquired:
                 yield False
                 return
-            self._local.depth = 1
+            self._local.depth, self._local.fd = 1, fd
             state = b""
             with contextlib.suppress(OSError):
                 state = os.pread(fd, 1, 0)
@@ -176,7 +176,7 @@ class RootLock:
             try:
                 yield True
             finally:
-                self._local.depth = 0
+                self._local.depth, self._local.fd = 0, None
                 marked = _writing.marked
                 _writing.fd, _writing.marked = outer
                 if marked or (state in (b"1", b"2") and not self.unclean):
@@ -185,6 +185,26 @@ class RootLock:
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
+
+
+    NOTE_AT, NOTE_SIZE = 8, 24  # bytes of the lock file after the state byte: a small note kept beside the lock
+
+    def note(self) -> bytes:
+        """The note kept in the lock file (read while holding the lock; empty if none or not held)."""
+        fd = getattr(self._local, "fd", None)
+        if fd is None:
+            return b""
+        with contextlib.suppress(OSError):
+            return os.pread(fd, self.NOTE_SIZE, self.NOTE_AT).strip(b"\0 ")
+        return b""
+
+    def set_note(self, data: bytes) -> None:
+        """Keep ``data`` (at most :attr:`NOTE_SIZE` bytes) in the lock file while holding it; not fsync-ed:
+        a note is a hint (the open-time check's cursor) that may be lost, never state."""
+        fd = getattr(self._local, "fd", None)
+        if fd is not None and len(data) <= self.NOTE_SIZE:
+            with contextlib.suppress(OSError):
+                os.pwrite(fd, data.ljust(self.NOTE_SIZE), self.NOTE_AT)
 
 
 def ensure_dir(path: Path, *, create: bool = True, allow_symlink: bool = False) -> Path:

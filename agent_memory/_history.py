@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._fs import atomic_write, ensure_dir
-from .drafts import _parse_when
 from .records import MemoryRecord, RecordParseError, content_hash, now_iso, parse_record
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -98,6 +97,8 @@ def archive(store: MemoryStore, conn: Any, row: Any, reason: str, *, event: str 
 
 def sweep(store: MemoryStore, now: dt.datetime, report: SweepReport) -> SweepReport:
     """Archive expired records (TTL) and exact duplicates (keeping the newest), under the lock."""
+    from .drafts import _parse_when
+
     with store.lock.hold(), store.events.batch():
         store.index.refresh(force=True)
         with store.index.transaction() as conn:

@@ -13,7 +13,6 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .drafts import _parse_when, utc_text
 from .errors import InvalidIdError, InvalidInputError, NotFoundError
 from .index import scope_filter_sql, visibility_sql
 from .records import MemoryRecord, RecordParseError, Scope, normalize_kind, normalize_tags, parse_scope, validate_id
@@ -41,6 +40,18 @@ def check_strings(**values: Any) -> None:
 
 
 _DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def _parse_when(value: str) -> dt.datetime | None:
+    from .drafts import _parse_when as parse  # drafts import the redaction package: only when a date is given
+
+    return parse(value)
+
+
+def utc_text(when: dt.datetime) -> str:
+    from .drafts import utc_text as text
+
+    return text(when)
 
 
 def date_filters(**values: str | None) -> list[str | None]:

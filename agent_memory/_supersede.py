@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 from . import _history
 from ._record_files import allocate_id, partition_sql, write
-from .drafts import RememberResult
 from .errors import InvalidInputError, NotFoundError
 from .index import live_sql
 from .records import MemoryRecord, RecordParseError, normalize_instant
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .drafts import RememberResult
     from .store import MemoryStore
 
 CAPTURE_SOURCES = ("turn_capture", "compaction_capture")
@@ -66,6 +66,8 @@ def mark_superseded(store: MemoryStore, conn: Any, old: MemoryRecord, new: Memor
 
 def supersede_locked(store: MemoryStore, conn: Any, rec: MemoryRecord, redactions: int, durable: bool) -> RememberResult:
     """Write ``rec`` as the successor of ``rec.supersedes`` (inside the lock and the index transaction)."""
+    from .drafts import RememberResult  # drafts import the redaction package, which reads never need
+
     old_id = rec.supersedes or ""
     row = _partition_row(store, conn, rec, old_id)
     if row is None:
@@ -93,6 +95,8 @@ def replace_keyed(store: MemoryStore, conn: Any, current: MemoryRecord, new: Mem
     """A keyed replace as supersession (see the module docstring); ``new`` is the new state under the current id.
 
     Returns the result and the id of the superseded record now holding the replaced state."""
+    from .drafts import RememberResult
+
     new = new.replace(created=new.updated, metadata={k: v for k, v in new.metadata.items() if k != _history.POINTER})
     if fresh_id:  # the current id shows words of the replaced title: the old record keeps it
         new = new.replace(supersedes=current.id)

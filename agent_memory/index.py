@@ -207,14 +207,8 @@ class Index:
         conn = self.conn
         self._local.purge = False
         with storage_errors("cannot write the index"):
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with _sync.immediate(conn):
                 yield conn
-            except BaseException:
-                if conn.in_transaction:  # SQLite may have rolled back already (e.g. after a corruption error)
-                    conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
             if getattr(self._local, "purge", False):
                 self.purge(conn)
 

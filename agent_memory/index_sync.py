@@ -11,7 +11,7 @@ import os
 import sqlite3
 import stat
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +28,19 @@ REBUILD_SUFFIX = ".rebuild-"
 CHECK_SLICE = 10_000  # files one bounded check stats at least (all of a store up to this size)
 CHECK_ROUNDS = 20  # a larger store is fully checked within this many bounded checks
 MAX_RECHECKED_PROBLEMS = 1_000  # quarantined files re-read by each bounded check
+
+
+@contextlib.contextmanager
+def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One write transaction taken at once (``BEGIN IMMEDIATE``): committed at the end, rolled back on any error."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
 
 
 @dataclass
@@ -119,8 +132,7 @@ def full_sync(index: Index, conn: sqlite3.Connection | None = None, *, clean: bo
         hand = getattr(index, "on_hand_edit", None) if clean and known and not index.read_only else None
         edits: list[tuple[object, str | None, str | None]] = []  # hand edits: (record or row, hash before, after)
         with storage_errors("cannot update the index"):
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with immediate(conn):
                 for entry in index.record_files():
                     report.scanned += 1
                     name = entry.name
@@ -148,13 +160,8 @@ def full_sync(index: Index, conn: sqlite3.Connection | None = None, *, clean: bo
                         report.removed += 1
                 index._set_meta(conn, "problems", json.dumps(problems))
                 index.mark_synced(conn)
-                conn.execute("COMMIT")
-                if edits and hand is not None:
-                    hand(edits)
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
+            if edits and hand is not None:
+                hand(edits)
             dropped = getattr(index._local, "purge", False)
             if dropped and not index.read_only:
                 index.purge(conn)
@@ -243,14 +250,24 @@ def _regular(index: Index, name: str) -> bool:
         return True  # gone: re-checking it drops its problem
 
 
+def _cursor(index: Index) -> int:
+    """Where the last bounded check stopped: a note in the lock file (a cursor in the index would make every
+    open a write transaction, and the index file's sync the largest part of a cold search's wall time)."""
+    note = index.lock.note()
+    if note.startswith(b"cursor "):
+        with contextlib.suppress(ValueError):
+            return max(0, int(note[7:]))
+    return 0
+
+
 def bounded_check(index: Index) -> SyncReport:
     """The freshness check of an open (and of the periodic rescan), in time that does not grow with the store.
 
     Call under the root lock. The directory's mtime (compared by :meth:`Index.refresh` before this is
     called) already tells of files added, removed or renamed, e.g. by an editor that saves by rename; what
     it cannot tell is a file rewritten in place. For those this stats the next :func:`slice_size` indexed
-    files after a cursor kept in the index (every file when the store is that small), plus every
-    quarantined file, and re-reads only the ones that changed. A store of N records is thus fully
+    files after a cursor kept in the lock file (every file when the store is that small), plus every
+    quarantined file, and re-reads only the ones that changed; when nothing changed it writes nothing. A store of N records is thus fully
     checked by every open up to 10,000 records, and within ⌈N / slice⌉ ≤ 20 opens beyond."""
     if index.lock.unclean:  # a holder of the lock died mid-work: what it left may not show in any mtime
         return full_sync(index)
@@ -258,7 +275,7 @@ def bounded_check(index: Index) -> SyncReport:
     report = SyncReport()
     top = conn.execute("SELECT max(rowid) FROM records").fetchone()[0] or 0
     size = slice_size(top)
-    cursor = int(index._meta(conn, "check_cursor") or 0)
+    cursor = _cursor(index)
     if cursor >= top:
         cursor = 0
     rows = conn.execute("SELECT id, file, mtime_ns, size, rowid FROM records WHERE rowid > ? ORDER BY rowid LIMIT ?",
@@ -272,9 +289,13 @@ def bounded_check(index: Index) -> SyncReport:
     index.problems = problems
     quarantined = [n for n in problems if n.endswith(".md") and os.sep not in n and _regular(index, n)][:MAX_RECHECKED_PROBLEMS]
     new_cursor = rows[-1][4] if rows and len(rows) < top else 0
+    index.lock.set_note(b"cursor %d" % new_cursor)
+    if not changed and not quarantined and _archive_mtime(index) == index._meta(conn, "archive_mtime"):
+        remove_orphaned_temps(index, records=False, archive=False)  # a killed rebuild's database beside the index
+        index._last_full_scan = time.monotonic()  # nothing to write: no index transaction (and no WAL to sync)
+        return report
     with storage_errors("cannot update the index"):
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with immediate(conn):
             index._local.purge = False
             for row in changed:
                 _sync_file(index, conn, row[1], (row[0], row[2], row[3]), problems, report)
@@ -284,14 +305,8 @@ def bounded_check(index: Index) -> SyncReport:
                     if not _sync_file(index, conn, name, tuple(old_row) if old_row else None, problems, report):
                         problems.pop(name, None)
             index._set_meta(conn, "problems", json.dumps(problems))
-            index._set_meta(conn, "check_cursor", str(new_cursor))
             if not index.read_only:
                 _clean_cheaply(index, conn)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
         if getattr(index._local, "purge", False) and not index.read_only:
             index.purge(conn)
     if (report.updated or report.removed) and index.on_change is not None and not index.read_only:
@@ -316,17 +331,11 @@ def sync_rows(index: Index, rows: Sequence[sqlite3.Row]) -> bool:
                 problems = dict(json.loads(index._meta(conn, "problems") or "{}"))
                 report = SyncReport()
                 with storage_errors("cannot update the index"):
-                    conn.execute("BEGIN IMMEDIATE")
-                    try:
+                    with immediate(conn):
                         index._local.purge = False
                         for row in changed:
                             _sync_file(index, conn, row[1], (row[0], row[2], row[3]), problems, report)
                         index._set_meta(conn, "problems", json.dumps(problems))
-                        conn.execute("COMMIT")
-                    except BaseException:
-                        if conn.in_transaction:
-                            conn.execute("ROLLBACK")
-                        raise
                     if getattr(index._local, "purge", False) and not index.read_only:
                         index.purge(conn)
                 index.problems = problems

@@ -13,8 +13,6 @@ replaced by a newer fact names it in ``superseded_by`` (the newer one names it i
 from __future__ import annotations
 
 import dataclasses
-import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -42,6 +40,7 @@ from ._record_values import (
     validate_key,
 )
 from .errors import InvalidInputError
+from .frontmatter_fast import yaml_scalar
 from .frontmatter_safe import FrontmatterError, split_text
 from .records_parse import (
     RecordParseError,
@@ -135,24 +134,6 @@ class MemoryRecord:
         out.append("---")
         out.append(self.content)
         return "\n".join(out) + "\n"
-
-
-_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9 _.,/@()'+-]*")
-_RESERVED = frozenset("true false yes no on off null none y n".split())
-_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
-
-
-def yaml_scalar(value: Any) -> str:
-    """Render one YAML value: plain when unambiguous, else a JSON string or flow collection.
-
-    JSON is valid YAML flow syntax; characters YAML would reject or fold are escaped.
-    """
-    if isinstance(value, str) and _PLAIN.fullmatch(value) and value.lower() not in _RESERVED and not value.endswith(" "):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    text = json.dumps(value, ensure_ascii=False, default=str, separators=(", ", ": "))
-    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
 
 
 def parse_record(text: str, record_id: str, *, path: str | None = None, mtime_iso: str | None = None) -> MemoryRecord:

@@ -214,3 +214,35 @@ def test_the_lock_is_marked_only_by_a_holder_that_writes(tmp_path):
         atomic_write(store.root / "scratch.md", b"x", durable=False)
         assert lock.read_bytes()[:1] == b"1"  # what a writer killed now would leave behind
     assert lock.read_bytes()[:1] == b"0" and not store.lock.unclean
+
+
+def test_an_open_of_an_unchanged_store_writes_nothing_to_the_index_and_the_cursor_still_moves(tmp_path, big):
+    """The check's cursor is a note in the lock file: an unchanged store's open runs no index transaction (so no WAL
+    is created or synced), and successive opens by new processes still walk the store slice by slice."""
+    _fill(tmp_path / "m")
+    MemoryStore(tmp_path / "m", durable=False).open()  # the first check records the archive's state once
+    wal = tmp_path / "m" / "index.db-wal"
+    wal_before = wal.stat().st_size if wal.exists() else 0
+    for _ in range(3):
+        fresh = MemoryStore(tmp_path / "m", durable=False)
+        statements: list[str] = []
+        fresh.index.conn.set_trace_callback(statements.append)
+        report = fresh.open()
+        fresh.index.conn.set_trace_callback(None)
+        assert report is not None and report.scanned == 4
+        assert not [s for s in statements if s.split()[0].upper() in ("BEGIN", "INSERT", "UPDATE", "DELETE", "COMMIT")]
+        fresh.close()
+    assert (wal.stat().st_size if wal.exists() else 0) == wal_before  # nothing appended to the WAL
+    assert fresh.lock.note() == b""  # only readable while held
+    with fresh.lock.hold():
+        assert fresh.lock.note() == b"cursor 16"  # four slices of 4 rows
+
+
+def test_a_lost_or_garbled_cursor_note_restarts_the_walk(tmp_path, big):
+    store, _ = _fill(tmp_path / "m")
+    with store.lock.hold():
+        store.lock.set_note(b"cursor x!")
+    fresh = MemoryStore(tmp_path / "m", durable=False)
+    assert fresh.open() is not None
+    with fresh.lock.hold():
+        assert fresh.lock.note() == b"cursor 4"

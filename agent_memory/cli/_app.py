@@ -3,19 +3,34 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import _eval, _maint, _records, _workers, episodes, export, lifecycle, sessions
-from . import consolidate as _consolidate
 from ._base import DEFAULT_ROOT, Parser, dumps
 from ._errors import classify, one_line
 
 Handler = Callable[[argparse.Namespace], "int | None"]
 COMMANDS: dict[str, Handler] = {}
+
+#: The command modules, in help order (relative to this package), and the commands each registers. A cold run of
+#: one command imports only its module (``agent-memory search`` never imports the sessions, events or MCP code);
+#: ``tests/test_cli_imports.py`` checks this table against what each module registers.
+MODULES: dict[str, tuple[str, ...]] = {
+    "._records": ("remember", "search", "get", "list", "forget", "inject"),
+    "._maint": ("init", "import", "reindex", "doctor", "sweep", "embed"),
+    "._workers": ("recall", "capture"),
+    "._eval": ("eval",),
+    ".export": ("export",),
+    ".sessions": ("session", "sessions"),
+    ".episodes": ("episodes",),
+    ".lifecycle": ("events", "history", "purge", "restore", "undo"),
+    ".consolidate": ("consolidate", "reflect"),
+    "..mcp.cli": ("mcp",),
+}
 
 EPILOG = """\
 Exit codes: 0 ok, 1 error, 2 usage error, 3 a worker fell back (recall/capture), 130 interrupted.
@@ -49,8 +64,8 @@ def _command_of(argv: Sequence[str]) -> str | None:
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The ``agent-memory`` parser; fills :data:`COMMANDS` with one handler per subcommand.
 
-    Given the ``argv`` about to be parsed, modules that are slow to import (the MCP server's) are left out
-    when the command is one of the others: a cold ``agent-memory search`` imports only what it runs."""
+    Given the ``argv`` about to be parsed and naming a known command, only the module of that command is
+    imported (see :data:`MODULES`): a cold ``agent-memory search`` imports only what it runs."""
     from .. import __version__
 
     parser = Parser(prog="agent-memory", description="Durable, searchable memory for LLM agents.", parents=[_common(None)],
@@ -64,13 +79,11 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         epilog = "Examples:\n" + "\n".join(f"  {e}" for e in examples) + (f"\n\n{epilog_extra}" if epilog_extra else "")
         return sub.add_parser(name, help=text, description=text, epilog=epilog, parents=[common])
 
+    named = None if argv is None else _command_of(argv)
+    wanted = [m for m, names in MODULES.items() if named in names] or list(MODULES)  # help or a typo: all of them
     here: dict[str, Handler] = {}
-    for module in (_records, _maint, _workers, _eval, export, sessions, episodes, lifecycle, _consolidate):
-        here.update(module.register(add))
-    if argv is None or _command_of(argv) not in here:  # help, a typo, or a lazily registered command
-        from ..mcp import cli as _mcp
-
-        here.update(_mcp.register(add))
+    for name in wanted:
+        here.update(importlib.import_module(name, __package__).register(add))
     COMMANDS.update(here)
     return parser
 
