@@ -18,7 +18,6 @@ import re
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
