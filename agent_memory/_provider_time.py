@@ -94,7 +94,7 @@ class TimeAPI:
     async def search_sessions(self, query: str, *, session_id: str | None = None, user_id: str | None = None,
                               limit: int = 5) -> "builtins.list[dict[str, Any]]":
         """The caller's sessions best matching ``query`` by their summaries, each with its best messages."""
-        from .sessions.contextual import search_sessions
+        from .sessions.contextual import embedder_of, search_sessions
 
         return await asyncio.to_thread(search_sessions, self.session_store, query, session_id=session_id,
-                                       user_id=user_id, limit=limit)
+                                       user_id=user_id, limit=limit, embedder=embedder_of(self.backend))

@@ -119,13 +119,13 @@ class FilesBackend:
 
     async def search(self, query: str, caller: Caller, *, limit: int = 10, **options: Any) -> SearchResult:
         if options.get("mode") == "contextual":  # sessions by summary, then messages and records within them
-            from .sessions.contextual import contextual_search
+            from .sessions.contextual import contextual_search, embedder_of
 
             rest = {k: v for k, v in options.items() if k not in ("mode", "trace")}
             return await self._run(contextual_search, self.sessions, query, limit=limit, trace=bool(options.get("trace")),
                                    records=lambda n: self.store.search(query, limit=n, session_id=caller.session_id,
                                                                        user_id=caller.user_id, **rest),
-                                   **caller.kwargs())
+                                   embedder=embedder_of(self), **caller.kwargs())
         return await self._run(self.store.search, query, limit=limit, **caller.kwargs(), **options)
 
     async def forget(self, record_id: str, caller: Caller) -> bool:

@@ -170,11 +170,12 @@ def memory_toolset(
         sessions = getattr(store, "sessions", None)
         if sessions is None:
             raise ModelRetry("session logs are not available on this memory backend; use memory_search")
-        from .sessions.contextual import search_sessions
+        from .sessions.contextual import embedder_of, search_sessions
 
         try:
             found = await asyncio.to_thread(search_sessions, sessions, query, session_id=who.session_id,
-                                            user_id=who.user_id, limit=max(1, min(int(limit), 20)))
+                                            user_id=who.user_id, limit=max(1, min(int(limit), 20)),
+                                            embedder=embedder_of(store))
         except AgentMemoryError as exc:
             raise _retry(exc) from None
         return {"note": UNTRUSTED_NOTE, "sessions": found}

@@ -37,8 +37,8 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
     p.add_argument("--budget", type=positive, metavar="TOKENS",
                    help="also score budgeted recall coverage at this summary budget in tokens (default: off; slower)")
     p.add_argument("--profile", default="offline", help="recall worker profile for --budget (default offline)")
-    p.add_argument("--search", choices=("lexical", "dense", "hybrid"), default="lexical",
-                   help="retrieval mode (default lexical); dense and hybrid embed every turn first")
+    p.add_argument("--search", choices=("lexical", "dense", "hybrid"), default=None,
+                   help="retrieval mode (default: hybrid with --embedder, else lexical); dense and hybrid embed every turn first")
     p.add_argument("--embedder", metavar="NAME",
                    help="for --search dense|hybrid: local (MiniLM, the embeddings extra; the default) or a litellm model id")
     p.add_argument("--layer", choices=("records", "sessions"), default="records",
@@ -64,7 +64,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
         raise InvalidInputError("eval needs a directory for --root (its per-conversation roots), not a URL")
     progress = _progress.Progress("evaluating", None, "question")
     kwargs: dict[str, Any] = {"ks": ks, "budget": args.budget, "profile": args.profile, "progress": progress, "root": keep,
-                              "search": args.search, "embedder": args.embedder}
+                              "search": args.search or ("hybrid" if args.embedder else "lexical"), "embedder": args.embedder}
     if args.layer != "records":
         kwargs["layer"] = args.layer
     if args.limit_conversations:

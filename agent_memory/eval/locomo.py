@@ -153,12 +153,13 @@ def evaluate(
     ``search``: ``lexical`` (default), ``dense`` or ``hybrid``; the last two embed every turn first with
     ``embedder`` (``"local"`` by default: MiniLM from the ``embeddings`` extra; or a litellm model id, or an object).
     ``layer``: ``records`` (one record per turn, the default) or ``sessions`` (each LoCoMo session a session log with
-    our own summaries, questions answered by two-stage contextual search; see :mod:`.locomo_sessions`).
+    our own summaries, questions answered by two-stage contextual search; see :mod:`.locomo_sessions`); there
+    ``search`` picks the contextual ranking (lexical, or with the embedder's message vectors dense or hybrid).
     """
     if layer not in ("records", "sessions"):
         raise ValueError(f"layer must be records or sessions, not {layer!r}")
-    if layer == "sessions" and (search != "lexical" or budget is not None):
-        raise ValueError("layer sessions scores contextual search only (no --search, no --budget)")
+    if layer == "sessions" and budget is not None:
+        raise ValueError("layer sessions scores contextual search only (no --budget)")
     if search not in ("lexical", "dense", "hybrid"):
         raise ValueError(f"search must be lexical, dense or hybrid, not {search!r}")
     if search != "lexical":
@@ -166,6 +167,8 @@ def evaluate(
 
         embedder = make_embedder(embedder or "local")  # one model for every conversation
         store_options = {**dict(store_options or {}), "embedder": embedder}
+    else:
+        embedder = None
     ks = tuple(sorted({int(k) for k in ks}))
     if not ks or ks[0] < 1 or ks[-1] > 1000:
         raise ValueError("k values must be between 1 and 1000")
@@ -184,7 +187,7 @@ def evaluate(
                 progress(1)
 
         if layer == "sessions":
-            rows.extend(_sessions_sample(sample, index, ks, tick, root))
+            rows.extend(_sessions_sample(sample, index, ks, tick, root, embedder, search))
             continue
         rows.extend(_evaluate_sample(sample, index, ks, budget, profile, tick, store_options or {}, transcript_options or {},
                                      root, search))
@@ -199,7 +202,8 @@ def _root_for(stack: contextlib.ExitStack, root: str | os.PathLike[str] | None, 
 
 
 def _sessions_sample(sample: Mapping[str, Any], index: int, ks: Sequence[int], tick: Callable[[], None],
-                     root: str | os.PathLike[str] | None) -> list[tuple[str, dict[str, float]]]:
+                     root: str | os.PathLike[str] | None, embedder: Any = None, search: str = "lexical"
+                     ) -> list[tuple[str, dict[str, float]]]:
     from .locomo_sessions import session_rows
 
     thread = _sample_name(sample, index)
@@ -207,7 +211,7 @@ def _sessions_sample(sample: Mapping[str, Any], index: int, ks: Sequence[int], t
     with contextlib.ExitStack() as stack:
         where = _root_for(stack, root, thread, index)
         return session_rows(sample, sample_sessions(sample), where, user, ks, canonical_turn_id, normalize_evidence,
-                            evidence_recall, tick)
+                            evidence_recall, tick, embedder=embedder, search=search)
 
 
 def _evaluate_sample(

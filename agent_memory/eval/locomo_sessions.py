@@ -57,8 +57,10 @@ def import_sample(store: SessionStore, sessions: Sequence[Session], *, user_id: 
 def session_rows(sample: Mapping[str, Any], sessions: Sequence[Session], where: Path, user_id: str, ks: Sequence[int],
                  canonical: Callable[[Any], str | None], evidence_of: Callable[[Any], list[str]],
                  recall: Callable[[Sequence[str], Sequence[str | None]], float], tick: Callable[[], None],
-                 options: ContextualOptions | None = None) -> list[tuple[str, dict[str, float]]]:
-    """Import one sample into ``where`` and score its questions with contextual search."""
+                 options: ContextualOptions | None = None, embedder: Any = None, search: str = "lexical"
+                 ) -> list[tuple[str, dict[str, float]]]:
+    """Import one sample into ``where`` and score its questions with contextual search (``search`` lexical,
+    dense or hybrid; the last two with ``embedder``). A hit is one message, mapped to its one turn."""
     store = SessionStore(where, durable=False)
     import_sample(store, sessions, user_id=user_id)
     rows: list[tuple[str, dict[str, float]]] = []
@@ -67,7 +69,8 @@ def session_rows(sample: Mapping[str, Any], sessions: Sequence[Session], where: 
             continue
         evidence = evidence_of(q.get("evidence"))
         hits = contextual_search(store, str(q.get("question") or ""), user_id=user_id, limit=ks[-1],
-                                 options=options).hits
+                                 options=options, embedder=embedder if search != "lexical" else None,
+                                 search=search).hits  # type: ignore[arg-type]
         ranked = [canonical(h.metadata.get("turn_id")) for h in hits]
         rows.append((str(q.get("category", "?")), {f"recall@{k}": recall(evidence, ranked[:k]) for k in ks}))
         tick()

@@ -6,6 +6,12 @@ text. Stage 2 scores messages (each with its neighbours as low-weight context, s
 answer find each other) and lifts those of the best sessions; a result is diversified across sessions
 so a question whose answer is spread over several conversations gets each of them. Records from the
 store can be merged in (``records``), interleaved by reciprocal rank.
+
+With an ``embedder`` (``search="hybrid"``, the default then) both stages also use meaning: stage 1 blends in
+the cosine of the query to each session's summary and best messages, stage 2 fuses each message's lexical
+score with its cosine (message vectors from :mod:`._dense`) by the records layer's z-score fusion, whose
+lexical weight follows the query's lexical strength (:mod:`agent_memory.fusion`). An embedder failure falls
+back to the lexical ranking (said in the trace). Without an embedder the ranking is lexical, as it was.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ import dataclasses
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .._text import term_key
 from ..drafts import _parse_when
@@ -24,7 +30,10 @@ from ._files import SessionDir, SessionMessage, SessionSummary
 from ._rank import Bm25, keys, query_keys, weighted
 from .store import SessionStore
 
-__all__ = ["ContextualOptions", "contextual_search", "rank_sessions", "message_hit", "search_sessions"]
+if TYPE_CHECKING:  # pragma: no cover
+    from ..embeddings import Embedder
+
+__all__ = ["ContextualOptions", "contextual_search", "embedder_of", "rank_sessions", "message_hit", "search_sessions"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +54,10 @@ class ContextualOptions:
     expansion_terms: int = 12
     dates: bool = True  # index each message's date in words ("Monday, 8 May 2023") and resolved relative dates
     snippet_chars: int = 320
+    dense_sessions: float = 0.5  # stage 1 with an embedder: weight of the sessions' cosine (summary + best messages)
+    dense_pool: int = 50  # stage 2: nearest messages entering the fusion (besides the lexical candidates)
+    lexical_weight: float = 0.7  # stage 2 fusion: lexical weight when lexical search is strong (fusion.Fuse.weight)
+    weak_lexical_weight: float = 0.0  # … and when it is weak (fusion.Fuse.weak_weight)
 
 
 @dataclass
@@ -58,6 +71,13 @@ class _Indexed:
 
 
 _CACHE_ATTR = "_contextual_cache"
+
+
+def embedder_of(backend: Any) -> Embedder | None:
+    """The embedder a backend's record store was given (``MemoryStore(embedder=…)``), if any: contextual search
+    and ``memory_search_sessions`` use meaning exactly when the records do."""
+    meaning = getattr(getattr(backend, "store", None), "meaning", None)
+    return getattr(meaning, "embedder", None)
 
 
 def _indexed(store: SessionStore, sdir: SessionDir, messages: Sequence[SessionMessage], summary: SessionSummary | None,
@@ -131,8 +151,11 @@ def _normalised(scores: dict[int, float]) -> dict[int, float]:
 
 
 def rank_sessions(query: str, logs: Sequence[tuple[SessionDir, Sequence[SessionMessage], SessionSummary | None]],
-                  store: SessionStore, opts: ContextualOptions | None = None) -> list[tuple[int, float]]:
-    """Stage 1: ``(index into logs, score in (0, 1])`` for sessions matching ``query``, best first."""
+                  store: SessionStore, opts: ContextualOptions | None = None,
+                  dense: dict[int, float] | None = None) -> list[tuple[int, float]]:
+    """Stage 1: ``(index into logs, score in (0, 1])`` for sessions matching ``query``, best first.
+
+    ``dense``: each session's cosine to the query (:func:`_meaning`), blended in with ``opts.dense_sessions``."""
     opts = opts or ContextualOptions()
     q = query_keys(query)
     indexed = [_indexed(store, sdir, msgs, summ, opts) for sdir, msgs, summ in logs]
@@ -141,6 +164,12 @@ def rank_sessions(query: str, logs: Sequence[tuple[SessionDir, Sequence[SessionM
     share = opts.summary_share if by_summary else 0.0
     blended = {i: share * by_summary.get(i, 0.0) + (1 - share) * by_text.get(i, 0.0)
                for i in set(by_summary) | set(by_text)}
+    if dense:
+        lo, hi = min(dense.values()), max(dense.values())
+        spread = (hi - lo) or 1.0
+        lexical = _normalised(blended)
+        w = opts.dense_sessions
+        blended = {i: (1 - w) * lexical.get(i, 0.0) + w * (dense[i] - lo) / spread for i in set(lexical) | set(dense)}
     ranked = sorted(((i, s) for i, s in _normalised(blended).items() if s > 0), key=lambda x: -x[1])
     return ranked
 
@@ -156,18 +185,88 @@ def message_hit(sdir: SessionDir, m: SessionMessage, score: float, rel: str, sni
                      metadata=meta)
 
 
+Search = Literal["lexical", "dense", "hybrid"]
+
+
+@dataclass
+class _Meaning:
+    """Cosines of the query to every visible message (per log) and to each session."""
+
+    messages: list[Any]  # per log: a float vector, one cosine per message
+    sessions: dict[int, float]
+
+
+def _meaning(embedder: Embedder | None, search: Search | None, query: str,
+             logs: Sequence[tuple[SessionDir, Sequence[SessionMessage], SessionSummary | None]],
+             steps: list[dict[str, Any]]) -> _Meaning | None:
+    """The dense side, or None (lexical search asked, no embedder, or the embedder failed: fail open)."""
+    if embedder is None or search == "lexical" or not logs or not query.strip():
+        if embedder is None and search in ("dense", "hybrid"):
+            steps.append({"stage": "dense", "skipped": "no embedder configured"})
+        return None
+    import numpy as np
+
+    from ..embeddings import EmbeddingError
+    from ._dense import SessionVectors
+
+    try:
+        vecs = SessionVectors(embedder).vectors(logs)
+        q = embedder.embed([query])[0]
+    except EmbeddingError as exc:
+        steps.append({"stage": "dense", "error": str(exc), "fallback": "lexical"})
+        return None
+    cos = [m @ q if m.shape[0] else np.zeros(0, dtype=np.float32) for m, _ in vecs]
+    sessions: dict[int, float] = {}
+    for li, ((_, summary_vec), c) in enumerate(zip(vecs, cos, strict=True)):
+        best = float(np.sort(c)[-3:].mean()) if c.shape[0] else 0.0
+        sessions[li] = best if summary_vec is None else 0.5 * best + 0.5 * float(summary_vec @ q)
+    steps.append({"stage": "dense", "model": embedder.name, "messages": int(sum(c.shape[0] for c in cos))})
+    return _Meaning(cos, sessions)
+
+
+def _fused(raw: dict[int, float], strength: float, cosines: Any, opts: ContextualOptions, search: Search | None
+           ) -> dict[int, float]:
+    """Lexical scores and cosines fused as the records layer fuses them, mapped into (0, 1]."""
+    import numpy as np
+
+    from ..fusion import Fuse, QueryContext
+
+    lex = [] if search == "dense" else sorted(((str(d), s) for d, s in raw.items()), key=lambda x: -x[1])[:opts.dense_pool]
+    order = np.argsort(-cosines, kind="stable")[: opts.dense_pool]
+    dense = [(str(int(d)), float(cosines[d])) for d in order]
+    fuse = Fuse(weight=opts.lexical_weight, weak_weight=opts.weak_lexical_weight,
+                dense_scores=lambda ids: {i: float(cosines[int(i)]) for i in ids})
+    ctx = QueryContext(confidence=strength if lex else None, dense_mean=float(cosines.mean()),
+                       dense_std=float(cosines.std()) or None)
+    cands = fuse.fuse(lex, dense, ctx)
+    if not cands:
+        return {}
+    lo, hi = min(c.score for c in cands), max(c.score for c in cands)
+    spread = (hi - lo) or 1.0
+    return {int(c.id): 0.1 + 0.9 * (c.score - lo) / spread for c in cands}
+
+
 def contextual_search(
     sessions: SessionStore, query: str, *, session_id: str | None = None, user_id: str | None = None, limit: int = 10,
     records: Callable[[int], SearchResult] | None = None, options: ContextualOptions | None = None, trace: bool = False,
+    embedder: Embedder | None = None, search: Search | None = None,
 ) -> SearchResult:
     """Messages (and, with ``records``, record hits) the caller may see, ranked by the two stages.
 
     ``records(n)`` returns the store's own top ``n`` hits for the query (same caller); they are
-    interleaved with the messages by reciprocal rank. Scores are relative to the best hit, in (0, 1]."""
+    interleaved with the messages by reciprocal rank. Scores are relative to the best hit, in (0, 1].
+    ``embedder`` adds meaning (``search``: ``hybrid``, the default with an embedder, or ``dense``; ``lexical``
+    ignores it)."""
     opts = options or ContextualOptions()
+    if search is not None and search not in ("lexical", "dense", "hybrid"):
+        from ..errors import InvalidInputError
+
+        raise InvalidInputError(f"search must be lexical, dense or hybrid, not {search!r}")
     logs = sessions.visible_logs(session_id=session_id, user_id=user_id)
     q = query_keys(query)
-    ranked_sessions = rank_sessions(query, logs, sessions, opts)
+    steps: list[dict[str, Any]] = []
+    meaning = _meaning(embedder, search, query, logs, steps)
+    ranked_sessions = rank_sessions(query, logs, sessions, opts, meaning.sessions if meaning else None)
     lift = {i: s for i, s in ranked_sessions[: opts.top_sessions]}
     flat: list[tuple[int, int]] = []
     docs: list[Counter[str]] = []
@@ -188,7 +287,18 @@ def contextual_search(
         extra = _expansion(logs, ranked_sessions[: opts.expansion_sessions], named, set(q), opts.expansion_terms)
         weights = dict.fromkeys(extra, opts.expansion)
         mq = mq + [t for t in extra if t not in mq]
-    raw = _normalised({d: s * coord[d] for d, s in Bm25(docs).scores(mq, weights).items()}) if q else {}
+    bm25 = Bm25(docs)
+    scores = {d: s * coord[d] for d, s in bm25.scores(mq, weights).items()} if q else {}
+    if meaning is not None and flat:
+        import numpy as np
+
+        from ..fusion import lexical_strength
+
+        strength = lexical_strength(max(scores.values(), default=0.0), [bm25.idf(t) for t in mq])
+        raw = _fused(scores, strength, np.concatenate(meaning.messages), opts, search)
+        steps.append({"stage": "fuse", "lexical": len(scores), "strength": round(strength, 4), "fused": len(raw)})
+    else:
+        raw = _normalised(scores)
     if named and opts.speaker_boost:
         for d in raw:
             li, mi = flat[d]
@@ -214,12 +324,12 @@ def contextual_search(
                                 opts.snippet_chars, session_score=round(lift.get(li, 0.0), 4)))
     if records is not None:
         hits = _interleave(hits, list(records(limit).hits), limit)
-    steps: list[dict[str, Any]] | None = None
+    out_steps: list[dict[str, Any]] | None = None
     if trace:
-        steps = [{"stage": "sessions", "ranked": [{"session_id": logs[i][0].session_id, "score": round(s, 4)}
-                                                  for i, s in ranked_sessions[: opts.top_sessions]]},
-                 {"stage": "messages", "candidates": len(raw), "returned": len(hits)}]
-    return SearchResult(hits=hits, trace=steps)
+        out_steps = [{"stage": "sessions", "ranked": [{"session_id": logs[i][0].session_id, "score": round(s, 4)}
+                                                      for i, s in ranked_sessions[: opts.top_sessions]]},
+                     *steps, {"stage": "messages", "candidates": len(raw), "returned": len(hits)}]
+    return SearchResult(hits=hits, trace=out_steps)
 
 
 def _interleave(messages: list[SearchHit], records: list[SearchHit], limit: int, k: int = 60) -> list[SearchHit]:
@@ -231,18 +341,28 @@ def _interleave(messages: list[SearchHit], records: list[SearchHit], limit: int,
 
 
 def search_sessions(sessions: SessionStore, query: str, *, session_id: str | None = None, user_id: str | None = None,
-                    limit: int = 5, messages: int = 3, options: ContextualOptions | None = None) -> list[dict[str, Any]]:
+                    limit: int = 5, messages: int = 3, options: ContextualOptions | None = None,
+                    embedder: Embedder | None = None) -> list[dict[str, Any]]:
     """Stage 1 and a peek into stage 2: the caller's best sessions for ``query``, each with its summary and
-    its ``messages`` best-matching messages (``[{session_id, score, first_at, last_at, summary, messages}]``)."""
+    its ``messages`` best-matching messages (``[{session_id, score, first_at, last_at, summary, messages}]``).
+    With an ``embedder`` sessions and messages are ranked by meaning too (as :func:`contextual_search`)."""
     opts = options or ContextualOptions()
     logs = sessions.visible_logs(session_id=session_id, user_id=user_id)
-    ranked = rank_sessions(query, logs, sessions, opts)[: max(1, limit)]
+    meaning = _meaning(embedder, None, query, logs, [])
+    ranked = rank_sessions(query, logs, sessions, opts, meaning.sessions if meaning else None)[: max(1, limit)]
     q = query_keys(query)
     out = []
     for li, score in ranked:
         sdir, msgs, summary = logs[li]
         ix = _indexed(sessions, sdir, msgs, summary, opts)
-        best = sorted(Bm25(ix.message_docs).scores(q).items(), key=lambda x: -x[1])[: max(0, messages)]
+        lexical = _normalised(Bm25(ix.message_docs).scores(q))
+        if meaning is not None and len(msgs):
+            cos = meaning.messages[li]
+            lo, spread = float(cos.min()), (float(cos.max() - cos.min()) or 1.0)
+            mixed = {i: 0.5 * lexical.get(i, 0.0) + 0.5 * (float(cos[i]) - lo) / spread for i in range(len(msgs))}
+        else:
+            mixed = lexical
+        best = sorted(mixed.items(), key=lambda x: -x[1])[: max(0, messages)]
         rel = sessions.files._rel(sdir.path / "log.jsonl")
         out.append({"session_id": sdir.session_id, "score": round(score, 4),
                     "first_at": msgs[0].at if msgs else None, "last_at": msgs[-1].at if msgs else None,
