@@ -23,8 +23,8 @@ _EXPORTS = {
     "StorageError": "errors",
     "ReadOnlyError": "errors",
     "BackendError": "errors",
-    "MemoryDraft": "store",
-    "RememberResult": "store",
+    "MemoryDraft": "drafts",
+    "RememberResult": "drafts",
     "SweepReport": "store",
     "DoctorReport": "store",
     "MemoryRecord": "records",
@@ -65,6 +65,7 @@ _EXPORTS = {
     "LiteLLMModel": "models.litellm",
     "memory_toolset": "tools",
     "SessionStore": "sessions",
+    "SessionLog": "sessions.store",
     "SessionInfo": "sessions",
     "SessionMessage": "sessions",
     "SessionSummary": "sessions",
@@ -95,6 +96,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .backends import open_backend
     from .consolidate import ConsolidateOptions, ConsolidationReport, ConsolidationUnsupported
     from .core import MemoryBlock
+    from .drafts import MemoryDraft, RememberResult
     from .embeddings import CallableEmbedder, Embedder, LiteLLMEmbedder, LocalEmbedder, make_embedder
     from .episodes import Episode, EpisodeStore, EpisodesUnsupportedError, build_episode, purge_episodes
     from .errors import (
@@ -129,7 +131,8 @@ if TYPE_CHECKING:  # pragma: no cover
         purge_sessions,
     )
     from .sessions.api import SessionsNotSupportedError
-    from .store import DoctorReport, MemoryDraft, MemoryStore, RememberResult, SweepReport
+    from .sessions.store import SessionLog
+    from .store import DoctorReport, MemoryStore, SweepReport
     from .tokens import count_tokens
     from .tools import memory_toolset
     from .vectors import VectorCache
