@@ -13,12 +13,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, runtime_checkable
 
-from .drafts import MemoryDraft, RememberResult
-from .records import MemoryRecord
-from .search import SearchResult
-from .store import DoctorReport, MemoryStore, SweepReport
+if TYPE_CHECKING:  # annotations only: a PostgreSQL process never imports the files store
+    from .drafts import MemoryDraft, RememberResult
+    from .records import MemoryRecord
+    from .search import SearchResult
+    from .store import DoctorReport, MemoryStore, SweepReport
 
 T = TypeVar("T")
 

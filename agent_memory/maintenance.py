@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ._fs import TMP_PREFIX
@@ -14,6 +14,17 @@ from .records import RecordParseError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .store import MemoryStore
+
+
+@dataclass
+class SweepReport:
+    """What one sweep removed: expired records and exact duplicates."""
+
+    expired: list[str] = field(default_factory=list)
+    duplicates: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"expired": self.expired, "duplicates": self.duplicates}
 
 
 @dataclass

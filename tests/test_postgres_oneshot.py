@@ -84,6 +84,8 @@ async def test_cli_search_loads_no_pool_library_and_leaves_no_warning(pg_url: st
         import sys
         from agent_memory.cli._app import main
         code = main(["--root", {pg_url!r}, "search", "one-shot ferry", "--json"])
+        heavy = sorted(m for m in ("numpy", "agent_memory.store", "agent_memory.embeddings") if m in sys.modules)
+        print("HEAVY", ",".join(heavy) or "-")
         print("POOL-LOADED" if "psycopg_pool" in sys.modules else "NO-POOL", code)
     """)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
@@ -93,3 +95,4 @@ async def test_cli_search_loads_no_pool_library_and_leaves_no_warning(pg_url: st
     assert out.stdout.strip().endswith("NO-POOL 0"), out.stdout
     assert "the one-shot ferry leaves at nine" in out.stdout
     assert "Task was destroyed" not in out.stderr
+    assert "HEAVY -" in out.stdout  # a lexical search imports neither numpy nor the files store

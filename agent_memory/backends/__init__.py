@@ -10,7 +10,6 @@ import os
 from typing import Any
 
 from ..backend import FilesBackend, MemoryBackend
-from ..store import MemoryStore
 
 __all__ = ["open_backend"]
 
@@ -25,4 +24,6 @@ def open_backend(target: str | os.PathLike[str] | MemoryBackend, **options: Any)
 
         backend: MemoryBackend = PostgresBackend(text, **options)
         return backend
+    from ..store import MemoryStore
+
     return FilesBackend(MemoryStore(text, **options))

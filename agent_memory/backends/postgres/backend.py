@@ -20,9 +20,9 @@ from ...drafts import MemoryDraft, RememberResult, explicit_fields, prepare_draf
 from ...errors import InvalidInputError, NotFoundError
 from ...events import acting
 from ...index import SyncReport, core_line
+from ...maintenance import DoctorReport, SweepReport
 from ...records import MemoryRecord, Scope, normalize_tags, parse_scope, validate_id
 from ...search import Fts5Engine, SearchResult
-from ...store import DoctorReport, SweepReport
 from .events import events_for, record_archive_event, record_writes
 from .maintenance import Maintenance
 from .pool import Pool, redact_url
@@ -400,6 +400,8 @@ def _chunks(items: Iterable[MemoryDraft], size: int) -> Iterator[builtins.list[M
 
 def _vectors(schema: str, embedder: Any, searcher: PgSearch) -> Any:
     """The backend's vectors (``agent_memory/backends/postgres/vectors.py``), or None without an embedder."""
+    if embedder is None:  # no numpy import for a lexical-only backend (the cold CLI search)
+        return None
     from ...embeddings import make_embedder
 
     made = make_embedder(embedder)

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from ...index import SyncReport, summary_line
+from ...maintenance import DoctorReport, SweepReport
 from ...records import content_hash
-from ...store import DoctorReport, SweepReport
 from .schema import LATEST
 from .writes import Writer
 
