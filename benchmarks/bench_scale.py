@@ -43,6 +43,7 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 
 from _corpus import Corpus, percentile  # noqa: E402
 from _genroot import write_root  # noqa: E402
+from _proc import server_cpu_s  # noqa: E402
 
 from agent_memory.backend import Caller, FilesBackend, MemoryBackend  # noqa: E402
 from agent_memory.store import MemoryStore  # noqa: E402
@@ -175,26 +176,6 @@ async def files_row(size: int, queries: list[str], args: argparse.Namespace, tmp
     return row
 
 
-def _server_cpu_s(server: Any) -> float:
-    """CPU seconds (user + system) of the server's processes so far (postmaster and its live children)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    try:
-        master = int((server.data / "postmaster.pid").read_text().split()[0])
-    except (OSError, ValueError):
-        return 0.0
-    total = 0
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(pid) == master or int(fields[1]) == master:
-            total += int(fields[11]) + int(fields[12])
-    return total / tick
-
-
 async def pg_row(size: int, drafts: list[Any], queries: list[str], args: argparse.Namespace, server: Any) -> dict[str, Any]:
     import psycopg
 
@@ -207,11 +188,11 @@ async def pg_row(size: int, drafts: list[Any], queries: list[str], args: argpars
     backend = PostgresBackend(url)
     row: dict[str, Any] = {"backend": "postgres", "records": size}
     try:
-        cpu0, srv0 = time.process_time(), _server_cpu_s(server)
+        cpu0, srv0 = time.process_time(), server_cpu_s(server.data)
         t = time.perf_counter()
         await backend.remember_many(drafts, source="import")
         wall = time.perf_counter() - t
-        cpu = time.process_time() - cpu0 + _server_cpu_s(server) - srv0
+        cpu = time.process_time() - cpu0 + server_cpu_s(server.data) - srv0
         row.update(ingest_per_s=round(size / wall), ingest_per_cpu_s=round(size / cpu) if cpu else None,
                    ingest_s=round(wall, 1))
         row["search"] = await warm(backend, queries)
