@@ -90,7 +90,10 @@ def _value(raw: str, budget: list[int]) -> Any:
             raise _Decline
         return raw
     if _NUMBER.fullmatch(raw):
-        return float(raw) if "." in raw else int(raw)  # YAML 1.1 reads these decimal forms as Python does
+        try:
+            return float(raw) if "." in raw else int(raw)  # YAML 1.1 reads these decimal forms as Python does
+        except ValueError:  # e.g. an integer over Python's digit limit: the safe loader decides
+            raise _Decline from None
     if raw == "true" or raw == "false":
         return raw == "true"
     if first not in '"[{':

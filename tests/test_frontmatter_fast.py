@@ -128,3 +128,8 @@ def test_records_rendered_by_the_store_are_read_fast() -> None:
                            metadata={"k": {"n": [1, 0.5]}}, created="2026-01-02T03:04:05Z", updated="2026-01-02T03:04:05Z")
         header = rec.render().split("\n---\n", 1)[0][len("---\n"):]
         assert fast_load(header) is not None, header
+
+
+def test_a_number_python_will_not_convert_is_left_to_the_safe_loader() -> None:
+    header = 'id: "a"\nimportance: ' + "9" * 5000
+    assert fast_load(header) is None  # declined, never a raw ValueError from int()
