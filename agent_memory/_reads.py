@@ -14,9 +14,9 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidIdError, InvalidInputError, NotFoundError
-from .index import scope_filter_sql, visibility_sql
+from .index_schema import scope_filter_sql, visibility_sql
 from .records import MemoryRecord, RecordParseError, Scope, normalize_kind, normalize_tags, parse_scope, validate_id
-from .search import SearchRequest, date_filter_sql
+from .search_types import SearchRequest, date_filter_sql
 
 if TYPE_CHECKING:  # pragma: no cover
     from .store import MemoryStore

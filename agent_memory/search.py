@@ -27,9 +27,8 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ._strict import visible_bm25
 from ._text import (
     STOP_WORDS,
     Tokenizer,
@@ -41,8 +40,7 @@ from ._text import (
     term_key,
     term_matcher,
 )
-from .index import Index, scope_filter_sql, visibility_sql
-from .index_schema import dates_text
+from .index_schema import dates_text, scope_filter_sql, visibility_sql
 from .search_types import (
     MIN_SCORE,
     SearchEngine,
@@ -52,6 +50,9 @@ from .search_types import (
     date_filter_sql,
     readable_score,
 )
+
+if TYPE_CHECKING:  # pragma: no cover - the index is only a parameter type here
+    from .index import Index
 
 __all__ = ["STOP_WORDS", "Fts5Engine", "dates_text", "SearchEngine", "SearchHit", "SearchRequest", "SearchResult", "Tokenizer",
            "date_filter_sql", "default_tokenizer", "light_stem", "term_key", "term_matcher", "readable_score", "MIN_SCORE"]
@@ -232,6 +233,8 @@ class Fts5Engine:
                      " FROM fts f JOIN records r ON r.rowid = f.rowid"
                      f" WHERE fts MATCH :q AND {visibility_sql('r')}{extra}")
         count_sql = f"SELECT count(*) FROM records r WHERE {visibility_sql('r')}"
+        from ._strict import visible_bm25  # strict visibility only
+
         return visible_bm25(conn, match_sql, count_sql, params, keys, self.weights, fetch)
 
     def _ranked_visible(self, conn: Any, params: dict[str, Any], weights: str, narrow: str, extra: str, fetch: int,

@@ -6,11 +6,14 @@ Split from :mod:`agent_memory.search` (which re-exports all of it) so the engine
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from .index import Index, time_sql
+from .index_schema import time_sql
 from .index_schema import dates_text
 from .records import Scope
+
+if TYPE_CHECKING:  # pragma: no cover - the index is only a parameter type here
+    from .index import Index
 
 __all__ = ["MIN_SCORE", "SearchEngine", "SearchHit", "SearchRequest", "SearchResult", "date_filter_sql", "readable_score"]
 

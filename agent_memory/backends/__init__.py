@@ -7,15 +7,18 @@ dependencies (PostgreSQL: ``pip install 'agent-memory[postgres]'``), imported on
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..backend import FilesBackend, MemoryBackend
+if TYPE_CHECKING:  # pragma: no cover - imported when a backend is opened (a light submodule never needs them)
+    from ..backend import MemoryBackend
 
 __all__ = ["open_backend"]
 
 
 def open_backend(target: str | os.PathLike[str] | MemoryBackend, **options: Any) -> MemoryBackend:
     """A backend for a root directory, a ``postgresql://`` URL, or an already-built backend."""
+    from ..backend import FilesBackend, MemoryBackend
+
     if isinstance(target, MemoryBackend) and not isinstance(target, (str, os.PathLike)):
         return target
     text = os.fspath(target)

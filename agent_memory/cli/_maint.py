@@ -19,7 +19,7 @@ from . import _progress
 from . import export as _export
 from ._base import UsageError, emit, note, positive
 from ._errors import Interrupted
-from ._target import StoreTarget, check_url, is_url, open_target, open_url, prepare_root
+from ._target import StoreTarget, check_url, embedder_name, is_url, open_target, open_url, prepare_root
 
 Handler = Callable[[argparse.Namespace], "int | None"]
 DEFAULT_BATCH = 5000
@@ -85,9 +85,7 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
 
 def meaning_options(target: Any, mode: str | None, embedder: str | None) -> dict[str, Any]:
     """Search options for ``--mode``/``--embedder``: attaches the embedder to a files store; ``{}`` for plain lexical."""
-    name = embedder or os.environ.get("AGENT_MEMORY_EMBEDDER") or None
-    if name is not None and name.strip().lower() in ("none", "off", "lexical"):
-        name = None
+    name = embedder_name(embedder)
     if mode in (None, "lexical") and name is None:
         return {}
     if mode == "lexical":

@@ -9,8 +9,7 @@ from typing import Any
 
 from ..errors import NotFoundError
 from ._base import SCOPES, UsageError, add_identity, emit, expiry, fmt_score, fraction, positive, read_text
-from ._maint import meaning_options
-from ._target import open_target
+from ._target import check_url, embedder_name, is_url, open_target
 
 Handler = Callable[[argparse.Namespace], "int | None"]
 DEFAULT_SEARCH_LIMIT = 10
@@ -44,7 +43,7 @@ def _filter_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 def _dates(rec: Any) -> str:
     """``; on 2023-05-07; true since …`` when the record knows when it happened or held (and if superseded)."""
-    from ..index import dates_text
+    from ..index_schema import dates_text
 
     text = dates_text(None, rec.happened_at, rec.valid_from, rec.valid_to)
     if rec.superseded_by:
@@ -160,11 +159,14 @@ def cmd_remember(args: argparse.Namespace) -> None:
 
 def cmd_search(args: argparse.Namespace) -> None:
     query = read_text(args.query, "QUERY")
-    target = open_target(args.root, create=False)
-    res = target.search(
-        query, **_caller(args), tags=args.tags, scope=args.scope, kind=args.kind,
-        limit=DEFAULT_SEARCH_LIMIT if args.limit is None else args.limit, trace=args.trace, **_filter_kwargs(args),
-        **meaning_options(target, args.mode, args.embedder))
+    options = {**_caller(args), "tags": args.tags, "scope": args.scope, "kind": args.kind, "trace": args.trace,
+               "limit": DEFAULT_SEARCH_LIMIT if args.limit is None else args.limit, **_filter_kwargs(args)}
+    res = _search_once(args, query, options)
+    if res is None:
+        target = open_target(args.root, create=False)
+        from ._maint import meaning_options
+
+        res = target.search(query, **options, **meaning_options(target, args.mode, args.embedder))
     doc: dict[str, Any] = {"hits": [h.to_dict() for h in res.hits]}
     if args.trace:
         doc["trace"] = res.trace
@@ -179,6 +181,22 @@ def cmd_search(args: argparse.Namespace) -> None:
         return "\n".join(out) or "no matches"
 
     emit(args, doc, human)
+
+
+def _search_once(args: argparse.Namespace, query: str, options: dict[str, Any]) -> Any:
+    """A lexical search of a PostgreSQL root without importing psycopg (None: take the backend)."""
+    lexical = args.mode == "lexical" or (args.mode is None and embedder_name(args.embedder) is None)
+    if not is_url(args.root) or not lexical:
+        return None
+    import importlib.util
+
+    if importlib.util.find_spec("psycopg") is None:  # the extra is not installed: the backend path says so
+        return None
+    try:
+        from ..backends.postgres.oneshot import search_once
+    except ImportError:
+        return None
+    return search_once(check_url(args.root), query, **options)
 
 
 def cmd_get(args: argparse.Namespace) -> None:

@@ -41,6 +41,14 @@ def check_url(root: str) -> str:
     return root
 
 
+def embedder_name(embedder: str | None) -> str | None:
+    """``--embedder`` or ``$AGENT_MEMORY_EMBEDDER``; None for none/off/lexical or unset."""
+    name = embedder or os.environ.get("AGENT_MEMORY_EMBEDDER") or None
+    if name is not None and name.strip().lower() in ("none", "off", "lexical"):
+        return None
+    return name
+
+
 def is_memory_root(path: Path) -> bool:
     return (path / "records").is_dir()
 

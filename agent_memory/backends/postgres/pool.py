@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 import time
 import weakref
 from collections.abc import AsyncIterator
@@ -23,15 +22,12 @@ import psycopg
 from psycopg.rows import dict_row
 
 from ...errors import BackendError, InvalidInputError
+from .rows import redact_url
 from .schema import LATEST, migrate
 
-_PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
+__all__ = ["Pool", "redact_url"]
+
 IDLE_CHECK_S = 1.0  # a connection idle longer than this is pinged before use
-
-
-def redact_url(url: str) -> str:
-    """The URL without its password (for messages and paths)."""
-    return _PASSWORD.sub(r"\1***@", url)
 
 
 class Pool:

@@ -8,14 +8,22 @@ The ``tenant IN ('', uid)`` term is implied by the rest; it lets a distributed t
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Iterable
 from typing import Any
 
 from ..._reads import as_of_filter, date_filters, kinds_of, scopes_of
-from ...drafts import _parse_when
 from ...errors import InvalidInputError
-from ...index import summary_line
+from ...index_schema import summary_line
 from ...records import MemoryRecord, Scope, normalize_tags
+
+_PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
+
+
+def redact_url(url: str) -> str:
+    """The URL without its password (for messages and paths)."""
+    return _PASSWORD.sub(r"\1***@", url)
+
 
 COLUMNS = ("tenant", "id", "part", "scope", "session_id", "user_id", "kind", "title", "tags", "tag_text", "memory_key",
            "source", "created", "updated", "expires", "expires_text", "importance", "content_hash", "content", "summary",
@@ -33,6 +41,8 @@ def tenant_part(rec: MemoryRecord) -> tuple[str, str]:
 
 
 def parse_time(value: str | None) -> dt.datetime | None:
+    from ...drafts import _parse_when  # drafts brings redaction: only writes need it
+
     return None if value is None else _parse_when(value)
 
 
@@ -103,7 +113,7 @@ def time_sql(params: dict[str, Any], *, include_superseded: bool = False, as_of:
     """`` AND …``: current rows only, all of them (``include_superseded``), or those in force at ``as_of``."""
     when = as_of_filter(as_of)
     if when is not None:
-        params["f_as_of"] = _parse_when(when)
+        params["f_as_of"] = parse_time(when)
         start = f"coalesce({alias}.valid_from, {alias}.happened_at, {alias}.created)"
         return f" AND {start} <= %(f_as_of)s AND ({alias}.valid_to IS NULL OR {alias}.valid_to > %(f_as_of)s)"
     return "" if include_superseded else f" AND {alias}.superseded_by IS NULL"
@@ -130,7 +140,7 @@ def filters_sql(params: dict[str, Any], *, tags: Iterable[str] = (), scope: Any 
             continue
         check_strings(**{name: value})
         [text] = date_filters(**{name: value})  # the files backend's rules: a day given as an end includes that day
-        when = _parse_when(text or "")
+        when = parse_time(text or "")
         if when is None:  # pragma: no cover - date_filters raised already
             raise InvalidInputError(f"{name} must be an ISO date or datetime (e.g. 2026-11-22), not {value!r}")
         params[f"f_{name}"] = when
