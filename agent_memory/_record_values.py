@@ -7,9 +7,7 @@ The lowest layer of the package: :mod:`agent_memory.records` (the record and its
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import re
-import secrets
 import unicodedata
 from collections.abc import Iterable, Mapping
 from enum import StrEnum
@@ -77,6 +75,8 @@ def validate_key(key: object) -> str:
 def content_hash(content: str) -> str:
     """Hash used for exact-duplicate detection (line endings and outer whitespace ignored)."""
     norm = content.replace("\r\n", "\n").strip()
+    import hashlib  # writes only: a read-only process never loads OpenSSL for it
+
     return hashlib.sha256(norm.encode("utf-8")).hexdigest()[:16]
 
 
@@ -88,6 +88,8 @@ def slugify(text: str, max_len: int = 40) -> str:
 
 def new_id(title: str, created: str) -> str:
     """``YYYY-MM-DD-<slug>-<8 hex>``: derived from date, a sanitised slug and randomness."""
+    import secrets
+
     return f"{created[:10]}-{slugify(title)}-{secrets.token_hex(4)}"
 
 

@@ -24,7 +24,6 @@ from ._fs import TMP_PREFIX, RootLock, ensure_dir, storage_error, storage_errors
 from ._index_conn import open_connection
 from .errors import ReadOnlyError, StorageError
 from .index_schema import (  # re-exported: the schema and SQL fragments are imported from here
-    _FTS_SECURE_DELETE,
     _RECORD_COLS,
     DEFAULT_FTS_TOKENIZER,
     FTS_COLUMNS,
@@ -48,6 +47,8 @@ from .index_schema import (  # re-exported: the schema and SQL fragments are imp
 from .index_sync import SyncReport as SyncReport  # re-exported: callers import it from here
 from .quarantine import read_record_file
 from .records import MemoryRecord
+
+_FTS_SECURE_DELETE = sqlite3.sqlite_version_info >= (3, 44, 0)
 
 __all__ = ["DEFAULT_FTS_TOKENIZER", "FTS_COLUMNS", "SCHEMA_VERSION", "Index", "SyncReport", "as_of_sql", "core_line", "current_sql",
            "dates_text", "day_text",

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .records import MemoryRecord, Scope, normalize_instant
+
+if TYPE_CHECKING:  # pragma: no cover
+    import sqlite3
 
 SCHEMA_VERSION = "5"  # 4: instants stored as normalised UTC; 5: two clocks and supersession
 DEFAULT_FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
@@ -25,7 +27,6 @@ _RECORD_COLS = (
 
 
 # FTS5 secure-delete (SQLite 3.44+) removes a deleted row's terms at once; older versions need an 'optimize'
-_FTS_SECURE_DELETE = sqlite3.sqlite_version_info >= (3, 44, 0)
 # control, format (bidi, zero-width) and separator characters: a summary is one plain line of MEMORY.md
 _NOT_PLAIN = re.compile("[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]")
 
@@ -53,8 +54,17 @@ def visibility_sql(alias: str = "r") -> str:
     )
 
 
+def fts_secure_delete() -> bool:
+    """Whether this SQLite's FTS5 can delete securely (3.44+); sqlite3 is imported only by who needs it."""
+    import sqlite3
+
+    return sqlite3.sqlite_version_info >= (3, 44, 0)
+
+
 def is_corrupt(exc: BaseException) -> bool:
     """True for errors meaning the database file is damaged or emptied under us (not for busy/locked)."""
+    import sqlite3
+
     msg = str(exc).lower()
     return type(exc) is sqlite3.DatabaseError or any(
         m in msg for m in ("malformed", "not a database", "file is encrypted", "vtable constructor failed", "fts5: corrupt",
@@ -124,7 +134,7 @@ def schema_sql(fts_tokenizer: str) -> str:
     CREATE INDEX record_tags_tag ON record_tags(tag, rid);
     CREATE INDEX record_tags_rid ON record_tags(rid);
     CREATE VIRTUAL TABLE fts USING fts5({", ".join(FTS_COLUMNS)}, tokenize = '{tok}');
-    {"INSERT INTO fts(fts, rank) VALUES ('secure-delete', 1);" if _FTS_SECURE_DELETE else ""}
+    {"INSERT INTO fts(fts, rank) VALUES ('secure-delete', 1);" if fts_secure_delete() else ""}
     """
 
 

@@ -8,8 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .index_schema import time_sql
-from .index_schema import dates_text
+from .index_schema import dates_text, time_sql
 from .records import Scope
 
 if TYPE_CHECKING:  # pragma: no cover - the index is only a parameter type here

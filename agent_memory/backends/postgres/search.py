@@ -23,6 +23,7 @@ from .rows import COLUMNS, filters_sql, row_to_record, visibility
 
 # ts_rank weights are {D, C, B, A}: context, body, tags, title — the files engine's (0.4, 1.0, 1.5, 2.0) / 2
 WEIGHTS = "{0.2, 0.5, 0.75, 1.0}"
+STATS_FROM = 20  # tables of at least 20 × the candidate budget estimate common terms' counts from statistics
 DF_TTL_S = 60.0  # document counts only steer candidate selection: a minute-old count is good enough
 _COLS = ", ".join(f"r.{c}" for c in COLUMNS)  # not the stored tsvector: ranking needs it, the client does not
 
@@ -94,11 +95,11 @@ class PgSearch:
             self._df.clear()
         counts = {t: hit[0] for t in usable if (hit := self._df.get(t)) is not None and now - hit[1] < DF_TTL_S}
         missing = [t for t in usable if t not in counts]
-        if missing:  # one round trip: each term's document count, bounded by the budget (a capped bitmap scan each)
-            cols = ", ".join(f"(SELECT count(*) FROM (SELECT 1 FROM {self.t} WHERE tsv @@ to_tsquery(%(cfg)s::regconfig,"
-                             f" %(t{i})s) LIMIT %(probe)s) c) AS n{i}" for i in range(len(missing)))
-            cur = await conn.execute(f"SELECT {cols}", {"cfg": self.cfg, "probe": probe,
-                                                         **{f"t{i}": f"'{t}'" for i, t in enumerate(missing)}})
+        if missing:  # one round trip: each term's document count, bounded by the budget
+            cur = await conn.execute(self._counts_sql(len(missing)), {
+                "cfg": self.cfg, "probe": probe, "rel": self.t, "schema": self.t.split(".")[0].strip('"'),
+                "big": STATS_FROM * budget, **{f"t{i}": f"'{t}'" for i, t in enumerate(missing)},
+                **{f"w{i}": t for i, t in enumerate(missing)}})
             row = await cur.fetchone()
             for i, t in enumerate(missing):
                 counts[t] = int(row[f"n{i}"])
@@ -120,6 +121,22 @@ class PgSearch:
             return "q.q"
         params["sel"] = " | ".join(f"'{t}'" for t in chosen)
         return "to_tsquery(%(cfg)s::regconfig, %(sel)s)"
+
+    def _counts_sql(self, n: int) -> str:
+        """Each term's document count, capped at ``probe``: a capped bitmap scan per term, except on a table of
+        ``STATS_FROM`` × budget rows or more, where a term the planner's statistics list as common
+        (``pg_stats.most_common_elems`` of the ``tsv`` column, kept by ANALYZE / autovacuum) takes its estimate
+        from them — the scan of a common term is the slow one (tens of ms at 1M rows), a rare term's is cheap."""
+        stats = ("WITH st AS (SELECT s.most_common_elems::text::text[] AS e, s.most_common_elem_freqs AS f,"
+                 " c.reltuples AS n FROM pg_stats s, pg_class c WHERE s.schemaname = %(schema)s"
+                 " AND s.tablename = 'records' AND s.attname = 'tsv' AND c.oid = %(rel)s::regclass"
+                 " AND c.reltuples >= %(big)s) ")
+        cols = ", ".join(
+            f"coalesce((SELECT least(%(probe)s, round(st.f[array_position(st.e, x.l)] * st.n))::bigint FROM st,"
+            f" (SELECT (tsvector_to_array(to_tsvector(%(cfg)s::regconfig, %(w{i})s)))[1] AS l) x WHERE x.l = ANY(st.e)),"
+            f" (SELECT count(*) FROM (SELECT 1 FROM {self.t} WHERE tsv @@ to_tsquery(%(cfg)s::regconfig, %(t{i})s)"
+            f" LIMIT %(probe)s) c)) AS n{i}" for i in range(n))
+        return f"{stats}SELECT {cols}"
 
     def _rescore(self, rows: list[Any], keys: set[str], found: Callable[[str], set[str]]) -> list[tuple[float, Any]]:
         engine = self.engine
