@@ -189,3 +189,44 @@ def test_cli_search_same_output_and_no_psycopg_on_the_one_shot_path(pg_url: str,
         assert "HEAVY - 0" in out.stderr, out.stderr
     else:
         assert "psycopg" in out.stderr and "asyncio" in out.stderr  # the backend path, same answer
+
+
+async def test_common_terms_are_counted_from_statistics_on_large_tables(pg_url: str) -> None:  # noqa: F811
+    """At ≥ 20 × the budget rows, a term the planner lists as common takes its count from pg_stats (no scan)."""
+    from agent_memory.search import Fts5Engine
+
+    schema = fresh_schema()
+    b = PostgresBackend(pg_url, schema=schema, engine=Fts5Engine(candidate_budget=20))
+    try:
+        await b.remember_many([MemoryDraft(f"weekly status report number {i}") for i in range(600)])
+        await b.remember(MemoryDraft("the zeppelin status report"))
+        async with b.pool.connection() as conn:
+            await conn.execute(f'ALTER TABLE "{schema}".records SET (autovacuum_enabled = false)')
+            await conn.execute(f'ANALYZE "{schema}".records')
+            # statistics now say "weekly" is in every row; make them stale: only 10 rows (numbers 10–19) keep it
+            await conn.execute(f"DELETE FROM \"{schema}\".records WHERE content LIKE 'weekly status report number %'"
+                               " AND content NOT LIKE '% 1_'")
+        res = await b.search("zeppelin weekly", Caller(), limit=3, trace=True)
+        counts = {s["stage"]: s for s in res.trace or []}["candidates"]["documents_per_term"]
+        assert counts == {"zeppelin": 1, "weekly": 21}  # weekly: the statistics' estimate, capped at budget + 1
+        plain = PostgresBackend(pg_url, schema=schema)  # the default budget, as the command line uses
+        try:
+            ref = await plain.search("zeppelin weekly", Caller(), limit=3, trace=True)
+        finally:
+            await plain.close()
+        once = search_once(pg_url, "zeppelin weekly", schema=schema, limit=3, trace=True)
+        assert once is not None and _same(once, ref)
+        small = PostgresBackend(pg_url, schema=schema, engine=Fts5Engine(candidate_budget=100))  # 2,000 > rows
+        try:
+            exact = await small.search("zeppelin weekly", Caller(), limit=3, trace=True)
+            assert {s["stage"]: s for s in exact.trace or []}.get("candidates") is None  # 1 + 10 ≤ 100: no narrowing
+            tight = PostgresBackend(pg_url, schema=schema, engine=Fts5Engine(candidate_budget=5))  # 100 ≤ rows: stats
+            try:
+                t = await tight.search("zeppelin weekly", Caller(), limit=3, trace=True)
+                assert {s["stage"]: s for s in t.trace or []}["candidates"]["documents_per_term"] == {"zeppelin": 1, "weekly": 6}
+            finally:
+                await tight.close()
+        finally:
+            await small.close()
+    finally:
+        await b.close()

@@ -9,8 +9,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import dataclasses
-import itertools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
 import psycopg
@@ -28,8 +27,8 @@ from .maintenance import Maintenance
 from .pool import Pool, redact_url
 from .rows import SELECT, check_strings, filters_sql, iso, row_to_record, visibility
 from .schema import TEXT_CONFIG, check_schema
-from .search import PgSearch
-from .writes import Writer
+from .search import PgSearch, checked_query
+from .writes import Writer, chunks
 
 Prepared = tuple[MemoryRecord, int, str, frozenset[str]]  # record, redactions, on_existing, fields the draft set
 # MemoryStore options that mean nothing for a database: accepted (a provider passes one option set) and unused
@@ -124,12 +123,12 @@ class PostgresBackend:
         Batches are pipelined: the next one is validated and redacted in a thread while this one is written.
         """
         results: list[RememberResult] = []
-        chunks = _chunks(drafts, self.batch_size)
+        batches = chunks(drafts, self.batch_size)
         start = 0
 
         def schedule() -> asyncio.Future[tuple[int, list[Prepared]]] | None:
             nonlocal start
-            batch = next(chunks, None)
+            batch = next(batches, None)
             if batch is None:
                 return None
             job = asyncio.ensure_future(asyncio.to_thread(self._prepare_batch, batch, start, source, on_error, errors))
@@ -309,12 +308,7 @@ class PostgresBackend:
 
     async def search(self, query: str, caller: Caller, *, limit: int = 10, **options: Any) -> SearchResult:
         """Rank visible records for ``query``; ``tags`` are ranking hints (as in the files backend)."""
-        if not isinstance(query, str):
-            raise InvalidInputError("query must be a string")
-        # as in the files backend, a NUL or a lone surrogate in a query only separates words (it cannot be sent)
-        query = query.encode("utf-8", "replace").decode("utf-8").replace("\x00", " ")
-        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
-            raise InvalidInputError("limit must be an integer between 1 and 1000")
+        query = checked_query(query, limit)
         params = self._caller(caller)
         if options.get("mode") == "contextual":  # sessions by summary, then messages and records within them
             in_sessions: SearchResult = await self.time_layers.contextual(self, query, caller, limit, options)
@@ -390,12 +384,6 @@ class PostgresBackend:
         await self.pool.close()
         if self._time is not None:
             await asyncio.to_thread(self._time.close)
-
-
-def _chunks(items: Iterable[MemoryDraft], size: int) -> Iterator[builtins.list[MemoryDraft]]:
-    it = iter(items)
-    while batch := builtins.list(itertools.islice(it, size)):
-        yield batch
 
 
 def _vectors(schema: str, embedder: Any, searcher: PgSearch) -> Any:

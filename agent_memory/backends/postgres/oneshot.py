@@ -14,13 +14,13 @@ import os
 from collections.abc import Coroutine
 from typing import Any
 
-from ...errors import BackendError, InvalidInputError
+from ...errors import BackendError
 from ...records import normalize_tags
 from ...search import Fts5Engine, SearchResult
 from . import _libpq
 from .rows import check_strings, redact_url
 from .schema import LATEST, TEXT_CONFIG, check_schema
-from .search import PgSearch
+from .search import PgSearch, checked_query
 
 __all__ = ["search_once"]
 
@@ -44,11 +44,7 @@ def search_once(url: str, query: str, *, session_id: str | None = None, user_id:
         return None
     if options.get("mode") not in (None, "lexical"):
         return None
-    if not isinstance(query, str):
-        raise InvalidInputError("query must be a string")
-    query = query.encode("utf-8", "replace").decode("utf-8").replace("\x00", " ")
-    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
-        raise InvalidInputError("limit must be an integer between 1 and 1000")
+    query = checked_query(query, limit)
     check_strings(session_id=session_id, user_id=user_id)
     schema = check_schema(schema)
     options.pop("mode", None)

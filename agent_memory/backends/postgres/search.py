@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ...errors import InvalidInputError
 from ...search import Fts5Engine, SearchHit, SearchResult, term_key, term_matcher
 from .rows import COLUMNS, filters_sql, row_to_record, visibility
 
@@ -26,6 +27,16 @@ WEIGHTS = "{0.2, 0.5, 0.75, 1.0}"
 STATS_FROM = 20  # tables of at least 20 × the candidate budget estimate common terms' counts from statistics
 DF_TTL_S = 60.0  # document counts only steer candidate selection: a minute-old count is good enough
 _COLS = ", ".join(f"r.{c}" for c in COLUMNS)  # not the stored tsvector: ranking needs it, the client does not
+
+
+def checked_query(query: object, limit: object) -> str:
+    """The query as it is searched, or a typed error: as in the files backend, a NUL or a lone surrogate only
+    separates words (neither can be sent); ``limit`` is 1–1000."""
+    if not isinstance(query, str):
+        raise InvalidInputError("query must be a string")
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
+        raise InvalidInputError("limit must be an integer between 1 and 1000")
+    return query.encode("utf-8", "replace").decode("utf-8").replace("\x00", " ")
 
 
 def tsquery_text(terms: list[str], tags: tuple[str, ...], tokenizer: Callable[[str], list[str]]) -> str:

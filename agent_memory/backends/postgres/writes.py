@@ -10,6 +10,8 @@ write is a ``duplicate`` and never doubles a row or a line.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from psycopg.types.json import Jsonb
@@ -34,6 +36,13 @@ def _bind(rec: MemoryRecord) -> dict[str, Any]:
     params = record_params(rec)
     params["metadata"] = Jsonb(params["metadata"])
     return params
+
+
+def chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    """``items`` in lists of ``size`` (the last one shorter), consumed lazily."""
+    it = iter(items)
+    while batch := list(itertools.islice(it, size)):
+        yield batch
 
 
 class Writer:
