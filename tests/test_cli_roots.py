@@ -70,6 +70,7 @@ def test_read_and_maintenance_commands_never_create_a_root(tmp_path, capsys, com
 def test_a_postgres_url_needs_the_extra_and_never_becomes_a_directory(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setitem(sys.modules, "agent_memory.backends.postgres", None)  # as without the extra installed
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # (the one-shot search path checks for psycopg itself)
     for command in (("remember", "x"), ("list",), ("init",), ("capture", "--input", "remember x")):
         code, doc, err = jmain(capsys, "--root", "postgresql://user@127.0.0.1:1/memory", *command)
         assert code == 1 and doc["error"]["type"] == "MissingExtraError", command
