@@ -18,8 +18,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -253,3 +254,16 @@ def prepare_draft(draft: MemoryDraft, source: str, default_scope: Scope | None =
     )
     return rec, red.count + title_red.count
 
+
+def read_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, MemoryDraft | str]]:
+    """Yield ``(line_number, draft or error message)`` for each non-empty line of a JSONL file."""
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                yield n, MemoryDraft.from_dict(json.loads(line))
+            except (ValueError, TypeError) as exc:
+                yield n, f"line {n}: {exc}"
+            except RecursionError:  # JSON nested thousands deep
+                yield n, f"line {n}: JSON nested too deeply"

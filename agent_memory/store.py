@@ -11,9 +11,8 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import datetime as dt
-import json
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
@@ -34,7 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ._meaning import Meaning
     from .drafts import MemoryDraft, OnExisting, RememberResult
 
-_DRAFT_NAMES = ("MemoryDraft", "OnExisting", "RememberResult", "Status")
+_DRAFT_NAMES = ("MemoryDraft", "OnExisting", "RememberResult", "Status", "read_jsonl")
 
 
 def __getattr__(name: str) -> Any:
@@ -391,19 +390,3 @@ class MemoryStore(_lifecycle.LifecycleMethods):
     def doctor(self) -> DoctorReport:
         """Check files against the index (see :func:`agent_memory.maintenance.doctor`)."""
         return _maintenance.doctor(self)
-
-
-def read_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, MemoryDraft | str]]:
-    """Yield ``(line_number, draft or error message)`` for each non-empty line of a JSONL file."""
-    from .drafts import MemoryDraft
-
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                yield n, MemoryDraft.from_dict(json.loads(line))
-            except (ValueError, TypeError) as exc:
-                yield n, f"line {n}: {exc}"
-            except RecursionError:  # JSON nested thousands deep
-                yield n, f"line {n}: JSON nested too deeply"
