@@ -226,3 +226,28 @@ async def _rows_containing(provider: Any, text: str) -> list[str]:
             if (await cur.fetchone())["n"]:
                 found.append(t)
     return found
+
+
+async def test_listing_many_sessions_reads_them_together_and_agrees_with_one_by_one(backend: Any) -> None:
+    provider = backend.provider()
+    for i in range(12):
+        await _say(provider, f"s{i:02d}", f"message one of session {i}", "ada", at=f"2026-01-{i + 1:02d}T10:00:00Z")
+        await _say(provider, f"s{i:02d}", f"message two of session {i}", "ada", at=f"2026-01-{i + 1:02d}T11:00:00Z")
+        if i % 3 == 0:
+            await provider.summarize_session(f"s{i:02d}", user_id="ada", force=True)
+    await _say(provider, "s-bob", "bob's own session", "bob")
+    store = provider.session_store
+    one_by_one = {i.session_id: i.to_dict() for i in [store.session(f"s{i:02d}", user_id="ada") for i in range(12)]}
+    log = store.files
+    assert hasattr(log, "read_many") == (backend.kind == "postgres")
+    if backend.kind == "postgres":  # listing never falls back to two statements per session
+        def refuse(*_: Any, **__: Any) -> Any:
+            raise AssertionError("a per-session read while listing sessions")
+
+        log.read = log.summary = refuse  # type: ignore[method-assign]
+    listed = await provider.sessions(user_id="ada")
+    assert [i.session_id for i in listed] == [f"s{i:02d}" for i in reversed(range(12))]  # most recent first
+    assert {i.session_id: i.to_dict() for i in listed} == one_by_one
+    logs = store.visible_logs(session_id=None, user_id="ada")
+    assert sorted(d.session_id for d, _, _ in logs) == sorted(one_by_one)
+    assert all(len(msgs) == 2 and (summary is not None) == (int(d.session_id[1:]) % 3 == 0) for d, msgs, summary in logs)

@@ -82,7 +82,10 @@ class SessionInfo:
 
 class SessionLog(Protocol):
     """Where session logs live, without visibility: :class:`SessionFiles` (files under a root) or the PostgreSQL
-    rows of :class:`agent_memory.backends.postgres.sessions.PgSessionLog`. :class:`SessionStore` holds one."""
+    rows of :class:`agent_memory.backends.postgres.sessions.PgSessionLog`. :class:`SessionStore` holds one.
+
+    A log may also offer ``read_many(sdirs) -> [(messages, current summary), …]`` (in the order given): one round
+    trip for many sessions instead of two per session, used by every read that lists sessions."""
 
     root: Any
 
@@ -168,9 +171,19 @@ class SessionStore:
                 found.setdefault(d.path, d)
         return [d for d in found.values() if visible(d, session_id, user_id)]
 
+    def _logs(self, dirs: Sequence[SessionDir]) -> list[tuple[list[SessionMessage], SessionSummary | None]]:
+        """Each session's messages and current summary: in one call when the log can (``read_many``)."""
+        many = getattr(self.files, "read_many", None)
+        if many is not None and dirs:
+            return list(many(dirs))
+        return [(self.files.read(d)[0], self.files.summary(d)[0]) for d in dirs]
+
     def info(self, sdir: SessionDir) -> SessionInfo:
         messages, _ = self.files.read(sdir)
         summary, _ = self.files.summary(sdir)
+        return self._info(sdir, messages, summary)
+
+    def _info(self, sdir: SessionDir, messages: Sequence[SessionMessage], summary: SessionSummary | None) -> SessionInfo:
         return SessionInfo(sdir.session_id, sdir.user_id, len(messages), messages[0].at if messages else None,
                            messages[-1].at if messages else None, summary, self.files.rel(sdir, ""))
 
@@ -179,7 +192,8 @@ class SessionStore:
         """The caller's visible sessions, most recently active first."""
         if limit is not None and (not isinstance(limit, int) or limit < 1):
             raise InvalidInputError("limit must be a positive integer or None")
-        infos = [self.info(d) for d in self._visible_dirs(session_id, user_id)]
+        dirs = self._visible_dirs(session_id, user_id)
+        infos = [self._info(d, messages, summary) for d, (messages, summary) in zip(dirs, self._logs(dirs), strict=True)]
         infos.sort(key=lambda i: (i.last_at or "", i.session_id), reverse=True)
         return infos[:limit] if limit is not None else infos
 
@@ -216,12 +230,8 @@ class SessionStore:
     def visible_logs(self, *, session_id: str | None, user_id: str | None
                      ) -> list[tuple[SessionDir, list[SessionMessage], SessionSummary | None]]:
         """Every visible session with its messages and current summary (the input of contextual search)."""
-        out = []
-        for sdir in self._visible_dirs(session_id, user_id):
-            messages, _ = self.files.read(sdir)
-            summary, _ = self.files.summary(sdir)
-            out.append((sdir, messages, summary))
-        return out
+        dirs = self._visible_dirs(session_id, user_id)
+        return [(sdir, messages, summary) for sdir, (messages, summary) in zip(dirs, self._logs(dirs), strict=True)]
 
     # -- maintenance -------------------------------------------------------------------------
     def problems(self) -> list[SessionProblem]:

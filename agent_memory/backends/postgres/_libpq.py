@@ -202,7 +202,10 @@ class Connection:
                         row[name] = None
                     else:
                         raw = ctypes.string_at(lib.PQgetvalue(res, r, c), lib.PQgetlength(res, r, c))
-                        row[name] = decoders[c](raw.decode("utf-8"))
+                        try:
+                            row[name] = decoders[c](raw.decode("utf-8"))
+                        except UnicodeDecodeError:  # e.g. an SQL_ASCII database: psycopg's path decides
+                            raise Unsupported(f"column {name} is not UTF-8") from None
                 rows.append(row)
             return rows
         finally:

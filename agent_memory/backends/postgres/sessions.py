@@ -193,6 +193,30 @@ class PgSessionLog:
         return [SessionMessage(sdir.session_id, sdir.user_id, r["n"], r["role"], r["text"], r["at"], r["speaker"],
                                r["turn_id"], dict(r["meta"] or {})) for r in rows], []
 
+    def read_many(self, sdirs: Sequence[SessionDir]) -> list[tuple[list[SessionMessage], SessionSummary | None]]:
+        """Messages and current summary of every session in ``sdirs`` (in that order): two statements in all."""
+        keys = [self._key(d) for d in sdirs]
+        pick = " WHERE (tenant, session_id) IN (SELECT * FROM unnest(%s::text[], %s::text[]))"
+        args = ([k[0] for k in keys], [k[1] for k in keys])
+        with self.pool.connection() as conn:
+            msgs = conn.execute(f"SELECT tenant, session_id, n, role, text, at, speaker, turn_id, meta FROM {self.t_messages}"
+                                f"{pick} ORDER BY tenant, session_id, n", args).fetchall()
+            sums = conn.execute(f"SELECT DISTINCT ON (tenant, session_id) tenant, session_id, version, text, made_at,"
+                                f" messages, source, fallback FROM {self.t_summaries}{pick}"
+                                " ORDER BY tenant, session_id, version DESC", args).fetchall()
+        by_key: dict[tuple[str, str], list[Any]] = {}
+        for r in msgs:
+            by_key.setdefault((r["tenant"], r["session_id"]), []).append(r)
+        summary_of = {(r["tenant"], r["session_id"]): r for r in sums}
+        out = []
+        for sdir, key in zip(sdirs, keys, strict=True):
+            s = summary_of.get(key)
+            out.append(([SessionMessage(sdir.session_id, sdir.user_id, r["n"], r["role"], r["text"], r["at"], r["speaker"],
+                                        r["turn_id"], dict(r["meta"] or {})) for r in by_key.get(key, [])],
+                        None if s is None else SessionSummary(sdir.session_id, sdir.user_id, s["version"], s["text"],
+                                                              s["made_at"], s["messages"], s["source"], s["fallback"])))
+        return out
+
     # -- summaries ---------------------------------------------------------------------------
     def _summaries(self, sdir: SessionDir, last: bool) -> list[SessionSummary]:
         order = "DESC LIMIT 1" if last else "ASC"
