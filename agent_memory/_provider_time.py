@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import logging
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .backend import MemoryBackend
+
+logger = logging.getLogger("agent_memory")
 
 if TYPE_CHECKING:  # pragma: no cover
     from .episodes import Episode
@@ -28,15 +31,41 @@ class TimeAPI:
 
         async def flush(self) -> builtins.list[Any]: ...
 
+        def background(self, coro: Any) -> Any: ...
+
     # -- episodes (one per agent run; files backend) -------------------------------------
     async def record_episode(self, goal: str, *, session_id: str | None = None, user_id: str | None = None,
                              **facts: Any) -> "Episode":
-        """Store the episode of one run; ``facts`` as :func:`agent_memory.episodes.build_episode` takes them."""
+        """Store the episode of one run; ``facts`` as :func:`agent_memory.episodes.build_episode` takes them.
+
+        With a model in the profile's ``[episode]`` section, the stored episode is then refined in the background
+        (:mod:`agent_memory.workers.episode`; ``await provider.flush()`` waits for it); this call never waits for it."""
         from .episodes import build_episode, episode_store
 
         store = episode_store(self.backend)
-        return await asyncio.to_thread(lambda: store.write(build_episode(goal, session_id=session_id, user_id=user_id,
-                                                                         **facts)))
+        episode: Episode = await asyncio.to_thread(
+            lambda: store.write(build_episode(goal, session_id=session_id, user_id=user_id, **facts)))
+        await self._loaded_profile()
+        try:
+            worker = self.profile.episode
+        except Exception:  # an unreadable profile: the workers that need it report it; the episode stands
+            return episode
+        if not (isinstance(worker.model, str) and worker.model == "offline"):
+            self.background(self._refine_episode(store, episode, worker))
+        return episode
+
+    async def _refine_episode(self, store: Any, episode: "Episode", worker: Any) -> "Episode | None":
+        from .workers.episode import refine_episode
+
+        refined = await refine_episode(episode, worker=worker)
+        if refined is None:
+            return None
+        try:
+            stored: Episode = await asyncio.to_thread(store.replace, refined)
+            return stored
+        except Exception:  # e.g. purged or hand-edited meanwhile: the deterministic episode (or nothing) stays
+            logger.warning("agent_memory: could not store the refined episode %s", episode.id, exc_info=True)
+            return None
 
     async def episodes(self, query: str | None = None, *, session_id: str | None = None, user_id: str | None = None,
                        limit: int = 20, status: str | None = None) -> "builtins.list[Episode]":

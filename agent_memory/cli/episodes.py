@@ -44,13 +44,14 @@ def _store(args: argparse.Namespace) -> Any:
 def _line(e: Any) -> str:
     goal = " ".join(e.goal.split())
     goal = goal if len(goal) <= 60 else goal[:59] + "…"
-    return f"{e.id}  {e.started[:16].replace('T', ' ')}  {e.status:<6}  {e.exit:<9}  {goal}  [{e.approach}]"
+    refined = "  (refined)" if getattr(e, "refined_by", None) else ""
+    return f"{e.id}  {e.started[:16].replace('T', ' ')}  {e.status:<6}  {e.exit:<9}  {goal}  [{e.approach}]{refined}"
 
 
 def _show(e: Any) -> str:
     head = [f"id: {e.id}", f"started: {e.started}", f"ended: {e.ended}", f"scope: {e.scope.value}"]
     head += [f"{k}: {v}" for k, v in (("session", e.session_id), ("user", e.user_id), ("run", e.run_id),
-                                      ("model", e.model)) if v]
+                                      ("model", e.model), ("refined by", getattr(e, "refined_by", None))) if v]
     return "\n".join(head) + "\n\n" + str(e.body())
 
 

@@ -33,6 +33,7 @@ OUTCOMES = ("success", "failed", "retried", "denied", "interrupted")
 MAX_GOAL_CHARS = 1000
 MAX_DETAIL_CHARS = 500
 MAX_NOTE_CHARS = 300
+MAX_SUMMARY_CHARS = 600
 MAX_NOTES = 20
 MAX_SEQUENCE = 100
 MAX_TOOL_NAME = 64
@@ -135,6 +136,8 @@ class Episode:
     output_tokens: int | None = None
     cost_usd: float | None = None
     model: str | None = None
+    summary: str = ""  # written by a model that refined the episode (``refined_by``); empty otherwise
+    refined_by: str | None = None
     path: str | None = None
 
     @property
@@ -167,7 +170,7 @@ class Episode:
             "tools": [dataclasses.asdict(t) for t in self.tools], "sequence": list(self.sequence),
             "worked": list(self.worked), "failed": list(self.failed), "retries": self.retries or None,
             "requests": self.requests, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-            "cost_usd": self.cost_usd, "model": self.model,
+            "cost_usd": self.cost_usd, "model": self.model, "summary": self.summary, "refined_by": self.refined_by,
         }
         data.update({k: v for k, v in optional.items() if v not in (None, "", [])})
         return data
@@ -187,6 +190,8 @@ class Episode:
         """The readable Markdown rendering (searched together with the goal)."""
         head = " ".join(self.goal.split())
         lines = [f"# Episode: {head[:80] + ('…' if len(head) > 80 else '')}", "", f"Goal: {self.goal}", ""]
+        if self.summary:
+            lines += [f"Summary ({self.refined_by or 'refined'}): {self.summary}", ""]
         calls = sum(t.calls for t in self.tools)
         counts = f"{calls} tool call{'s' if calls != 1 else ''}"
         if self.requests is not None:
@@ -328,6 +333,8 @@ def parse_episode_text(text: str, episode_id: str, *, path: str | None = None) -
         retries=_count(data, "retries") or 0, requests=_count(data, "requests"),
         input_tokens=_count(data, "input_tokens"), output_tokens=_count(data, "output_tokens"),
         cost_usd=None if cost is None else float(cost), model=_text(data, "model", MAX_OWNER_CHARS), path=path,
+        summary=_text(data, "summary", MAX_SUMMARY_CHARS + 1, one_line=False) or "",
+        refined_by=_text(data, "refined_by", MAX_OWNER_CHARS),
     ), split.body
 
 

@@ -106,6 +106,25 @@ class EpisodeStore:
                     self._index_one(f"{path.parent.name}/{path.name}", (st.st_mtime_ns, st.st_size), before)
         return episode if episode.path == str(path) else _with_path(episode, path)
 
+    def replace(self, episode: Episode) -> Episode:
+        """Rewrite an existing episode's file (a refinement: same id, owner and run facts); atomically, locked."""
+        path = self.path_of(episode.id)
+        text = episode.render()
+        parse_episode(text, episode.id)
+        with storage_errors("cannot rewrite the episode"), self.lock.hold():
+            if not path.exists():
+                raise NotFoundError(f"no episode {episode.id}")
+            current = parse_episode(path.read_text(encoding="utf-8"), episode.id)
+            if (current.scope, current.session_id, current.user_id, current.started) != (
+                    episode.scope, episode.session_id, episode.user_id, episode.started):
+                raise InvalidInputError(f"episode {episode.id}: a refinement cannot change its owner or run")
+            before = self._signature()
+            atomic_write(path, text.encode("utf-8"))
+            st = os.stat(path)
+            with contextlib.suppress(sqlite3.Error, OSError):
+                self._index_one(f"{path.parent.name}/{path.name}", (st.st_mtime_ns, st.st_size), before)
+        return _with_path(episode, path)
+
     # -- read ---------------------------------------------------------------------------------
     def get(self, episode_id: str, *, session_id: str | None = None, user_id: str | None = None) -> Episode:
         """One episode the caller may see; hidden, missing and quarantined are the same :class:`NotFoundError`."""

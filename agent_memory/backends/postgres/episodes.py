@@ -61,6 +61,24 @@ class PgEpisodeStore:
             raise InvalidInputError(f"episode {episode.id} exists already") from None
         return dataclasses.replace(episode, path=self.path_of(episode.id))
 
+    def replace(self, episode: Episode) -> Episode:
+        """Rewrite an existing episode's row (a refinement: same id, owner and run facts)."""
+        text = episode.render()
+        parse_episode(text, episode.id)
+        if "\x00" in text:
+            raise InvalidInputError("PostgreSQL text cannot hold a NUL character; the episode was not rewritten")
+        data = json.dumps({k: v for k, v in episode.to_dict().items() if k not in ("path", "approach", "tokens")},
+                          ensure_ascii=False)
+        with self.pool.connection() as conn:
+            done = conn.execute(f"UPDATE {self.table} SET status = %s, goal = %s, body = %s, data = %s"
+                                " WHERE tenant = %s AND id = %s AND scope = %s AND session_id IS NOT DISTINCT FROM %s"
+                                " AND user_id IS NOT DISTINCT FROM %s AND started = %s",
+                                (episode.status, episode.goal, episode.body(), data, _tenant(episode), episode.id,
+                                 episode.scope.value, episode.session_id, episode.user_id, episode.started)).rowcount
+        if not done:
+            raise NotFoundError(f"no episode {episode.id} with this owner and run")
+        return dataclasses.replace(episode, path=self.path_of(episode.id))
+
     def _episode(self, data: Any) -> Episode:
         raw = dict(data)
         raw["scope"] = Scope(raw["scope"])
