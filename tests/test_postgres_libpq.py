@@ -174,7 +174,7 @@ def test_cli_search_same_output_and_no_psycopg_on_the_one_shot_path(pg_url: str,
         import sys
         from agent_memory.cli._app import main
         code = main(["--root", {pg_url!r}, "search", "when does the quoll ferry leave?", "--user", "ada", "--json", "--trace"])
-        heavy = sorted(m for m in ("psycopg", "asyncio", "numpy", "yaml", "agent_memory.store", "agent_memory.index")
+        heavy = sorted(m for m in ("psycopg", "asyncio", "numpy", "yaml", "logging", "agent_memory.store", "agent_memory.index")
                        if m in sys.modules)
         print("HEAVY", ",".join(heavy) or "-", code, file=sys.stderr)
     """)

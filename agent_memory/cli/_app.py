@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from . import _base
 from ._base import DEFAULT_ROOT, Parser, dumps
 from ._errors import classify, one_line
 
@@ -88,18 +88,6 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-class _QuarantineCounter(logging.Handler):
-    """Counts the store's quarantine warnings so the CLI can say so in one line instead of many."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.count = 0
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if "quarantined" in record.getMessage():
-            self.count += 1
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit code (never raises, never prints a traceback)."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -110,17 +98,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")  # a lone surrogate in a record never crashes printing
-    quarantined = _QuarantineCounter()
-    logging.getLogger("agent_memory").addHandler(quarantined)
-    logging.getLogger("agent_memory").propagate = False  # library log lines never interleave with our output
+    _base.LIBRARY_LOGS.clear()
     try:
         args = build_parser(argv).parse_args(argv)
         args.root_given = args.root is not None
         args.root = args.root or os.environ.get("AGENT_MEMORY_ROOT") or DEFAULT_ROOT
+        if not ("://" in args.root and args.command == "search"):  # a one-shot PostgreSQL search never imports logging
+            _base.library_logs()
         args.json = bool(args.json)
         code = COMMANDS[args.command](args) or 0
         sys.stdout.flush()
-        if quarantined.count and args.command != "doctor":
+        quarantined = _base.LIBRARY_LOGS[0] if _base.LIBRARY_LOGS else None
+        if quarantined is not None and quarantined.count and args.command != "doctor":
             print(f"agent-memory: warning: {quarantined.count} record file(s) quarantined (excluded from every read); "
                   "`agent-memory doctor` names them with a fix", file=sys.stderr)
         return code

@@ -140,3 +140,33 @@ def fmt_score(score: float) -> str:
     if score == 0 or abs(score) >= 0.001:
         return f"{score:6.3f}"
     return f"{score:6.1e}"
+
+
+LIBRARY_LOGS: list[Any] = []  # the handler below, once made (one command per process; main() clears it)
+
+
+def library_logs() -> Any:
+    """Route the library's log lines to a handler that only counts quarantine warnings (the CLI says so in one
+    line instead of many; library lines never interleave with our output). Made on first use: a one-shot
+    PostgreSQL search never imports ``logging``."""
+    if LIBRARY_LOGS:
+        return LIBRARY_LOGS[0]
+    import logging
+
+    class QuarantineCounter(logging.Handler):
+        def __init__(self) -> None:
+            super().__init__(logging.WARNING)
+            self.count = 0
+
+        def emit(self, record: logging.LogRecord) -> None:
+            if "quarantined" in record.getMessage():
+                self.count += 1
+
+    counter = QuarantineCounter()
+    logger = logging.getLogger("agent_memory")
+    for old in [h for h in logger.handlers if type(h).__name__ == "QuarantineCounter"]:
+        logger.removeHandler(old)  # an earlier main() in this process (tests call it many times)
+    logger.addHandler(counter)
+    logger.propagate = False
+    LIBRARY_LOGS.append(counter)
+    return counter

@@ -163,6 +163,9 @@ def cmd_search(args: argparse.Namespace) -> None:
                "limit": DEFAULT_SEARCH_LIMIT if args.limit is None else args.limit, **_filter_kwargs(args)}
     res = _search_once(args, query, options)
     if res is None:
+        from ._base import library_logs
+
+        library_logs()  # the backend path may log (the one-shot path does not)
         target = open_target(args.root, create=False)
         from ._maint import meaning_options
 
