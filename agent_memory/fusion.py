@@ -28,6 +28,7 @@ from .stages import (
     MMR,
     Candidate,
     CosineRerank,
+    DenseFloor,
     ImportanceWeight,
     LengthNorm,
     MinScore,
@@ -40,8 +41,8 @@ from .stages import (
 
 __all__ = [
     "Candidate", "QueryContext", "Stage", "Pipeline", "Fuse", "CosineRerank", "RecencyBoost", "TimeDecay",
-    "ImportanceWeight", "LengthNorm", "MinScore", "MMR", "default_pipeline", "lexical_confidence",
-    "index_confidence", "lexical_strength", "index_strength", "squash",
+    "ImportanceWeight", "LengthNorm", "MinScore", "MMR", "DenseFloor", "default_pipeline", "lexical_confidence",
+    "index_confidence", "lexical_strength", "index_strength", "index_term_stats", "TermStats", "squash",
 ]
 
 @dataclass(slots=True)
@@ -194,9 +195,10 @@ def squash(score: float) -> float:
 
 
 def default_pipeline() -> Pipeline:
-    """The measured default: z-score fusion whose lexical weight follows :func:`lexical_strength`, then
-    :class:`ImportanceWeight` (a no-op for records without an importance)."""
-    return Pipeline(Fuse(), [ImportanceWeight()])
+    """The measured default (docs/meaning.md): z-score fusion whose lexical weight follows :func:`lexical_strength`
+    (0 at ≤ 0.05, 0.55 at ≥ 0.3), :class:`ImportanceWeight` (a no-op for records without an importance), then
+    :class:`DenseFloor` (meaning's best three within the first ten)."""
+    return Pipeline(Fuse(weight=0.55, confident_at=0.3), [ImportanceWeight(), DenseFloor()])
 
 
 def lexical_strength(top_score: float, idfs: Iterable[float]) -> float:
@@ -213,17 +215,19 @@ def lexical_strength(top_score: float, idfs: Iterable[float]) -> float:
     return min(1.0, float(top_score) / total)
 
 
-def index_strength(index: Index, engine: Fts5Engine, query: str, top_score: float, *,
-                   visible_to: tuple[str | None, str | None] | None = None) -> float:
-    """:func:`lexical_strength` with IDF ``log((N + 1) / (df + 0.5))`` per distinct query term, from the FTS index.
+TermStats = tuple[int, dict[str, int]]
+"""``(N, {term: df})`` from the FTS index: how many records, and how many match each term."""
+
+
+def index_term_stats(index: Index, engine: Fts5Engine, terms: Sequence[str], *,
+                     visible_to: tuple[str | None, str | None] | None = None) -> TermStats:
+    """N and df of ``terms`` from the FTS index (df cached per index for the unrestricted counts).
 
     ``visible_to`` (``(session_id, user_id)``, for strict visibility): N and df count only the records that
-    caller may see, so records hidden from them cannot move the lexical weight (O(visible matches) per term).
+    caller may see, so records hidden from them cannot move a weight (O(visible matches) per term).
     """
-    terms = engine.terms(query)
-    if not terms or top_score <= 0:
-        return 0.0
-    def read(conn: Any) -> tuple[int, dict[str, int]]:
+    terms = list(dict.fromkeys(terms))
+    def read(conn: Any) -> TermStats:
         if visible_to is not None:
             bind = visible_params(*visible_to)
             n = int(conn.execute(f"SELECT count(*) FROM records r WHERE {visibility_sql('r')}", bind).fetchone()[0])
@@ -234,7 +238,19 @@ def index_strength(index: Index, engine: Fts5Engine, query: str, top_score: floa
         n = int(conn.execute("SELECT max(rowid) FROM records").fetchone()[0] or 0)
         return n, engine.document_frequencies(conn, index, terms, n)
 
-    rows, df = index.guarded(read)
+    result: TermStats = index.guarded(read)
+    return result
+
+
+def index_strength(index: Index, engine: Fts5Engine, query: str, top_score: float, *,
+                   visible_to: tuple[str | None, str | None] | None = None, stats: TermStats | None = None) -> float:
+    """:func:`lexical_strength` with IDF ``log((N + 1) / (df + 0.5))`` per distinct query term, from the FTS index
+    (:func:`index_term_stats`; ``stats`` when already read for these terms and this caller)."""
+    terms = engine.terms(query)
+    if not terms or top_score <= 0:
+        return 0.0
+    rows, df = stats if stats is not None and all(t in stats[1] for t in terms) else index_term_stats(
+        index, engine, terms, visible_to=visible_to)
     idf: dict[str, float] = {}
     for t in terms:
         k = term_key(t)

@@ -20,7 +20,8 @@ import numpy.typing as npt
 from . import _reads
 from .embeddings import Embedder, EmbeddingError
 from .errors import InvalidInputError
-from .fusion import Pipeline, QueryContext, default_pipeline, index_strength, squash
+from .focus import focus_query, query_words
+from .fusion import Pipeline, QueryContext, TermStats, default_pipeline, index_strength, index_term_stats, squash
 from .index import scope_filter_sql
 from .records import normalize_tags
 from .search import Fts5Engine, SearchHit, SearchRequest, SearchResult, date_filter_sql
@@ -125,6 +126,19 @@ def _hashes_of(store: MemoryStore, ids: Sequence[str], known: Mapping[str, Any] 
     return out | {r[0]: r[1] for r in rows if r[1]}
 
 
+def _focus(store: MemoryStore, engine: Fts5Engine | None, query: str, *,
+           visible_to: tuple[str | None, str | None] | None) -> tuple[TermStats | None, str, list[str]]:
+    """``(term stats, text to embed, words left out)``: the query without the words half the records share
+    (:mod:`agent_memory.focus`); the stats serve the lexical strength too. Whole query without the FTS5 engine."""
+    if engine is None:
+        return None, query, []
+    words = query_words(query, engine.terms, engine.stop_words)
+    stats = index_term_stats(store.index, engine, [*engine.terms(query), *(t for ts in words.values() for t in ts)],
+                             visible_to=visible_to)
+    text, common = focus_query(query, words, stats[1], stats[0])
+    return stats, text, common
+
+
 def hybrid_search(store: MemoryStore, cache: VectorCache, embedder: Embedder | None, query: str, *,
                   mode: Mode = "hybrid", limit: int = 10, session_id: str | None = None, user_id: str | None = None,
                   pipeline: Pipeline | None = None, pool: int | None = None, lexical_pool: int | None = None,
@@ -167,8 +181,10 @@ def hybrid_search(store: MemoryStore, cache: VectorCache, embedder: Embedder | N
         lex_pairs = [(h.id, h.score) for h in lexical.hits]
         by_id = {h.id: h for h in lexical.hits}
     stats: dict[str, float] = {}
+    strict = store.strict_visibility if filters.get("strict_visibility") is None else bool(filters["strict_visibility"])
+    term_stats, focused, common = _focus(store, engine, query, visible_to=(session_id, user_id) if strict else None)
     try:
-        q = query_vector if query_vector is not None else embedder.embed([query])[0]
+        q = query_vector if query_vector is not None else embedder.embed([focused])[0]
         where, params = _filters(store, **filters)
         dense, visible = _dense(store, cache, embedder.name, q, pool, session_id, user_id, where, params, stats)
     except EmbeddingError as exc:  # fail open: lexical results, flagged
@@ -178,14 +194,14 @@ def hybrid_search(store: MemoryStore, cache: VectorCache, embedder: Embedder | N
         return fallback
     if steps is not None:
         steps.append({"stage": "dense", "model": embedder.name, "visibility": visible, "found": len(dense),
+                      **({"focus": {"embedded": focused, "left_out": common}} if common and query_vector is None else {}),
                       "top": [{"id": r, "cosine": round(s, 4)} for r, s in dense[:10]]})
     if mode == "dense":
         lex_pairs = []
     strength = None
-    strict = store.strict_visibility if filters.get("strict_visibility") is None else bool(filters["strict_visibility"])
     if lex_pairs and engine is not None:
         strength = index_strength(store.index, engine, query, lex_pairs[0][1],
-                                  visible_to=(session_id, user_id) if strict else None)
+                                  visible_to=(session_id, user_id) if strict else None, stats=term_stats)
     if strict:  # the cosines' mean/std span every vector: standardise over the (visible) candidates instead
         stats = {}
     extra = _rows(store, [r for r, _ in dense if r not in rows and r not in by_id], body=False)

@@ -18,7 +18,7 @@ from .errors import InvalidInputError
 
 __all__ = [
     "Candidate", "QueryContext", "Stage", "CosineRerank", "RecencyBoost", "TimeDecay", "ImportanceWeight", "LengthNorm",
-    "MinScore", "MMR",
+    "MinScore", "MMR", "DenseFloor",
 ]
 
 Vector = npt.NDArray[np.float32]
@@ -185,6 +185,46 @@ class ImportanceWeight:
                 imp = min(1.0, max(0.0, float(c.importance)))
                 c.score += self.weight * spread * (imp - self.neutral)
         return cands
+
+
+@dataclass(slots=True)
+class DenseFloor:
+    """Meaning's ``top`` best candidates (highest cosine) always sit within the first ``within`` results.
+
+    A floor, not a boost: those already there keep their place and score; each one missing takes the place of
+    the lowest-ranked other candidate there and is scored just above everything below it. A no-op without
+    dense scores. Measured on reworded LoCoMo questions (docs/meaning.md), where lexical search is confident
+    and wrong: it keeps the answer meaning found best on the first page.
+    """
+
+    top: int = 3
+    within: int = 10
+    name: str = "dense_floor"
+
+    def __post_init__(self) -> None:
+        if self.top < 0 or self.within < 1:
+            raise InvalidInputError("top must be ≥ 0 and within ≥ 1")
+
+    def params(self) -> dict[str, Any]:
+        return _params(self)
+
+    def apply(self, cands: list[Candidate], ctx: QueryContext) -> list[Candidate]:
+        ranked = sorted(cands, key=lambda c: -c.score)
+        with_dense = sorted((c for c in ranked if c.dense is not None), key=lambda c: -float(c.dense or 0.0))
+        want = [c.id for c in with_dense[:min(self.top, self.within)]]
+        head = {c.id for c in ranked[:self.within]}
+        missing = [rid for rid in want if rid not in head]
+        if not missing:
+            return ranked
+        kept = [c for c in ranked[:self.within] if c.id not in want][:self.within - len(want)]
+        kept_ids = {c.id for c in kept} | set(want)
+        below = max((c.score for c in ranked if c.id not in kept_ids), default=0.0)
+        floor = min((c.score for c in kept), default=below + 1.0)
+        by_id = {c.id: c for c in ranked}
+        for n, rid in enumerate(missing, start=1):  # strictly between the kept ones and the rest, in meaning's order
+            c = by_id[rid]
+            c.score = floor - (floor - below) * n / (len(missing) + 1) if floor > below else below + 1e-9 * (len(missing) + 1 - n)
+        return sorted(ranked, key=lambda c: -c.score)
 
 
 @dataclass(slots=True)

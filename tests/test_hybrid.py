@@ -57,7 +57,7 @@ def test_hybrid_finds_by_meaning_and_never_leaks(setup: tuple[MemoryStore, Vecto
     assert got[0] == ids["car"] and ids["secret"] not in got
     hit = res.hits[0]
     assert hit.snippet.startswith("I bought a car") and hit.path.endswith(".md") and hit.line_start >= 1
-    assert res.trace is not None and [t["stage"] for t in res.trace][-3:] == ["dense", "fuse", "importance"]
+    assert res.trace is not None and [t["stage"] for t in res.trace][-4:] == ["dense", "fuse", "importance", "dense_floor"]
     owner = hybrid_search(store, cache, emb, q, session_id="other")
     assert ids["secret"] in [h.id for h in owner.hits]
     dense_only = hybrid_search(store, cache, emb, q, mode="dense", session_id="mine", scope="project")

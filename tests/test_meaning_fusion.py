@@ -118,7 +118,7 @@ def test_importance_is_a_default_stage_and_breaks_ties(store: tuple[MemoryStore,
     low = s.remember("we adopted a puppy named Rex", importance=0.1).id
     high = s.remember("we adopted a puppy named Max", importance=0.9).id
     _fill(s, cache, emb)
-    assert [type(st).__name__ for st in default_pipeline().stages] == ["ImportanceWeight"]
+    assert [type(st).__name__ for st in default_pipeline().stages] == ["ImportanceWeight", "DenseFloor"]
     res = hybrid_search(s, cache, emb, "puppy adopted", trace=True)
     ids = [h.id for h in res.hits]
     assert ids.index(high) < ids.index(low)
@@ -130,8 +130,9 @@ def test_importance_is_a_default_stage_and_breaks_ties(store: tuple[MemoryStore,
 
 def test_dense_candidates_obey_scopes_with_the_coarse_pass(store: tuple[MemoryStore, VectorCache, CallableEmbedder],
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    from agent_memory import MemoryDraft, vectors
+    from agent_memory import MemoryDraft, focus, vectors
 
+    monkeypatch.setattr(focus, "COMMON_SHARE", 2.0)  # the query embedded whole: this is about visibility, not focus
     s, cache, emb = store
     hidden = {r.id for r in s.remember_many([MemoryDraft(f"she purchased an automobile, note {i}", scope="session",
                                                           session_id="other") for i in range(300)])}

@@ -140,3 +140,28 @@ async def test_dense_without_an_embedder_is_a_typed_error(backend: Any) -> None:
                 await b.search("puppy", MINE, mode=mode)
     finally:
         await b.close()
+
+
+def name_heavy_vectors(texts: list[str]) -> list[list[float]]:
+    """A toy model in which a name dominates a short question (weight 3); each known word is one axis."""
+    vocab = ["melanie", "pottery", "vase", "status"]
+    out = []
+    for t in texts:
+        toks = t.lower().replace("?", " ").replace(":", " ").split()
+        out.append([(3.0 if w == "melanie" else 1.0) * toks.count(w) + 0.01 for w in vocab])
+    return out
+
+
+async def test_a_name_most_records_carry_is_not_embedded_on_every_backend(backend: Any) -> None:
+    b = open_with(backend, CallableEmbedder(name_heavy_vectors, name="names"))
+    try:
+        await b.remember_many([MemoryDraft(f"Melanie: status {i} of the day") for i in range(30)])
+        vase = await b.remember(MemoryDraft("I made a vase in my pottery class", scope="project"))
+        await embed(b)
+        res = await b.search("What did Melanie make in pottery?", MINE, mode="dense", trace=True)
+        assert res.hits[0].id == vase.id  # embedded whole, the name ranks her 30 status lines first
+        step = next(s for s in res.trace or [] if s.get("stage") == "dense")
+        assert step["focus"] == {"embedded": "What did make in pottery?", "left_out": ["Melanie"]}
+        assert (await b.search("What did Melanie make in pottery?", MINE, mode="hybrid")).hits[0].id == vase.id
+    finally:
+        await b.close()

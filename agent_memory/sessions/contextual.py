@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._text import term_key
+from .._text import STOP_WORDS, default_tokenizer, term_key
 from ..drafts import _parse_when
 from ..search import SearchHit, SearchResult
 from ..transcripts import date_words, resolve_relative_dates
@@ -198,8 +198,11 @@ class _Meaning:
 
 def _meaning(embedder: Embedder | None, search: Search | None, query: str,
              logs: Sequence[tuple[SessionDir, Sequence[SessionMessage], SessionSummary | None]],
-             steps: list[dict[str, Any]]) -> _Meaning | None:
-    """The dense side, or None (lexical search asked, no embedder, or the embedder failed: fail open)."""
+             steps: list[dict[str, Any]], named: set[str] | frozenset[str] = frozenset()) -> _Meaning | None:
+    """The dense side, or None (lexical search asked, no embedder, or the embedder failed: fail open).
+
+    The speakers the query names (``named``) are left out of the text it embeds: every message of theirs
+    carries their name, so it would pull towards all of them alike (:mod:`agent_memory.focus`)."""
     if embedder is None or search == "lexical" or not logs or not query.strip():
         if embedder is None and search in ("dense", "hybrid"):
             steps.append({"stage": "dense", "skipped": "no embedder configured"})
@@ -207,11 +210,14 @@ def _meaning(embedder: Embedder | None, search: Search | None, query: str,
     import numpy as np
 
     from ..embeddings import EmbeddingError
+    from ..focus import query_words, without_words
     from ._dense import SessionVectors
 
+    words = query_words(query, lambda w: [term_key(t) for t in default_tokenizer(w) if t not in STOP_WORDS], ())
+    text, left_out = without_words(query, words, {w for w, keys in words.items() if set(keys) <= named})
     try:
         vecs = SessionVectors(embedder).vectors(logs)
-        q = embedder.embed([query])[0]
+        q = embedder.embed([text])[0]
     except EmbeddingError as exc:
         steps.append({"stage": "dense", "error": str(exc), "fallback": "lexical"})
         return None
@@ -220,7 +226,8 @@ def _meaning(embedder: Embedder | None, search: Search | None, query: str,
     for li, ((_, summary_vec), c) in enumerate(zip(vecs, cos, strict=True)):
         best = float(np.sort(c)[-3:].mean()) if c.shape[0] else 0.0
         sessions[li] = best if summary_vec is None else 0.5 * best + 0.5 * float(summary_vec @ q)
-    steps.append({"stage": "dense", "model": embedder.name, "messages": int(sum(c.shape[0] for c in cos))})
+    steps.append({"stage": "dense", "model": embedder.name, "messages": int(sum(c.shape[0] for c in cos)),
+                  **({"focus": {"embedded": text, "left_out": left_out}} if left_out else {})})
     return _Meaning(cos, sessions)
 
 
@@ -265,7 +272,8 @@ def contextual_search(
     logs = sessions.visible_logs(session_id=session_id, user_id=user_id)
     q = query_keys(query)
     steps: list[dict[str, Any]] = []
-    meaning = _meaning(embedder, search, query, logs, steps)
+    named = _named_speakers(query, logs)
+    meaning = _meaning(embedder, search, query, logs, steps, named)
     ranked_sessions = rank_sessions(query, logs, sessions, opts, meaning.sessions if meaning else None)
     lift = {i: s for i, s in ranked_sessions[: opts.top_sessions]}
     flat: list[tuple[int, int]] = []
@@ -280,7 +288,6 @@ def contextual_search(
             own = ix.own[mi] & wanted
             matched = len(own) + opts.context_share * len((ix.near[mi] & wanted) - own)
             coord.append(((matched + 1.0) / (len(wanted) + 1.0)) ** opts.coordination if len(wanted) > 1 else 1.0)
-    named = _named_speakers(query, logs)
     mq = [t for t in q if t not in named] or q  # the speaker decides; their name in every message of theirs does not
     weights: dict[str, float] = {}
     if opts.expansion and ranked_sessions:

@@ -33,9 +33,10 @@ import numpy as np
 import numpy.typing as npt
 
 from ...embeddings import Embedder, EmbeddingError
+from ...focus import focus_query, query_words
 from ...fusion import Fuse, Pipeline, QueryContext, lexical_confidence, squash
 from ...search import SearchHit, SearchResult, term_key, term_matcher
-from ...stages import ImportanceWeight
+from ...stages import DenseFloor, ImportanceWeight
 from ...vectors import BackfillReport
 from .rows import COLUMNS, filters_sql, visibility
 
@@ -47,8 +48,9 @@ _COLS = ", ".join(f"r.{c}" for c in COLUMNS)
 
 
 def pg_pipeline() -> Pipeline:
-    """The PostgreSQL hybrid default: z-score fusion gated on term coverage, then importance."""
-    return Pipeline(Fuse(weight=0.7, weak_weight=0.2, ramp_from=0.25, confident_at=0.25), [ImportanceWeight()])
+    """The PostgreSQL hybrid default: z-score fusion gated on term coverage, importance, then meaning's best three
+    within the first ten (as on files)."""
+    return Pipeline(Fuse(weight=0.7, weak_weight=0.2, ramp_from=0.25, confident_at=0.25), [ImportanceWeight(), DenseFloor()])
 
 
 class PgVectors:
@@ -162,8 +164,12 @@ class PgVectors:
         steps = lexical.trace
         params: dict[str, Any] = {"sid": sid, "uid": uid, "model": self.embedder.name}
         where = visibility(params) + filters_sql(params, **filters)
+        engine = self.searcher.engine
+        words = query_words(query, engine.terms, engine.stop_words)
+        stats = await self._counts(conn, [*engine.terms(query), *(t for ts in words.values() for t in ts)], params, where)
+        text, common = focus_query(query, words, stats[1], stats[0])
         try:
-            q = np.asarray((await self.embedder.aembed([query]))[0], dtype=np.float32).reshape(-1)
+            q = np.asarray((await self.embedder.aembed([text]))[0], dtype=np.float32).reshape(-1)
             ids, sims = await self._dense(conn, q, params, where)
         except EmbeddingError as exc:  # fail open
             if steps is not None:
@@ -176,10 +182,10 @@ class PgVectors:
         cos = dict(zip(ids, sims.tolist(), strict=True))
         if steps is not None:
             steps.append({"stage": "dense", "model": self.embedder.name, "visibility": f"in the WHERE clause ({len(ids)})",
-                          "found": len(dense), "top": [{"id": r, "cosine": round(s, 4)} for r, s in dense[:10]]})
+                          **({"focus": {"embedded": text, "left_out": common}} if common else {}), "found": len(dense), "top": [{"id": r, "cosine": round(s, 4)} for r, s in dense[:10]]})
         lex_pairs = [] if mode == "dense" else [(h.id, h.score) for h in lexical.hits]
         by_id = {h.id: h for h in lexical.hits}
-        confidence = await self._coverage(conn, query, lexical.hits[:5], params, where) if lex_pairs else None
+        confidence = await self._coverage(conn, query, lexical.hits[:5], stats) if lex_pairs else None
         base = pg_pipeline()
         chosen = replace(base, fuse=replace(base.fuse, dense_scores=lambda wanted: {i: cos[i] for i in wanted if i in cos}))
         ctx = QueryContext(query=query, confidence=confidence, dense_mean=float(sims.mean()) if len(ids) else None,
@@ -210,21 +216,25 @@ class PgVectors:
         return {r["id"]: {"updated": r["updated"].isoformat() if r["updated"] else "", "importance": r["importance"]}
                 for r in await cur.fetchall()}
 
-    async def _coverage(self, conn: Any, query: str, top: list[SearchHit], params: dict[str, Any], where: str) -> float:
+    async def _counts(self, conn: Any, terms: list[str], params: dict[str, Any], where: str) -> tuple[int, dict[str, int]]:
+        """``(N, {term: df})`` over the caller's visible records: one scan, a count per term."""
+        terms = [t for t in dict.fromkeys(terms) if "'" not in t and "\\" not in t]
+        counts = "".join(f", count(*) FILTER (WHERE r.tsv @@ to_tsquery(%(cfg)s::regconfig, %(t{i})s)) AS n{i}"
+                         for i in range(len(terms)))
+        bind = {**params, "cfg": self.searcher.cfg, **{f"t{i}": f"'{t}'" for i, t in enumerate(terms)}}
+        row = await (await conn.execute(f"SELECT count(*) AS total{counts} FROM {self.t} r WHERE {where}", bind)).fetchone()
+        return int(row["total"]), {t: int(row[f"n{i}"]) for i, t in enumerate(terms)}
+
+    async def _coverage(self, conn: Any, query: str, top: list[SearchHit], stats: tuple[int, dict[str, int]]) -> float:
         """IDF-weighted term coverage of the best lexical hits, IDF from the caller's visible records only."""
-        terms = [t for t in self.searcher.engine.terms(query) if "'" not in t and "\\" not in t]
+        terms = [t for t in self.searcher.engine.terms(query) if t in stats[1]]
         if not terms or not top:
             return 0.0
-        counts = ", ".join(f"count(*) FILTER (WHERE r.tsv @@ to_tsquery(%(cfg)s::regconfig, %(t{i})s)) AS n{i}"
-                           for i in range(len(terms)))
-        bind = {**params, "cfg": self.searcher.cfg, **{f"t{i}": f"'{t}'" for i, t in enumerate(terms)}}
-        row = await (await conn.execute(f"SELECT count(*) AS total, {counts} FROM {self.t} r WHERE {where}", bind)).fetchone()
-        total = int(row["total"])
+        total, df = stats
         idf: dict[str, float] = {}
-        for i, t in enumerate(terms):
+        for t in terms:
             key = term_key(t)
-            idf[key] = max(idf.get(key, 0.0), math.log((total + 1) / (int(row[f"n{i}"]) + 0.5)))
+            idf[key] = max(idf.get(key, 0.0), math.log((total + 1) / (df[t] + 0.5)))
         ids = [h.id for h in top]
         cur = await conn.execute(f"SELECT content FROM {self.t} WHERE id = ANY(%s)", (ids,))
         return lexical_confidence(terms, [r["content"] or "" for r in await cur.fetchall()], idf)
-
