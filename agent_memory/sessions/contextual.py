@@ -40,7 +40,7 @@ __all__ = ["ContextualOptions", "contextual_search", "embedder_of", "rank_sessio
 class ContextualOptions:
     """Tuning of :func:`contextual_search` (defaults measured on LoCoMo's dev half, see docs/sessions.md)."""
 
-    top_sessions: int = 5  # stage 1: sessions whose messages are lifted
+    top_sessions: int = 8  # stage 1: sessions whose messages are lifted
     session_weight: float = 0.6  # how much a top session lifts its messages
     summary_share: float = 0.5  # stage 1 blend: summary BM25 vs whole-session BM25
     context_weight: float = 0.4  # neighbour messages' words, relative to the message's own
@@ -56,7 +56,7 @@ class ContextualOptions:
     snippet_chars: int = 320
     dense_sessions: float = 0.5  # stage 1 with an embedder: weight of the sessions' cosine (summary + best messages)
     dense_pool: int = 50  # stage 2: nearest messages entering the fusion (besides the lexical candidates)
-    lexical_weight: float = 0.7  # stage 2 fusion: lexical weight when lexical search is strong (fusion.Fuse.weight)
+    lexical_weight: float = 0.55  # stage 2 fusion: lexical weight when lexical search is strong (fusion.Fuse.weight)
     weak_lexical_weight: float = 0.0  # … and when it is weak (fusion.Fuse.weak_weight)
 
 
@@ -355,7 +355,7 @@ def search_sessions(sessions: SessionStore, query: str, *, session_id: str | Non
     With an ``embedder`` sessions and messages are ranked by meaning too (as :func:`contextual_search`)."""
     opts = options or ContextualOptions()
     logs = sessions.visible_logs(session_id=session_id, user_id=user_id)
-    meaning = _meaning(embedder, None, query, logs, [])
+    meaning = _meaning(embedder, None, query, logs, [], _named_speakers(query, logs))
     ranked = rank_sessions(query, logs, sessions, opts, meaning.sessions if meaning else None)[: max(1, limit)]
     q = query_keys(query)
     out = []
