@@ -6,7 +6,8 @@ record ranks where it does. Stages (each configurable, each skippable by leaving
 - :class:`Fuse` — lexical/dense fusion: ``zscore`` (default: per-query calibrated scores, the lexical
   weight raised when lexical search is confident), ``convex`` (max-normalised) or ``rrf`` (k=60);
 - :class:`CosineRerank`, :class:`RecencyBoost`, :class:`TimeDecay` (half-life), :class:`ImportanceWeight`,
-  :class:`LengthNorm`, :class:`MinScore` (hard floor), :class:`MMR` (diversity).
+  :class:`LengthNorm`, :class:`MinScore` (hard floor), :class:`MMR` (diversity), :class:`DenseFloor` (meaning's
+  best few within the first page).
 
 Defaults were chosen by measurement on the LoCoMo dev half and its reworded questions
 (``benchmarks/bench_meaning.py``, figures in ``docs/meaning.md``).
