@@ -126,13 +126,14 @@ def _hashes_of(store: MemoryStore, ids: Sequence[str], known: Mapping[str, Any] 
     return out | {r[0]: r[1] for r in rows if r[1]}
 
 
-def _focus(store: MemoryStore, engine: Fts5Engine | None, query: str, *,
+def _focus(store: MemoryStore, engine: Fts5Engine | None, query: str, *, embed: bool,
            visible_to: tuple[str | None, str | None] | None) -> tuple[TermStats | None, str, list[str]]:
     """``(term stats, text to embed, words left out)``: the query without the words half the records share
-    (:mod:`agent_memory.focus`); the stats serve the lexical strength too. Whole query without the FTS5 engine."""
+    (:mod:`agent_memory.focus`); the stats serve the lexical strength too. Whole query without the FTS5 engine;
+    only the strength's stats when the query is not to be embedded (``embed`` false: its vector was given)."""
     if engine is None:
         return None, query, []
-    words = query_words(query, engine.terms, engine.stop_words)
+    words = query_words(query, engine.terms, engine.stop_words) if embed else {}
     stats = index_term_stats(store.index, engine, [*engine.terms(query), *(t for ts in words.values() for t in ts)],
                              visible_to=visible_to)
     text, common = focus_query(query, words, stats[1], stats[0])
@@ -182,7 +183,8 @@ def hybrid_search(store: MemoryStore, cache: VectorCache, embedder: Embedder | N
         by_id = {h.id: h for h in lexical.hits}
     stats: dict[str, float] = {}
     strict = store.strict_visibility if filters.get("strict_visibility") is None else bool(filters["strict_visibility"])
-    term_stats, focused, common = _focus(store, engine, query, visible_to=(session_id, user_id) if strict else None)
+    term_stats, focused, common = _focus(store, engine, query, embed=query_vector is None,
+                                         visible_to=(session_id, user_id) if strict else None)
     try:
         q = query_vector if query_vector is not None else embedder.embed([focused])[0]
         where, params = _filters(store, **filters)
@@ -194,7 +196,7 @@ def hybrid_search(store: MemoryStore, cache: VectorCache, embedder: Embedder | N
         return fallback
     if steps is not None:
         steps.append({"stage": "dense", "model": embedder.name, "visibility": visible, "found": len(dense),
-                      **({"focus": {"embedded": focused, "left_out": common}} if common and query_vector is None else {}),
+                      **({"focus": {"embedded": focused, "left_out": common}} if common else {}),
                       "top": [{"id": r, "cosine": round(s, 4)} for r, s in dense[:10]]})
     if mode == "dense":
         lex_pairs = []
