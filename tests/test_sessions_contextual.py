@@ -132,7 +132,7 @@ def test_vectors_are_cached_beside_the_log_and_invalidated_when_it_changes(store
     emb = Counting()
     contextual_search(store, QUESTION, user_id="ada", embedder=emb)
     first = emb.texts
-    assert first == 7 + 1  # seven messages, then the query (no summaries yet)
+    assert first == 7 + 4 + 1  # seven messages, the sentences of the two with two each, the query (no summaries yet)
     files = sorted((tmp_path / "m").rglob("vectors-*.npz"))
     assert len(files) == 3 and all(f.parent.name in ("s1", "s2", "s3") for f in files)
     clear_memory()  # a new process: vectors come from the files, only the query is embedded
@@ -152,11 +152,34 @@ def test_vectors_are_cached_beside_the_log_and_invalidated_when_it_changes(store
     contextual_search(store, QUESTION, user_id="ada", embedder=emb)
     assert [t.split("\n")[0] for t in emb.calls[-2]] == ["Ada: Kyoto and Porto, both magical."]
     with __import__("numpy").load(next(f for f in files if f.parent.name == "s2")) as data:
-        assert len(data["keys"]) == 3  # the old text's vector was dropped, not kept beside the new one
+        assert len(data["keys"]) == 3 + 2  # the old text's vector was dropped, not kept beside the new one
     other = Counting("other-model")  # a new model embeds everything again, into its own file
     contextual_search(store, QUESTION, user_id="ada", embedder=other)
-    assert other.texts == 8 + 1
+    assert other.texts == 8 + 4 + 1
     assert len(sorted((tmp_path / "m").rglob("vectors-*.npz"))) == 6
+
+
+def test_one_sentence_of_a_long_message_is_found_by_its_own_meaning(tmp_path: Path) -> None:
+    clear_memory()
+    store = SessionStore(tmp_path / "m", durable=False)
+    store.append("s1", [
+        {"role": "user", "speaker": "Ada", "text": "The dentist fixed my tooth, the canvas painting dried, the clay bowl "
+                                                   "cracked. I flew to Porto.", "at": "2024-03-02T10:00:00Z"},
+        {"role": "user", "speaker": "Ben", "text": "Painting on canvas, a town trip maybe.", "at": "2024-03-02T10:00:05Z"},
+    ], user_id="ada")
+    emb = Counting()
+    found = contextual_search(store, "Which cities?", user_id="ada", limit=2, embedder=emb, search="dense", trace=True)
+    # as a whole the first message is mostly about other things; its second sentence is all about a city
+    assert _ids(found)[0] == "s1#1"
+    assert next(s for s in found.trace or [] if s["stage"] == "dense")["sentences"] == 2
+    embedded = {t for c in emb.calls for t in c}
+    assert {"Ada: The dentist fixed my tooth, the canvas painting dried, the clay bowl cracked.",
+            "Ada: I flew to Porto."} <= embedded
+    assert not any(t.startswith("Ben: Painting") and "\n" not in t for t in embedded)  # one sentence: no extra vector
+    whole = concepts(["Ada: The dentist fixed my tooth, the canvas painting dried, the clay bowl cracked. I flew to Porto.",
+                      "Ben: Painting on canvas, a town trip maybe."])
+    cos = [v[0] / sum(x * x for x in v) ** 0.5 for v in whole]
+    assert cos[0] < cos[1]  # by whole messages alone the other one would have come first
 
 
 def test_an_append_never_embeds_or_waits_for_vectors(tmp_path: Path) -> None:

@@ -1,7 +1,9 @@
 """Message and summary vectors of session logs: derived data, cached beside each log, computed lazily.
 
 Each message is embedded as ``speaker: text`` with its previous message as a little context (so an answer
-finds its question); each summary as its text. A vector is keyed by the SHA-256 of exactly the text that was
+finds its question); a message of several sentences also sentence by sentence (``speaker: sentence``), so one
+fact in a long message is not averaged away by the rest: a message's cosine to a query is the best of its own
+and its sentences'. Each summary is embedded as its text. A vector is keyed by the SHA-256 of exactly the text that was
 embedded, so a changed message (or neighbour) is embedded again and a vector nothing uses any more is dropped
 when the file is next saved. The cache lives in ``<session dir>/vectors-<model>.npz`` (a new model means a new
 file; the session's purge removes the directory and so the vectors) and in memory. Vectors are made at search
@@ -17,6 +19,7 @@ import io
 import re
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -27,11 +30,13 @@ from ..embeddings import Embedder, EmbeddingError
 from ..purge import register_purger
 from ._files import SessionDir, SessionMessage, SessionSummary
 
-__all__ = ["SessionVectors", "message_text", "clear_memory"]
+__all__ = ["LogVectors", "SessionVectors", "message_text", "sentence_texts", "clear_memory"]
 
 Matrix = npt.NDArray[np.float32]
 BATCH = 128
 CONTEXT_CHARS = 200
+MAX_SENTENCES = 16  # sentences embedded on their own per message (the rest count through the message's vector)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 _MEMORY: dict[tuple[str, str], dict[str, Matrix]] = {}  # (session dir, model) -> {text hash: vector}
 _LOCK = threading.Lock()
@@ -46,6 +51,35 @@ def message_text(messages: Sequence[SessionMessage], i: int) -> str:
     p = messages[i - 1]
     prev = (f"{p.speaker}: {p.text}" if p.speaker else p.text)[:CONTEXT_CHARS]
     return f"{own}\n(replying to {prev})"
+
+
+def sentence_texts(m: SessionMessage) -> list[str]:
+    """The sentences of a message of more than one (up to :data:`MAX_SENTENCES`), each as ``speaker: sentence``;
+    ``[]`` for a message of one sentence (its own vector says it all)."""
+    parts = [p.strip() for p in _SENTENCE_END.split(m.text.strip()) if len(p.strip()) > 3]
+    if len(parts) < 2:
+        return []
+    return [f"{m.speaker}: {p}" if m.speaker else p for p in parts[:MAX_SENTENCES]]
+
+
+@dataclass(frozen=True)
+class LogVectors:
+    """One log's vectors: a row per message, its summary's (or None), and its messages' sentences with the
+    index of the message each belongs to."""
+
+    messages: Matrix
+    summary: Matrix | None
+    sentences: Matrix
+    owners: npt.NDArray[np.intp]
+
+    def cosines(self, query: Matrix) -> Matrix:
+        """Per message: the best cosine to ``query`` of its own vector and its sentences'."""
+        if not self.messages.shape[0]:
+            return np.zeros(0, dtype=np.float32)
+        cos = (self.messages @ query).astype(np.float32)
+        if self.sentences.shape[0]:
+            np.maximum.at(cos, self.owners, (self.sentences @ query).astype(np.float32))
+        return cos
 
 
 def _key(text: str) -> str:
@@ -108,18 +142,24 @@ class SessionVectors:
             atomic_write(_file(sdir, self.model), buf.getvalue(), durable=False)
 
     def vectors(self, logs: Sequence[tuple[SessionDir, Sequence[SessionMessage], SessionSummary | None]]
-                ) -> list[tuple[Matrix, Matrix | None]]:
-        """Per log: its messages' vectors (one row each) and its summary's vector (or None); missing ones are
-        embedded now, in batches across all logs, and saved beside each log."""
-        texts: list[list[str]] = []
+                ) -> list[LogVectors]:
+        """Per log: its messages', summary's and sentences' vectors; missing ones are embedded now, in batches
+        across all logs, and saved beside each log."""
+        texts: list[tuple[list[str], list[str], list[int]]] = []
         held: list[dict[str, Matrix]] = []
         missing: dict[str, str] = {}
         for sdir, msgs, summary in logs:
             own = [message_text(msgs, i) for i in range(len(msgs))] + ([summary.text] if summary else [])
-            texts.append(own)
+            sentences: list[str] = []
+            owners: list[int] = []
+            for i, m in enumerate(msgs):
+                parts = sentence_texts(m)
+                sentences.extend(parts)
+                owners.extend([i] * len(parts))
+            texts.append((own, sentences, owners))
             cache = self._loaded(sdir)
             held.append(cache)
-            for t in own:
+            for t in own + sentences:
                 k = _key(t)
                 if k not in cache:
                     missing.setdefault(k, t)
@@ -132,19 +172,24 @@ class SessionVectors:
                 raise EmbeddingError(f"{self.model} returned {out.shape[0]} vectors for {len(chunk)} texts")
             fresh.update({k: out[j] for j, (k, _) in enumerate(chunk)})
         self.embedded += len(items)
-        result: list[tuple[Matrix, Matrix | None]] = []
+        result: list[LogVectors] = []
         dim = next(iter(fresh.values())).shape[0] if fresh else None
-        for (sdir, msgs, summary), own, cache in zip(logs, texts, held, strict=True):
+        for (sdir, msgs, summary), (own, sentences, owners), cache in zip(logs, texts, held, strict=True):
             keys = [_key(t) for t in own]
-            added = [k for k in keys if k in fresh and k not in cache]
+            skeys = [_key(t) for t in sentences]
+            added = [k for k in keys + skeys if k in fresh and k not in cache]
             for k in added:
                 cache[k] = fresh[k]
-            if added or len(cache) > len(set(keys)):
-                self._save(sdir, cache, set(keys))
+            used = set(keys) | set(skeys)
+            if added or len(cache) > len(used):
+                self._save(sdir, cache, used)
             rows = [cache[k] for k in keys]
             if dim is None and rows:
                 dim = rows[0].shape[0]
             n = len(msgs)
-            mat = np.stack(rows[:n]).astype(np.float32) if n else np.zeros((0, dim or 1), dtype=np.float32)
-            result.append((mat, rows[n] if summary else None))
+            width = dim or 1
+            mat = np.stack(rows[:n]).astype(np.float32) if n else np.zeros((0, width), dtype=np.float32)
+            sent = (np.stack([cache[k] for k in skeys]).astype(np.float32) if skeys
+                    else np.zeros((0, width), dtype=np.float32))
+            result.append(LogVectors(mat, rows[n] if summary else None, sent, np.asarray(owners, dtype=np.intp)))
         return result

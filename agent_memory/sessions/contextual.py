@@ -56,7 +56,7 @@ class ContextualOptions:
     snippet_chars: int = 320
     dense_sessions: float = 0.5  # stage 1 with an embedder: weight of the sessions' cosine (summary + best messages)
     dense_pool: int = 50  # stage 2: nearest messages entering the fusion (besides the lexical candidates)
-    lexical_weight: float = 0.55  # stage 2 fusion: lexical weight when lexical search is strong (fusion.Fuse.weight)
+    lexical_weight: float = 0.4  # stage 2 fusion: lexical weight when lexical search is strong (fusion.Fuse.weight)
     weak_lexical_weight: float = 0.0  # … and when it is weak (fusion.Fuse.weak_weight)
 
 
@@ -221,12 +221,14 @@ def _meaning(embedder: Embedder | None, search: Search | None, query: str,
     except EmbeddingError as exc:
         steps.append({"stage": "dense", "error": str(exc), "fallback": "lexical"})
         return None
-    cos = [m @ q if m.shape[0] else np.zeros(0, dtype=np.float32) for m, _ in vecs]
-    sessions: dict[int, float] = {}
-    for li, ((_, summary_vec), c) in enumerate(zip(vecs, cos, strict=True)):
-        best = float(np.sort(c)[-3:].mean()) if c.shape[0] else 0.0
-        sessions[li] = best if summary_vec is None else 0.5 * best + 0.5 * float(summary_vec @ q)
+    cos = [v.cosines(q) for v in vecs]
+    sessions: dict[int, float] = {}  # stage 1 on the messages' own vectors: a sentence's peak lifts its message only
+    for li, v in enumerate(vecs):
+        own = v.messages @ q
+        best = float(np.sort(own)[-3:].mean()) if own.shape[0] else 0.0
+        sessions[li] = best if v.summary is None else 0.5 * best + 0.5 * float(v.summary @ q)
     steps.append({"stage": "dense", "model": embedder.name, "messages": int(sum(c.shape[0] for c in cos)),
+                  "sentences": int(sum(v.sentences.shape[0] for v in vecs)),
                   **({"focus": {"embedded": text, "left_out": left_out}} if left_out else {})})
     return _Meaning(cos, sessions)
 
