@@ -181,3 +181,23 @@ def test_offline_recall_skips_messages_found_only_through_their_neighbours(tmp_p
             assert "monday#2" not in cited and "monday#3" not in cited, result  # its neighbours say nothing of it
 
     asyncio.run(run())
+
+
+def test_session_lift_fades_when_stage_one_has_no_clear_winner(tmp_path):
+    from agent_memory.sessions.contextual import ContextualOptions, _lift_gate
+
+    assert _lift_gate([(0, 1.0), (1, 0.5)], 0.4) == 1.0  # a clear winner: the full lift
+    assert _lift_gate([(0, 1.0), (1, 0.8)], 0.4) == pytest.approx(0.5)
+    assert _lift_gate([(0, 1.0), (1, 1.0)], 0.4) == 0.0  # a tie: the answer is likely in both
+    assert _lift_gate([(0, 1.0)], 0.4) == _lift_gate([(0, 1.0), (1, 1.0)], 0.0) == 1.0
+    st = SessionStore(tmp_path)
+    for sid in ("spring", "autumn"):  # two sessions alike: a question about both gets no pull towards either
+        _session(st, sid, [("Ada", "I made a clay bowl in pottery class."), ("Bo", "Lovely glaze.")], "ada", "2026-05-01")
+    _session(st, "travel", [("Ada", "We booked flights to Lisbon for June.")], "ada", "2026-05-10")
+    tied = contextual_search(st, "What did Ada make in pottery class?", user_id="ada", trace=True)
+    flat = contextual_search(st, "What did Ada make in pottery class?", user_id="ada",
+                             options=ContextualOptions(session_weight=0.0))
+    assert tied.trace and tied.trace[0]["lift"] == 0.0
+    assert [(h.id, h.score) for h in tied.hits] == [(h.id, h.score) for h in flat.hits]
+    clear = contextual_search(st, "When do we fly to Lisbon?", user_id="ada", trace=True)
+    assert clear.trace and clear.trace[0]["lift"] == 0.6 and clear.hits[0].id == "travel#1"

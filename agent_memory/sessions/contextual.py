@@ -3,7 +3,8 @@
 Stage 1 scores every visible session: BM25 of the query over the session summaries (the session's
 own words condensed: speakers, topics, dated key sentences) blended with BM25 over the whole session's
 text. Stage 2 scores messages (each with its neighbours as low-weight context, so a question and its
-answer find each other) and lifts those of the best sessions; a result is diversified across sessions
+answer find each other) and lifts those of the best sessions (fully when stage 1 has a clear winner, less as
+the best sessions draw level: then the answer is likely spread over them); a result is diversified across sessions
 so a question whose answer is spread over several conversations gets each of them. Records from the
 store can be merged in (``records``), interleaved by reciprocal rank.
 
@@ -42,6 +43,7 @@ class ContextualOptions:
 
     top_sessions: int = 8  # stage 1: sessions whose messages are lifted
     session_weight: float = 0.6  # how much a top session lifts its messages
+    lift_margin: float = 0.4  # the lift is full when the best session leads the next by this share of its score
     summary_share: float = 0.5  # stage 1 blend: summary BM25 vs whole-session BM25
     context_weight: float = 0.4  # neighbour messages' words, relative to the message's own
     neighbours: int = 2  # neighbours on each side counted as context
@@ -174,6 +176,16 @@ def rank_sessions(query: str, logs: Sequence[tuple[SessionDir, Sequence[SessionM
     return ranked
 
 
+def _lift_gate(ranked: Sequence[tuple[int, float]], margin: float) -> float:
+    """How much of the session lift applies, in [0, 1]: full when the best session leads the next by ``margin``
+    of its score (or stands alone), less as they draw level. Sessions that score alike are what a question whose
+    answer is spread over several looks like; lifting them would crowd the result with the first one's messages."""
+    if margin <= 0 or len(ranked) < 2:
+        return 1.0
+    best, second = ranked[0][1], ranked[1][1]
+    return min(1.0, max(0.0, (best - second) / (best * margin))) if best > 0 else 0.0
+
+
 def message_hit(sdir: SessionDir, m: SessionMessage, score: float, rel: str, snippet_chars: int = 320,
                 **extra: Any) -> SearchHit:
     text = " ".join(_message_text(m).split())
@@ -277,7 +289,8 @@ def contextual_search(
     named = _named_speakers(query, logs)
     meaning = _meaning(embedder, search, query, logs, steps, named)
     ranked_sessions = rank_sessions(query, logs, sessions, opts, meaning.sessions if meaning else None)
-    lift = {i: s for i, s in ranked_sessions[: opts.top_sessions]}
+    gate = _lift_gate(ranked_sessions, opts.lift_margin)
+    lift = {i: s * gate for i, s in ranked_sessions[: opts.top_sessions]}
     flat: list[tuple[int, int]] = []
     docs: list[Counter[str]] = []
     coord: list[float] = []
@@ -335,8 +348,9 @@ def contextual_search(
         hits = _interleave(hits, list(records(limit).hits), limit)
     out_steps: list[dict[str, Any]] | None = None
     if trace:
-        out_steps = [{"stage": "sessions", "ranked": [{"session_id": logs[i][0].session_id, "score": round(s, 4)}
-                                                      for i, s in ranked_sessions[: opts.top_sessions]]},
+        out_steps = [{"stage": "sessions", "lift": round(gate * opts.session_weight, 4),
+                      "ranked": [{"session_id": logs[i][0].session_id, "score": round(s, 4)}
+                                 for i, s in ranked_sessions[: opts.top_sessions]]},
                      *steps, {"stage": "messages", "candidates": len(raw), "returned": len(hits)}]
     return SearchResult(hits=hits, trace=out_steps)
 
