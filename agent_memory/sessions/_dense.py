@@ -72,14 +72,13 @@ class LogVectors:
     sentences: Matrix
     owners: npt.NDArray[np.intp]
 
-    def cosines(self, query: Matrix) -> Matrix:
-        """Per message: the best cosine to ``query`` of its own vector and its sentences'."""
-        if not self.messages.shape[0]:
-            return np.zeros(0, dtype=np.float32)
-        cos = (self.messages @ query).astype(np.float32)
+    def cosines(self, query: Matrix) -> tuple[Matrix, Matrix]:
+        """Per message: its own vector's cosine to ``query``, and the best of that and its sentences'."""
+        own = (self.messages @ query).astype(np.float32)
+        best = own.copy()
         if self.sentences.shape[0]:
-            np.maximum.at(cos, self.owners, (self.sentences @ query).astype(np.float32))
-        return cos
+            np.maximum.at(best, self.owners, (self.sentences @ query).astype(np.float32))
+        return own, best
 
 
 def _key(text: str) -> str:

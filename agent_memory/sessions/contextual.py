@@ -233,10 +233,10 @@ def _meaning(embedder: Embedder | None, search: Search | None, query: str,
     except EmbeddingError as exc:
         steps.append({"stage": "dense", "error": str(exc), "fallback": "lexical"})
         return None
-    cos = [v.cosines(q) for v in vecs]
+    pairs = [v.cosines(q) for v in vecs]
+    cos = [best for _, best in pairs]
     sessions: dict[int, float] = {}  # stage 1 on the messages' own vectors: a sentence's peak lifts its message only
-    for li, v in enumerate(vecs):
-        own = v.messages @ q
+    for li, (v, (own, _)) in enumerate(zip(vecs, pairs, strict=True)):
         best = float(np.sort(own)[-3:].mean()) if own.shape[0] else 0.0
         sessions[li] = best if v.summary is None else 0.5 * best + 0.5 * float(v.summary @ q)
     steps.append({"stage": "dense", "model": embedder.name, "messages": int(sum(c.shape[0] for c in cos)),
