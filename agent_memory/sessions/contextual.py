@@ -4,7 +4,8 @@ Stage 1 scores every visible session: BM25 of the query over the session summari
 own words condensed: speakers, topics, dated key sentences) blended with BM25 over the whole session's
 text. Stage 2 scores messages (each with its neighbours as low-weight context, so a question and its
 answer find each other) and lifts those of the best sessions (fully when stage 1 has a clear winner, less as
-the best sessions draw level: then the answer is likely spread over them); a result is diversified across sessions
+the best sessions draw level: then the answer is likely spread over them; not at all for a question asking for a
+set of things, :mod:`._question`); a result is diversified across sessions
 so a question whose answer is spread over several conversations gets each of them. Records from the
 store can be merged in (``records``), interleaved by reciprocal rank.
 
@@ -28,6 +29,7 @@ from ..drafts import _parse_when
 from ..search import SearchHit, SearchResult
 from ..transcripts import date_words, resolve_relative_dates
 from ._files import SessionDir, SessionMessage, SessionSummary
+from ._question import asks_for_set
 from ._rank import Bm25, keys, query_keys, weighted
 from .store import SessionStore
 
@@ -51,6 +53,8 @@ class ContextualOptions:
     coordination: float = 1.0  # exponent of the share of query terms a message holds (0 = off)
     context_share: float = 0.5  # a query term found only in the neighbours counts this much for coordination
     speaker_boost: float = 0.5  # a message by a speaker the query names is lifted by this share
+    set_session_weight: float | None = 0.0  # session_weight for a question asking for a set (None: no change)
+    set_context_share: float = 0.8  # context_share for such a question
     expansion: float = 0.0  # weight of topic words taken from the best sessions' summaries (0 = off)
     expansion_sessions: int = 3
     expansion_terms: int = 12
@@ -283,6 +287,10 @@ def contextual_search(
         from ..errors import InvalidInputError
 
         raise InvalidInputError(f"search must be lexical, dense or hybrid, not {search!r}")
+    asks_set = opts.set_session_weight is not None and asks_for_set(query)
+    if asks_set:  # its answers are spread over sessions: the best one's messages are not lifted above the rest
+        opts = dataclasses.replace(opts, session_weight=opts.set_session_weight or 0.0,
+                                   context_share=opts.set_context_share)
     logs = sessions.visible_logs(session_id=session_id, user_id=user_id)
     q = query_keys(query)
     steps: list[dict[str, Any]] = []
@@ -348,7 +356,7 @@ def contextual_search(
         hits = _interleave(hits, list(records(limit).hits), limit)
     out_steps: list[dict[str, Any]] | None = None
     if trace:
-        out_steps = [{"stage": "sessions", "lift": round(gate * opts.session_weight, 4),
+        out_steps = [{"stage": "sessions", "lift": round(gate * opts.session_weight, 4), "asks_for_set": asks_set,
                       "ranked": [{"session_id": logs[i][0].session_id, "score": round(s, 4)}
                                  for i, s in ranked_sessions[: opts.top_sessions]]},
                      *steps, {"stage": "messages", "candidates": len(raw), "returned": len(hits)}]
