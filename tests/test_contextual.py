@@ -201,3 +201,31 @@ def test_session_lift_fades_when_stage_one_has_no_clear_winner(tmp_path):
     assert [(h.id, h.score) for h in tied.hits] == [(h.id, h.score) for h in flat.hits]
     clear = contextual_search(st, "When do we fly to Lisbon?", user_id="ada", trace=True)
     assert clear.trace and clear.trace[0]["lift"] == 0.6 and clear.hits[0].id == "travel#1"
+
+
+@pytest.mark.parametrize("text, asking", [
+    ("Have you adopted the shelter dog yet?", True),
+    ("Wow, lovely! What games do you play?", True),
+    ('She asked "why?"', True),
+    ("Look at this! [shared an image: a dog on a sofa]", False),
+    ("Did you see it? [shared an image: a red kite] [shared an image: a park]", True),
+    ("We adopted him. Why? He needed a home.", False),
+    ("", False),
+])
+def test_a_message_that_ends_by_asking(text, asking):
+    from agent_memory.sessions.contextual import _is_question
+
+    assert _is_question(text) is asking
+
+
+def test_a_statement_outranks_the_question_that_prompted_it(tmp_path):
+    from agent_memory.sessions.contextual import ContextualOptions
+
+    st = SessionStore(tmp_path)
+    _session(st, "pets", [("Bo", "Have you adopted the shelter dog yet?"), ("Ada", "Not yet, the paperwork takes weeks."),
+                          ("Ada", "We finally adopted the shelter dog, a beagle called Rex, after a long wait."),
+                          ("Bo", "Great news.")], "ada", "2026-05-01")
+    question = "Which shelter dog was adopted?"
+    assert [h.id for h in contextual_search(st, question, user_id="ada", limit=2).hits] == ["pets#3", "pets#1"]
+    flat = contextual_search(st, question, user_id="ada", limit=2, options=ContextualOptions(question_weight=1.0))
+    assert [h.id for h in flat.hits] == ["pets#1", "pets#3"]  # the shorter question would lead on words alone

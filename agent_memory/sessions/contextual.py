@@ -19,6 +19,7 @@ back to the lexical ranking (said in the trace). Without an embedder the ranking
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -53,8 +54,10 @@ class ContextualOptions:
     coordination: float = 1.0  # exponent of the share of query terms a message holds (0 = off)
     context_share: float = 0.5  # a query term found only in the neighbours counts this much for coordination
     speaker_boost: float = 0.5  # a message by a speaker the query names is lifted by this share
+    question_weight: float = 0.8  # a message that ends by asking ("…?") is scaled by this (1 = off)
     set_session_weight: float | None = 0.0  # session_weight for a question asking for a set (None: no change)
     set_context_share: float = 0.8  # context_share for such a question
+    set_question_weight: float = 1.0  # question_weight for such a question (what prompted an instance is often evidence)
     expansion: float = 0.0  # weight of topic words taken from the best sessions' summaries (0 = off)
     expansion_sessions: int = 3
     expansion_terms: int = 12
@@ -74,6 +77,7 @@ class _Indexed:
     message_docs: list[Counter[str]]
     own: list[frozenset[str]]
     near: list[frozenset[str]]
+    asks: list[bool]
 
 
 _CACHE_ATTR = "_contextual_cache"
@@ -106,7 +110,8 @@ def _indexed(store: SessionStore, sdir: SessionDir, messages: Sequence[SessionMe
     for terms in own:
         whole.update(terms)
     built = _Indexed(key, whole, Counter(keys(summary.text)) if summary else Counter(), docs,
-                     [frozenset(a) | frozenset(b) for a, b in zip(own, dated, strict=True)], near_sets)
+                     [frozenset(a) | frozenset(b) for a, b in zip(own, dated, strict=True)], near_sets,
+                     [_is_question(m.text) for m in messages])
     if len(cache) > 4096:
         cache.clear()
     cache[sdir.path] = built
@@ -136,6 +141,14 @@ def _named_speakers(query: str, logs: Sequence[tuple[SessionDir, Sequence[Sessio
     wanted = set(query_keys(query))
     names = {term_key(m.speaker.lower().split()[0]) for _, msgs, _ in logs for m in msgs if m.speaker and m.speaker.split()}
     return names & wanted
+
+
+_TRAILING_NOTE = re.compile(r"(\s*\[[^\[\]]*\])+\s*$")
+
+
+def _is_question(text: str) -> bool:
+    """A message that ends by asking (a trailing ``[shared an image: …]`` note aside): it rarely states a fact."""
+    return _TRAILING_NOTE.sub("", text).rstrip().rstrip("\"'”’)").endswith("?")
 
 
 def _date_text(m: SessionMessage) -> str:
@@ -290,7 +303,7 @@ def contextual_search(
     asks_set = opts.set_session_weight is not None and asks_for_set(query)
     if asks_set:  # its answers are spread over sessions: the best one's messages are not lifted above the rest
         opts = dataclasses.replace(opts, session_weight=opts.set_session_weight or 0.0,
-                                   context_share=opts.set_context_share)
+                                   context_share=opts.set_context_share, question_weight=opts.set_question_weight)
     logs = sessions.visible_logs(session_id=session_id, user_id=user_id)
     q = query_keys(query)
     steps: list[dict[str, Any]] = []
@@ -303,8 +316,10 @@ def contextual_search(
     docs: list[Counter[str]] = []
     coord: list[float] = []
     wanted = frozenset(q)
+    asking: list[bool] = []
     for li, (sdir, msgs, summ) in enumerate(logs):
         ix = _indexed(sessions, sdir, msgs, summ, opts)
+        asking.extend(ix.asks)
         for mi in range(len(msgs)):
             flat.append((li, mi))
             docs.append(ix.message_docs[mi])
@@ -335,6 +350,10 @@ def contextual_search(
             speaker = logs[li][1][mi].speaker
             if speaker and term_key(speaker.lower().split()[0]) in named:
                 raw[d] *= 1 + opts.speaker_boost
+    if opts.question_weight != 1.0:
+        for d in raw:
+            if asking[d]:
+                raw[d] *= opts.question_weight
     scored = sorted(((s * (1 + opts.session_weight * lift.get(flat[d][0], 0.0)), d) for d, s in raw.items()),
                     key=lambda x: -x[0])
     picked: list[tuple[float, int]] = []
