@@ -211,6 +211,8 @@ def test_session_lift_fades_when_stage_one_has_no_clear_winner(tmp_path):
     ("Did you see it? [shared an image: a red kite] [shared an image: a park]", True),
     ("We adopted him. Why? He needed a home.", False),
     ("", False),
+    ("Why? " + "[a] " * 100_000, True),  # many notes: read from the end in linear time
+    ("[a] " * 100_000 + "done", False),
 ])
 def test_a_message_that_ends_by_asking(text, asking):
     from agent_memory.sessions.contextual import _is_question

@@ -19,7 +19,6 @@ back to the lexical ranking (said in the trace). Without an embedder the ranking
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -143,12 +142,20 @@ def _named_speakers(query: str, logs: Sequence[tuple[SessionDir, Sequence[Sessio
     return names & wanted
 
 
-_TRAILING_NOTE = re.compile(r"(\s*\[[^\[\]]*\])+\s*$")
-
-
 def _is_question(text: str) -> bool:
-    """A message that ends by asking (a trailing ``[shared an image: …]`` note aside): it rarely states a fact."""
-    return _TRAILING_NOTE.sub("", text).rstrip().rstrip("\"'”’)").endswith("?")
+    """A message that ends by asking (trailing ``[shared an image: …]`` notes aside): it rarely states a fact.
+    Linear in the text, however many brackets it holds."""
+    end = len(text)
+    while True:
+        while end and text[end - 1].isspace():
+            end -= 1
+        start = text.rfind("[", 0, end) if end and text[end - 1] == "]" else -1
+        if start < 0 or text.find("]", start, end - 1) >= 0:
+            break
+        end = start
+    while end and text[end - 1] in "\"'”’)":
+        end -= 1
+    return end > 0 and text[end - 1] == "?"
 
 
 def _date_text(m: SessionMessage) -> str:
