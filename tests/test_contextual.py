@@ -231,3 +231,7 @@ def test_a_statement_outranks_the_question_that_prompted_it(tmp_path):
     assert [h.id for h in contextual_search(st, question, user_id="ada", limit=2).hits] == ["pets#3", "pets#1"]
     flat = contextual_search(st, question, user_id="ada", limit=2, options=ContextualOptions(question_weight=1.0))
     assert [h.id for h in flat.hits] == ["pets#1", "pets#3"]  # the shorter question would lead on words alone
+    peek = search_sessions(st, question, user_id="ada", messages=1)  # the sessions tool shows the statement too
+    assert [m["id"] for m in peek[0]["messages"]] == ["pets#3"]
+    assert [m["id"] for m in search_sessions(st, question, user_id="ada", messages=1,
+                                             options=ContextualOptions(question_weight=1.0))[0]["messages"]] == ["pets#1"]

@@ -419,6 +419,7 @@ def search_sessions(sessions: SessionStore, query: str, *, session_id: str | Non
             mixed = {i: 0.5 * lexical.get(i, 0.0) + 0.5 * (float(cos[i]) - lo) / spread for i in range(len(msgs))}
         else:
             mixed = lexical
+        mixed = {i: s * (opts.question_weight if ix.asks[i] else 1.0) for i, s in mixed.items()}
         best = sorted(mixed.items(), key=lambda x: -x[1])[: max(0, messages)]
         rel = sessions.files._rel(sdir.path / "log.jsonl")
         out.append({"session_id": sdir.session_id, "score": round(score, 4),
