@@ -45,6 +45,18 @@ def test_offline_summary_is_extractive_dated_and_deterministic(tmp_path):
     assert summarize_messages([], session_id="s") == ""
 
 
+def test_offline_summary_leaves_out_chat_filler_and_the_wrapper_of_image_notes():
+    said = ["Wow, awesome!", "[shared an image: a sunset over hills]", "Amazing, wow!",
+            "[shared an image: a sunset over hills]", "I signed up for a pottery class at the community center.",
+            "[shared an image: a bowl of soup]", "Awesome, so cool!", "My pottery teacher fires the bowls on Fridays."]
+    msgs = [{"speaker": "Mel", "text": t, "at": DAY1} for t in said]
+    text = summarize_messages(msgs, session_id="s", max_sentences=2)
+    topics = text.split("Mel talked about: ")[1].splitlines()[0].rstrip(".").split(", ")
+    assert "pottery" in topics and not {"wow", "awesome", "amazing", "cool", "shared", "image"} & set(topics)
+    quoted = [line.split(": ", 1)[1] for line in text.splitlines() if line.startswith("- ")]
+    assert quoted == [said[4], said[7]]  # what was said, not the notes whose wrapper words repeat
+
+
 def test_due_policy_idle_and_every(tmp_path):
     store = SessionStore(tmp_path)
     _log(store, n=3)

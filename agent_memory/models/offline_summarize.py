@@ -1,7 +1,8 @@
 """The deterministic offline session summariser: extractive and dated, no model.
 
 A summary names the session, its dates and speakers, lists each speaker's most frequent topics
-(content words, in their most common spelling), then quotes the most informative sentences in
+(content words, in their most common spelling; chat filler such as "wow" or "awesome" and the words of a
+``[shared an image: …]`` note's own wrapper left out), then quotes the most informative sentences in
 order, each with its date. The same messages always give the same summary.
 """
 
@@ -38,8 +39,15 @@ def _day(at: str | None) -> str:
         return ""
 
 
+_NOTE = re.compile(r"\[shared an? [a-z]+:", re.IGNORECASE)  # "[shared an image: …]": the note's own words say nothing
+_FILLER = frozenset("wow awesome amazing cool yeah hey thanks thank glad totally really super nice lol haha omg great "
+                    "definitely".split())  # said in every chat; never a topic
+_FILLER_KEYS = frozenset(term_key(w) for w in _FILLER)
+
+
 def _words(text: str) -> list[str]:
-    return [t for t in default_tokenizer(MARKER_RE.sub(" ", text)) if t not in STOP_WORDS and len(t) > 2 and not t.isdigit()]
+    text = _NOTE.sub(" ", MARKER_RE.sub(" ", text))
+    return [t for t in default_tokenizer(text) if t not in STOP_WORDS and len(t) > 2 and not t.isdigit()]
 
 
 def summarize_messages(messages: Sequence[Any], *, session_id: str | None = None, max_sentences: int = MAX_SENTENCES,
@@ -65,7 +73,9 @@ def summarize_messages(messages: Sequence[Any], *, session_id: str | None = None
             per_speaker[speaker][k] += 1
             spelled.setdefault(k, Counter())[w] += 1
     for speaker in speakers:
-        top = [k for k, _ in sorted(per_speaker[speaker].items(), key=lambda kv: (-kv[1], kv[0]))[:max_topics]]
+        ranked = sorted(((k, n) for k, n in per_speaker[speaker].items() if k not in _FILLER_KEYS),
+                        key=lambda kv: (-kv[1], kv[0]))
+        top = [k for k, _ in ranked[:max_topics]]
         if top:
             lines.append(f"{speaker} talked about: " + ", ".join(spelled[k].most_common(1)[0][0] for k in top) + ".")
     # sentences: informative (rare-in-session words weigh more once, frequent topic words add up), then in order
