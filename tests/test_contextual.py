@@ -215,9 +215,9 @@ def test_session_lift_fades_when_stage_one_has_no_clear_winner(tmp_path):
     ("[a] " * 100_000 + "done", False),
 ])
 def test_a_message_that_ends_by_asking(text, asking):
-    from agent_memory.sessions.contextual import _is_question
+    from agent_memory.sessions._question import ends_by_asking
 
-    assert _is_question(text) is asking
+    assert ends_by_asking(text) is asking
 
 
 def test_a_statement_outranks_the_question_that_prompted_it(tmp_path):

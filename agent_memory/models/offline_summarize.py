@@ -40,9 +40,8 @@ def _day(at: str | None) -> str:
 
 
 _NOTE = re.compile(r"\[shared an? [a-z]+:", re.IGNORECASE)  # "[shared an image: …]": the note's own words say nothing
-_FILLER = frozenset("wow awesome amazing cool yeah hey thanks thank glad totally really super nice lol haha omg great "
-                    "definitely".split())  # said in every chat; never a topic
-_FILLER_KEYS = frozenset(term_key(w) for w in _FILLER)
+_FILLER_KEYS = frozenset(term_key(w) for w in (  # said in every chat; never a topic
+    "wow awesome amazing cool yeah hey thanks thank glad totally really super nice lol haha omg great definitely").split())
 
 
 def _words(text: str) -> list[str]:

@@ -1,4 +1,5 @@
-"""What a question asks for, from its wording alone: one thing, or a set of things spread over many sessions.
+"""Questions by their wording: what a query asks for (one thing, or a set of things spread over many sessions),
+and whether a message asks rather than states.
 
 "What video games does Nate play?", "How many dogs has Maria adopted?", "What has Melanie painted?" and
 "What do Jon and Gina both like?" ask for every instance, and those are usually said in different sessions;
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["asks_for_set"]
+__all__ = ["asks_for_set", "ends_by_asking"]
 
 _CUES = re.compile(r"\b(both|how many|in what ways|what ways|what are some|which ones|all the|ever)\b")
 _WH = ("what", "which", "who", "where")
@@ -54,3 +55,19 @@ def asks_for_set(question: str) -> bool:
     if phrase[:2] in (["kind", "of"], ["type", "of"], ["sort", "of"]):
         phrase = phrase[2:3]  # "what kind of dance piece": one thing
     return any(_plural(w) for w in phrase)
+
+
+def ends_by_asking(text: str) -> bool:
+    """A message that ends by asking (trailing ``[shared an image: …]`` notes aside): it rarely states a fact.
+    Linear in the text, however many brackets it holds."""
+    end = len(text)
+    while True:
+        while end and text[end - 1].isspace():
+            end -= 1
+        start = text.rfind("[", 0, end) if end and text[end - 1] == "]" else -1
+        if start < 0 or text.find("]", start, end - 1) >= 0:
+            break
+        end = start
+    while end and text[end - 1] in "\"'”’)":
+        end -= 1
+    return end > 0 and text[end - 1] == "?"

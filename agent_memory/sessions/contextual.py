@@ -29,7 +29,7 @@ from ..drafts import _parse_when
 from ..search import SearchHit, SearchResult
 from ..transcripts import date_words, resolve_relative_dates
 from ._files import SessionDir, SessionMessage, SessionSummary
-from ._question import asks_for_set
+from ._question import asks_for_set, ends_by_asking
 from ._rank import Bm25, keys, query_keys, weighted
 from .store import SessionStore
 
@@ -110,7 +110,7 @@ def _indexed(store: SessionStore, sdir: SessionDir, messages: Sequence[SessionMe
         whole.update(terms)
     built = _Indexed(key, whole, Counter(keys(summary.text)) if summary else Counter(), docs,
                      [frozenset(a) | frozenset(b) for a, b in zip(own, dated, strict=True)], near_sets,
-                     [_is_question(m.text) for m in messages])
+                     [ends_by_asking(m.text) for m in messages])
     if len(cache) > 4096:
         cache.clear()
     cache[sdir.path] = built
@@ -140,22 +140,6 @@ def _named_speakers(query: str, logs: Sequence[tuple[SessionDir, Sequence[Sessio
     wanted = set(query_keys(query))
     names = {term_key(m.speaker.lower().split()[0]) for _, msgs, _ in logs for m in msgs if m.speaker and m.speaker.split()}
     return names & wanted
-
-
-def _is_question(text: str) -> bool:
-    """A message that ends by asking (trailing ``[shared an image: …]`` notes aside): it rarely states a fact.
-    Linear in the text, however many brackets it holds."""
-    end = len(text)
-    while True:
-        while end and text[end - 1].isspace():
-            end -= 1
-        start = text.rfind("[", 0, end) if end and text[end - 1] == "]" else -1
-        if start < 0 or text.find("]", start, end - 1) >= 0:
-            break
-        end = start
-    while end and text[end - 1] in "\"'”’)":
-        end -= 1
-    return end > 0 and text[end - 1] == "?"
 
 
 def _date_text(m: SessionMessage) -> str:
