@@ -169,3 +169,11 @@ def test_concurrent_summaries_get_distinct_versions(tmp_path):
         t.join()
     versions = [s.version for s in store.summaries("s", user_id="ada")]
     assert versions == list(range(1, 21))
+
+
+def test_a_pasted_blob_is_no_topic():
+    blob = "x" * 200_000
+    text = summarize_messages([{"speaker": "A", "text": f"My pottery class shared {blob} today.", "at": DAY1},
+                               {"speaker": "A", "text": "The pottery kiln was hot.", "at": DAY1}], session_id="s")
+    assert "pottery" in text.split("A talked about: ")[1].splitlines()[0]
+    assert len(text) < 2_000  # quoted sentences are cut at 200 characters and the blob is not listed as a topic

@@ -21,6 +21,7 @@ __all__ = ["summarize_messages", "MAX_SENTENCES", "MAX_TOPICS"]
 
 MAX_SENTENCES = 10
 MAX_TOPICS = 12
+MAX_TOPIC_CHARS = 40  # a longer "word" (a hash, a pasted blob) is no topic
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 _MONTHS = ["", "January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
            "November", "December"]
@@ -72,7 +73,8 @@ def summarize_messages(messages: Sequence[Any], *, session_id: str | None = None
             per_speaker[speaker][k] += 1
             spelled.setdefault(k, Counter())[w] += 1
     for speaker in speakers:
-        ranked = sorted(((k, n) for k, n in per_speaker[speaker].items() if k not in _FILLER_KEYS),
+        ranked = sorted(((k, n) for k, n in per_speaker[speaker].items()
+                         if k not in _FILLER_KEYS and len(k) <= MAX_TOPIC_CHARS),
                         key=lambda kv: (-kv[1], kv[0]))
         top = [k for k, _ in ranked[:max_topics]]
         if top:
