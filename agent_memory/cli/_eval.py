@@ -40,7 +40,7 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
     p.add_argument("--search", choices=("lexical", "dense", "hybrid"), default=None,
                    help="retrieval mode (default: hybrid with --embedder, else lexical); dense and hybrid embed every turn first")
     p.add_argument("--embedder", metavar="NAME",
-                   help="for --search dense|hybrid: local (MiniLM, the embeddings extra; the default) or a litellm model id")
+                   help="for --search dense|hybrid: local (MiniLM, the embeddings extra; the default), local:PATH (a sentence-transformers model directory) or a litellm model id")
     p.add_argument("--layer", choices=("records", "sessions"), default="records",
                    help="records: one record per turn (default); sessions: each conversation session a session log "
                         "with our own summaries, questions answered by two-stage contextual search")

@@ -78,7 +78,7 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
                      "search --mode hybrid|dense uses them; writes never wait for them).", [
         "agent-memory embed", "agent-memory embed --embedder ollama/nomic-embed-text --json"])
     p.add_argument("--embedder", metavar="NAME",
-                   help="local (MiniLM, the embeddings extra) or a litellm model id (default $AGENT_MEMORY_EMBEDDER, else local)")
+                   help="local (MiniLM, the embeddings extra), local:PATH (a sentence-transformers model directory) or a litellm model id (default $AGENT_MEMORY_EMBEDDER, else local)")
     return {"init": cmd_init, "import": cmd_import, "reindex": cmd_reindex, "doctor": cmd_doctor, "sweep": cmd_sweep,
             "embed": cmd_embed}
 

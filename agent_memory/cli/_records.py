@@ -97,8 +97,8 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
                    help="lexical (BM25), dense (embeddings) or hybrid (both, fused); default hybrid when an embedder is "
                         "set, else lexical (run agent-memory embed first)")
     p.add_argument("--embedder", metavar="NAME",
-                   help="for --mode dense|hybrid: local (MiniLM, the embeddings extra) or a litellm model id "
-                        "(default $AGENT_MEMORY_EMBEDDER, else local)")
+                   help="for --mode dense|hybrid: local (MiniLM, the embeddings extra), local:PATH (a model directory) or a "
+                        "litellm model id (default $AGENT_MEMORY_EMBEDDER, else local)")
 
     p = add("get", "Print one record (says 'expired' for a record past its expiry).", [
         "agent-memory get 2026-11-22-deploy-day-a1b2c3d4",
