@@ -161,7 +161,7 @@ class LocalEmbedder:
                                show_progress_bar=False)
         except Exception as exc:
             raise EmbeddingError(f"local embedding failed: {exc}") from exc
-        return as_matrix(out, len(items), 384 if self._model_path is None else _model_dim(model), source=self.name)
+        return as_matrix(out, len(items), self.dim, source=self.name)  # the model is loaded: its own dimension
 
     async def aembed(self, texts: Sequence[str]) -> Matrix:
         return await asyncio.to_thread(self.embed, texts)
