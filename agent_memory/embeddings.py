@@ -303,6 +303,10 @@ _POOLING_MODES = ("pooling_mode_cls_token", "pooling_mode_mean_tokens", "pooling
                   "pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken")
 
 
+def _size(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 1_000_000
+
+
 def _declared_dim(path: str) -> int:
     """The output dimension a sentence-transformers directory declares (its last Dense or Pooling module), or 0."""
     import json
@@ -317,9 +321,9 @@ def _declared_dim(path: str) -> int:
                 continue
             with open(config, encoding="utf-8") as f:
                 conf = json.load(f)
-            if isinstance(conf.get("out_features"), int):
+            if _size(conf.get("out_features")):
                 return int(conf["out_features"])
-            if isinstance(conf.get("word_embedding_dimension"), int):
+            if _size(conf.get("word_embedding_dimension")):
                 return int(conf["word_embedding_dimension"]) * max(1, sum(bool(conf.get(k)) for k in _POOLING_MODES))
     except (OSError, ValueError, AttributeError, TypeError):
         pass

@@ -265,6 +265,15 @@ def test_a_directory_that_is_no_model_fails_typed(tmp_path: Any) -> None:
         emb.embed(["car"])
 
 
+@pytest.mark.parametrize("config", ['{"out_features": true}', '{"word_embedding_dimension": -384}', '[1, 2]',
+                                    '{"out_features": "768"}', '{', '{"word_embedding_dimension": 99999999999}'])
+def test_a_hostile_model_config_declares_no_dimension(tmp_path: Any, config: str) -> None:
+    (tmp_path / "1_Pooling").mkdir()
+    (tmp_path / "1_Pooling" / "config.json").write_text(config)
+    (tmp_path / "modules.json").write_text('[{"idx": 0, "path": "1_Pooling"}, {"path": 5}, "x"]')
+    assert LocalEmbedder(model_path=tmp_path).dim == 0  # never a bogus shape, never an exception
+
+
 def test_a_store_whose_model_directory_is_gone_searches_by_words(tmp_path: Any) -> None:
     from agent_memory.store import MemoryStore
 
