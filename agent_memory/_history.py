@@ -97,6 +97,7 @@ def archive(store: MemoryStore, conn: Any, row: Any, reason: str, *, event: str 
 
 def sweep(store: MemoryStore, now: dt.datetime, report: SweepReport) -> SweepReport:
     """Archive expired records (TTL) and exact duplicates (keeping the newest), under the lock."""
+    from ._keyed import UNDEDUPED_KINDS
     from .drafts import _parse_when
 
     with store.lock.hold(), store.events.batch():
@@ -110,6 +111,8 @@ def sweep(store: MemoryStore, now: dt.datetime, report: SweepReport) -> SweepRep
             groups: dict[tuple[Any, ...], list[Any]] = {}
             # a superseded record is history, never a duplicate of the current fact that repeats its words
             for row in conn.execute("SELECT * FROM records WHERE superseded_by IS NULL ORDER BY updated DESC, id").fetchall():
+                if row["kind"] in UNDEDUPED_KINDS:  # files of the memory tool may repeat each other's words
+                    continue
                 groups.setdefault((row["content_hash"], row["scope"], row["session_id"], row["user_id"]), []).append(row)
             for rows in groups.values():
                 for row in rows[1:]:

@@ -36,14 +36,20 @@ if TYPE_CHECKING:  # pragma: no cover
     from .store import MemoryStore
 
 CAPTURE_SOURCES = ("turn_capture", "compaction_capture")
+# Kinds of records addressed by a key like files by a path (Claude's memory tool): two of them, or one and an
+# ordinary memory, may hold the same text, so exact-duplicate detection (writes and sweep) leaves them out.
+UNDEDUPED_KINDS = ("memory_file",)
+_NOT_UNDEDUPED = "r.kind NOT IN (" + ", ".join(f"'{k}'" for k in UNDEDUPED_KINDS) + ")"
 Prepared = tuple[MemoryRecord, int, str, frozenset[str]]  # record, redactions, on_existing, fields passed
 
 
 def find_duplicate(conn: Any, rec: MemoryRecord) -> Any:
+    if rec.kind in UNDEDUPED_KINDS:
+        return None
     sql, params = partition_sql(rec)
     params["h"] = rec.content_hash
     return conn.execute(f"SELECT * FROM records r WHERE r.content_hash = :h AND {sql} AND {live_sql('r')}"
-                        f" AND {current_sql('r')} LIMIT 1", params).fetchone()
+                        f" AND {current_sql('r')} AND {_NOT_UNDEDUPED} LIMIT 1", params).fetchone()
 
 
 def find_keyed(conn: Any, rec: MemoryRecord, key: str, mode: str) -> Any:

@@ -126,9 +126,8 @@ class MemoryToolHandler:
             res = await self.backend.remember(draft, source="tool")
         except InvalidInputError as exc:
             raise MemoryToolError(f"Could not write {path}: {exc}") from None
-        if new and res.status == "duplicate":
-            raise MemoryToolError(f"File {path} was not created: the same content is already stored in memory "
-                                  f"(record {res.id})")
+        if new and res.status == "duplicate":  # a backend that dedupes memory files by text (ours do not)
+            raise MemoryToolError(f"File {path} was not created: the backend holds its text as record {res.id}")
         if new and res.status == "skipped":
             raise MemoryToolError(f"File {path} already exists")
 
@@ -230,12 +229,20 @@ class MemoryToolHandler:
             raise MemoryToolError(f"The path {old} does not exist")
         if new.startswith(old + "/"):
             raise MemoryToolError(f"Cannot move {old} into itself")
-        for path, rec in moving.items():
-            target = new + path[len(old):]
-            await self.backend.forget(rec.id, self.caller)  # first, so the copy is not a duplicate of it
-            try:
+        if any(new.startswith(p + "/") for p in files):
+            raise MemoryToolError(f"A parent of {new} is a file")
+        written: list[str] = []
+        try:  # every copy first, then the originals go: a refused write loses nothing
+            for path, rec in moving.items():
+                target = new + path[len(old):]
                 await self._write(target, rec.content, new=True)
-            except AgentMemoryError:
-                await self._write(path, rec.content, new=True)  # put it back; nothing is lost
-                raise
+                written.append(target)
+        except AgentMemoryError:
+            copies = await self._files()
+            for target in written:
+                if target in copies:
+                    await self.backend.forget(copies[target].id, self.caller)
+            raise
+        for rec in moving.values():
+            await self.backend.forget(rec.id, self.caller)
         return f"Successfully renamed {old} to {new}"

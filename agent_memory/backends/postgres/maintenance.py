@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..._keyed import UNDEDUPED_KINDS
 from ...index import SyncReport, summary_line
 from ...maintenance import DoctorReport, SweepReport
 from ...records import content_hash
@@ -33,8 +34,9 @@ class Maintenance:
                 conn, "expires IS NOT NULL AND expires <= now()", {}, "expired"))
             report.duplicates = sorted(await self.writer._archive_where(
                 conn, f"(tenant, id) IN (SELECT tenant, id FROM (SELECT tenant, id, row_number() OVER"
-                      f" (PARTITION BY tenant, part, content_hash ORDER BY updated DESC, id) AS n FROM {self.t}) d WHERE n > 1)",
-                {}, "duplicate"))
+                      f" (PARTITION BY tenant, part, content_hash ORDER BY updated DESC, id) AS n FROM {self.t}"
+                      " WHERE NOT (kind = ANY(%(undeduped)s))) d WHERE n > 1)",
+                {"undeduped": list(UNDEDUPED_KINDS)}, "duplicate"))
         return report
 
     async def _drifted(self, conn: Any) -> list[dict[str, Any]]:

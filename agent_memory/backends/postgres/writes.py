@@ -17,7 +17,7 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 from ..._history import POINTER
-from ..._keyed import CAPTURE_SOURCES, holds_lines
+from ..._keyed import CAPTURE_SOURCES, UNDEDUPED_KINDS, holds_lines
 from ...drafts import RememberResult, Status
 from ...errors import BackendError
 from ...records import MemoryRecord, content_hash, default_title, new_id, now_iso
@@ -71,10 +71,13 @@ class Writer:
                 row = await self._find_keyed(conn, rec, tenant, part, mode)
                 if row is not None:  # (capture never rewrites a person's or a tool's record: it keeps its own)
                     return await self._apply_keyed(conn, row, rec, mode, fields, redactions)
-            cur = await conn.execute(
-                f"SELECT id FROM {self.t} WHERE tenant = %s AND part = %s AND content_hash = %s"
-                " AND (expires IS NULL OR expires > now()) AND superseded_by IS NULL LIMIT 1", (tenant, part, rec.content_hash))
-            dup = await cur.fetchone()
+            dup = None
+            if rec.kind not in UNDEDUPED_KINDS:  # files of the memory tool may repeat each other's (or a memory's) text
+                cur = await conn.execute(
+                    f"SELECT id FROM {self.t} WHERE tenant = %s AND part = %s AND content_hash = %s AND (expires IS NULL"
+                    " OR expires > now()) AND superseded_by IS NULL AND NOT (kind = ANY(%s)) LIMIT 1",
+                    (tenant, part, rec.content_hash, list(UNDEDUPED_KINDS)))
+                dup = await cur.fetchone()
             if dup is not None:
                 return RememberResult(dup["id"], "duplicate", self.path_of(dup["id"]), redactions)
             await self._archive_where(
