@@ -326,3 +326,99 @@ async def test_hooks_consolidate_every_n_turns_only_when_asked(tmp_path: Path) -
         await provider.aclose()
     with pytest.raises(ValueError):
         MemoryHooks(MemoryProvider(tmp_path / "x"), consolidate_every=0)
+
+
+# -- lifecycle: supersession, the share floor, lint that names only real conflicts (issue 27) -----------------
+AM = str(Path(sys.executable).with_name("agent-memory"))
+
+
+def _am(root: Path, *args: str) -> Any:
+    import subprocess
+
+    proc = subprocess.run([AM, "--root", str(root), "--json", *args], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert proc.returncode == 0, (args, proc.stdout, proc.stderr)
+    return json.loads(proc.stdout)
+
+
+def test_current_statement_survives_a_merge_with_its_superseded_version(tmp_path: Path) -> None:
+    """A superseded version is history: never the kept side of a merge, never merged against its successor."""
+    store = MemoryStore(tmp_path / "m", durable=False)
+    old = store.remember("Alice prefers the staging cluster in eu-west-1 for all deploys and tests, since March",
+                         scope="project")
+    new = store.remember("Alice prefers the staging cluster in eu-west-1 for all deploys and tests", scope="project",
+                         supersedes=old.id)
+    mon = store.remember("Deploy day for the web app is Monday", scope="project", memory_key="deploy-day")
+    fri = store.remember("Deploy day for the web app is Friday", scope="project", memory_key="deploy-day",
+                         on_existing="replace")
+    rep = consolidate(store, max_share=1.0)
+    assert rep.changes == [] and rep.findings == []  # a record and its own superseded version: no contradiction
+    assert store.get(new.id).superseded_by is None and store.get(old.id).superseded_by == new.id
+    assert [h.id for h in store.search("staging cluster eu-west-1").hits] == [new.id]
+    assert {r.id for r in store.list(limit=None)} == {new.id, fri.id} and mon.id == fri.id
+    # a current near-duplicate is merged into the current statement, never into the superseded one
+    dup = store.remember("alice prefers the staging cluster in eu-west-1 for all deploys and tests!!", scope="project")
+    rep = consolidate(store, max_share=1.0)
+    assert [(c.record_id, c.related, c.status) for c in rep.changes] == [(dup.id, [new.id], "applied")]
+    assert {r.id for r in store.list(limit=None)} == {new.id, fri.id}
+    store.close()
+
+
+def test_cli_consolidate_keeps_the_current_fact_and_its_archive_comes_back(tmp_path: Path) -> None:
+    """From the CLI (a real subprocess): the newest fact stays in list/search; restore and undo bring archives back."""
+    root = tmp_path / "m"
+    _am(root, "init")
+    old = _am(root, "remember", "Kofi runs the release checklist every Thursday before the noon standup")["id"]
+    new = _am(root, "remember", "--supersede", old, "Kofi runs the release checklist every Thursday")["id"]
+    dup = _am(root, "remember", "kofi runs the release checklist, every thursday")["id"]
+    other = _am(root, "remember", "The VPN gateway is vpn2.example.net")["id"]
+    rep = _am(root, "consolidate")  # default max_share 0.1 of 3 current records: still one change
+    assert rep["limit"] == 1 and rep["applied"] == 1 and not rep["stopped"], rep
+    assert [(c["record_id"], c["related"], c["rule"]) for c in rep["changes"]] == [(dup, [new], "merge")]
+    assert {r["id"] for r in _am(root, "list", "--all")["records"]} == {new, other}
+    assert [h["id"] for h in _am(root, "search", "release checklist Thursday")["hits"]] == [new]
+    assert any(e["event"] == "archived" and e["id"] == dup and "consolidation" in json.dumps(e)
+               for e in _am(root, "events")["events"])
+    _am(root, "restore", dup)
+    assert {r["id"] for r in _am(root, "list", "--all")["records"]} == {new, dup, other}
+    _am(root, "consolidate")
+    _am(root, "undo")
+    assert {r["id"] for r in _am(root, "list", "--all")["records"]} == {new, dup, other}
+
+
+def test_a_small_store_changes_at_least_once_per_run_unless_max_share_is_zero(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path / "m", durable=False)
+    keep = store.remember("The staging cluster runs in eu-west-1 since March.", scope="project")
+    dups = [store.remember(t, scope="project").id for t in ("the staging cluster runs in eu-west-1 since march",
+                                                             "The staging cluster runs in eu-west-1, since March!")]
+    assert consolidate(store, max_share=0).applied == [] and store.count() == 3
+    rep = consolidate(store)  # default 0.1 of 3 records rounds down to 0: the floor is one change
+    assert rep.limit == 1 and rep.stopped and [c.status for c in rep.changes] == ["applied", "not_applied"]
+    rep = consolidate(store)
+    assert rep.limit == 1 and not rep.stopped and len(rep.applied) == 1
+    live = {r.id for r in store.list(limit=None)}
+    assert len(live) == 1 and live | {p.stem for p in (tmp_path / "m" / "archive").iterdir()} == {keep.id, *dups}
+    assert consolidate(store).limit == 1 and consolidate(MemoryStore(tmp_path / "empty", durable=False)).limit == 0
+    store.close()
+
+
+def test_lint_does_not_call_records_of_one_template_versions_of_one_statement(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path / "m", durable=False)
+    topics = ("kafka redis postgres nginx docker terraform ansible grafana prometheus vault consul jenkins helm "
+              "istio envoy celery rabbitmq sentry airflow spark").split()
+    for topic in topics:
+        store.remember(f"Meeting notes on {topic} from the weekly sync", scope="project")
+    mon = store.remember("The release train leaves on Monday.", scope="project")
+    fri = store.remember("The release train leaves on Friday.", scope="project")
+    tue = store.remember("The release train leaves on Tuesday.", scope="project")
+    rep = consolidate(store, dry_run=True, max_share=1.0)
+    assert rep.changes == []
+    assert [sorted(f.record_ids) for f in rep.findings] == [sorted([mon.id, fri.id, tue.id])]
+    assert "3 versions of one statement" in rep.findings[0].detail
+    assert any(n.startswith("20 records follow one pattern ('meeting notes on _ from the weekly sync')")
+               for n in rep.notes), rep.notes
+    # pairs are never chained through a third record into one "statement"
+    groups, patterns = similar.group_versions([(0, 1, ("1", "2")), (1, 2, ("ada", "bob"))],
+                                              ["Ada's room is 1", "Ada's room is 2", "Bob's room is 2"])
+    assert groups == [([0, 1], ["1", "2"]), ([1, 2], ["ada", "bob"])] and patterns == []
+    store.close()

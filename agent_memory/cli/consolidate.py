@@ -70,7 +70,8 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
         provider.close()
     emit(args, rep.to_dict(), rep.text)
     if rep.applied and not args.dry_run:
-        note("archived records are in archive/ with the reason (move a file back to records/ to restore it)")
+        note("archived records are in archive/ with the reason; bring one back with `agent-memory restore ID` "
+             "(or `agent-memory undo`, one archive at a time)")
     if rep.fallback:
         note(f"warning: the consolidate worker fell back: {rep.reason}")
         return EXIT_FALLBACK

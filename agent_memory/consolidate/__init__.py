@@ -4,8 +4,9 @@ A deterministic pass over a files store that **never destroys**:
 
 - every change is an *archive* through the store's archive path (``archive/<file>`` keeps the whole record with an
   annotation ``consolidation: <reason>``; restorable), made under the root lock, in one index transaction;
-- a run changes at most ``max_share`` of the store's records (default 10%); a plan that wants more applies the
-  first ones in rule order (ttl, scope_path, merge, decay), marks the rest ``not_applied`` and reports
+- a run changes at most ``max_share`` of the store's current records (default 10%; superseded versions do not
+  count), and at least one when ``max_share`` > 0 (a small store can change too); a plan that wants more applies
+  the first ones in rule order (ttl, scope_path, merge, decay), marks the rest ``not_applied`` and reports
   ``stopped`` with the reason — the next run continues;
 - ``dry_run=True`` returns the plan and changes nothing; the :class:`ConsolidationReport` lists every change with
   its rule and reason, and lint findings (oversized, unreadable, secret-bearing, contradictory) that are only
@@ -13,7 +14,8 @@ A deterministic pass over a files store that **never destroys**:
 
 Rules: **ttl** (expired), **scope_path** (``metadata.scope_path`` names a path that no longer exists; relative paths
 are resolved against ``workspace``, default the root's parent), **merge** (near-duplicates in one partition, see
-:mod:`.similar`; the most complete record stays), **decay** (importance set below ``decay_importance``, unchanged for
+:mod:`.similar`; the most complete record stays; superseded versions are history and never take part, so the
+current statement always survives), **decay** (importance set below ``decay_importance``, unchanged for
 ``decay_days``, never recalled — needs the recall log of :mod:`.recalls`). The PostgreSQL backend does not support
 consolidation yet (:class:`ConsolidationUnsupported`).
 """
@@ -40,7 +42,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..store import MemoryStore
 
 __all__ = ["consolidate", "consolidate_backend", "archive_record", "ConsolidationReport", "ConsolidateOptions", "Change",
-           "Finding", "RecallLog", "fire_archived", "ConsolidationUnsupported", "MERGE_THRESHOLD", "RULES", "store_of"]
+           "Finding", "RecallLog", "fire_archived", "ConsolidationUnsupported", "MERGE_THRESHOLD", "RULES", "store_of",
+           "share_limit"]
 
 REASON_PREFIX = "consolidation: "
 
@@ -86,8 +89,8 @@ def consolidate(store: MemoryStore, *, dry_run: bool = False, max_share: float |
     problems = store.index.stored_problems() if caller is None else {}
     changes, findings, notes = plan_changes(records, opts, now=when, root=store.root,
                                             recalled=log.ids() if log.exists else None, problems=problems)
-    total = len(records)
-    limit = math.floor(opts.max_share * total + 1e-9)
+    total = sum(1 for r in records if not r.superseded_by)  # what readers see; history does not widen the limit
+    limit = share_limit(opts.max_share, total)
     report = ConsolidationReport(total, limit, dry_run, changes, findings, notes=notes)
     if len(changes) > limit:
         report.stopped = True
@@ -102,9 +105,17 @@ def consolidate(store: MemoryStore, *, dry_run: bool = False, max_share: float |
     return report
 
 
+def share_limit(max_share: float, total: int) -> int:
+    """How many changes one run may make: ``max_share`` of ``total``, rounded down, but at least one when both are
+    above zero (else a store under 1/max_share records could never change); ``max_share=0`` changes nothing."""
+    if max_share <= 0 or total <= 0:
+        return 0
+    return max(1, math.floor(max_share * total + 1e-9))
+
+
 def _apply(store: MemoryStore, report: ConsolidationReport) -> None:
     applied = 0
-    with store.lock.hold():
+    with store.lock.hold(), store.events.batch():
         store.index.refresh(force=True)
         with store.index.transaction() as conn:
             archived: set[str] = set()
@@ -117,9 +128,13 @@ def _apply(store: MemoryStore, report: ConsolidationReport) -> None:
                     change.status, change.note = "skipped", "changed or removed since it was planned"
                     continue
                 if change.rule == "merge" and any(
-                        r in archived or conn.execute("SELECT 1 FROM records WHERE id = ?", (r,)).fetchone() is None
+                        r in archived or conn.execute("SELECT 1 FROM records WHERE id = ? AND superseded_by IS NULL",
+                                                      (r,)).fetchone() is None
                         for r in change.related):
-                    change.status, change.note = "skipped", "the record it duplicates is gone"
+                    change.status, change.note = "skipped", "the record it duplicates is gone or superseded"
+                    continue
+                if change.rule == "merge" and row["superseded_by"]:
+                    change.status, change.note = "skipped", "superseded since it was planned (history is kept)"
                     continue
                 _history.archive(store, conn, row, REASON_PREFIX + change.reason)
                 archived.add(change.record_id)

@@ -20,6 +20,7 @@ from .report import Change, ConsolidateOptions, Finding
 __all__ = ["plan_changes", "partition_of", "MAX_FINDINGS"]
 
 MAX_FINDINGS = 500  # contradiction groups reported; a store with more has a pattern worth a look, not a longer list
+MAX_PATTERN_NOTES = 20
 
 
 def partition_of(rec: MemoryRecord) -> tuple[str, str | None, str | None]:
@@ -31,13 +32,16 @@ def _change(rule: str, rec: MemoryRecord, reason: str, **kw: object) -> Change:
 
 
 def _keeper_rank(rec: MemoryRecord) -> tuple[object, ...]:
-    """Which of a group of near-duplicates stays: keyed, most important, most words, newest."""
-    return (rec.memory_key is not None, rec.importance or 0.0, len(similar.words(rec.content)), len(rec.content.strip()),
-            rec.updated, rec.id)
+    """Which of a group of near-duplicates stays: keyed, the head of a version chain, most important, most words,
+    newest."""
+    return (rec.memory_key is not None, rec.supersedes is not None, rec.importance or 0.0,
+            len(similar.words(rec.content)), len(rec.content.strip()), rec.updated, rec.id)
 
 
 def _merges(records: Sequence[MemoryRecord], threshold: float, taken: set[str],
-            findings: list[Finding]) -> list[Change]:
+            findings: list[Finding], notes: list[str]) -> list[Change]:
+    """Near-duplicate merges among ``records`` (current records only: a superseded version is history, never a
+    candidate, never the kept side), and the contradiction lint of the same pairs."""
     sh = [similar.shingles(r.content) for r in records]
     ws = [similar.words(r.content) for r in records]
     groups: dict[tuple[str, str | None, str | None], list[int]] = {}
@@ -75,7 +79,7 @@ def _merges(records: Sequence[MemoryRecord], threshold: float, taken: set[str],
             members = clusters.setdefault(find(k), [])
             if k not in members:
                 members.append(k)
-    _contradictions(records, versions, findings)
+    _contradictions(records, versions, findings, notes)
     changes: list[Change] = []
     for members in clusters.values():
         keep = max(members, key=lambda k: _keeper_rank(records[k]))
@@ -95,29 +99,17 @@ def _merges(records: Sequence[MemoryRecord], threshold: float, taken: set[str],
 
 
 def _contradictions(records: Sequence[MemoryRecord], versions: list[tuple[int, int, tuple[str, ...]]],
-                    findings: list[Finding]) -> None:
-    """One finding per group of records that are versions of one statement with different values."""
-    parent: dict[int, int] = {}
-
-    def find(i: int) -> int:
-        parent.setdefault(i, i)
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    words: dict[int, set[str]] = {}
-    for i, j, conflict in versions:
-        parent[find(i)] = find(j)
-        words.setdefault(i, set()).update(similar.surface(conflict, records[i].content, records[j].content))
-    groups: dict[int, list[int]] = {}
-    for i in list(parent):
-        groups.setdefault(find(i), []).append(i)
-    for members in sorted(groups.values(), key=lambda m: min(records[k].id for k in m))[:MAX_FINDINGS]:
-        differ = sorted(set().union(*(words.get(k, set()) for k in members)))
+                    findings: list[Finding], notes: list[str]) -> None:
+    """One finding per group of records that are versions of one statement with different values (grouped by the
+    statement's frame, never chained through a third record); a frame many records share is a pattern (a note)."""
+    groups, patterns = similar.group_versions(versions, [r.content for r in records])
+    for members, differ in sorted(groups, key=lambda g: min(records[k].id for k in g[0]))[:MAX_FINDINGS]:
         findings.append(Finding("contradiction", sorted(records[k].id for k in members),
                                 f"{len(members)} versions of one statement that differ on: {', '.join(differ[:8])}; "
                                 "review them, keep the true one(s)"))
+    for text, size in patterns[:MAX_PATTERN_NOTES]:
+        notes.append(f"{size} records follow one pattern ({text[:80]!r}): many records of one template, "
+                     "not versions of one statement (not reported as a contradiction)")
 
 
 def _scope_path_gone(rec: MemoryRecord, base: Path) -> str | None:
@@ -146,6 +138,7 @@ def plan_changes(records: Sequence[MemoryRecord], opts: ConsolidateOptions, *, n
         taken.add(change.record_id)
 
     rules = set(opts.rules)
+    current = [r for r in records if not r.superseded_by]  # superseded versions are history: no merge, decay, lint
     if "ttl" in rules:
         for rec in records:
             when = _parse_when(rec.expires) if rec.expires else None
@@ -160,7 +153,7 @@ def plan_changes(records: Sequence[MemoryRecord], opts: ConsolidateOptions, *, n
                     add(_change("scope_path", rec, f"scope_path {rec.metadata.get('scope_path')!r} no longer exists ({gone})"))
     if "merge" in rules:
         threshold = opts.merge_threshold or similar.MERGE_THRESHOLD
-        for change in _merges(records, threshold, taken, findings):
+        for change in _merges(current, threshold, taken, findings, notes):
             if change.record_id not in taken and not set(change.related) & taken:
                 add(change)
     if "decay" in rules:
@@ -168,7 +161,7 @@ def plan_changes(records: Sequence[MemoryRecord], opts: ConsolidateOptions, *, n
             notes.append("decay skipped: no recall log yet (MemoryProvider(..., track_recalls=True) records recalls)")
         else:
             cutoff = now - dt.timedelta(days=opts.decay_days)
-            for rec in records:
+            for rec in current:
                 last = _parse_when(rec.updated or rec.created)
                 if (rec.id in taken or rec.id in recalled or rec.importance is None or rec.importance >= opts.decay_importance
                         or last is None or last > cutoff):
@@ -189,7 +182,7 @@ def _lint(records: Sequence[MemoryRecord], opts: ConsolidateOptions, findings: l
         if _redact.contains_secret(rec.content) or _redact.contains_secret(rec.title):
             findings.append(Finding("secret", [rec.id], "holds what looks like a secret (hand edit?); "
                                     "rewrite it without the secret or forget it"))
-        if rec.memory_key:
+        if rec.memory_key and not rec.superseded_by:  # a replaced value is history, not a second value
             keyed.setdefault(rec.memory_key, []).append(rec)
     for key, recs in sorted(keyed.items()):
         shared = [r for r in recs if r.scope.value in ("project", "global")]

@@ -19,12 +19,14 @@ from dataclasses import dataclass
 
 from .._text import STOP_WORDS, default_tokenizer, term_key
 
-__all__ = ["MERGE_THRESHOLD", "Pair", "shingles", "jaccard", "words", "compare", "candidate_pairs"]
+__all__ = ["MERGE_THRESHOLD", "Pair", "shingles", "jaccard", "words", "compare", "candidate_pairs", "frame",
+           "group_versions", "contradictions", "MAX_VERSIONS"]
 
 MERGE_THRESHOLD = 0.6
 CONFLICT_THRESHOLD = 0.5  # similar enough to be two versions of one statement
 CONFLICT_WORDS = 2  # ... when one span of at most this many words was replaced
 SHINGLE = 4
+MAX_VERSIONS = 4  # more records on one frame ("notes on _ from the sync") are a pattern, not versions of one fact
 MAX_BUCKET = 300  # a shingle shared by more records is skipped as a key (bounds the work on large stores)
 _NEGATIONS = frozenset({"not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "without", "cannot",
                         "dont", "doesnt", "didnt", "isnt", "arent", "wasnt", "werent", "wont", "cant", "shouldnt"})
@@ -156,3 +158,57 @@ def candidate_pairs(groups: Iterable[Sequence[int]], sh: Sequence[frozenset[str]
                 for j in bucket[x + 1:]:
                     out.add((min(i, j), max(i, j)))
     return out
+
+
+def frame(text_a: str, text_b: str) -> tuple[str, ...]:
+    """The word sequence two texts share, each differing span replaced by ``_`` ("deploy day is _").
+
+    Symmetric: the same for ``(a, b)`` and ``(b, a)``; two versions of one statement share it with every other
+    version that changes the same span."""
+    a, b = normal_text(text_a).split(), normal_text(text_b).split()
+    out: list[str] = []
+    for op, i1, i2, _j1, _j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if op == "equal":
+            out.extend(a[i1:i2])
+        elif not out or out[-1] != "_":
+            out.append("_")
+    return tuple(out)
+
+
+def group_versions(found: Iterable[tuple[int, int, Sequence[str]]], texts: Sequence[str],
+                   max_versions: int = MAX_VERSIONS) -> tuple[list[tuple[list[int], list[str]]], list[tuple[str, int]]]:
+    """Group contradicting pairs ``(i, j, conflict words)`` into versions of one statement, by their :func:`frame`.
+
+    Pairs are never chained through a third record: "A is 1"/"A is 2" and "A is 2"/"B is 2" are two statements.
+    A frame shared by more than ``max_versions`` records is a *pattern* (many unrelated records written from one
+    template, "Notes on X: to be filled in later"), not versions: it is returned apart as ``(frame text, size)``.
+    Returns ``(groups, patterns)``; each group is ``(sorted member indexes, words that differ as written)``."""
+    members: dict[tuple[str, ...], set[int]] = {}
+    differ: dict[tuple[str, ...], set[str]] = {}
+    for i, j, conflict in found:
+        key = frame(texts[i], texts[j])
+        members.setdefault(key, set()).update((i, j))
+        differ.setdefault(key, set()).update(surface(conflict, texts[i], texts[j]))
+    groups: list[tuple[list[int], list[str]]] = []
+    patterns: list[tuple[str, int]] = []
+    for key, idx in members.items():
+        if len(idx) > max_versions:
+            patterns.append((" ".join(key), len(idx)))
+        else:
+            groups.append((sorted(idx), sorted(differ[key])))
+    # a pair inside a larger group of the same records says nothing new
+    groups = [g for g in groups if not any(set(g[0]) < set(h[0]) for h in groups)]
+    return groups, sorted(patterns, key=lambda p: (-p[1], p[0]))
+
+
+def contradictions(texts: Sequence[str], max_versions: int = MAX_VERSIONS) -> list[tuple[list[int], list[str]]]:
+    """Groups of ``texts`` (a small set, all pairs compared) that are versions of one statement with a value changed."""
+    sh = [shingles(t) for t in texts]
+    ws = [words(t) for t in texts]
+    found: list[tuple[int, int, Sequence[str]]] = []
+    for i in range(len(texts)):
+        for j in range(i + 1, len(texts)):
+            pair = compare(i, j, sh, ws, CONFLICT_THRESHOLD)
+            if pair.conflict and is_contradiction(pair, texts[i], texts[j]):
+                found.append((i, j, pair.conflict))
+    return group_versions(found, texts, max_versions)[0]
