@@ -4,9 +4,14 @@
 ``history/`` (all kept versions) and ``archive/``; its rows and stemmed terms from the FTS index (segments
 rewritten, ``VACUUM`` for free pages, WAL checkpointed and truncated); its vectors from ``vectors.db``
 (same cleanup); and turns its event lines into tombstones (record id, session and user replaced by hashes,
-details dropped; the content hashes stay). ``MEMORY.md`` is regenerated. Stores built by other modules
-(session logs, episodes) join in with :func:`register_purger`: each purger is called as
-``fn(root, user_id, session_id) -> int`` (how many items it removed) on a user or session purge.
+details dropped; the content hashes stay). ``MEMORY.md`` is regenerated. A user or session purge also removes
+their session logs and episodes (and drops the episode index).
+
+Which stores a root holds is declared once, in :data:`agent_memory.root_layout.ROOT_LAYOUT`: :func:`purge`
+runs one step (:data:`STEPS`) per entry that holds owned data, in the table's order, and its report names
+every store it visited with how many items it removed (``PurgeReport.stores``). No store joins by being
+imported. Stores an application keeps itself may still join a user/session purge explicitly with
+:func:`register_purger` (``fn(root, user_id, session_id) -> int``; reported under ``others``).
 """
 
 from __future__ import annotations
@@ -26,18 +31,20 @@ from ._supersede import predecessors_anywhere
 from .errors import InvalidInputError, NotFoundError
 from .events import Event, tombstone_id, visible
 from .records import RecordParseError, parse_record, validate_id
+from .root_layout import PurgeJob, owned
 
 if TYPE_CHECKING:  # pragma: no cover
     from .store import MemoryStore
 
-__all__ = ["PurgeReport", "Purger", "purge", "register_purger", "unregister_purger"]
+__all__ = ["PurgeReport", "Purger", "STEPS", "purge", "register_purger", "unregister_purger"]
 
 Purger = Callable[[Path, "str | None", "str | None"], int]
 PURGERS: list[Purger] = []
 
 
 def register_purger(fn: Purger) -> Purger:
-    """Have every user/session purge call ``fn(root, user_id, session_id)`` too (usable as a decorator)."""
+    """Have every user/session purge call ``fn(root, user_id, session_id)`` too (usable as a decorator): for
+    stores an application keeps itself. The library's own stores are in :mod:`agent_memory.root_layout`."""
     if fn not in PURGERS:
         PURGERS.append(fn)
     return fn
@@ -55,10 +62,11 @@ class PurgeReport:
     vectors: int = 0
     events: int = 0
     others: dict[str, int] = field(default_factory=dict)
+    stores: dict[str, int] = field(default_factory=dict)  # every root store visited -> items removed from it
 
     def to_dict(self) -> dict[str, Any]:
         return {"records": self.records, "files": self.files, "vectors": self.vectors, "events": self.events,
-                "others": self.others}
+                "stores": self.stores, "others": self.others}
 
 
 def _md_files(folder: Path) -> list[Path]:
@@ -180,11 +188,108 @@ def _drop_vectors(store: MemoryStore, hashes: set[str]) -> int:
     return n
 
 
+def _unlink(job: PurgeJob, folder: Path) -> int:
+    """Delete the job's files in ``folder``; returns how many went."""
+    n = 0
+    for path in sorted(p for p in job.files if p.parent == folder):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+            n += 1
+    if n and job.store.durable and folder.is_dir():
+        fsync_dir(folder)
+    return n
+
+
+def _step_index(job: PurgeJob) -> int:
+    store = job.store
+
+    def drop_rows() -> None:
+        with store.index.transaction() as conn:
+            for rid in job.ids:
+                store.index.delete(conn, rid)
+            store.index.mark_synced(conn)
+
+    store.index.healing(drop_rows)
+    store.index.close()
+    _compact(store.index.path)
+    return len(job.ids)
+
+
+def _step_events(job: PurgeJob) -> int:
+    store = job.store
+    partition = (None, None) if job.record_id is not None else (job.session_id, job.user_id)
+    changed = store.events.rewrite(_tombstone(set(job.ids), *partition))
+    with store.events.batch():
+        for rid in sorted(job.ids):
+            store._event("purged", {"id": tombstone_id(rid), "scope": None, "session_id": None, "user_id": None},
+                         caller=(None, None), files=len(job.files))
+    return int(changed)
+
+
+def _step_memory_md(job: PurgeJob) -> int:
+    job.store.write_memory_md()
+    return 1
+
+
+def _owners(job: PurgeJob) -> list[dict[str, str]]:
+    """A user/session purge takes what is the user's *or* the session's (as for records): one call each."""
+    out = []
+    if job.user_id:
+        out.append({"user_id": job.user_id})
+    if job.session_id:
+        out.append({"session_id": job.session_id})
+    return out
+
+
+def _step_sessions(job: PurgeJob) -> int | None:
+    if job.record_id is not None:
+        return None  # one record: session logs are not records
+    from .sessions.store import purge_sessions
+
+    return sum(purge_sessions(job.root, **owner) for owner in _owners(job))
+
+
+def _step_episode_index(job: PurgeJob) -> int | None:
+    if job.record_id is not None:
+        return None
+    from .episodes._store import EpisodeStore
+
+    return int(EpisodeStore(job.root).drop_index())
+
+
+def _step_episodes(job: PurgeJob) -> int | None:
+    if job.record_id is not None:
+        return None
+    from .episodes._store import EpisodeStore
+
+    episodes = EpisodeStore(job.root)
+    return sum(episodes.purge(**owner) for owner in _owners(job))
+
+
+Step = Callable[[PurgeJob], "int | None"]
+#: One purge step per owned entry of :data:`agent_memory.root_layout.ROOT_LAYOUT` (a step returns how many items it
+#: removed, or None when the purge does not concern its store, e.g. session logs for a one-record purge).
+STEPS: dict[str, Step] = {
+    "records": lambda job: _unlink(job, job.store.records_dir),
+    "archive": lambda job: _unlink(job, job.store.archive_dir),
+    "history": lambda job: _unlink(job, job.store.history_dir),
+    "index": _step_index,
+    "vectors": lambda job: _drop_vectors(job.store, set(job.hashes)),
+    "events": _step_events,
+    "recall_log": lambda job: _strip_recalled(job.store, set(job.ids)),
+    "memory_md": _step_memory_md,
+    "sessions": _step_sessions,
+    "episode_index": _step_episode_index,
+    "episodes": _step_episodes,
+}
+
+
 def purge(store: MemoryStore, record_id: str | None = None, *, session_id: str | None = None,
           user_id: str | None = None) -> PurgeReport:
     """Delete content for good. With ``record_id``: that record, which the caller (``session_id``/``user_id``)
-    must see, live or archived. Without: every record, version and archived copy whose session is
-    ``session_id`` or whose user is ``user_id`` (at least one is needed), then every registered purger."""
+    must see, live or archived. Without: everything whose session is ``session_id`` or whose user is
+    ``user_id`` (at least one is needed) in every store of the root (records, versions, archive, index, vectors,
+    events, recall log, session logs, episodes), then every explicitly registered purger."""
     if record_id is not None:
         validate_id(record_id)
     elif not session_id and not user_id:
@@ -194,48 +299,31 @@ def purge(store: MemoryStore, record_id: str | None = None, *, session_id: str |
     with store.lock.hold():
         store.index.refresh(force=True)
         ids, files, hashes = _targets(store, record_id, session_id, user_id)
-
-        def drop_rows() -> None:
-            with store.index.transaction() as conn:
-                for rid in ids:
-                    store.index.delete(conn, rid)
-                store.index.mark_synced(conn)
-
-        for path in sorted(files):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
-                report.files += 1
-        if store.durable:
-            for folder in (store.records_dir, store.archive_dir, store.history_dir):
-                if folder.is_dir():
-                    fsync_dir(folder)
-        store.index.healing(drop_rows)
-        store.index.close()
-        _compact(store.index.path)
-        report.vectors = _drop_vectors(store, hashes)
-        partition = (None, None) if record_id is not None else (session_id, user_id)
-        report.events = store.events.rewrite(_tombstone(ids, *partition))
+        job = PurgeJob(store.root, store, record_id, session_id, user_id, frozenset(ids), frozenset(files),
+                       frozenset(hashes))
+        for entry in owned():  # every store the root holds, in the registry's order
+            n = STEPS[entry.name](job)
+            if n is not None:
+                report.stores[entry.name] = n
+        report.files = sum(report.stores.get(name, 0) for name in ("records", "archive", "history"))
+        report.vectors = report.stores.get("vectors", 0)
+        report.events = report.stores.get("events", 0)
         report.records = sorted(ids)
-        with store.events.batch():
-            for rid in sorted(ids):
-                store._event("purged", {"id": tombstone_id(rid), "scope": None, "session_id": None, "user_id": None},
-                             caller=(None, None), files=report.files)
-        store.write_memory_md()
-    _strip_recalled(store, ids)
     if record_id is None:
-        for fn in list(PURGERS):  # session logs and episodes register theirs on import
+        for fn in list(PURGERS):  # stores an application registered itself
             report.others[getattr(fn, "__name__", repr(fn))] = int(fn(store.root, user_id, session_id))
     return report
 
 
-def _strip_recalled(store: MemoryStore, ids: set[str]) -> None:
+def _strip_recalled(store: MemoryStore, ids: set[str]) -> int:
     """Drop purged ids (they hold a slug of the title) from ``recalled.log`` (consolidation's decay input)."""
     path = store.root / "recalled.log"
     try:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
     except FileNotFoundError:
-        return
+        return 0
     kept = [line for line in lines if line.split("\t", 1)[0].strip() not in ids]
     if len(kept) != len(lines):
         atomic_write(path, "".join(kept).encode("utf-8"), durable=store.durable)
+    return len(lines) - len(kept)
 

@@ -104,7 +104,7 @@ async def test_purge_user_leaves_no_trace_of_the_marker_anywhere(backend: Any) -
     assert await _where(backend, provider, MARKER)  # written somewhere first
     report = await provider.purge(user_id="u1")
     assert set(ids.values()) <= set(report.records)
-    assert report.others.get("purge_session_logs") == 1 and report.others.get("purge_episode_files") == 1
+    assert report.stores.get("sessions") == 1 and report.stores.get("episodes") == 1  # named in the report
     assert await _where(backend, provider, MARKER) == []
     assert await provider.sessions(user_id="u1") == [] and await provider.episodes(user_id="u1") == []
     assert (await provider.get(keep.id, user_id="bob")).content == "Bob keeps this."

@@ -108,7 +108,8 @@ def test_purge_user_leaves_no_byte_of_the_marker(tmp_path: Path) -> None:
     assert where(root) == []
     assert set(ids.values()) <= set(report.records)
     assert report.others["sessions_purger"] == 3 and calls == [(store.root, "u1", None)]
-    assert {"purge_session_logs", "purge_episode_files"} <= set(report.others)  # the built-in layers are purged too
+    assert report.others == {"sessions_purger": 3}  # only what the application registered itself
+    assert {"sessions", "episodes", "episode_index", "index", "vectors", "events"} <= set(report.stores)  # every store
     assert report.vectors > 0 and store.meaning.vectors.count() < vectors_before  # type: ignore[union-attr]
     # what was not u1's is intact, searchable, and its history readable
     assert [h.id for h in store.search("herons").hits] == [keep]

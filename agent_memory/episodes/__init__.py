@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BackendError
-from ..purge import register_purger
 from ._build import build_episode, exit_of_error, usage_numbers
 from ._model import (
     EXITS,
@@ -65,11 +64,3 @@ def episode_store(source: Any) -> EpisodeStore:
     if isinstance(root, Path):
         return EpisodeStore(root)
     raise EpisodesUnsupportedError(f"episodes are not supported on {type(inner or source).__name__}")
-
-
-def purge_episode_files(root: Path, user_id: str | None, session_id: str | None) -> int:
-    """A user/session purge (:mod:`agent_memory.purge`) removes their episodes too."""
-    return purge_episodes(root, user_id=user_id, session_id=session_id)
-
-
-register_purger(purge_episode_files)

@@ -12,6 +12,7 @@ from ..errors import InvalidInputError
 from ..records import Scope, normalize_instant, now_iso, parse_scope
 from ._model import (
     EXITS,
+    MAX_COUNT,
     MAX_DETAIL_CHARS,
     MAX_GOAL_CHARS,
     MAX_NOTE_CHARS,
@@ -55,8 +56,8 @@ def usage_numbers(usage: Any) -> dict[str, int | None]:
         return out
     for name in out:
         value = usage.get(name) if isinstance(usage, Mapping) else getattr(usage, name, None)
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-            out[name] = value
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < MAX_COUNT:
+            out[name] = value  # an absurd count is "unknown", never a file that could not be read back
     return out
 
 

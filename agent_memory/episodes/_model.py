@@ -38,6 +38,8 @@ MAX_NOTES = 20
 MAX_SEQUENCE = 100
 MAX_TOOL_NAME = 64
 MAX_OWNER_CHARS = 200
+MAX_COUNT = 10**15  # token, request and call counts: anything larger is not a real run's
+_FLOAT_TEXT = re.compile(r"[+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 
 
@@ -209,8 +211,30 @@ class Episode:
         return "\n".join(lines)
 
     def render(self) -> str:
-        out = ["---"] + [f"{k}: {yaml_scalar(v)}" for k, v in self.frontmatter().items()] + ["---", self.body()]
+        out = ["---"] + [f"{k}: {_scalar(v)}" for k, v in self.frontmatter().items()] + ["---", self.body()]
         return "\n".join(out) + "\n"
+
+
+def _scalar(value: Any) -> str:
+    """One frontmatter value; a float always in a form YAML reads back as that float (``5e-05`` is a *string*
+    in YAML 1.1, which wants a dot in the mantissa and a signed exponent: ``5.0e-05``)."""
+    if isinstance(value, float) and not isinstance(value, bool):
+        return _float_text(value)
+    return yaml_scalar(value)
+
+
+def _float_text(value: float) -> str:
+    if not math.isfinite(value):
+        raise InvalidInputError("an episode number must be finite")
+    text = repr(float(value))
+    mantissa, e, exponent = text.partition("e")
+    if not e:
+        return text
+    if "." not in mantissa:
+        mantissa += ".0"
+    if exponent[:1] not in "+-":
+        exponent = "+" + exponent
+    return f"{mantissa}e{exponent}"
 
 
 # -- reading a file ---------------------------------------------------------------------------
@@ -242,7 +266,7 @@ def _count(data: Mapping[str, Any], name: str) -> int | None:
     value = data.get(name)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 10**15:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < MAX_COUNT:
         raise EpisodeParseError(f"{name} must be a whole number ≥ 0", f"write {name} as a number")
     return value
 
@@ -317,6 +341,8 @@ def parse_episode_text(text: str, episode_id: str, *, path: str | None = None) -
         raise EpisodeParseError("the id in the file does not match its file name", f"write id: {episode_id}")
     scope, session_id, user_id = _scope(data)
     cost = data.get("cost_usd")
+    if isinstance(cost, str) and _FLOAT_TEXT.fullmatch(cost.strip()):
+        cost = float(cost)  # written as ``5e-05`` by earlier versions: YAML 1.1 reads that as text
     if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float)) or not math.isfinite(cost)
                              or cost < 0):
         raise EpisodeParseError("cost_usd must be a number ≥ 0", "write cost_usd as a number")

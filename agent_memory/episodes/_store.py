@@ -199,6 +199,16 @@ class EpisodeStore:
         return self.count()
 
     # -- purge --------------------------------------------------------------------------------
+    def drop_index(self) -> bool:
+        """Delete the derived index (with its WAL): no copy of a purged episode's text stays in it; it is rebuilt
+        from the files at the next read. Returns whether there was one."""
+        if not self.dir.is_dir():
+            return False
+        with self.lock.hold(), storage_errors("cannot drop the episode index"):
+            existed = any(os.path.lexists(f"{self.index_path}{s}") for s in ("", "-wal", "-shm", "-journal"))
+            drop_index(self.index_path)
+        return existed
+
     def purge(self, *, user_id: str | None = None, session_id: str | None = None) -> int:
         """Delete every episode of ``user_id`` and/or ``session_id`` (both given: that user's episodes in that session).
 

@@ -27,7 +27,6 @@ import numpy.typing as npt
 
 from .._fs import atomic_write
 from ..embeddings import Embedder, EmbeddingError
-from ..purge import register_purger
 from ._files import SessionDir, SessionMessage, SessionSummary
 
 __all__ = ["LogVectors", "SessionVectors", "message_text", "sentence_texts", "clear_memory"]
@@ -91,15 +90,13 @@ def _file(sdir: SessionDir, model: str) -> Path:
 
 
 def clear_memory(root: Path | None = None, user_id: str | None = None, session_id: str | None = None) -> int:
-    """Forget the vectors held in memory (registered as a purger: the files go with the purged session
-    directories, and no copy of a purged message's vector may outlive them in this process). Returns 0: it
-    removes no stored item of its own."""
+    """Forget the vectors held in memory (called by :func:`agent_memory.sessions.store.purge_sessions`: the files
+    go with the purged session directories, and no copy of a purged message's vector may outlive them in this
+    process). Returns 0: it removes no stored item of its own."""
     with _LOCK:
         _MEMORY.clear()
     return 0
 
-
-register_purger(clear_memory)
 
 
 class SessionVectors:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
@@ -251,5 +252,11 @@ class SessionStore:
 
 
 def purge_sessions(root: str | os.PathLike[str], *, user_id: str | None = None, session_id: str | None = None) -> int:
-    """Delete every byte of a user's (or a session's) logs and summaries under ``root``; returns how many sessions."""
-    return SessionStore(root).purge(user_id=user_id, session_id=session_id)
+    """Delete every byte of a user's (or a session's) logs and summaries under ``root``; returns how many sessions.
+
+    Message vectors this process holds in memory are forgotten too (their files go with the directories)."""
+    removed = SessionStore(root).purge(user_id=user_id, session_id=session_id)
+    dense = sys.modules.get(f"{__name__.rpartition('.')[0]}._dense")  # loaded only if vectors were ever made here
+    if dense is not None:
+        dense.clear_memory()
+    return removed

@@ -209,7 +209,8 @@ async def purge(b: Any, record_id: str | None = None, *, session_id: str | None 
             report.records = sorted(gone | set(archived))
             report.events = await purge_events(b, conn, report.records, session_id, user_id)
         sessions, episodes = await asyncio.to_thread(b.time_layers.purge, user_id=user_id, session_id=session_id)
-        report.others = {"purge_session_logs": sessions, "purge_episode_files": episodes}
+        report.stores = {"records": len(gone), "archive": len(archived), "events": report.events, "sessions": sessions,
+                         "episodes": episodes}
     await _vacuum(b)
     return report
 

@@ -1,0 +1,162 @@
+"""What a files memory root holds: one static table, so no store can be forgotten.
+
+Every file or folder the library keeps under a root is one :class:`RootEntry` of :data:`ROOT_LAYOUT`: where it
+is, what it holds, whether it is derived (rebuilt from the others, never exported), whose data it holds, how a
+purge removes a user's or session's bytes from it, and which section of a portable export carries it.
+
+The operations that must visit every store iterate this table instead of keeping their own list:
+
+- :func:`agent_memory.purge.purge` runs one step per entry that holds owned data (``owned=True``) and its
+  report names every store it visited (``PurgeReport.stores``); a test fails when an entry has no step;
+- ``agent-memory doctor`` checks the entries that declare a ``doctor`` check;
+- export/import: :func:`exported` lists the entries a lossless export must carry, each with its section name
+  (``records``, ``archive``, ``history``, ``sessions``, ``episodes``, ``events``); derived entries are rebuilt on
+  import and never copied.
+
+A new store is added here first; the tests in ``tests/test_root_layout.py`` then fail until purge handles it
+and a fully used root holds no path this table does not name. Module-level registration at import time is
+gone: which stores exist never depends on which modules happen to be imported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+__all__ = ["ROOT_LAYOUT", "RootEntry", "PurgeJob", "entry", "exported", "derived", "owned", "covers", "inventory"]
+
+Section = Literal["records", "archive", "history", "sessions", "episodes", "events", "recalls"]
+
+
+@dataclass(frozen=True, slots=True)
+class RootEntry:
+    """One store under a memory root."""
+
+    name: str
+    path: str  # relative to the root; a trailing "/" marks a directory
+    holds: str
+    derived: bool  # rebuilt from other entries when missing; never exported
+    owned: bool  # holds data of particular users/sessions: a user/session purge must visit it
+    purge: str  # how a purge removes an owner's bytes from it (or why it does not)
+    export: Section | None = None  # the portable-export section that carries it (None: not exported)
+    siblings: tuple[str, ...] = ()  # companion files a SQLite database leaves beside it
+    doctor: bool = False  # `agent-memory doctor` checks it (see agent_memory.cli._maint.layer_problems)
+
+    @property
+    def is_dir(self) -> bool:
+        return self.path.endswith("/")
+
+    def location(self, root: str | Path) -> Path:
+        """Where this store is under ``root``."""
+        return Path(root) / self.path.rstrip("/")
+
+    def files(self, root: str | Path) -> list[Path]:
+        """The entry's file(s) under ``root`` that exist: itself and its siblings (a folder: the folder)."""
+        base = self.location(root)
+        out = [Path(f"{base}{suffix}") for suffix in ("", *self.siblings)]
+        return [p for p in out if p.exists() or p.is_symlink()]
+
+
+_SQLITE = ("-wal", "-shm", "-journal")
+
+ROOT_LAYOUT: tuple[RootEntry, ...] = (
+    RootEntry("records", "records/", "live memory records and their superseded versions, one Markdown file each",
+              derived=False, owned=True, purge="files of the owner's records (and of the versions they superseded)",
+              export="records", doctor=True),
+    RootEntry("archive", "archive/", "forgotten, swept and consolidated records (restorable)",
+              derived=False, owned=True, purge="archived copies of the owner's records", export="archive",
+              doctor=True),
+    RootEntry("history", "history/", "kept earlier versions of records (older layout; read and purged)",
+              derived=False, owned=True, purge="kept versions of the owner's records", export="history"),
+    RootEntry("index", "index.db", "SQLite FTS5 index of records (rows, stemmed terms)", derived=True, owned=True,
+              purge="rows and terms deleted, VACUUM, WAL checkpointed and truncated", siblings=_SQLITE, doctor=True),
+    RootEntry("vectors", "vectors.db", "embedding cache keyed by model and content hash", derived=True, owned=True,
+              purge="vectors of purged content hashes deleted, VACUUM, WAL truncated", siblings=_SQLITE),
+    RootEntry("events", "events/", "the event log: one JSON line per change (who, when, hashes)", derived=False,
+              owned=True, purge="the owner's lines become tombstones (ids hashed, details dropped); one `purged` "
+                                "event per record", export="events", doctor=True),
+    RootEntry("recall_log", "recalled.log", "ids of records handed to a model (consolidation's decay input)",
+              derived=False, owned=True, purge="lines of purged record ids removed", export="recalls"),
+    RootEntry("memory_md", "MEMORY.md", "generated list of project/global records", derived=True, owned=True,
+              purge="regenerated without the purged records"),
+    RootEntry("user_md", "USER.md", "hand-written stable preferences of the root's owner", derived=False,
+              owned=False, purge="not touched: the root owner's own file, no user's or session's data"),
+    RootEntry("sessions", "sessions/", "session logs, summaries and their cached vectors, per user and session",
+              derived=False, owned=True, purge="the owner's session directories removed (logs, summaries, vectors)",
+              export="sessions", doctor=True),
+    RootEntry("episode_index", "episodes/.index.db", "SQLite FTS5 index of episodes", derived=True, owned=True,
+              purge="dropped (rebuilt from the files at the next read)", siblings=_SQLITE),
+    RootEntry("episodes", "episodes/", "one Markdown file per agent run, by month", derived=False, owned=True,
+              purge="the owner's episode files removed (quarantined ones judged by their owner lines)",
+              export="episodes", doctor=True),
+    RootEntry("locks", ".lock", "lock files (root and episodes/.lock); hold no data", derived=True, owned=False,
+              purge="not touched: empty"),
+)
+
+_BY_NAME = {e.name: e for e in ROOT_LAYOUT}
+_LOCK_FILES = (".lock", "episodes/.lock")
+
+
+def entry(name: str) -> RootEntry:
+    """The entry called ``name`` (``KeyError`` when there is none)."""
+    return _BY_NAME[name]
+
+
+def exported() -> tuple[RootEntry, ...]:
+    """The entries a lossless export of a whole root carries (the export hook: iterate these)."""
+    return tuple(e for e in ROOT_LAYOUT if e.export is not None)
+
+
+def derived() -> tuple[RootEntry, ...]:
+    """The entries rebuilt from the others (safe to delete; never exported)."""
+    return tuple(e for e in ROOT_LAYOUT if e.derived)
+
+
+def owned() -> tuple[RootEntry, ...]:
+    """The entries holding data of particular users or sessions: what a user/session purge visits, in order."""
+    return tuple(e for e in ROOT_LAYOUT if e.owned)
+
+
+def covers(relpath: str) -> RootEntry | None:
+    """The entry a path relative to the root belongs to (the most specific one), or None if none names it."""
+    rel = relpath.replace("\\", "/").lstrip("/")
+    if rel in _LOCK_FILES:
+        return _BY_NAME["locks"]
+    best: RootEntry | None = None
+    for e in ROOT_LAYOUT:
+        base = e.path.rstrip("/")
+        names = (base, *(base + s for s in e.siblings))
+        if rel in names or (e.is_dir and rel.startswith(e.path)):
+            if best is None or len(e.path) > len(best.path):
+                best = e
+    return best
+
+
+def inventory(root: str | Path) -> list[dict[str, Any]]:
+    """Per entry: whether it exists under ``root`` and its top-level size in bytes (files: the file and its
+    siblings; folders: not walked, so this stays cheap at any size). For stats and doctor."""
+    out = []
+    for e in ROOT_LAYOUT:
+        present = e.files(root)
+        size = sum(p.stat().st_size for p in present if p.is_file() and not p.is_symlink()) if not e.is_dir else None
+        out.append({"name": e.name, "path": e.path, "present": bool(present), "derived": e.derived,
+                    "bytes": size, "holds": e.holds})
+    return out
+
+
+@dataclass(frozen=True)
+class PurgeJob:
+    """What one purge removes, as each store's purge step sees it.
+
+    ``record_id`` for one record (then ``ids`` holds it and the versions it superseded), else every item of
+    ``user_id`` or (``or``, as for records) of ``session_id``. ``store`` is the files ``MemoryStore``."""
+
+    root: Path
+    store: Any
+    record_id: str | None
+    session_id: str | None
+    user_id: str | None
+    ids: frozenset[str] = frozenset()
+    files: frozenset[Path] = frozenset()
+    hashes: frozenset[str] = frozenset()
