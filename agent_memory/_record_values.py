@@ -46,6 +46,31 @@ FIELDS = (
 CLOCK_FIELDS = ("happened_at", "valid_from", "valid_to")  # instants besides created/updated/expires
 
 
+def shown(value: object) -> str:
+    """``repr(value)`` for an error message, with any secret in it redacted (messages reach logs and reports)."""
+    from .redact import redact_text  # only on the error path: reads never load the redaction rules
+
+    text = repr(value)
+    red = redact_text(text)
+    if red == text and isinstance(value, str) and looks_secret(value):
+        return "(a value that looks like a secret)"
+    return red
+
+
+_SEPARATORS = re.compile(r"[-.:@/+=~]+")
+
+
+def looks_secret(value: str) -> bool:
+    """True if ``value`` holds a secret, also one glued into an identifier (``2026-01-01-ghp_…``, ``user-sk_live_…``):
+    the redaction engine wants a boundary before a token, and ``-`` is not one for it."""
+    from .redact import contains_secret  # writes and error paths only
+
+    if contains_secret(value):
+        return True
+    spaced = _SEPARATORS.sub(" ", value)
+    return spaced != value and contains_secret(spaced)
+
+
 def now_iso() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
@@ -53,22 +78,22 @@ def now_iso() -> str:
 def validate_id(record_id: object) -> str:
     """Return ``record_id`` if it is a safe file stem, else raise :class:`InvalidIdError`."""
     if not isinstance(record_id, str) or not _ID_RE.fullmatch(record_id):
-        raise InvalidIdError(f"invalid record id: {record_id!r}")
+        raise InvalidIdError(f"invalid record id: {shown(record_id)}")
     if record_id.startswith((".", " ")) or record_id.endswith((" ", ".")) or ".." in record_id:
-        raise InvalidIdError(f"invalid record id: {record_id!r}")
+        raise InvalidIdError(f"invalid record id: {shown(record_id)}")
     try:  # a file name: valid UTF-8 and within NAME_MAX (255 bytes) with ".md"
         too_long = len(record_id.encode("utf-8")) > 240
     except UnicodeEncodeError:
-        raise InvalidIdError(f"invalid record id: {record_id!r} (not valid Unicode)") from None
+        raise InvalidIdError(f"invalid record id: {shown(record_id)} (not valid Unicode)") from None
     if too_long:
-        raise InvalidIdError(f"invalid record id: {record_id!r} (longer than 240 bytes)")
+        raise InvalidIdError(f"invalid record id: {shown(record_id)} (longer than 240 bytes)")
     return record_id
 
 
 def validate_key(key: object) -> str:
     """Return ``key`` if it is a valid ``memory_key`` (never used as a path), else raise."""
     if not isinstance(key, str) or not _KEY_RE.fullmatch(key) or ".." in key:
-        raise InvalidIdError(f"invalid memory_key: {key!r} (letters, digits, _ . : @ -; at most 128)")
+        raise InvalidIdError(f"invalid memory_key: {shown(key)} (letters, digits, _ . : @ -; at most 128)")
     return key
 
 
@@ -148,7 +173,7 @@ def normalize_kind(kind: str | None) -> str:
         raise InvalidInputError("kind must be a string")
     kind = (kind or "fact").strip().lower().replace(" ", "_")
     if not _KIND_RE.fullmatch(kind):
-        raise InvalidInputError(f"invalid kind: {kind!r}")
+        raise InvalidInputError(f"invalid kind: {shown(kind)}")
     return kind
 
 
@@ -158,7 +183,7 @@ def parse_scope(scope: Scope | str | None, default: Scope = Scope.PROJECT) -> Sc
     try:
         return Scope(str(scope).lower())
     except ValueError:
-        raise InvalidInputError(f"unknown scope {scope!r}; use session, project, user or global") from None
+        raise InvalidInputError(f"unknown scope {shown(scope)}; use session, project, user or global") from None
 
 
 

@@ -155,16 +155,22 @@ def cmd_init(args: argparse.Namespace) -> None:
 
 
 # -- import -------------------------------------------------------------------------------------
-def _lines(name: str) -> Iterator[tuple[int, str]]:
-    stream: IO[str]
+def _lines(name: str) -> Iterator[tuple[int, str | None]]:
+    """Numbered lines; None for a line that is not valid UTF-8 (that line is reported, the others are read)."""
+    from ..drafts import decode_line
+
+    stream: IO[bytes]
     if name == "-":
         if sys.stdin is None or sys.stdin.isatty():
             raise UsageError("FILE is '-' (standard input) but nothing is piped in")
-        stream = sys.stdin
-        yield from enumerate(stream, 1)
+        if getattr(sys.stdin, "buffer", None) is None:  # a text stream (tests, embedding apps): already decoded
+            yield from enumerate(sys.stdin, 1)
+            return
+        stream = sys.stdin.buffer
+        yield from ((n, decode_line(raw)) for n, raw in enumerate(stream, 1))
         return
-    with open(name, encoding="utf-8") as stream:
-        yield from enumerate(stream, 1)
+    with open(name, "rb") as stream:
+        yield from ((n, decode_line(raw)) for n, raw in enumerate(stream, 1))
 
 
 def read_drafts(name: str) -> Iterator[tuple[int, Any]]:
@@ -172,6 +178,9 @@ def read_drafts(name: str) -> Iterator[tuple[int, Any]]:
     from ..drafts import MemoryDraft
 
     for n, line in _lines(name):
+        if line is None:
+            yield n, "not valid UTF-8"
+            continue
         if not line.strip():
             continue
         try:
@@ -194,7 +203,11 @@ def _chunks(items: list[Any], batch: int) -> Iterable[tuple[int, list[Any]]]:
 def cmd_import(args: argparse.Namespace) -> int | None:
     if _export.wants_portable(args):  # our export, or another memory's files (docs/export.md)
         return _export.cmd_import_format(args)
+    from ..drafts import Override, override_draft
+
     where = "<stdin>" if args.file == "-" else args.file
+    override = Override(user_id=getattr(args, "as_user", None), session_id=getattr(args, "as_session", None))
+    rescoped: list[dict[str, Any]] = []
     errors: list[tuple[int, str]] = []
     drafts, lines = [], []
     for n, item in read_drafts(args.file):
@@ -203,6 +216,16 @@ def cmd_import(args: argparse.Namespace) -> int | None:
                 raise InvalidInputError(f"{where}: line {n}: {item} (nothing imported; fix the line, or pass --skip-invalid)")
             errors.append((n, item))
         else:
+            try:
+                item, asked = override_draft(item, override)  # --as-user/--as-session: that caller's partition
+            except InvalidInputError as exc:
+                if not args.skip_invalid:
+                    raise InvalidInputError(f"{where}: line {n}: {exc} (nothing imported; fix the line, or pass "
+                                            "--skip-invalid)") from None
+                errors.append((n, str(exc)))
+                continue
+            if asked is not None:
+                rescoped.append({"line": n, "asked": asked.value, "scope": str(item.scope)})
             drafts.append(item)
             lines.append(n)
     target = open_target(args.root, create=True)
@@ -231,7 +254,8 @@ def cmd_import(args: argparse.Namespace) -> int | None:
         counts[r.status] = counts.get(r.status, 0) + 1
     errors.sort()
     doc = {"imported": len(results), "statuses": counts, "errors": [{"line": n, "message": m} for n, m in errors],
-           "elapsed_s": round(elapsed, 3), "rate_per_s": round(len(results) / elapsed, 1) if elapsed else None}
+           "rescoped": rescoped, "elapsed_s": round(elapsed, 3),
+           "rate_per_s": round(len(results) / elapsed, 1) if elapsed else None}
     emit(args, doc, lambda: f"imported {len(results)} records in {elapsed:.2f}s ({doc['rate_per_s']}/s): "
          + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
          + "".join(f"\n  skipped {where} line {n}: {m}" for n, m in errors))

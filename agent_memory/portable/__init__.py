@@ -3,7 +3,9 @@
 - :func:`export_records` writes every record as JSONL (every field) or as a Markdown tree.
 - :func:`import_file` reads our JSONL back byte for byte (same ids, timestamps, keys, scopes, metadata) or
   imports another memory's files (Alfred v2, Alfred Python, cuylabs, mem0). Every import is idempotent, keeps
-  original timestamps, redacts like every write, and reports each skipped line or file with a typed reason.
+  original timestamps, passes the write gate (:mod:`agent_memory.drafts`: every field checked, every string
+  redacted or refused), and reports each skipped line or file with a typed reason. An import *as* a user or a
+  session lands every record in that caller's partition (a shared record is downgraded, and reported).
 """
 
 from __future__ import annotations
@@ -11,15 +13,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..drafts import Override, decode_line
 from ..errors import InvalidInputError, NotFoundError
 from ._write import Target, files_store
 from .export import export_records, iter_records, record_line
 from .importers import FORMATS, READERS, Format, detect
-from .importers._common import Overrides, file_time, import_items
-from .report import ImportReport, Skip, SkipReason
+from .importers._common import file_time, import_items
+from .report import ImportReport, Rescope, Skip, SkipReason
 from .restore import restore_lines
 
-__all__ = ["FORMATS", "ImportReport", "Skip", "SkipReason", "export_records", "import_file", "iter_records", "record_line"]
+__all__ = ["FORMATS", "ImportReport", "Rescope", "Skip", "SkipReason", "export_records", "import_file", "iter_records", "record_line"]
 
 
 def import_file(
@@ -28,10 +31,14 @@ def import_file(
 ) -> ImportReport:
     """Import ``path`` into ``store`` (a :class:`~agent_memory.MemoryStore`, a root path or a backend).
 
-    ``format="auto"`` detects it. ``user_id``/``session_id`` make every foreign memory that person's or that
-    session's (our own export keeps the ownership it has). Raises :class:`NotFoundError` for a missing path
-    and :class:`InvalidInputError` for an unknown format; everything else is reported per line or file.
+    ``format="auto"`` detects it. ``user_id``/``session_id`` import on that caller's behalf: every record, of
+    our export or another memory's, lands in that person's or session's partition whatever scope and owners the
+    file names (a ``project``/``global`` record is downgraded, listed in ``report.rescoped``). Without them the
+    file's ownership is kept (the root's operator restoring a whole store). Raises :class:`NotFoundError` for a
+    missing path and :class:`InvalidInputError` for an unknown format or an override id that is not a safe id;
+    everything else is reported per line or file (a line that is not UTF-8 too).
     """
+    override = Override(user_id=user_id, session_id=session_id)
     src = Path(path)
     if not src.exists():
         raise NotFoundError(f"{src}: no such file or directory")
@@ -44,8 +51,10 @@ def import_file(
     if fmt == "agent-memory":
         if src.is_dir():
             raise InvalidInputError(f"{src} is a directory; an agent-memory export is one JSONL file")
-        with open(src, encoding="utf-8") as fh:
-            return restore_lines(target, enumerate(fh, 1), report)
-    items = READERS[fmt](src, report)
-    return import_items(target, items, report, fmt=fmt, fallback_time=file_time(src),
-                        overrides=Overrides(user_id=user_id, session_id=session_id))
+        with open(src, "rb") as fh:
+            restore_lines(target, ((n, decode_line(raw)) for n, raw in enumerate(fh, 1)), report, override)
+    else:
+        items = READERS[fmt](src, report)
+        import_items(target, items, report, fmt=fmt, fallback_time=file_time(src), overrides=override)
+    report.settle()
+    return report

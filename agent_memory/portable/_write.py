@@ -106,6 +106,10 @@ def _write_files(store: MemoryStore, items: Sequence[Pending], report: ImportRep
                         report.skip(where, "conflict", "a different record with this id exists; it is never overwritten",
                                     rec.id)
                     continue
+                if os.path.lexists(Path(store.archive_dir, name)):  # its owner could never restore it
+                    report.skip(where, "conflict", "an archived record has this id (restorable by its owner); "
+                                "it is never taken", rec.id)
+                    continue
                 if dedupe and rec.superseded_by is None:  # a superseded record is history: never a duplicate
                     dup = _keyed.find_duplicate(conn, rec)
                     if dup is not None:

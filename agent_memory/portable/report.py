@@ -30,6 +30,22 @@ class Skip:
         return {"where": self.where, "reason": self.reason, "message": self.message, "id": self.id}
 
 
+@dataclass(frozen=True, slots=True)
+class Rescope:
+    """One record an import put in another scope than its source asked for (an import as a user or session
+    lands every record in that caller's partition: a ``global``/``project`` record is downgraded)."""
+
+    where: str
+    id: str | None
+    asked: str
+    scope: str
+    caller: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"where": self.where, "id": self.id, "asked": self.asked, "scope": self.scope,
+                "message": f"scope {self.asked} -> {self.scope}: imported as {self.caller}"}
+
+
 @dataclass
 class ImportReport:
     """The outcome of one :func:`~agent_memory.portable.import_file` (``to_dict()`` is the CLI's JSON)."""
@@ -41,6 +57,16 @@ class ImportReport:
     redactions: int = 0
     ids_kept: bool = True
     dropped: dict[str, int] = field(default_factory=dict)
+    rescoped: list[Rescope] = field(default_factory=list)
+
+    def rescope(self, where: str, record_id: str | None, asked: str, scope: str, caller: str) -> None:
+        """Note that the record at ``where`` was put in ``scope`` although its source asked for ``asked``."""
+        self.rescoped.append(Rescope(where, record_id, asked, scope, caller))
+
+    def settle(self) -> None:
+        """Keep only the rescope notes of records that were written (a skipped line changed nothing)."""
+        skipped = {s.where for s in self.skipped}
+        self.rescoped = [r for r in self.rescoped if r.where not in skipped]
 
     def skip(self, where: str, reason: SkipReason, message: str, record_id: str | None = None) -> None:
         self.skipped.append(Skip(where, reason, message, record_id))
@@ -60,5 +86,5 @@ class ImportReport:
             "format": self.format, "path": self.path, "written": len(self.written), "ids": list(self.written),
             "skipped": len(self.skipped), "skipped_by_reason": self.counts(),
             "skips": [s.to_dict() for s in self.skipped], "redactions": self.redactions, "ids_kept": self.ids_kept,
-            "dropped": dict(self.dropped),
+            "dropped": dict(self.dropped), "rescoped": [r.to_dict() for r in self.rescoped],
         }

@@ -17,8 +17,8 @@ __all__ = ["FORMATS", "Format", "READERS", "detect"]
 
 
 def _first_object(path: Path) -> object:
-    with open(path, encoding="utf-8") as fh:
-        head = fh.read(1 << 20)
+    with open(path, "rb") as fh:  # a bad byte is the importer's to report, per line: it does not hide the format
+        head = fh.read(1 << 20).decode("utf-8", "replace")
     stripped = head.lstrip()
     if stripped.startswith("["):
         return "list"

@@ -1,7 +1,7 @@
 """The shared path of every foreign import: an :class:`Item` read from a source becomes a verified record.
 
-Each item goes through :func:`agent_memory.drafts.prepare_draft` (validation and the same redaction as every
-write), keeps its original timestamps (normalised to UTC), and gets a deterministic id made from the source
+Each item goes through the write gate (:func:`agent_memory.drafts.apply_override` for whose it is, then
+:func:`agent_memory.drafts.prepare_draft`: validation and the same redaction as every write), keeps its original timestamps (normalised to UTC), and gets a deterministic id made from the source
 format, the item's identity in its source and its text, so re-running an import finds it and writes nothing.
 """
 
@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...drafts import MemoryDraft, prepare_draft, utc_text
+from ..._record_values import shown
+from ...drafts import MemoryDraft, Override, apply_override, check_id, prepare_draft, utc_text
 from ...errors import InvalidInputError
-from ...records import SOURCES, slugify, validate_id
+from ...records import SOURCES, slugify
 from .._write import Pending, Target, batch_size, write_records
 from ..report import ImportReport
 
@@ -47,12 +48,7 @@ class Item:
     source: str | None = None  # keep this source when it is one of ours
 
 
-@dataclass(frozen=True, slots=True)
-class Overrides:
-    """Ownership an application imposes on a whole import (e.g. "these memories belong to user alice")."""
-
-    user_id: str | None = None
-    session_id: str | None = None
+Overrides = Override  # the old name: ownership an application imposes on a whole import
 
 
 def to_utc(value: Any) -> str | None:
@@ -72,14 +68,14 @@ def to_utc(value: Any) -> str | None:
             when = when.replace(tzinfo=dt.UTC)
         return utc_text(when)
     except (ValueError, OverflowError, OSError):
-        raise InvalidInputError(f"not a date or time: {value!r}") from None
+        raise InvalidInputError(f"not a date or time: {shown(value)}") from None
 
 
 def file_time(path: Path) -> str:
     return utc_text(dt.datetime.fromtimestamp(os.stat(path).st_mtime, dt.UTC))
 
 
-def _record_of(item: Item, fmt: str, fallback_time: str, over: Overrides, report: ImportReport) -> Pending | None:
+def _record_of(item: Item, fmt: str, fallback_time: str, over: Override, report: ImportReport) -> Pending | None:
     if item.content is not None and not isinstance(item.content, str):
         report.skip(item.where, "invalid", f"the text must be a string, not {type(item.content).__name__}")
         return None
@@ -93,12 +89,10 @@ def _record_of(item: Item, fmt: str, fallback_time: str, over: Overrides, report
         if expires is not None and expires <= utc_text(dt.datetime.now(dt.UTC)):
             report.skip(item.where, "expired", f"expired at {expires}; an expired memory is never visible")
             return None
-        session_id = over.session_id or item.session_id
-        user_id = over.user_id or item.user_id
-        scope = None if (over.user_id or over.session_id) else item.scope
+        owned = apply_override(item.scope, item.session_id, item.user_id, over)
         metadata = {**item.metadata, "import": {"format": fmt, "ref": item.ref}}
-        draft = MemoryDraft(item.content, item.title, item.kind, scope, session_id, user_id, tuple(item.tags),
-                            item.memory_key, "skip", None, item.importance, metadata)
+        draft = MemoryDraft(item.content, item.title, item.kind, owned.scope, owned.session_id, owned.user_id,
+                            tuple(item.tags), item.memory_key, "skip", None, item.importance, metadata)
         rec, redactions = prepare_draft(draft, "import")
     except InvalidInputError as exc:
         report.skip(item.where, "invalid", str(exc))
@@ -106,24 +100,26 @@ def _record_of(item: Item, fmt: str, fallback_time: str, over: Overrides, report
     rid = None
     if item.id:
         try:
-            rid = validate_id(item.id)
+            rid = check_id("id", item.id)
         except InvalidInputError:
-            rid = None
+            rid = None  # not a safe id (or a secret): a deterministic one instead
     if rid is None:
         digest = hashlib.sha256(f"{fmt}\0{item.ref}\0{item.content}".encode("utf-8", "surrogatepass")).hexdigest()[:8]
         rid = f"{created[:10]}-{slugify(rec.memory_key or rec.title)}-{digest}"
     source = item.source if item.source in SOURCES else rec.source
+    if owned.rescoped is not None and over:
+        report.rescope(item.where, rid, owned.rescoped.value, rec.scope.value, over.describe())
     return item.where, rec.replace(id=rid, created=created, updated=max(updated, created), expires=expires,
                                    source=source), redactions
 
 
 def import_items(target: Target, items: Iterable[Item], report: ImportReport, *, fmt: str, fallback_time: str,
-                 overrides: Overrides = Overrides()) -> ImportReport:
+                 overrides: Override | None = None) -> ImportReport:
     """Verify ``items`` and write the new ones (in batches), reporting each one not written."""
     batch: list[Pending] = []
     size = batch_size(target)
     for item in items:
-        pending = _record_of(item, fmt, fallback_time, overrides, report)
+        pending = _record_of(item, fmt, fallback_time, overrides or Override(), report)
         if pending is not None:
             batch.append(pending)
         if len(batch) >= size:

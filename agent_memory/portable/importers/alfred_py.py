@@ -14,6 +14,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+from ...drafts import decode_line
 from ..report import ImportReport
 from ._common import Item, as_tags, str_or_none
 
@@ -26,11 +27,15 @@ def file_of(path: Path) -> Path:
 
 
 def read(path: Path, report: ImportReport) -> Iterator[Item]:
-    with open(file_of(path), encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
+    with open(file_of(path), "rb") as fh:
+        for n, raw in enumerate(fh, 1):
+            line = decode_line(raw)
+            where = f"line {n}"
+            if line is None:
+                report.skip(where, "invalid", "not valid UTF-8")
+                continue
             if not line.strip():
                 continue
-            where = f"line {n}"
             try:
                 data = json.loads(line)
                 if not isinstance(data, dict):

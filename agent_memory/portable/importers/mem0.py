@@ -13,27 +13,39 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ...drafts import decode_line
 from ..report import ImportReport
 from ._common import Item, as_tags, mapping, str_or_none
 
 
 def _objects(path: Path, report: ImportReport) -> Iterator[tuple[str, Any]]:
-    text = path.read_text(encoding="utf-8")
+    data = path.read_bytes()
+    text = data.decode("utf-8", "replace")  # strict per line below; a JSON document must be valid UTF-8 as a whole
     stripped = text.lstrip()
+    doc: Any = None
+    whole = stripped.startswith("[") or (stripped.startswith("{") and "\n{" not in stripped.rstrip())
+    if whole and "\ufffd" in text and decode_line(data) is None:
+        report.skip(path.name, "invalid", "not valid UTF-8 (a JSON document is read whole; JSONL is read per line)")
+        return
     if stripped.startswith("["):
-        doc: Any = json.loads(text)
-    elif stripped.startswith("{") and "\n{" not in stripped.rstrip():  # one JSON document (possibly pretty-printed)
         try:
             doc = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError) as exc:
+            report.skip(path.name, "invalid", f"not JSON: {' '.join(str(exc).split())[:200]}")
+            return
+    elif whole:  # one JSON document (possibly pretty-printed), or one JSONL line
+        try:
+            doc = json.loads(text)
+        except (ValueError, RecursionError):
             doc = None
         if isinstance(doc, dict) and ("memory" in doc or "text" in doc):
             doc = [doc]
-    else:
-        doc = None
     if doc is None:  # JSONL
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip():
+        for n, raw in enumerate(data.splitlines(), 1):
+            line = decode_line(raw)
+            if line is None:
+                report.skip(f"line {n}", "invalid", "not valid UTF-8")
+            elif line.strip():
                 try:
                     yield f"line {n}", json.loads(line)
                 except ValueError as exc:
