@@ -99,7 +99,7 @@ def forget(store: MemoryStore, record_id: str, session_id: str | None, user_id: 
                     old_row = store.index.get_row(old.id)
                     if old_row is not None:
                         _history.archive(store, conn, old_row, f"forgotten with {record_id}", event="archived",
-                                         caller=(session_id, user_id))
+                                         caller=(session_id, user_id), part_of=record_id)
                 store.index.mark_synced(conn)
 
         store.index.healing(run)
@@ -254,12 +254,20 @@ def _by(ev: Event, session_id: str | None, user_id: str | None) -> bool:
     return ev.user_id is None and ev.session_id == session_id
 
 
+def _part_of_another(ev: Event) -> bool:
+    """Is ``ev`` one step of a larger change (a superseded version archived with the record ``forget`` took)?
+    Undoing that change undoes it too, so it is never undone on its own."""
+    reason = ev.detail.get("reason")
+    return bool(ev.detail.get("part_of")) or (
+        ev.event == "archived" and isinstance(reason, str) and reason.startswith("forgotten with "))  # older logs
+
+
 def last_change(store: MemoryStore, session_id: str | None, user_id: str | None) -> Event | None:
     """The caller's latest undoable change that is not undone yet."""
     events = store.events.read()[0]
     undone = {e.detail.get("undo_of") for e in events if e.detail.get("undo_of")}
     for ev in reversed(events):
-        if ev.detail.get("undo_of") or ev.eid in undone or ev.event not in UNDOABLE:
+        if ev.detail.get("undo_of") or ev.eid in undone or ev.event not in UNDOABLE or _part_of_another(ev):
             continue
         if _by(ev, session_id, user_id) and visible(ev, session_id, user_id):
             return ev

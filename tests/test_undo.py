@@ -196,3 +196,20 @@ def test_database_roots_run_lifecycle_commands_and_say_when_the_server_is_unusab
     assert out.returncode == 1
     err = json.loads(out.stdout)["error"]
     assert err["type"] == "BackendError" and "127.0.0.1:1" in err["message"]
+
+
+def test_undo_of_forgetting_a_replaced_record_brings_back_the_current_version_with_its_history(
+        store: MemoryStore) -> None:
+    first = store.remember("Deploys on Friday.", memory_key="deploy", user_id="ada")
+    current = store.remember("Deploys on Monday.", memory_key="deploy", user_id="ada", on_existing="replace")
+    assert current.id == first.id
+    assert store.forget(current.id, user_id="ada") is True
+    undone = store.undo(user_id="ada")
+    assert (undone.event, undone.id) == ("forgotten", current.id)  # the forget, not one of its parts
+    assert store.get(current.id, user_id="ada").content == "Deploys on Monday."
+    assert [h.id for h in store.search("deploys", user_id="ada").hits] == [current.id]
+    assert [v["content"] for v in store.history(current.id, user_id="ada").to_dict()["versions"]] == [
+        "Deploys on Friday.", "Deploys on Monday."]
+    assert not list(store.archive_dir.glob("*.md"))  # nothing of it is left in the archive
+    assert store.undo(user_id="ada").event == "replaced"  # the next undo walks back the replace
+    assert store.get(current.id, user_id="ada").content == "Deploys on Friday."
