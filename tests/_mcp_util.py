@@ -30,15 +30,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_http(root: Path, *args: str, port: int, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+def start_http(root: Path, *args: str, port: int, env: dict[str, str] | None = None,
+               host: str = "127.0.0.1") -> subprocess.Popen[bytes]:
     proc = subprocess.Popen([PY, "-m", "agent_memory.mcp", "--root", str(root), "--transport", "http",
-                             "--port", str(port), *args], env=env or server_env(), stderr=subprocess.PIPE)
+                             "--port", str(port), "--host", host, *args], env=env or server_env(),
+                            stderr=subprocess.PIPE)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"server exited: {proc.stderr.read().decode() if proc.stderr else ''}")
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            with socket.create_connection((host, port), timeout=0.2):
                 return proc
         except OSError:
             time.sleep(0.1)
@@ -69,6 +71,15 @@ def payload(result: Any) -> dict[str, Any]:
 
 def text(result: Any) -> str:
     return "\n".join(c.text for c in result.content)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
 
 
 def write_tokens(path: Path, tokens: dict[str, dict[str, str]]) -> Path:

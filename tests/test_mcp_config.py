@@ -65,12 +65,12 @@ def test_tokens_file_plain_hashed_and_invalid(tmp_path: Path) -> None:
                                         "sha256:" + hashlib.sha256(hashed.encode()).hexdigest(): {"user": "bob",
                                                                                                    "scope": "user"}}}))
     tokens = TokenMap.load(f)
-    assert tokens.lookup(plain) == Identity(user_id="alice")
-    assert tokens.lookup(hashed) == Identity(user_id="bob", default_scope="user")
+    assert tokens.lookup(plain) == Identity(user_id="alice", access="own")  # two users: each changes only its own
+    assert tokens.lookup(hashed) == Identity(user_id="bob", default_scope="user", access="own")
     assert tokens.lookup(plain + "x") is None and tokens.lookup("") is None
     toml = tmp_path / "t.toml"
     toml.write_text(f'[tokens."{plain}"]\nuser = "alice"\nsession = "s1"\n')
-    assert TokenMap.load(toml).lookup(plain) == Identity(session_id="s1", user_id="alice")
+    assert TokenMap.load(toml).lookup(plain) == Identity(session_id="s1", user_id="alice")  # one identity: shared
     for body, fragment in [("{", "not valid JSON"), ('{"tokens": {}}', "non-empty"),
                            ('{"tokens": {"short": {"user": "a"}}}', "at least 16"),
                            (json.dumps({"tokens": {plain: {"user": "a", "role": "admin"}}}), "unknown field(s) role"),

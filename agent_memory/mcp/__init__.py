@@ -6,8 +6,8 @@ The ``mcp`` SDK is imported only when a server is built, so importing this packa
 from __future__ import annotations
 
 from ._args import ToolArgumentError
-from ._config import ConfigError, Identity, ServerOptions, TokenMap
+from ._config import AccessDeniedError, ConfigError, Identity, ServerOptions, TokenMap
 from .cli import add_mcp_command, register, serve
 
-__all__ = ["ConfigError", "Identity", "ServerOptions", "TokenMap", "ToolArgumentError", "add_mcp_command",
-           "register", "serve"]
+__all__ = ["AccessDeniedError", "ConfigError", "Identity", "ServerOptions", "TokenMap", "ToolArgumentError",
+           "add_mcp_command", "register", "serve"]

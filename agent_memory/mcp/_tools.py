@@ -1,7 +1,8 @@
 """The MCP memory tools: definitions (schema, aliases, annotations) and what each call does.
 
 Every tool runs for the connection's :class:`~agent_memory.mcp._config.Identity`; none takes a
-session, user or owner argument. Read results carry the untrusted-data note and are bounded
+session, user or owner argument. Writes obey the identity's ``access`` (read / own / shared), checked against
+the scope of the record written, replaced or forgotten. Read results carry the untrusted-data note and are bounded
 (``max_output_chars``) and paginated with an opaque ``cursor``.
 """
 
@@ -150,7 +151,9 @@ async def _recall(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, An
 
 
 async def _remember(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, Any]:
-    draft = MemoryDraft(a["content"], title=a.get("title"), kind=a.get("kind"), scope=a.get("scope") or who.write_scope,
+    scope = a.get("scope") or who.write_scope
+    who.check_write("memory_remember", scope)
+    draft = MemoryDraft(a["content"], title=a.get("title"), kind=a.get("kind"), scope=scope,
                         tags=tuple(a.get("tags") or ()), memory_key=a.get("memory_key"),
                         on_existing=a.get("on_existing", "append"), session_id=who.session_id, user_id=who.user_id,
                         **{k: a[k] for k in _DRAFT_EXTRAS if a.get(k) is not None})
@@ -162,7 +165,9 @@ _DRAFT_EXTRAS = ("importance", "expires", "happened_at", "valid_from", "valid_to
 
 
 async def _supersede(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, Any]:
+    who.check_writable("memory_supersede")  # read-only: refused before anything is read
     old = await rt.backend.get(a["id"], who.caller)  # visible to this caller, and the new fact goes to its partition
+    who.check_write("memory_supersede", old.scope.value)
     draft = MemoryDraft(a["content"], title=a.get("title"), kind=a.get("kind"), scope=old.scope.value,
                         tags=tuple(a.get("tags") or ()), session_id=who.session_id, user_id=who.user_id,
                         supersedes=old.id, **{k: a[k] for k in ("happened_at", "valid_from") if a.get(k) is not None})
@@ -171,6 +176,10 @@ async def _supersede(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str,
 
 
 async def _forget(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, Any]:
+    if who.access != "shared":
+        who.check_writable("memory_forget")
+        old = await rt.backend.get(a["id"], who.caller)  # NotFoundError when it is not visible
+        who.check_write("memory_forget", old.scope.value)
     if not await rt.backend.forget(a["id"], who.caller):
         raise NotFoundError(f"no record {a['id']!r} visible to this caller")
     return {"id": a["id"], "forgotten": True}

@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._config import TOOL_SETS, ConfigError, Identity, ServerOptions, TokenMap
+from ._config import ACCESS, TOOL_SETS, ConfigError, Identity, ServerOptions, TokenMap
 
 __all__ = ["serve", "add_mcp_command", "register", "options_from_args", "configure_parser"]
 
@@ -50,6 +50,12 @@ def configure_parser(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--tokens", default=None, metavar="FILE",
                    help=f"HTTP tokens file mapping bearer tokens to users (default ${ENV['tokens']}); "
                         "required to bind beyond loopback")
+    p.add_argument("--access", choices=ACCESS, default=None,
+                   help="what the flag/env identity may change: read, own (its user/session records) or shared "
+                        "(also project/global; default). Tokens set theirs in the tokens file")
+    p.add_argument("--strict-visibility", action=argparse.BooleanOptionalAction, default=None,
+                   help="rank with statistics from each caller's visible records only; default on when the tokens "
+                        "act for more than one user or session")
     p.add_argument("--profile", default="offline", help="model profile of the recall worker (default offline)")
     p.add_argument("--max-output-chars", type=int, default=20_000, help="bound on one tool result (default 20000)")
     return p
@@ -61,13 +67,15 @@ def options_from_args(args: argparse.Namespace, env: "os._Environ[str] | dict[st
     tokens_path = args.tokens or env.get(ENV["tokens"]) or None
     identity = Identity(session_id=args.session or env.get(ENV["session"]) or None,
                         user_id=args.user or env.get(ENV["user"]) or None,
-                        default_scope=args.default_scope or env.get(ENV["scope"]) or None)
+                        default_scope=args.default_scope or env.get(ENV["scope"]) or None,
+                        access=getattr(args, "access", None) or "shared")
     if args.max_output_chars < 2000:
         raise ConfigError("--max-output-chars must be at least 2000")
     return ServerOptions(root=getattr(args, "root", None) or env.get(ENV["root"]) or ".agent-memory",
                          transport=args.transport, tools=tuple(args.tools), identity=identity, host=args.host,
                          port=args.port, path=args.path, tokens=TokenMap.load(tokens_path) if tokens_path else None,
-                         profile=args.profile, max_output_chars=args.max_output_chars)
+                         profile=args.profile, max_output_chars=args.max_output_chars,
+                         strict_visibility=getattr(args, "strict_visibility", None))
 
 
 def serve(argv_or_options: Sequence[str] | ServerOptions | None = None, *, provider: Any = None) -> None:

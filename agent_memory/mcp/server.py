@@ -3,6 +3,8 @@
 Built on the official ``mcp`` SDK's low-level :class:`mcp.server.lowlevel.Server`, so tool schemas,
 argument aliases and error texts are ours. Identity comes from :class:`ServerOptions` (stdio, loopback
 HTTP without tokens) or from the request's bearer token (HTTP with a tokens file); never from arguments.
+A server whose tokens act for several callers ranks with strict visibility (``ServerOptions.strict``), and a
+loopback bind always checks Host/Origin against DNS rebinding.
 """
 
 from __future__ import annotations
@@ -14,16 +16,18 @@ from typing import Any
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..errors import AgentMemoryError, NotFoundError
 from ..fence import fence
+from ..tools import as_backend
 from ._args import normalise_args
-from ._config import Identity, ServerOptions, TokenMap
+from ._config import Identity, ServerOptions, TokenMap, is_loopback
 from ._tools import SPECS, Runtime
 
-__all__ = ["build_server", "http_app", "run_stdio", "run_http"]
+__all__ = ["build_server", "http_app", "make_strict", "rebinding_guard", "run_stdio", "run_http"]
 
 CORE_URI = "memory://core"
 RECORD_PREFIX = "memory://records/"
@@ -58,19 +62,32 @@ def _error(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
 
 
+def make_strict(provider: Any) -> None:
+    """Switch the files store behind ``provider`` to strict visibility (every statistic from the caller's records).
+
+    PostgreSQL ranks each row on its own (``ts_rank``), with visibility in the WHERE clause: nothing to switch.
+    """
+    store = getattr(as_backend(provider), "store", None)
+    if store is not None and hasattr(store, "strict_visibility"):
+        store.strict_visibility = True
+
+
 def build_server(provider: Any, options: ServerOptions) -> Server[Any]:
     """A low-level MCP server exposing ``options.tool_names`` and the memory resources over ``provider``."""
+    if options.strict:
+        make_strict(provider)
     rt = Runtime(provider, max_output_chars=options.max_output_chars)
     enabled = [SPECS[name] for name in options.tool_names]
     by_name = {s.name: s for s in enabled}
 
     async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        who = resolve_identity(options, ctx.request)
         return types.ListToolsResult(tools=[
             types.Tool(name=s.name, title=s.title, description=s.description, input_schema=s.input_schema(),
                        annotations=types.ToolAnnotations(title=s.title, read_only_hint=s.read_only,
                                                          destructive_hint=s.destructive, idempotent_hint=s.idempotent,
                                                          open_world_hint=False))
-            for s in enabled])
+            for s in enabled if s.read_only or who.access != "read"])
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         who = resolve_identity(options, ctx.request)
@@ -78,6 +95,8 @@ def build_server(provider: Any, options: ServerOptions) -> Server[Any]:
         if spec is None:
             return _error(f"unknown tool {params.name!r}; this server offers: {', '.join(by_name)}")
         try:
+            if not spec.read_only:
+                who.check_writable(spec.name)
             args = normalise_args(spec.name, spec.params, params.arguments)
             payload = await spec.run(rt, who, args)
         except AgentMemoryError as exc:
@@ -151,10 +170,24 @@ class TokenGate:
         await self.app(scope, receive, send)
 
 
+def rebinding_guard(host: str) -> TransportSecuritySettings | None:
+    """Host/Origin checks against DNS rebinding for a loopback bind (any 127.0.0.0/8 address, ::1, localhost)."""
+    if not is_loopback(host):
+        return None  # beyond loopback the server requires tokens, which a rebinding page does not have
+    bare = host.strip("[]")
+    names = {f"[{bare}]" if ":" in bare else bare, "127.0.0.1", "localhost", "[::1]"}
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=sorted({*names, *(f"{n}:*" for n in names)}),
+        allowed_origins=sorted({f"{scheme}://{n}{port}" for n in names for scheme in ("http", "https")
+                                for port in ("", ":*")}))
+
+
 def http_app(provider: Any, options: ServerOptions) -> ASGIApp:
     """The streamable-HTTP ASGI app (MCP endpoint at ``options.path``), behind the token gate."""
     server = build_server(provider, options)
-    app = server.streamable_http_app(streamable_http_path=options.path, host=options.host)
+    app = server.streamable_http_app(streamable_http_path=options.path, host=options.host,
+                                     transport_security=rebinding_guard(options.host))
     return TokenGate(app, options.tokens)
 
 
@@ -173,5 +206,6 @@ async def run_http(provider: Any, options: ServerOptions) -> None:
                             lifespan="on")
     server = uvicorn.Server(config)
     print(f"agent-memory mcp: serving http://{options.host}:{options.port}{options.path}"
-          f" ({'tokens required' if options.tokens else 'no tokens: loopback only'})", file=sys.stderr, flush=True)
+          f" ({'tokens required' if options.tokens else 'no tokens: loopback only'}"
+          f"{', strict visibility' if options.strict else ''})", file=sys.stderr, flush=True)
     await server.serve()
