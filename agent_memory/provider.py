@@ -24,6 +24,7 @@ from .backend import Caller, MemoryBackend
 from .backends import open_backend
 from .core import DEFAULT_CORE_BUDGET, MemoryBlock, inject
 from .drafts import MemoryDraft, OnExisting, RememberResult
+from .errors import InvalidInputError
 from .records import MemoryRecord, Scope
 from .search import SearchResult
 from .store import DoctorReport, SweepReport
@@ -70,6 +71,13 @@ class MemoryProvider(LifecycleAPI, TimeAPI):
         track_recalls: bool = False,
         **backend_options: Any,
     ) -> None:
+        if "root" in backend_options:  # the keyword's old name
+            root = backend_options.pop("root")
+            if target != ".agent-memory":
+                raise InvalidInputError("MemoryProvider got both `target` and `root` (its old name); pass only `target`")
+            warnings.warn("MemoryProvider(root=...) is deprecated; pass the root as `target` (or positionally)",
+                          DeprecationWarning, stacklevel=2)
+            target = root
         self.backend: MemoryBackend = open_backend(target, **backend_options)
         if hooks:  # extension hooks (agent_memory.extensions): every read and write passes through them
             from .extensions import ExtendedBackend

@@ -487,3 +487,29 @@ async def test_offline_recall_uses_episodes_for_questions_about_past_runs(provid
     assert ada.id in {s["id"] for s in past.sources}
     plain = await provider.recall("Who approves billing deploys?", user_id="ada")
     assert "ep-" not in plain.summary and "finance" in plain.summary
+
+
+@pytest.mark.parametrize("cost", [5e-05, 1e-07, 1.5e-12, 0.0, 3, 0.1, 2.5e+20, 1.7976931348623157e308])
+def test_every_number_of_an_episode_reads_back_as_written(tmp_path: Path, cost: float) -> None:
+    """YAML 1.1 reads ``5e-05`` as text: such a cost used to lose the whole episode."""
+    store = EpisodeStore(tmp_path / "mem")
+    usage = {"requests": 10**15 - 1, "input_tokens": 0, "output_tokens": 123456789}
+    built = build_episode("A cheap run", output="done", tool_calls=["search"] * 3, usage=usage, cost_usd=cost,
+                          user_id="ada", started="2026-02-03T04:05:06.789Z", ended="2026-02-03T04:05:07+01:00")
+    written = store.write(built)
+    back = store.get(written.id, user_id="ada")
+    assert type(back.cost_usd) is float and back.cost_usd == float(cost)
+    assert (back.requests, back.input_tokens, back.output_tokens) == (10**15 - 1, 0, 123456789)
+    assert (back.started, back.ended, back.tools) == (built.started, built.ended, built.tools)
+    assert store.list("cheap", user_id="ada")[0].cost_usd == float(cost)
+    assert store.doctor() == []
+
+
+def test_an_absurd_count_is_unknown_and_an_old_exponent_cost_still_reads(tmp_path: Path) -> None:
+    store = EpisodeStore(tmp_path / "mem")
+    ep = store.write(build_episode("Huge", usage={"input_tokens": 10**18, "output_tokens": 5}, user_id="ada"))
+    assert (store.get(ep.id, user_id="ada").input_tokens, ep.output_tokens) == (None, 5)
+    path = Path(store.path_of(ep.id))  # a file written by an earlier version: cost as YAML 1.1 text
+    text = path.read_text(encoding="utf-8").replace("---\n", "---\ncost_usd: 5e-05\n", 1)
+    path.write_text(text, encoding="utf-8")
+    assert store.get(ep.id, user_id="ada").cost_usd == 5e-05 and store.doctor() == []

@@ -165,3 +165,24 @@ def test_purge_of_an_archived_record_and_idempotence(tmp_path: Path) -> None:
     with pytest.raises(NotFoundError):
         store.purge(a.id, user_id="u1")
     assert store.purge(user_id="u1").records == []
+
+
+def test_purge_of_a_user_and_a_session_takes_either_in_every_store(tmp_path: Path) -> None:
+    """As for records, ``user_id`` *or* ``session_id``: session logs and episodes of either go."""
+    from agent_memory.episodes import EpisodeStore, build_episode
+    from agent_memory.sessions import SessionStore
+
+    root = tmp_path / "mem"
+    store = MemoryStore(root, durable=False)
+    sessions, episodes = SessionStore(root), EpisodeStore(root)
+    for sid, uid in (("s1", "u1"), ("s2", "u2"), ("s3", "u3")):
+        store.remember(f"{MARKER} of {uid}." if uid != "u3" else "Keep me.", session_id=sid, user_id=uid)
+        sessions.append(sid, [{"role": "user", "text": f"{MARKER} said by {uid}" if uid != "u3" else "keep"}],
+                        user_id=uid)
+        episodes.write(build_episode(f"{MARKER} run" if uid != "u3" else "Keep run", session_id=sid, user_id=uid,
+                                     scope="session"))
+    report = store.purge(user_id="u1", session_id="s2")
+    assert (report.stores["sessions"], report.stores["episodes"], len(report.records)) == (2, 2, 2)
+    assert where(root) == []
+    assert [s.session_id for s in sessions.sessions(user_id="u3")] == ["s3"]
+    assert [e.goal for e in episodes.list(session_id="s3", user_id="u3")] == ["Keep run"]

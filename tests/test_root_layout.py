@@ -168,3 +168,17 @@ def test_purge_of_one_record_does_not_touch_sessions_or_episodes(tmp_path: Path)
     assert not {"sessions", "episodes", "episode_index"} & set(report.stores)
     assert {"records", "archive", "index", "events"} <= set(report.stores)
     assert SessionStore(root).sessions(user_id=ALICE)
+
+
+def test_provider_accepts_the_old_root_keyword_with_a_deprecation_warning(tmp_path: Path) -> None:
+    from agent_memory.errors import InvalidInputError
+    from agent_memory.provider import MemoryProvider
+
+    with pytest.warns(DeprecationWarning, match="target"):
+        memory = MemoryProvider(root=tmp_path / "old")
+    try:
+        assert memory.root == (tmp_path / "old").absolute()
+    finally:
+        memory.close()
+    with pytest.raises(InvalidInputError, match="target"):
+        MemoryProvider(tmp_path / "a", root=tmp_path / "b")
