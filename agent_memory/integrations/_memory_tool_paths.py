@@ -1,23 +1,28 @@
 """Path rules and text formats of Claude's memory tool (``memory_20250818``), independent of storage.
 
-Every path lives under ``/memories``; ``..``, ``.`` segments, backslashes, NUL and percent-encoded
-traversal (``%2e%2e``, ``%2f``) are refused. Output texts follow the reference implementation, so a
+Every path lives under ``/memories``; ``..``, ``.`` segments (also as look-alikes that NFKC folds to dots, such
+as full-width ``．．`` or ``․․``), backslashes, NUL and other control characters, bidirectional overrides and
+percent-encoded traversal (``%2e%2e``, ``%2f``) are refused. :func:`stored_path` redacts secrets from each segment,
+so a secret in a file name never reaches disk and every command finds the file under the same redacted name. Output texts follow the reference implementation, so a
 model sees the same answers whichever backend serves the tool.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 
 from ..errors import InvalidInputError
+from ..redact import contains_secret, redact_text
 
-__all__ = ["ROOT", "MemoryToolError", "check_path", "numbered", "size_text", "listing", "occurrence_lines"]
+__all__ = ["ROOT", "MemoryToolError", "check_path", "stored_path", "numbered", "size_text", "listing", "occurrence_lines"]
 
 ROOT = "/memories"
 LINE_WIDTH = 6
 MAX_PATH_CHARS = 1024
 _ENCODED = re.compile(r"%(2e|2f|5c|00|25)", re.IGNORECASE)
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
 class MemoryToolError(InvalidInputError):
@@ -33,11 +38,23 @@ def check_path(path: object, *, name: str = "path") -> str:
     if len(path) > MAX_PATH_CHARS or "\x00" in path or "\\" in path or _ENCODED.search(path):
         raise MemoryToolError(f"Path {path} would escape {ROOT} directory")
     parts = [p for p in path[len(ROOT):].split("/") if p]
-    if any(p in (".", "..") for p in parts):
+    if any(p in (".", "..") or unicodedata.normalize("NFKC", p) in (".", "..") for p in parts):
         raise MemoryToolError(f"Path {path} would escape {ROOT} directory")
-    if any(ch in p for p in parts for ch in "\r\n\t"):
-        raise MemoryToolError(f"Path {path} contains a control character")
+    if any(unicodedata.category(ch) == "Cc" or ch in _BIDI for ch in path):
+        raise MemoryToolError(f"Path {path!r} contains a control character")
     return "/".join([ROOT, *parts])
+
+
+def stored_path(path: object, *, name: str = "path") -> str:
+    """:func:`check_path` of ``path`` with secrets in its segments redacted: the name the file is kept and found under.
+
+    A secret that only shows across segments (``/memories/https://user:pw@host/x``) is refused instead."""
+    check_path(path, name=name)
+    assert isinstance(path, str)
+    parts = [redact_text(p) for p in path[len(ROOT):].split("/")]
+    if contains_secret("/".join(parts)):
+        raise MemoryToolError("The path looks like it holds a secret; choose a file name without it")
+    return "/".join([ROOT, *(p for p in parts if p)])
 
 
 def numbered(lines: Iterable[str], first: int) -> str:

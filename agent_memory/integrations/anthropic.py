@@ -11,6 +11,7 @@ tool runner. Errors are returned as text by :meth:`handle` (and raised by :meth:
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 from collections.abc import Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -21,7 +22,7 @@ from ..drafts import MemoryDraft
 from ..errors import AgentMemoryError, InvalidInputError
 from ..records import MemoryRecord
 from ..tools import as_backend, caller_scope
-from ._memory_tool_paths import ROOT, MemoryToolError, check_path, listing, numbered, occurrence_lines
+from ._memory_tool_paths import ROOT, MemoryToolError, listing, numbered, occurrence_lines, stored_path
 
 __all__ = ["MemoryToolHandler", "MemoryToolError", "TAG"]
 
@@ -43,6 +44,19 @@ def _run_sync(coro: Coroutine[Any, Any, str]) -> str:
         return asyncio.run(coro)
     with ThreadPoolExecutor(1) as pool:  # never block (or re-enter) the caller's running loop
         return pool.submit(asyncio.run, coro).result()
+
+
+def _path(command: Mapping[str, Any], name: str = "path") -> str:
+    """The checked path ``command[name]`` under the name it is stored as (secrets in its segments redacted)."""
+    return stored_path(command.get(name), name=name)
+
+
+@functools.lru_cache(maxsize=16_384)
+def _is_stored_path(path: str) -> bool:
+    try:
+        return _path({"path": path}) == path
+    except MemoryToolError:
+        return False
 
 
 def _need(command: Mapping[str, Any], name: str, kind: type) -> Any:
@@ -106,14 +120,19 @@ class MemoryToolHandler:
         return async_tool(self)
 
     # -- storage ---------------------------------------------------------------------------
-    async def _files(self) -> dict[str, MemoryRecord]:
+    async def _records(self) -> dict[str, list[MemoryRecord]]:
+        """Every live file record by path, newest first (a restored old file can share a path with a new one)."""
         recs = await self.backend.list(self.caller, tags=(TAG,), scope=self.scope, limit=MAX_FILES)
-        out: dict[str, MemoryRecord] = {}
-        for rec in recs:
+        out: dict[str, list[MemoryRecord]] = {}
+        for rec in sorted(sorted(recs, key=lambda r: r.id), key=lambda r: r.updated, reverse=True):
             path = rec.metadata.get(PATH_KEY) if isinstance(rec.metadata, Mapping) else None
-            if isinstance(path, str) and path not in out:
-                out[path] = rec
+            if rec.kind == KIND and isinstance(path, str) and _is_stored_path(path):
+                out.setdefault(path, []).append(rec)
         return out
+
+    async def _files(self) -> dict[str, MemoryRecord]:
+        """The file at each path: its newest record, the one a keyed write (``str_replace``, ``insert``) changes."""
+        return {path: recs[0] for path, recs in (await self._records()).items()}
 
     async def _write(self, path: str, content: str, *, new: bool) -> None:
         if not content.strip():
@@ -141,7 +160,7 @@ class MemoryToolHandler:
 
     # -- commands --------------------------------------------------------------------------
     async def _view(self, c: Mapping[str, Any]) -> str:
-        path = check_path(c.get("path"))
+        path = _path(c)
         files = await self._files()
         if path in files:
             lines = files[path].content.split("\n")
@@ -161,7 +180,7 @@ class MemoryToolHandler:
         return listing(path, sizes)
 
     async def _create(self, c: Mapping[str, Any]) -> str:
-        path = check_path(c.get("path"))
+        path = _path(c)
         text = _need(c, "file_text", str)
         files = await self._files()
         if path == ROOT or any(p.startswith(path + "/") for p in files):
@@ -174,7 +193,7 @@ class MemoryToolHandler:
         return f"File created successfully at: {path}"
 
     async def _str_replace(self, c: Mapping[str, Any]) -> str:
-        path = check_path(c.get("path"))
+        path = _path(c)
         old, new = _need(c, "old_str", str), c.get("new_str", "")
         if not isinstance(new, str):
             raise MemoryToolError("Missing or invalid `new_str` parameter for the str_replace command")
@@ -193,7 +212,7 @@ class MemoryToolHandler:
                 + numbered(lines[lo:hi], lo + 1))
 
     async def _insert(self, c: Mapping[str, Any]) -> str:
-        path = check_path(c.get("path"))
+        path = _path(c)
         at, text = _need(c, "insert_line", int), _need(c, "insert_text", str)
         lines = (await self._file(await self._files(), path)).content.split("\n")
         if lines[-1] == "":
@@ -205,11 +224,11 @@ class MemoryToolHandler:
         return f"The file {path} has been edited."
 
     async def _delete(self, c: Mapping[str, Any]) -> str:
-        path = check_path(c.get("path"))
+        path = _path(c)
         if path == ROOT:
             raise MemoryToolError(f"Cannot delete the {ROOT} directory itself")
-        files = await self._files()
-        doomed = [r for p, r in files.items() if p == path or p.startswith(path + "/")]
+        files = await self._records()
+        doomed = [r for p, recs in files.items() if p == path or p.startswith(path + "/") for r in recs]
         if not doomed:
             raise MemoryToolError(f"The path {path} does not exist")
         for rec in doomed:
@@ -217,8 +236,8 @@ class MemoryToolHandler:
         return f"Successfully deleted {path}"
 
     async def _rename(self, c: Mapping[str, Any]) -> str:
-        old = check_path(c.get("old_path"), name="old_path")
-        new = check_path(c.get("new_path"), name="new_path")
+        old = _path(c, "old_path")
+        new = _path(c, "new_path")
         if old == ROOT:
             raise MemoryToolError(f"Cannot rename the {ROOT} directory itself")
         files = await self._files()
@@ -243,6 +262,8 @@ class MemoryToolHandler:
                 if target in copies:
                     await self.backend.forget(copies[target].id, self.caller)
             raise
-        for rec in moving.values():
-            await self.backend.forget(rec.id, self.caller)
+        shadowed = await self._records()  # the moved files, and older records restored at their paths
+        for path in moving:
+            for rec in shadowed.get(path, ()):
+                await self.backend.forget(rec.id, self.caller)
         return f"Successfully renamed {old} to {new}"
