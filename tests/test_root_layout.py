@@ -182,3 +182,18 @@ def test_provider_accepts_the_old_root_keyword_with_a_deprecation_warning(tmp_pa
         memory.close()
     with pytest.raises(InvalidInputError, match="target"):
         MemoryProvider(tmp_path / "a", root=tmp_path / "b")
+
+
+def test_doctor_checks_every_store_the_registry_marks(tmp_path: Path) -> None:
+    from agent_memory.cli._maint import LAYER_DOCTORS, STORE_DOCTOR, layer_problems
+
+    assert {e.name for e in root_layout.ROOT_LAYOUT if e.doctor} == set(LAYER_DOCTORS) | STORE_DOCTOR
+    root = tmp_path / "mem"
+    fill(root)
+    assert layer_problems(str(root)) == {}
+    bad = root / "episodes" / "2026-01" / "ep-20260101-000000-0000abcd.md"
+    bad.parent.mkdir(parents=True, exist_ok=True)
+    bad.write_text("---\nid: nope\n---\n", encoding="utf-8")
+    (root / "sessions" / "stray").write_text("x", encoding="utf-8")
+    found = layer_problems(str(root))
+    assert any(k.endswith(bad.name) for k in found) and any("stray" in k for k in found)

@@ -292,22 +292,38 @@ def doctor_fixes(report: dict[str, Any]) -> list[str]:
     return fixes
 
 
+def _session_problems(base: Path) -> dict[str, str]:
+    from ..sessions import SessionStore
+
+    return {f"{p.path}" + (f":{p.line}" if p.line else ""): p.reason for p in SessionStore(base).problems()}
+
+
+def _episode_problems(base: Path) -> dict[str, str]:
+    from ..episodes import EpisodeStore
+
+    return {e["path"]: e["reason"] for e in EpisodeStore(base).doctor()}
+
+
+#: Checks of the root's stores that the record store's own doctor does not cover (it checks records, archive,
+#: the index and the event log); together they cover every entry of the registry marked ``doctor``.
+LAYER_DOCTORS: dict[str, Callable[[Path], dict[str, str]]] = {"sessions": _session_problems,
+                                                               "episodes": _episode_problems}
+STORE_DOCTOR = frozenset({"records", "archive", "index", "events"})
+
+
 def layer_problems(root: str) -> dict[str, str]:
-    """Session-log and episode files no read serves (they live beside the records, under a root directory)."""
+    """Problems in the stores a root holds beside its records (session logs, episodes, …: every entry of
+    :data:`agent_memory.root_layout.ROOT_LAYOUT` the record store's doctor does not check)."""
+    from ..root_layout import ROOT_LAYOUT
+
     base = Path(root)
     if "://" in root or not base.is_dir():
         return {}
     out: dict[str, str] = {}
-    if (base / "sessions").is_dir():
-        from ..sessions import SessionStore
-
-        for p in SessionStore(base).problems():
-            out[f"{p.path}" + (f":{p.line}" if p.line else "")] = p.reason
-    if (base / "episodes").is_dir():
-        from ..episodes import EpisodeStore
-
-        for e in EpisodeStore(base).doctor():
-            out[e["path"]] = e["reason"]
+    for entry in ROOT_LAYOUT:
+        check = LAYER_DOCTORS.get(entry.name)
+        if check is not None and entry.location(base).is_dir():
+            out.update(check(base))
     return out
 
 
