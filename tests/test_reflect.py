@@ -185,3 +185,83 @@ def test_profile_roles_inherit_the_recall_model_and_only_narrow_tools() -> None:
     with pytest.raises(ProfileError, match="not allowed"):
         parse_profile({"consolidate": {"tools": ["memory_forget"]}})
     assert load_profile("offline").reflect.model == "offline"
+
+
+# -- conflicting facts: flagged, the newest preferred, never confidence 1.00 (issue 27) ---------------------
+def test_reflect_flags_conflicting_facts_and_prefers_the_newest(tmp_path: Path) -> None:
+    async def run() -> None:
+        provider = _provider(tmp_path)
+        # written in the other order: "newest" is the fact that started to hold last, not the last file written
+        fri = (await provider.remember("Deploy day for the web app is Friday", scope="project",
+                                       valid_from="2026-06-01")).id
+        mon = (await provider.remember("Deploy day for the web app is Monday", scope="project",
+                                       valid_from="2026-01-01")).id
+        res = await provider.reflect("What is the deploy day for the web app?")
+        assert not res.fallback and {s["id"] for s in res.sources} == {fri, mon}
+        assert res.conflicts == [{"ids": [fri, mon], "newest": fri, "differ": ["friday", "monday"]}]
+        assert res.confidence == 0.5  # every question word is covered, but memory disagrees with itself
+        first, *rest = res.answer.splitlines()
+        assert first.startswith("Conflict:") and f"the newest, [{fri}:L" in first
+        assert f"[{fri}:L" in rest[0] and "Friday" in rest[0] and "Monday" in rest[1]
+        from agent_memory.workers.reflect import _flag_conflicts
+
+        srcs = [{"id": "m", "line_start": 1, "line_end": 1}, {"id": "f", "line_start": 2, "line_end": 2}]
+        flagged = _flag_conflicts("- Monday [m:L1-L1]\n- see the wiki\n- Friday [f:L2-L2]", srcs,
+                                  [{"ids": ["f", "m"], "newest": "f", "differ": []}])
+        assert flagged.splitlines() == ["Conflict: these records disagree; the newest, [f:L2-L2], is preferred over "
+                                        "[m:L1-L1].", "- Friday [f:L2-L2]", "- see the wiki", "- Monday [m:L1-L1]"]
+        # a model's grounded answer citing both is flagged the same way
+        both = _provider(tmp_path, _searcher(lambda hits: " ".join(f"It is listed [{h}]." for h in hits)))
+        res = await both.reflect("What is the deploy day for the web app?")
+        assert not res.fallback and res.conflicts and res.conflicts[0]["newest"] == fri and res.confidence <= 0.5
+        await both.aclose()
+        await provider.aclose()
+
+    asyncio.run(run())
+
+
+def test_superseded_versions_and_unrelated_lookalikes_are_not_conflicts(tmp_path: Path) -> None:
+    from agent_memory.store import MemoryStore
+    from agent_memory.workers.reflect import conflicts_of
+
+    store = MemoryStore(tmp_path / "s", durable=False)
+    old = store.remember("Deploy day for the web app is Monday", scope="project")
+    new = store.remember("Deploy day for the web app is Friday", scope="project", supersedes=old.id)
+    assert conflicts_of([store.get(old.id), store.get(new.id)]) == []  # history, not a disagreement
+    notes = [store.get(store.remember(f"Meeting notes on {t} from the weekly sync", scope="project").id)
+             for t in ("kafka", "redis", "nginx", "docker", "helm", "vault")]
+    assert conflicts_of(notes) == []
+    mine = store.remember("Ada takes oat latte in the morning", user_id="ada", memory_key="drink")
+    shared = store.remember("Espresso, no sugar", scope="project", memory_key="drink")
+    found = conflicts_of([store.get(mine.id, user_id="ada"), store.get(shared.id)])
+    assert len(found) == 1 and set(found[0]["ids"]) == {mine.id, shared.id}
+    store.close()
+
+    async def run() -> None:
+        provider = MemoryProvider(tmp_path / "s", durable=False, profile=load_profile("offline"))
+        res = await provider.reflect("What is the deploy day for the web app?")
+        assert res.conflicts == [] and res.confidence == 1.0 and {s["id"] for s in res.sources} == {new.id}
+        await provider.aclose()
+
+    asyncio.run(run())
+
+
+def test_cli_reflect_reports_the_conflict(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    am = str(Path(sys.executable).with_name("agent-memory"))
+    root = str(tmp_path / "m")
+
+    def call(*args: str) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run([am, "--root", root, *args], capture_output=True, text=True, timeout=120, check=False)
+        assert proc.returncode == 0, proc.stderr
+        return proc
+
+    call("init")
+    call("remember", "The on-call phone is carried by Kofi", "--valid-from", "2026-01-01")
+    new = json.loads(call("--json", "remember", "The on-call phone is carried by Ada", "--valid-from", "2026-03-01").stdout)
+    doc = json.loads(call("--json", "reflect", "who carries the on-call phone?").stdout)
+    assert doc["confidence"] <= 0.5 and doc["conflicts"][0]["newest"] == new["id"]
+    text = call("reflect", "who carries the on-call phone?").stdout
+    assert text.startswith("Conflict:") and "1 conflict(s) among the cited records, the newest preferred" in text

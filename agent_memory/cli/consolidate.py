@@ -88,7 +88,9 @@ def cmd_reflect(args: argparse.Namespace) -> int:
     finally:
         provider.close()
     emit(args, res.to_dict(), lambda: (res.answer or "(memory does not answer this)")
-         + f"\n(confidence {res.confidence:.2f}" + (f"; fallback: {res.reason})" if res.fallback else ")"))
+         + f"\n(confidence {res.confidence:.2f}"
+         + (f"; {len(res.conflicts)} conflict(s) among the cited records, the newest preferred" if res.conflicts else "")
+         + (f"; fallback: {res.reason})" if res.fallback else ")"))
     if res.fallback:
         note(f"warning: reflect fell back to an extractive answer: {res.reason}"
              + ("" if args.allow_fallback else " (check --profile; --allow-fallback exits 0)"))
