@@ -207,3 +207,39 @@ async def test_huge_edits_are_refused_and_lose_nothing(backend: MemoryBackend) -
     out = await call("rename", old_path="/memories/a.md", new_path="/memories/" + "n" * 1100)
     assert out.startswith("Error: ")
     assert "keep me" in await call("view", path="/memories/a.md")
+
+
+async def test_rename_never_moves_a_file_to_an_illegal_path(backend: MemoryBackend) -> None:
+    call = tool(backend)
+    leaf = "f" * 150
+    await call("create", path=f"/memories/d/{leaf}.md", file_text="deep\n")
+    new = "/memories/" + "n" * 900  # legal itself; the moved file's path would pass the 1024-character limit
+    out = await call("rename", old_path="/memories/d", new_path=new)
+    assert out.startswith("Error: Cannot rename /memories/d"), out
+    assert "deep" in await call("view", path=f"/memories/d/{leaf}.md")
+
+
+class FailingSecondWrite:
+    """A backend whose second ``remember`` fails (a full disk, a lost connection) while everything else works."""
+
+    def __init__(self, inner: MemoryBackend) -> None:
+        self.inner, self.writes = inner, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def remember(self, draft: MemoryDraft, **kw: Any) -> Any:
+        self.writes += 1
+        if self.writes == 2:
+            raise InvalidInputError("disk full")
+        return await self.inner.remember(draft, **kw)
+
+
+async def test_a_rename_that_fails_half_way_loses_nothing_and_leaves_no_copy(backend: MemoryBackend) -> None:
+    await tool(backend)("create", path="/memories/dir/a.md", file_text="one\n")
+    await tool(backend)("create", path="/memories/dir/b.md", file_text="two\n")
+    call = tool(FailingSecondWrite(backend))  # type: ignore[arg-type]
+    out = await call("rename", old_path="/memories/dir", new_path="/memories/moved")
+    assert out.startswith("Error: Could not write /memories/moved/"), out
+    listing = await tree(tool(backend))
+    assert "/memories/dir/a.md" in listing and "/memories/dir/b.md" in listing and "moved" not in listing

@@ -250,10 +250,14 @@ class MemoryToolHandler:
             raise MemoryToolError(f"Cannot move {old} into itself")
         if any(new.startswith(p + "/") for p in files):
             raise MemoryToolError(f"A parent of {new} is a file")
+        targets = {path: new + path[len(old):] for path in moving}
+        for target in targets.values():  # a file moved below a long name must still have a legal path
+            if not _is_stored_path(target):
+                raise MemoryToolError(f"Cannot rename {old} to {new}: {target[:80]}… would not be a valid path")
         written: list[str] = []
         try:  # every copy first, then the originals go: a refused write loses nothing
             for path, rec in moving.items():
-                target = new + path[len(old):]
+                target = targets[path]
                 await self._write(target, rec.content, new=True)
                 written.append(target)
         except AgentMemoryError:
