@@ -197,3 +197,11 @@ def test_doctor_checks_every_store_the_registry_marks(tmp_path: Path) -> None:
     (root / "sessions" / "stray").write_text("x", encoding="utf-8")
     found = layer_problems(str(root))
     assert any(k.endswith(bad.name) for k in found) and any("stray" in k for k in found)
+
+
+def test_a_purge_forgets_session_vectors_held_in_memory(tmp_path: Path) -> None:
+    from agent_memory.sessions import _dense
+
+    _dense._MEMORY[("somewhere", "toy")] = {"k": np.zeros(2, dtype=np.float32)}
+    MemoryStore(tmp_path / "mem", durable=False).purge(user_id=ALICE)
+    assert _dense._MEMORY == {}
