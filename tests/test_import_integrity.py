@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from agent_memory.backend import FilesBackend
 from agent_memory.drafts import MemoryDraft, Override, apply_override, prepare_draft, prepare_record
 from agent_memory.errors import InvalidInputError
 from agent_memory.portable import export_records, import_file
@@ -306,3 +307,12 @@ def test_prepare_record_is_the_gate_for_whole_records() -> None:
     rec, count, rescoped = prepare_record(_line(1, title=f"x {GH}", metadata={"k": GH}), Override(session_id="s"))
     assert GH not in rec.title and GH not in json.dumps(rec.metadata) and count == 2
     assert rec.scope is Scope.SESSION and rec.session_id == "s" and rescoped is Scope.PROJECT
+
+
+def test_import_as_user_into_another_backend_lands_in_that_users_partition(tmp_path: Path) -> None:
+    from test_portable_restore import ProxyBackend
+
+    target = ProxyBackend(FilesBackend(_alice_root(tmp_path / "root")))
+    report = import_file(target, _hostile(tmp_path), user_id="bob")  # type: ignore[arg-type]
+    assert report.ids_kept is False and len(report.written) == 4 and len(report.rescoped) == 3
+    _assert_bob_only(target.inner.store, report.written)

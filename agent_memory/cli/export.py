@@ -87,12 +87,15 @@ def cmd_export(args: argparse.Namespace) -> None:
 
 
 def add_import_format(p: argparse.ArgumentParser) -> None:
-    """The options ``import`` gains: which format FILE is, and whose memories a foreign import becomes."""
+    """The options ``import`` gains: which format FILE is, and the caller an import runs as (every record in its
+    partition: :func:`agent_memory.drafts.apply_override`)."""
     p.add_argument("--format", choices=IMPORT_FORMATS, default="auto",
                    help="auto (default: our export or another memory's files, else JSONL drafts), drafts, agent-memory, "
                         "alfred-v2, alfred-py, cuylabs or mem0")
-    p.add_argument("--as-user", dest="as_user", metavar="ID", help="foreign memories become this user's (user scope)")
-    p.add_argument("--as-session", dest="as_session", metavar="ID", help="foreign memories become this session's")
+    p.add_argument("--as-user", dest="as_user", metavar="ID",
+                   help="import as this user: every record lands in their partition (a shared one is downgraded)")
+    p.add_argument("--as-session", dest="as_session", metavar="ID",
+                   help="import as this session: every record lands in its partition (a shared one is downgraded)")
 
 
 def wants_portable(args: argparse.Namespace) -> bool:
@@ -123,5 +126,6 @@ def cmd_import_format(args: argparse.Namespace) -> int:
         reasons = ", ".join(f"{v} {k}" for k, v in sorted(doc["skipped_by_reason"].items()))
         print(f"imported {doc['written']} records from {args.file} ({doc['format']})"
               + (f"; skipped {doc['skipped']}: {reasons}" if doc["skipped"] else "")
-              + "".join(f"\n  skipped {s['where']}: {s['reason']}: {s['message']}" for s in doc["skips"]))
+              + "".join(f"\n  skipped {s['where']}: {s['reason']}: {s['message']}" for s in doc["skips"])
+              + "".join(f"\n  {r['where']}: {r['message']}" for r in doc["rescoped"]))
     return 0
