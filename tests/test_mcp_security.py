@@ -211,6 +211,8 @@ def test_lookup_never_breaks_on_odd_input() -> None:
                        "sha256:" + hashlib.sha256(hashed.encode()).hexdigest().upper(): Identity(user_id="dana")})
     for odd in ("tökén-0123456789abcdef", "", " ", "\x00" * 20, ALICE + "\n", "é" * 64):
         assert tokens.lookup(odd) is None
+    short = TokenMap({"sha256:" + hashlib.sha256(b"test").hexdigest(): Identity(user_id="t")})
+    assert short.lookup("test") is None  # a hashed token obeys the same 16-character minimum as a plain one
     assert tokens.lookup(ALICE) == Identity(user_id="alice") and tokens.lookup(hashed) == Identity(user_id="dana")
 
 
@@ -220,3 +222,20 @@ def test_same_token_twice_with_different_identities_is_refused() -> None:
         TokenMap({ALICE: Identity(user_id="alice"), digest: Identity(user_id="mallory")})
     with pytest.raises(ConfigError, match="listed twice"):
         TokenMap({digest: Identity(user_id="alice"), digest.upper().replace("SHA256", "sha256"): Identity(user_id="b")})
+
+
+@pytest.mark.parametrize(("doc", "access", "hashed"), [
+    ("docs/mcp.md", {"alice": "own", "bob": "read", "ops": "shared"}, ("ops-7c2e91d04b5a8f36", "ops")),
+    ("examples/mcp_config.md", {"alice": "own", "bob": "read"}, ("bob-e61f2a9c07d4b853", "bob")),
+])
+def test_the_documented_tokens_files_load_as_described(tmp_path: Path, doc: str, access: dict[str, str],
+                                                       hashed: tuple[str, str]) -> None:
+    body = (Path(__file__).parent.parent / doc).read_text(encoding="utf-8")
+    block = next(b.split("\n", 1)[1] for b in body.split("```")[1::2] if b.startswith("json") and '"tokens"' in b)
+    f = tmp_path / "tokens.json"
+    f.write_text(block, encoding="utf-8")
+    tokens = TokenMap.load(f)
+    assert tokens.multi_user and ServerOptions(transport="http", tokens=tokens).strict
+    assert {i.user_id: i.access for i in tokens.identities} == access
+    found = tokens.lookup(hashed[0])
+    assert found is not None and found.user_id == hashed[1]  # the text says which token the sha256: key is of

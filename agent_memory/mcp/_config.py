@@ -178,7 +178,7 @@ class TokenMap:
         return len({i.caller_key for i in self.identities}) > 1
 
     def lookup(self, token: str) -> Identity | None:
-        if not _token_chars_ok(token):  # nothing else can have been configured, and nothing else can be hashed alike
+        if len(token) < 16 or not _token_chars_ok(token):  # no plain token can be so; a hashed one may not be either
             return None
         raw = token.encode("ascii")
         found: Identity | None = None
