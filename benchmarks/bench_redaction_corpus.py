@@ -1,0 +1,57 @@
+"""Redaction on the three secret corpora (shipped, tune, holdout) and its speed per 300-character record.
+
+    .venv/bin/python benchmarks/bench_redaction_corpus.py [-v]
+
+``-v`` also lists the missed secrets and damaged look-alikes of each corpus.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(FIXTURES / "secrets"))
+
+from score import score  # noqa: E402
+
+from agent_memory.redact import redact  # noqa: E402
+
+CORPORA = ("secrets", "secrets_tune", "secrets_holdout")
+
+
+def per_record_us(n: int = 2000) -> float:
+    rng = random.Random(7)
+    words = ["deploy", "the", "service", "notes", "meeting", "Lisbon", "prefers", "short", "answers", "v2.3.1",
+             "2026-01-05", "db", "migration", "ok", "token", "budget", "password", "policy", "user-42", "https://x.io/a"]
+    records = []
+    for _ in range(200):
+        text = ""
+        while len(text) < 300:
+            text += rng.choice(words) + rng.choice([" ", " ", ", ", ". ", "\n"])
+        records.append(text[:300] + rng.choice(string.ascii_letters))
+    for r in records:
+        redact(r)
+    start = time.perf_counter()
+    for i in range(n):
+        redact(records[i % len(records)])
+    return (time.perf_counter() - start) / n * 1e6
+
+
+def main() -> None:
+    verbose = "-v" in sys.argv
+    for name in CORPORA:
+        result = score(lambda text: redact(text).text, FIXTURES / name)
+        print(f"{name:16} {result.line()}")
+        if verbose:
+            print(f"  missed: {result.missed}\n  damaged: {result.damaged_cases}")
+    print(f"speed: {per_record_us():.0f} us per 300-character record")
+
+
+if __name__ == "__main__":
+    main()
