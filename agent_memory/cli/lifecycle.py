@@ -39,7 +39,8 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
         "agent-memory purge --user ada --json",
         "agent-memory purge --session s1",
     ], epilog_extra="With an ID, --session/--user are the caller (who must see the record); without, they say whose\n"
-                    "data goes: records, kept versions, archive, vectors, index pages and event payloads.")
+                    "data goes from every store of the root: records, kept versions, archive, index pages, vectors,\n"
+                    "event payloads, the recall log, session logs and episodes (the report names each).")
     p.add_argument("id", nargs="?", help="record id (omit to purge by --user/--session)")
     add_identity(p)
 
@@ -134,8 +135,10 @@ def cmd_purge(args: argparse.Namespace) -> None:
         raise UsageError("purge needs a record ID, --user U or --session S")
     with acting("cli"):
         rep = files_store(args, "purge").purge(args.id, **_caller(args))
+    stores = getattr(rep, "stores", None) or {}
     emit(args, rep.to_dict(), lambda: f"purged {len(rep.records)} record(s), {rep.files} file(s), "
-                                      f"{rep.vectors} vector(s); {rep.events} event(s) now tombstones")
+                                      f"{rep.vectors} vector(s); {rep.events} event(s) now tombstones"
+                                      + ("\n  stores: " + ", ".join(f"{k} {v}" for k, v in stores.items()) if stores else ""))
 
 
 def cmd_events(args: argparse.Namespace) -> None:
