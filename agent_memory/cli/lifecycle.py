@@ -136,9 +136,9 @@ def cmd_purge(args: argparse.Namespace) -> None:
     with acting("cli"):
         rep = files_store(args, "purge").purge(args.id, **_caller(args))
     stores = getattr(rep, "stores", None) or {}
+    named = "\n  stores: " + ", ".join(f"{k} {v}" for k, v in stores.items()) if stores else ""
     emit(args, rep.to_dict(), lambda: f"purged {len(rep.records)} record(s), {rep.files} file(s), "
-                                      f"{rep.vectors} vector(s); {rep.events} event(s) now tombstones"
-                                      + ("\n  stores: " + ", ".join(f"{k} {v}" for k, v in stores.items()) if stores else ""))
+                                      f"{rep.vectors} vector(s); {rep.events} event(s) now tombstones{named}")
 
 
 def cmd_events(args: argparse.Namespace) -> None:
