@@ -9,47 +9,50 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from agent_memory import _compat
+
 __version__ = "0.1.0"
+_compat.install()  # old flat import paths (agent_memory.store, …) warn and still work for one release
 
 _EXPORTS = {
     "MemoryProvider": "provider",
-    "MemoryStore": "store",
-    "MemoryBackend": "backend",
-    "FilesBackend": "backend",
-    "Caller": "backend",
+    "MemoryStore": "backends.files.store",
+    "MemoryBackend": "backends.base",
+    "FilesBackend": "backends.base",
+    "Caller": "backends.base",
     "open_backend": "backends",
     "PendingCaptureWarning": "provider",
-    "RecordParseError": "records",
+    "RecordParseError": "model.records",
     "StorageError": "errors",
     "ReadOnlyError": "errors",
     "BackendError": "errors",
-    "MemoryDraft": "drafts",
-    "RememberResult": "drafts",
-    "SweepReport": "store",
-    "DoctorReport": "store",
-    "MemoryRecord": "records",
-    "Scope": "records",
-    "MemoryBlock": "core",
-    "SearchHit": "search",
-    "SearchResult": "search",
-    "SearchRequest": "search",
-    "SearchEngine": "search",
-    "Fts5Engine": "search",
+    "MemoryDraft": "model.drafts",
+    "RememberResult": "model.drafts",
+    "SweepReport": "backends.files.store",
+    "DoctorReport": "backends.files.store",
+    "MemoryRecord": "model.records",
+    "Scope": "model.records",
+    "MemoryBlock": "agents.core_block",
+    "SearchHit": "backends.files.fts",
+    "SearchResult": "backends.files.fts",
+    "SearchRequest": "backends.files.fts",
+    "SearchEngine": "backends.files.fts",
+    "Fts5Engine": "backends.files.fts",
     "AgentMemoryError": "errors",
     "InvalidInputError": "errors",
     "InvalidIdError": "errors",
     "NotFoundError": "errors",
     "LockTimeoutError": "errors",
     "ProfileError": "errors",
-    "count_tokens": "tokens",
-    "RecallResult": "workers.recall",
-    "CaptureResult": "workers.capture",
-    "CaptureContext": "workers.capture",
-    "Profile": "profiles",
-    "WorkerProfile": "profiles",
-    "load_profile": "profiles",
-    "MemoryHooks": "hooks",
-    "MemoryContext": "hooks",
+    "count_tokens": "agents.tokens",
+    "RecallResult": "agents.workers.recall",
+    "CaptureResult": "agents.workers.capture",
+    "CaptureContext": "agents.workers.capture",
+    "Profile": "agents.profiles",
+    "WorkerProfile": "agents.profiles",
+    "load_profile": "agents.profiles",
+    "MemoryHooks": "integrations.hooks",
+    "MemoryContext": "integrations.hooks",
     "MemoryCapability": "integrations.pydantic_ai",
     "MemoryToolHandler": "integrations.anthropic",
     "export_records": "portable",
@@ -58,12 +61,12 @@ _EXPORTS = {
     "LiteLLMEmbedder": "embeddings",
     "CallableEmbedder": "embeddings",
     "make_embedder": "embeddings",
-    "VectorCache": "vectors",
+    "VectorCache": "backends.files.vectors",
     "import_file": "portable",
     "ImportReport": "portable",
-    "OfflineModel": "models.offline",
-    "LiteLLMModel": "models.litellm",
-    "memory_toolset": "tools",
+    "OfflineModel": "agents.models.offline",
+    "LiteLLMModel": "agents.models.litellm",
+    "memory_toolset": "agents.tools",
     "SessionStore": "sessions",
     "SessionLog": "sessions.store",
     "SessionInfo": "sessions",
@@ -81,25 +84,36 @@ _EXPORTS = {
     "ConsolidationReport": "consolidate",
     "ConsolidateOptions": "consolidate",
     "ConsolidationUnsupported": "consolidate",
-    "Reflection": "workers.reflect",
-    "Hooks": "extensions",
-    "ExtendedBackend": "extensions",
-    "Written": "extensions",
-    "Retrieved": "extensions",
-    "SessionEnded": "extensions",
+    "Reflection": "agents.workers.reflect",
+    "Hooks": "backends.extended",
+    "ExtendedBackend": "backends.extended",
+    "Written": "backends.extended",
+    "Retrieved": "backends.extended",
+    "SessionEnded": "backends.extended",
 }
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .backend import Caller, FilesBackend, MemoryBackend
-    from .backends import open_backend
-    from .consolidate import ConsolidateOptions, ConsolidationReport, ConsolidationUnsupported
-    from .core import MemoryBlock
-    from .drafts import MemoryDraft, RememberResult
-    from .embeddings import CallableEmbedder, Embedder, LiteLLMEmbedder, LocalEmbedder, make_embedder
-    from .episodes import Episode, EpisodeStore, EpisodesUnsupportedError, build_episode, purge_episodes
-    from .errors import (
+    from agent_memory.agents.core_block import MemoryBlock
+    from agent_memory.agents.models.litellm import LiteLLMModel
+    from agent_memory.agents.models.offline import OfflineModel
+    from agent_memory.agents.profiles import Profile, WorkerProfile, load_profile
+    from agent_memory.agents.tokens import count_tokens
+    from agent_memory.agents.tools import memory_toolset
+    from agent_memory.agents.workers.capture import CaptureContext, CaptureResult
+    from agent_memory.agents.workers.recall import RecallResult
+    from agent_memory.agents.workers.reflect import Reflection
+    from agent_memory.backends import open_backend
+    from agent_memory.backends.base import Caller, FilesBackend, MemoryBackend
+    from agent_memory.backends.extended import ExtendedBackend, Hooks, Retrieved, SessionEnded, Written
+    from agent_memory.backends.files.fts import Fts5Engine, SearchEngine, SearchHit, SearchRequest, SearchResult
+    from agent_memory.backends.files.store import DoctorReport, MemoryStore, SweepReport
+    from agent_memory.backends.files.vectors import VectorCache
+    from agent_memory.consolidate import ConsolidateOptions, ConsolidationReport, ConsolidationUnsupported
+    from agent_memory.embeddings import CallableEmbedder, Embedder, LiteLLMEmbedder, LocalEmbedder, make_embedder
+    from agent_memory.episodes import Episode, EpisodeStore, EpisodesUnsupportedError, build_episode, purge_episodes
+    from agent_memory.errors import (
         AgentMemoryError,
         BackendError,
         InvalidIdError,
@@ -110,18 +124,14 @@ if TYPE_CHECKING:  # pragma: no cover
         ReadOnlyError,
         StorageError,
     )
-    from .extensions import ExtendedBackend, Hooks, Retrieved, SessionEnded, Written
-    from .hooks import MemoryContext, MemoryHooks
-    from .integrations.anthropic import MemoryToolHandler
-    from .integrations.pydantic_ai import MemoryCapability
-    from .models.litellm import LiteLLMModel
-    from .models.offline import OfflineModel
-    from .portable import ImportReport, export_records, import_file
-    from .profiles import Profile, WorkerProfile, load_profile
-    from .provider import MemoryProvider, PendingCaptureWarning
-    from .records import MemoryRecord, RecordParseError, Scope
-    from .search import Fts5Engine, SearchEngine, SearchHit, SearchRequest, SearchResult
-    from .sessions import (
+    from agent_memory.integrations.anthropic import MemoryToolHandler
+    from agent_memory.integrations.hooks import MemoryContext, MemoryHooks
+    from agent_memory.integrations.pydantic_ai import MemoryCapability
+    from agent_memory.model.drafts import MemoryDraft, RememberResult
+    from agent_memory.model.records import MemoryRecord, RecordParseError, Scope
+    from agent_memory.portable import ImportReport, export_records, import_file
+    from agent_memory.provider import MemoryProvider, PendingCaptureWarning
+    from agent_memory.sessions import (
         SessionInfo,
         SessionMessage,
         SessionStore,
@@ -130,15 +140,8 @@ if TYPE_CHECKING:  # pragma: no cover
         contextual_search,
         purge_sessions,
     )
-    from .sessions.api import SessionsNotSupportedError
-    from .sessions.store import SessionLog
-    from .store import DoctorReport, MemoryStore, SweepReport
-    from .tokens import count_tokens
-    from .tools import memory_toolset
-    from .vectors import VectorCache
-    from .workers.capture import CaptureContext, CaptureResult
-    from .workers.recall import RecallResult
-    from .workers.reflect import Reflection
+    from agent_memory.sessions.api import SessionsNotSupportedError
+    from agent_memory.sessions.store import SessionLog
 
 
 def __getattr__(name: str) -> Any:

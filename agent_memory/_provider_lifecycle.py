@@ -5,13 +5,13 @@ from __future__ import annotations
 import builtins
 from typing import TYPE_CHECKING, Any
 
-from .backend import Caller, MemoryBackend
-from .records import MemoryRecord
+from agent_memory.backends.base import Caller, MemoryBackend
+from agent_memory.model.records import MemoryRecord
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .consolidate import ConsolidationReport
-    from .profiles import Profile
-    from .workers.reflect import Reflection
+    from agent_memory.agents.profiles import Profile
+    from agent_memory.agents.workers.reflect import Reflection
+    from agent_memory.consolidate import ConsolidationReport
 
 
 class LifecycleAPI:
@@ -30,7 +30,7 @@ class LifecycleAPI:
     def _lifecycle(self, name: str) -> Any:
         fn = getattr(self.backend, name, None)
         if fn is None:
-            from .events import NotSupportedError
+            from agent_memory.backends.files.events import NotSupportedError
 
             raise NotSupportedError(f"{name} is not supported by the {type(self.backend).__name__} backend yet")
         return fn
@@ -38,7 +38,7 @@ class LifecycleAPI:
     async def purge(self, record_id: str | None = None, *, session_id: str | None = None,
                     user_id: str | None = None) -> Any:
         """Delete content for good (irreversible): one record the caller may see, or, without ``record_id``,
-        everything of ``user_id`` and/or ``session_id`` (see :mod:`agent_memory.purge`). Returns a ``PurgeReport``."""
+        everything of ``user_id`` and/or ``session_id`` (see :mod:`agent_memory.backends.files.purge`). Returns a ``PurgeReport``."""
         return await self._lifecycle("purge")(record_id, session_id=session_id, user_id=user_id)
 
     async def history(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> Any:
@@ -67,9 +67,9 @@ class LifecycleAPI:
     def on(self, name: str, fn: Any) -> Any:
         """Register an extension hook (``on_memory_written``, ``on_memory_retrieved``, ``on_session_end``); returns ``fn``.
 
-        See :mod:`agent_memory.extensions`. Registering the first hook wraps the backend, so tools and workers
+        See :mod:`agent_memory.backends.extended`. Registering the first hook wraps the backend, so tools and workers
         built afterwards see it."""
-        from .extensions import ExtendedBackend, Hooks
+        from agent_memory.backends.extended import ExtendedBackend, Hooks
 
         if not isinstance(self.backend, ExtendedBackend):
             self.backend = ExtendedBackend(self.backend, Hooks())
@@ -90,12 +90,12 @@ class LifecycleAPI:
         Default: the deterministic pass over every partition (or over what ``session_id``/``user_id`` see, when
         given). ``worker=True``: the consolidate worker of the profile reviews that plan for the caller and acts
         on it (fails open: a model error is reported, never raised)."""
-        from .consolidate import consolidate_backend, fire_archived
+        from agent_memory.consolidate import consolidate_backend, fire_archived
 
         if not worker:
             caller = Caller(session_id, user_id) if session_id or user_id else None
             return await consolidate_backend(self.backend, dry_run=dry_run, max_share=max_share, caller=caller, **options)
-        from .workers.consolidate import run_consolidate
+        from agent_memory.agents.workers.consolidate import run_consolidate
 
         await self._loaded_profile()
         report = await run_consolidate(self.backend, caller=Caller(session_id, user_id), worker=lambda: self.profile.consolidate,
@@ -106,7 +106,7 @@ class LifecycleAPI:
     async def reflect(self, question: str, *, session_id: str | None = None, user_id: str | None = None,
                       timeout_s: float | None = None) -> "Reflection":
         """A synthesised answer to ``question`` citing the records it rests on (the reflect worker). Never raises."""
-        from .workers.reflect import run_reflect
+        from agent_memory.agents.workers.reflect import run_reflect
 
         await self._loaded_profile()
         return await run_reflect(self.backend, question, caller=Caller(session_id, user_id),

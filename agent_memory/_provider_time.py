@@ -8,14 +8,14 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .backend import MemoryBackend
+from agent_memory.backends.base import MemoryBackend
 
 logger = logging.getLogger("agent_memory")
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .episodes import Episode
-    from .profiles import Profile
-    from .sessions import SessionInfo, SessionMessage, SessionStore, SessionSummary, SummaryPolicy
+    from agent_memory.agents.profiles import Profile
+    from agent_memory.episodes import Episode
+    from agent_memory.sessions import SessionInfo, SessionMessage, SessionStore, SessionSummary, SummaryPolicy
 
 
 class TimeAPI:
@@ -39,8 +39,8 @@ class TimeAPI:
         """Store the episode of one run; ``facts`` as :func:`agent_memory.episodes.build_episode` takes them.
 
         With a model in the profile's ``[episode]`` section, the stored episode is then refined in the background
-        (:mod:`agent_memory.workers.episode`; ``await provider.flush()`` waits for it); this call never waits for it."""
-        from .episodes import build_episode, episode_store
+        (:mod:`agent_memory.agents.workers.episode`; ``await provider.flush()`` waits for it); this call never waits for it."""
+        from agent_memory.episodes import build_episode, episode_store
 
         store = episode_store(self.backend)
         episode: Episode = await asyncio.to_thread(
@@ -55,7 +55,7 @@ class TimeAPI:
         return episode
 
     async def _refine_episode(self, store: Any, episode: "Episode", worker: Any) -> "Episode | None":
-        from .workers.episode import refine_episode
+        from agent_memory.agents.workers.episode import refine_episode
 
         refined = await refine_episode(episode, worker=worker)
         if refined is None:
@@ -70,7 +70,7 @@ class TimeAPI:
     async def episodes(self, query: str | None = None, *, session_id: str | None = None, user_id: str | None = None,
                        limit: int = 20, status: str | None = None) -> "builtins.list[Episode]":
         """The caller's episodes: newest first, or best match for ``query`` first; ``status`` ok, failed or paused."""
-        from .episodes import episode_store
+        from agent_memory.episodes import episode_store
 
         store = episode_store(self.backend)
         return await asyncio.to_thread(store.list, query, session_id=session_id, user_id=user_id, limit=limit,
@@ -78,7 +78,7 @@ class TimeAPI:
 
     async def episode(self, episode_id: str, *, session_id: str | None = None, user_id: str | None = None) -> "Episode":
         """One episode the caller may see (else :class:`~agent_memory.errors.NotFoundError`)."""
-        from .episodes import episode_store
+        from agent_memory.episodes import episode_store
 
         store = episode_store(self.backend)
         return await asyncio.to_thread(store.get, episode_id, session_id=session_id, user_id=user_id)
@@ -87,7 +87,7 @@ class TimeAPI:
     @property
     def session_store(self) -> "SessionStore":
         """The :class:`~agent_memory.sessions.SessionStore` of the backend (:class:`SessionsNotSupportedError` if none)."""
-        from .sessions.api import session_store
+        from agent_memory.sessions.api import session_store
 
         return session_store(self.backend)
 
@@ -106,7 +106,7 @@ class TimeAPI:
     async def session(self, target: str, *, session_id: str | None = None, user_id: str | None = None,
                       limit: int | None = None) -> "tuple[SessionInfo, builtins.list[SessionMessage]]":
         """One visible session and its messages (``limit``: the last N); :class:`NotFoundError` otherwise."""
-        from .sessions.api import read_session
+        from agent_memory.sessions.api import read_session
 
         return await asyncio.to_thread(read_session, self.session_store, target, session_id, user_id, limit)
 
@@ -114,7 +114,7 @@ class TimeAPI:
                                 user_id: str | None = None, force: bool = False,
                                 policy: "SummaryPolicy | None" = None) -> "SessionSummary | None":
         """Summarise a session (default: the caller's own) when due under ``policy`` or ``force``; fails open."""
-        from .workers.summarize import summarize_session
+        from agent_memory.agents.workers.summarize import summarize_session
 
         await self._loaded_profile()
         return await summarize_session(self.session_store, target or session_id, session_id=session_id,
@@ -123,7 +123,7 @@ class TimeAPI:
     async def search_sessions(self, query: str, *, session_id: str | None = None, user_id: str | None = None,
                               limit: int = 5) -> "builtins.list[dict[str, Any]]":
         """The caller's sessions best matching ``query`` by their summaries, each with its best messages."""
-        from .sessions.contextual import embedder_of, search_sessions
+        from agent_memory.sessions.contextual import embedder_of, search_sessions
 
         return await asyncio.to_thread(search_sessions, self.session_store, query, session_id=session_id,
                                        user_id=user_id, limit=limit, embedder=embedder_of(self.backend))

@@ -24,7 +24,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from .errors import BackendError, InvalidInputError
+from agent_memory.errors import BackendError, InvalidInputError
 
 __all__ = [
     "Embedder", "EmbeddingError", "LocalEmbedder", "LiteLLMEmbedder", "CallableEmbedder", "as_matrix",

@@ -1,9 +1,9 @@
 """``MemoryProvider``: the one façade applications hold.
 
-It composes a :class:`~agent_memory.backend.MemoryBackend` (files + SQLite for a directory, PostgreSQL
+It composes a :class:`~agent_memory.backends.base.MemoryBackend` (files + SQLite for a directory, PostgreSQL
 for a ``postgresql://`` URL, or any backend object), the private recall and capture workers and
 their model profiles; it is the only module that knows all of them. The workers and tools take the
-backend and a :class:`~agent_memory.backend.Caller`, never the provider. Worker modules are imported
+backend and a :class:`~agent_memory.backends.base.Caller`, never the provider. Worker modules are imported
 lazily, so using only the store never imports pydantic-ai or litellm.
 """
 
@@ -18,22 +18,22 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from ._provider_lifecycle import LifecycleAPI
-from ._provider_time import TimeAPI
-from .backend import Caller, MemoryBackend
-from .backends import open_backend
-from .core import DEFAULT_CORE_BUDGET, MemoryBlock, inject
-from .drafts import MemoryDraft, OnExisting, RememberResult
-from .errors import InvalidInputError
-from .records import MemoryRecord, Scope
-from .search import SearchResult
-from .store import DoctorReport, SweepReport
+from agent_memory._provider_lifecycle import LifecycleAPI
+from agent_memory._provider_time import TimeAPI
+from agent_memory.agents.core_block import DEFAULT_CORE_BUDGET, MemoryBlock, inject
+from agent_memory.backends import open_backend
+from agent_memory.backends.base import Caller, MemoryBackend
+from agent_memory.backends.files.fts import SearchResult
+from agent_memory.backends.files.store import DoctorReport, SweepReport
+from agent_memory.errors import InvalidInputError
+from agent_memory.model.drafts import MemoryDraft, OnExisting, RememberResult
+from agent_memory.model.records import MemoryRecord, Scope
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .extensions import Hooks
-    from .profiles import Profile
-    from .workers.capture import CaptureResult, Extractor
-    from .workers.recall import RecallResult
+    from agent_memory.agents.profiles import Profile
+    from agent_memory.agents.workers.capture import CaptureResult, Extractor
+    from agent_memory.agents.workers.recall import RecallResult
+    from agent_memory.backends.extended import Hooks
 
 T = TypeVar("T")
 
@@ -48,13 +48,13 @@ class MemoryProvider(LifecycleAPI, TimeAPI):
     """Durable memory for one backend, with private recall and capture workers.
 
     ``target`` is a root directory (files + SQLite), a ``postgresql://`` URL, or a
-    :class:`~agent_memory.backend.MemoryBackend`. ``profile`` names a model profile
+    :class:`~agent_memory.backends.base.MemoryBackend`. ``profile`` names a model profile
     (``"offline"`` by default: a deterministic worker, no LLM) or a path to a TOML file.
     ``turn_extractor``/``compaction_extractor`` replace the capture worker with a plain function
     returning :class:`MemoryDraft` objects. Other keyword options go to the backend (for
-    directories, :class:`~agent_memory.store.MemoryStore`: ``engine``, ``tokenizer``, ``default_scope``, …).
+    directories, :class:`~agent_memory.backends.files.store.MemoryStore`: ``engine``, ``tokenizer``, ``default_scope``, …).
 
-    ``hooks`` (:class:`~agent_memory.extensions.Hooks`) or :meth:`on` register extension hooks;
+    ``hooks`` (:class:`~agent_memory.backends.extended.Hooks`) or :meth:`on` register extension hooks;
     ``track_recalls=True`` logs which records were recalled (consolidation's decay rule needs it).
 
     ``async with MemoryProvider(...) as memory:`` flushes pending captures and closes on exit.
@@ -79,12 +79,12 @@ class MemoryProvider(LifecycleAPI, TimeAPI):
                           DeprecationWarning, stacklevel=2)
             target = root
         self.backend: MemoryBackend = open_backend(target, **backend_options)
-        if hooks:  # extension hooks (agent_memory.extensions): every read and write passes through them
-            from .extensions import ExtendedBackend
+        if hooks:  # extension hooks (agent_memory.backends.extended): every read and write passes through them
+            from agent_memory.backends.extended import ExtendedBackend
 
             self.backend = ExtendedBackend(self.backend, hooks)
         if track_recalls and getattr(self.backend, "root", None) is not None:  # decay needs to know what was recalled
-            from .consolidate.recalls import RecallLog
+            from agent_memory.consolidate.recalls import RecallLog
 
             self.on("on_memory_retrieved", RecallLog(self.backend.root).hook)  # type: ignore[attr-defined,union-attr]
         self._profile_spec = profile
@@ -101,7 +101,7 @@ class MemoryProvider(LifecycleAPI, TimeAPI):
 
     @property
     def store(self) -> Any:
-        """The synchronous :class:`~agent_memory.store.MemoryStore` behind a files backend (else ``AttributeError``)."""
+        """The synchronous :class:`~agent_memory.backends.files.store.MemoryStore` behind a files backend (else ``AttributeError``)."""
         try:
             return self.backend.store  # type: ignore[attr-defined]
         except AttributeError:
@@ -111,7 +111,7 @@ class MemoryProvider(LifecycleAPI, TimeAPI):
     def profile(self) -> "Profile":
         """The resolved model profile (loaded on first use)."""
         if self._profile is None:
-            from .profiles import load_profile
+            from agent_memory.agents.profiles import load_profile
 
             self._profile = load_profile(self._profile_spec)
         return self._profile
@@ -181,7 +181,7 @@ class MemoryProvider(LifecycleAPI, TimeAPI):
 
         ``mode="contextual"``: sessions by their summaries, then messages and records within them (files backend)."""
         if filters.get("mode") == "contextual":
-            from .sessions.api import session_store
+            from agent_memory.sessions.api import session_store
 
             session_store(self.backend)  # a clear typed error where session logs are not kept
         return await self.backend.search(query, Caller(session_id, user_id), tags=tags, limit=limit, **filters)
@@ -229,7 +229,7 @@ class MemoryProvider(LifecycleAPI, TimeAPI):
 
         ``timeout_s`` shortens the profile's recall timeout for this call.
         """
-        from .workers.recall import run_recall
+        from agent_memory.agents.workers.recall import run_recall
 
         await self._loaded_profile()
         return await run_recall(self.backend, message, caller=Caller(session_id, user_id),
@@ -242,7 +242,7 @@ class MemoryProvider(LifecycleAPI, TimeAPI):
         """Let the capture worker (or ``turn_extractor``) store durable facts from one turn.
 
         ``at`` (a datetime): when the turn was said; relative dates in it resolve against it (``docs/time.md``)."""
-        from .workers.capture import capture_turn
+        from agent_memory.agents.workers.capture import capture_turn
 
         if self.turn_extractor is None:
             await self._loaded_profile()
@@ -256,7 +256,7 @@ class MemoryProvider(LifecycleAPI, TimeAPI):
         session_id: str | None = None, user_id: str | None = None,
     ) -> "CaptureResult":
         """Last-chance capture from messages about to be compacted away (await before committing)."""
-        from .workers.capture import capture_before_compaction
+        from agent_memory.agents.workers.capture import capture_before_compaction
 
         if self.compaction_extractor is None:
             await self._loaded_profile()

@@ -6,7 +6,7 @@ purge removes a user's or session's bytes from it, and which section of a portab
 
 The operations that must visit every store iterate this table instead of keeping their own list:
 
-- :func:`agent_memory.purge.purge` runs one step per entry that holds owned data (``owned=True``) and its
+- :func:`agent_memory.backends.files.purge.purge` runs one step per entry that holds owned data (``owned=True``) and its
   report names every store it visited (``PurgeReport.stores``); a test fails when an entry has no step;
 - ``agent-memory doctor`` checks the entries that declare a ``doctor`` check;
 - export/import: :func:`exported` lists the entries a lossless export must carry, each with its section name

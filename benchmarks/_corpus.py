@@ -17,7 +17,7 @@ from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agent_memory.store import MemoryDraft  # noqa: E402
+from agent_memory.backends.files.store import MemoryDraft  # noqa: E402
 
 FUNCTION_WORDS = (
     "the of and to a in is that it for was on with as we be at this by i have from or had not but what "

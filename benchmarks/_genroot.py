@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _corpus import Corpus  # noqa: E402
 
-from agent_memory.records import MemoryRecord, Scope, content_hash, slugify  # noqa: E402
+from agent_memory.model.records import MemoryRecord, Scope, content_hash, slugify  # noqa: E402
 
 
 def records(corpus: Corpus, n: int) -> Iterator[MemoryRecord]:

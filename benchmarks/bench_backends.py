@@ -32,9 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from _corpus import Corpus, percentile  # noqa: E402
 
-from agent_memory.backend import Caller, FilesBackend, MemoryBackend  # noqa: E402
-from agent_memory.drafts import MemoryDraft  # noqa: E402
-from agent_memory.store import MemoryStore  # noqa: E402
+from agent_memory.backends.base import Caller, FilesBackend, MemoryBackend  # noqa: E402
+from agent_memory.backends.files.store import MemoryStore  # noqa: E402
+from agent_memory.model.drafts import MemoryDraft  # noqa: E402
 
 LIMIT = 10
 

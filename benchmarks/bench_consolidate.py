@@ -29,9 +29,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from agent_memory.backends.files.store import MemoryStore  # noqa: E402
 from agent_memory.consolidate import MERGE_THRESHOLD, consolidate, similar  # noqa: E402
-from agent_memory.drafts import MemoryDraft  # noqa: E402
-from agent_memory.store import MemoryStore  # noqa: E402
+from agent_memory.model.drafts import MemoryDraft  # noqa: E402
 
 PEOPLE = ["Ada", "Bruno", "Chen", "Dara", "Emil", "Farah", "Goran", "Hana", "Ivo", "Jun", "Kofi", "Lena", "Mateo", "Nia"]
 DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]

@@ -28,10 +28,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agent_memory._text import term_counts, term_key  # noqa: E402
 from agent_memory.episodes import EpisodeStore, build_episode, visible  # noqa: E402
 from agent_memory.episodes._files import drop_index, read_episode, scan  # noqa: E402
 from agent_memory.episodes._store import query_terms  # noqa: E402
+from agent_memory.search.text import term_counts, term_key  # noqa: E402
 
 USERS = ["ada", "bob", "cy", "dee"]
 TOPICS = ["deploy the billing service", "rotate the tls certificates", "write the quarterly report",

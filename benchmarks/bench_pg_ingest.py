@@ -44,7 +44,7 @@ async def one_run(server: Any, drafts: list[Any], n: int, mode: str = "direct", 
         copy = backend.writer.copy_unkeyed
         backend.writer.copy_unkeyed = lambda conn, prepared, direct=True: copy(conn, prepared, direct=False)  # type: ignore[method-assign]
     try:
-        await backend.count(__import__("agent_memory.backend", fromlist=["Caller"]).Caller())  # open + migrate first
+        await backend.count(__import__("agent_memory.backends.base", fromlist=["Caller"]).Caller())  # open + migrate first
         cpu0, srv0, t0 = time.process_time(), server_cpu_s(server.data), time.perf_counter()
         results = await backend.remember_many(drafts, source="import")
         wall = time.perf_counter() - t0
@@ -61,7 +61,7 @@ async def one_run(server: Any, drafts: list[Any], n: int, mode: str = "direct", 
 def profile_client(drafts: list[Any]) -> dict[str, float]:
     """Client CPU per record of each step, outside the database (µs)."""
     from agent_memory.backends.postgres.rows import record_params
-    from agent_memory.drafts import prepare_draft
+    from agent_memory.model.drafts import prepare_draft
 
     t0 = time.process_time()
     recs = [prepare_draft(d, "import")[0] for d in drafts]

@@ -46,7 +46,7 @@ def server_rss_mb(data: Path) -> float | None:
 
 
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
-    from agent_memory.backend import Caller
+    from agent_memory.backends.base import Caller
     from agent_memory.backends.postgres import PostgresBackend
 
     corpus = Corpus(seed=args.seed)

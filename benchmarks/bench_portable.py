@@ -16,9 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agent_memory.drafts import MemoryDraft  # noqa: E402
+from agent_memory.backends.files.store import MemoryStore  # noqa: E402
+from agent_memory.model.drafts import MemoryDraft  # noqa: E402
 from agent_memory.portable import export_records, import_file  # noqa: E402
-from agent_memory.store import MemoryStore  # noqa: E402
 
 
 def main() -> None:

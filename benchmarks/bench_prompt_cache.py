@@ -44,8 +44,8 @@ from pydantic_ai.messages import (  # noqa: E402
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
 
-from agent_memory.fence import fence  # noqa: E402
-from agent_memory.hooks import CORE_NOTICE, RECALL_NOTICE  # noqa: E402
+from agent_memory.agents.fence import fence  # noqa: E402
+from agent_memory.integrations.hooks import CORE_NOTICE, RECALL_NOTICE  # noqa: E402
 from agent_memory.integrations.pydantic_ai import MemoryCapability  # noqa: E402
 from agent_memory.provider import MemoryProvider  # noqa: E402
 

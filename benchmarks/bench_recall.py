@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from agent_memory.backends.files.store import MemoryDraft, MemoryStore  # noqa: E402
 from agent_memory.provider import MemoryProvider  # noqa: E402
-from agent_memory.store import MemoryDraft, MemoryStore  # noqa: E402
 
 FUNCTION_WORDS = "the a to and of in on with for at my we it was is that this about from".split()
 NAMES = ["Alice", "Bruno", "Chen", "Dana", "Emeka", "Farah", "Goran", "Hana", "Ivan", "Jonas", "Kemi", "Luis"]

@@ -1,13 +1,13 @@
 """Redaction cost on the write path: µs per typical ~300-character record.
 
-Every ``remember`` and every imported record runs :func:`agent_memory.redact.redact` on its
+Every ``remember`` and every imported record runs :func:`agent_memory.redaction.api.redact` on its
 content, so its cost bounds the import rate (the target is >= 2,000 records/s for the whole
 write).  The records here are deterministic: mostly prose memories (preferences, decisions,
 meeting notes), some code and config snippets that *mention* tokens and passwords, and about
 one in twenty with a real-looking (fake) secret.
 
 ``--baseline FILE`` times a second redaction module side by side (for example the previous
-version: ``git show <rev>:agent_memory/redact.py > /tmp/old_redact.py``) so the before/after
+version: ``git show <rev>:agent_memory/redaction/api.py > /tmp/old_redact.py``) so the before/after
 figures come from one run on one machine.
 
 ``--corpus`` also scores each option against the shipped corpus (tests/fixtures/secrets: secrets
@@ -34,7 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agent_memory import redact as current  # noqa: E402
+import agent_memory.redaction.api as current  # noqa: E402
 
 PROSE = (
     "The user prefers short answers and wants code examples in Python 3.12 with type hints.",

@@ -20,7 +20,7 @@ sys.path.insert(0, str(FIXTURES / "secrets"))
 
 from score import score  # noqa: E402
 
-from agent_memory.redact import redact  # noqa: E402
+from agent_memory.redaction.api import redact  # noqa: E402
 
 CORPORA = ("secrets", "secrets_tune", "secrets_holdout")
 

@@ -48,8 +48,8 @@ from _corpus import Corpus, percentile  # noqa: E402
 from _genroot import write_root  # noqa: E402
 from _proc import server_cpu_s  # noqa: E402
 
-from agent_memory.backend import Caller, FilesBackend, MemoryBackend  # noqa: E402
-from agent_memory.store import MemoryStore  # noqa: E402
+from agent_memory.backends.base import Caller, FilesBackend, MemoryBackend  # noqa: E402
+from agent_memory.backends.files.store import MemoryStore  # noqa: E402
 
 CLI = [sys.executable, "-m", "agent_memory.cli"]
 ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
@@ -119,7 +119,7 @@ def du_mb(path: Path) -> float:
 
 _OPEN = """
 import sys, time
-from agent_memory.store import MemoryStore
+from agent_memory.backends.files.store import MemoryStore
 s = MemoryStore(sys.argv[1])
 c = time.process_time()
 r = s.index.refresh(force=True, wait=False, bounded=sys.argv[2] == "bounded")

@@ -42,9 +42,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _corpus import Corpus, percentile  # noqa: E402
 
+from agent_memory.backends.files.fts import Fts5Engine, default_tokenizer  # noqa: E402
+from agent_memory.backends.files.store import MemoryStore  # noqa: E402
 from agent_memory.provider import MemoryProvider  # noqa: E402
-from agent_memory.search import Fts5Engine, default_tokenizer  # noqa: E402
-from agent_memory.store import MemoryStore  # noqa: E402
 
 LIMIT = 10
 
@@ -218,7 +218,7 @@ def cold_first_search(root: Path, query: str, runs: int = 5) -> dict[str, Any]:
         cmd = [str(exe), "--root", str(root), "--json", "search", query, "--limit", str(LIMIT)]
         how = "agent-memory search (subprocess)"
     else:
-        code = ("import sys; from agent_memory.store import MemoryStore; "
+        code = ("import sys; from agent_memory.backends.files.store import MemoryStore; "
                 f"print(len(MemoryStore(sys.argv[1]).search(sys.argv[2], limit={LIMIT}).hits))")
         cmd = [sys.executable, "-c", code, str(root), query]
         how = "python -c MemoryStore(...).search (subprocess)"

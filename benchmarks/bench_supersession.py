@@ -11,8 +11,8 @@ import sys
 import tempfile
 import time
 
-from agent_memory.drafts import MemoryDraft
-from agent_memory.store import MemoryStore
+from agent_memory.backends.files.store import MemoryStore
+from agent_memory.model.drafts import MemoryDraft
 
 WORDS = "alpha beta gamma delta release deploy friday paris berlin team colour tea coffee bike train plan budget".split()
 

@@ -95,9 +95,8 @@ def run_locomo(budget: int) -> dict[str, Any] | None:
     if not LOCOMO.exists():
         log(f"LoCoMo data not found at {LOCOMO}: skipped")
         return None
+    from agent_memory.backends.files.fts import Fts5Engine
     from agent_memory.eval.locomo import evaluate
-
-    from agent_memory.search import Fts5Engine
 
     log("running the LoCoMo retrieval evaluation …")
     result = evaluate(LOCOMO, ks=(5, 10, 25, 50), budget=budget, profile="offline")
@@ -178,7 +177,7 @@ def render(report: dict[str, Any]) -> str:
             "On a large index, a question with a common word would make BM25 score a large share of all records; "
             "the engine lets the rarest terms select the candidates and the common ones only score them once the "
             "terms together match more than `candidate_budget` (2,000) rows, and checks visibility on a margin of the "
-            "best matches before falling back to a join. Both keep results exact or near-exact (see `agent_memory/search.py`); "
+            "best matches before falling back to a join. Both keep results exact or near-exact (see `agent_memory/backends/files/fts.py`); "
             "the raw query does neither, so at 100k its p95 can be above ours.",
             "",
         ]

@@ -4,7 +4,7 @@
     python examples/agentic.py --profile openai   # the same with real worker models
     python examples/agentic.py --root DIR
 
-Part 3 wires memory into a hand-written chat loop with :class:`agent_memory.hooks.MemoryHooks`,
+Part 3 wires memory into a hand-written chat loop with :class:`agent_memory.integrations.hooks.MemoryHooks`,
 with no pydantic-ai main agent: the same lifecycle works in any runtime.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_memory import MemoryProvider
-from agent_memory.hooks import MemoryHooks
+from agent_memory.integrations.hooks import MemoryHooks
 
 TRANSCRIPT = [
     {"role": "user", "content": "Let's use Postgres 16 for the new billing service."},

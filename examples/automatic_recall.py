@@ -40,8 +40,8 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agent_memory import MemoryProvider
-from agent_memory.fence import CLOSE, OPEN
-from agent_memory.hooks import RECALL_NOTICE
+from agent_memory.agents.fence import CLOSE, OPEN
+from agent_memory.integrations.hooks import RECALL_NOTICE
 from agent_memory.integrations.pydantic_ai import MemoryCapability
 
 INSTRUCTIONS = "You are Ada's assistant. Be brief. Use the find_restaurant tool to book restaurants."
@@ -150,7 +150,7 @@ async def describe_capture(provider: MemoryProvider, capture: Any, session_id: s
 async def main(root: Path, model_spec: str | None, profile: str) -> None:
     provider = MemoryProvider(root, profile=profile)
     if model_spec:
-        from agent_memory.models.litellm import make_model
+        from agent_memory.agents.models.litellm import make_model
 
         main_model: Any = make_model(model_spec)
         model_label = model_spec

@@ -20,7 +20,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agent_memory import MemoryProvider
-from agent_memory.backend import Caller
+from agent_memory.backends.base import Caller
 from agent_memory.integrations.pydantic_ai import MemoryCapability
 
 

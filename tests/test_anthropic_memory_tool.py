@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from agent_memory.backends.files.store import MemoryStore
 from agent_memory.integrations.anthropic import MemoryToolHandler
 from agent_memory.provider import MemoryProvider
-from agent_memory.store import MemoryStore
 
 GUIDE = "<guidelines>\n<rule>Be concise.</rule>\n<rule>Cite the order number.</rule>\n</guidelines>\n"
 

@@ -17,11 +17,11 @@ from _pg import fresh_schema, pg_url  # noqa: F401  (pytest fixture)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_memory.backend import Caller, FilesBackend, MemoryBackend
 from agent_memory.backends import open_backend
-from agent_memory.drafts import MemoryDraft
+from agent_memory.backends.base import Caller, FilesBackend, MemoryBackend
+from agent_memory.backends.files.store import MemoryStore
 from agent_memory.errors import InvalidIdError, InvalidInputError, NotFoundError
-from agent_memory.store import MemoryStore
+from agent_memory.model.drafts import MemoryDraft
 
 BACKENDS = ["files", "postgres"]
 ANYONE = Caller()

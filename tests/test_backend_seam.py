@@ -12,16 +12,16 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from agent_memory.backend import Caller, FilesBackend, MemoryBackend
+from agent_memory.agents.profiles import load_profile
+from agent_memory.agents.tools import CAPTURE, FOREGROUND, as_backend, memory_toolset
+from agent_memory.agents.workers.capture import capture_turn
+from agent_memory.agents.workers.recall import run_recall
 from agent_memory.backends import open_backend
+from agent_memory.backends.base import Caller, FilesBackend, MemoryBackend
+from agent_memory.backends.files.fts import SearchResult
+from agent_memory.backends.files.store import MemoryStore
 from agent_memory.errors import AgentMemoryError
-from agent_memory.profiles import load_profile
 from agent_memory.provider import MemoryProvider
-from agent_memory.search import SearchResult
-from agent_memory.store import MemoryStore
-from agent_memory.tools import CAPTURE, FOREGROUND, as_backend, memory_toolset
-from agent_memory.workers.capture import capture_turn
-from agent_memory.workers.recall import run_recall
 
 PACKAGE = Path(__file__).resolve().parents[1] / "agent_memory"
 

@@ -26,8 +26,8 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agent_memory import MemoryProvider
-from agent_memory.fence import CLOSE, OPEN
-from agent_memory.hooks import CORE_NOTICE, RECALL_NOTICE
+from agent_memory.agents.fence import CLOSE, OPEN
+from agent_memory.integrations.hooks import CORE_NOTICE, RECALL_NOTICE
 from agent_memory.integrations.pydantic_ai import MemoryCapability, keep_recent_turns
 
 

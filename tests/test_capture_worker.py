@@ -19,12 +19,12 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from agent_memory.profiles import load_profile
+from agent_memory.agents.profiles import load_profile
+from agent_memory.agents.tools import CAPTURE
+from agent_memory.agents.workers.capture import CaptureContext, CaptureResult, render_messages, rule_extractor
+from agent_memory.backends.files.store import MemoryDraft
 from agent_memory.provider import MemoryProvider
-from agent_memory.redact import SECRET_SAMPLES
-from agent_memory.store import MemoryDraft
-from agent_memory.tools import CAPTURE
-from agent_memory.workers.capture import CaptureContext, CaptureResult, render_messages, rule_extractor
+from agent_memory.redaction.api import SECRET_SAMPLES
 
 
 class Script:

@@ -66,7 +66,7 @@ def test_every_console_command_in_docs_runs_some_command():
 
 
 def test_import_help_documents_every_jsonl_field():
-    from agent_memory.drafts import MemoryDraft
+    from agent_memory.model.drafts import MemoryDraft
 
     help_text = _subparsers()["import"].format_help()
     for field in MemoryDraft.__dataclass_fields__:

@@ -82,7 +82,7 @@ def test_unexpected_exceptions_become_one_typed_line(tmp_path, monkeypatch, caps
 
 
 def test_full_disk_during_a_write_is_a_storage_error(tmp_path, monkeypatch, capsys):
-    from agent_memory import _fs
+    import agent_memory.formats.atomic as _fs
 
     root = tmp_path / "m"
     assert main(["--root", str(root), "remember", "first"]) == 0

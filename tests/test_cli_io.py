@@ -76,8 +76,8 @@ def test_expires_takes_durations_and_refuses_the_past(tmp_path):
 
 
 def _store_says_expired(tmp_path) -> bool:
+    from agent_memory.backends.files.store import MemoryStore
     from agent_memory.errors import NotFoundError
-    from agent_memory.store import MemoryStore
 
     store = MemoryStore(tmp_path / "probe")
     (store.records_dir / "old-note.md").write_text("---\nid: old-note\ntitle: old\nexpires: 2001-01-01T00:00:00Z\n---\nold\n")

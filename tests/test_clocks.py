@@ -12,17 +12,17 @@ import pytest
 from _pg import pg_url  # noqa: F401  (pytest fixture)
 from pydantic_ai.messages import ModelRequest, UserPromptPart
 
-from agent_memory.backend import Caller, FilesBackend
+from agent_memory.agents.core_block import inject
+from agent_memory.agents.models.statements import extract_statements
+from agent_memory.agents.profiles import load_profile
+from agent_memory.agents.tools import READ, memory_toolset
+from agent_memory.agents.workers.capture import capture_before_compaction, capture_turn, rule_extractor
+from agent_memory.backends.base import Caller, FilesBackend
+from agent_memory.backends.files.store import MemoryStore
 from agent_memory.cli import main
-from agent_memory.core import inject
-from agent_memory.drafts import MemoryDraft, prepare_draft
 from agent_memory.errors import InvalidInputError
-from agent_memory.models.statements import extract_statements
-from agent_memory.profiles import load_profile
-from agent_memory.records import MemoryRecord, RecordParseError, parse_record
-from agent_memory.store import MemoryStore
-from agent_memory.tools import READ, memory_toolset
-from agent_memory.workers.capture import capture_before_compaction, capture_turn, rule_extractor
+from agent_memory.model.drafts import MemoryDraft, prepare_draft
+from agent_memory.model.records import MemoryRecord, RecordParseError, parse_record
 
 ADA = Caller(user_id="ada")
 SAID = dt.datetime(2023, 5, 8, 13, 56)
@@ -206,7 +206,7 @@ async def test_postgres_migration_adds_the_clocks_to_an_older_schema(request: py
 
 async def test_hooks_date_a_live_turn_by_when_it_was_said(tmp_path: Path) -> None:
     from agent_memory import MemoryProvider
-    from agent_memory.hooks import MemoryHooks
+    from agent_memory.integrations.hooks import MemoryHooks
 
     provider = MemoryProvider(tmp_path / "mem", profile="offline")
     hooks = MemoryHooks(provider, session_id="chat", user_id="ada")

@@ -16,12 +16,12 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agent_memory import MemoryProvider
+from agent_memory.agents.profiles import load_profile
+from agent_memory.backends.extended import Hooks
+from agent_memory.backends.files.store import MemoryStore
 from agent_memory.cli import main as cli_main
 from agent_memory.consolidate import ConsolidationUnsupported, RecallLog, consolidate, consolidate_backend, similar
 from agent_memory.errors import InvalidInputError
-from agent_memory.extensions import Hooks
-from agent_memory.profiles import load_profile
-from agent_memory.store import MemoryStore
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -306,7 +306,7 @@ def test_worker_failure_is_reported_never_raised(tmp_path: Path) -> None:
 
 
 async def test_hooks_consolidate_every_n_turns_only_when_asked(tmp_path: Path) -> None:
-    from agent_memory.hooks import MemoryHooks
+    from agent_memory.integrations.hooks import MemoryHooks
 
     for every, expected in ((None, 0), (2, 1)):
         provider = MemoryProvider(tmp_path / f"mem{every}", profile="offline")

@@ -12,11 +12,11 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agent_memory import MemoryProvider
-from agent_memory.backend import Caller
+from agent_memory.agents.models.offline_summarize import summarize_messages
+from agent_memory.agents.tools import READ, memory_toolset
+from agent_memory.backends.base import Caller
 from agent_memory.eval.locomo import evaluate
-from agent_memory.models.offline_summarize import summarize_messages
 from agent_memory.sessions import SessionStore, contextual_search, rank_sessions, search_sessions
-from agent_memory.tools import READ, memory_toolset
 
 DEV = Path("/work/shared/eval/locomo/locomo-dev.json")
 

@@ -13,8 +13,8 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from agent_memory.fence import CLOSE, OPEN
-from agent_memory.hooks import CORE_NOTICE, RECALL_NOTICE, MemoryHooks
+from agent_memory.agents.fence import CLOSE, OPEN
+from agent_memory.integrations.hooks import CORE_NOTICE, RECALL_NOTICE, MemoryHooks
 from agent_memory.integrations.pydantic_ai import MemoryCapability
 
 

@@ -148,8 +148,8 @@ async def test_a_client_cut_off_mid_transaction_leaves_nothing_half_written(tmp_
     lock): the caller gets a typed error, no row of the batch exists, and the next write works."""
     from _pg import make_target
 
-    from agent_memory.drafts import MemoryDraft
     from agent_memory.errors import BackendError
+    from agent_memory.model.drafts import MemoryDraft
 
     target = make_target("postgres", tmp_path)  # skips (or fails under AGENT_MEMORY_REQUIRE_PG=1) without a server
     import psycopg

@@ -13,7 +13,7 @@ from typing import Any
 
 from _pg import make_target
 
-from agent_memory.profiles import load_profile
+from agent_memory.agents.profiles import load_profile
 
 WRITES: list[dict[str, Any]] = [
     {"content": "The deploy window is Tuesday 14:00 UTC.", "title": "Deploy window", "kind": "decision", "tags": ["ops", "Deploy"]},

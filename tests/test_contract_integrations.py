@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agent_memory.fence import OPEN
+from agent_memory.agents.fence import OPEN
 from agent_memory.integrations.anthropic import MemoryToolHandler
 from agent_memory.mcp._config import Identity, ServerOptions
 from agent_memory.mcp.server import build_server

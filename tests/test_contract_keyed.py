@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from agent_memory.drafts import MemoryDraft
+from agent_memory.model.drafts import MemoryDraft
 
 
 async def test_a_key_or_id_names_a_record_of_the_writers_own_partition(backend: Any) -> None:

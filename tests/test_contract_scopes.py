@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic_ai import ModelRetry
 
+from agent_memory.agents.tools import FOREGROUND, memory_toolset
 from agent_memory.errors import NotFoundError
-from agent_memory.tools import FOREGROUND, memory_toolset
 
 IDS = ["a", "b", "c"]  # one pool for session and user ids: the two namespaces must never be confused
 RECORD = st.tuples(st.sampled_from(["session", "user", "project", "global"]), st.sampled_from(IDS),

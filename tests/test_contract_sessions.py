@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from agent_memory.agents.tools import memory_toolset
 from agent_memory.errors import InvalidInputError, NotFoundError
-from agent_memory.hooks import MemoryHooks
-from agent_memory.tools import memory_toolset
+from agent_memory.integrations.hooks import MemoryHooks
 
 SECRET = "sk-abcdefghijklmnopqrstuvwxyz1234567890"
 

@@ -1,4 +1,4 @@
-"""The model-facing memory tools (``agent_memory.tools``), identically on every backend.
+"""The model-facing memory tools (``agent_memory.agents.tools``), identically on every backend.
 
 Each test gets ``backend`` (conftest.py): a fresh files root, then a fresh PostgreSQL schema, opened through
 ``MemoryProvider(<root or url>)``. Tools run inside a real pydantic-ai ``Agent`` driven by a ``FunctionModel``.
@@ -14,7 +14,7 @@ from pydantic_ai import Agent, ModelRetry
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, RetryPromptPart, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from agent_memory.tools import CAPTURE, FOREGROUND, READ, memory_toolset
+from agent_memory.agents.tools import CAPTURE, FOREGROUND, READ, memory_toolset
 
 
 class Script:

@@ -13,8 +13,8 @@ from typing import Any
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from agent_memory.profiles import load_profile
-from agent_memory.tools import CAPTURE, READ
+from agent_memory.agents.profiles import load_profile
+from agent_memory.agents.tools import CAPTURE, READ
 
 
 class Script:

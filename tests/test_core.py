@@ -4,12 +4,12 @@ import asyncio
 
 import pytest
 
-from agent_memory.backend import Caller, FilesBackend
-from agent_memory.core import TRUNCATION_MARKER, MemoryBlock
-from agent_memory.core import inject as inject_async
+from agent_memory.agents.core_block import TRUNCATION_MARKER, MemoryBlock
+from agent_memory.agents.core_block import inject as inject_async
+from agent_memory.agents.tokens import count_tokens
+from agent_memory.backends.base import Caller, FilesBackend
+from agent_memory.backends.files.store import MemoryStore
 from agent_memory.errors import InvalidInputError
-from agent_memory.store import MemoryStore
-from agent_memory.tokens import count_tokens
 
 
 def inject(store: MemoryStore, *args, **kwargs) -> MemoryBlock:

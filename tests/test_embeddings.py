@@ -275,7 +275,7 @@ def test_a_hostile_model_config_declares_no_dimension(tmp_path: Any, config: str
 
 
 def test_a_store_whose_model_directory_is_gone_searches_by_words(tmp_path: Any) -> None:
-    from agent_memory.store import MemoryStore
+    from agent_memory.backends.files.store import MemoryStore
 
     (tmp_path / "model").mkdir()
     (tmp_path / "model" / "modules.json").write_text("[]")

@@ -10,9 +10,9 @@ import pytest
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from agent_memory.hooks import MemoryHooks
-from agent_memory.profiles import load_profile, parse_profile
-from agent_memory.workers.episode import parse_refinement
+from agent_memory.agents.profiles import load_profile, parse_profile
+from agent_memory.agents.workers.episode import parse_refinement
+from agent_memory.integrations.hooks import MemoryHooks
 
 SECRET = "sk-abcdefghijklmnopqrstuvwxyz1234567890"
 GOOD = {"summary": "Asked to book a pottery class; searched twice, then booked Tuesday.",

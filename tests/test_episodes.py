@@ -19,7 +19,8 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import UsageLimits
 
 from agent_memory import MemoryProvider
-from agent_memory.backend import Caller
+from agent_memory.agents.tools import READ, memory_toolset
+from agent_memory.backends.base import Caller
 from agent_memory.cli import main
 from agent_memory.episodes import (
     EpisodeStore,
@@ -29,9 +30,8 @@ from agent_memory.episodes import (
     purge_episodes,
 )
 from agent_memory.errors import InvalidIdError, InvalidInputError, NotFoundError
-from agent_memory.hooks import MemoryHooks
+from agent_memory.integrations.hooks import MemoryHooks
 from agent_memory.integrations.pydantic_ai import MemoryCapability
-from agent_memory.tools import READ, memory_toolset
 
 SECRET = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD"
 

@@ -175,7 +175,7 @@ def test_coverage_score_counts_cited_or_quoted_evidence():
 
 
 def test_budgeted_coverage_with_the_offline_recall_worker(sample_file):
-    pytest.importorskip("agent_memory.workers.recall")
+    pytest.importorskip("agent_memory.agents.workers.recall")
     result = evaluate(sample_file, ks=(5,), budget=300)
     assert "coverage@300" in result["overall"]
     assert "coverage@300" in result["by_category"]["4"]

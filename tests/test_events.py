@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from agent_memory.events import Event, EventLog, acting
-from agent_memory.records import content_hash
-from agent_memory.store import MemoryDraft, MemoryStore
+from agent_memory.backends.files.events import Event, EventLog, acting
+from agent_memory.backends.files.store import MemoryDraft, MemoryStore
+from agent_memory.model.records import content_hash
 
 
 @pytest.fixture
@@ -185,8 +185,8 @@ def test_an_agent_run_inside_acting_records_its_run_id(tmp_path: Path) -> None:
     from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
     from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+    from agent_memory.agents.tools import FOREGROUND, memory_toolset
     from agent_memory.provider import MemoryProvider
-    from agent_memory.tools import FOREGROUND, memory_toolset
 
     steps = [ToolCallPart("memory_remember", {"content": "Gannets plunge-dive."}, tool_call_id="call-remember-1")]
 

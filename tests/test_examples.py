@@ -140,7 +140,7 @@ def _hooks_snippet_order(text: str) -> None:
 
 
 def test_hooks_docs_put_recall_after_the_user_message():
-    from agent_memory import hooks
+    import agent_memory.integrations.hooks as hooks
 
     _hooks_snippet_order((ROOT / "docs" / "runtime.md").read_text().split("## Any other runtime", 1)[1])
     _hooks_snippet_order(hooks.__doc__ or "")

@@ -14,11 +14,11 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agent_memory import MemoryProvider
-from agent_memory.backend import FilesBackend, MemoryBackend
-from agent_memory.drafts import MemoryDraft
+from agent_memory.agents.tools import READ, memory_toolset
+from agent_memory.backends.base import FilesBackend, MemoryBackend
+from agent_memory.backends.extended import ExtendedBackend, Hooks, Retrieved, SessionEnded, Written
 from agent_memory.errors import NotFoundError
-from agent_memory.extensions import ExtendedBackend, Hooks, Retrieved, SessionEnded, Written
-from agent_memory.tools import READ, memory_toolset
+from agent_memory.model.drafts import MemoryDraft
 
 
 def test_without_hooks_the_backend_is_not_wrapped(tmp_path: Path) -> None:

@@ -7,10 +7,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_memory.frontmatter_fast import fast_load, yaml_scalar
-from agent_memory.frontmatter_safe import FrontmatterError, split_text
-from agent_memory.frontmatter_yaml import safe_yaml_load
-from agent_memory.records import MemoryRecord, Scope
+from agent_memory.formats.frontmatter import FrontmatterError, split_text
+from agent_memory.formats.yaml_loader import safe_yaml_load
+from agent_memory.formats.yaml_writer import fast_load, yaml_scalar
+from agent_memory.model.records import MemoryRecord, Scope
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -10,9 +10,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from agent_memory.backends.files.fts import STOP_WORDS, Fts5Engine, term_key
 from agent_memory.embeddings import local_model_available
 from agent_memory.errors import InvalidInputError
-from agent_memory.fusion import (
+from agent_memory.search.fusion import (
     MMR,
     CosineRerank,
     Fuse,
@@ -27,7 +28,6 @@ from agent_memory.fusion import (
     index_confidence,
     lexical_confidence,
 )
-from agent_memory.search import STOP_WORDS, Fts5Engine, term_key
 
 FIXTURE = Path(__file__).parent / "fixtures" / "paraphrase_pairs.json"
 NOW = dt.datetime(2026, 11, 23, tzinfo=dt.UTC)
@@ -156,7 +156,7 @@ def test_lexical_confidence_is_idf_weighted_coverage() -> None:
 
 
 def test_index_confidence_reads_idf_and_bodies_from_the_index(tmp_path: Path) -> None:
-    from agent_memory.store import MemoryStore
+    from agent_memory.backends.files.store import MemoryStore
 
     store = MemoryStore(tmp_path / "m", durable=False, rescan_interval=None)
     for i in range(20):
@@ -193,9 +193,9 @@ def test_paraphrase_fixture_pairs_share_no_content_word() -> None:
 @pytest.mark.skipif(not local_model_available(), reason="local embedding model not installed")
 def test_hybrid_finds_paraphrases_lexical_misses(tmp_path: Path) -> None:
     """On the fixture, hybrid recall@5 beats lexical by far and never trails dense by much."""
+    from agent_memory.backends.files.store import MemoryStore
+    from agent_memory.backends.files.vectors import VectorCache, live_items, visible_hashes
     from agent_memory.embeddings import LocalEmbedder
-    from agent_memory.store import MemoryStore
-    from agent_memory.vectors import VectorCache, live_items, visible_hashes
 
     pairs = _pairs()
     store = MemoryStore(tmp_path / "m", durable=False, rescan_interval=None)

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from agent_memory import MemoryProvider
-from agent_memory.fence import CLOSE, OPEN
-from agent_memory.hooks import CORE_NOTICE, RECALL_NOTICE, MemoryContext, MemoryHooks
+from agent_memory.agents.fence import CLOSE, OPEN
+from agent_memory.integrations.hooks import CORE_NOTICE, RECALL_NOTICE, MemoryContext, MemoryHooks
 
 
 class RecordingProvider(MemoryProvider):

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from agent_memory.backends.files.hybrid import hybrid_search
+from agent_memory.backends.files.store import MemoryDraft, MemoryStore
+from agent_memory.backends.files.vectors import VectorCache, live_items
 from agent_memory.embeddings import CallableEmbedder
 from agent_memory.errors import InvalidInputError
-from agent_memory.hybrid import hybrid_search
-from agent_memory.store import MemoryDraft, MemoryStore
-from agent_memory.vectors import VectorCache, live_items
 
 # a toy "meaning": words map to concepts, so synonyms share a dimension
 CONCEPTS = {"car": 0, "automobile": 0, "vehicle": 0, "buy": 1, "bought": 1, "purchase": 1, "purchased": 1,

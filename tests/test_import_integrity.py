@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from agent_memory.backend import FilesBackend
-from agent_memory.drafts import MemoryDraft, Override, apply_override, prepare_draft, prepare_record
+from agent_memory.backends.base import FilesBackend
+from agent_memory.backends.files.store import MemoryStore
 from agent_memory.errors import InvalidInputError
+from agent_memory.model.drafts import MemoryDraft, Override, apply_override, prepare_draft, prepare_record
+from agent_memory.model.records import Scope
 from agent_memory.portable import export_records, import_file
-from agent_memory.records import Scope
-from agent_memory.store import MemoryStore
 
 CLI = Path(sys.executable).with_name("agent-memory")
 GH = "ghp_R3aLlyL0ngT0kenValue1234567890abcd"      # a GitHub token

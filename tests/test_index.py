@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from agent_memory.store import MemoryStore
+from agent_memory.backends.files.store import MemoryStore
 
 
 @pytest.fixture

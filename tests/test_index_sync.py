@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_memory import index_sync
-from agent_memory.store import MemoryStore
+import agent_memory.backends.files.index_sync as index_sync
+from agent_memory.backends.files.store import MemoryStore
 
 N = 24
 
@@ -202,7 +202,7 @@ def test_without_the_unclean_mark_a_same_tick_change_waits_for_a_full_check(tmp_
 
 
 def test_the_lock_is_marked_only_by_a_holder_that_writes(tmp_path):
-    from agent_memory._fs import atomic_write
+    from agent_memory.formats.atomic import atomic_write
 
     store, _ = _fill(tmp_path / "m")
     lock = store.root / ".lock"

@@ -69,7 +69,7 @@ def test_install_beside_pydantic_ai_openai_in_a_fresh_venv(tmp_path: Path) -> No
         "import os, json\n"
         "from agent_memory import count_tokens\n"
         "from agent_memory.errors import ProfileError\n"
-        "from agent_memory.profiles import load_profile\n"
+        "from agent_memory.agents.profiles import load_profile\n"
         "try:\n"
         "    load_profile('openai').recall.build_model(); err = ''\n"
         "except ProfileError as e:\n"
@@ -87,7 +87,7 @@ def test_tokens_count_offline_and_leave_the_environment_alone(tmp_path: Path) ->
     env = {k: v for k, v in _offline_env().items() if not k.startswith("PIP_")}
     code = (
         "import json, os, warnings\n"
-        "from agent_memory.tokens import count_tokens, get_counter\n"
+        "from agent_memory.agents.tokens import count_tokens, get_counter\n"
         "exact = [count_tokens(t) for t in ('hello world', 'The release codename is copper.', '日本語のメモ', '')]\n"
         "with warnings.catch_warnings(record=True) as caught:\n"
         "    warnings.simplefilter('always')\n"

@@ -21,7 +21,7 @@ from pydantic_ai.models.test import TestModel  # noqa: E402
 
 pytest.importorskip('litellm', reason="needs the litellm extra (make test runs this file in .venv-litellm)")
 
-from agent_memory.models.litellm import LiteLLMModel, make_model  # noqa: E402
+from agent_memory.agents.models.litellm import LiteLLMModel, make_model  # noqa: E402
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.litellm]
 
@@ -382,8 +382,8 @@ def profile(timeout):
 
 from pydantic_ai import Agent, ModelTimeoutError  # imported before the ticker starts: only litellm's import is timed
 from agent_memory import MemoryProvider
-from agent_memory.models.litellm import LiteLLMModel
-from agent_memory.tokens import count_tokens
+from agent_memory.agents.models.litellm import LiteLLMModel
+from agent_memory.agents.tokens import count_tokens
 count_tokens('warm up')  # the tokenizer loads once per process; not what this test measures
 
 async def main():
@@ -398,7 +398,7 @@ async def main():
     out = {'litellm_at_start': 'litellm' in sys.modules}
     started = time.perf_counter()
     model = LiteLLMModel('openai/x', api_base=f'http://127.0.0.1:{server.server_address[1]}/v1', api_key='k', timeout_s=0.5)
-    import agent_memory.models.litellm as lm
+    import agent_memory.agents.models.litellm as lm
     lm._start_backend_import().add_done_callback(lambda f: out.setdefault('import_s', time.perf_counter() - started))
     t0 = time.perf_counter()
     try:

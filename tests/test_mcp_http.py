@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx2 as httpx  # what the mcp SDK brings (no plain httpx without litellm)
 import pytest
 
-from agent_memory.store import MemoryStore
+from agent_memory.backends.files.store import MemoryStore
 from tests._mcp_util import free_port, http_session, payload, start_http, text, write_tokens
 
 ALICE, BOB = "alice-token-0123456789abcdef", "bob-token-0123456789abcdef"

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from agent_memory.fence import CLOSE, OPEN
-from agent_memory.store import MemoryStore
+from agent_memory.agents.fence import CLOSE, OPEN
+from agent_memory.backends.files.store import MemoryStore
 from tests._mcp_util import PY, payload, server_env, text
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from agent_memory.store import MemoryStore
+from agent_memory.backends.files.store import MemoryStore
 from tests._mcp_util import PY, payload, server_env, text
 
 

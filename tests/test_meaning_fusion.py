@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from agent_memory.backends.files.hybrid import hybrid_search
+from agent_memory.backends.files.store import MemoryStore
+from agent_memory.backends.files.vectors import VectorCache, live_items
 from agent_memory.embeddings import CallableEmbedder
 from agent_memory.errors import InvalidInputError
-from agent_memory.fusion import Fuse, QueryContext, default_pipeline, index_strength, lexical_strength
-from agent_memory.hybrid import hybrid_search
-from agent_memory.store import MemoryStore
-from agent_memory.vectors import VectorCache, live_items
+from agent_memory.search.fusion import Fuse, QueryContext, default_pipeline, index_strength, lexical_strength
 
 # a toy "meaning": words map to concepts, so synonyms share a dimension; other words add a little noise
 CONCEPTS = {"car": 0, "automobile": 0, "vehicle": 0, "bought": 1, "purchase": 1, "purchased": 1,
@@ -108,7 +108,7 @@ def test_index_strength_uses_the_fts_document_frequencies(store: tuple[MemorySto
 
 
 def _req(q: str) -> object:
-    from agent_memory.search import SearchRequest
+    from agent_memory.backends.files.fts import SearchRequest
 
     return SearchRequest(query=q, limit=10)
 
@@ -130,7 +130,9 @@ def test_importance_is_a_default_stage_and_breaks_ties(store: tuple[MemoryStore,
 
 def test_dense_candidates_obey_scopes_with_the_coarse_pass(store: tuple[MemoryStore, VectorCache, CallableEmbedder],
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    from agent_memory import MemoryDraft, focus, vectors
+    import agent_memory.backends.files.vectors as vectors
+    import agent_memory.search.focus as focus
+    from agent_memory import MemoryDraft
 
     monkeypatch.setattr(focus, "COMMON_SHARE", 2.0)  # the query embedded whole: this is about visibility, not focus
     s, cache, emb = store

@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from _pg import fresh_schema, pg_url  # noqa: F401  (pytest fixture)
 
-from agent_memory.backend import Caller, FilesBackend, MemoryBackend
 from agent_memory.backends import open_backend
-from agent_memory.drafts import MemoryDraft
+from agent_memory.backends.base import Caller, FilesBackend, MemoryBackend
+from agent_memory.backends.files.store import MemoryStore
 from agent_memory.errors import InvalidInputError
 from agent_memory.integrations.anthropic import MemoryToolHandler
-from agent_memory.store import MemoryStore
+from agent_memory.model.drafts import MemoryDraft
 
 ALICE = Caller(user_id="alice")
 

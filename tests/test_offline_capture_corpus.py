@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_memory.models.statements import extract_statements
+from agent_memory.agents.models.statements import extract_statements
 
 CORPUS = json.loads((Path(__file__).parent / "fixtures" / "capture_corpus.json").read_text(encoding="utf-8"))
 

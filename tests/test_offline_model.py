@@ -10,8 +10,7 @@ import pytest
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
 
-from agent_memory.errors import InvalidInputError
-from agent_memory.models.offline import (
+from agent_memory.agents.models.offline import (
     NO_RELEVANT_MEMORY,
     NO_REPLY,
     OfflineModel,
@@ -19,12 +18,13 @@ from agent_memory.models.offline import (
     parse_recall_prompt,
     query_variants,
 )
+from agent_memory.agents.tokens import count_tokens
+from agent_memory.agents.tools import CAPTURE, READ, memory_toolset
+from agent_memory.agents.workers.capture import CaptureContext, rule_extractor
+from agent_memory.agents.workers.recall import parse_citations, recall_prompt
+from agent_memory.errors import InvalidInputError
 from agent_memory.provider import MemoryProvider
-from agent_memory.redact import SECRET_SAMPLES
-from agent_memory.tokens import count_tokens
-from agent_memory.tools import CAPTURE, READ, memory_toolset
-from agent_memory.workers.capture import CaptureContext, rule_extractor
-from agent_memory.workers.recall import parse_citations, recall_prompt
+from agent_memory.redaction.api import SECRET_SAMPLES
 
 
 @pytest.fixture

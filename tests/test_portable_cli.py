@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from agent_memory.backends.files.store import MemoryStore
 from agent_memory.errors import InvalidInputError, NotFoundError
-from agent_memory.store import MemoryStore
 
 FIX = Path(__file__).parent / "fixtures" / "portable"
 MODULE = Path(__file__).parent.parent / "agent_memory" / "cli" / "export.py"

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from agent_memory.backends.files.store import MemoryStore
 from agent_memory.errors import InvalidInputError, NotFoundError
+from agent_memory.model.records import MemoryRecord, Scope
 from agent_memory.portable import import_file
 from agent_memory.portable.importers import detect
-from agent_memory.records import MemoryRecord, Scope
-from agent_memory.store import MemoryStore
 
 FIX = Path(__file__).parent / "fixtures" / "portable"
 

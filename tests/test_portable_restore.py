@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from agent_memory.backend import Caller, FilesBackend
+from agent_memory.backends.base import Caller, FilesBackend
+from agent_memory.backends.files.store import MemoryStore
 from agent_memory.errors import InvalidInputError
 from agent_memory.portable import export_records, import_file
-from agent_memory.store import MemoryStore
 
 
 def _export(target: Any, caller: Caller | None = None) -> str:
@@ -200,7 +200,7 @@ def test_a_secret_hand_edited_into_a_file_is_redacted_on_reimport(tmp_path: Path
 
 
 def test_large_export_crosses_write_batches(tmp_path: Path) -> None:
-    from agent_memory.drafts import MemoryDraft
+    from agent_memory.model.drafts import MemoryDraft
 
     src = MemoryStore(tmp_path / "src", durable=False)
     src.remember_many([MemoryDraft(f"note {i} on topic {i % 7}") for i in range(1205)], source="import")

@@ -12,10 +12,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agent_memory.backends.files.store import MemoryStore
+from agent_memory.model.records import FIELDS, MemoryRecord, Scope, content_hash, default_title
 from agent_memory.portable import export_records, import_file
-from agent_memory.records import FIELDS, MemoryRecord, Scope, content_hash, default_title
-from agent_memory.redact import contains_secret
-from agent_memory.store import MemoryStore
+from agent_memory.redaction.api import contains_secret
 
 # text that is not itself a secret (hypothesis finds e.g. "AKIA0000000000001234", which any write redacts)
 WORD = st.text(string.ascii_letters + string.digits + " éß中-_.,:#'\"", min_size=1, max_size=20).filter(

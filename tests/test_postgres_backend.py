@@ -12,13 +12,13 @@ require_psycopg()
 
 import psycopg  # noqa: E402
 
-from agent_memory.backend import Caller  # noqa: E402
 from agent_memory.backends import open_backend  # noqa: E402
+from agent_memory.backends.base import Caller  # noqa: E402
+from agent_memory.backends.files.fts import Fts5Engine  # noqa: E402
 from agent_memory.backends.postgres import PostgresBackend  # noqa: E402
 from agent_memory.backends.postgres.schema import LATEST, migrations  # noqa: E402
-from agent_memory.drafts import MemoryDraft  # noqa: E402
 from agent_memory.errors import BackendError, InvalidInputError  # noqa: E402
-from agent_memory.search import Fts5Engine  # noqa: E402
+from agent_memory.model.drafts import MemoryDraft  # noqa: E402
 
 ANYONE = Caller()
 

@@ -16,9 +16,9 @@ from _pg import fresh_schema, pg_url, require_psycopg  # noqa: F401  (pytest fix
 
 require_psycopg()
 
-from agent_memory.backend import Caller  # noqa: E402
+from agent_memory.backends.base import Caller  # noqa: E402
 from agent_memory.backends.postgres import PostgresBackend  # noqa: E402
-from agent_memory.drafts import MemoryDraft  # noqa: E402
+from agent_memory.model.drafts import MemoryDraft  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 ANYONE = Caller()
@@ -26,7 +26,7 @@ ANYONE = Caller()
 WRITER = textwrap.dedent("""
     import asyncio, sys
     from agent_memory.backends.postgres import PostgresBackend
-    from agent_memory.drafts import MemoryDraft
+    from agent_memory.model.drafts import MemoryDraft
 
     async def main(url, schema, n, writes, appends):
         b = PostgresBackend(url, schema=schema, max_size=4)
@@ -93,8 +93,8 @@ KILLED = textwrap.dedent("""
     import asyncio, sys, time
     from agent_memory.backends.postgres import PostgresBackend
     from agent_memory.backends.postgres.rows import tenant_part
-    from agent_memory.drafts import MemoryDraft, prepare_draft
-    from agent_memory.records import Scope
+    from agent_memory.model.drafts import MemoryDraft, prepare_draft
+    from agent_memory.model.records import Scope
 
     async def main(url, schema):
         b = PostgresBackend(url, schema=schema)
@@ -140,7 +140,7 @@ async def test_sigkilled_client_leaves_nothing_half_written(pg_url: str) -> None
 BATCHES = textwrap.dedent("""
     import asyncio, sys
     from agent_memory.backends.postgres import PostgresBackend
-    from agent_memory.drafts import MemoryDraft
+    from agent_memory.model.drafts import MemoryDraft
 
     async def main(url, schema):
         b = PostgresBackend(url, schema=schema, batch_size=250)

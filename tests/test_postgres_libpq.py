@@ -19,11 +19,11 @@ from _pg import fresh_schema, pg_url, require_psycopg  # noqa: F401  (pytest fix
 
 require_psycopg()
 
-from agent_memory.backend import Caller  # noqa: E402
+from agent_memory.backends.base import Caller  # noqa: E402
 from agent_memory.backends.postgres import PostgresBackend, _libpq, oneshot  # noqa: E402
 from agent_memory.backends.postgres.oneshot import search_once  # noqa: E402
-from agent_memory.drafts import MemoryDraft  # noqa: E402
 from agent_memory.errors import BackendError, InvalidInputError  # noqa: E402
+from agent_memory.model.drafts import MemoryDraft  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DAY = dt.datetime(2026, 6, 1, tzinfo=dt.UTC)
@@ -174,7 +174,7 @@ def test_cli_search_same_output_and_no_psycopg_on_the_one_shot_path(pg_url: str,
         import sys
         from agent_memory.cli._app import main
         code = main(["--root", {pg_url!r}, "search", "when does the quoll ferry leave?", "--user", "ada", "--json", "--trace"])
-        heavy = sorted(m for m in ("psycopg", "asyncio", "numpy", "yaml", "logging", "agent_memory.store", "agent_memory.index")
+        heavy = sorted(m for m in ("psycopg", "asyncio", "numpy", "yaml", "logging", "agent_memory.backends.files.store", "agent_memory.backends.files.index")
                        if m in sys.modules)
         print("HEAVY", ",".join(heavy) or "-", code, file=sys.stderr)
     """)
@@ -193,7 +193,7 @@ def test_cli_search_same_output_and_no_psycopg_on_the_one_shot_path(pg_url: str,
 
 async def test_common_terms_are_counted_from_statistics_on_large_tables(pg_url: str) -> None:  # noqa: F811
     """At ≥ 20 × the budget rows, a term the planner lists as common takes its count from pg_stats (no scan)."""
-    from agent_memory.search import Fts5Engine
+    from agent_memory.backends.files.fts import Fts5Engine
 
     schema = fresh_schema()
     b = PostgresBackend(pg_url, schema=schema, engine=Fts5Engine(candidate_budget=20))

@@ -14,10 +14,10 @@ from _pg import fresh_schema, pg_url, require_psycopg  # noqa: F401  (pytest fix
 
 require_psycopg()
 
-from agent_memory.backend import Caller  # noqa: E402
+from agent_memory.backends.base import Caller  # noqa: E402
 from agent_memory.backends.postgres import PostgresBackend  # noqa: E402
-from agent_memory.drafts import MemoryDraft  # noqa: E402
 from agent_memory.errors import BackendError  # noqa: E402
+from agent_memory.model.drafts import MemoryDraft  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -84,7 +84,7 @@ async def test_cli_search_loads_no_pool_library_and_leaves_no_warning(pg_url: st
         import sys
         from agent_memory.cli._app import main
         code = main(["--root", {pg_url!r}, "search", "one-shot ferry", "--json"])
-        heavy = sorted(m for m in ("numpy", "agent_memory.store", "agent_memory.embeddings") if m in sys.modules)
+        heavy = sorted(m for m in ("numpy", "agent_memory.backends.files.store", "agent_memory.embeddings") if m in sys.modules)
         print("HEAVY", ",".join(heavy) or "-")
         print("POOL-LOADED" if "psycopg_pool" in sys.modules else "NO-POOL", code)
     """)

@@ -9,9 +9,8 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 
-from agent_memory.errors import ProfileError
-from agent_memory.models.offline import OfflineModel
-from agent_memory.profiles import (
+from agent_memory.agents.models.offline import OfflineModel
+from agent_memory.agents.profiles import (
     CAPTURE_INSTRUCTIONS,
     RECALL_INSTRUCTIONS,
     Profile,
@@ -21,8 +20,9 @@ from agent_memory.profiles import (
     parse_profile,
     profiles_dir,
 )
+from agent_memory.agents.tools import CAPTURE, READ
+from agent_memory.errors import ProfileError
 from agent_memory.provider import MemoryProvider
-from agent_memory.tools import CAPTURE, READ
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = ("offline", "openai", "anthropic", "ollama")
@@ -169,7 +169,7 @@ timeout_s = 3
 model = "test"
 """)
     profile = load_profile(path)
-    from agent_memory.models.litellm import LiteLLMModel
+    from agent_memory.agents.models.litellm import LiteLLMModel
 
     lite = profile.recall.build_model()
     assert isinstance(lite, LiteLLMModel) and lite.model_name == "openai/some-model"
@@ -180,7 +180,7 @@ model = "test"
 
 
 def test_litellm_profile_without_litellm_names_the_extra(monkeypatch):
-    import agent_memory.models.litellm as litellm_model
+    import agent_memory.agents.models.litellm as litellm_model
 
     monkeypatch.setattr(litellm_model, "litellm_installed", lambda: False)
     for name in ("openai", "anthropic", "ollama"):

@@ -15,12 +15,12 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
-from agent_memory.profiles import load_profile
+from agent_memory.agents.profiles import load_profile
+from agent_memory.agents.tokens import count_tokens
+from agent_memory.agents.tools import READ
+from agent_memory.agents.workers import trim_to_tokens
+from agent_memory.agents.workers.recall import RecallResult, parse_citations
 from agent_memory.provider import MemoryProvider
-from agent_memory.tokens import count_tokens
-from agent_memory.tools import READ
-from agent_memory.workers import trim_to_tokens
-from agent_memory.workers.recall import RecallResult, parse_citations
 
 Step = Callable[[list[ModelMessage], AgentInfo], ModelResponse]
 
@@ -279,7 +279,7 @@ async def test_a_broken_profile_falls_back_instead_of_raising(tmp_path):
 
 
 async def test_dead_local_server_gives_a_fallback_within_about_timeout_s(tmp_path):
-    import agent_memory.models.litellm  # noqa: F401  (import cost is not part of the recall)
+    import agent_memory.agents.models.litellm  # noqa: F401  (import cost is not part of the recall)
 
     path = tmp_path / "dead.toml"
     path.write_text(f"""

@@ -3,7 +3,7 @@
 import pytest
 
 from agent_memory.errors import InvalidIdError, InvalidInputError
-from agent_memory.records import MemoryRecord, RecordParseError, Scope, new_id, parse_record, validate_id, validate_key
+from agent_memory.model.records import MemoryRecord, RecordParseError, Scope, new_id, parse_record, validate_id, validate_key
 
 SEED_JSON = """---
 {
@@ -75,7 +75,7 @@ def test_new_id_is_date_slug_hash_and_never_raw_input():
 def test_safe_yaml_load_builds_the_same_plain_values_as_yaml():
     import datetime as dt
 
-    from agent_memory.frontmatter_safe import safe_yaml_load
+    from agent_memory.formats.frontmatter import safe_yaml_load
 
     text = "a: 1\nb: 1.5\nc: true\nd: ~\ne: 2026-01-02\nf: [x, {g: 'h'}]\ng: |\n  block\nh: 0x1F\n"
     assert safe_yaml_load(text) == {"a": 1, "b": 1.5, "c": True, "d": None, "e": dt.date(2026, 1, 2),
@@ -84,7 +84,7 @@ def test_safe_yaml_load_builds_the_same_plain_values_as_yaml():
 
 @pytest.mark.parametrize("text", ["a: &x 1", "a: *x", "a: !tag 1", "a: !!str 1", "? [a]\n: 1", "x: " + "[" * 80 + "]" * 80])
 def test_safe_yaml_load_refuses_anchors_aliases_tags_complex_keys_and_depth(text):
-    from agent_memory.frontmatter_safe import FrontmatterError, safe_yaml_load
+    from agent_memory.formats.frontmatter import FrontmatterError, safe_yaml_load
 
     with pytest.raises(FrontmatterError):
         safe_yaml_load(text)
@@ -99,7 +99,7 @@ def test_safe_yaml_load_refuses_anchors_aliases_tags_complex_keys_and_depth(text
     ("soon", None),
 ])
 def test_normalize_instant_is_one_utc_form(value, expected):
-    from agent_memory.records import normalize_instant
+    from agent_memory.model.records import normalize_instant
 
     assert normalize_instant(value) == expected
 

@@ -1,4 +1,4 @@
-"""Tests for agent_memory.redact.
+"""Tests for agent_memory.redaction.api.
 
 The corpus is generated from a seeded RNG so the fake secrets look real
 (right prefixes, lengths and alphabets) without any literal credential in
@@ -22,8 +22,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from agent_memory import redact as redact_module
-from agent_memory.redact import (
+import agent_memory.redaction.api as redact_module
+from agent_memory.redaction.api import (
     KINDS,
     MARKER_RE,
     SECRET_SAMPLES,
@@ -591,7 +591,7 @@ def test_each_secret_sample_is_redacted(kind: str, sample: str) -> None:
 
 
 def test_samples_are_importable_by_other_suites() -> None:
-    from agent_memory.redact import SECRET_SAMPLES as again
+    from agent_memory.redaction.api import SECRET_SAMPLES as again
 
     assert again is SECRET_SAMPLES
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from agent_memory.redact import KINDS, MARKER_RE, contains_secret, redact, redact_text
+from agent_memory.redaction.api import KINDS, MARKER_RE, contains_secret, redact, redact_text
 
 FIXTURES = Path(__file__).parent / "fixtures" / "secrets"
 sys.path.insert(0, str(FIXTURES))

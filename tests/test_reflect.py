@@ -13,10 +13,10 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agent_memory import MemoryProvider
+from agent_memory.agents.profiles import load_profile, parse_profile
+from agent_memory.agents.tools import FOREGROUND, READ, memory_toolset
 from agent_memory.cli import main as cli_main
 from agent_memory.errors import ProfileError
-from agent_memory.profiles import load_profile, parse_profile
-from agent_memory.tools import FOREGROUND, READ, memory_toolset
 
 
 def _provider(tmp_path: Path, model: Any = None) -> MemoryProvider:
@@ -203,7 +203,7 @@ def test_reflect_flags_conflicting_facts_and_prefers_the_newest(tmp_path: Path) 
         first, *rest = res.answer.splitlines()
         assert first.startswith("Conflict:") and f"the newest, [{fri}:L" in first
         assert f"[{fri}:L" in rest[0] and "Friday" in rest[0] and "Monday" in rest[1]
-        from agent_memory.workers.reflect import _flag_conflicts
+        from agent_memory.agents.workers.reflect import _flag_conflicts
 
         srcs = [{"id": "m", "line_start": 1, "line_end": 1}, {"id": "f", "line_start": 2, "line_end": 2}]
         flagged = _flag_conflicts("- Monday [m:L1-L1]\n- see the wiki\n- Friday [f:L2-L2]", srcs,
@@ -221,8 +221,8 @@ def test_reflect_flags_conflicting_facts_and_prefers_the_newest(tmp_path: Path) 
 
 
 def test_superseded_versions_and_unrelated_lookalikes_are_not_conflicts(tmp_path: Path) -> None:
-    from agent_memory.store import MemoryStore
-    from agent_memory.workers.reflect import conflicts_of
+    from agent_memory.agents.workers.reflect import conflicts_of
+    from agent_memory.backends.files.store import MemoryStore
 
     store = MemoryStore(tmp_path / "s", durable=False)
     old = store.remember("Deploy day for the web app is Monday", scope="project")

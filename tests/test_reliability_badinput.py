@@ -19,12 +19,12 @@ from pydantic import ValidationError
 from pydantic_ai import ModelRetry
 
 from agent_memory import MemoryProvider
-from agent_memory.core import inject
+from agent_memory.agents.core_block import inject
+from agent_memory.agents.tools import FOREGROUND, memory_toolset
+from agent_memory.backends.files.store import MemoryDraft, MemoryStore
 from agent_memory.errors import AgentMemoryError, NotFoundError
-from agent_memory.records import content_hash, normalize_kind, parse_record, validate_id
-from agent_memory.redact import SECRET_SAMPLES, contains_secret
-from agent_memory.store import MemoryDraft, MemoryStore
-from agent_memory.tools import FOREGROUND, memory_toolset
+from agent_memory.model.records import content_hash, normalize_kind, parse_record, validate_id
+from agent_memory.redaction.api import SECRET_SAMPLES, contains_secret
 
 pytestmark = pytest.mark.promise("badinput")
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from agent_memory.backends.files.index import Index
+from agent_memory.backends.files.store import MemoryStore
 from agent_memory.errors import AgentMemoryError
-from agent_memory.index import Index
-from agent_memory.store import MemoryStore
 
 pytestmark = pytest.mark.promise("concurrency")
 
@@ -30,7 +30,7 @@ SHARED_KEY = "shared-log"
 # "common" facts every writer also writes (which must dedupe to one file each).
 WRITER = textwrap.dedent("""
     import json, random, sys, traceback
-    from agent_memory.store import MemoryStore
+    from agent_memory.backends.files.store import MemoryStore
     root, wid, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     rng = random.Random(wid)
     store = MemoryStore(root)
@@ -60,8 +60,8 @@ WRITER = textwrap.dedent("""
 # One reader process: search, list, get and inject in a loop until the stop file appears.
 READER = textwrap.dedent("""
     import json, os, random, sys, time
-    from agent_memory.store import MemoryStore
-    from agent_memory.core import inject
+    from agent_memory.backends.files.store import MemoryStore
+    from agent_memory.agents.core_block import inject
     from agent_memory.errors import NotFoundError
     root, rid, stop = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     rng = random.Random(1000 + rid)
@@ -243,7 +243,7 @@ def test_same_content_from_many_processes_is_one_file(tmp_path: Path, reliabilit
     go = tmp_path / "go"
     code = textwrap.dedent("""
         import json, os, sys, time
-        from agent_memory.store import MemoryStore
+        from agent_memory.backends.files.store import MemoryStore
         root, go = sys.argv[1], sys.argv[2]
         store = MemoryStore(root)
         store.open()

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 import yaml
 
-from agent_memory._fs import TMP_PREFIX
-from agent_memory.index import Index
-from agent_memory.store import MemoryStore
+from agent_memory.backends.files.index import Index
+from agent_memory.backends.files.store import MemoryStore
+from agent_memory.formats.atomic import TMP_PREFIX
 
 pytestmark = pytest.mark.promise("crash")
 
@@ -29,8 +29,8 @@ ROUNDS = 24
 # replaces of another, batches through remember_many, and forgets.
 WRITER = textwrap.dedent("""
     import json, random, sys
-    from agent_memory.records import content_hash
-    from agent_memory.store import MemoryDraft, MemoryStore
+    from agent_memory.model.records import content_hash
+    from agent_memory.backends.files.store import MemoryDraft, MemoryStore
     root, rnd = sys.argv[1], int(sys.argv[2])
     rng = random.Random(rnd)
     store = MemoryStore(root)

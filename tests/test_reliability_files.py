@@ -21,11 +21,11 @@ from typing import Any
 
 import pytest
 
-from agent_memory._fs import ensure_dir
-from agent_memory.core import inject
+from agent_memory.agents.core_block import inject
+from agent_memory.backends.files.store import MemoryStore
 from agent_memory.errors import AgentMemoryError, NotFoundError, ReadOnlyError, StorageError
-from agent_memory.records import RecordParseError, parse_record
-from agent_memory.store import MemoryStore
+from agent_memory.formats.atomic import ensure_dir
+from agent_memory.model.records import RecordParseError, parse_record
 
 pytestmark = pytest.mark.promise("selfheal")
 SECRET = "plutoniumkoala"  # the token a quarantined or private file holds; no caller may ever see it
@@ -245,7 +245,7 @@ def test_killed_reindex_leaves_readers_served_and_is_cleaned_up(tmp_path: Path, 
     """A reindex SIGKILLed midway leaves the live index whole for readers, and its temp database is removed on the next sync."""
     root = tmp_path / "mem"
     _populated(root, 3000).close()
-    script = f"from agent_memory.store import MemoryStore\ns = MemoryStore({str(root)!r}, durable=False)\ns.open()\nprint('go', flush=True)\nwhile True:\n    s.reindex()\n"
+    script = f"from agent_memory.backends.files.store import MemoryStore\ns = MemoryStore({str(root)!r}, durable=False)\ns.open()\nprint('go', flush=True)\nwhile True:\n    s.reindex()\n"
     kills = 0
     for delay in (0.2, 0.5, 0.9):
         proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE)
@@ -277,7 +277,7 @@ needs_mounts = pytest.mark.skipif(not _unshare_available(), reason="needs root a
 
 RO_SCRIPT = textwrap.dedent("""
     import json, sys
-    from agent_memory.store import MemoryStore
+    from agent_memory.backends.files.store import MemoryStore
     from agent_memory.errors import AgentMemoryError
     out = {}
     s = MemoryStore(sys.argv[1])
@@ -344,7 +344,7 @@ def test_read_only_option_serves_reads_from_an_in_memory_index(tmp_path: Path) -
 
 FULL_SCRIPT = textwrap.dedent("""
     import json, os, sys
-    from agent_memory.store import MemoryStore
+    from agent_memory.backends.files.store import MemoryStore
     from agent_memory.errors import AgentMemoryError
     s = MemoryStore(sys.argv[1])
     for i in range(3):
@@ -393,8 +393,8 @@ def test_new_files_and_directories_are_private(tmp_path: Path) -> None:
         assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
     fresh = ensure_dir(tmp_path / "new-root")
     assert stat.S_IMODE(fresh.stat().st_mode) == 0o700
-    from agent_memory._fs import RootLock
-    from agent_memory.index import Index
+    from agent_memory.backends.files.index import Index
+    from agent_memory.formats.atomic import RootLock
 
     idx = Index(tmp_path / "bare", RootLock(tmp_path / "lockfile"))
     idx.count()

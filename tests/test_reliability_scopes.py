@@ -16,10 +16,10 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agent_memory import MemoryProvider
-from agent_memory.core import inject
+from agent_memory.agents.core_block import inject
+from agent_memory.agents.tools import FOREGROUND, memory_toolset
 from agent_memory.errors import NotFoundError
 from agent_memory.integrations.pydantic_ai import MemoryCapability
-from agent_memory.tools import FOREGROUND, memory_toolset
 
 pytestmark = pytest.mark.promise("scopes")
 
@@ -183,7 +183,7 @@ def test_keyed_writes_stay_in_their_partition(tmp_path: Path, reliability_figure
 
 def test_keyed_and_capture_writes_never_cross_a_partition(tmp_path: Path, reliability_figures: dict[str, Any]) -> None:
     """Every partition writes a keyed record; every other partition (tool and capture writes) appends and replaces by its key and by its id: the record's file never changes, each writer gets its own record."""
-    from agent_memory.store import MemoryDraft, MemoryStore
+    from agent_memory.backends.files.store import MemoryDraft, MemoryStore
 
     store = MemoryStore(tmp_path / "mem", durable=False)
     owners = [("session", "a", None), ("session", "a", "b"), ("user", None, "a"), ("project", None, None), ("global", None, None)]
@@ -209,7 +209,7 @@ def test_keyed_and_capture_writes_never_cross_a_partition(tmp_path: Path, reliab
 
 def test_strict_visibility_closes_the_ranking_oracle(tmp_path: Path, reliability_figures: dict[str, Any]) -> None:
     """An agent plants one record per PIN guess and searches them all: without strict_visibility the guess matching another user's hidden PIN ranks last; with it, hits and scores are identical whether or not that record exists."""
-    from agent_memory.store import MemoryDraft, MemoryStore
+    from agent_memory.backends.files.store import MemoryDraft, MemoryStore
 
     guesses = [f"{n:04d}" for n in range(4810, 4830)]
 

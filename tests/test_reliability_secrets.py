@@ -10,10 +10,10 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agent_memory import MemoryDraft, MemoryProvider
+from agent_memory.agents.profiles import load_profile
+from agent_memory.agents.tools import CAPTURE, memory_toolset
 from agent_memory.errors import AgentMemoryError
-from agent_memory.profiles import load_profile
-from agent_memory.redact import MARKER_RE, SECRET_SAMPLES, redact
-from agent_memory.tools import CAPTURE, memory_toolset
+from agent_memory.redaction.api import MARKER_RE, SECRET_SAMPLES, redact
 
 pytestmark = pytest.mark.promise("secrets")
 

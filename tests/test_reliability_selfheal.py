@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from agent_memory.core import inject
+from agent_memory.agents.core_block import inject
+from agent_memory.backends.files.store import MemoryStore
 from agent_memory.errors import InvalidInputError, NotFoundError
-from agent_memory.store import MemoryStore
 
 pytestmark = pytest.mark.promise("selfheal")
 

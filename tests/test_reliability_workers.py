@@ -26,10 +26,10 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agent_memory import MemoryProvider
-from agent_memory.fence import CLOSE, OPEN
-from agent_memory.hooks import CORE_NOTICE, RECALL_NOTICE
+from agent_memory.agents.fence import CLOSE, OPEN
+from agent_memory.agents.profiles import load_profile
+from agent_memory.integrations.hooks import CORE_NOTICE, RECALL_NOTICE
 from agent_memory.integrations.pydantic_ai import MemoryCapability
-from agent_memory.profiles import load_profile
 
 pytestmark = pytest.mark.promise("workers")
 
@@ -279,8 +279,8 @@ async def test_injected_memory_reaches_the_main_model_only_fenced(tmp_path: Path
 @pytest.mark.promise("injection")
 async def test_injected_memory_in_tool_results_is_labelled(tmp_path: Path, reliability_figures: dict[str, Any]) -> None:
     """When the main agent has the memory tools itself, every tool result carrying injected memory text is a structured value labelled untrusted (the note), never free text."""
-    from agent_memory.fence import UNTRUSTED_NOTE
-    from agent_memory.tools import FOREGROUND, memory_toolset
+    from agent_memory.agents.fence import UNTRUSTED_NOTE
+    from agent_memory.agents.tools import FOREGROUND, memory_toolset
 
     provider = MemoryProvider(tmp_path / "mem", durable=False)
     ids = [(await provider.remember(f"Zebu note. {text}", session_id="s1")).id for text in INJECTIONS]

@@ -17,12 +17,12 @@ import numpy as np
 import pytest
 
 from agent_memory import root_layout
+from agent_memory.backends.files.purge import STEPS
+from agent_memory.backends.files.store import MemoryStore
 from agent_memory.consolidate.recalls import RecallLog
 from agent_memory.embeddings import CallableEmbedder
 from agent_memory.episodes import EpisodeStore, build_episode
-from agent_memory.purge import STEPS
 from agent_memory.sessions import SessionStore
-from agent_memory.store import MemoryStore
 
 ALICE, BOB = "alice-q7", "bob-q7"
 A_WORD, B_WORD = b"zorblaxian", b"quellimbic"  # porter stems keep the needle; the user ids are needles too
@@ -104,7 +104,7 @@ def _purge_in_a_fresh_process(root: Path, how: str, *args: str) -> dict:
         cmd = [str(CLI), "--root", str(root), "purge", *args, "--json"]
     else:  # the API, in a process that never imported the sessions or episodes modules itself
         kw = dict(zip(("user_id" if args[0] == "--user" else "session_id",), args[1:], strict=True))
-        code = ("import json, sys; from agent_memory.store import MemoryStore; "
+        code = ("import json, sys; from agent_memory.backends.files.store import MemoryStore; "
                 f"r = MemoryStore(sys.argv[1]).purge(**{kw!r}); print(json.dumps(r.to_dict()))")
         cmd = [sys.executable, "-c", code, str(root)]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)

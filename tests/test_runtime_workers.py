@@ -18,13 +18,13 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from agent_memory.backend import Caller
-from agent_memory.fence import CLOSE, escape, fence
-from agent_memory.hooks import RECALL_NOTICE
+from agent_memory.agents.fence import CLOSE, escape, fence
+from agent_memory.agents.profiles import load_profile
+from agent_memory.agents.workers.capture import CaptureContext, capture_prompt, split_facts
+from agent_memory.backends.base import Caller
+from agent_memory.integrations.hooks import RECALL_NOTICE
 from agent_memory.integrations.pydantic_ai import MemoryCapability
-from agent_memory.profiles import load_profile
 from agent_memory.provider import MemoryProvider, PendingCaptureWarning
-from agent_memory.workers.capture import CaptureContext, capture_prompt, split_facts
 
 
 def provider_with(tmp_path, *, recall: Any = None, capture: Any = None, **kwargs: Any) -> MemoryProvider:
@@ -114,7 +114,8 @@ async def test_an_abandoned_recall_run_is_cancelled_and_nothing_is_logged_as_an_
 
 async def test_nothing_blocks_the_event_loop_while_a_worker_model_is_built(tmp_path, monkeypatch):
     """The first build of a worker model (``import litellm``: seconds) happens off the loop."""
-    from agent_memory import profiles, workers
+    import agent_memory.agents.profiles as profiles
+    import agent_memory.agents.workers as workers
 
     original = profiles.WorkerProfile.build_model
 

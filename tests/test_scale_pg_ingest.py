@@ -9,11 +9,11 @@ from _pg import fresh_schema, pg_url, require_psycopg  # noqa: F401  (pytest fix
 
 require_psycopg()
 
-from agent_memory.backend import Caller  # noqa: E402
+from agent_memory.backends.base import Caller  # noqa: E402
 from agent_memory.backends.postgres import PostgresBackend  # noqa: E402
 from agent_memory.backends.postgres.writes import batch_ids  # noqa: E402
-from agent_memory.drafts import MemoryDraft, prepare_draft  # noqa: E402
-from agent_memory.records import validate_id  # noqa: E402
+from agent_memory.model.drafts import MemoryDraft, prepare_draft  # noqa: E402
+from agent_memory.model.records import validate_id  # noqa: E402
 
 OWNER = Caller(session_id="s1", user_id="u1")
 FIELDS = ("content", "title", "kind", "scope", "session_id", "user_id", "tags", "memory_key", "source", "expires",

@@ -11,7 +11,7 @@ import pytest
 
 from agent_memory import MemoryProvider
 from agent_memory.errors import InvalidInputError, NotFoundError
-from agent_memory.hooks import MemoryHooks
+from agent_memory.integrations.hooks import MemoryHooks
 from agent_memory.sessions import SessionStore, purge_sessions
 
 SECRET = "sk-abcdefghijklmnopqrstuvwxyz1234567890"
@@ -223,9 +223,9 @@ def test_hooks_fail_open_when_the_log_cannot_be_written(tmp_path, caplog):
 
 
 def test_cli_doctor_names_session_and_episode_files_no_read_serves(tmp_path):
+    from agent_memory.backends.files.store import MemoryStore
     from agent_memory.cli import main as cli_main
     from agent_memory.episodes import EpisodeStore, build_episode
-    from agent_memory.store import MemoryStore
 
     MemoryStore(tmp_path).close()
     store = SessionStore(tmp_path)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_memory.models.offline_summarize import summarize_messages
+from agent_memory.agents.models.offline_summarize import summarize_messages
 from agent_memory.sessions import ContextualOptions, SessionStore, contextual_search
 from agent_memory.sessions._question import asks_for_set
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from agent_memory.backends.files.store import MemoryDraft, MemoryStore
 from agent_memory.errors import InvalidInputError, NotFoundError
-from agent_memory.records import Scope
-from agent_memory.store import MemoryDraft, MemoryStore
+from agent_memory.model.records import Scope
 
 
 @pytest.fixture
@@ -173,7 +173,7 @@ def test_concurrent_threads_appending_to_one_key_lose_nothing(store):
 
 WRITER = """
 import sys
-from agent_memory.store import MemoryStore
+from agent_memory.backends.files.store import MemoryStore
 s = MemoryStore(sys.argv[1])
 for i in range(int(sys.argv[3])):
     s.remember(f"proc {sys.argv[2]} line {i}", memory_key="shared")

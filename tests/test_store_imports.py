@@ -7,11 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agent_memory.store import MemoryStore
+from agent_memory.backends.files.store import MemoryStore
 
-NEVER_ON_SEARCH = ("yaml", "frontmatter", "agent_memory.redact", "agent_memory.redaction", "agent_memory.drafts",
-                   "agent_memory.frontmatter_yaml", "agent_memory.sessions", "agent_memory.mcp", "agent_memory.cli.sessions",
-                   "agent_memory.cli.lifecycle", "agent_memory.purge", "pydantic_ai", "litellm", "asyncio")
+NEVER_ON_SEARCH = ("yaml", "frontmatter", "agent_memory.redaction.api", "agent_memory.redaction", "agent_memory.model.drafts",
+                   "agent_memory.formats.yaml_loader", "agent_memory.sessions", "agent_memory.mcp", "agent_memory.cli.sessions",
+                   "agent_memory.cli.lifecycle", "agent_memory.backends.files.purge", "pydantic_ai", "litellm", "asyncio")
 
 PROBE = """
 import json, sys
@@ -40,7 +40,7 @@ def test_cold_search_imports_no_yaml_redaction_or_other_commands(tmp_path: Path)
     doc, modules = run_cli_modules("--root", str(root), "search", "staging region", "--json")
     assert [h["title"] for h in doc["hits"]] == ["Staging region"]  # type: ignore[index]
     assert [name for name in NEVER_ON_SEARCH if loaded(modules, name)] == []
-    assert loaded(modules, "agent_memory.store") and loaded(modules, "sqlite3")  # the probe saw the search's imports
+    assert loaded(modules, "agent_memory.backends.files.store") and loaded(modules, "sqlite3")  # the probe saw the search's imports
 
 
 def test_a_hand_edited_file_read_by_a_search_still_needs_no_yaml(tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """Oracles: nothing a caller sees (hits, scores, trace, errors) says anything about records it cannot see.
 
 Without ``strict_visibility`` BM25's index-wide statistics still let the order of a caller's own
-hits move with hidden records (documented in :mod:`agent_memory.search`); with it they cannot.
+hits move with hidden records (documented in :mod:`agent_memory.backends.files.fts`); with it they cannot.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from agent_memory.search import SearchResult
-from agent_memory.store import MemoryDraft, MemoryStore
+from agent_memory.backends.files.fts import SearchResult
+from agent_memory.backends.files.store import MemoryDraft, MemoryStore
 
 GUESSES = [f"{n:04d}" for n in range(4810, 4830)]
 PIN = "4821"

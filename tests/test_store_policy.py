@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from agent_memory.backends.files.store import MemoryDraft, MemoryStore, read_jsonl
 from agent_memory.errors import InvalidInputError, NotFoundError, StorageError
-from agent_memory.records import Scope
-from agent_memory.store import MemoryDraft, MemoryStore, read_jsonl
+from agent_memory.model.records import Scope
 
 
 @pytest.fixture

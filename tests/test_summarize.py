@@ -11,12 +11,12 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agent_memory import MemoryProvider
+from agent_memory.agents.models.offline_summarize import summarize_messages
+from agent_memory.agents.profiles import load_profile, parse_profile
+from agent_memory.agents.workers.summarize import run_summarize, summarize_session
 from agent_memory.errors import InvalidInputError, NotFoundError, ProfileError
-from agent_memory.hooks import MemoryHooks
-from agent_memory.models.offline_summarize import summarize_messages
-from agent_memory.profiles import load_profile, parse_profile
+from agent_memory.integrations.hooks import MemoryHooks
 from agent_memory.sessions import SessionStore, SummaryPolicy
-from agent_memory.workers.summarize import run_summarize, summarize_session
 
 DAY1 = "2023-05-08T13:00:00Z"
 

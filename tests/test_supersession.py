@@ -15,12 +15,12 @@ from _pg import fresh_schema, pg_url  # noqa: F401  (pytest fixture)
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from agent_memory.backend import Caller, FilesBackend, MemoryBackend
+from agent_memory.agents.tools import CAPTURE, FOREGROUND, memory_toolset
 from agent_memory.backends import open_backend
-from agent_memory.drafts import MemoryDraft
+from agent_memory.backends.base import Caller, FilesBackend, MemoryBackend
+from agent_memory.backends.files.store import MemoryStore
 from agent_memory.errors import InvalidInputError, NotFoundError
-from agent_memory.store import MemoryStore
-from agent_memory.tools import CAPTURE, FOREGROUND, memory_toolset
+from agent_memory.model.drafts import MemoryDraft
 
 ADA = Caller(user_id="ada")
 BOB = Caller(user_id="bob")
@@ -181,8 +181,8 @@ def _supersede_model(target: str) -> FunctionModel:
 
 @pytest.mark.parametrize("source, allowed", [("turn_capture", True), ("tool", False)])
 async def test_the_capture_worker_supersedes_only_its_own_records(tmp_path: Path, source: str, allowed: bool) -> None:
-    from agent_memory.profiles import WorkerProfile
-    from agent_memory.workers.capture import capture_turn
+    from agent_memory.agents.profiles import WorkerProfile
+    from agent_memory.agents.workers.capture import capture_turn
 
     store = MemoryStore(tmp_path / "m", durable=False)
     backend = FilesBackend(store)

@@ -8,7 +8,7 @@ from pydantic_ai.messages import ModelRequest, ModelResponse, RetryPromptPart, T
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agent_memory import MemoryProvider
-from agent_memory.tools import CAPTURE, FOREGROUND, READ, memory_toolset
+from agent_memory.agents.tools import CAPTURE, FOREGROUND, READ, memory_toolset
 
 
 @pytest.fixture

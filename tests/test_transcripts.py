@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from agent_memory import MemoryStore
-from agent_memory.records import parse_record
-from agent_memory.transcripts import (
+from agent_memory.model.records import parse_record
+from agent_memory.portable.transcripts import (
     Session,
     Turn,
     date_words,

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from agent_memory.backends.files.events import NotSupportedError
+from agent_memory.backends.files.store import MemoryStore
 from agent_memory.errors import InvalidInputError, NotFoundError
-from agent_memory.events import NotSupportedError
 from agent_memory.provider import MemoryProvider
-from agent_memory.store import MemoryStore
 
 
 @pytest.fixture

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from agent_memory.backends.files.store import MemoryStore
+from agent_memory.backends.files.vectors import VectorCache, live_items, visible_hashes
 from agent_memory.embeddings import CallableEmbedder, EmbeddingError
 from agent_memory.errors import InvalidInputError
-from agent_memory.store import MemoryStore
-from agent_memory.vectors import VectorCache, live_items, visible_hashes
 
 DIM = 32
 

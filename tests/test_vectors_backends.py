@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from agent_memory.backend import Caller
 from agent_memory.backends import open_backend
-from agent_memory.drafts import MemoryDraft
+from agent_memory.backends.base import Caller
 from agent_memory.embeddings import CallableEmbedder, EmbeddingError
 from agent_memory.errors import InvalidInputError
+from agent_memory.model.drafts import MemoryDraft
 
 CONCEPTS = {"car": 0, "automobile": 0, "vehicle": 0, "buy": 1, "bought": 1, "purchase": 1, "purchased": 1,
             "dog": 2, "puppy": 2, "soup": 3, "broth": 3}

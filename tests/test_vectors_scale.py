@@ -8,9 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agent_memory import _coarse, vectors
+import agent_memory.backends.files.coarse as _coarse
+import agent_memory.backends.files.vectors as vectors
+from agent_memory.backends.files.vectors import VectorCache
 from agent_memory.embeddings import CallableEmbedder
-from agent_memory.vectors import VectorCache
 
 
 def _unit(rng: np.random.Generator, n: int, dim: int = 16) -> np.ndarray:

@@ -1,6 +1,6 @@
 """Storage backends: :func:`open_backend` picks one for a root directory, a URL or a ready-made backend.
 
-The files backend lives in :mod:`agent_memory.backend`; others are optional extras with their own
+The files backend lives in :mod:`agent_memory.backends.base`; others are optional extras with their own
 dependencies (PostgreSQL: ``pip install 'agent-memory[postgres]'``), imported only when asked for.
 """
 
@@ -10,23 +10,23 @@ import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover - imported when a backend is opened (a light submodule never needs them)
-    from ..backend import MemoryBackend
+    from agent_memory.backends.base import MemoryBackend
 
 __all__ = ["open_backend"]
 
 
 def open_backend(target: str | os.PathLike[str] | MemoryBackend, **options: Any) -> MemoryBackend:
     """A backend for a root directory, a ``postgresql://`` URL, or an already-built backend."""
-    from ..backend import FilesBackend, MemoryBackend
+    from agent_memory.backends.base import FilesBackend, MemoryBackend
 
     if isinstance(target, MemoryBackend) and not isinstance(target, (str, os.PathLike)):
         return target
     text = os.fspath(target)
     if text.startswith(("postgresql://", "postgres://")):
-        from .postgres import PostgresBackend  # type: ignore[import-not-found,unused-ignore]  # optional
+        from agent_memory.backends.postgres import PostgresBackend  # type: ignore[import-not-found,unused-ignore]  # optional
 
         backend: MemoryBackend = PostgresBackend(text, **options)
         return backend
-    from ..store import MemoryStore
+    from agent_memory.backends.files.store import MemoryStore
 
     return FilesBackend(MemoryStore(text, **options))

@@ -9,7 +9,7 @@ The reference is docs/cli.md.
 
 from __future__ import annotations
 
-from ._app import COMMANDS, build_parser, main
-from ._base import DEFAULT_ROOT, UsageError
+from agent_memory.cli._app import COMMANDS, build_parser, main
+from agent_memory.cli._base import DEFAULT_ROOT, UsageError
 
 __all__ = ["COMMANDS", "DEFAULT_ROOT", "UsageError", "build_parser", "main"]

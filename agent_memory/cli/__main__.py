@@ -2,6 +2,6 @@
 
 import sys
 
-from ._app import main
+from agent_memory.cli._app import main
 
 sys.exit(main())

@@ -9,9 +9,9 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import _base
-from ._base import DEFAULT_ROOT, Parser, dumps
-from ._errors import classify, one_line
+from agent_memory.cli import _base
+from agent_memory.cli._base import DEFAULT_ROOT, Parser, dumps
+from agent_memory.cli._errors import classify, one_line
 
 Handler = Callable[[argparse.Namespace], "int | None"]
 COMMANDS: dict[str, Handler] = {}
@@ -66,7 +66,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
     Given the ``argv`` about to be parsed and naming a known command, only the module of that command is
     imported (see :data:`MODULES`): a cold ``agent-memory search`` imports only what it runs."""
-    from .. import __version__
+    from agent_memory import __version__
 
     parser = Parser(prog="agent-memory", description="Durable, searchable memory for LLM agents.", parents=[_common(None)],
                     epilog=EPILOG)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import errno
 import sys
 
-from ..errors import AgentMemoryError
-from ._base import UsageError
+from agent_memory.cli._base import UsageError
+from agent_memory.errors import AgentMemoryError
 
 EXIT_ERROR, EXIT_USAGE, EXIT_FALLBACK, EXIT_INTERRUPTED = 1, 2, 3, 130
 MAX_MESSAGE = 600

@@ -7,9 +7,9 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import InvalidInputError
-from . import _progress
-from ._base import emit, positive
+from agent_memory.cli import _progress
+from agent_memory.cli._base import emit, positive
+from agent_memory.errors import InvalidInputError
 
 Handler = Callable[[argparse.Namespace], "int | None"]
 
@@ -49,10 +49,10 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
 
 
 def cmd_eval(args: argparse.Namespace) -> None:
-    from ..eval.locomo import evaluate, render_table
+    from agent_memory.eval.locomo import evaluate, render_table
 
     if args.budget is not None:
-        from ..profiles import load_profile
+        from agent_memory.agents.profiles import load_profile
 
         load_profile(args.profile)  # fail on a mistyped profile before a long run
     try:

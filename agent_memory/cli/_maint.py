@@ -14,12 +14,12 @@ from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
-from ..errors import InvalidInputError
-from . import _progress
-from . import export as _export
-from ._base import UsageError, emit, note, positive
-from ._errors import Interrupted
-from ._target import StoreTarget, check_url, embedder_name, is_url, open_target, open_url, prepare_root
+from agent_memory.cli import _progress
+from agent_memory.cli import export as _export
+from agent_memory.cli._base import UsageError, emit, note, positive
+from agent_memory.cli._errors import Interrupted
+from agent_memory.cli._target import StoreTarget, check_url, embedder_name, is_url, open_target, open_url, prepare_root
+from agent_memory.errors import InvalidInputError
 
 Handler = Callable[[argparse.Namespace], "int | None"]
 DEFAULT_BATCH = 5000
@@ -93,7 +93,7 @@ def meaning_options(target: Any, mode: str | None, embedder: str | None) -> dict
     if not isinstance(target, StoreTarget):
         _backend_embedder(target, name or "local")
         return {"mode": mode or "hybrid"}
-    from .._meaning import attach
+    from agent_memory.backends.files.meaning import attach
 
     attach(target.store, name or "local")
     return {"mode": mode or "hybrid"}
@@ -110,12 +110,12 @@ def _backend_embedder(target: Any, name: str) -> Any:
 
 def cmd_embed(args: argparse.Namespace) -> None:
     target = open_target(args.root, create=False)
-    from ..embeddings import EmbeddingError
+    from agent_memory.embeddings import EmbeddingError
 
     name = args.embedder or os.environ.get("AGENT_MEMORY_EMBEDDER") or "local"
     run: Callable[[Any], Any]
     if isinstance(target, StoreTarget):
-        from .._meaning import attach
+        from agent_memory.backends.files.meaning import attach
 
         run = attach(target.store, name).embed
     else:
@@ -145,7 +145,7 @@ def cmd_init(args: argparse.Namespace) -> None:
         emit(args, {"root": root, "created": False}, lambda: f"database root {root}: tables are created on first use")
         return
     path, _ = prepare_root(root, create=True, parents=args.parents, explicit=True)
-    from ..store import MemoryStore
+    from agent_memory.backends.files.store import MemoryStore
 
     already = (path / "records").is_dir()
     MemoryStore(path).close()
@@ -157,7 +157,7 @@ def cmd_init(args: argparse.Namespace) -> None:
 # -- import -------------------------------------------------------------------------------------
 def _lines(name: str) -> Iterator[tuple[int, str | None]]:
     """Numbered lines; None for a line that is not valid UTF-8 (that line is reported, the others are read)."""
-    from ..drafts import decode_line
+    from agent_memory.model.drafts import decode_line
 
     stream: IO[bytes]
     if name == "-":
@@ -175,7 +175,7 @@ def _lines(name: str) -> Iterator[tuple[int, str | None]]:
 
 def read_drafts(name: str) -> Iterator[tuple[int, Any]]:
     """``(line, MemoryDraft | error message)`` for each non-empty line of a JSONL file or stdin."""
-    from ..drafts import MemoryDraft
+    from agent_memory.model.drafts import MemoryDraft
 
     for n, line in _lines(name):
         if line is None:
@@ -203,7 +203,7 @@ def _chunks(items: list[Any], batch: int) -> Iterable[tuple[int, list[Any]]]:
 def cmd_import(args: argparse.Namespace) -> int | None:
     if _export.wants_portable(args):  # our export, or another memory's files (docs/export.md)
         return _export.cmd_import_format(args)
-    from ..drafts import Override, override_draft
+    from agent_memory.model.drafts import Override, override_draft
 
     where = "<stdin>" if args.file == "-" else args.file
     override = Override(user_id=getattr(args, "as_user", None), session_id=getattr(args, "as_session", None))
@@ -293,13 +293,13 @@ def doctor_fixes(report: dict[str, Any]) -> list[str]:
 
 
 def _session_problems(base: Path) -> dict[str, str]:
-    from ..sessions import SessionStore
+    from agent_memory.sessions import SessionStore
 
     return {f"{p.path}" + (f":{p.line}" if p.line else ""): p.reason for p in SessionStore(base).problems()}
 
 
 def _episode_problems(base: Path) -> dict[str, str]:
-    from ..episodes import EpisodeStore
+    from agent_memory.episodes import EpisodeStore
 
     return {e["path"]: e["reason"] for e in EpisodeStore(base).doctor()}
 
@@ -314,7 +314,7 @@ STORE_DOCTOR = frozenset({"records", "archive", "index", "events"})
 def layer_problems(root: str) -> dict[str, str]:
     """Problems in the stores a root holds beside its records (session logs, episodes, …: every entry of
     :data:`agent_memory.root_layout.ROOT_LAYOUT` the record store's doctor does not check)."""
-    from ..root_layout import ROOT_LAYOUT
+    from agent_memory.root_layout import ROOT_LAYOUT
 
     base = Path(root)
     if "://" in root or not base.is_dir():

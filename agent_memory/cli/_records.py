@@ -7,9 +7,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import NotFoundError
-from ._base import SCOPES, UsageError, add_identity, emit, expiry, fmt_score, fraction, positive, read_text
-from ._target import check_url, embedder_name, is_url, open_target
+from agent_memory.cli._base import SCOPES, UsageError, add_identity, emit, expiry, fmt_score, fraction, positive, read_text
+from agent_memory.cli._target import check_url, embedder_name, is_url, open_target
+from agent_memory.errors import NotFoundError
 
 Handler = Callable[[argparse.Namespace], "int | None"]
 DEFAULT_SEARCH_LIMIT = 10
@@ -43,7 +43,7 @@ def _filter_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 def _dates(rec: Any) -> str:
     """``; on 2023-05-07; true since …`` when the record knows when it happened or held (and if superseded)."""
-    from ..index_schema import dates_text
+    from agent_memory.backends.files.index_schema import dates_text
 
     text = dates_text(None, rec.happened_at, rec.valid_from, rec.valid_to)
     if rec.superseded_by:
@@ -141,7 +141,7 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
 def cmd_remember(args: argparse.Namespace) -> None:
     if args.on_existing and not args.memory_key:
         raise UsageError("--on-existing needs --key (it says what to do when that memory already exists)")
-    from ..drafts import MemoryDraft
+    from agent_memory.model.drafts import MemoryDraft
 
     content = read_text(args.content, "CONTENT")
     draft = MemoryDraft(content, args.title, args.kind, args.scope, args.session_id, args.user_id, tuple(args.tags),
@@ -149,7 +149,7 @@ def cmd_remember(args: argparse.Namespace) -> None:
                         happened_at=args.happened_at, valid_from=args.valid_from, valid_to=args.valid_to,
                         supersedes=args.supersedes)
     target = open_target(args.root, create=True)
-    from ..events import acting
+    from agent_memory.backends.files.events import acting
 
     with acting("cli"):
         r = target.remember_many([draft], source="manual")[0]
@@ -163,11 +163,11 @@ def cmd_search(args: argparse.Namespace) -> None:
                "limit": DEFAULT_SEARCH_LIMIT if args.limit is None else args.limit, **_filter_kwargs(args)}
     res = _search_once(args, query, options)
     if res is None:
-        from ._base import library_logs
+        from agent_memory.cli._base import library_logs
 
         library_logs()  # the backend path may log (the one-shot path does not)
         target = open_target(args.root, create=False)
-        from ._maint import meaning_options
+        from agent_memory.cli._maint import meaning_options
 
         res = target.search(query, **options, **meaning_options(target, args.mode, args.embedder))
     doc: dict[str, Any] = {"hits": [h.to_dict() for h in res.hits]}
@@ -196,7 +196,7 @@ def _search_once(args: argparse.Namespace, query: str, options: dict[str, Any]) 
     if importlib.util.find_spec("psycopg") is None:  # the extra is not installed: the backend path says so
         return None
     try:
-        from ..backends.postgres.oneshot import search_once
+        from agent_memory.backends.postgres.oneshot import search_once
     except ImportError:
         return None
     return search_once(check_url(args.root), query, **options)
@@ -222,7 +222,7 @@ def cmd_list(args: argparse.Namespace) -> None:
     recs = target.list(limit=limit, **filters)
     total = target.count(**filters) if limit is not None and len(recs) >= limit else len(recs)
     more = max(0, total - len(recs))
-    from ..index import summary_line
+    from agent_memory.backends.files.index import summary_line
 
     def human() -> str:
         lines = [f"{r.id}  ({r.kind}, {r.scope.value}{_dates(r)})  {summary_line(r.content, 70)}" for r in recs] or ["no records"]
@@ -234,11 +234,11 @@ def cmd_list(args: argparse.Namespace) -> None:
 
 
 def cmd_forget(args: argparse.Namespace) -> None:
-    from ..events import acting
+    from agent_memory.backends.files.events import acting
 
     with acting("cli"):
         if args.purge:
-            from .lifecycle import files_store
+            from agent_memory.cli.lifecycle import files_store
 
             rep = files_store(args, "forget --purge").purge(args.id, **_caller(args))
             emit(args, {"id": args.id, "forgotten": True, "purged": True, **rep.to_dict()}, lambda: f"purged: {args.id}")

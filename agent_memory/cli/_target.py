@@ -16,12 +16,12 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import BackendError, InvalidInputError, NotFoundError
-from ._base import UsageError, note
+from agent_memory.cli._base import UsageError, note
+from agent_memory.errors import BackendError, InvalidInputError, NotFoundError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..backend import MemoryBackend
-    from ..store import MemoryStore
+    from agent_memory.backends.base import MemoryBackend
+    from agent_memory.backends.files.store import MemoryStore
 
 URL_SCHEMES = ("postgresql", "postgres")
 
@@ -102,7 +102,7 @@ class StoreTarget:
         return self.store.forget(record_id, **caller)
 
     def inject(self, budget: int, **caller: Any) -> Any:
-        from ..core import inject
+        from agent_memory.agents.core_block import inject
 
         return inject(self.store, budget, **caller)
 
@@ -114,7 +114,7 @@ class StoreTarget:
 
 
 class BackendTarget:
-    """Any :class:`~agent_memory.backend.MemoryBackend` (e.g. PostgreSQL), driven from one event loop."""
+    """Any :class:`~agent_memory.backends.base.MemoryBackend` (e.g. PostgreSQL), driven from one event loop."""
 
     def __init__(self, backend: "MemoryBackend", url: str) -> None:
         import asyncio
@@ -126,7 +126,7 @@ class BackendTarget:
         return self._runner.run(coro)
 
     def _caller(self, caller: dict[str, Any]) -> Any:
-        from ..backend import Caller
+        from agent_memory.backends.base import Caller
 
         return Caller(session_id=caller.pop("session_id", None), user_id=caller.pop("user_id", None))
 
@@ -153,7 +153,7 @@ class BackendTarget:
         return bool(self._run(self.backend.forget(record_id, self._caller(caller))))
 
     def inject(self, budget: int, **caller: Any) -> Any:
-        from ..provider import MemoryProvider
+        from agent_memory.provider import MemoryProvider
 
         provider: Any = MemoryProvider(self.backend)  # type: ignore[arg-type]  # a backend once the provider takes one
         return self._run(provider.inject(budget, **caller))
@@ -173,7 +173,7 @@ def open_url(url: str) -> "MemoryBackend":
     """The backend for a database URL; a clear typed error when its optional extra is missing."""
     check_url(url)
     try:
-        from ..backends import open_backend
+        from agent_memory.backends import open_backend
 
         return open_backend(url, pooled=False)  # one process, one command: no pool to start
     except ImportError as exc:
@@ -186,7 +186,7 @@ def open_target(root: str, *, create: bool, explicit: bool = False) -> StoreTarg
     if is_url(root):
         return BackendTarget(open_url(root), root)
     path, created = prepare_root(root, create=create, explicit=explicit)
-    from ..store import MemoryStore
+    from agent_memory.backends.files.store import MemoryStore
 
     target = StoreTarget(MemoryStore(path))
     if created:

@@ -10,9 +10,9 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from ._base import UsageError, add_identity, emit, note, positive, read_text
-from ._errors import EXIT_FALLBACK
-from ._target import open_target
+from agent_memory.cli._base import UsageError, add_identity, emit, note, positive, read_text
+from agent_memory.cli._errors import EXIT_FALLBACK
+from agent_memory.cli._target import open_target
 
 Handler = Callable[[argparse.Namespace], "int | None"]
 PROFILE_HELP = "model profile: a shipped name (offline, openai, anthropic, ollama) or a path to a TOML file (default offline)"
@@ -44,11 +44,11 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
 
 
 def _provider(args: argparse.Namespace, *, create: bool) -> Any:
-    from ..profiles import load_profile
+    from agent_memory.agents.profiles import load_profile
 
     profile = load_profile(args.profile)  # a mistyped profile is an error here, not a silent fallback
     target = open_target(args.root, create=create)  # the root policy; a URL root is checked the same way
-    from ..provider import MemoryProvider
+    from agent_memory.provider import MemoryProvider
 
     root = target.url or target.root
     target.close()

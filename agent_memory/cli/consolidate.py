@@ -6,9 +6,9 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from ._base import add_identity, emit, fraction, note, read_text
-from ._errors import EXIT_FALLBACK
-from ._target import open_target
+from agent_memory.cli._base import add_identity, emit, fraction, note, read_text
+from agent_memory.cli._errors import EXIT_FALLBACK
+from agent_memory.cli._target import open_target
 
 Handler = Callable[[argparse.Namespace], "int | None"]
 PROFILE_HELP = "model profile: a shipped name (offline, openai, anthropic, ollama) or a path to a TOML file (default offline)"
@@ -42,8 +42,8 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
 
 
 def _provider(args: argparse.Namespace) -> Any:
-    from ..profiles import load_profile
-    from ..provider import MemoryProvider
+    from agent_memory.agents.profiles import load_profile
+    from agent_memory.provider import MemoryProvider
 
     profile = load_profile(args.profile)
     target = open_target(args.root, create=False)

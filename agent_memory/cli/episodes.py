@@ -6,8 +6,8 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from ._base import UsageError, add_identity, emit, positive
-from ._target import is_url, prepare_root
+from agent_memory.cli._base import UsageError, add_identity, emit, positive
+from agent_memory.cli._target import is_url, prepare_root
 
 Handler = Callable[[argparse.Namespace], "int | None"]
 DEFAULT_LIMIT = 20
@@ -32,8 +32,8 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
 
 
 def _store(args: argparse.Namespace) -> Any:
-    from ..episodes import EpisodeStore
-    from .sessions import pg_time_layers
+    from agent_memory.cli.sessions import pg_time_layers
+    from agent_memory.episodes import EpisodeStore
 
     if is_url(args.root):  # PostgreSQL: the schema's episode rows
         return pg_time_layers(args.root).episodes

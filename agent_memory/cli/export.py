@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..errors import InvalidInputError, NotFoundError
+from agent_memory.errors import InvalidInputError, NotFoundError
 
 Handler = Callable[[argparse.Namespace], "int | None"]
 IMPORT_FORMATS = ("auto", "drafts", "agent-memory", "alfred-v2", "alfred-py", "cuylabs", "mem0")
@@ -36,7 +36,7 @@ def _dumps(doc: Any) -> str:
 
 def _target(root: str, *, create: bool) -> Any:
     if "://" in root:
-        from ..backends import open_backend
+        from agent_memory.backends import open_backend
 
         return open_backend(root)
     path = Path(root)
@@ -45,7 +45,7 @@ def _target(root: str, *, create: bool) -> Any:
             raise NotFoundError(f"no memory root at {root} (create one with `agent-memory init {root}`, or pass --root)")
         if not path.absolute().parent.is_dir():
             raise NotFoundError(f"cannot create memory root {root}: its parent directory does not exist")
-    from ..store import MemoryStore
+    from agent_memory.backends.files.store import MemoryStore
 
     return MemoryStore(path)
 
@@ -66,8 +66,8 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
 
 
 def cmd_export(args: argparse.Namespace) -> None:
-    from ..backend import Caller
-    from ..portable import export_records
+    from agent_memory.backends.base import Caller
+    from agent_memory.portable import export_records
 
     caller = Caller(args.session_id, args.user_id) if (args.session_id or args.user_id) else None
     target = _target(args.root, create=False)
@@ -88,7 +88,7 @@ def cmd_export(args: argparse.Namespace) -> None:
 
 def add_import_format(p: argparse.ArgumentParser) -> None:
     """The options ``import`` gains: which format FILE is, and the caller an import runs as (every record in its
-    partition: :func:`agent_memory.drafts.apply_override`)."""
+    partition: :func:`agent_memory.model.drafts.apply_override`)."""
     p.add_argument("--format", choices=IMPORT_FORMATS, default="auto",
                    help="auto (default: our export or another memory's files, else JSONL drafts), drafts, agent-memory, "
                         "alfred-v2, alfred-py, cuylabs or mem0")
@@ -105,7 +105,7 @@ def wants_portable(args: argparse.Namespace) -> bool:
         return False
     if fmt != "auto":
         return True
-    from ..portable.importers import detect
+    from agent_memory.portable.importers import detect
 
     try:
         return detect(Path(args.file)) is not None
@@ -114,7 +114,7 @@ def wants_portable(args: argparse.Namespace) -> bool:
 
 
 def cmd_import_format(args: argparse.Namespace) -> int:
-    from ..portable import import_file
+    from agent_memory.portable import import_file
 
     target = _target(args.root, create=True)
     report = import_file(target, args.file, format=args.format, user_id=getattr(args, "as_user", None),

@@ -7,10 +7,10 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from ..sessions import SessionStore
-from ..sessions.api import read_session
-from ._base import UsageError, add_identity, emit, positive, read_text
-from ._target import is_url, open_url, prepare_root
+from agent_memory.cli._base import UsageError, add_identity, emit, positive, read_text
+from agent_memory.cli._target import is_url, open_url, prepare_root
+from agent_memory.sessions import SessionStore
+from agent_memory.sessions.api import read_session
 
 Handler = Callable[[argparse.Namespace], "int | None"]
 
@@ -91,8 +91,8 @@ def cmd_session(args: argparse.Namespace) -> None:
         emit(args, {"messages": [m.to_dict() for m in written]}, lambda: f"appended: {written[0].id}")
         return
     if args.action == "summarize":
-        from ..profiles import load_profile
-        from ..workers.summarize import summarize_session
+        from agent_memory.agents.profiles import load_profile
+        from agent_memory.agents.workers.summarize import summarize_session
 
         profile = load_profile(args.profile)
         made = asyncio.run(summarize_session(store, args.id, **who, worker=profile.summarize, force=args.force))

@@ -28,18 +28,18 @@ import datetime as dt
 import math
 from typing import TYPE_CHECKING, Any
 
-from .. import _history
-from ..errors import BackendError
-from ..index import live_sql, row_to_record, visibility_sql
-from ..records import MemoryRecord
-from .plan import plan_changes
-from .recalls import RecallLog
-from .report import RULES, Change, ConsolidateOptions, ConsolidationReport, Finding
-from .similar import MERGE_THRESHOLD
+import agent_memory.backends.files.history as _history
+from agent_memory.backends.files.index import live_sql, row_to_record, visibility_sql
+from agent_memory.consolidate.plan import plan_changes
+from agent_memory.consolidate.recalls import RecallLog
+from agent_memory.consolidate.report import RULES, Change, ConsolidateOptions, ConsolidationReport, Finding
+from agent_memory.consolidate.similar import MERGE_THRESHOLD
+from agent_memory.errors import BackendError
+from agent_memory.model.records import MemoryRecord
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..backend import Caller
-    from ..store import MemoryStore
+    from agent_memory.backends.base import Caller
+    from agent_memory.backends.files.store import MemoryStore
 
 __all__ = ["consolidate", "consolidate_backend", "archive_record", "ConsolidationReport", "ConsolidateOptions", "Change",
            "Finding", "RecallLog", "fire_archived", "ConsolidationUnsupported", "MERGE_THRESHOLD", "RULES", "store_of",
@@ -146,7 +146,7 @@ def _apply(store: MemoryStore, report: ConsolidationReport) -> None:
 
 def archive_record(store: MemoryStore, record_id: str, reason: str, caller: Caller) -> bool:
     """Archive one record ``caller`` may see (the consolidate worker's ``memory_archive``); False if not visible."""
-    from ..records import validate_id
+    from agent_memory.model.records import validate_id
 
     validate_id(record_id)
     store.open()
@@ -175,7 +175,7 @@ def store_of(backend: Any) -> MemoryStore:
 
 async def consolidate_backend(backend: Any, *, dry_run: bool = False, max_share: float | None = None,
                               **options: Any) -> ConsolidationReport:
-    """:func:`consolidate` for a :class:`~agent_memory.backend.MemoryBackend` (off the event loop); extension hooks
+    """:func:`consolidate` for a :class:`~agent_memory.backends.base.MemoryBackend` (off the event loop); extension hooks
     see each applied archive as an ``on_memory_written`` event."""
     store = store_of(backend)
     report = await asyncio.to_thread(consolidate, store, dry_run=dry_run, max_share=max_share, **options)
@@ -188,7 +188,7 @@ async def fire_archived(backend: Any, report: ConsolidationReport) -> None:
     hooks = getattr(backend, "hooks", None)
     if hooks is None or not report.applied:
         return
-    from ..extensions import Written
+    from agent_memory.backends.extended import Written
 
     for change in report.applied:
         await hooks.fire("on_memory_written", Written("archive", change.record_id, "archived", source="consolidation"))

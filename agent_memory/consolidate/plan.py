@@ -11,11 +11,11 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from .. import redact as _redact
-from ..drafts import _parse_when
-from ..records import MemoryRecord
-from . import similar
-from .report import Change, ConsolidateOptions, Finding
+import agent_memory.redaction.api as _redact
+from agent_memory.consolidate import similar
+from agent_memory.consolidate.report import Change, ConsolidateOptions, Finding
+from agent_memory.model.drafts import _parse_when
+from agent_memory.model.records import MemoryRecord
 
 __all__ = ["plan_changes", "partition_of", "MAX_FINDINGS"]
 

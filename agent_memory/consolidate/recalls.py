@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ..records import now_iso
+from agent_memory.model.records import now_iso
 
 __all__ = ["RecallLog", "RECALL_LOG"]
 

@@ -24,7 +24,7 @@ class ConsolidateOptions:
     rules: tuple[str, ...] = RULES
 
     def __post_init__(self) -> None:
-        from ..errors import InvalidInputError
+        from agent_memory.errors import InvalidInputError
 
         if isinstance(self.max_share, bool) or not isinstance(self.max_share, (int, float)) or not 0 <= self.max_share <= 1:
             raise InvalidInputError("max_share must be a number between 0 and 1")

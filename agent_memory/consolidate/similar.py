@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .._text import STOP_WORDS, default_tokenizer, term_key
+from agent_memory.search.text import STOP_WORDS, default_tokenizer, term_key
 
 __all__ = ["MERGE_THRESHOLD", "Pair", "shingles", "jaccard", "words", "compare", "candidate_pairs", "frame",
            "group_versions", "contradictions", "MAX_VERSIONS"]

@@ -20,9 +20,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..errors import BackendError
-from ._build import build_episode, exit_of_error, usage_numbers
-from ._model import (
+from agent_memory.episodes._build import build_episode, exit_of_error, usage_numbers
+from agent_memory.episodes._model import (
     EXITS,
     STATUSES,
     Episode,
@@ -32,7 +31,8 @@ from ._model import (
     parse_episode,
     validate_episode_id,
 )
-from ._store import EpisodeStore, purge_episodes, visible
+from agent_memory.episodes._store import EpisodeStore, purge_episodes, visible
+from agent_memory.errors import BackendError
 
 __all__ = [
     "EXITS", "STATUSES", "Episode", "EpisodeParseError", "EpisodeStore", "EpisodesUnsupportedError", "ToolCall",

@@ -8,9 +8,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..errors import InvalidInputError
-from ..records import Scope, normalize_instant, now_iso, parse_scope
-from ._model import (
+from agent_memory.episodes._model import (
     EXITS,
     MAX_COUNT,
     MAX_DETAIL_CHARS,
@@ -27,6 +25,8 @@ from ._model import (
     new_episode_id,
     tool_uses,
 )
+from agent_memory.errors import InvalidInputError
+from agent_memory.model.records import Scope, normalize_instant, now_iso, parse_scope
 
 __all__ = ["build_episode", "exit_of_error", "usage_numbers"]
 

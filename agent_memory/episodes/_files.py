@@ -10,9 +10,9 @@ import os
 import re
 from pathlib import Path
 
-from .._fs import TMP_PREFIX
-from ..quarantine import Quarantined, check_stat
-from ._model import ID_RE, Episode, EpisodeParseError, episode_month, parse_episode_text
+from agent_memory.backends.files.quarantine import Quarantined, check_stat
+from agent_memory.episodes._model import ID_RE, Episode, EpisodeParseError, episode_month, parse_episode_text
+from agent_memory.formats.atomic import TMP_PREFIX
 
 __all__ = ["MAX_EPISODE_BYTES", "MONTH", "drop_index", "entries", "owned", "read_episode", "read_episode_file", "scan",
            "stamp"]

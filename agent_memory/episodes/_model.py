@@ -16,10 +16,10 @@ import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..errors import InvalidIdError, InvalidInputError
-from ..frontmatter_safe import FrontmatterError, as_text, split_text
-from ..records import RecordParseError, Scope, normalize_instant, yaml_scalar
-from ..redact import contains_secret, redact_text
+from agent_memory.errors import InvalidIdError, InvalidInputError
+from agent_memory.formats.frontmatter import FrontmatterError, as_text, split_text
+from agent_memory.model.records import RecordParseError, Scope, normalize_instant, yaml_scalar
+from agent_memory.redaction.api import contains_secret, redact_text
 
 __all__ = [
     "EXITS", "STATUSES", "Episode", "EpisodeParseError", "ToolCall", "ToolUse", "episode_month", "new_episode_id",

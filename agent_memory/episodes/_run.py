@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart
 
-from ._model import ToolCall
+from agent_memory.episodes._model import ToolCall
 
 __all__ = ["RunFacts", "run_facts"]
 

@@ -23,14 +23,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .._fs import RootLock, atomic_write, ensure_dir, storage_errors
-from .._text import STOP_WORDS, cjk_unigrams, default_tokenizer, phrase, split_cjk
-from ..errors import InvalidInputError, NotFoundError
-from ..index import is_corrupt
-from ..quarantine import describe
-from ..records import Scope
-from ._files import MAX_EPISODE_BYTES, MONTH, drop_index, entries, owned, read_episode, read_episode_file, scan, stamp
-from ._model import (
+from agent_memory.backends.files.index import is_corrupt
+from agent_memory.backends.files.quarantine import describe
+from agent_memory.episodes._files import MAX_EPISODE_BYTES, MONTH, drop_index, entries, owned, read_episode, read_episode_file, scan, stamp
+from agent_memory.episodes._model import (
     STATUSES,
     Episode,
     EpisodeParseError,
@@ -39,6 +35,10 @@ from ._model import (
     parse_episode,
     validate_episode_id,
 )
+from agent_memory.errors import InvalidInputError, NotFoundError
+from agent_memory.formats.atomic import RootLock, atomic_write, ensure_dir, storage_errors
+from agent_memory.model.records import Scope
+from agent_memory.search.text import STOP_WORDS, cjk_unigrams, default_tokenizer, phrase, split_cjk
 
 __all__ = ["EpisodeStore", "MAX_EPISODE_BYTES", "purge_episodes"]
 

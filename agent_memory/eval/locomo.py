@@ -2,7 +2,7 @@
 
 For each conversation of a LoCoMo-format file (a JSON list of samples, see the dataset's
 ``SCHEMA.md``): a fresh temporary memory root, one record per dialog turn written through
-the bulk import path (:func:`agent_memory.transcripts.transcript_drafts` →
+the bulk import path (:func:`agent_memory.portable.transcripts.transcript_drafts` →
 ``MemoryStore.remember_many``), then every question searched as it stands.
 
 - ``recall@k``: the fraction of a question's evidence ``dia_id``s among the top k records,
@@ -32,8 +32,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import InvalidInputError
-from ..transcripts import Session, Turn, transcript_drafts
+from agent_memory.errors import InvalidInputError
+from agent_memory.portable.transcripts import Session, Turn, transcript_drafts
 
 __all__ = [
     "evaluate", "render_table", "normalize_evidence", "evidence_recall", "load_samples", "sample_sessions",
@@ -147,7 +147,7 @@ def evaluate(
     ``progress(1)`` is called after every question (the convention of ``remember_many``); if
     ``progress`` has a ``total`` attribute that is None, it is set to the number of questions first.
     ``limit_conversations`` limits the run to the first N samples (quick checks). ``store_options``/``transcript_options`` reach
-    :class:`~agent_memory.store.MemoryStore` and :func:`~agent_memory.transcripts.transcript_drafts`.
+    :class:`~agent_memory.backends.files.store.MemoryStore` and :func:`~agent_memory.portable.transcripts.transcript_drafts`.
     ``root``: keep each conversation's memory root as ``root/<sample_id>/`` (reused when run again: the import
     is idempotent); without it every root is a temporary directory removed after its conversation.
     ``search``: ``lexical`` (default), ``dense`` or ``hybrid``; the last two embed every turn first with
@@ -163,7 +163,7 @@ def evaluate(
     if search not in ("lexical", "dense", "hybrid"):
         raise ValueError(f"search must be lexical, dense or hybrid, not {search!r}")
     if search != "lexical":
-        from ..embeddings import make_embedder
+        from agent_memory.embeddings import make_embedder
 
         embedder = make_embedder(embedder or "local")  # one model for every conversation
         store_options = {**dict(store_options or {}), "embedder": embedder}
@@ -204,7 +204,7 @@ def _root_for(stack: contextlib.ExitStack, root: str | os.PathLike[str] | None, 
 def _sessions_sample(sample: Mapping[str, Any], index: int, ks: Sequence[int], tick: Callable[[], None],
                      root: str | os.PathLike[str] | None, embedder: Any = None, search: str = "lexical"
                      ) -> list[tuple[str, dict[str, float]]]:
-    from .locomo_sessions import session_rows
+    from agent_memory.eval.locomo_sessions import session_rows
 
     thread = _sample_name(sample, index)
     user = re.sub(r"[^A-Za-z0-9_.@-]+", "-", thread).strip(".-") or f"conversation-{index + 1}"
@@ -219,7 +219,7 @@ def _evaluate_sample(
     store_options: Mapping[str, Any], transcript_options: Mapping[str, Any], root: str | os.PathLike[str] | None = None,
     search: str = "lexical",
 ) -> list[tuple[str, dict[str, float]]]:
-    from ..provider import MemoryProvider
+    from agent_memory.provider import MemoryProvider
 
     thread = _sample_name(sample, index)
     drafts = transcript_drafts(sample_sessions(sample), thread=thread, **dict(transcript_options))

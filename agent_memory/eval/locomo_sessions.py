@@ -14,10 +14,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..models.offline_summarize import summarize_messages
-from ..sessions import SessionStore, contextual_search
-from ..sessions.contextual import ContextualOptions
-from ..transcripts import Session, parse_when
+from agent_memory.agents.models.offline_summarize import summarize_messages
+from agent_memory.portable.transcripts import Session, parse_when
+from agent_memory.sessions import SessionStore, contextual_search
+from agent_memory.sessions.contextual import ContextualOptions
 
 __all__ = ["import_sample", "session_rows"]
 

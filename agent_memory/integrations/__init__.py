@@ -1,7 +1,7 @@
 """Runtime integrations.
 
 * :mod:`agent_memory.integrations.pydantic_ai` — :class:`MemoryCapability` for pydantic-ai v2 agents.
-* :mod:`agent_memory.hooks` — :class:`~agent_memory.hooks.MemoryHooks`, plain lifecycle hooks for any
+* :mod:`agent_memory.integrations.hooks` — :class:`~agent_memory.integrations.hooks.MemoryHooks`, plain lifecycle hooks for any
   other runtime or a hand-written loop.
 
 Submodules are imported on demand, so importing this package never imports pydantic-ai.
@@ -16,15 +16,15 @@ _EXPORTS = {
     "MemoryCapability": "agent_memory.integrations.pydantic_ai",
     "MemoryTurn": "agent_memory.integrations.pydantic_ai",
     "keep_recent_turns": "agent_memory.integrations.pydantic_ai",
-    "MemoryHooks": "agent_memory.hooks",
-    "MemoryContext": "agent_memory.hooks",
+    "MemoryHooks": "agent_memory.integrations.hooks",
+    "MemoryContext": "agent_memory.integrations.hooks",
 }
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..hooks import MemoryContext, MemoryHooks
-    from .pydantic_ai import MemoryCapability, MemoryTurn, keep_recent_turns
+    from agent_memory.integrations.hooks import MemoryContext, MemoryHooks
+    from agent_memory.integrations.pydantic_ai import MemoryCapability, MemoryTurn, keep_recent_turns
 
 
 def __getattr__(name: str) -> Any:

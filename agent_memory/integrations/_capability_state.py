@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.messages import ModelMessage
 
-from ..backend import Caller
-from ..core import MemoryBlock
+from agent_memory.agents.core_block import MemoryBlock
+from agent_memory.backends.base import Caller
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..episodes import Episode
-    from ..hooks import MemoryHooks
-    from ..workers.capture import CaptureResult
-    from ..workers.recall import RecallResult
+    from agent_memory.agents.workers.capture import CaptureResult
+    from agent_memory.agents.workers.recall import RecallResult
+    from agent_memory.episodes import Episode
+    from agent_memory.integrations.hooks import MemoryHooks
 
 __all__ = ["MemoryTurn"]
 

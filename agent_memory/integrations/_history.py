@@ -16,7 +16,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from ..hooks import RECALL_NOTICE
+from agent_memory.integrations.hooks import RECALL_NOTICE
 
 __all__ = ["keep_recent_turns"]
 

@@ -13,8 +13,8 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping
 
-from ..errors import InvalidInputError
-from ..redact import contains_secret, redact_text
+from agent_memory.errors import InvalidInputError
+from agent_memory.redaction.api import contains_secret, redact_text
 
 __all__ = ["ROOT", "MemoryToolError", "check_path", "stored_path", "numbered", "size_text", "listing", "occurrence_lines"]
 

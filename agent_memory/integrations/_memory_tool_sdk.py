@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import AgentMemoryError
+from agent_memory.errors import AgentMemoryError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .anthropic import MemoryToolHandler
+    from agent_memory.integrations.anthropic import MemoryToolHandler
 
 try:
     from anthropic.lib.tools import ToolError

@@ -17,12 +17,12 @@ from collections.abc import Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from ..backend import Caller, MemoryBackend
-from ..drafts import MemoryDraft
-from ..errors import AgentMemoryError, InvalidInputError
-from ..records import MemoryRecord
-from ..tools import as_backend, caller_scope
-from ._memory_tool_paths import ROOT, MemoryToolError, listing, numbered, occurrence_lines, stored_path
+from agent_memory.agents.tools import as_backend, caller_scope
+from agent_memory.backends.base import Caller, MemoryBackend
+from agent_memory.errors import AgentMemoryError, InvalidInputError
+from agent_memory.integrations._memory_tool_paths import ROOT, MemoryToolError, listing, numbered, occurrence_lines, stored_path
+from agent_memory.model.drafts import MemoryDraft
+from agent_memory.model.records import MemoryRecord
 
 __all__ = ["MemoryToolHandler", "MemoryToolError", "TAG"]
 
@@ -109,13 +109,13 @@ class MemoryToolHandler:
 
     def as_sdk_tool(self) -> Any:
         """A ``BetaAbstractMemoryTool`` for ``client.beta.messages.tool_runner(...)`` (needs ``anthropic``)."""
-        from ._memory_tool_sdk import sync_tool
+        from agent_memory.integrations._memory_tool_sdk import sync_tool
 
         return sync_tool(self)
 
     def as_async_sdk_tool(self) -> Any:
         """A ``BetaAsyncAbstractMemoryTool`` for the async tool runner (needs ``anthropic``)."""
-        from ._memory_tool_sdk import async_tool
+        from agent_memory.integrations._memory_tool_sdk import async_tool
 
         return async_tool(self)
 

@@ -36,7 +36,7 @@ What the model receives, and why the provider's prompt cache keeps hitting:
   run) the run's goal, tools in call order with their outcomes, exit and usage are stored as an
   episode (``provider.episodes(...)`` lists them; ``episodes=False`` turns this off).
 * **Many users, one capability.** ``identity=`` takes a function of the run's ``RunContext``
-  returning the caller (a :class:`~agent_memory.backend.Caller`, a ``(session_id, user_id)`` pair or a
+  returning the caller (a :class:`~agent_memory.backends.base.Caller`, a ``(session_id, user_id)`` pair or a
   mapping), e.g. from ``ctx.deps``: one agent and one capability serve every user of a server.
 """
 
@@ -54,14 +54,12 @@ from pydantic_ai.capabilities import AbstractCapability, ProcessHistory
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.tools import RunContext
 
-from ..backend import Caller
-from ..core import DEFAULT_CORE_BUDGET
-from ..episodes import EpisodesUnsupportedError, episode_store
-from ..episodes._run import run_facts
-from ..hooks import MemoryHooks
-from ..provider import PendingCaptureWarning
-from ._capability_state import NO_CONVERSATION, MemoryTurn, RunState, Shared, caller_of, driven_by_run_sync
-from ._history import (
+from agent_memory.agents.core_block import DEFAULT_CORE_BUDGET
+from agent_memory.backends.base import Caller
+from agent_memory.episodes import EpisodesUnsupportedError, episode_store
+from agent_memory.episodes._run import run_facts
+from agent_memory.integrations._capability_state import NO_CONVERSATION, MemoryTurn, RunState, Shared, caller_of, driven_by_run_sync
+from agent_memory.integrations._history import (
     _is_deferred,
     _last_user_text,
     _missing,
@@ -72,12 +70,14 @@ from ._history import (
     _without_recall,
     keep_recent_turns,
 )
+from agent_memory.integrations.hooks import MemoryHooks
+from agent_memory.provider import PendingCaptureWarning
 
 if TYPE_CHECKING:  # pragma: no cover
     from pydantic_ai.models import ModelRequestContext
     from pydantic_ai.run import AgentRunResult
 
-    from ..provider import MemoryProvider
+    from agent_memory.provider import MemoryProvider
 
 __all__ = ["MemoryCapability", "MemoryTurn", "keep_recent_turns"]
 

@@ -5,9 +5,9 @@ The ``mcp`` SDK is imported only when a server is built, so importing this packa
 
 from __future__ import annotations
 
-from ._args import ToolArgumentError
-from ._config import AccessDeniedError, ConfigError, Identity, ServerOptions, TokenMap
-from .cli import add_mcp_command, register, serve
+from agent_memory.mcp._args import ToolArgumentError
+from agent_memory.mcp._config import AccessDeniedError, ConfigError, Identity, ServerOptions, TokenMap
+from agent_memory.mcp.cli import add_mcp_command, register, serve
 
 __all__ = ["AccessDeniedError", "ConfigError", "Identity", "ServerOptions", "TokenMap", "ToolArgumentError",
            "add_mcp_command", "register", "serve"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import sys
 
-from ..errors import AgentMemoryError
-from .cli import serve
+from agent_memory.errors import AgentMemoryError
+from agent_memory.mcp.cli import serve
 
 if __name__ == "__main__":
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InvalidInputError
+from agent_memory.errors import InvalidInputError
 
 __all__ = ["Param", "ToolArgumentError", "normalise_args"]
 

@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import AgentMemoryError, InvalidInputError
+from agent_memory.errors import AgentMemoryError, InvalidInputError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..backend import Caller
+    from agent_memory.backends.base import Caller
 
 __all__ = ["ACCESS", "AccessDeniedError", "Identity", "ServerOptions", "TokenMap", "ConfigError", "is_loopback",
            "TOOL_SETS"]
@@ -102,7 +102,7 @@ class Identity:
 
     @property
     def caller(self) -> Caller:
-        from ..backend import Caller
+        from agent_memory.backends.base import Caller
 
         return Caller(session_id=self.session_id, user_id=self.user_id)
 
@@ -267,7 +267,7 @@ class ServerOptions:
 
     @property
     def tool_names(self) -> tuple[str, ...]:
-        """Sets are cumulative, as in :mod:`agent_memory.tools`: capture = read + remember, foreground = + forget."""
+        """Sets are cumulative, as in :mod:`agent_memory.agents.tools`: capture = read + remember, foreground = + forget."""
         order = ("read", "capture", "foreground")
         top = max(order.index(t) for t in self.tools)
         return tuple(name for group in order[:top + 1] for name in TOOL_SETS[group])

@@ -13,13 +13,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..drafts import MemoryDraft
-from ..errors import InvalidInputError, NotFoundError
-from ..fence import UNTRUSTED_NOTE
-from ..index import summary_line
-from ..tools import as_backend, clock_fields
-from ._args import Param
-from ._config import Identity
+from agent_memory.agents.fence import UNTRUSTED_NOTE
+from agent_memory.agents.tools import as_backend, clock_fields
+from agent_memory.backends.files.index import summary_line
+from agent_memory.errors import InvalidInputError, NotFoundError
+from agent_memory.mcp._args import Param
+from agent_memory.mcp._config import Identity
+from agent_memory.model.drafts import MemoryDraft
 
 __all__ = ["ToolSpec", "SPECS", "Runtime"]
 

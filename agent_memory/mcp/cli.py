@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._config import ACCESS, TOOL_SETS, ConfigError, Identity, ServerOptions, TokenMap
+from agent_memory.mcp._config import ACCESS, TOOL_SETS, ConfigError, Identity, ServerOptions, TokenMap
 
 __all__ = ["serve", "add_mcp_command", "register", "options_from_args", "configure_parser"]
 
@@ -92,8 +92,8 @@ def serve(argv_or_options: Sequence[str] | ServerOptions | None = None, *, provi
 
 
 async def _serve(options: ServerOptions, provider: Any) -> None:
-    from ..provider import MemoryProvider
-    from .server import run_http, run_stdio
+    from agent_memory.mcp.server import run_http, run_stdio
+    from agent_memory.provider import MemoryProvider
 
     own = provider is None
     memory = MemoryProvider(options.root, profile=options.profile) if own else provider

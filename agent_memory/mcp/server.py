@@ -20,12 +20,12 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..errors import AgentMemoryError, NotFoundError
-from ..fence import fence
-from ..tools import as_backend
-from ._args import normalise_args
-from ._config import Identity, ServerOptions, TokenMap, is_loopback
-from ._tools import SPECS, Runtime
+from agent_memory.agents.fence import fence
+from agent_memory.agents.tools import as_backend
+from agent_memory.errors import AgentMemoryError, NotFoundError
+from agent_memory.mcp._args import normalise_args
+from agent_memory.mcp._config import Identity, ServerOptions, TokenMap, is_loopback
+from agent_memory.mcp._tools import SPECS, Runtime
 
 __all__ = ["build_server", "http_app", "make_strict", "rebinding_guard", "run_stdio", "run_http"]
 
@@ -146,7 +146,7 @@ def build_server(provider: Any, options: ServerOptions) -> Server[Any]:
 
 
 def _version() -> str:
-    from .. import __version__
+    from agent_memory import __version__
 
     return __version__
 

@@ -3,7 +3,7 @@
 - :func:`export_records` writes every record as JSONL (every field) or as a Markdown tree.
 - :func:`import_file` reads our JSONL back byte for byte (same ids, timestamps, keys, scopes, metadata) or
   imports another memory's files (Alfred v2, Alfred Python, cuylabs, mem0). Every import is idempotent, keeps
-  original timestamps, passes the write gate (:mod:`agent_memory.drafts`: every field checked, every string
+  original timestamps, passes the write gate (:mod:`agent_memory.model.drafts`: every field checked, every string
   redacted or refused), and reports each skipped line or file with a typed reason. An import *as* a user or a
   session lands every record in that caller's partition (a shared record is downgraded, and reported).
 """
@@ -13,14 +13,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..drafts import Override, decode_line
-from ..errors import InvalidInputError, NotFoundError
-from ._write import Target, files_store
-from .export import export_records, iter_records, record_line
-from .importers import FORMATS, READERS, Format, detect
-from .importers._common import file_time, import_items
-from .report import ImportReport, Rescope, Skip, SkipReason
-from .restore import restore_lines
+from agent_memory.errors import InvalidInputError, NotFoundError
+from agent_memory.model.drafts import Override, decode_line
+from agent_memory.portable._write import Target, files_store
+from agent_memory.portable.export import export_records, iter_records, record_line
+from agent_memory.portable.importers import FORMATS, READERS, Format, detect
+from agent_memory.portable.importers._common import file_time, import_items
+from agent_memory.portable.report import ImportReport, Rescope, Skip, SkipReason
+from agent_memory.portable.restore import restore_lines
 
 __all__ = ["FORMATS", "ImportReport", "Rescope", "Skip", "SkipReason", "export_records", "import_file", "iter_records", "record_line"]
 

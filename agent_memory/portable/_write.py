@@ -1,8 +1,8 @@
 """Writing whole records (ids and timestamps included) into a target.
 
-The files store gets each record file written with :func:`agent_memory._fs.atomic_write` and
+The files store gets each record file written with :func:`agent_memory.formats.atomic.atomic_write` and
 ``MemoryRecord.render()``, and its index rows in the same locked transaction. Any other
-:class:`~agent_memory.backend.MemoryBackend` gets drafts through ``remember_many``: the text, scope and fields
+:class:`~agent_memory.backends.base.MemoryBackend` gets drafts through ``remember_many``: the text, scope and fields
 survive, ids and timestamps are the backend's own (the report says so with ``ids_kept=False``).
 """
 
@@ -15,14 +15,14 @@ from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .. import _keyed
-from .._fs import atomic_write
-from ..backend import Caller, FilesBackend, MemoryBackend
-from ..drafts import MemoryDraft
-from ..errors import InvalidInputError
-from ..records import MemoryRecord
-from ..store import MemoryStore
-from .report import ImportReport
+import agent_memory.backends.files.keyed as _keyed
+from agent_memory.backends.base import Caller, FilesBackend, MemoryBackend
+from agent_memory.backends.files.store import MemoryStore
+from agent_memory.errors import InvalidInputError
+from agent_memory.formats.atomic import atomic_write
+from agent_memory.model.drafts import MemoryDraft
+from agent_memory.model.records import MemoryRecord
+from agent_memory.portable.report import ImportReport
 
 T = TypeVar("T")
 Pending = tuple[str, MemoryRecord, int]  # where it came from, the record (id set), redactions applied

@@ -17,12 +17,12 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from .._fs import atomic_write
-from ..backend import Caller, MemoryBackend
-from ..errors import InvalidInputError
-from ..records import FIELDS, MemoryRecord, RecordParseError, slugify
-from ..store import MemoryStore
-from ._write import Target, files_store, run_sync
+from agent_memory.backends.base import Caller, MemoryBackend
+from agent_memory.backends.files.store import MemoryStore
+from agent_memory.errors import InvalidInputError
+from agent_memory.formats.atomic import atomic_write
+from agent_memory.model.records import FIELDS, MemoryRecord, RecordParseError, slugify
+from agent_memory.portable._write import Target, files_store, run_sync
 
 __all__ = ["HEADER", "EXPORT_FIELDS", "export_records", "iter_records", "record_line"]
 

@@ -1,11 +1,11 @@
 """Import of our own JSONL export: the same ids, timestamps, keys, scopes and metadata, byte for byte.
 
-Every line passes the write gate (:func:`agent_memory.drafts.prepare_record`): each field validated like any other
+Every line passes the write gate (:func:`agent_memory.model.drafts.prepare_record`): each field validated like any other
 write, every text redacted, every identifier that looks like a secret refused. A bad line (not UTF-8, not JSON,
 failing a field) is skipped with its line number and reason; nothing else is lost. Our export holds only text the
 store already redacted, so a re-import of it changes nothing and skips nothing. Re-running an import skips every
 record already there (``exists``); a different record under the same id, live or archived, is never overwritten
-(``conflict``). With an :class:`~agent_memory.drafts.Override` every record lands in that caller's partition.
+(``conflict``). With an :class:`~agent_memory.model.drafts.Override` every record lands in that caller's partition.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from ..drafts import Override, check_id, prepare_record
-from ..errors import InvalidIdError, InvalidInputError
-from ..records import MemoryRecord
-from ._write import Pending, Target, batch_size, write_records
-from .export import HEADER
-from .report import ImportReport
+from agent_memory.errors import InvalidIdError, InvalidInputError
+from agent_memory.model.drafts import Override, check_id, prepare_record
+from agent_memory.model.records import MemoryRecord
+from agent_memory.portable._write import Pending, Target, batch_size, write_records
+from agent_memory.portable.export import HEADER
+from agent_memory.portable.report import ImportReport
 
 __all__ = ["record_from_dict", "restore_lines"]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from bisect import bisect_left
 from dataclasses import dataclass
 
-from . import heuristics, keyvalue, structured, views
-from .base import MARKER_RE, Lazy, Rule, accepted, accepted_at, marker, starts_near
-from .providers import PROVIDERS
+from agent_memory.redaction import heuristics, keyvalue, structured, views
+from agent_memory.redaction.base import MARKER_RE, Lazy, Rule, accepted, accepted_at, marker, starts_near
+from agent_memory.redaction.providers import PROVIDERS
 
 Span = tuple[int, int, str]
 

@@ -9,9 +9,9 @@ import binascii
 import re
 from collections.abc import Callable, Iterator
 
-from .base import A, I, Lazy
-from .keyvalue import NOT_A_VALUE, PLACEHOLDER_RE
-from .providers import entropy
+from agent_memory.redaction.base import A, I, Lazy
+from agent_memory.redaction.keyvalue import NOT_A_VALUE, PLACEHOLDER_RE
+from agent_memory.redaction.providers import entropy
 
 Span = tuple[int, int, str]
 

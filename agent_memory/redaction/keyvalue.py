@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from .base import WS, A, Decide, Decision, I, Lazy, X, token_like
+from agent_memory.redaction.base import WS, A, Decide, Decision, I, Lazy, X, token_like
 
 # Words that, as the value of "password: ...", mean the text is prose, code or a placeholder.
 NOT_A_VALUE = frozenset(

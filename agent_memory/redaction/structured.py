@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from .base import WS, A, Decide, Decision, I, Lazy, Rule, fixed, longest_alnum_run, token_like
-from .keyvalue import PLACEHOLDER_RE
-from .providers import PROVIDERS, SELF_EVIDENT, random_enough
+from agent_memory.redaction.base import WS, A, Decide, Decision, I, Lazy, Rule, fixed, longest_alnum_run, token_like
+from agent_memory.redaction.keyvalue import PLACEHOLDER_RE
+from agent_memory.redaction.providers import PROVIDERS, SELF_EVIDENT, random_enough
 
 # PEM private keys (RSA, EC, OPENSSH, ENCRYPTED, PGP, ...) ------------------------------------------
 _PEM_LABEL = r"[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?"

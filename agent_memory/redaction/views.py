@@ -11,7 +11,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterable
 
-from .base import Lazy
+from agent_memory.redaction.base import Lazy
 
 # Invisible characters: zero-width spaces and joiners, soft hyphen, word joiner, BOM, bidi controls.
 _INVISIBLE = "\u00ad\u180e\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2060\u2061\u2062\u2063\u2064" \

@@ -6,9 +6,9 @@ Session logs live under ``<root>/sessions/`` as append-only files, apart from me
 
 from __future__ import annotations
 
-from ._files import SessionMessage, SessionProblem, SessionSummary
-from .contextual import ContextualOptions, contextual_search, rank_sessions, search_sessions
-from .store import SessionInfo, SessionStore, SummaryPolicy, purge_sessions, visible
+from agent_memory.sessions._files import SessionMessage, SessionProblem, SessionSummary
+from agent_memory.sessions.contextual import ContextualOptions, contextual_search, rank_sessions, search_sessions
+from agent_memory.sessions.store import SessionInfo, SessionStore, SummaryPolicy, purge_sessions, visible
 
 __all__ = [
     "ContextualOptions", "SessionInfo", "SessionMessage", "SessionProblem", "SessionStore", "SessionSummary",

@@ -25,9 +25,9 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from .._fs import atomic_write
-from ..embeddings import Embedder, EmbeddingError
-from ._files import SessionDir, SessionMessage, SessionSummary
+from agent_memory.embeddings import Embedder, EmbeddingError
+from agent_memory.formats.atomic import atomic_write
+from agent_memory.sessions._files import SessionDir, SessionMessage, SessionSummary
 
 __all__ = ["LogVectors", "SessionVectors", "message_text", "sentence_texts", "clear_memory"]
 

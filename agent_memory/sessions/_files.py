@@ -25,10 +25,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePath
 from typing import Any
 
-from .._fs import atomic_write, ensure_dir, fsync_dir, storage_error
-from ..errors import InvalidInputError
-from ..redact import redact_text
-from ._messages import (
+from agent_memory.errors import InvalidInputError
+from agent_memory.formats.atomic import atomic_write, ensure_dir, fsync_dir, storage_error
+from agent_memory.redaction.api import redact_text
+from agent_memory.sessions._messages import (
     MAX_LOG_BYTES,
     MAX_MESSAGE_CHARS,
     SessionDir,

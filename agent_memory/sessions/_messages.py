@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any
 
-from ..drafts import _parse_when, utc_text
-from ..errors import InvalidInputError
-from ..redact import redact_text
+from agent_memory.errors import InvalidInputError
+from agent_memory.model.drafts import _parse_when, utc_text
+from agent_memory.redaction.api import redact_text
 
 __all__ = ["SessionDir", "SessionMessage", "SessionSummary", "SessionProblem", "MAX_LOG_BYTES", "MAX_MESSAGE_CHARS",
            "NO_USER", "check_file", "check_id", "dir_name", "message_line", "now_utc", "parse_message"]

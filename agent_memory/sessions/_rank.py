@@ -6,7 +6,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
-from .._text import STOP_WORDS, default_tokenizer, split_cjk, term_key
+from agent_memory.search.text import STOP_WORDS, default_tokenizer, split_cjk, term_key
 
 __all__ = ["keys", "query_keys", "Bm25", "weighted"]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import BackendError
-from ._files import SessionMessage
-from .store import SessionInfo, SessionStore
+from agent_memory.errors import BackendError
+from agent_memory.sessions._files import SessionMessage
+from agent_memory.sessions.store import SessionInfo, SessionStore
 
 __all__ = ["SessionsNotSupportedError", "session_store", "read_session"]
 

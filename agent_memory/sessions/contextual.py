@@ -12,7 +12,7 @@ store can be merged in (``records``), interleaved by reciprocal rank.
 With an ``embedder`` (``search="hybrid"``, the default then) both stages also use meaning: stage 1 blends in
 the cosine of the query to each session's summary and best messages, stage 2 fuses each message's lexical
 score with its cosine (message vectors from :mod:`._dense`) by the records layer's z-score fusion, whose
-lexical weight follows the query's lexical strength (:mod:`agent_memory.fusion`). An embedder failure falls
+lexical weight follows the query's lexical strength (:mod:`agent_memory.search.fusion`). An embedder failure falls
 back to the lexical ranking (said in the trace). Without an embedder the ranking is lexical, as it was.
 """
 
@@ -24,17 +24,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._text import STOP_WORDS, default_tokenizer, term_key
-from ..drafts import _parse_when
-from ..search import SearchHit, SearchResult
-from ..transcripts import date_words, resolve_relative_dates
-from ._files import SessionDir, SessionMessage, SessionSummary
-from ._question import asks_for_set, ends_by_asking
-from ._rank import Bm25, keys, query_keys, weighted
-from .store import SessionStore
+from agent_memory.backends.files.fts import SearchHit, SearchResult
+from agent_memory.model.drafts import _parse_when
+from agent_memory.portable.transcripts import date_words, resolve_relative_dates
+from agent_memory.search.text import STOP_WORDS, default_tokenizer, term_key
+from agent_memory.sessions._files import SessionDir, SessionMessage, SessionSummary
+from agent_memory.sessions._question import asks_for_set, ends_by_asking
+from agent_memory.sessions._rank import Bm25, keys, query_keys, weighted
+from agent_memory.sessions.store import SessionStore
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..embeddings import Embedder
+    from agent_memory.embeddings import Embedder
 
 __all__ = ["ContextualOptions", "contextual_search", "embedder_of", "rank_sessions", "message_hit", "search_sessions"]
 
@@ -222,16 +222,16 @@ def _meaning(embedder: Embedder | None, search: Search | None, query: str,
     """The dense side, or None (lexical search asked, no embedder, or the embedder failed: fail open).
 
     The speakers the query names (``named``) are left out of the text it embeds: every message of theirs
-    carries their name, so it would pull towards all of them alike (:mod:`agent_memory.focus`)."""
+    carries their name, so it would pull towards all of them alike (:mod:`agent_memory.search.focus`)."""
     if embedder is None or search == "lexical" or not logs or not query.strip():
         if embedder is None and search in ("dense", "hybrid"):
             steps.append({"stage": "dense", "skipped": "no embedder configured"})
         return None
     import numpy as np
 
-    from ..embeddings import EmbeddingError
-    from ..focus import query_words, without_words
-    from ._dense import SessionVectors
+    from agent_memory.embeddings import EmbeddingError
+    from agent_memory.search.focus import query_words, without_words
+    from agent_memory.sessions._dense import SessionVectors
 
     words = query_words(query, lambda w: [term_key(t) for t in default_tokenizer(w) if t not in STOP_WORDS], ())
     text, left_out = without_words(query, words, {w for w, keys in words.items() if set(keys) <= named})
@@ -258,7 +258,7 @@ def _fused(raw: dict[int, float], strength: float, cosines: Any, opts: Contextua
     """Lexical scores and cosines fused as the records layer fuses them, mapped into (0, 1]."""
     import numpy as np
 
-    from ..fusion import Fuse, QueryContext
+    from agent_memory.search.fusion import Fuse, QueryContext
 
     lex = [] if search == "dense" else sorted(((str(d), s) for d, s in raw.items()), key=lambda x: -x[1])[:opts.dense_pool]
     order = np.argsort(-cosines, kind="stable")[: opts.dense_pool]
@@ -288,7 +288,7 @@ def contextual_search(
     ignores it)."""
     opts = options or ContextualOptions()
     if search is not None and search not in ("lexical", "dense", "hybrid"):
-        from ..errors import InvalidInputError
+        from agent_memory.errors import InvalidInputError
 
         raise InvalidInputError(f"search must be lexical, dense or hybrid, not {search!r}")
     asks_set = opts.set_session_weight is not None and asks_for_set(query)
@@ -328,7 +328,7 @@ def contextual_search(
     if meaning is not None and flat:
         import numpy as np
 
-        from ..fusion import lexical_strength
+        from agent_memory.search.fusion import lexical_strength
 
         strength = lexical_strength(max(scores.values(), default=0.0), [bm25.idf(t) for t in mq])
         raw = _fused(scores, strength, np.concatenate(meaning.messages), opts, search)

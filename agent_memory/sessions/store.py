@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any, Protocol
 
-from ..drafts import _parse_when
-from ..errors import InvalidInputError, NotFoundError
-from ._files import (
+from agent_memory.errors import InvalidInputError, NotFoundError
+from agent_memory.model.drafts import _parse_when
+from agent_memory.sessions._files import (
     SessionDir,
     SessionFiles,
     SessionMessage,

@@ -9,14 +9,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .backend import PostgresBackend
+    from agent_memory.backends.postgres.backend import PostgresBackend
 
 __all__ = ["PostgresBackend"]
 
 
 def __getattr__(name: str) -> Any:
     if name == "PostgresBackend":
-        from .backend import PostgresBackend
+        from agent_memory.backends.postgres.backend import PostgresBackend
 
         return PostgresBackend
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,7 +1,7 @@
-"""``PostgresBackend``: the :class:`~agent_memory.backend.MemoryBackend` protocol over PostgreSQL rows.
+"""``PostgresBackend``: the :class:`~agent_memory.backends.base.MemoryBackend` protocol over PostgreSQL rows.
 
 Rows are the truth (Markdown via export/import). Every draft goes through
-:func:`agent_memory.drafts.prepare_draft`, so validation, redaction and defaults match the files backend.
+:func:`agent_memory.model.drafts.prepare_draft`, so validation, redaction and defaults match the files backend.
 """
 
 from __future__ import annotations
@@ -14,21 +14,21 @@ from typing import Any, Literal
 
 import psycopg
 
-from ...backend import Caller
-from ...drafts import MemoryDraft, RememberResult, explicit_fields, prepare_draft
-from ...errors import InvalidInputError, NotFoundError
-from ...events import acting
-from ...index import SyncReport, core_line
-from ...maintenance import DoctorReport, SweepReport
-from ...records import MemoryRecord, Scope, normalize_tags, parse_scope, validate_id
-from ...search import Fts5Engine, SearchResult
-from .events import events_for, record_archive_event, record_writes
-from .maintenance import Maintenance
-from .pool import Pool, redact_url
-from .rows import SELECT, check_strings, filters_sql, iso, row_to_record, visibility
-from .schema import TEXT_CONFIG, check_schema
-from .search import PgSearch, checked_query
-from .writes import Writer, chunks
+from agent_memory.backends.base import Caller
+from agent_memory.backends.files.events import acting
+from agent_memory.backends.files.fts import Fts5Engine, SearchResult
+from agent_memory.backends.files.index import SyncReport, core_line
+from agent_memory.backends.files.maintenance import DoctorReport, SweepReport
+from agent_memory.backends.postgres.events import events_for, record_archive_event, record_writes
+from agent_memory.backends.postgres.maintenance import Maintenance
+from agent_memory.backends.postgres.pool import Pool, redact_url
+from agent_memory.backends.postgres.rows import SELECT, check_strings, filters_sql, iso, row_to_record, visibility
+from agent_memory.backends.postgres.schema import TEXT_CONFIG, check_schema
+from agent_memory.backends.postgres.search import PgSearch, checked_query
+from agent_memory.backends.postgres.writes import Writer, chunks
+from agent_memory.errors import InvalidInputError, NotFoundError
+from agent_memory.model.drafts import MemoryDraft, RememberResult, explicit_fields, prepare_draft
+from agent_memory.model.records import MemoryRecord, Scope, normalize_tags, parse_scope, validate_id
 
 Prepared = tuple[MemoryRecord, int, str, frozenset[str]]  # record, redactions, on_existing, fields the draft set
 # MemoryStore options that mean nothing for a database: accepted (a provider passes one option set) and unused
@@ -86,7 +86,7 @@ class PostgresBackend:
     def time_layers(self) -> Any:
         """Session logs and episodes in this schema (synchronous, over their own small pool), made on first use."""
         if self._time is None:
-            from .time_layers import TimeLayers
+            from agent_memory.backends.postgres.time_layers import TimeLayers
 
             self._time = TimeLayers(self.url, self.schema, self._where, self.pool.timeout_s, self.searcher.cfg)
         return self._time
@@ -111,7 +111,7 @@ class PostgresBackend:
     # -- writes ---------------------------------------------------------------------------------
     async def remember(self, draft: MemoryDraft, *, source: str = "tool") -> RememberResult:
         who = (getattr(draft, "session_id", None), getattr(draft, "user_id", None))
-        with acting(session_id=who[0], user_id=who[1]):  # the writer, for its event (agent_memory.events)
+        with acting(session_id=who[0], user_id=who[1]):  # the writer, for its event (agent_memory.backends.files.events)
             return (await self.remember_many([draft], source=source))[0]
 
     async def remember_many(
@@ -230,27 +230,27 @@ class PostgresBackend:
 
     # -- lifecycle (agent_memory.backends.postgres.lifecycle): purge, history, restore -------------------
     async def purge(self, record_id: str | None = None, *, session_id: str | None = None, user_id: str | None = None) -> Any:
-        from .lifecycle import purge
+        from agent_memory.backends.postgres.lifecycle import purge
 
         return await purge(self, record_id, session_id=session_id, user_id=user_id)
 
     async def forget_purge(self, record_id: str, caller: Caller) -> bool:
-        from .lifecycle import forget_purge
+        from agent_memory.backends.postgres.lifecycle import forget_purge
 
         return await forget_purge(self, record_id, caller)
 
     async def history(self, record_id: str, caller: Caller) -> Any:
-        from .lifecycle import history
+        from agent_memory.backends.postgres.lifecycle import history
 
         return await history(self, record_id, caller)
 
     async def restore(self, record_id: str, caller: Caller, *, version: int | None = None) -> MemoryRecord:
-        from .lifecycle import restore
+        from agent_memory.backends.postgres.lifecycle import restore
 
         return await restore(self, record_id, caller, version=version)
 
     async def undo(self, caller: Caller) -> Any:
-        from .lifecycle import undo
+        from agent_memory.backends.postgres.lifecycle import undo
 
         return await undo(self, caller)
 
@@ -390,11 +390,11 @@ def _vectors(schema: str, embedder: Any, searcher: PgSearch) -> Any:
     """The backend's vectors (``agent_memory/backends/postgres/vectors.py``), or None without an embedder."""
     if embedder is None:  # no numpy import for a lexical-only backend (the cold CLI search)
         return None
-    from ...embeddings import make_embedder
+    from agent_memory.embeddings import make_embedder
 
     made = make_embedder(embedder)
     if made is None:
         return None
-    from .vectors import PgVectors
+    from agent_memory.backends.postgres.vectors import PgVectors
 
     return PgVectors(schema, made, searcher)

@@ -14,11 +14,11 @@ from typing import Any
 
 import psycopg
 
-from ...episodes._model import STATUSES, Episode, ToolUse, parse_episode, validate_episode_id
-from ...episodes._store import MAX_LIMIT, _check_caller, query_terms
-from ...errors import InvalidInputError, NotFoundError
-from ...records import Scope
-from .sessions import SyncPool
+from agent_memory.backends.postgres.sessions import SyncPool
+from agent_memory.episodes._model import STATUSES, Episode, ToolUse, parse_episode, validate_episode_id
+from agent_memory.episodes._store import MAX_LIMIT, _check_caller, query_terms
+from agent_memory.errors import InvalidInputError, NotFoundError
+from agent_memory.model.records import Scope
 
 __all__ = ["PgEpisodeStore"]
 

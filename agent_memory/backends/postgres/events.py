@@ -1,7 +1,7 @@
 """The event log on PostgreSQL (table ``events``, migration 5): the files backend's events over rows.
 
 An event row says what changed, which record, who did it (``actor``, the caller's session/user, run and
-tool-call ids from :func:`agent_memory.events.acting`) and the content hashes before and after — never
+tool-call ids from :func:`agent_memory.backends.files.events.acting`) and the content hashes before and after — never
 text. Writes append theirs right after their transaction; ``events()`` lists what the caller may see
 (the records' visibility table over the record's partition), oldest first. A purge deletes the events
 of what it removes and leaves one tombstone per record (its id hashed).
@@ -18,9 +18,9 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from ...backend import Caller
-from ...drafts import RememberResult
-from ...events import Event, current_acting, tombstone_id, visible
+from agent_memory.backends.base import Caller
+from agent_memory.backends.files.events import Event, current_acting, tombstone_id, visible
+from agent_memory.model.drafts import RememberResult
 
 __all__ = ["events_for", "purge_events", "quiet", "record_archive_event", "record_event", "record_writes", "undoable", "WRITE_EVENTS"]
 

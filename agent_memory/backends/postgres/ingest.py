@@ -15,10 +15,10 @@ import os
 import secrets
 from typing import Any
 
-from ...drafts import RememberResult, Status
-from ...errors import BackendError
-from ...records import MemoryRecord, slugify
-from .rows import COLUMNS, record_params, tenant_part
+from agent_memory.backends.postgres.rows import COLUMNS, record_params, tenant_part
+from agent_memory.errors import BackendError
+from agent_memory.model.drafts import RememberResult, Status
+from agent_memory.model.records import MemoryRecord, slugify
 
 _INSERT_COLS = ", ".join(COLUMNS)
 _EXPIRED = "expires IS NOT NULL AND expires <= now()"
@@ -27,7 +27,7 @@ Key = tuple[str, str, str]
 
 
 def batch_ids(recs: list[MemoryRecord]) -> list[str]:
-    """A new id for each record, as :func:`agent_memory.records.new_id` makes them (date, slug, 8 hex), drawing
+    """A new id for each record, as :func:`agent_memory.model.records.new_id` makes them (date, slug, 8 hex), drawing
     the randomness of the whole batch at once (one system call instead of one per record)."""
     noise = secrets.token_hex(4 * len(recs))
     slugs: dict[str, str] = {}

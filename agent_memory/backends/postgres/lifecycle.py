@@ -11,7 +11,7 @@
 
 Events (:mod:`.events`) make ``undo`` possible: the caller's last change not undone yet is reversed (a
 creation archived, a forget restored, a replace or append rolled back to the version before it).
-``provenance`` and consolidation raise :class:`agent_memory.events.NotSupportedError` on PostgreSQL.
+``provenance`` and consolidation raise :class:`agent_memory.backends.files.events.NotSupportedError` on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -22,16 +22,16 @@ from typing import Any
 
 import psycopg
 
-from ..._supersede import MAX_CHAIN
-from ...backend import Caller
-from ...drafts import MemoryDraft
-from ...errors import InvalidInputError, NotFoundError
-from ...events import Event, acting
-from ...lifecycle import History
-from ...purge import PurgeReport
-from ...records import MemoryRecord, validate_id
-from .events import events_for, purge_events, quiet, record_event, undoable
-from .rows import COLUMNS, SELECT, row_to_record, visibility
+from agent_memory.backends.base import Caller
+from agent_memory.backends.files.events import Event, acting
+from agent_memory.backends.files.lifecycle import History
+from agent_memory.backends.files.purge import PurgeReport
+from agent_memory.backends.files.supersede import MAX_CHAIN
+from agent_memory.backends.postgres.events import events_for, purge_events, quiet, record_event, undoable
+from agent_memory.backends.postgres.rows import COLUMNS, SELECT, row_to_record, visibility
+from agent_memory.errors import InvalidInputError, NotFoundError
+from agent_memory.model.drafts import MemoryDraft
+from agent_memory.model.records import MemoryRecord, validate_id
 
 __all__ = ["history", "purge", "forget_purge", "restore", "undo"]
 

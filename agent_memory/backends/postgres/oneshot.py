@@ -14,13 +14,13 @@ import os
 from collections.abc import Coroutine
 from typing import Any
 
-from ...errors import BackendError
-from ...records import normalize_tags
-from ...search import Fts5Engine, SearchResult
-from . import _libpq
-from .rows import check_strings, redact_url
-from .schema import LATEST, TEXT_CONFIG, check_schema
-from .search import PgSearch, checked_query
+from agent_memory.backends.files.fts import Fts5Engine, SearchResult
+from agent_memory.backends.postgres import _libpq
+from agent_memory.backends.postgres.rows import check_strings, redact_url
+from agent_memory.backends.postgres.schema import LATEST, TEXT_CONFIG, check_schema
+from agent_memory.backends.postgres.search import PgSearch, checked_query
+from agent_memory.errors import BackendError
+from agent_memory.model.records import normalize_tags
 
 __all__ = ["search_once"]
 

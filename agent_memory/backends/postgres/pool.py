@@ -21,9 +21,9 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from ...errors import BackendError, InvalidInputError
-from .rows import redact_url
-from .schema import LATEST, migrate
+from agent_memory.backends.postgres.rows import redact_url
+from agent_memory.backends.postgres.schema import LATEST, migrate
+from agent_memory.errors import BackendError, InvalidInputError
 
 __all__ = ["Pool", "redact_url"]
 

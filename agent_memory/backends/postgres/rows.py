@@ -12,10 +12,10 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from ..._reads import as_of_filter, date_filters, kinds_of, scopes_of
-from ...errors import InvalidInputError
-from ...index_schema import summary_line
-from ...records import MemoryRecord, Scope, normalize_tags
+from agent_memory.backends.files.index_schema import summary_line
+from agent_memory.backends.files.reads import as_of_filter, date_filters, kinds_of, scopes_of
+from agent_memory.errors import InvalidInputError
+from agent_memory.model.records import MemoryRecord, Scope, normalize_tags
 
 _PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
 
@@ -41,7 +41,7 @@ def tenant_part(rec: MemoryRecord) -> tuple[str, str]:
 
 
 def parse_time(value: str | None) -> dt.datetime | None:
-    from ...drafts import _parse_when  # drafts brings redaction: only writes need it
+    from agent_memory.model.drafts import _parse_when  # drafts brings redaction: only writes need it
 
     return None if value is None else _parse_when(value)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ...errors import InvalidInputError
+from agent_memory.errors import InvalidInputError
 
 SCHEMA_RE = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 TEXT_CONFIG = "english"
@@ -181,7 +181,7 @@ def time_layers(s: str, cfg: str) -> list[tuple[int, str, list[str]]]:
             )""",
             f'CREATE INDEX IF NOT EXISTS episodes_started ON "{s}".episodes (tenant, started DESC)',
             f'CREATE INDEX IF NOT EXISTS episodes_tsv ON "{s}".episodes USING gin (tsv)',
-            # the event log: what changed, which record, who; hashes only, never text (see agent_memory.events)
+            # the event log: what changed, which record, who; hashes only, never text (see agent_memory.backends.files.events)
             f"""CREATE TABLE IF NOT EXISTS "{s}".events (
                 tenant text NOT NULL,
                 seq bigserial,

@@ -24,11 +24,11 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ...errors import BackendError, InvalidInputError
-from ...redact import redact_text
-from ...sessions._messages import SessionDir, SessionMessage, SessionProblem, SessionSummary, dir_name, now_utc
-from .pool import redact_url
-from .schema import LATEST, migrations
+from agent_memory.backends.postgres.pool import redact_url
+from agent_memory.backends.postgres.schema import LATEST, migrations
+from agent_memory.errors import BackendError, InvalidInputError
+from agent_memory.redaction.api import redact_text
+from agent_memory.sessions._messages import SessionDir, SessionMessage, SessionProblem, SessionSummary, dir_name, now_utc
 
 __all__ = ["PgSessionLog", "SyncPool", "migrate_sync"]
 

@@ -1,4 +1,4 @@
-"""Supersession on PostgreSQL: the files backend's rules (:mod:`agent_memory._supersede`) over rows.
+"""Supersession on PostgreSQL: the files backend's rules (:mod:`agent_memory.backends.files.supersede`) over rows.
 
 The old row stays, with ``superseded_by`` and ``valid_to``; unique keys and content hashes are unique among
 current rows only, so the old row keeps both. Everything runs in the caller's transaction, rows locked.
@@ -10,11 +10,11 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from ..._supersede import CAPTURE_SOURCES, MAX_CHAIN, ended
-from ...drafts import RememberResult
-from ...errors import InvalidInputError, NotFoundError
-from ...records import MemoryRecord, new_id
-from .rows import COLUMNS, SELECT, record_params, row_to_record, tenant_part
+from agent_memory.backends.files.supersede import CAPTURE_SOURCES, MAX_CHAIN, ended
+from agent_memory.backends.postgres.rows import COLUMNS, SELECT, record_params, row_to_record, tenant_part
+from agent_memory.errors import InvalidInputError, NotFoundError
+from agent_memory.model.drafts import RememberResult
+from agent_memory.model.records import MemoryRecord, new_id
 
 _INSERT = f"({', '.join(COLUMNS)}) VALUES ({', '.join(f'%({c})s' for c in COLUMNS)})"
 _SETS = ", ".join(f"{c} = %({c})s" for c in COLUMNS if c not in ("tenant", "id", "part"))

@@ -9,11 +9,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ...backend import Caller
-from ...search import SearchResult
-from ...sessions.store import SessionStore
-from .episodes import PgEpisodeStore
-from .sessions import PgSessionLog, SyncPool
+from agent_memory.backends.base import Caller
+from agent_memory.backends.files.fts import SearchResult
+from agent_memory.backends.postgres.episodes import PgEpisodeStore
+from agent_memory.backends.postgres.sessions import PgSessionLog, SyncPool
+from agent_memory.sessions.store import SessionStore
 
 __all__ = ["TimeLayers"]
 
@@ -28,7 +28,7 @@ class TimeLayers:
 
     async def contextual(self, backend: Any, query: str, caller: Caller, limit: int, options: dict[str, Any]) -> SearchResult:
         """``search(mode="contextual")``: sessions by their summaries, then messages and records within them."""
-        from ...sessions.contextual import contextual_search
+        from agent_memory.sessions.contextual import contextual_search
 
         rest = {k: v for k, v in options.items() if k not in ("mode", "trace")}
         loop = asyncio.get_running_loop()

@@ -12,7 +12,7 @@ records per caller. The mean and standard deviation that standardise the cosines
 visible rows only, so nothing hidden moves a score. pgvector (an HNSW index) is the way past that; it is not
 wired here yet.
 
-Hybrid fuses the lexical engine's candidates with the dense ones (:class:`agent_memory.fusion.Fuse`, z-scores).
+Hybrid fuses the lexical engine's candidates with the dense ones (:class:`agent_memory.search.fusion.Fuse`, z-scores).
 The lexical weight follows term coverage (the IDF-weighted share of the query's terms the best lexical hits
 hold, IDF from the caller's visible records): ``ts_rank`` is not BM25, so the files backend's BM25 strength
 signal does not apply here. Rule: lexical weight 0.7 when coverage ≥ 0.25, else 0.2 (measured on LoCoMo with
@@ -32,13 +32,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ...embeddings import Embedder, EmbeddingError
-from ...focus import focus_query, query_words
-from ...fusion import Fuse, Pipeline, QueryContext, lexical_confidence, squash
-from ...search import SearchHit, SearchResult, term_key, term_matcher
-from ...stages import DenseFloor, ImportanceWeight
-from ...vectors import BackfillReport
-from .rows import COLUMNS, filters_sql, visibility
+from agent_memory.backends.files.fts import SearchHit, SearchResult, term_key, term_matcher
+from agent_memory.backends.files.vectors import BackfillReport
+from agent_memory.backends.postgres.rows import COLUMNS, filters_sql, visibility
+from agent_memory.embeddings import Embedder, EmbeddingError
+from agent_memory.search.focus import focus_query, query_words
+from agent_memory.search.fusion import Fuse, Pipeline, QueryContext, lexical_confidence, squash
+from agent_memory.search.stages import DenseFloor, ImportanceWeight
 
 log = logging.getLogger("agent_memory")
 

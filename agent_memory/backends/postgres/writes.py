@@ -1,6 +1,6 @@
 """Writes: one remember per transaction with row locks, and COPY-based ingest of large batches.
 
-The policy is the files backend's (drafts are prepared by :func:`agent_memory.drafts.prepare_draft` before
+The policy is the files backend's (drafts are prepared by :func:`agent_memory.model.drafts.prepare_draft` before
 any SQL): a ``memory_key`` finds its record (``SELECT … FOR UPDATE``) and appends, replaces or skips; otherwise
 a live record with the same content in the same partition is a duplicate; otherwise a row is inserted.
 Unique indexes on (tenant, partition, content hash) and (tenant, partition, key) settle races between
@@ -16,15 +16,15 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from ..._history import POINTER
-from ..._keyed import CAPTURE_SOURCES, UNDEDUPED_KINDS, holds_lines
-from ...drafts import RememberResult, Status
-from ...errors import BackendError
-from ...records import MemoryRecord, content_hash, default_title, new_id, now_iso
-from .ingest import batch_ids as batch_ids  # re-exported
-from .ingest import copy_unkeyed
-from .rows import COLUMNS, SELECT, record_params, row_to_record, tenant_part
-from .supersede import current_of, keep_version, supersede_one
+from agent_memory.backends.files.history import POINTER
+from agent_memory.backends.files.keyed import CAPTURE_SOURCES, UNDEDUPED_KINDS, holds_lines
+from agent_memory.backends.postgres.ingest import batch_ids as batch_ids  # re-exported
+from agent_memory.backends.postgres.ingest import copy_unkeyed
+from agent_memory.backends.postgres.rows import COLUMNS, SELECT, record_params, row_to_record, tenant_part
+from agent_memory.backends.postgres.supersede import current_of, keep_version, supersede_one
+from agent_memory.errors import BackendError
+from agent_memory.model.drafts import RememberResult, Status
+from agent_memory.model.records import MemoryRecord, content_hash, default_title, new_id, now_iso
 
 _INSERT_COLS = ", ".join(COLUMNS)
 _INSERT_VALS = ", ".join(f"%({c})s" for c in COLUMNS)
@@ -58,7 +58,7 @@ class Writer:
                            fields: frozenset[str] = frozenset()) -> RememberResult:
         """Apply one prepared record in the caller's transaction (retries the decision after a lost race).
 
-        ``fields`` are the optional fields the draft set (:func:`agent_memory.drafts.explicit_fields`): a keyed
+        ``fields`` are the optional fields the draft set (:func:`agent_memory.model.drafts.explicit_fields`): a keyed
         replace applies exactly these, as in the files backend.
         """
         tenant, part = tenant_part(rec)

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Literal
 
-from ...errors import InvalidInputError
-from . import alfred_py, alfred_v2, cuylabs, mem0
+from agent_memory.errors import InvalidInputError
+from agent_memory.portable.importers import alfred_py, alfred_v2, cuylabs, mem0
 
 Format = Literal["auto", "agent-memory", "alfred-v2", "alfred-py", "cuylabs", "mem0"]
 FORMATS: tuple[str, ...] = ("agent-memory", "alfred-v2", "alfred-py", "cuylabs", "mem0")

@@ -1,7 +1,7 @@
 """The shared path of every foreign import: an :class:`Item` read from a source becomes a verified record.
 
-Each item goes through the write gate (:func:`agent_memory.drafts.apply_override` for whose it is, then
-:func:`agent_memory.drafts.prepare_draft`: validation and the same redaction as every write), keeps its original timestamps (normalised to UTC), and gets a deterministic id made from the source
+Each item goes through the write gate (:func:`agent_memory.model.drafts.apply_override` for whose it is, then
+:func:`agent_memory.model.drafts.prepare_draft`: validation and the same redaction as every write), keeps its original timestamps (normalised to UTC), and gets a deterministic id made from the source
 format, the item's identity in its source and its text, so re-running an import finds it and writes nothing.
 """
 
@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..._record_values import shown
-from ...drafts import MemoryDraft, Override, apply_override, check_id, prepare_draft, utc_text
-from ...errors import InvalidInputError
-from ...records import SOURCES, slugify
-from .._write import Pending, Target, batch_size, write_records
-from ..report import ImportReport
+from agent_memory.errors import InvalidInputError
+from agent_memory.model.drafts import MemoryDraft, Override, apply_override, check_id, prepare_draft, utc_text
+from agent_memory.model.records import SOURCES, slugify
+from agent_memory.model.values import shown
+from agent_memory.portable._write import Pending, Target, batch_size, write_records
+from agent_memory.portable.report import ImportReport
 
 __all__ = ["Item", "Overrides", "file_time", "import_items", "to_utc"]
 

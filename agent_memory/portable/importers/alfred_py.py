@@ -14,9 +14,9 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from ...drafts import decode_line
-from ..report import ImportReport
-from ._common import Item, as_tags, str_or_none
+from agent_memory.model.drafts import decode_line
+from agent_memory.portable.importers._common import Item, as_tags, str_or_none
+from agent_memory.portable.report import ImportReport
 
 
 def file_of(path: Path) -> Path:

@@ -18,8 +18,8 @@ from typing import Any
 
 import yaml  # type: ignore[import-untyped,unused-ignore]
 
-from ..report import ImportReport
-from ._common import Item, str_or_none
+from agent_memory.portable.importers._common import Item, str_or_none
+from agent_memory.portable.report import ImportReport
 
 KINDS = {"user": "preference", "project": "fact", "feedback": "feedback", "reference": "reference"}
 

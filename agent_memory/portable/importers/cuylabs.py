@@ -12,10 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ...errors import InvalidInputError
-from ...records import parse_record
-from ..report import ImportReport
-from ._common import Item, file_time
+from agent_memory.errors import InvalidInputError
+from agent_memory.model.records import parse_record
+from agent_memory.portable.importers._common import Item, file_time
+from agent_memory.portable.report import ImportReport
 
 _TIMES = {"createdAt": "created", "updatedAt": "updated", "created_at": "created", "updated_at": "updated"}
 

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ...drafts import decode_line
-from ..report import ImportReport
-from ._common import Item, as_tags, mapping, str_or_none
+from agent_memory.model.drafts import decode_line
+from agent_memory.portable.importers._common import Item, as_tags, mapping, str_or_none
+from agent_memory.portable.report import ImportReport
 
 
 def _objects(path: Path, report: ImportReport) -> Iterator[tuple[str, Any]]:

@@ -1,0 +1,380 @@
+"""The capture worker: store durable facts from a finished turn or from messages about to be compacted.
+
+By default a pydantic-ai ``Agent`` with the CAPTURE memory tools (search/get/list/remember; never
+forget, never file tools) reads the transcript, searches what exists, remembers only new durable
+facts and replies ``NO_REPLY``. Its ``memory_remember`` calls are staged and written in one batch
+when the run ends well, so a run that fails (model error, timeout, step limit) writes nothing.
+Writes go through the store, which verifies each one (redaction, duplicates, ``memory_key``
+policy) and tags it ``source="turn_capture"`` or ``"compaction_capture"``; a draft the store
+rejects is reported in ``rejected`` and does not stop the others. If the provider has an extractor
+function for the hook, it runs instead of the agent and its drafts are written the same way.
+Capture never raises: failures come back as ``fallback=True`` with a reason.
+
+Where memories go: a draft without a scope belongs to the caller (its user, else its session);
+shared ``project``/``global`` scope only when asked for explicitly and the fact is not personal.
+A keyed draft holds one fact: a compound statement ("my favourite colour is orange and I'm allergic
+to peanuts") is split, so a later replace of the key changes only that fact. The transcript is
+escaped like the main model's fence: ``</transcript>`` and look-alikes in user text cannot end it.
+
+Time: a turn's own timestamp (``at``, else the time stamped on its messages) heads the transcript as a
+``Date:`` line, so relative dates ("yesterday") resolve against when they were said, never against the
+moment capture runs; drafts carry ``happened_at``. ``memory_supersede`` lets the worker replace a fact it
+finds outdated, but only a record capture wrote in the caller's own partition (checked when it is called
+and again by the store when the staged write is committed).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import inspect
+import re
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Union
+
+from pydantic_ai import ModelRetry
+from pydantic_ai.usage import RunUsage
+
+from agent_memory.agents.fence import escape
+from agent_memory.agents.models.offline import extract_statements
+from agent_memory.agents.tools import caller_scope
+from agent_memory.agents.workers import (
+    RecordingToolset,
+    ToolCallRecord,
+    bound_toolset,
+    describe_error,
+    resolve_worker,
+    run_worker,
+    usage_dict,
+)
+from agent_memory.agents.workers.capture_render import _first_timestamp, render_messages
+from agent_memory.backends.base import Caller, MemoryBackend
+from agent_memory.errors import AgentMemoryError, InvalidInputError
+from agent_memory.model.drafts import MemoryDraft
+from agent_memory.model.records import check_content, validate_key
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent_memory.agents.profiles import WorkerProfile
+
+__all__ = ["CaptureResult", "CaptureContext", "Extractor", "capture_turn", "capture_before_compaction",
+           "render_messages", "rule_extractor", "is_personal", "split_facts", "capture_prompt"]
+
+DraftLike = MemoryDraft | Mapping[str, Any] | str
+Drafts = DraftLike | Iterable[DraftLike] | None
+_CHANGED = ("created", "appended", "replaced", "superseded")
+_CAPTURE_SOURCES = frozenset({"turn_capture", "compaction_capture"})
+
+
+@dataclass(frozen=True)
+class CaptureContext:
+    """What an extractor sees: the hook, the rendered transcript, the raw inputs and the caller."""
+
+    kind: Literal["turn", "compaction"]
+    transcript: str
+    input: str | None = None
+    output: str | None = None
+    removed_messages: Sequence[Any] = ()
+    next_summary: str | None = None
+    session_id: str | None = None
+    user_id: str | None = None
+    said_at: dt.datetime | None = None
+
+    @property
+    def caller(self) -> Caller:
+        return Caller(session_id=self.session_id, user_id=self.user_id)
+
+
+Extractor = Callable[[CaptureContext], Drafts | Awaitable[Drafts]]
+"""A plain function (sync or async) turning a :class:`CaptureContext` into memory drafts.
+
+It may return ``None``, one :class:`MemoryDraft`, a dict with MemoryDraft fields, a string (the
+content), or an iterable of those.
+"""
+
+
+@dataclass
+class CaptureResult:
+    """What capture wrote (``{id, status}`` per stored draft, in order), what the store rejected, and how it went."""
+
+    written: list[dict[str, Any]] = field(default_factory=list)
+    rejected: list[dict[str, Any]] = field(default_factory=list)
+    usage: dict[str, Any] = field(default_factory=lambda: usage_dict(None))
+    fallback: bool = False
+    reason: str | None = None
+    elapsed_s: float = 0.0
+    model: str | None = None
+
+    @property
+    def ids(self) -> list[str]:
+        """Ids of records this capture changed (created, appended or replaced), without repeats."""
+        return list(dict.fromkeys(w["id"] for w in self.written if w.get("status") in _CHANGED))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: ``written, ids, rejected, usage, fallback, reason, elapsed_s, model``."""
+        data = asdict(self)
+        data["ids"] = self.ids
+        return data
+
+
+_PROMPT_TAGS = ("transcript", "summary")
+
+
+def capture_prompt(ctx: CaptureContext) -> str:
+    """The capture worker's user prompt: the transcript between ``<transcript>`` tags (plus the summary)."""
+    what = "this conversation turn" if ctx.kind == "turn" else "these messages, which are about to be compacted away"
+    transcript = escape(ctx.transcript, tags=_PROMPT_TAGS)
+    prompt = f"Capture durable memories from {what}.\n<transcript>\n{transcript}\n</transcript>"
+    if ctx.next_summary:
+        summary = escape(ctx.next_summary, tags=_PROMPT_TAGS)
+        prompt += f"\nThe summary that will replace them (context only; it is kept anyway):\n<summary>\n{summary}\n</summary>"
+    return prompt + "\nReply NO_REPLY when done."
+
+
+# -- extractors -----------------------------------------------------------------------------------
+def rule_extractor(ctx: CaptureContext) -> list[MemoryDraft]:
+    """A deterministic extractor (no LLM, no agent): the offline model's statement rules as drafts.
+
+    Personal statements go to the caller's partition (user, else session).
+    """
+    out = []
+    for st in extract_statements(ctx.transcript, now=ctx.said_at):
+        args = {"content": st.content, "kind": st.kind, "memory_key": st.memory_key}
+        personal = getattr(st, "personal", None)
+        scope = caller_scope(ctx.caller) if (personal if personal is not None else is_personal(args)) else None
+        out.append(MemoryDraft(st.content, kind=st.kind, tags=st.tags, memory_key=st.memory_key, scope=scope,
+                               on_existing=st.on_existing,  # type: ignore[arg-type]
+                               happened_at=st.happened_at.isoformat() if st.happened_at else None))
+    return out
+
+
+_PERSONAL_START = re.compile(r"^(?:the\s+)?user(?:'s|’s)?\s|^(?:i|i'm|i’m|i've|my|me|mine)\b", re.I)
+_PERSONAL_WORDS = re.compile(r"\b(?:allerg\w*|diet\w*|vegetarian|vegan|birthday|born|married|wife|husband|partner|"
+                             r"my|i|i'm|i’m|health|medical|diagnos\w*|pronouns?|salary|home address|phone number)\b",
+                             re.I)
+_JOINED_FACT = re.compile(r"(?:[,;]\s*|\s+)(?:and|but|also|plus)\s+(?=(?:the\s+user|user|i|i'm|i’m|i've|my|he|she|"
+                          r"they|we|our)\b)|;\s+|(?<=[.!?])\s+(?=[A-Z])", re.I)
+
+
+def split_facts(content: str) -> list[str]:
+    """``content`` as separate facts where clauses with their own subject are joined ("… and I'm allergic …")."""
+    parts = [p.strip(" ,;") for p in _JOINED_FACT.split(content) if p and p.strip(" ,;.")]
+    out = []
+    for part in parts:
+        part = part[0].upper() + part[1:]
+        out.append(part if part[-1] in ".!?" else part + ".")
+    return out or [content]
+
+
+def _one_fact_per_key(draft: MemoryDraft) -> list[MemoryDraft]:
+    """A keyed draft keeps its first fact; every other fact it carried becomes an unkeyed draft of its own."""
+    if draft.memory_key is None or not isinstance(draft.content, str):
+        return [draft]
+    facts = split_facts(draft.content)
+    if len(facts) < 2:
+        return [draft]
+    rest = [dataclasses.replace(draft, content=fact, title=None, memory_key=None, on_existing="append")
+            for fact in facts[1:]]
+    return [dataclasses.replace(draft, content=facts[0])] + rest
+
+
+def _placed(draft: MemoryDraft, caller: Caller, *, personal: bool) -> MemoryDraft:
+    """The draft in the caller's partition unless it explicitly asks for shared scope and is not personal."""
+    scope = str(getattr(draft.scope, "value", draft.scope) or "") or None
+    if scope is None or (personal and scope in ("project", "global")):
+        own = caller_scope(caller)
+        if own is not None:
+            return dataclasses.replace(draft, scope=own)
+    return draft
+
+
+def _drafts(value: Any, ctx: CaptureContext) -> list[MemoryDraft]:
+    if value is None:
+        return []
+    if isinstance(value, (MemoryDraft, Mapping, str)):
+        value = [value]
+    drafts = []
+    for item in value:
+        draft = (item if isinstance(item, MemoryDraft) else MemoryDraft(item) if isinstance(item, str)
+                 else MemoryDraft.from_dict(item))
+        draft = dataclasses.replace(draft, session_id=draft.session_id or ctx.session_id,
+                                    user_id=draft.user_id or ctx.user_id)
+        if draft.scope is None:
+            draft = _placed(draft, ctx.caller, personal=False)
+        drafts.extend(_one_fact_per_key(draft))
+    return drafts
+
+
+async def _commit(backend: MemoryBackend, drafts: list[MemoryDraft], source: str,
+                  result: CaptureResult) -> CaptureResult:
+    """Write the drafts in one batch; each one the store rejects is listed in ``result.rejected``."""
+    rejected: list[dict[str, Any]] = []
+    allowed: list[tuple[int, MemoryDraft]] = []
+    for i, draft in enumerate(drafts):
+        reason = await _foreign_record(backend, draft)
+        if reason:
+            rejected.append({"index": i, "error": reason})
+        else:
+            allowed.append((i, draft))
+    if allowed:
+        errors: list[tuple[int, str]] = []
+        done = await backend.remember_many([d for _, d in allowed], source=source, on_error="skip", errors=errors)
+        result.written = [{"id": r.id, "status": r.status} for r in done]
+        rejected += [{"index": allowed[i][0], "error": e} for i, e in errors]
+    result.rejected = sorted(rejected, key=lambda r: int(r["index"]))
+    return result
+
+
+async def _foreign_record(backend: MemoryBackend, draft: MemoryDraft) -> str | None:
+    """Why a capture may not write ``draft``: its ``memory_key`` names a record capture did not write."""
+    if draft.memory_key is None:
+        return None
+    try:
+        existing = await backend.get(draft.memory_key, Caller(draft.session_id, draft.user_id))
+    except AgentMemoryError:  # not a record id (a plain key), or not visible: the store keeps partitions apart
+        return None
+    if existing.source in _CAPTURE_SOURCES:
+        return None
+    return (f"memory_key {draft.memory_key!r} is a record capture did not write (source {existing.source!r}); "
+            "capture never changes it")
+
+
+class StagingToolset(RecordingToolset):
+    """Stages ``memory_remember`` calls instead of running them; the worker commits them if the run succeeds."""
+
+    caller: Caller = Caller()
+    backend: Any = None
+
+    async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: Any, tool: Any) -> Any:
+        if name not in ("memory_remember", "memory_supersede"):
+            return await super().call_tool(name, tool_args, ctx, tool)
+        record = ToolCallRecord(name, dict(tool_args))
+        try:
+            check_content(tool_args.get("content"))
+            if tool_args.get("memory_key") is not None:
+                validate_key(tool_args["memory_key"])
+            if name == "memory_supersede":
+                await self._check_supersede(tool_args.get("id"))
+        except AgentMemoryError as exc:
+            raise ModelRetry(f"{type(exc).__name__}: {exc}") from None
+        self.calls.append(record)
+        record.result = {"status": "accepted", "note": "stored (verified and deduplicated) when capture finishes"}
+        return record.result
+
+    async def _check_supersede(self, record_id: Any) -> None:
+        """Capture may supersede only a current record capture wrote in the caller's own partition."""
+        own = caller_scope(self.caller)
+        if not isinstance(record_id, str) or self.backend is None or own is None:
+            raise InvalidInputError("memory_supersede needs the id of a record capture wrote in this conversation's memory")
+        rec = await self.backend.get(record_id, self.caller)
+        if rec.scope.value != own or rec.source not in _CAPTURE_SOURCES or rec.superseded_by:
+            raise InvalidInputError(f"record {record_id!r} is not a current record capture wrote here; "
+                                    "capture may only supersede its own records (use memory_remember for a new fact)")
+
+    def drafts(self, ctx: CaptureContext) -> list[MemoryDraft]:
+        fields = ("content", "title", "kind", "scope", "tags", "memory_key", "on_existing", "happened_at", "valid_from",
+                  "valid_to")
+        out = []
+        for c in self.calls:
+            if c.name == "memory_supersede" and c.result is not None:
+                args = {k: v for k, v in c.args.items() if k in fields and v is not None}
+                if isinstance(args.get("tags"), list):
+                    args["tags"] = tuple(args["tags"])
+                out.append(MemoryDraft(**args, scope=caller_scope(ctx.caller), session_id=ctx.session_id,
+                                       user_id=ctx.user_id, supersedes=str(c.args.get("id"))))
+            if c.name == "memory_remember" and c.result is not None:
+                args = {k: v for k, v in c.args.items() if k in fields and v is not None}
+                if isinstance(args.get("tags"), list):
+                    args["tags"] = tuple(args["tags"])
+                draft = MemoryDraft(**args, session_id=ctx.session_id, user_id=ctx.user_id)
+                for one in _one_fact_per_key(draft):  # a person's facts follow the person, not the project
+                    out.append(_placed(one, ctx.caller, personal=is_personal({**args, "content": one.content})))
+        return out
+
+
+def is_personal(args: Mapping[str, Any]) -> bool:
+    """Whether a draft is about the person: a preference, a ``user.*`` key, or text about "the user"/"I"/"my" or
+    personal matters (allergies, diet, family, health …)."""
+    content = str(args.get("content") or "")
+    return (args.get("kind") == "preference" or str(args.get("memory_key") or "").startswith("user.")
+            or bool(_PERSONAL_START.search(content.strip())) or bool(_PERSONAL_WORDS.search(content)))
+
+
+async def _run_extractor(backend: MemoryBackend, extractor: Extractor, ctx: CaptureContext, source: str,
+                         started: float) -> CaptureResult:
+    result = CaptureResult(model=f"extractor:{getattr(extractor, '__name__', type(extractor).__name__)}")
+    try:
+        value = extractor(ctx)
+        if inspect.isawaitable(value):
+            value = await value
+        await _commit(backend, _drafts(value, ctx), source, result)
+    except Exception as exc:
+        result.written, result.fallback, result.reason = [], True, describe_error(exc)
+    result.elapsed_s = time.perf_counter() - started
+    return result
+
+
+# -- the worker -------------------------------------------------------------------------------------
+Worker = Union["WorkerProfile", Callable[[], "WorkerProfile"]]
+
+
+async def _capture(backend: MemoryBackend, ctx: CaptureContext, worker: Worker | None, extractor: Extractor | None,
+                   source: str) -> CaptureResult:
+    started = time.perf_counter()
+    if extractor is not None:
+        return await _run_extractor(backend, extractor, ctx, source, started)
+    usage = RunUsage()
+    result = CaptureResult()
+    timeout_s: float | None = None
+    try:
+        if worker is None:
+            raise ValueError("no capture worker profile and no extractor")
+        profile = resolve_worker(worker)
+        result.model, timeout_s = profile.model_label, profile.timeout_s
+        if ctx.transcript.strip():
+            toolset = bound_toolset(backend, profile.tools, ctx.caller, source=source, wrapper=StagingToolset)
+            toolset.caller, toolset.backend = ctx.caller, backend
+            await run_worker(profile, capture_prompt(ctx), toolset, usage, name=f"agent_memory_{source}")
+            await _commit(backend, toolset.drafts(ctx), source, result)
+    except Exception as exc:  # fail open: nothing staged is written, never raise
+        result.written, result.fallback, result.reason = [], True, describe_error(exc, timeout_s)
+    result.usage, result.elapsed_s = usage_dict(usage), time.perf_counter() - started
+    return result
+
+
+def dated(transcript: str, at: dt.datetime | None) -> str:
+    """``transcript`` headed by a ``Date:`` line naming when it was said (relative dates resolve against it)."""
+    return f"Date: {at.isoformat(timespec='seconds')}\n{transcript}" if at is not None and transcript else transcript
+
+
+def _said_at(at: Any) -> dt.datetime | None:
+    return at if isinstance(at, dt.datetime) else None
+
+
+async def capture_turn(backend: MemoryBackend, input: str, output: str | None = None, *, caller: Caller,
+                       worker: Worker | None = None, extractor: Extractor | None = None,
+                       at: dt.datetime | None = None) -> CaptureResult:
+    """Capture durable facts from one turn (the user's ``input`` and the assistant's ``output``). Never raises.
+
+    ``extractor`` (a plain function) replaces the ``worker`` agent when given. ``at`` is when the turn was said
+    (relative dates resolve against it; without it, against dates the transcript itself gives).
+    """
+    messages = [{"role": "user", "content": input}] + ([{"role": "assistant", "content": output}] if output else [])
+    at = _said_at(at)
+    ctx = CaptureContext("turn", dated(render_messages(messages), at), input=input, output=output,
+                         session_id=caller.session_id, user_id=caller.user_id, said_at=at)
+    return await _capture(backend, ctx, worker, extractor, "turn_capture")
+
+
+async def capture_before_compaction(backend: MemoryBackend, removed_messages: Sequence[Any],
+                                    next_summary: str | None = None, *, caller: Caller, worker: Worker | None = None,
+                                    extractor: Extractor | None = None, at: dt.datetime | None = None) -> CaptureResult:
+    """Last-chance capture from ``removed_messages`` before a compaction commits. Never raises."""
+    removed = list(removed_messages or ())
+    at = _said_at(at) or _first_timestamp(removed)
+    ctx = CaptureContext("compaction", dated(render_messages(removed), at), removed_messages=removed,
+                         next_summary=next_summary if isinstance(next_summary, str) else None,
+                         session_id=caller.session_id, user_id=caller.user_id, said_at=at)
+    return await _capture(backend, ctx, worker, extractor, "compaction_capture")
+

@@ -1,0 +1,241 @@
+"""The event log: one append-only JSON line per mutation, in ``events/<yyyy-mm>.jsonl`` under the root.
+
+An event says what changed (``created``, ``appended``, ``replaced``, ``forgotten``, ``swept``, ``restored``,
+``purged``, ``hand_edit``, …), which record, who did it (``actor``: ``tool``, ``turn_capture``, ``cli``,
+``import``, ``hand_edit``, a worker name; the caller's ``session_id``/``user_id``; ``run_id``/``tool_call_id``
+when known) and the content hashes before and after. It never holds record text, so the index can be
+rebuilt without it and a purge only has to turn the lines of a purged record into tombstones.
+
+Lines are appended under the root lock (with an ``fsync`` when the store is durable). A torn last line
+(a crash mid-append) is skipped and reported by :meth:`EventLog.read`, never a crash; the next append
+starts on a fresh line. Who is acting is set with :func:`acting` (a context variable, so it follows
+``asyncio.to_thread`` into the files backend)::
+
+    with acting("worker:consolidate", run_id="r-12"):
+        store.forget(record_id)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import hashlib
+import json
+import os
+import threading
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent_memory.errors import BackendError
+from agent_memory.formats.atomic import atomic_write, ensure_dir, fsync_dir
+from agent_memory.model.records import now_iso
+
+__all__ = ["Acting", "Event", "EventLog", "NotSupportedError", "acting", "current_acting", "tombstone_id", "visible"]
+
+EVENTS_DIR = "events"
+EVENT_TYPES = frozenset({
+    "created", "appended", "replaced", "superseded", "forgotten", "archived", "restored", "purged", "imported",
+    "consolidated", "swept", "hand_edit", "undone",
+})
+
+
+class NotSupportedError(BackendError):
+    """The backend does not offer this feature yet (e.g. history, undo and purge on PostgreSQL)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Acting:
+    """Who is making the changes in this context (set by :func:`acting`)."""
+
+    actor: str | None = None
+    run_id: str | None = None
+    tool_call_id: str | None = None
+    session_id: str | None = None
+    user_id: str | None = None
+
+
+_ACTING: contextvars.ContextVar[Acting | None] = contextvars.ContextVar("agent_memory_acting", default=None)
+
+
+@contextlib.contextmanager
+def acting(actor: str | None = None, *, run_id: str | None = None, tool_call_id: str | None = None,
+           session_id: str | None = None, user_id: str | None = None) -> Iterator[Acting]:
+    """Attribute every mutation in this block to ``actor`` (fields left out are inherited from an outer block)."""
+    outer = _ACTING.get() or Acting()
+    now = Acting(actor or outer.actor, run_id or outer.run_id, tool_call_id or outer.tool_call_id,
+                 session_id or outer.session_id, user_id or outer.user_id)
+    token = _ACTING.set(now)
+    try:
+        yield now
+    finally:
+        _ACTING.reset(token)
+
+
+def current_acting() -> Acting:
+    return _ACTING.get() or Acting()
+
+
+def tombstone_id(value: str) -> str:
+    """What a purged id becomes in the log: a hash that names no word of it."""
+    return "purged:" + hashlib.sha256(value.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(slots=True)
+class Event:
+    """One mutation. ``scope``/``owner_session``/``owner_user`` are the record's partition (for visibility)."""
+
+    event: str
+    id: str
+    ts: str = field(default_factory=now_iso)
+    eid: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
+    actor: str | None = None
+    session_id: str | None = None
+    user_id: str | None = None
+    run_id: str | None = None
+    tool_call_id: str | None = None
+    before: str | None = None
+    after: str | None = None
+    scope: str | None = None
+    owner_session: str | None = None
+    owner_user: str | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {k: getattr(self, k) for k in self.__slots__}  # type: ignore[attr-defined]
+        return {k: v for k, v in out.items() if v not in (None, {})}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Event:
+        if not isinstance(data, Mapping) or not isinstance(data.get("event"), str) or not isinstance(data.get("id"), str):
+            raise ValueError("an event needs string 'event' and 'id'")
+        known = {k: data[k] for k in cls.__slots__ if k in data}  # type: ignore[attr-defined]
+        for k, v in known.items():
+            if k != "detail" and v is not None and not isinstance(v, str):
+                raise ValueError(f"event field {k!r} must be a string")
+        if not isinstance(known.get("detail", {}), dict):
+            raise ValueError("event detail must be an object")
+        return cls(**known)
+
+
+def visible(ev: Event, session_id: str | None, user_id: str | None) -> bool:
+    """The visibility table of records, applied to the record an event is about."""
+    if ev.scope in ("project", "global"):
+        return True
+    if ev.scope == "session":
+        return ev.owner_session is not None and ev.owner_session == session_id and (
+            ev.owner_user is None or ev.owner_user == user_id)
+    if ev.scope == "user":
+        return ev.owner_user is not None and ev.owner_user == user_id
+    return False
+
+
+class EventLog:
+    """The ``events/`` folder of one root. Appends are made under the root lock by the store."""
+
+    def __init__(self, root: Path, *, durable: bool = True) -> None:
+        self.dir = Path(root) / EVENTS_DIR
+        self.durable = durable
+        self._local = threading.local()
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Buffer this thread's appends and write them at the end: one write and one fsync per file
+        (a bulk import of thousands of records must not pay an fsync per event)."""
+        if getattr(self._local, "buffer", None) is not None:
+            yield  # nested: the outer batch writes
+            return
+        self._local.buffer = []
+        try:
+            yield
+        finally:
+            buffered, self._local.buffer = self._local.buffer, None
+            by_month: dict[str, list[Event]] = {}
+            for ev in buffered:
+                by_month.setdefault(ev.ts[:7], []).append(ev)
+            for month, events in by_month.items():
+                self._write(month, events)
+
+    def files(self) -> list[Path]:
+        if not self.dir.is_dir() or self.dir.is_symlink():
+            return []
+        return sorted(p for p in self.dir.glob("*.jsonl") if p.is_file() and not p.is_symlink())
+
+    def append(self, ev: Event) -> Event:
+        """Write one line (on a fresh line even after a torn one); fsync when durable."""
+        if ev.event not in EVENT_TYPES:
+            raise ValueError(f"unknown event type {ev.event!r}")
+        buffer = getattr(self._local, "buffer", None)
+        if buffer is not None:
+            buffer.append(ev)
+        else:
+            self._write(ev.ts[:7], [ev])
+        return ev
+
+    def _write(self, month: str, events: list[Event]) -> None:
+        created = not self.dir.exists()
+        ensure_dir(self.dir)
+        path = self.dir / f"{month}.jsonl"
+        line = b"".join(json.dumps(ev.to_dict(), ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n"
+                        for ev in events)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        try:
+            size = os.fstat(fd).st_size
+            if size:
+                with open(path, "rb") as fh:
+                    fh.seek(size - 1)
+                    if fh.read(1) != b"\n":
+                        line = b"\n" + line  # a torn line before us stays torn; ours is whole
+            os.write(fd, line)
+            if self.durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        if created and self.durable:
+            fsync_dir(self.dir.parent)
+
+    def read(self) -> tuple[list[Event], list[str]]:
+        """Every readable event, oldest first, and a problem line for each one skipped (torn or invalid)."""
+        events: list[Event] = []
+        problems: list[str] = []
+        for path in self.files():
+            try:
+                data = path.read_bytes()
+            except OSError as exc:
+                problems.append(f"{EVENTS_DIR}/{path.name}: unreadable ({exc.strerror or exc})")
+                continue
+            for n, raw in enumerate(data.split(b"\n"), 1):
+                if not raw.strip():
+                    continue
+                try:
+                    events.append(Event.from_dict(json.loads(raw.decode("utf-8"))))
+                except (ValueError, TypeError, RecursionError) as exc:
+                    problems.append(f"{EVENTS_DIR}/{path.name}:{n}: skipped a torn or invalid line ({exc})")
+        events.sort(key=lambda e: e.ts)  # stable: lines of one instant keep their order
+        return events, problems
+
+    def rewrite(self, change: Callable[[Event], Event | None]) -> int:
+        """Apply ``change`` to every event (``None`` keeps it as it is); rewrite changed files atomically.
+
+        Used by purge only (under the root lock). Torn lines are dropped. Returns how many events changed."""
+        changed = 0
+        for path in self.files():
+            lines: list[bytes] = []
+            dirty = False
+            for raw in path.read_bytes().split(b"\n"):
+                if not raw.strip():
+                    continue
+                try:
+                    ev = Event.from_dict(json.loads(raw.decode("utf-8")))
+                except (ValueError, TypeError, RecursionError):
+                    dirty = True  # a torn line may hold anything: it goes
+                    continue
+                new = change(ev)
+                if new is not None:
+                    ev, dirty, changed = new, True, changed + 1
+                lines.append(json.dumps(ev.to_dict(), ensure_ascii=False, sort_keys=True).encode("utf-8"))
+            if dirty:
+                atomic_write(path, b"\n".join(lines) + (b"\n" if lines else b""), durable=self.durable)
+        return changed

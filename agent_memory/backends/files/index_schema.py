@@ -1,0 +1,168 @@
+"""The index's schema and its SQL fragments: columns, visibility, the current/as-of filters, row ↔ record.
+
+:mod:`agent_memory.backends.files.index` (the connection, sync and writes) re-exports every name here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agent_memory.model.records import MemoryRecord, Scope, normalize_instant
+
+if TYPE_CHECKING:  # pragma: no cover
+    import sqlite3
+
+SCHEMA_VERSION = "5"  # 4: instants stored as normalised UTC; 5: two clocks and supersession
+DEFAULT_FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
+FTS_COLUMNS = ("title", "tags", "body", "context")
+_RECORD_COLS = (
+    "id", "file", "mtime_ns", "size", "scope", "session_id", "user_id", "kind", "title", "tags",
+    "memory_key", "source", "created", "updated", "expires", "importance", "content_hash",
+    "body_line", "summary", "metadata", "happened_at", "valid_from", "valid_to", "superseded_by", "supersedes",
+)
+
+
+# FTS5 secure-delete (SQLite 3.44+) removes a deleted row's terms at once; older versions need an 'optimize'
+# control, format (bidi, zero-width) and separator characters: a summary is one plain line of MEMORY.md
+_NOT_PLAIN = re.compile("[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]")
+
+
+def summary_line(content: str, limit: int = 80) -> str:
+    flat = " ".join(_NOT_PLAIN.sub(" ", content[: limit * 64]).split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def live_sql(alias: str = "r") -> str:
+    """Not expired: no ``expires``, or one still in the future (stored as normalised UTC text, which sorts as time)."""
+    return f"({alias}.expires IS NULL OR {alias}.expires > strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))"
+
+
+def visibility_sql(alias: str = "r") -> str:
+    """The scope-visibility predicate (expired records included as invisible); binds ``:sid`` and ``:uid``.
+
+    Applied inside queries, so it acts before ranking and limits.
+    """
+    return (
+        f"(({alias}.scope IN ('project','global')"
+        f" OR ({alias}.scope = 'session' AND {alias}.session_id = :sid"
+        f" AND ({alias}.user_id IS NULL OR {alias}.user_id = :uid))"
+        f" OR ({alias}.scope = 'user' AND {alias}.user_id = :uid)) AND {live_sql(alias)})"
+    )
+
+
+def fts_secure_delete() -> bool:
+    """Whether this SQLite's FTS5 can delete securely (3.44+); sqlite3 is imported only by who needs it."""
+    import sqlite3
+
+    return sqlite3.sqlite_version_info >= (3, 44, 0)
+
+
+def is_corrupt(exc: BaseException) -> bool:
+    """True for errors meaning the database file is damaged or emptied under us (not for busy/locked)."""
+    import sqlite3
+
+    msg = str(exc).lower()
+    return type(exc) is sqlite3.DatabaseError or any(
+        m in msg for m in ("malformed", "not a database", "file is encrypted", "vtable constructor failed", "fts5: corrupt",
+                           "no such table"))  # truncated in place while a connection was open
+
+
+def day_text(value: str | None) -> str:
+    """An instant for people: ``2023-05-07`` at midnight UTC (a day), else ``2023-05-07 13:56Z``."""
+    when = normalize_instant(value) if value else None
+    if when is None:
+        return value or ""
+    return when[:10] if when[11:] == "00:00:00.000000Z" else f"{when[:10]} {when[11:16]}Z"
+
+
+def dates_text(recorded: str | None, happened: str | None, valid_from: str | None, valid_to: str | None) -> str:
+    """``on 2023-05-07; true 2023-05-01 to 2023-06-01`` (``recorded …`` when no one said when it happened)."""
+    parts = [f"on {day_text(happened)}" if happened else f"recorded {day_text(recorded)}" if recorded else ""]
+    if valid_from and valid_to:
+        parts.append(f"true {day_text(valid_from)} to {day_text(valid_to)}")
+    elif valid_from:
+        parts.append(f"true since {day_text(valid_from)}")
+    elif valid_to:
+        parts.append(f"true until {day_text(valid_to)}")
+    return "; ".join(p for p in parts if p)
+
+
+def core_line(record_id: str, kind: str, summary: str, happened: str | None = None, valid_from: str | None = None,
+              valid_to: str | None = None) -> str:
+    """One MEMORY.md / core-block line; dates are shown when the record knows when it happened or held."""
+    dates = dates_text(None, happened, valid_from, valid_to)
+    return f"- [{record_id}] ({kind}{'; ' + dates if dates else ''}): {summary}"
+
+
+def current_sql(alias: str = "r") -> str:
+    """Not superseded: the default of every read but ``get`` (``include_superseded`` or ``as_of`` lift it)."""
+    return f"{alias}.superseded_by IS NULL"
+
+
+def as_of_sql(alias: str = "r", param: str = ":as_of") -> str:
+    """In force at the instant ``param``: started (``valid_from``, else ``happened_at``, else written) and not ended."""
+    start = f"coalesce({alias}.valid_from, {alias}.happened_at, {alias}.created)"
+    return f"({start} <= {param} AND ({alias}.valid_to IS NULL OR {alias}.valid_to > {param}))"
+
+
+def time_sql(params: dict[str, Any], *, include_superseded: bool = False, as_of: str | None = None,
+             alias: str = "r") -> str:
+    """`` AND …``: the supersession and as-of part of a read's WHERE clause (``as_of`` already normalised)."""
+    if as_of is not None:
+        params["as_of"] = as_of
+        return f" AND {as_of_sql(alias)}"
+    return "" if include_superseded else f" AND {current_sql(alias)}"
+
+
+def schema_sql(fts_tokenizer: str) -> str:
+    cols = ", ".join(f"{c} {'INTEGER' if c in ('mtime_ns', 'size', 'body_line') else 'REAL' if c == 'importance' else 'TEXT'}"
+                     for c in _RECORD_COLS if c != "id")
+    tok = fts_tokenizer.replace("'", "''")
+    return f"""
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
+    CREATE TABLE records (rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, {cols});
+    CREATE INDEX records_key ON records(memory_key) WHERE memory_key IS NOT NULL;
+    CREATE INDEX records_hash ON records(content_hash);
+    CREATE INDEX records_updated ON records(updated);
+    CREATE INDEX records_file ON records(file);
+    CREATE INDEX records_supersedes ON records(supersedes) WHERE supersedes IS NOT NULL;
+    CREATE TABLE record_tags (rid INTEGER NOT NULL, tag TEXT NOT NULL);
+    CREATE INDEX record_tags_tag ON record_tags(tag, rid);
+    CREATE INDEX record_tags_rid ON record_tags(rid);
+    CREATE VIRTUAL TABLE fts USING fts5({", ".join(FTS_COLUMNS)}, tokenize = '{tok}');
+    {"INSERT INTO fts(fts, rank) VALUES ('secure-delete', 1);" if fts_secure_delete() else ""}
+    """
+
+
+def _instant(value: str | None) -> str | None:
+    """An instant as stored in the index: normalised UTC text, so SQL compares it as time."""
+    return None if not value else normalize_instant(value) or value
+
+
+def row_to_record(row: sqlite3.Row, records_dir: Path, content: str = "") -> MemoryRecord:
+    """A record built from index metadata (content only if given)."""
+    return MemoryRecord(
+        id=row["id"], content=content, title=row["title"] or "", kind=row["kind"] or "fact",
+        scope=Scope(row["scope"]), session_id=row["session_id"], user_id=row["user_id"],
+        tags=tuple(json.loads(row["tags"] or "[]")), memory_key=row["memory_key"], source=row["source"] or "manual",
+        created=row["created"] or "", updated=row["updated"] or "", expires=row["expires"],
+        importance=row["importance"], content_hash=row["content_hash"] or "",
+        metadata=json.loads(row["metadata"] or "{}"), path=str(records_dir / row["file"]), body_line=row["body_line"] or 1,
+        happened_at=row["happened_at"], valid_from=row["valid_from"], valid_to=row["valid_to"],
+        superseded_by=row["superseded_by"], supersedes=row["supersedes"],
+    )
+
+
+def visible_params(session_id: str | None, user_id: str | None) -> dict[str, Any]:
+    return {"sid": session_id, "uid": user_id}
+
+
+def scope_filter_sql(scopes: Iterable[Scope] | None, alias: str = "r") -> str:
+    if not scopes:
+        return ""
+    vals = ",".join(f"'{Scope(s).value}'" for s in scopes)
+    return f" AND {alias}.scope IN ({vals})"

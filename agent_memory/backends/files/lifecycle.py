@@ -1,0 +1,397 @@
+"""Reversible changes of the files store: events, provenance, forget-to-archive, history, restore and undo.
+
+- Every mutation goes through :func:`emit` (``MemoryStore._event``): one line in the event log.
+- Every record file the store writes carries ``metadata.provenance``: ``created`` and ``updated``, each
+  ``{at, actor, session_id, user_id, run_id, tool_call_id}`` (the fields known at the time).
+- ``forget`` moves the record to ``archive/`` (its kept versions stay in ``history/``): :func:`restore`
+  brings it back. Only :mod:`agent_memory.backends.files.purge` deletes.
+- Versions are numbered oldest first: ``1`` is the first kept version, the highest is the current one.
+- :func:`undo` reverses the caller's last change that is not undone yet, only if the record is still
+  as that change left it (its content hash says so); otherwise it refuses and names ``restore``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import agent_memory.backends.files.history as _history
+import agent_memory.backends.files.supersede as _supersede
+from agent_memory.backends.files.events import Event, acting, current_acting, visible
+from agent_memory.backends.files.history import archived_file, read_archived
+from agent_memory.backends.files.reads import check_strings
+from agent_memory.errors import InvalidInputError, NotFoundError
+from agent_memory.model.records import MemoryRecord, content_hash, now_iso, validate_id
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent_memory.backends.files.purge import PurgeReport
+    from agent_memory.backends.files.store import MemoryStore
+
+log = logging.getLogger("agent_memory")
+PROVENANCE = "provenance"
+UNDOABLE = ("created", "imported", "appended", "replaced", "restored", "forgotten", "swept", "archived", "undone")
+
+
+def _owner(rec: Any) -> tuple[str, str, str | None, str | None]:
+    if isinstance(rec, MemoryRecord):
+        return rec.id, rec.scope.value, rec.session_id, rec.user_id
+    return rec["id"], rec["scope"], rec["session_id"], rec["user_id"]
+
+
+def emit(store: MemoryStore, kind: str, rec: Any, *, before: str | None = None, after: str | None = None,
+         source: str | None = None, caller: tuple[str | None, str | None] | None = None, **detail: Any) -> Event | None:
+    """Append one event about ``rec`` (a record or an index row). Never fails the change it reports."""
+    rid, scope, osid, ouid = _owner(rec)
+    who = current_acting()
+    if kind == "created" and source == "import":
+        kind = "imported"
+    csid, cuid = caller if caller is not None else (osid, ouid)
+    sid, uid = who.session_id or csid, who.user_id or cuid
+    ev = Event(kind, rid, actor=who.actor or source or "api", session_id=sid, user_id=uid, run_id=who.run_id,
+               tool_call_id=who.tool_call_id, before=before, after=after, scope=scope, owner_session=osid,
+               owner_user=ouid, detail={k: v for k, v in detail.items() if v is not None})
+    try:
+        return store.events.append(ev)
+    except OSError as exc:  # the change is made and durable; its line is what failed
+        log.warning("could not append the %s event of %s: %s", kind, rid, exc)
+        return None
+
+
+def stamp(rec: MemoryRecord) -> MemoryRecord:
+    """``rec`` with ``metadata.provenance`` (``created`` kept when present, ``updated`` now).
+
+    Provenance that already describes this very version (its ``updated.at`` is ``rec.updated``, as in a
+    lossless import) is kept as it is."""
+    prov = rec.metadata.get(PROVENANCE)
+    if isinstance(prov, dict) and isinstance(prov.get("updated"), dict) and prov["updated"].get("at") == rec.updated:
+        return rec
+    who = current_acting()
+    entry = {k: v for k, v in (("at", rec.updated), ("actor", who.actor or rec.source),
+                               ("session_id", who.session_id or rec.session_id), ("user_id", who.user_id or rec.user_id),
+                               ("run_id", who.run_id), ("tool_call_id", who.tool_call_id)) if v}
+    created = prov.get("created") if isinstance(prov, dict) and isinstance(prov.get("created"), dict) else entry
+    return rec.replace(metadata={**rec.metadata, PROVENANCE: {"created": created, "updated": entry}})
+
+
+# -- forget / archive ---------------------------------------------------------------------
+def forget(store: MemoryStore, record_id: str, session_id: str | None, user_id: str | None) -> bool:
+    """Move a visible record to ``archive/`` (event ``forgotten``); False if the caller sees no such record."""
+    store.open()
+    with store.lock.hold():
+        store.index.refresh()
+        row = store._visible_row(record_id, session_id, user_id)
+        if row is None:
+            return False
+
+        try:  # the versions it superseded leave with it (restore brings them back)
+            older = _supersede.predecessors(store, store.index.load_file(row["file"])[0])
+        except (OSError, InvalidInputError):
+            older = []
+
+        def run() -> None:
+            with store.index.transaction() as conn:
+                _history.archive(store, conn, row, "forgotten", event="forgotten", caller=(session_id, user_id))
+                for old in older:
+                    old_row = store.index.get_row(old.id)
+                    if old_row is not None:
+                        _history.archive(store, conn, old_row, f"forgotten with {record_id}", event="archived",
+                                         caller=(session_id, user_id), part_of=record_id)
+                store.index.mark_synced(conn)
+
+        store.index.healing(run)
+        store.write_memory_md()
+    return True
+
+
+def _sees(rec: MemoryRecord, session_id: str | None, user_id: str | None) -> bool:
+    ev = Event("archived", rec.id, scope=rec.scope.value, owner_session=rec.session_id, owner_user=rec.user_id)
+    return visible(ev, session_id, user_id)
+
+
+# -- history ------------------------------------------------------------------------------
+@dataclass
+class History:
+    """Every version of one record, oldest first (the last is the current one), with its events."""
+
+    id: str
+    state: str  # "live" or "archived"
+    versions: list[MemoryRecord]
+    events: list[Event] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        n = len(self.versions)
+        return {"id": self.id, "state": self.state, "versions": [
+            {"version": i, "current": i == n, "updated": v.updated, "title": v.title, "content_hash": v.content_hash,
+             "content": v.content} for i, v in enumerate(self.versions, 1)],
+            "events": [e.to_dict() for e in self.events]}
+
+
+def _current(store: MemoryStore, record_id: str, session_id: str | None, user_id: str | None) -> tuple[MemoryRecord, str]:
+    validate_id(record_id)
+    try:
+        return store.get(record_id, session_id=session_id, user_id=user_id), "live"
+    except NotFoundError:
+        rec = read_archived(store, record_id)
+        if rec is None or not _sees(rec, session_id, user_id):
+            raise NotFoundError(f"no record {record_id!r} (live or archived) visible to this caller") from None
+        return rec, "archived"
+
+
+def history(store: MemoryStore, record_id: str, session_id: str | None, user_id: str | None) -> History:
+    rec, state = _current(store, record_id, session_id, user_id)
+    older = _supersede.versions(store, rec) if state == "live" else \
+        [old for old, _ in _supersede.predecessors_anywhere(store, rec)]
+    events = [e for e in store.events.read()[0] if e.id == record_id and visible(e, session_id, user_id)]
+    return History(record_id, state, [*reversed(older), rec], events)
+
+
+# -- restore ------------------------------------------------------------------------------
+def _write_version(store: MemoryStore, current: MemoryRecord, content: str, kind: str, old: MemoryRecord | None,
+                   **detail: Any) -> MemoryRecord:
+    """Make ``content`` (and ``old``'s title/tags/kind) the current version, keeping ``current`` in history."""
+    with store.lock.hold():
+        store.index.refresh(periodic=False)
+        row = store.index.get_row(current.id)
+        if row is None:
+            raise NotFoundError(f"record {current.id} vanished")
+        text = (store.records_dir / row["file"]).read_text(encoding="utf-8")
+        fields: dict[str, Any] = {"content": content, "content_hash": content_hash(content), "updated": now_iso()}
+        if old is not None:
+            fields.update(title=old.title, tags=old.tags, kind=old.kind)
+        new = current.replace(**fields)
+        del text  # the current state is kept as a superseded version record (see agent_memory.backends.files.supersede)
+        path = str(store.records_dir / row["file"])
+
+        def run() -> None:
+            with store.index.transaction() as conn:
+                _supersede.replace_keyed(store, conn, current, new, path, 0, store.durable, fresh_id=False)
+                store.index.mark_synced(conn)
+
+        store.index.healing(run)
+        emit(store, kind, new, before=current.content_hash, after=new.content_hash, **detail)
+        store.write_memory_md()
+    return new
+
+
+def unarchive(store: MemoryStore, rec: MemoryRecord, **detail: Any) -> MemoryRecord:
+    """Bring an archived record back to ``records/`` (an expired one loses its expiry)."""
+    from agent_memory.backends.files.record_files import write
+
+    with store.lock.hold():
+        store.index.refresh(periodic=False)
+        if store.index.get_row(rec.id) is not None or (store.records_dir / f"{rec.id}.md").exists():
+            raise InvalidInputError(f"record {rec.id} is live; restore a version with --version N (see history)")
+        expires = rec.expires
+        if expires is not None and expires <= now_iso():
+            expires = None
+        back = rec.replace(expires=expires, updated=now_iso(), path=None)
+
+        def run() -> None:
+            with store.index.transaction() as conn:
+                write(store, conn, back, durable=store.durable, new=True)
+                store.index.mark_synced(conn)
+
+        store.index.healing(run)
+        path = archived_file(store, rec.id)
+        if path is not None:
+            os.unlink(path)
+        _unarchive_versions(store, back)
+        emit(store, detail.pop("kind", "restored"), back, after=back.content_hash, **{"from": "archive", **detail})
+        store.write_memory_md()
+    return back
+
+
+def _write_back(store: MemoryStore, rec: MemoryRecord) -> None:
+    from agent_memory.backends.files.record_files import write
+
+    with store.index.transaction() as conn:
+        write(store, conn, rec, durable=store.durable, new=True)
+        store.index.mark_synced(conn)
+
+
+def _unarchive_versions(store: MemoryStore, rec: MemoryRecord) -> None:
+    """Bring back the superseded versions archived with ``rec`` (by ``forget``), following ``supersedes``."""
+    pointer, seen = rec.supersedes, {rec.id}
+    while pointer and pointer not in seen and len(seen) <= _supersede.MAX_CHAIN:
+        seen.add(pointer)
+        old, path = read_archived(store, pointer), archived_file(store, pointer)
+        if old is None or path is None or (old.scope, old.session_id, old.user_id) != (rec.scope, rec.session_id, rec.user_id):
+            return
+        if store.index.get_row(old.id) is None:
+            store.index.healing(functools.partial(_write_back, store, old.replace(path=None)))
+            os.unlink(path)
+        pointer = old.supersedes
+
+
+def restore(store: MemoryStore, record_id: str, version: int | None, session_id: str | None,
+            user_id: str | None) -> MemoryRecord:
+    """Unarchive a forgotten/swept record, or make version ``version`` (default: the previous one) current."""
+    store.open()
+    rec, state = _current(store, record_id, session_id, user_id)
+    if state == "archived":
+        if version is not None:
+            raise InvalidInputError(f"record {record_id} is archived: restore it first (without --version)")
+        return unarchive(store, rec)
+    versions = [*reversed(_supersede.versions(store, rec)), rec]
+    if len(versions) == 1:
+        raise InvalidInputError(f"record {record_id} has no earlier version to restore")
+    n = len(versions) - 1 if version is None else version
+    if not isinstance(n, int) or not 1 <= n < len(versions):
+        raise InvalidInputError(f"version must be between 1 and {len(versions) - 1} (version {len(versions)} is current)")
+    old = versions[n - 1]
+    return _write_version(store, rec, old.content, "restored", old, version=n)
+
+
+# -- undo ---------------------------------------------------------------------------------
+def _by(ev: Event, session_id: str | None, user_id: str | None) -> bool:
+    """Was ``ev`` made by this caller? A user's changes from any of their sessions count when no session is given."""
+    if user_id is not None:
+        return ev.user_id == user_id and (session_id is None or ev.session_id in (session_id, None))
+    return ev.user_id is None and ev.session_id == session_id
+
+
+def _part_of_another(ev: Event) -> bool:
+    """Is ``ev`` one step of a larger change (a superseded version archived with the record ``forget`` took)?
+    Undoing that change undoes it too, so it is never undone on its own."""
+    reason = ev.detail.get("reason")
+    return bool(ev.detail.get("part_of")) or (
+        ev.event == "archived" and isinstance(reason, str) and reason.startswith("forgotten with "))  # older logs
+
+
+def last_change(store: MemoryStore, session_id: str | None, user_id: str | None) -> Event | None:
+    """The caller's latest undoable change that is not undone yet."""
+    events = store.events.read()[0]
+    undone = {e.detail.get("undo_of") for e in events if e.detail.get("undo_of")}
+    for ev in reversed(events):
+        if ev.detail.get("undo_of") or ev.eid in undone or ev.event not in UNDOABLE or _part_of_another(ev):
+            continue
+        if _by(ev, session_id, user_id) and visible(ev, session_id, user_id):
+            return ev
+    return None
+
+
+def undo(store: MemoryStore, session_id: str | None, user_id: str | None) -> Event:
+    """Reverse the caller's last change (see the module docstring); returns the event it reversed."""
+    store.open()
+    ev = last_change(store, session_id, user_id)
+    if ev is None:
+        raise NotFoundError("nothing to undo for this caller (no change of theirs that is not undone yet)")
+    tag = {"undo_of": ev.eid}
+    if ev.event in ("forgotten", "swept", "archived"):
+        rec = read_archived(store, ev.id)
+        if rec is None:
+            raise NotFoundError(f"record {ev.id} is no longer in the archive")
+        unarchive(store, rec, kind="undone", **tag)
+        return ev
+    try:
+        rec = store.get(ev.id, session_id=session_id, user_id=user_id)
+    except NotFoundError:
+        raise NotFoundError(f"record {ev.id} is gone since that change ({ev.event}); see `history`") from None
+    if rec.content_hash != ev.after:
+        raise InvalidInputError(f"record {ev.id} changed after that {ev.event}; pick a version with `restore --version`")
+    if ev.event in ("created", "imported") or (ev.event in ("restored", "undone") and ev.detail.get("from") == "archive"):
+        with store.lock.hold():
+            store.open()
+            row = store.index.get_row(ev.id)
+            if row is None:
+                raise NotFoundError(f"record {ev.id} vanished")
+
+            def run() -> None:
+                with store.index.transaction() as conn:
+                    _history.archive(store, conn, row, f"undo of {ev.event}", event="undone", undo_of=ev.eid)
+                    store.index.mark_synced(conn)
+
+            store.index.healing(run)
+            store.write_memory_md()
+        return ev
+    if ev.event == "appended" and isinstance(ev.detail.get("kept"), int):
+        kept = rec.content[: ev.detail["kept"]]
+        for body in (kept, kept + "\n", kept + "\n\n"):
+            if content_hash(body) == ev.before:
+                _write_version(store, rec, body, "undone", None, **tag)
+                return ev
+        raise InvalidInputError(f"cannot rebuild {ev.id} as it was before that append; use `restore --version`")
+    for old in _supersede.versions(store, rec):
+        if old.content_hash == ev.before:
+            _write_version(store, rec, old.content, "undone", old, **tag)
+            return ev
+    raise InvalidInputError(f"the version of {ev.id} before that {ev.event} is not kept; see `history`")
+
+
+# -- the store's public face of all this ----------------------------------------------------
+def trace_stage(store: MemoryStore, hits: Sequence[Any]) -> dict[str, Any]:
+    """The ``provenance`` stage a search trace ends with: who created and last changed each hit, in rank order."""
+    top: list[dict[str, Any]] = []
+    for hit in hits:
+        row = store.index.get_row(hit.id)
+        try:
+            prov = json.loads(row["metadata"]).get(PROVENANCE) if row is not None else None
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+            prov = None
+        who = {k: {f: v for f, v in e.items() if f != "at"} for k, e in prov.items() if isinstance(e, dict)} \
+            if isinstance(prov, dict) else {}  # times are the record's own (get shows them)
+        top.append({"id": hit.id, **who})
+    return {"stage": "provenance", "top": top}
+
+
+class LifecycleMethods:
+    """:class:`~agent_memory.backends.files.store.MemoryStore` methods for events, provenance, history, restore, undo, purge
+    (``self`` is that store)."""
+
+    def _on_hand_edit(self: Any, changes: Sequence[tuple[Any, str | None, str | None]]) -> None:
+        """Log ``hand_edit`` events for files a rescan found changed outside the store."""
+        with acting("hand_edit"):
+            for rec, before, after in changes:
+                self._event("hand_edit", rec, before=before, after=after)
+
+    def _event(self: Any, kind: str, rec: Any, **kw: Any) -> Event | None:
+        """The one seam every mutation reports through (see :func:`emit`)."""
+        return emit(self, kind, rec, **kw)
+
+    def _stamp(self: Any, rec: MemoryRecord) -> MemoryRecord:
+        return stamp(rec)
+
+    def purge(self: Any, record_id: str | None = None, *, session_id: str | None = None,
+              user_id: str | None = None) -> PurgeReport:
+        """Delete content for good (see :func:`agent_memory.backends.files.purge.purge`): one record the caller
+        (``session_id``/``user_id``) may see, or, without ``record_id``, everything of that user and/or session."""
+        from agent_memory.backends.files.purge import purge
+
+        check_strings(session_id=session_id, user_id=user_id)
+        return purge(self, record_id, session_id=session_id, user_id=user_id)
+
+    def history(self: Any, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> History:
+        """Every version of a visible record (live or archived), oldest first, with its events."""
+        check_strings(session_id=session_id, user_id=user_id)
+        return history(self, record_id, session_id, user_id)
+
+    def restore(self: Any, record_id: str, *, version: int | None = None, session_id: str | None = None,
+                user_id: str | None = None) -> MemoryRecord:
+        """Bring back a forgotten or swept record, or make ``version`` (default: the previous one) current."""
+        check_strings(session_id=session_id, user_id=user_id)
+        return restore(self, record_id, version, session_id, user_id)
+
+    def undo(self: Any, *, session_id: str | None = None, user_id: str | None = None) -> Event:
+        """Reverse this caller's last change not undone yet; returns the event it reversed."""
+        check_strings(session_id=session_id, user_id=user_id)
+        return undo(self, session_id, user_id)
+
+    def events_for(self: Any, record_id: str | None = None, *, session_id: str | None = None,
+                   user_id: str | None = None, limit: int | None = None) -> list[Event]:
+        """Events of records the caller may see (of one record with ``record_id``), oldest first."""
+        check_strings(session_id=session_id, user_id=user_id)
+        out = [e for e in self.events.read()[0]
+               if (record_id is None or e.id == record_id) and visible(e, session_id, user_id)]
+        return out[-limit:] if limit else out
+
+    def provenance(self: Any, record_id: str, *, session_id: str | None = None,
+                   user_id: str | None = None) -> dict[str, Any]:
+        """Who created and last changed a visible record (``metadata.provenance``), with its source."""
+        rec = self.get(record_id, session_id=session_id, user_id=user_id)
+        prov = rec.metadata.get(PROVENANCE)
+        return {"id": rec.id, "source": rec.source, **(prov if isinstance(prov, dict) else {})}

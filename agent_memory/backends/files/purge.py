@@ -1,0 +1,329 @@
+"""Real deletion: every byte of a record's content goes, wherever the files store keeps it.
+
+:func:`purge` removes a record (or every record of a user and/or a session) from ``records/``,
+``history/`` (all kept versions) and ``archive/``; its rows and stemmed terms from the FTS index (segments
+rewritten, ``VACUUM`` for free pages, WAL checkpointed and truncated); its vectors from ``vectors.db``
+(same cleanup); and turns its event lines into tombstones (record id, session and user replaced by hashes,
+details dropped; the content hashes stay). ``MEMORY.md`` is regenerated. A user or session purge also removes
+their session logs and episodes (and drops the episode index).
+
+Which stores a root holds is declared once, in :data:`agent_memory.root_layout.ROOT_LAYOUT`: :func:`purge`
+runs one step (:data:`STEPS`) per entry that holds owned data, in the table's order, and its report names
+every store it visited with how many items it removed (``PurgeReport.stores``). No store joins by being
+imported. Stores an application keeps itself may still join a user/session purge explicitly with
+:func:`register_purger` (``fn(root, user_id, session_id) -> int``; reported under ``others``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agent_memory.backends.files.events import Event, tombstone_id, visible
+from agent_memory.backends.files.history import archived_file, chain, read_archived
+from agent_memory.backends.files.supersede import predecessors_anywhere
+from agent_memory.errors import InvalidInputError, NotFoundError
+from agent_memory.formats.atomic import atomic_write, fsync_dir
+from agent_memory.model.records import RecordParseError, parse_record, validate_id
+from agent_memory.root_layout import PurgeJob, owned
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent_memory.backends.files.store import MemoryStore
+
+__all__ = ["PurgeReport", "Purger", "STEPS", "purge", "register_purger", "unregister_purger"]
+
+Purger = Callable[[Path, "str | None", "str | None"], int]
+PURGERS: list[Purger] = []
+
+
+def register_purger(fn: Purger) -> Purger:
+    """Have every user/session purge call ``fn(root, user_id, session_id)`` too (usable as a decorator): for
+    stores an application keeps itself. The library's own stores are in :mod:`agent_memory.root_layout`."""
+    if fn not in PURGERS:
+        PURGERS.append(fn)
+    return fn
+
+
+def unregister_purger(fn: Purger) -> None:
+    with contextlib.suppress(ValueError):
+        PURGERS.remove(fn)
+
+
+@dataclass
+class PurgeReport:
+    records: list[str] = field(default_factory=list)
+    files: int = 0
+    vectors: int = 0
+    events: int = 0
+    others: dict[str, int] = field(default_factory=dict)
+    stores: dict[str, int] = field(default_factory=dict)  # every root store visited -> items removed from it
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"records": self.records, "files": self.files, "vectors": self.vectors, "events": self.events,
+                "stores": self.stores, "others": self.others}
+
+
+def _md_files(folder: Path) -> list[Path]:
+    if not folder.is_dir() or folder.is_symlink():
+        return []
+    return [p for p in folder.iterdir() if p.suffix == ".md" and p.is_file() and not p.is_symlink()]
+
+
+def _owned(path: Path, session_id: str | None, user_id: str | None) -> tuple[str, str] | None:
+    """``(record id, content hash)`` of a kept file owned by that session or user, else None."""
+    try:
+        rec = parse_record(path.read_text(encoding="utf-8"), path.name.split(".", 1)[0], path=str(path))
+    except (OSError, UnicodeDecodeError, RecordParseError):
+        return None
+    if (session_id is not None and rec.session_id == session_id) or (user_id is not None and rec.user_id == user_id):
+        return rec.id, rec.content_hash
+    return None
+
+
+def _targets(store: MemoryStore, record_id: str | None, session_id: str | None,
+             user_id: str | None) -> tuple[set[str], set[Path], set[str]]:
+    """The record ids, the files and the content hashes to remove."""
+    ids: set[str] = set()
+    files: set[Path] = set()
+    hashes: set[str] = set()
+    if record_id is not None:
+        row = store._visible_row(record_id, session_id, user_id)
+        rec = store.index.load_file(row["file"])[0] if row is not None else read_archived(store, record_id)
+        if rec is None or (row is None and not _caller_sees(rec, session_id, user_id)):
+            raise NotFoundError(f"no record {record_id!r} (live or archived) visible to this caller")
+        ids.add(rec.id)
+        hashes.add(rec.content_hash)
+        if row is not None:
+            files.add(store.records_dir / row["file"])
+        for path, old in chain(store, rec):
+            files.add(path)
+            hashes.add(old.content_hash)
+        for old, path in predecessors_anywhere(store, rec):  # the versions it superseded (live or archived)
+            ids.add(old.id)
+            hashes.add(old.content_hash)
+            files.add(path)
+    else:
+        rows = store.index.rows_where("(r.session_id = :s OR r.user_id = :u)", {"s": session_id, "u": user_id}, limit=None)
+        for row in rows:
+            ids.add(row["id"])
+            hashes.add(row["content_hash"])
+            files.add(store.records_dir / row["file"])
+        for path in _md_files(store.archive_dir) + _md_files(store.history_dir):
+            owned = _owned(path, session_id, user_id)
+            if owned is not None:
+                ids.add(owned[0])
+                hashes.add(owned[1])
+                files.add(path)
+    for rid in ids:
+        archived = archived_file(store, rid)
+        if archived is not None:
+            files.add(archived)
+        files.update(p for p in _md_files(store.history_dir) if p.name.startswith(f"{rid}."))
+    return ids, files, hashes
+
+
+def _caller_sees(rec: Any, session_id: str | None, user_id: str | None) -> bool:
+    ev = Event("archived", rec.id, scope=rec.scope.value, owner_session=rec.session_id, owner_user=rec.user_id)
+    return visible(ev, session_id, user_id)
+
+
+def _tombstone(ids: set[str], session_id: str | None, user_id: str | None) -> Callable[[Event], Event | None]:
+    def change(ev: Event) -> Event | None:
+        mine = ev.id in ids or (session_id is not None and session_id in (ev.session_id, ev.owner_session)) or (
+            user_id is not None and user_id in (ev.user_id, ev.owner_user))
+        if not mine:
+            if ev.detail and any(rid in json.dumps(ev.detail, ensure_ascii=False) for rid in ids):
+                ev.detail = {"purged": True}  # e.g. "duplicate of <purged id>"
+                return ev
+            return None
+        if ev.id.startswith("purged:") and not ev.detail:
+            return None
+        hashed = {k: tombstone_id(v) if isinstance(v, str) and not v.startswith("purged:") else v for k, v in (
+            ("id", ev.id), ("session_id", ev.session_id), ("user_id", ev.user_id), ("owner_session", ev.owner_session),
+            ("owner_user", ev.owner_user))}
+        return Event(ev.event, hashed["id"] or ev.id, ts=ev.ts, eid=ev.eid, actor=ev.actor, session_id=hashed["session_id"],
+                     user_id=hashed["user_id"], before=ev.before, after=ev.after, scope=ev.scope,
+                     owner_session=hashed["owner_session"], owner_user=hashed["owner_user"], detail={"purged": True})
+    return change
+
+
+def _compact(path: Path) -> None:
+    """VACUUM a SQLite file and truncate its WAL (free pages and old frames hold deleted text)."""
+    if not path.is_file():
+        return
+    conn = sqlite3.connect(path, timeout=30.0)
+    try:
+        conn.execute("PRAGMA secure_delete = ON")
+        conn.execute("VACUUM")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()
+
+
+def _drop_vectors(store: MemoryStore, hashes: set[str]) -> int:
+    path = store.root / "vectors.db"
+    if not hashes or not path.is_file():
+        return 0
+    live = {r["content_hash"] for r in store.index.rows_where("1 = 1", {}, limit=None)}
+    gone = sorted(hashes - live)
+    if not gone:
+        return 0
+    meaning = store.meaning
+    if meaning is not None:
+        n = meaning.vectors.drop(gone)
+        meaning.vectors.close()
+    else:
+        from agent_memory.backends.files.vectors import VectorCache
+
+        cache = VectorCache(path)
+        n = cache.drop(gone)
+        cache.close()
+    _compact(path)
+    return n
+
+
+def _unlink(job: PurgeJob, folder: Path) -> int:
+    """Delete the job's files in ``folder``; returns how many went."""
+    n = 0
+    for path in sorted(p for p in job.files if p.parent == folder):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+            n += 1
+    if n and job.store.durable and folder.is_dir():
+        fsync_dir(folder)
+    return n
+
+
+def _step_index(job: PurgeJob) -> int:
+    store = job.store
+
+    def drop_rows() -> None:
+        with store.index.transaction() as conn:
+            for rid in job.ids:
+                store.index.delete(conn, rid)
+            store.index.mark_synced(conn)
+
+    store.index.healing(drop_rows)
+    store.index.close()
+    _compact(store.index.path)
+    return len(job.ids)
+
+
+def _step_events(job: PurgeJob) -> int:
+    store = job.store
+    partition = (None, None) if job.record_id is not None else (job.session_id, job.user_id)
+    changed = store.events.rewrite(_tombstone(set(job.ids), *partition))
+    with store.events.batch():
+        for rid in sorted(job.ids):
+            store._event("purged", {"id": tombstone_id(rid), "scope": None, "session_id": None, "user_id": None},
+                         caller=(None, None), files=len(job.files))
+    return int(changed)
+
+
+def _step_memory_md(job: PurgeJob) -> int:
+    job.store.write_memory_md()
+    return 1
+
+
+def _owners(job: PurgeJob) -> list[dict[str, str]]:
+    """A user/session purge takes what is the user's *or* the session's (as for records): one call each."""
+    out = []
+    if job.user_id:
+        out.append({"user_id": job.user_id})
+    if job.session_id:
+        out.append({"session_id": job.session_id})
+    return out
+
+
+def _step_sessions(job: PurgeJob) -> int | None:
+    if job.record_id is not None:
+        return None  # one record: session logs are not records
+    from agent_memory.sessions.store import purge_sessions
+
+    return sum(purge_sessions(job.root, **owner) for owner in _owners(job))
+
+
+def _step_episode_index(job: PurgeJob) -> int | None:
+    if job.record_id is not None:
+        return None
+    from agent_memory.episodes._store import EpisodeStore
+
+    return int(EpisodeStore(job.root).drop_index())
+
+
+def _step_episodes(job: PurgeJob) -> int | None:
+    if job.record_id is not None:
+        return None
+    from agent_memory.episodes._store import EpisodeStore
+
+    episodes = EpisodeStore(job.root)
+    return sum(episodes.purge(**owner) for owner in _owners(job))
+
+
+Step = Callable[[PurgeJob], "int | None"]
+#: One purge step per owned entry of :data:`agent_memory.root_layout.ROOT_LAYOUT` (a step returns how many items it
+#: removed, or None when the purge does not concern its store, e.g. session logs for a one-record purge).
+STEPS: dict[str, Step] = {
+    "records": lambda job: _unlink(job, job.store.records_dir),
+    "archive": lambda job: _unlink(job, job.store.archive_dir),
+    "history": lambda job: _unlink(job, job.store.history_dir),
+    "index": _step_index,
+    "vectors": lambda job: _drop_vectors(job.store, set(job.hashes)),
+    "events": _step_events,
+    "recall_log": lambda job: _strip_recalled(job.store, set(job.ids)),
+    "memory_md": _step_memory_md,
+    "sessions": _step_sessions,
+    "episode_index": _step_episode_index,
+    "episodes": _step_episodes,
+}
+
+
+def purge(store: MemoryStore, record_id: str | None = None, *, session_id: str | None = None,
+          user_id: str | None = None) -> PurgeReport:
+    """Delete content for good. With ``record_id``: that record, which the caller (``session_id``/``user_id``)
+    must see, live or archived. Without: everything whose session is ``session_id`` or whose user is
+    ``user_id`` (at least one is needed) in every store of the root (records, versions, archive, index, vectors,
+    events, recall log, session logs, episodes), then every explicitly registered purger."""
+    if record_id is not None:
+        validate_id(record_id)
+    elif not session_id and not user_id:
+        raise InvalidInputError("purge needs a record id, a user or a session")
+    store.open()
+    report = PurgeReport()
+    with store.lock.hold():
+        store.index.refresh(force=True)
+        ids, files, hashes = _targets(store, record_id, session_id, user_id)
+        job = PurgeJob(store.root, store, record_id, session_id, user_id, frozenset(ids), frozenset(files),
+                       frozenset(hashes))
+        for entry in owned():  # every store the root holds, in the registry's order
+            n = STEPS[entry.name](job)
+            if n is not None:
+                report.stores[entry.name] = n
+        report.files = sum(report.stores.get(name, 0) for name in ("records", "archive", "history"))
+        report.vectors = report.stores.get("vectors", 0)
+        report.events = report.stores.get("events", 0)
+        report.records = sorted(ids)
+    if record_id is None:
+        for fn in list(PURGERS):  # stores an application registered itself
+            report.others[getattr(fn, "__name__", repr(fn))] = int(fn(store.root, user_id, session_id))
+    return report
+
+
+def _strip_recalled(store: MemoryStore, ids: set[str]) -> int:
+    """Drop purged ids (they hold a slug of the title) from ``recalled.log`` (consolidation's decay input)."""
+    path = store.root / "recalled.log"
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
+    except FileNotFoundError:
+        return 0
+    kept = [line for line in lines if line.split("\t", 1)[0].strip() not in ids]
+    if len(kept) != len(lines):
+        atomic_write(path, "".join(kept).encode("utf-8"), durable=store.durable)
+    return len(lines) - len(kept)
+

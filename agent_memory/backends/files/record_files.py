@@ -1,0 +1,54 @@
+"""Record files of the files store: the partition a write goes to, new ids, and one atomic file + index write."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agent_memory.errors import InvalidInputError
+from agent_memory.formats.atomic import atomic_write
+from agent_memory.model.records import MemoryRecord, Scope, new_id, validate_id
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent_memory.backends.files.store import MemoryStore
+
+
+def partition_sql(rec: MemoryRecord) -> tuple[str, dict[str, Any]]:
+    """The SQL predicate (alias ``r``) of the partition ``rec`` is written to, with its parameters."""
+    params: dict[str, Any] = {"scope": rec.scope.value}
+    sql = "r.scope = :scope"
+    if rec.scope is Scope.SESSION:
+        sql += " AND r.session_id = :psid AND r.user_id IS :puid"  # a session partition is per user too
+        params["psid"] = rec.session_id
+        params["puid"] = rec.user_id
+    elif rec.scope is Scope.USER:
+        sql += " AND r.user_id = :puid"
+        params["puid"] = rec.user_id
+    return sql, params
+
+
+def id_source(rec: MemoryRecord) -> str:
+    """What a new id is made from: the key of a keyed record, else the title."""
+    return rec.memory_key or rec.title
+
+
+def allocate_id(store: MemoryStore, rec: MemoryRecord) -> str:
+    for _ in range(20):
+        rid = new_id(id_source(rec), rec.created)
+        if not os.path.exists(os.path.join(store._records_str, f"{rid}.md")):
+            return rid
+    raise InvalidInputError("could not allocate a unique record id")  # pragma: no cover
+
+
+def write(store: MemoryStore, conn: Any, rec: MemoryRecord, *, durable: bool, new: bool = False) -> str:
+    """Write ``rec``'s file atomically and its index rows; return the file path."""
+    validate_id(rec.id)
+    rec = store._stamp(rec)  # metadata.provenance: who created and last changed it
+    name = f"{rec.id}.md"
+    path = os.path.join(store._records_str, name)
+    text = rec.render()
+    st = atomic_write(Path(path), text.encode("utf-8"), durable=durable)
+    body_line = text.count("\n", 0, len(text) - len(rec.content) - 1) + 1
+    store.index.upsert(conn, rec, name, st.st_mtime_ns, st.st_size, body_line=body_line, new=new)
+    return path

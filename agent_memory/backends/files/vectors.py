@@ -1,0 +1,367 @@
+"""Vectors as derived data: a cache keyed by (model name, content hash) in ``<root>/vectors.db``.
+
+Like the FTS index, the cache can be deleted at any time and is rebuilt by :meth:`VectorCache.backfill`.
+A hand-edited record has a new content hash, so its old vector is simply unused (and pruned);
+a new embedder name means new keys, so changing the model re-embeds. Embedding is never part
+of a write: records are durable and lexically searchable at once and vectors catch up in batches.
+
+Search is brute-force cosine over a float32 matrix held in memory (one dot product per query),
+restricted to the ``{record id: content hash}`` map the caller passes in: the set of records the
+caller may see. The dense side can never return an id outside that map. This is fine to ~100k
+records per root (see ``docs/meaning.md``); beyond that an ANN index in the PostgreSQL backend
+(pgvector) takes over.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from agent_memory.backends.files.coarse import COARSE_MIN, Coarse, Loaded, one_thread
+from agent_memory.backends.files.vector_seam import live_items, visible_for_hashes, visible_hashes
+from agent_memory.embeddings import Embedder, EmbeddingError
+from agent_memory.errors import InvalidInputError, StorageError
+
+log = logging.getLogger("agent_memory")
+
+__all__ = ["VectorCache", "BackfillReport", "live_items", "visible_hashes", "visible_for_hashes", "VECTORS_FILE"]
+
+VECTORS_FILE = "vectors.db"
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, hash TEXT NOT NULL, dim INTEGER NOT NULL, vec BLOB NOT NULL,
+                                    PRIMARY KEY (model, hash));
+"""
+
+
+@dataclass(slots=True)
+class BackfillReport:
+    """What one :meth:`VectorCache.backfill` did."""
+
+    model: str
+    total: int = 0
+    cached: int = 0
+    embedded: int = 0
+    pruned: int = 0
+    seconds: float = 0.0
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__slots__}  # type: ignore[attr-defined]
+
+
+class VectorCache:
+    """The vector cache file of one root. Thread-safe; one SQLite connection per thread."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._loaded: dict[str, Loaded] = {}
+        self._generation = 0
+
+    @classmethod
+    def for_root(cls, root: str | Path) -> VectorCache:
+        return cls(Path(root) / VECTORS_FILE)
+
+    # -- storage -------------------------------------------------------------------------
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        gen = getattr(self._local, "gen", -1)
+        if conn is not None and gen == self._generation and self.path.exists():
+            return conn
+        if conn is not None:
+            conn.close()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            log.warning("vector cache %s unreadable (%s); rebuilding it", self.path, exc)
+            conn = self._recreate()
+        self._local.conn, self._local.gen = conn, self._generation
+        return conn
+
+    def _recreate(self) -> sqlite3.Connection:
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                Path(str(self.path) + suffix).unlink()
+        conn = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.executescript(_SCHEMA)
+        return conn
+
+    def _guarded(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+        try:
+            return fn(self._conn())
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                raise StorageError(f"vector cache busy: {exc}") from exc
+            log.warning("vector cache %s corrupt (%s); rebuilding it", self.path, exc)
+            with self._lock:
+                self._generation += 1
+                self._loaded.clear()
+                self._local.conn = self._recreate()
+                self._local.gen = self._generation
+            return fn(self._local.conn)
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    def put(self, model: str, hashes: Sequence[str], vectors: npt.NDArray[np.float32]) -> None:
+        """Store one vector per content hash for ``model``."""
+        if len(hashes) != len(vectors):
+            raise InvalidInputError(f"{len(hashes)} hashes but {len(vectors)} vectors")
+        if not len(hashes):
+            return
+        mat = np.ascontiguousarray(vectors, dtype=np.float32)
+        dim = int(mat.shape[1])
+        rows = [(model, h, dim, mat[i].tobytes()) for i, h in enumerate(hashes)]
+
+        def write(conn: sqlite3.Connection) -> None:
+            with conn:
+                conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", rows)
+
+        before = self._stamp()
+        self._guarded(write)
+        with self._lock:
+            loaded = self._loaded.get(model)
+            if loaded is None:
+                return
+            if loaded.stamp != before or loaded.n == 0 or loaded.buf.shape[1] != dim:
+                self._loaded.pop(model, None)  # someone else wrote too: reload on next search
+                return
+            loaded.add(list(hashes), mat)  # our own write: update in place, no reload of the whole matrix
+            loaded.stamp = self._stamp()
+
+    def known(self, model: str, hashes: Iterable[str]) -> set[str]:
+        """Which of ``hashes`` already have a vector for ``model``."""
+        wanted = set(hashes)
+        have: set[str] = self._guarded(lambda c: {r[0] for r in c.execute("SELECT hash FROM vectors WHERE model = ?", (model,))})
+        return wanted & have
+
+    def count(self, model: str | None = None) -> int:
+        sql, args = ("SELECT count(*) FROM vectors", ()) if model is None else (
+            "SELECT count(*) FROM vectors WHERE model = ?", (model,))
+        return int(self._guarded(lambda c: c.execute(sql, args).fetchone()[0]))
+
+    def models(self) -> list[str]:
+        return [r[0] for r in self._guarded(lambda c: c.execute("SELECT DISTINCT model FROM vectors").fetchall())]
+
+    def prune(self, model: str, keep: Iterable[str]) -> int:
+        """Drop vectors of other models and of content hashes no longer live; returns how many."""
+        keep_set = set(keep)
+
+        def run(conn: sqlite3.Connection) -> int:
+            with conn:
+                n = conn.execute("DELETE FROM vectors WHERE model != ?", (model,)).rowcount
+                stale = [(model, r[0]) for r in conn.execute("SELECT hash FROM vectors WHERE model = ?", (model,))
+                         if r[0] not in keep_set]
+                conn.executemany("DELETE FROM vectors WHERE model = ? AND hash = ?", stale)
+                return int(n) + len(stale)
+
+        removed: int = self._guarded(run)
+        if removed:
+            with self._lock:
+                self._loaded.clear()
+        return removed
+
+    def drop(self, hashes: Iterable[str]) -> int:
+        """Delete the vectors of ``hashes`` under every model (purge); returns how many."""
+        rows = [(h,) for h in set(hashes)]
+
+        def run(conn: sqlite3.Connection) -> int:
+            with conn:
+                return sum(conn.execute("DELETE FROM vectors WHERE hash = ?", r).rowcount for r in rows)
+
+        removed: int = self._guarded(run)
+        if removed:
+            with self._lock:
+                self._loaded.clear()
+        return removed
+
+    # -- filling -------------------------------------------------------------------------
+    def backfill(self, items: Iterable[tuple[str, str]], embedder: Embedder, *, batch_size: int = 64,
+                 progress: Callable[[int, int], None] | None = None, prune: bool = False,
+                 stop: Callable[[], bool] | None = None) -> BackfillReport:
+        """Embed every ``(content hash, text)`` not cached yet for ``embedder.name``, in batches.
+
+        ``progress(done, todo)`` is called after each batch. An embedder failure stops the backfill
+        and is reported in ``error`` (what was embedded so far stays); it never raises for that.
+        ``prune=True`` also drops vectors whose hash is not among ``items`` and other models' vectors.
+        ``stop()`` is asked before each batch; when true the backfill ends with ``error="stopped"``.
+        """
+        if batch_size < 1:
+            raise InvalidInputError("batch_size must be at least 1")
+        started = time.perf_counter()
+        texts: dict[str, str] = {}
+        for h, text in items:
+            if h and h not in texts:
+                texts[h] = text
+        report = BackfillReport(model=embedder.name, total=len(texts))
+        have = self.known(embedder.name, texts)
+        todo = [h for h in texts if h not in have]
+        report.cached = len(texts) - len(todo)
+        if progress:
+            progress(0, len(todo))
+        for i in range(0, len(todo), batch_size):
+            if stop is not None and stop():  # abandoned between batches (what is embedded stays)
+                report.error = "stopped"
+                break
+            batch = todo[i:i + batch_size]
+            try:
+                vecs = embedder.embed([texts[h] for h in batch])
+            except (EmbeddingError, InvalidInputError) as exc:
+                report.error = str(exc)
+                break
+            self.put(embedder.name, batch, vecs)
+            report.embedded += len(batch)
+            if progress:
+                progress(report.embedded, len(todo))
+        if prune and report.error is None:
+            report.pruned = self.prune(embedder.name, texts)
+        report.seconds = round(time.perf_counter() - started, 3)
+        return report
+
+    # -- search --------------------------------------------------------------------------
+    def _stamp(self) -> tuple[int, ...]:
+        """The cache file's state (size and mtime of the database and its WAL): changes with every commit."""
+        out: list[int] = []
+        for suffix in ("", "-wal"):
+            try:
+                st = os.stat(str(self.path) + suffix)
+                out += [st.st_size, st.st_mtime_ns]
+            except OSError:
+                out += [-1, -1]
+        return tuple(out)
+
+    def _matrix(self, model: str) -> Loaded:
+        """The model's vectors, loaded once and kept until the cache file changes under us (another process)."""
+        stamp = self._stamp()
+        with self._lock:
+            loaded = self._loaded.get(model)
+        if loaded is not None and loaded.stamp == stamp:
+            return loaded
+        rows = self._guarded(lambda c: c.execute("SELECT hash, dim, vec FROM vectors WHERE model = ?", (model,)).fetchall())
+        dims = {r[1] for r in rows}
+        if len(dims) > 1:
+            raise EmbeddingError(f"vector cache holds mixed dimensions {sorted(dims)} for {model}")
+        dim = dims.pop() if dims else 0
+        mat = np.empty((len(rows), dim), dtype=np.float32)
+        hashes: dict[str, int] = {}
+        for i, (h, _, blob) in enumerate(rows):
+            mat[i] = np.frombuffer(blob, dtype=np.float32)
+            hashes[h] = i
+        loaded = Loaded(hashes=hashes, order=list(hashes), buf=mat, n=len(rows), stamp=stamp)
+        with self._lock:
+            self._loaded[model] = loaded
+        return loaded
+
+    def search(self, model: str, query: npt.NDArray[np.float32], allowed: Mapping[str, str], *,
+               limit: int = 100, min_score: float | None = None, stats: dict[str, float] | None = None,
+               ) -> list[tuple[str, float]]:
+        """The ``limit`` ids of ``allowed`` (``{record id: content hash}``) nearest ``query`` by cosine.
+
+        ``stats`` (if given) receives the mean and std of the cosines over all of ``allowed``.
+
+        Records without a vector yet are skipped (lexical search still covers them).
+        """
+        if limit < 1 or not allowed:
+            return []
+        loaded = self._matrix(model)
+        if loaded.matrix.shape[0] == 0:
+            return []
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        if q.shape[0] != loaded.matrix.shape[1]:
+            raise EmbeddingError(f"query has dimension {q.shape[0]}, cached vectors have {loaded.matrix.shape[1]}")
+        ids: list[str] = []
+        rows: list[int] = []
+        for rid, h in allowed.items():
+            row = loaded.hashes.get(h)
+            if row is not None:
+                ids.append(rid)
+                rows.append(row)
+        if not rows:
+            return []
+        with one_thread():
+            sims = (loaded.matrix @ q)[rows] if len(rows) * 4 >= loaded.matrix.shape[0] else loaded.matrix[rows] @ q
+        if stats is not None:
+            stats.update(mean=float(sims.mean()), std=float(sims.std()))
+        k = min(limit, len(rows))
+        top = np.argpartition(-sims, k - 1)[:k] if k < len(rows) else np.arange(len(rows))
+        top = top[np.argsort(-sims[top], kind="stable")]
+        out = [(ids[j], float(sims[j])) for j in top]
+        if min_score is not None:
+            out = [(r, s) for r, s in out if s >= min_score]
+        return out
+
+    def nearest(self, model: str, query: npt.NDArray[np.float32], limit: int,
+                stats: dict[str, float] | None = None) -> list[tuple[str, float]]:
+        """The ``limit`` nearest content hashes over the whole cache (no ids: the caller maps hashes to
+        the ids it may see, e.g. with :func:`visible_for_hashes`). ``stats`` receives the cosines' mean and std."""
+        loaded = self._matrix(model)
+        n = loaded.matrix.shape[0]
+        if n == 0 or limit < 1:
+            return []
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        if q.shape[0] != loaded.matrix.shape[1]:
+            raise EmbeddingError(f"query has dimension {q.shape[0]}, cached vectors have {loaded.matrix.shape[1]}")
+        with one_thread():
+            if n >= COARSE_MIN:  # projected pass, exact cosines on a shortlist 10× the answer (docs/meaning.md)
+                coarse = self._coarse(loaded)
+                rows = coarse.shortlist(q, min(n, max(10 * limit, 1000)))
+                sims = loaded.matrix[rows] @ q
+                if stats is not None:
+                    mean, std = coarse.stats(q)
+                    stats.update(mean=mean, std=std)
+            else:
+                rows = np.arange(n)
+                sims = loaded.matrix @ q
+                if stats is not None:
+                    stats.update(mean=float(sims.mean()), std=float(sims.std()))
+        k = min(limit, len(rows))
+        top = np.argpartition(-sims, k - 1)[:k] if k < len(rows) else np.arange(len(rows))
+        top = top[np.argsort(-sims[top], kind="stable")]
+        return [(loaded.order[int(rows[j])], float(sims[j])) for j in top]
+
+    def _coarse(self, loaded: Loaded) -> Coarse:
+        with self._lock:
+            coarse = loaded.coarse
+            if coarse is None or coarse.stale(loaded.n):
+                coarse = loaded.coarse = Coarse.build(loaded.matrix)
+            return coarse
+
+    def scores(self, model: str, query: npt.NDArray[np.float32], wanted: Mapping[str, str]) -> dict[str, float]:
+        """Cosines of the records in ``wanted`` (``{id: content hash}``) that have a vector."""
+        loaded = self._matrix(model)
+        pairs = [(rid, loaded.hashes[h]) for rid, h in wanted.items() if h in loaded.hashes]
+        if not pairs:
+            return {}
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        with one_thread():
+            sims = loaded.matrix[[row for _, row in pairs]] @ q
+        return {rid: float(s) for (rid, _), s in zip(pairs, sims, strict=True)}
+
+    def size(self, model: str) -> int:
+        """How many vectors of ``model`` are loaded for search."""
+        return int(self._matrix(model).matrix.shape[0])
+
+    def memory_bytes(self, model: str) -> int:
+        """Bytes held in memory for ``model``'s matrix (after the first search)."""
+        loaded = self._loaded.get(model)
+        return int(loaded.matrix.nbytes) if loaded is not None else 0

@@ -1,0 +1,504 @@
+"""The write gate: what a write asks for, checked, redacted and owned before any backend stores a byte.
+
+Every record that reaches a backend passes here, so validation, redaction, ownership and defaults are one policy:
+
+- :func:`prepare_draft` turns a :class:`MemoryDraft` (a new memory) into a record without an id. Callers: the
+  files store (``_batch.remember_many``, hence ``MemoryStore.remember``, the tools, the CLI ``remember`` and
+  ``import`` of drafts, the MCP server, Claude's memory tool, the capture workers, transcripts, consolidation and
+  every foreign import), and the PostgreSQL backend's ``remember_many``.
+- :func:`prepare_record` checks a *whole* record given as a mapping (our JSONL export: ids and timestamps kept)
+  field by field with the same rules; caller: :mod:`agent_memory.portable.restore`.
+- :func:`apply_override` puts a write into the caller's partition when an import runs on someone's behalf
+  (``--as-user``/``--as-session``); callers: every import path (portable restore, foreign importers, CLI drafts).
+- :func:`check_id`, :func:`check_owner`, :func:`check_label` and :func:`clean_metadata` are the field rules both
+  use: a string that can hold a secret is redacted (content, title, every metadata key and value, a value under a
+  secret-named key) or, where a marker would break it (ids, owners, keys, tags, kind), refused.
+
+Write paths that do not pass the gate yet (they redact on their own): session logs (``sessions``), episodes
+(``episodes``), the event log (``events``), ``USER.md``.
+
+Rules:
+
+- **Default scope** (no ``scope`` given): a write that names a user goes to that user's partition (``user``,
+  also when it names a session too: private to the person and still there next conversation); one that names
+  only a session goes to that session; one that names neither goes to ``project``. Only an explicit
+  ``scope="project"|"global"`` (or a store opened with an explicit ``default_scope``) shares a record.
+- **Overrides** (an import as a user or a session): the file's owners are dropped and the override's stamped;
+  a ``user`` record stays ``user`` (``session`` without a user override), a ``session`` record stays ``session``
+  (``user`` without a session override), and a ``project``/``global`` record is *downgraded* to the caller's
+  partition (``user`` when a user is given, else ``session``): an uploaded file never shares a record or writes
+  into another user's partition. Each scope change is reported.
+- **Expiry** is one UTC instant (``YYYY-MM-DDTHH:MM:SS.ffffffZ``) from the moment of writing; an ``expires``
+  already past is refused ("already expired"). A whole record (restore) keeps its ``expires`` text when it is an
+  ISO instant (an expired record stays invisible); an unreadable one is refused.
+- **Clocks**: ``happened_at`` (when it happened or was said) and ``valid_from``/``valid_to`` (when it was true) are
+  kept as a day (``2023-05-07``) when given as one, else as one UTC instant; an interval that ends before it starts
+  is refused. ``supersedes`` names the record this draft replaces as the current fact (see ``docs/time.md``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import os
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Literal, NamedTuple
+
+import agent_memory.redaction.api as _redact
+from agent_memory.errors import InvalidInputError
+from agent_memory.model.records import (
+    CLOCK_FIELDS,
+    MAX_TITLE_CHARS,
+    SOURCES,
+    MemoryRecord,
+    Scope,
+    check_content,
+    check_text_field,
+    content_hash,
+    default_title,
+    normalize_instant,
+    normalize_kind,
+    normalize_tags,
+    now_iso,
+    parse_scope,
+    validate_id,
+    validate_key,
+)
+from agent_memory.model.values import looks_secret, shown
+
+OnExisting = Literal["append", "replace", "skip"]
+Status = Literal["created", "duplicate", "appended", "replaced", "skipped", "superseded"]
+
+
+@dataclass(frozen=True, slots=True)
+class RememberResult:
+    """Outcome of one ``remember``: the record id and what happened."""
+
+    id: str
+    status: Status
+    path: str
+    redactions: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "status": self.status, "path": self.path, "redactions": self.redactions}
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryDraft:
+    """A memory proposed for writing (by an extractor, an import file or a tool call)."""
+
+    content: str
+    title: str | None = None
+    kind: str | None = None
+    scope: Scope | str | None = None
+    session_id: str | None = None
+    user_id: str | None = None
+    tags: tuple[str, ...] | list[str] = ()
+    memory_key: str | None = None
+    on_existing: OnExisting = "append"
+    expires: str | None = None
+    importance: float | None = None
+    metadata: Mapping[str, Any] | None = None
+    happened_at: str | None = None
+    valid_from: str | None = None
+    valid_to: str | None = None
+    supersedes: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MemoryDraft:
+        if not isinstance(data, Mapping):
+            raise InvalidInputError("a memory draft must be a JSON object")
+        allowed = set(cls.__dataclass_fields__)
+        unknown = set(data) - allowed
+        if unknown:
+            raise InvalidInputError(f"unknown field(s): {', '.join(sorted(map(str, unknown)))}")
+        if "content" not in data:
+            raise InvalidInputError("a memory draft needs 'content'")
+        return cls(**dict(data))
+
+
+MAX_METADATA_DEPTH = 16
+
+
+def _parse_when(value: str) -> dt.datetime | None:
+    """An ISO date or datetime as an aware UTC datetime (naive means UTC), or None if it is not one."""
+    try:
+        when = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        when = when if when.tzinfo else when.replace(tzinfo=dt.UTC)
+        return when.astimezone(dt.UTC)  # an offset at the edge of the calendar overflows here
+    except (TypeError, ValueError, OverflowError, AttributeError):
+        return None
+
+
+def utc_text(when: dt.datetime) -> str:
+    """The stored form of an instant: UTC with microseconds and ``Z`` (sorts as text in time order)."""
+    return when.astimezone(dt.UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def normalize_expires(value: object, *, now: dt.datetime | None = None) -> str:
+    """``expires`` as one UTC instant; refuse text that is not a date and instants already past."""
+    when = _parse_when(value) if isinstance(value, str) else None
+    if when is None:
+        raise InvalidInputError(f"expires must be an ISO date or datetime (e.g. 2026-12-31 or 2026-12-31T18:00:00Z), not {shown(value)}")
+    if when <= (now or dt.datetime.now(dt.UTC)):
+        raise InvalidInputError(f"expires {shown(value)} is already expired; give a future date or datetime")
+    return utc_text(when)
+
+
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def normalize_when(name: str, value: object) -> str:
+    """A clock value as stored: ``YYYY-MM-DD`` for a day, else one UTC instant; a typed error for anything else."""
+    if isinstance(value, dt.datetime):
+        value = value.isoformat()
+    elif isinstance(value, dt.date):
+        value = value.isoformat()
+    if not isinstance(value, str) or len(value) > 64:
+        raise InvalidInputError(f"{name} must be an ISO date or datetime (e.g. 2023-05-07 or 2023-05-07T18:00:00Z)")
+    text = value.strip()
+    when = _parse_when(text)
+    if when is None:
+        raise InvalidInputError(f"{name} must be an ISO date or datetime (e.g. 2023-05-07 or 2023-05-07T18:00:00Z), "
+                                f"not {shown(value)}")
+    return text if _DAY.fullmatch(text) else utc_text(when)
+
+
+def clock_values(draft: MemoryDraft) -> dict[str, str | None]:
+    """The draft's ``happened_at``/``valid_from``/``valid_to`` checked and normalised, and ``supersedes``."""
+    out = {name: None if getattr(draft, name) is None else normalize_when(name, getattr(draft, name))
+           for name in ("happened_at", "valid_from", "valid_to")}
+    start = _parse_when(out["valid_from"] or "")
+    end = _parse_when(out["valid_to"] or "")
+    if start is not None and end is not None and end < start:
+        raise InvalidInputError(f"valid_to {out['valid_to']} is earlier than valid_from {out['valid_from']}")
+    return {**out, "supersedes": None if draft.supersedes is None else check_id("supersedes", draft.supersedes)}
+
+
+def default_scope_for(session_id: str | None, user_id: str | None, default: Scope | None) -> Scope:
+    """The scope of a write that names none (see the module docstring)."""
+    if default is not None:
+        return default
+    if user_id:
+        return Scope.USER
+    if session_id:
+        return Scope.SESSION
+    return Scope.PROJECT
+
+
+def explicit_fields(draft: MemoryDraft) -> frozenset[str]:
+    """The optional fields a draft actually sets: a keyed replace or append applies exactly these."""
+    names = ("title", "kind", "expires", "importance", "happened_at", "valid_from", "valid_to")
+    out = {n for n in names if getattr(draft, n) is not None}
+    if draft.tags:
+        out.add("tags")
+    return frozenset(out)
+
+
+def clean_metadata(value: Any, counter: list[int] | None = None, depth: int = 0) -> Any:
+    """Metadata as stored: every key and string value redacted (a value also as ``key=value``, so the value of a
+    secret-named key such as ``db_password`` is caught), non-JSON values as text; ``counter[0]`` counts markers."""
+    counter = [0] if counter is None else counter
+    if depth > MAX_METADATA_DEPTH:
+        raise InvalidInputError(f"metadata is nested more than {MAX_METADATA_DEPTH} levels deep")
+    if isinstance(value, str):
+        return _redacted(value, counter)
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            key = _redacted(str(k), counter)
+            if isinstance(v, str):
+                _redacted(v, [0])  # the Unicode check
+                pair = _redact.redact(f"{key}={v}")
+                if pair.count and pair.text.startswith(f"{key}="):
+                    counter[0] += pair.count
+                    out[key] = pair.text[len(key) + 1:]
+                    continue
+            out[key] = clean_metadata(v, counter, depth + 1)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [clean_metadata(v, counter, depth + 1) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return json.dumps(value)  # NaN/Infinity are not JSON: kept as their text
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    return _redacted(str(value), counter)
+
+
+def _redacted(text: str, counter: list[int]) -> str:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInputError("metadata is not valid Unicode (lone surrogate)") from None
+    res = _redact.redact(text)
+    counter[0] += res.count
+    return res.text
+
+
+_clean_metadata = clean_metadata  # the old private name
+
+
+def check_label(label: str, value: str | None) -> str | None:
+    """Refuse a short identifier-like value (tag, kind, memory_key, source) that looks like a secret: a marker
+    would break it and it is written to disk and shown in listings."""
+    if value and looks_secret(value):
+        raise InvalidInputError(f"{label} looks like a secret; refusing to store it")
+    return value
+
+
+def check_id(name: str, value: object) -> str:
+    """A record id (or a link to one) that is a safe file stem and not a secret (it is a file name)."""
+    rid = validate_id(value)
+    if looks_secret(rid):
+        raise InvalidInputError(f"{name} looks like a secret; refusing to store it")
+    return rid
+
+
+def check_owner(scope: Scope, session_id: str | None, user_id: str | None) -> tuple[str | None, str | None]:
+    """The owners of a record of ``scope``: one-line ids, never a secret, present when the scope needs them."""
+    for name, value in (("session_id", session_id), ("user_id", user_id)):
+        if value is not None:
+            check_text_field(name, value, 200)
+            if not value.strip():
+                raise InvalidInputError(f"{name} is empty")
+            if looks_secret(value):  # ids are written to disk and shown in listings: never a secret
+                raise InvalidInputError(f"{name} looks like a secret; refusing to store it")
+    if scope is Scope.SESSION and not session_id:
+        raise InvalidInputError("scope 'session' needs a session_id")
+    if scope is Scope.USER and not user_id:
+        raise InvalidInputError("scope 'user' needs a user_id")
+    return session_id, user_id
+
+
+def prepare_draft(draft: MemoryDraft, source: str, default_scope: Scope | None = None) -> tuple[MemoryRecord, int]:
+    """Validate and redact one draft into a record without an id (the backend allocates it)."""
+    content = check_content(draft.content)
+    red = _redact.redact(content)
+    title_in = draft.title if draft.title is not None else None
+    if title_in is not None:
+        title_in = check_text_field("title", title_in, MAX_TITLE_CHARS).strip()
+    # a title derived from the already-redacted content needs no second pass
+    title_red = _redact.redact(title_in) if title_in else _redact.RedactionResult(default_title(red.text), 0, ())
+    if draft.scope is None or draft.scope == "":
+        scope = default_scope_for(draft.session_id, draft.user_id, default_scope)
+    else:
+        scope = parse_scope(draft.scope)
+    session_id, user_id = check_owner(scope, draft.session_id, draft.user_id)
+    tags = normalize_tags(draft.tags)
+    key = validate_key(draft.memory_key) if draft.memory_key is not None else None
+    raw_tags = [draft.tags] if isinstance(draft.tags, str) else list(draft.tags or ())
+    raw = [(label, v) for label, v in (("kind", draft.kind), *(("tag", t) for t in raw_tags)) if isinstance(v, str)]
+    for label, value in (("memory_key", key), *(("tag", t) for t in tags), *raw):
+        check_label(label, value)
+    if source not in SOURCES:
+        raise InvalidInputError(f"unknown source {shown(source)}")
+    if draft.on_existing not in ("append", "replace", "skip"):
+        raise InvalidInputError(f"on_existing must be append, replace or skip, not {shown(draft.on_existing)}")
+    expires = None if draft.expires is None else normalize_expires(draft.expires)
+    importance = draft.importance
+    if importance is not None:
+        try:
+            ok = not isinstance(importance, bool) and isinstance(importance, (int, float)) and 0 <= float(importance) <= 1
+        except OverflowError:  # a huge int
+            ok = False
+        if not ok:
+            raise InvalidInputError("importance must be a number between 0 and 1")
+    if draft.metadata is not None and not isinstance(draft.metadata, Mapping):
+        raise InvalidInputError("metadata must be a mapping")
+    counter = [0]
+    metadata = clean_metadata(dict(draft.metadata or {}), counter)
+    clocks = clock_values(draft)
+    now = now_iso()
+    rec = MemoryRecord(
+        id="", content=red.text, title=title_red.text or "memory", kind=normalize_kind(draft.kind), scope=scope,
+        session_id=session_id, user_id=user_id, tags=tags, memory_key=key, source=source, created=now, updated=now,
+        expires=expires, importance=None if importance is None else float(importance),
+        content_hash=content_hash(red.text), metadata=metadata, **clocks,  # type: ignore[arg-type]
+    )
+    return rec, red.count + title_red.count + counter[0]
+
+
+@dataclass(frozen=True, slots=True)
+class Override:
+    """The caller an import runs for (``--as-user``/``--as-session``): every record lands in its partition."""
+
+    user_id: str | None = None
+    session_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.user_id is not None or self.session_id is not None:
+            check_owner(Scope.PROJECT, self.session_id, self.user_id)
+
+    def __bool__(self) -> bool:
+        return bool(self.user_id or self.session_id)
+
+    def describe(self) -> str:
+        return " and ".join(f"{n} {v!r}" for n, v in (("user", self.user_id), ("session", self.session_id)) if v)
+
+
+class Owned(NamedTuple):
+    """Where a write lands after :func:`apply_override`; ``rescoped`` is the scope the source asked for when it
+    was changed (e.g. ``global`` downgraded to ``user``), else None."""
+
+    scope: Scope | None
+    session_id: str | None
+    user_id: str | None
+    rescoped: Scope | None = None
+
+
+def apply_override(scope: Scope | str | None, session_id: str | None, user_id: str | None,
+                   override: Override | None) -> Owned:
+    """Ownership of one record of an import (see "Overrides" in the module docstring).
+
+    Without an override (the root's operator importing) the source's scope and owners are kept as they are."""
+    asked = None if scope is None or scope == "" else parse_scope(scope)
+    if not override:
+        return Owned(asked, session_id, user_id)
+    if asked is Scope.SESSION:
+        scope_out = Scope.SESSION if override.session_id else Scope.USER
+    elif asked is Scope.USER:
+        scope_out = Scope.USER if override.user_id else Scope.SESSION
+    else:
+        scope_out = Scope.USER if override.user_id else Scope.SESSION
+    changed = asked if asked is not None and asked is not scope_out else None
+    return Owned(scope_out, override.session_id, override.user_id, changed)
+
+
+def override_draft(draft: MemoryDraft, override: Override | None) -> tuple[MemoryDraft, Scope | None]:
+    """``draft`` put in the override's partition (the CLI ``import --as-user`` of JSONL drafts), and the scope
+    it asked for when that changed; unchanged without an override."""
+    if not override:
+        return draft, None
+    owned = apply_override(draft.scope, draft.session_id, draft.user_id, override)
+    return replace(draft, scope=owned.scope, session_id=owned.session_id, user_id=owned.user_id), owned.rescoped
+
+
+_RECORD_FIELDS = frozenset({
+    "id", "title", "kind", "scope", "session_id", "user_id", "tags", "memory_key", "source", "created", "updated",
+    "expires", "importance", "content_hash", "metadata", "content", "path", "happened_at", "valid_from", "valid_to",
+    "superseded_by", "supersedes", "recorded_at",
+})
+
+
+def _opt_text(data: Mapping[str, Any], name: str, max_chars: int = 200) -> str | None:
+    value = data.get(name)
+    if value is None or value == "":
+        return None
+    return check_text_field(name, value, max_chars)
+
+
+def _instant(data: Mapping[str, Any], name: str) -> str | None:
+    """An instant field of a whole record: kept as written when it is an ISO date or datetime, else refused."""
+    value = _opt_text(data, name, 64)
+    if value is not None and normalize_instant(value) is None:
+        raise InvalidInputError(f"{name} must be an ISO date or datetime (e.g. 2026-12-31T18:00:00Z), not {shown(value)}")
+    return value
+
+
+def _importance(value: object) -> float | None:
+    if value is None:
+        return None
+    try:
+        ok = not isinstance(value, bool) and isinstance(value, (int, float)) and 0 <= float(value) <= 1
+    except OverflowError:
+        ok = False
+    if not ok:
+        raise InvalidInputError("importance must be a number between 0 and 1")
+    return float(value)  # type: ignore[arg-type]
+
+
+def prepare_record(data: object, override: Override | None = None) -> tuple[MemoryRecord, int, Scope | None]:
+    """A whole record given as a mapping (a line of our export) checked by the same rules as :func:`prepare_draft`.
+
+    Ids, timestamps, keys and links are kept; every text is redacted (content, title, metadata keys and values)
+    and every identifier that could hold a secret is refused (id, links, owners, key, tags, kind); ``kind`` is
+    normalised, ``source`` is one of ours, instants must be ISO. With ``override`` the record is put in that
+    caller's partition (:func:`apply_override`). Returns ``(record, redactions, rescoped_from)``; raises
+    :class:`InvalidInputError` (or :class:`~agent_memory.errors.InvalidIdError`) naming the field.
+    """
+    if not isinstance(data, Mapping):
+        raise InvalidInputError("a line must be a JSON object")
+    unknown = set(data) - _RECORD_FIELDS
+    if unknown:
+        raise InvalidInputError(f"unknown field(s): {', '.join(sorted(map(str, unknown)))}")
+    rid = check_id("id", data.get("id"))
+    counter = [0]
+    red = _redact.redact(check_content(data.get("content")))
+    counter[0] += red.count
+    title = _opt_text(data, "title", MAX_TITLE_CHARS)
+    if title is not None:
+        title_red = _redact.redact(title)
+        counter[0] += title_red.count
+        title = title_red.text
+    if override:
+        owned = apply_override(data.get("scope"), None, None, override)
+    else:
+        owned = apply_override(data.get("scope"), _opt_text(data, "session_id"), _opt_text(data, "user_id"), None)
+    scope = owned.scope or Scope.PROJECT
+    session_id, user_id = check_owner(scope, owned.session_id, owned.user_id)
+    raw_tags = data.get("tags") or []
+    if not isinstance(raw_tags, list) or not all(isinstance(t, str) for t in raw_tags):
+        raise InvalidInputError("tags must be a list of strings")
+    tags = normalize_tags(raw_tags)
+    key = None if data.get("memory_key") is None else validate_key(data.get("memory_key"))
+    kind = normalize_kind(data.get("kind"))  # type: ignore[arg-type]
+    for label, value in (("memory_key", key), ("kind", kind), *(("tag", t) for t in (*tags, *raw_tags))):
+        check_label(label, value)
+    source = data.get("source") or "manual"
+    if source not in SOURCES:
+        raise InvalidInputError(f"unknown source {shown(source)}; one of {', '.join(SOURCES)}")
+    created = _instant(data, "created")
+    if not created:
+        raise InvalidInputError("created is missing (an export always has it)")
+    metadata = data.get("metadata") or {}
+    if not isinstance(metadata, Mapping):
+        raise InvalidInputError("metadata must be an object")
+    clocks: dict[str, str | None] = {}
+    for name in CLOCK_FIELDS:
+        value = _opt_text(data, name, 64)
+        clocks[name] = None if value is None else normalize_when(name, value)
+    start, end = _parse_when(clocks["valid_from"] or ""), _parse_when(clocks["valid_to"] or "")
+    if start is not None and end is not None and end < start:
+        raise InvalidInputError(f"valid_to {clocks['valid_to']} is earlier than valid_from {clocks['valid_from']}")
+    for name in ("superseded_by", "supersedes"):
+        value = data.get(name)
+        clocks[name] = None if value is None or value == "" else check_id(name, value)
+        if clocks[name] == rid:
+            raise InvalidInputError(f"{name} names the record itself")
+    rec = MemoryRecord(
+        id=rid, content=red.text, title=title or default_title(red.text), kind=kind, scope=scope,
+        session_id=session_id, user_id=user_id, tags=tags, memory_key=key, source=str(source), created=created,
+        updated=_instant(data, "updated") or created, expires=_instant(data, "expires"),
+        importance=_importance(data.get("importance")), content_hash=content_hash(red.text),
+        metadata=clean_metadata(dict(metadata), counter), **clocks,  # type: ignore[arg-type]
+    )
+    return rec, counter[0], owned.rescoped
+
+
+def decode_line(raw: bytes) -> str | None:
+    """One line of a UTF-8 file as text, or None when it is not valid UTF-8 (the caller skips that line only)."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def read_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, MemoryDraft | str]]:
+    """Yield ``(line_number, draft or error message)`` for each non-empty line of a JSONL file."""
+    with open(path, "rb") as fh:
+        for n, raw in enumerate(fh, 1):
+            line = decode_line(raw)
+            if line is None:
+                yield n, f"line {n}: not valid UTF-8"
+                continue
+            if not line.strip():
+                continue
+            try:
+                yield n, MemoryDraft.from_dict(json.loads(line))
+            except (ValueError, TypeError) as exc:
+                yield n, f"line {n}: {exc}"
+            except RecursionError:  # JSON nested thousands deep
+                yield n, f"line {n}: JSON nested too deeply"
