@@ -58,8 +58,8 @@ def _imports(path: Path) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize("module", ["tools.py", "workers/__init__.py", "workers/recall.py", "workers/capture.py",
-                                    "core.py", "backend.py"])
+@pytest.mark.parametrize("module", ["agents/tools.py", "agents/workers/__init__.py", "agents/workers/recall.py", "agents/workers/capture.py",
+                                    "agents/core_block.py", "backends/base.py"])
 def test_tools_workers_and_core_never_import_the_provider(module):
     imported = _imports(PACKAGE / module)
     assert not any(name.endswith("provider") or "integrations" in name for name in imported), imported
