@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import random
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 

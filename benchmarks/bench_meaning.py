@@ -41,7 +41,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _corpus import Corpus, percentile  # noqa: E402
 
 from agent_memory.backends.files.fts import SearchRequest  # noqa: E402
-from agent_memory.backends.files.hybrid import hybrid_search  # noqa: E402
+from agent_memory.backends.files.hybrid import (
+    hybrid_search,  # noqa: E402
+    index_strength,  # noqa: E402
+)
 from agent_memory.backends.files.store import MemoryDraft, MemoryStore  # noqa: E402
 from agent_memory.backends.files.vectors import VectorCache, live_items, visible_hashes  # noqa: E402
 from agent_memory.embeddings import LocalEmbedder  # noqa: E402
@@ -53,7 +56,7 @@ from agent_memory.eval.locomo import (  # noqa: E402
     sample_sessions,
 )
 from agent_memory.portable.transcripts import transcript_drafts  # noqa: E402
-from agent_memory.search.fusion import Fuse, Pipeline, QueryContext, index_strength  # noqa: E402
+from agent_memory.search.fusion import Fuse, Pipeline, QueryContext  # noqa: E402
 
 DEV = Path(os.environ.get("LOCOMO_DEV", "/work/shared/eval/locomo/locomo-dev.json"))
 PARA = Path(os.environ.get("LOCOMO_PARA", "/work/shared/eval/locomo/locomo-dev-paraphrase.json"))

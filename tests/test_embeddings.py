@@ -197,7 +197,7 @@ def test_litellm_embedder_rejects_bad_config() -> None:
 
 # -- the local model ---------------------------------------------------------------------
 def test_local_embedder_without_model_is_typed(monkeypatch: pytest.MonkeyPatch) -> None:
-    import agent_memory.embeddings as mod
+    import agent_memory.embeddings.local as mod
 
     monkeypatch.setattr(mod, "local_model_available", lambda: False)
     emb = LocalEmbedder()

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from agent_memory.backends.files.fts import STOP_WORDS, Fts5Engine, term_key
+from agent_memory.backends.files.hybrid import index_confidence
 from agent_memory.embeddings import local_model_available
 from agent_memory.errors import InvalidInputError
 from agent_memory.search.fusion import (
@@ -25,7 +26,6 @@ from agent_memory.search.fusion import (
     RecencyBoost,
     TimeDecay,
     default_pipeline,
-    index_confidence,
     lexical_confidence,
 )
 

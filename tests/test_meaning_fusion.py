@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from agent_memory.backends.files.hybrid import hybrid_search
+from agent_memory.backends.files.hybrid import hybrid_search, index_strength
 from agent_memory.backends.files.store import MemoryStore
 from agent_memory.backends.files.vectors import VectorCache, live_items
 from agent_memory.embeddings import CallableEmbedder
 from agent_memory.errors import InvalidInputError
-from agent_memory.search.fusion import Fuse, QueryContext, default_pipeline, index_strength, lexical_strength
+from agent_memory.search.fusion import Fuse, QueryContext, default_pipeline, lexical_strength
 
 # a toy "meaning": words map to concepts, so synonyms share a dimension; other words add a little noise
 CONCEPTS = {"car": 0, "automobile": 0, "vehicle": 0, "bought": 1, "purchase": 1, "purchased": 1,

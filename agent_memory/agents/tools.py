@@ -20,9 +20,9 @@ from pydantic_ai.toolsets import FunctionToolset
 
 from agent_memory.agents.fence import UNTRUSTED_NOTE
 from agent_memory.backends.base import Caller, MemoryBackend
-from agent_memory.backends.files.index import dates_text, summary_line
 from agent_memory.errors import AgentMemoryError
 from agent_memory.model.drafts import MemoryDraft
+from agent_memory.model.lines import dates_text, summary_line
 
 __all__ = ["READ", "CAPTURE", "FOREGROUND", "TOOL_SETS", "memory_toolset", "as_backend", "caller_scope"]
 

@@ -43,7 +43,7 @@ def _filter_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 def _dates(rec: Any) -> str:
     """``; on 2023-05-07; true since …`` when the record knows when it happened or held (and if superseded)."""
-    from agent_memory.backends.files.index_schema import dates_text
+    from agent_memory.model.lines import dates_text
 
     text = dates_text(None, rec.happened_at, rec.valid_from, rec.valid_to)
     if rec.superseded_by:
@@ -222,7 +222,7 @@ def cmd_list(args: argparse.Namespace) -> None:
     recs = target.list(limit=limit, **filters)
     total = target.count(**filters) if limit is not None and len(recs) >= limit else len(recs)
     more = max(0, total - len(recs))
-    from agent_memory.backends.files.index import summary_line
+    from agent_memory.model.lines import summary_line
 
     def human() -> str:
         lines = [f"{r.id}  ({r.kind}, {r.scope.value}{_dates(r)})  {summary_line(r.content, 70)}" for r in recs] or ["no records"]

@@ -15,11 +15,11 @@ from typing import Any
 
 from agent_memory.agents.fence import UNTRUSTED_NOTE
 from agent_memory.agents.tools import as_backend, clock_fields
-from agent_memory.backends.files.index import summary_line
 from agent_memory.errors import InvalidInputError, NotFoundError
 from agent_memory.mcp._args import Param
 from agent_memory.mcp._config import Identity
 from agent_memory.model.drafts import MemoryDraft
+from agent_memory.model.lines import summary_line
 
 __all__ = ["ToolSpec", "SPECS", "Runtime"]
 

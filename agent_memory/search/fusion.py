@@ -22,8 +22,6 @@ from typing import Any, Literal
 
 import numpy as np
 
-from agent_memory.backends.files.fts import Fts5Engine, term_key, term_matcher
-from agent_memory.backends.files.index import Index, visibility_sql, visible_params
 from agent_memory.errors import InvalidInputError
 from agent_memory.search.stages import (
     MMR,
@@ -39,11 +37,12 @@ from agent_memory.search.stages import (
     TimeDecay,
     _params,
 )
+from agent_memory.search.text import term_key, term_matcher
 
 __all__ = [
     "Candidate", "QueryContext", "Stage", "Pipeline", "Fuse", "CosineRerank", "RecencyBoost", "TimeDecay",
     "ImportanceWeight", "LengthNorm", "MinScore", "MMR", "DenseFloor", "default_pipeline", "lexical_confidence",
-    "index_confidence", "lexical_strength", "index_strength", "index_term_stats", "TermStats", "squash",
+    "lexical_strength", "squash",
 ]
 
 @dataclass(slots=True)
@@ -216,54 +215,11 @@ def lexical_strength(top_score: float, idfs: Iterable[float]) -> float:
     return min(1.0, float(top_score) / total)
 
 
-TermStats = tuple[int, dict[str, int]]
-"""``(N, {term: df})`` from the FTS index: how many records, and how many match each term."""
-
-
-def index_term_stats(index: Index, engine: Fts5Engine, terms: Sequence[str], *,
-                     visible_to: tuple[str | None, str | None] | None = None) -> TermStats:
-    """N and df of ``terms`` from the FTS index (df cached per index for the unrestricted counts).
-
-    ``visible_to`` (``(session_id, user_id)``, for strict visibility): N and df count only the records that
-    caller may see, so records hidden from them cannot move a weight (O(visible matches) per term).
-    """
-    terms = list(dict.fromkeys(terms))
-    def read(conn: Any) -> TermStats:
-        if visible_to is not None:
-            bind = visible_params(*visible_to)
-            n = int(conn.execute(f"SELECT count(*) FROM records r WHERE {visibility_sql('r')}", bind).fetchone()[0])
-            sql = (f"SELECT count(*) FROM fts f JOIN records r ON r.rowid = f.rowid WHERE fts MATCH :q"
-                   f" AND {visibility_sql('r')}")
-            return n, {t: int(conn.execute(sql, {**bind, "q": engine.match_expression([t])}).fetchone()[0])
-                       for t in terms}
-        n = int(conn.execute("SELECT max(rowid) FROM records").fetchone()[0] or 0)
-        return n, engine.document_frequencies(conn, index, terms, n)
-
-    result: TermStats = index.guarded(read)
-    return result
-
-
-def index_strength(index: Index, engine: Fts5Engine, query: str, top_score: float, *,
-                   visible_to: tuple[str | None, str | None] | None = None, stats: TermStats | None = None) -> float:
-    """:func:`lexical_strength` with IDF ``log((N + 1) / (df + 0.5))`` per distinct query term, from the FTS index
-    (:func:`index_term_stats`; ``stats`` when already read for these terms and this caller)."""
-    terms = engine.terms(query)
-    if not terms or top_score <= 0:
-        return 0.0
-    rows, df = stats if stats is not None and all(t in stats[1] for t in terms) else index_term_stats(
-        index, engine, terms, visible_to=visible_to)
-    idf: dict[str, float] = {}
-    for t in terms:
-        k = term_key(t)
-        idf[k] = max(idf.get(k, 0.0), math.log((rows + 1) / (df.get(t, 0) + 0.5)))
-    return lexical_strength(top_score, idf.values())
-
-
 def lexical_confidence(query_terms: Iterable[str], top_texts: Iterable[str], idf: Mapping[str, float] | Callable[[str], float]
                        ) -> float:
     """IDF-weighted share of the query's terms found in the best of ``top_texts`` (the lexical top hits).
 
-    ``idf`` maps a :func:`~agent_memory.backends.files.fts.term_key` to its inverse document frequency (or is a function).
+    ``idf`` maps a :func:`~agent_memory.search.text.term_key` to its inverse document frequency (or is a function).
     """
     keys = {term_key(t) for t in query_terms if t}
     keys.discard("")
@@ -276,26 +232,3 @@ def lexical_confidence(query_terms: Iterable[str], top_texts: Iterable[str], idf
         return 0.0
     found = term_matcher(keys)
     return max((sum(w[k] for k in found(t)) / total for t in top_texts), default=0.0)
-
-
-def index_confidence(index: Index, engine: Fts5Engine, query: str, top_ids: Sequence[str]) -> float:
-    """:func:`lexical_confidence` over the bodies of ``top_ids`` (the lexical top hits, e.g. 5), with
-    IDF ``log((N + 1) / (df + 0.5))`` from the FTS index itself."""
-    terms = engine.terms(query)
-    if not terms or not top_ids:
-        return 0.0
-    rows = index.count()
-    marks = ",".join("?" for _ in top_ids)
-
-    def read(conn: Any) -> tuple[dict[str, int], list[str]]:
-        df = engine.document_frequencies(conn, index, terms, rows)
-        bodies = [r[0] or "" for r in conn.execute(
-            f"SELECT f.body FROM records r JOIN fts f ON f.rowid = r.rowid WHERE r.id IN ({marks})", list(top_ids))]
-        return df, bodies
-
-    df, bodies = index.guarded(read)
-    idf: dict[str, float] = {}
-    for t in terms:
-        k = term_key(t)
-        idf[k] = max(idf.get(k, 0.0), math.log((rows + 1) / (df.get(t, 0) + 0.5)))
-    return lexical_confidence(terms, bodies, idf)

@@ -1,20 +1,14 @@
-"""The shapes of a lexical search (request, hit, result, engine protocol) and the filter SQL every read shares.
-
-Split from :mod:`agent_memory.backends.files.fts` (which re-exports all of it) so the engine module holds the engine only.
-"""
+"""The shapes of a search, whatever backend answers it: the request, a hit, the result, and readable scores."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
-from agent_memory.backends.files.index_schema import dates_text, time_sql
+from agent_memory.model.lines import dates_text
 from agent_memory.model.records import Scope
 
-if TYPE_CHECKING:  # pragma: no cover - the index is only a parameter type here
-    from agent_memory.backends.files.index import Index
-
-__all__ = ["MIN_SCORE", "SearchEngine", "SearchHit", "SearchRequest", "SearchResult", "date_filter_sql", "readable_score"]
+__all__ = ["MIN_SCORE", "SearchHit", "SearchRequest", "SearchResult", "readable_score"]
 
 MIN_SCORE = 0.001
 
@@ -94,27 +88,6 @@ class SearchResult:
         if self.trace is not None:
             data["trace"] = self.trace
         return data
-
-
-class SearchEngine(Protocol):
-    """Anything that can answer a :class:`SearchRequest` over an :class:`Index`."""
-
-    def search(self, index: Index, request: SearchRequest) -> SearchResult: ...
-
-
-def date_filter_sql(req: SearchRequest, params: dict[str, Any], alias: str = "r") -> str:
-    """Date, kind, supersession and as-of filters of a read (`` AND …``), binding their parameters."""
-    sql = time_sql(params, include_superseded=req.include_superseded, as_of=req.as_of, alias=alias)
-    for name, op in (("created_after", ">="), ("created_before", "<"), ("updated_after", ">="), ("updated_before", "<")):
-        value = getattr(req, name)
-        if value:
-            params[name] = value
-            sql += f" AND {alias}.{name.split('_')[0]} {op} :{name}"
-    if req.kinds:
-        kinds = ",".join(f":kind{i}" for i in range(len(req.kinds)))
-        params.update({f"kind{i}": k for i, k in enumerate(req.kinds)})
-        sql += f" AND {alias}.kind IN ({kinds})"
-    return sql
 
 
 def readable_score(raw: float, top: float) -> float:

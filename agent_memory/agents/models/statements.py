@@ -25,7 +25,7 @@ from agent_memory.agents.models.statement_rules import (
     trim_value,
 )
 from agent_memory.errors import InvalidInputError
-from agent_memory.portable.transcripts import parse_when, resolve_relative_dates
+from agent_memory.model.dates import parse_when, resolve_relative_dates
 from agent_memory.redaction.api import contains_secret
 
 __all__ = ["Statement", "extract_statements"]

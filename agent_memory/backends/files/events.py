@@ -18,118 +18,27 @@ starts on a fresh line. Who is acting is set with :func:`acting` (a context vari
 from __future__ import annotations
 
 import contextlib
-import contextvars
-import hashlib
 import json
 import os
 import threading
-import uuid
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
-from agent_memory.errors import BackendError
 from agent_memory.formats.atomic import atomic_write, ensure_dir, fsync_dir
-from agent_memory.model.records import now_iso
+from agent_memory.model.events import (
+    EVENT_TYPES,
+    Acting,
+    Event,
+    NotSupportedError,
+    acting,
+    current_acting,
+    tombstone_id,
+    visible,
+)
 
 __all__ = ["Acting", "Event", "EventLog", "NotSupportedError", "acting", "current_acting", "tombstone_id", "visible"]
 
 EVENTS_DIR = "events"
-EVENT_TYPES = frozenset({
-    "created", "appended", "replaced", "superseded", "forgotten", "archived", "restored", "purged", "imported",
-    "consolidated", "swept", "hand_edit", "undone",
-})
-
-
-class NotSupportedError(BackendError):
-    """The backend does not offer this feature yet (e.g. history, undo and purge on PostgreSQL)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Acting:
-    """Who is making the changes in this context (set by :func:`acting`)."""
-
-    actor: str | None = None
-    run_id: str | None = None
-    tool_call_id: str | None = None
-    session_id: str | None = None
-    user_id: str | None = None
-
-
-_ACTING: contextvars.ContextVar[Acting | None] = contextvars.ContextVar("agent_memory_acting", default=None)
-
-
-@contextlib.contextmanager
-def acting(actor: str | None = None, *, run_id: str | None = None, tool_call_id: str | None = None,
-           session_id: str | None = None, user_id: str | None = None) -> Iterator[Acting]:
-    """Attribute every mutation in this block to ``actor`` (fields left out are inherited from an outer block)."""
-    outer = _ACTING.get() or Acting()
-    now = Acting(actor or outer.actor, run_id or outer.run_id, tool_call_id or outer.tool_call_id,
-                 session_id or outer.session_id, user_id or outer.user_id)
-    token = _ACTING.set(now)
-    try:
-        yield now
-    finally:
-        _ACTING.reset(token)
-
-
-def current_acting() -> Acting:
-    return _ACTING.get() or Acting()
-
-
-def tombstone_id(value: str) -> str:
-    """What a purged id becomes in the log: a hash that names no word of it."""
-    return "purged:" + hashlib.sha256(value.encode("utf-8")).hexdigest()[:16]
-
-
-@dataclass(slots=True)
-class Event:
-    """One mutation. ``scope``/``owner_session``/``owner_user`` are the record's partition (for visibility)."""
-
-    event: str
-    id: str
-    ts: str = field(default_factory=now_iso)
-    eid: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
-    actor: str | None = None
-    session_id: str | None = None
-    user_id: str | None = None
-    run_id: str | None = None
-    tool_call_id: str | None = None
-    before: str | None = None
-    after: str | None = None
-    scope: str | None = None
-    owner_session: str | None = None
-    owner_user: str | None = None
-    detail: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {k: getattr(self, k) for k in self.__slots__}  # type: ignore[attr-defined]
-        return {k: v for k, v in out.items() if v not in (None, {})}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Event:
-        if not isinstance(data, Mapping) or not isinstance(data.get("event"), str) or not isinstance(data.get("id"), str):
-            raise ValueError("an event needs string 'event' and 'id'")
-        known = {k: data[k] for k in cls.__slots__ if k in data}  # type: ignore[attr-defined]
-        for k, v in known.items():
-            if k != "detail" and v is not None and not isinstance(v, str):
-                raise ValueError(f"event field {k!r} must be a string")
-        if not isinstance(known.get("detail", {}), dict):
-            raise ValueError("event detail must be an object")
-        return cls(**known)
-
-
-def visible(ev: Event, session_id: str | None, user_id: str | None) -> bool:
-    """The visibility table of records, applied to the record an event is about."""
-    if ev.scope in ("project", "global"):
-        return True
-    if ev.scope == "session":
-        return ev.owner_session is not None and ev.owner_session == session_id and (
-            ev.owner_user is None or ev.owner_user == user_id)
-    if ev.scope == "user":
-        return ev.owner_user is not None and ev.owner_user == user_id
-    return False
 
 
 class EventLog:

@@ -26,28 +26,26 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
-from agent_memory.backends.files.index_schema import dates_text, scope_filter_sql, visibility_sql
+from agent_memory.backends.files.index_schema import date_filter_sql, scope_filter_sql, visibility_sql
+from agent_memory.model.lines import dates_text
+from agent_memory.search.lexical import LexicalEngine
 from agent_memory.search.text import (
     STOP_WORDS,
     Tokenizer,
-    best_window,
     default_tokenizer,
     light_stem,
     phrase,
-    split_cjk,
     term_key,
     term_matcher,
 )
 from agent_memory.search.types import (
     MIN_SCORE,
-    SearchEngine,
     SearchHit,
     SearchRequest,
     SearchResult,
-    date_filter_sql,
     readable_score,
 )
 
@@ -60,7 +58,7 @@ __all__ = ["STOP_WORDS", "Fts5Engine", "dates_text", "SearchEngine", "SearchHit"
 _VISIBILITY_NOTE = "in SQL, before ranking and the limit"
 
 
-class Fts5Engine:
+class Fts5Engine(LexicalEngine):
     """The default engine: SQLite FTS5 + BM25 with field weights, coordination and line-aware snippets.
 
     ``weights`` are the BM25 weights of the FTS columns (title, tags, body, context).
@@ -78,39 +76,11 @@ class Fts5Engine:
     with fewer rows than the budget are never pruned.
     """
 
-    def __init__(
-        self,
-        *,
-        tokenizer: Tokenizer = default_tokenizer,
-        stop_words: Iterable[str] | None = None,
-        weights: Sequence[float] = (2.0, 1.5, 1.0, 0.4),
-        snippet_lines: int = 3,
-        snippet_chars: int = 320,
-        coordination: float = 1.0,
-        context_share: float = 0.5,
-        pool: int = 30,
-        max_terms: int = 64,
-        candidate_budget: int | None = 2000,
-    ) -> None:
-        self.tokenizer = tokenizer
-        self.stop_words = frozenset(STOP_WORDS if stop_words is None else stop_words)
-        self.weights = tuple(weights)
-        self.snippet_lines = max(1, snippet_lines)
-        self.snippet_chars = max(40, snippet_chars)
-        self.coordination = max(0.0, float(coordination))
-        self.context_share = min(1.0, max(0.0, float(context_share)))
-        self.pool = max(1, int(pool))
-        self.max_terms = max(1, int(max_terms))
-        self.candidate_budget = None if candidate_budget is None else max(1, int(candidate_budget))
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
         self._df: dict[str, dict[str, tuple[int, int]]] = {}  # index path -> term -> (documents, max rowid then)
 
     # -- query ----------------------------------------------------------------------------
-    def terms(self, query: str) -> list[str]:
-        """Distinct query terms in order: stop words dropped unless nothing else is left; CJK runs as bigrams."""
-        tokens = list(dict.fromkeys(split_cjk(self.tokenizer(query))))
-        content = [t for t in tokens if t not in self.stop_words]
-        return (content or tokens)[: self.max_terms]
-
     def match_expression(self, terms: Sequence[str], tags: Sequence[str] = ()) -> str:
         parts = [phrase(t) for t in terms if t.replace('"', "")]
         for tag in tags:
@@ -314,13 +284,6 @@ class Fts5Engine:
             superseded_by=row["superseded_by"],
         )
 
-    def snippet(self, body: str, stems: set[str]) -> tuple[int, int, str]:
-        """Best window of ``snippet_lines`` lines for query ``stems`` (1-based, inclusive, relative to the body)."""
-        return self._snippet(body, term_matcher({term_key(s) for s in stems}))
-
-    def _snippet(self, body: str, found: Callable[[str], set[str]]) -> tuple[int, int, str]:
-        return best_window(body, found, self.snippet_lines, self.snippet_chars)
-
 
 class _RankedRow(dict):  # type: ignore[type-arg]
     """A result row (column → value) with its BM25 rank attached."""
@@ -330,3 +293,9 @@ def _with_rank(row: Any, rank: float) -> Any:
     out = _RankedRow(zip(row.keys(), row, strict=True))
     out["rank"] = rank
     return out
+
+
+class SearchEngine(Protocol):
+    """Anything that can answer a :class:`SearchRequest` over an :class:`Index`."""
+
+    def search(self, index: Index, request: SearchRequest) -> SearchResult: ...

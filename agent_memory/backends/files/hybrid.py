@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -19,13 +20,14 @@ import numpy.typing as npt
 
 import agent_memory.backends.files.reads as _reads
 from agent_memory.backends.files.fts import Fts5Engine, SearchHit, SearchRequest, SearchResult, date_filter_sql
-from agent_memory.backends.files.index import scope_filter_sql
+from agent_memory.backends.files.index import Index, scope_filter_sql, visibility_sql, visible_params
 from agent_memory.backends.files.vectors import VectorCache, visible_for_hashes, visible_hashes
 from agent_memory.embeddings import Embedder, EmbeddingError
 from agent_memory.errors import InvalidInputError
 from agent_memory.model.records import normalize_tags
 from agent_memory.search.focus import focus_query, query_words
-from agent_memory.search.fusion import Pipeline, QueryContext, TermStats, default_pipeline, index_strength, index_term_stats, squash
+from agent_memory.search.fusion import Pipeline, QueryContext, default_pipeline, lexical_confidence, lexical_strength, squash
+from agent_memory.search.text import term_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.files.store import MemoryStore
@@ -233,3 +235,69 @@ def hybrid_search(store: MemoryStore, cache: VectorCache, embedder: Embedder | N
             hits.append(_dense_hit(store, extra[c.id], score))
     return SearchResult(hits, steps)
 
+
+# -- lexical strength read from the FTS index --------------------------------------------------
+TermStats = tuple[int, dict[str, int]]
+"""``(N, {term: df})`` from the FTS index: how many records, and how many match each term."""
+
+
+def index_term_stats(index: Index, engine: Fts5Engine, terms: Sequence[str], *,
+                     visible_to: tuple[str | None, str | None] | None = None) -> TermStats:
+    """N and df of ``terms`` from the FTS index (df cached per index for the unrestricted counts).
+
+    ``visible_to`` (``(session_id, user_id)``, for strict visibility): N and df count only the records that
+    caller may see, so records hidden from them cannot move a weight (O(visible matches) per term).
+    """
+    terms = list(dict.fromkeys(terms))
+    def read(conn: Any) -> TermStats:
+        if visible_to is not None:
+            bind = visible_params(*visible_to)
+            n = int(conn.execute(f"SELECT count(*) FROM records r WHERE {visibility_sql('r')}", bind).fetchone()[0])
+            sql = (f"SELECT count(*) FROM fts f JOIN records r ON r.rowid = f.rowid WHERE fts MATCH :q"
+                   f" AND {visibility_sql('r')}")
+            return n, {t: int(conn.execute(sql, {**bind, "q": engine.match_expression([t])}).fetchone()[0])
+                       for t in terms}
+        n = int(conn.execute("SELECT max(rowid) FROM records").fetchone()[0] or 0)
+        return n, engine.document_frequencies(conn, index, terms, n)
+
+    result: TermStats = index.guarded(read)
+    return result
+
+
+def index_strength(index: Index, engine: Fts5Engine, query: str, top_score: float, *,
+                   visible_to: tuple[str | None, str | None] | None = None, stats: TermStats | None = None) -> float:
+    """:func:`lexical_strength` with IDF ``log((N + 1) / (df + 0.5))`` per distinct query term, from the FTS index
+    (:func:`index_term_stats`; ``stats`` when already read for these terms and this caller)."""
+    terms = engine.terms(query)
+    if not terms or top_score <= 0:
+        return 0.0
+    rows, df = stats if stats is not None and all(t in stats[1] for t in terms) else index_term_stats(
+        index, engine, terms, visible_to=visible_to)
+    idf: dict[str, float] = {}
+    for t in terms:
+        k = term_key(t)
+        idf[k] = max(idf.get(k, 0.0), math.log((rows + 1) / (df.get(t, 0) + 0.5)))
+    return lexical_strength(top_score, idf.values())
+
+
+def index_confidence(index: Index, engine: Fts5Engine, query: str, top_ids: Sequence[str]) -> float:
+    """:func:`lexical_confidence` over the bodies of ``top_ids`` (the lexical top hits, e.g. 5), with
+    IDF ``log((N + 1) / (df + 0.5))`` from the FTS index itself."""
+    terms = engine.terms(query)
+    if not terms or not top_ids:
+        return 0.0
+    rows = index.count()
+    marks = ",".join("?" for _ in top_ids)
+
+    def read(conn: Any) -> tuple[dict[str, int], list[str]]:
+        df = engine.document_frequencies(conn, index, terms, rows)
+        bodies = [r[0] or "" for r in conn.execute(
+            f"SELECT f.body FROM records r JOIN fts f ON f.rowid = r.rowid WHERE r.id IN ({marks})", list(top_ids))]
+        return df, bodies
+
+    df, bodies = index.guarded(read)
+    idf: dict[str, float] = {}
+    for t in terms:
+        k = term_key(t)
+        idf[k] = max(idf.get(k, 0.0), math.log((rows + 1) / (df.get(t, 0) + 0.5)))
+    return lexical_confidence(terms, bodies, idf)

@@ -28,16 +28,12 @@ from agent_memory.backends.files.index_schema import (  # re-exported: the schem
     SCHEMA_VERSION,
     _instant,
     as_of_sql,
-    core_line,
     current_sql,
-    dates_text,
-    day_text,
     is_corrupt,
     live_sql,
     row_to_record,
     schema_sql,
     scope_filter_sql,
-    summary_line,
     time_sql,
     visibility_sql,
     visible_params,
@@ -46,6 +42,7 @@ from agent_memory.backends.files.index_sync import SyncReport as SyncReport  # r
 from agent_memory.backends.files.quarantine import read_record_file
 from agent_memory.errors import ReadOnlyError, StorageError
 from agent_memory.formats.atomic import TMP_PREFIX, RootLock, ensure_dir, storage_error, storage_errors
+from agent_memory.model.lines import core_line, dates_text, day_text, summary_line  # re-exported
 from agent_memory.model.records import MemoryRecord
 
 _FTS_SECURE_DELETE = sqlite3.sqlite_version_info >= (3, 44, 0)

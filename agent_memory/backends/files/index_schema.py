@@ -6,12 +6,12 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_memory.model.records import MemoryRecord, Scope, normalize_instant
+from agent_memory.search.types import SearchRequest
 
 if TYPE_CHECKING:  # pragma: no cover
     import sqlite3
@@ -27,15 +27,6 @@ _RECORD_COLS = (
 
 
 # FTS5 secure-delete (SQLite 3.44+) removes a deleted row's terms at once; older versions need an 'optimize'
-# control, format (bidi, zero-width) and separator characters: a summary is one plain line of MEMORY.md
-_NOT_PLAIN = re.compile("[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]")
-
-
-def summary_line(content: str, limit: int = 80) -> str:
-    flat = " ".join(_NOT_PLAIN.sub(" ", content[: limit * 64]).split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
-
-
 def live_sql(alias: str = "r") -> str:
     """Not expired: no ``expires``, or one still in the future (stored as normalised UTC text, which sorts as time)."""
     return f"({alias}.expires IS NULL OR {alias}.expires > strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))"
@@ -69,33 +60,6 @@ def is_corrupt(exc: BaseException) -> bool:
     return type(exc) is sqlite3.DatabaseError or any(
         m in msg for m in ("malformed", "not a database", "file is encrypted", "vtable constructor failed", "fts5: corrupt",
                            "no such table"))  # truncated in place while a connection was open
-
-
-def day_text(value: str | None) -> str:
-    """An instant for people: ``2023-05-07`` at midnight UTC (a day), else ``2023-05-07 13:56Z``."""
-    when = normalize_instant(value) if value else None
-    if when is None:
-        return value or ""
-    return when[:10] if when[11:] == "00:00:00.000000Z" else f"{when[:10]} {when[11:16]}Z"
-
-
-def dates_text(recorded: str | None, happened: str | None, valid_from: str | None, valid_to: str | None) -> str:
-    """``on 2023-05-07; true 2023-05-01 to 2023-06-01`` (``recorded …`` when no one said when it happened)."""
-    parts = [f"on {day_text(happened)}" if happened else f"recorded {day_text(recorded)}" if recorded else ""]
-    if valid_from and valid_to:
-        parts.append(f"true {day_text(valid_from)} to {day_text(valid_to)}")
-    elif valid_from:
-        parts.append(f"true since {day_text(valid_from)}")
-    elif valid_to:
-        parts.append(f"true until {day_text(valid_to)}")
-    return "; ".join(p for p in parts if p)
-
-
-def core_line(record_id: str, kind: str, summary: str, happened: str | None = None, valid_from: str | None = None,
-              valid_to: str | None = None) -> str:
-    """One MEMORY.md / core-block line; dates are shown when the record knows when it happened or held."""
-    dates = dates_text(None, happened, valid_from, valid_to)
-    return f"- [{record_id}] ({kind}{'; ' + dates if dates else ''}): {summary}"
 
 
 def current_sql(alias: str = "r") -> str:
@@ -166,3 +130,18 @@ def scope_filter_sql(scopes: Iterable[Scope] | None, alias: str = "r") -> str:
         return ""
     vals = ",".join(f"'{Scope(s).value}'" for s in scopes)
     return f" AND {alias}.scope IN ({vals})"
+
+
+def date_filter_sql(req: SearchRequest, params: dict[str, Any], alias: str = "r") -> str:
+    """Date, kind, supersession and as-of filters of a read (`` AND …``), binding their parameters."""
+    sql = time_sql(params, include_superseded=req.include_superseded, as_of=req.as_of, alias=alias)
+    for name, op in (("created_after", ">="), ("created_before", "<"), ("updated_after", ">="), ("updated_before", "<")):
+        value = getattr(req, name)
+        if value:
+            params[name] = value
+            sql += f" AND {alias}.{name.split('_')[0]} {op} :{name}"
+    if req.kinds:
+        kinds = ",".join(f":kind{i}" for i in range(len(req.kinds)))
+        params.update({f"kind{i}": k for i, k in enumerate(req.kinds)})
+        sql += f" AND {alias}.kind IN ({kinds})"
+    return sql

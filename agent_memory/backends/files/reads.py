@@ -13,10 +13,10 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from agent_memory.backends.files.index_schema import scope_filter_sql, visibility_sql
+from agent_memory.backends.files.index_schema import date_filter_sql, scope_filter_sql, visibility_sql
 from agent_memory.errors import InvalidIdError, InvalidInputError, NotFoundError
 from agent_memory.model.records import MemoryRecord, RecordParseError, Scope, normalize_kind, normalize_tags, parse_scope, validate_id
-from agent_memory.search.types import SearchRequest, date_filter_sql
+from agent_memory.search.types import SearchRequest
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.files.store import MemoryStore

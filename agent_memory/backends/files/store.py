@@ -24,10 +24,11 @@ import agent_memory.backends.files.reads as _reads
 import agent_memory.backends.files.supersede as _supersede
 from agent_memory.backends.files.events import EventLog
 from agent_memory.backends.files.fts import Fts5Engine, SearchEngine, SearchRequest, SearchResult
-from agent_memory.backends.files.index import Index, SyncReport, core_line, current_sql, row_to_record, visibility_sql
+from agent_memory.backends.files.index import Index, SyncReport, current_sql, row_to_record, visibility_sql
 from agent_memory.backends.files.maintenance import DoctorReport, SweepReport
 from agent_memory.errors import InvalidInputError
 from agent_memory.formats.atomic import RootLock, atomic_write, ensure_dir
+from agent_memory.model.lines import core_line
 from agent_memory.model.records import MemoryRecord, Scope, normalize_tags, parse_scope, validate_id
 from agent_memory.search.text import with_cjk_context
 

@@ -17,7 +17,7 @@ import psycopg
 from agent_memory.backends.base import Caller
 from agent_memory.backends.files.events import acting
 from agent_memory.backends.files.fts import Fts5Engine, SearchResult
-from agent_memory.backends.files.index import SyncReport, core_line
+from agent_memory.backends.files.index import SyncReport
 from agent_memory.backends.files.maintenance import DoctorReport, SweepReport
 from agent_memory.backends.postgres.events import events_for, record_archive_event, record_writes
 from agent_memory.backends.postgres.maintenance import Maintenance
@@ -28,6 +28,7 @@ from agent_memory.backends.postgres.search import PgSearch, checked_query
 from agent_memory.backends.postgres.writes import Writer, chunks
 from agent_memory.errors import InvalidInputError, NotFoundError
 from agent_memory.model.drafts import MemoryDraft, RememberResult, explicit_fields, prepare_draft
+from agent_memory.model.lines import core_line
 from agent_memory.model.records import MemoryRecord, Scope, normalize_tags, parse_scope, validate_id
 
 Prepared = tuple[MemoryRecord, int, str, frozenset[str]]  # record, redactions, on_existing, fields the draft set

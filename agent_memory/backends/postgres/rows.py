@@ -12,9 +12,9 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from agent_memory.backends.files.index_schema import summary_line
 from agent_memory.backends.files.reads import as_of_filter, date_filters, kinds_of, scopes_of
 from agent_memory.errors import InvalidInputError
+from agent_memory.model.lines import summary_line
 from agent_memory.model.records import MemoryRecord, Scope, normalize_tags
 
 _PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")

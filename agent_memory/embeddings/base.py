@@ -1,0 +1,69 @@
+"""What every embedder shares: the :class:`Embedder` protocol, :class:`EmbeddingError` and the output check.
+
+An embedder takes a batch of texts and returns a float32 matrix of unit-length rows. It records its ``name``
+(part of the vector cache key, so a new model means re-embedding) and its ``dim``. :func:`as_matrix` validates
+and normalises whatever an embedder's backend returned; :func:`check_texts` refuses anything but a sequence of
+strings before a model or a provider is asked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from agent_memory.errors import BackendError, InvalidInputError
+
+__all__ = ["Embedder", "EmbeddingError", "Matrix", "as_matrix", "check_texts"]
+
+Matrix = npt.NDArray[np.float32]
+
+
+class EmbeddingError(BackendError):
+    """An embedder failed or returned something that is not one finite vector per text."""
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Texts in, an ``(len(texts), dim)`` float32 matrix of L2-normalised rows out."""
+
+    name: str
+
+    @property
+    def dim(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> Matrix: ...
+
+    async def aembed(self, texts: Sequence[str]) -> Matrix: ...
+
+
+def check_texts(texts: Sequence[str]) -> list[str]:
+    """The texts as a list, refusing one bare string or a non-string item."""
+    if isinstance(texts, str):
+        raise InvalidInputError("embed() takes a sequence of texts, not one string")
+    out = list(texts)
+    for t in out:
+        if not isinstance(t, str):
+            raise InvalidInputError(f"embed() texts must be strings, got {type(t).__name__}")
+    return out
+
+
+def as_matrix(vectors: Any, count: int, dim: int | None = None, *, source: str = "embedder") -> Matrix:
+    """Validate and L2-normalise an embedder's output (zero rows stay zero)."""
+    try:
+        m = np.asarray(vectors, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise EmbeddingError(f"{source} returned non-numeric vectors: {exc}") from exc
+    if count == 0:
+        return np.zeros((0, dim or (m.shape[1] if m.ndim == 2 else 0)), dtype=np.float32)
+    if m.ndim != 2 or m.shape[0] != count or m.shape[1] == 0:
+        raise EmbeddingError(f"{source} returned shape {m.shape}, expected ({count}, {dim or 'dim'})")
+    if dim is not None and m.shape[1] != dim:
+        raise EmbeddingError(f"{source} returned dimension {m.shape[1]}, expected {dim}")
+    if not np.isfinite(m).all():
+        raise EmbeddingError(f"{source} returned NaN or infinite values")
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return np.ascontiguousarray(m / norms, dtype=np.float32)

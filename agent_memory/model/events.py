@@ -1,0 +1,117 @@
+"""Events: what one mutation of a memory was, who made it, and who may see that it happened.
+
+An event says what changed (``created``, ``appended``, ``replaced``, ``forgotten``, ``swept``, ``restored``,
+``purged``, ``hand_edit``, …), which record, who did it (``actor``: ``tool``, ``turn_capture``, ``cli``,
+``import``, ``hand_edit``, a worker name; the caller's ``session_id``/``user_id``; ``run_id``/``tool_call_id``
+when known) and the content hashes before and after. It never holds record text. Who is acting is set with
+:func:`acting` (a context variable, so it follows ``asyncio.to_thread`` into a backend)::
+
+    with acting("worker:consolidate", run_id="r-12"):
+        store.forget(record_id)
+
+Each backend keeps events its own way (the files backend in ``events/<yyyy-mm>.jsonl``, PostgreSQL in a table).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import hashlib
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_memory.errors import BackendError
+from agent_memory.model.records import now_iso
+from agent_memory.model.scopes import may_see
+
+__all__ = ["EVENT_TYPES", "Acting", "Event", "NotSupportedError", "acting", "current_acting", "tombstone_id", "visible"]
+
+EVENT_TYPES = frozenset({
+    "created", "appended", "replaced", "superseded", "forgotten", "archived", "restored", "purged", "imported",
+    "consolidated", "swept", "hand_edit", "undone",
+})
+
+
+class NotSupportedError(BackendError):
+    """The backend does not offer this feature yet (e.g. history, undo and purge on PostgreSQL)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Acting:
+    """Who is making the changes in this context (set by :func:`acting`)."""
+
+    actor: str | None = None
+    run_id: str | None = None
+    tool_call_id: str | None = None
+    session_id: str | None = None
+    user_id: str | None = None
+
+
+_ACTING: contextvars.ContextVar[Acting | None] = contextvars.ContextVar("agent_memory_acting", default=None)
+
+
+@contextlib.contextmanager
+def acting(actor: str | None = None, *, run_id: str | None = None, tool_call_id: str | None = None,
+           session_id: str | None = None, user_id: str | None = None) -> Iterator[Acting]:
+    """Attribute every mutation in this block to ``actor`` (fields left out are inherited from an outer block)."""
+    outer = _ACTING.get() or Acting()
+    now = Acting(actor or outer.actor, run_id or outer.run_id, tool_call_id or outer.tool_call_id,
+                 session_id or outer.session_id, user_id or outer.user_id)
+    token = _ACTING.set(now)
+    try:
+        yield now
+    finally:
+        _ACTING.reset(token)
+
+
+def current_acting() -> Acting:
+    return _ACTING.get() or Acting()
+
+
+def tombstone_id(value: str) -> str:
+    """What a purged id becomes in the log: a hash that names no word of it."""
+    return "purged:" + hashlib.sha256(value.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(slots=True)
+class Event:
+    """One mutation. ``scope``/``owner_session``/``owner_user`` are the record's partition (for visibility)."""
+
+    event: str
+    id: str
+    ts: str = field(default_factory=now_iso)
+    eid: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
+    actor: str | None = None
+    session_id: str | None = None
+    user_id: str | None = None
+    run_id: str | None = None
+    tool_call_id: str | None = None
+    before: str | None = None
+    after: str | None = None
+    scope: str | None = None
+    owner_session: str | None = None
+    owner_user: str | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {k: getattr(self, k) for k in self.__slots__}  # type: ignore[attr-defined]
+        return {k: v for k, v in out.items() if v not in (None, {})}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Event:
+        if not isinstance(data, Mapping) or not isinstance(data.get("event"), str) or not isinstance(data.get("id"), str):
+            raise ValueError("an event needs string 'event' and 'id'")
+        known = {k: data[k] for k in cls.__slots__ if k in data}  # type: ignore[attr-defined]
+        for k, v in known.items():
+            if k != "detail" and v is not None and not isinstance(v, str):
+                raise ValueError(f"event field {k!r} must be a string")
+        if not isinstance(known.get("detail", {}), dict):
+            raise ValueError("event detail must be an object")
+        return cls(**known)
+
+
+def visible(ev: Event, session_id: str | None, user_id: str | None) -> bool:
+    """The visibility rule of records (:mod:`agent_memory.model.scopes`), applied to the record an event is about."""
+    return may_see(ev.scope, ev.owner_session, ev.owner_user, session_id=session_id, user_id=user_id)
