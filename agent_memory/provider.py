@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import logging
 import os
 import warnings
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
@@ -18,8 +19,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from agent_memory._provider_lifecycle import LifecycleAPI
-from agent_memory._provider_time import TimeAPI
 from agent_memory.agents.core_block import DEFAULT_CORE_BUDGET, MemoryBlock, inject
 from agent_memory.backends import open_backend
 from agent_memory.backends.base import Caller, MemoryBackend
@@ -33,9 +32,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.agents.profiles import Profile
     from agent_memory.agents.workers.capture import CaptureResult, Extractor
     from agent_memory.agents.workers.recall import RecallResult
+    from agent_memory.agents.workers.reflect import Reflection
     from agent_memory.backends.extended import Hooks
+    from agent_memory.consolidate import ConsolidationReport
+    from agent_memory.episodes import Episode
+    from agent_memory.sessions import SessionInfo, SessionMessage, SessionStore, SessionSummary, SummaryPolicy
 
 T = TypeVar("T")
+logger = logging.getLogger("agent_memory")
 
 __all__ = ["MemoryProvider", "PendingCaptureWarning"]
 
@@ -44,7 +48,7 @@ class PendingCaptureWarning(RuntimeWarning):
     """Background captures were still pending where they would be lost (a closed provider, ``run_sync``)."""
 
 
-class MemoryProvider(LifecycleAPI, TimeAPI):
+class MemoryProvider:
     """Durable memory for one backend, with private recall and capture workers.
 
     ``target`` is a root directory (files + SQLite), a ``postgresql://`` URL, or a
@@ -345,3 +349,184 @@ class MemoryProvider(LifecycleAPI, TimeAPI):
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
         await self.aclose()
+
+    # -- lifecycle: history, restore, undo, events, purge ----------------------------------
+    def _lifecycle(self, name: str) -> Any:
+        fn = getattr(self.backend, name, None)
+        if fn is None:
+            from agent_memory.backends.files.events import NotSupportedError
+
+            raise NotSupportedError(f"{name} is not supported by the {type(self.backend).__name__} backend yet")
+        return fn
+
+    async def purge(self, record_id: str | None = None, *, session_id: str | None = None,
+                    user_id: str | None = None) -> Any:
+        """Delete content for good (irreversible): one record the caller may see, or, without ``record_id``,
+        everything of ``user_id`` and/or ``session_id`` (see :mod:`agent_memory.backends.files.purge`). Returns a ``PurgeReport``."""
+        return await self._lifecycle("purge")(record_id, session_id=session_id, user_id=user_id)
+
+    async def history(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> Any:
+        """Every version of a visible record (live or archived), oldest first, with its events."""
+        return await self._lifecycle("history")(record_id, Caller(session_id, user_id))
+
+    async def restore(self, record_id: str, *, version: int | None = None, session_id: str | None = None,
+                      user_id: str | None = None) -> MemoryRecord:
+        """Bring back a forgotten/swept record, or make ``version`` (default: the previous one) current."""
+        return await self._lifecycle("restore")(record_id, Caller(session_id, user_id), version=version)  # type: ignore[no-any-return]
+
+    async def undo(self, *, session_id: str | None = None, user_id: str | None = None) -> Any:
+        """Reverse this caller's last change not undone yet; returns the event it reversed."""
+        return await self._lifecycle("undo")(Caller(session_id, user_id))
+
+    async def events(self, *, record_id: str | None = None, session_id: str | None = None, user_id: str | None = None,
+                     limit: int | None = None) -> Any:
+        """Events of records the caller may see, oldest first."""
+        return await self._lifecycle("events")(Caller(session_id, user_id), record_id=record_id, limit=limit)
+
+    async def provenance(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> Any:
+        """Who created and last changed a visible record."""
+        return await self._lifecycle("provenance")(record_id, Caller(session_id, user_id))
+
+    # -- extensions, consolidation, reflect ------------------------------------------------
+    def on(self, name: str, fn: Any) -> Any:
+        """Register an extension hook (``on_memory_written``, ``on_memory_retrieved``, ``on_session_end``); returns ``fn``.
+
+        See :mod:`agent_memory.backends.extended`. Registering the first hook wraps the backend, so tools and workers
+        built afterwards see it."""
+        from agent_memory.backends.extended import ExtendedBackend, Hooks
+
+        if not isinstance(self.backend, ExtendedBackend):
+            self.backend = ExtendedBackend(self.backend, Hooks())
+        return self.backend.hooks.add(name, fn)
+
+    async def end_session(self, session_id: str | None, *, user_id: str | None = None, **info: Any) -> None:
+        """Tell ``on_session_end`` hooks a conversation ended (pending captures are awaited first). Never raises."""
+        await self.flush()
+        end = getattr(self.backend, "end_session", None)
+        if end is not None:
+            await end(session_id, user_id, **info)
+
+    async def consolidate(self, *, dry_run: bool = False, max_share: float | None = None, worker: bool = False,
+                          session_id: str | None = None, user_id: str | None = None, **options: Any) -> "ConsolidationReport":
+        """Consolidate memory without destroying it (merge near-duplicates, TTL, scope-path, decay; lint); see
+        :mod:`agent_memory.consolidate`. Changes are archives (restorable), at most ``max_share`` (default 10%).
+
+        Default: the deterministic pass over every partition (or over what ``session_id``/``user_id`` see, when
+        given). ``worker=True``: the consolidate worker of the profile reviews that plan for the caller and acts
+        on it (fails open: a model error is reported, never raised)."""
+        from agent_memory.consolidate import consolidate_backend, fire_archived
+
+        if not worker:
+            caller = Caller(session_id, user_id) if session_id or user_id else None
+            return await consolidate_backend(self.backend, dry_run=dry_run, max_share=max_share, caller=caller, **options)
+        from agent_memory.agents.workers.consolidate import run_consolidate
+
+        await self._loaded_profile()
+        report = await run_consolidate(self.backend, caller=Caller(session_id, user_id), worker=lambda: self.profile.consolidate,
+                                       max_share=max_share, dry_run=dry_run, **options)
+        await fire_archived(self.backend, report)
+        return report
+
+    async def reflect(self, question: str, *, session_id: str | None = None, user_id: str | None = None,
+                      timeout_s: float | None = None) -> "Reflection":
+        """A synthesised answer to ``question`` citing the records it rests on (the reflect worker). Never raises."""
+        from agent_memory.agents.workers.reflect import run_reflect
+
+        await self._loaded_profile()
+        return await run_reflect(self.backend, question, caller=Caller(session_id, user_id),
+                                 worker=lambda: self.profile.reflect, timeout_s=timeout_s)
+
+    # -- episodes (one per agent run; files backend) -------------------------------------
+    async def record_episode(self, goal: str, *, session_id: str | None = None, user_id: str | None = None,
+                             **facts: Any) -> "Episode":
+        """Store the episode of one run; ``facts`` as :func:`agent_memory.episodes.build_episode` takes them.
+
+        With a model in the profile's ``[episode]`` section, the stored episode is then refined in the background
+        (:mod:`agent_memory.agents.workers.episode`; ``await provider.flush()`` waits for it); this call never waits for it."""
+        from agent_memory.episodes import build_episode, episode_store
+
+        store = episode_store(self.backend)
+        episode: Episode = await asyncio.to_thread(
+            lambda: store.write(build_episode(goal, session_id=session_id, user_id=user_id, **facts)))
+        await self._loaded_profile()
+        try:
+            worker = self.profile.episode
+        except Exception:  # an unreadable profile: the workers that need it report it; the episode stands
+            return episode
+        if not (isinstance(worker.model, str) and worker.model == "offline"):
+            self.background(self._refine_episode(store, episode, worker))
+        return episode
+
+    async def _refine_episode(self, store: Any, episode: "Episode", worker: Any) -> "Episode | None":
+        from agent_memory.agents.workers.episode import refine_episode
+
+        refined = await refine_episode(episode, worker=worker)
+        if refined is None:
+            return None
+        try:
+            stored: Episode = await asyncio.to_thread(store.replace, refined)
+            return stored
+        except Exception:  # e.g. purged or hand-edited meanwhile: the deterministic episode (or nothing) stays
+            logger.warning("agent_memory: could not store the refined episode %s", episode.id, exc_info=True)
+            return None
+
+    async def episodes(self, query: str | None = None, *, session_id: str | None = None, user_id: str | None = None,
+                       limit: int = 20, status: str | None = None) -> "builtins.list[Episode]":
+        """The caller's episodes: newest first, or best match for ``query`` first; ``status`` ok, failed or paused."""
+        from agent_memory.episodes import episode_store
+
+        store = episode_store(self.backend)
+        return await asyncio.to_thread(store.list, query, session_id=session_id, user_id=user_id, limit=limit,
+                                       status=status)
+
+    async def episode(self, episode_id: str, *, session_id: str | None = None, user_id: str | None = None) -> "Episode":
+        """One episode the caller may see (else :class:`~agent_memory.errors.NotFoundError`)."""
+        from agent_memory.episodes import episode_store
+
+        store = episode_store(self.backend)
+        return await asyncio.to_thread(store.get, episode_id, session_id=session_id, user_id=user_id)
+
+    # -- sessions (logs, summaries, contextual search; files backend) ---------------------
+    @property
+    def session_store(self) -> "SessionStore":
+        """The :class:`~agent_memory.sessions.SessionStore` of the backend (:class:`SessionsNotSupportedError` if none)."""
+        from agent_memory.sessions.api import session_store
+
+        return session_store(self.backend)
+
+    async def log_messages(self, messages: Iterable[Mapping[str, Any]], *, session_id: str, user_id: str | None = None
+                           ) -> "builtins.list[SessionMessage]":
+        """Append messages (``{"role", "text", "at"?, "speaker"?}``) to the session's log (redacted, locked)."""
+        store, items = self.session_store, builtins.list(messages)
+        return await asyncio.to_thread(store.append, session_id, items, user_id=user_id)
+
+    async def sessions(self, *, session_id: str | None = None, user_id: str | None = None,
+                       limit: int | None = None) -> "builtins.list[SessionInfo]":
+        """The caller's sessions (its own, and its user's), most recently active first."""
+        store = self.session_store
+        return await asyncio.to_thread(store.sessions, session_id=session_id, user_id=user_id, limit=limit)
+
+    async def session(self, target: str, *, session_id: str | None = None, user_id: str | None = None,
+                      limit: int | None = None) -> "tuple[SessionInfo, builtins.list[SessionMessage]]":
+        """One visible session and its messages (``limit``: the last N); :class:`NotFoundError` otherwise."""
+        from agent_memory.sessions.api import read_session
+
+        return await asyncio.to_thread(read_session, self.session_store, target, session_id, user_id, limit)
+
+    async def summarize_session(self, target: str | None = None, *, session_id: str | None = None,
+                                user_id: str | None = None, force: bool = False,
+                                policy: "SummaryPolicy | None" = None) -> "SessionSummary | None":
+        """Summarise a session (default: the caller's own) when due under ``policy`` or ``force``; fails open."""
+        from agent_memory.agents.workers.summarize import summarize_session
+
+        await self._loaded_profile()
+        return await summarize_session(self.session_store, target or session_id, session_id=session_id,
+                                       user_id=user_id, worker=lambda: self.profile.summarize, force=force, policy=policy)
+
+    async def search_sessions(self, query: str, *, session_id: str | None = None, user_id: str | None = None,
+                              limit: int = 5) -> "builtins.list[dict[str, Any]]":
+        """The caller's sessions best matching ``query`` by their summaries, each with its best messages."""
+        from agent_memory.sessions.contextual import embedder_of, search_sessions
+
+        return await asyncio.to_thread(search_sessions, self.session_store, query, session_id=session_id,
+                                       user_id=user_id, limit=limit, embedder=embedder_of(self.backend))
