@@ -1,13 +1,21 @@
 """Safe frontmatter reading: a record file split into its frontmatter and body, never blowing up.
 
-Record files are hand-editable, so their frontmatter is hostile input. The loaders
-(:mod:`agent_memory.formats.yaml_loader`: YAML ``---``, TOML ``+++``, JSON ``{ … }`` or JSON between ``---``
-fences) refuse YAML anchors, aliases and tags *before* anything is expanded (an alias bomb costs one event),
-build values iteratively with a depth and node limit (never a ``RecursionError``), and cap the header's size.
-A header exactly as the record renderer writes it is read by :func:`agent_memory.formats.yaml_writer.fast_load`
-instead (same result, several times faster; anything else falls back to the safe loader). Text is read leniently
-where that cannot change its meaning: a UTF-8 BOM, CRLF or CR-only line ends, trailing spaces after a fence and
-blank lines before it. This module imports no YAML library: a search never needs one.
+Record files are hand-editable, so their frontmatter is hostile input. python-frontmatter finds the header, with
+our hardened handlers (:mod:`agent_memory.formats.yaml_loader`: YAML ``---``, TOML ``+++``, JSON ``{ … }`` or JSON
+between ``---`` fences), which refuse YAML anchors, aliases and tags *before* anything is expanded (an alias bomb
+costs one event), build values iteratively with a depth and node limit (never a ``RecursionError``), and cap the
+header's size. Text is read leniently where that cannot change its meaning: a UTF-8 BOM, CRLF or CR-only line
+ends, trailing spaces after a fence and blank lines before it. The body is returned exactly as written after the
+closing fence line, with ``body_line`` the 1-based line it starts on.
+
+One fast path stays: a header exactly as the record renderer writes it (or a blank one) is read by
+:func:`agent_memory.formats.yaml_writer.fast_load`, on the same fence as the YAML handler's ``FM_BOUNDARY``, without
+importing python-frontmatter or PyYAML; anything else goes to the handlers. It stays because one run measured that
+it matters (3,000 rendered record files, 2 shared cores at load ≈ 5, ``docs/benchmarks.md``): ≈ 34 µs a file on the
+fast path against ≈ 88–103 µs through the handlers (python-frontmatter ``detect_format`` + split + the safe YAML
+loader), 2.6–3× slower, ≈ 0.2 s more per 3,000 files on a reindex; and importing python-frontmatter with PyYAML
+costs a cold process ≈ 28–32 ms, which a search that re-reads a changed file never pays
+(``tests/test_store_imports.py``). ``tests/test_frontmatter.py`` checks that both paths give the same result.
 """
 
 from __future__ import annotations
@@ -16,11 +24,9 @@ import datetime as dt
 import re
 from typing import Any
 
-from agent_memory.formats.yaml_writer import FrontmatterError
+from agent_memory.formats.yaml_writer import MAX_HEADER_BYTES, YAML_FENCE, FrontmatterError, fast_load
 
-MAX_HEADER_BYTES = 256 * 1024  # the writer does not cap metadata yet: stay above what it accepts
-
-__all__ = ["FrontmatterError", "Split", "as_text", "split_text"]
+__all__ = ["MAX_HEADER_BYTES", "FrontmatterError", "Split", "as_text", "split_text"]
 
 
 def __getattr__(name: str) -> Any:  # the loaders, imported on first use (they pull in PyYAML)
@@ -31,25 +37,8 @@ def __getattr__(name: str) -> Any:  # the loaders, imported on first use (they p
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-_YAML_FENCE = re.compile(r"---[ \t]*")
-_TOML_FENCE = re.compile(r"\+\+\+[ \t]*")
 _OWNER_HINT = re.compile(r"^\W*(?:user_?id|session_?id|scope)\s*[:=]", re.IGNORECASE | re.MULTILINE)
-
-
-def _load(kind: str, header: str) -> Any:
-    if kind == "yaml" and not header.lstrip().startswith("{"):
-        from agent_memory.formats.yaml_writer import fast_load
-
-        data = fast_load(header)  # the renderer's own output; None for anything else
-        if data is not None:
-            return data
-    import agent_memory.formats.yaml_loader as fy
-
-    if kind == "toml":
-        return fy.toml_load(header)
-    if kind == "json" or header.lstrip().startswith("{"):  # JSON between '---' fences is read as JSON
-        return fy.json_load(header)
-    return fy.safe_yaml_load(header)
+_MAX_BLANK_LINES = 64  # blank lines skipped before the opening fence
 
 
 class Split:
@@ -69,36 +58,49 @@ def _normalise_newlines(text: str) -> str:
     return text.replace("\r\n", "\n") if first.group() == "\r\n" else text.replace("\r", "\n")
 
 
+def _skip_blank_lines(text: str) -> tuple[int, int]:
+    """``(offset, count)`` of the blank lines (whitespace only, at most 64) before the first other line."""
+    start = count = 0
+    while count < _MAX_BLANK_LINES:
+        end = text.find("\n", start)
+        if end < 0 or text[start:end].strip():
+            break
+        start, count = end + 1, count + 1
+    return start, count
+
+
+def _fast(text: str) -> tuple[dict[str, Any], str] | None:
+    """``(data, content)`` when the header is the renderer's own output (or blank), else ``None``: the split the
+    YAML handler makes (its fence), read without YAML."""
+    opened = YAML_FENCE.match(text)
+    closed = None if opened is None else YAML_FENCE.search(text, opened.end())
+    if opened is None or closed is None:
+        return None
+    header = text[opened.end() + 1:closed.start()][:-1]
+    if len(header) > MAX_HEADER_BYTES:
+        return None
+    data = fast_load(header) if header.strip() else {}
+    return None if data is None else (data, text[closed.end():])
+
+
 def split_text(text: str) -> Split:
     """Find and load the frontmatter of a record file's text; raise :class:`FrontmatterError` if refused."""
     text = _normalise_newlines(text[1:] if text.startswith("\ufeff") else text)
-    lines = text.split("\n")
-    skip = 0
-    while skip < len(lines) - 1 and not lines[skip].strip() and skip < 64:
-        skip += 1
-    first = lines[skip]
-    kind = "yaml" if _YAML_FENCE.fullmatch(first) else "toml" if _TOML_FENCE.fullmatch(first) else None
-    if kind is None and first.rstrip() == "{":
-        kind = "json"
-    if kind is None:
-        if _OWNER_HINT.search("\n".join(lines[:12])):
+    offset, skipped = _skip_blank_lines(text)
+    rest = text[offset:]
+    found = _fast(rest)
+    if found is None:
+        from agent_memory.formats.yaml_loader import read
+
+        found = read(rest)
+    if found is None:
+        if _OWNER_HINT.search("\n".join(text.split("\n", 12)[:12])):
             raise FrontmatterError("owner or scope fields outside a frontmatter block",
                                    "put them between '---' lines at the very top of the file")
         return Split({}, text, 1)
-    fence = _TOML_FENCE if kind == "toml" else _YAML_FENCE
-    end = next((i for i in range(skip + 1, len(lines))
-                if (lines[i].rstrip() == "}" if kind == "json" else fence.fullmatch(lines[i]))), None)
-    if end is None:
-        raise FrontmatterError("frontmatter block is not closed", "add the closing fence line ('---', '+++' or '}')")
-    header = "\n".join(lines[skip + 1:end])
-    if kind == "json":
-        header = "{" + header + "}"
-    if len(header) > MAX_HEADER_BYTES:
-        raise FrontmatterError(f"frontmatter is larger than {MAX_HEADER_BYTES} bytes", "move bulk data into the body")
-    data = _load(kind, header) if header.strip() else None
-    if data is not None and not isinstance(data, dict):
-        raise FrontmatterError("frontmatter is not a mapping", "write 'key: value' lines")
-    return Split(dict(data or {}), "\n".join(lines[end + 1:]), end + 2)
+    data, content = found
+    fence_line = rest.count("\n", 0, len(rest) - len(content))  # the closing fence's line, 0-based, in ``rest``
+    return Split(data, content[1:], skipped + fence_line + 2)
 
 
 def as_text(value: Any) -> str | None:

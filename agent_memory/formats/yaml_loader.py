@@ -1,7 +1,15 @@
-"""The frontmatter loaders behind :func:`agent_memory.formats.frontmatter.split_text` (they import PyYAML).
+"""The hardened frontmatter handlers behind :func:`agent_memory.formats.frontmatter.split_text` (they import PyYAML
+and python-frontmatter).
 
-YAML is loaded from parser events, refusing anchors, aliases and tags on sight, iteratively with a depth and
-node limit; JSON and TOML values are checked for depth and size after loading.
+:class:`SafeYAMLHandler`, :class:`SafeJSONHandler` and :class:`SafeTOMLHandler` are python-frontmatter handlers
+(subclasses of its ``BaseHandler``): python-frontmatter detects which one a text opens with and splits the header
+off on its ``FM_BOUNDARY`` (our fences: a whole ``---``/``+++`` line with trailing spaces or tabs, ``{`` … the first
+``}`` line), and their ``load`` is ours. YAML is loaded from parser events, refusing anchors, aliases and tags on
+sight, iteratively with a depth and node limit; JSON and TOML values are checked for depth and size after loading;
+every header is capped at :data:`~agent_memory.formats.yaml_writer.MAX_HEADER_BYTES` before it is parsed and must
+be a mapping. They also work with python-frontmatter's own ``loads``/``dumps``
+(``frontmatter.loads(text, handler=SafeYAMLHandler())``); :func:`read` is what ``split_text`` calls, keeping the
+body exactly as written (``loads`` strips it).
 """
 
 from __future__ import annotations
@@ -10,13 +18,23 @@ import json
 import tomllib
 from typing import Any
 
+import frontmatter
 import yaml
+from frontmatter.default_handlers import BaseHandler
 from yaml import events as ev
 from yaml.constructor import SafeConstructor
 from yaml.nodes import ScalarNode
 from yaml.resolver import Resolver
 
-from agent_memory.formats.yaml_writer import FrontmatterError
+from agent_memory.formats.yaml_writer import (
+    JSON_CLOSE,
+    JSON_OPEN,
+    MAX_HEADER_BYTES,
+    TOML_FENCE,
+    YAML_FENCE,
+    FrontmatterError,
+    render_header,
+)
 
 try:  # the C event parser; the pure-Python one behaves the same, only slower
     from yaml.cyaml import CParser as _Parser  # type: ignore[attr-defined]
@@ -26,7 +44,8 @@ except ImportError:  # pragma: no cover
 MAX_DEPTH = 64
 MAX_NODES = 10_000
 
-__all__ = ["MAX_DEPTH", "MAX_NODES", "json_load", "safe_yaml_load", "toml_load"]
+__all__ = ["HANDLERS", "MAX_DEPTH", "MAX_NODES", "SafeJSONHandler", "SafeTOMLHandler", "SafeYAMLHandler", "json_load",
+           "read", "safe_yaml_load", "toml_load"]
 
 
 _RESOLVER = Resolver()
@@ -153,3 +172,92 @@ def toml_load(fm: str) -> Any:
         raise FrontmatterError("frontmatter is nested too deeply", "flatten the frontmatter") from None
     except (tomllib.TOMLDecodeError, ValueError) as exc:
         raise FrontmatterError(f"unreadable TOML frontmatter: {exc}", "fix the TOML syntax") from None
+
+
+_NOT_CLOSED = ("frontmatter block is not closed", "add the closing fence line ('---', '+++' or '}')")
+
+
+class _SafeHandler(BaseHandler):
+    """python-frontmatter's detect and split on our fences; the header comes back without the newlines around it
+    and the content exactly as written after the closing fence line (its line end included)."""
+
+    def split(self, text: str) -> tuple[str, str]:
+        try:
+            fm, content = super().split(text)
+        except ValueError:  # no closing fence (a FrontmatterError is a ValueError too: python-frontmatter's
+            raise FrontmatterError(*_NOT_CLOSED) from None  # ``parse`` then reads the text as having none)
+        return fm[1:-1], content
+
+    def load(self, fm: str, **kwargs: object) -> dict[str, Any]:
+        """The header as a mapping (``{}`` when blank); refused if over the size cap, hostile or not a mapping."""
+        if len(fm) > MAX_HEADER_BYTES:
+            raise FrontmatterError(f"frontmatter is larger than {MAX_HEADER_BYTES} bytes", "move bulk data into the body")
+        data = self._parse(fm) if fm.strip() else None
+        if data is not None and not isinstance(data, dict):
+            raise FrontmatterError("frontmatter is not a mapping", "write 'key: value' lines")
+        return dict(data or {})
+
+    def _parse(self, fm: str) -> Any:
+        raise NotImplementedError
+
+
+class SafeYAMLHandler(_SafeHandler):
+    """``---`` fences; YAML through :func:`safe_yaml_load`, or JSON when the header is a ``{ … }`` object."""
+
+    FM_BOUNDARY = YAML_FENCE
+    START_DELIMITER = END_DELIMITER = "---"
+
+    def _parse(self, fm: str) -> Any:
+        return json_load(fm) if fm.lstrip().startswith("{") else safe_yaml_load(fm)
+
+    def export(self, metadata: dict[str, object], **kwargs: object) -> str:
+        """The renderer's YAML subset (what :func:`read` takes without a YAML parser)."""
+        return render_header(dict(metadata))
+
+
+class SafeTOMLHandler(_SafeHandler):
+    """``+++`` fences; TOML through :func:`toml_load` (read only: the standard library writes no TOML)."""
+
+    FM_BOUNDARY = TOML_FENCE
+    START_DELIMITER = END_DELIMITER = "+++"
+
+    def _parse(self, fm: str) -> Any:
+        return toml_load(fm)
+
+    def export(self, metadata: dict[str, object], **kwargs: object) -> str:
+        raise FrontmatterError("TOML frontmatter is read, not written", "write YAML frontmatter")
+
+
+class SafeJSONHandler(_SafeHandler):
+    """A ``{`` line opens the header and the first ``}`` line closes it; JSON through :func:`json_load`."""
+
+    FM_BOUNDARY = JSON_OPEN
+    START_DELIMITER = END_DELIMITER = ""
+
+    def split(self, text: str) -> tuple[str, str]:
+        opened = JSON_OPEN.match(text)
+        closed = None if opened is None else JSON_CLOSE.search(text, opened.end())
+        if opened is None or closed is None:
+            raise FrontmatterError(*_NOT_CLOSED)
+        return "{" + text[opened.end() + 1:closed.start()][:-1] + "}", text[closed.end():]
+
+    def _parse(self, fm: str) -> Any:
+        return json_load(fm)
+
+    def export(self, metadata: dict[str, object], **kwargs: object) -> str:
+        text = json.dumps(metadata, ensure_ascii=False, indent=2, default=str)
+        return text if metadata else "{\n}"  # the braces on lines of their own: they are the fences
+
+
+HANDLERS: tuple[_SafeHandler, ...] = (SafeYAMLHandler(), SafeJSONHandler(), SafeTOMLHandler())
+
+
+def read(text: str) -> tuple[dict[str, Any], str] | None:
+    """``(frontmatter, content after the closing fence line)`` of a text that opens with a header, else ``None``.
+
+    python-frontmatter picks the handler (``detect_format``) and the handler splits and loads."""
+    handler = frontmatter.detect_format(text, HANDLERS)
+    if handler is None:
+        return None
+    header, content = handler.split(text)
+    return handler.load(header), content

@@ -6,6 +6,10 @@ which is YAML flow syntax). :func:`fast_load` reads a header made only of ``key:
 returns ``None`` for anything else (the caller then uses the safe YAML loader). Its result is the safe
 loader's for every header it accepts (``tests/test_frontmatter_fast.py`` compares both on generated and
 hostile headers); it only avoids the YAML machinery, which dominates ``reindex``.
+
+The fences (:data:`YAML_FENCE`, :data:`TOML_FENCE`, :data:`JSON_OPEN`, :data:`JSON_CLOSE`) and the header cap
+(:data:`MAX_HEADER_BYTES`) live here too, because both readers need them: the python-frontmatter handlers in
+:mod:`.yaml_loader` (their ``FM_BOUNDARY``) and the YAML-free fast path of :func:`.frontmatter.split_text`.
 """
 
 from __future__ import annotations
@@ -16,7 +20,17 @@ import math
 import re
 from typing import Any
 
-__all__ = ["FrontmatterError", "fast_load", "yaml_scalar"]
+__all__ = ["JSON_CLOSE", "JSON_OPEN", "MAX_HEADER_BYTES", "TOML_FENCE", "YAML_FENCE", "FrontmatterError", "fast_load",
+           "render_header", "yaml_scalar"]
+
+MAX_HEADER_BYTES = 256 * 1024  # the writer does not cap metadata yet: stay above what it accepts
+
+# A fence is a whole line: '---' or '+++' and trailing spaces/tabs; a JSON header opens with a line '{' and closes
+# with the first line '}' (either with trailing whitespace). Lines end in LF: the reader normalises CRLF/CR first.
+YAML_FENCE = re.compile(r"^---[ \t]*$", re.MULTILINE)
+TOML_FENCE = re.compile(r"^\+\+\+[ \t]*$", re.MULTILINE)
+JSON_OPEN = re.compile(r"^\{[^\S\n]*$", re.MULTILINE)
+JSON_CLOSE = re.compile(r"^\}[^\S\n]*$", re.MULTILINE)
 
 
 class FrontmatterError(ValueError):
@@ -45,6 +59,18 @@ def yaml_scalar(value: Any) -> str:
         return "true" if value else "false"
     text = json.dumps(value, ensure_ascii=False, default=str, separators=(", ", ": "))
     return _UNSAFE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
+
+
+def render_header(data: dict[str, Any]) -> str:
+    """The lines between a record's ``---`` fences: ``key: value``, a non-empty list as ``key:`` + ``- item`` lines."""
+    out: list[str] = []
+    for key, value in data.items():
+        if isinstance(value, list) and value:
+            out.append(f"{key}:")
+            out.extend(f"- {yaml_scalar(v)}" for v in value)
+        else:
+            out.append(f"{key}: {yaml_scalar(value)}")
+    return "\n".join(out)
 
 
 # Anything but LF and the characters every YAML reader takes literally: tabs, CR, NEL, line/paragraph
