@@ -71,7 +71,8 @@ class LexicalEngine:
         if not self.coordination or terms < 2:
             return score
         matched = own + (self.context_share * context_only if self.context_share else 0.0)
-        return score * ((matched + 1.0) / (terms + 1.0)) ** self.coordination
+        factor: float = ((matched + 1.0) / (terms + 1.0)) ** self.coordination
+        return score * factor
 
     def snippet(self, body: str, stems: set[str]) -> tuple[int, int, str]:
         """Best window of ``snippet_lines`` lines for query ``stems`` (1-based, inclusive, relative to the body)."""
