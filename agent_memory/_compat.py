@@ -85,7 +85,7 @@ class _Alias(importlib.abc.Loader):
 class _OldPaths(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname: str, path: object = None, target: object = None) -> importlib.machinery.ModuleSpec | None:
         new = _new_name(fullname)
-        if new is None:  # appended to sys.meta_path, so a module that exists was found before this
+        if new is None:
             return None
         return importlib.machinery.ModuleSpec(fullname, _Alias(new))
 
@@ -93,4 +93,4 @@ class _OldPaths(importlib.abc.MetaPathFinder):
 def install() -> None:
     """Put the old-path finder on ``sys.meta_path`` once (called by ``agent_memory/__init__``)."""
     if not any(isinstance(finder, _OldPaths) for finder in sys.meta_path):
-        sys.meta_path.append(_OldPaths())
+        sys.meta_path.insert(0, _OldPaths())  # first: an old path must never find a stale file of an older install
