@@ -35,9 +35,10 @@ def test_names_users_import_from_old_paths_still_resolve() -> None:
         warnings.simplefilter("ignore", DeprecationWarning)
         from agent_memory.hooks import MemoryHooks
         from agent_memory.records import MemoryRecord
-        from agent_memory.search import Fts5Engine
         from agent_memory.store import MemoryStore
         from agent_memory.workers.recall import RecallResult
+
+        from agent_memory.search import Fts5Engine
 
     import agent_memory
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agent_memory import root_layout
+import agent_memory.backends.files.layout as root_layout
 from agent_memory.backends.files.purge import STEPS
 from agent_memory.backends.files.store import MemoryStore
 from agent_memory.consolidate.recalls import RecallLog

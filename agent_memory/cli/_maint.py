@@ -313,8 +313,8 @@ STORE_DOCTOR = frozenset({"records", "archive", "index", "events"})
 
 def layer_problems(root: str) -> dict[str, str]:
     """Problems in the stores a root holds beside its records (session logs, episodes, …: every entry of
-    :data:`agent_memory.root_layout.ROOT_LAYOUT` the record store's doctor does not check)."""
-    from agent_memory.root_layout import ROOT_LAYOUT
+    :data:`agent_memory.backends.files.layout.ROOT_LAYOUT` the record store's doctor does not check)."""
+    from agent_memory.backends.files.layout import ROOT_LAYOUT
 
     base = Path(root)
     if "://" in root or not base.is_dir():

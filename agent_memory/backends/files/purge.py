@@ -7,7 +7,7 @@ rewritten, ``VACUUM`` for free pages, WAL checkpointed and truncated); its vecto
 details dropped; the content hashes stay). ``MEMORY.md`` is regenerated. A user or session purge also removes
 their session logs and episodes (and drops the episode index).
 
-Which stores a root holds is declared once, in :data:`agent_memory.root_layout.ROOT_LAYOUT`: :func:`purge`
+Which stores a root holds is declared once, in :data:`agent_memory.backends.files.layout.ROOT_LAYOUT`: :func:`purge`
 runs one step (:data:`STEPS`) per entry that holds owned data, in the table's order, and its report names
 every store it visited with how many items it removed (``PurgeReport.stores``). No store joins by being
 imported. Stores an application keeps itself may still join a user/session purge explicitly with
@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 from agent_memory.backends.files.events import Event, tombstone_id, visible
 from agent_memory.backends.files.history import archived_file, chain, read_archived
+from agent_memory.backends.files.layout import PurgeJob, owned
 from agent_memory.backends.files.supersede import predecessors_anywhere
 from agent_memory.errors import InvalidInputError, NotFoundError
 from agent_memory.formats.atomic import atomic_write, fsync_dir
 from agent_memory.model.records import RecordParseError, parse_record, validate_id
-from agent_memory.root_layout import PurgeJob, owned
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.files.store import MemoryStore
@@ -44,7 +44,7 @@ PURGERS: list[Purger] = []
 
 def register_purger(fn: Purger) -> Purger:
     """Have every user/session purge call ``fn(root, user_id, session_id)`` too (usable as a decorator): for
-    stores an application keeps itself. The library's own stores are in :mod:`agent_memory.root_layout`."""
+    stores an application keeps itself. The library's own stores are in :mod:`agent_memory.backends.files.layout`."""
     if fn not in PURGERS:
         PURGERS.append(fn)
     return fn
@@ -267,7 +267,7 @@ def _step_episodes(job: PurgeJob) -> int | None:
 
 
 Step = Callable[[PurgeJob], "int | None"]
-#: One purge step per owned entry of :data:`agent_memory.root_layout.ROOT_LAYOUT` (a step returns how many items it
+#: One purge step per owned entry of :data:`agent_memory.backends.files.layout.ROOT_LAYOUT` (a step returns how many items it
 #: removed, or None when the purge does not concern its store, e.g. session logs for a one-record purge).
 STEPS: dict[str, Step] = {
     "records": lambda job: _unlink(job, job.store.records_dir),

@@ -11,7 +11,6 @@ from typing import Any
 
 from agent_memory.backends.files.index import SyncReport
 from agent_memory.backends.files.keyed import UNDEDUPED_KINDS
-from agent_memory.model.lines import summary_line
 from agent_memory.backends.files.maintenance import DoctorReport, SweepReport
 from agent_memory.backends.postgres.schema import LATEST
 from agent_memory.backends.postgres.writes import Writer
