@@ -107,8 +107,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends import open_backend
     from agent_memory.backends.base import Caller, FilesBackend, MemoryBackend
     from agent_memory.backends.extended import ExtendedBackend, Hooks, Retrieved, SessionEnded, Written
-    from agent_memory.backends.files.fts import Fts5Engine, SearchEngine, SearchHit, SearchRequest, SearchResult
-    from agent_memory.backends.files.store import DoctorReport, MemoryStore, SweepReport
+    from agent_memory.backends.files.fts import Fts5Engine, SearchEngine
+    from agent_memory.backends.files.store import MemoryStore
     from agent_memory.backends.files.vectors import VectorCache
     from agent_memory.consolidate import ConsolidateOptions, ConsolidationReport, ConsolidationUnsupported
     from agent_memory.embeddings import CallableEmbedder, Embedder, LiteLLMEmbedder, LocalEmbedder, make_embedder
@@ -129,8 +129,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.integrations.pydantic_ai import MemoryCapability
     from agent_memory.model.drafts import MemoryDraft, RememberResult
     from agent_memory.model.records import MemoryRecord, RecordParseError, Scope
+    from agent_memory.model.reports import DoctorReport, SweepReport
     from agent_memory.portable import ImportReport, export_records, import_file
     from agent_memory.provider import MemoryProvider, PendingCaptureWarning
+    from agent_memory.search.types import SearchHit, SearchRequest, SearchResult
     from agent_memory.sessions import (
         SessionInfo,
         SessionMessage,

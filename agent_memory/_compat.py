@@ -40,7 +40,7 @@ MOVED: dict[str, str] = {
     "models": "agents.models",
     "profiles": "agents.profiles",
     "purge": "backends.files.purge",
-    "quarantine": "backends.files.quarantine",  # `search` is a package now: see search/__init__
+    "quarantine": "formats.quarantine",  # `search` is a package now: see search/__init__
     "records": "model.records",
     "records_parse": "model.record_fields",
     "redact": "redaction.api",

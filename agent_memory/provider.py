@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from agent_memory.agents.core_block import DEFAULT_CORE_BUDGET, MemoryBlock, inject
 from agent_memory.backends import open_backend
 from agent_memory.backends.base import Caller, MemoryBackend
-from agent_memory.backends.files.fts import SearchResult
-from agent_memory.backends.files.store import DoctorReport, SweepReport
 from agent_memory.errors import InvalidInputError
 from agent_memory.model.drafts import MemoryDraft, OnExisting, RememberResult
 from agent_memory.model.records import MemoryRecord, Scope
+from agent_memory.model.reports import DoctorReport, SweepReport
+from agent_memory.search.types import SearchResult
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.agents.profiles import Profile
@@ -354,7 +354,7 @@ class MemoryProvider:
     def _lifecycle(self, name: str) -> Any:
         fn = getattr(self.backend, name, None)
         if fn is None:
-            from agent_memory.backends.files.events import NotSupportedError
+            from agent_memory.model.events import NotSupportedError
 
             raise NotSupportedError(f"{name} is not supported by the {type(self.backend).__name__} backend yet")
         return fn

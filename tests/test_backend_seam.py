@@ -18,10 +18,10 @@ from agent_memory.agents.workers.capture import capture_turn
 from agent_memory.agents.workers.recall import run_recall
 from agent_memory.backends import open_backend
 from agent_memory.backends.base import Caller, FilesBackend, MemoryBackend
-from agent_memory.backends.files.fts import SearchResult
 from agent_memory.backends.files.store import MemoryStore
 from agent_memory.errors import AgentMemoryError
 from agent_memory.provider import MemoryProvider
+from agent_memory.search.types import SearchResult
 
 PACKAGE = Path(__file__).resolve().parents[1] / "agent_memory"
 

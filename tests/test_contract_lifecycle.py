@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from agent_memory.backends.files.events import NotSupportedError
 from agent_memory.errors import InvalidInputError, NotFoundError
+from agent_memory.model.events import NotSupportedError
 
 MARKER = "Zanzibarquetting"
 

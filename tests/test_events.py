@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from agent_memory.backends.files.events import Event, EventLog, acting
+from agent_memory.backends.files.events import EventLog
 from agent_memory.backends.files.store import MemoryDraft, MemoryStore
+from agent_memory.model.events import Event, acting
 from agent_memory.model.records import content_hash
 
 

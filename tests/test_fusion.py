@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from agent_memory.backends.files.fts import STOP_WORDS, Fts5Engine, term_key
+from agent_memory.backends.files.fts import Fts5Engine
 from agent_memory.backends.files.hybrid import index_confidence
 from agent_memory.embeddings import local_model_available
 from agent_memory.errors import InvalidInputError
@@ -28,6 +28,7 @@ from agent_memory.search.fusion import (
     default_pipeline,
     lexical_confidence,
 )
+from agent_memory.search.text import STOP_WORDS, term_key
 
 FIXTURE = Path(__file__).parent / "fixtures" / "paraphrase_pairs.json"
 NOW = dt.datetime(2026, 11, 23, tzinfo=dt.UTC)

@@ -108,7 +108,7 @@ def test_index_strength_uses_the_fts_document_frequencies(store: tuple[MemorySto
 
 
 def _req(q: str) -> object:
-    from agent_memory.backends.files.fts import SearchRequest
+    from agent_memory.search.types import SearchRequest
 
     return SearchRequest(query=q, limit=10)
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agent_memory.backends.files.events import acting
 from agent_memory.backends.files.purge import register_purger, unregister_purger
 from agent_memory.backends.files.store import MemoryDraft, MemoryStore
 from agent_memory.embeddings import CallableEmbedder
 from agent_memory.errors import InvalidInputError, NotFoundError
+from agent_memory.model.events import acting
 
 MARKER = "Quixotrebuchetings"  # porter stem: quixotrebuchet; every form contains the needle below
 NEEDLE = b"quixotrebuchet"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from agent_memory import MemoryDraft
-from agent_memory.backends.files.fts import STOP_WORDS, Fts5Engine
+from agent_memory.backends.files.fts import Fts5Engine
 from agent_memory.backends.files.hybrid import hybrid_search
 from agent_memory.backends.files.store import MemoryStore
 from agent_memory.backends.files.vectors import VectorCache, live_items
@@ -16,6 +16,7 @@ from agent_memory.errors import InvalidInputError
 from agent_memory.search.focus import focus_query, query_words, without_words
 from agent_memory.search.fusion import Candidate, QueryContext, default_pipeline
 from agent_memory.search.stages import DenseFloor
+from agent_memory.search.text import STOP_WORDS
 
 ENGINE = Fts5Engine()
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agent_memory import Fts5Engine, MemoryDraft, MemoryStore
-from agent_memory.backends.files.fts import STOP_WORDS, term_key, term_matcher
+from agent_memory.search.text import STOP_WORDS, term_key, term_matcher
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from agent_memory.backends.files.fts import SearchResult
 from agent_memory.backends.files.store import MemoryDraft, MemoryStore
+from agent_memory.search.types import SearchResult
 
 GUESSES = [f"{n:04d}" for n in range(4810, 4830)]
 PIN = "4821"

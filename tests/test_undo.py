@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from agent_memory.backends.files.events import NotSupportedError
 from agent_memory.backends.files.store import MemoryStore
 from agent_memory.errors import InvalidInputError, NotFoundError
+from agent_memory.model.events import NotSupportedError
 from agent_memory.provider import MemoryProvider
 
 

@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:  # annotations only: a PostgreSQL process never imports the files store
-    from agent_memory.backends.files.fts import SearchResult
-    from agent_memory.backends.files.store import DoctorReport, MemoryStore, SweepReport
+    from agent_memory.backends.files.store import MemoryStore
     from agent_memory.model.drafts import MemoryDraft, RememberResult
     from agent_memory.model.records import MemoryRecord
+    from agent_memory.model.reports import DoctorReport, SweepReport
+    from agent_memory.search.types import SearchResult
 
 T = TypeVar("T")
 

@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agent_memory.backends.base import Caller, MemoryBackend
-from agent_memory.backends.files.fts import SearchHit, SearchResult
-from agent_memory.backends.files.store import DoctorReport, SweepReport
 from agent_memory.errors import AgentMemoryError, NotFoundError
 from agent_memory.model.drafts import MemoryDraft, RememberResult
 from agent_memory.model.records import MemoryRecord
+from agent_memory.model.reports import DoctorReport, SweepReport
+from agent_memory.search.types import SearchHit, SearchResult
 
 __all__ = ["ExtendedBackend", "Hooks", "Retrieved", "SessionEnded", "Written", "HOOK_NAMES"]
 

@@ -149,7 +149,7 @@ def cmd_remember(args: argparse.Namespace) -> None:
                         happened_at=args.happened_at, valid_from=args.valid_from, valid_to=args.valid_to,
                         supersedes=args.supersedes)
     target = open_target(args.root, create=True)
-    from agent_memory.backends.files.events import acting
+    from agent_memory.model.events import acting
 
     with acting("cli"):
         r = target.remember_many([draft], source="manual")[0]
@@ -234,7 +234,7 @@ def cmd_list(args: argparse.Namespace) -> None:
 
 
 def cmd_forget(args: argparse.Namespace) -> None:
-    from agent_memory.backends.files.events import acting
+    from agent_memory.model.events import acting
 
     with acting("cli"):
         if args.purge:

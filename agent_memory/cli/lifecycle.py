@@ -6,9 +6,9 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from agent_memory.backends.files.events import NotSupportedError, acting
 from agent_memory.cli._base import UsageError, add_identity, emit, positive
 from agent_memory.cli._target import StoreTarget, open_target
+from agent_memory.model.events import NotSupportedError, acting
 
 Handler = Callable[[argparse.Namespace], "int | None"]
 

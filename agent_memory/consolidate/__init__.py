@@ -29,7 +29,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 import agent_memory.backends.files.history as _history
-from agent_memory.backends.files.index import live_sql, row_to_record, visibility_sql
+from agent_memory.backends.files.index import row_to_record, visibility_sql
 from agent_memory.consolidate.plan import plan_changes
 from agent_memory.consolidate.recalls import RecallLog
 from agent_memory.consolidate.report import RULES, Change, ConsolidateOptions, ConsolidationReport, Finding
@@ -58,7 +58,7 @@ def _snapshot(store: MemoryStore, caller: Caller | None) -> list[MemoryRecord]:
     params: dict[str, Any] = {}
     if caller is not None:
         # what the caller sees, expired records included (the ttl rule archives them)
-        where = visibility_sql("r").replace(f" AND {live_sql('r')}", "")
+        where = visibility_sql("r", include_expired=True)
         params = {"sid": caller.session_id, "uid": caller.user_id}
     sql = f"SELECT r.*, f.body AS body FROM records r JOIN fts f ON f.rowid = r.rowid WHERE {where} ORDER BY r.id"
     rows = store.index.guarded(lambda c: c.execute(sql, params).fetchall())

@@ -16,6 +16,7 @@ from agent_memory.consolidate import similar
 from agent_memory.consolidate.report import Change, ConsolidateOptions, Finding
 from agent_memory.model.drafts import _parse_when
 from agent_memory.model.records import MemoryRecord
+from agent_memory.model.scopes import SHARED_SCOPES
 
 __all__ = ["plan_changes", "partition_of", "MAX_FINDINGS"]
 
@@ -185,7 +186,7 @@ def _lint(records: Sequence[MemoryRecord], opts: ConsolidateOptions, findings: l
         if rec.memory_key and not rec.superseded_by:  # a replaced value is history, not a second value
             keyed.setdefault(rec.memory_key, []).append(rec)
     for key, recs in sorted(keyed.items()):
-        shared = [r for r in recs if r.scope.value in ("project", "global")]
+        shared = [r for r in recs if r.scope.value in SHARED_SCOPES]
         if not shared:
             continue  # different users' (or sessions') values for one key are not seen together: no conflict
         clash = sorted({i for r in recs for s in shared if r.id != s.id and r.content_hash != s.content_hash

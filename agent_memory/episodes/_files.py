@@ -10,9 +10,9 @@ import os
 import re
 from pathlib import Path
 
-from agent_memory.backends.files.quarantine import Quarantined, check_stat
 from agent_memory.episodes._model import ID_RE, Episode, EpisodeParseError, episode_month, parse_episode_text
 from agent_memory.formats.atomic import TMP_PREFIX
+from agent_memory.formats.quarantine import Quarantined, check_stat
 
 __all__ = ["MAX_EPISODE_BYTES", "MONTH", "drop_index", "entries", "owned", "read_episode", "read_episode_file", "scan",
            "stamp"]

@@ -23,8 +23,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from agent_memory.backends.files.index import is_corrupt
-from agent_memory.backends.files.quarantine import describe
 from agent_memory.episodes._files import MAX_EPISODE_BYTES, MONTH, drop_index, entries, owned, read_episode, read_episode_file, scan, stamp
 from agent_memory.episodes._model import (
     STATUSES,
@@ -37,6 +35,8 @@ from agent_memory.episodes._model import (
 )
 from agent_memory.errors import InvalidInputError, NotFoundError
 from agent_memory.formats.atomic import RootLock, atomic_write, ensure_dir, storage_errors
+from agent_memory.formats.quarantine import describe, is_corrupt
+from agent_memory.model import scopes
 from agent_memory.model.records import Scope
 from agent_memory.search.text import STOP_WORDS, cjk_unigrams, default_tokenizer, phrase, split_cjk
 
@@ -48,9 +48,7 @@ DIR = "episodes"
 INDEX = ".index.db"
 SCHEMA = "1"
 MAX_LIMIT = 1000
-_VISIBLE = ("(e.scope IN ('project','global')"
-            " OR (e.scope = 'session' AND e.session_id = :sid AND (e.user_id IS NULL OR e.user_id = :uid))"
-            " OR (e.scope = 'user' AND e.user_id = :uid))")
+_VISIBLE = scopes.sqlite_sql("e")
 
 
 def _check_caller(**values: Any) -> None:
@@ -361,12 +359,8 @@ class EpisodeStore:
 
 
 def visible(episode: Episode, session_id: str | None, user_id: str | None) -> bool:
-    """The visibility table of records, for one episode."""
-    if episode.scope.value in ("project", "global"):
-        return True
-    if episode.scope.value == "user":
-        return user_id is not None and episode.user_id == user_id
-    return session_id is not None and episode.session_id == session_id and episode.user_id in (None, user_id)
+    """The scope rule of records (:mod:`agent_memory.model.scopes`), for one episode."""
+    return scopes.may_see(episode.scope.value, episode.session_id, episode.user_id, session_id=session_id, user_id=user_id)
 
 
 def _with_path(episode: Episode, path: Path) -> Episode:

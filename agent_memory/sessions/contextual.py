@@ -24,10 +24,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from agent_memory.backends.files.fts import SearchHit, SearchResult
 from agent_memory.model.dates import date_words, resolve_relative_dates
 from agent_memory.model.drafts import _parse_when
 from agent_memory.search.text import STOP_WORDS, default_tokenizer, term_key
+from agent_memory.search.types import SearchHit, SearchResult
 from agent_memory.sessions._files import SessionDir, SessionMessage, SessionSummary
 from agent_memory.sessions._question import asks_for_set, ends_by_asking
 from agent_memory.sessions._rank import Bm25, keys, query_keys, weighted

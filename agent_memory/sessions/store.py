@@ -17,6 +17,7 @@ from pathlib import PurePath
 from typing import Any, Protocol
 
 from agent_memory.errors import InvalidInputError, NotFoundError
+from agent_memory.model import scopes
 from agent_memory.model.drafts import _parse_when
 from agent_memory.sessions._files import (
     SessionDir,
@@ -32,11 +33,10 @@ __all__ = ["SessionLog", "SessionStore", "SessionInfo", "SummaryPolicy", "purge_
 
 
 def visible(sdir: SessionDir, session_id: str | None, user_id: str | None) -> bool:
-    """May a caller ``(session_id, user_id)`` see this session?"""
-    if sdir.user_id is not None and user_id == sdir.user_id:
-        return True
-    # a user's session is that user's: naming only its session id is not enough (as for session records)
-    return session_id is not None and session_id == sdir.session_id and sdir.user_id is None
+    """May a caller ``(session_id, user_id)`` see this session? A user's session log is that user's (naming only its
+    session id is not enough, as for session records); a log with no user is its session's (:mod:`agent_memory.model.scopes`)."""
+    scope = "user" if sdir.user_id is not None else "session"
+    return scopes.may_see(scope, sdir.session_id, sdir.user_id, session_id=session_id, user_id=user_id)
 
 
 @dataclass(frozen=True, slots=True)

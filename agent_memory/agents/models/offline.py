@@ -24,7 +24,7 @@ from pydantic_ai.usage import RequestUsage
 
 from agent_memory.agents.models.offline_recall import NO_RELEVANT_MEMORY, RunState, parse_recall_prompt, query_variants, recall_step
 from agent_memory.agents.models.statements import Statement, extract_statements
-from agent_memory.backends.files.fts import default_tokenizer
+from agent_memory.search.text import default_tokenizer
 
 __all__ = ["OfflineModel", "Statement", "extract_statements", "parse_recall_prompt", "query_variants", "NO_REPLY",
            "NO_RELEVANT_MEMORY"]

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic_ai.messages import ModelMessage, ModelResponsePart, TextPart, ToolCallPart, ToolReturnPart, UserPromptPart
 
 from agent_memory.agents.tokens import count_tokens
-from agent_memory.backends.files.fts import STOP_WORDS, default_tokenizer, light_stem
+from agent_memory.search.text import STOP_WORDS, default_tokenizer, light_stem
 
 __all__ = ["RunState", "NO_RELEVANT_MEMORY", "DEFAULT_BUDGET", "about_past_runs", "parse_recall_prompt", "query_variants",
            "recall_step"]

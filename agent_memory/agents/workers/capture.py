@@ -54,6 +54,7 @@ from agent_memory.backends.base import Caller, MemoryBackend
 from agent_memory.errors import AgentMemoryError, InvalidInputError
 from agent_memory.model.drafts import MemoryDraft
 from agent_memory.model.records import check_content, validate_key
+from agent_memory.model.scopes import SHARED_SCOPES
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.agents.profiles import WorkerProfile
@@ -182,7 +183,7 @@ def _one_fact_per_key(draft: MemoryDraft) -> list[MemoryDraft]:
 def _placed(draft: MemoryDraft, caller: Caller, *, personal: bool) -> MemoryDraft:
     """The draft in the caller's partition unless it explicitly asks for shared scope and is not personal."""
     scope = str(getattr(draft.scope, "value", draft.scope) or "") or None
-    if scope is None or (personal and scope in ("project", "global")):
+    if scope is None or (personal and scope in SHARED_SCOPES):
         own = caller_scope(caller)
         if own is not None:
             return dataclasses.replace(draft, scope=own)

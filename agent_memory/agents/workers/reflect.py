@@ -39,8 +39,8 @@ from agent_memory.agents.workers import (
 )
 from agent_memory.agents.workers.recall import _EMPTY_REPLIES, _seen_ids, lexical_summary, parse_citations, ungrounded_citations
 from agent_memory.backends.base import Caller, MemoryBackend
-from agent_memory.backends.files.supersede import start_of
 from agent_memory.consolidate import similar
+from agent_memory.model.supersession import start_of
 from agent_memory.search.text import STOP_WORDS, default_tokenizer, term_key
 
 if TYPE_CHECKING:  # pragma: no cover

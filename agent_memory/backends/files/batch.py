@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Literal
 
 import agent_memory.backends.files.keyed as _keyed
 import agent_memory.backends.files.lifecycle as _lifecycle
-from agent_memory.backends.files.events import acting, current_acting
 from agent_memory.errors import InvalidInputError
 from agent_memory.model.drafts import MemoryDraft, RememberResult, explicit_fields, prepare_draft
+from agent_memory.model.events import acting, current_acting
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.files.store import MemoryStore

@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 from agent_memory.formats.atomic import atomic_write, ensure_dir
 from agent_memory.model.records import MemoryRecord, RecordParseError, content_hash, now_iso, parse_record
+from agent_memory.model.supersession import POINTER
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agent_memory.backends.files.store import MemoryStore, SweepReport
+    from agent_memory.backends.files.store import MemoryStore
+    from agent_memory.model.reports import SweepReport
 
-POINTER = "previous_version"
 _ANNOTATION = re.compile(r"\n*<!-- archived: [^\n]*-->\s*\Z")
 
 
@@ -97,8 +98,8 @@ def archive(store: MemoryStore, conn: Any, row: Any, reason: str, *, event: str 
 
 def sweep(store: MemoryStore, now: dt.datetime, report: SweepReport) -> SweepReport:
     """Archive expired records (TTL) and exact duplicates (keeping the newest), under the lock."""
-    from agent_memory.backends.files.keyed import UNDEDUPED_KINDS
     from agent_memory.model.drafts import _parse_when
+    from agent_memory.model.supersession import UNDEDUPED_KINDS
 
     with store.lock.hold(), store.events.batch():
         store.index.refresh(force=True)

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-import agent_memory.backends.files.reads as _reads
-from agent_memory.backends.files.fts import Fts5Engine, SearchHit, SearchRequest, SearchResult, date_filter_sql
+import agent_memory.model.queries as queries
+from agent_memory.backends.files.fts import Fts5Engine, date_filter_sql
 from agent_memory.backends.files.index import Index, scope_filter_sql, visibility_sql, visible_params
 from agent_memory.backends.files.vectors import VectorCache, visible_for_hashes, visible_hashes
 from agent_memory.embeddings import Embedder, EmbeddingError
@@ -28,6 +28,7 @@ from agent_memory.model.records import normalize_tags
 from agent_memory.search.focus import focus_query, query_words
 from agent_memory.search.fusion import Pipeline, QueryContext, default_pipeline, lexical_confidence, lexical_strength, squash
 from agent_memory.search.text import term_key
+from agent_memory.search.types import SearchHit, SearchRequest, SearchResult
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.files.store import MemoryStore
@@ -40,9 +41,9 @@ MODES: tuple[str, ...] = ("lexical", "dense", "hybrid")
 
 def _filters(store: MemoryStore, **filters: Any) -> tuple[str, dict[str, Any]]:
     """SQL (alias ``r``) for the scope/kind/date filters of a search, as the lexical engine applies them."""
-    dates = _reads.date_filters(created_after=filters.get("created_after"), created_before=filters.get("created_before"),
+    dates = queries.date_filters(created_after=filters.get("created_after"), created_before=filters.get("created_before"),
                           updated_after=filters.get("updated_after"), updated_before=filters.get("updated_before"))
-    req = SearchRequest(query="", scopes=_reads.scopes_of(filters.get("scope")), kinds=_reads.kinds_of(filters.get("kind")),
+    req = SearchRequest(query="", scopes=queries.scopes_of(filters.get("scope")), kinds=queries.kinds_of(filters.get("kind")),
                         created_after=dates[0], created_before=dates[1], updated_after=dates[2], updated_before=dates[3],
                         **_when(filters))
     params: dict[str, Any] = {}
@@ -79,21 +80,21 @@ def _request(store: MemoryStore, query: str, limit: int, session_id: str | None,
         raise InvalidInputError("query must be a string")
     if not isinstance(limit, int) or not 1 <= limit <= 1000:
         raise InvalidInputError("limit must be an integer between 1 and 1000")
-    _reads.check_strings(session_id=session_id, user_id=user_id)
-    dates = _reads.date_filters(created_after=filters.get("created_after"), created_before=filters.get("created_before"),
+    queries.check_strings(session_id=session_id, user_id=user_id)
+    dates = queries.date_filters(created_after=filters.get("created_after"), created_before=filters.get("created_before"),
                                 updated_after=filters.get("updated_after"), updated_before=filters.get("updated_before"))
     strict = filters.get("strict_visibility")
     store.open()
     return SearchRequest(
         query=query, session_id=session_id, user_id=user_id, tags=normalize_tags(filters.get("tags") or ()),
-        scopes=_reads.scopes_of(filters.get("scope")), kinds=_reads.kinds_of(filters.get("kind")), limit=limit,
+        scopes=queries.scopes_of(filters.get("scope")), kinds=queries.kinds_of(filters.get("kind")), limit=limit,
         created_after=dates[0], created_before=dates[1], updated_after=dates[2], updated_before=dates[3],
         strict_visibility=store.strict_visibility if strict is None else bool(strict), **_when(filters))
 
 
 def _when(filters: Mapping[str, Any]) -> dict[str, Any]:
     """The supersession/as-of part of a request: both sides of a hybrid search read the same point in time."""
-    return {"include_superseded": bool(filters.get("include_superseded")), "as_of": _reads.as_of_filter(filters.get("as_of"))}
+    return {"include_superseded": bool(filters.get("include_superseded")), "as_of": queries.as_of_filter(filters.get("as_of"))}
 
 
 def _dense(store: MemoryStore, cache: VectorCache, model: str, q: npt.NDArray[np.float32], pool: int,

@@ -29,7 +29,6 @@ from agent_memory.backends.files.index_schema import (  # re-exported: the schem
     _instant,
     as_of_sql,
     current_sql,
-    is_corrupt,
     live_sql,
     row_to_record,
     schema_sql,
@@ -38,12 +37,15 @@ from agent_memory.backends.files.index_schema import (  # re-exported: the schem
     visibility_sql,
     visible_params,
 )
-from agent_memory.backends.files.index_sync import SyncReport as SyncReport  # re-exported: callers import it from here
-from agent_memory.backends.files.quarantine import read_record_file
 from agent_memory.errors import ReadOnlyError, StorageError
 from agent_memory.formats.atomic import TMP_PREFIX, RootLock, ensure_dir, storage_error, storage_errors
+from agent_memory.formats.quarantine import (
+    is_corrupt,  # re-exported
+    read_record_file,
+)
 from agent_memory.model.lines import core_line, dates_text, day_text, summary_line  # re-exported
 from agent_memory.model.records import MemoryRecord
+from agent_memory.model.reports import SyncReport as SyncReport
 
 _FTS_SECURE_DELETE = sqlite3.sqlite_version_info >= (3, 44, 0)
 
@@ -311,7 +313,7 @@ class Index:
                 yield entry
 
     def load_file(self, name: str) -> tuple[MemoryRecord, int, int]:
-        """Read, check and parse one record file (see :mod:`agent_memory.backends.files.quarantine`).
+        """Read, check and parse one record file (see :mod:`agent_memory.formats.quarantine`).
 
         Raises ``FileNotFoundError`` or :class:`RecordParseError` (the file is quarantined)."""
         return read_record_file(self.records_dir, name)

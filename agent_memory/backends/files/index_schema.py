@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agent_memory.model import scopes
 from agent_memory.model.records import MemoryRecord, Scope, normalize_instant
 from agent_memory.search.types import SearchRequest
 
@@ -32,17 +33,12 @@ def live_sql(alias: str = "r") -> str:
     return f"({alias}.expires IS NULL OR {alias}.expires > strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))"
 
 
-def visibility_sql(alias: str = "r") -> str:
-    """The scope-visibility predicate (expired records included as invisible); binds ``:sid`` and ``:uid``.
-
-    Applied inside queries, so it acts before ranking and limits.
+def visibility_sql(alias: str = "r", *, include_expired: bool = False) -> str:
+    """The scope rule (:func:`agent_memory.model.scopes.sqlite_sql`) and, unless ``include_expired``, "not expired";
+    binds ``:sid`` and ``:uid``. Applied inside queries, so it acts before ranking and limits.
     """
-    return (
-        f"(({alias}.scope IN ('project','global')"
-        f" OR ({alias}.scope = 'session' AND {alias}.session_id = :sid"
-        f" AND ({alias}.user_id IS NULL OR {alias}.user_id = :uid))"
-        f" OR ({alias}.scope = 'user' AND {alias}.user_id = :uid)) AND {live_sql(alias)})"
-    )
+    rule = scopes.sqlite_sql(alias)
+    return rule if include_expired else f"({rule} AND {live_sql(alias)})"
 
 
 def fts_secure_delete() -> bool:
@@ -52,14 +48,6 @@ def fts_secure_delete() -> bool:
     return sqlite3.sqlite_version_info >= (3, 44, 0)
 
 
-def is_corrupt(exc: BaseException) -> bool:
-    """True for errors meaning the database file is damaged or emptied under us (not for busy/locked)."""
-    import sqlite3
-
-    msg = str(exc).lower()
-    return type(exc) is sqlite3.DatabaseError or any(
-        m in msg for m in ("malformed", "not a database", "file is encrypted", "vtable constructor failed", "fts5: corrupt",
-                           "no such table"))  # truncated in place while a connection was open
 
 
 def current_sql(alias: str = "r") -> str:

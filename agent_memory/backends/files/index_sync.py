@@ -12,13 +12,13 @@ import sqlite3
 import stat
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agent_memory.backends.files.quarantine import Quarantined, check_stat, describe
 from agent_memory.errors import ReadOnlyError, StorageError
 from agent_memory.formats.atomic import FILE_MODE, TMP_PREFIX, storage_errors
+from agent_memory.formats.quarantine import Quarantined, check_stat, describe
 from agent_memory.model.records import RecordParseError
+from agent_memory.model.reports import SyncReport
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.files.index import Index
@@ -43,16 +43,6 @@ def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         raise
 
 
-@dataclass
-class SyncReport:
-    """What one synchronisation pass did."""
-
-    scanned: int = 0
-    added: int = 0
-    updated: int = 0
-    removed: int = 0
-    problems: dict[str, str] = field(default_factory=dict)
-    rebuilt: bool = False
 
 
 def read_only_copy(index: Index) -> sqlite3.Connection:

@@ -25,20 +25,16 @@ import os
 from typing import TYPE_CHECKING, Any
 
 import agent_memory.backends.files.supersede as _supersede
-from agent_memory.backends.files.history import POINTER
 from agent_memory.backends.files.index import current_sql, live_sql
 from agent_memory.backends.files.record_files import allocate_id, partition_sql, write
 from agent_memory.errors import NotFoundError
 from agent_memory.model.drafts import RememberResult, Status
 from agent_memory.model.records import MemoryRecord, content_hash, default_title, now_iso, slugify
+from agent_memory.model.supersession import CAPTURE_SOURCES, POINTER, UNDEDUPED_KINDS, holds_lines
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.files.store import MemoryStore
 
-CAPTURE_SOURCES = ("turn_capture", "compaction_capture")
-# Kinds of records addressed by a key like files by a path (Claude's memory tool): two of them, or one and an
-# ordinary memory, may hold the same text, so exact-duplicate detection (writes and sweep) leaves them out.
-UNDEDUPED_KINDS = ("memory_file",)
 _NOT_UNDEDUPED = "r.kind NOT IN (" + ", ".join(f"'{k}'" for k in UNDEDUPED_KINDS) + ")"
 Prepared = tuple[MemoryRecord, int, str, frozenset[str]]  # record, redactions, on_existing, fields passed
 
@@ -94,10 +90,6 @@ def remember_locked(store: MemoryStore, conn: Any, item: Prepared, durable: bool
     return RememberResult(rec.id, "created", path, redactions)
 
 
-def holds_lines(content: str, text: str) -> bool:
-    """True if ``text`` is already in ``content`` as whole lines ("step 1" is not held by "step 10")."""
-    block, held = text.replace("\r\n", "\n").strip("\n"), content.replace("\r\n", "\n")
-    return f"\n{block}\n" in f"\n{held}\n"
 
 
 def _reveals_title(rec: MemoryRecord) -> bool:

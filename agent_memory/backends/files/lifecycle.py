@@ -17,20 +17,21 @@ import json
 import logging
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import agent_memory.backends.files.history as _history
 import agent_memory.backends.files.supersede as _supersede
-from agent_memory.backends.files.events import Event, acting, current_acting, visible
 from agent_memory.backends.files.history import archived_file, read_archived
-from agent_memory.backends.files.reads import check_strings
 from agent_memory.errors import InvalidInputError, NotFoundError
+from agent_memory.model.events import Event, acting, current_acting, visible
+from agent_memory.model.queries import check_strings
 from agent_memory.model.records import MemoryRecord, content_hash, now_iso, validate_id
+from agent_memory.model.reports import History
+from agent_memory.model.supersession import MAX_CHAIN
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agent_memory.backends.files.purge import PurgeReport
     from agent_memory.backends.files.store import MemoryStore
+    from agent_memory.model.reports import PurgeReport
 
 log = logging.getLogger("agent_memory")
 PROVENANCE = "provenance"
@@ -113,22 +114,6 @@ def _sees(rec: MemoryRecord, session_id: str | None, user_id: str | None) -> boo
     return visible(ev, session_id, user_id)
 
 
-# -- history ------------------------------------------------------------------------------
-@dataclass
-class History:
-    """Every version of one record, oldest first (the last is the current one), with its events."""
-
-    id: str
-    state: str  # "live" or "archived"
-    versions: list[MemoryRecord]
-    events: list[Event] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        n = len(self.versions)
-        return {"id": self.id, "state": self.state, "versions": [
-            {"version": i, "current": i == n, "updated": v.updated, "title": v.title, "content_hash": v.content_hash,
-             "content": v.content} for i, v in enumerate(self.versions, 1)],
-            "events": [e.to_dict() for e in self.events]}
 
 
 def _current(store: MemoryStore, record_id: str, session_id: str | None, user_id: str | None) -> tuple[MemoryRecord, str]:
@@ -217,7 +202,7 @@ def _write_back(store: MemoryStore, rec: MemoryRecord) -> None:
 def _unarchive_versions(store: MemoryStore, rec: MemoryRecord) -> None:
     """Bring back the superseded versions archived with ``rec`` (by ``forget``), following ``supersedes``."""
     pointer, seen = rec.supersedes, {rec.id}
-    while pointer and pointer not in seen and len(seen) <= _supersede.MAX_CHAIN:
+    while pointer and pointer not in seen and len(seen) <= MAX_CHAIN:
         seen.add(pointer)
         old, path = read_archived(store, pointer), archived_file(store, pointer)
         if old is None or path is None or (old.scope, old.session_id, old.user_id) != (rec.scope, rec.session_id, rec.user_id):

@@ -3,40 +3,20 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from agent_memory.backends.files.index import SyncReport
-from agent_memory.backends.files.quarantine import check_name, check_stat, describe
 from agent_memory.errors import StorageError
 from agent_memory.formats.atomic import TMP_PREFIX
+from agent_memory.formats.quarantine import check_name, check_stat, describe
 from agent_memory.model.records import RecordParseError
+from agent_memory.model.reports import DoctorReport, SyncReport
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.files.store import MemoryStore
 
 
-@dataclass
-class SweepReport:
-    """What one sweep removed: expired records and exact duplicates."""
-
-    expired: list[str] = field(default_factory=list)
-    duplicates: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"expired": self.expired, "duplicates": self.duplicates}
 
 
-@dataclass
-class DoctorReport:
-    records: int
-    indexed: int
-    problems: dict[str, str]
-    drift: dict[str, int]
-    ok: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"records": self.records, "indexed": self.indexed, "problems": self.problems, "drift": self.drift, "ok": self.ok}
 
 
 def reindex(store: MemoryStore) -> SyncReport:

@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any
 from agent_memory.errors import InvalidInputError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agent_memory.backends.files.fts import SearchResult
     from agent_memory.backends.files.store import MemoryStore
-    from agent_memory.backends.files.vectors import BackfillReport, VectorCache
+    from agent_memory.backends.files.vectors import VectorCache
     from agent_memory.embeddings import Embedder
+    from agent_memory.model.reports import BackfillReport
+    from agent_memory.search.types import SearchResult
 
 MODES = ("lexical", "dense", "hybrid")
 log = logging.getLogger("agent_memory")

@@ -21,17 +21,17 @@ import json
 import os
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent_memory.backends.files.events import Event, tombstone_id, visible
 from agent_memory.backends.files.history import archived_file, chain, read_archived
 from agent_memory.backends.files.layout import PurgeJob, owned
 from agent_memory.backends.files.supersede import predecessors_anywhere
 from agent_memory.errors import InvalidInputError, NotFoundError
 from agent_memory.formats.atomic import atomic_write, fsync_dir
+from agent_memory.model.events import Event, tombstone_id, visible
 from agent_memory.model.records import RecordParseError, parse_record, validate_id
+from agent_memory.model.reports import PurgeReport
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.files.store import MemoryStore
@@ -55,18 +55,6 @@ def unregister_purger(fn: Purger) -> None:
         PURGERS.remove(fn)
 
 
-@dataclass
-class PurgeReport:
-    records: list[str] = field(default_factory=list)
-    files: int = 0
-    vectors: int = 0
-    events: int = 0
-    others: dict[str, int] = field(default_factory=dict)
-    stores: dict[str, int] = field(default_factory=dict)  # every root store visited -> items removed from it
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"records": self.records, "files": self.files, "vectors": self.vectors, "events": self.events,
-                "stores": self.stores, "others": self.others}
 
 
 def _md_files(folder: Path) -> list[Path]:

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agent_memory.backends.files.index_schema import date_filter_sql, scope_filter_sql, visibility_sql
 from agent_memory.errors import InvalidIdError, InvalidInputError, NotFoundError
-from agent_memory.model.records import MemoryRecord, RecordParseError, Scope, normalize_kind, normalize_tags, parse_scope, validate_id
+from agent_memory.model import scopes
+from agent_memory.model.queries import _parse_when, as_of_filter, check_strings, date_filters, kinds_of, scopes_of
+from agent_memory.model.records import MemoryRecord, RecordParseError, Scope, normalize_tags, validate_id
 from agent_memory.search.types import SearchRequest
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -26,68 +27,16 @@ def not_found(record_id: str) -> NotFoundError:
     return NotFoundError(f"no record {record_id!r} visible to this caller")
 
 
-def check_strings(**values: Any) -> None:
-    """Caller ids and filters reach SQL: each must be None or a valid Unicode string (typed error otherwise)."""
-    for name, value in values.items():
-        if value is None:
-            continue
-        if not isinstance(value, str):
-            raise InvalidInputError(f"{name} must be a string")
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise InvalidInputError(f"{name} is not valid Unicode (lone surrogate)") from None
 
 
-_DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
-def _parse_when(value: str) -> dt.datetime | None:
-    from agent_memory.model.drafts import _parse_when as parse  # drafts import the redaction package: only when a date is given
-
-    return parse(value)
 
 
-def utc_text(when: dt.datetime) -> str:
-    from agent_memory.model.drafts import utc_text as text
-
-    return text(when)
 
 
-def date_filters(**values: str | None) -> list[str | None]:
-    """Validate ISO date/datetime filters and normalise them to the stored UTC form (``…Z``)."""
-    out: list[str | None] = []
-    for name, value in values.items():
-        if value is None:
-            out.append(None)
-            continue
-        when = _parse_when(value) if isinstance(value, str) and len(value) <= 64 else None
-        if when is None:
-            raise InvalidInputError(f"{name} must be an ISO date or datetime (e.g. 2026-11-22 or 2026-11-22T10:00:00Z), not {value!r}")
-        if name.endswith("_before") and _DATE_ONLY.fullmatch(value.strip()):
-            try:  # a day given as an end date includes that whole day
-                when = when + dt.timedelta(days=1)
-            except OverflowError:
-                raise InvalidInputError(f"{name} is out of range: {value!r}") from None
-        out.append(utc_text(when))
-    return out
 
 
-def as_of_filter(value: object) -> str | None:
-    """``as_of`` as the stored UTC form; a day means the end of that day ("what did we hold on 2023-06-30?")."""
-    if value is None:
-        return None
-    if isinstance(value, (dt.date, dt.datetime)):
-        value = value.isoformat()
-    [when] = date_filters(as_of=value if isinstance(value, str) else repr(value))
-    if when is not None and isinstance(value, str) and _DATE_ONLY.fullmatch(value.strip()):
-        parsed = _parse_when(when)
-        if parsed is not None:
-            try:
-                when = utc_text(parsed + dt.timedelta(days=1) - dt.timedelta(microseconds=1))
-            except OverflowError:
-                raise InvalidInputError(f"as_of is out of range: {value!r}") from None
-    return when
 
 
 def check_options(**options: Any) -> None:
@@ -113,13 +62,8 @@ def expired(rec: MemoryRecord, now: dt.datetime | None = None) -> bool:
 
 
 def in_partition_of(rec: MemoryRecord, session_id: str | None, user_id: str | None) -> bool:
-    """The scope half of the visibility table (:func:`agent_memory.backends.files.index.visibility_sql`) for one record."""
-    if rec.scope in (Scope.PROJECT, Scope.GLOBAL):
-        return True
-    if rec.scope is Scope.SESSION:
-        # a session record belongs to its session and, when it names one, to its user
-        return session_id is not None and rec.session_id == session_id and (rec.user_id is None or rec.user_id == user_id)
-    return user_id is not None and rec.user_id == user_id
+    """The scope rule (:mod:`agent_memory.model.scopes`) for one record, expiry aside."""
+    return scopes.may_see(rec.scope.value, rec.session_id, rec.user_id, session_id=session_id, user_id=user_id)
 
 
 def may_see(rec: MemoryRecord, session_id: str | None, user_id: str | None) -> bool:
@@ -152,20 +96,8 @@ def path_for(store: MemoryStore, record_id: str) -> str:
     return str(path)
 
 
-def scopes_of(scope: Scope | str | Sequence[Scope | str] | None) -> tuple[Scope, ...]:
-    if scope is None or scope == "":
-        return ()
-    if isinstance(scope, (str, Scope)):
-        return (parse_scope(scope),)
-    return tuple(parse_scope(s) for s in scope)
 
 
-def kinds_of(kind: str | Sequence[str] | None) -> tuple[str, ...]:
-    if not kind:
-        return ()
-    if isinstance(kind, str):
-        return (normalize_kind(kind),)
-    return tuple(normalize_kind(k) for k in kind)
 
 
 def list_where(session_id: str | None, user_id: str | None, tags: Iterable[str], scope: Scope | str | Sequence[Scope | str] | None,

@@ -22,15 +22,17 @@ import agent_memory.backends.files.lifecycle as _lifecycle
 import agent_memory.backends.files.maintenance as _maintenance
 import agent_memory.backends.files.reads as _reads
 import agent_memory.backends.files.supersede as _supersede
+import agent_memory.model.queries as queries
 from agent_memory.backends.files.events import EventLog
-from agent_memory.backends.files.fts import Fts5Engine, SearchEngine, SearchRequest, SearchResult
-from agent_memory.backends.files.index import Index, SyncReport, current_sql, row_to_record, visibility_sql
-from agent_memory.backends.files.maintenance import DoctorReport, SweepReport
+from agent_memory.backends.files.fts import Fts5Engine, SearchEngine
+from agent_memory.backends.files.index import Index, current_sql, row_to_record, visibility_sql
 from agent_memory.errors import InvalidInputError
 from agent_memory.formats.atomic import RootLock, atomic_write, ensure_dir
 from agent_memory.model.lines import core_line
 from agent_memory.model.records import MemoryRecord, Scope, normalize_tags, parse_scope, validate_id
+from agent_memory.model.reports import DoctorReport, SweepReport, SyncReport
 from agent_memory.search.text import with_cjk_context
+from agent_memory.search.types import SearchRequest, SearchResult
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.files.meaning import Meaning
@@ -202,7 +204,7 @@ class MemoryStore(_lifecycle.LifecycleMethods):
         """Move a record the caller may see to ``archive/`` (restorable; ``purge=True``: delete every byte of it).
         False if the caller sees no such record."""
         validate_id(record_id)
-        _reads.check_strings(session_id=session_id, user_id=user_id)
+        queries.check_strings(session_id=session_id, user_id=user_id)
         if purge:
             return bool(self.purge(record_id, session_id=session_id, user_id=user_id).records)
         return _lifecycle.forget(self, record_id, session_id, user_id)
@@ -279,16 +281,16 @@ class MemoryStore(_lifecycle.LifecycleMethods):
             raise InvalidInputError("query must be a string")
         if not isinstance(limit, int) or not 1 <= limit <= 1000:
             raise InvalidInputError("limit must be an integer between 1 and 1000")
-        _reads.check_strings(session_id=session_id, user_id=user_id)
-        created_after, created_before, updated_after, updated_before = _reads.date_filters(
+        queries.check_strings(session_id=session_id, user_id=user_id)
+        created_after, created_before, updated_after, updated_before = queries.date_filters(
             created_after=created_after, created_before=created_before, updated_after=updated_after, updated_before=updated_before)
         self.open()
         req = SearchRequest(
-            query=query, session_id=session_id, user_id=user_id, tags=normalize_tags(tags), scopes=_reads.scopes_of(scope),
-            kinds=_reads.kinds_of(kind), limit=limit, created_after=created_after, created_before=created_before,
+            query=query, session_id=session_id, user_id=user_id, tags=normalize_tags(tags), scopes=queries.scopes_of(scope),
+            kinds=queries.kinds_of(kind), limit=limit, created_after=created_after, created_before=created_before,
             updated_after=updated_after, updated_before=updated_before, trace=trace,
             strict_visibility=self.strict_visibility if strict_visibility is None else bool(strict_visibility),
-            include_superseded=bool(include_superseded), as_of=_reads.as_of_filter(as_of),
+            include_superseded=bool(include_superseded), as_of=queries.as_of_filter(as_of),
         )
         res = self.engine.search(self.index, req)
         if trace and res.trace is not None:
@@ -353,7 +355,7 @@ class MemoryStore(_lifecycle.LifecycleMethods):
 
     def visible_lines(self, *, session_id: str | None, user_id: str | None, limit: int | None) -> builtins.list[str]:
         """MEMORY.md-style lines for the records a caller may see, newest first."""
-        _reads.check_strings(session_id=session_id, user_id=user_id)
+        queries.check_strings(session_id=session_id, user_id=user_id)
         params = {"sid": session_id, "uid": user_id}
         sql = (f"SELECT id, kind, summary, happened_at, valid_from, valid_to FROM records r WHERE {visibility_sql('r')}"
                f" AND {current_sql('r')} ORDER BY updated DESC, id")

@@ -25,33 +25,17 @@ import agent_memory.backends.files.history as _history
 from agent_memory.backends.files.index import live_sql
 from agent_memory.backends.files.record_files import allocate_id, partition_sql, write
 from agent_memory.errors import InvalidInputError, NotFoundError
-from agent_memory.model.records import MemoryRecord, RecordParseError, normalize_instant
+from agent_memory.model.records import MemoryRecord, RecordParseError
+from agent_memory.model.supersession import CAPTURE_SOURCES, MAX_CHAIN, POINTER, ended
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.files.store import MemoryStore
     from agent_memory.model.drafts import RememberResult
 
-CAPTURE_SOURCES = ("turn_capture", "compaction_capture")
-MAX_CHAIN = 1000
 
 
-def start_of(rec: MemoryRecord) -> str:
-    """When ``rec`` started to hold, as a normalised instant (``valid_from``, else ``happened_at``, else written)."""
-    for value in (rec.valid_from, rec.happened_at, rec.created):
-        if value and (when := normalize_instant(value)):
-            return when
-    return ""
 
 
-def ended(old: MemoryRecord, new: MemoryRecord) -> str | None:
-    """``valid_to`` of ``old`` once ``new`` supersedes it: when ``new`` starts, clamped to ``old``'s interval."""
-    end = start_of(new)
-    begin = start_of(old)
-    if begin and end < begin:
-        end = begin  # a fact recorded as starting before the old one: the old one was never in force after it
-    if old.valid_to and (normalize_instant(old.valid_to) or end) <= end:
-        return old.valid_to  # it had ended already
-    return end or None
 
 
 def _partition_row(store: MemoryStore, conn: Any, rec: MemoryRecord, record_id: str) -> Any:
@@ -97,7 +81,7 @@ def replace_keyed(store: MemoryStore, conn: Any, current: MemoryRecord, new: Mem
     Returns the result and the id of the superseded record now holding the replaced state."""
     from agent_memory.model.drafts import RememberResult
 
-    new = new.replace(created=new.updated, metadata={k: v for k, v in new.metadata.items() if k != _history.POINTER})
+    new = new.replace(created=new.updated, metadata={k: v for k, v in new.metadata.items() if k != POINTER})
     if fresh_id:  # the current id shows words of the replaced title: the old record keeps it
         new = new.replace(supersedes=current.id)
         new = new.replace(id=allocate_id(store, new))

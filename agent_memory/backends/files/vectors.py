@@ -21,7 +21,6 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ from agent_memory.backends.files.coarse import COARSE_MIN, Coarse, Loaded, one_t
 from agent_memory.backends.files.vector_seam import live_items, visible_for_hashes, visible_hashes
 from agent_memory.embeddings import Embedder, EmbeddingError
 from agent_memory.errors import InvalidInputError, StorageError
+from agent_memory.model.reports import BackfillReport
 
 log = logging.getLogger("agent_memory")
 
@@ -44,20 +44,6 @@ CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, hash TEXT NOT NULL, dim
 """
 
 
-@dataclass(slots=True)
-class BackfillReport:
-    """What one :meth:`VectorCache.backfill` did."""
-
-    model: str
-    total: int = 0
-    cached: int = 0
-    embedded: int = 0
-    pruned: int = 0
-    seconds: float = 0.0
-    error: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__slots__}  # type: ignore[attr-defined]
 
 
 class VectorCache:

@@ -15,10 +15,6 @@ from typing import Any, Literal
 import psycopg
 
 from agent_memory.backends.base import Caller
-from agent_memory.backends.files.events import acting
-from agent_memory.backends.files.fts import Fts5Engine, SearchResult
-from agent_memory.backends.files.index import SyncReport
-from agent_memory.backends.files.maintenance import DoctorReport, SweepReport
 from agent_memory.backends.postgres.events import events_for, record_archive_event, record_writes
 from agent_memory.backends.postgres.maintenance import Maintenance
 from agent_memory.backends.postgres.pool import Pool, redact_url
@@ -28,8 +24,12 @@ from agent_memory.backends.postgres.search import PgSearch, checked_query
 from agent_memory.backends.postgres.writes import Writer, chunks
 from agent_memory.errors import InvalidInputError, NotFoundError
 from agent_memory.model.drafts import MemoryDraft, RememberResult, explicit_fields, prepare_draft
+from agent_memory.model.events import acting
 from agent_memory.model.lines import core_line
 from agent_memory.model.records import MemoryRecord, Scope, normalize_tags, parse_scope, validate_id
+from agent_memory.model.reports import DoctorReport, SweepReport, SyncReport
+from agent_memory.search.lexical import LexicalEngine
+from agent_memory.search.types import SearchResult
 
 Prepared = tuple[MemoryRecord, int, str, frozenset[str]]  # record, redactions, on_existing, fields the draft set
 # MemoryStore options that mean nothing for a database: accepted (a provider passes one option set) and unused
@@ -48,7 +48,7 @@ class PostgresBackend:
     def __init__(
         self, url: str, *, schema: str = "agent_memory", default_scope: Scope | str | None = None,
         min_size: int = 1, max_size: int = 10, timeout_s: float = 30.0, text_config: str = TEXT_CONFIG,
-        engine: Fts5Engine | None = None, batch_size: int = 5000, copy_threshold: int = 64, ingest_connections: int = 2,
+        engine: LexicalEngine | None = None, batch_size: int = 5000, copy_threshold: int = 64, ingest_connections: int = 2,
         pooled: bool = True, embedder: Any = None,
         **options: Any,
     ) -> None:
@@ -59,8 +59,8 @@ class PostgresBackend:
             raise InvalidInputError("url must be a postgresql:// URL")
         if not isinstance(text_config, str) or not text_config.isidentifier():
             raise InvalidInputError(f"text_config must be a text search configuration name, not {text_config!r}")
-        if engine is not None and not isinstance(engine, Fts5Engine):
-            raise InvalidInputError("engine must be an Fts5Engine (its query parsing, tuning and snippets are used)")
+        if engine is not None and not isinstance(engine, LexicalEngine):
+            raise InvalidInputError("engine must be a LexicalEngine (its query parsing, tuning and snippets are used)")
         for name, value in (("batch_size", batch_size), ("copy_threshold", copy_threshold),
                             ("ingest_connections", ingest_connections)):
             if not isinstance(value, int) or value < 1:
@@ -73,7 +73,7 @@ class PostgresBackend:
         self.copy_threshold = copy_threshold
         self.ingest_connections = min(ingest_connections, max_size)
         engine_kw = {k: v for k, v in options.items() if k in ENGINE_OPTIONS and v is not None}
-        self.engine = engine or Fts5Engine(**engine_kw)
+        self.engine = engine or LexicalEngine(**engine_kw)
         self.pool = Pool(url, self.schema, min_size=min_size, max_size=max_size, timeout_s=timeout_s, pooled=pooled)
         self.table = f'"{self.schema}".records'
         self._where = f"{redact_url(url)}#{self.schema}"

@@ -18,13 +18,12 @@ from agent_memory.backends.postgres.sessions import SyncPool
 from agent_memory.episodes._model import STATUSES, Episode, ToolUse, parse_episode, validate_episode_id
 from agent_memory.episodes._store import MAX_LIMIT, _check_caller, query_terms
 from agent_memory.errors import InvalidInputError, NotFoundError
+from agent_memory.model import scopes
 from agent_memory.model.records import Scope
 
 __all__ = ["PgEpisodeStore"]
 
-_VISIBLE = ("e.tenant = ANY(%(tenants)s) AND (e.scope IN ('project', 'global')"
-            " OR (e.scope = 'session' AND e.session_id = %(sid)s AND (e.user_id IS NULL OR e.user_id = %(uid)s))"
-            " OR (e.scope = 'user' AND e.user_id = %(uid)s))")
+_VISIBLE = scopes.postgres_sql("e")
 
 
 def _tenant(episode: Episode) -> str:

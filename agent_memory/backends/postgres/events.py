@@ -19,8 +19,8 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 from agent_memory.backends.base import Caller
-from agent_memory.backends.files.events import Event, current_acting, tombstone_id, visible
 from agent_memory.model.drafts import RememberResult
+from agent_memory.model.events import Event, current_acting, tombstone_id, visible
 
 __all__ = ["events_for", "purge_events", "quiet", "record_archive_event", "record_event", "record_writes", "undoable", "WRITE_EVENTS"]
 

@@ -23,15 +23,15 @@ from typing import Any
 import psycopg
 
 from agent_memory.backends.base import Caller
-from agent_memory.backends.files.events import Event, acting
-from agent_memory.backends.files.lifecycle import History
-from agent_memory.backends.files.purge import PurgeReport
-from agent_memory.backends.files.supersede import MAX_CHAIN
 from agent_memory.backends.postgres.events import events_for, purge_events, quiet, record_event, undoable
 from agent_memory.backends.postgres.rows import COLUMNS, SELECT, row_to_record, visibility
 from agent_memory.errors import InvalidInputError, NotFoundError
+from agent_memory.model import scopes
 from agent_memory.model.drafts import MemoryDraft
+from agent_memory.model.events import Event, acting
 from agent_memory.model.records import MemoryRecord, validate_id
+from agent_memory.model.reports import History, PurgeReport
+from agent_memory.model.supersession import MAX_CHAIN
 
 __all__ = ["history", "purge", "forget_purge", "restore", "undo"]
 
@@ -39,11 +39,8 @@ _COLS = ", ".join(COLUMNS)
 
 
 def _archived_visible(alias: str = "r") -> str:
-    """Visibility of an archived row (its expiry does not hide it: it is archived already)."""
-    a = alias
-    return (f"({a}.tenant = ANY(%(tenants)s) AND ({a}.scope IN ('project', 'global')"
-            f" OR ({a}.scope = 'session' AND {a}.session_id = %(sid)s AND ({a}.user_id IS NULL OR {a}.user_id = %(uid)s))"
-            f" OR ({a}.scope = 'user' AND {a}.user_id = %(uid)s)))")
+    """Visibility of an archived row (:func:`agent_memory.model.scopes.postgres_sql`; being archived, expiry is moot)."""
+    return scopes.postgres_sql(alias)
 
 
 async def _find(b: Any, conn: Any, record_id: str, caller: Caller) -> tuple[dict[str, Any], str]:

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_memory.backends.files.index import SyncReport
-from agent_memory.backends.files.keyed import UNDEDUPED_KINDS
-from agent_memory.backends.files.maintenance import DoctorReport, SweepReport
 from agent_memory.backends.postgres.schema import LATEST
 from agent_memory.backends.postgres.writes import Writer
 from agent_memory.model.lines import summary_line
 from agent_memory.model.records import content_hash
+from agent_memory.model.reports import DoctorReport, SweepReport, SyncReport
+from agent_memory.model.supersession import UNDEDUPED_KINDS
 
 _SQL_HASH = ("left(encode(sha256(convert_to(btrim(replace(content, E'\\r\\n', E'\\n'), E' \\t\\n\\r\\x0b\\x0c'),"
              " 'UTF8')), 'hex'), 16)")

@@ -12,9 +12,10 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from agent_memory.backends.files.reads import as_of_filter, date_filters, kinds_of, scopes_of
 from agent_memory.errors import InvalidInputError
+from agent_memory.model import scopes
 from agent_memory.model.lines import summary_line
+from agent_memory.model.queries import as_of_filter, date_filters, kinds_of, scopes_of
 from agent_memory.model.records import MemoryRecord, Scope, normalize_tags
 
 _PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
@@ -80,15 +81,10 @@ def row_to_record(row: dict[str, Any], path: str) -> MemoryRecord:
 
 
 def visibility(params: dict[str, Any], alias: str = "r") -> str:
-    """The visibility predicate; binds ``sid``, ``uid`` and ``tenants`` in ``params``."""
-    params["tenants"] = ["", params["uid"]] if params.get("uid") else [""]
-    a = alias
-    return (
-        f"({a}.tenant = ANY(%(tenants)s) AND ({a}.scope IN ('project', 'global')"
-        f" OR ({a}.scope = 'session' AND {a}.session_id = %(sid)s AND ({a}.user_id IS NULL OR {a}.user_id = %(uid)s))"
-        f" OR ({a}.scope = 'user' AND {a}.user_id = %(uid)s))"
-        f" AND ({a}.expires IS NULL OR {a}.expires > now()))"
-    )
+    """The scope rule (:func:`agent_memory.model.scopes.postgres_sql`) and "not expired"; binds ``sid``, ``uid`` and
+    ``tenants`` in ``params``."""
+    scopes.postgres_params(params)
+    return f"({scopes.postgres_sql(alias)} AND ({alias}.expires IS NULL OR {alias}.expires > now()))"
 
 
 def check_strings(**values: Any) -> None:

@@ -1,6 +1,6 @@
 """Server-side full-text search with the files backend's query semantics.
 
-The query is cut into terms exactly as :class:`agent_memory.backends.files.fts.Fts5Engine` does (punctuation stripped,
+The query is cut into terms exactly as :class:`agent_memory.search.lexical.LexicalEngine` does (as the files backend does) (punctuation stripped,
 stop words dropped unless nothing else is left, digits kept); PostgreSQL's ``english`` configuration stems
 them; the terms are OR-ed and ranked with ``ts_rank`` over a weighted vector (title A, tags B, body C,
 neighbour context D). Visibility and the exact filters are in the WHERE clause, before the LIMIT.
@@ -18,9 +18,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from agent_memory.backends.files.fts import Fts5Engine, SearchHit, SearchResult, term_key, term_matcher
 from agent_memory.backends.postgres.rows import COLUMNS, filters_sql, row_to_record, visibility
 from agent_memory.errors import InvalidInputError
+from agent_memory.search.lexical import LexicalEngine
+from agent_memory.search.text import term_key, term_matcher
+from agent_memory.search.types import SearchHit, SearchResult
 
 # ts_rank weights are {D, C, B, A}: context, body, tags, title — the files engine's (0.4, 1.0, 1.5, 2.0) / 2
 WEIGHTS = "{0.2, 0.5, 0.75, 1.0}"
@@ -50,7 +52,7 @@ def tsquery_text(terms: list[str], tags: tuple[str, ...], tokenizer: Callable[[s
 class PgSearch:
     """Builds and runs one search; ``engine`` supplies tokenizer, stop words, snippets and tuning."""
 
-    def __init__(self, table: str, engine: Fts5Engine, text_config: str, path_of: Callable[[str], str]) -> None:
+    def __init__(self, table: str, engine: LexicalEngine, text_config: str, path_of: Callable[[str], str]) -> None:
         self.t = table
         self.engine = engine
         self.cfg = text_config

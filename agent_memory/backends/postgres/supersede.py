@@ -10,11 +10,11 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from agent_memory.backends.files.supersede import CAPTURE_SOURCES, MAX_CHAIN, ended
 from agent_memory.backends.postgres.rows import COLUMNS, SELECT, record_params, row_to_record, tenant_part
 from agent_memory.errors import InvalidInputError, NotFoundError
 from agent_memory.model.drafts import RememberResult
 from agent_memory.model.records import MemoryRecord, new_id
+from agent_memory.model.supersession import CAPTURE_SOURCES, MAX_CHAIN, ended
 
 _INSERT = f"({', '.join(COLUMNS)}) VALUES ({', '.join(f'%({c})s' for c in COLUMNS)})"
 _SETS = ", ".join(f"{c} = %({c})s" for c in COLUMNS if c not in ("tenant", "id", "part"))

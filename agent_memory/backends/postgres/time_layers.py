@@ -10,9 +10,9 @@ import asyncio
 from typing import Any
 
 from agent_memory.backends.base import Caller
-from agent_memory.backends.files.fts import SearchResult
 from agent_memory.backends.postgres.episodes import PgEpisodeStore
 from agent_memory.backends.postgres.sessions import PgSessionLog, SyncPool
+from agent_memory.search.types import SearchResult
 from agent_memory.sessions.store import SessionStore
 
 __all__ = ["TimeLayers"]

@@ -32,13 +32,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from agent_memory.backends.files.fts import SearchHit, SearchResult, term_key, term_matcher
-from agent_memory.backends.files.vectors import BackfillReport
 from agent_memory.backends.postgres.rows import COLUMNS, filters_sql, visibility
 from agent_memory.embeddings import Embedder, EmbeddingError
+from agent_memory.model.reports import BackfillReport
 from agent_memory.search.focus import focus_query, query_words
 from agent_memory.search.fusion import Fuse, Pipeline, QueryContext, lexical_confidence, squash
 from agent_memory.search.stages import DenseFloor, ImportanceWeight
+from agent_memory.search.text import term_key, term_matcher
+from agent_memory.search.types import SearchHit, SearchResult
 
 log = logging.getLogger("agent_memory")
 

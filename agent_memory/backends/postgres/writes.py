@@ -16,8 +16,6 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from agent_memory.backends.files.history import POINTER
-from agent_memory.backends.files.keyed import CAPTURE_SOURCES, UNDEDUPED_KINDS, holds_lines
 from agent_memory.backends.postgres.ingest import batch_ids as batch_ids  # re-exported
 from agent_memory.backends.postgres.ingest import copy_unkeyed
 from agent_memory.backends.postgres.rows import COLUMNS, SELECT, record_params, row_to_record, tenant_part
@@ -25,6 +23,7 @@ from agent_memory.backends.postgres.supersede import current_of, keep_version, s
 from agent_memory.errors import BackendError
 from agent_memory.model.drafts import RememberResult, Status
 from agent_memory.model.records import MemoryRecord, content_hash, default_title, new_id, now_iso
+from agent_memory.model.supersession import CAPTURE_SOURCES, POINTER, UNDEDUPED_KINDS, holds_lines
 
 _INSERT_COLS = ", ".join(COLUMNS)
 _INSERT_VALS = ", ".join(f"%({c})s" for c in COLUMNS)

@@ -92,3 +92,13 @@ def read_record_file(records_dir: Path, name: str) -> tuple[MemoryRecord, int, i
     mtime_iso = dt.datetime.fromtimestamp(st.st_mtime, dt.UTC).isoformat().replace("+00:00", "Z")
     rec = parse_record(text, record_id, path=str(path), mtime_iso=mtime_iso)
     return rec, st.st_mtime_ns, st.st_size
+
+
+def is_corrupt(exc: BaseException) -> bool:
+    """True for errors meaning the database file is damaged or emptied under us (not for busy/locked)."""
+    import sqlite3
+
+    msg = str(exc).lower()
+    return type(exc) is sqlite3.DatabaseError or any(
+        m in msg for m in ("malformed", "not a database", "file is encrypted", "vtable constructor failed", "fts5: corrupt",
+                           "no such table"))  # truncated in place while a connection was open
