@@ -316,3 +316,32 @@ def test_import_as_user_into_another_backend_lands_in_that_users_partition(tmp_p
     report = import_file(target, _hostile(tmp_path), user_id="bob")  # type: ignore[arg-type]
     assert report.ids_kept is False and len(report.written) == 4 and len(report.rescoped) == 3
     _assert_bob_only(target.inner.store, report.written)
+
+
+def test_import_as_user_into_postgres_lands_in_that_users_partition(tmp_path: Path) -> None:
+    import asyncio
+
+    from _pg import make_target
+
+    from agent_memory.backend import Caller
+
+    target = make_target("postgres", tmp_path)
+    backend = target.backend()
+    try:
+        report = import_file(backend, _hostile(tmp_path), user_id="bob")
+        assert len(report.written) == 4 and len(report.rescoped) == 3 and not report.skipped
+
+        async def seen(caller: Caller) -> set[str]:
+            return {r.content for r in await backend.list(caller, limit=None)}
+
+        async def check() -> tuple[set[str], set[str], set[str]]:
+            try:
+                return (await seen(Caller(user_id="bob")), await seen(Caller(user_id="alice", session_id="alice-chat")),
+                        await seen(Caller()))
+            finally:
+                await backend.close()
+
+        bob, alice, anyone = asyncio.run(check())
+        assert len(bob) == 4 and not alice and not anyone
+    finally:
+        asyncio.run(target.close())
