@@ -4,8 +4,8 @@ Every record that reaches a backend passes here, so validation, redaction, owner
 
 - :func:`prepare_draft` turns a :class:`MemoryDraft` (a new memory) into a record without an id. Callers: the
   files store (``_batch.remember_many``, hence ``MemoryStore.remember``, the tools, the CLI ``remember`` and
-  ``import`` of drafts, the MCP server, Claude's memory tool, the capture workers, transcripts, consolidation and
-  every foreign import), and the PostgreSQL backend's ``remember_many``.
+  ``import`` of drafts, the MCP server, Claude's memory tool, the capture workers, transcripts and every foreign
+  import), and the PostgreSQL backend's ``remember_many``.
 - :func:`prepare_record` checks a *whole* record given as a mapping (our JSONL export: ids and timestamps kept)
   field by field with the same rules; caller: :mod:`agent_memory.portable.restore`.
 - :func:`apply_override` puts a write into the caller's partition when an import runs on someone's behalf
@@ -14,8 +14,11 @@ Every record that reaches a backend passes here, so validation, redaction, owner
   use: a string that can hold a secret is redacted (content, title, every metadata key and value, a value under a
   secret-named key) or, where a marker would break it (ids, owners, keys, tags, kind), refused.
 
-Write paths that do not pass the gate yet (they redact on their own): session logs (``sessions``), episodes
-(``episodes``), the event log (``events``), ``USER.md``.
+Write paths that do not pass the gate yet: session logs and summaries (``sessions``: their own validation and
+redaction), episodes (``episodes``, files and PostgreSQL: their own), the event log (``events``: snapshots of
+records that passed), consolidation (moves records that passed to ``archive/`` with a note of its own), the
+archive/restore/undo moves of the lifecycle (bytes that passed), and ``USER.md`` (hand-edited; redacted on its
+way into the prompt).
 
 Rules:
 
