@@ -379,6 +379,19 @@ def override_draft(draft: MemoryDraft, override: Override | None) -> tuple[Memor
     return replace(draft, scope=owned.scope, session_id=owned.session_id, user_id=owned.user_id), owned.rescoped
 
 
+def stamp_override(metadata: Mapping[str, Any], override: Override | None, created: str,
+                   updated: str) -> dict[str, Any]:
+    """``metadata`` of a record imported on a caller's behalf: a ``provenance`` the file claims (who created and
+    changed it) is not evidence, so it is replaced by the import itself as that caller; kept without override."""
+    out = dict(metadata)
+    if not override:
+        return out
+    who = {k: v for k, v in (("actor", "import"), ("session_id", override.session_id), ("user_id", override.user_id))
+           if v}
+    out["provenance"] = {"created": {"at": created, **who}, "updated": {"at": updated, **who}}
+    return out
+
+
 _RECORD_FIELDS = frozenset({
     "id", "title", "kind", "scope", "session_id", "user_id", "tags", "memory_key", "source", "created", "updated",
     "expires", "importance", "content_hash", "metadata", "content", "path", "happened_at", "valid_from", "valid_to",
@@ -476,7 +489,9 @@ def prepare_record(data: object, override: Override | None = None) -> tuple[Memo
         session_id=session_id, user_id=user_id, tags=tags, memory_key=key, source=str(source), created=created,
         updated=_instant(data, "updated") or created, expires=_instant(data, "expires"),
         importance=_importance(data.get("importance")), content_hash=content_hash(red.text),
-        metadata=clean_metadata(dict(metadata), counter), **clocks,  # type: ignore[arg-type]
+        metadata=stamp_override(clean_metadata(dict(metadata), counter), override, created,
+                                _instant(data, "updated") or created),
+        **clocks,  # type: ignore[arg-type]
     )
     return rec, counter[0], owned.rescoped
 

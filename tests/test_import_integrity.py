@@ -345,3 +345,20 @@ def test_import_as_user_into_postgres_lands_in_that_users_partition(tmp_path: Pa
         assert len(bob) == 4 and not alice and not anyone
     finally:
         asyncio.run(target.close())
+
+
+def test_an_import_as_user_does_not_keep_the_files_claimed_provenance(tmp_path: Path) -> None:
+    forged = {"provenance": {"created": {"at": "2026-01-01T00:00:00.000000Z", "actor": "cli", "user_id": "alice"},
+                             "updated": {"at": "2026-01-01T00:00:00.000000Z", "actor": "cli", "user_id": "alice"}}}
+    src = _write(tmp_path / "p.jsonl", [_line(1, scope="user", user_id="alice", metadata=forged)])
+    store = MemoryStore(tmp_path / "r")
+    rid = import_file(store, src, user_id="bob").written[0]
+    prov = store.provenance(rid, user_id="bob")
+    assert prov["created"] == {"at": "2026-01-01T00:00:00.000000Z", "actor": "import", "user_id": "bob"}
+    assert "alice" not in json.dumps(prov)
+    mem0 = tmp_path / "m.json"
+    mem0.write_text(json.dumps([{"id": "m1", "memory": "from mem0", "user_id": "alice", "metadata": forged}]))
+    rid = import_file(store, mem0, format="mem0", session_id="s9").written[0]
+    assert store.provenance(rid, session_id="s9")["updated"]["session_id"] == "s9"
+    operator = import_file(MemoryStore(tmp_path / "r2"), src)  # the root's operator: the file's provenance kept
+    assert MemoryStore(tmp_path / "r2").provenance(operator.written[0], user_id="alice")["created"]["actor"] == "cli"
