@@ -40,7 +40,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _corpus import Corpus, percentile  # noqa: E402
 
-from agent_memory.backends.files.fts import SearchRequest  # noqa: E402
 from agent_memory.backends.files.hybrid import (
     hybrid_search,  # noqa: E402
     index_strength,  # noqa: E402
@@ -57,6 +56,7 @@ from agent_memory.eval.locomo import (  # noqa: E402
 )
 from agent_memory.portable.transcripts import transcript_drafts  # noqa: E402
 from agent_memory.search.fusion import Fuse, Pipeline, QueryContext  # noqa: E402
+from agent_memory.search.types import SearchRequest  # noqa: E402
 
 DEV = Path(os.environ.get("LOCOMO_DEV", "/work/shared/eval/locomo/locomo-dev.json"))
 PARA = Path(os.environ.get("LOCOMO_PARA", "/work/shared/eval/locomo/locomo-dev-paraphrase.json"))

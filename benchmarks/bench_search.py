@@ -43,9 +43,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _corpus import Corpus, percentile  # noqa: E402
 
-from agent_memory.backends.files.fts import Fts5Engine, default_tokenizer  # noqa: E402
+from agent_memory.backends.files.fts import Fts5Engine  # noqa: E402
 from agent_memory.backends.files.store import MemoryStore  # noqa: E402
 from agent_memory.provider import MemoryProvider  # noqa: E402
+from agent_memory.search.text import default_tokenizer  # noqa: E402
 
 LIMIT = 10
 

@@ -316,3 +316,49 @@ def test_import_as_user_into_another_backend_lands_in_that_users_partition(tmp_p
     report = import_file(target, _hostile(tmp_path), user_id="bob")  # type: ignore[arg-type]
     assert report.ids_kept is False and len(report.written) == 4 and len(report.rescoped) == 3
     _assert_bob_only(target.inner.store, report.written)
+
+
+def test_import_as_user_into_postgres_lands_in_that_users_partition(tmp_path: Path) -> None:
+    import asyncio
+
+    from _pg import make_target
+
+    from agent_memory.backends.base import Caller
+
+    target = make_target("postgres", tmp_path)
+    backend = target.backend()
+    try:
+        report = import_file(backend, _hostile(tmp_path), user_id="bob")
+        assert len(report.written) == 4 and len(report.rescoped) == 3 and not report.skipped
+
+        async def seen(caller: Caller) -> set[str]:
+            return {r.content for r in await backend.list(caller, limit=None)}
+
+        async def check() -> tuple[set[str], set[str], set[str]]:
+            try:
+                return (await seen(Caller(user_id="bob")), await seen(Caller(user_id="alice", session_id="alice-chat")),
+                        await seen(Caller()))
+            finally:
+                await backend.close()
+
+        bob, alice, anyone = asyncio.run(check())
+        assert len(bob) == 4 and not alice and not anyone
+    finally:
+        asyncio.run(target.close())
+
+
+def test_an_import_as_user_does_not_keep_the_files_claimed_provenance(tmp_path: Path) -> None:
+    forged = {"provenance": {"created": {"at": "2026-01-01T00:00:00.000000Z", "actor": "cli", "user_id": "alice"},
+                             "updated": {"at": "2026-01-01T00:00:00.000000Z", "actor": "cli", "user_id": "alice"}}}
+    src = _write(tmp_path / "p.jsonl", [_line(1, scope="user", user_id="alice", metadata=forged)])
+    store = MemoryStore(tmp_path / "r")
+    rid = import_file(store, src, user_id="bob").written[0]
+    prov = store.provenance(rid, user_id="bob")
+    assert prov["created"] == {"at": "2026-01-01T00:00:00.000000Z", "actor": "import", "user_id": "bob"}
+    assert "alice" not in json.dumps(prov)
+    mem0 = tmp_path / "m.json"
+    mem0.write_text(json.dumps([{"id": "m1", "memory": "from mem0", "user_id": "alice", "metadata": forged}]))
+    rid = import_file(store, mem0, format="mem0", session_id="s9").written[0]
+    assert store.provenance(rid, session_id="s9")["updated"]["session_id"] == "s9"
+    operator = import_file(MemoryStore(tmp_path / "r2"), src)  # the root's operator: the file's provenance kept
+    assert MemoryStore(tmp_path / "r2").provenance(operator.written[0], user_id="alice")["created"]["actor"] == "cli"

@@ -4,8 +4,8 @@ Every record that reaches a backend passes here, so validation, redaction, owner
 
 - :func:`prepare_draft` turns a :class:`MemoryDraft` (a new memory) into a record without an id. Callers: the
   files store (``_batch.remember_many``, hence ``MemoryStore.remember``, the tools, the CLI ``remember`` and
-  ``import`` of drafts, the MCP server, Claude's memory tool, the capture workers, transcripts, consolidation and
-  every foreign import), and the PostgreSQL backend's ``remember_many``.
+  ``import`` of drafts, the MCP server, Claude's memory tool, the capture workers, transcripts and every foreign
+  import), and the PostgreSQL backend's ``remember_many``.
 - :func:`prepare_record` checks a *whole* record given as a mapping (our JSONL export: ids and timestamps kept)
   field by field with the same rules; caller: :mod:`agent_memory.portable.restore`.
 - :func:`apply_override` puts a write into the caller's partition when an import runs on someone's behalf
@@ -14,8 +14,11 @@ Every record that reaches a backend passes here, so validation, redaction, owner
   use: a string that can hold a secret is redacted (content, title, every metadata key and value, a value under a
   secret-named key) or, where a marker would break it (ids, owners, keys, tags, kind), refused.
 
-Write paths that do not pass the gate yet (they redact on their own): session logs (``sessions``), episodes
-(``episodes``), the event log (``events``), ``USER.md``.
+Write paths that do not pass the gate yet: session logs and summaries (``sessions``: their own validation and
+redaction), episodes (``episodes``, files and PostgreSQL: their own), the event log (``events``: snapshots of
+records that passed), consolidation (moves records that passed to ``archive/`` with a note of its own), the
+archive/restore/undo moves of the lifecycle (bytes that passed), and ``USER.md`` (hand-edited; redacted on its
+way into the prompt).
 
 Rules:
 
@@ -376,6 +379,19 @@ def override_draft(draft: MemoryDraft, override: Override | None) -> tuple[Memor
     return replace(draft, scope=owned.scope, session_id=owned.session_id, user_id=owned.user_id), owned.rescoped
 
 
+def stamp_override(metadata: Mapping[str, Any], override: Override | None, created: str,
+                   updated: str) -> dict[str, Any]:
+    """``metadata`` of a record imported on a caller's behalf: a ``provenance`` the file claims (who created and
+    changed it) is not evidence, so it is replaced by the import itself as that caller; kept without override."""
+    out = dict(metadata)
+    if not override:
+        return out
+    who = {k: v for k, v in (("actor", "import"), ("session_id", override.session_id), ("user_id", override.user_id))
+           if v}
+    out["provenance"] = {"created": {"at": created, **who}, "updated": {"at": updated, **who}}
+    return out
+
+
 _RECORD_FIELDS = frozenset({
     "id", "title", "kind", "scope", "session_id", "user_id", "tags", "memory_key", "source", "created", "updated",
     "expires", "importance", "content_hash", "metadata", "content", "path", "happened_at", "valid_from", "valid_to",
@@ -473,7 +489,9 @@ def prepare_record(data: object, override: Override | None = None) -> tuple[Memo
         session_id=session_id, user_id=user_id, tags=tags, memory_key=key, source=str(source), created=created,
         updated=_instant(data, "updated") or created, expires=_instant(data, "expires"),
         importance=_importance(data.get("importance")), content_hash=content_hash(red.text),
-        metadata=clean_metadata(dict(metadata), counter), **clocks,  # type: ignore[arg-type]
+        metadata=stamp_override(clean_metadata(dict(metadata), counter), override, created,
+                                _instant(data, "updated") or created),
+        **clocks,  # type: ignore[arg-type]
     )
     return rec, counter[0], owned.rescoped
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from dataclasses import dataclass
 
-from agent_memory.redaction import heuristics, keyvalue, structured, views
+from agent_memory.redaction import families, heuristics, keyvalue, structured, views
 from agent_memory.redaction.base import MARKER_RE, Lazy, Rule, accepted, accepted_at, marker, starts_near
 from agent_memory.redaction.providers import PROVIDERS
 
@@ -54,7 +54,8 @@ KINDS: tuple[str, ...] = tuple(dict.fromkeys(
     ["private_key", "jwt"]
     + [row[0] for row in PROVIDERS]
     + ["slack_webhook", "url_password", "bearer_token", "basic_auth", "azure_sas", "password", "secret", "api_key",
-       "token", "aws_secret_key", "pin", "card_number", "high_entropy_secret", "encoded_secret"]
+       "token", "aws_secret_key", "pin", "card_number", "high_entropy_secret", "encoded_secret",
+       "iban", "national_id", "seed_phrase"]
 ))
 
 
@@ -138,6 +139,11 @@ def _collect(text: str, decode: bool, gated: bool = True, hits: tuple[int, ...] 
             spans.add(start, end, kind)
     for start, end, kind in heuristics.card_spans(text):
         spans.add(start, end, kind)
+    for start, end, kind in families.family_spans(text, low):
+        spans.add(start, end, kind)
+    if decode:
+        for start, end, kind in families.split_spans(text, _has_secret):
+            spans.add(start, end, kind)
     for start, end, kind in heuristics.run_spans(text, _has_secret, decode):
         spans.add(start, end, kind)
     return spans.found

@@ -99,7 +99,7 @@ _ASSIGN_LEFT = Lazy(r"(?P<key>[A-Za-z_][\w.-]{0,60}+)[\"']?[ \t]*+(?::=|=>|[:=])
 _NOT_SECRET_KEY = Lazy(
     r"(?:^|[_.-]|(?<=[a-z])(?=[A-Z]))(?:id|ids|uuid|guid|sha|sha\d+|hash|checksum|digest|commit|rev|revision|version|etag"
     r"|trace|request|integrity|url|uri|path|file|dir|name|image|type|format|region|host|ref|class|module|handler|prefix"
-    r"|arn|email|user|username|bucket)(?:$|[_.-]|(?=[A-Z]))",
+    r"|arn|email|user|username|bucket|public|pub|pubkey|address|addr|fingerprint)(?:$|[_.-]|(?=[A-Z]))",
     I,
 )
 _HEXISH = Lazy(r"[0-9a-fA-F-]+")
@@ -109,6 +109,8 @@ _DOCKER_AUTH = Lazy(r"[^\s:]{1,64}:\S{4,}")
 
 def _high_entropy(s: str) -> bool:
     if _HEXISH.get().fullmatch(s) or s[:7].lower() in ("sha256-", "sha384-", "sha512-"):
+        return False
+    if s[1:4] == "pub" and s[0] in "xyzt":  # an extended PUBLIC key (xpub/ypub/zpub/tpub) is shareable
         return False
     if "//" in s or s.startswith(("/", ".", "~")) or s.count("/") > 2 or s.count(".") > 2:
         return False

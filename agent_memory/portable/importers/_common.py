@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_memory.errors import InvalidInputError
-from agent_memory.model.drafts import MemoryDraft, Override, apply_override, check_id, prepare_draft, utc_text
+from agent_memory.model.drafts import MemoryDraft, Override, apply_override, check_id, prepare_draft, stamp_override, utc_text
 from agent_memory.model.records import SOURCES, slugify
 from agent_memory.model.values import shown
 from agent_memory.portable._write import Pending, Target, batch_size, write_records
@@ -109,8 +109,10 @@ def _record_of(item: Item, fmt: str, fallback_time: str, over: Override, report:
     source = item.source if item.source in SOURCES else rec.source
     if owned.rescoped is not None and over:
         report.rescope(item.where, rid, owned.rescoped.value, rec.scope.value, over.describe())
-    return item.where, rec.replace(id=rid, created=created, updated=max(updated, created), expires=expires,
-                                   source=source), redactions
+    updated = max(updated, created)
+    metadata = stamp_override(rec.metadata, over, created, updated)
+    return item.where, rec.replace(id=rid, created=created, updated=updated, expires=expires, source=source,
+                                   metadata=metadata), redactions
 
 
 def import_items(target: Target, items: Iterable[Item], report: ImportReport, *, fmt: str, fallback_time: str,

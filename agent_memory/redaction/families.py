@@ -1,0 +1,231 @@
+"""Secret families found by structure rather than by one provider's format.
+
+* bank and identity numbers: IBAN (mod-97 checked, grouped or not), and numbers labelled as an
+  SSN / SIN / national insurance / DNI / tax id / passport / CVV in prose or config;
+* wallet secrets: BIP-39 seed phrases (12+ consecutive words of the BIP-39 list, however they are
+  separated or numbered), base58check WIF keys and extended private keys (checksum verified),
+  64-hex private keys labelled as keys, 64-byte key-pair arrays;
+* key files of any tool: PuTTY ``.ppk`` private lines, a base64 line under a "secret key" comment
+  (minisign, signify), ``client-key-data``, npm ``_auth``, ``.pgpass`` lines, XML password elements;
+* a value labelled as a key / token / secret in prose ("algolia admin api key: …"), partial provider
+  tokens, webhook URLs.
+
+Public look-alikes (xpub, addresses, transaction and block hashes, checksums, public keys) are left alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Iterator
+
+from agent_memory.redaction.base import A, I, Lazy
+from agent_memory.redaction.bip39 import WORDS
+from agent_memory.redaction.heuristics import luhn_ok
+from agent_memory.redaction.providers import entropy
+
+Span = tuple[int, int, str]
+
+# --- IBAN ------------------------------------------------------------------------------------------
+_IBAN = Lazy(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,4})?(?![A-Za-z0-9])")
+
+
+def _iban_ok(s: str) -> bool:
+    s = s.replace(" ", "")
+    if not 15 <= len(s) <= 34 or sum(c.isdigit() for c in s[4:]) < 6:
+        return False
+    rearranged = s[4:] + s[:4]
+    return int("".join(str(int(c, 36)) for c in rearranged)) % 97 == 1
+
+
+# --- labelled identity numbers -------------------------------------------------------------------
+_ID_LABEL = (
+    r"(?<![A-Za-z])(?:ssn|social(?:[ \t]+security)?(?:[ \t]+(?:number|no\.?|#))?|sin|social[ \t]+insurance(?:[ \t]+number)?"
+    r"|national[ \t]+insurance(?:[ \t]+(?:number|no\.?))?|ni[ \t]+no\.?|nino|dni|nif|nie|nif/dni|dni/nif"
+    r"|tax[ \t]+id|tin|passport(?:[ \t]+(?:number|no\.?|#))?|cvv2?|cvc2?|security[ \t]+code|card[ \t]+verification)"
+)
+_ID = Lazy(
+    _ID_LABEL + r"(?![A-Za-z])[^\S\r\n]*(?:\"[ \t]*)?(?:on[ \t]+the[ \t]+back[ \t]+)?"
+    r"(?:(?:is|was|number|no\.?|#|:|=|-|—)[^\S\r\n]*)*\"?(?:[ \t]+(?:is|:)[ \t]+)?"
+    r"(?P<v>[A-Z0-9](?:[A-Z0-9]|[ .-](?=[A-Z0-9])){2,15})(?![A-Za-z0-9])",
+    I | A,
+)
+
+
+def _id_value_ok(value: str, label: str) -> bool:
+    digits = sum(c.isdigit() for c in value)
+    if label.startswith(("cvv", "cvc", "security", "card")):
+        return value.isdigit() and 3 <= len(value) <= 4
+    if digits < 6 or re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+        return False
+    return not (len(set(value.replace("-", "").replace(" ", ""))) <= 2)
+
+
+# --- cards separated by dots (spaces and dashes are heuristics.CARD's) ------------------------------
+_CARD_DOTS = Lazy(r"(?<![\w.])\d{4}\.\d{4}\.\d{4}\.\d{4}(?![\w.]|\.\d)")
+
+# --- BIP-39 seed phrases --------------------------------------------------------------------------
+_WORD = Lazy(r"[a-z]{3,8}")
+_GAP = Lazy(r"(?:[\s,;\"']|(?<!\w)\d{1,2}[.):]?(?!\w))*")
+_MIN_WORDS = 12
+
+# --- base58check keys -----------------------------------------------------------------------------
+_B58_ALPHABET = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+_B58_INDEX = {c: i for i, c in enumerate(_B58_ALPHABET)}
+_B58_RUN = Lazy(r"(?<![A-Za-z0-9])(?:[5KL9c][1-9A-HJ-NP-Za-km-z]{50,51}|[a-z]prv[1-9A-HJ-NP-Za-km-z]{100,108})(?![A-Za-z0-9])")
+
+
+def _b58check_ok(s: str) -> bool:
+    n = 0
+    for c in s:
+        n = n * 58 + _B58_INDEX[c]
+    raw = n.to_bytes((n.bit_length() + 7) // 8, "big")
+    raw = b"\0" * (len(s) - len(s.lstrip("1"))) + raw
+    if len(raw) < 5:
+        return False
+    return hashlib.sha256(hashlib.sha256(raw[:-4]).digest()).digest()[:4] == raw[-4:]
+
+
+# --- hex private keys and key-pair arrays ---------------------------------------------------------
+_HEX64 = Lazy(r"(?<![0-9A-Za-z])(?:0x)?(?P<h>[0-9a-fA-F]{64})(?![0-9A-Za-z])")
+_KEYISH = Lazy(r"priv|secret|key|wallet|signer|deployer|account|mnemonic|seed|\bsk\b|wif|\bpk\b", I)
+_HASHISH = Lazy(r"hash|sha|digest|checksum|commit|\btx|block|merkle|\bid\b|fingerprint|public|pubkey|address|sum\b", I)
+_BYTE_ARRAY = Lazy(r"\[\s*(?:\d{1,3}\s*,\s*){31,63}\d{1,3}\s*\]")
+
+# --- key files ------------------------------------------------------------------------------------
+_PPK = Lazy(r"Private-Lines:[ \t]*\d+[ \t]*\r?\n(?P<v>(?:[A-Za-z0-9+/=]{4,}\r?\n?)+)")
+_PPK_MAC = Lazy(r"Private-(?:MAC|Hash):[ \t]*(?P<v>[0-9a-fA-F]{20,})")
+_COMMENT_KEY = Lazy(r"(?:secret|private)[ \t]+key[^\r\n]*\r?\n[ \t]*(?P<v>[A-Za-z0-9+/]{40,}={0,2})(?![A-Za-z0-9+/=])", I)
+_KV_EXTRA = Lazy(
+    r"(?<![A-Za-z0-9])(?P<k>client-key-data|_auth|_password|privkey|private[-_]?key|secret[-_]?key|mnemonic|seed[-_ ]?phrase"
+    r"|wif|xprv|iban|ssn)[\"']?[ \t]*[:=][ \t]*[\"']?(?P<v>[A-Za-z0-9+/=_.\-]{16,})",
+    I | A,
+)
+_PGPASS = Lazy(r"(?m)^[ \t]*[\w.*\-]+:(?:\d{1,5}|\*):[\w.*\-]+:[\w.*@\-]+:(?P<v>\S{4,})[ \t]*$")
+_XML = Lazy(r"<(?P<tag>[\w:-]*(?:password|passwd|secret|token|api[-_]?key|apikey|credential)[\w:-]*)>"
+            r"(?P<v>[^<\s]{4,200})</(?P=tag)>", I)
+
+# --- values labelled as keys in prose; webhooks; partial provider tokens ----------------------------
+_LABELLED = Lazy(
+    r"(?<![A-Za-z])(?P<label>(?:api|admin|write|search|app|license|licence|access|auth|secret|private|server|service"
+    r"|integration|master|bot|personal)[ \t_-]*(?:api[ \t_-]*)?(?:key|token|secret)|token|secret|pat)"
+    r"s?(?![A-Za-z])[ \t]*(?:is|was|=|:|->|=>)?[ \t]*[\"']?(?P<v>[A-Za-z0-9_\-./+=:]{20,})",
+    I | A,
+)
+_WEBHOOK = Lazy(r"https?://[\w.-]+/(?:api/)?(?:webhooks?|hooks)/[\w/-]*?(?P<v>[A-Za-z0-9_-]{32,})", A)
+_ASANA = Lazy(r"(?<![\w/])[12]/\d{10,20}(?:/\d{10,20})?:[0-9a-f]{32}(?![\w])", A)
+_PREFIXED = Lazy(r"(?<![A-Za-z0-9])(?:sbp|sb_secret|sntryu|CCIPAT|lin_oauth|shpca|dp\.ct|dp\.st)[_.]"
+                 r"[A-Za-z0-9_.-]{20,}", A)
+
+
+def _random_value(v: str) -> bool:
+    if re.fullmatch(r"[0-9a-fA-F]{32,}", v):
+        return True
+    digits = sum(c.isdigit() for c in v)
+    letters = sum(c.isalpha() for c in v)
+    return digits >= 2 and letters >= 4 and entropy(v) >= 3.6 and "//" not in v and v.count("/") <= 2
+
+
+def _seed_spans(low: str) -> Iterator[Span]:
+    run: list[tuple[int, int]] = []
+    gap = _GAP.get()
+
+    def flush() -> Iterator[Span]:
+        if len(run) >= _MIN_WORDS:
+            yield run[0][0], run[-1][1], "seed_phrase"
+
+    for m in _WORD.get().finditer(low):
+        s, e = m.start(), m.end()
+        boundary_ok = (s == 0 or not low[s - 1].isalpha()) and (e == len(low) or not low[e].isalpha())
+        if not boundary_ok:
+            continue
+        if m.group() in WORDS:
+            if run and gap.fullmatch(low, run[-1][1], s) is None:
+                yield from flush()
+                run = []
+            run.append((s, e))
+        else:
+            yield from flush()
+            run = []
+    yield from flush()
+
+
+def family_spans(text: str, low: str) -> Iterator[Span]:
+    """Spans of ``text`` (``low`` its lower-cased form) that hold a secret of one of these families."""
+    if text.count(" ") + text.count("\n") + text.count(",") >= _MIN_WORDS - 1:
+        yield from _seed_spans(low)
+    has_digit = any(c.isdigit() for c in text)
+    if has_digit:
+        for m in _IBAN.get().finditer(text):
+            if _iban_ok(m.group()):
+                yield m.start(), m.end(), "iban"
+        for m in _ID.get().finditer(text):
+            label = m.group(0)[: m.start("v") - m.start()].strip().lower()
+            if _id_value_ok(m.group("v"), label):
+                yield m.start("v"), m.end("v"), "national_id"
+        if "." in text:
+            for m in _CARD_DOTS.get().finditer(text):
+                if luhn_ok(m.group().replace(".", "")):
+                    yield m.start(), m.end(), "card_number"
+        if "[" in text:
+            for m in _BYTE_ARRAY.get().finditer(text):
+                yield m.start(), m.end(), "private_key"
+    for m in _B58_RUN.get().finditer(text):
+        if _b58check_ok(m.group()):
+            yield m.start(), m.end(), "private_key"
+    for m in _HEX64.get().finditer(text):
+        before = text[max(0, m.start() - 48):m.start()]
+        if _KEYISH.get().search(before) and not _HASHISH.get().search(before):
+            yield m.start("h"), m.end("h"), "private_key"
+    if "Private-" in text:
+        for pattern in (_PPK, _PPK_MAC):
+            for m in pattern.get().finditer(text):
+                yield m.start("v"), m.end("v"), "private_key"
+    if " key" in low:
+        for m in _COMMENT_KEY.get().finditer(text):
+            if "public" not in m.group(0)[: m.start("v") - m.start()].lower():
+                yield m.start("v"), m.end("v"), "private_key"
+    for m in _KV_EXTRA.get().finditer(text):
+        yield m.start("v"), m.end("v"), "secret"
+    if text.count(":") >= 4:
+        for m in _PGPASS.get().finditer(text):
+            if m.group("v").lower() not in ("password", "pass", "*"):
+                yield m.start("v"), m.end("v"), "password"
+    if "</" in text:
+        for m in _XML.get().finditer(text):
+            yield m.start("v"), m.end("v"), "password"
+    for m in _LABELLED.get().finditer(text):
+        v = m.group("v").rstrip(".,;:")
+        if _random_value(v) and "public" not in m.group("label").lower():
+            yield m.start("v"), m.start("v") + len(v), "token"
+    if "hook" in low:
+        for m in _WEBHOOK.get().finditer(text):
+            yield m.start("v"), m.end("v"), "token"
+    if ":" in text:
+        for m in _ASANA.get().finditer(text):
+            yield m.start(), m.end(), "token"
+    for m in _PREFIXED.get().finditer(text):
+        yield m.start(), m.end(), "token"
+
+
+# --- secrets split across two lines ------------------------------------------------------------------
+# the tail of one line and the head of the next (after a continuation, a closing/opening quote, a "+"
+# or a short label such as "part 2:") that together make a token another rule recognises
+_SPLIT = Lazy(
+    r"(?P<a>[A-Za-z0-9_\-.+/=]{8,})[\"']?[ \t]*(?:\\|\+)?[ \t]*\r?\n"
+    r"(?:[^\S\r\n]*[\"']|[^\r\n:]{0,24}:[ \t]*|[^\S\r\n]*)"
+    r"(?P<b>[A-Za-z0-9_\-.+/=]{8,})",
+    A,
+)
+
+
+def split_spans(text: str, detect: Callable[[str], bool]) -> Iterator[Span]:
+    """Halves of a secret broken over two lines (each half is replaced; the text between them is kept)."""
+    if "\n" not in text:
+        return
+    for m in _SPLIT.get().finditer(text):
+        a, b = m.group("a"), m.group("b")
+        # "a" may be a token rule's prefix match already; "b" must then be a random-looking continuation
+        if not detect(b) and (not detect(a) or ("=" not in b and _random_value(b))) and detect(a + b):
+            yield m.start("a"), m.end("a"), "token"
+            yield m.start("b"), m.end("b"), "token"
