@@ -145,3 +145,17 @@ def test_architecture_doc_lists_every_layer() -> None:
     for layer, rank in LAYERS.items():
         if layer and not layer.startswith("_"):
             assert re.search(rf"\|\s*{rank}\s*\|[^\n]*`{re.escape(layer)}", doc), f"docs/architecture.md: layer {layer} rank {rank}"
+
+
+def test_readme_layout_names_every_layer_folder() -> None:
+    """The README's layout table names every folder of the package and nothing that is gone."""
+    readme = (ROOT.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    named = {n for n in re.findall(r"`([\w.]+)/?`", section) if n[0].islower() and not n.endswith(".md")}
+    folders = {p.name for p in ROOT.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert folders <= named, f"README layout misses: {sorted(folders - named)}"
+    for name in named:
+        if name.endswith(".py"):
+            assert (ROOT / name).exists() or any(ROOT.glob(f"*/{name}")), f"README layout names {name}, which is gone"
+        elif "." not in name:
+            assert (ROOT / name).is_dir() or any(ROOT.glob(f"*/{name}")), f"README layout names {name}/, which is gone"
