@@ -113,7 +113,7 @@ class MemoryStore(_lifecycle.LifecycleMethods):
 
             self.meaning = Meaning(self, embedder)
         self.index.on_change = self._on_index_change  # a hand edit that drops a row also leaves MEMORY.md
-        self.index.on_hand_edit = self._on_hand_edit  # type: ignore[attr-defined]
+        self.index.on_hand_edit = self._on_hand_edit
         self.events = EventLog(self.root, durable=durable)
         engine_kw: dict[str, Any] = {"snippet_lines": snippet_lines, "snippet_chars": snippet_chars, "stop_words": stop_words}
         if tokenizer is not None:
