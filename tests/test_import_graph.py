@@ -1,7 +1,8 @@
 """No import cycle anywhere in agent_memory/ (static: every import, module- or function-level).
 
-Imports under ``if TYPE_CHECKING:`` are excluded (they never run). A cycle is reported as the module
-chain that closes it, so the failure says which import to move.
+Imports under ``if TYPE_CHECKING:`` count too (issue 28): a module that names another's type depends on
+it as much as one that calls it, and a cycle hidden behind ``TYPE_CHECKING`` is still a cycle of design.
+A cycle is reported as the module chain that closes it, so the failure says which dependency to cut.
 """
 
 from __future__ import annotations
@@ -22,27 +23,9 @@ def _module_name(path: Path, root: Path) -> str:
     return ".".join(parts)
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
-
-
-def _runtime_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
-    """Every import statement that can run, at any depth, skipping ``if TYPE_CHECKING:`` bodies."""
-    found: list[ast.Import | ast.ImportFrom] = []
-
-    def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
-            for child in node.orelse:
-                visit(child)
-            return
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            found.append(node)
-        for child in ast.iter_child_nodes(node):
-            visit(child)
-
-    visit(tree)
-    return found
+def _imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement at any depth: module level, in functions, under ``if TYPE_CHECKING:`` or not."""
+    return [node for node in ast.walk(tree) if isinstance(node, ast.Import | ast.ImportFrom)]
 
 
 def _resolve(module: str, is_package: bool, node: ast.ImportFrom) -> str:
@@ -54,12 +37,12 @@ def _resolve(module: str, is_package: bool, node: ast.ImportFrom) -> str:
 
 
 def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
-    """Module -> the agent_memory modules it imports at run time (``from pkg import sub`` counts sub)."""
+    """Module -> the agent_memory modules it imports, type-only imports included (``from pkg import sub`` counts sub)."""
     files = {_module_name(p, root): p for p in root.rglob("*.py")}
     graph: dict[str, set[str]] = {name: set() for name in files}
     for name, path in files.items():
         is_package = path.name == "__init__.py"
-        for node in _runtime_imports(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        for node in _imports(ast.parse(path.read_text(encoding="utf-8"), str(path))):
             targets: list[str] = []
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
@@ -138,6 +121,27 @@ def test_agent_memory_has_no_import_cycle() -> None:
     assert not gone, f"fixed, remove from KNOWN_CYCLES: {sorted(map(sorted, gone))}"
 
 
+
+def _self_as_any(tree: ast.AST) -> list[int]:
+    """Lines of methods whose ``self`` is annotated ``Any``: the mark of a mixin typed against a host it cannot name."""
+    return [node.lineno for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.args.args
+            and node.args.args[0].arg == "self" and isinstance(node.args.args[0].annotation, ast.Name)
+            and node.args.args[0].annotation.id == "Any"]
+
+
+def test_no_mixin_declares_its_host() -> None:
+    """Issue 28: helpers that reach into a class's privates fold back into it or use a public interface; no mixin
+    whose methods take ``self: Any`` to reach attributes their host declares."""
+    found = [f"{path.relative_to(ROOT.parent)}:{line}" for path in sorted(ROOT.rglob("*.py"))
+             for line in _self_as_any(ast.parse(path.read_text(encoding="utf-8"), str(path)))]
+    assert not found, "methods typed against a host they cannot name (self: Any):\n" + "\n".join(found)
+
+
+def test_the_mixin_check_finds_self_as_any() -> None:
+    tree = ast.parse("from typing import Any\nclass M:\n    def a(self: Any) -> None: ...\n    def b(self) -> None: ...\n")
+    assert _self_as_any(tree) == [3]
+
 def _write(root: Path, files: dict[str, str]) -> Path:
     pkg = root / PACKAGE
     for rel, text in files.items():
@@ -153,9 +157,11 @@ def _write(root: Path, files: dict[str, str]) -> Path:
     # a function-level import closes a cycle too
     ({"__init__.py": "", "a.py": "def f():\n    from .sub.c import x\n", "sub/__init__.py": "",
       "sub/c.py": "import agent_memory.a\n"}, [["agent_memory.a", "agent_memory.sub.c", "agent_memory.a"]]),
-    # TYPE_CHECKING imports are excluded, but their else branch is not
+    # TYPE_CHECKING imports count (a type-only dependency is a dependency), and so does their else branch
     ({"__init__.py": "", "a.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .b import B\n",
-      "b.py": "from .a import A\n"}, []),
+      "b.py": "from .a import A\n"}, [["agent_memory.a", "agent_memory.b", "agent_memory.a"]]),
+    ({"__init__.py": "", "a.py": "import typing\nif typing.TYPE_CHECKING:\n    from .b import B\n",
+      "b.py": "def f():\n    from .a import A\n"}, [["agent_memory.a", "agent_memory.b", "agent_memory.a"]]),
     ({"__init__.py": "", "a.py": "import typing\nif typing.TYPE_CHECKING:\n    pass\nelse:\n    from .b import B\n",
       "b.py": "from .a import A\n"}, [["agent_memory.a", "agent_memory.b", "agent_memory.a"]]),
     # the package __init__ re-exporting a module that imports the package is a cycle

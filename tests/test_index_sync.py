@@ -172,7 +172,7 @@ def test_a_writer_killed_holding_the_lock_makes_the_next_open_a_full_scan(tmp_pa
     lock = store.root / ".lock"
     assert lock.read_bytes()[:1] == b"0"  # released cleanly
     index = store.index
-    stamp = index.guarded(lambda c: index._meta(c, "dir_mtime"))
+    stamp = index.guarded(lambda c: index.meta(c, "dir_mtime"))
     (store.records_dir / "orphan-write.md").write_text("---\ntitle: orphan\n---\nthe unindexed albatross\n")
     (store.records_dir / ".tmp-orphan-write.md.1.2").write_text("half")
     mtime = int(stamp)
@@ -193,7 +193,7 @@ def test_without_the_unclean_mark_a_same_tick_change_waits_for_a_full_check(tmp_
     """The counterpart: the same leftovers with a cleanly released lock are not looked for by the open."""
     store, _ = _fill(tmp_path / "m")
     index = store.index
-    mtime = int(index.guarded(lambda c: index._meta(c, "dir_mtime")))
+    mtime = int(index.guarded(lambda c: index.meta(c, "dir_mtime")))
     (store.records_dir / "orphan-write.md").write_text("---\ntitle: orphan\n---\nthe unindexed albatross\n")
     os.utime(store.records_dir, ns=(mtime, mtime))
     fresh = MemoryStore(tmp_path / "m", durable=False)

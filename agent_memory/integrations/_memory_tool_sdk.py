@@ -1,14 +1,15 @@
 """Adapters of :class:`~agent_memory.integrations.anthropic.MemoryToolHandler` to the ``anthropic`` SDK's
-abstract memory tools, so ``client.beta.messages.tool_runner(tools=[...])`` can run it. Imported on demand."""
+abstract memory tools, so ``client.beta.messages.tool_runner(tools=[...])`` can run it. Imported on demand.
+
+The adapters need only the handler's two entry points, named by :class:`MemoryCommands`, so this module
+does not import the handler's module (which imports this one)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from agent_memory.errors import AgentMemoryError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from agent_memory.integrations.anthropic import MemoryToolHandler
 
 try:
     from anthropic.lib.tools import ToolError
@@ -16,7 +17,15 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the optional SDK
     raise ImportError("the anthropic SDK is needed for as_sdk_tool(): pip install anthropic") from exc
 
-__all__ = ["sync_tool", "async_tool"]
+__all__ = ["MemoryCommands", "sync_tool", "async_tool"]
+
+
+class MemoryCommands(Protocol):
+    """What the adapters call: run one tool-use input, raising a typed error when it is refused."""
+
+    def execute_sync(self, command: Mapping[str, Any]) -> str: ...
+
+    async def execute(self, command: Mapping[str, Any]) -> str: ...
 
 
 def _plain(command: Any) -> dict[str, Any]:
@@ -27,7 +36,7 @@ def _plain(command: Any) -> dict[str, Any]:
 class StoreMemoryTool(BetaAbstractMemoryTool):  # type: ignore[misc]
     """The SDK's synchronous memory tool, served from the memory store."""
 
-    def __init__(self, handler: MemoryToolHandler) -> None:
+    def __init__(self, handler: MemoryCommands) -> None:
         super().__init__()
         self.handler = handler
 
@@ -43,7 +52,7 @@ class StoreMemoryTool(BetaAbstractMemoryTool):  # type: ignore[misc]
 class AsyncStoreMemoryTool(BetaAsyncAbstractMemoryTool):  # type: ignore[misc]
     """The SDK's asynchronous memory tool, served from the memory store."""
 
-    def __init__(self, handler: MemoryToolHandler) -> None:
+    def __init__(self, handler: MemoryCommands) -> None:
         super().__init__()
         self.handler = handler
 
@@ -56,9 +65,9 @@ class AsyncStoreMemoryTool(BetaAsyncAbstractMemoryTool):  # type: ignore[misc]
     view = create = str_replace = insert = delete = rename = _run
 
 
-def sync_tool(handler: MemoryToolHandler) -> StoreMemoryTool:
+def sync_tool(handler: MemoryCommands) -> StoreMemoryTool:
     return StoreMemoryTool(handler)
 
 
-def async_tool(handler: MemoryToolHandler) -> AsyncStoreMemoryTool:
+def async_tool(handler: MemoryCommands) -> AsyncStoreMemoryTool:
     return AsyncStoreMemoryTool(handler)

@@ -4,40 +4,42 @@
 :mod:`.capture` stores durable facts from a turn or from messages about to be compacted.
 Both run a pydantic-ai ``Agent`` whose only tools are memory tools bound to the caller, under
 the profile's step and time limits, and both fail open: they never raise into the caller.
+What they share lives in :mod:`.runner` (re-exported here); the workers import it from there, never
+from this package, so the package and its workers form no import cycle.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import importlib
-import re
-import weakref
-from collections import OrderedDict
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from pydantic_ai import Agent, ModelRetry
-from pydantic_ai.exceptions import ModelAPIError, UnexpectedModelBehavior, UsageLimitExceeded
-from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
-from pydantic_ai.usage import RunUsage, UsageLimits
-
-from agent_memory.agents.tokens import count_tokens, get_counter
-from agent_memory.agents.tools import memory_toolset
-from agent_memory.backends.base import Caller, MemoryBackend
-from agent_memory.errors import ProfileError
+from agent_memory.agents.workers.runner import (
+    _MODELS,
+    TOOLSET_CACHE_SIZE,
+    RecordingToolset,
+    ToolCallRecord,
+    UnusableOutput,
+    abandon,
+    bound_toolset,
+    describe_error,
+    resolve_worker,
+    run_worker,
+    trim_to_tokens,
+    usage_dict,
+    warm_up,
+    worker_model,
+    worker_model_async,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pydantic_ai.models import Model
-
-    from agent_memory.agents.profiles import WorkerProfile
     from agent_memory.agents.workers.capture import CaptureContext, CaptureResult, capture_before_compaction, capture_turn, rule_extractor
     from agent_memory.agents.workers.recall import RecallResult, lexical_summary, run_recall
 
 __all__ = [
     "RecallResult", "run_recall", "lexical_summary", "CaptureResult", "CaptureContext", "capture_turn",
     "capture_before_compaction", "rule_extractor", "trim_to_tokens", "usage_dict",
+    "RecordingToolset", "ToolCallRecord", "UnusableOutput", "TOOLSET_CACHE_SIZE", "abandon", "bound_toolset",
+    "describe_error", "resolve_worker", "run_worker", "warm_up", "worker_model", "worker_model_async", "_MODELS",
 ]
 _LAZY = {"RecallResult": "recall", "run_recall": "recall", "lexical_summary": "recall", "CaptureResult": "capture",
          "CaptureContext": "capture", "capture_turn": "capture", "capture_before_compaction": "capture",
@@ -49,232 +51,3 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return getattr(importlib.import_module(f".{module}", __name__), name)
-
-
-# -- usage and errors -------------------------------------------------------------------------
-def usage_dict(usage: RunUsage | None) -> dict[str, Any]:
-    """``{requests, tool_calls, input_tokens, output_tokens, cost_usd}`` (cost None unless the model reported one)."""
-    if usage is None:
-        return {"requests": 0, "tool_calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": None}
-    cost = getattr(usage, "cost", None)
-    return {"requests": usage.requests, "tool_calls": usage.tool_calls, "input_tokens": usage.input_tokens,
-            "output_tokens": usage.output_tokens, "cost_usd": float(cost) if cost is not None else None}
-
-
-class UnusableOutput(Exception):
-    """The worker model finished but its output cannot be used."""
-
-
-def describe_error(exc: BaseException, timeout_s: float | None = None) -> str:
-    """A one-line reason for a worker failure, for ``RecallResult.reason``/``CaptureResult.reason``."""
-    if isinstance(exc, TimeoutError):
-        return f"timeout after {timeout_s:g}s" if timeout_s else "timeout"
-    prefix = ("step limit" if isinstance(exc, UsageLimitExceeded) else
-              "unusable output" if isinstance(exc, (UnusableOutput, UnexpectedModelBehavior)) else
-              "model error" if isinstance(exc, ModelAPIError) else
-              "profile error" if isinstance(exc, ProfileError) else "error")
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    if prefix in ("model error", "error"):
-        text = f"{type(exc).__name__}: {text}"
-    return f"{prefix}: {text[:300]}"
-
-
-# -- running a worker ---------------------------------------------------------------------------
-@dataclass
-class ToolCallRecord:
-    """One tool call a worker made: its arguments and result, or the error the model was sent."""
-
-    name: str
-    args: dict[str, Any]
-    result: Any = None
-    error: str | None = None
-
-
-@dataclass
-class RecordingToolset(WrapperToolset[Any]):
-    """Passes calls through to the wrapped toolset and records each one (writes are known even if the run fails)."""
-
-    calls: list[ToolCallRecord] = field(default_factory=list)
-
-    async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: Any, tool: Any) -> Any:
-        record = ToolCallRecord(name, dict(tool_args))
-        self.calls.append(record)
-        try:
-            record.result = await super().call_tool(name, tool_args, ctx, tool)
-        except ModelRetry as exc:
-            record.error = str(exc)
-            raise
-        return record.result
-
-
-_MODELS: dict[tuple[Any, ...], "Model"] = {}
-TOOLSET_CACHE_SIZE = 256
-_TOOLSETS: "weakref.WeakKeyDictionary[Any, OrderedDict[tuple[Any, ...], AbstractToolset[Any]]]" = weakref.WeakKeyDictionary()
-
-
-W = TypeVar("W", bound=RecordingToolset)
-
-
-def bound_toolset(backend: MemoryBackend, tools: tuple[str, ...], caller: Caller, *, source: str = "tool",
-                  wrapper: type[W] = RecordingToolset) -> W:  # type: ignore[assignment]
-    """A fresh ``wrapper`` around the memory toolset over ``backend`` for ``caller``.
-
-    Building a toolset costs milliseconds (tool schemas), so the last few per backend are kept
-    (an LRU keyed by tools, caller and source) for as long as the backend lives.
-    """
-    try:
-        cache = _TOOLSETS.setdefault(backend, OrderedDict())
-    except TypeError:  # pragma: no cover - a backend that cannot be weakly referenced: no caching
-        cache = OrderedDict()
-    key = (tuple(tools), caller, source)
-    toolset = cache.get(key)
-    if toolset is None:
-        toolset = cache[key] = memory_toolset(backend, tools, caller=caller, source=source)
-        while len(cache) > TOOLSET_CACHE_SIZE:
-            cache.popitem(last=False)
-    else:
-        cache.move_to_end(key)
-    return wrapper(toolset)
-
-
-def _model_key(worker: "WorkerProfile") -> tuple[Any, ...]:
-    return (worker.role, worker.model, worker.api_base, worker.resolved_api_key(), worker.temperature, worker.timeout_s)
-
-
-def worker_model(worker: "WorkerProfile") -> "Model":
-    """The worker's pydantic-ai model; models built from strings are cached per settings."""
-    if not isinstance(worker.model, str):
-        return worker.model
-    key = _model_key(worker)
-    model = _MODELS.get(key)
-    if model is None:
-        model = _MODELS[key] = worker.build_model()
-    return model
-
-
-async def worker_model_async(worker: "WorkerProfile") -> "Model":
-    """:func:`worker_model` without blocking the event loop: the first build (``import litellm``…) runs in a thread."""
-    if not isinstance(worker.model, str):
-        return worker.model
-    cached = _MODELS.get(_model_key(worker))
-    return cached if cached is not None else await asyncio.to_thread(worker_model, worker)
-
-
-async def warm_up() -> None:
-    """Load what the first worker run would otherwise load on the event loop (the tokenizer)."""
-    if get_counter.cache_info().currsize == 0:
-        await asyncio.to_thread(get_counter)
-
-
-_banner_holds = 0
-
-
-@contextlib.contextmanager
-def _no_banner() -> Iterator[None]:
-    """Keep pydantic-ai's first-run banner out of a private worker run (restored afterwards)."""
-    global _banner_holds
-    import pydantic_ai
-
-    saved = pydantic_ai.BANNER_ENABLED
-    _banner_holds += 1
-    pydantic_ai.BANNER_ENABLED = False
-    try:
-        yield
-    finally:
-        _banner_holds -= 1
-        if _banner_holds == 0:
-            pydantic_ai.BANNER_ENABLED = saved
-
-
-def abandon(task: "asyncio.Future[Any]") -> None:
-    """Cancel ``task`` without waiting for it; its outcome is consumed, so nothing is logged as never retrieved."""
-    task.cancel()
-    task.add_done_callback(lambda t: t.cancelled() or t.exception())
-
-
-async def run_worker(worker: "WorkerProfile", prompt: str, toolset: AbstractToolset[Any], usage: RunUsage, *,
-                     name: str, timeout_s: float | None = None) -> Any:
-    """Run one worker agent with ``toolset`` as its only tools, under the profile's limits; returns its output.
-
-    ``timeout_s`` (default: the profile's) bounds the run; on timeout, or when the caller is
-    cancelled, the run is cancelled too (its HTTP request with it) and never logs an unretrieved
-    error. Raises whatever went wrong (the callers turn it into a flagged fallback). ``usage`` is
-    filled in place, so it is accurate even when the run fails part-way.
-    """
-    if worker.api_key_env and not worker.resolved_api_key():
-        raise ProfileError(f"missing API key: set the {worker.api_key_env} environment variable "
-                           f"(the {worker.role} profile reads it through api_key_env)")
-    limit = worker.timeout_s if timeout_s is None else min(timeout_s, worker.timeout_s)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + limit
-    # the tokenizer and the model (``import litellm``…) load in threads, within the run's time limit
-    _, model = await asyncio.wait_for(asyncio.gather(warm_up(), worker_model_async(worker)),
-                                      max(0.0, deadline - loop.time()))
-    agent: Agent[None, str] = Agent(model, instructions=worker.instructions or None, output_type=str,
-                                    toolsets=[toolset], name=name, defer_model_check=True)
-    limits = UsageLimits(request_limit=worker.max_steps, tool_calls_limit=worker.tool_calls_limit)
-    settings: dict[str, Any] = {"temperature": worker.temperature} if worker.temperature is not None else {}
-    with _no_banner():
-        task = asyncio.ensure_future(
-            agent.run(prompt, usage=usage, usage_limits=limits, model_settings=settings or None))  # type: ignore[arg-type]
-        try:
-            done, _ = await asyncio.wait({task}, timeout=max(0.0, deadline - loop.time()))
-        except BaseException:  # the caller gave up (cancelled): so does the worker
-            abandon(task)
-            raise
-    if not done:  # cancel without waiting: a synchronous model call in a thread cannot be interrupted
-        abandon(task)
-        raise TimeoutError(f"worker exceeded {limit:g}s")
-    return task.result().output
-
-
-def resolve_worker(worker: "WorkerProfile | Callable[[], WorkerProfile]") -> "WorkerProfile":
-    """A worker profile, or the result of calling a zero-argument loader (so loading errors fail open too)."""
-    return worker() if callable(worker) else worker
-
-
-# -- text budget ----------------------------------------------------------------------------------
-_SENTENCE_END = re.compile(r"[.!?…][\"')\]]*(?:[ \t]*\[[^\[\]\n]{1,200}\])*(?=\s|$)")
-
-
-def trim_to_tokens(text: str, budget: int) -> str:
-    """``text`` if it fits ``budget`` tokens, else its longest prefix ending on a sentence or line boundary.
-
-    A citation right after a sentence stays with it. If even the first sentence is too long, it is
-    cut on a word boundary and ends with ``…``.
-    """
-    text = text.strip()
-    if budget <= 0:
-        return ""
-    if count_tokens(text) <= budget:
-        return text
-    cuts = sorted({m.end() for m in _SENTENCE_END.finditer(text)} | {m.start() for m in re.finditer(r"\n", text)})
-    best = _longest_fitting(text, [c for c in cuts if c > 0], budget)
-    if best:
-        return text[:best].rstrip()
-    words = [m.start() for m in re.finditer(r"\s+", text)] or [len(text)]
-    best = _longest_fitting(text, words, budget - 1)
-    cut = text[:best].rstrip() if best else _hard_cut(text, budget - 1)
-    return (cut + "…") if cut else ""
-
-
-def _longest_fitting(text: str, cuts: list[int], budget: int) -> int:
-    lo, hi, found = 0, len(cuts) - 1, 0
-    while lo <= hi:  # token counts grow with the prefix, so binary search the cut points
-        mid = (lo + hi) // 2
-        if count_tokens(text[:cuts[mid]].rstrip()) <= budget:
-            found, lo = cuts[mid], mid + 1
-        else:
-            hi = mid - 1
-    return found
-
-
-def _hard_cut(text: str, budget: int) -> str:
-    lo, hi = 0, len(text)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if count_tokens(text[:mid]) <= budget:
-            lo = mid
-        else:
-            hi = mid - 1
-    return text[:lo].rstrip()

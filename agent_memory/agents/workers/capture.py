@@ -40,7 +40,8 @@ from pydantic_ai.usage import RunUsage
 from agent_memory.agents.fence import escape
 from agent_memory.agents.models.offline import extract_statements
 from agent_memory.agents.tools import caller_scope
-from agent_memory.agents.workers import (
+from agent_memory.agents.workers.capture_render import _first_timestamp, render_messages
+from agent_memory.agents.workers.runner import (
     RecordingToolset,
     ToolCallRecord,
     bound_toolset,
@@ -49,7 +50,6 @@ from agent_memory.agents.workers import (
     run_worker,
     usage_dict,
 )
-from agent_memory.agents.workers.capture_render import _first_timestamp, render_messages
 from agent_memory.backends.base import Caller, MemoryBackend
 from agent_memory.errors import AgentMemoryError, InvalidInputError
 from agent_memory.model.drafts import MemoryDraft

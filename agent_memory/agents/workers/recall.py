@@ -25,7 +25,7 @@ from pydantic_ai.usage import RunUsage
 from agent_memory.agents.models.offline import NO_RELEVANT_MEMORY
 from agent_memory.agents.profiles import DEFAULT_SUMMARY_TOKENS
 from agent_memory.agents.tokens import count_tokens, get_counter
-from agent_memory.agents.workers import (
+from agent_memory.agents.workers.runner import (
     RecordingToolset,
     ToolCallRecord,
     UnusableOutput,

@@ -14,10 +14,10 @@ from agent_memory.model.drafts import MemoryDraft, RememberResult, explicit_fiel
 from agent_memory.model.events import acting, current_acting
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agent_memory.backends.files.store import MemoryStore
+    from agent_memory.backends.files.parts import StoreParts
 
 
-def remember_many(store: MemoryStore, drafts: Iterable[MemoryDraft], *, source: str, batch_size: int,
+def remember_many(store: StoreParts, drafts: Iterable[MemoryDraft], *, source: str, batch_size: int,
                   on_error: Literal["raise", "skip"], progress: Callable[[int], None] | None,
                   errors: list[tuple[int, str]] | None) -> list[RememberResult]:
     """:meth:`MemoryStore.remember_many`: drafts in batches of ``batch_size``, each batch all-or-nothing."""

@@ -22,13 +22,13 @@ from agent_memory.model.records import MemoryRecord, RecordParseError, content_h
 from agent_memory.model.supersession import POINTER
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agent_memory.backends.files.store import MemoryStore
+    from agent_memory.backends.files.parts import StoreParts
     from agent_memory.model.reports import SweepReport
 
 _ANNOTATION = re.compile(r"\n*<!-- archived: [^\n]*-->\s*\Z")
 
 
-def save_version(store: MemoryStore, current: MemoryRecord, text: str) -> str:
+def save_version(store: StoreParts, current: MemoryRecord, text: str) -> str:
     """Keep ``text`` (the whole current file of ``current``) in ``history/``; return its root-relative path."""
     ensure_dir(store.history_dir)
     stamp = now_iso().replace(":", "").replace("-", "").replace(".", "")
@@ -37,7 +37,7 @@ def save_version(store: MemoryStore, current: MemoryRecord, text: str) -> str:
     return f"history/{name}"
 
 
-def _pointed(store: MemoryStore, pointer: object) -> Path | None:
+def _pointed(store: StoreParts, pointer: object) -> Path | None:
     """The history file a pointer names, if it is one (never a path outside ``history/``)."""
     if not isinstance(pointer, str) or not pointer.startswith("history/"):
         return None
@@ -47,7 +47,7 @@ def _pointed(store: MemoryStore, pointer: object) -> Path | None:
     return store.history_dir / name
 
 
-def chain(store: MemoryStore, rec: MemoryRecord, limit: int = 1000) -> list[tuple[Path, MemoryRecord]]:
+def chain(store: StoreParts, rec: MemoryRecord, limit: int = 1000) -> list[tuple[Path, MemoryRecord]]:
     """The kept versions behind ``rec``, newest first (stops at a missing or unreadable link)."""
     out: list[tuple[Path, MemoryRecord]] = []
     pointer = rec.metadata.get(POINTER)
@@ -69,7 +69,7 @@ def chain(store: MemoryStore, rec: MemoryRecord, limit: int = 1000) -> list[tupl
     return out
 
 
-def drop_chain(store: MemoryStore, rec: MemoryRecord) -> int:
+def drop_chain(store: StoreParts, rec: MemoryRecord) -> int:
     """Delete every kept version behind ``rec`` (on purge)."""
     n = 0
     for path, _ in chain(store, rec):
@@ -79,7 +79,7 @@ def drop_chain(store: MemoryStore, rec: MemoryRecord) -> int:
     return n
 
 
-def archive(store: MemoryStore, conn: Any, row: Any, reason: str, *, event: str = "archived",
+def archive(store: StoreParts, conn: Any, row: Any, reason: str, *, event: str = "archived",
             caller: tuple[str | None, str | None] | None = None, **detail: Any) -> None:
     """Move one record file to ``archive/`` with an annotation, drop its index rows, and log ``event``."""
     ensure_dir(store.archive_dir)
@@ -93,10 +93,10 @@ def archive(store: MemoryStore, conn: Any, row: Any, reason: str, *, event: str 
     atomic_write(store.archive_dir / row["file"], (text.rstrip("\n") + "\n" + note).encode("utf-8"), durable=store.durable)
     os.unlink(src)
     store.index.delete(conn, row["id"])
-    store._event(event, row, before=row["content_hash"], caller=caller, reason=reason, **detail)
+    store.event(event, row, before=row["content_hash"], caller=caller, reason=reason, **detail)
 
 
-def sweep(store: MemoryStore, now: dt.datetime, report: SweepReport) -> SweepReport:
+def sweep(store: StoreParts, now: dt.datetime, report: SweepReport) -> SweepReport:
     """Archive expired records (TTL) and exact duplicates (keeping the newest), under the lock."""
     from agent_memory.model.drafts import _parse_when
     from agent_memory.model.supersession import UNDEDUPED_KINDS
@@ -124,14 +124,14 @@ def sweep(store: MemoryStore, now: dt.datetime, report: SweepReport) -> SweepRep
     return report
 
 
-def archived_file(store: MemoryStore, record_id: str) -> Path | None:
+def archived_file(store: StoreParts, record_id: str) -> Path | None:
     path = store.archive_dir / f"{record_id}.md"
     if store.archive_dir.is_symlink() or path.is_symlink() or not path.is_file():
         return None
     return path
 
 
-def read_archived(store: MemoryStore, record_id: str) -> MemoryRecord | None:
+def read_archived(store: StoreParts, record_id: str) -> MemoryRecord | None:
     """The archived record ``record_id`` with its archive note removed, or None."""
     path = archived_file(store, record_id)
     if path is None:

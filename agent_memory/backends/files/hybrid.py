@@ -31,7 +31,7 @@ from agent_memory.search.text import term_key
 from agent_memory.search.types import SearchHit, SearchRequest, SearchResult
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agent_memory.backends.files.store import MemoryStore
+    from agent_memory.backends.files.parts import StoreParts
 
 __all__ = ["hybrid_search", "Mode", "MODES"]
 
@@ -39,7 +39,7 @@ Mode = Literal["lexical", "dense", "hybrid"]
 MODES: tuple[str, ...] = ("lexical", "dense", "hybrid")
 
 
-def _filters(store: MemoryStore, **filters: Any) -> tuple[str, dict[str, Any]]:
+def _filters(store: StoreParts, **filters: Any) -> tuple[str, dict[str, Any]]:
     """SQL (alias ``r``) for the scope/kind/date filters of a search, as the lexical engine applies them."""
     dates = queries.date_filters(created_after=filters.get("created_after"), created_before=filters.get("created_before"),
                           updated_after=filters.get("updated_after"), updated_before=filters.get("updated_before"))
@@ -51,7 +51,7 @@ def _filters(store: MemoryStore, **filters: Any) -> tuple[str, dict[str, Any]]:
     return (sql[len(" AND "):] if sql.startswith(" AND ") else sql), params
 
 
-def _rows(store: MemoryStore, ids: Sequence[str], *, body: bool = True) -> dict[str, Any]:
+def _rows(store: StoreParts, ids: Sequence[str], *, body: bool = True) -> dict[str, Any]:
     """Index rows of ``ids`` (with the body when ``body``): for candidates only the dense side found."""
     if not ids:
         return {}
@@ -61,7 +61,7 @@ def _rows(store: MemoryStore, ids: Sequence[str], *, body: bool = True) -> dict[
     return {row["id"]: row for row in rows}
 
 
-def _dense_hit(store: MemoryStore, row: Any, score: float) -> SearchHit:
+def _dense_hit(store: StoreParts, row: Any, score: float) -> SearchHit:
     """A hit for a record only the dense side found: the first lines of the body as the snippet."""
     lines = (row["body"] or "").splitlines() or [""]
     shown = lines[:3]
@@ -73,7 +73,7 @@ def _dense_hit(store: MemoryStore, row: Any, score: float) -> SearchHit:
         metadata=json.loads(row["metadata"] or "{}"))
 
 
-def _request(store: MemoryStore, query: str, limit: int, session_id: str | None, user_id: str | None,
+def _request(store: StoreParts, query: str, limit: int, session_id: str | None, user_id: str | None,
              **filters: Any) -> SearchRequest:
     """The lexical request :meth:`MemoryStore.search` would make (same validation, same filters)."""
     if not isinstance(query, str):
@@ -97,7 +97,7 @@ def _when(filters: Mapping[str, Any]) -> dict[str, Any]:
     return {"include_superseded": bool(filters.get("include_superseded")), "as_of": queries.as_of_filter(filters.get("as_of"))}
 
 
-def _dense(store: MemoryStore, cache: VectorCache, model: str, q: npt.NDArray[np.float32], pool: int,
+def _dense(store: StoreParts, cache: VectorCache, model: str, q: npt.NDArray[np.float32], pool: int,
            session_id: str | None, user_id: str | None, where: str, params: dict[str, Any],
            stats: dict[str, float]) -> tuple[list[tuple[str, float]], str]:
     """The ``pool`` nearest records this caller may see (``stats``: the query's cosine mean and std).
@@ -118,7 +118,7 @@ def _dense(store: MemoryStore, cache: VectorCache, model: str, q: npt.NDArray[np
     return cache.search(model, q, allowed, limit=pool, stats=stats), f"full visible map ({len(allowed)})"
 
 
-def _hashes_of(store: MemoryStore, ids: Sequence[str], known: Mapping[str, Any] | None = None) -> dict[str, str]:
+def _hashes_of(store: StoreParts, ids: Sequence[str], known: Mapping[str, Any] | None = None) -> dict[str, str]:
     """``{id: content hash}`` of ``ids`` (from ``known`` rows when there, else one lookup)."""
     out = {i: known[i]["content_hash"] for i in ids if known and i in known and known[i]["content_hash"]}
     ids = [i for i in ids if i not in out]
@@ -129,7 +129,7 @@ def _hashes_of(store: MemoryStore, ids: Sequence[str], known: Mapping[str, Any] 
     return out | {r[0]: r[1] for r in rows if r[1]}
 
 
-def _focus(store: MemoryStore, engine: Fts5Engine | None, query: str, *, embed: bool,
+def _focus(store: StoreParts, engine: Fts5Engine | None, query: str, *, embed: bool,
            visible_to: tuple[str | None, str | None] | None) -> tuple[TermStats | None, str, list[str]]:
     """``(term stats, text to embed, words left out)``: the query without the words half the records share
     (:mod:`agent_memory.search.focus`); the stats serve the lexical strength too. Whole query without the FTS5 engine;
@@ -143,7 +143,7 @@ def _focus(store: MemoryStore, engine: Fts5Engine | None, query: str, *, embed: 
     return stats, text, common
 
 
-def hybrid_search(store: MemoryStore, cache: VectorCache, embedder: Embedder | None, query: str, *,
+def hybrid_search(store: StoreParts, cache: VectorCache, embedder: Embedder | None, query: str, *,
                   mode: Mode = "hybrid", limit: int = 10, session_id: str | None = None, user_id: str | None = None,
                   pipeline: Pipeline | None = None, pool: int | None = None, lexical_pool: int | None = None,
                   query_vector: npt.NDArray[np.float32] | None = None, trace: bool = False, now: dt.datetime | None = None,

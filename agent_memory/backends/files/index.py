@@ -79,15 +79,27 @@ class Index:
         self.context_of = context_of or (lambda rec: str(rec.metadata.get("context") or ""))
         self.busy_timeout_s = busy_timeout_s
         self._local = threading.local()
-        self._last_full_scan = 0.0
-        self._scan_lock = threading.Lock()
+        self.last_full_scan = 0.0
+        self.scan_lock = threading.Lock()
         self.problems: dict[str, str] = {}
         # None: detect (a root that refuses writes is served from an in-memory copy of its index)
         self.read_only = read_only
-        self._ro_conn: sqlite3.Connection | None = None
+        self.ro_conn: sqlite3.Connection | None = None
         # called (under the lock) after a sync changed or dropped rows behind the library's back, e.g. a file
         # quarantined by a hand edit; the store sets it to regenerate MEMORY.md
         self.on_change: Callable[[], object] | None = None
+        # called (under the lock) with (record or row, hash before, hash after) for files a rescan found changed
+        # outside the library; the store sets it to log ``hand_edit`` events
+        self.on_hand_edit: Callable[[Sequence[tuple[Any, str | None, str | None]]], object] | None = None
+
+    @property
+    def purge_pending(self) -> bool:
+        """Whether this thread's transaction deleted rows (their terms are then purged from the FTS segments)."""
+        return bool(getattr(self._local, "purge", False))
+
+    @purge_pending.setter
+    def purge_pending(self, value: bool) -> None:
+        self._local.purge = value
 
     # -- connections -------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
@@ -100,7 +112,7 @@ class Index:
             return None
         return (st.st_ino, st.st_dev)
 
-    def _hold(self, *, blocking: bool = True) -> contextlib.AbstractContextManager[bool]:
+    def hold(self, *, blocking: bool = True) -> contextlib.AbstractContextManager[bool]:
         """The root lock, or nothing to hold when the root is read-only (nobody can write it through us)."""
         return contextlib.nullcontext(True) if self.read_only else self.lock.hold(blocking=blocking)
 
@@ -125,8 +137,8 @@ class Index:
         """This thread's connection, reopened if ``index.db`` was replaced or removed.
 
         On a read-only root (``read_only``, or a root that refuses writes) an in-memory index is used."""
-        if self._ro_conn is not None:
-            return self._ro_conn
+        if self.ro_conn is not None:
+            return self.ro_conn
         if self._detect_read_only():
             return self._read_only_conn()
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
@@ -139,7 +151,7 @@ class Index:
         self._local.conn = None
         try:
             conn = self._connect()
-            self._ensure_schema(conn)
+            self.ensure_schema(conn)
         except sqlite3.DatabaseError as exc:
             if not is_corrupt(exc):
                 err = storage_error(exc, "cannot open the index")
@@ -166,10 +178,10 @@ class Index:
         conn.execute("SELECT count(*) FROM fts WHERE fts MATCH 'probe'").fetchone()  # touches FTS shadow tables
         return True
 
-    def _ensure_schema(self, conn: sqlite3.Connection) -> None:
+    def ensure_schema(self, conn: sqlite3.Connection) -> None:
         if self._schema_ok(conn):
             return
-        with self._hold():
+        with self.hold():
             if self._schema_ok(conn):  # another process created it while we waited
                 return
             drops = "".join(f"DROP TABLE IF EXISTS {t};" for t in ("fts", "record_tags", "records", "meta"))
@@ -182,7 +194,7 @@ class Index:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(f"{self.path}{suffix}")
             conn = self._connect()
-            self._ensure_schema(conn)
+            self.ensure_schema(conn)
             self._local.conn = conn
             self._local.ident = self._ident()
             self.full_sync(conn=conn)
@@ -205,16 +217,16 @@ class Index:
         if os.path.islink(self.root / "archive"):  # a write may archive: never out of the root
             raise StorageError(f"{self.root / 'archive'} is a symlink; memory directories must be real directories")
         conn = self.conn
-        self._local.purge = False
+        self.purge_pending = False
         with storage_errors("cannot write the index"):
             with _sync.immediate(conn):
                 yield conn
-            if getattr(self._local, "purge", False):
+            if self.purge_pending:
                 self.purge(conn)
 
     def purge(self, conn: sqlite3.Connection) -> None:
         """Rewrite the FTS segments (dropping deleted rows' terms) and truncate the WAL."""
-        self._local.purge = False
+        self.purge_pending = False
         if not _FTS_SECURE_DELETE:  # rewrite the segments: O(index size), the price of forgetting on SQLite < 3.44
             conn.execute("INSERT INTO fts(fts) VALUES ('optimize')")
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -239,11 +251,11 @@ class Index:
         return self.guarded(lambda _conn: fn())
 
     # -- meta ----------------------------------------------------------------------------
-    def _meta(self, conn: sqlite3.Connection, key: str) -> str | None:
+    def meta(self, conn: sqlite3.Connection, key: str) -> str | None:
         row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
 
-    def _set_meta(self, conn: sqlite3.Connection, key: str, value: str) -> None:
+    def set_meta(self, conn: sqlite3.Connection, key: str, value: str) -> None:
         conn.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
 
     def _dir_mtime(self) -> str:
@@ -254,7 +266,7 @@ class Index:
 
     def mark_synced(self, conn: sqlite3.Connection) -> None:
         """Record that the index reflects the records directory as it is now (call under the lock)."""
-        self._set_meta(conn, "dir_mtime", self._dir_mtime())
+        self.set_meta(conn, "dir_mtime", self._dir_mtime())
 
     # -- rows ----------------------------------------------------------------------------
     def upsert(self, conn: sqlite3.Connection, rec: MemoryRecord, file: str, mtime_ns: int, size: int, *,
@@ -292,7 +304,7 @@ class Index:
             conn.execute("DELETE FROM fts WHERE rowid = ?", (rid,))
             conn.execute("DELETE FROM record_tags WHERE rid = ?", (rid,))
             conn.execute("DELETE FROM records WHERE rowid = ?", (rid,))
-            self._local.purge = True
+            self.purge_pending = True
 
     # -- synchronisation -----------------------------------------------------------------
     def record_files(self) -> Iterator[os.DirEntry[str]]:
@@ -318,9 +330,6 @@ class Index:
         Raises ``FileNotFoundError`` or :class:`RecordParseError` (the file is quarantined)."""
         return read_record_file(self.records_dir, name)
 
-    def _remove_orphaned_temps(self) -> None:
-        _sync.remove_orphaned_temps(self)
-
     def full_sync(self, conn: sqlite3.Connection | None = None, *, clean: bool = True) -> SyncReport:
         """Bring the index in line with every file (under the root lock); ``clean``: remove orphaned temp files."""
         return _sync.full_sync(self, conn, clean=clean)
@@ -342,27 +351,27 @@ class Index:
         A rescan that cannot write (disk full, root turned read-only) is skipped: reads go on
         from the index as it is."""
         def check(conn: sqlite3.Connection) -> str | None:
-            if self._meta(conn, "dir_mtime") != self._dir_mtime():
+            if self.meta(conn, "dir_mtime") != self._dir_mtime():
                 return "full"
             if force:
                 return "bounded" if bounded else "full"
             interval = self.rescan_interval
-            due = periodic and interval is not None and time.monotonic() - self._last_full_scan >= interval
+            due = periodic and interval is not None and time.monotonic() - self.last_full_scan >= interval
             return "bounded" if due else None
 
         mode = self.guarded(check)
         if mode is None:
             return None
-        with self._hold(blocking=force if wait is None else wait) as held:
+        with self.hold(blocking=force if wait is None else wait) as held:
             if not held:
                 return None
-            with self._scan_lock:
+            with self.scan_lock:
                 try:
                     report: SyncReport = self.healing(self.full_sync if mode == "full" or self.read_only
                                                       else lambda: _sync.bounded_check(self))
                     return report
                 except StorageError as exc:
-                    if self._ro_conn is not None:
+                    if self.ro_conn is not None:
                         raise
                     log.warning("index %s not refreshed (%s); serving reads from it as it is", self.path, exc)
                     return None
@@ -372,13 +381,13 @@ class Index:
         if self.read_only:
             changed = bool(_sync._changed(self, [(r["id"], r["file"], r["mtime_ns"], r["size"]) for r in rows]))
             if changed:
-                with self._scan_lock, contextlib.suppress(StorageError):
+                with self.scan_lock, contextlib.suppress(StorageError):
                     self.full_sync()
             return changed
         return _sync.sync_rows(self, list(rows))
 
     def stored_problems(self) -> dict[str, str]:
-        raw = self.guarded(lambda c: self._meta(c, "problems"))
+        raw = self.guarded(lambda c: self.meta(c, "problems"))
         return json.loads(raw) if raw else {}
 
     # -- queries -------------------------------------------------------------------------

@@ -1,6 +1,8 @@
 """Building the index from the files: incremental sync, the rebuild beside the live index, the
 read-only in-memory copy, and removal of temp files left by killed writers. Functions of an
-:class:`~agent_memory.backends.files.index.Index` (its methods delegate here)."""
+:class:`~agent_memory.backends.files.index.Index` (its methods delegate here), which they see only
+through :class:`SyncedIndex`: the public parts of an index a sync uses (so this module does not import
+the index's, which imports it)."""
 
 from __future__ import annotations
 
@@ -10,24 +12,66 @@ import logging
 import os
 import sqlite3
 import stat
+import threading
 import time
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Protocol
 
 from agent_memory.errors import ReadOnlyError, StorageError
-from agent_memory.formats.atomic import FILE_MODE, TMP_PREFIX, storage_errors
+from agent_memory.formats.atomic import FILE_MODE, TMP_PREFIX, RootLock, storage_errors
 from agent_memory.formats.quarantine import Quarantined, check_stat, describe
-from agent_memory.model.records import RecordParseError
+from agent_memory.model.records import MemoryRecord, RecordParseError
 from agent_memory.model.reports import SyncReport
-
-if TYPE_CHECKING:  # pragma: no cover
-    from agent_memory.backends.files.index import Index
 
 log = logging.getLogger("agent_memory")
 REBUILD_SUFFIX = ".rebuild-"
 CHECK_SLICE = 10_000  # files one bounded check stats at least (all of a store up to this size)
 CHECK_ROUNDS = 20  # a larger store is fully checked within this many bounded checks
 MAX_RECHECKED_PROBLEMS = 1_000  # quarantined files re-read by each bounded check
+
+
+class SyncedIndex(Protocol):
+    """What a sync uses of an index (:class:`~agent_memory.backends.files.index.Index` is one)."""
+
+    root: Path
+    records_dir: Path
+    path: Path  # index.db
+    lock: RootLock
+    read_only: bool | None
+    problems: dict[str, str]  # file name -> why it is quarantined, as the last sync found
+    on_change: Callable[[], object] | None
+    on_hand_edit: Callable[[Sequence[tuple[Any, str | None, str | None]]], object] | None
+    scan_lock: threading.Lock  # one scan at a time per index object
+    ro_conn: sqlite3.Connection | None  # the in-memory copy a read-only root is served from
+    last_full_scan: float  # time.monotonic() of the last scan that left the index in line with the files
+    purge_pending: bool  # this thread's transaction deleted rows: their terms are to be purged
+
+    @property
+    def conn(self) -> sqlite3.Connection: ...
+
+    def hold(self, *, blocking: bool = True) -> contextlib.AbstractContextManager[bool]: ...
+
+    def ensure_schema(self, conn: sqlite3.Connection) -> None: ...
+
+    def meta(self, conn: sqlite3.Connection, key: str) -> str | None: ...
+
+    def set_meta(self, conn: sqlite3.Connection, key: str, value: str) -> None: ...
+
+    def mark_synced(self, conn: sqlite3.Connection) -> None: ...
+
+    def record_files(self) -> Iterator[os.DirEntry[str]]: ...
+
+    def load_file(self, name: str) -> tuple[MemoryRecord, int, int]: ...
+
+    def upsert(self, conn: sqlite3.Connection, rec: MemoryRecord, file: str, mtime_ns: int, size: int, *,
+               body_line: int | None = None, new: bool = False) -> None: ...
+
+    def delete(self, conn: sqlite3.Connection, record_id: str) -> None: ...
+
+    def purge(self, conn: sqlite3.Connection) -> None: ...
+
+    def full_sync(self, conn: sqlite3.Connection | None = None, *, clean: bool = True) -> SyncReport: ...
 
 
 @contextlib.contextmanager
@@ -45,11 +89,11 @@ def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 
 
 
-def read_only_copy(index: Index) -> sqlite3.Connection:
+def read_only_copy(index: SyncedIndex) -> sqlite3.Connection:
     """An in-memory copy of the on-disk index (if readable), brought in line with the files."""
-    with index._scan_lock:
-        if index._ro_conn is not None:
-            return index._ro_conn
+    with index.scan_lock:
+        if index.ro_conn is not None:
+            return index.ro_conn
         conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         conn.row_factory = sqlite3.Row
         if os.path.isfile(index.path) and not os.path.islink(index.path):
@@ -60,18 +104,18 @@ def read_only_copy(index: Index) -> sqlite3.Connection:
             except sqlite3.Error as exc:
                 log.warning("cannot copy read-only index %s (%s); indexing the files in memory", index.path, exc)
         try:
-            index._ensure_schema(conn)
+            index.ensure_schema(conn)
         except sqlite3.DatabaseError:
             conn.close()
             conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
             conn.row_factory = sqlite3.Row
-            index._ensure_schema(conn)
-        index._ro_conn = conn
+            index.ensure_schema(conn)
+        index.ro_conn = conn
     index.full_sync(conn=conn)
     return conn
 
 
-def remove_orphaned_temps(index: Index, *, records: bool = True, archive: bool = True) -> None:
+def remove_orphaned_temps(index: SyncedIndex, *, records: bool = True, archive: bool = True) -> None:
     """Delete temp files of writers (records, archive, aside-built index) that died mid-write.
 
     Call under the lock: then every one is orphaned. A killed sweep's ``archive/.tmp-*`` holds full text."""
@@ -90,36 +134,36 @@ def remove_orphaned_temps(index: Index, *, records: bool = True, archive: bool =
                         os.unlink(entry.path)
 
 
-def _archive_mtime(index: Index) -> str:
+def _archive_mtime(index: SyncedIndex) -> str:
     try:
         return str(os.stat(index.root / "archive", follow_symlinks=False).st_mtime_ns)
     except OSError:
         return "missing"
 
 
-def _clean_cheaply(index: Index, conn: sqlite3.Connection) -> None:
+def _clean_cheaply(index: SyncedIndex, conn: sqlite3.Connection) -> None:
     """Orphaned temps, without listing ``records/``: a writer killed there left the directory's mtime
     changed, which makes the next check a full scan (and that cleans it); ``archive/`` is listed only
     when its mtime moved since the last clean."""
-    archive = _archive_mtime(index) != index._meta(conn, "archive_mtime")
+    archive = _archive_mtime(index) != index.meta(conn, "archive_mtime")
     remove_orphaned_temps(index, records=False, archive=archive)
     if archive:
-        index._set_meta(conn, "archive_mtime", _archive_mtime(index))
+        index.set_meta(conn, "archive_mtime", _archive_mtime(index))
 
 
-def full_sync(index: Index, conn: sqlite3.Connection | None = None, *, clean: bool = True) -> SyncReport:
+def full_sync(index: SyncedIndex, conn: sqlite3.Connection | None = None, *, clean: bool = True) -> SyncReport:
     """Bring the index in line with every file (under the root lock); ``clean``: remove orphaned temp files."""
     conn = conn or index.conn
     report = SyncReport()
-    with index._hold():
+    with index.hold():
         if clean and not index.read_only:
-            index._remove_orphaned_temps()
+            remove_orphaned_temps(index)
         known = {r["file"]: (r["id"], r["mtime_ns"], r["size"]) for r in conn.execute("SELECT id, file, mtime_ns, size FROM records")}
         problems: dict[str, str] = {}
         index.problems = problems
         seen: set[str] = set()
-        index._local.purge = False
-        hand = getattr(index, "on_hand_edit", None) if clean and known and not index.read_only else None
+        index.purge_pending = False
+        hand = index.on_hand_edit if clean and known and not index.read_only else None
         edits: list[tuple[object, str | None, str | None]] = []  # hand edits: (record or row, hash before, after)
         with storage_errors("cannot update the index"):
             with immediate(conn):
@@ -148,24 +192,24 @@ def full_sync(index: Index, conn: sqlite3.Connection | None = None, *, clean: bo
                             edits.append((gone, gone["content_hash"], None))
                         index.delete(conn, rid)
                         report.removed += 1
-                index._set_meta(conn, "problems", json.dumps(problems))
+                index.set_meta(conn, "problems", json.dumps(problems))
                 index.mark_synced(conn)
             if edits and hand is not None:
                 hand(edits)
-            dropped = getattr(index._local, "purge", False)
+            dropped = index.purge_pending
             if dropped and not index.read_only:
                 index.purge(conn)
         if (dropped or report.updated) and index.on_change is not None and not index.read_only and clean:
             with contextlib.suppress(StorageError):
                 index.on_change()
     report.problems = dict(problems)
-    index._last_full_scan = time.monotonic()
+    index.last_full_scan = time.monotonic()
     if not index.read_only and conn is index.conn:  # a full scan of the live index: whatever was left is found
         index.lock.unclean = False
     return report
 
 
-def _quarantine(index: Index, conn: sqlite3.Connection, name: str, old: tuple[str, int, int] | None,
+def _quarantine(index: SyncedIndex, conn: sqlite3.Connection, name: str, old: tuple[str, int, int] | None,
                 exc: BaseException, problems: dict[str, str]) -> None:
     problems[name] = describe(exc)
     log.warning("quarantined record file %r: %s", name, exc)
@@ -173,7 +217,7 @@ def _quarantine(index: Index, conn: sqlite3.Connection, name: str, old: tuple[st
         index.delete(conn, old[0])
 
 
-def _sync_file(index: Index, conn: sqlite3.Connection, name: str, old: tuple[str, int, int] | None,
+def _sync_file(index: SyncedIndex, conn: sqlite3.Connection, name: str, old: tuple[str, int, int] | None,
                problems: dict[str, str], report: SyncReport,
                edits: list[tuple[object, str | None, str | None]] | None = None) -> bool:
     """Read and index one new or changed file (in the caller's transaction); False if it is gone.
@@ -214,7 +258,7 @@ def slice_size(rows: int) -> int:
     return max(CHECK_SLICE, -(-rows // CHECK_ROUNDS))
 
 
-def _changed(index: Index, rows: Sequence[Sequence[Any]]) -> list[Sequence[Any]]:
+def _changed(index: SyncedIndex, rows: Sequence[Sequence[Any]]) -> list[Sequence[Any]]:
     """The ``(id, file, mtime_ns, size, …)`` rows whose file's (mtime, size) differ from the index,
     or that may no longer be served."""
     base = f"{index.records_dir}{os.sep}"
@@ -232,7 +276,7 @@ def _changed(index: Index, rows: Sequence[Sequence[Any]]) -> list[Sequence[Any]]
     return out
 
 
-def _regular(index: Index, name: str) -> bool:
+def _regular(index: SyncedIndex, name: str) -> bool:
     """True if ``records/name`` is a regular file (a symlink or special file keeps its problem as it is)."""
     try:
         return stat.S_ISREG(os.lstat(index.records_dir / name).st_mode)
@@ -240,7 +284,7 @@ def _regular(index: Index, name: str) -> bool:
         return True  # gone: re-checking it drops its problem
 
 
-def _cursor(index: Index) -> int:
+def _cursor(index: SyncedIndex) -> int:
     """Where the last bounded check stopped: a note in the lock file (a cursor in the index would make every
     open a write transaction, and the index file's sync the largest part of a cold search's wall time)."""
     note = index.lock.note()
@@ -250,7 +294,7 @@ def _cursor(index: Index) -> int:
     return 0
 
 
-def bounded_check(index: Index) -> SyncReport:
+def bounded_check(index: SyncedIndex) -> SyncReport:
     """The freshness check of an open (and of the periodic rescan), in time that does not grow with the store.
 
     Call under the root lock. The directory's mtime (compared by :meth:`Index.refresh` before this is
@@ -275,18 +319,18 @@ def bounded_check(index: Index) -> SyncReport:
                              (cursor, size - len(rows))).fetchall()
     report.scanned = len(rows)
     changed = _changed(index, rows)
-    problems = dict(json.loads(index._meta(conn, "problems") or "{}"))
+    problems = dict(json.loads(index.meta(conn, "problems") or "{}"))
     index.problems = problems
     quarantined = [n for n in problems if n.endswith(".md") and os.sep not in n and _regular(index, n)][:MAX_RECHECKED_PROBLEMS]
     new_cursor = rows[-1][4] if rows and len(rows) < top else 0
     index.lock.set_note(b"cursor %d" % new_cursor)
-    if not changed and not quarantined and _archive_mtime(index) == index._meta(conn, "archive_mtime"):
+    if not changed and not quarantined and _archive_mtime(index) == index.meta(conn, "archive_mtime"):
         remove_orphaned_temps(index, records=False, archive=False)  # a killed rebuild's database beside the index
-        index._last_full_scan = time.monotonic()  # nothing to write: no index transaction (and no WAL to sync)
+        index.last_full_scan = time.monotonic()  # nothing to write: no index transaction (and no WAL to sync)
         return report
     with storage_errors("cannot update the index"):
         with immediate(conn):
-            index._local.purge = False
+            index.purge_pending = False
             for row in changed:
                 _sync_file(index, conn, row[1], (row[0], row[2], row[3]), problems, report)
             for name in quarantined:
@@ -294,39 +338,39 @@ def bounded_check(index: Index) -> SyncReport:
                     old_row = conn.execute("SELECT id, mtime_ns, size FROM records WHERE file = ?", (name,)).fetchone()
                     if not _sync_file(index, conn, name, tuple(old_row) if old_row else None, problems, report):
                         problems.pop(name, None)
-            index._set_meta(conn, "problems", json.dumps(problems))
+            index.set_meta(conn, "problems", json.dumps(problems))
             if not index.read_only:
                 _clean_cheaply(index, conn)
-        if getattr(index._local, "purge", False) and not index.read_only:
+        if index.purge_pending and not index.read_only:
             index.purge(conn)
     if (report.updated or report.removed) and index.on_change is not None and not index.read_only:
         with contextlib.suppress(StorageError):
             index.on_change()
     report.problems = dict(problems)
-    index._last_full_scan = time.monotonic()
+    index.last_full_scan = time.monotonic()
     return report
 
 
-def sync_rows(index: Index, rows: Sequence[sqlite3.Row]) -> bool:
+def sync_rows(index: SyncedIndex, rows: Sequence[sqlite3.Row]) -> bool:
     """Re-index the files of ``rows`` that changed on disk (a search's hits); True if any did.
 
     Only those files are read, so a hand-edited hit costs one parse, not a scan of the store."""
     changed = _changed(index, [(r["id"], r["file"], r["mtime_ns"], r["size"]) for r in rows])
     if not changed:
         return False
-    with index._hold(blocking=False) as held:  # not held: a writer is mid-write and will index it
+    with index.hold(blocking=False) as held:  # not held: a writer is mid-write and will index it
         if held:
-            with index._scan_lock, contextlib.suppress(StorageError):
+            with index.scan_lock, contextlib.suppress(StorageError):
                 conn = index.conn
-                problems = dict(json.loads(index._meta(conn, "problems") or "{}"))
+                problems = dict(json.loads(index.meta(conn, "problems") or "{}"))
                 report = SyncReport()
                 with storage_errors("cannot update the index"):
                     with immediate(conn):
-                        index._local.purge = False
+                        index.purge_pending = False
                         for row in changed:
                             _sync_file(index, conn, row[1], (row[0], row[2], row[3]), problems, report)
-                        index._set_meta(conn, "problems", json.dumps(problems))
-                    if getattr(index._local, "purge", False) and not index.read_only:
+                        index.set_meta(conn, "problems", json.dumps(problems))
+                    if index.purge_pending and not index.read_only:
                         index.purge(conn)
                 index.problems = problems
                 if index.on_change is not None and not index.read_only:
@@ -335,15 +379,15 @@ def sync_rows(index: Index, rows: Sequence[sqlite3.Row]) -> bool:
     return True
 
 
-def rebuild_aside(index: Index) -> SyncReport:
+def rebuild_aside(index: SyncedIndex) -> SyncReport:
     """Rebuild the whole index from the files in a new database beside it, then copy it over the
     live one in a single step (SQLite's backup API, one transaction): concurrent readers keep
     their snapshot and then see the complete new index, never a partial or empty one. A rebuild
     killed midway leaves the live index untouched (its temp file is removed on the next sync)."""
-    with index._hold():
+    with index.hold():
         if index.read_only:
             raise ReadOnlyError(f"the memory root {index.root} is read-only")
-        index._remove_orphaned_temps()
+        remove_orphaned_temps(index)
         tmp = index.path.with_name(f"{index.path.name}{REBUILD_SUFFIX}{os.getpid()}")
         with storage_errors("cannot rebuild the index"):
             fresh = sqlite3.connect(tmp, isolation_level=None, check_same_thread=False)
@@ -353,10 +397,10 @@ def rebuild_aside(index: Index) -> SyncReport:
                 fresh.execute("PRAGMA journal_mode = OFF")
                 fresh.execute("PRAGMA synchronous = OFF")
                 fresh.execute("PRAGMA cache_size = -65536")
-                index._ensure_schema(fresh)
+                index.ensure_schema(fresh)
                 report = index.full_sync(conn=fresh, clean=False)
                 live = index.conn
-                index._local.purge = False
+                index.purge_pending = False
                 fresh.backup(live)
                 live.execute("PRAGMA wal_checkpoint(TRUNCATE)")
                 index.lock.unclean = False

@@ -33,7 +33,7 @@ from agent_memory.model.records import MemoryRecord, content_hash, default_title
 from agent_memory.model.supersession import CAPTURE_SOURCES, POINTER, UNDEDUPED_KINDS, holds_lines
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agent_memory.backends.files.store import MemoryStore
+    from agent_memory.backends.files.parts import StoreParts
 
 _NOT_UNDEDUPED = "r.kind NOT IN (" + ", ".join(f"'{k}'" for k in UNDEDUPED_KINDS) + ")"
 Prepared = tuple[MemoryRecord, int, str, frozenset[str]]  # record, redactions, on_existing, fields passed
@@ -70,7 +70,7 @@ def find_keyed(conn: Any, rec: MemoryRecord, key: str, mode: str) -> Any:
                         " ORDER BY r.updated DESC, r.id LIMIT 1", params).fetchone()
 
 
-def remember_locked(store: MemoryStore, conn: Any, item: Prepared, durable: bool) -> RememberResult:
+def remember_locked(store: StoreParts, conn: Any, item: Prepared, durable: bool) -> RememberResult:
     """Apply the policy to one prepared record (inside the lock and the index transaction)."""
     rec, redactions, mode, fields = item
     if POINTER in rec.metadata:  # history pointers are the store's to set
@@ -83,10 +83,10 @@ def remember_locked(store: MemoryStore, conn: Any, item: Prepared, durable: bool
             return apply_keyed(store, conn, row, rec, mode, fields, redactions, durable)
     dup = find_duplicate(conn, rec)
     if dup is not None:
-        return RememberResult(dup["id"], "duplicate", os.path.join(store._records_str, dup["file"]), redactions)
+        return RememberResult(dup["id"], "duplicate", os.path.join(store.records_str, dup["file"]), redactions)
     rec = rec.replace(id=allocate_id(store, rec))
     path = write(store, conn, rec, durable=durable, new=True)
-    store._event("created", rec, after=rec.content_hash, source=rec.source)
+    store.event("created", rec, after=rec.content_hash, source=rec.source)
     return RememberResult(rec.id, "created", path, redactions)
 
 
@@ -98,7 +98,7 @@ def _reveals_title(rec: MemoryRecord) -> bool:
     return slug != "memory" and f"-{slug}-" in f"-{rec.id}-" and not (rec.memory_key and f"-{slugify(rec.memory_key)}-" in f"-{rec.id}-")
 
 
-def apply_keyed(store: MemoryStore, conn: Any, row: Any, rec: MemoryRecord, mode: str, fields: frozenset[str],
+def apply_keyed(store: StoreParts, conn: Any, row: Any, rec: MemoryRecord, mode: str, fields: frozenset[str],
                 redactions: int, durable: bool) -> RememberResult:
     path = str(store.records_dir / row["file"])
     if mode == "skip":
@@ -136,11 +136,11 @@ def apply_keyed(store: MemoryStore, conn: Any, row: Any, rec: MemoryRecord, mode
     if status == "replaced":
         result, version = _supersede.replace_keyed(store, conn, current, updated, path, redactions, durable,
                                           fresh_id=updated.title != current.title and _reveals_title(current))
-        store._event(status, updated.replace(id=result.id), before=current.content_hash, after=updated.content_hash,
+        store.event(status, updated.replace(id=result.id), before=current.content_hash, after=updated.content_hash,
                      source=rec.source, caller=(rec.session_id, rec.user_id),
                      previous_id=current.id if result.id != current.id else None, version=version)
         return result
     write(store, conn, updated, durable=durable)
-    store._event(status, updated, before=current.content_hash, after=updated.content_hash, source=rec.source,
+    store.event(status, updated, before=current.content_hash, after=updated.content_hash, source=rec.source,
                  caller=(rec.session_id, rec.user_id), kept=len(current.content.rstrip("\n")))
     return RememberResult(updated.id, status, path, redactions)

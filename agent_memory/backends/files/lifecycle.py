@@ -1,6 +1,6 @@
 """Reversible changes of the files store: events, provenance, forget-to-archive, history, restore and undo.
 
-- Every mutation goes through :func:`emit` (``MemoryStore._event``): one line in the event log.
+- Every mutation goes through :func:`emit` (``MemoryStore.event``): one line in the event log.
 - Every record file the store writes carries ``metadata.provenance``: ``created`` and ``updated``, each
   ``{at, actor, session_id, user_id, run_id, tool_call_id}`` (the fields known at the time).
 - ``forget`` moves the record to ``archive/`` (its kept versions stay in ``history/``): :func:`restore`
@@ -23,15 +23,13 @@ import agent_memory.backends.files.history as _history
 import agent_memory.backends.files.supersede as _supersede
 from agent_memory.backends.files.history import archived_file, read_archived
 from agent_memory.errors import InvalidInputError, NotFoundError
-from agent_memory.model.events import Event, acting, current_acting, visible
-from agent_memory.model.queries import check_strings
+from agent_memory.model.events import Event, current_acting, visible
 from agent_memory.model.records import MemoryRecord, content_hash, now_iso, validate_id
 from agent_memory.model.reports import History
 from agent_memory.model.supersession import MAX_CHAIN
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agent_memory.backends.files.store import MemoryStore
-    from agent_memory.model.reports import PurgeReport
+    from agent_memory.backends.files.parts import StoreParts
 
 log = logging.getLogger("agent_memory")
 PROVENANCE = "provenance"
@@ -44,7 +42,7 @@ def _owner(rec: Any) -> tuple[str, str, str | None, str | None]:
     return rec["id"], rec["scope"], rec["session_id"], rec["user_id"]
 
 
-def emit(store: MemoryStore, kind: str, rec: Any, *, before: str | None = None, after: str | None = None,
+def emit(store: StoreParts, kind: str, rec: Any, *, before: str | None = None, after: str | None = None,
          source: str | None = None, caller: tuple[str | None, str | None] | None = None, **detail: Any) -> Event | None:
     """Append one event about ``rec`` (a record or an index row). Never fails the change it reports."""
     rid, scope, osid, ouid = _owner(rec)
@@ -80,12 +78,12 @@ def stamp(rec: MemoryRecord) -> MemoryRecord:
 
 
 # -- forget / archive ---------------------------------------------------------------------
-def forget(store: MemoryStore, record_id: str, session_id: str | None, user_id: str | None) -> bool:
+def forget(store: StoreParts, record_id: str, session_id: str | None, user_id: str | None) -> bool:
     """Move a visible record to ``archive/`` (event ``forgotten``); False if the caller sees no such record."""
     store.open()
     with store.lock.hold():
         store.index.refresh()
-        row = store._visible_row(record_id, session_id, user_id)
+        row = store.visible_row(record_id, session_id, user_id)
         if row is None:
             return False
 
@@ -116,7 +114,7 @@ def _sees(rec: MemoryRecord, session_id: str | None, user_id: str | None) -> boo
 
 
 
-def _current(store: MemoryStore, record_id: str, session_id: str | None, user_id: str | None) -> tuple[MemoryRecord, str]:
+def _current(store: StoreParts, record_id: str, session_id: str | None, user_id: str | None) -> tuple[MemoryRecord, str]:
     validate_id(record_id)
     try:
         return store.get(record_id, session_id=session_id, user_id=user_id), "live"
@@ -127,7 +125,7 @@ def _current(store: MemoryStore, record_id: str, session_id: str | None, user_id
         return rec, "archived"
 
 
-def history(store: MemoryStore, record_id: str, session_id: str | None, user_id: str | None) -> History:
+def history(store: StoreParts, record_id: str, session_id: str | None, user_id: str | None) -> History:
     rec, state = _current(store, record_id, session_id, user_id)
     older = _supersede.versions(store, rec) if state == "live" else \
         [old for old, _ in _supersede.predecessors_anywhere(store, rec)]
@@ -136,7 +134,7 @@ def history(store: MemoryStore, record_id: str, session_id: str | None, user_id:
 
 
 # -- restore ------------------------------------------------------------------------------
-def _write_version(store: MemoryStore, current: MemoryRecord, content: str, kind: str, old: MemoryRecord | None,
+def _write_version(store: StoreParts, current: MemoryRecord, content: str, kind: str, old: MemoryRecord | None,
                    **detail: Any) -> MemoryRecord:
     """Make ``content`` (and ``old``'s title/tags/kind) the current version, keeping ``current`` in history."""
     with store.lock.hold():
@@ -163,7 +161,7 @@ def _write_version(store: MemoryStore, current: MemoryRecord, content: str, kind
     return new
 
 
-def unarchive(store: MemoryStore, rec: MemoryRecord, **detail: Any) -> MemoryRecord:
+def unarchive(store: StoreParts, rec: MemoryRecord, **detail: Any) -> MemoryRecord:
     """Bring an archived record back to ``records/`` (an expired one loses its expiry)."""
     from agent_memory.backends.files.record_files import write
 
@@ -191,7 +189,7 @@ def unarchive(store: MemoryStore, rec: MemoryRecord, **detail: Any) -> MemoryRec
     return back
 
 
-def _write_back(store: MemoryStore, rec: MemoryRecord) -> None:
+def _write_back(store: StoreParts, rec: MemoryRecord) -> None:
     from agent_memory.backends.files.record_files import write
 
     with store.index.transaction() as conn:
@@ -199,7 +197,7 @@ def _write_back(store: MemoryStore, rec: MemoryRecord) -> None:
         store.index.mark_synced(conn)
 
 
-def _unarchive_versions(store: MemoryStore, rec: MemoryRecord) -> None:
+def _unarchive_versions(store: StoreParts, rec: MemoryRecord) -> None:
     """Bring back the superseded versions archived with ``rec`` (by ``forget``), following ``supersedes``."""
     pointer, seen = rec.supersedes, {rec.id}
     while pointer and pointer not in seen and len(seen) <= MAX_CHAIN:
@@ -213,7 +211,7 @@ def _unarchive_versions(store: MemoryStore, rec: MemoryRecord) -> None:
         pointer = old.supersedes
 
 
-def restore(store: MemoryStore, record_id: str, version: int | None, session_id: str | None,
+def restore(store: StoreParts, record_id: str, version: int | None, session_id: str | None,
             user_id: str | None) -> MemoryRecord:
     """Unarchive a forgotten/swept record, or make version ``version`` (default: the previous one) current."""
     store.open()
@@ -248,7 +246,7 @@ def _part_of_another(ev: Event) -> bool:
         ev.event == "archived" and isinstance(reason, str) and reason.startswith("forgotten with "))  # older logs
 
 
-def last_change(store: MemoryStore, session_id: str | None, user_id: str | None) -> Event | None:
+def last_change(store: StoreParts, session_id: str | None, user_id: str | None) -> Event | None:
     """The caller's latest undoable change that is not undone yet."""
     events = store.events.read()[0]
     undone = {e.detail.get("undo_of") for e in events if e.detail.get("undo_of")}
@@ -260,7 +258,7 @@ def last_change(store: MemoryStore, session_id: str | None, user_id: str | None)
     return None
 
 
-def undo(store: MemoryStore, session_id: str | None, user_id: str | None) -> Event:
+def undo(store: StoreParts, session_id: str | None, user_id: str | None) -> Event:
     """Reverse the caller's last change (see the module docstring); returns the event it reversed."""
     store.open()
     ev = last_change(store, session_id, user_id)
@@ -308,8 +306,8 @@ def undo(store: MemoryStore, session_id: str | None, user_id: str | None) -> Eve
     raise InvalidInputError(f"the version of {ev.id} before that {ev.event} is not kept; see `history`")
 
 
-# -- the store's public face of all this ----------------------------------------------------
-def trace_stage(store: MemoryStore, hits: Sequence[Any]) -> dict[str, Any]:
+# -- search traces ---------------------------------------------------------------------------
+def trace_stage(store: StoreParts, hits: Sequence[Any]) -> dict[str, Any]:
     """The ``provenance`` stage a search trace ends with: who created and last changed each hit, in rank order."""
     top: list[dict[str, Any]] = []
     for hit in hits:
@@ -322,61 +320,3 @@ def trace_stage(store: MemoryStore, hits: Sequence[Any]) -> dict[str, Any]:
             if isinstance(prov, dict) else {}  # times are the record's own (get shows them)
         top.append({"id": hit.id, **who})
     return {"stage": "provenance", "top": top}
-
-
-class LifecycleMethods:
-    """:class:`~agent_memory.backends.files.store.MemoryStore` methods for events, provenance, history, restore, undo, purge
-    (``self`` is that store)."""
-
-    def _on_hand_edit(self: Any, changes: Sequence[tuple[Any, str | None, str | None]]) -> None:
-        """Log ``hand_edit`` events for files a rescan found changed outside the store."""
-        with acting("hand_edit"):
-            for rec, before, after in changes:
-                self._event("hand_edit", rec, before=before, after=after)
-
-    def _event(self: Any, kind: str, rec: Any, **kw: Any) -> Event | None:
-        """The one seam every mutation reports through (see :func:`emit`)."""
-        return emit(self, kind, rec, **kw)
-
-    def _stamp(self: Any, rec: MemoryRecord) -> MemoryRecord:
-        return stamp(rec)
-
-    def purge(self: Any, record_id: str | None = None, *, session_id: str | None = None,
-              user_id: str | None = None) -> PurgeReport:
-        """Delete content for good (see :func:`agent_memory.backends.files.purge.purge`): one record the caller
-        (``session_id``/``user_id``) may see, or, without ``record_id``, everything of that user and/or session."""
-        from agent_memory.backends.files.purge import purge
-
-        check_strings(session_id=session_id, user_id=user_id)
-        return purge(self, record_id, session_id=session_id, user_id=user_id)
-
-    def history(self: Any, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> History:
-        """Every version of a visible record (live or archived), oldest first, with its events."""
-        check_strings(session_id=session_id, user_id=user_id)
-        return history(self, record_id, session_id, user_id)
-
-    def restore(self: Any, record_id: str, *, version: int | None = None, session_id: str | None = None,
-                user_id: str | None = None) -> MemoryRecord:
-        """Bring back a forgotten or swept record, or make ``version`` (default: the previous one) current."""
-        check_strings(session_id=session_id, user_id=user_id)
-        return restore(self, record_id, version, session_id, user_id)
-
-    def undo(self: Any, *, session_id: str | None = None, user_id: str | None = None) -> Event:
-        """Reverse this caller's last change not undone yet; returns the event it reversed."""
-        check_strings(session_id=session_id, user_id=user_id)
-        return undo(self, session_id, user_id)
-
-    def events_for(self: Any, record_id: str | None = None, *, session_id: str | None = None,
-                   user_id: str | None = None, limit: int | None = None) -> list[Event]:
-        """Events of records the caller may see (of one record with ``record_id``), oldest first."""
-        check_strings(session_id=session_id, user_id=user_id)
-        out = [e for e in self.events.read()[0]
-               if (record_id is None or e.id == record_id) and visible(e, session_id, user_id)]
-        return out[-limit:] if limit else out
-
-    def provenance(self: Any, record_id: str, *, session_id: str | None = None,
-                   user_id: str | None = None) -> dict[str, Any]:
-        """Who created and last changed a visible record (``metadata.provenance``), with its source."""
-        rec = self.get(record_id, session_id=session_id, user_id=user_id)
-        prov = rec.metadata.get(PROVENANCE)
-        return {"id": rec.id, "source": rec.source, **(prov if isinstance(prov, dict) else {})}

@@ -12,23 +12,22 @@ from agent_memory.model.records import RecordParseError
 from agent_memory.model.reports import DoctorReport, SyncReport
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agent_memory.backends.files.store import MemoryStore
+    from agent_memory.backends.files.parts import StoreParts
 
 
 
 
 
 
-def reindex(store: MemoryStore) -> SyncReport:
+def reindex(store: StoreParts) -> SyncReport:
     """Rebuild the index from the files aside and swap it in atomically (readers never see it empty)."""
     with store.lock.hold():
         report: SyncReport = store.index.healing(store.index.rebuild_aside)
         store.write_memory_md()
-    store._opened = True
     return report
 
 
-def _directory_problems(store: MemoryStore) -> dict[str, str]:
+def _directory_problems(store: StoreParts) -> dict[str, str]:
     problems: dict[str, str] = {}
     for folder in (store.records_dir, store.archive_dir):
         if folder.is_symlink():
@@ -43,7 +42,7 @@ def _directory_problems(store: MemoryStore) -> dict[str, str]:
     return problems
 
 
-def doctor(store: MemoryStore) -> DoctorReport:
+def doctor(store: StoreParts) -> DoctorReport:
     """Check files against the index without fixing anything first.
 
     Fast: a file whose size and mtime match its index row was parsed when indexed, so only its

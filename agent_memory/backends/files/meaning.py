@@ -10,12 +10,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from agent_memory.backends.files.parts import StoreParts
 from agent_memory.errors import InvalidInputError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agent_memory.backends.files.store import MemoryStore
     from agent_memory.backends.files.vectors import VectorCache
     from agent_memory.embeddings import Embedder
     from agent_memory.model.reports import BackfillReport
@@ -28,7 +28,7 @@ log = logging.getLogger("agent_memory")
 class Meaning:
     """One store's embedder and vector cache (``<root>/vectors.db``)."""
 
-    def __init__(self, store: MemoryStore, embedder: Embedder | str) -> None:
+    def __init__(self, store: StoreParts, embedder: Embedder | str) -> None:
         from agent_memory.backends.files.vectors import VectorCache
         from agent_memory.embeddings import make_embedder
 
@@ -127,7 +127,14 @@ def resolve_mode(mode: str | None, meaning: Meaning | None) -> str:
     return mode
 
 
-def attach(store: MemoryStore, embedder: Embedder | str) -> Meaning:
+class StoreWithMeaning(StoreParts, Protocol):
+    """A store that may carry a :class:`Meaning` (its embedder and vectors): what :func:`attach` gives one and a
+    purge drops vectors through."""
+
+    meaning: Meaning | None
+
+
+def attach(store: StoreWithMeaning, embedder: Embedder | str) -> Meaning:
     """Give an open store an embedder after construction (the CLI's ``--embedder``); returns its :class:`Meaning`."""
     meaning = Meaning(store, embedder)
     store.meaning = meaning

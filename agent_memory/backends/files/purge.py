@@ -34,7 +34,8 @@ from agent_memory.model.records import RecordParseError, parse_record, validate_
 from agent_memory.model.reports import PurgeReport
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agent_memory.backends.files.store import MemoryStore
+    from agent_memory.backends.files.meaning import StoreWithMeaning
+    from agent_memory.backends.files.parts import StoreParts
 
 __all__ = ["PurgeReport", "Purger", "STEPS", "purge", "register_purger", "unregister_purger"]
 
@@ -74,14 +75,14 @@ def _owned(path: Path, session_id: str | None, user_id: str | None) -> tuple[str
     return None
 
 
-def _targets(store: MemoryStore, record_id: str | None, session_id: str | None,
+def _targets(store: StoreParts, record_id: str | None, session_id: str | None,
              user_id: str | None) -> tuple[set[str], set[Path], set[str]]:
     """The record ids, the files and the content hashes to remove."""
     ids: set[str] = set()
     files: set[Path] = set()
     hashes: set[str] = set()
     if record_id is not None:
-        row = store._visible_row(record_id, session_id, user_id)
+        row = store.visible_row(record_id, session_id, user_id)
         rec = store.index.load_file(row["file"])[0] if row is not None else read_archived(store, record_id)
         if rec is None or (row is None and not _caller_sees(rec, session_id, user_id)):
             raise NotFoundError(f"no record {record_id!r} (live or archived) visible to this caller")
@@ -154,7 +155,7 @@ def _compact(path: Path) -> None:
         conn.close()
 
 
-def _drop_vectors(store: MemoryStore, hashes: set[str]) -> int:
+def _drop_vectors(store: StoreWithMeaning, hashes: set[str]) -> int:
     path = store.root / "vectors.db"
     if not hashes or not path.is_file():
         return 0
@@ -209,7 +210,7 @@ def _step_events(job: PurgeJob) -> int:
     changed = store.events.rewrite(_tombstone(set(job.ids), *partition))
     with store.events.batch():
         for rid in sorted(job.ids):
-            store._event("purged", {"id": tombstone_id(rid), "scope": None, "session_id": None, "user_id": None},
+            store.event("purged", {"id": tombstone_id(rid), "scope": None, "session_id": None, "user_id": None},
                          caller=(None, None), files=len(job.files))
     return int(changed)
 
@@ -272,7 +273,7 @@ STEPS: dict[str, Step] = {
 }
 
 
-def purge(store: MemoryStore, record_id: str | None = None, *, session_id: str | None = None,
+def purge(store: StoreWithMeaning, record_id: str | None = None, *, session_id: str | None = None,
           user_id: str | None = None) -> PurgeReport:
     """Delete content for good. With ``record_id``: that record, which the caller (``session_id``/``user_id``)
     must see, live or archived. Without: everything whose session is ``session_id`` or whose user is
@@ -303,7 +304,7 @@ def purge(store: MemoryStore, record_id: str | None = None, *, session_id: str |
     return report
 
 
-def _strip_recalled(store: MemoryStore, ids: set[str]) -> int:
+def _strip_recalled(store: StoreParts, ids: set[str]) -> int:
     """Drop purged ids (they hold a slug of the title) from ``recalled.log`` (consolidation's decay input)."""
     path = store.root / "recalled.log"
     try:

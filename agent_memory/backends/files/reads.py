@@ -20,7 +20,7 @@ from agent_memory.model.records import MemoryRecord, RecordParseError, Scope, no
 from agent_memory.search.types import SearchRequest
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agent_memory.backends.files.store import MemoryStore
+    from agent_memory.backends.files.parts import StoreParts
 
 
 def not_found(record_id: str) -> NotFoundError:
@@ -71,7 +71,7 @@ def may_see(rec: MemoryRecord, session_id: str | None, user_id: str | None) -> b
     return in_partition_of(rec, session_id, user_id) and not expired(rec)
 
 
-def get(store: MemoryStore, record_id: str, session_id: str | None, user_id: str | None) -> MemoryRecord:
+def get(store: StoreParts, record_id: str, session_id: str | None, user_id: str | None) -> MemoryRecord:
     """One record, fresh from its file, if the caller may see it (see the module docstring)."""
     name = os.path.basename(path_for(store, record_id))
     check_strings(session_id=session_id, user_id=user_id)
@@ -87,7 +87,7 @@ def get(store: MemoryStore, record_id: str, session_id: str | None, user_id: str
     return rec
 
 
-def path_for(store: MemoryStore, record_id: str) -> str:
+def path_for(store: StoreParts, record_id: str) -> str:
     """The record file path of a valid id (never outside ``records/``)."""
     name = f"{validate_id(record_id)}.md"
     path = store.records_dir / name

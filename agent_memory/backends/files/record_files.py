@@ -11,7 +11,7 @@ from agent_memory.formats.atomic import atomic_write
 from agent_memory.model.records import MemoryRecord, Scope, new_id, validate_id
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agent_memory.backends.files.store import MemoryStore
+    from agent_memory.backends.files.parts import StoreParts
 
 
 def partition_sql(rec: MemoryRecord) -> tuple[str, dict[str, Any]]:
@@ -33,20 +33,20 @@ def id_source(rec: MemoryRecord) -> str:
     return rec.memory_key or rec.title
 
 
-def allocate_id(store: MemoryStore, rec: MemoryRecord) -> str:
+def allocate_id(store: StoreParts, rec: MemoryRecord) -> str:
     for _ in range(20):
         rid = new_id(id_source(rec), rec.created)
-        if not os.path.exists(os.path.join(store._records_str, f"{rid}.md")):
+        if not os.path.exists(os.path.join(store.records_str, f"{rid}.md")):
             return rid
     raise InvalidInputError("could not allocate a unique record id")  # pragma: no cover
 
 
-def write(store: MemoryStore, conn: Any, rec: MemoryRecord, *, durable: bool, new: bool = False) -> str:
+def write(store: StoreParts, conn: Any, rec: MemoryRecord, *, durable: bool, new: bool = False) -> str:
     """Write ``rec``'s file atomically and its index rows; return the file path."""
     validate_id(rec.id)
-    rec = store._stamp(rec)  # metadata.provenance: who created and last changed it
+    rec = store.stamp(rec)  # metadata.provenance: who created and last changed it
     name = f"{rec.id}.md"
-    path = os.path.join(store._records_str, name)
+    path = os.path.join(store.records_str, name)
     text = rec.render()
     st = atomic_write(Path(path), text.encode("utf-8"), durable=durable)
     body_line = text.count("\n", 0, len(text) - len(rec.content) - 1) + 1

@@ -29,7 +29,7 @@ from agent_memory.model.records import MemoryRecord, RecordParseError
 from agent_memory.model.supersession import CAPTURE_SOURCES, MAX_CHAIN, POINTER, ended
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agent_memory.backends.files.store import MemoryStore
+    from agent_memory.backends.files.parts import StoreParts
     from agent_memory.model.drafts import RememberResult
 
 
@@ -38,17 +38,17 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 
-def _partition_row(store: MemoryStore, conn: Any, rec: MemoryRecord, record_id: str) -> Any:
+def _partition_row(store: StoreParts, conn: Any, rec: MemoryRecord, record_id: str) -> Any:
     sql, params = partition_sql(rec)
     params["id"] = record_id
     return conn.execute(f"SELECT * FROM records r WHERE r.id = :id AND {sql} AND {live_sql('r')}", params).fetchone()
 
 
-def mark_superseded(store: MemoryStore, conn: Any, old: MemoryRecord, new: MemoryRecord, *, durable: bool) -> None:
+def mark_superseded(store: StoreParts, conn: Any, old: MemoryRecord, new: MemoryRecord, *, durable: bool) -> None:
     write(store, conn, old.replace(superseded_by=new.id, valid_to=ended(old, new)), durable=durable)
 
 
-def supersede_locked(store: MemoryStore, conn: Any, rec: MemoryRecord, redactions: int, durable: bool) -> RememberResult:
+def supersede_locked(store: StoreParts, conn: Any, rec: MemoryRecord, redactions: int, durable: bool) -> RememberResult:
     """Write ``rec`` as the successor of ``rec.supersedes`` (inside the lock and the index transaction)."""
     from agent_memory.model.drafts import RememberResult  # drafts import the redaction package, which reads never need
 
@@ -74,7 +74,7 @@ def supersede_locked(store: MemoryStore, conn: Any, rec: MemoryRecord, redaction
     return RememberResult(new.id, "superseded", path, redactions)
 
 
-def replace_keyed(store: MemoryStore, conn: Any, current: MemoryRecord, new: MemoryRecord, path: str,
+def replace_keyed(store: StoreParts, conn: Any, current: MemoryRecord, new: MemoryRecord, path: str,
                   redactions: int, durable: bool, *, fresh_id: bool) -> tuple[RememberResult, str]:
     """A keyed replace as supersession (see the module docstring); ``new`` is the new state under the current id.
 
@@ -95,7 +95,7 @@ def replace_keyed(store: MemoryStore, conn: Any, current: MemoryRecord, new: Mem
     return RememberResult(current.id, "replaced", path, redactions), version.id
 
 
-def predecessors(store: MemoryStore, rec: MemoryRecord) -> list[MemoryRecord]:
+def predecessors(store: StoreParts, rec: MemoryRecord) -> list[MemoryRecord]:
     """The records ``rec`` superseded, newest first (stops at a missing, unreadable or foreign link)."""
     out: list[MemoryRecord] = []
     seen = {rec.id}
@@ -113,7 +113,7 @@ def predecessors(store: MemoryStore, rec: MemoryRecord) -> list[MemoryRecord]:
     return out
 
 
-def predecessors_anywhere(store: MemoryStore, rec: MemoryRecord) -> list[tuple[MemoryRecord, Path]]:
+def predecessors_anywhere(store: StoreParts, rec: MemoryRecord) -> list[tuple[MemoryRecord, Path]]:
     """The records ``rec`` superseded with their files, newest first, live (``records/``) or archived."""
     out: list[tuple[MemoryRecord, Path]] = []
     pointer, seen = rec.supersedes, {rec.id}
@@ -132,14 +132,14 @@ def predecessors_anywhere(store: MemoryStore, rec: MemoryRecord) -> list[tuple[M
     return out
 
 
-def versions(store: MemoryStore, rec: MemoryRecord) -> list[MemoryRecord]:
+def versions(store: StoreParts, rec: MemoryRecord) -> list[MemoryRecord]:
     """Earlier versions of ``rec``, newest first: the records it superseded, then versions kept in ``history/``."""
     chain = predecessors(store, rec)
     last = chain[-1] if chain else rec
     return chain + [old for _, old in _history.chain(store, last)]
 
 
-def drop_predecessors(store: MemoryStore, conn: Any, rec: MemoryRecord) -> list[str]:
+def drop_predecessors(store: StoreParts, conn: Any, rec: MemoryRecord) -> list[str]:
     """Delete the records ``rec`` superseded (files and index rows), on forget; returns their ids."""
     gone = []
     for old in predecessors(store, rec):
