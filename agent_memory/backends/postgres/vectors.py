@@ -39,6 +39,7 @@ from ...search import SearchHit, SearchResult, term_key, term_matcher
 from ...stages import DenseFloor, ImportanceWeight
 from ...vectors import BackfillReport
 from .rows import COLUMNS, filters_sql, visibility
+from .search import readable
 
 log = logging.getLogger("agent_memory")
 
@@ -160,7 +161,7 @@ class PgVectors:
         """``dense`` or ``hybrid`` search for one caller; an embedder failure answers lexically (said in the trace)."""
         pool = pool or max(50, 4 * limit)
         lexical = await self.searcher.run(conn, query, sid=sid, uid=uid, limit=pool if mode == "hybrid" else limit,
-                                          tags=tags, trace=trace, **filters)
+                                          tags=tags, trace=trace, raw=True, **filters)
         steps = lexical.trace
         params: dict[str, Any] = {"sid": sid, "uid": uid, "model": self.embedder.name}
         where = visibility(params) + filters_sql(params, **filters)
@@ -174,7 +175,7 @@ class PgVectors:
         except EmbeddingError as exc:  # fail open
             if steps is not None:
                 steps.append({"stage": "dense", "error": str(exc), "fallback": "lexical"})
-            return SearchResult(lexical.hits[:limit], steps)
+            return SearchResult(readable(lexical.hits[:limit]), steps)
         k = min(pool, len(ids))
         top = np.argpartition(-sims, k - 1)[:k] if 0 < k < len(ids) else np.arange(len(ids))
         top = top[np.argsort(-sims[top], kind="stable")]
