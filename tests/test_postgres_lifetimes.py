@@ -261,3 +261,13 @@ async def test_scores_read_one_for_the_best_hit_on_both_backends(pg_url: str, tm
     finally:
         await pg.aclose()
         await files.aclose()
+
+
+def test_session_logs_open_again_after_close(pg_url: str) -> None:  # noqa: F811
+    backend = PostgresBackend(pg_url, schema=fresh_schema())
+    backend.sessions.append("s1", [{"role": "user", "content": "hello"}])
+    backend.time_layers.close()
+    # was: "pool has already been opened/closed and cannot be reused" for the rest of the process
+    backend.sessions.append("s1", [{"role": "user", "content": "again"}])
+    assert len(backend.sessions.sessions(session_id="s1")) == 1
+    asyncio.run(backend.close())
