@@ -123,7 +123,7 @@ class Pool:
                 return bound
             try:
                 await bound.inner.open(wait=False)
-                if self.version < LATEST:  # a pool checks over one direct connection: it fails fast if the server is down
+                if self.version < LATEST:  # a pool checks over one direct connection: fails fast with the server down
                     first = bound.inner.connection() if not self.pooled else await psycopg.AsyncConnection.connect(
                         self.url, connect_timeout=max(1, int(self.timeout_s)), **self._kwargs)
                     async with first as conn:
