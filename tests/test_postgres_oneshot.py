@@ -43,7 +43,7 @@ async def test_at_most_max_size_connections_reused_and_closed(pg_url: str) -> No
         res = await b.remember_many([MemoryDraft(f"one-shot fact {i}") for i in range(100)])
         assert {r.status for r in res} == {"created"}
         assert len((await b.search("one-shot fact", Caller(), limit=5)).hits) == 5
-        opened = list(b.pool._pool._open)
+        opened = [c for bound in b.pool._loops.values() for c in bound.inner._open]
     finally:
         await b.close()
     assert opened and all(conn.closed for conn in opened)

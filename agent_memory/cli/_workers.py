@@ -7,7 +7,7 @@ stderr and exits 3, so a script notices; ``--allow-fallback`` makes that exit 0.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from agent_memory.cli._base import UsageError, add_identity, emit, note, positive, read_text
@@ -55,6 +55,20 @@ def _provider(args: argparse.Namespace, *, create: bool) -> Any:
     return MemoryProvider(root, profile=profile)
 
 
+def _run(provider: Any, work: Coroutine[Any, Any, Any]) -> Any:
+    """Run one worker call and close the provider on the same event loop (pending captures flushed first): the
+    command owns its connections (agent_memory.backends.postgres.pool), so a database root never sees a dead loop."""
+    import asyncio
+
+    async def main() -> Any:
+        try:
+            return await work
+        finally:
+            await provider.aclose()
+
+    return asyncio.run(main())
+
+
 def _fell_back(args: argparse.Namespace, what: str, reason: str | None) -> int:
     note(f"warning: {what} fell back: {reason or 'unknown reason'}" + ("" if args.allow_fallback else
          " (check --profile; --allow-fallback exits 0)"))
@@ -62,36 +76,22 @@ def _fell_back(args: argparse.Namespace, what: str, reason: str | None) -> int:
 
 
 def cmd_recall(args: argparse.Namespace) -> int:
-    import asyncio
-
     message = read_text(args.message, "MESSAGE")
     provider = _provider(args, create=False)
-    try:
-        res = asyncio.run(provider.recall(message, session_id=args.session_id, user_id=args.user_id, summary_tokens=args.budget))
-    finally:
-        provider.close()
+    res = _run(provider, provider.recall(message, session_id=args.session_id, user_id=args.user_id,
+                                         summary_tokens=args.budget))
     emit(args, res.to_dict(), lambda: (res.summary or "(no relevant memory)") + (f"\n(fallback: {res.reason})" if res.fallback else ""))
     return _fell_back(args, "recall", res.reason) if res.fallback else 0
 
 
 def cmd_capture(args: argparse.Namespace) -> int:
-    import asyncio
-
     if args.input == "-" and args.output == "-":
         raise UsageError("only one of --input and --output can read standard input")
     text_in = read_text(args.input, "--input")
     text_out = read_text(args.output, "--output") if args.output is not None else None
     provider = _provider(args, create=True)
 
-    async def run() -> Any:
-        result = await provider.capture_turn(text_in, text_out, session_id=args.session_id, user_id=args.user_id)
-        await provider.flush()
-        return result
-
-    try:
-        res = asyncio.run(run())
-    finally:
-        provider.close()
+    res = _run(provider, provider.capture_turn(text_in, text_out, session_id=args.session_id, user_id=args.user_id))
 
     def human() -> str:
         if res.fallback:

@@ -1,4 +1,23 @@
-"""Connections: one async pool per backend, opened (and the schema migrated) on first use.
+"""Connections, and the one rule for who owns them (docs/architecture: "who owns a connection").
+
+**The rule.** An asyncio connection belongs to the event loop that opened it, so a :class:`Pool` keeps its
+connections *per running loop* and never lets one loop touch another's:
+
+- the first statement on a loop opens that loop's connections (the first ever also checks, and if needed
+  migrates, the schema over one direct connection, so a server that is down fails fast with
+  :class:`~agent_memory.errors.BackendError` instead of after the whole timeout);
+- the owner of the loop closes them on that loop: an async app with ``await backend.close()`` (or
+  ``async with MemoryProvider(…)``); a CLI command or sync wrapper inside the same ``asyncio.run`` /
+  ``asyncio.Runner`` that did the work (``agent_memory.cli._target.BackendTarget``, ``cli._workers._run``);
+- an owner that forgets is covered: when its loop ends (``asyncio.run`` and ``Runner.close`` cancel every task),
+  a guard task closes that loop's connections, so ``asyncio.run(backend.list(…))`` from sync code never hangs
+  on the pool library's reconnecting workers; a loop closed without that (``loop.close()`` by hand) is found
+  on the next use and its connections are dropped without touching the dead loop;
+- each ``asyncio.run`` is a new loop: the next call simply opens connections on it (never "Event loop is
+  closed"), and :meth:`Pool.close` closes only the calling loop's connections (other live loops close theirs
+  when they end), after which the pool opens again on demand;
+- a failed open leaves nothing behind: the next call tries afresh, so the backend recovers when the server
+  comes back (never "pool cannot be reused").
 
 ``pooled=False`` (a one-shot process such as the command line): plain connections opened when needed, kept
 for reuse until :meth:`Pool.close`, at most ``max_size`` at once — no pool library, no background tasks,
@@ -13,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import time
 import weakref
 from collections.abc import AsyncIterator
@@ -30,8 +50,18 @@ __all__ = ["Pool", "redact_url"]
 IDLE_CHECK_S = 1.0  # a connection idle longer than this is pinged before use
 
 
+class _Bound:
+    """One loop's connections: the pool (or plain connections) and the guard that closes them with the loop."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.ready = asyncio.Lock()
+        self.opened = False
+        self.guard: asyncio.Task[None] | None = None
+
+
 class Pool:
-    """A lazily opened :class:`AsyncConnectionPool` whose connections return rows as dicts."""
+    """Connections returning rows as dicts, per event loop (the rule in the module docstring)."""
 
     def __init__(self, url: str, schema: str, *, min_size: int = 1, max_size: int = 10, timeout_s: float = 30.0,
                  pooled: bool = True) -> None:
@@ -40,17 +70,20 @@ class Pool:
         self.url = url
         self.schema = schema
         self.timeout_s = float(timeout_s)
-        kwargs = {"row_factory": dict_row, "autocommit": True, "prepare_threshold": None}
-        self._pool: Any = _Direct(url, max_size, self.timeout_s, kwargs)
-        if pooled:
-            from psycopg_pool import AsyncConnectionPool
-
-            self._pool = AsyncConnectionPool(url, min_size=min_size, max_size=max_size, open=False, timeout=self.timeout_s,
-                                             check=self._check, reset=self._returned, kwargs=kwargs)
-        self._ready: asyncio.Lock | None = None
+        self.min_size, self.max_size, self.pooled = min_size, max_size, pooled
+        self._kwargs: dict[str, Any] = {"row_factory": dict_row, "autocommit": True, "prepare_threshold": None}
+        self._loops: dict[asyncio.AbstractEventLoop, _Bound] = {}
+        self._lock = threading.Lock()  # guards _loops: loops of several threads may share one backend
         self._last_used: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
-        self._opened = False
         self.version = 0
+
+    def _make(self) -> Any:
+        if not self.pooled:
+            return _Direct(self.url, self.max_size, self.timeout_s, self._kwargs)
+        from psycopg_pool import AsyncConnectionPool
+
+        return AsyncConnectionPool(self.url, min_size=self.min_size, max_size=self.max_size, open=False,
+                                   timeout=self.timeout_s, check=self._check, reset=self._returned, kwargs=self._kwargs)
 
     async def _returned(self, conn: Any) -> None:
         self._last_used[conn] = time.monotonic()
@@ -64,23 +97,57 @@ class Pool:
 
             await AsyncConnectionPool.check_connection(conn)
 
-    async def _open(self) -> None:
-        if self._opened:
-            return
-        if self._ready is None:
-            self._ready = asyncio.Lock()
-        async with self._ready:
-            if self._opened:
-                return
+    @property
+    def loops(self) -> int:
+        """How many event loops hold open connections of this pool (0 after every owner closed)."""
+        with self._lock:
+            self._drop_dead()
+            return sum(b.opened for b in self._loops.values())
+
+    def _drop_dead(self) -> None:
+        """Forget the connections of loops that were closed without closing them (under ``_lock``)."""
+        for loop in [lp for lp in self._loops if lp.is_closed()]:
+            _abandon(self._loops.pop(loop).inner)
+
+    async def _bound(self) -> _Bound:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            self._drop_dead()
+            bound = self._loops.get(loop)
+            if bound is None:
+                bound = self._loops[loop] = _Bound(self._make())
+        if bound.opened:
+            return bound
+        async with bound.ready:
+            if bound.opened:
+                return bound
             try:
-                await self._pool.open(wait=True, timeout=self.timeout_s)
-                async with self._pool.connection() as conn:
-                    self.version = await self._current(conn) or await migrate(conn, self.schema)
+                await bound.inner.open(wait=False)
+                if self.version < LATEST:  # a pool checks over one direct connection: fails fast with the server down
+                    first = bound.inner.connection() if not self.pooled else await psycopg.AsyncConnection.connect(
+                        self.url, connect_timeout=max(1, int(self.timeout_s)), **self._kwargs)
+                    async with first as conn:
+                        self.version = await self._current(conn) or await migrate(conn, self.schema)
             except _errors(psycopg.Error) as exc:
                 with contextlib.suppress(Exception):
-                    await self._pool.close()
+                    await bound.inner.close()
+                bound.inner = self._make()  # a closed pool cannot be reopened: the next call starts afresh
                 raise BackendError(f"PostgreSQL at {redact_url(self.url)} is not usable: {exc}") from None
-            self._opened = True
+            bound.guard = loop.create_task(self._guard(loop, bound), name="agent-memory-postgres-pool-guard")
+            bound.opened = True
+        return bound
+
+    async def _guard(self, loop: asyncio.AbstractEventLoop, bound: _Bound) -> None:
+        """Wait for the end of ``loop`` (or :meth:`close`), then close its connections on it."""
+        try:
+            await asyncio.Event().wait()
+        finally:
+            with self._lock:
+                if self._loops.get(loop) is bound:
+                    del self._loops[loop]
+            bound.opened = False
+            with contextlib.suppress(Exception):
+                await bound.inner.close()
 
     async def _current(self, conn: Any) -> int:
         """The schema's version when it is already the latest (one read, no lock, no DDL: a cold start of
@@ -95,10 +162,10 @@ class Pool:
 
     @contextlib.asynccontextmanager
     async def connection(self) -> AsyncIterator[Any]:
-        """A pooled connection (autocommit; use ``conn.transaction()`` for atomic work)."""
-        await self._open()
+        """A connection of the running loop (autocommit; use ``conn.transaction()`` for atomic work)."""
+        bound = await self._bound()
         try:
-            async with self._pool.connection() as conn:
+            async with bound.inner.connection() as conn:
                 yield conn
         except psycopg.errors.QueryCanceled as exc:
             raise BackendError(f"PostgreSQL statement timed out: {exc}") from None
@@ -106,10 +173,31 @@ class Pool:
             raise BackendError(f"PostgreSQL at {redact_url(self.url)} failed: {exc}") from None
 
     async def close(self) -> None:
-        if self._opened:
-            await self._pool.close()
-            self._opened = False
+        """Close the running loop's connections (and forget those of closed loops); the pool opens again on use."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            self._drop_dead()
+            bound = self._loops.get(loop)
+        if bound is None:
+            return
+        async with bound.ready:  # not while that loop's open is half way
+            guard = bound.guard
+            if guard is None:
+                with self._lock:
+                    if self._loops.get(loop) is bound:
+                        del self._loops[loop]
+                return
+            guard.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await guard
 
+
+def _abandon(inner: Any) -> None:
+    """Close, without an event loop, the sockets of connections whose loop is gone (best effort)."""
+    conns = list(getattr(inner, "_open", ())) + list(getattr(inner, "_pool", ()))
+    for conn in conns:
+        with contextlib.suppress(Exception):
+            conn.pgconn.finish()
 
 
 def _errors(*kinds: type[BaseException]) -> tuple[type[BaseException], ...]:

@@ -10,6 +10,9 @@ record holds (the files engine's coordination), so a record holding most words o
 On a large table an OR of common words matches many rows and ranking them all costs; when the terms
 together match more rows than ``candidate_budget``, the rarest terms select the candidates and every term
 still scores them (a common-terms query), as the files engine does.
+
+Scores are shown as the files engine shows them: relative to the best hit, in (0, 1], 1 for the best
+(:func:`agent_memory.backends.files.fts.readable_score`); hybrid search fuses the raw ones (``run(…, raw=True)``).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from agent_memory.backends.postgres.rows import COLUMNS, filters_sql, row_to_rec
 from agent_memory.errors import InvalidInputError
 from agent_memory.search.lexical import LexicalEngine
 from agent_memory.search.text import term_key, term_matcher
-from agent_memory.search.types import SearchHit, SearchResult
+from agent_memory.search.types import SearchHit, SearchResult, readable_score
 
 # ts_rank weights are {D, C, B, A}: context, body, tags, title — the files engine's (0.4, 1.0, 1.5, 2.0) / 2
 WEIGHTS = "{0.2, 0.5, 0.75, 1.0}"
@@ -60,7 +63,8 @@ class PgSearch:
         self._df: dict[str, tuple[int, float]] = {}  # term -> (documents, capped at the budget; when counted)
 
     async def run(self, conn: Any, query: str, *, sid: str | None, uid: str | None, limit: int, tags: tuple[str, ...],
-                  trace: bool, **filters: Any) -> SearchResult:
+                  trace: bool, raw: bool = False, **filters: Any) -> SearchResult:
+        """Rank visible records; scores relative to the best hit unless ``raw`` (``ts_rank`` × coverage)."""
         engine = self.engine
         terms = engine.terms(query)
         text = tsquery_text(terms, tags, engine.tokenizer)
@@ -89,9 +93,12 @@ class PgSearch:
                           "pool": fetch, "visibility": "in the WHERE clause, before the LIMIT",
                           "top": [{"id": r["id"], "rank": round(float(r["rank"]), 6)} for r in rows]})
             steps.append({"stage": "coordination", "exponent": engine.coordination,
-                          "top": [{"id": r["id"], "score": round(s, 6)} for s, r in scored]})
+                          "top": [{"id": r["id"], "raw": round(s, 6), "score": readable_score(s, scored[0][0])}
+                                  for s, r in scored]})
             steps.append({"stage": "cut", "limit": limit, "returned": len(scored)})
-        return SearchResult([self._hit(row, score, found) for score, row in scored], steps)
+        top = scored[0][0] if scored else 0.0
+        return SearchResult([self._hit(row, score if raw else readable_score(score, top), found)
+                             for score, row in scored], steps)
 
     async def _narrow(self, conn: Any, terms: list[str], params: dict[str, Any], fetch: int,
                       steps: list[dict[str, Any]] | None) -> str:
@@ -177,3 +184,11 @@ class PgSearch:
             metadata=dict(rec.metadata), recorded_at=rec.created, happened_at=rec.happened_at, valid_from=rec.valid_from,
             valid_to=rec.valid_to, superseded_by=rec.superseded_by,
         )
+
+
+def readable(hits: list[SearchHit]) -> list[SearchHit]:
+    """Raw-scored hits (best first) with their scores relative to the best one, as :meth:`PgSearch.run` shows them."""
+    import dataclasses
+
+    top = hits[0].score if hits else 0.0
+    return [dataclasses.replace(h, score=readable_score(h.score, top)) for h in hits]

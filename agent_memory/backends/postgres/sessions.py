@@ -77,10 +77,7 @@ class SyncPool:
                         migrate_sync(conn, self.schema)
                 self._pool.open(wait=False)
             except (psycopg.Error, PoolTimeout) as exc:
-                with contextlib.suppress(Exception):
-                    self._pool.close()
-                self._pool = ConnectionPool(self.url, min_size=0, max_size=self._pool.max_size, open=False,
-                                            timeout=self.timeout_s, kwargs=self._pool.kwargs)
+                self._renew()
                 raise BackendError(f"PostgreSQL at {redact_url(self.url)} is not usable: {exc}") from None
             self._opened = True
 
@@ -95,10 +92,17 @@ class SyncPool:
         except (psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout) as exc:
             raise BackendError(f"PostgreSQL at {redact_url(self.url)} failed: {exc}") from None
 
+    def _renew(self) -> None:
+        """Close the pool and make a fresh one (a closed pool cannot be reopened): the next use connects again."""
+        with contextlib.suppress(Exception):
+            self._pool.close()
+        self._pool = ConnectionPool(self.url, min_size=0, max_size=self._pool.max_size, open=False,
+                                    timeout=self.timeout_s, kwargs=self._pool.kwargs)
+
     def close(self) -> None:
         with self._lock:
             if self._opened:
-                self._pool.close()
+                self._renew()
                 self._opened = False
 
 

@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from agent_memory.backends.postgres.rows import COLUMNS, filters_sql, visibility
+from agent_memory.backends.postgres.search import readable
 from agent_memory.embeddings import Embedder, EmbeddingError
 from agent_memory.model.reports import BackfillReport
 from agent_memory.search.focus import focus_query, query_words
@@ -161,7 +162,7 @@ class PgVectors:
         """``dense`` or ``hybrid`` search for one caller; an embedder failure answers lexically (said in the trace)."""
         pool = pool or max(50, 4 * limit)
         lexical = await self.searcher.run(conn, query, sid=sid, uid=uid, limit=pool if mode == "hybrid" else limit,
-                                          tags=tags, trace=trace, **filters)
+                                          tags=tags, trace=trace, raw=True, **filters)
         steps = lexical.trace
         params: dict[str, Any] = {"sid": sid, "uid": uid, "model": self.embedder.name}
         where = visibility(params) + filters_sql(params, **filters)
@@ -175,7 +176,7 @@ class PgVectors:
         except EmbeddingError as exc:  # fail open
             if steps is not None:
                 steps.append({"stage": "dense", "error": str(exc), "fallback": "lexical"})
-            return SearchResult(lexical.hits[:limit], steps)
+            return SearchResult(readable(lexical.hits[:limit]), steps)
         k = min(pool, len(ids))
         top = np.argpartition(-sims, k - 1)[:k] if 0 < k < len(ids) else np.arange(len(ids))
         top = top[np.argsort(-sims[top], kind="stable")]
