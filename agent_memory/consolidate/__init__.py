@@ -35,6 +35,7 @@ from agent_memory.consolidate.recalls import RecallLog
 from agent_memory.consolidate.report import RULES, Change, ConsolidateOptions, ConsolidationReport, Finding
 from agent_memory.consolidate.similar import MERGE_THRESHOLD
 from agent_memory.errors import BackendError
+from agent_memory.model.drafts import archive_note
 from agent_memory.model.records import MemoryRecord
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -136,7 +137,7 @@ def _apply(store: MemoryStore, report: ConsolidationReport) -> None:
                 if change.rule == "merge" and row["superseded_by"]:
                     change.status, change.note = "skipped", "superseded since it was planned (history is kept)"
                     continue
-                _history.archive(store, conn, row, REASON_PREFIX + change.reason)
+                _history.archive(store, conn, row, REASON_PREFIX + archive_note(change.reason))
                 archived.add(change.record_id)
                 change.status = "applied"
                 applied += 1
@@ -145,7 +146,10 @@ def _apply(store: MemoryStore, report: ConsolidationReport) -> None:
 
 
 def archive_record(store: MemoryStore, record_id: str, reason: str, caller: Caller) -> bool:
-    """Archive one record ``caller`` may see (the consolidate worker's ``memory_archive``); False if not visible."""
+    """Archive one record ``caller`` may see (the consolidate worker's ``memory_archive``); False if not visible.
+
+    ``reason`` (a model's text) passes the write gate (:func:`agent_memory.model.drafts.archive_note`: one line,
+    redacted, trimmed) before it reaches the archive file's annotation and the event."""
     from agent_memory.model.records import validate_id
 
     validate_id(record_id)
@@ -157,7 +161,7 @@ def archive_record(store: MemoryStore, record_id: str, reason: str, caller: Call
                                {"id": record_id, "sid": caller.session_id, "uid": caller.user_id}).fetchone()
             if row is None:
                 return False
-            _history.archive(store, conn, row, REASON_PREFIX + reason)
+            _history.archive(store, conn, row, REASON_PREFIX + archive_note(reason))
             store.index.mark_synced(conn)
         store.write_memory_md()
     return True

@@ -1,4 +1,5 @@
-"""From the facts of one run to an :class:`Episode`: deterministic, redacted, trimmed, validated."""
+"""From the facts of one run to an :class:`Episode`: deterministic, redacted, trimmed, validated (every text and id
+through the write gate, :mod:`agent_memory.model.drafts`; the store passes the whole episode through it again)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from agent_memory.episodes._model import (
     tool_uses,
 )
 from agent_memory.errors import InvalidInputError
+from agent_memory.model.drafts import clean_ident
 from agent_memory.model.records import Scope, normalize_instant, now_iso, parse_scope
 
 __all__ = ["build_episode", "exit_of_error", "usage_numbers"]
@@ -81,7 +83,7 @@ def _calls(tool_calls: Iterable[ToolCall | str | Mapping[str, Any]]) -> list[Too
             call = ToolCall(str(call.get("name") or ""), str(call.get("outcome") or "success"), str(call.get("detail") or ""))
         if not isinstance(call, ToolCall):
             raise InvalidInputError(f"a tool call must be a name, a mapping or a ToolCall, not {type(call).__name__}")
-        name = clean(call.name, MAX_TOOL_NAME, one_line=True)
+        name = clean_ident(call.name, MAX_TOOL_NAME)
         if not name:
             raise InvalidInputError("a tool call has no name")
         outcome = call.outcome if call.outcome in OUTCOMES else "failed"

@@ -18,29 +18,35 @@ from typing import Any
 
 from agent_memory.errors import InvalidIdError, InvalidInputError
 from agent_memory.formats.frontmatter import FrontmatterError, as_text, split_text
+from agent_memory.model.drafts import (
+    MAX_DETAIL_CHARS,
+    MAX_GOAL_CHARS,
+    MAX_ID_CHARS,
+    MAX_NOTE_CHARS,
+    MAX_NOTES,
+    MAX_SEQUENCE,
+    MAX_SUMMARY_CHARS,
+    MAX_TOOL_NAME,
+    check_ident,
+    clean_text,
+    prepare_episode,
+)
 from agent_memory.model.records import RecordParseError, Scope, normalize_instant, yaml_scalar
-from agent_memory.redaction.api import contains_secret, redact_text
 
 __all__ = [
-    "EXITS", "STATUSES", "Episode", "EpisodeParseError", "ToolCall", "ToolUse", "episode_month", "new_episode_id",
-    "parse_episode", "parse_episode_text", "validate_episode_id",
+    "EXITS", "STATUSES", "Episode", "EpisodeParseError", "ToolCall", "ToolUse", "episode_month", "gated",
+    "new_episode_id", "parse_episode", "parse_episode_text", "validate_episode_id",
+    "MAX_DETAIL_CHARS", "MAX_GOAL_CHARS", "MAX_NOTE_CHARS", "MAX_NOTES", "MAX_SEQUENCE", "MAX_SUMMARY_CHARS",
+    "MAX_TOOL_NAME",
 ]
 
 ID_RE = re.compile(r"ep-(\d{4})(\d{2})(\d{2})-(\d{6})-([0-9a-f]{8})")
 EXITS = ("output", "error", "limit", "cancelled", "deferred")
 STATUSES = ("ok", "failed", "paused")
 OUTCOMES = ("success", "failed", "retried", "denied", "interrupted")
-MAX_GOAL_CHARS = 1000
-MAX_DETAIL_CHARS = 500
-MAX_NOTE_CHARS = 300
-MAX_SUMMARY_CHARS = 600
-MAX_NOTES = 20
-MAX_SEQUENCE = 100
-MAX_TOOL_NAME = 64
-MAX_OWNER_CHARS = 200
+MAX_OWNER_CHARS = MAX_ID_CHARS
 MAX_COUNT = 10**15  # token, request and call counts: anything larger is not a real run's
 _FLOAT_TEXT = re.compile(r"[+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 class EpisodeParseError(RecordParseError):
@@ -68,29 +74,15 @@ def episode_month(episode_id: str) -> str:
 
 
 def clean(text: Any, limit: int, *, one_line: bool = False) -> str:
-    """Redacted, control characters dropped, trimmed to ``limit`` characters with ``…``."""
-    value = "" if text is None else str(text)
-    value = _CONTROL.sub(" ", value.replace("\r\n", "\n"))
-    if one_line:
-        value = " ".join(value.split())
-    value = redact_text(value.strip())
-    return value if len(value) <= limit else value[: limit - 1].rstrip() + "…"
+    """Redacted, control characters dropped, trimmed to ``limit`` characters with ``…`` (the write gate's
+    :func:`agent_memory.model.drafts.clean_text`)."""
+    return clean_text(text, limit, one_line=one_line)
 
 
 def check_owner(name: str, value: object) -> str | None:
-    """A session or user id: one line, at most 200 characters, never a secret."""
-    if value is None:
-        return None
-    if (not isinstance(value, str) or not value.strip() or len(value) > MAX_OWNER_CHARS or _CONTROL.search(value)
-            or "\n" in value):
-        raise InvalidInputError(f"{name} must be one non-empty line of at most {MAX_OWNER_CHARS} characters")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidInputError(f"{name} is not valid Unicode") from None
-    if contains_secret(value):
-        raise InvalidInputError(f"{name} looks like a secret; use an opaque id")
-    return value
+    """A session or user id: one line, at most 200 characters, never a secret (the write gate's
+    :func:`agent_memory.model.drafts.check_ident`)."""
+    return check_ident(name, value)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -213,6 +205,31 @@ class Episode:
     def render(self) -> str:
         out = ["---"] + [f"{k}: {_scalar(v)}" for k, v in self.frontmatter().items()] + ["---", self.body()]
         return "\n".join(out) + "\n"
+
+
+def gated(episode: Episode) -> Episode:
+    """``episode`` as it may be stored: through the write gate (:func:`agent_memory.model.drafts.prepare_episode`:
+    owners checked, every text redacted and trimmed), whoever built it. Every store's ``write`` and ``replace``
+    call this, so a hand-built or refined :class:`Episode` is held to the same rules as :func:`build_episode`'s."""
+    if not isinstance(episode, Episode):
+        raise InvalidInputError(f"an episode must be an Episode, not {type(episode).__name__}")
+    data = prepare_episode(episode.to_dict())
+    for name in ("approach", "tokens"):
+        data.pop(name, None)
+    tools = []
+    for t in data["tools"]:
+        calls, errors = t.get("calls"), t.get("errors", 0)
+        if any(isinstance(n, bool) or not isinstance(n, int) or not 0 <= n < MAX_COUNT for n in (calls, errors)):
+            raise InvalidInputError("an episode tool's calls and errors must be whole numbers ≥ 0")
+        tools.append(ToolUse(t["name"], calls, errors))
+    data["tools"] = tuple(tools)
+    for name in ("sequence", "worked", "failed"):
+        data[name] = tuple(data[name])
+    try:
+        data["scope"] = Scope(str(data.get("scope")))
+    except ValueError:
+        raise InvalidInputError("an episode's scope must be user, session or project") from None
+    return Episode(**data)
 
 
 def _scalar(value: Any) -> str:

@@ -30,6 +30,7 @@ from agent_memory.episodes._model import (
     EpisodeParseError,
     ToolUse,
     episode_month,
+    gated,
     parse_episode,
     validate_episode_id,
 )
@@ -87,6 +88,7 @@ class EpisodeStore:
     # -- write --------------------------------------------------------------------------------
     def write(self, episode: Episode) -> Episode:
         """Store ``episode`` (a new file, atomically, under the lock); returns it with its ``path``."""
+        episode = gated(episode)  # the write gate, whoever built the episode
         path = self.path_of(episode.id)
         text = episode.render()
         parse_episode(text, episode.id)  # never write what could not be read back
@@ -106,6 +108,7 @@ class EpisodeStore:
 
     def replace(self, episode: Episode) -> Episode:
         """Rewrite an existing episode's file (a refinement: same id, owner and run facts); atomically, locked."""
+        episode = gated(episode)  # the write gate, whoever built the episode
         path = self.path_of(episode.id)
         text = episode.render()
         parse_episode(text, episode.id)

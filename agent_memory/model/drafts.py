@@ -1,6 +1,7 @@
 """The write gate: what a write asks for, checked, redacted and owned before any backend stores a byte.
 
-Every record that reaches a backend passes here, so validation, redaction, ownership and defaults are one policy:
+Every record, session message and summary, episode, event and archive note that reaches a backend passes here,
+so validation, redaction, ownership and defaults are one policy:
 
 - :func:`prepare_draft` turns a :class:`MemoryDraft` (a new memory) into a record without an id. Callers: the
   files store (``_batch.remember_many``, hence ``MemoryStore.remember``, the tools, the CLI ``remember`` and
@@ -12,13 +13,34 @@ Every record that reaches a backend passes here, so validation, redaction, owner
   (``--as-user``/``--as-session``); callers: every import path (portable restore, foreign importers, CLI drafts).
 - :func:`check_id`, :func:`check_owner`, :func:`check_label` and :func:`clean_metadata` are the field rules both
   use: a string that can hold a secret is redacted (content, title, every metadata key and value, a value under a
-  secret-named key) or, where a marker would break it (ids, owners, keys, tags, kind), refused.
+  secret-named key) or, where a marker would break it (ids, owners, keys, tags, kind), refused
+  (:func:`looks_secret`: also a secret glued after a prefix, ``chat-sk-…``).
 
-Write paths that do not pass the gate yet: session logs and summaries (``sessions``: their own validation and
-redaction), episodes (``episodes``, files and PostgreSQL: their own), the event log (``events``: snapshots of
-records that passed), consolidation (moves records that passed to ``archive/`` with a note of its own), the
-archive/restore/undo moves of the lifecycle (bytes that passed), and ``USER.md`` (hand-edited; redacted on its
-way into the prompt).
+What is not a record passes the same gate, through the functions below (the field rules are these, nowhere else):
+
+- :func:`check_ident`: a session or user id of a log, an episode or an event's attribution, an actor, a run or
+  tool-call id: one line, never a secret (refused). Callers: ``sessions._messages.owner_ids`` (hence
+  ``SessionStore.append`` on both backends), ``episodes._model.check_owner``/``gated`` and :func:`check_acting`.
+- :func:`prepare_message`: one session message (role a label, text/speaker/turn_id redacted, metadata through
+  :func:`clean_metadata`, ``at`` one instant); caller: ``sessions._messages.message_line``, hence
+  ``SessionStore.append`` over ``SessionFiles`` and ``backends.postgres.sessions.PgSessionLog``.
+- :func:`prepare_summary`: a session summary (text redacted, source a label, count, instant); callers:
+  ``SessionFiles.write_summary`` and ``PgSessionLog.write_summary`` (hence ``SessionStore.write_summary`` and the
+  summarize worker).
+- :func:`prepare_episode` (with :func:`clean_text`/:func:`clean_ident`): every text of an episode redacted and
+  trimmed, its owners checked; callers: ``episodes._model.gated``, called by ``EpisodeStore.write``/``replace``
+  and ``PgEpisodeStore.write``/``replace`` (so ``build_episode``'s, a hand-built and a refined episode alike), and
+  ``episodes._build`` (tool names, notes) and the episode worker (``episodes._model.clean``).
+- :func:`check_acting`: who a change is attributed to, refused before the change; caller:
+  ``model.events.acting`` (events and provenance on both backends).
+- :func:`prepare_event`: an event's strings and ``detail`` keys and values redacted; caller:
+  ``model.events.gated``, called by ``backends.files.events.EventLog.append``.
+- :func:`archive_note`: why a record was archived, one redacted line; caller: ``consolidate`` (the pass and the
+  worker's ``archive_record``).
+
+Not through it: the archive/restore/undo moves of the lifecycle (bytes that passed, moved whole), PostgreSQL's
+event ``detail`` (built from ids, hashes and fixed words by ``backends.postgres.events``), and ``USER.md``
+(hand-edited, never written by us; redacted on its way into the prompt by ``agents.core_block``).
 
 Rules:
 
@@ -70,7 +92,8 @@ from agent_memory.model.records import (
     validate_id,
     validate_key,
 )
-from agent_memory.model.values import looks_secret, shown
+from agent_memory.model.values import looks_secret as _looks_secret_spaced
+from agent_memory.model.values import shown
 
 OnExisting = Literal["append", "replace", "skip"]
 Status = Literal["created", "duplicate", "appended", "replaced", "skipped", "superseded"]
@@ -124,6 +147,15 @@ class MemoryDraft:
 
 
 MAX_METADATA_DEPTH = 16
+_GLUE = re.compile(r"[-.:@/+=~_]+")
+
+
+def looks_secret(value: str) -> bool:
+    """True if an identifier holds a secret: on its own, spaced at its separators, or glued after a prefix
+    (``chat-sk-…``, ``ada.ghp_…``: spacing the separators would also split the token's own ``sk-``)."""
+    if _looks_secret_spaced(value):
+        return True
+    return any(_redact.contains_secret(value[m.end():]) for m in _GLUE.finditer(value) if len(value) - m.end() >= 16)
 
 
 def _parse_when(value: str) -> dt.datetime | None:
@@ -520,3 +552,197 @@ def read_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, MemoryDraft 
                 yield n, f"line {n}: {exc}"
             except RecursionError:  # JSON nested thousands deep
                 yield n, f"line {n}: JSON nested too deeply"
+
+
+# -- the gate for what is not a record: session logs, episodes, events, archive notes ------------------------------
+MAX_ID_CHARS = 200
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def check_ident(name: str, value: object, *, required: bool = False, max_chars: int = MAX_ID_CHARS) -> str | None:
+    """A session or user id (of a log, an episode, an event's attribution), an actor or a run/tool-call id: None
+    (unless ``required``) or one non-blank line of at most ``max_chars`` characters, valid Unicode, never a secret
+    (ids are directory names, columns and listings: a marker would break them, so a secret is refused)."""
+    if value is None:
+        if required:
+            raise InvalidInputError(f"{name} is required")
+        return None
+    text = check_text_field(name, value, max_chars)
+    if not text.strip() or _CONTROL.search(text):
+        raise InvalidInputError(f"{name} must be one non-empty line of at most {max_chars} characters "
+                                "without control characters")
+    if looks_secret(text):
+        raise InvalidInputError(f"{name} looks like a secret; refusing to store it (use an opaque id)")
+    return text
+
+
+def clean_text(value: object, limit: int, *, one_line: bool = False) -> str:
+    """Free text as stored outside a record (episode goal and notes, tool names, archive notes): control
+    characters dropped, redacted, trimmed to ``limit`` characters with ``…``. Idempotent."""
+    text = "" if value is None else str(value)
+    text = _CONTROL.sub(" ", text.replace("\r\n", "\n"))
+    if one_line:
+        text = " ".join(text.split())
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates: never a write that cannot be read
+    text = _redact.redact_text(text.strip())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def clean_ident(value: object, limit: int) -> str:
+    """A one-line name or id that is not a key of anything (a tool's name, a model, a run id in an episode): as
+    :func:`clean_text`, and wholly a marker when a secret is glued into it (redaction wants a boundary)."""
+    text = clean_text(value, limit, one_line=True)
+    return _redact.marker("identifier") if text and looks_secret(text) else text
+
+
+def _clean_opt(value: object, limit: int) -> str | None:
+    return clean_ident(value, limit) or None
+
+
+# session logs ----------------------------------------------------------------------------------------------------
+MAX_MESSAGE_CHARS = 200_000
+MAX_ROLE_CHARS = 40
+
+
+def prepare_message(message: object) -> dict[str, Any]:
+    """One session message as stored: ``role`` (a short label, never a secret), ``text`` redacted, ``at`` one UTC
+    instant (now when absent), ``speaker``/``turn_id`` redacted, ``meta`` through :func:`clean_metadata`.
+    Anything else is an :class:`InvalidInputError` naming the field; nothing is stored."""
+    if not isinstance(message, Mapping):
+        raise InvalidInputError("a message must be a mapping with 'role' and 'text'")
+    role, text = message.get("role", "user"), message.get("text", message.get("content"))
+    if not isinstance(role, str) or not role.strip() or len(role) > MAX_ROLE_CHARS:
+        raise InvalidInputError("a message's role must be a short non-empty string")
+    check_label("a message's role", role)
+    if not isinstance(text, str):
+        raise InvalidInputError("a message's text must be a string")
+    if len(text) > MAX_MESSAGE_CHARS:
+        raise InvalidInputError(f"a message is limited to {MAX_MESSAGE_CHARS} characters")
+    at = message.get("at")
+    when = _parse_when(at) if isinstance(at, str) else at if isinstance(at, dt.datetime) else None
+    if at is not None and when is None:
+        raise InvalidInputError(f"a message's 'at' must be an ISO date or datetime, not {shown(at)}")
+    if isinstance(when, dt.datetime) and when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    counter = [0]
+    obj: dict[str, Any] = {"role": role.strip(), "text": _redacted(text, counter),
+                           "at": utc_text(when or dt.datetime.now(dt.UTC))}
+    for key in ("speaker", "turn_id"):
+        value = message.get(key)
+        if value is not None:
+            if isinstance(value, bool) or not isinstance(value, (str, int)) or len(str(value)) > 200:
+                raise InvalidInputError(f"a message's {key} must be a short string")
+            obj[key] = _redacted(str(value), counter)
+    meta = message.get("metadata")
+    if meta:
+        if not isinstance(meta, Mapping):
+            raise InvalidInputError("a message's metadata must be a mapping")
+        try:
+            obj["meta"] = json.loads(json.dumps(clean_metadata(dict(meta)), ensure_ascii=False, allow_nan=False))
+        except (TypeError, ValueError, RecursionError):
+            raise InvalidInputError("a message's metadata must be JSON-serialisable") from None
+    return obj
+
+
+def prepare_summary(text: object, *, messages: object, source: object, fallback: object,
+                    made_at: object = None) -> dict[str, Any]:
+    """A session summary's fields as stored: ``text`` redacted (non-empty), ``messages`` a count ≥ 0, ``source``
+    a label (never a secret), ``made_at`` one UTC instant (now when absent), ``fallback`` a bool."""
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidInputError("a summary must be non-empty text")
+    if len(text) > MAX_MESSAGE_CHARS:
+        raise InvalidInputError(f"a summary is limited to {MAX_MESSAGE_CHARS} characters")
+    if isinstance(messages, bool) or not isinstance(messages, int) or messages < 0:
+        raise InvalidInputError("a summary's messages must be a whole number ≥ 0")
+    label = check_ident("a summary's source", source, required=True, max_chars=MAX_ROLE_CHARS * 2)
+    when = made_at if isinstance(made_at, dt.datetime) else _parse_when(made_at) if isinstance(made_at, str) else None
+    if made_at is not None and when is None:
+        raise InvalidInputError(f"a summary's made_at must be an ISO date or datetime, not {shown(made_at)}")
+    if isinstance(when, dt.datetime) and when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return {"text": _redacted(text, [0]), "messages": messages, "source": label, "fallback": bool(fallback),
+            "made_at": utc_text(when or dt.datetime.now(dt.UTC))}
+
+
+# episodes --------------------------------------------------------------------------------------------------------
+MAX_GOAL_CHARS = 1000
+MAX_DETAIL_CHARS = 500
+MAX_NOTE_CHARS = 300
+MAX_SUMMARY_CHARS = 600
+MAX_NOTES = 20
+MAX_SEQUENCE = 100
+MAX_TOOL_NAME = 64
+MAX_EPISODE_SOURCE = 32
+
+
+def _texts(value: object, name: str, limit: int, max_items: int) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise InvalidInputError(f"an episode's {name} must be a list of texts")
+    return [t for v in list(value)[:max_items] if (t := clean_text(v, limit, one_line=True))]
+
+
+def prepare_episode(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """An episode's fields (as :meth:`Episode.to_dict` gives them) as stored: owners checked (:func:`check_ident`),
+    every text redacted and trimmed (goal, exit detail, summary, notes, tool names, run/conversation ids, model,
+    source, refined_by). Numbers, choices and instants stay the episode model's to check. Returns a new mapping."""
+    out = dict(fields)
+    if not isinstance(fields.get("goal"), str):
+        raise InvalidInputError(f"an episode's goal must be a string, not {type(fields.get('goal')).__name__}")
+    for name in ("session_id", "user_id"):
+        out[name] = check_ident(name, fields.get(name))
+    out["goal"] = clean_text(fields["goal"], MAX_GOAL_CHARS) or "(no prompt)"
+    out["exit_detail"] = clean_text(fields.get("exit_detail"), MAX_DETAIL_CHARS)
+    out["summary"] = clean_text(fields.get("summary"), MAX_SUMMARY_CHARS)
+    for name in ("run_id", "conversation_id", "model", "refined_by"):
+        out[name] = _clean_opt(fields.get(name), MAX_ID_CHARS)
+    out["source"] = clean_ident(fields.get("source"), MAX_EPISODE_SOURCE) or "api"
+    out["sequence"] = [clean_ident(t, MAX_TOOL_NAME) for t in _texts(fields.get("sequence"), "sequence", MAX_TOOL_NAME,
+                                                                     MAX_SEQUENCE)]
+    out["worked"] = _texts(fields.get("worked"), "worked", MAX_NOTE_CHARS, MAX_NOTES)
+    out["failed"] = _texts(fields.get("failed"), "failed", MAX_NOTE_CHARS, MAX_NOTES)
+    tools = fields.get("tools") or []
+    if not isinstance(tools, (list, tuple)) or not all(isinstance(t, Mapping) for t in tools):
+        raise InvalidInputError("an episode's tools must be a list of {name, calls, errors}")
+    out["tools"] = [{**t, "name": clean_ident(t.get("name"), MAX_TOOL_NAME) or "?"} for t in tools]
+    return out
+
+
+# events ----------------------------------------------------------------------------------------------------------
+ACTING_FIELDS = ("actor", "run_id", "tool_call_id", "session_id", "user_id")
+
+
+def check_acting(values: Mapping[str, object]) -> None:
+    """Who a change is attributed to (:func:`agent_memory.model.events.acting`): each of ``actor``, ``run_id``,
+    ``tool_call_id``, ``session_id``, ``user_id`` given is a one-line id that is never a secret, refused before
+    any change is made (they reach events, provenance metadata and rows)."""
+    for name, value in values.items():
+        check_ident(name, value)
+
+
+def prepare_event(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """An event's fields as stored (:meth:`Event.to_dict`): every string field redacted, ``detail`` keys and values
+    through :func:`clean_metadata`. Never raises on strings: the change the event reports is already made."""
+    out: dict[str, Any] = {}
+    for key, value in fields.items():
+        if key == "detail":
+            out[key] = clean_metadata(value if isinstance(value, Mapping) else {"value": value})
+        elif isinstance(value, str):
+            out[key] = clean_text(value, 1000, one_line=True)
+        else:
+            out[key] = value
+    return out
+
+
+# archive notes ---------------------------------------------------------------------------------------------------
+MAX_NOTE_REASON = 300
+
+
+def archive_note(reason: object) -> str:
+    """Why a record was archived (consolidation, a worker's ``memory_archive``) as stored in the archive file's
+    one-line annotation and its event: one line (an annotation cannot be broken out of), redacted, trimmed."""
+    return clean_text(reason, MAX_NOTE_REASON, one_line=True).replace("-->", "->") or "no reason given"

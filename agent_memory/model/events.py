@@ -23,10 +23,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_memory.errors import BackendError
+from agent_memory.model.drafts import check_acting, prepare_event
 from agent_memory.model.records import now_iso
 from agent_memory.model.scopes import may_see
 
-__all__ = ["EVENT_TYPES", "Acting", "Event", "NotSupportedError", "acting", "current_acting", "tombstone_id", "visible"]
+__all__ = ["EVENT_TYPES", "Acting", "Event", "NotSupportedError", "acting", "current_acting", "gated", "tombstone_id",
+           "visible"]
 
 EVENT_TYPES = frozenset({
     "created", "appended", "replaced", "superseded", "forgotten", "archived", "restored", "purged", "imported",
@@ -55,7 +57,12 @@ _ACTING: contextvars.ContextVar[Acting | None] = contextvars.ContextVar("agent_m
 @contextlib.contextmanager
 def acting(actor: str | None = None, *, run_id: str | None = None, tool_call_id: str | None = None,
            session_id: str | None = None, user_id: str | None = None) -> Iterator[Acting]:
-    """Attribute every mutation in this block to ``actor`` (fields left out are inherited from an outer block)."""
+    """Attribute every mutation in this block to ``actor`` (fields left out are inherited from an outer block).
+
+    Each value given passes the write gate (:func:`agent_memory.model.drafts.check_acting`: one-line ids, never a
+    secret): a bad one is an :class:`~agent_memory.errors.InvalidInputError` here, before any change is made."""
+    check_acting({k: v for k, v in (("actor", actor), ("run_id", run_id), ("tool_call_id", tool_call_id),
+                                    ("session_id", session_id), ("user_id", user_id)) if v})
     outer = _ACTING.get() or Acting()
     now = Acting(actor or outer.actor, run_id or outer.run_id, tool_call_id or outer.tool_call_id,
                  session_id or outer.session_id, user_id or outer.user_id)
@@ -110,6 +117,12 @@ class Event:
         if not isinstance(known.get("detail", {}), dict):
             raise ValueError("event detail must be an object")
         return cls(**known)
+
+
+def gated(ev: Event) -> Event:
+    """``ev`` as it may be stored: through the write gate (:func:`agent_memory.model.drafts.prepare_event`: every
+    string redacted, ``detail`` keys and values too). Never raises on text: the change it reports is made."""
+    return Event.from_dict(prepare_event(ev.to_dict()))
 
 
 def visible(ev: Event, session_id: str | None, user_id: str | None) -> bool:

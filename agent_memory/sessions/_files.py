@@ -27,7 +27,7 @@ from typing import Any
 
 from agent_memory.errors import InvalidInputError
 from agent_memory.formats.atomic import atomic_write, ensure_dir, fsync_dir, storage_error
-from agent_memory.redaction.api import redact_text
+from agent_memory.model.drafts import prepare_summary
 from agent_memory.sessions._messages import (
     MAX_LOG_BYTES,
     MAX_MESSAGE_CHARS,
@@ -40,11 +40,12 @@ from agent_memory.sessions._messages import (
     dir_name,
     message_line,
     now_utc,
+    owner_ids,
     parse_message,
 )
 
 __all__ = ["SessionFiles", "SessionDir", "SessionMessage", "SessionSummary", "SessionProblem", "MAX_LOG_BYTES",
-           "MAX_MESSAGE_CHARS", "check_id", "dir_name", "message_line", "now_utc"]
+           "MAX_MESSAGE_CHARS", "check_id", "dir_name", "message_line", "now_utc", "owner_ids"]
 
 
 class SessionFiles:
@@ -254,21 +255,22 @@ class SessionFiles:
 
     def write_summary(self, sdir: SessionDir, text: str, *, messages: int, source: str, fallback: bool,
                       made_at: str | None = None) -> SessionSummary:
-        """Replace the current summary with the next version (the previous one goes to the history)."""
+        """Replace the current summary with the next version (the previous one goes to the history); its fields
+        pass the write gate first (:func:`agent_memory.model.drafts.prepare_summary`)."""
+        fields = prepare_summary(text, messages=messages, source=source, fallback=fallback, made_at=made_at)
         lock = Path(sdir.path) / ".summary.lock"
         fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)  # two summarisers never write the same version number
-            return self._write_summary(sdir, text, messages=messages, source=source, fallback=fallback, made_at=made_at)
+            return self._write_summary(sdir, fields)
         finally:
             os.close(fd)
 
-    def _write_summary(self, sdir: SessionDir, text: str, *, messages: int, source: str, fallback: bool,
-                       made_at: str | None) -> SessionSummary:
+    def _write_summary(self, sdir: SessionDir, fields: dict[str, Any]) -> SessionSummary:
         current, _ = self.summary(sdir)
         version = (current.version if current else 0) + 1
-        new = SessionSummary(sdir.session_id, sdir.user_id, version, redact_text(text), made_at or now_utc(), messages,
-                             source, fallback)
+        new = SessionSummary(sdir.session_id, sdir.user_id, version, fields["text"], fields["made_at"],
+                             fields["messages"], fields["source"], fields["fallback"])
         if current is not None:
             self.append_file(Path(sdir.path) / "summaries.jsonl", json.dumps(current.to_dict(), ensure_ascii=False).encode() + b"\n")
         atomic_write(Path(sdir.path) / "summary.json", json.dumps(new.to_dict(), ensure_ascii=False).encode("utf-8"),

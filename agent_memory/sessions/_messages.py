@@ -13,14 +13,12 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from agent_memory.errors import InvalidInputError
-from agent_memory.model.drafts import _parse_when, utc_text
-from agent_memory.redaction.api import redact_text
+from agent_memory.model.drafts import MAX_MESSAGE_CHARS, _parse_when, check_ident, prepare_message, utc_text
 
 __all__ = ["SessionDir", "SessionMessage", "SessionSummary", "SessionProblem", "MAX_LOG_BYTES", "MAX_MESSAGE_CHARS",
-           "NO_USER", "check_file", "check_id", "dir_name", "message_line", "now_utc", "parse_message"]
+           "NO_USER", "check_file", "check_id", "dir_name", "message_line", "now_utc", "owner_ids", "parse_message"]
 
 MAX_LOG_BYTES = 64 * 1024 * 1024
-MAX_MESSAGE_CHARS = 200_000
 MAX_ID_CHARS = 200
 _PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,99}")
 NO_USER = "_"
@@ -40,7 +38,8 @@ def dir_name(value: str | None) -> str:
 
 
 def check_id(name: str, value: object, *, required: bool = False) -> str | None:
-    """A session or user id: None (unless required) or a non-blank string without control characters."""
+    """A session or user id a *read* names: None (unless required) or a non-blank string without control
+    characters. A write checks its ids with the write gate (:func:`owner_ids`), which also refuses secrets."""
     if value is None:
         if required:
             raise InvalidInputError(f"{name} is required")
@@ -54,6 +53,14 @@ def check_id(name: str, value: object, *, required: bool = False) -> str | None:
     except UnicodeEncodeError:
         raise InvalidInputError(f"{name} is not valid Unicode (lone surrogate)") from None
     return value
+
+
+def owner_ids(session_id: object, user_id: object) -> tuple[str, str | None]:
+    """The session and user a write goes to, through the write gate (:func:`agent_memory.model.drafts.check_ident`):
+    one-line ids, never a secret (they are directory names and columns)."""
+    sid = check_ident("session_id", session_id, required=True)
+    assert sid is not None
+    return sid, check_ident("user_id", user_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,41 +167,11 @@ def parse_message(line: bytes, n: int, sdir: SessionDir) -> SessionMessage:
 
 
 def message_line(message: Mapping[str, Any]) -> tuple[dict[str, Any], bytes]:
-    """Validate and redact one message to append; returns the stored object and its line."""
-    if not isinstance(message, Mapping):
-        raise InvalidInputError("a message must be a mapping with 'role' and 'text'")
-    role, text = message.get("role", "user"), message.get("text", message.get("content"))
-    if not isinstance(role, str) or not role.strip() or len(role) > 40:
-        raise InvalidInputError("a message's role must be a short non-empty string")
-    if not isinstance(text, str):
-        raise InvalidInputError("a message's text must be a string")
-    if len(text) > MAX_MESSAGE_CHARS:
-        raise InvalidInputError(f"a message is limited to {MAX_MESSAGE_CHARS} characters")
-    at = message.get("at")
-    when = _parse_when(at) if isinstance(at, str) else at if isinstance(at, dt.datetime) else None
-    if at is not None and when is None:
-        raise InvalidInputError(f"a message's 'at' must be an ISO date or datetime, not {at!r}")
-    if isinstance(when, dt.datetime) and when.tzinfo is None:
-        when = when.replace(tzinfo=dt.UTC)
-    obj: dict[str, Any] = {"role": role.strip(), "text": redact_text(text), "at": utc_text(when) if when else now_utc()}
-    for key in ("speaker", "turn_id"):
-        value = message.get(key)
-        if value is not None:
-            if not isinstance(value, (str, int)) or len(str(value)) > 200:
-                raise InvalidInputError(f"a message's {key} must be a short string")
-            obj[key] = redact_text(str(value))
-    meta = message.get("metadata")
-    if meta:
-        if not isinstance(meta, Mapping):
-            raise InvalidInputError("a message's metadata must be a mapping")
-        try:
-            obj["meta"] = json.loads(redact_text(json.dumps(dict(meta), ensure_ascii=False, default=str)))
-        except (TypeError, ValueError, RecursionError):
-            raise InvalidInputError("a message's metadata must be JSON-serialisable") from None
+    """One message to append through the write gate (:func:`agent_memory.model.drafts.prepare_message`: validated,
+    redacted); returns the stored object and its line."""
+    obj = prepare_message(message)
     try:
         line = json.dumps(obj, ensure_ascii=False).encode("utf-8") + b"\n"
     except UnicodeEncodeError:
         raise InvalidInputError("a message is not valid Unicode (lone surrogate)") from None
     return obj, line
-
-

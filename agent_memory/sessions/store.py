@@ -27,6 +27,7 @@ from agent_memory.sessions._files import (
     SessionSummary,
     check_id,
     message_line,
+    owner_ids,
 )
 
 __all__ = ["SessionLog", "SessionStore", "SessionInfo", "SummaryPolicy", "purge_sessions", "visible"]
@@ -126,11 +127,10 @@ class SessionStore:
     def append(self, session_id: str, messages: Iterable[Mapping[str, Any]], *, user_id: str | None = None) -> list[SessionMessage]:
         """Append messages (``{"role", "text", "at"?, "speaker"?, "turn_id"?, "metadata"?}``) to a session's log.
 
-        Every message is validated and redacted before anything is written; all of them are written
+        Every message passes the write gate (:func:`agent_memory.model.drafts.prepare_message`: validated and
+        redacted) before anything is written; all of them are written
         in one locked append, so concurrent appenders never interleave or lose a line."""
-        sid = check_id("session_id", session_id, required=True)
-        uid = check_id("user_id", user_id)
-        assert sid is not None
+        sid, uid = owner_ids(session_id, user_id)  # the write gate: never a secret in a directory name or column
         prepared = [message_line(m) for m in messages]
         if not prepared:
             return []
@@ -141,11 +141,10 @@ class SessionStore:
 
     def write_summary(self, session_id: str, text: str, *, user_id: str | None = None, messages: int | None = None,
                       source: str = "offline", fallback: bool = False, made_at: str | None = None) -> SessionSummary:
-        """Store a new summary version of the caller's own session (``user_id`` names its owner)."""
+        """Store a new summary version of the caller's own session (``user_id`` names its owner); the log passes
+        its fields through the write gate (:func:`agent_memory.model.drafts.prepare_summary`)."""
         sdir = self._own(session_id, user_id)
-        if not isinstance(text, str) or not text.strip():
-            raise InvalidInputError("a summary must be non-empty text")
-        count = len(self.files.read(sdir)[0]) if messages is None else int(messages)
+        count = len(self.files.read(sdir)[0]) if messages is None else messages
         return self.files.write_summary(sdir, text, messages=count, source=source, fallback=fallback, made_at=made_at)
 
     def _own(self, session_id: str, user_id: str | None) -> SessionDir:

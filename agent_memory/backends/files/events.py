@@ -32,6 +32,7 @@ from agent_memory.model.events import (
     NotSupportedError,
     acting,
     current_acting,
+    gated,
     tombstone_id,
     visible,
 )
@@ -73,9 +74,11 @@ class EventLog:
         return sorted(p for p in self.dir.glob("*.jsonl") if p.is_file() and not p.is_symlink())
 
     def append(self, ev: Event) -> Event:
-        """Write one line (on a fresh line even after a torn one); fsync when durable."""
+        """Write one line (on a fresh line even after a torn one); fsync when durable. The event passes the write
+        gate first (:func:`agent_memory.model.events.gated`: every string and detail key/value redacted)."""
         if ev.event not in EVENT_TYPES:
             raise ValueError(f"unknown event type {ev.event!r}")
+        ev = gated(ev)
         buffer = getattr(self._local, "buffer", None)
         if buffer is not None:
             buffer.append(ev)

@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 
 from agent_memory.backends.postgres.sessions import SyncPool
-from agent_memory.episodes._model import STATUSES, Episode, ToolUse, parse_episode, validate_episode_id
+from agent_memory.episodes._model import STATUSES, Episode, ToolUse, gated, parse_episode, validate_episode_id
 from agent_memory.episodes._store import MAX_LIMIT, _check_caller, query_terms
 from agent_memory.errors import InvalidInputError, NotFoundError
 from agent_memory.model import scopes
@@ -44,6 +44,7 @@ class PgEpisodeStore:
 
     def write(self, episode: Episode) -> Episode:
         """Store ``episode`` (a new row; an existing id is refused); returns it with its ``path``."""
+        episode = gated(episode)  # the write gate, whoever built the episode
         text = episode.render()
         parse_episode(text, episode.id)  # never write what could not be read back
         if "\x00" in text:
@@ -62,6 +63,7 @@ class PgEpisodeStore:
 
     def replace(self, episode: Episode) -> Episode:
         """Rewrite an existing episode's row (a refinement: same id, owner and run facts)."""
+        episode = gated(episode)  # the write gate, whoever built the episode
         text = episode.render()
         parse_episode(text, episode.id)
         if "\x00" in text:

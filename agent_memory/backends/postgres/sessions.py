@@ -27,7 +27,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from agent_memory.backends.postgres.pool import redact_url
 from agent_memory.backends.postgres.schema import LATEST, migrations
 from agent_memory.errors import BackendError, InvalidInputError
-from agent_memory.redaction.api import redact_text
+from agent_memory.model.drafts import prepare_summary
 from agent_memory.sessions._messages import SessionDir, SessionMessage, SessionProblem, SessionSummary, dir_name, now_utc
 
 __all__ = ["PgSessionLog", "SyncPool", "migrate_sync"]
@@ -240,8 +240,10 @@ class PgSessionLog:
 
     def write_summary(self, sdir: SessionDir, text: str, *, messages: int, source: str, fallback: bool,
                       made_at: str | None = None) -> SessionSummary:
-        """Store the next version (the session's row is locked, so two summarisers never take the same number)."""
-        clean = redact_text(text)
+        """Store the next version (the session's row is locked, so two summarisers never take the same number); its
+        fields pass the write gate first (:func:`agent_memory.model.drafts.prepare_summary`)."""
+        fields = prepare_summary(text, messages=messages, source=source, fallback=fallback, made_at=made_at)
+        clean, source, messages, fallback = fields["text"], fields["source"], fields["messages"], fields["fallback"]
         _no_nul(clean, source)
         tenant, sid = self._key(sdir)
         with self.pool.connection() as conn, conn.transaction():
@@ -250,7 +252,7 @@ class PgSessionLog:
                 raise BackendError(f"session {sid!r} vanished (purged?); no summary was written")
             version = int(conn.execute(f"SELECT coalesce(max(version), 0) + 1 AS v FROM {self.t_summaries}"
                                        " WHERE tenant = %s AND session_id = %s", (tenant, sid)).fetchone()["v"])
-            new = SessionSummary(sid, sdir.user_id, version, clean, made_at or now_utc(), messages, source, fallback)
+            new = SessionSummary(sid, sdir.user_id, version, clean, fields["made_at"], messages, source, fallback)
             conn.execute(f"INSERT INTO {self.t_summaries} (tenant, session_id, version, text, made_at, messages, source,"
                          " fallback) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
                          (tenant, sid, version, new.text, new.made_at, messages, source, fallback))
