@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_memory.errors import BackendError
-from agent_memory.model.drafts import check_acting, prepare_event
 from agent_memory.model.records import now_iso
 from agent_memory.model.scopes import may_see
 
@@ -61,6 +60,8 @@ def acting(actor: str | None = None, *, run_id: str | None = None, tool_call_id:
 
     Each value given passes the write gate (:func:`agent_memory.model.drafts.check_acting`: one-line ids, never a
     secret): a bad one is an :class:`~agent_memory.errors.InvalidInputError` here, before any change is made."""
+    from agent_memory.model.drafts import check_acting  # the gate pulls in redaction: a search never needs it
+
     check_acting({k: v for k, v in (("actor", actor), ("run_id", run_id), ("tool_call_id", tool_call_id),
                                     ("session_id", session_id), ("user_id", user_id)) if v})
     outer = _ACTING.get() or Acting()
@@ -122,6 +123,8 @@ class Event:
 def gated(ev: Event) -> Event:
     """``ev`` as it may be stored: through the write gate (:func:`agent_memory.model.drafts.prepare_event`: every
     string redacted, ``detail`` keys and values too). Never raises on text: the change it reports is made."""
+    from agent_memory.model.drafts import prepare_event
+
     return Event.from_dict(prepare_event(ev.to_dict()))
 
 
