@@ -20,12 +20,17 @@ _EXPORTS = {
     "MemoryBackend": "backends.base",
     "FilesBackend": "backends.base",
     "Caller": "backends.base",
+    "LifecycleBackend": "backends.base",
+    "SessionsBackend": "backends.base",
+    "EpisodesBackend": "backends.base",
+    "VectorsBackend": "backends.base",
     "open_backend": "backends",
     "PendingCaptureWarning": "provider",
     "RecordParseError": "model.records",
     "StorageError": "errors",
     "ReadOnlyError": "errors",
     "BackendError": "errors",
+    "UnsupportedError": "errors",
     "MemoryDraft": "model.drafts",
     "RememberResult": "model.drafts",
     "SweepReport": "backends.files.store",
@@ -105,7 +110,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.agents.workers.recall import RecallResult
     from agent_memory.agents.workers.reflect import Reflection
     from agent_memory.backends import open_backend
-    from agent_memory.backends.base import Caller, FilesBackend, MemoryBackend
+    from agent_memory.backends.base import (
+        Caller,
+        EpisodesBackend,
+        FilesBackend,
+        LifecycleBackend,
+        MemoryBackend,
+        SessionsBackend,
+        VectorsBackend,
+    )
     from agent_memory.backends.extended import ExtendedBackend, Hooks, Retrieved, SessionEnded, Written
     from agent_memory.backends.files.fts import Fts5Engine, SearchEngine
     from agent_memory.backends.files.store import MemoryStore
@@ -123,6 +136,7 @@ if TYPE_CHECKING:  # pragma: no cover
         ProfileError,
         ReadOnlyError,
         StorageError,
+        UnsupportedError,
     )
     from agent_memory.integrations.anthropic import MemoryToolHandler
     from agent_memory.integrations.hooks import MemoryContext, MemoryHooks

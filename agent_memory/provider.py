@@ -14,18 +14,29 @@ import builtins
 import logging
 import os
 import warnings
-from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from agent_memory.agents.core_block import DEFAULT_CORE_BUDGET, MemoryBlock, inject
 from agent_memory.backends import open_backend
-from agent_memory.backends.base import Caller, MemoryBackend
+from agent_memory.backends.base import (
+    Caller,
+    EpisodesBackend,
+    FilesBackend,
+    LifecycleBackend,
+    MemoryBackend,
+    SessionsBackend,
+    VectorsBackend,
+    capability,
+    require,
+)
 from agent_memory.errors import InvalidInputError
 from agent_memory.model.drafts import MemoryDraft, OnExisting, RememberResult
+from agent_memory.model.events import Event, NotSupportedError
 from agent_memory.model.records import MemoryRecord, Scope
-from agent_memory.model.reports import DoctorReport, SweepReport
+from agent_memory.model.reports import DoctorReport, History, PurgeReport, SweepReport, SyncReport
 from agent_memory.search.types import SearchResult
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -34,11 +45,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.agents.workers.recall import RecallResult
     from agent_memory.agents.workers.reflect import Reflection
     from agent_memory.backends.extended import Hooks
+    from agent_memory.backends.files.meaning import Meaning
+    from agent_memory.backends.files.store import MemoryStore
     from agent_memory.consolidate import ConsolidationReport
-    from agent_memory.episodes import Episode
+    from agent_memory.embeddings import Embedder
+    from agent_memory.episodes import Episode, Episodes
     from agent_memory.sessions import SessionInfo, SessionMessage, SessionStore, SessionSummary, SummaryPolicy
 
 T = TypeVar("T")
+H = TypeVar("H", bound=Callable[[Any], Any])
 logger = logging.getLogger("agent_memory")
 
 __all__ = ["MemoryProvider", "PendingCaptureWarning"]
@@ -87,10 +102,11 @@ class MemoryProvider:
             from agent_memory.backends.extended import ExtendedBackend
 
             self.backend = ExtendedBackend(self.backend, hooks)
-        if track_recalls and getattr(self.backend, "root", None) is not None:  # decay needs to know what was recalled
+        files = capability(self.backend, FilesBackend)
+        if track_recalls and files is not None:  # decay (files backend) needs to know what was recalled
             from agent_memory.consolidate.recalls import RecallLog
 
-            self.on("on_memory_retrieved", RecallLog(self.backend.root).hook)  # type: ignore[attr-defined,union-attr]
+            self.on("on_memory_retrieved", RecallLog(files.root).hook)
         self._profile_spec = profile
         self._profile: Profile | None = None
         self.turn_extractor = turn_extractor
@@ -104,12 +120,12 @@ class MemoryProvider:
         return root if root is not None else str(getattr(self.backend, "url", type(self.backend).__name__))
 
     @property
-    def store(self) -> Any:
+    def store(self) -> "MemoryStore":
         """The synchronous :class:`~agent_memory.backends.files.store.MemoryStore` behind a files backend (else ``AttributeError``)."""
-        try:
-            return self.backend.store  # type: ignore[attr-defined]
-        except AttributeError:
-            raise AttributeError(f"{type(self.backend).__name__} has no MemoryStore") from None
+        files = capability(self.backend, FilesBackend)
+        if files is None:
+            raise AttributeError(f"{type(self.backend).__name__} has no MemoryStore")
+        return files.store
 
     @property
     def profile(self) -> "Profile":
@@ -185,9 +201,7 @@ class MemoryProvider:
 
         ``mode="contextual"``: sessions by their summaries, then messages and records within them (files backend)."""
         if filters.get("mode") == "contextual":
-            from agent_memory.sessions.api import session_store
-
-            session_store(self.backend)  # a clear typed error where session logs are not kept
+            _ = self.session_store  # a clear typed error where session logs are not kept
         return await self.backend.search(query, Caller(session_id, user_id), tags=tags, limit=limit, **filters)
 
     async def search_trace(self, query: str, **kwargs: Any) -> SearchResult:
@@ -208,13 +222,13 @@ class MemoryProvider:
                      purge: bool = False) -> bool:
         """Archive a visible record (undo with :meth:`restore`); ``purge=True`` deletes every byte of it."""
         if purge:
-            return bool(await self._lifecycle("forget_purge")(record_id, Caller(session_id, user_id)))
+            return await self._lifecycle("forget --purge").forget_purge(record_id, Caller(session_id, user_id))
         return await self.backend.forget(record_id, Caller(session_id, user_id))
 
     async def sweep(self) -> SweepReport:
         return await self.backend.sweep()
 
-    async def reindex(self) -> Any:
+    async def reindex(self) -> SyncReport:
         return await self.backend.reindex()
 
     async def doctor(self) -> DoctorReport:
@@ -295,8 +309,13 @@ class MemoryProvider:
         return results
 
     # -- meaning: vectors catch up after writes, in a background thread, never inside a write --------
-    def _meaning(self) -> Any:
-        return getattr(getattr(self.backend, "store", None), "meaning", None)
+    def _meaning(self) -> "Meaning | None":
+        files = capability(self.backend, FilesBackend)
+        return None if files is None else files.store.meaning
+
+    def _embedder(self) -> "Embedder | None":
+        vectors = capability(self.backend, VectorsBackend)
+        return None if vectors is None else vectors.embedder
 
     def _embed_soon(self) -> None:
         meaning = self._meaning()
@@ -305,8 +324,8 @@ class MemoryProvider:
 
     async def embedded(self, timeout: float | None = None) -> bool:
         """Wait (off the event loop) until background embedding has caught up; False if ``timeout`` passed first."""
-        meaning = self._meaning()
-        return True if meaning is None else bool(await asyncio.to_thread(meaning.drain, timeout))
+        vectors = capability(self.backend, VectorsBackend)
+        return True if vectors is None else await vectors.embedded(timeout)
 
     def close(self) -> None:
         """Close the backend. Warns (:class:`PendingCaptureWarning`) if background captures are still pending.
@@ -318,10 +337,7 @@ class MemoryProvider:
             warnings.warn(f"MemoryProvider closed with {self.pending} background capture(s) pending; "
                           "await provider.flush() first (or use `async with MemoryProvider(...)`)",
                           PendingCaptureWarning, stacklevel=2)
-        close = getattr(self.backend, "close", None)
-        if close is None:
-            return
-        result = close()
+        result = self.backend.close()
         if asyncio.iscoroutine(result):
             try:
                 asyncio.get_running_loop()
@@ -329,9 +345,9 @@ class MemoryProvider:
                 asyncio.run(result)
             else:  # inside a loop (prefer aclose()): a files backend closes synchronously, others as a task
                 result.close()
-                store = getattr(self.backend, "store", None)
-                if store is not None:
-                    store.close()
+                files = capability(self.backend, FilesBackend)
+                if files is not None:
+                    files.store.close()
                 else:
                     self.background(self.backend.close())
 
@@ -351,44 +367,41 @@ class MemoryProvider:
         await self.aclose()
 
     # -- lifecycle: history, restore, undo, events, purge ----------------------------------
-    def _lifecycle(self, name: str) -> Any:
-        fn = getattr(self.backend, name, None)
-        if fn is None:
-            from agent_memory.model.events import NotSupportedError
-
-            raise NotSupportedError(f"{name} is not supported by the {type(self.backend).__name__} backend yet")
-        return fn
+    def _lifecycle(self, feature: str) -> LifecycleBackend:
+        """The backend as a :class:`~agent_memory.backends.base.LifecycleBackend`, else the one unsupported error."""
+        return require(self.backend, LifecycleBackend, feature, error=NotSupportedError)
 
     async def purge(self, record_id: str | None = None, *, session_id: str | None = None,
-                    user_id: str | None = None) -> Any:
+                    user_id: str | None = None) -> PurgeReport:
         """Delete content for good (irreversible): one record the caller may see, or, without ``record_id``,
-        everything of ``user_id`` and/or ``session_id`` (see :mod:`agent_memory.backends.files.purge`). Returns a ``PurgeReport``."""
-        return await self._lifecycle("purge")(record_id, session_id=session_id, user_id=user_id)
+        everything of ``user_id`` and/or ``session_id`` (see :mod:`agent_memory.backends.files.purge`)."""
+        return await self._lifecycle("purge").purge(record_id, session_id=session_id, user_id=user_id)
 
-    async def history(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> Any:
+    async def history(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> History:
         """Every version of a visible record (live or archived), oldest first, with its events."""
-        return await self._lifecycle("history")(record_id, Caller(session_id, user_id))
+        return await self._lifecycle("history").history(record_id, Caller(session_id, user_id))
 
     async def restore(self, record_id: str, *, version: int | None = None, session_id: str | None = None,
                       user_id: str | None = None) -> MemoryRecord:
         """Bring back a forgotten/swept record, or make ``version`` (default: the previous one) current."""
-        return await self._lifecycle("restore")(record_id, Caller(session_id, user_id), version=version)  # type: ignore[no-any-return]
+        return await self._lifecycle("restore").restore(record_id, Caller(session_id, user_id), version=version)
 
-    async def undo(self, *, session_id: str | None = None, user_id: str | None = None) -> Any:
+    async def undo(self, *, session_id: str | None = None, user_id: str | None = None) -> Event:
         """Reverse this caller's last change not undone yet; returns the event it reversed."""
-        return await self._lifecycle("undo")(Caller(session_id, user_id))
+        return await self._lifecycle("undo").undo(Caller(session_id, user_id))
 
     async def events(self, *, record_id: str | None = None, session_id: str | None = None, user_id: str | None = None,
-                     limit: int | None = None) -> Any:
+                     limit: int | None = None) -> builtins.list[Event]:
         """Events of records the caller may see, oldest first."""
-        return await self._lifecycle("events")(Caller(session_id, user_id), record_id=record_id, limit=limit)
+        return await self._lifecycle("events").events(Caller(session_id, user_id), record_id=record_id, limit=limit)
 
-    async def provenance(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> Any:
+    async def provenance(self, record_id: str, *, session_id: str | None = None,
+                         user_id: str | None = None) -> dict[str, Any]:
         """Who created and last changed a visible record."""
-        return await self._lifecycle("provenance")(record_id, Caller(session_id, user_id))
+        return await self._lifecycle("provenance").provenance(record_id, Caller(session_id, user_id))
 
     # -- extensions, consolidation, reflect ------------------------------------------------
-    def on(self, name: str, fn: Any) -> Any:
+    def on(self, name: str, fn: H) -> H:
         """Register an extension hook (``on_memory_written``, ``on_memory_retrieved``, ``on_session_end``); returns ``fn``.
 
         See :mod:`agent_memory.backends.extended`. Registering the first hook wraps the backend, so tools and workers
@@ -397,14 +410,16 @@ class MemoryProvider:
 
         if not isinstance(self.backend, ExtendedBackend):
             self.backend = ExtendedBackend(self.backend, Hooks())
-        return self.backend.hooks.add(name, fn)
+        self.backend.hooks.add(name, fn)
+        return fn
 
     async def end_session(self, session_id: str | None, *, user_id: str | None = None, **info: Any) -> None:
         """Tell ``on_session_end`` hooks a conversation ended (pending captures are awaited first). Never raises."""
         await self.flush()
-        end = getattr(self.backend, "end_session", None)
-        if end is not None:
-            await end(session_id, user_id, **info)
+        from agent_memory.backends.extended import ExtendedBackend
+
+        if isinstance(self.backend, ExtendedBackend):  # only hooks hear of it
+            await self.backend.end_session(session_id, user_id, **info)
 
     async def consolidate(self, *, dry_run: bool = False, max_share: float | None = None, worker: bool = False,
                           session_id: str | None = None, user_id: str | None = None, **options: Any) -> "ConsolidationReport":
@@ -443,9 +458,9 @@ class MemoryProvider:
 
         With a model in the profile's ``[episode]`` section, the stored episode is then refined in the background
         (:mod:`agent_memory.agents.workers.episode`; ``await provider.flush()`` waits for it); this call never waits for it."""
-        from agent_memory.episodes import build_episode, episode_store
+        from agent_memory.episodes import build_episode
 
-        store = episode_store(self.backend)
+        store = self._episodes()
         episode: Episode = await asyncio.to_thread(
             lambda: store.write(build_episode(goal, session_id=session_id, user_id=user_id, **facts)))
         await self._loaded_profile()
@@ -457,7 +472,7 @@ class MemoryProvider:
             self.background(self._refine_episode(store, episode, worker))
         return episode
 
-    async def _refine_episode(self, store: Any, episode: "Episode", worker: Any) -> "Episode | None":
+    async def _refine_episode(self, store: "Episodes", episode: "Episode", worker: Any) -> "Episode | None":
         from agent_memory.agents.workers.episode import refine_episode
 
         refined = await refine_episode(episode, worker=worker)
@@ -473,26 +488,28 @@ class MemoryProvider:
     async def episodes(self, query: str | None = None, *, session_id: str | None = None, user_id: str | None = None,
                        limit: int = 20, status: str | None = None) -> "builtins.list[Episode]":
         """The caller's episodes: newest first, or best match for ``query`` first; ``status`` ok, failed or paused."""
-        from agent_memory.episodes import episode_store
-
-        store = episode_store(self.backend)
+        store = self._episodes()
         return await asyncio.to_thread(store.list, query, session_id=session_id, user_id=user_id, limit=limit,
                                        status=status)
 
     async def episode(self, episode_id: str, *, session_id: str | None = None, user_id: str | None = None) -> "Episode":
         """One episode the caller may see (else :class:`~agent_memory.errors.NotFoundError`)."""
-        from agent_memory.episodes import episode_store
-
-        store = episode_store(self.backend)
+        store = self._episodes()
         return await asyncio.to_thread(store.get, episode_id, session_id=session_id, user_id=user_id)
 
-    # -- sessions (logs, summaries, contextual search; files backend) ---------------------
+    def _episodes(self) -> "Episodes":
+        """The backend's episode store (:class:`~agent_memory.episodes.EpisodesUnsupportedError` if it keeps none)."""
+        from agent_memory.episodes import EpisodesUnsupportedError
+
+        return require(self.backend, EpisodesBackend, "episodes", error=EpisodesUnsupportedError).episodes
+
+    # -- sessions (logs, summaries, contextual search; files and PostgreSQL) --------------
     @property
     def session_store(self) -> "SessionStore":
         """The :class:`~agent_memory.sessions.SessionStore` of the backend (:class:`SessionsNotSupportedError` if none)."""
-        from agent_memory.sessions.api import session_store
+        from agent_memory.sessions.api import SessionsNotSupportedError
 
-        return session_store(self.backend)
+        return require(self.backend, SessionsBackend, "session logs", error=SessionsNotSupportedError).sessions
 
     async def log_messages(self, messages: Iterable[Mapping[str, Any]], *, session_id: str, user_id: str | None = None
                            ) -> "builtins.list[SessionMessage]":
@@ -526,7 +543,7 @@ class MemoryProvider:
     async def search_sessions(self, query: str, *, session_id: str | None = None, user_id: str | None = None,
                               limit: int = 5) -> "builtins.list[dict[str, Any]]":
         """The caller's sessions best matching ``query`` by their summaries, each with its best messages."""
-        from agent_memory.sessions.contextual import embedder_of, search_sessions
+        from agent_memory.sessions.contextual import search_sessions
 
         return await asyncio.to_thread(search_sessions, self.session_store, query, session_id=session_id,
-                                       user_id=user_id, limit=limit, embedder=embedder_of(self.backend))
+                                       user_id=user_id, limit=limit, embedder=self._embedder())

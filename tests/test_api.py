@@ -11,6 +11,8 @@ def test_all_names_resolve():
         assert getattr(agent_memory, name) is not None, name
     assert agent_memory.__all__ == sorted(agent_memory.__all__)
     assert "MemoryProvider" in agent_memory.__all__ and "MemoryStore" in agent_memory.__all__
+    assert {"UnsupportedError", "LifecycleBackend", "SessionsBackend", "EpisodesBackend", "VectorsBackend"} <= set(
+        agent_memory.__all__)  # issue 28: one unsupported error, one protocol per optional capability
 
 
 def test_importing_the_provider_does_not_import_model_libraries():

@@ -425,12 +425,14 @@ def test_purge_deletes_every_byte_of_those_episodes(tmp_path):
 
 # -- unsupported backends, CLI, recall ---------------------------------------------------------------------
 async def test_backends_without_a_root_have_no_episodes(provider, logs):
-    class UrlBackend(type(provider.backend)):  # type: ignore[misc]
-        @property
-        def root(self) -> Any:
-            return "postgresql://db/memory"
+    class RemoteBackend:  # only MemoryBackend's calls (e.g. a remote service): no EpisodesBackend, so no episodes
+        def __init__(self, inner: Any) -> None:
+            self._inner = inner
 
-    backend = UrlBackend(provider.backend.store)
+    for name in ("remember", "remember_many", "supersede", "get", "list", "count", "search", "forget", "core_lines",
+                 "user_md", "sweep", "reindex", "doctor", "close"):
+        setattr(RemoteBackend, name, lambda self, *a, _n=name, **k: getattr(self._inner, _n)(*a, **k))
+    backend = RemoteBackend(provider.backend)
     with pytest.raises(EpisodesUnsupportedError, match="not supported"):
         episode_store(backend)
     toolset = memory_toolset(backend, READ)

@@ -19,7 +19,15 @@ from pydantic_ai import ModelRetry
 from pydantic_ai.toolsets import FunctionToolset
 
 from agent_memory.agents.fence import UNTRUSTED_NOTE
-from agent_memory.backends.base import Caller, MemoryBackend
+from agent_memory.backends.base import (
+    Caller,
+    EpisodesBackend,
+    MemoryBackend,
+    SessionsBackend,
+    VectorsBackend,
+    capability,
+    require,
+)
 from agent_memory.errors import AgentMemoryError
 from agent_memory.model.drafts import MemoryDraft
 from agent_memory.model.lines import dates_text, summary_line
@@ -167,15 +175,14 @@ def memory_toolset(
             query: What to look for, in plain words (a question works).
             limit: Maximum number of sessions (1-20).
         """
-        sessions = getattr(store, "sessions", None)
-        if sessions is None:
-            raise ModelRetry("session logs are not available on this memory backend; use memory_search")
-        from agent_memory.sessions.contextual import embedder_of, search_sessions
+        from agent_memory.sessions.contextual import search_sessions
 
+        vectors = capability(store, VectorsBackend)
         try:
+            sessions = require(store, SessionsBackend, "session logs", "use memory_search").sessions
             found = await asyncio.to_thread(search_sessions, sessions, query, session_id=who.session_id,
                                             user_id=who.user_id, limit=max(1, min(int(limit), 20)),
-                                            embedder=embedder_of(store))
+                                            embedder=None if vectors is None else vectors.embedder)
         except AgentMemoryError as exc:
             raise _retry(exc) from None
         return {"note": UNTRUSTED_NOTE, "sessions": found}
@@ -257,12 +264,9 @@ def memory_toolset(
             status: Only runs that ended ok, failed, or paused (waiting for approval).
             limit: Maximum number of episodes (1-20).
         """
-        import asyncio
-
-        from agent_memory.episodes import episode_store
-
         try:
-            found = await asyncio.to_thread(episode_store(store).list, query or None, session_id=who.session_id,
+            episodes = require(store, EpisodesBackend, "episodes").episodes
+            found = await asyncio.to_thread(episodes.list, query or None, session_id=who.session_id,
                                             user_id=who.user_id, status=status, limit=max(1, min(int(limit), 20)))
         except AgentMemoryError as exc:
             raise _retry(exc) from None
@@ -285,9 +289,9 @@ def memory_toolset(
 
     for fn in (memory_search, memory_get, memory_list, memory_search_sessions, memory_episodes, memory_remember,
                memory_supersede, memory_forget, memory_reflect):
-        if fn.__name__ == "memory_episodes" and fn.__name__ in allowed and not _has_episodes(store):
-            continue  # episodes are files under a root: a backend without one (PostgreSQL) does not offer the tool
-        if fn is memory_search_sessions and getattr(store, "sessions", None) is None:
+        if fn is memory_episodes and capability(store, EpisodesBackend) is None:
+            continue  # a backend without episodes (not an EpisodesBackend) does not offer the tool
+        if fn is memory_search_sessions and capability(store, SessionsBackend) is None:
             continue  # likewise session logs
         if fn is memory_reflect and reflector is None:
             continue  # reflect needs the provider's worker: offered only when one is at hand
@@ -297,10 +301,5 @@ def memory_toolset(
 
 
 def _has_episodes(store: MemoryBackend) -> bool:
-    from agent_memory.episodes import EpisodesUnsupportedError, episode_store
-
-    try:
-        episode_store(store)
-    except EpisodesUnsupportedError:
-        return False
-    return True
+    """Whether ``store`` (or the backend it wraps) offers episodes."""
+    return capability(store, EpisodesBackend) is not None

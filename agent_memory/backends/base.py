@@ -1,6 +1,9 @@
 """The storage seam: one narrow, async protocol every backend implements, and the caller identity.
 
 Tools and workers depend on :class:`MemoryBackend` and a :class:`Caller`, never on the provider.
+Optional features are capability protocols a backend implements or not: :class:`LifecycleBackend`,
+:class:`SessionsBackend`, :class:`EpisodesBackend`, :class:`VectorsBackend`. Callers ask :func:`capability`
+(``isinstance`` through an extension wrapper) or :func:`require` (else :class:`~agent_memory.errors.UnsupportedError`).
 :class:`FilesBackend` adapts the synchronous files-and-SQLite :class:`~agent_memory.backends.files.store.MemoryStore`
 (each call runs in a worker thread, so the event loop never blocks on disk or locks).
 """
@@ -13,18 +16,26 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast, runtime_checkable
+
+from agent_memory.errors import InvalidInputError, UnsupportedError
 
 if TYPE_CHECKING:  # annotations only: a PostgreSQL process never imports the files store
     from agent_memory.backends.files.store import MemoryStore
+    from agent_memory.embeddings import Embedder
+    from agent_memory.episodes import Episodes, EpisodeStore
     from agent_memory.model.drafts import MemoryDraft, RememberResult
+    from agent_memory.model.events import Event
     from agent_memory.model.records import MemoryRecord
-    from agent_memory.model.reports import DoctorReport, SweepReport
+    from agent_memory.model.reports import BackfillReport, DoctorReport, History, PurgeReport, SweepReport, SyncReport
     from agent_memory.search.types import SearchResult
+    from agent_memory.sessions import SessionStore
 
 T = TypeVar("T")
+C = TypeVar("C")
 
-__all__ = ["Caller", "MemoryBackend", "FilesBackend"]
+__all__ = ["Caller", "MemoryBackend", "FilesBackend", "LifecycleBackend", "SessionsBackend", "EpisodesBackend",
+           "VectorsBackend", "capability", "require"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,11 +78,100 @@ class MemoryBackend(Protocol):
 
     async def sweep(self) -> SweepReport: ...
 
-    async def reindex(self) -> Any: ...
+    async def reindex(self) -> SyncReport: ...
 
     async def doctor(self) -> DoctorReport: ...
 
     async def close(self) -> None: ...
+
+
+# -- optional capabilities: a backend implements each or not; ask with capability()/require() ------------------
+@runtime_checkable
+class LifecycleBackend(Protocol):
+    """History, restore, undo, the event log, provenance and purge (``docs/lifecycle.md``)."""
+
+    async def history(self, record_id: str, caller: Caller) -> History: ...
+
+    async def restore(self, record_id: str, caller: Caller, *, version: int | None = None) -> MemoryRecord: ...
+
+    async def undo(self, caller: Caller) -> Event: ...
+
+    async def events(self, caller: Caller, *, record_id: str | None = None,
+                     limit: int | None = None) -> builtins.list[Event]: ...
+
+    async def provenance(self, record_id: str, caller: Caller) -> dict[str, Any]: ...
+
+    async def purge(self, record_id: str | None = None, *, session_id: str | None = None,
+                    user_id: str | None = None) -> PurgeReport: ...
+
+    async def forget_purge(self, record_id: str, caller: Caller) -> bool: ...
+
+
+@runtime_checkable
+class SessionsBackend(Protocol):
+    """Session logs and summaries (``docs/sessions.md``), behind a visibility-checked :class:`SessionStore`."""
+
+    @property
+    def sessions(self) -> SessionStore: ...
+
+
+@runtime_checkable
+class EpisodesBackend(Protocol):
+    """One episode per agent run (``agent_memory.episodes``), behind a store with the :class:`Episodes` API."""
+
+    @property
+    def episodes(self) -> Episodes: ...
+
+
+@runtime_checkable
+class VectorsBackend(Protocol):
+    """Dense and hybrid search over derived vectors (``docs/meaning.md``): an embedder attached or not, a backfill."""
+
+    @property
+    def embedder(self) -> Embedder | None: ...
+
+    def use_embedder(self, embedder: Embedder | str | None) -> None: ...
+
+    async def embed(self, progress: Callable[[int, int], None] | None = None) -> BackfillReport: ...
+
+    async def embedded(self, timeout: float | None = None) -> bool: ...
+
+
+def capability(backend: object, protocol: Callable[..., C]) -> C | None:
+    """``backend`` as ``protocol`` (a capability protocol above, or a backend class) if it offers it, else None.
+
+    An extension wrapper (:class:`~agent_memory.backends.extended.ExtendedBackend`: an ``inner`` backend in its
+    instance dict) offers what the backend it wraps offers; the wrapped backend is returned. (``protocol`` is typed
+    as a callable because mypy refuses a protocol class where ``type[C]`` is expected.)"""
+    kind = cast(type, protocol)
+    seen: object | None = backend
+    for _ in range(16):  # wrappers of wrappers, never a loop
+        if isinstance(seen, kind):
+            return cast(C, seen)
+        seen = vars(seen).get("inner") if hasattr(seen, "__dict__") else None
+        if seen is None:
+            return None
+    return None
+
+
+def require(backend: object, protocol: Callable[..., C], feature: str, hint: str | None = None, *,
+            error: type[UnsupportedError] = UnsupportedError) -> C:
+    """:func:`capability`, or ``error`` (an :class:`~agent_memory.errors.UnsupportedError`) naming ``feature`` and
+    the backend (the wrapped one, not an extension wrapper), in the one wording of :meth:`UnsupportedError.of`."""
+    found = capability(backend, protocol)
+    if found is None:
+        raise error.of(feature, innermost(backend), hint)
+    return found
+
+
+def innermost(backend: object) -> object:
+    """The backend under any extension wrappers (itself when it is none)."""
+    for _ in range(16):
+        inner = vars(backend).get("inner") if hasattr(backend, "__dict__") else None
+        if inner is None:
+            break
+        backend = inner
+    return backend
 
 
 class FilesBackend:
@@ -79,16 +179,26 @@ class FilesBackend:
 
     def __init__(self, store: MemoryStore) -> None:
         self.store = store
-        self._sessions: Any = None
+        self._sessions: SessionStore | None = None
+        self._episodes: EpisodeStore | None = None
 
     @property
-    def sessions(self) -> Any:
+    def sessions(self) -> SessionStore:
         """The :class:`~agent_memory.sessions.SessionStore` of this root (session logs and summaries)."""
         if self._sessions is None:
             from agent_memory.sessions import SessionStore
 
             self._sessions = SessionStore(self.store.root, durable=self.store.durable)
         return self._sessions
+
+    @property
+    def episodes(self) -> EpisodeStore:
+        """The :class:`~agent_memory.episodes.EpisodeStore` of this root (``episodes/<yyyy-mm>/<id>.md``)."""
+        if self._episodes is None:
+            from agent_memory.episodes import EpisodeStore
+
+            self._episodes = EpisodeStore(self.store.root)
+        return self._episodes
 
     @property
     def root(self) -> Path:
@@ -121,13 +231,13 @@ class FilesBackend:
 
     async def search(self, query: str, caller: Caller, *, limit: int = 10, **options: Any) -> SearchResult:
         if options.get("mode") == "contextual":  # sessions by summary, then messages and records within them
-            from agent_memory.sessions.contextual import contextual_search, embedder_of
+            from agent_memory.sessions.contextual import contextual_search
 
             rest = {k: v for k, v in options.items() if k not in ("mode", "trace")}
             return await self._run(contextual_search, self.sessions, query, limit=limit, trace=bool(options.get("trace")),
                                    records=lambda n: self.store.search(query, limit=n, session_id=caller.session_id,
                                                                        user_id=caller.user_id, **rest),
-                                   embedder=embedder_of(self), **caller.kwargs())
+                                   embedder=self.embedder, **caller.kwargs())
         return await self._run(self.store.search, query, limit=limit, **caller.kwargs(), **options)
 
     async def forget(self, record_id: str, caller: Caller) -> bool:
@@ -154,19 +264,20 @@ class FilesBackend:
         return await self._run(self.store.forget, record_id, purge=True, **caller.kwargs())
 
     async def purge(self, record_id: str | None = None, *, session_id: str | None = None,
-                    user_id: str | None = None) -> Any:
+                    user_id: str | None = None) -> PurgeReport:
         return await self._run(self.store.purge, record_id, session_id=session_id, user_id=user_id)
 
-    async def history(self, record_id: str, caller: Caller) -> Any:
+    async def history(self, record_id: str, caller: Caller) -> History:
         return await self._run(self.store.history, record_id, **caller.kwargs())
 
     async def restore(self, record_id: str, caller: Caller, *, version: int | None = None) -> MemoryRecord:
         return await self._run(self.store.restore, record_id, version=version, **caller.kwargs())
 
-    async def undo(self, caller: Caller) -> Any:
+    async def undo(self, caller: Caller) -> Event:
         return await self._run(self.store.undo, **caller.kwargs())
 
-    async def events(self, caller: Caller, *, record_id: str | None = None, limit: int | None = None) -> Any:
+    async def events(self, caller: Caller, *, record_id: str | None = None,
+                     limit: int | None = None) -> builtins.list[Event]:
         return await self._run(self.store.events_for, record_id, limit=limit, **caller.kwargs())
 
     async def provenance(self, record_id: str, caller: Caller) -> dict[str, Any]:
@@ -175,11 +286,41 @@ class FilesBackend:
     async def sweep(self) -> SweepReport:
         return await self._run(self.store.sweep)
 
-    async def reindex(self) -> Any:
+    async def reindex(self) -> SyncReport:
         return await self._run(self.store.reindex)
 
     async def doctor(self) -> DoctorReport:
         return await self._run(self.store.doctor)
+
+    # -- vectors (VectorsBackend): the store's meaning layer (agent_memory.backends.files.meaning) ----------------
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder the store was given (``MemoryStore(embedder=…)`` or :meth:`use_embedder`), if any."""
+        meaning = self.store.meaning
+        return None if meaning is None else meaning.embedder
+
+    def use_embedder(self, embedder: Embedder | str | None) -> None:
+        """Attach (or, with ``None``, detach) an embedder after construction: dense/hybrid search and :meth:`embed`."""
+        old = self.store.meaning
+        if old is not None:
+            old.stop()
+        self.store.meaning = None
+        if embedder is not None:
+            from agent_memory.backends.files.meaning import attach
+
+            attach(self.store, embedder)
+
+    async def embed(self, progress: Callable[[int, int], None] | None = None) -> BackfillReport:
+        """Embed records without a current vector (vectors are derived: writes never wait for them)."""
+        meaning = self.store.meaning
+        if meaning is None:
+            raise InvalidInputError("this backend has no embedder (MemoryStore(root, embedder='local'))")
+        return await self._run(meaning.embed, progress)
+
+    async def embedded(self, timeout: float | None = None) -> bool:
+        """Wait until background embedding has caught up; False if ``timeout`` passed first."""
+        meaning = self.store.meaning
+        return True if meaning is None else await self._run(meaning.drain, timeout)
 
     async def close(self) -> None:
         self.store.close()

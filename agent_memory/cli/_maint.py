@@ -14,6 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
+from agent_memory.backends.base import VectorsBackend, require
 from agent_memory.cli import _progress
 from agent_memory.cli import export as _export
 from agent_memory.cli._base import UsageError, emit, note, positive
@@ -99,13 +100,11 @@ def meaning_options(target: Any, mode: str | None, embedder: str | None) -> dict
     return {"mode": mode or "hybrid"}
 
 
-def _backend_embedder(target: Any, name: str) -> Any:
-    """The target's backend with embedder ``name`` attached (a typed error for a backend without vectors)."""
-    use = getattr(target.backend, "use_embedder", None)
-    if use is None:
-        raise InvalidInputError(f"the {type(target.backend).__name__} backend has no vector search; use --mode lexical")
-    use(name)
-    return target.backend
+def _backend_embedder(target: Any, name: str) -> VectorsBackend:
+    """The target's backend with embedder ``name`` attached (:class:`UnsupportedError` for a backend without vectors)."""
+    vectors = require(target.backend, VectorsBackend, "vector search", "use --mode lexical")
+    vectors.use_embedder(name)
+    return vectors
 
 
 def cmd_embed(args: argparse.Namespace) -> None:

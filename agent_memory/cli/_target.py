@@ -158,9 +158,12 @@ class BackendTarget:
         provider: Any = MemoryProvider(self.backend)  # type: ignore[arg-type]  # a backend once the provider takes one
         return self._run(provider.inject(budget, **caller))
 
-    def call(self, name: str, **kwargs: Any) -> Any:
+    def call(self, name: str, **kwargs: Any) -> Any:  # sweep, reindex, doctor: every backend has them
         kwargs.pop("progress", None)
-        return self._run(getattr(self.backend, name)())
+        ops = {"sweep": self.backend.sweep, "reindex": self.backend.reindex, "doctor": self.backend.doctor}
+        if name not in ops:
+            raise InvalidInputError(f"unknown maintenance operation {name!r}")
+        return self._run(ops[name]())
 
     def close(self) -> None:
         try:

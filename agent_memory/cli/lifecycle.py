@@ -91,7 +91,7 @@ def files_store(args: argparse.Namespace, what: str) -> Any:
         if what in PG_LIFECYCLE:
             return _PgLifecycle(target)
         target.close()
-        raise NotSupportedError(f"{what} is not supported on PostgreSQL roots yet (files roots only)")
+        raise NotSupportedError.of(what, target.backend, "files roots only")
     return target.store
 
 

@@ -29,12 +29,13 @@ import math
 from typing import TYPE_CHECKING, Any
 
 import agent_memory.backends.files.history as _history
+from agent_memory.backends.base import FilesBackend, capability, innermost
 from agent_memory.backends.files.index import row_to_record, visibility_sql
 from agent_memory.consolidate.plan import plan_changes
 from agent_memory.consolidate.recalls import RecallLog
 from agent_memory.consolidate.report import RULES, Change, ConsolidateOptions, ConsolidationReport, Finding
 from agent_memory.consolidate.similar import MERGE_THRESHOLD
-from agent_memory.errors import BackendError
+from agent_memory.errors import UnsupportedError
 from agent_memory.model.drafts import archive_note
 from agent_memory.model.records import MemoryRecord
 
@@ -49,8 +50,9 @@ __all__ = ["consolidate", "consolidate_backend", "archive_record", "Consolidatio
 REASON_PREFIX = "consolidation: "
 
 
-class ConsolidationUnsupported(BackendError):
-    """The backend cannot consolidate (yet): the PostgreSQL backend, or a backend without a files store."""
+class ConsolidationUnsupported(UnsupportedError):
+    """The backend cannot consolidate (yet): the PostgreSQL backend, or a backend without a files store. Kept for one
+    release under this name: catch :class:`~agent_memory.errors.UnsupportedError`."""
 
 
 def _snapshot(store: MemoryStore, caller: Caller | None) -> list[MemoryRecord]:
@@ -169,12 +171,11 @@ def archive_record(store: MemoryStore, record_id: str, reason: str, caller: Call
 
 def store_of(backend: Any) -> MemoryStore:
     """The files store behind ``backend`` (through an extension wrapper), else :class:`ConsolidationUnsupported`."""
-    inner = getattr(backend, "inner", backend)
-    store = getattr(inner, "store", None)
-    if store is None or not hasattr(store, "index"):
-        raise ConsolidationUnsupported(f"consolidation is not supported on {type(inner).__name__} yet "
-                                       "(files backend only; PostgreSQL: export, consolidate a files copy, import)")
-    return store  # type: ignore[no-any-return]
+    files = capability(backend, FilesBackend)
+    if files is None:
+        raise ConsolidationUnsupported.of("consolidation", innermost(backend),
+                                          "files backend only; PostgreSQL: export, consolidate a files copy, import")
+    return files.store
 
 
 async def consolidate_backend(backend: Any, *, dry_run: bool = False, max_share: float | None = None,
@@ -189,10 +190,11 @@ async def consolidate_backend(backend: Any, *, dry_run: bool = False, max_share:
 
 async def fire_archived(backend: Any, report: ConsolidationReport) -> None:
     """Tell ``on_memory_written`` hooks of ``backend`` (an extension wrapper) about each applied archive."""
-    hooks = getattr(backend, "hooks", None)
-    if hooks is None or not report.applied:
+    from agent_memory.backends.extended import ExtendedBackend, Written
+
+    if not isinstance(backend, ExtendedBackend) or not report.applied:
         return
-    from agent_memory.backends.extended import Written
+    hooks = backend.hooks
 
     for change in report.applied:
         await hooks.fire("on_memory_written", Written("archive", change.record_id, "archived", source="consolidation"))

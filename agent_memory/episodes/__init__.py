@@ -10,15 +10,16 @@ listed newest first and searchable by terms::
                                         user_id="ada"))
     store.list("table booking", user_id="ada")
 
-On PostgreSQL, :func:`episode_store` returns the backend's row store (same API, table ``episodes``); a backend
-with neither raises :class:`EpisodesUnsupportedError`.
+A backend offering episodes (``backends.base.EpisodesBackend``) has an ``episodes`` store with the
+:class:`Episodes` API: the files backend its root's :class:`EpisodeStore`, PostgreSQL its row store (table
+``episodes``). :func:`episode_store` finds it; a backend without one raises :class:`EpisodesUnsupportedError`.
 """
 
 from __future__ import annotations
 
+import builtins
 import os
-from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from agent_memory.episodes._build import build_episode, exit_of_error, usage_numbers
 from agent_memory.episodes._model import (
@@ -32,35 +33,64 @@ from agent_memory.episodes._model import (
     validate_episode_id,
 )
 from agent_memory.episodes._store import EpisodeStore, purge_episodes, visible
-from agent_memory.errors import BackendError
+from agent_memory.errors import UnsupportedError
 
 __all__ = [
-    "EXITS", "STATUSES", "Episode", "EpisodeParseError", "EpisodeStore", "EpisodesUnsupportedError", "ToolCall",
+    "EXITS", "STATUSES", "Episode", "EpisodeParseError", "EpisodeStore", "Episodes", "EpisodesUnsupportedError",
+    "ToolCall",
     "ToolUse", "build_episode", "episode_store", "exit_of_error", "parse_episode", "purge_episodes", "usage_numbers",
     "validate_episode_id", "visible",
 ]
 
 
-class EpisodesUnsupportedError(BackendError):
-    """This backend keeps no episodes (neither a memory root nor an ``episodes`` store)."""
+class EpisodesUnsupportedError(UnsupportedError):
+    """This backend keeps no episodes (it is no ``EpisodesBackend``). Kept for one release: catch
+    :class:`~agent_memory.errors.UnsupportedError`."""
 
 
-def episode_store(source: Any) -> EpisodeStore:
-    """The :class:`EpisodeStore` of a root directory, a files backend, a ``MemoryStore`` or a provider.
+@runtime_checkable
+class Episodes(Protocol):
+    """What an episode store does, on files (:class:`EpisodeStore`) or in rows (PostgreSQL)."""
 
-    A PostgreSQL backend gives its row store (same API). Raises :class:`EpisodesUnsupportedError` for a backend
-    with neither.
+    def write(self, episode: Episode) -> Episode: ...
+
+    def replace(self, episode: Episode) -> Episode: ...
+
+    def get(self, episode_id: str, *, session_id: str | None = None, user_id: str | None = None) -> Episode: ...
+
+    def list(self, query: str | None = None, *, session_id: str | None = None, user_id: str | None = None,
+             limit: int = 20, status: str | None = None) -> builtins.list[Episode]: ...
+
+    def count(self) -> int: ...
+
+    def purge(self, *, user_id: str | None = None, session_id: str | None = None) -> int: ...
+
+
+@runtime_checkable
+class _OffersEpisodes(Protocol):  # backends.base.EpisodesBackend, seen from this layer
+    @property
+    def episodes(self) -> Episodes: ...
+
+
+def episode_store(source: Any) -> Episodes:
+    """The episode store of a root directory, a backend offering episodes (the files backend: its root's
+    :class:`EpisodeStore`; PostgreSQL: its row store, same API), an extension wrapper of one, or a provider.
+
+    Raises :class:`EpisodesUnsupportedError` for a backend without episodes.
     """
-    if isinstance(source, EpisodeStore):
+    if isinstance(source, Episodes):
         return source
     if isinstance(source, (str, os.PathLike)) and "://" not in str(source):
         return EpisodeStore(source)
-    inner = getattr(source, "backend", None)
-    target = inner if inner is not None else source
-    rows = getattr(target, "episodes", None)  # PostgreSQL: PgEpisodeStore over the schema's rows (same API)
-    if rows is not None and not callable(rows) and hasattr(rows, "write"):
-        return rows  # type: ignore[no-any-return]
-    root = getattr(target, "root", None)
-    if isinstance(root, Path):
-        return EpisodeStore(root)
-    raise EpisodesUnsupportedError(f"episodes are not supported on {type(inner or source).__name__}")
+    seen: Any = source
+    for _ in range(16):  # a provider's backend, then the backends extension wrappers wrap
+        if isinstance(seen, _OffersEpisodes):
+            store = seen.episodes
+            if isinstance(store, Episodes):
+                return store
+        found = vars(seen) if hasattr(seen, "__dict__") else {}
+        seen = found.get("backend", found.get("inner"))
+        if seen is None:
+            break
+        source = seen
+    raise EpisodesUnsupportedError.of("episodes", source)

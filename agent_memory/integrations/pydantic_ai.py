@@ -55,8 +55,8 @@ from pydantic_ai.messages import ModelMessage
 from pydantic_ai.tools import RunContext
 
 from agent_memory.agents.core_block import DEFAULT_CORE_BUDGET
-from agent_memory.backends.base import Caller
-from agent_memory.episodes import EpisodesUnsupportedError, episode_store
+from agent_memory.backends.base import Caller, EpisodesBackend, require
+from agent_memory.episodes import EpisodesUnsupportedError
 from agent_memory.episodes._run import run_facts
 from agent_memory.integrations._capability_state import NO_CONVERSATION, MemoryTurn, RunState, Shared, caller_of, driven_by_run_sync
 from agent_memory.integrations._history import (
@@ -299,7 +299,7 @@ class MemoryCapability(AbstractCapability[Any]):
             return
         run.episode_recorded = True
         try:
-            episode_store(self.provider.backend)
+            require(self.provider.backend, EpisodesBackend, "episodes", error=EpisodesUnsupportedError)
         except EpisodesUnsupportedError as exc:
             self._shared.no_episodes = True
             logger.info("agent_memory: runs are not recorded as episodes: %s", exc)

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_memory.errors import BackendError
+from agent_memory.errors import UnsupportedError
 from agent_memory.model.records import now_iso
 from agent_memory.model.scopes import may_see
 
@@ -35,8 +35,9 @@ EVENT_TYPES = frozenset({
 })
 
 
-class NotSupportedError(BackendError):
-    """The backend does not offer this feature yet (e.g. history, undo and purge on PostgreSQL)."""
+class NotSupportedError(UnsupportedError):
+    """The backend does not offer a lifecycle feature (history, restore, undo, events, provenance, purge). Kept for one
+    release: catch :class:`~agent_memory.errors.UnsupportedError`."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,25 +2,39 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
-from agent_memory.errors import BackendError
+from agent_memory.errors import UnsupportedError
 from agent_memory.sessions._files import SessionMessage
 from agent_memory.sessions.store import SessionInfo, SessionStore
 
 __all__ = ["SessionsNotSupportedError", "session_store", "read_session"]
 
 
-class SessionsNotSupportedError(BackendError):
-    """The backend keeps no session logs (a custom backend without a ``sessions`` store)."""
+class SessionsNotSupportedError(UnsupportedError):
+    """The backend keeps no session logs (it is no ``SessionsBackend``). Kept for one release: catch
+    :class:`~agent_memory.errors.UnsupportedError`."""
+
+
+@runtime_checkable
+class _OffersSessions(Protocol):  # backends.base.SessionsBackend, seen from this layer
+    @property
+    def sessions(self) -> SessionStore: ...
 
 
 def session_store(backend: Any) -> SessionStore:
-    """The backend's :class:`SessionStore` (files or PostgreSQL rows), or :class:`SessionsNotSupportedError` naming the backend."""
-    store = getattr(backend, "sessions", None)
-    if not isinstance(store, SessionStore):
-        raise SessionsNotSupportedError(f"session logs are not supported on the {type(backend).__name__} backend")
-    return store
+    """The :class:`SessionStore` (files or PostgreSQL rows) of a backend offering session logs, or of the backend an
+    extension wrapper wraps; else :class:`SessionsNotSupportedError` naming the backend."""
+    seen: Any = backend
+    for _ in range(16):
+        store = seen.sessions if isinstance(seen, _OffersSessions) else None
+        if isinstance(store, SessionStore):
+            return store
+        inner = vars(seen).get("inner") if hasattr(seen, "__dict__") else None
+        if inner is None:
+            break
+        seen = inner
+    raise SessionsNotSupportedError.of("session logs", seen)
 
 
 def read_session(store: SessionStore, target: str, session_id: str | None, user_id: str | None,

@@ -22,7 +22,7 @@ import dataclasses
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from agent_memory.model.dates import date_words, resolve_relative_dates
 from agent_memory.model.drafts import _parse_when
@@ -82,11 +82,17 @@ class _Indexed:
 _CACHE_ATTR = "_contextual_cache"
 
 
+@runtime_checkable
+class _WithEmbedder(Protocol):
+    @property
+    def embedder(self) -> Embedder | None: ...
+
+
 def embedder_of(backend: Any) -> Embedder | None:
-    """The embedder a backend's record store was given (``MemoryStore(embedder=…)``), if any: contextual search
-    and ``memory_search_sessions`` use meaning exactly when the records do."""
-    meaning = getattr(getattr(backend, "store", None), "meaning", None)
-    return getattr(meaning, "embedder", None)
+    """The embedder a backend's records were given (``MemoryStore(embedder=…)``), if any: contextual search
+    and ``memory_search_sessions`` use meaning exactly when the records do. Through an extension wrapper, ask
+    ``backends.base.capability(backend, VectorsBackend)`` instead (this layer cannot see backends)."""
+    return backend.embedder if isinstance(backend, _WithEmbedder) else None
 
 
 def _indexed(store: SessionStore, sdir: SessionDir, messages: Sequence[SessionMessage], summary: SessionSummary | None,

@@ -10,7 +10,7 @@ import asyncio
 import builtins
 import dataclasses
 from collections.abc import Callable, Iterable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import psycopg
 
@@ -24,12 +24,17 @@ from agent_memory.backends.postgres.search import PgSearch, checked_query
 from agent_memory.backends.postgres.writes import Writer, chunks
 from agent_memory.errors import InvalidInputError, NotFoundError
 from agent_memory.model.drafts import MemoryDraft, RememberResult, explicit_fields, prepare_draft
-from agent_memory.model.events import acting
+from agent_memory.model.events import Event, NotSupportedError, acting
 from agent_memory.model.lines import core_line
 from agent_memory.model.records import MemoryRecord, Scope, normalize_tags, parse_scope, validate_id
-from agent_memory.model.reports import DoctorReport, SweepReport, SyncReport
+from agent_memory.model.reports import BackfillReport, DoctorReport, History, PurgeReport, SweepReport, SyncReport
 from agent_memory.search.lexical import LexicalEngine
 from agent_memory.search.types import SearchResult
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent_memory.embeddings import Embedder
+    from agent_memory.episodes import Episodes
+    from agent_memory.sessions import SessionStore
 
 Prepared = tuple[MemoryRecord, int, str, frozenset[str]]  # record, redactions, on_existing, fields the draft set
 # MemoryStore options that mean nothing for a database: accepted (a provider passes one option set) and unused
@@ -93,14 +98,16 @@ class PostgresBackend:
         return self._time
 
     @property
-    def sessions(self) -> Any:
+    def sessions(self) -> SessionStore:
         """The :class:`~agent_memory.sessions.SessionStore` of this schema (session logs and summaries in rows)."""
-        return self.time_layers.sessions
+        store: SessionStore = self.time_layers.sessions
+        return store
 
     @property
-    def episodes(self) -> Any:
+    def episodes(self) -> Episodes:
         """The episode store of this schema (rows; see :mod:`agent_memory.backends.postgres.episodes`)."""
-        return self.time_layers.episodes
+        store: Episodes = self.time_layers.episodes
+        return store
 
     def path_of(self, record_id: str) -> str:
         """Where a record lives, for results: the database URL (no password), the schema and the id."""
@@ -230,7 +237,8 @@ class PostgresBackend:
         return bool(gone)
 
     # -- lifecycle (agent_memory.backends.postgres.lifecycle): purge, history, restore -------------------
-    async def purge(self, record_id: str | None = None, *, session_id: str | None = None, user_id: str | None = None) -> Any:
+    async def purge(self, record_id: str | None = None, *, session_id: str | None = None,
+                    user_id: str | None = None) -> PurgeReport:
         from agent_memory.backends.postgres.lifecycle import purge
 
         return await purge(self, record_id, session_id=session_id, user_id=user_id)
@@ -240,7 +248,7 @@ class PostgresBackend:
 
         return await forget_purge(self, record_id, caller)
 
-    async def history(self, record_id: str, caller: Caller) -> Any:
+    async def history(self, record_id: str, caller: Caller) -> History:
         from agent_memory.backends.postgres.lifecycle import history
 
         return await history(self, record_id, caller)
@@ -250,13 +258,18 @@ class PostgresBackend:
 
         return await restore(self, record_id, caller, version=version)
 
-    async def undo(self, caller: Caller) -> Any:
+    async def undo(self, caller: Caller) -> Event:
         from agent_memory.backends.postgres.lifecycle import undo
 
         return await undo(self, caller)
 
-    async def events(self, caller: Caller, *, record_id: str | None = None, limit: int | None = None) -> Any:
+    async def events(self, caller: Caller, *, record_id: str | None = None,
+                     limit: int | None = None) -> builtins.list[Event]:
         return await events_for(self, caller, record_id=record_id, limit=limit)
+
+    async def provenance(self, record_id: str, caller: Caller) -> dict[str, Any]:
+        """Not kept on PostgreSQL yet (records carry no ``metadata.provenance``; :meth:`events` say who changed what)."""
+        raise NotSupportedError.of("provenance", self, "use events(record_id=...) for who changed a record")
 
     async def set_user_md(self, text: str) -> None:
         """Replace the stable user notes returned by :meth:`user_md` (the files backend's ``USER.md``)."""
@@ -362,21 +375,33 @@ class PostgresBackend:
         async with self.pool.connection() as conn:
             return await self.maintenance.doctor(conn, self.pool.version)
 
-    def use_embedder(self, embedder: Any) -> None:
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder of dense/hybrid search, if one is attached."""
+        return None if self.vectors is None else self.vectors.embedder  # type: ignore[no-any-return]
+
+    def use_embedder(self, embedder: Embedder | str | None) -> None:
         """Attach (or, with ``None``, detach) an embedder after construction: dense/hybrid search and :meth:`embed`."""
         self.vectors = _vectors(self.schema, embedder, self.searcher)
 
-    async def embed(self, progress: Callable[[int, int], None] | None = None) -> Any:
+    async def embed(self, progress: Callable[[int, int], None] | None = None) -> BackfillReport:
         """Embed records without a current vector (vectors are derived: writes never wait for them)."""
         if self.vectors is None:
             raise InvalidInputError("this backend has no embedder (PostgresBackend(url, embedder='local'))")
         await self.vectors.drain()
-        return await self.vectors.embed(self.pool, progress)
+        report: BackfillReport = await self.vectors.embed(self.pool, progress)
+        return report
 
-    async def embedded(self) -> bool:
-        """Wait for the background embedding that writes scheduled."""
-        if self.vectors is not None:
-            await self.vectors.drain()
+    async def embedded(self, timeout: float | None = None) -> bool:
+        """Wait for the background embedding that writes scheduled; False if ``timeout`` passed first."""
+        if self.vectors is None:
+            return True
+        waiting = asyncio.ensure_future(self.vectors.drain())  # drain shields the embedding task itself
+        done, _ = await asyncio.wait({waiting}, timeout=timeout)
+        if not done:
+            waiting.cancel()
+            return False
+        waiting.result()
         return True
 
     async def close(self) -> None:
