@@ -9,6 +9,7 @@ from typing import Any
 from agent_memory.cli._base import add_identity, emit, fraction, note, read_text
 from agent_memory.cli._errors import EXIT_FALLBACK
 from agent_memory.cli._target import open_target
+from agent_memory.cli._workers import _run  # the work and the provider's close on one event loop
 
 Handler = Callable[[argparse.Namespace], "int | None"]
 PROFILE_HELP = "model profile: a shipped name (offline, openai, anthropic, ollama) or a path to a TOML file (default offline)"
@@ -53,8 +54,6 @@ def _provider(args: argparse.Namespace) -> Any:
 
 
 def cmd_consolidate(args: argparse.Namespace) -> int:
-    import asyncio
-
     options: dict[str, Any] = {}
     if args.rules:
         options["rules"] = tuple(r.strip() for r in args.rules.split(",") if r.strip())
@@ -63,11 +62,8 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
     if args.workspace:
         options["workspace"] = args.workspace
     provider = _provider(args)
-    try:
-        rep = asyncio.run(provider.consolidate(dry_run=args.dry_run, max_share=args.max_share, worker=args.worker,
-                                               session_id=args.session_id, user_id=args.user_id, **options))
-    finally:
-        provider.close()
+    rep = _run(provider, provider.consolidate(dry_run=args.dry_run, max_share=args.max_share, worker=args.worker,
+                                              session_id=args.session_id, user_id=args.user_id, **options))
     emit(args, rep.to_dict(), rep.text)
     if rep.applied and not args.dry_run:
         note("archived records are in archive/ with the reason; bring one back with `agent-memory restore ID` "
@@ -79,14 +75,9 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
 
 
 def cmd_reflect(args: argparse.Namespace) -> int:
-    import asyncio
-
     question = read_text(args.question, "QUESTION")
     provider = _provider(args)
-    try:
-        res = asyncio.run(provider.reflect(question, session_id=args.session_id, user_id=args.user_id))
-    finally:
-        provider.close()
+    res = _run(provider, provider.reflect(question, session_id=args.session_id, user_id=args.user_id))
     emit(args, res.to_dict(), lambda: (res.answer or "(memory does not answer this)")
          + f"\n(confidence {res.confidence:.2f}"
          + (f"; {len(res.conflicts)} conflict(s) among the cited records, the newest preferred" if res.conflicts else "")

@@ -8,17 +8,47 @@ epilog_extra)`` returns the subparser). ``add_import_format``/``wants_portable``
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from agent_memory.errors import InvalidInputError, NotFoundError
 
 Handler = Callable[[argparse.Namespace], "int | None"]
 IMPORT_FORMATS = ("auto", "drafts", "agent-memory", "alfred-v2", "alfred-py", "cuylabs", "mem0")
+_OPENED: list[Any] = []  # what `_target` opened for the running command: `_closing` closes it when the command ends
+_R = TypeVar("_R")
+
+
+def _tracked(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def target(root: str, *, create: bool) -> Any:
+        made = fn(root, create=create)
+        _OPENED.append(made)
+        return made
+
+    return target
+
+
+def _closing(handler: Callable[[argparse.Namespace], _R]) -> Callable[[argparse.Namespace], _R]:
+    """The command, then (however it ends) the close of every store or backend it opened: a database backend's
+    connections and its session/episode pool go with the command (agent_memory.backends.postgres.pool)."""
+    @functools.wraps(handler)
+    def run(args: argparse.Namespace) -> _R:
+        try:
+            return handler(args)
+        finally:
+            while _OPENED:
+                closed = _OPENED.pop().close()
+                if closed is not None:  # a backend's close is a coroutine; a files store's is done
+                    import asyncio  # not at the top: a cold one-shot search never imports it
+
+                    asyncio.run(closed)
+
+    return run
 
 
 def _dumps(doc: Any) -> str:
@@ -34,11 +64,12 @@ def _dumps(doc: Any) -> str:
     return json.dumps(finite(doc), ensure_ascii=False, allow_nan=False, default=str)
 
 
+@_tracked
 def _target(root: str, *, create: bool) -> Any:
     if "://" in root:
-        from agent_memory.backends import open_backend
+        from agent_memory.cli._target import open_url
 
-        return open_backend(root)
+        return open_url(root)  # one process, one command: no pool (a pool outlives the loop of a sync export)
     path = Path(root)
     if not (path / "records").is_dir():
         if not create:
@@ -65,6 +96,7 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
     return {"export": cmd_export}
 
 
+@_closing
 def cmd_export(args: argparse.Namespace) -> None:
     from agent_memory.backends.base import Caller
     from agent_memory.portable import export_records
@@ -113,6 +145,7 @@ def wants_portable(args: argparse.Namespace) -> bool:
         return False
 
 
+@_closing
 def cmd_import_format(args: argparse.Namespace) -> int:
     from agent_memory.portable import import_file
 

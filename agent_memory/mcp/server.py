@@ -63,13 +63,15 @@ def _error(message: str) -> types.CallToolResult:
 
 
 def make_strict(provider: Any) -> None:
-    """Switch the files store behind ``provider`` to strict visibility (every statistic from the caller's records).
-
-    PostgreSQL ranks each row on its own (``ts_rank``), with visibility in the WHERE clause: nothing to switch.
-    """
-    store = getattr(as_backend(provider), "store", None)
-    if store is not None and hasattr(store, "strict_visibility"):
-        store.strict_visibility = True
+    """Switch the store behind ``provider`` to strict visibility: the files store's BM25 statistics, and
+    PostgreSQL's candidate selection (``ts_rank`` itself scores each row on its own), come from the caller's
+    visible records only."""
+    backend: Any = as_backend(provider)
+    while getattr(backend, "inner", None) is not None:  # an extended backend: the switch is the wrapped one's
+        backend = backend.inner
+    for holder in (getattr(backend, "store", None), backend):
+        if holder is not None and hasattr(holder, "strict_visibility"):
+            holder.strict_visibility = True
 
 
 def build_server(provider: Any, options: ServerOptions) -> Server[Any]:

@@ -34,12 +34,13 @@ What is not a record passes the same gate, through the functions below (the fiel
 - :func:`check_acting`: who a change is attributed to, refused before the change; caller:
   ``model.events.acting`` (events and provenance on both backends).
 - :func:`prepare_event`: an event's strings and ``detail`` keys and values redacted; caller:
-  ``model.events.gated``, called by ``backends.files.events.EventLog.append``.
+  ``model.events.gated``, called by ``backends.files.events.EventLog.append``; and
+  ``backends.postgres.events.record_event`` (restore and undo events, their ``detail``).
 - :func:`archive_note`: why a record was archived, one redacted line; caller: ``consolidate`` (the pass and the
   worker's ``archive_record``).
 
 Not through it: the archive/restore/undo moves of the lifecycle (bytes that passed, moved whole), PostgreSQL's
-event ``detail`` (built from ids, hashes and fixed words by ``backends.postgres.events``), and ``USER.md``
+events written by SQL from rows (``record_writes``, ``record_archive_event``: ids, hashes, owners that passed), and ``USER.md``
 (hand-edited, never written by us; redacted on its way into the prompt by ``agents.core_block``).
 
 Rules:

@@ -48,13 +48,15 @@ class PostgresBackend:
     ``copy_threshold``: a ``remember_many`` batch with at least this many unkeyed drafts is ingested with COPY.
     ``batch_size``: drafts per transaction in ``remember_many``; ``ingest_connections``: batches written at once.
     ``pooled=False``: plain connections instead of a pool (a one-shot process such as the command line).
+    ``strict_visibility``: candidate selection counts only the caller's visible records (also per search; see
+    :mod:`agent_memory.backends.postgres.search`), so another user's hidden records cannot move a caller's hits.
     """
 
     def __init__(
         self, url: str, *, schema: str = "agent_memory", default_scope: Scope | str | None = None,
         min_size: int = 1, max_size: int = 10, timeout_s: float = 30.0, text_config: str = TEXT_CONFIG,
         engine: LexicalEngine | None = None, batch_size: int = 5000, copy_threshold: int = 64, ingest_connections: int = 2,
-        pooled: bool = True, embedder: Any = None,
+        pooled: bool = True, embedder: Any = None, strict_visibility: bool = False,
         **options: Any,
     ) -> None:
         unknown = set(options) - FILES_ONLY - ENGINE_OPTIONS
@@ -75,6 +77,7 @@ class PostgresBackend:
         # None: a write without a scope goes to the caller's own partition (user, else session, else project)
         self.default_scope = None if default_scope in (None, "") else parse_scope(default_scope)
         self.batch_size = batch_size
+        self.strict_visibility = bool(strict_visibility)
         self.copy_threshold = copy_threshold
         self.ingest_connections = min(ingest_connections, max_size)
         engine_kw = {k: v for k, v in options.items() if k in ENGINE_OPTIONS and v is not None}
@@ -329,6 +332,8 @@ class PostgresBackend:
             return in_sessions
         tags = normalize_tags(options.pop("tags", ()) or ())
         trace = bool(options.pop("trace", False))
+        strict = options.pop("strict_visibility", None)
+        strict = self.strict_visibility if strict is None else bool(strict)
         mode = options.pop("mode", None)
         if mode not in (None, "lexical", "dense", "hybrid"):
             raise InvalidInputError("mode must be one of lexical, dense, hybrid")
@@ -337,11 +342,12 @@ class PostgresBackend:
         if self.vectors is not None and mode != "lexical":
             async with self.pool.connection() as conn, conn.transaction():
                 found: SearchResult = await self.vectors.search(conn, query, mode or "hybrid", sid=params["sid"],
-                                                                uid=params["uid"], limit=limit, tags=tags, trace=trace, **options)
+                                                                uid=params["uid"], limit=limit, tags=tags, trace=trace,
+                                                                strict=strict, **options)
                 return found
         async with self.pool.connection() as conn, conn.transaction():
             return await self.searcher.run(conn, query, sid=params["sid"], uid=params["uid"], limit=limit, tags=tags,
-                                           trace=trace, **options)
+                                           trace=trace, strict=strict, **options)
 
     async def core_lines(self, caller: Caller, limit: int | None) -> builtins.list[str]:
         params = self._caller(caller)

@@ -19,7 +19,7 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 from agent_memory.backends.base import Caller
-from agent_memory.model.drafts import RememberResult
+from agent_memory.model.drafts import RememberResult, prepare_event
 from agent_memory.model.events import Event, current_acting, tombstone_id, visible
 
 __all__ = ["events_for", "purge_events", "quiet", "record_archive_event", "record_event", "record_writes", "undoable", "WRITE_EVENTS"]
@@ -73,15 +73,19 @@ async def record_writes(b: Any, results: Sequence[RememberResult], source: str) 
 
 async def record_event(b: Any, conn: Any, event: str, row: dict[str, Any], caller: Caller, *, before: str | None = None,
                        after: str | None = None, source: str = "tool", **detail: Any) -> None:
-    """Append one event about ``row`` (a records row or an archived copy) in the caller's transaction."""
+    """Append one event about ``row`` (a records row or an archived copy) in the caller's transaction.
+
+    Its fields pass the write gate (:func:`agent_memory.model.drafts.prepare_event`, as the files backend's
+    event lines do): every string redacted, ``detail`` keys and values too."""
     who = _who(source)
+    ev = prepare_event({
+        "eid": uuid.uuid4().hex[:16], "event": event, "id": row["id"], "actor": who["actor"],
+        "session_id": who["sid"] or caller.session_id, "user_id": who["uid"] or caller.user_id, "run_id": who["run"],
+        "tool_call_id": who["call"], "before": before, "after": after, "scope": row["scope"],
+        "owner_session": row["session_id"], "owner_user": row["user_id"], "detail": detail})
     await conn.execute(
-        f'INSERT INTO "{b.schema}".events (tenant, eid, event, id, actor, session_id, user_id, run_id, tool_call_id,'
-        " before, after, scope, owner_session, owner_user, detail) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
-        " %s, %s, %s)",
-        (row["tenant"], uuid.uuid4().hex[:16], event, row["id"], who["actor"], who["sid"] or caller.session_id,
-         who["uid"] or caller.user_id, who["run"], who["call"], before, after, row["scope"], row["session_id"],
-         row["user_id"], Jsonb(detail)))
+        f'INSERT INTO "{b.schema}".events (tenant, {", ".join(_FIELDS)}) VALUES (%s, {", ".join(["%s"] * len(_FIELDS))})',
+        (row["tenant"], *(Jsonb(ev["detail"]) if f == "detail" else ev[f] for f in _FIELDS)))
 
 
 async def record_archive_event(b: Any, record_id: str, caller: Caller, event: str = "forgotten") -> None:

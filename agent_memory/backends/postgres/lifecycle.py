@@ -1,7 +1,7 @@
 """Purge, history and restore on PostgreSQL, over ``records`` (supersession chains) and ``archive`` rows.
 
 * :func:`purge` deletes for good: one record the caller may see (live or archived) with every version it
-  superseded, or every row of a user and/or a session in every table (records, their vectors by
+  superseded, or every row of a user or of a session in every table (records, their vectors by
   ``ON DELETE CASCADE``, archive, session logs and summaries, episodes); then ``VACUUM`` so the index
   entries and free space of the deleted rows are reclaimed.
 * :func:`history` lists the versions of a record (its supersession chain), oldest first, with its events; the

@@ -11,6 +11,13 @@ On a large table an OR of common words matches many rows and ranking them all co
 together match more rows than ``candidate_budget``, the rarest terms select the candidates and every term
 still scores them (a common-terms query), as the files engine does.
 
+``strict`` (``strict_visibility``): ``ts_rank`` already scores each row on its own, but which terms are "rare"
+was counted over the whole table — another user's hidden rows holding a query word could make it common, so
+it stopped selecting candidates and the caller's own record holding only that word dropped out (a ranking
+oracle). Strict counts take the caller's visible rows only (no planner statistics, cached per caller), so
+nothing hidden moves a caller's candidates, order or scores; the price is a count that may read past
+hidden matches of a common word.
+
 Scores are shown as the files engine shows them: relative to the best hit, in (0, 1], 1 for the best
 (:func:`agent_memory.backends.files.fts.readable_score`); hybrid search fuses the raw ones (``run(…, raw=True)``).
 """
@@ -60,11 +67,13 @@ class PgSearch:
         self.engine = engine
         self.cfg = text_config
         self.path_of = path_of
-        self._df: dict[str, tuple[int, float]] = {}  # term -> (documents, capped at the budget; when counted)
+        # (term, None | the caller's (session, user) when strict) -> (documents, capped at the budget; when counted)
+        self._df: dict[tuple[str, tuple[str | None, str | None] | None], tuple[int, float]] = {}
 
     async def run(self, conn: Any, query: str, *, sid: str | None, uid: str | None, limit: int, tags: tuple[str, ...],
-                  trace: bool, raw: bool = False, **filters: Any) -> SearchResult:
-        """Rank visible records; scores relative to the best hit unless ``raw`` (``ts_rank`` × coverage)."""
+                  trace: bool, raw: bool = False, strict: bool = False, **filters: Any) -> SearchResult:
+        """Rank visible records; scores relative to the best hit unless ``raw`` (``ts_rank`` × coverage);
+        ``strict``: candidate selection from the caller's visible records only (module docstring)."""
         engine = self.engine
         terms = engine.terms(query)
         text = tsquery_text(terms, tags, engine.tokenizer)
@@ -79,7 +88,7 @@ class PgSearch:
         # the GIN index always serves the match; the planner's cost model (random_page_cost 4) often prefers
         # a sequential scan that tests every row instead: not for this transaction
         await conn.execute("SELECT set_config('enable_seqscan', 'off', true)")
-        narrow = await self._narrow(conn, terms, params, fetch, steps)
+        narrow = await self._narrow(conn, terms, params, fetch, steps, strict)
         cur = await conn.execute(
             f"SELECT {_COLS}, ts_rank('{WEIGHTS}'::float4[], r.tsv, q.q, 1) AS rank FROM {self.t} r,"
             " to_tsquery(%(cfg)s::regconfig, %(q)s) q(q)"
@@ -101,8 +110,9 @@ class PgSearch:
                              for score, row in scored], steps)
 
     async def _narrow(self, conn: Any, terms: list[str], params: dict[str, Any], fetch: int,
-                      steps: list[dict[str, Any]] | None) -> str:
-        """The tsquery that selects candidates: every term, or the rarest ones when all together match too many."""
+                      steps: list[dict[str, Any]] | None, strict: bool = False) -> str:
+        """The tsquery that selects candidates: every term, or the rarest ones when all together match too many
+        (counted over the caller's visible rows when ``strict``, whose counts are cached per caller)."""
         budget = self.engine.candidate_budget
         if budget is None or len(terms) < 2:
             return "q.q"
@@ -113,10 +123,13 @@ class PgSearch:
         now = time.monotonic()
         if len(self._df) > 20_000:
             self._df.clear()
-        counts = {t: hit[0] for t in usable if (hit := self._df.get(t)) is not None and now - hit[1] < DF_TTL_S}
+        owner = (params.get("sid"), params.get("uid")) if strict else None
+        counts = {t: hit[0] for t in usable
+                  if (hit := self._df.get((t, owner))) is not None and now - hit[1] < DF_TTL_S}
         missing = [t for t in usable if t not in counts]
         if missing:  # one round trip: each term's document count, bounded by the budget
-            cur = await conn.execute(self._counts_sql(len(missing)), {
+            cur = await conn.execute(self._counts_sql(len(missing), visibility(params) if strict else None), {
+                **({k: params[k] for k in ("sid", "uid", "tenants")} if strict else {}),
                 "cfg": self.cfg, "probe": probe, "rel": self.t, "schema": self.t.split(".")[0].strip('"'),
                 "big": STATS_FROM * budget, **{f"t{i}": f"'{t}'" for i, t in enumerate(missing)},
                 **{f"w{i}": t for i, t in enumerate(missing)}})
@@ -124,7 +137,7 @@ class PgSearch:
             for i, t in enumerate(missing):
                 counts[t] = int(row[f"n{i}"])
                 if counts[t]:  # a term not found yet may be written any moment: never cache a zero
-                    self._df[t] = (counts[t], now)
+                    self._df[(t, owner)] = (counts[t], now)
         counts = {t: counts[t] for t in usable}
         if sum(counts.values()) <= budget:
             return "q.q"
@@ -136,17 +149,24 @@ class PgSearch:
             chosen.append(term)
             total += counts[term]
         if steps is not None:
-            steps.append({"stage": "candidates", "documents_per_term": counts, "selecting": chosen, "budget": budget})
+            steps.append({"stage": "candidates", "documents_per_term": counts, "selecting": chosen, "budget": budget,
+                          "visible_only": strict})
         if not chosen or len(chosen) == sum(1 for t in counts if counts[t] > 0):
             return "q.q"
         params["sel"] = " | ".join(f"'{t}'" for t in chosen)
         return "to_tsquery(%(cfg)s::regconfig, %(sel)s)"
 
-    def _counts_sql(self, n: int) -> str:
+    def _counts_sql(self, n: int, visible: str | None = None) -> str:
         """Each term's document count, capped at ``probe``: a capped bitmap scan per term, except on a table of
         ``STATS_FROM`` × budget rows or more, where a term the planner's statistics list as common
         (``pg_stats.most_common_elems`` of the ``tsv`` column, kept by ANALYZE / autovacuum) takes its estimate
-        from them — the scan of a common term is the slow one (tens of ms at 1M rows), a rare term's is cheap."""
+        from them — the scan of a common term is the slow one (tens of ms at 1M rows), a rare term's is cheap.
+        With ``visible`` (the caller's visibility predicate over ``r``: strict) only those rows count, always by
+        a scan: the planner's statistics are the whole table's."""
+        if visible is not None:
+            return "SELECT " + ", ".join(
+                f"(SELECT count(*) FROM (SELECT 1 FROM {self.t} r WHERE r.tsv @@ to_tsquery(%(cfg)s::regconfig, %(t{i})s)"
+                f" AND {visible} LIMIT %(probe)s) c) AS n{i}" for i in range(n))
         stats = ("WITH st AS (SELECT s.most_common_elems::text::text[] AS e, s.most_common_elem_freqs AS f,"
                  " c.reltuples AS n FROM pg_stats s, pg_class c WHERE s.schemaname = %(schema)s"
                  " AND s.tablename = 'records' AND s.attname = 'tsv' AND c.oid = %(rel)s::regclass"

@@ -42,9 +42,13 @@ class TimeLayers:
                                        records=records, session_id=caller.session_id, user_id=caller.user_id)
 
     def purge(self, *, user_id: str | None = None, session_id: str | None = None) -> tuple[int, int]:
-        """Delete the session logs and episodes of ``user_id`` and/or ``session_id``; returns (sessions, episodes)."""
-        return (self.sessions.purge(user_id=user_id, session_id=session_id),
-                self.episodes.purge(user_id=user_id, session_id=session_id))
+        """Delete the session logs and episodes of ``user_id`` *or* ``session_id`` (as records are purged, and as
+        the files backend does): every session of the user, and every user's part of the session. The stores'
+        own ``purge`` takes both given as "that user in that session", so each owner is one call; returns
+        (sessions, episodes) removed."""
+        owners = [o for o in ({"user_id": user_id}, {"session_id": session_id}) if next(iter(o.values()))]
+        return (sum(self.sessions.purge(**owner) for owner in owners),
+                sum(self.episodes.purge(**owner) for owner in owners))
 
     def close(self) -> None:
         self.pool.close()

@@ -158,11 +158,14 @@ class PgVectors:
         return ids, matrix @ q
 
     async def search(self, conn: Any, query: str, mode: str, *, sid: str | None, uid: str | None, limit: int,
-                     tags: tuple[str, ...], trace: bool, pool: int | None = None, **filters: Any) -> SearchResult:
-        """``dense`` or ``hybrid`` search for one caller; an embedder failure answers lexically (said in the trace)."""
+                     tags: tuple[str, ...], trace: bool, pool: int | None = None, strict: bool = False,
+                     **filters: Any) -> SearchResult:
+        """``dense`` or ``hybrid`` search for one caller; an embedder failure answers lexically (said in the trace).
+        The dense side's statistics are the caller's visible rows' already; ``strict`` makes the lexical side's
+        candidate selection so too."""
         pool = pool or max(50, 4 * limit)
         lexical = await self.searcher.run(conn, query, sid=sid, uid=uid, limit=pool if mode == "hybrid" else limit,
-                                          tags=tags, trace=trace, raw=True, **filters)
+                                          tags=tags, trace=trace, raw=True, strict=strict, **filters)
         steps = lexical.trace
         params: dict[str, Any] = {"sid": sid, "uid": uid, "model": self.embedder.name}
         where = visibility(params) + filters_sql(params, **filters)
