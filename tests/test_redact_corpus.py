@@ -67,10 +67,19 @@ HOLDOUT = FIXTURES.parent / "secrets_holdout"
 
 # The holdout was measured once, after the first tuning: 94/101 (93.1%), 0/50 damaged.  Its seven misses were then
 # studied and their families grown (test_families_grown_from_the_old_holdout), so it is tuning data now.
+# holdout2 (tests/fixtures/secrets_holdout2) was written before the redaction code or the other generators were read,
+# from families and places of its own choosing, and measured once, after the tuning above: 136/194 (70.1%) redacted,
+# 4/64 look-alikes changed (the code before that tuning: 134/194, 4/64).  Far under the issue's target (>= 97%, <= 1):
+# its floor is that measurement; the strict xfail asserts the target and fails loudly once it is met.
+HOLDOUT2 = FIXTURES.parent / "secrets_holdout2"
+
+
 @pytest.mark.parametrize(("corpus", "min_recall", "max_damaged"), [
     (TUNE, 1.0, 0),
     (HOLDOUT, 1.0, 0),
-], ids=["tune", "holdout"])
+    (HOLDOUT2, 0.70, 4),
+    pytest.param(HOLDOUT2, 0.97, 1, marks=pytest.mark.xfail(strict=True, reason="issue 27 target not met on holdout2")),
+], ids=["tune", "holdout", "holdout2-floor", "holdout2-target"])
 def test_independent_corpora_meet_their_targets(corpus: Path, min_recall: float, max_damaged: int) -> None:
     result = score(lambda text: redact(text).text, corpus)
     print(f"\n{corpus.name}: {result.line()}")
@@ -89,6 +98,21 @@ def test_independent_corpus_is_exactly_what_its_seeded_generator_makes(corpus: P
     assert [[c["format"], c["context"], c["text"], c["secrets"]] for c in load("secrets.jsonl", corpus)] == [
         list(c) for c in cases]
     assert [[c["case"], c["text"]] for c in load("benign.jsonl", corpus)] == [list(c) for c in module.BENIGN]
+
+
+def test_holdout2_is_exactly_what_its_seeded_generator_makes() -> None:
+    spec = importlib.util.spec_from_file_location("make_holdout2_fresh", HOLDOUT2 / "make_corpus.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    secrets, benign = module.secrets(), module.benign()
+    assert [[c["format"], c["context"], c["text"], c["secrets"]] for c in load("secrets.jsonl", HOLDOUT2)] == [
+        list(c) for c in secrets]
+    assert [[c["case"], c["text"]] for c in load("benign.jsonl", HOLDOUT2)] == [list(c) for c in benign]
+    assert len(secrets) >= 100 and len(benign) >= 50
+    assert len({c[0] for c in secrets}) == len(secrets) and len({c[1] for c in benign}) == len(benign)
+    for fmt, _, text, parts in secrets:
+        assert parts and all(p in text for p in parts), fmt
 
 
 @pytest.mark.parametrize("case", SECRETS, ids=[f"{c['format']}-{c['context']}" for c in SECRETS])
