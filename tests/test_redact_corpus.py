@@ -65,13 +65,21 @@ TUNE = FIXTURES.parent / "secrets_tune"
 HOLDOUT = FIXTURES.parent / "secrets_holdout"
 
 
-# The holdout was measured once, after tuning: 94/101 (93.1%), 0/50 damaged -- under the issue's 97% minimum.
-# Its floor is that measurement; the strict xfail below asserts the target and fails loudly once it is met.
+# The holdout was measured once, after the first tuning: 94/101 (93.1%), 0/50 damaged.  Its seven misses were then
+# studied and their families grown (test_families_grown_from_the_old_holdout), so it is tuning data now.
+# holdout2 (tests/fixtures/secrets_holdout2) was written before the redaction code or the other generators were read,
+# from families and places of its own choosing, and measured once, after the tuning above: 136/194 (70.1%) redacted,
+# 4/64 look-alikes changed (the code before that tuning: 134/194, 4/64).  Far under the issue's target (>= 97%, <= 1):
+# its floor is that measurement; the strict xfail asserts the target and fails loudly once it is met.
+HOLDOUT2 = FIXTURES.parent / "secrets_holdout2"
+
+
 @pytest.mark.parametrize(("corpus", "min_recall", "max_damaged"), [
     (TUNE, 1.0, 0),
-    (HOLDOUT, 0.93, 1),
-    pytest.param(HOLDOUT, 0.97, 1, marks=pytest.mark.xfail(strict=True, reason="issue 27 target not met on holdout")),
-], ids=["tune", "holdout-floor", "holdout-target"])
+    (HOLDOUT, 1.0, 0),
+    (HOLDOUT2, 0.70, 4),
+    pytest.param(HOLDOUT2, 0.97, 1, marks=pytest.mark.xfail(strict=True, reason="issue 27 target not met on holdout2")),
+], ids=["tune", "holdout", "holdout2-floor", "holdout2-target"])
 def test_independent_corpora_meet_their_targets(corpus: Path, min_recall: float, max_damaged: int) -> None:
     result = score(lambda text: redact(text).text, corpus)
     print(f"\n{corpus.name}: {result.line()}")
@@ -90,6 +98,21 @@ def test_independent_corpus_is_exactly_what_its_seeded_generator_makes(corpus: P
     assert [[c["format"], c["context"], c["text"], c["secrets"]] for c in load("secrets.jsonl", corpus)] == [
         list(c) for c in cases]
     assert [[c["case"], c["text"]] for c in load("benign.jsonl", corpus)] == [list(c) for c in module.BENIGN]
+
+
+def test_holdout2_is_exactly_what_its_seeded_generator_makes() -> None:
+    spec = importlib.util.spec_from_file_location("make_holdout2_fresh", HOLDOUT2 / "make_corpus.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    secrets, benign = module.secrets(), module.benign()
+    assert [[c["format"], c["context"], c["text"], c["secrets"]] for c in load("secrets.jsonl", HOLDOUT2)] == [
+        list(c) for c in secrets]
+    assert [[c["case"], c["text"]] for c in load("benign.jsonl", HOLDOUT2)] == [list(c) for c in benign]
+    assert len(secrets) >= 100 and len(benign) >= 50
+    assert len({c[0] for c in secrets}) == len(secrets) and len({c[1] for c in benign}) == len(benign)
+    for fmt, _, text, parts in secrets:
+        assert parts and all(p in text for p in parts), fmt
 
 
 @pytest.mark.parametrize("case", SECRETS, ids=[f"{c['format']}-{c['context']}" for c in SECRETS])
@@ -190,6 +213,52 @@ def test_user_md_helper_redacts_secrets_and_keeps_the_rest() -> None:
 ])
 def test_specific_new_behaviours(text: str, expected: str) -> None:
     assert redact(text).text == expected
+
+
+# Families grown from the old holdout's seven misses (issue 27/7), each tested on values of its own, with the
+# look-alikes of each family left alone.
+@pytest.mark.parametrize(("text", "expected"), [
+    # a labelled id whose label is a longer alternative ("Social" + "Insurance Number" is not a value)
+    ("Social Insurance Number: 130-692-544 (Ontario)", "Social Insurance Number: [REDACTED:national_id] (Ontario)"),
+    ("social insurance number 130 692 544", "social insurance number [REDACTED:national_id]"),
+    ("a Social Insurance Number is nine digits", "a Social Insurance Number is nine digits"),
+    # a value handed to a command through the shell
+    ("wg set wg1 private-key <(echo yE8Hq2nB0cVfR5tL9mK3wZ7xP1sD4gJ6uA2eC8oN0i4=) peer x",
+     "wg set wg1 private-key <(echo [REDACTED:token]) peer x"),
+    ("tool --auth-token $(echo Qz7vB2mX9kL4pR8tW1nY5cF3) run", "tool --auth-token $(echo [REDACTED:token]) run"),
+    ("wg set wg1 peer ABC public-key <(echo yE8Hq2nB0cVfR5tL9mK3wZ7xP1sD4gJ6uA2eC8oN0i4=)",
+     "wg set wg1 peer ABC public-key <(echo yE8Hq2nB0cVfR5tL9mK3wZ7xP1sD4gJ6uA2eC8oN0i4=)"),
+    # .netrc over several lines, fields in any order
+    ("machine api.host.test\n    account ops\n    login bob\n    password Rk2!vq8Lm\n",
+     "machine api.host.test\n    account ops\n    login bob\n    password [REDACTED:password]\n"),
+    ("default login anonymous password Gq5$zz91x", "default login anonymous password [REDACTED:password]"),
+    ("machine api.host.test\n    login bob\n", "machine api.host.test\n    login bob\n"),
+    # a URL whose user is an e-mail address
+    ("IMAP=imaps://ops@corp.test:Vb7kQ2xz9@mail.corp.test:993", "IMAP=imaps://ops@corp.test:[REDACTED:url_password]@mail.corp.test:993"),
+    ("see https://ops@corp.test:8443/inbox@2", "see https://ops@corp.test:8443/inbox@2"),
+    # the password flag of database and cache clients
+    ("keydb-cli -p 6380 -a Hn3!xw8Qp --no-auth-warning", "keydb-cli -p 6380 -a [REDACTED:password] --no-auth-warning"),
+    ("mongodump -u root -p 'Tz9#kd2Lw' --db shop", "mongodump -u root -p '[REDACTED:password]' --db shop"),
+    ("sqlcmd -S db1 -U sa -P Wq4$mm7Ra -Q \"select 1\"", "sqlcmd -S db1 -U sa -P [REDACTED:password] -Q \"select 1\""),
+    ("sqlcmd -S db1 -p -Q \"select 1\"", "sqlcmd -S db1 -p -Q \"select 1\""),
+    ("redis-cli -a", "redis-cli -a"),
+    # a password handed to a credential constructor in code
+    ("$c = ConvertTo-SecureString -String 'Pm4!rt8Kx' -AsPlainText -Force", "$c = ConvertTo-SecureString -String '[REDACTED:password]' -AsPlainText -Force"),
+    ("var c = new NetworkCredential(\"svc\", \"Lk8#pq2Wz\");", "var c = new NetworkCredential(\"svc\", \"[REDACTED:password]\");"),
+    ("r = get(url, auth=HTTPBasicAuth('ci', 'Yb6!kk3Ps'))", "r = get(url, auth=HTTPBasicAuth('ci', '[REDACTED:password]'))"),
+    ("r = get(url, auth=('ci', 'Yb6!kk3Ps'))", "r = get(url, auth=('ci', '[REDACTED:password]'))"),
+    ("DriverManager.getConnection(jdbcUrl, \"app\", \"Qv3$nn8Tx\")", "DriverManager.getConnection(jdbcUrl, \"app\", \"[REDACTED:password]\")"),
+    ("r = get(url, auth=(user, password))", "r = get(url, auth=(user, password))"),
+    ("$pw = Read-Host -AsSecureString", "$pw = Read-Host -AsSecureString"),
+    # YAML block scalars under a key that names a secret: every line of the value
+    ("db:\n  password: |-\n    Xw9!kq2Lp\n  port: 5432\n", "db:\n  password: |-\n    [REDACTED:password]\n  port: 5432\n"),
+    ("api_token: >\n  Zr4kP9qW\n  mN2vB7xT\n", "api_token: >\n  [REDACTED:password]\n  [REDACTED:password]\n"),
+    ("description: |\n  rotate the key monthly\n", "description: |\n  rotate the key monthly\n"),
+    ("password: |\n  {{ .Values.db.password }}\n", "password: |\n  {{ .Values.db.password }}\n"),
+])
+def test_families_grown_from_the_old_holdout(text: str, expected: str) -> None:
+    assert redact(text).text == expected
+    assert redact(expected).text == expected
 
 
 def test_corpus_files_are_valid_json_lines() -> None:

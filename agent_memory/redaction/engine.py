@@ -141,6 +141,8 @@ def _collect(text: str, decode: bool, gated: bool = True, hits: tuple[int, ...] 
         spans.add(start, end, kind)
     for start, end, kind in families.family_spans(text, low):
         spans.add(start, end, kind)
+    for start, end, kind in families.block_scalar_spans(text):
+        spans.add(start, end, kind)
     if decode:
         for start, end, kind in families.split_spans(text, _has_secret):
             spans.add(start, end, kind)

@@ -19,9 +19,10 @@ import hashlib
 import re
 from collections.abc import Callable, Iterator
 
-from agent_memory.redaction.base import A, I, Lazy
+from agent_memory.redaction.base import A, I, Lazy, X
 from agent_memory.redaction.bip39 import WORDS
 from agent_memory.redaction.heuristics import luhn_ok
+from agent_memory.redaction.keyvalue import KEY_CORES, PLACEHOLDER_RE
 from agent_memory.redaction.providers import entropy
 
 Span = tuple[int, int, str]
@@ -47,7 +48,7 @@ _ID_LABEL = (
 _ID = Lazy(
     _ID_LABEL + r"(?![A-Za-z])[^\S\r\n]*(?:\"[ \t]*)?(?:on[ \t]+the[ \t]+back[ \t]+)?"
     r"(?:(?:is|was|number|no\.?|#|:|=|-|—)[^\S\r\n]*)*\"?(?:[ \t]+(?:is|:)[ \t]+)?"
-    r"(?P<v>[A-Z0-9](?:[A-Z0-9]|[ .-](?=[A-Z0-9])){2,15})(?![A-Za-z0-9])",
+    r"(?=[A-Z0-9 .-]{0,15}\d)(?P<v>[A-Z0-9](?:[A-Z0-9]|[ .-](?=[A-Z0-9])){2,15})(?![A-Za-z0-9])",
     I | A,
 )
 
@@ -106,10 +107,12 @@ _XML = Lazy(r"<(?P<tag>[\w:-]*(?:password|passwd|secret|token|api[-_]?key|apikey
             r"(?P<v>[^<\s]{4,200})</(?P=tag)>", I)
 
 # --- values labelled as keys in prose; webhooks; partial provider tokens ----------------------------
+# a value handed to a command through the shell: "private-key <(echo KEY)", "$(echo KEY)", "<<< KEY"
+_INDIRECTION = r"(?:(?:<\(|\$\()[ \t]*(?:echo|printf)[ \t]+(?:-[nes]+[ \t]+)?|<<<[ \t]*)?"
 _LABELLED = Lazy(
     r"(?<![A-Za-z])(?P<label>(?:api|admin|write|search|app|license|licence|access|auth|secret|private|server|service"
     r"|integration|master|bot|personal)[ \t_-]*(?:api[ \t_-]*)?(?:key|token|secret)|token|secret|pat)"
-    r"s?(?![A-Za-z])[ \t]*(?:is|was|=|:|->|=>)?[ \t]*[\"']?(?P<v>[A-Za-z0-9_\-./+=:]{20,})",
+    r"s?(?![A-Za-z])[ \t]*(?:is|was|=|:|->|=>)?[ \t]*" + _INDIRECTION + r"[\"']?(?P<v>[A-Za-z0-9_\-./+=:]{20,})",
     I | A,
 )
 _WEBHOOK = Lazy(r"https?://[\w.-]+/(?:api/)?(?:webhooks?|hooks)/[\w/-]*?(?P<v>[A-Za-z0-9_-]{32,})", A)
@@ -206,6 +209,27 @@ def family_spans(text: str, low: str) -> Iterator[Span]:
             yield m.start(), m.end(), "token"
     for m in _PREFIXED.get().finditer(text):
         yield m.start(), m.end(), "token"
+
+
+# --- YAML block scalars: "password: >-" / "token: |" with the value on the indented lines below --------
+_BLOCK = Lazy(
+    r"(?m)^(?P<ind>[ \t]*)(?:-[ \t]+)?[\"']?[A-Za-z0-9_.-]*?(?:" + KEY_CORES + r")[A-Za-z0-9_.-]*[\"']?[ \t]*:[ \t]*"
+    r"[|>][+-]?[1-9]?[+-]?[ \t]*\r?\n(?P<body>(?:(?P=ind)[ \t]+[^\s#][^\r\n]*(?:\r?\n|$)){1,40})",
+    I | A | X,
+)
+_LINE = Lazy(r"[^\s][^\r\n]*?(?=[ \t]*(?:\r?\n|$))")
+
+
+def block_scalar_spans(text: str) -> Iterator[Span]:
+    """Each line of a YAML block scalar (``|``, ``>``, ``>-`` ...) whose key names a secret."""
+    if "|" not in text and ">" not in text:
+        return
+    for m in _BLOCK.get().finditer(text):
+        lines = list(_LINE.get().finditer(text, m.start("body"), m.end("body")))
+        if not lines or PLACEHOLDER_RE.get().match(lines[0].group()):
+            continue
+        for line in lines:
+            yield line.start(), line.end(), "password"
 
 
 # --- secrets split across two lines ------------------------------------------------------------------

@@ -40,6 +40,7 @@ PLACEHOLDER_PREFIX = r"""
         |credentials|creds)\.       # attribute access: settings.DB_PASSWORD
     | [A-Za-z_][A-Za-z0-9_.]*[(\[]    # a call or subscript: getpass() / response["token"] / Optional[str]
     | --[A-Za-z]                      # the next command-line flag
+    | (?:Get|Read|New|ConvertTo|ConvertFrom|Import|Invoke)-[A-Za-z]+\b  # a PowerShell cmdlet: $pw = Read-Host ...
     | ~/ | \.\.?/ | /[A-Za-z_.-]+/    # a path: ~/.ssh/id_ed25519, ./key.pem, /etc/ssl/key.pem
     | [A-Za-z]:\\                     # C:\\keys\\id_rsa
 """
@@ -148,8 +149,25 @@ COMMAND = Lazy(
     r"(?:\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb|mariadb-dump)\b[^\r\n|;&]*?[ \t]-p(?=[^\s-])"
     r"|\bsshpass[ \t]+-p[ \t]*+"
     r"|\b(?:curl|wget|http)\b[^\r\n|;&]*?[ \t](?:-u|--user)[ \t=]?['\"]?[^\s:'\"@]{1,64}:(?=[^\s@'\"])"
-    r"|\bmachine[ \t]+\S+[ \t]+login[ \t]+\S+[ \t]+password[ \t]+)"
+    # the password flag of database and cache clients: redis-cli -a X, mongosh -p X, sqlcmd -P X, cqlsh -p X
+    r"|\b(?:redis-cli|keydb-cli|valkey-cli)\b[^\r\n|;&]*?[ \t](?-i:-a)[ \t]+"
+    r"|\b(?:mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport|cqlsh)\b[^\r\n|;&]*?[ \t](?-i:-p)[ \t]+"
+    r"|\b(?:sqlcmd|bcp|isql|osql)\b[^\r\n|;&]*?[ \t](?-i:-P)[ \t]*+"
+    # .netrc, on one line or several (login / account / port in any order before the password)
+    r"|\b(?:machine[ \t]+\S+|default)(?:\s+(?:login|account|port)[ \t]+\S+){0,3}\s+password[ \t]+)"
     + _CMD_VALUE,
+    A | I,
+)
+# A password handed to a credential constructor in code: ConvertTo-SecureString "X", NetworkCredential("u", "X"),
+# HTTPBasicAuth("u", "X"), requests' auth=("u", "X"), DriverManager.getConnection(url, "u", "X").
+_Q = r"""(?:'(?P<sq>[^'\r\n]{1,200})'|"(?P<dq>[^"\r\n]{1,200})")"""
+_ARG = r"""[ \t]*(?:"[^"\r\n]{0,200}"|'[^'\r\n]{0,200}'|[A-Za-z_][\w.]{0,60})[ \t]*,[ \t]*"""
+CONSTRUCTOR = Lazy(
+    r"(?:\bConvertTo-SecureString[ \t]+(?:-(?!String\b)[A-Za-z]+[ \t]+)*(?:-String[ \t]+)?"
+    r"|\b(?:NetworkCredential|PSCredential|PasswordAuthentication|UsernamePasswordCredentials|BasicAuth"
+    r"|HTTPBasicAuth|HTTPDigestAuth|HttpBasicAuth|PlainCredentials)[ \t]*\(" + _ARG
+    + r"|\bgetConnection[ \t]*\(" + _ARG + _ARG
+    + r"|\bauth[ \t]*=[ \t]*\(" + _ARG + r")" + _Q,
     A | I,
 )
 # Azure shared access signature: ...&sig=<url-encoded base64>
@@ -241,7 +259,9 @@ KV_TRIGGERS = ("pw", "pass", "secret", "token", "key", "pin", "credential")
 KEY_REACH = 18  # "shared_access_key": the core starts 14 characters before its trigger "key"
 RULES: tuple[tuple[Lazy, Decide, tuple[str, ...]], ...] = (
     (SAS, decide_sas, ("sig=",)),
-    (COMMAND, decide_command, ("mysql", "mariadb", "sshpass", "-u", "--user", "machine")),
+    (COMMAND, decide_command, ("mysql", "mariadb", "sshpass", "-u", "--user", "machine", "default", "-cli", "mongo", "cqlsh",
+                               "sqlcmd", "bcp", "isql", "osql")),
+    (CONSTRUCTOR, decide_command, ("securestring", "credential", "auth", "getconnection")),
     (KV, decide_kv, KV_TRIGGERS),
     (CLI, decide_kv, KV_TRIGGERS),
 )

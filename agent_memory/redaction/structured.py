@@ -36,7 +36,7 @@ SLACK_WEBHOOK = Lazy(r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<sec
 # scheme://user:PASSWORD@host
 URL = Lazy(
     r"[A-Za-z][A-Za-z0-9+.-]{0,31}://"
-    r"[^" + WS + r":/?#@\[\]\"'<>]{0,256}+:"
+    r"[^" + WS + r":/?#\[\]\"'<>]{0,256}+:"  # the user may be an e-mail address (smtp://me@x.org:pw@host)
     r"(?!\[REDACTED:)(?P<secret>[^" + WS + r"/?#\"'<>]{1,256})@",
     A,
 )
