@@ -10,7 +10,6 @@ Optional features are capability protocols a backend implements or not: :class:`
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -205,6 +204,8 @@ class FilesBackend:
         return self.store.root
 
     async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        import asyncio  # here: a cold CLI search never imports asyncio (tests/test_store_imports.py)
+
         return await asyncio.to_thread(partial(fn, *args, **kwargs))
 
     async def remember(self, draft: MemoryDraft, *, source: str = "tool") -> RememberResult:
