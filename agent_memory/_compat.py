@@ -15,7 +15,7 @@ import sys
 import warnings
 from types import ModuleType
 
-__all__ = ["MOVED", "install"]
+__all__ = ["ALSO", "MOVED", "install"]
 
 #: old dotted path (under ``agent_memory.``) -> new dotted path. A package entry covers its submodules.
 MOVED: dict[str, str] = {
@@ -53,6 +53,8 @@ MOVED: dict[str, str] = {
     "vectors": "backends.files.vectors",
     "workers": "agents.workers",
 }
+#: Names an old module held that now live elsewhere than its new home (served by a proxy module for that old path).
+ALSO: dict[str, dict[str, str]] = {"backend": {"FilesBackend": "backends.files.backend"}}
 _PACKAGE = "agent_memory"
 
 
@@ -76,7 +78,15 @@ class _Alias(importlib.abc.Loader):
             DeprecationWarning,
             stacklevel=2,
         )
-        return importlib.import_module(self.new)
+        module = importlib.import_module(self.new)
+        extra = ALSO.get(spec.name[len(_PACKAGE) + 1 :])
+        if not extra:
+            return module
+        proxy = ModuleType(spec.name, module.__doc__)  # the new module plus the names that moved further
+        proxy.__dict__.update({k: v for k, v in vars(module).items() if not k.startswith("__")})
+        for name, home in extra.items():
+            setattr(proxy, name, getattr(importlib.import_module(f"{_PACKAGE}.{home}"), name))
+        return proxy
 
     def exec_module(self, module: ModuleType) -> None:
         """Nothing to run: the module was imported under its new name."""

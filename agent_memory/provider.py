@@ -24,7 +24,6 @@ from agent_memory.backends import open_backend
 from agent_memory.backends.base import (
     Caller,
     EpisodesBackend,
-    FilesBackend,
     LifecycleBackend,
     MemoryBackend,
     SessionsBackend,
@@ -32,6 +31,7 @@ from agent_memory.backends.base import (
     capability,
     require,
 )
+from agent_memory.backends.files.backend import FilesBackend
 from agent_memory.errors import InvalidInputError
 from agent_memory.model.drafts import MemoryDraft, OnExisting, RememberResult
 from agent_memory.model.events import Event, NotSupportedError

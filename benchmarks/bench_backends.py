@@ -32,7 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from _corpus import Corpus, percentile  # noqa: E402
 
-from agent_memory.backends.base import Caller, FilesBackend, MemoryBackend  # noqa: E402
+from agent_memory.backends.base import Caller, MemoryBackend  # noqa: E402
+from agent_memory.backends.files.backend import FilesBackend  # noqa: E402
 from agent_memory.backends.files.store import MemoryStore  # noqa: E402
 from agent_memory.model.drafts import MemoryDraft  # noqa: E402
 

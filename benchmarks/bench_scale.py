@@ -48,7 +48,8 @@ from _corpus import Corpus, percentile  # noqa: E402
 from _genroot import write_root  # noqa: E402
 from _proc import server_cpu_s  # noqa: E402
 
-from agent_memory.backends.base import Caller, FilesBackend, MemoryBackend  # noqa: E402
+from agent_memory.backends.base import Caller, MemoryBackend  # noqa: E402
+from agent_memory.backends.files.backend import FilesBackend  # noqa: E402
 from agent_memory.backends.files.store import MemoryStore  # noqa: E402
 
 CLI = [sys.executable, "-m", "agent_memory.cli"]

@@ -10,6 +10,7 @@ def test_all_names_resolve():
     for name in agent_memory.__all__:
         assert getattr(agent_memory, name) is not None, name
     assert agent_memory.__all__ == sorted(agent_memory.__all__)
+    assert set(agent_memory.__all__) == set(agent_memory._EXPORTS)  # the literal list (for type checkers) is complete
     assert "MemoryProvider" in agent_memory.__all__ and "MemoryStore" in agent_memory.__all__
     assert {"UnsupportedError", "LifecycleBackend", "SessionsBackend", "EpisodesBackend", "VectorsBackend"} <= set(
         agent_memory.__all__)  # issue 28: one unsupported error, one protocol per optional capability

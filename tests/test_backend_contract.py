@@ -18,7 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent_memory.backends import open_backend
-from agent_memory.backends.base import Caller, FilesBackend, MemoryBackend
+from agent_memory.backends.base import Caller, MemoryBackend
+from agent_memory.backends.files.backend import FilesBackend
 from agent_memory.backends.files.store import MemoryStore
 from agent_memory.errors import InvalidIdError, InvalidInputError, NotFoundError
 from agent_memory.model.drafts import MemoryDraft

@@ -17,7 +17,8 @@ from agent_memory.agents.tools import CAPTURE, FOREGROUND, as_backend, memory_to
 from agent_memory.agents.workers.capture import capture_turn
 from agent_memory.agents.workers.recall import run_recall
 from agent_memory.backends import open_backend
-from agent_memory.backends.base import Caller, FilesBackend, MemoryBackend
+from agent_memory.backends.base import Caller, MemoryBackend
+from agent_memory.backends.files.backend import FilesBackend
 from agent_memory.backends.files.store import MemoryStore
 from agent_memory.errors import AgentMemoryError
 from agent_memory.provider import MemoryProvider

@@ -22,7 +22,6 @@ from agent_memory import MemoryProvider, MemoryStore
 from agent_memory.backends.base import (
     Caller,
     EpisodesBackend,
-    FilesBackend,
     LifecycleBackend,
     MemoryBackend,
     SessionsBackend,
@@ -30,6 +29,7 @@ from agent_memory.backends.base import (
     capability,
     require,
 )
+from agent_memory.backends.files.backend import FilesBackend
 from agent_memory.consolidate import ConsolidationUnsupported
 from agent_memory.episodes import Episodes, EpisodeStore, EpisodesUnsupportedError, build_episode, episode_store
 from agent_memory.errors import BackendError, UnsupportedError

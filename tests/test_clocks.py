@@ -17,7 +17,8 @@ from agent_memory.agents.models.statements import extract_statements
 from agent_memory.agents.profiles import load_profile
 from agent_memory.agents.tools import READ, memory_toolset
 from agent_memory.agents.workers.capture import capture_before_compaction, capture_turn, rule_extractor
-from agent_memory.backends.base import Caller, FilesBackend
+from agent_memory.backends.base import Caller
+from agent_memory.backends.files.backend import FilesBackend
 from agent_memory.backends.files.store import MemoryStore
 from agent_memory.cli import main
 from agent_memory.errors import InvalidInputError

@@ -7,7 +7,8 @@ import pytest
 from agent_memory.agents.core_block import TRUNCATION_MARKER, MemoryBlock
 from agent_memory.agents.core_block import inject as inject_async
 from agent_memory.agents.tokens import count_tokens
-from agent_memory.backends.base import Caller, FilesBackend
+from agent_memory.backends.base import Caller
+from agent_memory.backends.files.backend import FilesBackend
 from agent_memory.backends.files.store import MemoryStore
 from agent_memory.errors import InvalidInputError
 

@@ -15,8 +15,9 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agent_memory import MemoryProvider
 from agent_memory.agents.tools import READ, memory_toolset
-from agent_memory.backends.base import FilesBackend, MemoryBackend
+from agent_memory.backends.base import MemoryBackend
 from agent_memory.backends.extended import ExtendedBackend, Hooks, Retrieved, SessionEnded, Written
+from agent_memory.backends.files.backend import FilesBackend
 from agent_memory.errors import NotFoundError
 from agent_memory.model.drafts import MemoryDraft
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from agent_memory.backends.base import FilesBackend
+from agent_memory.backends.files.backend import FilesBackend
 from agent_memory.backends.files.store import MemoryStore
 from agent_memory.errors import InvalidInputError
 from agent_memory.model.drafts import MemoryDraft, Override, apply_override, prepare_draft, prepare_record

@@ -14,7 +14,8 @@ import pytest
 from _pg import fresh_schema, pg_url  # noqa: F401  (pytest fixture)
 
 from agent_memory.backends import open_backend
-from agent_memory.backends.base import Caller, FilesBackend, MemoryBackend
+from agent_memory.backends.base import Caller, MemoryBackend
+from agent_memory.backends.files.backend import FilesBackend
 from agent_memory.backends.files.store import MemoryStore
 from agent_memory.errors import InvalidInputError
 from agent_memory.integrations.anthropic import MemoryToolHandler

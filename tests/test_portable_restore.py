@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from agent_memory.backends.base import Caller, FilesBackend
+from agent_memory.backends.base import Caller
+from agent_memory.backends.files.backend import FilesBackend
 from agent_memory.backends.files.store import MemoryStore
 from agent_memory.errors import InvalidInputError
 from agent_memory.portable import export_records, import_file

@@ -17,7 +17,8 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agent_memory.agents.tools import CAPTURE, FOREGROUND, memory_toolset
 from agent_memory.backends import open_backend
-from agent_memory.backends.base import Caller, FilesBackend, MemoryBackend
+from agent_memory.backends.base import Caller, MemoryBackend
+from agent_memory.backends.files.backend import FilesBackend
 from agent_memory.backends.files.store import MemoryStore
 from agent_memory.errors import InvalidInputError, NotFoundError
 from agent_memory.model.drafts import MemoryDraft

@@ -17,7 +17,8 @@ __all__ = ["open_backend"]
 
 def open_backend(target: str | os.PathLike[str] | MemoryBackend, **options: Any) -> MemoryBackend:
     """A backend for a root directory, a ``postgresql://`` URL, or an already-built backend."""
-    from agent_memory.backends.base import FilesBackend, MemoryBackend
+    from agent_memory.backends.base import MemoryBackend
+    from agent_memory.backends.files.backend import FilesBackend
 
     if isinstance(target, MemoryBackend) and not isinstance(target, (str, os.PathLike)):
         return target

@@ -29,7 +29,8 @@ import math
 from typing import TYPE_CHECKING, Any
 
 import agent_memory.backends.files.history as _history
-from agent_memory.backends.base import FilesBackend, capability, innermost
+from agent_memory.backends.base import capability, innermost
+from agent_memory.backends.files.backend import FilesBackend
 from agent_memory.backends.files.index import row_to_record, visibility_sql
 from agent_memory.consolidate.plan import plan_changes
 from agent_memory.consolidate.recalls import RecallLog

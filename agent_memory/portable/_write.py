@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import agent_memory.backends.files.keyed as _keyed
-from agent_memory.backends.base import Caller, FilesBackend, MemoryBackend
+from agent_memory.backends.base import Caller, MemoryBackend
+from agent_memory.backends.files.backend import FilesBackend
 from agent_memory.backends.files.store import MemoryStore
 from agent_memory.errors import InvalidInputError
 from agent_memory.formats.atomic import atomic_write

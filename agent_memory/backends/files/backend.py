@@ -1,0 +1,186 @@
+"""The files backend: :class:`MemoryBackend` over Markdown record files and their SQLite index.
+
+It adapts the synchronous :class:`~agent_memory.backends.files.store.MemoryStore` (the engine the CLI also uses) to
+the async protocol of :mod:`agent_memory.backends.base`, running each call in a worker thread, and offers every
+optional capability there (lifecycle, sessions, episodes, vectors).
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Iterable
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from agent_memory.backends.base import Caller
+from agent_memory.errors import InvalidInputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent_memory.backends.files.store import MemoryStore
+    from agent_memory.embeddings import Embedder
+    from agent_memory.episodes import EpisodeStore
+    from agent_memory.model.drafts import MemoryDraft, RememberResult
+    from agent_memory.model.events import Event
+    from agent_memory.model.records import MemoryRecord
+    from agent_memory.model.reports import BackfillReport, DoctorReport, History, PurgeReport, SweepReport, SyncReport
+    from agent_memory.search.types import SearchResult
+    from agent_memory.sessions import SessionStore
+
+__all__ = ["FilesBackend"]
+
+T = TypeVar("T")
+
+
+class FilesBackend:
+    """:class:`MemoryBackend` over Markdown record files and their SQLite index."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+        self._sessions: SessionStore | None = None
+        self._episodes: EpisodeStore | None = None
+
+    @property
+    def sessions(self) -> SessionStore:
+        """The :class:`~agent_memory.sessions.SessionStore` of this root (session logs and summaries)."""
+        if self._sessions is None:
+            from agent_memory.sessions import SessionStore
+
+            self._sessions = SessionStore(self.store.root, durable=self.store.durable)
+        return self._sessions
+
+    @property
+    def episodes(self) -> EpisodeStore:
+        """The :class:`~agent_memory.episodes.EpisodeStore` of this root (``episodes/<yyyy-mm>/<id>.md``)."""
+        if self._episodes is None:
+            from agent_memory.episodes import EpisodeStore
+
+            self._episodes = EpisodeStore(self.store.root)
+        return self._episodes
+
+    @property
+    def root(self) -> Path:
+        return self.store.root
+
+    async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        import asyncio  # here: a cold CLI search never imports asyncio (tests/test_store_imports.py)
+
+        return await asyncio.to_thread(partial(fn, *args, **kwargs))
+
+    async def remember(self, draft: MemoryDraft, *, source: str = "tool") -> RememberResult:
+        return (await self._run(self.store.remember_many, [draft], source=source))[0]
+
+    async def remember_many(
+        self, drafts: Iterable[MemoryDraft], *, source: str = "import", on_error: Literal["raise", "skip"] = "raise",
+        errors: builtins.list[tuple[int, str]] | None = None, progress: Callable[[int], None] | None = None,
+    ) -> builtins.list[RememberResult]:
+        return await self._run(self.store.remember_many, list(drafts), source=source, on_error=on_error, errors=errors,
+                               progress=progress)
+
+    async def supersede(self, old_id: str, draft: MemoryDraft, *, source: str = "tool") -> RememberResult:
+        return await self._run(self.store.supersede, old_id, draft, source=source)
+
+    async def get(self, record_id: str, caller: Caller) -> MemoryRecord:
+        return await self._run(self.store.get, record_id, **caller.kwargs())
+
+    async def list(self, caller: Caller, *, limit: int | None = 50, **filters: Any) -> builtins.list[MemoryRecord]:
+        return await self._run(self.store.list, limit=limit, **caller.kwargs(), **filters)
+
+    async def count(self, caller: Caller, **filters: Any) -> int:
+        return await self._run(self.store.count, **caller.kwargs(), **filters)
+
+    async def search(self, query: str, caller: Caller, *, limit: int = 10, **options: Any) -> SearchResult:
+        if options.get("mode") == "contextual":  # sessions by summary, then messages and records within them
+            from agent_memory.sessions.contextual import contextual_search
+
+            rest = {k: v for k, v in options.items() if k not in ("mode", "trace")}
+            return await self._run(contextual_search, self.sessions, query, limit=limit, trace=bool(options.get("trace")),
+                                   records=lambda n: self.store.search(query, limit=n, session_id=caller.session_id,
+                                                                       user_id=caller.user_id, **rest),
+                                   embedder=self.embedder, **caller.kwargs())
+        return await self._run(self.store.search, query, limit=limit, **caller.kwargs(), **options)
+
+    async def forget(self, record_id: str, caller: Caller) -> bool:
+        return await self._run(self.store.forget, record_id, **caller.kwargs())
+
+    async def core_lines(self, caller: Caller, limit: int | None) -> builtins.list[str]:
+        def lines() -> builtins.list[str]:
+            self.store.open()  # the index follows the files (hand edits included) before it is read
+            return self.store.visible_lines(limit=limit, **caller.kwargs())
+
+        return await self._run(lines)
+
+    async def user_md(self) -> str:
+        path = self.store.root / "USER.md"
+
+        def read() -> str:
+            if not path.is_file() or path.is_symlink():
+                return ""
+            return path.read_text(encoding="utf-8")
+
+        return await self._run(read)
+
+    async def forget_purge(self, record_id: str, caller: Caller) -> bool:
+        return await self._run(self.store.forget, record_id, purge=True, **caller.kwargs())
+
+    async def purge(self, record_id: str | None = None, *, session_id: str | None = None,
+                    user_id: str | None = None) -> PurgeReport:
+        return await self._run(self.store.purge, record_id, session_id=session_id, user_id=user_id)
+
+    async def history(self, record_id: str, caller: Caller) -> History:
+        return await self._run(self.store.history, record_id, **caller.kwargs())
+
+    async def restore(self, record_id: str, caller: Caller, *, version: int | None = None) -> MemoryRecord:
+        return await self._run(self.store.restore, record_id, version=version, **caller.kwargs())
+
+    async def undo(self, caller: Caller) -> Event:
+        return await self._run(self.store.undo, **caller.kwargs())
+
+    async def events(self, caller: Caller, *, record_id: str | None = None,
+                     limit: int | None = None) -> builtins.list[Event]:
+        return await self._run(self.store.events_for, record_id, limit=limit, **caller.kwargs())
+
+    async def provenance(self, record_id: str, caller: Caller) -> dict[str, Any]:
+        return await self._run(self.store.provenance, record_id, **caller.kwargs())
+
+    async def sweep(self) -> SweepReport:
+        return await self._run(self.store.sweep)
+
+    async def reindex(self) -> SyncReport:
+        return await self._run(self.store.reindex)
+
+    async def doctor(self) -> DoctorReport:
+        return await self._run(self.store.doctor)
+
+    # -- vectors (VectorsBackend): the store's meaning layer (agent_memory.backends.files.meaning) ----------------
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder the store was given (``MemoryStore(embedder=…)`` or :meth:`use_embedder`), if any."""
+        meaning = self.store.meaning
+        return None if meaning is None else meaning.embedder
+
+    def use_embedder(self, embedder: Embedder | str | None) -> None:
+        """Attach (or, with ``None``, detach) an embedder after construction: dense/hybrid search and :meth:`embed`."""
+        old = self.store.meaning
+        if old is not None:
+            old.stop()
+        self.store.meaning = None
+        if embedder is not None:
+            from agent_memory.backends.files.meaning import attach
+
+            attach(self.store, embedder)
+
+    async def embed(self, progress: Callable[[int, int], None] | None = None) -> BackfillReport:
+        """Embed records without a current vector (vectors are derived: writes never wait for them)."""
+        meaning = self.store.meaning
+        if meaning is None:
+            raise InvalidInputError("this backend has no embedder (MemoryStore(root, embedder='local'))")
+        return await self._run(meaning.embed, progress)
+
+    async def embedded(self, timeout: float | None = None) -> bool:
+        """Wait until background embedding has caught up; False if ``timeout`` passed first."""
+        meaning = self.store.meaning
+        return True if meaning is None else await self._run(meaning.drain, timeout)
+
+    async def close(self) -> None:
+        self.store.close()
