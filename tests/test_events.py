@@ -5,11 +5,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from _doubles import cli_json as run_cli
 
 from agent_memory.backends.files.events import EventLog
 from agent_memory.backends.files.store import MemoryDraft, MemoryStore
@@ -159,14 +158,6 @@ def test_event_round_trip_and_rejects_bad_lines() -> None:
             Event.from_dict(bad)
     with pytest.raises(ValueError):
         EventLog(Path("/nonexistent")).append(Event("exploded", "x"))
-
-
-def run_cli(root: Path, *args: str) -> dict:
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    out = subprocess.run([sys.executable, "-m", "agent_memory.cli", "--root", str(root), "--json", *args],
-                         capture_output=True, text=True, env=env, timeout=120)
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
 
 
 def test_cli_get_provenance_and_events(tmp_path: Path) -> None:

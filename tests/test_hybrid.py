@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _doubles import concept_vectors_for
 
 from agent_memory.backends.files.hybrid import hybrid_search
 from agent_memory.backends.files.store import MemoryDraft, MemoryStore
@@ -19,17 +19,7 @@ CONCEPTS = {"car": 0, "automobile": 0, "vehicle": 0, "buy": 1, "bought": 1, "pur
             "dog": 2, "puppy": 2, "soup": 3, "broth": 3}
 
 
-def concept_vectors(texts: list[str]) -> list[list[float]]:
-    out = []
-    for t in texts:
-        v = [0.0] * 8
-        for w in t.lower().replace("?", " ").replace(".", " ").split():
-            if w in CONCEPTS:
-                v[CONCEPTS[w]] += 1.0
-            else:
-                v[4 + int(hashlib.md5(w.encode()).hexdigest(), 16) % 4] += 0.05
-        out.append(v)
-    return out
+concept_vectors = concept_vectors_for(CONCEPTS)
 
 
 @pytest.fixture()

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _doubles import cli_json as jrun
 
 from agent_memory.backends.files.store import MemoryStore
 from agent_memory.errors import InvalidInputError, NotFoundError
@@ -134,14 +135,6 @@ def test_provider_lifecycle_and_unsupported_backends(tmp_path: Path) -> None:
                 await call
 
     asyncio.run(main())
-
-
-def jrun(root: Path, *args: str, ok: bool = True) -> dict:
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    out = subprocess.run([sys.executable, "-m", "agent_memory.cli", "--root", str(root), "--json", *args],
-                         capture_output=True, text=True, env=env, timeout=120)
-    assert (out.returncode == 0) is ok, out.stderr
-    return json.loads(out.stdout)
 
 
 def test_cli_history_restore_undo(tmp_path: Path) -> None:
