@@ -13,13 +13,16 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, cast
 
 if TYPE_CHECKING:
     import numpy as np
+    from pydantic_ai.messages import ModelMessage
+
+    from agent_memory.integrations.pydantic_ai import MemoryTurn
 
 # -- toy embedders ---------------------------------------------------------------------------------------------
 
@@ -58,7 +61,7 @@ def letter_vectors(texts: list[str]) -> np.ndarray:
 
 # -- a local JSON-over-HTTP server (fake OpenAI-compatible endpoints) ------------------------------------------
 
-Route = Callable[[str, dict[str, Any], Mapping[str, str]], tuple[int, "dict[str, Any] | bytes"]]
+Route = Callable[[str, dict[str, Any], Any], tuple[int, "dict[str, Any] | bytes"]]
 
 
 def free_port() -> int:
@@ -124,3 +127,42 @@ def cli_json(root: Path | str, *args: str, ok: bool = True) -> Any:
                          capture_output=True, text=True, env=env, timeout=120)
     assert (out.returncode == 0) is ok, out.stderr
     return json.loads(out.stdout)
+
+
+# -- scripted models (pydantic-ai FunctionModel bodies) ---------------------------------------------------------
+
+
+def first_prompt(messages: Sequence[ModelMessage]) -> str:
+    """The user prompt a worker's model was given: the last part of the first message."""
+    from pydantic_ai.messages import UserPromptPart
+
+    part = messages[0].parts[-1]
+    assert isinstance(part, UserPromptPart), part
+    return str(part.content)
+
+
+def returned(part: object) -> dict[str, Any]:
+    """The structured content of a tool's return part (what a memory tool answered)."""
+    content = getattr(part, "content", None)
+    assert isinstance(content, dict), part
+    return content
+
+
+def tool_returns(messages: Sequence[ModelMessage], tool: str) -> list[Any]:
+    """What ``tool`` returned to the model so far, oldest first."""
+    from pydantic_ai.messages import ModelRequest, ToolReturnPart
+
+    return [p.content for m in messages if isinstance(m, ModelRequest) for p in m.parts
+            if isinstance(p, ToolReturnPart) and p.tool_name == tool]
+
+
+def plain_tools(toolset: Any) -> dict[str, Callable[..., Awaitable[Any]]]:
+    """A memory toolset's tools as the plain async functions they are (none takes a RunContext), by name."""
+    return {name: tool.function for name, tool in toolset.tools.items()}
+
+
+def last_turn(capability: Any) -> MemoryTurn:
+    """What a ``MemoryCapability`` did in its last run (asserting it ran)."""
+    turn = capability.last_turn
+    assert turn is not None, "the capability has not run"
+    return cast("MemoryTurn", turn)

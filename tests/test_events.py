@@ -5,7 +5,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _doubles import cli_json as run_cli
@@ -17,13 +19,13 @@ from agent_memory.model.records import content_hash
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> MemoryStore:
+def store(tmp_path: Path) -> Iterator[MemoryStore]:
     s = MemoryStore(tmp_path / "mem", durable=False)
     yield s
     s.close()
 
 
-def kinds(store: MemoryStore, rid: str | None = None, **caller: str) -> list[str]:
+def kinds(store: MemoryStore, rid: str | None = None, **caller: Any) -> list[str]:
     return [e.event for e in store.events_for(rid, **caller)]
 
 
@@ -143,6 +145,7 @@ def test_provenance_cannot_be_forged_by_a_write(store: MemoryStore) -> None:
 def test_search_trace_shows_provenance(store: MemoryStore) -> None:
     a = store.remember("Cormorants dive for fish.", source="turn_capture", session_id="s1")
     res = store.search("cormorants", session_id="s1", trace=True)
+    assert res.trace is not None
     stage = res.trace[-1]
     assert stage["stage"] == "provenance" and stage["top"][0]["id"] == a.id
     assert stage["top"][0]["created"]["actor"] == "turn_capture" and stage["top"][0]["created"]["session_id"] == "s1"

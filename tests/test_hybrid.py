@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _doubles import concept_vectors_for
@@ -102,7 +103,7 @@ def test_dense_side_reads_the_same_point_in_time_as_lexical(tmp_path: Path) -> N
     cache = VectorCache.for_root(store.root)
     cache.backfill(live_items(store.index), emb)
     q = "which vehicle did they purchase?"  # no shared word with either record: only the dense side can find them
-    def dense(**when: object) -> list[str]:
+    def dense(**when: Any) -> list[str]:
         return [h.id for h in hybrid_search(store, cache, emb, q, mode="dense", **when).hits]
     assert old not in dense()
     assert dense(include_superseded=True)[0] == old
