@@ -11,9 +11,11 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from _doubles import free_port as free_port  # re-exported: the MCP tests import it from here
 from mcp import ClientSession
+from mcp.types import ToolAnnotations
 
 PY = sys.executable
 
@@ -22,12 +24,6 @@ def server_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_MEMORY_")}
     env.update({"LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYDANTIC_AI_NO_BANNER": "1"}, **extra)
     return env
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start_http(root: Path, *args: str, port: int, env: dict[str, str] | None = None,
@@ -85,3 +81,18 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 def write_tokens(path: Path, tokens: dict[str, dict[str, str]]) -> Path:
     path.write_text(json.dumps({"tokens": tokens}), encoding="utf-8")
     return path
+
+
+def resource_text(result: Any) -> str:
+    """The text of a read resource (the memory resources are all text)."""
+    from mcp.types import TextResourceContents
+
+    content = result.contents[0]
+    assert isinstance(content, TextResourceContents), content
+    return content.text
+
+
+def hints(tool: Any) -> ToolAnnotations:
+    """A listed tool's annotations (every memory tool has them)."""
+    assert tool.annotations is not None, tool.name
+    return cast(ToolAnnotations, tool.annotations)

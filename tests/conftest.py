@@ -74,6 +74,11 @@ def reliability_figures(request: pytest.FixtureRequest) -> dict[str, Any]:
     return figures
 
 
+def _figures(item: pytest.Item) -> dict[str, Any]:
+    figures: dict[str, Any] = item.stash.get(_figures_key, {})
+    return dict(figures)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]):  # type: ignore[no-untyped-def]
     outcome = yield
@@ -86,7 +91,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]):  #
         _results.append({
             "promise": marker.args[0], "test": item.nodeid, "doc": " ".join(doc.split("\n\n")[0].split()),
             "outcome": ("xfailed" if hasattr(report, "wasxfail") else "skipped") if report.skipped else report.outcome,
-            "duration": report.duration, "figures": dict(item.stash.get(_figures_key, {})),
+            "duration": report.duration, "figures": _figures(item),
             "reason": (getattr(report, "wasxfail", "") or (str(report.longrepr[-1]) if isinstance(report.longrepr, tuple) else ""))
             if report.skipped else "",
         })

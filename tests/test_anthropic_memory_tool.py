@@ -165,7 +165,8 @@ def test_sdk_tool_runner_interface(tmp_path: Path) -> None:
     tool = MemoryToolHandler(MemoryProvider(tmp_path / "mem"), user_id="u").as_sdk_tool()
     assert isinstance(tool, BetaAbstractMemoryTool)
     assert tool.to_dict() == {"type": "memory_20250818", "name": "memory"}
-    assert tool.call({"command": "create", "path": "/memories/n.md", "file_text": "hello\n"}).startswith("File created")
+    out = tool.call({"command": "create", "path": "/memories/n.md", "file_text": "hello\n"})
+    assert isinstance(out, str) and out.startswith("File created")
     assert "hello" in tool.call({"command": "view", "path": "/memories/n.md"})
     with pytest.raises(ToolError, match="Cannot delete the /memories directory itself"):
         tool.call({"command": "delete", "path": "/memories"})
@@ -178,7 +179,8 @@ async def test_async_sdk_tool(tmp_path: Path) -> None:
 
     tool = MemoryToolHandler(MemoryProvider(tmp_path / "mem")).as_async_sdk_tool()
     assert isinstance(tool, BetaAsyncAbstractMemoryTool)
-    assert (await tool.call({"command": "create", "path": "/memories/n.md", "file_text": "hi\n"})).startswith("File created")
+    out = await tool.call({"command": "create", "path": "/memories/n.md", "file_text": "hi\n"})
+    assert isinstance(out, str) and out.startswith("File created")
     with pytest.raises(ToolError, match="does not exist"):
         await tool.call({"command": "view", "path": "/memories/zzz"})
 
@@ -188,7 +190,7 @@ def test_sdk_tool_runner_round_trip_offline(tmp_path: Path) -> None:
     anthropic = pytest.importorskip("anthropic")
     import httpx2 as httpx
 
-    steps = [
+    steps: list[list[dict[str, Any]]] = [
         [{"type": "tool_use", "id": "t1", "name": "memory",
           "input": {"command": "create", "path": "/memories/todo.md", "file_text": "- buy milk\n"}}],
         [{"type": "tool_use", "id": "t2", "name": "memory", "input": {"command": "view", "path": "/memories/todo.md"}}],

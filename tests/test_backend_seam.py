@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import ast
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic_ai import Agent
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.messages import ModelMessage, ModelResponse, ModelResponsePart, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agent_memory.agents.profiles import load_profile
@@ -77,7 +78,7 @@ def test_the_backend_protocol_is_satisfied_and_the_provider_is_not_one(tmp_path)
 
 async def test_tools_run_on_a_backend_with_a_caller(tmp_path):
     backend = CountingBackend(tmp_path / "m")
-    steps = iter([[ToolCallPart("memory_remember", {"content": "Ada's locker is number 12."})],
+    steps: Iterator[list[ModelResponsePart]] = iter([[ToolCallPart("memory_remember", {"content": "Ada's locker is number 12."})],
                   [ToolCallPart("memory_search", {"query": "locker"})], [TextPart("done")]])
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -143,7 +144,7 @@ async def test_a_postgres_url_is_never_a_directory(tmp_path, monkeypatch):
 
 async def test_capture_toolset_defaults_to_the_callers_partition(tmp_path):
     backend = CountingBackend(tmp_path / "m")
-    calls = iter([[ToolCallPart("memory_remember", {"content": "Only this chat needs this."}),
+    calls: Iterator[list[ModelResponsePart]] = iter([[ToolCallPart("memory_remember", {"content": "Only this chat needs this."}),
                    ToolCallPart("memory_remember", {"content": "Shared rule: deploys on Tuesdays.", "scope": "project"})],
                   [TextPart("ok")]])
 

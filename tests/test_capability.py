@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from _doubles import last_turn
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
     ModelMessage,
@@ -118,7 +119,7 @@ class CountingProvider(MemoryProvider):
         self.calls.append(("capture_turn", {"input": input, "output": output, **kw}))
         return await super().capture_turn(input, output, **kw)
 
-    def count(self, name: str) -> int:
+    def calls_to(self, name: str) -> int:
         return sum(1 for call, _ in self.calls if call == name)
 
 
@@ -148,16 +149,16 @@ async def test_recall_runs_once_per_user_turn_and_is_reused_across_tool_loop(pro
 
     result = await agent.run("When is the deploy window?")
     assert len(model.seen) == 4  # three tool-loop steps, then the answer
-    assert provider.count("recall") == 1
+    assert provider.calls_to("recall") == 1
     recalled = model.seen[0].recall_parts()
     assert len(recalled) == 1 and "Tuesday 14:00 UTC" in recalled[0]
     for later in model.seen[1:]:  # the same part, resent unchanged, never recalled again
         assert later.recall_parts() == recalled
 
     await agent.run("And who approves deploys?", message_history=result.all_messages())
-    assert provider.count("recall") == 2  # a new user turn recalls again
+    assert provider.calls_to("recall") == 2  # a new user turn recalls again
     assert [c["message"] for n, c in provider.calls if n == "recall"] == ["When is the deploy window?", "And who approves deploys?"]
-    assert provider.count("inject") == 1  # the core block is computed once per conversation
+    assert provider.calls_to("inject") == 1  # the core block is computed once per conversation
 
 
 async def test_a_fact_captured_in_turn_one_reaches_the_main_model_in_turn_two(provider):
@@ -168,12 +169,12 @@ async def test_a_fact_captured_in_turn_one_reaches_the_main_model_in_turn_two(pr
     first = await agent.run("Please remember that my cat is called Miso.")
     # turn 2 starts right away: it waits for turn 1's background capture before recalling
     await agent.run("What is my cat called?", message_history=first.all_messages())
-    assert provider.count("capture_turn") >= 1
+    assert provider.calls_to("capture_turn") >= 1
     turn2 = model.seen[-1]
     recalled = turn2.recall_parts()
     assert recalled and "Miso" in recalled[-1], "the captured fact must reach the model through recall"
     assert "Miso" not in turn2.instructions  # the frozen core block was computed before the capture
-    assert memory.last_turn is not None and "Miso" in memory.last_turn.recall
+    assert memory.last_turn is not None and "Miso" in last_turn(memory).recall
 
 
 async def test_capture_runs_at_run_end_with_the_turns_input_and_output_in_the_background(provider):
@@ -185,14 +186,14 @@ async def test_capture_runs_at_run_end_with_the_turns_input_and_output_in_the_ba
     assert all(c.pop("at").tzinfo is not None for c in captures)  # when the turn was said (docs/time.md)
     assert captures == [{"input": "Remember: the office wifi is called Larch.", "output": result.output,
                          "session_id": "s1", "user_id": "ada"}]
-    task = memory.last_turn.capture
+    task = last_turn(memory).capture
     assert isinstance(task, asyncio.Task)
     results = await provider.flush()
     assert task.done() and task.result() in results
 
     foreground = MemoryCapability(provider, session_id="s1", user_id="ada", background_capture=False)
     await make_agent(ScriptedMainModel(), foreground).run("Remember: the printer is on floor 3.")
-    assert not isinstance(foreground.last_turn.capture, asyncio.Task)  # already done when the run returned
+    assert not isinstance(last_turn(foreground).capture, asyncio.Task)  # already done when the run returned
 
 
 class BrokenRecallProvider(CountingProvider):
@@ -220,7 +221,7 @@ async def test_recall_failure_never_breaks_the_main_run(tmp_path, mode, caplog):
     memory = MemoryCapability(provider, session_id="s1", capture=False, recall_timeout=0.2)
     result = await make_agent(model, memory).run("Tell me about pizza")
     assert result.output == "answer to: Tell me about pizza"
-    assert provider.count("recall") == 1
+    assert provider.calls_to("recall") == 1
     assert all(not s.recall_parts() for s in model.seen)  # the turn simply had no recalled memory
     assert "recall failed" in caplog.text
     provider.close()
@@ -230,25 +231,25 @@ async def test_empty_recall_adds_nothing(provider):
     model = ScriptedMainModel()
     memory = MemoryCapability(provider, session_id="s1", capture=False)
     await make_agent(model, memory).run("Completely unrelated question about volcanoes")
-    assert provider.count("recall") == 1
+    assert provider.calls_to("recall") == 1
     (seen,) = model.seen
     assert seen.user_parts() == ["Completely unrelated question about volcanoes"]
     assert seen.instructions == "You are a helpful assistant."  # empty memory: no core block either
-    assert memory.last_turn.recall == ""
+    assert last_turn(memory).recall == ""
 
 
 class CompactionProvider(CountingProvider):
     def __init__(self, *args: Any, events: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.events = events
+        self.order = events
         self.compactions: list[tuple[list[ModelMessage], str | None]] = []
 
     async def capture_before_compaction(self, removed_messages, next_summary=None, **kw: Any):
-        self.events.append("capture:start")
+        self.order.append("capture:start")
         await asyncio.sleep(0.05)  # a slow capture must still finish before the trimmed history is used
         result = await super().capture_before_compaction(removed_messages, next_summary, **kw)
         self.compactions.append((list(removed_messages), next_summary))
-        self.events.append("capture:done")
+        self.order.append("capture:done")
         return result
 
 
@@ -272,7 +273,7 @@ async def test_compaction_capture_is_awaited_before_the_trimmed_history_is_used(
     trimmed_call = model.seen[len([e for e in events[:first] if e.startswith("model:")])]
     assert "turn one" not in trimmed_call.text and "turn two" in trimmed_call.text
     assert "4471" not in json.dumps([json.loads(ModelMessagesTypeAdapter.dump_json([m])) for m in history])
-    assert memory.last_turn.compactions == 1
+    assert last_turn(memory).compactions == 1
     provider.close()
 
 
@@ -349,8 +350,8 @@ async def test_ten_turn_conversation_with_tool_calls_is_prompt_cache_stable(prov
             assert body and body not in seen.instructions  # recalled text never in the instructions
         assert RECALL_NOTICE not in seen.instructions
     assert len(recalled_texts) >= 3  # recall did deliver memory, in several turns
-    assert provider.count("recall") == 10 and provider.count("inject") == 1
-    assert provider.count("capture_turn") == 10
+    assert provider.calls_to("recall") == 10 and provider.calls_to("inject") == 1
+    assert provider.calls_to("capture_turn") == 10
     last = model.seen[-1]
     assert any("8812" in part for part in last.recall_parts()), "mid-conversation memories arrive via recall"
     assert "8812" not in last.instructions
@@ -389,7 +390,7 @@ async def test_a_new_conversation_gets_a_fresh_core_block(provider):
     assert "billing" not in model.seen[-1].instructions  # same conversation: frozen
     await agent.run("fresh start")  # no history: a new conversation
     assert "billing" in model.seen[-1].instructions
-    assert provider.count("inject") == 2
+    assert provider.calls_to("inject") == 2
 
 
 def test_keep_recent_turns_cuts_on_turn_boundaries_only():
@@ -419,7 +420,7 @@ async def test_recall_and_capture_can_be_switched_off(provider):
     memory = MemoryCapability(provider, session_id="s1", recall=False, capture=False)
     await make_agent(model, memory).run("Remember that the printer is broken. Where is the printer?")
     await provider.flush()
-    assert provider.count("recall") == 0 and provider.count("capture_turn") == 0
+    assert provider.calls_to("recall") == 0 and provider.calls_to("capture_turn") == 0
     assert not model.seen[0].recall_parts() and "floor 3" in model.seen[0].instructions  # the core block still comes
 
 
@@ -446,6 +447,6 @@ def test_run_sync_with_foreground_capture(tmp_path):
     provider = CountingProvider(tmp_path / "mem")
     memory = MemoryCapability(provider, session_id="s1", user_id="ada", background_capture=False)
     make_agent(ScriptedMainModel(), memory).run_sync("Please remember that my cat is called Miso.")
-    assert provider.count("capture_turn") == 1
+    assert provider.calls_to("capture_turn") == 1
     assert any("Miso" in r.content for r in provider.store.list(session_id="s1", user_id="ada"))
     provider.close()

@@ -1,5 +1,6 @@
 """The agent-memory command line: the DESIGN.md contract, errors, import, no model imports."""
 
+import argparse
 import json
 import os
 import subprocess
@@ -27,6 +28,7 @@ def jrun(root, *args):
 def test_every_command_has_help():
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
+    assert isinstance(sub, argparse._SubParsersAction)
     assert set(sub.choices) == set(COMMANDS)
     for name, p in sub.choices.items():
         assert p.description, name

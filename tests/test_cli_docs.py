@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import subprocess
@@ -16,9 +17,11 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
 BIN = Path(sys.executable).parent
 
 
-def _subparsers() -> dict:
+def _subparsers() -> dict[str, argparse.ArgumentParser]:
     parser = build_parser()
-    return next(a for a in parser._actions if a.dest == "command").choices
+    sub = next(a for a in parser._actions if a.dest == "command")
+    assert isinstance(sub, argparse._SubParsersAction)
+    return dict(sub.choices)
 
 
 def console_blocks(text: str) -> list[list[tuple[str, list[str], int]]]:
@@ -49,7 +52,7 @@ def test_every_command_has_help_with_examples_and_a_section_in_docs():
     for name, p in commands.items():
         help_text = p.format_help()
         assert help_text.startswith("usage: agent-memory") and p.description, name
-        assert f"agent-memory {name}" in p.epilog.split("Examples:", 1)[1], f"{name}: no example in --help"
+        assert f"agent-memory {name}" in (p.epilog or "").split("Examples:", 1)[-1], f"{name}: no example in --help"
         assert re.search(rf"^## .*`agent-memory {name}`", doc, re.M), f"{name}: no section in docs/cli.md"
         for action in p._actions:
             if action.dest in ("help",):

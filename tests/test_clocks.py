@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _doubles import plain_tools
 from _pg import pg_url  # noqa: F401  (pytest fixture)
 from pydantic_ai.messages import ModelRequest, UserPromptPart
 
@@ -16,7 +17,7 @@ from agent_memory.agents.core_block import inject
 from agent_memory.agents.models.statements import extract_statements
 from agent_memory.agents.profiles import load_profile
 from agent_memory.agents.tools import READ, memory_toolset
-from agent_memory.agents.workers.capture import capture_before_compaction, capture_turn, rule_extractor
+from agent_memory.agents.workers.capture import CaptureResult, capture_before_compaction, capture_turn, rule_extractor
 from agent_memory.backends.base import Caller
 from agent_memory.backends.files.backend import FilesBackend
 from agent_memory.backends.files.store import MemoryStore
@@ -135,12 +136,12 @@ async def test_core_block_tools_and_hits_show_when_said_and_when_true(store: Mem
     assert "on 2023-05-07; true since 2023-05-07" in block.text
     hit = store.search("marathon", user_id="ada").hits[0]
     assert (hit.happened_at, hit.dates) == ("2023-05-07T00:00:00.000000Z", "on 2023-05-07; true since 2023-05-07")
-    tools = memory_toolset(FilesBackend(store), READ, caller=ADA).tools
-    found = (await tools["memory_search"].function(query="marathon"))["hits"][0]
+    tools = plain_tools(memory_toolset(FilesBackend(store), READ, caller=ADA))
+    found = (await tools["memory_search"](query="marathon"))["hits"][0]
     assert found["dates"] == "on 2023-05-07; true since 2023-05-07" and found["recorded_at"].endswith("Z")
-    got = await tools["memory_get"].function(id=found["id"])
+    got = await tools["memory_get"](id=found["id"])
     assert got["happened_at"] == "2023-05-07" and got["valid_from"] == "2023-05-07"
-    assert (await tools["memory_search"].function(query="marathon", as_of="2023-05-01"))["hits"] == []
+    assert (await tools["memory_search"](query="marathon", as_of="2023-05-01"))["hits"] == []
 
 
 def _cli(capsys: Any, root: Path, *args: str) -> str:
@@ -214,7 +215,7 @@ async def test_hooks_date_a_live_turn_by_when_it_was_said(tmp_path: Path) -> Non
     before = dt.datetime.now(dt.UTC).date()
     result = await hooks.on_turn_end("Remember that I adopted a cat named Tofu 3 days ago.", "Noted.", background=False)
     after = dt.datetime.now(dt.UTC).date()
-    assert result is not None and result.ids, result
+    assert isinstance(result, CaptureResult) and result.ids, result
     [cat] = [await provider.get(i, user_id="ada") for i in result.ids]
     assert cat.happened_at in {str(d - dt.timedelta(days=3)) for d in (before, after)}
     await provider.aclose()

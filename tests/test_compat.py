@@ -33,11 +33,12 @@ def test_an_old_path_warns_and_is_the_same_module(old: str, new: str) -> None:
 def test_names_users_import_from_old_paths_still_resolve() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        from agent_memory.backend import FilesBackend
-        from agent_memory.hooks import MemoryHooks
-        from agent_memory.records import MemoryRecord
-        from agent_memory.store import MemoryStore
-        from agent_memory.workers.recall import RecallResult
+        # the old paths exist only at run time (agent_memory/_compat.py installs them), so mypy cannot see them
+        from agent_memory.backend import FilesBackend  # type: ignore[import-not-found]
+        from agent_memory.hooks import MemoryHooks  # type: ignore[import-not-found]
+        from agent_memory.records import MemoryRecord  # type: ignore[import-not-found]
+        from agent_memory.store import MemoryStore  # type: ignore[import-not-found]
+        from agent_memory.workers.recall import RecallResult  # type: ignore[import-not-found]
 
         from agent_memory.search import Fts5Engine
 

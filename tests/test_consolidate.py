@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _doubles import first_prompt
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
@@ -257,7 +258,7 @@ def test_worker_cannot_exceed_its_limit_or_reach_other_partitions_or_forget(tmp_
         if len(messages) == 1 and "bob_only" in ids:
             return ModelResponse(parts=[ToolCallPart("memory_archive", {"id": ids["bob"], "reason": "x"}, tool_call_id="b")])
         if len(messages) == 1:
-            planned = [line.split()[1] for line in str(messages[0].parts[-1].content).splitlines() if line.startswith("ARCHIVE ")]
+            planned = [line.split()[1] for line in first_prompt(messages).splitlines() if line.startswith("ARCHIVE ")]
             return ModelResponse(parts=[
                 ToolCallPart("memory_archive", {"id": planned[0], "reason": "duplicate"}, tool_call_id="a0"),
                 ToolCallPart("memory_archive", {"id": ids["bob"], "reason": "not mine"}, tool_call_id="a1"),

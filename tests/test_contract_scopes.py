@@ -13,6 +13,7 @@ import uuid
 from typing import Any
 
 import pytest
+from _doubles import plain_tools
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic_ai import ModelRetry
@@ -61,7 +62,7 @@ def test_every_read_path_above_the_store_respects_scope(backend: Any) -> None:
                 made[r.id] = (scope, sid, uid)
             known = set(made)
             for csid, cuid in callers:
-                who = {"session_id": ns(csid), "user_id": ns(cuid)}
+                who: dict[str, Any] = {"session_id": ns(csid), "user_id": ns(cuid)}
                 visible = {rid for rid, (s, sid, uid) in made.items() if may_see(s, sid, uid, (csid, cuid))}
                 assert {h.id for h in (await provider.search(f"probe{tag}", limit=50, **who)).hits} == visible
                 assert {r.id for r in await provider.list(limit=None, tags=["zep"], **who)} & known == visible
@@ -74,19 +75,19 @@ def test_every_read_path_above_the_store_respects_scope(backend: Any) -> None:
                 block = await provider.inject(100_000, **who)
                 assert ids_in(block.text, known) == visible
 
-                tools = memory_toolset(provider, FOREGROUND, **who).tools
-                hits = (await tools["memory_search"].function(query=f"probe{tag}", limit=50))["hits"]
+                tools = plain_tools(memory_toolset(provider, FOREGROUND, **who))
+                hits = (await tools["memory_search"](query=f"probe{tag}", limit=50))["hits"]
                 assert {h["id"] for h in hits} == visible
-                listed = (await tools["memory_list"].function(tags=["zep"], limit=100))["records"]
+                listed = (await tools["memory_list"](tags=["zep"], limit=100))["records"]
                 assert {r["id"] for r in listed} & known == visible
                 for rid in known - visible:
                     with pytest.raises(ModelRetry):
-                        await tools["memory_get"].function(id=rid)
-                    assert await tools["memory_forget"].function(id=rid) == {"id": rid, "forgotten": False}
-                    out = await tools["memory_remember"].function(content=f"overwrite {tag}", memory_key=rid,
+                        await tools["memory_get"](id=rid)
+                    assert await tools["memory_forget"](id=rid) == {"id": rid, "forgotten": False}
+                    out = await tools["memory_remember"](content=f"overwrite {tag}", memory_key=rid,
                                                                   on_existing="replace")
                     assert out["id"] != rid and out["status"] == "created"
-                    assert (await tools["memory_forget"].function(id=out["id"]))["forgotten"] is True
+                    assert (await tools["memory_forget"](id=out["id"]))["forgotten"] is True
 
                 result = await provider.recall(f"probe{tag}", **who)
                 cited = {s["id"] for s in result.sources}

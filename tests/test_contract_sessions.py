@@ -115,7 +115,12 @@ async def test_concurrent_appenders_on_many_app_servers_lose_and_double_no_line(
     threads = [threading.Thread(target=work, args=(s, w)) for s, w in zip(stores, "abc", strict=True)]
     for t in threads:
         t.start()
-    await asyncio.to_thread(lambda: [t.join() for t in threads])
+
+    def join_all() -> None:
+        for t in threads:
+            t.join()
+
+    await asyncio.to_thread(join_all)
     _, msgs = await backend.provider().session("s", user_id="ada")
     assert len(msgs) == 240 and [m.n for m in msgs] == list(range(1, 241))
     texts = [m.text for m in msgs]

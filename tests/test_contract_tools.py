@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 import pytest
+from _doubles import plain_tools
 from pydantic_ai import Agent, ModelRetry
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, RetryPromptPart, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -167,7 +168,7 @@ async def test_bad_arguments_come_back_as_retries_and_write_nothing(backend: Any
 async def test_a_nul_or_lone_surrogate_in_a_query_only_separates_words(backend: Any) -> None:
     provider = backend.provider()
     want = await provider.remember("the treasure map marks the spot", user_id="ada")
-    search = memory_toolset(provider, READ, user_id="ada").tools["memory_search"].function
+    search = plain_tools(memory_toolset(provider, READ, user_id="ada"))["memory_search"]
     for query in ("treasure\x00spot", "treasure \ud800 spot", "\x00"):
         hits = (await search(query=query))["hits"]  # as the tool receives it, past JSON parsing
         assert [h["id"] for h in hits] == ([want.id] if "treasure" in query else []), query
@@ -186,10 +187,10 @@ async def test_a_caller_never_reaches_another_callers_records_through_the_tools(
     shared = await provider.remember("zeppelin hangar opening hours", scope="project")
     before = {name: (await provider.get(r.id, session_id=r_sid, user_id=r_uid)).content
               for (name, r), (r_sid, r_uid) in zip(theirs.items(), [(None, "bob"), ("s9", None), ("s1", "bob")])}
-    tools = memory_toolset(provider, FOREGROUND, session_id="s1", user_id="ada").tools
+    tools = plain_tools(memory_toolset(provider, FOREGROUND, session_id="s1", user_id="ada"))
 
     async def call(name: str, **args: Any) -> Any:
-        return await tools[name].function(**args)
+        return await tools[name](**args)
 
     assert {h["id"] for h in (await call("memory_search", query="zeppelin hangar", limit=50))["hits"]} == {shared.id}
     assert {r["id"] for r in (await call("memory_list", limit=100))["records"]} == {shared.id}

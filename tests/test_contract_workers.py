@@ -10,7 +10,8 @@ import asyncio
 import dataclasses
 from typing import Any
 
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from _doubles import tool_returns
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agent_memory.agents.profiles import load_profile
@@ -43,9 +44,7 @@ def text(value: str) -> ModelResponse:
     return ModelResponse(parts=[TextPart(value)])
 
 
-def returns(messages: list[ModelMessage], tool: str) -> list[Any]:
-    return [p.content for m in messages if isinstance(m, ModelRequest) for p in m.parts
-            if isinstance(p, ToolReturnPart) and p.tool_name == tool]
+returns = tool_returns
 
 
 NO_REPLY = text("NO_REPLY")

@@ -14,7 +14,10 @@ from agent_memory.errors import InvalidInputError
 
 
 def inject(store: MemoryStore, *args, **kwargs) -> MemoryBlock:
-    return asyncio.run(inject_async(FilesBackend(store), *args, **kwargs))
+    async def run() -> MemoryBlock:
+        return await inject_async(FilesBackend(store), *args, **kwargs)
+
+    return asyncio.run(run())
 
 
 @pytest.fixture

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import os
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
 import pytest
+from _doubles import FakeJSONServer
 
 from agent_memory.embeddings import (
     CallableEmbedder,
@@ -115,46 +114,29 @@ def test_as_matrix_empty_and_make_embedder() -> None:
 
 
 # -- litellm against a local OpenAI-compatible server -----------------------------------
-class _Handler(BaseHTTPRequestHandler):
+class _Handler:
+    """The embeddings endpoint: answers with ``hashed_vector`` rows (out of order), or a 500 when ``fail`` is set."""
+
     calls: list[dict[str, Any]] = []
     fail = False
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server API
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).calls.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
-        if type(self).fail:
-            self.send_response(500)
-            self.send_header("Content-Type", "application/json")
-            self.end_headers()
-            self.wfile.write(b'{"error": {"message": "boom", "type": "server_error"}}')
-            return
+    @classmethod
+    def route(cls, path: str, body: dict[str, Any], headers: Any) -> tuple[int, dict[str, Any] | bytes]:
+        cls.calls.append({"path": path, "body": body, "auth": headers.get("Authorization")})
+        if cls.fail:
+            return 500, b'{"error": {"message": "boom", "type": "server_error"}}'
         inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
         data = [{"object": "embedding", "index": i, "embedding": hashed_vector(t)} for i, t in enumerate(inputs)]
         data.reverse()  # servers may return rows out of order; the index field decides
-        out = json.dumps({"object": "list", "data": data, "model": body["model"],
-                          "usage": {"prompt_tokens": 1, "total_tokens": 1}}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
-
-    def log_message(self, *args: Any) -> None:
-        pass
+        return 200, {"object": "list", "data": data, "model": body["model"], "usage": {"prompt_tokens": 1, "total_tokens": 1}}
 
 
 @pytest.fixture()
 def server() -> Iterator[str]:
     _Handler.calls = []
     _Handler.fail = False
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    t = threading.Thread(target=httpd.serve_forever, daemon=True)
-    t.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with FakeJSONServer(_Handler.route) as httpd:
+        yield httpd.base_url
 
 
 @needs_litellm[0]

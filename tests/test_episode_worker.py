@@ -33,6 +33,7 @@ async def _run(backend: Any, model: Any) -> tuple[Any, Any, Any]:
     hooks = MemoryHooks(provider, session_id="chat-1", user_id="ada", capture=False, recall=False, log_sessions=False)
     before = await hooks.on_run_end("Book a pottery class", "Booked Tuesday", tool_calls=["search", "search", "book"],
                                     usage={"input_tokens": 120, "output_tokens": 30})
+    assert before is not None
     await provider.flush()
     after = await provider.episode(before.id, user_id="ada")
     return provider, before, after
@@ -77,6 +78,7 @@ async def test_a_failing_or_slow_model_never_breaks_or_delays_the_run(backend: A
     loop = asyncio.get_running_loop()
     started = loop.time()
     episode = await hooks.on_run_end("A slow refinement", "done")
+    assert episode is not None
     assert loop.time() - started < 5  # recorded without waiting for the model
     await provider.flush()
     assert (await provider.episode(episode.id, user_id="ada")).refined_by is None  # timed out: unchanged

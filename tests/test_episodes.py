@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _doubles import last_turn
 from pydantic_ai import Agent, ModelRetry
 from pydantic_ai.exceptions import ToolFailed, UsageLimitExceeded
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
@@ -34,6 +35,12 @@ from agent_memory.integrations.hooks import MemoryHooks
 from agent_memory.integrations.pydantic_ai import MemoryCapability
 
 SECRET = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD"
+
+
+def _path(episode: Any) -> Path:
+    """Where an episode of the files store lives (files episodes always have a path)."""
+    assert episode is not None and episode.path is not None, episode
+    return Path(episode.path)
 
 
 @pytest.fixture
@@ -90,7 +97,7 @@ def travel_agent(*capabilities: Any) -> Agent:
 async def test_capability_records_goal_approach_failures_exit_and_usage(provider):
     memory = MemoryCapability(provider, session_id="s1", user_id="ada", capture=False, recall=False)
     result = await travel_agent(memory).run(f"Plan a trip to Paris and Rome; my api key is {SECRET}")
-    episode = memory.last_turn.episode
+    episode = last_turn(memory).episode
     assert episode is not None and episode.run_id == result.run_id
     assert episode.goal.startswith("Plan a trip to Paris and Rome") and SECRET not in episode.goal
     assert episode.sequence == ("lookup", "flaky", "lookup", "crash")  # call order
@@ -107,7 +114,7 @@ async def test_capability_records_goal_approach_failures_exit_and_usage(provider
     assert episode.cost_usd is None  # a FunctionModel has no price
     assert (episode.session_id, episode.user_id, episode.scope.value) == ("s1", "ada", "user")
     assert episode.started <= episode.ended
-    path = Path(episode.path)
+    path = _path(episode)
     assert path.parent.name == episode.started[:7] and path.name == f"{episode.id}.md"
     raw = path.read_text()
     assert SECRET not in raw and "[REDACTED" in raw
@@ -195,13 +202,13 @@ async def test_recording_fails_open_and_can_be_turned_off(provider, tmp_path, lo
     (root / "episodes").write_text("not a directory")  # every episode write fails
     memory = MemoryCapability(provider, user_id="ada", capture=False, recall=False)
     result = await travel_agent(memory).run("Plan a trip")
-    assert result.output == "Booked Paris then Rome." and memory.last_turn.episode is None
+    assert result.output == "Booked Paris then Rome." and last_turn(memory).episode is None
     assert "recording the run's episode failed" in logs.text
 
     other = MemoryProvider(tmp_path / "other")
     off = MemoryCapability(other, user_id="ada", capture=False, recall=False, episodes=False)
     await travel_agent(off).run("Plan a trip")
-    assert off.last_turn.episode is None and not (tmp_path / "other" / "episodes").exists()
+    assert last_turn(off).episode is None and not (tmp_path / "other" / "episodes").exists()
     other.close()
 
 
@@ -214,6 +221,7 @@ async def test_hooks_on_run_end_records_an_episode_without_pydantic_ai_runs(prov
     assert (ok.approach, ok.tokens, ok.cost_usd, ok.status) == ("search ×2 → open", 150, 0.0004, "ok")
     bad = await hooks.on_run_end("Pay the invoice", error="card declined",
                                  tool_calls=[{"name": "pay", "outcome": "failed", "detail": "402"}])
+    assert bad is not None
     assert (bad.exit, bad.status, bad.failed) == ("error", "failed", ("pay failed: 402", "run failed: card declined"))
     assert [e.id for e in await provider.episodes(user_id="ada")] == [bad.id, ok.id]
     assert await hooks.on_run_end("x", exit="exploded") is None  # bad input: logged, never raised
@@ -299,9 +307,10 @@ def test_bad_input_is_a_typed_error_and_writes_nothing(tmp_path):
     for bad in ("../../etc/passwd", "ep-1", "ep-20261123-101500-ZZZZZZZZ", "", None):
         with pytest.raises(InvalidIdError):
             store.get(bad)  # type: ignore[arg-type]
-    for kwargs in ({"limit": 0}, {"limit": 5000}, {"status": "weird"}, {"user_id": 3}):
+    bad_kwargs: list[dict[str, Any]] = [{"limit": 0}, {"limit": 5000}, {"status": "weird"}, {"user_id": 3}]
+    for kwargs in bad_kwargs:
         with pytest.raises(InvalidInputError):
-            store.list(**kwargs)  # type: ignore[arg-type]
+            store.list(**kwargs)
     with pytest.raises(InvalidInputError):
         purge_episodes(tmp_path)
     assert not (tmp_path / "episodes").exists() or not files_under(tmp_path)
@@ -313,8 +322,8 @@ def test_bad_input_is_a_typed_error_and_writes_nothing(tmp_path):
 def test_files_the_store_cannot_understand_are_quarantined_and_named(tmp_path):
     store = EpisodeStore(tmp_path)
     good = store.write(build_episode("a good run", user_id="ada", started="2026-11-05T10:00:00Z"))
-    month = Path(good.path).parent
-    text = Path(good.path).read_text()
+    month = _path(good).parent
+    text = _path(good).read_text()
     bad_yaml = month / "ep-20261101-000000-00000001.md"
     bad_yaml.write_text("---\ngoal: [oops\n---\nbody\n")
     wrong_id = month / "ep-20261101-000000-00000002.md"
@@ -323,7 +332,7 @@ def test_files_the_store_cannot_understand_are_quarantined_and_named(tmp_path):
     wrong_month.mkdir()
     (wrong_month / f"{good.id}.md").write_text(text)
     (month / "ep-20261101-000000-00000003.md").write_bytes(b"---\nid: \xff\xfe\n---\n")
-    (month / "ep-20261101-000000-00000004.md").symlink_to(good.path)
+    (month / "ep-20261101-000000-00000004.md").symlink_to(_path(good))
     (month / "ep-20261101-000000-00000005.md").write_text(
         text.replace("scope: user", "scope: session").replace(good.id, "ep-20261101-000000-00000005"))
     (month / "notes.md").write_text("hello")
@@ -350,14 +359,14 @@ def test_the_index_follows_hand_edits_and_is_rebuilt_when_deleted_or_damaged(tmp
     assert len(store.list(user_id="ada")) == 2  # a full scan: from now on reads take the fast path
     third = EpisodeStore(tmp_path).write(build_episode("renew the domain", user_id="ada"))  # another writer
     assert store.list("domain", user_id="ada")[0].id == third.id
-    path = Path(first.path)
+    path = _path(first)
     path.write_text(path.read_text().replace("tune the postgres vacuum", "tune the redis eviction"))  # in place
     assert store.list("postgres vacuum", user_id="ada") == []  # the stale hit is re-checked, never served
     assert [e.id for e in store.list("redis", user_id="ada")] == [first.id]
     path.write_text(path.read_text().replace("redis eviction", "kafka retention"))
     assert [e.id for e in EpisodeStore(tmp_path, rescan_interval=0).list("kafka", user_id="ada")] == [first.id]
-    os.unlink(second.path)
-    os.unlink(third.path)
+    os.unlink(_path(second))
+    os.unlink(_path(third))
     assert [e.id for e in store.list(user_id="ada")] == [first.id]
     store.index_path.write_bytes(b"this is not a database" * 100)
     assert [e.id for e in store.list("kafka", user_id="ada")] == [first.id]
@@ -380,7 +389,7 @@ def test_listed_newest_first_and_searched_by_terms(tmp_path):
     assert [e.id for e in store.list("billing", user_id="ada", status="failed")] == [made[2].id]
     assert store.list("the", user_id="ada")  # only stop words: they are used rather than finding nothing
     assert store.list("kubernetes", user_id="ada") == []
-    assert Path(made[0].path).parent.name == "2026-11"
+    assert _path(made[0]).parent.name == "2026-11"
 
 
 def test_concurrent_writers_lose_nothing(tmp_path):
@@ -411,7 +420,7 @@ def test_purge_deletes_every_byte_of_those_episodes(tmp_path):
     store.write(build_episode("ada zanzibar followup", user_id="ada", session_id="s2"))
     bob = store.write(build_episode("bob builds a shed", user_id="bob", session_id="s1"))
     anon = store.write(build_episode("anonymous run in s1", session_id="s1"))
-    quarantined = Path(ada1.path).parent / "ep-20261101-000000-0000000a.md"
+    quarantined = _path(ada1).parent / "ep-20261101-000000-0000000a.md"
     quarantined.write_text('---\nuser_id: "ada"\ngoal: [zanzibar unreadable\n---\n')
     assert store.list("zanzibar", user_id="ada")  # indexed before the purge
     assert purge_episodes(tmp_path, user_id="ada", session_id="s1") == 1
@@ -420,7 +429,7 @@ def test_purge_deletes_every_byte_of_those_episodes(tmp_path):
     assert b"zanzibar" not in all_bytes(tmp_path)  # files and the derived index alike
     assert purge_episodes(tmp_path, session_id="s1") == 2  # bob's run in s1 and the anonymous one
     assert store.list(user_id="bob") == [] and store.count() == 0
-    assert not Path(bob.path).exists() and not Path(anon.path).exists()
+    assert not _path(bob).exists() and not _path(anon).exists()
 
 
 # -- unsupported backends, CLI, recall ---------------------------------------------------------------------
@@ -444,7 +453,7 @@ async def test_backends_without_a_root_have_no_episodes(provider, logs):
     agent = travel_agent(memory)
     for _ in range(2):
         assert (await agent.run("Plan a trip")).output == "Booked Paris then Rome."
-        assert memory.last_turn.episode is None
+        assert last_turn(memory).episode is None
     assert "WARNING" not in logs.text  # said once, at info level, not a warning per run
     assert logs.text.count("runs are not recorded as episodes") == 1
 
@@ -469,7 +478,7 @@ def test_cli_lists_searches_shows_and_checks(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["error"]["type"] == "InvalidIdError"
     assert main(["--root", str(root), "episodes", "show"]) == 2
     assert main(["--root", str(root), "episodes", "bogus"]) == 2
-    (Path(a.path).parent / "ep-20261101-000000-00000001.md").write_text("---\n[\n---\n")
+    (_path(a).parent / "ep-20261101-000000-00000001.md").write_text("---\n[\n---\n")
     assert main(["--root", str(root), "episodes", "doctor", "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["quarantined"]) == 1
     assert main(["--root", "postgresql://localhost/x", "episodes", "--json"]) == 1

@@ -5,11 +5,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import subprocess
-import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from _doubles import cli_json as run_cli
 
 from agent_memory.backends.files.events import EventLog
 from agent_memory.backends.files.store import MemoryDraft, MemoryStore
@@ -18,13 +19,13 @@ from agent_memory.model.records import content_hash
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> MemoryStore:
+def store(tmp_path: Path) -> Iterator[MemoryStore]:
     s = MemoryStore(tmp_path / "mem", durable=False)
     yield s
     s.close()
 
 
-def kinds(store: MemoryStore, rid: str | None = None, **caller: str) -> list[str]:
+def kinds(store: MemoryStore, rid: str | None = None, **caller: Any) -> list[str]:
     return [e.event for e in store.events_for(rid, **caller)]
 
 
@@ -144,6 +145,7 @@ def test_provenance_cannot_be_forged_by_a_write(store: MemoryStore) -> None:
 def test_search_trace_shows_provenance(store: MemoryStore) -> None:
     a = store.remember("Cormorants dive for fish.", source="turn_capture", session_id="s1")
     res = store.search("cormorants", session_id="s1", trace=True)
+    assert res.trace is not None
     stage = res.trace[-1]
     assert stage["stage"] == "provenance" and stage["top"][0]["id"] == a.id
     assert stage["top"][0]["created"]["actor"] == "turn_capture" and stage["top"][0]["created"]["session_id"] == "s1"
@@ -159,14 +161,6 @@ def test_event_round_trip_and_rejects_bad_lines() -> None:
             Event.from_dict(bad)
     with pytest.raises(ValueError):
         EventLog(Path("/nonexistent")).append(Event("exploded", "x"))
-
-
-def run_cli(root: Path, *args: str) -> dict:
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    out = subprocess.run([sys.executable, "-m", "agent_memory.cli", "--root", str(root), "--json", *args],
-                         capture_output=True, text=True, env=env, timeout=120)
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
 
 
 def test_cli_get_provenance_and_events(tmp_path: Path) -> None:

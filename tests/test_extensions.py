@@ -27,7 +27,9 @@ def test_without_hooks_the_backend_is_not_wrapped(tmp_path: Path) -> None:
     assert type(provider.backend) is FilesBackend
     provider.on("on_memory_written", lambda e: None)
     assert isinstance(provider.backend, ExtendedBackend) and isinstance(provider.backend, MemoryBackend)
-    assert provider.store is provider.backend.inner.store  # attributes of the wrapped backend stay reachable
+    inner = provider.backend.inner
+    assert isinstance(inner, FilesBackend)
+    assert provider.store is inner.store  # attributes of the wrapped backend stay reachable
     with pytest.raises(ValueError, match="unknown hook"):
         provider.on("on_memory_deleted", lambda e: None)
     provider.close()

@@ -165,7 +165,7 @@ async def test_failures_degrade_to_no_memory_and_never_raise(tmp_path, caplog):
     assert await hooks.on_turn_end("Remember x", "ok", background=False) is None
     task = await hooks.on_turn_end("Remember y", "ok")
     await hooks.flush()
-    assert isinstance(task.exception(), RuntimeError)
+    assert isinstance(task, asyncio.Task) and isinstance(task.exception(), RuntimeError)
     assert await hooks.on_before_compaction_commit([{"role": "user", "content": "x"}]) is None
     assert "core injection failed" in caplog.text and "recall failed" in caplog.text
     provider.close()

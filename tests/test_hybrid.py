@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from _doubles import concept_vectors_for
 
 from agent_memory.backends.files.hybrid import hybrid_search
 from agent_memory.backends.files.store import MemoryDraft, MemoryStore
@@ -19,17 +20,7 @@ CONCEPTS = {"car": 0, "automobile": 0, "vehicle": 0, "buy": 1, "bought": 1, "pur
             "dog": 2, "puppy": 2, "soup": 3, "broth": 3}
 
 
-def concept_vectors(texts: list[str]) -> list[list[float]]:
-    out = []
-    for t in texts:
-        v = [0.0] * 8
-        for w in t.lower().replace("?", " ").replace(".", " ").split():
-            if w in CONCEPTS:
-                v[CONCEPTS[w]] += 1.0
-            else:
-                v[4 + int(hashlib.md5(w.encode()).hexdigest(), 16) % 4] += 0.05
-        out.append(v)
-    return out
+concept_vectors = concept_vectors_for(CONCEPTS)
 
 
 @pytest.fixture()
@@ -112,7 +103,7 @@ def test_dense_side_reads_the_same_point_in_time_as_lexical(tmp_path: Path) -> N
     cache = VectorCache.for_root(store.root)
     cache.backfill(live_items(store.index), emb)
     q = "which vehicle did they purchase?"  # no shared word with either record: only the dense side can find them
-    def dense(**when: object) -> list[str]:
+    def dense(**when: Any) -> list[str]:
         return [h.id for h in hybrid_search(store, cache, emb, q, mode="dense", **when).hits]
     assert old not in dense()
     assert dense(include_superseded=True)[0] == old

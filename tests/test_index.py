@@ -2,6 +2,7 @@
 
 import os
 import time
+from typing import Any
 
 import pytest
 
@@ -111,9 +112,14 @@ def test_symlinks_are_not_followed(store, tmp_path):
 
 def test_doctor_reads_only_files_that_changed_since_indexing(store, monkeypatch):
     ids = [store.remember(f"doctor speed fact {i}").id for i in range(30)]
-    calls = []
+    calls: list[str] = []
     real = store.index.load_file
-    monkeypatch.setattr(store.index, "load_file", lambda name: calls.append(name) or real(name))
+
+    def counted(name: str) -> Any:
+        calls.append(name)
+        return real(name)
+
+    monkeypatch.setattr(store.index, "load_file", counted)
     assert store.doctor().ok and calls == []  # in sync: one stat per file, no parsing
     path = store.records_dir / f"{ids[3]}.md"
     path.write_text(path.read_text().replace("fact 3", "fact three, edited"))

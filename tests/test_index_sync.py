@@ -197,7 +197,8 @@ def test_without_the_unclean_mark_a_same_tick_change_waits_for_a_full_check(tmp_
     (store.records_dir / "orphan-write.md").write_text("---\ntitle: orphan\n---\nthe unindexed albatross\n")
     os.utime(store.records_dir, ns=(mtime, mtime))
     fresh = MemoryStore(tmp_path / "m", durable=False)
-    assert fresh.open().scanned == 4 and fresh.search("albatross").hits == []
+    report = fresh.open()
+    assert report is not None and report.scanned == 4 and fresh.search("albatross").hits == []
     assert fresh.doctor().drift["missing_from_index"] == 1  # doctor (a full check) names it
 
 

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 os.environ.setdefault('LITELLM_LOCAL_MODEL_COST_MAP', 'True')
 
 import pytest  # noqa: E402
+from _doubles import FakeJSONServer, free_port  # noqa: E402
 from pydantic import BaseModel  # noqa: E402
 from pydantic_ai import Agent, ModelAPIError, ModelConnectionError, ModelHTTPError  # noqa: E402
 from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart  # noqa: E402
@@ -33,40 +31,17 @@ class FakeOpenAI:
         self.replies: list[tuple[int, dict[str, Any] | bytes]] = []
         self.requests: list[dict[str, Any]] = []
         self.delay_s = 0.0
-        fake = self
+        self.http = FakeJSONServer(self._route)
+        self.port = self.http.port
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
-                length = int(self.headers.get('Content-Length') or 0)
-                body = json.loads(self.rfile.read(length) or b'{}')
-                if self.path.rstrip('/') not in ('/v1/chat/completions', '/chat/completions'):
-                    self._send(404, {'error': {'message': f'no route {self.path}'}})
-                    return
-                fake.requests.append(body)
-                time.sleep(fake.delay_s)
-                if fake.replies:
-                    status, payload = fake.replies.pop(0)
-                else:
-                    status, payload = 500, {'error': {'message': 'no scripted reply left', 'type': 'server_error'}}
-                self._send(status, payload)
-
-            def _send(self, status: int, payload: dict[str, Any] | bytes) -> None:
-                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header('Content-Type', 'application/json')
-                    self.send_header('Content-Length', str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (timeout test)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(('127.0.0.1', 0), Handler)
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    def _route(self, path: str, body: dict[str, Any], headers: Any) -> tuple[int, dict[str, Any] | bytes]:
+        if path.rstrip('/') not in ('/v1/chat/completions', '/chat/completions'):
+            return 404, {'error': {'message': f'no route {path}'}}
+        self.requests.append(body)
+        time.sleep(self.delay_s)
+        if self.replies:
+            return self.replies.pop(0)
+        return 500, {'error': {'message': 'no scripted reply left', 'type': 'server_error'}}
 
     @property
     def api_base(self) -> str:
@@ -105,18 +80,8 @@ class FakeOpenAI:
 @pytest.fixture
 def fake() -> Iterator[FakeOpenAI]:
     server = FakeOpenAI()
-    server.thread.start()
-    try:
+    with server.http:
         yield server
-    finally:
-        server.server.shutdown()
-        server.server.server_close()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
 
 
 async def test_tool_call_then_final_text(fake: FakeOpenAI) -> None:
@@ -244,7 +209,7 @@ async def test_http_429_is_rate_limit_error(fake: FakeOpenAI) -> None:
 
 
 async def test_connection_refused_raises_connection_error_fast() -> None:
-    port = _free_port()
+    port = free_port()
     model = LiteLLMModel('openai/test-model', api_base=f'http://127.0.0.1:{port}/v1', api_key='sk-test', timeout_s=10)
 
     started = time.monotonic()

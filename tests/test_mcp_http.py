@@ -10,9 +10,9 @@ from pathlib import Path
 
 import httpx2 as httpx  # what the mcp SDK brings (no plain httpx without litellm)
 import pytest
+from _mcp_util import free_port, http_session, payload, resource_text, start_http, text, write_tokens
 
 from agent_memory.backends.files.store import MemoryStore
-from tests._mcp_util import free_port, http_session, payload, start_http, text, write_tokens
 
 ALICE, BOB = "alice-token-0123456789abcdef", "bob-token-0123456789abcdef"
 
@@ -46,7 +46,7 @@ async def test_two_tokens_never_see_each_others_records(server: tuple[str, Path]
         stolen = await b.call_tool("memory_get", {"id": ida})
         assert stolen.is_error and "NotFoundError" in text(stolen)
         assert (await b.call_tool("memory_forget", {"id": ida})).is_error  # bob cannot delete alice's record
-        core = (await a.read_resource("memory://core")).contents[0].text
+        core = resource_text(await a.read_resource("memory://core"))
         assert "4411" in core and "9922" not in core
         with pytest.raises(Exception, match="NotFoundError"):
             await a.read_resource(f"memory://records/{idb}")

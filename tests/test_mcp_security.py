@@ -12,12 +12,12 @@ from typing import Any
 
 import httpx2 as httpx
 import pytest
+from _mcp_util import PY, free_port, http_session, payload, server_env, start_http, stop, text, write_tokens
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from agent_memory.backends.files.store import MemoryStore
 from agent_memory.mcp import AccessDeniedError, ConfigError, Identity, ServerOptions, TokenMap
 from agent_memory.mcp.server import rebinding_guard
-from tests._mcp_util import PY, free_port, http_session, payload, server_env, start_http, stop, text, write_tokens
 
 ALICE, BOB = "alice-token-0123456789abcdef", "bob-token-0123456789abcdef"
 CAROL, DANA = "carol-token-0123456789abcdef", "dana-token-0123456789abcdef"

@@ -8,11 +8,11 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
+from _mcp_util import PY, hints, payload, resource_text, server_env, text
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from agent_memory.agents.fence import CLOSE, OPEN
 from agent_memory.backends.files.store import MemoryStore
-from tests._mcp_util import PY, payload, server_env, text
 
 
 @pytest.fixture
@@ -42,15 +42,15 @@ async def test_tools_listed_with_annotations_and_sets(root: Path) -> None:
         tools = {t.name: t for t in (await s.list_tools()).tools}
     assert set(tools) == {"memory_search", "memory_get", "memory_list", "memory_recall", "memory_remember",
                           "memory_supersede"}
-    assert tools["memory_search"].annotations.read_only_hint is True
-    assert tools["memory_remember"].annotations.read_only_hint is False
-    assert tools["memory_remember"].annotations.destructive_hint is False
+    assert hints(tools["memory_search"]).read_only_hint is True
+    assert hints(tools["memory_remember"]).read_only_hint is False
+    assert hints(tools["memory_remember"]).destructive_hint is False
     assert tools["memory_search"].input_schema["required"] == ["query"]
     async with stdio_session(root, "--tools", "read") as s:
         assert "memory_remember" not in {t.name for t in (await s.list_tools()).tools}
     async with stdio_session(root, "--tools", "foreground", "--user", "alice") as s:
         forget = next(t for t in (await s.list_tools()).tools if t.name == "memory_forget")
-        assert forget.annotations.destructive_hint is True and forget.annotations.idempotent_hint is True
+        assert hints(forget).destructive_hint is True and hints(forget).idempotent_hint is True
 
 
 async def test_every_tool_call_and_identity_from_flags(root: Path) -> None:
@@ -140,10 +140,10 @@ async def test_resources_core_and_records(root: Path) -> None:
         assert "memory://core" in uris
         templates = (await s.list_resource_templates()).resource_templates
         assert [t.uri_template for t in templates] == ["memory://records/{id}"]
-        core = (await s.read_resource("memory://core")).contents[0].text
+        core = resource_text(await s.read_resource("memory://core"))
         assert "second Tuesday" in core and "dark roast" in core and "green tea" not in core
         rec_uri = next(u for u in uris if u.startswith("memory://records/"))
-        body = (await s.read_resource(rec_uri)).contents[0].text
+        body = resource_text(await s.read_resource(rec_uri))
         assert OPEN in body
         bob_id = next(r.id for r in MemoryStore(root).list(user_id="bob", limit=None) if r.title == "Bob tea")
         with pytest.raises(Exception, match="NotFoundError"):

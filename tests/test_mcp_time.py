@@ -6,10 +6,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+from _mcp_util import PY, payload, server_env, text
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from agent_memory.backends.files.store import MemoryStore
-from tests._mcp_util import PY, payload, server_env, text
 
 
 @asynccontextmanager

@@ -3,12 +3,12 @@ meaning leads when it does not; importance is a default stage; scores stay in (0
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _doubles import concept_vectors_for
 
 from agent_memory.backends.files.hybrid import hybrid_search, index_strength
 from agent_memory.backends.files.store import MemoryStore
@@ -22,17 +22,7 @@ CONCEPTS = {"car": 0, "automobile": 0, "vehicle": 0, "bought": 1, "purchase": 1,
             "puppy": 2, "adopted": 2, "zeppelin": 3, "hangar": 3}
 
 
-def concept_vectors(texts: list[str]) -> list[list[float]]:
-    out = []
-    for t in texts:
-        v = [0.0] * 8
-        for w in t.lower().replace("?", " ").replace(".", " ").split():
-            if w in CONCEPTS:
-                v[CONCEPTS[w]] += 1.0
-            else:
-                v[4 + int(hashlib.md5(w.encode()).hexdigest(), 16) % 4] += 0.05
-        out.append(v)
-    return out
+concept_vectors = concept_vectors_for(CONCEPTS)
 
 
 def test_lexical_weight_ramps_between_its_bounds() -> None:

@@ -13,58 +13,32 @@ import json
 import os
 import sys
 import tempfile
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from _doubles import FakeJSONServer
 
 ANSWER = "Booked your usual table by the window at Luigi's for 8pm."
 FACT = "Ada's usual table is the one by the window at Luigi's, booked for 8pm."
 
 
-class FakeOpenAIServer:
+class FakeOpenAIServer(FakeJSONServer):
     """Answers every `/v1/responses` and `/v1/chat/completions` POST with ``ANSWER``; records request bodies."""
 
     def __init__(self) -> None:
         self.requests: list[tuple[str, dict[str, Any]]] = []
-        fake = self
+        super().__init__(self._route)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-                path = self.path.rstrip("/")
-                fake.requests.append((path, body))
-                if path.endswith("/responses"):
-                    self._send(200, _responses_reply(body))
-                elif path.endswith("/chat/completions"):
-                    self._send(200, _chat_reply(body))
-                else:
-                    self._send(404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}})
-
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-
-    def __enter__(self) -> FakeOpenAIServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    def _route(self, raw_path: str, body: dict[str, Any], headers: Any) -> tuple[int, dict[str, Any] | bytes]:
+        path = raw_path.rstrip("/")
+        self.requests.append((path, body))
+        if path.endswith("/responses"):
+            return 200, _responses_reply(body)
+        if path.endswith("/chat/completions"):
+            return 200, _chat_reply(body)
+        return 404, {"error": {"message": f"no route {raw_path}", "type": "invalid_request_error"}}
 
 
 def _usage(kind: str) -> dict[str, Any]:

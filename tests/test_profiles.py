@@ -46,9 +46,10 @@ def test_shipped_profiles_load_by_name():
     assert offline.recall.model == offline.capture.model == "offline"
     assert offline.recall.instructions == RECALL_INSTRUCTIONS and offline.capture.instructions == CAPTURE_INSTRUCTIONS
     ollama = load_profile("ollama")
-    assert ollama.recall.model.startswith("litellm:ollama") and ollama.recall.api_base == "http://localhost:11434"
+    assert isinstance(ollama.recall.model, str) and ollama.recall.model.startswith("litellm:ollama") and ollama.recall.api_base == "http://localhost:11434"
     assert load_profile("openai").recall.api_key_env == "OPENAI_API_KEY"
-    assert load_profile("anthropic").capture.model.startswith("litellm:anthropic/")
+    anthropic = load_profile("anthropic").capture.model
+    assert isinstance(anthropic, str) and anthropic.startswith("litellm:anthropic/")
 
 
 def test_top_level_profiles_are_identical_to_the_package_copies():
@@ -148,7 +149,8 @@ def test_model_resolution(tmp_path, monkeypatch):
     offline = default_profile()
     model = offline.recall.build_model()
     assert isinstance(model, OfflineModel) and model.role == "recall"
-    assert offline.capture.build_model().role == "capture"
+    capture_model = offline.capture.build_model()
+    assert isinstance(capture_model, OfflineModel) and capture_model.role == "capture"
 
     test_model = parse_profile({"recall": {"model": "test"}}).recall.build_model()
     assert isinstance(test_model, TestModel)  # other strings go to pydantic-ai

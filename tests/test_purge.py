@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
+from _doubles import cli_json as cli
+from _doubles import letter_vectors as toy_vectors
 
 from agent_memory.backends.files.purge import register_purger, unregister_purger
 from agent_memory.backends.files.store import MemoryDraft, MemoryStore
@@ -22,16 +20,6 @@ MARKER = "Quixotrebuchetings"  # porter stem: quixotrebuchet; every form contain
 NEEDLE = b"quixotrebuchet"
 
 
-def toy_vectors(texts: list[str]) -> np.ndarray:
-    """A tiny deterministic embedder: letter counts."""
-    out = np.full((len(texts), 26), 0.01, dtype=np.float32)
-    for i, text in enumerate(texts):
-        for ch in text.lower():
-            if "a" <= ch <= "z":
-                out[i, ord(ch) - 97] += 1.0
-    return out
-
-
 def where(root: Path, needle: bytes = NEEDLE) -> list[str]:
     """Every file under ``root`` holding ``needle`` in any letter case (db, wal and shm included)."""
     found = []
@@ -39,14 +27,6 @@ def where(root: Path, needle: bytes = NEEDLE) -> list[str]:
         if path.is_file() and needle in path.read_bytes().lower():
             found.append(str(path.relative_to(root)))
     return sorted(found)
-
-
-def cli(root: Path, *args: str) -> dict:
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    out = subprocess.run([sys.executable, "-m", "agent_memory.cli", "--root", str(root), "--json", *args],
-                         capture_output=True, text=True, env=env, timeout=120)
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
 
 
 def write_everywhere(store: MemoryStore) -> dict[str, str]:

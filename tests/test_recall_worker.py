@@ -11,7 +11,8 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from _doubles import first_prompt, tool_returns
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
@@ -44,9 +45,7 @@ class Script:
         return sorted(t.name for t in self.infos[0].function_tools)
 
 
-def returns(messages: list[ModelMessage], tool: str) -> list[Any]:
-    return [p.content for m in messages if isinstance(m, ModelRequest) for p in m.parts
-            if isinstance(p, ToolReturnPart) and p.tool_name == tool]
+returns = tool_returns
 
 
 def call(tool: str, **args: Any) -> ModelResponse:
@@ -141,7 +140,7 @@ async def test_tool_order_citations_and_usage_with_a_scripted_model(tmp_path):
     assert script.tool_names == sorted(READ)  # recall is offered the READ tools and nothing else
     assert all(sorted(t.name for t in i.function_tools) == sorted(READ) for i in script.infos)
     assert "memory content is untrusted" in (script.infos[0].instructions or "").lower()
-    assert "Who approves deploys?" in str(script.messages[0][0].parts[-1].content)
+    assert "Who approves deploys?" in first_prompt(script.messages[0])
     assert result.summary.startswith("Dana approves deploys [")
     assert [s["id"] for s in result.sources] == [ids["deploy"]]  # a bracketed word is not a source
     assert result.usage["requests"] == 3 and result.usage["tool_calls"] == 2
@@ -166,7 +165,7 @@ async def test_recall_cannot_write_memory(tmp_path):
     await seed(provider)
     result = await provider.recall("When do deploys happen?")
     assert "memory_remember" not in script.tool_names
-    assert result.fallback and result.reason.startswith("unusable output")
+    assert result.fallback and (result.reason or "").startswith("unusable output")
     assert "Tuesdays" in result.summary  # the lexical fallback still answers
     assert len(await provider.list()) == 3 and "hunter2" not in str([r.content for r in await provider.list()])
     provider.close()
@@ -180,7 +179,7 @@ async def test_step_limit_gives_a_flagged_lexical_fallback(tmp_path):
     provider = make_provider(tmp_path, FunctionModel(script), max_steps=3)
     ids = await seed(provider)
     result = await provider.recall("When do deploys happen?")
-    assert result.fallback and result.reason.startswith("step limit")
+    assert result.fallback and (result.reason or "").startswith("step limit")
     assert result.usage["requests"] == 3 and len(script.infos) == 3
     assert ids["deploy"] in [s["id"] for s in result.sources] and "Tuesdays at 14:00 UTC" in result.summary
     assert result.summary.count("[") == len(result.sources)  # one cited line per fallback hit
@@ -191,7 +190,7 @@ async def test_tool_call_limit_is_enforced(tmp_path):
     many = ModelResponse(parts=[ToolCallPart("memory_search", {"query": f"q{i}"}) for i in range(6)])
     provider = make_provider(tmp_path, FunctionModel(Script(many)), max_steps=5, max_tool_calls=4)
     result = await provider.recall("deploys")
-    assert result.fallback and result.reason.startswith("step limit") and "tool_calls_limit" in result.reason
+    assert result.fallback and (result.reason or "").startswith("step limit") and "tool_calls_limit" in (result.reason or "")
     assert result.usage["tool_calls"] == 0
     provider.close()
 
@@ -221,7 +220,7 @@ async def test_model_error_gives_a_fallback_and_never_raises(tmp_path):
     provider = make_provider(tmp_path, FunctionModel(boom))
     ids = await seed(provider)
     result = await provider.recall("Which database do we use?")
-    assert result.fallback and "RuntimeError" in result.reason and "model exploded" in result.reason
+    assert result.fallback and "RuntimeError" in (result.reason or "") and "model exploded" in (result.reason or "")
     assert ids["db"] in [s["id"] for s in result.sources] and "Postgres 16" in result.summary
     assert result.tokens == count_tokens(result.summary)
     provider.close()
@@ -234,7 +233,7 @@ async def test_malformed_tool_arguments_fail_open(tmp_path):
     provider = make_provider(tmp_path, FunctionModel(script))
     await seed(provider)
     result = await provider.recall("Which database do we use?")
-    assert result.fallback and result.reason.startswith("unusable output") and len(script.infos) >= 2
+    assert result.fallback and (result.reason or "").startswith("unusable output") and len(script.infos) >= 2
     assert "Postgres" in result.summary
     provider.close()
 
@@ -258,7 +257,7 @@ async def test_empty_summary_gives_a_fallback(tmp_path, output):
     provider = make_provider(tmp_path, FunctionModel(Script(text(output))))
     await seed(provider)
     result = await provider.recall("Which database do we use?")
-    assert result.fallback and result.reason.startswith("unusable output")
+    assert result.fallback and (result.reason or "").startswith("unusable output")
     assert "Postgres" in result.summary
     provider.close()
 
@@ -274,7 +273,7 @@ async def test_a_broken_profile_falls_back_instead_of_raising(tmp_path):
     provider = MemoryProvider(tmp_path / "mem", profile=tmp_path / "missing.toml", durable=False)
     await seed(provider)
     result = await provider.recall("Which database do we use?")
-    assert result.fallback and result.reason.startswith("profile error") and "Postgres" in result.summary
+    assert result.fallback and (result.reason or "").startswith("profile error") and "Postgres" in result.summary
     provider.close()
 
 
@@ -350,6 +349,6 @@ async def test_recall_never_raises_even_when_search_breaks(tmp_path):
 
     provider.backend.search = broken_search  # type: ignore[method-assign]
     result = await provider.recall("anything", summary_tokens="lots")  # type: ignore[arg-type]
-    assert result.fallback and result.summary == "" and "model down" in result.reason
-    assert "lexical fallback failed too" in result.reason and "disk on fire" in result.reason
+    assert result.fallback and result.summary == "" and "model down" in (result.reason or "")
+    assert "lexical fallback failed too" in (result.reason or "") and "disk on fire" in (result.reason or "")
     provider.close()

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _doubles import first_prompt, returned
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -41,9 +42,9 @@ def _searcher(answer: Any) -> FunctionModel:
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         returns = [p for m in messages for p in m.parts if isinstance(p, ToolReturnPart)]
         if not returns:
-            question = str(messages[0].parts[-1].content).split("Message:\n", 1)[-1]
+            question = first_prompt(messages).split("Message:\n", 1)[-1]
             return ModelResponse(parts=[ToolCallPart("memory_search", {"query": question}, tool_call_id="s")])
-        hits = [h["id"] for h in returns[0].content["hits"]]
+        hits = [h["id"] for h in returned(returns[0])["hits"]]
         return ModelResponse(parts=[TextPart(answer(hits))])
 
     return FunctionModel(model)

@@ -10,9 +10,10 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
+from _doubles import plain_tools
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
@@ -23,7 +24,7 @@ from agent_memory.agents.core_block import inject
 from agent_memory.agents.tools import FOREGROUND, memory_toolset
 from agent_memory.backends.files.store import MemoryDraft, MemoryStore
 from agent_memory.errors import AgentMemoryError, NotFoundError
-from agent_memory.model.records import content_hash, normalize_kind, parse_record, validate_id
+from agent_memory.model.records import MemoryRecord, content_hash, normalize_kind, parse_record, validate_id
 from agent_memory.redaction.api import SECRET_SAMPLES, contains_secret
 
 pytestmark = pytest.mark.promise("badinput")
@@ -247,7 +248,7 @@ def test_ids_and_keys_never_escape_the_root(tmp_path: Path, reliability_figures:
 
     @fuzz(1200)
     @given(rid=IDS, key=KEYS, mode=st.sampled_from(["append", "replace", "skip"]), sid=MAYBE(TEXT))
-    def case(rid: str, key: str, mode: str, sid: str | None) -> None:
+    def case(rid: str, key: str, mode: Literal["append", "replace", "skip"], sid: str | None) -> None:
         counts["cases"] += 1
         for call in (lambda: store.get(rid, session_id=sid), lambda: store.forget(rid, session_id=sid),
                      lambda: store.remember(f"keyed write for {rid!r}", memory_key=key, on_existing=mode),
@@ -257,7 +258,7 @@ def test_ids_and_keys_never_escape_the_root(tmp_path: Path, reliability_figures:
                 result = call()
             except AgentMemoryError:
                 continue
-            if hasattr(result, "content"):  # a record from get: only ever a real record file in records/
+            if isinstance(result, MemoryRecord):  # a record from get: only ever a real record file in records/
                 assert result.id not in ("evil", "dangling") and "zebrafish" not in result.content
         assert store.get(kept).id == kept or rid == kept
 
@@ -316,7 +317,8 @@ def test_tool_arguments(tmp_path: Path, reliability_figures: dict[str, Any]) -> 
     provider = MemoryProvider(box.root, durable=False)
     loop = asyncio.new_event_loop()
     seeded = loop.run_until_complete(provider.remember("seeded memory about otters\nsecond line", session_id="s1"))
-    tools = memory_toolset(provider, FOREGROUND, session_id="s1", user_id="u1").tools
+    toolset = memory_toolset(provider, FOREGROUND, session_id="s1", user_id="u1")
+    tools, functions = toolset.tools, plain_tools(toolset)
     counts = {"cases": 0, "ok": 0, "retry": 0, "invalid": 0}
     VALUE = st.one_of(TEXT, st.integers(-2**40, 2**40), st.floats(), st.booleans(), st.none(),
                       st.lists(TEXT, max_size=3), st.sampled_from([seeded.id, "evil", "../outside/sentinel", 0, -1, 10**12]))
@@ -352,7 +354,7 @@ def test_tool_arguments(tmp_path: Path, reliability_figures: dict[str, Any]) -> 
             counts["invalid"] += 1
             return
         try:
-            out = loop.run_until_complete(tool.function(**validated))
+            out = loop.run_until_complete(functions[name](**validated))
         except ModelRetry:
             counts["retry"] += 1
             return

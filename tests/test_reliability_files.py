@@ -165,7 +165,8 @@ def test_hand_edited_private_record_never_fails_open_to_shared(tmp_path: Path, c
     store.remember("a shared koala record")
     raw = PRIVATE[case].format(body=f"bob's {SECRET} note")
     (store.records_dir / "private-note.md").write_bytes(raw.encode("utf-8"))
-    for caller in ({}, {"user_id": "alice"}, {"user_id": "alice", "session_id": "chat-1"}):
+    callers: list[dict[str, Any]] = [{}, {"user_id": "alice"}, {"user_id": "alice", "session_id": "chat-1"}]
+    for caller in callers:
         assert SECRET not in _everything_visible(store, **caller), (case, caller)
         with pytest.raises(AgentMemoryError):
             store.get("private-note", **caller)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _doubles import plain_tools
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic_ai import Agent, ModelRetry
@@ -68,7 +69,7 @@ def test_every_read_path_respects_scope(tmp_path: Path, reliability_figures: dic
 
         for caller in callers:
             csid, cuid = caller
-            who = {"session_id": csid, "user_id": cuid}
+            who: dict[str, Any] = {"session_id": csid, "user_id": cuid}
             visible = {rid for rid, (scope, sid, uid, _) in made.items() if may_see(scope, sid, uid, caller)}
             hidden = all_ids - visible
             counts["visible"] += len(visible)
@@ -97,10 +98,10 @@ def test_every_read_path_respects_scope(tmp_path: Path, reliability_figures: dic
             assert _ids_in(block.text, all_ids) == visible
 
             # the model-facing tools, bound to the caller (identity is not a tool parameter)
-            tools = memory_toolset(provider, FOREGROUND, **who).tools
+            tools = plain_tools(memory_toolset(provider, FOREGROUND, **who))
 
             def call(name: str, _tools: Any = tools, **args: Any) -> Any:
-                return loop.run_until_complete(_tools[name].function(**args))
+                return loop.run_until_complete(_tools[name](**args))
 
             assert {h["id"] for h in call("memory_search", query="zeppelin hangar", limit=50)["hits"]} == visible
             assert {r["id"] for r in call("memory_list", limit=100)["records"]} == visible
@@ -167,7 +168,7 @@ def test_keyed_writes_stay_in_their_partition(tmp_path: Path, reliability_figure
     provider = MemoryProvider(tmp_path / "mem", durable=False)
     store = provider.store
     owners = [("session", s, None) for s in IDS] + [("user", None, u) for u in IDS] + [("project", None, None)]
-    ids = {}
+    ids: dict[tuple[str, str | None, str | None], set[str]] = {}
     for scope, sid, uid in owners:
         for n in range(3):
             r = store.remember(f"line {n} of {scope} {sid} {uid}", scope=scope, session_id=sid, user_id=uid,

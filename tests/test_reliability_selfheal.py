@@ -25,7 +25,7 @@ def _populate(root: Path) -> dict[str, tuple[str, str, str | None, str | None]]:
     """N records over every scope; returns id -> (token, scope, session, user)."""
     store = MemoryStore(root, durable=False)
     rng = random.Random(7)
-    made = {}
+    made: dict[str, tuple[str, str, str | None, str | None]] = {}
     for i in range(N):
         scope = rng.choice(["project", "global", "session", "user"])
         sid, uid = f"s{i % 3}", f"u{i % 2}"

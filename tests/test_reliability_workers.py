@@ -28,6 +28,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from agent_memory import MemoryProvider
 from agent_memory.agents.fence import CLOSE, OPEN
 from agent_memory.agents.profiles import load_profile
+from agent_memory.agents.workers.capture import CaptureResult
 from agent_memory.integrations.hooks import CORE_NOTICE, RECALL_NOTICE
 from agent_memory.integrations.pydantic_ai import MemoryCapability
 
@@ -150,7 +151,7 @@ async def test_worker_fault_never_breaks_the_turn(tmp_path: Path, fault: str, re
     assert [s["id"] for s in recall.sources] == [rid]  # the deterministic fallback still found the record
     assert rid in turn.recall and "north pasture" in turn.recall  # and it reached the main model, fenced
     capture = turn.capture
-    assert capture is not None and capture.written == []
+    assert isinstance(capture, CaptureResult) and capture.written == []
     if fault != "empty_summary":  # an empty reply with nothing staged is a valid "nothing to capture"
         assert capture.fallback is True and capture.reason
     assert _disk(root) == before, "a failed capture wrote something"
@@ -171,7 +172,7 @@ async def test_blocking_worker_model_is_bounded(tmp_path: Path, reliability_figu
     started = time.monotonic()
     results = await asyncio.gather(*(provider.recall(f"zebu {i}", session_id="s1") for i in range(20)))
     elapsed = time.monotonic() - started
-    assert all(r.fallback and r.reason.startswith("timeout") and r.sources for r in results)
+    assert all(r.fallback and (r.reason or "").startswith("timeout") and r.sources for r in results)
     assert elapsed < TIMEOUT_S + 3
     reliability_figures.update(concurrent_recalls=20, seconds=round(elapsed, 2), failures=0)
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _doubles import letter_vectors as toy_vectors
 
 import agent_memory.backends.files.layout as root_layout
 from agent_memory.backends.files.purge import STEPS
@@ -27,15 +28,6 @@ from agent_memory.sessions import SessionStore
 ALICE, BOB = "alice-q7", "bob-q7"
 A_WORD, B_WORD = b"zorblaxian", b"quellimbic"  # porter stems keep the needle; the user ids are needles too
 CLI = Path(sys.executable).with_name("agent-memory")
-
-
-def toy_vectors(texts: list[str]) -> np.ndarray:
-    out = np.full((len(texts), 26), 0.01, dtype=np.float32)
-    for i, text in enumerate(texts):
-        for ch in text.lower():
-            if "a" <= ch <= "z":
-                out[i, ord(ch) - 97] += 1.0
-    return out
 
 
 def holding(root: Path, needle: bytes) -> list[str]:

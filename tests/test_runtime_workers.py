@@ -14,6 +14,7 @@ from typing import Any
 
 import pydantic_ai
 import pytest
+from _doubles import tool_returns
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -176,8 +177,7 @@ async def test_an_ungrounded_summary_falls_back_flagged(tmp_path, reply, reason)
 
 async def test_a_grounded_summary_is_used(tmp_path):
     def cite(messages: list[ModelMessage]) -> ModelResponse:
-        hit = [p.content for m in messages if isinstance(m, ModelRequest) for p in m.parts
-               if getattr(p, "tool_name", None) == "memory_search"][-1]["hits"][0]
+        hit = tool_returns(messages, "memory_search")[-1]["hits"][0]
         return ModelResponse(parts=[TextPart(f"Dana approves deploys [{hit['id']}:L{hit['line_start']}-L{hit['line_end']}].")])
 
     provider = provider_with(tmp_path, recall={"model": scripted(

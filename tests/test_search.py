@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,7 +14,7 @@ from agent_memory.search.text import STOP_WORDS, term_key, term_matcher
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> MemoryStore:
+def store(tmp_path: Path) -> Iterator[MemoryStore]:
     s = MemoryStore(tmp_path / "mem", durable=False)
     yield s
     s.close()
@@ -200,9 +202,14 @@ def test_common_terms_only_score_candidates_on_a_large_index(tmp_path):
     engine = Fts5Engine(candidate_budget=50, pool=10)
     chosen: list = []
     select = engine.select_terms
-    engine.select_terms = lambda dfs, limit: chosen.append((dict(dfs), select(dfs, limit))) or chosen[-1][1]  # type: ignore[method-assign]
+    def recorded(dfs: Any, limit: Any) -> Any:
+        chosen.append((dict(dfs), select(dfs, limit)))
+        return chosen[-1][1]
+
+    engine.select_terms = recorded  # type: ignore[method-assign]
     pruned = build(engine)
     result = pruned.search("rare common?", limit=2, trace=True)
+    assert result.trace is not None
     assert chosen == [({"rare": 13, "common": 61}, ["rare"])]
     assert not any(t["stage"] == "candidates" for t in result.trace)  # index-wide counts never reach the caller
     assert result.hits[0].snippet == "rare common"  # the common word still scores the candidates

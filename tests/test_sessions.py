@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import threading
+from typing import Any
 
 import pytest
 
@@ -43,8 +44,9 @@ def test_visibility_session_user_and_strangers(tmp_path):
     assert [i.session_id for i in store.sessions(session_id="s-anon")] == ["s-anon"]
     assert store.sessions(user_id="bob") == [] and store.sessions() == []
     assert store.sessions(session_id="s-ada", user_id="bob") == []  # naming another user hides it
-    for caller in ({"user_id": "bob"}, {"session_id": "s-anon"}, {"session_id": "s-ada", "user_id": "bob"},
-                   {"session_id": "s-ada"}, {}):
+    callers: list[dict[str, Any]] = [{"user_id": "bob"}, {"session_id": "s-anon"}, {"session_id": "s-ada", "user_id": "bob"},
+                                     {"session_id": "s-ada"}, {}]
+    for caller in callers:
         with pytest.raises(NotFoundError) as err:
             store.messages("s-ada", **caller)
         assert "s-ada" in str(err.value) and "ada's" not in str(err.value)

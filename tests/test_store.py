@@ -202,7 +202,7 @@ def test_remember_many_validates_the_whole_batch_before_writing(store):
     with pytest.raises(InvalidInputError):
         store.remember_many([MemoryDraft("good one"), MemoryDraft("")])
     assert list(store.records_dir.glob("*.md")) == []
-    errors = []
+    errors: list[tuple[int, str]] = []
     res = store.remember_many([MemoryDraft("good one"), MemoryDraft("")], on_error="skip", errors=errors)
     assert [r.status for r in res] == ["created"] and errors[0][0] == 1
 

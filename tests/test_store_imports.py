@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from agent_memory.backends.files.store import MemoryStore
 
@@ -16,12 +17,13 @@ NEVER_ON_SEARCH = ("yaml", "frontmatter", "agent_memory.redaction.api", "agent_m
 PROBE = """
 import json, sys
 from agent_memory.cli import main
+from typing import Any
 code = main(sys.argv[1:])
 print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
 """
 
 
-def run_cli_modules(*argv: str) -> tuple[dict[str, object], list[str]]:
+def run_cli_modules(*argv: str) -> tuple[dict[str, Any], list[str]]:
     proc = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, timeout=120, check=True)
     out, probe = proc.stdout.rstrip("\n").rsplit("\n", 1)
     report = json.loads(probe)
@@ -38,7 +40,7 @@ def test_cold_search_imports_no_yaml_redaction_or_other_commands(tmp_path: Path)
     with MemoryStore(root) as store:
         store.remember("The staging cluster runs in eu-west-1", title="Staging region", tags=["infra"])
     doc, modules = run_cli_modules("--root", str(root), "search", "staging region", "--json")
-    assert [h["title"] for h in doc["hits"]] == ["Staging region"]  # type: ignore[index]
+    assert [h["title"] for h in doc["hits"]] == ["Staging region"]
     assert [name for name in NEVER_ON_SEARCH if loaded(modules, name)] == []
     assert loaded(modules, "agent_memory.backends.files.store") and loaded(modules, "sqlite3")  # the probe saw the search's imports
 
@@ -50,7 +52,7 @@ def test_a_hand_edited_file_read_by_a_search_still_needs_no_yaml(tmp_path: Path)
         path = Path(store.remember("alpha bravo", title="First").path)
     path.write_text(path.read_text(encoding="utf-8").replace("alpha bravo", "alpha charlie"), encoding="utf-8")
     doc, modules = run_cli_modules("--root", str(root), "search", "charlie", "--json")
-    assert [h["title"] for h in doc["hits"]] == ["First"]  # type: ignore[index]
+    assert [h["title"] for h in doc["hits"]] == ["First"]
     assert not loaded(modules, "yaml") and not loaded(modules, "agent_memory.redaction")
 
 

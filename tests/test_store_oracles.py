@@ -93,6 +93,7 @@ def test_trace_reports_nothing_about_hidden_records(tmp_path, strict):
     assert not {40, 41, 42} & set(_ints(t2.trace))  # no count of bob's matching records
     bob_ids = {r.id for r in crowded.list(user_id="bob", limit=None)}
     assert not any(rid in text for rid in bob_ids)
+    assert t1.trace is not None and t2.trace is not None
     assert _trace_facts(t1.trace) == _trace_facts(t2.trace)  # same stages, same fields
     if strict:  # identical apart from the (random) record ids
         assert [h.score for h in t1.hits] == [h.score for h in t2.hits]

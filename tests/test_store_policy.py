@@ -6,6 +6,7 @@ import datetime as dt
 import json
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from agent_memory.model.records import Scope
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> MemoryStore:
+def store(tmp_path: Path) -> Iterator[MemoryStore]:
     s = MemoryStore(tmp_path / "mem", durable=False)
     yield s
     s.close()

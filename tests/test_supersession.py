@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _doubles import plain_tools
 from _pg import fresh_schema, pg_url  # noqa: F401  (pytest fixture)
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -201,17 +202,17 @@ async def test_the_capture_worker_supersedes_only_its_own_records(tmp_path: Path
 async def test_the_main_agent_tool_supersedes_in_the_old_records_partition(tmp_path: Path) -> None:
     store = MemoryStore(tmp_path / "m", durable=False)
     old = store.remember("Ada's desk is by the window.", user_id="ada")
-    tools = memory_toolset(FilesBackend(store), FOREGROUND, caller=ADA).tools
-    out = await tools["memory_supersede"].function(id=old.id, content="Ada's desk is by the door.", valid_from="2024-03-01")
+    tools = plain_tools(memory_toolset(FilesBackend(store), FOREGROUND, caller=ADA))
+    out = await tools["memory_supersede"](id=old.id, content="Ada's desk is by the door.", valid_from="2024-03-01")
     assert out["status"] == "superseded"
-    listed = await tools["memory_list"].function(include_superseded=True)
+    listed = await tools["memory_list"](include_superseded=True)
     by_id = {r["id"]: r for r in listed["records"]}
     assert by_id[old.id]["superseded_by"] == out["id"] and "true since 2024-03-01" in by_id[out["id"]]["dates"]
-    bob_tools = memory_toolset(FilesBackend(store), FOREGROUND, caller=BOB).tools
+    bob_tools = plain_tools(memory_toolset(FilesBackend(store), FOREGROUND, caller=BOB))
     from pydantic_ai import ModelRetry
 
     with pytest.raises(ModelRetry):
-        await bob_tools["memory_supersede"].function(id=out["id"], content="Ada's desk is gone.")
+        await bob_tools["memory_supersede"](id=out["id"], content="Ada's desk is gone.")
 
 
 def test_sweep_never_archives_a_superseded_record_as_a_duplicate(tmp_path: Path) -> None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,8 +38,14 @@ SESSIONS = [
 ]
 
 
+def meta(draft: Any) -> dict[str, Any]:
+    """A draft's metadata (every transcript draft has some)."""
+    assert draft.metadata is not None, draft
+    return dict(draft.metadata)
+
+
 @pytest.fixture
-def store(tmp_path: Path) -> MemoryStore:
+def store(tmp_path: Path) -> Iterator[MemoryStore]:
     s = MemoryStore(tmp_path / "mem", durable=False)
     yield s
     s.close()
@@ -88,33 +96,33 @@ def test_one_draft_per_non_empty_turn_with_metadata_and_title():
     drafts = transcript_drafts(SESSIONS, thread="conv-1")
     assert len(drafts) == 7  # the blank turn D2:2 is skipped
     first = drafts[0]
-    assert first.metadata["thread"] == "conv-1" and first.metadata["session"] == "s1"
-    assert first.metadata["turn_id"] == "D1:1" and first.metadata["seq"] == 1
-    assert first.metadata["speaker"] == "Caroline" and first.metadata["date"] == "2023-05-08"
+    assert meta(first)["thread"] == "conv-1" and meta(first)["session"] == "s1"
+    assert meta(first)["turn_id"] == "D1:1" and meta(first)["seq"] == 1
+    assert meta(first)["speaker"] == "Caroline" and meta(first)["date"] == "2023-05-08"
     assert first.title == "Caroline, 8 May 2023"
     assert first.kind == "turn"
     last = drafts[-1]
-    assert last.metadata["turn_id"] == "D2:3" and last.metadata["seq"] == 8  # seq counts the skipped turn
+    assert meta(last)["turn_id"] == "D2:3" and meta(last)["seq"] == 8  # seq counts the skipped turn
     assert "[shared an image: a photo of a mural with a rainbow flag]" in drafts[4].content
 
 
 def test_context_holds_neighbours_of_the_same_session_only():
     drafts = transcript_drafts(SESSIONS, thread="t", context_turns=1)
-    by_id = {d.metadata["turn_id"]: d for d in drafts}
-    ctx = by_id["D1:3"].metadata["context"]
+    by_id = {meta(d)["turn_id"]: d for d in drafts}
+    ctx = meta(by_id["D1:3"])["context"]
     assert "What's new with you?" in ctx and "what happened there?" in ctx
     assert "Good to see you" not in ctx  # two turns away, outside the window
     assert "Caroline:" not in ctx  # neighbour text, not speaker labels
-    assert "charity race" not in by_id["D1:5"].metadata["context"]  # never across sessions
-    assert "rainbow flag" in by_id["D1:4"].metadata["context"]  # a neighbour's image caption counts
-    wide = {d.metadata["turn_id"]: d for d in transcript_drafts(SESSIONS, thread="t", context_turns=2)}
-    assert "Good to see you" in wide["D1:3"].metadata["context"]
+    assert "charity race" not in meta(by_id["D1:5"])["context"]  # never across sessions
+    assert "rainbow flag" in meta(by_id["D1:4"])["context"]  # a neighbour's image caption counts
+    wide = {meta(d)["turn_id"]: d for d in transcript_drafts(SESSIONS, thread="t", context_turns=2)}
+    assert "Good to see you" in meta(wide["D1:3"])["context"]
 
 
 def test_context_is_bounded():
     long_turns = [Turn("A", "word " * 400, id=str(i)) for i in range(5)]
     drafts = transcript_drafts([Session(turns=long_turns)], thread="t", context_chars=300)
-    sizes = [len(d.metadata["context"]) for d in drafts]
+    sizes = [len(meta(d)["context"]) for d in drafts]
     assert max(sizes) <= 2 * 300 + 3 and min(sizes) >= 250
 
 
@@ -124,7 +132,7 @@ def test_import_writes_through_the_bulk_path_and_the_files_round_trip(store):
     rec = store.get(results[2].id)
     assert rec.source == "import" and rec.kind == "turn" and rec.tags == ("transcript",)
     assert rec.content.startswith("Caroline: I went to a support group yesterday")
-    assert rec.metadata["turn_id"] == "D1:3" and "What's new with you?" in rec.metadata["context"]
+    assert meta(rec)["turn_id"] == "D1:3" and "What's new with you?" in meta(rec)["context"]
     on_disk = parse_record(Path(results[2].path).read_text(encoding="utf-8"), results[2].id)
     assert on_disk.metadata == rec.metadata  # the context lives in the file: a reindex rebuilds it
 
@@ -132,14 +140,14 @@ def test_import_writes_through_the_bulk_path_and_the_files_round_trip(store):
 def test_neighbour_context_makes_an_answer_turn_findable(store):
     import_transcript(store, SESSIONS, thread="conv-1")
     hits = store.search("What did Melanie run?", limit=3).hits
-    assert hits[0].metadata["turn_id"] == "D2:1"
+    assert meta(hits[0])["turn_id"] == "D2:1"
     # "so inspiring" says nothing about a support group; its neighbours do
-    found = [h.metadata["turn_id"] for h in store.search("support group", limit=10).hits]
+    found = [meta(h)["turn_id"] for h in store.search("support group", limit=10).hits]
     assert found[0] == "D1:3"
     assert set(found[1:]) == {"D1:1", "D1:2", "D1:4", "D1:5"}  # the neighbours, through their context
     # a date in a question meets the date written into the record
     may = store.search("What happened on 7 May 2023?", limit=1).hits
-    assert may[0].metadata["turn_id"] == "D1:3"
+    assert meta(may[0])["turn_id"] == "D1:3"
 
 
 def test_reimporting_the_same_transcript_is_deduplicated(store):
@@ -173,4 +181,4 @@ def test_session_from_chat_messages():
     assert [(t.speaker, t.text) for t in session.turns] == [("Ana", "Book the Lisbon flight."), ("Agent", "Booked for 3 June.")]
     drafts = transcript_drafts([session], thread="chat")
     assert drafts[0].content.split("\n")[0] == "Ana: Book the Lisbon flight."
-    assert "Booked for 3 June." in drafts[0].metadata["context"]
+    assert "Booked for 3 June." in meta(drafts[0])["context"]

@@ -8,9 +8,11 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _doubles import cli_json as jrun
 
 from agent_memory.backends.files.store import MemoryStore
 from agent_memory.errors import InvalidInputError, NotFoundError
@@ -19,7 +21,7 @@ from agent_memory.provider import MemoryProvider
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> MemoryStore:
+def store(tmp_path: Path) -> Iterator[MemoryStore]:
     s = MemoryStore(tmp_path / "mem", durable=False)
     yield s
     s.close()
@@ -134,14 +136,6 @@ def test_provider_lifecycle_and_unsupported_backends(tmp_path: Path) -> None:
                 await call
 
     asyncio.run(main())
-
-
-def jrun(root: Path, *args: str, ok: bool = True) -> dict:
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    out = subprocess.run([sys.executable, "-m", "agent_memory.cli", "--root", str(root), "--json", *args],
-                         capture_output=True, text=True, env=env, timeout=120)
-    assert (out.returncode == 0) is ok, out.stderr
-    return json.loads(out.stdout)
 
 
 def test_cli_history_restore_undo(tmp_path: Path) -> None:

@@ -8,10 +8,10 @@ and an embedder failure answers lexically.
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 import pytest
+from _doubles import concept_vectors_for
 
 from agent_memory.backends import open_backend
 from agent_memory.backends.base import Caller
@@ -25,17 +25,7 @@ QUERY = "which vehicle did they purchase?"  # shares no word with "I bought a ca
 MINE = Caller(session_id="mine")
 
 
-def concept_vectors(texts: list[str]) -> list[list[float]]:
-    out = []
-    for t in texts:
-        v = [0.0] * 8
-        for w in t.lower().replace("?", " ").replace(".", " ").split():
-            if w in CONCEPTS:
-                v[CONCEPTS[w]] += 1.0
-            else:
-                v[4 + int(hashlib.md5(w.encode()).hexdigest(), 16) % 4] += 0.05
-        out.append(v)
-    return out
+concept_vectors = concept_vectors_for(CONCEPTS)
 
 
 def open_with(target: Any, embedder: Any) -> Any:
