@@ -441,7 +441,7 @@ async def test_backends_without_a_root_have_no_episodes(provider, logs):
     for name in ("remember", "remember_many", "supersede", "get", "list", "count", "search", "forget", "core_lines",
                  "user_md", "sweep", "reindex", "doctor", "close"):
         setattr(RemoteBackend, name, lambda self, *a, _n=name, **k: getattr(self._inner, _n)(*a, **k))
-    backend = RemoteBackend(provider.backend)
+    backend: Any = RemoteBackend(provider.backend)  # its methods are set on the class above, out of mypy's sight
     with pytest.raises(EpisodesUnsupportedError, match="not supported"):
         episode_store(backend)
     toolset = memory_toolset(backend, READ)

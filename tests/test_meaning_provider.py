@@ -7,6 +7,7 @@ import asyncio
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,13 +28,20 @@ def vecs(texts: list[str]) -> list[list[float]]:
     return out
 
 
+def _meaning(memory: MemoryProvider) -> Any:
+    """The store's meaning layer (set: these providers are built with an embedder)."""
+    meaning = memory.store.meaning
+    assert meaning is not None
+    return meaning
+
+
 def test_writes_are_embedded_in_the_background_and_found_by_meaning(tmp_path: Path) -> None:
     async def main() -> None:
         async with MemoryProvider(tmp_path / "m", embedder=CallableEmbedder(vecs, name="toy")) as memory:
             r = await memory.remember("Ada bought a car in May.")
             await memory.remember_many([MemoryDraft("Bo likes tea")])
             assert await memory.embedded(timeout=30)
-            assert memory.store.meaning.vectors.count("toy") == 2
+            assert _meaning(memory).vectors.count("toy") == 2
             hits = (await memory.search("which vehicle did she purchase?")).hits
             assert hits and hits[0].id == r.id  # no shared word: found by meaning
             lexical = (await memory.search("which vehicle did she purchase?", mode="lexical")).hits
@@ -75,7 +83,7 @@ def test_close_abandons_after_the_batch_in_flight(tmp_path: Path) -> None:
         await memory.remember_many([MemoryDraft(f"note number {i} about cars") for i in range(200)])
         assert time.perf_counter() - t0 < 5  # the write did not wait for embedding
         assert await asyncio.to_thread(started.wait, 10)
-        meaning = memory.store.meaning
+        meaning = _meaning(memory)
         closing = asyncio.create_task(memory.aclose())
         await asyncio.sleep(0.05)
         assert not closing.done()  # waits for the batch in flight …
