@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_memory import _compat
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 _compat.install()  # old flat import paths (agent_memory.store, …) warn and still work for one release
 
 _EXPORTS = {

@@ -54,7 +54,14 @@ MOVED: dict[str, str] = {
     "workers": "agents.workers",
 }
 #: Names an old module held that now live elsewhere than its new home (served by a proxy module for that old path).
-ALSO: dict[str, dict[str, str]] = {"backend": {"FilesBackend": "backends.files.backend"}}
+ALSO: dict[str, dict[str, str]] = {
+    "backend": {"FilesBackend": "backends.files.backend"},
+    "fusion": {n: "backends.files.hybrid" for n in ("TermStats", "index_confidence", "index_strength", "index_term_stats")},
+    "index_schema": {"core_line": "model.lines", "dates_text": "model.lines", "day_text": "model.lines",
+                     "summary_line": "model.lines", "is_corrupt": "formats.quarantine"},
+    "maintenance": {"SweepReport": "model.reports", "DoctorReport": "model.reports"},
+    "search_types": {"SearchEngine": "backends.files.fts", "date_filter_sql": "backends.files.index_schema"},
+}
 _PACKAGE = "agent_memory"
 
 

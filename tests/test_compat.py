@@ -59,6 +59,14 @@ def test_an_old_module_whose_names_moved_further_serves_them_all() -> None:
     assert old.FilesBackend is files.FilesBackend and old.MemoryBackend is base.MemoryBackend and old.Caller is base.Caller
 
 
+@pytest.mark.parametrize(("old", "name", "home"), sorted((o, n, h) for o, names in _compat.ALSO.items() for n, h in names.items()))
+def test_every_name_an_old_module_had_is_still_there(old: str, name: str, home: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        module = importlib.import_module(f"agent_memory.{old}")
+    assert getattr(module, name) is getattr(importlib.import_module(f"agent_memory.{home}"), name)
+
+
 def test_the_old_search_names_warn() -> None:
     search = importlib.import_module("agent_memory.search")
     with pytest.warns(DeprecationWarning, match="agent_memory.backends.files.fts"):

@@ -41,10 +41,7 @@ LAYERS: dict[str, int] = {
 APART = [("backends.files", "backends.postgres")]
 
 #: Known arrows against the layers, each "importer -> imported": what must move to remove it.
-DEBTS: dict[str, str] = {
-    "search -> backends.files": "the old flat `agent_memory.search` names (Fts5Engine, …) warn for one release (0.3 drops it)",
-    "search -> backends.files.fts": "the same deprecated alias",
-}
+DEBTS: dict[str, str] = {}
 
 
 def _module_name(path: Path) -> str:

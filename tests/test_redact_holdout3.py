@@ -99,9 +99,9 @@ def test_bip39_phrases_have_valid_checksums_and_benign_cards_do_not() -> None:
         entropy = int(bits[:ent_bits], 2).to_bytes(ent_bits // 8, "big")
         assert format(hashlib.sha256(entropy).digest()[0], "08b")[: len(bits) - ent_bits] == bits[ent_bits:], case["format"]
     benign = {c["case"]: c["text"] for c in _rows("benign.jsonl")}
-    for case in ("card_failing_luhn", "sixteen_digits_failing_luhn"):
-        number = re.search(r"\d[\d ]{14,}\d", benign[case])
-        assert number is not None and not _luhn(_digits(number.group())), case
+    for name in ("card_failing_luhn", "sixteen_digits_failing_luhn"):
+        number = re.search(r"\d[\d ]{14,}\d", benign[name])
+        assert number is not None and not _luhn(_digits(number.group())), name
 
 
 def test_readme_says_it_was_written_blind_and_lists_the_benign_placeholders() -> None:

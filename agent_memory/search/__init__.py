@@ -13,16 +13,21 @@ from agent_memory.search.types import MIN_SCORE, SearchHit, SearchRequest, Searc
 
 __all__ = ["MIN_SCORE", "SearchHit", "SearchRequest", "SearchResult", "readable_score"]
 
-#: Names the flat ``agent_memory.search`` module had, now in the files backend's engine (one release, with a warning).
-_MOVED = {"Fts5Engine", "SearchEngine", "STOP_WORDS", "Tokenizer", "default_tokenizer", "light_stem", "term_key",
-          "term_matcher", "dates_text"}
+#: Names the flat ``agent_memory.search`` module had that live elsewhere now (one release, with a warning).
+_MOVED = {
+    "Fts5Engine": "agent_memory.backends.files.fts", "SearchEngine": "agent_memory.backends.files.fts",
+    "date_filter_sql": "agent_memory.backends.files.index_schema", "dates_text": "agent_memory.model.lines",
+    **{name: "agent_memory.search.text" for name in (
+        "STOP_WORDS", "Tokenizer", "default_tokenizer", "light_stem", "term_key", "term_matcher")},
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _MOVED:
-        warnings.warn(f"agent_memory.search.{name} moved to agent_memory.backends.files.fts; the old path goes away in "
-                      "agent-memory 0.3", DeprecationWarning, stacklevel=2)
-        from agent_memory.backends.files import fts
+    home = _MOVED.get(name)
+    if home is not None:
+        warnings.warn(f"agent_memory.search.{name} moved to {home}; the old path goes away in agent-memory 0.3",
+                      DeprecationWarning, stacklevel=2)
+        import importlib
 
-        return getattr(fts, name)
+        return getattr(importlib.import_module(home), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
