@@ -6,11 +6,13 @@
   entries and free space of the deleted rows are reclaimed.
 * :func:`history` lists the versions of a record (its supersession chain), oldest first, with its events; the
   record may be archived (forgotten, swept).
-* :func:`restore` brings an archived record back, or makes an earlier version current again (a keyed
-  replace of the record by its id, so the current state is kept as a version in turn).
+* :func:`restore` brings an archived record back (with the superseded versions archived with it), or makes an
+  earlier version current again (a keyed replace of the record by its id, so the current state is kept as a
+  version in turn).
 
 Events (:mod:`.events`) make ``undo`` possible: the caller's last change not undone yet is reversed (a
-creation archived, a forget restored, a replace or append rolled back to the version before it).
+creation archived, a forget restored, a replace rolled back to the version before it, an append cut back to
+the text it kept — its event's ``detail.kept``, as on the files backend).
 ``provenance`` and consolidation raise :class:`agent_memory.backends.files.events.NotSupportedError` on PostgreSQL.
 """
 
