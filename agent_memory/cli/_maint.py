@@ -108,7 +108,11 @@ def _backend_embedder(target: Any, name: str) -> VectorsBackend:
 
 
 def cmd_embed(args: argparse.Namespace) -> None:
-    target = open_target(args.root, create=False)
+    with open_target(args.root, create=False) as target:
+        _embed(args, target)
+
+
+def _embed(args: argparse.Namespace, target: Any) -> None:
     from agent_memory.embeddings import EmbeddingError
 
     name = args.embedder or os.environ.get("AGENT_MEMORY_EMBEDDER") or "local"
@@ -247,6 +251,7 @@ def cmd_import(args: argparse.Namespace) -> int | None:
                           "same import is safe (records already written are skipped as duplicates)") from None
     finally:
         progress.close()
+        target.close()  # the connections close on the loop that opened them (agent_memory.backends.postgres.pool)
     elapsed = time.monotonic() - start
     counts: dict[str, int] = {}
     for r in results:
@@ -269,7 +274,8 @@ def _op(target: Any, name: str) -> Callable[..., Any]:
 
 
 def cmd_reindex(args: argparse.Namespace) -> None:
-    rep = _progress.run(_op(open_target(args.root, create=False), "reindex"), "reindexing")
+    with open_target(args.root, create=False) as target:
+        rep = _progress.run(_op(target, "reindex"), "reindexing")
     problems = dict(getattr(rep, "problems", {}) or {})
     doc = {"records": getattr(rep, "added", 0) + getattr(rep, "updated", 0), "scanned": getattr(rep, "scanned", 0),
            "problems": problems}
@@ -277,10 +283,20 @@ def cmd_reindex(args: argparse.Namespace) -> None:
          + ("\n  fix: see `agent-memory doctor` for what to do with each file" if problems else ""))
 
 
-def doctor_fixes(report: dict[str, Any]) -> list[str]:
-    """One suggested fix per kind of problem in a doctor report (the report's own suggestions come first)."""
+def doctor_fixes(report: dict[str, Any], *, rows: bool = False) -> list[str]:
+    """One suggested fix per kind of problem in a doctor report (the report's own suggestions come first);
+    ``rows``: the report is a database's (rows, no files)."""
     fixes = [str(f) for f in report.get("fixes") or report.get("suggestions") or []]
     problems = report.get("problems") or {}
+    if rows:
+        stale = [k for k in problems if k != "schema_version"]
+        if not fixes and (stale or (report.get("drift") or {}).get("missing_from_index")):
+            fixes.append(f"{len(stale)} row(s) edited outside agent_memory or missing from the text index: run "
+                         "`agent-memory reindex` (rows are the truth; it repairs their hashes and rebuilds the index)")
+        if "schema_version" in problems:
+            fixes.append("the schema's version is not this release's: use the agent-memory release that wrote it, "
+                         "or upgrade this one")
+        return fixes
     if problems and not fixes:
         fixes.append(f"{len(problems)} record file(s) cannot be used (quarantined: never read): fix the frontmatter of "
                      "each named file by hand, or move it out of records/ — then run `agent-memory reindex`")
@@ -327,21 +343,25 @@ def layer_problems(root: str) -> dict[str, str]:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    rep = _progress.run(_op(open_target(args.root, create=False), "doctor"), "checking")
+    with open_target(args.root, create=False) as target:
+        rep = _progress.run(_op(target, "doctor"), "checking")
     more = layer_problems(str(args.root))
     if more:
         rep = dataclasses.replace(rep, problems={**rep.problems, **more}, ok=False)
     doc = rep.to_dict()
-    doc["fixes"] = doctor_fixes(doc)
-    emit(args, doc, lambda: ("ok" if rep.ok else "problems found") + f": {doc.get('records')} files, {doc.get('indexed')} indexed"
-         + "".join(f"\n  unreadable: {k}: {v}" for k, v in (doc.get("problems") or {}).items())
+    rows = is_url(str(args.root))  # a database holds rows (no files): its problems are rows and their fixes say so
+    doc["fixes"] = doctor_fixes(doc, rows=rows)
+    counted = f"{doc.get('records')} rows" if rows else f"{doc.get('records')} files"
+    emit(args, doc, lambda: ("ok" if rep.ok else "problems found") + f": {counted}, {doc.get('indexed')} indexed"
+         + "".join(f"\n  {'problem' if rows else 'unreadable'}: {k}: {v}" for k, v in (doc.get("problems") or {}).items())
          + "".join(f"\n  drift: {k} = {v}" for k, v in (doc.get("drift") or {}).items() if v)
          + "".join(f"\n  fix: {f}" for f in doc["fixes"]))
     return 0 if rep.ok else 1  # usable as a check in scripts; the report is already printed
 
 
 def cmd_sweep(args: argparse.Namespace) -> None:
-    rep = _progress.run(_op(open_target(args.root, create=False), "sweep"), "sweeping")
+    with open_target(args.root, create=False) as target:
+        rep = _progress.run(_op(target, "sweep"), "sweeping")
     emit(args, rep.to_dict(), lambda: f"archived {len(rep.expired)} expired and {len(rep.duplicates)} duplicate records"
          + "".join(f"\n  expired: {i}" for i in rep.expired) + "".join(f"\n  duplicate: {i}" for i in rep.duplicates))
     if rep.expired or rep.duplicates:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent_memory.cli._base import SCOPES, UsageError, add_identity, emit, expiry, fmt_score, fraction, positive, read_text
-from agent_memory.cli._target import check_url, embedder_name, is_url, open_target
+from agent_memory.cli._target import StoreTarget, check_url, embedder_name, is_url, open_target
 from agent_memory.errors import NotFoundError
 
 Handler = Callable[[argparse.Namespace], "int | None"]
@@ -148,10 +148,9 @@ def cmd_remember(args: argparse.Namespace) -> None:
                         args.memory_key, args.on_existing or "append", args.expires, args.importance,
                         happened_at=args.happened_at, valid_from=args.valid_from, valid_to=args.valid_to,
                         supersedes=args.supersedes)
-    target = open_target(args.root, create=True)
     from agent_memory.model.events import acting
 
-    with acting("cli"):
+    with open_target(args.root, create=True) as target, acting("cli"):
         r = target.remember_many([draft], source="manual")[0]
     redacted = f" ({r.redactions} secret{'s' if r.redactions != 1 else ''} redacted)" if r.redactions else ""
     emit(args, r.to_dict(), lambda: r.id if args.quiet else f"{r.status}: {r.id}{redacted}")
@@ -166,10 +165,10 @@ def cmd_search(args: argparse.Namespace) -> None:
         from agent_memory.cli._base import library_logs
 
         library_logs()  # the backend path may log (the one-shot path does not)
-        target = open_target(args.root, create=False)
         from agent_memory.cli._maint import meaning_options
 
-        res = target.search(query, **options, **meaning_options(target, args.mode, args.embedder))
+        with open_target(args.root, create=False) as target:
+            res = target.search(query, **options, **meaning_options(target, args.mode, args.embedder))
     doc: dict[str, Any] = {"hits": [h.to_dict() for h in res.hits]}
     if args.trace:
         doc["trace"] = res.trace
@@ -203,24 +202,28 @@ def _search_once(args: argparse.Namespace, query: str, options: dict[str, Any]) 
 
 
 def cmd_get(args: argparse.Namespace) -> None:
-    rec = open_target(args.root, create=False).get(args.id, **_caller(args))
-    expires = f", expires {rec.expires}" if rec.expires else ""
-    doc = rec.to_dict()
-    extra = ""
-    if args.provenance:
-        prov = rec.metadata.get("provenance")
-        doc["provenance"] = {"source": rec.source, **(prov if isinstance(prov, dict) else {})}
-        extra = "".join(f"\n{k}: " + (json.dumps(v, ensure_ascii=False) if isinstance(v, dict) else str(v))
-                        for k, v in doc["provenance"].items())
+    with open_target(args.root, create=False) as target:
+        rec = target.get(args.id, **_caller(args))
+        expires = f", expires {rec.expires}" if rec.expires else ""
+        doc = rec.to_dict()
+        extra = ""
+        if args.provenance:
+            if isinstance(target, StoreTarget):
+                prov = rec.metadata.get("provenance")
+                doc["provenance"] = {"source": rec.source, **(prov if isinstance(prov, dict) else {})}
+            else:  # a backend that keeps no provenance says so (UnsupportedError), never prints nothing
+                doc["provenance"] = {k: v for k, v in target.provenance(args.id, **_caller(args)).items() if k != "id"}
+            extra = "".join(f"\n{k}: " + (json.dumps(v, ensure_ascii=False) if isinstance(v, dict) else str(v))
+                            for k, v in doc["provenance"].items())
     emit(args, doc, lambda: f"{rec.id} ({rec.kind}, {rec.scope.value}{expires}{_dates(rec)}) {rec.path}{extra}\n\n{rec.content}")
 
 
 def cmd_list(args: argparse.Namespace) -> None:
-    target = open_target(args.root, create=False)
     limit = None if args.all else (DEFAULT_LIST_LIMIT if args.limit is None else args.limit)
     filters = {**_caller(args), "tags": args.tags, "scope": args.scope, "kind": args.kind, **_filter_kwargs(args)}
-    recs = target.list(limit=limit, **filters)
-    total = target.count(**filters) if limit is not None and len(recs) >= limit else len(recs)
+    with open_target(args.root, create=False) as target:
+        recs = target.list(limit=limit, **filters)
+        total = target.count(**filters) if limit is not None and len(recs) >= limit else len(recs)
     more = max(0, total - len(recs))
     from agent_memory.model.lines import summary_line
 
@@ -243,12 +246,15 @@ def cmd_forget(args: argparse.Namespace) -> None:
             rep = files_store(args, "forget --purge").purge(args.id, **_caller(args))
             emit(args, {"id": args.id, "forgotten": True, "purged": True, **rep.to_dict()}, lambda: f"purged: {args.id}")
             return
-        if not open_target(args.root, create=False).forget(args.id, **_caller(args)):
+        with open_target(args.root, create=False) as target:
+            forgotten = target.forget(args.id, **_caller(args))
+        if not forgotten:
             raise NotFoundError(f"no record {args.id!r} visible to this caller")
     emit(args, {"id": args.id, "forgotten": True},
          lambda: f"forgotten: {args.id} (archived; `agent-memory restore {args.id}` brings it back)")
 
 
 def cmd_inject(args: argparse.Namespace) -> None:
-    block = open_target(args.root, create=False).inject(args.budget, **_caller(args))
+    with open_target(args.root, create=False) as target:
+        block = target.inject(args.budget, **_caller(args))
     emit(args, block.to_dict(), lambda: block.text)

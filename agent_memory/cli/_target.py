@@ -112,17 +112,30 @@ class StoreTarget:
     def close(self) -> None:
         self.store.close()
 
+    def __enter__(self) -> "StoreTarget":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 class BackendTarget:
-    """Any :class:`~agent_memory.backends.base.MemoryBackend` (e.g. PostgreSQL), driven from one event loop."""
+    """Any :class:`~agent_memory.backends.base.MemoryBackend` (e.g. PostgreSQL), driven from one event loop.
+
+    Every call runs on the target's one loop; :meth:`close` (or leaving ``with open_target(…) as target:``)
+    closes the backend's connections on that same loop and then the loop, so a command leaves nothing pending
+    (agent_memory.backends.postgres.pool: the owner closes its connections on the loop that opened them)."""
 
     def __init__(self, backend: "MemoryBackend", url: str) -> None:
         import asyncio
 
         self.backend, self.url, self.root = backend, url, url
-        self._runner = asyncio.Runner()
+        self._runner: asyncio.Runner | None = asyncio.Runner()
 
     def _run(self, coro: Any) -> Any:
+        if self._runner is None:
+            coro.close()
+            raise InvalidInputError("this target is closed")
         return self._runner.run(coro)
 
     def _caller(self, caller: dict[str, Any]) -> Any:
@@ -165,11 +178,28 @@ class BackendTarget:
             raise InvalidInputError(f"unknown maintenance operation {name!r}")
         return self._run(ops[name]())
 
+    def provenance(self, record_id: str, **caller: Any) -> Any:
+        """Who created and last changed a record (a backend that keeps none raises ``UnsupportedError``)."""
+        from agent_memory.backends.base import LifecycleBackend, require
+
+        lifecycle = require(self.backend, LifecycleBackend, "provenance")
+        return self._run(lifecycle.provenance(record_id, self._caller(caller)))
+
     def close(self) -> None:
+        """Close the backend on the target's loop, then the loop (idempotent)."""
+        if self._runner is None:
+            return
+        runner, self._runner = self._runner, None
         try:
-            self._run(self.backend.close())
+            runner.run(self.backend.close())
         finally:
-            self._runner.close()
+            runner.close()
+
+    def __enter__(self) -> "BackendTarget":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def open_url(url: str) -> "MemoryBackend":

@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.sessions import SessionStore
 
 Prepared = tuple[MemoryRecord, int, str, frozenset[str]]  # record, redactions, on_existing, fields the draft set
+Written = tuple[RememberResult, dict[str, Any] | None]  # a result and its note for the event log (Writer.remember_one)
 # MemoryStore options that mean nothing for a database: accepted (a provider passes one option set) and unused
 FILES_ONLY = frozenset({"durable", "rescan_interval", "lock_timeout_s", "memory_md_limit", "fts_tokenizer", "context_of"})
 ENGINE_OPTIONS = frozenset({"tokenizer", "stop_words", "snippet_lines", "snippet_chars"})
@@ -147,8 +148,9 @@ class PostgresBackend:
             return job
 
         pending = schedule()
-        writing: builtins.list[asyncio.Task[builtins.list[RememberResult]]] = []
+        writing: builtins.list[asyncio.Task[builtins.list[Written]]] = []
         copied = 0
+        notes: builtins.list[dict[str, Any] | None] = []  # per result: what its event needs beyond the rows
         try:
             while pending is not None:
                 size, prepared = await pending
@@ -167,11 +169,12 @@ class PostgresBackend:
         for part in done:
             if isinstance(part, BaseException):
                 raise part
-            results.extend(part)
+            results.extend(r for r, _ in part)
+            notes.extend(n for _, n in part)
         if copied >= 1000:  # fresh planner statistics after a bulk load (else: sequential scans until autovacuum)
             async with self.pool.connection() as conn:
                 await conn.execute(f"ANALYZE {self.table}")
-        await record_writes(self, results, source)
+        await record_writes(self, results, source, notes)
         if self.vectors is not None and results:
             self.vectors.kick(self.pool)  # vectors catch up in the background; the write never waits for them
         return results
@@ -193,12 +196,14 @@ class PostgresBackend:
         return len(batch), prepared
 
     async def _write_batch(self, prepared: builtins.list[Prepared], size: int = 0,
-                           progress: Callable[[int], None] | None = None) -> builtins.list[RememberResult]:
-        """One transaction; retried whole when the server aborts it for a deadlock (every write is idempotent)."""
+                           progress: Callable[[int], None] | None = None) -> builtins.list[Written]:
+        """One transaction; retried whole when the server aborts it for a deadlock (every write is idempotent).
+        Each result comes with its note for the event log (:meth:`Writer.remember_one`), or None."""
         unkeyed = [i for i, (rec, *_) in enumerate(prepared) if rec.memory_key is None]
         async with self.pool.connection() as conn:
             for attempt in range(5):
                 out: dict[int, RememberResult] = {}
+                notes: dict[int, dict[str, Any]] = {}
                 try:
                     async with conn.transaction():
                         if len(unkeyed) >= self.copy_threshold:  # straight into the table; staged after a lost race
@@ -207,7 +212,9 @@ class PostgresBackend:
                             out.update(zip(unkeyed, done, strict=True))
                         for i, (rec, redactions, mode, fields) in enumerate(prepared):
                             if i not in out:
-                                out[i] = await self.writer.remember_one(conn, rec, redactions, mode, fields)
+                                note: dict[str, Any] = {}
+                                out[i] = await self.writer.remember_one(conn, rec, redactions, mode, fields, note)
+                                notes[i] = note
                     break
                 except (psycopg.errors.TransactionRollback, psycopg.errors.UniqueViolation):
                     if attempt == 4:
@@ -215,7 +222,7 @@ class PostgresBackend:
                     await asyncio.sleep(0.02 * (attempt + 1))
         if progress:
             progress(size)
-        return [out[i] for i in range(len(prepared))]
+        return [(out[i], notes.get(i) or None) for i in range(len(prepared))]
 
     async def supersede(self, old_id: str, draft: MemoryDraft, *, source: str = "tool") -> RememberResult:
         """Write ``draft`` as the current fact in place of ``old_id`` (kept, superseded; see ``docs/time.md``)."""

@@ -48,25 +48,33 @@ def _who(source: str) -> dict[str, Any]:
     return {"actor": a.actor or source, "sid": a.session_id, "uid": a.user_id, "run": a.run_id, "call": a.tool_call_id}
 
 
-async def record_writes(b: Any, results: Sequence[RememberResult], source: str) -> None:
-    """One event per created/appended/replaced/superseded result (one statement for the whole batch)."""
+async def record_writes(b: Any, results: Sequence[RememberResult], source: str,
+                        notes: Sequence[dict[str, Any] | None] = ()) -> None:
+    """One event per created/appended/replaced/superseded result (one statement for the whole batch).
+
+    ``notes`` (per result, from :meth:`.writes.Writer.remember_one`) give what the rows cannot: an append's hashes
+    before and after it and the length of text it kept (its ``detail.kept``, as on the files backend)."""
     if _QUIET.get():
         return
-    chosen = [(r.id, "imported" if r.status == "created" and source == "import" else WRITE_EVENTS[r.status])
-              for r in results if r.status in WRITE_EVENTS]
+    chosen = [(r.id, "imported" if r.status == "created" and source == "import" else WRITE_EVENTS[r.status],
+               (notes[i] if i < len(notes) else None) or {})
+              for i, r in enumerate(results) if r.status in WRITE_EVENTS]
     if not chosen:
         return
     who = _who(source)
     params = {**who, "ids": [c[0] for c in chosen], "evs": [c[1] for c in chosen],
-              "eids": [uuid.uuid4().hex[:16] for _ in chosen]}
+              "eids": [uuid.uuid4().hex[:16] for _ in chosen], "befores": [c[2].get("before") for c in chosen],
+              "afters": [c[2].get("after") for c in chosen], "kepts": [c[2].get("kept") for c in chosen]}
     async with b.pool.connection() as conn:
         await conn.execute(
             f'INSERT INTO "{b.schema}".events (tenant, eid, event, id, actor, session_id, user_id, run_id, tool_call_id,'
-            " before, after, scope, owner_session, owner_user)"
+            " before, after, scope, owner_session, owner_user, detail)"
             " SELECT r.tenant, x.eid, x.ev, r.id, %(actor)s, coalesce(%(sid)s, r.session_id), coalesce(%(uid)s, r.user_id),"
-            " %(run)s, %(call)s, CASE WHEN x.ev = 'created' OR x.ev = 'imported' THEN NULL ELSE p.content_hash END,"
-            " r.content_hash, r.scope, r.session_id, r.user_id"
-            " FROM unnest(%(ids)s::text[], %(evs)s::text[], %(eids)s::text[]) AS x(id, ev, eid)"
+            " %(run)s, %(call)s, CASE WHEN x.ev = 'created' OR x.ev = 'imported' THEN NULL"
+            " ELSE coalesce(x.before, p.content_hash) END, coalesce(x.after, r.content_hash), r.scope, r.session_id,"
+            " r.user_id, CASE WHEN x.kept IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('kept', x.kept) END"
+            " FROM unnest(%(ids)s::text[], %(evs)s::text[], %(eids)s::text[], %(befores)s::text[], %(afters)s::text[],"
+            " %(kepts)s::int[]) AS x(id, ev, eid, before, after, kept)"
             f" JOIN {b.table} r ON r.id = x.id AND r.superseded_by IS NULL"
             f" LEFT JOIN {b.table} p ON p.tenant = r.tenant AND p.id = r.supersedes", params)
 

@@ -6,11 +6,13 @@
   entries and free space of the deleted rows are reclaimed.
 * :func:`history` lists the versions of a record (its supersession chain), oldest first, with its events; the
   record may be archived (forgotten, swept).
-* :func:`restore` brings an archived record back, or makes an earlier version current again (a keyed
-  replace of the record by its id, so the current state is kept as a version in turn).
+* :func:`restore` brings an archived record back (with the superseded versions archived with it), or makes an
+  earlier version current again (a keyed replace of the record by its id, so the current state is kept as a
+  version in turn).
 
 Events (:mod:`.events`) make ``undo`` possible: the caller's last change not undone yet is reversed (a
-creation archived, a forget restored, a replace or append rolled back to the version before it).
+creation archived, a forget restored, a replace rolled back to the version before it, an append cut back to
+the text it kept — its event's ``detail.kept``, as on the files backend).
 ``provenance`` and consolidation raise :class:`agent_memory.backends.files.events.NotSupportedError` on PostgreSQL.
 """
 
@@ -29,7 +31,7 @@ from agent_memory.errors import InvalidInputError, NotFoundError
 from agent_memory.model import scopes
 from agent_memory.model.drafts import MemoryDraft
 from agent_memory.model.events import Event, acting
-from agent_memory.model.records import MemoryRecord, validate_id
+from agent_memory.model.records import MemoryRecord, content_hash, validate_id
 from agent_memory.model.reports import History, PurgeReport
 from agent_memory.model.supersession import MAX_CHAIN
 
@@ -91,9 +93,43 @@ async def history(b: Any, record_id: str, caller: Caller) -> History:
     return History(record_id, state, [row_to_record(r, b.path_of(r["id"])) for r in [*reversed(older), row]], events)
 
 
+async def _unarchive(b: Any, conn: Any, tenant: str, record_id: str) -> dict[str, Any] | None:
+    """Move the latest archived copy of ``record_id`` back into ``records`` (the caller's transaction); its row."""
+    cur = await conn.execute(
+        f"INSERT INTO {b.table} ({_COLS}) SELECT {', '.join('r.' + c for c in COLUMNS)}"
+        f' FROM (SELECT record FROM "{b.schema}".archive WHERE tenant = %(t)s AND id = %(id)s'
+        f" ORDER BY archived DESC LIMIT 1) a, jsonb_populate_record(NULL::{b.table}, a.record) r RETURNING {SELECT}",
+        {"t": tenant, "id": record_id})
+    back: dict[str, Any] | None = await cur.fetchone()
+    await conn.execute(f'DELETE FROM "{b.schema}".archive WHERE tenant = %s AND id = %s', (tenant, record_id))
+    return back
+
+
+async def _unarchive_versions(b: Any, conn: Any, row: dict[str, Any]) -> None:
+    """Bring back the superseded versions archived with ``row`` (by ``forget``), following ``supersedes``, as the
+    files backend does: a version of another owner, or one live already, ends the walk."""
+    pointer, seen = row.get("supersedes"), {row["id"]}
+    owner = (row["scope"], row["session_id"], row["user_id"])
+    while pointer and pointer not in seen and len(seen) <= MAX_CHAIN:
+        seen.add(pointer)
+        cur = await conn.execute(f"SELECT 1 FROM {b.table} WHERE tenant = %s AND id = %s", (row["tenant"], pointer))
+        if await cur.fetchone() is not None:
+            return
+        cur = await conn.execute(
+            f'SELECT r.supersedes, r.scope, r.session_id, r.user_id FROM "{b.schema}".archive a,'
+            f" jsonb_populate_record(NULL::{b.table}, a.record) r WHERE a.tenant = %s AND a.id = %s"
+            " ORDER BY a.archived DESC LIMIT 1", (row["tenant"], pointer))
+        old = await cur.fetchone()
+        if old is None or (old["scope"], old["session_id"], old["user_id"]) != owner:
+            return
+        await _unarchive(b, conn, row["tenant"], pointer)
+        pointer = old["supersedes"]
+
+
 async def restore(b: Any, record_id: str, caller: Caller, *, version: int | None = None, event: str = "restored",
                   **detail: Any) -> MemoryRecord:
-    """Unarchive a forgotten/swept record, or make ``version`` (default: the previous one) current."""
+    """Unarchive a forgotten/swept record (with the versions it superseded that were archived with it), or make
+    ``version`` (default: the previous one) current."""
     async with b.pool.connection() as conn:
         row, state = await _find(b, conn, record_id, caller)
         if state == "archived":
@@ -101,13 +137,8 @@ async def restore(b: Any, record_id: str, caller: Caller, *, version: int | None
                 raise InvalidInputError(f"record {record_id} is archived: restore it first (without --version)")
             try:
                 async with conn.transaction():
-                    await conn.execute(
-                        f"INSERT INTO {b.table} ({_COLS}) SELECT {', '.join('r.' + c for c in COLUMNS)}"
-                        f' FROM (SELECT record FROM "{b.schema}".archive WHERE tenant = %(t)s AND id = %(id)s'
-                        f" ORDER BY archived DESC LIMIT 1) a, jsonb_populate_record(NULL::{b.table}, a.record) r",
-                        {"t": row["tenant"], "id": record_id})
-                    await conn.execute(f'DELETE FROM "{b.schema}".archive WHERE tenant = %s AND id = %s',
-                                       (row["tenant"], record_id))
+                    await _unarchive(b, conn, row["tenant"], record_id)
+                    await _unarchive_versions(b, conn, row)
                     await record_event(b, conn, event, row, caller, after=row["content_hash"], **{"from": "archive", **detail})
             except psycopg.errors.UniqueViolation:
                 raise InvalidInputError(f"record {record_id} cannot come back: a live record holds its key or the same "
@@ -121,10 +152,17 @@ async def restore(b: Any, record_id: str, caller: Caller, *, version: int | None
     n = len(versions) - 1 if version is None else version
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n < len(versions):
         raise InvalidInputError(f"version must be between 1 and {len(versions) - 1} (version {len(versions)} is current)")
-    old, cur_rec = versions[n - 1], row_to_record(row, b.path_of(record_id))
-    draft = MemoryDraft(old["content"], title=old["title"], kind=old["kind"], scope=cur_rec.scope,
-                        session_id=cur_rec.session_id, user_id=cur_rec.user_id, tags=tuple(old["tags"] or ()),
-                        memory_key=record_id, on_existing="replace")
+    return await _make_current(b, caller, row, versions[n - 1]["content"], versions[n - 1], event, version=n, **detail)
+
+
+async def _make_current(b: Any, caller: Caller, row: dict[str, Any], content: str, old: dict[str, Any] | None,
+                        event: str, **detail: Any) -> MemoryRecord:
+    """Make ``content`` (and ``old``'s title, kind and tags) the current state of ``row``'s record, by a keyed
+    replace that keeps the state it replaces as a version; then append ``event`` for it."""
+    record_id, cur_rec = row["id"], row_to_record(row, b.path_of(row["id"]))
+    draft = MemoryDraft(content, title=old["title"] if old else None, kind=old["kind"] if old else None,
+                        scope=cur_rec.scope, session_id=cur_rec.session_id, user_id=cur_rec.user_id,
+                        tags=tuple(old["tags"] or ()) if old else (), memory_key=record_id, on_existing="replace")
     with acting(session_id=caller.session_id, user_id=caller.user_id), quiet():  # its own event follows
         result = await b.remember_many([draft], source="tool")
     new: MemoryRecord = await b.get(result[0].id, caller)
@@ -132,8 +170,7 @@ async def restore(b: Any, record_id: str, caller: Caller, *, version: int | None
         cur = await conn.execute(f"SELECT {SELECT} FROM {b.table} WHERE tenant = %s AND id = %s", (row["tenant"], new.id))
         now = await cur.fetchone()
         if now is not None:
-            await record_event(b, conn, event, now, caller, before=row["content_hash"], after=now["content_hash"],
-                               version=n, **detail)
+            await record_event(b, conn, event, now, caller, before=row["content_hash"], after=now["content_hash"], **detail)
     return new
 
 
@@ -162,6 +199,15 @@ async def undo(b: Any, caller: Caller) -> Event:
                 await record_event(b, conn, "undone", row, caller, before=row["content_hash"], **tag)
             return ev
         older = await _predecessors(b, conn, row)
+    kept = ev.detail.get("kept")
+    if ev.event == "appended" and isinstance(kept, int) and not isinstance(kept, bool):
+        # an append keeps no version: cut the text back to what it kept (as the files backend does)
+        head = str(row["content"])[:kept]
+        for body in (head, head + "\n", head + "\n\n"):
+            if content_hash(body) == ev.before:
+                await _make_current(b, caller, row, body, None, "undone", **tag)
+                return ev
+        raise InvalidInputError(f"cannot rebuild {ev.id} as it was before that append; use `restore --version`")
     versions = [*reversed(older), row]
     for n, old in enumerate(versions[:-1], 1):
         if old["content_hash"] == ev.before:

@@ -39,11 +39,15 @@ async def current_of(w: Any, conn: Any, row: Any) -> Any:
 
 
 async def keep_version(w: Any, conn: Any, current: MemoryRecord, new: MemoryRecord) -> MemoryRecord:
-    """Store ``current`` as a superseded row of its own; return ``new`` (same id) pointing at it."""
+    """Store ``current`` as a superseded row of its own; return ``new`` (same id) pointing at it.
+
+    ``new`` starts when it is written (``created`` = ``updated``) *before* the old state's end is computed from
+    it, as on the files backend: else the old state would end when it began and ``as_of`` would never find it."""
+    new = new.replace(created=new.updated)
     version = current.replace(superseded_by=current.id, valid_to=ended(current, new))
     version = version.replace(id=new_id(current.memory_key or current.title, current.created))
     await conn.execute(f"INSERT INTO {w.t} {_INSERT}", _bind(version))
-    return new.replace(created=new.updated, supersedes=version.id)
+    return new.replace(supersedes=version.id)
 
 
 async def supersede_one(w: Any, conn: Any, rec: MemoryRecord, redactions: int) -> RememberResult:

@@ -54,11 +54,13 @@ class Writer:
 
     # -- one draft ---------------------------------------------------------------------------
     async def remember_one(self, conn: Any, rec: MemoryRecord, redactions: int, mode: str,
-                           fields: frozenset[str] = frozenset()) -> RememberResult:
+                           fields: frozenset[str] = frozenset(), note: dict[str, Any] | None = None) -> RememberResult:
         """Apply one prepared record in the caller's transaction (retries the decision after a lost race).
 
         ``fields`` are the optional fields the draft set (:func:`agent_memory.model.drafts.explicit_fields`): a keyed
-        replace applies exactly these, as in the files backend.
+        replace applies exactly these, as in the files backend. ``note`` receives what the write's event needs
+        that the rows no longer say: for an append, the hash before it, after it and how much text it kept
+        (an append keeps no version row, so the event is the only record of the state before it).
         """
         tenant, part = tenant_part(rec)
         if POINTER in rec.metadata:  # history pointers are the store's to set
@@ -69,7 +71,7 @@ class Writer:
             if rec.memory_key is not None:
                 row = await self._find_keyed(conn, rec, tenant, part, mode)
                 if row is not None:  # (capture never rewrites a person's or a tool's record: it keeps its own)
-                    return await self._apply_keyed(conn, row, rec, mode, fields, redactions)
+                    return await self._apply_keyed(conn, row, rec, mode, fields, redactions, note)
             dup = None
             if rec.kind not in UNDEDUPED_KINDS:  # files of the memory tool may repeat each other's (or a memory's) text
                 cur = await conn.execute(
@@ -107,7 +109,7 @@ class Writer:
         return await cur.fetchone()
 
     async def _apply_keyed(self, conn: Any, row: Any, rec: MemoryRecord, mode: str, fields: frozenset[str],
-                           redactions: int) -> RememberResult:
+                           redactions: int, note: dict[str, Any] | None = None) -> RememberResult:
         rid = row["id"]
         path = self.path_of(rid)
         if mode == "skip":
@@ -142,6 +144,8 @@ class Writer:
         params = _bind(updated)
         sets = ", ".join(f"{c} = %({c})s" for c in COLUMNS if c not in ("tenant", "id", "part"))
         await conn.execute(f"UPDATE {self.t} SET {sets} WHERE tenant = %(tenant)s AND id = %(id)s", params)
+        if status == "appended" and note is not None:  # as the files backend's event: undo cuts the text back to `kept`
+            note.update(before=current.content_hash, after=updated.content_hash, kept=len(current.content.rstrip("\n")))
         return RememberResult(rid, status, path, redactions)
 
     # -- archive --------------------------------------------------------------------------------
