@@ -10,7 +10,7 @@ import errno
 import sys
 
 from agent_memory.cli._base import UsageError
-from agent_memory.errors import AgentMemoryError
+from agent_memory.errors import AgentMemoryError, missing_extra
 
 EXIT_ERROR, EXIT_USAGE, EXIT_FALLBACK, EXIT_INTERRUPTED = 1, 2, 3, 130
 MAX_MESSAGE = 600
@@ -75,6 +75,8 @@ def classify(exc: BaseException) -> tuple[str, str, int]:
     if isinstance(exc, OSError):
         kind, text = _os_error(exc)
         return kind, text, EXIT_ERROR
+    if isinstance(exc, ImportError) and (missing := missing_extra(exc)) is not None:
+        return "MissingExtraError", str(missing), EXIT_ERROR  # an optional extra not installed: say which
     if isinstance(exc, RecursionError):
         return "InvalidInputError", "input nested too deeply to process (recursion limit)", EXIT_ERROR
     if isinstance(exc, OverflowError):

@@ -20,7 +20,7 @@ from agent_memory.cli import export as _export
 from agent_memory.cli._base import UsageError, emit, note, positive
 from agent_memory.cli._errors import Interrupted
 from agent_memory.cli._target import StoreTarget, check_url, embedder_name, is_url, open_target, open_url, prepare_root
-from agent_memory.errors import InvalidInputError
+from agent_memory.errors import InvalidInputError, needs_extra
 
 Handler = Callable[[argparse.Namespace], "int | None"]
 DEFAULT_BATCH = 5000
@@ -103,7 +103,8 @@ def meaning_options(target: Any, mode: str | None, embedder: str | None) -> dict
 def _backend_embedder(target: Any, name: str) -> VectorsBackend:
     """The target's backend with embedder ``name`` attached (:class:`UnsupportedError` for a backend without vectors)."""
     vectors = require(target.backend, VectorsBackend, "vector search", "use --mode lexical")
-    vectors.use_embedder(name)
+    with needs_extra("vector search"):  # the backend imports its vector side (numpy) here
+        vectors.use_embedder(name)
     return vectors
 
 

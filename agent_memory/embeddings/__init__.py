@@ -9,16 +9,17 @@ re-embedding) and its ``dim``. The protocol and what they share live in :mod:`.b
 - :class:`LiteLLMEmbedder` (:mod:`.litellm`): any provider litellm speaks to (OpenAI, Ollama, vLLM, …);
 - :class:`CallableEmbedder` (:mod:`.callable`): a user function, sync or async.
 
-Importing this package imports numpy and nothing heavier: sentence-transformers (torch) and litellm are
-imported by the embedder that needs them, when it first embeds. :func:`make_embedder` turns a CLI-style name
-into one of them.
+Importing this package imports none of the optional dependencies: numpy (the ``embeddings`` extra),
+sentence-transformers (torch) and litellm are imported by the embedder that needs them, when it first embeds; one
+that is not installed raises :class:`EmbedderNotInstalledError` naming the extra to install.
+:func:`make_embedder` turns a CLI-style name into one of them.
 """
 
 from __future__ import annotations
 
 import os
 
-from agent_memory.embeddings.base import Embedder, EmbeddingError, as_matrix
+from agent_memory.embeddings.base import Embedder, EmbedderNotInstalledError, EmbeddingError, as_matrix
 from agent_memory.embeddings.base import Matrix as Matrix  # importable from here as before, not in __all__
 from agent_memory.embeddings.callable import CallableEmbedder
 from agent_memory.embeddings.callable import EmbedFn as EmbedFn
@@ -27,7 +28,7 @@ from agent_memory.embeddings.local import LOCAL_MODEL, LocalEmbedder, local_mode
 from agent_memory.errors import InvalidInputError
 
 __all__ = [
-    "Embedder", "EmbeddingError", "LocalEmbedder", "LiteLLMEmbedder", "CallableEmbedder", "as_matrix",
+    "Embedder", "EmbedderNotInstalledError", "EmbeddingError", "LocalEmbedder", "LiteLLMEmbedder", "CallableEmbedder", "as_matrix",
     "local_model_available", "make_embedder",
 ]
 

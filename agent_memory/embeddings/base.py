@@ -4,25 +4,37 @@ An embedder takes a batch of texts and returns a float32 matrix of unit-length r
 (part of the vector cache key, so a new model means re-embedding) and its ``dim``. :func:`as_matrix` validates
 and normalises whatever an embedder's backend returned; :func:`check_texts` refuses anything but a sequence of
 strings before a model or a provider is asked.
+
+numpy (the ``embeddings`` extra) is imported when an embedder first returns vectors, not with this module: without
+it, importing any embedder works and embedding raises :class:`EmbedderNotInstalledError` (a :class:`~agent_memory.errors.MissingExtraError`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
-import numpy as np
-import numpy.typing as npt
+from agent_memory.errors import BackendError, InvalidInputError, MissingExtraError, needs_extra
 
-from agent_memory.errors import BackendError, InvalidInputError
+__all__ = ["Embedder", "EmbedderNotInstalledError", "EmbeddingError", "Matrix", "as_matrix", "check_texts"]
 
-__all__ = ["Embedder", "EmbeddingError", "Matrix", "as_matrix", "check_texts"]
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+    import numpy.typing as npt
 
-Matrix = npt.NDArray[np.float32]
+    Matrix: TypeAlias = npt.NDArray[np.float32]
+else:
+    Matrix = Any  # at run time only a name: numpy is imported on first use (the embeddings extra)
 
 
 class EmbeddingError(BackendError):
     """An embedder failed or returned something that is not one finite vector per text."""
+
+
+class EmbedderNotInstalledError(EmbeddingError, MissingExtraError):
+    """What an embedder needs is not installed (numpy, the local model, litellm): a :class:`MissingExtraError`
+    naming the extra to install, and an :class:`EmbeddingError`, so a search that falls back to lexical when its
+    embedder fails still does (and says why in its trace)."""
 
 
 @runtime_checkable
@@ -52,6 +64,9 @@ def check_texts(texts: Sequence[str]) -> list[str]:
 
 def as_matrix(vectors: Any, count: int, dim: int | None = None, *, source: str = "embedder") -> Matrix:
     """Validate and L2-normalise an embedder's output (zero rows stay zero)."""
+    with needs_extra("embedding texts", EmbedderNotInstalledError):
+        import numpy as np
+
     try:
         m = np.asarray(vectors, dtype=np.float32)
     except (TypeError, ValueError) as exc:

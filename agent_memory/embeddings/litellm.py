@@ -9,10 +9,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
-from agent_memory.embeddings.base import EmbeddingError, Matrix, as_matrix, check_texts
-from agent_memory.errors import InvalidInputError
+from agent_memory.embeddings.base import EmbedderNotInstalledError, EmbeddingError, Matrix, as_matrix, check_texts
+from agent_memory.errors import InvalidInputError, needs_extra
 
 __all__ = ["LiteLLMEmbedder"]
 
@@ -45,10 +43,8 @@ class LiteLLMEmbedder:
     @staticmethod
     def _litellm() -> Any:
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        try:
+        with needs_extra("LiteLLMEmbedder", EmbedderNotInstalledError):
             import litellm
-        except ImportError as exc:  # pragma: no cover - litellm is a core dependency today
-            raise EmbeddingError("LiteLLMEmbedder needs litellm: pip install litellm") from exc
         return litellm
 
     def _rows(self, response: Any, count: int) -> Matrix:
@@ -63,6 +59,9 @@ class LiteLLMEmbedder:
 
     def embed(self, texts: Sequence[str]) -> Matrix:
         items = check_texts(texts)
+        with needs_extra("LiteLLMEmbedder", EmbedderNotInstalledError):
+            import numpy as np
+
         if not items:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
         lib = self._litellm()
@@ -78,6 +77,9 @@ class LiteLLMEmbedder:
 
     async def aembed(self, texts: Sequence[str]) -> Matrix:
         items = check_texts(texts)
+        with needs_extra("LiteLLMEmbedder", EmbedderNotInstalledError):
+            import numpy as np
+
         if not items:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
         lib = self._litellm()

