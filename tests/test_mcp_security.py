@@ -239,3 +239,27 @@ def test_the_documented_tokens_files_load_as_described(tmp_path: Path, doc: str,
     assert {i.user_id: i.access for i in tokens.identities} == access
     found = tokens.lookup(hashed[0])
     assert found is not None and found.user_id == hashed[1]  # the text says which token the sha256: key is of
+
+
+# -- cursors -------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cursor", ["o" + "9" * 5000, "o١٢", "o" + "0" * 50, "o１", "o-1", "o 1", "o1001", "x1", "o"],
+                         ids=["5000-digits", "arabic-indic", "50-zeros", "fullwidth", "negative", "space", "too-far",
+                              "foreign", "empty"])
+@pytest.mark.parametrize("tool", ["memory_search", "memory_list"])
+async def test_a_malformed_cursor_is_a_typed_tool_error(tmp_path: Path, tool: str, cursor: str) -> None:
+    from mcp.client.client import Client
+
+    from agent_memory.mcp.server import build_server
+    from agent_memory.provider import MemoryProvider
+
+    provider = MemoryProvider(tmp_path / "mem")
+    await provider.remember("The PIN pad is by the door.", user_id="alice")
+    args = {"query": "PIN", "cursor": cursor} if tool == "memory_search" else {"cursor": cursor}
+    async with Client(build_server(provider, ServerOptions(identity=Identity(user_id="alice")))) as s:
+        result = await s.call_tool(tool, args)
+        assert result.is_error
+        message = result.content[0].text
+        assert message.startswith("InvalidInputError: invalid cursor") and len(message) < 200, message
+        ok = await s.call_tool(tool, {**args, "cursor": "o0"})
+        assert not ok.is_error, ok.content[0].text
