@@ -181,3 +181,82 @@ def test_alfred_store_nested_under_dot_alfred(tmp_path: Path) -> None:
     assert detect(tmp_path / "ws") == "alfred-v2"
     report = import_file(MemoryStore(tmp_path / "root"), tmp_path / "ws")
     assert len(report.written) == 4
+
+
+# -- symbolic links: an import reads only regular files inside what it was given ----------------------------------
+
+OUTSIDE = "OUTSIDE-THE-UPLOAD the operator's private note"
+
+
+def _outside(tmp_path: Path) -> Path:
+    """A directory outside the imported one, holding a file of every format with the OUTSIDE text."""
+    out = tmp_path / "elsewhere"
+    (out / "facts").mkdir(parents=True)
+    (out / "records").mkdir()
+    line = json.dumps({"timestamp": "2026-02-19T14:30:00Z", "role": "user", "content": OUTSIDE})
+    (out / "memories.jsonl").write_text(line + "\n")
+    (out / "mem0.json").write_text(json.dumps({"results": [{"id": "m1", "memory": OUTSIDE, "user_id": "alice"}]}))
+    (out / "facts" / "leak.md").write_text(f"---\ntype: project\nts: 2026-05-01T08:30:00.000Z\n---\n\n{OUTSIDE}\n")
+    (out / "records" / "leak.md").write_text(f"---\ntitle: Leak\n---\n\n{OUTSIDE}\n")
+    return out
+
+
+def _nothing_from_outside(store: MemoryStore) -> None:
+    assert all(OUTSIDE not in rec.content for rec in _all(store).values())
+
+
+@pytest.mark.parametrize("layout", ["file", "folder"])
+def test_alfred_py_refuses_a_symlinked_memories_file(tmp_path: Path, layout: str) -> None:
+    out, upload = _outside(tmp_path), tmp_path / "upload"
+    upload.mkdir()
+    if layout == "file":
+        (upload / "memories.jsonl").symlink_to(out / "memories.jsonl")
+    else:
+        (upload / "memory").symlink_to(out)  # upload/memory/memories.jsonl lies outside the upload
+    store = MemoryStore(tmp_path / "root")
+    report = import_file(store, upload, format="alfred-py")
+    _nothing_from_outside(store)
+    assert report.written == [] and [s.reason for s in report.skipped] == ["invalid"]
+    assert "symbolic link" in report.skipped[0].message or "outside" in report.skipped[0].message
+
+
+@pytest.mark.parametrize("layout", ["file", "folder"])
+def test_alfred_v2_refuses_symlinked_facts(tmp_path: Path, layout: str) -> None:
+    out, upload = _outside(tmp_path), tmp_path / "upload"
+    if layout == "file":
+        shutil.copytree(FIX / "alfred_v2", upload)
+        (upload / "facts" / "leak.md").symlink_to(out / "facts" / "leak.md")
+    else:
+        upload.mkdir()
+        (upload / "facts").symlink_to(out / "facts")
+    store = MemoryStore(tmp_path / "root")
+    report = import_file(store, upload, format="alfred-v2")
+    _nothing_from_outside(store)
+    assert _skips(report)["facts/leak.md"] == "invalid"
+
+
+@pytest.mark.parametrize("layout", ["file", "folder"])
+def test_cuylabs_refuses_symlinked_records(tmp_path: Path, layout: str) -> None:
+    out, upload = _outside(tmp_path), tmp_path / "upload"
+    if layout == "file":
+        shutil.copytree(FIX / "cuylabs", upload)
+        (upload / "records" / "leak.md").symlink_to(out / "records" / "leak.md")
+    else:
+        upload.mkdir()
+        (upload / "records").symlink_to(out / "records")
+    store = MemoryStore(tmp_path / "root")
+    report = import_file(store, upload, format="cuylabs")
+    _nothing_from_outside(store)
+    assert _skips(report)["records/leak.md"] == "invalid"
+
+
+@pytest.mark.parametrize("fmt", ["mem0", "alfred-py", "cuylabs", "auto"])
+def test_a_symlink_named_as_the_import_is_refused(tmp_path: Path, fmt: str) -> None:
+    out = _outside(tmp_path)
+    source = {"mem0": "mem0.json", "alfred-py": "memories.jsonl", "cuylabs": "records/leak.md", "auto": "mem0.json"}[fmt]
+    link = tmp_path / f"link{Path(source).suffix}"
+    link.symlink_to(out / source)
+    store = MemoryStore(tmp_path / "root")
+    with pytest.raises(InvalidInputError, match="symbolic link"):
+        import_file(store, link, format=fmt)  # type: ignore[arg-type]
+    _nothing_from_outside(store)

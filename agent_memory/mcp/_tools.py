@@ -9,6 +9,7 @@ the scope of the record written, replaced or forgotten. Read results carry the u
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -67,11 +68,19 @@ def _when(a: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+_CURSOR_RE = re.compile(rf"o[0-9]{{1,{len(str(MAX_OFFSET))}}}", re.ASCII)
+
+
 def _offset(cursor: str | None) -> int:
+    """The offset a cursor we issued names: ``o`` and up to a few ASCII digits, at most ``MAX_OFFSET``.
+
+    Anything else (another digit script, thousands of digits) is a typed error quoting at most 40 characters."""
     if cursor is None:
         return 0
-    if not cursor.startswith("o") or not cursor[1:].isdigit() or int(cursor[1:]) > MAX_OFFSET:
-        raise InvalidInputError(f"invalid cursor {cursor!r}: pass back the next_cursor of the previous page")
+    if not isinstance(cursor, str) or not _CURSOR_RE.fullmatch(cursor) or int(cursor[1:]) > MAX_OFFSET:
+        text = str(cursor)
+        shown = repr(text[:40]) + ("..." if len(text) > 40 else "")
+        raise InvalidInputError(f"invalid cursor {shown}: pass back the next_cursor of the previous page")
     return int(cursor[1:])
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+import unicodedata
 from typing import Any
 
 import mcp_types as types
@@ -20,7 +21,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from agent_memory.agents.fence import fence
+from agent_memory.agents.fence import escape, fence
 from agent_memory.agents.tools import as_backend
 from agent_memory.errors import AgentMemoryError, NotFoundError
 from agent_memory.mcp._args import normalise_args
@@ -56,6 +57,15 @@ def resolve_identity(options: ServerOptions, request: Any) -> Identity:
 def _render(payload: dict[str, Any], untrusted: bool) -> str:
     text = json.dumps(payload, ensure_ascii=False, indent=1)
     return fence(text) if untrusted else text
+
+
+def _listed_title(title: str) -> str:
+    """A record's title as ``resources/list`` shows it (a list of names is not fenced): control, bidi and invisible
+    characters removed (line breaks become spaces), fence and chat-turn markers defanged
+    (:func:`agent_memory.agents.fence.escape`), whitespace collapsed, at most 200 characters."""
+    kept = "".join(" " if unicodedata.category(ch) in ("Cc", "Zl", "Zp") else ch
+                   for ch in str(title) if unicodedata.category(ch) != "Cf")
+    return " ".join(escape(kept).split())[:200]
 
 
 def _error(message: str) -> types.CallToolResult:
@@ -113,7 +123,8 @@ def build_server(provider: Any, options: ServerOptions) -> Server[Any]:
         return types.ListResourcesResult(resources=[
             types.Resource(uri=CORE_URI, name="core", title="Core memory block", mime_type="text/markdown",
                            description="USER.md and the memory lines visible to you, within a token budget."),
-            *(types.Resource(uri=RECORD_PREFIX + r.id, name=r.id, title=r.title, mime_type="text/markdown")
+            *(types.Resource(uri=RECORD_PREFIX + r.id, name=r.id, title=_listed_title(r.title),
+                           mime_type="text/markdown")
               for r in recs)])
 
     async def list_templates(ctx: ServerRequestContext[Any],

@@ -8,6 +8,8 @@
 - Versions are numbered oldest first: ``1`` is the first kept version, the highest is the current one.
 - :func:`undo` reverses the caller's last change that is not undone yet, only if the record is still
   as that change left it (its content hash says so); otherwise it refuses and names ``restore``.
+- :func:`restore` and :func:`undo` read, decide and write under the root lock, so a version another
+  process writes meanwhile is either seen (and kept in history) or waits for them; never written over.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import agent_memory.backends.files.supersede as _supersede
 from agent_memory.backends.files.history import archived_file, read_archived
 from agent_memory.errors import InvalidInputError, NotFoundError
 from agent_memory.model.events import Event, current_acting, visible
-from agent_memory.model.records import MemoryRecord, content_hash, now_iso, validate_id
+from agent_memory.model.records import MemoryRecord, RecordParseError, content_hash, now_iso, validate_id
 from agent_memory.model.reports import History
 from agent_memory.model.supersession import MAX_CHAIN
 
@@ -136,27 +138,36 @@ def history(store: StoreParts, record_id: str, session_id: str | None, user_id: 
 # -- restore ------------------------------------------------------------------------------
 def _write_version(store: StoreParts, current: MemoryRecord, content: str, kind: str, old: MemoryRecord | None,
                    **detail: Any) -> MemoryRecord:
-    """Make ``content`` (and ``old``'s title/tags/kind) the current version, keeping ``current`` in history."""
+    """Make ``content`` (and ``old``'s title/tags/kind) the current version, keeping ``current`` in history.
+
+    Under the lock, ``current`` must still be what the record file holds: a version written since the caller
+    read it (another process's keyed replace) is never dropped; the change is refused instead."""
     with store.lock.hold():
         store.index.refresh(periodic=False)
         row = store.index.get_row(current.id)
         if row is None:
             raise NotFoundError(f"record {current.id} vanished")
-        text = (store.records_dir / row["file"]).read_text(encoding="utf-8")
+        try:
+            on_disk = store.index.load_file(row["file"])[0]
+        except (OSError, RecordParseError):
+            raise NotFoundError(f"record {current.id} vanished") from None
+        if (on_disk.content_hash, on_disk.updated, on_disk.supersedes) != \
+                (current.content_hash, current.updated, current.supersedes):
+            raise InvalidInputError(f"record {current.id} changed while it was being {kind}; nothing was changed: "
+                                    "see `history` and try again")
         fields: dict[str, Any] = {"content": content, "content_hash": content_hash(content), "updated": now_iso()}
         if old is not None:
             fields.update(title=old.title, tags=old.tags, kind=old.kind)
-        new = current.replace(**fields)
-        del text  # the current state is kept as a superseded version record (see agent_memory.backends.files.supersede)
+        new = on_disk.replace(**fields)  # the current state is kept as a superseded version record (see .supersede)
         path = str(store.records_dir / row["file"])
 
         def run() -> None:
             with store.index.transaction() as conn:
-                _supersede.replace_keyed(store, conn, current, new, path, 0, store.durable, fresh_id=False)
+                _supersede.replace_keyed(store, conn, on_disk, new, path, 0, store.durable, fresh_id=False)
                 store.index.mark_synced(conn)
 
         store.index.healing(run)
-        emit(store, kind, new, before=current.content_hash, after=new.content_hash, **detail)
+        emit(store, kind, new, before=on_disk.content_hash, after=new.content_hash, **detail)
         store.write_memory_md()
     return new
 
@@ -215,6 +226,13 @@ def restore(store: StoreParts, record_id: str, version: int | None, session_id: 
             user_id: str | None) -> MemoryRecord:
     """Unarchive a forgotten/swept record, or make version ``version`` (default: the previous one) current."""
     store.open()
+    with store.lock.hold():  # decide with what the files hold while no other writer can change them
+        store.index.refresh(periodic=False)
+        return _restore_locked(store, record_id, version, session_id, user_id)
+
+
+def _restore_locked(store: StoreParts, record_id: str, version: int | None, session_id: str | None,
+                    user_id: str | None) -> MemoryRecord:
     rec, state = _current(store, record_id, session_id, user_id)
     if state == "archived":
         if version is not None:
@@ -261,6 +279,12 @@ def last_change(store: StoreParts, session_id: str | None, user_id: str | None) 
 def undo(store: StoreParts, session_id: str | None, user_id: str | None) -> Event:
     """Reverse the caller's last change (see the module docstring); returns the event it reversed."""
     store.open()
+    with store.lock.hold():  # the precondition (the record is as that change left it) is checked and acted on here
+        store.index.refresh(periodic=False)
+        return _undo_locked(store, session_id, user_id)
+
+
+def _undo_locked(store: StoreParts, session_id: str | None, user_id: str | None) -> Event:
     ev = last_change(store, session_id, user_id)
     if ev is None:
         raise NotFoundError("nothing to undo for this caller (no change of theirs that is not undone yet)")

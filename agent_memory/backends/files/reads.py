@@ -2,7 +2,9 @@
 
 Every read answers only about records the caller may see: a record that is hidden, missing or
 unreadable is "not found" with the same words (an unreadable file is never echoed; ``doctor``
-names it), and only a caller who could see a record learns that it expired.
+names it), and only a caller who could see a record learns that it expired. ``get`` checks the partition
+on the index row before it opens the file (then checks the file again), so a hidden id costs what a
+missing one does: its timing does not tell that it exists.
 """
 
 from __future__ import annotations
@@ -76,6 +78,11 @@ def get(store: StoreParts, record_id: str, session_id: str | None, user_id: str 
     name = os.path.basename(path_for(store, record_id))
     check_strings(session_id=session_id, user_id=user_id)
     store.open()
+    row = store.index.guarded(lambda c: c.execute(
+        "SELECT scope, session_id, user_id FROM records WHERE id = ?", (record_id,)).fetchone())
+    if row is not None and not scopes.may_see(row["scope"], row["session_id"], row["user_id"],
+                                              session_id=session_id, user_id=user_id):
+        raise not_found(record_id)  # hidden: answered from the index, so it costs what a missing id costs
     try:  # the file is the truth, for the content and for who may see it (no lock, no rescan)
         rec: MemoryRecord | None = store.index.load_file(name)[0]
     except (OSError, RecordParseError):  # missing, a symlink, a name the OS refuses, or unreadable

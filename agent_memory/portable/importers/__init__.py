@@ -8,6 +8,7 @@ from typing import Literal
 
 from agent_memory.errors import InvalidInputError
 from agent_memory.portable.importers import alfred_py, alfred_v2, cuylabs, mem0
+from agent_memory.portable.importers._common import refuse_link
 
 Format = Literal["auto", "agent-memory", "alfred-v2", "alfred-py", "cuylabs", "mem0"]
 FORMATS: tuple[str, ...] = ("agent-memory", "alfred-v2", "alfred-py", "cuylabs", "mem0")
@@ -35,7 +36,9 @@ def _first_object(path: Path) -> object:
 
 
 def detect(path: Path) -> str:
-    """The format of ``path`` (a file or a directory); InvalidInputError when it cannot tell."""
+    """The format of ``path`` (a file or a directory); InvalidInputError when it cannot tell or ``path`` is a
+    symbolic link (no importer follows one: see :func:`._common.refuse_link`)."""
+    refuse_link(path)
     if path.is_dir():
         if alfred_v2.root_of(path) is not None:
             return "alfred-v2"

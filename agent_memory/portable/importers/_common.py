@@ -22,7 +22,7 @@ from agent_memory.model.values import shown
 from agent_memory.portable._write import Pending, Target, batch_size, write_records
 from agent_memory.portable.report import ImportReport
 
-__all__ = ["Item", "Overrides", "file_time", "import_items", "to_utc"]
+__all__ = ["Item", "Overrides", "file_time", "import_items", "not_inside", "refuse_link", "to_utc"]
 
 
 @dataclass
@@ -69,6 +69,24 @@ def to_utc(value: Any) -> str | None:
         return utc_text(when)
     except (ValueError, OverflowError, OSError):
         raise InvalidInputError(f"not a date or time: {shown(value)}") from None
+
+
+def refuse_link(path: Path) -> None:
+    """The path an import was given is never a symbolic link: it could point anywhere (pass what it points to)."""
+    if path.is_symlink():
+        raise InvalidInputError(f"{path}: a symbolic link; an import never follows one (pass the file it points to)")
+
+
+def not_inside(base: Path, file: Path) -> str | None:
+    """Why ``file``, found in the imported directory ``base``, is not read (None: it may be): a symbolic link, or a
+    path that leads out of ``base`` (through a linked folder). An uploaded directory never makes us read elsewhere."""
+    if file.is_symlink():
+        return "a symbolic link: an import never follows one"
+    try:
+        file.resolve(strict=True).relative_to(base.resolve(strict=True))
+    except (OSError, RuntimeError, ValueError):
+        return "outside the imported directory (through a linked folder): not read"
+    return None
 
 
 def file_time(path: Path) -> str:

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 from agent_memory.model.drafts import decode_line
-from agent_memory.portable.importers._common import Item, as_tags, str_or_none
+from agent_memory.portable.importers._common import Item, as_tags, not_inside, refuse_link, str_or_none
 from agent_memory.portable.report import ImportReport
 
 
@@ -27,7 +28,15 @@ def file_of(path: Path) -> Path:
 
 
 def read(path: Path, report: ImportReport) -> Iterator[Item]:
-    with open(file_of(path), "rb") as fh:
+    refuse_link(path)
+    file = file_of(path)
+    if file != path:  # found in the directory given: a regular file inside it, never a link out of it
+        why = not_inside(path, file)
+        if why is not None:
+            report.skip(str(file.relative_to(path)), "invalid", why)
+            return
+    fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW)  # not swapped for a link since the check
+    with open(fd, "rb") as fh:
         for n, raw in enumerate(fh, 1):
             line = decode_line(raw)
             where = f"line {n}"

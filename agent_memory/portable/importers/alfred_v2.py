@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml  # type: ignore[import-untyped,unused-ignore]
 
-from agent_memory.portable.importers._common import Item, str_or_none
+from agent_memory.portable.importers._common import Item, not_inside, refuse_link, str_or_none
 from agent_memory.portable.report import ImportReport
 
 KINDS = {"user": "preference", "project": "fact", "feedback": "feedback", "reference": "reference"}
@@ -83,6 +83,7 @@ def _episode(path: Path, where: str) -> Item:
 
 
 def read(path: Path, report: ImportReport) -> Iterator[Item]:
+    refuse_link(path)
     root = root_of(path) or path
     if (root / "USER.md").is_file():
         report.skip("USER.md", "unsupported", "USER.md is hand-edited: merge it into the root's USER.md yourself")
@@ -92,7 +93,13 @@ def read(path: Path, report: ImportReport) -> Iterator[Item]:
             continue
         for file in sorted(folder.iterdir()):
             where = f"{sub}/{file.name}"
-            if file.name.startswith(".") or not file.is_file() or file.is_symlink():
+            if file.name.startswith("."):
+                continue
+            why = not_inside(path, file)
+            if why is not None:
+                report.skip(where, "invalid", why)
+                continue
+            if not file.is_file():
                 continue
             if file.suffix != suffix:
                 report.skip(where, "unsupported", f"not a {suffix} file")

@@ -14,7 +14,7 @@ from typing import Any
 
 from agent_memory.errors import InvalidInputError
 from agent_memory.model.records import parse_record
-from agent_memory.portable.importers._common import Item, file_time
+from agent_memory.portable.importers._common import Item, file_time, not_inside, refuse_link
 from agent_memory.portable.report import ImportReport
 
 _TIMES = {"createdAt": "created", "updatedAt": "updated", "created_at": "created", "updated_at": "updated"}
@@ -43,10 +43,15 @@ def _header_id(text: str) -> str | None:
 
 
 def read(path: Path, report: ImportReport) -> Iterator[Item]:
+    refuse_link(path)
     base = path.parent if path.is_file() else path
     for file in files_of(path):
         where = str(file.relative_to(base))
-        if file.is_symlink() or not file.is_file():
+        why = not_inside(base, file)
+        if why is not None:
+            report.skip(where, "invalid", why)
+            continue
+        if not file.is_file():
             continue
         try:
             text = file.read_text(encoding="utf-8")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_memory.model.drafts import decode_line
-from agent_memory.portable.importers._common import Item, as_tags, mapping, str_or_none
+from agent_memory.portable.importers._common import Item, as_tags, mapping, refuse_link, str_or_none
 from agent_memory.portable.report import ImportReport
 
 
@@ -61,6 +61,7 @@ def _objects(path: Path, report: ImportReport) -> Iterator[tuple[str, Any]]:
 
 
 def read(path: Path, report: ImportReport) -> Iterator[Item]:
+    refuse_link(path)
     for where, obj in _objects(path, report):
         if not isinstance(obj, dict):
             report.skip(where, "invalid", "a memory must be a JSON object")
