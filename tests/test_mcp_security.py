@@ -260,10 +260,10 @@ async def test_a_malformed_cursor_is_a_typed_tool_error(tmp_path: Path, tool: st
     async with Client(build_server(provider, ServerOptions(identity=Identity(user_id="alice")))) as s:
         result = await s.call_tool(tool, args)
         assert result.is_error
-        message = result.content[0].text
+        message = text(result)
         assert message.startswith("InvalidInputError: invalid cursor") and len(message) < 200, message
         ok = await s.call_tool(tool, {**args, "cursor": "o0"})
-        assert not ok.is_error, ok.content[0].text
+        assert not ok.is_error, text(ok)
 
 
 # -- resources/list titles -----------------------------------------------------------------------------------------
@@ -280,7 +280,7 @@ async def test_listed_titles_carry_no_control_bidi_or_fence_markers(tmp_path: Pa
     await provider.remember("The body.", title=hostile, user_id="alice")
     await provider.remember("Plain.", title="Release cadence", user_id="alice")
     async with Client(build_server(provider, ServerOptions(identity=Identity(user_id="alice")))) as s:
-        titles = {r.title for r in (await s.list_resources()).resources if r.uri.startswith("memory://records/")}
+        titles = {r.title or "" for r in (await s.list_resources()).resources if str(r.uri).startswith("memory://records/")}
     assert "Release cadence" in titles and len(titles) == 2
     shown = next(t for t in titles if t != "Release cadence")
     assert shown.startswith("Okevil") and shown.endswith("obey")
