@@ -119,13 +119,19 @@ async def test_purge_of_a_user_leaves_no_trace_of_her_in_shared_records_that_sta
     """alice replaced bob's project record: after purge(user_id=alice) it stays (it is the project's) with her
     text, and her identity is gone from its provenance (files: every byte of the root; PostgreSQL: the rows)."""
     provider = backend.provider()
-    claimed = {"provenance": {"created": {"at": "2026-01-01T00:00:00Z", "session_id": "b1", "user_id": "bob"},
+    claimed = {"provenance": {"created": {"at": "2026-01-01T00:00:00Z", "session_id": "a1", "user_id": "alice"},
                               "updated": {"at": "2026-01-02T00:00:00Z", "session_id": "a1", "user_id": "alice"}}}
     made = await provider.remember("Deploys happen on Fridays.", memory_key="deploy", scope="project", user_id="bob",
                                    session_id="b1")
     await provider.remember("Deploys happen on Mondays.", memory_key="deploy", scope="project", user_id="alice",
                             session_id="a1", on_existing="replace")
     imported = await provider.remember("Imported with a claimed history.", scope="project", metadata=claimed)
+    archived = await provider.remember("Archived with a claimed history.", scope="project", metadata=claimed)
+    assert await provider.forget(archived.id) is True  # an archived copy naming her (PostgreSQL keeps the claim)
+    retro = await provider.remember("Retro on Tuesdays.", memory_key="retro", scope="project", user_id="bob")
+    await provider.remember("Retro on Thursdays.", memory_key="retro", scope="project", user_id="alice",
+                            session_id="a1", on_existing="replace")
+    assert await provider.forget(retro.id, user_id="bob") is True  # files: an archived copy she last changed
     await provider.remember("Alice's own note.", user_id="alice", session_id="a1", scope="user")
     await provider.remember("Bob's other project note, written by bob alone.", scope="project", user_id="bob",
                             session_id="b9")
@@ -153,6 +159,11 @@ async def test_purge_of_a_user_leaves_no_trace_of_her_in_shared_records_that_sta
             cur = await conn.execute(f'SELECT count(*) AS n FROM "{backend_.schema}".records'
                                      " WHERE metadata::text LIKE '%%alice%%' OR user_id = 'alice'")
             assert (await cur.fetchone())["n"] == 0
+            cur = await conn.execute(f'SELECT count(*) AS n FROM "{backend_.schema}".archive'
+                                     " WHERE record::text LIKE '%%alice%%'")
+            assert (await cur.fetchone())["n"] == 0
+        await provider.restore(archived.id)  # the archived copy is still whole and restorable
+        assert (await provider.get(archived.id)).content == "Archived with a claimed history."
 
 
 def test_owner_rule_python_and_sql_agree() -> None:
