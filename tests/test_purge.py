@@ -147,22 +147,27 @@ def test_purge_of_an_archived_record_and_idempotence(tmp_path: Path) -> None:
     assert store.purge(user_id="u1").records == []
 
 
-def test_purge_of_a_user_and_a_session_takes_either_in_every_store(tmp_path: Path) -> None:
-    """As for records, ``user_id`` *or* ``session_id``: session logs and episodes of either go."""
+def test_purge_of_a_user_and_a_session_takes_only_that_users_session_in_every_store(tmp_path: Path) -> None:
+    """One owner: ``user_id`` and ``session_id`` together are that user's session, never the user's other sessions
+    nor another user's session of the same id (this test used to say "either": u1's and s2's of every user)."""
     from agent_memory.episodes import EpisodeStore, build_episode
     from agent_memory.sessions import SessionStore
 
     root = tmp_path / "mem"
     store = MemoryStore(root, durable=False)
     sessions, episodes = SessionStore(root), EpisodeStore(root)
-    for sid, uid in (("s1", "u1"), ("s2", "u2"), ("s3", "u3")):
-        store.remember(f"{MARKER} of {uid}." if uid != "u3" else "Keep me.", session_id=sid, user_id=uid)
-        sessions.append(sid, [{"role": "user", "text": f"{MARKER} said by {uid}" if uid != "u3" else "keep"}],
-                        user_id=uid)
-        episodes.write(build_episode(f"{MARKER} run" if uid != "u3" else "Keep run", session_id=sid, user_id=uid,
+    owners = (("s1", "u1"), ("s2", "u1"), ("s1", "u2"), ("s1", None))
+    for sid, uid in owners:
+        gone = (sid, uid) == ("s1", "u1")
+        store.remember(f"{MARKER} of {uid}." if gone else f"Keep {sid} of {uid}.", session_id=sid, user_id=uid,
+                       scope="session")
+        sessions.append(sid, [{"role": "user", "text": f"{MARKER} said by {uid}" if gone else "keep"}], user_id=uid)
+        episodes.write(build_episode(f"{MARKER} run" if gone else f"Keep run {sid} {uid}", session_id=sid, user_id=uid,
                                      scope="session"))
-    report = store.purge(user_id="u1", session_id="s2")
-    assert (report.stores["sessions"], report.stores["episodes"], len(report.records)) == (2, 2, 2)
+    report = store.purge(user_id="u1", session_id="s1")
+    assert (report.stores["sessions"], report.stores["episodes"], len(report.records)) == (1, 1, 1)
     assert where(root) == []
-    assert [s.session_id for s in sessions.sessions(user_id="u3")] == ["s3"]
-    assert [e.goal for e in episodes.list(session_id="s3", user_id="u3")] == ["Keep run"]
+    for sid, uid in owners[1:]:
+        assert [s.session_id for s in sessions.sessions(session_id=sid, user_id=uid) if s.user_id == uid] == [sid]
+        assert [e.goal for e in episodes.list(session_id=sid, user_id=uid) if e.user_id == uid] == [f"Keep run {sid} {uid}"]
+        assert [r.content for r in store.list(session_id=sid, user_id=uid) if r.user_id == uid] == [f"Keep {sid} of {uid}."]

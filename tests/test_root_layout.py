@@ -143,7 +143,7 @@ def test_purge_of_a_session_takes_its_logs_and_episodes_only(tmp_path: Path) -> 
     root = tmp_path / "mem"
     fill(root)
     EpisodeStore(root).write(build_episode(f"Other {A_WORD.decode()} run", session_id="s-other", user_id=ALICE))
-    report = _purge_in_a_fresh_process(root, "cli", "--session", f"s-{ALICE}")
+    report = _purge_in_a_fresh_process(root, "cli", "--session", f"s-{ALICE}", "--user", ALICE)  # her session: one owner
     assert report["stores"]["sessions"] == 1 and report["stores"]["episodes"] == 0  # her episodes name no session
     assert SessionStore(root).sessions(user_id=ALICE) == []
     assert len(EpisodeStore(root).list(user_id=ALICE)) == 2  # not of that session: kept

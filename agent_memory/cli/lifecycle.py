@@ -34,13 +34,18 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
         "agent-memory undo", "agent-memory undo --user ada --json"])
     add_identity(p)
 
-    p = add("purge", "Delete content for good: one record (ID) or everything of a user or session. Irreversible.", [
+    p = add("purge", "Delete content for good: one record (ID) or everything of one owner. Irreversible.", [
         "agent-memory purge 2026-11-22-deploy-day-a1b2c3d4",
         "agent-memory purge --user ada --json",
+        "agent-memory purge --user ada --session s1",
         "agent-memory purge --session s1",
-    ], epilog_extra="With an ID, --session/--user are the caller (who must see the record); without, they say whose\n"
-                    "data goes from every store of the root: records, kept versions, archive, index pages, vectors,\n"
-                    "event payloads, the recall log, session logs and episodes (the report names each).")
+    ], epilog_extra="With an ID, --session/--user are the caller (who must see the record); without, they name ONE\n"
+                    "owner, never another: --user U is everything of U (all scopes, all U's sessions); --user U\n"
+                    "--session S is only U's session S; --session S alone is only the session S without a user\n"
+                    "(the same session id under another user is another session and stays). That owner's data goes\n"
+                    "from every store of the root: records, kept versions, archive, index pages, vectors, event\n"
+                    "payloads, the recall log, session logs and episodes (the report names each); shared records\n"
+                    "that stay keep their text but lose the owner's ids from their provenance.")
     p.add_argument("id", nargs="?", help="record id (omit to purge by --user/--session)")
     add_identity(p)
 

@@ -92,8 +92,9 @@ def scan(base: Path) -> dict[str, tuple[int, int]]:
 _OWNER_LINE = re.compile(r"^(user_id|session_id):\s*\"?(.*?)\"?\s*$", re.M)
 
 
-def owned(path: Path, user_id: str | None, session_id: str | None) -> bool:
-    """Whether the file at ``path`` belongs to the owner being purged (parsed, or read from its owner lines)."""
+def owned(path: Path, user_id: str | None, session_id: str | None, *, anonymous: bool = False) -> bool:
+    """Whether the file at ``path`` belongs to the owner being purged (parsed, or read from its owner lines);
+    ``anonymous``: the owner is a session without a user (an episode naming a user is not its)."""
     try:
         episode = read_episode_file(path, path.name)
         owners = {"user_id": episode.user_id, "session_id": episode.session_id}
@@ -106,6 +107,8 @@ def owned(path: Path, user_id: str | None, session_id: str | None) -> bool:
             return False
         owners = {k: v for k, v in _OWNER_LINE.findall(head)}
     if user_id is not None and owners.get("user_id") != user_id:
+        return False
+    if anonymous and owners.get("user_id") not in (None, "", "null"):
         return False
     return session_id is None or owners.get("session_id") == session_id
 

@@ -210,14 +210,17 @@ class EpisodeStore:
             drop_index(self.index_path)
         return existed
 
-    def purge(self, *, user_id: str | None = None, session_id: str | None = None) -> int:
-        """Delete every episode of ``user_id`` and/or ``session_id`` (both given: that user's episodes in that session).
+    def purge(self, *, user_id: str | None = None, session_id: str | None = None, anonymous: bool = False) -> int:
+        """Delete every episode of ``user_id`` and/or ``session_id`` (both given: that user's episodes in that session;
+        ``anonymous=True`` with a session alone: only the episodes of that session that name no user).
 
         Files go (quarantined ones too, matched by their owner lines), and the derived index is
         dropped so no copy of their text remains in it; it is rebuilt from the files at the next read.
         """
         if user_id is None and session_id is None:
             raise InvalidInputError("purge_episodes needs a user_id or a session_id")
+        if anonymous and (user_id is not None or session_id is None):
+            raise InvalidInputError("purge_episodes: anonymous=True takes a session_id and no user_id")
         _check_caller(user_id=user_id, session_id=session_id)
         if not self.dir.is_dir():
             return 0
@@ -227,7 +230,7 @@ class EpisodeStore:
                 if not (month.is_dir(follow_symlinks=False) and MONTH.fullmatch(month.name)):
                     continue
                 for entry in entries(Path(month.path)):
-                    if entry.name.endswith(".md") and owned(Path(entry.path), user_id, session_id):
+                    if entry.name.endswith(".md") and owned(Path(entry.path), user_id, session_id, anonymous=anonymous):
                         with contextlib.suppress(FileNotFoundError):
                             os.unlink(entry.path)
                             removed += 1
@@ -382,6 +385,7 @@ def _from_row(base: Path, data: str) -> Episode:
     return Episode(**raw)
 
 
-def purge_episodes(root: str | os.PathLike[str], *, user_id: str | None = None, session_id: str | None = None) -> int:
+def purge_episodes(root: str | os.PathLike[str], *, user_id: str | None = None, session_id: str | None = None,
+                   anonymous: bool = False) -> int:
     """Delete every byte of the episodes of ``user_id`` and/or ``session_id`` under ``root``; returns how many."""
-    return EpisodeStore(root).purge(user_id=user_id, session_id=session_id)
+    return EpisodeStore(root).purge(user_id=user_id, session_id=session_id, anonymous=anonymous)

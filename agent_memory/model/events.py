@@ -24,10 +24,10 @@ from typing import Any
 
 from agent_memory.errors import UnsupportedError
 from agent_memory.model.records import now_iso
-from agent_memory.model.scopes import may_see
+from agent_memory.model.scopes import may_see, owns
 
 __all__ = ["EVENT_TYPES", "Acting", "Event", "NotSupportedError", "acting", "current_acting", "gated", "tombstone_id",
-           "visible"]
+           "tombstone_provenance", "visible"]
 
 EVENT_TYPES = frozenset({
     "created", "appended", "replaced", "superseded", "forgotten", "archived", "restored", "purged", "imported",
@@ -82,6 +82,29 @@ def current_acting() -> Acting:
 def tombstone_id(value: str) -> str:
     """What a purged id becomes in the log: a hash that names no word of it."""
     return "purged:" + hashlib.sha256(value.encode("utf-8")).hexdigest()[:16]
+
+
+def tombstone_provenance(metadata: Mapping[str, Any], *, session_id: str | None,
+                         user_id: str | None) -> dict[str, Any] | None:
+    """``metadata`` with the ``provenance`` entries (``created``/``updated``) that name the purged owner made
+    anonymous (their ``session_id``/``user_id`` hashed as :func:`tombstone_id` does in the event log), or None when
+    no entry names that owner. Which entries are the owner's is :func:`agent_memory.model.scopes.owns`."""
+    prov = metadata.get("provenance")
+    if not isinstance(prov, Mapping):
+        return None
+    changed = False
+    out: dict[str, Any] = dict(prov)
+    for name, entry in prov.items():
+        if not isinstance(entry, Mapping):
+            continue
+        sid, uid = entry.get("session_id"), entry.get("user_id")
+        if not owns(sid if isinstance(sid, str) else None, uid if isinstance(uid, str) else None,
+                    session_id=session_id, user_id=user_id):
+            continue
+        out[name] = {k: tombstone_id(v) if k in ("session_id", "user_id") and isinstance(v, str) else v
+                     for k, v in entry.items()}
+        changed = True
+    return {**metadata, "provenance": out} if changed else None
 
 
 @dataclass(slots=True)

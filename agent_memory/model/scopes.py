@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["SHARED_SCOPES", "may_see", "postgres_params", "postgres_sql", "sqlite_params", "sqlite_sql"]
+__all__ = ["SHARED_SCOPES", "may_see", "owner_params", "owner_sql", "owns", "postgres_params", "postgres_sql",
+           "sqlite_params", "sqlite_sql"]
 
 #: Scopes everyone using the root may see.
 SHARED_SCOPES = ("project", "global")
@@ -77,3 +78,34 @@ def postgres_params(params: dict[str, Any]) -> dict[str, Any]:
     params.setdefault("uid", None)
     params["tenants"] = ["", params["uid"]] if params.get("uid") else [""]
     return params
+
+
+# -- owners: what one purge takes ------------------------------------------------------------------------------------
+def owns(owner_session: str | None, owner_user: str | None, *, session_id: str | None, user_id: str | None) -> bool:
+    """Whether an object owned by ``(owner_session, owner_user)`` is in the partition of the owner a purge names.
+
+    Owners are the ones visibility knows (a user; a session, which is per user: the same session id under two users
+    is two sessions): ``user_id`` alone is everything of that user (every scope, every session of theirs);
+    ``user_id`` and ``session_id`` are that user's session only; ``session_id`` alone is the session *without* a
+    user. Never another owner's: a purge of bob's ``chat-1`` keeps alice's ``chat-1``. Neither given: nothing."""
+    user_id, session_id = user_id or None, session_id or None
+    if user_id is not None:
+        return owner_user == user_id and (session_id is None or owner_session == session_id)
+    return session_id is not None and owner_user is None and owner_session == session_id
+
+
+def owner_sql(session_col: str, user_col: str, *, session_id: str | None, user_id: str | None,
+              dialect: str = "sqlite") -> str:
+    """:func:`owns` as an SQL predicate over two columns (or expressions); binds ``osid``/``ouid`` as ``:name``
+    (``dialect="sqlite"``) or ``%(name)s`` (``"postgres"``): fill them with :func:`owner_params`."""
+    sid, uid = (":osid", ":ouid") if dialect == "sqlite" else ("%(osid)s", "%(ouid)s")
+    if user_id:
+        return f"({user_col} = {uid} AND {session_col} = {sid})" if session_id else f"({user_col} = {uid})"
+    if session_id:
+        return f"({user_col} IS NULL AND {session_col} = {sid})"
+    return "(1 = 0)"
+
+
+def owner_params(session_id: str | None, user_id: str | None) -> dict[str, Any]:
+    """The parameters :func:`owner_sql` binds."""
+    return {"osid": session_id or None, "ouid": user_id or None}

@@ -288,12 +288,19 @@ class SessionFiles:
             os.close(fd)
 
     # -- deletion ----------------------------------------------------------------------------
-    def purge(self, *, user_id: str | None = None, session_id: str | None = None) -> int:
-        """Delete the logs and summaries of a user's sessions, of a session, or of both given; returns how many."""
+    def purge(self, *, user_id: str | None = None, session_id: str | None = None, anonymous: bool = False) -> int:
+        """Delete the logs and summaries of a user's sessions, of a session, or of both given; returns how many.
+
+        ``anonymous=True`` (with a session and no user): only the session without a user, never another user's
+        session of the same id."""
         if user_id is None and session_id is None:
             raise InvalidInputError("purge_sessions needs user_id or session_id")
+        if anonymous and (user_id is not None or session_id is None):
+            raise InvalidInputError("purge_sessions: anonymous=True takes a session_id and no user_id")
         targets: list[Path] = []
         for sdir in self.all_dirs():
+            if anonymous and sdir.user_id is not None:
+                continue
             if (user_id is None or sdir.user_id == user_id) and (session_id is None or sdir.session_id == session_id):
                 targets.append(Path(sdir.path))
         if user_id is not None and session_id is None:  # unreadable leftovers of the user go too

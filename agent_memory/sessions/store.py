@@ -250,11 +250,16 @@ class SessionStore:
         return self.files.purge(user_id=user_id, session_id=session_id)
 
 
-def purge_sessions(root: str | os.PathLike[str], *, user_id: str | None = None, session_id: str | None = None) -> int:
+def purge_sessions(root: str | os.PathLike[str], *, user_id: str | None = None, session_id: str | None = None,
+                   anonymous: bool = False) -> int:
     """Delete every byte of a user's (or a session's) logs and summaries under ``root``; returns how many sessions.
 
+    Both given: that user's session. A session alone: that session id under every user, or with ``anonymous=True``
+    only the session without a user (what a store's ``purge(session_id=...)`` takes: one owner, never another's).
     Message vectors this process holds in memory are forgotten too (their files go with the directories)."""
-    removed = SessionStore(root).purge(user_id=user_id, session_id=session_id)
+    check_id("user_id", user_id)
+    check_id("session_id", session_id)
+    removed = SessionFiles(root).purge(user_id=user_id, session_id=session_id, anonymous=anonymous)
     dense = sys.modules.get(f"{__name__.rpartition('.')[0]}._dense")  # loaded only if vectors were ever made here
     if dense is not None:
         dense.clear_memory()

@@ -149,8 +149,9 @@ def inventory(root: str | Path) -> list[dict[str, Any]]:
 class PurgeJob:
     """What one purge removes, as each store's purge step sees it.
 
-    ``record_id`` for one record (then ``ids`` holds it and the versions it superseded), else every item of
-    ``user_id`` or (``or``, as for records) of ``session_id``. ``store`` is the files ``MemoryStore``."""
+    ``record_id`` for one record (then ``ids`` holds it and the versions it superseded), else every item of one
+    owner (:func:`agent_memory.model.scopes.owns`): ``user_id`` alone, that user's ``session_id``, or ``session_id``
+    alone for the session without a user. ``store`` is the files ``MemoryStore``."""
 
     root: Path
     store: Any

@@ -1,11 +1,19 @@
 """Real deletion: every byte of a record's content goes, wherever the files store keeps it.
 
-:func:`purge` removes a record (or every record of a user and/or a session) from ``records/``,
+:func:`purge` removes a record (or every record of one owner) from ``records/``,
 ``history/`` (all kept versions) and ``archive/``; its rows and stemmed terms from the FTS index (segments
 rewritten, ``VACUUM`` for free pages, WAL checkpointed and truncated); its vectors from ``vectors.db``
 (same cleanup); and turns its event lines into tombstones (record id, session and user replaced by hashes,
 details dropped; the content hashes stay). ``MEMORY.md`` is regenerated. A user or session purge also removes
 their session logs and episodes (and drops the episode index).
+
+A purge without a record id takes exactly one owner's partition (:func:`agent_memory.model.scopes.owns`), never
+another owner's: ``user_id`` alone is everything of that user (records of every scope they own, all their
+sessions' logs, their episodes); ``user_id`` and ``session_id`` are that user's session only (its records, the log
+``sessions/<user>/<session>``, its episodes); ``session_id`` alone is the session *without* a user. Records that
+stay but name the owner in ``metadata.provenance`` (e.g. a shared project record she last replaced) keep their
+text, which is the record owner's, and lose her identity: those entries' session and user become hashes, as in
+the event log; her events on such records keep the record's id with her session and user hashed.
 
 Which stores a root holds is declared once, in :data:`agent_memory.backends.files.layout.ROOT_LAYOUT`: :func:`purge`
 runs one step (:data:`STEPS`) per entry that holds owned data, in the table's order, and its report names
@@ -29,8 +37,9 @@ from agent_memory.backends.files.layout import PurgeJob, owned
 from agent_memory.backends.files.supersede import predecessors_anywhere
 from agent_memory.errors import InvalidInputError, NotFoundError
 from agent_memory.formats.atomic import atomic_write, fsync_dir
-from agent_memory.model.events import Event, tombstone_id, visible
-from agent_memory.model.records import RecordParseError, parse_record, validate_id
+from agent_memory.model import scopes
+from agent_memory.model.events import Event, tombstone_id, tombstone_provenance, visible
+from agent_memory.model.records import MemoryRecord, RecordParseError, parse_record, validate_id
 from agent_memory.model.reports import PurgeReport
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -65,12 +74,12 @@ def _md_files(folder: Path) -> list[Path]:
 
 
 def _owned(path: Path, session_id: str | None, user_id: str | None) -> tuple[str, str] | None:
-    """``(record id, content hash)`` of a kept file owned by that session or user, else None."""
+    """``(record id, content hash)`` of a kept file of the purged owner (:func:`scopes.owns`), else None."""
     try:
         rec = parse_record(path.read_text(encoding="utf-8"), path.name.split(".", 1)[0], path=str(path))
     except (OSError, UnicodeDecodeError, RecordParseError):
         return None
-    if (session_id is not None and rec.session_id == session_id) or (user_id is not None and rec.user_id == user_id):
+    if scopes.owns(rec.session_id, rec.user_id, session_id=session_id, user_id=user_id):
         return rec.id, rec.content_hash
     return None
 
@@ -98,7 +107,8 @@ def _targets(store: StoreParts, record_id: str | None, session_id: str | None,
             hashes.add(old.content_hash)
             files.add(path)
     else:
-        rows = store.index.rows_where("(r.session_id = :s OR r.user_id = :u)", {"s": session_id, "u": user_id}, limit=None)
+        rows = store.index.rows_where(scopes.owner_sql("r.session_id", "r.user_id", session_id=session_id, user_id=user_id),
+                                      scopes.owner_params(session_id, user_id), limit=None)
         for row in rows:
             ids.add(row["id"])
             hashes.add(row["content_hash"])
@@ -123,23 +133,77 @@ def _caller_sees(rec: Any, session_id: str | None, user_id: str | None) -> bool:
 
 
 def _tombstone(ids: set[str], session_id: str | None, user_id: str | None) -> Callable[[Event], Event | None]:
+    """The rewrite of one event line: an event about a purged record, or about a record of the purged owner,
+    becomes a tombstone (record id, actor and owner hashed, details dropped); an event the purged owner made on a
+    record that stays (e.g. her replace of a shared record) keeps the record's id and owner, with her session and
+    user hashed and its details dropped. ``session_id``/``user_id`` name one owner (:func:`scopes.owns`)."""
+    def owner(sid: str | None, uid: str | None) -> bool:
+        return scopes.owns(sid, uid, session_id=session_id, user_id=user_id)
+
     def change(ev: Event) -> Event | None:
-        mine = ev.id in ids or (session_id is not None and session_id in (ev.session_id, ev.owner_session)) or (
-            user_id is not None and user_id in (ev.user_id, ev.owner_user))
-        if not mine:
+        record_gone = ev.id in ids or owner(ev.owner_session, ev.owner_user)
+        actor_gone = owner(ev.session_id, ev.user_id)
+        if not (record_gone or actor_gone):
             if ev.detail and any(rid in json.dumps(ev.detail, ensure_ascii=False) for rid in ids):
                 ev.detail = {"purged": True}  # e.g. "duplicate of <purged id>"
                 return ev
             return None
-        if ev.id.startswith("purged:") and not ev.detail:
-            return None
-        hashed = {k: tombstone_id(v) if isinstance(v, str) and not v.startswith("purged:") else v for k, v in (
-            ("id", ev.id), ("session_id", ev.session_id), ("user_id", ev.user_id), ("owner_session", ev.owner_session),
-            ("owner_user", ev.owner_user))}
+        names = ("id", "session_id", "user_id", "owner_session", "owner_user") if record_gone else ("session_id", "user_id")
+        values = {k: getattr(ev, k) for k in ("id", "session_id", "user_id", "owner_session", "owner_user")}
+        hashed = {k: tombstone_id(v) if k in names and isinstance(v, str) and not v.startswith("purged:") else v
+                  for k, v in values.items()}
+        if hashed == values and ev.detail in ({}, {"purged": True}):
+            return None  # a tombstone already
         return Event(ev.event, hashed["id"] or ev.id, ts=ev.ts, eid=ev.eid, actor=ev.actor, session_id=hashed["session_id"],
                      user_id=hashed["user_id"], before=ev.before, after=ev.after, scope=ev.scope,
                      owner_session=hashed["owner_session"], owner_user=hashed["owner_user"], detail={"purged": True})
     return change
+
+
+def _scrub_provenance(store: StoreParts, job: PurgeJob) -> int:
+    """Rewrite the kept files (live, versions, archive, history) that stay but whose ``metadata.provenance`` names
+    the purged owner: those entries' session and user become hashes (:func:`tombstone_provenance`). The record's
+    text is the record owner's and stays. Index rows of live files are updated in the same transaction (the index
+    step then VACUUMs the old pages away). Returns how many files were rewritten."""
+    if job.record_id is not None:
+        return 0
+    sid, uid = job.session_id, job.user_id
+    todo: list[tuple[Path, MemoryRecord, dict[str, Any]]] = []
+    entries = [scopes.owner_sql(f"json_extract(r.metadata, '$.provenance.{e}.session_id')",
+                                f"json_extract(r.metadata, '$.provenance.{e}.user_id')", session_id=sid, user_id=uid)
+               for e in ("created", "updated")]
+    for row in store.index.rows_where(" OR ".join(entries), scopes.owner_params(sid, uid), limit=None):
+        path = store.records_dir / row["file"]
+        if path not in job.files:
+            todo.extend(_needs_scrub(path, sid, uid))
+    for path in _md_files(store.archive_dir) + _md_files(store.history_dir):
+        if path not in job.files:
+            todo.extend(_needs_scrub(path, sid, uid))
+    if not todo:
+        return 0
+
+    def run() -> None:
+        with store.index.transaction() as conn:
+            for path, rec, metadata in todo:
+                new = rec.replace(metadata=metadata)
+                text = new.render()
+                st = atomic_write(path, text.encode("utf-8"), durable=store.durable)
+                if path.parent == store.records_dir:
+                    body_line = text.count("\n", 0, len(text) - len(new.content) - 1) + 1
+                    store.index.upsert(conn, new, path.name, st.st_mtime_ns, st.st_size, body_line=body_line)
+            store.index.mark_synced(conn)
+
+    store.index.healing(run)
+    return len(todo)
+
+
+def _needs_scrub(path: Path, session_id: str | None, user_id: str | None) -> list[tuple[Path, MemoryRecord, dict[str, Any]]]:
+    try:
+        rec = parse_record(path.read_text(encoding="utf-8"), path.name.split(".", 1)[0], path=str(path))
+    except (OSError, UnicodeDecodeError, RecordParseError):
+        return []
+    metadata = tombstone_provenance(rec.metadata, session_id=session_id, user_id=user_id)
+    return [] if metadata is None else [(path, rec, metadata)]
 
 
 def _compact(path: Path) -> None:
@@ -220,14 +284,12 @@ def _step_memory_md(job: PurgeJob) -> int:
     return 1
 
 
-def _owners(job: PurgeJob) -> list[dict[str, str]]:
-    """A user/session purge takes what is the user's *or* the session's (as for records): one call each."""
-    out = []
+def _owner(job: PurgeJob) -> dict[str, Any]:
+    """The one owner a user/session purge takes (:func:`scopes.owns`), as session logs' and episodes' purge take it:
+    a user (all their sessions), a user's session, or (a session alone) the session without a user."""
     if job.user_id:
-        out.append({"user_id": job.user_id})
-    if job.session_id:
-        out.append({"session_id": job.session_id})
-    return out
+        return {"user_id": job.user_id, "session_id": job.session_id or None}
+    return {"session_id": job.session_id, "anonymous": True}
 
 
 def _step_sessions(job: PurgeJob) -> int | None:
@@ -235,7 +297,7 @@ def _step_sessions(job: PurgeJob) -> int | None:
         return None  # one record: session logs are not records
     from agent_memory.sessions.store import purge_sessions
 
-    return sum(purge_sessions(job.root, **owner) for owner in _owners(job))
+    return purge_sessions(job.root, **_owner(job))
 
 
 def _step_episode_index(job: PurgeJob) -> int | None:
@@ -252,7 +314,7 @@ def _step_episodes(job: PurgeJob) -> int | None:
     from agent_memory.episodes._store import EpisodeStore
 
     episodes = EpisodeStore(job.root)
-    return sum(episodes.purge(**owner) for owner in _owners(job))
+    return episodes.purge(**_owner(job))
 
 
 Step = Callable[[PurgeJob], "int | None"]
@@ -276,9 +338,10 @@ STEPS: dict[str, Step] = {
 def purge(store: StoreWithMeaning, record_id: str | None = None, *, session_id: str | None = None,
           user_id: str | None = None) -> PurgeReport:
     """Delete content for good. With ``record_id``: that record, which the caller (``session_id``/``user_id``)
-    must see, live or archived. Without: everything whose session is ``session_id`` or whose user is
-    ``user_id`` (at least one is needed) in every store of the root (records, versions, archive, index, vectors,
-    events, recall log, session logs, episodes), then every explicitly registered purger."""
+    must see, live or archived. Without: everything of one owner (see the module docstring: a user; a user's
+    session; a session without a user) in every store of the root (records, versions, archive, index, vectors,
+    events, recall log, session logs, episodes; provenance naming the owner is hashed), then every explicitly
+    registered purger (called with the same ``user_id``/``session_id``: it must take that owner only)."""
     if record_id is not None:
         validate_id(record_id)
     elif not session_id and not user_id:
@@ -290,6 +353,7 @@ def purge(store: StoreWithMeaning, record_id: str | None = None, *, session_id: 
         ids, files, hashes = _targets(store, record_id, session_id, user_id)
         job = PurgeJob(store.root, store, record_id, session_id, user_id, frozenset(ids), frozenset(files),
                        frozenset(hashes))
+        _scrub_provenance(store, job)  # before the index step, whose VACUUM then drops the old pages
         for entry in owned():  # every store the root holds, in the registry's order
             n = STEPS[entry.name](job)
             if n is not None:

@@ -17,8 +17,8 @@ import psycopg
 from agent_memory.backends.base import Caller
 from agent_memory.backends.postgres.events import events_for, record_archive_event, record_writes
 from agent_memory.backends.postgres.maintenance import Maintenance
-from agent_memory.backends.postgres.pool import Pool, redact_url
-from agent_memory.backends.postgres.rows import SELECT, check_strings, filters_sql, iso, row_to_record, visibility
+from agent_memory.backends.postgres.pool import Pool
+from agent_memory.backends.postgres.rows import SELECT, check_strings, filters_sql, iso, row_to_record, url_location, visibility
 from agent_memory.backends.postgres.schema import TEXT_CONFIG, check_schema
 from agent_memory.backends.postgres.search import PgSearch, checked_query
 from agent_memory.backends.postgres.writes import Writer, chunks
@@ -85,7 +85,7 @@ class PostgresBackend:
         self.engine = engine or LexicalEngine(**engine_kw)
         self.pool = Pool(url, self.schema, min_size=min_size, max_size=max_size, timeout_s=timeout_s, pooled=pooled)
         self.table = f'"{self.schema}".records'
-        self._where = f"{redact_url(url)}#{self.schema}"
+        self._where = f"{url_location(url)}#{self.schema}"  # paths of results: no password, no query
         self.writer = Writer(self.schema, self.path_of)
         self.searcher = PgSearch(self.table, self.engine, text_config, self.path_of)
         self.maintenance = Maintenance(self.schema, self.writer)

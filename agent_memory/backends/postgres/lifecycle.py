@@ -23,6 +23,7 @@ import contextlib
 from typing import Any
 
 import psycopg
+from psycopg.types.json import Jsonb
 
 from agent_memory.backends.base import Caller
 from agent_memory.backends.postgres.events import events_for, purge_events, quiet, record_event, undoable
@@ -30,7 +31,7 @@ from agent_memory.backends.postgres.rows import COLUMNS, SELECT, row_to_record, 
 from agent_memory.errors import InvalidInputError, NotFoundError
 from agent_memory.model import scopes
 from agent_memory.model.drafts import MemoryDraft
-from agent_memory.model.events import Event, acting
+from agent_memory.model.events import Event, acting, tombstone_provenance
 from agent_memory.model.records import MemoryRecord, content_hash, validate_id
 from agent_memory.model.reports import History, PurgeReport
 from agent_memory.model.supersession import MAX_CHAIN
@@ -241,21 +242,57 @@ async def purge(b: Any, record_id: str | None = None, *, session_id: str | None 
         b._caller(Caller(session_id, user_id))  # the same string checks as every read
         if not session_id and not user_id:
             raise InvalidInputError("purge needs a record id, a user or a session")
-        params = {"s": session_id, "u": user_id}
+        params = scopes.owner_params(session_id, user_id)
+        mine = scopes.owner_sql("session_id", "user_id", session_id=session_id, user_id=user_id, dialect="postgres")
+        archived_mine = scopes.owner_sql("record->>'session_id'", "record->>'user_id'", session_id=session_id,
+                                         user_id=user_id, dialect="postgres")
         async with b.pool.connection() as conn, conn.transaction():
-            cur = await conn.execute(f"DELETE FROM {b.table} WHERE session_id = %(s)s OR user_id = %(u)s RETURNING id", params)
+            cur = await conn.execute(f"DELETE FROM {b.table} WHERE {mine} RETURNING id", params)
             gone = {str(r["id"]) for r in await cur.fetchall()}
-            cur = await conn.execute(f"DELETE FROM {a} WHERE record->>'session_id' = %(s)s OR record->>'user_id' = %(u)s"
-                                     " RETURNING id", params)
+            cur = await conn.execute(f"DELETE FROM {a} WHERE {archived_mine} RETURNING id", params)
             archived = [r["id"] for r in await cur.fetchall()]
             report.files = len(gone) + len(archived)
             report.records = sorted(gone | set(archived))
-            report.events = await purge_events(b, conn, report.records, session_id, user_id)
+            report.events = await purge_events(b, conn, report.records, None, None)
+            report.events += await _purge_owner_events(b, conn, session_id, user_id)
+            await _scrub_provenance(b, conn, session_id, user_id)
         sessions, episodes = await asyncio.to_thread(b.time_layers.purge, user_id=user_id, session_id=session_id)
         report.stores = {"records": len(gone), "archive": len(archived), "events": report.events, "sessions": sessions,
                          "episodes": episodes}
     await _vacuum(b)
     return report
+
+
+async def _purge_owner_events(b: Any, conn: Any, session_id: str | None, user_id: str | None) -> int:
+    """Delete the events the purged owner made or that are about the owner's records (one owner:
+    :func:`agent_memory.model.scopes.owns`, never another owner's events)."""
+    by = scopes.owner_sql("session_id", "user_id", session_id=session_id, user_id=user_id, dialect="postgres")
+    about = scopes.owner_sql("owner_session", "owner_user", session_id=session_id, user_id=user_id, dialect="postgres")
+    if user_id and not session_id:  # the user's whole partition: events of records in their tenant too
+        about += " OR tenant = %(ouid)s"
+    cur = await conn.execute(f'DELETE FROM "{b.schema}".events WHERE {by} OR {about}',
+                             scopes.owner_params(session_id, user_id))
+    return int(cur.rowcount)
+
+
+async def _scrub_provenance(b: Any, conn: Any, session_id: str | None, user_id: str | None) -> int:
+    """Records and archived copies that stay but whose ``metadata.provenance`` names the purged owner: those
+    entries' session and user become hashes (their text is the record owner's and stays). Returns how many rows."""
+    n = 0
+    params = scopes.owner_params(session_id, user_id)
+    for table, column in ((b.table, "metadata"), (f'"{b.schema}".archive', "record->'metadata'")):
+        entries = [scopes.owner_sql(f"{column}->'provenance'->'{e}'->>'session_id'",
+                                    f"{column}->'provenance'->'{e}'->>'user_id'", session_id=session_id,
+                                    user_id=user_id, dialect="postgres") for e in ("created", "updated")]
+        cur = await conn.execute(f"SELECT ctid, {column} AS metadata FROM {table} WHERE {' OR '.join(entries)}", params)
+        for row in await cur.fetchall():
+            metadata = tombstone_provenance(row["metadata"] or {}, session_id=session_id, user_id=user_id)
+            if metadata is None:
+                continue
+            target = "metadata = %(m)s" if column == "metadata" else "record = jsonb_set(record, '{metadata}', %(m)s)"
+            await conn.execute(f"UPDATE {table} SET {target} WHERE ctid = %(ctid)s", {"m": Jsonb(metadata), "ctid": row["ctid"]})
+            n += 1
+    return n
 
 
 async def forget_purge(b: Any, record_id: str, caller: Caller) -> bool:

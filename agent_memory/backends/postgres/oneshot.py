@@ -15,7 +15,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from agent_memory.backends.postgres import _libpq
-from agent_memory.backends.postgres.rows import check_strings, redact_url
+from agent_memory.backends.postgres.rows import check_strings, redact_url, url_location
 from agent_memory.backends.postgres.schema import LATEST, TEXT_CONFIG, check_schema
 from agent_memory.backends.postgres.search import PgSearch, checked_query
 from agent_memory.errors import BackendError
@@ -66,7 +66,7 @@ def search_once(url: str, query: str, *, session_id: str | None = None, user_id:
             raise
         if int((rows[0]["v"] if rows else 0) or 0) < LATEST:  # migrations are due: the backend runs them
             return None
-        where = f"{redact_url(url)}#{schema}"
+        where = f"{url_location(url)}#{schema}"
         searcher = PgSearch(f'"{schema}".records', LexicalEngine(), TEXT_CONFIG, lambda rid: f"{where}/{rid}")
         conn.run("BEGIN READ ONLY")
         result: SearchResult = _drive(searcher.run(conn, query, sid=session_id, uid=user_id, limit=limit, tags=tags,

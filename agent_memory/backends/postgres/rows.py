@@ -18,12 +18,48 @@ from agent_memory.model.lines import summary_line
 from agent_memory.model.queries import as_of_filter, date_filters, kinds_of, scopes_of
 from agent_memory.model.records import MemoryRecord, Scope, normalize_tags
 
-_PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
+_PARAM_PASSWORD = re.compile(r"((?:^|[?&;\s])(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'|[^&#\s]*)", re.I)
+
+
+def _mask_hosts(netloc: str) -> str:
+    """``user:pw@host[,user:pw@host…]`` with every password masked (a password may hold ``@``, ``:`` or ``,``)."""
+    parts = netloc.split("@")
+    out = []
+    for i, part in enumerate(parts[:-1]):  # each part ends with a userinfo (after the hosts of the part before)
+        hosts, sep, userinfo = part.rpartition(",") if i else ("", "", part)
+        if i and not sep:  # no host list before it: the rest of a password that held "@"
+            out.append("***")
+            continue
+        user, colon, _ = userinfo.partition(":")
+        out.append(f"{hosts}{sep}{user}{':***' if colon else ''}")
+    return "@".join([*out, parts[-1]])
+
+
+def _split(url: str) -> tuple[str, str, str]:
+    """``(scheme://, authority, /path?query#fragment)``; a string that is no URL is all "rest"."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return "", "", url
+    at = rest.rfind("@", 0, min([i for i in (rest.find("?"), rest.find("#")) if i >= 0], default=len(rest)))
+    end = min([i for i in (rest.find("/", at + 1), rest.find("?", at + 1), rest.find("#", at + 1)) if i >= 0],
+              default=len(rest))
+    return scheme + sep, rest[:end], rest[end:]
 
 
 def redact_url(url: str) -> str:
-    """The URL without its password (for messages and paths)."""
-    return _PASSWORD.sub(r"\1***@", url)
+    """The URL (or ``key=value`` connection string) without any password: the ``user:***@`` of every host of a
+    multi-host URL, and the values of ``password=``/``sslpassword=`` parameters (for messages)."""
+    head, netloc, rest = _split(url)
+    return head + _mask_hosts(netloc) + _PARAM_PASSWORD.sub(r"\1***", rest)
+
+
+def url_location(url: str) -> str:
+    """Where a database is, for paths of results: :func:`redact_url` without the query and fragment (which a path
+    does not need, and where a password may be given)."""
+    head, netloc, rest = _split(url)
+    if not head:
+        return redact_url(url)
+    return head + _mask_hosts(netloc) + rest.split("?", 1)[0].split("#", 1)[0]
 
 
 COLUMNS = ("tenant", "id", "part", "scope", "session_id", "user_id", "kind", "title", "tags", "tag_text", "memory_key",

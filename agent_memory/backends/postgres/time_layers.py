@@ -12,6 +12,7 @@ from typing import Any
 from agent_memory.backends.base import Caller
 from agent_memory.backends.postgres.episodes import PgEpisodeStore
 from agent_memory.backends.postgres.sessions import PgSessionLog, SyncPool
+from agent_memory.errors import InvalidInputError
 from agent_memory.search.types import SearchResult
 from agent_memory.sessions.store import SessionStore
 
@@ -23,7 +24,8 @@ class TimeLayers:
 
     def __init__(self, url: str, schema: str, where: str, timeout_s: float = 30.0, text_config: str = "english") -> None:
         self.pool = SyncPool(url, schema, timeout_s=timeout_s)
-        self.sessions = SessionStore(log=PgSessionLog(self.pool, where))
+        self.log = PgSessionLog(self.pool, where)
+        self.sessions = SessionStore(log=self.log)
         self.episodes = PgEpisodeStore(self.pool, where, text_config)
 
     async def contextual(self, backend: Any, query: str, caller: Caller, limit: int, options: dict[str, Any]) -> SearchResult:
@@ -42,13 +44,22 @@ class TimeLayers:
                                        records=records, session_id=caller.session_id, user_id=caller.user_id)
 
     def purge(self, *, user_id: str | None = None, session_id: str | None = None) -> tuple[int, int]:
-        """Delete the session logs and episodes of ``user_id`` *or* ``session_id`` (as records are purged, and as
-        the files backend does): every session of the user, and every user's part of the session. The stores'
-        own ``purge`` takes both given as "that user in that session", so each owner is one call; returns
-        (sessions, episodes) removed."""
-        owners = [o for o in ({"user_id": user_id}, {"session_id": session_id}) if next(iter(o.values()))]
-        return (sum(self.sessions.purge(**owner) for owner in owners),
-                sum(self.episodes.purge(**owner) for owner in owners))
+        """Delete the session logs and episodes of one owner (as records are purged, and as the files backend does;
+        :func:`agent_memory.model.scopes.owns`): ``user_id`` alone is every session and episode of the user;
+        ``user_id`` and ``session_id`` that user's session; ``session_id`` alone the session without a user (never
+        another user's session of the same id). Returns (sessions, episodes) removed."""
+        if user_id:
+            owner = {"user_id": user_id, "session_id": session_id or None}
+            return self.sessions.purge(**owner), self.episodes.purge(**owner)
+        if not session_id:
+            raise InvalidInputError("purge needs a user or a session")
+        log = self.log
+        with self.pool.connection() as conn, conn.transaction():  # messages and summaries go by ON DELETE CASCADE
+            sessions = conn.execute(f"DELETE FROM {log.t_sessions} WHERE tenant = '' AND user_id IS NULL AND session_id = %s",
+                                    (session_id,)).rowcount
+            episodes = conn.execute(f"DELETE FROM {self.episodes.table} WHERE user_id IS NULL AND session_id = %s",
+                                    (session_id,)).rowcount
+        return int(sessions), int(episodes)
 
     def close(self) -> None:
         self.pool.close()
