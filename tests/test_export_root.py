@@ -174,15 +174,19 @@ def test_whole_store_export_holds_every_user_and_a_callers_export_says_it_is_par
     url = _pg_url()
     on(url, populate)
     whole, alice = tmp_path / "whole.jsonl", tmp_path / "alice.jsonl"
-    for out, caller in ((whole, None), (alice, Caller(user_id="alice"))):
-        b = _open(url)
-        try:  # no caller: the operator's export, every user (was: project/global only)
-            export_records(b, out, caller=caller, full=caller is not None)
-        finally:
-            _close(b)
+    b = _open(url)
+    try:  # no caller: the operator's export, every user (was: project/global only)
+        export_records(b, whole)
+    finally:
+        _close(b)
     rows = _lines(whole)
     assert rows[0] == {"format": "agent-memory", "version": 1}
     assert {r.get("user_id") for r in rows[1:]} == {None, "alice", "bob"} and len(rows) == 1 + 7
+    b = _open(url)
+    try:
+        export_records(b, alice, caller=Caller(user_id="alice"), full=True)
+    finally:
+        _close(b)
     mine = _lines(alice)
     assert mine[0]["caller"] == {"session_id": None, "user_id": "alice"} and "archive" not in mine[0]["sections"]
     assert all(r.get("user_id") in (None, "alice") for r in mine[1:] if "section" not in r)
