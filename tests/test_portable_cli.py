@@ -74,8 +74,11 @@ def test_export_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     store.remember("Alpha fact")
     store.remember("Bob only", user_id="bob")
     _run(["export", "--root", str(tmp_path / "a"), "--user", "alice", "--out", str(tmp_path / "alice.jsonl"), "--json"])
-    assert json.loads(capsys.readouterr().out) == {"exported": 1, "format": "jsonl", "out": str(tmp_path / "alice.jsonl"),
-                                                  "unreadable": {}}
+    out = capsys.readouterr()
+    assert json.loads(out.out) == {"exported": 1, "format": "jsonl", "out": str(tmp_path / "alice.jsonl"),
+                                   "unreadable": {}, "contents": {"caller": {"session_id": None, "user_id": "alice"}},
+                                   "sections": {"records": 1}}
+    assert "only what user alice may see" in out.err  # a caller's export says it is partial
     assert "Bob only" not in (tmp_path / "alice.jsonl").read_text()
     _run(["export", "--root", str(tmp_path / "a"), "--format", "markdown", "--out", str(tmp_path / "tree")])
     assert "exported 2 records" in capsys.readouterr().out and (tmp_path / "tree" / "README.md").is_file()

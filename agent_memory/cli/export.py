@@ -87,12 +87,18 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
         "agent-memory export --out memories.jsonl --json",
         "agent-memory export --format markdown --out ./memory-tree",
         "agent-memory export --user alice --out alice.jsonl",
-    ], epilog_extra="Without --session/--user every record file is exported (expired ones too); with them, only what\n"
-                    "that caller may see. `agent-memory import FILE` reads the JSONL back byte for byte.")
+        "agent-memory export --full --out root.jsonl   # + archive, session logs, episodes, events",
+    ], epilog_extra="Without --session/--user the whole store is exported, every user's records (expired ones too), on\n"
+                    "files and PostgreSQL alike; with them, only what that caller may see (the export's header and\n"
+                    "the report say so). --full also carries the archive, session logs and summaries, episodes and\n"
+                    "events. `agent-memory import FILE` reads the JSONL back byte for byte.")
     p.add_argument("--format", choices=("jsonl", "markdown"), default="jsonl", help="jsonl (default) or markdown")
     p.add_argument("--out", metavar="PATH", help="file (jsonl) or new directory (markdown); default: standard output")
     p.add_argument("--session", dest="session_id", metavar="ID", help="export only what this session may see")
     p.add_argument("--user", dest="user_id", metavar="ID", help="export only what this user may see")
+    p.add_argument("--full", action="store_true",
+                   help="every section of the store (JSONL): records, archive, session logs and summaries, episodes, "
+                        "events")
     return {"export": cmd_export}
 
 
@@ -106,16 +112,32 @@ def cmd_export(args: argparse.Namespace) -> None:
     if args.format == "markdown" and not args.out:
         raise InvalidInputError("--format markdown needs --out DIR (a new or empty directory)")
     problems: dict[str, str] = {}
+    counts: dict[str, int] = {}
+    full = bool(getattr(args, "full", False))
+    if caller is None:
+        contents: Any = "whole store"
+        what = "the whole store (every user)"
+    else:
+        contents = {"caller": {"session_id": caller.session_id, "user_id": caller.user_id}}
+        who = " and ".join(f"{k} {v}" for k, v in (("user", caller.user_id), ("session", caller.session_id)) if v)
+        what = f"only what {who} may see"
     if args.out is None:
         if args.json:
             raise InvalidInputError("--json needs --out PATH (standard output carries the export itself)")
-        export_records(target, sys.stdout, format="jsonl", caller=caller, problems=problems)
+        export_records(target, sys.stdout, format="jsonl", caller=caller, problems=problems, full=full, counts=counts)
     else:
-        n = export_records(target, args.out, format=args.format, caller=caller, problems=problems)
-        doc = {"exported": n, "format": args.format, "out": str(args.out), "unreadable": problems}
-        print(_dumps(doc) if args.json else f"exported {n} records to {args.out} ({args.format})")
+        n = export_records(target, args.out, format=args.format, caller=caller, problems=problems, full=full,
+                           counts=counts)
+        doc = {"exported": n, "format": args.format, "out": str(args.out), "unreadable": problems,
+               "contents": contents, "sections": counts}
+        extra = "".join(f", {v} {k}" for k, v in counts.items() if k != "records")
+        print(_dumps(doc) if args.json else f"exported {n} records{extra} to {args.out} ({args.format}): {what}")
+    if caller is not None:
+        print(f"agent-memory: this export holds {what}; without --user/--session it holds the whole store",
+              file=sys.stderr)
     for name, why in problems.items():
-        print(f"agent-memory: not exported: records/{name}: {why} (see `agent-memory doctor`)", file=sys.stderr)
+        where = name if "/" in name else f"records/{name}"
+        print(f"agent-memory: not exported: {where}: {why} (see `agent-memory doctor`)", file=sys.stderr)
 
 
 def add_import_format(p: argparse.ArgumentParser) -> None:

@@ -24,9 +24,9 @@ from agent_memory.formats.atomic import atomic_write
 from agent_memory.model.records import FIELDS, MemoryRecord, RecordParseError, slugify
 from agent_memory.portable._write import Target, files_store, run_sync
 
-__all__ = ["HEADER", "EXPORT_FIELDS", "export_records", "iter_records", "record_line"]
+__all__ = ["HEADER", "EXPORT_FIELDS", "export_records", "header", "is_header", "iter_records", "record_line"]
 
-HEADER = {"format": "agent-memory", "version": 1}
+HEADER = {"format": "agent-memory", "version": 1}  # a whole store's records (the operator's export)
 EXPORT_FIELDS = (*FIELDS, "metadata", "content")
 Format = Literal["jsonl", "markdown"]
 
@@ -48,22 +48,67 @@ def record_line(rec: MemoryRecord) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
+def header(caller: Caller | None = None, *, full: bool = False) -> dict[str, Any]:
+    """The first line of an export: what it holds. A caller's export names the caller (it holds only what that
+    caller sees); a full export lists its sections (version 2)."""
+    out: dict[str, Any] = dict(HEADER)
+    if full:
+        from agent_memory.portable.root import SECTIONS
+
+        out["version"] = 2
+        out["sections"] = [s for s in SECTIONS if caller is None or s != "archive"]
+    if caller is not None:
+        out["caller"] = {"session_id": caller.session_id, "user_id": caller.user_id}
+    return out
+
+
+def is_header(data: object) -> bool:
+    """Is ``data`` the header line of one of our exports (any version this library writes)?"""
+    return (isinstance(data, dict) and data.get("format") == "agent-memory" and data.get("version") in (1, 2)
+            and set(data) <= {"format", "version", "sections", "caller"})
+
+
 def iter_records(source: Target, *, caller: Caller | None = None,
                  problems: dict[str, str] | None = None) -> list[MemoryRecord]:
     """The records to export, sorted by ``(created, id)``.
 
-    A files store with ``caller=None`` exports every record file (expired ones too: the files are the truth and
-    whoever can read the root can read them). With a caller, only what that caller may see (live records of
-    its session and user, and project/global ones). Another backend exports what ``caller`` (default: an
-    anonymous caller) may list. A record file that cannot be read is not a record: it is named in ``problems``.
+    ``caller=None`` is the operator's whole-store export, on every backend: every record of every user (live,
+    superseded and expired; on a files store every record file, as the files are the truth). With a caller,
+    only what that caller may see (live records of its session and user, and project/global ones). A backend
+    that cannot list every user's records raises :class:`~agent_memory.model.events.NotSupportedError` rather
+    than export part of the store. A record file that cannot be read is not a record: it is named in ``problems``.
     """
+    return read_all(source, caller=caller, problems=problems)[0]
+
+
+def read_all(source: Target, *, caller: Caller | None = None, problems: dict[str, str] | None = None,
+             full: bool = False) -> tuple[list[MemoryRecord], Any]:
+    """The records (as :func:`iter_records`) and, for another backend with ``full``, what its async reads of the
+    other sections gave (``(archived, events)``) — one event loop for all of them, as a backend's pool is bound
+    to the loop that opened it."""
     store = files_store(source)
     if store is not None:
         recs = list(_store_records(store, caller, {} if problems is None else problems))
-    else:
-        backend: MemoryBackend = source  # type: ignore[assignment]
-        recs = run_sync(backend.list(caller or Caller(), limit=None))
-    return sorted(recs, key=lambda r: (r.created, r.id))
+        return sorted(recs, key=lambda r: (r.created, r.id)), None
+    recs, rest = run_sync(_backend_reads(source, caller, full))
+    return sorted(recs, key=lambda r: (r.created, r.id)), rest
+
+
+async def _backend_reads(source: Target, caller: Caller | None, full: bool) -> tuple[list[MemoryRecord], Any]:
+    backend: MemoryBackend = source  # type: ignore[assignment]
+    if caller is not None:
+        recs = await backend.list(caller, limit=None)
+        events = await backend.events(caller) if full and hasattr(backend, "events") else []  # type: ignore[attr-defined]
+        return recs, ([], list(events))
+    from agent_memory.backends.postgres import dump  # type: ignore[import-not-found,unused-ignore]
+    from agent_memory.portable.root import _pg
+
+    pg = _pg(source)
+    recs = await dump.all_records(pg)
+    if not full:
+        return recs, None
+    return recs, ([rec for rec, _ in await dump.all_archived(pg)], await dump.all_events(pg))
+
 
 
 def _store_records(store: MemoryStore, caller: Caller | None, problems: dict[str, str]) -> Iterator[MemoryRecord]:
@@ -82,12 +127,15 @@ def _store_records(store: MemoryStore, caller: Caller | None, problems: dict[str
         yield rec
 
 
-def _write_jsonl(records: Iterable[MemoryRecord], fh: IO[str]) -> int:
-    fh.write(json.dumps(HEADER, separators=(",", ":")) + "\n")
+def _write_jsonl(records: Iterable[MemoryRecord], fh: IO[str], head: dict[str, Any],
+                 sections: Iterable[dict[str, Any]] = ()) -> int:
+    fh.write(json.dumps(head, separators=(",", ":")) + "\n")
     n = 0
     for rec in records:
         fh.write(record_line(rec) + "\n")
         n += 1
+    for item in sections:
+        fh.write(json.dumps(item, ensure_ascii=False, separators=(",", ":"), default=str) + "\n")
     return n
 
 
@@ -125,17 +173,34 @@ def _write_markdown(records: list[MemoryRecord], out: Path) -> int:
 
 def export_records(
     backend_or_store: Target, out: str | os.PathLike[str] | IO[str], *, format: Format = "jsonl",
-    caller: Caller | None = None, problems: dict[str, str] | None = None,
+    caller: Caller | None = None, problems: dict[str, str] | None = None, full: bool = False,
+    counts: dict[str, int] | None = None,
 ) -> int:
     """Export records to ``out`` and return how many were written.
 
     ``format="jsonl"``: ``out`` is a text stream or a file path (written atomically). ``format="markdown"``: ``out``
-    is a directory path that must not exist yet or be empty. See :func:`iter_records` for ``caller`` and
-    ``problems`` (unreadable record files, by name: pass a dict to learn which were left out).
+    is a directory path that must not exist yet or be empty. See :func:`iter_records` for ``caller`` (None: the
+    whole store, every user; a caller: exactly what it sees, and the header names it) and ``problems``
+    (unreadable files, by name: pass a dict to learn which were left out). ``full=True`` (JSONL only) also
+    writes every other section of the store (archive, session logs and summaries, episodes, events: see
+    :mod:`agent_memory.portable.root`); ``counts`` then receives the number of lines per section.
     """
     if format not in ("jsonl", "markdown"):
         raise InvalidInputError(f"unknown export format {format!r}; use jsonl or markdown")
-    records = iter_records(backend_or_store, caller=caller, problems=problems)
+    if full and format != "jsonl":
+        raise InvalidInputError("a full export (every section) is JSONL only; the Markdown tree holds records")
+    problems = {} if problems is None else problems
+    records, rest = read_all(backend_or_store, caller=caller, problems=problems, full=full)
+    head = header(caller, full=full)
+    lines: list[dict[str, Any]] = []
+    if full:
+        from agent_memory.portable.root import export_sections
+
+        lines = list(export_sections(backend_or_store, caller, record_line, problems, rest))
+    if counts is not None:
+        counts["records"] = len(records)
+        for item in lines:
+            counts[item["section"]] = counts.get(item["section"], 0) + 1
     if format == "markdown":
         if not isinstance(out, (str, os.PathLike)):
             raise InvalidInputError("a Markdown export needs a directory path")
@@ -144,7 +209,7 @@ def export_records(
         import io
 
         buf = io.StringIO()
-        n = _write_jsonl(records, buf)
+        n = _write_jsonl(records, buf, head, lines)
         atomic_write(Path(out), buf.getvalue().encode("utf-8"))
         return n
-    return _write_jsonl(records, out)
+    return _write_jsonl(records, out, head, lines)

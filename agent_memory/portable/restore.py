@@ -17,7 +17,7 @@ from agent_memory.errors import InvalidIdError, InvalidInputError
 from agent_memory.model.drafts import Override, check_id, prepare_record
 from agent_memory.model.records import MemoryRecord
 from agent_memory.portable._write import Pending, Target, batch_size, write_records
-from agent_memory.portable.export import HEADER
+from agent_memory.portable.export import is_header
 from agent_memory.portable.report import ImportReport
 
 __all__ = ["record_from_dict", "restore_lines"]
@@ -34,6 +34,7 @@ def restore_lines(target: Target, lines: Iterable[tuple[int, str | None]], repor
     """Import numbered JSONL lines of our export into ``target`` (see the module docstring); a line given as
     None could not be decoded (not UTF-8) and is skipped."""
     pending: list[Pending] = []
+    sections: list[tuple[str, dict[str, object]]] = []  # a full export's other sections, restored after the records
     size = batch_size(target)
     for n, line in lines:
         where = f"line {n}"
@@ -45,7 +46,10 @@ def restore_lines(target: Target, lines: Iterable[tuple[int, str | None]], repor
         data = None
         try:
             data = json.loads(line)
-            if data == HEADER:
+            if is_header(data):
+                continue
+            if isinstance(data, dict) and "section" in data:
+                sections.append((where, data))
                 continue
             rec, redactions, rescoped = prepare_record(data, override)
         except (InvalidInputError, InvalidIdError) as exc:
@@ -61,6 +65,12 @@ def restore_lines(target: Target, lines: Iterable[tuple[int, str | None]], repor
             write_records(target, pending, report, dedupe=False)
             pending.clear()
     write_records(target, pending, report, dedupe=False)
+    if sections:
+        from agent_memory.portable.root import import_section
+
+        state: dict[str, object] = {}
+        for where, data in sections:
+            import_section(target, where, data, report, as_caller=bool(override), state=state)  # type: ignore[arg-type]
     return report
 
 

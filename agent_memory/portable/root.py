@@ -1,0 +1,380 @@
+"""The sections of a full export beyond live records: archive, session logs and summaries, episodes, events.
+
+A full export (``export_records(..., full=True)``, CLI ``agent-memory export --full``) writes the records as usual,
+then one JSON line per item of the other sections a root holds (:func:`agent_memory.backends.files.layout.exported`)::
+
+    {"section": "archive", "record": {…every field of the record…}}
+    {"section": "session", "session_id": …, "user_id": …, "messages": [{role, text, at, …}], "summaries": [{version, …}]}
+    {"section": "episode", "episode": {…every field of the episode…}}
+    {"section": "event", "event": {…every field of the event…}}
+
+Import restores each section through the write gate (every string redacted, every owner id that looks like a
+secret refused), idempotently: an archived record, an episode or an event already there is ``exists``; a session
+gets only the messages and summary versions it does not hold yet (and is a ``conflict`` when its log differs).
+Ids, owners and times are kept. What a target cannot hold is reported per line as ``unsupported``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from agent_memory.backends.base import Caller
+from agent_memory.backends.files.store import MemoryStore
+from agent_memory.episodes import Episode, EpisodeParseError, ToolUse, episode_store, parse_episode
+from agent_memory.episodes._files import read_episode_file
+from agent_memory.episodes._model import check_owner
+from agent_memory.errors import InvalidIdError, InvalidInputError, NotFoundError
+from agent_memory.formats.atomic import atomic_write
+from agent_memory.formats.quarantine import read_record_file
+from agent_memory.model.drafts import prepare_record
+from agent_memory.model.events import Event, NotSupportedError
+from agent_memory.model.events import visible as event_visible
+from agent_memory.model.records import MemoryRecord, RecordParseError, Scope
+from agent_memory.model.scopes import may_see
+from agent_memory.portable._write import Target, files_store
+from agent_memory.portable.report import ImportReport
+from agent_memory.redaction.api import contains_secret, redact_text
+from agent_memory.sessions._files import message_line
+from agent_memory.sessions.api import session_store
+from agent_memory.sessions.store import SessionStore
+
+__all__ = ["SECTIONS", "export_sections", "import_section"]
+
+SECTIONS = ("records", "archive", "sessions", "episodes", "events")
+_EPISODE_FIELDS = {f.name for f in dataclasses.fields(Episode)} - {"path"}
+
+
+# -- export -----------------------------------------------------------------------------------------------------------
+def export_sections(source: Target, caller: Caller | None, record_line: Any, problems: dict[str, str],
+                    read: tuple[list[MemoryRecord], list[Event]] | None = None) -> Iterator[dict[str, Any]]:
+    """The section lines of ``source`` after its records: every item (``caller=None``) or what ``caller`` sees.
+
+    ``read``: for a backend other than the files store, the archived records and events its async reads gave
+    (:func:`agent_memory.portable.export.read_all`); session logs and episodes are read here (their stores are
+    synchronous)."""
+    store = files_store(source)
+    archived, events = read if read is not None else ([], [])
+    if caller is None:
+        for rec in (_archived(store, problems) if store is not None else archived):
+            yield {"section": "archive", "record": json.loads(record_line(rec))}
+    sessions = _sessions(source, store)
+    if sessions is not None:
+        yield from _session_lines(sessions, caller)
+    for ep in _episodes(source, store, caller, problems):
+        yield {"section": "episode", "episode": _episode_dict(ep)}
+    for ev in (_events(store, caller) if store is not None else events):
+        yield {"section": "event", "event": ev.to_dict()}
+
+
+def _archived(store: MemoryStore, problems: dict[str, str]) -> list[MemoryRecord]:
+    out = []
+    base = Path(store.archive_dir)
+    names = sorted(p.name for p in base.glob("*.md")) if base.is_dir() and not base.is_symlink() else []
+    for name in names:
+        try:
+            out.append(read_record_file(base, name)[0])
+        except (OSError, RecordParseError) as exc:
+            problems[f"archive/{name}"] = str(exc) or type(exc).__name__
+    return out
+
+
+def _pg(source: Target) -> Any:
+    """The PostgreSQL backend behind ``source`` (a whole-store read needs its rows), else NotSupportedError."""
+    inner = getattr(source, "inner", source)
+    if type(inner).__name__ != "PostgresBackend":
+        raise NotSupportedError(f"a whole-store export of {type(inner).__name__} is not supported; "
+                                "export as a caller (caller=…, CLI --user/--session) instead")
+    return inner
+
+
+def _sessions(source: Target, store: MemoryStore | None) -> SessionStore | None:
+    if store is not None:
+        return SessionStore(store.root, durable=store.durable)
+    try:
+        return session_store(getattr(source, "inner", source))
+    except NotSupportedError:
+        return None
+    except Exception:  # noqa: BLE001 - SessionsNotSupportedError: a backend without session logs has none to export
+        return None
+
+
+def _session_lines(sessions: SessionStore, caller: Caller | None) -> Iterator[dict[str, Any]]:
+    if caller is None:
+        dirs = list(sessions.files.all_dirs())
+    else:
+        dirs = [d for d, _, _ in sessions.visible_logs(session_id=caller.session_id, user_id=caller.user_id)]
+    for sdir in sorted(dirs, key=lambda d: (d.user_id or "", d.session_id)):
+        messages, _ = sessions.files.read(sdir)
+        current, _ = sessions.files.summary(sdir)
+        summaries = sessions.files.history(sdir) + ([current] if current else [])
+        yield {"section": "session", "session_id": sdir.session_id, "user_id": sdir.user_id,
+               "messages": [_message_dict(m) for m in messages],
+               "summaries": [{k: v for k, v in s.to_dict().items() if k not in ("session_id", "user_id")}
+                             for s in summaries]}
+
+
+def _message_dict(m: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": m.role, "text": m.text, "at": m.at}
+    if m.speaker is not None:
+        out["speaker"] = m.speaker
+    if m.turn_id is not None:
+        out["turn_id"] = m.turn_id
+    if m.metadata:
+        out["metadata"] = dict(m.metadata)
+    return out
+
+
+def _episodes(source: Target, store: MemoryStore | None, caller: Caller | None,
+              problems: dict[str, str]) -> list[Episode]:
+    if store is not None:
+        base = Path(store.root) / "episodes"
+        out = []
+        if base.is_dir() and not base.is_symlink():
+            for path in sorted(base.glob("*/ep-*.md")):
+                try:
+                    out.append(read_episode_file(path, path.name))
+                except (OSError, EpisodeParseError) as exc:
+                    problems[f"episodes/{path.parent.name}/{path.name}"] = str(exc) or type(exc).__name__
+    else:
+        try:
+            rows = episode_store(getattr(source, "inner", source))
+        except Exception:  # noqa: BLE001 - EpisodesUnsupportedError: a backend without episodes has none to export
+            return []
+        from agent_memory.backends.postgres import dump  # type: ignore[import-not-found,unused-ignore]
+
+        out = dump.all_episodes(rows)
+    if caller is not None:
+        out = [e for e in out if may_see(e.scope.value, e.session_id, e.user_id, session_id=caller.session_id,
+                                         user_id=caller.user_id)]
+    return sorted(out, key=lambda e: (e.started, e.id))
+
+
+def _episode_dict(ep: Episode) -> dict[str, Any]:
+    data = {k: v for k, v in ep.to_dict().items() if k in _EPISODE_FIELDS}
+    return data
+
+
+def _events(store: MemoryStore, caller: Caller | None) -> list[Event]:
+    events, _ = store.events.read()
+    if caller is not None:
+        events = [e for e in events if event_visible(e, caller.session_id, caller.user_id)]
+    return events
+
+
+# -- import -----------------------------------------------------------------------------------------------------------
+def import_section(target: Target, where: str, data: dict[str, Any], report: ImportReport, *,
+                   as_caller: bool, state: dict[str, Any]) -> None:
+    """Restore one section line (see the module docstring); every outcome is in ``report``. ``state`` is one
+    import run's scratch space (the event ids the target holds, read once)."""
+    section = data.get("section")
+    if as_caller:
+        report.skip(where, "unsupported", f"a {section} line is carried only by the operator's import (no --as-user/"
+                    "--as-session): an import as a caller holds records only")
+        return
+    try:
+        if section == "archive":
+            _import_archive(target, where, data, report)
+        elif section == "session":
+            _import_session(target, where, data, report)
+        elif section == "episode":
+            _import_episode(target, where, data, report)
+        elif section == "event":
+            _import_event(target, where, data, report, state)
+        else:
+            report.skip(where, "invalid", "unknown section (expected archive, session, episode or event)")
+    except (InvalidInputError, InvalidIdError, EpisodeParseError, ValueError, TypeError, KeyError) as exc:
+        report.skip(where, "invalid", f"{section}: {' '.join(str(exc).split())[:300]}")
+
+
+def _only_keys(data: dict[str, Any], allowed: set[str]) -> None:
+    unknown = set(data) - allowed
+    if unknown:
+        raise InvalidInputError(f"unknown field(s): {', '.join(sorted(map(str, unknown)))}")
+
+
+def _import_archive(target: Target, where: str, data: dict[str, Any], report: ImportReport) -> None:
+    _only_keys(data, {"section", "record"})
+    rec, redactions, _ = prepare_record(data.get("record"))
+    store = files_store(target)
+    if store is None:
+        report.skip(where, "unsupported", "an archived record is not imported into this backend (its archive is "
+                    "written only by forget/sweep)", rec.id)
+        return
+    store.open()
+    path = Path(store.archive_dir) / f"{rec.id}.md"
+    body = rec.render().encode("utf-8")
+    with store.lock.hold():
+        if os.path.lexists(path):
+            same = path.is_file() and not path.is_symlink() and path.read_bytes() == body
+            report.skip(where, "exists" if same else "conflict", "already archived (identical record file)" if same
+                        else "a different archived record has this id; it is never overwritten", rec.id)
+            return
+        if os.path.lexists(Path(store.records_dir) / f"{rec.id}.md"):
+            report.skip(where, "conflict", "a live record has this id; the archived copy is not taken", rec.id)
+            return
+        Path(store.archive_dir).mkdir(parents=True, exist_ok=True)
+        atomic_write(path, body, durable=store.durable)
+    report.written.append(rec.id)
+    report.redactions += redactions
+
+
+def _owner(name: str, value: object) -> str | None:
+    """An owner id kept as it is: one line, never a secret (refused, not redacted: an id is an address)."""
+    return check_owner(name, value)
+
+
+def _sessions_of(target: Target) -> SessionStore:
+    store = files_store(target)
+    if store is not None:
+        return SessionStore(store.root, durable=store.durable)
+    return session_store(getattr(target, "inner", target))
+
+
+def _import_session(target: Target, where: str, data: dict[str, Any], report: ImportReport) -> None:
+    _only_keys(data, {"section", "session_id", "user_id", "messages", "summaries"})
+    sid = _owner("session_id", data.get("session_id"))
+    uid = _owner("user_id", data.get("user_id"))
+    if sid is None:
+        raise InvalidInputError("session_id is required")
+    raw_messages, raw_summaries = data.get("messages") or [], data.get("summaries") or []
+    if not isinstance(raw_messages, list) or not isinstance(raw_summaries, list):
+        raise InvalidInputError("messages and summaries must be lists")
+    prepared = [message_line(m) for m in raw_messages]  # the session write gate: validated, every string redacted
+    summaries = [_summary(s) for s in raw_summaries]
+    summaries.sort(key=lambda s: s["version"])
+    store = _sessions_of(target)
+    label = f"session {sid}" + (f" of {uid}" if uid else "")
+    sdir = store.files.session_dir(sid, uid, create=True)
+    have, _ = store.files.read(sdir)
+    if len(have) > len(prepared) or any(_key(_message_dict(h)) != _key(obj) for h, (obj, _) in zip(have, prepared, strict=False)):
+        report.skip(where, "conflict", f"{label}: the target's log differs from the export's; nothing appended", sid)
+        return
+    new = [line for _, line in prepared[len(have):]]
+    if new:
+        store.files.append(sdir, new)
+    current, _ = store.files.summary(sdir)
+    held = store.files.history(sdir) + ([current] if current else [])
+    versions = {s.version: s.text for s in held}
+    wrote_summaries = 0
+    for s in summaries:
+        if s["version"] in versions:
+            continue
+        if s["version"] != (max(versions) if versions else 0) + 1:
+            report.skip(where, "conflict", f"{label}: summary version {s['version']} does not follow the target's", sid)
+            return
+        made = store.files.write_summary(sdir, s["text"], messages=s["messages"], source=s["source"],
+                                         fallback=s["fallback"], made_at=s["made_at"])
+        versions[made.version] = made.text
+        wrote_summaries += 1
+    if new or wrote_summaries:
+        report.written.append(f"session:{sid}")
+    else:
+        report.skip(where, "exists", f"{label}: already imported (same messages and summaries)", sid)
+
+
+def _key(obj: dict[str, Any]) -> tuple[Any, ...]:
+    return (obj.get("role"), obj.get("text"), obj.get("at"))
+
+
+def _summary(raw: object) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise InvalidInputError("a summary must be an object")
+    _only_keys(raw, {"version", "text", "made_at", "messages", "source", "fallback"})
+    version, text, made_at, count = raw.get("version"), raw.get("text"), raw.get("made_at"), raw.get("messages")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise InvalidInputError("a summary's version must be a whole number ≥ 1")
+    if not isinstance(text, str) or not text.strip() or not isinstance(made_at, str):
+        raise InvalidInputError("a summary needs text and made_at")
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise InvalidInputError("a summary's messages must be a whole number ≥ 0")
+    source = raw.get("source") or "offline"
+    if not isinstance(source, str) or len(source) > 40 or contains_secret(source):
+        raise InvalidInputError("a summary's source must be a short name")
+    return {"version": version, "text": redact_text(text), "made_at": made_at, "messages": count, "source": source,
+            "fallback": bool(raw.get("fallback"))}
+
+
+def _episode_of(raw: object) -> Episode:
+    """An exported episode through the gate: every text redacted, owners refused when they look like secrets,
+    then read back by the same parser a stored episode file passes."""
+    if not isinstance(raw, dict):
+        raise InvalidInputError("episode must be an object")
+    _only_keys(raw, _EPISODE_FIELDS | {"path", "approach", "tokens"})
+    data: dict[str, Any] = {k: v for k, v in raw.items() if k in _EPISODE_FIELDS}
+    for name in ("goal", "exit_detail", "summary", "run_id", "conversation_id", "model", "refined_by", "source"):
+        if isinstance(data.get(name), str):
+            data[name] = redact_text(data[name])
+    for name in ("worked", "failed", "sequence"):
+        value = data.get(name) or []
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise InvalidInputError(f"{name} must be a list of texts")
+        data[name] = tuple(redact_text(v) for v in value)
+    data["session_id"] = _owner("session_id", data.get("session_id"))
+    data["user_id"] = _owner("user_id", data.get("user_id"))
+    data["scope"] = Scope(str(data.get("scope")))
+    tools = data.get("tools") or []
+    if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
+        raise InvalidInputError("tools must be a list of {name, calls, errors}")
+    data["tools"] = tuple(ToolUse(redact_text(str(t.get("name", ""))), t.get("calls", 0), t.get("errors", 0))
+                          for t in tools)
+    episode = Episode(**data)
+    return parse_episode(episode.render(), str(data.get("id")))
+
+
+def _import_episode(target: Target, where: str, data: dict[str, Any], report: ImportReport) -> None:
+    _only_keys(data, {"section", "episode"})
+    ep = _episode_of(data.get("episode"))
+    store = files_store(target)
+    episodes = episode_store(store.root if store is not None else getattr(target, "inner", target))
+    try:
+        have = episodes.get(ep.id, session_id=ep.session_id, user_id=ep.user_id)
+    except NotFoundError:
+        have = None
+    if have is not None:
+        same = _episode_dict(have) == _episode_dict(ep)
+        report.skip(where, "exists" if same else "conflict", "already imported (same episode)" if same
+                    else "a different episode has this id; it is never overwritten", ep.id)
+        return
+    try:
+        episodes.write(ep)
+    except InvalidInputError as exc:
+        report.skip(where, "conflict", str(exc), ep.id)
+        return
+    report.written.append(ep.id)
+
+
+def _import_event(target: Target, where: str, data: dict[str, Any], report: ImportReport,
+                  state: dict[str, Any]) -> None:
+    _only_keys(data, {"section", "event"})
+    raw = data.get("event")
+    if not isinstance(raw, dict):
+        raise InvalidInputError("event must be an object")
+    for k, v in raw.items():
+        if k != "detail" and isinstance(v, str) and contains_secret(v):
+            raise InvalidInputError(f"event field {k!r} looks like a secret; refused")
+    detail = raw.get("detail") or {}
+    if not isinstance(detail, dict):
+        raise InvalidInputError("event detail must be an object")
+    clean = {**raw, "detail": json.loads(redact_text(json.dumps(detail, ensure_ascii=False)))}
+    ev = Event.from_dict(clean)
+    store = files_store(target)
+    if store is None:
+        report.skip(where, "unsupported", "events are not imported into this backend: it keeps its own event log "
+                    "(the imported records get fresh events there)", ev.eid)
+        return
+    store.open()
+    with store.lock.hold():
+        eids: set[str] | None = state.get("eids")
+        if eids is None:  # read once per import run
+            eids = state["eids"] = {e.eid for e in store.events.read()[0]}
+        if ev.eid in eids:
+            report.skip(where, "exists", "already imported (same event id)", ev.eid)
+            return
+        store.events.append(ev)
+        eids.add(ev.eid)
+    report.written.append(f"event:{ev.eid}")
