@@ -5,8 +5,8 @@ from __future__ import annotations
 from bisect import bisect_left
 from dataclasses import dataclass
 
-from agent_memory.redaction import families, heuristics, keyvalue, structured, views
-from agent_memory.redaction.base import MARKER_RE, Lazy, Rule, accepted, accepted_at, marker, starts_near
+from agent_memory.redaction import families, general, heuristics, keyvalue, structured, views
+from agent_memory.redaction.base import MARKER_RE, Lazy, Rule, accepted, accepted_at, marker, starts_near, token_like
 from agent_memory.redaction.providers import PROVIDERS
 
 Span = tuple[int, int, str]
@@ -46,6 +46,25 @@ def _provider_hits(text: str) -> tuple[int, ...]:
     if "SSWS" in text:
         hits.add(_OKTA)
     return tuple(sorted(hits))
+
+
+_SPACED = Lazy(r"(?<![\w-])[\w.-]{4,}+(?:[ \t]++[\w.-]{4,}+){2,8}")
+
+
+# a chunk of a spaced-out token: a capital and a digit in one word ("I3hLFqP7")
+_MIXED_CHUNK = Lazy(r"[A-Z][A-Za-z_]{0,12}\d|\d[0-9a-z_]{0,12}[A-Z]")  # bounded: linear on "AAAA…"
+
+
+def _spaced_hits(text: str) -> tuple[int, ...]:
+    """Provider rules whose token may be spaced out in ``text`` (runs of several random-looking chunks)."""
+    hits: set[int] = set()
+    if _MIXED_CHUNK.get().search(text) is None:
+        return ()
+    for m in _SPACED.get().finditer(text):
+        chunks = m.group().split()
+        if sum(token_like(c) for c in chunks) >= 2:
+            hits.update(_provider_hits("".join(chunks)))
+    return tuple(hits)
 
 
 _OKTA = next(i for i, row in enumerate(PROVIDERS) if row[0] == "okta_token")
@@ -143,6 +162,8 @@ def _collect(text: str, decode: bool, gated: bool = True, hits: tuple[int, ...] 
         spans.add(start, end, kind)
     for start, end, kind in families.block_scalar_spans(text):
         spans.add(start, end, kind)
+    for start, end, kind in general.general_spans(text, low, _has_secret, decode):
+        spans.add(start, end, kind)
     if decode:
         for start, end, kind in families.split_spans(text, _has_secret):
             spans.add(start, end, kind)
@@ -183,6 +204,9 @@ def find_spans(text: str, *, gated: bool = True) -> list[Span]:
         for start, end, kind in _collect(view.text, True, gated, hits):
             spans.merge(*view.original(start, end), kind)
     base = view or views.View(text)
+    if gated:
+        # a token spaced out in chunks too short to hold its prefix in one run: "ghp_vYvU I3hLFqP7 GugwZSqo …"
+        hits = tuple(sorted(set(hits) | set(_spaced_hits(base.text))))
     if hits:
         for start, end, kind in _despaced_spans(base, hits):
             spans.add(start, end, kind)  # never extends a token already found whole

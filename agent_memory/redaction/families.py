@@ -22,17 +22,35 @@ from collections.abc import Callable, Iterator
 from agent_memory.redaction.base import A, I, Lazy, X
 from agent_memory.redaction.bip39 import WORDS
 from agent_memory.redaction.heuristics import luhn_ok
-from agent_memory.redaction.keyvalue import KEY_CORES, PLACEHOLDER_RE
+from agent_memory.redaction.keyvalue import KEY_CORES, PLACEHOLDER_RE, public_value
 from agent_memory.redaction.providers import entropy
 
 Span = tuple[int, int, str]
 
 # --- IBAN ------------------------------------------------------------------------------------------
-_IBAN = Lazy(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,4})?(?![A-Za-z0-9])")
+_IBAN = Lazy(r"(?<![A-Za-z0-9])[A-Za-z]{2}\d{2}(?:[ ]?[A-Za-z0-9]{4}){2,7}(?:[ ]?[A-Za-z0-9]{1,4})?(?![A-Za-z0-9])")
+# IBAN length by country (ISO 13616 registry): an IBAN in either case must have its country's length.
+_IBAN_LENGTHS = {
+    **dict.fromkeys("NO".split(), 15), **dict.fromkeys("BE".split(), 16), **dict.fromkeys("DK FO FI GL NL".split(), 18),
+    **dict.fromkeys("MK SI".split(), 19), **dict.fromkeys("AT BA EE KZ LT LU XK".split(), 20),
+    **dict.fromkeys("CH CR HR LI LV".split(), 21), **dict.fromkeys("BG BH DE GB GE IE ME RS VA".split(), 22),
+    **dict.fromkeys("AE GI IL TL IQ".split(), 23), **dict.fromkeys("AD CZ ES MD PK RO SA SE SK TN VG".split(), 24),
+    **dict.fromkeys("PT ST".split(), 25), **dict.fromkeys("IS TR".split(), 26),
+    **dict.fromkeys("FR GR IT MC MR SM".split(), 27), **dict.fromkeys("AL AZ BY CY DO GT HU LB PL SV".split(), 28),
+    **dict.fromkeys("BR EG PS QA UA".split(), 29), **dict.fromkeys("JO KW MU".split(), 30),
+    **dict.fromkeys("MT SC".split(), 31), **dict.fromkeys("LC".split(), 32),
+}
 
 
 def _iban_ok(s: str) -> bool:
     s = s.replace(" ", "")
+    if not (s.isupper() or s.islower()):
+        return False  # mixed case: not an IBAN written by hand or by a bank
+    lower = s.islower()
+    s = s.upper()
+    expected = _IBAN_LENGTHS.get(s[:2])
+    if expected is not None and len(s) != expected or expected is None and lower:
+        return False
     if not 15 <= len(s) <= 34 or sum(c.isdigit() for c in s[4:]) < 6:
         return False
     rearranged = s[4:] + s[:4]
@@ -57,7 +75,7 @@ def _id_value_ok(value: str, label: str) -> bool:
     digits = sum(c.isdigit() for c in value)
     if label.startswith(("cvv", "cvc", "security", "card")):
         return value.isdigit() and 3 <= len(value) <= 4
-    if digits < 6 or re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+    if digits < 6 or re.fullmatch(r"\d{4}-\d{2}-\d{2}", value) or re.search(r"[a-z]{3}", value):
         return False
     return not (len(set(value.replace("-", "").replace(" ", ""))) <= 2)
 
@@ -129,12 +147,30 @@ def _random_value(v: str) -> bool:
     return digits >= 2 and letters >= 4 and entropy(v) >= 3.6 and "//" not in v and v.count("/") <= 2
 
 
+_WORD_INDEX: dict[str, int] = {}
+
+
+def _bip39_checksum_ok(words: list[str]) -> bool:
+    """A 12/15/18/21/24-word phrase whose last word carries the SHA-256 checksum of the others' entropy."""
+    if len(words) not in (12, 15, 18, 21, 24):
+        return False
+    if not _WORD_INDEX:
+        _WORD_INDEX.update((w, i) for i, w in enumerate(sorted(WORDS)))
+    n = 0
+    for w in words:
+        n = n << 11 | _WORD_INDEX[w]
+    cs_bits = len(words) // 3
+    entropy_bytes = (n >> cs_bits).to_bytes(len(words) * 4 // 3, "big")
+    return hashlib.sha256(entropy_bytes).digest()[0] >> (8 - cs_bits) == n & ((1 << cs_bits) - 1)
+
+
 def _seed_spans(low: str) -> Iterator[Span]:
     run: list[tuple[int, int]] = []
     gap = _GAP.get()
 
     def flush() -> Iterator[Span]:
-        if len(run) >= _MIN_WORDS:
+        # enough distinct words ("word " * 4000 is not a seed phrase), or a phrase whose BIP-39 checksum holds
+        if len(run) >= _MIN_WORDS and (len({low[s:e] for s, e in run}) >= 8 or _bip39_checksum_ok([low[s:e] for s, e in run])):
             yield run[0][0], run[-1][1], "seed_phrase"
 
     for m in _WORD.get().finditer(low):
@@ -199,7 +235,7 @@ def family_spans(text: str, low: str) -> Iterator[Span]:
             yield m.start("v"), m.end("v"), "password"
     for m in _LABELLED.get().finditer(text):
         v = m.group("v").rstrip(".,;:")
-        if _random_value(v) and "public" not in m.group("label").lower():
+        if _random_value(v) and "public" not in m.group("label").lower() and not public_value(v):
             yield m.start("v"), m.start("v") + len(v), "token"
     if "hook" in low:
         for m in _WEBHOOK.get().finditer(text):

@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Iterator
 
 from agent_memory.redaction.base import A, I, Lazy
-from agent_memory.redaction.keyvalue import NOT_A_VALUE, PLACEHOLDER_RE
+from agent_memory.redaction.keyvalue import NOT_A_VALUE, PLACEHOLDER_RE, public_value
 from agent_memory.redaction.providers import entropy
 
 Span = tuple[int, int, str]
@@ -68,7 +68,7 @@ def prose_spans(text: str, low: str) -> Iterator[Span]:
 # --- card numbers --------------------------------------------------------------------------------
 CARD = Lazy(
     r"(?<![\w.+/-])(?P<n>\d{4}(?P<s>[ -]?)\d{4}(?P=s)\d{4}(?P=s)\d{4}(?:(?P=s)\d{1,3})?"
-    r"|3[47]\d{2}(?P<a>[ -]?)\d{6}(?P=a)\d{5}|\d{13,19})(?![\w-]|[.,]\d)",
+    r"|3[47]\d{2}(?P<a>[ -]?)\d{6}(?P=a)\d{5}|3[0689]\d{2}(?P<d>[ -]?)\d{6}(?P=d)\d{4}|\d{13,19})(?![\w-]|[.,]\d)",
     A,
 )
 _IIN = Lazy(r"4|5[1-5]|2(?:2[2-9]|[3-6]\d|7[01]|720)|3[47]|6(?:011|5|4[4-9]|2)|35(?:2[89]|[3-8])|3(?:0[0-5]|[689])|50|5[6-8]")
@@ -99,7 +99,8 @@ _ASSIGN_LEFT = Lazy(r"(?P<key>[A-Za-z_][\w.-]{0,60}+)[\"']?[ \t]*+(?::=|=>|[:=])
 _NOT_SECRET_KEY = Lazy(
     r"(?:^|[_.-]|(?<=[a-z])(?=[A-Z]))(?:id|ids|uuid|guid|sha|sha\d+|hash|checksum|digest|commit|rev|revision|version|etag"
     r"|trace|request|integrity|url|uri|path|file|dir|name|image|type|format|region|host|ref|class|module|handler|prefix"
-    r"|arn|email|user|username|bucket|public|pub|pubkey|address|addr|fingerprint)(?:$|[_.-]|(?=[A-Z]))",
+    r"|arn|email|user|username|bucket|public|pub|pubkey|address|addr|fingerprint|sitekey|site[_-]?key|publishable)"
+    r"(?:$|[_.-]|(?=[A-Z]))",
     I,
 )
 _HEXISH = Lazy(r"[0-9a-fA-F-]+")
@@ -108,7 +109,7 @@ _DOCKER_AUTH = Lazy(r"[^\s:]{1,64}:\S{4,}")
 
 
 def _high_entropy(s: str) -> bool:
-    if _HEXISH.get().fullmatch(s) or s[:7].lower() in ("sha256-", "sha384-", "sha512-"):
+    if _HEXISH.get().fullmatch(s) or s[:7].lower() in ("sha256-", "sha384-", "sha512-") or public_value(s):
         return False
     if s[1:4] == "pub" and s[0] in "xyzt":  # an extended PUBLIC key (xpub/ypub/zpub/tpub) is shareable
         return False

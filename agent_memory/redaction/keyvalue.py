@@ -37,7 +37,8 @@ PLACEHOLDER_PREFIX = r"""
     | %(?:s|\()                       # %s / %(name)s
     | (?:self|cls|os|sys|env|config|conf|settings|cfg|args|opts|options
         |params|request|req|process|environ|secrets|vault|kwargs
-        |credentials|creds)\.       # attribute access: settings.DB_PASSWORD
+        |credentials|creds|var|local|data|module|each|inputs?|vars|values
+        |props|this|ctx|context|steps|needs|matrix|github)\.[A-Za-z_]  # a reference: settings.DB_PASSWORD, var.db_password
     | [A-Za-z_][A-Za-z0-9_.]*[(\[]    # a call or subscript: getpass() / response["token"] / Optional[str]
     | --[A-Za-z]                      # the next command-line flag
     | (?:Get|Read|New|ConvertTo|ConvertFrom|Import|Invoke)-[A-Za-z]+\b  # a PowerShell cmdlet: $pw = Read-Host ...
@@ -59,6 +60,28 @@ _PIN_RE = Lazy(r"\d{4,12}")
 _PROSE_AFTER_RE = Lazy(r"[ \t]+[A-Za-z]")
 
 
+_PLACEHOLDER_WORDS = Lazy(
+    r"(?:(?:your|my|insert|enter|put|paste|replace|add|the|some|example|sample|dummy|fake|test|placeholder)[-_ .]"
+    r"[a-z_ .-]*|[a-z_ .-]*[-_ .](?:here|goes[-_ .]here|placeholder|example)|change[-_.]?me|changeit|placeholder|"
+    r"example|dummy|redacted|notset|not[-_]set|secret|password|passw0rd|token|apikey)",
+    I | A,
+)
+_REF_PATH = Lazy(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+", A)
+
+
+def public_value(value: str) -> bool:
+    """A publishable key (Mapbox ``pk.``, Stripe ``pk_live_``): public by design."""
+    return value.startswith(("pk.", "pk_live_", "pk_test_"))
+
+
+def placeholder_value(value: str) -> bool:
+    """A placeholder or a reference, not a credential: ``your-api-key-here``, ``changeme``, ``var.db_password``."""
+    if _PLACEHOLDER_WORDS.get().fullmatch(value):
+        return True
+    # a dotted reference whose path names a secret: var.db_password, settings.api_token
+    return _REF_PATH.get().fullmatch(value) is not None and _CORE_WORD_RE.get().search(value) is not None
+
+
 def value_ok(value: str, key: str, kind: str) -> bool:
     """Is ``value`` (of ``key``) plausibly a real credential?"""
     if not value or not any(c.isalnum() for c in value):
@@ -68,7 +91,9 @@ def value_ok(value: str, key: str, kind: str) -> bool:
     if PLACEHOLDER_RE.get().match(value) or _TYPE_RE.get().match(value):
         return False
     low = value.lower()
-    if low in NOT_A_VALUE:
+    if low in NOT_A_VALUE or placeholder_value(value):
+        return False
+    if public_value(value):
         return False
     if _IDENT_RE.get().fullmatch(value):
         # password=password, api_key=OPENAI_API_KEY, token=auth_token: variable names, not values.
@@ -88,7 +113,7 @@ def kv_kind(key: str) -> str:
     k = key.lower()
     if "access" in k and "secret" in k:
         return "aws_secret_key"
-    if "pass" in k or k.startswith("pw"):
+    if "pass" in k or k.startswith("pw") or "psk" in k or "preshared" in k:
         return "password"
     if k.startswith("pin"):
         return "pin"
@@ -104,8 +129,11 @@ def kv_kind(key: str) -> str:
 KEY_CORES = r"""
         (?<![A-Za-z0-9])pwd
       | (?<![A-Za-z])pw(?![A-Za-z])
-      | pass(?:word|wd|phrase|code)
+      | pass[_-]?(?:word|wd|phrase|code)
       | (?:(?<![A-Za-z])|(?<=[a-z])(?-i:(?=P)))pass(?![A-Za-z])
+      | macaroon
+      | (?<![A-Za-z])psk(?![A-Za-z])
+      | pre_?shared_?key
       | (?:aws_?)?secret_?access_?key
       | secret(?:[_-]?key)?
       | (?:api|private|master|encryption|signing|auth|account|shared_?access|access)[_-]?key
@@ -113,7 +141,8 @@ KEY_CORES = r"""
       | (?<![A-Za-z])pin(?:[_-]?(?:code|number))?(?![A-Za-z])
       | (?<![A-Za-z])credentials?(?![A-Za-z])
 """
-_KV_KEY = r"(?<!/)(?P<key>" + KEY_CORES + r")"  # (?<!/): not "/etc/passwd:"
+# (?<!/): not "/etc/passwd:"; a suffix names an encoding or a numbered key (pw_hex=, password_b64:, password2=)
+_KV_KEY = r"(?<!/)(?P<key>" + KEY_CORES + r")(?:[_-]?(?:hex|b64|base64|enc|encoded|plain|plaintext|\d{1,2}))?"
 NP = r"(?!" + PLACEHOLDER_PREFIX + r")"  # not a placeholder
 _KV_VALUE = (
     r"(?:"
@@ -121,7 +150,8 @@ _KV_VALUE = (
     + r'|"' + NP + r'(?P<dq>(?:[^"\\\r\n]|\\[^\r\n])*+)'  # "double"
     + r"|'" + NP + r"(?P<sq>(?:[^'\\\r\n]|\\[^\r\n])*+)"  # 'single'
     + r"|`" + NP + r"(?P<bq>[^`\r\n]*+)"  # `backtick`
-    + r"|" + NP + r"(?P<bare>[^" + WS + r""""'`,;&<>{}\[\]()\\][^""" + WS + r""""'`,;&<]*+)"""  # unquoted
+    + r"|" + NP + r"(?P<bare>[^" + WS + r""""'`,;&<>{}\[\]()\\](?:[^""" + WS + r""""'`,;&<]"""
+    + r"|&(?![\w.\-\[\]]*+=|&|[" + WS + r"]|$))*+)"  # unquoted; "&" inside it, not "&next=" or "&&"
     + r")"
 )
 KV = Lazy(
@@ -146,9 +176,9 @@ CLI = Lazy(
 _CMD_VALUE = r"""(?:'(?P<sq>[^'\r\n]++)'|"(?P<dq>[^"\r\n]++)"|(?P<bare>[^\s'"|;&<>][^\s'"|;&<>]*+))"""
 # mysql -pSECRET (attached: a bare -p prompts), sshpass -p SECRET, curl -u user:SECRET, .netrc lines
 COMMAND = Lazy(
-    r"(?:\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb|mariadb-dump)\b[^\r\n|;&]*?[ \t]-p(?=[^\s-])"
+    r"(?:\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb|mariadb-dump)\b[^\r\n|;&]*?[ \t](?-i:-p)(?=[^\s-])"
     r"|\bsshpass[ \t]+-p[ \t]*+"
-    r"|\b(?:curl|wget|http)\b[^\r\n|;&]*?[ \t](?:-u|--user)[ \t=]?['\"]?[^\s:'\"@]{1,64}:(?=[^\s@'\"])"
+    r"|\b(?:curl|wget|http)\b[^\r\n|;&]*?[ \t](?:-(?-i:[a-zA-Z]*u)|--user)[ \t=]?['\"]?[^\s:'\"@]{1,64}:(?=[^\s@'\"])"
     # the password flag of database and cache clients: redis-cli -a X, mongosh -p X, sqlcmd -P X, cqlsh -p X
     r"|\b(?:redis-cli|keydb-cli|valkey-cli)\b[^\r\n|;&]*?[ \t](?-i:-a)[ \t]+"
     r"|\b(?:mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport|cqlsh)\b[^\r\n|;&]*?[ \t](?-i:-p)[ \t]+"
@@ -255,7 +285,7 @@ def decide_sas(m: re.Match[str]) -> Decision | None:
     return "azure_sas", m.start("secret"), m.end("secret"), m.end()
 
 
-KV_TRIGGERS = ("pw", "pass", "secret", "token", "key", "pin", "credential")
+KV_TRIGGERS = ("pw", "pass", "secret", "token", "key", "pin", "credential", "macaroon", "psk")
 KEY_REACH = 18  # "shared_access_key": the core starts 14 characters before its trigger "key"
 RULES: tuple[tuple[Lazy, Decide, tuple[str, ...]], ...] = (
     (SAS, decide_sas, ("sig=",)),

@@ -37,7 +37,7 @@ SLACK_WEBHOOK = Lazy(r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<sec
 URL = Lazy(
     r"[A-Za-z][A-Za-z0-9+.-]{0,31}://"
     r"[^" + WS + r":/?#\[\]\"'<>]{0,256}+:"  # the user may be an e-mail address (smtp://me@x.org:pw@host)
-    r"(?!\[REDACTED:)(?P<secret>[^" + WS + r"/?#\"'<>]{1,256})@",
+    r"(?!\[REDACTED:)(?P<secret>[^" + WS + r"/?#\"'<>]{1,256}(?:[?#][^" + WS + r"/?#\"'<>=&]{1,128})?)@",
     A,
 )
 
@@ -71,6 +71,9 @@ def _decide_url(m: re.Match[str]) -> Decision | None:
     value = m.group("secret")
     if not any(c.isalnum() for c in value) or PLACEHOLDER_RE.get().match(value):
         return None
+    head, sep, _ = value.partition("?") if "?" in value else value.partition("#")
+    if sep and head.isdigit():
+        return None  # host:8080?q=a@b: a port and a query, not a password
     return "url_password", m.start("secret"), m.end("secret"), m.end()
 
 

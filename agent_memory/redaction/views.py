@@ -24,7 +24,12 @@ _HOMOGLYPHS = dict(zip(
 ))
 _DISGUISE = Lazy("[" + _INVISIBLE + "".join(_HOMOGLYPHS) + "]")
 _PERCENT = Lazy(r"%[0-9A-Fa-f]{2}")
-_SEAM = Lazy(r"(?<=[\w-])([\"'])[ \t]*+(?:\+[ \t]*+)?\1(?=[\w-])")
+# "ab" "cd", "ab" + "cd", "ab" + \<newline> "cd", "ab" . "cd", "ab" & "cd", "ab" || "cd"; and ["ab", "cd"] (an
+# element of a list, not a JSON key: "tok", "model": … stays apart)
+_SEAM = Lazy(
+    r"(?<=[\w-])([\"'])[ \t]*+(?:(?:\+|\.\.?|&|\|\|)[ \t]*+)?(?:\\?[ \t]*+\r?\n[ \t]*+)?\1(?=[\w-])"
+    r"|(?<=[\w-])([\"'])[ \t]*+,[ \t]*+\2(?=[\w-][^\"'\r\n]{0,200}\2[ \t]*+[\],)])"
+)
 _CHAIN = Lazy(r"(?<![\w-])[\w.-]{4,}+(?:[ \t]++[\w.-]{4,}+){1,8}")
 _GAP = Lazy(r"[ \t]++")
 
