@@ -1,4 +1,4 @@
-"""Redaction on the four secret corpora (shipped, tune, holdout, holdout2) and its speed per 300-character record.
+"""Redaction on the four secret corpora (shipped, tune, holdout, holdout2; holdout3 written blind) and its speed per 300-character record.
 
     .venv/bin/python benchmarks/bench_redaction_corpus.py [-v]
 
@@ -22,7 +22,7 @@ from score import score  # noqa: E402
 
 from agent_memory.redaction.api import redact  # noqa: E402
 
-CORPORA = ("secrets", "secrets_tune", "secrets_holdout", "secrets_holdout2")
+CORPORA = ("secrets", "secrets_tune", "secrets_holdout", "secrets_holdout2", "secrets_holdout3")
 
 
 def per_record_us(n: int = 2000) -> float:

@@ -88,6 +88,27 @@ def test_independent_corpora_meet_their_targets(corpus: Path, min_recall: float,
     assert result.damaged <= max_damaged, result.damaged_cases
 
 
+# holdout3 (tests/fixtures/secrets_holdout3, 347 secrets, 101 look-alikes) was written blind — by someone who read
+# neither the redaction code nor the other corpora — while the families were grown on the four corpora above, and was
+# measured once, after that: 307/347 (88.5%) redacted, 8/101 look-alikes changed.  That is under the issue's target
+# (>= 97%, <= 1 changed): the floor test keeps what was measured, the strict xfail turns red the day the target is met.
+# Its misses have not been looked at; tuning on them makes it tuning data, and a fourth blind corpus the measure.
+HOLDOUT3 = FIXTURES.parent / "secrets_holdout3"
+
+
+def test_blind_holdout3_keeps_its_measured_floor() -> None:
+    result = score(lambda text: redact(text).text, HOLDOUT3)
+    print(f"\n{HOLDOUT3.name}: {result.line()}")
+    assert result.secrets >= 300 and result.benign >= 100
+    assert result.recall >= 307 / 347 and result.damaged <= 8
+
+
+@pytest.mark.xfail(strict=True, reason="issue 27/7 target not met on the blind corpus (88.5%, 8 changed)")
+def test_blind_holdout3_meets_the_issue_target() -> None:
+    result = score(lambda text: redact(text).text, HOLDOUT3)
+    assert result.recall >= 0.97 and result.damaged <= 1
+
+
 @pytest.mark.parametrize("corpus", [TUNE, HOLDOUT], ids=["tune", "holdout"])
 def test_independent_corpus_is_exactly_what_its_seeded_generator_makes(corpus: Path) -> None:
     spec = importlib.util.spec_from_file_location(f"make_{corpus.name}_fresh", corpus / "make_corpus.py")
