@@ -50,6 +50,7 @@ demo: $(BASE_STAMP)
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check agent_memory tests
+	$(BIN)/ruff format --check agent_memory tests
 	$(BIN)/mypy
 	$(BIN)/mypy --config-file tests/mypy.ini  # the tests, not strict (see that file)
 

@@ -57,8 +57,13 @@ MOVED: dict[str, str] = {
 ALSO: dict[str, dict[str, str]] = {
     "backend": {"FilesBackend": "backends.files.backend"},
     "fusion": {n: "backends.files.hybrid" for n in ("TermStats", "index_confidence", "index_strength", "index_term_stats")},
-    "index_schema": {"core_line": "model.lines", "dates_text": "model.lines", "day_text": "model.lines",
-                     "summary_line": "model.lines", "is_corrupt": "formats.quarantine"},
+    "index_schema": {
+        "core_line": "model.lines",
+        "dates_text": "model.lines",
+        "day_text": "model.lines",
+        "summary_line": "model.lines",
+        "is_corrupt": "formats.quarantine",
+    },
     "maintenance": {"SweepReport": "model.reports", "DoctorReport": "model.reports"},
     "search_types": {"SearchEngine": "backends.files.fts", "date_filter_sql": "backends.files.index_schema"},
 }
@@ -71,7 +76,7 @@ def _new_name(fullname: str) -> str | None:
     rest = fullname[len(_PACKAGE) + 1 :]
     for old, new in MOVED.items():
         if rest == old or rest.startswith(old + "."):
-            return f"{_PACKAGE}.{new}{rest[len(old):]}"
+            return f"{_PACKAGE}.{new}{rest[len(old) :]}"
     return None
 
 

@@ -91,8 +91,11 @@ class MissingExtraError(AgentMemoryError, ImportError):
         """The error for the missing ``module`` (its extra looked up in :data:`EXTRAS` unless given)."""
         top = module.split(".", 1)[0]
         extra = extra or EXTRAS.get(top, top)
-        what = f"{feature} needs the {extra!r} extra ({top} is not installed)" if feature else \
-            f"{top} is not installed; it comes with the {extra!r} extra"
+        what = (
+            f"{feature} needs the {extra!r} extra ({top} is not installed)"
+            if feature
+            else f"{top} is not installed; it comes with the {extra!r} extra"
+        )
         err = cls(f"{what}: pip install 'agent-memory[{extra}]'", name=top)
         err.extra = extra
         return err

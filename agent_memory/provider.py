@@ -94,8 +94,9 @@ class MemoryProvider:
             root = backend_options.pop("root")
             if target != ".agent-memory":
                 raise InvalidInputError("MemoryProvider got both `target` and `root` (its old name); pass only `target`")
-            warnings.warn("MemoryProvider(root=...) is deprecated; pass the root as `target` (or positionally)",
-                          DeprecationWarning, stacklevel=2)
+            warnings.warn(
+                "MemoryProvider(root=...) is deprecated; pass the root as `target` (or positionally)", DeprecationWarning, stacklevel=2
+            )
             target = root
         self.backend: MemoryBackend = open_backend(target, **backend_options)
         if hooks:  # extension hooks (agent_memory.backends.extended): every read and write passes through them
@@ -167,10 +168,22 @@ class MemoryProvider:
     ) -> RememberResult:
         """Store one memory; returns its id and ``created|duplicate|appended|replaced|skipped|superseded``."""
         draft = MemoryDraft(
-            content, title=title, kind=kind, scope=scope, session_id=session_id, user_id=user_id,
-            tags=cast(Any, tags) if isinstance(tags, str) else tuple(tags), memory_key=memory_key, on_existing=on_existing,
-            expires=expires, importance=importance, metadata=metadata, happened_at=happened_at, valid_from=valid_from,
-            valid_to=valid_to, supersedes=supersedes,
+            content,
+            title=title,
+            kind=kind,
+            scope=scope,
+            session_id=session_id,
+            user_id=user_id,
+            tags=cast(Any, tags) if isinstance(tags, str) else tuple(tags),
+            memory_key=memory_key,
+            on_existing=on_existing,
+            expires=expires,
+            importance=importance,
+            metadata=metadata,
+            happened_at=happened_at,
+            valid_from=valid_from,
+            valid_to=valid_to,
+            supersedes=supersedes,
         )
         result = await self.backend.remember(draft, source=source)
         self._embed_soon()
@@ -180,8 +193,7 @@ class MemoryProvider:
         """Write ``draft`` as the current fact in place of ``old_id`` (kept, superseded; see ``docs/time.md``)."""
         return await self.backend.supersede(old_id, draft, source=source)
 
-    async def remember_many(self, drafts: Iterable[MemoryDraft], *, source: str = "import",
-                            **kwargs: Any) -> builtins.list[RememberResult]:
+    async def remember_many(self, drafts: Iterable[MemoryDraft], *, source: str = "import", **kwargs: Any) -> builtins.list[RememberResult]:
         """Bulk write (one lock and transaction per batch)."""
         results = await self.backend.remember_many(list(drafts), source=source, **kwargs)
         self._embed_soon()
@@ -211,15 +223,15 @@ class MemoryProvider:
     async def get(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> MemoryRecord:
         return await self.backend.get(record_id, Caller(session_id, user_id))
 
-    async def list(self, *, session_id: str | None = None, user_id: str | None = None, limit: int | None = 50,
-                   **filters: Any) -> list[MemoryRecord]:
+    async def list(
+        self, *, session_id: str | None = None, user_id: str | None = None, limit: int | None = 50, **filters: Any
+    ) -> list[MemoryRecord]:
         return await self.backend.list(Caller(session_id, user_id), limit=limit, **filters)
 
     async def count(self, *, session_id: str | None = None, user_id: str | None = None, **filters: Any) -> int:
         return await self.backend.count(Caller(session_id, user_id), **filters)
 
-    async def forget(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None,
-                     purge: bool = False) -> bool:
+    async def forget(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None, purge: bool = False) -> bool:
         """Archive a visible record (undo with :meth:`restore`); ``purge=True`` deletes every byte of it."""
         if purge:
             return await self._lifecycle("forget --purge").forget_purge(record_id, Caller(session_id, user_id))
@@ -240,7 +252,12 @@ class MemoryProvider:
 
     # -- workers -------------------------------------------------------------------------
     async def recall(
-        self, message: str, *, session_id: str | None = None, user_id: str | None = None, summary_tokens: int | None = None,
+        self,
+        message: str,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        summary_tokens: int | None = None,
         timeout_s: float | None = None,
     ) -> "RecallResult":
         """One compact, cited summary of what memory knows about ``message``. Never raises.
@@ -250,11 +267,22 @@ class MemoryProvider:
         from agent_memory.agents.workers.recall import run_recall
 
         await self._loaded_profile()
-        return await run_recall(self.backend, message, caller=Caller(session_id, user_id),
-                                worker=lambda: self.profile.recall, summary_tokens=summary_tokens, timeout_s=timeout_s)
+        return await run_recall(
+            self.backend,
+            message,
+            caller=Caller(session_id, user_id),
+            worker=lambda: self.profile.recall,
+            summary_tokens=summary_tokens,
+            timeout_s=timeout_s,
+        )
 
     async def capture_turn(
-        self, input: str, output: str | None = None, *, session_id: str | None = None, user_id: str | None = None,
+        self,
+        input: str,
+        output: str | None = None,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
         at: Any = None,
     ) -> "CaptureResult":
         """Let the capture worker (or ``turn_extractor``) store durable facts from one turn.
@@ -264,23 +292,39 @@ class MemoryProvider:
 
         if self.turn_extractor is None:
             await self._loaded_profile()
-        result = await capture_turn(self.backend, input, output, caller=Caller(session_id, user_id),
-                                    worker=lambda: self.profile.capture, extractor=self.turn_extractor, at=at)
+        result = await capture_turn(
+            self.backend,
+            input,
+            output,
+            caller=Caller(session_id, user_id),
+            worker=lambda: self.profile.capture,
+            extractor=self.turn_extractor,
+            at=at,
+        )
         self._embed_soon()
         return result
 
     async def capture_before_compaction(
-        self, removed_messages: Sequence[Any], next_summary: str | None = None, *,
-        session_id: str | None = None, user_id: str | None = None,
+        self,
+        removed_messages: Sequence[Any],
+        next_summary: str | None = None,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
     ) -> "CaptureResult":
         """Last-chance capture from messages about to be compacted away (await before committing)."""
         from agent_memory.agents.workers.capture import capture_before_compaction
 
         if self.compaction_extractor is None:
             await self._loaded_profile()
-        result = await capture_before_compaction(self.backend, removed_messages, next_summary,
-                                                 caller=Caller(session_id, user_id), worker=lambda: self.profile.capture,
-                                                 extractor=self.compaction_extractor)
+        result = await capture_before_compaction(
+            self.backend,
+            removed_messages,
+            next_summary,
+            caller=Caller(session_id, user_id),
+            worker=lambda: self.profile.capture,
+            extractor=self.compaction_extractor,
+        )
         self._embed_soon()
         return result
 
@@ -334,9 +378,12 @@ class MemoryProvider:
         if meaning is not None:
             meaning.stop()
         if self.pending:
-            warnings.warn(f"MemoryProvider closed with {self.pending} background capture(s) pending; "
-                          "await provider.flush() first (or use `async with MemoryProvider(...)`)",
-                          PendingCaptureWarning, stacklevel=2)
+            warnings.warn(
+                f"MemoryProvider closed with {self.pending} background capture(s) pending; "
+                "await provider.flush() first (or use `async with MemoryProvider(...)`)",
+                PendingCaptureWarning,
+                stacklevel=2,
+            )
         result = self.backend.close()
         if asyncio.iscoroutine(result):
             try:
@@ -362,8 +409,7 @@ class MemoryProvider:
     async def __aenter__(self) -> "MemoryProvider":
         return self
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         await self.aclose()
 
     # -- lifecycle: history, restore, undo, events, purge ----------------------------------
@@ -371,8 +417,7 @@ class MemoryProvider:
         """The backend as a :class:`~agent_memory.backends.base.LifecycleBackend`, else the one unsupported error."""
         return require(self.backend, LifecycleBackend, feature, error=NotSupportedError)
 
-    async def purge(self, record_id: str | None = None, *, session_id: str | None = None,
-                    user_id: str | None = None) -> PurgeReport:
+    async def purge(self, record_id: str | None = None, *, session_id: str | None = None, user_id: str | None = None) -> PurgeReport:
         """Delete content for good (irreversible): one record the caller may see, or, without ``record_id``,
         everything of ``user_id`` and/or ``session_id`` (see :mod:`agent_memory.backends.files.purge`)."""
         return await self._lifecycle("purge").purge(record_id, session_id=session_id, user_id=user_id)
@@ -381,8 +426,9 @@ class MemoryProvider:
         """Every version of a visible record (live or archived), oldest first, with its events."""
         return await self._lifecycle("history").history(record_id, Caller(session_id, user_id))
 
-    async def restore(self, record_id: str, *, version: int | None = None, session_id: str | None = None,
-                      user_id: str | None = None) -> MemoryRecord:
+    async def restore(
+        self, record_id: str, *, version: int | None = None, session_id: str | None = None, user_id: str | None = None
+    ) -> MemoryRecord:
         """Bring back a forgotten/swept record, or make ``version`` (default: the previous one) current."""
         return await self._lifecycle("restore").restore(record_id, Caller(session_id, user_id), version=version)
 
@@ -390,13 +436,13 @@ class MemoryProvider:
         """Reverse this caller's last change not undone yet; returns the event it reversed."""
         return await self._lifecycle("undo").undo(Caller(session_id, user_id))
 
-    async def events(self, *, record_id: str | None = None, session_id: str | None = None, user_id: str | None = None,
-                     limit: int | None = None) -> builtins.list[Event]:
+    async def events(
+        self, *, record_id: str | None = None, session_id: str | None = None, user_id: str | None = None, limit: int | None = None
+    ) -> builtins.list[Event]:
         """Events of records the caller may see, oldest first."""
         return await self._lifecycle("events").events(Caller(session_id, user_id), record_id=record_id, limit=limit)
 
-    async def provenance(self, record_id: str, *, session_id: str | None = None,
-                         user_id: str | None = None) -> dict[str, Any]:
+    async def provenance(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> dict[str, Any]:
         """Who created and last changed a visible record."""
         return await self._lifecycle("provenance").provenance(record_id, Caller(session_id, user_id))
 
@@ -421,8 +467,16 @@ class MemoryProvider:
         if isinstance(self.backend, ExtendedBackend):  # only hooks hear of it
             await self.backend.end_session(session_id, user_id, **info)
 
-    async def consolidate(self, *, dry_run: bool = False, max_share: float | None = None, worker: bool = False,
-                          session_id: str | None = None, user_id: str | None = None, **options: Any) -> "ConsolidationReport":
+    async def consolidate(
+        self,
+        *,
+        dry_run: bool = False,
+        max_share: float | None = None,
+        worker: bool = False,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        **options: Any,
+    ) -> "ConsolidationReport":
         """Consolidate memory without destroying it (merge near-duplicates, TTL, scope-path, decay; lint); see
         :mod:`agent_memory.consolidate`. Changes are archives (restorable), at most ``max_share`` (default 10%).
 
@@ -437,23 +491,30 @@ class MemoryProvider:
         from agent_memory.agents.workers.consolidate import run_consolidate
 
         await self._loaded_profile()
-        report = await run_consolidate(self.backend, caller=Caller(session_id, user_id), worker=lambda: self.profile.consolidate,
-                                       max_share=max_share, dry_run=dry_run, **options)
+        report = await run_consolidate(
+            self.backend,
+            caller=Caller(session_id, user_id),
+            worker=lambda: self.profile.consolidate,
+            max_share=max_share,
+            dry_run=dry_run,
+            **options,
+        )
         await fire_archived(self.backend, report)
         return report
 
-    async def reflect(self, question: str, *, session_id: str | None = None, user_id: str | None = None,
-                      timeout_s: float | None = None) -> "Reflection":
+    async def reflect(
+        self, question: str, *, session_id: str | None = None, user_id: str | None = None, timeout_s: float | None = None
+    ) -> "Reflection":
         """A synthesised answer to ``question`` citing the records it rests on (the reflect worker). Never raises."""
         from agent_memory.agents.workers.reflect import run_reflect
 
         await self._loaded_profile()
-        return await run_reflect(self.backend, question, caller=Caller(session_id, user_id),
-                                 worker=lambda: self.profile.reflect, timeout_s=timeout_s)
+        return await run_reflect(
+            self.backend, question, caller=Caller(session_id, user_id), worker=lambda: self.profile.reflect, timeout_s=timeout_s
+        )
 
     # -- episodes (one per agent run; files backend) -------------------------------------
-    async def record_episode(self, goal: str, *, session_id: str | None = None, user_id: str | None = None,
-                             **facts: Any) -> "Episode":
+    async def record_episode(self, goal: str, *, session_id: str | None = None, user_id: str | None = None, **facts: Any) -> "Episode":
         """Store the episode of one run; ``facts`` as :func:`agent_memory.episodes.build_episode` takes them.
 
         With a model in the profile's ``[episode]`` section, the stored episode is then refined in the background
@@ -462,7 +523,8 @@ class MemoryProvider:
 
         store = self._episodes()
         episode: Episode = await asyncio.to_thread(
-            lambda: store.write(build_episode(goal, session_id=session_id, user_id=user_id, **facts)))
+            lambda: store.write(build_episode(goal, session_id=session_id, user_id=user_id, **facts))
+        )
         await self._loaded_profile()
         try:
             worker = self.profile.episode
@@ -485,12 +547,18 @@ class MemoryProvider:
             logger.warning("agent_memory: could not store the refined episode %s", episode.id, exc_info=True)
             return None
 
-    async def episodes(self, query: str | None = None, *, session_id: str | None = None, user_id: str | None = None,
-                       limit: int = 20, status: str | None = None) -> "builtins.list[Episode]":
+    async def episodes(
+        self,
+        query: str | None = None,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        limit: int = 20,
+        status: str | None = None,
+    ) -> "builtins.list[Episode]":
         """The caller's episodes: newest first, or best match for ``query`` first; ``status`` ok, failed or paused."""
         store = self._episodes()
-        return await asyncio.to_thread(store.list, query, session_id=session_id, user_id=user_id, limit=limit,
-                                       status=status)
+        return await asyncio.to_thread(store.list, query, session_id=session_id, user_id=user_id, limit=limit, status=status)
 
     async def episode(self, episode_id: str, *, session_id: str | None = None, user_id: str | None = None) -> "Episode":
         """One episode the caller may see (else :class:`~agent_memory.errors.NotFoundError`)."""
@@ -511,39 +579,57 @@ class MemoryProvider:
 
         return require(self.backend, SessionsBackend, "session logs", error=SessionsNotSupportedError).sessions
 
-    async def log_messages(self, messages: Iterable[Mapping[str, Any]], *, session_id: str, user_id: str | None = None
-                           ) -> "builtins.list[SessionMessage]":
+    async def log_messages(
+        self, messages: Iterable[Mapping[str, Any]], *, session_id: str, user_id: str | None = None
+    ) -> "builtins.list[SessionMessage]":
         """Append messages (``{"role", "text", "at"?, "speaker"?}``) to the session's log (redacted, locked)."""
         store, items = self.session_store, builtins.list(messages)
         return await asyncio.to_thread(store.append, session_id, items, user_id=user_id)
 
-    async def sessions(self, *, session_id: str | None = None, user_id: str | None = None,
-                       limit: int | None = None) -> "builtins.list[SessionInfo]":
+    async def sessions(
+        self, *, session_id: str | None = None, user_id: str | None = None, limit: int | None = None
+    ) -> "builtins.list[SessionInfo]":
         """The caller's sessions (its own, and its user's), most recently active first."""
         store = self.session_store
         return await asyncio.to_thread(store.sessions, session_id=session_id, user_id=user_id, limit=limit)
 
-    async def session(self, target: str, *, session_id: str | None = None, user_id: str | None = None,
-                      limit: int | None = None) -> "tuple[SessionInfo, builtins.list[SessionMessage]]":
+    async def session(
+        self, target: str, *, session_id: str | None = None, user_id: str | None = None, limit: int | None = None
+    ) -> "tuple[SessionInfo, builtins.list[SessionMessage]]":
         """One visible session and its messages (``limit``: the last N); :class:`NotFoundError` otherwise."""
         from agent_memory.sessions.api import read_session
 
         return await asyncio.to_thread(read_session, self.session_store, target, session_id, user_id, limit)
 
-    async def summarize_session(self, target: str | None = None, *, session_id: str | None = None,
-                                user_id: str | None = None, force: bool = False,
-                                policy: "SummaryPolicy | None" = None) -> "SessionSummary | None":
+    async def summarize_session(
+        self,
+        target: str | None = None,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        force: bool = False,
+        policy: "SummaryPolicy | None" = None,
+    ) -> "SessionSummary | None":
         """Summarise a session (default: the caller's own) when due under ``policy`` or ``force``; fails open."""
         from agent_memory.agents.workers.summarize import summarize_session
 
         await self._loaded_profile()
-        return await summarize_session(self.session_store, target or session_id, session_id=session_id,
-                                       user_id=user_id, worker=lambda: self.profile.summarize, force=force, policy=policy)
+        return await summarize_session(
+            self.session_store,
+            target or session_id,
+            session_id=session_id,
+            user_id=user_id,
+            worker=lambda: self.profile.summarize,
+            force=force,
+            policy=policy,
+        )
 
-    async def search_sessions(self, query: str, *, session_id: str | None = None, user_id: str | None = None,
-                              limit: int = 5) -> "builtins.list[dict[str, Any]]":
+    async def search_sessions(
+        self, query: str, *, session_id: str | None = None, user_id: str | None = None, limit: int = 5
+    ) -> "builtins.list[dict[str, Any]]":
         """The caller's sessions best matching ``query`` by their summaries, each with its best messages."""
         from agent_memory.sessions.contextual import search_sessions
 
-        return await asyncio.to_thread(search_sessions, self.session_store, query, session_id=session_id,
-                                       user_id=user_id, limit=limit, embedder=self._embedder())
+        return await asyncio.to_thread(
+            search_sessions, self.session_store, query, session_id=session_id, user_id=user_id, limit=limit, embedder=self._embedder()
+        )

@@ -123,8 +123,13 @@ def cli_json(root: Path | str, *args: str, ok: bool = True) -> Any:
     """``agent-memory --root ROOT --json ARGS`` in a subprocess; asserts the exit status (0 unless ``ok=False``)
     and returns the parsed stdout."""
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    out = subprocess.run([sys.executable, "-m", "agent_memory.cli", "--root", str(root), "--json", *args],
-                         capture_output=True, text=True, env=env, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "agent_memory.cli", "--root", str(root), "--json", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert (out.returncode == 0) is ok, out.stderr
     return json.loads(out.stdout)
 
@@ -152,8 +157,9 @@ def tool_returns(messages: Sequence[ModelMessage], tool: str) -> list[Any]:
     """What ``tool`` returned to the model so far, oldest first."""
     from pydantic_ai.messages import ModelRequest, ToolReturnPart
 
-    return [p.content for m in messages if isinstance(m, ModelRequest) for p in m.parts
-            if isinstance(p, ToolReturnPart) and p.tool_name == tool]
+    return [
+        p.content for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, ToolReturnPart) and p.tool_name == tool
+    ]
 
 
 def plain_tools(toolset: Any) -> dict[str, Callable[..., Awaitable[Any]]]:

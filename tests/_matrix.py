@@ -28,6 +28,7 @@ _db_counter = itertools.count()
 
 # -- planted secrets ----------------------------------------------------------------------------------------------
 
+
 def make_secrets() -> dict[str, str]:
     """Synthetic, provider-shaped secrets, fresh per cell (so a hit can only come from this cell)."""
     alnum = string.ascii_letters + string.digits
@@ -41,10 +42,11 @@ def make_secrets() -> dict[str, str]:
 
 def secret_needles(sec: dict[str, str]) -> list[str]:
     """What must never appear: each secret whole, and its random part alone."""
-    return [sec["sk"], sec["sk"][len("sk-proj-"):], sec["ghp"], sec["ghp"][4:], sec["pw"], sec["pw"][len("hunter2-"):]]
+    return [sec["sk"], sec["sk"][len("sk-proj-") :], sec["ghp"], sec["ghp"][4:], sec["pw"], sec["pw"][len("hunter2-") :]]
 
 
 # -- byte oracles ---------------------------------------------------------------------------------------------------
+
 
 def files_blob(root: Path) -> bytes:
     """Every byte of every file under ``root`` (records, archive, history, events, index.db, -wal, -shm, ...)."""
@@ -66,7 +68,8 @@ def pg_blob(url: str) -> bytes:
     with psycopg.connect(url, autocommit=True) as conn:
         tables = conn.execute(
             "SELECT table_schema, table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' "
-            "AND table_schema NOT IN ('pg_catalog', 'information_schema')").fetchall()
+            "AND table_schema NOT IN ('pg_catalog', 'information_schema')"
+        ).fetchall()
         for schema, table in tables:
             for (row,) in conn.execute(f'SELECT row_to_json(x)::text FROM "{schema}"."{table}" x'):
                 out.append(f"{schema}.{table}: {row}")
@@ -92,6 +95,7 @@ def found(blob: bytes, needles: list[str]) -> list[str]:
 
 # -- the command line -----------------------------------------------------------------------------------------------
 
+
 def cli_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_MEMORY_")}
     env.update({"LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYDANTIC_AI_NO_BANNER": "1"})
@@ -116,8 +120,17 @@ class Cli:
 
     async def run(self, *args: str, root: str | None = None, timeout: float = 120) -> Any:
         proc = await asyncio.create_subprocess_exec(
-            AGENT, "--root", root or self.root, *args, "--json", cwd=self.cwd, env=cli_env(),
-            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            AGENT,
+            "--root",
+            root or self.root,
+            *args,
+            "--json",
+            cwd=self.cwd,
+            env=cli_env(),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
         try:
             out_b, err_b = await asyncio.wait_for(proc.communicate(), timeout)
         except TimeoutError:
@@ -133,6 +146,7 @@ class Cli:
 
 # -- surfaces -------------------------------------------------------------------------------------------------------
 
+
 class NotOffered(Exception):
     """The surface has no such operation or view (the driver does it instead)."""
 
@@ -146,8 +160,7 @@ class Surface:
     def __init__(self, outputs: list[str]) -> None:
         self.outputs = outputs
 
-    async def write(self, user: str | None, content: str, *, marker: str, scope: str | None = None,
-                    key: str | None = None) -> None:
+    async def write(self, user: str | None, content: str, *, marker: str, scope: str | None = None, key: str | None = None) -> None:
         raise NotOffered
 
     async def replace(self, user: str, key: str, old: str, new: str, *, marker: str) -> None:
@@ -252,6 +265,7 @@ class ApiSurface(Surface):
             finally:
                 for b in (src, dst):
                     close_backend(b)
+
         return self._keep(await asyncio.wait_for(asyncio.to_thread(run), 60))
 
     async def search(self, user, query):  # type: ignore[no-untyped-def]
@@ -314,8 +328,7 @@ class CliSurface(Surface):
         self.cli = Cli(root, cwd, outputs)
 
     async def write(self, user, content, *, marker, scope=None, key=None):  # type: ignore[no-untyped-def]
-        await self.cli.run("remember", content, *_u(user), *(["--scope", scope] if scope else []),
-                           *(["--key", key] if key else []))
+        await self.cli.run("remember", content, *_u(user), *(["--scope", scope] if scope else []), *(["--key", key] if key else []))
 
     async def replace(self, user, key, old, new, *, marker):  # type: ignore[no-untyped-def]
         await self.cli.run("remember", new, *_u(user), "--key", key, "--on-existing", "replace")
@@ -398,8 +411,9 @@ class McpSurface(Surface):
 
         if self.transport == "stdio":
             for user in (ALICE, BOB):
-                params = StdioServerParameters(command=AGENT, args=["mcp", "--root", self.root, "--user", user,
-                                                                    "--tools", "foreground"], env=cli_env())
+                params = StdioServerParameters(
+                    command=AGENT, args=["mcp", "--root", self.root, "--user", user, "--tools", "foreground"], env=cli_env()
+                )
                 read, write = await self.stack.enter_async_context(stdio_client(params))
                 session = await self.stack.enter_async_context(ClientSession(read, write))
                 await session.initialize()
@@ -409,9 +423,23 @@ class McpSurface(Surface):
         path = write_tokens(self.tmp / "tokens.json", tokens)
         port = free_port()
         proc = await asyncio.create_subprocess_exec(
-            AGENT, "mcp", "--root", self.root, "--transport", "http", "--port", str(port), "--tokens", str(path),
-            "--tools", "foreground", env=cli_env(), stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+            AGENT,
+            "mcp",
+            "--root",
+            self.root,
+            "--transport",
+            "http",
+            "--port",
+            str(port),
+            "--tokens",
+            str(path),
+            "--tools",
+            "foreground",
+            env=cli_env(),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+        )
         self.proc = proc
         for _ in range(300):
             if proc.returncode is not None:
@@ -423,8 +451,7 @@ class McpSurface(Surface):
             except OSError:
                 await asyncio.sleep(0.1)
         for token, ident in tokens.items():
-            self.sessions[ident["user"]] = await self.stack.enter_async_context(
-                http_session(f"http://127.0.0.1:{port}/mcp", token))
+            self.sessions[ident["user"]] = await self.stack.enter_async_context(http_session(f"http://127.0.0.1:{port}/mcp", token))
 
     async def call(self, user: str | None, tool: str, args: dict[str, Any]) -> tuple[bool, Any, str]:
         if user is None:
@@ -440,8 +467,9 @@ class McpSurface(Surface):
         return data
 
     async def write(self, user, content, *, marker, scope=None, key=None):  # type: ignore[no-untyped-def]
-        await self.ok(user, "memory_remember", {"content": content, **({"scope": scope} if scope else {}),
-                                                **({"memory_key": key} if key else {})})
+        await self.ok(
+            user, "memory_remember", {"content": content, **({"scope": scope} if scope else {}), **({"memory_key": key} if key else {})}
+        )
 
     async def replace(self, user, key, old, new, *, marker):  # type: ignore[no-untyped-def]
         await self.ok(user, "memory_remember", {"content": new, "memory_key": key, "on_existing": "replace"})

@@ -26,11 +26,12 @@ def server_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def start_http(root: Path, *args: str, port: int, env: dict[str, str] | None = None,
-               host: str = "127.0.0.1") -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen([PY, "-m", "agent_memory.mcp", "--root", str(root), "--transport", "http",
-                             "--port", str(port), "--host", host, *args], env=env or server_env(),
-                            stderr=subprocess.PIPE)
+def start_http(root: Path, *args: str, port: int, env: dict[str, str] | None = None, host: str = "127.0.0.1") -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(
+        [PY, "-m", "agent_memory.mcp", "--root", str(root), "--transport", "http", "--port", str(port), "--host", host, *args],
+        env=env or server_env(),
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if proc.poll() is not None:

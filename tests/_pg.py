@@ -53,8 +53,9 @@ class PgServer:
         if self.as_root:
             shutil.chown(self.tmp, "postgres", "postgres")
             shutil.chown(self.sock, "postgres", "postgres")
-        out = self._run(str(PG_BIN / "initdb"), "-D", str(self.data), "-U", "postgres", "-A", "trust", "-E", "UTF8",
-                        "--locale=C.UTF-8", "--no-sync")
+        out = self._run(
+            str(PG_BIN / "initdb"), "-D", str(self.data), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"
+        )
         if out.returncode:
             raise RuntimeError(f"initdb failed: {out.stderr.strip() or out.stdout.strip()}")
         opts = f"-p {self.port} -k {self.sock} -c listen_addresses=127.0.0.1 -c max_connections=200 -c shared_buffers=128MB"

@@ -22,33 +22,48 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 # Promise key -> (title, the promise as the issue states it). Order = order in the report.
 PROMISES: dict[str, tuple[str, str]] = {
-    "concurrency": ("Concurrent writers",
-                    "Many processes remembering at once (some appending to one shared memory_key) while others search: "
-                    "no lost record, no lost appended line, no duplicate file, the index agrees with the files, "
-                    "no \"database is locked\" reaches a caller."),
-    "crash": ("Crash safety",
-              "A writer killed with SIGKILL at random moments: no partial or empty record file, no orphaned temp file "
-              "visible as a record, every acknowledged write survives, and the next open repairs the index."),
-    "selfheal": ("Self-healing",
-                 "index.db deleted, truncated or filled with garbage is rebuilt from the files on next use; a record file "
-                 "with broken frontmatter is skipped with a warning, reported by doctor, and never stops a search."),
-    "badinput": ("Bad input",
-                 "Generated ids, keys, titles, tags, content (NUL, emoji, huge, frontmatter-looking, lone surrogates) and "
-                 "tool arguments: only typed errors, nothing written outside the root, no symlink followed out of it, "
-                 "accepted secret-free content reads back exactly."),
-    "scopes": ("Scope isolation",
-               "Over random mixes of scopes, sessions and users, search, get, list, tools, inject and recall never return "
-               "a record the caller may not see, and always find one it may."),
-    "workers": ("Worker faults",
-                "Model raises, hangs past the timeout, returns malformed tool arguments, loops past the step limit or "
-                "returns an empty summary: the main agent's turn completes, recall reports fallback, capture writes "
-                "nothing partial."),
-    "secrets": ("Secrets",
-                "A seeded corpus of realistic secrets passed through remember and capture: none reaches the disk "
-                "(the whole root is grepped, index.db included)."),
-    "injection": ("Prompt injection",
-                  "A memory saying \"ignore previous instructions…\" reaches the main model only inside the fenced, "
-                  "labelled untrusted block."),
+    "concurrency": (
+        "Concurrent writers",
+        "Many processes remembering at once (some appending to one shared memory_key) while others search: "
+        "no lost record, no lost appended line, no duplicate file, the index agrees with the files, "
+        'no "database is locked" reaches a caller.',
+    ),
+    "crash": (
+        "Crash safety",
+        "A writer killed with SIGKILL at random moments: no partial or empty record file, no orphaned temp file "
+        "visible as a record, every acknowledged write survives, and the next open repairs the index.",
+    ),
+    "selfheal": (
+        "Self-healing",
+        "index.db deleted, truncated or filled with garbage is rebuilt from the files on next use; a record file "
+        "with broken frontmatter is skipped with a warning, reported by doctor, and never stops a search.",
+    ),
+    "badinput": (
+        "Bad input",
+        "Generated ids, keys, titles, tags, content (NUL, emoji, huge, frontmatter-looking, lone surrogates) and "
+        "tool arguments: only typed errors, nothing written outside the root, no symlink followed out of it, "
+        "accepted secret-free content reads back exactly.",
+    ),
+    "scopes": (
+        "Scope isolation",
+        "Over random mixes of scopes, sessions and users, search, get, list, tools, inject and recall never return "
+        "a record the caller may not see, and always find one it may.",
+    ),
+    "workers": (
+        "Worker faults",
+        "Model raises, hangs past the timeout, returns malformed tool arguments, loops past the step limit or "
+        "returns an empty summary: the main agent's turn completes, recall reports fallback, capture writes "
+        "nothing partial.",
+    ),
+    "secrets": (
+        "Secrets",
+        "A seeded corpus of realistic secrets passed through remember and capture: none reaches the disk "
+        "(the whole root is grepped, index.db included).",
+    ),
+    "injection": (
+        "Prompt injection",
+        'A memory saying "ignore previous instructions…" reaches the main model only inside the fenced, labelled untrusted block.',
+    ),
 }
 FIGURE_TOTALS = ("processes", "writes", "rounds", "kills", "generated_cases", "failures")
 
@@ -57,8 +72,12 @@ _results: list[dict[str, Any]] = []
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--reliability-report", metavar="PATH", default=None,
-                     help="write the reliability report (Markdown) for the promise-marked tests that ran")
+    parser.addoption(
+        "--reliability-report",
+        metavar="PATH",
+        default=None,
+        help="write the reliability report (Markdown) for the promise-marked tests that ran",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -88,13 +107,19 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]):  #
         return
     if report.when == "call" or (report.when == "setup" and not report.passed):
         doc = (getattr(item, "function", None).__doc__ or "").strip() if hasattr(item, "function") else ""
-        _results.append({
-            "promise": marker.args[0], "test": item.nodeid, "doc": " ".join(doc.split("\n\n")[0].split()),
-            "outcome": ("xfailed" if hasattr(report, "wasxfail") else "skipped") if report.skipped else report.outcome,
-            "duration": report.duration, "figures": _figures(item),
-            "reason": (getattr(report, "wasxfail", "") or (str(report.longrepr[-1]) if isinstance(report.longrepr, tuple) else ""))
-            if report.skipped else "",
-        })
+        _results.append(
+            {
+                "promise": marker.args[0],
+                "test": item.nodeid,
+                "doc": " ".join(doc.split("\n\n")[0].split()),
+                "outcome": ("xfailed" if hasattr(report, "wasxfail") else "skipped") if report.skipped else report.outcome,
+                "duration": report.duration,
+                "figures": _figures(item),
+                "reason": (getattr(report, "wasxfail", "") or (str(report.longrepr[-1]) if isinstance(report.longrepr, tuple) else ""))
+                if report.skipped
+                else "",
+            }
+        )
 
 
 def _fmt(value: Any) -> str:
@@ -124,8 +149,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, {time.time() - started:.0f} s wall time.",
         "",
         f"**{counts['passed']} passed, {counts['failed']} failed, known gaps (strict xfail): {counts['xfailed']}, "
-        f"{counts['skipped']} skipped.** "
-        + ", ".join(f"{k.replace('_', ' ')}: {_fmt(v)}" for k, v in totals.items()) + ".",
+        f"{counts['skipped']} skipped.** " + ", ".join(f"{k.replace('_', ' ')}: {_fmt(v)}" for k, v in totals.items()) + ".",
         "",
     ]
     order = list(PROMISES) + sorted({r["promise"] for r in _results} - set(PROMISES))
@@ -136,11 +160,23 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if not rows:
             continue
         title, text = PROMISES.get(key, (key, ""))
-        status = ("FAILED" if any(r["outcome"] == "failed" for r in rows) else
-                  "pending" if all(r["outcome"] == "skipped" for r in rows) else
-                  "kept, with a known gap" if any(r["outcome"] == "xfailed" for r in rows) else "kept")
-        out += [f"## {title} — {status}", "", f"> {text}", "",
-                "| test | what it checks | result | time | figures |", "| --- | --- | --- | --- | --- |"]
+        status = (
+            "FAILED"
+            if any(r["outcome"] == "failed" for r in rows)
+            else "pending"
+            if all(r["outcome"] == "skipped" for r in rows)
+            else "kept, with a known gap"
+            if any(r["outcome"] == "xfailed" for r in rows)
+            else "kept"
+        )
+        out += [
+            f"## {title} — {status}",
+            "",
+            f"> {text}",
+            "",
+            "| test | what it checks | result | time | figures |",
+            "| --- | --- | --- | --- | --- |",
+        ]
         groups: dict[str, list[dict[str, Any]]] = {}
         for r in rows:  # parametrized cases share one row
             groups.setdefault(r["test"].split("[", 1)[0], []).append(r)
@@ -157,16 +193,22 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             if len(cases) == 1:
                 figs = cases[0]["figures"]
             else:
-                figs = {k: sum(int(c["figures"].get(k, 0) or 0) for c in cases) for k in FIGURE_TOTALS
-                        if any(k in c["figures"] for c in cases)}
+                figs = {
+                    k: sum(int(c["figures"].get(k, 0) or 0) for c in cases) for k in FIGURE_TOTALS if any(k in c["figures"] for c in cases)
+                }
             shown = ", ".join(f"{k}={_fmt(v)}" for k, v in figs.items())
             seconds = sum(c["duration"] for c in cases)
-            out.append(f"| `{cell(name)}` ({cell(Path(file).name)}) | {cell(cases[0]['doc'])} | {cell(result)} | "
-                       f"{seconds:.1f} s | {cell(shown)} |")
+            out.append(
+                f"| `{cell(name)}` ({cell(Path(file).name)}) | {cell(cases[0]['doc'])} | {cell(result)} | {seconds:.1f} s | {cell(shown)} |"
+            )
         out.append("")
     if gaps:
-        out += ["## Known gaps and pending tests", "",
-                "Strict xfails: each turns into a failure as soon as the gap is fixed, so it cannot be forgotten.", ""]
+        out += [
+            "## Known gaps and pending tests",
+            "",
+            "Strict xfails: each turns into a failure as soon as the gap is fixed, so it cannot be forgotten.",
+            "",
+        ]
         out += gaps + [""]
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text("\n".join(out), encoding="utf-8")

@@ -30,8 +30,12 @@ SEQUENCE: list[dict[str, Any]] = [
     {"command": "view", "path": "/memories/customer_service_guidelines.xml"},
     {"command": "view", "path": "/memories/customer_service_guidelines.xml", "view_range": [2, 3]},
     {"command": "view", "path": "/memories/customer_service_guidelines.xml", "view_range": [3, -1]},
-    {"command": "str_replace", "path": "/memories/customer_service_guidelines.xml",
-     "old_str": "Be concise.", "new_str": "Be concise and friendly."},
+    {
+        "command": "str_replace",
+        "path": "/memories/customer_service_guidelines.xml",
+        "old_str": "Be concise.",
+        "new_str": "Be concise and friendly.",
+    },
     {"command": "str_replace", "path": "/memories/customer_service_guidelines.xml", "old_str": "<rule>", "new_str": "<r>"},
     {"command": "str_replace", "path": "/memories/customer_service_guidelines.xml", "old_str": "absent", "new_str": "x"},
     {"command": "str_replace", "path": "/memories/progress/task.md", "old_str": "- [ ]", "new_str": "- [x]"},
@@ -132,8 +136,19 @@ def test_writes_are_redacted_and_files_may_share_text(tmp_path: Path) -> None:
     assert "b.md" in h.handle({"command": "view", "path": "/memories"})  # two files may hold the same text
 
 
-@pytest.mark.parametrize("path", ["/memories/%2e%2e/x", "/memories/..%2fx", "/memories/a\\..\\b", "/memories/./a",
-                                  "/memoriesx/a", "memories/a", "/memories/a\x00b", "/memories/%2E%2E%2Fetc"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/memories/%2e%2e/x",
+        "/memories/..%2fx",
+        "/memories/a\\..\\b",
+        "/memories/./a",
+        "/memoriesx/a",
+        "memories/a",
+        "/memories/a\x00b",
+        "/memories/%2E%2E%2Fetc",
+    ],
+)
 def test_traversal_refused(tmp_path: Path, path: str) -> None:
     h = MemoryToolHandler(MemoryProvider(tmp_path / "mem"))
     out = h.handle({"command": "create", "path": path, "file_text": "x"})
@@ -191,8 +206,14 @@ def test_sdk_tool_runner_round_trip_offline(tmp_path: Path) -> None:
     import httpx2 as httpx
 
     steps: list[list[dict[str, Any]]] = [
-        [{"type": "tool_use", "id": "t1", "name": "memory",
-          "input": {"command": "create", "path": "/memories/todo.md", "file_text": "- buy milk\n"}}],
+        [
+            {
+                "type": "tool_use",
+                "id": "t1",
+                "name": "memory",
+                "input": {"command": "create", "path": "/memories/todo.md", "file_text": "- buy milk\n"},
+            }
+        ],
         [{"type": "tool_use", "id": "t2", "name": "memory", "input": {"command": "view", "path": "/memories/todo.md"}}],
         [{"type": "text", "text": "Noted."}],
     ]
@@ -202,15 +223,25 @@ def test_sdk_tool_runner_round_trip_offline(tmp_path: Path) -> None:
         body = json.loads(request.content)
         seen.append(body["messages"][-1])
         content = steps[len(seen) - 1]
-        return httpx.Response(200, json={
-            "id": f"msg_{len(seen)}", "type": "message", "role": "assistant", "model": "claude-test", "content": content,
-            "stop_reason": "tool_use" if content[0]["type"] == "tool_use" else "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": 1, "output_tokens": 1}})
+        return httpx.Response(
+            200,
+            json={
+                "id": f"msg_{len(seen)}",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-test",
+                "content": content,
+                "stop_reason": "tool_use" if content[0]["type"] == "tool_use" else "end_turn",
+                "stop_sequence": None,
+                "usage": {"input_tokens": 1, "output_tokens": 1},
+            },
+        )
 
     client = anthropic.Anthropic(api_key="test", http_client=httpx.Client(transport=httpx.MockTransport(reply)))
     tool = MemoryToolHandler(MemoryProvider(tmp_path / "mem"), user_id="u").as_sdk_tool()
-    runner = client.beta.messages.tool_runner(model="claude-test", max_tokens=100, tools=[tool],
-                                              messages=[{"role": "user", "content": "remember: buy milk"}])
+    runner = client.beta.messages.tool_runner(
+        model="claude-test", max_tokens=100, tools=[tool], messages=[{"role": "user", "content": "remember: buy milk"}]
+    )
     final = runner.until_done()
     assert final.content[0].text == "Noted."
     results = [part for msg in seen[1:] for part in msg["content"] if part.get("type") == "tool_result"]

@@ -13,7 +13,8 @@ def test_all_names_resolve():
     assert set(agent_memory.__all__) == set(agent_memory._EXPORTS)  # the literal list (for type checkers) is complete
     assert "MemoryProvider" in agent_memory.__all__ and "MemoryStore" in agent_memory.__all__
     assert {"UnsupportedError", "LifecycleBackend", "SessionsBackend", "EpisodesBackend", "VectorsBackend"} <= set(
-        agent_memory.__all__)  # issue 28: one unsupported error, one protocol per optional capability
+        agent_memory.__all__
+    )  # issue 28: one unsupported error, one protocol per optional capability
 
 
 def test_importing_the_provider_does_not_import_model_libraries():

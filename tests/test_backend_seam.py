@@ -60,8 +60,17 @@ def _imports(path: Path) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize("module", ["agents/tools.py", "agents/workers/__init__.py", "agents/workers/recall.py", "agents/workers/capture.py",
-                                    "agents/core_block.py", "backends/base.py"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "agents/tools.py",
+        "agents/workers/__init__.py",
+        "agents/workers/recall.py",
+        "agents/workers/capture.py",
+        "agents/core_block.py",
+        "backends/base.py",
+    ],
+)
 def test_tools_workers_and_core_never_import_the_provider(module):
     imported = _imports(PACKAGE / module)
     assert not any(name.endswith("provider") or "integrations" in name for name in imported), imported
@@ -78,8 +87,13 @@ def test_the_backend_protocol_is_satisfied_and_the_provider_is_not_one(tmp_path)
 
 async def test_tools_run_on_a_backend_with_a_caller(tmp_path):
     backend = CountingBackend(tmp_path / "m")
-    steps: Iterator[list[ModelResponsePart]] = iter([[ToolCallPart("memory_remember", {"content": "Ada's locker is number 12."})],
-                  [ToolCallPart("memory_search", {"query": "locker"})], [TextPart("done")]])
+    steps: Iterator[list[ModelResponsePart]] = iter(
+        [
+            [ToolCallPart("memory_remember", {"content": "Ada's locker is number 12."})],
+            [ToolCallPart("memory_search", {"query": "locker"})],
+            [TextPart("done")],
+        ]
+    )
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         return ModelResponse(parts=next(steps))
@@ -96,14 +110,12 @@ async def test_workers_run_on_a_backend_without_a_provider(tmp_path):
     backend = CountingBackend(tmp_path / "m")
     profile = load_profile("offline")
     who = Caller(session_id="s1", user_id="ada")
-    captured = await capture_turn(backend, "Remember that the staging host is kestrel.", caller=who,
-                                  worker=profile.capture)
+    captured = await capture_turn(backend, "Remember that the staging host is kestrel.", caller=who, worker=profile.capture)
     assert not captured.fallback and len(captured.ids) == 1
     recalled = await run_recall(backend, "What is the staging host?", caller=who, worker=profile.recall)
     assert not recalled.fallback and "kestrel" in recalled.summary
     assert {c for _, c in backend.calls} == {who}
-    other = await run_recall(backend, "What is the staging host?", caller=Caller(user_id="bob"),
-                             worker=profile.recall)
+    other = await run_recall(backend, "What is the staging host?", caller=Caller(user_id="bob"), worker=profile.recall)
     assert "kestrel" not in other.summary
 
 
@@ -144,9 +156,15 @@ async def test_a_postgres_url_is_never_a_directory(tmp_path, monkeypatch):
 
 async def test_capture_toolset_defaults_to_the_callers_partition(tmp_path):
     backend = CountingBackend(tmp_path / "m")
-    calls: Iterator[list[ModelResponsePart]] = iter([[ToolCallPart("memory_remember", {"content": "Only this chat needs this."}),
-                   ToolCallPart("memory_remember", {"content": "Shared rule: deploys on Tuesdays.", "scope": "project"})],
-                  [TextPart("ok")]])
+    calls: Iterator[list[ModelResponsePart]] = iter(
+        [
+            [
+                ToolCallPart("memory_remember", {"content": "Only this chat needs this."}),
+                ToolCallPart("memory_remember", {"content": "Shared rule: deploys on Tuesdays.", "scope": "project"}),
+            ],
+            [TextPart("ok")],
+        ]
+    )
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         return ModelResponse(parts=next(calls))

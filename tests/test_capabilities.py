@@ -128,14 +128,19 @@ def test_a_bare_backend_offers_none_and_the_provider_says_so_one_way(tmp_path: P
     provider = MemoryProvider(bare)  # type: ignore[arg-type]
 
     async def main() -> None:
-        for feature, call in (("history", provider.history("x")), ("undo", provider.undo()),
-                              ("purge", provider.purge(user_id="u")), ("restore", provider.restore("x")),
-                              ("events", provider.events()), ("provenance", provider.provenance("x")),
-                              ("forget --purge", provider.forget("x", purge=True)),
-                              ("episodes", provider.episodes(user_id="u")),
-                              ("session logs", provider.sessions(user_id="u")),
-                              ("session logs", provider.search("x", mode="contextual")),
-                              ("consolidation", provider.consolidate(dry_run=True))):
+        for feature, call in (
+            ("history", provider.history("x")),
+            ("undo", provider.undo()),
+            ("purge", provider.purge(user_id="u")),
+            ("restore", provider.restore("x")),
+            ("events", provider.events()),
+            ("provenance", provider.provenance("x")),
+            ("forget --purge", provider.forget("x", purge=True)),
+            ("episodes", provider.episodes(user_id="u")),
+            ("session logs", provider.sessions(user_id="u")),
+            ("session logs", provider.search("x", mode="contextual")),
+            ("consolidation", provider.consolidate(dry_run=True)),
+        ):
             with pytest.raises(UnsupportedError) as info:
                 await call
             assert str(info.value).startswith(f"{feature}: not supported on the Bare backend"), str(info.value)
@@ -243,10 +248,16 @@ def test_provider_and_cli_say_the_same_thing_for_postgres_consolidation(tmp_path
     said, prov = asyncio.run(main())
     assert said.startswith("consolidation: not supported on the PostgresBackend backend (")
     assert prov.startswith("provenance: not supported on the PostgresBackend backend (")
-    out = subprocess.run([sys.executable, "-m", "agent_memory.cli", "--root", DEAD_URL, "--json", "consolidate",
-                          "--dry-run"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    out = subprocess.run(
+        [sys.executable, "-m", "agent_memory.cli", "--root", DEAD_URL, "--json", "consolidate", "--dry-run"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert out.returncode == 1, out.stdout + out.stderr
     assert json.loads(out.stdout) == {"error": {"type": "ConsolidationUnsupported", "message": said}}
+
 
 def test_episode_store_still_takes_a_root_a_store_or_a_provider(tmp_path: Path) -> None:
     store = EpisodeStore(tmp_path / "m")

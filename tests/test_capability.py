@@ -63,11 +63,13 @@ class ScriptedMainModel:
     events: list[str] | None = None
 
     def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        self.seen.append(Seen(
-            info.instructions or "",
-            [ModelMessagesTypeAdapter.dump_json([m]) for m in messages],
-            list(messages),
-        ))
+        self.seen.append(
+            Seen(
+                info.instructions or "",
+                [ModelMessagesTypeAdapter.dump_json([m]) for m in messages],
+                list(messages),
+            )
+        )
         if self.events is not None:
             self.events.append(f"model:{len(messages)}")
         prompt, done = _current_turn(messages)
@@ -82,8 +84,11 @@ def _current_turn(messages: list[ModelMessage]) -> tuple[str, int]:
     for message in reversed(messages):
         if isinstance(message, ModelRequest):
             returns += sum(isinstance(p, ToolReturnPart) for p in message.parts)
-            prompts = [p.content for p in message.parts if isinstance(p, UserPromptPart)
-                       and isinstance(p.content, str) and not p.content.startswith(RECALL_NOTICE)]
+            prompts = [
+                p.content
+                for p in message.parts
+                if isinstance(p, UserPromptPart) and isinstance(p.content, str) and not p.content.startswith(RECALL_NOTICE)
+            ]
             if prompts:
                 return prompts[0], returns
     return "", returns
@@ -184,8 +189,9 @@ async def test_capture_runs_at_run_end_with_the_turns_input_and_output_in_the_ba
     result = await agent.run("Remember: the office wifi is called Larch.")
     captures = [c for n, c in provider.calls if n == "capture_turn"]
     assert all(c.pop("at").tzinfo is not None for c in captures)  # when the turn was said (docs/time.md)
-    assert captures == [{"input": "Remember: the office wifi is called Larch.", "output": result.output,
-                         "session_id": "s1", "user_id": "ada"}]
+    assert captures == [
+        {"input": "Remember: the office wifi is called Larch.", "output": result.output, "session_id": "s1", "user_id": "ada"}
+    ]
     task = last_turn(memory).capture
     assert isinstance(task, asyncio.Task)
     results = await provider.flush()
@@ -360,8 +366,7 @@ async def test_ten_turn_conversation_with_tool_calls_is_prompt_cache_stable(prov
 async def test_another_users_or_sessions_memory_never_reaches_the_model(provider):
     await provider.remember("Mallory's secret project is codenamed Quokka.", scope="user", user_id="mallory")
     await provider.remember("In another chat we discussed the Papaya migration.", scope="session", session_id="other-chat")
-    await provider.remember("Ada's favourite fruit is the mango; project Quokka? never heard of it.",
-                            scope="user", user_id="ada")
+    await provider.remember("Ada's favourite fruit is the mango; project Quokka? never heard of it.", scope="user", user_id="ada")
     await provider.remember("The shared wiki lives at wiki.example.com.", scope="project")
     model = ScriptedMainModel(steps={"Tell me about Quokka and the Papaya migration, and mango.": 1})
     memory = MemoryCapability(provider, session_id="my-chat", user_id="ada")
@@ -408,7 +413,7 @@ def test_keep_recent_turns_cuts_on_turn_boundaries_only():
     history = turn("a", 1, True) + turn("b", 2, False) + turn("c", 0, True)
     trim = keep_recent_turns(2)
     kept = trim(history)
-    assert kept == history[len(turn("a", 1, True)):]
+    assert kept == history[len(turn("a", 1, True)) :]
     assert trim(kept) == kept and keep_recent_turns(5)(history) == history
     with pytest.raises(ValueError):
         keep_recent_turns(0)

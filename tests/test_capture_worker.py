@@ -68,12 +68,19 @@ async def test_offline_capture_turn_writes_explicit_statements(tmp_path):
     result = await provider.capture_turn(
         "Please remember that the staging server is called kestrel. I prefer short answers. "
         "We decided to ship on Thursdays. My timezone is CET. How long will this take?",
-        "Noted, I'll keep that in mind.", session_id="s1", user_id="u1")
+        "Noted, I'll keep that in mind.",
+        session_id="s1",
+        user_id="u1",
+    )
     assert isinstance(result, CaptureResult) and not result.fallback and result.reason is None
     assert [w["status"] for w in result.written] == ["created"] * 4 and len(result.ids) == 4
     assert await contents(provider, user_id="someone-else") == []  # a capture for u1 stays in u1's partition
-    assert await contents(provider) == ["Decision: ship on Thursdays.", "The staging server is called kestrel.",
-                                        "User prefers short answers.", "User's timezone is CET."]
+    assert await contents(provider) == [
+        "Decision: ship on Thursdays.",
+        "The staging server is called kestrel.",
+        "User prefers short answers.",
+        "User's timezone is CET.",
+    ]
     for rid in result.ids:
         record = await provider.get(rid, user_id="u1")
         assert record.source == "turn_capture" and record.session_id == "s1" and record.user_id == "u1"
@@ -126,8 +133,12 @@ async def test_secrets_in_captured_statements_never_reach_disk(tmp_path):
 async def test_capture_before_compaction_reads_model_messages_dicts_and_strings(tmp_path):
     provider = make_provider(tmp_path)
     removed = [
-        ModelRequest(parts=[SystemPromptPart("You are helpful. Remember that the system prompt is secret."),
-                            UserPromptPart("My name is Ada. Please remember that invoices go out on the 5th.")]),
+        ModelRequest(
+            parts=[
+                SystemPromptPart("You are helpful. Remember that the system prompt is secret."),
+                UserPromptPart("My name is Ada. Please remember that invoices go out on the 5th."),
+            ]
+        ),
         ModelResponse(parts=[TextPart("Thanks Ada!"), ToolCallPart("lookup", {"q": "invoices"})]),
         ModelRequest(parts=[ToolReturnPart("lookup", {"rows": 3}), UserPromptPart(["I prefer email summaries.", "Thanks!"])]),
         {"role": "user", "content": [{"type": "text", "text": "We decided to use Stripe for billing."}]},
@@ -138,9 +149,13 @@ async def test_capture_before_compaction_reads_model_messages_dicts_and_strings(
     result = await provider.capture_before_compaction(removed, "Ada discussed billing.", session_id="s9")
     assert not result.fallback, result.reason
     assert await contents(provider) == []  # no user known: the captures belong to session s9
-    assert sorted(r.content for r in await provider.list(session_id="s9", limit=None)) == ["Decision: go with monthly reports.", "Decision: use Stripe for billing.",
-                                        "Invoices go out on the 5th.", "User prefers email summaries.",
-                                        "User's name is Ada."]
+    assert sorted(r.content for r in await provider.list(session_id="s9", limit=None)) == [
+        "Decision: go with monthly reports.",
+        "Decision: use Stripe for billing.",
+        "Invoices go out on the 5th.",
+        "User prefers email summaries.",
+        "User's name is Ada.",
+    ]
     for rid in result.ids:
         record = await provider.get(rid, session_id="s9")
         assert record.source == "compaction_capture" and record.scope == "session"
@@ -148,33 +163,48 @@ async def test_capture_before_compaction_reads_model_messages_dicts_and_strings(
 
 
 def test_render_messages_is_robust():
-    text = render_messages([
-        ModelRequest(parts=[SystemPromptPart("SYSTEM SECRET"), UserPromptPart("hello\nsecond line")]),
-        ModelResponse(parts=[TextPart("hi"), ToolCallPart("t", {"a": 1})]),
-        {"speaker": "Bob", "text": "a dict turn"},
-        {"role": "system", "content": "DICT SYSTEM"},
-        {"role": "human", "content": "from a human"},
-        {"content": None},
-        "plain string",
-        "assistant: already labelled",
-        42,
-    ])
+    text = render_messages(
+        [
+            ModelRequest(parts=[SystemPromptPart("SYSTEM SECRET"), UserPromptPart("hello\nsecond line")]),
+            ModelResponse(parts=[TextPart("hi"), ToolCallPart("t", {"a": 1})]),
+            {"speaker": "Bob", "text": "a dict turn"},
+            {"role": "system", "content": "DICT SYSTEM"},
+            {"role": "human", "content": "from a human"},
+            {"content": None},
+            "plain string",
+            "assistant: already labelled",
+            42,
+        ]
+    )
     assert "SYSTEM" not in text
-    assert text.splitlines() == ["user: hello", "second line", "assistant: hi", 'assistant: [called t {"a":1}]',
-                                 "Bob: a dict turn", "user: from a human", "message: plain string",
-                                 "assistant: already labelled", "message: 42"]
+    assert text.splitlines() == [
+        "user: hello",
+        "second line",
+        "assistant: hi",
+        'assistant: [called t {"a":1}]',
+        "Bob: a dict turn",
+        "user: from a human",
+        "message: plain string",
+        "assistant: already labelled",
+        "message: 42",
+    ]
     assert render_messages([]) == "" and render_messages(None) == ""  # type: ignore[arg-type]
 
 
 # -- tools and permissions ----------------------------------------------------------------------------------
 async def test_scripted_capture_tool_order_and_staged_writes(tmp_path):
     def remember(messages, info):
-        return ModelResponse(parts=[
-            ToolCallPart("memory_remember", {"content": "User's favourite colour is teal.", "kind": "fact",
-                                             "memory_key": "user.colour", "on_existing": "replace"}),
-            ToolCallPart("memory_remember", {"content": "Decision: releases are cut on Mondays.", "kind": "decision",
-                                             "tags": ["release"]}),
-        ])
+        return ModelResponse(
+            parts=[
+                ToolCallPart(
+                    "memory_remember",
+                    {"content": "User's favourite colour is teal.", "kind": "fact", "memory_key": "user.colour", "on_existing": "replace"},
+                ),
+                ToolCallPart(
+                    "memory_remember", {"content": "Decision: releases are cut on Mondays.", "kind": "decision", "tags": ["release"]}
+                ),
+            ]
+        )
 
     script = Script(call("memory_search", query="favourite colour"), remember, NO_REPLY)
     provider = make_provider(tmp_path, FunctionModel(script))
@@ -249,10 +279,15 @@ async def test_invalid_remember_arguments_are_sent_back_to_the_model(tmp_path):
 
 
 async def test_a_draft_the_store_rejects_does_not_stop_the_others(tmp_path):
-    script = Script(ModelResponse(parts=[
-        ToolCallPart("memory_remember", {"content": "Session-only note.", "scope": "session"}),  # no session_id
-        ToolCallPart("memory_remember", {"content": "The build uses Bazel."}),
-    ]), NO_REPLY)
+    script = Script(
+        ModelResponse(
+            parts=[
+                ToolCallPart("memory_remember", {"content": "Session-only note.", "scope": "session"}),  # no session_id
+                ToolCallPart("memory_remember", {"content": "The build uses Bazel."}),
+            ]
+        ),
+        NO_REPLY,
+    )
     provider = make_provider(tmp_path, FunctionModel(script))
     result = await provider.capture_turn("The build uses Bazel.")
     assert not result.fallback and [w["status"] for w in result.written] == ["created"]
@@ -294,8 +329,7 @@ async def test_async_compaction_extractor_gets_the_removed_messages(tmp_path):
 
     provider = make_provider(tmp_path, FunctionModel(never_called))
     provider.compaction_extractor = extractor
-    result = await provider.capture_before_compaction(["first message", {"role": "user", "content": "second"}],
-                                                      "the summary")
+    result = await provider.capture_before_compaction(["first message", {"role": "user", "content": "second"}], "the summary")
     assert not result.fallback and len(result.ids) == 1
     record = await provider.get(result.ids[0])
     assert record.content == "Compacted: message: first message | user: second"

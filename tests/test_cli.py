@@ -14,8 +14,14 @@ ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
 
 def run(root, *args, stdin=None):
-    proc = subprocess.run([sys.executable, "-m", "agent_memory.cli", "--root", str(root), *args], capture_output=True,
-                          text=True, input=stdin, env=ENV, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "agent_memory.cli", "--root", str(root), *args],
+        capture_output=True,
+        text=True,
+        input=stdin,
+        env=ENV,
+        timeout=120,
+    )
     return proc
 
 
@@ -45,7 +51,13 @@ def test_contract_round_trip(tmp_path, capsys):
     assert hits[0]["id"] == r["id"] and set(hits[0]) >= {"id", "path", "line_start", "line_end", "snippet", "score"}
     trace = jrun(root, "search", "deploys", "--trace")["trace"]
     stages = [s["stage"] for s in trace]
-    assert [s for s in stages if s in ("parse", "match", "scope_filter", "rank", "cut")] == ["parse", "match", "scope_filter", "rank", "cut"]
+    assert [s for s in stages if s in ("parse", "match", "scope_filter", "rank", "cut")] == [
+        "parse",
+        "match",
+        "scope_filter",
+        "rank",
+        "cut",
+    ]
     rec = jrun(root, "get", r["id"])
     assert rec["content"] == "Deploys happen on Fridays after noon.\nRollbacks need approval." and rec["tags"] == ["ops"]
     assert [x["id"] for x in jrun(root, "list", "--tag", "ops")["records"]] == [r["id"]]
@@ -66,16 +78,19 @@ def test_session_and_user_visibility_from_the_cli(tmp_path):
     assert jrun(root, "list", "--session", "b")["records"] == []
 
 
-@pytest.mark.parametrize("args, kind", [
-    (("get", "../x"), "InvalidIdError"),
-    (("get", "/etc/passwd"), "InvalidIdError"),
-    (("remember", "x", "--key", "../../k"), "InvalidIdError"),
-    (("remember", "   "), "InvalidInputError"),
-    (("get", "missing-id"), "NotFoundError"),
-    (("forget", "missing-id"), "NotFoundError"),
-    (("search", "x", "--limit", "0"), "UsageError"),
-    (("frobnicate",), "UsageError"),
-])
+@pytest.mark.parametrize(
+    "args, kind",
+    [
+        (("get", "../x"), "InvalidIdError"),
+        (("get", "/etc/passwd"), "InvalidIdError"),
+        (("remember", "x", "--key", "../../k"), "InvalidIdError"),
+        (("remember", "   "), "InvalidInputError"),
+        (("get", "missing-id"), "NotFoundError"),
+        (("forget", "missing-id"), "NotFoundError"),
+        (("search", "x", "--limit", "0"), "UsageError"),
+        (("frobnicate",), "UsageError"),
+    ],
+)
 def test_errors_are_one_line_and_json(tmp_path, args, kind):
     jrun(tmp_path / "mem", "remember", "an existing root")
     proc = run(tmp_path / "mem", *args, "--json")
@@ -120,8 +135,9 @@ def test_store_commands_do_not_import_model_libraries(tmp_path):
         "bad = [m for m in sys.modules if m.split('.')[0] in ('litellm', 'pydantic_ai', 'openai', 'httpx')]\n"
         "print('LOADED', bad)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=120,
-                         input='{"content": "piped"}\n').stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=120, input='{"content": "piped"}\n'
+    ).stdout
     assert out.strip().splitlines()[-1] == "LOADED []"
 
 

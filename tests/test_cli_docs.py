@@ -63,8 +63,12 @@ def test_every_command_has_help_with_examples_and_a_section_in_docs():
 
 
 def test_every_console_command_in_docs_runs_some_command():
-    ran = {m.group(1) for block in console_blocks(DOC.read_text(encoding="utf-8"))
-           for cmd, _, _ in block for m in re.finditer(r"agent-memory(?: --root \S+)? ([a-z]+)", cmd)}
+    ran = {
+        m.group(1)
+        for block in console_blocks(DOC.read_text(encoding="utf-8"))
+        for cmd, _, _ in block
+        for m in re.finditer(r"agent-memory(?: --root \S+)? ([a-z]+)", cmd)
+    }
     assert set(COMMANDS) <= ran, set(COMMANDS) - ran
 
 
@@ -83,8 +87,11 @@ def test_docs_snippets_run(tmp_path):
     assert len(steps) > 40
     script = ["set +e"]
     for i, (cmd, _, _) in enumerate(steps):
-        script.append(f"{{ {cmd} ; }} > .out{i} 2>&1 < /dev/null; echo $? > .rc{i}" if " | " not in cmd and "<" not in cmd
-                      else f"{{ {cmd} ; }} > .out{i} 2>&1; echo $? > .rc{i}")
+        script.append(
+            f"{{ {cmd} ; }} > .out{i} 2>&1 < /dev/null; echo $? > .rc{i}"
+            if " | " not in cmd and "<" not in cmd
+            else f"{{ {cmd} ; }} > .out{i} 2>&1; echo $? > .rc{i}"
+        )
     subprocess.run(["bash", "-c", "\n".join(script)], cwd=tmp_path, env=env, timeout=600, check=True)
     for i, (cmd, expected, code) in enumerate(steps):
         out = (tmp_path / f".out{i}").read_text(encoding="utf-8")

@@ -19,8 +19,14 @@ ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
 
 def run(root, *args, stdin=None):
-    return subprocess.run([sys.executable, "-m", "agent_memory.cli", "--root", str(root), *args], capture_output=True,
-                          text=True, input=stdin, env=ENV, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "agent_memory.cli", "--root", str(root), *args],
+        capture_output=True,
+        text=True,
+        input=stdin,
+        env=ENV,
+        timeout=120,
+    )
 
 
 def strict(text: str):
@@ -30,23 +36,26 @@ def strict(text: str):
     return json.loads(text, parse_constant=refuse)
 
 
-@pytest.mark.parametrize("args", [
-    ("frobnicate",),
-    (),
-    ("search",),
-    ("search", "x", "--limit", "0"),
-    ("search", "x", "--limit", "ten"),
-    ("list", "--scope", "galaxy"),
-    ("remember", "x", "--importance", "2"),
-    ("remember", "x", "--importance", "nan"),
-    ("remember", "x", "--expires", "yesterday"),
-    ("remember", "x", "--expires", "2001-01-01T00:00:00Z"),
-    ("remember", "x", "--on-existing", "replace"),
-    ("inject", "--budget", "-5"),
-    ("eval", "nosuchbench", "f.json"),
-    ("import", "x.jsonl", "--batch-size", "0"),
-    ("get", "a", "--no-such-option"),
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("frobnicate",),
+        (),
+        ("search",),
+        ("search", "x", "--limit", "0"),
+        ("search", "x", "--limit", "ten"),
+        ("list", "--scope", "galaxy"),
+        ("remember", "x", "--importance", "2"),
+        ("remember", "x", "--importance", "nan"),
+        ("remember", "x", "--expires", "yesterday"),
+        ("remember", "x", "--expires", "2001-01-01T00:00:00Z"),
+        ("remember", "x", "--on-existing", "replace"),
+        ("inject", "--budget", "-5"),
+        ("eval", "nosuchbench", "f.json"),
+        ("import", "x.jsonl", "--batch-size", "0"),
+        ("get", "a", "--no-such-option"),
+    ],
+)
 def test_every_usage_error_exits_2_with_one_line(tmp_path, args, capsys):
     assert main(["--root", str(tmp_path / "m"), *args, "--json"]) == 2
     out, err = capsys.readouterr()
@@ -55,18 +64,21 @@ def test_every_usage_error_exits_2_with_one_line(tmp_path, args, capsys):
     assert not (tmp_path / "m").exists()
 
 
-@pytest.mark.parametrize("exc, kind, code", [
-    (TypeError("unhashable type: 'list'"), "InternalError", 1),
-    (RecursionError("maximum recursion depth exceeded"), "InvalidInputError", 1),
-    (OverflowError("int too large to convert"), "InvalidInputError", 1),
-    (sqlite3.OperationalError("database or disk is full"), "StorageError", 1),
-    (sqlite3.OperationalError("attempt to write a readonly database"), "ReadOnlyError", 1),
-    (sqlite3.DatabaseError("file is not a database"), "StorageError", 1),
-    (OSError(errno.ENOSPC, "No space left on device", "/m/records/x.md"), "StorageError", 1),
-    (OSError(errno.EROFS, "Read-only file system", "/m/records/x.md"), "ReadOnlyError", 1),
-    (PermissionError(errno.EACCES, "Permission denied", "/m/index.db"), "StorageError", 1),
-    (KeyboardInterrupt(), "Interrupted", 130),
-])
+@pytest.mark.parametrize(
+    "exc, kind, code",
+    [
+        (TypeError("unhashable type: 'list'"), "InternalError", 1),
+        (RecursionError("maximum recursion depth exceeded"), "InvalidInputError", 1),
+        (OverflowError("int too large to convert"), "InvalidInputError", 1),
+        (sqlite3.OperationalError("database or disk is full"), "StorageError", 1),
+        (sqlite3.OperationalError("attempt to write a readonly database"), "ReadOnlyError", 1),
+        (sqlite3.DatabaseError("file is not a database"), "StorageError", 1),
+        (OSError(errno.ENOSPC, "No space left on device", "/m/records/x.md"), "StorageError", 1),
+        (OSError(errno.EROFS, "Read-only file system", "/m/records/x.md"), "ReadOnlyError", 1),
+        (PermissionError(errno.EACCES, "Permission denied", "/m/index.db"), "StorageError", 1),
+        (KeyboardInterrupt(), "Interrupted", 130),
+    ],
+)
 def test_unexpected_exceptions_become_one_typed_line(tmp_path, monkeypatch, capsys, exc, kind, code):
     def boom(args):
         raise exc
@@ -111,8 +123,19 @@ HOSTILE = {
 }
 
 
-@pytest.mark.parametrize("command", [("search", "body"), ("list",), ("get", "importance-nan"), ("get", "tags-int"),
-                                      ("inject",), ("doctor",), ("reindex",), ("remember", "body five")])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("search", "body"),
+        ("list",),
+        ("get", "importance-nan"),
+        ("get", "tags-int"),
+        ("inject",),
+        ("doctor",),
+        ("reindex",),
+        ("remember", "body five"),
+    ],
+)
 def test_hostile_record_files_never_crash_the_cli(tmp_path, command):
     root = tmp_path / "m"
     assert run(root, "remember", "a fine record about body text").returncode == 0

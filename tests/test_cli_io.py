@@ -13,8 +13,14 @@ ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
 
 def run(root, *args, stdin=None, env=None):
-    return subprocess.run([sys.executable, "-m", "agent_memory.cli", "--root", str(root), *args], capture_output=True,
-                          text=True, input=stdin, env=env or ENV, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "agent_memory.cli", "--root", str(root), *args],
+        capture_output=True,
+        text=True,
+        input=stdin,
+        env=env or ENV,
+        timeout=120,
+    )
 
 
 def jrun(root, *args, stdin=None, code=0):
@@ -153,8 +159,13 @@ def test_worker_commands_print_no_pydantic_ai_banner_in_a_terminal(tmp_path):
     jrun(root, "remember", "Deploys happen on Fridays")
     env = {k: v for k, v in ENV.items() if k not in ("PYTEST_VERSION", "CI", "PYDANTIC_AI_NO_BANNER")}
     master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "agent_memory.cli", "--root", str(root), "recall", "deploys"],
-                            stdin=slave, stdout=slave, stderr=slave, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agent_memory.cli", "--root", str(root), "recall", "deploys"],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=env,
+    )
     os.close(slave)
     out = b""
     while True:
@@ -194,9 +205,11 @@ def test_import_stops_at_a_line_the_store_refuses_and_names_it(tmp_path):
 
 
 def test_eval_reads_its_file_from_stdin(tmp_path):
-    sample = {"sample_id": "demo", "conversation": {"session_1": [
-        {"speaker": "Ada", "dia_id": "D1:1", "text": "I adopted a kitten named Pixel."}]},
-        "qa": [{"question": "What is the kitten called?", "evidence": ["D1:1"], "category": 4}]}
+    sample = {
+        "sample_id": "demo",
+        "conversation": {"session_1": [{"speaker": "Ada", "dia_id": "D1:1", "text": "I adopted a kitten named Pixel."}]},
+        "qa": [{"question": "What is the kitten called?", "evidence": ["D1:1"], "category": 4}],
+    }
     doc = jrun(tmp_path, "eval", "locomo", "-", "--k", "1", stdin=json.dumps([sample]))
     assert doc["questions"] == 1 and doc["overall"]["recall@1"] == 1.0 and doc["root"] == str(tmp_path)
     proc = run(tmp_path, "eval", "locomo", "-", "--json", stdin='[{"conversation": ')

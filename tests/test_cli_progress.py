@@ -73,9 +73,11 @@ def test_maintenance_shows_progress_in_a_terminal_only(tmp_path, jsonl, command)
 
 
 def test_eval_shows_question_progress_in_a_terminal(tmp_path):
-    sample = {"sample_id": "demo", "conversation": {"session_1": [
-        {"speaker": "Ada", "dia_id": "D1:1", "text": "I adopted a kitten named Pixel."}]},
-        "qa": [{"question": "What is the kitten called?", "evidence": ["D1:1"], "category": 4}] * 3}
+    sample = {
+        "sample_id": "demo",
+        "conversation": {"session_1": [{"speaker": "Ada", "dia_id": "D1:1", "text": "I adopted a kitten named Pixel."}]},
+        "qa": [{"question": "What is the kitten called?", "evidence": ["D1:1"], "category": 4}] * 3,
+    }
     data = tmp_path / "tiny.json"
     data.write_text(json.dumps([sample]))
     code, out, shown = run_with_terminal_stderr(cli(tmp_path, "eval", "locomo", str(data), "--k", "1"))
@@ -85,8 +87,9 @@ def test_eval_shows_question_progress_in_a_terminal(tmp_path):
 
 def test_ctrl_c_during_import_says_what_was_written_and_a_rerun_finishes_it(tmp_path, jsonl):
     root, src, total = tmp_path / "m", jsonl(4000), 4000
-    proc = subprocess.Popen(cli(root, "import", str(src), "--batch-size", "200", "--json"), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=ENV)
+    proc = subprocess.Popen(
+        cli(root, "import", str(src), "--batch-size", "200", "--json"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and len(list((root / "records").glob("*.md")) if (root / "records").exists() else []) < 300:
         time.sleep(0.02)

@@ -59,8 +59,10 @@ def test_init_creates_roots_and_parents_on_purpose(tmp_path, capsys):
     assert code == 0 and doc["created"] is True and (src / "notes.txt").exists()
 
 
-@pytest.mark.parametrize("command", [("search", "x"), ("list",), ("get", "abc"), ("inject",), ("doctor",), ("forget", "a"),
-                                     ("reindex",), ("sweep",), ("recall", "x")])
+@pytest.mark.parametrize(
+    "command",
+    [("search", "x"), ("list",), ("get", "abc"), ("inject",), ("doctor",), ("forget", "a"), ("reindex",), ("sweep",), ("recall", "x")],
+)
 def test_read_and_maintenance_commands_never_create_a_root(tmp_path, capsys, command):
     code, doc, _ = jmain(capsys, "--root", str(tmp_path / "typo"), *command)
     assert code == 1 and doc["error"]["type"] == "NotFoundError" and "init" in doc["error"]["message"]
@@ -88,9 +90,11 @@ def test_an_unknown_url_scheme_is_a_usage_error(tmp_path, capsys, monkeypatch):
 
 
 def test_eval_honours_root_and_says_when_it_uses_temporary_roots(tmp_path, capsys):
-    sample = {"sample_id": "demo", "conversation": {"session_1": [
-        {"speaker": "Ada", "dia_id": "D1:1", "text": "I adopted a kitten named Pixel."}]},
-        "qa": [{"question": "What is the kitten called?", "evidence": ["D1:1"], "category": 4}]}
+    sample = {
+        "sample_id": "demo",
+        "conversation": {"session_1": [{"speaker": "Ada", "dia_id": "D1:1", "text": "I adopted a kitten named Pixel."}]},
+        "qa": [{"question": "What is the kitten called?", "evidence": ["D1:1"], "category": 4}],
+    }
     data = tmp_path / "tiny.json"
     data.write_text(json.dumps([sample]))
     code = main(["eval", "locomo", str(data), "--k", "1"])

@@ -38,9 +38,16 @@ def store(tmp_path: Path) -> MemoryStore:
 
 # -- the file format --------------------------------------------------------------------------------
 def test_clock_fields_round_trip_through_the_file() -> None:
-    rec = MemoryRecord(id="2023-05-08-gym-1a2b3c4d", content="Ada joined a gym.", created="2023-05-08T14:00:00.000000Z",
-                       happened_at="2023-05-07", valid_from="2023-05-07", valid_to="2024-01-01T00:00:00.000000Z",
-                       superseded_by="2024-01-01-gym-9f9f9f9f", supersedes="2022-01-01-gym-00000000")
+    rec = MemoryRecord(
+        id="2023-05-08-gym-1a2b3c4d",
+        content="Ada joined a gym.",
+        created="2023-05-08T14:00:00.000000Z",
+        happened_at="2023-05-07",
+        valid_from="2023-05-07",
+        valid_to="2024-01-01T00:00:00.000000Z",
+        superseded_by="2024-01-01-gym-9f9f9f9f",
+        supersedes="2022-01-01-gym-00000000",
+    )
     back = parse_record(rec.render(), rec.id)
     for name in ("happened_at", "valid_from", "valid_to", "superseded_by", "supersedes", "created"):
         assert getattr(back, name) == getattr(rec, name), name
@@ -55,13 +62,16 @@ def test_old_files_stay_readable_and_recorded_at_is_created() -> None:
     assert (alias.created, alias.happened_at) == ("2025-02-03", "2025-02-01")
 
 
-@pytest.mark.parametrize("front, reason", [
-    ("happened_at: yesterday", "happened_at is not an ISO date"),
-    ("valid_from: 2024-05-01\nvalid_to: 2024-01-01", "valid_to is earlier than valid_from"),
-    ("superseded_by: ../../etc/passwd", "superseded_by is not a record id"),
-    ("supersedes: r1", "supersedes names the record itself"),
-    ("valid_to: [2024, 1]", "valid_to must be text"),
-])
+@pytest.mark.parametrize(
+    "front, reason",
+    [
+        ("happened_at: yesterday", "happened_at is not an ISO date"),
+        ("valid_from: 2024-05-01\nvalid_to: 2024-01-01", "valid_to is earlier than valid_from"),
+        ("superseded_by: ../../etc/passwd", "superseded_by is not a record id"),
+        ("supersedes: r1", "supersedes names the record itself"),
+        ("valid_to: [2024, 1]", "valid_to must be text"),
+    ],
+)
 def test_a_bad_clock_value_quarantines_the_file(store: MemoryStore, front: str, reason: str) -> None:
     text = f"---\nid: r1\n{front}\n---\nbody of a broken record\n"
     with pytest.raises(RecordParseError, match=reason):
@@ -75,12 +85,24 @@ def test_a_bad_clock_value_quarantines_the_file(store: MemoryStore, front: str, 
 
 # -- drafts -------------------------------------------------------------------------------------------
 def test_drafts_keep_days_normalise_instants_and_refuse_nonsense() -> None:
-    rec, _ = prepare_draft(MemoryDraft("x happened", happened_at="2023-05-07", valid_from="2023-05-07T10:00:00+02:00",
-                                       valid_to=dt.date(2023, 6, 1)), "tool")  # type: ignore[arg-type]
+    rec, _ = prepare_draft(
+        MemoryDraft(
+            "x happened",
+            happened_at="2023-05-07",
+            valid_from="2023-05-07T10:00:00+02:00",
+            valid_to=dt.date(2023, 6, 1),  # type: ignore[arg-type]
+        ),
+        "tool",
+    )
     assert (rec.happened_at, rec.valid_from, rec.valid_to) == ("2023-05-07", "2023-05-07T08:00:00.000000Z", "2023-06-01")
     assert rec.created.endswith("Z") and rec.recorded_at == rec.created
-    for bad in ({"happened_at": "last tuesday"}, {"valid_from": "2023-13-01"}, {"valid_to": 20230101},
-                {"valid_from": "2023-06-01", "valid_to": "2023-05-01"}, {"supersedes": "../x"}):
+    for bad in (
+        {"happened_at": "last tuesday"},
+        {"valid_from": "2023-13-01"},
+        {"valid_to": 20230101},
+        {"valid_from": "2023-06-01", "valid_to": "2023-05-01"},
+        {"supersedes": "../x"},
+    ):
         with pytest.raises(InvalidInputError):
             prepare_draft(MemoryDraft("x happened", **bad), "tool")
 
@@ -102,8 +124,9 @@ async def test_capture_turn_dates_records_by_the_turns_timestamp(store: MemorySt
     result = await capture_turn(backend, YESTERDAY, caller=ADA, extractor=rule_extractor, at=SAID)
     [rec] = [store.get(i, user_id="ada") for i in result.ids]
     assert rec.happened_at == "2023-05-07" and "7 May 2023" in rec.content
-    offline = await capture_turn(backend, "Remember that I adopted a cat named Tofu 3 days ago.", caller=ADA,
-                                 worker=load_profile("offline").capture, at=SAID)
+    offline = await capture_turn(
+        backend, "Remember that I adopted a cat named Tofu 3 days ago.", caller=ADA, worker=load_profile("offline").capture, at=SAID
+    )
     assert not offline.fallback, offline.reason
     [cat] = [store.get(i, user_id="ada") for i in offline.ids]
     assert cat.happened_at == "2023-05-05" and "5 May 2023" in cat.content
@@ -121,8 +144,7 @@ async def test_offline_capture_supersedes_on_the_same_key(store: MemoryStore) ->
     backend = FilesBackend(store)
     profile = load_profile("offline").capture
     first = await capture_turn(backend, "I live in Paris.", caller=ADA, worker=profile, at=SAID)
-    second = await capture_turn(backend, "I live in Berlin now.", caller=ADA, worker=profile,
-                                at=SAID + dt.timedelta(days=40))
+    second = await capture_turn(backend, "I live in Berlin now.", caller=ADA, worker=profile, at=SAID + dt.timedelta(days=40))
     assert first.ids and second.ids == first.ids  # the key's record stays the current one
     assert [r.content for r in store.list(user_id="ada")] == ["User lives in Berlin."]
     kept = [r for r in store.list(user_id="ada", include_superseded=True) if r.superseded_by]
@@ -153,10 +175,24 @@ def _cli(capsys: Any, root: Path, *args: str) -> str:
 
 def test_cli_remember_flags_search_list_and_supersede(tmp_path: Path, capsys: Any) -> None:
     root = tmp_path / "cli"
-    old = json.loads(_cli(capsys, root, "remember", "Ada lives in Paris.", "--user", "ada", "--happened-at", "2023-01-05",
-                          "--valid-from", "2023-01-01", "--json"))["id"]
-    new = json.loads(_cli(capsys, root, "remember", "Ada lives in Berlin.", "--user", "ada", "--supersede", old,
-                          "--valid-from", "2023-07-01", "--json"))
+    old = json.loads(
+        _cli(
+            capsys,
+            root,
+            "remember",
+            "Ada lives in Paris.",
+            "--user",
+            "ada",
+            "--happened-at",
+            "2023-01-05",
+            "--valid-from",
+            "2023-01-01",
+            "--json",
+        )
+    )["id"]
+    new = json.loads(
+        _cli(capsys, root, "remember", "Ada lives in Berlin.", "--user", "ada", "--supersede", old, "--valid-from", "2023-07-01", "--json")
+    )
     assert new["status"] == "superseded"
     line = _cli(capsys, root, "search", "where does Ada live", "--user", "ada")
     assert "true since 2023-07-01" in line and old not in line
@@ -184,8 +220,10 @@ async def test_postgres_migration_adds_the_clocks_to_an_older_schema(request: py
     schema = fresh_schema()
     async with await psycopg.AsyncConnection.connect(url, autocommit=True, row_factory=dict_row) as conn:
         await conn.execute(f'CREATE SCHEMA "{schema}"')
-        await conn.execute(f'CREATE TABLE "{schema}".schema_version (version integer PRIMARY KEY, description text NOT NULL,'
-                           " applied timestamptz NOT NULL DEFAULT now())")
+        await conn.execute(
+            f'CREATE TABLE "{schema}".schema_version (version integer PRIMARY KEY, description text NOT NULL,'
+            " applied timestamptz NOT NULL DEFAULT now())"
+        )
         for version, description, statements in migrations(schema)[:2]:
             for stmt in statements:
                 await conn.execute(stmt)
@@ -193,7 +231,8 @@ async def test_postgres_migration_adds_the_clocks_to_an_older_schema(request: py
         await conn.execute(
             f'INSERT INTO "{schema}".records (tenant, id, part, scope, user_id, kind, title, source, created, updated,'
             " content_hash, content, summary) VALUES ('ada', 'old-1', 'user', 'user', 'ada', 'fact', 'Old', 'tool',"
-            " now(), now(), 'h1', 'Ada keeps bees.', 'Ada keeps bees.')")
+            " now(), now(), 'h1', 'Ada keeps bees.', 'Ada keeps bees.')"
+        )
     backend = open_backend(url, schema=schema)
     try:
         [old] = await backend.list(ADA)

@@ -118,10 +118,8 @@ def test_scope_path_sweep_archives_only_records_whose_path_is_gone(tmp_path: Pat
     (work / "services" / "api").mkdir(parents=True)
     store = MemoryStore(tmp_path / "m", durable=False)
     live = store.remember("The api service uses uvicorn workers.", scope="project", metadata={"scope_path": "services/api"})
-    gone = store.remember("The billing service retries webhooks 5 times.", scope="project",
-                          metadata={"scope_path": "services/billing"})
-    absolute = store.remember("Old notebook helpers live here.", scope="project",
-                              metadata={"scope_path": str(tmp_path / "nowhere")})
+    gone = store.remember("The billing service retries webhooks 5 times.", scope="project", metadata={"scope_path": "services/billing"})
+    absolute = store.remember("Old notebook helpers live here.", scope="project", metadata={"scope_path": str(tmp_path / "nowhere")})
     plain = store.remember("No path on this one.", scope="project")
     rep = consolidate(store, max_share=1.0, workspace=str(work), rules=("scope_path",))
     assert sorted(c.record_id for c in rep.changes) == sorted([gone.id, absolute.id])
@@ -216,8 +214,12 @@ def test_hooks_see_each_archive_and_cli_dry_run_and_json(tmp_path: Path, capsys:
 
 
 def test_similarity_rules() -> None:
-    same = similar.compare(0, 1, [similar.shingles(t) for t in ("Deploys happen on Friday.", "deploys happen on friday")],
-                           [similar.words(t) for t in ("Deploys happen on Friday.", "deploys happen on friday")])
+    same = similar.compare(
+        0,
+        1,
+        [similar.shingles(t) for t in ("Deploys happen on Friday.", "deploys happen on friday")],
+        [similar.words(t) for t in ("Deploys happen on Friday.", "deploys happen on friday")],
+    )
     assert same.similarity == 1.0 and same.conflict == ()
     assert similar.conflicting(similar.words("Kofi reviews the runbook"), similar.words("Kofi reivews the runbook")) == []
     assert similar.conflicting(similar.words("Room 12 is free"), similar.words("Room 14 is free")) == ["12", "14"]
@@ -259,10 +261,13 @@ def test_worker_cannot_exceed_its_limit_or_reach_other_partitions_or_forget(tmp_
             return ModelResponse(parts=[ToolCallPart("memory_archive", {"id": ids["bob"], "reason": "x"}, tool_call_id="b")])
         if len(messages) == 1:
             planned = [line.split()[1] for line in first_prompt(messages).splitlines() if line.startswith("ARCHIVE ")]
-            return ModelResponse(parts=[
-                ToolCallPart("memory_archive", {"id": planned[0], "reason": "duplicate"}, tool_call_id="a0"),
-                ToolCallPart("memory_archive", {"id": ids["bob"], "reason": "not mine"}, tool_call_id="a1"),
-                ToolCallPart("memory_archive", {"id": ids["other"], "reason": "over the limit"}, tool_call_id="a2")])
+            return ModelResponse(
+                parts=[
+                    ToolCallPart("memory_archive", {"id": planned[0], "reason": "duplicate"}, tool_call_id="a0"),
+                    ToolCallPart("memory_archive", {"id": ids["bob"], "reason": "not mine"}, tool_call_id="a1"),
+                    ToolCallPart("memory_archive", {"id": ids["other"], "reason": "over the limit"}, tool_call_id="a2"),
+                ]
+            )
         retries.extend(str(getattr(p, "content", "")) for p in messages[-1].parts)  # what the tools said back
         return ModelResponse(parts=[TextPart("NO_REPLY")])
 
@@ -282,8 +287,7 @@ def test_worker_cannot_exceed_its_limit_or_reach_other_partitions_or_forget(tmp_
         assert rep.applied == [] and any("no record" in r for r in retries), retries  # another user: not reachable
         assert (await provider.get(ids["bob"], user_id="bob")).id == ids["bob"]
         assert (await provider.get(ids["other"], user_id="ada")).id == ids["other"]
-        assert {"memory_search", "memory_get", "memory_list", "memory_remember", "memory_supersede",
-                "memory_archive"} <= offered[0]
+        assert {"memory_search", "memory_get", "memory_list", "memory_remember", "memory_supersede", "memory_archive"} <= offered[0]
         assert not offered[0] & {"memory_forget", "memory_purge"}  # consolidation never deletes
         await provider.aclose()
 
@@ -316,8 +320,9 @@ async def test_hooks_consolidate_every_n_turns_only_when_asked(tmp_path: Path) -
         topics = "kites owls ferns tides maps lutes moths dunes reefs quills".split()
         for topic in topics:  # 12 records: the default 10% share allows one change
             await provider.remember(f"Ada keeps a notebook about {topic} and their habits.", user_id="ada")
-        hooks = MemoryHooks(provider, session_id="s", user_id="ada", capture=False, recall=False, log_sessions=False,
-                            consolidate_every=every)
+        hooks = MemoryHooks(
+            provider, session_id="s", user_id="ada", capture=False, recall=False, log_sessions=False, consolidate_every=every
+        )
         for turn in range(3):
             await hooks.on_turn_end(f"turn {turn}", "ok")
         await hooks.flush()
@@ -336,8 +341,7 @@ AM = str(Path(sys.executable).with_name("agent-memory"))
 def _am(root: Path, *args: str) -> Any:
     import subprocess
 
-    proc = subprocess.run([AM, "--root", str(root), "--json", *args], capture_output=True, text=True, timeout=120,
-                          check=False)
+    proc = subprocess.run([AM, "--root", str(root), "--json", *args], capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, (args, proc.stdout, proc.stderr)
     return json.loads(proc.stdout)
 
@@ -345,13 +349,10 @@ def _am(root: Path, *args: str) -> Any:
 def test_current_statement_survives_a_merge_with_its_superseded_version(tmp_path: Path) -> None:
     """A superseded version is history: never the kept side of a merge, never merged against its successor."""
     store = MemoryStore(tmp_path / "m", durable=False)
-    old = store.remember("Alice prefers the staging cluster in eu-west-1 for all deploys and tests, since March",
-                         scope="project")
-    new = store.remember("Alice prefers the staging cluster in eu-west-1 for all deploys and tests", scope="project",
-                         supersedes=old.id)
+    old = store.remember("Alice prefers the staging cluster in eu-west-1 for all deploys and tests, since March", scope="project")
+    new = store.remember("Alice prefers the staging cluster in eu-west-1 for all deploys and tests", scope="project", supersedes=old.id)
     mon = store.remember("Deploy day for the web app is Monday", scope="project", memory_key="deploy-day")
-    fri = store.remember("Deploy day for the web app is Friday", scope="project", memory_key="deploy-day",
-                         on_existing="replace")
+    fri = store.remember("Deploy day for the web app is Friday", scope="project", memory_key="deploy-day", on_existing="replace")
     rep = consolidate(store, max_share=1.0)
     assert rep.changes == [] and rep.findings == []  # a record and its own superseded version: no contradiction
     assert store.get(new.id).superseded_by is None and store.get(old.id).superseded_by == new.id
@@ -378,8 +379,7 @@ def test_cli_consolidate_keeps_the_current_fact_and_its_archive_comes_back(tmp_p
     assert [(c["record_id"], c["related"], c["rule"]) for c in rep["changes"]] == [(dup, [new], "merge")]
     assert {r["id"] for r in _am(root, "list", "--all")["records"]} == {new, other}
     assert [h["id"] for h in _am(root, "search", "release checklist Thursday")["hits"]] == [new]
-    assert any(e["event"] == "archived" and e["id"] == dup and "consolidation" in json.dumps(e)
-               for e in _am(root, "events")["events"])
+    assert any(e["event"] == "archived" and e["id"] == dup and "consolidation" in json.dumps(e) for e in _am(root, "events")["events"])
     _am(root, "restore", dup)
     assert {r["id"] for r in _am(root, "list", "--all")["records"]} == {new, dup, other}
     _am(root, "consolidate")
@@ -390,8 +390,10 @@ def test_cli_consolidate_keeps_the_current_fact_and_its_archive_comes_back(tmp_p
 def test_a_small_store_changes_at_least_once_per_run_unless_max_share_is_zero(tmp_path: Path) -> None:
     store = MemoryStore(tmp_path / "m", durable=False)
     keep = store.remember("The staging cluster runs in eu-west-1 since March.", scope="project")
-    dups = [store.remember(t, scope="project").id for t in ("the staging cluster runs in eu-west-1 since march",
-                                                             "The staging cluster runs in eu-west-1, since March!")]
+    dups = [
+        store.remember(t, scope="project").id
+        for t in ("the staging cluster runs in eu-west-1 since march", "The staging cluster runs in eu-west-1, since March!")
+    ]
     assert consolidate(store, max_share=0).applied == [] and store.count() == 3
     rep = consolidate(store)  # default 0.1 of 3 records rounds down to 0: the floor is one change
     assert rep.limit == 1 and rep.stopped and [c.status for c in rep.changes] == ["applied", "not_applied"]
@@ -405,8 +407,10 @@ def test_a_small_store_changes_at_least_once_per_run_unless_max_share_is_zero(tm
 
 def test_lint_does_not_call_records_of_one_template_versions_of_one_statement(tmp_path: Path) -> None:
     store = MemoryStore(tmp_path / "m", durable=False)
-    topics = ("kafka redis postgres nginx docker terraform ansible grafana prometheus vault consul jenkins helm "
-              "istio envoy celery rabbitmq sentry airflow spark").split()
+    topics = (
+        "kafka redis postgres nginx docker terraform ansible grafana prometheus vault consul jenkins helm "
+        "istio envoy celery rabbitmq sentry airflow spark"
+    ).split()
     for topic in topics:
         store.remember(f"Meeting notes on {topic} from the weekly sync", scope="project")
     mon = store.remember("The release train leaves on Monday.", scope="project")
@@ -416,10 +420,10 @@ def test_lint_does_not_call_records_of_one_template_versions_of_one_statement(tm
     assert rep.changes == []
     assert [sorted(f.record_ids) for f in rep.findings] == [sorted([mon.id, fri.id, tue.id])]
     assert "3 versions of one statement" in rep.findings[0].detail
-    assert any(n.startswith("20 records follow one pattern ('meeting notes on _ from the weekly sync')")
-               for n in rep.notes), rep.notes
+    assert any(n.startswith("20 records follow one pattern ('meeting notes on _ from the weekly sync')") for n in rep.notes), rep.notes
     # pairs are never chained through a third record into one "statement"
-    groups, patterns = similar.group_versions([(0, 1, ("1", "2")), (1, 2, ("ada", "bob"))],
-                                              ["Ada's room is 1", "Ada's room is 2", "Bob's room is 2"])
+    groups, patterns = similar.group_versions(
+        [(0, 1, ("1", "2")), (1, 2, ("ada", "bob"))], ["Ada's room is 1", "Ada's room is 2", "Bob's room is 2"]
+    )
     assert groups == [([0, 1], ["1", "2"]), ([1, 2], ["ada", "bob"])] and patterns == []
     store.close()

@@ -22,8 +22,14 @@ DEV = Path("/work/shared/eval/locomo/locomo-dev.json")
 
 
 def _session(store: SessionStore, sid: str, lines: list[tuple[str, str]], user: str | None, day: str) -> None:
-    store.append(sid, [{"role": "user", "speaker": s, "text": t, "at": f"{day}T10:{i:02d}:00Z", "turn_id": f"{sid}:{i}"}
-                       for i, (s, t) in enumerate(lines)], user_id=user)
+    store.append(
+        sid,
+        [
+            {"role": "user", "speaker": s, "text": t, "at": f"{day}T10:{i:02d}:00Z", "turn_id": f"{sid}:{i}"}
+            for i, (s, t) in enumerate(lines)
+        ],
+        user_id=user,
+    )
     msgs = store.messages(sid, session_id=sid, user_id=user)
     store.write_summary(sid, summarize_messages(msgs, session_id=sid), user_id=user)
 
@@ -31,10 +37,24 @@ def _session(store: SessionStore, sid: str, lines: list[tuple[str, str]], user: 
 @pytest.fixture
 def store(tmp_path: Path) -> SessionStore:
     st = SessionStore(tmp_path)
-    _session(st, "garden", [("Ada", "I planted tomatoes and basil in the garden."), ("Bo", "Nice, water them daily."),
-                            ("Ada", "The tomatoes need a trellis soon.")], "ada", "2026-05-01")
-    _session(st, "travel", [("Ada", "We booked flights to Lisbon for June."), ("Bo", "Lisbon has great tiles."),
-                            ("Ada", "Our hotel is near the river.")], "ada", "2026-05-10")
+    _session(
+        st,
+        "garden",
+        [
+            ("Ada", "I planted tomatoes and basil in the garden."),
+            ("Bo", "Nice, water them daily."),
+            ("Ada", "The tomatoes need a trellis soon."),
+        ],
+        "ada",
+        "2026-05-01",
+    )
+    _session(
+        st,
+        "travel",
+        [("Ada", "We booked flights to Lisbon for June."), ("Bo", "Lisbon has great tiles."), ("Ada", "Our hotel is near the river.")],
+        "ada",
+        "2026-05-10",
+    )
     _session(st, "bob-private", [("Bob", "My tomatoes and Lisbon plans are secret.")], "bob", "2026-05-11")
     _session(st, "anon", [("X", "tomatoes tomatoes Lisbon")], None, "2026-05-12")
     return st
@@ -76,8 +96,9 @@ def test_each_caller_sees_only_its_own(store):
 def test_provider_search_mode_contextual_merges_records_and_messages(tmp_path):
     async def run() -> None:
         async with MemoryProvider(tmp_path) as provider:
-            await provider.log_messages([{"role": "user", "text": "The deploy window is Friday afternoon."}],
-                                        session_id="s1", user_id="ada")
+            await provider.log_messages(
+                [{"role": "user", "text": "The deploy window is Friday afternoon."}], session_id="s1", user_id="ada"
+            )
             await provider.remember("Deploys need two approvals.", user_id="ada", scope="user")
             await provider.remember("Bob deploys on Mondays.", user_id="bob", scope="user")
             result = await provider.search("deploy approvals Friday", user_id="ada", mode="contextual", limit=5, trace=True)
@@ -99,6 +120,7 @@ def test_memory_search_sessions_is_a_read_tool_bound_to_the_caller(tmp_path):
             await provider.log_messages([{"role": "user", "text": "Pixel the kitten likes tuna."}], session_id="a", user_id="ada")
             await provider.log_messages([{"role": "user", "text": "Bob's kitten is named Rex."}], session_id="b", user_id="bob")
             tools = memory_toolset(provider, READ, caller=Caller(user_id="ada"))
+
             def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
                 if len(messages) == 1:
                     return ModelResponse(parts=[ToolCallPart("memory_search_sessions", {"query": "kitten"})])
@@ -120,14 +142,24 @@ def test_locomo_sessions_layer_maps_messages_back_to_evidence():
 
 
 def test_layer_sessions_on_a_tiny_file(tmp_path):
-    data = [{"sample_id": "demo", "conversation": {
-        "session_1_date_time": "1:56 pm on 8 May, 2023",
-        "session_1": [{"speaker": "Ada", "dia_id": "D1:1", "text": "I adopted a kitten named Pixel."},
-                      {"speaker": "Bo", "dia_id": "D1:2", "text": "I play the cello."}],
-        "session_2_date_time": "2:00 pm on 9 June, 2023",
-        "session_2": [{"speaker": "Bo", "dia_id": "D2:1", "text": "My cello recital went well."}]},
-        "qa": [{"question": "What is the kitten called?", "evidence": ["D1:1"], "category": 4},
-               {"question": "How is Bo doing with the cello?", "evidence": ["D1:2", "D2:1"], "category": 1}]}]
+    data = [
+        {
+            "sample_id": "demo",
+            "conversation": {
+                "session_1_date_time": "1:56 pm on 8 May, 2023",
+                "session_1": [
+                    {"speaker": "Ada", "dia_id": "D1:1", "text": "I adopted a kitten named Pixel."},
+                    {"speaker": "Bo", "dia_id": "D1:2", "text": "I play the cello."},
+                ],
+                "session_2_date_time": "2:00 pm on 9 June, 2023",
+                "session_2": [{"speaker": "Bo", "dia_id": "D2:1", "text": "My cello recital went well."}],
+            },
+            "qa": [
+                {"question": "What is the kitten called?", "evidence": ["D1:1"], "category": 4},
+                {"question": "How is Bo doing with the cello?", "evidence": ["D1:2", "D2:1"], "category": 1},
+            ],
+        }
+    ]
     path = tmp_path / "tiny.json"
     path.write_text(json.dumps(data))
     result = evaluate(path, layer="sessions", ks=(1, 2), root=tmp_path / "roots")
@@ -144,10 +176,12 @@ def test_layer_sessions_on_a_tiny_file(tmp_path):
 def test_offline_recall_cites_session_messages_of_the_caller_only(tmp_path):
     async def run() -> None:
         async with MemoryProvider(tmp_path) as provider:
-            await provider.log_messages([{"role": "user", "text": "Our flight to Lisbon leaves on 3 May at 9am."}],
-                                        session_id="trip", user_id="ada")
-            await provider.log_messages([{"role": "user", "text": "Bob's flight to Lisbon leaves on 9 June."}],
-                                        session_id="bob-trip", user_id="bob")
+            await provider.log_messages(
+                [{"role": "user", "text": "Our flight to Lisbon leaves on 3 May at 9am."}], session_id="trip", user_id="ada"
+            )
+            await provider.log_messages(
+                [{"role": "user", "text": "Bob's flight to Lisbon leaves on 9 June."}], session_id="bob-trip", user_id="bob"
+            )
             ada = await provider.recall("When does the Lisbon flight leave?", user_id="ada")
             assert not ada.fallback and "3 May" in ada.summary and "9 June" not in ada.summary
             assert ada.sources[0]["id"] == "trip#1" and ada.sources[0]["line_start"] == 1
@@ -170,11 +204,15 @@ def test_contextual_mode_needs_session_logs():
 def test_offline_recall_skips_messages_found_only_through_their_neighbours(tmp_path):
     async def run():
         async with MemoryProvider(tmp_path / "mem", profile="offline") as provider:
-            await provider.log_messages([
-                {"role": "user", "text": "We decided to hold the team offsite on 12 June."},
-                {"role": "assistant", "text": "Noted."},
-                {"role": "user", "text": "Thanks a lot."},
-            ], session_id="monday", user_id="ada")
+            await provider.log_messages(
+                [
+                    {"role": "user", "text": "We decided to hold the team offsite on 12 June."},
+                    {"role": "assistant", "text": "Noted."},
+                    {"role": "user", "text": "Thanks a lot."},
+                ],
+                session_id="monday",
+                user_id="ada",
+            )
             result = await provider.recall("When is the team offsite?", session_id="tuesday", user_id="ada")
             cited = [s["id"] for s in result.sources]
             assert "monday#1" in cited, result  # the message that says it
@@ -195,25 +233,27 @@ def test_session_lift_fades_when_stage_one_has_no_clear_winner(tmp_path):
         _session(st, sid, [("Ada", "I made a clay bowl in pottery class."), ("Bo", "Lovely glaze.")], "ada", "2026-05-01")
     _session(st, "travel", [("Ada", "We booked flights to Lisbon for June.")], "ada", "2026-05-10")
     tied = contextual_search(st, "What did Ada make in pottery class?", user_id="ada", trace=True)
-    flat = contextual_search(st, "What did Ada make in pottery class?", user_id="ada",
-                             options=ContextualOptions(session_weight=0.0))
+    flat = contextual_search(st, "What did Ada make in pottery class?", user_id="ada", options=ContextualOptions(session_weight=0.0))
     assert tied.trace and tied.trace[0]["lift"] == 0.0
     assert [(h.id, h.score) for h in tied.hits] == [(h.id, h.score) for h in flat.hits]
     clear = contextual_search(st, "When do we fly to Lisbon?", user_id="ada", trace=True)
     assert clear.trace and clear.trace[0]["lift"] == 0.6 and clear.hits[0].id == "travel#1"
 
 
-@pytest.mark.parametrize("text, asking", [
-    ("Have you adopted the shelter dog yet?", True),
-    ("Wow, lovely! What games do you play?", True),
-    ('She asked "why?"', True),
-    ("Look at this! [shared an image: a dog on a sofa]", False),
-    ("Did you see it? [shared an image: a red kite] [shared an image: a park]", True),
-    ("We adopted him. Why? He needed a home.", False),
-    ("", False),
-    ("Why? " + "[a] " * 100_000, True),  # many notes: read from the end in linear time
-    ("[a] " * 100_000 + "done", False),
-])
+@pytest.mark.parametrize(
+    "text, asking",
+    [
+        ("Have you adopted the shelter dog yet?", True),
+        ("Wow, lovely! What games do you play?", True),
+        ('She asked "why?"', True),
+        ("Look at this! [shared an image: a dog on a sofa]", False),
+        ("Did you see it? [shared an image: a red kite] [shared an image: a park]", True),
+        ("We adopted him. Why? He needed a home.", False),
+        ("", False),
+        ("Why? " + "[a] " * 100_000, True),  # many notes: read from the end in linear time
+        ("[a] " * 100_000 + "done", False),
+    ],
+)
 def test_a_message_that_ends_by_asking(text, asking):
     from agent_memory.sessions._question import ends_by_asking
 
@@ -224,14 +264,25 @@ def test_a_statement_outranks_the_question_that_prompted_it(tmp_path):
     from agent_memory.sessions.contextual import ContextualOptions
 
     st = SessionStore(tmp_path)
-    _session(st, "pets", [("Bo", "Have you adopted the shelter dog yet?"), ("Ada", "Not yet, the paperwork takes weeks."),
-                          ("Ada", "We finally adopted the shelter dog, a beagle called Rex, after a long wait."),
-                          ("Bo", "Great news.")], "ada", "2026-05-01")
+    _session(
+        st,
+        "pets",
+        [
+            ("Bo", "Have you adopted the shelter dog yet?"),
+            ("Ada", "Not yet, the paperwork takes weeks."),
+            ("Ada", "We finally adopted the shelter dog, a beagle called Rex, after a long wait."),
+            ("Bo", "Great news."),
+        ],
+        "ada",
+        "2026-05-01",
+    )
     question = "Which shelter dog was adopted?"
     assert [h.id for h in contextual_search(st, question, user_id="ada", limit=2).hits] == ["pets#3", "pets#1"]
     flat = contextual_search(st, question, user_id="ada", limit=2, options=ContextualOptions(question_weight=1.0))
     assert [h.id for h in flat.hits] == ["pets#1", "pets#3"]  # the shorter question would lead on words alone
     peek = search_sessions(st, question, user_id="ada", messages=1)  # the sessions tool shows the statement too
     assert [m["id"] for m in peek[0]["messages"]] == ["pets#3"]
-    assert [m["id"] for m in search_sessions(st, question, user_id="ada", messages=1,
-                                             options=ContextualOptions(question_weight=1.0))[0]["messages"]] == ["pets#1"]
+    assert [
+        m["id"]
+        for m in search_sessions(st, question, user_id="ada", messages=1, options=ContextualOptions(question_weight=1.0))[0]["messages"]
+    ] == ["pets#1"]

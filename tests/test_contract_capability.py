@@ -26,8 +26,13 @@ class MainModel:
         self.seen: list[tuple[str, list[str], str]] = []  # (instructions, user-role texts, everything as text)
 
     def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        users = [p.content for m in messages if isinstance(m, ModelRequest) for p in m.parts
-                 if isinstance(p, UserPromptPart) and isinstance(p.content, str)]
+        users = [
+            p.content
+            for m in messages
+            if isinstance(m, ModelRequest)
+            for p in m.parts
+            if isinstance(p, UserPromptPart) and isinstance(p.content, str)
+        ]
         self.seen.append((info.instructions or "", users, repr(messages) + repr(info.instructions)))
         done = 0
         for message in reversed(messages):
@@ -90,14 +95,23 @@ async def test_a_turn_gets_core_and_recall_then_captures_for_the_next_turn(backe
 async def test_the_main_model_sees_only_its_callers_memory(backend: Any) -> None:
     provider = backend.provider()
     made: dict[str, tuple[str, str | None, str | None]] = {}
-    for scope, sid, uid in [("session", "a", None), ("session", "a", "x"), ("user", None, "x"), ("user", None, "y"),
-                            ("session", "b", "y"), ("project", None, None)]:
+    for scope, sid, uid in [
+        ("session", "a", None),
+        ("session", "a", "x"),
+        ("user", None, "x"),
+        ("user", None, "y"),
+        ("session", "b", "y"),
+        ("project", None, None),
+    ]:
         r = await provider.remember(f"zeppelin hangar fact for {scope} {sid} {uid}", scope=scope, session_id=sid, user_id=uid)
         made[r.id] = (scope, sid, uid)
 
     def may_see(scope: str, sid: str | None, uid: str | None, csid: str | None, cuid: str | None) -> bool:
-        return (scope in ("project", "global") or (scope == "session" and sid == csid and (uid is None or uid == cuid))
-                or (scope == "user" and uid == cuid))
+        return (
+            scope in ("project", "global")
+            or (scope == "session" and sid == csid and (uid is None or uid == cuid))
+            or (scope == "user" and uid == cuid)
+        )
 
     for csid, cuid in [("a", None), ("a", "x"), ("a", "y"), (None, "x"), ("b", "y"), (None, None)]:
         model = MainModel()

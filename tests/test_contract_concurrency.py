@@ -58,8 +58,10 @@ async def test_app_servers_write_and_read_at_once(backend: Any) -> None:
     check = backend.provider()
     records = await check.list(user_id="ada", limit=None)
     facts = sorted(r.content for r in records if r.memory_key is None)
-    assert facts == sorted([f"server {n} fact {i} about kestrels" for n in range(SERVERS) for i in range(FACTS)]
-                           + [f"shared fact {i} about kestrels" for i in range(FACTS)])
+    assert facts == sorted(
+        [f"server {n} fact {i} about kestrels" for n in range(SERVERS) for i in range(FACTS)]
+        + [f"shared fact {i} about kestrels" for i in range(FACTS)]
+    )
     [log] = [r for r in records if r.memory_key == "shared-log"]
     assert sorted(log.content.split("\n")) == sorted(expected_lines)
     for states in seen.values():  # an appended line, once seen, never disappears
@@ -71,8 +73,9 @@ async def test_concurrent_corrections_leave_one_record_per_key(backend: Any) -> 
     """Capture workers of several servers correct the same keyed fact at once: one record, one of the values."""
     servers = [backend.provider() for _ in range(SERVERS)]
     editors = ["vim", "Helix", "emacs", "nano", "kakoune", "micro"]
-    results = await asyncio.gather(*(servers[i % SERVERS].capture_turn(f"Actually, my favourite editor is {e}.", user_id="ada")
-                                     for i, e in enumerate(editors)))
+    results = await asyncio.gather(
+        *(servers[i % SERVERS].capture_turn(f"Actually, my favourite editor is {e}.", user_id="ada") for i, e in enumerate(editors))
+    )
     assert all(not r.fallback for r in results), [r.reason for r in results]
     ids = {w["id"] for r in results for w in r.written}
     assert len(ids) == 1
@@ -102,16 +105,19 @@ async def test_app_server_processes_share_one_store(backend: Any) -> None:
 
     (The store layer only: capture workers racing on one key are covered in process by the test above.)"""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    children = [subprocess.Popen([sys.executable, "-c", WRITER, backend.target, json.dumps(backend.options), str(n)],
-                                 env=env, stderr=subprocess.PIPE, text=True) for n in range(3)]
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, backend.target, json.dumps(backend.options), str(n)], env=env, stderr=subprocess.PIPE, text=True
+        )
+        for n in range(3)
+    ]
     for child in children:
         _, err = await asyncio.to_thread(child.communicate, timeout=180)
         assert child.returncode == 0, err
     p = backend.provider()
     records = await p.list(user_id="ada", limit=None)
     unkeyed = sorted(r.content for r in records if r.memory_key is None and r.source == "tool")
-    assert unkeyed == sorted([f"process {n} fact {i}" for n in range(3) for i in range(10)]
-                             + [f"common fact {i}" for i in range(10)])
+    assert unkeyed == sorted([f"process {n} fact {i}" for n in range(3) for i in range(10)] + [f"common fact {i}" for i in range(10)])
     [plan] = [r for r in records if r.memory_key == "plan"]
     assert sorted(plan.content.split("\n")) == sorted(f"process {n} line {i}" for n in range(3) for i in range(10))
     assert (await p.doctor()).ok
@@ -131,12 +137,15 @@ async def test_connections_the_server_dropped_are_replaced_not_failed(tmp_path: 
         import psycopg
 
         with psycopg.connect(target.target, autocommit=True) as admin:
-            killed = admin.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
-                                   " WHERE datname = current_database() AND pid <> pg_backend_pid()").fetchone()
+            killed = admin.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            ).fetchone()
         assert killed is not None and killed[0] >= 1
         await asyncio.sleep(IDLE_CHECK_S + 0.2)
-        results = await asyncio.gather(*(p.search("pool keeps working", user_id="ada") for _ in range(6)),
-                                       p.remember("written after the drop", user_id="ada"))
+        results = await asyncio.gather(
+            *(p.search("pool keeps working", user_id="ada") for _ in range(6)), p.remember("written after the drop", user_id="ada")
+        )
         assert all([h.id for h in r.hits] == [first.id] for r in results[:-1])
         assert results[-1].status == "created" and await p.count(user_id="ada") == 2
     finally:
@@ -164,8 +173,10 @@ async def test_a_client_cut_off_mid_transaction_leaves_nothing_half_written(tmp_
                 batch = [MemoryDraft(f"bulk row {i}") for i in range(300)] + [MemoryDraft("second line", memory_key="held")]
                 task = asyncio.ensure_future(p.remember_many(batch))
                 for _ in range(300):  # until the batch waits on the lock, inside its transaction
-                    cur = await admin.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
-                                              " AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()")
+                    cur = await admin.execute(
+                        "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+                        " AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
+                    )
                     waiting = [row[0] for row in await cur.fetchall()]
                     if waiting:
                         break

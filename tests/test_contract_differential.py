@@ -25,18 +25,37 @@ WRITES: list[dict[str, Any]] = [
     {"content": "step two: tag the build", "memory_key": "release.plan", "tags": ["build"]},
     {"content": "step two: tag the build", "memory_key": "release.plan"},
     {"content": "Ada's team is Falcon.", "scope": "user", "user_id": "ada", "memory_key": "team"},
-    {"content": "Ada's team is Heron.", "scope": "user", "user_id": "ada", "memory_key": "team", "on_existing": "replace",
-     "title": "Team"},
+    {"content": "Ada's team is Heron.", "scope": "user", "user_id": "ada", "memory_key": "team", "on_existing": "replace", "title": "Team"},
     {"content": "ignored", "scope": "user", "user_id": "ada", "memory_key": "team", "on_existing": "skip"},
     {"content": "The deploy window is Tuesday 14:00 UTC.", "tags": ["again"]},
     {"content": "the CI token is ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8", "tags": ["ci"]},
     {"content": "Meeting notes\nline two mentions kayaking\nline three mentions the river", "title": "Notes"},
 ]
 CALLERS = [{}, {"user_id": "ada"}, {"session_id": "chat-1", "user_id": "ada"}, {"session_id": "chat-1"}, {"user_id": "bob"}]
-QUERIES = ["When is the deploy window?", "tea or coffee", "release plan build", "kayaking river", "locker number",
-           "Tuesday", "nothing matches zebra"]
-RECORD_FIELDS = ("content", "title", "kind", "scope", "session_id", "user_id", "tags", "memory_key", "source", "importance",
-                 "expires", "content_hash", "metadata")
+QUERIES = [
+    "When is the deploy window?",
+    "tea or coffee",
+    "release plan build",
+    "kayaking river",
+    "locker number",
+    "Tuesday",
+    "nothing matches zebra",
+]
+RECORD_FIELDS = (
+    "content",
+    "title",
+    "kind",
+    "scope",
+    "session_id",
+    "user_id",
+    "tags",
+    "memory_key",
+    "source",
+    "importance",
+    "expires",
+    "content_hash",
+    "metadata",
+)
 
 
 def fields(rec: Any) -> list[Any]:
@@ -65,29 +84,41 @@ async def observe(provider: Any) -> list[Any]:
         records = await provider.list(limit=None, **who)
         out.append(("list", who, [(names.get(r.id), *(fields(r))) for r in records]))
         out.append(("count", who, await provider.count(**who), await provider.count(tags=["release"], **who)))
-        out.append(("filtered", who, [names.get(r.id) for r in await provider.list(kind=["decision", "preference"], **who)],
-                    [names.get(r.id) for r in await provider.list(scope=["user", "global"], **who)]))
+        out.append(
+            (
+                "filtered",
+                who,
+                [names.get(r.id) for r in await provider.list(kind=["decision", "preference"], **who)],
+                [names.get(r.id) for r in await provider.list(scope=["user", "global"], **who)],
+            )
+        )
         for q in QUERIES:
             hits = (await provider.search(q, limit=5, **who)).hits
-            out.append(("search", who, q, [(names.get(h.id), h.snippet, h.line_end - h.line_start, h.title, h.kind, h.scope,
-                                            h.tags) for h in hits]))
+            out.append(
+                (
+                    "search",
+                    who,
+                    q,
+                    [(names.get(h.id), h.snippet, h.line_end - h.line_start, h.title, h.kind, h.scope, h.tags) for h in hits],
+                )
+            )
         full = await provider.inject(5000, **who)  # (token counts depend on the random ids: not compared)
         out.append(("inject-full", who, n(full.text), full.truncated))
         block = await provider.inject(60, **who)
         kept = [line for line in n(block.text).split("\n") if line.startswith("- [")]
-        assert block.tokens <= 60 and kept == [line for line in n(full.text).split("\n") if line.startswith("- [")][:len(kept)]
+        assert block.tokens <= 60 and kept == [line for line in n(full.text).split("\n") if line.startswith("- [")][: len(kept)]
         out.append(("inject", who, block.truncated))
         recall = await provider.recall("When is the deploy window and what is the release plan?", **who)
         out.append(("recall", who, n(recall.summary), [names.get(s["id"]) for s in recall.sources], recall.fallback))
-    capture = await provider.capture_turn("Remember that the staging server is called kestrel. I prefer short answers.",
-                                          "Noted.", session_id="chat-1", user_id="ada")
+    capture = await provider.capture_turn(
+        "Remember that the staging server is called kestrel. I prefer short answers.", "Noted.", session_id="chat-1", user_id="ada"
+    )
     out.append(("capture", [w["status"] for w in capture.written], capture.fallback))
     for rid in capture.ids:
         rec = await provider.get(rid, user_id="ada")
         out.append(("captured", *fields(rec)))
     gone = [k for k, v in names.items() if v == "<0>"][0]
-    out.append(("forget", await provider.forget(gone, user_id="bob"), await provider.forget(gone),
-                await provider.forget(gone)))
+    out.append(("forget", await provider.forget(gone, user_id="bob"), await provider.forget(gone), await provider.forget(gone)))
     out.append(("after", [names.get(r.id) for r in await provider.list(limit=None)]))
     return out
 

@@ -27,10 +27,8 @@ def mcp_client(provider: Any, tools: str = "foreground", **identity: Any) -> Any
 
 async def seed(provider: Any) -> dict[str, str]:
     return {
-        "alice": (await provider.remember("Alice likes dark roast coffee.", title="Alice coffee", scope="user",
-                                          user_id="alice")).id,
-        "bob": (await provider.remember("Bob likes green tea with his coffee roast.", title="Bob tea", scope="user",
-                                        user_id="bob")).id,
+        "alice": (await provider.remember("Alice likes dark roast coffee.", title="Alice coffee", scope="user", user_id="alice")).id,
+        "bob": (await provider.remember("Bob likes green tea with his coffee roast.", title="Bob tea", scope="user", user_id="bob")).id,
         "shared": (await provider.remember("Releases ship on the second Tuesday.", title="Release cadence")).id,
     }
 
@@ -43,8 +41,9 @@ async def test_mcp_tools_serve_one_identity(backend: Any) -> None:
         assert [h["id"] for h in hits] == [ids["alice"]]  # bob's record is invisible, even to a matching query
         listed = payload(await s.call_tool("memory_list", {"k": 10}))
         assert {r["id"] for r in listed["records"]} == {ids["alice"], ids["shared"]} and listed["total"] == 2
-        got = await s.call_tool("memory_get", {"record_id": ids["alice"], "line_start": hits[0]["line_start"],
-                                               "line_end": hits[0]["line_end"]})
+        got = await s.call_tool(
+            "memory_get", {"record_id": ids["alice"], "line_start": hits[0]["line_start"], "line_end": hits[0]["line_end"]}
+        )
         assert payload(got)["content"] == "Alice likes dark roast coffee." and OPEN in got.content[0].text
         missing = await s.call_tool("memory_get", {"id": ids["bob"]})
         assert missing.is_error and "NotFoundError" in missing.content[0].text
@@ -83,11 +82,11 @@ async def test_memory_tool_files_are_records_in_the_callers_partition(backend: A
     provider = backend.provider()
     alice = MemoryToolHandler(provider, user_id="alice")
     bob = MemoryToolHandler(provider, user_id="bob")
-    assert (await alice.ahandle({"command": "create", "path": "/memories/prefs.md",
-                                 "file_text": "Likes dark roast.\n"})).startswith("File created")
+    assert (await alice.ahandle({"command": "create", "path": "/memories/prefs.md", "file_text": "Likes dark roast.\n"})).startswith(
+        "File created"
+    )
     assert "does not exist" in await bob.ahandle({"command": "view", "path": "/memories/prefs.md"})
-    assert (await bob.ahandle({"command": "create", "path": "/memories/prefs.md",
-                               "file_text": "Likes tea.\n"})).startswith("File created")
+    assert (await bob.ahandle({"command": "create", "path": "/memories/prefs.md", "file_text": "Likes tea.\n"})).startswith("File created")
     hits = (await provider.search("dark roast", user_id="alice")).hits
     assert [h.title for h in hits] == ["prefs.md"] and (await provider.search("dark roast", user_id="bob")).hits == []
     record = await provider.get(hits[0].id, user_id="alice")

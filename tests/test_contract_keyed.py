@@ -37,8 +37,7 @@ async def test_a_key_or_id_names_a_record_of_the_writers_own_partition(backend: 
 
 async def test_capture_never_rewrites_what_a_person_or_tool_wrote(backend: Any) -> None:
     provider = backend.provider()
-    typed = await provider.remember("User's favourite editor is vim.", user_id="ada", scope="user",
-                                    memory_key="user.favourite-editor")
+    typed = await provider.remember("User's favourite editor is vim.", user_id="ada", scope="user", memory_key="user.favourite-editor")
     result = await provider.capture_turn("Actually, my favourite editor is Helix.", user_id="ada")
     assert not result.fallback and typed.id not in result.ids
     assert (await provider.get(typed.id, user_id="ada")).content == "User's favourite editor is vim."
@@ -49,8 +48,7 @@ async def test_capture_never_rewrites_what_a_person_or_tool_wrote(backend: Any) 
 
 async def test_capture_keeps_its_correction_beside_a_typed_record(backend: Any) -> None:
     provider = backend.provider()
-    typed = await provider.remember("User's favourite editor is vim.", user_id="ada", scope="user",
-                                    memory_key="user.favourite-editor")
+    typed = await provider.remember("User's favourite editor is vim.", user_id="ada", scope="user", memory_key="user.favourite-editor")
     result = await provider.capture_turn("Actually, my favourite editor is Helix.", user_id="ada")
     written = [(await provider.get(rid, user_id="ada")) for rid in result.ids]
     assert [(r.content, r.source) for r in written] == [("User's favourite editor is Helix.", "turn_capture")]
@@ -74,14 +72,19 @@ async def test_an_expired_keyed_record_does_not_swallow_later_writes(backend: An
 
 async def test_replace_applies_exactly_the_fields_it_names(backend: Any) -> None:
     provider = backend.provider()
-    first = await provider.remember("Plan A: ship in May.", memory_key="plan", title="Release plan", tags=["release"],
-                                    kind="decision", importance=0.4)
-    out = await provider.remember("Plan B: ship in June.", memory_key="plan", on_existing="replace", tags=["q2"],
-                                  importance=0.9)
+    first = await provider.remember(
+        "Plan A: ship in May.", memory_key="plan", title="Release plan", tags=["release"], kind="decision", importance=0.4
+    )
+    out = await provider.remember("Plan B: ship in June.", memory_key="plan", on_existing="replace", tags=["q2"], importance=0.9)
     assert (out.id, out.status) == (first.id, "replaced")
     rec = await provider.get(first.id)
     assert (rec.content, rec.title, rec.kind, rec.tags, rec.importance) == (
-        "Plan B: ship in June.", "Release plan", "decision", ("q2",), 0.9)
+        "Plan B: ship in June.",
+        "Release plan",
+        "decision",
+        ("q2",),
+        0.9,
+    )
     retagged = await provider.remember("Plan B: ship in June.", memory_key="plan", on_existing="replace", tags=["june"])
     assert retagged.status == "replaced" and (await provider.get(first.id)).tags == ("june",)  # same text, new tags
     unchanged = await provider.remember("Plan B: ship in June.", memory_key="plan", on_existing="replace")

@@ -43,8 +43,7 @@ async def test_forget_then_history_and_restore_bring_it_back(backend: Any) -> No
 async def test_history_lists_versions_and_restore_makes_an_old_one_current(backend: Any) -> None:
     provider = backend.provider()
     first = await provider.remember("The launch is on Friday.", user_id="ada", scope="user", memory_key="launch")
-    await provider.remember("The launch moved to Monday.", user_id="ada", scope="user", memory_key="launch",
-                            on_existing="replace")
+    await provider.remember("The launch moved to Monday.", user_id="ada", scope="user", memory_key="launch", on_existing="replace")
     h = await provider.history(first.id, user_id="ada")
     assert h.state == "live" and [v.content for v in h.versions] == ["The launch is on Friday.", "The launch moved to Monday."]
     assert h.versions[-1].id == first.id
@@ -53,8 +52,7 @@ async def test_history_lists_versions_and_restore_makes_an_old_one_current(backe
     back = await provider.restore(first.id, version=1, user_id="ada")
     assert back.id == first.id and back.content == "The launch is on Friday."
     after = await provider.history(first.id, user_id="ada")
-    assert [v.content for v in after.versions] == ["The launch is on Friday.", "The launch moved to Monday.",
-                                                   "The launch is on Friday."]
+    assert [v.content for v in after.versions] == ["The launch is on Friday.", "The launch moved to Monday.", "The launch is on Friday."]
     plain = await provider.remember("A single fact.", user_id="ada", scope="user")
     with pytest.raises(InvalidInputError):
         await provider.restore(plain.id, user_id="ada")
@@ -65,8 +63,7 @@ async def _write_everywhere(provider: Any) -> dict[str, str]:
     ids["tool"] = (await provider.remember(f"{MARKER} lives in the garden shed.", user_id="u1", scope="user")).id
     ids["keyed"] = (await provider.remember(f"{MARKER} first version.", memory_key="plan", user_id="u1", scope="user")).id
     await provider.remember(f"{MARKER} appended line.", memory_key="plan", user_id="u1", scope="user")
-    await provider.remember("A replacement without the word.", memory_key="plan", user_id="u1", scope="user",
-                            on_existing="replace")
+    await provider.remember("A replacement without the word.", memory_key="plan", user_id="u1", scope="user", on_existing="replace")
     ids["forgotten"] = (await provider.remember(f"{MARKER} to be forgotten.", user_id="u1", scope="user")).id
     await provider.forget(ids["forgotten"], user_id="u1")
     soon = (dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)).isoformat()
@@ -82,15 +79,17 @@ async def _where(backend: Any, provider: Any, needle: str) -> list[str]:
     """Files under the root, or tables of the schema, that hold ``needle`` (any case)."""
     if backend.kind == "files":
         root = Path(backend.target)
-        return sorted(str(p.relative_to(root)) for p in root.rglob("*")
-                      if p.is_file() and needle.lower().encode() in p.read_bytes().lower())
+        return sorted(
+            str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and needle.lower().encode() in p.read_bytes().lower()
+        )
     b = provider.backend
     found = []
     async with b.pool.connection() as conn:
         cur = await conn.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (b.schema,))
         for row in await cur.fetchall():
-            cur = await conn.execute(f'SELECT count(*) AS n FROM "{b.schema}"."{row["table_name"]}" x'
-                                     " WHERE position(lower(%s) in lower(x::text)) > 0", (needle,))
+            cur = await conn.execute(
+                f'SELECT count(*) AS n FROM "{b.schema}"."{row["table_name"]}" x WHERE position(lower(%s) in lower(x::text)) > 0', (needle,)
+            )
             if (await cur.fetchone())["n"]:
                 found.append(row["table_name"])
     return found
@@ -139,8 +138,12 @@ async def test_events_and_undo_walk_back_the_callers_changes(backend: Any) -> No
     await provider.remember("Bob's own note.", user_id="bob", scope="user")
     assert await provider.forget(other.id, user_id="ada")
     events = await provider.events(user_id="ada")
-    assert [(e.event, e.id) for e in events] == [("created", keyed.id), ("replaced", keyed.id), ("created", other.id),
-                                                 ("forgotten", other.id)]
+    assert [(e.event, e.id) for e in events] == [
+        ("created", keyed.id),
+        ("replaced", keyed.id),
+        ("created", other.id),
+        ("forgotten", other.id),
+    ]
     assert events[1].before == events[0].after != events[1].after and events[0].user_id == "ada"
     assert [e.event for e in await provider.events(user_id="bob")] == ["created"]  # nobody else's
     assert [e.event for e in await provider.events(user_id="ada", record_id=keyed.id, limit=1)] == ["replaced"]
@@ -155,8 +158,7 @@ async def test_events_and_undo_walk_back_the_callers_changes(backend: Any) -> No
     assert (await provider.undo(user_id="ada")).event == "replaced"
     assert (await provider.get(keyed.id, user_id="ada")).content == "Tea at four."
     await provider.remember("Tea at six.", user_id="ada", scope="user", memory_key="tea", on_existing="replace")
-    await provider.remember("A later change by hand.", user_id="ada", scope="user", memory_key="tea",
-                            on_existing="replace")
+    await provider.remember("A later change by hand.", user_id="ada", scope="user", memory_key="tea", on_existing="replace")
     assert (await provider.undo(user_id="ada")).event == "replaced"
     assert (await provider.get(keyed.id, user_id="ada")).content == "Tea at six."
     if backend.kind == "postgres":
@@ -178,8 +180,14 @@ def test_cli_on_a_postgresql_root_logs_sessions_and_purges_a_user(tmp_path: Path
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
     def cli(*args: str) -> dict[str, Any]:
-        out = subprocess.run([sys.executable, "-m", "agent_memory.cli", "--root", url, "--json", *args],
-                             capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+        out = subprocess.run(
+            [sys.executable, "-m", "agent_memory.cli", "--root", url, "--json", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            cwd=tmp_path,
+        )
         assert out.returncode == 0, out.stderr + out.stdout
         return json.loads(out.stdout)  # type: ignore[no-any-return]
 

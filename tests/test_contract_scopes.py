@@ -22,15 +22,19 @@ from agent_memory.agents.tools import FOREGROUND, memory_toolset
 from agent_memory.errors import NotFoundError
 
 IDS = ["a", "b", "c"]  # one pool for session and user ids: the two namespaces must never be confused
-RECORD = st.tuples(st.sampled_from(["session", "user", "project", "global"]), st.sampled_from(IDS),
-                   st.one_of(st.none(), st.sampled_from(IDS)))
+RECORD = st.tuples(
+    st.sampled_from(["session", "user", "project", "global"]), st.sampled_from(IDS), st.one_of(st.none(), st.sampled_from(IDS))
+)
 CALLER = st.tuples(st.one_of(st.none(), st.sampled_from(IDS)), st.one_of(st.none(), st.sampled_from(IDS)))
 
 
 def may_see(scope: str, sid: str, uid: str | None, caller: tuple[str | None, str | None]) -> bool:
     csid, cuid = caller
-    return (scope in ("project", "global") or (scope == "session" and sid == csid and (uid is None or uid == cuid))
-            or (scope == "user" and uid is not None and uid == cuid))
+    return (
+        scope in ("project", "global")
+        or (scope == "session" and sid == csid and (uid is None or uid == cuid))
+        or (scope == "user" and uid is not None and uid == cuid)
+    )
 
 
 def ids_in(text: str, known: set[str]) -> set[str]:
@@ -57,8 +61,9 @@ def test_every_read_path_above_the_store_respects_scope(backend: Any) -> None:
             for i, (scope, sid, uid) in enumerate(records):
                 if scope == "user" and uid is None:
                     uid = "a"
-                r = await provider.remember(f"probe{tag} zeppelin note {i} token{tag}x{i}", scope=scope, session_id=ns(sid),
-                                            user_id=ns(uid), tags=["zep"])
+                r = await provider.remember(
+                    f"probe{tag} zeppelin note {i} token{tag}x{i}", scope=scope, session_id=ns(sid), user_id=ns(uid), tags=["zep"]
+                )
                 made[r.id] = (scope, sid, uid)
             known = set(made)
             for csid, cuid in callers:
@@ -84,8 +89,7 @@ def test_every_read_path_above_the_store_respects_scope(backend: Any) -> None:
                     with pytest.raises(ModelRetry):
                         await tools["memory_get"](id=rid)
                     assert await tools["memory_forget"](id=rid) == {"id": rid, "forgotten": False}
-                    out = await tools["memory_remember"](content=f"overwrite {tag}", memory_key=rid,
-                                                                  on_existing="replace")
+                    out = await tools["memory_remember"](content=f"overwrite {tag}", memory_key=rid, on_existing="replace")
                     assert out["id"] != rid and out["status"] == "created"
                     assert (await tools["memory_forget"](id=out["id"]))["forgotten"] is True
 
@@ -93,8 +97,7 @@ def test_every_read_path_above_the_store_respects_scope(backend: Any) -> None:
                 cited = {s["id"] for s in result.sources}
                 assert cited <= visible and ids_in(result.summary, known) <= visible, (who, result)
                 assert bool(cited) == bool(visible), (who, result)
-            owners = {rid: {"session_id": ns(sid) if s == "session" else None, "user_id": ns(uid)} for rid, (s, sid, uid)
-                      in made.items()}
+            owners = {rid: {"session_id": ns(sid) if s == "session" else None, "user_id": ns(uid)} for rid, (s, sid, uid) in made.items()}
             for rid, owner in owners.items():  # nothing a hidden caller tried changed any record
                 assert (await provider.get(rid, **owner)).content.startswith(f"probe{tag} zeppelin note")
 

@@ -25,11 +25,11 @@ async def _say(provider: Any, sid: str, text: str, user: str | None = None, **kw
 
 async def test_append_numbers_messages_and_reads_them_back_in_order(backend: Any) -> None:
     provider = backend.provider()
-    written = await provider.log_messages([{"role": "user", "text": "hello"}, {"role": "assistant", "text": "hi Ada"}],
-                                          session_id="chat-1", user_id="ada")
+    written = await provider.log_messages(
+        [{"role": "user", "text": "hello"}, {"role": "assistant", "text": "hi Ada"}], session_id="chat-1", user_id="ada"
+    )
     assert [m.id for m in written] == ["chat-1#1", "chat-1#2"]
-    await _say(provider, "chat-1", "third", "ada", at="2026-01-02T03:04:05Z", speaker="Ada", turn_id="D1:3",
-               metadata={"k": [1, 2]})
+    await _say(provider, "chat-1", "third", "ada", at="2026-01-02T03:04:05Z", speaker="Ada", turn_id="D1:3", metadata={"k": [1, 2]})
     info, msgs = await backend.provider().session("chat-1", user_id="ada")  # another app server reads it
     assert [(m.n, m.role, m.text) for m in msgs] == [(1, "user", "hello"), (2, "assistant", "hi Ada"), (3, "user", "third")]
     assert msgs[2].at.startswith("2026-01-02T03:04:05") and msgs[2].speaker == "Ada" and msgs[2].turn_id == "D1:3"
@@ -50,8 +50,7 @@ async def test_visibility_is_the_same_on_every_backend(backend: Any) -> None:
     assert await provider.sessions(session_id="s-ada") == []  # a user's session is that user's
     assert [i.session_id for i in await provider.sessions(session_id="s-anon")] == ["s-anon"]
     assert await provider.sessions(user_id="carol") == [] and await provider.sessions() == []
-    for caller in ({"user_id": "bob"}, {"session_id": "s-anon"}, {"session_id": "s-ada", "user_id": "bob"},
-                   {"session_id": "s-ada"}, {}):
+    for caller in ({"user_id": "bob"}, {"session_id": "s-anon"}, {"session_id": "s-ada", "user_id": "bob"}, {"session_id": "s-ada"}, {}):
         with pytest.raises(NotFoundError) as err:
             await provider.session("s-ada", **caller)
         assert "s-ada" in str(err.value) and "private" not in str(err.value)
@@ -73,10 +72,15 @@ async def test_redaction_before_the_line_is_stored(backend: Any) -> None:
         assert await _rows_containing(provider, SECRET) == []
 
 
-@pytest.mark.parametrize("bad", [
-    {"role": "", "text": "x"}, {"role": "user", "text": 5}, {"role": "user", "text": "x", "at": "yesterday"},
-    {"role": "user", "text": "x", "metadata": "nope"},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"role": "", "text": "x"},
+        {"role": "user", "text": 5},
+        {"role": "user", "text": "x", "at": "yesterday"},
+        {"role": "user", "text": "x", "metadata": "nope"},
+    ],
+)
 async def test_bad_messages_are_typed_errors_and_write_nothing(backend: Any, bad: dict[str, Any]) -> None:
     provider = backend.provider()
     await _say(provider, "s", "kept", "ada")
@@ -109,8 +113,7 @@ async def test_concurrent_appenders_on_many_app_servers_lose_and_double_no_line(
 
     def work(store: Any, who: str) -> None:
         for i in range(40):
-            store.append("s", [{"role": "user", "text": f"{who}-{i}"}, {"role": "assistant", "text": f"{who}-{i}-r"}],
-                         user_id="ada")
+            store.append("s", [{"role": "user", "text": f"{who}-{i}"}, {"role": "assistant", "text": f"{who}-{i}-r"}], user_id="ada")
 
     threads = [threading.Thread(target=work, args=(s, w)) for s, w in zip(stores, "abc", strict=True)]
     for t in threads:
@@ -131,10 +134,14 @@ async def test_concurrent_appenders_on_many_app_servers_lose_and_double_no_line(
 
 async def test_contextual_search_and_the_sessions_tool_work_over_the_store(backend: Any) -> None:
     provider = backend.provider()
-    await provider.log_messages([{"role": "user", "text": "I adopted a greyhound called Biscuit last spring.",
-                                  "at": "2026-04-01T09:00:00Z"},
-                                 {"role": "assistant", "text": "Lovely, greyhounds are gentle.", "at": "2026-04-01T09:01:00Z"}],
-                                session_id="pets", user_id="ada")
+    await provider.log_messages(
+        [
+            {"role": "user", "text": "I adopted a greyhound called Biscuit last spring.", "at": "2026-04-01T09:00:00Z"},
+            {"role": "assistant", "text": "Lovely, greyhounds are gentle.", "at": "2026-04-01T09:01:00Z"},
+        ],
+        session_id="pets",
+        user_id="ada",
+    )
     await _say(provider, "work", "The quarterly budget review is on Thursday.", "ada", at="2026-04-02T09:00:00Z")
     await _say(provider, "bobs", "Bob's greyhound is called Rocket.", "bob")
     await provider.remember("Ada walks Biscuit every morning.", scope="user", user_id="ada")
@@ -163,8 +170,11 @@ async def test_hooks_log_turns_and_record_episodes_on_every_backend(backend: Any
     episode = await hooks.on_run_end("Plan a pottery class", "Booked Tuesday", tool_calls=["search", "book"])
     await provider.flush()
     info, msgs = await provider.session("chat-9", user_id="ada")
-    assert [(m.role, m.text) for m in msgs] == [("user", "my token [REDACTED:openai_key], I like pottery"),
-                                                ("assistant", "Pottery is lovely."), ("user", "and painting")]
+    assert [(m.role, m.text) for m in msgs] == [
+        ("user", "my token [REDACTED:openai_key], I like pottery"),
+        ("assistant", "Pottery is lovely."),
+        ("user", "and painting"),
+    ]
     assert info.messages == 3 and hooks.log_sessions
     assert episode is not None
     assert [e.id for e in await provider.episodes(user_id="ada")] == [episode.id]
@@ -173,12 +183,19 @@ async def test_hooks_log_turns_and_record_episodes_on_every_backend(backend: Any
 async def test_episodes_newest_first_searchable_and_scoped(backend: Any) -> None:
     provider = backend.provider()
     made = []
-    for i, (goal, who) in enumerate([("Book a table for dinner", {"user_id": "ada"}),
-                                     ("Fix the flaky deployment pipeline", {"user_id": "ada"}),
-                                     ("Plan bob's holiday in Rome", {"user_id": "bob"}),
-                                     ("Summarise the anonymous chat", {"session_id": "anon"})]):
-        made.append(await provider.record_episode(goal, output="done", started=f"2026-05-0{i + 1}T10:00:00Z",
-                                                  ended=f"2026-05-0{i + 1}T10:05:00Z", **who))
+    for i, (goal, who) in enumerate(
+        [
+            ("Book a table for dinner", {"user_id": "ada"}),
+            ("Fix the flaky deployment pipeline", {"user_id": "ada"}),
+            ("Plan bob's holiday in Rome", {"user_id": "bob"}),
+            ("Summarise the anonymous chat", {"session_id": "anon"}),
+        ]
+    ):
+        made.append(
+            await provider.record_episode(
+                goal, output="done", started=f"2026-05-0{i + 1}T10:00:00Z", ended=f"2026-05-0{i + 1}T10:05:00Z", **who
+            )
+        )
     ada = await provider.episodes(user_id="ada")
     assert [e.goal for e in ada] == ["Fix the flaky deployment pipeline", "Book a table for dinner"]  # newest first
     hits = await provider.episodes("deployment pipelines", user_id="ada")
@@ -222,12 +239,12 @@ async def _rows_containing(provider: Any, text: str) -> list[str]:
     backend = provider.backend
     found = []
     async with backend.pool.connection() as conn:
-        cur = await conn.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
-                                 (backend.schema,))
+        cur = await conn.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (backend.schema,))
         for row in await cur.fetchall():
             t = row["table_name"]
-            cur = await conn.execute(f'SELECT count(*) AS n FROM "{backend.schema}"."{t}" x'
-                                     " WHERE position(lower(%s) in lower(x::text)) > 0", (text,))
+            cur = await conn.execute(
+                f'SELECT count(*) AS n FROM "{backend.schema}"."{t}" x WHERE position(lower(%s) in lower(x::text)) > 0', (text,)
+            )
             if (await cur.fetchone())["n"]:
                 found.append(t)
     return found
@@ -246,6 +263,7 @@ async def test_listing_many_sessions_reads_them_together_and_agrees_with_one_by_
     log = store.files
     assert hasattr(log, "read_many") == (backend.kind == "postgres")
     if backend.kind == "postgres":  # listing never falls back to two statements per session
+
         def refuse(*_: Any, **__: Any) -> Any:
             raise AssertionError("a per-session read while listing sessions")
 

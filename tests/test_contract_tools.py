@@ -38,8 +38,9 @@ class Script:
 
     def returns(self) -> list[Any]:
         """Every tool return or retry prompt the model received, in order."""
-        return [p for m in self.messages if isinstance(m, ModelRequest) for p in m.parts
-                if isinstance(p, (ToolReturnPart, RetryPromptPart))]
+        return [
+            p for m in self.messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, (ToolReturnPart, RetryPromptPart))
+        ]
 
 
 def is_retry(part: Any) -> bool:
@@ -48,8 +49,13 @@ def is_retry(part: Any) -> bool:
 
 
 def last_return(messages: list[ModelMessage], tool: str) -> Any:
-    found = [p.content for m in messages if isinstance(m, ModelRequest) for p in m.parts
-             if isinstance(p, ToolReturnPart) and p.tool_name == tool and not is_retry(p)]
+    found = [
+        p.content
+        for m in messages
+        if isinstance(m, ModelRequest)
+        for p in m.parts
+        if isinstance(p, ToolReturnPart) and p.tool_name == tool and not is_retry(p)
+    ]
     return found[-1]
 
 
@@ -79,9 +85,17 @@ async def test_remember_search_get_list_forget_round_trip(backend: Any) -> None:
         return {"id": hit["id"], "line_start": hit["line_start"], "line_end": hit["line_end"]}
 
     script = await run(
-        provider, FOREGROUND,
-        ("memory_remember", {"content": "Standup moved to 9:30.\nThe retro is on Fridays.", "title": "Team rituals",
-                             "tags": ["Meetings"], "kind": "decision"}),
+        provider,
+        FOREGROUND,
+        (
+            "memory_remember",
+            {
+                "content": "Standup moved to 9:30.\nThe retro is on Fridays.",
+                "title": "Team rituals",
+                "tags": ["Meetings"],
+                "kind": "decision",
+            },
+        ),
         ("memory_remember", {"content": "Lunch is tacos on Thursdays.", "tags": ["food"]}),
         ("memory_search", {"query": "When is the retro?"}),
         ("memory_get", get_hit_lines),
@@ -102,8 +116,9 @@ async def test_remember_search_get_list_forget_round_trip(backend: Any) -> None:
     assert (record.scope, record.user_id, record.session_id, record.source) == ("user", "ada", "s1", "tool")
     assert record.tags == ("meetings",) and record.kind == "decision" and record.title == "Team rituals"
 
-    script = await run(provider, FOREGROUND, ("memory_forget", {"id": rid}), ("memory_forget", {"id": rid}),
-                       ("memory_get", {"id": rid}), **who)
+    script = await run(
+        provider, FOREGROUND, ("memory_forget", {"id": rid}), ("memory_forget", {"id": rid}), ("memory_get", {"id": rid}), **who
+    )
     first, second, gone = script.returns()
     assert first.content == {"id": rid, "forgotten": True} and second.content == {"id": rid, "forgotten": False}
     assert is_retry(gone) and "NotFoundError" in str(gone.content)
@@ -114,7 +129,8 @@ async def test_remember_search_get_list_forget_round_trip(backend: Any) -> None:
 async def test_keyed_capture_policy_through_the_tools(backend: Any) -> None:
     provider = backend.provider()
     script = await run(
-        provider, CAPTURE,
+        provider,
+        CAPTURE,
         ("memory_remember", {"content": "step one", "memory_key": "release.plan"}),
         ("memory_remember", {"content": "step two", "memory_key": "release.plan"}),
         ("memory_remember", {"content": "step two", "memory_key": "release.plan"}),  # a replayed tool call
@@ -133,8 +149,7 @@ async def test_keyed_capture_policy_through_the_tools(backend: Any) -> None:
     assert record.scope == "session"  # no scope named, no user: this conversation's own partition
     assert await provider.count(session_id="s1") == 1
     # the same key from another conversation is another record; the first one is untouched
-    script = await run(provider, CAPTURE, ("memory_remember", {"content": "their plan", "memory_key": "release.plan"}),
-                       session_id="s2")
+    script = await run(provider, CAPTURE, ("memory_remember", {"content": "their plan", "memory_key": "release.plan"}), session_id="s2")
     theirs = script.returns()[0].content
     assert theirs["status"] == "created" and theirs["id"] != rid
     assert (await provider.get(rid, session_id="s1")).content == "The plan: ship Friday."
@@ -143,8 +158,7 @@ async def test_keyed_capture_policy_through_the_tools(backend: Any) -> None:
 async def test_appending_by_record_id_extends_that_record(backend: Any) -> None:
     provider = backend.provider()
     first = await provider.remember("Packing list: tent", user_id="ada", scope="user")
-    script = await run(provider, CAPTURE, ("memory_remember", {"content": "Packing list: stove", "memory_key": first.id}),
-                       user_id="ada")
+    script = await run(provider, CAPTURE, ("memory_remember", {"content": "Packing list: stove", "memory_key": first.id}), user_id="ada")
     assert script.returns()[0].content == {"id": first.id, "status": "appended"}
     assert (await provider.get(first.id, user_id="ada")).content == "Packing list: tent\nPacking list: stove"
 
@@ -153,10 +167,18 @@ async def test_bad_arguments_come_back_as_retries_and_write_nothing(backend: Any
     provider = backend.provider()
     parts: list[Any] = []
     for calls in (  # at most two failures of one tool per run (the toolset's retry budget)
-        [("memory_get", {"id": "../../etc/passwd"}), ("memory_remember", {"content": ""}),
-         ("memory_remember", {"content": "x", "memory_key": "../escape"}), ("memory_get", {"id": "no-such-record"})],
-        [("memory_remember", {"content": "nul \x00 inside"}), ("memory_forget", {"id": "../x"}),
-         ("memory_remember", {"content": "A stale reminder.", "expires": "2001-01-01"}), ("memory_search", {"query": "x", "limit": 0})],
+        [
+            ("memory_get", {"id": "../../etc/passwd"}),
+            ("memory_remember", {"content": ""}),
+            ("memory_remember", {"content": "x", "memory_key": "../escape"}),
+            ("memory_get", {"id": "no-such-record"}),
+        ],
+        [
+            ("memory_remember", {"content": "nul \x00 inside"}),
+            ("memory_forget", {"id": "../x"}),
+            ("memory_remember", {"content": "A stale reminder.", "expires": "2001-01-01"}),
+            ("memory_search", {"query": "x", "limit": 0}),
+        ],
     ):
         parts += (await run(provider, FOREGROUND, *calls, user_id="ada")).returns()
     assert [is_retry(p) for p in parts] == [True] * 7 + [False], parts  # a limit out of range is clamped, not refused
@@ -181,12 +203,13 @@ async def test_a_caller_never_reaches_another_callers_records_through_the_tools(
     theirs = {
         "user": await provider.remember("zeppelin hangar code for bob", scope="user", user_id="bob", memory_key="code"),
         "session": await provider.remember("zeppelin hangar draft of s9", scope="session", session_id="s9"),
-        "session_of_bob": await provider.remember("zeppelin hangar chat of bob", scope="session", session_id="s1",
-                                                  user_id="bob"),
+        "session_of_bob": await provider.remember("zeppelin hangar chat of bob", scope="session", session_id="s1", user_id="bob"),
     }
     shared = await provider.remember("zeppelin hangar opening hours", scope="project")
-    before = {name: (await provider.get(r.id, session_id=r_sid, user_id=r_uid)).content
-              for (name, r), (r_sid, r_uid) in zip(theirs.items(), [(None, "bob"), ("s9", None), ("s1", "bob")])}
+    before = {
+        name: (await provider.get(r.id, session_id=r_sid, user_id=r_uid)).content
+        for (name, r), (r_sid, r_uid) in zip(theirs.items(), [(None, "bob"), ("s9", None), ("s1", "bob")])
+    }
     tools = plain_tools(memory_toolset(provider, FOREGROUND, session_id="s1", user_id="ada"))
 
     async def call(name: str, **args: Any) -> Any:
@@ -202,6 +225,8 @@ async def test_a_caller_never_reaches_another_callers_records_through_the_tools(
             out = await call("memory_remember", content=f"overwrite attempt via {key}", memory_key=key, on_existing="replace")
             assert out["status"] == "created" and out["id"] != r.id  # a new record in ada's own partition
             assert (await call("memory_forget", id=out["id"]))["forgotten"] is True
-    after = {name: (await provider.get(r.id, session_id=r_sid, user_id=r_uid)).content
-             for (name, r), (r_sid, r_uid) in zip(theirs.items(), [(None, "bob"), ("s9", None), ("s1", "bob")])}
+    after = {
+        name: (await provider.get(r.id, session_id=r_sid, user_id=r_uid)).content
+        for (name, r), (r_sid, r_uid) in zip(theirs.items(), [(None, "bob"), ("s9", None), ("s1", "bob")])
+    }
     assert after == before

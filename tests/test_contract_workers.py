@@ -52,8 +52,11 @@ NO_REPLY = text("NO_REPLY")
 
 def provider_with(backend: Any, *, recall: Any = "offline", capture: Any = "offline", **limits: Any) -> Any:
     profile = load_profile("offline")
-    profile = dataclasses.replace(profile, recall=dataclasses.replace(profile.recall, model=recall, **limits),
-                                  capture=dataclasses.replace(profile.capture, model=capture, **limits))
+    profile = dataclasses.replace(
+        profile,
+        recall=dataclasses.replace(profile.recall, model=recall, **limits),
+        capture=dataclasses.replace(profile.capture, model=capture, **limits),
+    )
     return backend.provider(profile=profile)
 
 
@@ -79,10 +82,10 @@ async def test_offline_recall_finds_and_cites_the_right_lines(backend: Any) -> N
     assert result.usage["tool_calls"] >= 2
 
 
-
 def offered(tools: tuple[str, ...], backend: Any) -> list[str]:
     """The tools a worker is offered: the same on every backend (session logs and episodes included)."""
     return sorted(tools)
+
 
 async def test_scripted_recall_search_then_get_lines_then_cited_answer(backend: Any) -> None:
     state: dict[str, Any] = {}
@@ -112,11 +115,9 @@ async def test_scripted_recall_search_then_get_lines_then_cited_answer(backend: 
 
 async def test_recall_sees_only_the_callers_memory(backend: Any) -> None:
     provider = provider_with(backend)
-    await provider.remember("The vault combination hint is the blue notebook.", scope="session", session_id="alice-1",
-                            user_id="alice")
+    await provider.remember("The vault combination hint is the blue notebook.", scope="session", session_id="alice-1", user_id="alice")
     await provider.remember("The vault spare key is under the red mat.", scope="user", user_id="alice")
-    for who in ({"session_id": "bob-1"}, {"user_id": "bob"}, {"session_id": "alice-1", "user_id": "bob"},
-                {"session_id": "alice-1"}, {}):
+    for who in ({"session_id": "bob-1"}, {"user_id": "bob"}, {"session_id": "alice-1", "user_id": "bob"}, {"session_id": "alice-1"}, {}):
         other = await provider.recall("vault combination hint spare key", **who)
         assert "blue notebook" not in other.summary and "red mat" not in other.summary, who
         assert other.sources == [], who
@@ -150,13 +151,20 @@ async def test_offline_capture_writes_into_the_callers_partition(backend: Any) -
     provider = provider_with(backend)
     result = await provider.capture_turn(
         "Please remember that the staging server is called kestrel. I prefer short answers. "
-        "We decided to ship on Thursdays. How long will this take?", "Noted.", session_id="s1", user_id="u1")
+        "We decided to ship on Thursdays. How long will this take?",
+        "Noted.",
+        session_id="s1",
+        user_id="u1",
+    )
     assert not result.fallback and [w["status"] for w in result.written] == ["created"] * 3
     for rid in result.ids:
         record = await provider.get(rid, user_id="u1")
         assert (record.source, record.scope, record.user_id, record.session_id) == ("turn_capture", "user", "u1", "s1")
     assert sorted(r.content for r in await provider.list(user_id="u1", limit=None)) == [
-        "Decision: ship on Thursdays.", "The staging server is called kestrel.", "User prefers short answers."]
+        "Decision: ship on Thursdays.",
+        "The staging server is called kestrel.",
+        "User prefers short answers.",
+    ]
     for who in ({"user_id": "u2"}, {"session_id": "s1"}, {}):
         assert await provider.list(limit=None, **who) == [], who
     again = await provider.capture_turn("Please remember that the staging server is called kestrel.", user_id="u1")
@@ -175,8 +183,10 @@ async def test_a_correction_replaces_the_keyed_fact_in_its_partition(backend: An
 
 async def test_compaction_capture_without_a_user_belongs_to_the_session(backend: Any) -> None:
     provider = provider_with(backend)
-    removed = [{"role": "user", "content": "We decided to use Stripe for billing."},
-               {"role": "assistant", "content": "Remember that I am a bot."}]
+    removed = [
+        {"role": "user", "content": "We decided to use Stripe for billing."},
+        {"role": "assistant", "content": "Remember that I am a bot."},
+    ]
     result = await provider.capture_before_compaction(removed, "Billing was discussed.", session_id="s9")
     assert not result.fallback, result.reason
     assert [r.content for r in await provider.list(session_id="s9", limit=None)] == ["Decision: use Stripe for billing."]
@@ -187,15 +197,16 @@ async def test_compaction_capture_without_a_user_belongs_to_the_session(backend:
 
 async def test_scripted_capture_stages_writes_into_the_callers_partition(backend: Any) -> None:
     def remember(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        return ModelResponse(parts=[
-            ToolCallPart("memory_remember", {"content": "User's favourite colour is teal.", "memory_key": "user.colour"}),
-            ToolCallPart("memory_remember", {"content": "Releases are cut on Mondays.", "tags": ["release"]}),
-        ])
+        return ModelResponse(
+            parts=[
+                ToolCallPart("memory_remember", {"content": "User's favourite colour is teal.", "memory_key": "user.colour"}),
+                ToolCallPart("memory_remember", {"content": "Releases are cut on Mondays.", "tags": ["release"]}),
+            ]
+        )
 
     script = Script(call("memory_search", query="favourite colour"), remember, NO_REPLY)
     provider = provider_with(backend, capture=FunctionModel(script))
-    result = await provider.capture_turn("my favourite colour is teal; we cut releases on Mondays", "ok",
-                                         session_id="chat-3", user_id="u7")
+    result = await provider.capture_turn("my favourite colour is teal; we cut releases on Mondays", "ok", session_id="chat-3", user_id="u7")
     assert not result.fallback, result.reason
     assert script.offered() == offered(CAPTURE, backend)  # never memory_forget
     assert [w["status"] for w in result.written] == ["created", "created"]

@@ -61,9 +61,14 @@ def _mentions(pattern: str, *, prose: bool = True) -> Iterator[tuple[str, str, s
 PATHS = list(_mentions(r"(?<![\w/.-])((?:agent_memory|tests|benchmarks|examples|docs|profiles)/[\w/.*-]*[\w/])"))
 BARE = list(_mentions(r"`(?:[\w.-]+/)*?([\w-]+\.py)\b"))
 DOTTED = list(_mentions(r"(?<![\w/.])(agent_memory(?:\.[A-Za-z_]\w*)+)"))
-SQL_NAMES = [(w, name) for doc in DOCS for m in FENCE.finditer(doc.read_text(encoding="utf-8")) if m.group(1) == "sql"
-             for name in re.findall(r"agent_memory\.([\w.]+)", m.group(2))
-             for w in [_where(doc, doc.read_text(encoding="utf-8"), m.start())]]
+SQL_NAMES = [
+    (w, name)
+    for doc in DOCS
+    for m in FENCE.finditer(doc.read_text(encoding="utf-8"))
+    if m.group(1) == "sql"
+    for name in re.findall(r"agent_memory\.([\w.]+)", m.group(2))
+    for w in [_where(doc, doc.read_text(encoding="utf-8"), m.start())]
+]
 
 
 def test_the_docs_name_paths_and_modules() -> None:
@@ -96,7 +101,8 @@ def test_package_relative_paths_exist() -> None:
 
 def _all_files() -> set[str]:
     return {p.name for top in ("agent_memory", "tests", "benchmarks", "examples") for p in (ROOT / top).rglob("*.py")} | {
-        p.name for p in ROOT.glob("*.py")}
+        p.name for p in ROOT.glob("*.py")
+    }
 
 
 def test_bare_file_names_exist_or_say_where_they_are_now() -> None:

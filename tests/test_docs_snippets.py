@@ -61,10 +61,16 @@ def test_snippets_run(doc: Path, tmp_path: Path) -> None:
     runner.write_text(RUNNER, encoding="utf-8")
     with FakeOpenAIServer() as server:
         env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_MEMORY_")}
-        env.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-test-not-a-real-key", LITELLM_LOCAL_MODEL_COST_MAP="True",
-                   PYTHONPATH=str(ROOT), PYDANTIC_AI_NO_BANNER="1")
-        proc = subprocess.run([sys.executable, str(runner), str(tmp_path / "blocks.json")], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=300)
+        env.update(
+            OPENAI_BASE_URL=server.base_url,
+            OPENAI_API_KEY="sk-test-not-a-real-key",
+            LITELLM_LOCAL_MODEL_COST_MAP="True",
+            PYTHONPATH=str(ROOT),
+            PYDANTIC_AI_NO_BANNER="1",
+        )
+        proc = subprocess.run(
+            [sys.executable, str(runner), str(tmp_path / "blocks.json")], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+        )
     assert proc.returncode == 0, f"{doc.name} failed:\n{proc.stdout}\n{proc.stderr}"
 
 

@@ -57,11 +57,14 @@ def test_callable_embedder_normalises_and_records_name_and_dim() -> None:
     assert isinstance(emb, Embedder)
 
 
-@pytest.mark.parametrize("bad, match", [
-    (lambda texts: [[1.0, 2.0]], "shape"),                       # one vector for two texts
-    (lambda texts: [[float("nan"), 1.0]] * len(texts), "NaN"),
-    (lambda texts: [["x", "y"]] * len(texts), "non-numeric"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (lambda texts: [[1.0, 2.0]], "shape"),  # one vector for two texts
+        (lambda texts: [[float("nan"), 1.0]] * len(texts), "NaN"),
+        (lambda texts: [["x", "y"]] * len(texts), "non-numeric"),
+    ],
+)
 def test_callable_embedder_rejects_malformed_output(bad: Any, match: str) -> None:
     with pytest.raises(EmbeddingError, match=match):
         CallableEmbedder(bad, name="bad").embed(["a", "b"])
@@ -247,8 +250,17 @@ def test_a_directory_that_is_no_model_fails_typed(tmp_path: Any) -> None:
         emb.embed(["car"])
 
 
-@pytest.mark.parametrize("config", ['{"out_features": true}', '{"word_embedding_dimension": -384}', '[1, 2]',
-                                    '{"out_features": "768"}', '{', '{"word_embedding_dimension": 99999999999}'])
+@pytest.mark.parametrize(
+    "config",
+    [
+        '{"out_features": true}',
+        '{"word_embedding_dimension": -384}',
+        "[1, 2]",
+        '{"out_features": "768"}',
+        "{",
+        '{"word_embedding_dimension": 99999999999}',
+    ],
+)
 def test_a_hostile_model_config_declares_no_dimension(tmp_path: Any, config: str) -> None:
     (tmp_path / "1_Pooling").mkdir()
     (tmp_path / "1_Pooling" / "config.json").write_text(config)
@@ -302,10 +314,14 @@ def test_two_models_never_share_session_vectors(small_model: str, tmp_path: Any)
     from agent_memory.sessions import SessionStore, contextual_search
 
     store = SessionStore(tmp_path / "m", durable=False)
-    store.append("a", [
-        {"role": "user", "speaker": "Ada", "text": "We spent a week in Rome.", "at": "2024-03-02T10:00:00Z"},
-        {"role": "user", "speaker": "Ada", "text": "The printer is jammed again.", "at": "2024-03-02T10:01:00Z"},
-    ], user_id="ada")
+    store.append(
+        "a",
+        [
+            {"role": "user", "speaker": "Ada", "text": "We spent a week in Rome.", "at": "2024-03-02T10:00:00Z"},
+            {"role": "user", "speaker": "Ada", "text": "The printer is jammed again.", "at": "2024-03-02T10:01:00Z"},
+        ],
+        user_id="ada",
+    )
     for emb in (LocalEmbedder(), LocalEmbedder(model_path=small_model)):  # the MiniLM vectors are cached first
         got = contextual_search(store, "Which city did Ada visit?", user_id="ada", limit=2, embedder=emb, trace=True)
         dense = [s for s in got.trace or [] if s.get("stage") == "dense"]

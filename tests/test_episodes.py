@@ -109,8 +109,7 @@ async def test_capability_records_goal_approach_failures_exit_and_usage(provider
     assert "lookup: 2 of 2 calls succeeded" in episode.worked
     assert (episode.exit, episode.status, episode.exit_detail) == ("output", "ok", "Booked Paris then Rome.")
     usage = result.usage
-    assert (episode.requests, episode.input_tokens, episode.output_tokens) == (usage.requests, usage.input_tokens,
-                                                                               usage.output_tokens)
+    assert (episode.requests, episode.input_tokens, episode.output_tokens) == (usage.requests, usage.input_tokens, usage.output_tokens)
     assert episode.cost_usd is None  # a FunctionModel has no price
     assert (episode.session_id, episode.user_id, episode.scope.value) == ("s1", "ada", "user")
     assert episode.started <= episode.ended
@@ -215,12 +214,18 @@ async def test_recording_fails_open_and_can_be_turned_off(provider, tmp_path, lo
 # -- hooks -------------------------------------------------------------------------------------
 async def test_hooks_on_run_end_records_an_episode_without_pydantic_ai_runs(provider):
     hooks = MemoryHooks(provider, session_id="chat-1", user_id="ada")
-    ok = await hooks.on_run_end("Find the invoice", "Found invoice 42", tool_calls=["search", "search", "open"],
-                                usage={"requests": 3, "input_tokens": 120, "output_tokens": 30}, cost_usd=0.0004)
+    ok = await hooks.on_run_end(
+        "Find the invoice",
+        "Found invoice 42",
+        tool_calls=["search", "search", "open"],
+        usage={"requests": 3, "input_tokens": 120, "output_tokens": 30},
+        cost_usd=0.0004,
+    )
     assert ok is not None and ok.source == "hooks"
     assert (ok.approach, ok.tokens, ok.cost_usd, ok.status) == ("search ×2 → open", 150, 0.0004, "ok")
-    bad = await hooks.on_run_end("Pay the invoice", error="card declined",
-                                 tool_calls=[{"name": "pay", "outcome": "failed", "detail": "402"}])
+    bad = await hooks.on_run_end(
+        "Pay the invoice", error="card declined", tool_calls=[{"name": "pay", "outcome": "failed", "detail": "402"}]
+    )
     assert bad is not None
     assert (bad.exit, bad.status, bad.failed) == ("error", "failed", ("pay failed: 402", "run failed: card declined"))
     assert [e.id for e in await provider.episodes(user_id="ada")] == [bad.id, ok.id]
@@ -254,14 +259,17 @@ def scoped(tmp_path):
     return store, made
 
 
-@pytest.mark.parametrize("caller, visible", [
-    (Caller(None, "ada"), {"ada", "project"}),
-    (Caller("s1", "ada"), {"ada", "project"}),
-    (Caller("s1", None), {"project"}),  # a session never sees its users' user-scoped runs without the user
-    (Caller("s2", None), {"s2", "project"}),
-    (Caller("s2", "bob"), {"bob", "s2", "project"}),
-    (Caller(None, None), {"project"}),
-])
+@pytest.mark.parametrize(
+    "caller, visible",
+    [
+        (Caller(None, "ada"), {"ada", "project"}),
+        (Caller("s1", "ada"), {"ada", "project"}),
+        (Caller("s1", None), {"project"}),  # a session never sees its users' user-scoped runs without the user
+        (Caller("s2", None), {"s2", "project"}),
+        (Caller("s2", "bob"), {"bob", "s2", "project"}),
+        (Caller(None, None), {"project"}),
+    ],
+)
 async def test_every_read_path_obeys_visibility(scoped, caller, visible, tmp_path):
     store, made = scoped
     ids = {name: e.id for name, e in made.items()}
@@ -277,8 +285,7 @@ async def test_every_read_path_obeys_visibility(scoped, caller, visible, tmp_pat
     provider = MemoryProvider(tmp_path)
     try:
         assert {e.id for e in await provider.episodes("billing", **caller.kwargs())} == want
-        out = await call_tool(memory_toolset(provider, READ, caller=caller), "memory_episodes",
-                              {"query": "billing", "limit": 20})
+        out = await call_tool(memory_toolset(provider, READ, caller=caller), "memory_episodes", {"query": "billing", "limit": 20})
         assert {e["id"] for e in out["episodes"]} == want and "untrusted" in out["note"]
     finally:
         provider.close()
@@ -287,9 +294,15 @@ async def test_every_read_path_obeys_visibility(scoped, caller, visible, tmp_pat
 # -- redaction, ids, input checks -----------------------------------------------------------------
 def test_secrets_never_reach_the_files_or_the_index(tmp_path):
     store = EpisodeStore(tmp_path)
-    episode = store.write(build_episode(f"use {SECRET} to deploy", output="done with password=hunter2hunter2",
-                                        tool_calls=[{"name": "deploy", "outcome": "failed", "detail": f"bad key {SECRET}"}],
-                                        error=f"auth failed for {SECRET}", user_id="ada"))
+    episode = store.write(
+        build_episode(
+            f"use {SECRET} to deploy",
+            output="done with password=hunter2hunter2",
+            tool_calls=[{"name": "deploy", "outcome": "failed", "detail": f"bad key {SECRET}"}],
+            error=f"auth failed for {SECRET}",
+            user_id="ada",
+        )
+    )
     assert store.list("deploy", user_id="ada")[0].id == episode.id
     data = all_bytes(tmp_path)
     assert SECRET.encode() not in data and b"hunter2hunter2" not in data
@@ -298,8 +311,16 @@ def test_secrets_never_reach_the_files_or_the_index(tmp_path):
 
 def test_bad_input_is_a_typed_error_and_writes_nothing(tmp_path):
     store = EpisodeStore(tmp_path)
-    for kwargs in ({"exit": "exploded"}, {"user_id": SECRET}, {"user_id": "two\nlines"}, {"scope": "user"},
-                   {"cost_usd": -1.0}, {"started": "yesterday"}, {"tool_calls": [3]}, {"tool_calls": [""]}):
+    for kwargs in (
+        {"exit": "exploded"},
+        {"user_id": SECRET},
+        {"user_id": "two\nlines"},
+        {"scope": "user"},
+        {"cost_usd": -1.0},
+        {"started": "yesterday"},
+        {"tool_calls": [3]},
+        {"tool_calls": [""]},
+    ):
         with pytest.raises(InvalidInputError):
             build_episode("goal", **kwargs)
     with pytest.raises(InvalidInputError):
@@ -334,14 +355,23 @@ def test_files_the_store_cannot_understand_are_quarantined_and_named(tmp_path):
     (month / "ep-20261101-000000-00000003.md").write_bytes(b"---\nid: \xff\xfe\n---\n")
     (month / "ep-20261101-000000-00000004.md").symlink_to(_path(good))
     (month / "ep-20261101-000000-00000005.md").write_text(
-        text.replace("scope: user", "scope: session").replace(good.id, "ep-20261101-000000-00000005"))
+        text.replace("scope: user", "scope: session").replace(good.id, "ep-20261101-000000-00000005")
+    )
     (month / "notes.md").write_text("hello")
     (tmp_path / "episodes" / "stray.md").write_text("hello")
     assert [e.id for e in store.list(user_id="ada")] == [good.id]
     assert [e.id for e in store.list("run", user_id="ada")] == [good.id]
     problems = {Path(p["path"]).name: p["reason"] for p in store.doctor()}
-    assert set(problems) == {bad_yaml.name, wrong_id.name, f"{good.id}.md", "ep-20261101-000000-00000003.md",
-                             "ep-20261101-000000-00000004.md", "ep-20261101-000000-00000005.md", "notes.md", "stray.md"}
+    assert set(problems) == {
+        bad_yaml.name,
+        wrong_id.name,
+        f"{good.id}.md",
+        "ep-20261101-000000-00000003.md",
+        "ep-20261101-000000-00000004.md",
+        "ep-20261101-000000-00000005.md",
+        "notes.md",
+        "stray.md",
+    }
     assert "does not match its file name" in problems[wrong_id.name]
     assert "month directory" in problems[f"{good.id}.md"]
     assert "UTF-8" in problems["ep-20261101-000000-00000003.md"]
@@ -378,10 +408,17 @@ def test_the_index_follows_hand_edits_and_is_rebuilt_when_deleted_or_damaged(tmp
 # -- listing and search ------------------------------------------------------------------------------
 def test_listed_newest_first_and_searched_by_terms(tmp_path):
     store = EpisodeStore(tmp_path)
-    made = [store.write(build_episode(goal, started=f"2026-11-{day:02d}T10:00:00Z", ended=f"2026-11-{day:02d}T10:05:00Z",
-                                      error=err, user_id="ada"))
-            for day, goal, err in [(1, "Deploying the billing service", None), (2, "Write the quarterly report", None),
-                                   (3, "Deploy billing again after the outage", "timeout"), (4, "Plan the offsite", None)]]
+    made = [
+        store.write(
+            build_episode(goal, started=f"2026-11-{day:02d}T10:00:00Z", ended=f"2026-11-{day:02d}T10:05:00Z", error=err, user_id="ada")
+        )
+        for day, goal, err in [
+            (1, "Deploying the billing service", None),
+            (2, "Write the quarterly report", None),
+            (3, "Deploy billing again after the outage", "timeout"),
+            (4, "Plan the offsite", None),
+        ]
+    ]
     assert [e.id for e in store.list(user_id="ada")] == [e.id for e in reversed(made)]
     assert [e.id for e in store.list(user_id="ada", limit=2)] == [made[3].id, made[2].id]
     hits = store.list("What happened when we deployed billing?", user_id="ada")  # stemmed, stop words dropped
@@ -438,8 +475,22 @@ async def test_backends_without_a_root_have_no_episodes(provider, logs):
         def __init__(self, inner: Any) -> None:
             self._inner = inner
 
-    for name in ("remember", "remember_many", "supersede", "get", "list", "count", "search", "forget", "core_lines",
-                 "user_md", "sweep", "reindex", "doctor", "close"):
+    for name in (
+        "remember",
+        "remember_many",
+        "supersede",
+        "get",
+        "list",
+        "count",
+        "search",
+        "forget",
+        "core_lines",
+        "user_md",
+        "sweep",
+        "reindex",
+        "doctor",
+        "close",
+    ):
         setattr(RemoteBackend, name, lambda self, *a, _n=name, **k: getattr(self._inner, _n)(*a, **k))
     backend: Any = RemoteBackend(provider.backend)  # its methods are set on the class above, out of mypy's sight
     with pytest.raises(EpisodesUnsupportedError, match="not supported"):
@@ -487,8 +538,12 @@ def test_cli_lists_searches_shows_and_checks(tmp_path, capsys):
 
 
 async def test_offline_recall_uses_episodes_for_questions_about_past_runs(provider):
-    await provider.record_episode("Deploy the billing service", user_id="ada", error="image pull error",
-                                  tool_calls=["build", {"name": "deploy", "outcome": "failed", "detail": "image pull"}])
+    await provider.record_episode(
+        "Deploy the billing service",
+        user_id="ada",
+        error="image pull error",
+        tool_calls=["build", {"name": "deploy", "outcome": "failed", "detail": "image pull"}],
+    )
     await provider.record_episode("Deploy the billing service for bob", user_id="bob")
     await provider.remember("Billing deploys need the finance team's approval.", scope="project")
     past = await provider.recall("What did we try last time to deploy billing?", user_id="ada")
@@ -500,13 +555,21 @@ async def test_offline_recall_uses_episodes_for_questions_about_past_runs(provid
     assert "ep-" not in plain.summary and "finance" in plain.summary
 
 
-@pytest.mark.parametrize("cost", [5e-05, 1e-07, 1.5e-12, 0.0, 3, 0.1, 2.5e+20, 1.7976931348623157e308])
+@pytest.mark.parametrize("cost", [5e-05, 1e-07, 1.5e-12, 0.0, 3, 0.1, 2.5e20, 1.7976931348623157e308])
 def test_every_number_of_an_episode_reads_back_as_written(tmp_path: Path, cost: float) -> None:
     """YAML 1.1 reads ``5e-05`` as text: such a cost used to lose the whole episode."""
     store = EpisodeStore(tmp_path / "mem")
     usage = {"requests": 10**15 - 1, "input_tokens": 0, "output_tokens": 123456789}
-    built = build_episode("A cheap run", output="done", tool_calls=["search"] * 3, usage=usage, cost_usd=cost,
-                          user_id="ada", started="2026-02-03T04:05:06.789Z", ended="2026-02-03T04:05:07+01:00")
+    built = build_episode(
+        "A cheap run",
+        output="done",
+        tool_calls=["search"] * 3,
+        usage=usage,
+        cost_usd=cost,
+        user_id="ada",
+        started="2026-02-03T04:05:06.789Z",
+        ended="2026-02-03T04:05:07+01:00",
+    )
     written = store.write(built)
     back = store.get(written.id, user_id="ada")
     assert type(back.cost_usd) is float and back.cost_usd == float(cost)

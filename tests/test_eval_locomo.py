@@ -26,8 +26,13 @@ SAMPLE = {
         "session_1": [
             _turn("Ada", "D1:1", "Hi Bo! I adopted a grey kitten named Pixel last week."),
             _turn("Bo", "D1:2", "Congrats! How is Pixel settling in?"),
-            _turn("Ada", "D1:3", "Great, she loves the cardboard castle I built.",
-                  blip_caption="a photo of a kitten in a cardboard box", img_url=["x"]),
+            _turn(
+                "Ada",
+                "D1:3",
+                "Great, she loves the cardboard castle I built.",
+                blip_caption="a photo of a kitten in a cardboard box",
+                img_url=["x"],
+            ),
             _turn("Bo", "D1:4", "I started learning the cello in April."),
         ],
         "session_2_date_time": "10:00 am on 20 May, 2023",

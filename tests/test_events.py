@@ -61,8 +61,9 @@ def test_import_sweep_and_hand_edit_are_logged(store: MemoryStore) -> None:
     store.sweep(now=dt.datetime.now(dt.UTC) + dt.timedelta(days=1))
     assert kinds(store, imp.id) == ["imported"] and store.events_for(imp.id)[0].actor == "import"
     swept = store.events_for(exp.id)[-1]
-    assert swept.event == "swept" and "expired" in swept.detail["reason"] and swept.before == content_hash(
-        "Short-lived note about alpacas.")
+    assert (
+        swept.event == "swept" and "expired" in swept.detail["reason"] and swept.before == content_hash("Short-lived note about alpacas.")
+    )
 
     path = store.records_dir / f"{imp.id}.md"
     text = path.read_text(encoding="utf-8")
@@ -155,8 +156,12 @@ def test_search_trace_shows_provenance(store: MemoryStore) -> None:
 def test_event_round_trip_and_rejects_bad_lines() -> None:
     ev = Event("created", "rec-1", actor="tool", before=None, after="abc", detail={"k": 1})
     assert Event.from_dict(json.loads(json.dumps(ev.to_dict()))) == ev
-    for bad in ({"id": "x"}, {"event": "created", "id": 3}, {"event": "created", "id": "x", "detail": []},
-                {"event": "created", "id": "x", "actor": 5}):
+    for bad in (
+        {"id": "x"},
+        {"event": "created", "id": 3},
+        {"event": "created", "id": "x", "detail": []},
+        {"event": "created", "id": "x", "actor": 5},
+    ):
         with pytest.raises(ValueError):
             Event.from_dict(bad)
     with pytest.raises(ValueError):

@@ -19,8 +19,7 @@ def run(script: str, *args: str, timeout: float = 60) -> tuple[str, float]:
     for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):  # offline means offline
         env.pop(key, None)
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, str(ROOT / script), *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    proc = subprocess.run([sys.executable, str(ROOT / script), *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
     elapsed = time.perf_counter() - started
     assert proc.returncode == 0, f"{script} failed:\n{proc.stdout}\n{proc.stderr}"
     assert "Traceback" not in proc.stderr and "WARNING" not in proc.stderr, proc.stderr
@@ -154,11 +153,11 @@ def test_runtime_doc_capability_snippet_runs(tmp_path):
     snippet = doc.split("```python\n", 1)[1].split("```", 1)[0]
     assert '"openai:gpt-4.1-mini"' in snippet and "asyncio.run(main())" in snippet
     script = tmp_path / "snippet.py"
-    script.write_text("from pydantic_ai.models.test import TestModel\n"
-                      + snippet.replace('"openai:gpt-4.1-mini"', 'TestModel(call_tools=[])'))
+    script.write_text(
+        "from pydantic_ai.models.test import TestModel\n" + snippet.replace('"openai:gpt-4.1-mini"', "TestModel(call_tools=[])")
+    )
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr and "PendingCaptureWarning" not in proc.stderr
     records = list((tmp_path / ".agent-memory" / "records").glob("*.md"))

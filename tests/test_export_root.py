@@ -44,6 +44,7 @@ def _close(b: Any) -> None:
 
 def on(target: str, fn: Any) -> Any:
     """Open a backend, run ``await fn(b)`` and close it, all in one event loop (a pool belongs to its loop)."""
+
     async def main() -> Any:
         b = open_backend(target, durable=False)
         try:
@@ -52,6 +53,7 @@ def on(target: str, fn: Any) -> Any:
             res = getattr(b, "close", lambda: None)()
             if asyncio.iscoroutine(res):
                 await res
+
     return asyncio.run(main())
 
 
@@ -73,9 +75,14 @@ async def populate(b: Any) -> None:
     sessions = _sessions(b)
     episodes = episode_store(b)
     for u in USERS:
-        sessions.append(f"s-{u}", [{"role": "user", "text": f"hello from {u}", "at": "2026-01-02T10:00:00Z"},
-                                   {"role": "assistant", "text": f"token {SECRET} for {u}", "at": "2026-01-02T10:00:05Z",
-                                    "metadata": {"k": u}}], user_id=u)
+        sessions.append(
+            f"s-{u}",
+            [
+                {"role": "user", "text": f"hello from {u}", "at": "2026-01-02T10:00:00Z"},
+                {"role": "assistant", "text": f"token {SECRET} for {u}", "at": "2026-01-02T10:00:05Z", "metadata": {"k": u}},
+            ],
+            user_id=u,
+        )
         sessions.write_summary(f"s-{u}", f"{u} said hello", user_id=u, made_at="2026-01-02T10:01:00Z")
         sessions.write_summary(f"s-{u}", f"{u} said hello twice", user_id=u, made_at="2026-01-02T10:02:00Z")
         episodes.write(build_episode(f"help {u} with tea", output="done", tool_calls=["search"], user_id=u))
@@ -95,9 +102,14 @@ async def snapshot(b: Any, *, events: bool = True) -> dict[str, Any]:
         out[u] = {
             "live": sorted(r.content for r in live),
             "superseded": sorted(r.content for r in every if r.superseded_by),
-            "sessions": sorted((d.session_id, [(m.role, m.text, m.at, dict(m.metadata)) for m in msgs],
-                                [(s.version, s.text, s.made_at) for s in sessions.summaries(d.session_id, user_id=u)])
-                               for d, msgs, _ in logs),
+            "sessions": sorted(
+                (
+                    d.session_id,
+                    [(m.role, m.text, m.at, dict(m.metadata)) for m in msgs],
+                    [(s.version, s.text, s.made_at) for s in sessions.summaries(d.session_id, user_id=u)],
+                )
+                for d, msgs, _ in logs
+            ),
             "episodes": sorted((e.id, e.goal, e.started, e.user_id) for e in episodes.list(user_id=u, limit=100)),
         }
         if events:
@@ -134,6 +146,7 @@ def test_full_export_round_trip_by_the_api(tmp_path: Path, src_kind: str, dst_ki
     async def fill(b: Any) -> Any:
         await populate(b)
         return await snapshot(b, events=keep_events)
+
     before = on(src_t, fill)
     out = tmp_path / "root.jsonl"
     counts: dict[str, int] = {}
@@ -143,8 +156,7 @@ def test_full_export_round_trip_by_the_api(tmp_path: Path, src_kind: str, dst_ki
     finally:
         _close(src)
     lines = _lines(out)
-    assert lines[0] == {"format": "agent-memory", "version": 2,
-                        "sections": ["records", "archive", "sessions", "episodes", "events"]}
+    assert lines[0] == {"format": "agent-memory", "version": 2, "sections": ["records", "archive", "sessions", "episodes", "events"]}
     # every user's records: 2 users x (superseded + current + secret one) + the shared one; the forgotten ones archived
     assert n == 7 and counts["archive"] == 2 and counts["session"] == 2 and counts["episode"] == 2
     assert counts["event"] >= 9  # per user: created, superseded, created, forgotten, created; + the shared one
@@ -196,16 +208,24 @@ def test_whole_store_export_holds_every_user_and_a_callers_export_says_it_is_par
 
 
 def _cli(*args: str, root: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "agent_memory.cli", "--root", root, *args], cwd=cwd, env=cli_env(),
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "agent_memory.cli", "--root", root, *args],
+        cwd=cwd,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.mark.parametrize(("src_kind", "dst_kind"), [("files", "files"), ("postgres", "files")])
 def test_full_export_round_trip_by_the_cli(tmp_path: Path, src_kind: str, dst_kind: str) -> None:
     src_t, dst_t = _target(src_kind, tmp_path, "src"), _target(dst_kind, tmp_path, "dst")
+
     async def fill(b: Any) -> Any:
         await populate(b)
         return await snapshot(b, events=src_kind == "files")
+
     before = on(src_t, fill)
     out = tmp_path / "root.jsonl"
     res = _cli("export", "--full", "--out", str(out), "--json", root=src_t, cwd=tmp_path)
@@ -232,14 +252,36 @@ def test_section_lines_pass_the_write_gate(tmp_path: Path) -> None:
     ep["goal"] = f"use {SECRET}"
     rows = [
         {"format": "agent-memory", "version": 2, "sections": ["sessions", "episodes", "events"]},
-        {"section": "session", "session_id": "s1", "user_id": "alice",
-         "messages": [{"role": "user", "text": f"my token {SECRET}", "at": "2026-01-01T00:00:00Z"}],
-         "summaries": [{"version": 1, "text": f"shared {SECRET}", "made_at": "2026-01-01T00:00:01Z", "messages": 1,
-                        "source": "offline", "fallback": False}]},
+        {
+            "section": "session",
+            "session_id": "s1",
+            "user_id": "alice",
+            "messages": [{"role": "user", "text": f"my token {SECRET}", "at": "2026-01-01T00:00:00Z"}],
+            "summaries": [
+                {
+                    "version": 1,
+                    "text": f"shared {SECRET}",
+                    "made_at": "2026-01-01T00:00:01Z",
+                    "messages": 1,
+                    "source": "offline",
+                    "fallback": False,
+                }
+            ],
+        },
         {"section": "session", "session_id": SECRET, "user_id": "alice", "messages": []},
         {"section": "episode", "episode": ep},
-        {"section": "event", "event": {"event": "created", "id": "r1", "eid": FAKE_EID, "ts": "2026-01-01T00:00:00Z",
-                                       "scope": "user", "owner_user": "alice", "detail": {"note": SECRET}}},
+        {
+            "section": "event",
+            "event": {
+                "event": "created",
+                "id": "r1",
+                "eid": FAKE_EID,
+                "ts": "2026-01-01T00:00:00Z",
+                "scope": "user",
+                "owner_user": "alice",
+                "detail": {"note": SECRET},
+            },
+        },
         {"section": "bogus"},
     ]
     src.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")

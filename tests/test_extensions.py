@@ -46,12 +46,17 @@ def test_on_memory_written_sees_created_appended_and_forgotten_not_duplicates(tm
         a = await provider.remember("The gateway is vpn2.", session_id="s1")
         await provider.remember("The gateway is vpn2.", session_id="s1")  # duplicate: nothing changed
         await provider.remember("Also port 443.", session_id="s1", memory_key=a.id, on_existing="append")
-        many = await provider.remember_many([MemoryDraft("Badge office is room 12.", session_id="s1"),
-                                             MemoryDraft("Also port 443.", session_id="s1", memory_key=a.id)],
-                                            source="import")  # the append is already there: skipped, no event
+        many = await provider.remember_many(
+            [MemoryDraft("Badge office is room 12.", session_id="s1"), MemoryDraft("Also port 443.", session_id="s1", memory_key=a.id)],
+            source="import",
+        )  # the append is already there: skipped, no event
         assert await provider.forget(a.id, session_id="s1")
-        assert [(e.operation, e.status) for e in events] == [("remember", "created"), ("remember", "appended"),
-                                                              ("remember", "created"), ("forget", "forgotten")]
+        assert [(e.operation, e.status) for e in events] == [
+            ("remember", "created"),
+            ("remember", "appended"),
+            ("remember", "created"),
+            ("forget", "forgotten"),
+        ]
         assert events[2].record_id == many[0].id and events[2].source == "import"
         assert events[0].record_id == a.id and events[0].caller is not None and events[0].caller.session_id == "s1"
         assert events[0].draft is not None and events[0].draft.content == "The gateway is vpn2." and events[0].source == "tool"
@@ -122,8 +127,11 @@ def test_a_failing_hook_is_logged_and_never_breaks_a_write_or_a_read(tmp_path: P
         raise RuntimeError("hook bug")
 
     async def run() -> None:
-        provider = MemoryProvider(tmp_path / "m", durable=False, hooks=Hooks(
-            on_memory_written=boom, on_memory_retrieved=[boom, lambda e: 42], on_session_end=boom))
+        provider = MemoryProvider(
+            tmp_path / "m",
+            durable=False,
+            hooks=Hooks(on_memory_written=boom, on_memory_retrieved=[boom, lambda e: 42], on_session_end=boom),
+        )
         res = await provider.remember("Coffee machine is on floor 3.", scope="project")
         assert res.status == "created"
         assert [h.id for h in (await provider.search("coffee machine")).hits] == [res.id]  # boom ignored, 42 ignored
@@ -149,8 +157,7 @@ def test_on_session_end_runs_after_pending_captures(tmp_path: Path) -> None:
             ended.append((event, await provider.count(session_id="chat-1", user_id="ada")))
 
         provider.on("on_session_end", on_end)
-        provider.capture_turn_in_background("Remember that my badge number is 4411.", "Noted.",
-                                            session_id="chat-1", user_id="ada")
+        provider.capture_turn_in_background("Remember that my badge number is 4411.", "Noted.", session_id="chat-1", user_id="ada")
         await provider.end_session("chat-1", user_id="ada", reason="user closed the tab")
         await provider.aclose()
 

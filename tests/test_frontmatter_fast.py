@@ -15,12 +15,39 @@ from agent_memory.model.records import MemoryRecord, Scope
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 keys = st.from_regex(r"[a-z_][a-z0-9_]{0,12}", fullmatch=True)
-texts = st.text(max_size=40) | st.sampled_from(["yes", "No", "null", "True", "a: b", "x #y", "1e5", "0x1f", "2026-01-02",
-                                                 "NaN", "-", "~", "_", "a ", " a", "it's", "é", "\u2028", "\x85", "'q'"])
-numbers = st.integers(-10**30, 10**30) | st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from([0.0, -0.0, 1e-05, 1e20])
-json_values = st.recursive(st.none() | st.booleans() | numbers | texts,
-                           lambda inner: st.lists(inner, max_size=4) | st.dictionaries(texts, inner, max_size=4), max_leaves=12)
-values = texts | numbers | st.booleans() | st.lists(texts | numbers, min_size=1, max_size=5) | st.dictionaries(texts, json_values, max_size=4)
+texts = st.text(max_size=40) | st.sampled_from(
+    [
+        "yes",
+        "No",
+        "null",
+        "True",
+        "a: b",
+        "x #y",
+        "1e5",
+        "0x1f",
+        "2026-01-02",
+        "NaN",
+        "-",
+        "~",
+        "_",
+        "a ",
+        " a",
+        "it's",
+        "é",
+        "\u2028",
+        "\x85",
+        "'q'",
+    ]
+)
+numbers = st.integers(-(10**30), 10**30) | st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from([0.0, -0.0, 1e-05, 1e20])
+json_values = st.recursive(
+    st.none() | st.booleans() | numbers | texts,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(texts, inner, max_size=4),
+    max_leaves=12,
+)
+values = (
+    texts | numbers | st.booleans() | st.lists(texts | numbers, min_size=1, max_size=5) | st.dictionaries(texts, json_values, max_size=4)
+)
 
 
 def render(data: dict[str, Any]) -> str:
@@ -77,9 +104,41 @@ def test_mutated_headers_read_alike_or_fall_back(data: dict[str, Any], draw: st.
     for _ in range(draw.draw(st.integers(1, 4))):
         at = draw.draw(st.integers(0, len(header)))
         cut = draw.draw(st.integers(0, 3))
-        bit = draw.draw(st.sampled_from([" ", "\t", "\n", "- ", ": ", "#", "&a", "*a", "!t", "'", '"', "{", "}", "[", "]",
-                                         ",", "\\", "\\u", "\x85", "\ufeff", "e5", "0", "-", "?", "|", ">", "%", "..."]))
-        header = header[:at] + bit + header[at + cut:]
+        bit = draw.draw(
+            st.sampled_from(
+                [
+                    " ",
+                    "\t",
+                    "\n",
+                    "- ",
+                    ": ",
+                    "#",
+                    "&a",
+                    "*a",
+                    "!t",
+                    "'",
+                    '"',
+                    "{",
+                    "}",
+                    "[",
+                    "]",
+                    ",",
+                    "\\",
+                    "\\u",
+                    "\x85",
+                    "\ufeff",
+                    "e5",
+                    "0",
+                    "-",
+                    "?",
+                    "|",
+                    ">",
+                    "%",
+                    "...",
+                ]
+            )
+        )
+        header = header[:at] + bit + header[at + cut :]
     check(header)
 
 
@@ -90,15 +149,28 @@ def test_arbitrary_text_reads_alike_or_falls_back(header: str) -> None:
 
 
 @SETTINGS
-@given(st.text(min_size=1, max_size=200), st.lists(st.text(min_size=1, max_size=20), max_size=4),
-       st.dictionaries(st.text(max_size=10), json_values, max_size=3), st.sampled_from(list(Scope)))
+@given(
+    st.text(min_size=1, max_size=200),
+    st.lists(st.text(min_size=1, max_size=20), max_size=4),
+    st.dictionaries(st.text(max_size=10), json_values, max_size=3),
+    st.sampled_from(list(Scope)),
+)
 def test_record_files_split_the_same_either_way(content: str, tags: list[str], metadata: dict[str, Any], scope: Scope) -> None:
     """A whole record file as the renderer writes it: ``split_text`` (fast path when it answers) = the safe loader."""
-    rec = MemoryRecord(id="2026-01-02-x-1", content=content, title="A title", scope=scope, tags=tuple(tags),
-                       session_id="s1" if scope is Scope.SESSION else None, user_id="u1" if scope is Scope.USER else None,
-                       metadata=metadata, created="2026-01-02T03:04:05Z", updated="2026-01-02T03:04:05Z")
+    rec = MemoryRecord(
+        id="2026-01-02-x-1",
+        content=content,
+        title="A title",
+        scope=scope,
+        tags=tuple(tags),
+        session_id="s1" if scope is Scope.SESSION else None,
+        user_id="u1" if scope is Scope.USER else None,
+        metadata=metadata,
+        created="2026-01-02T03:04:05Z",
+        updated="2026-01-02T03:04:05Z",
+    )
     text = rec.render()
-    header = text.split("\n---\n", 1)[0][len("---\n"):]
+    header = text.split("\n---\n", 1)[0][len("---\n") :]
     expected = safe(header)
     if expected is FrontmatterError:  # e.g. metadata deeper than the safe loader accepts: the fast reader declines too
         assert fast_load(header) is None
@@ -107,26 +179,70 @@ def test_record_files_split_the_same_either_way(content: str, tags: list[str], m
 
 
 def test_the_renderers_usual_output_is_read_fast() -> None:
-    header = render({"title": "Staging region", "kind": "fact", "scope": "project", "tags": ["infra", "eu"],
-                     "created": "2026-01-02T03:04:05Z", "importance": 0.8, "metadata": {"a": [1, 2.5, None, True, "x"]}})
-    assert fast_load(header) == safe_yaml_load(header) == {
-        "title": "Staging region", "kind": "fact", "scope": "project", "tags": ["infra", "eu"],
-        "created": "2026-01-02T03:04:05Z", "importance": 0.8, "metadata": {"a": [1, 2.5, None, True, "x"]}}
+    header = render(
+        {
+            "title": "Staging region",
+            "kind": "fact",
+            "scope": "project",
+            "tags": ["infra", "eu"],
+            "created": "2026-01-02T03:04:05Z",
+            "importance": 0.8,
+            "metadata": {"a": [1, 2.5, None, True, "x"]},
+        }
+    )
+    assert (
+        fast_load(header)
+        == safe_yaml_load(header)
+        == {
+            "title": "Staging region",
+            "kind": "fact",
+            "scope": "project",
+            "tags": ["infra", "eu"],
+            "created": "2026-01-02T03:04:05Z",
+            "importance": 0.8,
+            "metadata": {"a": [1, 2.5, None, True, "x"]},
+        }
+    )
 
 
 def test_what_yaml_reads_otherwise_is_left_to_it() -> None:
-    for header in ("a: yes", "a: 1e-05", "a: 2026-01-02", "a: 0x1f", "a: 010", "a:\n  - x", "a: x # c",
-                   "a:", "a: &x 1", "on: 1", "a: 'x'", "a: {b: 1}", "a: [1,2]", "a:  x", "a: x\n  y",
-                   "a: 1\n\nb: 2", "a: \"\\/\"", "a: {\"b\": 1e5}", "a: \"x\ty\""):
+    for header in (
+        "a: yes",
+        "a: 1e-05",
+        "a: 2026-01-02",
+        "a: 0x1f",
+        "a: 010",
+        "a:\n  - x",
+        "a: x # c",
+        "a:",
+        "a: &x 1",
+        "on: 1",
+        "a: 'x'",
+        "a: {b: 1}",
+        "a: [1,2]",
+        "a:  x",
+        "a: x\n  y",
+        "a: 1\n\nb: 2",
+        'a: "\\/"',
+        'a: {"b": 1e5}',
+        'a: "x\ty"',
+    ):
         assert fast_load(header) is None, header
 
 
 def test_records_rendered_by_the_store_are_read_fast() -> None:
     """Every record file the renderer writes for typical records takes the fast path (the point of the reader)."""
     for i, content in enumerate(["plain words", "a: b # not a comment", "line one\nline two", "ünïcode ✓ 😀", "yes"]):
-        rec = MemoryRecord(id=f"2026-01-02-x-{i}", content=content, title=content[:12], tags=("t1", "two words"),
-                           metadata={"k": {"n": [1, 0.5]}}, created="2026-01-02T03:04:05Z", updated="2026-01-02T03:04:05Z")
-        header = rec.render().split("\n---\n", 1)[0][len("---\n"):]
+        rec = MemoryRecord(
+            id=f"2026-01-02-x-{i}",
+            content=content,
+            title=content[:12],
+            tags=("t1", "two words"),
+            metadata={"k": {"n": [1, 0.5]}},
+            created="2026-01-02T03:04:05Z",
+            updated="2026-01-02T03:04:05Z",
+        )
+        header = rec.render().split("\n---\n", 1)[0][len("---\n") :]
         assert fast_load(header) is not None, header
 
 

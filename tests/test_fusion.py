@@ -102,8 +102,7 @@ def _flat(n: int) -> list[tuple[str, float]]:
 
 
 def test_recency_boost_and_time_decay_prefer_newer() -> None:
-    info = {"r0": {"updated": "2020-01-01T00:00:00Z"}, "r1": {"updated": "2026-11-20T00:00:00Z"},
-            "r2": {"updated": "2026-06-01T00:00:00Z"}}
+    info = {"r0": {"updated": "2020-01-01T00:00:00Z"}, "r1": {"updated": "2026-11-20T00:00:00Z"}, "r2": {"updated": "2026-06-01T00:00:00Z"}}
     lex = [("r0", 5.0), ("r1", 4.9), ("r2", 4.8)]
     ctx = QueryContext(now=NOW)
     boosted = Pipeline(Fuse(), [RecencyBoost(weight=1.0, half_life_days=30)]).run(lex, [], ctx, info=info)
@@ -116,7 +115,11 @@ def test_recency_boost_and_time_decay_prefer_newer() -> None:
 
 def test_importance_and_length_norm() -> None:
     lex = [("r0", 5.0), ("r1", 4.95), ("r2", 4.9)]
-    info: dict[str, dict[str, Any]] = {"r0": {"importance": 0.1, "length": 3000}, "r1": {"importance": 0.9, "length": 200}, "r2": {"length": 100}}
+    info: dict[str, dict[str, Any]] = {
+        "r0": {"importance": 0.1, "length": 3000},
+        "r1": {"importance": 0.9, "length": 200},
+        "r2": {"length": 100},
+    }
     imp = Pipeline(Fuse(), [ImportanceWeight(weight=4.0)]).run(lex, [], info=info)
     assert order(imp) == ["r1", "r2", "r0"]
     short = Pipeline(Fuse(), [LengthNorm(pivot=400, strength=0.5)]).run(lex, [], info=info)
@@ -133,16 +136,19 @@ def test_mmr_pushes_near_duplicates_down() -> None:
     assert order(no_vec) == ["a", "b", "c"]  # without vectors MMR leaves the order alone
 
 
-@pytest.mark.parametrize("make", [
-    lambda: Fuse(method="nope"),  # type: ignore[arg-type]
-    lambda: Fuse(weight=1.5),
-    lambda: Fuse(method="rrf", k=0),
-    lambda: TimeDecay(half_life_days=0),
-    lambda: TimeDecay(floor=2.0),
-    lambda: RecencyBoost(half_life_days=-1),
-    lambda: MMR(lambda_=1.2),
-    lambda: LengthNorm(pivot=0),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Fuse(method="nope"),  # type: ignore[arg-type]
+        lambda: Fuse(weight=1.5),
+        lambda: Fuse(method="rrf", k=0),
+        lambda: TimeDecay(half_life_days=0),
+        lambda: TimeDecay(floor=2.0),
+        lambda: RecencyBoost(half_life_days=-1),
+        lambda: MMR(lambda_=1.2),
+        lambda: LengthNorm(pivot=0),
+    ],
+)
 def test_bad_parameters_are_typed_errors(make: Any) -> None:
     with pytest.raises(InvalidInputError):
         make()

@@ -16,8 +16,19 @@ from agent_memory.embeddings import CallableEmbedder
 from agent_memory.errors import InvalidInputError
 
 # a toy "meaning": words map to concepts, so synonyms share a dimension
-CONCEPTS = {"car": 0, "automobile": 0, "vehicle": 0, "buy": 1, "bought": 1, "purchase": 1, "purchased": 1,
-            "dog": 2, "puppy": 2, "soup": 3, "broth": 3}
+CONCEPTS = {
+    "car": 0,
+    "automobile": 0,
+    "vehicle": 0,
+    "buy": 1,
+    "bought": 1,
+    "purchase": 1,
+    "purchased": 1,
+    "dog": 2,
+    "puppy": 2,
+    "soup": 3,
+    "broth": 3,
+}
 
 
 concept_vectors = concept_vectors_for(CONCEPTS)
@@ -79,8 +90,9 @@ def test_hybrid_falls_back_to_lexical_when_the_embedder_fails(tmp_path: Path) ->
 def test_dense_side_exact_when_the_nearest_vectors_are_all_hidden(tmp_path: Path) -> None:
     """Many hidden near-duplicates crowd the nearest margin: the search widens to the full visible map."""
     store = MemoryStore(tmp_path / "m", durable=False, rescan_interval=None)
-    store.remember_many([MemoryDraft(content=f"automobile purchase number {i}", scope="session", session_id="other")
-                         for i in range(70)], source="import")
+    store.remember_many(
+        [MemoryDraft(content=f"automobile purchase number {i}", scope="session", session_id="other") for i in range(70)], source="import"
+    )
     mine = store.remember("we bought a vehicle", scope="project").id
     emb = CallableEmbedder(concept_vectors, name="concepts")
     cache = VectorCache.for_root(store.root)
@@ -103,8 +115,10 @@ def test_dense_side_reads_the_same_point_in_time_as_lexical(tmp_path: Path) -> N
     cache = VectorCache.for_root(store.root)
     cache.backfill(live_items(store.index), emb)
     q = "which vehicle did they purchase?"  # no shared word with either record: only the dense side can find them
+
     def dense(**when: Any) -> list[str]:
         return [h.id for h in hybrid_search(store, cache, emb, q, mode="dense", **when).hits]
+
     assert old not in dense()
     assert dense(include_superseded=True)[0] == old
     assert dense(as_of="2023-03-01") == [old]  # in force then; the new one was not yet
@@ -118,8 +132,14 @@ def test_strict_visibility_hides_other_partitions_from_every_hybrid_score(tmp_pa
     """Under strict visibility, records the caller may not see move neither the ranking nor any score
     (lexical strength counts visible records only; cosines are standardised over visible candidates)."""
     store = MemoryStore(tmp_path / "m", durable=False, rescan_interval=None)
-    for text in ("I bought a car last week", "the car dealer was friendly", "we adopted a puppy", "the broth was salty",
-                 "a vehicle inspection is due", "soup for dinner"):
+    for text in (
+        "I bought a car last week",
+        "the car dealer was friendly",
+        "we adopted a puppy",
+        "the broth was salty",
+        "a vehicle inspection is due",
+        "soup for dinner",
+    ):
         store.remember(text, scope="session", session_id="mine")
     emb = CallableEmbedder(concept_vectors, name="concepts")
     cache = VectorCache.for_root(store.root)

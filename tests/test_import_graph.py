@@ -121,26 +121,34 @@ def test_agent_memory_has_no_import_cycle() -> None:
     assert not gone, f"fixed, remove from KNOWN_CYCLES: {sorted(map(sorted, gone))}"
 
 
-
 def _self_as_any(tree: ast.AST) -> list[int]:
     """Lines of methods whose ``self`` is annotated ``Any``: the mark of a mixin typed against a host it cannot name."""
-    return [node.lineno for node in ast.walk(tree)
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.args.args
-            and node.args.args[0].arg == "self" and isinstance(node.args.args[0].annotation, ast.Name)
-            and node.args.args[0].annotation.id == "Any"]
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.args.args
+        and node.args.args[0].arg == "self"
+        and isinstance(node.args.args[0].annotation, ast.Name)
+        and node.args.args[0].annotation.id == "Any"
+    ]
 
 
 def test_no_mixin_declares_its_host() -> None:
     """Issue 28: helpers that reach into a class's privates fold back into it or use a public interface; no mixin
     whose methods take ``self: Any`` to reach attributes their host declares."""
-    found = [f"{path.relative_to(ROOT.parent)}:{line}" for path in sorted(ROOT.rglob("*.py"))
-             for line in _self_as_any(ast.parse(path.read_text(encoding="utf-8"), str(path)))]
+    found = [
+        f"{path.relative_to(ROOT.parent)}:{line}"
+        for path in sorted(ROOT.rglob("*.py"))
+        for line in _self_as_any(ast.parse(path.read_text(encoding="utf-8"), str(path)))
+    ]
     assert not found, "methods typed against a host they cannot name (self: Any):\n" + "\n".join(found)
 
 
 def test_the_mixin_check_finds_self_as_any() -> None:
     tree = ast.parse("from typing import Any\nclass M:\n    def a(self: Any) -> None: ...\n    def b(self) -> None: ...\n")
     assert _self_as_any(tree) == [3]
+
 
 def _write(root: Path, files: dict[str, str]) -> Path:
     pkg = root / PACKAGE
@@ -151,23 +159,55 @@ def _write(root: Path, files: dict[str, str]) -> Path:
     return pkg
 
 
-@pytest.mark.parametrize("files, expected", [
-    ({"__init__.py": "", "a.py": "from . import b\n", "b.py": "from .a import thing\n"},
-     [["agent_memory.a", "agent_memory.b", "agent_memory.a"]]),
-    # a function-level import closes a cycle too
-    ({"__init__.py": "", "a.py": "def f():\n    from .sub.c import x\n", "sub/__init__.py": "",
-      "sub/c.py": "import agent_memory.a\n"}, [["agent_memory.a", "agent_memory.sub.c", "agent_memory.a"]]),
-    # TYPE_CHECKING imports count (a type-only dependency is a dependency), and so does their else branch
-    ({"__init__.py": "", "a.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .b import B\n",
-      "b.py": "from .a import A\n"}, [["agent_memory.a", "agent_memory.b", "agent_memory.a"]]),
-    ({"__init__.py": "", "a.py": "import typing\nif typing.TYPE_CHECKING:\n    from .b import B\n",
-      "b.py": "def f():\n    from .a import A\n"}, [["agent_memory.a", "agent_memory.b", "agent_memory.a"]]),
-    ({"__init__.py": "", "a.py": "import typing\nif typing.TYPE_CHECKING:\n    pass\nelse:\n    from .b import B\n",
-      "b.py": "from .a import A\n"}, [["agent_memory.a", "agent_memory.b", "agent_memory.a"]]),
-    # the package __init__ re-exporting a module that imports the package is a cycle
-    ({"__init__.py": "from .x import X\n", "x.py": "from agent_memory import Y\n"},
-     [["agent_memory", "agent_memory.x", "agent_memory"]]),
-    ({"__init__.py": "", "a.py": "from .b import f\n", "b.py": "import json\n"}, []),
-])
+@pytest.mark.parametrize(
+    "files, expected",
+    [
+        (
+            {"__init__.py": "", "a.py": "from . import b\n", "b.py": "from .a import thing\n"},
+            [["agent_memory.a", "agent_memory.b", "agent_memory.a"]],
+        ),
+        # a function-level import closes a cycle too
+        (
+            {
+                "__init__.py": "",
+                "a.py": "def f():\n    from .sub.c import x\n",
+                "sub/__init__.py": "",
+                "sub/c.py": "import agent_memory.a\n",
+            },
+            [["agent_memory.a", "agent_memory.sub.c", "agent_memory.a"]],
+        ),
+        # TYPE_CHECKING imports count (a type-only dependency is a dependency), and so does their else branch
+        (
+            {
+                "__init__.py": "",
+                "a.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .b import B\n",
+                "b.py": "from .a import A\n",
+            },
+            [["agent_memory.a", "agent_memory.b", "agent_memory.a"]],
+        ),
+        (
+            {
+                "__init__.py": "",
+                "a.py": "import typing\nif typing.TYPE_CHECKING:\n    from .b import B\n",
+                "b.py": "def f():\n    from .a import A\n",
+            },
+            [["agent_memory.a", "agent_memory.b", "agent_memory.a"]],
+        ),
+        (
+            {
+                "__init__.py": "",
+                "a.py": "import typing\nif typing.TYPE_CHECKING:\n    pass\nelse:\n    from .b import B\n",
+                "b.py": "from .a import A\n",
+            },
+            [["agent_memory.a", "agent_memory.b", "agent_memory.a"]],
+        ),
+        # the package __init__ re-exporting a module that imports the package is a cycle
+        (
+            {"__init__.py": "from .x import X\n", "x.py": "from agent_memory import Y\n"},
+            [["agent_memory", "agent_memory.x", "agent_memory"]],
+        ),
+        ({"__init__.py": "", "a.py": "from .b import f\n", "b.py": "import json\n"}, []),
+    ],
+)
 def test_the_checker_finds_cycles_it_should(tmp_path: Path, files: dict[str, str], expected: list[list[str]]) -> None:
     assert find_cycles(import_graph(_write(tmp_path, files))) == expected

@@ -21,38 +21,58 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 WHEELHOUSE = Path(os.environ.get("AGENT_MEMORY_WHEELHOUSE", ROOT / ".wheelhouse")).resolve()
 
-needs_wheelhouse = pytest.mark.skipif(not (WHEELHOUSE / ".done").is_file(),
-                                      reason=f"no wheelhouse at {WHEELHOUSE}: run `make wheelhouse` (make test does)")
+needs_wheelhouse = pytest.mark.skipif(
+    not (WHEELHOUSE / ".done").is_file(), reason=f"no wheelhouse at {WHEELHOUSE}: run `make wheelhouse` (make test does)"
+)
 
 
 def _run(*cmd: str | Path, cwd: Path, timeout: float = 600, env: dict[str, str] | None = None) -> str:
-    done = subprocess.run([str(c) for c in cmd], cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                          env=env)
+    done = subprocess.run([str(c) for c in cmd], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
     assert done.returncode == 0, f"{' '.join(map(str, cmd))}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
     return done.stdout
 
 
 def _offline_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "TIKTOKEN_", "LITELLM_"))}
-    env.update(PIP_NO_INDEX="1", PIP_FIND_LINKS=str(WHEELHOUSE), PIP_DISABLE_PIP_VERSION_CHECK="1",
-               PIP_CONFIG_FILE=os.devnull, HTTPS_PROXY="http://127.0.0.1:9", HTTP_PROXY="http://127.0.0.1:9",
-               NO_PROXY="127.0.0.1,localhost")  # any other network use fails fast
+    env.update(
+        PIP_NO_INDEX="1",
+        PIP_FIND_LINKS=str(WHEELHOUSE),
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+        PIP_CONFIG_FILE=os.devnull,
+        HTTPS_PROXY="http://127.0.0.1:9",
+        HTTP_PROXY="http://127.0.0.1:9",
+        NO_PROXY="127.0.0.1,localhost",
+    )  # any other network use fails fast
     return env
 
 
 @needs_wheelhouse
 def test_install_beside_pydantic_ai_openai_in_a_fresh_venv(tmp_path: Path) -> None:
     env = _offline_env()
-    _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q",
-         "-w", tmp_path / "dist", ROOT, cwd=tmp_path, env=env)
+    _run(
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "--no-deps",
+        "--no-build-isolation",
+        "--no-index",
+        "-q",
+        "-w",
+        tmp_path / "dist",
+        ROOT,
+        cwd=tmp_path,
+        env=env,
+    )
     (wheel,) = (tmp_path / "dist").glob("agent_memory-*.whl")
     venv = tmp_path / "venv"
     _run(sys.executable, "-m", "venv", venv, cwd=tmp_path, env=env)
     py = venv / "bin" / "python"
 
     started = time.monotonic()
-    _run(py, "-m", "pip", "install", "-q", "--no-index", "--find-links", WHEELHOUSE, wheel, "pydantic-ai-slim[openai]",
-         cwd=tmp_path, env=env)
+    _run(
+        py, "-m", "pip", "install", "-q", "--no-index", "--find-links", WHEELHOUSE, wheel, "pydantic-ai-slim[openai]", cwd=tmp_path, env=env
+    )
     install_s = time.monotonic() - started
     _run(py, "-m", "pip", "check", cwd=tmp_path, env=env)
 
@@ -103,6 +123,7 @@ def test_tokens_count_offline_and_leave_the_environment_alone(tmp_path: Path) ->
 
 def test_make_demo_installs_only_the_default_dependencies(tmp_path: Path) -> None:
     """`make demo` and `make test` share .venv but use separate stamps; demo never installs [dev] or extras."""
+
     def dry_run(target: str) -> list[str]:
         out = _run("make", "-n", "-B", "-C", ROOT, target, cwd=tmp_path)
         return [line for line in out.splitlines() if "pip install" in line]

@@ -99,7 +99,7 @@ def wrong_way() -> dict[str, str]:
     bad: dict[str, str] = {}
     for src, dst in sorted(arrows()):
         a, b = layer_of(src), layer_of(dst)
-        short = f"{src[len(PACKAGE) + 1:] or PACKAGE} -> {dst[len(PACKAGE) + 1:]}"
+        short = f"{src[len(PACKAGE) + 1 :] or PACKAGE} -> {dst[len(PACKAGE) + 1 :]}"
         if LAYERS[b] > LAYERS[a]:
             bad[short] = f"{a or 'root'} (rank {LAYERS[a]}) imports {b} (rank {LAYERS[b]})"
         for x, y in APART:
@@ -114,7 +114,8 @@ def test_imports_point_down_only() -> None:
     bad = wrong_way()
     new = {k: v for k, v in bad.items() if k not in DEBTS}
     assert not new, "arrows against the layers (move the shared part down, see docs/architecture.md):\n" + "\n".join(
-        f"  {k}: {v}" for k, v in new.items())
+        f"  {k}: {v}" for k, v in new.items()
+    )
 
 
 def test_paid_debts_leave_the_list() -> None:

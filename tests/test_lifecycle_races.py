@@ -33,8 +33,9 @@ def store(tmp_path: Path) -> Iterator[MemoryStore]:
 
 def _all_texts(root: Path) -> str:
     """Every record, archive and history file's text under ``root``."""
-    return "\n".join(p.read_text(encoding="utf-8") for d in ("records", "archive", "history")
-                     for p in sorted((root / d).rglob("*")) if p.is_file())
+    return "\n".join(
+        p.read_text(encoding="utf-8") for d in ("records", "archive", "history") for p in sorted((root / d).rglob("*")) if p.is_file()
+    )
 
 
 def _once_in_versions(monkeypatch: pytest.MonkeyPatch, action: Callable[[], None]) -> list[bool]:
@@ -56,6 +57,7 @@ def _interloper(store: MemoryStore, done: list[str], *, own_store: bool) -> Call
     """A keyed replace to v3: through ``store`` itself (same thread: it re-enters the lock restore may hold, so
     it lands between restore's read and its write), or through a store object of its own (its own lock
     descriptor, as another process has: it waits for the lock)."""
+
     def run() -> None:
         other = MemoryStore(store.root, durable=False) if own_store else store
         try:
@@ -63,6 +65,7 @@ def _interloper(store: MemoryStore, done: list[str], *, own_store: bool) -> Call
         finally:
             if own_store:
                 other.close()
+
     return run
 
 
@@ -152,10 +155,13 @@ print(json.dumps(acked))
 def test_stress_every_acknowledged_replace_is_kept(tmp_path: Path) -> None:
     root = tmp_path / "mem"
     MemoryStore(root, durable=False).remember("seed", memory_key="k", user_id="alice")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(lifecycle.__file__).parents[3]),
-                                                         os.environ.get("PYTHONPATH", "")])}
-    procs = [subprocess.Popen([sys.executable, "-c", _WORKER, str(root), f"w{i}", "40"], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, env=env) for i in range(4)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(lifecycle.__file__).parents[3]), os.environ.get("PYTHONPATH", "")])}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _WORKER, str(root), f"w{i}", "40"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
+        for i in range(4)
+    ]
     acked: list[str] = []
     for p in procs:
         out, err = p.communicate(timeout=300)
@@ -165,4 +171,3 @@ def test_stress_every_acknowledged_replace_is_kept(tmp_path: Path) -> None:
     texts = _all_texts(root)
     lost = [t for t in acked if t not in texts]
     assert not lost, lost
-

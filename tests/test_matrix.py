@@ -74,8 +74,9 @@ def texts(sec: dict[str, str]) -> dict[str, str]:
     return {
         "kestrel": kestrel,
         "falcon": kestrel.replace("kestrel", "falcon"),
-        "heron": (f"Alice's deploy notes {ALICE_WORD} heron: the token is {sec['sk']} and the CI token "
-                  f"{sec['ghp']}; password: {sec['pw']}"),
+        "heron": (
+            f"Alice's deploy notes {ALICE_WORD} heron: the token is {sec['sk']} and the CI token {sec['ghp']}; password: {sec['pw']}"
+        ),
         "ibis": f"Alice parks at the {ALICE_WORD} ibis garage on level two.",
         "jackdaw": f"Alice parks at the {ALICE_WORD} jackdaw garage on level five.",
         "bob": f"Bob's favourite trail is the {BOB_WORD} coastal path.",
@@ -117,8 +118,10 @@ class ImportSurface(ApiSurface):
         if again.get("written", again.get("created", 0)):
             problems.append(f"import: re-running alice's import wrote again: {again}")
         bob = self.cli.cwd / "bob-mem0.json"  # a mem0 export naming another owner: the override must win
-        bob.write_text(json.dumps({"results": [{"id": "m-1", "memory": t["bob"], "user_id": ALICE,
-                                                "created_at": "2026-01-05T10:00:00Z"}]}), encoding="utf-8")
+        bob.write_text(
+            json.dumps({"results": [{"id": "m-1", "memory": t["bob"], "user_id": ALICE, "created_at": "2026-01-05T10:00:00Z"}]}),
+            encoding="utf-8",
+        )
 
         def run_import_file() -> Any:
             from agent_memory import import_file, open_backend
@@ -128,6 +131,7 @@ class ImportSurface(ApiSurface):
                 return import_file(backend, bob, user_id=BOB).to_dict()
             finally:
                 close_backend(backend)
+
         report = await asyncio.wait_for(asyncio.to_thread(run_import_file), 60)
         self.outputs.append(json.dumps(report))
         shared = self.cli.cwd / "shared.jsonl"
@@ -226,8 +230,9 @@ class Cell:
         return lists
 
     # -- checks ---------------------------------------------------------------------------------------------------
-    async def check(self, step: str, *, alice_has: set[str], alice_not: set[str], full: bool = True,
-                    purged: bool = False, ids: set[str] | None = None) -> None:
+    async def check(
+        self, step: str, *, alice_has: set[str], alice_not: set[str], full: bool = True, purged: bool = False, ids: set[str] | None = None
+    ) -> None:
         try:
             lists = await self.learn_ids()
         except Exception as exc:
@@ -322,6 +327,7 @@ async def gather_limited(coros: list[Any], limit: int) -> list[Any]:
     async def one(c: Any) -> Any:
         async with sem:
             return await c
+
     return await asyncio.gather(*(one(c) for c in coros), return_exceptions=True)
 
 
@@ -345,25 +351,24 @@ async def lifecycle(cell: Cell) -> None:
     await cell.check(step, alice_has={"kestrel", "heron", "ibis"}, alice_not=every - {"kestrel", "heron", "ibis"})
     # 2. replace (keyed) ---------------------------------------------------------------------------------------------
     step = "replace"
-    await cell.op(step, "replace", ALICE, "trail", "kestrel", "falcon" if isinstance(s, ToolSurface) else t["falcon"],
-                  marker="falcon")
-    await cell.check(step, alice_has={"falcon", "heron", "ibis"}, alice_not={"kestrel", "jackdaw"}, full=False,
-                     ids={cell.ids.get("kestrel", "")})
+    await cell.op(step, "replace", ALICE, "trail", "kestrel", "falcon" if isinstance(s, ToolSurface) else t["falcon"], marker="falcon")
+    await cell.check(
+        step, alice_has={"falcon", "heron", "ibis"}, alice_not={"kestrel", "jackdaw"}, full=False, ids={cell.ids.get("kestrel", "")}
+    )
     # 3. supersede ---------------------------------------------------------------------------------------------------
     step = "supersede"
     await cell.op(step, "supersede", ALICE, cell.ids.get("ibis", "?"), t["jackdaw"], marker="jackdaw")
-    await cell.check(step, alice_has={"falcon", "heron", "jackdaw"}, alice_not={"kestrel", "ibis"}, full=False,
-                     ids={cell.ids.get("ibis", "")})
+    await cell.check(
+        step, alice_has={"falcon", "heron", "jackdaw"}, alice_not={"kestrel", "ibis"}, full=False, ids={cell.ids.get("ibis", "")}
+    )
     # 4. forget the replaced record, 5. undo: it comes back as it was (the replaced text) ----------------------------
     step = "forget"
     trail = cell.ids.get("falcon", "?")
     await cell.op(step, "forget", ALICE, trail, marker="falcon")
-    await cell.check(step, alice_has={"heron", "jackdaw"}, alice_not={"kestrel", "falcon", "ibis"}, full=False,
-                     ids={trail})
+    await cell.check(step, alice_has={"heron", "jackdaw"}, alice_not={"kestrel", "falcon", "ibis"}, full=False, ids={trail})
     step = "undo"
     await cell.op(step, "undo", ALICE)
-    await cell.check(step, alice_has={"falcon", "heron", "jackdaw"}, alice_not={"kestrel", "ibis"}, full=False,
-                     ids={trail})
+    await cell.check(step, alice_has={"falcon", "heron", "jackdaw"}, alice_not={"kestrel", "ibis"}, full=False, ids={trail})
     # 6. forget the superseding record, then restore it -------------------------------------------------------------
     step = "restore"
     jackdaw = cell.ids.get("jackdaw", "?")
@@ -379,8 +384,7 @@ async def lifecycle(cell: Cell) -> None:
         text = str(result)
         if not isinstance(result, Exception) or not ("Unsupported" in kind or "NotSupported" in kind):
             cell.fail(step, f"PostgreSQL consolidate: expected the typed unsupported error, got {kind}: {text[:200]}")
-    await cell.check(step, alice_has={"falcon", "heron", "jackdaw"}, alice_not={"kestrel", "ibis"}, full=False,
-                     ids=set())
+    await cell.check(step, alice_has={"falcon", "heron", "jackdaw"}, alice_not={"kestrel", "ibis"}, full=False, ids=set())
     # 8. export, then import into a fresh root / database ------------------------------------------------------------
     step = "export/import"
     before = {u: sorted((await cell.driver.list(u)).values()) for u in (ALICE, BOB)}
@@ -405,8 +409,11 @@ async def check_copy(cell: Cell, step: str, before: dict[str, list[str]]) -> Non
             if after != before[user]:
                 lost = sorted(set(before[user]) - set(after))
                 extra = sorted(set(after) - set(before[user]))
-                cell.fail(step, f"{user}: {len(before[user])} records before, {len(after)} in the copy; "
-                                f"lost {[x[:60] for x in lost]}, new {[x[:60] for x in extra]}")
+                cell.fail(
+                    step,
+                    f"{user}: {len(before[user])} records before, {len(after)} in the copy; "
+                    f"lost {[x[:60] for x in lost]}, new {[x[:60] for x in extra]}",
+                )
         hits = await copy.search(BOB, BOB_QUERY)
         if any(ALICE_WORD in snippet for _, snippet in hits):
             cell.fail(step, "LEAK: bob finds alice's content in the imported copy")

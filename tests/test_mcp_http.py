@@ -63,8 +63,12 @@ async def test_two_tokens_never_see_each_others_records(server: tuple[str, Path]
 
 async def test_no_token_or_wrong_token_is_refused(server: tuple[str, Path]) -> None:
     url, _ = server
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+    }
     headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
     async with httpx.AsyncClient(timeout=10) as http:
         for extra in ({}, {"authorization": "Bearer wrong-token-000000000000"}, {"authorization": f"Basic {ALICE}"}):
@@ -80,17 +84,25 @@ async def test_server_survives_a_client_that_disconnects_mid_call(server: tuple[
         for i in range(20):
             await a.call_tool("memory_remember", {"content": f"Filler memory number {i} about the harbour."})
     for _ in range(3):  # a call abandoned while in flight: the client's connection goes away under it
+
         async def abandon() -> None:
             async with http_session(url, ALICE) as s:
                 await asyncio.wait_for(s.call_tool("memory_recall", {"message": "harbour memories"}), 0.01)
+
         with pytest.raises((TimeoutError, asyncio.TimeoutError, BaseExceptionGroup)):
             await abandon()
     async with httpx.AsyncClient(timeout=10) as http:  # raw: a POST whose connection is closed before the answer
         try:
-            await http.post(url, headers={"authorization": f"Bearer {ALICE}", "accept": "application/json, text/event-stream",
-                                          "content-type": "application/json"},
-                            content=b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"memory_list"}}',
-                            timeout=0.001)
+            await http.post(
+                url,
+                headers={
+                    "authorization": f"Bearer {ALICE}",
+                    "accept": "application/json, text/event-stream",
+                    "content-type": "application/json",
+                },
+                content=b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"memory_list"}}',
+                timeout=0.001,
+            )
         except httpx.HTTPError:
             pass
     async with http_session(url, BOB) as b:  # still serving, and still isolated

@@ -41,16 +41,17 @@ def ranked(result: Any) -> list[tuple[str, float]]:
 
 # -- strict visibility ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("flags", [(), ("--strict-visibility",), ("--no-strict-visibility",)],
-                         ids=["multi-user-default", "explicit-on", "explicit-off-control"])
+
+@pytest.mark.parametrize(
+    "flags", [(), ("--strict-visibility",), ("--no-strict-visibility",)], ids=["multi-user-default", "explicit-on", "explicit-off-control"]
+)
 async def test_another_users_hidden_records_cannot_move_a_callers_scores(tmp_path: Path, flags: tuple[str, ...]) -> None:
     root = tmp_path / "mem"
     MemoryStore(root).close()
     tokens = write_tokens(tmp_path / "tokens.json", {ALICE: {"user": "alice"}, BOB: {"user": "bob"}})
     with http_server(root, "--tokens", str(tokens), *flags) as url:
         async with http_session(url, ALICE) as a, http_session(url, BOB) as b:
-            for fact in ("Alice keeps a banana smoothie recipe.", "Alice keeps a cherry pie recipe.",
-                         "Alice keeps a walnut bread recipe."):
+            for fact in ("Alice keeps a banana smoothie recipe.", "Alice keeps a cherry pie recipe.", "Alice keeps a walnut bread recipe."):
                 payload(await a.call_tool("memory_remember", {"content": fact}))
             before = ranked(await a.call_tool("memory_search", {"query": "banana cherry walnut"}))
             for i in range(25):  # bob's private records make "cherry" common, "banana" stays rare
@@ -74,8 +75,12 @@ def test_strict_is_on_for_several_callers_and_can_be_set() -> None:
 
 # -- DNS rebinding -------------------------------------------------------------------------------------------------
 
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+}
 JSON_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
@@ -87,8 +92,7 @@ async def test_dns_rebinding_check_on_any_loopback_address(tmp_path: Path) -> No
         async with httpx.AsyncClient(timeout=10) as http:
             evil = await http.post(url, headers={**JSON_HEADERS, "host": "evil.example:80"}, content=json.dumps(INIT))
             assert evil.status_code == 421
-            origin = await http.post(url, headers={**JSON_HEADERS, "origin": "http://evil.example"},
-                                     content=json.dumps(INIT))
+            origin = await http.post(url, headers={**JSON_HEADERS, "origin": "http://evil.example"}, content=json.dumps(INIT))
             assert origin.status_code == 403
             ok = await http.post(url, headers={**JSON_HEADERS, "origin": f"http://{hostport}"}, content=json.dumps(INIT))
             assert ok.status_code == 200
@@ -108,38 +112,49 @@ def test_rebinding_guard_covers_every_loopback_bind(host: str) -> None:
 
 # -- per-token access ----------------------------------------------------------------------------------------------
 
+
 async def test_tokens_are_limited_to_read_own_or_shared(tmp_path: Path) -> None:
     root = tmp_path / "mem"
     store = MemoryStore(root)
     project = store.remember("The release train leaves every second Tuesday.", scope="project").id
     glob = store.remember("The office is closed on public holidays.", scope="global").id
     store.close()
-    tokens = write_tokens(tmp_path / "tokens.json", {
-        ALICE: {"user": "alice"}, BOB: {"user": "bob"},  # several users: "own" by default
-        CAROL: {"user": "carol", "access": "read"}, DANA: {"user": "dana", "access": "shared"}})
+    tokens = write_tokens(
+        tmp_path / "tokens.json",
+        {
+            ALICE: {"user": "alice"},
+            BOB: {"user": "bob"},  # several users: "own" by default
+            CAROL: {"user": "carol", "access": "read"},
+            DANA: {"user": "dana", "access": "shared"},
+        },
+    )
     with http_server(root, "--tokens", str(tokens), "--tools", "foreground") as url:
         async with http_session(url, ALICE) as a:
             refused = await a.call_tool("memory_remember", {"content": "Deploys freeze on Fridays.", "scope": "project"})
             assert refused.is_error and "AccessDeniedError" in text(refused) and "'shared'" in text(refused)
             mine = payload(await a.call_tool("memory_remember", {"content": "Alice deploys on Mondays."}))["id"]
-            for call, args in (("memory_supersede", {"id": project, "content": "The train leaves on Fridays."}),
-                               ("memory_forget", {"id": project}), ("memory_forget", {"id": glob})):
+            for call, args in (
+                ("memory_supersede", {"id": project, "content": "The train leaves on Fridays."}),
+                ("memory_forget", {"id": project}),
+                ("memory_forget", {"id": glob}),
+            ):
                 res = await a.call_tool(call, args)
                 assert res.is_error and "AccessDeniedError" in text(res), (call, text(res))
             new = payload(await a.call_tool("memory_supersede", {"id": mine, "content": "Alice deploys on Tuesdays."}))
             assert payload(await a.call_tool("memory_forget", {"id": new["id"]}))["forgotten"] is True
         async with http_session(url, CAROL) as c:
             assert {t.name for t in (await c.list_tools()).tools} == READ_TOOLS
-            for call, args in (("memory_remember", {"content": "Carol likes tea."}), ("memory_forget", {"id": project}),
-                               ("memory_supersede", {"id": project, "content": "x"})):
+            for call, args in (
+                ("memory_remember", {"content": "Carol likes tea."}),
+                ("memory_forget", {"id": project}),
+                ("memory_supersede", {"id": project, "content": "x"}),
+            ):
                 res = await c.call_tool(call, args)
                 assert res.is_error and "read-only" in text(res), (call, text(res))
-            assert [h["id"] for h in payload(await c.call_tool("memory_search", {"query": "release train"}))["hits"]] \
-                == [project]
+            assert [h["id"] for h in payload(await c.call_tool("memory_search", {"query": "release train"}))["hits"]] == [project]
         async with http_session(url, DANA) as d:
             assert payload(await d.call_tool("memory_remember", {"content": "Standup is at 9.", "scope": "project"}))
-            replaced = payload(await d.call_tool("memory_supersede", {"id": project,
-                                                                      "content": "The release train leaves Mondays."}))
+            replaced = payload(await d.call_tool("memory_supersede", {"id": project, "content": "The release train leaves Mondays."}))
             assert replaced["supersedes"] == project
             assert payload(await d.call_tool("memory_forget", {"id": glob}))["forgotten"] is True
     store = MemoryStore(root)
@@ -156,9 +171,11 @@ async def test_stdio_access_flag(tmp_path: Path) -> None:
     project = store.remember("The release train leaves every second Tuesday.", scope="project").id
     store.close()
     for access, allowed in (("read", set()), ("own", {"user"})):
-        params = StdioServerParameters(command=PY, args=["-m", "agent_memory.mcp", "--root", str(root), "--user",
-                                                         "alice", "--tools", "foreground", "--access", access],
-                                       env=server_env())
+        params = StdioServerParameters(
+            command=PY,
+            args=["-m", "agent_memory.mcp", "--root", str(root), "--user", "alice", "--tools", "foreground", "--access", access],
+            env=server_env(),
+        )
         async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
             await s.initialize()
             for scope in ("user", "project", "global"):
@@ -183,8 +200,8 @@ def test_access_is_validated() -> None:
 
 # -- tokens files --------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("key", ["sha256:" + "é" * 64, "sha256:xyz-not-hex", "sha256:" + "0" * 63, "sha256:",
-                                 "sha256:" + "a" * 64 + " "])
+
+@pytest.mark.parametrize("key", ["sha256:" + "é" * 64, "sha256:xyz-not-hex", "sha256:" + "0" * 63, "sha256:", "sha256:" + "a" * 64 + " "])
 def test_malformed_sha256_entry_is_refused_at_load(tmp_path: Path, key: str) -> None:
     f = tmp_path / "t.json"
     f.write_text(json.dumps({"tokens": {ALICE: {"user": "alice"}, key: {"user": "bob"}}}), encoding="utf-8")
@@ -194,12 +211,12 @@ def test_malformed_sha256_entry_is_refused_at_load(tmp_path: Path, key: str) -> 
     assert key[7:].strip() not in str(err.value) or not key[7:].strip()
 
 
-@pytest.mark.parametrize("token", ["tökén-0123456789abcdef", "alice token 0123456789", "tab\ttoken-0123456789ab",
-                                   "日本語のトークン0123456789abcdef"])
+@pytest.mark.parametrize(
+    "token", ["tökén-0123456789abcdef", "alice token 0123456789", "tab\ttoken-0123456789ab", "日本語のトークン0123456789abcdef"]
+)
 def test_non_ascii_or_spaced_token_is_refused_at_load(tmp_path: Path, token: str) -> None:
     f = tmp_path / "t.toml"
-    f.write_text(f'[tokens."{BOB}"]\nuser = "bob"\n[tokens."{token}"]\nuser = "alice"\n'.replace("\t", "\\t"),
-                 encoding="utf-8")
+    f.write_text(f'[tokens."{BOB}"]\nuser = "bob"\n[tokens."{token}"]\nuser = "alice"\n'.replace("\t", "\\t"), encoding="utf-8")
     with pytest.raises(ConfigError) as err:
         TokenMap.load(f)
     assert "token entry #2 (user 'alice')" in str(err.value) and "printable ASCII" in str(err.value)
@@ -208,8 +225,9 @@ def test_non_ascii_or_spaced_token_is_refused_at_load(tmp_path: Path, token: str
 
 def test_lookup_never_breaks_on_odd_input() -> None:
     hashed = "dana-token-0123456789abcdef"
-    tokens = TokenMap({ALICE: Identity(user_id="alice"),
-                       "sha256:" + hashlib.sha256(hashed.encode()).hexdigest().upper(): Identity(user_id="dana")})
+    tokens = TokenMap(
+        {ALICE: Identity(user_id="alice"), "sha256:" + hashlib.sha256(hashed.encode()).hexdigest().upper(): Identity(user_id="dana")}
+    )
     for odd in ("tökén-0123456789abcdef", "", " ", "\x00" * 20, ALICE + "\n", "é" * 64):
         assert tokens.lookup(odd) is None
     short = TokenMap({"sha256:" + hashlib.sha256(b"test").hexdigest(): Identity(user_id="t")})
@@ -225,12 +243,14 @@ def test_same_token_twice_with_different_identities_is_refused() -> None:
         TokenMap({digest: Identity(user_id="alice"), digest.upper().replace("SHA256", "sha256"): Identity(user_id="b")})
 
 
-@pytest.mark.parametrize(("doc", "access", "hashed"), [
-    ("docs/mcp.md", {"alice": "own", "bob": "read", "ops": "shared"}, ("ops-7c2e91d04b5a8f36", "ops")),
-    ("examples/mcp_config.md", {"alice": "own", "bob": "read"}, ("bob-e61f2a9c07d4b853", "bob")),
-])
-def test_the_documented_tokens_files_load_as_described(tmp_path: Path, doc: str, access: dict[str, str],
-                                                       hashed: tuple[str, str]) -> None:
+@pytest.mark.parametrize(
+    ("doc", "access", "hashed"),
+    [
+        ("docs/mcp.md", {"alice": "own", "bob": "read", "ops": "shared"}, ("ops-7c2e91d04b5a8f36", "ops")),
+        ("examples/mcp_config.md", {"alice": "own", "bob": "read"}, ("bob-e61f2a9c07d4b853", "bob")),
+    ],
+)
+def test_the_documented_tokens_files_load_as_described(tmp_path: Path, doc: str, access: dict[str, str], hashed: tuple[str, str]) -> None:
     body = (Path(__file__).parent.parent / doc).read_text(encoding="utf-8")
     block = next(b.split("\n", 1)[1] for b in body.split("```")[1::2] if b.startswith("json") and '"tokens"' in b)
     f = tmp_path / "tokens.json"
@@ -244,9 +264,12 @@ def test_the_documented_tokens_files_load_as_described(tmp_path: Path, doc: str,
 
 # -- cursors -------------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("cursor", ["o" + "9" * 5000, "o١٢", "o" + "0" * 50, "o１", "o-1", "o 1", "o1001", "x1", "o"],
-                         ids=["5000-digits", "arabic-indic", "50-zeros", "fullwidth", "negative", "space", "too-far",
-                              "foreign", "empty"])
+
+@pytest.mark.parametrize(
+    "cursor",
+    ["o" + "9" * 5000, "o١٢", "o" + "0" * 50, "o１", "o-1", "o 1", "o1001", "x1", "o"],
+    ids=["5000-digits", "arabic-indic", "50-zeros", "fullwidth", "negative", "space", "too-far", "foreign", "empty"],
+)
 @pytest.mark.parametrize("tool", ["memory_search", "memory_list"])
 async def test_a_malformed_cursor_is_a_typed_tool_error(tmp_path: Path, tool: str, cursor: str) -> None:
     from mcp.client.client import Client
@@ -267,6 +290,7 @@ async def test_a_malformed_cursor_is_a_typed_tool_error(tmp_path: Path, tool: st
 
 
 # -- resources/list titles -----------------------------------------------------------------------------------------
+
 
 async def test_listed_titles_carry_no_control_bidi_or_fence_markers(tmp_path: Path) -> None:
     from mcp.client.client import Client

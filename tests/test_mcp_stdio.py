@@ -19,8 +19,7 @@ from agent_memory.backends.files.store import MemoryStore
 def root(tmp_path: Path) -> Path:
     r = tmp_path / "mem"
     store = MemoryStore(r)
-    store.remember("The release train leaves every second Tuesday.", title="Release cadence", scope="project",
-                   tags=["release"])
+    store.remember("The release train leaves every second Tuesday.", title="Release cadence", scope="project", tags=["release"])
     store.remember("Alice prefers dark roast coffee.", scope="user", user_id="alice", title="Alice coffee")
     store.remember("Bob prefers green tea.", scope="user", user_id="bob", title="Bob tea")
     store.close()
@@ -29,8 +28,7 @@ def root(tmp_path: Path) -> Path:
 
 @asynccontextmanager
 async def stdio_session(root: Path, *args: str) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(command=PY, args=["-m", "agent_memory.mcp", "--root", str(root), *args],
-                                   env=server_env())
+    params = StdioServerParameters(command=PY, args=["-m", "agent_memory.mcp", "--root", str(root), *args], env=server_env())
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
@@ -40,8 +38,7 @@ async def stdio_session(root: Path, *args: str) -> AsyncIterator[ClientSession]:
 async def test_tools_listed_with_annotations_and_sets(root: Path) -> None:
     async with stdio_session(root, "--user", "alice") as s:
         tools = {t.name: t for t in (await s.list_tools()).tools}
-    assert set(tools) == {"memory_search", "memory_get", "memory_list", "memory_recall", "memory_remember",
-                          "memory_supersede"}
+    assert set(tools) == {"memory_search", "memory_get", "memory_list", "memory_recall", "memory_remember", "memory_supersede"}
     assert hints(tools["memory_search"]).read_only_hint is True
     assert hints(tools["memory_remember"]).read_only_hint is False
     assert hints(tools["memory_remember"]).destructive_hint is False
@@ -121,8 +118,9 @@ async def test_pagination_and_bounded_output(tmp_path: Path) -> None:
         found: list[str] = []
         cursor = None
         for _ in range(40):
-            data = payload(await s.call_tool("memory_search", {"q": "deployment note detail", "k": 7,
-                                                                **({"cursor": cursor} if cursor else {})}))
+            data = payload(
+                await s.call_tool("memory_search", {"q": "deployment note detail", "k": 7, **({"cursor": cursor} if cursor else {})})
+            )
             assert len(data["hits"]) <= 7
             found += [h["id"] for h in data["hits"]]
             cursor = data["next_cursor"]
@@ -151,15 +149,27 @@ async def test_resources_core_and_records(root: Path) -> None:
 
 
 async def test_env_identity_and_bad_config(root: Path) -> None:
-    params = StdioServerParameters(command=PY, args=["-m", "agent_memory.mcp", "--root", str(root)],
-                                   env=server_env(AGENT_MEMORY_USER="bob"))
+    params = StdioServerParameters(
+        command=PY, args=["-m", "agent_memory.mcp", "--root", str(root)], env=server_env(AGENT_MEMORY_USER="bob")
+    )
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as s:
             await s.initialize()
             hits = payload(await s.call_tool("memory_search", {"query": "tea coffee"}))["hits"]
             assert [h["title"] for h in hits] == ["Bob tea"]
     proc = await asyncio.create_subprocess_exec(
-        PY, "-m", "agent_memory.mcp", "--root", str(root), "--transport", "http", "--host", "0.0.0.0",
-        env=server_env(), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        PY,
+        "-m",
+        "agent_memory.mcp",
+        "--root",
+        str(root),
+        "--transport",
+        "http",
+        "--host",
+        "0.0.0.0",
+        env=server_env(),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     _, err = await asyncio.wait_for(proc.communicate(), 30)
     assert proc.returncode == 1 and b"refusing to serve HTTP on 0.0.0.0 without tokens" in err

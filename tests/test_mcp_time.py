@@ -14,8 +14,7 @@ from agent_memory.backends.files.store import MemoryStore
 
 @asynccontextmanager
 async def session(root: Path, *args: str) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(command=PY, args=["-m", "agent_memory.mcp", "--root", str(root), *args],
-                                   env=server_env())
+    params = StdioServerParameters(command=PY, args=["-m", "agent_memory.mcp", "--root", str(root), *args], env=server_env())
     async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
         await s.initialize()
         yield s
@@ -30,12 +29,24 @@ async def test_supersede_then_read_now_and_as_of_then(tmp_path: Path) -> None:
         tools = {t.name: t for t in (await s.list_tools()).tools}
         assert "as_of" in tools["memory_search"].input_schema["properties"]
         assert tools["memory_remember"].input_schema["properties"]["importance"]["type"] == "number"
-        made = payload(await s.call_tool("memory_remember", {
-            "content": "Alice works from the Porto office.", "title": "Alice office", "importance": "0.8",
-            "happened_at": "2024-03-01", "valid_from": "2024-03-01"}))
-        new = payload(await s.call_tool("memory_supersede", {
-            "id": made["id"], "content": "Alice moved to the Berlin office.", "title": "Alice office",
-            "valid_from": "2025-06-01"}))
+        made = payload(
+            await s.call_tool(
+                "memory_remember",
+                {
+                    "content": "Alice works from the Porto office.",
+                    "title": "Alice office",
+                    "importance": "0.8",
+                    "happened_at": "2024-03-01",
+                    "valid_from": "2024-03-01",
+                },
+            )
+        )
+        new = payload(
+            await s.call_tool(
+                "memory_supersede",
+                {"id": made["id"], "content": "Alice moved to the Berlin office.", "title": "Alice office", "valid_from": "2025-06-01"},
+            )
+        )
         assert new["supersedes"] == made["id"] and new["id"] != made["id"]
 
         now = payload(await s.call_tool("memory_search", {"query": "Alice office"}))["hits"]

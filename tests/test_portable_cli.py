@@ -75,9 +75,14 @@ def test_export_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     store.remember("Bob only", user_id="bob")
     _run(["export", "--root", str(tmp_path / "a"), "--user", "alice", "--out", str(tmp_path / "alice.jsonl"), "--json"])
     out = capsys.readouterr()
-    assert json.loads(out.out) == {"exported": 1, "format": "jsonl", "out": str(tmp_path / "alice.jsonl"),
-                                   "unreadable": {}, "contents": {"caller": {"session_id": None, "user_id": "alice"}},
-                                   "sections": {"records": 1}}
+    assert json.loads(out.out) == {
+        "exported": 1,
+        "format": "jsonl",
+        "out": str(tmp_path / "alice.jsonl"),
+        "unreadable": {},
+        "contents": {"caller": {"session_id": None, "user_id": "alice"}},
+        "sections": {"records": 1},
+    }
     assert "only what user alice may see" in out.err  # a caller's export says it is partial
     assert "Bob only" not in (tmp_path / "alice.jsonl").read_text()
     _run(["export", "--root", str(tmp_path / "a"), "--format", "markdown", "--out", str(tmp_path / "tree")])
@@ -93,8 +98,7 @@ def test_import_foreign_formats_and_ownership(tmp_path: Path, capsys: pytest.Cap
     _run(["import", str(FIX / "mem0_export.json"), "--root", str(tmp_path / "r")])
     text = capsys.readouterr().out
     assert "imported 3 records" in text and "(mem0)" in text and "skipped item 4: invalid" in text
-    _run(["import", str(FIX / "alfred_v2"), "--root", str(tmp_path / "r"), "--format", "alfred-v2", "--as-user", "sam",
-          "--json"])
+    _run(["import", str(FIX / "alfred_v2"), "--root", str(tmp_path / "r"), "--format", "alfred-v2", "--as-user", "sam", "--json"])
     doc = json.loads(capsys.readouterr().out)
     assert doc["written"] == 4 and doc["skipped_by_reason"]["expired"] == 1
     assert len(MemoryStore(tmp_path / "r").list(limit=None, user_id="sam", scope="user")) == 4

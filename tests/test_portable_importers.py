@@ -37,8 +37,10 @@ def _assert_idempotent(store: MemoryStore, path: Path, first_written: int) -> No
     assert {p.name: p.read_bytes() for p in store.records_dir.glob("*.md")} == before
 
 
-@pytest.mark.parametrize(("name", "fmt"), [("alfred_v2", "alfred-v2"), ("alfred_memories.jsonl", "alfred-py"),
-                                           ("cuylabs", "cuylabs"), ("mem0_export.json", "mem0")])
+@pytest.mark.parametrize(
+    ("name", "fmt"),
+    [("alfred_v2", "alfred-v2"), ("alfred_memories.jsonl", "alfred-py"), ("cuylabs", "cuylabs"), ("mem0_export.json", "mem0")],
+)
 def test_detect(name: str, fmt: str) -> None:
     assert detect(FIX / name) == fmt
 
@@ -48,8 +50,7 @@ def test_alfred_v2_facts_and_episodes(tmp_path: Path) -> None:
     report = import_file(store, FIX / "alfred_v2")
     assert report.format == "alfred-v2"
     recs = _by_key(store)
-    assert set(recs) == {"fact:user-prefers-bun", "fact:deploy-target", "fact:old-api-key",
-                         "episode:2026-06-07T10-00-00-000Z-a1b2c3"}
+    assert set(recs) == {"fact:user-prefers-bun", "fact:deploy-target", "fact:old-api-key", "episode:2026-06-07T10-00-00-000Z-a1b2c3"}
     bun = recs["fact:user-prefers-bun"]
     assert bun.content == "User prefers Bun over Node for all scripts."
     assert (bun.created, bun.updated) == ("2026-06-06T10:00:00.000000Z",) * 2  # original ts kept
@@ -64,9 +65,13 @@ def test_alfred_v2_facts_and_episodes(tmp_path: Path) -> None:
     assert ep.kind == "episode" and ep.created == "2026-06-07T10:00:00.000000Z" and "episode" in ep.tags
     assert "Goal: Fix the flaky query test" in ep.content and "- retrying the test" in ep.content
     assert ep.metadata["git_sha"] == "abc1234" and ep.metadata["cost_usd"] == 0.42
-    assert _skips(report) == {"USER.md": "unsupported", "facts/README.txt": "unsupported", "facts/broken.md": "invalid",
-                              "facts/stale-sprint.md": "expired",
-                              "episodes/2026-06-08T00-00-00-000Z-ffffff.json": "invalid"}
+    assert _skips(report) == {
+        "USER.md": "unsupported",
+        "facts/README.txt": "unsupported",
+        "facts/broken.md": "invalid",
+        "facts/stale-sprint.md": "expired",
+        "episodes/2026-06-08T00-00-00-000Z-ffffff.json": "invalid",
+    }
     assert not any("retired" in r.metadata["import"]["ref"] for r in recs.values())  # archive/ is not imported
     hits = store.search("Bun scripts").hits
     assert hits and hits[0].id == bun.id  # the index was refreshed
@@ -95,8 +100,7 @@ def test_alfred_py_memories(tmp_path: Path) -> None:
     dog = recs["User has a dog named Max"]
     assert dog.created == "2026-02-20T08:00:00.000000Z"  # +01:00 normalised to UTC, same instant
     assert dog.tags == ("family", "pets")  # comma-separated tags
-    assert _skips(report) == {"line 4": "invalid", "line 5": "empty", "line 6": "invalid", "line 7": "invalid",
-                              "line 8": "duplicate"}
+    assert _skips(report) == {"line 4": "invalid", "line 5": "empty", "line 6": "invalid", "line 7": "invalid", "line 8": "duplicate"}
     msgs = {s.where: s.message for s in report.skipped}
     assert "importance" in msgs["line 6"] and "yesterday" in msgs["line 7"]
     _assert_idempotent(store, FIX / "alfred_memories.jsonl", len(report.written))

@@ -38,8 +38,19 @@ def test_bad_lines_are_skipped_with_line_numbers_and_the_rest_imported(tmp_path:
     bad_id = {**good, "id": "../escape"}
     no_owner = {**good, "id": "2026-01-01-x-00000002", "scope": "user", "user_id": None}
     extra = {**good, "id": "2026-01-01-x-00000003", "colour": "red"}
-    text = "\n".join([lines[0], lines[1], "{not json", json.dumps(bad_scope), json.dumps(bad_id), "[1, 2]",
-                      json.dumps(no_owner), json.dumps(extra), *lines[2:]])
+    text = "\n".join(
+        [
+            lines[0],
+            lines[1],
+            "{not json",
+            json.dumps(bad_scope),
+            json.dumps(bad_id),
+            "[1, 2]",
+            json.dumps(no_owner),
+            json.dumps(extra),
+            *lines[2:],
+        ]
+    )
     dump = tmp_path / "mixed.jsonl"
     dump.write_text(text)
     dst = MemoryStore(tmp_path / "dst")
@@ -67,9 +78,13 @@ def test_a_different_record_under_the_same_id_is_never_overwritten(tmp_path: Pat
 
 
 def test_secrets_in_an_import_are_redacted(tmp_path: Path) -> None:
-    line = {"id": "2026-01-01-leak-00000001", "content": "deploy with password=hunter2hunter2XYZ!",
-            "created": "2026-01-01T00:00:00.000000Z", "scope": "project",
-            "metadata": {"note": "token ghp_0123456789abcdefghijklmnopqrstuvwxyzAB"}}
+    line = {
+        "id": "2026-01-01-leak-00000001",
+        "content": "deploy with password=hunter2hunter2XYZ!",
+        "created": "2026-01-01T00:00:00.000000Z",
+        "scope": "project",
+        "metadata": {"note": "token ghp_0123456789abcdefghijklmnopqrstuvwxyzAB"},
+    }
     dump = tmp_path / "leak.jsonl"
     dump.write_text(json.dumps(line) + "\n")
     store = MemoryStore(tmp_path / "dst")

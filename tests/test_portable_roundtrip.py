@@ -18,17 +18,18 @@ from agent_memory.portable import export_records, import_file
 from agent_memory.redaction.api import contains_secret
 
 # text that is not itself a secret (hypothesis finds e.g. "AKIA0000000000001234", which any write redacts)
-WORD = st.text(string.ascii_letters + string.digits + " éß中-_.,:#'\"", min_size=1, max_size=20).filter(
-    lambda s: not contains_secret(s))
+WORD = st.text(string.ascii_letters + string.digits + " éß中-_.,:#'\"", min_size=1, max_size=20).filter(lambda s: not contains_secret(s))
 TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), min_size=1, max_size=200).filter(
-    lambda s: bool(s.strip()) and not contains_secret(s))
-STAMP = st.datetimes(min_value=__import__("datetime").datetime(2000, 1, 1),
-                     max_value=__import__("datetime").datetime(2099, 1, 1)).map(
-    lambda d: d.isoformat(timespec="microseconds") + "Z")
+    lambda s: bool(s.strip()) and not contains_secret(s)
+)
+STAMP = st.datetimes(min_value=__import__("datetime").datetime(2000, 1, 1), max_value=__import__("datetime").datetime(2099, 1, 1)).map(
+    lambda d: d.isoformat(timespec="microseconds") + "Z"
+)
 META_VALUE = st.recursive(
-    st.none() | st.booleans() | st.integers(-10**12, 10**12) | WORD | st.sampled_from([0.5, -2.25, 1.0]),
+    st.none() | st.booleans() | st.integers(-(10**12), 10**12) | WORD | st.sampled_from([0.5, -2.25, 1.0]),
     lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.sampled_from(["a", "b", "c d", "ü"]), kids, max_size=3),
-    max_leaves=6)
+    max_leaves=6,
+)
 
 
 @st.composite
@@ -39,13 +40,21 @@ def records(draw: Any, n: int) -> MemoryRecord:
     content = draw(TEXT)
     created = draw(STAMP)
     return MemoryRecord(
-        id=f"2026-01-01-rec-{n:04d}", content=content, title=draw(st.none() | WORD.map(str.strip).filter(bool)) or default_title(content),
-        kind=draw(st.sampled_from(["fact", "preference", "episode", "decision"])), scope=scope, session_id=session,
-        user_id=user, tags=tuple(dict.fromkeys(draw(st.lists(st.sampled_from(["a", "b-c", "ünï", "x.y"]), max_size=3)))),
+        id=f"2026-01-01-rec-{n:04d}",
+        content=content,
+        title=draw(st.none() | WORD.map(str.strip).filter(bool)) or default_title(content),
+        kind=draw(st.sampled_from(["fact", "preference", "episode", "decision"])),
+        scope=scope,
+        session_id=session,
+        user_id=user,
+        tags=tuple(dict.fromkeys(draw(st.lists(st.sampled_from(["a", "b-c", "ünï", "x.y"]), max_size=3)))),
         memory_key=draw(st.none() | st.sampled_from(["k1", "user:diet", "a.b@c"])),
-        source=draw(st.sampled_from(["tool", "import", "manual", "turn_capture"])), created=created,
-        updated=max(created, draw(STAMP)), expires=draw(st.none() | STAMP),
-        importance=draw(st.none() | st.sampled_from([0.0, 0.25, 1.0, 0.333])), content_hash=content_hash(content),
+        source=draw(st.sampled_from(["tool", "import", "manual", "turn_capture"])),
+        created=created,
+        updated=max(created, draw(STAMP)),
+        expires=draw(st.none() | STAMP),
+        importance=draw(st.none() | st.sampled_from([0.0, 0.25, 1.0, 0.333])),
+        content_hash=content_hash(content),
         metadata=draw(st.dictionaries(st.sampled_from(["origin", "turn", "nested", "ünicode"]), META_VALUE, max_size=3)),
     )
 
@@ -117,5 +126,9 @@ def test_export_fields_are_every_field() -> None:
         rows = [json.loads(x) for x in _export(store).splitlines()]
         assert rows[0] == {"format": "agent-memory", "version": 1}
         assert list(rows[1]) == [*FIELDS, "metadata", "content"]
-        assert rows[1]["memory_key"] == "rot" and {k: v for k, v in rows[1]["metadata"].items() if k != "provenance"} == {"turn": 3} and rows[1]["importance"] == 0.5
+        assert (
+            rows[1]["memory_key"] == "rot"
+            and {k: v for k, v in rows[1]["metadata"].items() if k != "provenance"} == {"turn": 3}
+            and rows[1]["importance"] == 0.5
+        )
         assert not any(os.sep in str(v) for k, v in rows[1].items() if k != "content")  # no machine paths

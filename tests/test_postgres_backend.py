@@ -55,8 +55,14 @@ async def test_open_backend_and_options(pg_url: str) -> None:  # noqa: F811
     res = await b.remember(MemoryDraft("scoped by default"))
     assert (await b.get(res.id, ANYONE)).scope.value == "global"
     await b.close()
-    for bad in ({"schema": "Robert'); DROP TABLE x;--"}, {"nonsense": 1}, {"text_config": "english; x"},
-                {"max_size": 0}, {"engine": object()}, {"batch_size": 0}):
+    for bad in (
+        {"schema": "Robert'); DROP TABLE x;--"},
+        {"nonsense": 1},
+        {"text_config": "english; x"},
+        {"max_size": 0},
+        {"engine": object()},
+        {"batch_size": 0},
+    ):
         with pytest.raises(InvalidInputError):
             PostgresBackend(pg_url, **bad)  # type: ignore[arg-type]
 
@@ -71,11 +77,15 @@ async def test_unreachable_server_is_a_backend_error_without_the_password() -> N
 
 async def test_forget_archives_and_cascades_vectors(pg: PostgresBackend, pg_url: str) -> None:  # noqa: F811
     res = await pg.remember(MemoryDraft("an embedded note"))
-    await _sql(pg_url, f'INSERT INTO "{pg.schema}".record_vectors (tenant, id, model, dims, embedding, content_hash)'
-                       " VALUES ('', %s, 'test', 3, '{0.1,0.2,0.3}', 'h')", res.id)
+    await _sql(
+        pg_url,
+        f'INSERT INTO "{pg.schema}".record_vectors (tenant, id, model, dims, embedding, content_hash)'
+        " VALUES ('', %s, 'test', 3, '{0.1,0.2,0.3}', 'h')",
+        res.id,
+    )
     assert await pg.forget(res.id, ANYONE)
     assert await _sql(pg_url, f'SELECT count(*) FROM "{pg.schema}".record_vectors') == [(0,)]
-    archived = await _sql(pg_url, f'SELECT id, reason, record->>\'content\' FROM "{pg.schema}".archive')
+    archived = await _sql(pg_url, f"SELECT id, reason, record->>'content' FROM \"{pg.schema}\".archive")
     assert archived == [(res.id, "forgotten", "an embedded note")]
 
 
@@ -190,10 +200,12 @@ async def test_content_lookups_of_writes_are_served_by_an_index(pg_url: str) -> 
         await b.remember(MemoryDraft("indexed lookup"))
         async with b.pool.connection() as conn, conn.transaction():
             await conn.execute("SELECT set_config('enable_seqscan', 'off', true)")  # a seq scan now only if nothing else can
-            for sql in (f'SELECT id FROM "{schema}".records WHERE tenant = %s AND part = %s AND content_hash = %s'
-                        " AND (expires IS NULL OR expires > now()) AND superseded_by IS NULL LIMIT 1",
-                        f'SELECT id FROM "{schema}".records WHERE tenant = %s AND part = %s AND content_hash = %s'
-                        " AND superseded_by IS NULL ORDER BY updated DESC LIMIT 1"):
+            for sql in (
+                f'SELECT id FROM "{schema}".records WHERE tenant = %s AND part = %s AND content_hash = %s'
+                " AND (expires IS NULL OR expires > now()) AND superseded_by IS NULL LIMIT 1",
+                f'SELECT id FROM "{schema}".records WHERE tenant = %s AND part = %s AND content_hash = %s'
+                " AND superseded_by IS NULL ORDER BY updated DESC LIMIT 1",
+            ):
                 cur = await conn.execute("EXPLAIN " + sql, ("", "project", "abc"))
                 plan = " ".join(r["QUERY PLAN"] for r in await cur.fetchall())
                 assert "records_hash_any" in plan and "Seq Scan" not in plan, plan
@@ -206,8 +218,11 @@ async def test_migration_6_upgrades_a_version_3_schema_with_its_rows(pg_url: str
 
     schema = fresh_schema()
     await _sql(pg_url, f'CREATE SCHEMA "{schema}"')
-    await _sql(pg_url, f'CREATE TABLE "{schema}".schema_version (version integer PRIMARY KEY, description text NOT NULL,'
-                       " applied timestamptz NOT NULL DEFAULT now())")
+    await _sql(
+        pg_url,
+        f'CREATE TABLE "{schema}".schema_version (version integer PRIMARY KEY, description text NOT NULL,'
+        " applied timestamptz NOT NULL DEFAULT now())",
+    )
     for version, description, statements in migrations(schema):
         if version <= 3:
             for stmt in statements:
@@ -216,16 +231,19 @@ async def test_migration_6_upgrades_a_version_3_schema_with_its_rows(pg_url: str
     b = None
     try:
         # a row written under version 3's indexes (simulated: the version-3 code path is gone, the row is the same)
-        await _sql(pg_url, f'INSERT INTO "{schema}".records (tenant, id, part, scope, kind, title, memory_key, source, created,'
-                           " updated, content_hash, content, summary) VALUES ('', '2026-01-01-editor-00000000', 'project',"
-                           " 'project', 'fact', 'Editor', 'editor', 'tool', now(), now(), 'h', 'editor: vim', 'editor: vim')")
+        await _sql(
+            pg_url,
+            f'INSERT INTO "{schema}".records (tenant, id, part, scope, kind, title, memory_key, source, created,'
+            " updated, content_hash, content, summary) VALUES ('', '2026-01-01-editor-00000000', 'project',"
+            " 'project', 'fact', 'Editor', 'editor', 'tool', now(), now(), 'h', 'editor: vim', 'editor: vim')",
+        )
         b = PostgresBackend(pg_url, schema=schema)
         typed = await b.remember(MemoryDraft("editor: emacs", memory_key="editor"))
         assert (typed.id, typed.status) == ("2026-01-01-editor-00000000", "appended")
         captured = await b.remember(MemoryDraft("editor: helix", memory_key="editor"), source="turn_capture")
         assert captured.status == "created" and captured.id != typed.id
         assert b.pool.version >= 6
-        rows = await _sql(pg_url, 'SELECT indexname FROM pg_indexes WHERE schemaname = %s ORDER BY 1', schema)
+        rows = await _sql(pg_url, "SELECT indexname FROM pg_indexes WHERE schemaname = %s ORDER BY 1", schema)
         names = {r[0] for r in rows}
         assert {"records_key_writer", "records_hash_any"} <= names
         assert not {"records_key_current", "records_keyed_hash"} & names

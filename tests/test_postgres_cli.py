@@ -18,8 +18,9 @@ from agent_memory.backends.postgres import PostgresBackend  # noqa: E402
 def cli(url: str, *args: str) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_MEMORY_")}
     env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
-    proc = subprocess.run([sys.executable, "-m", "agent_memory.cli", "--root", url, *args, "--json"],
-                          capture_output=True, text=True, timeout=120, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "agent_memory.cli", "--root", url, *args, "--json"], capture_output=True, text=True, timeout=120, env=env
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 

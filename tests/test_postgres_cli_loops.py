@@ -62,13 +62,16 @@ def watched(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
     return seen
 
 
-@pytest.mark.parametrize(("command", "ok"), [
-    (["consolidate", "--dry-run"], False),  # not offered on PostgreSQL: a typed error, and still one loop closed
-    (["reflect", "where do deploys happen?"], True),
-])
-def test_consolidate_and_reflect_run_and_close_on_one_loop(fresh_db: str, watched: dict[str, list[Any]],
-                                                           capsys: pytest.CaptureFixture[str], command: list[str],
-                                                           ok: bool) -> None:
+@pytest.mark.parametrize(
+    ("command", "ok"),
+    [
+        (["consolidate", "--dry-run"], False),  # not offered on PostgreSQL: a typed error, and still one loop closed
+        (["reflect", "where do deploys happen?"], True),
+    ],
+)
+def test_consolidate_and_reflect_run_and_close_on_one_loop(
+    fresh_db: str, watched: dict[str, list[Any]], capsys: pytest.CaptureFixture[str], command: list[str], ok: bool
+) -> None:
     assert main(["--root", fresh_db, "remember", "Deploys happen on Fridays"]) == 0
     capsys.readouterr()
     for seen in watched.values():  # only the command under test (`remember` leaves its own target open)
@@ -79,8 +82,9 @@ def test_consolidate_and_reflect_run_and_close_on_one_loop(fresh_db: str, watche
     assert watched["closes"] and all(p.loops == 0 for p in watched["pools"])  # every loop's connections closed
 
 
-def test_export_opens_one_shot_and_closes(fresh_db: str, watched: dict[str, list[Any]], tmp_path: Path,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_export_opens_one_shot_and_closes(
+    fresh_db: str, watched: dict[str, list[Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["--root", fresh_db, "remember", "Deploys happen on Fridays"]) == 0
     for seen in watched.values():
         seen.clear()

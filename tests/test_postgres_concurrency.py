@@ -52,8 +52,12 @@ async def test_many_processes_no_lost_doubled_or_torn_write(pg_url: str) -> None
     """4 processes x (60 facts + 15 appends to one key, each replayed + a COPY batch overlapping the others)."""
     schema = fresh_schema()
     procs, writes, appends = 4, 60, 15
-    children = [subprocess.Popen([sys.executable, "-c", WRITER, pg_url, schema, str(n), str(writes), str(appends)],
-                                 env=_env(), stderr=subprocess.PIPE, text=True) for n in range(procs)]
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, pg_url, schema, str(n), str(writes), str(appends)], env=_env(), stderr=subprocess.PIPE, text=True
+        )
+        for n in range(procs)
+    ]
     for child in children:
         _, err = child.communicate(timeout=180)
         assert child.returncode == 0, err
@@ -113,8 +117,9 @@ KILLED = textwrap.dedent("""
 
 async def test_sigkilled_client_leaves_nothing_half_written(pg_url: str) -> None:  # noqa: F811
     schema = fresh_schema()
-    child = subprocess.Popen([sys.executable, "-c", KILLED, pg_url, schema], env=_env(), stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", KILLED, pg_url, schema], env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         assert child.stdout is not None
         line = await asyncio.wait_for(asyncio.to_thread(child.stdout.readline), 60)
@@ -158,8 +163,9 @@ BATCHES = textwrap.dedent("""
 async def test_sigkill_during_batches_keeps_batches_whole(pg_url: str, delay: float) -> None:  # noqa: F811
     """A client killed at a random moment of a stream of 250-row transactions: every batch is all there or absent."""
     schema = fresh_schema()
-    child = subprocess.Popen([sys.executable, "-c", BATCHES, pg_url, schema], env=_env(), stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", BATCHES, pg_url, schema], env=_env(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
     try:
         assert child.stdout is not None
         first = await asyncio.wait_for(asyncio.to_thread(child.stdout.readline), 60)

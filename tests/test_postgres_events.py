@@ -21,8 +21,9 @@ async def _rows_holding(b: Any, needle: str) -> list[str]:
     async with b.pool.connection() as conn:
         cur = await conn.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (b.schema,))
         for row in await cur.fetchall():
-            cur = await conn.execute(f'SELECT count(*) AS n FROM "{b.schema}"."{row["table_name"]}" x'
-                                     " WHERE position(%s in x::text) > 0", (needle,))
+            cur = await conn.execute(
+                f'SELECT count(*) AS n FROM "{b.schema}"."{row["table_name"]}" x WHERE position(%s in x::text) > 0', (needle,)
+            )
             if (await cur.fetchone())["n"]:
                 found.append(row["table_name"])
     return found
@@ -41,7 +42,7 @@ async def test_a_secret_in_an_event_detail_never_reaches_a_row(tmp_path: Path) -
         await restore(b, rec.id, caller, note=f"asked by {token}", password=password, **{f"key {token}": "x"})
         ev = [e for e in await b.events(caller) if e.event == "restored"][-1]
         assert ev.id == rec.id and ev.detail.get("from") == "archive" and "note" in ev.detail  # the event is kept
-        for needle in (token, token[len("sk-proj-"):], password, password[len("hunter2-"):]):
+        for needle in (token, token[len("sk-proj-") :], password, password[len("hunter2-") :]):
             assert await _rows_holding(b, needle) == [], needle
             assert needle not in repr(ev)
     finally:

@@ -35,21 +35,41 @@ DRAFTS = [
     MemoryDraft("Bob's locker is number 12 — the key is at the front desk.", scope="user", user_id="bob"),
     MemoryDraft("In this session we agreed to rename the billing service.", scope="session", session_id="s1", user_id="ada"),
     MemoryDraft("A session note without a user: the ferry leaves at nine.", scope="session", session_id="s2"),
-    MemoryDraft("Global rule: quote \"exact\" errors and back\\slashes verbatim.", scope="global", kind="rule"),
+    MemoryDraft('Global rule: quote "exact" errors and back\\slashes verbatim.', scope="global", kind="rule"),
     MemoryDraft("Ünïcode façade naïve café — deploys in Zürich differ.", tags=("i18n",)),
     MemoryDraft("The old deploy window was Thursdays.", happened_at="2025-03-01", valid_from="2025-01-01"),
     MemoryDraft("This reminder about the deploy freeze already expired.", expires="2999-01-01T00:00:00Z"),
     MemoryDraft("Weekly deploys moved from Thursday to Friday in June.", importance=0.9, happened_at="2026-06-02"),
 ]
-QUERIES = ["when do deploys happen?", "staging database region", "tea or coffee", "locker key", "billing service",
-           "ferry", "quote \"exact\" errors back\\slashes", "café Zürich", "deploy window", "the", "",
-           "it's 100% ; DROP TABLE records; --", "deploys " * 200, "x\x00y deploys", "\ud800 deploys"]
-CALLERS = [Caller(), Caller(user_id="ada"), Caller(session_id="s1", user_id="ada"), Caller(session_id="s2"),
-           Caller(user_id="bob")]
+QUERIES = [
+    "when do deploys happen?",
+    "staging database region",
+    "tea or coffee",
+    "locker key",
+    "billing service",
+    "ferry",
+    'quote "exact" errors back\\slashes',
+    "café Zürich",
+    "deploy window",
+    "the",
+    "",
+    "it's 100% ; DROP TABLE records; --",
+    "deploys " * 200,
+    "x\x00y deploys",
+    "\ud800 deploys",
+]
+CALLERS = [Caller(), Caller(user_id="ada"), Caller(session_id="s1", user_id="ada"), Caller(session_id="s2"), Caller(user_id="bob")]
 OPTIONS: list[dict[str, object]] = [
-    {}, {"trace": True}, {"tags": ("ops",)}, {"include_superseded": True}, {"as_of": "2025-06-01"},
-    {"scope": "user"}, {"kind": ["fact", "rule"]}, {"created_after": "2000-01-01", "updated_before": "2999-12-31"},
-    {"limit": 1}, {"mode": "lexical"},
+    {},
+    {"trace": True},
+    {"tags": ("ops",)},
+    {"include_superseded": True},
+    {"as_of": "2025-06-01"},
+    {"scope": "user"},
+    {"kind": ["fact", "rule"]},
+    {"created_after": "2000-01-01", "updated_before": "2999-12-31"},
+    {"limit": 1},
+    {"mode": "lexical"},
 ]
 
 
@@ -66,8 +86,9 @@ def seeded(pg_url: str) -> tuple[str, str]:  # noqa: F811
             old = (await b.search("Thursdays deploy window", Caller(), limit=1)).hits[0].id
             await b.remember(MemoryDraft("The deploy window is Fridays now.", supersedes=old))
             async with b.pool.connection() as conn:  # a record that has expired since it was written
-                await conn.execute(f'UPDATE "{schema}".records SET expires = now() - interval \'1 day\''
-                                   " WHERE content LIKE '%deploy freeze%'")
+                await conn.execute(
+                    f"UPDATE \"{schema}\".records SET expires = now() - interval '1 day' WHERE content LIKE '%deploy freeze%'"
+                )
         finally:
             await b.close()
 
@@ -90,8 +111,7 @@ async def test_answers_exactly_as_the_backend_does(seeded: tuple[str, str]) -> N
                 for opts in OPTIONS:
                     kw = {"limit": 10, **opts}
                     ref = await b.search(query, caller, **dict(kw))
-                    got = search_once(url, query, session_id=caller.session_id, user_id=caller.user_id, schema=schema,
-                                      **dict(kw))
+                    got = search_once(url, query, session_id=caller.session_id, user_id=caller.user_id, schema=schema, **dict(kw))
                     assert _same(got, ref), (query, caller, opts)
                     found += len(ref.hits)
     finally:
@@ -101,8 +121,11 @@ async def test_answers_exactly_as_the_backend_does(seeded: tuple[str, str]) -> N
 
 def test_visibility_holds_on_the_one_shot_path(seeded: tuple[str, str]) -> None:
     url, schema = seeded
-    ids = lambda caller: {h.content if hasattr(h, "content") else h.snippet for h in  # noqa: E731
-                          search_once(url, "locker key tea coffee billing ferry", schema=schema, **caller).hits}
+
+    def ids(caller: dict[str, str]) -> set[str]:
+        hits = search_once(url, "locker key tea coffee billing ferry", schema=schema, **caller).hits
+        return {h.content if hasattr(h, "content") else h.snippet for h in hits}
+
     assert not any("locker" in s for s in ids({"user_id": "ada"}))
     assert any("locker" in s for s in ids({"user_id": "bob"}))
     assert not any("billing" in s for s in ids({"session_id": "s1"}))  # a user's session record needs that user
@@ -139,12 +162,24 @@ def test_parameters_and_values_round_trip(pg_url: str) -> None:  # noqa: F811
     conn = _libpq.Connection(pg_url)
     try:
         odd = ["a", "b c", 'say "hi"', "back\\slash", "{braces}", "com,ma", "NULL", "", "ünï"]
-        row = conn.run("SELECT %(arr)s::text[] AS arr, %(n)s::bigint + 1 AS n, %(f)s::float8 AS f, %(t)s::timestamptz AS t,"
-                       " %(s)s AS s, %(none)s::text AS none, %(yes)s::bool AS yes, '100%%' AS pct,"
-                       " ARRAY['x', NULL]::text[] AS withnull, '{\"k\": [1, \"v\"]}'::jsonb AS j",
-                       {"arr": odd, "n": 41, "f": 0.25, "t": DAY, "s": "it's $1 %(x)s", "none": None, "yes": True})[0]
-        assert row == {"arr": odd, "n": 42, "f": 0.25, "t": DAY, "s": "it's $1 %(x)s", "none": None, "yes": True,
-                       "pct": "100%", "withnull": ["x", None], "j": {"k": [1, "v"]}}
+        row = conn.run(
+            "SELECT %(arr)s::text[] AS arr, %(n)s::bigint + 1 AS n, %(f)s::float8 AS f, %(t)s::timestamptz AS t,"
+            " %(s)s AS s, %(none)s::text AS none, %(yes)s::bool AS yes, '100%%' AS pct,"
+            " ARRAY['x', NULL]::text[] AS withnull, '{\"k\": [1, \"v\"]}'::jsonb AS j",
+            {"arr": odd, "n": 41, "f": 0.25, "t": DAY, "s": "it's $1 %(x)s", "none": None, "yes": True},
+        )[0]
+        assert row == {
+            "arr": odd,
+            "n": 42,
+            "f": 0.25,
+            "t": DAY,
+            "s": "it's $1 %(x)s",
+            "none": None,
+            "yes": True,
+            "pct": "100%",
+            "withnull": ["x", None],
+            "j": {"k": [1, "v"]},
+        }
         with pytest.raises(_libpq.ServerError) as err:
             conn.run("SELECT * FROM no_such_table_here")
         assert err.value.sqlstate == "42P01"
@@ -164,8 +199,12 @@ def test_cli_search_same_output_and_no_psycopg_on_the_one_shot_path(pg_url: str,
     async def seed() -> None:
         b = PostgresBackend(pg_url)  # the command line's default schema
         try:
-            await b.remember_many([MemoryDraft("the quoll ferry leaves at nine from pier 4"),
-                                   MemoryDraft("the late quoll ferry leaves at eleven", scope="user", user_id="ada")])
+            await b.remember_many(
+                [
+                    MemoryDraft("the quoll ferry leaves at nine from pier 4"),
+                    MemoryDraft("the late quoll ferry leaves at eleven", scope="user", user_id="ada"),
+                ]
+            )
         finally:
             await b.close()
 
@@ -182,8 +221,10 @@ def test_cli_search_same_output_and_no_psycopg_on_the_one_shot_path(pg_url: str,
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120, check=False)
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
-    assert [h["snippet"] for h in doc["hits"]][:2] == ["the late quoll ferry leaves at eleven",
-                                                       "the quoll ferry leaves at nine from pier 4"]
+    assert [h["snippet"] for h in doc["hits"]][:2] == [
+        "the late quoll ferry leaves at eleven",
+        "the quoll ferry leaves at nine from pier 4",
+    ]
     assert doc["trace"] and doc["trace"][0]["stage"] == "parse"
     if one_shot == "1":
         assert "HEAVY - 0" in out.stderr, out.stderr
@@ -204,8 +245,9 @@ async def test_common_terms_are_counted_from_statistics_on_large_tables(pg_url: 
             await conn.execute(f'ALTER TABLE "{schema}".records SET (autovacuum_enabled = false)')
             await conn.execute(f'ANALYZE "{schema}".records')
             # statistics now say "weekly" is in every row; make them stale: only 10 rows (numbers 10–19) keep it
-            await conn.execute(f"DELETE FROM \"{schema}\".records WHERE content LIKE 'weekly status report number %'"
-                               " AND content NOT LIKE '% 1_'")
+            await conn.execute(
+                f"DELETE FROM \"{schema}\".records WHERE content LIKE 'weekly status report number %' AND content NOT LIKE '% 1_'"
+            )
         res = await b.search("zeppelin weekly", Caller(), limit=3, trace=True)
         counts = {s["stage"]: s for s in res.trace or []}["candidates"]["documents_per_term"]
         assert counts == {"zeppelin": 1, "weekly": 21}  # weekly: the statistics' estimate, capped at budget + 1

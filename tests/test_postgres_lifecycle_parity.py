@@ -57,8 +57,14 @@ def root(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 
 def am(root: str, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
     """``agent-memory --root ROOT ARGS`` in a new process (PYTHONPATH inherited: this tree is the one imported)."""
-    done = subprocess.run([sys.executable, "-m", "agent_memory.cli", "--root", root, *args], capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "NO_COLOR": "1"}, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "agent_memory.cli", "--root", root, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "NO_COLOR": "1"},
+        check=False,
+    )
     if ok:
         assert done.returncode == 0, (args, done.stdout, done.stderr)
     return done
@@ -94,8 +100,7 @@ def test_undo_after_replace_then_append_goes_back_one_step_api(kind: str, tmp_pa
     async def run() -> list[str]:
         backend = target.backend()
         try:
-            for text, mode in (("Eve drinks tea.", "append"), ("Eve drinks coffee.", "replace"),
-                               ("Eve also drinks water.", "append")):
+            for text, mode in (("Eve drinks tea.", "append"), ("Eve drinks coffee.", "replace"), ("Eve also drinks water.", "append")):
                 await backend.remember(MemoryDraft(text, user_id="eve", memory_key="drink", on_existing=mode))
             [rec] = await backend.list(eve)
             by = {e.event: e for e in await backend.events(eve, record_id=rec.id)}
@@ -119,8 +124,7 @@ def test_forget_then_undo_or_restore_brings_back_the_predecessor_cli(root: str, 
     am(root, "forget", cur["id"], "--user", "dana")
     assert contents(root, "--user", "dana", "--include-superseded") == []
     am(root, back, *(["--user", "dana"] if back == "undo" else [cur["id"], "--user", "dana"]))
-    assert sorted(contents(root, "--user", "dana", "--include-superseded")) == ["Dana lives in Oslo.",
-                                                                                "Dana lives in Rome."]
+    assert sorted(contents(root, "--user", "dana", "--include-superseded")) == ["Dana lives in Oslo.", "Dana lives in Rome."]
     assert am_json(root, "get", old["id"], "--user", "dana")["content"] == "Dana lives in Oslo."
     assert am_json(root, "history", old["id"], "--user", "dana")["state"] == "live"  # was "archived"
     assert contents(root, "--user", "dana", "--as-of", old["created"]) == ["Dana lives in Oslo."]
@@ -137,8 +141,7 @@ def test_forget_then_undo_or_restore_brings_back_the_predecessor_api(kind: str, 
         backend = target.backend()
         try:
             await backend.remember(MemoryDraft("Dana lives in Oslo.", user_id="dana", memory_key="home"))
-            await backend.remember(MemoryDraft("Dana lives in Rome.", user_id="dana", memory_key="home",
-                                               on_existing="replace"))
+            await backend.remember(MemoryDraft("Dana lives in Rome.", user_id="dana", memory_key="home", on_existing="replace"))
             every = await backend.list(dana, include_superseded=True)
             [old] = [r for r in every if r.superseded_by]
             [cur] = [r for r in every if not r.superseded_by]
@@ -150,7 +153,9 @@ def test_forget_then_undo_or_restore_brings_back_the_predecessor_api(kind: str, 
             else:
                 await backend.restore(cur.id, dana)
             assert sorted(r.content for r in await backend.list(dana, include_superseded=True)) == [
-                "Dana lives in Oslo.", "Dana lives in Rome."]
+                "Dana lives in Oslo.",
+                "Dana lives in Rome.",
+            ]
             assert (await backend.get(old.id, dana)).superseded_by == cur.id
             assert (await backend.history(old.id, dana)).state == "live"
             assert [r.content for r in await backend.list(dana, as_of=old.created)] == ["Dana lives in Oslo."]
@@ -161,24 +166,36 @@ def test_forget_then_undo_or_restore_brings_back_the_predecessor_api(kind: str, 
 
 
 # -- 3. nothing pending after a command ----------------------------------------------------------
-READS = [["list", "--user", "eve"], ["inject", "--user", "eve"], ["doctor"], ["search", "tea", "--user", "eve"],
-         ["events", "--user", "eve"], ["sweep"], ["reindex"]]
+READS = [
+    ["list", "--user", "eve"],
+    ["inject", "--user", "eve"],
+    ["doctor"],
+    ["search", "tea", "--user", "eve"],
+    ["events", "--user", "eve"],
+    ["sweep"],
+    ["reindex"],
+]
 
 
 def test_commands_leave_nothing_pending_cli(root: str) -> None:
     first = am(root, "remember", "Eve drinks tea.", "--user", "eve", "--key", "drink")
     assert "Task was destroyed" not in first.stderr and "pending" not in first.stderr
     [rid] = [r["id"] for r in am_json(root, "list", "--user", "eve")["records"]]
-    for args in [*READS, ["get", rid, "--user", "eve"], ["history", rid, "--user", "eve"],
-                 ["remember", "Eve drinks coffee.", "--user", "eve", "--key", "drink"]]:
+    for args in [
+        *READS,
+        ["get", rid, "--user", "eve"],
+        ["history", rid, "--user", "eve"],
+        ["remember", "Eve drinks coffee.", "--user", "eve", "--key", "drink"],
+    ]:
         done = am(root, *args)
         assert done.stderr == "", (args, done.stderr)  # was "Task was destroyed but it is pending! …" on PostgreSQL
     done = am(root, "forget", rid, "--user", "eve")
     assert done.stderr == ""
 
 
-def test_commands_close_their_connections_in_process(root: str, monkeypatch: pytest.MonkeyPatch,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_commands_close_their_connections_in_process(
+    root: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """In process: when a command returns, every pool it made holds no open connections (no loop left holding
     them), and the loop it ran on is closed."""
     if "://" not in root:
@@ -196,8 +213,12 @@ def test_commands_close_their_connections_in_process(root: str, monkeypatch: pyt
     monkeypatch.setattr(Pool, "__init__", init)
     assert main(["--root", root, "remember", "Eve drinks tea.", "--user", "eve"]) == 0
     rid = capsys.readouterr().out.split()[-1]
-    for args in [*READS, ["get", rid, "--user", "eve"], ["remember", "Eve drinks coffee.", "--user", "eve"],
-                 ["forget", rid, "--user", "eve"]]:
+    for args in [
+        *READS,
+        ["get", rid, "--user", "eve"],
+        ["remember", "Eve drinks coffee.", "--user", "eve"],
+        ["forget", rid, "--user", "eve"],
+    ]:
         pools.clear()
         assert main(["--root", root, *args]) == 0, args
         assert all(p.loops == 0 for p in pools), args  # was 1: the command's loop still held them (search may

@@ -38,8 +38,9 @@ from agent_memory.portable import export_records  # noqa: E402
 def cli(url: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_MEMORY_")}
     env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
-    return subprocess.run([sys.executable, "-m", "agent_memory.cli", "--root", url, *args],
-                          capture_output=True, text=True, timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "agent_memory.cli", "--root", url, *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
 
 
 @pytest.fixture

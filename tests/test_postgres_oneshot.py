@@ -89,8 +89,9 @@ async def test_cli_search_loads_no_pool_library_and_leaves_no_warning(pg_url: st
         print("POOL-LOADED" if "psycopg_pool" in sys.modules else "NO-POOL", code)
     """)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    out = await asyncio.to_thread(subprocess.run, [sys.executable, "-c", script], capture_output=True, text=True,
-                                  env=env, timeout=120, check=False)
+    out = await asyncio.to_thread(
+        subprocess.run, [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().endswith("NO-POOL 0"), out.stdout
     assert "the one-shot ferry leaves at nine" in out.stdout

@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 
 # (user, session): a log message and an episode each; ada in two sessions, bob and nobody use s1 too, bob owns s3
-OWNERS: list[tuple[str | None, str]] = [("ada", "s1"), ("ada", "s2"), ("bob", "s1"), ("bob", "s3"), ("cyd", "s4"),
-                                        (None, "s1")]
+OWNERS: list[tuple[str | None, str]] = [("ada", "s1"), ("ada", "s2"), ("bob", "s1"), ("bob", "s3"), ("cyd", "s4"), (None, "s1")]
 
 
 async def _fill(provider: Any) -> dict[tuple[str | None, str], str]:
@@ -40,14 +39,19 @@ async def _left(provider: Any) -> set[tuple[str, str | None, str]]:
     return out
 
 
-@pytest.mark.parametrize(("who", "gone"), [
-    ({"user_id": "ada"}, {("ada", "s1"), ("ada", "s2")}),
-    ({"session_id": "s1"}, {(None, "s1")}),
-    ({"user_id": "ada", "session_id": "s1"}, {("ada", "s1")}),
-    ({"user_id": "ada", "session_id": "s3"}, set()),
-], ids=["user", "anonymous-session", "users-session", "no-such-session-of-the-user"])
-async def test_purge_takes_one_owners_logs_episodes_and_records(backend: Any, who: dict[str, str],
-                                                               gone: set[tuple[str | None, str]]) -> None:
+@pytest.mark.parametrize(
+    ("who", "gone"),
+    [
+        ({"user_id": "ada"}, {("ada", "s1"), ("ada", "s2")}),
+        ({"session_id": "s1"}, {(None, "s1")}),
+        ({"user_id": "ada", "session_id": "s1"}, {("ada", "s1")}),
+        ({"user_id": "ada", "session_id": "s3"}, set()),
+    ],
+    ids=["user", "anonymous-session", "users-session", "no-such-session-of-the-user"],
+)
+async def test_purge_takes_one_owners_logs_episodes_and_records(
+    backend: Any, who: dict[str, str], gone: set[tuple[str | None, str]]
+) -> None:
     provider = backend.provider()
     records = await _fill(provider)
     everything = {(kind, u, s) for u, s in OWNERS for kind in ("log", "episode", "record")}

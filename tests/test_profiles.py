@@ -46,7 +46,11 @@ def test_shipped_profiles_load_by_name():
     assert offline.recall.model == offline.capture.model == "offline"
     assert offline.recall.instructions == RECALL_INSTRUCTIONS and offline.capture.instructions == CAPTURE_INSTRUCTIONS
     ollama = load_profile("ollama")
-    assert isinstance(ollama.recall.model, str) and ollama.recall.model.startswith("litellm:ollama") and ollama.recall.api_base == "http://localhost:11434"
+    assert (
+        isinstance(ollama.recall.model, str)
+        and ollama.recall.model.startswith("litellm:ollama")
+        and ollama.recall.api_base == "http://localhost:11434"
+    )
     assert load_profile("openai").recall.api_key_env == "OPENAI_API_KEY"
     anthropic = load_profile("anthropic").capture.model
     assert isinstance(anthropic, str) and anthropic.startswith("litellm:anthropic/")
@@ -69,7 +73,9 @@ def test_default_is_offline_and_profile_objects_pass_through():
 def test_load_by_path_with_narrowed_tools_and_instructions_file(tmp_path):
     (tmp_path / "prompts").mkdir()
     (tmp_path / "prompts" / "recall.md").write_text("Only say what memory holds.\n", encoding="utf-8")
-    path = write(tmp_path, """
+    path = write(
+        tmp_path,
+        """
 [recall]
 model = "offline"
 instructions_file = "prompts/recall.md"
@@ -82,7 +88,8 @@ summary_tokens = 120
 instructions = "Capture carefully."
 tools = ["memory_search", "memory_remember"]
 temperature = 0.2
-""")
+""",
+    )
     profile = load_profile(path)
     assert profile.name == "p" and profile.path == path
     assert profile.recall.instructions == "Only say what memory holds."
@@ -95,24 +102,27 @@ temperature = 0.2
     assert load_profile(str(path)).recall.tools == profile.recall.tools  # a str path works too
 
 
-@pytest.mark.parametrize("text, key", [
-    ("[recall]\nmodle = 'offline'\n", "modle"),
-    ("[capture]\nsummary_tokens = 100\n", "summary_tokens"),
-    ("colour = 'blue'\n", "colour"),
-    ("[recall]\nmax_steps = 0\n", "max_steps"),
-    ("[recall]\nmax_steps = true\n", "max_steps"),
-    ("[recall]\ntimeout_s = 'soon'\n", "timeout_s"),
-    ("[recall]\ntimeout_s = 0\n", "timeout_s"),
-    ("[capture]\ntemperature = 5\n", "temperature"),
-    ("[recall]\nsummary_tokens = -3\n", "summary_tokens"),
-    ("[recall]\nmodel = ''\n", "model"),
-    ("[recall]\nmodel = 'litellm:'\n", "model"),
-    ("[recall]\nmodel = 'openai:gpt-4o'\napi_base = 'http://x'\n", "api_base"),
-    ("[recall]\ntools = 'memory_search'\n", "tools"),
-    ("[recall]\ninstructions = 'a'\ninstructions_file = 'b.md'\n", "instructions_file"),
-    ("[recall]\ninstructions_file = 'missing.md'\n", "instructions_file"),
-    ("recall = 3\n", "recall"),
-])
+@pytest.mark.parametrize(
+    "text, key",
+    [
+        ("[recall]\nmodle = 'offline'\n", "modle"),
+        ("[capture]\nsummary_tokens = 100\n", "summary_tokens"),
+        ("colour = 'blue'\n", "colour"),
+        ("[recall]\nmax_steps = 0\n", "max_steps"),
+        ("[recall]\nmax_steps = true\n", "max_steps"),
+        ("[recall]\ntimeout_s = 'soon'\n", "timeout_s"),
+        ("[recall]\ntimeout_s = 0\n", "timeout_s"),
+        ("[capture]\ntemperature = 5\n", "temperature"),
+        ("[recall]\nsummary_tokens = -3\n", "summary_tokens"),
+        ("[recall]\nmodel = ''\n", "model"),
+        ("[recall]\nmodel = 'litellm:'\n", "model"),
+        ("[recall]\nmodel = 'openai:gpt-4o'\napi_base = 'http://x'\n", "api_base"),
+        ("[recall]\ntools = 'memory_search'\n", "tools"),
+        ("[recall]\ninstructions = 'a'\ninstructions_file = 'b.md'\n", "instructions_file"),
+        ("[recall]\ninstructions_file = 'missing.md'\n", "instructions_file"),
+        ("recall = 3\n", "recall"),
+    ],
+)
 def test_invalid_profiles_name_the_file_and_the_key(tmp_path, text, key):
     path = write(tmp_path, text, "bad-profile.toml")
     with pytest.raises(ProfileError) as err:
@@ -121,8 +131,9 @@ def test_invalid_profiles_name_the_file_and_the_key(tmp_path, text, key):
     assert str(path) in message and key in message
 
 
-@pytest.mark.parametrize("role, tool", [("recall", "memory_remember"), ("recall", "memory_forget"),
-                                        ("capture", "memory_forget"), ("capture", "read_file")])
+@pytest.mark.parametrize(
+    "role, tool", [("recall", "memory_remember"), ("recall", "memory_forget"), ("capture", "memory_forget"), ("capture", "read_file")]
+)
 def test_a_profile_cannot_widen_a_workers_tools(tmp_path, role, tool):
     path = write(tmp_path, f'[{role}]\ntools = ["memory_search", "{tool}"]\n', "wide.toml")
     with pytest.raises(ProfileError) as err:
@@ -160,7 +171,9 @@ def test_model_resolution(tmp_path, monkeypatch):
 def test_litellm_model_resolution(tmp_path, monkeypatch):
     pytest.importorskip("litellm")
     monkeypatch.setenv("AM_TEST_KEY", "key-from-env")
-    path = write(tmp_path, """
+    path = write(
+        tmp_path,
+        """
 [recall]
 model = "litellm:openai/some-model"
 api_base = "http://127.0.0.1:9/v1"
@@ -169,7 +182,8 @@ temperature = 0.1
 timeout_s = 3
 [capture]
 model = "test"
-""")
+""",
+    )
     profile = load_profile(path)
     from agent_memory.agents.models.litellm import LiteLLMModel
 

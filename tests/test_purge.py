@@ -159,11 +159,9 @@ def test_purge_of_a_user_and_a_session_takes_only_that_users_session_in_every_st
     owners = (("s1", "u1"), ("s2", "u1"), ("s1", "u2"), ("s1", None))
     for sid, uid in owners:
         gone = (sid, uid) == ("s1", "u1")
-        store.remember(f"{MARKER} of {uid}." if gone else f"Keep {sid} of {uid}.", session_id=sid, user_id=uid,
-                       scope="session")
+        store.remember(f"{MARKER} of {uid}." if gone else f"Keep {sid} of {uid}.", session_id=sid, user_id=uid, scope="session")
         sessions.append(sid, [{"role": "user", "text": f"{MARKER} said by {uid}" if gone else "keep"}], user_id=uid)
-        episodes.write(build_episode(f"{MARKER} run" if gone else f"Keep run {sid} {uid}", session_id=sid, user_id=uid,
-                                     scope="session"))
+        episodes.write(build_episode(f"{MARKER} run" if gone else f"Keep run {sid} {uid}", session_id=sid, user_id=uid, scope="session"))
     report = store.purge(user_id="u1", session_id="s1")
     assert (report.stores["sessions"], report.stores["episodes"], len(report.records)) == (1, 1, 1)
     assert where(root) == []

@@ -33,8 +33,7 @@ def _word(user: str | None, sid: str) -> str:
 async def _fill(provider: Any) -> dict[tuple[str | None, str], str]:
     ids = {}
     for user, sid in OWNERS:
-        await provider.log_messages([{"role": "user", "text": f"{_word(user, sid)} says hi"}], session_id=sid,
-                                    user_id=user)
+        await provider.log_messages([{"role": "user", "text": f"{_word(user, sid)} says hi"}], session_id=sid, user_id=user)
         await provider.record_episode(f"{_word(user, sid)} works", user_id=user, session_id=sid)
         rec = await provider.remember(f"{_word(user, sid)} noted a fact.", user_id=user, session_id=sid, scope="session")
         ids[(user, sid)] = rec.id
@@ -54,13 +53,16 @@ async def _left(provider: Any) -> set[tuple[str, str | None, str]]:
     return out
 
 
-@pytest.mark.parametrize(("who", "gone"), [
-    ({"user_id": "bob", "session_id": "chat-1"}, {("bob", "chat-1")}),
-    ({"session_id": "chat-1"}, {(None, "chat-1")}),
-    ({"user_id": "bob"}, {("bob", "chat-1"), ("bob", "chat-2")}),
-], ids=["user-and-session", "anonymous-session", "user"])
-async def test_purge_takes_one_owner_and_never_another(backend: Any, who: dict[str, str],
-                                                        gone: set[tuple[str | None, str]]) -> None:
+@pytest.mark.parametrize(
+    ("who", "gone"),
+    [
+        ({"user_id": "bob", "session_id": "chat-1"}, {("bob", "chat-1")}),
+        ({"session_id": "chat-1"}, {(None, "chat-1")}),
+        ({"user_id": "bob"}, {("bob", "chat-1"), ("bob", "chat-2")}),
+    ],
+    ids=["user-and-session", "anonymous-session", "user"],
+)
+async def test_purge_takes_one_owner_and_never_another(backend: Any, who: dict[str, str], gone: set[tuple[str | None, str]]) -> None:
     provider = backend.provider()
     ids = await _fill(provider)
     everything = {(kind, u, s) for u, s in OWNERS for kind in ("log", "episode", "record")}
@@ -74,9 +76,13 @@ async def test_purge_takes_one_owner_and_never_another(backend: Any, who: dict[s
 
 
 def _cli(root: str, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
-    out = subprocess.run([sys.executable, "-m", "agent_memory.cli", "--root", root, "--json", *args],
-                         capture_output=True, text=True, timeout=120,
-                         env=env or {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    out = subprocess.run(
+        [sys.executable, "-m", "agent_memory.cli", "--root", root, "--json", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env or {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+    )
     assert out.returncode == 0, out.stderr + out.stdout
     return json.loads(out.stdout)  # type: ignore[no-any-return]
 
@@ -100,8 +106,9 @@ def test_cli_purge_of_bobs_session_keeps_alices_session_of_the_same_id(kind: str
     report = _cli(root, "purge", "--session", sid, "--user", bob)
     assert len(report["records"]) == 1 and report["stores"]["sessions"] == 1
     assert [m["text"] for m in _cli(root, "session", "show", sid, "--user", alice)["log"]] == [f"{alice} was here"]
-    assert [r["content"] for r in _cli(root, "list", "--user", alice, "--session", sid)["records"]
-            if r["session_id"] == sid] == [f"{alice} keeps a note"]
+    assert [r["content"] for r in _cli(root, "list", "--user", alice, "--session", sid)["records"] if r["session_id"] == sid] == [
+        f"{alice} keeps a note"
+    ]
     assert _cli(root, "sessions", "--user", bob)["sessions"] == []
     report = _cli(root, "purge", "--session", sid)  # the session alone: the anonymous one only
     assert report["records"] == [] and report["stores"]["sessions"] == 1
@@ -110,8 +117,7 @@ def test_cli_purge_of_bobs_session_keeps_alices_session_of_the_same_id(kind: str
 
 
 def test_help_states_the_rule() -> None:
-    out = subprocess.run([sys.executable, "-m", "agent_memory.cli", "purge", "--help"], capture_output=True, text=True,
-                         timeout=60)
+    out = subprocess.run([sys.executable, "-m", "agent_memory.cli", "purge", "--help"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "never another" in out.stdout and "without a user" in out.stdout
 
 
@@ -119,22 +125,26 @@ async def test_purge_of_a_user_leaves_no_trace_of_her_in_shared_records_that_sta
     """alice replaced bob's project record: after purge(user_id=alice) it stays (it is the project's) with her
     text, and her identity is gone from its provenance (files: every byte of the root; PostgreSQL: the rows)."""
     provider = backend.provider()
-    claimed = {"provenance": {"created": {"at": "2026-01-01T00:00:00Z", "session_id": "a1", "user_id": "alice"},
-                              "updated": {"at": "2026-01-02T00:00:00Z", "session_id": "a1", "user_id": "alice"}}}
-    made = await provider.remember("Deploys happen on Fridays.", memory_key="deploy", scope="project", user_id="bob",
-                                   session_id="b1")
-    await provider.remember("Deploys happen on Mondays.", memory_key="deploy", scope="project", user_id="alice",
-                            session_id="a1", on_existing="replace")
+    claimed = {
+        "provenance": {
+            "created": {"at": "2026-01-01T00:00:00Z", "session_id": "a1", "user_id": "alice"},
+            "updated": {"at": "2026-01-02T00:00:00Z", "session_id": "a1", "user_id": "alice"},
+        }
+    }
+    made = await provider.remember("Deploys happen on Fridays.", memory_key="deploy", scope="project", user_id="bob", session_id="b1")
+    await provider.remember(
+        "Deploys happen on Mondays.", memory_key="deploy", scope="project", user_id="alice", session_id="a1", on_existing="replace"
+    )
     imported = await provider.remember("Imported with a claimed history.", scope="project", metadata=claimed)
     archived = await provider.remember("Archived with a claimed history.", scope="project", metadata=claimed)
     assert await provider.forget(archived.id) is True  # an archived copy naming her (PostgreSQL keeps the claim)
     retro = await provider.remember("Retro on Tuesdays.", memory_key="retro", scope="project", user_id="bob")
-    await provider.remember("Retro on Thursdays.", memory_key="retro", scope="project", user_id="alice",
-                            session_id="a1", on_existing="replace")
+    await provider.remember(
+        "Retro on Thursdays.", memory_key="retro", scope="project", user_id="alice", session_id="a1", on_existing="replace"
+    )
     assert await provider.forget(retro.id, user_id="bob") is True  # files: an archived copy she last changed
     await provider.remember("Alice's own note.", user_id="alice", session_id="a1", scope="user")
-    await provider.remember("Bob's other project note, written by bob alone.", scope="project", user_id="bob",
-                            session_id="b9")
+    await provider.remember("Bob's other project note, written by bob alone.", scope="project", user_id="bob", session_id="b9")
     report = await provider.purge(user_id="alice")
     assert len(report.records) == 1  # her own note; the shared records stay
     rec = await provider.get(made.id, user_id="bob")
@@ -156,11 +166,11 @@ async def test_purge_of_a_user_leaves_no_trace_of_her_in_shared_records_that_sta
     else:
         backend_ = provider.backend
         async with backend_.pool.connection() as conn:
-            cur = await conn.execute(f'SELECT count(*) AS n FROM "{backend_.schema}".records'
-                                     " WHERE metadata::text LIKE '%%alice%%' OR user_id = 'alice'")
+            cur = await conn.execute(
+                f"SELECT count(*) AS n FROM \"{backend_.schema}\".records WHERE metadata::text LIKE '%%alice%%' OR user_id = 'alice'"
+            )
             assert (await cur.fetchone())["n"] == 0
-            cur = await conn.execute(f'SELECT count(*) AS n FROM "{backend_.schema}".archive'
-                                     " WHERE record::text LIKE '%%alice%%'")
+            cur = await conn.execute(f"SELECT count(*) AS n FROM \"{backend_.schema}\".archive WHERE record::text LIKE '%%alice%%'")
             assert (await cur.fetchone())["n"] == 0
         await provider.restore(archived.id)  # the archived copy is still whole and restorable
         assert (await provider.get(archived.id)).content == "Archived with a claimed history."
@@ -184,15 +194,18 @@ def test_owner_rule_python_and_sql_agree() -> None:
     assert not scopes.owns("s1", "u1", session_id="s1", user_id=None)  # a session alone is never a user's
 
 
-@pytest.mark.parametrize(("url", "secrets"), [
-    ("postgresql://u:Pw0rd@h:5432/db", ["Pw0rd"]),
-    ("postgresql://u@h/db?password=Pw0rd&sslmode=require", ["Pw0rd"]),
-    ("postgresql://u@h/db?sslmode=require&PASSWORD=Pw0rd", ["Pw0rd"]),
-    ("postgresql://u@h/db?sslpassword=Key0pw&password=Pw0rd", ["Pw0rd", "Key0pw"]),
-    ("postgresql://u:Pw0rd@h1:5432,u2:Sec0nd@h2:5433/db", ["Pw0rd", "Sec0nd"]),
-    ("postgresql://u:p%40ss@w0rd@h/db", ["ss", "w0rd"]),
-    ("postgres://u:Pw0rd@[::1]:5432/db?password=Other1", ["Pw0rd", "Other1"]),
-])
+@pytest.mark.parametrize(
+    ("url", "secrets"),
+    [
+        ("postgresql://u:Pw0rd@h:5432/db", ["Pw0rd"]),
+        ("postgresql://u@h/db?password=Pw0rd&sslmode=require", ["Pw0rd"]),
+        ("postgresql://u@h/db?sslmode=require&PASSWORD=Pw0rd", ["Pw0rd"]),
+        ("postgresql://u@h/db?sslpassword=Key0pw&password=Pw0rd", ["Pw0rd", "Key0pw"]),
+        ("postgresql://u:Pw0rd@h1:5432,u2:Sec0nd@h2:5433/db", ["Pw0rd", "Sec0nd"]),
+        ("postgresql://u:p%40ss@w0rd@h/db", ["ss", "w0rd"]),
+        ("postgres://u:Pw0rd@[::1]:5432/db?password=Other1", ["Pw0rd", "Other1"]),
+    ],
+)
 def test_redact_url_masks_every_password(url: str, secrets: list[str]) -> None:
     for shown in (redact_url(url), url_location(url)):
         assert not any(s in shown for s in secrets), shown
@@ -214,8 +227,12 @@ def test_a_password_parameter_reaches_no_hit_path_and_no_error(tmp_path: Path) -
         assert "Pw0rdParam" not in shown and "?" not in shown, shown
     _cli(url, "purge", "--user", f"u-{tag}")
     bad = "postgresql://u:Pw0rdUser@127.0.0.1:1,127.0.0.1:2/db?password=Pw0rdParam&connect_timeout=2"  # libpq multi-host
-    out = subprocess.run([sys.executable, "-m", "agent_memory.cli", "--root", bad, "--json", "search", "x"],
-                         capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    out = subprocess.run(
+        [sys.executable, "-m", "agent_memory.cli", "--root", bad, "--json", "search", "x"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+    )
     assert out.returncode != 0 and "127.0.0.1" in out.stdout + out.stderr
     assert "Pw0rd" not in out.stdout + out.stderr, out.stdout + out.stderr

@@ -1,4 +1,5 @@
 """Dense query focus (words half the records share are not embedded) and the dense floor stage."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -41,7 +42,9 @@ def test_focus_drops_words_half_the_records_share_and_nothing_else() -> None:
 def test_without_words_keeps_punctuation_and_spacing_sane() -> None:
     words = {"Jon's": ["jon"], "dance": ["danc"]}
     assert without_words("Where is Jon's dance studio?", {**words, "studio": ["studio"]}, {"Jon's"}) == (
-        "Where is dance studio?", ["Jon's"])
+        "Where is dance studio?",
+        ["Jon's"],
+    )
     assert without_words("Jon's dance", words, set()) == ("Jon's dance", [])
 
 
@@ -50,8 +53,12 @@ def _cand(rid: str, score: float, dense: float | None) -> Candidate:
 
 
 def test_dense_floor_puts_meanings_best_within_the_first_page() -> None:
-    cands = [_cand(f"l{i}", 10.0 - i, 0.1) for i in range(12)] + [_cand("d1", 0.5, 0.9), _cand("d2", 0.4, 0.8),
-                                                                  _cand("d3", 0.3, 0.7), _cand("d4", 0.2, 0.6)]
+    cands = [_cand(f"l{i}", 10.0 - i, 0.1) for i in range(12)] + [
+        _cand("d1", 0.5, 0.9),
+        _cand("d2", 0.4, 0.8),
+        _cand("d3", 0.3, 0.7),
+        _cand("d4", 0.2, 0.6),
+    ]
     out = DenseFloor(top=3, within=10).apply(cands, QueryContext())
     ids = [c.id for c in out]
     assert ids[:7] == [f"l{i}" for i in range(7)] and ids[7:10] == ["d1", "d2", "d3"]  # in meaning's order
@@ -99,8 +106,7 @@ def store(tmp_path: Path) -> Iterator[tuple[MemoryStore, VectorCache, CallableEm
     s.close()
 
 
-def test_a_name_every_record_carries_does_not_steer_meaning(store: tuple[MemoryStore, VectorCache, CallableEmbedder]
-                                                           ) -> None:
+def test_a_name_every_record_carries_does_not_steer_meaning(store: tuple[MemoryStore, VectorCache, CallableEmbedder]) -> None:
     s, cache, emb = store
     s.remember_many([MemoryDraft(f"Melanie: status update {i}") for i in range(30)])
     s.remember_many([MemoryDraft(f"Caroline: weather note {i}") for i in range(10)])
@@ -115,8 +121,7 @@ def test_a_name_every_record_carries_does_not_steer_meaning(store: tuple[MemoryS
     assert vase not in [h.id for h in whole.hits]  # the same search with the query embedded whole
 
 
-def test_focus_counts_only_what_a_strict_caller_may_see(store: tuple[MemoryStore, VectorCache, CallableEmbedder]
-                                                        ) -> None:
+def test_focus_counts_only_what_a_strict_caller_may_see(store: tuple[MemoryStore, VectorCache, CallableEmbedder]) -> None:
     s, cache, emb = store
     s.remember_many([MemoryDraft(f"Melanie: private note {i}", scope="session", session_id="other") for i in range(40)])
     vase = s.remember("Melanie: I made a vase in my pottery class", scope="session", session_id="mine").id

@@ -128,9 +128,12 @@ async def test_tool_order_citations_and_usage_with_a_scripted_model(tmp_path):
         got = returns(messages, "memory_get")[-1]
         assert "untrusted" in got["note"]  # memory reaches the worker labelled as untrusted data
         h = state["hit"]
-        return text(f"Dana approves deploys [{h['id']}:L{h['line_start']}-L{h['line_end']}]. "
-                    "Also a bracketed aside [sic].", input_tokens=120, output_tokens=30,
-                    cost=Decimal("0.0025"))
+        return text(
+            f"Dana approves deploys [{h['id']}:L{h['line_start']}-L{h['line_end']}]. Also a bracketed aside [sic].",
+            input_tokens=120,
+            output_tokens=30,
+            cost=Decimal("0.0025"),
+        )
 
     script = Script(search, get, answer)
     provider = make_provider(tmp_path, FunctionModel(script))
@@ -198,6 +201,7 @@ async def test_tool_call_limit_is_enforced(tmp_path):
 @pytest.mark.promise("workers")
 async def test_timeout_gives_a_fallback_within_timeout_s(tmp_path):
     """A model that hangs past timeout_s: recall returns the fallback on time."""
+
     async def hang(messages, info):
         await asyncio.sleep(30)
         return text("too late")
@@ -214,6 +218,7 @@ async def test_timeout_gives_a_fallback_within_timeout_s(tmp_path):
 @pytest.mark.promise("workers")
 async def test_model_error_gives_a_fallback_and_never_raises(tmp_path):
     """A model that raises: recall reports the error as the reason and answers lexically."""
+
     def boom(messages, info):
         raise RuntimeError("model exploded")
 
@@ -281,14 +286,17 @@ async def test_dead_local_server_gives_a_fallback_within_about_timeout_s(tmp_pat
     import agent_memory.agents.models.litellm  # noqa: F401  (import cost is not part of the recall)
 
     path = tmp_path / "dead.toml"
-    path.write_text(f"""
+    path.write_text(
+        f"""
 [recall]
 model = "litellm:openai/x"
 api_base = "http://127.0.0.1:{closed_port()}/v1"
 api_key = "test-key"
 timeout_s = 3
 max_steps = 3
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     provider = MemoryProvider(tmp_path / "mem", profile=path, durable=False)
     await seed(provider)
     t0 = time.perf_counter()
@@ -305,14 +313,12 @@ async def test_summary_is_trimmed_to_the_budget_on_a_sentence_boundary(tmp_path)
     ids = await seed(provider)
     rid = ids["db"]
     long = " ".join(f"Fact number {i} about the database is worth knowing [{rid}:L{i}-L{i}]." for i in range(1, 60))
-    provider = make_provider(tmp_path, FunctionModel(Script(call("memory_search", query="database"), text(long))),
-                             summary_tokens=60)
+    provider = make_provider(tmp_path, FunctionModel(Script(call("memory_search", query="database"), text(long))), summary_tokens=60)
     result = await provider.recall("database")
     assert not result.fallback and 0 < result.tokens <= 60 and result.tokens == count_tokens(result.summary)
     assert long.startswith(result.summary) and result.summary.endswith("].")
     assert result.sources == [{"id": rid, "line_start": i, "line_end": i} for i in range(1, len(result.sources) + 1)]
-    provider = make_provider(tmp_path, FunctionModel(Script(call("memory_search", query="database"), text(long))),
-                             summary_tokens=60)
+    provider = make_provider(tmp_path, FunctionModel(Script(call("memory_search", query="database"), text(long))), summary_tokens=60)
     wider = await provider.recall("database", summary_tokens=200)  # the argument overrides the profile
     assert 60 < wider.tokens <= 200
     provider.close()
@@ -321,8 +327,7 @@ async def test_summary_is_trimmed_to_the_budget_on_a_sentence_boundary(tmp_path)
 def test_trim_to_tokens():
     text_ = "First sentence here. Second one [a:L1-L2]. Third sentence is a bit longer than the others."
     assert trim_to_tokens(text_, 1000) == text_
-    assert trim_to_tokens(text_, count_tokens("First sentence here. Second one [a:L1-L2].")) == \
-        "First sentence here. Second one [a:L1-L2]."
+    assert trim_to_tokens(text_, count_tokens("First sentence here. Second one [a:L1-L2].")) == "First sentence here. Second one [a:L1-L2]."
     two = "- one [a:L1-L1]\n- two [b:L2-L2]"
     assert trim_to_tokens(two + "\n- three and more", count_tokens(two)) == two
     cut = trim_to_tokens("word " * 200, 10)
@@ -332,10 +337,11 @@ def test_trim_to_tokens():
 
 def test_parse_citations():
     summary = "A [r-1:L3-L5]. B [r-2:L7]. C [r-1:L3-L5]. D [r-3]. E [not cited]"
-    assert parse_citations(summary) == [{"id": "r-1", "line_start": 3, "line_end": 5},
-                                        {"id": "r-2", "line_start": 7, "line_end": 7}]
-    assert parse_citations(summary, {"r-2", "r-3"}) == [{"id": "r-2", "line_start": 7, "line_end": 7},
-                                                        {"id": "r-3", "line_start": None, "line_end": None}]
+    assert parse_citations(summary) == [{"id": "r-1", "line_start": 3, "line_end": 5}, {"id": "r-2", "line_start": 7, "line_end": 7}]
+    assert parse_citations(summary, {"r-2", "r-3"}) == [
+        {"id": "r-2", "line_start": 7, "line_end": 7},
+        {"id": "r-3", "line_start": None, "line_end": None},
+    ]
 
 
 async def test_recall_never_raises_even_when_search_breaks(tmp_path):

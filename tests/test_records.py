@@ -22,9 +22,18 @@ The release codename is copper."""
 
 
 def test_yaml_round_trip_is_exact():
-    rec = MemoryRecord(id="x", content="line one\n  indented: yes\n---\nnot frontmatter\n", title="T: colon", tags=("a", "b"),
-                       scope=Scope.USER, user_id="u1", memory_key="k", created="2026-01-01T00:00:00Z", importance=0.5,
-                       metadata={"dia_id": "D1:3"})
+    rec = MemoryRecord(
+        id="x",
+        content="line one\n  indented: yes\n---\nnot frontmatter\n",
+        title="T: colon",
+        tags=("a", "b"),
+        scope=Scope.USER,
+        user_id="u1",
+        memory_key="k",
+        created="2026-01-01T00:00:00Z",
+        importance=0.5,
+        metadata={"dia_id": "D1:3"},
+    )
     back = parse_record(rec.render(), "x")
     assert back.content == rec.content
     assert (back.title, back.tags, back.scope, back.user_id, back.memory_key) == ("T: colon", ("a", "b"), Scope.USER, "u1", "k")
@@ -78,8 +87,16 @@ def test_safe_yaml_load_builds_the_same_plain_values_as_yaml():
     from agent_memory.formats.frontmatter import safe_yaml_load
 
     text = "a: 1\nb: 1.5\nc: true\nd: ~\ne: 2026-01-02\nf: [x, {g: 'h'}]\ng: |\n  block\nh: 0x1F\n"
-    assert safe_yaml_load(text) == {"a": 1, "b": 1.5, "c": True, "d": None, "e": dt.date(2026, 1, 2),
-                                    "f": ["x", {"g": "h"}], "g": "block\n", "h": 31}
+    assert safe_yaml_load(text) == {
+        "a": 1,
+        "b": 1.5,
+        "c": True,
+        "d": None,
+        "e": dt.date(2026, 1, 2),
+        "f": ["x", {"g": "h"}],
+        "g": "block\n",
+        "h": 31,
+    }
 
 
 @pytest.mark.parametrize("text", ["a: &x 1", "a: *x", "a: !tag 1", "a: !!str 1", "? [a]\n: 1", "x: " + "[" * 80 + "]" * 80])
@@ -90,14 +107,17 @@ def test_safe_yaml_load_refuses_anchors_aliases_tags_complex_keys_and_depth(text
         safe_yaml_load(text)
 
 
-@pytest.mark.parametrize("value, expected", [
-    ("2026-01-01T10:00:00+05:00", "2026-01-01T05:00:00.000000Z"),
-    ("2026-01-01T10:00:00-05:00", "2026-01-01T15:00:00.000000Z"),
-    ("2026-01-01", "2026-01-01T00:00:00.000000Z"),
-    ("2026-01-01T10:00:00.5Z", "2026-01-01T10:00:00.500000Z"),
-    ("0001-01-01T00:00:00+05:00", "0001-01-01T00:00:00.000000Z"),  # before the range: clamps, never raises
-    ("soon", None),
-])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ("2026-01-01T10:00:00+05:00", "2026-01-01T05:00:00.000000Z"),
+        ("2026-01-01T10:00:00-05:00", "2026-01-01T15:00:00.000000Z"),
+        ("2026-01-01", "2026-01-01T00:00:00.000000Z"),
+        ("2026-01-01T10:00:00.5Z", "2026-01-01T10:00:00.500000Z"),
+        ("0001-01-01T00:00:00+05:00", "0001-01-01T00:00:00.000000Z"),  # before the range: clamps, never raises
+        ("soon", None),
+    ],
+)
 def test_normalize_instant_is_one_utc_form(value, expected):
     from agent_memory.model.records import normalize_instant
 

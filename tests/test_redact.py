@@ -81,14 +81,7 @@ def github(prefix: str = "ghp_") -> str:
 
 
 def slack(prefix: str = "xoxb-") -> str:
-    return (
-        prefix
-        + rand(string.digits, 13)
-        + "-"
-        + rand(string.digits, 13)
-        + "-"
-        + rand(ALNUM, 24)
-    )
+    return prefix + rand(string.digits, 13) + "-" + rand(string.digits, 13) + "-" + rand(ALNUM, 24)
 
 
 def slack_webhook_path() -> str:
@@ -122,12 +115,7 @@ def opaque_token(n: int = 43) -> str:
 def pem(label: str = "RSA PRIVATE KEY", *, encrypted: bool = False, lines: int = 6) -> str:
     body = "\n".join(rand(B64, 64) for _ in range(lines)) + "\n" + rand(B64, 20) + "=="
     headers = "Proc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,{}\n\n".format(rand("0123456789ABCDEF", 32))
-    return (
-        f"-----BEGIN {label}-----\n"
-        + (headers if encrypted else "")
-        + body
-        + f"\n-----END {label}-----"
-    )
+    return f"-----BEGIN {label}-----\n" + (headers if encrypted else "") + body + f"\n-----END {label}-----"
 
 
 def password(n: int = 18) -> str:
@@ -183,30 +171,27 @@ def as_json(obj_factory: Callable[[str], object]) -> Render:
 CORPUS: list[tuple[str, str, str, Render]] = [
     # --- OpenAI -----------------------------------------------------------
     ("openai_key", "env file", openai_legacy(), tpl("# .env\nOPENAI_API_KEY=<<S>>\nLOG_LEVEL=debug\n")),
-    ("openai_key", "shell export", openai_project(), tpl("$ export OPENAI_API_KEY=\"<<S>>\" && python run.py")),
+    ("openai_key", "shell export", openai_project(), tpl('$ export OPENAI_API_KEY="<<S>>" && python run.py')),
     ("openai_key", "chat", openai_svcacct(), tpl("Here's the service account key: <<S>> -- rotate it Friday.")),
     ("openai_key", "python code", openai_project(), tpl('client = OpenAI(api_key="<<S>>")  # TODO env var')),
     # --- Anthropic ----------------------------------------------------------
-    ("anthropic_key", "curl header", anthropic(),
-     tpl("curl https://api.anthropic.com/v1/messages -H 'x-api-key: <<S>>' -H 'anthropic-version: 2023-06-01'")),
-    ("anthropic_key", "json config", anthropic(),
-     as_json(lambda s: {"provider": "anthropic", "api_key": s, "model": "claude-sonnet"})),
+    (
+        "anthropic_key",
+        "curl header",
+        anthropic(),
+        tpl("curl https://api.anthropic.com/v1/messages -H 'x-api-key: <<S>>' -H 'anthropic-version: 2023-06-01'"),
+    ),
+    ("anthropic_key", "json config", anthropic(), as_json(lambda s: {"provider": "anthropic", "api_key": s, "model": "claude-sonnet"})),
     ("anthropic_key", "chat", anthropic(), tpl("User: my key is <<S>>, can you check why it 401s?")),
     # --- AWS ------------------------------------------------------------------
-    ("aws_access_key_id", "credentials file", aws_id("AKIA"),
-     tpl("[default]\naws_access_key_id = <<S>>\nregion = eu-west-1\n")),
-    ("aws_access_key_id", "log line", aws_id("ASIA"),
-     tpl("2024-05-01T10:00:00Z INFO assumed role, key=<<S>> expires in 3600s")),
-    ("aws_access_key_id", "json", aws_id("AKIA"),
-     as_json(lambda s: {"Credentials": {"AccessKeyId": s, "Expiration": "2024-05-01"}})),
-    ("aws_secret_key", "credentials file", aws_secret(),
-     tpl("[default]\naws_secret_access_key = <<S>>\nregion = eu-west-1\n")),
+    ("aws_access_key_id", "credentials file", aws_id("AKIA"), tpl("[default]\naws_access_key_id = <<S>>\nregion = eu-west-1\n")),
+    ("aws_access_key_id", "log line", aws_id("ASIA"), tpl("2024-05-01T10:00:00Z INFO assumed role, key=<<S>> expires in 3600s")),
+    ("aws_access_key_id", "json", aws_id("AKIA"), as_json(lambda s: {"Credentials": {"AccessKeyId": s, "Expiration": "2024-05-01"}})),
+    ("aws_secret_key", "credentials file", aws_secret(), tpl("[default]\naws_secret_access_key = <<S>>\nregion = eu-west-1\n")),
     ("aws_secret_key", "env", aws_secret(), tpl("export AWS_SECRET_ACCESS_KEY=<<S>>\nexport AWS_REGION=us-east-1")),
-    ("aws_secret_key", "sts json", aws_secret(),
-     as_json(lambda s: {"Credentials": {"SecretAccessKey": s, "Expiration": "2024-05-01"}})),
+    ("aws_secret_key", "sts json", aws_secret(), as_json(lambda s: {"Credentials": {"SecretAccessKey": s, "Expiration": "2024-05-01"}})),
     # --- GitHub -----------------------------------------------------------------
-    ("github_token", "git remote", github("ghp_"),
-     tpl("git remote set-url origin https://<<S>>@github.com/acme/widgets.git")),
+    ("github_token", "git remote", github("ghp_"), tpl("git remote set-url origin https://<<S>>@github.com/acme/widgets.git")),
     ("github_token", "actions log", github("ghs_"), tpl("Run actions/checkout@v4 with token <<S>> (expires 1h)")),
     ("github_token", "gh cli", github("gho_"), tpl("gh auth status: Logged in as octocat, Token: <<S>>")),
     ("github_token", "env", github("ghu_"), tpl("GH_TOKEN=<<S>>")),
@@ -218,25 +203,34 @@ CORPUS: list[tuple[str, str, str, Render]] = [
     ("slack_token", "chat", slack("xoxa-"), tpl("the app token is <<S>> fyi")),
     ("slack_token", "json", slack("xoxr-"), as_json(lambda s: {"refresh_token": s, "ok": True})),
     ("slack_token", "log", slack("xoxs-"), tpl("[auth] session <<S>> accepted")),
-    ("slack_webhook", "curl", slack_webhook_path(),
-     tpl("curl -X POST -d '{\"text\":\"deploy done\"}' https://hooks.slack.com/services/<<S>>")),
-    ("slack_webhook", "yaml", slack_webhook_path(),
-     tpl("alerts:\n  webhook: https://hooks.slack.com/services/<<S>>\n  channel: ops\n")),
+    (
+        "slack_webhook",
+        "curl",
+        slack_webhook_path(),
+        tpl('curl -X POST -d \'{"text":"deploy done"}\' https://hooks.slack.com/services/<<S>>'),
+    ),
+    ("slack_webhook", "yaml", slack_webhook_path(), tpl("alerts:\n  webhook: https://hooks.slack.com/services/<<S>>\n  channel: ops\n")),
     # --- Google -------------------------------------------------------------------
-    ("google_api_key", "url query", google(),
-     tpl("GET https://maps.googleapis.com/maps/api/geocode/json?address=Paris&key=<<S>> 200 OK")),
-    ("google_api_key", "js config", google(), tpl("const firebaseConfig = { apiKey: \"<<S>>\", projectId: \"demo\" };")),
+    ("google_api_key", "url query", google(), tpl("GET https://maps.googleapis.com/maps/api/geocode/json?address=Paris&key=<<S>> 200 OK")),
+    ("google_api_key", "js config", google(), tpl('const firebaseConfig = { apiKey: "<<S>>", projectId: "demo" };')),
     # --- Stripe -------------------------------------------------------------------
     ("stripe_key", "env", stripe("sk_live_"), tpl("STRIPE_SECRET_KEY=<<S>>\nSTRIPE_MODE=live")),
     ("stripe_key", "curl", stripe("rk_live_"), tpl("curl https://api.stripe.com/v1/charges -u <<S>>: -d amount=2000")),
     ("stripe_key", "chat", stripe("sk_test_"), tpl("test mode key: <<S>> (don't ship it)")),
     # --- Bearer / Authorization -----------------------------------------------------
-    ("bearer_token", "curl header", opaque_token(),
-     tpl('curl -s -H "Authorization: Bearer <<S>>" https://api.example.com/v2/users')),
-    ("bearer_token", "http dump", opaque_token(),
-     tpl("GET /v1/items HTTP/1.1\r\nHost: api.example.com\r\nauthorization: bearer <<S>>\r\nAccept: */*\r\n")),
-    ("bearer_token", "json headers", opaque_token(),
-     as_json(lambda s: {"headers": {"Authorization": "Bearer " + s, "Accept": "application/json"}})),
+    ("bearer_token", "curl header", opaque_token(), tpl('curl -s -H "Authorization: Bearer <<S>>" https://api.example.com/v2/users')),
+    (
+        "bearer_token",
+        "http dump",
+        opaque_token(),
+        tpl("GET /v1/items HTTP/1.1\r\nHost: api.example.com\r\nauthorization: bearer <<S>>\r\nAccept: */*\r\n"),
+    ),
+    (
+        "bearer_token",
+        "json headers",
+        opaque_token(),
+        as_json(lambda s: {"headers": {"Authorization": "Bearer " + s, "Accept": "application/json"}}),
+    ),
     ("bearer_token", "chat", opaque_token(), tpl("It worked once I sent Bearer <<S>> instead of the cookie.")),
     ("basic_auth", "curl header", basic(), tpl("curl -H 'Authorization: Basic <<S>>' https://ci.example.com")),
     ("basic_auth", "http dump", basic(), tpl("Authorization: Basic <<S>>\nUser-Agent: curl/8.4")),
@@ -246,14 +240,17 @@ CORPUS: list[tuple[str, str, str, Render]] = [
     ("jwt", "chat", jwt(), tpl("decode this for me: <<S>> thanks!")),
     ("jwt", "json", jwt(), as_json(lambda s: {"id_token": s, "expires_in": 3600})),
     # --- PEM private keys -----------------------------------------------------------
-    ("private_key", "markdown", pem("RSA PRIVATE KEY"),
-     tpl("Deploy key for the box:\n```\n<<S>>\n```\nDon't lose it.")),
+    ("private_key", "markdown", pem("RSA PRIVATE KEY"), tpl("Deploy key for the box:\n```\n<<S>>\n```\nDon't lose it.")),
     ("private_key", "openssh", pem("OPENSSH PRIVATE KEY"), tpl("cat ~/.ssh/id_ed25519\n<<S>>\n$ ")),
     ("private_key", "ec", pem("EC PRIVATE KEY", lines=2), tpl("key.pem:\n<<S>>\nend of file")),
     ("private_key", "encrypted", pem("RSA PRIVATE KEY", encrypted=True), tpl("legacy encrypted key\n<<S>>\n")),
     ("private_key", "pkcs8 encrypted", pem("ENCRYPTED PRIVATE KEY"), tpl("<<S>>")),
-    ("private_key", "service account json", pem("PRIVATE KEY"),
-     as_json(lambda s: {"type": "service_account", "private_key": s + "\n", "client_email": "bot@x.iam"})),
+    (
+        "private_key",
+        "service account json",
+        pem("PRIVATE KEY"),
+        as_json(lambda s: {"type": "service_account", "private_key": s + "\n", "client_email": "bot@x.iam"}),
+    ),
     # --- URL credentials ------------------------------------------------------------
     ("url_password", "env", url_password(), tpl("DATABASE_URL=postgres://app:<<S>>@db.internal:5432/app")),
     ("url_password", "redis", url_password(), tpl("connecting to redis://:<<S>>@cache:6379/0 ...")),
@@ -298,9 +295,28 @@ def _ids() -> list[str]:
 # The kinds this hand-written corpus exercises (every other kind is exercised by the shipped corpus
 # in tests/fixtures/secrets, see test_redact_corpus.py).
 CORPUS_KINDS = (
-    "private_key", "jwt", "anthropic_key", "openai_key", "stripe_key", "github_token", "gitlab_token", "slack_token",
-    "slack_webhook", "google_api_key", "aws_access_key_id", "aws_secret_key", "huggingface_token", "npm_token",
-    "pypi_token", "url_password", "bearer_token", "basic_auth", "password", "secret", "api_key", "token",
+    "private_key",
+    "jwt",
+    "anthropic_key",
+    "openai_key",
+    "stripe_key",
+    "github_token",
+    "gitlab_token",
+    "slack_token",
+    "slack_webhook",
+    "google_api_key",
+    "aws_access_key_id",
+    "aws_secret_key",
+    "huggingface_token",
+    "npm_token",
+    "pypi_token",
+    "url_password",
+    "bearer_token",
+    "basic_auth",
+    "password",
+    "secret",
+    "api_key",
+    "token",
 )
 
 
@@ -313,9 +329,7 @@ def test_corpus_covers_every_kind_at_least_twice() -> None:
 
 
 @pytest.mark.parametrize(("kind", "context", "secret", "render"), CORPUS, ids=_ids())
-def test_corpus_secret_is_replaced_and_context_kept(
-    kind: str, context: str, secret: str, render: Render
-) -> None:
+def test_corpus_secret_is_replaced_and_context_kept(kind: str, context: str, secret: str, render: Render) -> None:
     text = render(secret)
     result = redact(text)
     assert result.text == render(marker(kind))
@@ -363,7 +377,7 @@ def test_whole_corpus_in_one_document() -> None:
         ("{password: hunter2}", "{password: [REDACTED:password]}"),
         ("password=Summer2024!", "password=[REDACTED:password]"),
         ("user=bob;password=hunter2;db=x", "user=bob;password=[REDACTED:password];db=x"),
-        ("password := \"hunter2\"", 'password := "[REDACTED:password]"'),
+        ('password := "hunter2"', 'password := "[REDACTED:password]"'),
         ("'password' => 'hunter2'", "'password' => '[REDACTED:password]'"),
         ("dbPassword: hunter2", "dbPassword: [REDACTED:password]"),
         ("--token abc123def456", "--token [REDACTED:token]"),
@@ -377,7 +391,7 @@ def test_whole_corpus_in_one_document() -> None:
         # a value that is really the next pair's key
         ("Password: client_secret: abc123xyz", "Password: client_secret: [REDACTED:secret]"),
         (
-            "token:aws_secret_access_key = " "8W7RQHy2Yp+ptzsJqLOJqu3g9DYpQaxEN+cNljiR",
+            "token:aws_secret_access_key = 8W7RQHy2Yp+ptzsJqLOJqu3g9DYpQaxEN+cNljiR",
             "token:aws_secret_access_key = [REDACTED:aws_secret_key]",
         ),
         # "abcd=api_key=..." is not a token68 value
@@ -492,7 +506,7 @@ NEGATIVES = [
     "password=getpass()",
     'password = input("Password: ")',
     "api_key=OPENAI_API_KEY",
-    'api_key = settings.OPENAI_API_KEY',
+    "api_key = settings.OPENAI_API_KEY",
     "password: ********",
     "password=<your-password>",
     "PASSWORD=${DB_PASSWORD}",
@@ -671,21 +685,105 @@ ANY_CHAR = st.characters(exclude_categories=())  # includes lone surrogates
 FRAGMENTS = st.sampled_from(
     [
         # trigger words and near misses
-        "password", "passwd", "pwd", "pass", "secret", "token", "key", "api_key", "apiKey",
-        "client_secret", "aws_secret_access_key", "Bearer", "bearer ", "Authorization",
-        "sk-", "sk-ant-", "sk-proj-", "sk_live_", "rk_live_", "ghp_", "github_pat_", "xoxb-",
-        "xapp-1-", "AKIA", "ASIA", "AIza", "eyJ", "hf_", "npm_", "glpat-", "pypi-AgEIcHlwaS5vcmc",
-        "-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----", "-----",
-        "https://", "://", "hooks.slack.com/services/", "[REDACTED:", "[REDACTED:password]",
+        "password",
+        "passwd",
+        "pwd",
+        "pass",
+        "secret",
+        "token",
+        "key",
+        "api_key",
+        "apiKey",
+        "client_secret",
+        "aws_secret_access_key",
+        "Bearer",
+        "bearer ",
+        "Authorization",
+        "sk-",
+        "sk-ant-",
+        "sk-proj-",
+        "sk_live_",
+        "rk_live_",
+        "ghp_",
+        "github_pat_",
+        "xoxb-",
+        "xapp-1-",
+        "AKIA",
+        "ASIA",
+        "AIza",
+        "eyJ",
+        "hf_",
+        "npm_",
+        "glpat-",
+        "pypi-AgEIcHlwaS5vcmc",
+        "-----BEGIN RSA PRIVATE KEY-----",
+        "-----END RSA PRIVATE KEY-----",
+        "-----",
+        "https://",
+        "://",
+        "hooks.slack.com/services/",
+        "[REDACTED:",
+        "[REDACTED:password]",
         # separators and punctuation
-        "=", ":", ": ", " = ", "=>", ":=", '"', "'", "`", "\\", '\\"', "@", "/", "?", "&", ";",
-        ",", ".", "!", "(", ")", "{", "}", "[", "]", "<", ">", "$", "${", "*", "-", "_",
-        " ", "  ", "\t", "\n", "\r\n",
+        "=",
+        ":",
+        ": ",
+        " = ",
+        "=>",
+        ":=",
+        '"',
+        "'",
+        "`",
+        "\\",
+        '\\"',
+        "@",
+        "/",
+        "?",
+        "&",
+        ";",
+        ",",
+        ".",
+        "!",
+        "(",
+        ")",
+        "{",
+        "}",
+        "[",
+        "]",
+        "<",
+        ">",
+        "$",
+        "${",
+        "*",
+        "-",
+        "_",
+        " ",
+        "  ",
+        "\t",
+        "\n",
+        "\r\n",
         # token-ish material
-        "a", "Z", "0", "9", "abc123", "ABCDEFGHIJKLMNOP", "hunter2", "Summer2024!",
-        "0123456789abcdef0123456789abcdef", "T3BlbkFJ", "x" * 40, "Aa1" * 12,
+        "a",
+        "Z",
+        "0",
+        "9",
+        "abc123",
+        "ABCDEFGHIJKLMNOP",
+        "hunter2",
+        "Summer2024!",
+        "0123456789abcdef0123456789abcdef",
+        "T3BlbkFJ",
+        "x" * 40,
+        "Aa1" * 12,
         # odd unicode
-        "\x00", "é", "🔑", "\ud800", "\udfff", "\u212a", "\u017f", "İ",
+        "\x00",
+        "é",
+        "🔑",
+        "\ud800",
+        "\udfff",
+        "\u212a",
+        "\u017f",
+        "İ",
         *SECRET_SAMPLES,
     ]
 )
@@ -735,9 +833,7 @@ RIGHT_EDGE = st.sampled_from([" ", "\n", "\t", ")", '"', "'", ".", ",", ";", "]"
 
 @settings(max_examples=300, deadline=None)
 @given(
-    kind_and_sample=st.sampled_from(
-        [(k, s) for k, samples in SECRET_SAMPLES_BY_KIND.items() for s in samples]
-    ),
+    kind_and_sample=st.sampled_from([(k, s) for k, samples in SECRET_SAMPLES_BY_KIND.items() for s in samples]),
     before=st.lists(PROSE_WORDS, max_size=6).map(" ".join),
     left=LEFT_EDGE,
     right=RIGHT_EDGE,

@@ -91,10 +91,13 @@ def test_grounded_model_answer_is_used(tmp_path: Path) -> None:
     asyncio.run(run())
 
 
-@pytest.mark.parametrize("answer, reason", [
-    (lambda hits: "Deploys are on Fridays. [2026-01-01-invented-record-deadbeef:L1-L2]", "ungrounded"),
-    (lambda hits: "Deploys are on Fridays, trust me.", "ungrounded"),
-])
+@pytest.mark.parametrize(
+    "answer, reason",
+    [
+        (lambda hits: "Deploys are on Fridays. [2026-01-01-invented-record-deadbeef:L1-L2]", "ungrounded"),
+        (lambda hits: "Deploys are on Fridays, trust me.", "ungrounded"),
+    ],
+)
 def test_ungrounded_answer_falls_back_to_the_extractive_one_flagged(tmp_path: Path, answer: Any, reason: str) -> None:
     async def run() -> None:
         provider = _provider(tmp_path, _searcher(answer))
@@ -122,8 +125,9 @@ def test_model_error_and_timeout_never_raise(tmp_path: Path) -> None:
         await _seed(provider)
         res = await provider.reflect("When do deploys happen?")
         assert res.fallback and "provider exploded" in (res.reason or "") and "Fridays" in res.answer
-        provider2 = MemoryProvider(tmp_path / "m", durable=False,
-                                   profile=load_profile("offline").with_models(reflect=FunctionModel(function=slow)))
+        provider2 = MemoryProvider(
+            tmp_path / "m", durable=False, profile=load_profile("offline").with_models(reflect=FunctionModel(function=slow))
+        )
         res2 = await provider2.reflect("When do deploys happen?", timeout_s=0.2)
         assert res2.fallback and "timeout" in (res2.reason or "") and res2.elapsed_s < 3
         empty = await provider.reflect("   ")
@@ -169,8 +173,10 @@ def test_cli_reflect(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert cli_main(["--root", root, "reflect", "when do backups run?", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert "02:00" in doc["answer"] and doc["fallback"] is False and doc["sources"]
-    (tmp_path / "p.toml").write_text('[recall]\nmodel = "offline"\n[reflect]\nmodel = "litellm:openai/gpt-4o-mini"\n'
-                                     'api_key_env = "NO_SUCH_KEY_FOR_TEST"\n', encoding="utf-8")
+    (tmp_path / "p.toml").write_text(
+        '[recall]\nmodel = "offline"\n[reflect]\nmodel = "litellm:openai/gpt-4o-mini"\napi_key_env = "NO_SUCH_KEY_FOR_TEST"\n',
+        encoding="utf-8",
+    )
     assert cli_main(["--root", root, "reflect", "when do backups run?", "--profile", str(tmp_path / "p.toml")]) == 3
     out = capsys.readouterr()
     assert "02:00" in out.out and "NO_SUCH_KEY_FOR_TEST" in out.err
@@ -193,10 +199,8 @@ def test_reflect_flags_conflicting_facts_and_prefers_the_newest(tmp_path: Path) 
     async def run() -> None:
         provider = _provider(tmp_path)
         # written in the other order: "newest" is the fact that started to hold last, not the last file written
-        fri = (await provider.remember("Deploy day for the web app is Friday", scope="project",
-                                       valid_from="2026-06-01")).id
-        mon = (await provider.remember("Deploy day for the web app is Monday", scope="project",
-                                       valid_from="2026-01-01")).id
+        fri = (await provider.remember("Deploy day for the web app is Friday", scope="project", valid_from="2026-06-01")).id
+        mon = (await provider.remember("Deploy day for the web app is Monday", scope="project", valid_from="2026-01-01")).id
         res = await provider.reflect("What is the deploy day for the web app?")
         assert not res.fallback and {s["id"] for s in res.sources} == {fri, mon}
         assert res.conflicts == [{"ids": [fri, mon], "newest": fri, "differ": ["friday", "monday"]}]
@@ -207,10 +211,15 @@ def test_reflect_flags_conflicting_facts_and_prefers_the_newest(tmp_path: Path) 
         from agent_memory.agents.workers.reflect import _flag_conflicts
 
         srcs = [{"id": "m", "line_start": 1, "line_end": 1}, {"id": "f", "line_start": 2, "line_end": 2}]
-        flagged = _flag_conflicts("- Monday [m:L1-L1]\n- see the wiki\n- Friday [f:L2-L2]", srcs,
-                                  [{"ids": ["f", "m"], "newest": "f", "differ": []}])
-        assert flagged.splitlines() == ["Conflict: these records disagree; the newest, [f:L2-L2], is preferred over "
-                                        "[m:L1-L1].", "- Friday [f:L2-L2]", "- see the wiki", "- Monday [m:L1-L1]"]
+        flagged = _flag_conflicts(
+            "- Monday [m:L1-L1]\n- see the wiki\n- Friday [f:L2-L2]", srcs, [{"ids": ["f", "m"], "newest": "f", "differ": []}]
+        )
+        assert flagged.splitlines() == [
+            "Conflict: these records disagree; the newest, [f:L2-L2], is preferred over [m:L1-L1].",
+            "- Friday [f:L2-L2]",
+            "- see the wiki",
+            "- Monday [m:L1-L1]",
+        ]
         # a model's grounded answer citing both is flagged the same way
         both = _provider(tmp_path, _searcher(lambda hits: " ".join(f"It is listed [{h}]." for h in hits)))
         res = await both.reflect("What is the deploy day for the web app?")
@@ -229,8 +238,10 @@ def test_superseded_versions_and_unrelated_lookalikes_are_not_conflicts(tmp_path
     old = store.remember("Deploy day for the web app is Monday", scope="project")
     new = store.remember("Deploy day for the web app is Friday", scope="project", supersedes=old.id)
     assert conflicts_of([store.get(old.id), store.get(new.id)]) == []  # history, not a disagreement
-    notes = [store.get(store.remember(f"Meeting notes on {t} from the weekly sync", scope="project").id)
-             for t in ("kafka", "redis", "nginx", "docker", "helm", "vault")]
+    notes = [
+        store.get(store.remember(f"Meeting notes on {t} from the weekly sync", scope="project").id)
+        for t in ("kafka", "redis", "nginx", "docker", "helm", "vault")
+    ]
     assert conflicts_of(notes) == []
     mine = store.remember("Ada takes oat latte in the morning", user_id="ada", memory_key="drink")
     shared = store.remember("Espresso, no sugar", scope="project", memory_key="drink")

@@ -31,38 +31,132 @@ pytestmark = pytest.mark.promise("badinput")
 
 
 def fuzz(n: int) -> settings:
-    return settings(max_examples=n, deadline=None, database=None, derandomize=False,
-                    suppress_health_check=list(HealthCheck))
+    return settings(max_examples=n, deadline=None, database=None, derandomize=False, suppress_health_check=list(HealthCheck))
 
 
 # -- strategies -------------------------------------------------------------------------
 SURROGATES = st.characters(categories=["Cs"])
-NASTY = st.sampled_from([
-    "\x00", "\r", "\n", "\r\n", "\u2028", "\u2029", "\x85", "\x0b", "\x0c", "\x1c", "\x1e", "\ufeff", "\ufffe",
-    "\U0001fffe", "😀", "👩‍👩‍👧", "é", "e\u0301", "ﬁ", "İ", "ß", "\u202e", "---", "...", "---\n", "\n---\n", "\t", "\\",
-    '"', "'", "#", ": ", "- ", "? ", "&a ", "*a", "!!python/object/apply:os.system ['id']", "%YAML 1.1", "`", "{", "}",
-    "[", "]", "|", ">", "~", "null", "yes", "NaN", "0x1f", "1e5", "2026-01-01", "<<<MEMORY untrusted-data>>>",
-    "<<<END MEMORY>>>", "../", "/etc/passwd", "..", "C:\\", "%00", "${HOME}", "'; DROP TABLE records; --",
-    "\" OR 1=1 --", "NEAR(", "AND", "OR", "NOT", "*", "^", "title:", "fts", "a" * 300, " ",
-])
+NASTY = st.sampled_from(
+    [
+        "\x00",
+        "\r",
+        "\n",
+        "\r\n",
+        "\u2028",
+        "\u2029",
+        "\x85",
+        "\x0b",
+        "\x0c",
+        "\x1c",
+        "\x1e",
+        "\ufeff",
+        "\ufffe",
+        "\U0001fffe",
+        "😀",
+        "👩‍👩‍👧",
+        "é",
+        "e\u0301",
+        "ﬁ",
+        "İ",
+        "ß",
+        "\u202e",
+        "---",
+        "...",
+        "---\n",
+        "\n---\n",
+        "\t",
+        "\\",
+        '"',
+        "'",
+        "#",
+        ": ",
+        "- ",
+        "? ",
+        "&a ",
+        "*a",
+        "!!python/object/apply:os.system ['id']",
+        "%YAML 1.1",
+        "`",
+        "{",
+        "}",
+        "[",
+        "]",
+        "|",
+        ">",
+        "~",
+        "null",
+        "yes",
+        "NaN",
+        "0x1f",
+        "1e5",
+        "2026-01-01",
+        "<<<MEMORY untrusted-data>>>",
+        "<<<END MEMORY>>>",
+        "../",
+        "/etc/passwd",
+        "..",
+        "C:\\",
+        "%00",
+        "${HOME}",
+        "'; DROP TABLE records; --",
+        '" OR 1=1 --',
+        "NEAR(",
+        "AND",
+        "OR",
+        "NOT",
+        "*",
+        "^",
+        "title:",
+        "fts",
+        "a" * 300,
+        " ",
+    ]
+)
 TEXT = st.one_of(
     st.text(max_size=24),
     st.lists(st.one_of(NASTY, st.text(max_size=4), SURROGATES), max_size=6).map("".join),
 )
 FRONTMATTER_LIKE = st.builds(
-    lambda fields, body, crlf: (("---\n" + "\n".join(f"{k}: {v}" for k, v in fields) + "\n---\n" + body)
-                                .replace("\n", "\r\n" if crlf else "\n")),
-    st.lists(st.tuples(st.sampled_from(["id", "scope", "session_id", "user_id", "title", "tags", "memory_key",
-                                        "content_hash", "metadata", "path", "expires", "kind"]),
-                       st.one_of(st.sampled_from(["global", "../../x", "[a, b]", "{x: 1}", "null", "other"]), TEXT)),
-             max_size=5),
-    TEXT, st.booleans())
-HUGE = st.sampled_from([
-    "a" * 1_000_000, "a" * 1_000_001, "😀" * 250_000, "😀" * 250_001, "word " * 150_000,
-    "---\n" * 200_000 + "x", ("line\n" * 199_999) + "end",
-])
-CONTENT = st.one_of(TEXT, FRONTMATTER_LIKE,
-                    st.builds(lambda a, b: a + "\r" if b else a + "\r\n\r\n", TEXT, st.booleans()))
+    lambda fields, body, crlf: ("---\n" + "\n".join(f"{k}: {v}" for k, v in fields) + "\n---\n" + body).replace(
+        "\n", "\r\n" if crlf else "\n"
+    ),
+    st.lists(
+        st.tuples(
+            st.sampled_from(
+                [
+                    "id",
+                    "scope",
+                    "session_id",
+                    "user_id",
+                    "title",
+                    "tags",
+                    "memory_key",
+                    "content_hash",
+                    "metadata",
+                    "path",
+                    "expires",
+                    "kind",
+                ]
+            ),
+            st.one_of(st.sampled_from(["global", "../../x", "[a, b]", "{x: 1}", "null", "other"]), TEXT),
+        ),
+        max_size=5,
+    ),
+    TEXT,
+    st.booleans(),
+)
+HUGE = st.sampled_from(
+    [
+        "a" * 1_000_000,
+        "a" * 1_000_001,
+        "😀" * 250_000,
+        "😀" * 250_001,
+        "word " * 150_000,
+        "---\n" * 200_000 + "x",
+        ("line\n" * 199_999) + "end",
+    ]
+)
+CONTENT = st.one_of(TEXT, FRONTMATTER_LIKE, st.builds(lambda a, b: a + "\r" if b else a + "\r\n\r\n", TEXT, st.booleans()))
 CONTENT_WITH_HUGE = st.one_of(CONTENT, HUGE)
 VALID_CONTENT = CONTENT.map(lambda s: re.sub("[\x00\ud800-\udfff]", "", s)).filter(str.strip)
 MAYBE = lambda s: st.one_of(st.none(), s)  # noqa: E731
@@ -71,15 +165,44 @@ MAYBE = lambda s: st.one_of(st.none(), s)  # noqa: E731
 def mostly(valid: st.SearchStrategy[Any], invalid: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
     """Valid about 19 times in 20, so that whole drafts are often accepted and their read-back is checked."""
     return st.integers(0, 19).flatmap(lambda i: invalid if i == 0 else valid)
+
+
 KEYS = st.one_of(st.sampled_from(["k", "team.standup", "user@example", "a:b", "x-1", "_"]), TEXT)
 JSONISH = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=True), TEXT),
-    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(TEXT, inner, max_size=3)), max_leaves=6)
+    st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=True), TEXT),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(TEXT, inner, max_size=3)),
+    max_leaves=6,
+)
 IDS = st.one_of(
     TEXT,
-    st.sampled_from(["../index", "../../outside/sentinel", "/etc/passwd", "..", ".", "", " ", "a/b", "a\\b",
-                     "records/../x", "é" * 200, "😀" * 70, "x" * 201, "x" * 200, ".hidden", "CON", "nul", "a\x00b",
-                     ".tmp-x", "x.md", "evil", "index.db", "\ud800", "a" * 255]),
+    st.sampled_from(
+        [
+            "../index",
+            "../../outside/sentinel",
+            "/etc/passwd",
+            "..",
+            ".",
+            "",
+            " ",
+            "a/b",
+            "a\\b",
+            "records/../x",
+            "é" * 200,
+            "😀" * 70,
+            "x" * 201,
+            "x" * 200,
+            ".hidden",
+            "CON",
+            "nul",
+            "a\x00b",
+            ".tmp-x",
+            "x.md",
+            "evil",
+            "index.db",
+            "\ud800",
+            "a" * 255,
+        ]
+    ),
 )
 
 
@@ -113,8 +236,19 @@ class Sandbox:
     def check(self) -> None:
         assert self.snapshot() == self.before, "something outside the root changed"
         assert not (self.outside / "dangling.md").exists(), "a symlink was followed out of the root"
-        allowed = {"records", "archive", "history", "events", "index.db", "index.db-wal", "index.db-shm", "index.db-journal", "MEMORY.md",
-                   "USER.md", ".lock"}
+        allowed = {
+            "records",
+            "archive",
+            "history",
+            "events",
+            "index.db",
+            "index.db-wal",
+            "index.db-shm",
+            "index.db-journal",
+            "MEMORY.md",
+            "USER.md",
+            ".lock",
+        }
         extra = {p.name for p in self.root.iterdir()} - allowed
         assert not extra, f"unexpected files in the root: {extra}"
         for p in (self.root / "records").iterdir():
@@ -152,19 +286,30 @@ def test_remember_with_generated_fields(tmp_path: Path, reliability_figures: dic
     reasons: dict[str, int] = {}
 
     SAFE = st.text(st.characters(exclude_categories=["Cs", "Cc"]), max_size=30)
+
     @fuzz(1500)
-    @given(content=mostly(VALID_CONTENT, CONTENT), title=MAYBE(mostly(SAFE, TEXT)),
-           kind=MAYBE(mostly(st.sampled_from(["fact", "Decision", "user preference", "x_1"]), TEXT)),
-           scope=MAYBE(mostly(st.sampled_from(["session", "project", "user", "global", "GLOBAL"]), TEXT)),
-           session_id=mostly(st.one_of(st.sampled_from(["s1", "s2"]), SAFE.filter(str.strip)), st.one_of(st.none(), TEXT)),
-           user_id=mostly(st.one_of(st.sampled_from(["u1"]), SAFE.filter(str.strip)), st.one_of(st.none(), TEXT)),
-           tags=st.lists(mostly(SAFE, TEXT), max_size=4),
-           memory_key=MAYBE(mostly(st.one_of(st.sampled_from(["k", "team.standup", "user@example", "a:b"]),
-                                             st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,20}", fullmatch=True)), KEYS)),
-           on_existing=mostly(st.sampled_from(["append", "replace", "skip"]), TEXT),
-           expires=MAYBE(mostly(st.sampled_from(["2099-01-01", "2099-01-01T00:00:00Z", "2099-12-31T23:59:59+02:00"]), TEXT)),
-           importance=MAYBE(mostly(st.floats(0, 1), st.one_of(st.floats(), st.integers(-2, 2)))),
-           metadata=MAYBE(st.dictionaries(TEXT, JSONISH, max_size=3)))
+    @given(
+        content=mostly(VALID_CONTENT, CONTENT),
+        title=MAYBE(mostly(SAFE, TEXT)),
+        kind=MAYBE(mostly(st.sampled_from(["fact", "Decision", "user preference", "x_1"]), TEXT)),
+        scope=MAYBE(mostly(st.sampled_from(["session", "project", "user", "global", "GLOBAL"]), TEXT)),
+        session_id=mostly(st.one_of(st.sampled_from(["s1", "s2"]), SAFE.filter(str.strip)), st.one_of(st.none(), TEXT)),
+        user_id=mostly(st.one_of(st.sampled_from(["u1"]), SAFE.filter(str.strip)), st.one_of(st.none(), TEXT)),
+        tags=st.lists(mostly(SAFE, TEXT), max_size=4),
+        memory_key=MAYBE(
+            mostly(
+                st.one_of(
+                    st.sampled_from(["k", "team.standup", "user@example", "a:b"]),
+                    st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,20}", fullmatch=True),
+                ),
+                KEYS,
+            )
+        ),
+        on_existing=mostly(st.sampled_from(["append", "replace", "skip"]), TEXT),
+        expires=MAYBE(mostly(st.sampled_from(["2099-01-01", "2099-01-01T00:00:00Z", "2099-12-31T23:59:59+02:00"]), TEXT)),
+        importance=MAYBE(mostly(st.floats(0, 1), st.one_of(st.floats(), st.integers(-2, 2)))),
+        metadata=MAYBE(st.dictionaries(TEXT, JSONISH, max_size=3)),
+    )
     def case(**kw: Any) -> None:
         counts["cases"] += 1
         try:
@@ -201,8 +346,13 @@ def test_remember_with_generated_fields(tmp_path: Path, reliability_figures: dic
     box.check()
     assert store.doctor().to_dict()["drift"] == {"missing_from_index": 0, "stale_in_index": 0, "orphaned_in_index": 0}
     assert counts["checked_exactly"] > 200, (counts, reasons)
-    reliability_figures.update(generated_cases=counts["cases"], accepted=counts["accepted"], rejected_typed=counts["rejected"],
-                               read_back_exactly=counts["checked_exactly"], failures=0)
+    reliability_figures.update(
+        generated_cases=counts["cases"],
+        accepted=counts["accepted"],
+        rejected_typed=counts["rejected"],
+        read_back_exactly=counts["checked_exactly"],
+        failures=0,
+    )
 
 
 def test_content_round_trips_byte_for_byte(tmp_path: Path, reliability_figures: dict[str, Any]) -> None:
@@ -250,10 +400,13 @@ def test_ids_and_keys_never_escape_the_root(tmp_path: Path, reliability_figures:
     @given(rid=IDS, key=KEYS, mode=st.sampled_from(["append", "replace", "skip"]), sid=MAYBE(TEXT))
     def case(rid: str, key: str, mode: Literal["append", "replace", "skip"], sid: str | None) -> None:
         counts["cases"] += 1
-        for call in (lambda: store.get(rid, session_id=sid), lambda: store.forget(rid, session_id=sid),
-                     lambda: store.remember(f"keyed write for {rid!r}", memory_key=key, on_existing=mode),
-                     lambda: store.remember("append to the symlinked record", memory_key="evil"),
-                     lambda: store.remember("append by id", memory_key=rid, on_existing=mode)):
+        for call in (
+            lambda: store.get(rid, session_id=sid),
+            lambda: store.forget(rid, session_id=sid),
+            lambda: store.remember(f"keyed write for {rid!r}", memory_key=key, on_existing=mode),
+            lambda: store.remember("append to the symlinked record", memory_key="evil"),
+            lambda: store.remember("append by id", memory_key=rid, on_existing=mode),
+        ):
             try:
                 result = call()
             except AgentMemoryError:
@@ -276,28 +429,58 @@ def test_read_arguments(tmp_path: Path, reliability_figures: dict[str, Any]) -> 
     box = Sandbox(tmp_path)
     store = MemoryStore(box.root, durable=False)
     for i in range(30):
-        store.remember(f"seed record {i} about quokkas and \"quotes\" and NEAR(x y)", tags=[f"t{i % 3}"],
-                       scope=["project", "session", "user", "global"][i % 4], session_id="s1", user_id="u1")
+        store.remember(
+            f'seed record {i} about quokkas and "quotes" and NEAR(x y)',
+            tags=[f"t{i % 3}"],
+            scope=["project", "session", "user", "global"][i % 4],
+            session_id="s1",
+            user_id="u1",
+        )
     counts = {"cases": 0}
     LIMITS = st.one_of(st.integers(-5, 1005), st.sampled_from([0, 1, 10, 1000, 1001, 2**63]))
     DATES = MAYBE(st.one_of(st.sampled_from(["2026-01-01", "9999-12-31T23:59:59Z", ""]), TEXT))
 
     @fuzz(1500)
-    @given(query=st.one_of(TEXT, st.sampled_from(['"', '""', "a OR", "NEAR(a b", "* *", "title:x", "-x", "AND AND",
-                                                   "quokkas", "x' OR '1'='1"])),
-           sid=MAYBE(TEXT), uid=MAYBE(TEXT), tags=st.lists(TEXT, max_size=3),
-           scope=MAYBE(st.one_of(st.sampled_from(["session", "user", "project", "global"]), TEXT,
-                                 st.lists(st.sampled_from(["session", "user", "bogus"]), max_size=2))),
-           kind=MAYBE(st.one_of(TEXT, st.lists(TEXT, max_size=2))), limit=LIMITS, after=DATES, before=DATES,
-           budget=st.one_of(st.integers(-3, 3000), st.just(10**9)))
-    def case(query: str, sid: Any, uid: Any, tags: list[str], scope: Any, kind: Any, limit: int, after: Any,
-             before: Any, budget: int) -> None:
+    @given(
+        query=st.one_of(
+            TEXT, st.sampled_from(['"', '""', "a OR", "NEAR(a b", "* *", "title:x", "-x", "AND AND", "quokkas", "x' OR '1'='1"])
+        ),
+        sid=MAYBE(TEXT),
+        uid=MAYBE(TEXT),
+        tags=st.lists(TEXT, max_size=3),
+        scope=MAYBE(
+            st.one_of(
+                st.sampled_from(["session", "user", "project", "global"]),
+                TEXT,
+                st.lists(st.sampled_from(["session", "user", "bogus"]), max_size=2),
+            )
+        ),
+        kind=MAYBE(st.one_of(TEXT, st.lists(TEXT, max_size=2))),
+        limit=LIMITS,
+        after=DATES,
+        before=DATES,
+        budget=st.one_of(st.integers(-3, 3000), st.just(10**9)),
+    )
+    def case(
+        query: str, sid: Any, uid: Any, tags: list[str], scope: Any, kind: Any, limit: int, after: Any, before: Any, budget: int
+    ) -> None:
         counts["cases"] += 1
         calls: list[Callable[[], Any]] = [
-            lambda: store.search(query, session_id=sid, user_id=uid, tags=tags, scope=scope, kind=kind, limit=limit,
-                                 created_after=after, updated_before=before, trace=True),
-            lambda: store.list(session_id=sid, user_id=uid, tags=tags, scope=scope, kind=kind, limit=limit,
-                               updated_after=after, created_before=before),
+            lambda: store.search(
+                query,
+                session_id=sid,
+                user_id=uid,
+                tags=tags,
+                scope=scope,
+                kind=kind,
+                limit=limit,
+                created_after=after,
+                updated_before=before,
+                trace=True,
+            ),
+            lambda: store.list(
+                session_id=sid, user_id=uid, tags=tags, scope=scope, kind=kind, limit=limit, updated_after=after, created_before=before
+            ),
             lambda: inject(store, budget, session_id=sid, user_id=uid),
         ]
         for call in calls:
@@ -320,27 +503,49 @@ def test_tool_arguments(tmp_path: Path, reliability_figures: dict[str, Any]) -> 
     toolset = memory_toolset(provider, FOREGROUND, session_id="s1", user_id="u1")
     tools, functions = toolset.tools, plain_tools(toolset)
     counts = {"cases": 0, "ok": 0, "retry": 0, "invalid": 0}
-    VALUE = st.one_of(TEXT, st.integers(-2**40, 2**40), st.floats(), st.booleans(), st.none(),
-                      st.lists(TEXT, max_size=3), st.sampled_from([seeded.id, "evil", "../outside/sentinel", 0, -1, 10**12]))
-    INT = mostly(st.one_of(st.integers(-3, 60), st.integers(-2**40, 2**40)), VALUE)
+    VALUE = st.one_of(
+        TEXT,
+        st.integers(-(2**40), 2**40),
+        st.floats(),
+        st.booleans(),
+        st.none(),
+        st.lists(TEXT, max_size=3),
+        st.sampled_from([seeded.id, "evil", "../outside/sentinel", 0, -1, 10**12]),
+    )
+    INT = mostly(st.one_of(st.integers(-3, 60), st.integers(-(2**40), 2**40)), VALUE)
     STR = mostly(TEXT, VALUE)
     STRS = mostly(MAYBE(st.lists(TEXT, max_size=3)), VALUE)
     IDV = mostly(st.one_of(st.sampled_from([seeded.id, "evil", "dangling", "../outside/sentinel"]), IDS), VALUE)
     ARGS = {
         "memory_search": {"query": mostly(st.one_of(TEXT, st.just("otters")), VALUE), "tags": STRS, "limit": INT},
         "memory_get": {"id": IDV, "line_start": MAYBE(INT), "line_end": MAYBE(INT)},
-        "memory_list": {"tags": STRS, "kind": MAYBE(STR), "limit": INT,
-                        "scope": mostly(st.sampled_from(["session", "user", "project", "global", None]), VALUE)},
-        "memory_remember": {"content": mostly(CONTENT, VALUE), "title": MAYBE(STR), "kind": MAYBE(STR),
-                            "scope": mostly(st.sampled_from(["session", "project", "user", "global", None]), VALUE),
-                            "tags": STRS, "memory_key": MAYBE(mostly(KEYS, VALUE)),
-                            "on_existing": mostly(st.sampled_from(["append", "replace", "skip"]), VALUE)},
+        "memory_list": {
+            "tags": STRS,
+            "kind": MAYBE(STR),
+            "limit": INT,
+            "scope": mostly(st.sampled_from(["session", "user", "project", "global", None]), VALUE),
+        },
+        "memory_remember": {
+            "content": mostly(CONTENT, VALUE),
+            "title": MAYBE(STR),
+            "kind": MAYBE(STR),
+            "scope": mostly(st.sampled_from(["session", "project", "user", "global", None]), VALUE),
+            "tags": STRS,
+            "memory_key": MAYBE(mostly(KEYS, VALUE)),
+            "on_existing": mostly(st.sampled_from(["append", "replace", "skip"]), VALUE),
+        },
         "memory_forget": {"id": IDV},
     }
     REQUIRED = {"memory_search": "query", "memory_get": "id", "memory_remember": "content", "memory_forget": "id"}
-    CALL = st.sampled_from(sorted(ARGS)).flatmap(lambda name: st.tuples(st.just(name), st.fixed_dictionaries(
-        {k: v for k, v in ARGS[name].items() if k == REQUIRED.get(name)},
-        optional={k: v for k, v in ARGS[name].items() if k != REQUIRED.get(name)})))
+    CALL = st.sampled_from(sorted(ARGS)).flatmap(
+        lambda name: st.tuples(
+            st.just(name),
+            st.fixed_dictionaries(
+                {k: v for k, v in ARGS[name].items() if k == REQUIRED.get(name)},
+                optional={k: v for k, v in ARGS[name].items() if k != REQUIRED.get(name)},
+            ),
+        )
+    )
 
     @fuzz(2000)
     @given(call=CALL, extra=mostly(st.just({}), st.dictionaries(TEXT, VALUE, max_size=1)))
@@ -368,8 +573,9 @@ def test_tool_arguments(tmp_path: Path, reliability_figures: dict[str, Any]) -> 
     finally:
         loop.close()
     box.check()
-    reliability_figures.update(generated_cases=counts["cases"], ok=counts["ok"], model_retry=counts["retry"],
-                               schema_rejected=counts["invalid"], failures=0)
+    reliability_figures.update(
+        generated_cases=counts["cases"], ok=counts["ok"], model_retry=counts["retry"], schema_rejected=counts["invalid"], failures=0
+    )
 
 
 def test_planted_symlinks_are_never_followed(tmp_path: Path, reliability_figures: dict[str, Any]) -> None:
@@ -377,8 +583,13 @@ def test_planted_symlinks_are_never_followed(tmp_path: Path, reliability_figures
     box = Sandbox(tmp_path)
     root, out = box.root, box.outside
     (root / "archive").mkdir()
-    links = {"MEMORY.md": "memory-target.md", "USER.md": "sentinel.md", "index.db": "index-target.db",
-             "index.db-wal": "wal-target", ".lock": "lock-target"}
+    links = {
+        "MEMORY.md": "memory-target.md",
+        "USER.md": "sentinel.md",
+        "index.db": "index-target.db",
+        "index.db-wal": "wal-target",
+        ".lock": "lock-target",
+    }
     for name, target in links.items():
         os.symlink(out / target, root / name)
     box.before = box.snapshot()
@@ -420,8 +631,21 @@ def test_drafts_from_json(tmp_path: Path, reliability_figures: dict[str, Any]) -
     """MemoryDraft.from_dict with generated JSON objects (the import/capture path): a draft or a typed error; remember_many(on_error='skip') never raises on bad drafts."""
     store = MemoryStore(tmp_path / "mem", durable=False)
     counts = {"cases": 0}
-    FIELDS = ["content", "title", "kind", "scope", "session_id", "user_id", "tags", "memory_key", "on_existing",
-              "expires", "importance", "metadata", "bogus"]
+    FIELDS = [
+        "content",
+        "title",
+        "kind",
+        "scope",
+        "session_id",
+        "user_id",
+        "tags",
+        "memory_key",
+        "on_existing",
+        "expires",
+        "importance",
+        "metadata",
+        "bogus",
+    ]
 
     @fuzz(600)
     @given(st.dictionaries(st.sampled_from(FIELDS), st.one_of(CONTENT, JSONISH), max_size=6))
@@ -449,8 +673,14 @@ def test_parse_never_crashes_on_generated_files(reliability_figures: dict[str, A
     counts = {"cases": 0}
 
     @fuzz(2000)
-    @given(text=st.one_of(FRONTMATTER_LIKE, TEXT, st.builds(lambda a, b: f"---\n{a}\n---\n{b}", TEXT, TEXT),
-                          st.builds(lambda a: "---\n{" + a + "\n---\nbody", TEXT)))
+    @given(
+        text=st.one_of(
+            FRONTMATTER_LIKE,
+            TEXT,
+            st.builds(lambda a, b: f"---\n{a}\n---\n{b}", TEXT, TEXT),
+            st.builds(lambda a: "---\n{" + a + "\n---\nbody", TEXT),
+        )
+    )
     def case(text: str) -> None:
         counts["cases"] += 1
         text = text.encode("utf-8", "replace").decode("utf-8")  # what load_file hands over

@@ -90,8 +90,9 @@ READER = textwrap.dedent("""
 
 def _spawn(code: str, *args: Any) -> subprocess.Popen[str]:
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
-    return subprocess.Popen([sys.executable, "-c", code, *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
 
 
 def _files_on_disk(root: Path) -> dict[str, Any]:
@@ -146,8 +147,10 @@ def test_eight_processes_write_and_read_concurrently(tmp_path: Path, reliability
     assert not any("locked" in e for e in errors)
 
     files = _files_on_disk(root)
-    by_hash = collections.Counter((r.content_hash, r.scope, r.session_id if r.scope.value == "session" else None,
-                                   r.user_id if r.scope.value == "user" else None) for r in files.values())
+    by_hash = collections.Counter(
+        (r.content_hash, r.scope, r.session_id if r.scope.value == "session" else None, r.user_id if r.scope.value == "user" else None)
+        for r in files.values()
+    )
     assert max(by_hash.values()) == 1, "duplicate record file"
 
     # every unique remember is a created record holding exactly its content
@@ -184,9 +187,16 @@ def test_eight_processes_write_and_read_concurrently(tmp_path: Path, reliability
     lat = sorted(x for r in reads for x in r["lat"])
     p95 = lat[int(len(lat) * 0.95)]
     reliability_figures.update(
-        processes=WRITERS + READERS, writes=WRITERS * WRITES_PER_WRITER, appended_lines=len(appended),
-        records=len(files), reader_ops=len(lat), read_p95_s=round(p95, 3), read_max_s=round(lat[-1], 3),
-        seconds=round(elapsed, 1), failures=len(errors))
+        processes=WRITERS + READERS,
+        writes=WRITERS * WRITES_PER_WRITER,
+        appended_lines=len(appended),
+        records=len(files),
+        reader_ops=len(lat),
+        read_p95_s=round(p95, 3),
+        read_max_s=round(lat[-1], 3),
+        seconds=round(elapsed, 1),
+        failures=len(errors),
+    )
     # Readers never queue behind the writers' lock: a read op (search + 2 gets + list) stays fast
     # while 8 processes write. (Before the fix, readers rescanned under the write lock: seconds per op.)
     assert p95 < 1.0, f"reads starved by writers: p95 {p95:.2f}s, max {lat[-1]:.2f}s over {len(lat)} ops"
@@ -264,7 +274,6 @@ def test_same_content_from_many_processes_is_one_file(tmp_path: Path, reliabilit
     assert len(list((root / "records").glob("*.md"))) == 40
     _assert_index_agrees(root)
     reliability_figures.update(processes=6, writes=240, records=40, failures=0)
-
 
 
 def test_many_first_uses_of_a_new_root_at_once(tmp_path: Path, reliability_figures: dict[str, Any]) -> None:

@@ -73,7 +73,7 @@ WRITER = textwrap.dedent("""
 def _raw_frontmatter(path: Path) -> dict[str, Any]:
     text = path.read_text(encoding="utf-8")
     assert text.startswith("---\n"), f"{path.name}: no frontmatter (partial file?)"
-    header = text[4:text.index("\n---\n")]
+    header = text[4 : text.index("\n---\n")]
     return yaml.safe_load(header)
 
 
@@ -104,7 +104,7 @@ def test_sigkill_writer_at_random_moments(tmp_path: Path, reliability_figures: d
     MemoryStore(root).close()
     rng = random.Random(20261122)
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
-    acked_created: dict[str, str] = {}       # id -> content hash
+    acked_created: dict[str, str] = {}  # id -> content hash
     forgotten: set[str] = set()
     forgetting: set[str] = set()
     acked_lines: list[str] = []
@@ -117,8 +117,7 @@ def test_sigkill_writer_at_random_moments(tmp_path: Path, reliability_figures: d
                 Path(f"{root}/index.db{suffix}").unlink(missing_ok=True)
         out_path = tmp_path / f"round{rnd}.out"
         with open(out_path, "w") as out:
-            proc = subprocess.Popen([sys.executable, "-c", WRITER, str(root), str(rnd)], stdout=out,
-                                    stderr=subprocess.PIPE, env=env)
+            proc = subprocess.Popen([sys.executable, "-c", WRITER, str(root), str(rnd)], stdout=out, stderr=subprocess.PIPE, env=env)
             if rebuild:
                 time.sleep(rng.uniform(0.15, 0.5))  # interpreter start-up + part of the rebuild
                 kill_in_rebuild += "ready" not in out_path.read_text()
@@ -191,6 +190,14 @@ def test_sigkill_writer_at_random_moments(tmp_path: Path, reliability_figures: d
         assert temps_after == 0, "orphaned temp files survive the repairing open"
 
     assert writes > ROUNDS * 5, "the writer barely wrote anything before being killed: the test is not testing"
-    reliability_figures.update(rounds=ROUNDS, kills=ROUNDS, kills_during_rebuild=kill_in_rebuild, writes=writes,
-                               acknowledged_records=len(acked_created), acknowledged_appends=len(acked_lines),
-                               rounds_needing_repair=drift_rounds, orphan_temp_files_cleaned=temps_seen, failures=0)
+    reliability_figures.update(
+        rounds=ROUNDS,
+        kills=ROUNDS,
+        kills_during_rebuild=kill_in_rebuild,
+        writes=writes,
+        acknowledged_records=len(acked_created),
+        acknowledged_appends=len(acked_lines),
+        rounds_needing_repair=drift_rounds,
+        orphan_temp_files_cleaned=temps_seen,
+        failures=0,
+    )

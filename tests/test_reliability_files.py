@@ -35,14 +35,19 @@ def _store(root: Path, **kw: Any) -> MemoryStore:
     return MemoryStore(root, durable=False, **kw)
 
 
-def _everything_visible(store: MemoryStore, user_id: str | None = None, session_id: str | None = None,
-                        memory_md: bool = True) -> str:
+def _everything_visible(store: MemoryStore, user_id: str | None = None, session_id: str | None = None, memory_md: bool = True) -> str:
     """Every read a caller has, joined: search, list, inject and (unless told not to) MEMORY.md."""
     hits = store.search(f"{SECRET} koala", user_id=user_id, session_id=session_id, limit=50).hits
     listed = store.list(user_id=user_id, session_id=session_id, limit=None)
     block = inject(store, 5000, user_id=user_id, session_id=session_id)
-    return " ".join([*(h.snippet + h.id for h in hits), *(r.content for r in listed), str(block.to_dict()),
-                     (store.root / "MEMORY.md").read_text() if memory_md else ""])
+    return " ".join(
+        [
+            *(h.snippet + h.id for h in hits),
+            *(r.content for r in listed),
+            str(block.to_dict()),
+            (store.root / "MEMORY.md").read_text() if memory_md else "",
+        ]
+    )
 
 
 MALFORMED = {
@@ -56,7 +61,7 @@ MALFORMED = {
     "importance-inf": "---\nimportance: .inf\n---\n",
     "importance-text": "---\nimportance: high\n---\n",
     "nested-deep-flow": "---\nx: " + "[" * 5000 + "]" * 5000 + "\n---\n",
-    "nested-deep-json": "---\n{\"x\": " + "[" * 100000 + "]" * 100000 + "}\n---\n",
+    "nested-deep-json": '---\n{"x": ' + "[" * 100000 + "]" * 100000 + "}\n---\n",
     "nested-deep-block": "---\n" + "".join(" " * i + f"k{i}:\n" for i in range(200)) + "---\n",
     "scope-unknown": "---\nscope: plutoniumkoala\n---\n",  # the error never echoes the value
     "scope-list": "---\nscope: [user]\n---\n",
@@ -145,9 +150,9 @@ PRIVATE = {
     "crlf": "---\r\nscope: user\r\nuser_id: bob\r\n---\r\n{body}\r\n",
     "cr-only": "---\rscope: user\ruser_id: bob\r---\r{body}\r",
     "bom-crlf-blank": "\ufeff\r\n---  \r\nscope: user\r\nuser_id: bob\r\n---\r\n{body}\r\n",
-    "toml": "+++\nscope = \"user\"\nuser_id = \"bob\"\n+++\n{body}\n",
-    "json-braces": "{{\n\"scope\": \"user\", \"user_id\": \"bob\"\n}}\n{body}\n",
-    "json-in-fences": "---\n{{\"scope\": \"user\", \"user_id\": \"bob\"}}\n---\n{body}\n",
+    "toml": '+++\nscope = "user"\nuser_id = "bob"\n+++\n{body}\n',
+    "json-braces": '{{\n"scope": "user", "user_id": "bob"\n}}\n{body}\n',
+    "json-in-fences": '---\n{{"scope": "user", "user_id": "bob"}}\n---\n{body}\n',
     "scope-capitalised": "---\nScope: user\nUser_ID: bob\n---\n{body}\n",
     "scope-upper-value": "---\nscope: USER\nuser_id: bob\n---\n{body}\n",
     "camel-case": "---\nscope: user\nuserId: bob\n---\n{body}\n",
@@ -189,7 +194,7 @@ def test_expiry_with_an_offset_is_compared_as_one_utc_instant(tmp_path: Path, of
     expired = (now - dt.timedelta(hours=1)).astimezone(tz).isoformat()
     live = (now + dt.timedelta(hours=1)).astimezone(tz).isoformat()
     gone = store.remember("expired koala walnut", expires=live)  # a past expiry is refused on write, so the
-    path = Path(gone.path)                                        # expired one comes from a hand edit
+    path = Path(gone.path)  # expired one comes from a hand edit
     text = path.read_text(encoding="utf-8")
     path.write_text(re.sub(r"(?m)^expires: .*$", f"expires: '{expired}'", text), encoding="utf-8")
     kept = store.remember("live koala chestnut", expires=live)
@@ -269,8 +274,7 @@ def test_killed_reindex_leaves_readers_served_and_is_cleaned_up(tmp_path: Path, 
 def _unshare_available() -> bool:
     if not shutil.which("unshare") or os.geteuid() != 0:
         return False
-    probe = subprocess.run(["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt && umount /mnt"],
-                           capture_output=True)
+    probe = subprocess.run(["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt && umount /mnt"], capture_output=True)
     return probe.returncode == 0
 
 

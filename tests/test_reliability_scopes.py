@@ -35,8 +35,11 @@ def may_see(scope: str, sid: str, uid: str, caller: tuple[str | None, str | None
     """The visibility table of DESIGN.md, written independently of the library."""
     csid, cuid = caller
     # a session record belongs to its session and, when it names one, to its user
-    return (scope in ("project", "global") or (scope == "session" and sid == csid and (uid is None or uid == cuid))
-            or (scope == "user" and uid == cuid))
+    return (
+        scope in ("project", "global")
+        or (scope == "session" and sid == csid and (uid is None or uid == cuid))
+        or (scope == "user" and uid == cuid)
+    )
 
 
 def _ids_in(text: str, known: set[str]) -> set[str]:
@@ -59,8 +62,14 @@ def test_every_read_path_respects_scope(tmp_path: Path, reliability_figures: dic
         made: dict[str, tuple[str, str, str, str]] = {}
         for i, (scope, sid, uid) in enumerate(records):
             token = f"tok{i}q"
-            r = store.remember(f"zeppelin hangar note {i}: {token} was decided", scope=scope, session_id=sid,
-                               user_id=uid, tags=["zep"], title=f"note {i} {token}")
+            r = store.remember(
+                f"zeppelin hangar note {i}: {token} was decided",
+                scope=scope,
+                session_id=sid,
+                user_id=uid,
+                tags=["zep"],
+                title=f"note {i} {token}",
+            )
             made[r.id] = (scope, sid, uid, token)
         counts["records"] += len(made)
         all_ids = set(made)
@@ -91,8 +100,7 @@ def test_every_read_path_respects_scope(tmp_path: Path, reliability_figures: dic
             assert {r.id for r in store.list(limit=None, **who)} == visible
             assert {r.id for r in store.list(limit=None, tags=["zep"], **who)} == visible
             for scope in ("session", "user", "project", "global"):
-                assert {r.id for r in store.list(limit=None, scope=scope, **who)} == {
-                    r for r in visible if made[r][0] == scope}
+                assert {r.id for r in store.list(limit=None, scope=scope, **who)} == {r for r in visible if made[r][0] == scope}
             # inject (the core block is a read path too)
             block = inject(store, 100_000, **who)
             assert _ids_in(block.text, all_ids) == visible
@@ -134,8 +142,13 @@ def test_every_read_path_respects_scope(tmp_path: Path, reliability_figures: dic
         case()
     finally:
         loop.close()
-    reliability_figures.update(generated_cases=counts["cases"], records=counts["records"],
-                               visible_checks=counts["visible"], hidden_checks=counts["hidden"], failures=0)
+    reliability_figures.update(
+        generated_cases=counts["cases"],
+        records=counts["records"],
+        visible_checks=counts["visible"],
+        hidden_checks=counts["hidden"],
+        failures=0,
+    )
 
 
 async def test_main_model_sees_only_the_callers_memory(tmp_path: Path, reliability_figures: dict[str, Any]) -> None:
@@ -154,8 +167,7 @@ async def test_main_model_sees_only_the_callers_memory(tmp_path: Path, reliabili
             seen.append(repr(messages) + repr(info.instructions))
             return ModelResponse(parts=[TextPart("ok")])
 
-        memory = MemoryCapability(provider, session_id=caller[0], user_id=caller[1], background_capture=False,
-                                  capture=False)
+        memory = MemoryCapability(provider, session_id=caller[0], user_id=caller[1], background_capture=False, capture=False)
         agent = Agent(FunctionModel(main_model), capabilities=[memory])
         await agent.run("what about the zeppelin hangar?")
         visible = {rid for rid, (scope, sid, uid) in made.items() if may_see(scope, sid, uid, caller)}
@@ -171,8 +183,7 @@ def test_keyed_writes_stay_in_their_partition(tmp_path: Path, reliability_figure
     ids: dict[tuple[str, str | None, str | None], set[str]] = {}
     for scope, sid, uid in owners:
         for n in range(3):
-            r = store.remember(f"line {n} of {scope} {sid} {uid}", scope=scope, session_id=sid, user_id=uid,
-                               memory_key="shared.key")
+            r = store.remember(f"line {n} of {scope} {sid} {uid}", scope=scope, session_id=sid, user_id=uid, memory_key="shared.key")
             ids.setdefault((scope, sid, uid), set()).add(r.id)
     assert all(len(v) == 1 for v in ids.values())
     assert len({next(iter(v)) for v in ids.values()}) == len(owners)
@@ -196,8 +207,14 @@ def test_keyed_and_capture_writes_never_cross_a_partition(tmp_path: Path, reliab
                 for mode in ("append", "replace"):
                     for source in ("tool", "turn_capture"):
                         before = Path(r.path).read_bytes()
-                        draft = MemoryDraft(f"{writer} {source} {mode} {key} to {target}", scope=writer[0],
-                                            session_id=writer[1], user_id=writer[2], memory_key=key, on_existing=mode)
+                        draft = MemoryDraft(
+                            f"{writer} {source} {mode} {key} to {target}",
+                            scope=writer[0],
+                            session_id=writer[1],
+                            user_id=writer[2],
+                            memory_key=key,
+                            on_existing=mode,
+                        )
                         out = store.remember_many([draft], source=source)[0]
                         attempts += 1
                         if writer != target or source == "turn_capture":  # another partition, or capture vs a tool record
@@ -252,8 +269,9 @@ def test_session_logs_and_episodes_respect_scope(tmp_path: Path, reliability_fig
             provider = MemoryProvider(Path(tempfile.mkdtemp(dir=tmp_path)), durable=False)
         episodes: dict[str, tuple[str, str | None]] = {}
         for i, (sid, uid) in enumerate(owners):
-            loop.run_until_complete(provider.log_messages([{"role": "user", "text": f"zeppelin hangar plan {i}"}],
-                                                          session_id=sid, user_id=uid))
+            loop.run_until_complete(
+                provider.log_messages([{"role": "user", "text": f"zeppelin hangar plan {i}"}], session_id=sid, user_id=uid)
+            )
             ep = loop.run_until_complete(provider.record_episode(f"zeppelin hangar run {i}", session_id=sid, user_id=uid))
             episodes[ep.id] = (sid, uid)
         for caller in callers:
@@ -271,8 +289,7 @@ def test_session_logs_and_episodes_respect_scope(tmp_path: Path, reliability_fig
                         loop.run_until_complete(provider.session(sid, **who))
             eps = loop.run_until_complete(provider.episodes(limit=50, **who))
             seen = {e.id for e in eps}
-            want_eps = {eid for eid, (sid, uid) in episodes.items()
-                        if may_see("user" if uid else "session", sid, uid, caller)}  # type: ignore[arg-type]
+            want_eps = {eid for eid, (sid, uid) in episodes.items() if may_see("user" if uid else "session", sid, uid, caller)}  # type: ignore[arg-type]
             assert seen == want_eps, (caller, seen, want_eps)
             for eid in set(episodes) - want_eps:
                 with pytest.raises(NotFoundError):

@@ -43,7 +43,7 @@ def needles(sample: str) -> set[bytes]:
         flat = "".join(line for line in span.split("\n") if not line.startswith("-----"))
         n = min(WINDOW, len(flat))  # a short secret (a PIN) is its own needle
         for start in range(0, len(flat) - n + 1, 3):
-            out.add(flat[start:start + n].lower().encode())
+            out.add(flat[start : start + n].lower().encode())
     assert out, f"no needle for {sample[:20]!r}"
     return out
 
@@ -89,8 +89,7 @@ async def test_remember_and_tools_store_no_secret(tmp_path: Path, reliability_fi
     tools = plain_tools(memory_toolset(provider, CAPTURE, session_id="s1"))
     refused = written = 0
     for n, sample in enumerate(SECRET_SAMPLES):
-        attempts: list[dict[str, Any]] = [
-            {"content": text} for text in corpus_texts(sample)] + [
+        attempts: list[dict[str, Any]] = [{"content": text} for text in corpus_texts(sample)] + [
             {"content": f"note {n} with a secret title", "title": f"creds {sample}"},
             {"content": f"note {n} with secret tags", "tags": ["ops", sample]},
             {"content": f"note {n} with a secret kind", "kind": sample},
@@ -107,8 +106,12 @@ async def test_remember_and_tools_store_no_secret(tmp_path: Path, reliability_fi
             except AgentMemoryError:
                 refused += 1
         store.remember_many([MemoryDraft(f"batch {n}.{i}: {text}") for i, text in enumerate(corpus_texts(sample))])
-        for args in ({"content": f"tool says {sample}"}, {"content": f"tool note {n}", "title": sample},
-                     {"content": f"tool tags {n}", "tags": [sample]}, {"content": f"tool key {n}", "memory_key": sample}):
+        for args in (
+            {"content": f"tool says {sample}"},
+            {"content": f"tool note {n}", "title": sample},
+            {"content": f"tool tags {n}", "tags": [sample]},
+            {"content": f"tool key {n}", "memory_key": sample},
+        ):
             try:
                 await tools["memory_remember"](**args)
                 written += 1
@@ -119,7 +122,6 @@ async def test_remember_and_tools_store_no_secret(tmp_path: Path, reliability_fi
     assert leaks(root) == {}
     assert refused > 0 and written > 8 * len(SECRET_SAMPLES)
     reliability_figures.update(secrets=len(SECRET_SAMPLES), writes=written, refused=refused, failures=0)
-
 
 
 @pytest.mark.parametrize("via", ["offline", "scripted", "extractor"])
@@ -136,22 +138,26 @@ async def test_capture_stores_no_secret(tmp_path: Path, via: str, reliability_fi
         seen = [s for s in SECRET_SAMPLES if s.split("\n")[0] in repr(messages) or s in str(messages)]
         parts = []
         for i, s in enumerate(seen or SECRET_SAMPLES[:1]):
-            parts.append(ToolCallPart("memory_remember", {"content": f"The user shared {s}", "title": f"cred {s}"},
-                                      tool_call_id=f"a{i}"))
-            parts.append(ToolCallPart("memory_remember", {"content": f"tagged {i}", "tags": [s], "memory_key": f"k{i}"},
-                                      tool_call_id=f"b{i}"))
+            parts.append(ToolCallPart("memory_remember", {"content": f"The user shared {s}", "title": f"cred {s}"}, tool_call_id=f"a{i}"))
+            parts.append(
+                ToolCallPart("memory_remember", {"content": f"tagged {i}", "tags": [s], "memory_key": f"k{i}"}, tool_call_id=f"b{i}")
+            )
         return ModelResponse(parts=parts)
 
     def extractor(ctx: Any) -> list[Any]:
         first = ctx.transcript.split("\n")[0]
-        return [{"content": ctx.transcript, "title": first if len(first) <= 200 else "long turn",
-                 "metadata": {"raw": ctx.transcript, "turn": {"input": ctx.input, "output": [ctx.output]}}},
-                ctx.transcript]
+        return [
+            {
+                "content": ctx.transcript,
+                "title": first if len(first) <= 200 else "long turn",
+                "metadata": {"raw": ctx.transcript, "turn": {"input": ctx.input, "output": [ctx.output]}},
+            },
+            ctx.transcript,
+        ]
 
     providers = {
         "offline": MemoryProvider(root, durable=False),
-        "scripted": MemoryProvider(root, durable=False,
-                                   profile=load_profile("offline").with_models(capture=FunctionModel(greedy))),
+        "scripted": MemoryProvider(root, durable=False, profile=load_profile("offline").with_models(capture=FunctionModel(greedy))),
         "extractor": MemoryProvider(root, durable=False, turn_extractor=extractor, compaction_extractor=extractor),
     }
     for _name, provider in [(via, providers[via])]:
@@ -161,8 +167,10 @@ async def test_capture_stores_no_secret(tmp_path: Path, via: str, reliability_fi
                 counts["captures"] += 1
                 counts["written"] += len(result.ids)
             result = await provider.capture_before_compaction(
-                [{"role": "user", "content": f"remember that the vault uses {sample}"},
-                 {"role": "assistant", "content": f"ok, {sample}"}], f"summary mentioning {sample}", session_id="s1")
+                [{"role": "user", "content": f"remember that the vault uses {sample}"}, {"role": "assistant", "content": f"ok, {sample}"}],
+                f"summary mentioning {sample}",
+                session_id="s1",
+            )
             counts["captures"] += 1
             counts["written"] += len(result.ids)
         # capture in the background, as MemoryCapability does by default
@@ -174,8 +182,7 @@ async def test_capture_stores_no_secret(tmp_path: Path, via: str, reliability_fi
     else:
         assert counts["written"] > 10, counts  # capture did write memories (redacted, or the secret-free ones)
     assert leaks(root) == {}
-    reliability_figures.update(secrets=len(SECRET_SAMPLES), captures=counts["captures"], records_written=counts["written"],
-                               failures=0)
+    reliability_figures.update(secrets=len(SECRET_SAMPLES), captures=counts["captures"], records_written=counts["written"], failures=0)
 
 
 def test_shipped_corpus_secrets_never_reach_disk_and_lookalikes_read_back_exactly(
@@ -212,9 +219,9 @@ def test_shipped_corpus_secrets_never_reach_disk_and_lookalikes_read_back_exactl
         for secret in map(str, case["secrets"]):
             at = text.find(secret)
             if len(secret) >= 24:
-                out.append(secret[len(secret) // 2:])
+                out.append(secret[len(secret) // 2 :])
             else:
-                out.append(secret if len(secret) >= 10 else text[max(0, at - 4):at + len(secret)])
+                out.append(secret if len(secret) >= 10 else text[max(0, at - 4) : at + len(secret)])
         return out
 
     leaked = set()

@@ -30,8 +30,14 @@ def _populate(root: Path) -> dict[str, tuple[str, str, str | None, str | None]]:
         scope = rng.choice(["project", "global", "session", "user"])
         sid, uid = f"s{i % 3}", f"u{i % 2}"
         token = f"heal{i}tok"
-        r = store.remember(f"record {i} about the {token} subsystem\nand a second line", scope=scope, session_id=sid,
-                           user_id=uid, tags=["heal", f"t{i % 5}"], kind="fact" if i % 2 else "decision")
+        r = store.remember(
+            f"record {i} about the {token} subsystem\nand a second line",
+            scope=scope,
+            session_id=sid,
+            user_id=uid,
+            tags=["heal", f"t{i % 5}"],
+            kind="fact" if i % 2 else "decision",
+        )
         made[r.id] = (token, scope, sid, uid)
     store.close()
     return made
@@ -44,8 +50,10 @@ def _assert_complete(store: MemoryStore, made: dict[str, tuple[str, str, str | N
         assert store.get(rid, session_id=sid, user_id=uid).id == rid
     assert store.index.count() == len(made)
     assert len(store.list(limit=None, tags=["heal"], session_id="s0", user_id="u0")) == sum(
-        1 for (_, sc, sid, uid) in made.values() if sc in ("project", "global") or ((sc, sid) == ("session", "s0") and uid in (None, "u0"))
-        or (sc, uid) == ("user", "u0"))
+        1
+        for (_, sc, sid, uid) in made.values()
+        if sc in ("project", "global") or ((sc, sid) == ("session", "s0") and uid in (None, "u0")) or (sc, uid) == ("user", "u0")
+    )
     report = store.doctor()
     assert report.ok, report.to_dict()
 
@@ -90,7 +98,7 @@ def _pages_garbage(db: Path) -> None:
     page = int.from_bytes(data[16:18], "big") or 65536
     rng = random.Random(3)
     for start in range(page, len(data), page):
-        data[start:start + page] = rng.randbytes(min(page, len(data) - start))
+        data[start : start + page] = rng.randbytes(min(page, len(data) - start))
     db.write_bytes(bytes(data))
 
 
@@ -104,9 +112,15 @@ def _zeros(db: Path) -> None:
 
 
 DAMAGE: dict[str, Callable[[Path], None]] = {
-    "deleted": _delete, "truncated_to_zero": _truncate_zero, "truncated_to_half": _truncate_half,
-    "truncated_inside_header": _truncate_header, "random_bytes": _garbage, "text": _text_garbage,
-    "header_then_garbage": _header_then_garbage, "pages_overwritten": _pages_garbage, "wal_and_shm_garbage": _wal_garbage,
+    "deleted": _delete,
+    "truncated_to_zero": _truncate_zero,
+    "truncated_to_half": _truncate_half,
+    "truncated_inside_header": _truncate_header,
+    "random_bytes": _garbage,
+    "text": _text_garbage,
+    "header_then_garbage": _header_then_garbage,
+    "pages_overwritten": _pages_garbage,
+    "wal_and_shm_garbage": _wal_garbage,
     "zero_filled": _zeros,
 }
 
@@ -159,7 +173,7 @@ BROKEN = {
     "unclosed": "---\ntitle: never closed\nscope: project\nthe body heal broken\n",
     "bad-yaml": "---\ntitle: [unclosed\nscope: project\n---\nheal broken body\n",
     "not-a-mapping": "---\n- just\n- a list\n---\nheal broken body\n",
-    "bad-json": "---\n{\"title\": \"x\", \n---\nheal broken body\n",
+    "bad-json": '---\n{"title": "x", \n---\nheal broken body\n',
     "unknown-scope": "---\ntitle: t\nscope: galaxy\n---\nheal broken body\n",
     "tab-indent": "---\ntitle: t\n\tscope: project\n---\nheal broken body\n",
     "yaml-tags": "---\ntitle: !!python/object/apply:os.system ['echo pwned']\n---\nheal broken body\n",
@@ -172,7 +186,8 @@ BROKEN_BYTES = {
 
 
 def test_broken_record_files_are_skipped_reported_and_never_stop_reads(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture, reliability_figures: dict[str, Any]) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, reliability_figures: dict[str, Any]
+) -> None:
     """Record files with broken frontmatter (10 kinds), a directory and a FIFO named *.md: skipped with a warning, listed by doctor, search/get/list/inject/remember/reindex keep working."""
     root = tmp_path / "mem"
     made = _populate(root)

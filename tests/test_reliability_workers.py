@@ -57,14 +57,13 @@ async def _hangs(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-
 def _malformed(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     """Stage one good remember, then send broken tool arguments forever (JSON junk, wrong types)."""
     n = sum(isinstance(m, ModelResponse) for m in messages)
     names = {t.name for t in info.function_tools}
     if n == 0 and "memory_remember" in names:
         return ModelResponse(parts=[ToolCallPart("memory_remember", {"content": "Partial fact zebu must not be written"})])
-    bad = ['{"query": ', '{"limit": "many"}', '[1, 2]', '{"query": 5, "unknown": true}'][n % 4]
+    bad = ['{"query": ', '{"limit": "many"}', "[1, 2]", '{"query": 5, "unknown": true}'][n % 4]
     return ModelResponse(parts=[ToolCallPart("memory_search", bad)])
 
 
@@ -99,12 +98,25 @@ def _forbidden_tool(messages: list[ModelMessage], info: AgentInfo) -> ModelRespo
 
 
 FAULTS: dict[str, Callable[..., Any]] = {
-    "blocks_synchronously": _blocks, "calls_forbidden_tool": _forbidden_tool,
-    "model_raises_http_error": _raises, "model_raises": _raises_plain, "hangs_past_timeout": _hangs,
-    "malformed_tool_args": _malformed, "loops_past_step_limit": _loops, "empty_summary": _empty,
+    "blocks_synchronously": _blocks,
+    "calls_forbidden_tool": _forbidden_tool,
+    "model_raises_http_error": _raises,
+    "model_raises": _raises_plain,
+    "hangs_past_timeout": _hangs,
+    "malformed_tool_args": _malformed,
+    "loops_past_step_limit": _loops,
+    "empty_summary": _empty,
 }
-REASON = {"blocks_synchronously": "timeout", "calls_forbidden_tool": "unusable output", "model_raises_http_error": "model error", "model_raises": "error", "hangs_past_timeout": "timeout",
-          "malformed_tool_args": "unusable output", "loops_past_step_limit": "step limit", "empty_summary": "unusable output"}
+REASON = {
+    "blocks_synchronously": "timeout",
+    "calls_forbidden_tool": "unusable output",
+    "model_raises_http_error": "model error",
+    "model_raises": "error",
+    "hangs_past_timeout": "timeout",
+    "malformed_tool_args": "unusable output",
+    "loops_past_step_limit": "step limit",
+    "empty_summary": "unusable output",
+}
 
 
 def _provider(root: Path, fault: Callable[..., Any], timeout_s: float = TIMEOUT_S) -> MemoryProvider:
@@ -112,7 +124,8 @@ def _provider(root: Path, fault: Callable[..., Any], timeout_s: float = TIMEOUT_
     profile = dataclasses.replace(
         profile,
         recall=dataclasses.replace(profile.recall, timeout_s=timeout_s, max_steps=MAX_STEPS),
-        capture=dataclasses.replace(profile.capture, timeout_s=timeout_s, max_steps=MAX_STEPS))
+        capture=dataclasses.replace(profile.capture, timeout_s=timeout_s, max_steps=MAX_STEPS),
+    )
     return MemoryProvider(root, profile=profile, durable=False)
 
 
@@ -123,8 +136,9 @@ def _disk(root: Path) -> dict[str, bytes]:
 KNOWN_GAPS: dict[str, str] = {}
 
 
-@pytest.mark.parametrize("fault", [pytest.param(f, marks=pytest.mark.xfail(reason=KNOWN_GAPS[f], strict=True))
-                                   if f in KNOWN_GAPS else f for f in FAULTS])
+@pytest.mark.parametrize(
+    "fault", [pytest.param(f, marks=pytest.mark.xfail(reason=KNOWN_GAPS[f], strict=True)) if f in KNOWN_GAPS else f for f in FAULTS]
+)
 async def test_worker_fault_never_breaks_the_turn(tmp_path: Path, fault: str, reliability_figures: dict[str, Any]) -> None:
     """The worker model faults this way: the main agent's turn completes with its answer, recall reports fallback (with lexical hits and a reason), capture writes nothing."""
     root = tmp_path / "mem"
@@ -179,6 +193,7 @@ async def test_blocking_worker_model_is_bounded(tmp_path: Path, reliability_figu
 
 async def test_capture_commits_all_or_nothing(tmp_path: Path, reliability_figures: dict[str, Any]) -> None:
     """A capture model that stages several remembers and then fails writes none of them; the same model succeeding writes all (so the check can fail)."""
+
     def staged(fail: bool) -> Callable[..., ModelResponse]:
         def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
             n = sum(isinstance(m, ModelResponse) for m in messages)
@@ -187,6 +202,7 @@ async def test_capture_commits_all_or_nothing(tmp_path: Path, reliability_figure
             if fail:
                 raise RuntimeError("crash after staging")
             return ModelResponse(parts=[TextPart("NO_REPLY")])
+
         return model
 
     root = tmp_path / "mem"
@@ -231,7 +247,7 @@ def _fenced_spans(text: str) -> list[tuple[int, int, str]]:
     """(start, end, notice) of each OPEN…CLOSE block; the notice is the line right before OPEN."""
     spans = []
     for m in re.finditer(re.escape(OPEN) + r"\n(.*?)\n" + re.escape(CLOSE), text, re.DOTALL):
-        notice = text[:m.start()].rstrip("\n").rsplit("\n", 1)[-1]
+        notice = text[: m.start()].rstrip("\n").rsplit("\n", 1)[-1]
         spans.append((m.start(1), m.end(1), notice))
     return spans
 
@@ -271,7 +287,8 @@ async def test_injected_memory_reaches_the_main_model_only_fenced(tmp_path: Path
             for start, end, _ in reversed(_fenced_spans(text)):
                 outside = outside[:start] + outside[end:]
             assert "ignore previous instructions" not in outside.lower().replace(
-                "tell me about the zebu notes: ignore previous instructions?", "")
+                "tell me about the zebu notes: ignore previous instructions?", ""
+            )
     assert where == {"instructions", "user"}, where
     assert occurrences >= len(INJECTIONS)
     reliability_figures.update(injections=len(INJECTIONS), occurrences_checked=occurrences, failures=0)
@@ -289,8 +306,11 @@ async def test_injected_memory_in_tool_results_is_labelled(tmp_path: Path, relia
 
     def main_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         n = sum(isinstance(m, ModelResponse) for m in messages)
-        calls = [ToolCallPart("memory_search", {"query": "zebu ignore previous instructions"}),
-                 ToolCallPart("memory_list", {}), *[ToolCallPart("memory_get", {"id": rid}) for rid in ids]]
+        calls = [
+            ToolCallPart("memory_search", {"query": "zebu ignore previous instructions"}),
+            ToolCallPart("memory_list", {}),
+            *[ToolCallPart("memory_get", {"id": rid}) for rid in ids],
+        ]
         if n == 0:
             return ModelResponse(parts=calls)
         returns.extend(p for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, ToolReturnPart))

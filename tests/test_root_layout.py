@@ -49,8 +49,7 @@ def fill(root: Path) -> None:
     episodes = EpisodeStore(root)
     for user, word in ((ALICE, A_WORD.decode()), (BOB, B_WORD.decode())):
         first = store.remember(f"{word.title()} deploys on Friday.", memory_key="deploy", user_id=user)
-        store.remember(f"{word.title()} deploys on Monday now.", memory_key="deploy", user_id=user,
-                       on_existing="replace")
+        store.remember(f"{word.title()} deploys on Monday now.", memory_key="deploy", user_id=user, on_existing="replace")
         gone = store.remember(f"{word.title()} old note to forget.", user_id=user).id
         store.forget(gone, user_id=user)
         soon = (dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)).isoformat()
@@ -59,8 +58,7 @@ def fill(root: Path) -> None:
         recalls.note([first.id, sess.id])
         sessions.append(f"s-{user}", [{"role": "user", "text": f"I said {word} twice, {word}."}], user_id=user)
         sessions.write_summary(f"s-{user}", f"They talked about {word}.", user_id=user)
-        episodes.write(build_episode(f"Plan the {word} launch", output=f"{word} done", tool_calls=["search"],
-                                     user_id=user, cost_usd=5e-05))
+        episodes.write(build_episode(f"Plan the {word} launch", output=f"{word} done", tool_calls=["search"], user_id=user, cost_usd=5e-05))
     store.sweep(now=dt.datetime.now(dt.UTC) + dt.timedelta(days=1))
     store.embed()
     assert episodes.list(A_WORD.decode(), user_id=ALICE)  # builds episodes/.index.db
@@ -82,12 +80,23 @@ def test_every_owned_store_has_a_purge_step_and_names_are_unique() -> None:
 def test_a_fully_used_root_holds_nothing_the_registry_does_not_name(tmp_path: Path) -> None:
     root = tmp_path / "mem"
     fill(root)
-    unnamed = [str(p.relative_to(root)) for p in root.rglob("*")
-               if p.is_file() and root_layout.covers(str(p.relative_to(root))) is None]
+    unnamed = [str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and root_layout.covers(str(p.relative_to(root))) is None]
     assert unnamed == []
     present = {row["name"] for row in root_layout.inventory(root) if row["present"]}
-    assert present >= {"records", "archive", "index", "vectors", "events", "recall_log", "memory_md", "user_md",
-                       "sessions", "episodes", "episode_index", "locks"}
+    assert present >= {
+        "records",
+        "archive",
+        "index",
+        "vectors",
+        "events",
+        "recall_log",
+        "memory_md",
+        "user_md",
+        "sessions",
+        "episodes",
+        "episode_index",
+        "locks",
+    }
 
 
 def _purge_in_a_fresh_process(root: Path, how: str, *args: str) -> dict:
@@ -96,8 +105,10 @@ def _purge_in_a_fresh_process(root: Path, how: str, *args: str) -> dict:
         cmd = [str(CLI), "--root", str(root), "purge", *args, "--json"]
     else:  # the API, in a process that never imported the sessions or episodes modules itself
         kw = dict(zip(("user_id" if args[0] == "--user" else "session_id",), args[1:], strict=True))
-        code = ("import json, sys; from agent_memory.backends.files.store import MemoryStore; "
-                f"r = MemoryStore(sys.argv[1]).purge(**{kw!r}); print(json.dumps(r.to_dict()))")
+        code = (
+            "import json, sys; from agent_memory.backends.files.store import MemoryStore; "
+            f"r = MemoryStore(sys.argv[1]).purge(**{kw!r}); print(json.dumps(r.to_dict()))"
+        )
         cmd = [sys.executable, "-c", code, str(root)]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
@@ -127,8 +138,7 @@ def test_purge_of_a_user_in_a_fresh_process_leaves_no_byte_of_hers(tmp_path: Pat
     assert stores["sessions"] == 1 and stores["episodes"] == 1 and stores["recall_log"] == 2
     assert stores["vectors"] > 0 and stores["archive"] >= 2 and stores["episode_index"] == 1
     # bob's data is all there, and readable
-    assert {f.split("/")[0] for f in holding(root, B_WORD)} >= {"records", "archive", "sessions", "episodes",
-                                                                 "index.db", "events"}
+    assert {f.split("/")[0] for f in holding(root, B_WORD)} >= {"records", "archive", "sessions", "episodes", "index.db", "events"}
     store = MemoryStore(root, embedder=CallableEmbedder(toy_vectors, name="toy"))
     assert 0 < store.meaning.vectors.count() == before - stores["vectors"]  # type: ignore[union-attr]
     assert store.search(B_WORD.decode(), user_id=BOB).hits and not store.search(A_WORD.decode(), user_id=ALICE).hits

@@ -16,19 +16,40 @@ from agent_memory.model.drafts import MemoryDraft, prepare_draft  # noqa: E402
 from agent_memory.model.records import validate_id  # noqa: E402
 
 OWNER = Caller(session_id="s1", user_id="u1")
-FIELDS = ("content", "title", "kind", "scope", "session_id", "user_id", "tags", "memory_key", "source", "expires",
-          "importance", "content_hash", "metadata")
+FIELDS = (
+    "content",
+    "title",
+    "kind",
+    "scope",
+    "session_id",
+    "user_id",
+    "tags",
+    "memory_key",
+    "source",
+    "expires",
+    "importance",
+    "content_hash",
+    "metadata",
+)
 
 
 def _drafts() -> list[MemoryDraft]:
     out = []
     for i in range(40):
-        out.append(MemoryDraft(
-            f"Ingested fact {i}: the ferry leaves at {i % 12} o'clock\twith a tab, a \\ backslash and ünïcode",
-            title=f"Ferry {i % 5}", kind="decision" if i % 3 else "fact", scope=("project", "user", "session")[i % 3],
-            session_id="s1" if i % 3 == 2 else None, user_id="u1" if i % 3 else None, tags=(f"t{i % 4}", "ferry"),
-            expires="2099-01-01T00:00:00Z" if i % 7 == 0 else None, importance=(i % 10) / 10 if i % 2 else None,
-            metadata={"n": i, "nested": {"list": [1, "two", None]}, "text": "line\nbreak \"quoted\""} if i % 4 else None))
+        out.append(
+            MemoryDraft(
+                f"Ingested fact {i}: the ferry leaves at {i % 12} o'clock\twith a tab, a \\ backslash and ünïcode",
+                title=f"Ferry {i % 5}",
+                kind="decision" if i % 3 else "fact",
+                scope=("project", "user", "session")[i % 3],
+                session_id="s1" if i % 3 == 2 else None,
+                user_id="u1" if i % 3 else None,
+                tags=(f"t{i % 4}", "ferry"),
+                expires="2099-01-01T00:00:00Z" if i % 7 == 0 else None,
+                importance=(i % 10) / 10 if i % 2 else None,
+                metadata={"n": i, "nested": {"list": [1, "two", None]}, "text": 'line\nbreak "quoted"'} if i % 4 else None,
+            )
+        )
     return out
 
 
@@ -99,14 +120,23 @@ async def _mixed_batch(b: PostgresBackend, direct: bool) -> tuple[list[str], lis
     keyed = await b.remember(MemoryDraft("mixed: held by a keyed record", memory_key="held"))
     stored = await b.remember(MemoryDraft("mixed: stored before"))
     await asyncio.sleep(1.2)
-    texts = ["mixed: new 1", "mixed: stored before", "mixed: new 1", "mixed: held by a keyed record",
-             "mixed: expired text", "mixed: new 2", "mixed: expired text"]
+    texts = [
+        "mixed: new 1",
+        "mixed: stored before",
+        "mixed: new 1",
+        "mixed: held by a keyed record",
+        "mixed: expired text",
+        "mixed: new 2",
+        "mixed: expired text",
+    ]
     prepared = [prepare_draft(MemoryDraft(t), "import")[:2] for t in texts]
     async with b.pool.connection() as conn, conn.transaction():
         res = await b.writer.copy_unkeyed(conn, prepared, direct=direct)
     named = {expired.id: "expired", keyed.id: "keyed", stored.id: "stored"}
-    ids = [named.get(r.id, "first" if r.id == res[0].id else "new2" if r.id == res[5].id else "expired-new"
-                     if r.id == res[4].id else r.id) for r in res]
+    ids = [
+        named.get(r.id, "first" if r.id == res[0].id else "new2" if r.id == res[5].id else "expired-new" if r.id == res[4].id else r.id)
+        for r in res
+    ]
     async with b.pool.connection() as conn:
         cur = await conn.execute(f'SELECT reason FROM "{b.schema}".archive ORDER BY reason')
         reasons = [r["reason"] for r in await cur.fetchall()]

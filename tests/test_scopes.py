@@ -52,10 +52,8 @@ def test_sqlite_sql_matches_the_predicate() -> None:
     owners = _owners()
     conn.executemany("INSERT INTO r VALUES (?, ?, ?, ?)", [(i, *o) for i, o in enumerate(owners)])
     for sid, uid in _callers():
-        rows = {row[0] for row in conn.execute(f"SELECT id FROM r WHERE {scopes.sqlite_sql('r')}",
-                                               scopes.sqlite_params(sid, uid))}
-        want = {i for i, (scope, osid, ouid) in enumerate(owners)
-                if scopes.may_see(scope, osid, ouid, session_id=sid, user_id=uid)}
+        rows = {row[0] for row in conn.execute(f"SELECT id FROM r WHERE {scopes.sqlite_sql('r')}", scopes.sqlite_params(sid, uid))}
+        want = {i for i, (scope, osid, ouid) in enumerate(owners) if scopes.may_see(scope, osid, ouid, session_id=sid, user_id=uid)}
         assert rows == want, (sid, uid)
 
 
@@ -67,16 +65,18 @@ def test_postgres_sql_matches_the_predicate(pg_url: str) -> None:  # noqa: F811
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("CREATE TEMP TABLE r (id int, scope text, session_id text, user_id text, tenant text)")
         with conn.cursor() as cur:
-            cur.executemany("INSERT INTO r VALUES (%s, %s, %s, %s, %s)", [
-                (i, scope, osid, ouid, "" if scope in scopes.SHARED_SCOPES else (ouid or ""))
-                for i, (scope, osid, ouid) in enumerate(owners)])
+            cur.executemany(
+                "INSERT INTO r VALUES (%s, %s, %s, %s, %s)",
+                [
+                    (i, scope, osid, ouid, "" if scope in scopes.SHARED_SCOPES else (ouid or ""))
+                    for i, (scope, osid, ouid) in enumerate(owners)
+                ],
+            )
         for sid, uid in _callers():
             for tenants in (True, False):
                 params = scopes.postgres_params({"sid": sid, "uid": uid})
-                rows = {row[0] for row in conn.execute(
-                    f"SELECT id FROM r WHERE {scopes.postgres_sql('r', tenants=tenants)}", params)}
-                want = {i for i, (scope, osid, ouid) in enumerate(owners)
-                        if scopes.may_see(scope, osid, ouid, session_id=sid, user_id=uid)}
+                rows = {row[0] for row in conn.execute(f"SELECT id FROM r WHERE {scopes.postgres_sql('r', tenants=tenants)}", params)}
+                want = {i for i, (scope, osid, ouid) in enumerate(owners) if scopes.may_see(scope, osid, ouid, session_id=sid, user_id=uid)}
                 assert rows == want, (sid, uid, tenants)
 
 

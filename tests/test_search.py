@@ -110,19 +110,21 @@ def test_neighbour_context_is_a_weaker_signal_than_the_body(store):
 
 
 def test_snippet_line_range_points_at_the_matching_file_lines(store):
-    content = "\n".join([
-        "Line one is an introduction.",
-        "Line two talks about groceries.",
-        "Line three: the migration to Postgres starts Monday.",
-        "Line four: rollback plan for the migration.",
-        "Line five is an unrelated closing remark.",
-        "Line six says goodbye.",
-    ])
+    content = "\n".join(
+        [
+            "Line one is an introduction.",
+            "Line two talks about groceries.",
+            "Line three: the migration to Postgres starts Monday.",
+            "Line four: rollback plan for the migration.",
+            "Line five is an unrelated closing remark.",
+            "Line six says goodbye.",
+        ]
+    )
     res = store.remember(content, title="Notes")
     hit = store.search("postgres migration rollback").hits[0]
     assert hit.id == res.id
     file_lines = Path(hit.path).read_text(encoding="utf-8").split("\n")
-    window = file_lines[hit.line_start - 1:hit.line_end]
+    window = file_lines[hit.line_start - 1 : hit.line_end]
     assert window == content.split("\n")[2:4]
     assert hit.snippet == "\n".join(window)
 
@@ -138,8 +140,9 @@ def test_long_snippets_are_clipped_around_the_match(tmp_path):
 
 @pytest.mark.parametrize("hidden", [50, 150])
 def test_scope_filter_applies_before_the_limit(store, hidden):
-    store.remember_many([MemoryDraft(f"deploy deploy deploy checklist variant {i}", scope="session", session_id="other")
-                         for i in range(hidden)])
+    store.remember_many(
+        [MemoryDraft(f"deploy deploy deploy checklist variant {i}", scope="session", session_id="other") for i in range(hidden)]
+    )
     visible = store.remember("deploy checklist", scope="session", session_id="mine").id
     result = store.search("deploy checklist", session_id="mine", limit=1, trace=True)
     assert ids(result) == [visible]
@@ -202,6 +205,7 @@ def test_common_terms_only_score_candidates_on_a_large_index(tmp_path):
     engine = Fts5Engine(candidate_budget=50, pool=10)
     chosen: list = []
     select = engine.select_terms
+
     def recorded(dfs: Any, limit: Any) -> Any:
         chosen.append((dict(dfs), select(dfs, limit)))
         return chosen[-1][1]

@@ -24,8 +24,7 @@ def _say(store: SessionStore, sid: str, text: str, user: str | None = None, **kw
 
 def test_append_numbers_lines_and_reads_back_in_order(tmp_path):
     store = SessionStore(tmp_path)
-    written = store.append("chat-1", [{"role": "user", "text": "hello"}, {"role": "assistant", "text": "hi Ada"}],
-                           user_id="ada")
+    written = store.append("chat-1", [{"role": "user", "text": "hello"}, {"role": "assistant", "text": "hi Ada"}], user_id="ada")
     assert [m.id for m in written] == ["chat-1#1", "chat-1#2"]
     _say(store, "chat-1", "third", "ada", at="2026-01-02T03:04:05Z", speaker="Ada", turn_id="D1:3")
     msgs = store.messages("chat-1", user_id="ada")
@@ -44,8 +43,13 @@ def test_visibility_session_user_and_strangers(tmp_path):
     assert [i.session_id for i in store.sessions(session_id="s-anon")] == ["s-anon"]
     assert store.sessions(user_id="bob") == [] and store.sessions() == []
     assert store.sessions(session_id="s-ada", user_id="bob") == []  # naming another user hides it
-    callers: list[dict[str, Any]] = [{"user_id": "bob"}, {"session_id": "s-anon"}, {"session_id": "s-ada", "user_id": "bob"},
-                                     {"session_id": "s-ada"}, {}]
+    callers: list[dict[str, Any]] = [
+        {"user_id": "bob"},
+        {"session_id": "s-anon"},
+        {"session_id": "s-ada", "user_id": "bob"},
+        {"session_id": "s-ada"},
+        {},
+    ]
     for caller in callers:
         with pytest.raises(NotFoundError) as err:
             store.messages("s-ada", **caller)
@@ -72,10 +76,16 @@ def test_redaction_before_disk(tmp_path):
     assert SECRET.encode() not in raw
 
 
-@pytest.mark.parametrize("bad", [
-    {"role": "", "text": "x"}, {"role": "user", "text": 5}, {"role": "user", "text": "x", "at": "yesterday"},
-    {"role": "user", "text": "x", "metadata": "nope"}, "just a string",
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"role": "", "text": "x"},
+        {"role": "user", "text": 5},
+        {"role": "user", "text": "x", "at": "yesterday"},
+        {"role": "user", "text": "x", "metadata": "nope"},
+        "just a string",
+    ],
+)
 def test_bad_messages_are_typed_errors_and_write_nothing(tmp_path, bad):
     store = SessionStore(tmp_path)
     _say(store, "s", "kept", "ada")
@@ -154,8 +164,7 @@ def test_concurrent_appenders_lose_no_line(tmp_path):
 
     def work(store: SessionStore, who: str) -> None:
         for i in range(60):
-            store.append("s", [{"role": "user", "text": f"{who}-{i}"}, {"role": "assistant", "text": f"{who}-{i}-r"}],
-                         user_id="ada")
+            store.append("s", [{"role": "user", "text": f"{who}-{i}"}, {"role": "assistant", "text": f"{who}-{i}-r"}], user_id="ada")
 
     threads = [threading.Thread(target=work, args=(s, w)) for s, w in ((store_a, "a"), (store_b, "b"), (store_a, "c"))]
     for t in threads:
@@ -199,8 +208,10 @@ def test_hooks_log_each_turn_for_the_session_and_user(tmp_path):
             await provider.flush()
             info, msgs = await provider.session("chat-9", user_id="ada")
             assert [(m.role, m.text) for m in msgs] == [
-                ("user", "my token [REDACTED:openai_key], I like pottery"), ("assistant", "Pottery is lovely."),
-                ("user", "and painting")]
+                ("user", "my token [REDACTED:openai_key], I like pottery"),
+                ("assistant", "Pottery is lovely."),
+                ("user", "and painting"),
+            ]
             assert info.messages == 3
             assert [i.session_id for i in await provider.sessions(user_id="ada")] == ["chat-9"]
             assert await provider.sessions(user_id="bob") == []

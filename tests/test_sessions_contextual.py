@@ -14,9 +14,26 @@ from agent_memory.sessions import SessionStore, contextual_search, purge_session
 from agent_memory.sessions._dense import SessionVectors, clear_memory
 
 # a toy "meaning": words map to concepts, so "cities" and "Porto" share a dimension and no word
-CONCEPTS = {"cities": 0, "city": 0, "porto": 0, "kyoto": 0, "town": 0,
-            "visit": 1, "visited": 1, "trip": 1, "flew": 1, "went": 1, "holiday": 1,
-            "pottery": 2, "clay": 2, "bowl": 2, "painting": 3, "canvas": 3, "dentist": 4, "tooth": 4}
+CONCEPTS = {
+    "cities": 0,
+    "city": 0,
+    "porto": 0,
+    "kyoto": 0,
+    "town": 0,
+    "visit": 1,
+    "visited": 1,
+    "trip": 1,
+    "flew": 1,
+    "went": 1,
+    "holiday": 1,
+    "pottery": 2,
+    "clay": 2,
+    "bowl": 2,
+    "painting": 3,
+    "canvas": 3,
+    "dentist": 4,
+    "tooth": 4,
+}
 
 
 def concepts(texts: list[str]) -> list[list[float]]:
@@ -69,19 +86,36 @@ QUESTION = "Which cities has Ada been to?"
 
 
 def _fill(store: SessionStore) -> None:
-    store.append("s1", [
-        {"role": "user", "speaker": "Ada", "text": "Back from Porto, the tiles are lovely.", "at": "2024-03-02T10:00:00Z"},
-        {"role": "user", "speaker": "Ben", "text": "Nice, did you eat well?", "at": "2024-03-02T10:00:05Z"},
-        {"role": "user", "speaker": "Ada", "text": "I started a pottery class, my first bowl cracked.", "at": "2024-03-02T10:00:09Z"},
-    ], user_id="ada")
-    store.append("s2", [
-        {"role": "user", "speaker": "Ada", "text": "Has anyone been to the dentist lately? My tooth hurts.", "at": "2024-05-10T09:00:00Z"},
-        {"role": "user", "speaker": "Ben", "text": "Been busy with painting on canvas.", "at": "2024-05-10T09:00:03Z"},
-        {"role": "user", "speaker": "Ada", "text": "Kyoto in spring was magical.", "at": "2024-05-10T09:00:07Z"},
-    ], user_id="ada")
-    store.append("s3", [
-        {"role": "user", "speaker": "Ada", "text": "Who has been to the new bakery? Ada has been twice.", "at": "2024-06-01T08:00:00Z"},
-    ], user_id="ada")
+    store.append(
+        "s1",
+        [
+            {"role": "user", "speaker": "Ada", "text": "Back from Porto, the tiles are lovely.", "at": "2024-03-02T10:00:00Z"},
+            {"role": "user", "speaker": "Ben", "text": "Nice, did you eat well?", "at": "2024-03-02T10:00:05Z"},
+            {"role": "user", "speaker": "Ada", "text": "I started a pottery class, my first bowl cracked.", "at": "2024-03-02T10:00:09Z"},
+        ],
+        user_id="ada",
+    )
+    store.append(
+        "s2",
+        [
+            {
+                "role": "user",
+                "speaker": "Ada",
+                "text": "Has anyone been to the dentist lately? My tooth hurts.",
+                "at": "2024-05-10T09:00:00Z",
+            },
+            {"role": "user", "speaker": "Ben", "text": "Been busy with painting on canvas.", "at": "2024-05-10T09:00:03Z"},
+            {"role": "user", "speaker": "Ada", "text": "Kyoto in spring was magical.", "at": "2024-05-10T09:00:07Z"},
+        ],
+        user_id="ada",
+    )
+    store.append(
+        "s3",
+        [
+            {"role": "user", "speaker": "Ada", "text": "Who has been to the new bakery? Ada has been twice.", "at": "2024-06-01T08:00:00Z"},
+        ],
+        user_id="ada",
+    )
 
 
 @pytest.fixture()
@@ -138,8 +172,7 @@ def test_vectors_are_cached_beside_the_log_and_invalidated_when_it_changes(store
     clear_memory()  # a new process: vectors come from the files, only the query is embedded
     contextual_search(store, QUESTION, user_id="ada", embedder=emb)
     assert emb.texts == first + 1
-    store.append("s1", [{"role": "user", "speaker": "Ben", "text": "Porto is a fine town.", "at": "2024-03-02T10:01:00Z"}],
-                 user_id="ada")
+    store.append("s1", [{"role": "user", "speaker": "Ben", "text": "Porto is a fine town.", "at": "2024-03-02T10:01:00Z"}], user_id="ada")
     contextual_search(store, QUESTION, user_id="ada", embedder=emb)
     assert emb.calls[-2] == ["Ben: Porto is a fine town.\n(replying to Ada: I started a pottery class, my first bowl cracked.)"]
     log = tmp_path / "m" / "sessions" / "ada" / "s2" / "log.jsonl"  # a hand edit of one message
@@ -162,22 +195,33 @@ def test_vectors_are_cached_beside_the_log_and_invalidated_when_it_changes(store
 def test_one_sentence_of_a_long_message_is_found_by_its_own_meaning(tmp_path: Path) -> None:
     clear_memory()
     store = SessionStore(tmp_path / "m", durable=False)
-    store.append("s1", [
-        {"role": "user", "speaker": "Ada", "text": "The dentist fixed my tooth, the canvas painting dried, the clay bowl "
-                                                   "cracked. I flew to Porto.", "at": "2024-03-02T10:00:00Z"},
-        {"role": "user", "speaker": "Ben", "text": "Painting on canvas, a town trip maybe.", "at": "2024-03-02T10:00:05Z"},
-    ], user_id="ada")
+    store.append(
+        "s1",
+        [
+            {
+                "role": "user",
+                "speaker": "Ada",
+                "text": "The dentist fixed my tooth, the canvas painting dried, the clay bowl cracked. I flew to Porto.",
+                "at": "2024-03-02T10:00:00Z",
+            },
+            {"role": "user", "speaker": "Ben", "text": "Painting on canvas, a town trip maybe.", "at": "2024-03-02T10:00:05Z"},
+        ],
+        user_id="ada",
+    )
     emb = Counting()
     found = contextual_search(store, "Which cities?", user_id="ada", limit=2, embedder=emb, search="dense", trace=True)
     # as a whole the first message is mostly about other things; its second sentence is all about a city
     assert _ids(found)[0] == "s1#1"
     assert next(s for s in found.trace or [] if s["stage"] == "dense")["sentences"] == 2
     embedded = {t for c in emb.calls for t in c}
-    assert {"Ada: The dentist fixed my tooth, the canvas painting dried, the clay bowl cracked.",
-            "Ada: I flew to Porto."} <= embedded
+    assert {"Ada: The dentist fixed my tooth, the canvas painting dried, the clay bowl cracked.", "Ada: I flew to Porto."} <= embedded
     assert not any(t.startswith("Ben: Painting") and "\n" not in t for t in embedded)  # one sentence: no extra vector
-    whole = concepts(["Ada: The dentist fixed my tooth, the canvas painting dried, the clay bowl cracked. I flew to Porto.",
-                      "Ben: Painting on canvas, a town trip maybe."])
+    whole = concepts(
+        [
+            "Ada: The dentist fixed my tooth, the canvas painting dried, the clay bowl cracked. I flew to Porto.",
+            "Ben: Painting on canvas, a town trip maybe.",
+        ]
+    )
     cos = [v[0] / sum(x * x for x in v) ** 0.5 for v in whole]
     assert cos[0] < cos[1]  # by whole messages alone the other one would have come first
 
@@ -191,8 +235,11 @@ def test_an_append_never_embeds_or_waits_for_vectors(tmp_path: Path) -> None:
 
 
 def test_dense_path_never_shows_another_users_session(store: SessionStore) -> None:
-    store.append("s9", [{"role": "user", "speaker": "Bob", "text": "Which cities? Porto Kyoto cities town", "at": "2024-01-01T00:00:00Z"}],
-                 user_id="bob")
+    store.append(
+        "s9",
+        [{"role": "user", "speaker": "Bob", "text": "Which cities? Porto Kyoto cities town", "at": "2024-01-01T00:00:00Z"}],
+        user_id="bob",
+    )
     store.append("s8", [{"role": "user", "text": "cities cities Porto", "at": "2024-01-01T00:00:00Z"}])  # no user
     emb = Counting()
     for search in ("dense", "hybrid"):
@@ -252,13 +299,21 @@ def test_local_model_bridges_a_paraphrase(tmp_path: Path) -> None:
     from agent_memory.embeddings import LocalEmbedder
 
     store = SessionStore(tmp_path / "m", durable=False)
-    store.append("a", [
-        {"role": "user", "speaker": "Ada", "text": "We spent a week in Rome and saw the Colosseum.", "at": "2024-03-02T10:00:00Z"},
-        {"role": "user", "speaker": "Ada", "text": "My sourdough starter finally works.", "at": "2024-03-02T10:01:00Z"},
-    ], user_id="ada")
-    store.append("b", [
-        {"role": "user", "speaker": "Ada", "text": "Our flight to Tokyo lands on Friday.", "at": "2024-06-02T10:00:00Z"},
-        {"role": "user", "speaker": "Ada", "text": "The printer is jammed again.", "at": "2024-06-02T10:01:00Z"},
-    ], user_id="ada")
+    store.append(
+        "a",
+        [
+            {"role": "user", "speaker": "Ada", "text": "We spent a week in Rome and saw the Colosseum.", "at": "2024-03-02T10:00:00Z"},
+            {"role": "user", "speaker": "Ada", "text": "My sourdough starter finally works.", "at": "2024-03-02T10:01:00Z"},
+        ],
+        user_id="ada",
+    )
+    store.append(
+        "b",
+        [
+            {"role": "user", "speaker": "Ada", "text": "Our flight to Tokyo lands on Friday.", "at": "2024-06-02T10:00:00Z"},
+            {"role": "user", "speaker": "Ada", "text": "The printer is jammed again.", "at": "2024-06-02T10:01:00Z"},
+        ],
+        user_id="ada",
+    )
     got = contextual_search(store, "Which cities did Ada travel to?", user_id="ada", limit=2, embedder=LocalEmbedder())
     assert {h.id for h in got.hits} == {"a#1", "b#1"}

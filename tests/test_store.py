@@ -229,8 +229,7 @@ def test_unreadable_record_reads_as_not_found_and_never_echoes_its_frontmatter(s
     assert str(broken.value).replace("broken", "X") == str(absent.value).replace("absent", "X")  # indistinguishable
 
 
-@pytest.mark.parametrize("options", [{"engine": "whoosh"}, {"tokenizer": "nonsense"}, {"stop_words": "the a"},
-                                     {"snippet_lines": 0}])
+@pytest.mark.parametrize("options", [{"engine": "whoosh"}, {"tokenizer": "nonsense"}, {"stop_words": "the a"}, {"snippet_lines": 0}])
 def test_bad_options_fail_at_construction(tmp_path, options):
     with pytest.raises(InvalidInputError):
         MemoryStore(tmp_path / "m", **options)

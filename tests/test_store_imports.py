@@ -10,9 +10,22 @@ from typing import Any
 
 from agent_memory.backends.files.store import MemoryStore
 
-NEVER_ON_SEARCH = ("yaml", "frontmatter", "agent_memory.redaction.api", "agent_memory.redaction", "agent_memory.model.drafts",
-                   "agent_memory.formats.yaml_loader", "agent_memory.sessions", "agent_memory.mcp", "agent_memory.cli.sessions",
-                   "agent_memory.cli.lifecycle", "agent_memory.backends.files.purge", "pydantic_ai", "litellm", "asyncio")
+NEVER_ON_SEARCH = (
+    "yaml",
+    "frontmatter",
+    "agent_memory.redaction.api",
+    "agent_memory.redaction",
+    "agent_memory.model.drafts",
+    "agent_memory.formats.yaml_loader",
+    "agent_memory.sessions",
+    "agent_memory.mcp",
+    "agent_memory.cli.sessions",
+    "agent_memory.cli.lifecycle",
+    "agent_memory.backends.files.purge",
+    "pydantic_ai",
+    "litellm",
+    "asyncio",
+)
 
 PROBE = """
 import json, sys
@@ -68,8 +81,7 @@ def test_a_write_still_redacts(tmp_path: Path) -> None:
 
 
 def test_help_still_lists_every_command() -> None:
-    proc = subprocess.run([sys.executable, "-m", "agent_memory.cli", "--help"], capture_output=True, text=True, timeout=120,
-                          check=True)
+    proc = subprocess.run([sys.executable, "-m", "agent_memory.cli", "--help"], capture_output=True, text=True, timeout=120, check=True)
     from agent_memory.cli._app import MODULES
 
     for names in MODULES.values():
@@ -87,6 +99,5 @@ def test_the_command_table_matches_what_each_module_registers() -> None:
 
     for module, names in MODULES.items():
         sub = argparse.ArgumentParser().add_subparsers()
-        registered = importlib.import_module(module, "agent_memory.cli").register(
-            lambda name, *_a, **_k: sub.add_parser(name))
+        registered = importlib.import_module(module, "agent_memory.cli").register(lambda name, *_a, **_k: sub.add_parser(name))
         assert sorted(registered) == sorted(names), module

@@ -69,11 +69,17 @@ def test_eval_locomo_search_modes(tmp_path):
 
     from agent_memory.eval.locomo import evaluate
 
-    sample = {"sample_id": "toy", "conversation": {"session_1": [
-        {"speaker": "Ada", "dia_id": "D1:1", "text": "I finally bought a car yesterday."},
-        {"speaker": "Bo", "dia_id": "D1:2", "text": "Our garden plant needs water daily."},
-        {"speaker": "Ada", "dia_id": "D1:3", "text": "My flight leaves from the airport at noon."}]},
-        "qa": [{"question": "Which automobile news?", "evidence": ["D1:1"], "category": 4}]}
+    sample = {
+        "sample_id": "toy",
+        "conversation": {
+            "session_1": [
+                {"speaker": "Ada", "dia_id": "D1:1", "text": "I finally bought a car yesterday."},
+                {"speaker": "Bo", "dia_id": "D1:2", "text": "Our garden plant needs water daily."},
+                {"speaker": "Ada", "dia_id": "D1:3", "text": "My flight leaves from the airport at noon."},
+            ]
+        },
+        "qa": [{"question": "Which automobile news?", "evidence": ["D1:1"], "category": 4}],
+    }
     path = tmp_path / "toy.json"
     path.write_text(json.dumps([sample]), encoding="utf-8")
     embedder = CallableEmbedder(concept_vectors, name="toy-concepts")

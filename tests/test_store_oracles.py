@@ -99,8 +99,9 @@ def test_trace_reports_nothing_about_hidden_records(tmp_path, strict):
         assert [h.score for h in t1.hits] == [h.score for h in t2.hits]
         strip = lambda tr: [{k: v for k, v in t.items() if k != "top"} for t in tr]  # noqa: E731
         assert strip(t1.trace) == strip(t2.trace)
-        assert [[{k: v for k, v in r.items() if k != "id"} for r in t.get("top", [])] for t in t1.trace] == \
-            [[{k: v for k, v in r.items() if k != "id"} for r in t.get("top", [])] for t in t2.trace]
+        assert [[{k: v for k, v in r.items() if k != "id"} for r in t.get("top", [])] for t in t1.trace] == [
+            [{k: v for k, v in r.items() if k != "id"} for r in t.get("top", [])] for t in t2.trace
+        ]
 
 
 def test_scores_are_readable_ordered_and_never_zero(tmp_path):

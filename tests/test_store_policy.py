@@ -61,15 +61,19 @@ def test_ids_from_another_users_partition_never_match(store):
 def test_capture_may_only_change_what_capture_wrote_in_that_partition(store):
     tool = store.remember("Allergic to peanuts. Favourite colour orange.", scope="user", user_id="ada", memory_key="profile")
     before = files(store)
-    cap = store.remember_many([MemoryDraft("Favourite colour is green now.", scope="user", user_id="ada",
-                                           memory_key="profile", on_existing="replace")], source="turn_capture")[0]
+    cap = store.remember_many(
+        [MemoryDraft("Favourite colour is green now.", scope="user", user_id="ada", memory_key="profile", on_existing="replace")],
+        source="turn_capture",
+    )[0]
     assert cap.status == "created" and cap.id != tool.id
     assert files(store)[f"{tool.id}.md"] == before[f"{tool.id}.md"]
-    again = store.remember_many([MemoryDraft("Likes tea.", scope="user", user_id="ada", memory_key="profile")],
-                                source="compaction_capture")[0]
+    again = store.remember_many(
+        [MemoryDraft("Likes tea.", scope="user", user_id="ada", memory_key="profile")], source="compaction_capture"
+    )[0]
     assert (again.status, again.id) == ("appended", cap.id)  # capture extends what capture wrote
-    skip = store.remember_many([MemoryDraft("x", scope="user", user_id="ada", memory_key=tool.id, on_existing="skip")],
-                               source="turn_capture")[0]
+    skip = store.remember_many(
+        [MemoryDraft("x", scope="user", user_id="ada", memory_key=tool.id, on_existing="skip")], source="turn_capture"
+    )[0]
     assert (skip.status, skip.id) == ("skipped", tool.id)  # skipping destroys nothing, so it may see any record
     assert store.get(tool.id, user_id="ada").content == "Allergic to peanuts. Favourite colour orange."
 
@@ -78,8 +82,10 @@ def test_capture_may_only_change_what_capture_wrote_in_that_partition(store):
 def test_expires_is_one_utc_instant_and_a_past_one_is_refused(store):
     r = store.remember("offer ends", expires="2099-12-31T23:59:59+02:00")
     assert store.get(r.id).expires == "2099-12-31T21:59:59.000000Z"
-    assert "expires: '2099-12-31T21:59:59.000000Z'" in Path(r.path).read_text() or \
-        'expires: "2099-12-31T21:59:59.000000Z"' in Path(r.path).read_text()
+    assert (
+        "expires: '2099-12-31T21:59:59.000000Z'" in Path(r.path).read_text()
+        or 'expires: "2099-12-31T21:59:59.000000Z"' in Path(r.path).read_text()
+    )
     assert store.get(store.remember("date only", expires="2099-01-01").id).expires == "2099-01-01T00:00:00.000000Z"
     past = (dt.datetime.now(dt.UTC) - dt.timedelta(seconds=5)).isoformat()
     for bad in (past, "2020-01-01", "0001-01-01T00:00:00+05:00", "tomorrow", "9999-12-31T23:59:59-23:59"):
@@ -110,17 +116,35 @@ def test_get_says_expired_only_to_a_caller_who_could_see_the_record(store):
 
 # -- 12: replace and append apply every field passed; a replace never loses text --------------
 def test_replace_applies_every_field_and_keeps_the_title_when_none_is_given(store):
-    a = store.remember("Colour: orange", title="Favourite colour", kind="preference", tags=["colour"], memory_key="colour",
-                       importance=0.2)
+    a = store.remember("Colour: orange", title="Favourite colour", kind="preference", tags=["colour"], memory_key="colour", importance=0.2)
     store.remember("Colour: green", memory_key="colour", on_existing="replace")
     rec = store.get(a.id)
     assert (rec.content, rec.title, rec.kind, rec.tags, rec.importance) == (
-        "Colour: green", "Favourite colour", "preference", ("colour",), 0.2)
-    store.remember("Colour: blue", memory_key="colour", on_existing="replace", title="Colour now", kind="fact",
-                   tags=["current"], importance=0.9, expires="2099-06-01")
+        "Colour: green",
+        "Favourite colour",
+        "preference",
+        ("colour",),
+        0.2,
+    )
+    store.remember(
+        "Colour: blue",
+        memory_key="colour",
+        on_existing="replace",
+        title="Colour now",
+        kind="fact",
+        tags=["current"],
+        importance=0.9,
+        expires="2099-06-01",
+    )
     rec = store.get(a.id)
     assert (rec.content, rec.title, rec.kind, rec.tags, rec.importance, rec.expires) == (
-        "Colour: blue", "Colour now", "fact", ("current",), 0.9, "2099-06-01T00:00:00.000000Z")
+        "Colour: blue",
+        "Colour now",
+        "fact",
+        ("current",),
+        0.9,
+        "2099-06-01T00:00:00.000000Z",
+    )
 
 
 def test_an_append_with_a_title_applies_it(store):
@@ -166,8 +190,7 @@ def test_keyed_ids_carry_the_key_and_replaced_ids_never_keep_old_words(store):
     assert moved.status == "replaced" and "walrus" not in moved.id
     assert store.get(moved.id).content == "Launch is postponed"
     assert store.get(plain.id).superseded_by == moved.id  # the old record keeps its own id, superseded
-    assert [v.content for v in store.versions(moved.id)] == ["Launch codename is still walrus",
-                                                             "Secret launch codename is walrus"]
+    assert [v.content for v in store.versions(moved.id)] == ["Launch codename is still walrus", "Secret launch codename is walrus"]
     derived = store.remember("PIN of the door is 4821")  # no title: the title (and id) come from the text
     changed = store.remember("The door has a key now", memory_key=derived.id, on_existing="replace")
     assert "4821" not in changed.id and store.get(changed.id).title == "The door has a key now"

@@ -23,10 +23,21 @@ DAY1 = "2023-05-08T13:00:00Z"
 
 def _log(store: SessionStore, sid: str = "s", n: int = 6, user: str | None = "ada", at: str = DAY1) -> None:
     base = dt.datetime.fromisoformat(at.replace("Z", "+00:00"))
-    store.append(sid, [{"role": "user", "speaker": "Melanie" if i % 2 else "Caroline",
-                        "text": f"I went camping by the lake with my kids, trip number {i}." if i % 2 else
-                        f"My counseling course at the community center starts soon, week {i}.",
-                        "at": (base + dt.timedelta(minutes=i)).isoformat()} for i in range(n)], user_id=user)
+    store.append(
+        sid,
+        [
+            {
+                "role": "user",
+                "speaker": "Melanie" if i % 2 else "Caroline",
+                "text": f"I went camping by the lake with my kids, trip number {i}."
+                if i % 2
+                else f"My counseling course at the community center starts soon, week {i}.",
+                "at": (base + dt.timedelta(minutes=i)).isoformat(),
+            }
+            for i in range(n)
+        ],
+        user_id=user,
+    )
 
 
 def test_offline_summary_is_extractive_dated_and_deterministic(tmp_path):
@@ -46,9 +57,16 @@ def test_offline_summary_is_extractive_dated_and_deterministic(tmp_path):
 
 
 def test_offline_summary_leaves_out_chat_filler_and_the_wrapper_of_image_notes():
-    said = ["Wow, awesome!", "[shared an image: a sunset over hills]", "Amazing, wow!",
-            "[shared an image: a sunset over hills]", "I signed up for a pottery class at the community center.",
-            "[shared an image: a bowl of soup]", "Awesome, so cool!", "My pottery teacher fires the bowls on Fridays."]
+    said = [
+        "Wow, awesome!",
+        "[shared an image: a sunset over hills]",
+        "Amazing, wow!",
+        "[shared an image: a sunset over hills]",
+        "I signed up for a pottery class at the community center.",
+        "[shared an image: a bowl of soup]",
+        "Awesome, so cool!",
+        "My pottery teacher fires the bowls on Fridays.",
+    ]
     msgs = [{"speaker": "Mel", "text": t, "at": DAY1} for t in said]
     text = summarize_messages(msgs, session_id="s", max_sentences=2)
     topics = text.split("Mel talked about: ")[1].splitlines()[0].rstrip(".").split(", ")
@@ -134,8 +152,9 @@ def test_profile_has_a_summarize_section():
 def test_hooks_summarize_every_n_messages_and_at_compaction(tmp_path):
     async def run() -> None:
         async with MemoryProvider(tmp_path) as provider:
-            hooks = MemoryHooks(provider, session_id="chat", user_id="ada", capture=False, recall=False,
-                                summary_policy=SummaryPolicy(every=4))
+            hooks = MemoryHooks(
+                provider, session_id="chat", user_id="ada", capture=False, recall=False, summary_policy=SummaryPolicy(every=4)
+            )
             await hooks.on_turn_end("we talked about pottery classes", "pottery sounds great")
             await provider.flush()
             assert (await provider.session("chat", user_id="ada"))[0].summary is None  # 2 < 4
@@ -173,7 +192,12 @@ def test_concurrent_summaries_get_distinct_versions(tmp_path):
 
 def test_a_pasted_blob_is_no_topic():
     blob = "x" * 200_000
-    text = summarize_messages([{"speaker": "A", "text": f"My pottery class shared {blob} today.", "at": DAY1},
-                               {"speaker": "A", "text": "The pottery kiln was hot.", "at": DAY1}], session_id="s")
+    text = summarize_messages(
+        [
+            {"speaker": "A", "text": f"My pottery class shared {blob} today.", "at": DAY1},
+            {"speaker": "A", "text": "The pottery kiln was hot.", "at": DAY1},
+        ],
+        session_id="s",
+    )
     assert "pottery" in text.split("A talked about: ")[1].splitlines()[0]
     assert len(text) < 2_000  # quoted sentences are cut at 200 characters and the blob is not listed as a topic

@@ -120,8 +120,7 @@ async def test_a_keyed_replace_is_a_supersession_that_loses_nothing(backend: Mem
     third = await backend.remember(ada("Ada's favourite colour is blue.", memory_key="user.colour", on_existing="replace"))
     assert third.id == first.id and (await backend.get(first.id, ADA)).content == "Ada's favourite colour is blue."
     contents = sorted(r.content for r in await backend.list(ADA, include_superseded=True))
-    assert contents == sorted(["Ada's favourite colour is orange.", "Ada's favourite colour is green.",
-                               "Ada's favourite colour is blue."])
+    assert contents == sorted(["Ada's favourite colour is orange.", "Ada's favourite colour is green.", "Ada's favourite colour is blue."])
     # writing a superseded text again is a new current fact, never a "duplicate" of the hidden one
     back = await backend.remember(ada("Ada's favourite colour is orange."))
     assert back.status == "created" and back.id != kept.id
@@ -230,8 +229,7 @@ def test_export_and_import_keep_superseded_records_and_their_clocks(tmp_path: Pa
 
     src = MemoryStore(tmp_path / "src", durable=False)
     a = src.remember("Ada's team is Payments.", memory_key="user.team", user_id="ada", happened_at="2023-02-01")
-    src.remember("Ada's team is Search.", memory_key="user.team", user_id="ada", on_existing="replace",
-                 valid_from="2023-09-01")
+    src.remember("Ada's team is Search.", memory_key="user.team", user_id="ada", on_existing="replace", valid_from="2023-09-01")
     dump = tmp_path / "dump.jsonl"
     assert export_records(src, dump) == 2  # the export holds history too
     dst = MemoryStore(tmp_path / "dst", durable=False)

@@ -61,10 +61,12 @@ async def test_identity_is_bound_and_not_a_parameter(provider):
 
 
 async def test_remember_get_list_forget_round_trip(provider):
-    model, seen = script([
-        ("memory_remember", {"content": "The team standup is at 9:30.", "tags": ["meetings"], "memory_key": "standup"}),
-        ("memory_list", {"tags": ["meetings"]}),
-    ])
+    model, seen = script(
+        [
+            ("memory_remember", {"content": "The team standup is at 9:30.", "tags": ["meetings"], "memory_key": "standup"}),
+            ("memory_list", {"tags": ["meetings"]}),
+        ]
+    )
     await Agent(model, toolsets=[memory_toolset(provider, CAPTURE, session_id="s1")]).run("go")
     r1, r2 = returns(seen[-1][0])
     assert r1.content["status"] == "created"
@@ -73,20 +75,23 @@ async def test_remember_get_list_forget_round_trip(provider):
     rec = await provider.get(rid, session_id="s1")
     assert rec.source == "tool" and rec.session_id == "s1" and rec.memory_key == "standup"
     assert rec.scope == "session"  # no scope asked for: the caller's own partition, not shared project scope
-    model, seen = script([("memory_get", {"id": rid, "line_start": rec.body_line, "line_end": rec.body_line}),
-                          ("memory_forget", {"id": rid})])
+    model, seen = script(
+        [("memory_get", {"id": rid, "line_start": rec.body_line, "line_end": rec.body_line}), ("memory_forget", {"id": rid})]
+    )
     await Agent(model, toolsets=[memory_toolset(provider.backend, FOREGROUND, session_id="s1")]).run("go")
     got, forgot = returns(seen[-1][0])
     assert got.content["content"] == "The team standup is at 9:30." and forgot.content == {"id": rid, "forgotten": True}
 
 
 async def test_bad_arguments_come_back_as_retry_messages(provider, tmp_path):
-    model, seen = script([
-        ("memory_get", {"id": "../../etc/passwd"}),
-        ("memory_remember", {"content": ""}),
-        ("memory_remember", {"content": "x", "memory_key": "../escape"}),
-        ("memory_get", {"id": "no-such-record"}),
-    ])
+    model, seen = script(
+        [
+            ("memory_get", {"id": "../../etc/passwd"}),
+            ("memory_remember", {"content": ""}),
+            ("memory_remember", {"content": "x", "memory_key": "../escape"}),
+            ("memory_get", {"id": "no-such-record"}),
+        ]
+    )
     result = await Agent(model, toolsets=[memory_toolset(provider, CAPTURE)]).run("go")
     assert result.output == "done"
     retries = [p for p in returns(seen[-1][0]) if isinstance(p, RetryPromptPart) or getattr(p, "outcome", None) == "retried"]
@@ -103,9 +108,12 @@ def test_unknown_tool_names_are_rejected(provider):
 
 async def test_remember_tool_takes_importance_and_expires(tmp_path):
     provider = MemoryProvider(tmp_path / "m")
-    model, seen = script([("memory_remember", {"content": "Quarterly review is on the 9th.", "importance": 0.9,
-                                               "expires": "2999-01-01"}),
-                          ("memory_remember", {"content": "A stale reminder.", "expires": "2001-01-01"})])
+    model, seen = script(
+        [
+            ("memory_remember", {"content": "Quarterly review is on the 9th.", "importance": 0.9, "expires": "2999-01-01"}),
+            ("memory_remember", {"content": "A stale reminder.", "expires": "2001-01-01"}),
+        ]
+    )
     await Agent(model, toolsets=[memory_toolset(provider.backend, CAPTURE, session_id="s1")]).run("go")
     first = returns(seen[1][0])[0].content
     rec = await provider.get(first["id"], session_id="s1")

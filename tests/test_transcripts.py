@@ -23,18 +23,26 @@ from agent_memory.portable.transcripts import (
 )
 
 SESSIONS = [
-    Session(date="1:56 pm on 8 May, 2023", id="s1", turns=[
-        Turn("Caroline", "Hey Mel! Good to see you!", id="D1:1"),
-        Turn("Melanie", "Hey Caroline! What's new with you?", id="D1:2"),
-        Turn("Caroline", "I went to a support group yesterday and it was so powerful.", id="D1:3"),
-        Turn("Melanie", "Wow, what happened there?", id="D1:4"),
-        Turn("Caroline", "The stories were so inspiring!", id="D1:5", caption="a photo of a mural with a rainbow flag"),
-    ]),
-    Session(date="2023-05-25", id="s2", turns=[
-        Turn("Melanie", "I ran a charity race last Sunday.", id="D2:1"),
-        Turn("Caroline", "   ", id="D2:2"),
-        Turn("Caroline", "That's amazing, well done!", id="D2:3"),
-    ]),
+    Session(
+        date="1:56 pm on 8 May, 2023",
+        id="s1",
+        turns=[
+            Turn("Caroline", "Hey Mel! Good to see you!", id="D1:1"),
+            Turn("Melanie", "Hey Caroline! What's new with you?", id="D1:2"),
+            Turn("Caroline", "I went to a support group yesterday and it was so powerful.", id="D1:3"),
+            Turn("Melanie", "Wow, what happened there?", id="D1:4"),
+            Turn("Caroline", "The stories were so inspiring!", id="D1:5", caption="a photo of a mural with a rainbow flag"),
+        ],
+    ),
+    Session(
+        date="2023-05-25",
+        id="s2",
+        turns=[
+            Turn("Melanie", "I ran a charity race last Sunday.", id="D2:1"),
+            Turn("Caroline", "   ", id="D2:2"),
+            Turn("Caroline", "That's amazing, well done!", id="D2:3"),
+        ],
+    ),
 ]
 
 
@@ -64,8 +72,9 @@ def test_parse_when_reads_prose_and_iso_dates():
 
 def test_relative_dates_are_resolved_against_the_session_date():
     monday = dt.date(2023, 5, 8)
-    got = dict(resolve_relative_dates("Yesterday was fun; last Friday too, and two weeks ago; next month we go; "
-                                      "a few days ago; last year", monday))
+    got = dict(
+        resolve_relative_dates("Yesterday was fun; last Friday too, and two weeks ago; next month we go; a few days ago; last year", monday)
+    )
     assert got == {
         "yesterday": "7 May 2023",
         "last friday": "5 May 2023",
@@ -77,8 +86,11 @@ def test_relative_dates_are_resolved_against_the_session_date():
     assert resolve_relative_dates("nothing relative here", monday) == []
     for day in (monday, dt.date(2023, 5, 13), dt.date(2023, 5, 14)):  # Monday, Saturday, Sunday
         weekends = dict(resolve_relative_dates("last weekend, this weekend, next weekend", day))
-        assert weekends == {"last weekend": "the weekend of 6 May 2023", "this weekend": "the weekend of 13 May 2023",
-                            "next weekend": "the weekend of 20 May 2023"}
+        assert weekends == {
+            "last weekend": "the weekend of 6 May 2023",
+            "this weekend": "the weekend of 13 May 2023",
+            "next weekend": "the weekend of 20 May 2023",
+        }
 
 
 def test_render_turn_has_speaker_text_caption_and_date_lines():
@@ -158,8 +170,7 @@ def test_reimporting_the_same_transcript_is_deduplicated(store):
 
 
 def test_repeated_words_are_two_turns_not_one_memory(store):
-    session = Session(date="2023-06-01", turns=[Turn("A", "Thanks!", id="1"), Turn("B", "Sure.", id="2"),
-                                                Turn("A", "Thanks!", id="3")])
+    session = Session(date="2023-06-01", turns=[Turn("A", "Thanks!", id="1"), Turn("B", "Sure.", id="2"), Turn("A", "Thanks!", id="3")])
     results = import_transcript(store, [session], thread="t")
     assert [r.status for r in results] == ["created"] * 3
     assert store.get(results[2].id).content.endswith("(turn 3)")
@@ -173,11 +184,15 @@ def test_scope_and_owner_reach_every_record(store):
 
 
 def test_session_from_chat_messages():
-    session = Session.from_messages([
-        {"role": "user", "content": "Book the Lisbon flight."},
-        {"role": "assistant", "content": "Booked for 3 June."},
-        {"role": "tool", "content": None},
-    ], date="2024-06-01", names={"user": "Ana", "assistant": "Agent"})
+    session = Session.from_messages(
+        [
+            {"role": "user", "content": "Book the Lisbon flight."},
+            {"role": "assistant", "content": "Booked for 3 June."},
+            {"role": "tool", "content": None},
+        ],
+        date="2024-06-01",
+        names={"user": "Ana", "assistant": "Agent"},
+    )
     assert [(t.speaker, t.text) for t in session.turns] == [("Ana", "Book the Lisbon flight."), ("Agent", "Booked for 3 June.")]
     drafts = transcript_drafts([session], thread="chat")
     assert drafts[0].content.split("\n")[0] == "Ana: Book the Lisbon flight."

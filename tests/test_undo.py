@@ -52,7 +52,10 @@ def test_history_lists_every_version_and_restore_picks_one(store: MemoryStore) -
     store.remember("v3: deploys on Tuesday.", memory_key="deploy", user_id="ada", on_existing="replace")
     h = store.history(a.id, user_id="ada")
     assert h.state == "live" and [v.content for v in h.versions] == [
-        "v1: deploys on Friday.", "v2: deploys on Monday.", "v3: deploys on Tuesday."]
+        "v1: deploys on Friday.",
+        "v2: deploys on Monday.",
+        "v3: deploys on Tuesday.",
+    ]
     assert [e.event for e in h.events] == ["created", "replaced", "replaced"]
     doc = h.to_dict()
     assert [v["version"] for v in doc["versions"]] == [1, 2, 3] and doc["versions"][-1]["current"] is True
@@ -61,7 +64,9 @@ def test_history_lists_every_version_and_restore_picks_one(store: MemoryStore) -
     store.restore(a.id, version=1, user_id="ada")
     assert store.get(a.id, user_id="ada").content == "v1: deploys on Friday."
     assert [v.content for v in store.history(a.id, user_id="ada").versions][-2:] == [
-        "v3: deploys on Tuesday.", "v1: deploys on Friday."]  # restoring is a new version: nothing is lost
+        "v3: deploys on Tuesday.",
+        "v1: deploys on Friday.",
+    ]  # restoring is a new version: nothing is lost
     store.restore(a.id, user_id="ada")  # default: the previous version
     assert store.get(a.id, user_id="ada").content == "v3: deploys on Tuesday."
     for bad in (0, 99):
@@ -172,8 +177,7 @@ def test_undo_and_provenance_follow_the_writer_not_the_owner(store: MemoryStore)
 
 def test_a_user_undoes_their_changes_from_any_session(store: MemoryStore) -> None:
     a = store.remember("Ada drinks tea.", memory_key="drink", user_id="ada", session_id="s1", scope="user")
-    store.remember("Ada drinks coffee.", memory_key="drink", user_id="ada", session_id="s2", scope="user",
-                   on_existing="replace")
+    store.remember("Ada drinks coffee.", memory_key="drink", user_id="ada", session_id="s2", scope="user", on_existing="replace")
     with pytest.raises(NotFoundError):
         store.undo(session_id="s2")  # an anonymous caller of session s2 is not ada
     assert store.undo(user_id="ada").event == "replaced"
@@ -181,19 +185,23 @@ def test_a_user_undoes_their_changes_from_any_session(store: MemoryStore) -> Non
 
 
 @pytest.mark.parametrize("args", [("history", "abc"), ("undo",), ("purge", "--user", "u"), ("events",)])
-def test_database_roots_run_lifecycle_commands_and_say_when_the_server_is_unusable(tmp_path: Path,
-                                                                                   args: tuple[str, ...]) -> None:
+def test_database_roots_run_lifecycle_commands_and_say_when_the_server_is_unusable(tmp_path: Path, args: tuple[str, ...]) -> None:
     url = "postgresql://nobody@127.0.0.1:1/none"  # supported there; this server does not exist
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    out = subprocess.run([sys.executable, "-m", "agent_memory.cli", "--root", url, "--json", *args],
-                         capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+    out = subprocess.run(
+        [sys.executable, "-m", "agent_memory.cli", "--root", url, "--json", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert out.returncode == 1
     err = json.loads(out.stdout)["error"]
     assert err["type"] == "BackendError" and "127.0.0.1:1" in err["message"]
 
 
-def test_undo_of_forgetting_a_replaced_record_brings_back_the_current_version_with_its_history(
-        store: MemoryStore) -> None:
+def test_undo_of_forgetting_a_replaced_record_brings_back_the_current_version_with_its_history(store: MemoryStore) -> None:
     first = store.remember("Deploys on Friday.", memory_key="deploy", user_id="ada")
     current = store.remember("Deploys on Monday.", memory_key="deploy", user_id="ada", on_existing="replace")
     assert current.id == first.id
@@ -203,7 +211,9 @@ def test_undo_of_forgetting_a_replaced_record_brings_back_the_current_version_wi
     assert store.get(current.id, user_id="ada").content == "Deploys on Monday."
     assert [h.id for h in store.search("deploys", user_id="ada").hits] == [current.id]
     assert [v["content"] for v in store.history(current.id, user_id="ada").to_dict()["versions"]] == [
-        "Deploys on Friday.", "Deploys on Monday."]
+        "Deploys on Friday.",
+        "Deploys on Monday.",
+    ]
     assert not list(store.archive_dir.glob("*.md"))  # nothing of it is left in the archive
     assert store.undo(user_id="ada").event == "replaced"  # the next undo walks back the replace
     assert store.get(current.id, user_id="ada").content == "Deploys on Friday."

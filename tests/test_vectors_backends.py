@@ -19,8 +19,19 @@ from agent_memory.embeddings import CallableEmbedder, EmbeddingError
 from agent_memory.errors import InvalidInputError
 from agent_memory.model.drafts import MemoryDraft
 
-CONCEPTS = {"car": 0, "automobile": 0, "vehicle": 0, "buy": 1, "bought": 1, "purchase": 1, "purchased": 1,
-            "dog": 2, "puppy": 2, "soup": 3, "broth": 3}
+CONCEPTS = {
+    "car": 0,
+    "automobile": 0,
+    "vehicle": 0,
+    "buy": 1,
+    "bought": 1,
+    "purchase": 1,
+    "purchased": 1,
+    "dog": 2,
+    "puppy": 2,
+    "soup": 3,
+    "broth": 3,
+}
 QUERY = "which vehicle did they purchase?"  # shares no word with "I bought a car"
 MINE = Caller(session_id="mine")
 

@@ -43,8 +43,7 @@ async def _pg_text(provider: Any) -> str:
     backend = provider.backend
     found = []
     async with backend.pool.connection() as conn:
-        cur = await conn.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
-                                 (backend.schema,))
+        cur = await conn.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (backend.schema,))
         for row in await cur.fetchall():
             cur = await conn.execute(f'SELECT x::text AS t FROM "{backend.schema}"."{row["table_name"]}" x')
             found += [r["t"] for r in await cur.fetchall()]
@@ -83,8 +82,7 @@ MESSAGE_CASES: list[tuple[str, dict[str, Any], str, str]] = [
 
 
 @pytest.mark.parametrize("name,fields,needle,outcome", MESSAGE_CASES, ids=[c[0] for c in MESSAGE_CASES])
-async def test_session_messages_pass_the_gate(backend: Any, name: str, fields: dict[str, Any], needle: str,
-                                              outcome: str) -> None:
+async def test_session_messages_pass_the_gate(backend: Any, name: str, fields: dict[str, Any], needle: str, outcome: str) -> None:
     provider = backend.provider()
     kept = await provider.log_messages([{"role": "user", "text": "kept"}], session_id="chat", user_id="ada")
     fields = dict(fields)
@@ -115,8 +113,7 @@ SUMMARY_CASES: list[tuple[str, dict[str, Any], str, str]] = [
 
 
 @pytest.mark.parametrize("name,fields,needle,outcome", SUMMARY_CASES, ids=[c[0] for c in SUMMARY_CASES])
-async def test_session_summaries_pass_the_gate(backend: Any, name: str, fields: dict[str, Any], needle: str,
-                                               outcome: str) -> None:
+async def test_session_summaries_pass_the_gate(backend: Any, name: str, fields: dict[str, Any], needle: str, outcome: str) -> None:
     provider = backend.provider()
     await provider.log_messages([{"role": "user", "text": "hello"}], session_id="chat", user_id="ada")
     store = provider.session_store
@@ -155,8 +152,7 @@ EPISODE_CASES: list[tuple[str, dict[str, Any], str]] = [
 
 
 @pytest.mark.parametrize("name,facts,outcome", EPISODE_CASES, ids=[c[0] for c in EPISODE_CASES])
-async def test_episodes_built_from_a_run_pass_the_gate(backend: Any, name: str, facts: dict[str, Any],
-                                                       outcome: str) -> None:
+async def test_episodes_built_from_a_run_pass_the_gate(backend: Any, name: str, facts: dict[str, Any], outcome: str) -> None:
     provider = backend.provider()
     kept = await provider.record_episode("kept run", user_id="ada")
     facts = {"user_id": "ada", **facts}
@@ -191,8 +187,7 @@ DIRECT_CASES: list[tuple[str, dict[str, Any], str]] = [
 
 @pytest.mark.parametrize("mode", ["write", "refine"])
 @pytest.mark.parametrize("name,fields,outcome", DIRECT_CASES, ids=[c[0] for c in DIRECT_CASES])
-async def test_episodes_written_directly_pass_the_gate(backend: Any, name: str, fields: dict[str, Any], outcome: str,
-                                                       mode: str) -> None:
+async def test_episodes_written_directly_pass_the_gate(backend: Any, name: str, fields: dict[str, Any], outcome: str, mode: str) -> None:
     from agent_memory.episodes import ToolUse, build_episode, episode_store
 
     provider = backend.provider()
@@ -246,17 +241,19 @@ async def test_event_attribution_passes_the_gate(backend: Any, field: str) -> No
 
 
 # -- event details (files: the event log's lines) -----------------------------------------------------------------
-@pytest.mark.parametrize("field", ["detail key", "detail value", "detail nested", "detail secret-named", "run_id",
-                                   "actor"])
+@pytest.mark.parametrize("field", ["detail key", "detail value", "detail nested", "detail secret-named", "run_id", "actor"])
 def test_event_lines_pass_the_gate(tmp_path: Path, field: str) -> None:
     from agent_memory.backends.files.store import MemoryStore
     from agent_memory.model.events import Event
 
     store = MemoryStore(tmp_path / "root", durable=False)
     kept = store.remember("kept fact", user_id="ada")
-    detail: dict[str, Any] = {"detail key": {SECRET: "x"}, "detail value": {"reason": f"dup of {SECRET}"},
-                              "detail nested": {"a": [{"b": SECRET}]},
-                              "detail secret-named": {"db_password": PASSWORD}}.get(field, {})
+    detail: dict[str, Any] = {
+        "detail key": {SECRET: "x"},
+        "detail value": {"reason": f"dup of {SECRET}"},
+        "detail nested": {"a": [{"b": SECRET}]},
+        "detail secret-named": {"db_password": PASSWORD},
+    }.get(field, {})
     extra = {"run_id": SECRET} if field == "run_id" else {"actor": f"worker {SECRET}"} if field == "actor" else {}
     store.events.append(Event("created", kept.id, scope="user", owner_user="ada", detail=detail, **extra))
     events, problems = store.events.read()

@@ -101,17 +101,25 @@ def _inject_store(store: MemoryStore, budget: int, who: Caller) -> MemoryBlock:
 
 
 @overload
-def inject(source: MemoryStore, budget: int = ..., *, caller: Caller | None = ..., session_id: str | None = ...,
-           user_id: str | None = ...) -> MemoryBlock: ...
+def inject(
+    source: MemoryStore, budget: int = ..., *, caller: Caller | None = ..., session_id: str | None = ..., user_id: str | None = ...
+) -> MemoryBlock: ...
 
 
 @overload
-def inject(source: "MemoryBackend", budget: int = ..., *, caller: Caller | None = ..., session_id: str | None = ...,
-           user_id: str | None = ...) -> Awaitable[MemoryBlock]: ...
+def inject(
+    source: "MemoryBackend", budget: int = ..., *, caller: Caller | None = ..., session_id: str | None = ..., user_id: str | None = ...
+) -> Awaitable[MemoryBlock]: ...
 
 
-def inject(source: "MemoryStore | MemoryBackend", budget: int = DEFAULT_CORE_BUDGET, *, caller: Caller | None = None,
-           session_id: str | None = None, user_id: str | None = None) -> MemoryBlock | Awaitable[MemoryBlock]:
+def inject(
+    source: "MemoryStore | MemoryBackend",
+    budget: int = DEFAULT_CORE_BUDGET,
+    *,
+    caller: Caller | None = None,
+    session_id: str | None = None,
+    user_id: str | None = None,
+) -> MemoryBlock | Awaitable[MemoryBlock]:
     """Build the core block for one caller.
 
     From a :class:`~agent_memory.backends.base.MemoryBackend` it is awaitable (``await inject(backend, …)``); from

@@ -62,8 +62,7 @@ def clock_fields(obj: Any) -> dict[str, Any]:
     for name in ("happened_at", "valid_from", "valid_to", "superseded_by"):
         if getattr(obj, name, None):
             out[name] = getattr(obj, name)
-    out["dates"] = dates_text(recorded, getattr(obj, "happened_at", None), getattr(obj, "valid_from", None),
-                              getattr(obj, "valid_to", None))
+    out["dates"] = dates_text(recorded, getattr(obj, "happened_at", None), getattr(obj, "valid_from", None), getattr(obj, "valid_to", None))
     return out
 
 
@@ -101,8 +100,7 @@ def memory_toolset(
     toolset: FunctionToolset[Any] = FunctionToolset(max_retries=max_retries)
     reflector = reflect if reflect is not None else getattr(backend, "reflect", None) if backend is not store else None
 
-    async def memory_search(query: str, tags: list[str] | None = None, limit: int = 8,
-                            as_of: str | None = None) -> dict[str, Any]:
+    async def memory_search(query: str, tags: list[str] | None = None, limit: int = 8, as_of: str | None = None) -> dict[str, Any]:
         """Search durable memory. Returns ranked snippets with record id, line range and dates (when said, when true).
 
         Args:
@@ -112,13 +110,30 @@ def memory_toolset(
             as_of: Only what was held true at this ISO date (e.g. 2023-06-30), superseded facts included.
         """
         try:
-            hits = (await store.search(query, who, tags=tags or (), limit=max(1, min(int(limit), 50)),
-                                       **({} if as_of is None else {"as_of": as_of}))).hits
+            hits = (
+                await store.search(
+                    query, who, tags=tags or (), limit=max(1, min(int(limit), 50)), **({} if as_of is None else {"as_of": as_of})
+                )
+            ).hits
         except AgentMemoryError as exc:
             raise _retry(exc) from None
-        return {"note": UNTRUSTED_NOTE, "hits": [
-            {"id": h.id, "title": h.title, "kind": h.kind, "line_start": h.line_start, "line_end": h.line_end,
-             "snippet": h.snippet, "score": round(h.score, 3), "updated": h.updated, **clock_fields(h)} for h in hits]}
+        return {
+            "note": UNTRUSTED_NOTE,
+            "hits": [
+                {
+                    "id": h.id,
+                    "title": h.title,
+                    "kind": h.kind,
+                    "line_start": h.line_start,
+                    "line_end": h.line_end,
+                    "snippet": h.snippet,
+                    "score": round(h.score, 3),
+                    "updated": h.updated,
+                    **clock_fields(h),
+                }
+                for h in hits
+            ],
+        }
 
     async def memory_get(id: str, line_start: int | None = None, line_end: int | None = None) -> dict[str, Any]:
         """Read one memory record by id; optionally only lines line_start..line_end of its file.
@@ -139,15 +154,30 @@ def memory_toolset(
             hi = (line_end or first + len(lines) - 1) - first
             if lo > hi or lo >= len(lines) or hi < 0:
                 raise ModelRetry(f"lines {line_start}-{line_end} are outside the record body (lines {first}-{first + len(lines) - 1})")
-            content = "\n".join(lines[max(lo, 0):hi + 1])
+            content = "\n".join(lines[max(lo, 0) : hi + 1])
         truncated = len(content) > MAX_GET_CHARS
-        return {"note": UNTRUSTED_NOTE, "id": rec.id, "title": rec.title, "kind": rec.kind, "scope": rec.scope.value,
-                "tags": list(rec.tags), "updated": rec.updated, "body_line": rec.body_line, **clock_fields(rec),
-                "content": content[:MAX_GET_CHARS] + ("…" if truncated else ""), "truncated": truncated}
+        return {
+            "note": UNTRUSTED_NOTE,
+            "id": rec.id,
+            "title": rec.title,
+            "kind": rec.kind,
+            "scope": rec.scope.value,
+            "tags": list(rec.tags),
+            "updated": rec.updated,
+            "body_line": rec.body_line,
+            **clock_fields(rec),
+            "content": content[:MAX_GET_CHARS] + ("…" if truncated else ""),
+            "truncated": truncated,
+        }
 
-    async def memory_list(tags: list[str] | None = None, kind: str | None = None,
-                          scope: Literal["session", "project", "user", "global"] | None = None, limit: int = 20,
-                          include_superseded: bool = False, as_of: str | None = None) -> dict[str, Any]:
+    async def memory_list(
+        tags: list[str] | None = None,
+        kind: str | None = None,
+        scope: Literal["session", "project", "user", "global"] | None = None,
+        limit: int = 20,
+        include_superseded: bool = False,
+        as_of: str | None = None,
+    ) -> dict[str, Any]:
         """List memory records, newest first, filtered exactly by tags, kind and scope.
 
         Args:
@@ -159,14 +189,33 @@ def memory_toolset(
             as_of: Only what was held true at this ISO date (e.g. 2023-06-30).
         """
         try:
-            recs = await store.list(who, tags=tags or (), kind=kind, scope=scope, limit=max(1, min(int(limit), 100)),
-                                    **({"include_superseded": True} if include_superseded is True else {}),
-                                    **({} if as_of is None else {"as_of": as_of}))
+            recs = await store.list(
+                who,
+                tags=tags or (),
+                kind=kind,
+                scope=scope,
+                limit=max(1, min(int(limit), 100)),
+                **({"include_superseded": True} if include_superseded is True else {}),
+                **({} if as_of is None else {"as_of": as_of}),
+            )
         except AgentMemoryError as exc:
             raise _retry(exc) from None
-        return {"note": UNTRUSTED_NOTE, "records": [
-            {"id": r.id, "title": r.title, "kind": r.kind, "scope": r.scope.value, "tags": list(r.tags),
-             "updated": r.updated, "summary": summary_line(r.content, 120), **clock_fields(r)} for r in recs]}
+        return {
+            "note": UNTRUSTED_NOTE,
+            "records": [
+                {
+                    "id": r.id,
+                    "title": r.title,
+                    "kind": r.kind,
+                    "scope": r.scope.value,
+                    "tags": list(r.tags),
+                    "updated": r.updated,
+                    "summary": summary_line(r.content, 120),
+                    **clock_fields(r),
+                }
+                for r in recs
+            ],
+        }
 
     async def memory_search_sessions(query: str, limit: int = 5) -> dict[str, Any]:
         """Find earlier conversations (sessions) by their summaries, with their best-matching messages.
@@ -180,19 +229,33 @@ def memory_toolset(
         vectors = capability(store, VectorsBackend)
         try:
             sessions = require(store, SessionsBackend, "session logs", "use memory_search").sessions
-            found = await asyncio.to_thread(search_sessions, sessions, query, session_id=who.session_id,
-                                            user_id=who.user_id, limit=max(1, min(int(limit), 20)),
-                                            embedder=None if vectors is None else vectors.embedder)
+            found = await asyncio.to_thread(
+                search_sessions,
+                sessions,
+                query,
+                session_id=who.session_id,
+                user_id=who.user_id,
+                limit=max(1, min(int(limit), 20)),
+                embedder=None if vectors is None else vectors.embedder,
+            )
         except AgentMemoryError as exc:
             raise _retry(exc) from None
         return {"note": UNTRUSTED_NOTE, "sessions": found}
 
-    async def memory_remember(content: str, title: str | None = None, kind: str | None = None,
-                              scope: Literal["session", "project", "user", "global"] | None = None,
-                              tags: list[str] | None = None, memory_key: str | None = None,
-                              on_existing: Literal["append", "replace", "skip"] = "append",
-                              importance: float | None = None, expires: str | None = None, happened_at: str | None = None,
-                              valid_from: str | None = None, valid_to: str | None = None) -> dict[str, Any]:
+    async def memory_remember(
+        content: str,
+        title: str | None = None,
+        kind: str | None = None,
+        scope: Literal["session", "project", "user", "global"] | None = None,
+        tags: list[str] | None = None,
+        memory_key: str | None = None,
+        on_existing: Literal["append", "replace", "skip"] = "append",
+        importance: float | None = None,
+        expires: str | None = None,
+        happened_at: str | None = None,
+        valid_from: str | None = None,
+        valid_to: str | None = None,
+    ) -> dict[str, Any]:
         """Store one durable memory. Exact duplicates are detected and not stored twice.
 
         Args:
@@ -211,18 +274,36 @@ def memory_toolset(
             valid_to: Until when it was true (ISO date), if known.
         """
         try:
-            draft = MemoryDraft(content, title=title, kind=kind, scope=scope or write_scope, tags=tuple(tags or ()),
-                                memory_key=memory_key, on_existing=on_existing, session_id=who.session_id,
-                                user_id=who.user_id, importance=importance, expires=expires, happened_at=happened_at,
-                                valid_from=valid_from, valid_to=valid_to)
+            draft = MemoryDraft(
+                content,
+                title=title,
+                kind=kind,
+                scope=scope or write_scope,
+                tags=tuple(tags or ()),
+                memory_key=memory_key,
+                on_existing=on_existing,
+                session_id=who.session_id,
+                user_id=who.user_id,
+                importance=importance,
+                expires=expires,
+                happened_at=happened_at,
+                valid_from=valid_from,
+                valid_to=valid_to,
+            )
             result = await store.remember(draft, source=source)
         except AgentMemoryError as exc:
             raise _retry(exc) from None
         return {"id": result.id, "status": result.status}
 
-    async def memory_supersede(id: str, content: str, title: str | None = None, kind: str | None = None,
-                               tags: list[str] | None = None, happened_at: str | None = None,
-                               valid_from: str | None = None) -> dict[str, Any]:
+    async def memory_supersede(
+        id: str,
+        content: str,
+        title: str | None = None,
+        kind: str | None = None,
+        tags: list[str] | None = None,
+        happened_at: str | None = None,
+        valid_from: str | None = None,
+    ) -> dict[str, Any]:
         """Replace an outdated memory with a new fact; the old one is kept as history, no longer current.
 
         Args:
@@ -236,9 +317,18 @@ def memory_toolset(
         """
         try:
             old = await store.get(id, who)  # the new fact goes to the old one's partition (the only one allowed)
-            draft = MemoryDraft(content, title=title, kind=kind, scope=old.scope.value, tags=tuple(tags or ()),
-                                session_id=who.session_id, user_id=who.user_id, happened_at=happened_at,
-                                valid_from=valid_from, supersedes=id)
+            draft = MemoryDraft(
+                content,
+                title=title,
+                kind=kind,
+                scope=old.scope.value,
+                tags=tuple(tags or ()),
+                session_id=who.session_id,
+                user_id=who.user_id,
+                happened_at=happened_at,
+                valid_from=valid_from,
+                supersedes=id,
+            )
             result = await store.remember(draft, source=source)
         except AgentMemoryError as exc:
             raise _retry(exc) from None
@@ -255,8 +345,9 @@ def memory_toolset(
         except AgentMemoryError as exc:
             raise _retry(exc) from None
 
-    async def memory_episodes(query: str | None = None, status: Literal["ok", "failed", "paused"] | None = None,
-                              limit: int = 5) -> dict[str, Any]:
+    async def memory_episodes(
+        query: str | None = None, status: Literal["ok", "failed", "paused"] | None = None, limit: int = 5
+    ) -> dict[str, Any]:
         """Past agent runs (episodes): goal, approach (tools in order), what worked and failed, how each ended.
 
         Args:
@@ -266,14 +357,34 @@ def memory_toolset(
         """
         try:
             episodes = require(store, EpisodesBackend, "episodes").episodes
-            found = await asyncio.to_thread(episodes.list, query or None, session_id=who.session_id,
-                                            user_id=who.user_id, status=status, limit=max(1, min(int(limit), 20)))
+            found = await asyncio.to_thread(
+                episodes.list,
+                query or None,
+                session_id=who.session_id,
+                user_id=who.user_id,
+                status=status,
+                limit=max(1, min(int(limit), 20)),
+            )
         except AgentMemoryError as exc:
             raise _retry(exc) from None
-        return {"note": UNTRUSTED_NOTE, "episodes": [
-            {"id": e.id, "started": e.started, "goal": e.goal, "approach": e.approach, "worked": list(e.worked),
-             "failed": list(e.failed), "exit": e.exit, "status": e.status, "exit_detail": e.exit_detail,
-             "tokens": e.tokens} for e in found]}
+        return {
+            "note": UNTRUSTED_NOTE,
+            "episodes": [
+                {
+                    "id": e.id,
+                    "started": e.started,
+                    "goal": e.goal,
+                    "approach": e.approach,
+                    "worked": list(e.worked),
+                    "failed": list(e.failed),
+                    "exit": e.exit,
+                    "status": e.status,
+                    "exit_detail": e.exit_detail,
+                    "tokens": e.tokens,
+                }
+                for e in found
+            ],
+        }
 
     async def memory_reflect(question: str) -> dict[str, Any]:
         """Answer a question from memory: a short synthesis that cites the records it rests on.
@@ -287,8 +398,17 @@ def memory_toolset(
         res = await reflector(question, session_id=who.session_id, user_id=who.user_id)
         return {"note": UNTRUSTED_NOTE, **res.to_dict()}
 
-    for fn in (memory_search, memory_get, memory_list, memory_search_sessions, memory_episodes, memory_remember,
-               memory_supersede, memory_forget, memory_reflect):
+    for fn in (
+        memory_search,
+        memory_get,
+        memory_list,
+        memory_search_sessions,
+        memory_episodes,
+        memory_remember,
+        memory_supersede,
+        memory_forget,
+        memory_reflect,
+    ):
         if fn is memory_episodes and capability(store, EpisodesBackend) is None:
             continue  # a backend without episodes (not an EpisodesBackend) does not offer the tool
         if fn is memory_search_sessions and capability(store, SessionsBackend) is None:

@@ -30,8 +30,7 @@ if TYPE_CHECKING:  # annotations only: a PostgreSQL process never imports the fi
 T = TypeVar("T")
 C = TypeVar("C")
 
-__all__ = ["Caller", "MemoryBackend", "LifecycleBackend", "SessionsBackend", "EpisodesBackend",
-           "VectorsBackend", "capability", "require"]
+__all__ = ["Caller", "MemoryBackend", "LifecycleBackend", "SessionsBackend", "EpisodesBackend", "VectorsBackend", "capability", "require"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,8 +51,13 @@ class MemoryBackend(Protocol):
     async def remember(self, draft: MemoryDraft, *, source: str = "tool") -> RememberResult: ...
 
     async def remember_many(
-        self, drafts: Iterable[MemoryDraft], *, source: str = "import", on_error: Literal["raise", "skip"] = "raise",
-        errors: builtins.list[tuple[int, str]] | None = None, progress: Callable[[int], None] | None = None,
+        self,
+        drafts: Iterable[MemoryDraft],
+        *,
+        source: str = "import",
+        on_error: Literal["raise", "skip"] = "raise",
+        errors: builtins.list[tuple[int, str]] | None = None,
+        progress: Callable[[int], None] | None = None,
     ) -> builtins.list[RememberResult]: ...
 
     async def supersede(self, old_id: str, draft: MemoryDraft, *, source: str = "tool") -> RememberResult: ...
@@ -92,13 +96,11 @@ class LifecycleBackend(Protocol):
 
     async def undo(self, caller: Caller) -> Event: ...
 
-    async def events(self, caller: Caller, *, record_id: str | None = None,
-                     limit: int | None = None) -> builtins.list[Event]: ...
+    async def events(self, caller: Caller, *, record_id: str | None = None, limit: int | None = None) -> builtins.list[Event]: ...
 
     async def provenance(self, record_id: str, caller: Caller) -> dict[str, Any]: ...
 
-    async def purge(self, record_id: str | None = None, *, session_id: str | None = None,
-                    user_id: str | None = None) -> PurgeReport: ...
+    async def purge(self, record_id: str | None = None, *, session_id: str | None = None, user_id: str | None = None) -> PurgeReport: ...
 
     async def forget_purge(self, record_id: str, caller: Caller) -> bool: ...
 
@@ -150,8 +152,9 @@ def capability(backend: object, protocol: Callable[..., C]) -> C | None:
     return None
 
 
-def require(backend: object, protocol: Callable[..., C], feature: str, hint: str | None = None, *,
-            error: type[UnsupportedError] = UnsupportedError) -> C:
+def require(
+    backend: object, protocol: Callable[..., C], feature: str, hint: str | None = None, *, error: type[UnsupportedError] = UnsupportedError
+) -> C:
     """:func:`capability`, or ``error`` (an :class:`~agent_memory.errors.UnsupportedError`) naming ``feature`` and
     the backend (the wrapped one, not an extension wrapper), in the one wording of :meth:`UnsupportedError.of`."""
     found = capability(backend, protocol)

@@ -79,7 +79,7 @@ class Hooks:
     def __init__(self, **hooks: Hook | Iterable[Hook]) -> None:
         self._hooks: dict[str, list[Hook]] = {name: [] for name in HOOK_NAMES}
         for name, value in hooks.items():
-            for fn in ([value] if callable(value) else list(value)):
+            for fn in [value] if callable(value) else list(value):
                 self.add(name, fn)
 
     def add(self, name: str, fn: Hook) -> Hook:
@@ -145,9 +145,15 @@ class ExtendedBackend:
         await self._written(draft, result, source)
         return result
 
-    async def remember_many(self, drafts: Iterable[MemoryDraft], *, source: str = "import", on_error: Literal["raise", "skip"] = "raise",
-                            errors: builtins.list[tuple[int, str]] | None = None, progress: Callable[[int], None] | None = None,
-                            ) -> builtins.list[RememberResult]:
+    async def remember_many(
+        self,
+        drafts: Iterable[MemoryDraft],
+        *,
+        source: str = "import",
+        on_error: Literal["raise", "skip"] = "raise",
+        errors: builtins.list[tuple[int, str]] | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> builtins.list[RememberResult]:
         batch = list(drafts)
         results = await self.inner.remember_many(batch, source=source, on_error=on_error, errors=errors, progress=progress)
         by_position = batch if len(batch) == len(results) else [None] * len(results)  # skipped drafts shift positions
@@ -190,8 +196,7 @@ class ExtendedBackend:
         result = await self.inner.search(query, caller, limit=limit, **options)
         if not self.hooks.get("on_memory_retrieved"):
             return result
-        hits = [h for h in await self.hooks.filter(Retrieved("search", caller, list(result.hits), query))
-                if isinstance(h, SearchHit)]
+        hits = [h for h in await self.hooks.filter(Retrieved("search", caller, list(result.hits), query)) if isinstance(h, SearchHit)]
         return SearchResult(hits, result.trace)
 
     async def core_lines(self, caller: Caller, limit: int | None) -> builtins.list[str]:

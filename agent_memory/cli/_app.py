@@ -40,8 +40,12 @@ Progress is drawn on stderr only when it is a terminal. Full reference: docs/cli
 
 def _common(default: Any) -> Parser:
     p = Parser(add_help=False)
-    p.add_argument("--root", default=default, metavar="DIR|URL",
-                   help=f"memory root directory or postgresql:// URL (default $AGENT_MEMORY_ROOT, else {DEFAULT_ROOT})")
+    p.add_argument(
+        "--root",
+        default=default,
+        metavar="DIR|URL",
+        help=f"memory root directory or postgresql:// URL (default $AGENT_MEMORY_ROOT, else {DEFAULT_ROOT})",
+    )
     p.add_argument("--json", action="store_true", default=default, help="print exactly one JSON document on stdout")
     return p
 
@@ -68,8 +72,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     imported (see :data:`MODULES`): a cold ``agent-memory search`` imports only what it runs."""
     from agent_memory import __version__
 
-    parser = Parser(prog="agent-memory", description="Durable, searchable memory for LLM agents.", parents=[_common(None)],
-                    epilog=EPILOG)
+    parser = Parser(prog="agent-memory", description="Durable, searchable memory for LLM agents.", parents=[_common(None)], epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"agent-memory {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
@@ -110,8 +113,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()
         quarantined = _base.LIBRARY_LOGS[0] if _base.LIBRARY_LOGS else None
         if quarantined is not None and quarantined.count and args.command != "doctor":
-            print(f"agent-memory: warning: {quarantined.count} record file(s) quarantined (excluded from every read); "
-                  "`agent-memory doctor` names them with a fix", file=sys.stderr)
+            print(
+                f"agent-memory: warning: {quarantined.count} record file(s) quarantined (excluded from every read); "
+                "`agent-memory doctor` names them with a fix",
+                file=sys.stderr,
+            )
         return code
     except SystemExit as exc:  # --help / --version
         return exc.code if isinstance(exc.code, int) else 0

@@ -25,25 +25,45 @@ them: the import is idempotent), so you can search them afterwards."""
 
 
 def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
-    p = add("eval", "Evaluate retrieval on a benchmark: evidence recall@k and budgeted recall coverage.", [
-        "agent-memory eval locomo locomo10.json",
-        "agent-memory eval locomo locomo10.json --k 5,10 --budget 400 --json",
-        "agent-memory --root ./locomo-roots eval locomo locomo10.json --limit-conversations 1",
-        "agent-memory eval locomo locomo10.json --layer sessions",
-    ], epilog_extra=LOCOMO_HELP)
+    p = add(
+        "eval",
+        "Evaluate retrieval on a benchmark: evidence recall@k and budgeted recall coverage.",
+        [
+            "agent-memory eval locomo locomo10.json",
+            "agent-memory eval locomo locomo10.json --k 5,10 --budget 400 --json",
+            "agent-memory --root ./locomo-roots eval locomo locomo10.json --limit-conversations 1",
+            "agent-memory eval locomo locomo10.json --layer sessions",
+        ],
+        epilog_extra=LOCOMO_HELP,
+    )
     p.add_argument("benchmark", choices=["locomo"], help="the benchmark (locomo)")
     p.add_argument("file", help="benchmark data file (- for standard input)")
     p.add_argument("--k", default="5,10,25,50", metavar="K,K,…", help="comma-separated cut-offs for recall@k (default 5,10,25,50)")
-    p.add_argument("--budget", type=positive, metavar="TOKENS",
-                   help="also score budgeted recall coverage at this summary budget in tokens (default: off; slower)")
+    p.add_argument(
+        "--budget",
+        type=positive,
+        metavar="TOKENS",
+        help="also score budgeted recall coverage at this summary budget in tokens (default: off; slower)",
+    )
     p.add_argument("--profile", default="offline", help="recall worker profile for --budget (default offline)")
-    p.add_argument("--search", choices=("lexical", "dense", "hybrid"), default=None,
-                   help="retrieval mode (default: hybrid with --embedder, else lexical); dense and hybrid embed every turn first")
-    p.add_argument("--embedder", metavar="NAME",
-                   help="for --search dense|hybrid: local (MiniLM, the embeddings extra; the default), local:PATH (a sentence-transformers model directory) or a litellm model id")
-    p.add_argument("--layer", choices=("records", "sessions"), default="records",
-                   help="records: one record per turn (default); sessions: each conversation session a session log "
-                        "with our own summaries, questions answered by two-stage contextual search")
+    p.add_argument(
+        "--search",
+        choices=("lexical", "dense", "hybrid"),
+        default=None,
+        help="retrieval mode (default: hybrid with --embedder, else lexical); dense and hybrid embed every turn first",
+    )
+    p.add_argument(
+        "--embedder",
+        metavar="NAME",
+        help="for --search dense|hybrid: local (MiniLM, the embeddings extra; the default), local:PATH (a sentence-transformers model directory) or a litellm model id",
+    )
+    p.add_argument(
+        "--layer",
+        choices=("records", "sessions"),
+        default="records",
+        help="records: one record per turn (default); sessions: each conversation session a session log "
+        "with our own summaries, questions answered by two-stage contextual search",
+    )
     p.add_argument("--limit-conversations", type=positive, metavar="N", help="evaluate only the first N conversations (default: all)")
     return {"eval": cmd_eval}
 
@@ -63,8 +83,15 @@ def cmd_eval(args: argparse.Namespace) -> None:
     if keep is not None and "://" in keep:
         raise InvalidInputError("eval needs a directory for --root (its per-conversation roots), not a URL")
     progress = _progress.Progress("evaluating", None, "question")
-    kwargs: dict[str, Any] = {"ks": ks, "budget": args.budget, "profile": args.profile, "progress": progress, "root": keep,
-                              "search": args.search or ("hybrid" if args.embedder else "lexical"), "embedder": args.embedder}
+    kwargs: dict[str, Any] = {
+        "ks": ks,
+        "budget": args.budget,
+        "profile": args.profile,
+        "progress": progress,
+        "root": keep,
+        "search": args.search or ("hybrid" if args.embedder else "lexical"),
+        "embedder": args.embedder,
+    }
     if args.layer != "records":
         kwargs["layer"] = args.layer
     if args.limit_conversations:

@@ -49,39 +49,68 @@ records already written (status "duplicate")."""
 
 
 def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
-    p = add("init", "Create a memory root (the only command that creates missing parent directories, with -p).", [
-        "agent-memory init",
-        "agent-memory init ~/notes/.agent-memory -p",
-        "agent-memory --root ./mem init --json",
-    ])
+    p = add(
+        "init",
+        "Create a memory root (the only command that creates missing parent directories, with -p).",
+        [
+            "agent-memory init",
+            "agent-memory init ~/notes/.agent-memory -p",
+            "agent-memory --root ./mem init --json",
+        ],
+    )
     p.add_argument("dir", nargs="?", help="the root to create (default: --root, $AGENT_MEMORY_ROOT or .agent-memory)")
     p.add_argument("-p", "--parents", action="store_true", help="create missing parent directories too (as mkdir -p)")
 
-    p = add("import", "Bulk import a JSONL file (FILE, or - for standard input): one memory object per line.", [
-        "agent-memory import memories.jsonl",
-        "agent-memory import memories.jsonl --skip-invalid --json",
-        "cat export.jsonl | agent-memory import - --batch-size 1000",
-    ], epilog_extra=JSONL_FIELDS)
+    p = add(
+        "import",
+        "Bulk import a JSONL file (FILE, or - for standard input): one memory object per line.",
+        [
+            "agent-memory import memories.jsonl",
+            "agent-memory import memories.jsonl --skip-invalid --json",
+            "cat export.jsonl | agent-memory import - --batch-size 1000",
+        ],
+        epilog_extra=JSONL_FIELDS,
+    )
     p.add_argument("file", help="path of a .jsonl file, or - for standard input")
-    p.add_argument("--batch-size", type=positive, default=DEFAULT_BATCH, metavar="N",
-                   help=f"records per lock, transaction and fsync pass (default {DEFAULT_BATCH})")
-    p.add_argument("--skip-invalid", action="store_true",
-                   help="skip bad lines (reported with their line numbers) instead of stopping at the first")
+    p.add_argument(
+        "--batch-size",
+        type=positive,
+        default=DEFAULT_BATCH,
+        metavar="N",
+        help=f"records per lock, transaction and fsync pass (default {DEFAULT_BATCH})",
+    )
+    p.add_argument(
+        "--skip-invalid", action="store_true", help="skip bad lines (reported with their line numbers) instead of stopping at the first"
+    )
     _export.add_import_format(p)
 
-    add("reindex", "Rebuild the index from the record files (files are the truth).", [
-        "agent-memory reindex", "agent-memory --root ./mem reindex --json"])
-    add("doctor", "Check record files against the index; name each problem with its fix. Exit 1 if any.", [
-        "agent-memory doctor", "agent-memory doctor --json"])
-    add("sweep", "Archive expired records and exact duplicates into archive/ (annotated, restorable).", [
-        "agent-memory sweep", "agent-memory sweep --json"])
-    p = add("embed", "Embed records that have no vector yet, with progress (vectors are derived data, like the index: "
-                     "search --mode hybrid|dense uses them; writes never wait for them).", [
-        "agent-memory embed", "agent-memory embed --embedder ollama/nomic-embed-text --json"])
-    p.add_argument("--embedder", metavar="NAME",
-                   help="local (MiniLM, the embeddings extra), local:PATH (a sentence-transformers model directory) or a litellm model id (default $AGENT_MEMORY_EMBEDDER, else local)")
-    return {"init": cmd_init, "import": cmd_import, "reindex": cmd_reindex, "doctor": cmd_doctor, "sweep": cmd_sweep,
-            "embed": cmd_embed}
+    add(
+        "reindex",
+        "Rebuild the index from the record files (files are the truth).",
+        ["agent-memory reindex", "agent-memory --root ./mem reindex --json"],
+    )
+    add(
+        "doctor",
+        "Check record files against the index; name each problem with its fix. Exit 1 if any.",
+        ["agent-memory doctor", "agent-memory doctor --json"],
+    )
+    add(
+        "sweep",
+        "Archive expired records and exact duplicates into archive/ (annotated, restorable).",
+        ["agent-memory sweep", "agent-memory sweep --json"],
+    )
+    p = add(
+        "embed",
+        "Embed records that have no vector yet, with progress (vectors are derived data, like the index: "
+        "search --mode hybrid|dense uses them; writes never wait for them).",
+        ["agent-memory embed", "agent-memory embed --embedder ollama/nomic-embed-text --json"],
+    )
+    p.add_argument(
+        "--embedder",
+        metavar="NAME",
+        help="local (MiniLM, the embeddings extra), local:PATH (a sentence-transformers model directory) or a litellm model id (default $AGENT_MEMORY_EMBEDDER, else local)",
+    )
+    return {"init": cmd_init, "import": cmd_import, "reindex": cmd_reindex, "doctor": cmd_doctor, "sweep": cmd_sweep, "embed": cmd_embed}
 
 
 def meaning_options(target: Any, mode: str | None, embedder: str | None) -> dict[str, Any]:
@@ -136,10 +165,17 @@ def _embed(args: argparse.Namespace, target: Any) -> None:
     finally:
         bar.close()
     if rep.error:
-        raise EmbeddingError(f"{rep.error} ({rep.embedded} of {rep.total - rep.cached} embedded before it; "
-                             "run agent-memory embed again to resume)")
-    emit(args, rep.to_dict(), lambda: f"embedded {rep.embedded} records with {rep.model} ({rep.cached} already had vectors, "
-                                       f"{rep.pruned} unused removed) in {rep.seconds:.1f}s")
+        raise EmbeddingError(
+            f"{rep.error} ({rep.embedded} of {rep.total - rep.cached} embedded before it; run agent-memory embed again to resume)"
+        )
+    emit(
+        args,
+        rep.to_dict(),
+        lambda: (
+            f"embedded {rep.embedded} records with {rep.model} ({rep.cached} already had vectors, "
+            f"{rep.pruned} unused removed) in {rep.seconds:.1f}s"
+        ),
+    )
 
 
 def cmd_init(args: argparse.Namespace) -> None:
@@ -154,8 +190,11 @@ def cmd_init(args: argparse.Namespace) -> None:
     already = (path / "records").is_dir()
     MemoryStore(path).close()
     absolute = os.path.abspath(path)
-    emit(args, {"root": absolute, "created": not already},
-         lambda: f"{'already a memory root' if already else 'created memory root'}: {absolute}")
+    emit(
+        args,
+        {"root": absolute, "created": not already},
+        lambda: f"{'already a memory root' if already else 'created memory root'}: {absolute}",
+    )
 
 
 # -- import -------------------------------------------------------------------------------------
@@ -200,7 +239,7 @@ def _chunks(items: list[Any], batch: int) -> Iterable[tuple[int, list[Any]]]:
         if start >= len(items):
             return
         size = min(size, batch)
-        yield start, items[start:start + size]
+        yield start, items[start : start + size]
         start += size
 
 
@@ -224,8 +263,7 @@ def cmd_import(args: argparse.Namespace) -> int | None:
                 item, asked = override_draft(item, override)  # --as-user/--as-session: that caller's partition
             except InvalidInputError as exc:
                 if not args.skip_invalid:
-                    raise InvalidInputError(f"{where}: line {n}: {exc} (nothing imported; fix the line, or pass "
-                                            "--skip-invalid)") from None
+                    raise InvalidInputError(f"{where}: line {n}: {exc} (nothing imported; fix the line, or pass --skip-invalid)") from None
                 errors.append((n, str(exc)))
                 continue
             if asked is not None:
@@ -239,17 +277,24 @@ def cmd_import(args: argparse.Namespace) -> int | None:
     try:
         for offset, chunk in _chunks(drafts, args.batch_size):
             rejected: list[tuple[int, str]] = []
-            results.extend(target.remember_many(chunk, source="import", batch_size=args.batch_size, on_error="skip",
-                                                errors=rejected, progress=progress))
+            results.extend(
+                target.remember_many(
+                    chunk, source="import", batch_size=args.batch_size, on_error="skip", errors=rejected, progress=progress
+                )
+            )
             errors.extend((lines[offset + i], msg) for i, msg in rejected)
             if rejected and not args.skip_invalid:
                 n, msg = lines[offset + rejected[0][0]], rejected[0][1]
-                raise InvalidInputError(f"{where}: line {n}: {msg} (stopped; {len(results)} records were written: fix the "
-                                        "line and re-run, written records are skipped as duplicates; or pass --skip-invalid)")
+                raise InvalidInputError(
+                    f"{where}: line {n}: {msg} (stopped; {len(results)} records were written: fix the "
+                    "line and re-run, written records are skipped as duplicates; or pass --skip-invalid)"
+                )
     except KeyboardInterrupt:
         progress.close()
-        raise Interrupted(f"interrupted: {len(results)} of {len(drafts)} records from {where} were written; re-running the "
-                          "same import is safe (records already written are skipped as duplicates)") from None
+        raise Interrupted(
+            f"interrupted: {len(results)} of {len(drafts)} records from {where} were written; re-running the "
+            "same import is safe (records already written are skipped as duplicates)"
+        ) from None
     finally:
         progress.close()
         target.close()  # the connections close on the loop that opened them (agent_memory.backends.postgres.pool)
@@ -258,12 +303,23 @@ def cmd_import(args: argparse.Namespace) -> int | None:
     for r in results:
         counts[r.status] = counts.get(r.status, 0) + 1
     errors.sort()
-    doc = {"imported": len(results), "statuses": counts, "errors": [{"line": n, "message": m} for n, m in errors],
-           "rescoped": rescoped, "elapsed_s": round(elapsed, 3),
-           "rate_per_s": round(len(results) / elapsed, 1) if elapsed else None}
-    emit(args, doc, lambda: f"imported {len(results)} records in {elapsed:.2f}s ({doc['rate_per_s']}/s): "
-         + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
-         + "".join(f"\n  skipped {where} line {n}: {m}" for n, m in errors))
+    doc = {
+        "imported": len(results),
+        "statuses": counts,
+        "errors": [{"line": n, "message": m} for n, m in errors],
+        "rescoped": rescoped,
+        "elapsed_s": round(elapsed, 3),
+        "rate_per_s": round(len(results) / elapsed, 1) if elapsed else None,
+    }
+    emit(
+        args,
+        doc,
+        lambda: (
+            f"imported {len(results)} records in {elapsed:.2f}s ({doc['rate_per_s']}/s): "
+            + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+            + "".join(f"\n  skipped {where} line {n}: {m}" for n, m in errors)
+        ),
+    )
     return None
 
 
@@ -278,10 +334,16 @@ def cmd_reindex(args: argparse.Namespace) -> None:
     with open_target(args.root, create=False) as target:
         rep = _progress.run(_op(target, "reindex"), "reindexing")
     problems = dict(getattr(rep, "problems", {}) or {})
-    doc = {"records": getattr(rep, "added", 0) + getattr(rep, "updated", 0), "scanned": getattr(rep, "scanned", 0),
-           "problems": problems}
-    emit(args, doc, lambda: f"reindexed {doc['records']} records" + "".join(f"\n  problem: {k}: {v}" for k, v in problems.items())
-         + ("\n  fix: see `agent-memory doctor` for what to do with each file" if problems else ""))
+    doc = {"records": getattr(rep, "added", 0) + getattr(rep, "updated", 0), "scanned": getattr(rep, "scanned", 0), "problems": problems}
+    emit(
+        args,
+        doc,
+        lambda: (
+            f"reindexed {doc['records']} records"
+            + "".join(f"\n  problem: {k}: {v}" for k, v in problems.items())
+            + ("\n  fix: see `agent-memory doctor` for what to do with each file" if problems else "")
+        ),
+    )
 
 
 def doctor_fixes(report: dict[str, Any], *, rows: bool = False) -> list[str]:
@@ -292,19 +354,25 @@ def doctor_fixes(report: dict[str, Any], *, rows: bool = False) -> list[str]:
     if rows:
         stale = [k for k in problems if k != "schema_version"]
         if not fixes and (stale or (report.get("drift") or {}).get("missing_from_index")):
-            fixes.append(f"{len(stale)} row(s) edited outside agent_memory or missing from the text index: run "
-                         "`agent-memory reindex` (rows are the truth; it repairs their hashes and rebuilds the index)")
+            fixes.append(
+                f"{len(stale)} row(s) edited outside agent_memory or missing from the text index: run "
+                "`agent-memory reindex` (rows are the truth; it repairs their hashes and rebuilds the index)"
+            )
         if "schema_version" in problems:
-            fixes.append("the schema's version is not this release's: use the agent-memory release that wrote it, "
-                         "or upgrade this one")
+            fixes.append("the schema's version is not this release's: use the agent-memory release that wrote it, or upgrade this one")
         return fixes
     if problems and not fixes:
-        fixes.append(f"{len(problems)} record file(s) cannot be used (quarantined: never read): fix the frontmatter of "
-                     "each named file by hand, or move it out of records/ — then run `agent-memory reindex`")
+        fixes.append(
+            f"{len(problems)} record file(s) cannot be used (quarantined: never read): fix the frontmatter of "
+            "each named file by hand, or move it out of records/ — then run `agent-memory reindex`"
+        )
     drift = {k: v for k, v in (report.get("drift") or {}).items() if v}
     if drift:
-        fixes.append("the index disagrees with the files (" + ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in drift.items())
-                     + "): run `agent-memory reindex` (files are the truth)")
+        fixes.append(
+            "the index disagrees with the files ("
+            + ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in drift.items())
+            + "): run `agent-memory reindex` (files are the truth)"
+        )
     return fixes
 
 
@@ -322,8 +390,7 @@ def _episode_problems(base: Path) -> dict[str, str]:
 
 #: Checks of the root's stores that the record store's own doctor does not cover (it checks records, archive,
 #: the index and the event log); together they cover every entry of the registry marked ``doctor``.
-LAYER_DOCTORS: dict[str, Callable[[Path], dict[str, str]]] = {"sessions": _session_problems,
-                                                               "episodes": _episode_problems}
+LAYER_DOCTORS: dict[str, Callable[[Path], dict[str, str]]] = {"sessions": _session_problems, "episodes": _episode_problems}
 STORE_DOCTOR = frozenset({"records", "archive", "index", "events"})
 
 
@@ -353,17 +420,31 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     rows = is_url(str(args.root))  # a database holds rows (no files): its problems are rows and their fixes say so
     doc["fixes"] = doctor_fixes(doc, rows=rows)
     counted = f"{doc.get('records')} rows" if rows else f"{doc.get('records')} files"
-    emit(args, doc, lambda: ("ok" if rep.ok else "problems found") + f": {counted}, {doc.get('indexed')} indexed"
-         + "".join(f"\n  {'problem' if rows else 'unreadable'}: {k}: {v}" for k, v in (doc.get("problems") or {}).items())
-         + "".join(f"\n  drift: {k} = {v}" for k, v in (doc.get("drift") or {}).items() if v)
-         + "".join(f"\n  fix: {f}" for f in doc["fixes"]))
+    emit(
+        args,
+        doc,
+        lambda: (
+            ("ok" if rep.ok else "problems found")
+            + f": {counted}, {doc.get('indexed')} indexed"
+            + "".join(f"\n  {'problem' if rows else 'unreadable'}: {k}: {v}" for k, v in (doc.get("problems") or {}).items())
+            + "".join(f"\n  drift: {k} = {v}" for k, v in (doc.get("drift") or {}).items() if v)
+            + "".join(f"\n  fix: {f}" for f in doc["fixes"])
+        ),
+    )
     return 0 if rep.ok else 1  # usable as a check in scripts; the report is already printed
 
 
 def cmd_sweep(args: argparse.Namespace) -> None:
     with open_target(args.root, create=False) as target:
         rep = _progress.run(_op(target, "sweep"), "sweeping")
-    emit(args, rep.to_dict(), lambda: f"archived {len(rep.expired)} expired and {len(rep.duplicates)} duplicate records"
-         + "".join(f"\n  expired: {i}" for i in rep.expired) + "".join(f"\n  duplicate: {i}" for i in rep.duplicates))
+    emit(
+        args,
+        rep.to_dict(),
+        lambda: (
+            f"archived {len(rep.expired)} expired and {len(rep.duplicates)} duplicate records"
+            + "".join(f"\n  expired: {i}" for i in rep.expired)
+            + "".join(f"\n  duplicate: {i}" for i in rep.duplicates)
+        ),
+    )
     if rep.expired or rep.duplicates:
         note("archived records are in archive/ (`agent-memory restore ID` brings one back)")

@@ -35,8 +35,9 @@ class Progress:
         if enabled() if show is None else show:
             from tqdm import tqdm
 
-            self._bar = tqdm(total=total, desc=label, unit=f" {unit}s", unit_scale=False, file=sys.stderr,
-                             leave=True, mininterval=0.1, **_size())
+            self._bar = tqdm(
+                total=total, desc=label, unit=f" {unit}s", unit_scale=False, file=sys.stderr, leave=True, mininterval=0.1, **_size()
+            )
 
     @property
     def total(self) -> int | None:

@@ -19,17 +19,27 @@ DATE_HELP = "ISO date or datetime, e.g. 2026-11-01 or 2026-11-01T09:00:00Z (UTC 
 
 
 def _filters(p: argparse.ArgumentParser, default_limit: int) -> None:
-    p.add_argument("--tag", dest="tags", action="append", default=[], metavar="TAG",
-                   help="tag (repeatable; list: every tag must match; search: a ranking hint)")
+    p.add_argument(
+        "--tag",
+        dest="tags",
+        action="append",
+        default=[],
+        metavar="TAG",
+        help="tag (repeatable; list: every tag must match; search: a ranking hint)",
+    )
     p.add_argument("--scope", choices=SCOPES, help="only records of this scope (default: every scope the caller may see)")
     p.add_argument("--kind", help="only records of this kind, e.g. fact, preference, decision (default: every kind)")
     p.add_argument("--limit", type=positive, metavar="N", help=f"at most N records (1-1000; default {default_limit})")
     for name in ("created-after", "created-before", "updated-after", "updated-before"):
         p.add_argument(f"--{name}", metavar="WHEN", help=f"{name.replace('-', ' ')} WHEN: {DATE_HELP}")
-    p.add_argument("--include-superseded", action="store_true",
-                   help="also records a newer fact has superseded (default: current records only)")
-    p.add_argument("--as-of", metavar="WHEN", help=f"only records in force at WHEN, superseded ones included "
-                   f"(a day means its end: what was held on that day): {DATE_HELP}")
+    p.add_argument(
+        "--include-superseded", action="store_true", help="also records a newer fact has superseded (default: current records only)"
+    )
+    p.add_argument(
+        "--as-of",
+        metavar="WHEN",
+        help=f"only records in force at WHEN, superseded ones included (a day means its end: what was held on that day): {DATE_HELP}",
+    )
 
 
 def _filter_kwargs(args: argparse.Namespace) -> dict[str, Any]:
@@ -56,86 +66,135 @@ def _caller(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
-    p = add("remember", "Store one memory (CONTENT, or - to read it from standard input).", [
-        'agent-memory remember "Deploys happen on Fridays after noon." --tag ops --key deploys',
-        'echo "Staging is eu-west-1" | agent-memory remember - --title "Staging region" --importance 0.8 --json',
-        'agent-memory remember "Ada prefers tea" --user ada --expires 30d',
-    ])
+    p = add(
+        "remember",
+        "Store one memory (CONTENT, or - to read it from standard input).",
+        [
+            'agent-memory remember "Deploys happen on Fridays after noon." --tag ops --key deploys',
+            'echo "Staging is eu-west-1" | agent-memory remember - --title "Staging region" --importance 0.8 --json',
+            'agent-memory remember "Ada prefers tea" --user ada --expires 30d',
+        ],
+    )
     p.add_argument("content", help="the memory text (Markdown), or - for standard input")
     p.add_argument("--title", help="short title (default: the first words of CONTENT)")
     p.add_argument("--kind", help="fact, preference, decision, summary, … (default fact)")
-    p.add_argument("--scope", choices=SCOPES,
-                   help="who may read it (default: private to --session/--user when given, else project)")
+    p.add_argument("--scope", choices=SCOPES, help="who may read it (default: private to --session/--user when given, else project)")
     add_identity(p)
     p.add_argument("--tag", dest="tags", action="append", default=[], metavar="TAG", help="tag (repeatable)")
-    p.add_argument("--key", dest="memory_key", metavar="KEY",
-                   help="memory_key naming one logical memory (or an existing record id): later writes with it append/replace")
-    p.add_argument("--on-existing", choices=["append", "replace", "skip"],
-                   help="with --key, when that memory exists: append the text, replace it, or skip (default append)")
-    p.add_argument("--expires", type=expiry, metavar="WHEN",
-                   help="when it stops being visible: ISO date/datetime (UTC unless an offset is given) or a duration "
-                        "from now: 90m, 12h, 30d, 2w; must be in the future (default: never)")
-    p.add_argument("--importance", type=fraction, metavar="X",
-                   help="importance between 0 and 1, a ranking hint (default: unset)")
+    p.add_argument(
+        "--key",
+        dest="memory_key",
+        metavar="KEY",
+        help="memory_key naming one logical memory (or an existing record id): later writes with it append/replace",
+    )
+    p.add_argument(
+        "--on-existing",
+        choices=["append", "replace", "skip"],
+        help="with --key, when that memory exists: append the text, replace it, or skip (default append)",
+    )
+    p.add_argument(
+        "--expires",
+        type=expiry,
+        metavar="WHEN",
+        help="when it stops being visible: ISO date/datetime (UTC unless an offset is given) or a duration "
+        "from now: 90m, 12h, 30d, 2w; must be in the future (default: never)",
+    )
+    p.add_argument("--importance", type=fraction, metavar="X", help="importance between 0 and 1, a ranking hint (default: unset)")
     p.add_argument("--happened-at", metavar="WHEN", help=f"when it happened or was said: {DATE_HELP}")
     p.add_argument("--valid-from", metavar="WHEN", help=f"since when it is true: {DATE_HELP}")
     p.add_argument("--valid-to", metavar="WHEN", help=f"until when it was true: {DATE_HELP}")
-    p.add_argument("--supersede", metavar="ID", dest="supersedes",
-                   help="the record this new fact replaces: it is kept, marked superseded, and leaves default reads")
+    p.add_argument(
+        "--supersede",
+        metavar="ID",
+        dest="supersedes",
+        help="the record this new fact replaces: it is kept, marked superseded, and leaves default reads",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="print only the record id (for scripts: ID=$(agent-memory remember … -q))")
 
-    p = add("search", "Rank memories for a query (BM25) with snippets, line ranges and scores (higher first).", [
-        'agent-memory search "when do deploys happen?"',
-        'agent-memory search deploys --user ada --limit 5 --json',
-        'agent-memory search "release plan" --trace',
-    ])
+    p = add(
+        "search",
+        "Rank memories for a query (BM25) with snippets, line ranges and scores (higher first).",
+        [
+            'agent-memory search "when do deploys happen?"',
+            "agent-memory search deploys --user ada --limit 5 --json",
+            'agent-memory search "release plan" --trace',
+        ],
+    )
     p.add_argument("query", help="a question or keywords, as typed (- for standard input)")
     add_identity(p)
     _filters(p, DEFAULT_SEARCH_LIMIT)
     p.add_argument("--trace", action="store_true", help="also print each ranking stage with its candidates and scores")
-    p.add_argument("--mode", choices=("lexical", "dense", "hybrid"),
-                   help="lexical (BM25), dense (embeddings) or hybrid (both, fused); default hybrid when an embedder is "
-                        "set, else lexical (run agent-memory embed first)")
-    p.add_argument("--embedder", metavar="NAME",
-                   help="for --mode dense|hybrid: local (MiniLM, the embeddings extra), local:PATH (a model directory) or a "
-                        "litellm model id (default $AGENT_MEMORY_EMBEDDER, else local)")
+    p.add_argument(
+        "--mode",
+        choices=("lexical", "dense", "hybrid"),
+        help="lexical (BM25), dense (embeddings) or hybrid (both, fused); default hybrid when an embedder is "
+        "set, else lexical (run agent-memory embed first)",
+    )
+    p.add_argument(
+        "--embedder",
+        metavar="NAME",
+        help="for --mode dense|hybrid: local (MiniLM, the embeddings extra), local:PATH (a model directory) or a "
+        "litellm model id (default $AGENT_MEMORY_EMBEDDER, else local)",
+    )
 
-    p = add("get", "Print one record (says 'expired' for a record past its expiry).", [
-        "agent-memory get 2026-11-22-deploy-day-a1b2c3d4",
-        "agent-memory get 2026-11-22-deploy-day-a1b2c3d4 --user ada --json",
-    ])
+    p = add(
+        "get",
+        "Print one record (says 'expired' for a record past its expiry).",
+        [
+            "agent-memory get 2026-11-22-deploy-day-a1b2c3d4",
+            "agent-memory get 2026-11-22-deploy-day-a1b2c3d4 --user ada --json",
+        ],
+    )
     p.add_argument("id", help="record id (as printed by remember, search and list)")
     add_identity(p)
-    p.add_argument("--provenance", action="store_true",
-                   help="also print who created and last changed it (session, user, actor, run/tool call)")
+    p.add_argument(
+        "--provenance", action="store_true", help="also print who created and last changed it (session, user, actor, run/tool call)"
+    )
 
-    p = add("list", f"List records, newest first, filtered exactly (first {DEFAULT_LIST_LIMIT} unless --limit/--all).", [
-        "agent-memory list --tag ops",
-        "agent-memory list --scope user --user ada --limit 200 --json",
-        "agent-memory list --all --updated-after 2026-11-01",
-    ])
+    p = add(
+        "list",
+        f"List records, newest first, filtered exactly (first {DEFAULT_LIST_LIMIT} unless --limit/--all).",
+        [
+            "agent-memory list --tag ops",
+            "agent-memory list --scope user --user ada --limit 200 --json",
+            "agent-memory list --all --updated-after 2026-11-01",
+        ],
+    )
     add_identity(p)
     _filters(p, DEFAULT_LIST_LIMIT)
     p.add_argument("--all", action="store_true", help="list every matching record (no limit)")
 
-    p = add("forget", "Move one record to archive/ (undo with restore); --purge deletes every byte of it.", [
-        "agent-memory forget 2026-11-22-deploy-day-a1b2c3d4",
-        "agent-memory forget 2026-11-22-deploy-day-a1b2c3d4 --purge --json",
-    ])
+    p = add(
+        "forget",
+        "Move one record to archive/ (undo with restore); --purge deletes every byte of it.",
+        [
+            "agent-memory forget 2026-11-22-deploy-day-a1b2c3d4",
+            "agent-memory forget 2026-11-22-deploy-day-a1b2c3d4 --purge --json",
+        ],
+    )
     p.add_argument("id", help="record id")
     add_identity(p)
-    p.add_argument("--purge", action="store_true",
-                   help="delete it for good: file, kept versions, archive, vectors, index pages, event payloads")
+    p.add_argument(
+        "--purge", action="store_true", help="delete it for good: file, kept versions, archive, vectors, index pages, event payloads"
+    )
 
-    p = add("inject", "Print the core block (USER.md + the caller's MEMORY.md lines) within a token budget.", [
-        "agent-memory inject --budget 800",
-        "agent-memory inject --session s1 --user ada --json",
-    ])
-    p.add_argument("--budget", type=positive, default=DEFAULT_INJECT_BUDGET, metavar="TOKENS",
-                   help=f"token budget of the block (tiktoken tokens; default {DEFAULT_INJECT_BUDGET})")
+    p = add(
+        "inject",
+        "Print the core block (USER.md + the caller's MEMORY.md lines) within a token budget.",
+        [
+            "agent-memory inject --budget 800",
+            "agent-memory inject --session s1 --user ada --json",
+        ],
+    )
+    p.add_argument(
+        "--budget",
+        type=positive,
+        default=DEFAULT_INJECT_BUDGET,
+        metavar="TOKENS",
+        help=f"token budget of the block (tiktoken tokens; default {DEFAULT_INJECT_BUDGET})",
+    )
     add_identity(p)
-    return {"remember": cmd_remember, "search": cmd_search, "get": cmd_get, "list": cmd_list, "forget": cmd_forget,
-            "inject": cmd_inject}
+    return {"remember": cmd_remember, "search": cmd_search, "get": cmd_get, "list": cmd_list, "forget": cmd_forget, "inject": cmd_inject}
 
 
 def cmd_remember(args: argparse.Namespace) -> None:
@@ -144,10 +203,23 @@ def cmd_remember(args: argparse.Namespace) -> None:
     from agent_memory.model.drafts import MemoryDraft
 
     content = read_text(args.content, "CONTENT")
-    draft = MemoryDraft(content, args.title, args.kind, args.scope, args.session_id, args.user_id, tuple(args.tags),
-                        args.memory_key, args.on_existing or "append", args.expires, args.importance,
-                        happened_at=args.happened_at, valid_from=args.valid_from, valid_to=args.valid_to,
-                        supersedes=args.supersedes)
+    draft = MemoryDraft(
+        content,
+        args.title,
+        args.kind,
+        args.scope,
+        args.session_id,
+        args.user_id,
+        tuple(args.tags),
+        args.memory_key,
+        args.on_existing or "append",
+        args.expires,
+        args.importance,
+        happened_at=args.happened_at,
+        valid_from=args.valid_from,
+        valid_to=args.valid_to,
+        supersedes=args.supersedes,
+    )
     from agent_memory.model.events import acting
 
     with open_target(args.root, create=True) as target, acting("cli"):
@@ -158,8 +230,15 @@ def cmd_remember(args: argparse.Namespace) -> None:
 
 def cmd_search(args: argparse.Namespace) -> None:
     query = read_text(args.query, "QUERY")
-    options = {**_caller(args), "tags": args.tags, "scope": args.scope, "kind": args.kind, "trace": args.trace,
-               "limit": DEFAULT_SEARCH_LIMIT if args.limit is None else args.limit, **_filter_kwargs(args)}
+    options = {
+        **_caller(args),
+        "tags": args.tags,
+        "scope": args.scope,
+        "kind": args.kind,
+        "trace": args.trace,
+        "limit": DEFAULT_SEARCH_LIMIT if args.limit is None else args.limit,
+        **_filter_kwargs(args),
+    }
     res = _search_once(args, query, options)
     if res is None:
         from agent_memory.cli._base import library_logs
@@ -213,8 +292,9 @@ def cmd_get(args: argparse.Namespace) -> None:
                 doc["provenance"] = {"source": rec.source, **(prov if isinstance(prov, dict) else {})}
             else:  # a backend that keeps no provenance says so (UnsupportedError), never prints nothing
                 doc["provenance"] = {k: v for k, v in target.provenance(args.id, **_caller(args)).items() if k != "id"}
-            extra = "".join(f"\n{k}: " + (json.dumps(v, ensure_ascii=False) if isinstance(v, dict) else str(v))
-                            for k, v in doc["provenance"].items())
+            extra = "".join(
+                f"\n{k}: " + (json.dumps(v, ensure_ascii=False) if isinstance(v, dict) else str(v)) for k, v in doc["provenance"].items()
+            )
     emit(args, doc, lambda: f"{rec.id} ({rec.kind}, {rec.scope.value}{expires}{_dates(rec)}) {rec.path}{extra}\n\n{rec.content}")
 
 
@@ -250,8 +330,11 @@ def cmd_forget(args: argparse.Namespace) -> None:
             forgotten = target.forget(args.id, **_caller(args))
         if not forgotten:
             raise NotFoundError(f"no record {args.id!r} visible to this caller")
-    emit(args, {"id": args.id, "forgotten": True},
-         lambda: f"forgotten: {args.id} (archived; `agent-memory restore {args.id}` brings it back)")
+    emit(
+        args,
+        {"id": args.id, "forgotten": True},
+        lambda: f"forgotten: {args.id} (archived; `agent-memory restore {args.id}` brings it back)",
+    )
 
 
 def cmd_inject(args: argparse.Namespace) -> None:

@@ -63,12 +63,15 @@ def prepare_root(root: str, *, create: bool, parents: bool = False, explicit: bo
     if path.exists() and not path.is_dir():
         raise InvalidInputError(f"--root {root} exists and is not a directory")
     if path.is_dir() and any(path.iterdir()) and not explicit:
-        raise InvalidInputError(f"{root} is not empty and not a memory root (no records/); "
-                                f"make it one with `agent-memory init {root}`, or check --root")
+        raise InvalidInputError(
+            f"{root} is not empty and not a memory root (no records/); make it one with `agent-memory init {root}`, or check --root"
+        )
     parent = path.absolute().parent
     if not path.exists() and not parent.is_dir() and not parents:
-        raise NotFoundError(f"cannot create memory root {root}: its parent directory {parent} does not exist "
-                            f"(mistyped --root? `agent-memory init -p {root}` creates parents)")
+        raise NotFoundError(
+            f"cannot create memory root {root}: its parent directory {parent} does not exist "
+            f"(mistyped --root? `agent-memory init -p {root}` creates parents)"
+        )
     if parents:
         parent.mkdir(parents=True, exist_ok=True)
     return path, not path.exists()
@@ -210,8 +213,9 @@ def open_url(url: str) -> "MemoryBackend":
 
         return open_backend(url, pooled=False)  # one process, one command: no pool to start
     except ImportError as exc:
-        raise MissingExtraError(f"--root {url.split('://', 1)[0]}://… needs the PostgreSQL backend: "
-                                f"pip install 'agent-memory[postgres]' ({exc})") from None
+        raise MissingExtraError(
+            f"--root {url.split('://', 1)[0]}://… needs the PostgreSQL backend: pip install 'agent-memory[postgres]' ({exc})"
+        ) from None
 
 
 def open_target(root: str, *, create: bool, explicit: bool = False) -> StoreTarget | BackendTarget:

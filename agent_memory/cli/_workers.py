@@ -19,22 +19,30 @@ PROFILE_HELP = "model profile: a shipped name (offline, openai, anthropic, ollam
 
 
 def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
-    p = add("recall", "Run the recall worker: one cited summary of what memory knows about MESSAGE.", [
-        'agent-memory recall "when do we deploy?"',
-        'agent-memory recall "what does Ada drink?" --user ada --budget 200 --json',
-        'echo "plan the release" | agent-memory recall - --profile ./profiles/ollama.toml',
-    ])
+    p = add(
+        "recall",
+        "Run the recall worker: one cited summary of what memory knows about MESSAGE.",
+        [
+            'agent-memory recall "when do we deploy?"',
+            'agent-memory recall "what does Ada drink?" --user ada --budget 200 --json',
+            'echo "plan the release" | agent-memory recall - --profile ./profiles/ollama.toml',
+        ],
+    )
     p.add_argument("message", help="the user's message (- for standard input)")
     add_identity(p)
     p.add_argument("--profile", default="offline", help=PROFILE_HELP)
     p.add_argument("--budget", type=positive, metavar="TOKENS", help="summary budget in tokens (default: the profile's, 400)")
     p.add_argument("--allow-fallback", action="store_true", help="exit 0 even when the worker fell back (default: exit 3)")
 
-    p = add("capture", "Run the capture worker over one turn and store the durable facts it finds.", [
-        'agent-memory capture --input "Remember that staging is eu-west-1" --output "Noted."',
-        'agent-memory capture --input "I moved to Munich" --user ada --json',
-        'cat turn.txt | agent-memory capture --input - --session s1',
-    ])
+    p = add(
+        "capture",
+        "Run the capture worker over one turn and store the durable facts it finds.",
+        [
+            'agent-memory capture --input "Remember that staging is eu-west-1" --output "Noted."',
+            'agent-memory capture --input "I moved to Munich" --user ada --json',
+            "cat turn.txt | agent-memory capture --input - --session s1",
+        ],
+    )
     p.add_argument("--input", required=True, metavar="TEXT", help="the user's message of the turn (- for standard input)")
     p.add_argument("--output", metavar="TEXT", help="the assistant's reply (- for standard input; default: none)")
     add_identity(p)
@@ -70,16 +78,17 @@ def _run(provider: Any, work: Coroutine[Any, Any, Any]) -> Any:
 
 
 def _fell_back(args: argparse.Namespace, what: str, reason: str | None) -> int:
-    note(f"warning: {what} fell back: {reason or 'unknown reason'}" + ("" if args.allow_fallback else
-         " (check --profile; --allow-fallback exits 0)"))
+    note(
+        f"warning: {what} fell back: {reason or 'unknown reason'}"
+        + ("" if args.allow_fallback else " (check --profile; --allow-fallback exits 0)")
+    )
     return 0 if args.allow_fallback else EXIT_FALLBACK
 
 
 def cmd_recall(args: argparse.Namespace) -> int:
     message = read_text(args.message, "MESSAGE")
     provider = _provider(args, create=False)
-    res = _run(provider, provider.recall(message, session_id=args.session_id, user_id=args.user_id,
-                                         summary_tokens=args.budget))
+    res = _run(provider, provider.recall(message, session_id=args.session_id, user_id=args.user_id, summary_tokens=args.budget))
     emit(args, res.to_dict(), lambda: (res.summary or "(no relevant memory)") + (f"\n(fallback: {res.reason})" if res.fallback else ""))
     return _fell_back(args, "recall", res.reason) if res.fallback else 0
 

@@ -16,12 +16,16 @@ PROFILE_HELP = "model profile: a shipped name (offline, openai, anthropic, ollam
 
 
 def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
-    p = add("consolidate", "Merge near-duplicates, archive expired, orphaned and decayed records, and lint the store; "
-            "every change is an archive (restorable), at most --max-share of the records per run.", [
-                "agent-memory consolidate --dry-run",
-                "agent-memory consolidate --max-share 0.05 --json",
-                "agent-memory consolidate --worker --user ada --profile openai",
-            ])
+    p = add(
+        "consolidate",
+        "Merge near-duplicates, archive expired, orphaned and decayed records, and lint the store; "
+        "every change is an archive (restorable), at most --max-share of the records per run.",
+        [
+            "agent-memory consolidate --dry-run",
+            "agent-memory consolidate --max-share 0.05 --json",
+            "agent-memory consolidate --worker --user ada --profile openai",
+        ],
+    )
     p.add_argument("--dry-run", action="store_true", help="show the plan; change nothing")
     p.add_argument("--max-share", type=fraction, metavar="F", help="change at most this share of the records (default 0.1)")
     p.add_argument("--rules", metavar="R,R", help="only these rules: ttl,scope_path,merge,decay (default all)")
@@ -31,10 +35,14 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
     p.add_argument("--worker", action="store_true", help="let the consolidate worker of --profile review the plan and act")
     p.add_argument("--profile", default="offline", help=PROFILE_HELP)
 
-    p = add("reflect", "Answer QUESTION from memory with a short synthesis citing the records it rests on.", [
-        'agent-memory reflect "what did we decide about the release?"',
-        'agent-memory reflect "what does Ada drink?" --user ada --json',
-    ])
+    p = add(
+        "reflect",
+        "Answer QUESTION from memory with a short synthesis citing the records it rests on.",
+        [
+            'agent-memory reflect "what did we decide about the release?"',
+            'agent-memory reflect "what does Ada drink?" --user ada --json',
+        ],
+    )
     p.add_argument("question", help="the question (- for standard input)")
     add_identity(p)
     p.add_argument("--profile", default="offline", help=PROFILE_HELP)
@@ -62,12 +70,18 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
     if args.workspace:
         options["workspace"] = args.workspace
     provider = _provider(args)
-    rep = _run(provider, provider.consolidate(dry_run=args.dry_run, max_share=args.max_share, worker=args.worker,
-                                              session_id=args.session_id, user_id=args.user_id, **options))
+    rep = _run(
+        provider,
+        provider.consolidate(
+            dry_run=args.dry_run, max_share=args.max_share, worker=args.worker, session_id=args.session_id, user_id=args.user_id, **options
+        ),
+    )
     emit(args, rep.to_dict(), rep.text)
     if rep.applied and not args.dry_run:
-        note("archived records are in archive/ with the reason; bring one back with `agent-memory restore ID` "
-             "(or `agent-memory undo`, one archive at a time)")
+        note(
+            "archived records are in archive/ with the reason; bring one back with `agent-memory restore ID` "
+            "(or `agent-memory undo`, one archive at a time)"
+        )
     if rep.fallback:
         note(f"warning: the consolidate worker fell back: {rep.reason}")
         return EXIT_FALLBACK
@@ -78,12 +92,20 @@ def cmd_reflect(args: argparse.Namespace) -> int:
     question = read_text(args.question, "QUESTION")
     provider = _provider(args)
     res = _run(provider, provider.reflect(question, session_id=args.session_id, user_id=args.user_id))
-    emit(args, res.to_dict(), lambda: (res.answer or "(memory does not answer this)")
-         + f"\n(confidence {res.confidence:.2f}"
-         + (f"; {len(res.conflicts)} conflict(s) among the cited records, the newest preferred" if res.conflicts else "")
-         + (f"; fallback: {res.reason})" if res.fallback else ")"))
+    emit(
+        args,
+        res.to_dict(),
+        lambda: (
+            (res.answer or "(memory does not answer this)")
+            + f"\n(confidence {res.confidence:.2f}"
+            + (f"; {len(res.conflicts)} conflict(s) among the cited records, the newest preferred" if res.conflicts else "")
+            + (f"; fallback: {res.reason})" if res.fallback else ")")
+        ),
+    )
     if res.fallback:
-        note(f"warning: reflect fell back to an extractive answer: {res.reason}"
-             + ("" if args.allow_fallback else " (check --profile; --allow-fallback exits 0)"))
+        note(
+            f"warning: reflect fell back to an extractive answer: {res.reason}"
+            + ("" if args.allow_fallback else " (check --profile; --allow-fallback exits 0)")
+        )
         return 0 if args.allow_fallback else EXIT_FALLBACK
     return 0

@@ -14,19 +14,28 @@ DEFAULT_LIMIT = 20
 
 
 def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
-    p = add("episodes", "List past agent runs (episodes), newest first; --query ranks them by terms; show ID; doctor.", [
-        "agent-memory episodes --user ada",
-        'agent-memory episodes --query "deploy billing" --status failed --json',
-        "agent-memory episodes show ep-20261123-101500-a1b2c3d4 --user ada",
-        "agent-memory episodes doctor",
-    ])
-    p.add_argument("action", nargs="?", metavar="show|doctor",
-                   help="show ID: print one episode; doctor: name quarantined episode files (default: list)")
+    p = add(
+        "episodes",
+        "List past agent runs (episodes), newest first; --query ranks them by terms; show ID; doctor.",
+        [
+            "agent-memory episodes --user ada",
+            'agent-memory episodes --query "deploy billing" --status failed --json',
+            "agent-memory episodes show ep-20261123-101500-a1b2c3d4 --user ada",
+            "agent-memory episodes doctor",
+        ],
+    )
+    p.add_argument(
+        "action",
+        nargs="?",
+        metavar="show|doctor",
+        help="show ID: print one episode; doctor: name quarantined episode files (default: list)",
+    )
     p.add_argument("id", nargs="?", help="episode id (with show)")
     p.add_argument("-q", "--query", metavar="TEXT", help="rank episodes by these terms (goal, tools, failures, exit)")
     p.add_argument("--status", choices=["ok", "failed", "paused"], help="only runs that ended so (default: any)")
-    p.add_argument("--limit", type=positive, default=DEFAULT_LIMIT, metavar="N",
-                   help=f"at most N episodes (1-1000; default {DEFAULT_LIMIT})")
+    p.add_argument(
+        "--limit", type=positive, default=DEFAULT_LIMIT, metavar="N", help=f"at most N episodes (1-1000; default {DEFAULT_LIMIT})"
+    )
     add_identity(p)
     return {"episodes": cmd_episodes}
 
@@ -50,8 +59,17 @@ def _line(e: Any) -> str:
 
 def _show(e: Any) -> str:
     head = [f"id: {e.id}", f"started: {e.started}", f"ended: {e.ended}", f"scope: {e.scope.value}"]
-    head += [f"{k}: {v}" for k, v in (("session", e.session_id), ("user", e.user_id), ("run", e.run_id),
-                                      ("model", e.model), ("refined by", getattr(e, "refined_by", None))) if v]
+    head += [
+        f"{k}: {v}"
+        for k, v in (
+            ("session", e.session_id),
+            ("user", e.user_id),
+            ("run", e.run_id),
+            ("model", e.model),
+            ("refined by", getattr(e, "refined_by", None)),
+        )
+        if v
+    ]
     return "\n".join(head) + "\n\n" + str(e.body())
 
 
@@ -59,15 +77,17 @@ def cmd_episodes(args: argparse.Namespace) -> None:
     if args.action not in (None, "show", "doctor"):
         raise UsageError(f"unknown action {args.action!r}: use `episodes`, `episodes show ID` or `episodes doctor`")
     if (args.action == "show") != (args.id is not None):
-        raise UsageError("`episodes show` takes one episode id" if args.action == "show" else
-                         f"unexpected argument {args.id!r}")
+        raise UsageError("`episodes show` takes one episode id" if args.action == "show" else f"unexpected argument {args.id!r}")
     if args.limit > 1000:
         raise UsageError("--limit is at most 1000")
     store = _store(args)
     if args.action == "doctor":
         problems = store.doctor()
-        emit(args, {"quarantined": problems},
-             lambda: "\n".join(f"{p['path']}: {p['reason']}" for p in problems) or "all episode files are readable")
+        emit(
+            args,
+            {"quarantined": problems},
+            lambda: "\n".join(f"{p['path']}: {p['reason']}" for p in problems) or "all episode files are readable",
+        )
         return
     who = {"session_id": args.session_id, "user_id": args.user_id}
     if args.action == "show":
@@ -75,5 +95,4 @@ def cmd_episodes(args: argparse.Namespace) -> None:
         emit(args, episode.to_dict(), lambda: _show(episode))
         return
     found = store.list(args.query, limit=args.limit, status=args.status, **who)
-    emit(args, {"episodes": [e.to_dict() for e in found]},
-         lambda: "\n".join(_line(e) for e in found) or "no episodes")
+    emit(args, {"episodes": [e.to_dict() for e in found]}, lambda: "\n".join(_line(e) for e in found) or "no episodes")

@@ -36,6 +36,7 @@ def _tracked(fn: Callable[..., Any]) -> Callable[..., Any]:
 def _closing(handler: Callable[[argparse.Namespace], _R]) -> Callable[[argparse.Namespace], _R]:
     """The command, then (however it ends) the close of every store or backend it opened: a database backend's
     connections and its session/episode pool go with the command (agent_memory.backends.postgres.pool)."""
+
     @functools.wraps(handler)
     def run(args: argparse.Namespace) -> _R:
         try:
@@ -82,23 +83,30 @@ def _target(root: str, *, create: bool) -> Any:
 
 
 def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
-    p = add("export", "Export every record: JSONL with every field (lossless; stdout by default) or a Markdown tree.", [
-        "agent-memory export > memories.jsonl",
-        "agent-memory export --out memories.jsonl --json",
-        "agent-memory export --format markdown --out ./memory-tree",
-        "agent-memory export --user alice --out alice.jsonl",
-        "agent-memory export --full --out root.jsonl   # + archive, session logs, episodes, events",
-    ], epilog_extra="Without --session/--user the whole store is exported, every user's records (expired ones too), on\n"
-                    "files and PostgreSQL alike; with them, only what that caller may see (the export's header and\n"
-                    "the report say so). --full also carries the archive, session logs and summaries, episodes and\n"
-                    "events. `agent-memory import FILE` reads the JSONL back byte for byte.")
+    p = add(
+        "export",
+        "Export every record: JSONL with every field (lossless; stdout by default) or a Markdown tree.",
+        [
+            "agent-memory export > memories.jsonl",
+            "agent-memory export --out memories.jsonl --json",
+            "agent-memory export --format markdown --out ./memory-tree",
+            "agent-memory export --user alice --out alice.jsonl",
+            "agent-memory export --full --out root.jsonl   # + archive, session logs, episodes, events",
+        ],
+        epilog_extra="Without --session/--user the whole store is exported, every user's records (expired ones too), on\n"
+        "files and PostgreSQL alike; with them, only what that caller may see (the export's header and\n"
+        "the report say so). --full also carries the archive, session logs and summaries, episodes and\n"
+        "events. `agent-memory import FILE` reads the JSONL back byte for byte.",
+    )
     p.add_argument("--format", choices=("jsonl", "markdown"), default="jsonl", help="jsonl (default) or markdown")
     p.add_argument("--out", metavar="PATH", help="file (jsonl) or new directory (markdown); default: standard output")
     p.add_argument("--session", dest="session_id", metavar="ID", help="export only what this session may see")
     p.add_argument("--user", dest="user_id", metavar="ID", help="export only what this user may see")
-    p.add_argument("--full", action="store_true",
-                   help="every section of the store (JSONL): records, archive, session logs and summaries, episodes, "
-                        "events")
+    p.add_argument(
+        "--full",
+        action="store_true",
+        help="every section of the store (JSONL): records, archive, session logs and summaries, episodes, events",
+    )
     return {"export": cmd_export}
 
 
@@ -126,15 +134,12 @@ def cmd_export(args: argparse.Namespace) -> None:
             raise InvalidInputError("--json needs --out PATH (standard output carries the export itself)")
         export_records(target, sys.stdout, format="jsonl", caller=caller, problems=problems, full=full, counts=counts)
     else:
-        n = export_records(target, args.out, format=args.format, caller=caller, problems=problems, full=full,
-                           counts=counts)
-        doc = {"exported": n, "format": args.format, "out": str(args.out), "unreadable": problems,
-               "contents": contents, "sections": counts}
+        n = export_records(target, args.out, format=args.format, caller=caller, problems=problems, full=full, counts=counts)
+        doc = {"exported": n, "format": args.format, "out": str(args.out), "unreadable": problems, "contents": contents, "sections": counts}
         extra = "".join(f", {v} {k}" for k, v in counts.items() if k != "records")
         print(_dumps(doc) if args.json else f"exported {n} records{extra} to {args.out} ({args.format}): {what}")
     if caller is not None:
-        print(f"agent-memory: this export holds {what}; without --user/--session it holds the whole store",
-              file=sys.stderr)
+        print(f"agent-memory: this export holds {what}; without --user/--session it holds the whole store", file=sys.stderr)
     for name, why in problems.items():
         where = name if "/" in name else f"records/{name}"
         print(f"agent-memory: not exported: {where}: {why} (see `agent-memory doctor`)", file=sys.stderr)
@@ -143,13 +148,25 @@ def cmd_export(args: argparse.Namespace) -> None:
 def add_import_format(p: argparse.ArgumentParser) -> None:
     """The options ``import`` gains: which format FILE is, and the caller an import runs as (every record in its
     partition: :func:`agent_memory.model.drafts.apply_override`)."""
-    p.add_argument("--format", choices=IMPORT_FORMATS, default="auto",
-                   help="auto (default: our export or another memory's files, else JSONL drafts), drafts, agent-memory, "
-                        "alfred-v2, alfred-py, cuylabs or mem0")
-    p.add_argument("--as-user", dest="as_user", metavar="ID",
-                   help="import as this user: every record lands in their partition (a shared one is downgraded)")
-    p.add_argument("--as-session", dest="as_session", metavar="ID",
-                   help="import as this session: every record lands in its partition (a shared one is downgraded)")
+    p.add_argument(
+        "--format",
+        choices=IMPORT_FORMATS,
+        default="auto",
+        help="auto (default: our export or another memory's files, else JSONL drafts), drafts, agent-memory, "
+        "alfred-v2, alfred-py, cuylabs or mem0",
+    )
+    p.add_argument(
+        "--as-user",
+        dest="as_user",
+        metavar="ID",
+        help="import as this user: every record lands in their partition (a shared one is downgraded)",
+    )
+    p.add_argument(
+        "--as-session",
+        dest="as_session",
+        metavar="ID",
+        help="import as this session: every record lands in its partition (a shared one is downgraded)",
+    )
 
 
 def wants_portable(args: argparse.Namespace) -> bool:
@@ -172,15 +189,18 @@ def cmd_import_format(args: argparse.Namespace) -> int:
     from agent_memory.portable import import_file
 
     target = _target(args.root, create=True)
-    report = import_file(target, args.file, format=args.format, user_id=getattr(args, "as_user", None),
-                         session_id=getattr(args, "as_session", None))
+    report = import_file(
+        target, args.file, format=args.format, user_id=getattr(args, "as_user", None), session_id=getattr(args, "as_session", None)
+    )
     doc = report.to_dict()
     if args.json:
         print(_dumps(doc))
     else:
         reasons = ", ".join(f"{v} {k}" for k, v in sorted(doc["skipped_by_reason"].items()))
-        print(f"imported {doc['written']} records from {args.file} ({doc['format']})"
-              + (f"; skipped {doc['skipped']}: {reasons}" if doc["skipped"] else "")
-              + "".join(f"\n  skipped {s['where']}: {s['reason']}: {s['message']}" for s in doc["skips"])
-              + "".join(f"\n  {r['where']}: {r['message']}" for r in doc["rescoped"]))
+        print(
+            f"imported {doc['written']} records from {args.file} ({doc['format']})"
+            + (f"; skipped {doc['skipped']}: {reasons}" if doc["skipped"] else "")
+            + "".join(f"\n  skipped {s['where']}: {s['reason']}: {s['message']}" for s in doc["skips"])
+            + "".join(f"\n  {r['where']}: {r['message']}" for r in doc["rescoped"])
+        )
     return 0

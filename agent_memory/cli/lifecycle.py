@@ -14,43 +14,63 @@ Handler = Callable[[argparse.Namespace], "int | None"]
 
 
 def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
-    p = add("history", "Every version of a record (live or archived), oldest first, with its events.", [
-        "agent-memory history 2026-11-22-deploy-day-a1b2c3d4",
-        "agent-memory history 2026-11-22-deploy-day-a1b2c3d4 --user ada --json",
-    ])
+    p = add(
+        "history",
+        "Every version of a record (live or archived), oldest first, with its events.",
+        [
+            "agent-memory history 2026-11-22-deploy-day-a1b2c3d4",
+            "agent-memory history 2026-11-22-deploy-day-a1b2c3d4 --user ada --json",
+        ],
+    )
     p.add_argument("id", help="record id")
     add_identity(p)
 
-    p = add("restore", "Bring back a forgotten or swept record, or make an earlier version current.", [
-        "agent-memory restore 2026-11-22-deploy-day-a1b2c3d4",
-        "agent-memory restore 2026-11-22-deploy-day-a1b2c3d4 --version 1 --json",
-    ])
+    p = add(
+        "restore",
+        "Bring back a forgotten or swept record, or make an earlier version current.",
+        [
+            "agent-memory restore 2026-11-22-deploy-day-a1b2c3d4",
+            "agent-memory restore 2026-11-22-deploy-day-a1b2c3d4 --version 1 --json",
+        ],
+    )
     p.add_argument("id", help="record id")
-    p.add_argument("--version", type=positive, metavar="N",
-                   help="the version to make current, as numbered by `history` (default: the previous one)")
+    p.add_argument(
+        "--version", type=positive, metavar="N", help="the version to make current, as numbered by `history` (default: the previous one)"
+    )
     add_identity(p)
 
-    p = add("undo", "Reverse the caller's last change (identity flags say who) that is not undone yet.", [
-        "agent-memory undo", "agent-memory undo --user ada --json"])
+    p = add(
+        "undo",
+        "Reverse the caller's last change (identity flags say who) that is not undone yet.",
+        ["agent-memory undo", "agent-memory undo --user ada --json"],
+    )
     add_identity(p)
 
-    p = add("purge", "Delete content for good: one record (ID) or everything of one owner. Irreversible.", [
-        "agent-memory purge 2026-11-22-deploy-day-a1b2c3d4",
-        "agent-memory purge --user ada --json",
-        "agent-memory purge --user ada --session s1",
-        "agent-memory purge --session s1",
-    ], epilog_extra="With an ID, --session/--user are the caller (who must see the record); without, they name ONE\n"
-                    "owner, never another: --user U is everything of U (all scopes, all U's sessions); --user U\n"
-                    "--session S is only U's session S; --session S alone is only the session S without a user\n"
-                    "(the same session id under another user is another session and stays). That owner's data goes\n"
-                    "from every store of the root: records, kept versions, archive, index pages, vectors, event\n"
-                    "payloads, the recall log, session logs and episodes (the report names each); shared records\n"
-                    "that stay keep their text but lose the owner's ids from their provenance.")
+    p = add(
+        "purge",
+        "Delete content for good: one record (ID) or everything of one owner. Irreversible.",
+        [
+            "agent-memory purge 2026-11-22-deploy-day-a1b2c3d4",
+            "agent-memory purge --user ada --json",
+            "agent-memory purge --user ada --session s1",
+            "agent-memory purge --session s1",
+        ],
+        epilog_extra="With an ID, --session/--user are the caller (who must see the record); without, they name ONE\n"
+        "owner, never another: --user U is everything of U (all scopes, all U's sessions); --user U\n"
+        "--session S is only U's session S; --session S alone is only the session S without a user\n"
+        "(the same session id under another user is another session and stays). That owner's data goes\n"
+        "from every store of the root: records, kept versions, archive, index pages, vectors, event\n"
+        "payloads, the recall log, session logs and episodes (the report names each); shared records\n"
+        "that stay keep their text but lose the owner's ids from their provenance.",
+    )
     p.add_argument("id", nargs="?", help="record id (omit to purge by --user/--session)")
     add_identity(p)
 
-    p = add("events", "The event log: who changed what, when (records the caller may see), oldest first.", [
-        "agent-memory events --limit 20", "agent-memory events --id 2026-11-22-deploy-day-a1b2c3d4 --json"])
+    p = add(
+        "events",
+        "The event log: who changed what, when (records the caller may see), oldest first.",
+        ["agent-memory events --limit 20", "agent-memory events --id 2026-11-22-deploy-day-a1b2c3d4 --json"],
+    )
     p.add_argument("--id", dest="record_id", metavar="ID", help="only events of this record")
     p.add_argument("--limit", type=positive, metavar="N", help="only the last N events")
     add_identity(p)
@@ -142,8 +162,14 @@ def cmd_purge(args: argparse.Namespace) -> None:
         rep = files_store(args, "purge").purge(args.id, **_caller(args))
     stores = getattr(rep, "stores", None) or {}
     named = "\n  stores: " + ", ".join(f"{k} {v}" for k, v in stores.items()) if stores else ""
-    emit(args, rep.to_dict(), lambda: f"purged {len(rep.records)} record(s), {rep.files} file(s), "
-                                      f"{rep.vectors} vector(s); {rep.events} event(s) now tombstones{named}")
+    emit(
+        args,
+        rep.to_dict(),
+        lambda: (
+            f"purged {len(rep.records)} record(s), {rep.files} file(s), "
+            f"{rep.vectors} vector(s); {rep.events} event(s) now tombstones{named}"
+        ),
+    )
 
 
 def cmd_events(args: argparse.Namespace) -> None:

@@ -16,20 +16,31 @@ Handler = Callable[[argparse.Namespace], "int | None"]
 
 
 def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
-    p = add("sessions", "List the session logs the caller may see (its own session, its user's), newest first.", [
-        "agent-memory sessions --user ada",
-        "agent-memory sessions --session chat-42 --json",
-    ])
+    p = add(
+        "sessions",
+        "List the session logs the caller may see (its own session, its user's), newest first.",
+        [
+            "agent-memory sessions --user ada",
+            "agent-memory sessions --session chat-42 --json",
+        ],
+    )
     add_identity(p)
     p.add_argument("--limit", type=positive, metavar="N", help="at most N sessions (default: all)")
-    p = add("session", "Append to one session's log, show its messages and summary, or summarise it now.", [
-        'agent-memory session append chat-42 "We ship on Friday." --user ada --role user',
-        "agent-memory session show chat-42 --session chat-42",
-        "agent-memory session show chat-42 --user ada --last 20 --json",
-        "agent-memory session summarize chat-42 --user ada --force",
-    ])
-    p.add_argument("action", choices=["append", "show", "summarize"],
-                   help="append TEXT as one message, show the log, or summarize it (when due, or --force)")
+    p = add(
+        "session",
+        "Append to one session's log, show its messages and summary, or summarise it now.",
+        [
+            'agent-memory session append chat-42 "We ship on Friday." --user ada --role user',
+            "agent-memory session show chat-42 --session chat-42",
+            "agent-memory session show chat-42 --user ada --last 20 --json",
+            "agent-memory session summarize chat-42 --user ada --force",
+        ],
+    )
+    p.add_argument(
+        "action",
+        choices=["append", "show", "summarize"],
+        help="append TEXT as one message, show the log, or summarize it (when due, or --force)",
+    )
     p.add_argument("id", help="the session id")
     p.add_argument("text", nargs="?", help="append: the message text (- for standard input)")
     p.add_argument("--role", default="user", help="append: the message's role (default user)")
@@ -73,8 +84,11 @@ def cmd_sessions(args: argparse.Namespace) -> None:
     def human() -> str:
         if not infos:
             return "no sessions visible to this caller"
-        return "\n".join(f"{i.session_id}  {i.messages:4d} messages  {(i.first_at or '')[:16]} … {(i.last_at or '')[:16]}"
-                         f"  summary v{i.summary.version if i.summary else 0}" for i in infos)
+        return "\n".join(
+            f"{i.session_id}  {i.messages:4d} messages  {(i.first_at or '')[:16]} … {(i.last_at or '')[:16]}"
+            f"  summary v{i.summary.version if i.summary else 0}"
+            for i in infos
+        )
 
     emit(args, doc, human)
 
@@ -96,8 +110,9 @@ def cmd_session(args: argparse.Namespace) -> None:
 
         profile = load_profile(args.profile)
         made = asyncio.run(summarize_session(store, args.id, **who, worker=profile.summarize, force=args.force))
-        emit(args, {"summary": made.to_dict() if made else None},
-             lambda: made.text if made else "not due (use --force to summarize anyway)")
+        emit(
+            args, {"summary": made.to_dict() if made else None}, lambda: made.text if made else "not due (use --force to summarize anyway)"
+        )
         return
     info, messages = read_session(store, args.id, who["session_id"], who["user_id"], args.last)
     doc = {**info.to_dict(), "log": [m.to_dict() for m in messages]}

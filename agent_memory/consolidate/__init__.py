@@ -44,9 +44,22 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.base import Caller
     from agent_memory.backends.files.store import MemoryStore
 
-__all__ = ["consolidate", "consolidate_backend", "archive_record", "ConsolidationReport", "ConsolidateOptions", "Change",
-           "Finding", "RecallLog", "fire_archived", "ConsolidationUnsupported", "MERGE_THRESHOLD", "RULES", "store_of",
-           "share_limit"]
+__all__ = [
+    "consolidate",
+    "consolidate_backend",
+    "archive_record",
+    "ConsolidationReport",
+    "ConsolidateOptions",
+    "Change",
+    "Finding",
+    "RecallLog",
+    "fire_archived",
+    "ConsolidationUnsupported",
+    "MERGE_THRESHOLD",
+    "RULES",
+    "store_of",
+    "share_limit",
+]
 
 REASON_PREFIX = "consolidation: "
 
@@ -79,9 +92,16 @@ def _options(options: ConsolidateOptions | None, max_share: float | None, kw: di
     return dataclasses.replace(opts, **changes) if changes else opts
 
 
-def consolidate(store: MemoryStore, *, dry_run: bool = False, max_share: float | None = None,
-                options: ConsolidateOptions | None = None, caller: Caller | None = None, now: dt.datetime | None = None,
-                **option_values: Any) -> ConsolidationReport:
+def consolidate(
+    store: MemoryStore,
+    *,
+    dry_run: bool = False,
+    max_share: float | None = None,
+    options: ConsolidateOptions | None = None,
+    caller: Caller | None = None,
+    now: dt.datetime | None = None,
+    **option_values: Any,
+) -> ConsolidationReport:
     """Plan and (unless ``dry_run``) apply one consolidation pass over ``store``; see the module docstring.
 
     ``caller`` limits the pass to what that caller sees (default: every partition). Keyword options are
@@ -91,16 +111,19 @@ def consolidate(store: MemoryStore, *, dry_run: bool = False, max_share: float |
     records = _snapshot(store, caller)
     log = RecallLog(store.root)
     problems = store.index.stored_problems() if caller is None else {}
-    changes, findings, notes = plan_changes(records, opts, now=when, root=store.root,
-                                            recalled=log.ids() if log.exists else None, problems=problems)
+    changes, findings, notes = plan_changes(
+        records, opts, now=when, root=store.root, recalled=log.ids() if log.exists else None, problems=problems
+    )
     total = sum(1 for r in records if not r.superseded_by)  # what readers see; history does not widen the limit
     limit = share_limit(opts.max_share, total)
     report = ConsolidationReport(total, limit, dry_run, changes, findings, notes=notes)
     if len(changes) > limit:
         report.stopped = True
-        report.stop_reason = (f"the plan changes {len(changes)} of {total} records, more than max_share "
-                              f"{opts.max_share:g} allows ({limit}); the first {limit} in rule order "
-                              f"{'would be' if dry_run else 'were'} applied, the rest were not")
+        report.stop_reason = (
+            f"the plan changes {len(changes)} of {total} records, more than max_share "
+            f"{opts.max_share:g} allows ({limit}); the first {limit} in rule order "
+            f"{'would be' if dry_run else 'were'} applied, the rest were not"
+        )
     if not dry_run:
         _apply(store, report)
     elif report.stopped:
@@ -132,9 +155,9 @@ def _apply(store: MemoryStore, report: ConsolidationReport) -> None:
                     change.status, change.note = "skipped", "changed or removed since it was planned"
                     continue
                 if change.rule == "merge" and any(
-                        r in archived or conn.execute("SELECT 1 FROM records WHERE id = ? AND superseded_by IS NULL",
-                                                      (r,)).fetchone() is None
-                        for r in change.related):
+                    r in archived or conn.execute("SELECT 1 FROM records WHERE id = ? AND superseded_by IS NULL", (r,)).fetchone() is None
+                    for r in change.related
+                ):
                     change.status, change.note = "skipped", "the record it duplicates is gone or superseded"
                     continue
                 if change.rule == "merge" and row["superseded_by"]:
@@ -160,8 +183,10 @@ def archive_record(store: MemoryStore, record_id: str, reason: str, caller: Call
     with store.lock.hold():
         store.index.refresh()
         with store.index.transaction() as conn:
-            row = conn.execute(f"SELECT r.* FROM records r WHERE r.id = :id AND {visibility_sql('r')}",
-                               {"id": record_id, "sid": caller.session_id, "uid": caller.user_id}).fetchone()
+            row = conn.execute(
+                f"SELECT r.* FROM records r WHERE r.id = :id AND {visibility_sql('r')}",
+                {"id": record_id, "sid": caller.session_id, "uid": caller.user_id},
+            ).fetchone()
             if row is None:
                 return False
             _history.archive(store, conn, row, REASON_PREFIX + archive_note(reason))
@@ -174,13 +199,15 @@ def store_of(backend: Any) -> MemoryStore:
     """The files store behind ``backend`` (through an extension wrapper), else :class:`ConsolidationUnsupported`."""
     files = capability(backend, FilesBackend)
     if files is None:
-        raise ConsolidationUnsupported.of("consolidation", innermost(backend),
-                                          "files backend only; PostgreSQL: export, consolidate a files copy, import")
+        raise ConsolidationUnsupported.of(
+            "consolidation", innermost(backend), "files backend only; PostgreSQL: export, consolidate a files copy, import"
+        )
     return files.store
 
 
-async def consolidate_backend(backend: Any, *, dry_run: bool = False, max_share: float | None = None,
-                              **options: Any) -> ConsolidationReport:
+async def consolidate_backend(
+    backend: Any, *, dry_run: bool = False, max_share: float | None = None, **options: Any
+) -> ConsolidationReport:
     """:func:`consolidate` for a :class:`~agent_memory.backends.base.MemoryBackend` (off the event loop); extension hooks
     see each applied archive as an ``on_memory_written`` event."""
     store = store_of(backend)

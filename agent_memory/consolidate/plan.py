@@ -35,12 +35,18 @@ def _change(rule: str, rec: MemoryRecord, reason: str, **kw: object) -> Change:
 def _keeper_rank(rec: MemoryRecord) -> tuple[object, ...]:
     """Which of a group of near-duplicates stays: keyed, the head of a version chain, most important, most words,
     newest."""
-    return (rec.memory_key is not None, rec.supersedes is not None, rec.importance or 0.0,
-            len(similar.words(rec.content)), len(rec.content.strip()), rec.updated, rec.id)
+    return (
+        rec.memory_key is not None,
+        rec.supersedes is not None,
+        rec.importance or 0.0,
+        len(similar.words(rec.content)),
+        len(rec.content.strip()),
+        rec.updated,
+        rec.id,
+    )
 
 
-def _merges(records: Sequence[MemoryRecord], threshold: float, taken: set[str],
-            findings: list[Finding], notes: list[str]) -> list[Change]:
+def _merges(records: Sequence[MemoryRecord], threshold: float, taken: set[str], findings: list[Finding], notes: list[str]) -> list[Change]:
     """Near-duplicate merges among ``records`` (current records only: a superseded version is history, never a
     candidate, never the kept side), and the contradiction lint of the same pairs."""
     sh = [similar.shingles(r.content) for r in records]
@@ -94,23 +100,37 @@ def _merges(records: Sequence[MemoryRecord], threshold: float, taken: set[str],
             if similar.conflicting(similar.words(rec.content), kept_words):
                 continue  # chained through a third record but disagrees with the keeper: not a duplicate of it
             sim = similar.jaccard(sh[k], sh[keep])
-            changes.append(_change("merge", rec, f"near-duplicate of {records[keep].id} (similarity {sim:.2f})",
-                                   related=[records[keep].id], similarity=round(sim, 3)))
+            changes.append(
+                _change(
+                    "merge",
+                    rec,
+                    f"near-duplicate of {records[keep].id} (similarity {sim:.2f})",
+                    related=[records[keep].id],
+                    similarity=round(sim, 3),
+                )
+            )
     return changes
 
 
-def _contradictions(records: Sequence[MemoryRecord], versions: list[tuple[int, int, tuple[str, ...]]],
-                    findings: list[Finding], notes: list[str]) -> None:
+def _contradictions(
+    records: Sequence[MemoryRecord], versions: list[tuple[int, int, tuple[str, ...]]], findings: list[Finding], notes: list[str]
+) -> None:
     """One finding per group of records that are versions of one statement with different values (grouped by the
     statement's frame, never chained through a third record); a frame many records share is a pattern (a note)."""
     groups, patterns = similar.group_versions(versions, [r.content for r in records])
     for members, differ in sorted(groups, key=lambda g: min(records[k].id for k in g[0]))[:MAX_FINDINGS]:
-        findings.append(Finding("contradiction", sorted(records[k].id for k in members),
-                                f"{len(members)} versions of one statement that differ on: {', '.join(differ[:8])}; "
-                                "review them, keep the true one(s)"))
+        findings.append(
+            Finding(
+                "contradiction",
+                sorted(records[k].id for k in members),
+                f"{len(members)} versions of one statement that differ on: {', '.join(differ[:8])}; review them, keep the true one(s)",
+            )
+        )
     for text, size in patterns[:MAX_PATTERN_NOTES]:
-        notes.append(f"{size} records follow one pattern ({text[:80]!r}): many records of one template, "
-                     "not versions of one statement (not reported as a contradiction)")
+        notes.append(
+            f"{size} records follow one pattern ({text[:80]!r}): many records of one template, "
+            "not versions of one statement (not reported as a contradiction)"
+        )
 
 
 def _scope_path_gone(rec: MemoryRecord, base: Path) -> str | None:
@@ -125,9 +145,15 @@ def _scope_path_gone(rec: MemoryRecord, base: Path) -> str | None:
         return None
 
 
-def plan_changes(records: Sequence[MemoryRecord], opts: ConsolidateOptions, *, now: dt.datetime, root: Path | None,
-                 recalled: set[str] | None, problems: dict[str, str] | None = None,
-                 ) -> tuple[list[Change], list[Finding], list[str]]:
+def plan_changes(
+    records: Sequence[MemoryRecord],
+    opts: ConsolidateOptions,
+    *,
+    now: dt.datetime,
+    root: Path | None,
+    recalled: set[str] | None,
+    problems: dict[str, str] | None = None,
+) -> tuple[list[Change], list[Finding], list[str]]:
     """Plan a pass over ``records`` (every partition). ``recalled``: ids ever recalled (None: unknown → no decay)."""
     changes: list[Change] = []
     findings: list[Finding] = []
@@ -164,8 +190,14 @@ def plan_changes(records: Sequence[MemoryRecord], opts: ConsolidateOptions, *, n
             cutoff = now - dt.timedelta(days=opts.decay_days)
             for rec in current:
                 last = _parse_when(rec.updated or rec.created)
-                if (rec.id in taken or rec.id in recalled or rec.importance is None or rec.importance >= opts.decay_importance
-                        or last is None or last > cutoff):
+                if (
+                    rec.id in taken
+                    or rec.id in recalled
+                    or rec.importance is None
+                    or rec.importance >= opts.decay_importance
+                    or last is None
+                    or last > cutoff
+                ):
                     continue
                 add(_change("decay", rec, f"not recalled, importance {rec.importance:g}, unchanged since {rec.updated[:10]}"))
     _lint(records, opts, findings, problems or {})
@@ -178,19 +210,27 @@ def _lint(records: Sequence[MemoryRecord], opts: ConsolidateOptions, findings: l
     keyed: dict[str, list[MemoryRecord]] = {}
     for rec in records:
         if len(rec.content) > opts.oversized_chars:
-            findings.append(Finding("oversized", [rec.id], f"{len(rec.content)} characters (limit {opts.oversized_chars}); "
-                                    "split it into smaller records"))
+            findings.append(
+                Finding(
+                    "oversized", [rec.id], f"{len(rec.content)} characters (limit {opts.oversized_chars}); split it into smaller records"
+                )
+            )
         if _redact.contains_secret(rec.content) or _redact.contains_secret(rec.title):
-            findings.append(Finding("secret", [rec.id], "holds what looks like a secret (hand edit?); "
-                                    "rewrite it without the secret or forget it"))
+            findings.append(
+                Finding("secret", [rec.id], "holds what looks like a secret (hand edit?); rewrite it without the secret or forget it")
+            )
         if rec.memory_key and not rec.superseded_by:  # a replaced value is history, not a second value
             keyed.setdefault(rec.memory_key, []).append(rec)
     for key, recs in sorted(keyed.items()):
         shared = [r for r in recs if r.scope.value in SHARED_SCOPES]
         if not shared:
             continue  # different users' (or sessions') values for one key are not seen together: no conflict
-        clash = sorted({i for r in recs for s in shared if r.id != s.id and r.content_hash != s.content_hash
-                        for i in (r.id, s.id)})
+        clash = sorted({i for r in recs for s in shared if r.id != s.id and r.content_hash != s.content_hash for i in (r.id, s.id)})
         if clash:
-            findings.append(Finding("contradiction", clash, f"memory_key {key!r} holds different values that one "
-                                    "reader sees together (shared and private, or two shared records)"))
+            findings.append(
+                Finding(
+                    "contradiction",
+                    clash,
+                    f"memory_key {key!r} holds different values that one reader sees together (shared and private, or two shared records)",
+                )
+            )

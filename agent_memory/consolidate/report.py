@@ -95,15 +95,28 @@ class ConsolidationReport:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        return {"total": self.total, "limit": self.limit, "dry_run": self.dry_run, "stopped": self.stopped,
-                "stop_reason": self.stop_reason, "applied": len(self.applied), "counts": self.counts(),
-                "changes": [c.to_dict() for c in self.changes], "findings": [f.to_dict() for f in self.findings],
-                "notes": list(self.notes), "fallback": self.fallback, "reason": self.reason, "usage": self.usage}
+        return {
+            "total": self.total,
+            "limit": self.limit,
+            "dry_run": self.dry_run,
+            "stopped": self.stopped,
+            "stop_reason": self.stop_reason,
+            "applied": len(self.applied),
+            "counts": self.counts(),
+            "changes": [c.to_dict() for c in self.changes],
+            "findings": [f.to_dict() for f in self.findings],
+            "notes": list(self.notes),
+            "fallback": self.fallback,
+            "reason": self.reason,
+            "usage": self.usage,
+        }
 
     def text(self) -> str:
         """A human-readable summary: one line per change and finding."""
-        head = (f"{'plan' if self.dry_run else 'consolidated'}: {len(self.changes)} change(s) planned, "
-                f"{len(self.applied)} applied (limit {self.limit} of {self.total} records)")
+        head = (
+            f"{'plan' if self.dry_run else 'consolidated'}: {len(self.changes)} change(s) planned, "
+            f"{len(self.applied)} applied (limit {self.limit} of {self.total} records)"
+        )
         lines = [head]
         if self.stopped:
             lines.append(f"stopped: {self.stop_reason}")

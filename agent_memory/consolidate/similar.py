@@ -19,8 +19,19 @@ from dataclasses import dataclass
 
 from agent_memory.search.text import STOP_WORDS, default_tokenizer, term_key
 
-__all__ = ["MERGE_THRESHOLD", "Pair", "shingles", "jaccard", "words", "compare", "candidate_pairs", "frame",
-           "group_versions", "contradictions", "MAX_VERSIONS"]
+__all__ = [
+    "MERGE_THRESHOLD",
+    "Pair",
+    "shingles",
+    "jaccard",
+    "words",
+    "compare",
+    "candidate_pairs",
+    "frame",
+    "group_versions",
+    "contradictions",
+    "MAX_VERSIONS",
+]
 
 MERGE_THRESHOLD = 0.6
 CONFLICT_THRESHOLD = 0.5  # similar enough to be two versions of one statement
@@ -28,8 +39,30 @@ CONFLICT_WORDS = 2  # ... when one span of at most this many words was replaced
 SHINGLE = 4
 MAX_VERSIONS = 4  # more records on one frame ("notes on _ from the sync") are a pattern, not versions of one fact
 MAX_BUCKET = 300  # a shingle shared by more records is skipped as a key (bounds the work on large stores)
-_NEGATIONS = frozenset({"not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "without", "cannot",
-                        "dont", "doesnt", "didnt", "isnt", "arent", "wasnt", "werent", "wont", "cant", "shouldnt"})
+_NEGATIONS = frozenset(
+    {
+        "not",
+        "no",
+        "never",
+        "none",
+        "nobody",
+        "nothing",
+        "neither",
+        "nor",
+        "without",
+        "cannot",
+        "dont",
+        "doesnt",
+        "didnt",
+        "isnt",
+        "arent",
+        "wasnt",
+        "werent",
+        "wont",
+        "cant",
+        "shouldnt",
+    }
+)
 _PUNCT = re.compile(r"[^\w\s]+")
 
 
@@ -44,7 +77,7 @@ def shingles(text: str, k: int = SHINGLE) -> frozenset[str]:
     norm = normal_text(text)
     if len(norm) <= k:
         return frozenset({norm}) if norm else frozenset()
-    return frozenset(norm[i:i + k] for i in range(len(norm) - k + 1))
+    return frozenset(norm[i : i + k] for i in range(len(norm) - k + 1))
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -67,13 +100,12 @@ def _close(a: str, b: str) -> bool:
         return False
     if len(a) == len(b):
         diff = [i for i in range(len(a)) if a[i] != b[i]]
-        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]]
-                                  and a[diff[1]] == b[diff[0]])
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]])
     short, long_ = (a, b) if len(a) < len(b) else (b, a)
     i = 0
     while i < len(short) and short[i] == long_[i]:
         i += 1
-    return short[i:] == long_[i + 1:]
+    return short[i:] == long_[i + 1 :]
 
 
 def conflicting(wa: frozenset[str], wb: frozenset[str]) -> list[str]:
@@ -110,8 +142,11 @@ def is_contradiction(pair: "Pair", text_a: str, text_b: str) -> bool:
     if set(pair.conflict) <= _NEGATIONS:
         return True
     a, b = normal_text(text_a).split(), normal_text(text_b).split()
-    spans = {(tuple(a[i1:i2]), tuple(b[j1:j2])) for op, i1, i2, j1, j2 in
-             difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes() if op != "equal"}
+    spans = {
+        (tuple(a[i1:i2]), tuple(b[j1:j2]))
+        for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+        if op != "equal"
+    }
     return len(spans) == 1 and all(0 < len(x) <= CONFLICT_WORDS for x in next(iter(spans)))
 
 
@@ -125,8 +160,13 @@ class Pair:
     conflict: tuple[str, ...] = ()
 
 
-def compare(i: int, j: int, sh: Sequence[frozenset[str]], ws: Sequence[frozenset[str]], floor: float = CONFLICT_THRESHOLD,
-            ) -> Pair:
+def compare(
+    i: int,
+    j: int,
+    sh: Sequence[frozenset[str]],
+    ws: Sequence[frozenset[str]],
+    floor: float = CONFLICT_THRESHOLD,
+) -> Pair:
     """Similarity of records ``i`` and ``j``; their conflicting words too when the similarity reaches ``floor``."""
     sim = jaccard(sh[i], sh[j])
     if sim < floor:
@@ -149,13 +189,13 @@ def candidate_pairs(groups: Iterable[Sequence[int]], sh: Sequence[frozenset[str]
         for i in members:
             ordered = sorted(sh[i], key=lambda g: (df[g], g))
             keep = len(ordered) - math.ceil(threshold * len(ordered)) + 1
-            for g in ordered[:max(1, keep)]:
+            for g in ordered[: max(1, keep)]:
                 buckets.setdefault(g, []).append(i)
         for bucket in buckets.values():
             if len(bucket) > MAX_BUCKET:
                 continue
             for x, i in enumerate(bucket):
-                for j in bucket[x + 1:]:
+                for j in bucket[x + 1 :]:
                     out.add((min(i, j), max(i, j)))
     return out
 
@@ -175,8 +215,9 @@ def frame(text_a: str, text_b: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def group_versions(found: Iterable[tuple[int, int, Sequence[str]]], texts: Sequence[str],
-                   max_versions: int = MAX_VERSIONS) -> tuple[list[tuple[list[int], list[str]]], list[tuple[str, int]]]:
+def group_versions(
+    found: Iterable[tuple[int, int, Sequence[str]]], texts: Sequence[str], max_versions: int = MAX_VERSIONS
+) -> tuple[list[tuple[list[int], list[str]]], list[tuple[str, int]]]:
     """Group contradicting pairs ``(i, j, conflict words)`` into versions of one statement, by their :func:`frame`.
 
     Pairs are never chained through a third record: "A is 1"/"A is 2" and "A is 2"/"B is 2" are two statements.

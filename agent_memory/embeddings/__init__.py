@@ -28,9 +28,17 @@ from agent_memory.embeddings.local import LOCAL_MODEL, LocalEmbedder, local_mode
 from agent_memory.errors import InvalidInputError
 
 __all__ = [
-    "Embedder", "EmbedderNotInstalledError", "EmbeddingError", "LocalEmbedder", "LiteLLMEmbedder", "CallableEmbedder", "as_matrix",
-    "local_model_available", "make_embedder",
+    "Embedder",
+    "EmbedderNotInstalledError",
+    "EmbeddingError",
+    "LocalEmbedder",
+    "LiteLLMEmbedder",
+    "CallableEmbedder",
+    "as_matrix",
+    "local_model_available",
+    "make_embedder",
 ]
+
 
 def make_embedder(spec: str | Embedder | None) -> Embedder | None:
     """An embedder from a CLI-style name: ``local`` (or ``minilm``), ``local:PATH`` (a sentence-transformers model
@@ -45,7 +53,7 @@ def make_embedder(spec: str | Embedder | None) -> Embedder | None:
     if text.lower() in ("local", "minilm", LOCAL_MODEL.lower()):
         return LocalEmbedder()
     if text.lower().startswith("local:"):
-        path = os.path.expanduser(text[len("local:"):].strip())
+        path = os.path.expanduser(text[len("local:") :].strip())
         if not os.path.isfile(os.path.join(path, "modules.json")):
             raise InvalidInputError(f"local:{path}: not a sentence-transformers model directory (no modules.json)")
         return LocalEmbedder(model_path=path)

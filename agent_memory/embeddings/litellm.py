@@ -18,8 +18,18 @@ __all__ = ["LiteLLMEmbedder"]
 class LiteLLMEmbedder:
     """Embeddings from any provider through ``litellm.embedding`` / ``litellm.aembedding`` (optional extra)."""
 
-    def __init__(self, model: str, *, dim: int | None = None, batch_size: int = 64, api_base: str | None = None,
-                 api_key: str | None = None, timeout: float = 60.0, name: str | None = None, **options: Any) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        dim: int | None = None,
+        batch_size: int = 64,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        name: str | None = None,
+        **options: Any,
+    ) -> None:
         if not model or not isinstance(model, str):
             raise InvalidInputError("LiteLLMEmbedder needs a model name, e.g. 'openai/text-embedding-3-small'")
         if batch_size < 1:
@@ -67,7 +77,7 @@ class LiteLLMEmbedder:
         lib = self._litellm()
         parts = []
         for i in range(0, len(items), self.batch_size):
-            batch = items[i:i + self.batch_size]
+            batch = items[i : i + self.batch_size]
             try:
                 resp = lib.embedding(model=self.model, input=batch, **self.options)
             except Exception as exc:
@@ -85,7 +95,7 @@ class LiteLLMEmbedder:
         lib = self._litellm()
         parts = []
         for i in range(0, len(items), self.batch_size):
-            batch = items[i:i + self.batch_size]
+            batch = items[i : i + self.batch_size]
             try:
                 resp = await lib.aembedding(model=self.model, input=batch, **self.options)
             except Exception as exc:

@@ -110,8 +110,7 @@ class LocalEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         model = self._load()
         try:
-            out = model.encode(items, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
-                               show_progress_bar=False)
+            out = model.encode(items, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
         except Exception as exc:
             raise EmbeddingError(f"local embedding failed: {exc}") from exc
         return as_matrix(out, len(items), self.dim, source=self.name)  # the model is loaded: its own dimension
@@ -125,8 +124,14 @@ def _model_dim(model: Any) -> int:
     return int(size() or 0)
 
 
-_POOLING_MODES = ("pooling_mode_cls_token", "pooling_mode_mean_tokens", "pooling_mode_max_tokens",
-                  "pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken")
+_POOLING_MODES = (
+    "pooling_mode_cls_token",
+    "pooling_mode_mean_tokens",
+    "pooling_mode_max_tokens",
+    "pooling_mode_mean_sqrt_len_tokens",
+    "pooling_mode_weightedmean_tokens",
+    "pooling_mode_lasttoken",
+)
 
 
 def _size(value: Any) -> bool:

@@ -36,10 +36,23 @@ from agent_memory.episodes._store import EpisodeStore, purge_episodes, visible
 from agent_memory.errors import UnsupportedError
 
 __all__ = [
-    "EXITS", "STATUSES", "Episode", "EpisodeParseError", "EpisodeStore", "Episodes", "EpisodesUnsupportedError",
+    "EXITS",
+    "STATUSES",
+    "Episode",
+    "EpisodeParseError",
+    "EpisodeStore",
+    "Episodes",
+    "EpisodesUnsupportedError",
     "ToolCall",
-    "ToolUse", "build_episode", "episode_store", "exit_of_error", "parse_episode", "purge_episodes", "usage_numbers",
-    "validate_episode_id", "visible",
+    "ToolUse",
+    "build_episode",
+    "episode_store",
+    "exit_of_error",
+    "parse_episode",
+    "purge_episodes",
+    "usage_numbers",
+    "validate_episode_id",
+    "visible",
 ]
 
 
@@ -58,8 +71,15 @@ class Episodes(Protocol):
 
     def get(self, episode_id: str, *, session_id: str | None = None, user_id: str | None = None) -> Episode: ...
 
-    def list(self, query: str | None = None, *, session_id: str | None = None, user_id: str | None = None,
-             limit: int = 20, status: str | None = None) -> builtins.list[Episode]: ...
+    def list(
+        self,
+        query: str | None = None,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        limit: int = 20,
+        status: str | None = None,
+    ) -> builtins.list[Episode]: ...
 
     def count(self) -> int: ...
 

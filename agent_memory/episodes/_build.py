@@ -111,8 +111,10 @@ def _notes(calls: list[ToolCall], retried_output: list[str], error: str | None, 
         worked.append("produced a final answer")
     if error:
         failed.append(f"run {'cancelled' if exit == 'cancelled' else 'stopped by a limit' if exit == 'limit' else 'failed'}: {error}")
-    return ([clean(n, MAX_NOTE_CHARS, one_line=True) for n in worked[:MAX_NOTES]],
-            [clean(n, MAX_NOTE_CHARS, one_line=True) for n in failed[-MAX_NOTES:]])
+    return (
+        [clean(n, MAX_NOTE_CHARS, one_line=True) for n in worked[:MAX_NOTES]],
+        [clean(n, MAX_NOTE_CHARS, one_line=True) for n in failed[-MAX_NOTES:]],
+    )
 
 
 def build_episode(
@@ -157,21 +159,36 @@ def build_episode(
     calls = _calls(tool_calls)
     retried = [clean(t, MAX_NOTE_CHARS - 20, one_line=True) for t in retried_output]
     worked, failed = _notes(calls, retried, error_text, exit, out_text)
-    if cost_usd is not None and (isinstance(cost_usd, bool) or not isinstance(cost_usd, (int, float))
-                                 or not math.isfinite(cost_usd) or cost_usd < 0):
+    if cost_usd is not None and (
+        isinstance(cost_usd, bool) or not isinstance(cost_usd, (int, float)) or not math.isfinite(cost_usd) or cost_usd < 0
+    ):
         raise InvalidInputError("cost_usd must be a finite number ≥ 0")
     start = _instant(started, "started")
     end = _instant(ended, "ended") if ended is not None else max(start, now_iso())
     numbers = usage_numbers(usage)
     status = "paused" if exit == "deferred" else "ok" if exit == "output" and error is None else "failed"
     return Episode(
-        id=new_episode_id(start), goal=clean(goal, MAX_GOAL_CHARS) or "(no prompt)", started=start, ended=end,
-        status=status, exit=exit, exit_detail=error_text if error_text is not None else out_text,
-        scope=where, session_id=session_id, user_id=user_id,
-        run_id=clean(run_id, 200, one_line=True) or None, conversation_id=clean(conversation_id, 200, one_line=True) or None,
-        source=clean(source, 32, one_line=True) or "api", tools=tool_uses(calls),
-        sequence=tuple(c.name for c in calls[:MAX_SEQUENCE]), worked=tuple(worked), failed=tuple(failed),
-        retries=sum(1 for c in calls if c.outcome == "retried") + len(retried), requests=numbers["requests"],
-        input_tokens=numbers["input_tokens"], output_tokens=numbers["output_tokens"],
-        cost_usd=None if cost_usd is None else float(cost_usd), model=clean(model, 200, one_line=True) or None,
+        id=new_episode_id(start),
+        goal=clean(goal, MAX_GOAL_CHARS) or "(no prompt)",
+        started=start,
+        ended=end,
+        status=status,
+        exit=exit,
+        exit_detail=error_text if error_text is not None else out_text,
+        scope=where,
+        session_id=session_id,
+        user_id=user_id,
+        run_id=clean(run_id, 200, one_line=True) or None,
+        conversation_id=clean(conversation_id, 200, one_line=True) or None,
+        source=clean(source, 32, one_line=True) or "api",
+        tools=tool_uses(calls),
+        sequence=tuple(c.name for c in calls[:MAX_SEQUENCE]),
+        worked=tuple(worked),
+        failed=tuple(failed),
+        retries=sum(1 for c in calls if c.outcome == "retried") + len(retried),
+        requests=numbers["requests"],
+        input_tokens=numbers["input_tokens"],
+        output_tokens=numbers["output_tokens"],
+        cost_usd=None if cost_usd is None else float(cost_usd),
+        model=clean(model, 200, one_line=True) or None,
     )

@@ -14,8 +14,7 @@ from agent_memory.episodes._model import ID_RE, Episode, EpisodeParseError, epis
 from agent_memory.formats.atomic import TMP_PREFIX
 from agent_memory.formats.quarantine import Quarantined, check_stat
 
-__all__ = ["MAX_EPISODE_BYTES", "MONTH", "drop_index", "entries", "owned", "read_episode", "read_episode_file", "scan",
-           "stamp"]
+__all__ = ["MAX_EPISODE_BYTES", "MONTH", "drop_index", "entries", "owned", "read_episode", "read_episode_file", "scan", "stamp"]
 
 MAX_EPISODE_BYTES = 256 * 1024
 MONTH = re.compile(r"\d{4}-\d{2}")
@@ -56,7 +55,6 @@ def read_episode(path: Path, name: str) -> tuple[Episode, str]:
     except UnicodeDecodeError:
         raise EpisodeParseError("file is not valid UTF-8", "save it as UTF-8") from None
     return parse_episode_text(text, episode_id, path=str(path))
-
 
 
 def stamp(path: Path) -> tuple[int, int] | None:

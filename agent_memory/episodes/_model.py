@@ -34,9 +34,24 @@ from agent_memory.model.drafts import (
 from agent_memory.model.records import RecordParseError, Scope, normalize_instant, yaml_scalar
 
 __all__ = [
-    "EXITS", "STATUSES", "Episode", "EpisodeParseError", "ToolCall", "ToolUse", "episode_month", "gated",
-    "new_episode_id", "parse_episode", "parse_episode_text", "validate_episode_id",
-    "MAX_DETAIL_CHARS", "MAX_GOAL_CHARS", "MAX_NOTE_CHARS", "MAX_NOTES", "MAX_SEQUENCE", "MAX_SUMMARY_CHARS",
+    "EXITS",
+    "STATUSES",
+    "Episode",
+    "EpisodeParseError",
+    "ToolCall",
+    "ToolUse",
+    "episode_month",
+    "gated",
+    "new_episode_id",
+    "parse_episode",
+    "parse_episode_text",
+    "validate_episode_id",
+    "MAX_DETAIL_CHARS",
+    "MAX_GOAL_CHARS",
+    "MAX_NOTE_CHARS",
+    "MAX_NOTES",
+    "MAX_SEQUENCE",
+    "MAX_SUMMARY_CHARS",
     "MAX_TOOL_NAME",
 ]
 
@@ -156,15 +171,34 @@ class Episode:
         return (self.input_tokens or 0) + (self.output_tokens or 0)
 
     def frontmatter(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"id": self.id, "goal": self.goal, "started": self.started, "ended": self.ended,
-                                "status": self.status, "exit": self.exit, "scope": self.scope.value}
+        data: dict[str, Any] = {
+            "id": self.id,
+            "goal": self.goal,
+            "started": self.started,
+            "ended": self.ended,
+            "status": self.status,
+            "exit": self.exit,
+            "scope": self.scope.value,
+        }
         optional = {
-            "exit_detail": self.exit_detail, "session_id": self.session_id, "user_id": self.user_id,
-            "run_id": self.run_id, "conversation_id": self.conversation_id, "source": self.source,
-            "tools": [dataclasses.asdict(t) for t in self.tools], "sequence": list(self.sequence),
-            "worked": list(self.worked), "failed": list(self.failed), "retries": self.retries or None,
-            "requests": self.requests, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-            "cost_usd": self.cost_usd, "model": self.model, "summary": self.summary, "refined_by": self.refined_by,
+            "exit_detail": self.exit_detail,
+            "session_id": self.session_id,
+            "user_id": self.user_id,
+            "run_id": self.run_id,
+            "conversation_id": self.conversation_id,
+            "source": self.source,
+            "tools": [dataclasses.asdict(t) for t in self.tools],
+            "sequence": list(self.sequence),
+            "worked": list(self.worked),
+            "failed": list(self.failed),
+            "retries": self.retries or None,
+            "requests": self.requests,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost_usd": self.cost_usd,
+            "model": self.model,
+            "summary": self.summary,
+            "refined_by": self.refined_by,
         }
         data.update({k: v for k, v in optional.items() if v not in (None, "", [])})
         return data
@@ -266,8 +300,7 @@ def _text(data: Mapping[str, Any], name: str, limit: int, *, required: bool = Fa
     if not isinstance(value, str):
         raise EpisodeParseError(f"{name} must be text, not {type(value).__name__}", f"write {name} as quoted text")
     if len(value) > limit or "\x00" in value or (one_line and ("\n" in value or "\r" in value)):
-        raise EpisodeParseError(f"{name} must be {'one line of ' if one_line else ''}at most {limit} characters",
-                                f"shorten {name}")
+        raise EpisodeParseError(f"{name} must be {'one line of ' if one_line else ''}at most {limit} characters", f"shorten {name}")
     return value
 
 
@@ -293,7 +326,7 @@ def _strings(data: Mapping[str, Any], name: str, limit: int, max_items: int) -> 
     if value is None:
         return ()
     if not isinstance(value, list) or len(value) > max_items or not all(isinstance(v, str) for v in value):
-        raise EpisodeParseError(f"{name} must be a list of at most {max_items} texts", f"write {name}: [\"…\"]")
+        raise EpisodeParseError(f"{name} must be a list of at most {max_items} texts", f'write {name}: ["…"]')
     if any(len(v) > limit or "\n" in v or "\x00" in v for v in value):
         raise EpisodeParseError(f"an item of {name} is not one line of at most {limit} characters", f"shorten {name}")
     return tuple(value)
@@ -360,22 +393,33 @@ def parse_episode_text(text: str, episode_id: str, *, path: str | None = None) -
     cost = data.get("cost_usd")
     if isinstance(cost, str) and _FLOAT_TEXT.fullmatch(cost.strip()):
         cost = float(cost)  # written as ``5e-05`` by earlier versions: YAML 1.1 reads that as text
-    if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float)) or not math.isfinite(cost)
-                             or cost < 0):
+    if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float)) or not math.isfinite(cost) or cost < 0):
         raise EpisodeParseError("cost_usd must be a number ≥ 0", "write cost_usd as a number")
     return Episode(
-        id=episode_id, goal=_text(data, "goal", MAX_GOAL_CHARS + 1, required=True, one_line=False) or "",
-        started=_when(data, "started"), ended=_when(data, "ended"),
-        status=_choice(data, "status", STATUSES), exit=_choice(data, "exit", EXITS),
+        id=episode_id,
+        goal=_text(data, "goal", MAX_GOAL_CHARS + 1, required=True, one_line=False) or "",
+        started=_when(data, "started"),
+        ended=_when(data, "ended"),
+        status=_choice(data, "status", STATUSES),
+        exit=_choice(data, "exit", EXITS),
         exit_detail=_text(data, "exit_detail", MAX_DETAIL_CHARS + 1, one_line=False) or "",
-        scope=scope, session_id=session_id, user_id=user_id,
-        run_id=_text(data, "run_id", MAX_OWNER_CHARS), conversation_id=_text(data, "conversation_id", MAX_OWNER_CHARS),
-        source=_text(data, "source", 32) or "api", tools=_tools(data.get("tools")),
+        scope=scope,
+        session_id=session_id,
+        user_id=user_id,
+        run_id=_text(data, "run_id", MAX_OWNER_CHARS),
+        conversation_id=_text(data, "conversation_id", MAX_OWNER_CHARS),
+        source=_text(data, "source", 32) or "api",
+        tools=_tools(data.get("tools")),
         sequence=_strings(data, "sequence", MAX_TOOL_NAME, MAX_SEQUENCE),
-        worked=_strings(data, "worked", MAX_NOTE_CHARS + 1, MAX_NOTES), failed=_strings(data, "failed", MAX_NOTE_CHARS + 1, MAX_NOTES),
-        retries=_count(data, "retries") or 0, requests=_count(data, "requests"),
-        input_tokens=_count(data, "input_tokens"), output_tokens=_count(data, "output_tokens"),
-        cost_usd=None if cost is None else float(cost), model=_text(data, "model", MAX_OWNER_CHARS), path=path,
+        worked=_strings(data, "worked", MAX_NOTE_CHARS + 1, MAX_NOTES),
+        failed=_strings(data, "failed", MAX_NOTE_CHARS + 1, MAX_NOTES),
+        retries=_count(data, "retries") or 0,
+        requests=_count(data, "requests"),
+        input_tokens=_count(data, "input_tokens"),
+        output_tokens=_count(data, "output_tokens"),
+        cost_usd=None if cost is None else float(cost),
+        model=_text(data, "model", MAX_OWNER_CHARS),
+        path=path,
         summary=_text(data, "summary", MAX_SUMMARY_CHARS + 1, one_line=False) or "",
         refined_by=_text(data, "refined_by", MAX_OWNER_CHARS),
     ), split.body

@@ -39,8 +39,7 @@ def _detail(content: Any) -> str:
         return str(content)[:400]
 
 
-def run_facts(messages: Sequence[ModelMessage], run_id: str | None = None,
-              errors: Mapping[str, str] | None = None) -> RunFacts:
+def run_facts(messages: Sequence[ModelMessage], run_id: str | None = None, errors: Mapping[str, str] | None = None) -> RunFacts:
     """Tool calls (in call order, each with its outcome), output retries, model and cost of the run ``run_id``.
 
     Only messages of that run are read when they carry run ids (a conversation's history holds
@@ -59,8 +58,7 @@ def run_facts(messages: Sequence[ModelMessage], run_id: str | None = None,
     for message in mine:
         if isinstance(message, ModelResponse):
             facts.model = message.model_name or facts.model
-            order += [p for p in message.parts if isinstance(p, ToolCallPart)
-                      and not p.tool_name.startswith(_OUTPUT_TOOL_PREFIX)]
+            order += [p for p in message.parts if isinstance(p, ToolCallPart) and not p.tool_name.startswith(_OUTPUT_TOOL_PREFIX)]
             try:
                 costs.append(float(message.cost().total_price))
             except Exception:  # unknown model or provider, no usage: the cost is not known

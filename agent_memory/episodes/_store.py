@@ -73,8 +73,7 @@ def query_terms(query: str) -> list[str]:
 class EpisodeStore:
     """Episodes of one memory root: write, get, list (newest first), search by terms, doctor, purge."""
 
-    def __init__(self, root: str | os.PathLike[str], *, lock_timeout_s: float = 30.0,
-                 rescan_interval: float = 10.0) -> None:
+    def __init__(self, root: str | os.PathLike[str], *, lock_timeout_s: float = 30.0, rescan_interval: float = 10.0) -> None:
         self.root = Path(root)
         self.rescan_interval = rescan_interval
         self.dir = self.root / DIR
@@ -117,7 +116,11 @@ class EpisodeStore:
                 raise NotFoundError(f"no episode {episode.id}")
             current = parse_episode(path.read_text(encoding="utf-8"), episode.id)
             if (current.scope, current.session_id, current.user_id, current.started) != (
-                    episode.scope, episode.session_id, episode.user_id, episode.started):
+                episode.scope,
+                episode.session_id,
+                episode.user_id,
+                episode.started,
+            ):
                 raise InvalidInputError(f"episode {episode.id}: a refinement cannot change its owner or run")
             before = self._signature()
             atomic_write(path, text.encode("utf-8"))
@@ -139,8 +142,15 @@ class EpisodeStore:
             raise NotFoundError(f"no episode {episode_id!r} visible to this caller")
         return episode
 
-    def list(self, query: str | None = None, *, session_id: str | None = None, user_id: str | None = None,
-             limit: int = 20, status: str | None = None) -> builtins.list[Episode]:
+    def list(
+        self,
+        query: str | None = None,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        limit: int = 20,
+        status: str | None = None,
+    ) -> builtins.list[Episode]:
         """The caller's visible episodes: newest first, or, with ``query``, best match first (ties newest first)."""
         _check_caller(session_id=session_id, user_id=user_id, query=query)
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
@@ -155,12 +165,13 @@ class EpisodeStore:
         cols = "e.data, f.file, f.mtime_ns, f.size FROM"
         if terms:
             params["q"] = " OR ".join(phrase(t) for t in terms)
-            sql = (f"SELECT {cols} fts JOIN episodes e ON e.rowid = fts.rowid JOIN files f ON f.file = e.file"
-                   f" WHERE fts MATCH :q AND {where} ORDER BY bm25(fts, 2.0, 1.0, 0.5), e.started DESC, e.id DESC"
-                   " LIMIT :limit")
+            sql = (
+                f"SELECT {cols} fts JOIN episodes e ON e.rowid = fts.rowid JOIN files f ON f.file = e.file"
+                f" WHERE fts MATCH :q AND {where} ORDER BY bm25(fts, 2.0, 1.0, 0.5), e.started DESC, e.id DESC"
+                " LIMIT :limit"
+            )
         else:
-            sql = (f"SELECT {cols} episodes e JOIN files f ON f.file = e.file WHERE {where}"
-                   " ORDER BY e.started DESC, e.id DESC LIMIT :limit")
+            sql = f"SELECT {cols} episodes e JOIN files f ON f.file = e.file WHERE {where} ORDER BY e.started DESC, e.id DESC LIMIT :limit"
         with self._conn() as conn:
             self._sync(conn)
             rows = conn.execute(sql, params).fetchall()
@@ -187,8 +198,7 @@ class EpisodeStore:
         out = [{"path": str(self.dir / f), "reason": e} for f, e in rows]
         for entry in entries(self.dir):
             if entry.is_file(follow_symlinks=False) and entry.name.endswith(".md"):
-                out.append({"path": entry.path, "reason": "episode file outside a month directory; fix: move it to "
-                                                          "episodes/<yyyy-mm>/"})
+                out.append({"path": entry.path, "reason": "episode file outside a month directory; fix: move it to episodes/<yyyy-mm>/"})
         return out
 
     def reindex(self) -> int:
@@ -269,8 +279,9 @@ class EpisodeStore:
         row = conn.execute("SELECT name FROM sqlite_master WHERE name = 'meta'").fetchone()
         if row is not None and conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == (SCHEMA,):
             return
-        drop = "" if row is None else \
-            "DROP TABLE IF EXISTS files; DROP TABLE IF EXISTS episodes; DROP TABLE IF EXISTS fts; DELETE FROM meta;"
+        drop = (
+            "" if row is None else "DROP TABLE IF EXISTS files; DROP TABLE IF EXISTS episodes; DROP TABLE IF EXISTS fts; DELETE FROM meta;"
+        )
         conn.executescript(f"""
             BEGIN IMMEDIATE;
             {drop}
@@ -315,8 +326,7 @@ class EpisodeStore:
             for file, stamp in seen.items():
                 if known.get(file) != stamp:
                     self._load(conn, file, stamp)
-            conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                             [("signature", signature), ("scanned", repr(time.time()))])
+            conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [("signature", signature), ("scanned", repr(time.time()))])
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -354,13 +364,15 @@ class EpisodeStore:
         conn.execute("DELETE FROM fts WHERE rowid IN (SELECT rowid FROM episodes WHERE id = ?)", (episode.id,))
         conn.execute("DELETE FROM episodes WHERE id = ?", (episode.id,))
         data = json.dumps({k: v for k, v in episode.to_dict().items() if k != "path"}, ensure_ascii=False)
-        cur = conn.execute("INSERT INTO episodes(id, file, scope, session_id, user_id, started, status, data)"
-                           " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                           (episode.id, file, episode.scope.value, episode.session_id, episode.user_id, episode.started,
-                            episode.status, data))
+        cur = conn.execute(
+            "INSERT INTO episodes(id, file, scope, session_id, user_id, started, status, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (episode.id, file, episode.scope.value, episode.session_id, episode.user_id, episode.started, episode.status, data),
+        )
         body = body.strip() or episode.body()
-        conn.execute("INSERT INTO fts(rowid, goal, body, context) VALUES (?, ?, ?, ?)",
-                     (cur.lastrowid, episode.goal, body, cjk_unigrams(f"{episode.goal}\n{body}")))
+        conn.execute(
+            "INSERT INTO fts(rowid, goal, body, context) VALUES (?, ?, ?, ?)",
+            (cur.lastrowid, episode.goal, body, cjk_unigrams(f"{episode.goal}\n{body}")),
+        )
         conn.execute("INSERT INTO files VALUES (?, ?, ?, NULL)", (file, *stamp))
 
 
@@ -385,7 +397,8 @@ def _from_row(base: Path, data: str) -> Episode:
     return Episode(**raw)
 
 
-def purge_episodes(root: str | os.PathLike[str], *, user_id: str | None = None, session_id: str | None = None,
-                   anonymous: bool = False) -> int:
+def purge_episodes(
+    root: str | os.PathLike[str], *, user_id: str | None = None, session_id: str | None = None, anonymous: bool = False
+) -> int:
     """Delete every byte of the episodes of ``user_id`` and/or ``session_id`` under ``root``; returns how many."""
     return EpisodeStore(root).purge(user_id=user_id, session_id=session_id, anonymous=anonymous)

@@ -36,7 +36,12 @@ from agent_memory.errors import InvalidInputError
 from agent_memory.portable.transcripts import Session, Turn, transcript_drafts
 
 __all__ = [
-    "evaluate", "render_table", "normalize_evidence", "evidence_recall", "load_samples", "sample_sessions",
+    "evaluate",
+    "render_table",
+    "normalize_evidence",
+    "evidence_recall",
+    "load_samples",
+    "sample_sessions",
     "CATEGORY_NAMES",
 ]
 
@@ -72,8 +77,10 @@ def load_samples(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
         raise InvalidInputError(f"{name}: not a LoCoMo-format file (a list of samples with 'conversation' and 'qa')")
     for i, sample in enumerate(data):
         if not isinstance(sample, dict) or not isinstance(sample.get("conversation"), dict):
-            raise InvalidInputError(f"{name}: sample {i} ({_sample_name(sample, i)}): not a LoCoMo sample "
-                                    "(an object with a 'conversation' object and a 'qa' list)")
+            raise InvalidInputError(
+                f"{name}: sample {i} ({_sample_name(sample, i)}): not a LoCoMo sample "
+                "(an object with a 'conversation' object and a 'qa' list)"
+            )
         if not isinstance(sample.get("qa", []), list):
             raise InvalidInputError(f"{name}: sample {i} ({_sample_name(sample, i)}): 'qa' must be a list")
     return data
@@ -90,9 +97,11 @@ def sample_sessions(sample: Mapping[str, Any]) -> list[Session]:
     sessions = []
     for n in numbers:
         turns = [
-            Turn(speaker=str(t.get("speaker") or "speaker"), text=str(t.get("text") or ""), id=t.get("dia_id"),
-                 caption=t.get("blip_caption"))
-            for t in conv[f"session_{n}"] if isinstance(t, dict)
+            Turn(
+                speaker=str(t.get("speaker") or "speaker"), text=str(t.get("text") or ""), id=t.get("dia_id"), caption=t.get("blip_caption")
+            )
+            for t in conv[f"session_{n}"]
+            if isinstance(t, dict)
         ]
         sessions.append(Session(turns=turns, date=conv.get(f"session_{n}_date_time"), id=f"session_{n}"))
     return sessions
@@ -182,6 +191,7 @@ def evaluate(
         progress.total = sum(len(s.get("qa") or []) for s in samples)  # type: ignore[attr-defined]
     rows: list[tuple[str, dict[str, float]]] = []
     for index, sample in enumerate(samples):
+
         def tick() -> None:
             if progress is not None:
                 progress(1)
@@ -189,8 +199,7 @@ def evaluate(
         if layer == "sessions":
             rows.extend(_sessions_sample(sample, index, ks, tick, root, embedder, search))
             continue
-        rows.extend(_evaluate_sample(sample, index, ks, budget, profile, tick, store_options or {}, transcript_options or {},
-                                     root, search))
+        rows.extend(_evaluate_sample(sample, index, ks, budget, profile, tick, store_options or {}, transcript_options or {}, root, search))
     return _aggregate(rows, ks, budget, time.perf_counter() - started)
 
 
@@ -201,22 +210,46 @@ def _root_for(stack: contextlib.ExitStack, root: str | os.PathLike[str] | None, 
     return Path(root) / (re.sub(r"[^A-Za-z0-9_.-]+", "-", thread).strip(".-") or f"conversation-{index + 1}")
 
 
-def _sessions_sample(sample: Mapping[str, Any], index: int, ks: Sequence[int], tick: Callable[[], None],
-                     root: str | os.PathLike[str] | None, embedder: Any = None, search: str = "lexical"
-                     ) -> list[tuple[str, dict[str, float]]]:
+def _sessions_sample(
+    sample: Mapping[str, Any],
+    index: int,
+    ks: Sequence[int],
+    tick: Callable[[], None],
+    root: str | os.PathLike[str] | None,
+    embedder: Any = None,
+    search: str = "lexical",
+) -> list[tuple[str, dict[str, float]]]:
     from agent_memory.eval.locomo_sessions import session_rows
 
     thread = _sample_name(sample, index)
     user = re.sub(r"[^A-Za-z0-9_.@-]+", "-", thread).strip(".-") or f"conversation-{index + 1}"
     with contextlib.ExitStack() as stack:
         where = _root_for(stack, root, thread, index)
-        return session_rows(sample, sample_sessions(sample), where, user, ks, canonical_turn_id, normalize_evidence,
-                            evidence_recall, tick, embedder=embedder, search=search)
+        return session_rows(
+            sample,
+            sample_sessions(sample),
+            where,
+            user,
+            ks,
+            canonical_turn_id,
+            normalize_evidence,
+            evidence_recall,
+            tick,
+            embedder=embedder,
+            search=search,
+        )
 
 
 def _evaluate_sample(
-    sample: Mapping[str, Any], index: int, ks: Sequence[int], budget: int | None, profile: str, tick: Callable[[], None],
-    store_options: Mapping[str, Any], transcript_options: Mapping[str, Any], root: str | os.PathLike[str] | None = None,
+    sample: Mapping[str, Any],
+    index: int,
+    ks: Sequence[int],
+    budget: int | None,
+    profile: str,
+    tick: Callable[[], None],
+    store_options: Mapping[str, Any],
+    transcript_options: Mapping[str, Any],
+    root: str | os.PathLike[str] | None = None,
     search: str = "lexical",
 ) -> list[tuple[str, dict[str, float]]]:
     from agent_memory.provider import MemoryProvider
@@ -254,15 +287,20 @@ def _evaluate_sample(
                 if budget is None:
                     tick()
             if budget is not None:
-                asyncio.run(_coverage(provider, qa, rows[-len(qa):] if qa else [], int(budget), turn_of, text_of, tick))
+                asyncio.run(_coverage(provider, qa, rows[-len(qa) :] if qa else [], int(budget), turn_of, text_of, tick))
             return rows
         finally:
             provider.close()
 
 
 async def _coverage(
-    provider: Any, qa: Sequence[Mapping[str, Any]], rows: Sequence[tuple[str, dict[str, float]]], budget: int,
-    turn_of: Mapping[str, str], text_of: Mapping[str, str], tick: Callable[[], None],
+    provider: Any,
+    qa: Sequence[Mapping[str, Any]],
+    rows: Sequence[tuple[str, dict[str, float]]],
+    budget: int,
+    turn_of: Mapping[str, str],
+    text_of: Mapping[str, str],
+    tick: Callable[[], None],
 ) -> None:
     key = f"coverage@{budget}"
     for q, (_, scores) in zip(qa, rows, strict=True):

@@ -36,9 +36,15 @@ def import_sample(store: SessionStore, sessions: Sequence[Session], *, user_id: 
                 text = f"{text} [shared an image: {' '.join(turn.caption.split())}]".strip()
             if not text.strip():
                 continue
-            messages.append({"role": "user", "speaker": turn.speaker, "text": text,
-                             "at": (start + dt.timedelta(seconds=i)).isoformat(),
-                             "turn_id": None if turn.id is None else str(turn.id)})
+            messages.append(
+                {
+                    "role": "user",
+                    "speaker": turn.speaker,
+                    "text": text,
+                    "at": (start + dt.timedelta(seconds=i)).isoformat(),
+                    "turn_id": None if turn.id is None else str(turn.id),
+                }
+            )
         try:
             existing = store.messages(sid, user_id=user_id)
         except Exception:
@@ -54,11 +60,20 @@ def import_sample(store: SessionStore, sessions: Sequence[Session], *, user_id: 
     return out
 
 
-def session_rows(sample: Mapping[str, Any], sessions: Sequence[Session], where: Path, user_id: str, ks: Sequence[int],
-                 canonical: Callable[[Any], str | None], evidence_of: Callable[[Any], list[str]],
-                 recall: Callable[[Sequence[str], Sequence[str | None]], float], tick: Callable[[], None],
-                 options: ContextualOptions | None = None, embedder: Any = None, search: str = "lexical"
-                 ) -> list[tuple[str, dict[str, float]]]:
+def session_rows(
+    sample: Mapping[str, Any],
+    sessions: Sequence[Session],
+    where: Path,
+    user_id: str,
+    ks: Sequence[int],
+    canonical: Callable[[Any], str | None],
+    evidence_of: Callable[[Any], list[str]],
+    recall: Callable[[Sequence[str], Sequence[str | None]], float],
+    tick: Callable[[], None],
+    options: ContextualOptions | None = None,
+    embedder: Any = None,
+    search: str = "lexical",
+) -> list[tuple[str, dict[str, float]]]:
     """Import one sample into ``where`` and score its questions with contextual search (``search`` lexical,
     dense or hybrid; the last two with ``embedder``). A hit is one message, mapped to its one turn."""
     store = SessionStore(where, durable=False)
@@ -68,9 +83,15 @@ def session_rows(sample: Mapping[str, Any], sessions: Sequence[Session], where: 
         if not isinstance(q, dict):
             continue
         evidence = evidence_of(q.get("evidence"))
-        hits = contextual_search(store, str(q.get("question") or ""), user_id=user_id, limit=ks[-1],
-                                 options=options, embedder=embedder if search != "lexical" else None,
-                                 search=search).hits  # type: ignore[arg-type]
+        hits = contextual_search(
+            store,
+            str(q.get("question") or ""),
+            user_id=user_id,
+            limit=ks[-1],
+            options=options,
+            embedder=embedder if search != "lexical" else None,
+            search=search,  # type: ignore[arg-type]
+        ).hits
         ranked = [canonical(h.metadata.get("turn_id")) for h in hits]
         rows.append((str(q.get("category", "?")), {f"recall@{k}": recall(evidence, ranked[:k]) for k in ks}))
         tick()

@@ -74,7 +74,7 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> os.stat_re
     try:
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
         if durable:
             os.fsync(fd)
         st = os.fstat(fd)
@@ -185,7 +185,6 @@ class RootLock:
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
-
 
     NOTE_AT, NOTE_SIZE = 8, 24  # bytes of the lock file after the state byte: a small note kept beside the lock
 

@@ -76,11 +76,11 @@ def _fast(text: str) -> tuple[dict[str, Any], str] | None:
     closed = None if opened is None else YAML_FENCE.search(text, opened.end())
     if opened is None or closed is None:
         return None
-    header = text[opened.end() + 1:closed.start()][:-1]
+    header = text[opened.end() + 1 : closed.start()][:-1]
     if len(header) > MAX_HEADER_BYTES:
         return None
     data = fast_load(header) if header.strip() else {}
-    return None if data is None else (data, text[closed.end():])
+    return None if data is None else (data, text[closed.end() :])
 
 
 def split_text(text: str) -> Split:
@@ -95,8 +95,9 @@ def split_text(text: str) -> Split:
         found = read(rest)
     if found is None:
         if _OWNER_HINT.search("\n".join(text.split("\n", 12)[:12])):
-            raise FrontmatterError("owner or scope fields outside a frontmatter block",
-                                   "put them between '---' lines at the very top of the file")
+            raise FrontmatterError(
+                "owner or scope fields outside a frontmatter block", "put them between '---' lines at the very top of the file"
+            )
         return Split({}, text, 1)
     data, content = found
     fence_line = rest.count("\n", 0, len(rest) - len(content))  # the closing fence's line, 0-based, in ``rest``

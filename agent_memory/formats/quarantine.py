@@ -40,8 +40,10 @@ def check_name(name: str) -> str:
     try:
         return validate_id(name[:-3])
     except InvalidIdError:
-        raise Quarantined("file name is not a valid record id (control characters, '..', leading dot or over 240 bytes)",
-                          "rename it to letters, digits and '-' followed by .md") from None
+        raise Quarantined(
+            "file name is not a valid record id (control characters, '..', leading dot or over 240 bytes)",
+            "rename it to letters, digits and '-' followed by .md",
+        ) from None
 
 
 def check_stat(st: os.stat_result) -> None:
@@ -49,13 +51,13 @@ def check_stat(st: os.stat_result) -> None:
     if not stat.S_ISREG(st.st_mode):
         raise Quarantined("not a regular file", "replace it with a regular Markdown file")
     if st.st_nlink > 1:
-        raise Quarantined(f"hard-linked file ({st.st_nlink} links share its contents)",
-                          "copy it (cp) instead of linking, so the record is its own file")
+        raise Quarantined(
+            f"hard-linked file ({st.st_nlink} links share its contents)", "copy it (cp) instead of linking, so the record is its own file"
+        )
     if not st.st_mode & stat.S_IRUSR:
         raise Quarantined("file is not readable (no owner read permission)", "chmod 600 the file if it should be a record")
     if st.st_size > MAX_FILE_BYTES:
-        raise Quarantined(f"file is {st.st_size} bytes; a record is at most {MAX_CONTENT_BYTES}",
-                          "split it into smaller records")
+        raise Quarantined(f"file is {st.st_size} bytes; a record is at most {MAX_CONTENT_BYTES}", "split it into smaller records")
 
 
 def read_record_file(records_dir: Path, name: str) -> tuple[MemoryRecord, int, int]:
@@ -100,5 +102,6 @@ def is_corrupt(exc: BaseException) -> bool:
 
     msg = str(exc).lower()
     return type(exc) is sqlite3.DatabaseError or any(
-        m in msg for m in ("malformed", "not a database", "file is encrypted", "vtable constructor failed", "fts5: corrupt",
-                           "no such table"))  # truncated in place while a connection was open
+        m in msg
+        for m in ("malformed", "not a database", "file is encrypted", "vtable constructor failed", "fts5: corrupt", "no such table")
+    )  # truncated in place while a connection was open

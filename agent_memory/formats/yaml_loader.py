@@ -44,8 +44,18 @@ except ImportError:  # pragma: no cover
 MAX_DEPTH = 64
 MAX_NODES = 10_000
 
-__all__ = ["HANDLERS", "MAX_DEPTH", "MAX_NODES", "SafeJSONHandler", "SafeTOMLHandler", "SafeYAMLHandler", "json_load",
-           "read", "safe_yaml_load", "toml_load"]
+__all__ = [
+    "HANDLERS",
+    "MAX_DEPTH",
+    "MAX_NODES",
+    "SafeJSONHandler",
+    "SafeTOMLHandler",
+    "SafeYAMLHandler",
+    "json_load",
+    "read",
+    "safe_yaml_load",
+    "toml_load",
+]
 
 
 _RESOLVER = Resolver()
@@ -239,7 +249,7 @@ class SafeJSONHandler(_SafeHandler):
         closed = None if opened is None else JSON_CLOSE.search(text, opened.end())
         if opened is None or closed is None:
             raise FrontmatterError(*_NOT_CLOSED)
-        return "{" + text[opened.end() + 1:closed.start()][:-1] + "}", text[closed.end():]
+        return "{" + text[opened.end() + 1 : closed.start()][:-1] + "}", text[closed.end() :]
 
     def _parse(self, fm: str) -> Any:
         return json_load(fm)

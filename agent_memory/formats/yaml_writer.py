@@ -20,8 +20,17 @@ import math
 import re
 from typing import Any
 
-__all__ = ["JSON_CLOSE", "JSON_OPEN", "MAX_HEADER_BYTES", "TOML_FENCE", "YAML_FENCE", "FrontmatterError", "fast_load",
-           "render_header", "yaml_scalar"]
+__all__ = [
+    "JSON_CLOSE",
+    "JSON_OPEN",
+    "MAX_HEADER_BYTES",
+    "TOML_FENCE",
+    "YAML_FENCE",
+    "FrontmatterError",
+    "fast_load",
+    "render_header",
+    "yaml_scalar",
+]
 
 MAX_HEADER_BYTES = 256 * 1024  # the writer does not cap metadata yet: stay above what it accepts
 
@@ -42,6 +51,7 @@ class FrontmatterError(ValueError):
         super().__init__(reason)
         self.reason = reason
         self.fix = fix
+
 
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9 _.,/@()'+-]*")
 _RESERVED = frozenset("true false yes no on off null none y n".split())
@@ -78,6 +88,8 @@ def render_header(data: dict[str, Any]) -> str:
 @functools.cache
 def _odd() -> re.Pattern[str]:  # compiled on first read (~7 ms): a search process never reads a header
     return re.compile("[^\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
+
+
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?")
 _MAX_DEPTH = 32  # well inside the safe loader's limits, so a deep value is refused by it, not accepted here

@@ -35,7 +35,7 @@ def keep_recent_turns(turns: int = 8) -> Callable[[list[ModelMessage]], list[Mod
         starts = _turn_starts(messages)
         if len(starts) <= turns:
             return messages
-        return messages[starts[-turns]:]
+        return messages[starts[-turns] :]
 
     return trim
 
@@ -45,9 +45,7 @@ def _turn_starts(messages: Sequence[ModelMessage]) -> list[int]:
     previous: ModelMessage | None = None
     for i, message in enumerate(messages):
         if isinstance(message, ModelRequest) and any(isinstance(p, UserPromptPart) for p in message.parts):
-            if previous is None or (
-                isinstance(previous, ModelResponse) and not any(isinstance(p, ToolCallPart) for p in previous.parts)
-            ):
+            if previous is None or (isinstance(previous, ModelResponse) and not any(isinstance(p, ToolCallPart) for p in previous.parts)):
                 starts.append(i)
         previous = message
     return starts
@@ -133,10 +131,7 @@ def _is_deferred(output: Any) -> bool:
 
 def _takes_ctx(fn: Callable[..., Any]) -> bool:
     try:
-        params = [
-            p for p in inspect.signature(fn).parameters.values()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-        ]
+        params = [p for p in inspect.signature(fn).parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     except (TypeError, ValueError):
         return False
     return len(params) >= 2

@@ -37,7 +37,7 @@ def check_path(path: object, *, name: str = "path") -> str:
         raise MemoryToolError(f"Path must start with {ROOT}, got: {path}")
     if len(path) > MAX_PATH_CHARS or "\x00" in path or "\\" in path or _ENCODED.search(path):
         raise MemoryToolError(f"Path {path} would escape {ROOT} directory")
-    parts = [p for p in path[len(ROOT):].split("/") if p]
+    parts = [p for p in path[len(ROOT) :].split("/") if p]
     if any(p in (".", "..") or unicodedata.normalize("NFKC", p) in (".", "..") for p in parts):
         raise MemoryToolError(f"Path {path} would escape {ROOT} directory")
     if any(unicodedata.category(ch) == "Cc" or ch in _BIDI for ch in path):
@@ -51,7 +51,7 @@ def stored_path(path: object, *, name: str = "path") -> str:
     A secret that only shows across segments (``/memories/https://user:pw@host/x``) is refused instead."""
     check_path(path, name=name)
     assert isinstance(path, str)
-    parts = [redact_text(p) for p in path[len(ROOT):].split("/")]
+    parts = [redact_text(p) for p in path[len(ROOT) :].split("/")]
     if contains_secret("/".join(parts)):
         raise MemoryToolError("The path looks like it holds a secret; choose a file name without it")
     return "/".join([ROOT, *(p for p in parts if p)])
@@ -80,20 +80,21 @@ def listing(base: str, files: Mapping[str, int]) -> str:
     for path, size in files.items():
         if not path.startswith(prefix):
             continue
-        parts = path[len(prefix):].split("/")
+        parts = path[len(prefix) :].split("/")
         if any(p.startswith(".") for p in parts[:2]):
             continue
         total += size
         for depth in range(min(len(parts), 2)):
             is_dir = depth < len(parts) - 1
-            rel = "/".join(parts[:depth + 1]) + ("/" if is_dir else "")
+            rel = "/".join(parts[: depth + 1]) + ("/" if is_dir else "")
             entries[rel] = entries.get(rel, 0) + size
+
     def order(rel: str) -> list[str]:
         return rel.rstrip("/").split("/")
+
     lines = [f"{size_text(total)}\t{base}"]
     lines += [f"{size_text(entries[rel])}\t{base}/{rel}" for rel in sorted(entries, key=order)]
-    return (f"Here're the files and directories up to 2 levels deep in {base}, excluding hidden items:\n"
-            + "\n".join(lines))
+    return f"Here're the files and directories up to 2 levels deep in {base}, excluding hidden items:\n" + "\n".join(lines)
 
 
 def occurrence_lines(content: str, needle: str) -> list[int]:

@@ -73,8 +73,7 @@ class MemoryToolHandler:
     (default: ``user`` with a user, else ``session`` with a session, else ``project``).
     """
 
-    def __init__(self, provider: Any, *, user_id: str | None = None, session_id: str | None = None,
-                 scope: str | None = None) -> None:
+    def __init__(self, provider: Any, *, user_id: str | None = None, session_id: str | None = None, scope: str | None = None) -> None:
         self.backend: MemoryBackend = as_backend(provider)
         self.caller = Caller(session_id=session_id, user_id=user_id)
         self.scope = scope or caller_scope(self.caller) or "project"
@@ -137,10 +136,18 @@ class MemoryToolHandler:
     async def _write(self, path: str, content: str, *, new: bool) -> None:
         if not content.strip():
             raise MemoryToolError(f"Memory files cannot be empty; delete {path} instead")
-        draft = MemoryDraft(content, title=path.rsplit("/", 1)[-1], kind=KIND, scope=self.scope, tags=(TAG,),
-                            memory_key=_key(path), on_existing="skip" if new else "replace",
-                            session_id=self.caller.session_id, user_id=self.caller.user_id,
-                            metadata={PATH_KEY: path})
+        draft = MemoryDraft(
+            content,
+            title=path.rsplit("/", 1)[-1],
+            kind=KIND,
+            scope=self.scope,
+            tags=(TAG,),
+            memory_key=_key(path),
+            on_existing="skip" if new else "replace",
+            session_id=self.caller.session_id,
+            user_id=self.caller.user_id,
+            metadata={PATH_KEY: path},
+        )
         try:
             res = await self.backend.remember(draft, source="tool")
         except InvalidInputError as exc:
@@ -167,12 +174,15 @@ class MemoryToolHandler:
             first = 1
             rng = c.get("view_range")
             if rng is not None:
-                if (not isinstance(rng, (list, tuple)) or len(rng) != 2
-                        or not all(isinstance(v, int) and not isinstance(v, bool) for v in rng)):
+                if (
+                    not isinstance(rng, (list, tuple))
+                    or len(rng) != 2
+                    or not all(isinstance(v, int) and not isinstance(v, bool) for v in rng)
+                ):
                     raise MemoryToolError("Invalid `view_range`: expected [start_line, end_line] (end -1 for the end)")
                 first = max(1, rng[0])
                 end = len(lines) if rng[1] == -1 else rng[1]
-                lines = lines[first - 1:end]
+                lines = lines[first - 1 : end]
             return f"Here's the content of {path} with line numbers:\n{numbered(lines, first)}"
         sizes = {p: len(r.content.encode("utf-8")) for p, r in files.items()}
         if path != ROOT and not any(p.startswith(path + "/") for p in files):
@@ -202,14 +212,17 @@ class MemoryToolHandler:
         if not where:
             raise MemoryToolError(f"No replacement was performed, old_str `{old}` did not appear verbatim in {path}.")
         if len(where) > 1:
-            raise MemoryToolError(f"No replacement was performed. Multiple occurrences of old_str `{old}` in lines: "
-                                  f"{', '.join(map(str, where))}. Please ensure it is unique")
+            raise MemoryToolError(
+                f"No replacement was performed. Multiple occurrences of old_str `{old}` in lines: "
+                f"{', '.join(map(str, where))}. Please ensure it is unique"
+            )
         updated = content.replace(old, new, 1)
         await self._write(path, updated, new=False)
         lines = updated.split("\n")
         lo, hi = max(0, where[0] - 3), min(len(lines), where[0] + 2)
-        return ("The memory file has been edited. Here is the snippet showing the change (with line numbers):\n"
-                + numbered(lines[lo:hi], lo + 1))
+        return "The memory file has been edited. Here is the snippet showing the change (with line numbers):\n" + numbered(
+            lines[lo:hi], lo + 1
+        )
 
     async def _insert(self, c: Mapping[str, Any]) -> str:
         path = _path(c)
@@ -250,7 +263,7 @@ class MemoryToolHandler:
             raise MemoryToolError(f"Cannot move {old} into itself")
         if any(new.startswith(p + "/") for p in files):
             raise MemoryToolError(f"A parent of {new} is a file")
-        targets = {path: new + path[len(old):] for path in moving}
+        targets = {path: new + path[len(old) :] for path in moving}
         for target in targets.values():  # a file moved below a long name must still have a legal path
             if not _is_stored_path(target):
                 raise MemoryToolError(f"Cannot rename {old} to {new}: {target[:80]}… would not be a valid path")

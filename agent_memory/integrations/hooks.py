@@ -170,8 +170,9 @@ class MemoryHooks:
                     block = await (asyncio.wait_for(call, self.recall_timeout) if self.recall_timeout else call)
                     text = format_core(block.text)
                 except TimeoutError:  # not frozen: the next turn tries again
-                    logger.warning("agent_memory: core injection exceeded recall_timeout=%ss; this turn has no core "
-                                   "block", self.recall_timeout)
+                    logger.warning(
+                        "agent_memory: core injection exceeded recall_timeout=%ss; this turn has no core block", self.recall_timeout
+                    )
                     return ""
                 except Exception:  # memory must never break the caller's loop
                     logger.warning("agent_memory: core injection failed; continuing without a core block", exc_info=True)
@@ -193,8 +194,7 @@ class MemoryHooks:
         deadline = None if budget is None else loop.time() + budget
         await self._settle_captures(None if budget is None else budget / 2)
         try:
-            kwargs: dict[str, Any] = {"session_id": self.session_id, "user_id": self.user_id,
-                                      "summary_tokens": self.summary_tokens}
+            kwargs: dict[str, Any] = {"session_id": self.session_id, "user_id": self.user_id, "summary_tokens": self.summary_tokens}
             if deadline is None:
                 result = await self.provider.recall(message, **kwargs)
             else:
@@ -203,8 +203,9 @@ class MemoryHooks:
                 kwargs["timeout_s"] = max(0.0, remaining - min(0.5, remaining / 3))
                 result = await asyncio.wait_for(self.provider.recall(message, **kwargs), remaining)
         except TimeoutError:
-            logger.warning("agent_memory: recall failed: exceeded recall_timeout=%ss; continuing without recalled memory",
-                           self.recall_timeout)
+            logger.warning(
+                "agent_memory: recall failed: exceeded recall_timeout=%ss; continuing without recalled memory", self.recall_timeout
+            )
             return "", None
         except Exception:  # never break the main run
             logger.warning("agent_memory: recall failed; continuing without recalled memory", exc_info=True)
@@ -219,7 +220,9 @@ class MemoryHooks:
         recall_text, result = await self.recall(message)
         return MemoryContext(core=core, recall=recall_text, recall_result=result, core_block=self._core_block)
 
-    async def on_turn_end(self, input: str, output: str | None, *, background: bool = True) -> "CaptureResult | asyncio.Task[CaptureResult] | None":
+    async def on_turn_end(
+        self, input: str, output: str | None, *, background: bool = True
+    ) -> "CaptureResult | asyncio.Task[CaptureResult] | None":
         """Capture durable facts from the finished turn.
 
         In the background by default: returns the task (``provider.flush()`` awaits it). With
@@ -234,8 +237,7 @@ class MemoryHooks:
         if not self.capture_enabled:
             return None
         if background:
-            task = self.provider.capture_turn_in_background(input, output, session_id=self.session_id, user_id=self.user_id,
-                                                            at=said)
+            task = self.provider.capture_turn_in_background(input, output, session_id=self.session_id, user_id=self.user_id, at=said)
             self._track(task)
             return task
         try:
@@ -257,7 +259,10 @@ class MemoryHooks:
         await self.summarize(force=True)
         try:
             result = await self.provider.capture_before_compaction(
-                list(removed), summary, session_id=self.session_id, user_id=self.user_id,
+                list(removed),
+                summary,
+                session_id=self.session_id,
+                user_id=self.user_id,
             )
         except Exception:
             logger.warning("agent_memory: compaction capture failed", exc_info=True)
@@ -290,8 +295,9 @@ class MemoryHooks:
         if not self._logging():
             return None
         try:
-            return await self.provider.summarize_session(session_id=self.session_id, user_id=self.user_id, force=force,
-                                                         policy=self.summary_policy)
+            return await self.provider.summarize_session(
+                session_id=self.session_id, user_id=self.user_id, force=force, policy=self.summary_policy
+            )
         except NotFoundError:  # nothing logged yet
             return None
         except Exception:
@@ -314,8 +320,16 @@ class MemoryHooks:
         if due:
             background(self.summarize()).add_done_callback(_log_capture_failure)
 
-    async def on_run_end(self, goal: str, output: str | None = None, *, error: BaseException | str | None = None,
-                         tool_calls: Sequence[Any] = (), usage: Any = None, **facts: Any) -> "Episode | None":
+    async def on_run_end(
+        self,
+        goal: str,
+        output: str | None = None,
+        *,
+        error: BaseException | str | None = None,
+        tool_calls: Sequence[Any] = (),
+        usage: Any = None,
+        **facts: Any,
+    ) -> "Episode | None":
         """Record this run's episode (goal, tools in order with outcomes, exit, usage); ``None`` if that failed.
 
         Call it once per agent run, also for a failed one (pass ``error``). ``tool_calls`` are tool
@@ -323,9 +337,16 @@ class MemoryHooks:
         ``RunUsage`` or a mapping; other ``facts`` go to :func:`agent_memory.episodes.build_episode`.
         """
         try:
-            return await self.provider.record_episode(goal, output=output, error=error, tool_calls=tool_calls,
-                                                      usage=usage, session_id=self.session_id, user_id=self.user_id,
-                                                      **{"source": "hooks", **facts})
+            return await self.provider.record_episode(
+                goal,
+                output=output,
+                error=error,
+                tool_calls=tool_calls,
+                usage=usage,
+                session_id=self.session_id,
+                user_id=self.user_id,
+                **{"source": "hooks", **facts},
+            )
         except Exception:  # memory must never break the caller's loop
             logger.warning("agent_memory: recording the run's episode failed", exc_info=True)
             return None

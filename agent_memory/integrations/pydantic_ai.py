@@ -147,8 +147,7 @@ class MemoryCapability(AbstractCapability[Any]):
     __hash__ = object.__hash__
 
     def __repr__(self) -> str:
-        who = f"identity={self.identity!r}" if self.identity is not None else \
-            f"session_id={self.session_id!r}, user_id={self.user_id!r}"
+        who = f"identity={self.identity!r}" if self.identity is not None else f"session_id={self.session_id!r}, user_id={self.user_id!r}"
         return f"MemoryCapability(root={str(self.provider.root)!r}, {who})"
 
     @classmethod
@@ -168,9 +167,15 @@ class MemoryCapability(AbstractCapability[Any]):
         hooks = conversations.get(key)
         if hooks is None:
             hooks = MemoryHooks(
-                self.provider, session_id=self.session_id, user_id=self.user_id, core_budget=self.core_budget,
-                recall=self.recall, capture=self.capture, summary_tokens=self.summary_tokens,
-                recall_timeout=self.recall_timeout, consolidate_every=self.consolidate_every,
+                self.provider,
+                session_id=self.session_id,
+                user_id=self.user_id,
+                core_budget=self.core_budget,
+                recall=self.recall,
+                capture=self.capture,
+                summary_tokens=self.summary_tokens,
+                recall_timeout=self.recall_timeout,
+                consolidate_every=self.consolidate_every,
             )
             conversations[key] = hooks
             while len(conversations) > max(1, self.max_conversations):
@@ -259,8 +264,9 @@ class MemoryCapability(AbstractCapability[Any]):
     async def after_run(self, ctx: RunContext[Any], *, result: "AgentRunResult[Any]") -> "AgentRunResult[Any]":
         output = result.output
         deferred = _is_deferred(output)
-        await self._record_episode(ctx, output=None if deferred else _output_text(output),
-                                   exit="deferred" if deferred else None, messages=result.all_messages())
+        await self._record_episode(
+            ctx, output=None if deferred else _output_text(output), exit="deferred" if deferred else None, messages=result.all_messages()
+        )
         if not self.capture:
             return result
         if deferred:  # the run paused for deferred tools: the turn is not over yet
@@ -275,14 +281,16 @@ class MemoryCapability(AbstractCapability[Any]):
             background = False  # run_sync stops the loop when the run returns: a background capture would be lost
             if not self._shared.warned_sync:
                 self._shared.warned_sync = True
-                warnings.warn("MemoryCapability: agent.run_sync leaves no event loop to finish a background capture; "
-                              "capturing inside the run instead (pass background_capture=False to silence this)",
-                              PendingCaptureWarning, stacklevel=2)
+                warnings.warn(
+                    "MemoryCapability: agent.run_sync leaves no event loop to finish a background capture; "
+                    "capturing inside the run instead (pass background_capture=False to silence this)",
+                    PendingCaptureWarning,
+                    stacklevel=2,
+                )
         turn.capture = await hooks.on_turn_end(user_input, _output_text(output), background=background)
         return result
 
-    async def on_tool_execute_error(self, ctx: RunContext[Any], *, call: Any, tool_def: Any, args: Any,
-                                    error: Exception) -> Any:
+    async def on_tool_execute_error(self, ctx: RunContext[Any], *, call: Any, tool_def: Any, args: Any, error: Exception) -> Any:
         self._state().tool_errors[call.tool_call_id] = f"{type(error).__name__}: {error}"
         raise error
 
@@ -291,8 +299,15 @@ class MemoryCapability(AbstractCapability[Any]):
         raise error
 
     # -- internals -----------------------------------------------------------------------
-    async def _record_episode(self, ctx: RunContext[Any], *, output: str | None = None, error: BaseException | None = None,
-                              exit: str | None = None, messages: list[ModelMessage] | None = None) -> None:
+    async def _record_episode(
+        self,
+        ctx: RunContext[Any],
+        *,
+        output: str | None = None,
+        error: BaseException | None = None,
+        exit: str | None = None,
+        messages: list[ModelMessage] | None = None,
+    ) -> None:
         """Store this run's episode once (fail open: a failure is logged, never raised into the run)."""
         run = self._state()
         if not self.episodes or run.episode_recorded or self._shared.no_episodes:
@@ -309,10 +324,20 @@ class MemoryCapability(AbstractCapability[Any]):
             messages = messages or run.messages or ctx.messages
             facts = run_facts(messages, ctx.run_id, run.tool_errors)
             call = self.hooks(ctx.conversation_id).on_run_end(
-                turn.message or _last_user_text(messages), output, error=error, exit=exit,
-                tool_calls=facts.tool_calls, retried_output=facts.retried_output, usage=ctx.usage, model=facts.model,
-                cost_usd=facts.cost_usd, started=run.started, run_id=ctx.run_id, conversation_id=ctx.conversation_id,
-                source="pydantic_ai")
+                turn.message or _last_user_text(messages),
+                output,
+                error=error,
+                exit=exit,
+                tool_calls=facts.tool_calls,
+                retried_output=facts.retried_output,
+                usage=ctx.usage,
+                model=facts.model,
+                cost_usd=facts.cost_usd,
+                started=run.started,
+                run_id=ctx.run_id,
+                conversation_id=ctx.conversation_id,
+                source="pydantic_ai",
+            )
         except Exception:
             logger.warning("agent_memory: could not read the run for its episode", exc_info=True)
             return

@@ -9,5 +9,14 @@ from agent_memory.mcp._args import ToolArgumentError
 from agent_memory.mcp._config import AccessDeniedError, ConfigError, Identity, ServerOptions, TokenMap
 from agent_memory.mcp.cli import add_mcp_command, register, serve
 
-__all__ = ["AccessDeniedError", "ConfigError", "Identity", "ServerOptions", "TokenMap", "ToolArgumentError",
-           "add_mcp_command", "register", "serve"]
+__all__ = [
+    "AccessDeniedError",
+    "ConfigError",
+    "Identity",
+    "ServerOptions",
+    "TokenMap",
+    "ToolArgumentError",
+    "add_mcp_command",
+    "register",
+    "serve",
+]

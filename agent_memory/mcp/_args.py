@@ -123,16 +123,16 @@ def normalise_args(tool: str, params: tuple[Param, ...], arguments: Mapping[str,
         if value is None:
             continue
         if p.name in out:
-            raise ToolArgumentError(f"{tool}: {key!r} and another name both give {p.name!r}; pass it once. "
-                                    f"Call it as {usage(tool, params)}")
+            raise ToolArgumentError(
+                f"{tool}: {key!r} and another name both give {p.name!r}; pass it once. Call it as {usage(tool, params)}"
+            )
         out[p.name] = _coerce(tool, p, value, params)
     if unknown:
         hints = ", ".join(sorted(unknown))
         raise ToolArgumentError(f"{tool}: unknown argument(s) {hints}. Call it as {usage(tool, params)}")
     missing = [p.name for p in params if p.required and p.name not in out]
     if missing:
-        raise ToolArgumentError(f"{tool}: missing required argument(s) {', '.join(missing)}. "
-                                f"Call it as {usage(tool, params)}")
+        raise ToolArgumentError(f"{tool}: missing required argument(s) {', '.join(missing)}. Call it as {usage(tool, params)}")
     for p in params:
         if p.name not in out and p.default is not None:
             out[p.name] = p.default

@@ -30,8 +30,7 @@ from agent_memory.errors import AgentMemoryError, InvalidInputError
 if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.base import Caller
 
-__all__ = ["ACCESS", "AccessDeniedError", "Identity", "ServerOptions", "TokenMap", "ConfigError", "is_loopback",
-           "TOOL_SETS"]
+__all__ = ["ACCESS", "AccessDeniedError", "Identity", "ServerOptions", "TokenMap", "ConfigError", "is_loopback", "TOOL_SETS"]
 
 TOOL_SETS: dict[str, tuple[str, ...]] = {
     "read": ("memory_search", "memory_get", "memory_list", "memory_recall"),
@@ -76,8 +75,10 @@ class Identity:
         if self.access not in ACCESS:
             raise ConfigError(f"access must be one of {', '.join(ACCESS)}, not {self.access!r}")
         if self.access == "own" and self.default_scope in SHARED_SCOPES:
-            raise ConfigError(f"default scope {self.default_scope!r} writes records every user reads: it needs "
-                              "access 'shared' (access 'own' writes only the caller's user/session records)")
+            raise ConfigError(
+                f"default scope {self.default_scope!r} writes records every user reads: it needs "
+                "access 'shared' (access 'own' writes only the caller's user/session records)"
+            )
 
     def check_writable(self, tool: str) -> None:
         """Refuse (:class:`AccessDeniedError`) any write from a read-only identity."""
@@ -90,11 +91,14 @@ class Identity:
         if self.access == "shared":
             return
         if scope in SHARED_SCOPES:
-            raise AccessDeniedError(f"{tool}: a {scope} record is shared with every user; changing it needs access "
-                                    "'shared' (this connection may change only its own user/session records)")
+            raise AccessDeniedError(
+                f"{tool}: a {scope} record is shared with every user; changing it needs access "
+                "'shared' (this connection may change only its own user/session records)"
+            )
         if scope is None or (scope == "user" and not self.user_id) or (scope == "session" and not self.session_id):
-            raise AccessDeniedError(f"{tool}: this connection may write only its own records; give scope 'user' or "
-                                    "'session' (of an identity that has one)")
+            raise AccessDeniedError(
+                f"{tool}: this connection may write only its own records; give scope 'user' or 'session' (of an identity that has one)"
+            )
 
     @property
     def caller_key(self) -> tuple[str | None, str | None]:
@@ -116,15 +120,18 @@ class Identity:
             raise ConfigError(f"{where}: an identity must be an object with user/session/scope/access")
         unknown = set(data) - {"user", "session", "scope", "access"}
         if unknown:
-            raise ConfigError(f"{where}: unknown field(s) {', '.join(sorted(map(str, unknown)))} "
-                              "(user, session, scope, access)")
+            raise ConfigError(f"{where}: unknown field(s) {', '.join(sorted(map(str, unknown)))} (user, session, scope, access)")
         values = {k: data.get(k) for k in ("user", "session", "scope", "access")}
         for k, v in values.items():
             if v is not None and (not isinstance(v, str) or not v.strip()):
                 raise ConfigError(f"{where}: {k} must be a non-empty string")
         try:
-            return cls(session_id=values["session"], user_id=values["user"], default_scope=values["scope"],
-                       access=values["access"] or default_access)
+            return cls(
+                session_id=values["session"],
+                user_id=values["user"],
+                default_scope=values["scope"],
+                access=values["access"] or default_access,
+            )
         except ConfigError as exc:
             raise ConfigError(f"{where}: {exc}") from None
 
@@ -147,12 +154,16 @@ class TokenMap:
             if key.startswith("sha256:"):
                 digest = key[7:]
                 if not _HEX64.fullmatch(digest):
-                    raise ConfigError(f"{label}: a 'sha256:' key must be followed by exactly 64 hex digits "
-                                      "(the SHA-256 of the token, e.g. from `printf %s TOKEN | sha256sum`)")
+                    raise ConfigError(
+                        f"{label}: a 'sha256:' key must be followed by exactly 64 hex digits "
+                        "(the SHA-256 of the token, e.g. from `printf %s TOKEN | sha256sum`)"
+                    )
                 slot, table = digest.lower().encode("ascii"), self._hashed
             elif not _token_chars_ok(key):
-                raise ConfigError(f"{label}: a token must be printable ASCII without spaces (letters, digits, "
-                                  "punctuation): HTTP cannot send other characters in an Authorization header")
+                raise ConfigError(
+                    f"{label}: a token must be printable ASCII without spaces (letters, digits, "
+                    "punctuation): HTTP cannot send other characters in an Authorization header"
+                )
             elif len(key) < 16:
                 raise ConfigError(f"{label}: a token must be at least 16 characters long")
             else:
@@ -206,7 +217,7 @@ class TokenMap:
             raise ConfigError(f"tokens file {p} is not valid {'TOML' if p.suffix == '.toml' else 'JSON'}: {exc}") from None
         tokens = data.get("tokens") if isinstance(data, dict) else None
         if not isinstance(tokens, dict) or not tokens:
-            raise ConfigError(f"tokens file {p} needs a non-empty \"tokens\" object")
+            raise ConfigError(f'tokens file {p} needs a non-empty "tokens" object')
         callers = {(v.get("user"), v.get("session")) if isinstance(v, Mapping) else None for v in tokens.values()}
         default_access = "own" if len(callers) > 1 else "shared"  # several users: each changes only its own records
         entries: dict[str, Identity] = {}
@@ -253,8 +264,9 @@ class ServerOptions:
         if unknown or not self.tools:
             raise ConfigError(f"tool sets are {', '.join(TOOL_SETS)}; got {', '.join(sorted(unknown)) or 'none'}")
         if self.transport == "http" and not self.tokens and not is_loopback(self.host):
-            raise ConfigError(f"refusing to serve HTTP on {self.host} without tokens: bind 127.0.0.1 "
-                              "or pass --tokens FILE (a token maps to a user)")
+            raise ConfigError(
+                f"refusing to serve HTTP on {self.host} without tokens: bind 127.0.0.1 or pass --tokens FILE (a token maps to a user)"
+            )
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"port must be 0-65535, not {self.port}")
 
@@ -270,4 +282,4 @@ class ServerOptions:
         """Sets are cumulative, as in :mod:`agent_memory.agents.tools`: capture = read + remember, foreground = + forget."""
         order = ("read", "capture", "foreground")
         top = max(order.index(t) for t in self.tools)
-        return tuple(name for group in order[:top + 1] for name in TOOL_SETS[group])
+        return tuple(name for group in order[: top + 1] for name in TOOL_SETS[group])

@@ -56,8 +56,11 @@ class ToolSpec:
     run: Executor
 
     def input_schema(self) -> dict[str, Any]:
-        return {"type": "object", "properties": {p.name: p.schema() for p in self.params},
-                "required": [p.name for p in self.params if p.required]}
+        return {
+            "type": "object",
+            "properties": {p.name: p.schema() for p in self.params},
+            "required": [p.name for p in self.params if p.required],
+        }
 
 
 def _when(a: dict[str, Any]) -> dict[str, Any]:
@@ -106,13 +109,24 @@ def _page(items: list[dict[str, Any]], offset: int, limit: int, budget: int, mor
 async def _search(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, Any]:
     offset, limit = _offset(a.get("cursor")), a["limit"]
     want = min(offset + limit + 1, MAX_OFFSET)  # the store ranks at most MAX_OFFSET hits
-    result = await rt.backend.search(a["query"], who.caller, tags=tuple(a.get("tags") or ()), limit=want,
-                                     **_when(a))
-    rows = [{"id": h.id, "title": h.title, "kind": h.kind, "scope": h.scope, "line_start": h.line_start,
-             "line_end": h.line_end, "snippet": h.snippet, "score": round(h.score, 3), "updated": h.updated,
-             **clock_fields(h)} for h in result.hits[offset:]]
+    result = await rt.backend.search(a["query"], who.caller, tags=tuple(a.get("tags") or ()), limit=want, **_when(a))
+    rows = [
+        {
+            "id": h.id,
+            "title": h.title,
+            "kind": h.kind,
+            "scope": h.scope,
+            "line_start": h.line_start,
+            "line_end": h.line_end,
+            "snippet": h.snippet,
+            "score": round(h.score, 3),
+            "updated": h.updated,
+            **clock_fields(h),
+        }
+        for h in result.hits[offset:]
+    ]
     page = _page(rows, offset, limit, rt.max_output_chars - 500, len(rows) > limit)
-    return {"note": UNTRUSTED_NOTE, "hits": rows[:page["count"]], "next_cursor": page["next_cursor"]}
+    return {"note": UNTRUSTED_NOTE, "hits": rows[: page["count"]], "next_cursor": page["next_cursor"]}
 
 
 async def _list(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, Any]:
@@ -120,10 +134,21 @@ async def _list(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, Any]
     filters = {"tags": tuple(a.get("tags") or ()), "kind": a.get("kind"), "scope": a.get("scope")}
     recs = await rt.backend.list(who.caller, limit=offset + limit + 1, **filters, **_when(a))
     total = await rt.backend.count(who.caller, **filters, **_when(a))
-    rows = [{"id": r.id, "title": r.title, "kind": r.kind, "scope": r.scope.value, "tags": list(r.tags),
-             "updated": r.updated, "summary": summary_line(r.content, 160), **clock_fields(r)} for r in recs[offset:]]
+    rows = [
+        {
+            "id": r.id,
+            "title": r.title,
+            "kind": r.kind,
+            "scope": r.scope.value,
+            "tags": list(r.tags),
+            "updated": r.updated,
+            "summary": summary_line(r.content, 160),
+            **clock_fields(r),
+        }
+        for r in recs[offset:]
+    ]
     page = _page(rows, offset, limit, rt.max_output_chars - 500, len(rows) > limit)
-    return {"note": UNTRUSTED_NOTE, "total": total, "records": rows[:page["count"]], "next_cursor": page["next_cursor"]}
+    return {"note": UNTRUSTED_NOTE, "total": total, "records": rows[: page["count"]], "next_cursor": page["next_cursor"]}
 
 
 async def _get(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, Any]:
@@ -137,16 +162,27 @@ async def _get(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, Any]:
     budget = min(MAX_GET_CHARS, rt.max_output_chars - 1000)
     shown: list[str] = []
     used = 0
-    for line in lines[lo - first:hi - first + 1]:
+    for line in lines[lo - first : hi - first + 1]:
         if shown and used + len(line) + 1 > budget:
             break
         shown.append(line[:budget])
         used += len(line) + 1
     end = lo + len(shown) - 1
-    return {"note": UNTRUSTED_NOTE, "id": rec.id, "title": rec.title, "kind": rec.kind, "scope": rec.scope.value,
-            "tags": list(rec.tags), "updated": rec.updated, **clock_fields(rec), "line_start": lo, "line_end": end,
-            "content": "\n".join(shown), "truncated": end < hi,
-            "next_line_start": end + 1 if end < hi else None}
+    return {
+        "note": UNTRUSTED_NOTE,
+        "id": rec.id,
+        "title": rec.title,
+        "kind": rec.kind,
+        "scope": rec.scope.value,
+        "tags": list(rec.tags),
+        "updated": rec.updated,
+        **clock_fields(rec),
+        "line_start": lo,
+        "line_end": end,
+        "content": "\n".join(shown),
+        "truncated": end < hi,
+        "next_line_start": end + 1 if end < hi else None,
+    }
 
 
 async def _recall(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, Any]:
@@ -155,17 +191,24 @@ async def _recall(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, An
         raise InvalidInputError("memory_recall needs a MemoryProvider (this server was given a bare backend)")
     res = await recall(a["message"], session_id=who.session_id, user_id=who.user_id)
     summary = res.summary[: rt.max_output_chars - 2000]
-    return {"note": UNTRUSTED_NOTE, "summary": summary, "sources": res.sources[:20], "tokens": res.tokens,
-            "fallback": res.fallback}
+    return {"note": UNTRUSTED_NOTE, "summary": summary, "sources": res.sources[:20], "tokens": res.tokens, "fallback": res.fallback}
 
 
 async def _remember(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, Any]:
     scope = a.get("scope") or who.write_scope
     who.check_write("memory_remember", scope)
-    draft = MemoryDraft(a["content"], title=a.get("title"), kind=a.get("kind"), scope=scope,
-                        tags=tuple(a.get("tags") or ()), memory_key=a.get("memory_key"),
-                        on_existing=a.get("on_existing", "append"), session_id=who.session_id, user_id=who.user_id,
-                        **{k: a[k] for k in _DRAFT_EXTRAS if a.get(k) is not None})
+    draft = MemoryDraft(
+        a["content"],
+        title=a.get("title"),
+        kind=a.get("kind"),
+        scope=scope,
+        tags=tuple(a.get("tags") or ()),
+        memory_key=a.get("memory_key"),
+        on_existing=a.get("on_existing", "append"),
+        session_id=who.session_id,
+        user_id=who.user_id,
+        **{k: a[k] for k in _DRAFT_EXTRAS if a.get(k) is not None},
+    )
     res = await rt.backend.remember(draft, source="tool")
     return {"id": res.id, "status": res.status, "redactions": res.redactions}
 
@@ -177,9 +220,17 @@ async def _supersede(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str,
     who.check_writable("memory_supersede")  # read-only: refused before anything is read
     old = await rt.backend.get(a["id"], who.caller)  # visible to this caller, and the new fact goes to its partition
     who.check_write("memory_supersede", old.scope.value)
-    draft = MemoryDraft(a["content"], title=a.get("title"), kind=a.get("kind"), scope=old.scope.value,
-                        tags=tuple(a.get("tags") or ()), session_id=who.session_id, user_id=who.user_id,
-                        supersedes=old.id, **{k: a[k] for k in ("happened_at", "valid_from") if a.get(k) is not None})
+    draft = MemoryDraft(
+        a["content"],
+        title=a.get("title"),
+        kind=a.get("kind"),
+        scope=old.scope.value,
+        tags=tuple(a.get("tags") or ()),
+        session_id=who.session_id,
+        user_id=who.user_id,
+        supersedes=old.id,
+        **{k: a[k] for k in ("happened_at", "valid_from") if a.get(k) is not None},
+    )
     res = await rt.backend.remember(draft, source="tool")
     return {"id": res.id, "status": res.status, "supersedes": old.id, "redactions": res.redactions}
 
@@ -194,76 +245,174 @@ async def _forget(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, An
     return {"id": a["id"], "forgotten": True}
 
 
-_ID = Param("id", "string", "The record id from memory_search or memory_list.", required=True,
-            aliases=("record_id", "memory_id", "recordId", "memoryId"))
+_ID = Param(
+    "id",
+    "string",
+    "The record id from memory_search or memory_list.",
+    required=True,
+    aliases=("record_id", "memory_id", "recordId", "memoryId"),
+)
 _LIMIT_ALIASES = ("k", "top_k", "topk", "n", "max_results", "count", "page_size")
-_CURSOR = Param("cursor", "string", "next_cursor of the previous page, to read the next one.",
-                aliases=("next_cursor", "page_token", "offset_token"))
+_CURSOR = Param(
+    "cursor", "string", "next_cursor of the previous page, to read the next one.", aliases=("next_cursor", "page_token", "offset_token")
+)
 _TAGS = Param("tags", "array", "Tags (a list of strings).", aliases=("tag", "labels"))
 _SCOPE = Param("scope", "string", "session, project, user or global.", enum=_SCOPES)
-_AS_OF = Param("as_of", "string", "Only what was held true at this ISO date (e.g. 2023-06-30), replaced facts included.",
-               aliases=("at", "asOf"))
-_SUPERSEDED = Param("include_superseded", "boolean", "Also show facts a newer fact has replaced.",
-                    aliases=("includeSuperseded", "history"))
-_HAPPENED = Param("happened_at", "string", "When it happened or was said (ISO date), if known.",
-                  aliases=("happenedAt", "when"))
+_AS_OF = Param(
+    "as_of", "string", "Only what was held true at this ISO date (e.g. 2023-06-30), replaced facts included.", aliases=("at", "asOf")
+)
+_SUPERSEDED = Param("include_superseded", "boolean", "Also show facts a newer fact has replaced.", aliases=("includeSuperseded", "history"))
+_HAPPENED = Param("happened_at", "string", "When it happened or was said (ISO date), if known.", aliases=("happenedAt", "when"))
 _VALID_FROM = Param("valid_from", "string", "Since when it is true (ISO date), if known.", aliases=("validFrom",))
 
-SPECS: dict[str, ToolSpec] = {s.name: s for s in (
-    ToolSpec("memory_search", "Search memory",
-             "Search durable memory in plain words (a question works). Returns ranked snippets with record id and "
-             "line range; read a record with memory_get. Paginated: pass next_cursor back as cursor.",
-             (Param("query", "string", "What to look for.", required=True, aliases=("q", "text", "search", "question")),
-              Param("limit", "integer", "Hits per page (1-50).", aliases=_LIMIT_ALIASES, minimum=1, maximum=50, default=8),
-              _TAGS, _CURSOR, _AS_OF, _SUPERSEDED),
-             read_only=True, destructive=False, idempotent=True, run=_search),
-    ToolSpec("memory_get", "Read a memory record",
-             "Read one memory record by id, optionally only lines line_start..line_end (as given by memory_search). "
-             "Long records come in parts: continue from next_line_start.",
-             (_ID, Param("line_start", "integer", "First line (1-based).", aliases=("start", "from_line", "start_line"),
-                         minimum=1),
-              Param("line_end", "integer", "Last line (inclusive).", aliases=("end", "to_line", "end_line"), minimum=1)),
-             read_only=True, destructive=False, idempotent=True, run=_get),
-    ToolSpec("memory_list", "List memory records",
-             "List memory records, newest first, filtered exactly by tags, kind and scope. Paginated: pass "
-             "next_cursor back as cursor.",
-             (_TAGS, Param("kind", "string", "fact, preference, decision, summary, ...", aliases=("type",)), _SCOPE,
-              Param("limit", "integer", "Records per page (1-100).", aliases=_LIMIT_ALIASES, minimum=1, maximum=100,
-                    default=20), _CURSOR, _AS_OF, _SUPERSEDED),
-             read_only=True, destructive=False, idempotent=True, run=_list),
-    ToolSpec("memory_recall", "Recall what memory knows",
-             "One compact, cited summary of what memory knows that is relevant to a message or question.",
-             (Param("message", "string", "The user's message or question.", required=True,
-                    aliases=("query", "q", "text", "question", "prompt")),),
-             read_only=True, destructive=False, idempotent=True, run=_recall),
-    ToolSpec("memory_remember", "Remember",
-             "Store one durable memory: one self-contained fact, preference or decision. Exact duplicates are not "
-             "stored twice; secrets are redacted. Without scope it stays private to this user (or conversation).",
-             (Param("content", "string", "The memory itself.", required=True, aliases=("text", "memory", "fact", "body")),
-              Param("title", "string", "A short title.", aliases=("name", "subject")),
-              Param("kind", "string", "fact, preference, decision, summary, ...", aliases=("type", "category")),
-              _SCOPE, _TAGS,
-              Param("memory_key", "string", "Stable key (or record id) of one logical memory to extend or replace.",
-                    aliases=("key", "memoryKey")),
-              Param("on_existing", "string", "With memory_key: append, replace (the old text stays as history) or "
-                    "skip.", aliases=("mode",), enum=("append", "replace", "skip")),
-              Param("importance", "number", "How much this matters, 0 (trivia) to 1 (critical); leave out if unsure.",
-                    aliases=("priority", "weight"), minimum=0, maximum=1),
-              Param("expires", "string", "When this stops being true or useful (ISO date), if ever.",
-                    aliases=("expires_at", "ttl", "expiry")),
-              _HAPPENED, _VALID_FROM,
-              Param("valid_to", "string", "Until when it was true (ISO date), if known.", aliases=("validTo",))),
-             read_only=False, destructive=False, idempotent=True, run=_remember),
-    ToolSpec("memory_supersede", "Replace an outdated memory",
-             "Replace an outdated memory (by id) with a new fact. The old one is kept as history (memory_search with "
-             "include_superseded or as_of still finds it) and no longer shows by default.",
-             (_ID, Param("content", "string", "The new fact.", required=True, aliases=("text", "memory", "fact", "body")),
-              Param("title", "string", "A short title.", aliases=("name", "subject")),
-              Param("kind", "string", "fact, preference, decision, summary, ...", aliases=("type", "category")),
-              _TAGS, _HAPPENED, _VALID_FROM),
-             read_only=False, destructive=False, idempotent=False, run=_supersede),
-    ToolSpec("memory_forget", "Forget a memory",
-             "Forget one memory record by id: it leaves search and lists at once (archived: the memory's owner can "
-             "restore it with agent-memory restore).", (_ID,),
-             read_only=False, destructive=True, idempotent=True, run=_forget),
-)}
+SPECS: dict[str, ToolSpec] = {
+    s.name: s
+    for s in (
+        ToolSpec(
+            "memory_search",
+            "Search memory",
+            "Search durable memory in plain words (a question works). Returns ranked snippets with record id and "
+            "line range; read a record with memory_get. Paginated: pass next_cursor back as cursor.",
+            (
+                Param("query", "string", "What to look for.", required=True, aliases=("q", "text", "search", "question")),
+                Param("limit", "integer", "Hits per page (1-50).", aliases=_LIMIT_ALIASES, minimum=1, maximum=50, default=8),
+                _TAGS,
+                _CURSOR,
+                _AS_OF,
+                _SUPERSEDED,
+            ),
+            read_only=True,
+            destructive=False,
+            idempotent=True,
+            run=_search,
+        ),
+        ToolSpec(
+            "memory_get",
+            "Read a memory record",
+            "Read one memory record by id, optionally only lines line_start..line_end (as given by memory_search). "
+            "Long records come in parts: continue from next_line_start.",
+            (
+                _ID,
+                Param("line_start", "integer", "First line (1-based).", aliases=("start", "from_line", "start_line"), minimum=1),
+                Param("line_end", "integer", "Last line (inclusive).", aliases=("end", "to_line", "end_line"), minimum=1),
+            ),
+            read_only=True,
+            destructive=False,
+            idempotent=True,
+            run=_get,
+        ),
+        ToolSpec(
+            "memory_list",
+            "List memory records",
+            "List memory records, newest first, filtered exactly by tags, kind and scope. Paginated: pass next_cursor back as cursor.",
+            (
+                _TAGS,
+                Param("kind", "string", "fact, preference, decision, summary, ...", aliases=("type",)),
+                _SCOPE,
+                Param("limit", "integer", "Records per page (1-100).", aliases=_LIMIT_ALIASES, minimum=1, maximum=100, default=20),
+                _CURSOR,
+                _AS_OF,
+                _SUPERSEDED,
+            ),
+            read_only=True,
+            destructive=False,
+            idempotent=True,
+            run=_list,
+        ),
+        ToolSpec(
+            "memory_recall",
+            "Recall what memory knows",
+            "One compact, cited summary of what memory knows that is relevant to a message or question.",
+            (
+                Param(
+                    "message",
+                    "string",
+                    "The user's message or question.",
+                    required=True,
+                    aliases=("query", "q", "text", "question", "prompt"),
+                ),
+            ),
+            read_only=True,
+            destructive=False,
+            idempotent=True,
+            run=_recall,
+        ),
+        ToolSpec(
+            "memory_remember",
+            "Remember",
+            "Store one durable memory: one self-contained fact, preference or decision. Exact duplicates are not "
+            "stored twice; secrets are redacted. Without scope it stays private to this user (or conversation).",
+            (
+                Param("content", "string", "The memory itself.", required=True, aliases=("text", "memory", "fact", "body")),
+                Param("title", "string", "A short title.", aliases=("name", "subject")),
+                Param("kind", "string", "fact, preference, decision, summary, ...", aliases=("type", "category")),
+                _SCOPE,
+                _TAGS,
+                Param(
+                    "memory_key",
+                    "string",
+                    "Stable key (or record id) of one logical memory to extend or replace.",
+                    aliases=("key", "memoryKey"),
+                ),
+                Param(
+                    "on_existing",
+                    "string",
+                    "With memory_key: append, replace (the old text stays as history) or skip.",
+                    aliases=("mode",),
+                    enum=("append", "replace", "skip"),
+                ),
+                Param(
+                    "importance",
+                    "number",
+                    "How much this matters, 0 (trivia) to 1 (critical); leave out if unsure.",
+                    aliases=("priority", "weight"),
+                    minimum=0,
+                    maximum=1,
+                ),
+                Param(
+                    "expires",
+                    "string",
+                    "When this stops being true or useful (ISO date), if ever.",
+                    aliases=("expires_at", "ttl", "expiry"),
+                ),
+                _HAPPENED,
+                _VALID_FROM,
+                Param("valid_to", "string", "Until when it was true (ISO date), if known.", aliases=("validTo",)),
+            ),
+            read_only=False,
+            destructive=False,
+            idempotent=True,
+            run=_remember,
+        ),
+        ToolSpec(
+            "memory_supersede",
+            "Replace an outdated memory",
+            "Replace an outdated memory (by id) with a new fact. The old one is kept as history (memory_search with "
+            "include_superseded or as_of still finds it) and no longer shows by default.",
+            (
+                _ID,
+                Param("content", "string", "The new fact.", required=True, aliases=("text", "memory", "fact", "body")),
+                Param("title", "string", "A short title.", aliases=("name", "subject")),
+                Param("kind", "string", "fact, preference, decision, summary, ...", aliases=("type", "category")),
+                _TAGS,
+                _HAPPENED,
+                _VALID_FROM,
+            ),
+            read_only=False,
+            destructive=False,
+            idempotent=False,
+            run=_supersede,
+        ),
+        ToolSpec(
+            "memory_forget",
+            "Forget a memory",
+            "Forget one memory record by id: it leaves search and lists at once (archived: the memory's owner can "
+            "restore it with agent-memory restore).",
+            (_ID,),
+            read_only=False,
+            destructive=True,
+            idempotent=True,
+            run=_forget,
+        ),
+    )
+}

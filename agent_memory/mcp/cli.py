@@ -16,8 +16,13 @@ from agent_memory.mcp._config import ACCESS, TOOL_SETS, ConfigError, Identity, S
 
 __all__ = ["serve", "add_mcp_command", "register", "options_from_args", "configure_parser"]
 
-ENV = {"session": "AGENT_MEMORY_SESSION", "user": "AGENT_MEMORY_USER", "scope": "AGENT_MEMORY_SCOPE",
-       "tokens": "AGENT_MEMORY_MCP_TOKENS", "root": "AGENT_MEMORY_ROOT"}
+ENV = {
+    "session": "AGENT_MEMORY_SESSION",
+    "user": "AGENT_MEMORY_USER",
+    "scope": "AGENT_MEMORY_SCOPE",
+    "tokens": "AGENT_MEMORY_MCP_TOKENS",
+    "root": "AGENT_MEMORY_ROOT",
+}
 HELP = "Serve memory to MCP clients (Claude Desktop, Claude Code, Cursor, …) over stdio or streamable HTTP."
 EXAMPLES = [
     "agent-memory mcp --user alice",
@@ -38,25 +43,45 @@ def _tool_sets(text: str) -> tuple[str, ...]:
 def configure_parser(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the ``mcp`` options to ``p``."""
     p.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="stdio (default) or streamable http")
-    p.add_argument("--tools", type=_tool_sets, default="read,capture", metavar="SETS",
-                   help="read (search, get, list, recall), capture (+ remember), foreground (+ forget); "
-                        "default read,capture")
+    p.add_argument(
+        "--tools",
+        type=_tool_sets,
+        default="read,capture",
+        metavar="SETS",
+        help="read (search, get, list, recall), capture (+ remember), foreground (+ forget); default read,capture",
+    )
     p.add_argument("--session", default=None, help=f"session id the server acts for (default ${ENV['session']})")
     p.add_argument("--user", default=None, help=f"user id the server acts for (default ${ENV['user']})")
-    p.add_argument("--scope", dest="default_scope", choices=("session", "project", "user", "global"), default=None,
-                   help=f"scope of writes that name none (default ${ENV['scope']}, else the user's, else the session's)")
+    p.add_argument(
+        "--scope",
+        dest="default_scope",
+        choices=("session", "project", "user", "global"),
+        default=None,
+        help=f"scope of writes that name none (default ${ENV['scope']}, else the user's, else the session's)",
+    )
     p.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
     p.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
-    p.add_argument("--tokens", default=None, metavar="FILE",
-                   help=f"HTTP tokens file mapping bearer tokens to users (default ${ENV['tokens']}); "
-                        "required to bind beyond loopback")
-    p.add_argument("--access", choices=ACCESS, default=None,
-                   help="what the flag/env identity may change: read, own (its user/session records) or shared "
-                        "(also project/global; default). Tokens set theirs in the tokens file")
-    p.add_argument("--strict-visibility", action=argparse.BooleanOptionalAction, default=None,
-                   help="rank with statistics from each caller's visible records only; default on when the tokens "
-                        "act for more than one user or session")
+    p.add_argument(
+        "--tokens",
+        default=None,
+        metavar="FILE",
+        help=f"HTTP tokens file mapping bearer tokens to users (default ${ENV['tokens']}); required to bind beyond loopback",
+    )
+    p.add_argument(
+        "--access",
+        choices=ACCESS,
+        default=None,
+        help="what the flag/env identity may change: read, own (its user/session records) or shared "
+        "(also project/global; default). Tokens set theirs in the tokens file",
+    )
+    p.add_argument(
+        "--strict-visibility",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="rank with statistics from each caller's visible records only; default on when the tokens "
+        "act for more than one user or session",
+    )
     p.add_argument("--profile", default="offline", help="model profile of the recall worker (default offline)")
     p.add_argument("--max-output-chars", type=int, default=20_000, help="bound on one tool result (default 20000)")
     return p
@@ -66,17 +91,27 @@ def options_from_args(args: argparse.Namespace, env: "os._Environ[str] | dict[st
     """:class:`ServerOptions` from parsed arguments, with the environment filling what flags leave out."""
     env = os.environ if env is None else env
     tokens_path = args.tokens or env.get(ENV["tokens"]) or None
-    identity = Identity(session_id=args.session or env.get(ENV["session"]) or None,
-                        user_id=args.user or env.get(ENV["user"]) or None,
-                        default_scope=args.default_scope or env.get(ENV["scope"]) or None,
-                        access=getattr(args, "access", None) or "shared")
+    identity = Identity(
+        session_id=args.session or env.get(ENV["session"]) or None,
+        user_id=args.user or env.get(ENV["user"]) or None,
+        default_scope=args.default_scope or env.get(ENV["scope"]) or None,
+        access=getattr(args, "access", None) or "shared",
+    )
     if args.max_output_chars < 2000:
         raise ConfigError("--max-output-chars must be at least 2000")
-    return ServerOptions(root=getattr(args, "root", None) or env.get(ENV["root"]) or ".agent-memory",
-                         transport=args.transport, tools=tuple(args.tools), identity=identity, host=args.host,
-                         port=args.port, path=args.path, tokens=TokenMap.load(tokens_path) if tokens_path else None,
-                         profile=args.profile, max_output_chars=args.max_output_chars,
-                         strict_visibility=getattr(args, "strict_visibility", None))
+    return ServerOptions(
+        root=getattr(args, "root", None) or env.get(ENV["root"]) or ".agent-memory",
+        transport=args.transport,
+        tools=tuple(args.tools),
+        identity=identity,
+        host=args.host,
+        port=args.port,
+        path=args.path,
+        tokens=TokenMap.load(tokens_path) if tokens_path else None,
+        profile=args.profile,
+        max_output_chars=args.max_output_chars,
+        strict_visibility=getattr(args, "strict_visibility", None),
+    )
 
 
 def serve(argv_or_options: Sequence[str] | ServerOptions | None = None, *, provider: Any = None) -> None:
@@ -121,7 +156,13 @@ def add_mcp_command(subparsers: Any, **parser_kwargs: Any) -> argparse.ArgumentP
 
 def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Callable[[argparse.Namespace], "int | None"]]:
     """The ``agent_memory.cli`` per-module hook: ``COMMANDS.update(register(add))``."""
-    configure_parser(add("mcp", HELP, EXAMPLES,
-                         "Identity (session, user, scope) comes from flags/env for stdio and from the tokens file "
-                         "for HTTP; never from a tool argument. Docs: docs/mcp.md."))
+    configure_parser(
+        add(
+            "mcp",
+            HELP,
+            EXAMPLES,
+            "Identity (session, user, scope) comes from flags/env for stdio and from the tokens file "
+            "for HTTP; never from a tool argument. Docs: docs/mcp.md.",
+        )
+    )
     return {"mcp": _handler}

@@ -12,8 +12,21 @@ import re
 __all__ = ["date_words", "spoken_day", "parse_when", "resolve_relative_dates"]
 
 _MONTHS = {m: i for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1)}
-_MONTH_NAMES = ["", "January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-                "November", "December"]
+_MONTH_NAMES = [
+    "",
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
 _WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 _MON = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
 _DMY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MON},?\s+(\d{{4}})\b", re.I)
@@ -76,13 +89,30 @@ def _week_of(when: dt.date) -> str:
     return f"the week of {spoken_day(when - dt.timedelta(days=when.weekday()))}"
 
 
-_NUM = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-        "nine": 9, "ten": 10, "a couple of": 2, "a few": 3, "couple of": 2, "few": 3}
+_NUM = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "a couple of": 2,
+    "a few": 3,
+    "couple of": 2,
+    "few": 3,
+}
 _REL = re.compile(
     r"\b(yesterday|today|tonight|tomorrow|last night|this morning|"
     r"(?:last|this|next) (?:week(?:end)?|month|year|" + "|".join(_WEEKDAYS) + r")|"
     r"(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|a couple of|a few) (day|week|month|year)s? ago)\b",
-    re.I)
+    re.I,
+)
 
 
 def resolve_relative_dates(text: str, when: dt.date) -> list[tuple[str, str]]:

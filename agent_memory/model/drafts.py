@@ -156,7 +156,7 @@ def looks_secret(value: str) -> bool:
     (``chat-sk-…``, ``ada.ghp_…``: spacing the separators would also split the token's own ``sk-``)."""
     if _looks_secret_spaced(value):
         return True
-    return any(_redact.contains_secret(value[m.end():]) for m in _GLUE.finditer(value) if len(value) - m.end() >= 16)
+    return any(_redact.contains_secret(value[m.end() :]) for m in _GLUE.finditer(value) if len(value) - m.end() >= 16)
 
 
 def _parse_when(value: str) -> dt.datetime | None:
@@ -198,15 +198,16 @@ def normalize_when(name: str, value: object) -> str:
     text = value.strip()
     when = _parse_when(text)
     if when is None:
-        raise InvalidInputError(f"{name} must be an ISO date or datetime (e.g. 2023-05-07 or 2023-05-07T18:00:00Z), "
-                                f"not {shown(value)}")
+        raise InvalidInputError(f"{name} must be an ISO date or datetime (e.g. 2023-05-07 or 2023-05-07T18:00:00Z), not {shown(value)}")
     return text if _DAY.fullmatch(text) else utc_text(when)
 
 
 def clock_values(draft: MemoryDraft) -> dict[str, str | None]:
     """The draft's ``happened_at``/``valid_from``/``valid_to`` checked and normalised, and ``supersedes``."""
-    out = {name: None if getattr(draft, name) is None else normalize_when(name, getattr(draft, name))
-           for name in ("happened_at", "valid_from", "valid_to")}
+    out = {
+        name: None if getattr(draft, name) is None else normalize_when(name, getattr(draft, name))
+        for name in ("happened_at", "valid_from", "valid_to")
+    }
     start = _parse_when(out["valid_from"] or "")
     end = _parse_when(out["valid_to"] or "")
     if start is not None and end is not None and end < start:
@@ -251,7 +252,7 @@ def clean_metadata(value: Any, counter: list[int] | None = None, depth: int = 0)
                 pair = _redact.redact(f"{key}={v}")
                 if pair.count and pair.text.startswith(f"{key}="):
                     counter[0] += pair.count
-                    out[key] = pair.text[len(key) + 1:]
+                    out[key] = pair.text[len(key) + 1 :]
                     continue
             out[key] = clean_metadata(v, counter, depth + 1)
         return out
@@ -349,10 +350,23 @@ def prepare_draft(draft: MemoryDraft, source: str, default_scope: Scope | None =
     clocks = clock_values(draft)
     now = now_iso()
     rec = MemoryRecord(
-        id="", content=red.text, title=title_red.text or "memory", kind=normalize_kind(draft.kind), scope=scope,
-        session_id=session_id, user_id=user_id, tags=tags, memory_key=key, source=source, created=now, updated=now,
-        expires=expires, importance=None if importance is None else float(importance),
-        content_hash=content_hash(red.text), metadata=metadata, **clocks,  # type: ignore[arg-type]
+        id="",
+        content=red.text,
+        title=title_red.text or "memory",
+        kind=normalize_kind(draft.kind),
+        scope=scope,
+        session_id=session_id,
+        user_id=user_id,
+        tags=tags,
+        memory_key=key,
+        source=source,
+        created=now,
+        updated=now,
+        expires=expires,
+        importance=None if importance is None else float(importance),
+        content_hash=content_hash(red.text),
+        metadata=metadata,
+        **clocks,  # type: ignore[arg-type]
     )
     return rec, red.count + title_red.count + counter[0]
 
@@ -385,8 +399,7 @@ class Owned(NamedTuple):
     rescoped: Scope | None = None
 
 
-def apply_override(scope: Scope | str | None, session_id: str | None, user_id: str | None,
-                   override: Override | None) -> Owned:
+def apply_override(scope: Scope | str | None, session_id: str | None, user_id: str | None, override: Override | None) -> Owned:
     """Ownership of one record of an import (see "Overrides" in the module docstring).
 
     Without an override (the root's operator importing) the source's scope and owners are kept as they are."""
@@ -412,24 +425,44 @@ def override_draft(draft: MemoryDraft, override: Override | None) -> tuple[Memor
     return replace(draft, scope=owned.scope, session_id=owned.session_id, user_id=owned.user_id), owned.rescoped
 
 
-def stamp_override(metadata: Mapping[str, Any], override: Override | None, created: str,
-                   updated: str) -> dict[str, Any]:
+def stamp_override(metadata: Mapping[str, Any], override: Override | None, created: str, updated: str) -> dict[str, Any]:
     """``metadata`` of a record imported on a caller's behalf: a ``provenance`` the file claims (who created and
     changed it) is not evidence, so it is replaced by the import itself as that caller; kept without override."""
     out = dict(metadata)
     if not override:
         return out
-    who = {k: v for k, v in (("actor", "import"), ("session_id", override.session_id), ("user_id", override.user_id))
-           if v}
+    who = {k: v for k, v in (("actor", "import"), ("session_id", override.session_id), ("user_id", override.user_id)) if v}
     out["provenance"] = {"created": {"at": created, **who}, "updated": {"at": updated, **who}}
     return out
 
 
-_RECORD_FIELDS = frozenset({
-    "id", "title", "kind", "scope", "session_id", "user_id", "tags", "memory_key", "source", "created", "updated",
-    "expires", "importance", "content_hash", "metadata", "content", "path", "happened_at", "valid_from", "valid_to",
-    "superseded_by", "supersedes", "recorded_at",
-})
+_RECORD_FIELDS = frozenset(
+    {
+        "id",
+        "title",
+        "kind",
+        "scope",
+        "session_id",
+        "user_id",
+        "tags",
+        "memory_key",
+        "source",
+        "created",
+        "updated",
+        "expires",
+        "importance",
+        "content_hash",
+        "metadata",
+        "content",
+        "path",
+        "happened_at",
+        "valid_from",
+        "valid_to",
+        "superseded_by",
+        "supersedes",
+        "recorded_at",
+    }
+)
 
 
 def _opt_text(data: Mapping[str, Any], name: str, max_chars: int = 200) -> str | None:
@@ -518,12 +551,22 @@ def prepare_record(data: object, override: Override | None = None) -> tuple[Memo
         if clocks[name] == rid:
             raise InvalidInputError(f"{name} names the record itself")
     rec = MemoryRecord(
-        id=rid, content=red.text, title=title or default_title(red.text), kind=kind, scope=scope,
-        session_id=session_id, user_id=user_id, tags=tags, memory_key=key, source=str(source), created=created,
-        updated=_instant(data, "updated") or created, expires=_instant(data, "expires"),
-        importance=_importance(data.get("importance")), content_hash=content_hash(red.text),
-        metadata=stamp_override(clean_metadata(dict(metadata), counter), override, created,
-                                _instant(data, "updated") or created),
+        id=rid,
+        content=red.text,
+        title=title or default_title(red.text),
+        kind=kind,
+        scope=scope,
+        session_id=session_id,
+        user_id=user_id,
+        tags=tags,
+        memory_key=key,
+        source=str(source),
+        created=created,
+        updated=_instant(data, "updated") or created,
+        expires=_instant(data, "expires"),
+        importance=_importance(data.get("importance")),
+        content_hash=content_hash(red.text),
+        metadata=stamp_override(clean_metadata(dict(metadata), counter), override, created, _instant(data, "updated") or created),
         **clocks,  # type: ignore[arg-type]
     )
     return rec, counter[0], owned.rescoped
@@ -570,8 +613,7 @@ def check_ident(name: str, value: object, *, required: bool = False, max_chars: 
         return None
     text = check_text_field(name, value, max_chars)
     if not text.strip() or _CONTROL.search(text):
-        raise InvalidInputError(f"{name} must be one non-empty line of at most {max_chars} characters "
-                                "without control characters")
+        raise InvalidInputError(f"{name} must be one non-empty line of at most {max_chars} characters without control characters")
     if looks_secret(text):
         raise InvalidInputError(f"{name} looks like a secret; refusing to store it (use an opaque id)")
     return text
@@ -629,8 +671,7 @@ def prepare_message(message: object) -> dict[str, Any]:
     if isinstance(when, dt.datetime) and when.tzinfo is None:
         when = when.replace(tzinfo=dt.UTC)
     counter = [0]
-    obj: dict[str, Any] = {"role": role.strip(), "text": _redacted(text, counter),
-                           "at": utc_text(when or dt.datetime.now(dt.UTC))}
+    obj: dict[str, Any] = {"role": role.strip(), "text": _redacted(text, counter), "at": utc_text(when or dt.datetime.now(dt.UTC))}
     for key in ("speaker", "turn_id"):
         value = message.get(key)
         if value is not None:
@@ -648,8 +689,7 @@ def prepare_message(message: object) -> dict[str, Any]:
     return obj
 
 
-def prepare_summary(text: object, *, messages: object, source: object, fallback: object,
-                    made_at: object = None) -> dict[str, Any]:
+def prepare_summary(text: object, *, messages: object, source: object, fallback: object, made_at: object = None) -> dict[str, Any]:
     """A session summary's fields as stored: ``text`` redacted (non-empty), ``messages`` a count ≥ 0, ``source``
     a label (never a secret), ``made_at`` one UTC instant (now when absent), ``fallback`` a bool."""
     if not isinstance(text, str) or not text.strip():
@@ -664,8 +704,13 @@ def prepare_summary(text: object, *, messages: object, source: object, fallback:
         raise InvalidInputError(f"a summary's made_at must be an ISO date or datetime, not {shown(made_at)}")
     if isinstance(when, dt.datetime) and when.tzinfo is None:
         when = when.replace(tzinfo=dt.UTC)
-    return {"text": _redacted(text, [0]), "messages": messages, "source": label, "fallback": bool(fallback),
-            "made_at": utc_text(when or dt.datetime.now(dt.UTC))}
+    return {
+        "text": _redacted(text, [0]),
+        "messages": messages,
+        "source": label,
+        "fallback": bool(fallback),
+        "made_at": utc_text(when or dt.datetime.now(dt.UTC)),
+    }
 
 
 # episodes --------------------------------------------------------------------------------------------------------
@@ -702,8 +747,7 @@ def prepare_episode(fields: Mapping[str, Any]) -> dict[str, Any]:
     for name in ("run_id", "conversation_id", "model", "refined_by"):
         out[name] = _clean_opt(fields.get(name), MAX_ID_CHARS)
     out["source"] = clean_ident(fields.get("source"), MAX_EPISODE_SOURCE) or "api"
-    out["sequence"] = [clean_ident(t, MAX_TOOL_NAME) for t in _texts(fields.get("sequence"), "sequence", MAX_TOOL_NAME,
-                                                                     MAX_SEQUENCE)]
+    out["sequence"] = [clean_ident(t, MAX_TOOL_NAME) for t in _texts(fields.get("sequence"), "sequence", MAX_TOOL_NAME, MAX_SEQUENCE)]
     out["worked"] = _texts(fields.get("worked"), "worked", MAX_NOTE_CHARS, MAX_NOTES)
     out["failed"] = _texts(fields.get("failed"), "failed", MAX_NOTE_CHARS, MAX_NOTES)
     tools = fields.get("tools") or []

@@ -26,13 +26,36 @@ from agent_memory.errors import UnsupportedError
 from agent_memory.model.records import now_iso
 from agent_memory.model.scopes import may_see, owns
 
-__all__ = ["EVENT_TYPES", "Acting", "Event", "NotSupportedError", "acting", "current_acting", "gated", "tombstone_id",
-           "tombstone_provenance", "visible"]
+__all__ = [
+    "EVENT_TYPES",
+    "Acting",
+    "Event",
+    "NotSupportedError",
+    "acting",
+    "current_acting",
+    "gated",
+    "tombstone_id",
+    "tombstone_provenance",
+    "visible",
+]
 
-EVENT_TYPES = frozenset({
-    "created", "appended", "replaced", "superseded", "forgotten", "archived", "restored", "purged", "imported",
-    "consolidated", "swept", "hand_edit", "undone",
-})
+EVENT_TYPES = frozenset(
+    {
+        "created",
+        "appended",
+        "replaced",
+        "superseded",
+        "forgotten",
+        "archived",
+        "restored",
+        "purged",
+        "imported",
+        "consolidated",
+        "swept",
+        "hand_edit",
+        "undone",
+    }
+)
 
 
 class NotSupportedError(UnsupportedError):
@@ -55,19 +78,41 @@ _ACTING: contextvars.ContextVar[Acting | None] = contextvars.ContextVar("agent_m
 
 
 @contextlib.contextmanager
-def acting(actor: str | None = None, *, run_id: str | None = None, tool_call_id: str | None = None,
-           session_id: str | None = None, user_id: str | None = None) -> Iterator[Acting]:
+def acting(
+    actor: str | None = None,
+    *,
+    run_id: str | None = None,
+    tool_call_id: str | None = None,
+    session_id: str | None = None,
+    user_id: str | None = None,
+) -> Iterator[Acting]:
     """Attribute every mutation in this block to ``actor`` (fields left out are inherited from an outer block).
 
     Each value given passes the write gate (:func:`agent_memory.model.drafts.check_acting`: one-line ids, never a
     secret): a bad one is an :class:`~agent_memory.errors.InvalidInputError` here, before any change is made."""
     from agent_memory.model.drafts import check_acting  # the gate pulls in redaction: a search never needs it
 
-    check_acting({k: v for k, v in (("actor", actor), ("run_id", run_id), ("tool_call_id", tool_call_id),
-                                    ("session_id", session_id), ("user_id", user_id)) if v})
+    check_acting(
+        {
+            k: v
+            for k, v in (
+                ("actor", actor),
+                ("run_id", run_id),
+                ("tool_call_id", tool_call_id),
+                ("session_id", session_id),
+                ("user_id", user_id),
+            )
+            if v
+        }
+    )
     outer = _ACTING.get() or Acting()
-    now = Acting(actor or outer.actor, run_id or outer.run_id, tool_call_id or outer.tool_call_id,
-                 session_id or outer.session_id, user_id or outer.user_id)
+    now = Acting(
+        actor or outer.actor,
+        run_id or outer.run_id,
+        tool_call_id or outer.tool_call_id,
+        session_id or outer.session_id,
+        user_id or outer.user_id,
+    )
     token = _ACTING.set(now)
     try:
         yield now
@@ -84,8 +129,7 @@ def tombstone_id(value: str) -> str:
     return "purged:" + hashlib.sha256(value.encode("utf-8")).hexdigest()[:16]
 
 
-def tombstone_provenance(metadata: Mapping[str, Any], *, session_id: str | None,
-                         user_id: str | None) -> dict[str, Any] | None:
+def tombstone_provenance(metadata: Mapping[str, Any], *, session_id: str | None, user_id: str | None) -> dict[str, Any] | None:
     """``metadata`` with the ``provenance`` entries (``created``/``updated``) that name the purged owner made
     anonymous (their ``session_id``/``user_id`` hashed as :func:`tombstone_id` does in the event log), or None when
     no entry names that owner. Which entries are the owner's is :func:`agent_memory.model.scopes.owns`."""
@@ -98,11 +142,9 @@ def tombstone_provenance(metadata: Mapping[str, Any], *, session_id: str | None,
         if not isinstance(entry, Mapping):
             continue
         sid, uid = entry.get("session_id"), entry.get("user_id")
-        if not owns(sid if isinstance(sid, str) else None, uid if isinstance(uid, str) else None,
-                    session_id=session_id, user_id=user_id):
+        if not owns(sid if isinstance(sid, str) else None, uid if isinstance(uid, str) else None, session_id=session_id, user_id=user_id):
             continue
-        out[name] = {k: tombstone_id(v) if k in ("session_id", "user_id") and isinstance(v, str) else v
-                     for k, v in entry.items()}
+        out[name] = {k: tombstone_id(v) if k in ("session_id", "user_id") and isinstance(v, str) else v for k, v in entry.items()}
         changed = True
     return {**metadata, "provenance": out} if changed else None
 

@@ -40,8 +40,9 @@ def dates_text(recorded: str | None, happened: str | None, valid_from: str | Non
     return "; ".join(p for p in parts if p)
 
 
-def core_line(record_id: str, kind: str, summary: str, happened: str | None = None, valid_from: str | None = None,
-              valid_to: str | None = None) -> str:
+def core_line(
+    record_id: str, kind: str, summary: str, happened: str | None = None, valid_from: str | None = None, valid_to: str | None = None
+) -> str:
     """One MEMORY.md / core-block line; dates are shown when the record knows when it happened or held."""
     dates = dates_text(None, happened, valid_from, valid_to)
     return f"- [{record_id}] ({kind}{'; ' + dates if dates else ''}): {summary}"

@@ -24,9 +24,17 @@ from agent_memory.model.values import (
     validate_id,
 )
 
-_CAMEL = {"sessionId": "session_id", "userId": "user_id", "memoryKey": "memory_key", "contentHash": "content_hash",
-          "happenedAt": "happened_at", "validFrom": "valid_from", "validTo": "valid_to", "supersededBy": "superseded_by",
-          "recordedAt": "created"}
+_CAMEL = {
+    "sessionId": "session_id",
+    "userId": "user_id",
+    "memoryKey": "memory_key",
+    "contentHash": "content_hash",
+    "happenedAt": "happened_at",
+    "validFrom": "valid_from",
+    "validTo": "valid_to",
+    "supersededBy": "superseded_by",
+    "recordedAt": "created",
+}
 
 
 class RecordParseError(InvalidInputError):
@@ -40,7 +48,7 @@ class RecordParseError(InvalidInputError):
         self.fix = fix
 
 
-_OWNER_FIX = "quote it as text, e.g. user_id: \"bob\""
+_OWNER_FIX = 'quote it as text, e.g. user_id: "bob"'
 
 
 def _field_text(data: Mapping[str, Any], name: str, *, max_chars: int = 200, scalars: bool = False) -> str | None:
@@ -103,8 +111,9 @@ def _field_scope(known: Mapping[str, Any]) -> tuple[Scope, str | None, str | Non
     raw = known.get("scope")
     if raw is None:
         if session_id is not None or user_id is not None:
-            raise RecordParseError("names an owner (user_id/session_id) but no scope",
-                                   "add scope: user (or session), or remove the owner fields")
+            raise RecordParseError(
+                "names an owner (user_id/session_id) but no scope", "add scope: user (or session), or remove the owner fields"
+            )
         return Scope.PROJECT, None, None
     if not isinstance(raw, str):
         raise RecordParseError(f"scope must be text, not {type(raw).__name__}", "write scope: project, user, session or global")
@@ -159,7 +168,6 @@ def _clean_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
             elif isinstance(value, (dt.date, dt.time)):
                 item[str(key) if isinstance(item, dict) else key] = as_text(value)
     return metadata
-
 
 
 def clock_fields(known: Mapping[str, Any], record_id: str) -> dict[str, str | None]:

@@ -53,10 +53,34 @@ from agent_memory.model.values import (
     validate_key,
 )
 
-__all__ = ["CLOCK_FIELDS", "FIELDS", "MAX_CONTENT_BYTES", "MAX_TAGS", "MAX_TAG_CHARS", "MAX_TITLE_CHARS", "SOURCES",
-           "MemoryRecord", "RecordParseError", "Scope", "check_content", "check_text_field", "content_hash",
-           "default_title", "new_id", "normalize_instant", "normalize_kind", "normalize_tags", "now_iso", "parse_record",
-           "parse_scope", "slugify", "validate_id", "validate_key", "yaml_scalar"]
+__all__ = [
+    "CLOCK_FIELDS",
+    "FIELDS",
+    "MAX_CONTENT_BYTES",
+    "MAX_TAGS",
+    "MAX_TAG_CHARS",
+    "MAX_TITLE_CHARS",
+    "SOURCES",
+    "MemoryRecord",
+    "RecordParseError",
+    "Scope",
+    "check_content",
+    "check_text_field",
+    "content_hash",
+    "default_title",
+    "new_id",
+    "normalize_instant",
+    "normalize_kind",
+    "normalize_tags",
+    "now_iso",
+    "parse_record",
+    "parse_scope",
+    "slugify",
+    "validate_id",
+    "validate_key",
+    "yaml_scalar",
+]
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class MemoryRecord:
@@ -112,8 +136,7 @@ class MemoryRecord:
     def to_dict(self, *, content: bool = True) -> dict[str, Any]:
         data = self.frontmatter()
         data.setdefault("tags", [])
-        for name in ("session_id", "user_id", "memory_key", "expires", "importance", *CLOCK_FIELDS, "superseded_by",
-                     "supersedes"):
+        for name in ("session_id", "user_id", "memory_key", "expires", "importance", *CLOCK_FIELDS, "superseded_by", "supersedes"):
             data.setdefault(name, None)
         data["recorded_at"] = self.created
         data["metadata"] = dict(self.metadata)
@@ -183,4 +206,3 @@ def parse_record(text: str, record_id: str, *, path: str | None = None, mtime_is
         body_line=split.body_line,
         **clocks,  # type: ignore[arg-type]
     )
-

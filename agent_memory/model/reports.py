@@ -48,8 +48,14 @@ class PurgeReport:
     stores: dict[str, int] = field(default_factory=dict)  # every root store visited -> items removed from it
 
     def to_dict(self) -> dict[str, Any]:
-        return {"records": self.records, "files": self.files, "vectors": self.vectors, "events": self.events,
-                "stores": self.stores, "others": self.others}
+        return {
+            "records": self.records,
+            "files": self.files,
+            "vectors": self.vectors,
+            "events": self.events,
+            "stores": self.stores,
+            "others": self.others,
+        }
 
 
 # -- history ------------------------------------------------------------------------------
@@ -64,10 +70,22 @@ class History:
 
     def to_dict(self) -> dict[str, Any]:
         n = len(self.versions)
-        return {"id": self.id, "state": self.state, "versions": [
-            {"version": i, "current": i == n, "updated": v.updated, "title": v.title, "content_hash": v.content_hash,
-             "content": v.content} for i, v in enumerate(self.versions, 1)],
-            "events": [e.to_dict() for e in self.events]}
+        return {
+            "id": self.id,
+            "state": self.state,
+            "versions": [
+                {
+                    "version": i,
+                    "current": i == n,
+                    "updated": v.updated,
+                    "title": v.title,
+                    "content_hash": v.content_hash,
+                    "content": v.content,
+                }
+                for i, v in enumerate(self.versions, 1)
+            ],
+            "events": [e.to_dict() for e in self.events],
+        }
 
 
 @dataclass

@@ -22,15 +22,23 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["SHARED_SCOPES", "may_see", "owner_params", "owner_sql", "owns", "postgres_params", "postgres_sql",
-           "sqlite_params", "sqlite_sql"]
+__all__ = [
+    "SHARED_SCOPES",
+    "may_see",
+    "owner_params",
+    "owner_sql",
+    "owns",
+    "postgres_params",
+    "postgres_sql",
+    "sqlite_params",
+    "sqlite_sql",
+]
 
 #: Scopes everyone using the root may see.
 SHARED_SCOPES = ("project", "global")
 
 
-def may_see(scope: str | None, owner_session: str | None, owner_user: str | None, *, session_id: str | None,
-            user_id: str | None) -> bool:
+def may_see(scope: str | None, owner_session: str | None, owner_user: str | None, *, session_id: str | None, user_id: str | None) -> bool:
     """Whether the caller ``(session_id, user_id)`` may see an object of ``scope`` owned by ``(owner_session, owner_user)``."""
     if scope in SHARED_SCOPES:
         return True
@@ -44,9 +52,11 @@ def may_see(scope: str | None, owner_session: str | None, owner_user: str | None
 def _sql(alias: str, sid: str, uid: str) -> str:
     a = f"{alias}." if alias else ""
     shared = ", ".join(f"'{s}'" for s in SHARED_SCOPES)
-    return (f"({a}scope IN ({shared})"
-            f" OR ({a}scope = 'session' AND {a}session_id = {sid} AND ({a}user_id IS NULL OR {a}user_id = {uid}))"
-            f" OR ({a}scope = 'user' AND {a}user_id = {uid}))")
+    return (
+        f"({a}scope IN ({shared})"
+        f" OR ({a}scope = 'session' AND {a}session_id = {sid} AND ({a}user_id IS NULL OR {a}user_id = {uid}))"
+        f" OR ({a}scope = 'user' AND {a}user_id = {uid}))"
+    )
 
 
 def sqlite_sql(alias: str = "r") -> str:
@@ -94,8 +104,7 @@ def owns(owner_session: str | None, owner_user: str | None, *, session_id: str |
     return session_id is not None and owner_user is None and owner_session == session_id
 
 
-def owner_sql(session_col: str, user_col: str, *, session_id: str | None, user_id: str | None,
-              dialect: str = "sqlite") -> str:
+def owner_sql(session_col: str, user_col: str, *, session_id: str | None, user_id: str | None, dialect: str = "sqlite") -> str:
     """:func:`owns` as an SQL predicate over two columns (or expressions); binds ``osid``/``ouid`` as ``:name``
     (``dialect="sqlite"``) or ``%(name)s`` (``"postgres"``): fill them with :func:`owner_params`."""
     sid, uid = (":osid", ":ouid") if dialect == "sqlite" else ("%(osid)s", "%(ouid)s")

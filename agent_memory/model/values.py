@@ -39,9 +39,25 @@ _KEY_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,127}")
 _KIND_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 _SLUG_RE = re.compile(r"[^a-z0-9]+")
 FIELDS = (
-    "id", "title", "kind", "scope", "session_id", "user_id", "tags", "memory_key", "source",
-    "created", "updated", "expires", "importance", "content_hash",
-    "happened_at", "valid_from", "valid_to", "superseded_by", "supersedes",
+    "id",
+    "title",
+    "kind",
+    "scope",
+    "session_id",
+    "user_id",
+    "tags",
+    "memory_key",
+    "source",
+    "created",
+    "updated",
+    "expires",
+    "importance",
+    "content_hash",
+    "happened_at",
+    "valid_from",
+    "valid_to",
+    "superseded_by",
+    "supersedes",
 )
 CLOCK_FIELDS = ("happened_at", "valid_from", "valid_to")  # instants besides created/updated/expires
 
@@ -184,7 +200,6 @@ def parse_scope(scope: Scope | str | None, default: Scope = Scope.PROJECT) -> Sc
         return Scope(str(scope).lower())
     except ValueError:
         raise InvalidInputError(f"unknown scope {shown(scope)}; use session, project, user or global") from None
-
 
 
 def normalize_instant(value: str) -> str | None:

@@ -26,7 +26,11 @@ __all__ = ["FORMATS", "ImportReport", "Rescope", "Skip", "SkipReason", "export_r
 
 
 def import_file(
-    store: Target, path: str | os.PathLike[str], *, format: Format = "auto", user_id: str | None = None,
+    store: Target,
+    path: str | os.PathLike[str],
+    *,
+    format: Format = "auto",
+    user_id: str | None = None,
     session_id: str | None = None,
 ) -> ImportReport:
     """Import ``path`` into ``store`` (a :class:`~agent_memory.MemoryStore`, a root path or a backend).

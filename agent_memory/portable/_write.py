@@ -104,12 +104,10 @@ def _write_files(store: MemoryStore, items: Sequence[Pending], report: ImportRep
                     if same:
                         report.skip(where, "exists", "already imported (identical record file)", rec.id)
                     else:
-                        report.skip(where, "conflict", "a different record with this id exists; it is never overwritten",
-                                    rec.id)
+                        report.skip(where, "conflict", "a different record with this id exists; it is never overwritten", rec.id)
                     continue
                 if os.path.lexists(Path(store.archive_dir, name)):  # its owner could never restore it
-                    report.skip(where, "conflict", "an archived record has this id (restorable by its owner); "
-                                "it is never taken", rec.id)
+                    report.skip(where, "conflict", "an archived record has this id (restorable by its owner); it is never taken", rec.id)
                     continue
                 if dedupe and rec.superseded_by is None:  # a superseded record is history: never a duplicate
                     dup = _keyed.find_duplicate(conn, rec)
@@ -119,8 +117,12 @@ def _write_files(store: MemoryStore, items: Sequence[Pending], report: ImportRep
                     if rec.memory_key is not None:
                         row = _keyed.find_keyed(conn, rec, rec.memory_key, "skip")
                         if row is not None:
-                            report.skip(where, "key_conflict", f"memory_key {rec.memory_key!r} is already held by "
-                                        f"{row['id']} (different text); not merged", row["id"])
+                            report.skip(
+                                where,
+                                "key_conflict",
+                                f"memory_key {rec.memory_key!r} is already held by {row['id']} (different text); not merged",
+                                row["id"],
+                            )
                             continue
                 st = atomic_write(path, data, durable=False)
                 body_line = data.count(b"\n", 0, len(data) - len(rec.content.encode("utf-8")) - 1) + 1
@@ -137,10 +139,21 @@ def _write_files(store: MemoryStore, items: Sequence[Pending], report: ImportRep
 
 def draft_of(rec: MemoryRecord) -> MemoryDraft:
     return MemoryDraft(
-        content=rec.content, title=rec.title or None, kind=rec.kind, scope=rec.scope, session_id=rec.session_id,
-        user_id=rec.user_id, tags=rec.tags, memory_key=rec.memory_key, on_existing="skip", expires=rec.expires,
-        importance=rec.importance, metadata={**rec.metadata, "imported_id": rec.id, "imported_created": rec.created},
-        happened_at=rec.happened_at, valid_from=rec.valid_from, valid_to=rec.valid_to,
+        content=rec.content,
+        title=rec.title or None,
+        kind=rec.kind,
+        scope=rec.scope,
+        session_id=rec.session_id,
+        user_id=rec.user_id,
+        tags=rec.tags,
+        memory_key=rec.memory_key,
+        on_existing="skip",
+        expires=rec.expires,
+        importance=rec.importance,
+        metadata={**rec.metadata, "imported_id": rec.id, "imported_created": rec.created},
+        happened_at=rec.happened_at,
+        valid_from=rec.valid_from,
+        valid_to=rec.valid_to,
     )
 
 
@@ -165,8 +178,7 @@ async def _write_backend(backend: MemoryBackend, items: Sequence[Pending], repor
             continue
         todo.append(item)
     errors: list[tuple[int, str]] = []
-    results = await backend.remember_many([draft_of(r) for _, r, _ in todo], source="import", on_error="skip",
-                                          errors=errors)
+    results = await backend.remember_many([draft_of(r) for _, r, _ in todo], source="import", on_error="skip", errors=errors)
     failed = {i for i, _ in errors}
     ok = [item for i, item in enumerate(todo) if i not in failed]
     for i, msg in errors:

@@ -64,12 +64,15 @@ def header(caller: Caller | None = None, *, full: bool = False) -> dict[str, Any
 
 def is_header(data: object) -> bool:
     """Is ``data`` the header line of one of our exports (any version this library writes)?"""
-    return (isinstance(data, dict) and data.get("format") == "agent-memory" and data.get("version") in (1, 2)
-            and set(data) <= {"format", "version", "sections", "caller"})
+    return (
+        isinstance(data, dict)
+        and data.get("format") == "agent-memory"
+        and data.get("version") in (1, 2)
+        and set(data) <= {"format", "version", "sections", "caller"}
+    )
 
 
-def iter_records(source: Target, *, caller: Caller | None = None,
-                 problems: dict[str, str] | None = None) -> list[MemoryRecord]:
+def iter_records(source: Target, *, caller: Caller | None = None, problems: dict[str, str] | None = None) -> list[MemoryRecord]:
     """The records to export, sorted by ``(created, id)``.
 
     ``caller=None`` is the operator's whole-store export, on every backend: every record of every user (live,
@@ -81,8 +84,9 @@ def iter_records(source: Target, *, caller: Caller | None = None,
     return read_all(source, caller=caller, problems=problems)[0]
 
 
-def read_all(source: Target, *, caller: Caller | None = None, problems: dict[str, str] | None = None,
-             full: bool = False) -> tuple[list[MemoryRecord], Any]:
+def read_all(
+    source: Target, *, caller: Caller | None = None, problems: dict[str, str] | None = None, full: bool = False
+) -> tuple[list[MemoryRecord], Any]:
     """The records (as :func:`iter_records`) and, for another backend with ``full``, what its async reads of the
     other sections gave (``(archived, events)``) — one event loop for all of them, as a backend's pool is bound
     to the loop that opened it."""
@@ -110,7 +114,6 @@ async def _backend_reads(source: Target, caller: Caller | None, full: bool) -> t
     return recs, ([rec for rec, _ in await dump.all_archived(pg)], await dump.all_events(pg))
 
 
-
 def _store_records(store: MemoryStore, caller: Caller | None, problems: dict[str, str]) -> Iterator[MemoryRecord]:
     store.open()
     if caller is not None:
@@ -127,8 +130,7 @@ def _store_records(store: MemoryStore, caller: Caller | None, problems: dict[str
         yield rec
 
 
-def _write_jsonl(records: Iterable[MemoryRecord], fh: IO[str], head: dict[str, Any],
-                 sections: Iterable[dict[str, Any]] = ()) -> int:
+def _write_jsonl(records: Iterable[MemoryRecord], fh: IO[str], head: dict[str, Any], sections: Iterable[dict[str, Any]] = ()) -> int:
     fh.write(json.dumps(head, separators=(",", ":")) + "\n")
     n = 0
     for rec in records:
@@ -172,8 +174,13 @@ def _write_markdown(records: list[MemoryRecord], out: Path) -> int:
 
 
 def export_records(
-    backend_or_store: Target, out: str | os.PathLike[str] | IO[str], *, format: Format = "jsonl",
-    caller: Caller | None = None, problems: dict[str, str] | None = None, full: bool = False,
+    backend_or_store: Target,
+    out: str | os.PathLike[str] | IO[str],
+    *,
+    format: Format = "jsonl",
+    caller: Caller | None = None,
+    problems: dict[str, str] | None = None,
+    full: bool = False,
     counts: dict[str, int] | None = None,
 ) -> int:
     """Export records to ``out`` and return how many were written.

@@ -6,14 +6,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 SkipReason = Literal[
-    "invalid",       # unreadable or failing validation (the message says which field)
-    "exists",        # a record with this id is already there, byte-identical (a re-run)
-    "conflict",      # a record with this id is already there with different content: never overwritten
-    "duplicate",     # the same text already lives in the same partition (scope + session + user)
+    "invalid",  # unreadable or failing validation (the message says which field)
+    "exists",  # a record with this id is already there, byte-identical (a re-run)
+    "conflict",  # a record with this id is already there with different content: never overwritten
+    "duplicate",  # the same text already lives in the same partition (scope + session + user)
     "key_conflict",  # another live record of the partition already holds this memory_key
-    "expired",       # its expiry date has passed: an expired memory is never visible, so it is not imported
-    "empty",         # nothing to remember (no text)
-    "unsupported",   # a file or line this format does not describe (e.g. a stray file)
+    "expired",  # its expiry date has passed: an expired memory is never visible, so it is not imported
+    "empty",  # nothing to remember (no text)
+    "unsupported",  # a file or line this format does not describe (e.g. a stray file)
 ]
 
 
@@ -42,8 +42,13 @@ class Rescope:
     caller: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"where": self.where, "id": self.id, "asked": self.asked, "scope": self.scope,
-                "message": f"scope {self.asked} -> {self.scope}: imported as {self.caller}"}
+        return {
+            "where": self.where,
+            "id": self.id,
+            "asked": self.asked,
+            "scope": self.scope,
+            "message": f"scope {self.asked} -> {self.scope}: imported as {self.caller}",
+        }
 
 
 @dataclass
@@ -83,8 +88,15 @@ class ImportReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "format": self.format, "path": self.path, "written": len(self.written), "ids": list(self.written),
-            "skipped": len(self.skipped), "skipped_by_reason": self.counts(),
-            "skips": [s.to_dict() for s in self.skipped], "redactions": self.redactions, "ids_kept": self.ids_kept,
-            "dropped": dict(self.dropped), "rescoped": [r.to_dict() for r in self.rescoped],
+            "format": self.format,
+            "path": self.path,
+            "written": len(self.written),
+            "ids": list(self.written),
+            "skipped": len(self.skipped),
+            "skipped_by_reason": self.counts(),
+            "skips": [s.to_dict() for s in self.skipped],
+            "redactions": self.redactions,
+            "ids_kept": self.ids_kept,
+            "dropped": dict(self.dropped),
+            "rescoped": [r.to_dict() for r in self.rescoped],
         }

@@ -29,8 +29,9 @@ def record_from_dict(data: object, override: Override | None = None) -> tuple[Me
     return rec, redactions
 
 
-def restore_lines(target: Target, lines: Iterable[tuple[int, str | None]], report: ImportReport,
-                  override: Override | None = None) -> ImportReport:
+def restore_lines(
+    target: Target, lines: Iterable[tuple[int, str | None]], report: ImportReport, override: Override | None = None
+) -> ImportReport:
     """Import numbered JSONL lines of our export into ``target`` (see the module docstring); a line given as
     None could not be decoded (not UTF-8) and is skipped."""
     pending: list[Pending] = []

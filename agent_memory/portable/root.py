@@ -50,8 +50,13 @@ _EPISODE_FIELDS = {f.name for f in dataclasses.fields(Episode)} - {"path"}
 
 
 # -- export -----------------------------------------------------------------------------------------------------------
-def export_sections(source: Target, caller: Caller | None, record_line: Any, problems: dict[str, str],
-                    read: tuple[list[MemoryRecord], list[Event]] | None = None) -> Iterator[dict[str, Any]]:
+def export_sections(
+    source: Target,
+    caller: Caller | None,
+    record_line: Any,
+    problems: dict[str, str],
+    read: tuple[list[MemoryRecord], list[Event]] | None = None,
+) -> Iterator[dict[str, Any]]:
     """The section lines of ``source`` after its records: every item (``caller=None``) or what ``caller`` sees.
 
     ``read``: for a backend other than the files store, the archived records and events its async reads gave
@@ -60,14 +65,14 @@ def export_sections(source: Target, caller: Caller | None, record_line: Any, pro
     store = files_store(source)
     archived, events = read if read is not None else ([], [])
     if caller is None:
-        for rec in (_archived(store, problems) if store is not None else archived):
+        for rec in _archived(store, problems) if store is not None else archived:
             yield {"section": "archive", "record": json.loads(record_line(rec))}
     sessions = _sessions(source, store)
     if sessions is not None:
         yield from _session_lines(sessions, caller)
     for ep in _episodes(source, store, caller, problems):
         yield {"section": "episode", "episode": _episode_dict(ep)}
-    for ev in (_events(store, caller) if store is not None else events):
+    for ev in _events(store, caller) if store is not None else events:
         yield {"section": "event", "event": ev.to_dict()}
 
 
@@ -87,8 +92,9 @@ def _pg(source: Target) -> Any:
     """The PostgreSQL backend behind ``source`` (a whole-store read needs its rows), else NotSupportedError."""
     inner = getattr(source, "inner", source)
     if type(inner).__name__ != "PostgresBackend":
-        raise NotSupportedError(f"a whole-store export of {type(inner).__name__} is not supported; "
-                                "export as a caller (caller=…, CLI --user/--session) instead")
+        raise NotSupportedError(
+            f"a whole-store export of {type(inner).__name__} is not supported; export as a caller (caller=…, CLI --user/--session) instead"
+        )
     return inner
 
 
@@ -112,10 +118,13 @@ def _session_lines(sessions: SessionStore, caller: Caller | None) -> Iterator[di
         messages, _ = sessions.files.read(sdir)
         current, _ = sessions.files.summary(sdir)
         summaries = sessions.files.history(sdir) + ([current] if current else [])
-        yield {"section": "session", "session_id": sdir.session_id, "user_id": sdir.user_id,
-               "messages": [_message_dict(m) for m in messages],
-               "summaries": [{k: v for k, v in s.to_dict().items() if k not in ("session_id", "user_id")}
-                             for s in summaries]}
+        yield {
+            "section": "session",
+            "session_id": sdir.session_id,
+            "user_id": sdir.user_id,
+            "messages": [_message_dict(m) for m in messages],
+            "summaries": [{k: v for k, v in s.to_dict().items() if k not in ("session_id", "user_id")} for s in summaries],
+        }
 
 
 def _message_dict(m: Any) -> dict[str, Any]:
@@ -129,8 +138,7 @@ def _message_dict(m: Any) -> dict[str, Any]:
     return out
 
 
-def _episodes(source: Target, store: MemoryStore | None, caller: Caller | None,
-              problems: dict[str, str]) -> list[Episode]:
+def _episodes(source: Target, store: MemoryStore | None, caller: Caller | None, problems: dict[str, str]) -> list[Episode]:
     if store is not None:
         base = Path(store.root) / "episodes"
         out = []
@@ -149,8 +157,7 @@ def _episodes(source: Target, store: MemoryStore | None, caller: Caller | None,
 
         out = dump.all_episodes(rows)
     if caller is not None:
-        out = [e for e in out if may_see(e.scope.value, e.session_id, e.user_id, session_id=caller.session_id,
-                                         user_id=caller.user_id)]
+        out = [e for e in out if may_see(e.scope.value, e.session_id, e.user_id, session_id=caller.session_id, user_id=caller.user_id)]
     return sorted(out, key=lambda e: (e.started, e.id))
 
 
@@ -167,14 +174,19 @@ def _events(store: MemoryStore, caller: Caller | None) -> list[Event]:
 
 
 # -- import -----------------------------------------------------------------------------------------------------------
-def import_section(target: Target, where: str, data: dict[str, Any], report: ImportReport, *,
-                   as_caller: bool, state: dict[str, Any]) -> None:
+def import_section(
+    target: Target, where: str, data: dict[str, Any], report: ImportReport, *, as_caller: bool, state: dict[str, Any]
+) -> None:
     """Restore one section line (see the module docstring); every outcome is in ``report``. ``state`` is one
     import run's scratch space (the event ids the target holds, read once)."""
     section = data.get("section")
     if as_caller:
-        report.skip(where, "unsupported", f"a {section} line is carried only by the operator's import (no --as-user/"
-                    "--as-session): an import as a caller holds records only")
+        report.skip(
+            where,
+            "unsupported",
+            f"a {section} line is carried only by the operator's import (no --as-user/"
+            "--as-session): an import as a caller holds records only",
+        )
         return
     try:
         if section == "archive":
@@ -202,8 +214,12 @@ def _import_archive(target: Target, where: str, data: dict[str, Any], report: Im
     rec, redactions, _ = prepare_record(data.get("record"))
     store = files_store(target)
     if store is None:
-        report.skip(where, "unsupported", "an archived record is not imported into this backend (its archive is "
-                    "written only by forget/sweep)", rec.id)
+        report.skip(
+            where,
+            "unsupported",
+            "an archived record is not imported into this backend (its archive is written only by forget/sweep)",
+            rec.id,
+        )
         return
     store.open()
     path = Path(store.archive_dir) / f"{rec.id}.md"
@@ -211,8 +227,12 @@ def _import_archive(target: Target, where: str, data: dict[str, Any], report: Im
     with store.lock.hold():
         if os.path.lexists(path):
             same = path.is_file() and not path.is_symlink() and path.read_bytes() == body
-            report.skip(where, "exists" if same else "conflict", "already archived (identical record file)" if same
-                        else "a different archived record has this id; it is never overwritten", rec.id)
+            report.skip(
+                where,
+                "exists" if same else "conflict",
+                "already archived (identical record file)" if same else "a different archived record has this id; it is never overwritten",
+                rec.id,
+            )
             return
         if os.path.lexists(Path(store.records_dir) / f"{rec.id}.md"):
             report.skip(where, "conflict", "a live record has this id; the archived copy is not taken", rec.id)
@@ -254,7 +274,7 @@ def _import_session(target: Target, where: str, data: dict[str, Any], report: Im
     if len(have) > len(prepared) or any(_key(_message_dict(h)) != _key(obj) for h, (obj, _) in zip(have, prepared, strict=False)):
         report.skip(where, "conflict", f"{label}: the target's log differs from the export's; nothing appended", sid)
         return
-    new = [line for _, line in prepared[len(have):]]
+    new = [line for _, line in prepared[len(have) :]]
     if new:
         store.files.append(sdir, new)
     current, _ = store.files.summary(sdir)
@@ -267,8 +287,9 @@ def _import_session(target: Target, where: str, data: dict[str, Any], report: Im
         if s["version"] != (max(versions) if versions else 0) + 1:
             report.skip(where, "conflict", f"{label}: summary version {s['version']} does not follow the target's", sid)
             return
-        made = store.files.write_summary(sdir, s["text"], messages=s["messages"], source=s["source"],
-                                         fallback=s["fallback"], made_at=s["made_at"])
+        made = store.files.write_summary(
+            sdir, s["text"], messages=s["messages"], source=s["source"], fallback=s["fallback"], made_at=s["made_at"]
+        )
         versions[made.version] = made.text
         wrote_summaries += 1
     if new or wrote_summaries:
@@ -295,8 +316,14 @@ def _summary(raw: object) -> dict[str, Any]:
     source = raw.get("source") or "offline"
     if not isinstance(source, str) or len(source) > 40 or contains_secret(source):
         raise InvalidInputError("a summary's source must be a short name")
-    return {"version": version, "text": redact_text(text), "made_at": made_at, "messages": count, "source": source,
-            "fallback": bool(raw.get("fallback"))}
+    return {
+        "version": version,
+        "text": redact_text(text),
+        "made_at": made_at,
+        "messages": count,
+        "source": source,
+        "fallback": bool(raw.get("fallback")),
+    }
 
 
 def _episode_of(raw: object) -> Episode:
@@ -320,8 +347,7 @@ def _episode_of(raw: object) -> Episode:
     tools = data.get("tools") or []
     if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
         raise InvalidInputError("tools must be a list of {name, calls, errors}")
-    data["tools"] = tuple(ToolUse(redact_text(str(t.get("name", ""))), t.get("calls", 0), t.get("errors", 0))
-                          for t in tools)
+    data["tools"] = tuple(ToolUse(redact_text(str(t.get("name", ""))), t.get("calls", 0), t.get("errors", 0)) for t in tools)
     episode = Episode(**data)
     return parse_episode(episode.render(), str(data.get("id")))
 
@@ -337,8 +363,12 @@ def _import_episode(target: Target, where: str, data: dict[str, Any], report: Im
         have = None
     if have is not None:
         same = _episode_dict(have) == _episode_dict(ep)
-        report.skip(where, "exists" if same else "conflict", "already imported (same episode)" if same
-                    else "a different episode has this id; it is never overwritten", ep.id)
+        report.skip(
+            where,
+            "exists" if same else "conflict",
+            "already imported (same episode)" if same else "a different episode has this id; it is never overwritten",
+            ep.id,
+        )
         return
     try:
         episodes.write(ep)
@@ -348,8 +378,7 @@ def _import_episode(target: Target, where: str, data: dict[str, Any], report: Im
     report.written.append(ep.id)
 
 
-def _import_event(target: Target, where: str, data: dict[str, Any], report: ImportReport,
-                  state: dict[str, Any]) -> None:
+def _import_event(target: Target, where: str, data: dict[str, Any], report: ImportReport, state: dict[str, Any]) -> None:
     _only_keys(data, {"section", "event"})
     raw = data.get("event")
     if not isinstance(raw, dict):
@@ -364,8 +393,12 @@ def _import_event(target: Target, where: str, data: dict[str, Any], report: Impo
     ev = Event.from_dict(clean)
     store = files_store(target)
     if store is None:
-        report.skip(where, "unsupported", "events are not imported into this backend: it keeps its own event log "
-                    "(the imported records get fresh events there)", ev.eid)
+        report.skip(
+            where,
+            "unsupported",
+            "events are not imported into this backend: it keeps its own event log (the imported records get fresh events there)",
+            ev.eid,
+        )
         return
     store.open()
     with store.lock.hold():

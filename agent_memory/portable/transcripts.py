@@ -27,7 +27,13 @@ from agent_memory.model.dates import date_words, parse_when, resolve_relative_da
 from agent_memory.model.records import Scope
 
 __all__ = [
-    "Turn", "Session", "transcript_drafts", "import_transcript", "parse_when", "date_words", "resolve_relative_dates",
+    "Turn",
+    "Session",
+    "transcript_drafts",
+    "import_transcript",
+    "parse_when",
+    "date_words",
+    "resolve_relative_dates",
     "render_turn",
 ]
 
@@ -55,8 +61,14 @@ class Session:
     id: str | None = None
 
     @classmethod
-    def from_messages(cls, messages: Iterable[Mapping[str, Any]], *, date: str | None = None, id: str | None = None,
-                      names: Mapping[str, str] | None = None) -> "Session":
+    def from_messages(
+        cls,
+        messages: Iterable[Mapping[str, Any]],
+        *,
+        date: str | None = None,
+        id: str | None = None,
+        names: Mapping[str, str] | None = None,
+    ) -> "Session":
         """A session from chat messages (``{"role": …, "content": …}``); ``names`` maps roles to speakers."""
         names = dict(names or {})
         turns = []
@@ -133,10 +145,16 @@ def transcript_drafts(
             seq += 1
             if not (turn.text and turn.text.strip()) and not (turn.caption and turn.caption.strip()):
                 continue
-            before = _side(turns[max(0, i - context_turns):i][::-1], context_chars)
-            after = _side(turns[i + 1:i + 1 + context_turns], context_chars)
-            meta: dict[str, Any] = {**base_meta, **dict(turn.metadata), "thread": thread, "session": sess_name, "seq": seq,
-                                    "speaker": turn.speaker}
+            before = _side(turns[max(0, i - context_turns) : i][::-1], context_chars)
+            after = _side(turns[i + 1 : i + 1 + context_turns], context_chars)
+            meta: dict[str, Any] = {
+                **base_meta,
+                **dict(turn.metadata),
+                "thread": thread,
+                "session": sess_name,
+                "seq": seq,
+                "speaker": turn.speaker,
+            }
             if turn.id is not None:
                 meta["turn_id"] = turn.id
             if when is not None:
@@ -155,10 +173,18 @@ def transcript_drafts(
             if content in seen:  # the same words said twice ("Thanks!") are two turns, not a duplicate memory
                 content += f"\n(turn {turn.id if turn.id is not None else seq})"
             seen.add(content)
-            drafts.append(MemoryDraft(
-                content=content, title=title[:200], kind=kind, scope=scope,
-                session_id=session_id, user_id=user_id, tags=tuple(tags), metadata=meta,
-            ))
+            drafts.append(
+                MemoryDraft(
+                    content=content,
+                    title=title[:200],
+                    kind=kind,
+                    scope=scope,
+                    session_id=session_id,
+                    user_id=user_id,
+                    tags=tuple(tags),
+                    metadata=meta,
+                )
+            )
     return drafts
 
 

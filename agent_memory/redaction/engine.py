@@ -69,13 +69,31 @@ def _spaced_hits(text: str) -> tuple[int, ...]:
 
 _OKTA = next(i for i, row in enumerate(PROVIDERS) if row[0] == "okta_token")
 
-KINDS: tuple[str, ...] = tuple(dict.fromkeys(
-    ["private_key", "jwt"]
-    + [row[0] for row in PROVIDERS]
-    + ["slack_webhook", "url_password", "bearer_token", "basic_auth", "azure_sas", "password", "secret", "api_key",
-       "token", "aws_secret_key", "pin", "card_number", "high_entropy_secret", "encoded_secret",
-       "iban", "national_id", "seed_phrase"]
-))
+KINDS: tuple[str, ...] = tuple(
+    dict.fromkeys(
+        ["private_key", "jwt"]
+        + [row[0] for row in PROVIDERS]
+        + [
+            "slack_webhook",
+            "url_password",
+            "bearer_token",
+            "basic_auth",
+            "azure_sas",
+            "password",
+            "secret",
+            "api_key",
+            "token",
+            "aws_secret_key",
+            "pin",
+            "card_number",
+            "high_entropy_secret",
+            "encoded_secret",
+            "iban",
+            "national_id",
+            "seed_phrase",
+        ]
+    )
+)
 
 
 def _overlaps(starts: list[int], spans: list[Span] | list[tuple[int, int]], start: int, end: int) -> bool:
@@ -95,9 +113,7 @@ class _Spans:
     def __init__(self, text: str, low: str) -> None:
         self.found: list[Span] = []
         self.starts: list[int] = []
-        self.blocked: list[tuple[int, int]] = (
-            [(m.start(), m.end()) for m in MARKER_RE.finditer(text)] if "[redacted:" in low else []
-        )
+        self.blocked: list[tuple[int, int]] = [(m.start(), m.end()) for m in MARKER_RE.finditer(text)] if "[redacted:" in low else []
         self.blocked_starts = [s for s, _ in self.blocked]
 
     def add(self, start: int, end: int, kind: str) -> None:

@@ -31,14 +31,23 @@ Span = tuple[int, int, str]
 _IBAN = Lazy(r"(?<![A-Za-z0-9])[A-Za-z]{2}\d{2}(?:[ ]?[A-Za-z0-9]{4}){2,7}(?:[ ]?[A-Za-z0-9]{1,4})?(?![A-Za-z0-9])")
 # IBAN length by country (ISO 13616 registry): an IBAN in either case must have its country's length.
 _IBAN_LENGTHS = {
-    **dict.fromkeys("NO".split(), 15), **dict.fromkeys("BE".split(), 16), **dict.fromkeys("DK FO FI GL NL".split(), 18),
-    **dict.fromkeys("MK SI".split(), 19), **dict.fromkeys("AT BA EE KZ LT LU XK".split(), 20),
-    **dict.fromkeys("CH CR HR LI LV".split(), 21), **dict.fromkeys("BG BH DE GB GE IE ME RS VA".split(), 22),
-    **dict.fromkeys("AE GI IL TL IQ".split(), 23), **dict.fromkeys("AD CZ ES MD PK RO SA SE SK TN VG".split(), 24),
-    **dict.fromkeys("PT ST".split(), 25), **dict.fromkeys("IS TR".split(), 26),
-    **dict.fromkeys("FR GR IT MC MR SM".split(), 27), **dict.fromkeys("AL AZ BY CY DO GT HU LB PL SV".split(), 28),
-    **dict.fromkeys("BR EG PS QA UA".split(), 29), **dict.fromkeys("JO KW MU".split(), 30),
-    **dict.fromkeys("MT SC".split(), 31), **dict.fromkeys("LC".split(), 32),
+    **dict.fromkeys("NO".split(), 15),
+    **dict.fromkeys("BE".split(), 16),
+    **dict.fromkeys("DK FO FI GL NL".split(), 18),
+    **dict.fromkeys("MK SI".split(), 19),
+    **dict.fromkeys("AT BA EE KZ LT LU XK".split(), 20),
+    **dict.fromkeys("CH CR HR LI LV".split(), 21),
+    **dict.fromkeys("BG BH DE GB GE IE ME RS VA".split(), 22),
+    **dict.fromkeys("AE GI IL TL IQ".split(), 23),
+    **dict.fromkeys("AD CZ ES MD PK RO SA SE SK TN VG".split(), 24),
+    **dict.fromkeys("PT ST".split(), 25),
+    **dict.fromkeys("IS TR".split(), 26),
+    **dict.fromkeys("FR GR IT MC MR SM".split(), 27),
+    **dict.fromkeys("AL AZ BY CY DO GT HU LB PL SV".split(), 28),
+    **dict.fromkeys("BR EG PS QA UA".split(), 29),
+    **dict.fromkeys("JO KW MU".split(), 30),
+    **dict.fromkeys("MT SC".split(), 31),
+    **dict.fromkeys("LC".split(), 32),
 }
 
 
@@ -121,8 +130,11 @@ _KV_EXTRA = Lazy(
     I | A,
 )
 _PGPASS = Lazy(r"(?m)^[ \t]*[\w.*\-]+:(?:\d{1,5}|\*):[\w.*\-]+:[\w.*@\-]+:(?P<v>\S{4,})[ \t]*$")
-_XML = Lazy(r"<(?P<tag>[\w:-]*(?:password|passwd|secret|token|api[-_]?key|apikey|credential)[\w:-]*)>"
-            r"(?P<v>[^<\s]{4,200})</(?P=tag)>", I)
+_XML = Lazy(
+    r"<(?P<tag>[\w:-]*(?:password|passwd|secret|token|api[-_]?key|apikey|credential)[\w:-]*)>"
+    r"(?P<v>[^<\s]{4,200})</(?P=tag)>",
+    I,
+)
 
 # --- values labelled as keys in prose; webhooks; partial provider tokens ----------------------------
 # a value handed to a command through the shell: "private-key <(echo KEY)", "$(echo KEY)", "<<< KEY"
@@ -135,8 +147,11 @@ _LABELLED = Lazy(
 )
 _WEBHOOK = Lazy(r"https?://[\w.-]+/(?:api/)?(?:webhooks?|hooks)/[\w/-]*?(?P<v>[A-Za-z0-9_-]{32,})", A)
 _ASANA = Lazy(r"(?<![\w/])[12]/\d{10,20}(?:/\d{10,20})?:[0-9a-f]{32}(?![\w])", A)
-_PREFIXED = Lazy(r"(?<![A-Za-z0-9])(?:sbp|sb_secret|sntryu|CCIPAT|lin_oauth|shpca|dp\.ct|dp\.st)[_.]"
-                 r"[A-Za-z0-9_.-]{20,}", A)
+_PREFIXED = Lazy(
+    r"(?<![A-Za-z0-9])(?:sbp|sb_secret|sntryu|CCIPAT|lin_oauth|shpca|dp\.ct|dp\.st)[_.]"
+    r"[A-Za-z0-9_.-]{20,}",
+    A,
+)
 
 
 def _random_value(v: str) -> bool:
@@ -213,7 +228,7 @@ def family_spans(text: str, low: str) -> Iterator[Span]:
         if _b58check_ok(m.group()):
             yield m.start(), m.end(), "private_key"
     for m in _HEX64.get().finditer(text):
-        before = text[max(0, m.start() - 48):m.start()]
+        before = text[max(0, m.start() - 48) : m.start()]
         if _KEYISH.get().search(before) and not _HASHISH.get().search(before):
             yield m.start("h"), m.end("h"), "private_key"
     if "Private-" in text:

@@ -37,23 +37,41 @@ _LINE = r"[^\r\n|;]{0,400}?"  # the rest of one command (bounded: the search sta
 # --- command lines ---------------------------------------------------------------------------------------------
 _CLI = Lazy(
     # a user flag, then a password flag in the same command: "-u bob -p X", "-U sa -P X", "--user x -w X"
-    r"(?:(?<![\w-])(?-i:-u|-U|-l|-D|--user(?:name)?|--login)(?:[ \t]+|=)(?:'[^'\r\n]*'|\"[^\"\r\n]*\"|\S+)" + _LINE
+    r"(?:(?<![\w-])(?-i:-u|-U|-l|-D|--user(?:name)?|--login)(?:[ \t]+|=)(?:'[^'\r\n]*'|\"[^\"\r\n]*\"|\S+)"
+    + _LINE
     + r"[ \t](?-i:-p|-P|-w|-pw|-pass|--pass(?:word)?)(?:[ \t]+|=)"
     # a login subcommand's password flag: "docker login -u x -p X", "helm registry login … -p X"
-    + r"|\blogin\b" + _LINE + r"[ \t](?-i:-p)[ \t]+"
-    # the password flags of particular tools
-    + r"|\b(?:zip|unzip|zipcloak|funzip|mosquitto_(?:pub|sub|rr|passwd)|ipmitool|ncftp\w*|fetchmail)\b" + _LINE
-    + r"[ \t](?-i:-P)[ \t]*+"
-    + r"|\b(?:7z|7za|7zr|rar|unrar|winrar)\b" + _LINE + r"[ \t](?-i:-h?p)(?=\S)"
-    + r"|\bldap\w*\b" + _LINE + r"[ \t](?-i:-w)[ \t]+"
-    + r"|\b(?:plink|pscp|psftp|putty|kitty)\b" + _LINE + r"[ \t]-pw[ \t]+"
-    + r"|\b(?:psexec|paexec|rdesktop|hydra|crackmapexec|nxc|netexec|evil-winrm|smbmap|influx)\b" + _LINE
+    + r"|\blogin\b"
+    + _LINE
     + r"[ \t](?-i:-p)[ \t]+"
-    + r"|\binflux\b" + _LINE + r"[ \t](?-i:-t)[ \t]+"
-    + r"|\b(?:smbclient|rpcclient|smbcacls|smbget|smbtree|net|mount\.cifs|winexe|wmic)\b" + _LINE
+    # the password flags of particular tools
+    + r"|\b(?:zip|unzip|zipcloak|funzip|mosquitto_(?:pub|sub|rr|passwd)|ipmitool|ncftp\w*|fetchmail)\b"
+    + _LINE
+    + r"[ \t](?-i:-P)[ \t]*+"
+    + r"|\b(?:7z|7za|7zr|rar|unrar|winrar)\b"
+    + _LINE
+    + r"[ \t](?-i:-h?p)(?=\S)"
+    + r"|\bldap\w*\b"
+    + _LINE
+    + r"[ \t](?-i:-w)[ \t]+"
+    + r"|\b(?:plink|pscp|psftp|putty|kitty)\b"
+    + _LINE
+    + r"[ \t]-pw[ \t]+"
+    + r"|\b(?:psexec|paexec|rdesktop|hydra|crackmapexec|nxc|netexec|evil-winrm|smbmap|influx)\b"
+    + _LINE
+    + r"[ \t](?-i:-p)[ \t]+"
+    + r"|\binflux\b"
+    + _LINE
+    + r"[ \t](?-i:-t)[ \t]+"
+    + r"|\b(?:smbclient|rpcclient|smbcacls|smbget|smbtree|net|mount\.cifs|winexe|wmic)\b"
+    + _LINE
     + r"[ \t](?:-U|--user)[ \t=]*+['\"]?[^\s%'\"]{1,64}%"
-    + r"|\b(?:lftp)\b" + _LINE + r"[ \t]-u[ \t]+[^\s,]{1,64},"
-    + r"|\bab\b" + _LINE + r"[ \t]-[AP][ \t]+[^\s:]{1,64}:"
+    + r"|\b(?:lftp)\b"
+    + _LINE
+    + r"[ \t]-u[ \t]+[^\s,]{1,64},"
+    + r"|\bab\b"
+    + _LINE
+    + r"[ \t]-[AP][ \t]+[^\s:]{1,64}:"
     + r"|(?<![\w-])-(?:src|dest)?(?:store|key)pass(?:word)?[ \t]+"
     + r"|(?<![\w-])-pass(?:in|out)?[ \t]+(?:pass:)?"
     + r"|(?<![\w-])-(?:pass(?:word|wd|phrase)?|pwd)[ \t]+(?!-)"
@@ -61,15 +79,24 @@ _CLI = Lazy(
     + r"|(?<![\w-])-p:(?=\S)"
     + r"|\bhtpasswd\b(?:[ \t]+-(?-i:[cBmdspiDv]*)b(?-i:[cBmdspiDv]*))[ \t]+(?:-\w+[ \t]+)*[^\s-]\S*[ \t]+[^\s-]\S*[ \t]+"
     + r"|\bhtpasswd\b[ \t]+-(?-i:[cBmdspiDv]*)nb(?-i:[cBmdspiDv]*)[ \t]+[^\s-]\S*[ \t]+"
-    + r"|\bnet[ \t]+use\b" + _LINE + r"[ \t]/user:\S+[ \t]+(?!/)"
+    + r"|\bnet[ \t]+use\b"
+    + _LINE
+    + r"[ \t]/user:\S+[ \t]+(?!/)"
     + r"|\bnet[ \t]+user[ \t]+\S+[ \t]+(?=[^\s/*])"
     + r"|\brabbitmqctl\b[ \t]+(?:add_user|change_password)[ \t]+\S+[ \t]+"
     + r"|\bwpa_passphrase[ \t]+(?:\"[^\"\r\n]+\"|'[^'\r\n]+'|\S+)[ \t]+"
-    + r"|\bnmcli\b" + _LINE + r"[ \t](?:password|wifi-sec\.psk|802-11-wireless-security\.psk)[ \t]+"
+    + r"|\bnmcli\b"
+    + _LINE
+    + r"[ \t](?:password|wifi-sec\.psk|802-11-wireless-security\.psk)[ \t]+"
     + r"|\bvault[ \t]+login[ \t]+(?:-\S+[ \t]+)*"
-    + r"|\b(?:redis-server|keydb-server|valkey-server)\b" + _LINE + r"[ \t]--(?:requirepass|masterauth)[ \t]+"
-    + r"|\bcurl\b" + _LINE + r"[ \t](?:-(?-i:[a-zA-Z]*u)|--user|--proxy-user|-(?-i:U))[ \t=]*['\"]?[^\s:'\"@]{1,64}:(?=[^\s@'\"])"
-    + r")" + _VAL,
+    + r"|\b(?:redis-server|keydb-server|valkey-server)\b"
+    + _LINE
+    + r"[ \t]--(?:requirepass|masterauth)[ \t]+"
+    + r"|\bcurl\b"
+    + _LINE
+    + r"[ \t](?:-(?-i:[a-zA-Z]*u)|--user|--proxy-user|-(?-i:U))[ \t=]*['\"]?[^\s:'\"@]{1,64}:(?=[^\s@'\"])"
+    + r")"
+    + _VAL,
     A | I,
 )
 # Every alternative of _CLI starts with a flag (one of _CLI_FLAGS) or a command word (one of _CLI_WORDS, as a
@@ -94,8 +121,15 @@ _MYSQL_PROMPT = Lazy(r"\b(?:mysql\w*|mariadb\w*)\b[^\r\n|;&]*[ \t]-p[ \t]", A)
 
 
 def _cli_value_ok(v: str) -> bool:
-    return any(c.isalnum() for c in v) and not v.isalpha() and not _numberish(v) and not PLACEHOLDER_RE.get().match(v) and v.lower() not in NOT_A_VALUE \
-        and not placeholder_value(v) and not v.startswith(("@", "-"))
+    return (
+        any(c.isalnum() for c in v)
+        and not v.isalpha()
+        and not _numberish(v)
+        and not PLACEHOLDER_RE.get().match(v)
+        and v.lower() not in NOT_A_VALUE
+        and not placeholder_value(v)
+        and not v.startswith(("@", "-"))
+    )
 
 
 # --- key followed by its value in any config syntax ---------------------------------------------------------------
@@ -147,19 +181,52 @@ _CHAT = Lazy(
     I,
 )
 # Every password word starts with one of these (lower-cased): _CHAT is tried only where one occurs.
-_CHAT_TRIGGERS = ("pass", "pw", "kennwort", "contrase", "clave", "senha", "mot", "mdp", "wachtwoord", "losenord",
-                  "adgangskode", "salasana", "haslo", "heslo", "parol", "jelsz", "sifre", "geslo", "lozinka", "kata")
+_CHAT_TRIGGERS = (
+    "pass",
+    "pw",
+    "kennwort",
+    "contrase",
+    "clave",
+    "senha",
+    "mot",
+    "mdp",
+    "wachtwoord",
+    "losenord",
+    "adgangskode",
+    "salasana",
+    "haslo",
+    "heslo",
+    "parol",
+    "jelsz",
+    "sifre",
+    "geslo",
+    "lozinka",
+    "kata",
+)
 _CHAT_TRIGGERS_UNICODE = _CHAT_TRIGGERS + (
-    "lösenord", "hasło", "şifre", "пароль", "密", "口令", "パスワード", "暗証", "비밀번호", "암호", "סיסמה", "كلمة", "mật",
-    "รหัส", "κωδικ")
+    "lösenord",
+    "hasło",
+    "şifre",
+    "пароль",
+    "密",
+    "口令",
+    "パスワード",
+    "暗証",
+    "비밀번호",
+    "암호",
+    "סיסמה",
+    "كلمة",
+    "mật",
+    "รหัส",
+    "κωδικ",
+)
 
 
 def pw_like(v: str) -> bool:
     """Does ``v`` look like a chosen password rather than a word, number, path or reference?"""
     if len(v) < 6 or "/" in v or "://" in v or placeholder_value(v) or PLACEHOLDER_RE.get().match(v):
         return False
-    classes = (any(c.islower() for c in v) + any(c.isupper() for c in v) + any(c.isdigit() for c in v)
-               + any(not c.isalnum() for c in v[:-1]))
+    classes = any(c.islower() for c in v) + any(c.isupper() for c in v) + any(c.isdigit() for c in v) + any(not c.isalnum() for c in v[:-1])
     return classes >= 3 or (classes == 2 and any(c.isdigit() for c in v) and any(c.isalpha() for c in v) and len(v) >= 8)
 
 
@@ -385,11 +452,12 @@ def _context_spans(text: str, low: str) -> Iterator[Span]:
     same = len(low) == len(text)
     for m in _at(_CLI, text, low, _cli_starts(low), same):
         span = _value(m)
-        if span is None or not _cli_value_ok(text[span[0]:span[1]]):
+        if span is None or not _cli_value_ok(text[span[0] : span[1]]):
             continue
         # "mysql -u root -p shop": a bare -p prompts for the password, "shop" is the database
         if ("mysql" in low or "mariadb" in low) and _MYSQL_PROMPT.get().search(
-                text, low.rfind("\n", max(0, span[0] - 2000), span[0]) + 1, span[0] + 1):
+            text, low.rfind("\n", max(0, span[0] - 2000), span[0]) + 1, span[0] + 1
+        ):
             continue
         yield span[0], span[1], "password"
     if any(t in low for t in _KEY_SPACE_TRIGGERS):
@@ -403,18 +471,18 @@ def _context_spans(text: str, low: str) -> Iterator[Span]:
             span = _value(km)
             if span is None:
                 continue
-            v = text[span[0]:span[1]]
-            if (pw_like(v) if km.start("bare") >= 0 else _cli_value_ok(v) and len(v) >= 4):
+            v = text[span[0] : span[1]]
+            if pw_like(v) if km.start("bare") >= 0 else _cli_value_ok(v) and len(v) >= 4:
                 yield span[0], span[1], "password"
     if "value" in low:
         for m in _NAME_VALUE.get().finditer(text):
             span = _value(m)
-            if span and _cli_value_ok(text[span[0]:span[1]]) and len(text[span[0]:span[1]]) >= 4:
+            if span and _cli_value_ok(text[span[0] : span[1]]) and len(text[span[0] : span[1]]) >= 4:
                 yield span[0], span[1], "password"
     if "identified" in low or "password" in low:
         for m in _SQL.get().finditer(text):
             span = _value(m)
-            if span and _cli_value_ok(text[span[0]:span[1]]) and (m.start("bare") < 0 or pw_like(m.group("bare"))):
+            if span and _cli_value_ok(text[span[0] : span[1]]) and (m.start("bare") < 0 or pw_like(m.group("bare"))):
                 yield span[0], span[1], "password"
     if "/" in text and any(t in low for t in ("sql", "exp", "imp", "rman", "dgmgrl", "tkprof", "conn")):
         for m in _ORACLE.get().finditer(text):
@@ -472,7 +540,7 @@ def general_spans(text: str, low: str, detect: Callable[[str], bool], decode: bo
         if "1" in text:
             for m in _BECH32.get().finditer(text):
                 hrp = _BECH32_HRP.get().search(text, max(0, m.start() - 16), m.start())
-                if hrp is not None and _bech32_ok(text[hrp.start():m.end()]):
+                if hrp is not None and _bech32_ok(text[hrp.start() : m.end()]):
                     yield hrp.start(), m.end(), "private_key"
         if decode:
             for m in _HEX_RUN.get().finditer(text):

@@ -21,7 +21,8 @@ _PROSE = (
     r"(?<![A-Za-z])(?P<what>pass(?:word|code|phrase)|pin(?:[ \t]+(?:code|number))?|pw"
     r"|(?:alarm|door|gate|safe|lock|entry|garage|security|keypad)[ \t]+code|combination)"
     r"(?:[ \t]+(?:for|to|of|on|at)[ \t]+(?:(?:the|my|our|your|this)[ \t]+)?[\w.'-]+(?:[ \t]+[\w.'-]+)?)?"
-    r"(?:'s|[ \t]+(?:is|was|is[ \t]+now|will[ \t]+be|remains))[ \t]+" + _VALUE
+    r"(?:'s|[ \t]+(?:is|was|is[ \t]+now|will[ \t]+be|remains))[ \t]+"
+    + _VALUE
     + r"|\b(?:chang|set|reset|updat)\w*[ \t]+(?:(?:my|the|our|his|her|their|your)[ \t]+)?(?:[\w-]+[ \t]+)?"
     r"(?P<what2>pass(?:word|code|phrase)|pin)[ \t]+to[ \t]+" + _VALUE.replace("?P<", "?P<c_")
 )
@@ -150,7 +151,7 @@ def run_spans(text: str, detect: Callable[[str], bool], decode: bool) -> Iterato
                 if detect(decoded):
                     found = True
                     yield bstart, start + b.end(), "encoded_secret"
-                elif _DOCKER_AUTH.get().fullmatch(decoded) and "auth" in text[max(0, bstart - 24):bstart].lower():
+                elif _DOCKER_AUTH.get().fullmatch(decoded) and "auth" in text[max(0, bstart - 24) : bstart].lower():
                     found = True
                     yield bstart, start + b.end(), "basic_auth"
         if found:

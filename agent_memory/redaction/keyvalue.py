@@ -146,12 +146,28 @@ _KV_KEY = r"(?<!/)(?P<key>" + KEY_CORES + r")(?:[_-]?(?:hex|b64|base64|enc|encod
 NP = r"(?!" + PLACEHOLDER_PREFIX + r")"  # not a placeholder
 _KV_VALUE = (
     r"(?:"
-    + r'\\"' + NP + r'(?P<edq>(?:[^"\\\r\n]|\\(?!")[^\r\n])*+)'  # \"escaped json\"
-    + r'|"' + NP + r'(?P<dq>(?:[^"\\\r\n]|\\[^\r\n])*+)'  # "double"
-    + r"|'" + NP + r"(?P<sq>(?:[^'\\\r\n]|\\[^\r\n])*+)"  # 'single'
-    + r"|`" + NP + r"(?P<bq>[^`\r\n]*+)"  # `backtick`
-    + r"|" + NP + r"(?P<bare>[^" + WS + r""""'`,;&<>{}\[\]()\\](?:[^""" + WS + r""""'`,;&<]"""
-    + r"|&(?![\w.\-\[\]]*+=|&|[" + WS + r"]|$))*+)"  # unquoted; "&" inside it, not "&next=" or "&&"
+    + r'\\"'
+    + NP
+    + r'(?P<edq>(?:[^"\\\r\n]|\\(?!")[^\r\n])*+)'  # \"escaped json\"
+    + r'|"'
+    + NP
+    + r'(?P<dq>(?:[^"\\\r\n]|\\[^\r\n])*+)'  # "double"
+    + r"|'"
+    + NP
+    + r"(?P<sq>(?:[^'\\\r\n]|\\[^\r\n])*+)"  # 'single'
+    + r"|`"
+    + NP
+    + r"(?P<bq>[^`\r\n]*+)"  # `backtick`
+    + r"|"
+    + NP
+    + r"(?P<bare>[^"
+    + WS
+    + r""""'`,;&<>{}\[\]()\\](?:[^"""
+    + WS
+    + r""""'`,;&<]"""
+    + r"|&(?![\w.\-\[\]]*+=|&|["
+    + WS
+    + r"]|$))*+)"  # unquoted; "&" inside it, not "&next=" or "&&"
     + r")"
 )
 KV = Lazy(
@@ -184,8 +200,7 @@ COMMAND = Lazy(
     r"|\b(?:mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport|cqlsh)\b[^\r\n|;&]*?[ \t](?-i:-p)[ \t]+"
     r"|\b(?:sqlcmd|bcp|isql|osql)\b[^\r\n|;&]*?[ \t](?-i:-P)[ \t]*+"
     # .netrc, on one line or several (login / account / port in any order before the password)
-    r"|\b(?:machine[ \t]+\S+|default)(?:\s+(?:login|account|port)[ \t]+\S+){0,3}\s+password[ \t]+)"
-    + _CMD_VALUE,
+    r"|\b(?:machine[ \t]+\S+|default)(?:\s+(?:login|account|port)[ \t]+\S+){0,3}\s+password[ \t]+)" + _CMD_VALUE,
     A | I,
 )
 # A password handed to a credential constructor in code: ConvertTo-SecureString "X", NetworkCredential("u", "X"),
@@ -195,9 +210,15 @@ _ARG = r"""[ \t]*(?:"[^"\r\n]{0,200}"|'[^'\r\n]{0,200}'|[A-Za-z_][\w.]{0,60})[ \
 CONSTRUCTOR = Lazy(
     r"(?:\bConvertTo-SecureString[ \t]+(?:-(?!String\b)[A-Za-z]+[ \t]+)*(?:-String[ \t]+)?"
     r"|\b(?:NetworkCredential|PSCredential|PasswordAuthentication|UsernamePasswordCredentials|BasicAuth"
-    r"|HTTPBasicAuth|HTTPDigestAuth|HttpBasicAuth|PlainCredentials)[ \t]*\(" + _ARG
-    + r"|\bgetConnection[ \t]*\(" + _ARG + _ARG
-    + r"|\bauth[ \t]*=[ \t]*\(" + _ARG + r")" + _Q,
+    r"|HTTPBasicAuth|HTTPDigestAuth|HttpBasicAuth|PlainCredentials)[ \t]*\("
+    + _ARG
+    + r"|\bgetConnection[ \t]*\("
+    + _ARG
+    + _ARG
+    + r"|\bauth[ \t]*=[ \t]*\("
+    + _ARG
+    + r")"
+    + _Q,
     A | I,
 )
 # Azure shared access signature: ...&sig=<url-encoded base64>
@@ -210,6 +231,8 @@ _CLOSERS = {")": "(", "]": "[", "}": "{"}
 _KEY_NAME_RE = Lazy(r"[A-Za-z0-9_.-]*?(?:" + KEY_CORES + r")", I | A | X)
 _SEP_AHEAD_RE = Lazy(r"[ \t]*+[:=]")
 _IDENT_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+
+
 def kv_value_span(m: re.Match[str]) -> tuple[int, int, int]:
     """(start, end, resume) of the value of a key=value match; start -1: none."""
     for name in _VALUE_GROUPS:
@@ -253,7 +276,6 @@ def kv_value_span(m: re.Match[str]) -> tuple[int, int, int]:
     return -1, -1, -1
 
 
-
 def decide_kv(m: re.Match[str]) -> Decision | None:
     start, end, resume = kv_value_span(m)
     if start < 0:
@@ -289,8 +311,11 @@ KV_TRIGGERS = ("pw", "pass", "secret", "token", "key", "pin", "credential", "mac
 KEY_REACH = 18  # "shared_access_key": the core starts 14 characters before its trigger "key"
 RULES: tuple[tuple[Lazy, Decide, tuple[str, ...]], ...] = (
     (SAS, decide_sas, ("sig=",)),
-    (COMMAND, decide_command, ("mysql", "mariadb", "sshpass", "-u", "--user", "machine", "default", "-cli", "mongo", "cqlsh",
-                               "sqlcmd", "bcp", "isql", "osql")),
+    (
+        COMMAND,
+        decide_command,
+        ("mysql", "mariadb", "sshpass", "-u", "--user", "machine", "default", "-cli", "mongo", "cqlsh", "sqlcmd", "bcp", "isql", "osql"),
+    ),
     (CONSTRUCTOR, decide_command, ("securestring", "credential", "auth", "getconnection")),
     (KV, decide_kv, KV_TRIGGERS),
     (CLI, decide_kv, KV_TRIGGERS),

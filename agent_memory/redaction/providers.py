@@ -33,24 +33,37 @@ PROVIDERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("stripe_key", ("k_live_", "k_test_"), _p(r"[rs]k_(?:live|test)_[A-Za-z0-9]{16,}+")),
     ("stripe_webhook_secret", ("whsec_",), _p(r"whsec_[A-Za-z0-9+/=]{24,}+")),
     ("github_token", ("gh", "github_pat_"), _p(r"gh[pousr]_[A-Za-z0-9]{30,}+|github_pat_[A-Za-z0-9_]{30,}+")),
-    ("gitlab_token", ("gl", "GR1348941"),
-     _p(r"gl(?:pat|rt|dt|cbt|ft|imt|ptt|soat|oas|agent|ffct|wt)-[A-Za-z0-9_\-]{20,}+|GR1348941[A-Za-z0-9_\-]{20,}+")),
-    ("slack_token", ("xox", "xapp-"),
-     _p(r"xox[abprsce]-[0-9]++-[A-Za-z0-9\-]{8,}+|xoxe\.xox[bp]-\d-[A-Za-z0-9\-]{40,}+|xoxe-\d-[A-Za-z0-9\-]{40,}+"
-        r"|xapp-\d-[A-Za-z0-9\-]{16,}+")),
+    (
+        "gitlab_token",
+        ("gl", "GR1348941"),
+        _p(r"gl(?:pat|rt|dt|cbt|ft|imt|ptt|soat|oas|agent|ffct|wt)-[A-Za-z0-9_\-]{20,}+|GR1348941[A-Za-z0-9_\-]{20,}+"),
+    ),
+    (
+        "slack_token",
+        ("xox", "xapp-"),
+        _p(
+            r"xox[abprsce]-[0-9]++-[A-Za-z0-9\-]{8,}+|xoxe\.xox[bp]-\d-[A-Za-z0-9\-]{40,}+|xoxe-\d-[A-Za-z0-9\-]{40,}+"
+            r"|xapp-\d-[A-Za-z0-9\-]{16,}+"
+        ),
+    ),
     ("google_api_key", ("AIza",), _p(r"AIza[0-9A-Za-z_\-]{35}")),
     ("google_oauth_secret", ("GOCSPX-",), _p(r"GOCSPX-[A-Za-z0-9_\-]{24,}+")),
     ("google_oauth_token", ("ya29.",), _p(r"ya29\.[A-Za-z0-9_\-]{20,}+", _LD)),
     ("google_refresh_token", ("1//0",), _p(r"1//0[A-Za-z0-9_\-]{40,}+", r"(?<![A-Za-z0-9_\-/])")),
-    ("aws_access_key_id", ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "APKA"),
-     r"(?<![A-Za-z0-9])(?P<secret>(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|APKA)[A-Z0-9]{16})(?![A-Za-z0-9])"),
-    ("azure_client_secret", ("8Q~",), _p(r"[A-Za-z0-9_\-.~]{3}8Q~[A-Za-z0-9_\-.~]{31,34}", r"(?<![A-Za-z0-9_\-.~])",
-                                        r"(?![A-Za-z0-9_\-~])")),
+    (
+        "aws_access_key_id",
+        ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "APKA"),
+        r"(?<![A-Za-z0-9])(?P<secret>(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|APKA)[A-Z0-9]{16})(?![A-Za-z0-9])",
+    ),
+    (
+        "azure_client_secret",
+        ("8Q~",),
+        _p(r"[A-Za-z0-9_\-.~]{3}8Q~[A-Za-z0-9_\-.~]{31,34}", r"(?<![A-Za-z0-9_\-.~])", r"(?![A-Za-z0-9_\-~])"),
+    ),
     ("sendgrid_key", ("SG.",), _p(r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}", _LD)),
     ("twilio_key", ("SK",), _p(r"SK[0-9a-fA-F]{32}")),
     # an auth token passed right after its account SID: Client("AC…", "<token>")
-    ("twilio_auth_token", ("AC",),
-     r"(?<![A-Za-z0-9])AC[0-9a-f]{32}[\"']?[ \t]*+[,:][ \t]*+[\"']?(?P<secret>[0-9a-f]{32})(?![0-9A-Za-z])"),
+    ("twilio_auth_token", ("AC",), r"(?<![A-Za-z0-9])AC[0-9a-f]{32}[\"']?[ \t]*+[,:][ \t]*+[\"']?(?P<secret>[0-9a-f]{32})(?![0-9A-Za-z])"),
     ("vault_token", ("hvs.", "hvb.", "hvr."), _p(r"hv[sbr]\.[A-Za-z0-9_\-]{20,}+", _LD)),
     ("terraform_token", ("atlasv1",), _p(r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_\-=]{60,}+", _LD)),
     ("digitalocean_token", ("_v1_",), _p(r"do[opr]_v1_[a-f0-9]{64}")),
@@ -58,10 +71,12 @@ PROVIDERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("npm_token", ("npm_",), _p(r"npm_[A-Za-z0-9]{36}")),
     ("pypi_token", ("pypi-AgE",), _p(r"pypi-AgE[A-Za-z0-9_\-]{40,}+")),
     # the first part is the base64 of a numeric user id: "MT…" for "1…", "Nz…" for "7…"
-    ("discord_token", ("MT", "Mj", "Mz", "ND", "NT", "Nj", "Nz", "OD", "OT"),
-     _p(r"(?:M[Tjz]|N[DTjz]|O[DT])[A-Za-z0-9_\-]{21,23}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}", _LD)),
-    ("discord_webhook", ("/api/webhooks/",),
-     r"discord(?:app)?\.com/api/webhooks/\d{5,}/(?P<secret>[A-Za-z0-9_\-]{40,}+)"),
+    (
+        "discord_token",
+        ("MT", "Mj", "Mz", "ND", "NT", "Nj", "Nz", "OD", "OT"),
+        _p(r"(?:M[Tjz]|N[DTjz]|O[DT])[A-Za-z0-9_\-]{21,23}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}", _LD),
+    ),
+    ("discord_webhook", ("/api/webhooks/",), r"discord(?:app)?\.com/api/webhooks/\d{5,}/(?P<secret>[A-Za-z0-9_\-]{40,}+)"),
     ("telegram_token", (":AA",), r"(?<![A-Za-z0-9_:])(?P<secret>\d{8,10}:AA[A-Za-z0-9_\-]{33})" + _R),
     ("mailchimp_key", ("-us",), _p(r"[0-9a-f]{32}-us\d{1,2}")),
     ("mailgun_key", ("key-",), _p(r"key-[0-9a-f]{32}")),
@@ -104,12 +119,34 @@ PROVIDERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
 )
 
 # Kinds whose match is a credential by its shape alone; the rest must also look random.
-SELF_EVIDENT = frozenset({
-    "stripe_key", "google_api_key", "aws_access_key_id", "sendgrid_key", "twilio_key", "digitalocean_token",
-    "npm_token", "pypi_token", "twilio_auth_token", "telegram_token", "mailchimp_key", "mailgun_key", "shopify_token", "postman_key",
-    "databricks_token", "age_secret_key", "pulumi_token", "buildkite_token", "rubygems_key", "langsmith_key",
-    "dynatrace_token", "cloudflare_ca_key", "airtable_token", "slack_token",
-})
+SELF_EVIDENT = frozenset(
+    {
+        "stripe_key",
+        "google_api_key",
+        "aws_access_key_id",
+        "sendgrid_key",
+        "twilio_key",
+        "digitalocean_token",
+        "npm_token",
+        "pypi_token",
+        "twilio_auth_token",
+        "telegram_token",
+        "mailchimp_key",
+        "mailgun_key",
+        "shopify_token",
+        "postman_key",
+        "databricks_token",
+        "age_secret_key",
+        "pulumi_token",
+        "buildkite_token",
+        "rubygems_key",
+        "langsmith_key",
+        "dynatrace_token",
+        "cloudflare_ca_key",
+        "airtable_token",
+        "slack_token",
+    }
+)
 
 
 def entropy(s: str) -> float:

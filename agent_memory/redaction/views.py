@@ -14,14 +14,17 @@ from collections.abc import Iterable
 from agent_memory.redaction.base import Lazy
 
 # Invisible characters: zero-width spaces and joiners, soft hyphen, word joiner, BOM, bidi controls.
-_INVISIBLE = "\u00ad\u180e\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2060\u2061\u2062\u2063\u2064" \
-             "\u2066\u2067\u2068\u2069\ufeff"
+_INVISIBLE = (
+    "\u00ad\u180e\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2060\u2061\u2062\u2063\u2064\u2066\u2067\u2068\u2069\ufeff"
+)
 # Latin look-alikes that NFKC keeps apart (Cyrillic and Greek capitals and small letters).
-_HOMOGLYPHS = dict(zip(
-    "АВЕКМНОРСТХаеорсухіјѕЅІЈԁһԛԝΑΒΕΖΗΙΚΜΝΟΡΤΥΧονϲ",
-    "ABEKMHOPCTXaeopcyxijsSIJdhqwABEZHIKMNOPTYXovc",
-    strict=True,
-))
+_HOMOGLYPHS = dict(
+    zip(
+        "АВЕКМНОРСТХаеорсухіјѕЅІЈԁһԛԝΑΒΕΖΗΙΚΜΝΟΡΤΥΧονϲ",
+        "ABEKMHOPCTXaeopcyxijsSIJdhqwABEZHIKMNOPTYXovc",
+        strict=True,
+    )
+)
 _DISGUISE = Lazy("[" + _INVISIBLE + "".join(_HOMOGLYPHS) + "]")
 _PERCENT = Lazy(r"%[0-9A-Fa-f]{2}")
 # "ab" "cd", "ab" + "cd", "ab" + \<newline> "cd", "ab" . "cd", "ab" & "cd", "ab" || "cd"; and ["ab", "cd"] (an

@@ -15,18 +15,23 @@ __all__ = ["MIN_SCORE", "SearchHit", "SearchRequest", "SearchResult", "readable_
 
 #: Names the flat ``agent_memory.search`` module had that live elsewhere now (one release, with a warning).
 _MOVED = {
-    "Fts5Engine": "agent_memory.backends.files.fts", "SearchEngine": "agent_memory.backends.files.fts",
-    "date_filter_sql": "agent_memory.backends.files.index_schema", "dates_text": "agent_memory.model.lines",
-    **{name: "agent_memory.search.text" for name in (
-        "STOP_WORDS", "Tokenizer", "default_tokenizer", "light_stem", "term_key", "term_matcher")},
+    "Fts5Engine": "agent_memory.backends.files.fts",
+    "SearchEngine": "agent_memory.backends.files.fts",
+    "date_filter_sql": "agent_memory.backends.files.index_schema",
+    "dates_text": "agent_memory.model.lines",
+    **{
+        name: "agent_memory.search.text"
+        for name in ("STOP_WORDS", "Tokenizer", "default_tokenizer", "light_stem", "term_key", "term_matcher")
+    },
 }
 
 
 def __getattr__(name: str) -> Any:
     home = _MOVED.get(name)
     if home is not None:
-        warnings.warn(f"agent_memory.search.{name} moved to {home}; the old path goes away in agent-memory 0.3",
-                      DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            f"agent_memory.search.{name} moved to {home}; the old path goes away in agent-memory 0.3", DeprecationWarning, stacklevel=2
+        )
         import importlib
 
         return getattr(importlib.import_module(home), name)

@@ -33,8 +33,15 @@ def query_words(query: str, terms: Callable[[str], Sequence[str]], stop_words: C
     return out
 
 
-def focus_query(query: str, words: Mapping[str, Sequence[str]], df: Mapping[str, int], total: int, *,
-                share: float | None = None, min_records: int | None = None) -> tuple[str, list[str]]:
+def focus_query(
+    query: str,
+    words: Mapping[str, Sequence[str]],
+    df: Mapping[str, int],
+    total: int,
+    *,
+    share: float | None = None,
+    min_records: int | None = None,
+) -> tuple[str, list[str]]:
     """``(text to embed, words left out)``: ``query`` without the words each of whose terms ``df`` counts in at
     least ``share`` (default :data:`COMMON_SHARE`) of ``total`` records. Unchanged when the store has fewer than
     ``min_records`` (default :data:`MIN_RECORDS`) or nothing else would be left."""

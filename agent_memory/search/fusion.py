@@ -40,10 +40,25 @@ from agent_memory.search.stages import (
 from agent_memory.search.text import term_key, term_matcher
 
 __all__ = [
-    "Candidate", "QueryContext", "Stage", "Pipeline", "Fuse", "CosineRerank", "RecencyBoost", "TimeDecay",
-    "ImportanceWeight", "LengthNorm", "MinScore", "MMR", "DenseFloor", "default_pipeline", "lexical_confidence",
-    "lexical_strength", "squash",
+    "Candidate",
+    "QueryContext",
+    "Stage",
+    "Pipeline",
+    "Fuse",
+    "CosineRerank",
+    "RecencyBoost",
+    "TimeDecay",
+    "ImportanceWeight",
+    "LengthNorm",
+    "MinScore",
+    "MMR",
+    "DenseFloor",
+    "default_pipeline",
+    "lexical_confidence",
+    "lexical_strength",
+    "squash",
 ]
+
 
 @dataclass(slots=True)
 class Pipeline:
@@ -53,9 +68,16 @@ class Pipeline:
     stages: Sequence[Stage] = ()
     show: int = 10
 
-    def run(self, lexical: Sequence[tuple[str, float]], dense: Sequence[tuple[str, float]], ctx: QueryContext | None = None,
-            *, info: Mapping[str, Mapping[str, Any]] | None = None, limit: int | None = None,
-            trace: list[dict[str, Any]] | None = None) -> list[Candidate]:
+    def run(
+        self,
+        lexical: Sequence[tuple[str, float]],
+        dense: Sequence[tuple[str, float]],
+        ctx: QueryContext | None = None,
+        *,
+        info: Mapping[str, Mapping[str, Any]] | None = None,
+        limit: int | None = None,
+        trace: list[dict[str, Any]] | None = None,
+    ) -> list[Candidate]:
         """Rank the union of ``lexical`` and ``dense`` hits (``(id, score)``, best first).
 
         ``info`` maps an id to candidate fields (``updated``, ``importance``, ``length``, ``vector``).
@@ -67,8 +89,9 @@ class Pipeline:
                 if k in ("updated", "importance", "length", "vector"):
                     setattr(c, k, v)
         if trace is not None:
-            trace.append(self._entry(self.fuse.name, self.fuse.params(), [], cands,
-                                     entered={"lexical": len(lexical), "dense": len(dense)}, ctx=ctx))
+            trace.append(
+                self._entry(self.fuse.name, self.fuse.params(), [], cands, entered={"lexical": len(lexical), "dense": len(dense)}, ctx=ctx)
+            )
         for stage in self.stages:
             before = {c.id: c.score for c in cands}
             out = stage.apply(list(cands), ctx)  # scores before are kept in ``before``
@@ -78,19 +101,35 @@ class Pipeline:
         cands.sort(key=lambda c: -c.score)
         return cands[:limit] if limit is not None else cands
 
-    def _entry(self, name: str, params: dict[str, Any], before_c: list[Candidate], after: list[Candidate], *,
-               before: dict[str, float] | None = None, entered: dict[str, int] | None = None,
-               ctx: QueryContext | None = None) -> dict[str, Any]:
+    def _entry(
+        self,
+        name: str,
+        params: dict[str, Any],
+        before_c: list[Candidate],
+        after: list[Candidate],
+        *,
+        before: dict[str, float] | None = None,
+        entered: dict[str, int] | None = None,
+        ctx: QueryContext | None = None,
+    ) -> dict[str, Any]:
         kept = {c.id for c in after}
         ranked = sorted(after, key=lambda c: -c.score)
         entry: dict[str, Any] = {
-            "stage": name, "params": params,
-            "in": entered if entered is not None else len(before_c), "out": len(after),
+            "stage": name,
+            "params": params,
+            "in": entered if entered is not None else len(before_c),
+            "out": len(after),
             "dropped": [c.id for c in before_c if c.id not in kept],
-            "top": [{"id": c.id, "score": round(c.score, 4),
-                     **({"before": round(before[c.id], 4)} if before and c.id in before else {}),
-                     **({"lexical": round(c.lexical, 4)} if c.lexical is not None else {}),
-                     **({"dense": round(c.dense, 4)} if c.dense is not None else {})} for c in ranked[:self.show]],
+            "top": [
+                {
+                    "id": c.id,
+                    "score": round(c.score, 4),
+                    **({"before": round(before[c.id], 4)} if before and c.id in before else {}),
+                    **({"lexical": round(c.lexical, 4)} if c.lexical is not None else {}),
+                    **({"dense": round(c.dense, 4)} if c.dense is not None else {}),
+                }
+                for c in ranked[: self.show]
+            ],
         }
         if before is not None:
             entry["changed"] = sum(1 for c in after if c.id in before and abs(before[c.id] - c.score) > 1e-12)
@@ -150,8 +189,7 @@ class Fuse:
             return self.weak_weight
         return self.weak_weight + (self.weight - self.weak_weight) * (c - self.ramp_from) / (self.confident_at - self.ramp_from)
 
-    def fuse(self, lexical: Sequence[tuple[str, float]], dense: Sequence[tuple[str, float]],
-             ctx: QueryContext) -> list[Candidate]:
+    def fuse(self, lexical: Sequence[tuple[str, float]], dense: Sequence[tuple[str, float]], ctx: QueryContext) -> list[Candidate]:
         cands: dict[str, Candidate] = {}
         for rid, s in lexical:
             cands.setdefault(rid, Candidate(rid, lexical=float(s)))
@@ -215,8 +253,7 @@ def lexical_strength(top_score: float, idfs: Iterable[float]) -> float:
     return min(1.0, float(top_score) / total)
 
 
-def lexical_confidence(query_terms: Iterable[str], top_texts: Iterable[str], idf: Mapping[str, float] | Callable[[str], float]
-                       ) -> float:
+def lexical_confidence(query_terms: Iterable[str], top_texts: Iterable[str], idf: Mapping[str, float] | Callable[[str], float]) -> float:
     """IDF-weighted share of the query's terms found in the best of ``top_texts`` (the lexical top hits).
 
     ``idf`` maps a :func:`~agent_memory.search.text.term_key` to its inverse document frequency (or is a function).

@@ -17,8 +17,17 @@ import numpy.typing as npt
 from agent_memory.errors import InvalidInputError
 
 __all__ = [
-    "Candidate", "QueryContext", "Stage", "CosineRerank", "RecencyBoost", "TimeDecay", "ImportanceWeight", "LengthNorm",
-    "MinScore", "MMR", "DenseFloor",
+    "Candidate",
+    "QueryContext",
+    "Stage",
+    "CosineRerank",
+    "RecencyBoost",
+    "TimeDecay",
+    "ImportanceWeight",
+    "LengthNorm",
+    "MinScore",
+    "MMR",
+    "DenseFloor",
 ]
 
 Vector = npt.NDArray[np.float32]
@@ -211,12 +220,12 @@ class DenseFloor:
     def apply(self, cands: list[Candidate], ctx: QueryContext) -> list[Candidate]:
         ranked = sorted(cands, key=lambda c: -c.score)
         with_dense = sorted((c for c in ranked if c.dense is not None), key=lambda c: -float(c.dense or 0.0))
-        want = [c.id for c in with_dense[:min(self.top, self.within)]]
-        head = {c.id for c in ranked[:self.within]}
+        want = [c.id for c in with_dense[: min(self.top, self.within)]]
+        head = {c.id for c in ranked[: self.within]}
         missing = [rid for rid in want if rid not in head]
         if not missing:
             return ranked
-        kept = [c for c in ranked[:self.within] if c.id not in want][:self.within - len(want)]
+        kept = [c for c in ranked[: self.within] if c.id not in want][: self.within - len(want)]
         kept_ids = {c.id for c in kept} | set(want)
         below = max((c.score for c in ranked if c.id not in kept_ids), default=0.0)
         floor = min((c.score for c in kept), default=below + 1.0)
@@ -293,7 +302,7 @@ class MMR:
 
     def apply(self, cands: list[Candidate], ctx: QueryContext) -> list[Candidate]:
         ranked = sorted(cands, key=lambda c: -c.score)
-        head, tail = ranked[:self.window], ranked[self.window:]
+        head, tail = ranked[: self.window], ranked[self.window :]
         if len(head) < 2 or any(c.vector is None for c in head):
             return ranked
         lo, hi = head[-1].score, head[0].score
@@ -303,13 +312,12 @@ class MMR:
         chosen: list[int] = []
         left = list(range(len(head)))
         while left:
-            best = max(left, key=lambda i: self.lambda_ * rel[i] - (1 - self.lambda_) * max(
-                (float(sims[i, j]) for j in chosen), default=0.0))
+            best = max(
+                left, key=lambda i: self.lambda_ * rel[i] - (1 - self.lambda_) * max((float(sims[i, j]) for j in chosen), default=0.0)
+            )
             chosen.append(best)
             left.remove(best)
         top = head[0].score
         step = ((hi - lo) or 1.0) / len(head)
         out = [replace(head[i], score=top - n * step) for n, i in enumerate(chosen)]
         return out + tail
-
-

@@ -18,7 +18,8 @@ from typing import Any
 
 Tokenizer = Callable[[str], list[str]]
 
-STOP_WORDS: frozenset[str] = frozenset("""
+STOP_WORDS: frozenset[str] = frozenset(
+    """
 a about above after again against all am an and any are aren as at be because been before being below
 between both but by can cannot could couldn did didn do does doesn doing don down during each else ever
 few for from further had hadn has hasn have haven having he her here hers herself him himself his how
@@ -28,7 +29,8 @@ some such than that the their theirs them themselves then there these they this 
 under until up upon us very was wasn we were weren what whatever when where whether which while who
 whom whose why will with won would wouldn you your yours yourself yourselves s t d ll m re ve y
 also yet tell told say said know think thing things get got really like kind sort much many one ones
-""".split())
+""".split()
+)
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _CJK_CHARS = (
@@ -51,7 +53,7 @@ def default_tokenizer(text: str) -> list[str]:
 
 def cjk_bigrams(run: str) -> list[str]:
     """Overlapping two-character pieces of a CJK run (a single character stays itself)."""
-    return [run] if len(run) < 2 else [run[i:i + 2] for i in range(len(run) - 1)]
+    return [run] if len(run) < 2 else [run[i : i + 2] for i in range(len(run) - 1)]
 
 
 def split_cjk(tokens: Iterable[str]) -> list[str]:
@@ -64,7 +66,7 @@ def split_cjk(tokens: Iterable[str]) -> list[str]:
         pos = 0
         for run in _CJK_RUN.finditer(token):
             if run.start() > pos:
-                out.append(token[pos:run.start()])
+                out.append(token[pos : run.start()])
             out.extend(cjk_bigrams(run.group()))
             pos = run.end()
         if pos < len(token):
@@ -162,7 +164,7 @@ def best_window(body: str, found: Callable[[str], set[str]], n_lines: int, max_c
     n = min(n_lines, len(lines))
     best, best_i = -1, 0
     for i in range(len(lines) - n + 1):
-        s = sum(scores[i:i + n])
+        s = sum(scores[i : i + n])
         if s > best:
             best, best_i = s, i
     window = list(range(best_i, best_i + n))  # shrink to the lines that matter when the match is on one line
@@ -170,7 +172,7 @@ def best_window(body: str, found: Callable[[str], set[str]], n_lines: int, max_c
         window.pop()
     while len(window) > 1 and scores[window[0]] == 0:
         window.pop(0)
-    text = "\n".join(lines[window[0]:window[-1] + 1])
+    text = "\n".join(lines[window[0] : window[-1] + 1])
     if len(text) > max_chars:
         text = clip(text, found, max_chars)
     return window[0] + 1, window[-1] + 1, text
@@ -184,7 +186,7 @@ def clip(text: str, found: Callable[[str], set[str]], max_chars: int) -> str:
     if start:
         space = text.find(" ", start)
         start = space + 1 if 0 <= space < pos else start
-    clipped = text[start:start + max_chars]
+    clipped = text[start : start + max_chars]
     return ("…" if start else "") + clipped.rstrip() + ("…" if start + max_chars < len(text) else "")
 
 

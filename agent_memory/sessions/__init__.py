@@ -11,6 +11,16 @@ from agent_memory.sessions.contextual import ContextualOptions, contextual_searc
 from agent_memory.sessions.store import SessionInfo, SessionStore, SummaryPolicy, purge_sessions, visible
 
 __all__ = [
-    "ContextualOptions", "SessionInfo", "SessionMessage", "SessionProblem", "SessionStore", "SessionSummary",
-    "SummaryPolicy", "contextual_search", "purge_sessions", "rank_sessions", "search_sessions", "visible",
+    "ContextualOptions",
+    "SessionInfo",
+    "SessionMessage",
+    "SessionProblem",
+    "SessionStore",
+    "SessionSummary",
+    "SummaryPolicy",
+    "contextual_search",
+    "purge_sessions",
+    "rank_sessions",
+    "search_sessions",
+    "visible",
 ]

@@ -98,7 +98,6 @@ def clear_memory(root: Path | None = None, user_id: str | None = None, session_i
     return 0
 
 
-
 class SessionVectors:
     """Vectors of the messages and summaries of session logs for one embedder."""
 
@@ -137,8 +136,7 @@ class SessionVectors:
         with contextlib.suppress(OSError):  # derived data: made again next time
             atomic_write(_file(sdir, self.model), buf.getvalue(), durable=False)
 
-    def vectors(self, logs: Sequence[tuple[SessionDir, Sequence[SessionMessage], SessionSummary | None]]
-                ) -> list[LogVectors]:
+    def vectors(self, logs: Sequence[tuple[SessionDir, Sequence[SessionMessage], SessionSummary | None]]) -> list[LogVectors]:
         """Per log: its messages', summary's and sentences' vectors; missing ones are embedded now, in batches
         across all logs, and saved beside each log."""
         texts: list[tuple[list[str], list[str], list[int]]] = []
@@ -162,7 +160,7 @@ class SessionVectors:
         fresh: dict[str, Matrix] = {}
         items = list(missing.items())
         for start in range(0, len(items), BATCH):
-            chunk = items[start:start + BATCH]
+            chunk = items[start : start + BATCH]
             out = self.embedder.embed([t for _, t in chunk])
             if out.shape[0] != len(chunk):
                 raise EmbeddingError(f"{self.model} returned {out.shape[0]} vectors for {len(chunk)} texts")
@@ -185,7 +183,6 @@ class SessionVectors:
             n = len(msgs)
             width = dim or 1
             mat = np.stack(rows[:n]).astype(np.float32) if n else np.zeros((0, width), dtype=np.float32)
-            sent = (np.stack([cache[k] for k in skeys]).astype(np.float32) if skeys
-                    else np.zeros((0, width), dtype=np.float32))
+            sent = np.stack([cache[k] for k in skeys]).astype(np.float32) if skeys else np.zeros((0, width), dtype=np.float32)
             result.append(LogVectors(mat, rows[n] if summary else None, sent, np.asarray(owners, dtype=np.intp)))
         return result

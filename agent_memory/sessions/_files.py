@@ -44,8 +44,20 @@ from agent_memory.sessions._messages import (
     parse_message,
 )
 
-__all__ = ["SessionFiles", "SessionDir", "SessionMessage", "SessionSummary", "SessionProblem", "MAX_LOG_BYTES",
-           "MAX_MESSAGE_CHARS", "check_id", "dir_name", "message_line", "now_utc", "owner_ids"]
+__all__ = [
+    "SessionFiles",
+    "SessionDir",
+    "SessionMessage",
+    "SessionSummary",
+    "SessionProblem",
+    "MAX_LOG_BYTES",
+    "MAX_MESSAGE_CHARS",
+    "check_id",
+    "dir_name",
+    "message_line",
+    "now_utc",
+    "owner_ids",
+]
 
 
 class SessionFiles:
@@ -163,7 +175,7 @@ class SessionFiles:
             first = self._count_lines(fd, size) + (1 if prefix else 0) + 1
             data = memoryview(prefix + b"".join(lines))
             while data:
-                data = data[os.write(fd, data):]
+                data = data[os.write(fd, data) :]
             if self.durable:
                 os.fsync(fd)
         except OSError as exc:
@@ -250,11 +262,20 @@ class SessionFiles:
     def _summary_from(data: Any, sdir: SessionDir) -> SessionSummary:
         if not isinstance(data, dict) or not isinstance(data.get("text"), str):
             raise ValueError("not a summary")
-        return SessionSummary(sdir.session_id, sdir.user_id, int(data["version"]), data["text"], str(data["made_at"]),
-                              int(data["messages"]), str(data.get("source") or "offline"), bool(data.get("fallback")))
+        return SessionSummary(
+            sdir.session_id,
+            sdir.user_id,
+            int(data["version"]),
+            data["text"],
+            str(data["made_at"]),
+            int(data["messages"]),
+            str(data.get("source") or "offline"),
+            bool(data.get("fallback")),
+        )
 
-    def write_summary(self, sdir: SessionDir, text: str, *, messages: int, source: str, fallback: bool,
-                      made_at: str | None = None) -> SessionSummary:
+    def write_summary(
+        self, sdir: SessionDir, text: str, *, messages: int, source: str, fallback: bool, made_at: str | None = None
+    ) -> SessionSummary:
         """Replace the current summary with the next version (the previous one goes to the history); its fields
         pass the write gate first (:func:`agent_memory.model.drafts.prepare_summary`)."""
         fields = prepare_summary(text, messages=messages, source=source, fallback=fallback, made_at=made_at)
@@ -269,12 +290,19 @@ class SessionFiles:
     def _write_summary(self, sdir: SessionDir, fields: dict[str, Any]) -> SessionSummary:
         current, _ = self.summary(sdir)
         version = (current.version if current else 0) + 1
-        new = SessionSummary(sdir.session_id, sdir.user_id, version, fields["text"], fields["made_at"],
-                             fields["messages"], fields["source"], fields["fallback"])
+        new = SessionSummary(
+            sdir.session_id,
+            sdir.user_id,
+            version,
+            fields["text"],
+            fields["made_at"],
+            fields["messages"],
+            fields["source"],
+            fields["fallback"],
+        )
         if current is not None:
             self.append_file(Path(sdir.path) / "summaries.jsonl", json.dumps(current.to_dict(), ensure_ascii=False).encode() + b"\n")
-        atomic_write(Path(sdir.path) / "summary.json", json.dumps(new.to_dict(), ensure_ascii=False).encode("utf-8"),
-                     durable=self.durable)
+        atomic_write(Path(sdir.path) / "summary.json", json.dumps(new.to_dict(), ensure_ascii=False).encode("utf-8"), durable=self.durable)
         return new
 
     def append_file(self, path: Path, data: bytes) -> None:

@@ -15,8 +15,22 @@ from typing import Any
 from agent_memory.errors import InvalidInputError
 from agent_memory.model.drafts import MAX_MESSAGE_CHARS, _parse_when, check_ident, prepare_message, utc_text
 
-__all__ = ["SessionDir", "SessionMessage", "SessionSummary", "SessionProblem", "MAX_LOG_BYTES", "MAX_MESSAGE_CHARS",
-           "NO_USER", "check_file", "check_id", "dir_name", "message_line", "now_utc", "owner_ids", "parse_message"]
+__all__ = [
+    "SessionDir",
+    "SessionMessage",
+    "SessionSummary",
+    "SessionProblem",
+    "MAX_LOG_BYTES",
+    "MAX_MESSAGE_CHARS",
+    "NO_USER",
+    "check_file",
+    "check_id",
+    "dir_name",
+    "message_line",
+    "now_utc",
+    "owner_ids",
+    "parse_message",
+]
 
 MAX_LOG_BYTES = 64 * 1024 * 1024
 MAX_ID_CHARS = 200
@@ -82,9 +96,18 @@ class SessionMessage:
         return f"{self.session_id}#{self.n}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "session_id": self.session_id, "user_id": self.user_id, "n": self.n, "role": self.role,
-                "speaker": self.speaker, "text": self.text, "at": self.at, "turn_id": self.turn_id,
-                "metadata": dict(self.metadata)}
+        return {
+            "id": self.id,
+            "session_id": self.session_id,
+            "user_id": self.user_id,
+            "n": self.n,
+            "role": self.role,
+            "speaker": self.speaker,
+            "text": self.text,
+            "at": self.at,
+            "turn_id": self.turn_id,
+            "metadata": dict(self.metadata),
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,8 +124,16 @@ class SessionSummary:
     fallback: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"session_id": self.session_id, "user_id": self.user_id, "version": self.version, "text": self.text,
-                "made_at": self.made_at, "messages": self.messages, "source": self.source, "fallback": self.fallback}
+        return {
+            "session_id": self.session_id,
+            "user_id": self.user_id,
+            "version": self.version,
+            "text": self.text,
+            "made_at": self.made_at,
+            "messages": self.messages,
+            "source": self.source,
+            "fallback": self.fallback,
+        }
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,8 @@ _PERFECT = re.compile(r"^(what|where|who)\s+(has|have)\s")
 _KINDS = re.compile(r"^(what|which)\s+(kinds|types|sorts)\s+of\b")
 _NOT_PLURAL = frozenset(
     "this his its was does has yes news series species always perhaps sometimes various previous famous serious "
-    "nervous gorgeous delicious less thus across plus lens physics".split())
+    "nervous gorgeous delicious less thus across plus lens physics".split()
+)
 _WORD = re.compile(r"[a-z][a-z'’+/-]*")
 _NOUN_PHRASE_WORDS = 6
 

@@ -37,8 +37,9 @@ def session_store(backend: Any) -> SessionStore:
     raise SessionsNotSupportedError.of("session logs", seen)
 
 
-def read_session(store: SessionStore, target: str, session_id: str | None, user_id: str | None,
-                 limit: int | None = None) -> tuple[SessionInfo, list[SessionMessage]]:
+def read_session(
+    store: SessionStore, target: str, session_id: str | None, user_id: str | None, limit: int | None = None
+) -> tuple[SessionInfo, list[SessionMessage]]:
     """A visible session's info and messages (``limit``: the last N)."""
     sdir = store.resolve(target, session_id=session_id, user_id=user_id)
     messages, _ = store.files.read(sdir)

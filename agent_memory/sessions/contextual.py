@@ -95,11 +95,18 @@ def embedder_of(backend: Any) -> Embedder | None:
     return backend.embedder if isinstance(backend, _WithEmbedder) else None
 
 
-def _indexed(store: SessionStore, sdir: SessionDir, messages: Sequence[SessionMessage], summary: SessionSummary | None,
-             opts: ContextualOptions) -> _Indexed:
+def _indexed(
+    store: SessionStore, sdir: SessionDir, messages: Sequence[SessionMessage], summary: SessionSummary | None, opts: ContextualOptions
+) -> _Indexed:
     cache: dict[Any, _Indexed] = store.__dict__.setdefault(_CACHE_ATTR, {})
-    key = (len(messages), messages[-1].at if messages else None, summary.version if summary else 0,
-           summary.text if summary else "", opts.neighbours, opts.context_weight)
+    key = (
+        len(messages),
+        messages[-1].at if messages else None,
+        summary.version if summary else 0,
+        summary.text if summary else "",
+        opts.neighbours,
+        opts.context_weight,
+    )
     hit = cache.get(sdir.path)
     if hit is not None and hit.key == key:
         return hit
@@ -107,24 +114,34 @@ def _indexed(store: SessionStore, sdir: SessionDir, messages: Sequence[SessionMe
     dated = [keys(_date_text(m)) if opts.dates else [] for m in messages]
     docs, near_sets = [], []
     for i, terms in enumerate(own):
-        near = [t for j in range(max(0, i - opts.neighbours), min(len(own), i + opts.neighbours + 1)) if j != i
-                for t in own[j]]
+        near = [t for j in range(max(0, i - opts.neighbours), min(len(own), i + opts.neighbours + 1)) if j != i for t in own[j]]
         docs.append(weighted((terms, 1.0), (dated[i], 1.0), (near, opts.context_weight)))
         near_sets.append(frozenset(near))
     whole: Counter[str] = Counter()
     for terms in own:
         whole.update(terms)
-    built = _Indexed(key, whole, Counter(keys(summary.text)) if summary else Counter(), docs,
-                     [frozenset(a) | frozenset(b) for a, b in zip(own, dated, strict=True)], near_sets,
-                     [ends_by_asking(m.text) for m in messages])
+    built = _Indexed(
+        key,
+        whole,
+        Counter(keys(summary.text)) if summary else Counter(),
+        docs,
+        [frozenset(a) | frozenset(b) for a, b in zip(own, dated, strict=True)],
+        near_sets,
+        [ends_by_asking(m.text) for m in messages],
+    )
     if len(cache) > 4096:
         cache.clear()
     cache[sdir.path] = built
     return built
 
 
-def _expansion(logs: Sequence[tuple[SessionDir, Sequence[SessionMessage], SessionSummary | None]],
-               best: Sequence[tuple[int, float]], named: set[str], q: set[str], n: int) -> list[str]:
+def _expansion(
+    logs: Sequence[tuple[SessionDir, Sequence[SessionMessage], SessionSummary | None]],
+    best: Sequence[tuple[int, float]],
+    named: set[str],
+    q: set[str],
+    n: int,
+) -> list[str]:
     """Topic words of the best sessions' summaries (those of a named speaker when the query names one)."""
     out: list[str] = []
     for li, _ in best:
@@ -166,9 +183,13 @@ def _normalised(scores: dict[int, float]) -> dict[int, float]:
     return {i: s / top for i, s in scores.items()} if top > 0 else {}
 
 
-def rank_sessions(query: str, logs: Sequence[tuple[SessionDir, Sequence[SessionMessage], SessionSummary | None]],
-                  store: SessionStore, opts: ContextualOptions | None = None,
-                  dense: dict[int, float] | None = None) -> list[tuple[int, float]]:
+def rank_sessions(
+    query: str,
+    logs: Sequence[tuple[SessionDir, Sequence[SessionMessage], SessionSummary | None]],
+    store: SessionStore,
+    opts: ContextualOptions | None = None,
+    dense: dict[int, float] | None = None,
+) -> list[tuple[int, float]]:
     """Stage 1: ``(index into logs, score in (0, 1])`` for sessions matching ``query``, best first.
 
     ``dense``: each session's cosine to the query (:func:`_meaning`), blended in with ``opts.dense_sessions``."""
@@ -178,8 +199,7 @@ def rank_sessions(query: str, logs: Sequence[tuple[SessionDir, Sequence[SessionM
     by_summary = _normalised(Bm25([x.summary_doc for x in indexed]).scores(q))
     by_text = _normalised(Bm25([x.session_doc for x in indexed]).scores(q))
     share = opts.summary_share if by_summary else 0.0
-    blended = {i: share * by_summary.get(i, 0.0) + (1 - share) * by_text.get(i, 0.0)
-               for i in set(by_summary) | set(by_text)}
+    blended = {i: share * by_summary.get(i, 0.0) + (1 - share) * by_text.get(i, 0.0) for i in set(by_summary) | set(by_text)}
     if dense:
         lo, hi = min(dense.values()), max(dense.values())
         spread = (hi - lo) or 1.0
@@ -200,15 +220,23 @@ def _lift_gate(ranked: Sequence[tuple[int, float]], margin: float) -> float:
     return min(1.0, max(0.0, (best - second) / (best * margin))) if best > 0 else 0.0
 
 
-def message_hit(sdir: SessionDir, m: SessionMessage, score: float, rel: str, snippet_chars: int = 320,
-                **extra: Any) -> SearchHit:
+def message_hit(sdir: SessionDir, m: SessionMessage, score: float, rel: str, snippet_chars: int = 320, **extra: Any) -> SearchHit:
     text = " ".join(_message_text(m).split())
     snippet = text if len(text) <= snippet_chars else text[: snippet_chars - 1].rsplit(" ", 1)[0] + "…"
-    meta = {"session_id": m.session_id, "n": m.n, "role": m.role, "speaker": m.speaker, "at": m.at,
-            "turn_id": m.turn_id, **extra}
-    return SearchHit(id=m.id, path=rel, line_start=m.n, line_end=m.n, snippet=snippet, score=round(score, 6),
-                     title=f"{m.session_id} · {m.at[:10]}", kind="message", scope="session", updated=m.at,
-                     metadata=meta)
+    meta = {"session_id": m.session_id, "n": m.n, "role": m.role, "speaker": m.speaker, "at": m.at, "turn_id": m.turn_id, **extra}
+    return SearchHit(
+        id=m.id,
+        path=rel,
+        line_start=m.n,
+        line_end=m.n,
+        snippet=snippet,
+        score=round(score, 6),
+        title=f"{m.session_id} · {m.at[:10]}",
+        kind="message",
+        scope="session",
+        updated=m.at,
+        metadata=meta,
+    )
 
 
 Search = Literal["lexical", "dense", "hybrid"]
@@ -222,9 +250,14 @@ class _Meaning:
     sessions: dict[int, float]
 
 
-def _meaning(embedder: Embedder | None, search: Search | None, query: str,
-             logs: Sequence[tuple[SessionDir, Sequence[SessionMessage], SessionSummary | None]],
-             steps: list[dict[str, Any]], named: set[str] | frozenset[str] = frozenset()) -> _Meaning | None:
+def _meaning(
+    embedder: Embedder | None,
+    search: Search | None,
+    query: str,
+    logs: Sequence[tuple[SessionDir, Sequence[SessionMessage], SessionSummary | None]],
+    steps: list[dict[str, Any]],
+    named: set[str] | frozenset[str] = frozenset(),
+) -> _Meaning | None:
     """The dense side, or None (lexical search asked, no embedder, or the embedder failed: fail open).
 
     The speakers the query names (``named``) are left out of the text it embeds: every message of theirs
@@ -253,26 +286,31 @@ def _meaning(embedder: Embedder | None, search: Search | None, query: str,
     for li, (v, (own, _)) in enumerate(zip(vecs, pairs, strict=True)):
         best = float(np.sort(own)[-3:].mean()) if own.shape[0] else 0.0
         sessions[li] = best if v.summary is None else 0.5 * best + 0.5 * float(v.summary @ q)
-    steps.append({"stage": "dense", "model": embedder.name, "messages": int(sum(c.shape[0] for c in cos)),
-                  "sentences": int(sum(v.sentences.shape[0] for v in vecs)),
-                  **({"focus": {"embedded": text, "left_out": left_out}} if left_out else {})})
+    steps.append(
+        {
+            "stage": "dense",
+            "model": embedder.name,
+            "messages": int(sum(c.shape[0] for c in cos)),
+            "sentences": int(sum(v.sentences.shape[0] for v in vecs)),
+            **({"focus": {"embedded": text, "left_out": left_out}} if left_out else {}),
+        }
+    )
     return _Meaning(cos, sessions)
 
 
-def _fused(raw: dict[int, float], strength: float, cosines: Any, opts: ContextualOptions, search: Search | None
-           ) -> dict[int, float]:
+def _fused(raw: dict[int, float], strength: float, cosines: Any, opts: ContextualOptions, search: Search | None) -> dict[int, float]:
     """Lexical scores and cosines fused as the records layer fuses them, mapped into (0, 1]."""
     import numpy as np
 
     from agent_memory.search.fusion import Fuse, QueryContext
 
-    lex = [] if search == "dense" else sorted(((str(d), s) for d, s in raw.items()), key=lambda x: -x[1])[:opts.dense_pool]
+    lex = [] if search == "dense" else sorted(((str(d), s) for d, s in raw.items()), key=lambda x: -x[1])[: opts.dense_pool]
     order = np.argsort(-cosines, kind="stable")[: opts.dense_pool]
     dense = [(str(int(d)), float(cosines[d])) for d in order]
-    fuse = Fuse(weight=opts.lexical_weight, weak_weight=opts.weak_lexical_weight,
-                dense_scores=lambda ids: {i: float(cosines[int(i)]) for i in ids})
-    ctx = QueryContext(confidence=strength if lex else None, dense_mean=float(cosines.mean()),
-                       dense_std=float(cosines.std()) or None)
+    fuse = Fuse(
+        weight=opts.lexical_weight, weak_weight=opts.weak_lexical_weight, dense_scores=lambda ids: {i: float(cosines[int(i)]) for i in ids}
+    )
+    ctx = QueryContext(confidence=strength if lex else None, dense_mean=float(cosines.mean()), dense_std=float(cosines.std()) or None)
     cands = fuse.fuse(lex, dense, ctx)
     if not cands:
         return {}
@@ -282,9 +320,17 @@ def _fused(raw: dict[int, float], strength: float, cosines: Any, opts: Contextua
 
 
 def contextual_search(
-    sessions: SessionStore, query: str, *, session_id: str | None = None, user_id: str | None = None, limit: int = 10,
-    records: Callable[[int], SearchResult] | None = None, options: ContextualOptions | None = None, trace: bool = False,
-    embedder: Embedder | None = None, search: Search | None = None,
+    sessions: SessionStore,
+    query: str,
+    *,
+    session_id: str | None = None,
+    user_id: str | None = None,
+    limit: int = 10,
+    records: Callable[[int], SearchResult] | None = None,
+    options: ContextualOptions | None = None,
+    trace: bool = False,
+    embedder: Embedder | None = None,
+    search: Search | None = None,
 ) -> SearchResult:
     """Messages (and, with ``records``, record hits) the caller may see, ranked by the two stages.
 
@@ -299,8 +345,12 @@ def contextual_search(
         raise InvalidInputError(f"search must be lexical, dense or hybrid, not {search!r}")
     asks_set = opts.set_session_weight is not None and asks_for_set(query)
     if asks_set:  # its answers are spread over sessions: the best one's messages are not lifted above the rest
-        opts = dataclasses.replace(opts, session_weight=opts.set_session_weight or 0.0,
-                                   context_share=opts.set_context_share, question_weight=opts.set_question_weight)
+        opts = dataclasses.replace(
+            opts,
+            session_weight=opts.set_session_weight or 0.0,
+            context_share=opts.set_context_share,
+            question_weight=opts.set_question_weight,
+        )
     logs = sessions.visible_logs(session_id=session_id, user_id=user_id)
     q = query_keys(query)
     steps: list[dict[str, Any]] = []
@@ -351,8 +401,7 @@ def contextual_search(
         for d in raw:
             if asking[d]:
                 raw[d] *= opts.question_weight
-    scored = sorted(((s * (1 + opts.session_weight * lift.get(flat[d][0], 0.0)), d) for d, s in raw.items()),
-                    key=lambda x: -x[0])
+    scored = sorted(((s * (1 + opts.session_weight * lift.get(flat[d][0], 0.0)), d) for d, s in raw.items()), key=lambda x: -x[0])
     picked: list[tuple[float, int]] = []
     seen: Counter[int] = Counter()
     pool = scored[: max(limit * 4, 50)]
@@ -366,16 +415,30 @@ def contextual_search(
     for score, d in picked:
         li, mi = flat[d]
         sdir, msgs, _ = logs[li]
-        hits.append(message_hit(sdir, msgs[mi], max(score / top, 0.001), sessions.files._rel(sdir.path / "log.jsonl"),
-                                opts.snippet_chars, session_score=round(lift.get(li, 0.0), 4)))
+        hits.append(
+            message_hit(
+                sdir,
+                msgs[mi],
+                max(score / top, 0.001),
+                sessions.files._rel(sdir.path / "log.jsonl"),
+                opts.snippet_chars,
+                session_score=round(lift.get(li, 0.0), 4),
+            )
+        )
     if records is not None:
         hits = _interleave(hits, list(records(limit).hits), limit)
     out_steps: list[dict[str, Any]] | None = None
     if trace:
-        out_steps = [{"stage": "sessions", "lift": round(gate * opts.session_weight, 4), "asks_for_set": asks_set,
-                      "ranked": [{"session_id": logs[i][0].session_id, "score": round(s, 4)}
-                                 for i, s in ranked_sessions[: opts.top_sessions]]},
-                     *steps, {"stage": "messages", "candidates": len(raw), "returned": len(hits)}]
+        out_steps = [
+            {
+                "stage": "sessions",
+                "lift": round(gate * opts.session_weight, 4),
+                "asks_for_set": asks_set,
+                "ranked": [{"session_id": logs[i][0].session_id, "score": round(s, 4)} for i, s in ranked_sessions[: opts.top_sessions]],
+            },
+            *steps,
+            {"stage": "messages", "candidates": len(raw), "returned": len(hits)},
+        ]
     return SearchResult(hits=hits, trace=out_steps)
 
 
@@ -387,9 +450,17 @@ def _interleave(messages: list[SearchHit], records: list[SearchHit], limit: int,
     return [dataclasses.replace(h, score=round(score / best, 6)) for score, _, _, h in fused[:limit]]
 
 
-def search_sessions(sessions: SessionStore, query: str, *, session_id: str | None = None, user_id: str | None = None,
-                    limit: int = 5, messages: int = 3, options: ContextualOptions | None = None,
-                    embedder: Embedder | None = None) -> list[dict[str, Any]]:
+def search_sessions(
+    sessions: SessionStore,
+    query: str,
+    *,
+    session_id: str | None = None,
+    user_id: str | None = None,
+    limit: int = 5,
+    messages: int = 3,
+    options: ContextualOptions | None = None,
+    embedder: Embedder | None = None,
+) -> list[dict[str, Any]]:
     """Stage 1 and a peek into stage 2: the caller's best sessions for ``query``, each with its summary and
     its ``messages`` best-matching messages (``[{session_id, score, first_at, last_at, summary, messages}]``).
     With an ``embedder`` sessions and messages are ranked by meaning too (as :func:`contextual_search`)."""
@@ -412,8 +483,15 @@ def search_sessions(sessions: SessionStore, query: str, *, session_id: str | Non
         mixed = {i: s * (opts.question_weight if ix.asks[i] else 1.0) for i, s in mixed.items()}
         best = sorted(mixed.items(), key=lambda x: -x[1])[: max(0, messages)]
         rel = sessions.files._rel(sdir.path / "log.jsonl")
-        out.append({"session_id": sdir.session_id, "score": round(score, 4),
-                    "first_at": msgs[0].at if msgs else None, "last_at": msgs[-1].at if msgs else None,
-                    "summary": summary.text if summary else None, "summary_version": summary.version if summary else None,
-                    "messages": [message_hit(sdir, msgs[i], s, rel, opts.snippet_chars).to_dict() for i, s in best]})
+        out.append(
+            {
+                "session_id": sdir.session_id,
+                "score": round(score, 4),
+                "first_at": msgs[0].at if msgs else None,
+                "last_at": msgs[-1].at if msgs else None,
+                "summary": summary.text if summary else None,
+                "summary_version": summary.version if summary else None,
+                "messages": [message_hit(sdir, msgs[i], s, rel, opts.snippet_chars).to_dict() for i, s in best],
+            }
+        )
     return out

@@ -65,9 +65,15 @@ class SessionInfo:
     path: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"session_id": self.session_id, "user_id": self.user_id, "messages": self.messages,
-                "first_at": self.first_at, "last_at": self.last_at, "path": self.path,
-                "summary": self.summary.to_dict() if self.summary else None}
+        return {
+            "session_id": self.session_id,
+            "user_id": self.user_id,
+            "messages": self.messages,
+            "first_at": self.first_at,
+            "last_at": self.last_at,
+            "path": self.path,
+            "summary": self.summary.to_dict() if self.summary else None,
+        }
 
     def due(self, policy: SummaryPolicy, now: dt.datetime | None = None) -> bool:
         """Does this session need a (new) summary under ``policy``?"""
@@ -102,8 +108,9 @@ class SessionLog(Protocol):
     def read(self, sdir: SessionDir) -> tuple[list[SessionMessage], list[SessionProblem]]: ...
     def summary(self, sdir: SessionDir) -> tuple[SessionSummary | None, SessionProblem | None]: ...
     def history(self, sdir: SessionDir) -> list[SessionSummary]: ...
-    def write_summary(self, sdir: SessionDir, text: str, *, messages: int, source: str, fallback: bool,
-                      made_at: str | None = None) -> SessionSummary: ...
+    def write_summary(
+        self, sdir: SessionDir, text: str, *, messages: int, source: str, fallback: bool, made_at: str | None = None
+    ) -> SessionSummary: ...
     def purge(self, *, user_id: str | None = None, session_id: str | None = None) -> int: ...
 
 
@@ -113,8 +120,7 @@ class SessionStore:
     ``SessionStore(root)`` keeps them under ``root/sessions/``; ``SessionStore(log=...)`` over another
     :class:`SessionLog` (the PostgreSQL backend's ``backend.sessions`` is one over its rows)."""
 
-    def __init__(self, root: str | os.PathLike[str] | None = None, *, durable: bool = True,
-                 log: SessionLog | None = None) -> None:
+    def __init__(self, root: str | os.PathLike[str] | None = None, *, durable: bool = True, log: SessionLog | None = None) -> None:
         if (root is None) == (log is None):
             raise InvalidInputError("SessionStore needs a root directory or a log, not both")
         self.files: SessionLog = log if log is not None else SessionFiles(root, durable=durable)  # type: ignore[arg-type]
@@ -136,11 +142,24 @@ class SessionStore:
             return []
         sdir = self.files.session_dir(sid, uid, create=True)
         first = self.files.append(sdir, [line for _, line in prepared])
-        return [SessionMessage(sid, uid, first + i, obj["role"], obj["text"], obj["at"], obj.get("speaker"),
-                               obj.get("turn_id"), obj.get("meta") or {}) for i, (obj, _) in enumerate(prepared)]
+        return [
+            SessionMessage(
+                sid, uid, first + i, obj["role"], obj["text"], obj["at"], obj.get("speaker"), obj.get("turn_id"), obj.get("meta") or {}
+            )
+            for i, (obj, _) in enumerate(prepared)
+        ]
 
-    def write_summary(self, session_id: str, text: str, *, user_id: str | None = None, messages: int | None = None,
-                      source: str = "offline", fallback: bool = False, made_at: str | None = None) -> SessionSummary:
+    def write_summary(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        user_id: str | None = None,
+        messages: int | None = None,
+        source: str = "offline",
+        fallback: bool = False,
+        made_at: str | None = None,
+    ) -> SessionSummary:
         """Store a new summary version of the caller's own session (``user_id`` names its owner); the log passes
         its fields through the write gate (:func:`agent_memory.model.drafts.prepare_summary`)."""
         sdir = self._own(session_id, user_id)
@@ -184,11 +203,17 @@ class SessionStore:
         return self._info(sdir, messages, summary)
 
     def _info(self, sdir: SessionDir, messages: Sequence[SessionMessage], summary: SessionSummary | None) -> SessionInfo:
-        return SessionInfo(sdir.session_id, sdir.user_id, len(messages), messages[0].at if messages else None,
-                           messages[-1].at if messages else None, summary, self.files.rel(sdir, ""))
+        return SessionInfo(
+            sdir.session_id,
+            sdir.user_id,
+            len(messages),
+            messages[0].at if messages else None,
+            messages[-1].at if messages else None,
+            summary,
+            self.files.rel(sdir, ""),
+        )
 
-    def sessions(self, *, session_id: str | None = None, user_id: str | None = None,
-                 limit: int | None = None) -> list[SessionInfo]:
+    def sessions(self, *, session_id: str | None = None, user_id: str | None = None, limit: int | None = None) -> list[SessionInfo]:
         """The caller's visible sessions, most recently active first."""
         if limit is not None and (not isinstance(limit, int) or limit < 1):
             raise InvalidInputError("limit must be a positive integer or None")
@@ -211,8 +236,9 @@ class SessionStore:
     def session(self, target: str, *, session_id: str | None = None, user_id: str | None = None) -> SessionInfo:
         return self.info(self.resolve(target, session_id=session_id, user_id=user_id))
 
-    def messages(self, target: str, *, session_id: str | None = None, user_id: str | None = None,
-                 limit: int | None = None) -> list[SessionMessage]:
+    def messages(
+        self, target: str, *, session_id: str | None = None, user_id: str | None = None, limit: int | None = None
+    ) -> list[SessionMessage]:
         """A visible session's messages in order (``limit``: the last N)."""
         messages, _ = self.files.read(self.resolve(target, session_id=session_id, user_id=user_id))
         return messages[-limit:] if limit else list(messages)
@@ -227,8 +253,9 @@ class SessionStore:
         current, _ = self.files.summary(sdir)
         return self.files.history(sdir) + ([current] if current else [])
 
-    def visible_logs(self, *, session_id: str | None, user_id: str | None
-                     ) -> list[tuple[SessionDir, list[SessionMessage], SessionSummary | None]]:
+    def visible_logs(
+        self, *, session_id: str | None, user_id: str | None
+    ) -> list[tuple[SessionDir, list[SessionMessage], SessionSummary | None]]:
         """Every visible session with its messages and current summary (the input of contextual search)."""
         dirs = self._visible_dirs(session_id, user_id)
         return [(sdir, messages, summary) for sdir, (messages, summary) in zip(dirs, self._logs(dirs), strict=True)]
@@ -250,8 +277,9 @@ class SessionStore:
         return self.files.purge(user_id=user_id, session_id=session_id)
 
 
-def purge_sessions(root: str | os.PathLike[str], *, user_id: str | None = None, session_id: str | None = None,
-                   anonymous: bool = False) -> int:
+def purge_sessions(
+    root: str | os.PathLike[str], *, user_id: str | None = None, session_id: str | None = None, anonymous: bool = False
+) -> int:
     """Delete every byte of a user's (or a session's) logs and summaries under ``root``; returns how many sessions.
 
     Both given: that user's session. A session alone: that session id under every user, or with ``anonymous=True``

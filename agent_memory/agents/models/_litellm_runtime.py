@@ -32,12 +32,12 @@ from pydantic_ai.exceptions import (
     UnexpectedModelBehavior,
 )
 
-_IMPORT_ENV = ('TIKTOKEN_CACHE_DIR', 'LITELLM_LOCAL_MODEL_COST_MAP')
+_IMPORT_ENV = ("TIKTOKEN_CACHE_DIR", "LITELLM_LOCAL_MODEL_COST_MAP")
 
 
 def _import_litellm() -> Any:
     saved = {name: os.environ.get(name) for name in _IMPORT_ENV}
-    os.environ.setdefault('LITELLM_LOCAL_MODEL_COST_MAP', 'True')  # else it fetches the cost map over the network
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # else it fetches the cost map over the network
     try:
         import litellm
     finally:
@@ -89,10 +89,10 @@ _CAUGHT_ERRORS: tuple[type[BaseException], ...] = (openai.OpenAIError, httpx.HTT
 """What `litellm.acompletion` raises for a failed call (litellm's own exceptions subclass `openai.OpenAIError`)."""
 
 _NOT_A_COMPLETION = (
-    'Empty or invalid response from LLM endpoint',
+    "Empty or invalid response from LLM endpoint",
     "returned 'choices' that is not a list",
-    'Invalid response object',
-    'response_object is None',
+    "Invalid response object",
+    "response_object is None",
 )
 """What litellm says (in an error it raises with status 500) when a 2xx body is not a chat completion."""
 
@@ -112,14 +112,12 @@ def map_error(model_name: str, error: BaseException) -> ModelAPIError | Unexpect
     if transport is not None:
         if isinstance(transport, _TIMEOUT_ERRORS):
             return ModelTimeoutError(model_name, message)
-        phase: Literal['connect'] | None = 'connect' if _is_connect_failure(transport) else None
+        phase: Literal["connect"] | None = "connect" if _is_connect_failure(transport) else None
         return ModelConnectionError(model_name, message, phase=phase)
     if (received := _answered_but_not_a_completion(error)) is not None:
-        return UnexpectedModelBehavior(
-            f'{model_name}: the server answered HTTP {received}, but not with a chat completion: {message}'
-        )
+        return UnexpectedModelBehavior(f"{model_name}: the server answered HTTP {received}, but not with a chat completion: {message}")
 
-    status = getattr(error, 'status_code', None)
+    status = getattr(error, "status_code", None)
     if isinstance(status, int) and 400 <= status < 600:
         if isinstance(error, litellm.exceptions.ContextWindowExceededError):
             category: type[Any] | None = ModelContextWindowExceededError
@@ -131,8 +129,8 @@ def map_error(model_name: str, error: BaseException) -> ModelAPIError | Unexpect
             model_name=model_name,
             body=_error_body(error),
             headers=_error_headers(error),
-            provider_error_code=_str_or_none(getattr(error, 'code', None)),
-            provider_error_type=_str_or_none(getattr(error, 'type', None)),
+            provider_error_code=_str_or_none(getattr(error, "code", None)),
+            provider_error_type=_str_or_none(getattr(error, "type", None)),
         )
     return ModelAPIError(model_name, message)
 
@@ -140,7 +138,7 @@ def map_error(model_name: str, error: BaseException) -> ModelAPIError | Unexpect
 def _answered_but_not_a_completion(error: BaseException) -> str | None:
     """The 2xx status the server really sent (``"2xx"`` if unknown), when litellm reports its unusable body as a 500."""
     for exc in _causes(error):
-        response = getattr(exc, 'response', None)
+        response = getattr(exc, "response", None)
         if isinstance(response, httpx.Response) and 200 <= response.status_code < 300:
             return str(response.status_code)
         if isinstance(exc, openai.APIResponseValidationError):
@@ -148,9 +146,9 @@ def _answered_but_not_a_completion(error: BaseException) -> str | None:
         if _is_http_status_error(exc):  # the SDK saw a real error status: not this case
             return None
         if isinstance(exc, json.JSONDecodeError):  # the SDK only parses the body of a successful response
-            return '2xx'
+            return "2xx"
         if any(marker in _error_message(exc) for marker in _NOT_A_COMPLETION):
-            return '200'
+            return "200"
     return None
 
 
@@ -182,25 +180,24 @@ def _is_http_status_error(exc: BaseException) -> bool:
     """An HTTP error status seen by httpx or the provider SDK itself (litellm's subclasses don't count)."""
     if isinstance(exc, httpx.HTTPStatusError):
         return True
-    return isinstance(exc, openai.APIStatusError) and not type(exc).__module__.startswith('litellm')
+    return isinstance(exc, openai.APIStatusError) and not type(exc).__module__.startswith("litellm")
 
 
 def _is_connect_failure(exc: BaseException) -> bool:
     return any(
-        isinstance(e, httpx.ConnectError | ConnectionRefusedError) or type(e).__name__ == 'ClientConnectorError'
-        for e in _causes(exc)
+        isinstance(e, httpx.ConnectError | ConnectionRefusedError) or type(e).__name__ == "ClientConnectorError" for e in _causes(exc)
     )
 
 
 def _error_message(error: BaseException) -> str:
-    return str(getattr(error, 'message', None) or error) or type(error).__name__
+    return str(getattr(error, "message", None) or error) or type(error).__name__
 
 
 def _error_body(error: BaseException) -> object | None:
-    body: object | None = getattr(error, 'body', None)
+    body: object | None = getattr(error, "body", None)
     if body is not None:
         return body
-    response = getattr(error, 'response', None)
+    response = getattr(error, "response", None)
     if isinstance(response, httpx.Response):
         try:
             parsed: object = response.json()
@@ -214,10 +211,10 @@ def _error_body(error: BaseException) -> object | None:
 
 
 def _error_headers(error: BaseException) -> dict[str, str] | None:
-    headers = getattr(error, 'litellm_response_headers', None)
+    headers = getattr(error, "litellm_response_headers", None)
     if headers is None:
-        response = getattr(error, 'response', None)
-        headers = getattr(response, 'headers', None) if isinstance(response, httpx.Response) else None
+        response = getattr(error, "response", None)
+        headers = getattr(response, "headers", None) if isinstance(response, httpx.Response) else None
     if headers is None:
         return None
     try:

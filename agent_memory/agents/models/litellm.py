@@ -44,33 +44,33 @@ from pydantic_ai.settings import ModelSettings
 
 from agent_memory.agents.models._litellm_messages import map_messages, tools_and_choice
 
-__all__ = ('LITELLM_MISSING', 'LiteLLMModel', 'litellm_installed', 'make_model')
+__all__ = ("LITELLM_MISSING", "LiteLLMModel", "litellm_installed", "make_model")
 
 LITELLM_MISSING = (
     "litellm is not installed: pip install 'agent-memory[litellm]' "
-    '(litellm pins openai<3, so use an environment without pydantic-ai-slim[openai])'
+    "(litellm pins openai<3, so use an environment without pydantic-ai-slim[openai])"
 )
-_BACKEND = f'{__package__}._litellm_response'  # imports `_litellm_runtime`, which imports litellm
+_BACKEND = f"{__package__}._litellm_response"  # imports `_litellm_runtime`, which imports litellm
 _backend_lock = threading.Lock()
 _backend_future: concurrent.futures.Future[ModuleType] | None = None
 
 _SETTINGS_TO_KWARGS = (
-    ('max_tokens', 'max_tokens'),
-    ('temperature', 'temperature'),
-    ('top_p', 'top_p'),
-    ('seed', 'seed'),
-    ('presence_penalty', 'presence_penalty'),
-    ('frequency_penalty', 'frequency_penalty'),
-    ('logit_bias', 'logit_bias'),
-    ('stop_sequences', 'stop'),
-    ('extra_headers', 'extra_headers'),
-    ('extra_body', 'extra_body'),
+    ("max_tokens", "max_tokens"),
+    ("temperature", "temperature"),
+    ("top_p", "top_p"),
+    ("seed", "seed"),
+    ("presence_penalty", "presence_penalty"),
+    ("frequency_penalty", "frequency_penalty"),
+    ("logit_bias", "logit_bias"),
+    ("stop_sequences", "stop"),
+    ("extra_headers", "extra_headers"),
+    ("extra_body", "extra_body"),
 )
 
 
 def litellm_installed() -> bool:
     """Whether litellm can be imported (checked without importing it)."""
-    return 'litellm' in sys.modules or importlib.util.find_spec('litellm') is not None
+    return "litellm" in sys.modules or importlib.util.find_spec("litellm") is not None
 
 
 def _start_backend_import() -> concurrent.futures.Future[ModuleType]:
@@ -86,7 +86,7 @@ def _start_backend_import() -> concurrent.futures.Future[ModuleType]:
                 except BaseException as exc:  # handed to whoever awaits the import
                     future.set_exception(exc)
 
-            threading.Thread(target=run, name='agent-memory-litellm-import', daemon=True).start()
+            threading.Thread(target=run, name="agent-memory-litellm-import", daemon=True).start()
             _backend_future = future
         return _backend_future
 
@@ -104,8 +104,8 @@ class LiteLLMModel(Model):
     `top_k`, `service_tier` and `citations` settings are ignored.
     """
 
-    unsupported_settings: ClassVar[frozenset[Any]] = frozenset({'top_k', 'service_tier', 'citations'})
-    _unsupported_file_inputs: ClassVar[frozenset[Any]] = frozenset({'audio', 'document', 'video'})
+    unsupported_settings: ClassVar[frozenset[Any]] = frozenset({"top_k", "service_tier", "citations"})
+    _unsupported_file_inputs: ClassVar[frozenset[Any]] = frozenset({"audio", "document", "video"})
 
     _model_name: str = field(repr=False)  # `Model.__repr__` already shows `model_name`
     _api_base: str | None = field(default=None, repr=True)
@@ -168,7 +168,7 @@ class LiteLLMModel(Model):
     @property
     def system(self) -> str:
         """The provider name used for telemetry and `model_id` (`litellm:<model_name>`)."""
-        return 'litellm'
+        return "litellm"
 
     @property
     def base_url(self) -> str | None:
@@ -185,7 +185,7 @@ class LiteLLMModel(Model):
         cost_map = _cost_map(may_block=not _in_event_loop())
         self._profile_complete = cost_map is not None
         if cost_map is not None and (window := _context_window(cost_map, self._model_name)) is not None:
-            profile['context_window'] = window
+            profile["context_window"] = window
         return profile
 
     async def request(
@@ -217,7 +217,7 @@ class LiteLLMModel(Model):
 
     async def _await_backend(self, settings: ModelSettings | None) -> float | None:
         """Wait (off the event loop) for litellm's import, within the request timeout; returns the deadline."""
-        timeout = (settings or {}).get('timeout', self._timeout_s)
+        timeout = (settings or {}).get("timeout", self._timeout_s)
         if not isinstance(timeout, int | float) or not math.isfinite(timeout):
             timeout = None
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -226,11 +226,11 @@ class LiteLLMModel(Model):
             try:
                 await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)), timeout)
             except TimeoutError:
-                raise ModelTimeoutError(self._model_name, f'litellm was still importing after {timeout}s') from None
+                raise ModelTimeoutError(self._model_name, f"litellm was still importing after {timeout}s") from None
         if (exc := future.exception()) is not None:
-            raise ImportError(f'{LITELLM_MISSING} ({exc})') from exc
-        if not getattr(self, '_profile_complete', True):
-            self.__dict__.pop('profile', None)  # computed without the model map: recompute now it is loaded
+            raise ImportError(f"{LITELLM_MISSING} ({exc})") from exc
+        if not getattr(self, "_profile_complete", True):
+            self.__dict__.pop("profile", None)  # computed without the model map: recompute now it is loaded
         return deadline
 
     async def _completion(
@@ -242,48 +242,50 @@ class LiteLLMModel(Model):
     ) -> ModelResponse:
         kwargs = self._completion_kwargs(messages, model_settings or {}, params)
         if deadline is not None:  # the wait for the import counts against the request's timeout
-            kwargs['timeout'] = max(0.001, deadline - time.monotonic())
-        runtime = sys.modules[f'{__package__}._litellm_runtime']
+            kwargs["timeout"] = max(0.001, deadline - time.monotonic())
+        runtime = sys.modules[f"{__package__}._litellm_runtime"]
         response = await runtime.complete(self._model_name, kwargs)
         backend = sys.modules[_BACKEND]
         result: ModelResponse = backend.process_response(response, self._model_name, self._api_base)
         return result
 
-    def _completion_kwargs(
-        self, messages: list[ModelMessage], settings: ModelSettings, params: ModelRequestParameters
-    ) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {'num_retries': self._num_retries, 'max_retries': self._num_retries}
-        for key, value in (('api_base', self._api_base), ('api_key', self._api_key),
-                           ('temperature', self._temperature), ('timeout', self._timeout_s)):
+    def _completion_kwargs(self, messages: list[ModelMessage], settings: ModelSettings, params: ModelRequestParameters) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"num_retries": self._num_retries, "max_retries": self._num_retries}
+        for key, value in (
+            ("api_base", self._api_base),
+            ("api_key", self._api_key),
+            ("temperature", self._temperature),
+            ("timeout", self._timeout_s),
+        ):
             if value is not None:
                 kwargs[key] = value
         kwargs.update(self._extra)
         for setting, kwarg in _SETTINGS_TO_KWARGS:
             if setting in settings:
                 kwargs[kwarg] = settings[setting]  # type: ignore[literal-required]
-        if 'timeout' in settings and isinstance(settings['timeout'], int | float):
-            kwargs['timeout'] = settings['timeout']
-        if 'max_retries' in settings:
-            kwargs['num_retries'] = kwargs['max_retries'] = settings['max_retries']
+        if "timeout" in settings and isinstance(settings["timeout"], int | float):
+            kwargs["timeout"] = settings["timeout"]
+        if "max_retries" in settings:
+            kwargs["num_retries"] = kwargs["max_retries"] = settings["max_retries"]
 
         tools, tool_choice = tools_and_choice(settings, params)
         if tools:
-            kwargs['tools'] = tools
-            kwargs['tool_choice'] = tool_choice
-            if 'parallel_tool_calls' in settings:
-                kwargs['parallel_tool_calls'] = settings['parallel_tool_calls']
-        if params.output_mode == 'native' and params.output_object is not None:
+            kwargs["tools"] = tools
+            kwargs["tool_choice"] = tool_choice
+            if "parallel_tool_calls" in settings:
+                kwargs["parallel_tool_calls"] = settings["parallel_tool_calls"]
+        if params.output_mode == "native" and params.output_object is not None:
             output = params.output_object
-            schema: dict[str, Any] = {'name': output.name or 'final_result', 'schema': output.json_schema}
+            schema: dict[str, Any] = {"name": output.name or "final_result", "schema": output.json_schema}
             if output.description:
-                schema['description'] = output.description
+                schema["description"] = output.description
             if output.strict is not None:
-                schema['strict'] = output.strict
-            kwargs['response_format'] = {'type': 'json_schema', 'json_schema': schema}
+                schema["strict"] = output.strict
+            kwargs["response_format"] = {"type": "json_schema", "json_schema": schema}
 
-        kwargs['model'] = self._model_name
-        kwargs['messages'] = map_messages(messages, self._get_instruction_parts(messages, params) or [])
-        kwargs['stream'] = False
+        kwargs["model"] = self._model_name
+        kwargs["messages"] = map_messages(messages, self._get_instruction_parts(messages, params) or [])
+        kwargs["stream"] = False
         return kwargs
 
 
@@ -292,8 +294,8 @@ def make_model(spec: str, **kw: Any) -> Model:
 
     Any other spec is handed to `pydantic_ai.models.infer_model` (which takes no keyword arguments).
     """
-    prefix, sep, name = spec.partition(':')
-    if sep and prefix == 'litellm':
+    prefix, sep, name = spec.partition(":")
+    if sep and prefix == "litellm":
         return LiteLLMModel(name, **kw)
     if kw:
         raise UserError(f'Keyword arguments are only supported for "litellm:<model>" specs, got {spec!r}.')
@@ -312,7 +314,7 @@ def _in_event_loop() -> bool:
 
 def _cost_map(*, may_block: bool) -> Mapping[str, Any] | None:
     """litellm's model map: the imported one, else the bundled JSON (read only if ``may_block`` or already read)."""
-    loaded = getattr(sys.modules.get('litellm'), 'model_cost', None)
+    loaded = getattr(sys.modules.get("litellm"), "model_cost", None)
     if isinstance(loaded, Mapping) and loaded:
         return loaded
     if may_block or _bundled_model_map.cache_info().currsize:
@@ -322,12 +324,12 @@ def _cost_map(*, may_block: bool) -> Mapping[str, Any] | None:
 
 def _context_window(cost_map: Mapping[str, Any], model_name: str) -> int | None:
     """The model's input window from litellm's model map."""
-    provider, _, bare = model_name.partition('/')
+    provider, _, bare = model_name.partition("/")
     for key in (model_name, bare):
         info = cost_map.get(key) if key else None
-        if not isinstance(info, Mapping) or (key != model_name and info.get('litellm_provider') != provider):
+        if not isinstance(info, Mapping) or (key != model_name and info.get("litellm_provider") != provider):
             continue
-        window = info.get('max_input_tokens') or info.get('max_tokens')
+        window = info.get("max_input_tokens") or info.get("max_tokens")
         if isinstance(window, int) and window > 0:
             return window
     return None
@@ -335,12 +337,12 @@ def _context_window(cost_map: Mapping[str, Any], model_name: str) -> int | None:
 
 @functools.lru_cache(maxsize=1)
 def _bundled_model_map() -> Mapping[str, Any] | None:
-    spec = importlib.util.find_spec('litellm')
+    spec = importlib.util.find_spec("litellm")
     if spec is None or not spec.submodule_search_locations:
         return None
-    path = Path(next(iter(spec.submodule_search_locations))) / 'model_prices_and_context_window_backup.json'
+    path = Path(next(iter(spec.submodule_search_locations))) / "model_prices_and_context_window_backup.json"
     try:
-        data = json.loads(path.read_text(encoding='utf-8'))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, Mapping) else None

@@ -26,8 +26,7 @@ from agent_memory.agents.models.offline_recall import NO_RELEVANT_MEMORY, RunSta
 from agent_memory.agents.models.statements import Statement, extract_statements
 from agent_memory.search.text import default_tokenizer
 
-__all__ = ["OfflineModel", "Statement", "extract_statements", "parse_recall_prompt", "query_variants", "NO_REPLY",
-           "NO_RELEVANT_MEMORY"]
+__all__ = ["OfflineModel", "Statement", "extract_statements", "parse_recall_prompt", "query_variants", "NO_REPLY", "NO_RELEVANT_MEMORY"]
 
 NO_REPLY = "NO_REPLY"
 
@@ -35,8 +34,14 @@ NO_REPLY = "NO_REPLY"
 class OfflineModel(Model):
     """Deterministic stand-in for a worker LLM (no LLM; rules only). ``role`` is ``recall`` or ``capture``."""
 
-    def __init__(self, role: Literal["recall", "capture"] = "recall", *, max_records: int = 6,
-                 max_statements: int = 12, settings: ModelSettings | None = None) -> None:
+    def __init__(
+        self,
+        role: Literal["recall", "capture"] = "recall",
+        *,
+        max_records: int = 6,
+        max_statements: int = 12,
+        settings: ModelSettings | None = None,
+    ) -> None:
         if role not in ("recall", "capture"):
             raise ValueError(f"role must be 'recall' or 'capture', not {role!r}")
         self.role = role
@@ -52,13 +57,13 @@ class OfflineModel(Model):
     def system(self) -> str:
         return "agent_memory"
 
-    async def request(self, messages: list[ModelMessage], model_settings: ModelSettings | None,
-                      model_request_parameters: ModelRequestParameters) -> ModelResponse:
+    async def request(
+        self, messages: list[ModelMessage], model_settings: ModelSettings | None, model_request_parameters: ModelRequestParameters
+    ) -> ModelResponse:
         _, params = self.prepare_request(model_settings, model_request_parameters)
         tools = {t.name for t in params.function_tools}
         state = RunState.read(messages)
-        parts = recall_step(state, tools, self.max_records) if self.role == "recall" else \
-            _capture_step(state, tools, self.max_statements)
+        parts = recall_step(state, tools, self.max_records) if self.role == "recall" else _capture_step(state, tools, self.max_statements)
         # No model runs, so no tokens are spent: usage counts the request only.
         return ModelResponse(parts=parts, usage=RequestUsage(), model_name=self.model_name, provider_name="agent_memory")
 
@@ -72,12 +77,15 @@ def _capture_step(state: RunState, tools: set[str], max_statements: int) -> list
     if not statements or "memory_remember" not in tools:
         return [TextPart(NO_REPLY)]
     if "memory_search" in tools and not state.called.get("memory_search"):
-        return [ToolCallPart("memory_search", {"query": st.content, "limit": 3}, tool_call_id=f"search-{i}")
-                for i, st in enumerate(statements)]
+        return [
+            ToolCallPart("memory_search", {"query": st.content, "limit": 3}, tool_call_id=f"search-{i}") for i, st in enumerate(statements)
+        ]
     if state.called.get("memory_remember"):
         return [TextPart(NO_REPLY)]
-    held = {c.tool_call_id: [_norm(str(h.get("snippet", ""))) for h in (r.get("hits") or []) if isinstance(h, dict)]
-            for c, r in state.results("memory_search")}
+    held = {
+        c.tool_call_id: [_norm(str(h.get("snippet", ""))) for h in (r.get("hits") or []) if isinstance(h, dict)]
+        for c, r in state.results("memory_search")
+    }
     calls: list[ModelResponsePart] = []
     for i, st in enumerate(statements):
         if any(_norm(st.content) in snippet for snippet in held.get(f"search-{i}", [])):

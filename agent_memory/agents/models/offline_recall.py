@@ -21,19 +21,21 @@ from pydantic_ai.messages import ModelMessage, ModelResponsePart, TextPart, Tool
 from agent_memory.agents.tokens import count_tokens
 from agent_memory.search.text import STOP_WORDS, default_tokenizer, light_stem
 
-__all__ = ["RunState", "NO_RELEVANT_MEMORY", "DEFAULT_BUDGET", "about_past_runs", "parse_recall_prompt", "query_variants",
-           "recall_step"]
+__all__ = ["RunState", "NO_RELEVANT_MEMORY", "DEFAULT_BUDGET", "about_past_runs", "parse_recall_prompt", "query_variants", "recall_step"]
 
 NO_RELEVANT_MEMORY = "NO_RELEVANT_MEMORY"
 DEFAULT_BUDGET = 400
 _BUDGET_RE = re.compile(r"^Budget:\s*(\d+)\s*tokens", re.MULTILINE | re.IGNORECASE)
 _MESSAGE_RE = re.compile(r"^Message:[ \t]*\n(.*)\Z", re.MULTILINE | re.DOTALL)
 _QUESTION_WORDS = frozenset("what when where who whom whose which why how does did do is are was were can could".split())
-_PAST_RUNS = re.compile(r"\b(?:last time|previous(?:ly)?|past (?:runs?|attempts?)|episodes?|attempts?|tried|"
-                        r"what (?:did|have) (?:we|you|i) (?:do|done|try|tried)|what happened|went wrong|how did (?:it|that) go)\b",
-                        re.IGNORECASE)
-_RUN_WORDS = frozenset("last time previous previously past run runs attempt attempts tried try episode episodes "
-                       "happened went wrong go done".split())
+_PAST_RUNS = re.compile(
+    r"\b(?:last time|previous(?:ly)?|past (?:runs?|attempts?)|episodes?|attempts?|tried|"
+    r"what (?:did|have) (?:we|you|i) (?:do|done|try|tried)|what happened|went wrong|how did (?:it|that) go)\b",
+    re.IGNORECASE,
+)
+_RUN_WORDS = frozenset(
+    "last time previous previously past run runs attempt attempts tried try episode episodes happened went wrong go done".split()
+)
 
 
 # -- reading the conversation so far ------------------------------------------------------
@@ -72,16 +74,19 @@ def parse_recall_prompt(prompt: str) -> tuple[str, int]:
     """``(message, budget)`` from a worker prompt (``Budget: N tokens`` / ``Message:``), else the whole prompt."""
     budget = _BUDGET_RE.search(prompt)
     message = _MESSAGE_RE.search(prompt)
-    return (message.group(1).strip() if message else prompt.strip(),
-            int(budget.group(1)) if budget else DEFAULT_BUDGET)
+    return (message.group(1).strip() if message else prompt.strip(), int(budget.group(1)) if budget else DEFAULT_BUDGET)
 
 
 def query_variants(message: str, limit: int = 3) -> list[str]:
     """The message, then names/quoted phrases/numbers, then the last sentence: each only if it adds a new term set."""
     variants = [message]
     quoted = re.findall(r"[\"“]([^\"”]{2,80})[\"”]", message)
-    names = [w for sentence in re.split(r"(?<=[.!?])\s+", message) for w in re.findall(r"\w[\w'-]*", sentence)[1:]
-             if w[0].isupper() and w.lower() not in STOP_WORDS]
+    names = [
+        w
+        for sentence in re.split(r"(?<=[.!?])\s+", message)
+        for w in re.findall(r"\w[\w'-]*", sentence)[1:]
+        if w[0].isupper() and w.lower() not in STOP_WORDS
+    ]
     numbers = re.findall(r"\b\d[\d:/.-]*\b", message)
     focus = " ".join(dict.fromkeys(quoted + names + numbers))
     if quoted or len(_terms(focus)) >= 2:  # one bare name alone tends to match half the corpus
@@ -110,26 +115,33 @@ def recall_step(state: RunState, tools: set[str], max_records: int) -> list[Mode
         return [TextPart(NO_RELEVANT_MEMORY)]
     episodes = "memory_episodes" in tools and about_past_runs(message)
     if not state.called.get("memory_search"):
-        calls: list[ModelResponsePart] = [ToolCallPart("memory_search", {"query": q, "limit": 8}, tool_call_id=f"search-{i}")
-                 for i, q in enumerate(query_variants(message))]
+        calls: list[ModelResponsePart] = [
+            ToolCallPart("memory_search", {"query": q, "limit": 8}, tool_call_id=f"search-{i}")
+            for i, q in enumerate(query_variants(message))
+        ]
         if "memory_search_sessions" in tools:  # earlier conversations: their best messages join the fusion
-            calls.append(ToolCallPart("memory_search_sessions", {"query": message, "limit": 3},
-                                      tool_call_id="sessions-0"))
+            calls.append(ToolCallPart("memory_search_sessions", {"query": message, "limit": 3}, tool_call_id="sessions-0"))
         if episodes:
             topic = " ".join(t for t in _terms(message) if t not in _RUN_WORDS)
-            calls.append(ToolCallPart("memory_episodes", {"query": topic, "limit": 3} if topic else {"limit": 3},
-                                      tool_call_id="episodes-0"))
+            calls.append(
+                ToolCallPart("memory_episodes", {"query": topic, "limit": 3} if topic else {"limit": 3}, tool_call_id="episodes-0")
+            )
         return calls
     lines = _episode_lines(state, budget // 2) if episodes else []
     hits = _fuse(state.results("memory_search") + _session_hits(state))
     if not hits:
         return [TextPart("\n".join(lines) or NO_RELEVANT_MEMORY)]
-    best = hits[:max(1, min(max_records, budget // 80))]  # about one record per 80 tokens of budget
+    best = hits[: max(1, min(max_records, budget // 80))]  # about one record per 80 tokens of budget
     records = [h for h in best if not h.get("message")]  # a session message is read from its snippet
     if "memory_get" in tools and not state.called.get("memory_get") and records:
-        return [ToolCallPart("memory_get", {"id": h["id"], "line_start": max(1, h["line_start"] - 2),
-                                            "line_end": h["line_end"] + 2}, tool_call_id=f"get-{i}")
-                for i, h in enumerate(records)]
+        return [
+            ToolCallPart(
+                "memory_get",
+                {"id": h["id"], "line_start": max(1, h["line_start"] - 2), "line_end": h["line_end"] + 2},
+                tool_call_id=f"get-{i}",
+            )
+            for i, h in enumerate(records)
+        ]
     used = count_tokens("\n".join(lines)) + 1 if lines else 0
     packed = _pack(message, best, state, budget - used) if budget - used > 0 else ""
     return [TextPart("\n".join(lines + ([packed] if packed else [])) or NO_RELEVANT_MEMORY)]
@@ -164,9 +176,13 @@ def _session_hits(state: RunState) -> list[tuple[ToolCallPart, dict[str, Any]]]:
     out = []
     for call, content in state.results("memory_search_sessions"):
         asked = _stems(str(call.args_as_dict().get("query", "")))
-        hits = [dict(m, message=True) for s in content.get("sessions") or [] if isinstance(s, dict)
-                for m in s.get("messages") or [] if isinstance(m, dict) and "id" in m
-                and _stems(str(m.get("snippet", ""))) & asked]  # a message found only by its neighbours ("Noted.") says nothing
+        hits = [
+            dict(m, message=True)
+            for s in content.get("sessions") or []
+            if isinstance(s, dict)
+            for m in s.get("messages") or []
+            if isinstance(m, dict) and "id" in m and _stems(str(m.get("snippet", ""))) & asked
+        ]  # a message found only by its neighbours ("Noted.") says nothing
         out.append((call, {"hits": hits}))
     return out
 
@@ -263,9 +279,9 @@ def _clip(text: str, stems: set[str], max_tokens: int) -> str:
         grew = False
         for step_lo, step_hi in ((0, 1), (-1, 0)):  # one word to the right, then one to the left
             new_lo, new_hi = lo + step_lo, hi + step_hi
-            if 0 <= new_lo and new_hi < len(words) and count_tokens(" ".join(words[new_lo:new_hi + 1])) <= max_tokens - 2:
+            if 0 <= new_lo and new_hi < len(words) and count_tokens(" ".join(words[new_lo : new_hi + 1])) <= max_tokens - 2:
                 lo, hi, grew = new_lo, new_hi, True
-    return ("… " if lo else "") + " ".join(words[lo:hi + 1]) + (" …" if hi < len(words) - 1 else "")
+    return ("… " if lo else "") + " ".join(words[lo : hi + 1]) + (" …" if hi < len(words) - 1 else "")
 
 
 def _clean(line: str) -> str:

@@ -37,8 +37,9 @@ class _Offline(Model):
     def step(self, state: RunState, tools: set[str]) -> list[ModelResponsePart]:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    async def request(self, messages: list[ModelMessage], model_settings: ModelSettings | None,
-                      model_request_parameters: ModelRequestParameters) -> ModelResponse:
+    async def request(
+        self, messages: list[ModelMessage], model_settings: ModelSettings | None, model_request_parameters: ModelRequestParameters
+    ) -> ModelResponse:
         _, params = self.prepare_request(model_settings, model_request_parameters)
         parts = self.step(RunState.read(messages), {t.name for t in params.function_tools})
         return ModelResponse(parts=parts, usage=RequestUsage(), model_name=self.model_name, provider_name="agent_memory")
@@ -67,5 +68,6 @@ class OfflineConsolidateModel(_Offline):
             return [TextPart("NO_REPLY")]
         calls: list[ModelResponsePart] = [
             ToolCallPart("memory_archive", {"id": m.group(1), "reason": m.group(2).strip()}, tool_call_id=f"archive-{i}")
-            for i, m in enumerate(ARCHIVE_LINE.finditer(state.prompt))]
+            for i, m in enumerate(ARCHIVE_LINE.finditer(state.prompt))
+        ]
         return calls or [TextPart("NO_REPLY")]

@@ -23,8 +23,7 @@ MAX_SENTENCES = 10
 MAX_TOPICS = 12
 MAX_TOPIC_CHARS = 40  # a longer "word" (a hash, a pasted blob) is no topic
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
-_MONTHS = ["", "January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-           "November", "December"]
+_MONTHS = ["", "January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"]
 
 
 def _field(m: Any, name: str) -> Any:
@@ -41,8 +40,12 @@ def _day(at: str | None) -> str:
 
 
 _NOTE = re.compile(r"\[shared an? [a-z]+:", re.IGNORECASE)  # "[shared an image: …]": the note's own words say nothing
-_FILLER_KEYS = frozenset(term_key(w) for w in (  # said in every chat; never a topic
-    "wow awesome amazing cool yeah hey thanks thank glad totally really super nice lol haha omg great definitely").split())
+_FILLER_KEYS = frozenset(
+    term_key(w)
+    for w in (  # said in every chat; never a topic
+        "wow awesome amazing cool yeah hey thanks thank glad totally really super nice lol haha omg great definitely"
+    ).split()
+)
 
 
 def _words(text: str) -> list[str]:
@@ -50,11 +53,14 @@ def _words(text: str) -> list[str]:
     return [t for t in default_tokenizer(text) if t not in STOP_WORDS and len(t) > 2 and not t.isdigit()]
 
 
-def summarize_messages(messages: Sequence[Any], *, session_id: str | None = None, max_sentences: int = MAX_SENTENCES,
-                       max_topics: int = MAX_TOPICS) -> str:
+def summarize_messages(
+    messages: Sequence[Any], *, session_id: str | None = None, max_sentences: int = MAX_SENTENCES, max_topics: int = MAX_TOPICS
+) -> str:
     """An extractive, dated summary of ``messages`` (mappings or objects with ``text``, ``speaker``/``role``, ``at``)."""
-    items = [(str(_field(m, "speaker") or _field(m, "role") or "speaker"), str(_field(m, "text") or ""),
-              str(_field(m, "at") or "")) for m in messages]
+    items = [
+        (str(_field(m, "speaker") or _field(m, "role") or "speaker"), str(_field(m, "text") or ""), str(_field(m, "at") or ""))
+        for m in messages
+    ]
     items = [x for x in items if x[1].strip()]
     if not items:
         return ""
@@ -73,9 +79,10 @@ def summarize_messages(messages: Sequence[Any], *, session_id: str | None = None
             per_speaker[speaker][k] += 1
             spelled.setdefault(k, Counter())[w] += 1
     for speaker in speakers:
-        ranked = sorted(((k, n) for k, n in per_speaker[speaker].items()
-                         if k not in _FILLER_KEYS and len(k) <= MAX_TOPIC_CHARS),
-                        key=lambda kv: (-kv[1], kv[0]))
+        ranked = sorted(
+            ((k, n) for k, n in per_speaker[speaker].items() if k not in _FILLER_KEYS and len(k) <= MAX_TOPIC_CHARS),
+            key=lambda kv: (-kv[1], kv[0]),
+        )
         top = [k for k, _ in ranked[:max_topics]]
         if top:
             lines.append(f"{speaker} talked about: " + ", ".join(spelled[k].most_common(1)[0][0] for k in top) + ".")

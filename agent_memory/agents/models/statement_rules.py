@@ -12,8 +12,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Fact", "Subject", "USER", "clause_facts", "generic_my_fact", "my_fact", "name_fact", "sentence", "slug",
-           "third_person", "trim_value"]
+__all__ = [
+    "Fact",
+    "Subject",
+    "USER",
+    "clause_facts",
+    "generic_my_fact",
+    "my_fact",
+    "name_fact",
+    "sentence",
+    "slug",
+    "third_person",
+    "trim_value",
+]
 
 
 @dataclass(frozen=True)
@@ -38,53 +49,88 @@ class Subject:
 USER = Subject("User", "user")
 
 # -- lexicons ------------------------------------------------------------------------------------
-_FAMILY = ("wife husband partner spouse fiance fiancee fiancé fiancée girlfriend boyfriend son daughter kid kids "
-           "child children baby mom mum mother dad father parents brother sister sibling grandma grandmother "
-           "grandpa grandfather granddaughter grandson aunt uncle niece nephew cousin twin stepson stepdaughter").split()
+_FAMILY = (
+    "wife husband partner spouse fiance fiancee fiancé fiancée girlfriend boyfriend son daughter kid kids "
+    "child children baby mom mum mother dad father parents brother sister sibling grandma grandmother "
+    "grandpa grandfather granddaughter grandson aunt uncle niece nephew cousin twin stepson stepdaughter"
+).split()
 _PETS = "dog cat puppy kitten rabbit hamster parrot horse tortoise turtle guinea-pig ferret snake lizard fish".split()
-_REL_RE = (r"(?:(?:little|older|younger|big|baby|eldest|oldest|youngest|twin|step|other|new)\s+)?(?:"
-           + "|".join(sorted(_FAMILY + _PETS, key=len, reverse=True)) + r")")
-_JOBS = frozenset((
-    "engineer developer programmer designer manager teacher nurse doctor physician surgeon dentist pharmacist "
-    "lawyer attorney solicitor accountant architect scientist researcher professor lecturer student chef cook "
-    "baker waiter waitress bartender barista writer author journalist editor artist musician photographer "
-    "consultant analyst electrician plumber carpenter mechanic pilot driver farmer firefighter paramedic therapist "
-    "psychologist psychiatrist veterinarian vet librarian translator recruiter salesperson marketer entrepreneur "
-    "founder cto ceo cfo intern economist mathematician physicist chemist biologist technician administrator "
-    "sysadmin officer clerk cashier secretary tutor coach trainer nanny caregiver carer midwife dietitian "
-    "nutritionist actor actress dancer singer soldier freelancer contractor radiologist optician paralegal "
-    "pharmacologist geologist statistician illustrator animator copywriter realtor banker broker").split())
+_REL_RE = (
+    r"(?:(?:little|older|younger|big|baby|eldest|oldest|youngest|twin|step|other|new)\s+)?(?:"
+    + "|".join(sorted(_FAMILY + _PETS, key=len, reverse=True))
+    + r")"
+)
+_JOBS = frozenset(
+    (
+        "engineer developer programmer designer manager teacher nurse doctor physician surgeon dentist pharmacist "
+        "lawyer attorney solicitor accountant architect scientist researcher professor lecturer student chef cook "
+        "baker waiter waitress bartender barista writer author journalist editor artist musician photographer "
+        "consultant analyst electrician plumber carpenter mechanic pilot driver farmer firefighter paramedic therapist "
+        "psychologist psychiatrist veterinarian vet librarian translator recruiter salesperson marketer entrepreneur "
+        "founder cto ceo cfo intern economist mathematician physicist chemist biologist technician administrator "
+        "sysadmin officer clerk cashier secretary tutor coach trainer nanny caregiver carer midwife dietitian "
+        "nutritionist actor actress dancer singer soldier freelancer contractor radiologist optician paralegal "
+        "pharmacologist geologist statistician illustrator animator copywriter realtor banker broker"
+    ).split()
+)
 _DEICTIC = re.compile(r"^(?:it|that|this|these|those|them|you|him|her|when|how|what|the idea|your)\b", re.I)
 _NOTHING = frozenset("anything everything nothing stuff things".split())
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "no": 0}
-_NOT_NAMES = frozenset((
-    "tomorrow today tonight later back soon now again anytime sometime whenever when if at on in after before a an "
-    "the maybe please up out over crazy anything something whatever what that this it later, asap first once "
-    "monday tuesday wednesday thursday friday saturday sunday morning evening afternoon").split())
-_MONTHS = ("january february march april may june july august september october november december "
-           "jan feb mar apr jun jul aug sep sept oct nov dec").split()
+_NOT_NAMES = frozenset(
+    (
+        "tomorrow today tonight later back soon now again anytime sometime whenever when if at on in after before a an "
+        "the maybe please up out over crazy anything something whatever what that this it later, asap first once "
+        "monday tuesday wednesday thursday friday saturday sunday morning evening afternoon"
+    ).split()
+)
+_MONTHS = (
+    "january february march april may june july august september october november december jan feb mar apr jun jul aug sep sept oct nov dec"
+).split()
 _SPELLING = {"favorite": "favourite", "color": "colour", "colors": "colours", "neighbor": "neighbour"}
-_TRANSIENT_SUBJECTS = frozenset(("question problem issue point guess answer bad fault pleasure turn understanding "
-                                 "plan idea concern worry suggestion request goal bet hunch mistake").split())
+_TRANSIENT_SUBJECTS = frozenset(
+    (
+        "question problem issue point guess answer bad fault pleasure turn understanding "
+        "plan idea concern worry suggestion request goal bet hunch mistake"
+    ).split()
+)
 _TRANSIENT_VALUES = re.compile(
     r"^(?:so |really |very |a bit |kind of |totally |still |just )*(?:late|down|broken|slow|delayed|tired|sick|busy|"
     r"dead|empty|full|out|off|on|ready|done|fine|ok|okay|great|good|bad|awful|terrible|not working|acting up|"
     r"killing me|away|here|there|gone|lost|stuck|missing|over|cancelled|canceled)"
-    r"(?:\s+(?:again|today|now|right now|at the moment|this morning|tonight))?$", re.I)
-_OTHERS = frozenset(("friend colleague coworker co-worker boss manager neighbour neighbor roommate flatmate classmate "
-                     "teammate doctor landlord landlady ex client mentor teacher coach").split())
+    r"(?:\s+(?:again|today|now|right now|at the moment|this morning|tonight))?$",
+    re.I,
+)
+_OTHERS = frozenset(
+    (
+        "friend colleague coworker co-worker boss manager neighbour neighbor roommate flatmate classmate "
+        "teammate doctor landlord landlady ex client mentor teacher coach"
+    ).split()
+)
 
 # -- small helpers -------------------------------------------------------------------------------
 _PERSON = [
-    (r"\bI am\b|\bI'm\b", "the user is"), (r"\bI've\b|\bI have\b", "the user has"), (r"\bI'd\b", "the user would"),
-    (r"\bI'll\b", "the user will"), (r"\bI was\b", "the user was"), (r"\bI\b", "the user"),
-    (r"\bmyself\b", "the user"), (r"\bmine\b", "the user's"), (r"\bmy\b", "the user's"), (r"\bme\b", "the user"),
+    (r"\bI am\b|\bI'm\b", "the user is"),
+    (r"\bI've\b|\bI have\b", "the user has"),
+    (r"\bI'd\b", "the user would"),
+    (r"\bI'll\b", "the user will"),
+    (r"\bI was\b", "the user was"),
+    (r"\bI\b", "the user"),
+    (r"\bmyself\b", "the user"),
+    (r"\bmine\b", "the user's"),
+    (r"\bmy\b", "the user's"),
+    (r"\bme\b", "the user"),
 ]
-_TRAIL = re.compile(r"(?:[\s,]+(?:now|nowadays|these days|at the moment|currently|too|as well|again|actually|"
-                    r"lol|haha|though|for real|instead|by the way|btw|anyway|originally|after all)\b|[\s:;)(]+|\s*[-–—]\s*)+$", re.I)
-_CUT = re.compile(r"(?:,\s*|\s+[-–—]\s+)(?:so|but|because|which|though|although|whereas|hence|therefore|since|"
-                  r"thanks|thank you|please|if|lol|haha|btw)\b.*$|\s+(?:because|but|whereas|although|so that|so no|"
-                  r"so i|so we|so please|thanks|thank you)\b.*$|\s*\(.*$", re.I)
+_TRAIL = re.compile(
+    r"(?:[\s,]+(?:now|nowadays|these days|at the moment|currently|too|as well|again|actually|"
+    r"lol|haha|though|for real|instead|by the way|btw|anyway|originally|after all)\b|[\s:;)(]+|\s*[-–—]\s*)+$",
+    re.I,
+)
+_CUT = re.compile(
+    r"(?:,\s*|\s+[-–—]\s+)(?:so|but|because|which|though|although|whereas|hence|therefore|since|"
+    r"thanks|thank you|please|if|lol|haha|btw)\b.*$|\s+(?:because|but|whereas|although|so that|so no|"
+    r"so i|so we|so please|thanks|thank you)\b.*$|\s*\(.*$",
+    re.I,
+)
 
 
 def sentence(text: str) -> str:
@@ -128,9 +174,12 @@ def _items(text: str) -> list[str]:
 
 def _is_name(text: str) -> bool:
     words = text.split()
-    return (1 <= len(words) <= 3 and words[0].lower() not in _NOT_NAMES
-            and all(re.fullmatch(r"[A-Za-zÀ-ÿ][A-Za-zÀ-ÿ'.-]{0,29}", w) and w.lower() not in _MONTHS for w in words)
-            and (len(words) == 1 or all(w[0].isupper() for w in words)))
+    return (
+        1 <= len(words) <= 3
+        and words[0].lower() not in _NOT_NAMES
+        and all(re.fullmatch(r"[A-Za-zÀ-ÿ][A-Za-zÀ-ÿ'.-]{0,29}", w) and w.lower() not in _MONTHS for w in words)
+        and (len(words) == 1 or all(w[0].isupper() for w in words))
+    )
 
 
 def _name(text: str) -> str | None:
@@ -175,11 +224,17 @@ def name_fact(clause: str) -> Fact | None:
 
 # -- "I'm …" / "my sister is …" ------------------------------------------------------------------
 _NEG = re.compile(r"^(?:not|no longer|never|n't)\s+(.*)$", re.I)
-_ADVERBS = re.compile(r"^(?:(?:really|very|severely|deathly|extremely|highly|mildly|slightly|super|also|still|now|"
-                      r"actually|currently|totally|quite|so|pretty|just|recently|finally|officially)\s+)+", re.I)
-_DIET = re.compile(r"^(?:an?\s+)?(?:strict\s+|lifelong\s+|full[- ]time\s+)?(vegetarian|vegan|pescatarian|pescetarian|"
-                   r"flexitarian|teetotal|teetotaller|teetotaler|kosher|halal|gluten[- ]free|plant[- ]based|"
-                   r"on an? (?:keto|paleo|low[- ]carb|gluten[- ]free|vegan|vegetarian) diet)$", re.I)
+_ADVERBS = re.compile(
+    r"^(?:(?:really|very|severely|deathly|extremely|highly|mildly|slightly|super|also|still|now|"
+    r"actually|currently|totally|quite|so|pretty|just|recently|finally|officially)\s+)+",
+    re.I,
+)
+_DIET = re.compile(
+    r"^(?:an?\s+)?(?:strict\s+|lifelong\s+|full[- ]time\s+)?(vegetarian|vegan|pescatarian|pescetarian|"
+    r"flexitarian|teetotal|teetotaller|teetotaler|kosher|halal|gluten[- ]free|plant[- ]based|"
+    r"on an? (?:keto|paleo|low[- ]carb|gluten[- ]free|vegan|vegetarian) diet)$",
+    re.I,
+)
 _JOB = re.compile(r"^(an?\s+(?:[\w-]+\s+){0,4}?([\w-]+))(?:\s+(at|for)\s+(.+))?$", re.I)
 
 
@@ -193,22 +248,30 @@ def _be(pred: str, subj: Subject) -> list[Fact]:
     if m := re.match(r"^(?:allergic|intolerant)\s+to\s+(.+)$", pred, re.I):
         what = "allergic" if pred.lower().startswith("allergic") else "intolerant"
         kind = "allergy" if what == "allergic" else "intolerance"
-        return [Fact(sentence(f"{is_}{what} to {item}"), key=f"{subj.key}.{kind}.{slug(item)}")
-                for item in _items(m.group(1)) if slug(item) and item.lower() not in _NOTHING]
+        return [
+            Fact(sentence(f"{is_}{what} to {item}"), key=f"{subj.key}.{kind}.{slug(item)}")
+            for item in _items(m.group(1))
+            if slug(item) and item.lower() not in _NOTHING
+        ]
     if m := re.match(r"^(lactose|gluten|fructose|histamine)[- ]intolerant$|^(c(?:o)?eliac)$", pred, re.I):
         what = (m.group(1) or "gluten").lower()
         return [Fact(sentence(f"{is_}{pred.lower()}"), key=f"{subj.key}.intolerance.{what}")]
     if m := _DIET.match(pred):
-        said_not = neg_m is not None and neg_m.group(0).lower().startswith("not") and not re.search(
-            r"\b(?:anymore|any more)\W*$", raw, re.I)
+        said_not = (
+            neg_m is not None and neg_m.group(0).lower().startswith("not") and not re.search(r"\b(?:anymore|any more)\W*$", raw, re.I)
+        )
         word = "" if not neg else "not " if said_not else "no longer "
         return [Fact(sentence(f"{subj.name} is {word}{m.group(1).lower()}"), key=f"{subj.key}.diet")]
     if neg:
         if m := re.match(r"^(?:an?\s+)?(?:big\s+|huge\s+)?fan\s+of\s+(.+)$", pred, re.I):
             return [f for f in [_pref_fact(subj, "is not a fan of", m.group(1))] if f]
         return []  # "I'm not a nurse" says what the user is not: nothing to keep
-    if m := re.match(r"^(married|single|divorced|engaged|widowed|separated|in a relationship)"
-                     r"(?:\s+(?:to|with)\s+(.+))?$", pred, re.I):
+    if m := re.match(
+        r"^(married|single|divorced|engaged|widowed|separated|in a relationship)"
+        r"(?:\s+(?:to|with)\s+(.+))?$",
+        pred,
+        re.I,
+    ):
         return [Fact(sentence(f"{subj.name} is {pred}"), key=f"{subj.key}.relationship")]
     if (m := re.match(r"^(\d{1,3})(?:\s*(?:years?|yrs?)(?:\s+old)?)?$", pred, re.I)) and 0 < int(m.group(1)) < 120:
         return [Fact(f"{subj.name} is {int(m.group(1))} years old.", key=f"{subj.key}.age")]
@@ -220,11 +283,14 @@ def _be(pred: str, subj: Subject) -> list[Fact]:
         return [Fact(sentence(f"{subj.name} works as {m.group(1)}"), key=f"{subj.key}.job")]
     if m := re.match(r"^employed\s+(?:at|by)\s+(.+)$", pred, re.I):
         return [Fact(sentence(f"{subj.name} works at {m.group(1)}"), key=f"{subj.key}.employer")]
-    if re.match(r"^(?:retired|unemployed|self-employed|freelancing|between jobs|a stay-at-home (?:mom|mum|dad|parent))$",
-                pred, re.I):
+    if re.match(r"^(?:retired|unemployed|self-employed|freelancing|between jobs|a stay-at-home (?:mom|mum|dad|parent))$", pred, re.I):
         return [Fact(sentence(f"{subj.name} is {pred}"), key=f"{subj.key}.job")]
-    if m := re.match(r"^(?:an?\s+)?(?:big\s+|huge\s+|massive\s+|great\s+)?fan\s+of\s+(.+)$|^(?:into|obsessed with|"
-                     r"crazy about|passionate about|keen on)\s+(.+)$", pred, re.I):
+    if m := re.match(
+        r"^(?:an?\s+)?(?:big\s+|huge\s+|massive\s+|great\s+)?fan\s+of\s+(.+)$|^(?:into|obsessed with|"
+        r"crazy about|passionate about|keen on)\s+(.+)$",
+        pred,
+        re.I,
+    ):
         verb = "is a fan of" if m.group(1) else "is " + pred[: m.start(2)].strip().lower()
         return [f for f in [_pref_fact(subj, verb, m.group(1) or m.group(2))] if f]
     if (m := _JOB.match(pred)) and (m.group(2).lower() in _JOBS or m.group(2).lower().rstrip("s") in _JOBS):
@@ -241,15 +307,31 @@ def _be(pred: str, subj: Subject) -> list[Fact]:
 _PREFER = re.compile(
     r"^(?:(?:really|strongly|much|definitely|usually|generally|always|also|absolutely|totally|honestly)\s+)*"
     r"(prefers?|likes?|loves?|enjoys?|adores?|hates?|dislikes?|detests?|loathes?|can'?t stand|cannot stand|"
-    r"don'?t like|do not like|doesn'?t like|does not like|would rather|'d rather|would prefer|'d prefer)\s+(.+)$", re.I)
-_PREFER_VERB = {"can't stand": "can't stand", "cant stand": "can't stand", "cannot stand": "can't stand",
-                "don't like": "dislikes", "dont like": "dislikes", "do not like": "dislikes", "doesn't like": "dislikes",
-                "doesnt like": "dislikes", "does not like": "dislikes", "would rather": "would rather",
-                "'d rather": "would rather", "would prefer": "would prefer", "'d prefer": "would prefer"}
+    r"don'?t like|do not like|doesn'?t like|does not like|would rather|'d rather|would prefer|'d prefer)\s+(.+)$",
+    re.I,
+)
+_PREFER_VERB = {
+    "can't stand": "can't stand",
+    "cant stand": "can't stand",
+    "cannot stand": "can't stand",
+    "don't like": "dislikes",
+    "dont like": "dislikes",
+    "do not like": "dislikes",
+    "doesn't like": "dislikes",
+    "doesnt like": "dislikes",
+    "does not like": "dislikes",
+    "would rather": "would rather",
+    "'d rather": "would rather",
+    "would prefer": "would prefer",
+    "'d prefer": "would prefer",
+}
 _AVOID = re.compile(r"^(?:don'?t|do not|doesn'?t|does not|never|can'?t|cannot|no longer)\s+(eat|drink)s?\s+(.+)$", re.I)
 _VERB_NEG = re.compile(r"^(?:don'?t|do not|doesn'?t|does not|no longer|never|didn'?t|did not)\s+(.+)$", re.I)
-_HAVE = re.compile(rf"^(?:have|has|'ve got|have got|has got)\s+((an?|one|two|three|four|five|six|\d|no)\s+"
-                   rf"(?:(?:[\w-]+\s+){{0,2}}?)?({_REL_RE})s?(?:\s+(?:named|called)\s+(.+))?)$", re.I)
+_HAVE = re.compile(
+    rf"^(?:have|has|'ve got|have got|has got)\s+((an?|one|two|three|four|five|six|\d|no)\s+"
+    rf"(?:(?:[\w-]+\s+){{0,2}}?)?({_REL_RE})s?(?:\s+(?:named|called)\s+(.+))?)$",
+    re.I,
+)
 
 
 def _capitalised(value: str) -> bool:
@@ -270,17 +352,18 @@ def _verb(pred: str, subj: Subject) -> list[Fact]:
         return [f for f in [_pref_fact(subj, verb, m.group(2))] if f]
     if m := _AVOID.match(pred):
         does = "doesn't" if m.group(0).lower().startswith(("do", "nev", "no")) else "can't"
-        return [Fact(sentence(f"{subj.name} {does} {m.group(1).lower()} {item}"), key=f"{subj.key}.diet.avoid.{slug(item)}")
-                for item in _items(m.group(2)) if slug(item)]
+        return [
+            Fact(sentence(f"{subj.name} {does} {m.group(1).lower()} {item}"), key=f"{subj.key}.diet.avoid.{slug(item)}")
+            for item in _items(m.group(2))
+            if slug(item)
+        ]
     neg_m = _VERB_NEG.match(pred)
-    no_longer = bool(neg_m and neg_m.group(0).lower().startswith("no longer")) or bool(
-        re.search(r"\b(?:anymore|any more)$", pred, re.I))
+    no_longer = bool(neg_m and neg_m.group(0).lower().startswith("no longer")) or bool(re.search(r"\b(?:anymore|any more)$", pred, re.I))
     if neg_m and not no_longer:
         return []  # "I don't live in Paris": nothing to keep
     pred = _ADVERBS.sub("", neg_m.group(1) if neg_m else pred)
     pred = re.sub(r"\s*\b(?:anymore|any more)$", "", trim_value(pred), flags=re.I)
-    if (m := re.match(r"^(?:lives?|((?:have|has|'ve)\s+(?:been\s+living|lived)))\s+in\s+(.+)$", pred, re.I)) \
-            and _place(m.group(2)):
+    if (m := re.match(r"^(?:lives?|((?:have|has|'ve)\s+(?:been\s+living|lived)))\s+in\s+(.+)$", pred, re.I)) and _place(m.group(2)):
         verb = "no longer lives" if no_longer else "has lived" if m.group(1) else "lives"
         return [Fact(sentence(f"{subj.name} {verb} in {m.group(2)}"), key=f"{subj.key}.home")]
     if m := re.match(r"^works?\s+(at|for)\s+(.+)$|^(?:work|works)\s+as\s+(.+)$", pred, re.I):
@@ -292,14 +375,20 @@ def _verb(pred: str, subj: Subject) -> list[Fact]:
         return [Fact(sentence(f"{subj.name} {verb} {m.group(1).lower()} {m.group(2)}"), key=f"{subj.key}.employer")]
     if no_longer:
         return []
-    if (m := re.match(r"^(?:moved|relocated|(?:have|has|'ve)\s+(?:moved|relocated))\s+(?:back\s+)?to\s+(.+)$", pred, re.I)) \
-            and _capitalised(m.group(1)):
+    if (
+        m := re.match(r"^(?:moved|relocated|(?:have|has|'ve)\s+(?:moved|relocated))\s+(?:back\s+)?to\s+(.+)$", pred, re.I)
+    ) and _capitalised(m.group(1)):
         return [Fact(sentence(f"{subj.name} moved to {m.group(1)}"), key=f"{subj.key}.home")]
-    if m := re.match(r"^(?:started|began|(?:have|has|'ve)\s+started)\s+((?:a\s+new\s+job\s+|a\s+job\s+|working\s+|work\s+)?)"
-                     r"(at|with|for)\s+(.+)$", pred, re.I):
+    if m := re.match(
+        r"^(?:started|began|(?:have|has|'ve)\s+started)\s+((?:a\s+new\s+job\s+|a\s+job\s+|working\s+|work\s+)?)"
+        r"(at|with|for)\s+(.+)$",
+        pred,
+        re.I,
+    ):
         return [Fact(sentence(f"{subj.name} started {m.group(1)}{m.group(2).lower()} {m.group(3)}"), key=f"{subj.key}.employer")]
-    if (m := re.match(r"^(joined|got\s+hired\s+(?:at|by)|was\s+hired\s+by|got\s+(?:a\s+)?(?:new\s+)?job\s+(?:at|with))\s+(.+)$",
-                      pred, re.I)) and _capitalised(m.group(2)):
+    if (
+        m := re.match(r"^(joined|got\s+hired\s+(?:at|by)|was\s+hired\s+by|got\s+(?:a\s+)?(?:new\s+)?job\s+(?:at|with))\s+(.+)$", pred, re.I)
+    ) and _capitalised(m.group(2)):
         return [Fact(sentence(f"{subj.name} {m.group(1).lower()} {m.group(2)}"), key=f"{subj.key}.employer")]
     if (m := re.match(r"^(?:quit|left)\s+(my\s+job\s+(?:at|with)\s+)?(.+)$", pred, re.I)) and (m.group(1) or _capitalised(m.group(2))):
         return [Fact(sentence(f"{subj.name} no longer works at {m.group(2)}"), key=f"{subj.key}.employer")]
@@ -311,12 +400,19 @@ def _verb(pred: str, subj: Subject) -> list[Fact]:
         key = f"{subj.key}.{group}.{slug(noun)}" + (f".{slug(names[0])}" if len(names) == 1 and count == 1 else "")
         return [Fact(sentence(f"{subj.name} has {third_person(trim_value(m.group(1)))}"), key=key)]
     if m := re.match(r"^(?:speaks?|(?:am|'m)\s+fluent\s+in)\s+(.+?)(?:\s+(?:fluently|well|natively))?$", pred, re.I):
-        return [Fact(sentence(f"{subj.name} speaks {item}"), key=f"{subj.key}.language.{slug(item)}")
-                for item in _items(m.group(1)) if _capitalised(item)]
+        return [
+            Fact(sentence(f"{subj.name} speaks {item}"), key=f"{subj.key}.language.{slug(item)}")
+            for item in _items(m.group(1))
+            if _capitalised(item)
+        ]
     if m := re.match(r"^was\s+born\s+(on|in)\s+(.+)$", pred, re.I):
         dated = re.search(r"\d|\b(?:" + "|".join(_MONTHS) + r")\b", m.group(2), re.I)
-        return [Fact(sentence(f"{subj.name} was born {m.group(1).lower()} {m.group(2)}"),
-                     key=f"{subj.key}.{'birthday' if dated else 'birthplace'}")]
+        return [
+            Fact(
+                sentence(f"{subj.name} was born {m.group(1).lower()} {m.group(2)}"),
+                key=f"{subj.key}.{'birthday' if dated else 'birthplace'}",
+            )
+        ]
     if m := re.match(r"^turned\s+(\d{1,3})\b(.*)$", pred, re.I):
         return [Fact(sentence(f"{subj.name} turned {m.group(1)}{m.group(2)}"), key=f"{subj.key}.age")]
     if m := re.match(r"^got\s+(married|engaged|divorced)\b(.*)$", pred, re.I):
@@ -335,12 +431,13 @@ _PLURAL_VERB = {"is": "are", "has": "have", "was": "were", "doesn't": "don't", "
 
 def _plural(facts: list[Fact], subj: Subject) -> list[Fact]:
     """``User's parents lives`` → ``User's parents live``."""
+
     def fix(m: re.Match[str]) -> str:
         verb = m.group(1)
         return _PLURAL_VERB.get(verb, verb[:-1] if verb.endswith("s") and not verb.endswith("ss") else verb)
+
     pattern = re.compile(re.escape(subj.name) + r" (?=(\S+))\S+")
-    return [Fact(pattern.sub(lambda m: f"{subj.name} {fix(m)}", f.content, count=1), f.kind, f.key, f.tags, f.personal)
-            for f in facts]
+    return [Fact(pattern.sub(lambda m: f"{subj.name} {fix(m)}", f.content, count=1), f.kind, f.key, f.tags, f.personal) for f in facts]
 
 
 def _relation(word: str) -> Subject:

@@ -70,45 +70,72 @@ _STAMP = re.compile(r"^\s*\[([^\]]{4,40})\]\s*(.*)$")
 _DATE_LINE = re.compile(r"^\s*\[?\s*(?:date|time|timestamp|session date|date ?time)\s*:\s*([^\]]+?)\]?\s*$", re.I)
 _YOUR_FACT = re.compile(r"\byour\s+([\w' -]{1,60}?)\s+(?:is|are|was)\s+", re.I)
 
-_FILLER = re.compile(r"^(?:(?:ok(?:ay)?|oh|so|and|also|btw|by the way|hey|hi|hello|well|great|thanks|thank you|please|"
-                     r"fyi|just so you know|for the record|for context|fun fact|yes|yeah|yep|heads up|quick note|note to self)\b[,!.:]?\s+)+", re.I)
-_SAID = re.compile(r"^(?:(?:like|as)\s+i\s+(?:said|mentioned)(?:\s+before|\s+earlier)?|i\s+told\s+you(?:\s+that)?|"
-                   r"(?:just\s+)?to\s+be\s+clear)\b[,:]?\s+", re.I)
-_GREETING_NAME = re.compile(r"^(?i:hi|hello|hey)(?i:\s+there)?[,!.]?\s+(?i:i'm|i am|this is|it's)\s+([A-Z][\w'-]+)"
-                            r"(?i:\s+here)?[.!]?$")
+_FILLER = re.compile(
+    r"^(?:(?:ok(?:ay)?|oh|so|and|also|btw|by the way|hey|hi|hello|well|great|thanks|thank you|please|"
+    r"fyi|just so you know|for the record|for context|fun fact|yes|yeah|yep|heads up|quick note|note to self)\b[,!.:]?\s+)+",
+    re.I,
+)
+_SAID = re.compile(
+    r"^(?:(?:like|as)\s+i\s+(?:said|mentioned)(?:\s+before|\s+earlier)?|i\s+told\s+you(?:\s+that)?|"
+    r"(?:just\s+)?to\s+be\s+clear)\b[,:]?\s+",
+    re.I,
+)
+_GREETING_NAME = re.compile(
+    r"^(?i:hi|hello|hey)(?i:\s+there)?[,!.]?\s+(?i:i'm|i am|this is|it's)\s+([A-Z][\w'-]+)"
+    r"(?i:\s+here)?[.!]?$"
+)
 _CORRECTION = re.compile(r"^(?:actually|correction|sorry|wait|oops|update)\b[,:!]?\s+(?:no[,!.]?\s+)?(.+)$", re.I)
 _NO = re.compile(r"^no[,!.]?\s+(.+)$", re.I)
 _PRONOUN = re.compile(r"^(?:it'?s|it is|that'?s|that is|it was|its)\s+(.+)$", re.I)
 _REMEMBER = re.compile(
     r"^(?:please\s+)?(?:remember|note|keep in mind|don'?t forget|do not forget|make a note)"
-    r"(?:\s+(?:that|this))?\s*[:,]?\s+(.+)$", re.I)
+    r"(?:\s+(?:that|this))?\s*[:,]?\s+(.+)$",
+    re.I,
+)
 _REMEMBER_TAIL = re.compile(r"^(.+?)[,;]?\s+(?:please\s+)?(?:remember|note) (?:that|this)[.!]?$", re.I)
 _THE_FACT = re.compile(r"^(?:the|our)\s+([\w' -]{1,60}?)\s+(is|are|will be)\s+(.+)$", re.I)
-_QUESTION = re.compile(r"^(?:what|when|where|who|whom|whose|which|why|how|do|does|did|is|are|was|were|can|could|"
-                       r"would|should|will|shall|have|has|am|any idea|guess what)\b", re.I)
+_QUESTION = re.compile(
+    r"^(?:what|when|where|who|whom|whose|which|why|how|do|does|did|is|are|was|were|can|could|"
+    r"would|should|will|shall|have|has|am|any idea|guess what)\b",
+    re.I,
+)
 _HYPOTHETICAL = re.compile(
     r"\b(?:if|suppose|supposing|imagine|imagining|pretend|hypothetically|assuming|unless|whether|wish|wonder|"
     r"maybe|perhaps|possibly|probably|in case|as if|let'?s say|i think|i guess|i believe|i suspect|not sure|"
-    r"no idea|i feel like|i doubt)\b", re.I)
-_REPORTED = re.compile(r"\b(?:said|says|say|told|tells|claims?|claimed|mentioned|according to|asked|asks|heard|"
-                       r"thinks|thought|reckons?)\b", re.I)
-_MODAL = re.compile(r"\b(?:would(?!\s+(?:rather|prefer))|could|should|might|will|shall|gonna|going to|want to|"
-                    r"wanna|hope to|plan to|planning to|used to|thinking about|thinking of|considering)\b|"
-                    r"'ll\b|'d(?!\s+(?:rather|prefer))\b", re.I)
+    r"no idea|i feel like|i doubt)\b",
+    re.I,
+)
+_REPORTED = re.compile(
+    r"\b(?:said|says|say|told|tells|claims?|claimed|mentioned|according to|asked|asks|heard|"
+    r"thinks|thought|reckons?)\b",
+    re.I,
+)
+_MODAL = re.compile(
+    r"\b(?:would(?!\s+(?:rather|prefer))|could|should|might|will|shall|gonna|going to|want to|"
+    r"wanna|hope to|plan to|planning to|used to|thinking about|thinking of|considering)\b|"
+    r"'ll\b|'d(?!\s+(?:rather|prefer))\b",
+    re.I,
+)
 _ALWAYS = re.compile(r"^(?:please\s+)?(always|never)\s+(?!mind\b)(.+)$", re.I)
 _DECIDED = re.compile(r"^(we|i|the team)(?:\s+have|\s*'ve)?\s+(?:decided|agreed|chose|settled)\s*(?:to|that|on)?\s+(.+)$", re.I)
-_LETS = re.compile(r"^(?:let'?s|let us|we(?:'ll| will| are going to|'re going to))\s+"
-                   r"(use|go with|stick with|switch to|adopt|keep|pick|choose|move to|standardi[sz]e on)\s+(.+)$", re.I)
+_LETS = re.compile(
+    r"^(?:let'?s|let us|we(?:'ll| will| are going to|'re going to))\s+"
+    r"(use|go with|stick with|switch to|adopt|keep|pick|choose|move to|standardi[sz]e on)\s+(.+)$",
+    re.I,
+)
 _DECISION_IS = re.compile(r"^the decision is\s+(?:to\s+|that\s+)?(.+)$", re.I)
-_CLAUSE_SPLIT = re.compile(r"\s*;\s*|(?:\s*,\s*(?:(?:and|but|plus|also|while|although|though)\s+)?|"
-                           r"\s+(?:and|but|plus|while|although|though)\s+)(?=(?:also\s+)?(?:i|i'm|i've|i'd|my|we)\b)",
-                           re.I)
+_CLAUSE_SPLIT = re.compile(
+    r"\s*;\s*|(?:\s*,\s*(?:(?:and|but|plus|also|while|although|though)\s+)?|"
+    r"\s+(?:and|but|plus|while|although|though)\s+)(?=(?:also\s+)?(?:i|i'm|i've|i'd|my|we)\b)",
+    re.I,
+)
 _SECRET_WORDS = re.compile(
     r"\b(?:passwords?|passcodes?|passphrases?|pass phrase|pins?|pin (?:code|number)|tokens?|api[ _-]?keys?|secret|"
     r"secrets|credentials?|cvv|cvc|security code|access code|alarm code|door code|gate code|entry code|garage code|"
     r"(?:safe|lock) combination|social security|ssn|card number|credit card|debit card|account number|"
     r"routing number|iban|sort code|recovery (?:code|phrase|key)|seed phrase|private key|2fa|otp|one-time code)\b",
-    re.I)
+    re.I,
+)
 
 
 def _split_transcript(text: str) -> list[_Message]:
@@ -151,28 +178,30 @@ def _clauses(text: str) -> list[str]:
     return [c.strip(" ,;") for c in _CLAUSE_SPLIT.split(text) if c and c.strip(" ,;")]
 
 
-_LEADING_WHEN = re.compile(r"^((?:last|this|next)\s+(?:year|month|week|weekend|spring|summer|autumn|fall|winter)|"
-                          r"yesterday|today|recently|in\s+\d{4}|(?:a|one|two|three|\d+)\s+(?:days?|weeks?|months?|"
-                          r"years?)\s+ago),?\s+(?=i\b|i'|my\b)", re.I)
+_LEADING_WHEN = re.compile(
+    r"^((?:last|this|next)\s+(?:year|month|week|weekend|spring|summer|autumn|fall|winter)|"
+    r"yesterday|today|recently|in\s+\d{4}|(?:a|one|two|three|\d+)\s+(?:days?|weeks?|months?|"
+    r"years?)\s+ago),?\s+(?=i\b|i'|my\b)",
+    re.I,
+)
 
 
 def _plain(clause: str, *, explicit: bool) -> list[Fact]:
     """Facts of one clause; ``explicit`` when the user asked to remember it (modal verbs are then fine)."""
     clause = trim_value(clause)
     if when := _LEADING_WHEN.match(clause):  # "Last year I moved to Bergen" → "I moved to Bergen last year"
-        clause = f"{clause[when.end():]} {when.group(1).lower()}"
+        clause = f"{clause[when.end() :]} {when.group(1).lower()}"
     if fact := name_fact(clause):
         return [fact]
     if m := _DECIDED.match(clause) or _DECISION_IS.match(clause):
         personal = bool(m.re is _DECIDED and m.group(1).lower() == "i")
-        return [Fact(sentence(f"Decision: {trim_value(m.group(m.lastindex or 1))}"), "decision", None, ("decision",),
-                     personal)]
+        return [Fact(sentence(f"Decision: {trim_value(m.group(m.lastindex or 1))}"), "decision", None, ("decision",), personal)]
     if m := _LETS.match(clause):
-        return [Fact(sentence(f"Decision: {m.group(1).lower()} {trim_value(m.group(2))}"), "decision", None,
-                     ("decision",), False)]
+        return [Fact(sentence(f"Decision: {m.group(1).lower()} {trim_value(m.group(2))}"), "decision", None, ("decision",), False)]
     if m := _ALWAYS.match(clause):
-        return [Fact(sentence(f"User asks to {m.group(1).lower()} {third_person(trim_value(m.group(2)))}"),
-                     "preference", None, ("preference",))]
+        return [
+            Fact(sentence(f"User asks to {m.group(1).lower()} {third_person(trim_value(m.group(2)))}"), "preference", None, ("preference",))
+        ]
     if not explicit and _MODAL.search(clause):
         return []  # plans, wishes and conditionals are not facts yet
     return clause_facts(clause)

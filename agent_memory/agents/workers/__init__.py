@@ -36,14 +36,40 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.agents.workers.recall import RecallResult, lexical_summary, run_recall
 
 __all__ = [
-    "RecallResult", "run_recall", "lexical_summary", "CaptureResult", "CaptureContext", "capture_turn",
-    "capture_before_compaction", "rule_extractor", "trim_to_tokens", "usage_dict",
-    "RecordingToolset", "ToolCallRecord", "UnusableOutput", "TOOLSET_CACHE_SIZE", "abandon", "bound_toolset",
-    "describe_error", "resolve_worker", "run_worker", "warm_up", "worker_model", "worker_model_async", "_MODELS",
+    "RecallResult",
+    "run_recall",
+    "lexical_summary",
+    "CaptureResult",
+    "CaptureContext",
+    "capture_turn",
+    "capture_before_compaction",
+    "rule_extractor",
+    "trim_to_tokens",
+    "usage_dict",
+    "RecordingToolset",
+    "ToolCallRecord",
+    "UnusableOutput",
+    "TOOLSET_CACHE_SIZE",
+    "abandon",
+    "bound_toolset",
+    "describe_error",
+    "resolve_worker",
+    "run_worker",
+    "warm_up",
+    "worker_model",
+    "worker_model_async",
+    "_MODELS",
 ]
-_LAZY = {"RecallResult": "recall", "run_recall": "recall", "lexical_summary": "recall", "CaptureResult": "capture",
-         "CaptureContext": "capture", "capture_turn": "capture", "capture_before_compaction": "capture",
-         "rule_extractor": "capture"}
+_LAZY = {
+    "RecallResult": "recall",
+    "run_recall": "recall",
+    "lexical_summary": "recall",
+    "CaptureResult": "capture",
+    "CaptureContext": "capture",
+    "capture_turn": "capture",
+    "capture_before_compaction": "capture",
+    "rule_extractor": "capture",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -59,8 +59,18 @@ from agent_memory.model.scopes import SHARED_SCOPES
 if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.agents.profiles import WorkerProfile
 
-__all__ = ["CaptureResult", "CaptureContext", "Extractor", "capture_turn", "capture_before_compaction",
-           "render_messages", "rule_extractor", "is_personal", "split_facts", "capture_prompt"]
+__all__ = [
+    "CaptureResult",
+    "CaptureContext",
+    "Extractor",
+    "capture_turn",
+    "capture_before_compaction",
+    "render_messages",
+    "rule_extractor",
+    "is_personal",
+    "split_facts",
+    "capture_prompt",
+]
 
 DraftLike = MemoryDraft | Mapping[str, Any] | str
 Drafts = DraftLike | Iterable[DraftLike] | None
@@ -144,18 +154,31 @@ def rule_extractor(ctx: CaptureContext) -> list[MemoryDraft]:
         args = {"content": st.content, "kind": st.kind, "memory_key": st.memory_key}
         personal = getattr(st, "personal", None)
         scope = caller_scope(ctx.caller) if (personal if personal is not None else is_personal(args)) else None
-        out.append(MemoryDraft(st.content, kind=st.kind, tags=st.tags, memory_key=st.memory_key, scope=scope,
-                               on_existing=st.on_existing,  # type: ignore[arg-type]
-                               happened_at=st.happened_at.isoformat() if st.happened_at else None))
+        out.append(
+            MemoryDraft(
+                st.content,
+                kind=st.kind,
+                tags=st.tags,
+                memory_key=st.memory_key,
+                scope=scope,
+                on_existing=st.on_existing,  # type: ignore[arg-type]
+                happened_at=st.happened_at.isoformat() if st.happened_at else None,
+            )
+        )
     return out
 
 
 _PERSONAL_START = re.compile(r"^(?:the\s+)?user(?:'s|’s)?\s|^(?:i|i'm|i’m|i've|my|me|mine)\b", re.I)
-_PERSONAL_WORDS = re.compile(r"\b(?:allerg\w*|diet\w*|vegetarian|vegan|birthday|born|married|wife|husband|partner|"
-                             r"my|i|i'm|i’m|health|medical|diagnos\w*|pronouns?|salary|home address|phone number)\b",
-                             re.I)
-_JOINED_FACT = re.compile(r"(?:[,;]\s*|\s+)(?:and|but|also|plus)\s+(?=(?:the\s+user|user|i|i'm|i’m|i've|my|he|she|"
-                          r"they|we|our)\b)|;\s+|(?<=[.!?])\s+(?=[A-Z])", re.I)
+_PERSONAL_WORDS = re.compile(
+    r"\b(?:allerg\w*|diet\w*|vegetarian|vegan|birthday|born|married|wife|husband|partner|"
+    r"my|i|i'm|i’m|health|medical|diagnos\w*|pronouns?|salary|home address|phone number)\b",
+    re.I,
+)
+_JOINED_FACT = re.compile(
+    r"(?:[,;]\s*|\s+)(?:and|but|also|plus)\s+(?=(?:the\s+user|user|i|i'm|i’m|i've|my|he|she|"
+    r"they|we|our)\b)|;\s+|(?<=[.!?])\s+(?=[A-Z])",
+    re.I,
+)
 
 
 def split_facts(content: str) -> list[str]:
@@ -175,8 +198,7 @@ def _one_fact_per_key(draft: MemoryDraft) -> list[MemoryDraft]:
     facts = split_facts(draft.content)
     if len(facts) < 2:
         return [draft]
-    rest = [dataclasses.replace(draft, content=fact, title=None, memory_key=None, on_existing="append")
-            for fact in facts[1:]]
+    rest = [dataclasses.replace(draft, content=fact, title=None, memory_key=None, on_existing="append") for fact in facts[1:]]
     return [dataclasses.replace(draft, content=facts[0])] + rest
 
 
@@ -197,18 +219,15 @@ def _drafts(value: Any, ctx: CaptureContext) -> list[MemoryDraft]:
         value = [value]
     drafts = []
     for item in value:
-        draft = (item if isinstance(item, MemoryDraft) else MemoryDraft(item) if isinstance(item, str)
-                 else MemoryDraft.from_dict(item))
-        draft = dataclasses.replace(draft, session_id=draft.session_id or ctx.session_id,
-                                    user_id=draft.user_id or ctx.user_id)
+        draft = item if isinstance(item, MemoryDraft) else MemoryDraft(item) if isinstance(item, str) else MemoryDraft.from_dict(item)
+        draft = dataclasses.replace(draft, session_id=draft.session_id or ctx.session_id, user_id=draft.user_id or ctx.user_id)
         if draft.scope is None:
             draft = _placed(draft, ctx.caller, personal=False)
         drafts.extend(_one_fact_per_key(draft))
     return drafts
 
 
-async def _commit(backend: MemoryBackend, drafts: list[MemoryDraft], source: str,
-                  result: CaptureResult) -> CaptureResult:
+async def _commit(backend: MemoryBackend, drafts: list[MemoryDraft], source: str, result: CaptureResult) -> CaptureResult:
     """Write the drafts in one batch; each one the store rejects is listed in ``result.rejected``."""
     rejected: list[dict[str, Any]] = []
     allowed: list[tuple[int, MemoryDraft]] = []
@@ -237,8 +256,7 @@ async def _foreign_record(backend: MemoryBackend, draft: MemoryDraft) -> str | N
         return None
     if existing.source in _CAPTURE_SOURCES:
         return None
-    return (f"memory_key {draft.memory_key!r} is a record capture did not write (source {existing.source!r}); "
-            "capture never changes it")
+    return f"memory_key {draft.memory_key!r} is a record capture did not write (source {existing.source!r}); capture never changes it"
 
 
 class StagingToolset(RecordingToolset):
@@ -270,20 +288,28 @@ class StagingToolset(RecordingToolset):
             raise InvalidInputError("memory_supersede needs the id of a record capture wrote in this conversation's memory")
         rec = await self.backend.get(record_id, self.caller)
         if rec.scope.value != own or rec.source not in _CAPTURE_SOURCES or rec.superseded_by:
-            raise InvalidInputError(f"record {record_id!r} is not a current record capture wrote here; "
-                                    "capture may only supersede its own records (use memory_remember for a new fact)")
+            raise InvalidInputError(
+                f"record {record_id!r} is not a current record capture wrote here; "
+                "capture may only supersede its own records (use memory_remember for a new fact)"
+            )
 
     def drafts(self, ctx: CaptureContext) -> list[MemoryDraft]:
-        fields = ("content", "title", "kind", "scope", "tags", "memory_key", "on_existing", "happened_at", "valid_from",
-                  "valid_to")
+        fields = ("content", "title", "kind", "scope", "tags", "memory_key", "on_existing", "happened_at", "valid_from", "valid_to")
         out = []
         for c in self.calls:
             if c.name == "memory_supersede" and c.result is not None:
                 args = {k: v for k, v in c.args.items() if k in fields and v is not None}
                 if isinstance(args.get("tags"), list):
                     args["tags"] = tuple(args["tags"])
-                out.append(MemoryDraft(**args, scope=caller_scope(ctx.caller), session_id=ctx.session_id,
-                                       user_id=ctx.user_id, supersedes=str(c.args.get("id"))))
+                out.append(
+                    MemoryDraft(
+                        **args,
+                        scope=caller_scope(ctx.caller),
+                        session_id=ctx.session_id,
+                        user_id=ctx.user_id,
+                        supersedes=str(c.args.get("id")),
+                    )
+                )
             if c.name == "memory_remember" and c.result is not None:
                 args = {k: v for k, v in c.args.items() if k in fields and v is not None}
                 if isinstance(args.get("tags"), list):
@@ -298,12 +324,15 @@ def is_personal(args: Mapping[str, Any]) -> bool:
     """Whether a draft is about the person: a preference, a ``user.*`` key, or text about "the user"/"I"/"my" or
     personal matters (allergies, diet, family, health …)."""
     content = str(args.get("content") or "")
-    return (args.get("kind") == "preference" or str(args.get("memory_key") or "").startswith("user.")
-            or bool(_PERSONAL_START.search(content.strip())) or bool(_PERSONAL_WORDS.search(content)))
+    return (
+        args.get("kind") == "preference"
+        or str(args.get("memory_key") or "").startswith("user.")
+        or bool(_PERSONAL_START.search(content.strip()))
+        or bool(_PERSONAL_WORDS.search(content))
+    )
 
 
-async def _run_extractor(backend: MemoryBackend, extractor: Extractor, ctx: CaptureContext, source: str,
-                         started: float) -> CaptureResult:
+async def _run_extractor(backend: MemoryBackend, extractor: Extractor, ctx: CaptureContext, source: str, started: float) -> CaptureResult:
     result = CaptureResult(model=f"extractor:{getattr(extractor, '__name__', type(extractor).__name__)}")
     try:
         value = extractor(ctx)
@@ -320,8 +349,9 @@ async def _run_extractor(backend: MemoryBackend, extractor: Extractor, ctx: Capt
 Worker = Union["WorkerProfile", Callable[[], "WorkerProfile"]]
 
 
-async def _capture(backend: MemoryBackend, ctx: CaptureContext, worker: Worker | None, extractor: Extractor | None,
-                   source: str) -> CaptureResult:
+async def _capture(
+    backend: MemoryBackend, ctx: CaptureContext, worker: Worker | None, extractor: Extractor | None, source: str
+) -> CaptureResult:
     started = time.perf_counter()
     if extractor is not None:
         return await _run_extractor(backend, extractor, ctx, source, started)
@@ -353,9 +383,16 @@ def _said_at(at: Any) -> dt.datetime | None:
     return at if isinstance(at, dt.datetime) else None
 
 
-async def capture_turn(backend: MemoryBackend, input: str, output: str | None = None, *, caller: Caller,
-                       worker: Worker | None = None, extractor: Extractor | None = None,
-                       at: dt.datetime | None = None) -> CaptureResult:
+async def capture_turn(
+    backend: MemoryBackend,
+    input: str,
+    output: str | None = None,
+    *,
+    caller: Caller,
+    worker: Worker | None = None,
+    extractor: Extractor | None = None,
+    at: dt.datetime | None = None,
+) -> CaptureResult:
     """Capture durable facts from one turn (the user's ``input`` and the assistant's ``output``). Never raises.
 
     ``extractor`` (a plain function) replaces the ``worker`` agent when given. ``at`` is when the turn was said
@@ -363,19 +400,38 @@ async def capture_turn(backend: MemoryBackend, input: str, output: str | None = 
     """
     messages = [{"role": "user", "content": input}] + ([{"role": "assistant", "content": output}] if output else [])
     at = _said_at(at)
-    ctx = CaptureContext("turn", dated(render_messages(messages), at), input=input, output=output,
-                         session_id=caller.session_id, user_id=caller.user_id, said_at=at)
+    ctx = CaptureContext(
+        "turn",
+        dated(render_messages(messages), at),
+        input=input,
+        output=output,
+        session_id=caller.session_id,
+        user_id=caller.user_id,
+        said_at=at,
+    )
     return await _capture(backend, ctx, worker, extractor, "turn_capture")
 
 
-async def capture_before_compaction(backend: MemoryBackend, removed_messages: Sequence[Any],
-                                    next_summary: str | None = None, *, caller: Caller, worker: Worker | None = None,
-                                    extractor: Extractor | None = None, at: dt.datetime | None = None) -> CaptureResult:
+async def capture_before_compaction(
+    backend: MemoryBackend,
+    removed_messages: Sequence[Any],
+    next_summary: str | None = None,
+    *,
+    caller: Caller,
+    worker: Worker | None = None,
+    extractor: Extractor | None = None,
+    at: dt.datetime | None = None,
+) -> CaptureResult:
     """Last-chance capture from ``removed_messages`` before a compaction commits. Never raises."""
     removed = list(removed_messages or ())
     at = _said_at(at) or _first_timestamp(removed)
-    ctx = CaptureContext("compaction", dated(render_messages(removed), at), removed_messages=removed,
-                         next_summary=next_summary if isinstance(next_summary, str) else None,
-                         session_id=caller.session_id, user_id=caller.user_id, said_at=at)
+    ctx = CaptureContext(
+        "compaction",
+        dated(render_messages(removed), at),
+        removed_messages=removed,
+        next_summary=next_summary if isinstance(next_summary, str) else None,
+        session_id=caller.session_id,
+        user_id=caller.user_id,
+        said_at=at,
+    )
     return await _capture(backend, ctx, worker, extractor, "compaction_capture")
-

@@ -29,8 +29,18 @@ def _text_of(content: Any) -> str:
     return str(content)
 
 
-_ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant", "model": "assistant",
-          "bot": "assistant", "tool": "tool", "function": "tool", "system": None, "developer": None}
+_ROLES = {
+    "user": "user",
+    "human": "user",
+    "assistant": "assistant",
+    "ai": "assistant",
+    "model": "assistant",
+    "bot": "assistant",
+    "tool": "tool",
+    "function": "tool",
+    "system": None,
+    "developer": None,
+}
 _KNOWN_PREFIX = ("user:", "assistant:", "tool:", "message:", "summary:")
 
 

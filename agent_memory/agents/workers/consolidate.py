@@ -35,7 +35,7 @@ __all__ = ["run_consolidate", "consolidate_prompt"]
 def consolidate_prompt(report: ConsolidationReport) -> str:
     """The plan as the worker reads it: ``ARCHIVE <id> | <reason>`` lines within the limit, then the findings."""
     lines = [f"You may archive at most {report.limit} record(s) in this run.", "Plan:"]
-    planned = [c for c in report.changes if c.status == "planned"][:report.limit]
+    planned = [c for c in report.changes if c.status == "planned"][: report.limit]
     lines += [f"ARCHIVE {c.record_id} | {c.reason}" for c in planned] or ["(nothing planned)"]
     if report.findings:
         lines.append("Findings (review; do not act unless clearly right):")
@@ -81,8 +81,15 @@ def _archive_toolset(backend: MemoryBackend, caller: Caller, report: Consolidati
     return toolset
 
 
-async def run_consolidate(backend: MemoryBackend, *, caller: Caller, worker: "WorkerProfile | Callable[[], WorkerProfile]",
-                          max_share: float | None = None, dry_run: bool = False, **options: Any) -> ConsolidationReport:
+async def run_consolidate(
+    backend: MemoryBackend,
+    *,
+    caller: Caller,
+    worker: "WorkerProfile | Callable[[], WorkerProfile]",
+    max_share: float | None = None,
+    dry_run: bool = False,
+    **options: Any,
+) -> ConsolidationReport:
     """Plan deterministically for what ``caller`` sees, then let the consolidate worker act on it (unless ``dry_run``).
 
     Raises only :class:`~agent_memory.consolidate.ConsolidationUnsupported` (not a files store) and invalid options;

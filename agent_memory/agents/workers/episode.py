@@ -41,7 +41,7 @@ def parse_refinement(text: str) -> dict[str, Any]:
     start, end = text.find("{"), text.rfind("}")
     if start < 0 or end <= start:
         raise ValueError("the reply holds no JSON object")
-    data = json.loads(text[start:end + 1])
+    data = json.loads(text[start : end + 1])
     if not isinstance(data, dict):
         raise ValueError("the reply is not a JSON object")
     summary = data.get("summary")
@@ -56,15 +56,17 @@ def parse_refinement(text: str) -> dict[str, Any]:
     return out
 
 
-async def refine_episode(episode: Episode, *, worker: "WorkerProfile | Callable[[], WorkerProfile]",
-                         timeout_s: float | None = None) -> Episode | None:
+async def refine_episode(
+    episode: Episode, *, worker: "WorkerProfile | Callable[[], WorkerProfile]", timeout_s: float | None = None
+) -> Episode | None:
     """The episode with the model's summary and notes, or ``None`` (offline profile, or the model failed)."""
     try:
         profile = resolve_worker(worker)
         if isinstance(profile.model, str) and profile.model == "offline":
             return None
-        output = await run_worker(profile, episode_prompt(episode), RecordingToolset(FunctionToolset()), RunUsage(),
-                                  name="episode", timeout_s=timeout_s)
+        output = await run_worker(
+            profile, episode_prompt(episode), RecordingToolset(FunctionToolset()), RunUsage(), name="episode", timeout_s=timeout_s
+        )
         fields = parse_refinement(str(output or ""))
     except Exception as exc:  # fail open: the deterministic episode stays
         logger.warning("agent_memory: episode %s not refined: %s", episode.id, describe_error(exc, timeout_s))

@@ -69,8 +69,10 @@ class RecallResult:
 
 def recall_prompt(message: str, budget: int) -> str:
     """The worker's user prompt (the offline model parses the same two labels)."""
-    return (f"Budget: {budget} tokens. Summarise what memory knows that is relevant to the message below, "
-            f"with citations; reply {NO_RELEVANT_MEMORY} if nothing is.\nMessage:\n{message.strip()}")
+    return (
+        f"Budget: {budget} tokens. Summarise what memory knows that is relevant to the message below, "
+        f"with citations; reply {NO_RELEVANT_MEMORY} if nothing is.\nMessage:\n{message.strip()}"
+    )
 
 
 def parse_citations(summary: str, known_ids: Iterable[str] | None = None) -> list[dict[str, Any]]:
@@ -138,8 +140,12 @@ def _finish(output: Any, budget: int, known_ids: set[str]) -> tuple[str, list[di
     return summary, sources
 
 
-async def lexical_summary(backend: MemoryBackend, message: str, budget: int, caller: Caller,
-                          ) -> tuple[str, list[dict[str, Any]]]:
+async def lexical_summary(
+    backend: MemoryBackend,
+    message: str,
+    budget: int,
+    caller: Caller,
+) -> tuple[str, list[dict[str, Any]]]:
     """Deterministic summary: the top search hits' snippets, one cited line each, within ``budget`` tokens."""
     hits = (await backend.search(message, caller, limit=_FALLBACK_HITS)).hits
     lines: list[str] = []
@@ -176,9 +182,15 @@ def _budget(summary_tokens: Any, profile_tokens: int | None) -> int:
         return DEFAULT_SUMMARY_TOKENS
 
 
-async def run_recall(backend: MemoryBackend, message: str, *, caller: Caller,
-                     worker: "WorkerProfile | Callable[[], WorkerProfile]", summary_tokens: int | None = None,
-                     timeout_s: float | None = None) -> RecallResult:
+async def run_recall(
+    backend: MemoryBackend,
+    message: str,
+    *,
+    caller: Caller,
+    worker: "WorkerProfile | Callable[[], WorkerProfile]",
+    summary_tokens: int | None = None,
+    timeout_s: float | None = None,
+) -> RecallResult:
     """Run the recall worker for ``message``; on any failure return the flagged lexical fallback. Never raises.
 
     ``worker`` is the recall profile (or a loader for it); ``summary_tokens`` overrides its budget
@@ -197,11 +209,11 @@ async def run_recall(backend: MemoryBackend, message: str, *, caller: Caller,
         if not isinstance(message, str) or not message.strip() or budget == 0:
             return RecallResult("", model=label, elapsed_s=time.perf_counter() - started)
         toolset = bound_toolset(backend, profile.tools, caller, wrapper=RecordingToolset)
-        output = await run_worker(profile, recall_prompt(message, budget), toolset, usage, name="agent_memory_recall",
-                                  timeout_s=limit)
+        output = await run_worker(profile, recall_prompt(message, budget), toolset, usage, name="agent_memory_recall", timeout_s=limit)
         summary, sources = await asyncio.to_thread(_finish, output, budget, _seen_ids(toolset.calls))
-        return RecallResult(summary, sources, count_tokens(summary), usage=usage_dict(usage), model=label,
-                            elapsed_s=time.perf_counter() - started)
+        return RecallResult(
+            summary, sources, count_tokens(summary), usage=usage_dict(usage), model=label, elapsed_s=time.perf_counter() - started
+        )
     except Exception as exc:  # fail open: every failure becomes a flagged lexical fallback
         reason = describe_error(exc, limit)
     summary, sources = "", []
@@ -210,5 +222,13 @@ async def run_recall(backend: MemoryBackend, message: str, *, caller: Caller,
             summary, sources = await lexical_summary(backend, message, budget, caller)
         except Exception as exc:
             reason += f"; lexical fallback failed too: {describe_error(exc)}"
-    return RecallResult(summary, sources, _tokens(summary), fallback=True, reason=reason, usage=usage_dict(usage),
-                        model=label, elapsed_s=time.perf_counter() - started)
+    return RecallResult(
+        summary,
+        sources,
+        _tokens(summary),
+        fallback=True,
+        reason=reason,
+        usage=usage_dict(usage),
+        model=label,
+        elapsed_s=time.perf_counter() - started,
+    )

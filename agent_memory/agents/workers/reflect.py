@@ -75,8 +75,10 @@ class Reflection:
 
 def reflect_prompt(question: str, budget: int) -> str:
     """The worker's user prompt (the offline model reads the same ``Budget:``/``Message:`` labels as recall)."""
-    return (f"Budget: {budget} tokens. Answer the question below from memory, citing every record you use; "
-            f"reply NO_RELEVANT_MEMORY if memory does not answer it.\nMessage:\n{question.strip()}")
+    return (
+        f"Budget: {budget} tokens. Answer the question below from memory, citing every record you use; "
+        f"reply NO_RELEVANT_MEMORY if memory does not answer it.\nMessage:\n{question.strip()}"
+    )
 
 
 def _terms(text: str) -> set[str]:
@@ -153,8 +155,7 @@ def _flag_conflicts(answer: str, sources: list[dict[str, Any]], conflicts: list[
     body = answer.split("\n")
     for c in conflicts:  # lines that cite one record of a conflict each: the newest record's line first
         rank = {rid: n for n, rid in enumerate(c["ids"])}
-        slots = [k for k, line in enumerate(body) if len(ids := {x["id"] for x in parse_citations(line)}) == 1
-                 and next(iter(ids)) in rank]
+        slots = [k for k, line in enumerate(body) if len(ids := {x["id"] for x in parse_citations(line)}) == 1 and next(iter(ids)) in rank]
         ordered = sorted((body[k] for k in slots), key=lambda line: rank[parse_citations(line)[0]["id"]])
         for k, line in zip(slots, ordered, strict=True):
             body[k] = line
@@ -162,8 +163,7 @@ def _flag_conflicts(answer: str, sources: list[dict[str, Any]], conflicts: list[
     for c in conflicts:
         differ = f" ({', '.join(c['differ'][:6])})" if c["differ"] else ""
         older = ", ".join(cite(i) for i in c["ids"][1:])
-        lines.append(f"Conflict: these records disagree{differ}; the newest, {cite(c['newest'])}, is preferred "
-                     f"over {older}.")
+        lines.append(f"Conflict: these records disagree{differ}; the newest, {cite(c['newest'])}, is preferred over {older}.")
     return "\n".join([*lines, *body])
 
 
@@ -183,9 +183,15 @@ def _grounded(output: Any, budget: int, known: set[str]) -> tuple[str, list[dict
     return answer, sources
 
 
-async def run_reflect(backend: MemoryBackend, question: str, *, caller: Caller,
-                      worker: "WorkerProfile | Callable[[], WorkerProfile]", answer_tokens: int | None = None,
-                      timeout_s: float | None = None) -> Reflection:
+async def run_reflect(
+    backend: MemoryBackend,
+    question: str,
+    *,
+    caller: Caller,
+    worker: "WorkerProfile | Callable[[], WorkerProfile]",
+    answer_tokens: int | None = None,
+    timeout_s: float | None = None,
+) -> Reflection:
     """Run the reflect worker for ``question``; on any failure, the flagged extractive answer. Never raises."""
     started = time.perf_counter()
     usage = RunUsage()
@@ -200,12 +206,12 @@ async def run_reflect(backend: MemoryBackend, question: str, *, caller: Caller,
         limit = profile.timeout_s if timeout_s is None else min(timeout_s, profile.timeout_s)
         budget = answer_tokens or profile.summary_tokens or DEFAULT_SUMMARY_TOKENS
         toolset = bound_toolset(backend, profile.tools, caller, wrapper=RecordingToolset)
-        output = await run_worker(profile, reflect_prompt(question, budget), toolset, usage, name="agent_memory_reflect",
-                                  timeout_s=limit)
+        output = await run_worker(profile, reflect_prompt(question, budget), toolset, usage, name="agent_memory_reflect", timeout_s=limit)
         answer, sources = _grounded(output, budget, _seen_ids(toolset.calls))
         answer, confidence, conflicts = await _assess(backend, question, answer, sources, caller)
-        return Reflection(answer, sources, confidence, conflicts, usage=usage_dict(usage), model=label,
-                          elapsed_s=time.perf_counter() - started)
+        return Reflection(
+            answer, sources, confidence, conflicts, usage=usage_dict(usage), model=label, elapsed_s=time.perf_counter() - started
+        )
     except Exception as exc:  # fail open: an extractive answer, flagged
         reason = describe_error(exc, limit)
     answer, sources = "", []
@@ -216,12 +222,22 @@ async def run_reflect(backend: MemoryBackend, question: str, *, caller: Caller,
     except Exception as exc:
         reason += f"; extractive fallback failed too: {describe_error(exc)}"
         confidence = 0.0
-    return Reflection(answer, sources, confidence, conflicts, fallback=True, reason=reason, usage=usage_dict(usage),
-                      model=label, elapsed_s=time.perf_counter() - started)
+    return Reflection(
+        answer,
+        sources,
+        confidence,
+        conflicts,
+        fallback=True,
+        reason=reason,
+        usage=usage_dict(usage),
+        model=label,
+        elapsed_s=time.perf_counter() - started,
+    )
 
 
-async def _assess(backend: MemoryBackend, question: str, answer: str, sources: list[dict[str, Any]],
-                  caller: Caller) -> tuple[str, float, list[dict[str, Any]]]:
+async def _assess(
+    backend: MemoryBackend, question: str, answer: str, sources: list[dict[str, Any]], caller: Caller
+) -> tuple[str, float, list[dict[str, Any]]]:
     """The answer (conflicts flagged), its confidence and the conflicts among the cited records."""
     records = await _cited(backend, sources, caller)
     conflicts = conflicts_of(records)
@@ -229,4 +245,3 @@ async def _assess(backend: MemoryBackend, question: str, answer: str, sources: l
     if conflicts:
         confidence = min(confidence, CONFLICT_CONFIDENCE)
     return _flag_conflicts(answer, sources, conflicts), confidence, conflicts
-

@@ -39,8 +39,13 @@ def usage_dict(usage: RunUsage | None) -> dict[str, Any]:
     if usage is None:
         return {"requests": 0, "tool_calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": None}
     cost = getattr(usage, "cost", None)
-    return {"requests": usage.requests, "tool_calls": usage.tool_calls, "input_tokens": usage.input_tokens,
-            "output_tokens": usage.output_tokens, "cost_usd": float(cost) if cost is not None else None}
+    return {
+        "requests": usage.requests,
+        "tool_calls": usage.tool_calls,
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cost_usd": float(cost) if cost is not None else None,
+    }
 
 
 class UnusableOutput(Exception):
@@ -51,10 +56,17 @@ def describe_error(exc: BaseException, timeout_s: float | None = None) -> str:
     """A one-line reason for a worker failure, for ``RecallResult.reason``/``CaptureResult.reason``."""
     if isinstance(exc, TimeoutError):
         return f"timeout after {timeout_s:g}s" if timeout_s else "timeout"
-    prefix = ("step limit" if isinstance(exc, UsageLimitExceeded) else
-              "unusable output" if isinstance(exc, (UnusableOutput, UnexpectedModelBehavior)) else
-              "model error" if isinstance(exc, ModelAPIError) else
-              "profile error" if isinstance(exc, ProfileError) else "error")
+    prefix = (
+        "step limit"
+        if isinstance(exc, UsageLimitExceeded)
+        else "unusable output"
+        if isinstance(exc, (UnusableOutput, UnexpectedModelBehavior))
+        else "model error"
+        if isinstance(exc, ModelAPIError)
+        else "profile error"
+        if isinstance(exc, ProfileError)
+        else "error"
+    )
     text = " ".join(str(exc).split()) or type(exc).__name__
     if prefix in ("model error", "error"):
         text = f"{type(exc).__name__}: {text}"
@@ -97,8 +109,14 @@ _TOOLSETS: "weakref.WeakKeyDictionary[Any, OrderedDict[tuple[Any, ...], Abstract
 W = TypeVar("W", bound=RecordingToolset)
 
 
-def bound_toolset(backend: MemoryBackend, tools: tuple[str, ...], caller: Caller, *, source: str = "tool",
-                  wrapper: type[W] = RecordingToolset) -> W:  # type: ignore[assignment]
+def bound_toolset(
+    backend: MemoryBackend,
+    tools: tuple[str, ...],
+    caller: Caller,
+    *,
+    source: str = "tool",
+    wrapper: type[W] = RecordingToolset,  # type: ignore[assignment]
+) -> W:
     """A fresh ``wrapper`` around the memory toolset over ``backend`` for ``caller``.
 
     Building a toolset costs milliseconds (tool schemas), so the last few per backend are kept
@@ -174,8 +192,9 @@ def abandon(task: "asyncio.Future[Any]") -> None:
     task.add_done_callback(lambda t: t.cancelled() or t.exception())
 
 
-async def run_worker(worker: "WorkerProfile", prompt: str, toolset: AbstractToolset[Any], usage: RunUsage, *,
-                     name: str, timeout_s: float | None = None) -> Any:
+async def run_worker(
+    worker: "WorkerProfile", prompt: str, toolset: AbstractToolset[Any], usage: RunUsage, *, name: str, timeout_s: float | None = None
+) -> Any:
     """Run one worker agent with ``toolset`` as its only tools, under the profile's limits; returns its output.
 
     ``timeout_s`` (default: the profile's) bounds the run; on timeout, or when the caller is
@@ -184,21 +203,21 @@ async def run_worker(worker: "WorkerProfile", prompt: str, toolset: AbstractTool
     filled in place, so it is accurate even when the run fails part-way.
     """
     if worker.api_key_env and not worker.resolved_api_key():
-        raise ProfileError(f"missing API key: set the {worker.api_key_env} environment variable "
-                           f"(the {worker.role} profile reads it through api_key_env)")
+        raise ProfileError(
+            f"missing API key: set the {worker.api_key_env} environment variable (the {worker.role} profile reads it through api_key_env)"
+        )
     limit = worker.timeout_s if timeout_s is None else min(timeout_s, worker.timeout_s)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + limit
     # the tokenizer and the model (``import litellm``…) load in threads, within the run's time limit
-    _, model = await asyncio.wait_for(asyncio.gather(warm_up(), worker_model_async(worker)),
-                                      max(0.0, deadline - loop.time()))
-    agent: Agent[None, str] = Agent(model, instructions=worker.instructions or None, output_type=str,
-                                    toolsets=[toolset], name=name, defer_model_check=True)
+    _, model = await asyncio.wait_for(asyncio.gather(warm_up(), worker_model_async(worker)), max(0.0, deadline - loop.time()))
+    agent: Agent[None, str] = Agent(
+        model, instructions=worker.instructions or None, output_type=str, toolsets=[toolset], name=name, defer_model_check=True
+    )
     limits = UsageLimits(request_limit=worker.max_steps, tool_calls_limit=worker.tool_calls_limit)
     settings: dict[str, Any] = {"temperature": worker.temperature} if worker.temperature is not None else {}
     with _no_banner():
-        task = asyncio.ensure_future(
-            agent.run(prompt, usage=usage, usage_limits=limits, model_settings=settings or None))  # type: ignore[arg-type]
+        task = asyncio.ensure_future(agent.run(prompt, usage=usage, usage_limits=limits, model_settings=settings or None))  # type: ignore[arg-type]
         try:
             done, _ = await asyncio.wait({task}, timeout=max(0.0, deadline - loop.time()))
         except BaseException:  # the caller gave up (cancelled): so does the worker
@@ -244,7 +263,7 @@ def _longest_fitting(text: str, cuts: list[int], budget: int) -> int:
     lo, hi, found = 0, len(cuts) - 1, 0
     while lo <= hi:  # token counts grow with the prefix, so binary search the cut points
         mid = (lo + hi) // 2
-        if count_tokens(text[:cuts[mid]].rstrip()) <= budget:
+        if count_tokens(text[: cuts[mid]].rstrip()) <= budget:
             found, lo = cuts[mid], mid + 1
         else:
             hi = mid - 1

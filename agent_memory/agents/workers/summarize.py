@@ -65,8 +65,12 @@ def summarize_prompt(messages: Sequence["SessionMessage"], session_id: str, prev
 
 
 async def run_summarize(
-    messages: Sequence["SessionMessage"], *, session_id: str, worker: "WorkerProfile | Callable[[], WorkerProfile]",
-    previous: str | None = None, timeout_s: float | None = None,
+    messages: Sequence["SessionMessage"],
+    *,
+    session_id: str,
+    worker: "WorkerProfile | Callable[[], WorkerProfile]",
+    previous: str | None = None,
+    timeout_s: float | None = None,
 ) -> SummarizeResult:
     """Summarise ``messages``; never raises (the offline summary is the flagged fallback)."""
     started = time.perf_counter()
@@ -84,8 +88,7 @@ async def run_summarize(
     usage = RunUsage()
     try:
         prompt = summarize_prompt(messages, session_id, previous)
-        output = await run_worker(profile, prompt, RecordingToolset(FunctionToolset()), usage, name="summarize",
-                                  timeout_s=timeout_s)
+        output = await run_worker(profile, prompt, RecordingToolset(FunctionToolset()), usage, name="summarize", timeout_s=timeout_s)
         text = redact_text(str(output or "")).strip()[:MAX_SUMMARY_CHARS]
         if not text:
             raise ValueError("the model returned an empty summary")
@@ -97,8 +100,14 @@ async def run_summarize(
 
 
 async def summarize_session(
-    store: "SessionStore", target: str | None, *, session_id: str | None, user_id: str | None,
-    worker: "WorkerProfile | Callable[[], WorkerProfile]", force: bool = False, policy: "SummaryPolicy | None" = None,
+    store: "SessionStore",
+    target: str | None,
+    *,
+    session_id: str | None,
+    user_id: str | None,
+    worker: "WorkerProfile | Callable[[], WorkerProfile]",
+    force: bool = False,
+    policy: "SummaryPolicy | None" = None,
     now: dt.datetime | None = None,
 ) -> "SessionSummary | None":
     """Summarise a visible session when it is due under ``policy`` (or ``force``); returns the new version or None.
@@ -118,5 +127,6 @@ async def summarize_session(
     result = await run_summarize(messages, session_id=sdir.session_id, worker=worker, previous=previous)
     if not result.text.strip():
         return None
-    return await asyncio.to_thread(store.files.write_summary, sdir, result.text, messages=len(messages),
-                                   source=result.source, fallback=result.fallback)
+    return await asyncio.to_thread(
+        store.files.write_summary, sdir, result.text, messages=len(messages), source=result.source, fallback=result.fallback
+    )

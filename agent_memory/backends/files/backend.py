@@ -71,11 +71,15 @@ class FilesBackend:
         return (await self._run(self.store.remember_many, [draft], source=source))[0]
 
     async def remember_many(
-        self, drafts: Iterable[MemoryDraft], *, source: str = "import", on_error: Literal["raise", "skip"] = "raise",
-        errors: builtins.list[tuple[int, str]] | None = None, progress: Callable[[int], None] | None = None,
+        self,
+        drafts: Iterable[MemoryDraft],
+        *,
+        source: str = "import",
+        on_error: Literal["raise", "skip"] = "raise",
+        errors: builtins.list[tuple[int, str]] | None = None,
+        progress: Callable[[int], None] | None = None,
     ) -> builtins.list[RememberResult]:
-        return await self._run(self.store.remember_many, list(drafts), source=source, on_error=on_error, errors=errors,
-                               progress=progress)
+        return await self._run(self.store.remember_many, list(drafts), source=source, on_error=on_error, errors=errors, progress=progress)
 
     async def supersede(self, old_id: str, draft: MemoryDraft, *, source: str = "tool") -> RememberResult:
         return await self._run(self.store.supersede, old_id, draft, source=source)
@@ -94,10 +98,16 @@ class FilesBackend:
             from agent_memory.sessions.contextual import contextual_search
 
             rest = {k: v for k, v in options.items() if k not in ("mode", "trace")}
-            return await self._run(contextual_search, self.sessions, query, limit=limit, trace=bool(options.get("trace")),
-                                   records=lambda n: self.store.search(query, limit=n, session_id=caller.session_id,
-                                                                       user_id=caller.user_id, **rest),
-                                   embedder=self.embedder, **caller.kwargs())
+            return await self._run(
+                contextual_search,
+                self.sessions,
+                query,
+                limit=limit,
+                trace=bool(options.get("trace")),
+                records=lambda n: self.store.search(query, limit=n, session_id=caller.session_id, user_id=caller.user_id, **rest),
+                embedder=self.embedder,
+                **caller.kwargs(),
+            )
         return await self._run(self.store.search, query, limit=limit, **caller.kwargs(), **options)
 
     async def forget(self, record_id: str, caller: Caller) -> bool:
@@ -123,8 +133,7 @@ class FilesBackend:
     async def forget_purge(self, record_id: str, caller: Caller) -> bool:
         return await self._run(self.store.forget, record_id, purge=True, **caller.kwargs())
 
-    async def purge(self, record_id: str | None = None, *, session_id: str | None = None,
-                    user_id: str | None = None) -> PurgeReport:
+    async def purge(self, record_id: str | None = None, *, session_id: str | None = None, user_id: str | None = None) -> PurgeReport:
         return await self._run(self.store.purge, record_id, session_id=session_id, user_id=user_id)
 
     async def history(self, record_id: str, caller: Caller) -> History:
@@ -136,8 +145,7 @@ class FilesBackend:
     async def undo(self, caller: Caller) -> Event:
         return await self._run(self.store.undo, **caller.kwargs())
 
-    async def events(self, caller: Caller, *, record_id: str | None = None,
-                     limit: int | None = None) -> builtins.list[Event]:
+    async def events(self, caller: Caller, *, record_id: str | None = None, limit: int | None = None) -> builtins.list[Event]:
         return await self._run(self.store.events_for, record_id, limit=limit, **caller.kwargs())
 
     async def provenance(self, record_id: str, caller: Caller) -> dict[str, Any]:

@@ -17,9 +17,16 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.files.parts import StoreParts
 
 
-def remember_many(store: StoreParts, drafts: Iterable[MemoryDraft], *, source: str, batch_size: int,
-                  on_error: Literal["raise", "skip"], progress: Callable[[int], None] | None,
-                  errors: list[tuple[int, str]] | None) -> list[RememberResult]:
+def remember_many(
+    store: StoreParts,
+    drafts: Iterable[MemoryDraft],
+    *,
+    source: str,
+    batch_size: int,
+    on_error: Literal["raise", "skip"],
+    progress: Callable[[int], None] | None,
+    errors: list[tuple[int, str]] | None,
+) -> list[RememberResult]:
     """:meth:`MemoryStore.remember_many`: drafts in batches of ``batch_size``, each batch all-or-nothing."""
     store.open()
     results: list[RememberResult] = []

@@ -102,7 +102,7 @@ class Loaded:
 
     @property
     def matrix(self) -> npt.NDArray[np.float32]:
-        return self.buf[:self.n]
+        return self.buf[: self.n]
 
     def add(self, hashes: Sequence[str], mat: npt.NDArray[np.float32]) -> None:
         """Put rows in place (a known hash is overwritten; new ones appended, the buffer growing ×1.5)."""
@@ -119,9 +119,9 @@ class Loaded:
         need = self.n + len(new)
         if need > self.buf.shape[0]:
             grown = np.empty((max(need, int(self.buf.shape[0] * 1.5) + 64), mat.shape[1]), dtype=np.float32)
-            grown[:self.n] = self.buf[:self.n]
+            grown[: self.n] = self.buf[: self.n]
             self.buf = grown
-        self.buf[self.n:need] = mat[new]
+        self.buf[self.n : need] = mat[new]
         for j, i in enumerate(new):
             self.hashes[hashes[i]] = self.n + j
             self.order.append(hashes[i])

@@ -90,8 +90,7 @@ class EventLog:
         created = not self.dir.exists()
         ensure_dir(self.dir)
         path = self.dir / f"{month}.jsonl"
-        line = b"".join(json.dumps(ev.to_dict(), ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n"
-                        for ev in events)
+        line = b"".join(json.dumps(ev.to_dict(), ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n" for ev in events)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
         try:
             size = os.fstat(fd).st_size

@@ -52,8 +52,23 @@ from agent_memory.search.types import (
 if TYPE_CHECKING:  # pragma: no cover - the index is only a parameter type here
     from agent_memory.backends.files.index import Index
 
-__all__ = ["STOP_WORDS", "Fts5Engine", "dates_text", "SearchEngine", "SearchHit", "SearchRequest", "SearchResult", "Tokenizer",
-           "date_filter_sql", "default_tokenizer", "light_stem", "term_key", "term_matcher", "readable_score", "MIN_SCORE"]
+__all__ = [
+    "STOP_WORDS",
+    "Fts5Engine",
+    "dates_text",
+    "SearchEngine",
+    "SearchHit",
+    "SearchRequest",
+    "SearchResult",
+    "Tokenizer",
+    "date_filter_sql",
+    "default_tokenizer",
+    "light_stem",
+    "term_key",
+    "term_matcher",
+    "readable_score",
+    "MIN_SCORE",
+]
 
 _VISIBILITY_NOTE = "in SQL, before ranking and the limit"
 
@@ -132,11 +147,20 @@ class Fts5Engine(LexicalEngine):
         found = term_matcher({term_key(t) for t in terms})
         top = scored[0][0] if scored else 0.0
         if trace is not None:
-            visible = index.guarded(lambda c: c.execute(
-                f"SELECT count(*) FROM fts JOIN records r ON r.rowid = fts.rowid WHERE fts MATCH :q AND {visibility_sql('r')}{extra}",
-                params).fetchone()[0])
-            trace.append({"stage": "match", "candidates": int(visible), "note": "visible records matching any term",
-                          "top": [{"id": r["id"], "scope": r["scope"]} for _, r in scored]})
+            visible = index.guarded(
+                lambda c: c.execute(
+                    f"SELECT count(*) FROM fts JOIN records r ON r.rowid = fts.rowid WHERE fts MATCH :q AND {visibility_sql('r')}{extra}",
+                    params,
+                ).fetchone()[0]
+            )
+            trace.append(
+                {
+                    "stage": "match",
+                    "candidates": int(visible),
+                    "note": "visible records matching any term",
+                    "top": [{"id": r["id"], "scope": r["scope"]} for _, r in scored],
+                }
+            )
             weights = ", ".join(str(float(w)) for w in self.weights)
             self._trace(trace, weights, scored, top, fetch, limit, plan, request.strict_visibility)
         base = str(index.records_dir)
@@ -155,8 +179,9 @@ class Fts5Engine(LexicalEngine):
         """The hit (snippet, line range) for a ``row`` of :meth:`ranked`."""
         return self._hit(str(index.records_dir), row, score, term_matcher({term_key(t) for t in self.terms(query)}))
 
-    def _scored(self, index: Index, request: SearchRequest, terms: list[str], match: str, refresh: bool = True
-                ) -> tuple[list[tuple[float, Any]], dict[str, Any], str, int, dict[str, Any]]:
+    def _scored(
+        self, index: Index, request: SearchRequest, terms: list[str], match: str, refresh: bool = True
+    ) -> tuple[list[tuple[float, Any]], dict[str, Any], str, int, dict[str, Any]]:
         """The visible candidates BM25-ranked and re-scored: ``(scored, params, extra SQL, fetch, plan)``."""
         limit = max(1, int(request.limit))
         fetch = max(self.pool, 2 * limit) if self.coordination else limit
@@ -173,8 +198,7 @@ class Fts5Engine(LexicalEngine):
             narrow = ""
             plan.clear()
             if strict:
-                rows = self._strict_ranked(conn, params, extra, keys | {term_key(t) for t in self._tag_terms(request.tags)},
-                                           fetch, plan)
+                rows = self._strict_ranked(conn, params, extra, keys | {term_key(t) for t in self._tag_terms(request.tags)}, fetch, plan)
                 return self._rescore(rows, keys, found)[:limit]
             if self.candidate_budget is not None and len(terms) > 1:
                 size = int(conn.execute("SELECT max(rowid) FROM records").fetchone()[0] or 0)
@@ -195,20 +219,22 @@ class Fts5Engine(LexicalEngine):
     def _tag_terms(self, tags: Sequence[str]) -> list[str]:
         return [t for tag in tags for t in self.tokenizer(tag)]
 
-    def _strict_ranked(self, conn: Any, params: dict[str, Any], extra: str, keys: set[str], fetch: int,
-                       plan: dict[str, Any]) -> list[Any]:
+    def _strict_ranked(self, conn: Any, params: dict[str, Any], extra: str, keys: set[str], fetch: int, plan: dict[str, Any]) -> list[Any]:
         """Visible matches ranked by BM25 over the caller's visible records only (see :mod:`agent_memory.backends.files.strict`)."""
         plan["visibility"] = "strict: found by FTS5, ranked with statistics of visible records only"
-        match_sql = ("SELECT r.*, f.title AS title, f.tags AS ftags, f.body AS body, f.context AS context"
-                     " FROM fts f JOIN records r ON r.rowid = f.rowid"
-                     f" WHERE fts MATCH :q AND {visibility_sql('r')}{extra}")
+        match_sql = (
+            "SELECT r.*, f.title AS title, f.tags AS ftags, f.body AS body, f.context AS context"
+            " FROM fts f JOIN records r ON r.rowid = f.rowid"
+            f" WHERE fts MATCH :q AND {visibility_sql('r')}{extra}"
+        )
         count_sql = f"SELECT count(*) FROM records r WHERE {visibility_sql('r')}"
         from agent_memory.backends.files.strict import visible_bm25  # strict visibility only
 
         return visible_bm25(conn, match_sql, count_sql, params, keys, self.weights, fetch)
 
-    def _ranked_visible(self, conn: Any, params: dict[str, Any], weights: str, narrow: str, extra: str, fetch: int,
-                        plan: dict[str, Any]) -> list[Any]:
+    def _ranked_visible(
+        self, conn: Any, params: dict[str, Any], weights: str, narrow: str, extra: str, fetch: int, plan: dict[str, Any]
+    ) -> list[Any]:
         """The ``fetch`` best visible rows by BM25, with their record columns, body and context.
 
         Ranking first and checking visibility on a margin of the best rows avoids a join per
@@ -219,15 +245,16 @@ class Fts5Engine(LexicalEngine):
         base = fetch + max(10, fetch // 2)
         for margin in (base, base * 8):  # a wider margin when hidden or superseded rows crowd the best ones
             ranked = conn.execute(
-                f"SELECT fts.rowid, bm25(fts, {weights}) AS rank FROM fts WHERE fts MATCH :q{narrow} ORDER BY rank"
-                f" LIMIT {margin}", params).fetchall()
+                f"SELECT fts.rowid, bm25(fts, {weights}) AS rank FROM fts WHERE fts MATCH :q{narrow} ORDER BY rank LIMIT {margin}", params
+            ).fetchall()
             if not ranked:
                 return []
             rank_of = {rowid: rank for rowid, rank in ranked}
             visible = conn.execute(
                 "SELECT r.*, f.body AS body, f.context AS context FROM records r JOIN fts f ON f.rowid = r.rowid"
                 f" WHERE r.rowid IN (SELECT value FROM json_each(:ids)) AND {visibility_sql('r')}{extra}",
-                {**params, "ids": json.dumps(list(rank_of))}).fetchall()
+                {**params, "ids": json.dumps(list(rank_of))},
+            ).fetchall()
             if len(visible) >= fetch or len(ranked) < margin:
                 plan["visibility"] = _VISIBILITY_NOTE
                 visible.sort(key=lambda row: rank_of[row["rowid"]])
@@ -253,21 +280,51 @@ class Fts5Engine(LexicalEngine):
             if self.context_share and row["context"]:
                 matched += self.context_share * len(found(row["context"]) - own)
             coord = (matched + 1.0) / (n + 1.0)
-            scored.append((-float(row["rank"]) * coord ** self.coordination, row))
+            scored.append((-float(row["rank"]) * coord**self.coordination, row))
         scored.sort(key=lambda item: -item[0])
         return scored
 
-    def _trace(self, trace: list[dict[str, Any]], weights: str, scored: list[tuple[float, Any]], top: float,
-               fetch: int, limit: int, plan: Mapping[str, Any], strict: bool) -> None:
+    def _trace(
+        self,
+        trace: list[dict[str, Any]],
+        weights: str,
+        scored: list[tuple[float, Any]],
+        top: float,
+        fetch: int,
+        limit: int,
+        plan: Mapping[str, Any],
+        strict: bool,
+    ) -> None:
         """Stages of this search, about visible records only: no hidden count, score, id or term frequency."""
-        trace.append({"stage": "scope_filter", "how": plan.get("visibility"),
-                      "note": "applied in SQL before ranking and the limit; this trace describes the caller's visible records only"})
-        scorer = ("bm25 over the caller's visible records (strict_visibility)" if strict
-                  else f"bm25(title, tags, body, context) weights=({weights})")
-        trace.append({"stage": "rank", "scorer": scorer, "pool": fetch, "candidate_budget": None if strict else self.candidate_budget,
-                      "top": [{"id": r["id"], "bm25": round(-r["rank"], 4)} for _, r in sorted(scored, key=lambda x: x[1]["rank"])]})
-        trace.append({"stage": "coordination", "exponent": self.coordination, "context_share": self.context_share,
-                      "top": [{"id": r["id"], "raw": round(s, 6), "score": readable_score(s, top)} for s, r in scored]})
+        trace.append(
+            {
+                "stage": "scope_filter",
+                "how": plan.get("visibility"),
+                "note": "applied in SQL before ranking and the limit; this trace describes the caller's visible records only",
+            }
+        )
+        scorer = (
+            "bm25 over the caller's visible records (strict_visibility)"
+            if strict
+            else f"bm25(title, tags, body, context) weights=({weights})"
+        )
+        trace.append(
+            {
+                "stage": "rank",
+                "scorer": scorer,
+                "pool": fetch,
+                "candidate_budget": None if strict else self.candidate_budget,
+                "top": [{"id": r["id"], "bm25": round(-r["rank"], 4)} for _, r in sorted(scored, key=lambda x: x[1]["rank"])],
+            }
+        )
+        trace.append(
+            {
+                "stage": "coordination",
+                "exponent": self.coordination,
+                "context_share": self.context_share,
+                "top": [{"id": r["id"], "raw": round(s, 6), "score": readable_score(s, top)} for s, r in scored],
+            }
+        )
         trace.append({"stage": "cut", "limit": limit, "returned": len(scored)})
 
     def _hit(self, base: str, row: Any, score: float, found: Callable[[str], set[str]]) -> SearchHit:
@@ -276,11 +333,22 @@ class Fts5Engine(LexicalEngine):
         tags = row["tags"]
         meta = row["metadata"]
         return SearchHit(
-            id=row["id"], path=f"{base}{os.sep}{row['file']}", line_start=offset + start, line_end=offset + end,
-            snippet=snippet, score=score, title=row["title"] or "", kind=row["kind"] or "",
-            scope=row["scope"], tags=tuple(json.loads(tags)) if tags and tags != "[]" else (), updated=row["updated"] or "",
-            metadata=json.loads(meta) if meta and meta != "{}" else {}, recorded_at=row["created"] or "",
-            happened_at=row["happened_at"], valid_from=row["valid_from"], valid_to=row["valid_to"],
+            id=row["id"],
+            path=f"{base}{os.sep}{row['file']}",
+            line_start=offset + start,
+            line_end=offset + end,
+            snippet=snippet,
+            score=score,
+            title=row["title"] or "",
+            kind=row["kind"] or "",
+            scope=row["scope"],
+            tags=tuple(json.loads(tags)) if tags and tags != "[]" else (),
+            updated=row["updated"] or "",
+            metadata=json.loads(meta) if meta and meta != "{}" else {},
+            recorded_at=row["created"] or "",
+            happened_at=row["happened_at"],
+            valid_from=row["valid_from"],
+            valid_to=row["valid_to"],
             superseded_by=row["superseded_by"],
         )
 

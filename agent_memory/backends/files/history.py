@@ -41,7 +41,7 @@ def _pointed(store: StoreParts, pointer: object) -> Path | None:
     """The history file a pointer names, if it is one (never a path outside ``history/``)."""
     if not isinstance(pointer, str) or not pointer.startswith("history/"):
         return None
-    name = pointer[len("history/"):]
+    name = pointer[len("history/") :]
     if not name or "/" in name or "\\" in name or name.startswith(".") or not name.endswith(".md"):
         return None
     return store.history_dir / name
@@ -79,8 +79,16 @@ def drop_chain(store: StoreParts, rec: MemoryRecord) -> int:
     return n
 
 
-def archive(store: StoreParts, conn: Any, row: Any, reason: str, *, event: str = "archived",
-            caller: tuple[str | None, str | None] | None = None, **detail: Any) -> None:
+def archive(
+    store: StoreParts,
+    conn: Any,
+    row: Any,
+    reason: str,
+    *,
+    event: str = "archived",
+    caller: tuple[str | None, str | None] | None = None,
+    **detail: Any,
+) -> None:
     """Move one record file to ``archive/`` with an annotation, drop its index rows, and log ``event``."""
     ensure_dir(store.archive_dir)
     src = store.records_dir / row["file"]

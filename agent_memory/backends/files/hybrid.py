@@ -41,22 +41,34 @@ MODES: tuple[str, ...] = ("lexical", "dense", "hybrid")
 
 def _filters(store: StoreParts, **filters: Any) -> tuple[str, dict[str, Any]]:
     """SQL (alias ``r``) for the scope/kind/date filters of a search, as the lexical engine applies them."""
-    dates = queries.date_filters(created_after=filters.get("created_after"), created_before=filters.get("created_before"),
-                          updated_after=filters.get("updated_after"), updated_before=filters.get("updated_before"))
-    req = SearchRequest(query="", scopes=queries.scopes_of(filters.get("scope")), kinds=queries.kinds_of(filters.get("kind")),
-                        created_after=dates[0], created_before=dates[1], updated_after=dates[2], updated_before=dates[3],
-                        **_when(filters))
+    dates = queries.date_filters(
+        created_after=filters.get("created_after"),
+        created_before=filters.get("created_before"),
+        updated_after=filters.get("updated_after"),
+        updated_before=filters.get("updated_before"),
+    )
+    req = SearchRequest(
+        query="",
+        scopes=queries.scopes_of(filters.get("scope")),
+        kinds=queries.kinds_of(filters.get("kind")),
+        created_after=dates[0],
+        created_before=dates[1],
+        updated_after=dates[2],
+        updated_before=dates[3],
+        **_when(filters),
+    )
     params: dict[str, Any] = {}
     sql = scope_filter_sql(req.scopes) + date_filter_sql(req, params)
-    return (sql[len(" AND "):] if sql.startswith(" AND ") else sql), params
+    return (sql[len(" AND ") :] if sql.startswith(" AND ") else sql), params
 
 
 def _rows(store: StoreParts, ids: Sequence[str], *, body: bool = True) -> dict[str, Any]:
     """Index rows of ``ids`` (with the body when ``body``): for candidates only the dense side found."""
     if not ids:
         return {}
-    sql = ("SELECT r.*, f.body AS body FROM records r JOIN fts f ON f.rowid = r.rowid" if body
-           else "SELECT r.* FROM records r") + " WHERE r.id IN (SELECT value FROM json_each(?))"
+    sql = (
+        "SELECT r.*, f.body AS body FROM records r JOIN fts f ON f.rowid = r.rowid" if body else "SELECT r.* FROM records r"
+    ) + " WHERE r.id IN (SELECT value FROM json_each(?))"
     rows = store.index.guarded(lambda c: c.execute(sql, (json.dumps(list(ids)),)).fetchall())
     return {row["id"]: row for row in rows}
 
@@ -67,29 +79,51 @@ def _dense_hit(store: StoreParts, row: Any, score: float) -> SearchHit:
     shown = lines[:3]
     start = int(row["body_line"] or 1)
     return SearchHit(
-        id=row["id"], path=str(store.records_dir / row["file"]), line_start=start, line_end=start + len(shown) - 1,
-        snippet="\n".join(shown)[:320], score=score, title=row["title"] or "", kind=row["kind"] or "",
-        scope=row["scope"] or "", tags=tuple(json.loads(row["tags"] or "[]")), updated=row["updated"] or "",
-        metadata=json.loads(row["metadata"] or "{}"))
+        id=row["id"],
+        path=str(store.records_dir / row["file"]),
+        line_start=start,
+        line_end=start + len(shown) - 1,
+        snippet="\n".join(shown)[:320],
+        score=score,
+        title=row["title"] or "",
+        kind=row["kind"] or "",
+        scope=row["scope"] or "",
+        tags=tuple(json.loads(row["tags"] or "[]")),
+        updated=row["updated"] or "",
+        metadata=json.loads(row["metadata"] or "{}"),
+    )
 
 
-def _request(store: StoreParts, query: str, limit: int, session_id: str | None, user_id: str | None,
-             **filters: Any) -> SearchRequest:
+def _request(store: StoreParts, query: str, limit: int, session_id: str | None, user_id: str | None, **filters: Any) -> SearchRequest:
     """The lexical request :meth:`MemoryStore.search` would make (same validation, same filters)."""
     if not isinstance(query, str):
         raise InvalidInputError("query must be a string")
     if not isinstance(limit, int) or not 1 <= limit <= 1000:
         raise InvalidInputError("limit must be an integer between 1 and 1000")
     queries.check_strings(session_id=session_id, user_id=user_id)
-    dates = queries.date_filters(created_after=filters.get("created_after"), created_before=filters.get("created_before"),
-                                updated_after=filters.get("updated_after"), updated_before=filters.get("updated_before"))
+    dates = queries.date_filters(
+        created_after=filters.get("created_after"),
+        created_before=filters.get("created_before"),
+        updated_after=filters.get("updated_after"),
+        updated_before=filters.get("updated_before"),
+    )
     strict = filters.get("strict_visibility")
     store.open()
     return SearchRequest(
-        query=query, session_id=session_id, user_id=user_id, tags=normalize_tags(filters.get("tags") or ()),
-        scopes=queries.scopes_of(filters.get("scope")), kinds=queries.kinds_of(filters.get("kind")), limit=limit,
-        created_after=dates[0], created_before=dates[1], updated_after=dates[2], updated_before=dates[3],
-        strict_visibility=store.strict_visibility if strict is None else bool(strict), **_when(filters))
+        query=query,
+        session_id=session_id,
+        user_id=user_id,
+        tags=normalize_tags(filters.get("tags") or ()),
+        scopes=queries.scopes_of(filters.get("scope")),
+        kinds=queries.kinds_of(filters.get("kind")),
+        limit=limit,
+        created_after=dates[0],
+        created_before=dates[1],
+        updated_after=dates[2],
+        updated_before=dates[3],
+        strict_visibility=store.strict_visibility if strict is None else bool(strict),
+        **_when(filters),
+    )
 
 
 def _when(filters: Mapping[str, Any]) -> dict[str, Any]:
@@ -97,9 +131,18 @@ def _when(filters: Mapping[str, Any]) -> dict[str, Any]:
     return {"include_superseded": bool(filters.get("include_superseded")), "as_of": queries.as_of_filter(filters.get("as_of"))}
 
 
-def _dense(store: StoreParts, cache: VectorCache, model: str, q: npt.NDArray[np.float32], pool: int,
-           session_id: str | None, user_id: str | None, where: str, params: dict[str, Any],
-           stats: dict[str, float]) -> tuple[list[tuple[str, float]], str]:
+def _dense(
+    store: StoreParts,
+    cache: VectorCache,
+    model: str,
+    q: npt.NDArray[np.float32],
+    pool: int,
+    session_id: str | None,
+    user_id: str | None,
+    where: str,
+    params: dict[str, Any],
+    stats: dict[str, float],
+) -> tuple[list[tuple[str, float]], str]:
     """The ``pool`` nearest records this caller may see (``stats``: the query's cosine mean and std).
 
     Visibility is checked on a margin of the nearest vectors first (one indexed lookup); when too few of
@@ -108,8 +151,7 @@ def _dense(store: StoreParts, cache: VectorCache, model: str, q: npt.NDArray[np.
     """
     margin = 2 * pool + 50
     near = cache.nearest(model, q, margin, stats=stats)
-    allowed = visible_for_hashes(store.index, [h for h, _ in near], session_id=session_id, user_id=user_id,
-                                 where=where, params=params)
+    allowed = visible_for_hashes(store.index, [h for h, _ in near], session_id=session_id, user_id=user_id, where=where, params=params)
     if len(allowed) >= pool or len(near) < margin:  # the cosines are known already: no second product
         sim = dict(near)
         found = sorted(((rid, sim[h]) for rid, h in allowed.items()), key=lambda p: (-p[1], p[0]))
@@ -124,31 +166,48 @@ def _hashes_of(store: StoreParts, ids: Sequence[str], known: Mapping[str, Any] |
     ids = [i for i in ids if i not in out]
     if not ids:
         return out
-    rows = store.index.guarded(lambda c: c.execute(
-        "SELECT id, content_hash FROM records WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(list(ids)),)).fetchall())
+    rows = store.index.guarded(
+        lambda c: c.execute(
+            "SELECT id, content_hash FROM records WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(list(ids)),)
+        ).fetchall()
+    )
     return out | {r[0]: r[1] for r in rows if r[1]}
 
 
-def _focus(store: StoreParts, engine: Fts5Engine | None, query: str, *, embed: bool,
-           visible_to: tuple[str | None, str | None] | None) -> tuple[TermStats | None, str, list[str]]:
+def _focus(
+    store: StoreParts, engine: Fts5Engine | None, query: str, *, embed: bool, visible_to: tuple[str | None, str | None] | None
+) -> tuple[TermStats | None, str, list[str]]:
     """``(term stats, text to embed, words left out)``: the query without the words half the records share
     (:mod:`agent_memory.search.focus`); the stats serve the lexical strength too. Whole query without the FTS5 engine;
     only the strength's stats when the query is not to be embedded (``embed`` false: its vector was given)."""
     if engine is None:
         return None, query, []
     words = query_words(query, engine.terms, engine.stop_words) if embed else {}
-    stats = index_term_stats(store.index, engine, [*engine.terms(query), *(t for ts in words.values() for t in ts)],
-                             visible_to=visible_to)
+    stats = index_term_stats(store.index, engine, [*engine.terms(query), *(t for ts in words.values() for t in ts)], visible_to=visible_to)
     text, common = focus_query(query, words, stats[1], stats[0])
     return stats, text, common
 
 
-def hybrid_search(store: StoreParts, cache: VectorCache, embedder: Embedder | None, query: str, *,
-                  mode: Mode = "hybrid", limit: int = 10, session_id: str | None = None, user_id: str | None = None,
-                  pipeline: Pipeline | None = None, pool: int | None = None, lexical_pool: int | None = None,
-                  query_vector: npt.NDArray[np.float32] | None = None, trace: bool = False, now: dt.datetime | None = None,
-                  lexical_search: Callable[..., SearchResult] | None = None, _refreshed: bool = False,
-                  **filters: Any) -> SearchResult:
+def hybrid_search(
+    store: StoreParts,
+    cache: VectorCache,
+    embedder: Embedder | None,
+    query: str,
+    *,
+    mode: Mode = "hybrid",
+    limit: int = 10,
+    session_id: str | None = None,
+    user_id: str | None = None,
+    pipeline: Pipeline | None = None,
+    pool: int | None = None,
+    lexical_pool: int | None = None,
+    query_vector: npt.NDArray[np.float32] | None = None,
+    trace: bool = False,
+    now: dt.datetime | None = None,
+    lexical_search: Callable[..., SearchResult] | None = None,
+    _refreshed: bool = False,
+    **filters: Any,
+) -> SearchResult:
     """Search ``store`` lexically, densely or both; ``filters`` are those of :meth:`MemoryStore.search`.
 
     ``lexical_pool`` lexical and ``pool`` dense candidates enter the fusion (default each: 3 × ``limit``, at least 30;
@@ -179,15 +238,15 @@ def hybrid_search(store: StoreParts, cache: VectorCache, embedder: Embedder | No
             steps = lex_search(query, limit=limit, session_id=session_id, user_id=user_id, trace=True, **filters).trace
         by_id: dict[str, SearchHit] = {}
     else:
-        lexical = lex_search(query, limit=max(limit, lexical_pool), session_id=session_id, user_id=user_id, trace=trace,
-                             **filters)
+        lexical = lex_search(query, limit=max(limit, lexical_pool), session_id=session_id, user_id=user_id, trace=trace, **filters)
         steps = lexical.trace if trace else None
         lex_pairs = [(h.id, h.score) for h in lexical.hits]
         by_id = {h.id: h for h in lexical.hits}
     stats: dict[str, float] = {}
     strict = store.strict_visibility if filters.get("strict_visibility") is None else bool(filters["strict_visibility"])
-    term_stats, focused, common = _focus(store, engine, query, embed=query_vector is None,
-                                         visible_to=(session_id, user_id) if strict else None)
+    term_stats, focused, common = _focus(
+        store, engine, query, embed=query_vector is None, visible_to=(session_id, user_id) if strict else None
+    )
     try:
         q = query_vector if query_vector is not None else embedder.embed([focused])[0]
         where, params = _filters(store, **filters)
@@ -198,15 +257,23 @@ def hybrid_search(store: StoreParts, cache: VectorCache, embedder: Embedder | No
             fallback.trace.append({"stage": "dense", "error": str(exc), "fallback": "lexical"})
         return fallback
     if steps is not None:
-        steps.append({"stage": "dense", "model": embedder.name, "visibility": visible, "found": len(dense),
-                      **({"focus": {"embedded": focused, "left_out": common}} if common else {}),
-                      "top": [{"id": r, "cosine": round(s, 4)} for r, s in dense[:10]]})
+        steps.append(
+            {
+                "stage": "dense",
+                "model": embedder.name,
+                "visibility": visible,
+                "found": len(dense),
+                **({"focus": {"embedded": focused, "left_out": common}} if common else {}),
+                "top": [{"id": r, "cosine": round(s, 4)} for r, s in dense[:10]],
+            }
+        )
     if mode == "dense":
         lex_pairs = []
     strength = None
     if lex_pairs and engine is not None:
-        strength = index_strength(store.index, engine, query, lex_pairs[0][1],
-                                  visible_to=(session_id, user_id) if strict else None, stats=term_stats)
+        strength = index_strength(
+            store.index, engine, query, lex_pairs[0][1], visible_to=(session_id, user_id) if strict else None, stats=term_stats
+        )
     if strict:  # the cosines' mean/std span every vector: standardise over the (visible) candidates instead
         stats = {}
     extra = _rows(store, [r for r, _ in dense if r not in rows and r not in by_id], body=False)
@@ -214,15 +281,35 @@ def hybrid_search(store: StoreParts, cache: VectorCache, embedder: Embedder | No
     info.update({h.id: {"updated": h.updated} for h in by_id.values()})
     chosen = pipeline or default_pipeline()
     if chosen.fuse.dense_scores is None:  # cosines for lexical hits the dense top list missed
-        chosen = replace(chosen, fuse=replace(
-            chosen.fuse, dense_scores=lambda ids: cache.scores(embedder.name, q, _hashes_of(store, ids, rows))))
+        chosen = replace(
+            chosen, fuse=replace(chosen.fuse, dense_scores=lambda ids: cache.scores(embedder.name, q, _hashes_of(store, ids, rows)))
+        )
     ctx = QueryContext(query=query, confidence=strength, now=now, dense_mean=stats.get("mean"), dense_std=stats.get("std"))
     ranked = chosen.run(lex_pairs, dense, ctx, info=info, limit=limit, trace=steps)
-    if engine is not None and not _refreshed and store.index.refresh_rows(
-            store.index.conn, [rows.get(c.id) or extra[c.id] for c in ranked if c.id in rows or c.id in extra]):
-        return hybrid_search(store, cache, embedder, query, mode=mode, limit=limit, session_id=session_id, user_id=user_id,
-                             pipeline=pipeline, pool=pool, lexical_pool=lexical_pool, query_vector=q, trace=trace, now=now,
-                             lexical_search=lexical_search, _refreshed=True, **filters)  # a hit's file changed by hand
+    if (
+        engine is not None
+        and not _refreshed
+        and store.index.refresh_rows(store.index.conn, [rows.get(c.id) or extra[c.id] for c in ranked if c.id in rows or c.id in extra])
+    ):
+        return hybrid_search(
+            store,
+            cache,
+            embedder,
+            query,
+            mode=mode,
+            limit=limit,
+            session_id=session_id,
+            user_id=user_id,
+            pipeline=pipeline,
+            pool=pool,
+            lexical_pool=lexical_pool,
+            query_vector=q,
+            trace=trace,
+            now=now,
+            lexical_search=lexical_search,
+            _refreshed=True,
+            **filters,
+        )  # a hit's file changed by hand
     extra = _rows(store, [c.id for c in ranked if c.id in extra])
     top = squash(ranked[0].score) if ranked else 1.0
     hits = []
@@ -242,22 +329,22 @@ TermStats = tuple[int, dict[str, int]]
 """``(N, {term: df})`` from the FTS index: how many records, and how many match each term."""
 
 
-def index_term_stats(index: Index, engine: Fts5Engine, terms: Sequence[str], *,
-                     visible_to: tuple[str | None, str | None] | None = None) -> TermStats:
+def index_term_stats(
+    index: Index, engine: Fts5Engine, terms: Sequence[str], *, visible_to: tuple[str | None, str | None] | None = None
+) -> TermStats:
     """N and df of ``terms`` from the FTS index (df cached per index for the unrestricted counts).
 
     ``visible_to`` (``(session_id, user_id)``, for strict visibility): N and df count only the records that
     caller may see, so records hidden from them cannot move a weight (O(visible matches) per term).
     """
     terms = list(dict.fromkeys(terms))
+
     def read(conn: Any) -> TermStats:
         if visible_to is not None:
             bind = visible_params(*visible_to)
             n = int(conn.execute(f"SELECT count(*) FROM records r WHERE {visibility_sql('r')}", bind).fetchone()[0])
-            sql = (f"SELECT count(*) FROM fts f JOIN records r ON r.rowid = f.rowid WHERE fts MATCH :q"
-                   f" AND {visibility_sql('r')}")
-            return n, {t: int(conn.execute(sql, {**bind, "q": engine.match_expression([t])}).fetchone()[0])
-                       for t in terms}
+            sql = f"SELECT count(*) FROM fts f JOIN records r ON r.rowid = f.rowid WHERE fts MATCH :q AND {visibility_sql('r')}"
+            return n, {t: int(conn.execute(sql, {**bind, "q": engine.match_expression([t])}).fetchone()[0]) for t in terms}
         n = int(conn.execute("SELECT max(rowid) FROM records").fetchone()[0] or 0)
         return n, engine.document_frequencies(conn, index, terms, n)
 
@@ -265,15 +352,23 @@ def index_term_stats(index: Index, engine: Fts5Engine, terms: Sequence[str], *,
     return result
 
 
-def index_strength(index: Index, engine: Fts5Engine, query: str, top_score: float, *,
-                   visible_to: tuple[str | None, str | None] | None = None, stats: TermStats | None = None) -> float:
+def index_strength(
+    index: Index,
+    engine: Fts5Engine,
+    query: str,
+    top_score: float,
+    *,
+    visible_to: tuple[str | None, str | None] | None = None,
+    stats: TermStats | None = None,
+) -> float:
     """:func:`lexical_strength` with IDF ``log((N + 1) / (df + 0.5))`` per distinct query term, from the FTS index
     (:func:`index_term_stats`; ``stats`` when already read for these terms and this caller)."""
     terms = engine.terms(query)
     if not terms or top_score <= 0:
         return 0.0
-    rows, df = stats if stats is not None and all(t in stats[1] for t in terms) else index_term_stats(
-        index, engine, terms, visible_to=visible_to)
+    rows, df = (
+        stats if stats is not None and all(t in stats[1] for t in terms) else index_term_stats(index, engine, terms, visible_to=visible_to)
+    )
     idf: dict[str, float] = {}
     for t in terms:
         k = term_key(t)
@@ -292,8 +387,10 @@ def index_confidence(index: Index, engine: Fts5Engine, query: str, top_ids: Sequ
 
     def read(conn: Any) -> tuple[dict[str, int], list[str]]:
         df = engine.document_frequencies(conn, index, terms, rows)
-        bodies = [r[0] or "" for r in conn.execute(
-            f"SELECT f.body FROM records r JOIN fts f ON f.rowid = r.rowid WHERE r.id IN ({marks})", list(top_ids))]
+        bodies = [
+            r[0] or ""
+            for r in conn.execute(f"SELECT f.body FROM records r JOIN fts f ON f.rowid = r.rowid WHERE r.id IN ({marks})", list(top_ids))
+        ]
         return df, bodies
 
     df, bodies = index.guarded(read)

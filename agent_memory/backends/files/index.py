@@ -49,12 +49,29 @@ from agent_memory.model.reports import SyncReport as SyncReport
 
 _FTS_SECURE_DELETE = sqlite3.sqlite_version_info >= (3, 44, 0)
 
-__all__ = ["DEFAULT_FTS_TOKENIZER", "FTS_COLUMNS", "SCHEMA_VERSION", "Index", "SyncReport", "as_of_sql", "core_line", "current_sql",
-           "dates_text", "day_text",
-           "is_corrupt", "live_sql", "row_to_record", "scope_filter_sql", "summary_line", "time_sql", "visibility_sql",
-           "visible_params"]
+__all__ = [
+    "DEFAULT_FTS_TOKENIZER",
+    "FTS_COLUMNS",
+    "SCHEMA_VERSION",
+    "Index",
+    "SyncReport",
+    "as_of_sql",
+    "core_line",
+    "current_sql",
+    "dates_text",
+    "day_text",
+    "is_corrupt",
+    "live_sql",
+    "row_to_record",
+    "scope_filter_sql",
+    "summary_line",
+    "time_sql",
+    "visibility_sql",
+    "visible_params",
+]
 
 log = logging.getLogger("agent_memory")
+
 
 class Index:
     """SQLite FTS5 index of one memory root."""
@@ -186,7 +203,9 @@ class Index:
                 return
             drops = "".join(f"DROP TABLE IF EXISTS {t};" for t in ("fts", "record_tags", "records", "meta"))
             schema = f"{SCHEMA_VERSION}|{self.fts_tokenizer}".replace("'", "''")
-            conn.executescript(f"BEGIN IMMEDIATE; {drops} {schema_sql(self.fts_tokenizer)} INSERT INTO meta VALUES ('schema', '{schema}'); COMMIT;")
+            conn.executescript(
+                f"BEGIN IMMEDIATE; {drops} {schema_sql(self.fts_tokenizer)} INSERT INTO meta VALUES ('schema', '{schema}'); COMMIT;"
+            )
 
     def _recreate(self) -> sqlite3.Connection:
         with self.lock.hold():
@@ -269,32 +288,60 @@ class Index:
         self.set_meta(conn, "dir_mtime", self._dir_mtime())
 
     # -- rows ----------------------------------------------------------------------------
-    def upsert(self, conn: sqlite3.Connection, rec: MemoryRecord, file: str, mtime_ns: int, size: int, *,
-               body_line: int | None = None, new: bool = False) -> None:
+    def upsert(
+        self,
+        conn: sqlite3.Connection,
+        rec: MemoryRecord,
+        file: str,
+        mtime_ns: int,
+        size: int,
+        *,
+        body_line: int | None = None,
+        new: bool = False,
+    ) -> None:
         """Insert or replace the rows of one record (``new=True``: the caller knows the id is unused)."""
         values = {
-            "id": rec.id, "file": file, "mtime_ns": mtime_ns, "size": size, "scope": rec.scope.value,
-            "session_id": rec.session_id, "user_id": rec.user_id, "kind": rec.kind, "title": rec.title,
-            "tags": json.dumps(list(rec.tags)), "memory_key": rec.memory_key, "source": rec.source,
-            "created": _instant(rec.created), "updated": _instant(rec.updated), "expires": _instant(rec.expires),
+            "id": rec.id,
+            "file": file,
+            "mtime_ns": mtime_ns,
+            "size": size,
+            "scope": rec.scope.value,
+            "session_id": rec.session_id,
+            "user_id": rec.user_id,
+            "kind": rec.kind,
+            "title": rec.title,
+            "tags": json.dumps(list(rec.tags)),
+            "memory_key": rec.memory_key,
+            "source": rec.source,
+            "created": _instant(rec.created),
+            "updated": _instant(rec.updated),
+            "expires": _instant(rec.expires),
             "importance": rec.importance,
-            "content_hash": rec.content_hash, "body_line": body_line or rec.body_line, "summary": summary_line(rec.content),
+            "content_hash": rec.content_hash,
+            "body_line": body_line or rec.body_line,
+            "summary": summary_line(rec.content),
             "metadata": json.dumps(dict(rec.metadata), default=str),
-            "happened_at": _instant(rec.happened_at), "valid_from": _instant(rec.valid_from),
-            "valid_to": _instant(rec.valid_to), "superseded_by": rec.superseded_by, "supersedes": rec.supersedes,
+            "happened_at": _instant(rec.happened_at),
+            "valid_from": _instant(rec.valid_from),
+            "valid_to": _instant(rec.valid_to),
+            "superseded_by": rec.superseded_by,
+            "supersedes": rec.supersedes,
         }
         row = None if new else conn.execute("SELECT rowid FROM records WHERE id = ?", (rec.id,)).fetchone()
         if row is None:
             cur = conn.execute(
-                f"INSERT INTO records ({', '.join(_RECORD_COLS)}) VALUES ({', '.join(':' + c for c in _RECORD_COLS)})", values)
+                f"INSERT INTO records ({', '.join(_RECORD_COLS)}) VALUES ({', '.join(':' + c for c in _RECORD_COLS)})", values
+            )
             rid = cur.lastrowid
         else:
             rid = row[0]
             conn.execute(f"UPDATE records SET {', '.join(f'{c} = :{c}' for c in _RECORD_COLS)} WHERE rowid = {rid}", values)
             conn.execute("DELETE FROM fts WHERE rowid = ?", (rid,))
             conn.execute("DELETE FROM record_tags WHERE rid = ?", (rid,))
-        conn.execute("INSERT INTO fts (rowid, title, tags, body, context) VALUES (?, ?, ?, ?, ?)",
-                     (rid, rec.title, " ".join(rec.tags), rec.content, self.context_of(rec)))
+        conn.execute(
+            "INSERT INTO fts (rowid, title, tags, body, context) VALUES (?, ?, ?, ?, ?)",
+            (rid, rec.title, " ".join(rec.tags), rec.content, self.context_of(rec)),
+        )
         conn.executemany("INSERT INTO record_tags VALUES (?, ?)", [(rid, t) for t in rec.tags])
 
     def delete(self, conn: sqlite3.Connection, record_id: str) -> None:
@@ -338,8 +385,7 @@ class Index:
         """Rebuild from the files beside the live index and swap it in atomically (see :mod:`.index_sync`)."""
         return _sync.rebuild_aside(self)
 
-    def refresh(self, *, force: bool = False, wait: bool | None = None, periodic: bool = True,
-                bounded: bool = False) -> SyncReport | None:
+    def refresh(self, *, force: bool = False, wait: bool | None = None, periodic: bool = True, bounded: bool = False) -> SyncReport | None:
         """Cheap freshness check before a read: rescan if the records directory changed
         behind the library's back, or if ``rescan_interval`` has elapsed (in-place edits).
 
@@ -350,6 +396,7 @@ class Index:
         a check whose cost does not grow with the store (:func:`agent_memory.backends.files.index_sync.bounded_check`).
         A rescan that cannot write (disk full, root turned read-only) is skipped: reads go on
         from the index as it is."""
+
         def check(conn: sqlite3.Connection) -> str | None:
             if self.meta(conn, "dir_mtime") != self._dir_mtime():
                 return "full"
@@ -367,8 +414,9 @@ class Index:
                 return None
             with self.scan_lock:
                 try:
-                    report: SyncReport = self.healing(self.full_sync if mode == "full" or self.read_only
-                                                      else lambda: _sync.bounded_check(self))
+                    report: SyncReport = self.healing(
+                        self.full_sync if mode == "full" or self.read_only else lambda: _sync.bounded_check(self)
+                    )
                     return report
                 except StorageError as exc:
                     if self.ro_conn is not None:

@@ -21,9 +21,31 @@ SCHEMA_VERSION = "5"  # 4: instants stored as normalised UTC; 5: two clocks and 
 DEFAULT_FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 FTS_COLUMNS = ("title", "tags", "body", "context")
 _RECORD_COLS = (
-    "id", "file", "mtime_ns", "size", "scope", "session_id", "user_id", "kind", "title", "tags",
-    "memory_key", "source", "created", "updated", "expires", "importance", "content_hash",
-    "body_line", "summary", "metadata", "happened_at", "valid_from", "valid_to", "superseded_by", "supersedes",
+    "id",
+    "file",
+    "mtime_ns",
+    "size",
+    "scope",
+    "session_id",
+    "user_id",
+    "kind",
+    "title",
+    "tags",
+    "memory_key",
+    "source",
+    "created",
+    "updated",
+    "expires",
+    "importance",
+    "content_hash",
+    "body_line",
+    "summary",
+    "metadata",
+    "happened_at",
+    "valid_from",
+    "valid_to",
+    "superseded_by",
+    "supersedes",
 )
 
 
@@ -48,8 +70,6 @@ def fts_secure_delete() -> bool:
     return sqlite3.sqlite_version_info >= (3, 44, 0)
 
 
-
-
 def current_sql(alias: str = "r") -> str:
     """Not superseded: the default of every read but ``get`` (``include_superseded`` or ``as_of`` lift it)."""
     return f"{alias}.superseded_by IS NULL"
@@ -61,8 +81,7 @@ def as_of_sql(alias: str = "r", param: str = ":as_of") -> str:
     return f"({start} <= {param} AND ({alias}.valid_to IS NULL OR {alias}.valid_to > {param}))"
 
 
-def time_sql(params: dict[str, Any], *, include_superseded: bool = False, as_of: str | None = None,
-             alias: str = "r") -> str:
+def time_sql(params: dict[str, Any], *, include_superseded: bool = False, as_of: str | None = None, alias: str = "r") -> str:
     """`` AND …``: the supersession and as-of part of a read's WHERE clause (``as_of`` already normalised)."""
     if as_of is not None:
         params["as_of"] = as_of
@@ -71,8 +90,11 @@ def time_sql(params: dict[str, Any], *, include_superseded: bool = False, as_of:
 
 
 def schema_sql(fts_tokenizer: str) -> str:
-    cols = ", ".join(f"{c} {'INTEGER' if c in ('mtime_ns', 'size', 'body_line') else 'REAL' if c == 'importance' else 'TEXT'}"
-                     for c in _RECORD_COLS if c != "id")
+    cols = ", ".join(
+        f"{c} {'INTEGER' if c in ('mtime_ns', 'size', 'body_line') else 'REAL' if c == 'importance' else 'TEXT'}"
+        for c in _RECORD_COLS
+        if c != "id"
+    )
     tok = fts_tokenizer.replace("'", "''")
     return f"""
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
@@ -98,14 +120,29 @@ def _instant(value: str | None) -> str | None:
 def row_to_record(row: sqlite3.Row, records_dir: Path, content: str = "") -> MemoryRecord:
     """A record built from index metadata (content only if given)."""
     return MemoryRecord(
-        id=row["id"], content=content, title=row["title"] or "", kind=row["kind"] or "fact",
-        scope=Scope(row["scope"]), session_id=row["session_id"], user_id=row["user_id"],
-        tags=tuple(json.loads(row["tags"] or "[]")), memory_key=row["memory_key"], source=row["source"] or "manual",
-        created=row["created"] or "", updated=row["updated"] or "", expires=row["expires"],
-        importance=row["importance"], content_hash=row["content_hash"] or "",
-        metadata=json.loads(row["metadata"] or "{}"), path=str(records_dir / row["file"]), body_line=row["body_line"] or 1,
-        happened_at=row["happened_at"], valid_from=row["valid_from"], valid_to=row["valid_to"],
-        superseded_by=row["superseded_by"], supersedes=row["supersedes"],
+        id=row["id"],
+        content=content,
+        title=row["title"] or "",
+        kind=row["kind"] or "fact",
+        scope=Scope(row["scope"]),
+        session_id=row["session_id"],
+        user_id=row["user_id"],
+        tags=tuple(json.loads(row["tags"] or "[]")),
+        memory_key=row["memory_key"],
+        source=row["source"] or "manual",
+        created=row["created"] or "",
+        updated=row["updated"] or "",
+        expires=row["expires"],
+        importance=row["importance"],
+        content_hash=row["content_hash"] or "",
+        metadata=json.loads(row["metadata"] or "{}"),
+        path=str(records_dir / row["file"]),
+        body_line=row["body_line"] or 1,
+        happened_at=row["happened_at"],
+        valid_from=row["valid_from"],
+        valid_to=row["valid_to"],
+        superseded_by=row["superseded_by"],
+        supersedes=row["supersedes"],
     )
 
 

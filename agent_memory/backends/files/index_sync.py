@@ -64,8 +64,17 @@ class SyncedIndex(Protocol):
 
     def load_file(self, name: str) -> tuple[MemoryRecord, int, int]: ...
 
-    def upsert(self, conn: sqlite3.Connection, rec: MemoryRecord, file: str, mtime_ns: int, size: int, *,
-               body_line: int | None = None, new: bool = False) -> None: ...
+    def upsert(
+        self,
+        conn: sqlite3.Connection,
+        rec: MemoryRecord,
+        file: str,
+        mtime_ns: int,
+        size: int,
+        *,
+        body_line: int | None = None,
+        new: bool = False,
+    ) -> None: ...
 
     def delete(self, conn: sqlite3.Connection, record_id: str) -> None: ...
 
@@ -85,8 +94,6 @@ def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
-
-
 
 
 def read_only_copy(index: SyncedIndex) -> sqlite3.Connection:
@@ -183,8 +190,9 @@ def full_sync(index: SyncedIndex, conn: sqlite3.Connection | None = None, *, cle
                     except (OSError, RecordParseError) as exc:
                         _quarantine(index, conn, name, old, exc, problems)
                         continue
-                    _sync_file(index, conn, name, old, problems, report,
-                               edits if hand is not None else None)  # a file gone meanwhile is dropped there
+                    _sync_file(
+                        index, conn, name, old, problems, report, edits if hand is not None else None
+                    )  # a file gone meanwhile is dropped there
                 for name, (rid, _, _) in known.items():
                     if name not in seen:
                         gone = conn.execute("SELECT * FROM records WHERE id = ?", (rid,)).fetchone() if hand else None
@@ -209,17 +217,24 @@ def full_sync(index: SyncedIndex, conn: sqlite3.Connection | None = None, *, cle
     return report
 
 
-def _quarantine(index: SyncedIndex, conn: sqlite3.Connection, name: str, old: tuple[str, int, int] | None,
-                exc: BaseException, problems: dict[str, str]) -> None:
+def _quarantine(
+    index: SyncedIndex, conn: sqlite3.Connection, name: str, old: tuple[str, int, int] | None, exc: BaseException, problems: dict[str, str]
+) -> None:
     problems[name] = describe(exc)
     log.warning("quarantined record file %r: %s", name, exc)
     if old is not None:
         index.delete(conn, old[0])
 
 
-def _sync_file(index: SyncedIndex, conn: sqlite3.Connection, name: str, old: tuple[str, int, int] | None,
-               problems: dict[str, str], report: SyncReport,
-               edits: list[tuple[object, str | None, str | None]] | None = None) -> bool:
+def _sync_file(
+    index: SyncedIndex,
+    conn: sqlite3.Connection,
+    name: str,
+    old: tuple[str, int, int] | None,
+    problems: dict[str, str],
+    report: SyncReport,
+    edits: list[tuple[object, str | None, str | None]] | None = None,
+) -> bool:
     """Read and index one new or changed file (in the caller's transaction); False if it is gone.
 
     ``edits`` collects hand edits (record, hash before, hash after) for the event log."""
@@ -312,11 +327,13 @@ def bounded_check(index: SyncedIndex) -> SyncReport:
     cursor = _cursor(index)
     if cursor >= top:
         cursor = 0
-    rows = conn.execute("SELECT id, file, mtime_ns, size, rowid FROM records WHERE rowid > ? ORDER BY rowid LIMIT ?",
-                        (cursor, size)).fetchall()
+    rows = conn.execute(
+        "SELECT id, file, mtime_ns, size, rowid FROM records WHERE rowid > ? ORDER BY rowid LIMIT ?", (cursor, size)
+    ).fetchall()
     if len(rows) < size and cursor:  # wrap around
-        rows += conn.execute("SELECT id, file, mtime_ns, size, rowid FROM records WHERE rowid <= ? ORDER BY rowid LIMIT ?",
-                             (cursor, size - len(rows))).fetchall()
+        rows += conn.execute(
+            "SELECT id, file, mtime_ns, size, rowid FROM records WHERE rowid <= ? ORDER BY rowid LIMIT ?", (cursor, size - len(rows))
+        ).fetchall()
     report.scanned = len(rows)
     changed = _changed(index, rows)
     problems = dict(json.loads(index.meta(conn, "problems") or "{}"))

@@ -44,8 +44,11 @@ def find_duplicate(conn: Any, rec: MemoryRecord) -> Any:
         return None
     sql, params = partition_sql(rec)
     params["h"] = rec.content_hash
-    return conn.execute(f"SELECT * FROM records r WHERE r.content_hash = :h AND {sql} AND {live_sql('r')}"
-                        f" AND {current_sql('r')} AND {_NOT_UNDEDUPED} LIMIT 1", params).fetchone()
+    return conn.execute(
+        f"SELECT * FROM records r WHERE r.content_hash = :h AND {sql} AND {live_sql('r')}"
+        f" AND {current_sql('r')} AND {_NOT_UNDEDUPED} LIMIT 1",
+        params,
+    ).fetchone()
 
 
 def find_keyed(conn: Any, rec: MemoryRecord, key: str, mode: str) -> Any:
@@ -66,8 +69,9 @@ def find_keyed(conn: Any, rec: MemoryRecord, key: str, mode: str) -> Any:
             params["k"] = key
     if row is not None:
         return row
-    return conn.execute(f"SELECT * FROM records r WHERE r.memory_key = :k AND {sql} AND {current_sql('r')}"
-                        " ORDER BY r.updated DESC, r.id LIMIT 1", params).fetchone()
+    return conn.execute(
+        f"SELECT * FROM records r WHERE r.memory_key = :k AND {sql} AND {current_sql('r')} ORDER BY r.updated DESC, r.id LIMIT 1", params
+    ).fetchone()
 
 
 def remember_locked(store: StoreParts, conn: Any, item: Prepared, durable: bool) -> RememberResult:
@@ -90,16 +94,15 @@ def remember_locked(store: StoreParts, conn: Any, item: Prepared, durable: bool)
     return RememberResult(rec.id, "created", path, redactions)
 
 
-
-
 def _reveals_title(rec: MemoryRecord) -> bool:
     """True if ``rec``'s id was made from its title (so it shows words of the current text)."""
     slug = slugify(rec.title)
     return slug != "memory" and f"-{slug}-" in f"-{rec.id}-" and not (rec.memory_key and f"-{slugify(rec.memory_key)}-" in f"-{rec.id}-")
 
 
-def apply_keyed(store: StoreParts, conn: Any, row: Any, rec: MemoryRecord, mode: str, fields: frozenset[str],
-                redactions: int, durable: bool) -> RememberResult:
+def apply_keyed(
+    store: StoreParts, conn: Any, row: Any, rec: MemoryRecord, mode: str, fields: frozenset[str], redactions: int, durable: bool
+) -> RememberResult:
     path = str(store.records_dir / row["file"])
     if mode == "skip":
         return RememberResult(row["id"], "skipped", path, redactions)
@@ -121,26 +124,47 @@ def apply_keyed(store: StoreParts, conn: Any, row: Any, rec: MemoryRecord, mode:
     derived = current.title == default_title(current.content)  # a title made from the text follows the text
     title = rec.title if "title" in fields else default_title(body) if derived else current.title
     updated = current.replace(
-        content=body, content_hash=content_hash(body), tags=tags, memory_key=key, title=title,
+        content=body,
+        content_hash=content_hash(body),
+        tags=tags,
+        memory_key=key,
+        title=title,
         kind=rec.kind if "kind" in fields else current.kind,
         expires=rec.expires if "expires" in fields else current.expires,
         importance=rec.importance if "importance" in fields else current.importance,
         metadata={**current.metadata, **rec.metadata},
         # a replaced text is a new fact: the old one's clocks do not carry over to it
-        **{name: getattr(rec, name) if name in fields or status == "replaced" else getattr(current, name)
-           for name in ("happened_at", "valid_from", "valid_to")},
+        **{
+            name: getattr(rec, name) if name in fields or status == "replaced" else getattr(current, name)
+            for name in ("happened_at", "valid_from", "valid_to")
+        },
     )
     if updated.frontmatter() | {"updated": None} == current.frontmatter() | {"updated": None} and body == current.content:
         return RememberResult(row["id"], "duplicate", path, redactions)  # nothing would change
     updated = updated.replace(updated=now_iso())
     if status == "replaced":
-        result, version = _supersede.replace_keyed(store, conn, current, updated, path, redactions, durable,
-                                          fresh_id=updated.title != current.title and _reveals_title(current))
-        store.event(status, updated.replace(id=result.id), before=current.content_hash, after=updated.content_hash,
-                     source=rec.source, caller=(rec.session_id, rec.user_id),
-                     previous_id=current.id if result.id != current.id else None, version=version)
+        result, version = _supersede.replace_keyed(
+            store, conn, current, updated, path, redactions, durable, fresh_id=updated.title != current.title and _reveals_title(current)
+        )
+        store.event(
+            status,
+            updated.replace(id=result.id),
+            before=current.content_hash,
+            after=updated.content_hash,
+            source=rec.source,
+            caller=(rec.session_id, rec.user_id),
+            previous_id=current.id if result.id != current.id else None,
+            version=version,
+        )
         return result
     write(store, conn, updated, durable=durable)
-    store.event(status, updated, before=current.content_hash, after=updated.content_hash, source=rec.source,
-                 caller=(rec.session_id, rec.user_id), kept=len(current.content.rstrip("\n")))
+    store.event(
+        status,
+        updated,
+        before=current.content_hash,
+        after=updated.content_hash,
+        source=rec.source,
+        caller=(rec.session_id, rec.user_id),
+        kept=len(current.content.rstrip("\n")),
+    )
     return RememberResult(updated.id, status, path, redactions)

@@ -44,8 +44,17 @@ def _owner(rec: Any) -> tuple[str, str, str | None, str | None]:
     return rec["id"], rec["scope"], rec["session_id"], rec["user_id"]
 
 
-def emit(store: StoreParts, kind: str, rec: Any, *, before: str | None = None, after: str | None = None,
-         source: str | None = None, caller: tuple[str | None, str | None] | None = None, **detail: Any) -> Event | None:
+def emit(
+    store: StoreParts,
+    kind: str,
+    rec: Any,
+    *,
+    before: str | None = None,
+    after: str | None = None,
+    source: str | None = None,
+    caller: tuple[str | None, str | None] | None = None,
+    **detail: Any,
+) -> Event | None:
     """Append one event about ``rec`` (a record or an index row). Never fails the change it reports."""
     rid, scope, osid, ouid = _owner(rec)
     who = current_acting()
@@ -53,9 +62,21 @@ def emit(store: StoreParts, kind: str, rec: Any, *, before: str | None = None, a
         kind = "imported"
     csid, cuid = caller if caller is not None else (osid, ouid)
     sid, uid = who.session_id or csid, who.user_id or cuid
-    ev = Event(kind, rid, actor=who.actor or source or "api", session_id=sid, user_id=uid, run_id=who.run_id,
-               tool_call_id=who.tool_call_id, before=before, after=after, scope=scope, owner_session=osid,
-               owner_user=ouid, detail={k: v for k, v in detail.items() if v is not None})
+    ev = Event(
+        kind,
+        rid,
+        actor=who.actor or source or "api",
+        session_id=sid,
+        user_id=uid,
+        run_id=who.run_id,
+        tool_call_id=who.tool_call_id,
+        before=before,
+        after=after,
+        scope=scope,
+        owner_session=osid,
+        owner_user=ouid,
+        detail={k: v for k, v in detail.items() if v is not None},
+    )
     try:
         return store.events.append(ev)
     except OSError as exc:  # the change is made and durable; its line is what failed
@@ -72,9 +93,18 @@ def stamp(rec: MemoryRecord) -> MemoryRecord:
     if isinstance(prov, dict) and isinstance(prov.get("updated"), dict) and prov["updated"].get("at") == rec.updated:
         return rec
     who = current_acting()
-    entry = {k: v for k, v in (("at", rec.updated), ("actor", who.actor or rec.source),
-                               ("session_id", who.session_id or rec.session_id), ("user_id", who.user_id or rec.user_id),
-                               ("run_id", who.run_id), ("tool_call_id", who.tool_call_id)) if v}
+    entry = {
+        k: v
+        for k, v in (
+            ("at", rec.updated),
+            ("actor", who.actor or rec.source),
+            ("session_id", who.session_id or rec.session_id),
+            ("user_id", who.user_id or rec.user_id),
+            ("run_id", who.run_id),
+            ("tool_call_id", who.tool_call_id),
+        )
+        if v
+    }
     created = prov.get("created") if isinstance(prov, dict) and isinstance(prov.get("created"), dict) else entry
     return rec.replace(metadata={**rec.metadata, PROVENANCE: {"created": created, "updated": entry}})
 
@@ -100,8 +130,15 @@ def forget(store: StoreParts, record_id: str, session_id: str | None, user_id: s
                 for old in older:
                     old_row = store.index.get_row(old.id)
                     if old_row is not None:
-                        _history.archive(store, conn, old_row, f"forgotten with {record_id}", event="archived",
-                                         caller=(session_id, user_id), part_of=record_id)
+                        _history.archive(
+                            store,
+                            conn,
+                            old_row,
+                            f"forgotten with {record_id}",
+                            event="archived",
+                            caller=(session_id, user_id),
+                            part_of=record_id,
+                        )
                 store.index.mark_synced(conn)
 
         store.index.healing(run)
@@ -112,8 +149,6 @@ def forget(store: StoreParts, record_id: str, session_id: str | None, user_id: s
 def _sees(rec: MemoryRecord, session_id: str | None, user_id: str | None) -> bool:
     ev = Event("archived", rec.id, scope=rec.scope.value, owner_session=rec.session_id, owner_user=rec.user_id)
     return visible(ev, session_id, user_id)
-
-
 
 
 def _current(store: StoreParts, record_id: str, session_id: str | None, user_id: str | None) -> tuple[MemoryRecord, str]:
@@ -129,15 +164,15 @@ def _current(store: StoreParts, record_id: str, session_id: str | None, user_id:
 
 def history(store: StoreParts, record_id: str, session_id: str | None, user_id: str | None) -> History:
     rec, state = _current(store, record_id, session_id, user_id)
-    older = _supersede.versions(store, rec) if state == "live" else \
-        [old for old, _ in _supersede.predecessors_anywhere(store, rec)]
+    older = _supersede.versions(store, rec) if state == "live" else [old for old, _ in _supersede.predecessors_anywhere(store, rec)]
     events = [e for e in store.events.read()[0] if e.id == record_id and visible(e, session_id, user_id)]
     return History(record_id, state, [*reversed(older), rec], events)
 
 
 # -- restore ------------------------------------------------------------------------------
-def _write_version(store: StoreParts, current: MemoryRecord, content: str, kind: str, old: MemoryRecord | None,
-                   **detail: Any) -> MemoryRecord:
+def _write_version(
+    store: StoreParts, current: MemoryRecord, content: str, kind: str, old: MemoryRecord | None, **detail: Any
+) -> MemoryRecord:
     """Make ``content`` (and ``old``'s title/tags/kind) the current version, keeping ``current`` in history.
 
     Under the lock, ``current`` must still be what the record file holds: a version written since the caller
@@ -151,10 +186,10 @@ def _write_version(store: StoreParts, current: MemoryRecord, content: str, kind:
             on_disk = store.index.load_file(row["file"])[0]
         except (OSError, RecordParseError):
             raise NotFoundError(f"record {current.id} vanished") from None
-        if (on_disk.content_hash, on_disk.updated, on_disk.supersedes) != \
-                (current.content_hash, current.updated, current.supersedes):
-            raise InvalidInputError(f"record {current.id} changed while it was being {kind}; nothing was changed: "
-                                    "see `history` and try again")
+        if (on_disk.content_hash, on_disk.updated, on_disk.supersedes) != (current.content_hash, current.updated, current.supersedes):
+            raise InvalidInputError(
+                f"record {current.id} changed while it was being {kind}; nothing was changed: see `history` and try again"
+            )
         fields: dict[str, Any] = {"content": content, "content_hash": content_hash(content), "updated": now_iso()}
         if old is not None:
             fields.update(title=old.title, tags=old.tags, kind=old.kind)
@@ -222,8 +257,7 @@ def _unarchive_versions(store: StoreParts, rec: MemoryRecord) -> None:
         pointer = old.supersedes
 
 
-def restore(store: StoreParts, record_id: str, version: int | None, session_id: str | None,
-            user_id: str | None) -> MemoryRecord:
+def restore(store: StoreParts, record_id: str, version: int | None, session_id: str | None, user_id: str | None) -> MemoryRecord:
     """Unarchive a forgotten/swept record, or make version ``version`` (default: the previous one) current."""
     store.open()
     with store.lock.hold():  # decide with what the files hold while no other writer can change them
@@ -231,8 +265,7 @@ def restore(store: StoreParts, record_id: str, version: int | None, session_id: 
         return _restore_locked(store, record_id, version, session_id, user_id)
 
 
-def _restore_locked(store: StoreParts, record_id: str, version: int | None, session_id: str | None,
-                    user_id: str | None) -> MemoryRecord:
+def _restore_locked(store: StoreParts, record_id: str, version: int | None, session_id: str | None, user_id: str | None) -> MemoryRecord:
     rec, state = _current(store, record_id, session_id, user_id)
     if state == "archived":
         if version is not None:
@@ -261,7 +294,8 @@ def _part_of_another(ev: Event) -> bool:
     Undoing that change undoes it too, so it is never undone on its own."""
     reason = ev.detail.get("reason")
     return bool(ev.detail.get("part_of")) or (
-        ev.event == "archived" and isinstance(reason, str) and reason.startswith("forgotten with "))  # older logs
+        ev.event == "archived" and isinstance(reason, str) and reason.startswith("forgotten with ")
+    )  # older logs
 
 
 def last_change(store: StoreParts, session_id: str | None, user_id: str | None) -> Event | None:
@@ -340,7 +374,8 @@ def trace_stage(store: StoreParts, hits: Sequence[Any]) -> dict[str, Any]:
             prov = json.loads(row["metadata"]).get(PROVENANCE) if row is not None else None
         except (KeyError, IndexError, TypeError, ValueError, AttributeError):
             prov = None
-        who = {k: {f: v for f, v in e.items() if f != "at"} for k, e in prov.items() if isinstance(e, dict)} \
-            if isinstance(prov, dict) else {}  # times are the record's own (get shows them)
+        who = (
+            {k: {f: v for f, v in e.items() if f != "at"} for k, e in prov.items() if isinstance(e, dict)} if isinstance(prov, dict) else {}
+        )  # times are the record's own (get shows them)
         top.append({"id": hit.id, **who})
     return {"stage": "provenance", "top": top}

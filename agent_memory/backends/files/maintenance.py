@@ -15,10 +15,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.files.parts import StoreParts
 
 
-
-
-
-
 def reindex(store: StoreParts) -> SyncReport:
     """Rebuild the index from the files aside and swap it in atomically (readers never see it empty)."""
     with store.lock.hold():
@@ -31,14 +27,17 @@ def _directory_problems(store: StoreParts) -> dict[str, str]:
     problems: dict[str, str] = {}
     for folder in (store.records_dir, store.archive_dir):
         if folder.is_symlink():
-            problems[f"{folder.name}/"] = (f"{folder.name}/ is a symlink (it may lead outside the root); "
-                                           f"fix: replace it with a real directory holding the files")
+            problems[f"{folder.name}/"] = (
+                f"{folder.name}/ is a symlink (it may lead outside the root); fix: replace it with a real directory holding the files"
+            )
     archive = store.archive_dir
     if archive.is_dir() and not archive.is_symlink():
         for name in sorted(os.listdir(archive)):
             if name.startswith(TMP_PREFIX):
-                problems[f"archive/{name}"] = ("temp file of an interrupted sweep (holds a record's full text); "
-                                               "fix: run `agent-memory reindex` (it removes such files)")
+                problems[f"archive/{name}"] = (
+                    "temp file of an interrupted sweep (holds a record's full text); "
+                    "fix: run `agent-memory reindex` (it removes such files)"
+                )
     return problems
 
 

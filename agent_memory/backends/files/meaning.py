@@ -47,8 +47,7 @@ class Meaning:
         self._idle.set()
         self.last_report: BackfillReport | None = None
 
-    def embed(self, progress: Callable[[int, int], None] | None = None,
-              stop: Callable[[], bool] | None = None) -> BackfillReport:
+    def embed(self, progress: Callable[[int, int], None] | None = None, stop: Callable[[], bool] | None = None) -> BackfillReport:
         """Embed every live record not embedded yet by this model (and drop vectors nothing uses)."""
         from agent_memory.backends.files.vectors import live_items
 
@@ -114,8 +113,15 @@ class Meaning:
         with needs_extra(f"{mode} search"):
             from agent_memory.backends.files.hybrid import hybrid_search
 
-        return hybrid_search(self.store, self.vectors, self.embedder, query, mode=mode,  # type: ignore[arg-type]
-                             lexical_search=lexical, **options)
+        return hybrid_search(
+            self.store,
+            self.vectors,
+            self.embedder,
+            query,
+            mode=mode,  # type: ignore[arg-type]
+            lexical_search=lexical,
+            **options,
+        )
 
 
 def resolve_mode(mode: str | None, meaning: Meaning | None) -> str:

@@ -65,8 +65,6 @@ def unregister_purger(fn: Purger) -> None:
         PURGERS.remove(fn)
 
 
-
-
 def _md_files(folder: Path) -> list[Path]:
     if not folder.is_dir() or folder.is_symlink():
         return []
@@ -84,8 +82,7 @@ def _owned(path: Path, session_id: str | None, user_id: str | None) -> tuple[str
     return None
 
 
-def _targets(store: StoreParts, record_id: str | None, session_id: str | None,
-             user_id: str | None) -> tuple[set[str], set[Path], set[str]]:
+def _targets(store: StoreParts, record_id: str | None, session_id: str | None, user_id: str | None) -> tuple[set[str], set[Path], set[str]]:
     """The record ids, the files and the content hashes to remove."""
     ids: set[str] = set()
     files: set[Path] = set()
@@ -107,8 +104,11 @@ def _targets(store: StoreParts, record_id: str | None, session_id: str | None,
             hashes.add(old.content_hash)
             files.add(path)
     else:
-        rows = store.index.rows_where(scopes.owner_sql("r.session_id", "r.user_id", session_id=session_id, user_id=user_id),
-                                      scopes.owner_params(session_id, user_id), limit=None)
+        rows = store.index.rows_where(
+            scopes.owner_sql("r.session_id", "r.user_id", session_id=session_id, user_id=user_id),
+            scopes.owner_params(session_id, user_id),
+            limit=None,
+        )
         for row in rows:
             ids.add(row["id"])
             hashes.add(row["content_hash"])
@@ -137,6 +137,7 @@ def _tombstone(ids: set[str], session_id: str | None, user_id: str | None) -> Ca
     becomes a tombstone (record id, actor and owner hashed, details dropped); an event the purged owner made on a
     record that stays (e.g. her replace of a shared record) keeps the record's id and owner, with her session and
     user hashed and its details dropped. ``session_id``/``user_id`` name one owner (:func:`scopes.owns`)."""
+
     def owner(sid: str | None, uid: str | None) -> bool:
         return scopes.owns(sid, uid, session_id=session_id, user_id=user_id)
 
@@ -150,13 +151,25 @@ def _tombstone(ids: set[str], session_id: str | None, user_id: str | None) -> Ca
             return None
         names = ("id", "session_id", "user_id", "owner_session", "owner_user") if record_gone else ("session_id", "user_id")
         values = {k: getattr(ev, k) for k in ("id", "session_id", "user_id", "owner_session", "owner_user")}
-        hashed = {k: tombstone_id(v) if k in names and isinstance(v, str) and not v.startswith("purged:") else v
-                  for k, v in values.items()}
+        hashed = {k: tombstone_id(v) if k in names and isinstance(v, str) and not v.startswith("purged:") else v for k, v in values.items()}
         if hashed == values and ev.detail in ({}, {"purged": True}):
             return None  # a tombstone already
-        return Event(ev.event, hashed["id"] or ev.id, ts=ev.ts, eid=ev.eid, actor=ev.actor, session_id=hashed["session_id"],
-                     user_id=hashed["user_id"], before=ev.before, after=ev.after, scope=ev.scope,
-                     owner_session=hashed["owner_session"], owner_user=hashed["owner_user"], detail={"purged": True})
+        return Event(
+            ev.event,
+            hashed["id"] or ev.id,
+            ts=ev.ts,
+            eid=ev.eid,
+            actor=ev.actor,
+            session_id=hashed["session_id"],
+            user_id=hashed["user_id"],
+            before=ev.before,
+            after=ev.after,
+            scope=ev.scope,
+            owner_session=hashed["owner_session"],
+            owner_user=hashed["owner_user"],
+            detail={"purged": True},
+        )
+
     return change
 
 
@@ -169,9 +182,15 @@ def _scrub_provenance(store: StoreParts, job: PurgeJob) -> int:
         return 0
     sid, uid = job.session_id, job.user_id
     todo: list[tuple[Path, MemoryRecord, dict[str, Any]]] = []
-    entries = [scopes.owner_sql(f"json_extract(r.metadata, '$.provenance.{e}.session_id')",
-                                f"json_extract(r.metadata, '$.provenance.{e}.user_id')", session_id=sid, user_id=uid)
-               for e in ("created", "updated")]
+    entries = [
+        scopes.owner_sql(
+            f"json_extract(r.metadata, '$.provenance.{e}.session_id')",
+            f"json_extract(r.metadata, '$.provenance.{e}.user_id')",
+            session_id=sid,
+            user_id=uid,
+        )
+        for e in ("created", "updated")
+    ]
     for row in store.index.rows_where(" OR ".join(entries), scopes.owner_params(sid, uid), limit=None):
         path = store.records_dir / row["file"]
         if path not in job.files:
@@ -274,8 +293,12 @@ def _step_events(job: PurgeJob) -> int:
     changed = store.events.rewrite(_tombstone(set(job.ids), *partition))
     with store.events.batch():
         for rid in sorted(job.ids):
-            store.event("purged", {"id": tombstone_id(rid), "scope": None, "session_id": None, "user_id": None},
-                         caller=(None, None), files=len(job.files))
+            store.event(
+                "purged",
+                {"id": tombstone_id(rid), "scope": None, "session_id": None, "user_id": None},
+                caller=(None, None),
+                files=len(job.files),
+            )
     return int(changed)
 
 
@@ -335,8 +358,9 @@ STEPS: dict[str, Step] = {
 }
 
 
-def purge(store: StoreWithMeaning, record_id: str | None = None, *, session_id: str | None = None,
-          user_id: str | None = None) -> PurgeReport:
+def purge(
+    store: StoreWithMeaning, record_id: str | None = None, *, session_id: str | None = None, user_id: str | None = None
+) -> PurgeReport:
     """Delete content for good. With ``record_id``: that record, which the caller (``session_id``/``user_id``)
     must see, live or archived. Without: everything of one owner (see the module docstring: a user; a user's
     session; a session without a user) in every store of the root (records, versions, archive, index, vectors,
@@ -351,8 +375,7 @@ def purge(store: StoreWithMeaning, record_id: str | None = None, *, session_id: 
     with store.lock.hold():
         store.index.refresh(force=True)
         ids, files, hashes = _targets(store, record_id, session_id, user_id)
-        job = PurgeJob(store.root, store, record_id, session_id, user_id, frozenset(ids), frozenset(files),
-                       frozenset(hashes))
+        job = PurgeJob(store.root, store, record_id, session_id, user_id, frozenset(ids), frozenset(files), frozenset(hashes))
         _scrub_provenance(store, job)  # before the index step, whose VACUUM then drops the old pages
         for entry in owned():  # every store the root holds, in the registry's order
             n = STEPS[entry.name](job)
@@ -379,4 +402,3 @@ def _strip_recalled(store: StoreParts, ids: set[str]) -> int:
     if len(kept) != len(lines):
         atomic_write(path, "".join(kept).encode("utf-8"), durable=store.durable)
     return len(lines) - len(kept)
-

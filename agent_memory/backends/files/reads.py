@@ -29,18 +29,6 @@ def not_found(record_id: str) -> NotFoundError:
     return NotFoundError(f"no record {record_id!r} visible to this caller")
 
 
-
-
-
-
-
-
-
-
-
-
-
-
 def check_options(**options: Any) -> None:
     """Fail at construction, with a clear message, on options that would only break on first use."""
     engine, stop_words = options["engine"], options["stop_words"]
@@ -78,10 +66,8 @@ def get(store: StoreParts, record_id: str, session_id: str | None, user_id: str 
     name = os.path.basename(path_for(store, record_id))
     check_strings(session_id=session_id, user_id=user_id)
     store.open()
-    row = store.index.guarded(lambda c: c.execute(
-        "SELECT scope, session_id, user_id FROM records WHERE id = ?", (record_id,)).fetchone())
-    if row is not None and not scopes.may_see(row["scope"], row["session_id"], row["user_id"],
-                                              session_id=session_id, user_id=user_id):
+    row = store.index.guarded(lambda c: c.execute("SELECT scope, session_id, user_id FROM records WHERE id = ?", (record_id,)).fetchone())
+    if row is not None and not scopes.may_see(row["scope"], row["session_id"], row["user_id"], session_id=session_id, user_id=user_id):
         raise not_found(record_id)  # hidden: answered from the index, so it costs what a missing id costs
     try:  # the file is the truth, for the content and for who may see it (no lock, no rescan)
         rec: MemoryRecord | None = store.index.load_file(name)[0]
@@ -103,19 +89,30 @@ def path_for(store: StoreParts, record_id: str) -> str:
     return str(path)
 
 
-
-
-
-
-def list_where(session_id: str | None, user_id: str | None, tags: Iterable[str], scope: Scope | str | Sequence[Scope | str] | None,
-               kind: str | Sequence[str] | None, dates: dict[str, str | None], *, include_superseded: bool = False,
-               as_of: object = None) -> tuple[str, dict[str, Any]]:
+def list_where(
+    session_id: str | None,
+    user_id: str | None,
+    tags: Iterable[str],
+    scope: Scope | str | Sequence[Scope | str] | None,
+    kind: str | Sequence[str] | None,
+    dates: dict[str, str | None],
+    *,
+    include_superseded: bool = False,
+    as_of: object = None,
+) -> tuple[str, dict[str, Any]]:
     """The WHERE clause (visibility, scope, kind, dates, supersession, every tag) and its parameters for list/count."""
     check_strings(session_id=session_id, user_id=user_id)
     created_after, created_before, updated_after, updated_before = date_filters(**dates)
-    req = SearchRequest(query="", kinds=kinds_of(kind), created_after=created_after, created_before=created_before,
-                        updated_after=updated_after, updated_before=updated_before,
-                        include_superseded=bool(include_superseded), as_of=as_of_filter(as_of))
+    req = SearchRequest(
+        query="",
+        kinds=kinds_of(kind),
+        created_after=created_after,
+        created_before=created_before,
+        updated_after=updated_after,
+        updated_before=updated_before,
+        include_superseded=bool(include_superseded),
+        as_of=as_of_filter(as_of),
+    )
     params: dict[str, Any] = {"sid": session_id, "uid": user_id}
     where = visibility_sql("r") + scope_filter_sql(scopes_of(scope)) + date_filter_sql(req, params)
     for i, tag in enumerate(normalize_tags(tags)):

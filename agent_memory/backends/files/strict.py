@@ -22,8 +22,9 @@ B = 0.75
 FLOOR = 1e-9  # a match whose terms the scorer cannot see (porter vs light stemming) still ranks, last
 
 
-def visible_bm25(conn: Any, match_sql: str, visible_count_sql: str, params: dict[str, Any], keys: Iterable[str],
-                 weights: Sequence[float], fetch: int) -> list[dict[str, Any]]:
+def visible_bm25(
+    conn: Any, match_sql: str, visible_count_sql: str, params: dict[str, Any], keys: Iterable[str], weights: Sequence[float], fetch: int
+) -> list[dict[str, Any]]:
     """The ``fetch`` best visible matches, each a row dict with ``rank`` = minus its visible-only BM25."""
     rows = [dict(zip(r.keys(), r, strict=True)) for r in conn.execute(match_sql, params).fetchall()]
     if not rows:
@@ -35,8 +36,12 @@ def visible_bm25(conn: Any, match_sql: str, visible_count_sql: str, params: dict
     for row in rows:
         tf = dict.fromkeys(keys, 0.0)
         length = 0
-        for text, weight in ((row["title"] or "", w_title), (row["ftags"] or "", w_tags), (row["body"] or "", w_body),
-                             (row["context"] or "", w_context)):
+        for text, weight in (
+            (row["title"] or "", w_title),
+            (row["ftags"] or "", w_tags),
+            (row["body"] or "", w_body),
+            (row["context"] or "", w_context),
+        ):
             counts, n = term_counts(keys, text)
             length += n
             for key, c in counts.items():

@@ -33,11 +33,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.model.drafts import RememberResult
 
 
-
-
-
-
-
 def _partition_row(store: StoreParts, conn: Any, rec: MemoryRecord, record_id: str) -> Any:
     sql, params = partition_sql(rec)
     params["id"] = record_id
@@ -59,8 +54,7 @@ def supersede_locked(store: StoreParts, conn: Any, rec: MemoryRecord, redactions
     if row["superseded_by"]:
         raise InvalidInputError(f"record {old_id!r} is already superseded by {row['superseded_by']!r}; supersede that one")
     if rec.source in CAPTURE_SOURCES and row["source"] not in CAPTURE_SOURCES:
-        raise InvalidInputError(f"record {old_id!r} was not written by capture (source {row['source']!r}); "
-                                "capture never supersedes it")
+        raise InvalidInputError(f"record {old_id!r} was not written by capture (source {row['source']!r}); capture never supersedes it")
     try:
         old = store.index.load_file(row["file"])[0]
     except (FileNotFoundError, RecordParseError):
@@ -74,8 +68,9 @@ def supersede_locked(store: StoreParts, conn: Any, rec: MemoryRecord, redactions
     return RememberResult(new.id, "superseded", path, redactions)
 
 
-def replace_keyed(store: StoreParts, conn: Any, current: MemoryRecord, new: MemoryRecord, path: str,
-                  redactions: int, durable: bool, *, fresh_id: bool) -> tuple[RememberResult, str]:
+def replace_keyed(
+    store: StoreParts, conn: Any, current: MemoryRecord, new: MemoryRecord, path: str, redactions: int, durable: bool, *, fresh_id: bool
+) -> tuple[RememberResult, str]:
     """A keyed replace as supersession (see the module docstring); ``new`` is the new state under the current id.
 
     Returns the result and the id of the superseded record now holding the replaced state."""
@@ -121,8 +116,11 @@ def predecessors_anywhere(store: StoreParts, rec: MemoryRecord) -> list[tuple[Me
         seen.add(pointer)
         live = store.records_dir / f"{pointer}.md"
         try:
-            old, path = (store.index.load_file(live.name)[0], live) if live.is_file() else \
-                (_history.read_archived(store, pointer), _history.archived_file(store, pointer))
+            old, path = (
+                (store.index.load_file(live.name)[0], live)
+                if live.is_file()
+                else (_history.read_archived(store, pointer), _history.archived_file(store, pointer))
+            )
         except (OSError, InvalidInputError):
             break
         if old is None or path is None or (old.scope, old.session_id, old.user_id) != (rec.scope, rec.session_id, rec.user_id):

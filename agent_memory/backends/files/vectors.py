@@ -44,8 +44,6 @@ CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, hash TEXT NOT NULL, dim
 """
 
 
-
-
 class VectorCache:
     """The vector cache file of one root. Thread-safe; one SQLite connection per thread."""
 
@@ -142,8 +140,7 @@ class VectorCache:
         return wanted & have
 
     def count(self, model: str | None = None) -> int:
-        sql, args = ("SELECT count(*) FROM vectors", ()) if model is None else (
-            "SELECT count(*) FROM vectors WHERE model = ?", (model,))
+        sql, args = ("SELECT count(*) FROM vectors", ()) if model is None else ("SELECT count(*) FROM vectors WHERE model = ?", (model,))
         return int(self._guarded(lambda c: c.execute(sql, args).fetchone()[0]))
 
     def models(self) -> list[str]:
@@ -156,8 +153,7 @@ class VectorCache:
         def run(conn: sqlite3.Connection) -> int:
             with conn:
                 n = conn.execute("DELETE FROM vectors WHERE model != ?", (model,)).rowcount
-                stale = [(model, r[0]) for r in conn.execute("SELECT hash FROM vectors WHERE model = ?", (model,))
-                         if r[0] not in keep_set]
+                stale = [(model, r[0]) for r in conn.execute("SELECT hash FROM vectors WHERE model = ?", (model,)) if r[0] not in keep_set]
                 conn.executemany("DELETE FROM vectors WHERE model = ? AND hash = ?", stale)
                 return int(n) + len(stale)
 
@@ -182,9 +178,16 @@ class VectorCache:
         return removed
 
     # -- filling -------------------------------------------------------------------------
-    def backfill(self, items: Iterable[tuple[str, str]], embedder: Embedder, *, batch_size: int = 64,
-                 progress: Callable[[int, int], None] | None = None, prune: bool = False,
-                 stop: Callable[[], bool] | None = None) -> BackfillReport:
+    def backfill(
+        self,
+        items: Iterable[tuple[str, str]],
+        embedder: Embedder,
+        *,
+        batch_size: int = 64,
+        progress: Callable[[int, int], None] | None = None,
+        prune: bool = False,
+        stop: Callable[[], bool] | None = None,
+    ) -> BackfillReport:
         """Embed every ``(content hash, text)`` not cached yet for ``embedder.name``, in batches.
 
         ``progress(done, todo)`` is called after each batch. An embedder failure stops the backfill
@@ -209,7 +212,7 @@ class VectorCache:
             if stop is not None and stop():  # abandoned between batches (what is embedded stays)
                 report.error = "stopped"
                 break
-            batch = todo[i:i + batch_size]
+            batch = todo[i : i + batch_size]
             try:
                 vecs = embedder.embed([texts[h] for h in batch])
             except (EmbeddingError, InvalidInputError) as exc:
@@ -258,9 +261,16 @@ class VectorCache:
             self._loaded[model] = loaded
         return loaded
 
-    def search(self, model: str, query: npt.NDArray[np.float32], allowed: Mapping[str, str], *,
-               limit: int = 100, min_score: float | None = None, stats: dict[str, float] | None = None,
-               ) -> list[tuple[str, float]]:
+    def search(
+        self,
+        model: str,
+        query: npt.NDArray[np.float32],
+        allowed: Mapping[str, str],
+        *,
+        limit: int = 100,
+        min_score: float | None = None,
+        stats: dict[str, float] | None = None,
+    ) -> list[tuple[str, float]]:
         """The ``limit`` ids of ``allowed`` (``{record id: content hash}``) nearest ``query`` by cosine.
 
         ``stats`` (if given) receives the mean and std of the cosines over all of ``allowed``.
@@ -296,8 +306,9 @@ class VectorCache:
             out = [(r, s) for r, s in out if s >= min_score]
         return out
 
-    def nearest(self, model: str, query: npt.NDArray[np.float32], limit: int,
-                stats: dict[str, float] | None = None) -> list[tuple[str, float]]:
+    def nearest(
+        self, model: str, query: npt.NDArray[np.float32], limit: int, stats: dict[str, float] | None = None
+    ) -> list[tuple[str, float]]:
         """The ``limit`` nearest content hashes over the whole cache (no ids: the caller maps hashes to
         the ids it may see, e.g. with :func:`visible_for_hashes`). ``stats`` receives the cosines' mean and std."""
         loaded = self._matrix(model)

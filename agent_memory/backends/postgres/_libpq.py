@@ -61,13 +61,23 @@ def load() -> Any:
             continue
         p, c, i = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int
         for fn, res, args in (
-            ("PQconnectdbParams", p, [ctypes.POINTER(c), ctypes.POINTER(c), i]), ("PQstatus", i, [p]),
-            ("PQerrorMessage", c, [p]), ("PQfinish", None, [p]),
+            ("PQconnectdbParams", p, [ctypes.POINTER(c), ctypes.POINTER(c), i]),
+            ("PQstatus", i, [p]),
+            ("PQerrorMessage", c, [p]),
+            ("PQfinish", None, [p]),
             ("PQexecParams", p, [p, c, i, ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(c), p, p, i]),
-            ("PQresultStatus", i, [p]), ("PQresultErrorMessage", c, [p]), ("PQresultErrorField", c, [p, i]),
-            ("PQntuples", i, [p]), ("PQnfields", i, [p]), ("PQfname", c, [p, i]), ("PQftype", ctypes.c_uint, [p, i]),
-            ("PQgetvalue", p, [p, i, i]), ("PQgetlength", i, [p, i, i]), ("PQgetisnull", i, [p, i, i]),
-            ("PQclear", None, [p]), ("PQsetNoticeReceiver", p, [p, _NOTICE, p]),
+            ("PQresultStatus", i, [p]),
+            ("PQresultErrorMessage", c, [p]),
+            ("PQresultErrorField", c, [p, i]),
+            ("PQntuples", i, [p]),
+            ("PQnfields", i, [p]),
+            ("PQfname", c, [p, i]),
+            ("PQftype", ctypes.c_uint, [p, i]),
+            ("PQgetvalue", p, [p, i, i]),
+            ("PQgetlength", i, [p, i, i]),
+            ("PQgetisnull", i, [p, i, i]),
+            ("PQclear", None, [p]),
+            ("PQsetNoticeReceiver", p, [p, _NOTICE, p]),
         ):
             f = getattr(lib, fn)
             f.restype, f.argtypes = res, args
@@ -97,9 +107,22 @@ def _instant(text: str) -> dt.datetime:
 
 
 _DECODERS: dict[int, Callable[[str], Any]] = {
-    16: lambda v: v == "t", 20: int, 21: int, 23: int, 26: int, 700: float, 701: float,
-    25: str, 1043: str, 19: str, 18: str, 114: json.loads, 3802: json.loads, 1184: _instant,
-    1009: _array, 1015: _array,
+    16: lambda v: v == "t",
+    20: int,
+    21: int,
+    23: int,
+    26: int,
+    700: float,
+    701: float,
+    25: str,
+    1043: str,
+    19: str,
+    18: str,
+    114: json.loads,
+    3802: json.loads,
+    1184: _instant,
+    1009: _array,
+    1015: _array,
 }
 
 
@@ -186,8 +209,9 @@ class Connection:
             status = lib.PQresultStatus(res)
             if status not in (1, 2):  # PGRES_COMMAND_OK, PGRES_TUPLES_OK
                 state = lib.PQresultErrorField(res, ord("C"))
-                raise ServerError((lib.PQresultErrorMessage(res) or b"").decode("utf-8", "replace").strip(),
-                                  state.decode() if state else None)
+                raise ServerError(
+                    (lib.PQresultErrorMessage(res) or b"").decode("utf-8", "replace").strip(), state.decode() if state else None
+                )
             fields = [(lib.PQfname(res, c).decode("utf-8"), lib.PQftype(res, c)) for c in range(lib.PQnfields(res))]
             decoders = []
             for name, oid in fields:

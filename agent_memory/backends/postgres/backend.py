@@ -54,10 +54,22 @@ class PostgresBackend:
     """
 
     def __init__(
-        self, url: str, *, schema: str = "agent_memory", default_scope: Scope | str | None = None,
-        min_size: int = 1, max_size: int = 10, timeout_s: float = 30.0, text_config: str = TEXT_CONFIG,
-        engine: LexicalEngine | None = None, batch_size: int = 5000, copy_threshold: int = 64, ingest_connections: int = 2,
-        pooled: bool = True, embedder: Any = None, strict_visibility: bool = False,
+        self,
+        url: str,
+        *,
+        schema: str = "agent_memory",
+        default_scope: Scope | str | None = None,
+        min_size: int = 1,
+        max_size: int = 10,
+        timeout_s: float = 30.0,
+        text_config: str = TEXT_CONFIG,
+        engine: LexicalEngine | None = None,
+        batch_size: int = 5000,
+        copy_threshold: int = 64,
+        ingest_connections: int = 2,
+        pooled: bool = True,
+        embedder: Any = None,
+        strict_visibility: bool = False,
         **options: Any,
     ) -> None:
         unknown = set(options) - FILES_ONLY - ENGINE_OPTIONS
@@ -69,8 +81,7 @@ class PostgresBackend:
             raise InvalidInputError(f"text_config must be a text search configuration name, not {text_config!r}")
         if engine is not None and not isinstance(engine, LexicalEngine):
             raise InvalidInputError("engine must be a LexicalEngine (its query parsing, tuning and snippets are used)")
-        for name, value in (("batch_size", batch_size), ("copy_threshold", copy_threshold),
-                            ("ingest_connections", ingest_connections)):
+        for name, value in (("batch_size", batch_size), ("copy_threshold", copy_threshold), ("ingest_connections", ingest_connections)):
             if not isinstance(value, int) or value < 1:
                 raise InvalidInputError(f"{name} must be a positive integer")
         self.url = url
@@ -127,8 +138,13 @@ class PostgresBackend:
             return (await self.remember_many([draft], source=source))[0]
 
     async def remember_many(
-        self, drafts: Iterable[MemoryDraft], *, source: str = "import", on_error: Literal["raise", "skip"] = "raise",
-        errors: list[tuple[int, str]] | None = None, progress: Callable[[int], None] | None = None,
+        self,
+        drafts: Iterable[MemoryDraft],
+        *,
+        source: str = "import",
+        on_error: Literal["raise", "skip"] = "raise",
+        errors: list[tuple[int, str]] | None = None,
+        progress: Callable[[int], None] | None = None,
     ) -> list[RememberResult]:
         """Validate every draft of a batch, then write the batch in one transaction (COPY for many unkeyed).
 
@@ -179,8 +195,9 @@ class PostgresBackend:
             self.vectors.kick(self.pool)  # vectors catch up in the background; the write never waits for them
         return results
 
-    def _prepare_batch(self, batch: builtins.list[MemoryDraft], start: int, source: str, on_error: str,
-                       errors: builtins.list[tuple[int, str]] | None) -> tuple[int, builtins.list[Prepared]]:
+    def _prepare_batch(
+        self, batch: builtins.list[MemoryDraft], start: int, source: str, on_error: str, errors: builtins.list[tuple[int, str]] | None
+    ) -> tuple[int, builtins.list[Prepared]]:
         prepared: builtins.list[Prepared] = []
         for position, draft in enumerate(batch, start):
             try:
@@ -195,8 +212,9 @@ class PostgresBackend:
                     errors.append((position, str(exc)))
         return len(batch), prepared
 
-    async def _write_batch(self, prepared: builtins.list[Prepared], size: int = 0,
-                           progress: Callable[[int], None] | None = None) -> builtins.list[Written]:
+    async def _write_batch(
+        self, prepared: builtins.list[Prepared], size: int = 0, progress: Callable[[int], None] | None = None
+    ) -> builtins.list[Written]:
         """One transaction; retried whole when the server aborts it for a deadlock (every write is idempotent).
         Each result comes with its note for the event log (:meth:`Writer.remember_one`), or None."""
         unkeyed = [i for i, (rec, *_) in enumerate(prepared) if rec.memory_key is None]
@@ -207,8 +225,9 @@ class PostgresBackend:
                 try:
                     async with conn.transaction():
                         if len(unkeyed) >= self.copy_threshold:  # straight into the table; staged after a lost race
-                            done = await self.writer.copy_unkeyed(conn, [(prepared[i][0], prepared[i][1]) for i in unkeyed],
-                                                                  direct=attempt == 0)
+                            done = await self.writer.copy_unkeyed(
+                                conn, [(prepared[i][0], prepared[i][1]) for i in unkeyed], direct=attempt == 0
+                            )
                             out.update(zip(unkeyed, done, strict=True))
                         for i, (rec, redactions, mode, fields) in enumerate(prepared):
                             if i not in out:
@@ -235,10 +254,12 @@ class PostgresBackend:
         validate_id(record_id)
         params = self._caller(caller)
         params["id"] = record_id
-        chain = (f"(tenant, id) IN (WITH RECURSIVE chain(tenant, id, n) AS (SELECT tenant, supersedes, 1 FROM {self.table}"
-                 f" WHERE id = %(id)s AND supersedes IS NOT NULL AND {visibility(params, 'records')}"
-                 f" UNION SELECT r.tenant, r.supersedes, c.n + 1 FROM {self.table} r JOIN chain c ON r.tenant = c.tenant"
-                 " AND r.id = c.id WHERE r.supersedes IS NOT NULL AND c.n < 1000) SELECT tenant, id FROM chain)")
+        chain = (
+            f"(tenant, id) IN (WITH RECURSIVE chain(tenant, id, n) AS (SELECT tenant, supersedes, 1 FROM {self.table}"
+            f" WHERE id = %(id)s AND supersedes IS NOT NULL AND {visibility(params, 'records')}"
+            f" UNION SELECT r.tenant, r.supersedes, c.n + 1 FROM {self.table} r JOIN chain c ON r.tenant = c.tenant"
+            " AND r.id = c.id WHERE r.supersedes IS NOT NULL AND c.n < 1000) SELECT tenant, id FROM chain)"
+        )
         async with self.pool.connection() as conn, conn.transaction():  # the chain first: it starts at the record
             await self.writer._archive_where(conn, chain, params, "forgotten (superseded by a forgotten record)")
             gone = await self.writer._archive_where(conn, f"id = %(id)s AND {visibility(params, 'records')}", params, "forgotten")
@@ -247,8 +268,7 @@ class PostgresBackend:
         return bool(gone)
 
     # -- lifecycle (agent_memory.backends.postgres.lifecycle): purge, history, restore -------------------
-    async def purge(self, record_id: str | None = None, *, session_id: str | None = None,
-                    user_id: str | None = None) -> PurgeReport:
+    async def purge(self, record_id: str | None = None, *, session_id: str | None = None, user_id: str | None = None) -> PurgeReport:
         from agent_memory.backends.postgres.lifecycle import purge
 
         return await purge(self, record_id, session_id=session_id, user_id=user_id)
@@ -273,8 +293,7 @@ class PostgresBackend:
 
         return await undo(self, caller)
 
-    async def events(self, caller: Caller, *, record_id: str | None = None,
-                     limit: int | None = None) -> builtins.list[Event]:
+    async def events(self, caller: Caller, *, record_id: str | None = None, limit: int | None = None) -> builtins.list[Event]:
         return await events_for(self, caller, record_id=record_id, limit=limit)
 
     async def provenance(self, record_id: str, caller: Caller) -> dict[str, Any]:
@@ -287,7 +306,9 @@ class PostgresBackend:
         async with self.pool.connection() as conn:
             await conn.execute(
                 f'INSERT INTO "{self.schema}".user_md (name, content) VALUES (%s, %s)'
-                " ON CONFLICT (name) DO UPDATE SET content = excluded.content, updated = now()", ("USER.md", text))
+                " ON CONFLICT (name) DO UPDATE SET content = excluded.content, updated = now()",
+                ("USER.md", text),
+            )
 
     # -- reads ----------------------------------------------------------------------------------
     @staticmethod
@@ -348,26 +369,37 @@ class PostgresBackend:
             raise InvalidInputError(f"mode {mode} needs an embedder (PostgresBackend(url, embedder='local'))")
         if self.vectors is not None and mode != "lexical":
             async with self.pool.connection() as conn, conn.transaction():
-                found: SearchResult = await self.vectors.search(conn, query, mode or "hybrid", sid=params["sid"],
-                                                                uid=params["uid"], limit=limit, tags=tags, trace=trace,
-                                                                strict=strict, **options)
+                found: SearchResult = await self.vectors.search(
+                    conn,
+                    query,
+                    mode or "hybrid",
+                    sid=params["sid"],
+                    uid=params["uid"],
+                    limit=limit,
+                    tags=tags,
+                    trace=trace,
+                    strict=strict,
+                    **options,
+                )
                 return found
         async with self.pool.connection() as conn, conn.transaction():
-            return await self.searcher.run(conn, query, sid=params["sid"], uid=params["uid"], limit=limit, tags=tags,
-                                           trace=trace, strict=strict, **options)
+            return await self.searcher.run(
+                conn, query, sid=params["sid"], uid=params["uid"], limit=limit, tags=tags, trace=trace, strict=strict, **options
+            )
 
     async def core_lines(self, caller: Caller, limit: int | None) -> builtins.list[str]:
         params = self._caller(caller)
-        sql = (f"SELECT id, kind, summary, happened_at, valid_from, valid_to FROM {self.table} r WHERE {visibility(params)}"
-               " AND r.superseded_by IS NULL ORDER BY r.updated DESC, r.id")
+        sql = (
+            f"SELECT id, kind, summary, happened_at, valid_from, valid_to FROM {self.table} r WHERE {visibility(params)}"
+            " AND r.superseded_by IS NULL ORDER BY r.updated DESC, r.id"
+        )
         if limit is not None:
             params["limit"] = max(0, int(limit))
             sql += " LIMIT %(limit)s"
         async with self.pool.connection() as conn:
             cur = await conn.execute(sql, params)
             rows = await cur.fetchall()
-        return [core_line(r["id"], r["kind"], r["summary"], iso(r["happened_at"]), iso(r["valid_from"]), iso(r["valid_to"]))
-                for r in rows]
+        return [core_line(r["id"], r["kind"], r["summary"], iso(r["happened_at"]), iso(r["valid_from"]), iso(r["valid_to"])) for r in rows]
 
     async def user_md(self) -> str:
         async with self.pool.connection() as conn:

@@ -27,9 +27,11 @@ async def all_records(b: Any) -> builtins.list[MemoryRecord]:
 
 async def all_archived(b: Any) -> builtins.list[tuple[MemoryRecord, str]]:
     """Every archived record (forgotten, swept, consolidated) with why it was archived, oldest archive first."""
-    sql = (f'SELECT archive_reason, {SELECT} FROM (SELECT r.*, a.reason AS archive_reason, a.archived AS archived_at'
-           f' FROM "{b.schema}".archive a, jsonb_populate_record(NULL::{b.table}, a.record) r) x'
-           " ORDER BY archived_at, id")
+    sql = (
+        f"SELECT archive_reason, {SELECT} FROM (SELECT r.*, a.reason AS archive_reason, a.archived AS archived_at"
+        f' FROM "{b.schema}".archive a, jsonb_populate_record(NULL::{b.table}, a.record) r) x'
+        " ORDER BY archived_at, id"
+    )
     async with b.pool.connection() as conn:
         rows = await (await conn.execute(sql)).fetchall()
     return [(row_to_record(r, b.path_of(r["id"])), str(r["archive_reason"])) for r in rows]
@@ -37,8 +39,10 @@ async def all_archived(b: Any) -> builtins.list[tuple[MemoryRecord, str]]:
 
 async def all_events(b: Any) -> builtins.list[Event]:
     """Every event row, oldest first."""
-    sql = (f'SELECT eid, ts, event, id, actor, session_id, user_id, run_id, tool_call_id, before, after, scope,'
-           f' owner_session, owner_user, detail FROM "{b.schema}".events ORDER BY ts, seq')
+    sql = (
+        f"SELECT eid, ts, event, id, actor, session_id, user_id, run_id, tool_call_id, before, after, scope,"
+        f' owner_session, owner_user, detail FROM "{b.schema}".events ORDER BY ts, seq'
+    )
     async with b.pool.connection() as conn:
         rows = await (await conn.execute(sql)).fetchall()
     return [_event(r) for r in rows]

@@ -49,14 +49,25 @@ class PgEpisodeStore:
         parse_episode(text, episode.id)  # never write what could not be read back
         if "\x00" in text:
             raise InvalidInputError("PostgreSQL text cannot hold a NUL character; the episode was not written")
-        data = json.dumps({k: v for k, v in episode.to_dict().items() if k not in ("path", "approach", "tokens")},
-                          ensure_ascii=False)
+        data = json.dumps({k: v for k, v in episode.to_dict().items() if k not in ("path", "approach", "tokens")}, ensure_ascii=False)
         try:
             with self.pool.connection() as conn:
-                conn.execute(f"INSERT INTO {self.table} (tenant, id, scope, session_id, user_id, started, status, goal, body,"
-                             " data) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                             (_tenant(episode), episode.id, episode.scope.value, episode.session_id, episode.user_id,
-                              episode.started, episode.status, episode.goal, episode.body(), data))
+                conn.execute(
+                    f"INSERT INTO {self.table} (tenant, id, scope, session_id, user_id, started, status, goal, body,"
+                    " data) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                    (
+                        _tenant(episode),
+                        episode.id,
+                        episode.scope.value,
+                        episode.session_id,
+                        episode.user_id,
+                        episode.started,
+                        episode.status,
+                        episode.goal,
+                        episode.body(),
+                        data,
+                    ),
+                )
         except psycopg.errors.UniqueViolation:
             raise InvalidInputError(f"episode {episode.id} exists already") from None
         return dataclasses.replace(episode, path=self.path_of(episode.id))
@@ -68,14 +79,25 @@ class PgEpisodeStore:
         parse_episode(text, episode.id)
         if "\x00" in text:
             raise InvalidInputError("PostgreSQL text cannot hold a NUL character; the episode was not rewritten")
-        data = json.dumps({k: v for k, v in episode.to_dict().items() if k not in ("path", "approach", "tokens")},
-                          ensure_ascii=False)
+        data = json.dumps({k: v for k, v in episode.to_dict().items() if k not in ("path", "approach", "tokens")}, ensure_ascii=False)
         with self.pool.connection() as conn:
-            done = conn.execute(f"UPDATE {self.table} SET status = %s, goal = %s, body = %s, data = %s"
-                                " WHERE tenant = %s AND id = %s AND scope = %s AND session_id IS NOT DISTINCT FROM %s"
-                                " AND user_id IS NOT DISTINCT FROM %s AND started = %s",
-                                (episode.status, episode.goal, episode.body(), data, _tenant(episode), episode.id,
-                                 episode.scope.value, episode.session_id, episode.user_id, episode.started)).rowcount
+            done = conn.execute(
+                f"UPDATE {self.table} SET status = %s, goal = %s, body = %s, data = %s"
+                " WHERE tenant = %s AND id = %s AND scope = %s AND session_id IS NOT DISTINCT FROM %s"
+                " AND user_id IS NOT DISTINCT FROM %s AND started = %s",
+                (
+                    episode.status,
+                    episode.goal,
+                    episode.body(),
+                    data,
+                    _tenant(episode),
+                    episode.id,
+                    episode.scope.value,
+                    episode.session_id,
+                    episode.user_id,
+                    episode.started,
+                ),
+            ).rowcount
         if not done:
             raise NotFoundError(f"no episode {episode.id} with this owner and run")
         return dataclasses.replace(episode, path=self.path_of(episode.id))
@@ -103,8 +125,15 @@ class PgEpisodeStore:
             raise NotFoundError(f"no episode {episode_id!r} visible to this caller")
         return self._episode(row["data"])
 
-    def list(self, query: str | None = None, *, session_id: str | None = None, user_id: str | None = None,
-             limit: int = 20, status: str | None = None) -> builtins.list[Episode]:
+    def list(
+        self,
+        query: str | None = None,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        limit: int = 20,
+        status: str | None = None,
+    ) -> builtins.list[Episode]:
         """The caller's visible episodes: newest first, or, with ``query``, best match first (ties newest first)."""
         _check_caller(session_id=session_id, user_id=user_id, query=query)
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
@@ -117,8 +146,10 @@ class PgEpisodeStore:
         if terms:
             params.update({f"t{i}": t for i, t in enumerate(terms)})  # OR-ed, stemmed, stop words dropped
             q = " || ".join(f"plainto_tsquery('{self.cfg}'::regconfig, %(t{i})s)" for i in range(len(terms)))
-            sql = (f"SELECT e.data FROM {self.table} e, (SELECT {q}) AS q(query) WHERE e.tsv @@ q.query AND {where}"
-                   " ORDER BY ts_rank_cd(e.tsv, q.query) DESC, e.started DESC, e.id DESC LIMIT %(limit)s")
+            sql = (
+                f"SELECT e.data FROM {self.table} e, (SELECT {q}) AS q(query) WHERE e.tsv @@ q.query AND {where}"
+                " ORDER BY ts_rank_cd(e.tsv, q.query) DESC, e.started DESC, e.id DESC LIMIT %(limit)s"
+            )
         else:
             sql = f"SELECT e.data FROM {self.table} e WHERE {where} ORDER BY e.started DESC, e.id DESC LIMIT %(limit)s"
         with self.pool.connection() as conn:
@@ -143,7 +174,6 @@ class PgEpisodeStore:
         if user_id is None and session_id is None:
             raise InvalidInputError("purge_episodes needs a user_id or a session_id")
         _check_caller(user_id=user_id, session_id=session_id)
-        where = " AND ".join(w for w, v in (("user_id = %(uid)s", user_id), ("session_id = %(sid)s", session_id))
-                             if v is not None)
+        where = " AND ".join(w for w, v in (("user_id = %(uid)s", user_id), ("session_id = %(sid)s", session_id)) if v is not None)
         with self.pool.connection() as conn:
             return int(conn.execute(f"DELETE FROM {self.table} WHERE {where}", {"uid": user_id, "sid": session_id}).rowcount)

@@ -26,8 +26,22 @@ __all__ = ["events_for", "purge_events", "quiet", "record_archive_event", "recor
 
 WRITE_EVENTS = {"created": "created", "appended": "appended", "replaced": "replaced", "superseded": "superseded"}
 UNDOABLE = frozenset({"created", "imported", "appended", "replaced", "superseded", "forgotten", "restored"})
-_FIELDS = ("eid", "event", "id", "actor", "session_id", "user_id", "run_id", "tool_call_id", "before", "after", "scope",
-           "owner_session", "owner_user", "detail")
+_FIELDS = (
+    "eid",
+    "event",
+    "id",
+    "actor",
+    "session_id",
+    "user_id",
+    "run_id",
+    "tool_call_id",
+    "before",
+    "after",
+    "scope",
+    "owner_session",
+    "owner_user",
+    "detail",
+)
 
 
 _QUIET: contextvars.ContextVar[bool] = contextvars.ContextVar("agent_memory_pg_quiet", default=False)
@@ -48,23 +62,34 @@ def _who(source: str) -> dict[str, Any]:
     return {"actor": a.actor or source, "sid": a.session_id, "uid": a.user_id, "run": a.run_id, "call": a.tool_call_id}
 
 
-async def record_writes(b: Any, results: Sequence[RememberResult], source: str,
-                        notes: Sequence[dict[str, Any] | None] = ()) -> None:
+async def record_writes(b: Any, results: Sequence[RememberResult], source: str, notes: Sequence[dict[str, Any] | None] = ()) -> None:
     """One event per created/appended/replaced/superseded result (one statement for the whole batch).
 
     ``notes`` (per result, from :meth:`.writes.Writer.remember_one`) give what the rows cannot: an append's hashes
     before and after it and the length of text it kept (its ``detail.kept``, as on the files backend)."""
     if _QUIET.get():
         return
-    chosen = [(r.id, "imported" if r.status == "created" and source == "import" else WRITE_EVENTS[r.status],
-               (notes[i] if i < len(notes) else None) or {})
-              for i, r in enumerate(results) if r.status in WRITE_EVENTS]
+    chosen = [
+        (
+            r.id,
+            "imported" if r.status == "created" and source == "import" else WRITE_EVENTS[r.status],
+            (notes[i] if i < len(notes) else None) or {},
+        )
+        for i, r in enumerate(results)
+        if r.status in WRITE_EVENTS
+    ]
     if not chosen:
         return
     who = _who(source)
-    params = {**who, "ids": [c[0] for c in chosen], "evs": [c[1] for c in chosen],
-              "eids": [uuid.uuid4().hex[:16] for _ in chosen], "befores": [c[2].get("before") for c in chosen],
-              "afters": [c[2].get("after") for c in chosen], "kepts": [c[2].get("kept") for c in chosen]}
+    params = {
+        **who,
+        "ids": [c[0] for c in chosen],
+        "evs": [c[1] for c in chosen],
+        "eids": [uuid.uuid4().hex[:16] for _ in chosen],
+        "befores": [c[2].get("before") for c in chosen],
+        "afters": [c[2].get("after") for c in chosen],
+        "kepts": [c[2].get("kept") for c in chosen],
+    }
     async with b.pool.connection() as conn:
         await conn.execute(
             f'INSERT INTO "{b.schema}".events (tenant, eid, event, id, actor, session_id, user_id, run_id, tool_call_id,'
@@ -76,24 +101,50 @@ async def record_writes(b: Any, results: Sequence[RememberResult], source: str,
             " FROM unnest(%(ids)s::text[], %(evs)s::text[], %(eids)s::text[], %(befores)s::text[], %(afters)s::text[],"
             " %(kepts)s::int[]) AS x(id, ev, eid, before, after, kept)"
             f" JOIN {b.table} r ON r.id = x.id AND r.superseded_by IS NULL"
-            f" LEFT JOIN {b.table} p ON p.tenant = r.tenant AND p.id = r.supersedes", params)
+            f" LEFT JOIN {b.table} p ON p.tenant = r.tenant AND p.id = r.supersedes",
+            params,
+        )
 
 
-async def record_event(b: Any, conn: Any, event: str, row: dict[str, Any], caller: Caller, *, before: str | None = None,
-                       after: str | None = None, source: str = "tool", **detail: Any) -> None:
+async def record_event(
+    b: Any,
+    conn: Any,
+    event: str,
+    row: dict[str, Any],
+    caller: Caller,
+    *,
+    before: str | None = None,
+    after: str | None = None,
+    source: str = "tool",
+    **detail: Any,
+) -> None:
     """Append one event about ``row`` (a records row or an archived copy) in the caller's transaction.
 
     Its fields pass the write gate (:func:`agent_memory.model.drafts.prepare_event`, as the files backend's
     event lines do): every string redacted, ``detail`` keys and values too."""
     who = _who(source)
-    ev = prepare_event({
-        "eid": uuid.uuid4().hex[:16], "event": event, "id": row["id"], "actor": who["actor"],
-        "session_id": who["sid"] or caller.session_id, "user_id": who["uid"] or caller.user_id, "run_id": who["run"],
-        "tool_call_id": who["call"], "before": before, "after": after, "scope": row["scope"],
-        "owner_session": row["session_id"], "owner_user": row["user_id"], "detail": detail})
+    ev = prepare_event(
+        {
+            "eid": uuid.uuid4().hex[:16],
+            "event": event,
+            "id": row["id"],
+            "actor": who["actor"],
+            "session_id": who["sid"] or caller.session_id,
+            "user_id": who["uid"] or caller.user_id,
+            "run_id": who["run"],
+            "tool_call_id": who["call"],
+            "before": before,
+            "after": after,
+            "scope": row["scope"],
+            "owner_session": row["session_id"],
+            "owner_user": row["user_id"],
+            "detail": detail,
+        }
+    )
     await conn.execute(
         f'INSERT INTO "{b.schema}".events (tenant, {", ".join(_FIELDS)}) VALUES (%s, {", ".join(["%s"] * len(_FIELDS))})',
-        (row["tenant"], *(Jsonb(ev["detail"]) if f == "detail" else ev[f] for f in _FIELDS)))
+        (row["tenant"], *(Jsonb(ev["detail"]) if f == "detail" else ev[f] for f in _FIELDS)),
+    )
 
 
 async def record_archive_event(b: Any, record_id: str, caller: Caller, event: str = "forgotten") -> None:
@@ -106,8 +157,15 @@ async def record_archive_event(b: Any, record_id: str, caller: Caller, event: st
             " SELECT a.tenant, %(eid)s, %(ev)s, a.id, %(actor)s, %(sid)s, %(uid)s, %(run)s, %(call)s,"
             " a.record->>'content_hash', NULL, a.record->>'scope', a.record->>'session_id', a.record->>'user_id'"
             f' FROM "{b.schema}".archive a WHERE a.id = %(id)s ORDER BY a.archived DESC LIMIT 1',
-            {**who, "sid": who["sid"] or caller.session_id, "uid": who["uid"] or caller.user_id,
-             "eid": uuid.uuid4().hex[:16], "ev": event, "id": record_id})
+            {
+                **who,
+                "sid": who["sid"] or caller.session_id,
+                "uid": who["uid"] or caller.user_id,
+                "eid": uuid.uuid4().hex[:16],
+                "ev": event,
+                "id": record_id,
+            },
+        )
 
 
 def _event(row: dict[str, Any]) -> Event:
@@ -117,13 +175,16 @@ def _event(row: dict[str, Any]) -> Event:
     return Event(**data)
 
 
-async def events_for(b: Any, caller: Caller, *, record_id: str | None = None, limit: int | None = None,
-                     conn: Any = None) -> builtins.list[Event]:
+async def events_for(
+    b: Any, caller: Caller, *, record_id: str | None = None, limit: int | None = None, conn: Any = None
+) -> builtins.list[Event]:
     """Events of records the caller may see, oldest first (``limit``: the last N)."""
     params = b._caller(caller)
     tenants = ["", params["uid"]] if params["uid"] else [""]
-    sql = (f'SELECT eid, ts, {", ".join(f for f in _FIELDS if f not in ("eid",))} FROM "{b.schema}".events'
-           " WHERE tenant = ANY(%(t)s)" + (" AND id = %(id)s" if record_id else "") + " ORDER BY ts, seq")
+    sql = (
+        f'SELECT eid, ts, {", ".join(f for f in _FIELDS if f not in ("eid",))} FROM "{b.schema}".events'
+        " WHERE tenant = ANY(%(t)s)" + (" AND id = %(id)s" if record_id else "") + " ORDER BY ts, seq"
+    )
     args = {"t": tenants, "id": record_id}
     if conn is None:
         async with b.pool.connection() as c:
@@ -141,8 +202,11 @@ def undoable(events: Sequence[Event], caller: Caller) -> Event | None:
     for ev in reversed(events):
         if ev.detail.get("undo_of") or ev.eid in undone or ev.event not in UNDOABLE:
             continue
-        mine = (ev.user_id == uid and (sid is None or ev.session_id in (sid, None))) if uid is not None else (
-            ev.user_id is None and ev.session_id == sid)
+        mine = (
+            (ev.user_id == uid and (sid is None or ev.session_id in (sid, None)))
+            if uid is not None
+            else (ev.user_id is None and ev.session_id == sid)
+        )
         if mine:
             return ev
     return None
@@ -153,10 +217,12 @@ async def purge_events(b: Any, conn: Any, ids: Sequence[str], session_id: str | 
     cur = await conn.execute(
         f'DELETE FROM "{b.schema}".events WHERE id = ANY(%(ids)s) OR session_id = %(s)s OR user_id = %(u)s'
         " OR owner_session = %(s)s OR owner_user = %(u)s OR tenant = %(u)s",
-        {"ids": list(ids), "s": session_id, "u": user_id})
+        {"ids": list(ids), "s": session_id, "u": user_id},
+    )
     gone = int(cur.rowcount)
     for rid in ids:
-        await conn.execute(f'INSERT INTO "{b.schema}".events (tenant, eid, event, id, actor, detail)'
-                           " VALUES ('', %s, 'purged', %s, %s, %s)",
-                           (uuid.uuid4().hex[:16], tombstone_id(rid), _who("tool")["actor"], Jsonb({"purged": True})))
+        await conn.execute(
+            f"INSERT INTO \"{b.schema}\".events (tenant, eid, event, id, actor, detail) VALUES ('', %s, 'purged', %s, %s, %s)",
+            (uuid.uuid4().hex[:16], tombstone_id(rid), _who("tool")["actor"], Jsonb({"purged": True})),
+        )
     return gone

@@ -36,7 +36,7 @@ def batch_ids(recs: list[MemoryRecord]) -> list[str]:
         slug = slugs.get(rec.title)
         if slug is None:
             slug = slugs[rec.title] = slugify(rec.title)
-        out.append(f"{rec.created[:10]}-{slug}-{noise[8 * i:8 * i + 8]}")
+        out.append(f"{rec.created[:10]}-{slug}-{noise[8 * i : 8 * i + 8]}")
     return out
 
 
@@ -49,8 +49,7 @@ def _copy_row(rec: MemoryRecord, rid: str, *lead: Any) -> list[Any]:
     return row
 
 
-async def copy_unkeyed(writer: Any, conn: Any, prepared: list[tuple[MemoryRecord, int]], *,
-                       direct: bool = True) -> list[RememberResult]:
+async def copy_unkeyed(writer: Any, conn: Any, prepared: list[tuple[MemoryRecord, int]], *, direct: bool = True) -> list[RememberResult]:
     """Ingest unkeyed records in the caller's transaction (first of equal contents created, the rest duplicates)."""
     recs = [rec for rec, _ in prepared]
     keys: list[Key] = [(*tenant_part(rec), rec.content_hash) for rec in recs]
@@ -72,7 +71,8 @@ async def _existing(writer: Any, conn: Any, keys: list[Key]) -> tuple[dict[Key, 
         f"SELECT k.tenant, k.part, k.h, x.id, x.expired FROM unnest(%s::text[], %s::text[], %s::text[]) k(tenant, part, h)"
         f" CROSS JOIN LATERAL (SELECT r.id, (r.expires IS NOT NULL AND r.expires <= now()) AS expired FROM {writer.t} r WHERE r.tenant = k.tenant"
         " AND r.part = k.part AND r.content_hash = k.h AND r.superseded_by IS NULL ORDER BY 2, r.updated DESC LIMIT 1) x",
-        ([k[0] for k in uniq], [k[1] for k in uniq], [k[2] for k in uniq]))
+        ([k[0] for k in uniq], [k[1] for k in uniq], [k[2] for k in uniq]),
+    )
     live: dict[Key, str] = {}
     blocked: list[Key] = []
     for row in await cur.fetchall():  # live rows sort first: an expired one is chosen only when none is live
@@ -84,15 +84,16 @@ async def _existing(writer: Any, conn: Any, keys: list[Key]) -> tuple[dict[Key, 
     return live, blocked
 
 
-async def _direct(writer: Any, conn: Any, recs: list[MemoryRecord], keys: list[Key],
-                  ids: list[str]) -> list[tuple[str, Status]]:
+async def _direct(writer: Any, conn: Any, recs: list[MemoryRecord], keys: list[Key], ids: list[str]) -> list[tuple[str, Status]]:
     live, blocked = await _existing(writer, conn, keys)
     if blocked:  # an expired unkeyed row would hold the unique (tenant, part, hash) slot: archive it first
         await writer._archive_where(
-            conn, f"memory_key IS NULL AND superseded_by IS NULL AND {_EXPIRED} AND (tenant, part, content_hash) IN"
-                  " (SELECT * FROM unnest(%(t)s::text[], %(p)s::text[], %(h)s::text[]))",
+            conn,
+            f"memory_key IS NULL AND superseded_by IS NULL AND {_EXPIRED} AND (tenant, part, content_hash) IN"
+            " (SELECT * FROM unnest(%(t)s::text[], %(p)s::text[], %(h)s::text[]))",
             {"t": [k[0] for k in blocked], "p": [k[1] for k in blocked], "h": [k[2] for k in blocked]},
-            "expired (replaced by a new write)")
+            "expired (replaced by a new write)",
+        )
     out: list[tuple[str, Status]] = []
     new: list[int] = []
     for i, key in enumerate(keys):
@@ -110,27 +111,32 @@ async def _direct(writer: Any, conn: Any, recs: list[MemoryRecord], keys: list[K
     return out
 
 
-async def _staged(writer: Any, conn: Any, recs: list[MemoryRecord], keys: list[Key],
-                  ids: list[str]) -> list[tuple[str, Status]]:
+async def _staged(writer: Any, conn: Any, recs: list[MemoryRecord], keys: list[Key], ids: list[str]) -> list[tuple[str, Status]]:
     stage = f"am_stage_{os.getpid()}"
-    await conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {stage} (ord integer, LIKE {writer.t} INCLUDING DEFAULTS)"
-                       " ON COMMIT DELETE ROWS")
+    await conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {stage} (ord integer, LIKE {writer.t} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS")
     await conn.execute(f"TRUNCATE {stage}")
     async with conn.cursor().copy(f"COPY {stage} (ord, {_INSERT_COLS}) FROM STDIN") as copy:
         for i, rec in enumerate(recs):  # the row function every write uses; only the id is this batch's own
             await copy.write_row(_copy_row(rec, ids[i], i))
     await writer._archive_where(
-        conn, f"memory_key IS NULL AND {_EXPIRED} AND (tenant, part, content_hash) IN"
-              f" (SELECT tenant, part, content_hash FROM {stage})", {}, "expired (replaced by a new write)")
+        conn,
+        f"memory_key IS NULL AND {_EXPIRED} AND (tenant, part, content_hash) IN (SELECT tenant, part, content_hash FROM {stage})",
+        {},
+        "expired (replaced by a new write)",
+    )
     # live rows already holding a content (keyed or not) make the staged copies duplicates
-    live = "r.tenant = s.tenant AND r.part = s.part AND r.content_hash = s.content_hash" \
-           " AND (r.expires IS NULL OR r.expires > now()) AND r.superseded_by IS NULL"
-    cur = await conn.execute(f"SELECT DISTINCT ON (s.ord) s.ord, r.id FROM {stage} s JOIN {writer.t} r ON {live}"
-                             " ORDER BY s.ord, r.updated DESC")
+    live = (
+        "r.tenant = s.tenant AND r.part = s.part AND r.content_hash = s.content_hash"
+        " AND (r.expires IS NULL OR r.expires > now()) AND r.superseded_by IS NULL"
+    )
+    cur = await conn.execute(
+        f"SELECT DISTINCT ON (s.ord) s.ord, r.id FROM {stage} s JOIN {writer.t} r ON {live} ORDER BY s.ord, r.updated DESC"
+    )
     existing = {row["ord"]: row["id"] for row in await cur.fetchall()}
     cur = await conn.execute(
         f"INSERT INTO {writer.t} ({_INSERT_COLS}) SELECT {_INSERT_COLS} FROM {stage} s"
-        f" WHERE NOT EXISTS (SELECT 1 FROM {writer.t} r WHERE {live}) ORDER BY s.ord ON CONFLICT DO NOTHING RETURNING id")
+        f" WHERE NOT EXISTS (SELECT 1 FROM {writer.t} r WHERE {live}) ORDER BY s.ord ON CONFLICT DO NOTHING RETURNING id"
+    )
     created = {row["id"] for row in await cur.fetchall()}
     by_key: dict[Key, str] = {}
     out: list[tuple[str, Status]] = []
@@ -147,8 +153,11 @@ async def _staged(writer: Any, conn: Any, recs: list[MemoryRecord], keys: list[K
 
 
 async def _holder(writer: Any, conn: Any, key: Key) -> str:
-    cur = await conn.execute(f"SELECT id FROM {writer.t} WHERE tenant = %s AND part = %s AND content_hash = %s"
-                             " AND superseded_by IS NULL ORDER BY updated DESC LIMIT 1", key)
+    cur = await conn.execute(
+        f"SELECT id FROM {writer.t} WHERE tenant = %s AND part = %s AND content_hash = %s"
+        " AND superseded_by IS NULL ORDER BY updated DESC LIMIT 1",
+        key,
+    )
     row = await cur.fetchone()
     if row is None:  # pragma: no cover - the conflicting row is visible to this transaction by construction
         raise BackendError("a conflicting row vanished during ingest")

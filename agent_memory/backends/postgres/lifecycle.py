@@ -55,8 +55,10 @@ async def _find(b: Any, conn: Any, record_id: str, caller: Caller) -> tuple[dict
         return row, "live"
     cur = await conn.execute(
         f'SELECT {", ".join("r." + c for c in COLUMNS)} FROM "{b.schema}".archive a,'
-        f' jsonb_populate_record(NULL::{b.table}, a.record) r WHERE a.id = %(id)s AND {_archived_visible()}'
-        " ORDER BY a.archived DESC LIMIT 1", params)
+        f" jsonb_populate_record(NULL::{b.table}, a.record) r WHERE a.id = %(id)s AND {_archived_visible()}"
+        " ORDER BY a.archived DESC LIMIT 1",
+        params,
+    )
     row = await cur.fetchone()
     if row is None:
         raise NotFoundError(f"no record {record_id!r} (live or archived) visible to this caller")
@@ -76,7 +78,9 @@ async def _predecessors(b: Any, conn: Any, row: dict[str, Any]) -> list[dict[str
             cur = await conn.execute(
                 f'SELECT {", ".join("r." + c for c in COLUMNS)} FROM "{b.schema}".archive a,'
                 f" jsonb_populate_record(NULL::{b.table}, a.record) r WHERE a.tenant = %s AND a.id = %s"
-                " ORDER BY a.archived DESC LIMIT 1", (row["tenant"], prev))
+                " ORDER BY a.archived DESC LIMIT 1",
+                (row["tenant"], prev),
+            )
             found = await cur.fetchone()
         if found is None:
             break
@@ -100,7 +104,8 @@ async def _unarchive(b: Any, conn: Any, tenant: str, record_id: str) -> dict[str
         f"INSERT INTO {b.table} ({_COLS}) SELECT {', '.join('r.' + c for c in COLUMNS)}"
         f' FROM (SELECT record FROM "{b.schema}".archive WHERE tenant = %(t)s AND id = %(id)s'
         f" ORDER BY archived DESC LIMIT 1) a, jsonb_populate_record(NULL::{b.table}, a.record) r RETURNING {SELECT}",
-        {"t": tenant, "id": record_id})
+        {"t": tenant, "id": record_id},
+    )
     back: dict[str, Any] | None = await cur.fetchone()
     await conn.execute(f'DELETE FROM "{b.schema}".archive WHERE tenant = %s AND id = %s', (tenant, record_id))
     return back
@@ -119,7 +124,9 @@ async def _unarchive_versions(b: Any, conn: Any, row: dict[str, Any]) -> None:
         cur = await conn.execute(
             f'SELECT r.supersedes, r.scope, r.session_id, r.user_id FROM "{b.schema}".archive a,'
             f" jsonb_populate_record(NULL::{b.table}, a.record) r WHERE a.tenant = %s AND a.id = %s"
-            " ORDER BY a.archived DESC LIMIT 1", (row["tenant"], pointer))
+            " ORDER BY a.archived DESC LIMIT 1",
+            (row["tenant"], pointer),
+        )
         old = await cur.fetchone()
         if old is None or (old["scope"], old["session_id"], old["user_id"]) != owner:
             return
@@ -127,8 +134,9 @@ async def _unarchive_versions(b: Any, conn: Any, row: dict[str, Any]) -> None:
         pointer = old["supersedes"]
 
 
-async def restore(b: Any, record_id: str, caller: Caller, *, version: int | None = None, event: str = "restored",
-                  **detail: Any) -> MemoryRecord:
+async def restore(
+    b: Any, record_id: str, caller: Caller, *, version: int | None = None, event: str = "restored", **detail: Any
+) -> MemoryRecord:
     """Unarchive a forgotten/swept record (with the versions it superseded that were archived with it), or make
     ``version`` (default: the previous one) current."""
     async with b.pool.connection() as conn:
@@ -142,8 +150,7 @@ async def restore(b: Any, record_id: str, caller: Caller, *, version: int | None
                     await _unarchive_versions(b, conn, row)
                     await record_event(b, conn, event, row, caller, after=row["content_hash"], **{"from": "archive", **detail})
             except psycopg.errors.UniqueViolation:
-                raise InvalidInputError(f"record {record_id} cannot come back: a live record holds its key or the same "
-                                        "text now") from None
+                raise InvalidInputError(f"record {record_id} cannot come back: a live record holds its key or the same text now") from None
             back: MemoryRecord = await b.get(record_id, caller)
             return back
         older = await _predecessors(b, conn, row)
@@ -156,14 +163,23 @@ async def restore(b: Any, record_id: str, caller: Caller, *, version: int | None
     return await _make_current(b, caller, row, versions[n - 1]["content"], versions[n - 1], event, version=n, **detail)
 
 
-async def _make_current(b: Any, caller: Caller, row: dict[str, Any], content: str, old: dict[str, Any] | None,
-                        event: str, **detail: Any) -> MemoryRecord:
+async def _make_current(
+    b: Any, caller: Caller, row: dict[str, Any], content: str, old: dict[str, Any] | None, event: str, **detail: Any
+) -> MemoryRecord:
     """Make ``content`` (and ``old``'s title, kind and tags) the current state of ``row``'s record, by a keyed
     replace that keeps the state it replaces as a version; then append ``event`` for it."""
     record_id, cur_rec = row["id"], row_to_record(row, b.path_of(row["id"]))
-    draft = MemoryDraft(content, title=old["title"] if old else None, kind=old["kind"] if old else None,
-                        scope=cur_rec.scope, session_id=cur_rec.session_id, user_id=cur_rec.user_id,
-                        tags=tuple(old["tags"] or ()) if old else (), memory_key=record_id, on_existing="replace")
+    draft = MemoryDraft(
+        content,
+        title=old["title"] if old else None,
+        kind=old["kind"] if old else None,
+        scope=cur_rec.scope,
+        session_id=cur_rec.session_id,
+        user_id=cur_rec.user_id,
+        tags=tuple(old["tags"] or ()) if old else (),
+        memory_key=record_id,
+        on_existing="replace",
+    )
     with acting(session_id=caller.session_id, user_id=caller.user_id), quiet():  # its own event follows
         result = await b.remember_many([draft], source="tool")
     new: MemoryRecord = await b.get(result[0].id, caller)
@@ -195,8 +211,9 @@ async def undo(b: Any, caller: Caller) -> Event:
             raise InvalidInputError(f"record {ev.id} changed after that {ev.event}; pick a version with `restore --version`")
         if ev.event in ("created", "imported") or ev.detail.get("from") == "archive":
             async with conn.transaction():
-                await b.writer._archive_where(conn, "tenant = %(t)s AND id = %(id)s", {"t": row["tenant"], "id": ev.id},
-                                              f"undo of {ev.event}")
+                await b.writer._archive_where(
+                    conn, "tenant = %(t)s AND id = %(id)s", {"t": row["tenant"], "id": ev.id}, f"undo of {ev.event}"
+                )
                 await record_event(b, conn, "undone", row, caller, before=row["content_hash"], **tag)
             return ev
         older = await _predecessors(b, conn, row)
@@ -221,8 +238,7 @@ async def _chain_ids(b: Any, conn: Any, row: dict[str, Any]) -> set[str]:
     return {row["id"], *(r["id"] for r in await _predecessors(b, conn, row))}
 
 
-async def purge(b: Any, record_id: str | None = None, *, session_id: str | None = None,
-                user_id: str | None = None) -> PurgeReport:
+async def purge(b: Any, record_id: str | None = None, *, session_id: str | None = None, user_id: str | None = None) -> PurgeReport:
     """Delete content for good (see the module docstring); returns what went."""
     report = PurgeReport()
     a = f'"{b.schema}".archive'
@@ -244,8 +260,9 @@ async def purge(b: Any, record_id: str | None = None, *, session_id: str | None 
             raise InvalidInputError("purge needs a record id, a user or a session")
         params = scopes.owner_params(session_id, user_id)
         mine = scopes.owner_sql("session_id", "user_id", session_id=session_id, user_id=user_id, dialect="postgres")
-        archived_mine = scopes.owner_sql("record->>'session_id'", "record->>'user_id'", session_id=session_id,
-                                         user_id=user_id, dialect="postgres")
+        archived_mine = scopes.owner_sql(
+            "record->>'session_id'", "record->>'user_id'", session_id=session_id, user_id=user_id, dialect="postgres"
+        )
         async with b.pool.connection() as conn, conn.transaction():
             cur = await conn.execute(f"DELETE FROM {b.table} WHERE {mine} RETURNING id", params)
             gone = {str(r["id"]) for r in await cur.fetchall()}
@@ -257,8 +274,13 @@ async def purge(b: Any, record_id: str | None = None, *, session_id: str | None 
             report.events += await _purge_owner_events(b, conn, session_id, user_id)
             await _scrub_provenance(b, conn, session_id, user_id)
         sessions, episodes = await asyncio.to_thread(b.time_layers.purge, user_id=user_id, session_id=session_id)
-        report.stores = {"records": len(gone), "archive": len(archived), "events": report.events, "sessions": sessions,
-                         "episodes": episodes}
+        report.stores = {
+            "records": len(gone),
+            "archive": len(archived),
+            "events": report.events,
+            "sessions": sessions,
+            "episodes": episodes,
+        }
     await _vacuum(b)
     return report
 
@@ -270,8 +292,7 @@ async def _purge_owner_events(b: Any, conn: Any, session_id: str | None, user_id
     about = scopes.owner_sql("owner_session", "owner_user", session_id=session_id, user_id=user_id, dialect="postgres")
     if user_id and not session_id:  # the user's whole partition: events of records in their tenant too
         about += " OR tenant = %(ouid)s"
-    cur = await conn.execute(f'DELETE FROM "{b.schema}".events WHERE {by} OR {about}',
-                             scopes.owner_params(session_id, user_id))
+    cur = await conn.execute(f'DELETE FROM "{b.schema}".events WHERE {by} OR {about}', scopes.owner_params(session_id, user_id))
     return int(cur.rowcount)
 
 
@@ -281,9 +302,16 @@ async def _scrub_provenance(b: Any, conn: Any, session_id: str | None, user_id: 
     n = 0
     params = scopes.owner_params(session_id, user_id)
     for table, column in ((b.table, "metadata"), (f'"{b.schema}".archive', "record->'metadata'")):
-        entries = [scopes.owner_sql(f"{column}->'provenance'->'{e}'->>'session_id'",
-                                    f"{column}->'provenance'->'{e}'->>'user_id'", session_id=session_id,
-                                    user_id=user_id, dialect="postgres") for e in ("created", "updated")]
+        entries = [
+            scopes.owner_sql(
+                f"{column}->'provenance'->'{e}'->>'session_id'",
+                f"{column}->'provenance'->'{e}'->>'user_id'",
+                session_id=session_id,
+                user_id=user_id,
+                dialect="postgres",
+            )
+            for e in ("created", "updated")
+        ]
         cur = await conn.execute(f"SELECT ctid, {column} AS metadata FROM {table} WHERE {' OR '.join(entries)}", params)
         for row in await cur.fetchall():
             metadata = tombstone_provenance(row["metadata"] or {}, session_id=session_id, user_id=user_id)
@@ -304,8 +332,7 @@ async def forget_purge(b: Any, record_id: str, caller: Caller) -> bool:
 
 async def _vacuum(b: Any) -> None:
     """Reclaim the deleted rows' index entries and space (plain VACUUM: no exclusive lock; best effort)."""
-    tables = ("records", "archive", "record_vectors", "sessions", "session_messages", "session_summaries", "episodes",
-              "events")
+    tables = ("records", "archive", "record_vectors", "sessions", "session_messages", "session_summaries", "episodes", "events")
     with contextlib.suppress(Exception):
         async with b.pool.connection() as conn:
             for t in tables:

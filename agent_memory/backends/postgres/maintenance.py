@@ -16,8 +16,7 @@ from agent_memory.model.records import content_hash
 from agent_memory.model.reports import DoctorReport, SweepReport, SyncReport
 from agent_memory.model.supersession import UNDEDUPED_KINDS
 
-_SQL_HASH = ("left(encode(sha256(convert_to(btrim(replace(content, E'\\r\\n', E'\\n'), E' \\t\\n\\r\\x0b\\x0c'),"
-             " 'UTF8')), 'hex'), 16)")
+_SQL_HASH = "left(encode(sha256(convert_to(btrim(replace(content, E'\\r\\n', E'\\n'), E' \\t\\n\\r\\x0b\\x0c'), 'UTF8')), 'hex'), 16)"
 
 
 class Maintenance:
@@ -30,18 +29,21 @@ class Maintenance:
         """Archive expired records, then exact duplicates in a partition (the newest is kept), in one transaction."""
         report = SweepReport()
         async with conn.transaction():
-            report.expired = sorted(await self.writer._archive_where(
-                conn, "expires IS NOT NULL AND expires <= now()", {}, "expired"))
-            report.duplicates = sorted(await self.writer._archive_where(
-                conn, f"(tenant, id) IN (SELECT tenant, id FROM (SELECT tenant, id, row_number() OVER"
-                      f" (PARTITION BY tenant, part, content_hash ORDER BY updated DESC, id) AS n FROM {self.t}"
-                      " WHERE NOT (kind = ANY(%(undeduped)s))) d WHERE n > 1)",
-                {"undeduped": list(UNDEDUPED_KINDS)}, "duplicate"))
+            report.expired = sorted(await self.writer._archive_where(conn, "expires IS NOT NULL AND expires <= now()", {}, "expired"))
+            report.duplicates = sorted(
+                await self.writer._archive_where(
+                    conn,
+                    f"(tenant, id) IN (SELECT tenant, id FROM (SELECT tenant, id, row_number() OVER"
+                    f" (PARTITION BY tenant, part, content_hash ORDER BY updated DESC, id) AS n FROM {self.t}"
+                    " WHERE NOT (kind = ANY(%(undeduped)s))) d WHERE n > 1)",
+                    {"undeduped": list(UNDEDUPED_KINDS)},
+                    "duplicate",
+                )
+            )
         return report
 
     async def _drifted(self, conn: Any) -> list[dict[str, Any]]:
-        cur = await conn.execute(
-            f"SELECT tenant, id, content, content_hash FROM {self.t} WHERE content_hash <> {_SQL_HASH}")
+        cur = await conn.execute(f"SELECT tenant, id, content, content_hash FROM {self.t} WHERE content_hash <> {_SQL_HASH}")
         rows = await cur.fetchall()
         return [r for r in rows if r["content_hash"] != content_hash(r["content"])]
 
@@ -50,8 +52,10 @@ class Maintenance:
         report = SyncReport(rebuilt=True)
         async with conn.transaction():
             for row in await self._drifted(conn):
-                await conn.execute(f"UPDATE {self.t} SET content_hash = %s, summary = %s WHERE tenant = %s AND id = %s",
-                                   (content_hash(row["content"]), summary_line(row["content"]), row["tenant"], row["id"]))
+                await conn.execute(
+                    f"UPDATE {self.t} SET content_hash = %s, summary = %s WHERE tenant = %s AND id = %s",
+                    (content_hash(row["content"]), summary_line(row["content"]), row["tenant"], row["id"]),
+                )
                 report.updated += 1
             cur = await conn.execute(f"SELECT count(*) AS n FROM {self.t}")
             report.scanned = int((await cur.fetchone())["n"])
@@ -62,12 +66,14 @@ class Maintenance:
         """Count rows, report drifted rows and a schema behind (or ahead of) this code."""
         cur = await conn.execute(f"SELECT count(*) AS n, count(*) FILTER (WHERE tsv IS NOT NULL) AS i FROM {self.t}")
         counts = await cur.fetchone()
-        problems = {r["id"]: "content changed outside agent_memory (content hash stale; run reindex)"
-                    for r in await self._drifted(conn)}
+        problems = {r["id"]: "content changed outside agent_memory (content hash stale; run reindex)" for r in await self._drifted(conn)}
         cur = await conn.execute(f'SELECT coalesce(max(version), 0) AS v FROM "{self.schema}".schema_version')
         stored = int((await cur.fetchone())["v"])
         if stored != LATEST:
             problems["schema_version"] = f"schema is at version {stored}, this code expects {LATEST}"
-        drift = {"stale_in_index": sum(1 for k in problems if k != "schema_version"),
-                 "missing_from_index": int(counts["n"]) - int(counts["i"]), "orphaned_in_index": 0}
+        drift = {
+            "stale_in_index": sum(1 for k in problems if k != "schema_version"),
+            "missing_from_index": int(counts["n"]) - int(counts["i"]),
+            "orphaned_in_index": 0,
+        }
         return DoctorReport(int(counts["n"]), int(counts["i"]), problems, drift, ok=not problems and not any(drift.values()))

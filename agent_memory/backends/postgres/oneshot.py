@@ -38,8 +38,16 @@ def _drive(coro: Coroutine[Any, Any, Any]) -> Any:
     raise _libpq.Unsupported("the search suspended")
 
 
-def search_once(url: str, query: str, *, session_id: str | None = None, user_id: str | None = None,
-                limit: int = 10, schema: str = "agent_memory", **options: Any) -> SearchResult | None:
+def search_once(
+    url: str,
+    query: str,
+    *,
+    session_id: str | None = None,
+    user_id: str | None = None,
+    limit: int = 10,
+    schema: str = "agent_memory",
+    **options: Any,
+) -> SearchResult | None:
     """The backend's lexical ``search`` result, or ``None`` when this path cannot give exactly that."""
     if os.environ.get(ENV, "").strip().lower() in ("0", "off", "false", "no"):
         return None
@@ -69,8 +77,9 @@ def search_once(url: str, query: str, *, session_id: str | None = None, user_id:
         where = f"{url_location(url)}#{schema}"
         searcher = PgSearch(f'"{schema}".records', LexicalEngine(), TEXT_CONFIG, lambda rid: f"{where}/{rid}")
         conn.run("BEGIN READ ONLY")
-        result: SearchResult = _drive(searcher.run(conn, query, sid=session_id, uid=user_id, limit=limit, tags=tags,
-                                                   trace=trace, **options))
+        result: SearchResult = _drive(
+            searcher.run(conn, query, sid=session_id, uid=user_id, limit=limit, tags=tags, trace=trace, **options)
+        )
         conn.run("COMMIT")
         return result
     except _libpq.Unsupported:

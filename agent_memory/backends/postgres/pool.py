@@ -63,8 +63,9 @@ class _Bound:
 class Pool:
     """Connections returning rows as dicts, per event loop (the rule in the module docstring)."""
 
-    def __init__(self, url: str, schema: str, *, min_size: int = 1, max_size: int = 10, timeout_s: float = 30.0,
-                 pooled: bool = True) -> None:
+    def __init__(
+        self, url: str, schema: str, *, min_size: int = 1, max_size: int = 10, timeout_s: float = 30.0, pooled: bool = True
+    ) -> None:
         if not isinstance(min_size, int) or not isinstance(max_size, int) or not 0 <= min_size <= max_size or max_size < 1:
             raise InvalidInputError("pool sizes must be integers with 0 <= min_size <= max_size and max_size >= 1")
         self.url = url
@@ -82,8 +83,16 @@ class Pool:
             return _Direct(self.url, self.max_size, self.timeout_s, self._kwargs)
         from psycopg_pool import AsyncConnectionPool
 
-        return AsyncConnectionPool(self.url, min_size=self.min_size, max_size=self.max_size, open=False,
-                                   timeout=self.timeout_s, check=self._check, reset=self._returned, kwargs=self._kwargs)
+        return AsyncConnectionPool(
+            self.url,
+            min_size=self.min_size,
+            max_size=self.max_size,
+            open=False,
+            timeout=self.timeout_s,
+            check=self._check,
+            reset=self._returned,
+            kwargs=self._kwargs,
+        )
 
     async def _returned(self, conn: Any) -> None:
         self._last_used[conn] = time.monotonic()
@@ -124,8 +133,11 @@ class Pool:
             try:
                 await bound.inner.open(wait=False)
                 if self.version < LATEST:  # a pool checks over one direct connection: fails fast with the server down
-                    first = bound.inner.connection() if not self.pooled else await psycopg.AsyncConnection.connect(
-                        self.url, connect_timeout=max(1, int(self.timeout_s)), **self._kwargs)
+                    first = (
+                        bound.inner.connection()
+                        if not self.pooled
+                        else await psycopg.AsyncConnection.connect(self.url, connect_timeout=max(1, int(self.timeout_s)), **self._kwargs)
+                    )
                     async with first as conn:
                         self.version = await self._current(conn) or await migrate(conn, self.schema)
             except _errors(psycopg.Error) as exc:
@@ -232,8 +244,7 @@ class _Direct:
         try:
             conn = self._idle.pop() if self._idle else None
             if conn is None:
-                conn = await psycopg.AsyncConnection.connect(self.url, connect_timeout=max(1, int(self.timeout_s)),
-                                                             **self.kwargs)
+                conn = await psycopg.AsyncConnection.connect(self.url, connect_timeout=max(1, int(self.timeout_s)), **self.kwargs)
                 self._open.append(conn)
             try:
                 yield conn

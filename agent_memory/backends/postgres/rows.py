@@ -41,8 +41,7 @@ def _split(url: str) -> tuple[str, str, str]:
     if not sep:
         return "", "", url
     at = rest.rfind("@", 0, min([i for i in (rest.find("?"), rest.find("#")) if i >= 0], default=len(rest)))
-    end = min([i for i in (rest.find("/", at + 1), rest.find("?", at + 1), rest.find("#", at + 1)) if i >= 0],
-              default=len(rest))
+    end = min([i for i in (rest.find("/", at + 1), rest.find("?", at + 1), rest.find("#", at + 1)) if i >= 0], default=len(rest))
     return scheme + sep, rest[:end], rest[end:]
 
 
@@ -62,9 +61,34 @@ def url_location(url: str) -> str:
     return head + _mask_hosts(netloc) + rest.split("?", 1)[0].split("#", 1)[0]
 
 
-COLUMNS = ("tenant", "id", "part", "scope", "session_id", "user_id", "kind", "title", "tags", "tag_text", "memory_key",
-           "source", "created", "updated", "expires", "expires_text", "importance", "content_hash", "content", "summary",
-           "metadata", "happened_at", "valid_from", "valid_to", "superseded_by", "supersedes")
+COLUMNS = (
+    "tenant",
+    "id",
+    "part",
+    "scope",
+    "session_id",
+    "user_id",
+    "kind",
+    "title",
+    "tags",
+    "tag_text",
+    "memory_key",
+    "source",
+    "created",
+    "updated",
+    "expires",
+    "expires_text",
+    "importance",
+    "content_hash",
+    "content",
+    "summary",
+    "metadata",
+    "happened_at",
+    "valid_from",
+    "valid_to",
+    "superseded_by",
+    "supersedes",
+)
 SELECT = ", ".join(c for c in COLUMNS)
 
 
@@ -93,26 +117,60 @@ def record_params(rec: MemoryRecord) -> dict[str, Any]:
     """Column values of a record (``metadata`` as a Python mapping: wrap it in ``Jsonb`` to bind)."""
     tenant, part = tenant_part(rec)
     return {
-        "tenant": tenant, "id": rec.id, "part": part, "scope": rec.scope.value, "session_id": rec.session_id,
-        "user_id": rec.user_id, "kind": rec.kind, "title": rec.title, "tags": list(rec.tags), "tag_text": " ".join(rec.tags),
-        "memory_key": rec.memory_key, "source": rec.source, "created": parse_time(rec.created),
-        "updated": parse_time(rec.updated), "expires": parse_time(rec.expires), "expires_text": rec.expires,
-        "importance": rec.importance, "content_hash": rec.content_hash, "content": rec.content,
-        "summary": summary_line(rec.content), "metadata": dict(rec.metadata),
-        "happened_at": parse_time(rec.happened_at), "valid_from": parse_time(rec.valid_from),
-        "valid_to": parse_time(rec.valid_to), "superseded_by": rec.superseded_by, "supersedes": rec.supersedes,
+        "tenant": tenant,
+        "id": rec.id,
+        "part": part,
+        "scope": rec.scope.value,
+        "session_id": rec.session_id,
+        "user_id": rec.user_id,
+        "kind": rec.kind,
+        "title": rec.title,
+        "tags": list(rec.tags),
+        "tag_text": " ".join(rec.tags),
+        "memory_key": rec.memory_key,
+        "source": rec.source,
+        "created": parse_time(rec.created),
+        "updated": parse_time(rec.updated),
+        "expires": parse_time(rec.expires),
+        "expires_text": rec.expires,
+        "importance": rec.importance,
+        "content_hash": rec.content_hash,
+        "content": rec.content,
+        "summary": summary_line(rec.content),
+        "metadata": dict(rec.metadata),
+        "happened_at": parse_time(rec.happened_at),
+        "valid_from": parse_time(rec.valid_from),
+        "valid_to": parse_time(rec.valid_to),
+        "superseded_by": rec.superseded_by,
+        "supersedes": rec.supersedes,
     }
 
 
 def row_to_record(row: dict[str, Any], path: str) -> MemoryRecord:
     return MemoryRecord(
-        id=row["id"], content=row["content"], title=row["title"], kind=row["kind"], scope=Scope(row["scope"]),
-        session_id=row["session_id"], user_id=row["user_id"], tags=tuple(row["tags"] or ()), memory_key=row["memory_key"],
-        source=row["source"], created=iso(row["created"]) or "", updated=iso(row["updated"]) or "",
+        id=row["id"],
+        content=row["content"],
+        title=row["title"],
+        kind=row["kind"],
+        scope=Scope(row["scope"]),
+        session_id=row["session_id"],
+        user_id=row["user_id"],
+        tags=tuple(row["tags"] or ()),
+        memory_key=row["memory_key"],
+        source=row["source"],
+        created=iso(row["created"]) or "",
+        updated=iso(row["updated"]) or "",
         expires=row["expires_text"] if row["expires_text"] is not None else iso(row["expires"]),
-        importance=row["importance"], content_hash=row["content_hash"], metadata=row["metadata"] or {}, path=path,
-        body_line=1, happened_at=iso(row["happened_at"]), valid_from=iso(row["valid_from"]), valid_to=iso(row["valid_to"]),
-        superseded_by=row["superseded_by"], supersedes=row["supersedes"],
+        importance=row["importance"],
+        content_hash=row["content_hash"],
+        metadata=row["metadata"] or {},
+        path=path,
+        body_line=1,
+        happened_at=iso(row["happened_at"]),
+        valid_from=iso(row["valid_from"]),
+        valid_to=iso(row["valid_to"]),
+        superseded_by=row["superseded_by"],
+        supersedes=row["supersedes"],
     )
 
 
@@ -137,8 +195,12 @@ def check_strings(**values: Any) -> None:
             raise InvalidInputError(f"{name} contains a NUL character")
 
 
-_DATE_OPS = (("created_after", "created", ">="), ("created_before", "created", "<"),
-             ("updated_after", "updated", ">="), ("updated_before", "updated", "<"))
+_DATE_OPS = (
+    ("created_after", "created", ">="),
+    ("created_before", "created", "<"),
+    ("updated_after", "updated", ">="),
+    ("updated_before", "updated", "<"),
+)
 
 
 def time_sql(params: dict[str, Any], *, include_superseded: bool = False, as_of: Any = None, alias: str = "r") -> str:
@@ -151,8 +213,17 @@ def time_sql(params: dict[str, Any], *, include_superseded: bool = False, as_of:
     return "" if include_superseded else f" AND {alias}.superseded_by IS NULL"
 
 
-def filters_sql(params: dict[str, Any], *, tags: Iterable[str] = (), scope: Any = None, kind: Any = None,
-                alias: str = "r", include_superseded: bool = False, as_of: Any = None, **dates: str | None) -> str:
+def filters_sql(
+    params: dict[str, Any],
+    *,
+    tags: Iterable[str] = (),
+    scope: Any = None,
+    kind: Any = None,
+    alias: str = "r",
+    include_superseded: bool = False,
+    as_of: Any = None,
+    **dates: str | None,
+) -> str:
     """Exact filters shared by list/count/search: scope(s), kind(s), dates, supersession; tags (all must match)."""
     unknown = set(dates) - {name for name, _, _ in _DATE_OPS}
     if unknown:

@@ -38,8 +38,11 @@ def _tsv(cfg: str) -> str:
 def migrations(s: str, cfg: str = TEXT_CONFIG) -> list[tuple[int, str, list[str]]]:
     """``(version, description, statements)`` for schema ``s``; append new versions, never edit old ones."""
     return [
-        (1, "records, archive, user_md", [
-            f"""CREATE TABLE IF NOT EXISTS "{s}".records (
+        (
+            1,
+            "records, archive, user_md",
+            [
+                f"""CREATE TABLE IF NOT EXISTS "{s}".records (
                 tenant text NOT NULL,
                 id text NOT NULL,
                 part text NOT NULL,
@@ -65,14 +68,14 @@ def migrations(s: str, cfg: str = TEXT_CONFIG) -> list[tuple[int, str, list[str]
                 PRIMARY KEY (tenant, id),
                 CHECK (CASE WHEN scope IN ('project', 'global') THEN tenant = '' ELSE tenant = coalesce(user_id, '') END)
             )""",
-            f'CREATE UNIQUE INDEX IF NOT EXISTS records_hash ON "{s}".records (tenant, part, content_hash) WHERE memory_key IS NULL',
-            f'CREATE UNIQUE INDEX IF NOT EXISTS records_key ON "{s}".records (tenant, part, memory_key) WHERE memory_key IS NOT NULL',
-            f'CREATE INDEX IF NOT EXISTS records_keyed_hash ON "{s}".records (tenant, part, content_hash) WHERE memory_key IS NOT NULL',
-            f'CREATE INDEX IF NOT EXISTS records_tsv ON "{s}".records USING gin (tsv)',
-            f'CREATE INDEX IF NOT EXISTS records_tags ON "{s}".records USING gin (tags)',
-            f'CREATE INDEX IF NOT EXISTS records_updated ON "{s}".records (updated DESC)',
-            f'CREATE INDEX IF NOT EXISTS records_expires ON "{s}".records (expires) WHERE expires IS NOT NULL',
-            f"""CREATE TABLE IF NOT EXISTS "{s}".archive (
+                f'CREATE UNIQUE INDEX IF NOT EXISTS records_hash ON "{s}".records (tenant, part, content_hash) WHERE memory_key IS NULL',
+                f'CREATE UNIQUE INDEX IF NOT EXISTS records_key ON "{s}".records (tenant, part, memory_key) WHERE memory_key IS NOT NULL',
+                f'CREATE INDEX IF NOT EXISTS records_keyed_hash ON "{s}".records (tenant, part, content_hash) WHERE memory_key IS NOT NULL',
+                f'CREATE INDEX IF NOT EXISTS records_tsv ON "{s}".records USING gin (tsv)',
+                f'CREATE INDEX IF NOT EXISTS records_tags ON "{s}".records USING gin (tags)',
+                f'CREATE INDEX IF NOT EXISTS records_updated ON "{s}".records (updated DESC)',
+                f'CREATE INDEX IF NOT EXISTS records_expires ON "{s}".records (expires) WHERE expires IS NOT NULL',
+                f"""CREATE TABLE IF NOT EXISTS "{s}".archive (
                 tenant text NOT NULL,
                 id text NOT NULL,
                 reason text NOT NULL,
@@ -80,14 +83,18 @@ def migrations(s: str, cfg: str = TEXT_CONFIG) -> list[tuple[int, str, list[str]
                 record jsonb NOT NULL,
                 PRIMARY KEY (tenant, id, archived)
             )""",
-            f"""CREATE TABLE IF NOT EXISTS "{s}".user_md (
+                f"""CREATE TABLE IF NOT EXISTS "{s}".user_md (
                 name text PRIMARY KEY DEFAULT 'USER.md',
                 content text NOT NULL,
                 updated timestamptz NOT NULL DEFAULT now()
             )""",
-        ]),
-        (2, "vectors beside rows (reserved: filled by the meaning issue)", [
-            f"""CREATE TABLE IF NOT EXISTS "{s}".record_vectors (
+            ],
+        ),
+        (
+            2,
+            "vectors beside rows (reserved: filled by the meaning issue)",
+            [
+                f"""CREATE TABLE IF NOT EXISTS "{s}".record_vectors (
                 tenant text NOT NULL,
                 id text NOT NULL,
                 model text NOT NULL,
@@ -97,39 +104,50 @@ def migrations(s: str, cfg: str = TEXT_CONFIG) -> list[tuple[int, str, list[str]
                 PRIMARY KEY (tenant, id, model),
                 FOREIGN KEY (tenant, id) REFERENCES "{s}".records (tenant, id) ON DELETE CASCADE
             )""",
-        ]),
-        (3, "two clocks and supersession", [
-            f'ALTER TABLE "{s}".records ADD COLUMN IF NOT EXISTS happened_at timestamptz,'
-            " ADD COLUMN IF NOT EXISTS valid_from timestamptz, ADD COLUMN IF NOT EXISTS valid_to timestamptz,"
-            " ADD COLUMN IF NOT EXISTS superseded_by text, ADD COLUMN IF NOT EXISTS supersedes text",
-            # a superseded row keeps its key and content beside the current one: uniqueness is among current rows
-            f'DROP INDEX IF EXISTS "{s}".records_hash',
-            f'DROP INDEX IF EXISTS "{s}".records_key',
-            f'CREATE UNIQUE INDEX IF NOT EXISTS records_hash_current ON "{s}".records (tenant, part, content_hash)'
-            " WHERE memory_key IS NULL AND superseded_by IS NULL",
-            f'CREATE UNIQUE INDEX IF NOT EXISTS records_key_current ON "{s}".records (tenant, part, memory_key)'
-            " WHERE memory_key IS NOT NULL AND superseded_by IS NULL",
-            f'CREATE INDEX IF NOT EXISTS records_supersedes ON "{s}".records (tenant, supersedes) WHERE supersedes IS NOT NULL',
-        ]),
+            ],
+        ),
+        (
+            3,
+            "two clocks and supersession",
+            [
+                f'ALTER TABLE "{s}".records ADD COLUMN IF NOT EXISTS happened_at timestamptz,'
+                " ADD COLUMN IF NOT EXISTS valid_from timestamptz, ADD COLUMN IF NOT EXISTS valid_to timestamptz,"
+                " ADD COLUMN IF NOT EXISTS superseded_by text, ADD COLUMN IF NOT EXISTS supersedes text",
+                # a superseded row keeps its key and content beside the current one: uniqueness is among current rows
+                f'DROP INDEX IF EXISTS "{s}".records_hash',
+                f'DROP INDEX IF EXISTS "{s}".records_key',
+                f'CREATE UNIQUE INDEX IF NOT EXISTS records_hash_current ON "{s}".records (tenant, part, content_hash)'
+                " WHERE memory_key IS NULL AND superseded_by IS NULL",
+                f'CREATE UNIQUE INDEX IF NOT EXISTS records_key_current ON "{s}".records (tenant, part, memory_key)'
+                " WHERE memory_key IS NOT NULL AND superseded_by IS NULL",
+                f'CREATE INDEX IF NOT EXISTS records_supersedes ON "{s}".records (tenant, supersedes) WHERE supersedes IS NOT NULL',
+            ],
+        ),
         *time_layers(s, cfg),  # 5 (4 was reserved for vectors, which needed no migration)
-        (6, "capture keeps its own keyed record beside a typed one; content lookups use an index at any size", [
-            # one current keyed row per (tenant, partition, key) *and writer class*: capture and everyone else
-            f'CREATE UNIQUE INDEX IF NOT EXISTS records_key_writer ON "{s}".records (tenant, part, memory_key,'
-            f" ({CAPTURE_SQL})) WHERE memory_key IS NOT NULL AND superseded_by IS NULL",
-            f'DROP INDEX IF EXISTS "{s}".records_key_current',
-            # "which current row holds this content", keyed or not (the two partial indexes serve neither alone)
-            f'CREATE INDEX IF NOT EXISTS records_hash_any ON "{s}".records (tenant, part, content_hash)'
-            " WHERE superseded_by IS NULL",
-            f'DROP INDEX IF EXISTS "{s}".records_keyed_hash',
-        ]),
+        (
+            6,
+            "capture keeps its own keyed record beside a typed one; content lookups use an index at any size",
+            [
+                # one current keyed row per (tenant, partition, key) *and writer class*: capture and everyone else
+                f'CREATE UNIQUE INDEX IF NOT EXISTS records_key_writer ON "{s}".records (tenant, part, memory_key,'
+                f" ({CAPTURE_SQL})) WHERE memory_key IS NOT NULL AND superseded_by IS NULL",
+                f'DROP INDEX IF EXISTS "{s}".records_key_current',
+                # "which current row holds this content", keyed or not (the two partial indexes serve neither alone)
+                f'CREATE INDEX IF NOT EXISTS records_hash_any ON "{s}".records (tenant, part, content_hash) WHERE superseded_by IS NULL',
+                f'DROP INDEX IF EXISTS "{s}".records_keyed_hash',
+            ],
+        ),
     ]
 
 
 def time_layers(s: str, cfg: str) -> list[tuple[int, str, list[str]]]:
     """Migration 5: session logs, summaries, episodes and events, keyed by ``tenant`` (the owning user id, ``''`` for none)."""
     return [
-        (5, "session logs, session summaries, episodes, events", [
-            f"""CREATE TABLE IF NOT EXISTS "{s}".sessions (
+        (
+            5,
+            "session logs, session summaries, episodes, events",
+            [
+                f"""CREATE TABLE IF NOT EXISTS "{s}".sessions (
                 tenant text NOT NULL,
                 session_id text NOT NULL,
                 user_id text,
@@ -138,7 +156,7 @@ def time_layers(s: str, cfg: str) -> list[tuple[int, str, list[str]]]:
                 PRIMARY KEY (tenant, session_id),
                 CHECK (tenant = coalesce(user_id, ''))
             )""",
-            f"""CREATE TABLE IF NOT EXISTS "{s}".session_messages (
+                f"""CREATE TABLE IF NOT EXISTS "{s}".session_messages (
                 tenant text NOT NULL,
                 session_id text NOT NULL,
                 n integer NOT NULL,
@@ -151,7 +169,7 @@ def time_layers(s: str, cfg: str) -> list[tuple[int, str, list[str]]]:
                 PRIMARY KEY (tenant, session_id, n),
                 FOREIGN KEY (tenant, session_id) REFERENCES "{s}".sessions (tenant, session_id) ON DELETE CASCADE
             )""",
-            f"""CREATE TABLE IF NOT EXISTS "{s}".session_summaries (
+                f"""CREATE TABLE IF NOT EXISTS "{s}".session_summaries (
                 tenant text NOT NULL,
                 session_id text NOT NULL,
                 version integer NOT NULL,
@@ -163,7 +181,7 @@ def time_layers(s: str, cfg: str) -> list[tuple[int, str, list[str]]]:
                 PRIMARY KEY (tenant, session_id, version),
                 FOREIGN KEY (tenant, session_id) REFERENCES "{s}".sessions (tenant, session_id) ON DELETE CASCADE
             )""",
-            f"""CREATE TABLE IF NOT EXISTS "{s}".episodes (
+                f"""CREATE TABLE IF NOT EXISTS "{s}".episodes (
                 tenant text NOT NULL,
                 id text NOT NULL,
                 scope text NOT NULL,
@@ -179,10 +197,10 @@ def time_layers(s: str, cfg: str) -> list[tuple[int, str, list[str]]]:
                 PRIMARY KEY (tenant, id),
                 CHECK (CASE WHEN scope IN ('project', 'global') THEN tenant = '' ELSE tenant = coalesce(user_id, '') END)
             )""",
-            f'CREATE INDEX IF NOT EXISTS episodes_started ON "{s}".episodes (tenant, started DESC)',
-            f'CREATE INDEX IF NOT EXISTS episodes_tsv ON "{s}".episodes USING gin (tsv)',
-            # the event log: what changed, which record, who; hashes only, never text (see agent_memory.backends.files.events)
-            f"""CREATE TABLE IF NOT EXISTS "{s}".events (
+                f'CREATE INDEX IF NOT EXISTS episodes_started ON "{s}".episodes (tenant, started DESC)',
+                f'CREATE INDEX IF NOT EXISTS episodes_tsv ON "{s}".episodes USING gin (tsv)',
+                # the event log: what changed, which record, who; hashes only, never text (see agent_memory.backends.files.events)
+                f"""CREATE TABLE IF NOT EXISTS "{s}".events (
                 tenant text NOT NULL,
                 seq bigserial,
                 eid text NOT NULL,
@@ -202,8 +220,9 @@ def time_layers(s: str, cfg: str) -> list[tuple[int, str, list[str]]]:
                 detail jsonb NOT NULL DEFAULT '{{}}',
                 PRIMARY KEY (tenant, seq)
             )""",
-            f'CREATE INDEX IF NOT EXISTS events_id ON "{s}".events (tenant, id)',
-        ]),
+                f'CREATE INDEX IF NOT EXISTS events_id ON "{s}".events (tenant, id)',
+            ],
+        ),
     ]
 
 
@@ -217,7 +236,8 @@ async def migrate(conn: Any, schema: str) -> int:
         await conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
         await conn.execute(
             f'CREATE TABLE IF NOT EXISTS "{schema}".schema_version'
-            " (version integer PRIMARY KEY, description text NOT NULL, applied timestamptz NOT NULL DEFAULT now())")
+            " (version integer PRIMARY KEY, description text NOT NULL, applied timestamptz NOT NULL DEFAULT now())"
+        )
         cur = await conn.execute(f'SELECT coalesce(max(version), 0) AS v FROM "{schema}".schema_version')
         current = int((await cur.fetchone())["v"])
         for version, description, statements in migrations(schema):
@@ -225,8 +245,7 @@ async def migrate(conn: Any, schema: str) -> int:
                 continue
             for stmt in statements:
                 await conn.execute(stmt)
-            await conn.execute(f'INSERT INTO "{schema}".schema_version (version, description) VALUES (%s, %s)',
-                               (version, description))
+            await conn.execute(f'INSERT INTO "{schema}".schema_version (version, description) VALUES (%s, %s)', (version, description))
             current = version
         return current
 

@@ -70,8 +70,20 @@ class PgSearch:
         # (term, None | the caller's (session, user) when strict) -> (documents, capped at the budget; when counted)
         self._df: dict[tuple[str, tuple[str | None, str | None] | None], tuple[int, float]] = {}
 
-    async def run(self, conn: Any, query: str, *, sid: str | None, uid: str | None, limit: int, tags: tuple[str, ...],
-                  trace: bool, raw: bool = False, strict: bool = False, **filters: Any) -> SearchResult:
+    async def run(
+        self,
+        conn: Any,
+        query: str,
+        *,
+        sid: str | None,
+        uid: str | None,
+        limit: int,
+        tags: tuple[str, ...],
+        trace: bool,
+        raw: bool = False,
+        strict: bool = False,
+        **filters: Any,
+    ) -> SearchResult:
         """Rank visible records; scores relative to the best hit unless ``raw`` (``ts_rank`` × coverage);
         ``strict``: candidate selection from the caller's visible records only (module docstring)."""
         engine = self.engine
@@ -92,25 +104,37 @@ class PgSearch:
         cur = await conn.execute(
             f"SELECT {_COLS}, ts_rank('{WEIGHTS}'::float4[], r.tsv, q.q, 1) AS rank FROM {self.t} r,"
             " to_tsquery(%(cfg)s::regconfig, %(q)s) q(q)"
-            f" WHERE r.tsv @@ {narrow} AND {where} ORDER BY rank DESC, r.updated DESC LIMIT %(fetch)s", params)
+            f" WHERE r.tsv @@ {narrow} AND {where} ORDER BY rank DESC, r.updated DESC LIMIT %(fetch)s",
+            params,
+        )
         rows = await cur.fetchall()
         keys = {term_key(t) for t in terms}
         found = term_matcher(keys)
         scored = self._rescore(rows, keys, found)[:limit]
         if steps is not None:
-            steps.append({"stage": "rank", "scorer": f"ts_rank weights {WEIGHTS} (D,C,B,A), length-normalised",
-                          "pool": fetch, "visibility": "in the WHERE clause, before the LIMIT",
-                          "top": [{"id": r["id"], "rank": round(float(r["rank"]), 6)} for r in rows]})
-            steps.append({"stage": "coordination", "exponent": engine.coordination,
-                          "top": [{"id": r["id"], "raw": round(s, 6), "score": readable_score(s, scored[0][0])}
-                                  for s, r in scored]})
+            steps.append(
+                {
+                    "stage": "rank",
+                    "scorer": f"ts_rank weights {WEIGHTS} (D,C,B,A), length-normalised",
+                    "pool": fetch,
+                    "visibility": "in the WHERE clause, before the LIMIT",
+                    "top": [{"id": r["id"], "rank": round(float(r["rank"]), 6)} for r in rows],
+                }
+            )
+            steps.append(
+                {
+                    "stage": "coordination",
+                    "exponent": engine.coordination,
+                    "top": [{"id": r["id"], "raw": round(s, 6), "score": readable_score(s, scored[0][0])} for s, r in scored],
+                }
+            )
             steps.append({"stage": "cut", "limit": limit, "returned": len(scored)})
         top = scored[0][0] if scored else 0.0
-        return SearchResult([self._hit(row, score if raw else readable_score(score, top), found)
-                             for score, row in scored], steps)
+        return SearchResult([self._hit(row, score if raw else readable_score(score, top), found) for score, row in scored], steps)
 
-    async def _narrow(self, conn: Any, terms: list[str], params: dict[str, Any], fetch: int,
-                      steps: list[dict[str, Any]] | None, strict: bool = False) -> str:
+    async def _narrow(
+        self, conn: Any, terms: list[str], params: dict[str, Any], fetch: int, steps: list[dict[str, Any]] | None, strict: bool = False
+    ) -> str:
         """The tsquery that selects candidates: every term, or the rarest ones when all together match too many
         (counted over the caller's visible rows when ``strict``, whose counts are cached per caller)."""
         budget = self.engine.candidate_budget
@@ -124,15 +148,22 @@ class PgSearch:
         if len(self._df) > 20_000:
             self._df.clear()
         owner = (params.get("sid"), params.get("uid")) if strict else None
-        counts = {t: hit[0] for t in usable
-                  if (hit := self._df.get((t, owner))) is not None and now - hit[1] < DF_TTL_S}
+        counts = {t: hit[0] for t in usable if (hit := self._df.get((t, owner))) is not None and now - hit[1] < DF_TTL_S}
         missing = [t for t in usable if t not in counts]
         if missing:  # one round trip: each term's document count, bounded by the budget
-            cur = await conn.execute(self._counts_sql(len(missing), visibility(params) if strict else None), {
-                **({k: params[k] for k in ("sid", "uid", "tenants")} if strict else {}),
-                "cfg": self.cfg, "probe": probe, "rel": self.t, "schema": self.t.split(".")[0].strip('"'),
-                "big": STATS_FROM * budget, **{f"t{i}": f"'{t}'" for i, t in enumerate(missing)},
-                **{f"w{i}": t for i, t in enumerate(missing)}})
+            cur = await conn.execute(
+                self._counts_sql(len(missing), visibility(params) if strict else None),
+                {
+                    **({k: params[k] for k in ("sid", "uid", "tenants")} if strict else {}),
+                    "cfg": self.cfg,
+                    "probe": probe,
+                    "rel": self.t,
+                    "schema": self.t.split(".")[0].strip('"'),
+                    "big": STATS_FROM * budget,
+                    **{f"t{i}": f"'{t}'" for i, t in enumerate(missing)},
+                    **{f"w{i}": t for i, t in enumerate(missing)},
+                },
+            )
             row = await cur.fetchone()
             for i, t in enumerate(missing):
                 counts[t] = int(row[f"n{i}"])
@@ -149,8 +180,9 @@ class PgSearch:
             chosen.append(term)
             total += counts[term]
         if steps is not None:
-            steps.append({"stage": "candidates", "documents_per_term": counts, "selecting": chosen, "budget": budget,
-                          "visible_only": strict})
+            steps.append(
+                {"stage": "candidates", "documents_per_term": counts, "selecting": chosen, "budget": budget, "visible_only": strict}
+            )
         if not chosen or len(chosen) == sum(1 for t in counts if counts[t] > 0):
             return "q.q"
         params["sel"] = " | ".join(f"'{t}'" for t in chosen)
@@ -166,16 +198,22 @@ class PgSearch:
         if visible is not None:
             return "SELECT " + ", ".join(
                 f"(SELECT count(*) FROM (SELECT 1 FROM {self.t} r WHERE r.tsv @@ to_tsquery(%(cfg)s::regconfig, %(t{i})s)"
-                f" AND {visible} LIMIT %(probe)s) c) AS n{i}" for i in range(n))
-        stats = ("WITH st AS (SELECT s.most_common_elems::text::text[] AS e, s.most_common_elem_freqs AS f,"
-                 " c.reltuples AS n FROM pg_stats s, pg_class c WHERE s.schemaname = %(schema)s"
-                 " AND s.tablename = 'records' AND s.attname = 'tsv' AND c.oid = %(rel)s::regclass"
-                 " AND c.reltuples >= %(big)s) ")
+                f" AND {visible} LIMIT %(probe)s) c) AS n{i}"
+                for i in range(n)
+            )
+        stats = (
+            "WITH st AS (SELECT s.most_common_elems::text::text[] AS e, s.most_common_elem_freqs AS f,"
+            " c.reltuples AS n FROM pg_stats s, pg_class c WHERE s.schemaname = %(schema)s"
+            " AND s.tablename = 'records' AND s.attname = 'tsv' AND c.oid = %(rel)s::regclass"
+            " AND c.reltuples >= %(big)s) "
+        )
         cols = ", ".join(
             f"coalesce((SELECT least(%(probe)s, round(st.f[array_position(st.e, x.l)] * st.n))::bigint FROM st,"
             f" (SELECT (tsvector_to_array(to_tsvector(%(cfg)s::regconfig, %(w{i})s)))[1] AS l) x WHERE x.l = ANY(st.e)),"
             f" (SELECT count(*) FROM (SELECT 1 FROM {self.t} WHERE tsv @@ to_tsquery(%(cfg)s::regconfig, %(t{i})s)"
-            f" LIMIT %(probe)s) c)) AS n{i}" for i in range(n))
+            f" LIMIT %(probe)s) c)) AS n{i}"
+            for i in range(n)
+        )
         return f"{stats}SELECT {cols}"
 
     def _rescore(self, rows: list[Any], keys: set[str], found: Callable[[str], set[str]]) -> list[tuple[float, Any]]:
@@ -191,7 +229,7 @@ class PgSearch:
             if engine.context_share and isinstance(context, str) and context:
                 matched += engine.context_share * len(found(context) - own)
             coord = (matched + 1.0) / (n + 1.0)
-            scored.append((float(row["rank"]) * coord ** engine.coordination, row))
+            scored.append((float(row["rank"]) * coord**engine.coordination, row))
         scored.sort(key=lambda item: -item[0])
         return scored
 
@@ -199,10 +237,23 @@ class PgSearch:
         rec = row_to_record(row, self.path_of(row["id"]))
         start, end, snippet = self.engine._snippet(rec.content, found)
         return SearchHit(
-            id=rec.id, path=rec.path or "", line_start=start, line_end=end, snippet=snippet, score=round(score, 6),
-            title=rec.title, kind=rec.kind, scope=rec.scope.value, tags=rec.tags, updated=rec.updated,
-            metadata=dict(rec.metadata), recorded_at=rec.created, happened_at=rec.happened_at, valid_from=rec.valid_from,
-            valid_to=rec.valid_to, superseded_by=rec.superseded_by,
+            id=rec.id,
+            path=rec.path or "",
+            line_start=start,
+            line_end=end,
+            snippet=snippet,
+            score=round(score, 6),
+            title=rec.title,
+            kind=rec.kind,
+            scope=rec.scope.value,
+            tags=rec.tags,
+            updated=rec.updated,
+            metadata=dict(rec.metadata),
+            recorded_at=rec.created,
+            happened_at=rec.happened_at,
+            valid_from=rec.valid_from,
+            valid_to=rec.valid_to,
+            superseded_by=rec.superseded_by,
         )
 
 

@@ -38,16 +38,17 @@ def migrate_sync(conn: Any, schema: str) -> int:
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"agent_memory:{schema}",))
         conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
-        conn.execute(f'CREATE TABLE IF NOT EXISTS "{schema}".schema_version'
-                     " (version integer PRIMARY KEY, description text NOT NULL, applied timestamptz NOT NULL DEFAULT now())")
+        conn.execute(
+            f'CREATE TABLE IF NOT EXISTS "{schema}".schema_version'
+            " (version integer PRIMARY KEY, description text NOT NULL, applied timestamptz NOT NULL DEFAULT now())"
+        )
         current = int(conn.execute(f'SELECT coalesce(max(version), 0) AS v FROM "{schema}".schema_version').fetchone()["v"])
         for version, description, statements in migrations(schema):
             if version <= current:
                 continue
             for stmt in statements:
                 conn.execute(stmt)
-            conn.execute(f'INSERT INTO "{schema}".schema_version (version, description) VALUES (%s, %s)',
-                         (version, description))
+            conn.execute(f'INSERT INTO "{schema}".schema_version (version, description) VALUES (%s, %s)', (version, description))
             current = version
         return current
 
@@ -57,8 +58,14 @@ class SyncPool:
 
     def __init__(self, url: str, schema: str, *, max_size: int = 4, timeout_s: float = 30.0) -> None:
         self.url, self.schema, self.timeout_s = url, schema, timeout_s
-        self._pool = ConnectionPool(url, min_size=0, max_size=max_size, open=False, timeout=timeout_s,
-                                    kwargs={"row_factory": dict_row, "autocommit": True, "prepare_threshold": None})
+        self._pool = ConnectionPool(
+            url,
+            min_size=0,
+            max_size=max_size,
+            open=False,
+            timeout=timeout_s,
+            kwargs={"row_factory": dict_row, "autocommit": True, "prepare_threshold": None},
+        )
         self._lock = threading.Lock()
         self._opened = False
 
@@ -68,8 +75,7 @@ class SyncPool:
                 return
             try:
                 # a direct first connection fails fast (a refused port is not retried for the whole timeout)
-                with psycopg.connect(self.url, autocommit=True, row_factory=dict_row,
-                                     connect_timeout=max(1, int(self.timeout_s))) as conn:
+                with psycopg.connect(self.url, autocommit=True, row_factory=dict_row, connect_timeout=max(1, int(self.timeout_s))) as conn:
                     row: Any = None
                     with contextlib.suppress(psycopg.errors.UndefinedTable):
                         row = conn.execute(f'SELECT max(version) AS v FROM "{self.schema}".schema_version').fetchone()
@@ -96,8 +102,9 @@ class SyncPool:
         """Close the pool and make a fresh one (a closed pool cannot be reopened): the next use connects again."""
         with contextlib.suppress(Exception):
             self._pool.close()
-        self._pool = ConnectionPool(self.url, min_size=0, max_size=self._pool.max_size, open=False,
-                                    timeout=self.timeout_s, kwargs=self._pool.kwargs)
+        self._pool = ConnectionPool(
+            self.url, min_size=0, max_size=self._pool.max_size, open=False, timeout=self.timeout_s, kwargs=self._pool.kwargs
+        )
 
     def close(self) -> None:
         with self._lock:
@@ -120,8 +127,7 @@ class PgSessionLog:
         self.root = where  # "<url without password>#<schema>": what paths of hits and messages start with
         self.durable = True
         s = pool.schema
-        self.t_sessions, self.t_messages, self.t_summaries = (f'"{s}".sessions', f'"{s}".session_messages',
-                                                              f'"{s}".session_summaries')
+        self.t_sessions, self.t_messages, self.t_summaries = (f'"{s}".sessions', f'"{s}".session_messages', f'"{s}".session_summaries')
 
     # -- addresses ---------------------------------------------------------------------------
     @staticmethod
@@ -140,8 +146,9 @@ class PgSessionLog:
 
     def _dirs(self, where: str, params: Sequence[Any]) -> list[SessionDir]:
         with self.pool.connection() as conn:
-            rows = conn.execute(f"SELECT session_id, user_id FROM {self.t_sessions} WHERE {where}"
-                                " ORDER BY tenant, session_id", params).fetchall()
+            rows = conn.execute(
+                f"SELECT session_id, user_id FROM {self.t_sessions} WHERE {where} ORDER BY tenant, session_id", params
+            ).fetchall()
         return [self._dir(r["session_id"], r["user_id"]) for r in rows]
 
     # -- directories (rows) ----------------------------------------------------------------------
@@ -150,14 +157,19 @@ class PgSessionLog:
         if create:
             _no_nul(session_id, user_id)
             with self.pool.connection() as conn:
-                conn.execute(f"INSERT INTO {self.t_sessions} (tenant, session_id, user_id, created) VALUES (%s, %s, %s, %s)"
-                             " ON CONFLICT (tenant, session_id) DO NOTHING", (*self._key(sdir), user_id, now_utc()))
+                conn.execute(
+                    f"INSERT INTO {self.t_sessions} (tenant, session_id, user_id, created) VALUES (%s, %s, %s, %s)"
+                    " ON CONFLICT (tenant, session_id) DO NOTHING",
+                    (*self._key(sdir), user_id, now_utc()),
+                )
         return sdir
 
     def exists(self, sdir: SessionDir) -> bool:
         with self.pool.connection() as conn:
-            return conn.execute(f"SELECT 1 FROM {self.t_sessions} WHERE tenant = %s AND session_id = %s",
-                                self._key(sdir)).fetchone() is not None
+            return (
+                conn.execute(f"SELECT 1 FROM {self.t_sessions} WHERE tenant = %s AND session_id = %s", self._key(sdir)).fetchone()
+                is not None
+            )
 
     def all_dirs(self, problems: list[SessionProblem] | None = None) -> Iterator[SessionDir]:
         yield from self._dirs("true", ())
@@ -177,8 +189,10 @@ class PgSessionLog:
             _no_nul(obj["role"], obj["text"], obj.get("speaker"), obj.get("turn_id"), json.dumps(obj.get("meta") or {}))
         tenant, sid = self._key(sdir)
         with self.pool.connection() as conn, conn.transaction():
-            row = conn.execute(f"UPDATE {self.t_sessions} SET messages = messages + %s WHERE tenant = %s AND session_id = %s"
-                               " RETURNING messages", (len(objs), tenant, sid)).fetchone()
+            row = conn.execute(
+                f"UPDATE {self.t_sessions} SET messages = messages + %s WHERE tenant = %s AND session_id = %s RETURNING messages",
+                (len(objs), tenant, sid),
+            ).fetchone()
             if row is None:
                 raise BackendError(f"session {sid!r} vanished while appending (purged?); nothing was appended")
             first = int(row["messages"]) - len(objs) + 1
@@ -186,16 +200,35 @@ class PgSessionLog:
                 cur.executemany(
                     f"INSERT INTO {self.t_messages} (tenant, session_id, n, role, text, at, speaker, turn_id, meta)"
                     " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                    [(tenant, sid, first + i, o["role"], o["text"], o["at"], o.get("speaker"), o.get("turn_id"),
-                      json.dumps(o.get("meta") or {}, ensure_ascii=False)) for i, o in enumerate(objs)])
+                    [
+                        (
+                            tenant,
+                            sid,
+                            first + i,
+                            o["role"],
+                            o["text"],
+                            o["at"],
+                            o.get("speaker"),
+                            o.get("turn_id"),
+                            json.dumps(o.get("meta") or {}, ensure_ascii=False),
+                        )
+                        for i, o in enumerate(objs)
+                    ],
+                )
         return first
 
     def read(self, sdir: SessionDir) -> tuple[list[SessionMessage], list[SessionProblem]]:
         with self.pool.connection() as conn:
-            rows = conn.execute(f"SELECT n, role, text, at, speaker, turn_id, meta FROM {self.t_messages}"
-                                " WHERE tenant = %s AND session_id = %s ORDER BY n", self._key(sdir)).fetchall()
-        return [SessionMessage(sdir.session_id, sdir.user_id, r["n"], r["role"], r["text"], r["at"], r["speaker"],
-                               r["turn_id"], dict(r["meta"] or {})) for r in rows], []
+            rows = conn.execute(
+                f"SELECT n, role, text, at, speaker, turn_id, meta FROM {self.t_messages} WHERE tenant = %s AND session_id = %s ORDER BY n",
+                self._key(sdir),
+            ).fetchall()
+        return [
+            SessionMessage(
+                sdir.session_id, sdir.user_id, r["n"], r["role"], r["text"], r["at"], r["speaker"], r["turn_id"], dict(r["meta"] or {})
+            )
+            for r in rows
+        ], []
 
     def read_many(self, sdirs: Sequence[SessionDir]) -> list[tuple[list[SessionMessage], SessionSummary | None]]:
         """Messages and current summary of every session in ``sdirs`` (in that order): two statements in all."""
@@ -203,11 +236,17 @@ class PgSessionLog:
         pick = " WHERE (tenant, session_id) IN (SELECT * FROM unnest(%s::text[], %s::text[]))"
         args = ([k[0] for k in keys], [k[1] for k in keys])
         with self.pool.connection() as conn:
-            msgs = conn.execute(f"SELECT tenant, session_id, n, role, text, at, speaker, turn_id, meta FROM {self.t_messages}"
-                                f"{pick} ORDER BY tenant, session_id, n", args).fetchall()
-            sums = conn.execute(f"SELECT DISTINCT ON (tenant, session_id) tenant, session_id, version, text, made_at,"
-                                f" messages, source, fallback FROM {self.t_summaries}{pick}"
-                                " ORDER BY tenant, session_id, version DESC", args).fetchall()
+            msgs = conn.execute(
+                f"SELECT tenant, session_id, n, role, text, at, speaker, turn_id, meta FROM {self.t_messages}"
+                f"{pick} ORDER BY tenant, session_id, n",
+                args,
+            ).fetchall()
+            sums = conn.execute(
+                f"SELECT DISTINCT ON (tenant, session_id) tenant, session_id, version, text, made_at,"
+                f" messages, source, fallback FROM {self.t_summaries}{pick}"
+                " ORDER BY tenant, session_id, version DESC",
+                args,
+            ).fetchall()
         by_key: dict[tuple[str, str], list[Any]] = {}
         for r in msgs:
             by_key.setdefault((r["tenant"], r["session_id"]), []).append(r)
@@ -215,20 +254,44 @@ class PgSessionLog:
         out = []
         for sdir, key in zip(sdirs, keys, strict=True):
             s = summary_of.get(key)
-            out.append(([SessionMessage(sdir.session_id, sdir.user_id, r["n"], r["role"], r["text"], r["at"], r["speaker"],
-                                        r["turn_id"], dict(r["meta"] or {})) for r in by_key.get(key, [])],
-                        None if s is None else SessionSummary(sdir.session_id, sdir.user_id, s["version"], s["text"],
-                                                              s["made_at"], s["messages"], s["source"], s["fallback"])))
+            out.append(
+                (
+                    [
+                        SessionMessage(
+                            sdir.session_id,
+                            sdir.user_id,
+                            r["n"],
+                            r["role"],
+                            r["text"],
+                            r["at"],
+                            r["speaker"],
+                            r["turn_id"],
+                            dict(r["meta"] or {}),
+                        )
+                        for r in by_key.get(key, [])
+                    ],
+                    None
+                    if s is None
+                    else SessionSummary(
+                        sdir.session_id, sdir.user_id, s["version"], s["text"], s["made_at"], s["messages"], s["source"], s["fallback"]
+                    ),
+                )
+            )
         return out
 
     # -- summaries ---------------------------------------------------------------------------
     def _summaries(self, sdir: SessionDir, last: bool) -> list[SessionSummary]:
         order = "DESC LIMIT 1" if last else "ASC"
         with self.pool.connection() as conn:
-            rows = conn.execute(f"SELECT version, text, made_at, messages, source, fallback FROM {self.t_summaries}"
-                                f" WHERE tenant = %s AND session_id = %s ORDER BY version {order}", self._key(sdir)).fetchall()
-        return [SessionSummary(sdir.session_id, sdir.user_id, r["version"], r["text"], r["made_at"], r["messages"],
-                               r["source"], r["fallback"]) for r in rows]
+            rows = conn.execute(
+                f"SELECT version, text, made_at, messages, source, fallback FROM {self.t_summaries}"
+                f" WHERE tenant = %s AND session_id = %s ORDER BY version {order}",
+                self._key(sdir),
+            ).fetchall()
+        return [
+            SessionSummary(sdir.session_id, sdir.user_id, r["version"], r["text"], r["made_at"], r["messages"], r["source"], r["fallback"])
+            for r in rows
+        ]
 
     def summary(self, sdir: SessionDir) -> tuple[SessionSummary | None, SessionProblem | None]:
         found = self._summaries(sdir, True)
@@ -238,8 +301,9 @@ class PgSessionLog:
         """Earlier summary versions, oldest first (the current one excluded)."""
         return self._summaries(sdir, False)[:-1]
 
-    def write_summary(self, sdir: SessionDir, text: str, *, messages: int, source: str, fallback: bool,
-                      made_at: str | None = None) -> SessionSummary:
+    def write_summary(
+        self, sdir: SessionDir, text: str, *, messages: int, source: str, fallback: bool, made_at: str | None = None
+    ) -> SessionSummary:
         """Store the next version (the session's row is locked, so two summarisers never take the same number); its
         fields pass the write gate first (:func:`agent_memory.model.drafts.prepare_summary`)."""
         fields = prepare_summary(text, messages=messages, source=source, fallback=fallback, made_at=made_at)
@@ -247,15 +311,23 @@ class PgSessionLog:
         _no_nul(clean, source)
         tenant, sid = self._key(sdir)
         with self.pool.connection() as conn, conn.transaction():
-            if conn.execute(f"SELECT 1 FROM {self.t_sessions} WHERE tenant = %s AND session_id = %s FOR UPDATE",
-                            (tenant, sid)).fetchone() is None:
+            if (
+                conn.execute(f"SELECT 1 FROM {self.t_sessions} WHERE tenant = %s AND session_id = %s FOR UPDATE", (tenant, sid)).fetchone()
+                is None
+            ):
                 raise BackendError(f"session {sid!r} vanished (purged?); no summary was written")
-            version = int(conn.execute(f"SELECT coalesce(max(version), 0) + 1 AS v FROM {self.t_summaries}"
-                                       " WHERE tenant = %s AND session_id = %s", (tenant, sid)).fetchone()["v"])
+            version = int(
+                conn.execute(
+                    f"SELECT coalesce(max(version), 0) + 1 AS v FROM {self.t_summaries} WHERE tenant = %s AND session_id = %s",
+                    (tenant, sid),
+                ).fetchone()["v"]
+            )
             new = SessionSummary(sid, sdir.user_id, version, clean, fields["made_at"], messages, source, fallback)
-            conn.execute(f"INSERT INTO {self.t_summaries} (tenant, session_id, version, text, made_at, messages, source,"
-                         " fallback) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                         (tenant, sid, version, new.text, new.made_at, messages, source, fallback))
+            conn.execute(
+                f"INSERT INTO {self.t_summaries} (tenant, session_id, version, text, made_at, messages, source,"
+                " fallback) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                (tenant, sid, version, new.text, new.made_at, messages, source, fallback),
+            )
         return new
 
     # -- deletion ----------------------------------------------------------------------------

@@ -32,8 +32,9 @@ async def current_of(w: Any, conn: Any, row: Any) -> Any:
     while row is not None and row["superseded_by"] and row["id"] not in seen and len(seen) < MAX_CHAIN:
         seen.add(row["id"])
         cur = await conn.execute(
-            f"SELECT {SELECT} FROM {w.t} WHERE tenant = %s AND part = %s AND id = %s"
-            " AND (expires IS NULL OR expires > now()) FOR UPDATE", (row["tenant"], row["part"], row["superseded_by"]))
+            f"SELECT {SELECT} FROM {w.t} WHERE tenant = %s AND part = %s AND id = %s AND (expires IS NULL OR expires > now()) FOR UPDATE",
+            (row["tenant"], row["part"], row["superseded_by"]),
+        )
         row = await cur.fetchone()
     return None if row is None or row["superseded_by"] else row
 
@@ -55,23 +56,25 @@ async def supersede_one(w: Any, conn: Any, rec: MemoryRecord, redactions: int) -
     tenant, part = tenant_part(rec)
     old_id = rec.supersedes or ""
     cur = await conn.execute(
-        f"SELECT {SELECT} FROM {w.t} WHERE tenant = %s AND part = %s AND id = %s"
-        " AND (expires IS NULL OR expires > now()) FOR UPDATE", (tenant, part, old_id))
+        f"SELECT {SELECT} FROM {w.t} WHERE tenant = %s AND part = %s AND id = %s AND (expires IS NULL OR expires > now()) FOR UPDATE",
+        (tenant, part, old_id),
+    )
     row = await cur.fetchone()
     if row is None:
         raise NotFoundError(f"no live record {old_id!r} in this partition to supersede")
     if row["superseded_by"]:
         raise InvalidInputError(f"record {old_id!r} is already superseded by {row['superseded_by']!r}; supersede that one")
     if rec.source in CAPTURE_SOURCES and row["source"] not in CAPTURE_SOURCES:
-        raise InvalidInputError(f"record {old_id!r} was not written by capture (source {row['source']!r}); "
-                                "capture never supersedes it")
+        raise InvalidInputError(f"record {old_id!r} was not written by capture (source {row['source']!r}); capture never supersedes it")
     old = row_to_record(row, w.path_of(old_id))
     if old.content_hash == rec.content_hash:
         return RememberResult(old.id, "duplicate", w.path_of(old.id), redactions)
     new = rec.replace(memory_key=rec.memory_key or old.memory_key)
     new = new.replace(id=new_id(new.memory_key or new.title, new.created))
     # the old row leaves the current set first, so the new one may take its key
-    await conn.execute(f"UPDATE {w.t} SET {_SETS} WHERE tenant = %(tenant)s AND id = %(id)s",
-                       _bind(old.replace(superseded_by=new.id, valid_to=ended(old, new))))
+    await conn.execute(
+        f"UPDATE {w.t} SET {_SETS} WHERE tenant = %(tenant)s AND id = %(id)s",
+        _bind(old.replace(superseded_by=new.id, valid_to=ended(old, new))),
+    )
     await conn.execute(f"INSERT INTO {w.t} {_INSERT}", _bind(new))
     return RememberResult(new.id, "superseded", w.path_of(new.id), redactions)

@@ -40,8 +40,16 @@ class TimeLayers:
             result: SearchResult = future.result()
             return result
 
-        return await asyncio.to_thread(contextual_search, self.sessions, query, limit=limit, trace=bool(options.get("trace")),
-                                       records=records, session_id=caller.session_id, user_id=caller.user_id)
+        return await asyncio.to_thread(
+            contextual_search,
+            self.sessions,
+            query,
+            limit=limit,
+            trace=bool(options.get("trace")),
+            records=records,
+            session_id=caller.session_id,
+            user_id=caller.user_id,
+        )
 
     def purge(self, *, user_id: str | None = None, session_id: str | None = None) -> tuple[int, int]:
         """Delete the session logs and episodes of one owner (as records are purged, and as the files backend does;
@@ -55,10 +63,10 @@ class TimeLayers:
             raise InvalidInputError("purge needs a user or a session")
         log = self.log
         with self.pool.connection() as conn, conn.transaction():  # messages and summaries go by ON DELETE CASCADE
-            sessions = conn.execute(f"DELETE FROM {log.t_sessions} WHERE tenant = '' AND user_id IS NULL AND session_id = %s",
-                                    (session_id,)).rowcount
-            episodes = conn.execute(f"DELETE FROM {self.episodes.table} WHERE user_id IS NULL AND session_id = %s",
-                                    (session_id,)).rowcount
+            sessions = conn.execute(
+                f"DELETE FROM {log.t_sessions} WHERE tenant = '' AND user_id IS NULL AND session_id = %s", (session_id,)
+            ).rowcount
+            episodes = conn.execute(f"DELETE FROM {self.episodes.table} WHERE user_id IS NULL AND session_id = %s", (session_id,)).rowcount
         return int(sessions), int(episodes)
 
     def close(self) -> None:

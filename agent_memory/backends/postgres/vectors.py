@@ -73,16 +73,20 @@ class PgVectors:
         model = self.embedder.name
         rep = BackfillReport(model=model)
         started = time.perf_counter()
-        stale = (f"FROM {self.t} r LEFT JOIN {self.v} v ON v.tenant = r.tenant AND v.id = r.id AND v.model = %(m)s"
-                 " WHERE v.id IS NULL OR v.content_hash <> r.content_hash")
+        stale = (
+            f"FROM {self.t} r LEFT JOIN {self.v} v ON v.tenant = r.tenant AND v.id = r.id AND v.model = %(m)s"
+            " WHERE v.id IS NULL OR v.content_hash <> r.content_hash"
+        )
         async with pool.connection() as conn:
             total = int((await (await conn.execute("SELECT count(*) AS n FROM " + self.t)).fetchone())["n"])
             todo = int((await (await conn.execute(f"SELECT count(*) AS n {stale}", {"m": model})).fetchone())["n"])
         rep.total, rep.cached = total, total - todo
         while True:
             async with pool.connection() as conn:
-                cur = await conn.execute(f"SELECT r.tenant, r.id, r.content_hash, r.content {stale} ORDER BY r.id LIMIT %(n)s",
-                                         {"m": model, "n": self.batch_size})
+                cur = await conn.execute(
+                    f"SELECT r.tenant, r.id, r.content_hash, r.content {stale} ORDER BY r.id LIMIT %(n)s",
+                    {"m": model, "n": self.batch_size},
+                )
                 rows = await cur.fetchall()
             if not rows:
                 break
@@ -99,8 +103,11 @@ class PgVectors:
                     f" SELECT %s, %s, %s, %s, %s, %s WHERE EXISTS (SELECT 1 FROM {self.t} WHERE tenant = %s AND id = %s)"
                     " ON CONFLICT (tenant, id, model) DO UPDATE SET dims = excluded.dims, embedding = excluded.embedding,"
                     " content_hash = excluded.content_hash",
-                    [(r["tenant"], r["id"], model, dims, [float(x) for x in vec], r["content_hash"], r["tenant"], r["id"])
-                     for r, vec in zip(rows, vecs, strict=True)])
+                    [
+                        (r["tenant"], r["id"], model, dims, [float(x) for x in vec], r["content_hash"], r["tenant"], r["id"])
+                        for r, vec in zip(rows, vecs, strict=True)
+                    ],
+                )
             rep.embedded += len(rows)
             if progress is not None:
                 progress(rep.embedded, todo)
@@ -138,8 +145,9 @@ class PgVectors:
             await asyncio.gather(self._task, return_exceptions=True)
 
     # -- search ---------------------------------------------------------------------------------------
-    async def _dense(self, conn: Any, q: npt.NDArray[np.float32], params: dict[str, Any], where: str
-                     ) -> tuple[list[str], npt.NDArray[np.float32]]:
+    async def _dense(
+        self, conn: Any, q: npt.NDArray[np.float32], params: dict[str, Any], where: str
+    ) -> tuple[list[str], npt.NDArray[np.float32]]:
         """Ids and cosines of every visible record with a current vector (the filters in the WHERE clause).
 
         Vectors travel in ``array_send`` form (one bytea per row: a 20-byte header, then a 4-byte length and a
@@ -147,7 +155,10 @@ class PgVectors:
         cur = await conn.execute(
             f"SELECT r.id, array_send(v.embedding) AS raw FROM {self.t} r JOIN {self.v} v ON v.tenant = r.tenant"
             f" AND v.id = r.id AND v.model = %(model)s AND v.content_hash = r.content_hash"
-            f" AND v.dims = %(dims)s WHERE {where}", {**params, "dims": int(q.shape[0])}, binary=True)
+            f" AND v.dims = %(dims)s WHERE {where}",
+            {**params, "dims": int(q.shape[0])},
+            binary=True,
+        )
         rows = await cur.fetchall()
         ids = [r["id"] for r in rows]
         if not rows:
@@ -157,15 +168,37 @@ class PgVectors:
         matrix = raw[:, 20:].copy().view(">f4").reshape(len(rows), -1, 2)[:, :, 1].astype(np.float32)
         return ids, matrix @ q
 
-    async def search(self, conn: Any, query: str, mode: str, *, sid: str | None, uid: str | None, limit: int,
-                     tags: tuple[str, ...], trace: bool, pool: int | None = None, strict: bool = False,
-                     **filters: Any) -> SearchResult:
+    async def search(
+        self,
+        conn: Any,
+        query: str,
+        mode: str,
+        *,
+        sid: str | None,
+        uid: str | None,
+        limit: int,
+        tags: tuple[str, ...],
+        trace: bool,
+        pool: int | None = None,
+        strict: bool = False,
+        **filters: Any,
+    ) -> SearchResult:
         """``dense`` or ``hybrid`` search for one caller; an embedder failure answers lexically (said in the trace).
         The dense side's statistics are the caller's visible rows' already; ``strict`` makes the lexical side's
         candidate selection so too."""
         pool = pool or max(50, 4 * limit)
-        lexical = await self.searcher.run(conn, query, sid=sid, uid=uid, limit=pool if mode == "hybrid" else limit,
-                                          tags=tags, trace=trace, raw=True, strict=strict, **filters)
+        lexical = await self.searcher.run(
+            conn,
+            query,
+            sid=sid,
+            uid=uid,
+            limit=pool if mode == "hybrid" else limit,
+            tags=tags,
+            trace=trace,
+            raw=True,
+            strict=strict,
+            **filters,
+        )
         steps = lexical.trace
         params: dict[str, Any] = {"sid": sid, "uid": uid, "model": self.embedder.name}
         where = visibility(params) + filters_sql(params, **filters)
@@ -186,17 +219,28 @@ class PgVectors:
         dense = [(ids[int(j)], float(sims[int(j)])) for j in top]
         cos = dict(zip(ids, sims.tolist(), strict=True))
         if steps is not None:
-            steps.append({"stage": "dense", "model": self.embedder.name, "visibility": f"in the WHERE clause ({len(ids)})",
-                          **({"focus": {"embedded": text, "left_out": common}} if common else {}), "found": len(dense), "top": [{"id": r, "cosine": round(s, 4)} for r, s in dense[:10]]})
+            steps.append(
+                {
+                    "stage": "dense",
+                    "model": self.embedder.name,
+                    "visibility": f"in the WHERE clause ({len(ids)})",
+                    **({"focus": {"embedded": text, "left_out": common}} if common else {}),
+                    "found": len(dense),
+                    "top": [{"id": r, "cosine": round(s, 4)} for r, s in dense[:10]],
+                }
+            )
         lex_pairs = [] if mode == "dense" else [(h.id, h.score) for h in lexical.hits]
         by_id = {h.id: h for h in lexical.hits}
         confidence = await self._coverage(conn, query, lexical.hits[:5], stats) if lex_pairs else None
         base = pg_pipeline()
         chosen = replace(base, fuse=replace(base.fuse, dense_scores=lambda wanted: {i: cos[i] for i in wanted if i in cos}))
-        ctx = QueryContext(query=query, confidence=confidence, dense_mean=float(sims.mean()) if len(ids) else None,
-                           dense_std=float(sims.std()) if len(ids) else None)
-        ranked = chosen.run(lex_pairs, dense, ctx, info=await self._info(conn, [c for c, _ in lex_pairs + dense]),
-                            limit=limit, trace=steps)
+        ctx = QueryContext(
+            query=query,
+            confidence=confidence,
+            dense_mean=float(sims.mean()) if len(ids) else None,
+            dense_std=float(sims.std()) if len(ids) else None,
+        )
+        ranked = chosen.run(lex_pairs, dense, ctx, info=await self._info(conn, [c for c, _ in lex_pairs + dense]), limit=limit, trace=steps)
         missing = [c.id for c in ranked if c.id not in by_id]
         rows: dict[str, Any] = {}
         if missing:  # rows for what only the dense side found (visibility re-checked)
@@ -218,14 +262,15 @@ class PgVectors:
         if not ids:
             return {}
         cur = await conn.execute(f"SELECT id, updated, importance FROM {self.t} WHERE id = ANY(%s)", (list(dict.fromkeys(ids)),))
-        return {r["id"]: {"updated": r["updated"].isoformat() if r["updated"] else "", "importance": r["importance"]}
-                for r in await cur.fetchall()}
+        return {
+            r["id"]: {"updated": r["updated"].isoformat() if r["updated"] else "", "importance": r["importance"]}
+            for r in await cur.fetchall()
+        }
 
     async def _counts(self, conn: Any, terms: list[str], params: dict[str, Any], where: str) -> tuple[int, dict[str, int]]:
         """``(N, {term: df})`` over the caller's visible records: one scan, a count per term."""
         terms = [t for t in dict.fromkeys(terms) if "'" not in t and "\\" not in t]
-        counts = "".join(f", count(*) FILTER (WHERE r.tsv @@ to_tsquery(%(cfg)s::regconfig, %(t{i})s)) AS n{i}"
-                         for i in range(len(terms)))
+        counts = "".join(f", count(*) FILTER (WHERE r.tsv @@ to_tsquery(%(cfg)s::regconfig, %(t{i})s)) AS n{i}" for i in range(len(terms)))
         bind = {**params, "cfg": self.searcher.cfg, **{f"t{i}": f"'{t}'" for i, t in enumerate(terms)}}
         row = await (await conn.execute(f"SELECT count(*) AS total{counts} FROM {self.t} r WHERE {where}", bind)).fetchone()
         return int(row["total"]), {t: int(row[f"n{i}"]) for i, t in enumerate(terms)}

@@ -53,8 +53,15 @@ class Writer:
         self.path_of = path_of
 
     # -- one draft ---------------------------------------------------------------------------
-    async def remember_one(self, conn: Any, rec: MemoryRecord, redactions: int, mode: str,
-                           fields: frozenset[str] = frozenset(), note: dict[str, Any] | None = None) -> RememberResult:
+    async def remember_one(
+        self,
+        conn: Any,
+        rec: MemoryRecord,
+        redactions: int,
+        mode: str,
+        fields: frozenset[str] = frozenset(),
+        note: dict[str, Any] | None = None,
+    ) -> RememberResult:
         """Apply one prepared record in the caller's transaction (retries the decision after a lost race).
 
         ``fields`` are the optional fields the draft set (:func:`agent_memory.model.drafts.explicit_fields`): a keyed
@@ -77,17 +84,22 @@ class Writer:
                 cur = await conn.execute(
                     f"SELECT id FROM {self.t} WHERE tenant = %s AND part = %s AND content_hash = %s AND (expires IS NULL"
                     " OR expires > now()) AND superseded_by IS NULL AND NOT (kind = ANY(%s)) LIMIT 1",
-                    (tenant, part, rec.content_hash, list(UNDEDUPED_KINDS)))
+                    (tenant, part, rec.content_hash, list(UNDEDUPED_KINDS)),
+                )
                 dup = await cur.fetchone()
             if dup is not None:
                 return RememberResult(dup["id"], "duplicate", self.path_of(dup["id"]), redactions)
             await self._archive_where(
-                conn, f"tenant = %(tenant)s AND part = %(part)s AND {_EXPIRED} AND (content_hash = %(h)s AND memory_key IS NULL"
-                      " OR memory_key = %(k)s)",  # an expired keyed record is gone for writes as for reads
-                {"tenant": tenant, "part": part, "h": rec.content_hash, "k": rec.memory_key}, "expired (replaced by a new write)")
+                conn,
+                f"tenant = %(tenant)s AND part = %(part)s AND {_EXPIRED} AND (content_hash = %(h)s AND memory_key IS NULL"
+                " OR memory_key = %(k)s)",  # an expired keyed record is gone for writes as for reads
+                {"tenant": tenant, "part": part, "h": rec.content_hash, "k": rec.memory_key},
+                "expired (replaced by a new write)",
+            )
             fresh = rec.replace(id=new_id(rec.memory_key or rec.title, rec.created))
             cur = await conn.execute(
-                f"INSERT INTO {self.t} ({_INSERT_COLS}) VALUES ({_INSERT_VALS}) ON CONFLICT DO NOTHING RETURNING id", _bind(fresh))
+                f"INSERT INTO {self.t} ({_INSERT_COLS}) VALUES ({_INSERT_VALS}) ON CONFLICT DO NOTHING RETURNING id", _bind(fresh)
+            )
             if await cur.fetchone() is not None:
                 return RememberResult(fresh.id, "created", self.path_of(fresh.id), redactions)
         raise BackendError("could not settle a concurrent write after 8 attempts")  # pragma: no cover
@@ -104,12 +116,16 @@ class Writer:
             row = await current_of(self, conn, row)
         if row is not None:
             return row
-        cur = await conn.execute(f"SELECT {SELECT} FROM {self.t} r WHERE memory_key = %(k)s AND {where}"
-                                 " AND superseded_by IS NULL ORDER BY updated DESC, id LIMIT 1 FOR UPDATE", params)
+        cur = await conn.execute(
+            f"SELECT {SELECT} FROM {self.t} r WHERE memory_key = %(k)s AND {where}"
+            " AND superseded_by IS NULL ORDER BY updated DESC, id LIMIT 1 FOR UPDATE",
+            params,
+        )
         return await cur.fetchone()
 
-    async def _apply_keyed(self, conn: Any, row: Any, rec: MemoryRecord, mode: str, fields: frozenset[str],
-                           redactions: int, note: dict[str, Any] | None = None) -> RememberResult:
+    async def _apply_keyed(
+        self, conn: Any, row: Any, rec: MemoryRecord, mode: str, fields: frozenset[str], redactions: int, note: dict[str, Any] | None = None
+    ) -> RememberResult:
         rid = row["id"]
         path = self.path_of(rid)
         if mode == "skip":
@@ -126,15 +142,19 @@ class Writer:
             tags = rec.tags if "tags" in fields else current.tags
         derived = current.title == default_title(current.content)  # a title made from the text follows the text
         updated = current.replace(
-            content=body, content_hash=content_hash(body), tags=tags,
+            content=body,
+            content_hash=content_hash(body),
+            tags=tags,
             memory_key=current.memory_key or (rec.memory_key if rec.memory_key != rid else None),
             title=rec.title if "title" in fields else default_title(body) if derived else current.title,
             kind=rec.kind if "kind" in fields else current.kind,
             expires=rec.expires if "expires" in fields else current.expires,
             importance=rec.importance if "importance" in fields else current.importance,
             metadata={**current.metadata, **rec.metadata},
-            **{name: getattr(rec, name) or (None if status == "replaced" else getattr(current, name))
-               for name in ("happened_at", "valid_from", "valid_to")},
+            **{
+                name: getattr(rec, name) or (None if status == "replaced" else getattr(current, name))
+                for name in ("happened_at", "valid_from", "valid_to")
+            },
         )
         if updated.frontmatter() == current.frontmatter() and body == current.content:
             return RememberResult(rid, "duplicate", path, redactions)  # nothing would change
@@ -155,11 +175,11 @@ class Writer:
             f"WITH gone AS (DELETE FROM {self.t} WHERE {where} RETURNING *)"
             f" INSERT INTO {self.archive} (tenant, id, reason, record)"
             " SELECT tenant, id, %(reason)s, to_jsonb(gone) - 'tsv' FROM gone RETURNING id",
-            {**params, "reason": reason})
+            {**params, "reason": reason},
+        )
         return [r["id"] for r in await cur.fetchall()]
 
     # -- many drafts via COPY -----------------------------------------------------------------
-    async def copy_unkeyed(self, conn: Any, prepared: list[tuple[MemoryRecord, int]], *,
-                           direct: bool = True) -> list[RememberResult]:
+    async def copy_unkeyed(self, conn: Any, prepared: list[tuple[MemoryRecord, int]], *, direct: bool = True) -> list[RememberResult]:
         """Ingest unkeyed records via COPY in the caller's transaction (see :mod:`.ingest`)."""
         return await copy_unkeyed(self, conn, prepared, direct=direct)

@@ -109,8 +109,20 @@ def _record_of(item: Item, fmt: str, fallback_time: str, over: Override, report:
             return None
         owned = apply_override(item.scope, item.session_id, item.user_id, over)
         metadata = {**item.metadata, "import": {"format": fmt, "ref": item.ref}}
-        draft = MemoryDraft(item.content, item.title, item.kind, owned.scope, owned.session_id, owned.user_id,
-                            tuple(item.tags), item.memory_key, "skip", None, item.importance, metadata)
+        draft = MemoryDraft(
+            item.content,
+            item.title,
+            item.kind,
+            owned.scope,
+            owned.session_id,
+            owned.user_id,
+            tuple(item.tags),
+            item.memory_key,
+            "skip",
+            None,
+            item.importance,
+            metadata,
+        )
         rec, redactions = prepare_draft(draft, "import")
     except InvalidInputError as exc:
         report.skip(item.where, "invalid", str(exc))
@@ -129,12 +141,12 @@ def _record_of(item: Item, fmt: str, fallback_time: str, over: Override, report:
         report.rescope(item.where, rid, owned.rescoped.value, rec.scope.value, over.describe())
     updated = max(updated, created)
     metadata = stamp_override(rec.metadata, over, created, updated)
-    return item.where, rec.replace(id=rid, created=created, updated=updated, expires=expires, source=source,
-                                   metadata=metadata), redactions
+    return item.where, rec.replace(id=rid, created=created, updated=updated, expires=expires, source=source, metadata=metadata), redactions
 
 
-def import_items(target: Target, items: Iterable[Item], report: ImportReport, *, fmt: str, fallback_time: str,
-                 overrides: Override | None = None) -> ImportReport:
+def import_items(
+    target: Target, items: Iterable[Item], report: ImportReport, *, fmt: str, fallback_time: str, overrides: Override | None = None
+) -> ImportReport:
     """Verify ``items`` and write the new ones (in batches), reporting each one not written."""
     batch: list[Pending] = []
     size = batch_size(target)

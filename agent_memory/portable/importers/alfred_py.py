@@ -56,11 +56,27 @@ def read(path: Path, report: ImportReport) -> Iterator[Item]:
             if data.get("embedding") is not None:
                 report.drop("embedding")
             content = data.get("content")
-            meta = {k: v for k, v in (("role", data.get("role")), ("source_session_id", str_or_none(data.get("session_id"))),
-                                      ("alfred_entry_id", str_or_none(data.get("entry_id")))) if v is not None}
-            ref = str_or_none(data.get("entry_id")) or hashlib.sha256(
-                f"{data.get('timestamp')}\0{content}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
+            meta = {
+                k: v
+                for k, v in (
+                    ("role", data.get("role")),
+                    ("source_session_id", str_or_none(data.get("session_id"))),
+                    ("alfred_entry_id", str_or_none(data.get("entry_id"))),
+                )
+                if v is not None
+            }
+            ref = (
+                str_or_none(data.get("entry_id"))
+                or hashlib.sha256(f"{data.get('timestamp')}\0{content}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
+            )
             importance = data.get("importance")
-            yield Item(where=where, ref=ref, content=content,
-                       created=data.get("timestamp"), scope="project", tags=tags, importance=importance,
-                       metadata=meta)
+            yield Item(
+                where=where,
+                ref=ref,
+                content=content,
+                created=data.get("timestamp"),
+                scope="project",
+                tags=tags,
+                importance=importance,
+                metadata=meta,
+            )

@@ -37,12 +37,12 @@ def _frontmatter(text: str) -> tuple[dict[str, Any], str]:
     if not text.startswith("---\n"):
         return {}, text
     end = text.find("\n---", 3)
-    if end < 0 or text[end + 4:end + 5] not in ("", "\n"):
+    if end < 0 or text[end + 4 : end + 5] not in ("", "\n"):
         raise ValueError("frontmatter is not closed by a '---' line")
     data = yaml.safe_load(text[4:end]) or {}
     if not isinstance(data, dict):
         raise ValueError("frontmatter is not a mapping")
-    return data, text[end + 5:].strip("\n")
+    return data, text[end + 5 :].strip("\n")
 
 
 def _fact(path: Path, where: str) -> Item:
@@ -55,8 +55,17 @@ def _fact(path: Path, where: str) -> Item:
     extra = {k: v for k, v in data.items() if k not in ("type", "ts", "scope", "ttl")}
     if extra:
         meta["alfred"] = json.loads(json.dumps(extra, default=str))
-    return Item(where=where, ref=f"fact:{path.stem}", content=body, created=data.get("ts"), kind=KINDS.get(kind, kind),
-                scope="project", memory_key=path.stem, expires=data.get("ttl"), metadata=meta)
+    return Item(
+        where=where,
+        ref=f"fact:{path.stem}",
+        content=body,
+        created=data.get("ts"),
+        kind=KINDS.get(kind, kind),
+        scope="project",
+        memory_key=path.stem,
+        expires=data.get("ttl"),
+        metadata=meta,
+    )
 
 
 def _list(value: Any) -> list[str]:
@@ -75,11 +84,22 @@ def _episode(path: Path, where: str) -> Item:
         if items:
             lines.append(f"{label}:")
             lines.extend(f"- {x}" for x in items)
-    meta = {name: data[key] for key, name in (("id", "alfred_episode_id"), ("verifyExit", "verify_exit"),
-                                             ("gitSha", "git_sha"), ("cost", "cost_usd")) if data.get(key) is not None}
-    return Item(where=where, ref=f"episode:{data.get('id') or path.stem}", content="\n".join(lines),
-                created=data.get("ts"), title=str(data["goal"]).splitlines()[0][:120], kind="episode", scope="project",
-                tags=["episode"], metadata=meta)
+    meta = {
+        name: data[key]
+        for key, name in (("id", "alfred_episode_id"), ("verifyExit", "verify_exit"), ("gitSha", "git_sha"), ("cost", "cost_usd"))
+        if data.get(key) is not None
+    }
+    return Item(
+        where=where,
+        ref=f"episode:{data.get('id') or path.stem}",
+        content="\n".join(lines),
+        created=data.get("ts"),
+        title=str(data["goal"]).splitlines()[0][:120],
+        kind="episode",
+        scope="project",
+        tags=["episode"],
+        metadata=meta,
+    )
 
 
 def read(path: Path, report: ImportReport) -> Iterator[Item]:

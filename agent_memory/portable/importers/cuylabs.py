@@ -62,8 +62,22 @@ def read(path: Path, report: ImportReport) -> Iterator[Item]:
             continue
         meta: dict[str, Any] = dict(rec.metadata)
         times = {ours: meta.pop(theirs) for theirs, ours in _TIMES.items() if theirs in meta}
-        yield Item(where=where, ref=f"{rec.id}", content=rec.content, created=times.get("created") or rec.created,
-                   updated=times.get("updated") or rec.updated, title=rec.title, kind=rec.kind, scope=rec.scope.value,
-                   session_id=rec.session_id, user_id=rec.user_id, tags=list(rec.tags), memory_key=rec.memory_key,
-                   expires=rec.expires, importance=rec.importance, metadata=meta, id=_header_id(text) or rec.id,
-                   source=rec.source)
+        yield Item(
+            where=where,
+            ref=f"{rec.id}",
+            content=rec.content,
+            created=times.get("created") or rec.created,
+            updated=times.get("updated") or rec.updated,
+            title=rec.title,
+            kind=rec.kind,
+            scope=rec.scope.value,
+            session_id=rec.session_id,
+            user_id=rec.user_id,
+            tags=list(rec.tags),
+            memory_key=rec.memory_key,
+            expires=rec.expires,
+            importance=rec.importance,
+            metadata=meta,
+            id=_header_id(text) or rec.id,
+            source=rec.source,
+        )

@@ -79,6 +79,14 @@ def read(path: Path, report: ImportReport) -> Iterator[Item]:
         except ValueError as exc:
             report.skip(where, "invalid", str(exc))
             continue
-        yield Item(where=where, ref=ref, content=text, created=obj.get("created_at"),
-                   updated=obj.get("updated_at"), session_id=str_or_none(obj.get("run_id")),
-                   user_id=str_or_none(obj.get("user_id")), tags=tags, metadata=meta)
+        yield Item(
+            where=where,
+            ref=ref,
+            content=text,
+            created=obj.get("created_at"),
+            updated=obj.get("updated_at"),
+            session_id=str_or_none(obj.get("run_id")),
+            user_id=str_or_none(obj.get("user_id")),
+            tags=tags,
+            metadata=meta,
+        )
