@@ -20,6 +20,9 @@ _L = r"(?<![A-Za-z0-9_\-])"
 _R = r"(?![A-Za-z0-9_\-])"
 _LD = r"(?<![A-Za-z0-9_\-.])"  # also not after a dot (for formats that contain dots)
 _RD = r"(?![A-Za-z0-9_\-.]?[A-Za-z0-9_\-])"
+# For prefixes no identifier starts with by chance (ghp_, sk-proj-, xoxb-, …): the token may be glued to a word by a
+# separator ("notes-ghp_…", "chat.sk-proj-…"), as in slugs, file names and ids — only a letter or digit may not precede.
+_LG = r"(?<![A-Za-z0-9])"
 
 
 def _p(body: str, left: str = _L, right: str = _R) -> str:
@@ -28,26 +31,28 @@ def _p(body: str, left: str = _L, right: str = _R) -> str:
 
 # kind, triggers, pattern
 PROVIDERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
-    ("anthropic_key", ("sk-ant-",), _p(r"sk-ant-(?:api|admin|oat|ort)\d\d-[A-Za-z0-9_\-]{40,}+")),
+    ("anthropic_key", ("sk-ant-",), _p(r"sk-ant-(?:api|admin|oat|ort)\d\d-[A-Za-z0-9_\-]{40,}+", _LG)),
+    ("openai_key", ("sk-proj-", "sk-svcacct-", "sk-admin-"), _p(r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{20,}+", _LG)),
     ("openai_key", ("sk-",), _p(r"sk-(?:(?:proj|svcacct|admin|None)-)?[A-Za-z0-9_\-]{20,}+")),
     ("stripe_key", ("k_live_", "k_test_"), _p(r"[rs]k_(?:live|test)_[A-Za-z0-9]{16,}+")),
     ("stripe_webhook_secret", ("whsec_",), _p(r"whsec_[A-Za-z0-9+/=]{24,}+")),
-    ("github_token", ("gh", "github_pat_"), _p(r"gh[pousr]_[A-Za-z0-9]{30,}+|github_pat_[A-Za-z0-9_]{30,}+")),
+    ("github_token", ("gh", "github_pat_"), _p(r"gh[pousr]_[A-Za-z0-9]{30,}+|github_pat_[A-Za-z0-9_]{30,}+", _LG)),
     (
         "gitlab_token",
         ("gl", "GR1348941"),
-        _p(r"gl(?:pat|rt|dt|cbt|ft|imt|ptt|soat|oas|agent|ffct|wt)-[A-Za-z0-9_\-]{20,}+|GR1348941[A-Za-z0-9_\-]{20,}+"),
+        _p(r"gl(?:pat|rt|dt|cbt|ft|imt|ptt|soat|oas|agent|ffct|wt)-[A-Za-z0-9_\-]{20,}+|GR1348941[A-Za-z0-9_\-]{20,}+", _LG),
     ),
     (
         "slack_token",
         ("xox", "xapp-"),
         _p(
             r"xox[abprsce]-[0-9]++-[A-Za-z0-9\-]{8,}+|xoxe\.xox[bp]-\d-[A-Za-z0-9\-]{40,}+|xoxe-\d-[A-Za-z0-9\-]{40,}+"
-            r"|xapp-\d-[A-Za-z0-9\-]{16,}+"
+            r"|xapp-\d-[A-Za-z0-9\-]{16,}+",
+            _LG,
         ),
     ),
-    ("google_api_key", ("AIza",), _p(r"AIza[0-9A-Za-z_\-]{35}")),
-    ("google_oauth_secret", ("GOCSPX-",), _p(r"GOCSPX-[A-Za-z0-9_\-]{24,}+")),
+    ("google_api_key", ("AIza",), _p(r"AIza[0-9A-Za-z_\-]{35}", _LG)),
+    ("google_oauth_secret", ("GOCSPX-",), _p(r"GOCSPX-[A-Za-z0-9_\-]{24,}+", _LG)),
     ("google_oauth_token", ("ya29.",), _p(r"ya29\.[A-Za-z0-9_\-]{20,}+", _LD)),
     ("google_refresh_token", ("1//0",), _p(r"1//0[A-Za-z0-9_\-]{40,}+", r"(?<![A-Za-z0-9_\-/])")),
     (
