@@ -16,6 +16,7 @@ import os
 import secrets
 import string
 import sys
+import uuid
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -82,7 +83,7 @@ def fresh_database(server_url: str) -> str:
     import psycopg
 
     base, _, _ = server_url.rpartition("/")
-    name = f"mx_{os.getpid()}_{next(_db_counter)}"
+    name = f"mx_{os.getpid()}_{next(_db_counter)}_{uuid.uuid4().hex[:8]}"  # unique even if this module loads twice
     with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     return f"{base}/{name}"
@@ -405,9 +406,8 @@ class McpSurface(Surface):
         self.proc: Any = None
 
     async def start(self) -> None:
+        from _mcp_util import free_port, http_session, write_tokens
         from mcp import ClientSession, StdioServerParameters, stdio_client
-
-        from tests._mcp_util import free_port, http_session, write_tokens
 
         if self.transport == "stdio":
             for user in (ALICE, BOB):

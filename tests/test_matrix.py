@@ -31,8 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from tests._matrix import (
+from _matrix import (
     ALICE,
     ALICE_WORD,
     BOB,
