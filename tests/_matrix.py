@@ -10,6 +10,7 @@ or the CLI), and the surface's own views are still checked after it.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import itertools
 import json
 import os
@@ -156,7 +157,7 @@ class Surface:
     """One public way into the store. ``user`` None is the anonymous operator (shared records)."""
 
     name = "?"
-    views = ("search", "get", "list", "recall", "inject", "events", "history")
+    views: tuple[str, ...] = ("search", "get", "list", "recall", "inject", "events", "history")
 
     def __init__(self, outputs: list[str]) -> None:
         self.outputs = outputs
@@ -204,7 +205,7 @@ class Surface:
     async def inject(self, user: str | None) -> str:
         raise NotOffered
 
-    async def events(self, user: str | None) -> list[str]:
+    async def events(self, user: str | None) -> builtins.list[str]:
         raise NotOffered
 
     async def history(self, user: str | None, rid: str) -> str | None:

@@ -116,6 +116,7 @@ def test_the_postgres_backend_offers_every_capability() -> None:
     assert isinstance(backend, MemoryBackend)
     for protocol in CAPABILITIES:
         assert isinstance(backend, protocol), protocol.__name__
+    assert isinstance(backend, SessionsBackend) and isinstance(backend, EpisodesBackend) and isinstance(backend, VectorsBackend)
     assert isinstance(backend.sessions, SessionStore) and isinstance(backend.episodes, Episodes)
     assert backend.embedder is None
     asyncio.run(backend.close())

@@ -106,11 +106,12 @@ def test_mcp_strict_default_switches_a_postgres_backend(pg_url: str) -> None:  #
 
     async def main() -> tuple[bool, bool]:
         async with MemoryProvider(pg_url, schema=fresh_schema()) as provider:
-            assert provider.backend.strict_visibility is False
+            backend: Any = provider.backend
+            assert backend.strict_visibility is False
             make_strict(provider)
             inner = PostgresBackend(pg_url, schema=fresh_schema())
             make_strict(ExtendedBackend(inner, Hooks()))  # a wrapped backend: the wrapped one is switched
             await inner.close()
-            return bool(provider.backend.strict_visibility), inner.strict_visibility
+            return bool(backend.strict_visibility), inner.strict_visibility
 
     assert asyncio.run(main()) == (True, True)

@@ -19,7 +19,7 @@ from agent_memory.redaction.api import contains_secret
 
 # text that is not itself a secret (hypothesis finds e.g. "AKIA0000000000001234", which any write redacts)
 WORD = st.text(string.ascii_letters + string.digits + " éß中-_.,:#'\"", min_size=1, max_size=20).filter(lambda s: not contains_secret(s))
-TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), min_size=1, max_size=200).filter(
+TEXT = st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"), min_size=1, max_size=200).filter(
     lambda s: bool(s.strip()) and not contains_secret(s)
 )
 STAMP = st.datetimes(min_value=__import__("datetime").datetime(2000, 1, 1), max_value=__import__("datetime").datetime(2099, 1, 1)).map(

@@ -39,7 +39,8 @@ async def test_a_secret_in_an_event_detail_never_reaches_a_row(tmp_path: Path) -
         rec = await provider.remember("The ferry leaves at nine.", user_id="ada", scope="user")
         assert await provider.forget(rec.id, user_id="ada") is True
         caller = Caller(None, "ada")
-        await restore(b, rec.id, caller, note=f"asked by {token}", password=password, **{f"key {token}": "x"})
+        extra: dict[str, Any] = {f"key {token}": "x"}
+        await restore(b, rec.id, caller, note=f"asked by {token}", password=password, **extra)
         ev = [e for e in await b.events(caller) if e.event == "restored"][-1]
         assert ev.id == rec.id and ev.detail.get("from") == "archive" and "note" in ev.detail  # the event is kept
         for needle in (token, token[len("sk-proj-") :], password, password[len("hunter2-") :]):

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _pg import fresh_schema, pg_url, require_psycopg  # noqa: F401  (pytest fixture)
@@ -109,7 +110,7 @@ async def test_answers_exactly_as_the_backend_does(seeded: tuple[str, str]) -> N
         for query in QUERIES:
             for caller in CALLERS:
                 for opts in OPTIONS:
-                    kw = {"limit": 10, **opts}
+                    kw: dict[str, Any] = {"limit": 10, **opts}
                     ref = await b.search(query, caller, **dict(kw))
                     got = search_once(url, query, session_id=caller.session_id, user_id=caller.user_id, schema=schema, **dict(kw))
                     assert _same(got, ref), (query, caller, opts)
@@ -122,8 +123,10 @@ async def test_answers_exactly_as_the_backend_does(seeded: tuple[str, str]) -> N
 def test_visibility_holds_on_the_one_shot_path(seeded: tuple[str, str]) -> None:
     url, schema = seeded
 
-    def ids(caller: dict[str, str]) -> set[str]:
-        hits = search_once(url, "locker key tea coffee billing ferry", schema=schema, **caller).hits
+    def ids(caller: dict[str, Any]) -> set[str]:
+        result = search_once(url, "locker key tea coffee billing ferry", schema=schema, **caller)
+        assert result is not None
+        hits = result.hits
         return {h.content if hasattr(h, "content") else h.snippet for h in hits}
 
     assert not any("locker" in s for s in ids({"user_id": "ada"}))

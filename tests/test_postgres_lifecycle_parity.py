@@ -30,7 +30,7 @@ from _pg import fresh_schema, make_target, pg_url, require_psycopg  # noqa: F401
 
 from agent_memory.backends.base import Caller
 from agent_memory.errors import UnsupportedError
-from agent_memory.model.drafts import MemoryDraft
+from agent_memory.model.drafts import MemoryDraft, OnExisting
 
 KINDS = ("files", "postgres")
 
@@ -100,7 +100,12 @@ def test_undo_after_replace_then_append_goes_back_one_step_api(kind: str, tmp_pa
     async def run() -> list[str]:
         backend = target.backend()
         try:
-            for text, mode in (("Eve drinks tea.", "append"), ("Eve drinks coffee.", "replace"), ("Eve also drinks water.", "append")):
+            steps: tuple[tuple[str, OnExisting], ...] = (
+                ("Eve drinks tea.", "append"),
+                ("Eve drinks coffee.", "replace"),
+                ("Eve also drinks water.", "append"),
+            )
+            for text, mode in steps:
                 await backend.remember(MemoryDraft(text, user_id="eve", memory_key="drink", on_existing=mode))
             [rec] = await backend.list(eve)
             by = {e.event: e for e in await backend.events(eve, record_id=rec.id)}

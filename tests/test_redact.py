@@ -621,7 +621,7 @@ def test_modules_import_only_the_stdlib() -> None:
     files = sorted(package.glob("*.py"))
     assert len(files) >= 7 and package.name == "redaction"
     for path in files:
-        names = set()
+        names: set[str] = set()
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 names.update(alias.name for alias in node.names)

@@ -20,7 +20,7 @@ from agent_memory.redaction.api import KINDS, MARKER_RE, contains_secret, redact
 
 FIXTURES = Path(__file__).parent / "fixtures" / "secrets"
 sys.path.insert(0, str(FIXTURES))
-from score import load, score, survives  # noqa: E402
+from score import load, score, survives  # type: ignore[import-not-found]  # noqa: E402  (found through sys.path)
 
 SECRETS = load("secrets.jsonl")
 BENIGN = load("benign.jsonl")

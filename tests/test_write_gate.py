@@ -248,12 +248,13 @@ def test_event_lines_pass_the_gate(tmp_path: Path, field: str) -> None:
 
     store = MemoryStore(tmp_path / "root", durable=False)
     kept = store.remember("kept fact", user_id="ada")
-    detail: dict[str, Any] = {
+    details: dict[str, dict[str, Any]] = {
         "detail key": {SECRET: "x"},
         "detail value": {"reason": f"dup of {SECRET}"},
         "detail nested": {"a": [{"b": SECRET}]},
         "detail secret-named": {"db_password": PASSWORD},
-    }.get(field, {})
+    }
+    detail = details.get(field, {})
     extra = {"run_id": SECRET} if field == "run_id" else {"actor": f"worker {SECRET}"} if field == "actor" else {}
     store.events.append(Event("created", kept.id, scope="user", owner_user="ada", detail=detail, **extra))
     events, problems = store.events.read()
