@@ -172,3 +172,37 @@ def last_turn(capability: Any) -> MemoryTurn:
     turn = capability.last_turn
     assert turn is not None, "the capability has not run"
     return cast("MemoryTurn", turn)
+
+
+# -- owners of sessions: a log message, an episode and a session record each (purge tests) ------------------------
+Owner = tuple[str | None, str]  # (user, session)
+
+
+def owner_word(user: str | None, sid: str) -> str:
+    """A word only that owner's data holds."""
+    return f"{user or 'nobody'}-{sid}"
+
+
+async def fill_owners(provider: Any, owners: Sequence[Owner]) -> dict[Owner, str]:
+    """Give every owner a log message, an episode and a session record; their record ids."""
+    ids = {}
+    for user, sid in owners:
+        word = owner_word(user, sid)
+        await provider.log_messages([{"role": "user", "text": f"{word} says hi"}], session_id=sid, user_id=user)
+        await provider.record_episode(f"{word} works", user_id=user, session_id=sid)
+        rec = await provider.remember(f"{word} noted a fact.", user_id=user, session_id=sid, scope="session")
+        ids[(user, sid)] = rec.id
+    return ids
+
+
+async def owned_left(provider: Any, owners: Sequence[Owner]) -> set[tuple[str, str | None, str]]:
+    """What each owner still sees of its own: ("log" | "episode" | "record", user, session)."""
+    out = set()
+    for user, sid in owners:
+        if any(i.session_id == sid and i.user_id == user for i in await provider.sessions(session_id=sid, user_id=user)):
+            out.add(("log", user, sid))
+        if any(e.session_id == sid and e.user_id == user for e in await provider.episodes(session_id=sid, user_id=user)):
+            out.add(("episode", user, sid))
+        if any(r.session_id == sid and r.user_id == user for r in await provider.list(session_id=sid, user_id=user)):
+            out.add(("record", user, sid))
+    return out

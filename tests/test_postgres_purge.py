@@ -11,32 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from _doubles import fill_owners, owned_left
 
 # (user, session): a log message and an episode each; ada in two sessions, bob and nobody use s1 too, bob owns s3
 OWNERS: list[tuple[str | None, str]] = [("ada", "s1"), ("ada", "s2"), ("bob", "s1"), ("bob", "s3"), ("cyd", "s4"), (None, "s1")]
-
-
-async def _fill(provider: Any) -> dict[tuple[str | None, str], str]:
-    records = {}
-    for user, sid in OWNERS:
-        await provider.log_messages([{"role": "user", "text": f"{user} says hi in {sid}"}], session_id=sid, user_id=user)
-        await provider.record_episode(f"{user} works in {sid}", user_id=user, session_id=sid)
-        rec = await provider.remember(f"{user} noted a fact in {sid}.", user_id=user, session_id=sid, scope="session")
-        records[(user, sid)] = rec.id
-    return records
-
-
-async def _left(provider: Any) -> set[tuple[str, str | None, str]]:
-    """What each owner still sees of its own: ("log" | "episode" | "record", user, session)."""
-    out = set()
-    for user, sid in OWNERS:
-        if any(i.session_id == sid and i.user_id == user for i in await provider.sessions(session_id=sid, user_id=user)):
-            out.add(("log", user, sid))
-        if any(e.session_id == sid and e.user_id == user for e in await provider.episodes(session_id=sid, user_id=user)):
-            out.add(("episode", user, sid))
-        if any(r.session_id == sid and r.user_id == user for r in await provider.list(session_id=sid, user_id=user)):
-            out.add(("record", user, sid))
-    return out
 
 
 @pytest.mark.parametrize(
@@ -53,11 +31,11 @@ async def test_purge_takes_one_owners_logs_episodes_and_records(
     backend: Any, who: dict[str, str], gone: set[tuple[str | None, str]]
 ) -> None:
     provider = backend.provider()
-    records = await _fill(provider)
+    records = await fill_owners(provider, OWNERS)
     everything = {(kind, u, s) for u, s in OWNERS for kind in ("log", "episode", "record")}
-    assert await _left(provider) == everything
+    assert await owned_left(provider, OWNERS) == everything
     report = await provider.purge(**who)
-    assert await _left(provider) == {(k, u, s) for k, u, s in everything if (u, s) not in gone}
+    assert await owned_left(provider, OWNERS) == {(k, u, s) for k, u, s in everything if (u, s) not in gone}
     assert sorted(report.records) == sorted(records[o] for o in gone)
     assert report.stores["sessions"] == len(gone), report.stores
     assert report.stores["episodes"] == len(gone), report.stores

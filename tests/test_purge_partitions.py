@@ -18,39 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _doubles import fill_owners, owned_left
 
 from agent_memory.backends.postgres.rows import redact_url, url_location
 from agent_memory.model import scopes
 
 # (user or None, session): a record, a log message and an episode each
 OWNERS = [("alice", "chat-1"), ("bob", "chat-1"), (None, "chat-1"), ("bob", "chat-2")]
-
-
-def _word(user: str | None, sid: str) -> str:
-    return f"{user or 'nobody'}-{sid}"
-
-
-async def _fill(provider: Any) -> dict[tuple[str | None, str], str]:
-    ids = {}
-    for user, sid in OWNERS:
-        await provider.log_messages([{"role": "user", "text": f"{_word(user, sid)} says hi"}], session_id=sid, user_id=user)
-        await provider.record_episode(f"{_word(user, sid)} works", user_id=user, session_id=sid)
-        rec = await provider.remember(f"{_word(user, sid)} noted a fact.", user_id=user, session_id=sid, scope="session")
-        ids[(user, sid)] = rec.id
-    return ids
-
-
-async def _left(provider: Any) -> set[tuple[str, str | None, str]]:
-    """What each owner still sees of its own: ("log" | "episode" | "record", user, session)."""
-    out = set()
-    for user, sid in OWNERS:
-        if any(i.session_id == sid and i.user_id == user for i in await provider.sessions(session_id=sid, user_id=user)):
-            out.add(("log", user, sid))
-        if any(e.session_id == sid and e.user_id == user for e in await provider.episodes(session_id=sid, user_id=user)):
-            out.add(("episode", user, sid))
-        if any(r.session_id == sid and r.user_id == user for r in await provider.list(session_id=sid, user_id=user)):
-            out.add(("record", user, sid))
-    return out
 
 
 @pytest.mark.parametrize(
@@ -64,11 +38,11 @@ async def _left(provider: Any) -> set[tuple[str, str | None, str]]:
 )
 async def test_purge_takes_one_owner_and_never_another(backend: Any, who: dict[str, str], gone: set[tuple[str | None, str]]) -> None:
     provider = backend.provider()
-    ids = await _fill(provider)
+    ids = await fill_owners(provider, OWNERS)
     everything = {(kind, u, s) for u, s in OWNERS for kind in ("log", "episode", "record")}
-    assert await _left(provider) == everything
+    assert await owned_left(provider, OWNERS) == everything
     report = await provider.purge(**who)
-    assert await _left(provider) == {(k, u, s) for k, u, s in everything if (u, s) not in gone}
+    assert await owned_left(provider, OWNERS) == {(k, u, s) for k, u, s in everything if (u, s) not in gone}
     assert sorted(report.records) == sorted(ids[o] for o in gone)
     assert (report.stores["sessions"], report.stores["episodes"], report.stores["records"]) == (len(gone),) * 3
     if backend.kind == "files":  # no byte of another owner went: alice's log file is still on disk
