@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from agent_memory import MemoryDraft, MemoryStore
 from agent_memory.errors import InvalidInputError
 
 SECRET = "sk-abcdefghijklmnopqrstuvwxyz1234567890"
@@ -286,3 +287,13 @@ async def test_consolidation_archive_notes_pass_the_gate(backend: Any) -> None:
     rec = await provider.get(gone.id, user_id="ada")
     assert rec.content == "a duplicate fact"  # restore strips the one-line note whole: nothing injected
     assert {r.id for r in await provider.list(user_id="ada")} == {kept.id, gone.id}
+
+
+def test_an_owner_id_with_a_control_character_is_one_skipped_draft_not_a_failed_batch(tmp_path: Path) -> None:
+    """A record's owners follow the same id rule as its event's attribution (found by test_reliability_badinput:
+    ``session_id='\\x1b'`` passed the record gate, then the event refused it and remember_many raised mid-batch)."""
+    store = MemoryStore(tmp_path / "root", durable=False)
+    errors: list[tuple[int, str]] = []
+    done = store.remember_many([MemoryDraft("0", session_id="\x1b"), MemoryDraft("kept")], on_error="skip", errors=errors)
+    assert [r.status for r in done] == ["created"] and [i for i, _ in errors] == [0]
+    assert "control characters" in errors[0][1]

@@ -297,12 +297,9 @@ def check_id(name: str, value: object) -> str:
 def check_owner(scope: Scope, session_id: str | None, user_id: str | None) -> tuple[str | None, str | None]:
     """The owners of a record of ``scope``: one-line ids, never a secret, present when the scope needs them."""
     for name, value in (("session_id", session_id), ("user_id", user_id)):
-        if value is not None:
-            check_text_field(name, value, 200)
-            if not value.strip():
-                raise InvalidInputError(f"{name} is empty")
-            if looks_secret(value):  # ids are written to disk and shown in listings: never a secret
-                raise InvalidInputError(f"{name} looks like a secret; refusing to store it")
+        # the one id rule (check_ident): the same ids attribute the write's event, so a record must never accept an
+        # owner its event would refuse half-way through a batch (a control character did: remember_many raised)
+        check_ident(name, value)
     if scope is Scope.SESSION and not session_id:
         raise InvalidInputError("scope 'session' needs a session_id")
     if scope is Scope.USER and not user_id:
