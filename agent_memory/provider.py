@@ -379,6 +379,9 @@ class MemoryProvider:
         meaning = self._meaning()
         if meaning is not None:
             meaning.stop()
+        for task in self.__dict__.pop("_tidying", {}).values():  # upkeep, not a capture: the next run's end tidies
+            task.cancel()
+            self._pending.discard(task)
         if self.pending:
             warnings.warn(
                 f"MemoryProvider closed with {self.pending} background capture(s) pending; "

@@ -237,7 +237,7 @@ async def summarize_idle(
             except Exception:  # e.g. the session was purged meanwhile: the others go on
                 logger.warning("agent_memory: could not store the summary of session %s", sdir.session_id, exc_info=True)
                 continue
-            await _log_event(backend, "summarized", sdir, version=made.version, messages=made.messages, source=made.source)
+            await _log_event(backend, "summarized", sdir, version=made.version, messages=made.messages, made_by=made.source)
         report.summarized.append(
             {
                 "session_id": sdir.session_id,
