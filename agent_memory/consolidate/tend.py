@@ -30,7 +30,7 @@ from agent_memory.backends.base import Caller, capability, innermost
 from agent_memory.backends.files.backend import FilesBackend
 from agent_memory.errors import InvalidInputError
 from agent_memory.model.drafts import _parse_when
-from agent_memory.model.events import Event, acting
+from agent_memory.model.events import Event, acting, current_acting
 from agent_memory.sessions._files import check_id
 from agent_memory.sessions.store import SessionStore, SummaryPolicy
 
@@ -107,7 +107,7 @@ async def _log_event(backend: Any, kind: str, sdir: SessionDir, **detail: Any) -
             ev = Event(
                 kind,
                 _event_id(sdir),
-                actor=kind,
+                actor=current_acting().actor or kind,
                 session_id=sdir.session_id,
                 user_id=sdir.user_id,
                 scope=_owner_scope(sdir),
@@ -362,8 +362,8 @@ async def distill_sessions(
                 result = await capture_turn(backend, first.text, output, caller=caller, worker=worker, extractor=extractor, at=_at(first))
                 ids.extend(i for i in result.ids if i not in ids)
                 report.fallbacks += int(result.fallback)
-        through = (taken[-1][1] or [taken[-1][0]])[-1].n
-        await _log_event(backend, "distilled", sdir, through=through, messages=size, written=len(ids))
+            through = (taken[-1][1] or [taken[-1][0]])[-1].n
+            await _log_event(backend, "distilled", sdir, through=through, messages=size, written=len(ids))
         report.sessions.append(
             {"session_id": sdir.session_id, "user_id": sdir.user_id, "from": messages[0].n, "through": through, "ids": ids}
         )
