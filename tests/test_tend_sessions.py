@@ -269,3 +269,22 @@ async def test_mcp_flag_starts_the_idle_schedule(tmp_path: Path) -> None:
     assert not schedule.running
     off = options_from_args(parser.parse_args([]), env={})
     assert start_idle_summaries(p, off) is None
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_purging_a_user_takes_their_session_events_and_leaves_the_others(kind: str, tmp_path: Path) -> None:
+    p = _open(_target(kind, tmp_path))
+    try:
+        await _log(p, "a1", "alice", ["I live in Lisbon."], 0)
+        await _log(p, "b1", "bob", ["I live in Oslo."], 0)
+        await p.distill()
+        await p.summarize_idle(now=T0 + dt.timedelta(hours=1))
+        await p.purge(user_id="alice")
+        assert [e for e in await p.events(user_id="alice") if e.id.startswith("session:")] == []
+        assert sorted(e.event for e in await p.events(user_id="bob") if e.id == "session:b1") == ["distilled", "summarized"]
+        assert (await p.distill()).messages == 0  # bob's log stays read; alice's is gone with her
+        await _log(p, "a1", "alice", ["I work at Acme Corp."], 5)  # alice starts again: her new log is read from 1
+        again = await p.distill(user_id="alice")
+        assert again.sessions[0]["from"] == 1 and [r.content for r in await p.list(user_id="alice")] == ["User works at Acme Corp."]
+    finally:
+        await p.aclose()
