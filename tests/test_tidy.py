@@ -82,12 +82,19 @@ async def test_tidy_archives_expired_and_duplicates_of_the_caller_only_evented_a
         second = await p.undo(user_id="alice")
         assert {first.id, second.id} == {ids["a_old"], ids["a_exp"]}
         assert ids["a_old"] in await _ids(p, "alice")
-        again = await p.tidy(user_id="alice", max_share=1.0, now=LATER)
-        assert {c.record_id for c in again.applied} == {ids["a_old"], ids["a_exp"]}
-        back = await p.restore(ids["a_old"], user_id="alice")
-        assert back.content == "Alice  drinks green tea."
+        assert (await p.get(ids["a_old"], user_id="alice")).content == "Alice  drinks green tea."
         with pytest.raises(NotFoundError):
-            await p.get(ids["a_old"], user_id="bob")  # restored into alice's partition, never bob's
+            await p.get(ids["a_old"], user_id="bob")  # back in alice's partition, never bob's
+        # what someone brought back stays: the next pass never undoes an undo; a new copy is still tidied
+        again = await p.tidy(user_id="alice", max_share=1.0, now=LATER)
+        assert again.applied == [] and again.changes == []
+        third = (await p.remember("Alice drinks green  tea.", user_id="alice", scope="user")).id
+        last = await p.tidy(user_id="alice", max_share=1.0, now=LATER)
+        assert [(c.rule, c.record_id) for c in last.applied] == [("duplicate", ids["a_new"])]  # the newest (third) stays
+        assert third in await _ids(p, "alice")
+        await p.forget(third, user_id="alice")
+        assert (await p.restore(third, user_id="alice")).id == third  # restore: also left alone afterwards
+        assert (await p.tidy(user_id="alice", max_share=1.0, now=LATER)).applied == []
     finally:
         await p.aclose()
 

@@ -17,8 +17,9 @@ It archives — never deletes — three kinds of records:
 Bounds: one pass changes at most ``max_share`` of the records it looked at (default 1%), with a floor of one change
 so a small store is not frozen; the rest waits for the next run's end (``stopped`` says so). Each change is an
 ``archived`` event (reason ``tidy: …``, rule in its detail) attributed to the caller, so ``undo`` and ``restore`` bring
-it back, on the files and the PostgreSQL backend alike. The files backend's ``MEMORY.md`` index is rewritten at the
-end of every pass.
+it back, on the files and the PostgreSQL backend alike, and a record once brought back (a ``restored`` or ``undone``
+event) is left alone by later passes: the pass never undoes an undo. The files backend's ``MEMORY.md`` index is
+rewritten at the end of every pass.
 
 Whose records: with a caller (a run's ``session_id``/``user_id``) the pass sees only what that caller sees. Its own
 partitions (its user's, its session's) get every rule. Shared records (``project``/``global`` scope) get only the
@@ -56,6 +57,7 @@ TIDY_RULES: tuple[str, ...] = ("ttl", "scope_path", "duplicate")  # the order ch
 TIDY_SHARE = 0.01
 REASON_PREFIX = "tidy: "
 ACTOR = "tidy"
+BROUGHT_BACK = ("restored", "undone")  # events of a record brought back from the archive: the pass leaves it alone
 
 
 @dataclass
@@ -190,6 +192,10 @@ def _tidy_files(
     records = _snapshot(store, caller)
     total = sum(1 for r in records if not r.superseded_by)
     changes = plan_tidy(records, now=now, base=_base(workspace, store.root), caller=caller, rules=rules)
+    if changes:  # a record someone brought back from the archive stays: the pass never undoes an undo
+        planned = {c.record_id for c in changes}
+        back = {e.id for e in store.events.read()[0] if e.event in BROUGHT_BACK and e.id in planned}
+        changes = [c for c in changes if c.record_id not in back]
     report = TidyReport(total, tidy_limit(max_share, total), dry_run, changes)
     todo = _bound(report)
     if dry_run:
@@ -232,6 +238,14 @@ async def _tidy_postgres(
     records = [row_to_record(r, pg.path_of(r["id"])).replace(expires=iso(r["expires"]) if r["expires"] else None) for r in rows]
     total = sum(1 for r in records if not r.superseded_by)
     changes = plan_tidy(records, now=now, base=_base(workspace, None), caller=caller, rules=rules)
+    if changes:  # a record someone brought back from the archive stays: the pass never undoes an undo
+        async with pg.pool.connection() as conn:
+            cur = await conn.execute(
+                f'SELECT DISTINCT id FROM "{pg.schema}".events WHERE id = ANY(%s) AND event = ANY(%s)',
+                ([c.record_id for c in changes], list(BROUGHT_BACK)),
+            )
+            back = {r["id"] for r in await cur.fetchall()}
+        changes = [c for c in changes if c.record_id not in back]
     report = TidyReport(total, tidy_limit(max_share, total), dry_run, changes)
     todo = _bound(report)
     if dry_run:
