@@ -317,3 +317,34 @@ async def test_tidy_in_background_coalesces_one_pass_per_caller(tmp_path: Path) 
         await asyncio.sleep(0)
     finally:
         await p.aclose()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_after_runs_end_an_expired_record_and_a_duplicate_are_archived_with_events_and_undo_restores(
+    kind: str, tmp_path: Path
+) -> None:
+    """The issue's minimum, end to end: real agent runs through the capability, a record whose expiry passed (as time
+    passing makes it: edited in the store) and a duplicate; one change per run end on this small store."""
+    target = _target(kind, tmp_path)
+    p = _open(target)
+    try:
+        ids = await _seed(p)
+        await asyncio.to_thread(_expire, target, "The staging server is db-old.")
+        if kind == "files":
+            await p.reindex()  # the in-place edit seen now rather than at the next periodic rescan
+        agent = Agent(FunctionModel(_reply), capabilities=[MemoryCapability(p, session_id="s1", user_id="alice", recall=False)])
+        await agent.run("first run")
+        await p.flush()
+        await agent.run("second run")
+        await p.flush()
+        archived = {e.id: e for e in await p.events(user_id="alice") if e.event == "archived"}
+        assert set(archived) == {ids["a_exp"], ids["a_old"]}
+        assert {e.detail.get("rule") for e in archived.values()} == {"ttl", "duplicate"}
+        assert ids["a_old"] not in await _ids(p, "alice") and ids["a_new"] in await _ids(p, "alice")
+        assert await _ids(p, "bob") == {ids["b_old"], ids["b_new"], ids["b_exp"]}
+        await p.undo(user_id="alice")
+        await p.undo(user_id="alice")
+        assert ids["a_old"] in await _ids(p, "alice")
+        assert {e.id for e in await p.events(user_id="alice") if e.event == "undone"} == {ids["a_exp"], ids["a_old"]}
+    finally:
+        await p.aclose()
