@@ -348,3 +348,14 @@ async def test_after_runs_end_an_expired_record_and_a_duplicate_are_archived_wit
         assert {e.id for e in await p.events(user_id="alice") if e.event == "undone"} == {ids["a_exp"], ids["a_old"]}
     finally:
         await p.aclose()
+
+
+def test_under_run_sync_the_pass_runs_inside_the_run(tmp_path: Path) -> None:
+    """``run_sync`` ends its loop with the run: a background pass would be lost, so it is awaited inside the run."""
+    p = _open(str(tmp_path / "root"))
+    ids = asyncio.run(_seed(p))
+    agent = Agent(FunctionModel(_reply), capabilities=[MemoryCapability(p, session_id="s1", user_id="alice", recall=False, capture=False)])
+    agent.run_sync("hello")
+    assert p.pending == 0
+    assert ids["a_old"] not in asyncio.run(_ids(p, "alice"))
+    p.close()
