@@ -90,6 +90,10 @@ _EXPORTS = {
     "ConsolidationReport": "consolidate.report",
     "ConsolidateOptions": "consolidate.report",
     "ConsolidationUnsupported": "consolidate",
+    "TidyReport": "consolidate.tidy",
+    "IdleReport": "consolidate.tend",
+    "DistillReport": "consolidate.tend",
+    "IdleSummaries": "consolidate.tend",
     "Reflection": "agents.workers.reflect",
     "Hooks": "backends.extended",
     "ExtendedBackend": "backends.extended",
@@ -109,6 +113,7 @@ __all__ = [
     "ConsolidateOptions",
     "ConsolidationReport",
     "ConsolidationUnsupported",
+    "DistillReport",
     "DoctorReport",
     "Embedder",
     "Episode",
@@ -119,6 +124,8 @@ __all__ = [
     "FilesBackend",
     "Fts5Engine",
     "Hooks",
+    "IdleReport",
+    "IdleSummaries",
     "ImportReport",
     "InvalidIdError",
     "InvalidInputError",
@@ -165,6 +172,7 @@ __all__ = [
     "StorageError",
     "SummaryPolicy",
     "SweepReport",
+    "TidyReport",
     "UnsupportedError",
     "VectorCache",
     "VectorsBackend",
@@ -208,6 +216,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.files.store import MemoryStore
     from agent_memory.backends.files.vectors import VectorCache
     from agent_memory.consolidate import ConsolidateOptions, ConsolidationReport, ConsolidationUnsupported
+    from agent_memory.consolidate.tend import DistillReport, IdleReport, IdleSummaries
+    from agent_memory.consolidate.tidy import TidyReport
     from agent_memory.embeddings import CallableEmbedder, Embedder, LiteLLMEmbedder, LocalEmbedder, make_embedder
     from agent_memory.episodes import Episode, EpisodeStore, EpisodesUnsupportedError, build_episode, purge_episodes
     from agent_memory.errors import (

@@ -48,6 +48,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.files.meaning import Meaning
     from agent_memory.backends.files.store import MemoryStore
     from agent_memory.consolidate import ConsolidationReport
+    from agent_memory.consolidate.tend import DistillReport, IdleReport, IdleSummaries
+    from agent_memory.consolidate.tidy import TidyReport
     from agent_memory.embeddings import Embedder
     from agent_memory.episodes import Episode, Episodes
     from agent_memory.sessions import SessionInfo, SessionMessage, SessionStore, SessionSummary, SummaryPolicy
@@ -377,6 +379,9 @@ class MemoryProvider:
         meaning = self._meaning()
         if meaning is not None:
             meaning.stop()
+        for task in self.__dict__.pop("_tidying", {}).values():  # upkeep, not a capture: the next run's end tidies
+            task.cancel()
+            self._pending.discard(task)
         if self.pending:
             warnings.warn(
                 f"MemoryProvider closed with {self.pending} background capture(s) pending; "
@@ -400,6 +405,7 @@ class MemoryProvider:
 
     async def aclose(self) -> None:
         """Flush pending captures, stop background embedding (after its batch in flight), then close the backend."""
+        await self._stop_schedules()  # an idle-summary schedule (schedule_idle_summaries) ends before the flush
         await self.flush()
         meaning = self._meaning()
         if meaning is not None:
@@ -633,3 +639,111 @@ class MemoryProvider:
         return await asyncio.to_thread(
             search_sessions, self.session_store, query, session_id=session_id, user_id=user_id, limit=limit, embedder=self._embedder()
         )
+
+    # -- memory that tends itself: the run's end, idle sessions, raw logs distilled (agent_memory.consolidate.tidy/tend)
+    async def tidy(
+        self,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        max_share: float | None = None,
+        dry_run: bool = False,
+        workspace: "str | os.PathLike[str] | None" = None,
+        rules: Sequence[str] | None = None,
+        now: Any = None,
+    ) -> "TidyReport":
+        """The run's-end tidy pass (the seeds' ``extract()``): archive expired, orphaned (``scope_path`` gone) and
+        exactly duplicated records, at most ``max_share`` (default 1%, at least one) of what it looks at, and refresh
+        ``MEMORY.md``; each change an ``archived`` event (``undo``/``restore`` bring it back). With ``session_id`` or
+        ``user_id``: only what that caller sees (see :mod:`agent_memory.consolidate.tidy`); else every partition.
+        ``now`` (an aware datetime): the clock expiry is judged by (default: now)."""
+        from agent_memory.consolidate.tidy import TIDY_RULES, TIDY_SHARE, tidy_backend
+
+        caller = Caller(session_id, user_id) if session_id or user_id else None
+        return await tidy_backend(
+            self.backend,
+            caller=caller,
+            max_share=TIDY_SHARE if max_share is None else max_share,
+            dry_run=dry_run,
+            workspace=None if workspace is None else Path(workspace),
+            rules=TIDY_RULES if rules is None else tuple(rules),
+            now=now,
+        )
+
+    def tidy_in_background(self, *, session_id: str | None = None, user_id: str | None = None) -> "asyncio.Task[Any]":
+        """Schedule :meth:`tidy` for this caller after a run (:meth:`flush` and :meth:`aclose` await it). A pass still
+        pending for the same caller is returned instead of starting a second one. Failures are logged, never raised."""
+        tidying: dict[Caller, asyncio.Task[Any]] = self.__dict__.setdefault("_tidying", {})
+        key = Caller(session_id, user_id)
+        task = tidying.get(key)
+        if task is not None and not task.done():
+            return task
+
+        before = [t for t in self._pending if t not in tidying.values()]  # the run's capture first: its writes are tidied too
+
+        async def run() -> Any:
+            if before:
+                await asyncio.wait(before)
+            try:
+                return await self.tidy(session_id=session_id, user_id=user_id)
+            except Exception as exc:  # memory upkeep never breaks the app
+                logger.warning("agent_memory: the run's-end tidy pass failed: %r", exc)
+                return None
+
+        task = self.background(run())
+        tidying[key] = task
+        return task
+
+    async def summarize_idle(
+        self,
+        *,
+        user_id: str | None = None,
+        policy: "SummaryPolicy | None" = None,
+        limit: int = 20,
+        now: Any = None,
+    ) -> "IdleReport":
+        """Summarise every session past the summary policy (idle ≥ 30 min or ≥ 20 new messages; ``policy``), of
+        ``user_id`` when given, at most ``limit`` sessions a call; each a ``summarized`` event. ``now``: the clock."""
+        from agent_memory.consolidate.tend import summarize_idle
+
+        await self._loaded_profile()
+        return await summarize_idle(
+            self.backend, self.session_store, worker=lambda: self.profile.summarize, user_id=user_id, policy=policy, limit=limit, now=now
+        )
+
+    def schedule_idle_summaries(self, every_s: float = 300.0, **options: Any) -> "IdleSummaries":
+        """Start an opt-in background schedule running :meth:`summarize_idle` (``options``) every ``every_s``
+        seconds, in a long-lived app; :meth:`aclose` stops it (or its own ``stop()``)."""
+        from agent_memory.consolidate.tend import IdleSummaries
+
+        sleep = options.pop("sleep", asyncio.sleep)  # a test's clock
+        schedule = IdleSummaries(lambda: self.summarize_idle(**options), every_s, sleep=sleep)
+        self.__dict__.setdefault("_schedules", []).append(schedule)
+        return schedule.start()
+
+    async def distill(
+        self, *, user_id: str | None = None, session: str | None = None, limit: int = 500, extractor: "Extractor | None" = None
+    ) -> "DistillReport":
+        """Run the capture worker (the profile's, or ``extractor`` / the provider's ``turn_extractor``) over session-log
+        messages not captured yet, imported histories included; what was read is marked durably, so a second call
+        stores nothing twice. Facts land in the partition of each session's owner. At most ``limit`` messages a call."""
+        from agent_memory.consolidate.tend import distill_sessions
+
+        extractor = extractor or self.turn_extractor
+        if extractor is None:
+            await self._loaded_profile()
+        report = await distill_sessions(
+            self.backend,
+            self.session_store,
+            worker=lambda: self.profile.capture,
+            extractor=extractor,
+            user_id=user_id,
+            session=session,
+            limit=limit,
+        )
+        self._embed_soon()
+        return report
+
+    async def _stop_schedules(self) -> None:
+        for schedule in self.__dict__.pop("_schedules", []):
+            await schedule.stop()

@@ -29,6 +29,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     ".episodes": ("episodes",),
     ".lifecycle": ("events", "history", "purge", "restore", "undo"),
     ".consolidate": ("consolidate", "reflect"),
+    ".tidy": ("tidy",),
     "..mcp.cli": ("mcp",),
 }
 

@@ -1,4 +1,5 @@
-"""Session commands: ``sessions`` (list the caller's session logs) and ``session show|summarize ID``."""
+"""Session commands: ``sessions`` (list the caller's session logs; ``summarize --idle``, ``distill``) and
+``session show|summarize ID``."""
 
 from __future__ import annotations
 
@@ -18,14 +19,30 @@ Handler = Callable[[argparse.Namespace], "int | None"]
 def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
     p = add(
         "sessions",
-        "List the session logs the caller may see (its own session, its user's), newest first.",
+        "List the session logs the caller may see (its own session, its user's), newest first; or tend them all: "
+        "summarize --idle (every session idle 30 min or with 20 new messages since its summary) and distill "
+        "(the capture worker over messages not captured yet, imported logs included; never twice).",
         [
             "agent-memory sessions --user ada",
             "agent-memory sessions --session chat-42 --json",
+            "agent-memory sessions summarize --idle",
+            "agent-memory sessions summarize --idle --user ada --limit 5 --json",
+            "agent-memory sessions distill --user ada",
         ],
     )
+    p.add_argument(
+        "action",
+        nargs="?",
+        choices=["list", "summarize", "distill"],
+        default="list",
+        help="list (default), summarize --idle (every due session), or distill (capture facts from messages not read yet)",
+    )
     add_identity(p)
-    p.add_argument("--limit", type=positive, metavar="N", help="at most N sessions (default: all)")
+    p.add_argument(
+        "--limit", type=positive, metavar="N", help="at most N sessions (list: default all; summarize: 20) or messages (distill: 500)"
+    )
+    p.add_argument("--idle", action="store_true", help="summarize: every session due under the summary policy (required)")
+    p.add_argument("--profile", default="offline", help="summarize/distill: the profile whose model is used (default offline)")
     p = add(
         "session",
         "Append to one session's log, show its messages and summary, or summarise it now.",
@@ -77,7 +94,36 @@ def _identity(args: argparse.Namespace) -> dict[str, Any]:
     return {"session_id": args.session_id, "user_id": args.user_id}
 
 
-def cmd_sessions(args: argparse.Namespace) -> None:
+def cmd_sessions(args: argparse.Namespace) -> int | None:
+    if args.action == "summarize":
+        if not args.idle:
+            raise UsageError("sessions summarize needs --idle (one session: `agent-memory session summarize ID`)")
+        return _tend(args, "summarize")
+    if args.action == "distill":
+        return _tend(args, "distill")
+    if args.idle:
+        raise UsageError("--idle goes with `sessions summarize`")
+    _list(args)
+    return None
+
+
+def _tend(args: argparse.Namespace, what: str) -> int:
+    """``sessions summarize --idle`` / ``sessions distill`` through the provider (events on the store's log)."""
+    from agent_memory.cli._workers import _run
+    from agent_memory.cli.consolidate import _provider
+
+    if args.session_id is not None and what == "summarize":
+        raise UsageError("sessions summarize --idle takes --user (or nothing: every session), not --session")
+    provider = _provider(args)
+    if what == "summarize":
+        rep: Any = _run(provider, provider.summarize_idle(user_id=args.user_id, limit=args.limit or 20))
+    else:
+        rep = _run(provider, provider.distill(user_id=args.user_id, session=args.session_id, limit=args.limit or 500))
+    emit(args, rep.to_dict(), rep.text)
+    return 0
+
+
+def _list(args: argparse.Namespace) -> None:
     infos = _store(args).sessions(**_identity(args), limit=args.limit)
     doc = {"sessions": [i.to_dict() for i in infos]}
 

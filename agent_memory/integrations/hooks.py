@@ -110,7 +110,10 @@ class MemoryHooks:
     returns its lexical fallback, or nothing; the abandoned worker run is cancelled. ``summary_tokens``
     is passed to ``provider.recall``. ``consolidate_every`` (off by default): every N turns, and at compaction,
     run the deterministic consolidation pass (:meth:`MemoryProvider.consolidate`) over this caller's memory in
-    the background — never destructive (archives, ≤ 10% a run), never blocking a turn.
+    the background — never destructive (archives, ≤ 10% a run), never blocking a turn. ``tidy`` (on by default):
+    when a run ends (:meth:`on_run_end`, :meth:`tidy_later`), the light tidy pass (:meth:`MemoryProvider.tidy`: expired,
+    orphaned and exactly duplicated records of this caller, ≤ 1% a pass, ``MEMORY.md`` refreshed) runs in the
+    background; ``provider.flush()`` awaits it.
     """
 
     def __init__(
@@ -127,8 +130,10 @@ class MemoryHooks:
         log_sessions: bool = True,
         summary_policy: "SummaryPolicy | None" = None,
         consolidate_every: int | None = None,
+        tidy: bool = True,
     ) -> None:
         self.provider = provider
+        self.tidy_enabled = tidy
         self.session_id = session_id
         self.user_id = user_id
         self.core_budget = core_budget
@@ -328,6 +333,7 @@ class MemoryHooks:
         error: BaseException | str | None = None,
         tool_calls: Sequence[Any] = (),
         usage: Any = None,
+        tidy: bool = True,
         **facts: Any,
     ) -> "Episode | None":
         """Record this run's episode (goal, tools in order with outcomes, exit, usage); ``None`` if that failed.
@@ -335,7 +341,10 @@ class MemoryHooks:
         Call it once per agent run, also for a failed one (pass ``error``). ``tool_calls`` are tool
         names or ``{"name", "outcome", "detail"}`` mappings in call order; ``usage`` a pydantic-ai
         ``RunUsage`` or a mapping; other ``facts`` go to :func:`agent_memory.episodes.build_episode`.
+        Then the run's-end tidy pass is scheduled (:meth:`tidy_later`; ``tidy=False`` skips it for this call).
         """
+        if tidy:
+            self.tidy_later()
         try:
             return await self.provider.record_episode(
                 goal,
@@ -359,6 +368,22 @@ class MemoryHooks:
     async def flush(self) -> list[Any]:
         """Wait for every pending background capture of the provider; returns their results."""
         return await self.provider.flush()
+
+    def tidy_later(self) -> "asyncio.Task[Any] | None":
+        """Schedule the run's-end tidy pass for this caller in the background, after the captures pending now
+        (``None`` when ``tidy=False``); never raises. ``provider.flush()`` awaits it."""
+        if not self.tidy_enabled:
+            return None
+        schedule = getattr(self.provider, "tidy_in_background", None)
+        if schedule is None:
+            return None
+        try:
+            task: asyncio.Task[Any] = schedule(session_id=self.session_id, user_id=self.user_id)
+        except Exception:  # e.g. no running loop
+            logger.warning("agent_memory: scheduling the tidy pass failed", exc_info=True)
+            return None
+        self._track(task)
+        return task
 
     # -- internals -----------------------------------------------------------------------
     def _consolidate_later(self) -> None:

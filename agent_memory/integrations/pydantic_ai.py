@@ -102,7 +102,8 @@ class MemoryCapability(AbstractCapability[Any]):
     ``identity`` (a function of the run's ``RunContext``, e.g. reading ``ctx.deps``) names the
     caller per run instead of the fixed ``session_id``/``user_id``: one capability, many users.
     ``episodes=False`` stops recording one episode per run. ``consolidate_every=N`` (off by default) runs the
-    non-destructive consolidation pass every N turns and at compaction, in the background.
+    non-destructive consolidation pass every N turns and at compaction, in the background. ``tidy=False`` turns off
+    the run's-end tidy pass (on by default: :meth:`MemoryProvider.tidy` for the run's caller, in the background).
 
     Conversations are told apart by pydantic-ai's ``conversation_id`` (inherited from
     ``message_history``, or fresh for a run without history); the frozen core block of the
@@ -125,8 +126,10 @@ class MemoryCapability(AbstractCapability[Any]):
         identity: Identity | None = None,
         episodes: bool = True,
         consolidate_every: int | None = None,
+        tidy: bool = True,
     ) -> None:
         self.provider = provider
+        self.tidy = tidy
         self.identity = identity
         self.session_id = session_id
         self.user_id = user_id
@@ -176,6 +179,7 @@ class MemoryCapability(AbstractCapability[Any]):
                 summary_tokens=self.summary_tokens,
                 recall_timeout=self.recall_timeout,
                 consolidate_every=self.consolidate_every,
+                tidy=self.tidy,
             )
             conversations[key] = hooks
             while len(conversations) > max(1, self.max_conversations):
@@ -262,6 +266,20 @@ class MemoryCapability(AbstractCapability[Any]):
         return request_context
 
     async def after_run(self, ctx: RunContext[Any], *, result: "AgentRunResult[Any]") -> "AgentRunResult[Any]":
+        result = await self._finish_turn(ctx, result)
+        await self._tidy(ctx)
+        return result
+
+    async def _tidy(self, ctx: RunContext[Any]) -> None:
+        """The run's-end tidy pass in the background (``tidy=False``: off); under ``run_sync`` awaited here, as the
+        loop ends with the run."""
+        if not self.tidy:
+            return
+        task = self.hooks(ctx.conversation_id).tidy_later()
+        if task is not None and driven_by_run_sync():
+            await asyncio.wait([task])
+
+    async def _finish_turn(self, ctx: RunContext[Any], result: "AgentRunResult[Any]") -> "AgentRunResult[Any]":
         output = result.output
         deferred = _is_deferred(output)
         await self._record_episode(
@@ -296,6 +314,8 @@ class MemoryCapability(AbstractCapability[Any]):
 
     async def on_run_error(self, ctx: RunContext[Any], *, error: BaseException) -> "AgentRunResult[Any]":
         await self._record_episode(ctx, error=error)
+        if not isinstance(error, asyncio.CancelledError):
+            await self._tidy(ctx)
         raise error
 
     # -- internals -----------------------------------------------------------------------
@@ -337,6 +357,7 @@ class MemoryCapability(AbstractCapability[Any]):
                 run_id=ctx.run_id,
                 conversation_id=ctx.conversation_id,
                 source="pydantic_ai",
+                tidy=False,  # the capability schedules it itself, also when episodes are off
             )
         except Exception:
             logger.warning("agent_memory: could not read the run for its episode", exc_info=True)

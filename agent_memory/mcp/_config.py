@@ -256,6 +256,7 @@ class ServerOptions:
     profile: str = "offline"
     max_output_chars: int = 20_000
     strict_visibility: bool | None = None  # None: on when the tokens act for more than one user or session
+    summarize_idle_every: float | None = None  # seconds between idle-session summary passes (None: off)
 
     def __post_init__(self) -> None:
         if self.transport not in ("stdio", "http"):
@@ -269,6 +270,8 @@ class ServerOptions:
             )
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"port must be 0-65535, not {self.port}")
+        if self.summarize_idle_every is not None and not self.summarize_idle_every > 0:
+            raise ConfigError(f"--summarize-idle-every must be a number of seconds > 0, not {self.summarize_idle_every}")
 
     @property
     def strict(self) -> bool:

@@ -84,6 +84,13 @@ def configure_parser(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     )
     p.add_argument("--profile", default="offline", help="model profile of the recall worker (default offline)")
     p.add_argument("--max-output-chars", type=int, default=20_000, help="bound on one tool result (default 20000)")
+    p.add_argument(
+        "--summarize-idle-every",
+        type=float,
+        metavar="SECONDS",
+        default=None,
+        help="summarise idle sessions (30 min idle or 20 new messages) every SECONDS while serving (default off)",
+    )
     return p
 
 
@@ -111,6 +118,7 @@ def options_from_args(args: argparse.Namespace, env: "os._Environ[str] | dict[st
         profile=args.profile,
         max_output_chars=args.max_output_chars,
         strict_visibility=getattr(args, "strict_visibility", None),
+        summarize_idle_every=getattr(args, "summarize_idle_every", None),
     )
 
 
@@ -134,11 +142,23 @@ async def _serve(options: ServerOptions, provider: Any) -> None:
 
     own = provider is None
     memory = MemoryProvider(options.root, profile=options.profile) if own else provider
+    schedule = start_idle_summaries(memory, options)
     try:
         await (run_http if options.transport == "http" else run_stdio)(memory, options)
     finally:
+        if schedule is not None:
+            await schedule.stop()
         if own:
             await memory.aclose()
+
+
+def start_idle_summaries(memory: Any, options: ServerOptions, **kwargs: Any) -> Any:
+    """With ``--summarize-idle-every``: the started idle-session summary schedule (for the server's user when it acts
+    for one user, else every session of the store); ``None`` when off."""
+    if options.summarize_idle_every is None:
+        return None
+    user = options.identity.user_id if not options.tokens else None
+    return memory.schedule_idle_summaries(options.summarize_idle_every, user_id=user, **kwargs)
 
 
 def _handler(args: argparse.Namespace) -> int:

@@ -54,6 +54,8 @@ EVENT_TYPES = frozenset(
         "swept",
         "hand_edit",
         "undone",
+        "summarized",  # a session log got a new summary version (id: "session:<id>"; agent_memory.consolidate.tend)
+        "distilled",  # a session log's messages up to detail.through went through the capture worker (same)
     }
 )
 

@@ -151,7 +151,10 @@ async def restore(
                     await record_event(b, conn, event, row, caller, after=row["content_hash"], **{"from": "archive", **detail})
             except psycopg.errors.UniqueViolation:
                 raise InvalidInputError(f"record {record_id} cannot come back: a live record holds its key or the same text now") from None
-            back: MemoryRecord = await b.get(record_id, caller)
+            try:
+                back: MemoryRecord = await b.get(record_id, caller)
+            except NotFoundError:  # back, but expired (an expired record the tidy pass archived): readers skip it, as on files
+                back = row_to_record(row, b.path_of(record_id))
             return back
         older = await _predecessors(b, conn, row)
     versions = [*reversed(older), row]
@@ -197,7 +200,7 @@ async def undo(b: Any, caller: Caller) -> Event:
     if ev is None:
         raise NotFoundError("nothing to undo for this caller (no change of theirs that is not undone yet)")
     tag: dict[str, Any] = {"undo_of": ev.eid}
-    if ev.event == "forgotten":
+    if ev.event in ("forgotten", "archived"):  # archived: a tidy pass's change (agent_memory.consolidate.tidy)
         await restore(b, ev.id, caller, event="undone", **tag)
         return ev
     async with b.pool.connection() as conn:
