@@ -50,6 +50,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.consolidate import ConsolidationReport
     from agent_memory.embeddings import Embedder
     from agent_memory.episodes import Episode, Episodes
+    from agent_memory.model.links import RecordLinks
     from agent_memory.sessions import SessionInfo, SessionMessage, SessionStore, SessionSummary, SummaryPolicy
 
 T = TypeVar("T")
@@ -633,3 +634,11 @@ class MemoryProvider:
         return await asyncio.to_thread(
             search_sessions, self.session_store, query, session_id=session_id, user_id=user_id, limit=limit, embedder=self._embedder()
         )
+
+    # -- links between memories (files and PostgreSQL; docs/links.md) ----------------
+    async def links(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> "RecordLinks":
+        """A visible record's outgoing ``[[id]]``/``[[Title]]`` links and its backlinks, resolved among the records the
+        caller may see (an unresolved link names no hidden record); :class:`NotFoundError` if the record is hidden."""
+        from agent_memory.backends.base import LinksBackend
+
+        return await require(self.backend, LinksBackend, "links").links(record_id, Caller(session_id, user_id))
