@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import dataclasses
 import logging
 import os
 import warnings
@@ -215,6 +216,8 @@ class MemoryProvider:
         ``mode="contextual"``: sessions by their summaries, then messages and records within them (files backend)."""
         if filters.get("mode") == "contextual":
             _ = self.session_store  # a clear typed error where session logs are not kept
+        if filters.pop("expand_links", False):  # opt-in: the top hits' linked records join the candidates (docs/links.md)
+            return await self._search_linked(query, Caller(session_id, user_id), tags=tags, limit=limit, **filters)
         return await self.backend.search(query, Caller(session_id, user_id), tags=tags, limit=limit, **filters)
 
     async def search_trace(self, query: str, **kwargs: Any) -> SearchResult:
@@ -642,3 +645,28 @@ class MemoryProvider:
         from agent_memory.backends.base import LinksBackend
 
         return await require(self.backend, LinksBackend, "links").links(record_id, Caller(session_id, user_id))
+
+    async def _search_linked(self, query: str, caller: Caller, *, limit: int, **options: Any) -> SearchResult:
+        """:meth:`search` with ``expand_links=True``: the first hits' linked records (outgoing and backlinks, only
+        those the caller may see) added at a discounted score (:mod:`agent_memory.search.links`)."""
+        from agent_memory.backends.base import LinksBackend
+        from agent_memory.errors import NotFoundError
+        from agent_memory.search.links import SEEDS, expand_hits
+        from agent_memory.search.types import SearchHit
+
+        backend = require(self.backend, LinksBackend, "links")
+        result = await self.backend.search(query, caller, limit=limit, **options)
+        linked: dict[str, builtins.list[SearchHit]] = {}
+        for seed in result.hits[:SEEDS]:
+            found = await backend.links(seed.id, caller)
+            ids = dict.fromkeys([x.record_id for x in found.outgoing if x.record_id] + [x.record_id for x in found.backlinks])
+            for rid in ids:
+                try:
+                    rec = await self.backend.get(rid, caller)
+                except NotFoundError:  # gone (or expired) since the link was read
+                    continue
+                end = rec.body_line + max(0, rec.content.count("\n"))
+                hit = SearchHit(rec.id, str(rec.path), rec.body_line, end, rec.content[:300], 0.0, rec.title, rec.kind, rec.scope.value)
+                linked.setdefault(seed.id, []).append(dataclasses.replace(hit, tags=rec.tags, updated=rec.updated, recorded_at=rec.created))
+        return SearchResult(expand_hits(result.hits, linked, limit=limit), result.trace)
+

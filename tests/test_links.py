@@ -288,3 +288,20 @@ async def test_memory_links_tool_is_offered_to_the_recall_worker_and_hides_other
     assert plan.id not in json.dumps(got)
     refused = await call_tool(memory_toolset(m, READ, caller=Caller(user_id="bob")), "memory_links", {"id": kelp.id})
     assert "NotFoundError" in str(refused) and "Sea otters" not in str(refused)
+
+
+async def test_search_expand_links_adds_linked_records_the_caller_may_see(backend: Any) -> None:
+    m = backend.provider()
+    person = await m.remember("Maria Lopez lives in Porto.", title="Maria Lopez", scope="user", user_id="alice")
+    project = await m.remember("Project Falcon is led by [[Maria Lopez]] and [[Bob plan]].", title="Falcon", scope="user", user_id="alice")
+    plan = await m.remember("Bob's plan for Falcon lives in a drawer.", title="Bob plan", scope="user", user_id="bob")
+    for i in range(3):
+        await m.remember(f"Unrelated note {i} about weather.", title=f"Note {i}", scope="user", user_id="alice")
+    plain = await m.search("project Falcon lead", user_id="alice", limit=5)
+    assert [h.id for h in plain.hits] == [project.id]  # the person shares no word with the question
+    wide = await m.search("project Falcon lead", user_id="alice", limit=5, expand_links=True)
+    assert [h.id for h in wide.hits] == [project.id, person.id]
+    assert wide.hits[1].score == pytest.approx(wide.hits[0].score * 0.5, abs=1e-3) and wide.hits[1].title == "Maria Lopez"
+    back = await m.search("Porto", user_id="alice", limit=5, expand_links=True)  # a backlink joins as well
+    assert [h.id for h in back.hits] == [person.id, project.id]
+    assert [h.id for h in (await m.search("Falcon", user_id="bob", limit=5, expand_links=True)).hits] == [plan.id]
