@@ -669,4 +669,3 @@ class MemoryProvider:
                 hit = SearchHit(rec.id, str(rec.path), rec.body_line, end, rec.content[:300], 0.0, rec.title, rec.kind, rec.scope.value)
                 linked.setdefault(seed.id, []).append(dataclasses.replace(hit, tags=rec.tags, updated=rec.updated, recorded_at=rec.created))
         return SearchResult(expand_hits(result.hits, linked, limit=limit), result.trace)
-

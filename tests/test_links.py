@@ -208,6 +208,7 @@ async def test_a_hand_edited_record_file_updates_its_links(tmp_path: Path) -> No
     m.close()
     again = MemoryProvider(tmp_path / "root")
     assert back(await again.links(kelp.id)) == [note.id]
+    assert back(again.store.links(kelp.id)) == [note.id]  # the synchronous store answers the same
     again.close()
 
 
@@ -305,3 +306,15 @@ async def test_search_expand_links_adds_linked_records_the_caller_may_see(backen
     back = await m.search("Porto", user_id="alice", limit=5, expand_links=True)  # a backlink joins as well
     assert [h.id for h in back.hits] == [person.id, project.id]
     assert [h.id for h in (await m.search("Falcon", user_id="bob", limit=5, expand_links=True)).hits] == [plan.id]
+
+
+async def test_the_session_logs_migration_fills_the_link_tables_too(backend: Any) -> None:
+    if backend.kind != "postgres":
+        pytest.skip("PostgreSQL: session logs migrate the schema over their own synchronous pool")
+    m = backend.provider()
+    kelp = await m.remember("Kelp: see [[Sea otters]].", title="Kelp", scope="user", user_id="alice")
+    otters = await m.remember("Otters.", title="Sea otters", scope="user", user_id="alice")
+    await _drop_link_tables(backend, m)
+    fresh = backend.provider()
+    await fresh.log_messages([{"role": "user", "text": "hello"}], session_id="s1", user_id="alice")  # migrates first
+    assert out(await fresh.links(kelp.id, user_id="alice")) == [("Sea otters", otters.id)]

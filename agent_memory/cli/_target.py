@@ -114,9 +114,7 @@ class StoreTarget:
 
     def links(self, record_id: str, **caller: Any) -> Any:
         """Outgoing links and backlinks of a visible record (:mod:`agent_memory.backends.files.links`)."""
-        from agent_memory.backends.files.links import links_for
-
-        return links_for(self.store, record_id, caller.get("session_id"), caller.get("user_id"))
+        return self.store.links(record_id, **caller)
 
     def close(self) -> None:
         self.store.close()
