@@ -318,3 +318,12 @@ async def test_the_session_logs_migration_fills_the_link_tables_too(backend: Any
     fresh = backend.provider()
     await fresh.log_messages([{"role": "user", "text": "hello"}], session_id="s1", user_id="alice")  # migrates first
     assert out(await fresh.links(kelp.id, user_id="alice")) == [("Sea otters", otters.id)]
+
+
+async def test_a_bulk_write_keeps_the_links_of_every_record(backend: Any) -> None:
+    m = backend.provider()  # 70 unkeyed drafts: PostgreSQL ingests them with COPY (copy_threshold 64)
+    drafts = [MemoryDraft(f"Spoke {i} hangs off [[Hub]].", title=f"Spoke {i}", scope="project") for i in range(70)]
+    spokes = await m.remember_many(drafts)
+    hub = await m.remember("The hub.", title="Hub", scope="project")
+    assert back(await m.links(hub.id)) == sorted(r.id for r in spokes)
+    assert out(await m.links(spokes[0].id)) == [("Hub", hub.id)]

@@ -64,21 +64,34 @@ def _rows(records: Iterable[Mapping[str, Any]]) -> tuple[list[tuple[str, str, st
     return titles, links
 
 
-def _inserts(s: str) -> tuple[str, str]:
-    return (
-        f'INSERT INTO "{s}".record_titles (tenant, id, key) VALUES (%s, %s, %s)',
-        f'INSERT INTO "{s}".record_links (tenant, src, pos, target, key) VALUES (%s, %s, %s, %s, %s)',
-    )
+def _inserts(s: str, records: Iterable[Mapping[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """The (at most two) statements writing the title and link rows of ``records``: one ``INSERT … SELECT FROM unnest``
+    per table, whatever the number of rows (a bulk import pays two statements, not one per row)."""
+    titles, links = _rows(records)
+    out: list[tuple[str, dict[str, Any]]] = []
+    if titles:
+        columns = {"t": [r[0] for r in titles], "i": [r[1] for r in titles], "k": [r[2] for r in titles]}
+        out.append(
+            (
+                f'INSERT INTO "{s}".record_titles (tenant, id, key) SELECT * FROM unnest(%(t)s::text[], %(i)s::text[], %(k)s::text[])',
+                columns,
+            )
+        )
+    if links:
+        cols: dict[str, list[Any]] = {name: [r[n] for r in links] for n, name in enumerate(("t", "i", "p", "g", "k"))}
+        out.append(
+            (
+                f'INSERT INTO "{s}".record_links (tenant, src, pos, target, key)'
+                " SELECT * FROM unnest(%(t)s::text[], %(i)s::text[], %(p)s::int[], %(g)s::text[], %(k)s::text[])",
+                cols,
+            )
+        )
+    return out
 
 
 async def _write(conn: Any, s: str, records: Sequence[Mapping[str, Any]]) -> None:
-    titles, links = _rows(records)
-    title_sql, link_sql = _inserts(s)
-    async with conn.cursor() as cur:
-        if titles:
-            await cur.executemany(title_sql, titles)
-        if links:
-            await cur.executemany(link_sql, links)
+    for sql, params in _inserts(s, records):
+        await conn.execute(sql, params)
 
 
 async def add(conn: Any, s: str, records: Iterable[MemoryRecord], ids: Iterable[str] | None = None) -> None:
@@ -122,13 +135,8 @@ def rebuild_sync(conn: Any, s: str) -> None:
     """:func:`rebuild` over a synchronous connection (the migration of the session logs' pool)."""
     conn.execute(f'DELETE FROM "{s}".record_links')
     conn.execute(f'DELETE FROM "{s}".record_titles')
-    titles, links = _rows(conn.execute(f'SELECT tenant, id, title, content FROM "{s}".records').fetchall())
-    title_sql, link_sql = _inserts(s)
-    with conn.cursor() as cur:
-        if titles:
-            cur.executemany(title_sql, titles)
-        if links:
-            cur.executemany(link_sql, links)
+    for sql, params in _inserts(s, conn.execute(f'SELECT tenant, id, title, content FROM "{s}".records').fetchall()):
+        conn.execute(sql, params)
 
 
 def _ref(row: Mapping[str, Any]) -> LinkRef:
