@@ -650,7 +650,7 @@ class MemoryProvider:
         """:meth:`search` with ``expand_links=True``: the first hits' linked records (outgoing and backlinks, only
         those the caller may see) added at a discounted score (:mod:`agent_memory.search.links`)."""
         from agent_memory.backends.base import LinksBackend
-        from agent_memory.errors import NotFoundError
+        from agent_memory.errors import AgentMemoryError, NotFoundError
         from agent_memory.search.links import SEEDS, expand_hits
         from agent_memory.search.types import SearchHit
 
@@ -658,7 +658,10 @@ class MemoryProvider:
         result = await self.backend.search(query, caller, limit=limit, **options)
         linked: dict[str, builtins.list[SearchHit]] = {}
         for seed in result.hits[:SEEDS]:
-            found = await backend.links(seed.id, caller)
+            try:
+                found = await backend.links(seed.id, caller)
+            except AgentMemoryError:  # not a record (a session message of a contextual search) or gone meanwhile
+                continue
             ids = dict.fromkeys([x.record_id for x in found.outgoing if x.record_id] + [x.record_id for x in found.backlinks])
             for rid in ids:
                 try:

@@ -327,3 +327,16 @@ async def test_a_bulk_write_keeps_the_links_of_every_record(backend: Any) -> Non
     hub = await m.remember("The hub.", title="Hub", scope="project")
     assert back(await m.links(hub.id)) == sorted(r.id for r in spokes)
     assert out(await m.links(spokes[0].id)) == [("Hub", hub.id)]
+
+
+async def test_expand_links_passes_over_hits_that_are_not_records(tmp_path: Path) -> None:
+    from agent_memory import MemoryProvider
+
+    m = MemoryProvider(tmp_path / "root")
+    kelp = await m.remember("Kelp shelters [[Sea otters]].", title="Kelp", scope="user", user_id="a")
+    otters = await m.remember("Otters float.", title="Sea otters", scope="user", user_id="a")
+    await m.log_messages([{"role": "user", "text": "we talked about kelp forests"}], session_id="s1", user_id="a")
+    hits = (await m.search("kelp", session_id="s1", user_id="a", mode="contextual", expand_links=True)).hits
+    assert "s1#1" in [h.id for h in hits] and kelp.id in [h.id for h in hits]  # a message hit is no seed, and no error
+    assert otters.id in [h.id for h in hits]
+    m.close()
