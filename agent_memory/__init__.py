@@ -100,12 +100,17 @@ _EXPORTS = {
     "Written": "backends.extended",
     "Retrieved": "backends.extended",
     "SessionEnded": "backends.extended",
+    "LinksBackend": "backends.base",
+    "RecordLinks": "model.links",
+    "Link": "model.links",
+    "Backlink": "model.links",
 }
 
 # A literal list, so type checkers see the re-exports (mypy cannot read a computed __all__).
 __all__ = [
     "AgentMemoryError",
     "BackendError",
+    "Backlink",
     "CallableEmbedder",
     "Caller",
     "CaptureContext",
@@ -130,6 +135,8 @@ __all__ = [
     "InvalidIdError",
     "InvalidInputError",
     "LifecycleBackend",
+    "Link",
+    "LinksBackend",
     "LiteLLMEmbedder",
     "LiteLLMModel",
     "LocalEmbedder",
@@ -152,6 +159,7 @@ __all__ = [
     "ProfileError",
     "ReadOnlyError",
     "RecallResult",
+    "RecordLinks",
     "RecordParseError",
     "Reflection",
     "RememberResult",
@@ -206,6 +214,7 @@ if TYPE_CHECKING:  # pragma: no cover
         Caller,
         EpisodesBackend,
         LifecycleBackend,
+        LinksBackend,
         MemoryBackend,
         SessionsBackend,
         VectorsBackend,
@@ -237,6 +246,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.integrations.hooks import MemoryContext, MemoryHooks
     from agent_memory.integrations.pydantic_ai import MemoryCapability
     from agent_memory.model.drafts import MemoryDraft, RememberResult
+    from agent_memory.model.links import Backlink, Link, RecordLinks
     from agent_memory.model.records import MemoryRecord, RecordParseError, Scope
     from agent_memory.model.reports import DoctorReport, SweepReport
     from agent_memory.portable import ImportReport, export_records, import_file

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import dataclasses
 import logging
 import os
 import warnings
@@ -52,6 +53,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.consolidate.tidy import TidyReport
     from agent_memory.embeddings import Embedder
     from agent_memory.episodes import Episode, Episodes
+    from agent_memory.model.links import RecordLinks
     from agent_memory.sessions import SessionInfo, SessionMessage, SessionStore, SessionSummary, SummaryPolicy
 
 T = TypeVar("T")
@@ -216,6 +218,8 @@ class MemoryProvider:
         ``mode="contextual"``: sessions by their summaries, then messages and records within them (files backend)."""
         if filters.get("mode") == "contextual":
             _ = self.session_store  # a clear typed error where session logs are not kept
+        if filters.pop("expand_links", False):  # opt-in: the top hits' linked records join the candidates (docs/links.md)
+            return await self._search_linked(query, Caller(session_id, user_id), tags=tags, limit=limit, **filters)
         return await self.backend.search(query, Caller(session_id, user_id), tags=tags, limit=limit, **filters)
 
     async def search_trace(self, query: str, **kwargs: Any) -> SearchResult:
@@ -747,3 +751,38 @@ class MemoryProvider:
     async def _stop_schedules(self) -> None:
         for schedule in self.__dict__.pop("_schedules", []):
             await schedule.stop()
+
+    # -- links between memories (files and PostgreSQL; docs/links.md) ----------------
+    async def links(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> "RecordLinks":
+        """A visible record's outgoing ``[[id]]``/``[[Title]]`` links and its backlinks, resolved among the records the
+        caller may see (an unresolved link names no hidden record); :class:`NotFoundError` if the record is hidden."""
+        from agent_memory.backends.base import LinksBackend
+
+        return await require(self.backend, LinksBackend, "links").links(record_id, Caller(session_id, user_id))
+
+    async def _search_linked(self, query: str, caller: Caller, *, limit: int, **options: Any) -> SearchResult:
+        """:meth:`search` with ``expand_links=True``: the first hits' linked records (outgoing and backlinks, only
+        those the caller may see) added at a discounted score (:mod:`agent_memory.search.links`)."""
+        from agent_memory.backends.base import LinksBackend
+        from agent_memory.errors import AgentMemoryError, NotFoundError
+        from agent_memory.search.links import SEEDS, expand_hits
+        from agent_memory.search.types import SearchHit
+
+        backend = require(self.backend, LinksBackend, "links")
+        result = await self.backend.search(query, caller, limit=limit, **options)
+        linked: dict[str, builtins.list[SearchHit]] = {}
+        for seed in result.hits[:SEEDS]:
+            try:
+                found = await backend.links(seed.id, caller)
+            except AgentMemoryError:  # not a record (a session message of a contextual search) or gone meanwhile
+                continue
+            ids = dict.fromkeys([x.record_id for x in found.outgoing if x.record_id] + [x.record_id for x in found.backlinks])
+            for rid in ids:
+                try:
+                    rec = await self.backend.get(rid, caller)
+                except NotFoundError:  # gone (or expired) since the link was read
+                    continue
+                end = rec.body_line + max(0, rec.content.count("\n"))
+                hit = SearchHit(rec.id, str(rec.path), rec.body_line, end, rec.content[:300], 0.0, rec.title, rec.kind, rec.scope.value)
+                linked.setdefault(seed.id, []).append(dataclasses.replace(hit, tags=rec.tags, updated=rec.updated, recorded_at=rec.created))
+        return SearchResult(expand_hits(result.hits, linked, limit=limit), result.trace)

@@ -1,6 +1,6 @@
 """Narrow memory tools as pydantic-ai toolsets, bound to one backend and one caller.
 
-``READ`` = search/get/list/search_sessions/episodes, ``CAPTURE`` = READ + remember/supersede,
+``READ`` = search/get/list/search_sessions/episodes/links, ``CAPTURE`` = READ + remember/supersede,
 ``FOREGROUND`` = CAPTURE + forget + reflect (``memory_reflect`` is offered when the toolset is built from a
 ``MemoryProvider`` or given ``reflect=``).
 The caller's ``session_id``/``user_id`` are captured in closures: they are not tool
@@ -22,6 +22,7 @@ from agent_memory.agents.fence import UNTRUSTED_NOTE
 from agent_memory.backends.base import (
     Caller,
     EpisodesBackend,
+    LinksBackend,
     MemoryBackend,
     SessionsBackend,
     VectorsBackend,
@@ -34,7 +35,7 @@ from agent_memory.model.lines import dates_text, summary_line
 
 __all__ = ["READ", "CAPTURE", "FOREGROUND", "TOOL_SETS", "memory_toolset", "as_backend", "caller_scope"]
 
-READ: tuple[str, ...] = ("memory_search", "memory_get", "memory_list", "memory_search_sessions", "memory_episodes")
+READ: tuple[str, ...] = ("memory_search", "memory_get", "memory_list", "memory_search_sessions", "memory_episodes", "memory_links")
 CAPTURE: tuple[str, ...] = READ + ("memory_remember", "memory_supersede")
 FOREGROUND: tuple[str, ...] = CAPTURE + ("memory_forget", "memory_reflect")
 TOOL_SETS = {"read": READ, "capture": CAPTURE, "foreground": FOREGROUND}
@@ -398,7 +399,20 @@ def memory_toolset(
         res = await reflector(question, session_id=who.session_id, user_id=who.user_id)
         return {"note": UNTRUSTED_NOTE, **res.to_dict()}
 
+    async def memory_links(id: str) -> dict[str, Any]:
+        """The [[links]] written in one memory record and the records that link to it (backlinks): related memories.
+
+        Args:
+            id: The record id from memory_search, memory_get or memory_list.
+        """
+        try:
+            found = await require(store, LinksBackend, "links").links(id, who)
+        except AgentMemoryError as exc:
+            raise _retry(exc) from None
+        return {"note": UNTRUSTED_NOTE, **found.to_dict()}  # unresolved: no record this caller may see has that id/title
+
     for fn in (
+        memory_links,
         memory_search,
         memory_get,
         memory_list,
@@ -413,6 +427,8 @@ def memory_toolset(
             continue  # a backend without episodes (not an EpisodesBackend) does not offer the tool
         if fn is memory_search_sessions and capability(store, SessionsBackend) is None:
             continue  # likewise session logs
+        if fn is memory_links and capability(store, LinksBackend) is None:
+            continue  # a backend without a link table does not offer the tool
         if fn is memory_reflect and reflector is None:
             continue  # reflect needs the provider's worker: offered only when one is at hand
         if fn.__name__ in allowed:

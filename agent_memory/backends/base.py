@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # annotations only: a PostgreSQL process never imports the fi
     from agent_memory.episodes import Episodes
     from agent_memory.model.drafts import MemoryDraft, RememberResult
     from agent_memory.model.events import Event
+    from agent_memory.model.links import RecordLinks
     from agent_memory.model.records import MemoryRecord
     from agent_memory.model.reports import BackfillReport, DoctorReport, History, PurgeReport, SweepReport, SyncReport
     from agent_memory.search.types import SearchResult
@@ -30,7 +31,17 @@ if TYPE_CHECKING:  # annotations only: a PostgreSQL process never imports the fi
 T = TypeVar("T")
 C = TypeVar("C")
 
-__all__ = ["Caller", "MemoryBackend", "LifecycleBackend", "SessionsBackend", "EpisodesBackend", "VectorsBackend", "capability", "require"]
+__all__ = [
+    "Caller",
+    "MemoryBackend",
+    "LifecycleBackend",
+    "SessionsBackend",
+    "EpisodesBackend",
+    "VectorsBackend",
+    "LinksBackend",
+    "capability",
+    "require",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +144,14 @@ class VectorsBackend(Protocol):
     async def embed(self, progress: Callable[[int, int], None] | None = None) -> BackfillReport: ...
 
     async def embedded(self, timeout: float | None = None) -> bool: ...
+
+
+@runtime_checkable
+class LinksBackend(Protocol):
+    """Links between records (``[[id]]``/``[[Title]]`` in bodies; :mod:`agent_memory.model.links`): one record's
+    outgoing links and backlinks, resolved among the records the caller may see."""
+
+    async def links(self, record_id: str, caller: Caller) -> RecordLinks: ...
 
 
 def capability(backend: object, protocol: Callable[..., C]) -> C | None:

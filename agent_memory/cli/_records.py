@@ -143,12 +143,16 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
         [
             "agent-memory get 2026-11-22-deploy-day-a1b2c3d4",
             "agent-memory get 2026-11-22-deploy-day-a1b2c3d4 --user ada --json",
+            "agent-memory get 2026-11-22-deploy-day-a1b2c3d4 --links",
         ],
     )
     p.add_argument("id", help="record id (as printed by remember, search and list)")
     add_identity(p)
     p.add_argument(
         "--provenance", action="store_true", help="also print who created and last changed it (session, user, actor, run/tool call)"
+    )
+    p.add_argument(
+        "--links", action="store_true", help="also print its [[links]] and backlinks (only records this caller may see; docs/links.md)"
     )
 
     p = add(
@@ -295,7 +299,20 @@ def cmd_get(args: argparse.Namespace) -> None:
             extra = "".join(
                 f"\n{k}: " + (json.dumps(v, ensure_ascii=False) if isinstance(v, dict) else str(v)) for k, v in doc["provenance"].items()
             )
+        if args.links:
+            linked = target.links(args.id, **_caller(args))
+            doc["links"] = {"outgoing": [x.to_dict() for x in linked.outgoing], "backlinks": [x.to_dict() for x in linked.backlinks]}
+            extra += _links_text(linked)
     emit(args, doc, lambda: f"{rec.id} ({rec.kind}, {rec.scope.value}{expires}{_dates(rec)}) {rec.path}{extra}\n\n{rec.content}")
+
+
+def _links_text(linked: Any) -> str:
+    """``get --links`` in words: each outgoing link (where it leads, or unresolved), then each backlink."""
+    lines = [f"  -> [[{x.target}]] " + (f"{x.record_id} ({x.title})" if x.record_id else "unresolved") for x in linked.outgoing] or [
+        "  -> (no links)"
+    ]
+    lines += [f"  <- {x.record_id} ({x.title}) via [[{x.target}]]" for x in linked.backlinks] or ["  <- (no backlinks)"]
+    return "\nlinks:\n" + "\n".join(lines)
 
 
 def cmd_list(args: argparse.Namespace) -> None:

@@ -112,6 +112,10 @@ class StoreTarget:
     def call(self, name: str, **kwargs: Any) -> Any:  # sweep, reindex, doctor
         return getattr(self.store, name)(**kwargs)
 
+    def links(self, record_id: str, **caller: Any) -> Any:
+        """Outgoing links and backlinks of a visible record (:mod:`agent_memory.backends.files.links`)."""
+        return self.store.links(record_id, **caller)
+
     def close(self) -> None:
         self.store.close()
 
@@ -187,6 +191,12 @@ class BackendTarget:
 
         lifecycle = require(self.backend, LifecycleBackend, "provenance")
         return self._run(lifecycle.provenance(record_id, self._caller(caller)))
+
+    def links(self, record_id: str, **caller: Any) -> Any:
+        """Outgoing links and backlinks of a visible record (a backend that keeps none raises ``UnsupportedError``)."""
+        from agent_memory.backends.base import LinksBackend, require
+
+        return self._run(require(self.backend, LinksBackend, "links").links(record_id, self._caller(caller)))
 
     def close(self) -> None:
         """Close the backend on the target's loop, then the loop (idempotent)."""

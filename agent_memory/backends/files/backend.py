@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.episodes import EpisodeStore
     from agent_memory.model.drafts import MemoryDraft, RememberResult
     from agent_memory.model.events import Event
+    from agent_memory.model.links import RecordLinks
     from agent_memory.model.records import MemoryRecord
     from agent_memory.model.reports import BackfillReport, DoctorReport, History, PurgeReport, SweepReport, SyncReport
     from agent_memory.search.types import SearchResult
@@ -189,6 +190,12 @@ class FilesBackend:
         """Wait until background embedding has caught up; False if ``timeout`` passed first."""
         meaning = self.store.meaning
         return True if meaning is None else await self._run(meaning.drain, timeout)
+
+    async def links(self, record_id: str, caller: Caller) -> RecordLinks:
+        """Outgoing links and backlinks of a record the caller may see (see :mod:`agent_memory.backends.files.links`)."""
+        from agent_memory.backends.files.links import links_for
+
+        return await self._run(links_for, self.store, record_id, caller.session_id, caller.user_id)
 
     async def close(self) -> None:
         self.store.close()

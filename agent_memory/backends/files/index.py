@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import agent_memory.backends.files.index_sync as _sync
+from agent_memory.backends.files import link_rows
 from agent_memory.backends.files.index_conn import open_connection
 from agent_memory.backends.files.index_schema import (  # re-exported: the schema and SQL fragments are imported from here
     _RECORD_COLS,
@@ -197,15 +198,24 @@ class Index:
 
     def ensure_schema(self, conn: sqlite3.Connection) -> None:
         if self._schema_ok(conn):
+            self._ensure_links(conn)
             return
         with self.hold():
             if self._schema_ok(conn):  # another process created it while we waited
+                self._ensure_links(conn)
                 return
             drops = "".join(f"DROP TABLE IF EXISTS {t};" for t in ("fts", "record_tags", "records", "meta"))
             schema = f"{SCHEMA_VERSION}|{self.fts_tokenizer}".replace("'", "''")
             conn.executescript(
                 f"BEGIN IMMEDIATE; {drops} {schema_sql(self.fts_tokenizer)} INSERT INTO meta VALUES ('schema', '{schema}'); COMMIT;"
             )
+            link_rows.ensure(conn)
+
+    def _ensure_links(self, conn: sqlite3.Connection) -> None:
+        """The link tables' own migration step (:mod:`agent_memory.backends.files.link_rows`), under the lock."""
+        if not link_rows.current(conn):
+            with self.hold():
+                link_rows.ensure(conn)
 
     def _recreate(self) -> sqlite3.Connection:
         with self.lock.hold():
@@ -343,6 +353,7 @@ class Index:
             (rid, rec.title, " ".join(rec.tags), rec.content, self.context_of(rec)),
         )
         conn.executemany("INSERT INTO record_tags VALUES (?, ?)", [(rid, t) for t in rec.tags])
+        link_rows.write(conn, rec.id, rec.title, rec.content)
 
     def delete(self, conn: sqlite3.Connection, record_id: str) -> None:
         row = conn.execute("SELECT rowid FROM records WHERE id = ?", (record_id,)).fetchone()
@@ -352,6 +363,7 @@ class Index:
             conn.execute("DELETE FROM record_tags WHERE rid = ?", (rid,))
             conn.execute("DELETE FROM records WHERE rowid = ?", (rid,))
             self.purge_pending = True
+            link_rows.drop(conn, record_id)
 
     # -- synchronisation -----------------------------------------------------------------
     def record_files(self) -> Iterator[os.DirEntry[str]]:

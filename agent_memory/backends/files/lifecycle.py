@@ -26,6 +26,7 @@ import agent_memory.backends.files.supersede as _supersede
 from agent_memory.backends.files.history import archived_file, read_archived
 from agent_memory.errors import InvalidInputError, NotFoundError
 from agent_memory.model.events import Event, current_acting, visible
+from agent_memory.model.links import parse_links
 from agent_memory.model.records import MemoryRecord, RecordParseError, content_hash, now_iso, validate_id
 from agent_memory.model.reports import History
 from agent_memory.model.supersession import MAX_CHAIN
@@ -44,6 +45,10 @@ def _owner(rec: Any) -> tuple[str, str, str | None, str | None]:
     return rec["id"], rec["scope"], rec["session_id"], rec["user_id"]
 
 
+#: Events whose record text was just written: their ``detail.links`` counts the ``[[links]]`` in it.
+LINKED_EVENTS = frozenset({"created", "imported", "appended", "replaced", "superseded", "hand_edit"})
+
+
 def emit(
     store: StoreParts,
     kind: str,
@@ -57,6 +62,8 @@ def emit(
 ) -> Event | None:
     """Append one event about ``rec`` (a record or an index row). Never fails the change it reports."""
     rid, scope, osid, ouid = _owner(rec)
+    if kind in LINKED_EVENTS and isinstance(rec, MemoryRecord) and "links" not in detail:
+        detail["links"] = len(parse_links(rec.content)) or None  # how many [[links]] the written text holds
     who = current_acting()
     if kind == "created" and source == "import":
         kind = "imported"

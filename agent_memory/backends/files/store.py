@@ -39,6 +39,7 @@ from agent_memory.search.types import SearchRequest, SearchResult
 if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.files.meaning import Meaning
     from agent_memory.model.drafts import MemoryDraft, OnExisting, RememberResult
+    from agent_memory.model.links import RecordLinks
     from agent_memory.model.reports import PurgeReport
 
 _DRAFT_NAMES = ("MemoryDraft", "OnExisting", "RememberResult", "Status", "read_jsonl")
@@ -304,6 +305,12 @@ class MemoryStore:
         """Read one record (fresh from its file) if the caller may see it, else :class:`NotFoundError`
         ("expired" when the caller could see it but it has expired)."""
         return _reads.get(self, record_id, session_id, user_id)
+
+    def links(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> RecordLinks:
+        """Outgoing ``[[links]]`` and backlinks of a record the caller may see (see :mod:`agent_memory.backends.files.links`)."""
+        from agent_memory.backends.files.links import links_for
+
+        return links_for(self, record_id, session_id, user_id)
 
     def versions(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> list[MemoryRecord]:
         """Earlier versions of a visible record (those it superseded), newest first (restore one with a replace)."""

@@ -34,6 +34,7 @@ from agent_memory.search.types import SearchResult
 if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.embeddings import Embedder
     from agent_memory.episodes import Episodes
+    from agent_memory.model.links import RecordLinks
     from agent_memory.sessions import SessionStore
 
 Prepared = tuple[MemoryRecord, int, str, frozenset[str]]  # record, redactions, on_existing, fields the draft set
@@ -448,6 +449,13 @@ class PostgresBackend:
             return False
         waiting.result()
         return True
+
+    # -- links between records (agent_memory.backends.postgres.links) -------------------------------------
+    async def links(self, record_id: str, caller: Caller) -> RecordLinks:
+        """Outgoing links and backlinks of a record the caller may see, resolved among the records it may see."""
+        from agent_memory.backends.postgres.links import links_for
+
+        return await links_for(self, record_id, caller)
 
     async def close(self) -> None:
         if self.vectors is not None:

@@ -97,7 +97,8 @@ async def record_writes(b: Any, results: Sequence[RememberResult], source: str, 
             " SELECT r.tenant, x.eid, x.ev, r.id, %(actor)s, coalesce(%(sid)s, r.session_id), coalesce(%(uid)s, r.user_id),"
             " %(run)s, %(call)s, CASE WHEN x.ev = 'created' OR x.ev = 'imported' THEN NULL"
             " ELSE coalesce(x.before, p.content_hash) END, coalesce(x.after, r.content_hash), r.scope, r.session_id,"
-            " r.user_id, CASE WHEN x.kept IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('kept', x.kept) END"
+            " r.user_id, jsonb_strip_nulls(jsonb_build_object('kept', x.kept, 'links', (SELECT nullif(count(*), 0)"
+            f' FROM "{b.schema}".record_links l WHERE l.tenant = r.tenant AND l.src = r.id)))'
             " FROM unnest(%(ids)s::text[], %(evs)s::text[], %(eids)s::text[], %(befores)s::text[], %(afters)s::text[],"
             " %(kepts)s::int[]) AS x(id, ev, eid, before, after, kept)"
             f" JOIN {b.table} r ON r.id = x.id AND r.superseded_by IS NULL"

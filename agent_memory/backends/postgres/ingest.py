@@ -15,6 +15,7 @@ import os
 import secrets
 from typing import Any
 
+from agent_memory.backends.postgres import links
 from agent_memory.backends.postgres.rows import COLUMNS, record_params, tenant_part
 from agent_memory.errors import BackendError
 from agent_memory.model.drafts import RememberResult, Status
@@ -58,6 +59,8 @@ async def copy_unkeyed(writer: Any, conn: Any, prepared: list[tuple[MemoryRecord
         holders = await _direct(writer, conn, recs, keys, ids)
     else:
         holders = await _staged(writer, conn, recs, keys, ids)
+    created = [i for i, (_, status) in enumerate(holders) if status == "created"]
+    await links.add(conn, writer.schema, [recs[i] for i in created], [holders[i][0] for i in created])
     out: list[RememberResult] = []
     for (rid, status), (_, redactions) in zip(holders, prepared, strict=True):
         out.append(RememberResult(rid, status, writer.path_of(rid), redactions))

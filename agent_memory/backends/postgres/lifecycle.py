@@ -26,6 +26,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from agent_memory.backends.base import Caller
+from agent_memory.backends.postgres import links
 from agent_memory.backends.postgres.events import events_for, purge_events, quiet, record_event, undoable
 from agent_memory.backends.postgres.rows import COLUMNS, SELECT, row_to_record, visibility
 from agent_memory.errors import InvalidInputError, NotFoundError
@@ -107,6 +108,8 @@ async def _unarchive(b: Any, conn: Any, tenant: str, record_id: str) -> dict[str
         {"t": tenant, "id": record_id},
     )
     back: dict[str, Any] | None = await cur.fetchone()
+    if back is not None:
+        await links.sync(conn, b.schema, [(tenant, record_id)])
     await conn.execute(f'DELETE FROM "{b.schema}".archive WHERE tenant = %s AND id = %s', (tenant, record_id))
     return back
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent_memory.backends.postgres import links
 from agent_memory.backends.postgres.schema import LATEST
 from agent_memory.backends.postgres.writes import Writer
 from agent_memory.model.lines import summary_line
@@ -59,6 +60,7 @@ class Maintenance:
                 report.updated += 1
             cur = await conn.execute(f"SELECT count(*) AS n FROM {self.t}")
             report.scanned = int((await cur.fetchone())["n"])
+            await links.rebuild(conn, self.schema)  # derived from the bodies, as the text index is
         await conn.execute(f'REINDEX INDEX "{self.schema}".records_tsv')
         return report
 

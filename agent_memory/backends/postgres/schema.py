@@ -13,6 +13,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from agent_memory.backends.postgres.links import MIGRATION_VERSION as LINKS_VERSION
+from agent_memory.backends.postgres.links import migration as links_migration
+from agent_memory.backends.postgres.links import rebuild as rebuild_links
 from agent_memory.errors import InvalidInputError
 
 SCHEMA_RE = re.compile(r"[a-z_][a-z0-9_]{0,62}")
@@ -137,6 +140,7 @@ def migrations(s: str, cfg: str = TEXT_CONFIG) -> list[tuple[int, str, list[str]
                 f'DROP INDEX IF EXISTS "{s}".records_keyed_hash',
             ],
         ),
+        links_migration(s),  # 8: links between records (its rows are filled by migrate, below)
     ]
 
 
@@ -247,6 +251,8 @@ async def migrate(conn: Any, schema: str) -> int:
                 await conn.execute(stmt)
             await conn.execute(f'INSERT INTO "{schema}".schema_version (version, description) VALUES (%s, %s)', (version, description))
             current = version
+            if version == LINKS_VERSION:  # link rows of the records already there (Python parses them)
+                await rebuild_links(conn, schema)
         return current
 
 

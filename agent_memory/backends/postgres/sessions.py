@@ -24,6 +24,8 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from agent_memory.backends.postgres.links import MIGRATION_VERSION as LINKS_VERSION
+from agent_memory.backends.postgres.links import rebuild_sync as rebuild_links_sync
 from agent_memory.backends.postgres.pool import redact_url
 from agent_memory.backends.postgres.schema import LATEST, migrations
 from agent_memory.errors import BackendError, InvalidInputError
@@ -50,6 +52,8 @@ def migrate_sync(conn: Any, schema: str) -> int:
                 conn.execute(stmt)
             conn.execute(f'INSERT INTO "{schema}".schema_version (version, description) VALUES (%s, %s)', (version, description))
             current = version
+            if version == LINKS_VERSION:  # as migrate does: link rows of the records already there
+                rebuild_links_sync(conn, schema)
         return current
 
 

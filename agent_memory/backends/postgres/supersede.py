@@ -10,6 +10,7 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
+from agent_memory.backends.postgres import links
 from agent_memory.backends.postgres.rows import COLUMNS, SELECT, record_params, row_to_record, tenant_part
 from agent_memory.errors import InvalidInputError, NotFoundError
 from agent_memory.model.drafts import RememberResult
@@ -48,6 +49,7 @@ async def keep_version(w: Any, conn: Any, current: MemoryRecord, new: MemoryReco
     version = current.replace(superseded_by=current.id, valid_to=ended(current, new))
     version = version.replace(id=new_id(current.memory_key or current.title, current.created))
     await conn.execute(f"INSERT INTO {w.t} {_INSERT}", _bind(version))
+    await links.add(conn, w.schema, [version])
     return new.replace(supersedes=version.id)
 
 
@@ -77,4 +79,5 @@ async def supersede_one(w: Any, conn: Any, rec: MemoryRecord, redactions: int) -
         _bind(old.replace(superseded_by=new.id, valid_to=ended(old, new))),
     )
     await conn.execute(f"INSERT INTO {w.t} {_INSERT}", _bind(new))
+    await links.add(conn, w.schema, [new])
     return RememberResult(new.id, "superseded", w.path_of(new.id), redactions)

@@ -16,6 +16,7 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
+from agent_memory.backends.postgres import links
 from agent_memory.backends.postgres.ingest import batch_ids as batch_ids  # re-exported
 from agent_memory.backends.postgres.ingest import copy_unkeyed
 from agent_memory.backends.postgres.rows import COLUMNS, SELECT, record_params, row_to_record, tenant_part
@@ -48,6 +49,7 @@ class Writer:
     """Write operations over one schema; ``path_of(id)`` names a row for results."""
 
     def __init__(self, schema: str, path_of: Any) -> None:
+        self.schema = schema
         self.t = f'"{schema}".records'
         self.archive = f'"{schema}".archive'
         self.path_of = path_of
@@ -101,6 +103,7 @@ class Writer:
                 f"INSERT INTO {self.t} ({_INSERT_COLS}) VALUES ({_INSERT_VALS}) ON CONFLICT DO NOTHING RETURNING id", _bind(fresh)
             )
             if await cur.fetchone() is not None:
+                await links.add(conn, self.schema, [fresh])
                 return RememberResult(fresh.id, "created", self.path_of(fresh.id), redactions)
         raise BackendError("could not settle a concurrent write after 8 attempts")  # pragma: no cover
 
@@ -164,6 +167,7 @@ class Writer:
         params = _bind(updated)
         sets = ", ".join(f"{c} = %({c})s" for c in COLUMNS if c not in ("tenant", "id", "part"))
         await conn.execute(f"UPDATE {self.t} SET {sets} WHERE tenant = %(tenant)s AND id = %(id)s", params)
+        await links.sync(conn, self.schema, [(params["tenant"], rid)])  # the kept version's rows: keep_version's
         if status == "appended" and note is not None:  # as the files backend's event: undo cuts the text back to `kept`
             note.update(before=current.content_hash, after=updated.content_hash, kept=len(current.content.rstrip("\n")))
         return RememberResult(rid, status, path, redactions)

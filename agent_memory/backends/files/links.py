@@ -1,0 +1,86 @@
+"""The read of one record's links in the files backend, over the link tables of
+:mod:`agent_memory.backends.files.link_rows`. Resolution is :mod:`agent_memory.model.links`'s, over records the caller may see (the scope rule of
+:mod:`agent_memory.model.scopes` via :func:`~agent_memory.backends.files.index_schema.visibility_sql`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from agent_memory.backends.files.index_schema import current_sql, visibility_sql
+from agent_memory.model.links import MAX_BACKLINKS, LinkRef, ParsedLink, RecordLinks, backlinks_of, resolve, title_key
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent_memory.backends.files.parts import StoreParts
+
+__all__ = ["links_for", "links_of"]
+
+
+def _ref(row: Any) -> LinkRef:
+    return LinkRef(row["id"], row["title"] or "", row["superseded_by"])
+
+
+class _Reader:
+    """Lookups among the records one caller may see (visibility before anything is returned)."""
+
+    def __init__(self, conn: sqlite3.Connection, session_id: str | None, user_id: str | None) -> None:
+        self.conn = conn
+        self.params: dict[str, Any] = {"sid": session_id, "uid": user_id}
+
+    def _rows(self, sql: str, values: Sequence[str]) -> list[Any]:
+        params = {**self.params, **{f"v{i}": v for i, v in enumerate(values)}}
+        marks = ",".join(f":v{i}" for i in range(len(values)))
+        return self.conn.execute(sql.replace("{in}", marks), params).fetchall()
+
+    def by_id(self, ids: Sequence[str]) -> Mapping[str, LinkRef]:
+        if not ids:
+            return {}
+        rows = self._rows(f"SELECT r.id, r.title, r.superseded_by FROM records r WHERE r.id IN ({{in}}) AND {visibility_sql('r')}", ids)
+        return {r["id"]: _ref(r) for r in rows}
+
+    def by_title(self, keys: Sequence[str]) -> Mapping[str, LinkRef]:
+        if not keys:
+            return {}
+        rows = self._rows(
+            f"SELECT t.key, r.id, r.title, r.superseded_by FROM record_titles t JOIN records r ON r.id = t.id"
+            f" WHERE t.key IN ({{in}}) AND {visibility_sql('r')} AND {current_sql('r')} ORDER BY r.updated DESC, r.id DESC",
+            keys,
+        )
+        out: dict[str, LinkRef] = {}
+        for r in rows:
+            out.setdefault(r["key"], _ref(r))  # the newest first
+        return out
+
+
+def links_of(store: StoreParts, record: LinkRef, session_id: str | None, user_id: str | None) -> RecordLinks:
+    """The outgoing links and backlinks of ``record`` (one the caller may see) for this caller."""
+
+    def read(conn: sqlite3.Connection) -> RecordLinks:
+        reader = _Reader(conn, session_id, user_id)
+        parsed = [
+            ParsedLink(r["target"], r["key"])
+            for r in conn.execute("SELECT target, key FROM record_links WHERE src = ? ORDER BY pos", (record.id,)).fetchall()
+        ]
+        outgoing = resolve(parsed, reader.by_id(sorted({p.target for p in parsed})), reader.by_title(sorted({p.key for p in parsed})))
+        candidates = conn.execute(
+            f"SELECT r.id, r.title, r.superseded_by, l.target, l.key FROM record_links l JOIN records r ON r.id = l.src"
+            f" WHERE (l.target = :id OR l.key = :key) AND r.id <> :id AND {visibility_sql('r')} AND {current_sql('r')}"
+            f" ORDER BY r.updated DESC, r.id DESC, l.pos LIMIT {MAX_BACKLINKS * 4}",
+            {**reader.params, "id": record.id, "key": title_key(record.title)},
+        ).fetchall()
+        back = backlinks_of(record, [(_ref(c), ParsedLink(c["target"], c["key"])) for c in candidates], reader.by_id, reader.by_title)
+        return RecordLinks(record.id, record.title, outgoing, back[:MAX_BACKLINKS])
+
+    store.open()
+    result: RecordLinks = store.index.guarded(read)
+    return result
+
+
+def links_for(store: StoreParts, record_id: str, session_id: str | None, user_id: str | None) -> RecordLinks:
+    """The links of ``record_id`` for this caller; :class:`~agent_memory.errors.NotFoundError` if it may not see it."""
+    from agent_memory.backends.files.reads import get
+
+    rec = get(store, record_id, session_id, user_id)
+    return links_of(store, LinkRef(rec.id, rec.title, rec.superseded_by), session_id, user_id)

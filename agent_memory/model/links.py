@@ -1,0 +1,176 @@
+"""Links between memories: ``[[id]]`` and ``[[Title]]`` wiki-links in record bodies, parsed in one place.
+
+A record's body may name another record by its id (``[[2026-05-01-otters-1a2b3c4d]]``) or by its title
+(``[[Sea otters]]``; ``[[Sea otters|the otters]]`` shows a label and links the part before ``|``). Both backends keep
+what :func:`parse_links` finds in a link table, rewritten on every write of the record (and dropped with it), and
+the title key (:func:`title_key`) of every record beside it, so a link to a title can be found from either end.
+
+**Resolution happens at read time**, for the caller asking, by :func:`resolve`: a target that is the id of a record
+the caller may see resolves to it; otherwise the newest (``updated``, then id) current record the caller may see
+whose title key matches; otherwise the link is *unresolved* — whether no such record exists, or one exists that the
+caller may not see (a link never reveals a hidden record's id, title or existence). So a link written before its
+target exists resolves as soon as the target is written, and a purged target leaves its backlinks unresolved.
+
+Links inside code (fenced blocks, inline code spans) are not links; at most :data:`MAX_LINKS` distinct targets
+are kept per record (the first ones), each at most :data:`MAX_TARGET` characters.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = [
+    "MAX_BACKLINKS",
+    "MAX_LINKS",
+    "MAX_TARGET",
+    "Backlink",
+    "Link",
+    "LinkRef",
+    "ParsedLink",
+    "RecordLinks",
+    "backlinks_of",
+    "parse_links",
+    "resolve",
+    "title_key",
+]
+
+#: Distinct link targets kept per record (the first ones in the body).
+MAX_LINKS = 64
+#: Backlinks one read lists at most (the newest linking records).
+MAX_BACKLINKS = 200
+#: Longest link target (characters); a longer ``[[…]]`` is not a link.
+MAX_TARGET = 200
+
+_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]{0,3}\1[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
+_CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.DOTALL)
+_LINK = re.compile(rf"\[\[([^\[\]\n]{{1,{MAX_TARGET * 2 + 1}}})\]\]")
+_SPACES = re.compile(r"\s+")
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedLink:
+    """One ``[[…]]`` of a body: ``target`` as written (spaces collapsed), ``key`` its title key."""
+
+    target: str
+    key: str
+
+
+def title_key(title: str) -> str:
+    """What two titles must share for a link to match: NFKC, case-folded, whitespace collapsed and trimmed."""
+    return _SPACES.sub(" ", unicodedata.normalize("NFKC", title)).strip().casefold()
+
+
+def _without_code(text: str) -> str:
+    if "`" not in text and "~~~" not in text:
+        return text
+    return _CODE_SPAN.sub(" ", _FENCE.sub("\n", text))
+
+
+def parse_links(text: str) -> tuple[ParsedLink, ...]:
+    """The distinct link targets of ``text`` in order of first appearance (at most :data:`MAX_LINKS`)."""
+    if "[[" not in text:
+        return ()
+    out: dict[str, ParsedLink] = {}
+    for match in _LINK.finditer(_without_code(text)):
+        target = _SPACES.sub(" ", match.group(1).split("|", 1)[0]).strip()
+        if not target or len(target) > MAX_TARGET or target in out:
+            continue
+        out[target] = ParsedLink(target, title_key(target))
+        if len(out) >= MAX_LINKS:
+            break
+    return tuple(out.values())
+
+
+@dataclass(frozen=True, slots=True)
+class LinkRef:
+    """A record a link may resolve to, as a backend found it among those the caller may see."""
+
+    id: str
+    title: str
+    superseded_by: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """One outgoing link: ``target`` as written; ``record_id``/``title`` of the record it resolves to for this caller
+    (None: unresolved), ``by`` how (``"id"`` or ``"title"``)."""
+
+    target: str
+    record_id: str | None = None
+    title: str | None = None
+    by: Literal["id", "title"] | None = None
+
+    @property
+    def resolved(self) -> bool:
+        return self.record_id is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"target": self.target, "record_id": self.record_id, "title": self.title, "by": self.by}
+
+
+@dataclass(frozen=True, slots=True)
+class Backlink:
+    """A current record the caller may see whose body links to the record asked about (``target``: as written)."""
+
+    record_id: str
+    title: str
+    target: str
+    by: Literal["id", "title"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"record_id": self.record_id, "title": self.title, "target": self.target, "by": self.by}
+
+
+@dataclass(frozen=True, slots=True)
+class RecordLinks:
+    """A record's outgoing links (in body order) and its backlinks (newest linking record first)."""
+
+    record_id: str
+    title: str
+    outgoing: tuple[Link, ...] = ()
+    backlinks: tuple[Backlink, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "record_id": self.record_id,
+            "title": self.title,
+            "outgoing": [link.to_dict() for link in self.outgoing],
+            "backlinks": [link.to_dict() for link in self.backlinks],
+        }
+
+
+def resolve(links: Sequence[ParsedLink], by_id: Mapping[str, LinkRef], by_title: Mapping[str, LinkRef]) -> tuple[Link, ...]:
+    """``links`` resolved against the records a caller may see: ``by_id`` (id → record), ``by_title`` (title key →
+    the newest current record with that title). An id wins over a title; neither: unresolved."""
+    out: list[Link] = []
+    for link in links:
+        ref = by_id.get(link.target)
+        if ref is not None:
+            out.append(Link(link.target, ref.id, ref.title, "id"))
+            continue
+        ref = by_title.get(link.key)
+        out.append(Link(link.target, ref.id, ref.title, "title") if ref is not None else Link(link.target))
+    return tuple(out)
+
+
+def backlinks_of(
+    record: LinkRef,
+    candidates: Iterable[tuple[LinkRef, ParsedLink]],
+    by_id: Callable[[Sequence[str]], Mapping[str, LinkRef]],
+    by_title: Callable[[Sequence[str]], Mapping[str, LinkRef]],
+) -> tuple[Backlink, ...]:
+    """The backlinks of ``record`` among ``candidates`` (visible current source, one of its links whose target is the
+    record's id or whose key is its title key): those that :func:`resolve` sends to ``record`` for this caller."""
+    pairs = list(candidates)
+    ids = by_id(sorted({link.target for _, link in pairs}))
+    titles = by_title(sorted({link.key for _, link in pairs}))
+    out: dict[str, Backlink] = {}
+    for source, link in pairs:
+        (resolved,) = resolve([link], ids, titles)
+        if resolved.record_id == record.id and source.id not in out:
+            out[source.id] = Backlink(source.id, source.title, link.target, resolved.by or "title")
+    return tuple(out.values())
