@@ -44,6 +44,8 @@ PLACEHOLDER_PREFIX = r"""
     | (?:Get|Read|New|ConvertTo|ConvertFrom|Import|Invoke)-[A-Za-z]+\b  # a PowerShell cmdlet: $pw = Read-Host ...
     | ~/ | \.\.?/ | /[A-Za-z_.-]+/    # a path: ~/.ssh/id_ed25519, ./key.pem, /etc/ssl/key.pem
     | [A-Za-z]:\\                     # C:\\keys\\id_rsa
+    | ![A-Za-z][\w.-]*(?=[\ \t])        # a YAML tag: !vault |, !secret db_password, !Ref Name
+    | [A-Za-z][A-Za-z0-9+.-]{1,15}://(?![^\s@"']*@)  # a URI without credentials: op://vault/item/field, vault://
 """
 PLACEHOLDER_RE = Lazy(
     PLACEHOLDER_PREFIX
