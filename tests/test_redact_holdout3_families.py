@@ -241,7 +241,33 @@ LOOKALIKES = [
     "mqtt_password: !secret mqtt_password",
     "my password manager is 1Password",
     '{"alg":"RS256","kid":"b9f2a1c3","x5t":"Zx8Lk2Mq9Vb3Np7Yr5Tc1Wd6Fh0"}',
+    r"the password must match ^(?=.*[A-Z])(?=.*\d).{12,}$",
 ]
+
+# Look-alikes of the new families: the rules must not reach them.
+NEW_FAMILY_LOOKALIKES = [
+    "| Action | Key |\n|---|---|\n| Save | Ctrl+S |\n| Quit | Ctrl+Q2 |",
+    "id,name,token_count\n1,alice,42",
+    "| SECRET_KEY | see .env |",
+    "t('password_too_short', 'Password too short!')",
+    "mixpanel.init('8f14e45fceea167a5a36dedd4bea2543')",
+    "posthog.init('phc_Zx8Lk2Mq9Vb3Np7Yr5Tc1Wd6Fh0Jg4SuPq8Lk2Zx9V')",
+    "image: registry.example.com/team/app:build-8f14e45fceea167a5a36dedd4bea2543",
+    "completion id chatcmpl-8VzQ1bK9Z2xYwLm3Pq7RtUv4sN6 returned",
+    "$ cat dist/app.tar.gz.sha256\n9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+    "press key 7 twice to reset",
+    "account: prod / us-east-1",
+    "client = boto3.client('s3', region_name='eu-west-1')",
+    "uuid.UUID('7C9E6679-7425-40DE-944B-E07FC1F90AE7')",
+    "IMEI 862543038565433",
+    "Chase's routing number 021000021 is on their website",
+    "AWS account 123456789012 in eu-west-1",
+]
+
+
+@pytest.mark.parametrize("text", NEW_FAMILY_LOOKALIKES)
+def test_lookalikes_of_the_new_families_survive(text: str) -> None:
+    assert redact(text).text == text
 
 
 @pytest.mark.parametrize("text", LOOKALIKES)

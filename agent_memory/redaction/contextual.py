@@ -27,8 +27,8 @@ import re
 from collections.abc import Callable, Iterator
 
 from agent_memory.redaction.base import A, I, Lazy, token_like
-from agent_memory.redaction.general import _at
-from agent_memory.redaction.keyvalue import NOT_A_VALUE, PLACEHOLDER_RE, placeholder_value
+from agent_memory.redaction.general import _at, pw_like
+from agent_memory.redaction.keyvalue import NOT_A_VALUE, PLACEHOLDER_RE, placeholder_value, public_value
 from agent_memory.redaction.providers import entropy
 
 Span = tuple[int, int, str]
@@ -131,7 +131,7 @@ def name_is_secret(key: str) -> bool:
 
 
 def _named_value_ok(key: str, v: str) -> bool:
-    if not name_is_secret(key):
+    if not name_is_secret(key) or " " in v:
         return False
     if _NAMES_SECRET.get().search(key):
         return value_ok(v)
@@ -145,6 +145,8 @@ _CLIENT_FN = Lazy(
     r"|configure|authenticate|authorize|set_?api_?key|set_?token|with_?token|from_?token|use_?token)$",
     I,
 )
+_CREDENTIAL_FN = Lazy(r"client|credential|auth", I)
+_HEX = Lazy(r"[0-9a-fA-F]+")
 _TYPED_ID = Lazy(r"[A-Z]{2}[0-9a-f]{32,}")
 _STR_ARG = Lazy(r"""(?:^|,)[ \t]*(?:["'])(?P<v>[^"'\s]{16,200})["']""")
 
@@ -186,6 +188,7 @@ _DEVICE = Lazy(
 
 # --- tables ----------------------------------------------------------------------------------------------------------
 _COLUMN = Lazy(r"[ \t`*_]*(?:[\w .-]{0,30}?" + _SECRET_NAME + r"[\w.-]{0,10}|pin|key)[ \t`*_]*", I | A)
+_PASSWORD_NAME = Lazy(r"pass|pwd|pw\b|kennwort|contrase|senha|has(?:ł|l)o|mot de passe", I)
 _HEADER_WORD = Lazy(r"pass|pwd|secret|token|key|salt|credential|pin", I)
 _MD_SEP = Lazy(r"[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*(?:\|[ \t]*:?-{3,}:?[ \t]*)*\|?[ \t]*")
 
@@ -203,6 +206,13 @@ def _cells(line: str, sep: str) -> list[tuple[int, int]]:
         out.append((s, e))
         pos += len(part) + 1
     return out
+
+
+def _cell_secret(v: str, name: str) -> bool:
+    """A table cell under (or next to) ``name`` that holds a password or key rather than a type, a default, a shortcut."""
+    if not value_ok(v) or " " in v:
+        return False
+    return random_token(v) or (pw_like(v) and _PASSWORD_NAME.get().search(name) is not None)
 
 
 def _separator(line: str, below: str) -> str:
@@ -230,7 +240,7 @@ def _table_spans(text: str) -> Iterator[Span]:
             i += 1
             continue
         header = [line[s:e] for s, e in _cells(line, sep)]
-        cols = [k for k, h in enumerate(header) if _COLUMN.get().fullmatch(h) and not _NOT_SECRET_NAME.get().search(h.strip(" `*_"))]
+        cols = [k for k, h in enumerate(header) if _COLUMN.get().fullmatch(h) and name_is_secret(h.strip(" `*_"))]
         if not cols or (sep in ",;" and not all(re.fullmatch(r"[\w .\-#/]{1,40}", h.strip()) for h in header if h.strip())):
             i += 1
             continue
@@ -244,7 +254,7 @@ def _table_spans(text: str) -> Iterator[Span]:
                 if k < len(cells):
                     s, e = cells[k]
                     v = row[s:e]
-                    if value_ok(v) and " " not in v:
+                    if _cell_secret(v, header[k]):
                         yield roff + s, roff + e, "password"
             j += 1
         i = max(j, i + 1)
@@ -269,6 +279,7 @@ _CAT = Lazy(
     r"[^\s|;&]*)[ \t]*\r?\n(?P<v>[^\s]{12,400})[ \t]*(?:\r?\n|$)",
     I,
 )
+_PUBLIC_FILE = Lazy(r"\.pub\b|\.sha\d*|\.md5|\.sig\b|\.asc\b|\.crt\b|\.cert\b|\.csr\b|checksum|public|known_hosts|authorized_keys", I)
 _PIPED = Lazy(
     r"\b(?:echo|printf)[ \t]+(?:-[nes]+[ \t]+)?(?:'%s\\n'[ \t]+)?(?P<q>[\"']?)(?:[\w.\\@-]{1,64}:)?(?P<v>[^\s'\":|]{4,128})(?P=q)[ \t]*"
     r"\|[ \t]*(?:sudo[ \t]+(?:-\w+[ \t]+)*)?(?:chpasswd|passwd[ \t]+--stdin|smbpasswd[ \t]+-s|pdbedit|kinit|cryptsetup)",
@@ -327,16 +338,24 @@ _PREFIXED = Lazy(
     r"(?P<b>[A-Za-z0-9_\-]{28,200})(?![A-Za-z0-9_\-])",
     A,
 )
-_NOT_TOKEN_PREFIX = frozenset("pk sha sha1 sha256 sha512 md5 git commit blob tree uuid guid id ref refs ver v data img image".split())
+_NOT_TOKEN_PREFIX = frozenset(
+    # digests, references and ids with a type prefix (API objects, chat completions, requests, builds), public keys
+    """pk phc sha sha1 sha256 sha384 sha512 md5 git commit blob tree uuid guid id ref refs ver v data img image build release
+    chatcmpl cmpl msg req request resp run thread asst file batch ft evt cus pi ch sub in ii txn acct price prod po seti si
+    pm src card tr re trace span order user org team proj project ws cs""".split()
+)
+_SECRET_SEGMENTS = ("live", "test", "prod", "sk", "api", "key", "secret", "token", "pat")
 _LONG_TOKEN_RUN = Lazy(r"[A-Za-z0-9_\-]{30,}")
 
 
-def _prefixed_ok(prefix: str, body: str) -> bool:
+def _prefixed_ok(prefix: str, body: str, says_secret: bool) -> bool:
     if prefix.lower() in _NOT_TOKEN_PREFIX:
         return False
-    return random_token(body, 28) or any(
-        re.fullmatch(r"[0-9a-fA-F]{32,}", chunk) or random_token(chunk, 24) for chunk in re.split(r"[_-]", body)
-    )
+    chunks = [c for c in re.split(r"[_-]", body) if c]
+    if all(re.fullmatch(r"[0-9a-fA-F]+", c) for c in chunks):
+        # hex alone ("build-<sha>") is a digest unless the prefix says secret: FLWSECK-<hex>, sk_live_<hex>
+        return says_secret and any(len(c) >= 32 for c in chunks)
+    return random_token(body, 28) or any(random_token(c, 24) for c in chunks)
 
 
 # --- partial tokens with a prefix nothing else carries ------------------------------------------------------------------
@@ -375,6 +394,9 @@ def context_spans(text: str, low: str, cli: SpansOf) -> Iterator[Span]:
                 yield m.start("v"), m.end("v"), "password"
         if "(" in text:
             for m in _CALL.get().finditer(text):
+                # a hex string is a key only when the callee says credential ("SearchClient.create(id, hex)"); an analytics
+                # "init(hex)" takes a public project token
+                hex_ok = _CREDENTIAL_FN.get().search(m.group("fn")) is not None
                 fn = m.group("fn").rpartition(".")[2]
                 if not _CLIENT_FN.get().search(fn) or _NOT_SECRET_NAME.get().search(fn):
                     continue
@@ -382,7 +404,14 @@ def context_spans(text: str, low: str, cli: SpansOf) -> Iterator[Span]:
                 for a in _STR_ARG.get().finditer(m.group("args")):
                     v = a.group("v")
                     # (an id with a type prefix, "AC" + 32 hex, names an account: the rule for its token is the provider's)
-                    if random_token(v, 20) and "/" not in v and "." not in v.strip(".") and not _TYPED_ID.get().fullmatch(v):
+                    if (
+                        random_token(v, 20)
+                        and "/" not in v
+                        and "." not in v.strip(".")
+                        and not _TYPED_ID.get().fullmatch(v)
+                        and (hex_ok or not _HEX.get().fullmatch(v))
+                        and not public_value(v)
+                    ):
                         yield base + a.start("v"), base + a.end("v"), "api_key"
     if "</" in text:
         for m in _XML_PAIR.get().finditer(text):
@@ -403,7 +432,7 @@ def context_spans(text: str, low: str, cli: SpansOf) -> Iterator[Span]:
         yield from _table_spans(text)
     if "|" in text:
         for m in _ROW.get().finditer(text):
-            if value_ok(m.group("v")) and not _NOT_SECRET_NAME.get().search(m.group("key")):
+            if _cell_secret(m.group("v"), m.group("key")) and name_is_secret(m.group("key")):
                 yield m.start("v"), m.end("v"), "password"
     if "0x" in low or "\\x" in low:
         for m in _HEX_BYTES.get().finditer(text):
@@ -417,7 +446,8 @@ def context_spans(text: str, low: str, cli: SpansOf) -> Iterator[Span]:
     if "cat" in low:
         for m in _CAT.get().finditer(text):
             v = m.group("v")
-            if not looks_placeholder(v) and (random_token(v, 12) or re.fullmatch(r"[0-9a-fA-F]{16,}", v)):
+            public = _PUBLIC_FILE.get().search(m.group("f"))
+            if not public and not looks_placeholder(v) and (random_token(v, 12) or re.fullmatch(r"[0-9a-fA-F]{16,}", v)):
                 yield m.start("v"), m.end("v"), "secret"
     if "<<<" in text:
         for m in _HERESTRING.get().finditer(text):
@@ -452,7 +482,9 @@ def context_spans(text: str, low: str, cli: SpansOf) -> Iterator[Span]:
                 yield m.start("v"), m.end("v"), "password"
     if _LONG_TOKEN_RUN.get().search(text):
         for m in _PREFIXED.get().finditer(text):
-            if _prefixed_ok(m.group("p"), m.group("b")):
+            p = m.group("p")
+            says_secret = p.isupper() or m.group(0)[len(p) + 1 :].startswith(_SECRET_SEGMENTS) or _NAMES_SECRET.get().search(p) is not None
+            if _prefixed_ok(p, m.group("b"), says_secret):
                 yield m.start(), m.end(), "token"
     if "ookie" in low:
         yield from _cookie_spans(text)

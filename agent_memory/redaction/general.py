@@ -238,9 +238,14 @@ _CHAT_TRIGGERS_UNICODE = _CHAT_TRIGGERS + (
 _MANAGERS = frozenset(("1password", "1password8", "keepassxc", "keepass2", "bitwarden", "lastpass", "dashlane"))
 
 
+_PATTERN_PIECES = ("(?=", ".*", "\\d", "[A-Z]", "[a-z]", "[0-9]", "{8,", "{12,")
+
+
 def pw_like(v: str) -> bool:
     """Does ``v`` look like a chosen password rather than a word, number, path or reference?"""
     if len(v) < 6 or "/" in v or "://" in v or placeholder_value(v) or PLACEHOLDER_RE.get().match(v) or v.lower() in _MANAGERS:
+        return False
+    if any(p in v for p in _PATTERN_PIECES):  # a rule for passwords ("^(?=.*[A-Z])(?=.*\d).{12,}$"), not one
         return False
     classes = any(c.islower() for c in v) + any(c.isupper() for c in v) + any(c.isdigit() for c in v) + any(not c.isalnum() for c in v[:-1])
     return classes >= 3 or (classes == 2 and any(c.isdigit() for c in v) and any(c.isalpha() for c in v) and len(v) >= 8)

@@ -74,8 +74,8 @@ CARD = Lazy(
     A,
 )
 # issuer prefixes: Visa, Mastercard, Amex, Discover, JCB, Diners, UnionPay, Maestro (50, 56-69), Mir (2200-2204),
-# RuPay (60, 65, 81, 82, 508), Troy (9792), Verve (506, 507, 650), Elo, UATP (1)
-_IIN = Lazy(r"4|5\d|2(?:20[0-4]|2[2-9]|[3-6]\d|7[01]|720)|3[47]|6|35(?:2[89]|[3-8])|3(?:0[0-5]|[689])|8[12]|9792|1")
+# RuPay (60, 65, 81, 82, 508), Troy (9792), Verve (506, 507, 650), Elo
+_IIN = Lazy(r"4|5\d|2(?:20[0-4]|2[2-9]|[3-6]\d|7[01]|720)|3[47]|6|35(?:2[89]|[3-8])|3(?:0[0-5]|[689])|8[12]|9792")
 
 
 def luhn_ok(digits: str) -> bool:

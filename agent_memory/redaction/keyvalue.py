@@ -72,8 +72,8 @@ _REF_PATH = Lazy(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+", A)
 
 
 def public_value(value: str) -> bool:
-    """A publishable key (Mapbox ``pk.``, Stripe ``pk_live_``): public by design."""
-    return value.startswith(("pk.", "pk_live_", "pk_test_"))
+    """A publishable key (Mapbox ``pk.``, Stripe ``pk_live_``, PostHog ``phc_``): public by design."""
+    return value.startswith(("pk.", "pk_live_", "pk_test_", "phc_"))
 
 
 def placeholder_value(value: str) -> bool:
