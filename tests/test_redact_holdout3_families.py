@@ -218,6 +218,64 @@ CASES = [
         "psexec \\\\host -u admin -p [REDACTED:password] cmd",
         "psexec \\\\host -u admin -p -s cmd",
     ),
+    # a second round, grown after probing each family with values of its own
+    (
+        "aws_id_and_secret_pair",
+        "aws keys: AKIAZX8LK2MQ9VB3NP7Y / wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEK1",
+        "aws keys: [REDACTED:aws_access_key_id] / [REDACTED:aws_secret_key]",
+        "AWS access key ids start with AKIA; the secret is 40 characters long",
+    ),
+    (
+        "app_specific_password",
+        "my Gmail app password is abcd efgh ijkl mnoq",
+        "my Gmail app password is [REDACTED:password]",
+        "create an app password under Security > App passwords",
+    ),
+    ("wifi_qr", "WIFI:S:HomeNet;T:WPA;P:Sup3rS3cret!;;", "WIFI:S:HomeNet;T:WPA;P:[REDACTED:password];;", "WIFI:S:GuestNet;T:nopass;;"),
+    (
+        "tor_onion_key",
+        "ADD_ONION ED25519-V3:YH3cF0ZVsMtaZdk3a0gxEp8mIUtKxexL0h4DlxeIzdQgIRDgsgWpLtK7iaZ0kIKSyVzrNzCu85vi0fKeERWfKg== Port=80",
+        "ADD_ONION ED25519-V3:[REDACTED:private_key] Port=80",
+        "ADD_ONION NEW:ED25519-V3 Port=80",
+    ),
+    (
+        "service_tokens",
+        "twitch: oauth:abcdefghij0123456789klmnopqrst; plaid access-sandbox-8f14e45f-ceea-167a-5a36-dedd4bea2543",
+        "twitch: [REDACTED:token]; plaid [REDACTED:token]",
+        "twitch: use oauth: tokens; plaid access-sandbox environment",
+    ),
+    (
+        "xml_secret_element_with_attributes",
+        '<Pass encoding="base64">aHVudGVyMjAyNiE=</Pass>',
+        '<Pass encoding="base64">[REDACTED:password]</Pass>',
+        '<Passport country="DE">issued</Passport>',
+    ),
+    (
+        "xml_key_value_entry",
+        '<entry key="db.password">Pr0p3rt!es9</entry>',
+        '<entry key="db.password">[REDACTED:password]</entry>',
+        '<entry key="db.url">jdbc:postgresql://db/app</entry>',
+    ),
+    (
+        "prefixed_hex_token",
+        "run the scan with squ_9aa3d95b3bc440fa88ea12eaa44561619aa3d95b",
+        "run the scan with [REDACTED:token]",
+        "tag build-9aa3d95b3bc440fa88ea12eaa44561619aa3d95b pushed",
+    ),
+    ("iban_with_dashes", "IBAN DE89-3704-0044-0532-0130-00", "IBAN [REDACTED:iban]", "ref DE89-3704-0044-0532-0130-01"),
+    ("cli_pass_flag", "./server --db-pass Db8!kLz92", "./server --db-pass [REDACTED:password]", "./server --bypass-cache true"),
+    (
+        "partial_token_same_line",
+        '{"content":"first half: ghp_Q7mZ2kLx9Vb3"}, {"content":"rest: Np8Yr5TcWd6Fh0Jg4SuPq"}',
+        '{"content":"first half: [REDACTED:token]"}, {"content":"rest: [REDACTED:high_entropy_secret]"}',
+        '{"content":"the ghp_ prefix marks a PAT"}',
+    ),
+    (
+        "token_spelt_out",
+        "token: g h p _ Q 7 m Z 2 k L x 9 V b 3 N p 8 Y r 5 T c W d 6 F h 0 J g 4 S u P q 1 2 3 4",
+        "token: [REDACTED:token]",
+        "a b c d e f g h i j k l m n o p q r s",
+    ),
 ]
 
 

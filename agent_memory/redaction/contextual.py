@@ -189,7 +189,9 @@ _DEVICE = Lazy(
 # --- tables ----------------------------------------------------------------------------------------------------------
 _COLUMN = Lazy(r"[ \t`*_]*(?:[\w .-]{0,30}?" + _SECRET_NAME + r"[\w.-]{0,10}|pin|key)[ \t`*_]*", I | A)
 _PASSWORD_NAME = Lazy(r"pass|pwd|pw\b|kennwort|contrase|senha|has(?:ł|l)o|mot de passe", I)
-_HEADER_WORD = Lazy(r"pass|pwd|secret|token|key|salt|credential|pin", I)
+_HEADER_LINE = Lazy(
+    r"(?m)^[^\n]*(?:pass|pwd|secret|token|key|salt|credential|pin|PASS|PWD|SECRET|TOKEN|KEY|Pass|Secret|Token|Key|Pin|PIN)[^\n]*$"
+)
 _MD_SEP = Lazy(r"[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*(?:\|[ \t]*:?-{3,}:?[ \t]*)*\|?[ \t]*")
 
 
@@ -225,39 +227,37 @@ def _separator(line: str, below: str) -> str:
 
 
 def _table_spans(text: str) -> Iterator[Span]:
-    lines: list[tuple[int, str]] = []
-    pos = 0
-    for line in text.split("\n"):
-        lines.append((pos, line))
-        pos += len(line) + 1
-    i = 0
-    while i < len(lines) - 1:
-        off, line = lines[i]
-        sep = _separator(line, lines[i + 1][1])
-        if sep and not _HEADER_WORD.get().search(line):
-            sep = ""
+    """Cells under a header cell that names a secret, in the rows below it (pipes, tabs, commas or semicolons)."""
+    for h in _HEADER_LINE.get().finditer(text):
+        line = h.group()
+        nl = h.end()
+        if nl >= len(text):
+            return
+        below_end = text.find("\n", nl + 1)
+        below = text[nl + 1 : below_end if below_end >= 0 else len(text)]
+        sep = _separator(line, below)
         if not sep:
-            i += 1
             continue
         header = [line[s:e] for s, e in _cells(line, sep)]
-        cols = [k for k, h in enumerate(header) if _COLUMN.get().fullmatch(h) and name_is_secret(h.strip(" `*_"))]
-        if not cols or (sep in ",;" and not all(re.fullmatch(r"[\w .\-#/]{1,40}", h.strip()) for h in header if h.strip())):
-            i += 1
+        cols = [k for k, c in enumerate(header) if _COLUMN.get().fullmatch(c) and name_is_secret(c.strip(" `*_"))]
+        if not cols or (sep in ",;" and not all(re.fullmatch(r"[\w .\-#/]{1,40}", c.strip()) for c in header if c.strip())):
             continue
-        j = i + 1
-        if sep == "|" and _MD_SEP.get().fullmatch(lines[j][1]):
-            j += 1
-        while j < len(lines) and lines[j][1].count(sep) == line.count(sep) and lines[j][1].strip():
-            roff, row = lines[j]
+        pos = nl + 1
+        if sep == "|" and _MD_SEP.get().fullmatch(below):
+            pos = below_end + 1 if below_end >= 0 else len(text)
+        while pos < len(text):
+            end = text.find("\n", pos)
+            end = len(text) if end < 0 else end
+            row = text[pos:end]
+            if row.count(sep) != line.count(sep) or not row.strip():
+                break
             cells = _cells(row, sep)
             for k in cols:
                 if k < len(cells):
                     s, e = cells[k]
-                    v = row[s:e]
-                    if _cell_secret(v, header[k]):
-                        yield roff + s, roff + e, "password"
-            j += 1
-        i = max(j, i + 1)
+                    if _cell_secret(row[s:e], header[k]):
+                        yield pos + s, pos + e, "password"
+            pos = end + 1
 
 
 # a row of a two-column table whose first cell names a secret: "| DB_PASSWORD | s3cr3t! |"
@@ -295,6 +295,35 @@ _WIFI = Lazy(
     I,
 )
 _TEZOS = Lazy(r"(?<![A-Za-z0-9])(?:edsk|spsk|p2sk)[1-9A-HJ-NP-Za-km-z]{50,95}(?![A-Za-z0-9])")
+# an AWS secret key next to its key id ("AKIA… / wJalr…"), an app-specific password ("abcd efgh ijkl mnop"), a Wi-Fi QR
+_AWS_PAIR = Lazy(
+    r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])[^\r\n]{0,80}?(?<![A-Za-z0-9/+])(?P<v>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])", A
+)
+_APP_PASSWORD = Lazy(
+    r"(?:app(?:lication)?[ \t-]?(?:specific[ \t-]?)?pass(?:word|wort)|anwendungspasswort|mot[ \t]+de[ \t]+passe[ \t]+d'application)"
+    r"[^\r\n]{0,40}?(?<![a-z])(?P<v>[a-z]{4}([ -]?)[a-z]{4}\2[a-z]{4}\2[a-z]{4})(?![a-z])",
+    I,
+)
+_WIFI_QR = Lazy(r"WIFI:[^\r\n]{0,200}?(?<=[:;])P:(?P<v>(?:[^;\\\r\n]|\\.){4,63});")
+_TOR_KEY = Lazy(r"(?:ED25519-V3|RSA1024):(?P<v>[A-Za-z0-9+/]{80,}={0,2})")
+_SERVICE_TOKEN = Lazy(
+    r"(?<![A-Za-z0-9_])(?:oauth:[a-z0-9]{30}|access-(?:sandbox|development|production)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+    r"|access_token\$(?:production|sandbox)\$[0-9a-z]{16}\$[0-9a-f]{32})(?![A-Za-z0-9_])",
+    A,
+)
+# XML elements named for a secret, with attributes (<Pass encoding="base64">…</Pass>), and key/value entries
+# (<entry key="db.password">X</entry>)
+_XML_ATTR = Lazy(
+    r"<(?P<tag>[\w:-]*?(?:[Pp]ass(?:word|wd)?|PASS(?:WORD|WD)?|[Pp]wd|[Ss]ecret|SECRET|[Tt]oken|TOKEN|[Aa]pi[-_]?[Kk]ey|[Cc]redential))"
+    r"(?:[ \t][^<>]{0,200})?>(?P<v>[^<\s]{4,400})</(?P=tag)>"
+)
+_XML_ENTRY = Lazy(
+    r"<(?:entry|property|setting|param|parameter|add|item|string)\b[^<>]{0,100}?\b(?:key|name)=[\"'](?P<key>[^\"']{0,80}?"
+    + _SECRET_NAME
+    + r"[^\"']{0,40}?)[\"'][^<>]{0,100}?>"
+    r"(?P<v>[^<\s]{4,400})</",
+    I,
+)
 _LOGIN_PAIR = Lazy(
     r"(?<!\w)(?:login|log-in|logon|sign-in|credentials?|creds|account|user(?:name)?[ \t]*/[ \t]*pass(?:word)?|zugang(?:sdaten)?"
     r"|anmeldung|identifiants|accesso|acceso|credenciais|credenciales|inloggning)\b[^\r\n:=]{0,60}[:=][ \t]*"
@@ -342,19 +371,20 @@ _NOT_TOKEN_PREFIX = frozenset(
     # digests, references and ids with a type prefix (API objects, chat completions, requests, builds), public keys
     """pk phc sha sha1 sha256 sha384 sha512 md5 git commit blob tree uuid guid id ref refs ver v data img image build release
     chatcmpl cmpl msg req request resp run thread asst file batch ft evt cus pi ch sub in ii txn acct price prod po seti si
-    pm src card tr re trace span order user org team proj project ws cs""".split()
+    pm src card tr re trace span order user org team proj project ws cs job task node device item obj doc case""".split()
 )
 _SECRET_SEGMENTS = ("live", "test", "prod", "sk", "api", "key", "secret", "token", "pat")
 _LONG_TOKEN_RUN = Lazy(r"[A-Za-z0-9_\-]{30,}")
 
 
-def _prefixed_ok(prefix: str, body: str, says_secret: bool) -> bool:
+def _prefixed_ok(prefix: str, body: str, says_secret: bool, underscore: bool = False) -> bool:
     if prefix.lower() in _NOT_TOKEN_PREFIX:
         return False
     chunks = [c for c in re.split(r"[_-]", body) if c]
     if all(re.fullmatch(r"[0-9a-fA-F]+", c) for c in chunks):
-        # hex alone ("build-<sha>") is a digest unless the prefix says secret: FLWSECK-<hex>, sk_live_<hex>
-        return says_secret and any(len(c) >= 32 for c in chunks)
+        # hex alone ("build-<sha>") is a digest unless the prefix says secret (FLWSECK-<hex>, sk_live_<hex>) or is glued
+        # by "_" as token prefixes are (squ_<hex>, sk_<hex>)
+        return (says_secret or underscore) and any(len(c) >= 32 for c in chunks)
     return random_token(body, 28) or any(random_token(c, 24) for c in chunks)
 
 
@@ -373,10 +403,7 @@ def partial_spans(text: str, found: Callable[[int, int], bool]) -> Iterator[Span
         if found(m.start(), m.end()) or not token_like(m.group("b")):
             continue
         yield m.start(), m.end(), "token"
-        nl = text.find("\n", m.end())
-        if nl < 0 or nl - m.end() > 4:
-            continue
-        for c in _CONTINUATION.get().finditer(text, nl, min(len(text), nl + 240)):
+        for c in _CONTINUATION.get().finditer(text, m.end(), min(len(text), m.end() + 240)):
             v = c.group()
             if token_like(v) and sum(ch.isdigit() for ch in v) >= 2 and any(ch.isupper() for ch in v) and any(ch.islower() for ch in v):
                 yield c.start(), c.end(), "token"
@@ -449,6 +476,31 @@ def context_spans(text: str, low: str, cli: SpansOf) -> Iterator[Span]:
             public = _PUBLIC_FILE.get().search(m.group("f"))
             if not public and not looks_placeholder(v) and (random_token(v, 12) or re.fullmatch(r"[0-9a-fA-F]{16,}", v)):
                 yield m.start("v"), m.end("v"), "secret"
+    if "AKIA" in text or "ASIA" in text:
+        for m in _AWS_PAIR.get().finditer(text):
+            if random_token(m.group("v"), 40) or entropy(m.group("v")) >= 4.3:
+                yield m.start("v"), m.end("v"), "aws_secret_key"
+    if "pass" in low:
+        for m in _APP_PASSWORD.get().finditer(text):
+            if m.group("v").lower() not in ("xxxx xxxx xxxx xxxx", "abcd efgh ijkl mnop"):
+                yield m.start("v"), m.end("v"), "password"
+    if "WIFI:" in text:
+        for m in _WIFI_QR.get().finditer(text):
+            if value_ok(m.group("v")) or len(m.group("v")) >= 8:
+                yield m.start("v"), m.end("v"), "password"
+    if "25519-V3:" in text or "RSA1024:" in text:
+        for m in _TOR_KEY.get().finditer(text):
+            yield m.start("v"), m.end("v"), "private_key"
+    if "oauth:" in low or "access-" in low or "access_token$" in low:
+        for m in _SERVICE_TOKEN.get().finditer(text):
+            yield m.start(), m.end(), "token"
+    if "</" in text:
+        for m in _XML_ATTR.get().finditer(text):
+            if value_ok(m.group("v")) or random_token(m.group("v")):
+                yield m.start("v"), m.end("v"), "password"
+        for m in _XML_ENTRY.get().finditer(text):
+            if name_is_secret(m.group("key")) and value_ok(m.group("v")):
+                yield m.start("v"), m.end("v"), "password"
     if "<<<" in text:
         for m in _HERESTRING.get().finditer(text):
             if value_ok(m.group("v")):
@@ -484,7 +536,7 @@ def context_spans(text: str, low: str, cli: SpansOf) -> Iterator[Span]:
         for m in _PREFIXED.get().finditer(text):
             p = m.group("p")
             says_secret = p.isupper() or m.group(0)[len(p) + 1 :].startswith(_SECRET_SEGMENTS) or _NAMES_SECRET.get().search(p) is not None
-            if _prefixed_ok(p, m.group("b"), says_secret):
+            if _prefixed_ok(p, m.group("b"), says_secret, m.group(0)[len(p)] == "_"):
                 yield m.start(), m.end(), "token"
     if "ookie" in low:
         yield from _cookie_spans(text)

@@ -68,6 +68,7 @@ def _spaced_hits(text: str) -> tuple[int, ...]:
     return tuple(hits)
 
 
+_SPACED_CHARS = Lazy(r"(?<!\S)\S(?: \S){15,}(?!\S)")
 _OKTA = next(i for i, row in enumerate(PROVIDERS) if row[0] == "okta_token")
 
 KINDS: tuple[str, ...] = tuple(
@@ -244,6 +245,12 @@ def find_spans(text: str, *, gated: bool = True) -> list[Span]:
     if hits:
         for start, end, kind in _despaced_spans(base, hits):
             spans.add(start, end, kind)  # never extends a token already found whole
+    # a token spelt out one character at a time: "g h p _ 4 x …"
+    if " " in text:
+        for m in _SPACED_CHARS.get().finditer(text):
+            joined = m.group().replace(" ", "")
+            if any(e - s >= 12 for s, e, _ in _collect(joined, decode=False)):
+                spans.add(m.start(), m.end(), "token")
     # last: a prefixed token cut short that nothing above found whole (half of "ghp_…" split over two messages)
     for start, end, kind in contextual.partial_spans(text, lambda s, e: _overlaps(spans.starts, spans.found, s, e)):
         spans.add(start, end, kind)

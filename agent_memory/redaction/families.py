@@ -28,7 +28,7 @@ from agent_memory.redaction.providers import entropy
 Span = tuple[int, int, str]
 
 # --- IBAN ------------------------------------------------------------------------------------------
-_IBAN = Lazy(r"(?<![A-Za-z0-9])[A-Za-z]{2}\d{2}(?:[ ]?[A-Za-z0-9]{4}){2,7}(?:[ ]?[A-Za-z0-9]{1,4})?(?![A-Za-z0-9])")
+_IBAN = Lazy(r"(?<![A-Za-z0-9])[A-Za-z]{2}\d{2}(?:[ -]?[A-Za-z0-9]{4}){2,7}(?:[ -]?[A-Za-z0-9]{1,4})?(?![A-Za-z0-9])")
 # IBAN length by country (ISO 13616 registry): an IBAN in either case must have its country's length.
 _IBAN_LENGTHS = {
     **dict.fromkeys("NO".split(), 15),
@@ -52,7 +52,7 @@ _IBAN_LENGTHS = {
 
 
 def _iban_ok(s: str) -> bool:
-    s = s.replace(" ", "")
+    s = s.replace(" ", "").replace("-", "")
     if not (s.isupper() or s.islower()):
         return False  # mixed case: not an IBAN written by hand or by a bank
     lower = s.islower()

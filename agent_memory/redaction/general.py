@@ -359,15 +359,14 @@ def _be_rrn_ok(s: str) -> bool:
     return cc in (97 - body % 97, 97 - int("2" + d[:9]) % 97)
 
 
-_UPPER4 = Lazy(r"[A-Z]{4}")
+_CHECKED_GATE = Lazy(r"[A-Z]{4}\d|\d\.\d\d\.\d\d-")
 
 
 def checked_id_spans(text: str) -> Iterator[Span]:
-    patterns: list[tuple[Lazy, Callable[[str], bool]]] = []
-    if _UPPER4.get().search(text):
-        patterns += [(_CF, _cf_ok), (_CURP, _curp_ok)]
-    if "-" in text and "." in text:
-        patterns.append((_BE_RRN, _be_rrn_ok))
+    gate = _CHECKED_GATE.get().search(text)
+    if gate is None:
+        return
+    patterns: list[tuple[Lazy, Callable[[str], bool]]] = [(_CF, _cf_ok), (_CURP, _curp_ok), (_BE_RRN, _be_rrn_ok)]
     for pattern, ok in patterns:
         for m in pattern.get().finditer(text):
             if ok(m.group()):

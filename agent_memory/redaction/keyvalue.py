@@ -184,7 +184,7 @@ KV = Lazy(
 # --password hunter2 / --api-key abc (the "=" form is covered by KV)
 CLI = Lazy(
     r"(?<![A-Za-z0-9_-])--(?P<key>[A-Za-z0-9-]*?"
-    r"(?:password|passwd|passphrase|secret|token|api-?key|auth-?key))"
+    r"(?:password|passwd|passphrase|(?<![A-Za-z])pass(?![A-Za-z-])|secret|token|api-?key|auth-?key))"
     r"[\ \t]++"
     r"(?:\"" + NP + r"(?P<dq>[^\"\r\n]*+)"
     r"|'" + NP + r"(?P<sq>[^'\r\n]*+)"
