@@ -99,8 +99,9 @@ def test_independent_corpora_meet_their_targets(corpus: Path, min_recall: float,
 # <= 1 changed).  Its 40 misses and 8 damaged look-alikes were then studied by family and the families grown as general
 # rules (redaction/contextual.py and the others; tests/test_redact_holdout3_families.py tests each on values of its
 # own): it is tuning data now, at 346/347, 0/101.  The one miss is a scoring artefact: the Braintree token begins with
-# its own key's name ("access_token: access_token$production$…"), and the key is kept.  How the families generalise is
-# measured on a fifth corpus written blind (secrets_holdout4).
+# its own key's name ("access_token: access_token$production$…"), and the key is kept.  How the families generalise was
+# measured once on a fifth corpus written blind (secrets_holdout4, branch corpus4), after they were committed:
+# 449/517 (86.8%) redacted, 5/122 look-alikes changed (the code before them: 424/517, 6/122) — the target is not met.
 HOLDOUT3 = FIXTURES.parent / "secrets_holdout3"
 
 
