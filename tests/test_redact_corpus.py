@@ -55,7 +55,7 @@ def test_targets_at_least_97_percent_redacted_at_most_1_percent_damaged(reliabil
 
 def test_every_kind_is_exercised_by_the_corpora() -> None:
     seen: set[str] = set()
-    for case in SECRETS + load("secrets.jsonl", TUNE) + load("secrets.jsonl", HOLDOUT):
+    for case in SECRETS + load("secrets.jsonl", TUNE) + load("secrets.jsonl", HOLDOUT) + load("secrets.jsonl", HOLDOUT3):
         seen.update(redact(str(case["text"])).kinds)
     assert seen == set(KINDS)
 
@@ -95,23 +95,21 @@ def test_independent_corpora_meet_their_targets(corpus: Path, min_recall: float,
 
 # holdout3 (tests/fixtures/secrets_holdout3, 347 secrets, 101 look-alikes) was written blind — by someone who read
 # neither the redaction code nor the other corpora — while the families were grown on the four corpora above, and was
-# measured once, after that: 307/347 (88.5%) redacted, 8/101 look-alikes changed.  That is under the issue's target
-# (>= 97%, <= 1 changed): the floor test keeps what was measured, the strict xfail turns red the day the target is met.
-# Its misses have not been looked at; tuning on them makes it tuning data, and a fourth blind corpus the measure.
+# measured once, after that: 307/347 (88.5%) redacted, 8/101 look-alikes changed, under the issue's target (>= 97%,
+# <= 1 changed).  Its 40 misses and 8 damaged look-alikes were then studied by family and the families grown as general
+# rules (redaction/contextual.py and the others; tests/test_redact_holdout3_families.py tests each on values of its
+# own): it is tuning data now, at 346/347, 0/101.  The one miss is a scoring artefact: the Braintree token begins with
+# its own key's name ("access_token: access_token$production$…"), and the key is kept.  How the families generalise was
+# measured once on a fifth corpus written blind (secrets_holdout4, branch corpus4), after they were committed:
+# 449/517 (86.8%) redacted, 5/122 look-alikes changed (the code before them: 424/517, 6/122) — the target is not met.
 HOLDOUT3 = FIXTURES.parent / "secrets_holdout3"
 
 
-def test_blind_holdout3_keeps_its_measured_floor() -> None:
+def test_holdout3_now_tuning_data_keeps_its_figures() -> None:
     result = score(lambda text: redact(text).text, HOLDOUT3)
     print(f"\n{HOLDOUT3.name}: {result.line()}")
     assert result.secrets >= 300 and result.benign >= 100
-    assert result.recall >= 307 / 347 and result.damaged <= 8
-
-
-@pytest.mark.xfail(strict=True, reason="issue 27/7 target not met on the blind corpus (88.5%, 8 changed)")
-def test_blind_holdout3_meets_the_issue_target() -> None:
-    result = score(lambda text: redact(text).text, HOLDOUT3)
-    assert result.recall >= 0.97 and result.damaged <= 1
+    assert result.missed == ["braintree_access_token/config"] and result.damaged == 0, (result.missed, result.damaged_cases)
 
 
 @pytest.mark.parametrize("corpus", [TUNE, HOLDOUT], ids=["tune", "holdout"])

@@ -17,11 +17,16 @@ What is found (the rules live in :mod:`agent_memory.redaction`):
   ``curl -u user:X``, ``.netrc`` lines, URL passwords and ``Authorization`` headers;
 * prose ("my wifi password is …", "the PIN is 4821", "I changed my password to …");
 * card numbers (Luhn and issuer checked), high-entropy values in assignments, base64 that decodes
-  to a secret;
+  to a secret; identity and account numbers by label in many languages or by their check characters;
+* secrets named by their surroundings (``contextual``): commands written as argument lists, quoted
+  name/value pairs (``define('DB_PASSWORD', 'X')``), XML name/value pairs, SDK client arguments, URL
+  user parts and key path segments, router configs, tables with a password column, key bytes,
+  ``cat`` of a key file, cookies, private JWK members, prefixed tokens of any service;
 * all of the above behind zero-width characters, look-alike letters, full-width forms (NFKC),
   percent-encoding, string-literal seams (``"ghp_" "…"``) and spaces inside a token.
 
-Code and prose that merely *mention* secrets are left intact (``token: Optional[str] = None``,
+Encrypted-at-rest values made to be committed (SOPS ``ENC[…]``, Ansible Vault, SealedSecret data) and
+public key members are never touched.  Code and prose that merely *mention* secrets are left intact (``token: Optional[str] = None``,
 ``access_token = response["access_token"]``, ``private_key=~/.ssh/id_ed25519``, "Secret: Santa …",
 UUIDs, git SHAs, hashes, paths, URLs without credentials, ordinary numbers and dates).
 

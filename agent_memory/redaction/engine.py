@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Iterator
 from dataclasses import dataclass
 
-from agent_memory.redaction import families, general, heuristics, keyvalue, structured, views
+from agent_memory.redaction import contextual, families, general, heuristics, keyvalue, structured, views
 from agent_memory.redaction.base import MARKER_RE, Lazy, Rule, accepted, accepted_at, marker, starts_near, token_like
 from agent_memory.redaction.providers import PROVIDERS
 
@@ -67,6 +68,7 @@ def _spaced_hits(text: str) -> tuple[int, ...]:
     return tuple(hits)
 
 
+_SPACED_CHARS = Lazy(r"(?<!\S)\S(?: \S){15,}(?!\S)")
 _OKTA = next(i for i, row in enumerate(PROVIDERS) if row[0] == "okta_token")
 
 KINDS: tuple[str, ...] = tuple(
@@ -114,6 +116,9 @@ class _Spans:
         self.found: list[Span] = []
         self.starts: list[int] = []
         self.blocked: list[tuple[int, int]] = [(m.start(), m.end()) for m in MARKER_RE.finditer(text)] if "[redacted:" in low else []
+        public = contextual.public_spans(text)
+        if public:  # encrypted-at-rest envelopes and public key members: never redacted
+            self.blocked = sorted(self.blocked + public)
         self.blocked_starts = [s for s, _ in self.blocked]
 
     def add(self, start: int, end: int, kind: str) -> None:
@@ -181,7 +186,9 @@ def _collect(text: str, decode: bool, gated: bool = True, hits: tuple[int, ...] 
     for start, end, kind in general.general_spans(text, low, _has_secret, decode):
         spans.add(start, end, kind)
     if decode:
-        for start, end, kind in families.split_spans(text, _has_secret):
+        for start, end, kind in contextual.context_spans(text, low, _command_spans):
+            spans.add(start, end, kind)
+        for start, end, kind in families.split_spans(text, _has_secret, _spans_of):
             spans.add(start, end, kind)
     for start, end, kind in heuristics.run_spans(text, _has_secret, decode):
         spans.add(start, end, kind)
@@ -190,6 +197,18 @@ def _collect(text: str, decode: bool, gated: bool = True, hits: tuple[int, ...] 
 
 def _has_secret(text: str) -> bool:
     return bool(_collect(text, decode=False))
+
+
+def _command_spans(text: str, low: str) -> Iterator[Span]:
+    """Passwords on a command line (for commands written as argument lists)."""
+    yield from general.cli_spans(text, low)
+    for pattern, decide in ((keyvalue.COMMAND, keyvalue.decide_command), (keyvalue.CLI, keyvalue.decide_kv)):
+        for kind, start, end, _ in accepted(pattern, decide, text):
+            yield start, end, kind
+
+
+def _spans_of(text: str) -> list[Span]:
+    return _collect(text, decode=False)
 
 
 def _despaced_spans(view: views.View, hits: tuple[int, ...]) -> list[Span]:
@@ -226,6 +245,15 @@ def find_spans(text: str, *, gated: bool = True) -> list[Span]:
     if hits:
         for start, end, kind in _despaced_spans(base, hits):
             spans.add(start, end, kind)  # never extends a token already found whole
+    # a token spelt out one character at a time: "g h p _ 4 x …"
+    if " " in text:
+        for m in _SPACED_CHARS.get().finditer(text):
+            joined = m.group().replace(" ", "")
+            if any(e - s >= 12 for s, e, _ in _collect(joined, decode=False)):
+                spans.add(m.start(), m.end(), "token")
+    # last: a prefixed token cut short that nothing above found whole (half of "ghp_…" split over two messages)
+    for start, end, kind in contextual.partial_spans(text, lambda s, e: _overlaps(spans.starts, spans.found, s, e)):
+        spans.add(start, end, kind)
     return sorted(spans.found)
 
 

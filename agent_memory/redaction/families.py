@@ -22,13 +22,13 @@ from collections.abc import Callable, Iterator
 from agent_memory.redaction.base import A, I, Lazy, X
 from agent_memory.redaction.bip39 import WORDS
 from agent_memory.redaction.heuristics import luhn_ok
-from agent_memory.redaction.keyvalue import KEY_CORES, PLACEHOLDER_RE, public_value
+from agent_memory.redaction.keyvalue import KEY_CORES, PLACEHOLDER_RE, placeholder_value, public_value
 from agent_memory.redaction.providers import entropy
 
 Span = tuple[int, int, str]
 
 # --- IBAN ------------------------------------------------------------------------------------------
-_IBAN = Lazy(r"(?<![A-Za-z0-9])[A-Za-z]{2}\d{2}(?:[ ]?[A-Za-z0-9]{4}){2,7}(?:[ ]?[A-Za-z0-9]{1,4})?(?![A-Za-z0-9])")
+_IBAN = Lazy(r"(?<![A-Za-z0-9])[A-Za-z]{2}\d{2}(?:[ -]?[A-Za-z0-9]{4}){2,7}(?:[ -]?[A-Za-z0-9]{1,4})?(?![A-Za-z0-9])")
 # IBAN length by country (ISO 13616 registry): an IBAN in either case must have its country's length.
 _IBAN_LENGTHS = {
     **dict.fromkeys("NO".split(), 15),
@@ -52,7 +52,7 @@ _IBAN_LENGTHS = {
 
 
 def _iban_ok(s: str) -> bool:
-    s = s.replace(" ", "")
+    s = s.replace(" ", "").replace("-", "")
     if not (s.isupper() or s.islower()):
         return False  # mixed case: not an IBAN written by hand or by a bank
     lower = s.islower()
@@ -240,7 +240,8 @@ def family_spans(text: str, low: str) -> Iterator[Span]:
             if "public" not in m.group(0)[: m.start("v") - m.start()].lower():
                 yield m.start("v"), m.end("v"), "private_key"
     for m in _KV_EXTRA.get().finditer(text):
-        yield m.start("v"), m.end("v"), "secret"
+        if not placeholder_value(m.group("v")):
+            yield m.start("v"), m.end("v"), "secret"
     if text.count(":") >= 4:
         for m in _PGPASS.get().finditer(text):
             if m.group("v").lower() not in ("password", "pass", "*"):
@@ -294,13 +295,14 @@ _SPLIT = Lazy(
 )
 
 
-def split_spans(text: str, detect: Callable[[str], bool]) -> Iterator[Span]:
+def split_spans(text: str, detect: Callable[[str], bool], spans: Callable[[str], list[tuple[int, int, str]]]) -> Iterator[Span]:
     """Halves of a secret broken over two lines (each half is replaced; the text between them is kept)."""
     if "\n" not in text:
         return
     for m in _SPLIT.get().finditer(text):
         a, b = m.group("a"), m.group("b")
-        # "a" may be a token rule's prefix match already; "b" must then be a random-looking continuation
-        if not detect(b) and (not detect(a) or ("=" not in b and _random_value(b))) and detect(a + b):
+        # "a" may be a token rule's prefix match already; "b" must then be a random-looking continuation;
+        # what is found in the joined text must cross the seam ("SMTP_PASSWORD=" + "SMTP_USER=" is two keys)
+        if not detect(b) and (not detect(a) or ("=" not in b and _random_value(b))) and any(s < len(a) < e for s, e, _ in spans(a + b)):
             yield m.start("a"), m.end("a"), "token"
             yield m.start("b"), m.end("b"), "token"

@@ -57,12 +57,16 @@ _CLI = Lazy(
     + r"|\b(?:plink|pscp|psftp|putty|kitty)\b"
     + _LINE
     + r"[ \t]-pw[ \t]+"
-    + r"|\b(?:psexec|paexec|rdesktop|hydra|crackmapexec|nxc|netexec|evil-winrm|smbmap|influx)\b"
+    + r"|\b(?:psexec|psexec\.exe|paexec|rdesktop|hydra|crackmapexec|nxc|netexec|evil-winrm|smbmap)\b"
     + _LINE
     + r"[ \t](?-i:-p)[ \t]+"
     + r"|\binflux\b"
     + _LINE
-    + r"[ \t](?-i:-t)[ \t]+"
+    + r"[ \t](?-i:-t|-p|--token|--password)[ \t]+"
+    # net-snmp v3 auth/privacy passphrases and v1/v2c communities: snmpwalk -A X -X Y, snmpget -c X
+    + r"|\bsnmp\w*\b"
+    + _LINE
+    + r"[ \t](?-i:-A|-X|-c)[ \t]+"
     + r"|\b(?:smbclient|rpcclient|smbcacls|smbget|smbtree|net|mount\.cifs|winexe|wmic)\b"
     + _LINE
     + r"[ \t](?:-U|--user)[ \t=]*+['\"]?[^\s%'\"]{1,64}%"
@@ -106,7 +110,8 @@ _CLI_WORDS = frozenset(
     """login zip unzip zipcloak funzip mosquitto_pub mosquitto_sub mosquitto_rr mosquitto_passwd ipmitool ncftp ncftpget
     ncftpput fetchmail 7z 7za 7zr rar unrar winrar ldapsearch ldapadd ldapmodify ldapdelete ldapwhoami ldappasswd
     ldapcompare ldapmodrdn ldapexop plink pscp psftp putty kitty psexec psexec.exe paexec rdesktop hydra crackmapexec
-    nxc netexec evil-winrm smbmap influx smbclient rpcclient smbcacls smbget smbtree net mount.cifs winexe wmic lftp ab
+    nxc netexec evil-winrm smbmap influx smbclient snmpwalk snmpget snmpset snmpbulkwalk snmpbulkget snmpgetnext snmptrap
+    snmptable snmpinform snmpdelta snmpstatus snmpdf snmpnetstat snmpusm snmpvacm snmptranslate rpcclient smbcacls smbget smbtree net mount.cifs winexe wmic lftp ab
     htpasswd rabbitmqctl wpa_passphrase nmcli vault redis-server keydb-server valkey-server curl""".split()
 )
 _WORD_CHARS = Lazy(r"[a-z0-9_.+-]+")
@@ -128,7 +133,9 @@ def _cli_value_ok(v: str) -> bool:
         and not PLACEHOLDER_RE.get().match(v)
         and v.lower() not in NOT_A_VALUE
         and not placeholder_value(v)
-        and not v.startswith(("@", "-"))
+        and not v.startswith("@")
+        # a value may start with "-" when it cannot be a flag: "-p -szC5TRavkCW2Q1q"
+        and (not v.startswith("-") or (len(v) >= 10 and any(c.isdigit() for c in v) and any(c.isupper() for c in v[1:])))
     )
 
 
@@ -169,17 +176,23 @@ _TF_RESULT = Lazy(r"\"result\"[ \t]*:[ \t]*\"(?P<v>(?:[^\"\\\r\n]|\\.){4,200})\"
 
 # --- passwords in chat, in many languages ---------------------------------------------------------------------------
 _PW_WORDS = (
-    r"pass(?:word|wd|phrase|code)?|pwd|pw|passwort|kennwort|contrase(?:ñ|n)a|clave|senha|mot[ \t]+de[ \t]+passe|mdp"
-    r"|wachtwoord|l(?:ö|o)senord|adgangskode|passord|salasana|has(?:ł|l)o|heslo|parol(?:a|ă)|jelsz(?:ó|o)|(?:ş|s)ifre"
-    r"|geslo|lozinka|пароль|密码|密碼|口令|パスワード|暗証番号|비밀번호|암호|סיסמה|كلمة[ \t]+المرور|mật[ \t]+khẩu"
-    r"|kata[ \t]+sandi|รหัสผ่าน|κωδικός"
+    r"(?:pass(?:word|wd|phrase|code)?|pwd|pw|passwort|kennwort|contrase(?:ñ|n)a|clave|senha|mot[ \t]+de[ \t]+passe|mdp"
+    r"|wachtwoord|l(?:ö|o)senord|adgangskode|passord|salasana|has(?:ł|l)o|heslo|parol(?:a|ă)|jelsz(?:ó|o)|(?:ş|s)ifre(?:m|miz|n|niz|si|sı)?"
+    r"|geslo|lozinka|пароль|mật[ \t]+khẩu|kata[ \t]+sandi|κωδικός)(?![\w-])"
+    # words of scripts without spaces between words: no boundary after them ("密码是X", "パスワードは「X」")
+    r"|密码|密碼|口令|パスワード|暗証番号|비밀번호|암호|סיסמה|كلمة[ \t]+المرور|รหัสผ่าน"
 )
+# a value ends at a space, a quote, or where Chinese, Japanese or Korean text (or its punctuation) resumes
+# (the look-ahead: a password word is followed by a digit or a symbol, so "password to the server is X" reads on past "the")
+_PW_VALUE = r"(?=[^\s\"'«»“”„「」]{0,79}[0-9!#$%&*+./:;<=>?@\\^_`|~-])(?P<v>[^\s\"'«»“”„「」『』‹›‘’\u3000-\u30ff\u3400-\u9fff\uac00-\ud7af\uff01-\uff0f\uff1a-\uff20]{4,80})"
 _CHAT = Lazy(
-    r"(?:" + _PW_WORDS + r")(?![\w-])[^\r\n:=→]{0,40}?"
-    r"(?:[ \t]*(?:[:：=→⇒]|->|=>)|[ \t](?:is|ist|lautet|lauten|es|est|è|é|är|er|on|jest|je|was|now|wird|sera|será)(?=[ \t]))"
-    r"[ \t]*+(?:[«“„\"'「『‹‘]|&quot;)?[ \t]*+(?P<v>[^\s\"'«»“”„「」『』‹›‘’]{4,80})",
+    r"(?:" + _PW_WORDS + r")[^\r\n:=→]{0,40}?"
+    r"(?:[ \t]*(?:[:：=→⇒]|->|=>|[是为為は는은]|이에요|가)|[ \t](?:is|ist|lautet|lauten|es|est|è|é|är|er|on|jest|je|to|was|now|wird|sera|será|это|—)(?=[ \t]))"
+    r"[ \t]*+(?:[«“„\"'「『‹‘]|&quot;)?[ \t]*+" + _PW_VALUE,
     I,
 )
+# the value right after the word: "şifrem Vientokobalt99_" (tried where _CHAT found nothing)
+_CHAT_BARE = Lazy(r"(?:" + _PW_WORDS + r")[ \t]+(?:[«“„\"'「『‹‘][ \t]*)?" + _PW_VALUE, I)
 # Every password word starts with one of these (lower-cased): _CHAT is tried only where one occurs.
 _CHAT_TRIGGERS = (
     "pass",
@@ -222,9 +235,17 @@ _CHAT_TRIGGERS_UNICODE = _CHAT_TRIGGERS + (
 )
 
 
+_MANAGERS = frozenset(("1password", "1password8", "keepassxc", "keepass2", "bitwarden", "lastpass", "dashlane"))
+
+
+_PATTERN_PIECES = ("(?=", ".*", "\\d", "[A-Z]", "[a-z]", "[0-9]", "{8,", "{12,")
+
+
 def pw_like(v: str) -> bool:
     """Does ``v`` look like a chosen password rather than a word, number, path or reference?"""
-    if len(v) < 6 or "/" in v or "://" in v or placeholder_value(v) or PLACEHOLDER_RE.get().match(v):
+    if len(v) < 6 or "/" in v or "://" in v or placeholder_value(v) or PLACEHOLDER_RE.get().match(v) or v.lower() in _MANAGERS:
+        return False
+    if any(p in v for p in _PATTERN_PIECES):  # a rule for passwords ("^(?=.*[A-Z])(?=.*\d).{12,}$"), not one
         return False
     classes = any(c.islower() for c in v) + any(c.isupper() for c in v) + any(c.isdigit() for c in v) + any(not c.isalnum() for c in v[:-1])
     return classes >= 3 or (classes == 2 and any(c.isdigit() for c in v) and any(c.isalpha() for c in v) and len(v) >= 8)
@@ -244,11 +265,16 @@ _ID_WORDS = (
     r"|(?:bank[ \t]+)?account[ \t]+(?:number|no|#)|acct[ \t]*(?:number|no|#)?|kontonummer|numéro[ \t]+de[ \t]+compte"
     r"|n(?:ú|u)mero[ \t]+de[ \t]+cuenta|nhs[ \t]+number|medicare|driver'?s?[ \t]+licen[cs]e|licen[cs]e[ \t]+number"
     r"|health[ \t]+(?:card|insurance)[ \t]+number|insurance[ \t]+number|versichertennummer|sécu"
+    r"|rijksregister(?:nummer)?|num(?:é|e)ro[ \t]+national|insz|niss|rodn(?:é|e)[ \t]+(?:č|c)(?:í|i)slo|r\.?č\.?|rfc|nip|regon"
+    r"|kennitala|ird[ \t]+number|itin|ein|nin|bvn|c(?:é|e)dula|snils|снилс|инн|паспорт|pasaporte|passeport|reisepass"
+    r"|personalausweis(?:nummer)?|ausweisnummer|iqama|emirates[ \t]+id|npwp|sss|cccd|cmnd|tessera[ \t]+sanitaria"
+    r"|תעודת[ \t]+זהות|מספר[ \t]+זהות|ת\"ז|ת\.ז\.?|clabe"
 )
 # A value is found first (its digits), then a label is looked for just before it.
 _ID_DIGITS = Lazy(r"\d(?:\d|[ .\-/](?=\d)){4,24}")
-_ID_PREFIX = Lazy(r"(?:(?<![A-Za-z0-9])[A-Za-z]{1,3}[ .-]?|(?<![A-Za-z0-9]))$", A)
-_ID_SUFFIX = Lazy(r"(?:[ .-]?[A-Za-z])?(?![\w])", A)
+_ID_PREFIX = Lazy(r"(?:(?<![A-Za-z0-9])[A-Za-z]{1,3}[ .-]?|(?<![A-Za-z0-9])[A-Z]{4,6}|(?<![A-Za-z0-9]))$", A)
+_ID_SUFFIX = Lazy(r"(?:[ .-]?[A-Za-z]{1,2}|[A-Z0-9]{1,10})?(?![\w])", A)
+# an upper-case id with letters and digits mixed: PAN "EXUPN5921A", CURP, codice fiscale, PPS "0684592WA"
 _ID_LABEL = Lazy(
     r"(?<![\w])(?:" + _ID_WORDS + r")(?![a-z])(?:-?(?:nummer|number|no\.?|nr\.?|num\.?|#|n°|º))?[^\d\r\n]{0,24}?$",
     I,
@@ -273,6 +299,78 @@ def _id_spans(text: str) -> Iterator[Span]:
             if _id_ok(text[vs:ve]) and _ID_LABEL.get().search(text, max(0, vs - 72), vs):
                 yield vs, ve, "national_id"
                 break
+
+
+# a bank routing number is public; with the account number after it, the pair names an account
+_ROUTING_ACCOUNT = Lazy(
+    r"\b(?:routing|aba|rtn|transit|sort[ \t]+code|bsb)(?:[ \t]+(?:number|no\.?|#|code))?[ \t:#]*(?P<r>\d[\d -]{4,10}\d)"
+    r"[^\r\n\d]{0,24}?\b(?:account|acct|konto|compte|cuenta|conta)(?:[ \t]+(?:number|no\.?|#))?[ \t:#]*(?P<a>\d[\d -]{3,20}\d)(?!\d)",
+    I,
+)
+
+
+_UPPER_RUN = Lazy(r"[A-Z0-9]{8,}+")
+_ROUTING_WORDS = ("routing", "aba", "rtn", "transit", "sort code", "bsb")
+
+
+def _alnum_id_spans(text: str, low: str) -> Iterator[Span]:
+    if any(w in low for w in _ROUTING_WORDS):
+        for m in _ROUTING_ACCOUNT.get().finditer(text):
+            yield m.start("r"), m.end("r"), "national_id"
+            yield m.start("a"), m.end("a"), "national_id"
+    for m in _UPPER_RUN.get().finditer(text):
+        s, e = m.span()
+        v = m.group()
+        if e - s > 20 or v.isdigit() or v.isalpha() or s and (text[s - 1].isalnum() or text[s - 1] == "_"):
+            continue
+        if e < len(text) and (text[e].isalnum() or text[e] == "_"):
+            continue
+        if sum(c.isdigit() for c in v) >= 4 and _ID_LABEL.get().search(text, max(0, s - 72), s):
+            yield s, e, "national_id"
+
+
+# --- identity numbers written with their check characters, found without a label --------------------------------------
+_CF = Lazy(r"(?<![A-Za-z0-9])[A-Z]{6}\d{2}[ABCDEHLMPRST]\d{2}[A-Z]\d{3}[A-Z](?![A-Za-z0-9])")
+_CF_ODD = (1, 0, 5, 7, 9, 13, 15, 17, 19, 21, 2, 4, 18, 20, 11, 3, 6, 8, 12, 14, 16, 10, 22, 25, 24, 23)
+_CURP = Lazy(r"(?<![A-Za-z0-9])[A-Z][AEIOUX][A-Z]{2}\d{6}[HMX][A-Z]{2}[A-Z]{3}[A-Z0-9]\d(?![A-Za-z0-9])")
+_CURP_ALPHA = "0123456789ABCDEFGHIJKLMN\u00d1OPQRSTUVWXYZ"
+_BE_RRN = Lazy(r"(?<![\d.])\d{2}\.\d{2}\.\d{2}-\d{3}\.\d{2}(?![\d.])")
+
+
+def _cf_ok(s: str) -> bool:
+    """Italian codice fiscale: the last letter checks the other fifteen characters."""
+    total = 0
+    for i, ch in enumerate(s[:15]):
+        v = int(ch) if ch.isdigit() else ord(ch) - 65
+        total += _CF_ODD[v] if i % 2 == 0 else v
+    return chr(65 + total % 26) == s[15]
+
+
+def _curp_ok(s: str) -> bool:
+    """Mexican CURP: the last digit checks the other seventeen characters."""
+    total = sum(_CURP_ALPHA.index(c) * (18 - i) for i, c in enumerate(s[:17]))
+    return (10 - total % 10) % 10 == int(s[17])
+
+
+def _be_rrn_ok(s: str) -> bool:
+    """Belgian national register number: 97 minus the first nine digits mod 97 (born after 1999: with a leading 2)."""
+    d = "".join(c for c in s if c.isdigit())
+    body, cc = int(d[:9]), int(d[9:])
+    return cc in (97 - body % 97, 97 - int("2" + d[:9]) % 97)
+
+
+_CHECKED_GATE = Lazy(r"[A-Z]{4}\d|\d\.\d\d\.\d\d-")
+
+
+def checked_id_spans(text: str) -> Iterator[Span]:
+    gate = _CHECKED_GATE.get().search(text)
+    if gate is None:
+        return
+    patterns: list[tuple[Lazy, Callable[[str], bool]]] = [(_CF, _cf_ok), (_CURP, _curp_ok), (_BE_RRN, _be_rrn_ok)]
+    for pattern, ok in patterns:
+        for m in pattern.get().finditer(text):
+            if ok(m.group()):
+                yield m.start(), m.end(), "national_id"
 
 
 def _id_ok(v: str) -> bool:
@@ -447,10 +545,18 @@ def _at(lazy: Lazy, text: str, low: str, triggers: tuple[str, ...] | set[int], s
             yield m
 
 
-def _context_spans(text: str, low: str) -> Iterator[Span]:
-    """Values named by their context: command lines, config keys, SQL, chat, labelled identity numbers."""
-    same = len(low) == len(text)
-    for m in _at(_CLI, text, low, _cli_starts(low), same):
+_SNMP_FLAG = Lazy(r"(?<![\w-])(?:-A|-X|-c)[ \t]+" + _VAL, A)
+
+
+def cli_spans(text: str, low: str) -> Iterator[Span]:
+    """Passwords on command lines (the password flags of many tools)."""
+    if "snmp" in low:  # net-snmp takes two passphrases (-A auth, -X privacy) in one command
+        for line in re.finditer(r"[^\r\n]*\bsnmp\w*\b[^\r\n]*", text):
+            for m in _SNMP_FLAG.get().finditer(text, line.start(), line.end()):
+                span = _value(m)
+                if span is not None and _cli_value_ok(text[span[0] : span[1]]):
+                    yield span[0], span[1], "password"
+    for m in _at(_CLI, text, low, _cli_starts(low), len(low) == len(text)):
         span = _value(m)
         if span is None or not _cli_value_ok(text[span[0] : span[1]]):
             continue
@@ -460,6 +566,12 @@ def _context_spans(text: str, low: str) -> Iterator[Span]:
         ):
             continue
         yield span[0], span[1], "password"
+
+
+def _context_spans(text: str, low: str) -> Iterator[Span]:
+    """Values named by their context: command lines, config keys, SQL, chat, labelled identity numbers."""
+    same = len(low) == len(text)
+    yield from cli_spans(text, low)
     if any(t in low for t in _KEY_SPACE_TRIGGERS):
         match = _KEY_SPACE.get().match
         # the start of each line (or ";"-separated command) that holds a key word
@@ -491,14 +603,25 @@ def _context_spans(text: str, low: str) -> Iterator[Span]:
     if "random_password" in low or "random_string" in low:
         for m in _TF_RESULT.get().finditer(text):
             yield m.start("v"), m.end("v"), "password"
-    for m in _at(_CHAT, text, low, _CHAT_TRIGGERS if low.isascii() else _CHAT_TRIGGERS_UNICODE, same):
-        if m.start() and (text[m.start() - 1].isalnum() or text[m.start() - 1] in "_-"):
+    triggers = _CHAT_TRIGGERS if low.isascii() else _CHAT_TRIGGERS_UNICODE
+    seen: set[int] = set()
+    for m in _at(_CHAT, text, low, triggers, same):
+        if m.start() and (text[m.start() - 1].isalnum() or text[m.start() - 1] in "_-") and text[m.start()].isascii():
             continue
         v = m.group("v").rstrip(".,;)»”’")
         if pw_like(v):
+            seen.add(m.start())
+            yield m.start("v"), m.start("v") + len(v), "password"
+    for m in _at(_CHAT_BARE, text, low, triggers, same):
+        if m.start() in seen or m.start() and (text[m.start() - 1].isalnum() or text[m.start() - 1] in "_-"):
+            continue
+        v = m.group("v").rstrip(".,;)»”’")
+        if pw_like(v) and any(c.isdigit() for c in v):
             yield m.start("v"), m.start("v") + len(v), "password"
     if _DIGIT.get().search(text):
         yield from _id_spans(text)
+        yield from _alnum_id_spans(text, low)
+        yield from checked_id_spans(text)
 
 
 def general_spans(text: str, low: str, detect: Callable[[str], bool], decode: bool) -> Iterator[Span]:

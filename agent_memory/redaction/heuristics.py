@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import re
 from collections.abc import Callable, Iterator
 
@@ -62,7 +63,7 @@ def prose_spans(text: str, low: str) -> Iterator[Span]:
             if not quoted and _WORD.get().fullmatch(value) and not any(c.isupper() for c in value[1:]):
                 continue  # "is case-sensitive", "is long": a word, not a password
             yield start, end, "password"
-        elif _PIN.get().fullmatch(value):
+        elif _PIN.get().fullmatch(value.rstrip("#*")):
             yield start, end, "pin"
 
 
@@ -72,7 +73,9 @@ CARD = Lazy(
     r"|3[47]\d{2}(?P<a>[ -]?)\d{6}(?P=a)\d{5}|3[0689]\d{2}(?P<d>[ -]?)\d{6}(?P=d)\d{4}|\d{13,19})(?![\w-]|[.,]\d)",
     A,
 )
-_IIN = Lazy(r"4|5[1-5]|2(?:2[2-9]|[3-6]\d|7[01]|720)|3[47]|6(?:011|5|4[4-9]|2)|35(?:2[89]|[3-8])|3(?:0[0-5]|[689])|50|5[6-8]")
+# issuer prefixes: Visa, Mastercard, Amex, Discover, JCB, Diners, UnionPay, Maestro (50, 56-69), Mir (2200-2204),
+# RuPay (60, 65, 81, 82, 508), Troy (9792), Verve (506, 507, 650), Elo
+_IIN = Lazy(r"4|5\d|2(?:20[0-4]|2[2-9]|[3-6]\d|7[01]|720)|3[47]|6|35(?:2[89]|[3-8])|3(?:0[0-5]|[689])|8[12]|9792")
 
 
 def luhn_ok(digits: str) -> bool:
@@ -85,22 +88,35 @@ def luhn_ok(digits: str) -> bool:
     return total % 10 == 0
 
 
+# a card number spelt out digit by digit: "5 5 6 4 1 9 0 9 …"
+_SPACED_CARD = Lazy(r"(?<![\w.])\d(?:[ ]\d){12,18}(?![ ]?\d)", A)
+
+
 def card_spans(text: str) -> Iterator[Span]:
     for m in CARD.get().finditer(text):
         digits = "".join(c for c in m.group("n") if c.isdigit())
         if 13 <= len(digits) <= 19 and len(set(digits)) > 2 and _IIN.get().match(digits) and luhn_ok(digits):
             yield m.start(), m.end(), "card_number"
+    if " " in text:
+        for m in _SPACED_CARD.get().finditer(text):
+            digits = m.group().replace(" ", "")
+            if len(set(digits)) > 2 and _IIN.get().match(digits) and luhn_ok(digits):
+                yield m.start(), m.end(), "card_number"
 
 
 # --- long runs: high entropy in an assignment, base64 that decodes to a secret ------------------------
 # (no look-behind: runs are maximal and found left to right, and a leading look-behind would turn
 # off the regex engine's first-character scan)
 LONG_RUN = Lazy(r"[A-Za-z0-9+/_\-=.~]{20,}+")
-_ASSIGN_LEFT = Lazy(r"(?P<key>[A-Za-z_][\w.-]{0,60}+)[\"']?[ \t]*+(?::=|=>|[:=])[ \t]*+[\"'`]?$", A)
+_ASSIGN_LEFT = Lazy(r"(?P<key>[A-Za-z_][\w.-]{0,60}+)(?:\[\d{0,4}\])?[\"']?[ \t]*+(?::=|=>|[:=])[ \t]*+[\"'`]?$", A)
+# a name that ends in a word for key material: appKey, aes_key, master.key, hmac_secret, client_token
+_SECRET_KEY_END = Lazy(r"(?:key|secret|token|passw(?:or)?d|pwd|psk|salt|seed)$", I)
 _NOT_SECRET_KEY = Lazy(
     r"(?:^|[_.-]|(?<=[a-z])(?=[A-Z]))(?:id|ids|uuid|guid|sha|sha\d+|hash|checksum|digest|commit|rev|revision|version|etag"
     r"|trace|request|integrity|url|uri|path|file|dir|name|image|type|format|region|host|ref|class|module|handler|prefix"
-    r"|arn|email|user|username|bucket|public|pub|pubkey|address|addr|fingerprint|sitekey|site[_-]?key|publishable)"
+    r"|arn|email|user|username|bucket|public|pub|pubkey|address|addr|fingerprint|sitekey|site[_-]?key|publishable"
+    r"|iv|nonce|tag|cache|idempotency|partition|sort|primary|foreign|lookup|dedupe?|row|shard|index|modulus|exponent"
+    r"|kid|x5t|x5c|thumbprint)"
     r"(?:$|[_.-]|(?=[A-Z]))",
     I,
 )
@@ -159,5 +175,22 @@ def run_spans(text: str, detect: Callable[[str], bool], decode: bool) -> Iterato
         left = _ASSIGN_LEFT.get().search(text, max(0, start - 80), start)
         if left is not None and not _NOT_SECRET_KEY.get().search(left.group("key")):
             value = run.rstrip(".")
-            if _high_entropy(value):
+            if _high_entropy(value) and not _b58_address(value):
                 yield start, start + len(value), "high_entropy_secret"
+            elif _SECRET_KEY_END.get().search(left.group("key")) and _HEX_KEY.get().fullmatch(value):
+                yield start, start + len(value), "high_entropy_secret"
+
+
+_HEX_KEY = Lazy(r"(?:0x)?[0-9a-fA-F]{16,128}")
+_B58_CHARS = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+
+
+def _b58_address(s: str) -> bool:
+    """A base58check string of 25 bytes: a public address (bitcoin, litecoin, dogecoin …), never a secret."""
+    if not 25 <= len(s) <= 35 or any(c not in _B58_CHARS for c in s):
+        return False
+    n = 0
+    for c in s:
+        n = n * 58 + _B58_CHARS.index(c)
+    raw = b"\0" * (len(s) - len(s.lstrip("1"))) + n.to_bytes((n.bit_length() + 7) // 8, "big")
+    return len(raw) == 25 and hashlib.sha256(hashlib.sha256(raw[:-4]).digest()).digest()[:4] == raw[-4:]

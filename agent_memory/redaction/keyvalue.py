@@ -44,6 +44,8 @@ PLACEHOLDER_PREFIX = r"""
     | (?:Get|Read|New|ConvertTo|ConvertFrom|Import|Invoke)-[A-Za-z]+\b  # a PowerShell cmdlet: $pw = Read-Host ...
     | ~/ | \.\.?/ | /[A-Za-z_.-]+/    # a path: ~/.ssh/id_ed25519, ./key.pem, /etc/ssl/key.pem
     | [A-Za-z]:\\                     # C:\\keys\\id_rsa
+    | ![A-Za-z][\w.-]*(?=[\ \t])        # a YAML tag: !vault |, !secret db_password, !Ref Name
+    | [A-Za-z][A-Za-z0-9+.-]{1,15}://(?![^\s@"']*@)  # a URI without credentials: op://vault/item/field, vault://
 """
 PLACEHOLDER_RE = Lazy(
     PLACEHOLDER_PREFIX
@@ -70,8 +72,8 @@ _REF_PATH = Lazy(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+", A)
 
 
 def public_value(value: str) -> bool:
-    """A publishable key (Mapbox ``pk.``, Stripe ``pk_live_``): public by design."""
-    return value.startswith(("pk.", "pk_live_", "pk_test_"))
+    """A publishable key (Mapbox ``pk.``, Stripe ``pk_live_``, PostHog ``phc_``): public by design."""
+    return value.startswith(("pk.", "pk_live_", "pk_test_", "phc_"))
 
 
 def placeholder_value(value: str) -> bool:
@@ -182,7 +184,7 @@ KV = Lazy(
 # --password hunter2 / --api-key abc (the "=" form is covered by KV)
 CLI = Lazy(
     r"(?<![A-Za-z0-9_-])--(?P<key>[A-Za-z0-9-]*?"
-    r"(?:password|passwd|passphrase|secret|token|api-?key|auth-?key))"
+    r"(?:password|passwd|passphrase|(?<![A-Za-z])pass(?![A-Za-z-])|secret|token|api-?key|auth-?key))"
     r"[\ \t]++"
     r"(?:\"" + NP + r"(?P<dq>[^\"\r\n]*+)"
     r"|'" + NP + r"(?P<sq>[^'\r\n]*+)"

@@ -11,7 +11,7 @@ from agent_memory.redaction.keyvalue import PLACEHOLDER_RE
 from agent_memory.redaction.providers import PROVIDERS, SELF_EVIDENT, random_enough
 
 # PEM private keys (RSA, EC, OPENSSH, ENCRYPTED, PGP, ...) ------------------------------------------
-_PEM_LABEL = r"[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?"
+_PEM_LABEL = r"(?:[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?|[ A-Za-z0-9]{0,40}(?:Static key V\d|SECRET KEY))"
 PEM_FULL = Lazy(
     r"(?P<secret>-----BEGIN" + _PEM_LABEL + r"-----"
     r"(?:[^-]|-(?!----))*+"  # body: anything up to the next "-----"
