@@ -39,6 +39,8 @@ _EXPORTS = {
     "MemoryRecord": "model.records",
     "Scope": "model.values",
     "MemoryBlock": "agents.core_block",
+    "CuratedLine": "model.curated",
+    "CuratedLimitError": "errors",
     "SearchHit": "search.types",
     "SearchResult": "search.types",
     "SearchRequest": "search.types",
@@ -109,6 +111,8 @@ __all__ = [
     "ConsolidateOptions",
     "ConsolidationReport",
     "ConsolidationUnsupported",
+    "CuratedLimitError",
+    "CuratedLine",
     "DoctorReport",
     "Embedder",
     "Episode",
@@ -213,6 +217,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.errors import (
         AgentMemoryError,
         BackendError,
+        CuratedLimitError,
         InvalidIdError,
         InvalidInputError,
         LockTimeoutError,
@@ -226,6 +231,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.integrations.anthropic import MemoryToolHandler
     from agent_memory.integrations.hooks import MemoryContext, MemoryHooks
     from agent_memory.integrations.pydantic_ai import MemoryCapability
+    from agent_memory.model.curated import CuratedLine
     from agent_memory.model.drafts import MemoryDraft, RememberResult
     from agent_memory.model.records import MemoryRecord, RecordParseError, Scope
     from agent_memory.model.reports import DoctorReport, SweepReport
