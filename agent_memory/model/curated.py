@@ -35,6 +35,7 @@ __all__ = [
     "is_curated",
     "new_key",
     "priority_of",
+    "restored_metadata",
 ]
 
 KIND = "curated"
@@ -93,6 +94,14 @@ def priority_of(metadata: Mapping[str, Any] | None) -> int:
         return check_priority(value)
     except InvalidInputError:
         return DEFAULT_PRIORITY
+
+
+def restored_metadata(kind: object, metadata: object) -> dict[str, Any]:
+    """What making an earlier version of a curated line current brings back besides its text: its priority
+    (``restore``/``undo`` on both backends); nothing for other kinds."""
+    if kind != KIND or not isinstance(metadata, Mapping) or PRIORITY_KEY not in metadata:
+        return {}
+    return {PRIORITY_KEY: metadata[PRIORITY_KEY]}
 
 
 def curated_order(records: Iterable[MemoryRecord]) -> list[MemoryRecord]:
