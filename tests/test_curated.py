@@ -385,3 +385,22 @@ async def test_mcp_memory_curate_obeys_the_tokens_user(backend: Any) -> None:
     assert [c.text for c in await memory.curated(user_id="alice")] == ["Alice's MCP line"]
     assert (await spec.run(rt, alice, {"action": "remove", "id": added["id"]}))["removed"] is True
     assert await memory.curated(user_id="alice") == []
+
+
+async def test_the_recall_worker_finds_curated_lines_and_marks_them_in_its_sources(backend: Any) -> None:
+    memory = backend.provider()
+    line = await memory.curate("Alice's pager rotation starts on Mondays", user_id="alice", priority=8)
+    fact = await memory.remember("The pager rotation handbook lives in the wiki", scope="project")
+    recalled = await memory.recall("When does my pager rotation start?", user_id="alice")
+    assert not recalled.fallback, recalled.reason
+    marked = {s["id"]: s.get("curated") for s in recalled.sources}
+    assert marked.get(line.id) is True and marked.get(fact.id) is None, recalled.sources
+    assert line.id not in {s["id"] for s in (await memory.recall("When does my pager rotation start?", user_id="bob")).sources}
+
+    def broken(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        raise RuntimeError("model down")
+
+    base = load_profile("offline")
+    down = backend.provider(profile=dataclasses.replace(base, recall=dataclasses.replace(base.recall, model=FunctionModel(broken))))
+    fallback = await down.recall("pager rotation Mondays", user_id="alice")
+    assert fallback.fallback and {s["id"]: s.get("curated") for s in fallback.sources}.get(line.id) is True
