@@ -404,3 +404,19 @@ async def test_the_recall_worker_finds_curated_lines_and_marks_them_in_its_sourc
     down = backend.provider(profile=dataclasses.replace(base, recall=dataclasses.replace(base.recall, model=FunctionModel(broken))))
     fallback = await down.recall("pager rotation Mondays", user_id="alice")
     assert fallback.fallback and {s["id"]: s.get("curated") for s in fallback.sources}.get(line.id) is True
+
+
+async def test_consolidation_never_merges_a_curated_line_away(tmp_path: Path) -> None:
+    from agent_memory import MemoryProvider
+
+    memory = MemoryProvider(tmp_path / "mem", durable=False)  # consolidation runs on the files backend
+    one = await memory.curate("Alice prefers short answers in the morning", user_id="alice", priority=6)
+    two = await memory.curate("Alice prefers short answers in the morning!", user_id="alice", priority=3)
+    fact = await memory.remember("Alice prefers short answers in the morning.", user_id="alice")
+    twin = await memory.remember("Alice prefers short answers in the morning, really.", user_id="alice")
+    report = await memory.consolidate(max_share=1.0)
+    touched = {c.record_id for c in report.changes} | {r for c in report.changes for r in c.related}
+    assert one.id not in touched and two.id not in touched
+    assert {fact.id, twin.id} & touched  # the ordinary near-duplicates are still merged
+    assert {c.id for c in await memory.curated(user_id="alice")} == {one.id, two.id}
+    await memory.aclose()
