@@ -66,6 +66,8 @@ def test_curate_cli_add_list_inject_search_remove_undo_purge(kind: str, tmp_path
     hits = cli("search", f"deploy Fridays {tag}", "--user", alice)["hits"]
     assert hits[0]["id"] == high["id"] and hits[0]["curated"] is True and hits[0]["priority"] == 9
     assert high["id"] not in [h["id"] for h in cli("search", f"deploy Fridays {tag}", "--user", bob)["hits"]]
+    shown = run(root, "search", f"deploy Fridays {tag}", "--user", alice, cwd=tmp_path).stdout
+    assert f"{high['id']}  " in shown and "curated (priority 9)" in shown
 
     refused = run(root, "--json", "curate", "--remove", high["id"], "--user", bob, cwd=tmp_path)
     assert refused.returncode == 1 and json.loads(refused.stdout)["error"]["type"] == "NotFoundError"
