@@ -248,7 +248,8 @@ class MemoryProvider:
         return await self.backend.doctor()
 
     async def inject(self, budget: int = DEFAULT_CORE_BUDGET, *, session_id: str | None = None, user_id: str | None = None) -> MemoryBlock:
-        """The core block for one caller: ``USER.md`` (redacted) + visible ``MEMORY.md`` lines within ``budget`` tokens."""
+        """The core block for one caller: its curated lines (:meth:`curate`), ``USER.md`` (redacted) and the other
+        visible ``MEMORY.md`` lines, within ``budget`` tokens."""
         return await inject(self.backend, budget, caller=Caller(session_id, user_id))
 
     # -- workers -------------------------------------------------------------------------
