@@ -39,6 +39,8 @@ _EXPORTS = {
     "MemoryRecord": "model.records",
     "Scope": "model.values",
     "MemoryBlock": "agents.core_block",
+    "CuratedLine": "model.curated",
+    "CuratedLimitError": "errors",
     "SearchHit": "search.types",
     "SearchResult": "search.types",
     "SearchRequest": "search.types",
@@ -118,6 +120,8 @@ __all__ = [
     "ConsolidateOptions",
     "ConsolidationReport",
     "ConsolidationUnsupported",
+    "CuratedLimitError",
+    "CuratedLine",
     "DistillReport",
     "DoctorReport",
     "Embedder",
@@ -232,6 +236,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.errors import (
         AgentMemoryError,
         BackendError,
+        CuratedLimitError,
         InvalidIdError,
         InvalidInputError,
         LockTimeoutError,
@@ -245,6 +250,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.integrations.anthropic import MemoryToolHandler
     from agent_memory.integrations.hooks import MemoryContext, MemoryHooks
     from agent_memory.integrations.pydantic_ai import MemoryCapability
+    from agent_memory.model.curated import CuratedLine
     from agent_memory.model.drafts import MemoryDraft, RememberResult
     from agent_memory.model.links import Backlink, Link, RecordLinks
     from agent_memory.model.records import MemoryRecord, RecordParseError, Scope

@@ -19,6 +19,10 @@ class InvalidIdError(InvalidInputError):
     """An id or memory key is malformed or would escape the memory root."""
 
 
+class CuratedLimitError(InvalidInputError):
+    """A partition already holds the most curated lines it may (``model.curated.MAX_LINES``): remove or replace one first."""
+
+
 class NotFoundError(AgentMemoryError, LookupError):
     """No record the caller may see has this id."""
 

@@ -53,6 +53,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.consolidate.tidy import TidyReport
     from agent_memory.embeddings import Embedder
     from agent_memory.episodes import Episode, Episodes
+    from agent_memory.model.curated import CuratedLine
     from agent_memory.model.links import RecordLinks
     from agent_memory.sessions import SessionInfo, SessionMessage, SessionStore, SessionSummary, SummaryPolicy
 
@@ -253,7 +254,8 @@ class MemoryProvider:
         return await self.backend.doctor()
 
     async def inject(self, budget: int = DEFAULT_CORE_BUDGET, *, session_id: str | None = None, user_id: str | None = None) -> MemoryBlock:
-        """The core block for one caller: ``USER.md`` (redacted) + visible ``MEMORY.md`` lines within ``budget`` tokens."""
+        """The core block for one caller: its curated lines (:meth:`curate`), ``USER.md`` (redacted) and the other
+        visible ``MEMORY.md`` lines, within ``budget`` tokens."""
         return await inject(self.backend, budget, caller=Caller(session_id, user_id))
 
     # -- workers -------------------------------------------------------------------------
@@ -786,3 +788,45 @@ class MemoryProvider:
                 hit = SearchHit(rec.id, str(rec.path), rec.body_line, end, rec.content[:300], 0.0, rec.title, rec.kind, rec.scope.value)
                 linked.setdefault(seed.id, []).append(dataclasses.replace(hit, tags=rec.tags, updated=rec.updated, recorded_at=rec.created))
         return SearchResult(expand_hits(result.hits, linked, limit=limit), result.trace)
+
+    # -- curated ("hot") memory: short lines first in the core block (agent_memory.model.curated) ------------
+    async def curate(
+        self,
+        text: str | None = None,
+        *,
+        priority: int | None = None,
+        scope: Scope | str = "user",
+        replace: str | None = None,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        source: str = "tool",
+    ) -> RememberResult:
+        """Add one curated line (priority 1-10, default 5) to ``user_id``'s curated memory (``scope="project"``: a line
+        shared by every caller), or with ``replace=ID`` change the text and/or priority of one of the caller's lines.
+
+        Curated lines come first in :meth:`inject`, highest priority first, then newest. A line is one line of at most
+        :data:`~agent_memory.model.curated.MAX_CHARS` characters, redacted like every write; a partition holds at most
+        :data:`~agent_memory.model.curated.MAX_LINES` (:class:`~agent_memory.model.curated.CuratedLimitError`)."""
+        from agent_memory.agents.curated import add_line, replace_line
+
+        caller = Caller(session_id, user_id)
+        if replace is not None:
+            return await replace_line(self.backend, caller, replace, text, priority=priority, source=source)
+        if text is None:
+            raise InvalidInputError("curate needs the text of the line (or replace=ID with a new text or priority)")
+        return await add_line(self.backend, caller, text, priority=priority, scope=scope, source=source)
+
+    async def curated(
+        self, *, session_id: str | None = None, user_id: str | None = None, scope: Scope | str | None = None
+    ) -> "builtins.list[CuratedLine]":
+        """The curated lines the caller's core block starts with (its user's and the shared ones), in block order."""
+        from agent_memory.agents.curated import curated_lines
+
+        return await curated_lines(self.backend, Caller(session_id, user_id), scope=scope)
+
+    async def uncurate(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> bool:
+        """Remove one of the caller's curated lines (archived: :meth:`undo` or :meth:`restore` brings it back);
+        another user's line, or a record that is no curated line, is :class:`~agent_memory.errors.NotFoundError`."""
+        from agent_memory.agents.curated import remove_line
+
+        return await remove_line(self.backend, Caller(session_id, user_id), record_id)

@@ -58,8 +58,8 @@ def test_no_tool_takes_an_identity_argument() -> None:
 
 def test_tool_sets_are_cumulative() -> None:
     assert ServerOptions(tools=("read",)).tool_names == ("memory_search", "memory_get", "memory_list", "memory_recall")
-    assert ServerOptions().tool_names[-2:] == ("memory_remember", "memory_supersede")
-    assert ServerOptions(tools=("foreground",)).tool_names[-3:] == ("memory_remember", "memory_supersede", "memory_forget")
+    assert ServerOptions().tool_names[-3:] == ("memory_remember", "memory_supersede", "memory_curate")
+    assert ServerOptions(tools=("foreground",)).tool_names[-4:] == ("memory_remember", "memory_supersede", "memory_curate", "memory_forget")
     with pytest.raises(ConfigError):
         ServerOptions(tools=("admin",))
 

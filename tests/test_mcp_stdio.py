@@ -38,7 +38,15 @@ async def stdio_session(root: Path, *args: str) -> AsyncIterator[ClientSession]:
 async def test_tools_listed_with_annotations_and_sets(root: Path) -> None:
     async with stdio_session(root, "--user", "alice") as s:
         tools = {t.name: t for t in (await s.list_tools()).tools}
-    assert set(tools) == {"memory_search", "memory_get", "memory_list", "memory_recall", "memory_remember", "memory_supersede"}
+    assert set(tools) == {
+        "memory_search",
+        "memory_get",
+        "memory_list",
+        "memory_recall",
+        "memory_remember",
+        "memory_supersede",
+        "memory_curate",
+    }
     assert hints(tools["memory_search"]).read_only_hint is True
     assert hints(tools["memory_remember"]).read_only_hint is False
     assert hints(tools["memory_remember"]).destructive_hint is False

@@ -1,13 +1,15 @@
-"""Core injection: ``USER.md`` plus the caller-visible ``MEMORY.md`` lines, within a token budget.
+"""Core injection: the caller's curated lines, ``USER.md`` and the caller-visible ``MEMORY.md`` lines, within a token budget.
 
-Works from any :class:`~agent_memory.backends.base.MemoryBackend` (``user_md`` and ``core_lines``);
-``USER.md`` is redacted on its way into the block, like every other text that reaches a model.
+Works from any :class:`~agent_memory.backends.base.MemoryBackend` (``list``, ``user_md`` and ``core_lines``);
+``USER.md`` is redacted on its way into the block, like every other text that reaches a model. Curated lines
+(:mod:`agent_memory.model.curated`: the caller's user's and the shared ones) come first, highest priority first,
+then newest, up to the budget; they are not repeated in the memory index.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, overload
 
@@ -15,6 +17,8 @@ from agent_memory.agents.tokens import count_tokens
 from agent_memory.backends.base import Caller
 from agent_memory.backends.files.store import MemoryStore
 from agent_memory.errors import InvalidInputError
+from agent_memory.model.curated import KIND, CuratedLine, curated_order
+from agent_memory.model.records import MemoryRecord
 from agent_memory.redaction.api import redact
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -25,6 +29,7 @@ __all__ = ["DEFAULT_CORE_BUDGET", "TRUNCATION_MARKER", "MemoryBlock", "inject", 
 DEFAULT_CORE_BUDGET = 1500
 TRUNCATION_MARKER = "… (truncated to fit the token budget; use memory search for more)"
 MAX_CANDIDATE_LINES = 2000
+MAX_CURATED = 500  # curated records read for one block (two partitions of model.curated.MAX_LINES, and extras)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,13 +62,45 @@ def _check_budget(budget: Any) -> int:
     return budget
 
 
-def build_block(user_text: str, lines: list[str], budget: int) -> MemoryBlock:
-    """The block for ``USER.md`` text (redacted here) and index lines, never over ``budget`` tokens.
+CURATED_HEADING = "## Curated memory"
 
-    ``USER.md`` is kept whole when it fits; then the lines in order, cut on a line boundary with a
-    marker when over budget. Pure CPU work: async callers run it in a thread.
+
+def build_block(user_text: str, lines: list[str], budget: int, curated: Sequence[str] = ()) -> MemoryBlock:
+    """The block for curated lines, ``USER.md`` text (redacted here) and index lines, never over ``budget`` tokens.
+
+    ``curated`` lines (already in block order) come first and may use the whole budget (cut on a line boundary
+    with a marker); then ``USER.md``, kept whole when it fits; then the index lines in order, cut on a line
+    boundary with a marker when over budget. Pure CPU work: async callers run it in a thread.
     """
     budget = _check_budget(budget)
+    if not curated:
+        return _build_rest(user_text, lines, budget)
+    cur = list(curated)
+
+    def render(body: list[str], cut: bool) -> str:
+        return CURATED_HEADING + "\n" + "\n".join(body + ([TRUNCATION_MARKER] if cut else []))
+
+    head = render(cur, False)
+    if count_tokens(head) > budget:  # the curated lines alone are over budget: the highest priorities win
+        n = _fit_lines(cur, budget, lambda ls: render(ls, True))
+        text = render(cur[:n], True)
+        text = text if count_tokens(text) <= budget else ""
+        return MemoryBlock(text, count_tokens(text), True)
+    if not (user_text or "").strip() and not lines:
+        return MemoryBlock(head, count_tokens(head), False)
+    room = budget - count_tokens(head + "\n\n")
+    while room > 0:
+        rest = _build_rest(user_text, lines, room)
+        text = head + "\n\n" + rest.text if rest.text else head
+        over = count_tokens(text) - budget
+        if over <= 0:
+            return MemoryBlock(text, count_tokens(text), rest.truncated)
+        room -= over  # tokens may merge across the seam: shrink the rest and try again
+    return MemoryBlock(head, count_tokens(head), True)
+
+
+def _build_rest(user_text: str, lines: list[str], budget: int) -> MemoryBlock:
+    """The block without curated lines: ``USER.md`` (redacted) then index lines, never over ``budget`` tokens."""
     user_text = redact(user_text).text.strip() if user_text else ""
 
     def render(head: str, body: list[str], cut: bool) -> str:
@@ -86,18 +123,29 @@ def build_block(user_text: str, lines: list[str], budget: int) -> MemoryBlock:
     return MemoryBlock(text, count_tokens(text), True)
 
 
+def _split(records: list[MemoryRecord], lines: list[str]) -> tuple[list[str], list[str]]:
+    """The curated lines in block order, and the index lines without them (a curated line is shown once)."""
+    ordered = curated_order(records)
+    ids = {r.id for r in ordered}
+    rest = [ln for ln in lines if not (ln.startswith("- [") and ln[3:].split("]", 1)[0] in ids)]
+    return [CuratedLine.of(r).line() for r in ordered], rest
+
+
 async def _inject_async(backend: "MemoryBackend", budget: int, who: Caller) -> MemoryBlock:
     user_text = await backend.user_md()
-    lines = await backend.core_lines(who, MAX_CANDIDATE_LINES)
-    return await asyncio.to_thread(build_block, user_text, lines, budget)
+    records = await backend.list(who, kind=KIND, limit=MAX_CURATED)
+    curated, lines = _split(records, await backend.core_lines(who, MAX_CANDIDATE_LINES))
+    return await asyncio.to_thread(build_block, user_text, lines, budget, curated)
 
 
 def _inject_store(store: MemoryStore, budget: int, who: Caller) -> MemoryBlock:
     store.open()
     path = store.root / "USER.md"
     user_text = path.read_text(encoding="utf-8") if path.is_file() and not path.is_symlink() else ""
+    records = store.list(session_id=who.session_id, user_id=who.user_id, kind=KIND, limit=MAX_CURATED)
     lines = store.visible_lines(session_id=who.session_id, user_id=who.user_id, limit=MAX_CANDIDATE_LINES)
-    return build_block(user_text, lines, budget)
+    curated, lines = _split(records, lines)
+    return build_block(user_text, lines, budget, curated)
 
 
 @overload
@@ -124,7 +172,8 @@ def inject(
 
     From a :class:`~agent_memory.backends.base.MemoryBackend` it is awaitable (``await inject(backend, …)``); from
     a synchronous :class:`~agent_memory.backends.files.store.MemoryStore` it returns the block directly.
-    ``USER.md`` (redacted) is kept whole when it fits; then one line per record the caller may see
+    The caller's curated lines come first (highest priority first, then newest); ``USER.md`` (redacted) is kept
+    whole when it fits; then one line per other record the caller may see
     (shared records plus the caller's own session and user records), newest first, cut on a line
     boundary with a marker when over budget. The result never exceeds ``budget`` tokens.
     ``caller`` or ``session_id``/``user_id`` name the caller.

@@ -32,7 +32,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from agent_memory.agents.tools import CAPTURE, READ
+from agent_memory.agents.tools import CAPTURE, CURATE, READ
 from agent_memory.errors import ProfileError
 
 CONSOLIDATE_TOOLS: tuple[str, ...] = CAPTURE + ("memory_archive",)  # never forget or purge
@@ -128,7 +128,7 @@ _ALLOWED_KEYS: dict[str, frozenset[str]] = {
 _TOP_KEYS = frozenset({"name", "description", "recall", "capture", "summarize", "reflect", "consolidate", "episode"})
 _WORKER_TOOLS: dict[str, tuple[str, ...]] = {
     "recall": READ,
-    "capture": CAPTURE,
+    "capture": CAPTURE + CURATE,  # memory_curate only when the profile names it (opt-in)
     "summarize": (),
     "reflect": READ,
     "consolidate": CONSOLIDATE_TOOLS,
@@ -400,7 +400,7 @@ def _worker(role: Role, table: Any, where: str, path: Path | None) -> WorkerProf
         except (OSError, UnicodeDecodeError) as exc:
             raise fail("instructions_file", f"cannot read {file}: {exc}") from None
     allowed = _WORKER_TOOLS[role]
-    tools = allowed
+    tools = tuple(t for t in allowed if t not in CURATE)  # without a tools list: every tool but the opt-in ones
     if "tools" in table:
         raw = table["tools"]
         if not isinstance(raw, list) or not all(isinstance(t, str) for t in raw):

@@ -2,7 +2,8 @@
 
 ``READ`` = search/get/list/search_sessions/episodes/links, ``CAPTURE`` = READ + remember/supersede,
 ``FOREGROUND`` = CAPTURE + forget + reflect (``memory_reflect`` is offered when the toolset is built from a
-``MemoryProvider`` or given ``reflect=``).
+``MemoryProvider`` or given ``reflect=``). ``memory_curate`` (the caller's own curated lines) is in no set: it is
+given by name (opt-in), e.g. ``tools = [..., "memory_curate"]`` in a capture worker's profile.
 The caller's ``session_id``/``user_id`` are captured in closures: they are not tool
 parameters, so a model can neither see nor change them. A memory remembered without a scope
 goes to the caller's own partition (the user's, else the session's; shared project scope only
@@ -18,6 +19,7 @@ from typing import Any, Literal
 from pydantic_ai import ModelRetry
 from pydantic_ai.toolsets import FunctionToolset
 
+from agent_memory.agents.curated import OWN, add_line, remove_line, replace_line
 from agent_memory.agents.fence import UNTRUSTED_NOTE
 from agent_memory.backends.base import (
     Caller,
@@ -30,6 +32,8 @@ from agent_memory.backends.base import (
     require,
 )
 from agent_memory.errors import AgentMemoryError
+from agent_memory.model.curated import KIND as CURATED_KIND
+from agent_memory.model.curated import priority_of
 from agent_memory.model.drafts import MemoryDraft
 from agent_memory.model.lines import dates_text, summary_line
 
@@ -39,6 +43,7 @@ READ: tuple[str, ...] = ("memory_search", "memory_get", "memory_list", "memory_s
 CAPTURE: tuple[str, ...] = READ + ("memory_remember", "memory_supersede")
 FOREGROUND: tuple[str, ...] = CAPTURE + ("memory_forget", "memory_reflect")
 TOOL_SETS = {"read": READ, "capture": CAPTURE, "foreground": FOREGROUND}
+CURATE: tuple[str, ...] = ("memory_curate",)  # opt-in: in no set, given by name
 MAX_GET_CHARS = 8000
 
 
@@ -67,6 +72,13 @@ def clock_fields(obj: Any) -> dict[str, Any]:
     return out
 
 
+def curated_fields(obj: Any) -> dict[str, Any]:
+    """``{"curated": True, "priority": N}`` for a curated line (record or hit), else nothing."""
+    if getattr(obj, "kind", None) != CURATED_KIND:
+        return {}
+    return {"curated": True, "priority": priority_of(getattr(obj, "metadata", None))}
+
+
 def caller_scope(caller: Caller) -> str | None:
     """The scope a write defaults to for ``caller``: ``user`` if it names a user, else ``session``, else ``None``."""
     return "user" if caller.user_id else "session" if caller.session_id else None
@@ -92,7 +104,7 @@ def memory_toolset(
     caller's user, else its session, else the backend's default). ``reflect`` answers ``memory_reflect``
     (``async (question, *, session_id, user_id) -> Reflection``; default: ``backend.reflect`` of a provider).
     """
-    unknown = set(allowed) - set(FOREGROUND)
+    unknown = set(allowed) - set(FOREGROUND) - set(CURATE)
     if unknown:
         raise ValueError(f"unknown memory tools: {sorted(unknown)}")
     store = as_backend(backend)
@@ -131,6 +143,7 @@ def memory_toolset(
                     "score": round(h.score, 3),
                     "updated": h.updated,
                     **clock_fields(h),
+                    **curated_fields(h),
                 }
                 for h in hits
             ],
@@ -213,6 +226,7 @@ def memory_toolset(
                     "updated": r.updated,
                     "summary": summary_line(r.content, 120),
                     **clock_fields(r),
+                    **curated_fields(r),
                 }
                 for r in recs
             ],
@@ -411,6 +425,40 @@ def memory_toolset(
             raise _retry(exc) from None
         return {"note": UNTRUSTED_NOTE, **found.to_dict()}  # unresolved: no record this caller may see has that id/title
 
+    # -- memory_curate: the caller's own curated lines (agent_memory.agents.curated); opt-in, never another user's --
+    async def memory_curate(
+        action: Literal["add", "replace", "remove"],
+        text: str | None = None,
+        id: str | None = None,
+        priority: int | None = None,
+    ) -> dict[str, Any]:
+        """Keep a short line in this user's curated memory: lines shown first in every conversation's memory block.
+
+        Only for what should always be at hand (a standing preference, a name, a rule). One line each.
+
+        Args:
+            action: add a line, replace one (by id: new text and/or priority), or remove one (by id).
+            text: The line itself (one line, at most 300 characters): for add, and for replace when the text changes.
+            id: The id of the curated line to replace or remove (as shown in the memory block).
+            priority: 1 (low) to 10 (high): higher lines come first and survive a small budget. Default 5.
+        """
+        try:
+            if action == "add":
+                if text is None:
+                    raise ModelRetry("add needs the text of the line")
+                result = await add_line(store, who, text, priority=priority, source=source)
+            elif action in ("replace", "remove"):
+                if not isinstance(id, str) or not id:
+                    raise ModelRetry(f"{action} needs the id of one of this user's curated lines")
+                if action == "remove":
+                    return {"id": id, "removed": await remove_line(store, who, id, source=source, scopes=OWN)}
+                result = await replace_line(store, who, id, text, priority=priority, source=source, scopes=OWN)
+            else:
+                raise ModelRetry("action is add, replace or remove")
+        except AgentMemoryError as exc:
+            raise _retry(exc) from None
+        return {"id": result.id, "status": result.status}
+
     for fn in (
         memory_links,
         memory_search,
@@ -422,6 +470,7 @@ def memory_toolset(
         memory_supersede,
         memory_forget,
         memory_reflect,
+        memory_curate,
     ):
         if fn is memory_episodes and capability(store, EpisodesBackend) is None:
             continue  # a backend without episodes (not an EpisodesBackend) does not offer the tool

@@ -25,6 +25,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "._workers": ("recall", "capture"),
     "._eval": ("eval",),
     ".export": ("export",),
+    ".curate": ("curate",),
     ".sessions": ("session", "sessions"),
     ".episodes": ("episodes",),
     ".lifecycle": ("events", "history", "purge", "restore", "undo"),

@@ -259,7 +259,8 @@ def cmd_search(args: argparse.Namespace) -> None:
     def human() -> str:
         out = []
         for h in res.hits:
-            out.append(f"{fmt_score(h.score)}  {h.id}  {h.path}:{h.line_start}-{h.line_end}{_dates(h).replace('; ', '  ', 1)}")
+            mark = f"  curated (priority {h.priority})" if h.curated else ""
+            out.append(f"{fmt_score(h.score)}  {h.id}  {h.path}:{h.line_start}-{h.line_end}{_dates(h).replace('; ', '  ', 1)}{mark}")
             out.extend("        " + line for line in h.snippet.splitlines())
         if args.trace:
             out.append(json.dumps(res.trace, indent=2, ensure_ascii=False, default=str))

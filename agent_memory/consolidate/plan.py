@@ -14,6 +14,7 @@ from pathlib import Path
 import agent_memory.redaction.api as _redact
 from agent_memory.consolidate import similar
 from agent_memory.consolidate.report import Change, ConsolidateOptions, Finding
+from agent_memory.model.curated import KIND as CURATED_KIND
 from agent_memory.model.drafts import _parse_when
 from agent_memory.model.records import MemoryRecord
 from agent_memory.model.scopes import SHARED_SCOPES
@@ -180,7 +181,8 @@ def plan_changes(
                     add(_change("scope_path", rec, f"scope_path {rec.metadata.get('scope_path')!r} no longer exists ({gone})"))
     if "merge" in rules:
         threshold = opts.merge_threshold or similar.MERGE_THRESHOLD
-        for change in _merges(current, threshold, taken, findings, notes):
+        mergeable = [r for r in current if r.kind != CURATED_KIND]  # a curated line is someone's choice: never merged away
+        for change in _merges(mergeable, threshold, taken, findings, notes):
             if change.record_id not in taken and not set(change.related) & taken:
                 add(change)
     if "decay" in rules:

@@ -34,7 +34,7 @@ __all__ = ["ACCESS", "AccessDeniedError", "Identity", "ServerOptions", "TokenMap
 
 TOOL_SETS: dict[str, tuple[str, ...]] = {
     "read": ("memory_search", "memory_get", "memory_list", "memory_recall"),
-    "capture": ("memory_remember", "memory_supersede"),
+    "capture": ("memory_remember", "memory_supersede", "memory_curate"),
     "foreground": ("memory_forget",),
 }
 SCOPES = ("session", "project", "user", "global")

@@ -14,8 +14,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from agent_memory.agents.curated import OWN, add_line, remove_line, replace_line
 from agent_memory.agents.fence import UNTRUSTED_NOTE
-from agent_memory.agents.tools import as_backend, clock_fields
+from agent_memory.agents.tools import as_backend, clock_fields, curated_fields
 from agent_memory.errors import InvalidInputError, NotFoundError
 from agent_memory.mcp._args import Param
 from agent_memory.mcp._config import Identity
@@ -122,6 +123,7 @@ async def _search(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, An
             "score": round(h.score, 3),
             "updated": h.updated,
             **clock_fields(h),
+            **curated_fields(h),
         }
         for h in result.hits[offset:]
     ]
@@ -144,6 +146,7 @@ async def _list(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, Any]
             "updated": r.updated,
             "summary": summary_line(r.content, 160),
             **clock_fields(r),
+            **curated_fields(r),
         }
         for r in recs[offset:]
     ]
@@ -243,6 +246,23 @@ async def _forget(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, An
     if not await rt.backend.forget(a["id"], who.caller):
         raise NotFoundError(f"no record {a['id']!r} visible to this caller")
     return {"id": a["id"], "forgotten": True}
+
+
+async def _curate(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, Any]:
+    """The connection's own user's curated lines (never another user's, never a shared line: people curate those)."""
+    who.check_write("memory_curate", "user")
+    action = a["action"]
+    if action == "add":
+        if a.get("text") is None:
+            raise InvalidInputError("memory_curate add needs text")
+        res = await add_line(rt.backend, who.caller, a["text"], priority=a.get("priority"))
+    elif not a.get("id"):
+        raise InvalidInputError(f"memory_curate {action} needs the id of one of this user's curated lines")
+    elif action == "remove":
+        return {"id": a["id"], "removed": await remove_line(rt.backend, who.caller, a["id"], scopes=OWN)}
+    else:
+        res = await replace_line(rt.backend, who.caller, a["id"], a.get("text"), priority=a.get("priority"), scopes=OWN)
+    return {"id": res.id, "status": res.status, "redactions": res.redactions}
 
 
 _ID = Param(
@@ -413,6 +433,22 @@ SPECS: dict[str, ToolSpec] = {
             destructive=True,
             idempotent=True,
             run=_forget,
+        ),
+        ToolSpec(
+            "memory_curate",
+            "Curate a line",
+            "Add, replace or remove one line of this user's curated memory: short lines (priority 1-10) shown first "
+            "in every conversation's memory block. One line each, at most 300 characters; secrets are redacted.",
+            (
+                Param("action", "string", "add, replace (by id) or remove (by id).", required=True, enum=("add", "replace", "remove")),
+                Param("text", "string", "The line (add; replace when the text changes).", aliases=("content", "line")),
+                Param("id", "string", "The curated line's id (replace, remove).", aliases=("record_id", "line_id")),
+                Param("priority", "integer", "1 (low) to 10 (high); default 5.", minimum=1, maximum=10),
+            ),
+            read_only=False,
+            destructive=True,
+            idempotent=False,
+            run=_curate,
         ),
     )
 }

@@ -43,9 +43,9 @@ def ended(old: MemoryRecord, new: MemoryRecord) -> str | None:
 POINTER = "previous_version"
 
 
-# Kinds of records addressed by a key like files by a path (Claude's memory tool): two of them, or one and an
-# ordinary memory, may hold the same text, so exact-duplicate detection (writes and sweep) leaves them out.
-UNDEDUPED_KINDS = ("memory_file",)
+# Kinds of records addressed by a key like files by a path (Claude's memory tool; curated lines, model/curated.py):
+# two of them, or one and an ordinary memory, may hold the same text, so exact-duplicate detection (writes and sweep) leaves them out.
+UNDEDUPED_KINDS = ("memory_file", "curated")
 
 
 def holds_lines(content: str, text: str) -> bool:

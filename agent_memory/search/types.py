@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from agent_memory.model.curated import KIND as CURATED_KIND
+from agent_memory.model.curated import priority_of
 from agent_memory.model.lines import dates_text
 from agent_memory.model.records import Scope
 
@@ -57,6 +59,16 @@ class SearchHit:
     superseded_by: str | None = None
 
     @property
+    def curated(self) -> bool:
+        """Whether the hit is a curated line (:mod:`agent_memory.model.curated`): its priority is :attr:`priority`."""
+        return self.kind == CURATED_KIND
+
+    @property
+    def priority(self) -> int | None:
+        """A curated line's priority (1-10); None for other records."""
+        return priority_of(self.metadata) if self.curated else None
+
+    @property
     def dates(self) -> str:
         """When it was said and when it was true, in words (``on 2023-05-07; true until 2023-06-01``)."""
         return dates_text(self.recorded_at, self.happened_at, self.valid_from, self.valid_to)
@@ -64,6 +76,8 @@ class SearchHit:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["tags"] = list(self.tags)
+        if self.curated:
+            data["curated"], data["priority"] = True, self.priority
         return data
 
 

@@ -112,6 +112,21 @@ def _seen_ids(calls: list[ToolCallRecord]) -> set[str]:
     return ids
 
 
+def _curated_ids(calls: list[ToolCallRecord]) -> set[str]:
+    """Ids the memory tools marked as curated lines (``"curated": true``), so recall's sources say so too."""
+    out: set[str] = set()
+    for call in calls:
+        result = call.result if isinstance(call.result, dict) else {}
+        for item in (result.get("hits") or []) + (result.get("records") or []):
+            if isinstance(item, dict) and item.get("curated") is True:
+                out.add(str(item.get("id")))
+    return out
+
+
+def _mark_curated(sources: list[dict[str, Any]], curated: set[str]) -> list[dict[str, Any]]:
+    return [{**s, "curated": True} if s.get("id") in curated else s for s in sources]
+
+
 def ungrounded_citations(summary: str, known_ids: set[str]) -> list[str]:
     """Ids cited in ``summary`` (``[id:L…]``, or a bare ``[id]`` that looks like a record id) that no tool returned."""
     bad: list[str] = []
@@ -158,7 +173,7 @@ async def lexical_summary(
             continue
         used += cost
         lines.append(line)
-        sources.append({"id": hit.id, "line_start": hit.line_start, "line_end": hit.line_end})
+        sources.append({"id": hit.id, "line_start": hit.line_start, "line_end": hit.line_end, **({"curated": True} if hit.curated else {})})
     summary = "\n".join(lines)
     while lines and _tokens(summary) > budget:  # token counts are not quite additive across lines
         lines.pop()
@@ -211,6 +226,7 @@ async def run_recall(
         toolset = bound_toolset(backend, profile.tools, caller, wrapper=RecordingToolset)
         output = await run_worker(profile, recall_prompt(message, budget), toolset, usage, name="agent_memory_recall", timeout_s=limit)
         summary, sources = await asyncio.to_thread(_finish, output, budget, _seen_ids(toolset.calls))
+        sources = _mark_curated(sources, _curated_ids(toolset.calls))
         return RecallResult(
             summary, sources, count_tokens(summary), usage=usage_dict(usage), model=label, elapsed_s=time.perf_counter() - started
         )

@@ -25,6 +25,7 @@ import agent_memory.backends.files.history as _history
 import agent_memory.backends.files.supersede as _supersede
 from agent_memory.backends.files.history import archived_file, read_archived
 from agent_memory.errors import InvalidInputError, NotFoundError
+from agent_memory.model.curated import restored_metadata
 from agent_memory.model.events import Event, current_acting, visible
 from agent_memory.model.links import parse_links
 from agent_memory.model.records import MemoryRecord, RecordParseError, content_hash, now_iso, validate_id
@@ -200,6 +201,8 @@ def _write_version(
         fields: dict[str, Any] = {"content": content, "content_hash": content_hash(content), "updated": now_iso()}
         if old is not None:
             fields.update(title=old.title, tags=old.tags, kind=old.kind)
+            if carried := restored_metadata(old.kind, old.metadata):  # a curated line's priority comes back with it
+                fields["metadata"] = {**on_disk.metadata, **carried}
         new = on_disk.replace(**fields)  # the current state is kept as a superseded version record (see .supersede)
         path = str(store.records_dir / row["file"])
 

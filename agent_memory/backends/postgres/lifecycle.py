@@ -31,6 +31,7 @@ from agent_memory.backends.postgres.events import events_for, purge_events, quie
 from agent_memory.backends.postgres.rows import COLUMNS, SELECT, row_to_record, visibility
 from agent_memory.errors import InvalidInputError, NotFoundError
 from agent_memory.model import scopes
+from agent_memory.model.curated import restored_metadata
 from agent_memory.model.drafts import MemoryDraft
 from agent_memory.model.events import Event, acting, tombstone_provenance
 from agent_memory.model.records import MemoryRecord, content_hash, validate_id
@@ -185,6 +186,7 @@ async def _make_current(
         tags=tuple(old["tags"] or ()) if old else (),
         memory_key=record_id,
         on_existing="replace",
+        metadata=restored_metadata(old["kind"], old["metadata"]) if old else None,  # a curated line's priority
     )
     with acting(session_id=caller.session_id, user_id=caller.user_id), quiet():  # its own event follows
         result = await b.remember_many([draft], source="tool")
