@@ -40,6 +40,7 @@ from agent_memory.model.reports import DoctorReport, History, PurgeReport, Sweep
 from agent_memory.search.types import SearchResult
 
 if TYPE_CHECKING:  # pragma: no cover
+    from agent_memory.agents.extensions import ToolMiddleware, WriteApproval
     from agent_memory.agents.profiles import Profile
     from agent_memory.agents.workers.capture import CaptureResult, Extractor
     from agent_memory.agents.workers.recall import RecallResult
@@ -50,6 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.consolidate import ConsolidationReport
     from agent_memory.embeddings import Embedder
     from agent_memory.episodes import Episode, Episodes
+    from agent_memory.search.stages import Stage
     from agent_memory.sessions import SessionInfo, SessionMessage, SessionStore, SessionSummary, SummaryPolicy
 
 T = TypeVar("T")
@@ -75,6 +77,8 @@ class MemoryProvider:
 
     ``hooks`` (:class:`~agent_memory.backends.extended.Hooks`) or :meth:`on` register extension hooks;
     ``track_recalls=True`` logs which records were recalled (consolidation's decay rule needs it).
+    ``worker_tools`` (extra read tools for the workers), ``tool_middleware`` (around every worker tool call) and
+    ``approve_write`` (asked before each worker write) extend the private workers (:mod:`agent_memory.agents.extensions`).
 
     ``async with MemoryProvider(...) as memory:`` flushes pending captures and closes on exit.
     """
@@ -88,6 +92,9 @@ class MemoryProvider:
         compaction_extractor: "Extractor | None" = None,
         hooks: "Hooks | None" = None,
         track_recalls: bool = False,
+        worker_tools: "Sequence[Any] | Mapping[str, Sequence[Any]] | None" = None,
+        tool_middleware: "ToolMiddleware | Sequence[ToolMiddleware] | None" = None,
+        approve_write: "WriteApproval | None" = None,
         **backend_options: Any,
     ) -> None:
         if "root" in backend_options:  # the keyword's old name
@@ -110,6 +117,14 @@ class MemoryProvider:
             self.on("on_memory_retrieved", RecallLog(files.root).hook)
         self._profile_spec = profile
         self._profile: Profile | None = None
+        self._extensions: dict[str, Any] = {}
+        if worker_tools is not None or tool_middleware is not None or approve_write is not None:
+            from agent_memory.agents.extensions import check_middleware, check_tools
+
+            if not isinstance(worker_tools, Mapping):
+                check_tools(worker_tools)  # bad extensions fail here, not in the first worker run
+            check_middleware(tool_middleware)
+            self._extensions = {"worker_tools": worker_tools, "tool_middleware": tool_middleware, "approve_write": approve_write}
         self.turn_extractor = turn_extractor
         self.compaction_extractor = compaction_extractor
         self._pending: set[asyncio.Task[Any]] = set()
@@ -134,7 +149,12 @@ class MemoryProvider:
         if self._profile is None:
             from agent_memory.agents.profiles import load_profile
 
-            self._profile = load_profile(self._profile_spec)
+            loaded = load_profile(self._profile_spec)
+            if self._extensions:  # extra worker tools, middleware, write approval (agent_memory.agents.extensions)
+                from agent_memory.agents.extensions import extend_profile
+
+                loaded = extend_profile(loaded, **self._extensions)
+            self._profile = loaded
         return self._profile
 
     async def _loaded_profile(self) -> None:
@@ -207,13 +227,17 @@ class MemoryProvider:
         user_id: str | None = None,
         tags: Iterable[str] = (),
         limit: int = 10,
+        stages: "Sequence[Stage] | None" = None,
         **filters: Any,
     ) -> SearchResult:
         """Ranked, scope-visible hits with snippets and line ranges (``.hits``; ``.trace`` with ``trace=True``).
 
-        ``mode="contextual"``: sessions by their summaries, then messages and records within them (files backend)."""
+        ``mode="contextual"``: sessions by their summaries, then messages and records within them (files backend).
+        ``stages``: ranking stages (``TimeDecay``, ``MMR``, …) re-ranking the default ranking's best hits (docs/search.md)."""
         if filters.get("mode") == "contextual":
             _ = self.session_store  # a clear typed error where session logs are not kept
+        if stages is not None:
+            filters["stages"] = stages
         return await self.backend.search(query, Caller(session_id, user_id), tags=tags, limit=limit, **filters)
 
     async def search_trace(self, query: str, **kwargs: Any) -> SearchResult:

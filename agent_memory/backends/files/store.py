@@ -26,7 +26,7 @@ import agent_memory.model.queries as queries
 from agent_memory.backends.files.events import EventLog
 from agent_memory.backends.files.fts import Fts5Engine, SearchEngine
 from agent_memory.backends.files.index import Index, current_sql, row_to_record, visibility_sql
-from agent_memory.errors import InvalidInputError
+from agent_memory.errors import InvalidInputError, NotFoundError
 from agent_memory.formats.atomic import RootLock, atomic_write, ensure_dir
 from agent_memory.model.events import Event, acting
 from agent_memory.model.events import visible as _visible
@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.files.meaning import Meaning
     from agent_memory.model.drafts import MemoryDraft, OnExisting, RememberResult
     from agent_memory.model.reports import PurgeReport
+    from agent_memory.search.stages import Stage
 
 _DRAFT_NAMES = ("MemoryDraft", "OnExisting", "RememberResult", "Status", "read_jsonl")
 
@@ -329,12 +330,44 @@ class MemoryStore:
         mode: str | None = None,
         include_superseded: bool = False,
         as_of: str | None = None,
+        stages: Sequence[Stage] | None = None,
     ) -> SearchResult:
         """Rank visible records for ``query``; ``tags`` are ranking hints, not filters.
 
         ``mode``: ``lexical`` (BM25), ``dense`` or ``hybrid`` (need ``embedder``); default hybrid when the store has
         an embedder, else lexical. Scores are in (0, 1] (1 = the best hit). ``strict_visibility`` (default: the
-        store's) ranks with statistics of the caller's visible records only (see :mod:`agent_memory.backends.files.fts`)."""
+        store's) ranks with statistics of the caller's visible records only (see :mod:`agent_memory.backends.files.fts`).
+        ``stages`` re-rank the default ranking's best hits (see :mod:`agent_memory.search.tuning`)."""
+        if stages is not None:
+            import agent_memory.search.tuning as tuning  # only when asked for (the stages load numpy)
+
+            chosen = tuning.check_stages(stages)
+            if chosen:
+                if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
+                    raise InvalidInputError("limit must be an integer between 1 and 1000")
+                options: dict[str, Any] = dict(
+                    session_id=session_id,
+                    user_id=user_id,
+                    tags=tags,
+                    scope=scope,
+                    kind=kind,
+                    created_after=created_after,
+                    created_before=created_before,
+                    updated_after=updated_after,
+                    updated_before=updated_before,
+                    trace=trace,
+                    strict_visibility=strict_visibility,
+                    mode=mode,
+                    include_superseded=include_superseded,
+                    as_of=as_of,
+                )
+                return tuning.tuned(
+                    lambda n: self.search(query, limit=n, **options),
+                    lambda ids: self._stage_facts(ids, session_id, user_id),
+                    chosen,
+                    limit,
+                    query,
+                )
         resolved = _meaning_mode(mode, self.meaning)
         when: dict[str, Any] = {"include_superseded": True} if include_superseded else {}
         if as_of is not None:
@@ -374,6 +407,18 @@ class MemoryStore:
             strict_visibility=strict_visibility,
             **when,
         )
+
+    def _stage_facts(self, ids: Sequence[str], session_id: str | None, user_id: str | None) -> dict[str, dict[str, Any]]:
+        """What ranking stages use about each visible record of ``ids`` (read with the caller's visibility)."""
+        from agent_memory.search.tuning import record_facts
+
+        facts: dict[str, dict[str, Any]] = {}
+        for rid in ids:
+            try:
+                facts[rid] = record_facts(self.get(rid, session_id=session_id, user_id=user_id))
+            except NotFoundError:
+                continue
+        return facts
 
     def embed(self, progress: Any = None) -> Any:
         """Embed records not embedded yet (vectors are derived: writes never wait for them). Needs ``embedder``."""

@@ -352,8 +352,24 @@ class PostgresBackend:
         return int(row["n"])
 
     async def search(self, query: str, caller: Caller, *, limit: int = 10, **options: Any) -> SearchResult:
-        """Rank visible records for ``query``; ``tags`` are ranking hints (as in the files backend)."""
+        """Rank visible records for ``query``; ``tags`` are ranking hints (as in the files backend).
+
+        ``stages`` re-rank the default ranking's best hits (see :mod:`agent_memory.search.tuning`)."""
         query = checked_query(query, limit)
+        stages = options.pop("stages", None)
+        if stages is not None:
+            import agent_memory.search.tuning as tuning  # only when asked for (the stages load numpy)
+
+            chosen = tuning.check_stages(stages)
+            if chosen:
+                pool = await self.search(query, caller, limit=tuning.pool_size(limit), **options)
+                facts: dict[str, dict[str, Any]] = {}
+                for hit in pool.hits:  # read with the caller's visibility, like the hits themselves
+                    try:
+                        facts[hit.id] = tuning.record_facts(await self.get(hit.id, caller))
+                    except NotFoundError:
+                        continue
+                return tuning.rerank(pool, chosen, limit, facts, query=query)
         params = self._caller(caller)
         if options.get("mode") == "contextual":  # sessions by summary, then messages and records within them
             in_sessions: SearchResult = await self.time_layers.contextual(self, query, caller, limit, options)
