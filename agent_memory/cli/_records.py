@@ -233,7 +233,12 @@ def _tuning_flags(p: argparse.ArgumentParser) -> None:
     """Ranking stages on top of the default ranking (docs/search.md)."""
     g = p.add_argument_group("ranking (re-rank the default ranking's best hits; --trace shows each stage)")
     g.add_argument("--recency", action="store_true", help="newer records rise (a boost with a 30-day half-life)")
-    g.add_argument("--decay", metavar="DAYS", type=float, help="old records sink: scores halve toward half every DAYS days")
+    g.add_argument(
+        "--decay",
+        metavar="DAYS",
+        type=float,
+        help="old records sink: a score halves every DAYS days of age (above a floor one score-spread below the weakest hit)",
+    )
     g.add_argument("--mmr", metavar="LAMBDA", type=float, help="diversity in [0, 1]: lower demotes near-duplicates of better hits more")
     g.add_argument("--min-score", metavar="S", type=float, help="drop hits scoring below S × the best hit's score (S in [0, 1])")
 

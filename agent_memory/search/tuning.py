@@ -84,7 +84,7 @@ def search_stages(
     recency: float | bool | None = None,
     recency_half_life_days: float = 30.0,
     decay_days: float | None = None,
-    decay_floor: float = 0.5,
+    decay_floor: float = 0.0,
     importance: float | None = None,
     length_pivot: int | None = None,
     mmr: float | None = None,
@@ -103,7 +103,7 @@ def search_stages(
     if importance is not None:
         stages.append(ImportanceWeight(weight=_number("importance", importance, 0.0)))
     if recency is not None and recency is not False:
-        weight = RecencyBoost().weight if recency is True else _number("recency", recency, 0.0, open_low=True)
+        weight = 0.3 if recency is True else _number("recency", recency, 0.0, open_low=True)
         stages.append(
             RecencyBoost(weight=weight, half_life_days=_number("recency_half_life_days", recency_half_life_days, 0.0, open_low=True))
         )
