@@ -176,7 +176,8 @@ async def test_visibility_acts_before_the_stages(backend):
 async def test_a_stage_is_checked(tmp_path):
     provider = agent_memory.MemoryProvider(tmp_path / "m", durable=False)
     await provider.remember("Deploys happen on Friday")
-    for bad in ("mmr", [object()], [MMR()] + ["x"], 3):
+    bads: list[Any] = ["mmr", [object()], [MMR(), "x"], 3]
+    for bad in bads:
         with pytest.raises(InvalidInputError):
             await provider.search("deploys", stages=bad)
     for kw in ({"mmr": 1.5}, {"mmr": -0.1}, {"decay_days": 0}, {"min_score": 2}, {"min_score": float("nan")}, {"recency": -1}):
