@@ -176,7 +176,7 @@ async def test_bad_extra_tools_are_refused_up_front(tmp_path):
         _ = provider.profile
     bad_middleware: Any = "log"
     with pytest.raises(InvalidInputError, match="callable"):
-        MemoryProvider(tmp_path / "m", durable=False, tool_middleware="log")
+        MemoryProvider(tmp_path / "m", durable=False, tool_middleware=bad_middleware)
 
 
 # -- profiles: import paths ----------------------------------------------------------------------------------
