@@ -320,3 +320,19 @@ async def test_default_stages_are_unchanged():
     pipeline = default_pipeline()
     assert [s.name for s in pipeline.stages] == ["importance", "dense_floor"]
     assert dataclasses.asdict(pipeline.fuse)["weight"] == 0.55
+
+
+async def test_stages_never_bring_back_a_forgotten_or_replaced_record(backend):
+    provider = backend.provider()
+    ids = await seed_duplicates(provider)
+    keyed = await provider.remember("The deploy window is Friday afternoon", user_id="alice", scope="user", memory_key="deploy.window")
+    newer = await provider.remember(
+        "The deploy window is Monday morning", user_id="alice", scope="user", memory_key="deploy.window", on_existing="replace"
+    )
+    await provider.forget(ids["a"], user_id="alice")
+    stages = search_stages(recency=True, decay_days=30, mmr=0.3, min_score=0.01)
+    hits = (await provider.search("deploys deploy window friday afternoon review", user_id="alice", stages=stages, limit=20)).hits
+    found = [h.id for h in hits]
+    assert ids["a"] not in found and ids["dup"] in found
+    assert newer.id in found and (keyed.id not in found or newer.id == keyed.id)
+    assert not any("window is Friday afternoon" in h.snippet for h in hits)  # the replaced text never comes back

@@ -26,7 +26,7 @@ import agent_memory.model.queries as queries
 from agent_memory.backends.files.events import EventLog
 from agent_memory.backends.files.fts import Fts5Engine, SearchEngine
 from agent_memory.backends.files.index import Index, current_sql, row_to_record, visibility_sql
-from agent_memory.errors import InvalidInputError, NotFoundError
+from agent_memory.errors import InvalidInputError
 from agent_memory.formats.atomic import RootLock, atomic_write, ensure_dir
 from agent_memory.model.events import Event, acting
 from agent_memory.model.events import visible as _visible
@@ -409,16 +409,26 @@ class MemoryStore:
         )
 
     def _stage_facts(self, ids: Sequence[str], session_id: str | None, user_id: str | None) -> dict[str, dict[str, Any]]:
-        """What ranking stages use about each visible record of ``ids`` (read with the caller's visibility)."""
-        from agent_memory.search.tuning import record_facts
+        """What ranking stages use about each visible record of ``ids``: one indexed read, with the caller's visibility."""
+        import json
 
-        facts: dict[str, dict[str, Any]] = {}
-        for rid in ids:
-            try:
-                facts[rid] = record_facts(self.get(rid, session_id=session_id, user_id=user_id))
-            except NotFoundError:
-                continue
-        return facts
+        if not ids:
+            return {}
+        sql = (
+            "SELECT r.id, r.updated, r.importance, r.title, f.body FROM records r JOIN fts f ON f.rowid = r.rowid"
+            f" WHERE r.id IN (SELECT value FROM json_each(:ids)) AND {visibility_sql('r')}"
+        )
+        params = {"ids": json.dumps(list(ids)), "sid": session_id, "uid": user_id}
+        rows = self.index.guarded(lambda c: c.execute(sql, params).fetchall())
+        return {
+            row["id"]: {
+                "updated": row["updated"] or "",
+                "importance": row["importance"],
+                "length": len(row["body"] or ""),
+                "text": f"{row['title'] or ''}\n{row['body'] or ''}",
+            }
+            for row in rows
+        }
 
     def embed(self, progress: Any = None) -> Any:
         """Embed records not embedded yet (vectors are derived: writes never wait for them). Needs ``embedder``."""

@@ -363,12 +363,14 @@ class PostgresBackend:
             chosen = tuning.check_stages(stages)
             if chosen:
                 pool = await self.search(query, caller, limit=tuning.pool_size(limit), **options)
-                facts: dict[str, dict[str, Any]] = {}
-                for hit in pool.hits:  # read with the caller's visibility, like the hits themselves
-                    try:
-                        facts[hit.id] = tuning.record_facts(await self.get(hit.id, caller))
-                    except NotFoundError:
-                        continue
+                params = self._caller(caller)
+                params["ids"] = [h.id for h in pool.hits]
+                async with self.pool.connection() as conn:  # one read, with the caller's visibility like the hits
+                    cur = await conn.execute(
+                        f"SELECT {SELECT} FROM {self.table} r WHERE r.id = ANY(%(ids)s) AND {visibility(params)}", params
+                    )
+                    rows = await cur.fetchall()
+                facts = {row["id"]: tuning.record_facts(row_to_record(row, self.path_of(row["id"]))) for row in rows}
                 return tuning.rerank(pool, chosen, limit, facts, query=query)
         params = self._caller(caller)
         if options.get("mode") == "contextual":  # sessions by summary, then messages and records within them
