@@ -119,11 +119,9 @@ class MemoryProvider:
         self._profile: Profile | None = None
         self._extensions: dict[str, Any] = {}
         if worker_tools is not None or tool_middleware is not None or approve_write is not None:
-            from agent_memory.agents.extensions import check_middleware, check_tools
+            from agent_memory.agents.extensions import check_extensions
 
-            if not isinstance(worker_tools, Mapping):
-                check_tools(worker_tools)  # bad extensions fail here, not in the first worker run
-            check_middleware(tool_middleware)
+            check_extensions(worker_tools, tool_middleware, approve_write)  # bad ones fail here, not in a worker run
             self._extensions = {"worker_tools": worker_tools, "tool_middleware": tool_middleware, "approve_write": approve_write}
         self.turn_extractor = turn_extractor
         self.compaction_extractor = compaction_extractor

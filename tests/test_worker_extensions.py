@@ -171,9 +171,10 @@ async def test_bad_extra_tools_are_refused_up_front(tmp_path):
     ):
         with pytest.raises(InvalidInputError, match=word):
             MemoryProvider(tmp_path / "m", durable=False, worker_tools=bad)
-    provider = MemoryProvider(tmp_path / "m", durable=False, worker_tools={"summarise": [calendar_lookup]})
     with pytest.raises(InvalidInputError, match="unknown worker"):
-        _ = provider.profile
+        MemoryProvider(tmp_path / "m", durable=False, worker_tools={"summarise": [calendar_lookup]})
+    with pytest.raises(InvalidInputError, match="approve_write"):
+        MemoryProvider(tmp_path / "m", durable=False, approve_write=True)  # type: ignore[arg-type]
     bad_middleware: Any = "log"
     with pytest.raises(InvalidInputError, match="callable"):
         MemoryProvider(tmp_path / "m", durable=False, tool_middleware=bad_middleware)

@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.base import Caller
 
 __all__ = [
+    "check_extensions",
     "ToolCall",
     "ToolMiddleware",
     "WriteApproval",
@@ -136,6 +137,21 @@ def check_middleware(middleware: Any, where: str = "tool_middleware") -> tuple[T
     if isinstance(items, (str, bytes)) or not isinstance(items, Sequence) or not all(callable(m) for m in items):
         raise InvalidInputError(f"{where} must be a callable (call, proceed) -> result, or a list of them")
     return tuple(items)
+
+
+def check_extensions(worker_tools: Any = None, tool_middleware: Any = None, approve_write: Any = None) -> None:
+    """Refuse bad extensions up front (:class:`~agent_memory.errors.InvalidInputError`), before any worker runs."""
+    if isinstance(worker_tools, Mapping):
+        unknown = [k for k in worker_tools if k not in TOOL_WORKERS]
+        if unknown:
+            raise InvalidInputError(f"worker_tools: unknown worker(s) {unknown} (workers with tools: {', '.join(TOOL_WORKERS)})")
+        for role, tools in worker_tools.items():
+            check_tools(tools, f"worker_tools[{role!r}]")
+    else:
+        check_tools(worker_tools)
+    check_middleware(tool_middleware)
+    if approve_write is not None and not callable(approve_write):
+        raise InvalidInputError("approve_write must be a callable (call) -> bool")
 
 
 def extend_profile(

@@ -133,7 +133,7 @@ def bound_toolset(
     key = (tuple(tools), caller, source)
     toolset = cache.get(key)
     if toolset is None:
-        toolset = cache[key] = memory_toolset(_StagedBackend(backend), tools, caller=caller, source=source)
+        toolset = cache[key] = memory_toolset(staged_backend(backend), tools, caller=caller, source=source)
         while len(cache) > TOOLSET_CACHE_SIZE:
             cache.popitem(last=False)
     else:
@@ -145,6 +145,11 @@ def bound_toolset(
 
 #: The ranking stages of the running worker's searches (its profile's ``[search]`` table), set by :func:`run_worker`.
 _SEARCH_STAGES: contextvars.ContextVar[tuple[Any, ...]] = contextvars.ContextVar("agent_memory_worker_stages", default=())
+
+
+def staged_backend(backend: MemoryBackend) -> Any:
+    """``backend`` as a worker's memory tools use it: its searches get the running worker's ranking stages."""
+    return _StagedBackend(backend)
 
 
 class _StagedBackend:
