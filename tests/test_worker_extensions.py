@@ -352,3 +352,22 @@ async def test_recall_below_one_cited_line_is_flagged_with_the_shortest_answer(t
     nothing = await provider.recall("what is the wifi password?", summary_tokens=3)  # no hit: an honest empty answer
     assert nothing.summary == "" and not nothing.fallback
     provider.close()
+
+
+@pytest.mark.parametrize("allow", [True, False])
+async def test_approve_write_decides_the_consolidate_workers_archives(tmp_path, allow):
+    asked: list[tuple[str, str, str | None]] = []
+
+    def approve(call: ToolCall) -> bool:
+        asked.append((call.worker, call.name, call.user_id))
+        return allow
+
+    provider = MemoryProvider(tmp_path / "mem", durable=False, approve_write=approve)
+    mine = await provider.remember("Ada's desk is by the north window.", user_id="ada")
+    dup = await provider.remember("ada's desk is by the north window", user_id="ada")
+    rep = await provider.consolidate(worker=True, user_id="ada", max_share=1.0)
+    assert not rep.fallback and ("consolidate", "memory_archive", "ada") in asked
+    left = {r.id for r in await provider.list(user_id="ada")}
+    assert left == ({mine.id} if allow else {mine.id, dup.id})
+    assert [c.status == "applied" for c in rep.changes] == [allow]
+    await provider.aclose()
