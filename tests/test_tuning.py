@@ -336,3 +336,39 @@ async def test_stages_never_bring_back_a_forgotten_or_replaced_record(backend):
     assert ids["a"] not in found and ids["dup"] in found
     assert newer.id in found and (keyed.id not in found or newer.id == keyed.id)
     assert not any("window is Friday afternoon" in h.snippet for h in hits)  # the replaced text never comes back
+
+
+def test_stages_apply_on_top_of_hybrid_search(tmp_path):
+    """With an embedder the default is fusion + importance + dense floor; stages run after it, traced after it."""
+    import hashlib
+
+    import numpy as np
+
+    from agent_memory import CallableEmbedder, MemoryDraft, MemoryStore
+
+    def embed(texts: list[str]) -> list[Any]:
+        out = []
+        for text in texts:
+            v = np.zeros(64, dtype=np.float32)
+            for w in text.lower().split():
+                v[int(hashlib.md5(w.encode()).hexdigest(), 16) % 64] += 1
+            out.append(v)
+        return out
+
+    store = MemoryStore(tmp_path / "m", embedder=CallableEmbedder(embed, name="bag-of-words", dim=64), durable=False)
+    texts = (
+        "Deploys happen on Friday afternoon after the weekly review",
+        "Deploys happen on Friday afternoon after weekly review",
+        "Deploys on Friday are frozen during December",
+        "Friday lunch is tacos",
+    )
+    ids = [r.id for r in store.remember_many([MemoryDraft(content=t) for t in texts])]
+    store.embed()
+    query = "deploys friday afternoon review"
+    default = [h.id for h in store.search(query)]
+    assert set(default[:2]) == set(ids[:2])
+    res = store.search(query, stages=[MMR(lambda_=0.3)], trace=True)
+    assert [h.id for h in res][0] == default[0] and [h.id for h in res].index(default[1]) > 1
+    steps = [s["stage"] for s in res.trace or []]
+    assert steps.index("fuse") < steps.index("tuned") < steps.index("mmr")
+    store.close()
