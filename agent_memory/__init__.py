@@ -96,7 +96,7 @@ _EXPORTS = {
     "Written": "backends.extended",
     "Retrieved": "backends.extended",
     "SessionEnded": "backends.extended",
-    # ranking users can tune (docs/search.md) and workers users can extend (docs/capture.md)
+    # ranking users can tune (docs/search.md) and workers users can extend (docs/workers.md)
     "RecencyBoost": "search.stages",
     "TimeDecay": "search.stages",
     "ImportanceWeight": "search.stages",
