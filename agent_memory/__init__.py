@@ -106,6 +106,16 @@ _EXPORTS = {
     "RecordLinks": "model.links",
     "Link": "model.links",
     "Backlink": "model.links",
+    # ranking users can tune (docs/search.md) and workers users can extend (docs/workers.md)
+    "RecencyBoost": "search.stages",
+    "TimeDecay": "search.stages",
+    "ImportanceWeight": "search.stages",
+    "LengthNorm": "search.stages",
+    "MinScore": "search.stages",
+    "MMR": "search.stages",
+    "Stage": "search.stages",
+    "search_stages": "search.tuning",
+    "ToolCall": "agents.extensions",
 }
 
 # A literal list, so type checkers see the re-exports (mypy cannot read a computed __all__).
@@ -136,8 +146,10 @@ __all__ = [
     "IdleReport",
     "IdleSummaries",
     "ImportReport",
+    "ImportanceWeight",
     "InvalidIdError",
     "InvalidInputError",
+    "LengthNorm",
     "LifecycleBackend",
     "Link",
     "LinksBackend",
@@ -145,6 +157,7 @@ __all__ = [
     "LiteLLMModel",
     "LocalEmbedder",
     "LockTimeoutError",
+    "MMR",
     "MemoryBackend",
     "MemoryBlock",
     "MemoryCapability",
@@ -155,6 +168,7 @@ __all__ = [
     "MemoryRecord",
     "MemoryStore",
     "MemoryToolHandler",
+    "MinScore",
     "MissingExtraError",
     "NotFoundError",
     "OfflineModel",
@@ -163,6 +177,7 @@ __all__ = [
     "ProfileError",
     "ReadOnlyError",
     "RecallResult",
+    "RecencyBoost",
     "RecordLinks",
     "RecordParseError",
     "Reflection",
@@ -181,10 +196,13 @@ __all__ = [
     "SessionSummary",
     "SessionsBackend",
     "SessionsNotSupportedError",
+    "Stage",
     "StorageError",
     "SummaryPolicy",
     "SweepReport",
     "TidyReport",
+    "TimeDecay",
+    "ToolCall",
     "UnsupportedError",
     "VectorCache",
     "VectorsBackend",
@@ -201,10 +219,12 @@ __all__ = [
     "open_backend",
     "purge_episodes",
     "purge_sessions",
+    "search_stages",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.agents.core_block import MemoryBlock
+    from agent_memory.agents.extensions import ToolCall
     from agent_memory.agents.models.litellm import LiteLLMModel
     from agent_memory.agents.models.offline import OfflineModel
     from agent_memory.agents.profiles import Profile, WorkerProfile, load_profile
@@ -257,6 +277,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.model.reports import DoctorReport, SweepReport
     from agent_memory.portable import ImportReport, export_records, import_file
     from agent_memory.provider import MemoryProvider, PendingCaptureWarning
+    from agent_memory.search.stages import MMR, ImportanceWeight, LengthNorm, MinScore, RecencyBoost, Stage, TimeDecay
+    from agent_memory.search.tuning import search_stages
     from agent_memory.search.types import SearchHit, SearchRequest, SearchResult
     from agent_memory.sessions import (
         SessionInfo,

@@ -41,6 +41,7 @@ from agent_memory.model.reports import DoctorReport, History, PurgeReport, Sweep
 from agent_memory.search.types import SearchResult
 
 if TYPE_CHECKING:  # pragma: no cover
+    from agent_memory.agents.extensions import ToolMiddleware, WriteApproval
     from agent_memory.agents.profiles import Profile
     from agent_memory.agents.workers.capture import CaptureResult, Extractor
     from agent_memory.agents.workers.recall import RecallResult
@@ -55,6 +56,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.episodes import Episode, Episodes
     from agent_memory.model.curated import CuratedLine
     from agent_memory.model.links import RecordLinks
+    from agent_memory.search.stages import Stage
     from agent_memory.sessions import SessionInfo, SessionMessage, SessionStore, SessionSummary, SummaryPolicy
 
 T = TypeVar("T")
@@ -80,6 +82,8 @@ class MemoryProvider:
 
     ``hooks`` (:class:`~agent_memory.backends.extended.Hooks`) or :meth:`on` register extension hooks;
     ``track_recalls=True`` logs which records were recalled (consolidation's decay rule needs it).
+    ``worker_tools`` (extra read tools for the workers), ``tool_middleware`` (around every worker tool call) and
+    ``approve_write`` (asked before each worker write) extend the private workers (:mod:`agent_memory.agents.extensions`).
 
     ``async with MemoryProvider(...) as memory:`` flushes pending captures and closes on exit.
     """
@@ -93,6 +97,9 @@ class MemoryProvider:
         compaction_extractor: "Extractor | None" = None,
         hooks: "Hooks | None" = None,
         track_recalls: bool = False,
+        worker_tools: "Sequence[Any] | Mapping[str, Sequence[Any]] | None" = None,
+        tool_middleware: "ToolMiddleware | Sequence[ToolMiddleware] | None" = None,
+        approve_write: "WriteApproval | None" = None,
         **backend_options: Any,
     ) -> None:
         if "root" in backend_options:  # the keyword's old name
@@ -115,6 +122,12 @@ class MemoryProvider:
             self.on("on_memory_retrieved", RecallLog(files.root).hook)
         self._profile_spec = profile
         self._profile: Profile | None = None
+        self._extensions: dict[str, Any] = {}
+        if worker_tools is not None or tool_middleware is not None or approve_write is not None:
+            from agent_memory.agents.extensions import check_extensions
+
+            check_extensions(worker_tools, tool_middleware, approve_write)  # bad ones fail here, not in a worker run
+            self._extensions = {"worker_tools": worker_tools, "tool_middleware": tool_middleware, "approve_write": approve_write}
         self.turn_extractor = turn_extractor
         self.compaction_extractor = compaction_extractor
         self._pending: set[asyncio.Task[Any]] = set()
@@ -139,7 +152,12 @@ class MemoryProvider:
         if self._profile is None:
             from agent_memory.agents.profiles import load_profile
 
-            self._profile = load_profile(self._profile_spec)
+            loaded = load_profile(self._profile_spec)
+            if self._extensions:  # extra worker tools, middleware, write approval (agent_memory.agents.extensions)
+                from agent_memory.agents.extensions import extend_profile
+
+                loaded = extend_profile(loaded, **self._extensions)
+            self._profile = loaded
         return self._profile
 
     async def _loaded_profile(self) -> None:
@@ -212,13 +230,17 @@ class MemoryProvider:
         user_id: str | None = None,
         tags: Iterable[str] = (),
         limit: int = 10,
+        stages: "Sequence[Stage] | None" = None,
         **filters: Any,
     ) -> SearchResult:
         """Ranked, scope-visible hits with snippets and line ranges (``.hits``; ``.trace`` with ``trace=True``).
 
-        ``mode="contextual"``: sessions by their summaries, then messages and records within them (files backend)."""
+        ``mode="contextual"``: sessions by their summaries, then messages and records within them (files backend).
+        ``stages``: ranking stages (``TimeDecay``, ``MMR``, …) re-ranking the default ranking's best hits (docs/search.md)."""
         if filters.get("mode") == "contextual":
             _ = self.session_store  # a clear typed error where session logs are not kept
+        if stages is not None:
+            filters["stages"] = stages
         if filters.pop("expand_links", False):  # opt-in: the top hits' linked records join the candidates (docs/links.md)
             return await self._search_linked(query, Caller(session_id, user_id), tags=tags, limit=limit, **filters)
         return await self.backend.search(query, Caller(session_id, user_id), tags=tags, limit=limit, **filters)

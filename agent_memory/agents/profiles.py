@@ -14,6 +14,11 @@ A profile is a TOML file with a ``[recall]`` and a ``[capture]`` table (and opti
     temperature = 0.0
     api_base = "http://localhost:11434"
     api_key_env = "OPENAI_API_KEY"        # or api_key = "..."
+    extra_tools = ["mypkg.calendar:lookup"]  # read tools beside the memory tools (agent_memory.agents.extensions)
+    tool_middleware = ["mypkg.audit:log_call"]  # around every tool call; [capture] also takes approve_write = "..."
+
+    [search]                              # ranking stages for the workers' searches (agent_memory.search.tuning)
+    decay_days = 90
 
 Shipped profiles: ``offline`` (the default; a deterministic worker, no LLM), ``openai``,
 ``anthropic`` and ``ollama``. :func:`load_profile` takes a name, a path or a :class:`Profile`.
@@ -117,15 +122,16 @@ _COMMON_KEYS = frozenset(
         "api_key",
     }
 )
+_EXTEND_KEYS = frozenset({"extra_tools", "tool_middleware"})  # agent_memory.agents.extensions
 _ALLOWED_KEYS: dict[str, frozenset[str]] = {
-    "recall": _COMMON_KEYS | {"summary_tokens"},
-    "capture": _COMMON_KEYS,
+    "recall": _COMMON_KEYS | _EXTEND_KEYS | {"summary_tokens"},
+    "capture": _COMMON_KEYS | _EXTEND_KEYS | {"approve_write"},
     "summarize": _COMMON_KEYS,
-    "reflect": _COMMON_KEYS | {"summary_tokens"},
-    "consolidate": _COMMON_KEYS,
+    "reflect": _COMMON_KEYS | _EXTEND_KEYS | {"summary_tokens"},
+    "consolidate": _COMMON_KEYS | _EXTEND_KEYS | {"approve_write"},
     "episode": _COMMON_KEYS,
 }
-_TOP_KEYS = frozenset({"name", "description", "recall", "capture", "summarize", "reflect", "consolidate", "episode"})
+_TOP_KEYS = frozenset({"name", "description", "recall", "capture", "summarize", "reflect", "consolidate", "episode", "search"})
 _WORKER_TOOLS: dict[str, tuple[str, ...]] = {
     "recall": READ,
     "capture": CAPTURE + CURATE,  # memory_curate only when the profile names it (opt-in)
@@ -162,6 +168,10 @@ class WorkerProfile:
     api_base: str | None = None
     api_key_env: str | None = None
     api_key: str | None = field(default=None, repr=False)
+    extra_tools: tuple[Any, ...] = ()
+    tool_middleware: tuple[Any, ...] = ()
+    approve_write: Any = None
+    search: tuple[Any, ...] = ()  # ranking stages of the worker's memory searches (the profile's [search] table)
 
     @property
     def tool_calls_limit(self) -> int:
@@ -242,6 +252,7 @@ class Profile:
     reflect: WorkerProfile = field(default_factory=lambda: _worker("reflect", {}, "<default>", None))
     consolidate: WorkerProfile = field(default_factory=lambda: _worker("consolidate", {}, "<default>", None))
     episode: WorkerProfile = field(default_factory=lambda: _worker("episode", {}, "<default>", None))
+    search: tuple[Any, ...] = ()  # ranking stages for the workers' searches (the [search] table)
 
     def with_models(
         self,
@@ -319,12 +330,12 @@ def parse_profile(data: Mapping[str, Any], *, path: Path | None = None, name: st
         if key not in _TOP_KEYS:
             raise ProfileError(
                 f"{where}: unknown key {key!r} (expected [recall], [capture], [summarize], [reflect], "
-                "[consolidate], [episode], name, description)"
+                "[consolidate], [episode], [search], name, description)"
             )
     for key in ("name", "description"):
         if key in data and not isinstance(data[key], str):
             raise ProfileError(f"{where}: {key} must be a string")
-    return Profile(
+    profile = Profile(
         name=str(data.get("name", name)),
         recall=_worker("recall", data.get("recall", {}), where, path),
         capture=_worker("capture", data.get("capture", {}), where, path),
@@ -334,7 +345,35 @@ def parse_profile(data: Mapping[str, Any], *, path: Path | None = None, name: st
         description=str(data.get("description", "")),
         summarize=_worker("summarize", data.get("summarize", {}), where, path),
         episode=_worker("episode", data.get("episode", {}), where, path),
+        search=_search(data.get("search"), where),
     )
+    if not profile.search:
+        return profile
+    return dataclasses.replace(
+        profile,
+        **{
+            role: dataclasses.replace(profile.worker(role), search=profile.search)
+            for role in ("recall", "capture", "reflect", "consolidate")
+        },  # type: ignore[arg-type]
+    )
+
+
+def _search(table: Any, where: str) -> tuple[Any, ...]:
+    """The ``[search]`` table's ranking stages (see :func:`agent_memory.search.tuning.search_stages`)."""
+    if table is None:
+        return ()
+    if not isinstance(table, Mapping):
+        raise ProfileError(f"{where}: [search] must be a table")
+    from agent_memory.errors import InvalidInputError
+    from agent_memory.search.tuning import SEARCH_KEYS, search_stages
+
+    for key in table:
+        if key not in SEARCH_KEYS:
+            raise ProfileError(f"{where}: [search] {key}: unknown key (expected {', '.join(SEARCH_KEYS)})")
+    try:
+        return tuple(search_stages(**table))
+    except InvalidInputError as exc:
+        raise ProfileError(f"{where}: [search] {exc}") from None
 
 
 def _section(data: Mapping[str, Any], role: str) -> Any:
@@ -411,6 +450,26 @@ def _worker(role: Role, table: Any, where: str, path: Path | None) -> WorkerProf
                 "tools", f"{', '.join(map(repr, widened))} not allowed for the {role} worker (a profile may only narrow {list(allowed)})"
             )
         tools = tuple(t for t in allowed if t in raw)
+    extend: dict[str, Any] = {}
+    if "extra_tools" in table or "tool_middleware" in table:
+        from agent_memory.agents.extensions import check_middleware, check_tools, resolve_import
+        from agent_memory.errors import InvalidInputError
+
+        for key in ("extra_tools", "tool_middleware"):
+            raw = table.get(key, [])
+            if not isinstance(raw, list) or not all(isinstance(t, str) for t in raw):
+                raise fail(key, 'must be a list of import paths like "package.module:function"')
+            resolved = [resolve_import(t, where=f"{where}: [{role}] {key}") for t in raw]
+            try:
+                extend[key] = check_tools(resolved, key) if key == "extra_tools" else check_middleware(resolved, key)
+            except InvalidInputError as exc:
+                raise fail(key, str(exc)) from None
+    if "approve_write" in table:
+        from agent_memory.agents.extensions import resolve_import
+
+        if not isinstance(table["approve_write"], str):
+            raise fail("approve_write", 'must be an import path like "package.module:function"')
+        extend["approve_write"] = resolve_import(table["approve_write"], where=f"{where}: [{role}] approve_write")
     return WorkerProfile(
         role=role,
         model=model,
@@ -424,4 +483,5 @@ def _worker(role: Role, table: Any, where: str, path: Path | None) -> WorkerProf
         api_base=values.get("api_base"),
         api_key_env=values.get("api_key_env"),
         api_key=values.get("api_key"),
+        **extend,
     )

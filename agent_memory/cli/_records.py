@@ -136,6 +136,7 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
         help="for --mode dense|hybrid: local (MiniLM, the embeddings extra), local:PATH (a model directory) or a "
         "litellm model id (default $AGENT_MEMORY_EMBEDDER, else local)",
     )
+    _tuning_flags(p)
 
     p = add(
         "get",
@@ -232,6 +233,29 @@ def cmd_remember(args: argparse.Namespace) -> None:
     emit(args, r.to_dict(), lambda: r.id if args.quiet else f"{r.status}: {r.id}{redacted}")
 
 
+def _tuning_flags(p: argparse.ArgumentParser) -> None:
+    """Ranking stages on top of the default ranking (docs/search.md)."""
+    g = p.add_argument_group("ranking (re-rank the default ranking's best hits; --trace shows each stage)")
+    g.add_argument("--recency", action="store_true", help="newer records rise (a boost with a 30-day half-life)")
+    g.add_argument(
+        "--decay",
+        metavar="DAYS",
+        type=float,
+        help="old records sink: a score halves every DAYS days of age (above a floor one score-spread below the weakest hit)",
+    )
+    g.add_argument("--mmr", metavar="LAMBDA", type=float, help="diversity in [0, 1]: lower demotes near-duplicates of better hits more")
+    g.add_argument("--min-score", metavar="S", type=float, help="drop hits scoring below S × the best hit's score (S in [0, 1])")
+
+
+def _stages(args: argparse.Namespace) -> dict[str, Any]:
+    """``{"stages": [...]}`` for the ranking flags given, else ``{}`` (the default ranking)."""
+    if not (args.recency or args.decay is not None or args.mmr is not None or args.min_score is not None):
+        return {}
+    from agent_memory.search.tuning import search_stages
+
+    return {"stages": search_stages(recency=args.recency or None, decay_days=args.decay, mmr=args.mmr, min_score=args.min_score)}
+
+
 def cmd_search(args: argparse.Namespace) -> None:
     query = read_text(args.query, "QUERY")
     options = {
@@ -242,6 +266,7 @@ def cmd_search(args: argparse.Namespace) -> None:
         "trace": args.trace,
         "limit": DEFAULT_SEARCH_LIMIT if args.limit is None else args.limit,
         **_filter_kwargs(args),
+        **_stages(args),
     }
     res = _search_once(args, query, options)
     if res is None:

@@ -80,13 +80,13 @@ class Pipeline:
     ) -> list[Candidate]:
         """Rank the union of ``lexical`` and ``dense`` hits (``(id, score)``, best first).
 
-        ``info`` maps an id to candidate fields (``updated``, ``importance``, ``length``, ``vector``).
+        ``info`` maps an id to candidate fields (``updated``, ``importance``, ``length``, ``vector``, ``text``).
         """
         ctx = ctx or QueryContext()
         cands = self.fuse.fuse(lexical, dense, ctx)
         for c in cands:
             for k, v in (info or {}).get(c.id, {}).items():
-                if k in ("updated", "importance", "length", "vector"):
+                if k in ("updated", "importance", "length", "vector", "text"):
                     setattr(c, k, v)
         if trace is not None:
             trace.append(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
@@ -46,6 +47,7 @@ class Candidate:
     importance: float | None = None
     length: int | None = None
     vector: Vector | None = None
+    text: str | None = None
 
 
 @dataclass(slots=True)
@@ -284,9 +286,11 @@ class MinScore:
 
 @dataclass(slots=True)
 class MMR:
-    """Maximal marginal relevance over the top ``window``: λ·relevance − (1−λ)·max cosine to those chosen.
+    """Maximal marginal relevance over the top ``window``: λ·relevance − (1−λ)·max similarity to those chosen.
 
-    Relevance is the current score min-max scaled to [0, 1]; candidates without a vector keep their place.
+    Relevance is the current score min-max scaled to [0, 1]. Similarity is the cosine of the candidates' vectors,
+    else (a lexical search, no vectors) the overlap (Jaccard) of their word sets; candidates with neither keep
+    their place.
     """
 
     lambda_: float = 0.7
@@ -303,12 +307,17 @@ class MMR:
     def apply(self, cands: list[Candidate], ctx: QueryContext) -> list[Candidate]:
         ranked = sorted(cands, key=lambda c: -c.score)
         head, tail = ranked[: self.window], ranked[self.window :]
-        if len(head) < 2 or any(c.vector is None for c in head):
+        if len(head) < 2:
+            return ranked
+        if all(c.vector is not None for c in head):
+            vecs = np.stack([np.asarray(c.vector, dtype=np.float32) for c in head])
+            sims = vecs @ vecs.T
+        elif all(c.text is not None for c in head):
+            sims = _word_overlap([c.text or "" for c in head])
+        else:
             return ranked
         lo, hi = head[-1].score, head[0].score
         rel = [(c.score - lo) / ((hi - lo) or 1.0) for c in head]
-        vecs = np.stack([np.asarray(c.vector, dtype=np.float32) for c in head])
-        sims = vecs @ vecs.T
         chosen: list[int] = []
         left = list(range(len(head)))
         while left:
@@ -321,3 +330,15 @@ class MMR:
         step = ((hi - lo) or 1.0) / len(head)
         out = [replace(head[i], score=top - n * step) for n, i in enumerate(chosen)]
         return out + tail
+
+
+def _word_overlap(texts: list[str]) -> npt.NDArray[np.float64]:
+    """Pairwise Jaccard similarity of the texts' lower-cased word sets."""
+    words = [set(re.findall(r"\w+", t.lower())) for t in texts]
+    n = len(words)
+    sims = np.ones((n, n), dtype=np.float64)
+    for i in range(n):
+        for j in range(i + 1, n):
+            union = len(words[i] | words[j])
+            sims[i, j] = sims[j, i] = len(words[i] & words[j]) / union if union else 0.0
+    return sims

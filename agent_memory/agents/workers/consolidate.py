@@ -22,6 +22,7 @@ from pydantic_ai.usage import RunUsage
 
 from agent_memory.agents.tools import CAPTURE, memory_toolset
 from agent_memory.agents.workers import RecordingToolset, describe_error, resolve_worker, run_worker, usage_dict
+from agent_memory.agents.workers.runner import staged_backend
 from agent_memory.backends.base import Caller, MemoryBackend
 from agent_memory.consolidate import Change, ConsolidationReport, archive_record, consolidate, store_of
 from agent_memory.errors import AgentMemoryError
@@ -109,10 +110,10 @@ async def run_consolidate(
         profile = resolve_worker(worker)
         limit = profile.timeout_s
         tools = tuple(t for t in profile.tools if t in CAPTURE)
-        parts: list[Any] = [memory_toolset(backend, tools, caller=caller, source="consolidation")]
+        parts: list[Any] = [memory_toolset(staged_backend(backend), tools, caller=caller, source="consolidation")]
         if "memory_archive" in profile.tools:
             parts.append(_archive_toolset(backend, caller, report))
-        toolset = RecordingToolset(CombinedToolset(parts))
+        toolset = RecordingToolset(CombinedToolset(parts), caller=caller)
         await run_worker(profile, consolidate_prompt(report), toolset, usage, name="agent_memory_consolidate")
     except Exception as exc:  # fail open: report, never raise
         report.fallback, report.reason = True, describe_error(exc, limit)

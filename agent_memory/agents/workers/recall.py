@@ -41,7 +41,7 @@ from agent_memory.backends.base import Caller, MemoryBackend
 if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.agents.profiles import WorkerProfile
 
-__all__ = ["RecallResult", "run_recall", "lexical_summary", "recall_prompt", "parse_citations", "ungrounded_citations"]
+__all__ = ["RecallResult", "run_recall", "lexical_summary", "shortest_answer", "recall_prompt", "parse_citations", "ungrounded_citations"]
 
 _EMPTY_REPLIES = frozenset({NO_RELEVANT_MEMORY, "NONE", "NO_REPLY", "NO_MEMORY"})
 _CITATION = re.compile(r"\[([^\[\]\s]+?)(?::L(\d+)(?:\s*-\s*L?(\d+))?)?\]")
@@ -137,7 +137,7 @@ def ungrounded_citations(summary: str, known_ids: set[str]) -> list[str]:
     return bad
 
 
-def _finish(output: Any, budget: int, known_ids: set[str]) -> tuple[str, list[dict[str, Any]]]:
+def _finish(output: Any, budget: int, known_ids: set[str], extra_used: bool = False) -> tuple[str, list[dict[str, Any]]]:
     text = output.strip() if isinstance(output, str) else ""
     if not text:
         raise UnusableOutput("the recall model returned an empty summary")
@@ -150,7 +150,7 @@ def _finish(output: Any, budget: int, known_ids: set[str]) -> tuple[str, list[di
     if not summary:
         raise UnusableOutput("the summary could not be fitted to the budget")
     sources = parse_citations(summary, known_ids)
-    if not sources:
+    if not sources and not extra_used:  # an answer from the user's extra tools alone cites no record
         raise UnusableOutput("the summary cites no record it read")
     return summary, sources
 
@@ -180,6 +180,33 @@ async def lexical_summary(
         sources.pop()
         summary = "\n".join(lines)
     return summary, sources
+
+
+async def shortest_answer(
+    backend: MemoryBackend, message: str, budget: int, caller: Caller
+) -> tuple[str, list[dict[str, Any]], int] | None:
+    """When ``budget`` is below one cited line of the best hit: that hit's title (else snippet, else id) cut to fit,
+    its source, and the tokens one cited line needs. None when there is no hit or its line fits."""
+    hits = (await backend.search(message, caller, limit=1)).hits
+    if not hits:
+        return None
+    hit = hits[0]
+    needed = _tokens(f"- {' '.join(hit.snippet.split())} [{hit.id}:L{hit.line_start}-L{hit.line_end}]")
+    if needed <= budget:
+        return None
+    text = ""
+    for candidate in (hit.title, " ".join(hit.snippet.split()), hit.id):
+        text = await asyncio.to_thread(trim_to_tokens, candidate, budget) if candidate else ""
+        if text and text != "…":
+            break
+    return text, [{"id": hit.id, "line_start": hit.line_start, "line_end": hit.line_end}], needed
+
+
+def _too_small(budget: int, needed: int) -> str:
+    return (
+        f"summary_tokens={budget} is below one cited line ({needed} tokens): the best hit's title (or snippet) "
+        "cut to fit, its record in sources"
+    )
 
 
 def _tokens(text: str) -> int:
@@ -225,7 +252,20 @@ async def run_recall(
             return RecallResult("", model=label, elapsed_s=time.perf_counter() - started)
         toolset = bound_toolset(backend, profile.tools, caller, wrapper=RecordingToolset)
         output = await run_worker(profile, recall_prompt(message, budget), toolset, usage, name="agent_memory_recall", timeout_s=limit)
-        summary, sources = await asyncio.to_thread(_finish, output, budget, _seen_ids(toolset.calls))
+        summary, sources = await asyncio.to_thread(_finish, output, budget, _seen_ids(toolset.calls), bool(toolset.extra_calls))
+        tight = None if summary else await shortest_answer(backend, message, budget, caller)
+        if tight is not None:  # nothing fitted the budget: say so, with the shortest honest answer
+            summary, sources, needed = tight
+            return RecallResult(
+                summary,
+                sources,
+                _tokens(summary),
+                fallback=True,
+                reason=_too_small(budget, needed),
+                usage=usage_dict(usage),
+                model=label,
+                elapsed_s=time.perf_counter() - started,
+            )
         sources = _mark_curated(sources, _curated_ids(toolset.calls))
         return RecallResult(
             summary, sources, count_tokens(summary), usage=usage_dict(usage), model=label, elapsed_s=time.perf_counter() - started
@@ -236,6 +276,10 @@ async def run_recall(
     if isinstance(message, str) and message.strip() and budget:
         try:
             summary, sources = await lexical_summary(backend, message, budget, caller)
+            tight = None if summary else await shortest_answer(backend, message, budget, caller)
+            if tight is not None:
+                summary, sources, needed = tight
+                reason += f"; {_too_small(budget, needed)}"
         except Exception as exc:
             reason += f"; lexical fallback failed too: {describe_error(exc)}"
     return RecallResult(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import re
 import weakref
 from collections import OrderedDict
@@ -22,6 +23,7 @@ from pydantic_ai.exceptions import ModelAPIError, UnexpectedModelBehavior, Usage
 from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
 from pydantic_ai.usage import RunUsage, UsageLimits
 
+from agent_memory.agents.extensions import extend_toolset
 from agent_memory.agents.tokens import count_tokens, get_counter
 from agent_memory.agents.tools import memory_toolset
 from agent_memory.backends.base import Caller, MemoryBackend
@@ -89,6 +91,8 @@ class RecordingToolset(WrapperToolset[Any]):
     """Passes calls through to the wrapped toolset and records each one (writes are known even if the run fails)."""
 
     calls: list[ToolCallRecord] = field(default_factory=list)
+    caller: Caller | None = None
+    extra_calls: list[str] = field(default_factory=list)  # extra (user-given) tools called, by name
 
     async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: Any, tool: Any) -> Any:
         record = ToolCallRecord(name, dict(tool_args))
@@ -129,12 +133,39 @@ def bound_toolset(
     key = (tuple(tools), caller, source)
     toolset = cache.get(key)
     if toolset is None:
-        toolset = cache[key] = memory_toolset(backend, tools, caller=caller, source=source)
+        toolset = cache[key] = memory_toolset(staged_backend(backend), tools, caller=caller, source=source)
         while len(cache) > TOOLSET_CACHE_SIZE:
             cache.popitem(last=False)
     else:
         cache.move_to_end(key)
-    return wrapper(toolset)
+    out = wrapper(toolset)
+    out.caller = caller
+    return out
+
+
+#: The ranking stages of the running worker's searches (its profile's ``[search]`` table), set by :func:`run_worker`.
+_SEARCH_STAGES: contextvars.ContextVar[tuple[Any, ...]] = contextvars.ContextVar("agent_memory_worker_stages", default=())
+
+
+def staged_backend(backend: MemoryBackend) -> Any:
+    """``backend`` as a worker's memory tools use it: its searches get the running worker's ranking stages."""
+    return _StagedBackend(backend)
+
+
+class _StagedBackend:
+    """The backend a worker's memory tools use: its searches get the worker's ranking stages (if any)."""
+
+    def __init__(self, inner: MemoryBackend) -> None:
+        self.inner = inner  # in the instance dict: ``capability()`` looks through to the backend
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def search(self, query: str, caller: Caller, *, limit: int = 10, **options: Any) -> Any:
+        stages = _SEARCH_STAGES.get()
+        if stages and options.get("stages") is None and options.get("mode") != "contextual":
+            options["stages"] = list(stages)
+        return await self.inner.search(query, caller, limit=limit, **options)
 
 
 def _model_key(worker: "WorkerProfile") -> tuple[Any, ...]:
@@ -211,13 +242,18 @@ async def run_worker(
     deadline = loop.time() + limit
     # the tokenizer and the model (``import litellm``…) load in threads, within the run's time limit
     _, model = await asyncio.wait_for(asyncio.gather(warm_up(), worker_model_async(worker)), max(0.0, deadline - loop.time()))
+    toolset = extend_toolset(toolset, worker, getattr(toolset, "caller", None))  # extra tools, middleware, approval
     agent: Agent[None, str] = Agent(
         model, instructions=worker.instructions or None, output_type=str, toolsets=[toolset], name=name, defer_model_check=True
     )
     limits = UsageLimits(request_limit=worker.max_steps, tool_calls_limit=worker.tool_calls_limit)
     settings: dict[str, Any] = {"temperature": worker.temperature} if worker.temperature is not None else {}
     with _no_banner():
-        task = asyncio.ensure_future(agent.run(prompt, usage=usage, usage_limits=limits, model_settings=settings or None))  # type: ignore[arg-type]
+        token = _SEARCH_STAGES.set(tuple(worker.search))  # the run's task copies the context as it is created
+        try:
+            task = asyncio.ensure_future(agent.run(prompt, usage=usage, usage_limits=limits, model_settings=settings or None))  # type: ignore[arg-type]
+        finally:
+            _SEARCH_STAGES.reset(token)
         try:
             done, _ = await asyncio.wait({task}, timeout=max(0.0, deadline - loop.time()))
         except BaseException:  # the caller gave up (cancelled): so does the worker

@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.model.drafts import MemoryDraft, OnExisting, RememberResult
     from agent_memory.model.links import RecordLinks
     from agent_memory.model.reports import PurgeReport
+    from agent_memory.search.stages import Stage
 
 _DRAFT_NAMES = ("MemoryDraft", "OnExisting", "RememberResult", "Status", "read_jsonl")
 
@@ -336,12 +337,44 @@ class MemoryStore:
         mode: str | None = None,
         include_superseded: bool = False,
         as_of: str | None = None,
+        stages: Sequence[Stage] | None = None,
     ) -> SearchResult:
         """Rank visible records for ``query``; ``tags`` are ranking hints, not filters.
 
         ``mode``: ``lexical`` (BM25), ``dense`` or ``hybrid`` (need ``embedder``); default hybrid when the store has
         an embedder, else lexical. Scores are in (0, 1] (1 = the best hit). ``strict_visibility`` (default: the
-        store's) ranks with statistics of the caller's visible records only (see :mod:`agent_memory.backends.files.fts`)."""
+        store's) ranks with statistics of the caller's visible records only (see :mod:`agent_memory.backends.files.fts`).
+        ``stages`` re-rank the default ranking's best hits (see :mod:`agent_memory.search.tuning`)."""
+        if stages is not None:
+            import agent_memory.search.tuning as tuning  # only when asked for (the stages load numpy)
+
+            chosen = tuning.check_stages(stages)
+            if chosen:
+                if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
+                    raise InvalidInputError("limit must be an integer between 1 and 1000")
+                options: dict[str, Any] = dict(
+                    session_id=session_id,
+                    user_id=user_id,
+                    tags=tags,
+                    scope=scope,
+                    kind=kind,
+                    created_after=created_after,
+                    created_before=created_before,
+                    updated_after=updated_after,
+                    updated_before=updated_before,
+                    trace=trace,
+                    strict_visibility=strict_visibility,
+                    mode=mode,
+                    include_superseded=include_superseded,
+                    as_of=as_of,
+                )
+                return tuning.tuned(
+                    lambda n: self.search(query, limit=n, **options),
+                    lambda ids: self._stage_facts(ids, session_id, user_id),
+                    chosen,
+                    limit,
+                    query,
+                )
         resolved = _meaning_mode(mode, self.meaning)
         when: dict[str, Any] = {"include_superseded": True} if include_superseded else {}
         if as_of is not None:
@@ -381,6 +414,28 @@ class MemoryStore:
             strict_visibility=strict_visibility,
             **when,
         )
+
+    def _stage_facts(self, ids: Sequence[str], session_id: str | None, user_id: str | None) -> dict[str, dict[str, Any]]:
+        """What ranking stages use about each visible record of ``ids``: one indexed read, with the caller's visibility."""
+        import json
+
+        if not ids:
+            return {}
+        sql = (
+            "SELECT r.id, r.updated, r.importance, r.title, f.body FROM records r JOIN fts f ON f.rowid = r.rowid"
+            f" WHERE r.id IN (SELECT value FROM json_each(:ids)) AND {visibility_sql('r')}"
+        )
+        params = {"ids": json.dumps(list(ids)), "sid": session_id, "uid": user_id}
+        rows = self.index.guarded(lambda c: c.execute(sql, params).fetchall())
+        return {
+            row["id"]: {
+                "updated": row["updated"] or "",
+                "importance": row["importance"],
+                "length": len(row["body"] or ""),
+                "text": f"{row['title'] or ''}\n{row['body'] or ''}",
+            }
+            for row in rows
+        }
 
     def embed(self, progress: Any = None) -> Any:
         """Embed records not embedded yet (vectors are derived: writes never wait for them). Needs ``embedder``."""

@@ -353,8 +353,26 @@ class PostgresBackend:
         return int(row["n"])
 
     async def search(self, query: str, caller: Caller, *, limit: int = 10, **options: Any) -> SearchResult:
-        """Rank visible records for ``query``; ``tags`` are ranking hints (as in the files backend)."""
+        """Rank visible records for ``query``; ``tags`` are ranking hints (as in the files backend).
+
+        ``stages`` re-rank the default ranking's best hits (see :mod:`agent_memory.search.tuning`)."""
         query = checked_query(query, limit)
+        stages = options.pop("stages", None)
+        if stages is not None:
+            import agent_memory.search.tuning as tuning  # only when asked for (the stages load numpy)
+
+            chosen = tuning.check_stages(stages)
+            if chosen:
+                pool = await self.search(query, caller, limit=tuning.pool_size(limit), **options)
+                params = self._caller(caller)
+                params["ids"] = [h.id for h in pool.hits]
+                async with self.pool.connection() as conn:  # one read, with the caller's visibility like the hits
+                    cur = await conn.execute(
+                        f"SELECT {SELECT} FROM {self.table} r WHERE r.id = ANY(%(ids)s) AND {visibility(params)}", params
+                    )
+                    rows = await cur.fetchall()
+                facts = {row["id"]: tuning.record_facts(row_to_record(row, self.path_of(row["id"]))) for row in rows}
+                return tuning.rerank(pool, chosen, limit, facts, query=query)
         params = self._caller(caller)
         if options.get("mode") == "contextual":  # sessions by summary, then messages and records within them
             in_sessions: SearchResult = await self.time_layers.contextual(self, query, caller, limit, options)

@@ -51,7 +51,7 @@ def search_once(
     """The backend's lexical ``search`` result, or ``None`` when this path cannot give exactly that."""
     if os.environ.get(ENV, "").strip().lower() in ("0", "off", "false", "no"):
         return None
-    if options.get("mode") not in (None, "lexical"):
+    if options.get("mode") not in (None, "lexical") or options.get("stages"):
         return None
     query = checked_query(query, limit)
     check_strings(session_id=session_id, user_id=user_id)
