@@ -38,10 +38,11 @@ PROVENANCE = "provenance"
 UNDOABLE = ("created", "imported", "appended", "replaced", "restored", "forgotten", "swept", "archived", "undone")
 
 
-def _owner(rec: Any) -> tuple[str, str, str | None, str | None]:
+def _owner(rec: Any) -> tuple[str, str, str | None, str | None, str | None]:
     if isinstance(rec, MemoryRecord):
-        return rec.id, rec.scope.value, rec.session_id, rec.user_id
-    return rec["id"], rec["scope"], rec["session_id"], rec["user_id"]
+        return rec.id, rec.scope.value, rec.session_id, rec.user_id, rec.namespace or None
+    ns = rec["namespace"] if "namespace" in rec.keys() else None
+    return rec["id"], rec["scope"], rec["session_id"], rec["user_id"], ns or None
 
 
 def emit(
@@ -56,7 +57,7 @@ def emit(
     **detail: Any,
 ) -> Event | None:
     """Append one event about ``rec`` (a record or an index row). Never fails the change it reports."""
-    rid, scope, osid, ouid = _owner(rec)
+    rid, scope, osid, ouid, ons = _owner(rec)
     who = current_acting()
     if kind == "created" and source == "import":
         kind = "imported"
@@ -76,6 +77,7 @@ def emit(
         owner_session=osid,
         owner_user=ouid,
         detail={k: v for k, v in detail.items() if v is not None},
+        owner_namespace=ons,
     )
     try:
         return store.events.append(ev)
@@ -147,7 +149,14 @@ def forget(store: StoreParts, record_id: str, session_id: str | None, user_id: s
 
 
 def _sees(rec: MemoryRecord, session_id: str | None, user_id: str | None) -> bool:
-    ev = Event("archived", rec.id, scope=rec.scope.value, owner_session=rec.session_id, owner_user=rec.user_id)
+    ev = Event(
+        "archived",
+        rec.id,
+        scope=rec.scope.value,
+        owner_session=rec.session_id,
+        owner_user=rec.user_id,
+        owner_namespace=rec.namespace or None,
+    )
     return visible(ev, session_id, user_id)
 
 
