@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import dataclasses
 import logging
 import os
 import warnings
@@ -29,10 +30,11 @@ from agent_memory.backends.base import (
     SessionsBackend,
     VectorsBackend,
     capability,
+    innermost,
     require,
 )
 from agent_memory.backends.files.backend import FilesBackend
-from agent_memory.errors import InvalidInputError
+from agent_memory.errors import InvalidInputError, UnsupportedError
 from agent_memory.model.drafts import MemoryDraft, OnExisting, RememberResult
 from agent_memory.model.events import Event, NotSupportedError
 from agent_memory.model.records import MemoryRecord, Scope
@@ -76,6 +78,10 @@ class MemoryProvider:
     ``hooks`` (:class:`~agent_memory.backends.extended.Hooks`) or :meth:`on` register extension hooks;
     ``track_recalls=True`` logs which records were recalled (consolidation's decay rule needs it).
 
+    ``namespace`` (``"acme/support"``) and ``isolation`` (``full``, ``inherited``, ``shared``) are the identity
+    every call of this provider carries beside its session and user (``docs/namespaces.md``): writes land in that
+    namespace, reads see what the isolation allows. Default: the root namespace, as before namespaces existed.
+
     ``async with MemoryProvider(...) as memory:`` flushes pending captures and closes on exit.
     """
 
@@ -88,8 +94,13 @@ class MemoryProvider:
         compaction_extractor: "Extractor | None" = None,
         hooks: "Hooks | None" = None,
         track_recalls: bool = False,
+        namespace: str | None = None,
+        isolation: str | None = None,
         **backend_options: Any,
     ) -> None:
+        who = Caller(namespace=namespace, isolation=cast(Any, isolation))  # checks both (InvalidInputError naming the rule)
+        self.namespace: str | None = who.namespace
+        self.isolation: str | None = who.isolation
         if "root" in backend_options:  # the keyword's old name
             root = backend_options.pop("root")
             if target != ".agent-memory":
@@ -113,6 +124,28 @@ class MemoryProvider:
         self.turn_extractor = turn_extractor
         self.compaction_extractor = compaction_extractor
         self._pending: set[asyncio.Task[Any]] = set()
+
+    def _caller(self, session_id: str | None = None, user_id: str | None = None) -> Caller:
+        """The caller of one call: its session and user, and this provider's namespace and isolation."""
+        return Caller(session_id, user_id, self.namespace, cast(Any, self.isolation))
+
+    def _stamped(self, draft: MemoryDraft) -> MemoryDraft:
+        """``draft`` in this provider's namespace: a draft naming another namespace is refused (never written there)."""
+        if not isinstance(draft, MemoryDraft) or (draft.namespace or None) == self.namespace:
+            return draft
+        if draft.namespace:
+            raise InvalidInputError(
+                f"a draft names namespace {draft.namespace!r}; this provider writes in {self.namespace or 'the root'!r}"
+            )
+        return dataclasses.replace(draft, namespace=self.namespace)
+
+    async def configure_namespace(self, namespace: str, *, shared: bool | None = None, isolation: str | None = None) -> dict[str, Any]:
+        """Mark ``namespace`` shared (its siblings with ``shared`` isolation read it) and/or set its default
+        isolation, in the root's namespace registry (files: ``namespaces.json``; PostgreSQL: a table)."""
+        configure = getattr(innermost(self.backend), "configure_namespace", None)
+        if configure is None:
+            raise UnsupportedError.of("namespace registry", innermost(self.backend))
+        return cast(dict[str, Any], await configure(namespace, shared=shared, isolation=isolation))
 
     @property
     def root(self) -> Path | str:
@@ -184,6 +217,7 @@ class MemoryProvider:
             valid_from=valid_from,
             valid_to=valid_to,
             supersedes=supersedes,
+            namespace=self.namespace,
         )
         result = await self.backend.remember(draft, source=source)
         self._embed_soon()
@@ -191,11 +225,11 @@ class MemoryProvider:
 
     async def supersede(self, old_id: str, draft: MemoryDraft, *, source: str = "tool") -> RememberResult:
         """Write ``draft`` as the current fact in place of ``old_id`` (kept, superseded; see ``docs/time.md``)."""
-        return await self.backend.supersede(old_id, draft, source=source)
+        return await self.backend.supersede(old_id, self._stamped(draft), source=source)
 
     async def remember_many(self, drafts: Iterable[MemoryDraft], *, source: str = "import", **kwargs: Any) -> builtins.list[RememberResult]:
         """Bulk write (one lock and transaction per batch)."""
-        results = await self.backend.remember_many(list(drafts), source=source, **kwargs)
+        results = await self.backend.remember_many([self._stamped(d) for d in drafts], source=source, **kwargs)
         self._embed_soon()
         return results
 
@@ -214,28 +248,28 @@ class MemoryProvider:
         ``mode="contextual"``: sessions by their summaries, then messages and records within them (files backend)."""
         if filters.get("mode") == "contextual":
             _ = self.session_store  # a clear typed error where session logs are not kept
-        return await self.backend.search(query, Caller(session_id, user_id), tags=tags, limit=limit, **filters)
+        return await self.backend.search(query, self._caller(session_id, user_id), tags=tags, limit=limit, **filters)
 
     async def search_trace(self, query: str, **kwargs: Any) -> SearchResult:
         """Like :meth:`search` with ``trace=True``."""
         return await self.search(query, trace=True, **kwargs)
 
     async def get(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> MemoryRecord:
-        return await self.backend.get(record_id, Caller(session_id, user_id))
+        return await self.backend.get(record_id, self._caller(session_id, user_id))
 
     async def list(
         self, *, session_id: str | None = None, user_id: str | None = None, limit: int | None = 50, **filters: Any
     ) -> list[MemoryRecord]:
-        return await self.backend.list(Caller(session_id, user_id), limit=limit, **filters)
+        return await self.backend.list(self._caller(session_id, user_id), limit=limit, **filters)
 
     async def count(self, *, session_id: str | None = None, user_id: str | None = None, **filters: Any) -> int:
-        return await self.backend.count(Caller(session_id, user_id), **filters)
+        return await self.backend.count(self._caller(session_id, user_id), **filters)
 
     async def forget(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None, purge: bool = False) -> bool:
         """Archive a visible record (undo with :meth:`restore`); ``purge=True`` deletes every byte of it."""
         if purge:
-            return await self._lifecycle("forget --purge").forget_purge(record_id, Caller(session_id, user_id))
-        return await self.backend.forget(record_id, Caller(session_id, user_id))
+            return await self._lifecycle("forget --purge").forget_purge(record_id, self._caller(session_id, user_id))
+        return await self.backend.forget(record_id, self._caller(session_id, user_id))
 
     async def sweep(self) -> SweepReport:
         return await self.backend.sweep()
@@ -248,7 +282,7 @@ class MemoryProvider:
 
     async def inject(self, budget: int = DEFAULT_CORE_BUDGET, *, session_id: str | None = None, user_id: str | None = None) -> MemoryBlock:
         """The core block for one caller: ``USER.md`` (redacted) + visible ``MEMORY.md`` lines within ``budget`` tokens."""
-        return await inject(self.backend, budget, caller=Caller(session_id, user_id))
+        return await inject(self.backend, budget, caller=self._caller(session_id, user_id))
 
     # -- workers -------------------------------------------------------------------------
     async def recall(
@@ -270,7 +304,7 @@ class MemoryProvider:
         return await run_recall(
             self.backend,
             message,
-            caller=Caller(session_id, user_id),
+            caller=self._caller(session_id, user_id),
             worker=lambda: self.profile.recall,
             summary_tokens=summary_tokens,
             timeout_s=timeout_s,
@@ -296,7 +330,7 @@ class MemoryProvider:
             self.backend,
             input,
             output,
-            caller=Caller(session_id, user_id),
+            caller=self._caller(session_id, user_id),
             worker=lambda: self.profile.capture,
             extractor=self.turn_extractor,
             at=at,
@@ -321,7 +355,7 @@ class MemoryProvider:
             self.backend,
             removed_messages,
             next_summary,
-            caller=Caller(session_id, user_id),
+            caller=self._caller(session_id, user_id),
             worker=lambda: self.profile.capture,
             extractor=self.compaction_extractor,
         )
@@ -424,27 +458,27 @@ class MemoryProvider:
 
     async def history(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> History:
         """Every version of a visible record (live or archived), oldest first, with its events."""
-        return await self._lifecycle("history").history(record_id, Caller(session_id, user_id))
+        return await self._lifecycle("history").history(record_id, self._caller(session_id, user_id))
 
     async def restore(
         self, record_id: str, *, version: int | None = None, session_id: str | None = None, user_id: str | None = None
     ) -> MemoryRecord:
         """Bring back a forgotten/swept record, or make ``version`` (default: the previous one) current."""
-        return await self._lifecycle("restore").restore(record_id, Caller(session_id, user_id), version=version)
+        return await self._lifecycle("restore").restore(record_id, self._caller(session_id, user_id), version=version)
 
     async def undo(self, *, session_id: str | None = None, user_id: str | None = None) -> Event:
         """Reverse this caller's last change not undone yet; returns the event it reversed."""
-        return await self._lifecycle("undo").undo(Caller(session_id, user_id))
+        return await self._lifecycle("undo").undo(self._caller(session_id, user_id))
 
     async def events(
         self, *, record_id: str | None = None, session_id: str | None = None, user_id: str | None = None, limit: int | None = None
     ) -> builtins.list[Event]:
         """Events of records the caller may see, oldest first."""
-        return await self._lifecycle("events").events(Caller(session_id, user_id), record_id=record_id, limit=limit)
+        return await self._lifecycle("events").events(self._caller(session_id, user_id), record_id=record_id, limit=limit)
 
     async def provenance(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> dict[str, Any]:
         """Who created and last changed a visible record."""
-        return await self._lifecycle("provenance").provenance(record_id, Caller(session_id, user_id))
+        return await self._lifecycle("provenance").provenance(record_id, self._caller(session_id, user_id))
 
     # -- extensions, consolidation, reflect ------------------------------------------------
     def on(self, name: str, fn: H) -> H:
@@ -486,14 +520,14 @@ class MemoryProvider:
         from agent_memory.consolidate import consolidate_backend, fire_archived
 
         if not worker:
-            caller = Caller(session_id, user_id) if session_id or user_id else None
+            caller = self._caller(session_id, user_id) if session_id or user_id else None
             return await consolidate_backend(self.backend, dry_run=dry_run, max_share=max_share, caller=caller, **options)
         from agent_memory.agents.workers.consolidate import run_consolidate
 
         await self._loaded_profile()
         report = await run_consolidate(
             self.backend,
-            caller=Caller(session_id, user_id),
+            caller=self._caller(session_id, user_id),
             worker=lambda: self.profile.consolidate,
             max_share=max_share,
             dry_run=dry_run,
@@ -510,7 +544,7 @@ class MemoryProvider:
 
         await self._loaded_profile()
         return await run_reflect(
-            self.backend, question, caller=Caller(session_id, user_id), worker=lambda: self.profile.reflect, timeout_s=timeout_s
+            self.backend, question, caller=self._caller(session_id, user_id), worker=lambda: self.profile.reflect, timeout_s=timeout_s
         )
 
     # -- episodes (one per agent run; files backend) -------------------------------------

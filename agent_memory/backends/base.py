@@ -51,8 +51,12 @@ class Caller:
         object.__setattr__(self, "namespace", check_namespace(self.namespace) or None)
         object.__setattr__(self, "isolation", check_isolation(self.isolation))
 
-    def kwargs(self) -> dict[str, str | None]:
+    def kwargs(self) -> dict[str, Any]:
         return {"session_id": self.session_id, "user_id": self.user_id}
+
+    def own_view(self) -> tuple[str, ...]:
+        """The namespaces this caller may *change* (forget, restore, undo): its own only, never an ancestor's."""
+        return (self.namespace or "",)
 
     def view(self, registry: Mapping[str, Mapping[str, Any]] | None = None) -> tuple[str, ...]:
         """The namespaces this caller reads (:func:`~agent_memory.model.scopes.visible_namespaces`), given the

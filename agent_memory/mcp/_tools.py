@@ -207,6 +207,7 @@ async def _remember(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, 
         on_existing=a.get("on_existing", "append"),
         session_id=who.session_id,
         user_id=who.user_id,
+        namespace=who.namespace,
         **{k: a[k] for k in _DRAFT_EXTRAS if a.get(k) is not None},
     )
     res = await rt.backend.remember(draft, source="tool")
@@ -228,6 +229,7 @@ async def _supersede(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str,
         tags=tuple(a.get("tags") or ()),
         session_id=who.session_id,
         user_id=who.user_id,
+        namespace=who.namespace,
         supersedes=old.id,
         **{k: a[k] for k in ("happened_at", "valid_from") if a.get(k) is not None},
     )

@@ -378,14 +378,19 @@ def prepare_draft(draft: MemoryDraft, source: str, default_scope: Scope | None =
 
 @dataclass(frozen=True, slots=True)
 class Override:
-    """The caller an import runs for (``--as-user``/``--as-session``): every record lands in its partition."""
+    """The caller an import runs for (``--as-user``/``--as-session``): every record lands in its partition.
+
+    ``namespace`` is the importer's namespace (``--namespace``): every record lands in it, scopes kept (it does not
+    make the override true: a namespace alone downgrades nothing)."""
 
     user_id: str | None = None
     session_id: str | None = None
+    namespace: str | None = None
 
     def __post_init__(self) -> None:
         if self.user_id is not None or self.session_id is not None:
             check_owner(Scope.PROJECT, self.session_id, self.user_id)
+        object.__setattr__(self, "namespace", check_namespace(self.namespace) or None)
 
     def __bool__(self) -> bool:
         return bool(self.user_id or self.session_id)
@@ -424,6 +429,8 @@ def apply_override(scope: Scope | str | None, session_id: str | None, user_id: s
 def override_draft(draft: MemoryDraft, override: Override | None) -> tuple[MemoryDraft, Scope | None]:
     """``draft`` put in the override's partition (the CLI ``import --as-user`` of JSONL drafts), and the scope
     it asked for when that changed; unchanged without an override."""
+    if override is not None and (override or override.namespace):
+        draft = replace(draft, namespace=override.namespace)  # the importer's namespace, never the line's
     if not override:
         return draft, None
     owned = apply_override(draft.scope, draft.session_id, draft.user_id, override)
@@ -528,7 +535,9 @@ def prepare_record(data: object, override: Override | None = None, namespace: st
         owned = apply_override(data.get("scope"), _opt_text(data, "session_id"), _opt_text(data, "user_id"), None)
     scope = owned.scope or Scope.PROJECT
     session_id, user_id = check_owner(scope, owned.session_id, owned.user_id)
-    home = check_namespace(data.get("namespace")) if namespace is None and not override else check_namespace(namespace)
+    if namespace is None and override is not None and (override or override.namespace):
+        namespace = override.namespace or ""
+    home = check_namespace(data.get("namespace") if namespace is None else namespace)
     raw_tags = data.get("tags") or []
     if not isinstance(raw_tags, list) or not all(isinstance(t, str) for t in raw_tags):
         raise InvalidInputError("tags must be a list of strings")

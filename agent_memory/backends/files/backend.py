@@ -69,12 +69,13 @@ class FilesBackend:
 
         return await asyncio.to_thread(partial(fn, *args, **kwargs))
 
-    async def _as(self, caller: Caller, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    async def _as(self, caller: Caller, fn: Callable[..., T], *args: Any, change: bool = False, **kwargs: Any) -> T:
         """``fn`` in a worker thread, reading as ``caller``: its namespace view (from the root's registry) is bound
-        for the call (:func:`agent_memory.model.scopes.viewing`), so every visibility test of the call uses it."""
+        for the call (:func:`agent_memory.model.scopes.viewing`), so every visibility test of the call uses it.
+        ``change``: a call that changes what it finds (forget, restore, undo) sees the caller's own namespace only."""
 
         def call() -> T:
-            with scopes.viewing(self.view(caller)):
+            with scopes.viewing(caller.own_view() if change else self.view(caller)):
                 return fn(*args, **kwargs)
 
         return await self._run(call)
@@ -136,7 +137,7 @@ class FilesBackend:
         return await self._as(caller, self.store.search, query, limit=limit, **caller.kwargs(), **options)
 
     async def forget(self, record_id: str, caller: Caller) -> bool:
-        return await self._as(caller, self.store.forget, record_id, **caller.kwargs())
+        return await self._as(caller, self.store.forget, record_id, change=True, **caller.kwargs())
 
     async def core_lines(self, caller: Caller, limit: int | None) -> builtins.list[str]:
         def lines() -> builtins.list[str]:
@@ -156,7 +157,7 @@ class FilesBackend:
         return await self._run(read)
 
     async def forget_purge(self, record_id: str, caller: Caller) -> bool:
-        return await self._as(caller, self.store.forget, record_id, purge=True, **caller.kwargs())
+        return await self._as(caller, self.store.forget, record_id, change=True, purge=True, **caller.kwargs())
 
     async def purge(self, record_id: str | None = None, *, session_id: str | None = None, user_id: str | None = None) -> PurgeReport:
         return await self._run(self.store.purge, record_id, session_id=session_id, user_id=user_id)
@@ -165,10 +166,10 @@ class FilesBackend:
         return await self._as(caller, self.store.history, record_id, **caller.kwargs())
 
     async def restore(self, record_id: str, caller: Caller, *, version: int | None = None) -> MemoryRecord:
-        return await self._as(caller, self.store.restore, record_id, version=version, **caller.kwargs())
+        return await self._as(caller, self.store.restore, record_id, change=True, version=version, **caller.kwargs())
 
     async def undo(self, caller: Caller) -> Event:
-        return await self._as(caller, self.store.undo, **caller.kwargs())
+        return await self._as(caller, self.store.undo, change=True, **caller.kwargs())
 
     async def events(self, caller: Caller, *, record_id: str | None = None, limit: int | None = None) -> builtins.list[Event]:
         return await self._as(caller, self.store.events_for, record_id, limit=limit, **caller.kwargs())

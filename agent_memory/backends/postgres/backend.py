@@ -17,7 +17,7 @@ import psycopg
 from agent_memory.backends.base import Caller
 from agent_memory.backends.postgres.events import events_for, record_archive_event, record_writes
 from agent_memory.backends.postgres.maintenance import Maintenance
-from agent_memory.backends.postgres.namespaces import configure, reads_as_caller, registry
+from agent_memory.backends.postgres.namespaces import changes_as_caller, configure, reads_as_caller, registry
 from agent_memory.backends.postgres.pool import Pool
 from agent_memory.backends.postgres.rows import SELECT, check_strings, filters_sql, iso, row_to_record, url_location, visibility
 from agent_memory.backends.postgres.schema import TEXT_CONFIG, check_schema
@@ -250,7 +250,7 @@ class PostgresBackend:
             raise InvalidInputError(f"draft must be a MemoryDraft, not {type(draft).__name__}")
         return await self.remember(dataclasses.replace(draft, supersedes=validate_id(old_id)), source=source)
 
-    @reads_as_caller
+    @changes_as_caller
     async def forget(self, record_id: str, caller: Caller) -> bool:
         """Delete a record the caller may see, and the records it superseded (archived as ``forgotten``). False if absent."""
         validate_id(record_id)
@@ -275,7 +275,7 @@ class PostgresBackend:
 
         return await purge(self, record_id, session_id=session_id, user_id=user_id)
 
-    @reads_as_caller
+    @changes_as_caller
     async def forget_purge(self, record_id: str, caller: Caller) -> bool:
         from agent_memory.backends.postgres.lifecycle import forget_purge
 
@@ -287,13 +287,13 @@ class PostgresBackend:
 
         return await history(self, record_id, caller)
 
-    @reads_as_caller
+    @changes_as_caller
     async def restore(self, record_id: str, caller: Caller, *, version: int | None = None) -> MemoryRecord:
         from agent_memory.backends.postgres.lifecycle import restore
 
         return await restore(self, record_id, caller, version=version)
 
-    @reads_as_caller
+    @changes_as_caller
     async def undo(self, caller: Caller) -> Event:
         from agent_memory.backends.postgres.lifecycle import undo
 

@@ -17,7 +17,7 @@ from agent_memory.backends.base import Caller
 from agent_memory.errors import InvalidInputError
 from agent_memory.model import scopes
 
-__all__ = ["configure", "reads_as_caller", "registry", "view_of"]
+__all__ = ["changes_as_caller", "configure", "reads_as_caller", "registry", "view_of"]
 
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 
@@ -53,14 +53,30 @@ async def configure(b: Any, namespace: str, *, shared: bool | None = None, isola
     return {"namespace": row["name"], "shared": bool(row["shared"]), "isolation": row["isolation"]}
 
 
+def _caller_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Caller | None:
+    return next((a for a in (*args, *kwargs.values()) if isinstance(a, Caller)), None)
+
+
 def reads_as_caller(fn: F) -> F:
     """Run a backend method with the view of the :class:`Caller` among its arguments bound (root view without one)."""
 
     @functools.wraps(fn)
     async def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        caller = next((a for a in (*args, *kwargs.values()) if isinstance(a, Caller)), None)
+        caller = _caller_of(args, kwargs)
         view = await view_of(self, caller) if caller is not None else scopes.ROOT_VIEW
         with scopes.viewing(view):
+            return await fn(self, *args, **kwargs)
+
+    return cast(F, wrapper)
+
+
+def changes_as_caller(fn: F) -> F:
+    """Run a method that changes what it finds (forget, restore, undo) seeing the caller's own namespace only."""
+
+    @functools.wraps(fn)
+    async def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        caller = _caller_of(args, kwargs)
+        with scopes.viewing(caller.own_view() if caller is not None else scopes.ROOT_VIEW):
             return await fn(self, *args, **kwargs)
 
     return cast(F, wrapper)
