@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import copy
 import dataclasses
 import logging
 import os
@@ -125,9 +126,13 @@ class MemoryProvider:
         self.compaction_extractor = compaction_extractor
         self._pending: set[asyncio.Task[Any]] = set()
 
-    def _caller(self, session_id: str | None = None, user_id: str | None = None) -> Caller:
-        """The caller of one call: its session and user, and this provider's namespace and isolation."""
-        return Caller(session_id, user_id, self.namespace, cast(Any, self.isolation))
+    def _caller(
+        self, session_id: str | None = None, user_id: str | None = None, namespace: str | None = None, isolation: str | None = None
+    ) -> Caller:
+        """The caller of one call: its session and user, in ``namespace`` with ``isolation`` (per call), else this
+        provider's namespace and isolation."""
+        ns = namespace or self.namespace
+        return Caller(session_id, user_id, ns, cast(Any, isolation or (self.isolation if ns == self.namespace else None)))
 
     def _stamped(self, draft: MemoryDraft) -> MemoryDraft:
         """``draft`` in this provider's namespace: a draft naming another namespace is refused (never written there)."""
@@ -138,6 +143,14 @@ class MemoryProvider:
                 f"a draft names namespace {draft.namespace!r}; this provider writes in {self.namespace or 'the root'!r}"
             )
         return dataclasses.replace(draft, namespace=self.namespace)
+
+    def in_namespace(self, namespace: str | None, isolation: str | None = None) -> "MemoryProvider":
+        """This provider acting in ``namespace`` with ``isolation``: the same backend, workers and pending
+        captures (close the original, not the view), every call carrying that namespace."""
+        view = copy.copy(self)
+        who = Caller(namespace=namespace, isolation=cast(Any, isolation))
+        view.namespace, view.isolation = who.namespace, who.isolation
+        return view
 
     async def configure_namespace(self, namespace: str, *, shared: bool | None = None, isolation: str | None = None) -> dict[str, Any]:
         """Mark ``namespace`` shared (its siblings with ``shared`` isolation read it) and/or set its default
@@ -198,8 +211,11 @@ class MemoryProvider:
         valid_from: str | None = None,
         valid_to: str | None = None,
         supersedes: str | None = None,
+        namespace: str | None = None,
     ) -> RememberResult:
-        """Store one memory; returns its id and ``created|duplicate|appended|replaced|skipped|superseded``."""
+        """Store one memory; returns its id and ``created|duplicate|appended|replaced|skipped|superseded``.
+
+        It lands in ``namespace`` (per call), else in this provider's namespace."""
         draft = MemoryDraft(
             content,
             title=title,
@@ -217,7 +233,7 @@ class MemoryProvider:
             valid_from=valid_from,
             valid_to=valid_to,
             supersedes=supersedes,
-            namespace=self.namespace,
+            namespace=self._caller(namespace=namespace).namespace,
         )
         result = await self.backend.remember(draft, source=source)
         self._embed_soon()
@@ -239,6 +255,8 @@ class MemoryProvider:
         *,
         session_id: str | None = None,
         user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
         tags: Iterable[str] = (),
         limit: int = 10,
         **filters: Any,
@@ -248,28 +266,60 @@ class MemoryProvider:
         ``mode="contextual"``: sessions by their summaries, then messages and records within them (files backend)."""
         if filters.get("mode") == "contextual":
             _ = self.session_store  # a clear typed error where session logs are not kept
-        return await self.backend.search(query, self._caller(session_id, user_id), tags=tags, limit=limit, **filters)
+        return await self.backend.search(query, self._caller(session_id, user_id, namespace, isolation), tags=tags, limit=limit, **filters)
 
     async def search_trace(self, query: str, **kwargs: Any) -> SearchResult:
         """Like :meth:`search` with ``trace=True``."""
         return await self.search(query, trace=True, **kwargs)
 
-    async def get(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> MemoryRecord:
-        return await self.backend.get(record_id, self._caller(session_id, user_id))
+    async def get(
+        self,
+        record_id: str,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
+    ) -> MemoryRecord:
+        return await self.backend.get(record_id, self._caller(session_id, user_id, namespace, isolation))
 
     async def list(
-        self, *, session_id: str | None = None, user_id: str | None = None, limit: int | None = 50, **filters: Any
+        self,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
+        limit: int | None = 50,
+        **filters: Any,
     ) -> list[MemoryRecord]:
-        return await self.backend.list(self._caller(session_id, user_id), limit=limit, **filters)
+        return await self.backend.list(self._caller(session_id, user_id, namespace, isolation), limit=limit, **filters)
 
-    async def count(self, *, session_id: str | None = None, user_id: str | None = None, **filters: Any) -> int:
-        return await self.backend.count(self._caller(session_id, user_id), **filters)
+    async def count(
+        self,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
+        **filters: Any,
+    ) -> int:
+        return await self.backend.count(self._caller(session_id, user_id, namespace, isolation), **filters)
 
-    async def forget(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None, purge: bool = False) -> bool:
+    async def forget(
+        self,
+        record_id: str,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
+        purge: bool = False,
+    ) -> bool:
         """Archive a visible record (undo with :meth:`restore`); ``purge=True`` deletes every byte of it."""
         if purge:
-            return await self._lifecycle("forget --purge").forget_purge(record_id, self._caller(session_id, user_id))
-        return await self.backend.forget(record_id, self._caller(session_id, user_id))
+            return await self._lifecycle("forget --purge").forget_purge(record_id, self._caller(session_id, user_id, namespace, isolation))
+        return await self.backend.forget(record_id, self._caller(session_id, user_id, namespace, isolation))
 
     async def sweep(self) -> SweepReport:
         return await self.backend.sweep()
@@ -280,9 +330,17 @@ class MemoryProvider:
     async def doctor(self) -> DoctorReport:
         return await self.backend.doctor()
 
-    async def inject(self, budget: int = DEFAULT_CORE_BUDGET, *, session_id: str | None = None, user_id: str | None = None) -> MemoryBlock:
+    async def inject(
+        self,
+        budget: int = DEFAULT_CORE_BUDGET,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
+    ) -> MemoryBlock:
         """The core block for one caller: ``USER.md`` (redacted) + visible ``MEMORY.md`` lines within ``budget`` tokens."""
-        return await inject(self.backend, budget, caller=self._caller(session_id, user_id))
+        return await inject(self.backend, budget, caller=self._caller(session_id, user_id, namespace, isolation))
 
     # -- workers -------------------------------------------------------------------------
     async def recall(
@@ -291,6 +349,8 @@ class MemoryProvider:
         *,
         session_id: str | None = None,
         user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
         summary_tokens: int | None = None,
         timeout_s: float | None = None,
     ) -> "RecallResult":
@@ -304,7 +364,7 @@ class MemoryProvider:
         return await run_recall(
             self.backend,
             message,
-            caller=self._caller(session_id, user_id),
+            caller=self._caller(session_id, user_id, namespace, isolation),
             worker=lambda: self.profile.recall,
             summary_tokens=summary_tokens,
             timeout_s=timeout_s,
@@ -317,6 +377,8 @@ class MemoryProvider:
         *,
         session_id: str | None = None,
         user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
         at: Any = None,
     ) -> "CaptureResult":
         """Let the capture worker (or ``turn_extractor``) store durable facts from one turn.
@@ -330,7 +392,7 @@ class MemoryProvider:
             self.backend,
             input,
             output,
-            caller=self._caller(session_id, user_id),
+            caller=self._caller(session_id, user_id, namespace, isolation),
             worker=lambda: self.profile.capture,
             extractor=self.turn_extractor,
             at=at,
@@ -345,6 +407,8 @@ class MemoryProvider:
         *,
         session_id: str | None = None,
         user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
     ) -> "CaptureResult":
         """Last-chance capture from messages about to be compacted away (await before committing)."""
         from agent_memory.agents.workers.capture import capture_before_compaction
@@ -355,7 +419,7 @@ class MemoryProvider:
             self.backend,
             removed_messages,
             next_summary,
-            caller=self._caller(session_id, user_id),
+            caller=self._caller(session_id, user_id, namespace, isolation),
             worker=lambda: self.profile.capture,
             extractor=self.compaction_extractor,
         )
@@ -456,29 +520,63 @@ class MemoryProvider:
         everything of ``user_id`` and/or ``session_id`` (see :mod:`agent_memory.backends.files.purge`)."""
         return await self._lifecycle("purge").purge(record_id, session_id=session_id, user_id=user_id)
 
-    async def history(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> History:
+    async def history(
+        self,
+        record_id: str,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
+    ) -> History:
         """Every version of a visible record (live or archived), oldest first, with its events."""
-        return await self._lifecycle("history").history(record_id, self._caller(session_id, user_id))
+        return await self._lifecycle("history").history(record_id, self._caller(session_id, user_id, namespace, isolation))
 
     async def restore(
-        self, record_id: str, *, version: int | None = None, session_id: str | None = None, user_id: str | None = None
+        self,
+        record_id: str,
+        *,
+        version: int | None = None,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
     ) -> MemoryRecord:
         """Bring back a forgotten/swept record, or make ``version`` (default: the previous one) current."""
-        return await self._lifecycle("restore").restore(record_id, self._caller(session_id, user_id), version=version)
+        return await self._lifecycle("restore").restore(record_id, self._caller(session_id, user_id, namespace, isolation), version=version)
 
-    async def undo(self, *, session_id: str | None = None, user_id: str | None = None) -> Event:
+    async def undo(
+        self, *, session_id: str | None = None, user_id: str | None = None, namespace: str | None = None, isolation: str | None = None
+    ) -> Event:
         """Reverse this caller's last change not undone yet; returns the event it reversed."""
-        return await self._lifecycle("undo").undo(self._caller(session_id, user_id))
+        return await self._lifecycle("undo").undo(self._caller(session_id, user_id, namespace, isolation))
 
     async def events(
-        self, *, record_id: str | None = None, session_id: str | None = None, user_id: str | None = None, limit: int | None = None
+        self,
+        *,
+        record_id: str | None = None,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
+        limit: int | None = None,
     ) -> builtins.list[Event]:
         """Events of records the caller may see, oldest first."""
-        return await self._lifecycle("events").events(self._caller(session_id, user_id), record_id=record_id, limit=limit)
+        return await self._lifecycle("events").events(
+            self._caller(session_id, user_id, namespace, isolation), record_id=record_id, limit=limit
+        )
 
-    async def provenance(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> dict[str, Any]:
+    async def provenance(
+        self,
+        record_id: str,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
+    ) -> dict[str, Any]:
         """Who created and last changed a visible record."""
-        return await self._lifecycle("provenance").provenance(record_id, self._caller(session_id, user_id))
+        return await self._lifecycle("provenance").provenance(record_id, self._caller(session_id, user_id, namespace, isolation))
 
     # -- extensions, consolidation, reflect ------------------------------------------------
     def on(self, name: str, fn: H) -> H:
@@ -509,6 +607,8 @@ class MemoryProvider:
         worker: bool = False,
         session_id: str | None = None,
         user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
         **options: Any,
     ) -> "ConsolidationReport":
         """Consolidate memory without destroying it (merge near-duplicates, TTL, scope-path, decay; lint); see
@@ -520,14 +620,14 @@ class MemoryProvider:
         from agent_memory.consolidate import consolidate_backend, fire_archived
 
         if not worker:
-            caller = self._caller(session_id, user_id) if session_id or user_id else None
+            caller = self._caller(session_id, user_id, namespace, isolation) if session_id or user_id else None
             return await consolidate_backend(self.backend, dry_run=dry_run, max_share=max_share, caller=caller, **options)
         from agent_memory.agents.workers.consolidate import run_consolidate
 
         await self._loaded_profile()
         report = await run_consolidate(
             self.backend,
-            caller=self._caller(session_id, user_id),
+            caller=self._caller(session_id, user_id, namespace, isolation),
             worker=lambda: self.profile.consolidate,
             max_share=max_share,
             dry_run=dry_run,
@@ -537,14 +637,25 @@ class MemoryProvider:
         return report
 
     async def reflect(
-        self, question: str, *, session_id: str | None = None, user_id: str | None = None, timeout_s: float | None = None
+        self,
+        question: str,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
+        timeout_s: float | None = None,
     ) -> "Reflection":
         """A synthesised answer to ``question`` citing the records it rests on (the reflect worker). Never raises."""
         from agent_memory.agents.workers.reflect import run_reflect
 
         await self._loaded_profile()
         return await run_reflect(
-            self.backend, question, caller=self._caller(session_id, user_id), worker=lambda: self.profile.reflect, timeout_s=timeout_s
+            self.backend,
+            question,
+            caller=self._caller(session_id, user_id, namespace, isolation),
+            worker=lambda: self.profile.reflect,
+            timeout_s=timeout_s,
         )
 
     # -- episodes (one per agent run; files backend) -------------------------------------

@@ -189,7 +189,7 @@ async def _recall(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, An
     recall = getattr(rt.provider, "recall", None)
     if recall is None:
         raise InvalidInputError("memory_recall needs a MemoryProvider (this server was given a bare backend)")
-    res = await recall(a["message"], session_id=who.session_id, user_id=who.user_id)
+    res = await recall(a["message"], session_id=who.session_id, user_id=who.user_id, namespace=who.namespace, isolation=who.isolation)
     summary = res.summary[: rt.max_output_chars - 2000]
     return {"note": UNTRUSTED_NOTE, "summary": summary, "sources": res.sources[:20], "tokens": res.tokens, "fallback": res.fallback}
 

@@ -27,7 +27,7 @@ from agent_memory.portable._write import Target, files_store, run_sync
 __all__ = ["HEADER", "EXPORT_FIELDS", "export_records", "header", "is_header", "iter_records", "record_line"]
 
 HEADER = {"format": "agent-memory", "version": 1}  # a whole store's records (the operator's export)
-EXPORT_FIELDS = (*FIELDS, "metadata", "content")
+EXPORT_FIELDS = (*(f for f in FIELDS if f != "namespace"), "metadata", "content")  # + namespace, when not the root
 Format = Literal["jsonl", "markdown"]
 
 
@@ -45,6 +45,8 @@ def record_line(rec: MemoryRecord) -> str:
         elif value == "" and name not in ("content",):
             value = None
         data[name] = value
+        if name == "user_id" and rec.namespace:  # a root record's line is what it was before namespaces
+            data["namespace"] = rec.namespace
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
 
 

@@ -61,11 +61,11 @@ def reads_as_caller(fn: F) -> F:
     """Run a backend method with the view of the :class:`Caller` among its arguments bound (root view without one)."""
 
     @functools.wraps(fn)
-    async def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        caller = _caller_of(args, kwargs)
-        view = await view_of(self, caller) if caller is not None else scopes.ROOT_VIEW
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:  # args[0] is the backend
+        caller = _caller_of(args[1:], kwargs)
+        view = await view_of(args[0], caller) if caller is not None else scopes.ROOT_VIEW
         with scopes.viewing(view):
-            return await fn(self, *args, **kwargs)
+            return await fn(*args, **kwargs)
 
     return cast(F, wrapper)
 
@@ -74,9 +74,9 @@ def changes_as_caller(fn: F) -> F:
     """Run a method that changes what it finds (forget, restore, undo) seeing the caller's own namespace only."""
 
     @functools.wraps(fn)
-    async def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        caller = _caller_of(args, kwargs)
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:  # args[0] is the backend
+        caller = _caller_of(args[1:], kwargs)
         with scopes.viewing(caller.own_view() if caller is not None else scopes.ROOT_VIEW):
-            return await fn(self, *args, **kwargs)
+            return await fn(*args, **kwargs)
 
     return cast(F, wrapper)
