@@ -29,6 +29,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     ".episodes": ("episodes",),
     ".lifecycle": ("events", "history", "purge", "restore", "undo"),
     ".consolidate": ("consolidate", "reflect"),
+    ".namespaces": ("namespace",),
     "..mcp.cli": ("mcp",),
 }
 

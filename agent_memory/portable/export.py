@@ -61,6 +61,8 @@ def header(caller: Caller | None = None, *, full: bool = False) -> dict[str, Any
         out["sections"] = [s for s in SECTIONS if caller is None or s != "archive"]
     if caller is not None:
         out["caller"] = {"session_id": caller.session_id, "user_id": caller.user_id}
+        if caller.namespace:
+            out["caller"]["namespace"] = caller.namespace
     return out
 
 
@@ -119,7 +121,11 @@ async def _backend_reads(source: Target, caller: Caller | None, full: bool) -> t
 def _store_records(store: MemoryStore, caller: Caller | None, problems: dict[str, str]) -> Iterator[MemoryRecord]:
     store.open()
     if caller is not None:
-        recs = store.list(limit=None, session_id=caller.session_id, user_id=caller.user_id)
+        from agent_memory.backends.files.namespaces import read_registry
+        from agent_memory.model import scopes
+
+        with scopes.viewing(caller.view(read_registry(store.root) if caller.namespace else None)):  # what the caller sees
+            recs = store.list(limit=None, session_id=caller.session_id, user_id=caller.user_id)
         names = [Path(r.path or "").name for r in recs]
     else:
         names = sorted(e.name for e in store.index.record_files())
