@@ -110,11 +110,13 @@ class StoreTarget:
     def __init__(self, store: "MemoryStore") -> None:
         self.store = store
         self.root = str(store.root)
-        if IDENTITY["namespace"]:  # one process, one command: every read of it sees as the command's caller
+        self._view: Any = None
+        if IDENTITY["namespace"]:  # every read of the command sees as its caller, until the target closes
             from agent_memory.backends.files.namespaces import read_registry
             from agent_memory.model import scopes
 
-            scopes.viewing(caller_of().view(read_registry(store.root))).__enter__()
+            self._view = scopes.viewing(caller_of().view(read_registry(store.root)))
+            self._view.__enter__()
 
     def remember_many(self, drafts: list[Any], **kwargs: Any) -> list[Any]:
         return self.store.remember_many(stamp(drafts), **kwargs)
@@ -147,6 +149,9 @@ class StoreTarget:
 
     def close(self) -> None:
         self.store.close()
+        view, self._view = self._view, None
+        if view is not None:
+            view.__exit__(None, None, None)
 
     def __enter__(self) -> "StoreTarget":
         return self
@@ -209,7 +214,7 @@ class BackendTarget:
     def inject(self, budget: int, **caller: Any) -> Any:
         from agent_memory.provider import MemoryProvider
 
-        provider: Any = MemoryProvider(self.backend)  # type: ignore[arg-type]  # a backend once the provider takes one
+        provider: Any = MemoryProvider(self.backend, namespace=IDENTITY["namespace"], isolation=IDENTITY["isolation"])  # type: ignore[arg-type]
         return self._run(provider.inject(budget, **caller))
 
     def call(self, name: str, **kwargs: Any) -> Any:  # sweep, reindex, doctor: every backend has them
