@@ -285,3 +285,44 @@ async def test_session_logs_are_namespaced(tmp_path: Path) -> None:
     await coding.log_messages([{"role": "user", "text": "coding secret plan"}], session_id="s1")
     support = MemoryProvider(tmp_path / "m", namespace="acme/support", isolation="full")
     assert await support.sessions(session_id="s1") == []
+
+
+async def test_postgres_schema_6_is_migrated_in_place(tmp_path: Path) -> None:
+    """A schema written before namespaces (version 6) gains the column, the events column and the registry table;
+    its rows are the root's, and namespaced writes work next to them."""
+    from _pg import fresh_schema, require_psycopg, server
+
+    require_psycopg()
+    import psycopg
+
+    url, schema = server().url, fresh_schema()
+    old = MemoryProvider(url, schema=schema)
+    made = await old.remember("Written before namespaces existed.", scope="project")
+    await old.aclose()
+    with psycopg.connect(url, autocommit=True) as conn:  # undo migration 7: what a version-6 schema holds
+        conn.execute(f'ALTER TABLE "{schema}".records DROP COLUMN namespace')
+        conn.execute(f'ALTER TABLE "{schema}".events DROP COLUMN owner_namespace')
+        conn.execute(f'DROP TABLE "{schema}".namespaces')
+        conn.execute(f'DELETE FROM "{schema}".schema_version WHERE version = 7')
+    root = MemoryProvider(url, schema=schema)
+    assert [r.id for r in await root.list()] == [made.id] and (await root.get(made.id)).namespace == ""
+    support = root.in_namespace("acme/support", "full")
+    await support.remember("Written in support after the migration.", scope="project")
+    assert [r.id for r in await root.list()] == [made.id]
+    assert [r.namespace for r in await support.list()] == ["acme/support"]
+    with psycopg.connect(url) as conn:
+        assert conn.execute(f'SELECT max(version) FROM "{schema}".schema_version').fetchone()[0] == 7
+    await root.aclose()
+
+
+async def test_consolidation_never_merges_across_namespaces(tmp_path: Path) -> None:
+    support = MemoryProvider(tmp_path / "m", namespace="acme/support")
+    coding = MemoryProvider(tmp_path / "m", namespace="acme/coding")
+    a = await support.remember("The deploy window is Friday afternoon after lunch.", scope="project")
+    b = await coding.remember("The deploy window is Friday afternoon after lunch!", scope="project")
+    c = await coding.remember("The deploy window is Friday afternoon, after lunch.", scope="project")
+    await MemoryProvider(tmp_path / "m").consolidate(max_share=1.0)  # the whole-store pass
+    assert (await support.get(a.id)).id == a.id  # support's record is never merged into coding's (nor the reverse)
+    assert {b.id, c.id} & {r.id for r in await coding.in_namespace("acme/coding", "full").list()}
+    for p in (support, coding):
+        await p.aclose()

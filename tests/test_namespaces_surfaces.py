@@ -129,9 +129,9 @@ async def test_mcp_stdio_namespace_flags(root: str) -> None:
         assert payload(await s.call_tool("memory_list", {}))["records"] == []
         # a tool argument never chooses the namespace
         sneaky = await s.call_tool("memory_remember", {"content": "Support: sneaky", "scope": "project", "namespace": "acme/coding"})
-        if not sneaky.is_error:
-            sid = payload(sneaky)["id"]
-            assert payload(await s.call_tool("memory_get", {"id": sid}))["namespace"] == "acme/support"
+        assert sneaky.is_error and "namespace" in text(sneaky)
+        own = payload(await s.call_tool("memory_remember", {"content": "Support: own note", "scope": "project"}))["id"]
+        assert payload(await s.call_tool("memory_get", {"id": own}))["namespace"] == "acme/support"
     async with stdio_session(root, "--namespace", "acme/support") as s:
         assert [h["id"] for h in payload(await s.call_tool("memory_search", {"query": "escalation"}))["hits"]] == [aid]
         assert payload(await s.call_tool("memory_search", {"query": "turbocharger"}))["hits"] == []

@@ -174,6 +174,7 @@ async def _get(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, Any]:
         "title": rec.title,
         "kind": rec.kind,
         "scope": rec.scope.value,
+        **({"namespace": rec.namespace} if rec.namespace else {}),  # a root record's answer is unchanged
         "tags": list(rec.tags),
         "updated": rec.updated,
         **clock_fields(rec),
