@@ -311,7 +311,8 @@ async def test_postgres_schema_6_is_migrated_in_place(tmp_path: Path) -> None:
     assert [r.id for r in await root.list()] == [made.id]
     assert [r.namespace for r in await support.list()] == ["acme/support"]
     with psycopg.connect(url) as conn:
-        assert conn.execute(f'SELECT max(version) FROM "{schema}".schema_version').fetchone()[0] == 7
+        row = conn.execute(f'SELECT max(version) FROM "{schema}".schema_version').fetchone()
+        assert row is not None and row[0] == 7
     await root.aclose()
 
 
