@@ -198,4 +198,4 @@ def gated(ev: Event) -> Event:
 
 def visible(ev: Event, session_id: str | None, user_id: str | None) -> bool:
     """The visibility rule of records (:mod:`agent_memory.model.scopes`), applied to the record an event is about."""
-    return may_see(ev.scope, ev.owner_session, ev.owner_user, session_id=session_id, user_id=user_id, namespace=ev.owner_namespace)
+    return may_see(ev.scope, ev.owner_session, ev.owner_user, session_id=session_id, user_id=user_id, namespace=ev.owner_namespace or "")

@@ -146,12 +146,13 @@ def may_see(
     *,
     session_id: str | None,
     user_id: str | None,
-    namespace: str | None = "",
+    namespace: str | None = None,
     view: Iterable[str] | None = None,
 ) -> bool:
     """Whether the caller ``(session_id, user_id)`` with ``view`` (default: the current one) may see an object of
-    ``scope`` owned by ``(owner_session, owner_user)`` in ``namespace``."""
-    if not in_view(namespace, view):
+    ``scope`` owned by ``(owner_session, owner_user)`` in ``namespace`` (``''`` the root; None: an object that has
+    no namespace yet — session logs, episodes — so only its scope and owners are tested)."""
+    if namespace is not None and not in_view(namespace, view):
         return False
     if scope in SHARED_SCOPES:
         return True
