@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import copy
 import dataclasses
 import logging
 import os
@@ -30,10 +31,11 @@ from agent_memory.backends.base import (
     SessionsBackend,
     VectorsBackend,
     capability,
+    innermost,
     require,
 )
 from agent_memory.backends.files.backend import FilesBackend
-from agent_memory.errors import InvalidInputError
+from agent_memory.errors import InvalidInputError, UnsupportedError
 from agent_memory.model.drafts import MemoryDraft, OnExisting, RememberResult
 from agent_memory.model.events import Event, NotSupportedError
 from agent_memory.model.records import MemoryRecord, Scope
@@ -85,6 +87,10 @@ class MemoryProvider:
     ``worker_tools`` (extra read tools for the workers), ``tool_middleware`` (around every worker tool call) and
     ``approve_write`` (asked before each worker write) extend the private workers (:mod:`agent_memory.agents.extensions`).
 
+    ``namespace`` (``"acme/support"``) and ``isolation`` (``full``, ``inherited``, ``shared``) are the identity
+    every call of this provider carries beside its session and user (``docs/namespaces.md``): writes land in that
+    namespace, reads see what the isolation allows. Default: the root namespace, as before namespaces existed.
+
     ``async with MemoryProvider(...) as memory:`` flushes pending captures and closes on exit.
     """
 
@@ -100,8 +106,13 @@ class MemoryProvider:
         worker_tools: "Sequence[Any] | Mapping[str, Sequence[Any]] | None" = None,
         tool_middleware: "ToolMiddleware | Sequence[ToolMiddleware] | None" = None,
         approve_write: "WriteApproval | None" = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
         **backend_options: Any,
     ) -> None:
+        who = Caller(namespace=namespace, isolation=cast(Any, isolation))  # checks both (InvalidInputError naming the rule)
+        self.namespace: str | None = who.namespace
+        self.isolation: str | None = who.isolation
         if "root" in backend_options:  # the keyword's old name
             root = backend_options.pop("root")
             if target != ".agent-memory":
@@ -131,6 +142,40 @@ class MemoryProvider:
         self.turn_extractor = turn_extractor
         self.compaction_extractor = compaction_extractor
         self._pending: set[asyncio.Task[Any]] = set()
+
+    def _caller(
+        self, session_id: str | None = None, user_id: str | None = None, namespace: str | None = None, isolation: str | None = None
+    ) -> Caller:
+        """The caller of one call: its session and user, in ``namespace`` with ``isolation`` (per call), else this
+        provider's namespace and isolation."""
+        ns = namespace or self.namespace
+        return Caller(session_id, user_id, ns, cast(Any, isolation or (self.isolation if ns == self.namespace else None)))
+
+    def _stamped(self, draft: MemoryDraft) -> MemoryDraft:
+        """``draft`` in this provider's namespace: a draft naming another namespace is refused (never written there)."""
+        if not isinstance(draft, MemoryDraft) or (draft.namespace or None) == self.namespace:
+            return draft
+        if draft.namespace:
+            raise InvalidInputError(
+                f"a draft names namespace {draft.namespace!r}; this provider writes in {self.namespace or 'the root'!r}"
+            )
+        return dataclasses.replace(draft, namespace=self.namespace)
+
+    def in_namespace(self, namespace: str | None, isolation: str | None = None) -> "MemoryProvider":
+        """This provider acting in ``namespace`` with ``isolation``: the same backend, workers and pending
+        captures (close the original, not the view), every call carrying that namespace."""
+        view = copy.copy(self)
+        who = Caller(namespace=namespace, isolation=cast(Any, isolation))
+        view.namespace, view.isolation = who.namespace, who.isolation
+        return view
+
+    async def configure_namespace(self, namespace: str, *, shared: bool | None = None, isolation: str | None = None) -> dict[str, Any]:
+        """Mark ``namespace`` shared (its siblings with ``shared`` isolation read it) and/or set its default
+        isolation, in the root's namespace registry (files: ``namespaces.json``; PostgreSQL: a table)."""
+        configure = getattr(innermost(self.backend), "configure_namespace", None)
+        if configure is None:
+            raise UnsupportedError.of("namespace registry", innermost(self.backend))
+        return cast(dict[str, Any], await configure(namespace, shared=shared, isolation=isolation))
 
     @property
     def root(self) -> Path | str:
@@ -188,8 +233,11 @@ class MemoryProvider:
         valid_from: str | None = None,
         valid_to: str | None = None,
         supersedes: str | None = None,
+        namespace: str | None = None,
     ) -> RememberResult:
-        """Store one memory; returns its id and ``created|duplicate|appended|replaced|skipped|superseded``."""
+        """Store one memory; returns its id and ``created|duplicate|appended|replaced|skipped|superseded``.
+
+        It lands in ``namespace`` (per call), else in this provider's namespace."""
         draft = MemoryDraft(
             content,
             title=title,
@@ -207,6 +255,7 @@ class MemoryProvider:
             valid_from=valid_from,
             valid_to=valid_to,
             supersedes=supersedes,
+            namespace=self._caller(namespace=namespace).namespace,
         )
         result = await self.backend.remember(draft, source=source)
         self._embed_soon()
@@ -214,11 +263,11 @@ class MemoryProvider:
 
     async def supersede(self, old_id: str, draft: MemoryDraft, *, source: str = "tool") -> RememberResult:
         """Write ``draft`` as the current fact in place of ``old_id`` (kept, superseded; see ``docs/time.md``)."""
-        return await self.backend.supersede(old_id, draft, source=source)
+        return await self.backend.supersede(old_id, self._stamped(draft), source=source)
 
     async def remember_many(self, drafts: Iterable[MemoryDraft], *, source: str = "import", **kwargs: Any) -> builtins.list[RememberResult]:
         """Bulk write (one lock and transaction per batch)."""
-        results = await self.backend.remember_many(list(drafts), source=source, **kwargs)
+        results = await self.backend.remember_many([self._stamped(d) for d in drafts], source=source, **kwargs)
         self._embed_soon()
         return results
 
@@ -228,6 +277,8 @@ class MemoryProvider:
         *,
         session_id: str | None = None,
         user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
         tags: Iterable[str] = (),
         limit: int = 10,
         stages: "Sequence[Stage] | None" = None,
@@ -241,30 +292,63 @@ class MemoryProvider:
             _ = self.session_store  # a clear typed error where session logs are not kept
         if stages is not None:
             filters["stages"] = stages
+        caller = self._caller(session_id, user_id, namespace, isolation)
         if filters.pop("expand_links", False):  # opt-in: the top hits' linked records join the candidates (docs/links.md)
-            return await self._search_linked(query, Caller(session_id, user_id), tags=tags, limit=limit, **filters)
-        return await self.backend.search(query, Caller(session_id, user_id), tags=tags, limit=limit, **filters)
+            return await self._search_linked(query, caller, tags=tags, limit=limit, **filters)
+        return await self.backend.search(query, caller, tags=tags, limit=limit, **filters)
 
     async def search_trace(self, query: str, **kwargs: Any) -> SearchResult:
         """Like :meth:`search` with ``trace=True``."""
         return await self.search(query, trace=True, **kwargs)
 
-    async def get(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> MemoryRecord:
-        return await self.backend.get(record_id, Caller(session_id, user_id))
+    async def get(
+        self,
+        record_id: str,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
+    ) -> MemoryRecord:
+        return await self.backend.get(record_id, self._caller(session_id, user_id, namespace, isolation))
 
     async def list(
-        self, *, session_id: str | None = None, user_id: str | None = None, limit: int | None = 50, **filters: Any
+        self,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
+        limit: int | None = 50,
+        **filters: Any,
     ) -> list[MemoryRecord]:
-        return await self.backend.list(Caller(session_id, user_id), limit=limit, **filters)
+        return await self.backend.list(self._caller(session_id, user_id, namespace, isolation), limit=limit, **filters)
 
-    async def count(self, *, session_id: str | None = None, user_id: str | None = None, **filters: Any) -> int:
-        return await self.backend.count(Caller(session_id, user_id), **filters)
+    async def count(
+        self,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
+        **filters: Any,
+    ) -> int:
+        return await self.backend.count(self._caller(session_id, user_id, namespace, isolation), **filters)
 
-    async def forget(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None, purge: bool = False) -> bool:
+    async def forget(
+        self,
+        record_id: str,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
+        purge: bool = False,
+    ) -> bool:
         """Archive a visible record (undo with :meth:`restore`); ``purge=True`` deletes every byte of it."""
         if purge:
-            return await self._lifecycle("forget --purge").forget_purge(record_id, Caller(session_id, user_id))
-        return await self.backend.forget(record_id, Caller(session_id, user_id))
+            return await self._lifecycle("forget --purge").forget_purge(record_id, self._caller(session_id, user_id, namespace, isolation))
+        return await self.backend.forget(record_id, self._caller(session_id, user_id, namespace, isolation))
 
     async def sweep(self) -> SweepReport:
         return await self.backend.sweep()
@@ -275,10 +359,18 @@ class MemoryProvider:
     async def doctor(self) -> DoctorReport:
         return await self.backend.doctor()
 
-    async def inject(self, budget: int = DEFAULT_CORE_BUDGET, *, session_id: str | None = None, user_id: str | None = None) -> MemoryBlock:
+    async def inject(
+        self,
+        budget: int = DEFAULT_CORE_BUDGET,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
+    ) -> MemoryBlock:
         """The core block for one caller: its curated lines (:meth:`curate`), ``USER.md`` (redacted) and the other
         visible ``MEMORY.md`` lines, within ``budget`` tokens."""
-        return await inject(self.backend, budget, caller=Caller(session_id, user_id))
+        return await inject(self.backend, budget, caller=self._caller(session_id, user_id, namespace, isolation))
 
     # -- workers -------------------------------------------------------------------------
     async def recall(
@@ -287,6 +379,8 @@ class MemoryProvider:
         *,
         session_id: str | None = None,
         user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
         summary_tokens: int | None = None,
         timeout_s: float | None = None,
     ) -> "RecallResult":
@@ -300,7 +394,7 @@ class MemoryProvider:
         return await run_recall(
             self.backend,
             message,
-            caller=Caller(session_id, user_id),
+            caller=self._caller(session_id, user_id, namespace, isolation),
             worker=lambda: self.profile.recall,
             summary_tokens=summary_tokens,
             timeout_s=timeout_s,
@@ -313,6 +407,8 @@ class MemoryProvider:
         *,
         session_id: str | None = None,
         user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
         at: Any = None,
     ) -> "CaptureResult":
         """Let the capture worker (or ``turn_extractor``) store durable facts from one turn.
@@ -326,7 +422,7 @@ class MemoryProvider:
             self.backend,
             input,
             output,
-            caller=Caller(session_id, user_id),
+            caller=self._caller(session_id, user_id, namespace, isolation),
             worker=lambda: self.profile.capture,
             extractor=self.turn_extractor,
             at=at,
@@ -341,6 +437,8 @@ class MemoryProvider:
         *,
         session_id: str | None = None,
         user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
     ) -> "CaptureResult":
         """Last-chance capture from messages about to be compacted away (await before committing)."""
         from agent_memory.agents.workers.capture import capture_before_compaction
@@ -351,7 +449,7 @@ class MemoryProvider:
             self.backend,
             removed_messages,
             next_summary,
-            caller=Caller(session_id, user_id),
+            caller=self._caller(session_id, user_id, namespace, isolation),
             worker=lambda: self.profile.capture,
             extractor=self.compaction_extractor,
         )
@@ -456,29 +554,63 @@ class MemoryProvider:
         everything of ``user_id`` and/or ``session_id`` (see :mod:`agent_memory.backends.files.purge`)."""
         return await self._lifecycle("purge").purge(record_id, session_id=session_id, user_id=user_id)
 
-    async def history(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> History:
+    async def history(
+        self,
+        record_id: str,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
+    ) -> History:
         """Every version of a visible record (live or archived), oldest first, with its events."""
-        return await self._lifecycle("history").history(record_id, Caller(session_id, user_id))
+        return await self._lifecycle("history").history(record_id, self._caller(session_id, user_id, namespace, isolation))
 
     async def restore(
-        self, record_id: str, *, version: int | None = None, session_id: str | None = None, user_id: str | None = None
+        self,
+        record_id: str,
+        *,
+        version: int | None = None,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
     ) -> MemoryRecord:
         """Bring back a forgotten/swept record, or make ``version`` (default: the previous one) current."""
-        return await self._lifecycle("restore").restore(record_id, Caller(session_id, user_id), version=version)
+        return await self._lifecycle("restore").restore(record_id, self._caller(session_id, user_id, namespace, isolation), version=version)
 
-    async def undo(self, *, session_id: str | None = None, user_id: str | None = None) -> Event:
+    async def undo(
+        self, *, session_id: str | None = None, user_id: str | None = None, namespace: str | None = None, isolation: str | None = None
+    ) -> Event:
         """Reverse this caller's last change not undone yet; returns the event it reversed."""
-        return await self._lifecycle("undo").undo(Caller(session_id, user_id))
+        return await self._lifecycle("undo").undo(self._caller(session_id, user_id, namespace, isolation))
 
     async def events(
-        self, *, record_id: str | None = None, session_id: str | None = None, user_id: str | None = None, limit: int | None = None
+        self,
+        *,
+        record_id: str | None = None,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
+        limit: int | None = None,
     ) -> builtins.list[Event]:
         """Events of records the caller may see, oldest first."""
-        return await self._lifecycle("events").events(Caller(session_id, user_id), record_id=record_id, limit=limit)
+        return await self._lifecycle("events").events(
+            self._caller(session_id, user_id, namespace, isolation), record_id=record_id, limit=limit
+        )
 
-    async def provenance(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> dict[str, Any]:
+    async def provenance(
+        self,
+        record_id: str,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
+    ) -> dict[str, Any]:
         """Who created and last changed a visible record."""
-        return await self._lifecycle("provenance").provenance(record_id, Caller(session_id, user_id))
+        return await self._lifecycle("provenance").provenance(record_id, self._caller(session_id, user_id, namespace, isolation))
 
     # -- extensions, consolidation, reflect ------------------------------------------------
     def on(self, name: str, fn: H) -> H:
@@ -509,6 +641,8 @@ class MemoryProvider:
         worker: bool = False,
         session_id: str | None = None,
         user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
         **options: Any,
     ) -> "ConsolidationReport":
         """Consolidate memory without destroying it (merge near-duplicates, TTL, scope-path, decay; lint); see
@@ -520,14 +654,14 @@ class MemoryProvider:
         from agent_memory.consolidate import consolidate_backend, fire_archived
 
         if not worker:
-            caller = Caller(session_id, user_id) if session_id or user_id else None
+            caller = self._caller(session_id, user_id, namespace, isolation) if session_id or user_id else None
             return await consolidate_backend(self.backend, dry_run=dry_run, max_share=max_share, caller=caller, **options)
         from agent_memory.agents.workers.consolidate import run_consolidate
 
         await self._loaded_profile()
         report = await run_consolidate(
             self.backend,
-            caller=Caller(session_id, user_id),
+            caller=self._caller(session_id, user_id, namespace, isolation),
             worker=lambda: self.profile.consolidate,
             max_share=max_share,
             dry_run=dry_run,
@@ -537,14 +671,25 @@ class MemoryProvider:
         return report
 
     async def reflect(
-        self, question: str, *, session_id: str | None = None, user_id: str | None = None, timeout_s: float | None = None
+        self,
+        question: str,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
+        timeout_s: float | None = None,
     ) -> "Reflection":
         """A synthesised answer to ``question`` citing the records it rests on (the reflect worker). Never raises."""
         from agent_memory.agents.workers.reflect import run_reflect
 
         await self._loaded_profile()
         return await run_reflect(
-            self.backend, question, caller=Caller(session_id, user_id), worker=lambda: self.profile.reflect, timeout_s=timeout_s
+            self.backend,
+            question,
+            caller=self._caller(session_id, user_id, namespace, isolation),
+            worker=lambda: self.profile.reflect,
+            timeout_s=timeout_s,
         )
 
     # -- episodes (one per agent run; files backend) -------------------------------------
@@ -687,7 +832,7 @@ class MemoryProvider:
         ``now`` (an aware datetime): the clock expiry is judged by (default: now)."""
         from agent_memory.consolidate.tidy import TIDY_RULES, TIDY_SHARE, tidy_backend
 
-        caller = Caller(session_id, user_id) if session_id or user_id else None
+        caller = self._caller(session_id, user_id) if session_id or user_id or self.namespace else None
         return await tidy_backend(
             self.backend,
             caller=caller,
@@ -702,7 +847,7 @@ class MemoryProvider:
         """Schedule :meth:`tidy` for this caller after a run (:meth:`flush` and :meth:`aclose` await it). A pass still
         pending for the same caller is returned instead of starting a second one. Failures are logged, never raised."""
         tidying: dict[Caller, asyncio.Task[Any]] = self.__dict__.setdefault("_tidying", {})
-        key = Caller(session_id, user_id)
+        key = self._caller(session_id, user_id)
         task = tidying.get(key)
         if task is not None and not task.done():
             return task
@@ -782,7 +927,7 @@ class MemoryProvider:
         caller may see (an unresolved link names no hidden record); :class:`NotFoundError` if the record is hidden."""
         from agent_memory.backends.base import LinksBackend
 
-        return await require(self.backend, LinksBackend, "links").links(record_id, Caller(session_id, user_id))
+        return await require(self.backend, LinksBackend, "links").links(record_id, self._caller(session_id, user_id))
 
     async def _search_linked(self, query: str, caller: Caller, *, limit: int, **options: Any) -> SearchResult:
         """:meth:`search` with ``expand_links=True``: the first hits' linked records (outgoing and backlinks, only
@@ -831,7 +976,7 @@ class MemoryProvider:
         :data:`~agent_memory.model.curated.MAX_LINES` (:class:`~agent_memory.model.curated.CuratedLimitError`)."""
         from agent_memory.agents.curated import add_line, replace_line
 
-        caller = Caller(session_id, user_id)
+        caller = self._caller(session_id, user_id)
         if replace is not None:
             return await replace_line(self.backend, caller, replace, text, priority=priority, source=source)
         if text is None:
@@ -844,11 +989,11 @@ class MemoryProvider:
         """The curated lines the caller's core block starts with (its user's and the shared ones), in block order."""
         from agent_memory.agents.curated import curated_lines
 
-        return await curated_lines(self.backend, Caller(session_id, user_id), scope=scope)
+        return await curated_lines(self.backend, self._caller(session_id, user_id), scope=scope)
 
     async def uncurate(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> bool:
         """Remove one of the caller's curated lines (archived: :meth:`undo` or :meth:`restore` brings it back);
         another user's line, or a record that is no curated line, is :class:`~agent_memory.errors.NotFoundError`."""
         from agent_memory.agents.curated import remove_line
 
-        return await remove_line(self.backend, Caller(session_id, user_id), record_id)
+        return await remove_line(self.backend, self._caller(session_id, user_id), record_id)

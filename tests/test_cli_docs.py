@@ -48,7 +48,7 @@ def _pattern(expected: str) -> re.Pattern[str]:
 def test_every_command_has_help_with_examples_and_a_section_in_docs():
     doc = DOC.read_text(encoding="utf-8")
     commands = _subparsers()
-    assert set(commands) == set(COMMANDS) and len(commands) == 29
+    assert set(commands) == set(COMMANDS) and len(commands) == 30
     for name, p in commands.items():
         help_text = p.format_help()
         assert help_text.startswith("usage: agent-memory") and p.description, name

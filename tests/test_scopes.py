@@ -18,6 +18,11 @@ from agent_memory.model import scopes
 
 SCOPES = ["session", "user", "project", "global", "bogus"]
 IDS = [None, "a", "b"]
+#: Namespaces of owners and callers: the root, a tree two deep and a sibling, so ancestors, siblings and strangers occur.
+NAMESPACES = ["", "acme", "acme/support", "acme/coding", "acme/support/agent-7", "other"]
+ISOLATIONS = [None, "full", "inherited", "shared"]
+#: The registry's shared marks the property test runs under (none; one sibling; a sibling and a stranger).
+SHARED_MARKS = [(), ("acme/coding",), ("acme/coding", "other", "acme/support")]
 PACKAGE = Path(__file__).resolve().parents[1] / "agent_memory"
 
 
@@ -40,44 +45,124 @@ def _expected(scope: str, osid: str | None, ouid: str | None, sid: str | None, u
     return False
 
 
+def _ns_expected(owner_ns: str, caller_ns: str, isolation: str | None, shared: tuple[str, ...]) -> bool:
+    """The namespace table of docs/namespaces.md, written out case by case."""
+    if owner_ns == caller_ns:
+        return True
+    if isolation == "full":
+        return False
+    is_ancestor = owner_ns == "" or caller_ns.startswith(owner_ns + "/")
+    if is_ancestor:
+        return True
+    if isolation == "shared" and caller_ns:
+        parent = caller_ns.rsplit("/", 1)[0] if "/" in caller_ns else ""
+        owner_parent = owner_ns.rsplit("/", 1)[0] if "/" in owner_ns else ""
+        return owner_ns in shared and owner_parent == parent
+    return False
+
+
+def _ns_cases() -> list[tuple[str, str | None, tuple[str, ...]]]:
+    return list(itertools.product(NAMESPACES, ISOLATIONS, SHARED_MARKS))
+
+
+def test_namespace_views_match_the_table() -> None:
+    for (caller_ns, isolation, shared), owner_ns in itertools.product(_ns_cases(), NAMESPACES):
+        view = scopes.visible_namespaces(caller_ns, isolation, shared)
+        assert (owner_ns in view) == _ns_expected(owner_ns, caller_ns, isolation, shared), (owner_ns, caller_ns, isolation, shared)
+
+
 def test_python_predicate_matches_the_table() -> None:
     for (scope, osid, ouid), (sid, uid) in itertools.product(_owners(), _callers()):
         got = scopes.may_see(scope, osid, ouid, session_id=sid, user_id=uid)
         assert got == _expected(scope, osid, ouid, sid, uid), (scope, osid, ouid, sid, uid)
 
 
+def test_python_predicate_composes_scope_and_namespace() -> None:
+    """An object is visible only when its scope *and* its namespace agree with the caller (both backends' table)."""
+    for (scope, osid, ouid), (sid, uid), (caller_ns, iso, shared), owner_ns in itertools.product(
+        _owners(), _callers(), _ns_cases()[::5], NAMESPACES
+    ):
+        view = scopes.visible_namespaces(caller_ns, iso, shared)
+        got = scopes.may_see(scope, osid, ouid, session_id=sid, user_id=uid, namespace=owner_ns, view=view)
+        want = _expected(scope, osid, ouid, sid, uid) and _ns_expected(owner_ns, caller_ns, iso, shared)
+        assert got == want, (scope, osid, ouid, sid, uid, owner_ns, caller_ns, iso, shared)
+
+
+def test_the_current_view_is_the_roots_unless_a_backend_binds_one() -> None:
+    assert scopes.current_view() == ("",)
+    assert scopes.may_see("project", None, None, session_id=None, user_id=None, namespace="acme") is False
+    with scopes.viewing(scopes.visible_namespaces("acme/support")):
+        assert scopes.may_see("project", None, None, session_id=None, user_id=None, namespace="acme") is True
+        assert scopes.sqlite_params(None, None)["ns"] == '["acme/support", "acme", ""]'
+    assert scopes.current_view() == ("",)
+
+
+@pytest.mark.parametrize(
+    "bad", ["Acme", "/acme", "acme/", "acme//x", "a/../b", "a..b", ".hidden", "-x", "a" * 64, "/".join("abcdefghi"), "a b", "ü", 7]
+)
+def test_a_bad_namespace_is_refused_naming_the_rule(bad: object) -> None:
+    from agent_memory.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="segments of"):
+        scopes.check_namespace(bad)
+
+
+@pytest.mark.parametrize("good", ["acme", "acme/support/agent-7", "a" * 63, "/".join("abcdefgh"), "x.y_z-1"])
+def test_good_namespaces_pass(good: str) -> None:
+    assert scopes.check_namespace(good) == good
+
+
+def test_a_bad_isolation_is_refused() -> None:
+    from agent_memory.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="full, inherited, shared"):
+        scopes.check_isolation("open")
+
+
 def test_sqlite_sql_matches_the_predicate() -> None:
     conn = sqlite3.connect(":memory:")
-    conn.execute("CREATE TABLE r (id INTEGER PRIMARY KEY, scope TEXT, session_id TEXT, user_id TEXT)")
-    owners = _owners()
-    conn.executemany("INSERT INTO r VALUES (?, ?, ?, ?)", [(i, *o) for i, o in enumerate(owners)])
-    for sid, uid in _callers():
-        rows = {row[0] for row in conn.execute(f"SELECT id FROM r WHERE {scopes.sqlite_sql('r')}", scopes.sqlite_params(sid, uid))}
-        want = {i for i, (scope, osid, ouid) in enumerate(owners) if scopes.may_see(scope, osid, ouid, session_id=sid, user_id=uid)}
-        assert rows == want, (sid, uid)
+    conn.execute("CREATE TABLE r (id INTEGER PRIMARY KEY, scope TEXT, session_id TEXT, user_id TEXT, namespace TEXT)")
+    owners = [(*o, ns) for o in _owners() for ns in NAMESPACES]
+    conn.executemany("INSERT INTO r VALUES (?, ?, ?, ?, ?)", [(i, *o) for i, o in enumerate(owners)])
+    for (sid, uid), (caller_ns, iso, shared) in itertools.product(_callers(), _ns_cases()):
+        view = scopes.visible_namespaces(caller_ns, iso, shared)
+        with scopes.viewing(view):  # the parameters come from the bound view
+            params = scopes.sqlite_params(sid, uid)
+        rows = {row[0] for row in conn.execute(f"SELECT id FROM r WHERE {scopes.sqlite_sql('r')}", params)}
+        want = {
+            i
+            for i, (scope, osid, ouid, ns) in enumerate(owners)
+            if scopes.may_see(scope, osid, ouid, session_id=sid, user_id=uid, namespace=ns, view=view)
+        }
+        assert rows == want, (sid, uid, caller_ns, iso, shared)
 
 
 def test_postgres_sql_matches_the_predicate(pg_url: str) -> None:  # noqa: F811
     require_psycopg()
     import psycopg
 
-    owners = _owners()
+    owners = [(*o, ns) for o in _owners() for ns in NAMESPACES]
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute("CREATE TEMP TABLE r (id int, scope text, session_id text, user_id text, tenant text)")
+        conn.execute("CREATE TEMP TABLE r (id int, scope text, session_id text, user_id text, namespace text, tenant text)")
         with conn.cursor() as cur:
             cur.executemany(
-                "INSERT INTO r VALUES (%s, %s, %s, %s, %s)",
+                "INSERT INTO r VALUES (%s, %s, %s, %s, %s, %s)",
                 [
-                    (i, scope, osid, ouid, "" if scope in scopes.SHARED_SCOPES else (ouid or ""))
-                    for i, (scope, osid, ouid) in enumerate(owners)
+                    (i, scope, osid, ouid, ns, "" if scope in scopes.SHARED_SCOPES else (ouid or ""))
+                    for i, (scope, osid, ouid, ns) in enumerate(owners)
                 ],
             )
-        for sid, uid in _callers():
+        for (sid, uid), (caller_ns, iso, shared) in itertools.product(_callers(), _ns_cases()[::3]):
+            view = scopes.visible_namespaces(caller_ns, iso, shared)
+            want = {
+                i
+                for i, (scope, osid, ouid, ns) in enumerate(owners)
+                if scopes.may_see(scope, osid, ouid, session_id=sid, user_id=uid, namespace=ns, view=view)
+            }
             for tenants in (True, False):
-                params = scopes.postgres_params({"sid": sid, "uid": uid})
+                params = scopes.postgres_params({"sid": sid, "uid": uid}, view)
                 rows = {row[0] for row in conn.execute(f"SELECT id FROM r WHERE {scopes.postgres_sql('r', tenants=tenants)}", params)}
-                want = {i for i, (scope, osid, ouid) in enumerate(owners) if scopes.may_see(scope, osid, ouid, session_id=sid, user_id=uid)}
-                assert rows == want, (sid, uid, tenants)
+                assert rows == want, (sid, uid, tenants, caller_ns, iso, shared)
 
 
 #: The rule's fingerprints: the session case in SQL, or the shared scopes listed as a literal.

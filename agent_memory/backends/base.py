@@ -11,11 +11,12 @@ Optional features are capability protocols a backend implements or not: :class:`
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast, runtime_checkable
 
 from agent_memory.errors import UnsupportedError
+from agent_memory.model.scopes import Isolation, check_isolation, check_namespace, visible_namespaces
 
 if TYPE_CHECKING:  # annotations only: a PostgreSQL process never imports the files store
     from agent_memory.embeddings import Embedder
@@ -46,13 +47,36 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """Who is asking: fixed by the application, never by a model's tool arguments."""
+    """Who is asking: fixed by the application, never by a model's tool arguments.
+
+    ``namespace`` (``acme/support``; None is the root) is where the caller's writes land; ``isolation`` is what
+    else it reads (``full``, ``inherited``, ``shared``; None: the one the root's namespace registry configured for
+    the namespace, else ``inherited``). See ``docs/namespaces.md`` and :mod:`agent_memory.model.scopes`."""
 
     session_id: str | None = None
     user_id: str | None = None
+    namespace: str | None = None
+    isolation: Isolation | None = None
 
-    def kwargs(self) -> dict[str, str | None]:
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "namespace", check_namespace(self.namespace) or None)
+        object.__setattr__(self, "isolation", check_isolation(self.isolation))
+
+    def kwargs(self) -> dict[str, Any]:
         return {"session_id": self.session_id, "user_id": self.user_id}
+
+    def own_view(self) -> tuple[str, ...]:
+        """The namespaces this caller may *change* (forget, restore, undo): its own only, never an ancestor's."""
+        return (self.namespace or "",)
+
+    def view(self, registry: Mapping[str, Mapping[str, Any]] | None = None) -> tuple[str, ...]:
+        """The namespaces this caller reads (:func:`~agent_memory.model.scopes.visible_namespaces`), given the
+        root's namespace registry (``{namespace: {"shared": bool, "isolation": str}}``)."""
+        if not self.namespace:
+            return ("",)
+        reg = registry or {}
+        isolation = self.isolation or check_isolation((reg.get(self.namespace) or {}).get("isolation"))
+        return visible_namespaces(self.namespace, isolation, [ns for ns, cfg in reg.items() if cfg.get("shared")])
 
 
 @runtime_checkable

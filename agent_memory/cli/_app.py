@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from agent_memory.cli import _base
+from agent_memory.cli import _base, _target
 from agent_memory.cli._base import DEFAULT_ROOT, Parser, dumps
 from agent_memory.cli._errors import classify, one_line
 
@@ -31,6 +31,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     ".lifecycle": ("events", "history", "purge", "restore", "undo"),
     ".consolidate": ("consolidate", "reflect"),
     ".tidy": ("tidy",),
+    ".namespaces": ("namespace",),
     "..mcp.cli": ("mcp",),
 }
 
@@ -111,6 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not ("://" in args.root and args.command == "search"):  # a one-shot PostgreSQL search never imports logging
             _base.library_logs()
         args.json = bool(args.json)
+        _target.use_identity(getattr(args, "namespace", None), getattr(args, "isolation", None))
         code = COMMANDS[args.command](args) or 0
         sys.stdout.flush()
         quarantined = _base.LIBRARY_LOGS[0] if _base.LIBRARY_LOGS else None

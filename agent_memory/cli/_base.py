@@ -100,6 +100,17 @@ def read_text(value: str, what: str) -> str:
 def add_identity(p: argparse.ArgumentParser) -> None:
     p.add_argument("--session", dest="session_id", metavar="ID", help="caller session id: sees (and owns) that session's records")
     p.add_argument("--user", dest="user_id", metavar="ID", help="caller user id: sees (and owns) that user's records")
+    add_namespace(p)
+
+
+def add_namespace(p: argparse.ArgumentParser) -> None:
+    """``--namespace``/``--isolation``: the caller's namespace (writes land there) and what else it reads."""
+    p.add_argument("--namespace", metavar="PATH", help="caller namespace (acme/support): writes land there; default the root")
+    p.add_argument(
+        "--isolation",
+        choices=("full", "inherited", "shared"),
+        help="what the namespace reads besides its own: nothing (full), its ancestors (inherited, default), shared siblings too",
+    )
 
 
 # -- output -----------------------------------------------------------------------------------

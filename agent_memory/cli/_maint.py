@@ -44,6 +44,7 @@ JSONL fields (one JSON object per line; blank lines are skipped; only "content" 
   valid_from    ISO date/datetime: since when it is true
   valid_to      ISO date/datetime: until when it was true
   supersedes    id of a record this line replaces as the current fact (kept, marked superseded)
+  namespace     ignored for the namespace a line lands in: every line lands in the importer's (--namespace)
 Any other field is an error naming the file and line. Imports are idempotent: re-running a file skips
 records already written (status "duplicate")."""
 

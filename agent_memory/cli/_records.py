@@ -297,7 +297,7 @@ def cmd_search(args: argparse.Namespace) -> None:
 def _search_once(args: argparse.Namespace, query: str, options: dict[str, Any]) -> Any:
     """A lexical search of a PostgreSQL root without importing psycopg (None: take the backend)."""
     lexical = args.mode == "lexical" or (args.mode is None and embedder_name(args.embedder) is None)
-    if not is_url(args.root) or not lexical:
+    if not is_url(args.root) or not lexical or getattr(args, "namespace", None):  # one-shot reads the root namespace only
         return None
     import importlib.util
 

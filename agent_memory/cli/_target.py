@@ -24,6 +24,31 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.files.store import MemoryStore
 
 URL_SCHEMES = ("postgresql", "postgres")
+#: The command's namespace identity (``--namespace``/``--isolation``), set once per process by :func:`use_identity`.
+IDENTITY: dict[str, str | None] = {"namespace": None, "isolation": None}
+
+
+def use_identity(namespace: str | None, isolation: str | None) -> None:
+    """Record the command's namespace and isolation (checked: a bad one is an ``InvalidInputError``)."""
+    from agent_memory.backends.base import Caller
+
+    who = Caller(namespace=namespace, isolation=isolation)  # type: ignore[arg-type]
+    IDENTITY.update(namespace=who.namespace, isolation=who.isolation)
+
+
+def caller_of(session_id: str | None = None, user_id: str | None = None) -> Any:
+    """The command's :class:`~agent_memory.backends.base.Caller`: its session and user, in its namespace."""
+    from agent_memory.backends.base import Caller
+
+    return Caller(session_id, user_id, IDENTITY["namespace"], IDENTITY["isolation"])  # type: ignore[arg-type]
+
+
+def stamp(drafts: list[Any]) -> list[Any]:
+    """Drafts in the command's namespace (an import file or a draft line never chooses another)."""
+    import dataclasses
+
+    ns = IDENTITY["namespace"]
+    return [dataclasses.replace(d, namespace=ns) if getattr(d, "namespace", None) != ns else d for d in drafts]
 
 
 class MissingExtraError(BackendError):
@@ -85,9 +110,16 @@ class StoreTarget:
     def __init__(self, store: "MemoryStore") -> None:
         self.store = store
         self.root = str(store.root)
+        self._view: Any = None
+        if IDENTITY["namespace"]:  # every read of the command sees as its caller, until the target closes
+            from agent_memory.backends.files.namespaces import read_registry
+            from agent_memory.model import scopes
+
+            self._view = scopes.viewing(caller_of().view(read_registry(store.root)))
+            self._view.__enter__()
 
     def remember_many(self, drafts: list[Any], **kwargs: Any) -> list[Any]:
-        return self.store.remember_many(drafts, **kwargs)
+        return self.store.remember_many(stamp(drafts), **kwargs)
 
     def get(self, record_id: str, **caller: Any) -> Any:
         return self.store.get(record_id, **caller)
@@ -102,7 +134,10 @@ class StoreTarget:
         return self.store.search(query, **options)
 
     def forget(self, record_id: str, **caller: Any) -> bool:
-        return self.store.forget(record_id, **caller)
+        from agent_memory.model import scopes
+
+        with scopes.viewing(caller_of().own_view()):  # a change: the caller's own namespace only
+            return self.store.forget(record_id, **caller)
 
     def inject(self, budget: int, **caller: Any) -> Any:
         from agent_memory.agents.core_block import inject
@@ -118,6 +153,9 @@ class StoreTarget:
 
     def close(self) -> None:
         self.store.close()
+        view, self._view = self._view, None
+        if view is not None:
+            view.__exit__(None, None, None)
 
     def __enter__(self) -> "StoreTarget":
         return self
@@ -148,11 +186,16 @@ class BackendTarget:
     def _caller(self, caller: dict[str, Any]) -> Any:
         from agent_memory.backends.base import Caller
 
-        return Caller(session_id=caller.pop("session_id", None), user_id=caller.pop("user_id", None))
+        return Caller(
+            session_id=caller.pop("session_id", None),
+            user_id=caller.pop("user_id", None),
+            namespace=IDENTITY["namespace"],
+            isolation=IDENTITY["isolation"],  # type: ignore[arg-type]
+        )
 
     def remember_many(self, drafts: list[Any], **kwargs: Any) -> list[Any]:
         kwargs.pop("batch_size", None)
-        return self._run(self.backend.remember_many(drafts, **kwargs))  # type: ignore[no-any-return]
+        return self._run(self.backend.remember_many(stamp(drafts), **kwargs))  # type: ignore[no-any-return]
 
     def get(self, record_id: str, **caller: Any) -> Any:
         return self._run(self.backend.get(record_id, self._caller(caller)))
@@ -175,7 +218,7 @@ class BackendTarget:
     def inject(self, budget: int, **caller: Any) -> Any:
         from agent_memory.provider import MemoryProvider
 
-        provider: Any = MemoryProvider(self.backend)  # type: ignore[arg-type]  # a backend once the provider takes one
+        provider: Any = MemoryProvider(self.backend, namespace=IDENTITY["namespace"], isolation=IDENTITY["isolation"])  # type: ignore[arg-type]
         return self._run(provider.inject(budget, **caller))
 
     def call(self, name: str, **kwargs: Any) -> Any:  # sweep, reindex, doctor: every backend has them

@@ -12,7 +12,7 @@ from typing import Any
 
 from agent_memory.cli._base import UsageError, add_identity, emit, note, positive, read_text
 from agent_memory.cli._errors import EXIT_FALLBACK
-from agent_memory.cli._target import open_target
+from agent_memory.cli._target import IDENTITY, open_target
 
 Handler = Callable[[argparse.Namespace], "int | None"]
 PROFILE_HELP = "model profile: a shipped name (offline, openai, anthropic, ollama) or a path to a TOML file (default offline)"
@@ -60,7 +60,7 @@ def _provider(args: argparse.Namespace, *, create: bool) -> Any:
 
     root = target.url or target.root
     target.close()
-    return MemoryProvider(root, profile=profile)
+    return MemoryProvider(root, profile=profile, namespace=IDENTITY["namespace"], isolation=IDENTITY["isolation"])
 
 
 def _run(provider: Any, work: Coroutine[Any, Any, Any]) -> Any:

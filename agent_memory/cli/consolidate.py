@@ -8,7 +8,7 @@ from typing import Any
 
 from agent_memory.cli._base import add_identity, emit, fraction, note, read_text
 from agent_memory.cli._errors import EXIT_FALLBACK
-from agent_memory.cli._target import open_target
+from agent_memory.cli._target import IDENTITY, open_target
 from agent_memory.cli._workers import _run  # the work and the provider's close on one event loop
 
 Handler = Callable[[argparse.Namespace], "int | None"]
@@ -58,7 +58,7 @@ def _provider(args: argparse.Namespace) -> Any:
     target = open_target(args.root, create=False)
     root = target.url or target.root
     target.close()
-    return MemoryProvider(root, profile=profile)
+    return MemoryProvider(root, profile=profile, namespace=IDENTITY["namespace"], isolation=IDENTITY["isolation"])
 
 
 def cmd_consolidate(args: argparse.Namespace) -> int:

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from agent_memory.cli._base import add_namespace
+from agent_memory.cli._target import IDENTITY, caller_of
 from agent_memory.errors import InvalidInputError, NotFoundError
 
 Handler = Callable[[argparse.Namespace], "int | None"]
@@ -102,6 +104,7 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
     p.add_argument("--out", metavar="PATH", help="file (jsonl) or new directory (markdown); default: standard output")
     p.add_argument("--session", dest="session_id", metavar="ID", help="export only what this session may see")
     p.add_argument("--user", dest="user_id", metavar="ID", help="export only what this user may see")
+    add_namespace(p)
     p.add_argument(
         "--full",
         action="store_true",
@@ -112,10 +115,9 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
 
 @_closing
 def cmd_export(args: argparse.Namespace) -> None:
-    from agent_memory.backends.base import Caller
     from agent_memory.portable import export_records
 
-    caller = Caller(args.session_id, args.user_id) if (args.session_id or args.user_id) else None
+    caller = caller_of(args.session_id, args.user_id) if (args.session_id or args.user_id or args.namespace) else None
     target = _target(args.root, create=False)
     if args.format == "markdown" and not args.out:
         raise InvalidInputError("--format markdown needs --out DIR (a new or empty directory)")
@@ -127,7 +129,11 @@ def cmd_export(args: argparse.Namespace) -> None:
         what = "the whole store (every user)"
     else:
         contents = {"caller": {"session_id": caller.session_id, "user_id": caller.user_id}}
-        who = " and ".join(f"{k} {v}" for k, v in (("user", caller.user_id), ("session", caller.session_id)) if v)
+        if caller.namespace:
+            contents["caller"]["namespace"] = caller.namespace
+        who = " and ".join(
+            f"{k} {v}" for k, v in (("user", caller.user_id), ("session", caller.session_id), ("namespace", caller.namespace)) if v
+        )
         what = f"only what {who} may see"
     if args.out is None:
         if args.json:
@@ -167,6 +173,7 @@ def add_import_format(p: argparse.ArgumentParser) -> None:
         metavar="ID",
         help="import as this session: every record lands in its partition (a shared one is downgraded)",
     )
+    add_namespace(p)
 
 
 def wants_portable(args: argparse.Namespace) -> bool:
@@ -190,7 +197,12 @@ def cmd_import_format(args: argparse.Namespace) -> int:
 
     target = _target(args.root, create=True)
     report = import_file(
-        target, args.file, format=args.format, user_id=getattr(args, "as_user", None), session_id=getattr(args, "as_session", None)
+        target,
+        args.file,
+        format=args.format,
+        user_id=getattr(args, "as_user", None),
+        session_id=getattr(args, "as_session", None),
+        namespace=IDENTITY["namespace"],
     )
     doc = report.to_dict()
     if args.json:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import agent_memory.backends.files.history as _history
 from agent_memory.backends.base import capability, innermost
 from agent_memory.backends.files.backend import FilesBackend
-from agent_memory.backends.files.index import row_to_record, visibility_sql
+from agent_memory.backends.files.index import row_to_record, visibility_sql, visible_params
 from agent_memory.consolidate.plan import plan_changes
 from agent_memory.consolidate.recalls import RecallLog
 from agent_memory.consolidate.report import RULES, Change, ConsolidateOptions, ConsolidationReport, Finding
@@ -76,7 +76,7 @@ def _snapshot(store: MemoryStore, caller: Caller | None) -> list[MemoryRecord]:
     if caller is not None:
         # what the caller sees, expired records included (the ttl rule archives them)
         where = visibility_sql("r", include_expired=True)
-        params = {"sid": caller.session_id, "uid": caller.user_id}
+        params = visible_params(caller.session_id, caller.user_id)
     sql = f"SELECT r.*, f.body AS body FROM records r JOIN fts f ON f.rowid = r.rowid WHERE {where} ORDER BY r.id"
     rows = store.index.guarded(lambda c: c.execute(sql, params).fetchall())
     return [row_to_record(r, store.records_dir, r["body"] or "") for r in rows]
@@ -185,7 +185,7 @@ def archive_record(store: MemoryStore, record_id: str, reason: str, caller: Call
         with store.index.transaction() as conn:
             row = conn.execute(
                 f"SELECT r.* FROM records r WHERE r.id = :id AND {visibility_sql('r')}",
-                {"id": record_id, "sid": caller.session_id, "uid": caller.user_id},
+                {"id": record_id, **visible_params(caller.session_id, caller.user_id)},
             ).fetchone()
             if row is None:
                 return False

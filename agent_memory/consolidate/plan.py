@@ -1,7 +1,7 @@
 """The deterministic plan: which records to archive and why, and what to report without acting.
 
 Pure: it reads record snapshots and returns :class:`~.report.Change` and :class:`~.report.Finding` lists.
-Rules never cross a partition (scope, session, user): a record is only ever merged into one its own readers see.
+Rules never cross a partition (scope, session, user, namespace): a record is only ever merged into one its own readers see.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ MAX_FINDINGS = 500  # contradiction groups reported; a store with more has a pat
 MAX_PATTERN_NOTES = 20
 
 
-def partition_of(rec: MemoryRecord) -> tuple[str, str | None, str | None]:
-    return (rec.scope.value, rec.session_id, rec.user_id)
+def partition_of(rec: MemoryRecord) -> tuple[str, str | None, str | None, str]:
+    return (rec.scope.value, rec.session_id, rec.user_id, rec.namespace)
 
 
 def _change(rule: str, rec: MemoryRecord, reason: str, **kw: object) -> Change:
@@ -52,7 +52,7 @@ def _merges(records: Sequence[MemoryRecord], threshold: float, taken: set[str], 
     candidate, never the kept side), and the contradiction lint of the same pairs."""
     sh = [similar.shingles(r.content) for r in records]
     ws = [similar.words(r.content) for r in records]
-    groups: dict[tuple[str, str | None, str | None], list[int]] = {}
+    groups: dict[tuple[str, str | None, str | None, str], list[int]] = {}
     for i, rec in enumerate(records):
         if rec.id not in taken:
             groups.setdefault(partition_of(rec), []).append(i)

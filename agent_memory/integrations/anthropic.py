@@ -15,7 +15,7 @@ import functools
 import hashlib
 from collections.abc import Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, cast
 
 from agent_memory.agents.tools import as_backend, caller_scope
 from agent_memory.backends.base import Caller, MemoryBackend
@@ -70,12 +70,25 @@ class MemoryToolHandler:
     """Execute ``memory_20250818`` commands against a provider's (or backend's) store.
 
     ``user_id``/``session_id`` name the owner of this ``/memories`` tree; ``scope`` is its scope
-    (default: ``user`` with a user, else ``session`` with a session, else ``project``).
+    (default: ``user`` with a user, else ``session`` with a session, else ``project``). ``namespace``/``isolation``
+    (default: the provider's) put the tree in a namespace: its files are written there, and it reads what the
+    isolation allows.
     """
 
-    def __init__(self, provider: Any, *, user_id: str | None = None, session_id: str | None = None, scope: str | None = None) -> None:
+    def __init__(
+        self,
+        provider: Any,
+        *,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        scope: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
+    ) -> None:
         self.backend: MemoryBackend = as_backend(provider)
-        self.caller = Caller(session_id=session_id, user_id=user_id)
+        ns = namespace if namespace is not None else getattr(provider, "namespace", None)  # a provider's, unless given
+        iso = isolation if isolation is not None else getattr(provider, "isolation", None)
+        self.caller = Caller(session_id=session_id, user_id=user_id, namespace=ns, isolation=cast(Any, iso))
         self.scope = scope or caller_scope(self.caller) or "project"
 
     # -- entry points ----------------------------------------------------------------------
@@ -146,6 +159,7 @@ class MemoryToolHandler:
             on_existing="skip" if new else "replace",
             session_id=self.caller.session_id,
             user_id=self.caller.user_id,
+            namespace=self.caller.namespace,
             metadata={PATH_KEY: path},
         )
         try:

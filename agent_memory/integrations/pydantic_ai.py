@@ -101,6 +101,8 @@ class MemoryCapability(AbstractCapability[Any]):
     whole memory delay of a turn (waiting for the previous capture, then recall).
     ``identity`` (a function of the run's ``RunContext``, e.g. reading ``ctx.deps``) names the
     caller per run instead of the fixed ``session_id``/``user_id``: one capability, many users.
+    ``namespace``/``isolation`` put the agent in a namespace (``acme/support``; docs/namespaces.md): its writes land
+    there and it reads what the isolation allows; an ``identity`` returning a ``Caller`` with a namespace overrides it.
     ``episodes=False`` stops recording one episode per run. ``consolidate_every=N`` (off by default) runs the
     non-destructive consolidation pass every N turns and at compaction, in the background. ``tidy=False`` turns off
     the run's-end tidy pass (on by default: :meth:`MemoryProvider.tidy` for the run's caller, in the background).
@@ -127,8 +129,11 @@ class MemoryCapability(AbstractCapability[Any]):
         episodes: bool = True,
         consolidate_every: int | None = None,
         tidy: bool = True,
+        namespace: str | None = None,
+        isolation: str | None = None,
     ) -> None:
-        self.provider = provider
+        # an agent's namespace (docs/namespaces.md): every read and write of this capability carries it
+        self.provider = provider.in_namespace(namespace, isolation) if namespace or isolation else provider
         self.tidy = tidy
         self.identity = identity
         self.session_id = session_id
@@ -165,7 +170,10 @@ class MemoryCapability(AbstractCapability[Any]):
 
     def hooks(self, conversation_id: str | None = None) -> MemoryHooks:
         """The :class:`MemoryHooks` holding one conversation's frozen core block (for this run's caller)."""
-        key = (conversation_id or NO_CONVERSATION, Caller(self.session_id, self.user_id))
+        key = (
+            conversation_id or NO_CONVERSATION,
+            Caller(self.session_id, self.user_id, getattr(self.provider, "namespace", None), getattr(self.provider, "isolation", None)),
+        )
         conversations = self._shared.conversations
         hooks = conversations.get(key)
         if hooks is None:
@@ -193,8 +201,14 @@ class MemoryCapability(AbstractCapability[Any]):
         if self.identity is None:
             return self.hooks(ctx.conversation_id)
         clone = copy.copy(self)
-        clone.session_id, clone.user_id = caller_of(self.identity(ctx))
+        clone._identify(self.identity(ctx))
         return clone.hooks(ctx.conversation_id)
+
+    def _identify(self, value: Any) -> None:
+        """Take the caller an ``identity`` function returned (a ``Caller``'s namespace too)."""
+        self.session_id, self.user_id = caller_of(value)
+        if isinstance(value, Caller) and (value.namespace or value.isolation):
+            self.provider = self.provider.in_namespace(value.namespace, value.isolation)
 
     def compaction(self, processor: HistoryProcessor | None = None, *, keep_turns: int = 8) -> ProcessHistory[Any]:
         """A ``ProcessHistory`` capability that compacts history and saves what it drops first.
@@ -234,7 +248,7 @@ class MemoryCapability(AbstractCapability[Any]):
         clone = copy.copy(self)  # shares provider and the per-conversation state
         clone._run = RunState()
         if self.identity is not None:
-            clone.session_id, clone.user_id = caller_of(self.identity(ctx))
+            clone._identify(self.identity(ctx))
         return clone
 
     def get_instructions(self) -> Any:

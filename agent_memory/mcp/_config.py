@@ -64,8 +64,17 @@ class Identity:
     user_id: str | None = None
     default_scope: str | None = None
     access: str = "shared"
+    namespace: str | None = None  # the token's namespace (docs/namespaces.md): its writes land there; never a tool argument
+    isolation: str | None = None  # what else it reads: full, inherited (default) or shared
 
     def __post_init__(self) -> None:
+        from agent_memory.model.scopes import check_isolation, check_namespace
+
+        try:
+            object.__setattr__(self, "namespace", check_namespace(self.namespace) or None)
+            object.__setattr__(self, "isolation", check_isolation(self.isolation))
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         if self.default_scope is not None and self.default_scope not in SCOPES:
             raise ConfigError(f"default scope must be one of {', '.join(SCOPES)}, not {self.default_scope!r}")
         if self.default_scope == "user" and not self.user_id:
@@ -101,14 +110,14 @@ class Identity:
             )
 
     @property
-    def caller_key(self) -> tuple[str | None, str | None]:
-        return (self.user_id, self.session_id)
+    def caller_key(self) -> tuple[str | None, ...]:
+        return (self.user_id, self.session_id, self.namespace, self.isolation)
 
     @property
     def caller(self) -> Caller:
         from agent_memory.backends.base import Caller
 
-        return Caller(session_id=self.session_id, user_id=self.user_id)
+        return Caller(session_id=self.session_id, user_id=self.user_id, namespace=self.namespace, isolation=self.isolation)  # type: ignore[arg-type]
 
     @property
     def write_scope(self) -> str | None:
@@ -118,10 +127,11 @@ class Identity:
     def from_mapping(cls, data: Mapping[str, Any], where: str, default_access: str = "shared") -> Identity:
         if not isinstance(data, Mapping):
             raise ConfigError(f"{where}: an identity must be an object with user/session/scope/access")
-        unknown = set(data) - {"user", "session", "scope", "access"}
+        fields = ("user", "session", "scope", "access", "namespace", "isolation")
+        unknown = set(data) - set(fields)
         if unknown:
-            raise ConfigError(f"{where}: unknown field(s) {', '.join(sorted(map(str, unknown)))} (user, session, scope, access)")
-        values = {k: data.get(k) for k in ("user", "session", "scope", "access")}
+            raise ConfigError(f"{where}: unknown field(s) {', '.join(sorted(map(str, unknown)))} ({', '.join(fields)})")
+        values = {k: data.get(k) for k in fields}
         for k, v in values.items():
             if v is not None and (not isinstance(v, str) or not v.strip()):
                 raise ConfigError(f"{where}: {k} must be a non-empty string")
@@ -131,6 +141,8 @@ class Identity:
                 user_id=values["user"],
                 default_scope=values["scope"],
                 access=values["access"] or default_access,
+                namespace=values["namespace"],
+                isolation=values["isolation"],
             )
         except ConfigError as exc:
             raise ConfigError(f"{where}: {exc}") from None

@@ -177,6 +177,7 @@ async def _get(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, Any]:
         "title": rec.title,
         "kind": rec.kind,
         "scope": rec.scope.value,
+        **({"namespace": rec.namespace} if rec.namespace else {}),  # a root record's answer is unchanged
         "tags": list(rec.tags),
         "updated": rec.updated,
         **clock_fields(rec),
@@ -192,7 +193,7 @@ async def _recall(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, An
     recall = getattr(rt.provider, "recall", None)
     if recall is None:
         raise InvalidInputError("memory_recall needs a MemoryProvider (this server was given a bare backend)")
-    res = await recall(a["message"], session_id=who.session_id, user_id=who.user_id)
+    res = await recall(a["message"], session_id=who.session_id, user_id=who.user_id, namespace=who.namespace, isolation=who.isolation)
     summary = res.summary[: rt.max_output_chars - 2000]
     return {"note": UNTRUSTED_NOTE, "summary": summary, "sources": res.sources[:20], "tokens": res.tokens, "fallback": res.fallback}
 
@@ -210,6 +211,7 @@ async def _remember(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, 
         on_existing=a.get("on_existing", "append"),
         session_id=who.session_id,
         user_id=who.user_id,
+        namespace=who.namespace,
         **{k: a[k] for k in _DRAFT_EXTRAS if a.get(k) is not None},
     )
     res = await rt.backend.remember(draft, source="tool")
@@ -231,6 +233,7 @@ async def _supersede(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str,
         tags=tuple(a.get("tags") or ()),
         session_id=who.session_id,
         user_id=who.user_id,
+        namespace=who.namespace,
         supersedes=old.id,
         **{k: a[k] for k in ("happened_at", "valid_from") if a.get(k) is not None},
     )

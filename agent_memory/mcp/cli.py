@@ -52,6 +52,8 @@ def configure_parser(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     )
     p.add_argument("--session", default=None, help=f"session id the server acts for (default ${ENV['session']})")
     p.add_argument("--user", default=None, help=f"user id the server acts for (default ${ENV['user']})")
+    p.add_argument("--namespace", default=None, help="namespace the server acts in (acme/support; default the root)")
+    p.add_argument("--isolation", choices=("full", "inherited", "shared"), default=None, help="what the namespace reads besides its own")
     p.add_argument(
         "--scope",
         dest="default_scope",
@@ -103,6 +105,8 @@ def options_from_args(args: argparse.Namespace, env: "os._Environ[str] | dict[st
         user_id=args.user or env.get(ENV["user"]) or None,
         default_scope=args.default_scope or env.get(ENV["scope"]) or None,
         access=getattr(args, "access", None) or "shared",
+        namespace=getattr(args, "namespace", None),
+        isolation=getattr(args, "isolation", None),
     )
     if args.max_output_chars < 2000:
         raise ConfigError("--max-output-chars must be at least 2000")

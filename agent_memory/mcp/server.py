@@ -166,7 +166,9 @@ def build_server(provider: Any, options: ServerOptions) -> Server[Any]:
         uri = str(params.uri)
         try:
             if uri == CORE_URI:
-                block = await provider.inject(CORE_BUDGET, session_id=who.session_id, user_id=who.user_id)
+                block = await provider.inject(
+                    CORE_BUDGET, session_id=who.session_id, user_id=who.user_id, namespace=who.namespace, isolation=who.isolation
+                )
                 text = block.text
             elif uri.startswith(RECORD_PREFIX):
                 rec = await rt.backend.get(uri[len(RECORD_PREFIX) :], who.caller)

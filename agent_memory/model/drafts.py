@@ -54,6 +54,10 @@ Rules:
   (``user`` without a session override), and a ``project``/``global`` record is *downgraded* to the caller's
   partition (``user`` when a user is given, else ``session``): an uploaded file never shares a record or writes
   into another user's partition. Each scope change is reported.
+- **Namespaces**: a draft's ``namespace`` is the writer's, stamped from its ``Caller`` by whoever builds the draft
+  (provider, tools, capture, memory tool, MCP) and checked here (:func:`agent_memory.model.scopes.check_namespace`);
+  a model's or a file's arguments never choose it. An import lands in the importer's namespace (the root's operator,
+  importing with no override, keeps the namespaces of an export's lines).
 - **Expiry** is one UTC instant (``YYYY-MM-DDTHH:MM:SS.ffffffZ``) from the moment of writing; an ``expires``
   already past is refused ("already expired"). A whole record (restore) keeps its ``expires`` text when it is an
   ISO instant (an expired record stays invisible); an unreadable one is refused.
@@ -93,6 +97,7 @@ from agent_memory.model.records import (
     validate_id,
     validate_key,
 )
+from agent_memory.model.scopes import check_namespace
 from agent_memory.model.values import looks_secret as _looks_secret_spaced
 from agent_memory.model.values import shown
 
@@ -133,6 +138,7 @@ class MemoryDraft:
     valid_from: str | None = None
     valid_to: str | None = None
     supersedes: str | None = None
+    namespace: str | None = None  # the writer's namespace, stamped from its Caller (None: the root)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> MemoryDraft:
@@ -321,6 +327,7 @@ def prepare_draft(draft: MemoryDraft, source: str, default_scope: Scope | None =
     else:
         scope = parse_scope(draft.scope)
     session_id, user_id = check_owner(scope, draft.session_id, draft.user_id)
+    namespace = check_namespace(draft.namespace)
     tags = normalize_tags(draft.tags)
     key = validate_key(draft.memory_key) if draft.memory_key is not None else None
     raw_tags = [draft.tags] if isinstance(draft.tags, str) else list(draft.tags or ())
@@ -354,6 +361,7 @@ def prepare_draft(draft: MemoryDraft, source: str, default_scope: Scope | None =
         scope=scope,
         session_id=session_id,
         user_id=user_id,
+        namespace=namespace,
         tags=tags,
         memory_key=key,
         source=source,
@@ -370,14 +378,19 @@ def prepare_draft(draft: MemoryDraft, source: str, default_scope: Scope | None =
 
 @dataclass(frozen=True, slots=True)
 class Override:
-    """The caller an import runs for (``--as-user``/``--as-session``): every record lands in its partition."""
+    """The caller an import runs for (``--as-user``/``--as-session``): every record lands in its partition.
+
+    ``namespace`` is the importer's namespace (``--namespace``): every record lands in it, scopes kept (it does not
+    make the override true: a namespace alone downgrades nothing)."""
 
     user_id: str | None = None
     session_id: str | None = None
+    namespace: str | None = None
 
     def __post_init__(self) -> None:
         if self.user_id is not None or self.session_id is not None:
             check_owner(Scope.PROJECT, self.session_id, self.user_id)
+        object.__setattr__(self, "namespace", check_namespace(self.namespace) or None)
 
     def __bool__(self) -> bool:
         return bool(self.user_id or self.session_id)
@@ -416,6 +429,8 @@ def apply_override(scope: Scope | str | None, session_id: str | None, user_id: s
 def override_draft(draft: MemoryDraft, override: Override | None) -> tuple[MemoryDraft, Scope | None]:
     """``draft`` put in the override's partition (the CLI ``import --as-user`` of JSONL drafts), and the scope
     it asked for when that changed; unchanged without an override."""
+    if override is not None and (override or override.namespace):
+        draft = replace(draft, namespace=override.namespace)  # the importer's namespace, never the line's
     if not override:
         return draft, None
     owned = apply_override(draft.scope, draft.session_id, draft.user_id, override)
@@ -441,6 +456,7 @@ _RECORD_FIELDS = frozenset(
         "scope",
         "session_id",
         "user_id",
+        "namespace",
         "tags",
         "memory_key",
         "source",
@@ -489,13 +505,14 @@ def _importance(value: object) -> float | None:
     return float(value)  # type: ignore[arg-type]
 
 
-def prepare_record(data: object, override: Override | None = None) -> tuple[MemoryRecord, int, Scope | None]:
+def prepare_record(data: object, override: Override | None = None, namespace: str | None = None) -> tuple[MemoryRecord, int, Scope | None]:
     """A whole record given as a mapping (a line of our export) checked by the same rules as :func:`prepare_draft`.
 
     Ids, timestamps, keys and links are kept; every text is redacted (content, title, metadata keys and values)
     and every identifier that could hold a secret is refused (id, links, owners, key, tags, kind); ``kind`` is
     normalised, ``source`` is one of ours, instants must be ISO. With ``override`` the record is put in that
-    caller's partition (:func:`apply_override`). Returns ``(record, redactions, rescoped_from)``; raises
+    caller's partition (:func:`apply_override`). ``namespace`` is the importer's: every record lands in it (the
+    root's operator, ``None`` and no override, keeps the namespace a line names). Returns ``(record, redactions, rescoped_from)``; raises
     :class:`InvalidInputError` (or :class:`~agent_memory.errors.InvalidIdError`) naming the field.
     """
     if not isinstance(data, Mapping):
@@ -518,6 +535,9 @@ def prepare_record(data: object, override: Override | None = None) -> tuple[Memo
         owned = apply_override(data.get("scope"), _opt_text(data, "session_id"), _opt_text(data, "user_id"), None)
     scope = owned.scope or Scope.PROJECT
     session_id, user_id = check_owner(scope, owned.session_id, owned.user_id)
+    if namespace is None and override is not None and (override or override.namespace):
+        namespace = override.namespace or ""
+    home = check_namespace(data.get("namespace") if namespace is None else namespace)
     raw_tags = data.get("tags") or []
     if not isinstance(raw_tags, list) or not all(isinstance(t, str) for t in raw_tags):
         raise InvalidInputError("tags must be a list of strings")
@@ -555,6 +575,7 @@ def prepare_record(data: object, override: Override | None = None) -> tuple[Memo
         scope=scope,
         session_id=session_id,
         user_id=user_id,
+        namespace=home,
         tags=tags,
         memory_key=key,
         source=str(source),

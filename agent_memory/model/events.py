@@ -153,7 +153,8 @@ def tombstone_provenance(metadata: Mapping[str, Any], *, session_id: str | None,
 
 @dataclass(slots=True)
 class Event:
-    """One mutation. ``scope``/``owner_session``/``owner_user`` are the record's partition (for visibility)."""
+    """One mutation. ``scope``/``owner_session``/``owner_user``/``owner_namespace`` are the record's partition (for
+    visibility; ``owner_namespace`` None is the root)."""
 
     event: str
     id: str
@@ -170,6 +171,7 @@ class Event:
     owner_session: str | None = None
     owner_user: str | None = None
     detail: dict[str, Any] = field(default_factory=dict)
+    owner_namespace: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in self.__slots__}  # type: ignore[attr-defined]
@@ -198,4 +200,4 @@ def gated(ev: Event) -> Event:
 
 def visible(ev: Event, session_id: str | None, user_id: str | None) -> bool:
     """The visibility rule of records (:mod:`agent_memory.model.scopes`), applied to the record an event is about."""
-    return may_see(ev.scope, ev.owner_session, ev.owner_user, session_id=session_id, user_id=user_id)
+    return may_see(ev.scope, ev.owner_session, ev.owner_user, session_id=session_id, user_id=user_id, namespace=ev.owner_namespace or "")

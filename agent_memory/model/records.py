@@ -29,6 +29,7 @@ from agent_memory.model.record_fields import (
     _known_fields,
     clock_fields,
 )
+from agent_memory.model.scopes import check_namespace
 from agent_memory.model.values import (
     CLOCK_FIELDS,
     FIELDS,
@@ -109,6 +110,7 @@ class MemoryRecord:
     metadata: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     path: str | None = None
     body_line: int = 1
+    namespace: str = ""  # '' is the root namespace (omitted from the file)
 
     def replace(self, **changes: Any) -> "MemoryRecord":
         return dataclasses.replace(self, **changes)
@@ -193,6 +195,7 @@ def parse_record(text: str, record_id: str, *, path: str | None = None, mtime_is
         scope=scope,
         session_id=session_id,
         user_id=user_id,
+        namespace=_field_namespace(known.get("namespace")),
         tags=_field_tags(known.get("tags")),
         memory_key=memory_key,
         source=source,
@@ -206,3 +209,11 @@ def parse_record(text: str, record_id: str, *, path: str | None = None, mtime_is
         body_line=split.body_line,
         **clocks,  # type: ignore[arg-type]
     )
+
+
+def _field_namespace(value: object) -> str:
+    """The ``namespace`` frontmatter field (absent: the root), checked by the one namespace rule."""
+    try:
+        return check_namespace(value)
+    except InvalidInputError as exc:
+        raise RecordParseError(str(exc), "fix or remove the namespace field") from None

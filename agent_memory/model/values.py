@@ -45,6 +45,7 @@ FIELDS = (
     "scope",
     "session_id",
     "user_id",
+    "namespace",
     "tags",
     "memory_key",
     "source",

@@ -32,6 +32,7 @@ def import_file(
     format: Format = "auto",
     user_id: str | None = None,
     session_id: str | None = None,
+    namespace: str | None = None,
 ) -> ImportReport:
     """Import ``path`` into ``store`` (a :class:`~agent_memory.MemoryStore`, a root path or a backend).
 
@@ -40,9 +41,10 @@ def import_file(
     file names (a ``project``/``global`` record is downgraded, listed in ``report.rescoped``). Without them the
     file's ownership is kept (the root's operator restoring a whole store). Raises :class:`NotFoundError` for a
     missing path and :class:`InvalidInputError` for an unknown format or an override id that is not a safe id;
-    everything else is reported per line or file (a line that is not UTF-8 too).
+    everything else is reported per line or file (a line that is not UTF-8 too). ``namespace`` is the importer's:
+    every record lands in it (without it and without an override, the namespaces an export's lines name are kept).
     """
-    override = Override(user_id=user_id, session_id=session_id)
+    override = Override(user_id=user_id, session_id=session_id, namespace=namespace)
     src = Path(path)
     if not src.exists():
         raise NotFoundError(f"{src}: no such file or directory")

@@ -27,7 +27,7 @@ from agent_memory.portable._write import Target, files_store, run_sync
 __all__ = ["HEADER", "EXPORT_FIELDS", "export_records", "header", "is_header", "iter_records", "record_line"]
 
 HEADER = {"format": "agent-memory", "version": 1}  # a whole store's records (the operator's export)
-EXPORT_FIELDS = (*FIELDS, "metadata", "content")
+EXPORT_FIELDS = (*(f for f in FIELDS if f != "namespace"), "metadata", "content")  # + namespace, when not the root
 Format = Literal["jsonl", "markdown"]
 
 
@@ -45,6 +45,8 @@ def record_line(rec: MemoryRecord) -> str:
         elif value == "" and name not in ("content",):
             value = None
         data[name] = value
+        if name == "user_id" and rec.namespace:  # a root record's line is what it was before namespaces
+            data["namespace"] = rec.namespace
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
@@ -59,6 +61,8 @@ def header(caller: Caller | None = None, *, full: bool = False) -> dict[str, Any
         out["sections"] = [s for s in SECTIONS if caller is None or s != "archive"]
     if caller is not None:
         out["caller"] = {"session_id": caller.session_id, "user_id": caller.user_id}
+        if caller.namespace:
+            out["caller"]["namespace"] = caller.namespace
     return out
 
 
@@ -117,7 +121,11 @@ async def _backend_reads(source: Target, caller: Caller | None, full: bool) -> t
 def _store_records(store: MemoryStore, caller: Caller | None, problems: dict[str, str]) -> Iterator[MemoryRecord]:
     store.open()
     if caller is not None:
-        recs = store.list(limit=None, session_id=caller.session_id, user_id=caller.user_id)
+        from agent_memory.backends.files.namespaces import read_registry
+        from agent_memory.model import scopes
+
+        with scopes.viewing(caller.view(read_registry(store.root) if caller.namespace else None)):  # what the caller sees
+            recs = store.list(limit=None, session_id=caller.session_id, user_id=caller.user_id)
         names = [Path(r.path or "").name for r in recs]
     else:
         names = sorted(e.name for e in store.index.record_files())

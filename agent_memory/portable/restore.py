@@ -71,7 +71,7 @@ def restore_lines(
 
         state: dict[str, object] = {}
         for where, data in sections:
-            import_section(target, where, data, report, as_caller=bool(override), state=state)  # type: ignore[arg-type]
+            import_section(target, where, data, report, as_caller=bool(override) or bool(override and override.namespace), state=state)  # type: ignore[arg-type]
     return report
 
 

@@ -169,7 +169,11 @@ def _episode_dict(ep: Episode) -> dict[str, Any]:
 def _events(store: MemoryStore, caller: Caller | None) -> list[Event]:
     events, _ = store.events.read()
     if caller is not None:
-        events = [e for e in events if event_visible(e, caller.session_id, caller.user_id)]
+        from agent_memory.backends.files.namespaces import read_registry
+        from agent_memory.model import scopes
+
+        with scopes.viewing(caller.view(read_registry(store.root) if caller.namespace else None)):  # the caller's namespaces
+            events = [e for e in events if event_visible(e, caller.session_id, caller.user_id)]
     return events
 
 

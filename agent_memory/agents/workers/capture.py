@@ -91,10 +91,12 @@ class CaptureContext:
     session_id: str | None = None
     user_id: str | None = None
     said_at: dt.datetime | None = None
+    namespace: str | None = None  # the caller's: every draft of the capture is written there
+    isolation: str | None = None
 
     @property
     def caller(self) -> Caller:
-        return Caller(session_id=self.session_id, user_id=self.user_id)
+        return Caller(session_id=self.session_id, user_id=self.user_id, namespace=self.namespace, isolation=self.isolation)  # type: ignore[arg-type]
 
 
 Extractor = Callable[[CaptureContext], Drafts | Awaitable[Drafts]]
@@ -227,6 +229,11 @@ def _drafts(value: Any, ctx: CaptureContext) -> list[MemoryDraft]:
     return drafts
 
 
+def _homed(drafts: list[MemoryDraft], ctx: CaptureContext) -> list[MemoryDraft]:
+    """Every draft in the caller's namespace, whatever an extractor or a model put in it."""
+    return [dataclasses.replace(d, namespace=ctx.namespace) for d in drafts]
+
+
 async def _commit(backend: MemoryBackend, drafts: list[MemoryDraft], source: str, result: CaptureResult) -> CaptureResult:
     """Write the drafts in one batch; each one the store rejects is listed in ``result.rejected``."""
     rejected: list[dict[str, Any]] = []
@@ -251,7 +258,7 @@ async def _foreign_record(backend: MemoryBackend, draft: MemoryDraft) -> str | N
     if draft.memory_key is None:
         return None
     try:
-        existing = await backend.get(draft.memory_key, Caller(draft.session_id, draft.user_id))
+        existing = await backend.get(draft.memory_key, Caller(draft.session_id, draft.user_id, draft.namespace))
     except AgentMemoryError:  # not a record id (a plain key), or not visible: the store keeps partitions apart
         return None
     if existing.source in _CAPTURE_SOURCES:
@@ -338,7 +345,7 @@ async def _run_extractor(backend: MemoryBackend, extractor: Extractor, ctx: Capt
         value = extractor(ctx)
         if inspect.isawaitable(value):
             value = await value
-        await _commit(backend, _drafts(value, ctx), source, result)
+        await _commit(backend, _homed(_drafts(value, ctx), ctx), source, result)
     except Exception as exc:
         result.written, result.fallback, result.reason = [], True, describe_error(exc)
     result.elapsed_s = time.perf_counter() - started
@@ -367,7 +374,7 @@ async def _capture(
             toolset = bound_toolset(backend, profile.tools, ctx.caller, source=source, wrapper=StagingToolset)
             toolset.caller, toolset.backend = ctx.caller, backend
             await run_worker(profile, capture_prompt(ctx), toolset, usage, name=f"agent_memory_{source}")
-            await _commit(backend, toolset.drafts(ctx), source, result)
+            await _commit(backend, _homed(toolset.drafts(ctx), ctx), source, result)
     except Exception as exc:  # fail open: nothing staged is written, never raise
         result.written, result.fallback, result.reason = [], True, describe_error(exc, timeout_s)
     result.usage, result.elapsed_s = usage_dict(usage), time.perf_counter() - started
@@ -408,6 +415,8 @@ async def capture_turn(
         session_id=caller.session_id,
         user_id=caller.user_id,
         said_at=at,
+        namespace=caller.namespace,
+        isolation=caller.isolation,
     )
     return await _capture(backend, ctx, worker, extractor, "turn_capture")
 
@@ -433,5 +442,7 @@ async def capture_before_compaction(
         session_id=caller.session_id,
         user_id=caller.user_id,
         said_at=at,
+        namespace=caller.namespace,
+        isolation=caller.isolation,
     )
     return await _capture(backend, ctx, worker, extractor, "compaction_capture")

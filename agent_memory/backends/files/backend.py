@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from agent_memory.backends.base import Caller
+from agent_memory.backends.files.namespaces import configure, read_registry
 from agent_memory.errors import InvalidInputError
+from agent_memory.model import scopes
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.files.store import MemoryStore
@@ -68,6 +70,29 @@ class FilesBackend:
 
         return await asyncio.to_thread(partial(fn, *args, **kwargs))
 
+    async def _as(self, caller: Caller, fn: Callable[..., T], *args: Any, change: bool = False, **kwargs: Any) -> T:
+        """``fn`` in a worker thread, reading as ``caller``: its namespace view (from the root's registry) is bound
+        for the call (:func:`agent_memory.model.scopes.viewing`), so every visibility test of the call uses it.
+        ``change``: a call that changes what it finds (forget, restore, undo) sees the caller's own namespace only."""
+
+        def call() -> T:
+            with scopes.viewing(caller.own_view() if change else self.view(caller)):
+                return fn(*args, **kwargs)
+
+        return await self._run(call)
+
+    def view(self, caller: Caller) -> tuple[str, ...]:
+        """The namespaces ``caller`` reads (its namespace, isolation and this root's registry)."""
+        return caller.view(read_registry(self.store.root) if caller.namespace else None)
+
+    async def configure_namespace(self, namespace: str, *, shared: bool | None = None, isolation: str | None = None) -> dict[str, Any]:
+        """Mark ``namespace`` shared (or not) and/or set its default isolation in ``namespaces.json``."""
+        return await self._run(configure, self.store.root, namespace, shared=shared, isolation=isolation, lock=self.store.lock)
+
+    async def namespaces(self) -> dict[str, dict[str, Any]]:
+        """The root's namespace registry (``{namespace: {"shared", "isolation"}}``)."""
+        return await self._run(read_registry, self.store.root)
+
     async def remember(self, draft: MemoryDraft, *, source: str = "tool") -> RememberResult:
         return (await self._run(self.store.remember_many, [draft], source=source))[0]
 
@@ -86,20 +111,21 @@ class FilesBackend:
         return await self._run(self.store.supersede, old_id, draft, source=source)
 
     async def get(self, record_id: str, caller: Caller) -> MemoryRecord:
-        return await self._run(self.store.get, record_id, **caller.kwargs())
+        return await self._as(caller, self.store.get, record_id, **caller.kwargs())
 
     async def list(self, caller: Caller, *, limit: int | None = 50, **filters: Any) -> builtins.list[MemoryRecord]:
-        return await self._run(self.store.list, limit=limit, **caller.kwargs(), **filters)
+        return await self._as(caller, self.store.list, limit=limit, **caller.kwargs(), **filters)
 
     async def count(self, caller: Caller, **filters: Any) -> int:
-        return await self._run(self.store.count, **caller.kwargs(), **filters)
+        return await self._as(caller, self.store.count, **caller.kwargs(), **filters)
 
     async def search(self, query: str, caller: Caller, *, limit: int = 10, **options: Any) -> SearchResult:
         if options.get("mode") == "contextual":  # sessions by summary, then messages and records within them
             from agent_memory.sessions.contextual import contextual_search
 
             rest = {k: v for k, v in options.items() if k not in ("mode", "trace")}
-            return await self._run(
+            return await self._as(
+                caller,
                 contextual_search,
                 self.sessions,
                 query,
@@ -109,17 +135,17 @@ class FilesBackend:
                 embedder=self.embedder,
                 **caller.kwargs(),
             )
-        return await self._run(self.store.search, query, limit=limit, **caller.kwargs(), **options)
+        return await self._as(caller, self.store.search, query, limit=limit, **caller.kwargs(), **options)
 
     async def forget(self, record_id: str, caller: Caller) -> bool:
-        return await self._run(self.store.forget, record_id, **caller.kwargs())
+        return await self._as(caller, self.store.forget, record_id, change=True, **caller.kwargs())
 
     async def core_lines(self, caller: Caller, limit: int | None) -> builtins.list[str]:
         def lines() -> builtins.list[str]:
             self.store.open()  # the index follows the files (hand edits included) before it is read
             return self.store.visible_lines(limit=limit, **caller.kwargs())
 
-        return await self._run(lines)
+        return await self._as(caller, lines)
 
     async def user_md(self) -> str:
         path = self.store.root / "USER.md"
@@ -132,25 +158,25 @@ class FilesBackend:
         return await self._run(read)
 
     async def forget_purge(self, record_id: str, caller: Caller) -> bool:
-        return await self._run(self.store.forget, record_id, purge=True, **caller.kwargs())
+        return await self._as(caller, self.store.forget, record_id, change=True, purge=True, **caller.kwargs())
 
     async def purge(self, record_id: str | None = None, *, session_id: str | None = None, user_id: str | None = None) -> PurgeReport:
         return await self._run(self.store.purge, record_id, session_id=session_id, user_id=user_id)
 
     async def history(self, record_id: str, caller: Caller) -> History:
-        return await self._run(self.store.history, record_id, **caller.kwargs())
+        return await self._as(caller, self.store.history, record_id, **caller.kwargs())
 
     async def restore(self, record_id: str, caller: Caller, *, version: int | None = None) -> MemoryRecord:
-        return await self._run(self.store.restore, record_id, version=version, **caller.kwargs())
+        return await self._as(caller, self.store.restore, record_id, change=True, version=version, **caller.kwargs())
 
     async def undo(self, caller: Caller) -> Event:
-        return await self._run(self.store.undo, **caller.kwargs())
+        return await self._as(caller, self.store.undo, change=True, **caller.kwargs())
 
     async def events(self, caller: Caller, *, record_id: str | None = None, limit: int | None = None) -> builtins.list[Event]:
-        return await self._run(self.store.events_for, record_id, limit=limit, **caller.kwargs())
+        return await self._as(caller, self.store.events_for, record_id, limit=limit, **caller.kwargs())
 
     async def provenance(self, record_id: str, caller: Caller) -> dict[str, Any]:
-        return await self._run(self.store.provenance, record_id, **caller.kwargs())
+        return await self._as(caller, self.store.provenance, record_id, **caller.kwargs())
 
     async def sweep(self) -> SweepReport:
         return await self._run(self.store.sweep)

@@ -29,7 +29,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from agent_memory.backends.files.index_schema import date_filter_sql, scope_filter_sql, visibility_sql
+from agent_memory.backends.files.index_schema import date_filter_sql, scope_filter_sql, visibility_sql, visible_params
 from agent_memory.model.lines import dates_text
 from agent_memory.search.lexical import LexicalEngine
 from agent_memory.search.text import (
@@ -185,7 +185,7 @@ class Fts5Engine(LexicalEngine):
         """The visible candidates BM25-ranked and re-scored: ``(scored, params, extra SQL, fetch, plan)``."""
         limit = max(1, int(request.limit))
         fetch = max(self.pool, 2 * limit) if self.coordination else limit
-        params: dict[str, Any] = {"q": match, "sid": request.session_id, "uid": request.user_id, "limit": fetch}
+        params: dict[str, Any] = {"q": match, **visible_params(request.session_id, request.user_id), "limit": fetch}
         extra = scope_filter_sql(request.scopes) + date_filter_sql(request, params)
         weights = ", ".join(str(float(w)) for w in self.weights)
         keys = {term_key(t) for t in terms}

@@ -26,6 +26,7 @@ from agent_memory.backends.files.index_schema import (  # re-exported: the schem
     _RECORD_COLS,
     DEFAULT_FTS_TOKENIZER,
     FTS_COLUMNS,
+    MIGRATIONS,
     SCHEMA_VERSION,
     _instant,
     as_of_sql,
@@ -204,6 +205,8 @@ class Index:
             if self._schema_ok(conn):  # another process created it while we waited
                 self._ensure_links(conn)
                 return
+            if self._migrate(conn):
+                return
             drops = "".join(f"DROP TABLE IF EXISTS {t};" for t in ("fts", "record_tags", "records", "meta"))
             schema = f"{SCHEMA_VERSION}|{self.fts_tokenizer}".replace("'", "''")
             conn.executescript(
@@ -216,6 +219,22 @@ class Index:
         if not link_rows.current(conn):
             with self.hold():
                 link_rows.ensure(conn)
+
+    def _migrate(self, conn: sqlite3.Connection) -> bool:
+        """Bring an index of an older schema up to date in place when a migration exists (see
+        ``index_schema.MIGRATIONS``); False when it must be rebuilt instead. Called under :meth:`hold`."""
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        except sqlite3.OperationalError:
+            return False
+        version, _, tokenizer = (row[0] if row else "").partition("|")
+        if tokenizer != self.fts_tokenizer or version not in MIGRATIONS:
+            return False
+        schema = f"{SCHEMA_VERSION}|{self.fts_tokenizer}"
+        with conn:
+            conn.execute(MIGRATIONS[version])
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (schema,))
+        return self._schema_ok(conn)
 
     def _recreate(self) -> sqlite3.Connection:
         with self.lock.hold():
@@ -318,6 +337,7 @@ class Index:
             "scope": rec.scope.value,
             "session_id": rec.session_id,
             "user_id": rec.user_id,
+            "namespace": rec.namespace,
             "kind": rec.kind,
             "title": rec.title,
             "tags": json.dumps(list(rec.tags)),

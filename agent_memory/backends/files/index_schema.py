@@ -17,7 +17,9 @@ from agent_memory.search.types import SearchRequest
 if TYPE_CHECKING:  # pragma: no cover
     import sqlite3
 
-SCHEMA_VERSION = "5"  # 4: instants stored as normalised UTC; 5: two clocks and supersession
+SCHEMA_VERSION = "6"  # 4: instants stored as normalised UTC; 5: two clocks and supersession; 6: namespaces
+#: Versions an index is migrated from in place (ALTER TABLE) instead of rebuilt from the files.
+MIGRATIONS = {"5": "ALTER TABLE records ADD COLUMN namespace TEXT NOT NULL DEFAULT ''"}
 DEFAULT_FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 FTS_COLUMNS = ("title", "tags", "body", "context")
 _RECORD_COLS = (
@@ -28,6 +30,7 @@ _RECORD_COLS = (
     "scope",
     "session_id",
     "user_id",
+    "namespace",
     "kind",
     "title",
     "tags",
@@ -57,7 +60,7 @@ def live_sql(alias: str = "r") -> str:
 
 def visibility_sql(alias: str = "r", *, include_expired: bool = False) -> str:
     """The scope rule (:func:`agent_memory.model.scopes.sqlite_sql`) and, unless ``include_expired``, "not expired";
-    binds ``:sid`` and ``:uid``. Applied inside queries, so it acts before ranking and limits.
+    binds ``:sid``, ``:uid`` and ``:ns`` (:func:`visible_params`). Applied inside queries, so it acts before ranking and limits.
     """
     rule = scopes.sqlite_sql(alias)
     return rule if include_expired else f"({rule} AND {live_sql(alias)})"
@@ -92,6 +95,7 @@ def time_sql(params: dict[str, Any], *, include_superseded: bool = False, as_of:
 def schema_sql(fts_tokenizer: str) -> str:
     cols = ", ".join(
         f"{c} {'INTEGER' if c in ('mtime_ns', 'size', 'body_line') else 'REAL' if c == 'importance' else 'TEXT'}"
+        + (" NOT NULL DEFAULT ''" if c == "namespace" else "")
         for c in _RECORD_COLS
         if c != "id"
     )
@@ -127,6 +131,7 @@ def row_to_record(row: sqlite3.Row, records_dir: Path, content: str = "") -> Mem
         scope=Scope(row["scope"]),
         session_id=row["session_id"],
         user_id=row["user_id"],
+        namespace=row["namespace"] or "",
         tags=tuple(json.loads(row["tags"] or "[]")),
         memory_key=row["memory_key"],
         source=row["source"] or "manual",
@@ -147,7 +152,8 @@ def row_to_record(row: sqlite3.Row, records_dir: Path, content: str = "") -> Mem
 
 
 def visible_params(session_id: str | None, user_id: str | None) -> dict[str, Any]:
-    return {"sid": session_id, "uid": user_id}
+    """What :func:`visibility_sql` binds (:func:`agent_memory.model.scopes.sqlite_params`: the caller and its view)."""
+    return scopes.sqlite_params(session_id, user_id)
 
 
 def scope_filter_sql(scopes: Iterable[Scope] | None, alias: str = "r") -> str:

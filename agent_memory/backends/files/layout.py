@@ -145,6 +145,14 @@ ROOT_LAYOUT: tuple[RootEntry, ...] = (
         purge="not touched: the root owner's own file, no user's or session's data",
     ),
     RootEntry(
+        "namespaces",
+        "namespaces.json",
+        "the namespace registry: which namespaces are marked shared and their default isolation (docs/namespaces.md)",
+        derived=False,
+        owned=False,
+        purge="not touched: configuration (namespace names and flags), no user's or session's data",
+    ),
+    RootEntry(
         "sessions",
         "sessions/",
         "session logs, summaries and their cached vectors, per user and session",

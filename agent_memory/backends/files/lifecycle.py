@@ -40,10 +40,11 @@ PROVENANCE = "provenance"
 UNDOABLE = ("created", "imported", "appended", "replaced", "restored", "forgotten", "swept", "archived", "undone")
 
 
-def _owner(rec: Any) -> tuple[str, str, str | None, str | None]:
+def _owner(rec: Any) -> tuple[str, str, str | None, str | None, str | None]:
     if isinstance(rec, MemoryRecord):
-        return rec.id, rec.scope.value, rec.session_id, rec.user_id
-    return rec["id"], rec["scope"], rec["session_id"], rec["user_id"]
+        return rec.id, rec.scope.value, rec.session_id, rec.user_id, rec.namespace or None
+    ns = rec["namespace"] if "namespace" in rec.keys() else None
+    return rec["id"], rec["scope"], rec["session_id"], rec["user_id"], ns or None
 
 
 #: Events whose record text was just written: their ``detail.links`` counts the ``[[links]]`` in it.
@@ -62,7 +63,7 @@ def emit(
     **detail: Any,
 ) -> Event | None:
     """Append one event about ``rec`` (a record or an index row). Never fails the change it reports."""
-    rid, scope, osid, ouid = _owner(rec)
+    rid, scope, osid, ouid, ons = _owner(rec)
     if kind in LINKED_EVENTS and isinstance(rec, MemoryRecord) and "links" not in detail:
         detail["links"] = len(parse_links(rec.content)) or None  # how many [[links]] the written text holds
     who = current_acting()
@@ -84,6 +85,7 @@ def emit(
         owner_session=osid,
         owner_user=ouid,
         detail={k: v for k, v in detail.items() if v is not None},
+        owner_namespace=ons,
     )
     try:
         return store.events.append(ev)
@@ -155,7 +157,14 @@ def forget(store: StoreParts, record_id: str, session_id: str | None, user_id: s
 
 
 def _sees(rec: MemoryRecord, session_id: str | None, user_id: str | None) -> bool:
-    ev = Event("archived", rec.id, scope=rec.scope.value, owner_session=rec.session_id, owner_user=rec.user_id)
+    ev = Event(
+        "archived",
+        rec.id,
+        scope=rec.scope.value,
+        owner_session=rec.session_id,
+        owner_user=rec.user_id,
+        owner_namespace=rec.namespace or None,
+    )
     return visible(ev, session_id, user_id)
 
 

@@ -128,7 +128,14 @@ def _targets(store: StoreParts, record_id: str | None, session_id: str | None, u
 
 
 def _caller_sees(rec: Any, session_id: str | None, user_id: str | None) -> bool:
-    ev = Event("archived", rec.id, scope=rec.scope.value, owner_session=rec.session_id, owner_user=rec.user_id)
+    ev = Event(
+        "archived",
+        rec.id,
+        scope=rec.scope.value,
+        owner_session=rec.session_id,
+        owner_user=rec.user_id,
+        owner_namespace=rec.namespace or None,
+    )
     return visible(ev, session_id, user_id)
 
 
@@ -168,6 +175,7 @@ def _tombstone(ids: set[str], session_id: str | None, user_id: str | None) -> Ca
             owner_session=hashed["owner_session"],
             owner_user=hashed["owner_user"],
             detail={"purged": True},
+            owner_namespace=ev.owner_namespace,
         )
 
     return change

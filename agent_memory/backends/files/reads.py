@@ -53,7 +53,7 @@ def expired(rec: MemoryRecord, now: dt.datetime | None = None) -> bool:
 
 def in_partition_of(rec: MemoryRecord, session_id: str | None, user_id: str | None) -> bool:
     """The scope rule (:mod:`agent_memory.model.scopes`) for one record, expiry aside."""
-    return scopes.may_see(rec.scope.value, rec.session_id, rec.user_id, session_id=session_id, user_id=user_id)
+    return scopes.may_see(rec.scope.value, rec.session_id, rec.user_id, session_id=session_id, user_id=user_id, namespace=rec.namespace)
 
 
 def may_see(rec: MemoryRecord, session_id: str | None, user_id: str | None) -> bool:
@@ -66,8 +66,12 @@ def get(store: StoreParts, record_id: str, session_id: str | None, user_id: str 
     name = os.path.basename(path_for(store, record_id))
     check_strings(session_id=session_id, user_id=user_id)
     store.open()
-    row = store.index.guarded(lambda c: c.execute("SELECT scope, session_id, user_id FROM records WHERE id = ?", (record_id,)).fetchone())
-    if row is not None and not scopes.may_see(row["scope"], row["session_id"], row["user_id"], session_id=session_id, user_id=user_id):
+    row = store.index.guarded(
+        lambda c: c.execute("SELECT scope, session_id, user_id, namespace FROM records WHERE id = ?", (record_id,)).fetchone()
+    )
+    if row is not None and not scopes.may_see(
+        row["scope"], row["session_id"], row["user_id"], session_id=session_id, user_id=user_id, namespace=row["namespace"]
+    ):
         raise not_found(record_id)  # hidden: answered from the index, so it costs what a missing id costs
     try:  # the file is the truth, for the content and for who may see it (no lock, no rescan)
         rec: MemoryRecord | None = store.index.load_file(name)[0]
@@ -113,7 +117,7 @@ def list_where(
         include_superseded=bool(include_superseded),
         as_of=as_of_filter(as_of),
     )
-    params: dict[str, Any] = {"sid": session_id, "uid": user_id}
+    params: dict[str, Any] = scopes.sqlite_params(session_id, user_id)
     where = visibility_sql("r") + scope_filter_sql(scopes_of(scope)) + date_filter_sql(req, params)
     for i, tag in enumerate(normalize_tags(tags)):
         params[f"tag{i}"] = tag

@@ -15,9 +15,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def partition_sql(rec: MemoryRecord) -> tuple[str, dict[str, Any]]:
-    """The SQL predicate (alias ``r``) of the partition ``rec`` is written to, with its parameters."""
-    params: dict[str, Any] = {"scope": rec.scope.value}
-    sql = "r.scope = :scope"
+    """The SQL predicate (alias ``r``) of the partition ``rec`` is written to, with its parameters: its scope and
+    owners, in its namespace (a keyed write or a duplicate never reaches into another namespace)."""
+    params: dict[str, Any] = {"scope": rec.scope.value, "pns": rec.namespace or ""}
+    sql = "r.scope = :scope AND coalesce(r.namespace, '') = :pns"
     if rec.scope is Scope.SESSION:
         sql += " AND r.session_id = :psid AND r.user_id IS :puid"  # a session partition is per user too
         params["psid"] = rec.session_id

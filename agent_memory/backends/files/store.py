@@ -25,7 +25,7 @@ import agent_memory.backends.files.supersede as _supersede
 import agent_memory.model.queries as queries
 from agent_memory.backends.files.events import EventLog
 from agent_memory.backends.files.fts import Fts5Engine, SearchEngine
-from agent_memory.backends.files.index import Index, current_sql, row_to_record, visibility_sql
+from agent_memory.backends.files.index import Index, current_sql, row_to_record, visibility_sql, visible_params
 from agent_memory.errors import InvalidInputError
 from agent_memory.formats.atomic import RootLock, atomic_write, ensure_dir
 from agent_memory.model.events import Event, acting
@@ -299,7 +299,7 @@ class MemoryStore:
     # -- reads ----------------------------------------------------------------------------
     def visible_row(self, record_id: str, session_id: str | None, user_id: str | None) -> Any:
         """The index row of ``record_id`` if the caller may see it, else None."""
-        rows = self.index.rows_where(f"r.id = :id AND {visibility_sql('r')}", {"id": record_id, "sid": session_id, "uid": user_id})
+        rows = self.index.rows_where(f"r.id = :id AND {visibility_sql('r')}", {"id": record_id, **visible_params(session_id, user_id)})
         return rows[0] if rows else None
 
     def get(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> MemoryRecord:
@@ -574,7 +574,7 @@ class MemoryStore:
     def visible_lines(self, *, session_id: str | None, user_id: str | None, limit: int | None) -> builtins.list[str]:
         """MEMORY.md-style lines for the records a caller may see, newest first."""
         queries.check_strings(session_id=session_id, user_id=user_id)
-        params = {"sid": session_id, "uid": user_id}
+        params = visible_params(session_id, user_id)
         sql = (
             f"SELECT id, kind, summary, happened_at, valid_from, valid_to FROM records r WHERE {visibility_sql('r')}"
             f" AND {current_sql('r')} ORDER BY updated DESC, id"

@@ -17,6 +17,7 @@ import psycopg
 from agent_memory.backends.base import Caller
 from agent_memory.backends.postgres.events import events_for, record_archive_event, record_writes
 from agent_memory.backends.postgres.maintenance import Maintenance
+from agent_memory.backends.postgres.namespaces import changes_as_caller, configure, reads_as_caller, registry
 from agent_memory.backends.postgres.pool import Pool
 from agent_memory.backends.postgres.rows import SELECT, check_strings, filters_sql, iso, row_to_record, url_location, visibility
 from agent_memory.backends.postgres.schema import TEXT_CONFIG, check_schema
@@ -250,6 +251,7 @@ class PostgresBackend:
             raise InvalidInputError(f"draft must be a MemoryDraft, not {type(draft).__name__}")
         return await self.remember(dataclasses.replace(draft, supersedes=validate_id(old_id)), source=source)
 
+    @changes_as_caller
     async def forget(self, record_id: str, caller: Caller) -> bool:
         """Delete a record the caller may see, and the records it superseded (archived as ``forgotten``). False if absent."""
         validate_id(record_id)
@@ -274,32 +276,46 @@ class PostgresBackend:
 
         return await purge(self, record_id, session_id=session_id, user_id=user_id)
 
+    @changes_as_caller
     async def forget_purge(self, record_id: str, caller: Caller) -> bool:
         from agent_memory.backends.postgres.lifecycle import forget_purge
 
         return await forget_purge(self, record_id, caller)
 
+    @reads_as_caller
     async def history(self, record_id: str, caller: Caller) -> History:
         from agent_memory.backends.postgres.lifecycle import history
 
         return await history(self, record_id, caller)
 
+    @changes_as_caller
     async def restore(self, record_id: str, caller: Caller, *, version: int | None = None) -> MemoryRecord:
         from agent_memory.backends.postgres.lifecycle import restore
 
         return await restore(self, record_id, caller, version=version)
 
+    @changes_as_caller
     async def undo(self, caller: Caller) -> Event:
         from agent_memory.backends.postgres.lifecycle import undo
 
         return await undo(self, caller)
 
+    @reads_as_caller
     async def events(self, caller: Caller, *, record_id: str | None = None, limit: int | None = None) -> builtins.list[Event]:
         return await events_for(self, caller, record_id=record_id, limit=limit)
 
+    @reads_as_caller
     async def provenance(self, record_id: str, caller: Caller) -> dict[str, Any]:
         """Not kept on PostgreSQL yet (records carry no ``metadata.provenance``; :meth:`events` say who changed what)."""
         raise NotSupportedError.of("provenance", self, "use events(record_id=...) for who changed a record")
+
+    async def configure_namespace(self, namespace: str, *, shared: bool | None = None, isolation: str | None = None) -> dict[str, Any]:
+        """Mark ``namespace`` shared (or not) and/or set its default isolation (the ``namespaces`` table)."""
+        return await configure(self, namespace, shared=shared, isolation=isolation)
+
+    async def namespaces(self) -> dict[str, dict[str, Any]]:
+        """The schema's namespace registry (``{namespace: {"shared", "isolation"}}``)."""
+        return await registry(self)
 
     async def set_user_md(self, text: str) -> None:
         """Replace the stable user notes returned by :meth:`user_md` (the files backend's ``USER.md``)."""
@@ -319,6 +335,7 @@ class PostgresBackend:
         check_strings(session_id=caller.session_id, user_id=caller.user_id)
         return {"sid": caller.session_id, "uid": caller.user_id}
 
+    @reads_as_caller
     async def get(self, record_id: str, caller: Caller) -> MemoryRecord:
         validate_id(record_id)
         params = self._caller(caller)
@@ -330,6 +347,7 @@ class PostgresBackend:
             raise NotFoundError(f"no record {record_id!r} visible to this caller")
         return row_to_record(row, self.path_of(row["id"]))
 
+    @reads_as_caller
     async def list(self, caller: Caller, *, limit: int | None = 50, **filters: Any) -> list[MemoryRecord]:
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
             raise InvalidInputError("limit must be a positive integer or None")
@@ -344,6 +362,7 @@ class PostgresBackend:
             rows = await cur.fetchall()
         return [row_to_record(r, self.path_of(r["id"])) for r in rows]
 
+    @reads_as_caller
     async def count(self, caller: Caller, **filters: Any) -> int:
         params = self._caller(caller)
         where = visibility(params) + filters_sql(params, **filters)
@@ -352,6 +371,7 @@ class PostgresBackend:
             row = await cur.fetchone()
         return int(row["n"])
 
+    @reads_as_caller
     async def search(self, query: str, caller: Caller, *, limit: int = 10, **options: Any) -> SearchResult:
         """Rank visible records for ``query``; ``tags`` are ranking hints (as in the files backend).
 
@@ -406,6 +426,7 @@ class PostgresBackend:
                 conn, query, sid=params["sid"], uid=params["uid"], limit=limit, tags=tags, trace=trace, strict=strict, **options
             )
 
+    @reads_as_caller
     async def core_lines(self, caller: Caller, limit: int | None) -> builtins.list[str]:
         params = self._caller(caller)
         sql = (

@@ -41,7 +41,7 @@ async def all_events(b: Any) -> builtins.list[Event]:
     """Every event row, oldest first."""
     sql = (
         f"SELECT eid, ts, event, id, actor, session_id, user_id, run_id, tool_call_id, before, after, scope,"
-        f' owner_session, owner_user, detail FROM "{b.schema}".events ORDER BY ts, seq'
+        f' owner_session, owner_user, detail, owner_namespace FROM "{b.schema}".events ORDER BY ts, seq'
     )
     async with b.pool.connection() as conn:
         rows = await (await conn.execute(sql)).fetchall()

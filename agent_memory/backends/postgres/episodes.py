@@ -23,7 +23,7 @@ from agent_memory.model.records import Scope
 
 __all__ = ["PgEpisodeStore"]
 
-_VISIBLE = scopes.postgres_sql("e")
+_VISIBLE = scopes.postgres_sql("e", namespaced=False)  # episodes are not namespaced yet (docs/namespaces.md)
 
 
 def _tenant(episode: Episode) -> str:

@@ -41,6 +41,7 @@ _FIELDS = (
     "owner_session",
     "owner_user",
     "detail",
+    "owner_namespace",
 )
 
 
@@ -93,12 +94,12 @@ async def record_writes(b: Any, results: Sequence[RememberResult], source: str, 
     async with b.pool.connection() as conn:
         await conn.execute(
             f'INSERT INTO "{b.schema}".events (tenant, eid, event, id, actor, session_id, user_id, run_id, tool_call_id,'
-            " before, after, scope, owner_session, owner_user, detail)"
+            " before, after, scope, owner_session, owner_user, detail, owner_namespace)"
             " SELECT r.tenant, x.eid, x.ev, r.id, %(actor)s, coalesce(%(sid)s, r.session_id), coalesce(%(uid)s, r.user_id),"
             " %(run)s, %(call)s, CASE WHEN x.ev = 'created' OR x.ev = 'imported' THEN NULL"
             " ELSE coalesce(x.before, p.content_hash) END, coalesce(x.after, r.content_hash), r.scope, r.session_id,"
             " r.user_id, jsonb_strip_nulls(jsonb_build_object('kept', x.kept, 'links', (SELECT nullif(count(*), 0)"
-            f' FROM "{b.schema}".record_links l WHERE l.tenant = r.tenant AND l.src = r.id)))'
+            f' FROM "{b.schema}".record_links l WHERE l.tenant = r.tenant AND l.src = r.id))), r.namespace'
             " FROM unnest(%(ids)s::text[], %(evs)s::text[], %(eids)s::text[], %(befores)s::text[], %(afters)s::text[],"
             " %(kepts)s::int[]) AS x(id, ev, eid, before, after, kept)"
             f" JOIN {b.table} r ON r.id = x.id AND r.superseded_by IS NULL"
@@ -140,6 +141,7 @@ async def record_event(
             "owner_session": row["session_id"],
             "owner_user": row["user_id"],
             "detail": detail,
+            "owner_namespace": row.get("namespace") or "",
         }
     )
     await conn.execute(
@@ -154,9 +156,10 @@ async def record_archive_event(b: Any, record_id: str, caller: Caller, event: st
         who = _who("tool")
         await conn.execute(
             f'INSERT INTO "{b.schema}".events (tenant, eid, event, id, actor, session_id, user_id, run_id, tool_call_id,'
-            " before, after, scope, owner_session, owner_user)"
+            " before, after, scope, owner_session, owner_user, owner_namespace)"
             " SELECT a.tenant, %(eid)s, %(ev)s, a.id, %(actor)s, %(sid)s, %(uid)s, %(run)s, %(call)s,"
-            " a.record->>'content_hash', NULL, a.record->>'scope', a.record->>'session_id', a.record->>'user_id'"
+            " a.record->>'content_hash', NULL, a.record->>'scope', a.record->>'session_id', a.record->>'user_id',"
+            " coalesce(a.record->>'namespace', '')"
             f' FROM "{b.schema}".archive a WHERE a.id = %(id)s ORDER BY a.archived DESC LIMIT 1',
             {
                 **who,
@@ -173,6 +176,7 @@ def _event(row: dict[str, Any]) -> Event:
     data = {k: row[k] for k in _FIELDS}
     data["ts"] = row["ts"].isoformat().replace("+00:00", "Z")
     data["detail"] = dict(row["detail"] or {})
+    data["owner_namespace"] = row["owner_namespace"] or None
     return Event(**data)
 
 

@@ -68,6 +68,7 @@ COLUMNS = (
     "scope",
     "session_id",
     "user_id",
+    "namespace",
     "kind",
     "title",
     "tags",
@@ -93,12 +94,15 @@ SELECT = ", ".join(c for c in COLUMNS)
 
 
 def tenant_part(rec: MemoryRecord) -> tuple[str, str]:
-    """The distribution key and the dedupe partition of a record (same partitions as the files backend)."""
+    """The distribution key and the dedupe partition of a record (same partitions as the files backend: a
+    namespaced record's partition is prefixed by its namespace, a root record's is unchanged)."""
     if rec.scope is Scope.SESSION:
-        return rec.user_id or "", f"session:{rec.session_id}"
-    if rec.scope is Scope.USER:
-        return rec.user_id or "", "user"
-    return "", rec.scope.value
+        tenant, part = rec.user_id or "", f"session:{rec.session_id}"
+    elif rec.scope is Scope.USER:
+        tenant, part = rec.user_id or "", "user"
+    else:
+        tenant, part = "", rec.scope.value
+    return tenant, (f"{rec.namespace}|{part}" if rec.namespace else part)
 
 
 def parse_time(value: str | None) -> dt.datetime | None:
@@ -123,6 +127,7 @@ def record_params(rec: MemoryRecord) -> dict[str, Any]:
         "scope": rec.scope.value,
         "session_id": rec.session_id,
         "user_id": rec.user_id,
+        "namespace": rec.namespace or "",
         "kind": rec.kind,
         "title": rec.title,
         "tags": list(rec.tags),
@@ -155,6 +160,7 @@ def row_to_record(row: dict[str, Any], path: str) -> MemoryRecord:
         scope=Scope(row["scope"]),
         session_id=row["session_id"],
         user_id=row["user_id"],
+        namespace=row.get("namespace") or "",
         tags=tuple(row["tags"] or ()),
         memory_key=row["memory_key"],
         source=row["source"],
@@ -175,8 +181,8 @@ def row_to_record(row: dict[str, Any], path: str) -> MemoryRecord:
 
 
 def visibility(params: dict[str, Any], alias: str = "r") -> str:
-    """The scope rule (:func:`agent_memory.model.scopes.postgres_sql`) and "not expired"; binds ``sid``, ``uid`` and
-    ``tenants`` in ``params``."""
+    """The scope rule (:func:`agent_memory.model.scopes.postgres_sql`) and "not expired"; binds ``sid``, ``uid``,
+    ``tenants`` and ``ns`` (the namespace view bound for the call) in ``params``."""
     scopes.postgres_params(params)
     return f"({scopes.postgres_sql(alias)} AND ({alias}.expires IS NULL OR {alias}.expires > now()))"
 

@@ -140,6 +140,20 @@ def migrations(s: str, cfg: str = TEXT_CONFIG) -> list[tuple[int, str, list[str]
                 f'DROP INDEX IF EXISTS "{s}".records_keyed_hash',
             ],
         ),
+        (
+            7,
+            "namespaces: a record's namespace ('' is the root) and the registry of shared namespaces",
+            [
+                f"ALTER TABLE \"{s}\".records ADD COLUMN IF NOT EXISTS namespace text NOT NULL DEFAULT ''",
+                f"ALTER TABLE \"{s}\".events ADD COLUMN IF NOT EXISTS owner_namespace text NOT NULL DEFAULT ''",
+                f"""CREATE TABLE IF NOT EXISTS "{s}".namespaces (
+                name text PRIMARY KEY,
+                shared boolean NOT NULL DEFAULT false,
+                isolation text CHECK (isolation IN ('full', 'inherited', 'shared')),
+                updated timestamptz NOT NULL DEFAULT now()
+            )""",
+            ],
+        ),
         links_migration(s),  # 8: links between records (its rows are filled by migrate, below)
     ]
 

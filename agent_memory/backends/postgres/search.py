@@ -68,7 +68,7 @@ class PgSearch:
         self.cfg = text_config
         self.path_of = path_of
         # (term, None | the caller's (session, user) when strict) -> (documents, capped at the budget; when counted)
-        self._df: dict[tuple[str, tuple[str | None, str | None] | None], tuple[int, float]] = {}
+        self._df: dict[tuple[str, tuple[Any, ...] | None], tuple[int, float]] = {}
 
     async def run(
         self,
@@ -147,14 +147,14 @@ class PgSearch:
         now = time.monotonic()
         if len(self._df) > 20_000:
             self._df.clear()
-        owner = (params.get("sid"), params.get("uid")) if strict else None
+        owner = (params.get("sid"), params.get("uid"), tuple(params.get("ns") or ())) if strict else None
         counts = {t: hit[0] for t in usable if (hit := self._df.get((t, owner))) is not None and now - hit[1] < DF_TTL_S}
         missing = [t for t in usable if t not in counts]
         if missing:  # one round trip: each term's document count, bounded by the budget
             cur = await conn.execute(
                 self._counts_sql(len(missing), visibility(params) if strict else None),
                 {
-                    **({k: params[k] for k in ("sid", "uid", "tenants")} if strict else {}),
+                    **({k: params[k] for k in ("sid", "uid", "tenants", "ns")} if strict else {}),
                     "cfg": self.cfg,
                     "probe": probe,
                     "rel": self.t,

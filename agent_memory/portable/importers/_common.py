@@ -122,6 +122,7 @@ def _record_of(item: Item, fmt: str, fallback_time: str, over: Override, report:
             None,
             item.importance,
             metadata,
+            namespace=over.namespace,  # another memory's files land in the importer's namespace
         )
         rec, redactions = prepare_draft(draft, "import")
     except InvalidInputError as exc:
