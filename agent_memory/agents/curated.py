@@ -60,6 +60,8 @@ def _needs_user(scope: Scope, caller: Caller) -> None:
 def _mine(rec: MemoryRecord, caller: Caller, scopes: Sequence[Scope]) -> bool:
     if rec.kind != KIND or rec.scope not in scopes or rec.superseded_by:
         return False
+    if rec.namespace != (caller.namespace or ""):  # an ancestor's line is read, never changed, from a namespace below it
+        return False
     return rec.scope is not Scope.USER or (caller.user_id is not None and rec.user_id == caller.user_id)
 
 
@@ -111,6 +113,7 @@ async def add_line(
         scope=where.value,
         session_id=caller.session_id,
         user_id=caller.user_id,
+        namespace=caller.namespace,
         memory_key=new_key(),
         on_existing="skip",
         metadata={PRIORITY_KEY: prio},
@@ -141,6 +144,7 @@ async def replace_line(
         scope=rec.scope.value,
         session_id=caller.session_id,
         user_id=rec.user_id if rec.scope is Scope.USER else caller.user_id,
+        namespace=caller.namespace,
         memory_key=rec.id,
         on_existing="replace",
         metadata={PRIORITY_KEY: prio if prio is not None else priority_of(rec.metadata)},

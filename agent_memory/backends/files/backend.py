@@ -221,7 +221,7 @@ class FilesBackend:
         """Outgoing links and backlinks of a record the caller may see (see :mod:`agent_memory.backends.files.links`)."""
         from agent_memory.backends.files.links import links_for
 
-        return await self._run(links_for, self.store, record_id, caller.session_id, caller.user_id)
+        return await self._as(caller, links_for, self.store, record_id, caller.session_id, caller.user_id)
 
     async def close(self) -> None:
         self.store.close()

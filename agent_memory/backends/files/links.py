@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_memory.backends.files.index_schema import current_sql, visibility_sql
 from agent_memory.model.links import MAX_BACKLINKS, LinkRef, ParsedLink, RecordLinks, backlinks_of, resolve, title_key
+from agent_memory.model.scopes import sqlite_params
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.files.parts import StoreParts
@@ -27,7 +28,7 @@ class _Reader:
 
     def __init__(self, conn: sqlite3.Connection, session_id: str | None, user_id: str | None) -> None:
         self.conn = conn
-        self.params: dict[str, Any] = {"sid": session_id, "uid": user_id}
+        self.params: dict[str, Any] = sqlite_params(session_id, user_id)  # the call's namespace view included
 
     def _rows(self, sql: str, values: Sequence[str]) -> list[Any]:
         params = {**self.params, **{f"v{i}": v for i, v in enumerate(values)}}

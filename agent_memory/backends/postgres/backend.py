@@ -490,6 +490,7 @@ class PostgresBackend:
         return True
 
     # -- links between records (agent_memory.backends.postgres.links) -------------------------------------
+    @reads_as_caller
     async def links(self, record_id: str, caller: Caller) -> RecordLinks:
         """Outgoing links and backlinks of a record the caller may see, resolved among the records it may see."""
         from agent_memory.backends.postgres.links import links_for
