@@ -299,11 +299,12 @@ async def test_postgres_schema_6_is_migrated_in_place(tmp_path: Path) -> None:
     old = MemoryProvider(url, schema=schema)
     made = await old.remember("Written before namespaces existed.", scope="project")
     await old.aclose()
-    with psycopg.connect(url, autocommit=True) as conn:  # undo migration 7: what a version-6 schema holds
+    with psycopg.connect(url, autocommit=True) as conn:  # undo migrations 7 and 8: what a version-6 schema holds
         conn.execute(f'ALTER TABLE "{schema}".records DROP COLUMN namespace')
         conn.execute(f'ALTER TABLE "{schema}".events DROP COLUMN owner_namespace')
         conn.execute(f'DROP TABLE "{schema}".namespaces')
-        conn.execute(f'DELETE FROM "{schema}".schema_version WHERE version = 7')
+        conn.execute(f'DROP TABLE "{schema}".record_links, "{schema}".record_titles')  # and migration 8 (links)
+        conn.execute(f'DELETE FROM "{schema}".schema_version WHERE version >= 7')
     root = MemoryProvider(url, schema=schema)
     assert [r.id for r in await root.list()] == [made.id] and (await root.get(made.id)).namespace == ""
     support = root.in_namespace("acme/support", "full")
@@ -312,7 +313,7 @@ async def test_postgres_schema_6_is_migrated_in_place(tmp_path: Path) -> None:
     assert [r.namespace for r in await support.list()] == ["acme/support"]
     with psycopg.connect(url) as conn:
         row = conn.execute(f'SELECT max(version) FROM "{schema}".schema_version').fetchone()
-        assert row is not None and row[0] == 7
+        assert row is not None and row[0] == 8  # namespaces (7), then links (8)
     await root.aclose()
 
 

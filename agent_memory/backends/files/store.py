@@ -425,7 +425,7 @@ class MemoryStore:
             "SELECT r.id, r.updated, r.importance, r.title, f.body FROM records r JOIN fts f ON f.rowid = r.rowid"
             f" WHERE r.id IN (SELECT value FROM json_each(:ids)) AND {visibility_sql('r')}"
         )
-        params = {"ids": json.dumps(list(ids)), "sid": session_id, "uid": user_id}
+        params = {"ids": json.dumps(list(ids)), **visible_params(session_id, user_id)}
         rows = self.index.guarded(lambda c: c.execute(sql, params).fetchall())
         return {
             row["id"]: {
