@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.files.meaning import Meaning
     from agent_memory.backends.files.store import MemoryStore
     from agent_memory.consolidate import ConsolidationReport
+    from agent_memory.consolidate.contradict import Contradiction
     from agent_memory.embeddings import Embedder
     from agent_memory.episodes import Episode, Episodes
     from agent_memory.sessions import SessionInfo, SessionMessage, SessionStore, SessionSummary, SummaryPolicy
@@ -633,3 +634,23 @@ class MemoryProvider:
         return await asyncio.to_thread(
             search_sessions, self.session_store, query, session_id=session_id, user_id=user_id, limit=limit, embedder=self._embedder()
         )
+
+    # -- contradictions, dream governance, episode deletion (issue 30) --------------------
+    async def contradict(
+        self,
+        text: str,
+        *,
+        key: str | None = None,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        exclude: Iterable[str] = (),
+        limit: int = 8,
+    ) -> "builtins.list[Contradiction]":
+        """The records the caller may see that state a different value than ``text`` for the same subject, best
+        first (see :mod:`agent_memory.consolidate.contradict`); ``key``: the memory_key ``text`` would be stored
+        under; ``exclude``: ids never reported. Restatements, look-alikes and superseded versions are not returned."""
+        from agent_memory.consolidate.contradict import backend_contradictions
+        from agent_memory.model.records import check_content
+
+        check_content(text)
+        return await backend_contradictions(self.backend, text, Caller(session_id, user_id), key=key, exclude=exclude, limit=limit)
