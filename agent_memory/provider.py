@@ -654,3 +654,13 @@ class MemoryProvider:
 
         check_content(text)
         return await backend_contradictions(self.backend, text, Caller(session_id, user_id), key=key, exclude=exclude, limit=limit)
+
+    async def delete_episode(self, episode_id: str, *, session_id: str | None = None, user_id: str | None = None) -> "Episode":
+        """Delete one episode the caller may see (evented; :meth:`restore_episode` brings it back); returns it."""
+        store = self._episodes()
+        return await asyncio.to_thread(store.delete, episode_id, session_id=session_id, user_id=user_id)
+
+    async def restore_episode(self, episode_id: str, *, session_id: str | None = None, user_id: str | None = None) -> "Episode":
+        """Bring back an episode :meth:`delete_episode` deleted, if the caller may see it (evented); returns it."""
+        store = self._episodes()
+        return await asyncio.to_thread(store.restore, episode_id, session_id=session_id, user_id=user_id)

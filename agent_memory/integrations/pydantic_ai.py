@@ -82,6 +82,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["MemoryCapability", "MemoryTurn", "keep_recent_turns"]
 
 logger = logging.getLogger("agent_memory.integrations.pydantic_ai")
+#: What ``episode_facts`` may add to a run's episode: what the run was checked against.
+CHECKED_FACTS = ("git_sha", "verify_exit")
 
 HistoryProcessor = Callable[..., list[ModelMessage] | Awaitable[list[ModelMessage]]]
 """A pydantic-ai history processor: ``(messages)`` or ``(ctx, messages)``, sync or async."""
@@ -101,7 +103,8 @@ class MemoryCapability(AbstractCapability[Any]):
     whole memory delay of a turn (waiting for the previous capture, then recall).
     ``identity`` (a function of the run's ``RunContext``, e.g. reading ``ctx.deps``) names the
     caller per run instead of the fixed ``session_id``/``user_id``: one capability, many users.
-    ``episodes=False`` stops recording one episode per run. ``consolidate_every=N`` (off by default) runs the
+    ``episodes=False`` stops recording one episode per run; ``episode_facts`` (a function of the run's
+    ``RunContext``) adds what the run checked to its episode: ``{"git_sha": ..., "verify_exit": ...}``. ``consolidate_every=N`` (off by default) runs the
     non-destructive consolidation pass every N turns and at compaction, in the background.
 
     Conversations are told apart by pydantic-ai's ``conversation_id`` (inherited from
@@ -125,6 +128,7 @@ class MemoryCapability(AbstractCapability[Any]):
         identity: Identity | None = None,
         episodes: bool = True,
         consolidate_every: int | None = None,
+        episode_facts: "Callable[[RunContext[Any]], Mapping[str, Any]] | None" = None,
     ) -> None:
         self.provider = provider
         self.identity = identity
@@ -139,6 +143,7 @@ class MemoryCapability(AbstractCapability[Any]):
         self.consolidate_every = consolidate_every
         self.max_conversations = max_conversations
         self.episodes = episodes
+        self.episode_facts = episode_facts
         self._shared = Shared()
         self._run: RunState | None = None
 
@@ -323,6 +328,7 @@ class MemoryCapability(AbstractCapability[Any]):
         try:
             messages = messages or run.messages or ctx.messages
             facts = run_facts(messages, ctx.run_id, run.tool_errors)
+            checked = {k: v for k, v in (self.episode_facts(ctx) if self.episode_facts else {}).items() if k in CHECKED_FACTS}
             call = self.hooks(ctx.conversation_id).on_run_end(
                 turn.message or _last_user_text(messages),
                 output,
@@ -337,6 +343,7 @@ class MemoryCapability(AbstractCapability[Any]):
                 run_id=ctx.run_id,
                 conversation_id=ctx.conversation_id,
                 source="pydantic_ai",
+                **checked,
             )
         except Exception:
             logger.warning("agent_memory: could not read the run for its episode", exc_info=True)
