@@ -664,3 +664,36 @@ class MemoryProvider:
         """Bring back an episode :meth:`delete_episode` deleted, if the caller may see it (evented); returns it."""
         store = self._episodes()
         return await asyncio.to_thread(store.restore, episode_id, session_id=session_id, user_id=user_id)
+
+    async def consolidation_history(
+        self, *, since: str | None = None, limit: int | None = None, session_id: str | None = None, user_id: str | None = None
+    ) -> "builtins.list[dict[str, Any]]":
+        """Consolidation runs (dry or applied), newest first: when, what changed, what was skipped and why, the drift
+        found — only the changes of records the caller may see (see :mod:`agent_memory.consolidate.governance`).
+        ``since``: an ISO date or instant. Files backend (where consolidation runs)."""
+        from agent_memory.consolidate import store_of
+        from agent_memory.consolidate.governance import history
+
+        root = store_of(self.backend).root
+        return await asyncio.to_thread(history, root, session_id=session_id, user_id=user_id, since=since, limit=limit)
+
+    async def consolidation_digest(
+        self, *, since: str | None = None, session_id: str | None = None, user_id: str | None = None
+    ) -> RememberResult | None:
+        """Write one ordinary record (kind ``summary``, tag ``digest``) saying what consolidation changed since
+        ``since`` (default: 7 days ago) among the records the caller may see, in the caller's scope (its user, else its
+        session, else project); evented like any write. None when nothing changed."""
+        import datetime as dt
+
+        from agent_memory.consolidate.governance import _when, digest_text
+
+        start, until = _when(since, dt.timedelta(days=7)), _when(None, dt.timedelta(0))
+        runs = await self.consolidation_history(since=start, session_id=session_id, user_id=user_id)
+        text = digest_text(runs, start, until)
+        if text is None:
+            return None
+        scope = "user" if user_id else "session" if session_id else "project"
+        title = f"Memory maintenance digest {start[:10]} to {until[:10]}"
+        return await self.remember(
+            text, title=title, kind="summary", scope=scope, session_id=session_id, user_id=user_id, tags=("digest",), source="consolidation"
+        )
