@@ -88,6 +88,7 @@ _EXPORTS = {
     "purge_episodes": "episodes",
     "EpisodesUnsupportedError": "episodes",
     "ConsolidationReport": "consolidate.report",
+    "Contradiction": "consolidate.contradict",
     "ConsolidateOptions": "consolidate.report",
     "ConsolidationUnsupported": "consolidate",
     "Reflection": "agents.workers.reflect",
@@ -109,6 +110,7 @@ __all__ = [
     "ConsolidateOptions",
     "ConsolidationReport",
     "ConsolidationUnsupported",
+    "Contradiction",
     "DoctorReport",
     "Embedder",
     "Episode",
@@ -208,6 +210,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.files.store import MemoryStore
     from agent_memory.backends.files.vectors import VectorCache
     from agent_memory.consolidate import ConsolidateOptions, ConsolidationReport, ConsolidationUnsupported
+    from agent_memory.consolidate.contradict import Contradiction
     from agent_memory.embeddings import CallableEmbedder, Embedder, LiteLLMEmbedder, LocalEmbedder, make_embedder
     from agent_memory.episodes import Episode, EpisodeStore, EpisodesUnsupportedError, build_episode, purge_episodes
     from agent_memory.errors import (
