@@ -160,3 +160,39 @@ def test_cli_remember_says_what_it_contradicts_and_supersedes_it(kind: str, tmp_
     assert [r["content"] for r in listed] == ["The staging server is in us-west-2."]
     out = _cli(root, "remember", "Notes on kelp.", "--user", alice, "--supersede", ok=False)
     assert "contradicts no record" in out.stderr
+
+
+async def test_the_remember_tool_says_what_a_new_fact_contradicts(backend: Any) -> None:
+    from _doubles import plain_tools
+
+    from agent_memory.agents.tools import FOREGROUND, memory_toolset
+
+    provider = backend.provider()
+    old = await provider.remember("The staging server is in eu-west-1.", user_id="alice", scope="user")
+    await provider.remember("The staging server is in eu-west-1.", user_id="bob", scope="user")
+    alice = plain_tools(memory_toolset(provider, FOREGROUND, user_id="alice"))
+    done = await alice["memory_remember"](content="The staging server is in us-east-1.")
+    assert [c["id"] for c in done["contradicts"]] == [old.id] and done["contradicts"][0]["old_value"] == "eu-west-1"
+    carol = plain_tools(memory_toolset(provider, FOREGROUND, user_id="carol"))
+    assert "contradicts" not in await carol["memory_remember"](content="The staging server is in us-east-1.")
+
+
+async def test_the_mcp_remember_result_names_what_it_contradicts(tmp_path: Path) -> None:
+    from _mcp_util import free_port, http_session, payload, start_http, stop, write_tokens
+
+    from agent_memory.backends.files.store import MemoryStore
+
+    root = tmp_path / "mem"
+    MemoryStore(root).close()
+    alice, bob = "alice-token-0123456789abcdef", "bob-token-0123456789abcdef"
+    tokens = write_tokens(tmp_path / "tokens.json", {alice: {"user": "alice"}, bob: {"user": "bob"}})
+    port = free_port()
+    proc = start_http(root, "--tokens", str(tokens), port=port)
+    try:
+        async with http_session(f"http://127.0.0.1:{port}/mcp", alice) as a, http_session(f"http://127.0.0.1:{port}/mcp", bob) as b:
+            first = payload(await a.call_tool("memory_remember", {"content": "The staging server is in eu-west-1."}))
+            second = payload(await a.call_tool("memory_remember", {"content": "The staging server is in us-east-1."}))
+            assert [c["id"] for c in second["contradicts"]] == [first["id"]]
+            assert "contradicts" not in payload(await b.call_tool("memory_remember", {"content": "The staging server is in us-east-1."}))
+    finally:
+        stop(proc)

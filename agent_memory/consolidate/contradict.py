@@ -324,3 +324,13 @@ async def backend_contradictions(
         return rec
 
     return await find_contradictions(text, search=search, get=get, key=key, exclude=exclude, limit=limit)
+
+
+async def contradiction_notes(backend: Any, text: str, caller: Any, *, key: str | None, written: str) -> list[dict[str, Any]]:
+    """What a tool's ``remember`` result says about contradictions: ``{id, title, old_value, new_value}`` per visible
+    record ``text`` contradicts (the record just ``written`` aside). Never raises: the write has happened."""
+    try:
+        found = await backend_contradictions(backend, text, caller, key=key, exclude=(written,), limit=5)
+    except Exception:
+        return []
+    return [{"id": c.id, "title": c.title, "old_value": c.old_value, "new_value": c.new_value} for c in found]
