@@ -104,3 +104,29 @@ async def test_cli_episodes_delete_and_restore(kind: str, tmp_path: Path) -> Non
     assert json.loads(_cli(root, "--json", "episodes", "restore", ep.id, "--user", alice).stdout) == {"id": ep.id, "restored": True}
     [shown] = json.loads(_cli(root, "--json", "episodes", "--user", alice).stdout)["episodes"]
     assert (shown["id"], shown["git_sha"]) == (ep.id, "abc1234")
+
+
+@pytest.mark.parametrize("kind", ["files", "postgres"])
+async def test_export_import_keeps_what_runs_checked_and_leaves_deleted_episodes(kind: str, tmp_path: Path) -> None:
+    from agent_memory import MemoryProvider
+
+    if kind == "postgres":
+        from _pg import require_psycopg, server
+
+        require_psycopg()
+        root = server().url
+    else:
+        root = str(tmp_path / "mem")
+    user = f"alice-{uuid.uuid4().hex[:6]}"
+    async with MemoryProvider(root) as provider:
+        kept = await provider.record_episode("deploy billing", user_id=user, git_sha="abc1234", verify_exit=0)
+        gone = await provider.record_episode("deploy search", user_id=user, git_sha="def5678", verify_exit=1)
+        await provider.delete_episode(gone.id, user_id=user)
+    _cli(root, "export", "--full", "--out", str(tmp_path / "all.jsonl"))
+    lines = [json.loads(line) for line in (tmp_path / "all.jsonl").read_text().splitlines()]
+    exported = [line["episode"]["id"] for line in lines if line.get("section") == "episode"]
+    assert kept.id in exported and gone.id not in exported
+    _cli(str(tmp_path / "copy"), "import", str(tmp_path / "all.jsonl"))
+    async with MemoryProvider(tmp_path / "copy") as copy:
+        [back] = await copy.episodes(user_id=user)
+        assert (back.id, back.git_sha, back.verify_exit) == (kept.id, "abc1234", 0)
