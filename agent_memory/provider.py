@@ -501,6 +501,14 @@ class MemoryProvider:
             **options,
         )
         await fire_archived(self.backend, report)
+        files = capability(self.backend, FilesBackend)
+        if files is not None:  # the worker's own run joins the history beside the plan it reviewed
+            from agent_memory.consolidate.governance import record_run
+
+            store = files.store
+            report.run_id = await asyncio.to_thread(
+                record_run, store.root, report, [], Caller(session_id, user_id), durable=store.durable, worker=True
+            )
         return report
 
     async def reflect(

@@ -127,3 +127,14 @@ async def test_cli_history_and_digest(tmp_path: Path) -> None:
     shown = _cli(root, "get", digest["id"], "--user", "bob")
     assert all(i in shown["content"] for i in ids["bob"]) and shown["scope"] == "user"
     assert _cli(root, "consolidate", "--history", "--since", "2999-01-01")["runs"] == []
+
+
+async def test_a_worker_run_is_in_its_callers_history_only(tmp_path: Path) -> None:
+    async with MemoryProvider(tmp_path / "mem") as provider:
+        ids = await _expiring(provider)
+        report = await provider.consolidate(worker=True, user_id="alice", max_share=1.0, now=LATER)
+        assert not report.fallback and report.run_id and report.applied
+        [worker_run, plan] = await provider.consolidation_history(user_id="alice")
+        assert worker_run["run"] == report.run_id and worker_run["worker"] and plan["dry_run"]
+        assert {c["id"] for c in worker_run["changes"] if c["status"] == "applied"} <= set(ids["alice"])
+        assert all(r["changes"] == [] for r in await provider.consolidation_history(user_id="bob"))

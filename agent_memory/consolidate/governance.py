@@ -101,6 +101,9 @@ def record_run(
     """Append ``report`` to the root's run history; returns the run id."""
     by_id = {r.id: r for r in records}
     run_id = uuid.uuid4().hex[:12]
+    sid, uid = getattr(caller, "session_id", None), getattr(caller, "user_id", None)
+    # a record not in the snapshot (a worker's run): shown to the caller's own partition only
+    fallback = {"scope": "user", "user_id": uid} if uid else {"scope": "session", "session_id": sid} if sid else {"scope": "project"}
     changes = [
         {
             "id": c.record_id,
@@ -110,7 +113,7 @@ def record_run(
             "reason": archive_note(c.reason),
             **({"note": archive_note(c.note)} if c.note else {}),
             **({"related": list(c.related)} if c.related else {}),
-            **_owner(by_id.get(c.record_id)),
+            **(_owner(by_id[c.record_id]) if c.record_id in by_id else fallback),
         }
         for c in report.changes
     ]
