@@ -90,6 +90,7 @@ _EXPORTS = {
     "purge_episodes": "episodes",
     "EpisodesUnsupportedError": "episodes",
     "ConsolidationReport": "consolidate.report",
+    "Contradiction": "consolidate.contradict",
     "ConsolidateOptions": "consolidate.report",
     "ConsolidationUnsupported": "consolidate",
     "TidyReport": "consolidate.tidy",
@@ -130,6 +131,7 @@ __all__ = [
     "ConsolidateOptions",
     "ConsolidationReport",
     "ConsolidationUnsupported",
+    "Contradiction",
     "CuratedLimitError",
     "CuratedLine",
     "DistillReport",
@@ -249,6 +251,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.files.store import MemoryStore
     from agent_memory.backends.files.vectors import VectorCache
     from agent_memory.consolidate import ConsolidateOptions, ConsolidationReport, ConsolidationUnsupported
+    from agent_memory.consolidate.contradict import Contradiction
     from agent_memory.consolidate.tend import DistillReport, IdleReport, IdleSummaries
     from agent_memory.consolidate.tidy import TidyReport
     from agent_memory.embeddings import CallableEmbedder, Embedder, LiteLLMEmbedder, LocalEmbedder, make_embedder

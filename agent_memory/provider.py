@@ -52,6 +52,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.files.meaning import Meaning
     from agent_memory.backends.files.store import MemoryStore
     from agent_memory.consolidate import ConsolidationReport
+    from agent_memory.consolidate.contradict import Contradiction
     from agent_memory.consolidate.tend import DistillReport, IdleReport, IdleSummaries
     from agent_memory.consolidate.tidy import TidyReport
     from agent_memory.embeddings import Embedder
@@ -668,6 +669,14 @@ class MemoryProvider:
             **options,
         )
         await fire_archived(self.backend, report)
+        files = capability(self.backend, FilesBackend)
+        if files is not None:  # the worker's own run joins the history beside the plan it reviewed
+            from agent_memory.consolidate.governance import record_run
+
+            store = files.store
+            report.run_id = await asyncio.to_thread(
+                record_run, store.root, report, [], self._caller(session_id, user_id), durable=store.durable, worker=True
+            )
         return report
 
     async def reflect(
@@ -997,3 +1006,66 @@ class MemoryProvider:
         from agent_memory.agents.curated import remove_line
 
         return await remove_line(self.backend, self._caller(session_id, user_id), record_id)
+
+    # -- contradictions, dream governance, episode deletion (issue 30) --------------------
+    async def contradict(
+        self,
+        text: str,
+        *,
+        key: str | None = None,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        exclude: Iterable[str] = (),
+        limit: int = 8,
+    ) -> "builtins.list[Contradiction]":
+        """The records the caller may see that state a different value than ``text`` for the same subject, best
+        first (see :mod:`agent_memory.consolidate.contradict`); ``key``: the memory_key ``text`` would be stored
+        under; ``exclude``: ids never reported. Restatements, look-alikes and superseded versions are not returned."""
+        from agent_memory.consolidate.contradict import backend_contradictions
+        from agent_memory.model.records import check_content
+
+        check_content(text)
+        return await backend_contradictions(self.backend, text, self._caller(session_id, user_id), key=key, exclude=exclude, limit=limit)
+
+    async def delete_episode(self, episode_id: str, *, session_id: str | None = None, user_id: str | None = None) -> "Episode":
+        """Delete one episode the caller may see (evented; :meth:`restore_episode` brings it back); returns it."""
+        store = self._episodes()
+        return await asyncio.to_thread(store.delete, episode_id, session_id=session_id, user_id=user_id)
+
+    async def restore_episode(self, episode_id: str, *, session_id: str | None = None, user_id: str | None = None) -> "Episode":
+        """Bring back an episode :meth:`delete_episode` deleted, if the caller may see it (evented); returns it."""
+        store = self._episodes()
+        return await asyncio.to_thread(store.restore, episode_id, session_id=session_id, user_id=user_id)
+
+    async def consolidation_history(
+        self, *, since: str | None = None, limit: int | None = None, session_id: str | None = None, user_id: str | None = None
+    ) -> "builtins.list[dict[str, Any]]":
+        """Consolidation runs (dry or applied), newest first: when, what changed, what was skipped and why, the drift
+        found — only the changes of records the caller may see (see :mod:`agent_memory.consolidate.governance`).
+        ``since``: an ISO date or instant. Files backend (where consolidation runs)."""
+        from agent_memory.consolidate import store_of
+        from agent_memory.consolidate.governance import history
+
+        root = store_of(self.backend).root
+        return await asyncio.to_thread(history, root, session_id=session_id, user_id=user_id, since=since, limit=limit)
+
+    async def consolidation_digest(
+        self, *, since: str | None = None, session_id: str | None = None, user_id: str | None = None
+    ) -> RememberResult | None:
+        """Write one ordinary record (kind ``summary``, tag ``digest``) saying what consolidation changed since
+        ``since`` (default: 7 days ago) among the records the caller may see, in the caller's scope (its user, else its
+        session, else project); evented like any write. None when nothing changed."""
+        import datetime as dt
+
+        from agent_memory.consolidate.governance import _when, digest_text
+
+        start, until = _when(since, dt.timedelta(days=7)), _when(None, dt.timedelta(0))
+        runs = await self.consolidation_history(since=start, session_id=session_id, user_id=user_id)
+        text = digest_text(runs, start, until)
+        if text is None:
+            return None
+        scope = "user" if user_id else "session" if session_id else "project"
+        title = f"Memory maintenance digest {start[:10]} to {until[:10]}"
+        return await self.remember(
+            text, title=title, kind="summary", scope=scope, session_id=session_id, user_id=user_id, tags=("digest",), source="consolidation"
+        )

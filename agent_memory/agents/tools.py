@@ -309,7 +309,13 @@ def memory_toolset(
             result = await store.remember(draft, source=source)
         except AgentMemoryError as exc:
             raise _retry(exc) from None
-        return {"id": result.id, "status": result.status}
+        out: dict[str, Any] = {"id": result.id, "status": result.status}
+        if result.status == "created":  # a new fact beside one it contradicts: say so (memory_supersede replaces it)
+            from agent_memory.consolidate.contradict import contradiction_notes
+
+            if found := await contradiction_notes(store, content, who, key=memory_key, written=result.id):
+                out["contradicts"] = found
+        return out
 
     async def memory_supersede(
         id: str,

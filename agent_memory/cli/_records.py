@@ -7,7 +7,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from agent_memory.cli._base import SCOPES, UsageError, add_identity, emit, expiry, fmt_score, fraction, positive, read_text
+from agent_memory.cli._base import SCOPES, UsageError, add_identity, emit, expiry, fmt_score, fraction, note, positive, read_text
+from agent_memory.cli._contradict import AUTO, contradictions
 from agent_memory.cli._target import StoreTarget, check_url, embedder_name, is_url, open_target
 from agent_memory.errors import NotFoundError
 
@@ -107,7 +108,10 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
         "--supersede",
         metavar="ID",
         dest="supersedes",
-        help="the record this new fact replaces: it is kept, marked superseded, and leaves default reads",
+        nargs="?",
+        const=AUTO,
+        help="the record this new fact replaces: it is kept, marked superseded, and leaves default reads; "
+        "without ID, the visible record it contradicts (remember says 'this contradicts ID' on stderr)",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="print only the record id (for scripts: ID=$(agent-memory remember … -q))")
 
@@ -205,9 +209,20 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
 def cmd_remember(args: argparse.Namespace) -> None:
     if args.on_existing and not args.memory_key:
         raise UsageError("--on-existing needs --key (it says what to do when that memory already exists)")
-    from agent_memory.model.drafts import MemoryDraft
 
     content = read_text(args.content, "CONTENT")
+    with open_target(args.root, create=True) as target:
+        found = contradictions(target, content, key=args.memory_key, session_id=args.session_id, user_id=args.user_id)
+        if args.supersedes == AUTO:
+            if not found:
+                raise UsageError("--supersede without an ID: this text contradicts no record you can see (give the ID to supersede)")
+            args.supersedes = found[0].id
+        _remember(args, target, content, found)
+
+
+def _remember(args: argparse.Namespace, target: Any, content: str, found: list[Any]) -> None:
+    from agent_memory.model.drafts import MemoryDraft
+
     draft = MemoryDraft(
         content,
         args.title,
@@ -227,10 +242,16 @@ def cmd_remember(args: argparse.Namespace) -> None:
     )
     from agent_memory.model.events import acting
 
-    with open_target(args.root, create=True) as target, acting("cli"):
+    with acting("cli"):
         r = target.remember_many([draft], source="manual")[0]
     redacted = f" ({r.redactions} secret{'s' if r.redactions != 1 else ''} redacted)" if r.redactions else ""
-    emit(args, r.to_dict(), lambda: r.id if args.quiet else f"{r.status}: {r.id}{redacted}")
+    still = [c for c in found if c.id not in (r.id, draft.supersedes)]
+    for c in still:
+        note(f"this contradicts {c.id} ({c.title}): {c.old_value!r} → {c.new_value!r}; `--supersede {c.id}` replaces it")
+    doc = {**r.to_dict(), "contradicts": [c.to_dict() for c in still]}
+    if draft.supersedes and any(c.id == draft.supersedes for c in found):
+        doc["superseded"] = draft.supersedes
+    emit(args, doc, lambda: r.id if args.quiet else f"{r.status}: {r.id}{redacted}")
 
 
 def _tuning_flags(p: argparse.ArgumentParser) -> None:

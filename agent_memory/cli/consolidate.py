@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from agent_memory.cli._base import add_identity, emit, fraction, note, read_text
+from agent_memory.cli._base import UsageError, add_identity, emit, fraction, note, read_text
 from agent_memory.cli._errors import EXIT_FALLBACK
 from agent_memory.cli._target import IDENTITY, open_target
 from agent_memory.cli._workers import _run  # the work and the provider's close on one event loop
@@ -24,6 +24,8 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
             "agent-memory consolidate --dry-run",
             "agent-memory consolidate --max-share 0.05 --json",
             "agent-memory consolidate --worker --user ada --profile openai",
+            "agent-memory consolidate --history --since 2026-11-01",
+            "agent-memory consolidate --digest --user ada",
         ],
     )
     p.add_argument("--dry-run", action="store_true", help="show the plan; change nothing")
@@ -34,6 +36,11 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
     add_identity(p)
     p.add_argument("--worker", action="store_true", help="let the consolidate worker of --profile review the plan and act")
     p.add_argument("--profile", default="offline", help=PROFILE_HELP)
+    p.add_argument("--history", action="store_true", help="list past runs instead: when, what changed, what was skipped and why, drift")
+    p.add_argument(
+        "--digest", action="store_true", help="write one record summarising what consolidation changed (since --since; default 7 days)"
+    )
+    p.add_argument("--since", metavar="WHEN", help="with --history/--digest: runs from this ISO date or instant on")
 
     p = add(
         "reflect",
@@ -62,6 +69,10 @@ def _provider(args: argparse.Namespace) -> Any:
 
 
 def cmd_consolidate(args: argparse.Namespace) -> int:
+    if args.history or args.digest:
+        return _governance(args)
+    if args.since:
+        raise UsageError("--since goes with --history or --digest")
     options: dict[str, Any] = {}
     if args.rules:
         options["rules"] = tuple(r.strip() for r in args.rules.split(",") if r.strip())
@@ -109,3 +120,38 @@ def cmd_reflect(args: argparse.Namespace) -> int:
         )
         return 0 if args.allow_fallback else EXIT_FALLBACK
     return 0
+
+
+def _governance(args: argparse.Namespace) -> int:
+    """``consolidate --history`` (the runs the caller may see) or ``--digest`` (one record of what changed)."""
+    if args.history and args.digest:
+        raise UsageError("--history and --digest are two commands: give one")
+    if args.dry_run or args.worker:
+        raise UsageError("--dry-run and --worker go with a consolidation run, not with --history/--digest")
+    from agent_memory.model.events import acting
+
+    provider = _provider(args)
+    who = {"session_id": args.session_id, "user_id": args.user_id}
+    if args.history:
+        runs = _run(provider, provider.consolidation_history(since=args.since, **who))
+        emit(args, {"runs": runs}, lambda: "\n".join(_run_text(r) for r in runs) or "no consolidation runs")
+        return 0
+    with acting("cli"):
+        written = _run(provider, provider.consolidation_digest(since=args.since, **who))
+    if written is None:
+        emit(args, {"digest": None}, lambda: "nothing changed in that period: no digest written")
+    else:
+        emit(args, {"digest": written.to_dict()}, lambda: f"{written.status}: {written.id}")
+    return 0
+
+
+def _run_text(run: dict[str, Any]) -> str:
+    applied = sum(1 for c in run["changes"] if c.get("status") == "applied")
+    head = f"{run.get('at', '?')}  run {run.get('run')}  {'dry run' if run.get('dry_run') else 'applied'}: "
+    head += f"{len(run['changes'])} change(s), {applied} applied (limit {run.get('limit')} of {run.get('total')})"
+    lines = [head] + ([f"  stopped: {run['stop_reason']}"] if run.get("stopped") else [])
+    for c in run["changes"]:
+        why = f" ({c['note']})" if c.get("note") else ""
+        lines.append(f"  {c['status']:<11} {c.get('action', 'archive')} {c['id']}  [{c['rule']}] {c['reason']}{why}")
+    lines += [f"  drift {d['kind']:<22} {', '.join(d['record_ids'])}  {d['detail']}" for d in run.get("drift") or []]
+    return "\n".join(lines)

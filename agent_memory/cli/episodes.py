@@ -22,15 +22,17 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
             'agent-memory episodes --query "deploy billing" --status failed --json',
             "agent-memory episodes show ep-20261123-101500-a1b2c3d4 --user ada",
             "agent-memory episodes doctor",
+            "agent-memory episodes delete ep-20261123-101500-a1b2c3d4 --user ada",
         ],
     )
     p.add_argument(
         "action",
         nargs="?",
-        metavar="show|doctor",
-        help="show ID: print one episode; doctor: name quarantined episode files (default: list)",
+        metavar="show|delete|restore|doctor",
+        help="show ID: print one episode; delete ID: delete one (evented; restore ID brings it back); "
+        "doctor: name quarantined episode files (default: list)",
     )
-    p.add_argument("id", nargs="?", help="episode id (with show)")
+    p.add_argument("id", nargs="?", help="episode id (with show, delete, restore)")
     p.add_argument("-q", "--query", metavar="TEXT", help="rank episodes by these terms (goal, tools, failures, exit)")
     p.add_argument("--status", choices=["ok", "failed", "paused"], help="only runs that ended so (default: any)")
     p.add_argument(
@@ -73,11 +75,19 @@ def _show(e: Any) -> str:
     return "\n".join(head) + "\n\n" + str(e.body())
 
 
+_WITH_ID = ("show", "delete", "restore")
+
+
 def cmd_episodes(args: argparse.Namespace) -> None:
-    if args.action not in (None, "show", "doctor"):
-        raise UsageError(f"unknown action {args.action!r}: use `episodes`, `episodes show ID` or `episodes doctor`")
-    if (args.action == "show") != (args.id is not None):
-        raise UsageError("`episodes show` takes one episode id" if args.action == "show" else f"unexpected argument {args.id!r}")
+    if args.action not in (None, "doctor", *_WITH_ID):
+        raise UsageError(f"unknown action {args.action!r}: use `episodes`, `episodes show|delete|restore ID` or `episodes doctor`")
+    if (args.action in _WITH_ID) != (args.id is not None):
+        raise UsageError(
+            f"`episodes {args.action}` takes one episode id" if args.action in _WITH_ID else f"unexpected argument {args.id!r}"
+        )
+    if args.action in ("delete", "restore"):
+        _delete_or_restore(args)
+        return
     if args.limit > 1000:
         raise UsageError("--limit is at most 1000")
     store = _store(args)
@@ -96,3 +106,23 @@ def cmd_episodes(args: argparse.Namespace) -> None:
         return
     found = store.list(args.query, limit=args.limit, status=args.status, **who)
     emit(args, {"episodes": [e.to_dict() for e in found]}, lambda: "\n".join(_line(e) for e in found) or "no episodes")
+
+
+def _delete_or_restore(args: argparse.Namespace) -> None:
+    """``episodes delete|restore ID``: through the backend, so the change is in the event log."""
+    from agent_memory.backends.base import EpisodesBackend, require
+    from agent_memory.cli._target import BackendTarget, open_target
+    from agent_memory.model.events import acting
+
+    who = {"session_id": args.session_id, "user_id": args.user_id}
+    with open_target(args.root, create=False) as target, acting("cli"):
+        if isinstance(target, BackendTarget):
+            store = require(target.backend, EpisodesBackend, "episodes").episodes
+        else:
+            from agent_memory.backends.files.backend import FilesBackend
+
+            store = FilesBackend(target.store).episodes
+        episode = store.delete(args.id, **who) if args.action == "delete" else store.restore(args.id, **who)
+    done = "deleted" if args.action == "delete" else "restored"
+    hint = f" (`agent-memory episodes restore {episode.id}` brings it back)" if args.action == "delete" else ""
+    emit(args, {"id": episode.id, done: True}, lambda: f"{done}: {episode.id}{hint}")

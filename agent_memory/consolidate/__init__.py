@@ -18,6 +18,9 @@ are resolved against ``workspace``, default the root's parent), **merge** (near-
 current statement always survives), **decay** (importance set below ``decay_importance``, unchanged for
 ``decay_days``, never recalled — needs the recall log of :mod:`.recalls`). The PostgreSQL backend does not support
 consolidation yet (:class:`ConsolidationUnsupported`).
+
+Every run, dry or applied, is a line of the root's run history, with the drift it found (facts whose newest statement
+disagrees with what recall keeps returning); see :mod:`.governance` (``consolidate --history``, ``--digest``).
 """
 
 from __future__ import annotations
@@ -129,6 +132,10 @@ def consolidate(
     elif report.stopped:
         for change in changes[limit:]:
             change.status = "not_applied"
+    from agent_memory.consolidate.governance import drift, record_run
+
+    report.drift = drift(records, findings, log)
+    report.run_id = record_run(store.root, report, records, caller, durable=store.durable)  # dry runs too: the history
     return report
 
 

@@ -42,6 +42,19 @@ class RecallLog:
         except FileNotFoundError:
             return set()
 
+    def times(self) -> dict[str, list[str]]:
+        """When each id was recalled (one entry per process that recalled it), oldest first."""
+        out: dict[str, list[str]] = {}
+        try:
+            with open(self.path, encoding="utf-8", errors="replace") as fh:
+                for line in fh:
+                    rid, _, when = line.rstrip("\n").partition("\t")
+                    if rid.strip():
+                        out.setdefault(rid.strip(), []).append(when.strip())
+        except FileNotFoundError:
+            return {}
+        return {k: sorted(v) for k, v in out.items()}
+
     def note(self, ids: list[str]) -> int:
         """Append the ids not noted yet by this process; returns how many were written."""
         with self._lock:

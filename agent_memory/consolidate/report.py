@@ -83,6 +83,8 @@ class ConsolidationReport:
     fallback: bool = False  # the consolidate worker failed part-way (what it archived stays, restorable)
     reason: str | None = None
     usage: dict[str, Any] | None = None
+    drift: list[dict[str, Any]] = field(default_factory=list)  # see agent_memory.consolidate.governance.drift
+    run_id: str | None = None  # this run in the run history (consolidate --history)
 
     @property
     def applied(self) -> list[Change]:
@@ -109,6 +111,8 @@ class ConsolidationReport:
             "fallback": self.fallback,
             "reason": self.reason,
             "usage": self.usage,
+            "drift": [{k: v for k, v in d.items() if k not in ("session_id", "user_id")} for d in self.drift],
+            "run_id": self.run_id,
         }
 
     def text(self) -> str:
@@ -124,5 +128,7 @@ class ConsolidationReport:
             lines.append(f"  {c.status:<11} {c.action} {c.record_id}  [{c.rule}] {c.reason}" + (f" ({c.note})" if c.note else ""))
         for f in self.findings:
             lines.append(f"  lint {f.kind:<13} {', '.join(f.record_ids)}  {f.detail}")
+        for d in self.drift:
+            lines.append(f"  drift {d['kind']:<22} {', '.join(d['record_ids'])}  {d['detail']}")
         lines.extend(f"  note: {n}" for n in self.notes)
         return "\n".join(lines)

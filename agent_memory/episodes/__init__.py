@@ -85,6 +85,10 @@ class Episodes(Protocol):
 
     def purge(self, *, user_id: str | None = None, session_id: str | None = None) -> int: ...
 
+    def delete(self, episode_id: str, *, session_id: str | None = None, user_id: str | None = None) -> Episode: ...
+
+    def restore(self, episode_id: str, *, session_id: str | None = None, user_id: str | None = None) -> Episode: ...
+
 
 @runtime_checkable
 class _OffersEpisodes(Protocol):  # backends.base.EpisodesBackend, seen from this layer

@@ -21,6 +21,8 @@ from agent_memory.episodes._model import (
     OUTCOMES,
     Episode,
     ToolCall,
+    _git_sha,
+    _verify_exit,
     check_owner,
     clean,
     new_episode_id,
@@ -136,12 +138,15 @@ def build_episode(
     run_id: str | None = None,
     conversation_id: str | None = None,
     source: str = "api",
+    git_sha: str | None = None,
+    verify_exit: int | None = None,
 ) -> Episode:
     """The episode of one run, from plain facts (every text redacted and trimmed; bad input is a typed error).
 
     ``exit`` defaults to ``error``/``limit``/``cancelled`` when ``error`` is given, else ``output``.
     ``tool_calls`` are names, ``{name, outcome, detail}`` mappings or :class:`ToolCall` in call order
-    (outcome: success, failed, retried, denied, interrupted). ``scope`` defaults to the owner's:
+    (outcome: success, failed, retried, denied, interrupted). ``git_sha``: the commit the run worked on (hex);
+    ``verify_exit``: the exit status of its verification command (tests, build). ``scope`` defaults to the owner's:
     ``user`` with a ``user_id``, else ``session`` with a ``session_id``, else ``project``.
     """
     if not isinstance(goal, str):
@@ -191,4 +196,6 @@ def build_episode(
         output_tokens=numbers["output_tokens"],
         cost_usd=None if cost_usd is None else float(cost_usd),
         model=clean(model, 200, one_line=True) or None,
+        git_sha=_git_sha(git_sha),
+        verify_exit=_verify_exit(verify_exit),
     )

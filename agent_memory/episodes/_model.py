@@ -147,6 +147,8 @@ class Episode:
     model: str | None = None
     summary: str = ""  # written by a model that refined the episode (``refined_by``); empty otherwise
     refined_by: str | None = None
+    git_sha: str | None = None  # the commit the run worked on (hex, 4 to 64 digits)
+    verify_exit: int | None = None  # the exit status of the run's verification command (tests, build), when one ran
     path: str | None = None
 
     @property
@@ -199,8 +201,10 @@ class Episode:
             "model": self.model,
             "summary": self.summary,
             "refined_by": self.refined_by,
+            "git_sha": self.git_sha,
+            "verify_exit": self.verify_exit,
         }
-        data.update({k: v for k, v in optional.items() if v not in (None, "", [])})
+        data.update({k: v for k, v in optional.items() if v is not None and v != "" and v != []})
         return data
 
     def to_dict(self) -> dict[str, Any]:
@@ -229,6 +233,11 @@ class Episode:
             if notes:
                 lines += ["", f"{title}:"] + [f"- {n}" for n in notes]
         lines += ["", f"Exit: {self.exit} ({self.status})" + (f": {self.exit_detail}" if self.exit_detail else "")]
+        if self.git_sha or self.verify_exit is not None:
+            facts = ([f"commit {self.git_sha}"] if self.git_sha else []) + (
+                [f"verification exit {self.verify_exit}"] if self.verify_exit is not None else []
+            )
+            lines.append("Checked: " + ", ".join(facts))
         if self.tokens is not None or self.cost_usd is not None:
             usage = f"{self.input_tokens or 0} input + {self.output_tokens or 0} output tokens"
             if self.cost_usd is not None:
@@ -259,6 +268,7 @@ def gated(episode: Episode) -> Episode:
     data["tools"] = tuple(tools)
     for name in ("sequence", "worked", "failed"):
         data[name] = tuple(data[name])
+    data["git_sha"], data["verify_exit"] = _git_sha(data.get("git_sha")), _verify_exit(data.get("verify_exit"))
     try:
         data["scope"] = Scope(str(data.get("scope")))
     except ValueError:
@@ -422,7 +432,33 @@ def parse_episode_text(text: str, episode_id: str, *, path: str | None = None) -
         path=path,
         summary=_text(data, "summary", MAX_SUMMARY_CHARS + 1, one_line=False) or "",
         refined_by=_text(data, "refined_by", MAX_OWNER_CHARS),
+        git_sha=_git_sha(data.get("git_sha"), EpisodeParseError),
+        verify_exit=_verify_exit(data.get("verify_exit"), EpisodeParseError),
     ), split.body
+
+
+_SHA = re.compile(r"[0-9a-f]{4,64}")
+
+
+def _git_sha(value: Any, error: type[Exception] = InvalidInputError) -> str | None:
+    """A commit id (4 to 64 hex digits, lower-cased), or None."""
+    if value is None or value == "":
+        return None
+    text = str(value).strip().lower() if isinstance(value, (str, int)) and not isinstance(value, bool) else None
+    if text is None or not _SHA.fullmatch(text):
+        raise error("git_sha must be a commit id: 4 to 64 hexadecimal digits")
+    return text
+
+
+def _verify_exit(value: Any, error: type[Exception] = InvalidInputError) -> int | None:
+    """A verification command's exit status (a whole number from -255 to 255), or None."""
+    if value is None:
+        return None
+    if isinstance(value, str) and re.fullmatch(r"-?\d{1,3}", value.strip()):
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not -255 <= value <= 255:
+        raise error("verify_exit must be a whole number from -255 to 255 (a command's exit status)")
+    return value
 
 
 def tool_uses(calls: Iterable[ToolCall]) -> tuple[ToolUse, ...]:

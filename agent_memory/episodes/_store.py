@@ -19,7 +19,7 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -70,11 +70,24 @@ def query_terms(query: str) -> list[str]:
     return (content or tokens)[:64]
 
 
+OnChange = Callable[[str, Episode, "str | None", "str | None"], None]
+"""Told of a deletion or restore: ``(event, episode, caller session_id, caller user_id)`` (the backend logs it)."""
+DELETED = "deleted"  # episodes/deleted/<yyyy-mm>/<id>.md: deleted episodes, restorable, never listed
+
+
 class EpisodeStore:
     """Episodes of one memory root: write, get, list (newest first), search by terms, doctor, purge."""
 
-    def __init__(self, root: str | os.PathLike[str], *, lock_timeout_s: float = 30.0, rescan_interval: float = 10.0) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        lock_timeout_s: float = 30.0,
+        rescan_interval: float = 10.0,
+        on_change: OnChange | None = None,
+    ) -> None:
         self.root = Path(root)
+        self.on_change = on_change
         self.rescan_interval = rescan_interval
         self.dir = self.root / DIR
         self.index_path = self.dir / INDEX
@@ -128,6 +141,49 @@ class EpisodeStore:
             with contextlib.suppress(sqlite3.Error, OSError):
                 self._index_one(f"{path.parent.name}/{path.name}", (st.st_mtime_ns, st.st_size), before)
         return _with_path(episode, path)
+
+    # -- delete and restore ---------------------------------------------------------------------
+    def deleted_path(self, episode_id: str) -> Path:
+        return self.dir / DELETED / episode_month(episode_id) / f"{validate_episode_id(episode_id)}.md"
+
+    def delete(self, episode_id: str, *, session_id: str | None = None, user_id: str | None = None) -> Episode:
+        """Move one episode the caller may see to ``episodes/deleted/`` (never listed; :meth:`restore` brings it
+        back); :class:`NotFoundError` if the caller sees no such episode."""
+        return self._move(episode_id, session_id, user_id, restore=False)
+
+    def restore(self, episode_id: str, *, session_id: str | None = None, user_id: str | None = None) -> Episode:
+        """Bring back an episode :meth:`delete` moved away, if the caller may see it."""
+        return self._move(episode_id, session_id, user_id, restore=True)
+
+    def _move(self, episode_id: str, session_id: str | None, user_id: str | None, *, restore: bool) -> Episode:
+        _check_caller(session_id=session_id, user_id=user_id)
+        live, gone = self.path_of(episode_id), self.deleted_path(episode_id)
+        src, dst = (gone, live) if restore else (live, gone)
+        hidden = NotFoundError(f"no {'deleted ' if restore else ''}episode {episode_id!r} visible to this caller")
+        with storage_errors("cannot move the episode"), self.lock.hold():
+            try:
+                episode = read_episode_file(src, src.name)
+            except (FileNotFoundError, EpisodeParseError):
+                raise hidden from None
+            if not visible(episode, session_id, user_id):
+                raise hidden
+            if dst.exists():
+                raise InvalidInputError(f"episode {episode_id} exists already where it would go")
+            before = self._signature()
+            ensure_dir(self.dir / DELETED)
+            ensure_dir(dst.parent)
+            os.replace(src, dst)
+            file = f"{live.parent.name}/{live.name}"
+            with contextlib.suppress(sqlite3.Error, OSError):  # else the next read's rescan catches up
+                if restore:
+                    st = os.stat(dst)
+                    self._index_one(file, (st.st_mtime_ns, st.st_size), before)
+                else:
+                    with self._conn() as conn:
+                        self._forget(conn, file)
+        if self.on_change is not None:  # outside the episodes lock: the log takes the root's (purge takes root, then ours)
+            self.on_change("episode_restored" if restore else "episode_deleted", episode, session_id, user_id)
+        return _with_path(episode, dst)
 
     # -- read ---------------------------------------------------------------------------------
     def get(self, episode_id: str, *, session_id: str | None = None, user_id: str | None = None) -> Episode:
@@ -246,6 +302,12 @@ class EpisodeStore:
                             removed += 1
                 with contextlib.suppress(OSError):
                     os.rmdir(month.path)  # only when empty
+            for month in entries(self.dir / DELETED):  # deleted episodes are the owner's bytes too
+                for entry in entries(Path(month.path)):
+                    if entry.name.endswith(".md") and owned(Path(entry.path), user_id, session_id, anonymous=anonymous):
+                        with contextlib.suppress(FileNotFoundError):
+                            os.unlink(entry.path)
+                            removed += 1
             drop_index(self.index_path)
         return removed
 

@@ -82,6 +82,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["MemoryCapability", "MemoryTurn", "keep_recent_turns"]
 
 logger = logging.getLogger("agent_memory.integrations.pydantic_ai")
+#: What ``episode_facts`` may add to a run's episode: what the run was checked against.
+CHECKED_FACTS = ("git_sha", "verify_exit")
 
 HistoryProcessor = Callable[..., list[ModelMessage] | Awaitable[list[ModelMessage]]]
 """A pydantic-ai history processor: ``(messages)`` or ``(ctx, messages)``, sync or async."""
@@ -103,7 +105,8 @@ class MemoryCapability(AbstractCapability[Any]):
     caller per run instead of the fixed ``session_id``/``user_id``: one capability, many users.
     ``namespace``/``isolation`` put the agent in a namespace (``acme/support``; docs/namespaces.md): its writes land
     there and it reads what the isolation allows; an ``identity`` returning a ``Caller`` with a namespace overrides it.
-    ``episodes=False`` stops recording one episode per run. ``consolidate_every=N`` (off by default) runs the
+    ``episodes=False`` stops recording one episode per run; ``episode_facts`` (a function of the run's
+    ``RunContext``) adds what the run checked to its episode: ``{"git_sha": ..., "verify_exit": ...}``. ``consolidate_every=N`` (off by default) runs the
     non-destructive consolidation pass every N turns and at compaction, in the background. ``tidy=False`` turns off
     the run's-end tidy pass (on by default: :meth:`MemoryProvider.tidy` for the run's caller, in the background).
 
@@ -131,6 +134,7 @@ class MemoryCapability(AbstractCapability[Any]):
         tidy: bool = True,
         namespace: str | None = None,
         isolation: str | None = None,
+        episode_facts: "Callable[[RunContext[Any]], Mapping[str, Any]] | None" = None,
     ) -> None:
         # an agent's namespace (docs/namespaces.md): every read and write of this capability carries it
         self.provider = provider.in_namespace(namespace, isolation) if namespace or isolation else provider
@@ -147,6 +151,7 @@ class MemoryCapability(AbstractCapability[Any]):
         self.consolidate_every = consolidate_every
         self.max_conversations = max_conversations
         self.episodes = episodes
+        self.episode_facts = episode_facts
         self._shared = Shared()
         self._run: RunState | None = None
 
@@ -357,6 +362,7 @@ class MemoryCapability(AbstractCapability[Any]):
         try:
             messages = messages or run.messages or ctx.messages
             facts = run_facts(messages, ctx.run_id, run.tool_errors)
+            checked = {k: v for k, v in (self.episode_facts(ctx) if self.episode_facts else {}).items() if k in CHECKED_FACTS}
             call = self.hooks(ctx.conversation_id).on_run_end(
                 turn.message or _last_user_text(messages),
                 output,
@@ -372,6 +378,7 @@ class MemoryCapability(AbstractCapability[Any]):
                 conversation_id=ctx.conversation_id,
                 source="pydantic_ai",
                 tidy=False,  # the capability schedules it itself, also when episodes are off
+                **checked,
             )
         except Exception:
             logger.warning("agent_memory: could not read the run for its episode", exc_info=True)

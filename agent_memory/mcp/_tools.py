@@ -215,7 +215,13 @@ async def _remember(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, 
         **{k: a[k] for k in _DRAFT_EXTRAS if a.get(k) is not None},
     )
     res = await rt.backend.remember(draft, source="tool")
-    return {"id": res.id, "status": res.status, "redactions": res.redactions}
+    out: dict[str, Any] = {"id": res.id, "status": res.status, "redactions": res.redactions}
+    if res.status == "created":  # a new fact beside one it contradicts: say so (memory_supersede replaces it)
+        from agent_memory.consolidate.contradict import contradiction_notes
+
+        if found := await contradiction_notes(rt.backend, a["content"], who.caller, key=a.get("memory_key"), written=res.id):
+            out["contradicts"] = found
+    return out
 
 
 _DRAFT_EXTRAS = ("importance", "expires", "happened_at", "valid_from", "valid_to")

@@ -753,7 +753,7 @@ def _texts(value: object, name: str, limit: int, max_items: int) -> list[str]:
 def prepare_episode(fields: Mapping[str, Any]) -> dict[str, Any]:
     """An episode's fields (as :meth:`Episode.to_dict` gives them) as stored: owners checked (:func:`check_ident`),
     every text redacted and trimmed (goal, exit detail, summary, notes, tool names, run/conversation ids, model,
-    source, refined_by). Numbers, choices and instants stay the episode model's to check. Returns a new mapping."""
+    source, refined_by, git_sha). Numbers, choices and instants stay the episode model's to check. Returns a new mapping."""
     out = dict(fields)
     if not isinstance(fields.get("goal"), str):
         raise InvalidInputError(f"an episode's goal must be a string, not {type(fields.get('goal')).__name__}")
@@ -764,6 +764,8 @@ def prepare_episode(fields: Mapping[str, Any]) -> dict[str, Any]:
     out["summary"] = clean_text(fields.get("summary"), MAX_SUMMARY_CHARS)
     for name in ("run_id", "conversation_id", "model", "refined_by"):
         out[name] = _clean_opt(fields.get(name), MAX_ID_CHARS)
+    if isinstance(fields.get("git_sha"), str):  # redacted like any text: a secret there fails the model's hex check
+        out["git_sha"] = _clean_opt(fields["git_sha"], MAX_ID_CHARS)
     out["source"] = clean_ident(fields.get("source"), MAX_EPISODE_SOURCE) or "api"
     out["sequence"] = [clean_ident(t, MAX_TOOL_NAME) for t in _texts(fields.get("sequence"), "sequence", MAX_TOOL_NAME, MAX_SEQUENCE)]
     out["worked"] = _texts(fields.get("worked"), "worked", MAX_NOTE_CHARS, MAX_NOTES)

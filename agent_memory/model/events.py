@@ -1,7 +1,7 @@
 """Events: what one mutation of a memory was, who made it, and who may see that it happened.
 
 An event says what changed (``created``, ``appended``, ``replaced``, ``forgotten``, ``swept``, ``restored``,
-``purged``, ``hand_edit``, …), which record, who did it (``actor``: ``tool``, ``turn_capture``, ``cli``,
+``purged``, ``hand_edit``, …; ``episode_deleted``/``episode_restored`` for an episode), which record, who did it (``actor``: ``tool``, ``turn_capture``, ``cli``,
 ``import``, ``hand_edit``, a worker name; the caller's ``session_id``/``user_id``; ``run_id``/``tool_call_id``
 when known) and the content hashes before and after. It never holds record text. Who is acting is set with
 :func:`acting` (a context variable, so it follows ``asyncio.to_thread`` into a backend)::
@@ -56,6 +56,8 @@ EVENT_TYPES = frozenset(
         "undone",
         "summarized",  # a session log got a new summary version (id: "session:<id>"; agent_memory.consolidate.tend)
         "distilled",  # a session log's messages up to detail.through went through the capture worker (same)
+        "episode_deleted",
+        "episode_restored",
     }
 )
 

@@ -21,6 +21,11 @@ Time: a turn's own timestamp (``at``, else the time stamped on its messages) hea
 moment capture runs; drafts carry ``happened_at``. ``memory_supersede`` lets the worker replace a fact it
 finds outdated, but only a record capture wrote in the caller's own partition (checked when it is called
 and again by the store when the staged write is committed).
+
+Contradictions: before the batch is written, each draft is checked against what the caller sees
+(:mod:`agent_memory.consolidate.contradict`); one that states a different value for the subject of a current record
+capture wrote in the same partition supersedes that record (kept, out of default reads, restorable) instead of
+standing beside it. The check fails open: if it fails, the draft is written as it was.
 """
 
 from __future__ import annotations
@@ -109,7 +114,10 @@ content), or an iterable of those.
 
 @dataclass
 class CaptureResult:
-    """What capture wrote (``{id, status}`` per stored draft, in order), what the store rejected, and how it went."""
+    """What capture wrote (``{id, status}`` per stored draft, in order), what the store rejected, and how it went.
+
+    ``contradicted``: each visible record a draft contradicted (``{index, contradicts, title, reason, action}``;
+    ``action`` is ``superseded``, or ``kept`` when capture may not change that record)."""
 
     written: list[dict[str, Any]] = field(default_factory=list)
     rejected: list[dict[str, Any]] = field(default_factory=list)
@@ -118,6 +126,7 @@ class CaptureResult:
     reason: str | None = None
     elapsed_s: float = 0.0
     model: str | None = None
+    contradicted: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ids(self) -> list[str]:
@@ -125,7 +134,7 @@ class CaptureResult:
         return list(dict.fromkeys(w["id"] for w in self.written if w.get("status") in _CHANGED))
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: ``written, ids, rejected, usage, fallback, reason, elapsed_s, model``."""
+        """JSON-ready: ``written, ids, rejected, usage, fallback, reason, elapsed_s, model, contradicted``."""
         data = asdict(self)
         data["ids"] = self.ids
         return data
@@ -245,12 +254,75 @@ async def _commit(backend: MemoryBackend, drafts: list[MemoryDraft], source: str
         else:
             allowed.append((i, draft))
     if allowed:
+        allowed = await _superseding(backend, allowed, result)
         errors: list[tuple[int, str]] = []
         done = await backend.remember_many([d for _, d in allowed], source=source, on_error="skip", errors=errors)
         result.written = [{"id": r.id, "status": r.status} for r in done]
         rejected += [{"index": allowed[i][0], "error": e} for i, e in errors]
     result.rejected = sorted(rejected, key=lambda r: int(r["index"]))
     return result
+
+
+async def _superseding(
+    backend: MemoryBackend, drafts: list[tuple[int, MemoryDraft]], result: CaptureResult
+) -> list[tuple[int, MemoryDraft]]:
+    """Each draft that contradicts a current record capture wrote in the draft's own partition supersedes it instead of
+    standing beside it (a keyed draft on that record's key replaces it). A contradicted record capture may not change
+    is kept and listed. Fails open: a check that fails leaves the draft as it was."""
+    from agent_memory.consolidate.contradict import backend_contradictions
+
+    taken: set[str] = set()
+    out: list[tuple[int, MemoryDraft]] = []
+    for i, draft in drafts:
+        try:
+            if draft.supersedes is not None or not isinstance(draft.content, str):
+                raise _Unchecked
+            caller = Caller(draft.session_id, draft.user_id)
+            found = await backend_contradictions(backend, draft.content, caller, key=draft.memory_key)
+        except Exception:  # fail open: the fact is stored as it would have been
+            out.append((i, draft))
+            continue
+        for c in found:
+            note = {"index": i, "contradicts": c.record.id, "title": c.record.title, "reason": c.reason}
+            if c.record.id in taken or not _may_supersede(draft, c.record):
+                result.contradicted.append({**note, "action": "kept", "why": "not a current record capture wrote in this partition"})
+                continue
+            taken.add(c.record.id)
+            if draft.memory_key is not None and draft.memory_key == c.record.memory_key:
+                draft = dataclasses.replace(draft, on_existing="replace")
+            elif draft.memory_key is None or not await _key_in_use(backend, draft.memory_key, caller):
+                draft = dataclasses.replace(draft, supersedes=c.record.id)
+            else:
+                result.contradicted.append({**note, "action": "kept", "why": "the draft's memory_key names another record"})
+                continue
+            result.contradicted.append({**note, "action": "superseded"})
+            break
+        out.append((i, draft))
+    return out
+
+
+async def _key_in_use(backend: MemoryBackend, key: str, caller: Caller) -> bool:
+    """Whether a current record the caller sees holds ``key`` (then the store's keyed policy decides, not supersession)."""
+    for hit in (await backend.search(key, caller, limit=5)).hits:
+        if (await backend.get(hit.id, caller)).memory_key == key:
+            return True
+    return False
+
+
+class _Unchecked(Exception):
+    """A draft the contradiction check does not apply to."""
+
+
+def _may_supersede(draft: MemoryDraft, rec: Any) -> bool:
+    """``rec`` is a current record capture wrote, in the partition ``draft`` is written to."""
+    scope = str(getattr(draft.scope, "value", draft.scope) or "")
+    if rec.source not in _CAPTURE_SOURCES or rec.superseded_by or rec.scope.value != scope:
+        return False
+    if scope == "user":
+        return bool(rec.user_id == draft.user_id)
+    if scope == "session":
+        return bool(rec.session_id == draft.session_id)
+    return True
 
 
 async def _foreign_record(backend: MemoryBackend, draft: MemoryDraft) -> str | None:

@@ -58,8 +58,14 @@ class FilesBackend:
         if self._episodes is None:
             from agent_memory.episodes import EpisodeStore
 
-            self._episodes = EpisodeStore(self.store.root)
+            self._episodes = EpisodeStore(self.store.root, on_change=self._episode_event)
         return self._episodes
+
+    def _episode_event(self, kind: str, episode: Any, session_id: str | None, user_id: str | None) -> None:
+        """An episode deleted or restored, in the root's event log (visible like the episode)."""
+        owner = {"id": episode.id, "scope": episode.scope.value, "session_id": episode.session_id, "user_id": episode.user_id}
+        with self.store.lock.hold():
+            self.store.event(kind, owner, caller=(session_id, user_id))
 
     @property
     def root(self) -> Path:

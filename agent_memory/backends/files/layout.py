@@ -129,6 +129,14 @@ ROOT_LAYOUT: tuple[RootEntry, ...] = (
         export="recalls",
     ),
     RootEntry(
+        "consolidation_runs",
+        "consolidation.log",
+        "consolidation run history: when, what changed or was skipped and why, drift (ids and reasons, no text)",
+        derived=False,
+        owned=True,
+        purge="changes of purged records removed; the purged owner's runs lose their caller",
+    ),
+    RootEntry(
         "memory_md",
         "MEMORY.md",
         "generated list of project/global records",

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import agent_memory.backends.files.history as _history
 import agent_memory.backends.files.supersede as _supersede
 from agent_memory.backends.files.history import archived_file, read_archived
+from agent_memory.backends.files.record_files import write
 from agent_memory.errors import InvalidInputError, NotFoundError
 from agent_memory.model.curated import restored_metadata
 from agent_memory.model.events import Event, current_acting, visible
@@ -37,7 +38,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger("agent_memory")
 PROVENANCE = "provenance"
-UNDOABLE = ("created", "imported", "appended", "replaced", "restored", "forgotten", "swept", "archived", "undone")
+UNDOABLE = ("created", "imported", "appended", "replaced", "superseded", "restored", "forgotten", "swept", "archived", "undone")
 
 
 def _owner(rec: Any) -> tuple[str, str, str | None, str | None, str | None]:
@@ -354,6 +355,9 @@ def _undo_locked(store: StoreParts, session_id: str | None, user_id: str | None)
         raise NotFoundError(f"record {ev.id} is gone since that change ({ev.event}); see `history`") from None
     if rec.content_hash != ev.after:
         raise InvalidInputError(f"record {ev.id} changed after that {ev.event}; pick a version with `restore --version`")
+    if ev.event == "superseded" and isinstance(ev.detail.get("supersedes"), str):
+        _undo_supersede(store, ev, rec)
+        return ev
     if ev.event in ("created", "imported") or (ev.event in ("restored", "undone") and ev.detail.get("from") == "archive"):
         with store.lock.hold():
             store.open()
@@ -381,6 +385,30 @@ def _undo_locked(store: StoreParts, session_id: str | None, user_id: str | None)
             _write_version(store, rec, old.content, "undone", old, **tag)
             return ev
     raise InvalidInputError(f"the version of {ev.id} before that {ev.event} is not kept; see `history`")
+
+
+def _undo_supersede(store: StoreParts, ev: Event, rec: MemoryRecord) -> None:
+    """Undo a supersession: the new record goes to the archive, the one it superseded is current again."""
+    old_id = str(ev.detail["supersedes"])
+    row, old_row = store.index.get_row(ev.id), store.index.get_row(old_id)
+    if row is None or old_row is None or old_row["superseded_by"] != ev.id:
+        raise InvalidInputError(f"record {old_id} is no longer the one {ev.id} superseded; see `history`")
+    old = store.index.load_file(old_row["file"])[0]
+    valid_to = ev.detail.get("valid_to")
+
+    def run() -> None:
+        with store.index.transaction() as conn:
+            _history.archive(store, conn, row, "undo of superseded", event="undone", undo_of=ev.eid)
+            write(
+                store,
+                conn,
+                old.replace(superseded_by=None, valid_to=valid_to if isinstance(valid_to, str) else None),
+                durable=store.durable,
+            )
+            store.index.mark_synced(conn)
+
+    store.index.healing(run)
+    store.write_memory_md()
 
 
 # -- search traces ---------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_memory.backends.files.history import archived_file, chain, read_archived
 from agent_memory.backends.files.layout import PurgeJob, owned
+from agent_memory.backends.files.runlog import RunLog
 from agent_memory.backends.files.supersede import predecessors_anywhere
 from agent_memory.errors import InvalidInputError, NotFoundError
 from agent_memory.formats.atomic import atomic_write, fsync_dir
@@ -359,6 +360,7 @@ STEPS: dict[str, Step] = {
     "vectors": lambda job: _drop_vectors(job.store, set(job.hashes)),
     "events": _step_events,
     "recall_log": lambda job: _strip_recalled(job.store, set(job.ids)),
+    "consolidation_runs": lambda job: RunLog(job.root, durable=job.store.durable).strip(job.ids, job.session_id, job.user_id),
     "memory_md": _step_memory_md,
     "sessions": _step_sessions,
     "episode_index": _step_episode_index,

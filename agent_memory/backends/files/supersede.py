@@ -65,6 +65,10 @@ def supersede_locked(store: StoreParts, conn: Any, rec: MemoryRecord, redactions
     new = new.replace(id=allocate_id(store, new))
     path = write(store, conn, new, durable=durable, new=True)
     mark_superseded(store, conn, old, new, durable=durable)
+    # in the log like every write (undo archives the new record and makes the old one current again)
+    store.event(
+        "superseded", new, before=old.content_hash, after=new.content_hash, source=rec.source, supersedes=old.id, valid_to=old.valid_to
+    )
     return RememberResult(new.id, "superseded", path, redactions)
 
 

@@ -51,5 +51,7 @@ async def all_events(b: Any) -> builtins.list[Event]:
 def all_episodes(store: Any) -> builtins.list[Episode]:
     """Every episode row of a :class:`~agent_memory.backends.postgres.episodes.PgEpisodeStore`, oldest first."""
     with store.pool.connection() as conn:
-        rows = conn.execute(f"SELECT data FROM {store.table} ORDER BY started, id").fetchall()
+        rows = conn.execute(
+            f"SELECT data FROM {store.table} WHERE NOT (data ? 'deleted') ORDER BY started, id"
+        ).fetchall()  # deleted: not exported
     return [store._episode(r["data"]) for r in rows]

@@ -10,20 +10,25 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import json
+import uuid
 from typing import Any
 
 import psycopg
+from psycopg.types.json import Jsonb
 
 from agent_memory.backends.postgres.sessions import SyncPool
 from agent_memory.episodes._model import STATUSES, Episode, ToolUse, gated, parse_episode, validate_episode_id
 from agent_memory.episodes._store import MAX_LIMIT, _check_caller, query_terms
 from agent_memory.errors import InvalidInputError, NotFoundError
 from agent_memory.model import scopes
+from agent_memory.model.drafts import prepare_event
+from agent_memory.model.events import current_acting
 from agent_memory.model.records import Scope
 
 __all__ = ["PgEpisodeStore"]
 
-_VISIBLE = scopes.postgres_sql("e", namespaced=False)  # episodes are not namespaced yet (docs/namespaces.md)
+_LIVE = "NOT (e.data ? 'deleted')"  # a deleted episode keeps its row (restorable) and leaves every read
+_VISIBLE = f"{scopes.postgres_sql('e', namespaced=False)} AND {_LIVE}"  # episodes are not namespaced yet (docs/namespaces.md)
 
 
 def _tenant(episode: Episode) -> str:
@@ -102,8 +107,59 @@ class PgEpisodeStore:
             raise NotFoundError(f"no episode {episode.id} with this owner and run")
         return dataclasses.replace(episode, path=self.path_of(episode.id))
 
+    def delete(self, episode_id: str, *, session_id: str | None = None, user_id: str | None = None) -> Episode:
+        """Mark one episode the caller may see deleted (never listed; :meth:`restore` brings it back), evented."""
+        return self._move(episode_id, session_id, user_id, restore=False)
+
+    def restore(self, episode_id: str, *, session_id: str | None = None, user_id: str | None = None) -> Episode:
+        """Bring back an episode :meth:`delete` took away, if the caller may see it."""
+        return self._move(episode_id, session_id, user_id, restore=True)
+
+    def _move(self, episode_id: str, session_id: str | None, user_id: str | None, *, restore: bool) -> Episode:
+        _check_caller(session_id=session_id, user_id=user_id)
+        params = {**self._params(session_id, user_id), "id": validate_episode_id(episode_id)}
+        state = _LIVE.replace("NOT ", "") if restore else _LIVE
+        with self.pool.connection() as conn, conn.transaction():
+            row = conn.execute(
+                f"SELECT tenant, data FROM {self.table} e WHERE e.id = %(id)s AND {scopes.postgres_sql('e')} AND {state} FOR UPDATE",
+                params,
+            ).fetchone()
+            if row is None:
+                raise NotFoundError(f"no {'deleted ' if restore else ''}episode {episode_id!r} visible to this caller")
+            change = "data - 'deleted'" if restore else "data || jsonb_build_object('deleted', now()::text)"
+            conn.execute(f"UPDATE {self.table} SET data = {change} WHERE tenant = %s AND id = %s", (row["tenant"], episode_id))
+            episode = self._episode(row["data"])
+            self._event(conn, row["tenant"], "episode_restored" if restore else "episode_deleted", episode, session_id, user_id)
+        return episode
+
+    def _event(self, conn: Any, tenant: str, kind: str, episode: Episode, session_id: str | None, user_id: str | None) -> None:
+        """The change in the schema's event log, through the write gate like every event (visible like the episode)."""
+        who = current_acting()
+        ev = prepare_event(
+            {
+                "eid": uuid.uuid4().hex[:16],
+                "event": kind,
+                "id": episode.id,
+                "actor": who.actor or "api",
+                "session_id": who.session_id or session_id,
+                "user_id": who.user_id or user_id,
+                "run_id": who.run_id,
+                "tool_call_id": who.tool_call_id,
+                "scope": episode.scope.value,
+                "owner_session": episode.session_id,
+                "owner_user": episode.user_id,
+                "detail": {},
+            }
+        )
+        names = [k for k in ev if k != "detail"]
+        conn.execute(
+            f'INSERT INTO "{self.pool.schema}".events (tenant, {", ".join(names)}, detail) VALUES (%s, {", ".join(["%s"] * len(names))}, %s)',
+            (tenant, *(ev[k] for k in names), Jsonb(ev["detail"])),
+        )
+
     def _episode(self, data: Any) -> Episode:
         raw = dict(data)
+        raw.pop("deleted", None)
         raw["scope"] = Scope(raw["scope"])
         raw["tools"] = tuple(ToolUse(**t) for t in raw.get("tools") or ())
         for name in ("sequence", "worked", "failed"):
@@ -159,7 +215,7 @@ class PgEpisodeStore:
     def count(self) -> int:
         """How many episodes are stored (every scope; for status and tests)."""
         with self.pool.connection() as conn:
-            return int(conn.execute(f"SELECT count(*) AS n FROM {self.table}").fetchone()["n"])
+            return int(conn.execute(f"SELECT count(*) AS n FROM {self.table} e WHERE {_LIVE}").fetchone()["n"])
 
     def doctor(self) -> builtins.list[dict[str, str]]:
         """Rows are checked when written: nothing to quarantine."""

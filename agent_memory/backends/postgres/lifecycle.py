@@ -217,6 +217,9 @@ async def undo(b: Any, caller: Caller) -> Event:
             raise NotFoundError(f"record {ev.id} is gone since that change ({ev.event}); see `history`")
         if row["content_hash"] != ev.after:
             raise InvalidInputError(f"record {ev.id} changed after that {ev.event}; pick a version with `restore --version`")
+        if ev.event == "superseded" and row.get("supersedes"):
+            await _undo_supersede(b, conn, row, ev, caller)
+            return ev
         if ev.event in ("created", "imported") or ev.detail.get("from") == "archive":
             async with conn.transaction():
                 await b.writer._archive_where(
@@ -240,6 +243,28 @@ async def undo(b: Any, caller: Caller) -> Event:
             await restore(b, ev.id, caller, version=n, event="undone", **tag)
             return ev
     raise InvalidInputError(f"the version of {ev.id} before that {ev.event} is not kept; see `history`")
+
+
+async def _undo_supersede(b: Any, conn: Any, row: dict[str, Any], ev: Event, caller: Caller) -> None:
+    """Undo a supersession: the new row goes to the archive, the row it superseded is current again (its
+    ``valid_to`` cleared when the supersession set it)."""
+    from agent_memory.model.supersession import start_of
+
+    async with conn.transaction():
+        cur = await conn.execute(
+            f"SELECT {SELECT} FROM {b.table} WHERE tenant = %s AND id = %s FOR UPDATE", (row["tenant"], row["supersedes"])
+        )
+        old = await cur.fetchone()
+        if old is None or old["superseded_by"] != row["id"]:
+            raise InvalidInputError(f"record {row['supersedes']} is no longer the one {row['id']} superseded; see `history`")
+        new_rec, old_rec = row_to_record(row, ""), row_to_record(old, "")
+        valid_to = None if old_rec.valid_to and old_rec.valid_to == start_of(new_rec) else old["valid_to"]
+        await b.writer._archive_where(conn, "tenant = %(t)s AND id = %(id)s", {"t": row["tenant"], "id": row["id"]}, "undo of superseded")
+        await conn.execute(
+            f"UPDATE {b.table} SET superseded_by = NULL, valid_to = %s WHERE tenant = %s AND id = %s",
+            (valid_to, row["tenant"], old["id"]),
+        )
+        await record_event(b, conn, "undone", row, caller, before=row["content_hash"], undo_of=ev.eid)
 
 
 async def _chain_ids(b: Any, conn: Any, row: dict[str, Any]) -> set[str]:
