@@ -44,3 +44,17 @@ async def test_links_resolve_only_within_what_the_namespace_sees(backend: Any) -
     src = await support.remember("See [[Build cache]] for why builds are fast.", scope="project")
     found = await support.links(src.id)
     assert [x.record_id for x in found.outgoing] == [None]  # coding's record is invisible from support
+
+
+async def test_tidy_changes_only_the_agents_own_namespace(backend: Any) -> None:
+    import datetime as dt
+
+    soon = (dt.datetime.now(dt.UTC) + dt.timedelta(minutes=5)).isoformat()
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(days=1)
+    parent = backend.provider(namespace="acme")
+    support = backend.provider(namespace="acme/support")  # inherited: reads acme's records
+    theirs = await parent.remember("Acme's staging host is db-old.", user_id="alice", scope="user", expires=soon)
+    mine = await support.remember("Support's queue is q-old.", user_id="alice", scope="user", expires=soon)
+    report = await support.tidy(user_id="alice", max_share=1.0, now=later)
+    assert [c.record_id for c in report.applied] == [mine.id]  # the parent's expired record is not the child's to archive
+    assert [c.record_id for c in (await parent.tidy(user_id="alice", max_share=1.0, now=later)).applied] == [theirs.id]

@@ -45,6 +45,7 @@ from agent_memory.backends.files.backend import FilesBackend
 from agent_memory.consolidate.plan import _scope_path_gone, partition_of
 from agent_memory.consolidate.report import Change
 from agent_memory.errors import InvalidInputError, UnsupportedError
+from agent_memory.model import scopes
 from agent_memory.model.drafts import _parse_when, archive_note
 from agent_memory.model.events import acting
 from agent_memory.model.records import MemoryRecord
@@ -290,14 +291,22 @@ async def tidy_backend(
     when = now or dt.datetime.now(dt.UTC)
     rules = tuple(rules)
     with acting(ACTOR):
+        # a pass changes what it finds: it sees the caller's own namespace only (the root's without a caller)
+        view = caller.own_view() if caller is not None else scopes.ROOT_VIEW
         files = capability(backend, FilesBackend)
         if files is not None:
-            report = await asyncio.to_thread(_tidy_files, files.store, caller, max_share, dry_run, when, workspace, rules)
+
+            def run() -> TidyReport:
+                with scopes.viewing(view):
+                    return _tidy_files(files.store, caller, max_share, dry_run, when, workspace, rules)
+
+            report = await asyncio.to_thread(run)
         else:
             inner = innermost(backend)
             if not _is_postgres(inner):
                 raise UnsupportedError.of("tidy", inner, "files and PostgreSQL backends only")
-            report = await _tidy_postgres(inner, caller, max_share, dry_run, when, workspace, rules)
+            with scopes.viewing(view):
+                report = await _tidy_postgres(inner, caller, max_share, dry_run, when, workspace, rules)
     await _fire(backend, report)
     return report
 
