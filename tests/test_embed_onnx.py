@@ -41,7 +41,7 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("onnx-cache")
     first = OnnxModel(_model_dir(), cache=path)
     first.load()
-    assert first.exported and first.path.is_file()
+    assert first.exported and (first.path / "model.onnx").is_file()
     return path
 
 
@@ -66,9 +66,10 @@ def test_local_embedder_prefers_onnx_and_can_be_told_not_to(cache: Path, monkeyp
 def test_the_cache_is_made_once_and_reused(cache: Path) -> None:
     again = OnnxModel(_model_dir(), cache=cache)
     again.load()
-    assert not again.exported  # the second model read the first one's file
-    assert [p.suffix for p in sorted(cache.iterdir())] == [".json", ".onnx"]  # no temporary file left behind
-    assert json.loads(again.path.with_suffix(".json").read_text())["size"] == again.path.stat().st_size
+    assert not again.exported  # the second model read the first one's export
+    assert [p.name for p in cache.iterdir()] == [again.path.name]  # no temporary folder left behind
+    sizes = json.loads((again.path / "meta.json").read_text())["sizes"]
+    assert sizes == {name: (again.path / name).stat().st_size for name in ("model.onnx", "model.data")}
 
 
 def test_a_changed_model_gets_its_own_export(tmp_path: Path) -> None:
@@ -85,22 +86,27 @@ def test_a_changed_model_gets_its_own_export(tmp_path: Path) -> None:
 
 
 def test_a_damaged_cache_is_rebuilt_not_crashed_on(cache: Path, tmp_path: Path) -> None:
+    import shutil
+
     good = OnnxModel(_model_dir(), cache=cache).path
     damaged = tmp_path / "damaged"
     damaged.mkdir()
     model = OnnxModel(_model_dir(), cache=damaged)
     target = model.path
-    size = good.stat().st_size
-    target.write_bytes(b"\x00garbage" * (size // 8) + b"\x00" * (size % 8))  # the recorded size, unreadable bytes
-    target.with_suffix(".json").write_text(json.dumps({"size": size}))
+    shutil.copytree(good, target)
+    graph = (target / "model.onnx").stat().st_size
+    (target / "model.onnx").write_bytes(b"\x07garbage" * (graph // 8) + b"\x07" * (graph % 8))  # its recorded size, unreadable
     assert model._open(target) is None
-    truncated = tmp_path / "short.onnx"
-    truncated.write_bytes(good.read_bytes()[: size // 2])
-    truncated.with_suffix(".json").write_text(json.dumps({"size": size}))
-    assert model._open(truncated) is None  # a cut-off file is caught by its size before it is parsed
+    cut = tmp_path / "cut"
+    shutil.copytree(good, cut)
+    with open(cut / "model.data", "r+b") as f:
+        f.truncate(1000)
+    assert model._open(cut) is None  # cut-off weights are caught by their size before they are mapped
+    (cut / "meta.json").unlink()
+    assert model._open(cut) is None  # an export without its meta is incomplete
     vec = model.embed(["still works"])
     assert model.exported and vec.shape == (1, 384)
-    assert target.stat().st_size == size
+    assert (target / "model.onnx").stat().st_size == graph and [p.name for p in damaged.iterdir()] == [target.name]
 
 
 def test_the_query_path_imports_no_torch(cache: Path) -> None:

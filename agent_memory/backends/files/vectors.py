@@ -30,6 +30,7 @@ import numpy.typing as npt
 from agent_memory.backends.files.coarse import COARSE_MIN, Coarse, Loaded, one_thread
 from agent_memory.backends.files.vector_meta import EMBEDDERS_SCHEMA
 from agent_memory.backends.files.vector_seam import live_items, visible_for_hashes, visible_hashes
+from agent_memory.backends.files.vector_snapshot import SNAPSHOT_SCHEMA, cache_state, drop_snapshots, read_snapshot, write_snapshot
 from agent_memory.embeddings import Embedder, EmbeddingError, embedder_spec
 from agent_memory.errors import InvalidInputError, StorageError
 from agent_memory.model.reports import BackfillReport
@@ -45,7 +46,9 @@ CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, hash TEXT NOT NULL, dim
                                     PRIMARY KEY (model, hash));
 """
     + EMBEDDERS_SCHEMA
+    + SNAPSHOT_SCHEMA
 )
+SNAPSHOT_MIN = 2_000  # below this, reading the rows from SQLite is as quick as the snapshot
 
 
 class VectorCache:
@@ -83,6 +86,7 @@ class VectorCache:
         return conn
 
     def _recreate(self) -> sqlite3.Connection:
+        drop_snapshots(self.path)
         for suffix in ("", "-wal", "-shm"):
             with contextlib.suppress(FileNotFoundError):
                 Path(str(self.path) + suffix).unlink()
@@ -178,6 +182,7 @@ class VectorCache:
 
         removed: int = self._guarded(run)
         if removed:
+            drop_snapshots(self.path)  # a dropped vector must not linger in a derived file
             with self._lock:
                 self._loaded.clear()
         return removed
@@ -192,6 +197,7 @@ class VectorCache:
 
         removed: int = self._guarded(run)
         if removed:
+            drop_snapshots(self.path)  # a dropped vector must not linger in a derived file
             with self._lock:
                 self._loaded.clear()
         return removed
@@ -267,6 +273,13 @@ class VectorCache:
             loaded = self._loaded.get(model)
         if loaded is not None and loaded.stamp == stamp:
             return loaded
+        state = self._guarded(cache_state)  # before the rows: a snapshot may be newer than its label, never older
+        snap = read_snapshot(self.path, model, state)
+        if snap is not None:
+            snap.stamp = stamp
+            with self._lock:
+                self._loaded[model] = snap
+            return snap
         rows = self._guarded(lambda c: c.execute("SELECT hash, dim, vec FROM vectors WHERE model = ?", (model,)).fetchall())
         dims = {r[1] for r in rows}
         if len(dims) > 1:
@@ -278,6 +291,10 @@ class VectorCache:
             mat[i] = np.frombuffer(blob, dtype=np.float32)
             hashes[h] = i
         loaded = Loaded(hashes=hashes, order=list(hashes), buf=mat, n=len(rows), stamp=stamp)
+        if loaded.n >= SNAPSHOT_MIN and len(hashes) == len(rows):  # the next process loads it in milliseconds
+            if loaded.n >= COARSE_MIN:
+                loaded.coarse = Coarse.build(loaded.matrix)
+            write_snapshot(self.path, model, state, loaded, loaded.coarse)
         with self._lock:
             self._loaded[model] = loaded
         return loaded
