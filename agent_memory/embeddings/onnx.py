@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agent_memory.embeddings.base import EmbeddingError, Matrix
+from agent_memory.embeddings.base import EmbeddingError, Matrix, quietly
 
 __all__ = ["OnnxModel", "cache_dir", "onnx_available", "onnx_fits"]
 
@@ -179,10 +179,8 @@ class OnnxModel:
             from transformers import AutoModel
         except ImportError as exc:
             raise EmbeddingError(f"exporting the model to ONNX needs torch, transformers and onnx: {exc}") from exc
-        from agent_memory.embeddings.local import _quietly
-
         path.parent.mkdir(parents=True, exist_ok=True)
-        model = _quietly(lambda: AutoModel.from_pretrained(str(self.model_dir), local_files_only=True, attn_implementation="eager").eval())
+        model = quietly(lambda: AutoModel.from_pretrained(str(self.model_dir), local_files_only=True, attn_implementation="eager").eval())
 
         class _Hidden(torch.nn.Module):
             def __init__(self, inner: Any) -> None:
