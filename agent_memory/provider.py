@@ -128,6 +128,8 @@ class MemoryProvider:
 
             self.backend = ExtendedBackend(self.backend, hooks)
         files = capability(self.backend, FilesBackend)
+        if files is not None and "embedder" not in backend_options:
+            _use_recorded_embedder(files)  # a root with vectors: search uses them (docs/meaning.md)
         if track_recalls and files is not None:  # decay (files backend) needs to know what was recalled
             from agent_memory.consolidate.recalls import RecallLog
 
@@ -1069,3 +1071,16 @@ class MemoryProvider:
         return await self.remember(
             text, title=title, kind="summary", scope=scope, session_id=session_id, user_id=user_id, tags=("digest",), source="consolidation"
         )
+
+
+def _use_recorded_embedder(files: FilesBackend) -> None:
+    """Attach the embedder recorded with a files root's vectors, if it has vectors and the embedder can be rebuilt."""
+    from agent_memory.backends.files.vector_meta import recorded
+
+    found = recorded(files.root)
+    if found is None or found.spec is None or files.embedder is not None:
+        return
+    try:
+        files.use_embedder(found.spec)
+    except Exception as exc:  # e.g. numpy gone since the vectors were made: lexical, as before
+        logging.getLogger("agent_memory").warning("not using this root's vectors (%s): %s", found.model, exc)

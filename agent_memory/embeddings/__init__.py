@@ -37,6 +37,8 @@ __all__ = [
     "as_matrix",
     "local_model_available",
     "make_embedder",
+    "embedder_spec",
+    "spec_for_model",
 ]
 
 
@@ -58,3 +60,19 @@ def make_embedder(spec: str | Embedder | None) -> Embedder | None:
             raise InvalidInputError(f"local:{path}: not a sentence-transformers model directory (no modules.json)")
         return LocalEmbedder(model_path=path)
     return LiteLLMEmbedder(text)
+
+
+def embedder_spec(embedder: Embedder) -> str | None:
+    """The :func:`make_embedder` spec that rebuilds ``embedder`` (``local``, ``local:PATH``, a litellm model id), or
+    None for one that cannot be rebuilt from a name (a user function, a renamed litellm embedder)."""
+    if isinstance(embedder, LocalEmbedder):
+        path = embedder._model_path
+        return "local" if path is None else f"local:{path}"
+    if isinstance(embedder, LiteLLMEmbedder) and embedder.name == embedder.model:
+        return embedder.model
+    return None
+
+
+def spec_for_model(model: str) -> str | None:
+    """The spec of a model known by its vector name alone: the packaged MiniLM's (``local``), else None."""
+    return "local" if model == LOCAL_MODEL else None

@@ -11,12 +11,12 @@ it, importing any embedder works and embedding raises :class:`EmbedderNotInstall
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
 from agent_memory.errors import BackendError, InvalidInputError, MissingExtraError, needs_extra
 
-__all__ = ["Embedder", "EmbedderNotInstalledError", "EmbeddingError", "Matrix", "as_matrix", "check_texts"]
+__all__ = ["Embedder", "EmbedderNotInstalledError", "EmbeddingError", "Matrix", "as_matrix", "check_texts", "quietly"]
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -82,3 +82,18 @@ def as_matrix(vectors: Any, count: int, dim: int | None = None, *, source: str =
     norms = np.linalg.norm(m, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return np.ascontiguousarray(m / norms, dtype=np.float32)
+
+
+def quietly(load: Callable[[], Any]) -> Any:
+    """Run ``load`` without the loading progress bars transformers draws on stderr (a library prints nothing)."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # pragma: no cover - sentence-transformers always brings transformers
+        return load()
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    try:
+        return load()
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]

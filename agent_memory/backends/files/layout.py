@@ -103,11 +103,11 @@ ROOT_LAYOUT: tuple[RootEntry, ...] = (
     RootEntry(
         "vectors",
         "vectors.db",
-        "embedding cache keyed by model and content hash",
+        "embedding cache keyed by model and content hash (and vectors.db-snap/, its memory-mappable snapshot per model)",
         derived=True,
         owned=True,
-        purge="vectors of purged content hashes deleted, VACUUM, WAL truncated",
-        siblings=_SQLITE,
+        purge="vectors of purged content hashes deleted, VACUUM, WAL truncated; the snapshot deleted",
+        siblings=(*_SQLITE, "-snap"),
     ),
     RootEntry(
         "events",

@@ -28,8 +28,10 @@ import numpy as np
 import numpy.typing as npt
 
 from agent_memory.backends.files.coarse import COARSE_MIN, Coarse, Loaded, one_thread
+from agent_memory.backends.files.vector_meta import EMBEDDERS_SCHEMA
 from agent_memory.backends.files.vector_seam import live_items, visible_for_hashes, visible_hashes
-from agent_memory.embeddings import Embedder, EmbeddingError
+from agent_memory.backends.files.vector_snapshot import SNAPSHOT_SCHEMA, cache_state, drop_snapshots, read_snapshot, write_snapshot
+from agent_memory.embeddings import Embedder, EmbeddingError, embedder_spec
 from agent_memory.errors import InvalidInputError, StorageError
 from agent_memory.model.reports import BackfillReport
 
@@ -38,10 +40,15 @@ log = logging.getLogger("agent_memory")
 __all__ = ["VectorCache", "BackfillReport", "live_items", "visible_hashes", "visible_for_hashes", "VECTORS_FILE"]
 
 VECTORS_FILE = "vectors.db"
-_SCHEMA = """
+_SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, hash TEXT NOT NULL, dim INTEGER NOT NULL, vec BLOB NOT NULL,
                                     PRIMARY KEY (model, hash));
 """
+    + EMBEDDERS_SCHEMA
+    + SNAPSHOT_SCHEMA
+)
+SNAPSHOT_MIN = 2_000  # below this, reading the rows from SQLite is as quick as the snapshot
 
 
 class VectorCache:
@@ -79,6 +86,7 @@ class VectorCache:
         return conn
 
     def _recreate(self) -> sqlite3.Connection:
+        drop_snapshots(self.path)
         for suffix in ("", "-wal", "-shm"):
             with contextlib.suppress(FileNotFoundError):
                 Path(str(self.path) + suffix).unlink()
@@ -133,6 +141,20 @@ class VectorCache:
             loaded.add(list(hashes), mat)  # our own write: update in place, no reload of the whole matrix
             loaded.stamp = self._stamp()
 
+    def note_embedder(self, embedder: Embedder) -> None:
+        """Record which embedder makes ``embedder.name``'s vectors (the spec that rebuilds it, if any): what a
+        search without an embedder uses (:mod:`agent_memory.backends.files.vector_meta`)."""
+        spec = embedder_spec(embedder)
+
+        def write(conn: sqlite3.Connection) -> None:
+            row = conn.execute("SELECT spec FROM embedders WHERE model = ?", (embedder.name,)).fetchone()
+            if row is not None and row[0] == spec:
+                return  # unchanged: no commit, so a loaded matrix is not reloaded for nothing
+            with conn:
+                conn.execute("INSERT OR REPLACE INTO embedders (model, spec) VALUES (?, ?)", (embedder.name, spec))
+
+        self._guarded(write)
+
     def known(self, model: str, hashes: Iterable[str]) -> set[str]:
         """Which of ``hashes`` already have a vector for ``model``."""
         wanted = set(hashes)
@@ -153,12 +175,14 @@ class VectorCache:
         def run(conn: sqlite3.Connection) -> int:
             with conn:
                 n = conn.execute("DELETE FROM vectors WHERE model != ?", (model,)).rowcount
+                conn.execute("DELETE FROM embedders WHERE model != ?", (model,))
                 stale = [(model, r[0]) for r in conn.execute("SELECT hash FROM vectors WHERE model = ?", (model,)) if r[0] not in keep_set]
                 conn.executemany("DELETE FROM vectors WHERE model = ? AND hash = ?", stale)
                 return int(n) + len(stale)
 
         removed: int = self._guarded(run)
         if removed:
+            drop_snapshots(self.path)  # a dropped vector must not linger in a derived file
             with self._lock:
                 self._loaded.clear()
         return removed
@@ -173,6 +197,7 @@ class VectorCache:
 
         removed: int = self._guarded(run)
         if removed:
+            drop_snapshots(self.path)  # a dropped vector must not linger in a derived file
             with self._lock:
                 self._loaded.clear()
         return removed
@@ -208,6 +233,8 @@ class VectorCache:
         report.cached = len(texts) - len(todo)
         if progress:
             progress(0, len(todo))
+        if todo or report.cached:
+            self.note_embedder(embedder)
         for i in range(0, len(todo), batch_size):
             if stop is not None and stop():  # abandoned between batches (what is embedded stays)
                 report.error = "stopped"
@@ -246,6 +273,14 @@ class VectorCache:
             loaded = self._loaded.get(model)
         if loaded is not None and loaded.stamp == stamp:
             return loaded
+        state = self._guarded(cache_state)  # before the rows: a snapshot may be newer than its label, never older
+        stamp = self._stamp()  # after it: making the epoch (once per file) is a write
+        snap = read_snapshot(self.path, model, state)
+        if snap is not None:
+            snap.stamp = stamp
+            with self._lock:
+                self._loaded[model] = snap
+            return snap
         rows = self._guarded(lambda c: c.execute("SELECT hash, dim, vec FROM vectors WHERE model = ?", (model,)).fetchall())
         dims = {r[1] for r in rows}
         if len(dims) > 1:
@@ -257,6 +292,10 @@ class VectorCache:
             mat[i] = np.frombuffer(blob, dtype=np.float32)
             hashes[h] = i
         loaded = Loaded(hashes=hashes, order=list(hashes), buf=mat, n=len(rows), stamp=stamp)
+        if loaded.n >= SNAPSHOT_MIN and len(hashes) == len(rows):  # the next process loads it in milliseconds
+            if loaded.n >= COARSE_MIN:
+                loaded.coarse = Coarse.build(loaded.matrix)
+            write_snapshot(self.path, model, state, loaded, loaded.coarse)
         with self._lock:
             self._loaded[model] = loaded
         return loaded
