@@ -657,7 +657,10 @@ class MemoryProvider:
         from agent_memory.consolidate import consolidate_backend, fire_archived
 
         if not worker:
-            caller = self._caller(session_id, user_id, namespace, isolation) if session_id or user_id else None
+            # an agent in a namespace consolidates its own namespace; only a root caller with no identity is the operator
+            caller = (
+                self._caller(session_id, user_id, namespace, isolation) if session_id or user_id or namespace or self.namespace else None
+            )
             return await consolidate_backend(self.backend, dry_run=dry_run, max_share=max_share, caller=caller, **options)
         from agent_memory.agents.workers.consolidate import run_consolidate
 
@@ -924,6 +927,7 @@ class MemoryProvider:
             user_id=user_id,
             session=session,
             limit=limit,
+            namespace=self.namespace,
         )
         self._embed_soon()
         return report
@@ -1049,7 +1053,12 @@ class MemoryProvider:
         from agent_memory.consolidate.governance import history
 
         root = store_of(self.backend).root
-        return await asyncio.to_thread(history, root, session_id=session_id, user_id=user_id, since=since, limit=limit)
+        caller = self._caller(session_id, user_id)
+        files = capability(self.backend, FilesBackend)
+        view = files.view(caller) if files is not None else caller.view(None)  # without a registry: no shared siblings
+        return await asyncio.to_thread(
+            history, root, session_id=session_id, user_id=user_id, since=since, limit=limit, namespace=caller.namespace, view=view
+        )
 
     async def consolidation_digest(
         self, *, since: str | None = None, session_id: str | None = None, user_id: str | None = None

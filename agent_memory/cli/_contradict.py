@@ -20,13 +20,13 @@ def contradictions(
     target: StoreTarget | BackendTarget, text: str, *, key: str | None, session_id: str | None, user_id: str | None
 ) -> list["Contradiction"]:
     """The records ``text`` contradicts that the caller sees (best first); a failing check is no contradiction."""
-    from agent_memory.backends.base import Caller
+    from agent_memory.cli._target import caller_of
     from agent_memory.consolidate.contradict import backend_contradictions, find_contradictions
     from agent_memory.model.records import MemoryRecord
 
     try:
         if isinstance(target, BackendTarget):
-            found: list[Contradiction] = target._run(backend_contradictions(target.backend, text, Caller(session_id, user_id), key=key))
+            found: list[Contradiction] = target._run(backend_contradictions(target.backend, text, caller_of(session_id, user_id), key=key))
             return found
         store = target.store
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from agent_memory.cli._base import UsageError, add_identity, emit, read_text
-from agent_memory.cli._target import BackendTarget, StoreTarget, open_target
+from agent_memory.cli._target import BackendTarget, StoreTarget, caller_of, open_target
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.base import MemoryBackend
@@ -65,10 +65,9 @@ def _run(target: StoreTarget | BackendTarget, work: Callable[["MemoryBackend"], 
 
 def cmd_curate(args: argparse.Namespace) -> None:
     from agent_memory.agents import curated as ops
-    from agent_memory.backends.base import Caller
     from agent_memory.model.events import acting
 
-    caller = Caller(session_id=args.session_id, user_id=args.user_id)
+    caller = caller_of(args.session_id, args.user_id)  # in the command's --namespace
     if args.list:
         if args.text is not None or args.priority is not None:
             raise UsageError("--list takes no TEXT and no --priority")

@@ -42,6 +42,7 @@ from agent_memory.consolidate.similar import MERGE_THRESHOLD
 from agent_memory.errors import UnsupportedError
 from agent_memory.model.drafts import archive_note
 from agent_memory.model.records import MemoryRecord
+from agent_memory.model.scopes import sqlite_params
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.base import Caller
@@ -79,7 +80,8 @@ def _snapshot(store: MemoryStore, caller: Caller | None) -> list[MemoryRecord]:
     if caller is not None:
         # what the caller sees, expired records included (the ttl rule archives them)
         where = visibility_sql("r", include_expired=True)
-        params = visible_params(caller.session_id, caller.user_id)
+        # a pass changes what it finds: the caller's own namespace only (an agent never archives its parent's records)
+        params = sqlite_params(caller.session_id, caller.user_id, caller.own_view())
     sql = f"SELECT r.*, f.body AS body FROM records r JOIN fts f ON f.rowid = r.rowid WHERE {where} ORDER BY r.id"
     rows = store.index.guarded(lambda c: c.execute(sql, params).fetchall())
     return [row_to_record(r, store.records_dir, r["body"] or "") for r in rows]

@@ -20,6 +20,7 @@ from typing import Any
 from agent_memory.backends.files.runlog import RunLog, visible_run
 from agent_memory.consolidate.recalls import RecallLog
 from agent_memory.consolidate.report import ConsolidationReport, Finding
+from agent_memory.errors import InvalidInputError
 from agent_memory.model.drafts import archive_note
 from agent_memory.model.records import MemoryRecord, normalize_instant, now_iso
 
@@ -31,8 +32,8 @@ MAX_JUDGED = 300  # recalled records compared pairwise for drift (bounded work o
 
 def _owner(rec: MemoryRecord | None) -> dict[str, Any]:
     if rec is None:
-        return {"scope": "project"}
-    return {"scope": rec.scope.value, "session_id": rec.session_id, "user_id": rec.user_id}
+        return {"scope": "project", "namespace": ""}
+    return {"scope": rec.scope.value, "session_id": rec.session_id, "user_id": rec.user_id, "namespace": rec.namespace}
 
 
 def drift(records: Sequence[MemoryRecord], findings: Iterable[Finding], log: RecallLog) -> list[dict[str, Any]]:
@@ -102,8 +103,10 @@ def record_run(
     by_id = {r.id: r for r in records}
     run_id = uuid.uuid4().hex[:12]
     sid, uid = getattr(caller, "session_id", None), getattr(caller, "user_id", None)
+    ns = getattr(caller, "namespace", None) or ""
     # a record not in the snapshot (a worker's run): shown to the caller's own partition only
     fallback = {"scope": "user", "user_id": uid} if uid else {"scope": "session", "session_id": sid} if sid else {"scope": "project"}
+    fallback["namespace"] = ns
     changes = [
         {
             "id": c.record_id,
@@ -123,9 +126,7 @@ def record_run(
             "at": now_iso(),
             "dry_run": report.dry_run,
             "worker": worker,
-            "caller": {
-                k: v for k, v in (("session_id", getattr(caller, "session_id", None)), ("user_id", getattr(caller, "user_id", None))) if v
-            },
+            "caller": {k: v for k, v in (("session_id", sid), ("user_id", uid), ("namespace", ns)) if v},
             "total": report.total,
             "limit": report.limit,
             "stopped": report.stopped,
@@ -138,18 +139,36 @@ def record_run(
 
 
 def history(
-    root: Any, *, session_id: str | None, user_id: str | None, since: str | None = None, limit: int | None = None
+    root: Any,
+    *,
+    session_id: str | None,
+    user_id: str | None,
+    since: str | None = None,
+    limit: int | None = None,
+    namespace: str | None = None,
+    view: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """The runs since ``since`` (an instant), newest first, as the caller may see them."""
-    start = normalize_instant(since) if since else None
-    runs = [visible_run(r, session_id, user_id) for r in RunLog(root).read() if not start or str(r.get("at", "")) >= start]
+    """The runs since ``since`` (an instant), newest first, as the caller (in ``namespace``, reading ``view``) may see them."""
+    start = _instant(since) if since else None
+    runs = [
+        visible_run(r, session_id, user_id, namespace=namespace, view=view)
+        for r in RunLog(root).read()
+        if not start or str(r.get("at", "")) >= start
+    ]
     runs.reverse()
     return runs[:limit] if limit else runs
 
 
+def _instant(value: str) -> str:
+    found = normalize_instant(value)
+    if found is None:
+        raise InvalidInputError(f"since: not a date or instant: {value!r} (e.g. 2026-11-01 or 2026-11-01T09:00:00Z)")
+    return found
+
+
 def _when(value: str | None, default: dt.timedelta) -> str:
     if value:
-        return normalize_instant(value) or value
+        return _instant(value)
     return (dt.datetime.now(dt.UTC) - default).isoformat().replace("+00:00", "Z")
 
 

@@ -327,6 +327,7 @@ async def distill_sessions(
     user_id: str | None = None,
     session: str | None = None,
     limit: int = DISTILL_LIMIT,
+    namespace: str | None = None,
 ) -> DistillReport:
     """Run the capture worker over session-log messages not distilled yet (see the module docstring)."""
     from agent_memory.agents.workers.capture import capture_turn
@@ -354,7 +355,7 @@ async def distill_sessions(
         if not taken:
             report.remaining += len(messages)
             continue
-        caller = Caller(sdir.session_id, sdir.user_id)
+        caller = Caller(sdir.session_id, sdir.user_id, namespace)  # facts land in the distilling agent's namespace
         ids: list[str] = []
         with acting("distill", session_id=sdir.session_id, user_id=sdir.user_id):
             for first, replies in taken:

@@ -133,14 +133,16 @@ class MemoryToolHandler:
 
     # -- storage ---------------------------------------------------------------------------
     async def _records(self) -> dict[str, list[MemoryRecord]]:
-        """Every live file record by path, newest first (a restored old file can share a path with a new one)."""
+        """Every live file record by path: the caller's own namespace first, then newest first (a restored old file can
+        share a path with a new one; an inherited ancestor's file can share it too)."""
         recs = await self.backend.list(self.caller, tags=(TAG,), scope=self.scope, limit=MAX_FILES)
         out: dict[str, list[MemoryRecord]] = {}
         for rec in sorted(sorted(recs, key=lambda r: r.id), key=lambda r: r.updated, reverse=True):
             path = rec.metadata.get(PATH_KEY) if isinstance(rec.metadata, Mapping) else None
             if rec.kind == KIND and isinstance(path, str) and _is_stored_path(path):
                 out.setdefault(path, []).append(rec)
-        return out
+        own = self.caller.namespace or ""  # at one path the caller's own file wins over an ancestor's (read-only) one
+        return {path: sorted(recs, key=lambda r: r.namespace != own) for path, recs in out.items()}
 
     async def _files(self) -> dict[str, MemoryRecord]:
         """The file at each path: its newest record, the one a keyed write (``str_replace``, ``insert``) changes."""

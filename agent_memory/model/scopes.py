@@ -35,6 +35,7 @@ from contextvars import ContextVar
 from typing import Any, Literal
 
 from agent_memory.errors import InvalidInputError
+from agent_memory.model.values import looks_secret
 
 __all__ = [
     "ISOLATIONS",
@@ -83,6 +84,8 @@ def check_namespace(value: object) -> str:
     if len(parts) > MAX_SEGMENTS or ".." in value or not all(_SEGMENT.fullmatch(p) for p in parts):
         shown = value if len(value) <= 80 and value.isprintable() else repr(value[:80])
         raise InvalidInputError(f"invalid namespace {shown!r}: {_RULE}")
+    if any(looks_secret(p) for p in (value, value.replace("/", " "), *parts)):  # a name is written to disk and shown
+        raise InvalidInputError("namespace looks like a secret; refusing to store it")
     return value
 
 

@@ -243,7 +243,9 @@ def _homed(drafts: list[MemoryDraft], ctx: CaptureContext) -> list[MemoryDraft]:
     return [dataclasses.replace(d, namespace=ctx.namespace) for d in drafts]
 
 
-async def _commit(backend: MemoryBackend, drafts: list[MemoryDraft], source: str, result: CaptureResult) -> CaptureResult:
+async def _commit(
+    backend: MemoryBackend, drafts: list[MemoryDraft], source: str, result: CaptureResult, view: Caller | None = None
+) -> CaptureResult:
     """Write the drafts in one batch; each one the store rejects is listed in ``result.rejected``."""
     rejected: list[dict[str, Any]] = []
     allowed: list[tuple[int, MemoryDraft]] = []
@@ -254,7 +256,7 @@ async def _commit(backend: MemoryBackend, drafts: list[MemoryDraft], source: str
         else:
             allowed.append((i, draft))
     if allowed:
-        allowed = await _superseding(backend, allowed, result)
+        allowed = await _superseding(backend, allowed, result, view)
         errors: list[tuple[int, str]] = []
         done = await backend.remember_many([d for _, d in allowed], source=source, on_error="skip", errors=errors)
         result.written = [{"id": r.id, "status": r.status} for r in done]
@@ -264,7 +266,7 @@ async def _commit(backend: MemoryBackend, drafts: list[MemoryDraft], source: str
 
 
 async def _superseding(
-    backend: MemoryBackend, drafts: list[tuple[int, MemoryDraft]], result: CaptureResult
+    backend: MemoryBackend, drafts: list[tuple[int, MemoryDraft]], result: CaptureResult, view: Caller | None = None
 ) -> list[tuple[int, MemoryDraft]]:
     """Each draft that contradicts a current record capture wrote in the draft's own partition supersedes it instead of
     standing beside it (a keyed draft on that record's key replaces it). A contradicted record capture may not change
@@ -277,7 +279,8 @@ async def _superseding(
         try:
             if draft.supersedes is not None or not isinstance(draft.content, str):
                 raise _Unchecked
-            caller = Caller(draft.session_id, draft.user_id)
+            # checked as the writer reads (its namespace and isolation): a record it cannot see is never named
+            caller = Caller(draft.session_id, draft.user_id, draft.namespace, view.isolation if view is not None else None)
             found = await backend_contradictions(backend, draft.content, caller, key=draft.memory_key)
         except Exception:  # fail open: the fact is stored as it would have been
             out.append((i, draft))
@@ -317,6 +320,8 @@ def _may_supersede(draft: MemoryDraft, rec: Any) -> bool:
     """``rec`` is a current record capture wrote, in the partition ``draft`` is written to."""
     scope = str(getattr(draft.scope, "value", draft.scope) or "")
     if rec.source not in _CAPTURE_SOURCES or rec.superseded_by or rec.scope.value != scope:
+        return False
+    if rec.namespace != (draft.namespace or ""):  # an ancestor's record is read, never superseded, from below
         return False
     if scope == "user":
         return bool(rec.user_id == draft.user_id)
@@ -417,7 +422,7 @@ async def _run_extractor(backend: MemoryBackend, extractor: Extractor, ctx: Capt
         value = extractor(ctx)
         if inspect.isawaitable(value):
             value = await value
-        await _commit(backend, _homed(_drafts(value, ctx), ctx), source, result)
+        await _commit(backend, _homed(_drafts(value, ctx), ctx), source, result, ctx.caller)
     except Exception as exc:
         result.written, result.fallback, result.reason = [], True, describe_error(exc)
     result.elapsed_s = time.perf_counter() - started
@@ -446,7 +451,7 @@ async def _capture(
             toolset = bound_toolset(backend, profile.tools, ctx.caller, source=source, wrapper=StagingToolset)
             toolset.caller, toolset.backend = ctx.caller, backend
             await run_worker(profile, capture_prompt(ctx), toolset, usage, name=f"agent_memory_{source}")
-            await _commit(backend, _homed(toolset.drafts(ctx), ctx), source, result)
+            await _commit(backend, _homed(toolset.drafts(ctx), ctx), source, result, ctx.caller)
     except Exception as exc:  # fail open: nothing staged is written, never raise
         result.written, result.fallback, result.reason = [], True, describe_error(exc, timeout_s)
     result.usage, result.elapsed_s = usage_dict(usage), time.perf_counter() - started

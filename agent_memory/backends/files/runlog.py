@@ -87,15 +87,34 @@ class RunLog:
         return removed
 
 
-def visible_run(run: Mapping[str, Any], session_id: str | None, user_id: str | None) -> dict[str, Any]:
-    """``run`` as a caller may read it: only the changes (and drift) of records it may see; the owner fields dropped."""
+def visible_run(
+    run: Mapping[str, Any],
+    session_id: str | None,
+    user_id: str | None,
+    *,
+    namespace: str | None = None,
+    view: Iterable[str] | None = None,
+) -> dict[str, Any]:
+    """``run`` as a caller may read it: only the changes (and drift) of records it may see (its namespace ``view``
+    included: a change without a namespace is the root's); the owner fields dropped; the run's size (how many records
+    it looked at, its cap) only to the caller that ran it, since it tells how big another partition is."""
+    seen = tuple(view) if view is not None else ((namespace or ""),)
 
     def sees(item: Mapping[str, Any]) -> bool:
         return may_see(
-            str(item.get("scope") or "project"), item.get("session_id"), item.get("user_id"), session_id=session_id, user_id=user_id
+            str(item.get("scope") or "project"),
+            item.get("session_id"),
+            item.get("user_id"),
+            session_id=session_id,
+            user_id=user_id,
+            namespace=str(item.get("namespace") or ""),
+            view=seen,
         )
 
-    changes = [{k: v for k, v in c.items() if k not in ("session_id", "user_id")} for c in run.get("changes") or [] if sees(c)]
-    drift = [{k: v for k, v in d.items() if k not in ("session_id", "user_id")} for d in run.get("drift") or [] if sees(d)]
-    out = {k: v for k, v in run.items() if k not in ("changes", "drift", "caller")}
+    hidden = ("session_id", "user_id", "namespace")
+    changes = [{k: v for k, v in c.items() if k not in hidden} for c in run.get("changes") or [] if sees(c)]
+    drift = [{k: v for k, v in d.items() if k not in hidden} for d in run.get("drift") or [] if sees(d)]
+    who = run.get("caller") or {}
+    mine = (who.get("session_id"), who.get("user_id"), who.get("namespace") or "") == (session_id, user_id, namespace or "")
+    out = {k: v for k, v in run.items() if k not in ("changes", "drift", "caller") and (mine or k not in ("total", "limit"))}
     return {**out, "changes": changes, "drift": drift}

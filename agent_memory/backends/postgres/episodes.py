@@ -121,7 +121,7 @@ class PgEpisodeStore:
         state = _LIVE.replace("NOT ", "") if restore else _LIVE
         with self.pool.connection() as conn, conn.transaction():
             row = conn.execute(
-                f"SELECT tenant, data FROM {self.table} e WHERE e.id = %(id)s AND {scopes.postgres_sql('e')} AND {state} FOR UPDATE",
+                f"SELECT tenant, data FROM {self.table} e WHERE e.id = %(id)s AND {scopes.postgres_sql('e', namespaced=False)} AND {state} FOR UPDATE",
                 params,
             ).fetchone()
             if row is None:
