@@ -1,4 +1,4 @@
-"""Contradiction precision and recall on labelled pairs (the shipped set and two held-out sets), through the real store (``provider.contradict``).
+"""Contradiction precision and recall on labelled pairs (shipped + two held-out sets), through ``provider.contradict``.
 
 Each pair ``{"old", "new", "label", "case"}`` gets its own user partition: ``old`` is stored, then
 ``provider.contradict(new)`` is asked as that user; a pair counts as found when the old record is returned.
