@@ -97,6 +97,8 @@ def test_another_relation_attribute_or_preference_is_no_contradiction(old: str, 
         ("The invoice is paid.", "The invoice is unpaid.", ("paid", "unpaid"), "flipped"),
         ("The user's favourite colour is blue.", "The user's favourite colour is green.", ("blue", "green"), "after 'is'"),
         ("The customer is on the Pro plan.", "The customer is on the Basic plan.", ("Pro", "Basic"), "after 'is on'"),
+        ("User is vegetarian.", "User is vegan.", ("vegetarian", "vegan"), "the value after 'is' changed from 'vegetarian' to 'vegan'"),
+        ("The light is on.", "The light is off.", ("on", "off"), "flipped from 'on' to 'off'"),
         ("Alice is a doctor.", "Alice is a teacher.", ("doctor", "teacher"), "the value after 'is' changed"),
         (
             "The bug is in the login form.",

@@ -339,7 +339,7 @@ def _one_span(
     subject = " ".join(w for _, w in old[:i1]) + (" … " + " ".join(w for _, w in old[i2:]) if i2 < len(old) else "")
     old_value, new_value = " ".join(raw_a), " ".join(raw_b)
     change = f"from {old_value!r} to {new_value!r}"
-    if opposite:
+    if opposite and not any(va[0] in group and vb[0] in group for group in _CLASSES):
         reason = f"the state after {relation!r} flipped {change}"
     elif slot:
         reason = f"the preference for {' '.join(w for _, w in old[i2:])!r} changed {change}"
