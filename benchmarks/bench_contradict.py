@@ -1,4 +1,4 @@
-"""Contradiction precision and recall on labelled pairs, through the real store (``provider.contradict``).
+"""Contradiction precision and recall on labelled pairs (shipped + two held-out sets), through ``provider.contradict``.
 
 Each pair ``{"old", "new", "label", "case"}`` gets its own user partition: ``old`` is stored, then
 ``provider.contradict(new)`` is asked as that user; a pair counts as found when the old record is returned.
@@ -27,7 +27,11 @@ from agent_memory import MemoryProvider  # noqa: E402
 from agent_memory.consolidate import similar  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-SETS = [ROOT / "tests" / "fixtures" / "contradictions.jsonl", ROOT / "tests" / "fixtures" / "contradictions_holdout.jsonl"]
+SETS = [
+    ROOT / "tests" / "fixtures" / "contradictions.jsonl",
+    ROOT / "tests" / "fixtures" / "contradictions_holdout.jsonl",
+    ROOT / "tests" / "fixtures" / "contradictions_holdout2.jsonl",
+]
 
 
 def load(path: Path) -> list[dict[str, Any]]:
@@ -98,7 +102,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--set", action="append", help="a labelled JSONL file (repeatable; default: the shipped set and held-out set)")
+    ap.add_argument("--set", action="append", help="a labelled JSONL file (repeatable; default: the shipped set and both held-out sets)")
     ap.add_argument("--target", help="a memory root or postgresql:// URL (default: a fresh temporary files root)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()

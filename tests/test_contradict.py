@@ -33,11 +33,16 @@ async def test_precision_and_recall_on_the_labelled_sets(backend: Any) -> None:
     tag = uuid.uuid4().hex[:6]
     shipped = await bench.evaluate(provider, bench.load(bench.SETS[0]), tag=f"s{tag}-")
     held_out = await bench.evaluate(provider, bench.load(bench.SETS[1]), tag=f"h{tag}-")
+    held_out2 = await bench.evaluate(provider, bench.load(bench.SETS[2]), tag=f"k{tag}-")
     assert shipped["pairs"] >= 80 and 0.4 <= shipped["conflicting"] / shipped["pairs"] <= 0.6
     assert shipped["precision"] >= 0.9, shipped["misses"]
     assert shipped["recall"] >= 0.9, shipped["misses"]  # measured .98 (docs/benchmarks.md)
     assert held_out["precision"] >= 0.9, held_out["misses"]
-    assert held_out["recall"] >= 0.85, held_out["misses"]  # measured 1.0 before any tuning
+    assert held_out["recall"] >= 0.85, held_out["misses"]  # measured 1.0 before any tuning, .933 after issue 30
+    # written before the issue-30 fix: precision .5 (20 false alarms on look-alikes), recall .909 (docs/benchmarks.md)
+    assert held_out2["pairs"] >= 40 and sum(1 for p in bench.load(bench.SETS[2]) if p["case"] == "lookalike") >= 20
+    assert held_out2["precision"] >= 0.9, held_out2["misses"]
+    assert held_out2["recall"] >= 0.85, held_out2["misses"]
 
 
 @pytest.mark.parametrize(
@@ -54,6 +59,117 @@ async def test_precision_and_recall_on_the_labelled_sets(backend: Any) -> None:
 )
 def test_look_alikes_restatements_and_additions_are_not_contradictions(old: str, new: str) -> None:
     assert judge(old, new) is None
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # another preposition is another relation, not another value
+        ("The customer is on the Pro plan", "The customer is in Berlin"),
+        ("Ada lives in Berlin", "Ada lives near the river"),
+        ("Omar works at Google.", "Omar works on search."),
+        # a copula and an adjective: two attributes of one thing
+        ("The build is slow", "The build is green"),
+        ("The laptop is old.", "The laptop is heavy."),
+        # preferences about different things both hold
+        ("Ada prefers email", "Ada prefers dark mode"),
+        ("I prefer email for updates.", "I prefer short answers."),
+        ("I prefer short answers.", "I prefer tea in the morning."),
+        ("I prefer email for updates.", "I prefer tea in the morning."),
+    ],
+)
+def test_another_relation_attribute_or_preference_is_no_contradiction(old: str, new: str) -> None:
+    assert judge(old, new) is None and judge(new, old) is None
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "values", "reason"),
+    [
+        (
+            "Ada lives in Berlin.",
+            "Ada lives in Lisbon.",
+            ("Berlin", "Lisbon"),
+            "the name after 'lives in' changed from 'Berlin' to 'Lisbon'",
+        ),
+        ("I prefer email for updates.", "I prefer Slack for updates.", ("email", "Slack"), "the preference for 'for updates' changed"),
+        ("The build is fast.", "The build is slow.", ("fast", "slow"), "the state after 'is' flipped from 'fast' to 'slow'"),
+        ("The dark theme is enabled.", "The dark theme is disabled.", ("enabled", "disabled"), "flipped"),
+        ("The invoice is paid.", "The invoice is unpaid.", ("paid", "unpaid"), "flipped"),
+        ("The user's favourite colour is blue.", "The user's favourite colour is green.", ("blue", "green"), "after 'is'"),
+        ("The customer is on the Pro plan.", "The customer is on the Basic plan.", ("Pro", "Basic"), "after 'is on'"),
+        ("User is vegetarian.", "User is vegan.", ("vegetarian", "vegan"), "the value after 'is' changed from 'vegetarian' to 'vegan'"),
+        ("The light is on.", "The light is off.", ("on", "off"), "flipped from 'on' to 'off'"),
+        ("Alice is a doctor.", "Alice is a teacher.", ("doctor", "teacher"), "the value after 'is' changed"),
+        (
+            "The bug is in the login form.",
+            "The bug is in the payment page.",
+            ("login form", "payment page"),
+            "the value after 'is in' changed from 'login form' to 'payment page'",
+        ),
+    ],
+)
+def test_a_true_conflict_still_is_one_and_its_reason_says_what_changed(old: str, new: str, values: tuple[str, str], reason: str) -> None:
+    verdict = judge(old, new)
+    assert verdict is not None and (verdict.old_value, verdict.new_value) == values
+    assert reason in verdict.reason and "one word" not in verdict.reason
+
+
+async def test_provider_contradict_reports_none_of_the_users_false_positives(backend: Any) -> None:
+    provider = backend.provider()
+    pairs = [
+        ("The customer is on the Pro plan", "The customer is in Berlin"),
+        ("Ada lives in Berlin", "Ada lives near the river"),
+        ("The build is slow", "The build is green"),
+        ("Ada prefers email", "Ada prefers dark mode"),
+    ]
+    for i, (old, new) in enumerate(pairs):
+        await provider.remember(old, user_id=f"fp{i}", scope="user")
+        assert await provider.contradict(new, user_id=f"fp{i}") == [], (old, new)
+    berlin = await provider.remember("Ada lives in Berlin", user_id="fp1", scope="user")
+    found = await provider.contradict("Ada lives in Lisbon", user_id="fp1")
+    assert [c.record.id for c in found][:1] == [berlin.id] and (found[0].old_value, found[0].new_value) == ("Berlin", "Lisbon")
+    assert await provider.contradict("Ada lives in Lisbon", user_id="fp0") == []  # another user's Berlin is not visible
+
+
+async def test_capture_keeps_preferences_about_different_things(backend: Any) -> None:
+    provider = backend.provider()
+    turns = ["I prefer email for updates.", "I prefer short answers.", "I prefer tea in the morning."]
+    for turn in turns:
+        result = await provider.capture_turn(turn, "Noted.", user_id="alice")
+        assert not result.fallback and result.contradicted == [] and len(result.ids) == 1
+    await provider.capture_turn("I prefer email for updates.", "Noted.", user_id="bob")
+    current = sorted(r.content for r in await provider.list(user_id="alice"))
+    assert current == ["User prefers email for updates.", "User prefers short answers.", "User prefers tea in the morning."]
+    # the same slot with another value still supersedes: one preference for updates
+    slack = await provider.capture_turn("I prefer Slack for updates.", "Noted.", user_id="alice")
+    assert [c["action"] for c in slack.contradicted] == ["superseded"]
+    current = sorted(r.content for r in await provider.list(user_id="alice"))
+    assert current == ["User prefers Slack for updates.", "User prefers short answers.", "User prefers tea in the morning."]
+    assert [r.content for r in await provider.list(user_id="bob")] == ["User prefers email for updates."]  # untouched
+
+
+@pytest.mark.parametrize("kind", ["files", "postgres"])
+def test_cli_capture_keeps_three_preferences(kind: str, tmp_path: Path) -> None:
+    if kind == "postgres":
+        from _pg import require_psycopg, server
+
+        require_psycopg()
+        root = server().url
+    else:
+        root = str(tmp_path / "mem")
+        _cli(root, "init")
+    ada = f"ada-{uuid.uuid4().hex[:6]}"
+    for turn in ("I prefer email for updates.", "I prefer short answers.", "I prefer tea in the morning."):
+        _cli(root, "capture", "--input", turn, "--user", ada)
+    listed = json.loads(_cli(root, "--json", "list", "--user", ada).stdout)["records"]
+    assert sorted(r["content"] for r in listed) == [
+        "User prefers email for updates.",
+        "User prefers short answers.",
+        "User prefers tea in the morning.",
+    ]
+    out = _cli(root, "remember", "Ada prefers email", "--user", ada)
+    out = _cli(root, "remember", "Ada prefers short answers", "--user", ada)
+    assert "contradicts" not in out.stderr
 
 
 def test_a_changed_value_or_a_negation_is_one_with_its_subject_and_values() -> None:

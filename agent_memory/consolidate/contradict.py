@@ -13,9 +13,15 @@ Two steps, both offline:
    flipped ("eats meat" / "does not eat meat") — or the same ``memory_key`` with a different text.
    Relations that hold many values at once ("is allergic to", "likes", "speaks", "has a", "visited") are not
    contradictions unless the value is a number; "Notes on otters" / "Notes on kelp" have no relation at all.
+   The relation must match with its preposition ("is on the Pro plan" / "is in Berlin", "lives in" / "lives near":
+   another relation, not another value). "Prefers" holds one value per *slot* only: "prefers email for updates" /
+   "prefers Slack for updates" conflict, "prefers tea" / "prefers dark mode" do not. A copula and an adjective
+   ("is slow" / "is green") are two attributes, not two values, unless they are opposite states of one attribute
+   ("fast"/"slow", "enabled"/"disabled", "paid"/"unpaid", two colours) or the subject names the attribute
+   ("favourite colour is", "status is"). The reason says what changed, quoting both values.
 
 ``benchmarks/bench_contradict.py`` measures precision and recall on ``tests/fixtures/contradictions.jsonl`` and a
-held-out set (``docs/benchmarks.md``).
+two held-out sets (``docs/benchmarks.md``).
 """
 
 from __future__ import annotations
@@ -125,6 +131,36 @@ _MANY = frozenset(
         "have",
     }
 )
+# relations whose object is one of many unless a slot follows it ("prefers email for updates")
+_PREFER = frozenset({"prefer", "preferred"})
+_COPULAS = frozenset({"is", "are", "wa", "was", "be", "been", "become"})
+# prepositions and particles: a relation ends with one ("is on", "lives in"); a different one is another relation
+_PREPOSITIONS = frozenset(
+    "in on at near by with from under over for of into onto inside outside behind above below around between across through "
+    "off out up down within without beside next toward towards via after before during until since per against".split()
+)
+# nouns naming an attribute: "the build status is green" states its value, "the build is green" one attribute of many
+_ATTRIBUTES = frozenset(
+    "favourite favorite preferred colour color status state mode theme plan tier level role title diet stage phase priority "
+    "format currency timezone language size version type kind shell editor browser os method channel".split()
+)
+_ANTONYMS = frozenset(
+    frozenset(pair.split("/"))
+    for pair in (
+        "fast/slow quick/slow on/off up/down online/offline open/closed open/shut public/private passing/failing pass/fail "
+        "active/inactive true/false yes/no hot/cold full/empty enabled/disabled allowed/forbidden allowed/blocked "
+        "required/optional mandatory/optional present/absent single/married alive/dead new/old early/late locked/unlocked "
+        "visible/hidden internal/external remote/onsite remote/on-site permanent/temporary cheap/expensive high/low light/dark "
+        "green/red paid/free free/busy available/busy healthy/unhealthy stable/flaky done/pending approved/rejected "
+        "accepted/rejected open/resolved started/stopped running/stopped"
+    ).split()
+)
+_CLASSES = (
+    frozenset("red green blue yellow black white orange purple pink grey gray brown".split()),
+    frozenset("vegetarian vegan pescatarian omnivore carnivore".split()),
+    frozenset("small medium large tiny huge".split()),
+)
+_NEG_PREFIXES = ("un", "in", "im", "il", "ir", "non", "non-", "dis")
 # words that make a text a label or a note about something, not a statement of a value
 _LABELS = frozenset({"note", "notes", "idea", "todo", "about", "agenda", "draft", "checklist", "minute"})
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -184,6 +220,11 @@ def _stem(word: str) -> str:
 
 def _tokens(text: str) -> list[tuple[str, str]]:
     """(canonical, as written) tokens: lower case, apostrophes and trailing punctuation dropped, subjects unified."""
+    return _marked(text)[0]
+
+
+def _marked(text: str) -> tuple[list[tuple[str, str]], frozenset[int]]:
+    """:func:`_tokens` and the positions of the tokens an article ("a", "an", "the") stood before."""
     text = unicodedata.normalize("NFKC", text).replace("\u2019", "'")
     out: list[tuple[str, str]] = []
     for raw in _TOKEN.findall(text.replace("'s ", " ").replace("'", "")):
@@ -196,7 +237,18 @@ def _tokens(text: str) -> list[tuple[str, str]]:
         for canon in _SUBJECT.get(word, [word]):
             out.append((_stem(canon), raw.strip(".,")))
     # "the user" / "user" / "I": one subject; fillers never decide anything
-    return [(c, w) for c, w in out if c not in _FILLERS]
+    kept: list[tuple[str, str]] = []
+    articled: set[int] = set()
+    after_article = False
+    for c, w in out:
+        if c in _FILLERS:
+            after_article = after_article or c in ("a", "an", "the")
+            continue
+        if after_article:
+            articled.add(len(kept))
+        after_article = False
+        kept.append((c, w))
+    return kept, frozenset(articled)
 
 
 _NUMERIC = re.compile(r"[$€£]?\d[\d.,:/-]*(?:k|m|bn|st|nd|rd|th|am|pm|%)?")
@@ -220,7 +272,7 @@ def _polarity(words: Sequence[str]) -> tuple[bool, tuple[str, ...]]:
 
 def judge(old_text: str, new_text: str, *, old_key: str | None = None, new_key: str | None = None) -> Verdict | None:
     """Whether ``new_text`` states a different value than ``old_text`` for the same subject (None: it does not)."""
-    old, new = _tokens(old_text), _tokens(new_text)
+    (old, art_a), (new, art_b) = _marked(old_text), _marked(new_text)
     a, b = [c for c, _ in old], [c for c, _ in new]
     if not a or not b or a == b:
         return None  # the same statement (restated) is no contradiction
@@ -232,13 +284,20 @@ def judge(old_text: str, new_text: str, *, old_key: str | None = None, new_key: 
             return Verdict(subject, "no" if neg_a else "yes", "no" if neg_b else "yes", 0.9, "negation: the same statement, negated")
         return None
     spans = [op for op in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes() if op[0] != "equal"]
-    verdict = _one_span(old, new, a, b, spans)
+    verdict = _one_span(old, new, a, b, spans, (art_a, art_b))
     if verdict is None and old_key is not None and old_key == new_key and not set(b) <= set(a) and not set(a) <= set(b):
         return Verdict(old_key, old_text.strip(), new_text.strip(), 0.8, f"the same memory_key {old_key!r} with a different text")
     return verdict
 
 
-def _one_span(old: list[tuple[str, str]], new: list[tuple[str, str]], a: list[str], b: list[str], spans: list[Any]) -> Verdict | None:
+def _one_span(
+    old: list[tuple[str, str]],
+    new: list[tuple[str, str]],
+    a: list[str],
+    b: list[str],
+    spans: list[Any],
+    articled: tuple[frozenset[int], frozenset[int]],
+) -> Verdict | None:
     if len(spans) != 1 or spans[0][0] != "replace":
         return None  # two things differ (another subject too), or one text only adds to the other
     _, i1, i2, j1, j2 = spans[0]
@@ -248,10 +307,15 @@ def _one_span(old: list[tuple[str, str]], new: list[tuple[str, str]], a: list[st
     if len(va) == len(vb) and all(x == y or _close(x, y) for x, y in zip(va, vb, strict=True)):
         return None  # a spelling variant ("colour"/"color"), not another value
     prefix, suffix = a[:i1], a[i2:]
-    kind_a, kind_b = _kind(va, [w for _, w in old[i1:i2]]), _kind(vb, [w for _, w in new[j1:j2]])
-    if kind_a != kind_b:
+    raw_a, raw_b = [w for _, w in old[i1:i2]], [w for _, w in new[j1:j2]]
+    kind_a, kind_b = _kind(va, raw_a), _kind(vb, raw_b)
+    opposite = _opposite(va, vb)
+    if not opposite and (va[0] in _PREPOSITIONS or vb[0] in _PREPOSITIONS):
+        return None  # "is on the Pro plan" / "is in Berlin", "lives in X" / "lives near Y": another relation, not another value
+    slot = bool(prefix) and prefix[-1] in _PREFER and bool(suffix)
+    if kind_a != kind_b and not (slot and {kind_a, kind_b} <= {"name", "word"}):
         return None  # "lives in Berlin" / "lives in a flat": not values of one kind
-    numeric = kind_a in ("number", "date")
+    numeric = kind_a in ("number", "date") and kind_b == kind_a
     anchors = [i for i, w in enumerate(prefix) if w in _ANCHORS or w in _MANY]
     if not anchors and not (numeric and any(w in _ANCHORS or w in _MANY for w in suffix)):
         return None  # no relation before the value: a label ("Notes on otters"), not a statement of one
@@ -264,12 +328,39 @@ def _one_span(old: list[tuple[str, str]], new: list[tuple[str, str]], a: list[st
         return None  # "is allergic to X" / "is allergic to Y": both can hold
     if any(w in _NEGATIONS for w in va + vb):
         return None
+    if prefix[-1] in _PREFER and not suffix and not numeric:
+        return None  # "prefers email" / "prefers dark mode": preferences about different things, both hold
+    relation = " ".join(w for _, w in old[anchors[-1] : i1]) if anchors else ""
+    if prefix[-1] in _COPULAS and kind_a == "word" and not numeric and not opposite:
+        if i1 not in articled[0] and j1 not in articled[1] and not any(w in _ATTRIBUTES for w in prefix):
+            return None  # "is slow" / "is green": two attributes of one thing, not two values of one
     context = len(prefix) + len(suffix)
     score = min(1.0, 0.5 + 0.1 * context)
     subject = " ".join(w for _, w in old[:i1]) + (" … " + " ".join(w for _, w in old[i2:]) if i2 < len(old) else "")
-    old_value = " ".join(w for _, w in old[i1:i2])
-    new_value = " ".join(w for _, w in new[j1:j2])
-    return Verdict(subject.strip(), old_value, new_value, score, f"one {kind_a} value changed")
+    old_value, new_value = " ".join(raw_a), " ".join(raw_b)
+    change = f"from {old_value!r} to {new_value!r}"
+    if opposite and not any(va[0] in group and vb[0] in group for group in _CLASSES):
+        reason = f"the state after {relation!r} flipped {change}"
+    elif slot:
+        reason = f"the preference for {' '.join(w for _, w in old[i2:])!r} changed {change}"
+    else:
+        what = f"the {kind_a}" if kind_a == kind_b and kind_a != "word" else "the value"
+        reason = f"{what} after {relation!r} changed {change}"
+    return Verdict(subject.strip(), old_value, new_value, score, reason)
+
+
+def _opposite(va: Sequence[str], vb: Sequence[str]) -> bool:
+    """Two states of one attribute: an antonym pair ("fast"/"slow"), "paid"/"unpaid", "enabled"/"disabled", or two
+    members of one closed class (colours, diets)."""
+    if len(va) != 1 or len(vb) != 1 or va[0] == vb[0]:
+        return False
+    x, y = va[0], vb[0]
+    if frozenset((x, y)) in _ANTONYMS or any(x in group and y in group for group in _CLASSES):
+        return True
+    for p in _NEG_PREFIXES:
+        if x == p + y or y == p + x:
+            return True
+    return any(x.startswith(p) and y.startswith(q) and x[len(p) :] == y[len(q) :] for p in ("en", "dis") for q in ("en", "dis") if p != q)
 
 
 Search = Callable[[str, int], Awaitable[Sequence[Any]]]
