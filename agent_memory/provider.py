@@ -873,6 +873,8 @@ class MemoryProvider:
                 await asyncio.wait(before)
             try:
                 return await self.tidy(session_id=session_id, user_id=user_id)
+            except UnsupportedError:  # a backend without tidy (neither files nor PostgreSQL): nothing to tend, no warning
+                return None
             except Exception as exc:  # memory upkeep never breaks the app
                 logger.warning("agent_memory: the run's-end tidy pass failed: %r", exc)
                 return None

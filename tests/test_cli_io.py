@@ -61,7 +61,7 @@ def test_list_shows_its_default_limit_and_how_many_more(tmp_path):
 def test_remember_json_reports_redactions_and_importance(tmp_path):
     root = tmp_path / "m"
     doc = jrun(root, "remember", "deploy token ghp_abcdefghijklmnopqrstuvwxyz0123456789AB for CI", "--importance", "0.8")
-    assert doc["redactions"] >= 1 and doc["status"] == "created" and set(doc) == {"id", "status", "path", "redactions"}
+    assert doc["redactions"] >= 1 and doc["status"] == "created" and set(doc) == {"id", "status", "path", "redactions", "contradicts"}
     rec = jrun(root, "get", doc["id"])
     assert rec["importance"] == 0.8 and "ghp_abcdefghijklmnop" not in rec["content"]
     assert "redacted" in run(root, "remember", "pw token ghp_abcdefghijklmnopqrstuvwxyz0123456789XY").stdout

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _doubles import cli_json
 
 from agent_memory import MemoryDraft, MemoryProvider, UnsupportedError
 from agent_memory.consolidate.recalls import RecallLog
@@ -102,31 +99,18 @@ async def test_postgres_says_consolidation_history_is_unsupported(backend: Any) 
         await provider.consolidation_history()
 
 
-def _cli(root: Path, *args: str) -> Any:
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    out = subprocess.run(
-        [sys.executable, "-m", "agent_memory.cli", "--root", str(root), "--json", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
-
-
 async def test_cli_history_and_digest(tmp_path: Path) -> None:
     root = tmp_path / "mem"
     async with MemoryProvider(root) as provider:
         ids = await _expiring(provider)
         await provider.consolidate(max_share=1.0, now=LATER)
-    runs = _cli(root, "consolidate", "--history", "--user", "alice")["runs"]
+    runs = cli_json(root, "consolidate", "--history", "--user", "alice")["runs"]
     assert len(runs) == 1 and {c["id"] for c in runs[0]["changes"]} == set(ids["alice"])
     assert all("user_id" not in c for c in runs[0]["changes"])
-    digest = _cli(root, "consolidate", "--digest", "--user", "bob")["digest"]
-    shown = _cli(root, "get", digest["id"], "--user", "bob")
+    digest = cli_json(root, "consolidate", "--digest", "--user", "bob")["digest"]
+    shown = cli_json(root, "get", digest["id"], "--user", "bob")
     assert all(i in shown["content"] for i in ids["bob"]) and shown["scope"] == "user"
-    assert _cli(root, "consolidate", "--history", "--since", "2999-01-01")["runs"] == []
+    assert cli_json(root, "consolidate", "--history", "--since", "2999-01-01")["runs"] == []
 
 
 async def test_a_worker_run_is_in_its_callers_history_only(tmp_path: Path) -> None:

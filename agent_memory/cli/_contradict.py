@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any
 
 from agent_memory.cli._target import BackendTarget, StoreTarget
@@ -38,6 +37,8 @@ def contradictions(
 
         async def get(record_id: str) -> MemoryRecord:
             return store.get(record_id, session_id=session_id, user_id=user_id)
+
+        import asyncio  # here: a cold search never imports asyncio (tests/test_store_imports.py)
 
         return asyncio.run(find_contradictions(text, search=search, get=get, key=key))
     except Exception:  # the check is advice: the write itself must not fail for it

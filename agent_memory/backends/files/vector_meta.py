@@ -32,11 +32,11 @@ def recorded(root: str | Path) -> Recorded | None:
     """The embedder of ``root``'s vectors (the model with the most vectors), or None when it has none.
 
     Opens ``vectors.db`` read-only and creates nothing; an unreadable file reads as no vectors."""
+    path = Path(root) / "vectors.db"
+    if not path.is_file():  # before any import: a cold search of a root without vectors stays light
+        return None
     from agent_memory.embeddings import spec_for_model
 
-    path = Path(root) / "vectors.db"
-    if not path.is_file():
-        return None
     try:
         conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=5.0)
     except sqlite3.Error:
