@@ -328,9 +328,8 @@ _AUTH_HEADER = Lazy(r"authorization\s*:\s*(?:(?:token|bearer|basic|apikey|key|ss
 _USER_PASS = Lazy(r"(?<!\S)(?:-u|--user)[ \t]+[^\s:'\"]+:(?:'(?P<sq>[^'\r\n]+)'|\"(?P<dq>[^\"\r\n]+)\"|(?P<bare>[^\s'\"]{4,}))")
 _AUTH_PLAIN = Lazy(r"\bAUTH[ \t]+(?:PLAIN|LOGIN|XOAUTH2)[ \t]+(?P<v>[A-Za-z0-9+/]{12,}={0,2})")
 _NETSCAPE = Lazy(r"(?m)^[^\t\r\n#]+\t(?:TRUE|FALSE)\t[^\t\r\n]*\t(?:TRUE|FALSE)\t\d+\t[^\t\r\n]+\t(?P<v>[^\t\r\n]{8,})$")
-_ARMOUR = Lazy(
-    r"-{3,}[ \t]*BEGIN[ \t]+(?P<what>[A-Z0-9 ]*(?:LICEN[CS]E|KEY|SECRET|TOKEN)[A-Z0-9 ]*?)[ \t]*-{3,}(?P<body>[\s\S]{8,8000}?)-{3,}[ \t]*END\b"
-)
+_ARMOUR = Lazy(r"-{3,}[ \t]*BEGIN[ \t]+(?P<what>[A-Z0-9 ]{0,40}?)[ \t]*-{3,}")
+_ARMOURED = Lazy(r"LICEN[CS]E|SECRET|TOKEN|\bKEY\b")
 _PRODUCT_KEY = Lazy(r"(?<![\w-])[A-Z0-9]{4,6}(?:-[A-Z0-9]{4,6}){3,7}(?![\w-])")
 _OTP_CALL = Lazy(r"\b(?:totp|hotp|otp)\w*\s*\(\s*[\"'](?P<v>[A-Z2-7]{16,}=*)[\"']", I)
 
@@ -361,14 +360,21 @@ def structure_spans(text: str, low: str) -> Iterator[Span]:
         for m in _NETSCAPE.get().finditer(text):
             yield m.start("v"), m.end("v"), "token"
     if "begin" in low:
+        end = -1
         for m in _ARMOUR.get().finditer(text):
-            if "PUBLIC" in m.group("what"):
+            what = m.group("what")
+            if "PUBLIC" in what or "PRIVATE" in what or _ARMOURED.get().search(what) is None:
+                continue  # public blocks stay; private keys have their own rule
+            if end < m.end():  # the next END marker, found once for all the headers before it (linear)
+                end = text.find("END", m.end())
+                end = len(text) if end < 0 else end
+            if end - m.end() > 8000:
                 continue
-            body = m.group("body")
-            for line in re.finditer(r"[^\r\n]+", body):
-                chunk = line.group().strip()
+            body_start = m.end()
+            for line in re.finditer(r"[^\r\n]+", text[body_start:end]):
+                chunk = line.group().strip().rstrip("-").strip()
                 if re.fullmatch(r"(?:[0-9A-Fa-f]{4,}[ \t]*){2,}|[A-Za-z0-9+/=]{24,}", chunk):
-                    s = m.start("body") + line.start() + line.group().index(chunk)
+                    s = body_start + line.start() + line.group().index(chunk)
                     yield s, s + len(chunk), "secret"
     if "-" in text:
         for m in _PRODUCT_KEY.get().finditer(text):
