@@ -251,6 +251,9 @@ def find_spans(text: str, *, gated: bool = True) -> list[Span]:
             joined = m.group().replace(" ", "")
             if any(e - s >= 12 for s, e, _ in _collect(joined, decode=False)):
                 spans.add(m.start(), m.end(), "token")
+    # last: a prefixed token cut short that nothing above found whole (half of "ghp_…" split over two messages)
+    for start, end, kind in contextual.partial_spans(text, lambda s, e: _overlaps(spans.starts, spans.found, s, e)):
+        spans.add(start, end, kind)
     # then the general mechanisms: labels in any language, tables, structure, random-looking tokens
     for spans_of in (
         generic.structure_spans(text, text.lower()),
@@ -262,9 +265,6 @@ def find_spans(text: str, *, gated: bool = True) -> list[Span]:
     ):
         for start, end, kind in spans_of:
             spans.add(start, end, kind)
-    # last: a prefixed token cut short that nothing above found whole (half of "ghp_…" split over two messages)
-    for start, end, kind in contextual.partial_spans(text, lambda s, e: _overlaps(spans.starts, spans.found, s, e)):
-        spans.add(start, end, kind)
     return sorted(s for s in spans.found if not generic.spared(text, s[0], s[1]))
 
 

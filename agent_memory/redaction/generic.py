@@ -57,6 +57,7 @@ _ID_WORDS = (
     r"身份证\w*|マイナンバー|個人番号|주민등록번호|account[\s_-]+(?:number|no)\b|kontonummer|num(?:é|e)ro\s+de\s+compte|"
     r"n(?:ú|u)mero\s+de\s+cuenta|card[\s_-]*(?:number|no)?\b|kartennummer|numéro\s+de\s+carte"
 )
+_PW_LABEL = Lazy(_PASSWORD_WORDS, I)
 _LABEL = Lazy(rf"(?P<pw>{_PASSWORD_WORDS})|(?P<key>{_KEY_WORDS})|(?P<id>{_ID_WORDS})", I)
 # A value candidate: a run without spaces, quotes, brackets or CJK punctuation.
 _VALUE = Lazy(r"[^\s\"'`()\[\]<>{}，。：；、（）「」【】|*]+")
@@ -76,6 +77,8 @@ def _pw_value(v: str) -> bool:
     """A password after a password label: 4+ characters, not a plain word, not a reference or placeholder."""
     if len(v) < 4 or len(v) > 128 or _placeholder(v) or _NOT_PW.get().fullmatch(v):
         return False
+    if _PW_LABEL.get().search(v):
+        return False  # "is 1Password": the value names the label
     if _letters_only(v) and not (any(c.isupper() for c in v[1:]) and any(c.islower() for c in v)):
         return False
     return any(c.isalnum() for c in v)
@@ -123,7 +126,7 @@ def _id_value(v: str) -> bool:
 _CHECKS = {"pw": _pw_value, "key": _key_value, "id": _id_value}
 _PLACEHOLDER = Lazy(
     r"(?:\$\{?[A-Za-z_]\w*\}?|%[A-Za-z_]\w*%|\{\{.*\}\}|<[^>]*>|\[?redacted\]?|(?:your|my|the|some|enter|insert)[-_].*|.*[-_](?:here|placeholder)"
-    r"|[xX*•.#]{4,}|(?:vault|ssm|secretsmanager|awssm|op|env|file|keychain|sops|kms)://?\S*|changeme|replace[-_]?me|redacted|none|null|"
+    r"|[xX*•.#]{4,}|(?:vault|ssm|secretsmanager|awssm|op|env|file|keychain|sops|kms)://?\S*|\$(?:1|2[aby]?|5|6|y|argon2\w*|pbkdf2[\w-]*|scrypt)\$.*|changeme|replace[-_]?me|redacted|none|null|"
     r"true|false|required|optional|example\S*|\*+)",
     I,
 )
@@ -217,7 +220,9 @@ def _grouped_ok(v: str, strength: str) -> bool:
         return digits >= 6 and 8 <= len(core) <= 20
     if re.search(r"[a-z]", core) and re.search(r"[A-Z]", core):
         return False  # prose words ("Ops Admin")
-    return len(core) >= 8 and digits >= 2 and (digits < len(core) or strength == "pw" or len(groups) >= 2)
+    if len(groups) < 3 and not all(any(c.isdigit() for c in g) for g in groups):
+        return False
+    return len(core) >= 8 and digits >= 2
 
 
 _HEADER_SEPS = (("|", 2), ("\t", 1), (",", 2), (";", 2))
@@ -270,8 +275,22 @@ def label_spans(text: str) -> Iterator[Span]:
             continue
         if strength != "pw" and _HASH_CONTEXT.get().search(text, max(line_start, m.start() - 200), min(line_end, m.end() + 200)):
             continue
+        if "REDACTED:" in text[max(0, m.start() - 12) : m.start()]:
+            continue  # a marker's kind
+        card = re.search(r"card|kart|carte", m.group(), I) is not None
         for s, e in _values_after(text, m.end(), line_end, strength):
+            digits = re.sub(r"[^0-9]", "", text[s:e])
+            if card and digits.isdigit() and 13 <= len(digits) <= 19 and not _luhn(digits):
+                continue  # a card number failing its check digit is a look-alike
             yield s, e, "password" if strength == "pw" else ("national_id" if strength == "id" else "secret")
+
+
+def _luhn(digits: str) -> bool:
+    total = 0
+    for i, c in enumerate(reversed(digits)):
+        d = int(c) * (2 if i % 2 else 1)
+        total += d - 9 if d > 9 else d
+    return total % 10 == 0
 
 
 def _is_header(line: str) -> bool:
@@ -468,16 +487,18 @@ def url_spans(text: str) -> Iterator[Span]:
 # --- random tokens ---------------------------------------------------------------------------------------------------
 _RUN = Lazy(r"(?<![A-Za-z0-9+/=_\-.~$])[A-Za-z0-9+/_\-.~$]{20,}+={0,2}")
 _PUBLIC_ID = Lazy(
-    r"(?:xpub|ypub|zpub|tpub|vpub|npub1|pk_(?:live|test)_|pk\.|price_|prod_|pi_|cus_|sub_|in_|ch_|evt_|acct_|seti_|pm_|txn_|0x[0-9a-fA-F]{40}|"
-    r"[13][1-9A-HJ-NP-Za-km-z]{25,34}$|bc1[02-9ac-hj-np-z]{8,87}$)"
+    r"(?:phc_|chatcmpl-|req_|msg_|run_|thread_|asst_|file-|xpub|ypub|zpub|tpub|vpub|npub1|pk_(?:live|test)_|pk\.|price_|prod_|pi_|cus_|sub_|in_|ch_|evt_|acct_|seti_|pm_|txn_|0x[0-9a-fA-F]{40}|"
+    r"[13][1-9A-HJ-NP-Za-km-z]{25,34}$|(?:tz[1-4]|KT1)[1-9A-HJ-NP-Za-km-z]{33}$|bc1[02-9ac-hj-np-z]{8,87}$)"
 )
 _PUBLIC_ARMOUR = Lazy(r"-{3,}[ \t]*BEGIN[ \t]+[A-Z0-9 ]*(?:PUBLIC|CERTIFICATE)[A-Z0-9 ]*-{3,}[\s\S]*?(?:-{3,}[ \t]*END[^\r\n]*|$)")
 _ID_BEFORE = Lazy(r"(?:\b|_)(?:id|ids|uuid|ksuid|ulid|sid|oid|name)[ \t]*[=:][ \t]*[\"']?$", I)
 _FILE_EXT = Lazy(r".*\.(?:js|mjs|css|map|gz|json|png|jpe?g|gif|svg|html?|txt|log|tar|zip|py|go|rs|woff2?)$", I)
+# WIF / extended keys: their own rule takes them when the base58check holds (a bad checksum is a look-alike)
+_BASE58_KEY = Lazy(r"[5KLc9][1-9A-HJ-NP-Za-km-z]{50,51}|[xt]prv[1-9A-HJ-NP-Za-km-z]{100,108}")
 _BASE64_TEXT = Lazy(r"[A-Za-z0-9+/_-]+={0,2}")
 _HASH_CONTEXT = Lazy(
     r"sha\d*|md5|hash|digest|checksum|integrity|etag|commit|fingerprint|nonce|\bh1:|\bsum\b|\bpub(?:lic)?\b|ssh-(?:rsa|ed25519|dss)|"
-    r"public|sitekey|site[-_ ]key|publishable|wallet|donat|ecdsa-sha2|\bcid\b|\bipfs\b|\bblob\b|\bsri\b|\btx\b|\baddress\b|\bdata:image|\btrace|\bspan\b|\brequest[\s_-]?id|\bcorrelation",
+    r"public|sitekey|\bkid\b|x5t|thumbprint|site[-_ ]key|publishable|wallet|donat|ecdsa-sha2|\bcid\b|\bipfs\b|\bblob\b|\bsri\b|\btx\b|\baddress\b|\bdata:image|\btrace|\bspan\b|\brequest[\s_-]?id|\bcorrelation",
     I,
 )
 _CAMEL = Lazy(r"(?>[A-Z]?[a-z]{2,}+|[A-Z]{2,}+(?![a-z])|\d{1,4}+(?!\d)|[_\-.])++")
@@ -508,7 +529,7 @@ def _random_run(v: str) -> bool:
         return False
     if max(len(r) for r in re.split(r"[^A-Za-z0-9]+", core)) < 16:
         return False  # pieces joined by separators: a path, a pod name, a slug
-    if re.fullmatch(r"0x[0-9a-fA-F]+", core) or _decodes_to_text(core):
+    if re.fullmatch(r"0x[0-9a-fA-F]+", core) or _decodes_to_text(core) or _BASE58_KEY.get().fullmatch(core):
         return False
     if "/" in core and all(
         re.fullmatch(r"[A-Za-z0-9_.~-]*", p) and (not p or not any(c.isdigit() for c in p) or len(p) < 6) for p in core.split("/")
@@ -538,7 +559,7 @@ def random_spans(text: str) -> Iterator[Span]:
     for m in _RUN.get().finditer(text):
         v = m.group()
         s = m.start()
-        if not _random_run(v) or any(a <= s < b for a, b in public):
+        if _placeholder(v) or not _random_run(v) or any(a <= s < b for a, b in public):
             continue
         line_start = text.rfind("\n", max(0, s - 200), s) + 1 or max(0, s - 200)
         line_end = text.find("\n", m.end(), m.end() + 200)
