@@ -112,6 +112,22 @@ def test_holdout3_now_tuning_data_keeps_its_figures() -> None:
     assert result.missed == ["braintree_access_token/config"] and result.damaged == 0, (result.missed, result.damaged_cases)
 
 
+# holdout4 (tests/fixtures/secrets_holdout4, 517 secrets, 122 look-alikes, written blind on branch corpus4) was measured
+# once: 449/517 (86.8%), 5/122 look-alikes changed.  Its misses were then studied and answered with general mechanisms
+# (redaction/generic.py: a multilingual label lexicon on prose, tables and next lines, a random-token detector, code
+# lists, grouped keys, spared look-alikes; tests/test_redact_generic.py tests each on values of its own): it is tuning
+# data now.  Two of its remaining misses are scoring artefacts (the token begins with its own key's name: Braintree's
+# "access_token…", RubyGems' "rubygems_…"), the others are known misses left as they are.
+HOLDOUT4 = FIXTURES.parent / "secrets_holdout4"
+
+
+def test_holdout4_now_tuning_data_keeps_its_figures() -> None:
+    result = score(lambda text: redact(text).text, HOLDOUT4)
+    print(f"\n{HOLDOUT4.name}: {result.line()}")
+    assert result.secrets >= 500 and result.benign >= 120
+    assert result.redacted >= 510 and result.damaged == 0, (result.missed, result.damaged_cases)
+
+
 @pytest.mark.parametrize("corpus", [TUNE, HOLDOUT], ids=["tune", "holdout"])
 def test_independent_corpus_is_exactly_what_its_seeded_generator_makes(corpus: Path) -> None:
     spec = importlib.util.spec_from_file_location(f"make_{corpus.name}_fresh", corpus / "make_corpus.py")

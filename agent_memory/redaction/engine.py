@@ -6,7 +6,7 @@ from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from agent_memory.redaction import contextual, families, general, heuristics, keyvalue, structured, views
+from agent_memory.redaction import contextual, families, general, generic, heuristics, keyvalue, structured, views
 from agent_memory.redaction.base import MARKER_RE, Lazy, Rule, accepted, accepted_at, marker, starts_near, token_like
 from agent_memory.redaction.providers import PROVIDERS
 
@@ -254,7 +254,18 @@ def find_spans(text: str, *, gated: bool = True) -> list[Span]:
     # last: a prefixed token cut short that nothing above found whole (half of "ghp_…" split over two messages)
     for start, end, kind in contextual.partial_spans(text, lambda s, e: _overlaps(spans.starts, spans.found, s, e)):
         spans.add(start, end, kind)
-    return sorted(spans.found)
+    # then the general mechanisms: labels in any language, tables, structure, random-looking tokens
+    for spans_of in (
+        generic.structure_spans(text, text.lower()),
+        generic.label_spans(text),
+        generic.table_spans(text),
+        generic.list_spans(text),
+        generic.url_spans(text),
+        generic.random_spans(text),
+    ):
+        for start, end, kind in spans_of:
+            spans.add(start, end, kind)
+    return sorted(s for s in spans.found if not generic.spared(text, s[0], s[1]))
 
 
 def redact(text: str) -> RedactionResult:

@@ -66,6 +66,8 @@ def _iban_ok(s: str) -> bool:
     return int("".join(str(int(c, 36)) for c in rearranged)) % 97 == 1
 
 
+iban_ok = _iban_ok
+
 # --- labelled identity numbers -------------------------------------------------------------------
 _ID_LABEL = (
     r"(?<![A-Za-z])(?:ssn|social(?:[ \t]+security)?(?:[ \t]+(?:number|no\.?|#))?|sin|social[ \t]+insurance(?:[ \t]+number)?"

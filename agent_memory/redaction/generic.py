@@ -1,0 +1,598 @@
+"""Mechanisms meant to generalise to secrets no rule names, rather than one more family per format.
+
+* a multilingual label lexicon (password, PIN, secret, key, token, recovery/backup/setup code, licence/serial,
+  passport, ID/tax/social-security/driving-licence numbers … in about thirty languages and scripts) applied to
+  prose ("la chiave API è X", "旅券番号：X"), to the next line when the label line ends in a colon, to table
+  columns (CSV/TSV/Markdown headers) and to XML elements; how much value a label may take depends on its
+  strength (a password label takes a short password, a "key" label only a random-looking token);
+* a random-token detector: a run of 20+ token characters whose classes and entropy look machine-made
+  (base62/base64 with both cases and digits, or long base36), unless it has a benign shape (a path, a
+  camelCase identifier, a URL, a digest next to a hash word, a public key);
+* shapes of hand-typed keys: grouped product keys (``XXXXX-XXXXX-…``) and armoured licence blocks;
+* ``spared``: look-alikes every rule must leave alone (``sk_live_xxxx…`` placeholders, ``vault:`` references,
+  ``h1:``/``sha256:`` digests, IBANs that fail their checksum).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from agent_memory.redaction.base import I, Lazy
+from agent_memory.redaction.families import iban_ok
+from agent_memory.redaction.providers import entropy
+
+Span = tuple[int, int, str]
+
+# --- the label lexicon ------------------------------------------------------------------------------------------
+# Strong labels: whatever password-like value follows them is a secret.
+_PASSWORD_WORDS = (
+    r"passwor[dt]\w*|passcode|passphrase|kennwort\w*|mot\s+de\s+passe|contrase(?:ñ|n)a|senha|has(?:ł|l)o|heslo|"
+    r"wachtwoord|l(?:ö|o)senord\w*|passord\w*|adgangskode|salasana\w*|jelszó|parol[aă]|(?:ş|s)ifre\w*|"
+    r"lozinka|geslo|пароль|пароля|κωδικός(?:\s+πρόσβασης)?|συνθηματικό|كلمة\s+(?:المرور|السر)|סיסמ[הא]|"
+    r"पासवर्ड|कूटशब्द|パスワード|暗証番号|密码|密碼|口令|비밀번호|암호|mật\s+khẩu|kata\s+sandi|รหัสผ่าน|"
+    r"\bpin(?:\s+code)?\b|\bpwd\b|\bpw\b"
+)
+# Key-ish labels: they take a random-looking token (or a grouped key).
+_KEY_WORDS = (
+    r"\bsecret\w*|\btoken\b|\bapi[\s_-]?key\b|\bkey\b|\bkeys\b|access\s+key|private\s+key|client\s+secret|"
+    r"schlüssel|geheim\w*|\bclé\b|\bclef\b|\bclave\b|\bchave\b|\bchiave\b|sleutel|nyckel\w*|\bnøgle\b|"
+    r"\bavain\b|\bklucz\b|klíč|\banahtar\b|ключ\w*|токен|κλειδί|مفتاح|מפתח|कुंजी|キー|鍵|トークン|シークレット|"
+    r"密钥|密鑰|令牌|秘钥|키|토큰|\bkhóa\b|\bkunci\b|"
+    r"recovery\s+(?:code|key)s?|backup\s+codes?|setup\s+key|two[\s-]step|2fa|mfa|\btotp\b|\botp\b|"
+    r"zwei-faktor\S*|authenticator|wiederherstellung\S*|"
+    r"licen[cs]e(?:\s+key)?|lizenz\w*|licencia|licença|licenza|serial(?:\s+(?:number|key))?|seriennummer|"
+    r"n(?:ú|u)mero\s+de\s+s(?:é|e)rie|num(?:é|e)ro\s+de\s+s(?:é|e)rie|product\s+key|シリアル|序列号|"
+    r"\bsalt\b|credential\w*|\bcookie\b|session\s*id"
+)
+# Identity labels: they take an identifier (digits, or letters mixed with digits).
+_ID_WORDS = (
+    r"passport\w*|reisepass\w*|passeport|pasaporte|passaporto|paspoort|паспорт\w*|旅券|护照|護照|여권|पासपोर्ट|"
+    r"جواز\s+السفر|driv(?:er|ing)['’]?s?[\s_-]+licen[cs]e|dl[_\s-]?(?:number|no)\b|führerschein\w*|permis\s+de\s+conduire|"
+    r"permiso\s+de\s+conduc\w*|carteira\s+de\s+motorista|patente\s+di\s+guida|rijbewijs\w*|免許証\w*|驾驶证|驾照|면허\w*|"
+    r"social\s+security|\bssn\b|\bsin\b|\bnas\b|assurance\s+sociale|sozialversicherung\w*|seguridad\s+social|"
+    r"identifikationsnummer|steuer[\s-]?id|tax\s+(?:id|number)|\btin\b|\bnif\b|\bnie\b|\bdni\b|\bcpf\b|\bnir\b|"
+    r"id[\s_-]?(?:number|no|nr)\b|identity\s+(?:number|card)|national\s+id\w*|personalausweis\w*|ausweis\w*|"
+    r"carte\s+d['’]identité|documento\s+de\s+identidad|personnummer|fødselsnummer|henkilötunnus|aadhaar|आधार|"
+    r"身份证\w*|マイナンバー|個人番号|주민등록번호|account[\s_-]+(?:number|no)\b|kontonummer|num(?:é|e)ro\s+de\s+compte|"
+    r"n(?:ú|u)mero\s+de\s+cuenta|card[\s_-]*(?:number|no)?\b|kartennummer|numéro\s+de\s+carte"
+)
+_PW_LABEL = Lazy(_PASSWORD_WORDS, I)
+_LABEL = Lazy(rf"(?P<pw>{_PASSWORD_WORDS})|(?P<key>{_KEY_WORDS})|(?P<id>{_ID_WORDS})", I)
+# A value candidate: a run without spaces, quotes, brackets or CJK punctuation.
+_VALUE = Lazy(r"[^\s\"'`()\[\]<>{}，。：；、（）「」【】|*]+")
+_GROUPED = Lazy(r"(?<![\w-])[A-Za-z0-9]{2,8}(?:[ -][A-Za-z0-9]{2,8}){1,9}(?![\w-])")
+# words in a label's line that end the search for its value (another sentence, a negation of sharing …)
+_STOP = frozenset("and und et y e en och og ja и و but aber mais pero ma maar".split())
+
+
+def _letters_only(v: str) -> bool:
+    return v.replace("-", "").replace("_", "").isalpha()
+
+
+_NOT_PW = Lazy(r"[./~$%{!].*|.*[=:]|.*(?:==|://).*|[A-Za-z_]\w*(?:\.\w+)+\(?\)?|\w+=.*|[a-z]+\d?[a-z]+", I)
+
+
+def _pw_value(v: str) -> bool:
+    """A password after a password label: 4+ characters, not a plain word, not a reference or placeholder."""
+    if len(v) < 4 or len(v) > 128 or _placeholder(v) or _NOT_PW.get().fullmatch(v):
+        return False
+    if _PW_LABEL.get().search(v):
+        return False  # "is 1Password": the value names the label
+    if _letters_only(v) and not (any(c.isupper() for c in v[1:]) and any(c.islower() for c in v)):
+        return False
+    return any(c.isalnum() for c in v)
+
+
+def _key_value(v: str) -> bool:
+    """A key after a key label: a random-looking token of 8+ characters (digits and letters)."""
+    if (
+        len(v) < 8
+        or _placeholder(v)
+        or "://" in v
+        or "&" in v
+        or "=" in v.rstrip("=")
+        or v.count(".") >= 2
+        and not any(c.isupper() for c in v)
+    ):
+        return False
+    if re.fullmatch(r"(?:[0-9A-Fa-f]{2}:){5,}[0-9A-Fa-f]{2}", v) or _PUBLIC_ID.get().match(v):
+        return False
+    segments = len(re.findall(r"[A-Z]+|[a-z]+|\d+|[^A-Za-z0-9]+", v))
+    if segments * 10 < len(v) * 3:
+        return False
+    digits = sum(c.isdigit() for c in v)
+    letters = sum(c.isalpha() for c in v)
+    if digits == 0 or letters == 0:
+        return len(v) >= 16 and letters == 0 and digits == 0 and entropy(v) >= 3.0
+    if re.fullmatch(r"v?\d+(?:\.\d+)+\S*", v):  # a version
+        return False
+    if len(v) < 16:
+        return digits >= 2 and letters >= 2 and entropy(v) >= 2.8
+    return entropy(v) >= 3.0
+
+
+def _id_value(v: str) -> bool:
+    """An identifier after an identity label: 6+ digits, or 6+ characters mixing letters and digits."""
+    core = v.replace("-", "").replace(".", "").replace(" ", "").replace("/", "")
+    if len(core) < 6 or len(core) > 24 or not core.isalnum() or _placeholder(v):
+        return False
+    digits = sum(c.isdigit() for c in core)
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}|\d{1,2}[./]\d{1,2}[./]\d{2,4}", v):  # a date
+        return False
+    return digits >= 6 or digits >= 2 and len(core) - digits >= 1
+
+
+_CHECKS = {"pw": _pw_value, "key": _key_value, "id": _id_value}
+_PLACEHOLDER = Lazy(
+    r"(?:\$\{?[A-Za-z_]\w*\}?|%[A-Za-z_]\w*%|\{\{.*\}\}|<[^>]*>|\[?redacted\]?|(?:your|my|the|some|enter|insert)[-_].*|.*[-_](?:here|placeholder)"
+    r"|[xX*•.#]{4,}|(?:vault|ssm|secretsmanager|awssm|op|env|file|keychain|sops|kms)://?\S*|\$(?:1|2[aby]?|5|6|y|argon2\w*|pbkdf2[\w-]*|scrypt)\$.*|changeme|replace[-_]?me|redacted|none|null|"
+    r"true|false|required|optional|example\S*|\*+)",
+    I,
+)
+
+
+def _placeholder(v: str) -> bool:
+    return _PLACEHOLDER.get().fullmatch(v) is not None or "[REDACTED:" in v
+
+
+_CONNECTOR = Lazy(
+    r"[:：=→]|\b(?:is|are|was|est|ist|lautet|är|er|es|é|è|era|wynosi|je|jest|on|это|là|adalah|nº|no\.?|nr\.?)(?!\w)|هي|είναι|是|为|為|は|는|은",
+    I,
+)
+_LINE_END = Lazy(r"[:：]\s*$|(?:\bis|\best|\bist|\blautet|\bär|\bé|\bè)\s*:?\s*$", I)
+
+
+def _values_after(text: str, pos: int, line_end: int, strength: str) -> Iterator[tuple[int, int]]:
+    """The value a label at ``pos`` names: the first acceptable token in the rest of its line (or the next lines)."""
+    check = _CHECKS[strength]
+    rest = text[pos:line_end]
+    if strength != "pw" or True:
+        g = _GROUPED.get().search(rest)
+        if g is not None and g.start() <= 40 and _grouped_ok(g.group(), strength):
+            yield pos + g.start(), pos + g.end()
+            return
+    if strength == "pw":
+        c = _CONNECTOR.get().search(rest, 0, 60)
+        if c is None:
+            return
+        rest = " " * c.end() + rest[c.end() :]
+        first = _VALUE.get().search(rest)
+        if first is not None:
+            v = first.group().lstrip(":：=→>-~,").rstrip(".,;!?")
+            if v:
+                if _pw_value(v):
+                    e = first.end() - (len(first.group()) - len(first.group().rstrip(".,;!?")))
+                    yield pos + e - len(v), pos + e
+                return
+    words = 0
+    for m in _VALUE.get().finditer(rest):
+        v = m.group()
+        s, e = m.start(), m.end()
+        lead = len(v) - len(v.lstrip(":：=→>-~@,"))
+        v = v[lead:]
+        s += lead
+        while v and v[-1] in ".,;:!?—" and strength != "pw" or v.endswith((".", ",", ";")) and len(v) > 1:
+            v = v[:-1]
+            e -= 1
+        if strength != "pw" and "=" in v.rstrip("="):
+            cut = v.index("=") + 1
+            v, s = v[cut:], s + cut
+        if not v:
+            continue
+        if check(v):
+            yield pos + s, pos + e
+            return
+        if v.lower() in _STOP or m.start() > 80:
+            return
+        words += 1
+    if _LINE_END.get().search(rest) or not rest.strip():
+        # "the new key for staging is:\n\n    VALUE": the first non-empty line below
+        nxt = line_end
+        for _ in range(2):
+            if nxt >= len(text):
+                return
+            end = text.find("\n", nxt + 1)
+            end = len(text) if end < 0 else end
+            line = text[nxt + 1 : end]
+            if line.strip():
+                stripped = line.strip()
+                off = nxt + 1 + line.index(stripped)
+                if " " not in stripped and check(stripped.strip("`\"'")):
+                    q = len(stripped) - len(stripped.lstrip("`\"'"))
+                    yield off + q, off + len(stripped.rstrip("`\"'"))
+                elif strength != "id" and _GROUPED.get().fullmatch(stripped) and _grouped_ok(stripped, strength):
+                    yield off, off + len(stripped)
+                return
+            nxt = end
+
+
+def _grouped_ok(v: str, strength: str) -> bool:
+    """A value written in groups ("6888 7189 5812", "inur 26c7 keqy ueez …", "9XKO-ZMBE-WR7P-QLOF")."""
+    groups = re.split(r"[ -]", v)
+    if len(groups) < 2 or len({len(g) for g in groups[:-1]}) > 1 or len(groups[-1]) > len(groups[0]):
+        return False
+    if sum(any(c.isdigit() for c in g) for g in groups) * 2 < len(groups):
+        return False
+    core = "".join(groups)
+    digits = sum(c.isdigit() for c in core)
+    if strength == "id":
+        return digits >= 6 and 8 <= len(core) <= 20
+    if re.search(r"[a-z]", core) and re.search(r"[A-Z]", core):
+        return False  # prose words ("Ops Admin")
+    if len(groups) < 3 and not all(any(c.isdigit() for c in g) for g in groups):
+        return False
+    return len(core) >= 8 and digits >= 2
+
+
+_HEADER_SEPS = (("|", 2), ("\t", 1), (",", 2), (";", 2))
+
+
+# The first three letters of every ASCII label (and the labels shorter than that): an ASCII text is searched only at
+# the starts of words that begin so (the whole lexicon at every position costs 0.2-0.4 ms per 300 characters).
+_STEMS = frozenset(
+    "pas pwd pin ken mot con sen has hes wac los adg sal jel par sif loz gel kat sec tok api key acc pri cli sch geh cle "
+    "cla cha chi sle nyc ava klu ana kun rec bac set two 2fa mfa tot otp zwe aut wie lic liz ser num pro cre coo ses rei "
+    "dri dl_ per car rij soc ssn sin nas ass soz seg ide ste tax tin nif nie dni cpf nir id_ nat aus doc hen aad kon kar".split()
+)
+_SHORT = frozenset("pw id dl".split())
+_WORD = Lazy(r"\w+")
+
+
+def _labels(text: str) -> Iterator[re.Match[str]]:
+    label = _LABEL.get()
+    if not text.isascii():
+        yield from label.finditer(text)
+        return
+    low = text.lower()
+    after = 0
+    for w in _WORD.get().finditer(low):
+        s = w.start()
+        if s < after:
+            continue
+        word = w.group()
+        if word[:3] in _STEMS or word in _SHORT:
+            m = label.match(text, s)
+            if m is not None:
+                after = m.end()
+                yield m
+
+
+def label_spans(text: str) -> Iterator[Span]:
+    """Values named by a label of the lexicon in prose, chat, CJK text and after a label line."""
+    for m in _labels(text):
+        strength = m.lastgroup or "key"
+        line_end = text.find("\n", m.end(), m.end() + 300)
+        line_end = min(len(text), m.end() + 300) if line_end < 0 else line_end
+        line_start = text.rfind("\n", max(0, m.start() - 300), m.start()) + 1 or max(0, m.start() - 300)
+        if _is_header(text[line_start:line_end]):
+            continue
+        before = text[max(line_start, m.start() - 1) : m.start()]
+        after = text[m.end() : m.end() + 1]
+        if before and (before in "_$%{</.=" or before.isalnum() and before.isascii() and m.group().isascii()) or after in ("}", "%", ">"):
+            continue
+        if before in "\"'" and after in "\"'" and after and text[m.end() + 1 : m.end() + 2] != ":":
+            continue
+        if strength != "pw" and _HASH_CONTEXT.get().search(text, max(line_start, m.start() - 200), min(line_end, m.end() + 200)):
+            continue
+        if "REDACTED:" in text[max(0, m.start() - 12) : m.start()]:
+            continue  # a marker's kind
+        card = re.search(r"card|kart|carte", m.group(), I) is not None
+        for s, e in _values_after(text, m.end(), line_end, strength):
+            digits = re.sub(r"[^0-9]", "", text[s:e])
+            if card and digits.isdigit() and 13 <= len(digits) <= 19 and not _luhn(digits):
+                continue  # a card number failing its check digit is a look-alike
+            yield s, e, "password" if strength == "pw" else ("national_id" if strength == "id" else "secret")
+
+
+def _luhn(digits: str) -> bool:
+    total = 0
+    for i, c in enumerate(reversed(digits)):
+        d = int(c) * (2 if i % 2 else 1)
+        total += d - 9 if d > 9 else d
+    return total % 10 == 0
+
+
+def _is_header(line: str) -> bool:
+    return any(line.count(sep) >= least for sep, least in _HEADER_SEPS)
+
+
+def _cells(line: str, sep: str) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    pos = 0
+    for part in line.split(sep):
+        s, e = pos, pos + len(part)
+        while s < e and line[s] in " \t`*\"'":
+            s += 1
+        while e > s and line[e - 1] in " \t`*\r\"'":
+            e -= 1
+        out.append((s, e))
+        pos += len(part) + len(sep)
+    return out
+
+
+_COLUMN_WORD = Lazy(r"[a-z]+|[A-Z][a-z]*|\d+")
+
+
+def _column_strength(name: str) -> str | None:
+    words = " ".join(_COLUMN_WORD.get().findall(name.replace("_", " ").replace("-", " "))).lower()
+    if not words or re.search(
+        r"\b(?:name|type|id|date|hint|policy|length|rotated|expires|created|hash|fingerprint|public|routing)$", words
+    ):
+        return None
+    m = _LABEL.get().search(words)
+    return m.lastgroup if m is not None else None
+
+
+def table_spans(text: str) -> Iterator[Span]:
+    """Cells under a header cell the lexicon names (CSV, TSV, Markdown), in the rows below it."""
+    pos = 0
+    n = len(text)
+    while pos < n:
+        end = text.find("\n", pos)
+        end = n if end < 0 else end
+        line = text[pos:end]
+        nxt_end = text.find("\n", end + 1) if end < n else -1
+        below = text[end + 1 : nxt_end if nxt_end >= 0 else n] if end < n else ""
+        sep = next((s for s, least in _HEADER_SEPS if line.count(s) >= least and below.count(s) == line.count(s)), "")
+        if not sep:
+            pos = end + 1
+            continue
+        header = [line[s:e] for s, e in _cells(line, sep)]
+        cols = [(k, st) for k, c in enumerate(header) if (st := _column_strength(c)) is not None]
+        row_pos = end + 1
+        if sep == "|" and re.fullmatch(r"[\s|:-]+", below):
+            row_pos = nxt_end + 1 if nxt_end >= 0 else n
+        while cols and row_pos < n:
+            r_end = text.find("\n", row_pos)
+            r_end = n if r_end < 0 else r_end
+            row = text[row_pos:r_end]
+            if row.count(sep) != line.count(sep) or not row.strip():
+                break
+            cells = _cells(row, sep)
+            for k, st in cols:
+                if k < len(cells):
+                    s, e = cells[k]
+                    v = row[s:e]
+                    if (
+                        _CHECKS[st](v)
+                        or _GROUPED.get().fullmatch(v)
+                        and _grouped_ok(v, "pw")
+                        or st == "id"
+                        and re.fullmatch(r"[\d -]{8,23}", v)
+                        and _id_value(v)
+                    ):
+                        yield row_pos + s, row_pos + e, "password" if st == "pw" else "secret"
+            row_pos = r_end + 1
+        pos = end + 1
+
+
+# --- XML elements, headers, CLI ------------------------------------------------------------------------------------
+_XML_SECRET = Lazy(
+    r"<(?P<tag>[\w:.-]*(?:password|passwd|secret|token|apikey|privatekey|passphrase|credential)[\w:.-]*)(?:\s[^<>]*)?>"
+    r"\s*(?:<(?:value|string|data)>\s*)?(?P<v>[^<>\s][^<>\r\n]{2,200}?)\s*<",
+    I,
+)
+_AUTH_HEADER = Lazy(r"authorization\s*:\s*(?:(?:token|bearer|basic|apikey|key|sso-key|otp)\s+)?(?P<v>[^\s'\"]{8,400})", I)
+_USER_PASS = Lazy(r"(?<!\S)(?:-u|--user)[ \t]+[^\s:'\"]+:(?:'(?P<sq>[^'\r\n]+)'|\"(?P<dq>[^\"\r\n]+)\"|(?P<bare>[^\s'\"]{4,}))")
+_AUTH_PLAIN = Lazy(r"\bAUTH[ \t]+(?:PLAIN|LOGIN|XOAUTH2)[ \t]+(?P<v>[A-Za-z0-9+/]{12,}={0,2})")
+_NETSCAPE = Lazy(r"(?m)^[^\t\r\n#]+\t(?:TRUE|FALSE)\t[^\t\r\n]*\t(?:TRUE|FALSE)\t\d+\t[^\t\r\n]+\t(?P<v>[^\t\r\n]{8,})$")
+_ARMOUR = Lazy(r"-{3,}[ \t]*BEGIN[ \t]+(?P<what>[A-Z0-9 ]{0,40}?)[ \t]*-{3,}")
+_ARMOURED = Lazy(r"LICEN[CS]E|SECRET|TOKEN|\bKEY\b")
+_PRODUCT_KEY = Lazy(r"(?<![\w-])[A-Z0-9]{4,6}(?:-[A-Z0-9]{4,6}){3,7}(?![\w-])")
+_OTP_CALL = Lazy(r"\b(?:totp|hotp|otp)\w*\s*\(\s*[\"'](?P<v>[A-Z2-7]{16,}=*)[\"']", I)
+
+
+def structure_spans(text: str, low: str) -> Iterator[Span]:
+    """Secrets in XML elements named for them, authorization headers, ``-u user:pass``, SMTP AUTH, cookie files,
+    armoured licence blocks, product keys and OTP seeds passed to a TOTP constructor."""
+    if "<" in text:
+        for m in _XML_SECRET.get().finditer(text):
+            v = m.group("v").strip()
+            if not _placeholder(v) and not re.fullmatch(r"true|false|\d{1,3}", v, I):
+                yield m.start("v"), m.start("v") + len(v), "password"
+    if "authorization" in low:
+        for m in _AUTH_HEADER.get().finditer(text):
+            v = m.group("v")
+            if not _placeholder(v) and not v.startswith("$"):
+                yield m.start("v"), m.end("v"), "bearer_token"
+    if "-u" in text:
+        for m in _USER_PASS.get().finditer(text):
+            g = "sq" if m.group("sq") else "dq" if m.group("dq") else "bare"
+            v = m.group(g)
+            if v and not _placeholder(v) and not v.startswith("$") and "@" not in v.split("/")[0][-1:]:
+                yield m.start(g), m.end(g), "password"
+    if "auth" in low:
+        for m in _AUTH_PLAIN.get().finditer(text):
+            yield m.start("v"), m.end("v"), "basic_auth"
+    if "\t" in text:
+        for m in _NETSCAPE.get().finditer(text):
+            yield m.start("v"), m.end("v"), "token"
+    if "begin" in low:
+        end = -1
+        for m in _ARMOUR.get().finditer(text):
+            what = m.group("what")
+            if "PUBLIC" in what or "PRIVATE" in what or _ARMOURED.get().search(what) is None:
+                continue  # public blocks stay; private keys have their own rule
+            if end < m.end():  # the next END marker, found once for all the headers before it (linear)
+                end = text.find("END", m.end())
+                end = len(text) if end < 0 else end
+            if end - m.end() > 8000:
+                continue
+            body_start = m.end()
+            for line in re.finditer(r"[^\r\n]+", text[body_start:end]):
+                chunk = line.group().strip().rstrip("-").strip()
+                if re.fullmatch(r"(?:[0-9A-Fa-f]{4,}[ \t]*){2,}|[A-Za-z0-9+/=]{24,}", chunk):
+                    s = body_start + line.start() + line.group().index(chunk)
+                    yield s, s + len(chunk), "secret"
+    if "-" in text:
+        for m in _PRODUCT_KEY.get().finditer(text):
+            v = m.group()
+            if sum(c.isdigit() for c in v) >= 2 and sum(c.isalpha() for c in v) >= 4 and not re.fullmatch(r"[0-9A-F-]+", v):
+                yield m.start(), m.end(), "secret"
+    if "otp" in low:
+        for m in _OTP_CALL.get().finditer(text):
+            yield m.start("v"), m.end("v"), "secret"
+
+
+# --- lists of codes, secrets in URLs ----------------------------------------------------------------------------------
+_CODE_HEAD = Lazy(
+    r"(?im)^[^\r\n]{0,60}\b(?:recovery|backup|one[- ]time|scratch|emergency|wiederherstellungs|sauvegarde|respaldo|recupera)\w*[ \t]+(?:codes?|keys?|tokens?)\b[^\r\n]{0,60}$"
+)
+_CODE_LINE = Lazy(r"[ \t]*(?:[-*•]|\d{1,2}[.)])?[ \t]*(?P<v>[A-Za-z0-9]{3,10}(?:[ -][A-Za-z0-9]{3,10}){0,3})[ \t]*,?[ \t]*")
+_CODE_LIST = Lazy(
+    r"(?<![\w-])[A-Z0-9]{6,12}(?:,[ \t]*[A-Z0-9]{6,12}){3,}(?![\w-])|(?<![\w-])[a-z0-9]{6,12}(?:,[ \t]*[a-z0-9]{6,12}){3,}(?![\w-])"
+)
+_HOOK_URL = Lazy(
+    r"https?://[^\s/\"'<>]{0,100}(?:hook|trigger|ifttt|zapier)[^\s\"'<>]{0,400}|https?://[^\s\"'<>]{0,200}?/(?:hooks?|webhooks?\w*|trigger|key|keys|token)/[^\s\"'<>]{0,400}",
+    I,
+)
+
+
+def list_spans(text: str) -> Iterator[Span]:
+    """Codes listed under a "recovery/backup codes" line, and comma lists of same-shape random codes."""
+    for h in _CODE_HEAD.get().finditer(text):
+        pos = h.end() + 1
+        while pos < len(text):
+            end = text.find("\n", pos)
+            end = len(text) if end < 0 else end
+            m = _CODE_LINE.get().fullmatch(text, pos, end)
+            if m is None:
+                break
+            v = m.group("v")
+            if any(c.isdigit() for c in v):
+                yield m.start("v"), m.end("v"), "secret"
+            pos = end + 1
+    for m in _CODE_LIST.get().finditer(text):
+        codes = [c.strip() for c in m.group().split(",")]
+        mixed = sum(any(c.isdigit() for c in x) and any(c.isalpha() for c in x) for x in codes)
+        if len({len(c) for c in codes}) == 1 and mixed * 2 >= len(codes) and all(entropy(c) >= 2.5 for c in codes):
+            yield m.start(), m.end(), "secret"
+
+
+def url_spans(text: str) -> Iterator[Span]:
+    """Random-looking path segments of webhook and trigger URLs (the segment is the credential)."""
+    if "://" not in text:
+        return
+    for m in _HOOK_URL.get().finditer(text):
+        for seg in re.finditer(r"[A-Za-z0-9_-]{20,}", m.group()):
+            v = seg.group()
+            digits = sum(c.isdigit() for c in v)
+            if re.fullmatch(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", v):
+                continue
+            if digits >= 2 and any(c.isalpha() for c in v) and entropy(v) >= 3.5 and not _CAMEL.get().fullmatch(v):
+                yield m.start() + seg.start(), m.start() + seg.end(), "secret"
+
+
+# --- random tokens ---------------------------------------------------------------------------------------------------
+_RUN = Lazy(r"(?<![A-Za-z0-9+/=_\-.~$])[A-Za-z0-9+/_\-.~$]{20,}+={0,2}")
+_PUBLIC_ID = Lazy(
+    r"(?:phc_|chatcmpl-|req_|msg_|run_|thread_|asst_|file-|xpub|ypub|zpub|tpub|vpub|npub1|pk_(?:live|test)_|pk\.|price_|prod_|pi_|cus_|sub_|in_|ch_|evt_|acct_|seti_|pm_|txn_|0x[0-9a-fA-F]{40}|"
+    r"[13][1-9A-HJ-NP-Za-km-z]{25,34}$|(?:tz[1-4]|KT1)[1-9A-HJ-NP-Za-km-z]{33}$|bc1[02-9ac-hj-np-z]{8,87}$)"
+)
+_PUBLIC_ARMOUR = Lazy(r"-{3,}[ \t]*BEGIN[ \t]+[A-Z0-9 ]*(?:PUBLIC|CERTIFICATE)[A-Z0-9 ]*-{3,}[\s\S]*?(?:-{3,}[ \t]*END[^\r\n]*|$)")
+_ID_BEFORE = Lazy(r"(?:\b|_)(?:id|ids|uuid|ksuid|ulid|sid|oid|name)[ \t]*[=:][ \t]*[\"']?$", I)
+_FILE_EXT = Lazy(r".*\.(?:js|mjs|css|map|gz|json|png|jpe?g|gif|svg|html?|txt|log|tar|zip|py|go|rs|woff2?)$", I)
+# WIF / extended keys: their own rule takes them when the base58check holds (a bad checksum is a look-alike)
+_BASE58_KEY = Lazy(r"[5KLc9][1-9A-HJ-NP-Za-km-z]{50,51}|[xt]prv[1-9A-HJ-NP-Za-km-z]{100,108}")
+_BASE64_TEXT = Lazy(r"[A-Za-z0-9+/_-]+={0,2}")
+_HASH_CONTEXT = Lazy(
+    r"sha\d*|md5|hash|digest|checksum|integrity|etag|commit|fingerprint|nonce|\bh1:|\bsum\b|\bpub(?:lic)?\b|ssh-(?:rsa|ed25519|dss)|"
+    r"public|sitekey|\bkid\b|x5t|thumbprint|site[-_ ]key|publishable|wallet|donat|ecdsa-sha2|\bcid\b|\bipfs\b|\bblob\b|\bsri\b|\btx\b|\baddress\b|\bdata:image|\btrace|\bspan\b|\brequest[\s_-]?id|\bcorrelation",
+    I,
+)
+_CAMEL = Lazy(r"(?>[A-Z]?[a-z]{2,}+|[A-Z]{2,}+(?![a-z])|\d{1,4}+(?!\d)|[_\-.])++")
+
+
+def _decodes_to_text(v: str) -> bool:
+    """Base64 of readable text or JSON (a JWT header, an encoded sentence): public, not a key."""
+    if not _BASE64_TEXT.get().fullmatch(v):
+        return False
+    import base64
+    import binascii
+
+    try:
+        raw = base64.urlsafe_b64decode(v.replace("+", "-").replace("/", "_") + "=" * (-len(v) % 4))
+    except (binascii.Error, ValueError):
+        return False
+    try:
+        decoded = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return decoded.isprintable() and (" " in decoded or decoded.startswith("{"))
+
+
+def _random_run(v: str) -> bool:
+    """Machine-made: the classes and entropy of base62/base64/base36 randomness, not a word, path or identifier."""
+    core = v.strip("=._-~$")
+    if len(core) < 20 or _PUBLIC_ID.get().match(core) or _FILE_EXT.get().fullmatch(core):
+        return False
+    if max(len(r) for r in re.split(r"[^A-Za-z0-9]+", core)) < 16:
+        return False  # pieces joined by separators: a path, a pod name, a slug
+    if re.fullmatch(r"0x[0-9a-fA-F]+", core) or _decodes_to_text(core) or _BASE58_KEY.get().fullmatch(core):
+        return False
+    if "/" in core and all(
+        re.fullmatch(r"[A-Za-z0-9_.~-]*", p) and (not p or not any(c.isdigit() for c in p) or len(p) < 6) for p in core.split("/")
+    ):
+        return False  # a path
+    if re.fullmatch(r"[0-9a-fA-F]+|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", core):
+        return False  # hex and UUIDs: hashes and ids unless labelled
+    if _CAMEL.get().fullmatch(core):
+        return False  # camelCase / snake_case / CONSTANT names, versions
+    upper = sum(c.isupper() for c in core)
+    lower = sum(c.islower() for c in core)
+    digits = sum(c.isdigit() for c in core)
+    segments = len(re.findall(r"[A-Z]+|[a-z]+|\d+|[^A-Za-z0-9]+", core))
+    if segments * 10 < len(core) * 3:
+        return False  # long runs of one class: words glued together
+    e = entropy(core)
+    if upper >= 3 and lower >= 3 and digits >= 2:
+        return e >= 3.8
+    if upper == 0 and lower >= 8 and digits >= 5 and len(core) >= 24:
+        return e >= 4.0 and not re.search(r"[a-z]{6,}", core)
+    return False
+
+
+def random_spans(text: str) -> Iterator[Span]:
+    """Runs of token characters that look machine-made, outside URLs and hash/public-key context."""
+    public = [(p.start(), p.end()) for p in _PUBLIC_ARMOUR.get().finditer(text)] if "BEGIN" in text else []
+    for m in _RUN.get().finditer(text):
+        v = m.group()
+        s = m.start()
+        if _placeholder(v) or not _random_run(v) or any(a <= s < b for a, b in public):
+            continue
+        line_start = text.rfind("\n", max(0, s - 200), s) + 1 or max(0, s - 200)
+        line_end = text.find("\n", m.end(), m.end() + 200)
+        line_end = min(len(text), m.end() + 200) if line_end < 0 else line_end
+        line = text[max(line_start, s - 200) : min(line_end, m.end() + 200)]
+        before = text[max(line_start, s - 200) : s]
+        if re.search(r"https?://\S*$|\b[\w.-]+\.(?:com|net|org|io|dev|app)/\S*$", before):
+            continue  # part of a URL
+        if _HASH_CONTEXT.get().search(line):
+            continue
+        if before.endswith(("@", "#", "%")) or text[m.end() : m.end() + 1] == "@" or _ID_BEFORE.get().search(before):
+            continue
+        # strip the leading and trailing punctuation that ends sentences
+        e = m.end()
+        while e > s and text[e - 1] in ".-_~":
+            e -= 1
+        yield s, e, "high_entropy_secret"
+
+
+# --- look-alikes every rule spares ---------------------------------------------------------------------------------
+_DIGEST_BEFORE = Lazy(r"(?:\bh1|sha1|sha224|sha256|sha384|sha512|md5|blake2b|sha3-256)[:-]$", I)
+_REPEATED_BODY = Lazy(r"(?:[A-Za-z]{2,12}[_-]){0,3}(?P<body>(?P<c>[xX*0•.#])(?P=c){7,})")
+_REFERENCE = Lazy(r"(?:vault|ssm|secretsmanager|awssm|op|keychain|kms|sops|azurekv|gcpsm):\S+", I)
+_IBAN_SHAPE = Lazy(r"[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,4})?")
+
+
+def spared(text: str, start: int, end: int) -> bool:
+    """A span no rule should replace: a placeholder, a secret-store reference, a digest, a bad-checksum IBAN."""
+    v = text[start:end]
+    if _REPEATED_BODY.get().fullmatch(v) or _REFERENCE.get().fullmatch(v):
+        return True
+    if _DIGEST_BEFORE.get().search(text[max(0, start - 10) : start]):
+        return True
+    if _IBAN_SHAPE.get().fullmatch(v) and len(v.replace(" ", "")) >= 15:
+        return not iban_ok(v)
+    return False
