@@ -114,3 +114,18 @@ def test_webhook_url_secret_segment() -> None:
 )
 def test_look_alikes_are_left_alone(text: str) -> None:
     assert redact(text).text == text
+
+
+@pytest.mark.parametrize(
+    "record_id",
+    [
+        "2026-11-27-alice-keeps-the-key-redacted-github-toke-0ea003fc",  # a redacted title's slug (export round trip)
+        "2026-11-27-the-key-to-the-project-roadmap-document-ab12cd34",
+    ],
+)
+def test_a_slug_id_after_a_key_word_is_not_a_secret(record_id: str) -> None:
+    """Ids are slugs of titles: a key label's reach across a slug's words refused our own ids on import."""
+    from agent_memory.model.values import looks_secret
+
+    assert not looks_secret(record_id)
+    assert looks_secret("2026-11-27-key-" + "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8")  # a glued token still is

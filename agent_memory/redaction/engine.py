@@ -226,8 +226,9 @@ def _despaced_spans(view: views.View, hits: tuple[int, ...]) -> list[Span]:
     return out
 
 
-def find_spans(text: str, *, gated: bool = True) -> list[Span]:
-    """Every secret span of ``text`` (sorted, disjoint), including disguised and split ones."""
+def find_spans(text: str, *, gated: bool = True, general: bool = True) -> list[Span]:
+    """Every secret span of ``text`` (sorted, disjoint), including disguised and split ones. ``general=False`` leaves
+    out the general mechanisms (labels in any language, tables, random-looking tokens): the token rules alone."""
     spans = _Spans(text, text.lower())
     hits = _provider_hits(text) if gated else tuple(range(len(structured.PROVIDER_RULES)))
     for span in _collect(text, True, gated, hits):
@@ -254,6 +255,8 @@ def find_spans(text: str, *, gated: bool = True) -> list[Span]:
     # last: a prefixed token cut short that nothing above found whole (half of "ghp_…" split over two messages)
     for start, end, kind in contextual.partial_spans(text, lambda s, e: _overlaps(spans.starts, spans.found, s, e)):
         spans.add(start, end, kind)
+    if not general:
+        return sorted(s for s in spans.found if not generic.spared(text, s[0], s[1]))
     # then the general mechanisms: labels in any language, tables, structure, random-looking tokens
     for spans_of in (
         generic.structure_spans(text, text.lower()),
@@ -295,11 +298,12 @@ def redact(text: str) -> RedactionResult:
     return RedactionResult(out, count, tuple(sorted(kinds)))
 
 
-def contains_secret(text: str) -> bool:
-    """True if :func:`redact` would change ``text`` (use it to refuse ids, keys and tags)."""
+def contains_secret(text: str, *, general: bool = True) -> bool:
+    """True if :func:`redact` would change ``text`` (use it to refuse ids, keys and tags); ``general=False``: by the
+    token rules alone (see :func:`find_spans`)."""
     if not isinstance(text, str):
         raise TypeError(f"contains_secret() expects str, not {type(text).__name__}")
-    return bool(find_spans(text))
+    return bool(find_spans(text, general=general))
 
 
 def redact_text(text: str) -> str:

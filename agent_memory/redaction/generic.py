@@ -84,6 +84,17 @@ def _pw_value(v: str) -> bool:
     return any(c.isalnum() for c in v)
 
 
+def _slug(v: str) -> bool:
+    """Lowercase words joined by hyphens or underscores, perhaps ending in a short hex or number: a record id, a file
+    or page name (``2026-11-27-the-key-to-the-roadmap-ab12cd34``), not a key, even right after a key label."""
+    pieces = re.split(r"[-_]", v.strip("-_"))
+    if len(pieces) < 3 or not all(re.fullmatch(r"[a-z]+|\d+|[a-z]{1,3}\d{1,3}|\d{1,4}[a-z]{1,3}", p) for p in pieces[:-1]):
+        return False
+    if not re.fullmatch(r"[a-z]+|\d+|[0-9a-f]{4,12}", pieces[-1]):
+        return False
+    return sum(1 for p in pieces if len(p) >= 3 and p.isalpha() and re.search(r"[aeiouy]", p) is not None) >= 2
+
+
 def _key_value(v: str) -> bool:
     """A key after a key label: a random-looking token of 8+ characters (digits and letters)."""
     if (
@@ -97,6 +108,8 @@ def _key_value(v: str) -> bool:
     ):
         return False
     if re.fullmatch(r"(?:[0-9A-Fa-f]{2}:){5,}[0-9A-Fa-f]{2}", v) or _PUBLIC_ID.get().match(v):
+        return False
+    if _slug(v):
         return False
     segments = len(re.findall(r"[A-Z]+|[a-z]+|\d+|[^A-Za-z0-9]+", v))
     if segments * 10 < len(v) * 3:
