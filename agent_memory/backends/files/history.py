@@ -122,7 +122,8 @@ def sweep(store: StoreParts, now: dt.datetime, report: SweepReport) -> SweepRepo
             for row in conn.execute("SELECT * FROM records WHERE superseded_by IS NULL ORDER BY updated DESC, id").fetchall():
                 if row["kind"] in UNDEDUPED_KINDS:  # files of the memory tool may repeat each other's words
                     continue
-                groups.setdefault((row["content_hash"], row["scope"], row["session_id"], row["user_id"]), []).append(row)
+                owner = (row["scope"], row["session_id"], row["user_id"], row["namespace"] or "")  # one partition, one namespace
+                groups.setdefault((row["content_hash"], *owner), []).append(row)
             for rows in groups.values():
                 for row in rows[1:]:
                     archive(store, conn, row, f"duplicate of {rows[0]['id']}", event="swept")

@@ -25,7 +25,7 @@ from agent_memory.model.events import Event, current_acting, tombstone_id, visib
 __all__ = ["events_for", "purge_events", "quiet", "record_archive_event", "record_event", "record_writes", "undoable", "WRITE_EVENTS"]
 
 WRITE_EVENTS = {"created": "created", "appended": "appended", "replaced": "replaced", "superseded": "superseded"}
-UNDOABLE = frozenset({"created", "imported", "appended", "replaced", "superseded", "forgotten", "archived", "restored"})
+UNDOABLE = frozenset({"created", "imported", "appended", "replaced", "superseded", "forgotten", "archived", "swept", "restored"})
 _FIELDS = (
     "eid",
     "event",

@@ -205,7 +205,7 @@ async def undo(b: Any, caller: Caller) -> Event:
     if ev is None:
         raise NotFoundError("nothing to undo for this caller (no change of theirs that is not undone yet)")
     tag: dict[str, Any] = {"undo_of": ev.eid}
-    if ev.event in ("forgotten", "archived"):  # archived: a tidy pass's change (agent_memory.consolidate.tidy)
+    if ev.event in ("forgotten", "archived", "swept"):  # archived: a tidy pass's change (agent_memory.consolidate.tidy)
         await restore(b, ev.id, caller, event="undone", **tag)
         return ev
     async with b.pool.connection() as conn:

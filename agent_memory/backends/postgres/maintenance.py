@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent_memory.backends.base import Caller
 from agent_memory.backends.postgres import links
+from agent_memory.backends.postgres.events import record_event
 from agent_memory.backends.postgres.schema import LATEST
 from agent_memory.backends.postgres.writes import Writer
 from agent_memory.model.lines import summary_line
@@ -27,21 +29,47 @@ class Maintenance:
         self.writer = writer
 
     async def sweep(self, conn: Any) -> SweepReport:
-        """Archive expired records, then exact duplicates in a partition (the newest is kept), in one transaction."""
+        """Archive expired records, then exact duplicates in a partition and namespace (the newest is kept), in one
+        transaction; each archived record gets a ``swept`` event (undo and restore bring it back), as on files."""
         report = SweepReport()
         async with conn.transaction():
             report.expired = sorted(await self.writer._archive_where(conn, "expires IS NOT NULL AND expires <= now()", {}, "expired"))
+            # a superseded record is history, never a duplicate of the current fact that repeats its words
             report.duplicates = sorted(
                 await self.writer._archive_where(
                     conn,
                     f"(tenant, id) IN (SELECT tenant, id FROM (SELECT tenant, id, row_number() OVER"
-                    f" (PARTITION BY tenant, part, content_hash ORDER BY updated DESC, id) AS n FROM {self.t}"
-                    " WHERE NOT (kind = ANY(%(undeduped)s))) d WHERE n > 1)",
+                    f" (PARTITION BY tenant, part, namespace, content_hash ORDER BY updated DESC, id) AS n FROM {self.t}"
+                    " WHERE superseded_by IS NULL AND NOT (kind = ANY(%(undeduped)s))) d WHERE n > 1)",
                     {"undeduped": list(UNDEDUPED_KINDS)},
                     "duplicate",
                 )
             )
+            await self._swept_events(conn, [*report.expired, *report.duplicates])
         return report
+
+    async def _swept_events(self, conn: Any, ids: list[str]) -> None:
+        """One ``swept`` event per record the sweep just archived (its newest archived copy gives owner and hash)."""
+        if not ids:
+            return
+        cur = await conn.execute(
+            f'SELECT DISTINCT ON (tenant, id) tenant, id, reason, record FROM "{self.schema}".archive'
+            " WHERE id = ANY(%(ids)s) ORDER BY tenant, id, archived DESC",
+            {"ids": ids},
+        )
+        for got in await cur.fetchall():
+            rec = got["record"]
+            row = {
+                "tenant": got["tenant"],
+                "id": got["id"],
+                "scope": rec.get("scope"),
+                "session_id": rec.get("session_id"),
+                "user_id": rec.get("user_id"),
+                "namespace": rec.get("namespace") or "",
+            }
+            await record_event(
+                self.writer, conn, "swept", row, Caller(), before=rec.get("content_hash"), source="sweep", reason=got["reason"]
+            )
 
     async def _drifted(self, conn: Any) -> list[dict[str, Any]]:
         cur = await conn.execute(f"SELECT tenant, id, content, content_hash FROM {self.t} WHERE content_hash <> {_SQL_HASH}")
