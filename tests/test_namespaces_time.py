@@ -1,0 +1,139 @@
+"""Namespaces of session logs and episodes, purge by namespace and the registry in an export (issue 29, part A).
+
+Driven through ``MemoryProvider`` on both backends (the ``backend`` fixture of conftest.py): two agents of one
+user in ``acme/support`` and ``acme/coding``, a root agent, and the parent ``acme``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_memory import MemoryProvider
+from agent_memory.errors import InvalidInputError, NotFoundError
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+NS = {"": "root wifi rota", "acme": "acme escalation wiki", "acme/coding": "coding turbocharger cache", "acme/support": "support refunds manager"}
+
+
+async def _seed_logs(backend: Any, user: str = "alice") -> None:
+    """One log of session ``s1`` of ``user`` in each namespace of :data:`NS` (the same session id everywhere)."""
+    for ns, text in NS.items():
+        p = backend.provider(namespace=ns or None)
+        await p.log_messages([{"role": "user", "text": text}], session_id="s1", user_id=user)
+
+
+async def test_session_logs_follow_the_callers_view(backend: Any) -> None:
+    await _seed_logs(backend)
+    seen = {}
+    for ns, iso in [("", None), ("acme", None), ("acme/support", None), ("acme/support", "full"), ("acme/coding", "full")]:
+        p = backend.provider(namespace=ns or None, isolation=iso)
+        seen[(ns, iso)] = {i.namespace for i in await p.sessions(session_id="s1", user_id="alice")}
+    assert seen[("", None)] == {""}  # the root sees root logs only (existing logs are the root's)
+    assert seen[("acme", None)] == {"acme", ""}
+    assert seen[("acme/support", None)] == {"acme/support", "acme", ""}  # inherited: its ancestors, never a sibling
+    assert seen[("acme/support", "full")] == {"acme/support"}
+    assert seen[("acme/coding", "full")] == {"acme/coding"}
+    # one session read: the caller's own namespace's log first, never a sibling's
+    full = backend.provider(namespace="acme/support", isolation="full")
+    info, messages = await full.session("s1", session_id="s1", user_id="alice")
+    assert info.namespace == "acme/support" and [m.text for m in messages] == [NS["acme/support"]]
+    inherited = backend.provider(namespace="acme/coding")
+    _, messages = await inherited.session("s1", session_id="s1", user_id="alice")
+    assert [m.text for m in messages] == [NS["acme/coding"]]
+    hits = await full.search_sessions("turbocharger refunds wifi", session_id="s1", user_id="alice")
+    shown = json.dumps(hits)
+    assert "refunds" in shown and "turbocharger" not in shown and "wifi" not in shown
+    # a per-call namespace overrides the provider's
+    root = backend.provider()
+    assert {i.namespace for i in await root.sessions(session_id="s1", user_id="alice", namespace="acme/coding", isolation="full")} == {
+        "acme/coding"
+    }
+
+
+async def test_contextual_search_over_session_logs_obeys_the_view(backend: Any) -> None:
+    await _seed_logs(backend)
+    full = backend.provider(namespace="acme/support", isolation="full")
+    res = await full.search("turbocharger OR refunds OR wifi", session_id="s1", user_id="alice", mode="contextual", limit=20)
+    texts = " ".join(h.snippet for h in res.hits)
+    assert "refunds" in texts and "turbocharger" not in texts and "wifi" not in texts
+    root = backend.provider()
+    res = await root.search("turbocharger OR refunds OR wifi", session_id="s1", user_id="alice", mode="contextual", limit=20)
+    texts = " ".join(h.snippet for h in res.hits)
+    assert "wifi" in texts and "turbocharger" not in texts and "refunds" not in texts
+
+
+async def test_a_session_written_in_a_namespace_is_its_own_log(backend: Any) -> None:
+    coding = backend.provider(namespace="acme/coding")
+    root = backend.provider()
+    await root.log_messages([{"role": "user", "text": "root line"}], session_id="s1", user_id="alice")
+    made = await coding.log_messages([{"role": "user", "text": "coding line"}], session_id="s1", user_id="alice")
+    assert made[0].n == 1  # numbered in its own log, not after the root's line
+    _, messages = await root.session("s1", session_id="s1", user_id="alice")
+    assert [m.text for m in messages] == ["root line"]
+
+
+async def test_episodes_are_namespaced(backend: Any) -> None:
+    made = {}
+    for ns, text in NS.items():
+        p = backend.provider(namespace=ns or None)
+        made[ns] = await p.record_episode(f"Goal: {text}", user_id="alice", session_id="s1")
+        assert made[ns].namespace == ns
+    for ns, iso, want in [
+        ("", None, {""}),
+        ("acme/support", None, {"acme/support", "acme", ""}),
+        ("acme/support", "full", {"acme/support"}),
+        ("acme/coding", "full", {"acme/coding"}),
+    ]:
+        p = backend.provider(namespace=ns or None, isolation=iso)
+        assert {e.namespace for e in await p.episodes(user_id="alice", session_id="s1")} == want
+        assert {e.namespace for e in await p.episodes("turbocharger refunds wifi escalation", user_id="alice", session_id="s1")} <= want
+        for other, ep in made.items():
+            if other in want:
+                assert (await p.episode(ep.id, user_id="alice", session_id="s1")).namespace == other
+            else:
+                with pytest.raises(NotFoundError):
+                    await p.episode(ep.id, user_id="alice", session_id="s1")
+
+
+async def test_an_episode_naming_another_namespace_is_refused(tmp_path: Path) -> None:
+    import dataclasses
+
+    from agent_memory.episodes import build_episode
+
+    p = MemoryProvider(tmp_path / "m", namespace="acme/support")
+    store = p._episodes()
+    foreign = dataclasses.replace(build_episode("sneak into coding", user_id="alice"), namespace="acme/coding")
+    from agent_memory.model import scopes
+
+    with scopes.viewing(("acme/support",)), pytest.raises(InvalidInputError, match="another|names namespace"):
+        store.write(foreign)
+    assert await p.in_namespace("acme/coding").episodes(user_id="alice") == []
+
+
+async def test_files_root_logs_and_episodes_keep_their_bytes(tmp_path: Path) -> None:
+    """A root caller writes what it wrote before namespaces: no namespace in meta.json, in the episode file."""
+    p = MemoryProvider(tmp_path / "m")
+    await p.log_messages([{"role": "user", "text": "hello"}], session_id="s1", user_id="alice")
+    meta = json.loads((tmp_path / "m" / "sessions" / "alice" / "s1" / "meta.json").read_text())
+    assert set(meta) == {"session_id", "user_id", "created"}
+    ep = await p.record_episode("a root run", user_id="alice")
+    assert "namespace" not in Path(str(ep.path)).read_text()
+    q = MemoryProvider(tmp_path / "m", namespace="acme/support")
+    await q.log_messages([{"role": "user", "text": "hi"}], session_id="s1", user_id="alice")
+    meta = json.loads((tmp_path / "m" / "sessions" / "@acme+support" / "alice" / "s1" / "meta.json").read_text())
+    assert meta["namespace"] == "acme/support"
+    ep = await q.record_episode("a support run", user_id="alice")
+    assert "namespace: acme/support" in Path(str(ep.path)).read_text()
+    # a hand-moved log whose meta.json names another namespace is not served (and doctor names it)
+    moved = tmp_path / "m" / "sessions" / "@acme+coding"
+    (tmp_path / "m" / "sessions" / "@acme+support").rename(moved)
+    coding = MemoryProvider(tmp_path / "m", namespace="acme/coding", isolation="full")
+    assert await coding.sessions(session_id="s1", user_id="alice") == []
+    assert any("namespace" in pr.reason for pr in coding.session_store.problems())
+    for x in (p, q, coding):
+        await x.aclose()
