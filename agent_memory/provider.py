@@ -554,10 +554,14 @@ class MemoryProvider:
         """The backend as a :class:`~agent_memory.backends.base.LifecycleBackend`, else the one unsupported error."""
         return require(self.backend, LifecycleBackend, feature, error=NotSupportedError)
 
-    async def purge(self, record_id: str | None = None, *, session_id: str | None = None, user_id: str | None = None) -> PurgeReport:
+    async def purge(
+        self, record_id: str | None = None, *, session_id: str | None = None, user_id: str | None = None, namespace: str | None = None
+    ) -> PurgeReport:
         """Delete content for good (irreversible): one record the caller may see, or, without ``record_id``,
-        everything of ``user_id`` and/or ``session_id`` (see :mod:`agent_memory.backends.files.purge`)."""
-        return await self._lifecycle("purge").purge(record_id, session_id=session_id, user_id=user_id)
+        everything of ``user_id`` and/or ``session_id`` (see :mod:`agent_memory.backends.files.purge`); with
+        ``namespace``, only what is in that namespace and its descendants (alone: everything there, whoever owns
+        it). The root namespace is refused (that would be the whole memory)."""
+        return await self._lifecycle("purge").purge(record_id, session_id=session_id, user_id=user_id, namespace=namespace)
 
     async def history(
         self,

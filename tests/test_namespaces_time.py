@@ -137,3 +137,67 @@ async def test_files_root_logs_and_episodes_keep_their_bytes(tmp_path: Path) -> 
     assert any("namespace" in pr.reason for pr in coding.session_store.problems())
     for x in (p, q, coding):
         await x.aclose()
+
+
+# -- purge by namespace -------------------------------------------------------------------------------------------
+async def _seed_all(backend: Any) -> dict[tuple[str, str], str]:
+    """For alice and bob in the root, acme, acme/support, acme/support/agent-7 and acme/coding: a user record,
+    a session log and an episode. Returns ``{(namespace, user): record id}``."""
+    ids = {}
+    for ns in ("", "acme", "acme/support", "acme/support/agent-7", "acme/coding"):
+        p = backend.provider(namespace=ns or None)
+        for user in ("alice", "bob"):
+            made = await p.remember(f"{user} note in {ns or 'root'} about the quarterly plan", scope="user", user_id=user)
+            ids[(ns, user)] = made.id
+            await p.log_messages([{"role": "user", "text": f"{user} said in {ns or 'root'}"}], session_id="s1", user_id=user)
+            await p.record_episode(f"{user} run in {ns or 'root'}", user_id=user, session_id="s1")
+    return ids
+
+
+async def _left(backend: Any, user: str) -> dict[str, tuple[int, int, int]]:
+    """Per namespace, what ``user`` still has there: (records, session logs, episodes)."""
+    out = {}
+    for ns in ("", "acme", "acme/support", "acme/support/agent-7", "acme/coding"):
+        p = backend.provider(namespace=ns or None, isolation="full")
+        recs = await p.list(user_id=user, limit=50)
+        logs = await p.sessions(session_id="s1", user_id=user)
+        eps = await p.episodes(user_id=user, session_id="s1")
+        out[ns] = (len(recs), len(logs), len(eps))
+    return out
+
+
+async def test_purge_by_namespace_takes_it_and_its_descendants(backend: Any) -> None:
+    ids = await _seed_all(backend)
+    root = backend.provider()
+    rep = await root.purge(namespace="acme/support")
+    gone = {ids[(ns, u)] for ns in ("acme/support", "acme/support/agent-7") for u in ("alice", "bob")}
+    assert set(rep.records) == gone
+    assert rep.stores["sessions"] == 4 and rep.stores["episodes"] == 4  # two users × two namespaces
+    for user in ("alice", "bob"):
+        left = await _left(backend, user)
+        assert left == {"": (1, 1, 1), "acme": (1, 1, 1), "acme/support": (0, 0, 0), "acme/support/agent-7": (0, 0, 0), "acme/coding": (1, 1, 1)}
+    # events about purged records keep no payload that names them
+    events = await root.in_namespace("acme/support", "full").events(user_id="alice")
+    assert all(e.id not in gone for e in events)
+
+
+async def test_purge_by_namespace_and_user_takes_that_users_data_there(backend: Any) -> None:
+    ids = await _seed_all(backend)
+    root = backend.provider()
+    rep = await root.purge(namespace="acme/coding", user_id="alice")
+    assert rep.records == [ids[("acme/coding", "alice")]]
+    assert (rep.stores["sessions"], rep.stores["episodes"]) == (1, 1)
+    alice, bob = await _left(backend, "alice"), await _left(backend, "bob")
+    assert alice["acme/coding"] == (0, 0, 0) and alice[""] == alice["acme/support"] == (1, 1, 1)
+    assert all(v == (1, 1, 1) for v in bob.values())
+
+
+async def test_purge_of_the_root_namespace_is_refused(backend: Any) -> None:
+    ids = await _seed_all(backend)
+    root = backend.provider()
+    for bad in ("", "Acme", "../x"):
+        with pytest.raises(InvalidInputError):
+            await root.purge(namespace=bad)
+    with pytest.raises(InvalidInputError):
+        await root.purge(ids[("", "alice")], namespace="acme")
+    assert (await _left(backend, "alice"))[""] == (1, 1, 1)  # nothing went

@@ -478,7 +478,13 @@ def _from_row(base: Path, data: str) -> Episode:
 
 
 def purge_episodes(
-    root: str | os.PathLike[str], *, user_id: str | None = None, session_id: str | None = None, anonymous: bool = False
+    root: str | os.PathLike[str],
+    *,
+    user_id: str | None = None,
+    session_id: str | None = None,
+    anonymous: bool = False,
+    namespace: str | None = None,
 ) -> int:
-    """Delete every byte of the episodes of ``user_id`` and/or ``session_id`` under ``root``; returns how many."""
-    return EpisodeStore(root).purge(user_id=user_id, session_id=session_id, anonymous=anonymous)
+    """Delete every byte of the episodes of ``user_id`` and/or ``session_id`` (``namespace``: in that namespace and
+    its descendants; alone, every episode there) under ``root``; returns how many."""
+    return EpisodeStore(root).purge(user_id=user_id, session_id=session_id, anonymous=anonymous, namespace=namespace)

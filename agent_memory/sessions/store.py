@@ -289,16 +289,23 @@ class SessionStore:
 
 
 def purge_sessions(
-    root: str | os.PathLike[str], *, user_id: str | None = None, session_id: str | None = None, anonymous: bool = False
+    root: str | os.PathLike[str],
+    *,
+    user_id: str | None = None,
+    session_id: str | None = None,
+    anonymous: bool = False,
+    namespace: str | None = None,
 ) -> int:
     """Delete every byte of a user's (or a session's) logs and summaries under ``root``; returns how many sessions.
 
     Both given: that user's session. A session alone: that session id under every user, or with ``anonymous=True``
     only the session without a user (what a store's ``purge(session_id=...)`` takes: one owner, never another's).
+    ``namespace``: only sessions in that namespace and its descendants (alone: every session there).
     Message vectors this process holds in memory are forgotten too (their files go with the directories)."""
     check_id("user_id", user_id)
     check_id("session_id", session_id)
-    removed = SessionFiles(root).purge(user_id=user_id, session_id=session_id, anonymous=anonymous)
+    ns = None if namespace is None else scopes.check_namespace(namespace)
+    removed = SessionFiles(root).purge(user_id=user_id, session_id=session_id, anonymous=anonymous, namespace=ns)
     dense = sys.modules.get(f"{__name__.rpartition('.')[0]}._dense")  # loaded only if vectors were ever made here
     if dense is not None:
         dense.clear_memory()

@@ -260,3 +260,4 @@ class PurgeJob:
     ids: frozenset[str] = frozenset()
     files: frozenset[Path] = frozenset()
     hashes: frozenset[str] = frozenset()
+    namespace: str | None = None  # a namespace purge: only items in it and its descendants (with or without an owner)
