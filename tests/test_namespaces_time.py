@@ -17,7 +17,12 @@ from agent_memory.errors import InvalidInputError, NotFoundError
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
-NS = {"": "root wifi rota", "acme": "acme escalation wiki", "acme/coding": "coding turbocharger cache", "acme/support": "support refunds manager"}
+NS = {
+    "": "root wifi rota",
+    "acme": "acme escalation wiki",
+    "acme/coding": "coding turbocharger cache",
+    "acme/support": "support refunds manager",
+}
 
 
 async def _seed_logs(backend: Any, user: str = "alice") -> None:
@@ -175,7 +180,13 @@ async def test_purge_by_namespace_takes_it_and_its_descendants(backend: Any) -> 
     assert rep.stores["sessions"] == 4 and rep.stores["episodes"] == 4  # two users × two namespaces
     for user in ("alice", "bob"):
         left = await _left(backend, user)
-        assert left == {"": (1, 1, 1), "acme": (1, 1, 1), "acme/support": (0, 0, 0), "acme/support/agent-7": (0, 0, 0), "acme/coding": (1, 1, 1)}
+        assert left == {
+            "": (1, 1, 1),
+            "acme": (1, 1, 1),
+            "acme/support": (0, 0, 0),
+            "acme/support/agent-7": (0, 0, 0),
+            "acme/coding": (1, 1, 1),
+        }
     # events about purged records keep no payload that names them
     events = await root.in_namespace("acme/support", "full").events(user_id="alice")
     assert all(e.id not in gone for e in events)
@@ -201,3 +212,167 @@ async def test_purge_of_the_root_namespace_is_refused(backend: Any) -> None:
     with pytest.raises(InvalidInputError):
         await root.purge(ids[("", "alice")], namespace="acme")
     assert (await _left(backend, "alice"))[""] == (1, 1, 1)  # nothing went
+
+
+# -- export and import ------------------------------------------------------------------------------------------
+async def test_full_export_carries_namespaced_logs_episodes_and_the_registry(backend: Any, tmp_path: Path) -> None:
+    from agent_memory.backends.base import Caller
+    from agent_memory.portable import export_records, import_file
+
+    await _seed_all(backend)
+    root = backend.provider()
+    await root.configure_namespace("acme/coding", shared=True)
+    await root.configure_namespace("acme/support", isolation="full")
+    out = tmp_path / "full.jsonl"
+    export_records(root.backend, out, full=True)
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    [reg] = [x for x in lines if x.get("section") == "namespaces"]
+    assert reg["namespaces"] == {"acme/coding": {"shared": True, "isolation": None}, "acme/support": {"shared": False, "isolation": "full"}}
+    sessions = [x for x in lines if x.get("section") == "session"]
+    assert sorted(x.get("namespace", "") for x in sessions) == sorted(
+        ["", "acme", "acme/support", "acme/support/agent-7", "acme/coding"] * 2
+    )
+    assert "namespace" not in next(x for x in sessions if x["messages"][0]["text"].endswith("in root"))  # a root line is unchanged
+    # a caller's export holds the logs and episodes its view sees, no registry
+    mine = tmp_path / "support.jsonl"
+    export_records(
+        root.backend, mine, full=True, caller=Caller(user_id="alice", session_id="s1", namespace="acme/support", isolation="full")
+    )
+    got = [json.loads(x) for x in mine.read_text().splitlines()]
+    assert {x.get("namespace") for x in got if x.get("section") == "session"} == {"acme/support"}
+    assert {x["episode"]["namespace"] for x in got if x.get("section") == "episode"} == {"acme/support"}
+    assert not [x for x in got if x.get("section") == "namespaces"]
+    # restored into a fresh files root: the registry, and every log and episode in its namespace
+    fresh = MemoryProvider(tmp_path / "restored")
+    rep = import_file(fresh.backend, out)
+    assert {"namespace:acme/coding", "namespace:acme/support"} <= set(rep.written)
+    assert await fresh.backend.namespaces() == {
+        "acme/coding": {"shared": True, "isolation": None},
+        "acme/support": {"shared": False, "isolation": "full"},
+    }
+    support = fresh.in_namespace("acme/support")  # its configured isolation (full) applies
+    assert {i.namespace for i in await support.sessions(session_id="s1", user_id="alice")} == {"acme/support"}
+    assert {e.namespace for e in await support.episodes(user_id="alice", session_id="s1")} == {"acme/support"}
+    again = import_file(fresh.backend, out)  # idempotent: nothing written twice
+    assert not [w for w in again.written if w.startswith(("namespace:", "session:", "ep-"))]
+    await fresh.aclose()
+
+
+async def test_an_import_never_changes_a_configured_namespace(tmp_path: Path) -> None:
+    from agent_memory.portable import export_records, import_file
+
+    src = MemoryProvider(tmp_path / "src")
+    await src.configure_namespace("acme/coding", shared=True)
+    await src.configure_namespace("acme/support", isolation="inherited")
+    await src.remember("something", scope="project")
+    out = tmp_path / "x.jsonl"
+    export_records(src.backend, out, full=True)
+    dst = MemoryProvider(tmp_path / "dst")
+    await dst.configure_namespace("acme/coding", shared=False)
+    await dst.configure_namespace("acme/support", isolation="full")
+    rep = import_file(dst.backend, out)
+    assert await dst.backend.namespaces() == {
+        "acme/coding": {"shared": False, "isolation": None},
+        "acme/support": {"shared": False, "isolation": "full"},
+    }
+    conflicts = [s for s in rep.skipped if s.reason == "conflict"]
+    assert sorted(str(s.id) for s in conflicts) == ["namespace:acme/coding", "namespace:acme/support"]
+    assert all("kept" in s.message for s in conflicts)
+    await src.aclose()
+    await dst.aclose()
+
+
+async def test_postgres_schema_8_is_migrated_in_place(tmp_path: Path) -> None:
+    """Session logs and episodes written before migration 9 gain the namespace columns and keys in place: they are
+    the root's, and the same session id in a namespace is another log beside them."""
+    from _pg import fresh_schema, require_psycopg, server
+
+    require_psycopg()
+    import psycopg
+
+    url, schema = server().url, fresh_schema()
+    old = MemoryProvider(url, schema=schema)
+    await old.log_messages([{"role": "user", "text": "said before namespaces"}], session_id="s1", user_id="alice")
+    await old.summarize_session("s1", session_id="s1", user_id="alice", force=True)
+    ep = await old.record_episode("a run before namespaces", user_id="alice")
+    await old.aclose()
+    s = f'"{schema}"'
+    with psycopg.connect(url, autocommit=True) as conn:  # undo migration 9: what a version-8 schema holds
+        for t in ("session_messages", "session_summaries"):
+            conn.execute(f"ALTER TABLE {s}.{t} DROP CONSTRAINT {t}_tenant_namespace_session_id_fkey")
+        conn.execute(f"ALTER TABLE {s}.sessions DROP COLUMN namespace, ADD PRIMARY KEY (tenant, session_id)")
+        for t, n in (("session_messages", "n"), ("session_summaries", "version")):
+            conn.execute(
+                f"ALTER TABLE {s}.{t} DROP COLUMN namespace, ADD PRIMARY KEY (tenant, session_id, {n}),"
+                f" ADD FOREIGN KEY (tenant, session_id) REFERENCES {s}.sessions (tenant, session_id) ON DELETE CASCADE"
+            )
+        conn.execute(f"ALTER TABLE {s}.episodes DROP COLUMN namespace")
+        conn.execute(f"DELETE FROM {s}.schema_version WHERE version >= 9")
+    root = MemoryProvider(url, schema=schema)
+    info, messages = await root.session("s1", session_id="s1", user_id="alice")
+    assert info.namespace == "" and [m.text for m in messages] == ["said before namespaces"] and info.summary is not None
+    assert [e.id for e in await root.episodes(user_id="alice")] == [ep.id]
+    support = root.in_namespace("acme/support", "full")
+    assert await support.sessions(session_id="s1", user_id="alice") == [] and await support.episodes(user_id="alice") == []
+    made = await support.log_messages([{"role": "user", "text": "said in support"}], session_id="s1", user_id="alice")
+    assert made[0].n == 1
+    _, messages = await root.session("s1", session_id="s1", user_id="alice")
+    assert [m.text for m in messages] == ["said before namespaces"]
+    with psycopg.connect(url) as conn:
+        row = conn.execute(f"SELECT max(version) FROM {s}.schema_version").fetchone()
+        assert row is not None and row[0] == 9
+    await root.aclose()
+
+
+@pytest.mark.parametrize("kind", ["files", "postgres"])
+def test_cli_sessions_episodes_and_purge_by_namespace(kind: str, tmp_path: Path) -> None:
+    """From the CLI as a real subprocess: two users, two namespaces; --namespace on sessions, session, episodes
+    and purge (a unique namespace per run on the shared PostgreSQL schema)."""
+    import os
+    import subprocess
+    import sys
+    import uuid
+
+    if kind == "postgres":
+        from _pg import require_psycopg, server
+
+        require_psycopg()
+        root = server().url
+    else:
+        root = str(tmp_path / "mem")
+    top = f"t{uuid.uuid4().hex[:8]}"
+    sup, cod = f"{top}/support", f"{top}/coding"
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+
+    def cli(*args: str, ok: bool = True) -> Any:
+        out = subprocess.run(
+            [sys.executable, "-m", "agent_memory.cli", "--root", root, "--json", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            cwd=tmp_path,
+        )
+        assert (out.returncode == 0) is ok, out.stderr + out.stdout
+        return json.loads(out.stdout) if ok else out.stderr
+
+    for ns in (sup, cod):
+        for user in ("alice", "bob"):
+            cli("session", "append", "s1", f"{user} in {ns}", "--user", user, "--namespace", ns)
+            cli("remember", f"{user} note in {ns}", "--user", user, "--scope", "user", "--namespace", ns)
+    shown = cli("session", "show", "s1", "--user", "alice", "--namespace", sup, "--isolation", "full")
+    assert [m["text"] for m in shown["log"]] == [f"alice in {sup}"] and shown["namespace"] == sup
+    listed = cli("sessions", "--user", "alice", "--namespace", cod, "--isolation", "full")["sessions"]
+    assert [(s["session_id"], s["namespace"]) for s in listed] == [("s1", cod)]
+    assert (
+        cli("sessions", "--user", "alice", "--namespace", top, "--isolation", "full")["sessions"] == []
+    )  # a parent never reads its children
+    rep = cli("purge", "--namespace", sup, "--user", "alice")
+    assert rep["stores"]["sessions"] == 1 and len(rep["records"]) == 1
+    assert cli("sessions", "--user", "alice", "--namespace", sup, "--isolation", "full")["sessions"] == []
+    assert len(cli("sessions", "--user", "bob", "--namespace", sup, "--isolation", "full")["sessions"]) == 1
+    assert len(cli("sessions", "--user", "alice", "--namespace", cod, "--isolation", "full")["sessions"]) == 1
+    rep = cli("purge", "--namespace", top)
+    assert rep["stores"]["sessions"] == 3 and len(rep["records"]) == 3
+    assert cli("sessions", "--user", "bob", "--namespace", cod, "--isolation", "full")["sessions"] == []
+    assert "namespace" in cli("purge", "--namespace", "", ok=False)

@@ -302,7 +302,9 @@ class EpisodeStore:
                 if not (month.is_dir(follow_symlinks=False) and MONTH.fullmatch(month.name)):
                     continue
                 for entry in entries(Path(month.path)):
-                    if entry.name.endswith(".md") and owned(Path(entry.path), user_id, session_id, anonymous=anonymous, namespace=namespace):
+                    if entry.name.endswith(".md") and owned(
+                        Path(entry.path), user_id, session_id, anonymous=anonymous, namespace=namespace
+                    ):
                         with contextlib.suppress(FileNotFoundError):
                             os.unlink(entry.path)
                             removed += 1
@@ -310,7 +312,9 @@ class EpisodeStore:
                     os.rmdir(month.path)  # only when empty
             for month in entries(self.dir / DELETED):  # deleted episodes are the owner's bytes too
                 for entry in entries(Path(month.path)):
-                    if entry.name.endswith(".md") and owned(Path(entry.path), user_id, session_id, anonymous=anonymous, namespace=namespace):
+                    if entry.name.endswith(".md") and owned(
+                        Path(entry.path), user_id, session_id, anonymous=anonymous, namespace=namespace
+                    ):
                         with contextlib.suppress(FileNotFoundError):
                             os.unlink(entry.path)
                             removed += 1
@@ -434,7 +438,17 @@ class EpisodeStore:
         data = json.dumps({k: v for k, v in episode.to_dict().items() if k != "path"}, ensure_ascii=False)
         cur = conn.execute(
             "INSERT INTO episodes(id, file, scope, session_id, user_id, started, status, data, namespace) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (episode.id, file, episode.scope.value, episode.session_id, episode.user_id, episode.started, episode.status, data, episode.namespace),
+            (
+                episode.id,
+                file,
+                episode.scope.value,
+                episode.session_id,
+                episode.user_id,
+                episode.started,
+                episode.status,
+                data,
+                episode.namespace,
+            ),
         )
         body = body.strip() or episode.body()
         conn.execute(

@@ -140,7 +140,9 @@ class SessionFiles:
             except (OSError, ValueError, RecursionError) as exc:
                 reason = f"meta.json is unreadable ({type(exc).__name__})"
         if reason is None:
-            sid, uid, ns = (data.get("session_id"), data.get("user_id"), data.get("namespace")) if isinstance(data, dict) else (None, None, None)
+            sid, uid, ns = (
+                (data.get("session_id"), data.get("user_id"), data.get("namespace")) if isinstance(data, dict) else (None, None, None)
+            )
             ok = isinstance(sid, str) and (uid is None or isinstance(uid, str)) and (ns is None or isinstance(ns, str))
             try:
                 ns = check_namespace(ns) if ok else ""

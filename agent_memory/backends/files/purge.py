@@ -400,7 +400,8 @@ STEPS: dict[str, Step] = {
     "events": _step_events,
     "recall_log": lambda job: _strip_recalled(job.store, set(job.ids)),
     "consolidation_runs": lambda job: RunLog(job.root, durable=job.store.durable).strip(
-        job.ids, *((job.session_id, job.user_id) if job.namespace is None else (None, None))  # a namespace purge: its records' changes
+        job.ids,
+        *((job.session_id, job.user_id) if job.namespace is None else (None, None)),  # a namespace purge: its records' changes
     ),
     "memory_md": _step_memory_md,
     "sessions": _step_sessions,
@@ -442,9 +443,7 @@ def purge(
     with store.lock.hold():
         store.index.refresh(force=True)
         ids, files, hashes = _targets(store, record_id, session_id, user_id, namespace)
-        job = PurgeJob(
-            store.root, store, record_id, session_id, user_id, frozenset(ids), frozenset(files), frozenset(hashes), namespace
-        )
+        job = PurgeJob(store.root, store, record_id, session_id, user_id, frozenset(ids), frozenset(files), frozenset(hashes), namespace)
         _scrub_provenance(store, job)  # before the index step, whose VACUUM then drops the old pages
         for entry in owned():  # every store the root holds, in the registry's order
             n = STEPS[entry.name](job)

@@ -175,10 +175,7 @@ class PgSessionLog:
 
     def exists(self, sdir: SessionDir) -> bool:
         with self.pool.connection() as conn:
-            return (
-                conn.execute(f"SELECT 1 FROM {self.t_sessions} WHERE {_KEY}", self._key(sdir)).fetchone()
-                is not None
-            )
+            return conn.execute(f"SELECT 1 FROM {self.t_sessions} WHERE {_KEY}", self._key(sdir)).fetchone() is not None
 
     def all_dirs(self, problems: list[SessionProblem] | None = None) -> Iterator[SessionDir]:
         yield from self._dirs("true", ())
@@ -294,8 +291,7 @@ class PgSessionLog:
         order = "DESC LIMIT 1" if last else "ASC"
         with self.pool.connection() as conn:
             rows = conn.execute(
-                f"SELECT version, text, made_at, messages, source, fallback FROM {self.t_summaries}"
-                f" WHERE {_KEY} ORDER BY version {order}",
+                f"SELECT version, text, made_at, messages, source, fallback FROM {self.t_summaries} WHERE {_KEY} ORDER BY version {order}",
                 self._key(sdir),
             ).fetchall()
         return [

@@ -71,9 +71,7 @@ class TimeLayers:
             sessions = conn.execute(
                 f"DELETE FROM {log.t_sessions} WHERE tenant = '' AND user_id IS NULL AND session_id = %s{inside}", params
             ).rowcount
-            episodes = conn.execute(
-                f"DELETE FROM {self.episodes.table} WHERE user_id IS NULL AND session_id = %s{inside}", params
-            ).rowcount
+            episodes = conn.execute(f"DELETE FROM {self.episodes.table} WHERE user_id IS NULL AND session_id = %s{inside}", params).rowcount
         return int(sessions), int(episodes)
 
     def close(self) -> None:
