@@ -356,6 +356,8 @@ def test_cli_sessions_episodes_and_purge_by_namespace(kind: str, tmp_path: Path)
         assert (out.returncode == 0) is ok, out.stderr + out.stdout
         return json.loads(out.stdout) if ok else out.stderr
 
+    if kind == "files":
+        subprocess.run([sys.executable, "-m", "agent_memory.cli", "init", root], check=True, capture_output=True, env=env, timeout=120)
     for ns in (sup, cod):
         for user in ("alice", "bob"):
             cli("session", "append", "s1", f"{user} in {ns}", "--user", user, "--namespace", ns)
