@@ -246,7 +246,7 @@ async def test_full_export_carries_namespaced_logs_episodes_and_the_registry(bac
     fresh = MemoryProvider(tmp_path / "restored")
     rep = import_file(fresh.backend, out)
     assert {"namespace:acme/coding", "namespace:acme/support"} <= set(rep.written)
-    assert await fresh.backend.namespaces() == {
+    assert await fresh.backend.namespaces() == {  # type: ignore[attr-defined]
         "acme/coding": {"shared": True, "isolation": None},
         "acme/support": {"shared": False, "isolation": "full"},
     }
@@ -271,7 +271,7 @@ async def test_an_import_never_changes_a_configured_namespace(tmp_path: Path) ->
     await dst.configure_namespace("acme/coding", shared=False)
     await dst.configure_namespace("acme/support", isolation="full")
     rep = import_file(dst.backend, out)
-    assert await dst.backend.namespaces() == {
+    assert await dst.backend.namespaces() == {  # type: ignore[attr-defined]
         "acme/coding": {"shared": False, "isolation": None},
         "acme/support": {"shared": False, "isolation": "full"},
     }
@@ -378,3 +378,97 @@ def test_cli_sessions_episodes_and_purge_by_namespace(kind: str, tmp_path: Path)
     assert rep["stores"]["sessions"] == 3 and len(rep["records"]) == 3
     assert cli("sessions", "--user", "bob", "--namespace", cod, "--isolation", "full")["sessions"] == []
     assert "namespace" in cli("purge", "--namespace", "", ok=False)
+
+
+# -- the property: random logs, episodes and callers -----------------------------------------------------------------
+NAMESPACES = ["", "acme", "acme/support", "acme/coding", "acme/support/x"]
+SHARED = {"acme/coding"}  # marked shared in the registry (configured once per store)
+IDS = ["a", "b"]
+
+
+def model_view(ns: str, isolation: str) -> set[str]:
+    """The namespaces a caller reads, written from docs/namespaces.md independently of the library."""
+    parts = ns.split("/") if ns else []
+    ancestors = {"/".join(parts[:i]) for i in range(len(parts))}  # '' (the root) included for a namespaced caller
+    if isolation == "full":
+        return {ns}
+    view = {ns} | ancestors
+    if isolation == "shared" and ns:
+        parent = ns.rpartition("/")[0]
+        view |= {o for o in SHARED if o != ns and o.rpartition("/")[0] == parent}
+    return view
+
+
+def test_session_logs_and_episodes_obey_every_view(backend: Any) -> None:
+    """Over random session logs and episodes (namespace × session × user × scope) and random callers (namespace ×
+    isolation × session × user): ``sessions`` and ``episodes`` show exactly what the model says."""
+    import asyncio
+    import uuid
+
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    loop = asyncio.new_event_loop()
+    maybe_id = st.one_of(st.none(), st.sampled_from(IDS))
+    log = st.tuples(st.sampled_from(NAMESPACES), st.sampled_from(IDS), maybe_id)
+    episode = st.tuples(
+        st.sampled_from(NAMESPACES), st.sampled_from(["session", "user", "project"]), st.sampled_from(IDS), st.sampled_from(IDS)
+    )
+    caller = st.tuples(st.sampled_from(NAMESPACES), st.sampled_from(["full", "inherited", "shared"]), maybe_id, maybe_id)
+    root = backend.provider()
+    loop.run_until_complete(root.configure_namespace("acme/coding", shared=True))
+    cases = {"n": 0}
+
+    @settings(max_examples=12, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(
+        logs=st.lists(log, min_size=1, max_size=5), episodes=st.lists(episode, max_size=4), callers=st.lists(caller, min_size=1, max_size=3)
+    )
+    def case(logs: list[Any], episodes: list[Any], callers: list[Any]) -> None:
+        cases["n"] += 1
+        tag = uuid.uuid4().hex[:8]
+
+        def own(v: str | None) -> str | None:
+            return None if v is None else f"{tag}{v}"
+
+        async def run() -> None:
+            for ns, sid, uid in logs:
+                await root.log_messages(
+                    [{"role": "user", "text": f"{tag} says"}], session_id=own(sid), user_id=own(uid), namespace=ns or None
+                )
+            made = {}
+            for ns, scope, sid, uid in episodes:
+                p = root.in_namespace(ns or None)
+                ep = await p.record_episode(f"{tag} run", scope=scope, session_id=own(sid), user_id=own(uid))
+                made[ep.id] = (ns, scope, sid, uid)
+            for cns, iso, csid, cuid in callers:
+                view = model_view(cns, iso)
+                who = {"session_id": own(csid), "user_id": own(cuid), "namespace": cns or None, "isolation": iso}
+                want = {
+                    (ns, sid, uid)
+                    for ns, sid, uid in logs
+                    if ns in view and (uid == cuid if uid is not None else sid == csid) and (csid or cuid)
+                }
+                got = {(i.namespace, i.session_id[len(tag) :], i.user_id and i.user_id[len(tag) :]) for i in await root.sessions(**who)}
+                got = {g for g in got if g[1] in IDS}
+                assert got == want, (who, logs)
+                seen = {
+                    rid
+                    for rid, (ns, scope, sid, uid) in made.items()
+                    if ns in view
+                    and (
+                        scope == "project"
+                        or (scope == "user" and uid == cuid)
+                        or (scope == "session" and sid == csid and uid in (None, cuid))
+                    )
+                }
+                listed = {e.id for e in await root.episodes(limit=1000, **who) if e.goal.startswith(tag)}
+                assert listed == seen, (who, episodes)
+
+        loop.run_until_complete(run())
+
+    try:
+        case()
+    finally:
+        loop.run_until_complete(backend.close())
+        loop.close()
+    assert cases["n"] >= 5

@@ -144,16 +144,17 @@ class SessionFiles:
                 (data.get("session_id"), data.get("user_id"), data.get("namespace")) if isinstance(data, dict) else (None, None, None)
             )
             ok = isinstance(sid, str) and (uid is None or isinstance(uid, str)) and (ns is None or isinstance(ns, str))
+            namespace = ""
             try:
-                ns = check_namespace(ns) if ok else ""
+                namespace = check_namespace(ns) if ok else ""
             except InvalidInputError:
                 ok = False
             if not isinstance(sid, str) or not ok or dir_name(sid) != path.name or dir_name(uid) != path.parent.name:
                 reason = "meta.json does not name this directory's session and user"
-            elif self._ns_dir(ns) != path.parent.parent:
+            elif self._ns_dir(namespace) != path.parent.parent:
                 reason = "meta.json does not name this directory's namespace"
             else:
-                return SessionDir(path, sid, uid, ns)
+                return SessionDir(path, sid, uid, namespace)
         if problems is not None:
             problems.append(SessionProblem(self._rel(meta), reason))
         return None
@@ -168,7 +169,7 @@ class SessionFiles:
 
     def user_dirs(self, user_id: str) -> list[SessionDir]:
         """Every readable session directory of ``user_id``, in every namespace."""
-        out = []
+        out: list[SessionDir] = []
         for parent in self._user_parents():
             udir = parent / dir_name(user_id)
             if udir.is_dir() and not udir.is_symlink():
