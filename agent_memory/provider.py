@@ -857,7 +857,7 @@ class MemoryProvider:
         from agent_memory.agents.workers.summarize import summarize_session
 
         await self._loaded_profile()
-        async with self._seeing(None, None):
+        with scopes.viewing(self._caller().own_view()):  # a summary is written: the caller's own namespace's log only
             return await summarize_session(
                 self.session_store,
                 target or session_id,

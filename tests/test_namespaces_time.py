@@ -472,3 +472,23 @@ def test_session_logs_and_episodes_obey_every_view(backend: Any) -> None:
         loop.run_until_complete(backend.close())
         loop.close()
     assert cases["n"] >= 5
+
+
+async def test_a_summary_is_written_only_to_the_callers_own_namespaces_log(backend: Any) -> None:
+    root = backend.provider()
+    await root.log_messages([{"role": "user", "text": "the root's conversation"}], session_id="s1", user_id="alice")
+    coding = backend.provider(namespace="acme/coding")  # inherited: it reads the root's log …
+    assert [i.namespace for i in await coding.sessions(session_id="s1", user_id="alice")] == [""]
+    try:
+        made = await coding.summarize_session("s1", session_id="s1", user_id="alice", force=True)
+    except NotFoundError:
+        made = None
+    assert made is None  # … but never writes into it
+    info, _ = await root.session("s1", session_id="s1", user_id="alice")
+    assert info.summary is None
+    await coding.log_messages([{"role": "user", "text": "coding's own"}], session_id="s1", user_id="alice")
+    made = await coding.summarize_session("s1", session_id="s1", user_id="alice", force=True)
+    assert made is not None
+    own, _ = await coding.session("s1", session_id="s1", user_id="alice")
+    assert own.namespace == "acme/coding" and own.summary is not None
+    assert (await root.session("s1", session_id="s1", user_id="alice"))[0].summary is None
