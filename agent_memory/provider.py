@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 import copy
 import dataclasses
 import logging
 import os
 import warnings
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -36,6 +37,7 @@ from agent_memory.backends.base import (
 )
 from agent_memory.backends.files.backend import FilesBackend
 from agent_memory.errors import InvalidInputError, UnsupportedError
+from agent_memory.model import scopes
 from agent_memory.model.drafts import MemoryDraft, OnExisting, RememberResult
 from agent_memory.model.events import Event, NotSupportedError
 from agent_memory.model.records import MemoryRecord, Scope
@@ -552,10 +554,14 @@ class MemoryProvider:
         """The backend as a :class:`~agent_memory.backends.base.LifecycleBackend`, else the one unsupported error."""
         return require(self.backend, LifecycleBackend, feature, error=NotSupportedError)
 
-    async def purge(self, record_id: str | None = None, *, session_id: str | None = None, user_id: str | None = None) -> PurgeReport:
+    async def purge(
+        self, record_id: str | None = None, *, session_id: str | None = None, user_id: str | None = None, namespace: str | None = None
+    ) -> PurgeReport:
         """Delete content for good (irreversible): one record the caller may see, or, without ``record_id``,
-        everything of ``user_id`` and/or ``session_id`` (see :mod:`agent_memory.backends.files.purge`)."""
-        return await self._lifecycle("purge").purge(record_id, session_id=session_id, user_id=user_id)
+        everything of ``user_id`` and/or ``session_id`` (see :mod:`agent_memory.backends.files.purge`); with
+        ``namespace``, only what is in that namespace and its descendants (alone: everything there, whoever owns
+        it). The root namespace is refused (that would be the whole memory)."""
+        return await self._lifecycle("purge").purge(record_id, session_id=session_id, user_id=user_id, namespace=namespace)
 
     async def history(
         self,
@@ -707,17 +713,21 @@ class MemoryProvider:
         )
 
     # -- episodes (one per agent run; files backend) -------------------------------------
-    async def record_episode(self, goal: str, *, session_id: str | None = None, user_id: str | None = None, **facts: Any) -> "Episode":
-        """Store the episode of one run; ``facts`` as :func:`agent_memory.episodes.build_episode` takes them.
+    async def record_episode(
+        self, goal: str, *, session_id: str | None = None, user_id: str | None = None, namespace: str | None = None, **facts: Any
+    ) -> "Episode":
+        """Store the episode of one run (in ``namespace``, else the provider's); ``facts`` as
+        :func:`agent_memory.episodes.build_episode` takes them.
 
         With a model in the profile's ``[episode]`` section, the stored episode is then refined in the background
         (:mod:`agent_memory.agents.workers.episode`; ``await provider.flush()`` waits for it); this call never waits for it."""
         from agent_memory.episodes import build_episode
 
         store = self._episodes()
-        episode: Episode = await asyncio.to_thread(
-            lambda: store.write(build_episode(goal, session_id=session_id, user_id=user_id, **facts))
-        )
+        async with self._seeing(namespace, None):
+            episode: Episode = await asyncio.to_thread(
+                lambda: store.write(build_episode(goal, session_id=session_id, user_id=user_id, **facts))
+            )
         await self._loaded_profile()
         try:
             worker = self.profile.episode
@@ -748,15 +758,38 @@ class MemoryProvider:
         user_id: str | None = None,
         limit: int = 20,
         status: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
     ) -> "builtins.list[Episode]":
         """The caller's episodes: newest first, or best match for ``query`` first; ``status`` ok, failed or paused."""
         store = self._episodes()
-        return await asyncio.to_thread(store.list, query, session_id=session_id, user_id=user_id, limit=limit, status=status)
+        async with self._seeing(namespace, isolation):
+            return await asyncio.to_thread(store.list, query, session_id=session_id, user_id=user_id, limit=limit, status=status)
 
-    async def episode(self, episode_id: str, *, session_id: str | None = None, user_id: str | None = None) -> "Episode":
+    async def episode(
+        self,
+        episode_id: str,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
+    ) -> "Episode":
         """One episode the caller may see (else :class:`~agent_memory.errors.NotFoundError`)."""
         store = self._episodes()
-        return await asyncio.to_thread(store.get, episode_id, session_id=session_id, user_id=user_id)
+        async with self._seeing(namespace, isolation):
+            return await asyncio.to_thread(store.get, episode_id, session_id=session_id, user_id=user_id)
+
+    @contextlib.asynccontextmanager
+    async def _seeing(self, namespace: str | None, isolation: str | None) -> AsyncIterator[tuple[str, ...]]:
+        """Bind the view of this provider's caller in ``namespace``/``isolation`` (per call, else the provider's) for
+        the block (:func:`agent_memory.model.scopes.viewing`): session logs and episodes read it, and their writes
+        land in its first namespace, the caller's own. Threads started in the block (``asyncio.to_thread``) inherit it."""
+        from agent_memory.sessions.api import caller_view
+
+        view = await caller_view(innermost(self.backend), self._caller(namespace=namespace, isolation=isolation))
+        with scopes.viewing(view):
+            yield view
 
     def _episodes(self) -> "Episodes":
         """The backend's episode store (:class:`~agent_memory.episodes.EpisodesUnsupportedError` if it keeps none)."""
@@ -773,26 +806,43 @@ class MemoryProvider:
         return require(self.backend, SessionsBackend, "session logs", error=SessionsNotSupportedError).sessions
 
     async def log_messages(
-        self, messages: Iterable[Mapping[str, Any]], *, session_id: str, user_id: str | None = None
+        self, messages: Iterable[Mapping[str, Any]], *, session_id: str, user_id: str | None = None, namespace: str | None = None
     ) -> "builtins.list[SessionMessage]":
-        """Append messages (``{"role", "text", "at"?, "speaker"?}``) to the session's log (redacted, locked)."""
+        """Append messages (``{"role", "text", "at"?, "speaker"?}``) to the session's log (redacted, locked) in
+        ``namespace`` (else the provider's): the same session id in two namespaces is two logs."""
         store, items = self.session_store, builtins.list(messages)
-        return await asyncio.to_thread(store.append, session_id, items, user_id=user_id)
+        async with self._seeing(namespace, None):
+            return await asyncio.to_thread(store.append, session_id, items, user_id=user_id)
 
     async def sessions(
-        self, *, session_id: str | None = None, user_id: str | None = None, limit: int | None = None
+        self,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        limit: int | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
     ) -> "builtins.list[SessionInfo]":
-        """The caller's sessions (its own, and its user's), most recently active first."""
+        """The caller's sessions (its own, and its user's, in its namespace view), most recently active first."""
         store = self.session_store
-        return await asyncio.to_thread(store.sessions, session_id=session_id, user_id=user_id, limit=limit)
+        async with self._seeing(namespace, isolation):
+            return await asyncio.to_thread(store.sessions, session_id=session_id, user_id=user_id, limit=limit)
 
     async def session(
-        self, target: str, *, session_id: str | None = None, user_id: str | None = None, limit: int | None = None
+        self,
+        target: str,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        limit: int | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
     ) -> "tuple[SessionInfo, builtins.list[SessionMessage]]":
         """One visible session and its messages (``limit``: the last N); :class:`NotFoundError` otherwise."""
         from agent_memory.sessions.api import read_session
 
-        return await asyncio.to_thread(read_session, self.session_store, target, session_id, user_id, limit)
+        async with self._seeing(namespace, isolation):
+            return await asyncio.to_thread(read_session, self.session_store, target, session_id, user_id, limit)
 
     async def summarize_session(
         self,
@@ -807,25 +857,34 @@ class MemoryProvider:
         from agent_memory.agents.workers.summarize import summarize_session
 
         await self._loaded_profile()
-        return await summarize_session(
-            self.session_store,
-            target or session_id,
-            session_id=session_id,
-            user_id=user_id,
-            worker=lambda: self.profile.summarize,
-            force=force,
-            policy=policy,
-        )
+        with scopes.viewing(self._caller().own_view()):  # a summary is written: the caller's own namespace's log only
+            return await summarize_session(
+                self.session_store,
+                target or session_id,
+                session_id=session_id,
+                user_id=user_id,
+                worker=lambda: self.profile.summarize,
+                force=force,
+                policy=policy,
+            )
 
     async def search_sessions(
-        self, query: str, *, session_id: str | None = None, user_id: str | None = None, limit: int = 5
+        self,
+        query: str,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        limit: int = 5,
+        namespace: str | None = None,
+        isolation: str | None = None,
     ) -> "builtins.list[dict[str, Any]]":
         """The caller's sessions best matching ``query`` by their summaries, each with its best messages."""
         from agent_memory.sessions.contextual import search_sessions
 
-        return await asyncio.to_thread(
-            search_sessions, self.session_store, query, session_id=session_id, user_id=user_id, limit=limit, embedder=self._embedder()
-        )
+        async with self._seeing(namespace, isolation):
+            return await asyncio.to_thread(
+                search_sessions, self.session_store, query, session_id=session_id, user_id=user_id, limit=limit, embedder=self._embedder()
+            )
 
     # -- memory that tends itself: the run's end, idle sessions, raw logs distilled (agent_memory.consolidate.tidy/tend)
     async def tidy(

@@ -156,7 +156,11 @@ def test_full_export_round_trip_by_the_api(tmp_path: Path, src_kind: str, dst_ki
     finally:
         _close(src)
     lines = _lines(out)
-    assert lines[0] == {"format": "agent-memory", "version": 2, "sections": ["records", "archive", "sessions", "episodes", "events"]}
+    assert lines[0] == {
+        "format": "agent-memory",
+        "version": 2,
+        "sections": ["records", "archive", "namespaces", "sessions", "episodes", "events"],
+    }
     # every user's records: 2 users x (superseded + current + secret one) + the shared one; the forgotten ones archived
     assert n == 7 and counts["archive"] == 2 and counts["session"] == 2 and counts["episode"] == 2
     assert counts["event"] >= 9  # per user: created, superseded, created, forgotten, created; + the shared one

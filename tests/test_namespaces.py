@@ -279,7 +279,6 @@ async def test_export_carries_the_namespace_and_import_lands_in_the_importers(ba
     await as_ns.aclose()
 
 
-@pytest.mark.xfail(strict=True, reason="session logs and episodes are not namespaced yet (docs/namespaces.md, 'Not yet')")
 async def test_session_logs_are_namespaced(tmp_path: Path) -> None:
     coding = MemoryProvider(tmp_path / "m", namespace="acme/coding")
     await coding.log_messages([{"role": "user", "text": "coding secret plan"}], session_id="s1")
@@ -313,7 +312,7 @@ async def test_postgres_schema_6_is_migrated_in_place(tmp_path: Path) -> None:
     assert [r.namespace for r in await support.list()] == ["acme/support"]
     with psycopg.connect(url) as conn:
         row = conn.execute(f'SELECT max(version) FROM "{schema}".schema_version').fetchone()
-        assert row is not None and row[0] == 8  # namespaces (7), then links (8)
+        assert row is not None and row[0] == 9  # namespaces (7), links (8), namespaced session logs and episodes (9)
     await root.aclose()
 
 

@@ -32,10 +32,12 @@ from agent_memory.backends.base import (
     require,
 )
 from agent_memory.errors import AgentMemoryError
+from agent_memory.model import scopes
 from agent_memory.model.curated import KIND as CURATED_KIND
 from agent_memory.model.curated import priority_of
 from agent_memory.model.drafts import MemoryDraft
 from agent_memory.model.lines import dates_text, summary_line
+from agent_memory.sessions.api import caller_view
 
 __all__ = ["READ", "CAPTURE", "FOREGROUND", "TOOL_SETS", "memory_toolset", "as_backend", "caller_scope"]
 
@@ -244,15 +246,16 @@ def memory_toolset(
         vectors = capability(store, VectorsBackend)
         try:
             sessions = require(store, SessionsBackend, "session logs", "use memory_search").sessions
-            found = await asyncio.to_thread(
-                search_sessions,
-                sessions,
-                query,
-                session_id=who.session_id,
-                user_id=who.user_id,
-                limit=max(1, min(int(limit), 20)),
-                embedder=None if vectors is None else vectors.embedder,
-            )
+            with scopes.viewing(await caller_view(store, who)):  # the caller's namespace view (docs/namespaces.md)
+                found = await asyncio.to_thread(
+                    search_sessions,
+                    sessions,
+                    query,
+                    session_id=who.session_id,
+                    user_id=who.user_id,
+                    limit=max(1, min(int(limit), 20)),
+                    embedder=None if vectors is None else vectors.embedder,
+                )
         except AgentMemoryError as exc:
             raise _retry(exc) from None
         return {"note": UNTRUSTED_NOTE, "sessions": found}
@@ -380,14 +383,15 @@ def memory_toolset(
         """
         try:
             episodes = require(store, EpisodesBackend, "episodes").episodes
-            found = await asyncio.to_thread(
-                episodes.list,
-                query or None,
-                session_id=who.session_id,
-                user_id=who.user_id,
-                status=status,
-                limit=max(1, min(int(limit), 20)),
-            )
+            with scopes.viewing(await caller_view(store, who)):  # the caller's namespace view (docs/namespaces.md)
+                found = await asyncio.to_thread(
+                    episodes.list,
+                    query or None,
+                    session_id=who.session_id,
+                    user_id=who.user_id,
+                    status=status,
+                    limit=max(1, min(int(limit), 20)),
+                )
         except AgentMemoryError as exc:
             raise _retry(exc) from None
         return {

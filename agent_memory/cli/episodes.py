@@ -8,6 +8,7 @@ from typing import Any
 
 from agent_memory.cli._base import UsageError, add_identity, emit, positive
 from agent_memory.cli._target import is_url, prepare_root
+from agent_memory.cli.sessions import seeing
 
 Handler = Callable[[argparse.Namespace], "int | None"]
 DEFAULT_LIMIT = 20
@@ -90,6 +91,11 @@ def cmd_episodes(args: argparse.Namespace) -> None:
         return
     if args.limit > 1000:
         raise UsageError("--limit is at most 1000")
+    with seeing(args):
+        _read(args)
+
+
+def _read(args: argparse.Namespace) -> None:
     store = _store(args)
     if args.action == "doctor":
         problems = store.doctor()
@@ -115,7 +121,7 @@ def _delete_or_restore(args: argparse.Namespace) -> None:
     from agent_memory.model.events import acting
 
     who = {"session_id": args.session_id, "user_id": args.user_id}
-    with open_target(args.root, create=False) as target, acting("cli"):
+    with open_target(args.root, create=False) as target, acting("cli"), seeing(args, change=True):
         if isinstance(target, BackendTarget):
             store = require(target.backend, EpisodesBackend, "episodes").episodes
         else:

@@ -54,6 +54,8 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
             "agent-memory purge --user ada --json",
             "agent-memory purge --user ada --session s1",
             "agent-memory purge --session s1",
+            "agent-memory purge --namespace acme/support",
+            "agent-memory purge --namespace acme/support --user ada",
         ],
         epilog_extra="With an ID, --session/--user are the caller (who must see the record); without, they name ONE\n"
         "owner, never another: --user U is everything of U (all scopes, all U's sessions); --user U\n"
@@ -61,7 +63,10 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
         "(the same session id under another user is another session and stays). That owner's data goes\n"
         "from every store of the root: records, kept versions, archive, index pages, vectors, event\n"
         "payloads, the recall log, session logs and episodes (the report names each); shared records\n"
-        "that stay keep their text but lose the owner's ids from their provenance.",
+        "that stay keep their text but lose the owner's ids from their provenance.\n"
+        "--namespace NS (no ID) takes what is in NS and its descendants (acme/support/agent-7 too):\n"
+        "alone, every record, session log and episode there, whoever owns it, and their events'\n"
+        "payloads; with --user/--session, only that owner's there. The root namespace is refused.",
     )
     p.add_argument("id", nargs="?", help="record id (omit to purge by --user/--session)")
     add_identity(p)
@@ -156,10 +161,14 @@ def cmd_undo(args: argparse.Namespace) -> None:
 
 
 def cmd_purge(args: argparse.Namespace) -> None:
-    if args.id is None and not (args.session_id or args.user_id):
-        raise UsageError("purge needs a record ID, --user U or --session S")
+    namespace = getattr(args, "namespace", None)
+    if args.id is None and not (args.session_id or args.user_id) and namespace is None:
+        raise UsageError("purge needs a record ID, --user U, --session S or --namespace NS")
+    who = _caller(args)
+    if args.id is None and namespace is not None:  # an owner purge: --namespace is what goes (with its descendants)
+        who["namespace"] = namespace
     with acting("cli"):
-        rep = files_store(args, "purge").purge(args.id, **_caller(args))
+        rep = files_store(args, "purge").purge(args.id, **who)
     stores = getattr(rep, "stores", None) or {}
     named = "\n  stores: " + ", ".join(f"{k} {v}" for k, v in stores.items()) if stores else ""
     emit(

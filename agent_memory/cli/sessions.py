@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from agent_memory.cli._base import UsageError, add_identity, emit, positive, read_text
@@ -80,6 +81,34 @@ def pg_time_layers(url: str) -> Any:
     return layers
 
 
+@contextlib.contextmanager
+def seeing(args: argparse.Namespace, *, change: bool = False) -> Iterator[tuple[str, ...]]:
+    """Bind the command's namespace view (``--namespace``/``--isolation`` and the root's registry) for the block:
+    session logs and episodes read it and their writes land in its first namespace, the caller's own. ``change``:
+    the caller's own namespace only (delete, restore)."""
+    from agent_memory.cli._target import caller_of
+    from agent_memory.model import scopes
+
+    caller = caller_of()
+    if change or not caller.namespace:
+        view = caller.own_view()
+    elif is_url(args.root):
+        view = caller.view(pg_registry(pg_time_layers(args.root).pool))
+    else:
+        from agent_memory.backends.files.namespaces import read_registry
+
+        view = caller.view(read_registry(prepare_root(args.root, create=False)[0]))
+    with scopes.viewing(view):
+        yield view
+
+
+def pg_registry(pool: Any) -> dict[str, dict[str, Any]]:
+    """The namespace registry of a PostgreSQL schema, over the time layers' synchronous pool."""
+    with pool.connection() as conn:
+        rows = conn.execute(f'SELECT name, shared, isolation FROM "{pool.schema}".namespaces').fetchall()
+    return {r["name"]: {"shared": bool(r["shared"]), "isolation": r["isolation"]} for r in rows}
+
+
 def _store(args: argparse.Namespace) -> SessionStore:
     if is_url(args.root):  # PostgreSQL: the schema's session rows
         store: SessionStore = pg_time_layers(args.root).sessions
@@ -103,7 +132,8 @@ def cmd_sessions(args: argparse.Namespace) -> int | None:
         return _tend(args, "distill")
     if args.idle:
         raise UsageError("--idle goes with `sessions summarize`")
-    _list(args)
+    with seeing(args):
+        _list(args)
     return None
 
 
@@ -140,6 +170,11 @@ def _list(args: argparse.Namespace) -> None:
 
 
 def cmd_session(args: argparse.Namespace) -> None:
+    with seeing(args):
+        _session(args)
+
+
+def _session(args: argparse.Namespace) -> None:
     store, who = _store(args), _identity(args)
     if args.action == "append":
         if args.text is None:

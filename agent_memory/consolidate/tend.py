@@ -92,7 +92,7 @@ class DistillReport:
 
 # -- session events (both backends) -----------------------------------------------------------------------------------
 def _event_id(sdir: SessionDir) -> str:
-    return f"session:{sdir.session_id}"
+    return f"session:{sdir.session_id}" + (f"@{sdir.namespace}" if sdir.namespace else "")
 
 
 def _owner_scope(sdir: SessionDir) -> str:
@@ -334,6 +334,7 @@ async def distill_sessions(
 
     _positive("limit", limit)
     dirs = await asyncio.to_thread(_dirs, store, user_id, session)
+    dirs = [d for d in dirs if d.namespace == (namespace or "")]  # a namespace's logs only: its facts land there
     report = DistillReport()
     budget = limit
     for sdir in sorted(dirs, key=lambda d: (d.user_id or "", d.session_id)):

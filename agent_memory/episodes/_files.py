@@ -87,15 +87,16 @@ def scan(base: Path) -> dict[str, tuple[int, int]]:
     return out
 
 
-_OWNER_LINE = re.compile(r"^(user_id|session_id):\s*\"?(.*?)\"?\s*$", re.M)
+_OWNER_LINE = re.compile(r"^(user_id|session_id|namespace):\s*\"?(.*?)\"?\s*$", re.M)
 
 
-def owned(path: Path, user_id: str | None, session_id: str | None, *, anonymous: bool = False) -> bool:
+def owned(path: Path, user_id: str | None, session_id: str | None, *, anonymous: bool = False, namespace: str | None = None) -> bool:
     """Whether the file at ``path`` belongs to the owner being purged (parsed, or read from its owner lines);
-    ``anonymous``: the owner is a session without a user (an episode naming a user is not its)."""
+    ``anonymous``: the owner is a session without a user (an episode naming a user is not its); ``namespace``:
+    and it is in that namespace or one of its descendants."""
     try:
         episode = read_episode_file(path, path.name)
-        owners = {"user_id": episode.user_id, "session_id": episode.session_id}
+        owners = {"user_id": episode.user_id, "session_id": episode.session_id, "namespace": episode.namespace}
     except FileNotFoundError:
         return False
     except EpisodeParseError:  # quarantined: still the user's bytes; judge by the owner lines it holds
@@ -105,6 +106,9 @@ def owned(path: Path, user_id: str | None, session_id: str | None, *, anonymous:
             return False
         owners = {k: v for k, v in _OWNER_LINE.findall(head)}
     if user_id is not None and owners.get("user_id") != user_id:
+        return False
+    ns = owners.get("namespace") or ""
+    if namespace is not None and not (ns == namespace or ns.startswith(namespace + "/")):
         return False
     if anonymous and owners.get("user_id") not in (None, "", "null"):
         return False

@@ -32,6 +32,7 @@ from agent_memory.model.drafts import (
     prepare_episode,
 )
 from agent_memory.model.records import RecordParseError, Scope, normalize_instant, yaml_scalar
+from agent_memory.model.scopes import check_namespace
 
 __all__ = [
     "EXITS",
@@ -149,6 +150,7 @@ class Episode:
     refined_by: str | None = None
     git_sha: str | None = None  # the commit the run worked on (hex, 4 to 64 digits)
     verify_exit: int | None = None  # the exit status of the run's verification command (tests, build), when one ran
+    namespace: str = ""  # the writer's namespace ('' the root; docs/namespaces.md): stamped by the store
     path: str | None = None
 
     @property
@@ -186,6 +188,7 @@ class Episode:
             "exit_detail": self.exit_detail,
             "session_id": self.session_id,
             "user_id": self.user_id,
+            "namespace": self.namespace,  # omitted for the root: a root episode's file is what it was
             "run_id": self.run_id,
             "conversation_id": self.conversation_id,
             "source": self.source,
@@ -269,6 +272,7 @@ def gated(episode: Episode) -> Episode:
     for name in ("sequence", "worked", "failed"):
         data[name] = tuple(data[name])
     data["git_sha"], data["verify_exit"] = _git_sha(data.get("git_sha")), _verify_exit(data.get("verify_exit"))
+    data["namespace"] = check_namespace(data.get("namespace"))
     try:
         data["scope"] = Scope(str(data.get("scope")))
     except ValueError:
@@ -434,7 +438,15 @@ def parse_episode_text(text: str, episode_id: str, *, path: str | None = None) -
         refined_by=_text(data, "refined_by", MAX_OWNER_CHARS),
         git_sha=_git_sha(data.get("git_sha"), EpisodeParseError),
         verify_exit=_verify_exit(data.get("verify_exit"), EpisodeParseError),
+        namespace=_namespace(data.get("namespace")),
     ), split.body
+
+
+def _namespace(value: Any) -> str:
+    try:
+        return check_namespace(value)
+    except InvalidInputError as exc:
+        raise EpisodeParseError(str(exc), "write namespace: a/b (or remove the line for the root)") from None
 
 
 _SHA = re.compile(r"[0-9a-f]{4,64}")

@@ -41,15 +41,15 @@ from agent_memory.model import scopes
 from agent_memory.model.records import Scope
 from agent_memory.search.text import STOP_WORDS, cjk_unigrams, default_tokenizer, phrase, split_cjk
 
-__all__ = ["EpisodeStore", "MAX_EPISODE_BYTES", "purge_episodes"]
+__all__ = ["EpisodeStore", "MAX_EPISODE_BYTES", "purge_episodes", "stamp_namespace"]
 
 log = logging.getLogger("agent_memory")
 
 DIR = "episodes"
 INDEX = ".index.db"
-SCHEMA = "1"
+SCHEMA = "2"  # 2: the namespace column
 MAX_LIMIT = 1000
-_VISIBLE = scopes.sqlite_sql("e", namespaced=False)  # episodes are not namespaced yet (docs/namespaces.md)
+_VISIBLE = scopes.sqlite_sql("e")  # scope, owners and the namespace view (bound for the call: scopes.viewing)
 
 
 def _check_caller(**values: Any) -> None:
@@ -99,8 +99,9 @@ class EpisodeStore:
 
     # -- write --------------------------------------------------------------------------------
     def write(self, episode: Episode) -> Episode:
-        """Store ``episode`` (a new file, atomically, under the lock); returns it with its ``path``."""
-        episode = gated(episode)  # the write gate, whoever built the episode
+        """Store ``episode`` (a new file, atomically, under the lock) in the writer's namespace
+        (:func:`stamp_namespace`); returns it with its ``path``."""
+        episode = stamp_namespace(gated(episode))  # the write gate, whoever built the episode
         path = self.path_of(episode.id)
         text = episode.render()
         parse_episode(text, episode.id)  # never write what could not be read back
@@ -128,10 +129,11 @@ class EpisodeStore:
             if not path.exists():
                 raise NotFoundError(f"no episode {episode.id}")
             current = parse_episode(path.read_text(encoding="utf-8"), episode.id)
-            if (current.scope, current.session_id, current.user_id, current.started) != (
+            if (current.scope, current.session_id, current.user_id, current.namespace, current.started) != (
                 episode.scope,
                 episode.session_id,
                 episode.user_id,
+                episode.namespace,
                 episode.started,
             ):
                 raise InvalidInputError(f"episode {episode.id}: a refinement cannot change its owner or run")
@@ -216,7 +218,7 @@ class EpisodeStore:
         if not self.dir.is_dir():
             return []
         terms = query_terms(query) if query else []
-        params: dict[str, Any] = {"sid": session_id, "uid": user_id, "limit": limit, "status": status}
+        params: dict[str, Any] = {**scopes.sqlite_params(session_id, user_id), "limit": limit, "status": status}
         where = f"{_VISIBLE} AND (:status IS NULL OR e.status = :status)"
         cols = "e.data, f.file, f.mtime_ns, f.size FROM"
         if terms:
@@ -276,15 +278,19 @@ class EpisodeStore:
             drop_index(self.index_path)
         return existed
 
-    def purge(self, *, user_id: str | None = None, session_id: str | None = None, anonymous: bool = False) -> int:
+    def purge(
+        self, *, user_id: str | None = None, session_id: str | None = None, anonymous: bool = False, namespace: str | None = None
+    ) -> int:
         """Delete every episode of ``user_id`` and/or ``session_id`` (both given: that user's episodes in that session;
-        ``anonymous=True`` with a session alone: only the episodes of that session that name no user).
+        ``anonymous=True`` with a session alone: only the episodes of that session that name no user); ``namespace``:
+        only those in that namespace and its descendants (alone: every episode there).
 
         Files go (quarantined ones too, matched by their owner lines), and the derived index is
         dropped so no copy of their text remains in it; it is rebuilt from the files at the next read.
         """
-        if user_id is None and session_id is None:
-            raise InvalidInputError("purge_episodes needs a user_id or a session_id")
+        if user_id is None and session_id is None and not namespace:
+            raise InvalidInputError("purge_episodes needs a user_id, a session_id or a namespace")
+        namespace = None if namespace is None else scopes.check_namespace(namespace)
         if anonymous and (user_id is not None or session_id is None):
             raise InvalidInputError("purge_episodes: anonymous=True takes a session_id and no user_id")
         _check_caller(user_id=user_id, session_id=session_id)
@@ -296,7 +302,9 @@ class EpisodeStore:
                 if not (month.is_dir(follow_symlinks=False) and MONTH.fullmatch(month.name)):
                     continue
                 for entry in entries(Path(month.path)):
-                    if entry.name.endswith(".md") and owned(Path(entry.path), user_id, session_id, anonymous=anonymous):
+                    if entry.name.endswith(".md") and owned(
+                        Path(entry.path), user_id, session_id, anonymous=anonymous, namespace=namespace
+                    ):
                         with contextlib.suppress(FileNotFoundError):
                             os.unlink(entry.path)
                             removed += 1
@@ -304,7 +312,9 @@ class EpisodeStore:
                     os.rmdir(month.path)  # only when empty
             for month in entries(self.dir / DELETED):  # deleted episodes are the owner's bytes too
                 for entry in entries(Path(month.path)):
-                    if entry.name.endswith(".md") and owned(Path(entry.path), user_id, session_id, anonymous=anonymous):
+                    if entry.name.endswith(".md") and owned(
+                        Path(entry.path), user_id, session_id, anonymous=anonymous, namespace=namespace
+                    ):
                         with contextlib.suppress(FileNotFoundError):
                             os.unlink(entry.path)
                             removed += 1
@@ -350,7 +360,7 @@ class EpisodeStore:
             CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
             CREATE TABLE IF NOT EXISTS files(file TEXT PRIMARY KEY, mtime_ns INTEGER, size INTEGER, error TEXT);
             CREATE TABLE IF NOT EXISTS episodes(rowid INTEGER PRIMARY KEY, id TEXT UNIQUE, file TEXT UNIQUE, scope TEXT,
-                session_id TEXT, user_id TEXT, started TEXT, status TEXT, data TEXT);
+                session_id TEXT, user_id TEXT, started TEXT, status TEXT, data TEXT, namespace TEXT NOT NULL DEFAULT '');
             CREATE INDEX IF NOT EXISTS episodes_started ON episodes(started);
             CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(goal, body, context,
                 tokenize = 'porter unicode61 remove_diacritics 2');
@@ -427,8 +437,18 @@ class EpisodeStore:
         conn.execute("DELETE FROM episodes WHERE id = ?", (episode.id,))
         data = json.dumps({k: v for k, v in episode.to_dict().items() if k != "path"}, ensure_ascii=False)
         cur = conn.execute(
-            "INSERT INTO episodes(id, file, scope, session_id, user_id, started, status, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (episode.id, file, episode.scope.value, episode.session_id, episode.user_id, episode.started, episode.status, data),
+            "INSERT INTO episodes(id, file, scope, session_id, user_id, started, status, data, namespace) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                episode.id,
+                file,
+                episode.scope.value,
+                episode.session_id,
+                episode.user_id,
+                episode.started,
+                episode.status,
+                data,
+                episode.namespace,
+            ),
         )
         body = body.strip() or episode.body()
         conn.execute(
@@ -439,8 +459,20 @@ class EpisodeStore:
 
 
 def visible(episode: Episode, session_id: str | None, user_id: str | None) -> bool:
-    """The scope rule of records (:mod:`agent_memory.model.scopes`), for one episode."""
-    return scopes.may_see(episode.scope.value, episode.session_id, episode.user_id, session_id=session_id, user_id=user_id)
+    """The scope rule of records (:mod:`agent_memory.model.scopes`), for one episode, in the view bound for the call."""
+    return scopes.may_see(
+        episode.scope.value, episode.session_id, episode.user_id, session_id=session_id, user_id=user_id, namespace=episode.namespace
+    )
+
+
+def stamp_namespace(episode: Episode) -> Episode:
+    """``episode`` in the writer's namespace: the caller's own, first of the view bound for the call
+    (:func:`agent_memory.model.scopes.viewing`). An episode naming another namespace is refused, except from the
+    root's operator (a restore keeps the namespaces its lines name)."""
+    own = scopes.current_view()[0]
+    if episode.namespace and episode.namespace != own and own:
+        raise InvalidInputError(f"an episode names namespace {episode.namespace!r}; this caller writes in {own!r}")
+    return episode if episode.namespace or not own else dataclasses.replace(episode, namespace=own)
 
 
 def _with_path(episode: Episode, path: Path) -> Episode:
@@ -460,7 +492,13 @@ def _from_row(base: Path, data: str) -> Episode:
 
 
 def purge_episodes(
-    root: str | os.PathLike[str], *, user_id: str | None = None, session_id: str | None = None, anonymous: bool = False
+    root: str | os.PathLike[str],
+    *,
+    user_id: str | None = None,
+    session_id: str | None = None,
+    anonymous: bool = False,
+    namespace: str | None = None,
 ) -> int:
-    """Delete every byte of the episodes of ``user_id`` and/or ``session_id`` under ``root``; returns how many."""
-    return EpisodeStore(root).purge(user_id=user_id, session_id=session_id, anonymous=anonymous)
+    """Delete every byte of the episodes of ``user_id`` and/or ``session_id`` (``namespace``: in that namespace and
+    its descendants; alone, every episode there) under ``root``; returns how many."""
+    return EpisodeStore(root).purge(user_id=user_id, session_id=session_id, anonymous=anonymous, namespace=namespace)

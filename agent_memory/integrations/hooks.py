@@ -317,9 +317,10 @@ class MemoryHooks:
         try:
             from agent_memory.sessions import SummaryPolicy
 
-            store, sid, uid = self.provider.session_store, str(self.session_id), self.user_id
+            sid, uid = str(self.session_id), self.user_id
             policy = self.summary_policy or SummaryPolicy()
-            due = await asyncio.to_thread(lambda: store.session(sid, session_id=sid, user_id=uid).due(policy))
+            info, _ = await self.provider.session(sid, session_id=sid, user_id=uid)  # in the provider's namespace view
+            due = info.due(policy)
         except Exception:  # nothing logged yet, or no session logs on this backend
             return
         if due:

@@ -58,7 +58,7 @@ def header(caller: Caller | None = None, *, full: bool = False) -> dict[str, Any
         from agent_memory.portable.root import SECTIONS
 
         out["version"] = 2
-        out["sections"] = [s for s in SECTIONS if caller is None or s != "archive"]
+        out["sections"] = [s for s in SECTIONS if caller is None or s not in ("archive", "namespaces")]
     if caller is not None:
         out["caller"] = {"session_id": caller.session_id, "user_id": caller.user_id}
         if caller.namespace:
@@ -104,10 +104,11 @@ def read_all(
 
 async def _backend_reads(source: Target, caller: Caller | None, full: bool) -> tuple[list[MemoryRecord], Any]:
     backend: MemoryBackend = source  # type: ignore[assignment]
+    registry = await backend.namespaces() if full and hasattr(backend, "namespaces") else {}  # type: ignore[attr-defined]
     if caller is not None:
         recs = await backend.list(caller, limit=None)
         events = await backend.events(caller) if full and hasattr(backend, "events") else []  # type: ignore[attr-defined]
-        return recs, ([], list(events))
+        return recs, ([], list(events), registry)
     from agent_memory.backends.postgres import dump  # type: ignore[import-not-found,unused-ignore]
     from agent_memory.portable.root import _pg
 
@@ -115,7 +116,7 @@ async def _backend_reads(source: Target, caller: Caller | None, full: bool) -> t
     recs = await dump.all_records(pg)
     if not full:
         return recs, None
-    return recs, ([rec for rec, _ in await dump.all_archived(pg)], await dump.all_events(pg))
+    return recs, ([rec for rec, _ in await dump.all_archived(pg)], await dump.all_events(pg), registry)
 
 
 def _store_records(store: MemoryStore, caller: Caller | None, problems: dict[str, str]) -> Iterator[MemoryRecord]:

@@ -4,14 +4,21 @@ A full export (``export_records(..., full=True)``, CLI ``agent-memory export --f
 then one JSON line per item of the other sections a root holds (:func:`agent_memory.backends.files.layout.exported`)::
 
     {"section": "archive", "record": {…every field of the record…}}
-    {"section": "session", "session_id": …, "user_id": …, "messages": [{role, text, at, …}], "summaries": [{version, …}]}
+    {"section": "namespaces", "namespaces": {"acme/coding": {"shared": true, "isolation": null}, …}}
+    {"section": "session", "session_id": …, "user_id": …, ["namespace": …,] "messages": [{role, text, at, …}], "summaries": [{version, …}]}
     {"section": "episode", "episode": {…every field of the episode…}}
     {"section": "event", "event": {…every field of the event…}}
 
 Import restores each section through the write gate (every string redacted, every owner id that looks like a
 secret refused), idempotently: an archived record, an episode or an event already there is ``exists``; a session
 gets only the messages and summary versions it does not hold yet (and is a ``conflict`` when its log differs).
-Ids, owners and times are kept. What a target cannot hold is reported per line as ``unsupported``.
+Ids, owners, namespaces and times are kept. What a target cannot hold is reported per line as ``unsupported``.
+
+The ``namespaces`` line (the root's namespace registry: which namespaces are marked shared, their default
+isolation; written by the operator's export only, and only when the registry is not empty) restores the
+namespaces the target does not configure yet; a namespace the target already configures keeps the target's
+settings, and a difference is reported as a ``conflict`` naming both (an import never widens what a namespace
+shares, nor lowers its isolation, behind the operator's back).
 """
 
 from __future__ import annotations
@@ -31,12 +38,13 @@ from agent_memory.episodes._model import check_owner
 from agent_memory.errors import InvalidIdError, InvalidInputError, NotFoundError
 from agent_memory.formats.atomic import atomic_write
 from agent_memory.formats.quarantine import read_record_file
+from agent_memory.model import scopes
 from agent_memory.model.drafts import prepare_record
 from agent_memory.model.events import Event, NotSupportedError
 from agent_memory.model.events import visible as event_visible
 from agent_memory.model.records import MemoryRecord, RecordParseError, Scope
 from agent_memory.model.scopes import may_see
-from agent_memory.portable._write import Target, files_store
+from agent_memory.portable._write import Target, files_store, run_sync
 from agent_memory.portable.report import ImportReport
 from agent_memory.redaction.api import contains_secret, redact_text
 from agent_memory.sessions._files import message_line
@@ -45,7 +53,7 @@ from agent_memory.sessions.store import SessionStore
 
 __all__ = ["SECTIONS", "export_sections", "import_section"]
 
-SECTIONS = ("records", "archive", "sessions", "episodes", "events")
+SECTIONS = ("records", "archive", "namespaces", "sessions", "episodes", "events")
 _EPISODE_FIELDS = {f.name for f in dataclasses.fields(Episode)} - {"path"}
 
 
@@ -55,22 +63,32 @@ def export_sections(
     caller: Caller | None,
     record_line: Any,
     problems: dict[str, str],
-    read: tuple[list[MemoryRecord], list[Event]] | None = None,
+    read: tuple[list[MemoryRecord], list[Event], dict[str, dict[str, Any]]] | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """The section lines of ``source`` after its records: every item (``caller=None``) or what ``caller`` sees.
+    """The section lines of ``source`` after its records: every item (``caller=None``) or what ``caller`` sees
+    (in its namespace view).
 
-    ``read``: for a backend other than the files store, the archived records and events its async reads gave
-    (:func:`agent_memory.portable.export.read_all`); session logs and episodes are read here (their stores are
-    synchronous)."""
+    ``read``: for a backend other than the files store, the archived records, events and namespace registry its
+    async reads gave (:func:`agent_memory.portable.export.read_all`); session logs and episodes are read here
+    (their stores are synchronous)."""
     store = files_store(source)
-    archived, events = read if read is not None else ([], [])
+    archived, events, registry = read if read is not None else ([], [], {})
+    if store is not None:
+        from agent_memory.backends.files.namespaces import read_registry
+
+        registry = read_registry(store.root)
     if caller is None:
         for rec in _archived(store, problems) if store is not None else archived:
             yield {"section": "archive", "record": json.loads(record_line(rec))}
-    sessions = _sessions(source, store)
-    if sessions is not None:
-        yield from _session_lines(sessions, caller)
-    for ep in _episodes(source, store, caller, problems):
+        if registry:  # configuration the operator restores; a store without any writes the lines it always did
+            yield {"section": "namespaces", "namespaces": {ns: dict(registry[ns]) for ns in sorted(registry)}}
+    view = caller.view(registry) if caller is not None else None
+    with scopes.viewing(view or scopes.ROOT_VIEW):  # a caller's export: its namespace view
+        sessions = _sessions(source, store)
+        if sessions is not None:
+            yield from _session_lines(sessions, caller)
+        episodes = _episodes(source, store, caller, problems, view)
+    for ep in episodes:
         yield {"section": "episode", "episode": _episode_dict(ep)}
     for ev in _events(store, caller) if store is not None else events:
         yield {"section": "event", "event": ev.to_dict()}
@@ -114,7 +132,7 @@ def _session_lines(sessions: SessionStore, caller: Caller | None) -> Iterator[di
         dirs = list(sessions.files.all_dirs())
     else:
         dirs = [d for d, _, _ in sessions.visible_logs(session_id=caller.session_id, user_id=caller.user_id)]
-    for sdir in sorted(dirs, key=lambda d: (d.user_id or "", d.session_id)):
+    for sdir in sorted(dirs, key=lambda d: (d.namespace, d.user_id or "", d.session_id)):
         messages, _ = sessions.files.read(sdir)
         current, _ = sessions.files.summary(sdir)
         summaries = sessions.files.history(sdir) + ([current] if current else [])
@@ -122,6 +140,7 @@ def _session_lines(sessions: SessionStore, caller: Caller | None) -> Iterator[di
             "section": "session",
             "session_id": sdir.session_id,
             "user_id": sdir.user_id,
+            **({"namespace": sdir.namespace} if sdir.namespace else {}),  # a root session's line is what it was
             "messages": [_message_dict(m) for m in messages],
             "summaries": [{k: v for k, v in s.to_dict().items() if k not in ("session_id", "user_id")} for s in summaries],
         }
@@ -138,7 +157,9 @@ def _message_dict(m: Any) -> dict[str, Any]:
     return out
 
 
-def _episodes(source: Target, store: MemoryStore | None, caller: Caller | None, problems: dict[str, str]) -> list[Episode]:
+def _episodes(
+    source: Target, store: MemoryStore | None, caller: Caller | None, problems: dict[str, str], view: tuple[str, ...] | None = None
+) -> list[Episode]:
     if store is not None:
         base = Path(store.root) / "episodes"
         out = []
@@ -157,7 +178,19 @@ def _episodes(source: Target, store: MemoryStore | None, caller: Caller | None, 
 
         out = dump.all_episodes(rows)
     if caller is not None:
-        out = [e for e in out if may_see(e.scope.value, e.session_id, e.user_id, session_id=caller.session_id, user_id=caller.user_id)]
+        out = [
+            e
+            for e in out
+            if may_see(
+                e.scope.value,
+                e.session_id,
+                e.user_id,
+                session_id=caller.session_id,
+                user_id=caller.user_id,
+                namespace=e.namespace,
+                view=view,
+            )
+        ]
     return sorted(out, key=lambda e: (e.started, e.id))
 
 
@@ -195,6 +228,8 @@ def import_section(
     try:
         if section == "archive":
             _import_archive(target, where, data, report)
+        elif section == "namespaces":
+            _import_namespaces(target, where, data, report)
         elif section == "session":
             _import_session(target, where, data, report)
         elif section == "episode":
@@ -202,7 +237,7 @@ def import_section(
         elif section == "event":
             _import_event(target, where, data, report, state)
         else:
-            report.skip(where, "invalid", "unknown section (expected archive, session, episode or event)")
+            report.skip(where, "invalid", "unknown section (expected archive, namespaces, session, episode or event)")
     except (InvalidInputError, InvalidIdError, EpisodeParseError, ValueError, TypeError, KeyError) as exc:
         report.skip(where, "invalid", f"{section}: {' '.join(str(exc).split())[:300]}")
 
@@ -260,9 +295,10 @@ def _sessions_of(target: Target) -> SessionStore:
 
 
 def _import_session(target: Target, where: str, data: dict[str, Any], report: ImportReport) -> None:
-    _only_keys(data, {"section", "session_id", "user_id", "messages", "summaries"})
+    _only_keys(data, {"section", "session_id", "user_id", "namespace", "messages", "summaries"})
     sid = _owner("session_id", data.get("session_id"))
     uid = _owner("user_id", data.get("user_id"))
+    ns = scopes.check_namespace(data.get("namespace"))  # an operator's restore keeps the namespace the line names
     if sid is None:
         raise InvalidInputError("session_id is required")
     raw_messages, raw_summaries = data.get("messages") or [], data.get("summaries") or []
@@ -272,8 +308,8 @@ def _import_session(target: Target, where: str, data: dict[str, Any], report: Im
     summaries = [_summary(s) for s in raw_summaries]
     summaries.sort(key=lambda s: s["version"])
     store = _sessions_of(target)
-    label = f"session {sid}" + (f" of {uid}" if uid else "")
-    sdir = store.files.session_dir(sid, uid, create=True)
+    label = f"session {sid}" + (f" of {uid}" if uid else "") + (f" in {ns}" if ns else "")
+    sdir = store.files.session_dir(sid, uid, create=True, namespace=ns)
     have, _ = store.files.read(sdir)
     if len(have) > len(prepared) or any(_key(_message_dict(h)) != _key(obj) for h, (obj, _) in zip(have, prepared, strict=False)):
         report.skip(where, "conflict", f"{label}: the target's log differs from the export's; nothing appended", sid)
@@ -362,7 +398,8 @@ def _import_episode(target: Target, where: str, data: dict[str, Any], report: Im
     store = files_store(target)
     episodes = episode_store(store.root if store is not None else getattr(target, "inner", target))
     try:
-        have = episodes.get(ep.id, session_id=ep.session_id, user_id=ep.user_id)
+        with scopes.viewing((ep.namespace,)):  # the episode's own namespace: is it there already?
+            have = episodes.get(ep.id, session_id=ep.session_id, user_id=ep.user_id)
     except NotFoundError:
         have = None
     if have is not None:
@@ -380,6 +417,58 @@ def _import_episode(target: Target, where: str, data: dict[str, Any], report: Im
         report.skip(where, "conflict", str(exc), ep.id)
         return
     report.written.append(ep.id)
+
+
+def _registry_of(target: Target) -> tuple[dict[str, dict[str, Any]], Any]:
+    """The target's namespace registry and how to configure one namespace there (files or a backend)."""
+    store = files_store(target)
+    if store is not None:
+        from agent_memory.backends.files.namespaces import configure, read_registry
+
+        store.open()
+        return read_registry(store.root), lambda ns, **cfg: configure(store.root, ns, lock=store.lock, **cfg)
+    inner = getattr(target, "inner", target)
+    if not (hasattr(inner, "namespaces") and hasattr(inner, "configure_namespace")):
+        raise NotSupportedError(f"{type(inner).__name__} keeps no namespace registry")
+    return run_sync(inner.namespaces()), lambda ns, **cfg: run_sync(inner.configure_namespace(ns, **cfg))
+
+
+def _import_namespaces(target: Target, where: str, data: dict[str, Any], report: ImportReport) -> None:
+    """Restore the namespaces the target does not configure yet; never change one it does (see the module docstring)."""
+    _only_keys(data, {"section", "namespaces"})
+    raw = data.get("namespaces")
+    if not isinstance(raw, dict):
+        raise InvalidInputError("namespaces must be an object {namespace: {shared, isolation}}")
+    wanted: dict[str, dict[str, Any]] = {}
+    for name, cfg in raw.items():
+        ns = scopes.check_namespace(name)
+        if not ns or not isinstance(cfg, dict):
+            raise InvalidInputError(f"namespace {name!r}: a non-root namespace with an object {{shared, isolation}}")
+        _only_keys(cfg, {"shared", "isolation"})
+        if not isinstance(cfg.get("shared", False), bool):
+            raise InvalidInputError(f"namespace {ns!r}: shared must be true or false")
+        wanted[ns] = {"shared": bool(cfg.get("shared")), "isolation": scopes.check_isolation(cfg.get("isolation"))}
+    try:
+        have, configure = _registry_of(target)
+    except NotSupportedError as exc:
+        report.skip(where, "unsupported", str(exc))
+        return
+    for ns, cfg in sorted(wanted.items()):
+        held = have.get(ns)
+        if held is None:
+            configure(ns, shared=cfg["shared"], isolation=cfg["isolation"])
+            report.written.append(f"namespace:{ns}")
+        elif {"shared": bool(held.get("shared")), "isolation": held.get("isolation")} == cfg:
+            report.skip(where, "exists", f"namespace {ns}: already configured the same", f"namespace:{ns}")
+        else:
+            report.skip(
+                where,
+                "conflict",
+                f"namespace {ns}: the target's settings are kept (shared={bool(held.get('shared'))}, isolation="
+                f"{held.get('isolation') or 'inherited'}); the export's (shared={cfg['shared']}, isolation="
+                f"{cfg['isolation'] or 'inherited'}) were not applied: change them with `agent-memory namespace`",
+                f"namespace:{ns}",
+            )
 
 
 def _import_event(target: Target, where: str, data: dict[str, Any], report: ImportReport, state: dict[str, Any]) -> None:

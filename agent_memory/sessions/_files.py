@@ -28,6 +28,7 @@ from typing import Any
 from agent_memory.errors import InvalidInputError
 from agent_memory.formats.atomic import atomic_write, ensure_dir, fsync_dir, storage_error
 from agent_memory.model.drafts import prepare_summary
+from agent_memory.model.scopes import check_namespace
 from agent_memory.sessions._messages import (
     MAX_LOG_BYTES,
     MAX_MESSAGE_CHARS,
@@ -40,6 +41,7 @@ from agent_memory.sessions._messages import (
     dir_name,
     message_line,
     now_utc,
+    ns_dir_name,
     owner_ids,
     parse_message,
 )
@@ -60,6 +62,11 @@ __all__ = [
 ]
 
 
+def in_namespace(namespace: str, under: str | None) -> bool:
+    """Whether ``namespace`` is ``under`` or one of its descendants (``under`` None: any)."""
+    return under is None or namespace == under or namespace.startswith(under + "/")
+
+
 class SessionFiles:
     """The files of every session under one root (no visibility here: see :class:`SessionStore`)."""
 
@@ -70,31 +77,52 @@ class SessionFiles:
         self._cache: dict[Path, tuple[tuple[int, int, int], list[SessionMessage], list[SessionProblem]]] = {}
 
     # -- directories -------------------------------------------------------------------------
-    def session_dir(self, session_id: str, user_id: str | None, *, create: bool = False) -> SessionDir:
-        path = self.dir / dir_name(user_id) / dir_name(session_id)
+    def _ns_dir(self, namespace: str) -> Path:
+        return self.dir / ns_dir_name(namespace) if namespace else self.dir
+
+    def session_dir(self, session_id: str, user_id: str | None, *, create: bool = False, namespace: str = "") -> SessionDir:
+        """The directory of a session of ``user_id`` in ``namespace`` (the root's: ``sessions/<user>/<session>``)."""
+        path = self._ns_dir(namespace) / dir_name(user_id) / dir_name(session_id)
         if create:
             ensure_dir(self.root, allow_symlink=True)
-            for d in (self.dir, path.parent, path):
+            dirs = (self.dir, path.parent.parent, path.parent, path) if namespace else (self.dir, path.parent, path)
+            for d in dirs:
                 ensure_dir(d)
             meta = path / "meta.json"
             if not meta.exists() and not meta.is_symlink():
-                body = {"session_id": session_id, "user_id": user_id, "created": now_utc()}
+                body: dict[str, Any] = {"session_id": session_id, "user_id": user_id, "created": now_utc()}
+                if namespace:  # a root session's meta.json is what it was before namespaces
+                    body["namespace"] = namespace
                 atomic_write(meta, json.dumps(body, ensure_ascii=False).encode("utf-8"), durable=self.durable)
-        return SessionDir(path, session_id, user_id)
+        return SessionDir(path, session_id, user_id, namespace)
 
-    def all_dirs(self, problems: list[SessionProblem] | None = None) -> Iterator[SessionDir]:
-        """Every readable session directory (unreadable ones go to ``problems``)."""
+    def _user_parents(self, problems: list[SessionProblem] | None = None) -> Iterator[Path]:
+        """The directories holding user directories: ``sessions/`` (the root's) and each ``sessions/@<namespace>/``."""
         if not self.dir.is_dir() or self.dir.is_symlink():
             return
-        for udir in sorted(self.dir.iterdir()):
-            if udir.is_symlink() or not udir.is_dir():
-                if problems is not None and not udir.name.startswith("."):
-                    problems.append(SessionProblem(self._rel(udir), "not a real directory; fix: remove it"))
-                continue
-            for sdir in sorted(udir.iterdir()):
-                found = self._read_dir(sdir, problems)
-                if found is not None:
-                    yield found
+        yield self.dir
+        for nsdir in sorted(self.dir.iterdir()):
+            if nsdir.name.startswith("@"):
+                if nsdir.is_symlink() or not nsdir.is_dir():
+                    if problems is not None:
+                        problems.append(SessionProblem(self._rel(nsdir), "not a real directory; fix: remove it"))
+                    continue
+                yield nsdir
+
+    def all_dirs(self, problems: list[SessionProblem] | None = None) -> Iterator[SessionDir]:
+        """Every readable session directory of every namespace (unreadable ones go to ``problems``)."""
+        for parent in self._user_parents(problems):
+            for udir in sorted(parent.iterdir()):
+                if parent == self.dir and udir.name.startswith("@"):
+                    continue  # a namespace's directory, walked as a parent of its own
+                if udir.is_symlink() or not udir.is_dir():
+                    if problems is not None and not udir.name.startswith("."):
+                        problems.append(SessionProblem(self._rel(udir), "not a real directory; fix: remove it"))
+                    continue
+                for sdir in sorted(udir.iterdir()):
+                    found = self._read_dir(sdir, problems)
+                    if found is not None:
+                        yield found
 
     def _read_dir(self, path: Path, problems: list[SessionProblem] | None) -> SessionDir | None:
         if path.is_symlink() or not path.is_dir():
@@ -112,12 +140,21 @@ class SessionFiles:
             except (OSError, ValueError, RecursionError) as exc:
                 reason = f"meta.json is unreadable ({type(exc).__name__})"
         if reason is None:
-            sid, uid = (data.get("session_id"), data.get("user_id")) if isinstance(data, dict) else (None, None)
-            ok = isinstance(sid, str) and (uid is None or isinstance(uid, str))
+            sid, uid, ns = (
+                (data.get("session_id"), data.get("user_id"), data.get("namespace")) if isinstance(data, dict) else (None, None, None)
+            )
+            ok = isinstance(sid, str) and (uid is None or isinstance(uid, str)) and (ns is None or isinstance(ns, str))
+            namespace = ""
+            try:
+                namespace = check_namespace(ns) if ok else ""
+            except InvalidInputError:
+                ok = False
             if not isinstance(sid, str) or not ok or dir_name(sid) != path.name or dir_name(uid) != path.parent.name:
                 reason = "meta.json does not name this directory's session and user"
+            elif self._ns_dir(namespace) != path.parent.parent:
+                reason = "meta.json does not name this directory's namespace"
             else:
-                return SessionDir(path, sid, uid)
+                return SessionDir(path, sid, uid, namespace)
         if problems is not None:
             problems.append(SessionProblem(self._rel(meta), reason))
         return None
@@ -131,19 +168,22 @@ class SessionFiles:
         return self._rel(Path(sdir.path) / name)
 
     def user_dirs(self, user_id: str) -> list[SessionDir]:
-        """Every readable session directory of ``user_id``."""
-        udir = self.dir / dir_name(user_id)
-        if not udir.is_dir() or udir.is_symlink() or self.dir.is_symlink():
-            return []
-        out = [d for p in sorted(udir.iterdir()) if (d := self._read_dir(p, None)) is not None]
+        """Every readable session directory of ``user_id``, in every namespace."""
+        out: list[SessionDir] = []
+        for parent in self._user_parents():
+            udir = parent / dir_name(user_id)
+            if udir.is_dir() and not udir.is_symlink():
+                out.extend(d for p in sorted(udir.iterdir()) if (d := self._read_dir(p, None)) is not None)
         return [d for d in out if d.user_id == user_id]
 
     def find(self, session_id: str) -> list[SessionDir]:
-        """Every directory of ``session_id`` (one per owner)."""
+        """Every directory of ``session_id`` (one per owner and namespace)."""
         name = dir_name(session_id)
         out = []
-        if self.dir.is_dir() and not self.dir.is_symlink():
-            for udir in sorted(self.dir.iterdir()):
+        for parent in self._user_parents():
+            for udir in sorted(parent.iterdir()):
+                if parent == self.dir and udir.name.startswith("@"):
+                    continue
                 if udir.is_dir() and not udir.is_symlink() and (udir / name).is_dir():
                     found = self._read_dir(udir / name, None)
                     if found is not None and found.session_id == session_id:
@@ -316,30 +356,32 @@ class SessionFiles:
             os.close(fd)
 
     # -- deletion ----------------------------------------------------------------------------
-    def purge(self, *, user_id: str | None = None, session_id: str | None = None, anonymous: bool = False) -> int:
+    def purge(
+        self, *, user_id: str | None = None, session_id: str | None = None, anonymous: bool = False, namespace: str | None = None
+    ) -> int:
         """Delete the logs and summaries of a user's sessions, of a session, or of both given; returns how many.
 
         ``anonymous=True`` (with a session and no user): only the session without a user, never another user's
-        session of the same id."""
-        if user_id is None and session_id is None:
-            raise InvalidInputError("purge_sessions needs user_id or session_id")
+        session of the same id. ``namespace``: only sessions in that namespace and its descendants (alone: every
+        session there)."""
+        if user_id is None and session_id is None and not namespace:
+            raise InvalidInputError("purge_sessions needs user_id, session_id or namespace")
         if anonymous and (user_id is not None or session_id is None):
             raise InvalidInputError("purge_sessions: anonymous=True takes a session_id and no user_id")
         targets: list[Path] = []
         for sdir in self.all_dirs():
-            if anonymous and sdir.user_id is not None:
+            if anonymous and sdir.user_id is not None or not in_namespace(sdir.namespace, namespace):
                 continue
             if (user_id is None or sdir.user_id == user_id) and (session_id is None or sdir.session_id == session_id):
                 targets.append(Path(sdir.path))
-        if user_id is not None and session_id is None:  # unreadable leftovers of the user go too
-            udir = self.dir / dir_name(user_id)
-            if udir.is_dir() and not udir.is_symlink():
-                targets = [udir]
-                count = sum(1 for p in udir.iterdir())
-            else:
-                count = len(targets)
-        else:
-            count = len(targets)
+        count = len(targets)
+        if user_id is not None and session_id is None and namespace is None:  # unreadable leftovers of the user go too
+            targets, count = [], 0
+            for parent in self._user_parents():
+                udir = parent / dir_name(user_id)
+                if udir.is_dir() and not udir.is_symlink():
+                    targets.append(udir)
+                    count += sum(1 for p in udir.iterdir())
         for path in targets:
             try:
                 shutil.rmtree(path)

@@ -13,6 +13,7 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from agent_memory.errors import InvalidInputError
+from agent_memory.model import scopes
 from agent_memory.model.drafts import MAX_MESSAGE_CHARS, _parse_when, check_ident, prepare_message, utc_text
 
 __all__ = [
@@ -28,8 +29,10 @@ __all__ = [
     "dir_name",
     "message_line",
     "now_utc",
+    "ns_dir_name",
     "owner_ids",
     "parse_message",
+    "writer_namespace",
 ]
 
 MAX_LOG_BYTES = 64 * 1024 * 1024
@@ -49,6 +52,21 @@ def dir_name(value: str | None) -> str:
     if _PLAIN.fullmatch(value) and ".." not in value:
         return value
     return "~" + hashlib.sha256(value.encode("utf-8")).hexdigest()[:40]
+
+
+def ns_dir_name(namespace: str) -> str:
+    """The directory of a namespace's session logs under ``sessions/`` (``''``, the root's, is ``sessions/`` itself):
+    ``@`` and the path with ``+`` for ``/`` (neither occurs in a user's directory name), a hash when long."""
+    if not namespace:
+        return ""
+    flat = "@" + namespace.replace("/", "+")
+    return flat if len(flat) <= 200 else "@~" + hashlib.sha256(namespace.encode("utf-8")).hexdigest()[:40]
+
+
+def writer_namespace() -> str:
+    """The namespace a write lands in: the caller's own, first of the view bound for the call
+    (:func:`agent_memory.model.scopes.viewing`; the root without one)."""
+    return scopes.current_view()[0]
 
 
 def check_id(name: str, value: object, *, required: bool = False) -> str | None:
@@ -155,6 +173,7 @@ class SessionDir:
     path: PurePath
     session_id: str
     user_id: str | None
+    namespace: str = ""  # the writer's namespace ('' the root; docs/namespaces.md)
 
 
 def check_file(path: Path) -> str | None:

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any, Protocol, runtime_checkable
 
 from agent_memory.errors import UnsupportedError
+from agent_memory.model import scopes
 from agent_memory.sessions._files import SessionMessage
 from agent_memory.sessions.store import SessionInfo, SessionStore
 
-__all__ = ["SessionsNotSupportedError", "session_store", "read_session"]
+__all__ = ["SessionsNotSupportedError", "caller_view", "session_store", "read_session"]
 
 
 class SessionsNotSupportedError(UnsupportedError):
@@ -44,3 +45,20 @@ def read_session(
     sdir = store.resolve(target, session_id=session_id, user_id=user_id)
     messages, _ = store.files.read(sdir)
     return store.info(sdir), (messages[-limit:] if limit else list(messages))
+
+
+async def caller_view(backend: Any, caller: Any) -> tuple[str, ...]:
+    """The namespaces ``caller`` (a :class:`~agent_memory.backends.base.Caller`) reads on ``backend``: what to bind
+    with :func:`agent_memory.model.scopes.viewing` around a read of session logs or episodes (the registry is asked
+    only for a namespaced caller; a backend, or the one an extension wraps, offers it as ``namespaces()``)."""
+    if not getattr(caller, "namespace", None):
+        return scopes.ROOT_VIEW
+    seen: Any = backend
+    for _ in range(16):
+        registry = getattr(seen, "namespaces", None)
+        if callable(registry):
+            return tuple(caller.view(await registry()))
+        seen = vars(seen).get("inner") if hasattr(seen, "__dict__") else None
+        if seen is None:
+            break
+    return tuple(caller.view(None))

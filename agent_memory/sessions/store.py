@@ -29,15 +29,17 @@ from agent_memory.sessions._files import (
     message_line,
     owner_ids,
 )
+from agent_memory.sessions._messages import writer_namespace
 
 __all__ = ["SessionLog", "SessionStore", "SessionInfo", "SummaryPolicy", "purge_sessions", "visible"]
 
 
 def visible(sdir: SessionDir, session_id: str | None, user_id: str | None) -> bool:
     """May a caller ``(session_id, user_id)`` see this session? A user's session log is that user's (naming only its
-    session id is not enough, as for session records); a log with no user is its session's (:mod:`agent_memory.model.scopes`)."""
+    session id is not enough, as for session records); a log with no user is its session's; and the log's namespace
+    must be in the caller's view, bound for the call (:mod:`agent_memory.model.scopes`)."""
     scope = "user" if sdir.user_id is not None else "session"
-    return scopes.may_see(scope, sdir.session_id, sdir.user_id, session_id=session_id, user_id=user_id)
+    return scopes.may_see(scope, sdir.session_id, sdir.user_id, session_id=session_id, user_id=user_id, namespace=sdir.namespace)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,9 +65,10 @@ class SessionInfo:
     last_at: str | None
     summary: SessionSummary | None
     path: str
+    namespace: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "session_id": self.session_id,
             "user_id": self.user_id,
             "messages": self.messages,
@@ -74,6 +77,7 @@ class SessionInfo:
             "path": self.path,
             "summary": self.summary.to_dict() if self.summary else None,
         }
+        return out | ({"namespace": self.namespace} if self.namespace else {})
 
     def due(self, policy: SummaryPolicy, now: dt.datetime | None = None) -> bool:
         """Does this session need a (new) summary under ``policy``?"""
@@ -97,7 +101,7 @@ class SessionLog(Protocol):
 
     root: Any
 
-    def session_dir(self, session_id: str, user_id: str | None, *, create: bool = False) -> SessionDir: ...
+    def session_dir(self, session_id: str, user_id: str | None, *, create: bool = False, namespace: str = "") -> SessionDir: ...
     def exists(self, sdir: SessionDir) -> bool: ...
     def all_dirs(self, problems: list[SessionProblem] | None = None) -> Iterator[SessionDir]: ...
     def user_dirs(self, user_id: str) -> list[SessionDir]: ...
@@ -111,7 +115,7 @@ class SessionLog(Protocol):
     def write_summary(
         self, sdir: SessionDir, text: str, *, messages: int, source: str, fallback: bool, made_at: str | None = None
     ) -> SessionSummary: ...
-    def purge(self, *, user_id: str | None = None, session_id: str | None = None) -> int: ...
+    def purge(self, *, user_id: str | None = None, session_id: str | None = None, namespace: str | None = None) -> int: ...
 
 
 class SessionStore:
@@ -134,13 +138,14 @@ class SessionStore:
         """Append messages (``{"role", "text", "at"?, "speaker"?, "turn_id"?, "metadata"?}``) to a session's log.
 
         Every message passes the write gate (:func:`agent_memory.model.drafts.prepare_message`: validated and
-        redacted) before anything is written; all of them are written
+        redacted) before anything is written; the log is the one of the caller's own namespace (the view bound
+        for the call, :func:`agent_memory.model.scopes.viewing`); all of them are written
         in one locked append, so concurrent appenders never interleave or lose a line."""
         sid, uid = owner_ids(session_id, user_id)  # the write gate: never a secret in a directory name or column
         prepared = [message_line(m) for m in messages]
         if not prepared:
             return []
-        sdir = self.files.session_dir(sid, uid, create=True)
+        sdir = self.files.session_dir(sid, uid, create=True, namespace=writer_namespace())
         first = self.files.append(sdir, [line for _, line in prepared])
         return [
             SessionMessage(
@@ -170,7 +175,7 @@ class SessionStore:
         sid = check_id("session_id", session_id, required=True)
         uid = check_id("user_id", user_id)
         assert sid is not None
-        sdir = self.files.session_dir(sid, uid)
+        sdir = self.files.session_dir(sid, uid, namespace=writer_namespace())
         if not self.files.exists(sdir):
             raise NotFoundError(f"no session {session_id!r} visible to this caller")
         return sdir
@@ -211,6 +216,7 @@ class SessionStore:
             messages[-1].at if messages else None,
             summary,
             self.files.rel(sdir, ""),
+            sdir.namespace,
         )
 
     def sessions(self, *, session_id: str | None = None, user_id: str | None = None, limit: int | None = None) -> list[SessionInfo]:
@@ -230,7 +236,8 @@ class SessionStore:
         found = [d for d in self.files.find(target) if visible(d, session_id, user_id)]
         if not found:
             raise NotFoundError(f"no session {target!r} visible to this caller")
-        found.sort(key=lambda d: (d.user_id != user_id, d.user_id is not None))
+        view = scopes.current_view()  # the caller's own namespace first, then its nearest ancestor's …
+        found.sort(key=lambda d: (d.user_id != user_id, d.user_id is not None, view.index(d.namespace)))
         return found[0]
 
     def session(self, target: str, *, session_id: str | None = None, user_id: str | None = None) -> SessionInfo:
@@ -271,23 +278,34 @@ class SessionStore:
                 problems.append(bad)
         return problems
 
-    def purge(self, *, user_id: str | None = None, session_id: str | None = None) -> int:
+    def purge(self, *, user_id: str | None = None, session_id: str | None = None, namespace: str | None = None) -> int:
+        """Delete a user's, a session's or a namespace's logs (``namespace``: with its descendants; composes with
+        the others); returns how many sessions."""
         check_id("user_id", user_id)
         check_id("session_id", session_id)
-        return self.files.purge(user_id=user_id, session_id=session_id)
+        if namespace is None:
+            return self.files.purge(user_id=user_id, session_id=session_id)
+        return self.files.purge(user_id=user_id, session_id=session_id, namespace=scopes.check_namespace(namespace))
 
 
 def purge_sessions(
-    root: str | os.PathLike[str], *, user_id: str | None = None, session_id: str | None = None, anonymous: bool = False
+    root: str | os.PathLike[str],
+    *,
+    user_id: str | None = None,
+    session_id: str | None = None,
+    anonymous: bool = False,
+    namespace: str | None = None,
 ) -> int:
     """Delete every byte of a user's (or a session's) logs and summaries under ``root``; returns how many sessions.
 
     Both given: that user's session. A session alone: that session id under every user, or with ``anonymous=True``
     only the session without a user (what a store's ``purge(session_id=...)`` takes: one owner, never another's).
+    ``namespace``: only sessions in that namespace and its descendants (alone: every session there).
     Message vectors this process holds in memory are forgotten too (their files go with the directories)."""
     check_id("user_id", user_id)
     check_id("session_id", session_id)
-    removed = SessionFiles(root).purge(user_id=user_id, session_id=session_id, anonymous=anonymous)
+    ns = None if namespace is None else scopes.check_namespace(namespace)
+    removed = SessionFiles(root).purge(user_id=user_id, session_id=session_id, anonymous=anonymous, namespace=ns)
     dense = sys.modules.get(f"{__name__.rpartition('.')[0]}._dense")  # loaded only if vectors were ever made here
     if dense is not None:
         dense.clear_memory()

@@ -166,8 +166,10 @@ class FilesBackend:
     async def forget_purge(self, record_id: str, caller: Caller) -> bool:
         return await self._as(caller, self.store.forget, record_id, change=True, purge=True, **caller.kwargs())
 
-    async def purge(self, record_id: str | None = None, *, session_id: str | None = None, user_id: str | None = None) -> PurgeReport:
-        return await self._run(self.store.purge, record_id, session_id=session_id, user_id=user_id)
+    async def purge(
+        self, record_id: str | None = None, *, session_id: str | None = None, user_id: str | None = None, namespace: str | None = None
+    ) -> PurgeReport:
+        return await self._run(self.store.purge, record_id, session_id=session_id, user_id=user_id, namespace=namespace)
 
     async def history(self, record_id: str, caller: Caller) -> History:
         return await self._as(caller, self.store.history, record_id, **caller.kwargs())

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 __all__ = ["ROOT_LAYOUT", "RootEntry", "PurgeJob", "entry", "exported", "derived", "owned", "covers", "inventory"]
 
-Section = Literal["records", "archive", "history", "sessions", "episodes", "events", "recalls"]
+Section = Literal["records", "archive", "history", "sessions", "episodes", "events", "recalls", "namespaces"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +159,7 @@ ROOT_LAYOUT: tuple[RootEntry, ...] = (
         derived=False,
         owned=False,
         purge="not touched: configuration (namespace names and flags), no user's or session's data",
+        export="namespaces",
     ),
     RootEntry(
         "sessions",
@@ -260,3 +261,4 @@ class PurgeJob:
     ids: frozenset[str] = frozenset()
     files: frozenset[Path] = frozenset()
     hashes: frozenset[str] = frozenset()
+    namespace: str | None = None  # a namespace purge: only items in it and its descendants (with or without an owner)

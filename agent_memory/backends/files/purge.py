@@ -72,18 +72,40 @@ def _md_files(folder: Path) -> list[Path]:
     return [p for p in folder.iterdir() if p.suffix == ".md" and p.is_file() and not p.is_symlink()]
 
 
-def _owned(path: Path, session_id: str | None, user_id: str | None) -> tuple[str, str] | None:
-    """``(record id, content hash)`` of a kept file of the purged owner (:func:`scopes.owns`), else None."""
+def under(namespace: str | None, root: str | None) -> bool:
+    """Whether ``namespace`` is ``root`` or one of its descendants (``root`` None: no namespace purge, any)."""
+    ns = namespace or ""
+    return root is None or ns == root or ns.startswith(root + "/")
+
+
+def _under_sql(column: str) -> str:
+    """:func:`under` over an SQLite column; binds ``:pns`` and ``:punder`` (:func:`_under_params`)."""
+    return f"(coalesce({column}, '') = :pns OR substr(coalesce({column}, ''), 1, length(:punder)) = :punder)"
+
+
+def _under_params(namespace: str) -> dict[str, Any]:
+    return {"pns": namespace, "punder": namespace + "/"}
+
+
+def _owned(path: Path, session_id: str | None, user_id: str | None, namespace: str | None = None) -> tuple[str, str] | None:
+    """``(record id, content hash)`` of a kept file of the purged owner (:func:`scopes.owns`) and/or namespace,
+    else None."""
     try:
         rec = parse_record(path.read_text(encoding="utf-8"), path.name.split(".", 1)[0], path=str(path))
     except (OSError, UnicodeDecodeError, RecordParseError):
         return None
-    if scopes.owns(rec.session_id, rec.user_id, session_id=session_id, user_id=user_id):
+    if not under(rec.namespace, namespace):
+        return None
+    if (namespace is not None and not (session_id or user_id)) or scopes.owns(
+        rec.session_id, rec.user_id, session_id=session_id, user_id=user_id
+    ):
         return rec.id, rec.content_hash
     return None
 
 
-def _targets(store: StoreParts, record_id: str | None, session_id: str | None, user_id: str | None) -> tuple[set[str], set[Path], set[str]]:
+def _targets(
+    store: StoreParts, record_id: str | None, session_id: str | None, user_id: str | None, namespace: str | None = None
+) -> tuple[set[str], set[Path], set[str]]:
     """The record ids, the files and the content hashes to remove."""
     ids: set[str] = set()
     files: set[Path] = set()
@@ -105,17 +127,18 @@ def _targets(store: StoreParts, record_id: str | None, session_id: str | None, u
             hashes.add(old.content_hash)
             files.add(path)
     else:
-        rows = store.index.rows_where(
-            scopes.owner_sql("r.session_id", "r.user_id", session_id=session_id, user_id=user_id),
-            scopes.owner_params(session_id, user_id),
-            limit=None,
-        )
+        where = [scopes.owner_sql("r.session_id", "r.user_id", session_id=session_id, user_id=user_id)] if session_id or user_id else []
+        params = scopes.owner_params(session_id, user_id)
+        if namespace is not None:
+            where.append(_under_sql("r.namespace"))
+            params.update(_under_params(namespace))
+        rows = store.index.rows_where(" AND ".join(where), params, limit=None)
         for row in rows:
             ids.add(row["id"])
             hashes.add(row["content_hash"])
             files.add(store.records_dir / row["file"])
         for path in _md_files(store.archive_dir) + _md_files(store.history_dir):
-            owned = _owned(path, session_id, user_id)
+            owned = _owned(path, session_id, user_id, namespace)
             if owned is not None:
                 ids.add(owned[0])
                 hashes.add(owned[1])
@@ -140,18 +163,22 @@ def _caller_sees(rec: Any, session_id: str | None, user_id: str | None) -> bool:
     return visible(ev, session_id, user_id)
 
 
-def _tombstone(ids: set[str], session_id: str | None, user_id: str | None) -> Callable[[Event], Event | None]:
+def _tombstone(ids: set[str], session_id: str | None, user_id: str | None, namespace: str | None = None) -> Callable[[Event], Event | None]:
     """The rewrite of one event line: an event about a purged record, or about a record of the purged owner,
     becomes a tombstone (record id, actor and owner hashed, details dropped); an event the purged owner made on a
     record that stays (e.g. her replace of a shared record) keeps the record's id and owner, with her session and
-    user hashed and its details dropped. ``session_id``/``user_id`` name one owner (:func:`scopes.owns`)."""
+    user hashed and its details dropped. ``session_id``/``user_id`` name one owner (:func:`scopes.owns`);
+    ``namespace``: only events about records in that namespace (and its descendants) count as the owner's, and a
+    namespace alone takes every such event (a namespace is no person: no actor is hashed for it alone)."""
+    person = bool(session_id or user_id)
 
     def owner(sid: str | None, uid: str | None) -> bool:
-        return scopes.owns(sid, uid, session_id=session_id, user_id=user_id)
+        return person and scopes.owns(sid, uid, session_id=session_id, user_id=user_id)
 
     def change(ev: Event) -> Event | None:
-        record_gone = ev.id in ids or owner(ev.owner_session, ev.owner_user)
-        actor_gone = owner(ev.session_id, ev.user_id)
+        inside = namespace is None or under(ev.owner_namespace, namespace)
+        record_gone = ev.id in ids or (inside and (owner(ev.owner_session, ev.owner_user) or (namespace is not None and not person)))
+        actor_gone = inside and owner(ev.session_id, ev.user_id)
         if not (record_gone or actor_gone):
             if ev.detail and any(rid in json.dumps(ev.detail, ensure_ascii=False) for rid in ids):
                 ev.detail = {"purged": True}  # e.g. "duplicate of <purged id>"
@@ -187,8 +214,8 @@ def _scrub_provenance(store: StoreParts, job: PurgeJob) -> int:
     the purged owner: those entries' session and user become hashes (:func:`tombstone_provenance`). The record's
     text is the record owner's and stays. Index rows of live files are updated in the same transaction (the index
     step then VACUUMs the old pages away). Returns how many files were rewritten."""
-    if job.record_id is not None:
-        return 0
+    if job.record_id is not None or not (job.session_id or job.user_id):
+        return 0  # one record, or a namespace alone (no person to scrub)
     sid, uid = job.session_id, job.user_id
     todo: list[tuple[Path, MemoryRecord, dict[str, Any]]] = []
     entries = [
@@ -200,13 +227,17 @@ def _scrub_provenance(store: StoreParts, job: PurgeJob) -> int:
         )
         for e in ("created", "updated")
     ]
-    for row in store.index.rows_where(" OR ".join(entries), scopes.owner_params(sid, uid), limit=None):
+    where, params = "(" + " OR ".join(entries) + ")", scopes.owner_params(sid, uid)
+    if job.namespace is not None:  # only the records of that namespace (and its descendants) forget the owner there
+        where += " AND " + _under_sql("r.namespace")
+        params.update(_under_params(job.namespace))
+    for row in store.index.rows_where(where, params, limit=None):
         path = store.records_dir / row["file"]
         if path not in job.files:
             todo.extend(_needs_scrub(path, sid, uid))
     for path in _md_files(store.archive_dir) + _md_files(store.history_dir):
         if path not in job.files:
-            todo.extend(_needs_scrub(path, sid, uid))
+            todo.extend(_needs_scrub(path, sid, uid, job.namespace))
     if not todo:
         return 0
 
@@ -225,10 +256,14 @@ def _scrub_provenance(store: StoreParts, job: PurgeJob) -> int:
     return len(todo)
 
 
-def _needs_scrub(path: Path, session_id: str | None, user_id: str | None) -> list[tuple[Path, MemoryRecord, dict[str, Any]]]:
+def _needs_scrub(
+    path: Path, session_id: str | None, user_id: str | None, namespace: str | None = None
+) -> list[tuple[Path, MemoryRecord, dict[str, Any]]]:
     try:
         rec = parse_record(path.read_text(encoding="utf-8"), path.name.split(".", 1)[0], path=str(path))
     except (OSError, UnicodeDecodeError, RecordParseError):
+        return []
+    if not under(rec.namespace, namespace):
         return []
     metadata = tombstone_provenance(rec.metadata, session_id=session_id, user_id=user_id)
     return [] if metadata is None else [(path, rec, metadata)]
@@ -299,7 +334,7 @@ def _step_index(job: PurgeJob) -> int:
 def _step_events(job: PurgeJob) -> int:
     store = job.store
     partition = (None, None) if job.record_id is not None else (job.session_id, job.user_id)
-    changed = store.events.rewrite(_tombstone(set(job.ids), *partition))
+    changed = store.events.rewrite(_tombstone(set(job.ids), *partition, job.namespace if job.record_id is None else None))
     with store.events.batch():
         for rid in sorted(job.ids):
             store.event(
@@ -318,10 +353,14 @@ def _step_memory_md(job: PurgeJob) -> int:
 
 def _owner(job: PurgeJob) -> dict[str, Any]:
     """The one owner a user/session purge takes (:func:`scopes.owns`), as session logs' and episodes' purge take it:
-    a user (all their sessions), a user's session, or (a session alone) the session without a user."""
+    a user (all their sessions), a user's session, or (a session alone) the session without a user; with a
+    namespace purge, only in that namespace and its descendants (a namespace alone: everything there)."""
+    ns = {} if job.namespace is None else {"namespace": job.namespace}
     if job.user_id:
-        return {"user_id": job.user_id, "session_id": job.session_id or None}
-    return {"session_id": job.session_id, "anonymous": True}
+        return {"user_id": job.user_id, "session_id": job.session_id or None, **ns}
+    if job.session_id:
+        return {"session_id": job.session_id, "anonymous": True, **ns}
+    return ns
 
 
 def _step_sessions(job: PurgeJob) -> int | None:
@@ -360,7 +399,10 @@ STEPS: dict[str, Step] = {
     "vectors": lambda job: _drop_vectors(job.store, set(job.hashes)),
     "events": _step_events,
     "recall_log": lambda job: _strip_recalled(job.store, set(job.ids)),
-    "consolidation_runs": lambda job: RunLog(job.root, durable=job.store.durable).strip(job.ids, job.session_id, job.user_id),
+    "consolidation_runs": lambda job: RunLog(job.root, durable=job.store.durable).strip(
+        job.ids,
+        *((job.session_id, job.user_id) if job.namespace is None else (None, None)),  # a namespace purge: its records' changes
+    ),
     "memory_md": _step_memory_md,
     "sessions": _step_sessions,
     "episode_index": _step_episode_index,
@@ -369,23 +411,39 @@ STEPS: dict[str, Step] = {
 
 
 def purge(
-    store: StoreWithMeaning, record_id: str | None = None, *, session_id: str | None = None, user_id: str | None = None
+    store: StoreWithMeaning,
+    record_id: str | None = None,
+    *,
+    session_id: str | None = None,
+    user_id: str | None = None,
+    namespace: str | None = None,
 ) -> PurgeReport:
     """Delete content for good. With ``record_id``: that record, which the caller (``session_id``/``user_id``)
     must see, live or archived. Without: everything of one owner (see the module docstring: a user; a user's
     session; a session without a user) in every store of the root (records, versions, archive, index, vectors,
     events, recall log, session logs, episodes; provenance naming the owner is hashed), then every explicitly
-    registered purger (called with the same ``user_id``/``session_id``: it must take that owner only)."""
+    registered purger (called with the same ``user_id``/``session_id``: it must take that owner only).
+
+    ``namespace`` (no record id): only what is in that namespace and its descendants (``acme/support`` takes
+    ``acme/support/agent-7`` too): alone, every record, session log and episode there, whoever owns them, and the
+    events about those records; with ``user_id``/``session_id``, that owner's items there. Registered purgers
+    know no namespaces and are not called. The root (``''``) is refused: that would be every namespace's data."""
+    if namespace is not None:
+        namespace = scopes.check_namespace(namespace)
+        if not namespace:
+            raise InvalidInputError("purge by namespace needs a namespace: the root ('') would be the whole memory")
+        if record_id is not None:
+            raise InvalidInputError("purge takes a record id or a namespace, not both")
     if record_id is not None:
         validate_id(record_id)
-    elif not session_id and not user_id:
-        raise InvalidInputError("purge needs a record id, a user or a session")
+    elif not session_id and not user_id and namespace is None:
+        raise InvalidInputError("purge needs a record id, a user, a session or a namespace")
     store.open()
     report = PurgeReport()
     with store.lock.hold():
         store.index.refresh(force=True)
-        ids, files, hashes = _targets(store, record_id, session_id, user_id)
-        job = PurgeJob(store.root, store, record_id, session_id, user_id, frozenset(ids), frozenset(files), frozenset(hashes))
+        ids, files, hashes = _targets(store, record_id, session_id, user_id, namespace)
+        job = PurgeJob(store.root, store, record_id, session_id, user_id, frozenset(ids), frozenset(files), frozenset(hashes), namespace)
         _scrub_provenance(store, job)  # before the index step, whose VACUUM then drops the old pages
         for entry in owned():  # every store the root holds, in the registry's order
             n = STEPS[entry.name](job)
@@ -395,7 +453,7 @@ def purge(
         report.vectors = report.stores.get("vectors", 0)
         report.events = report.stores.get("events", 0)
         report.records = sorted(ids)
-    if record_id is None:
+    if record_id is None and namespace is None:
         for fn in list(PURGERS):  # stores an application registered itself
             report.others[getattr(fn, "__name__", repr(fn))] = int(fn(store.root, user_id, session_id))
     return report

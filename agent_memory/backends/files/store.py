@@ -257,13 +257,16 @@ class MemoryStore:
             for rec, before, after in changes:
                 self.event("hand_edit", rec, before=before, after=after)
 
-    def purge(self, record_id: str | None = None, *, session_id: str | None = None, user_id: str | None = None) -> PurgeReport:
+    def purge(
+        self, record_id: str | None = None, *, session_id: str | None = None, user_id: str | None = None, namespace: str | None = None
+    ) -> PurgeReport:
         """Delete content for good (see :func:`agent_memory.backends.files.purge.purge`): one record the caller
-        (``session_id``/``user_id``) may see, or, without ``record_id``, everything of that user and/or session."""
+        (``session_id``/``user_id``) may see, or, without ``record_id``, everything of that user and/or session
+        and/or ``namespace`` (with its descendants)."""
         from agent_memory.backends.files.purge import purge
 
         queries.check_strings(session_id=session_id, user_id=user_id)
-        return purge(self, record_id, session_id=session_id, user_id=user_id)
+        return purge(self, record_id, session_id=session_id, user_id=user_id, namespace=namespace)
 
     def history(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> History:
         """Every version of a visible record (live or archived), oldest first, with its events."""

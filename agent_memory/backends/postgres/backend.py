@@ -271,10 +271,12 @@ class PostgresBackend:
         return bool(gone)
 
     # -- lifecycle (agent_memory.backends.postgres.lifecycle): purge, history, restore -------------------
-    async def purge(self, record_id: str | None = None, *, session_id: str | None = None, user_id: str | None = None) -> PurgeReport:
+    async def purge(
+        self, record_id: str | None = None, *, session_id: str | None = None, user_id: str | None = None, namespace: str | None = None
+    ) -> PurgeReport:
         from agent_memory.backends.postgres.lifecycle import purge
 
-        return await purge(self, record_id, session_id=session_id, user_id=user_id)
+        return await purge(self, record_id, session_id=session_id, user_id=user_id, namespace=namespace)
 
     @changes_as_caller
     async def forget_purge(self, record_id: str, caller: Caller) -> bool:

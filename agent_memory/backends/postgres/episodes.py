@@ -18,7 +18,7 @@ from psycopg.types.json import Jsonb
 
 from agent_memory.backends.postgres.sessions import SyncPool
 from agent_memory.episodes._model import STATUSES, Episode, ToolUse, gated, parse_episode, validate_episode_id
-from agent_memory.episodes._store import MAX_LIMIT, _check_caller, query_terms
+from agent_memory.episodes._store import MAX_LIMIT, _check_caller, query_terms, stamp_namespace
 from agent_memory.errors import InvalidInputError, NotFoundError
 from agent_memory.model import scopes
 from agent_memory.model.drafts import prepare_event
@@ -28,7 +28,7 @@ from agent_memory.model.records import Scope
 __all__ = ["PgEpisodeStore"]
 
 _LIVE = "NOT (e.data ? 'deleted')"  # a deleted episode keeps its row (restorable) and leaves every read
-_VISIBLE = f"{scopes.postgres_sql('e', namespaced=False)} AND {_LIVE}"  # episodes are not namespaced yet (docs/namespaces.md)
+_VISIBLE = f"{scopes.postgres_sql('e')} AND {_LIVE}"  # scope, owners and the namespace view bound for the call
 
 
 def _tenant(episode: Episode) -> str:
@@ -48,8 +48,8 @@ class PgEpisodeStore:
         return f"{self.root}/episodes/{validate_episode_id(episode_id)}"
 
     def write(self, episode: Episode) -> Episode:
-        """Store ``episode`` (a new row; an existing id is refused); returns it with its ``path``."""
-        episode = gated(episode)  # the write gate, whoever built the episode
+        """Store ``episode`` (a new row; an existing id is refused) in the writer's namespace; returns it with its ``path``."""
+        episode = stamp_namespace(gated(episode))  # the write gate, whoever built the episode
         text = episode.render()
         parse_episode(text, episode.id)  # never write what could not be read back
         if "\x00" in text:
@@ -59,7 +59,7 @@ class PgEpisodeStore:
             with self.pool.connection() as conn:
                 conn.execute(
                     f"INSERT INTO {self.table} (tenant, id, scope, session_id, user_id, started, status, goal, body,"
-                    " data) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                    " data, namespace) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                     (
                         _tenant(episode),
                         episode.id,
@@ -71,6 +71,7 @@ class PgEpisodeStore:
                         episode.goal,
                         episode.body(),
                         data,
+                        episode.namespace,
                     ),
                 )
         except psycopg.errors.UniqueViolation:
@@ -89,7 +90,7 @@ class PgEpisodeStore:
             done = conn.execute(
                 f"UPDATE {self.table} SET status = %s, goal = %s, body = %s, data = %s"
                 " WHERE tenant = %s AND id = %s AND scope = %s AND session_id IS NOT DISTINCT FROM %s"
-                " AND user_id IS NOT DISTINCT FROM %s AND started = %s",
+                " AND user_id IS NOT DISTINCT FROM %s AND started = %s AND namespace = %s",
                 (
                     episode.status,
                     episode.goal,
@@ -101,6 +102,7 @@ class PgEpisodeStore:
                     episode.session_id,
                     episode.user_id,
                     episode.started,
+                    episode.namespace,
                 ),
             ).rowcount
         if not done:
@@ -121,7 +123,7 @@ class PgEpisodeStore:
         state = _LIVE.replace("NOT ", "") if restore else _LIVE
         with self.pool.connection() as conn, conn.transaction():
             row = conn.execute(
-                f"SELECT tenant, data FROM {self.table} e WHERE e.id = %(id)s AND {scopes.postgres_sql('e', namespaced=False)} AND {state} FOR UPDATE",
+                f"SELECT tenant, data FROM {self.table} e WHERE e.id = %(id)s AND {scopes.postgres_sql('e')} AND {state} FOR UPDATE",
                 params,
             ).fetchone()
             if row is None:
@@ -169,7 +171,7 @@ class PgEpisodeStore:
 
     @staticmethod
     def _params(session_id: str | None, user_id: str | None) -> dict[str, Any]:
-        return {"sid": session_id, "uid": user_id, "tenants": ["", user_id] if user_id else [""]}
+        return scopes.postgres_params({"sid": session_id, "uid": user_id})  # the view bound for the call (scopes.viewing)
 
     def get(self, episode_id: str, *, session_id: str | None = None, user_id: str | None = None) -> Episode:
         """One episode the caller may see; hidden and missing are the same :class:`NotFoundError`."""
@@ -225,11 +227,22 @@ class PgEpisodeStore:
         """Nothing derived to rebuild (the search vector is a generated column); returns the number of episodes."""
         return self.count()
 
-    def purge(self, *, user_id: str | None = None, session_id: str | None = None) -> int:
-        """Delete every episode of ``user_id`` and/or ``session_id`` (both given: that user's episodes in that session)."""
-        if user_id is None and session_id is None:
-            raise InvalidInputError("purge_episodes needs a user_id or a session_id")
+    def purge(self, *, user_id: str | None = None, session_id: str | None = None, namespace: str | None = None) -> int:
+        """Delete every episode of ``user_id`` and/or ``session_id`` (both given: that user's episodes in that session);
+        ``namespace``: only those in that namespace and its descendants (alone: every episode there)."""
+        if user_id is None and session_id is None and not namespace:
+            raise InvalidInputError("purge_episodes needs a user_id, a session_id or a namespace")
         _check_caller(user_id=user_id, session_id=session_id)
-        where = " AND ".join(w for w, v in (("user_id = %(uid)s", user_id), ("session_id = %(sid)s", session_id)) if v is not None)
+        ns = None if namespace is None else scopes.check_namespace(namespace)
+        where = " AND ".join(
+            w
+            for w, v in (
+                ("user_id = %(uid)s", user_id),
+                ("session_id = %(sid)s", session_id),
+                ("(namespace = %(ns)s OR starts_with(namespace, %(under)s))", ns),
+            )
+            if v is not None
+        )
+        params = {"uid": user_id, "sid": session_id, "ns": ns, "under": f"{ns}/"}
         with self.pool.connection() as conn:
-            return int(conn.execute(f"DELETE FROM {self.table} WHERE {where}", {"uid": user_id, "sid": session_id}).rowcount)
+            return int(conn.execute(f"DELETE FROM {self.table} WHERE {where}", params).rowcount)

@@ -271,8 +271,26 @@ async def _chain_ids(b: Any, conn: Any, row: dict[str, Any]) -> set[str]:
     return {row["id"], *(r["id"] for r in await _predecessors(b, conn, row))}
 
 
-async def purge(b: Any, record_id: str | None = None, *, session_id: str | None = None, user_id: str | None = None) -> PurgeReport:
-    """Delete content for good (see the module docstring); returns what went."""
+def _under(column: str) -> str:
+    """A namespace purge's rows: ``column`` is ``%(pns)s`` or one of its descendants (fill with :func:`_under_params`)."""
+    return f"(coalesce({column}, '') = %(pns)s OR starts_with(coalesce({column}, ''), %(punder)s))"
+
+
+def _under_params(namespace: str) -> dict[str, Any]:
+    return {"pns": namespace, "punder": namespace + "/"}
+
+
+async def purge(
+    b: Any, record_id: str | None = None, *, session_id: str | None = None, user_id: str | None = None, namespace: str | None = None
+) -> PurgeReport:
+    """Delete content for good (see the module docstring); returns what went. ``namespace`` (no record id): only
+    what is in that namespace and its descendants, of the owner when one is given (as the files backend does)."""
+    if namespace is not None:
+        namespace = scopes.check_namespace(namespace)
+        if not namespace:
+            raise InvalidInputError("purge by namespace needs a namespace: the root ('') would be the whole memory")
+        if record_id is not None:
+            raise InvalidInputError("purge takes a record id or a namespace, not both")
     report = PurgeReport()
     a = f'"{b.schema}".archive'
     if record_id is not None:
@@ -289,13 +307,20 @@ async def purge(b: Any, record_id: str | None = None, *, session_id: str | None 
         report.records = ids
     else:
         b._caller(Caller(session_id, user_id))  # the same string checks as every read
-        if not session_id and not user_id:
-            raise InvalidInputError("purge needs a record id, a user or a session")
+        person = bool(session_id or user_id)
+        if not person and namespace is None:
+            raise InvalidInputError("purge needs a record id, a user, a session or a namespace")
         params = scopes.owner_params(session_id, user_id)
-        mine = scopes.owner_sql("session_id", "user_id", session_id=session_id, user_id=user_id, dialect="postgres")
-        archived_mine = scopes.owner_sql(
-            "record->>'session_id'", "record->>'user_id'", session_id=session_id, user_id=user_id, dialect="postgres"
+        mine = scopes.owner_sql("session_id", "user_id", session_id=session_id, user_id=user_id, dialect="postgres") if person else "true"
+        archived_mine = (
+            scopes.owner_sql("record->>'session_id'", "record->>'user_id'", session_id=session_id, user_id=user_id, dialect="postgres")
+            if person
+            else "true"
         )
+        if namespace is not None:
+            mine += " AND " + _under("namespace")
+            archived_mine += " AND " + _under("record->>'namespace'")
+            params.update(_under_params(namespace))
         async with b.pool.connection() as conn, conn.transaction():
             cur = await conn.execute(f"DELETE FROM {b.table} WHERE {mine} RETURNING id", params)
             gone = {str(r["id"]) for r in await cur.fetchall()}
@@ -304,9 +329,10 @@ async def purge(b: Any, record_id: str | None = None, *, session_id: str | None 
             report.files = len(gone) + len(archived)
             report.records = sorted(gone | set(archived))
             report.events = await purge_events(b, conn, report.records, None, None)
-            report.events += await _purge_owner_events(b, conn, session_id, user_id)
-            await _scrub_provenance(b, conn, session_id, user_id)
-        sessions, episodes = await asyncio.to_thread(b.time_layers.purge, user_id=user_id, session_id=session_id)
+            report.events += await _purge_owner_events(b, conn, session_id, user_id, namespace)
+            if person:
+                await _scrub_provenance(b, conn, session_id, user_id, namespace)
+        sessions, episodes = await asyncio.to_thread(b.time_layers.purge, user_id=user_id, session_id=session_id, namespace=namespace)
         report.stores = {
             "records": len(gone),
             "archive": len(archived),
@@ -318,22 +344,34 @@ async def purge(b: Any, record_id: str | None = None, *, session_id: str | None 
     return report
 
 
-async def _purge_owner_events(b: Any, conn: Any, session_id: str | None, user_id: str | None) -> int:
+async def _purge_owner_events(b: Any, conn: Any, session_id: str | None, user_id: str | None, namespace: str | None = None) -> int:
     """Delete the events the purged owner made or that are about the owner's records (one owner:
-    :func:`agent_memory.model.scopes.owns`, never another owner's events)."""
-    by = scopes.owner_sql("session_id", "user_id", session_id=session_id, user_id=user_id, dialect="postgres")
-    about = scopes.owner_sql("owner_session", "owner_user", session_id=session_id, user_id=user_id, dialect="postgres")
-    if user_id and not session_id:  # the user's whole partition: events of records in their tenant too
-        about += " OR tenant = %(ouid)s"
-    cur = await conn.execute(f'DELETE FROM "{b.schema}".events WHERE {by} OR {about}', scopes.owner_params(session_id, user_id))
+    :func:`agent_memory.model.scopes.owns`, never another owner's events); with ``namespace``, only events about
+    records in that namespace and its descendants (a namespace alone: every such event)."""
+    params = scopes.owner_params(session_id, user_id)
+    if session_id or user_id:
+        by = scopes.owner_sql("session_id", "user_id", session_id=session_id, user_id=user_id, dialect="postgres")
+        about = scopes.owner_sql("owner_session", "owner_user", session_id=session_id, user_id=user_id, dialect="postgres")
+        if user_id and not session_id:  # the user's whole partition: events of records in their tenant too
+            about += " OR tenant = %(ouid)s"
+        where = f"({by} OR {about})"
+    else:
+        where = "true"
+    if namespace is not None:
+        where += " AND " + _under("owner_namespace")
+        params.update(_under_params(namespace))
+    cur = await conn.execute(f'DELETE FROM "{b.schema}".events WHERE {where}', params)
     return int(cur.rowcount)
 
 
-async def _scrub_provenance(b: Any, conn: Any, session_id: str | None, user_id: str | None) -> int:
+async def _scrub_provenance(b: Any, conn: Any, session_id: str | None, user_id: str | None, namespace: str | None = None) -> int:
     """Records and archived copies that stay but whose ``metadata.provenance`` names the purged owner: those
-    entries' session and user become hashes (their text is the record owner's and stays). Returns how many rows."""
+    entries' session and user become hashes (their text is the record owner's and stays); with ``namespace``, only
+    those in that namespace and its descendants. Returns how many rows."""
     n = 0
     params = scopes.owner_params(session_id, user_id)
+    if namespace is not None:
+        params.update(_under_params(namespace))
     for table, column in ((b.table, "metadata"), (f'"{b.schema}".archive', "record->'metadata'")):
         entries = [
             scopes.owner_sql(
@@ -345,7 +383,8 @@ async def _scrub_provenance(b: Any, conn: Any, session_id: str | None, user_id: 
             )
             for e in ("created", "updated")
         ]
-        cur = await conn.execute(f"SELECT ctid, {column} AS metadata FROM {table} WHERE {' OR '.join(entries)}", params)
+        inside = "" if namespace is None else " AND " + _under("namespace" if column == "metadata" else "record->>'namespace'")
+        cur = await conn.execute(f"SELECT ctid, {column} AS metadata FROM {table} WHERE ({' OR '.join(entries)}){inside}", params)
         for row in await cur.fetchall():
             metadata = tombstone_provenance(row["metadata"] or {}, session_id=session_id, user_id=user_id)
             if metadata is None:

@@ -155,6 +155,29 @@ def migrations(s: str, cfg: str = TEXT_CONFIG) -> list[tuple[int, str, list[str]
             ],
         ),
         links_migration(s),  # 8: links between records (its rows are filled by migrate, below)
+        (
+            9,
+            "namespaces of session logs and episodes ('' is the root): a session is one per (user, namespace, id)",
+            [
+                *(
+                    f"ALTER TABLE \"{s}\".{t} ADD COLUMN IF NOT EXISTS namespace text NOT NULL DEFAULT ''"
+                    for t in ("sessions", "session_messages", "session_summaries", "episodes")
+                ),
+                # in place and re-runnable: the keys of a session's rows gain the namespace
+                *(
+                    f'ALTER TABLE "{s}".{t} DROP CONSTRAINT IF EXISTS {t}_tenant_session_id_fkey,'
+                    f" DROP CONSTRAINT IF EXISTS {t}_tenant_namespace_session_id_fkey"
+                    for t in ("session_messages", "session_summaries")
+                ),
+                f'ALTER TABLE "{s}".sessions DROP CONSTRAINT IF EXISTS sessions_pkey, ADD PRIMARY KEY (tenant, namespace, session_id)',
+                *(
+                    f'ALTER TABLE "{s}".{t} DROP CONSTRAINT IF EXISTS {t}_pkey, ADD PRIMARY KEY (tenant, namespace, session_id, {n}),'
+                    f' ADD FOREIGN KEY (tenant, namespace, session_id) REFERENCES "{s}".sessions (tenant, namespace, session_id)'
+                    " ON DELETE CASCADE"
+                    for t, n in (("session_messages", "n"), ("session_summaries", "version"))
+                ),
+            ],
+        ),
     ]
 
 

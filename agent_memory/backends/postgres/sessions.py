@@ -30,7 +30,7 @@ from agent_memory.backends.postgres.pool import redact_url
 from agent_memory.backends.postgres.schema import LATEST, migrations
 from agent_memory.errors import BackendError, InvalidInputError
 from agent_memory.model.drafts import prepare_summary
-from agent_memory.sessions._messages import SessionDir, SessionMessage, SessionProblem, SessionSummary, dir_name, now_utc
+from agent_memory.sessions._messages import SessionDir, SessionMessage, SessionProblem, SessionSummary, dir_name, now_utc, ns_dir_name
 
 __all__ = ["PgSessionLog", "SyncPool", "migrate_sync"]
 
@@ -117,6 +117,9 @@ class SyncPool:
                 self._opened = False
 
 
+_KEY = "tenant = %s AND namespace = %s AND session_id = %s"  # one session's rows (PgSessionLog._key)
+
+
 def _no_nul(*values: Any) -> None:
     for value in values:
         if isinstance(value, str) and "\x00" in value:
@@ -135,12 +138,14 @@ class PgSessionLog:
 
     # -- addresses ---------------------------------------------------------------------------
     @staticmethod
-    def _dir(session_id: str, user_id: str | None) -> SessionDir:
-        return SessionDir(PurePosixPath("sessions", dir_name(user_id), dir_name(session_id)), session_id, user_id)
+    def _dir(session_id: str, user_id: str | None, namespace: str = "") -> SessionDir:
+        parts = ("sessions", ns_dir_name(namespace), dir_name(user_id), dir_name(session_id)) if namespace else None
+        path = PurePosixPath(*parts) if parts else PurePosixPath("sessions", dir_name(user_id), dir_name(session_id))
+        return SessionDir(path, session_id, user_id, namespace)
 
     @staticmethod
-    def _key(sdir: SessionDir) -> tuple[str, str]:
-        return (sdir.user_id or "", sdir.session_id)
+    def _key(sdir: SessionDir) -> tuple[str, str, str]:
+        return (sdir.user_id or "", sdir.namespace, sdir.session_id)
 
     def _rel(self, path: PurePath) -> str:
         return f"{self.root}/{PurePosixPath(path)}"
@@ -151,29 +156,26 @@ class PgSessionLog:
     def _dirs(self, where: str, params: Sequence[Any]) -> list[SessionDir]:
         with self.pool.connection() as conn:
             rows = conn.execute(
-                f"SELECT session_id, user_id FROM {self.t_sessions} WHERE {where} ORDER BY tenant, session_id", params
+                f"SELECT session_id, user_id, namespace FROM {self.t_sessions} WHERE {where} ORDER BY tenant, namespace, session_id", params
             ).fetchall()
-        return [self._dir(r["session_id"], r["user_id"]) for r in rows]
+        return [self._dir(r["session_id"], r["user_id"], r["namespace"]) for r in rows]
 
     # -- directories (rows) ----------------------------------------------------------------------
-    def session_dir(self, session_id: str, user_id: str | None, *, create: bool = False) -> SessionDir:
-        sdir = self._dir(session_id, user_id)
+    def session_dir(self, session_id: str, user_id: str | None, *, create: bool = False, namespace: str = "") -> SessionDir:
+        sdir = self._dir(session_id, user_id, namespace)
         if create:
             _no_nul(session_id, user_id)
             with self.pool.connection() as conn:
                 conn.execute(
-                    f"INSERT INTO {self.t_sessions} (tenant, session_id, user_id, created) VALUES (%s, %s, %s, %s)"
-                    " ON CONFLICT (tenant, session_id) DO NOTHING",
+                    f"INSERT INTO {self.t_sessions} (tenant, namespace, session_id, user_id, created) VALUES (%s, %s, %s, %s, %s)"
+                    " ON CONFLICT (tenant, namespace, session_id) DO NOTHING",
                     (*self._key(sdir), user_id, now_utc()),
                 )
         return sdir
 
     def exists(self, sdir: SessionDir) -> bool:
         with self.pool.connection() as conn:
-            return (
-                conn.execute(f"SELECT 1 FROM {self.t_sessions} WHERE tenant = %s AND session_id = %s", self._key(sdir)).fetchone()
-                is not None
-            )
+            return conn.execute(f"SELECT 1 FROM {self.t_sessions} WHERE {_KEY}", self._key(sdir)).fetchone() is not None
 
     def all_dirs(self, problems: list[SessionProblem] | None = None) -> Iterator[SessionDir]:
         yield from self._dirs("true", ())
@@ -191,22 +193,23 @@ class PgSessionLog:
         objs = [json.loads(line) for line in lines]
         for obj in objs:
             _no_nul(obj["role"], obj["text"], obj.get("speaker"), obj.get("turn_id"), json.dumps(obj.get("meta") or {}))
-        tenant, sid = self._key(sdir)
+        tenant, ns, sid = self._key(sdir)
         with self.pool.connection() as conn, conn.transaction():
             row = conn.execute(
-                f"UPDATE {self.t_sessions} SET messages = messages + %s WHERE tenant = %s AND session_id = %s RETURNING messages",
-                (len(objs), tenant, sid),
+                f"UPDATE {self.t_sessions} SET messages = messages + %s WHERE {_KEY} RETURNING messages",
+                (len(objs), tenant, ns, sid),
             ).fetchone()
             if row is None:
                 raise BackendError(f"session {sid!r} vanished while appending (purged?); nothing was appended")
             first = int(row["messages"]) - len(objs) + 1
             with conn.cursor() as cur:
                 cur.executemany(
-                    f"INSERT INTO {self.t_messages} (tenant, session_id, n, role, text, at, speaker, turn_id, meta)"
-                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                    f"INSERT INTO {self.t_messages} (tenant, namespace, session_id, n, role, text, at, speaker, turn_id, meta)"
+                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                     [
                         (
                             tenant,
+                            ns,
                             sid,
                             first + i,
                             o["role"],
@@ -224,7 +227,7 @@ class PgSessionLog:
     def read(self, sdir: SessionDir) -> tuple[list[SessionMessage], list[SessionProblem]]:
         with self.pool.connection() as conn:
             rows = conn.execute(
-                f"SELECT n, role, text, at, speaker, turn_id, meta FROM {self.t_messages} WHERE tenant = %s AND session_id = %s ORDER BY n",
+                f"SELECT n, role, text, at, speaker, turn_id, meta FROM {self.t_messages} WHERE {_KEY} ORDER BY n",
                 self._key(sdir),
             ).fetchall()
         return [
@@ -237,24 +240,24 @@ class PgSessionLog:
     def read_many(self, sdirs: Sequence[SessionDir]) -> list[tuple[list[SessionMessage], SessionSummary | None]]:
         """Messages and current summary of every session in ``sdirs`` (in that order): two statements in all."""
         keys = [self._key(d) for d in sdirs]
-        pick = " WHERE (tenant, session_id) IN (SELECT * FROM unnest(%s::text[], %s::text[]))"
-        args = ([k[0] for k in keys], [k[1] for k in keys])
+        pick = " WHERE (tenant, namespace, session_id) IN (SELECT * FROM unnest(%s::text[], %s::text[], %s::text[]))"
+        args = ([k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys])
         with self.pool.connection() as conn:
             msgs = conn.execute(
-                f"SELECT tenant, session_id, n, role, text, at, speaker, turn_id, meta FROM {self.t_messages}"
-                f"{pick} ORDER BY tenant, session_id, n",
+                f"SELECT tenant, namespace, session_id, n, role, text, at, speaker, turn_id, meta FROM {self.t_messages}"
+                f"{pick} ORDER BY tenant, namespace, session_id, n",
                 args,
             ).fetchall()
             sums = conn.execute(
-                f"SELECT DISTINCT ON (tenant, session_id) tenant, session_id, version, text, made_at,"
+                f"SELECT DISTINCT ON (tenant, namespace, session_id) tenant, namespace, session_id, version, text, made_at,"
                 f" messages, source, fallback FROM {self.t_summaries}{pick}"
-                " ORDER BY tenant, session_id, version DESC",
+                " ORDER BY tenant, namespace, session_id, version DESC",
                 args,
             ).fetchall()
-        by_key: dict[tuple[str, str], list[Any]] = {}
+        by_key: dict[tuple[str, str, str], list[Any]] = {}
         for r in msgs:
-            by_key.setdefault((r["tenant"], r["session_id"]), []).append(r)
-        summary_of = {(r["tenant"], r["session_id"]): r for r in sums}
+            by_key.setdefault((r["tenant"], r["namespace"], r["session_id"]), []).append(r)
+        summary_of = {(r["tenant"], r["namespace"], r["session_id"]): r for r in sums}
         out = []
         for sdir, key in zip(sdirs, keys, strict=True):
             s = summary_of.get(key)
@@ -288,8 +291,7 @@ class PgSessionLog:
         order = "DESC LIMIT 1" if last else "ASC"
         with self.pool.connection() as conn:
             rows = conn.execute(
-                f"SELECT version, text, made_at, messages, source, fallback FROM {self.t_summaries}"
-                f" WHERE tenant = %s AND session_id = %s ORDER BY version {order}",
+                f"SELECT version, text, made_at, messages, source, fallback FROM {self.t_summaries} WHERE {_KEY} ORDER BY version {order}",
                 self._key(sdir),
             ).fetchall()
         return [
@@ -313,33 +315,34 @@ class PgSessionLog:
         fields = prepare_summary(text, messages=messages, source=source, fallback=fallback, made_at=made_at)
         clean, source, messages, fallback = fields["text"], fields["source"], fields["messages"], fields["fallback"]
         _no_nul(clean, source)
-        tenant, sid = self._key(sdir)
+        tenant, ns, sid = self._key(sdir)
         with self.pool.connection() as conn, conn.transaction():
-            if (
-                conn.execute(f"SELECT 1 FROM {self.t_sessions} WHERE tenant = %s AND session_id = %s FOR UPDATE", (tenant, sid)).fetchone()
-                is None
-            ):
+            if conn.execute(f"SELECT 1 FROM {self.t_sessions} WHERE {_KEY} FOR UPDATE", (tenant, ns, sid)).fetchone() is None:
                 raise BackendError(f"session {sid!r} vanished (purged?); no summary was written")
             version = int(
                 conn.execute(
-                    f"SELECT coalesce(max(version), 0) + 1 AS v FROM {self.t_summaries} WHERE tenant = %s AND session_id = %s",
-                    (tenant, sid),
+                    f"SELECT coalesce(max(version), 0) + 1 AS v FROM {self.t_summaries} WHERE {_KEY}",
+                    (tenant, ns, sid),
                 ).fetchone()["v"]
             )
             new = SessionSummary(sid, sdir.user_id, version, clean, fields["made_at"], messages, source, fallback)
             conn.execute(
-                f"INSERT INTO {self.t_summaries} (tenant, session_id, version, text, made_at, messages, source,"
-                " fallback) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                (tenant, sid, version, new.text, new.made_at, messages, source, fallback),
+                f"INSERT INTO {self.t_summaries} (tenant, namespace, session_id, version, text, made_at, messages, source,"
+                " fallback) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                (tenant, ns, sid, version, new.text, new.made_at, messages, source, fallback),
             )
         return new
 
     # -- deletion ----------------------------------------------------------------------------
-    def purge(self, *, user_id: str | None = None, session_id: str | None = None) -> int:
-        """Delete the rows of a user's sessions, of a session, or of both given; returns how many sessions."""
-        if user_id is None and session_id is None:
-            raise InvalidInputError("purge_sessions needs user_id or session_id")
+    def purge(self, *, user_id: str | None = None, session_id: str | None = None, namespace: str | None = None) -> int:
+        """Delete the rows of a user's sessions, of a session, or of both given; returns how many sessions.
+        ``namespace``: only sessions in it and its descendants (alone: every session there)."""
+        if user_id is None and session_id is None and not namespace:
+            raise InvalidInputError("purge_sessions needs user_id, session_id or namespace")
         where, params = [], []
+        if namespace is not None:
+            where.append("(namespace = %s OR starts_with(namespace, %s))")
+            params += [namespace, namespace + "/"]
         if user_id is not None:
             where.append("tenant = %s")
             params.append(user_id)

@@ -51,22 +51,27 @@ class TimeLayers:
             user_id=caller.user_id,
         )
 
-    def purge(self, *, user_id: str | None = None, session_id: str | None = None) -> tuple[int, int]:
+    def purge(self, *, user_id: str | None = None, session_id: str | None = None, namespace: str | None = None) -> tuple[int, int]:
         """Delete the session logs and episodes of one owner (as records are purged, and as the files backend does;
         :func:`agent_memory.model.scopes.owns`): ``user_id`` alone is every session and episode of the user;
         ``user_id`` and ``session_id`` that user's session; ``session_id`` alone the session without a user (never
-        another user's session of the same id). Returns (sessions, episodes) removed."""
-        if user_id:
-            owner = {"user_id": user_id, "session_id": session_id or None}
+        another user's session of the same id). ``namespace``: only in that namespace and its descendants (alone:
+        everything there). Returns (sessions, episodes) removed."""
+        if user_id or (namespace is not None and not session_id):
+            owner = {"user_id": user_id or None, "session_id": session_id or None, "namespace": namespace}
             return self.sessions.purge(**owner), self.episodes.purge(**owner)
         if not session_id:
             raise InvalidInputError("purge needs a user or a session")
         log = self.log
+        inside, params = "", [session_id]
+        if namespace is not None:
+            inside = " AND (namespace = %s OR starts_with(namespace, %s))"
+            params += [namespace, namespace + "/"]
         with self.pool.connection() as conn, conn.transaction():  # messages and summaries go by ON DELETE CASCADE
             sessions = conn.execute(
-                f"DELETE FROM {log.t_sessions} WHERE tenant = '' AND user_id IS NULL AND session_id = %s", (session_id,)
+                f"DELETE FROM {log.t_sessions} WHERE tenant = '' AND user_id IS NULL AND session_id = %s{inside}", params
             ).rowcount
-            episodes = conn.execute(f"DELETE FROM {self.episodes.table} WHERE user_id IS NULL AND session_id = %s", (session_id,)).rowcount
+            episodes = conn.execute(f"DELETE FROM {self.episodes.table} WHERE user_id IS NULL AND session_id = %s{inside}", params).rowcount
         return int(sessions), int(episodes)
 
     def close(self) -> None:
