@@ -75,6 +75,7 @@ def shown(value: object) -> str:
 
 
 _SEPARATORS = re.compile(r"[-.:@/+=~]+")
+_OUR_ID = re.compile(r"\d{4}-\d{2}-\d{2}-[a-z0-9-]*-[0-9a-f]{8}")  # new_id's shape: its last 8 hex are random
 
 
 def looks_secret(value: str) -> bool:
@@ -82,6 +83,8 @@ def looks_secret(value: str) -> bool:
     the redaction engine wants a boundary before a token, and ``-`` is not one for it."""
     from agent_memory.redaction.api import contains_secret  # writes and error paths only
 
+    if _OUR_ID.fullmatch(value):  # our own random suffix after a slug word ("…-token-c4f6d89e") is no secret
+        value = value[:-9]
     if contains_secret(value):
         return True
     spaced = _SEPARATORS.sub(" ", value)
