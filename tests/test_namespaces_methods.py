@@ -33,7 +33,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 WORD = "turbocharger"  # in every record of the parent namespace, in no other; the reads ask for it
 MARK = "qx7"  # in every record of the parent namespace too, never in a query: a result showing it leaks
 NS, PARENT = "acme/support", "acme"
-ALICE = {"user_id": "alice", "session_id": "s1"}
+ALICE: dict[str, Any] = {"user_id": "alice", "session_id": "s1"}
 
 
 @dataclasses.dataclass
