@@ -322,3 +322,26 @@ async def test_a_full_caller_sees_and_changes_nothing_of_its_parent_through_any_
         assert len(controlled) >= 7, controlled
     finally:
         await bare.close()
+
+
+async def test_the_memory_reflect_tool_reads_as_its_callers_namespace(backend: Any) -> None:
+    """A toolset built from a provider answers ``memory_reflect`` for its caller's namespace and isolation."""
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    from agent_memory.agents.tools import FOREGROUND, memory_toolset
+
+    world = await _world(backend)
+    for isolation, sees in (("full", False), ("inherited", True)):
+        returned: list[Any] = []
+
+        def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            if len(messages) == 1:
+                return ModelResponse(parts=[ToolCallPart("memory_reflect", {"question": f"What is the {WORD} build cache?"})])
+            returned.extend(p.content for p in messages[-1].parts if isinstance(p, ToolReturnPart))
+            return ModelResponse(parts=[TextPart("done")])
+
+        toolset = memory_toolset(world.root, FOREGROUND, caller=Caller("s1", "alice", NS, isolation))  # type: ignore[arg-type]
+        await Agent(FunctionModel(model), toolsets=[toolset]).run("go")
+        assert returned and _leaks(returned, world) is sees, (isolation, returned)
