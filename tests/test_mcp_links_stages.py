@@ -102,3 +102,53 @@ async def test_memory_links_obeys_the_connections_user_and_namespace(tmp_path: P
     async with session(r, "--tools", "read") as s:
         listed = {t.name: t for t in (await s.list_tools()).tools}
         assert listed["memory_links"].annotations is not None and listed["memory_links"].annotations.read_only_hint is True
+
+
+@pytest.fixture(params=["files", "postgres"])
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh files root or a fresh PostgreSQL database (the MCP server uses its default schema)."""
+    if request.param == "postgres":
+        from _matrix import fresh_database
+        from _pg import require_psycopg, server
+
+        require_psycopg()
+        return fresh_database(server().url)
+    return str(tmp_path / "mem")
+
+
+async def test_memory_links_and_stages_over_http_follow_each_tokens_identity(target: str, tmp_path: Path) -> None:
+    from _mcp_util import free_port, http_session, start_http, stop, write_tokens
+
+    from agent_memory import MemoryProvider
+
+    async with MemoryProvider(target) as memory:
+        bobs = (await memory.remember("Bob's locker is 12.", title="Bob locker", scope="user", user_id="bob")).id
+        hub = (await memory.remember(f"Office notes: [[{bobs}]] and [[Acme plan]].", title="Office notes", scope="project")).id
+        plan = (await memory.remember("Acme plan: ship in May.", title="Acme plan", scope="project", namespace="acme")).id
+        sub = (await memory.remember("Support notes link [[Acme plan]].", scope="project", namespace="acme/support")).id
+    alice, bob, full = "alice-token-0123456789ab", "bob-token-0123456789abcd", "full-token-0123456789abc"
+    tokens = write_tokens(
+        tmp_path / "tokens.json",
+        {
+            alice: {"user": "alice", "namespace": "acme/support"},  # inherited: reads acme and the root
+            bob: {"user": "bob"},
+            full: {"user": "alice", "namespace": "acme/support", "isolation": "full"},
+        },
+    )
+    port = free_port()
+    proc = start_http(target, "--tokens", str(tokens), port=port)  # type: ignore[arg-type]
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        async with http_session(url, alice) as a, http_session(url, bob) as b, http_session(url, full) as f:
+            seen = payload(await a.call_tool("memory_links", {"id": hub}))["outgoing"]
+            assert [x["record_id"] for x in seen] == [None, plan]  # bob's record hidden from alice; acme's plan inherited
+            assert [x["record_id"] for x in payload(await b.call_tool("memory_links", {"id": hub}))["outgoing"]] == [bobs, None]
+            assert [x["record_id"] for x in payload(await a.call_tool("memory_links", {"id": sub}))["outgoing"]] == [plan]
+            assert [x["record_id"] for x in payload(await f.call_tool("memory_links", {"id": sub}))["outgoing"]] == [None]
+            outside = await f.call_tool("memory_links", {"id": hub})
+            assert outside.is_error and "NotFoundError" in text(outside)
+            assert [h["id"] for h in payload(await f.call_tool("memory_search", {"query": "notes", "mmr": 0.5}))["hits"]] == [sub]
+            bad = await f.call_tool("memory_search", {"query": "notes", "min_score": 3})
+            assert bad.is_error and "min_score" in text(bad)
+    finally:
+        stop(proc)
