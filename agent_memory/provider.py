@@ -156,15 +156,15 @@ class MemoryProvider:
         ns = namespace or self.namespace
         return Caller(session_id, user_id, ns, cast(Any, isolation or (self.isolation if ns == self.namespace else None)))
 
-    def _stamped(self, draft: MemoryDraft) -> MemoryDraft:
-        """``draft`` in this provider's namespace: a draft naming another namespace is refused (never written there)."""
-        if not isinstance(draft, MemoryDraft) or (draft.namespace or None) == self.namespace:
+    def _stamped(self, draft: MemoryDraft, namespace: str | None = None) -> MemoryDraft:
+        """``draft`` in the call's namespace (``namespace``, else this provider's): a draft naming another namespace
+        is refused (never written there)."""
+        target = self._caller(namespace=namespace).namespace
+        if not isinstance(draft, MemoryDraft) or (draft.namespace or None) == target:
             return draft
         if draft.namespace:
-            raise InvalidInputError(
-                f"a draft names namespace {draft.namespace!r}; this provider writes in {self.namespace or 'the root'!r}"
-            )
-        return dataclasses.replace(draft, namespace=self.namespace)
+            raise InvalidInputError(f"a draft names namespace {draft.namespace!r}; this call writes in {target or 'the root'!r}")
+        return dataclasses.replace(draft, namespace=target)
 
     def in_namespace(self, namespace: str | None, isolation: str | None = None) -> "MemoryProvider":
         """This provider acting in ``namespace`` with ``isolation``: the same backend, workers and pending
@@ -266,13 +266,16 @@ class MemoryProvider:
         self._embed_soon()
         return result
 
-    async def supersede(self, old_id: str, draft: MemoryDraft, *, source: str = "tool") -> RememberResult:
-        """Write ``draft`` as the current fact in place of ``old_id`` (kept, superseded; see ``docs/time.md``)."""
-        return await self.backend.supersede(old_id, self._stamped(draft), source=source)
+    async def supersede(self, old_id: str, draft: MemoryDraft, *, source: str = "tool", namespace: str | None = None) -> RememberResult:
+        """Write ``draft`` as the current fact in place of ``old_id`` (kept, superseded; see ``docs/time.md``), in
+        ``namespace`` (per call), else this provider's."""
+        return await self.backend.supersede(old_id, self._stamped(draft, namespace), source=source)
 
-    async def remember_many(self, drafts: Iterable[MemoryDraft], *, source: str = "import", **kwargs: Any) -> builtins.list[RememberResult]:
-        """Bulk write (one lock and transaction per batch)."""
-        results = await self.backend.remember_many([self._stamped(d) for d in drafts], source=source, **kwargs)
+    async def remember_many(
+        self, drafts: Iterable[MemoryDraft], *, source: str = "import", namespace: str | None = None, **kwargs: Any
+    ) -> builtins.list[RememberResult]:
+        """Bulk write (one lock and transaction per batch), in ``namespace`` (per call), else this provider's."""
+        results = await self.backend.remember_many([self._stamped(d, namespace) for d in drafts], source=source, **kwargs)
         self._embed_soon()
         return results
 
@@ -686,7 +689,13 @@ class MemoryProvider:
 
             store = files.store
             report.run_id = await asyncio.to_thread(
-                record_run, store.root, report, [], self._caller(session_id, user_id), durable=store.durable, worker=True
+                record_run,
+                store.root,
+                report,
+                [],
+                self._caller(session_id, user_id, namespace, isolation),
+                durable=store.durable,
+                worker=True,
             )
         return report
 
@@ -892,6 +901,8 @@ class MemoryProvider:
         *,
         session_id: str | None = None,
         user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
         max_share: float | None = None,
         dry_run: bool = False,
         workspace: "str | os.PathLike[str] | None" = None,
@@ -901,11 +912,13 @@ class MemoryProvider:
         """The run's-end tidy pass (the seeds' ``extract()``): archive expired, orphaned (``scope_path`` gone) and
         exactly duplicated records, at most ``max_share`` (default 1%, at least one) of what it looks at, and refresh
         ``MEMORY.md``; each change an ``archived`` event (``undo``/``restore`` bring it back). With ``session_id`` or
-        ``user_id``: only what that caller sees (see :mod:`agent_memory.consolidate.tidy`); else every partition.
+        ``user_id`` (or in a namespace: ``namespace`` per call, else this provider's): only what that caller may change
+        (see :mod:`agent_memory.consolidate.tidy`); else every partition of every namespace.
         ``now`` (an aware datetime): the clock expiry is judged by (default: now)."""
         from agent_memory.consolidate.tidy import TIDY_RULES, TIDY_SHARE, tidy_backend
 
-        caller = self._caller(session_id, user_id) if session_id or user_id or self.namespace else None
+        who = session_id or user_id or namespace or self.namespace
+        caller = self._caller(session_id, user_id, namespace, isolation) if who else None
         return await tidy_backend(
             self.backend,
             caller=caller,
@@ -916,11 +929,13 @@ class MemoryProvider:
             now=now,
         )
 
-    def tidy_in_background(self, *, session_id: str | None = None, user_id: str | None = None) -> "asyncio.Task[Any]":
+    def tidy_in_background(
+        self, *, session_id: str | None = None, user_id: str | None = None, namespace: str | None = None, isolation: str | None = None
+    ) -> "asyncio.Task[Any]":
         """Schedule :meth:`tidy` for this caller after a run (:meth:`flush` and :meth:`aclose` await it). A pass still
         pending for the same caller is returned instead of starting a second one. Failures are logged, never raised."""
         tidying: dict[Caller, asyncio.Task[Any]] = self.__dict__.setdefault("_tidying", {})
-        key = self._caller(session_id, user_id)
+        key = self._caller(session_id, user_id, namespace, isolation)
         task = tidying.get(key)
         if task is not None and not task.done():
             return task
@@ -931,7 +946,7 @@ class MemoryProvider:
             if before:
                 await asyncio.wait(before)
             try:
-                return await self.tidy(session_id=session_id, user_id=user_id)
+                return await self.tidy(session_id=session_id, user_id=user_id, namespace=namespace, isolation=isolation)
             except UnsupportedError:  # a backend without tidy (neither files nor PostgreSQL): nothing to tend, no warning
                 return None
             except Exception as exc:  # memory upkeep never breaks the app
@@ -970,11 +985,18 @@ class MemoryProvider:
         return schedule.start()
 
     async def distill(
-        self, *, user_id: str | None = None, session: str | None = None, limit: int = 500, extractor: "Extractor | None" = None
+        self,
+        *,
+        user_id: str | None = None,
+        session: str | None = None,
+        limit: int = 500,
+        extractor: "Extractor | None" = None,
+        namespace: str | None = None,
     ) -> "DistillReport":
         """Run the capture worker (the profile's, or ``extractor`` / the provider's ``turn_extractor``) over session-log
         messages not captured yet, imported histories included; what was read is marked durably, so a second call
-        stores nothing twice. Facts land in the partition of each session's owner. At most ``limit`` messages a call."""
+        stores nothing twice. Facts land in the partition of each session's owner, in ``namespace`` (per call), else this
+        provider's. At most ``limit`` messages a call."""
         from agent_memory.consolidate.tend import distill_sessions
 
         extractor = extractor or self.turn_extractor
@@ -988,7 +1010,7 @@ class MemoryProvider:
             user_id=user_id,
             session=session,
             limit=limit,
-            namespace=self.namespace,
+            namespace=self._caller(namespace=namespace).namespace,
         )
         self._embed_soon()
         return report
@@ -998,12 +1020,21 @@ class MemoryProvider:
             await schedule.stop()
 
     # -- links between memories (files and PostgreSQL; docs/links.md) ----------------
-    async def links(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> "RecordLinks":
+    async def links(
+        self,
+        record_id: str,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
+    ) -> "RecordLinks":
         """A visible record's outgoing ``[[id]]``/``[[Title]]`` links and its backlinks, resolved among the records the
         caller may see (an unresolved link names no hidden record); :class:`NotFoundError` if the record is hidden."""
         from agent_memory.backends.base import LinksBackend
 
-        return await require(self.backend, LinksBackend, "links").links(record_id, self._caller(session_id, user_id))
+        caller = self._caller(session_id, user_id, namespace, isolation)
+        return await require(self.backend, LinksBackend, "links").links(record_id, caller)
 
     async def _search_linked(self, query: str, caller: Caller, *, limit: int, **options: Any) -> SearchResult:
         """:meth:`search` with ``expand_links=True``: the first hits' linked records (outgoing and backlinks, only
@@ -1042,6 +1073,8 @@ class MemoryProvider:
         replace: str | None = None,
         session_id: str | None = None,
         user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
         source: str = "tool",
     ) -> RememberResult:
         """Add one curated line (priority 1-10, default 5) to ``user_id``'s curated memory (``scope="project"``: a line
@@ -1052,7 +1085,7 @@ class MemoryProvider:
         :data:`~agent_memory.model.curated.MAX_LINES` (:class:`~agent_memory.model.curated.CuratedLimitError`)."""
         from agent_memory.agents.curated import add_line, replace_line
 
-        caller = self._caller(session_id, user_id)
+        caller = self._caller(session_id, user_id, namespace, isolation)
         if replace is not None:
             return await replace_line(self.backend, caller, replace, text, priority=priority, source=source)
         if text is None:
@@ -1060,19 +1093,33 @@ class MemoryProvider:
         return await add_line(self.backend, caller, text, priority=priority, scope=scope, source=source)
 
     async def curated(
-        self, *, session_id: str | None = None, user_id: str | None = None, scope: Scope | str | None = None
+        self,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
+        scope: Scope | str | None = None,
     ) -> "builtins.list[CuratedLine]":
         """The curated lines the caller's core block starts with (its user's and the shared ones), in block order."""
         from agent_memory.agents.curated import curated_lines
 
-        return await curated_lines(self.backend, self._caller(session_id, user_id), scope=scope)
+        return await curated_lines(self.backend, self._caller(session_id, user_id, namespace, isolation), scope=scope)
 
-    async def uncurate(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> bool:
+    async def uncurate(
+        self,
+        record_id: str,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
+    ) -> bool:
         """Remove one of the caller's curated lines (archived: :meth:`undo` or :meth:`restore` brings it back);
         another user's line, or a record that is no curated line, is :class:`~agent_memory.errors.NotFoundError`."""
         from agent_memory.agents.curated import remove_line
 
-        return await remove_line(self.backend, self._caller(session_id, user_id), record_id)
+        return await remove_line(self.backend, self._caller(session_id, user_id, namespace, isolation), record_id)
 
     # -- contradictions, dream governance, episode deletion (issue 30) --------------------
     async def contradict(
@@ -1082,6 +1129,8 @@ class MemoryProvider:
         key: str | None = None,
         session_id: str | None = None,
         user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
         exclude: Iterable[str] = (),
         limit: int = 8,
     ) -> "builtins.list[Contradiction]":
@@ -1092,7 +1141,8 @@ class MemoryProvider:
         from agent_memory.model.records import check_content
 
         check_content(text)
-        return await backend_contradictions(self.backend, text, self._caller(session_id, user_id), key=key, exclude=exclude, limit=limit)
+        caller = self._caller(session_id, user_id, namespace, isolation)
+        return await backend_contradictions(self.backend, text, caller, key=key, exclude=exclude, limit=limit)
 
     async def delete_episode(self, episode_id: str, *, session_id: str | None = None, user_id: str | None = None) -> "Episode":
         """Delete one episode the caller may see (evented; :meth:`restore_episode` brings it back); returns it."""
@@ -1105,7 +1155,14 @@ class MemoryProvider:
         return await asyncio.to_thread(store.restore, episode_id, session_id=session_id, user_id=user_id)
 
     async def consolidation_history(
-        self, *, since: str | None = None, limit: int | None = None, session_id: str | None = None, user_id: str | None = None
+        self,
+        *,
+        since: str | None = None,
+        limit: int | None = None,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
     ) -> "builtins.list[dict[str, Any]]":
         """Consolidation runs (dry or applied), newest first: when, what changed, what was skipped and why, the drift
         found — only the changes of records the caller may see (see :mod:`agent_memory.consolidate.governance`).
@@ -1114,7 +1171,7 @@ class MemoryProvider:
         from agent_memory.consolidate.governance import history
 
         root = store_of(self.backend).root
-        caller = self._caller(session_id, user_id)
+        caller = self._caller(session_id, user_id, namespace, isolation)
         files = capability(self.backend, FilesBackend)
         view = files.view(caller) if files is not None else caller.view(None)  # without a registry: no shared siblings
         return await asyncio.to_thread(
@@ -1122,7 +1179,13 @@ class MemoryProvider:
         )
 
     async def consolidation_digest(
-        self, *, since: str | None = None, session_id: str | None = None, user_id: str | None = None
+        self,
+        *,
+        since: str | None = None,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
     ) -> RememberResult | None:
         """Write one ordinary record (kind ``summary``, tag ``digest``) saying what consolidation changed since
         ``since`` (default: 7 days ago) among the records the caller may see, in the caller's scope (its user, else its
@@ -1132,14 +1195,24 @@ class MemoryProvider:
         from agent_memory.consolidate.governance import _when, digest_text
 
         start, until = _when(since, dt.timedelta(days=7)), _when(None, dt.timedelta(0))
-        runs = await self.consolidation_history(since=start, session_id=session_id, user_id=user_id)
+        runs = await self.consolidation_history(
+            since=start, session_id=session_id, user_id=user_id, namespace=namespace, isolation=isolation
+        )
         text = digest_text(runs, start, until)
         if text is None:
             return None
         scope = "user" if user_id else "session" if session_id else "project"
         title = f"Memory maintenance digest {start[:10]} to {until[:10]}"
         return await self.remember(
-            text, title=title, kind="summary", scope=scope, session_id=session_id, user_id=user_id, tags=("digest",), source="consolidation"
+            text,
+            title=title,
+            kind="summary",
+            scope=scope,
+            session_id=session_id,
+            user_id=user_id,
+            namespace=namespace,
+            tags=("digest",),
+            source="consolidation",
         )
 
 

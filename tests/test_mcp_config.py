@@ -46,7 +46,8 @@ def test_wrong_calls_name_the_right_call(args: dict[str, object], fragment: str)
         normalise_args(spec.name, spec.params, args)
     assert fragment in str(err.value)
     assert (
-        "memory_search(query: string, limit?: integer, tags?: array, cursor?: string, as_of?: string, include_superseded?: boolean)"
+        "memory_search(query: string, limit?: integer, tags?: array, cursor?: string, as_of?: string, include_superseded?: boolean, "
+        "recency?: boolean, decay?: number, mmr?: number, min_score?: number)"
     ) in str(err.value)
 
 
@@ -57,7 +58,7 @@ def test_no_tool_takes_an_identity_argument() -> None:
 
 
 def test_tool_sets_are_cumulative() -> None:
-    assert ServerOptions(tools=("read",)).tool_names == ("memory_search", "memory_get", "memory_list", "memory_recall")
+    assert ServerOptions(tools=("read",)).tool_names == ("memory_search", "memory_get", "memory_list", "memory_recall", "memory_links")
     assert ServerOptions().tool_names[-3:] == ("memory_remember", "memory_supersede", "memory_curate")
     assert ServerOptions(tools=("foreground",)).tool_names[-4:] == ("memory_remember", "memory_supersede", "memory_curate", "memory_forget")
     with pytest.raises(ConfigError):

@@ -22,7 +22,7 @@ from agent_memory.mcp.server import rebinding_guard
 
 ALICE, BOB = "alice-token-0123456789abcdef", "bob-token-0123456789abcdef"
 CAROL, DANA = "carol-token-0123456789abcdef", "dana-token-0123456789abcdef"
-READ_TOOLS = {"memory_search", "memory_get", "memory_list", "memory_recall"}
+READ_TOOLS = {"memory_search", "memory_get", "memory_list", "memory_recall", "memory_links"}
 
 
 @contextmanager

@@ -43,6 +43,7 @@ async def test_tools_listed_with_annotations_and_sets(root: Path) -> None:
         "memory_get",
         "memory_list",
         "memory_recall",
+        "memory_links",
         "memory_remember",
         "memory_supersede",
         "memory_curate",

@@ -6,14 +6,24 @@ redacts and stamps them; the event log, history, undo and purge see them like an
 its own lines: a ``user`` line of its user (``project`` lines when the caller allows shared ones), never another
 user's — whose ids are simply "not found". Used by the provider, the ``memory_curate`` tool, the core block and
 the MCP server.
+
+The cap is atomic: :func:`add_line` counts the partition's lines and writes the new one while holding the
+partition's lock (:class:`~agent_memory.backends.base.PartitionLockBackend`: a file lock on a files root, an advisory
+lock on PostgreSQL), so concurrent writers — tasks, threads or processes — never leave more than
+:data:`~agent_memory.model.curated.MAX_LINES` lines, and every line reported ``created`` is kept. A backend without
+the capability is serialised within this process only.
 """
 
 from __future__ import annotations
 
+import asyncio
 import builtins
-from collections.abc import Sequence
+import contextlib
+import json
+import weakref
+from collections.abc import AsyncIterator, Sequence
 
-from agent_memory.backends.base import Caller, MemoryBackend
+from agent_memory.backends.base import Caller, MemoryBackend, PartitionLockBackend, capability
 from agent_memory.errors import InvalidInputError, NotFoundError
 from agent_memory.model.curated import (
     DEFAULT_PRIORITY,
@@ -34,7 +44,7 @@ from agent_memory.model.records import MemoryRecord, Scope
 from agent_memory.model.supersession import CAPTURE_SOURCES
 from agent_memory.redaction.api import redact
 
-__all__ = ["MAX_CANDIDATES", "add_line", "curated_lines", "curated_records", "remove_line", "replace_line"]
+__all__ = ["MAX_CANDIDATES", "add_line", "curated_lines", "curated_records", "own_line", "partition_key", "remove_line", "replace_line"]
 
 MAX_CANDIDATES = 500  # curated records read for one block (two partitions of MAX_LINES, and hand-written extras)
 OWN: tuple[Scope, ...] = (Scope.USER,)
@@ -65,7 +75,28 @@ def _mine(rec: MemoryRecord, caller: Caller, scopes: Sequence[Scope]) -> bool:
     return rec.scope is not Scope.USER or (caller.user_id is not None and rec.user_id == caller.user_id)
 
 
-async def _own_line(backend: MemoryBackend, caller: Caller, record_id: str, scopes: Sequence[Scope], source: str) -> MemoryRecord:
+def partition_key(caller: Caller, scope: Scope) -> str:
+    """The partition a new line of ``scope`` counts against: the caller's namespace, the scope and (``user``) its user."""
+    return json.dumps(["curated", caller.namespace or "", scope.value, (caller.user_id or "") if scope is Scope.USER else ""])
+
+
+_LOCAL: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Lock]]" = weakref.WeakKeyDictionary()
+
+
+@contextlib.asynccontextmanager
+async def _partition(backend: MemoryBackend, key: str) -> AsyncIterator[None]:
+    """Hold partition ``key``: the backend's own lock (every process), else a lock of this process's event loop."""
+    locking = capability(backend, PartitionLockBackend)
+    if locking is not None:
+        async with locking.partition_lock(key):
+            yield
+        return
+    locks = _LOCAL.setdefault(asyncio.get_running_loop(), {})
+    async with locks.setdefault(key, asyncio.Lock()):
+        yield
+
+
+async def own_line(backend: MemoryBackend, caller: Caller, record_id: str, scopes: Sequence[Scope], source: str) -> MemoryRecord:
     """The caller's own curated line ``record_id``; anything else (another user's, not curated) is "not found"."""
     try:
         rec = await backend.get(record_id, caller)
@@ -96,18 +127,23 @@ async def add_line(
     prio = DEFAULT_PRIORITY if priority is None else check_priority(priority)
     where = check_scope(scope)
     _needs_user(where, caller)
-    existing = [r for r in await backend.list(caller, kind=KIND, scope=where.value, limit=MAX_CANDIDATES) if _mine(r, caller, (where,))]
     stored_text = redact(line).text
-    for rec in existing:
-        if rec.content.strip() == stored_text:
-            if priority is not None and priority_of(rec.metadata) != prio:
-                return await replace_line(backend, caller, rec.id, priority=prio, source=source, scopes=(where,))
-            return RememberResult(rec.id, "duplicate", rec.path or "", 0)
-    if len(existing) >= MAX_LINES:
-        raise CuratedLimitError(
-            f"{where.value} curated memory already holds {len(existing)} lines (at most {MAX_LINES}); remove or replace one first"
-        )
-    draft = MemoryDraft(
+    async with _partition(backend, partition_key(caller, where)):  # count and write as one step (the cap is atomic)
+        existing = [r for r in await backend.list(caller, kind=KIND, scope=where.value, limit=MAX_CANDIDATES) if _mine(r, caller, (where,))]
+        for rec in existing:
+            if rec.content.strip() == stored_text:
+                if priority is not None and priority_of(rec.metadata) != prio:
+                    return await replace_line(backend, caller, rec.id, priority=prio, source=source, scopes=(where,))
+                return RememberResult(rec.id, "duplicate", rec.path or "", 0)
+        if len(existing) >= MAX_LINES:
+            raise CuratedLimitError(
+                f"{where.value} curated memory already holds {len(existing)} lines (at most {MAX_LINES}); remove or replace one first"
+            )
+        return await backend.remember(_new_line(caller, line, where, prio), source=source)
+
+
+def _new_line(caller: Caller, line: str, where: Scope, prio: int) -> MemoryDraft:
+    return MemoryDraft(
         line,
         kind=KIND,
         scope=where.value,
@@ -118,7 +154,6 @@ async def add_line(
         on_existing="skip",
         metadata={PRIORITY_KEY: prio},
     )
-    return await backend.remember(draft, source=source)
 
 
 async def replace_line(
@@ -137,7 +172,7 @@ async def replace_line(
         raise InvalidInputError("replace a curated line with a new text, a new priority, or both")
     line = None if text is None else check_line(text)
     prio = None if priority is None else check_priority(priority)
-    rec = await _own_line(backend, caller, record_id, scopes, source)
+    rec = await own_line(backend, caller, record_id, scopes, source)
     draft = MemoryDraft(
         line if line is not None else rec.content,
         kind=KIND,
@@ -156,5 +191,5 @@ async def remove_line(
     backend: MemoryBackend, caller: Caller, record_id: str, *, source: str = "tool", scopes: Sequence[Scope] = OWN_AND_SHARED
 ) -> bool:
     """Remove one of the caller's curated lines (archived: ``undo``/``restore`` bring it back)."""
-    rec = await _own_line(backend, caller, record_id, scopes, source)
+    rec = await own_line(backend, caller, record_id, scopes, source)
     return await backend.forget(rec.id, caller)

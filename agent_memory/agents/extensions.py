@@ -15,8 +15,10 @@ memory toolset for each run.
   included: ``await proceed()`` calls through (``proceed(args)`` with changed arguments), returning a value
   without calling ``proceed`` short-circuits. The first middleware given is the outermost.
 - **Approval** ``approve_write(call: ToolCall) -> bool`` (sync or async) is asked before each memory write a
-  worker makes (``memory_remember``, ``memory_supersede``, ``memory_forget``, consolidation's ``memory_archive``):
-  False (or an error in the callback) denies it; the worker is told the write was denied and nothing is stored.
+  worker makes (``memory_remember``, ``memory_supersede``, ``memory_curate``, ``memory_forget``, consolidation's
+  ``memory_archive``): False (or an error in the callback) denies it; the worker is told the write was denied and
+  nothing is stored. The capture worker stages its writes (``memory_curate`` included) and commits them only when
+  its run ends well, so an approved write of a failed run is not stored either.
 """
 
 from __future__ import annotations
@@ -59,7 +61,8 @@ DENIED = "denied: the application did not approve this write; nothing was stored
 
 @dataclass(frozen=True)
 class ToolCall:
-    """One tool call a worker is about to make: the worker's role, the tool, its arguments and the caller."""
+    """One tool call a worker is about to make: the worker's role, the tool, its arguments and the caller (its
+    session, user and the namespace the call runs in: None is the root; docs/namespaces.md)."""
 
     worker: str
     name: str
@@ -67,6 +70,7 @@ class ToolCall:
     write: bool = False
     session_id: str | None = None
     user_id: str | None = None
+    namespace: str | None = None
 
 
 ToolMiddleware = Callable[[ToolCall, Callable[..., Awaitable[Any]]], Any]
@@ -237,6 +241,7 @@ class ExtendedToolset(WrapperToolset[Any]):
             write=name.startswith("memory_") and name not in READ + ("memory_reflect",) and name not in extra,
             session_id=self.caller.session_id if self.caller else None,
             user_id=self.caller.user_id if self.caller else None,
+            namespace=self.caller.namespace if self.caller else None,
         )
         if name in extra:
             self.extra_calls.append(name)

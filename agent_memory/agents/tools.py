@@ -14,6 +14,7 @@ when the caller names neither). Bad arguments come back to the model as a retry 
 from __future__ import annotations
 
 import asyncio
+import inspect
 from typing import Any, Literal
 
 from pydantic_ai import ModelRetry
@@ -86,6 +87,18 @@ def caller_scope(caller: Caller) -> str | None:
     return "user" if caller.user_id else "session" if caller.session_id else None
 
 
+def _namespace_kwargs(fn: Any, who: Caller) -> dict[str, Any]:
+    """``namespace``/``isolation`` of ``who`` for a callable that takes them (a provider's ``reflect`` does), else none."""
+    if fn is None or who.namespace is None:
+        return {}
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return {}
+    takes_all = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    return {k: v for k, v in (("namespace", who.namespace), ("isolation", who.isolation)) if takes_all or k in params}
+
+
 def memory_toolset(
     backend: Any,
     allowed: tuple[str, ...] | list[str] = READ,
@@ -114,6 +127,7 @@ def memory_toolset(
     write_scope = default_scope or caller_scope(who)
     toolset: FunctionToolset[Any] = FunctionToolset(max_retries=max_retries)
     reflector = reflect if reflect is not None else getattr(backend, "reflect", None) if backend is not store else None
+    where = _namespace_kwargs(reflector, who)  # the reflection reads what this caller reads
 
     async def memory_search(query: str, tags: list[str] | None = None, limit: int = 8, as_of: str | None = None) -> dict[str, Any]:
         """Search durable memory. Returns ranked snippets with record id, line range and dates (when said, when true).
@@ -422,7 +436,7 @@ def memory_toolset(
         if not isinstance(question, str) or not question.strip():
             raise ModelRetry("question must be a non-empty string")
         assert reflector is not None  # offered only with one
-        res = await reflector(question, session_id=who.session_id, user_id=who.user_id)
+        res = await reflector(question, session_id=who.session_id, user_id=who.user_id, **where)
         return {"note": UNTRUSTED_NOTE, **res.to_dict()}
 
     async def memory_links(id: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast, runtime_checkable
 
@@ -40,6 +41,7 @@ __all__ = [
     "EpisodesBackend",
     "VectorsBackend",
     "LinksBackend",
+    "PartitionLockBackend",
     "capability",
     "require",
 ]
@@ -178,6 +180,14 @@ class LinksBackend(Protocol):
     outgoing links and backlinks, resolved among the records the caller may see."""
 
     async def links(self, record_id: str, caller: Caller) -> RecordLinks: ...
+
+
+@runtime_checkable
+class PartitionLockBackend(Protocol):
+    """A lock on one partition held across several calls, in every process using the store: what makes a capped
+    write (count, then write: curated lines, :mod:`agent_memory.agents.curated`) atomic. ``key`` names the partition."""
+
+    def partition_lock(self, key: str) -> AbstractAsyncContextManager[None]: ...
 
 
 def capability(backend: object, protocol: Callable[..., C]) -> C | None:

@@ -28,6 +28,11 @@ only against a copy in the same shared partition — while scope_path, which dep
 is left to an explicit pass. Another user's records are invisible to the caller, so they are never planned, and no
 rule compares two partitions. Without a caller (an operator's ``agent-memory tidy``) every partition is tidied,
 still partition by partition.
+
+Namespaces (``docs/namespaces.md``): a caller's pass changes only its own namespace (it reads its ancestors' records
+and never archives them). The pass without a caller covers every namespace; a namespace is part of the partition
+(:func:`~agent_memory.consolidate.plan.partition_of`), so a duplicate is archived only against a copy in its own
+namespace, and each archive's event carries the record's namespace (its namespace reads, restores and undoes it).
 """
 
 from __future__ import annotations
@@ -291,7 +296,8 @@ async def tidy_backend(
     when = now or dt.datetime.now(dt.UTC)
     rules = tuple(rules)
     with acting(ACTOR):
-        # a pass changes what it finds: it sees the caller's own namespace only (the root's without a caller)
+        # a pass changes what it finds: a caller's sees its own namespace only; the operator's (no caller) reads every
+        # namespace unfiltered (_snapshot / the PostgreSQL query take no view) and keeps them apart by partition
         view = caller.own_view() if caller is not None else scopes.ROOT_VIEW
         files = capability(backend, FilesBackend)
         if files is not None:

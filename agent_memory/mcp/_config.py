@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["ACCESS", "AccessDeniedError", "Identity", "ServerOptions", "TokenMap", "ConfigError", "is_loopback", "TOOL_SETS"]
 
 TOOL_SETS: dict[str, tuple[str, ...]] = {
-    "read": ("memory_search", "memory_get", "memory_list", "memory_recall"),
+    "read": ("memory_search", "memory_get", "memory_list", "memory_recall", "memory_links"),
     "capture": ("memory_remember", "memory_supersede", "memory_curate"),
     "foreground": ("memory_forget",),
 }

@@ -107,10 +107,30 @@ def _page(items: list[dict[str, Any]], offset: int, limit: int, budget: int, mor
     return {"count": len(shown), "next_cursor": nxt}
 
 
+_STAGE_ARGS = ("recency", "decay", "mmr", "min_score")
+
+
+def _stages(a: dict[str, Any]) -> dict[str, Any]:
+    """``{"stages": [...]}`` for the ranking arguments given (as the CLI's ``--recency``/``--decay``/``--mmr``/
+    ``--min-score``; docs/search.md), else ``{}``: the default ranking. A bad value is an :class:`InvalidInputError`."""
+    if a.get("recency") is not True and all(a.get(k) is None for k in _STAGE_ARGS[1:]):
+        return {}
+    from agent_memory.search.tuning import search_stages
+
+    try:
+        stages = search_stages(
+            recency=a.get("recency") is True or None, decay_days=a.get("decay"), mmr=a.get("mmr"), min_score=a.get("min_score")
+        )
+    except InvalidInputError as exc:  # named as the tool's arguments are
+        raise InvalidInputError(f"memory_search: {str(exc).replace('decay_days', 'decay')}") from None
+    return {"stages": stages}
+
+
 async def _search(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, Any]:
     offset, limit = _offset(a.get("cursor")), a["limit"]
+    stages = _stages(a)  # checked before anything is read
     want = min(offset + limit + 1, MAX_OFFSET)  # the store ranks at most MAX_OFFSET hits
-    result = await rt.backend.search(a["query"], who.caller, tags=tuple(a.get("tags") or ()), limit=want, **_when(a))
+    result = await rt.backend.search(a["query"], who.caller, tags=tuple(a.get("tags") or ()), limit=want, **_when(a), **stages)
     rows = [
         {
             "id": h.id,
@@ -186,6 +206,23 @@ async def _get(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, Any]:
         "content": "\n".join(shown),
         "truncated": end < hi,
         "next_line_start": end + 1 if end < hi else None,
+    }
+
+
+async def _links(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, Any]:
+    """A visible record's outgoing links and backlinks, resolved among what the connection's identity may see (its
+    user, session and namespace): a link to a record it may not see is unresolved, never named."""
+    from agent_memory.backends.base import LinksBackend, require
+
+    found = (await require(rt.backend, LinksBackend, "links", "use memory_search").links(a["id"], who.caller)).to_dict()
+    budget = (rt.max_output_chars - 1000) // 2
+    outgoing, backlinks = _fit(found["outgoing"], budget), _fit(found["backlinks"], budget)
+    return {
+        "note": UNTRUSTED_NOTE,
+        **found,
+        "outgoing": outgoing,
+        "backlinks": backlinks,
+        "truncated": len(outgoing) < len(found["outgoing"]) or len(backlinks) < len(found["backlinks"]),
     }
 
 
@@ -309,11 +346,36 @@ SPECS: dict[str, ToolSpec] = {
                 _CURSOR,
                 _AS_OF,
                 _SUPERSEDED,
+                Param("recency", "boolean", "Newer records rise (a boost with a 30-day half-life)."),
+                Param(
+                    "decay",
+                    "number",
+                    "Old records sink: a score halves every this many days of age (> 0).",
+                    aliases=("decay_days", "half_life_days"),
+                ),
+                Param("mmr", "number", "Diversity in [0, 1]: lower demotes near-duplicates of better hits more.", aliases=("diversity",)),
+                Param(
+                    "min_score",
+                    "number",
+                    "Drop hits scoring below this share of the best hit's score, in [0, 1].",
+                    aliases=("minScore", "threshold"),
+                ),
             ),
             read_only=True,
             destructive=False,
             idempotent=True,
             run=_search,
+        ),
+        ToolSpec(
+            "memory_links",
+            "Links of a memory record",
+            "The [[links]] written in one memory record and the records that link to it (backlinks): related memories. "
+            "A link to a record this connection may not see is unresolved (record_id null).",
+            (_ID,),
+            read_only=True,
+            destructive=False,
+            idempotent=True,
+            run=_links,
         ),
         ToolSpec(
             "memory_get",

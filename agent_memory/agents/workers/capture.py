@@ -2,8 +2,9 @@
 
 By default a pydantic-ai ``Agent`` with the CAPTURE memory tools (search/get/list/remember; never
 forget, never file tools) reads the transcript, searches what exists, remembers only new durable
-facts and replies ``NO_REPLY``. Its ``memory_remember`` calls are staged and written in one batch
-when the run ends well, so a run that fails (model error, timeout, step limit) writes nothing.
+facts and replies ``NO_REPLY``. Its ``memory_remember``/``memory_supersede`` calls are staged and written in one
+batch when the run ends well, so a run that fails (model error, timeout, step limit) writes nothing; so are its
+``memory_curate`` calls (when the profile offers the tool), applied after the batch, in call order (``curated``).
 Writes go through the store, which verifies each one (redaction, duplicates, ``memory_key``
 policy) and tags it ``source="turn_capture"`` or ``"compaction_capture"``; a draft the store
 rejects is reported in ``rejected`` and does not stop the others. If the provider has an extractor
@@ -81,6 +82,7 @@ DraftLike = MemoryDraft | Mapping[str, Any] | str
 Drafts = DraftLike | Iterable[DraftLike] | None
 _CHANGED = ("created", "appended", "replaced", "superseded")
 _CAPTURE_SOURCES = frozenset({"turn_capture", "compaction_capture"})
+STAGED = ("memory_remember", "memory_supersede", "memory_curate")  # a capture worker's writes: staged, then committed
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,8 @@ class CaptureResult:
     """What capture wrote (``{id, status}`` per stored draft, in order), what the store rejected, and how it went.
 
     ``contradicted``: each visible record a draft contradicted (``{index, contradicts, title, reason, action}``;
-    ``action`` is ``superseded``, or ``kept`` when capture may not change that record)."""
+    ``action`` is ``superseded``, or ``kept`` when capture may not change that record). ``curated``: each staged
+    ``memory_curate`` call as applied (``{action, id, status}``, or ``{action, id, error}`` when it was refused)."""
 
     written: list[dict[str, Any]] = field(default_factory=list)
     rejected: list[dict[str, Any]] = field(default_factory=list)
@@ -127,6 +130,7 @@ class CaptureResult:
     elapsed_s: float = 0.0
     model: str | None = None
     contradicted: list[dict[str, Any]] = field(default_factory=list)
+    curated: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ids(self) -> list[str]:
@@ -265,6 +269,27 @@ async def _commit(
     return result
 
 
+async def _curate(backend: MemoryBackend, calls: list[dict[str, Any]], source: str, result: CaptureResult, caller: Caller) -> None:
+    """Apply the staged ``memory_curate`` calls for ``caller``, in order, after the batch; each refused one (the line
+    changed meanwhile, the cap reached) is reported in ``result.curated`` and does not stop the others."""
+    from agent_memory.agents.curated import OWN, add_line, remove_line, replace_line
+
+    for args in calls:
+        action, rid = args.get("action"), str(args.get("id") or "")
+        try:
+            if action == "add":
+                done = await add_line(backend, caller, args["text"], priority=args.get("priority"), source=source)
+                result.curated.append({"action": action, "id": done.id, "status": done.status})
+            elif action == "remove":
+                removed = await remove_line(backend, caller, rid, source=source, scopes=OWN)
+                result.curated.append({"action": action, "id": rid, "status": "removed" if removed else "absent"})
+            else:
+                done = await replace_line(backend, caller, rid, args.get("text"), priority=args.get("priority"), source=source, scopes=OWN)
+                result.curated.append({"action": action, "id": done.id, "status": done.status})
+        except AgentMemoryError as exc:
+            result.curated.append({"action": action, "id": rid or None, "error": f"{type(exc).__name__}: {exc}"})
+
+
 async def _superseding(
     backend: MemoryBackend, drafts: list[tuple[int, MemoryDraft]], result: CaptureResult, view: Caller | None = None
 ) -> list[tuple[int, MemoryDraft]]:
@@ -344,19 +369,24 @@ async def _foreign_record(backend: MemoryBackend, draft: MemoryDraft) -> str | N
 
 
 class StagingToolset(RecordingToolset):
-    """Stages ``memory_remember`` calls instead of running them; the worker commits them if the run succeeds."""
+    """Stages ``memory_remember``/``memory_supersede``/``memory_curate`` calls instead of running them; the worker
+    commits them if the run succeeds. Each is checked when it is made (a bad one is a retry for the model)."""
 
     caller: Caller = Caller()
     backend: Any = None
+    source: str = "turn_capture"
 
     async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: Any, tool: Any) -> Any:
-        if name not in ("memory_remember", "memory_supersede"):
+        if name not in STAGED:
             return await super().call_tool(name, tool_args, ctx, tool)
         record = ToolCallRecord(name, dict(tool_args))
         try:
-            check_content(tool_args.get("content"))
-            if tool_args.get("memory_key") is not None:
-                validate_key(tool_args["memory_key"])
+            if name == "memory_curate":
+                await self._check_curate(tool_args)
+            else:
+                check_content(tool_args.get("content"))
+                if tool_args.get("memory_key") is not None:
+                    validate_key(tool_args["memory_key"])
             if name == "memory_supersede":
                 await self._check_supersede(tool_args.get("id"))
         except AgentMemoryError as exc:
@@ -364,6 +394,34 @@ class StagingToolset(RecordingToolset):
         self.calls.append(record)
         record.result = {"status": "accepted", "note": "stored (verified and deduplicated) when capture finishes"}
         return record.result
+
+    async def _check_curate(self, args: Mapping[str, Any]) -> None:
+        """What ``memory_curate`` would refuse now: a bad line or priority, or a line not the caller's own that
+        capture wrote (the same checks run again when the staged call is applied)."""
+        from agent_memory.agents.curated import OWN, own_line
+        from agent_memory.model.curated import check_line, check_priority
+
+        action, text, priority = args.get("action"), args.get("text"), args.get("priority")
+        if action not in ("add", "replace", "remove"):
+            raise InvalidInputError("action is add, replace or remove")
+        if priority is not None:
+            check_priority(priority)
+        if action == "add":
+            if text is None:
+                raise InvalidInputError("add needs the text of the line")
+            check_line(text)
+            return
+        if not isinstance(args.get("id"), str) or not args["id"]:
+            raise InvalidInputError(f"{action} needs the id of one of this user's curated lines")
+        if text is not None:
+            check_line(text)
+        if action == "replace" and text is None and priority is None:
+            raise InvalidInputError("replace a curated line with a new text, a new priority, or both")
+        await own_line(self.backend, self.caller, args["id"], OWN, self.source)
+
+    def curations(self) -> list[dict[str, Any]]:
+        """The staged ``memory_curate`` calls' arguments, in call order."""
+        return [dict(c.args) for c in self.calls if c.name == "memory_curate" and c.result is not None]
 
     async def _check_supersede(self, record_id: Any) -> None:
         """Capture may supersede only a current record capture wrote in the caller's own partition."""
@@ -449,9 +507,10 @@ async def _capture(
         result.model, timeout_s = profile.model_label, profile.timeout_s
         if ctx.transcript.strip():
             toolset = bound_toolset(backend, profile.tools, ctx.caller, source=source, wrapper=StagingToolset)
-            toolset.caller, toolset.backend = ctx.caller, backend
+            toolset.caller, toolset.backend, toolset.source = ctx.caller, backend, source
             await run_worker(profile, capture_prompt(ctx), toolset, usage, name=f"agent_memory_{source}")
             await _commit(backend, _homed(toolset.drafts(ctx), ctx), source, result, ctx.caller)
+            await _curate(backend, toolset.curations(), source, result, ctx.caller)
     except Exception as exc:  # fail open: nothing staged is written, never raise
         result.written, result.fallback, result.reason = [], True, describe_error(exc, timeout_s)
     result.usage, result.elapsed_s = usage_dict(usage), time.perf_counter() - started

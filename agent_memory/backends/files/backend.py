@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable, Iterable
+from contextlib import AbstractAsyncContextManager
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -230,6 +231,13 @@ class FilesBackend:
         from agent_memory.backends.files.links import links_for
 
         return await self._as(caller, links_for, self.store, record_id, caller.session_id, caller.user_id)
+
+    def partition_lock(self, key: str) -> AbstractAsyncContextManager[None]:
+        """Hold this root's partition lock (one for every ``key``) across several calls (a capped write); see
+        :mod:`agent_memory.backends.files.partition_lock`."""
+        from agent_memory.backends.files.partition_lock import partition_lock
+
+        return partition_lock(self.store.root, self.store.lock.timeout_s)
 
     async def close(self) -> None:
         self.store.close()

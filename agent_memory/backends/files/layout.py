@@ -191,12 +191,17 @@ ROOT_LAYOUT: tuple[RootEntry, ...] = (
         doctor=True,
     ),
     RootEntry(
-        "locks", ".lock", "lock files (root and episodes/.lock); hold no data", derived=True, owned=False, purge="not touched: empty"
+        "locks",
+        ".lock",
+        "lock files (root, .partition.lock for capped writes, episodes/.lock); hold no data",
+        derived=True,
+        owned=False,
+        purge="not touched: empty",
     ),
 )
 
 _BY_NAME = {e.name: e for e in ROOT_LAYOUT}
-_LOCK_FILES = (".lock", "episodes/.lock")
+_LOCK_FILES = (".lock", ".partition.lock", "episodes/.lock")
 
 
 def entry(name: str) -> RootEntry:

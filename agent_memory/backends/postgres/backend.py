@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 import dataclasses
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Literal
@@ -498,6 +499,13 @@ class PostgresBackend:
         from agent_memory.backends.postgres.links import links_for
 
         return await links_for(self, record_id, caller)
+
+    def partition_lock(self, key: str) -> contextlib.AbstractAsyncContextManager[None]:
+        """Hold the advisory lock of partition ``key`` in this schema across several calls (a capped write); see
+        :mod:`agent_memory.backends.postgres.partition_lock`."""
+        from agent_memory.backends.postgres.partition_lock import partition_lock
+
+        return partition_lock(self, key)
 
     async def close(self) -> None:
         if self.vectors is not None:
