@@ -166,3 +166,16 @@ def test_on_session_end_runs_after_pending_captures(tmp_path: Path) -> None:
     event, count = ended[0]
     assert event.session_id == "chat-1" and event.user_id == "ada" and event.info == {"reason": "user closed the tab"}
     assert count >= 1  # the background capture had finished before the hook ran
+
+
+def test_on_memory_written_names_the_namespace_the_write_landed_in(tmp_path: Path) -> None:
+    events: list[Written] = []
+
+    async def run() -> None:
+        provider = MemoryProvider(tmp_path / "m", durable=False, namespace="acme/support", hooks=Hooks(on_memory_written=events.append))
+        await provider.remember("Refunds need a manager.", scope="project")
+        await provider.remember_many([MemoryDraft("Badge office is room 12.", scope="project")], namespace="acme/coding")
+        await provider.aclose()
+
+    asyncio.run(run())
+    assert [e.caller.namespace for e in events if e.caller is not None] == ["acme/support", "acme/coding"]

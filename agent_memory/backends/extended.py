@@ -164,7 +164,7 @@ class ExtendedBackend:
     async def _written(self, draft: MemoryDraft | None, result: RememberResult, source: str) -> None:
         if result.status in ("duplicate", "skipped") or not self.hooks.get("on_memory_written"):
             return
-        caller = Caller(draft.session_id, draft.user_id) if draft is not None else None
+        caller = Caller(draft.session_id, draft.user_id, draft.namespace or None) if draft is not None else None
         await self.hooks.fire("on_memory_written", Written("remember", result.id, result.status, source, draft, caller))
 
     async def forget(self, record_id: str, caller: Caller) -> bool:
