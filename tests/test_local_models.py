@@ -61,7 +61,7 @@ class SmallModelServer:
 
     def reply(self, body: dict[str, Any]) -> dict[str, Any]:
         sent = json.dumps(body["messages"])
-        found = re.search(r'\\"id\\":\s*\\"([^"\\]+)\\",\s*\\"title\\".*?\\"line_start\\":\s*(\d+),\s*\\"line_end\\":\s*(\d+)', sent)
+        found = re.search(r"- \[(\S+?):L(\d+)-L(\d+)\] ", sent)  # a search result replayed as text
         if found:
             content = f"Ada prefers the Helix editor. [{found.group(1)}:L{found.group(2)}-L{found.group(3)}]"
         else:
@@ -178,4 +178,4 @@ def test_shipped_local_profile():
     profile = load_profile("local")
     for worker in (profile.recall, profile.capture):
         assert worker.model == "openai-chat:" and worker.base_url_env == "AGENT_MEMORY_MODEL_URL" and worker.tool_mode == "auto"
-    assert profile.capture.tools == ("memory_search", "memory_remember")
+    assert profile.capture.tools == ("memory_remember",) and "NO_RELEVANT_MEMORY" in profile.recall.instructions

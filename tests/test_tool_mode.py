@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from typing import Any
 
 import pytest
@@ -128,7 +129,9 @@ def cite_first_hit(messages: list[ModelMessage], info: AgentInfo) -> ModelRespon
         hit = returns[-1]["hits"][0]
     else:
         replayed = texts_sent(messages).rsplit("Result of memory_search:\n", 1)[1]
-        hit = json.JSONDecoder().raw_decode(replayed)[0]["hits"][0]
+        found = re.search(r"^- \[(\S+):L(\d+)-L(\d+)\] ", replayed, re.M)
+        assert found, replayed
+        hit = {"id": found.group(1), "line_start": found.group(2), "line_end": found.group(3)}
     return text(f"Ada prefers the Helix editor. [{hit['id']}:L{hit['line_start']}-L{hit['line_end']}]")
 
 

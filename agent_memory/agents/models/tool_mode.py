@@ -203,6 +203,32 @@ def _repeat_prompt(names: str) -> str:
     )
 
 
+def render_result(content: Any) -> str | None:
+    """A memory tool's result as the few lines a small model needs (None: not a memory tool result).
+
+    Search hits become ``- [id:L<start>-L<end>] title: snippet`` (the citation form the workers ask for), a read
+    record ``[id:L<first>-L<last>] title`` and its content; the untrusted-data note is kept.
+    """
+    if not isinstance(content, Mapping):
+        return None
+    note = str(content.get("note") or "")
+    hits = content.get("hits")
+    if isinstance(hits, list):
+        lines = [note] if note else []
+        for hit in hits:
+            if isinstance(hit, Mapping):
+                snippet = " ".join(str(hit.get("snippet") or "").split())
+                lines.append(f"- [{hit.get('id')}:L{hit.get('line_start')}-L{hit.get('line_end')}] {hit.get('title') or ''}: {snippet}")
+        return "\n".join(lines) if hits else "\n".join([*lines, "no hits"])
+    if "content" in content and "id" in content and "body_line" in content:
+        body = str(content.get("content") or "")
+        first = int(content.get("body_line") or 1)
+        last = first + max(0, body.count("\n"))
+        head = f"[{content.get('id')}:L{first}-L{last}] {content.get('title') or ''}"
+        return "\n".join(x for x in (note, head, body) if x)
+    return None
+
+
 def _as_text(messages: list[ModelMessage], listing: str | None, *, only_text_calls: bool = False) -> list[ModelMessage]:
     """The history with tool calls and results as plain text (``only_text_calls``: those parsed from text), and
     ``listing`` (the tools) added to the first request."""
@@ -231,7 +257,7 @@ def _as_text(messages: list[ModelMessage], listing: str | None, *, only_text_cal
         req_parts: list[Any] = []
         for q in message.parts:
             if isinstance(q, ToolReturnPart) and (not only_text_calls or q.tool_call_id.startswith(_TEXT_ID)):
-                content = q.model_response_str()
+                content = render_result(q.content) or q.model_response_str()
                 cut = content if len(content) <= _RESULT_CHARS else content[:_RESULT_CHARS] + " …(cut)"
                 req_parts.append(UserPromptPart(f"Result of {q.tool_name}:\n{cut}"))
             elif isinstance(q, RetryPromptPart) and (not only_text_calls or q.tool_call_id.startswith(_TEXT_ID)):
