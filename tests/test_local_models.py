@@ -106,7 +106,8 @@ async def test_local_profile_asks_the_server_for_its_model_and_recalls(tmp_path,
     assert server.gets == ["/v1/models"]
     assert [p["model"] for p in server.posts] == [SERVED, SERVED]
     assert server.posts[0]["max_tokens"] == 300 and server.posts[0]["temperature"] == 0.0
-    assert {t["function"]["name"] for t in server.posts[0]["tools"]} == {"memory_search", "memory_get"}  # auto: native tools offered
+    assert "tools" not in server.posts[0]  # prompted: the tools are listed in the prompt
+    assert "- memory_get(id: string" in json.dumps(server.posts[0]["messages"])
     assert result.usage["tool_issues"] == {"text_tool_calls": 1, "tool_call_fixes": 1}
     assert (result.usage["input_tokens"], result.usage["requests"]) == (240, 2)
     provider.close()
@@ -130,7 +131,7 @@ async def test_without_a_server_url_recall_falls_back_naming_the_variable(tmp_pa
     provider.close()
 
 
-async def test_openai_chat_with_base_url_and_key_and_prompted_mode(tmp_path, server, monkeypatch):
+async def test_openai_chat_with_base_url_and_key_in_auto_mode(tmp_path, server, monkeypatch):
     monkeypatch.setenv("MY_LOCAL_KEY", "sk-local-123")
     profile = parse_profile(
         {
@@ -138,7 +139,7 @@ async def test_openai_chat_with_base_url_and_key_and_prompted_mode(tmp_path, ser
                 "model": "openai-chat:served-name",
                 "base_url": server.base_url,
                 "api_key_env": "MY_LOCAL_KEY",
-                "tool_mode": "prompted",
+                "tool_mode": "auto",
                 "tools": ["memory_search", "memory_get"],
             }
         }
@@ -146,8 +147,9 @@ async def test_openai_chat_with_base_url_and_key_and_prompted_mode(tmp_path, ser
     provider = await seeded(tmp_path, profile)
     result = await provider.recall("Which editor does Ada use?", user_id="ada")
     assert not result.fallback, result.reason
-    assert all("tools" not in p for p in server.posts) and server.posts[0]["model"] == "served-name"
-    assert "memory_search(query: string" in json.dumps(server.posts[0]["messages"])
+    assert server.posts[0]["model"] == "served-name"
+    assert {t["function"]["name"] for t in server.posts[0]["tools"]} == {"memory_search", "memory_get"}  # auto: native tools
+    assert "Result of memory_search" in json.dumps(server.posts[1]["messages"])  # a text call's result replayed as text
     assert server.headers[0].get("authorization") == "Bearer sk-local-123"
     provider.close()
 
@@ -177,5 +179,5 @@ def test_connection_keys_name_what_works():
 def test_shipped_local_profile():
     profile = load_profile("local")
     for worker in (profile.recall, profile.capture):
-        assert worker.model == "openai-chat:" and worker.base_url_env == "AGENT_MEMORY_MODEL_URL" and worker.tool_mode == "auto"
+        assert worker.model == "openai-chat:" and worker.base_url_env == "AGENT_MEMORY_MODEL_URL" and worker.tool_mode == "prompted"
     assert profile.capture.tools == ("memory_remember",) and "NO_RELEVANT_MEMORY" in profile.recall.instructions

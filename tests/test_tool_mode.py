@@ -224,3 +224,34 @@ async def test_capture_stores_facts_from_text_calls_and_a_loop_ends_it_cleanly(t
     assert [h.title for h in records] and "Rex" in records[0].snippet
     assert "memory_remember(" in first_prompt(script.seen[0][0]) or "memory_remember(" in texts_sent(script.seen[0][0])
     provider.close()
+
+
+def test_results_replayed_as_text_carry_the_citation_form():
+    from agent_memory.agents.models.tool_mode import render_result
+
+    hits = {
+        "note": "untrusted",
+        "hits": [{"id": "r-1", "title": "Editor", "line_start": 12, "line_end": 13, "snippet": "Ada  uses\nHelix"}],
+    }
+    assert render_result(hits) == "untrusted\n- [r-1:L12-L13] Editor: Ada uses Helix"
+    assert render_result({"note": "n", "hits": []}) == "n\nno hits"
+    record = {"id": "r-1", "title": "Editor", "body_line": 12, "content": "Ada uses Helix.\nSince 2024."}
+    assert render_result(record) == "[r-1:L12-L13] Editor\nAda uses Helix.\nSince 2024."
+    assert render_result({"id": "r-2", "status": "created"}) is None and render_result("text") is None
+
+
+async def test_recall_that_answers_before_searching_is_asked_once_to_search(tmp_path):
+    script = Script(text("NO_RELEVANT_MEMORY"), text('{"name": "memory_search", "arguments": {"query": "editor"}}'), cite_first_hit)
+    provider = provider_with(tmp_path, "recall", FunctionModel(script), tool_mode="prompted")
+    await provider.remember("Ada prefers the Helix editor over vim.", title="Editor")
+    result = await provider.recall("Which editor does Ada use?")
+    assert not result.fallback and "Helix" in result.summary
+    assert result.usage["tool_issues"] == {"answers_without_search": 1, "text_tool_calls": 1}
+    assert "You have not searched memory yet" in texts_sent(script.seen[1][0])
+
+    lazy = Script(text("NO_RELEVANT_MEMORY"))  # asked once; a second answer without searching stands
+    provider2 = provider_with(tmp_path / "b", "recall", FunctionModel(lazy), tool_mode="prompted")
+    result2 = await provider2.recall("Which editor does Ada use?")
+    assert not result2.fallback and result2.summary == "" and len(lazy.seen) == 2
+    provider.close()
+    provider2.close()

@@ -7,7 +7,8 @@
 - ``prompted``: no native tools are sent; the request lists the tools in its text, earlier calls and results are
   replayed as text, and the reply's text is parsed the same way (for servers whose tool calling does not work).
 
-Both text modes repair a reply that tries to call a tool but cannot be parsed (up to ``max_repairs`` extra requests
+With ``search_first`` (recall and reflect), a final answer given before any tool call is sent back once with a
+request to search first (small models answer "nothing found" without looking). Both text modes repair a reply that tries to call a tool but cannot be parsed (up to ``max_repairs`` extra requests
 telling the model what was wrong) and guard against loops: a call repeating an earlier one (same tool, same
 arguments) is dropped, the model is asked once to do something else, and a second repeat ends the run — with
 ``stop_text`` when the worker has a neutral final answer (capture's ``NO_REPLY``), else with
@@ -15,7 +16,7 @@ arguments) is dropped, the model is asked once to do something else, and a secon
 
 What happened is counted (:data:`TOOL_STATS`, merged into the run's usage ``details`` by the runner): ``text_tool_calls``,
 ``tool_call_fixes``, ``tool_call_repairs``, ``invalid_tool_calls``, ``repeated_tool_calls``, ``tool_retries`` (a
-call the tools refused and sent back to the model), ``guard_stops``.
+call the tools refused and sent back to the model), ``guard_stops``, ``answers_without_search``.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ STAT_KEYS: tuple[str, ...] = (
     "repeated_tool_calls",
     "tool_retries",
     "guard_stops",
+    "answers_without_search",
 )
 #: Counters of the running worker (set by the runner; the run's task shares the dict).
 TOOL_STATS: contextvars.ContextVar[dict[str, int] | None] = contextvars.ContextVar("agent_memory_tool_stats", default=None)
@@ -98,8 +100,11 @@ def _add_usage(total: RequestUsage, more: RequestUsage) -> RequestUsage:
 class ToolModeModel(WrapperModel):
     """``wrapped`` with text tool calls parsed (``auto``) or prompted (``prompted``), repairs and loop guards."""
 
-    def __init__(self, wrapped: Model, mode: ToolMode = "auto", *, max_repairs: int = 1, stop_text: str | None = None) -> None:
+    def __init__(
+        self, wrapped: Model, mode: ToolMode = "auto", *, max_repairs: int = 1, stop_text: str | None = None, search_first: bool = False
+    ) -> None:
         super().__init__(wrapped)
+        self.search_first = search_first
         if mode not in TOOL_MODES:
             raise ValueError(f"tool_mode must be one of {', '.join(TOOL_MODES)}, not {mode!r}")
         self.mode = mode
@@ -132,6 +137,7 @@ class ToolModeModel(WrapperModel):
         history = list(messages)
         usage = RequestUsage()
         repairs = nudged = 0
+        nudged_search = False
         while True:
             response = await self._ask(history, model_settings, params, tools)
             usage = _add_usage(usage, response.usage)
@@ -145,6 +151,11 @@ class ToolModeModel(WrapperModel):
                 problem = parsed.error
                 _count("tool_call_fixes", len(parsed.fixes))
                 if not calls and not problem:  # a final answer
+                    if self.search_first and not earlier and not nudged_search and "memory_search" in tools:
+                        nudged_search = True  # small models answer "nothing found" without looking: ask once to look
+                        _count("answers_without_search")
+                        history += [response, ModelRequest(parts=[UserPromptPart(_SEARCH_FIRST)])]
+                        continue
                     return dataclasses.replace(response, usage=usage)
             if problem is not None:
                 if repairs >= self.max_repairs:
@@ -187,6 +198,12 @@ class ToolModeModel(WrapperModel):
         listing = tools_prompt({name: (t.description or "", t.parameters_json_schema) for name, t in tools.items()})
         text_params = dataclasses.replace(params, function_tools=[], tool_visibility=None, allow_text_output=True)
         return await self.wrapped.request(_as_text(history, listing), settings, text_params)
+
+
+_SEARCH_FIRST = (
+    "You have not searched memory yet. Search first: reply with only "
+    '{"name": "memory_search", "arguments": {"query": "<key words of the message>"}}'
+)
 
 
 def _repair_prompt(problem: str) -> str:

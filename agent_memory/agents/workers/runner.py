@@ -197,7 +197,13 @@ def _model_key(worker: "WorkerProfile") -> tuple[Any, ...]:
 def _with_tool_mode(worker: "WorkerProfile", model: "Model") -> "Model":
     if worker.tool_mode == "native" or worker.model == "offline":
         return model
-    return ToolModeModel(model, worker.tool_mode, max_repairs=worker.max_repairs, stop_text=_STOP_TEXT.get(worker.role))  # type: ignore[arg-type]
+    return ToolModeModel(
+        model,
+        worker.tool_mode,  # type: ignore[arg-type]
+        max_repairs=worker.max_repairs,
+        stop_text=_STOP_TEXT.get(worker.role),
+        search_first=worker.role in ("recall", "reflect"),
+    )
 
 
 def worker_model(worker: "WorkerProfile") -> "Model":
