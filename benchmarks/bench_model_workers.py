@@ -117,10 +117,13 @@ async def seeded(root: Path, profile: Profile, log: Log, records: list[dict[str,
     return provider, ids
 
 
-async def run_recall(profile: Profile, data: dict[str, Any], items: list[dict[str, Any]], tmp: Path) -> dict[str, Any]:
+async def run_recall(
+    profile: Profile, data: dict[str, Any], items: list[dict[str, Any]], tmp: Path, done: Callable[[list[Any]], None] = lambda rows: None
+) -> dict[str, Any]:
     log = Log()
     provider, ids = await seeded(tmp, profile, log, data["records"])
-    rows = []
+    rows: list[dict[str, Any]] = []
+    out = {"rows": rows}
     for item in items:
         log.calls.clear()
         started = time.perf_counter()
@@ -146,8 +149,9 @@ async def run_recall(profile: Profile, data: dict[str, Any], items: list[dict[st
                 "summary": result.summary,
             }
         )
+        done(rows)
     provider.close()
-    return {"rows": rows}
+    return out
 
 
 def matches(content: str, words: list[str]) -> bool:
@@ -155,8 +159,10 @@ def matches(content: str, words: list[str]) -> bool:
     return all(w.lower() in low for w in words)
 
 
-async def run_capture(profile: Profile, items: list[dict[str, Any]], tmp: Path) -> dict[str, Any]:
-    rows = []
+async def run_capture(
+    profile: Profile, items: list[dict[str, Any]], tmp: Path, done: Callable[[list[Any]], None] = lambda rows: None
+) -> dict[str, Any]:
+    rows: list[dict[str, Any]] = []
     for item in items:
         log = Log()
         provider = MemoryProvider(tmp / item["id"], profile=profile, tool_middleware=log, durable=False)
@@ -187,6 +193,7 @@ async def run_capture(profile: Profile, items: list[dict[str, Any]], tmp: Path) 
                 "wall_s": round(wall, 2),
             }
         )
+        done(rows)
     return {"rows": rows}
 
 
@@ -246,7 +253,7 @@ def summarise_capture(result: dict[str, Any]) -> dict[str, Any]:
 
 async def bench(args: argparse.Namespace) -> dict[str, Any]:
     data = json.loads(DATA.read_text(encoding="utf-8"))
-    model = args.model or server_model_name(args.base_url)
+    model = args.model or server_model_name(args.base_url, timeout_s=120.0)
     real = model_profile(args.base_url, model, args.tool_mode, args.timeout, args.max_tokens)
     single = [q for q in data["recall"] if not q.get("multihop")][: args.recall]
     multi = [q for q in data["recall"] if q.get("multihop")][: args.multihop]
@@ -256,29 +263,38 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         runs: dict[str, Any] = {}
+        out["runs"] = runs
         for name, profile in (("offline", load_profile("offline")), (model, real)):
             if args.skip_offline and name == "offline":
                 continue
             print(f"[{name}] recall x{len(single)}", file=sys.stderr, flush=True)
-            recall = await run_recall(profile, data, single, root / f"{name}-recall".replace("/", "_"))
+            runs[name] = {}
+
+            def partial(key: str, run: dict[str, Any] = runs[name]) -> Callable[[list[Any]], None]:
+                return lambda rows: (run.__setitem__(key, {"rows": rows, "partial": True}), save(args, out))
+
+            recall = await run_recall(profile, data, single, root / f"{name}-recall".replace("/", "_"), partial("recall"))
+            runs[name].update({"recall": recall, "recall_summary": summarise_recall(recall)})
+            save(args, out)
             print(f"[{name}] capture x{len(capture)}", file=sys.stderr, flush=True)
-            cap = await run_capture(profile, capture, root / f"{name}-capture".replace("/", "_"))
-            runs[name] = {
-                "recall": recall,
-                "capture": cap,
-                "recall_summary": summarise_recall(recall),
-                "capture_summary": summarise_capture(cap),
-            }
+            cap = await run_capture(profile, capture, root / f"{name}-capture".replace("/", "_"), partial("capture"))
+            runs[name].update({"capture": cap, "capture_summary": summarise_capture(cap)})
+            save(args, out)
             if multi and name != "offline":
                 for label, instructions, steps in (("one_search", ONE_SEARCH, 2), ("decompose", DECOMPOSE, 5)):
                     print(f"[{name}] multihop {label} x{len(multi)}", file=sys.stderr, flush=True)
-                    mh = await run_recall(
-                        with_recall(profile, instructions, steps), data, multi, root / f"{name}-{label}".replace("/", "_")
-                    )
+                    where = root / f"{name}-{label}".replace("/", "_")
+                    mh = await run_recall(with_recall(profile, instructions, steps), data, multi, where, partial(f"multihop_{label}"))
                     runs[name][f"multihop_{label}"] = mh
                     runs[name][f"multihop_{label}_summary"] = summarise_recall(mh)
-        out["runs"] = runs
+                    save(args, out)
     return out
+
+
+def save(args: argparse.Namespace, report: dict[str, Any]) -> None:
+    """Write what is measured so far (a long run on a slow model keeps its finished parts)."""
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=1, default=str), encoding="utf-8")
 
 
 def table(report: dict[str, Any]) -> str:
@@ -290,6 +306,8 @@ def table(report: dict[str, Any]) -> str:
     for name, run in report["runs"].items():
         for key in ("recall", "multihop_one_search", "multihop_decompose", "capture"):
             s = run.get(f"{key}_summary")
+            if not s and run.get(key):  # a run cut short: summarise the rows it finished
+                s = (summarise_capture if key == "capture" else summarise_recall)(run[key])
             if not s:
                 continue
             cap = key == "capture"
@@ -309,7 +327,7 @@ def table(report: dict[str, Any]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--base-url", required=True, help="the server's /v1 URL")
+    parser.add_argument("--base-url", default="", help="the server's /v1 URL (required unless --table)")
     parser.add_argument("--model", default=None, help="model name (default: the first the server lists)")
     parser.add_argument("--recall", type=int, default=8, help="single-hop recall questions (first N)")
     parser.add_argument("--multihop", type=int, default=4, help="multi-hop questions (first N), each run twice")
@@ -318,15 +336,20 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=600.0, help="per worker run, seconds")
     parser.add_argument("--max-tokens", type=int, default=200, help="cap on each model reply")
     parser.add_argument("--skip-offline", action="store_true", help="skip the offline baseline")
+    parser.add_argument("--table", type=Path, default=None, help="print the table of a saved --out report and exit")
     parser.add_argument("--out", type=Path, default=None, help="write the full report (every row) as JSON")
     args = parser.parse_args()
+    if args.table:
+        print(table(json.loads(args.table.read_text(encoding="utf-8"))))
+        return
+    if not args.base_url:
+        parser.error("--base-url is required")
     started = time.perf_counter()
     cpu = time.process_time()
     report = asyncio.run(bench(args))
     report["wall_s"] = round(time.perf_counter() - started, 1)
     report["client_cpu_s"] = round(time.process_time() - cpu, 1)
-    if args.out:
-        args.out.write_text(json.dumps(report, indent=1, default=str), encoding="utf-8")
+    save(args, report)
     print(table(report))
     print(f"\nitems: {report['items']}; wall {report['wall_s']} s, client CPU {report['client_cpu_s']} s")
 
