@@ -82,9 +82,10 @@ def test_a_final_answer_is_no_call_and_a_broken_call_is_an_error():
 
 def test_tools_prompt_lists_each_tool_with_its_arguments():
     text = tools_prompt({"memory_search": ("Search memory. Long details.", SEARCH), "memory_get": ("Read one record.", GET)})
-    assert '{"name": "<tool name>", "arguments": {<arguments>}}' in text
-    assert "- memory_search(query: string, tags: array/null (optional), limit: integer (optional)): Search memory" in text
+    assert 'reply with only a JSON object {"name": "<tool name>", "arguments": {...}}' in text
+    assert "- memory_search(query: string, tags: array (optional), limit: integer (optional)): Search memory\n" in text
     assert "Long details" not in text
+    assert "- memory_search(query: string): Search memory" in tools_prompt({"memory_search": ("Search memory.", SEARCH)}, optional=0)
 
 
 # -- profiles -------------------------------------------------------------------------------------
@@ -150,8 +151,11 @@ async def test_recall_runs_on_a_model_that_writes_tool_calls_as_text(tmp_path, m
     assert result.usage["tool_calls"] == 1
     assert result.usage["tool_issues"] == {"text_tool_calls": 1, "tool_call_fixes": 2}  # the name and the limit
     first, second = script.seen
-    if mode == "prompted":  # no native tools offered; the listing and the result travel as text
-        assert first[1].function_tools == [] and "memory_search(query: string" in texts_sent(first[0])
+    if mode == "prompted":  # no native tools offered; the listing, the prompt and the first step in one message
+        assert first[1].function_tools == []
+        (prompt,) = [p.content for p in first[0][0].parts if isinstance(p, UserPromptPart)]
+        assert str(prompt).startswith("Tools (") and "Which editor does Ada use?" in str(prompt)
+        assert str(prompt).endswith("Your reply must be the JSON call of memory_search.")
         assert "Result of memory_search:" in texts_sent(second[0]) and rid in texts_sent(second[0])
     else:
         assert {t.name for t in first[1].function_tools} >= {"memory_search", "memory_get"}

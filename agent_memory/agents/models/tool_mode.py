@@ -101,10 +101,18 @@ class ToolModeModel(WrapperModel):
     """``wrapped`` with text tool calls parsed (``auto``) or prompted (``prompted``), repairs and loop guards."""
 
     def __init__(
-        self, wrapped: Model, mode: ToolMode = "auto", *, max_repairs: int = 1, stop_text: str | None = None, search_first: bool = False
+        self,
+        wrapped: Model,
+        mode: ToolMode = "auto",
+        *,
+        max_repairs: int = 1,
+        stop_text: str | None = None,
+        search_first: bool = False,
+        first_step: str | None = None,
     ) -> None:
         super().__init__(wrapped)
         self.search_first = search_first
+        self.first_step = first_step
         if mode not in TOOL_MODES:
             raise ValueError(f"tool_mode must be one of {', '.join(TOOL_MODES)}, not {mode!r}")
         self.mode = mode
@@ -197,7 +205,7 @@ class ToolModeModel(WrapperModel):
             return await self.wrapped.request(_as_text(history, None, only_text_calls=True), settings, params)
         listing = tools_prompt({name: (t.description or "", t.parameters_json_schema) for name, t in tools.items()})
         text_params = dataclasses.replace(params, function_tools=[], tool_visibility=None, allow_text_output=True)
-        return await self.wrapped.request(_as_text(history, listing), settings, text_params)
+        return await self.wrapped.request(_as_text(history, listing, first_step=self.first_step), settings, text_params)
 
 
 _SEARCH_FIRST = (
@@ -246,9 +254,14 @@ def render_result(content: Any) -> str | None:
     return None
 
 
-def _as_text(messages: list[ModelMessage], listing: str | None, *, only_text_calls: bool = False) -> list[ModelMessage]:
-    """The history with tool calls and results as plain text (``only_text_calls``: those parsed from text), and
-    ``listing`` (the tools) added to the first request."""
+def _as_text(
+    messages: list[ModelMessage], listing: str | None, *, only_text_calls: bool = False, first_step: str | None = None
+) -> list[ModelMessage]:
+    """The history with tool calls and results as plain text (``only_text_calls``: those parsed from text).
+
+    With ``listing`` (prompted mode) the first request's user prompt becomes one message: the tool listing, the
+    prompt, then ``first_step`` (what the first reply should be): small models follow what they read last.
+    """
     if only_text_calls and not any(
         isinstance(p, ToolCallPart) and p.tool_call_id.startswith(_TEXT_ID)
         for m in messages
@@ -281,8 +294,10 @@ def _as_text(messages: list[ModelMessage], listing: str | None, *, only_text_cal
                 req_parts.append(UserPromptPart(f"Tool call failed: {q.model_response()}"))
             else:
                 req_parts.append(q)
-        if not listed and listing and any(isinstance(p, UserPromptPart) for p in req_parts):
-            req_parts.append(UserPromptPart(listing))
+        prompts = [q for q in req_parts if isinstance(q, UserPromptPart) and isinstance(q.content, str)]
+        if not listed and listing and prompts:
+            text = "\n\n".join([listing, *(str(q.content) for q in prompts), *([first_step] if first_step else [])])
+            req_parts = [q for q in req_parts if q not in prompts] + [UserPromptPart(text)]
             listed = True
         out.append(dataclasses.replace(message, parts=req_parts))
     return out

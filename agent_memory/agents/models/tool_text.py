@@ -253,22 +253,23 @@ def parse_tool_calls(text: str, tools: Mapping[str, Mapping[str, Any]]) -> Parse
     return result
 
 
-def tools_prompt(tools: Mapping[str, tuple[str, Mapping[str, Any]]]) -> str:
-    """The tool list a prompted-mode request adds for the model: name, description and arguments of each,
+def tools_prompt(tools: Mapping[str, tuple[str, Mapping[str, Any]]], *, optional: int = 2) -> str:
+    """The tool list a prompted-mode request gives the model: each tool's required arguments and its first
+    ``optional`` optional ones (every argument listed is prompt a small model must read), a one-line description,
     and the one JSON shape a call must take."""
     lines = [
-        "You can call these tools. To call one, reply with only a JSON object, nothing else:",
-        '{"name": "<tool name>", "arguments": {<arguments>}}',
-        "You will get the result in the next message. When you have what you need, reply with your final answer as plain text (no JSON).",
-        "Tools:",
+        'Tools (to call one, reply with only a JSON object {"name": "<tool name>", "arguments": {...}}; '
+        "the result comes in the next message; when you have what you need, reply with plain text, no JSON):"
     ]
     for name, (description, schema) in tools.items():
         props = schema.get("properties") if isinstance(schema, Mapping) else None
         required = set(schema.get("required") or []) if isinstance(schema, Mapping) else set()
+        shown = [k for k in (props or {}) if k in required] + [k for k in (props or {}) if k not in required][:optional]
         args = ", ".join(
-            f"{key}: {'/'.join(_types(prop)) or 'any'}{'' if key in required else ' (optional)'}" for key, prop in (props or {}).items()
-        )
+            f"{key}: {'/'.join(t for t in _types(props[key]) if t != 'null') or 'any'}{'' if key in required else ' (optional)'}"
+            for key in shown
+        )  # type: ignore[index]
         summary = " ".join((description or "").split())
-        summary = summary.split(". ")[0][:160]
+        summary = summary.split(". ")[0][:120]
         lines.append(f"- {name}({args}): {summary}")
     return "\n".join(lines)

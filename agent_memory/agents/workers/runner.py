@@ -174,6 +174,11 @@ class _StagedBackend:
 
 
 _STOP_TEXT = {"capture": "NO_REPLY", "consolidate": "NO_REPLY"}  # a neutral final answer when a loop guard ends the run
+_FIRST_STEP = {  # prompted mode: what the first reply should be (small models follow what they read last)
+    "recall": "Your reply must be the JSON call of memory_search.",
+    "reflect": "Your reply must be the JSON call of memory_search.",
+    "capture": "Reply with the JSON call of memory_remember for the first fact worth storing, or NO_REPLY if there is none.",
+}
 
 
 def _model_key(worker: "WorkerProfile") -> tuple[Any, ...]:
@@ -203,6 +208,7 @@ def _with_tool_mode(worker: "WorkerProfile", model: "Model") -> "Model":
         max_repairs=worker.max_repairs,
         stop_text=_STOP_TEXT.get(worker.role),
         search_first=worker.role in ("recall", "reflect"),
+        first_step=_FIRST_STEP.get(worker.role) if worker.tools else None,
     )
 
 
