@@ -36,7 +36,8 @@ def judge(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
 
 
 @pytest.mark.parametrize(
-    ("reply", "grade"), [("1", 1.0), ("Grade: 0.5", 0.5), (".5", 0.5), ("0", 0.0), ("1.0 - correct", 1.0), ("Correct", 1.0), ("maybe", None)]
+    ("reply", "grade"),
+    [("1", 1.0), ("Grade: 0.5", 0.5), (".5", 0.5), ("0", 0.0), ("1.0 - correct", 1.0), ("Correct", 1.0), ("maybe", None)],
 )
 def test_parse_grade(reply, grade):
     assert parse_grade(reply) == grade

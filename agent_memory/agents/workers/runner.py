@@ -177,7 +177,7 @@ _STOP_TEXT = {"capture": "NO_REPLY", "consolidate": "NO_REPLY"}  # a neutral fin
 _FIRST_STEP = {  # prompted mode: what the first reply should be (small models follow what they read last)
     "recall": "Your reply must be the JSON call of memory_search.",
     "reflect": "Your reply must be the JSON call of memory_search.",
-    "capture": "Reply with the JSON call of memory_remember for the first fact worth storing, or NO_REPLY if there is none.",
+    "capture": "Your reply must be the JSON call of memory_remember.",  # offered NO_REPLY, 1.5B models always take it
 }
 
 
