@@ -109,10 +109,12 @@ class ToolModeModel(WrapperModel):
         stop_text: str | None = None,
         search_first: bool = False,
         first_step: str | None = None,
+        next_step: str | None = None,
     ) -> None:
         super().__init__(wrapped)
         self.search_first = search_first
         self.first_step = first_step
+        self.next_step = next_step
         if mode not in TOOL_MODES:
             raise ValueError(f"tool_mode must be one of {', '.join(TOOL_MODES)}, not {mode!r}")
         self.mode = mode
@@ -205,7 +207,9 @@ class ToolModeModel(WrapperModel):
             return await self.wrapped.request(_as_text(history, None, only_text_calls=True), settings, params)
         listing = tools_prompt({name: (t.description or "", t.parameters_json_schema) for name, t in tools.items()})
         text_params = dataclasses.replace(params, function_tools=[], tool_visibility=None, allow_text_output=True)
-        return await self.wrapped.request(_as_text(history, listing, first_step=self.first_step), settings, text_params)
+        return await self.wrapped.request(
+            _as_text(history, listing, first_step=self.first_step, next_step=self.next_step), settings, text_params
+        )
 
 
 _SEARCH_FIRST = (
@@ -255,12 +259,18 @@ def render_result(content: Any) -> str | None:
 
 
 def _as_text(
-    messages: list[ModelMessage], listing: str | None, *, only_text_calls: bool = False, first_step: str | None = None
+    messages: list[ModelMessage],
+    listing: str | None,
+    *,
+    only_text_calls: bool = False,
+    first_step: str | None = None,
+    next_step: str | None = None,
 ) -> list[ModelMessage]:
     """The history with tool calls and results as plain text (``only_text_calls``: those parsed from text).
 
     With ``listing`` (prompted mode) the first request's user prompt becomes one message: the tool listing, the
-    prompt, then ``first_step`` (what the first reply should be): small models follow what they read last.
+    prompt, then ``first_step`` (what the first reply should be): small models follow what they read last; and
+    ``next_step`` follows the latest tool results (small models otherwise repeat the call they just made).
     """
     if only_text_calls and not any(
         isinstance(p, ToolCallPart) and p.tool_call_id.startswith(_TEXT_ID)
@@ -299,5 +309,7 @@ def _as_text(
             text = "\n\n".join([listing, *(str(q.content) for q in prompts), *([first_step] if first_step else [])])
             req_parts = [q for q in req_parts if q not in prompts] + [UserPromptPart(text)]
             listed = True
+        if next_step and message is messages[-1] and any(isinstance(q, ToolReturnPart) for q in message.parts):
+            req_parts.append(UserPromptPart(next_step))
         out.append(dataclasses.replace(message, parts=req_parts))
     return out

@@ -181,6 +181,14 @@ _FIRST_STEP = {  # prompted mode: what the first reply should be (small models f
 }
 
 
+_NEXT_STEP = {  # prompted mode: what to do with the results just returned
+    "recall": "Now answer from these results: short sentences, each ending with its [record-id:L<start>-L<end>] citation "
+    "as shown; or NO_RELEVANT_MEMORY if none is relevant. Do not repeat a search.",
+    "reflect": "Now answer from these results, citing [record-id:L<start>-L<end>] as shown, or search with other words.",
+    "capture": "Reply with the JSON call of memory_remember for the next fact not stored yet, or NO_REPLY if all are stored.",
+}
+
+
 def _model_key(worker: "WorkerProfile") -> tuple[Any, ...]:
     import os
 
@@ -209,6 +217,7 @@ def _with_tool_mode(worker: "WorkerProfile", model: "Model") -> "Model":
         stop_text=_STOP_TEXT.get(worker.role),
         search_first=worker.role in ("recall", "reflect"),
         first_step=_FIRST_STEP.get(worker.role) if worker.tools else None,
+        next_step=_NEXT_STEP.get(worker.role),
     )
 
 
