@@ -259,3 +259,15 @@ async def test_recall_that_answers_before_searching_is_asked_once_to_search(tmp_
     assert not result2.fallback and result2.summary == "" and len(lazy.seen) == 2
     provider.close()
     provider2.close()
+
+
+async def test_prompted_recall_is_told_what_to_do_with_the_results(tmp_path):
+    script = Script(text('{"name": "memory_search", "arguments": {"query": "editor"}}'), cite_first_hit)
+    provider = provider_with(tmp_path, "recall", FunctionModel(script), tool_mode="prompted")
+    await provider.remember("Ada prefers the Helix editor over vim.", title="Editor")
+    result = await provider.recall("Which editor does Ada use?")
+    assert not result.fallback
+    last = script.seen[1][0][-1]
+    assert isinstance(last, ModelRequest) and isinstance(last.parts[-1], UserPromptPart)
+    assert str(last.parts[-1].content).startswith("Now answer from these results")
+    provider.close()
