@@ -182,8 +182,9 @@ _FIRST_STEP = {  # prompted mode: what the first reply should be (small models f
 
 
 _NEXT_STEP = {  # prompted mode: what to do with the results just returned
-    "recall": "Now answer from these results: short sentences, each ending with its [record-id:L<start>-L<end>] citation "
-    "as shown; or NO_RELEVANT_MEMORY if none is relevant. Do not repeat a search.",
+    # no "or NO_RELEVANT_MEMORY" here: offered that exit, 0.5B and 1.5B models took it over relevant hits (measured)
+    "recall": "Now answer from these results: one or two short sentences, each ending with its "
+    "[record-id:L<start>-L<end>] citation as shown. Do not search again.",
     "reflect": "Now answer from these results, citing [record-id:L<start>-L<end>] as shown, or search with other words.",
     "capture": "Reply with the JSON call of memory_remember for the next fact not stored yet, or NO_REPLY if all are stored.",
 }
