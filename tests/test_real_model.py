@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from typing import Any
 
 import pytest
 
@@ -26,7 +27,13 @@ def real_provider(tmp_path, tool_mode: str = "auto") -> MemoryProvider:
     local = load_profile("local")
     name = os.environ.get("AGENT_MEMORY_TEST_MODEL") or server_model_name(URL)
     timeout = float(os.environ.get("AGENT_MEMORY_TEST_MODEL_TIMEOUT", "600"))
-    settings = {"model": f"openai-chat:{name}", "api_base": URL, "base_url_env": None, "tool_mode": tool_mode, "timeout_s": timeout}
+    settings: dict[str, Any] = {
+        "model": f"openai-chat:{name}",
+        "api_base": URL,
+        "base_url_env": None,
+        "tool_mode": tool_mode,
+        "timeout_s": timeout,
+    }
     profile = dataclasses.replace(
         local, recall=dataclasses.replace(local.recall, **settings), capture=dataclasses.replace(local.capture, **settings)
     )

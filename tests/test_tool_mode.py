@@ -120,7 +120,7 @@ def text(value: str) -> ModelResponse:
 def provider_with(tmp_path, role: str, model: Any, **settings: Any) -> MemoryProvider:
     profile = load_profile("offline")
     worker = dataclasses.replace(profile.worker(role), model=model, **settings)  # type: ignore[arg-type]
-    return MemoryProvider(tmp_path / "mem", profile=dataclasses.replace(profile, **{role: worker}), durable=False)
+    return MemoryProvider(tmp_path / "mem", profile=dataclasses.replace(profile, **{role: worker}), durable=False)  # type: ignore[arg-type]
 
 
 def cite_first_hit(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:

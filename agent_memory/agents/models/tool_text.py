@@ -262,13 +262,14 @@ def tools_prompt(tools: Mapping[str, tuple[str, Mapping[str, Any]]], *, optional
         "the result comes in the next message; when you have what you need, reply with plain text, no JSON):"
     ]
     for name, (description, schema) in tools.items():
-        props = schema.get("properties") if isinstance(schema, Mapping) else None
+        found = schema.get("properties") if isinstance(schema, Mapping) else None
+        props: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
         required = set(schema.get("required") or []) if isinstance(schema, Mapping) else set()
-        shown = [k for k in (props or {}) if k in required] + [k for k in (props or {}) if k not in required][:optional]
+        shown = [k for k in props if k in required] + [k for k in props if k not in required][:optional]
         args = ", ".join(
             f"{key}: {'/'.join(t for t in _types(props[key]) if t != 'null') or 'any'}{'' if key in required else ' (optional)'}"
             for key in shown
-        )  # type: ignore[index]
+        )
         summary = " ".join((description or "").split())
         summary = summary.split(". ")[0][:120]
         lines.append(f"- {name}({args}): {summary}")
