@@ -19,7 +19,7 @@ ifdef CI
 export AGENT_MEMORY_REQUIRE_PG ?= 1
 endif
 
-.PHONY: install install-test wheelhouse install-litellm demo lint test test-main test-litellm bench reliability clean
+.PHONY: install install-test wheelhouse install-litellm demo lint test test-main test-litellm test-model bench reliability clean
 
 $(BASE_STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -64,6 +64,12 @@ test-litellm: $(LITELLM_STAMP)
 	$(LBIN)/$(PYTEST) -m litellm $(LITELLM_TESTS)
 
 test: lint test-main test-litellm
+
+# A few real worker turns on a model server you run (docs/local-models.md); never part of `make test` or CI.
+# make test-model AGENT_MEMORY_TEST_MODEL_URL=http://127.0.0.1:8080/v1 [AGENT_MEMORY_TEST_MODEL=name]
+test-model: $(TEST_STAMP)
+	@test -n "$(AGENT_MEMORY_TEST_MODEL_URL)" || { echo "set AGENT_MEMORY_TEST_MODEL_URL to an OpenAI-compatible server's /v1 URL"; exit 2; }
+	AGENT_MEMORY_TEST_MODEL_URL=$(AGENT_MEMORY_TEST_MODEL_URL) $(BIN)/$(PYTEST) -m model tests/test_real_model.py
 
 bench: $(TEST_STAMP)
 	$(BIN)/python benchmarks/run_all.py

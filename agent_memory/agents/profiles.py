@@ -12,8 +12,11 @@ A profile is a TOML file with a ``[recall]`` and a ``[capture]`` table (and opti
     timeout_s = 10
     summary_tokens = 400                  # recall only
     temperature = 0.0
-    api_base = "http://localhost:11434"
+    base_url = "http://127.0.0.1:8080/v1" # litellm: or openai-chat: models (alias: api_base); or base_url_env = "VAR"
     api_key_env = "OPENAI_API_KEY"        # or api_key = "..."
+    tool_mode = "auto"                    # "native" (default), "auto" or "prompted": see agents/models/tool_mode.py
+    max_tokens = 300                      # cap on each model reply (default: the server's)
+    max_repairs = 1                       # extra requests to fix an unparseable text tool call (auto/prompted)
     extra_tools = ["mypkg.calendar:lookup"]  # read tools beside the memory tools (agent_memory.agents.extensions)
     tool_middleware = ["mypkg.audit:log_call"]  # around every tool call; [capture] also takes approve_write = "..."
 
@@ -21,7 +24,8 @@ A profile is a TOML file with a ``[recall]`` and a ``[capture]`` table (and opti
     decay_days = 90
 
 Shipped profiles: ``offline`` (the default; a deterministic worker, no LLM), ``openai``,
-``anthropic`` and ``ollama``. :func:`load_profile` takes a name, a path or a :class:`Profile`.
+``anthropic``, ``ollama`` and ``local`` (any OpenAI-compatible server: ``AGENT_MEMORY_MODEL_URL``, and the model
+``AGENT_MEMORY_MODEL`` or the server's first). ``model = "openai-chat:"`` with no name asks the server for one. :func:`load_profile` takes a name, a path or a :class:`Profile`.
 Every problem is a :class:`~agent_memory.errors.ProfileError` naming the file and the key.
 """
 
@@ -49,6 +53,7 @@ Role = Literal["recall", "capture", "summarize", "reflect", "consolidate", "epis
 DEFAULT_PROFILE = "offline"
 DEFAULT_SUMMARY_TOKENS = 400
 TOOLS_PER_STEP = 4
+_TOOL_MODES = ("native", "auto", "prompted")  # agent_memory.agents.models.tool_mode.TOOL_MODES
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 
 RECALL_INSTRUCTIONS = """\
@@ -118,8 +123,13 @@ _COMMON_KEYS = frozenset(
         "timeout_s",
         "temperature",
         "api_base",
+        "base_url",
+        "base_url_env",
         "api_key_env",
         "api_key",
+        "tool_mode",
+        "max_repairs",
+        "max_tokens",
     }
 )
 _EXTEND_KEYS = frozenset({"extra_tools", "tool_middleware"})  # agent_memory.agents.extensions
@@ -141,7 +151,13 @@ _WORKER_TOOLS: dict[str, tuple[str, ...]] = {
     "episode": (),
 }
 # a [reflect] or [consolidate] table that is absent uses the [recall] worker's model and connection
-_INHERITED = ("model", "api_base", "api_key_env", "api_key", "temperature")
+_INHERITED = ("model", "api_base", "base_url", "base_url_env", "api_key_env", "api_key", "temperature", "tool_mode", "max_repairs")
+MODEL_ENV = "AGENT_MEMORY_MODEL"  # the model name of an ``openai-chat:`` model given without one
+_CONNECTION_KEYS = ("api_base", "base_url_env", "api_key", "api_key_env")
+_CHAT_HINT = (
+    "for an OpenAI-compatible server (llama.cpp, Ollama, vLLM, LM Studio) use model = 'openai-chat:<name>' "
+    "with base_url; 'openai:' calls the Responses API, which those servers lack"
+)
 _DEFAULTS: dict[str, dict[str, Any]] = {
     "recall": {"instructions": RECALL_INSTRUCTIONS, "max_steps": 4, "timeout_s": 10.0, "summary_tokens": DEFAULT_SUMMARY_TOKENS},
     "capture": {"instructions": CAPTURE_INSTRUCTIONS, "max_steps": 6, "timeout_s": 20.0, "summary_tokens": None},
@@ -168,6 +184,10 @@ class WorkerProfile:
     api_base: str | None = None
     api_key_env: str | None = None
     api_key: str | None = field(default=None, repr=False)
+    base_url_env: str | None = None
+    tool_mode: str = "native"  # "native", "auto" or "prompted" (agent_memory.agents.models.tool_mode)
+    max_repairs: int = 1
+    max_tokens: int | None = None
     extra_tools: tuple[Any, ...] = ()
     tool_middleware: tuple[Any, ...] = ()
     approve_write: Any = None
@@ -191,6 +211,13 @@ class WorkerProfile:
         if self.api_key:
             return self.api_key
         return os.environ.get(self.api_key_env) if self.api_key_env else None
+
+    @property
+    def base_url(self) -> str | None:
+        """The server URL: ``api_base`` (``base_url`` in a profile), else the value of ``base_url_env``."""
+        if self.api_base:
+            return self.api_base
+        return (os.environ.get(self.base_url_env) or None) if self.base_url_env else None
 
     def build_model(self) -> "Model":
         """Resolve ``model`` to a pydantic-ai ``Model``; a missing optional dependency is a :class:`ProfileError`.
@@ -225,6 +252,8 @@ class WorkerProfile:
                 temperature=self.temperature,
                 timeout_s=self.timeout_s,
             )
+        if spec.startswith("openai-chat:") and (self.api_base or self.base_url_env or self.api_key or self.api_key_env):
+            return self._openai_chat(spec[len("openai-chat:") :].strip())
         from pydantic_ai.exceptions import UserError
         from pydantic_ai.models import infer_model
 
@@ -237,6 +266,48 @@ class WorkerProfile:
             raise ProfileError(
                 f"[{self.role}] model {spec!r} needs an optional dependency: {exc} (try pip install 'agent-memory[{extra}]')"
             ) from None
+
+    def _openai_chat(self, name: str) -> "Model":
+        """An ``openai-chat:`` model on the profile's server (name: given, else ``AGENT_MEMORY_MODEL``, else the server's)."""
+        url = self.base_url
+        if not url and self.base_url_env:
+            raise ProfileError(
+                f"[{self.role}] no server URL: set the {self.base_url_env} environment variable (e.g. http://127.0.0.1:8080/v1)"
+            )
+        try:
+            from openai import AsyncOpenAI
+            from pydantic_ai.models.openai import OpenAIChatModel
+            from pydantic_ai.profiles.openai import OpenAIModelProfile
+            from pydantic_ai.providers.openai import OpenAIProvider
+        except ImportError as exc:
+            raise ProfileError(f"[{self.role}] model 'openai-chat:' needs: {exc} (try pip install 'agent-memory[openai]')") from None
+        if not name:
+            name = os.environ.get(MODEL_ENV, "").strip() or server_model_name(url or "", timeout_s=min(5.0, self.timeout_s))
+        client = AsyncOpenAI(base_url=url, api_key=self.resolved_api_key() or "not-needed", max_retries=0, timeout=self.timeout_s)
+        # local servers (llama.cpp, Ollama, older vLLM) take max_tokens, not OpenAI's max_completion_tokens
+        profile = OpenAIModelProfile(openai_chat_supports_max_completion_tokens=False) if url else None
+        return OpenAIChatModel(name, provider=OpenAIProvider(openai_client=client), profile=profile)
+
+
+_SERVED_NAMES: dict[str, str] = {}  # a server's model name, asked once per URL
+
+
+def server_model_name(base_url: str, *, timeout_s: float = 5.0) -> str:
+    """The first model an OpenAI-compatible server lists at ``GET {base_url}/models``; a :class:`ProfileError` if none."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    url = base_url.rstrip("/") + "/models"
+    if url in _SERVED_NAMES:
+        return _SERVED_NAMES[url]
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as reply:  # noqa: S310 - the profile's own server URL
+            data = json.loads(reply.read())
+        name = _SERVED_NAMES[url] = str(data["data"][0]["id"])
+        return name
+    except (OSError, urllib.error.URLError, ValueError, KeyError, IndexError, TypeError) as exc:
+        raise ProfileError(f"cannot read a model name from {url} ({exc}): set {MODEL_ENV} or give model = 'openai-chat:<name>'") from None
 
 
 @dataclass(frozen=True)
@@ -401,16 +472,26 @@ def _worker(role: Role, table: Any, where: str, path: Path | None) -> WorkerProf
             hint = " (summary_tokens applies to [recall] only)" if key == "summary_tokens" else ""
             raise fail(key, f"unknown key{hint}")
     values: dict[str, Any] = {}
-    for key in ("model", "instructions", "instructions_file", "api_base", "api_key_env", "api_key"):
+    for key in (
+        "model",
+        "instructions",
+        "instructions_file",
+        "api_base",
+        "base_url",
+        "base_url_env",
+        "api_key_env",
+        "api_key",
+        "tool_mode",
+    ):
         if key in table:
             if not isinstance(table[key], str) or not table[key].strip():
                 raise fail(key, "must be a non-empty string")
             values[key] = table[key]
-    for key in ("max_steps", "max_tool_calls", "summary_tokens"):
+    for key in ("max_steps", "max_tool_calls", "summary_tokens", "max_repairs", "max_tokens"):
         if key in table:
             value = table[key]
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise fail(key, "must be a positive integer")
+            if isinstance(value, bool) or not isinstance(value, int) or value < (0 if key == "max_repairs" else 1):
+                raise fail(key, "must be a non-negative integer" if key == "max_repairs" else "must be a positive integer")
             values[key] = value
     for key, low, high in (("timeout_s", 0.0, 3600.0), ("temperature", 0.0, 2.0)):
         if key in table:
@@ -420,13 +501,28 @@ def _worker(role: Role, table: Any, where: str, path: Path | None) -> WorkerProf
             if key == "timeout_s" and value <= 0:
                 raise fail(key, "must be greater than 0")
             values[key] = float(value)
+    if "base_url" in values:
+        if "api_base" in values:
+            raise fail("base_url", "give base_url or api_base (its alias), not both")
+        values["api_base"] = values.pop("base_url")
+    if "api_base" in values and "base_url_env" in values:
+        raise fail("base_url_env", "give base_url or base_url_env, not both")
+    if "tool_mode" in values and values["tool_mode"] not in _TOOL_MODES:
+        raise fail("tool_mode", f"must be one of {', '.join(map(repr, _TOOL_MODES))}, not {values['tool_mode']!r}")
     model = values.get("model", "offline")
     if model.startswith("litellm:") and not model[len("litellm:") :].strip():
         raise fail("model", "'litellm:' needs a model name, e.g. 'litellm:openai/gpt-4o-mini'")
-    if not model.startswith("litellm:"):
-        for key in ("api_base", "api_key", "api_key_env"):
-            if key in values and model != "offline":
-                raise fail(key, "only supported with model = 'litellm:<name>'")
+    served = "api_base" in values or "base_url_env" in values
+    if model.startswith("openai-chat:") and not model[len("openai-chat:") :].strip() and not served:
+        raise fail("model", "'openai-chat:' without a model name needs base_url or base_url_env (the server names its model)")
+    if model.startswith("litellm:") and "base_url_env" in values:
+        raise fail("base_url_env", "only supported with model = 'openai-chat:<name>' (litellm takes base_url)")
+    if not model.startswith(("litellm:", "openai-chat:")) and model != "offline":
+        for key in _CONNECTION_KEYS:
+            if key in values:
+                shown = "base_url" if key == "api_base" and "base_url" in table else key
+                hint = _CHAT_HINT if model.startswith("openai:") else "or 'openai-chat:<name>' for an OpenAI-compatible server"
+                raise fail(shown, f"only supported with model = 'litellm:<name>' or 'openai-chat:<name>' ({hint})")
     if "instructions" in values and "instructions_file" in values:
         raise fail("instructions_file", "give instructions or instructions_file, not both")
     instructions = values.get("instructions", _DEFAULTS[role]["instructions"])
@@ -483,5 +579,9 @@ def _worker(role: Role, table: Any, where: str, path: Path | None) -> WorkerProf
         api_base=values.get("api_base"),
         api_key_env=values.get("api_key_env"),
         api_key=values.get("api_key"),
+        base_url_env=values.get("base_url_env"),
+        tool_mode=values.get("tool_mode", "native"),
+        max_repairs=values.get("max_repairs", 1),
+        max_tokens=values.get("max_tokens"),
         **extend,
     )

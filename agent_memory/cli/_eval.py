@@ -33,6 +33,7 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
             "agent-memory eval locomo locomo10.json --k 5,10 --budget 400 --json",
             "agent-memory --root ./locomo-roots eval locomo locomo10.json --limit-conversations 1",
             "agent-memory eval locomo locomo10.json --layer sessions",
+            "agent-memory eval locomo locomo10.json --qa --answer-model openai-chat:qwen --model-url http://127.0.0.1:8080/v1 --limit-questions 10",
         ],
         epilog_extra=LOCOMO_HELP,
     )
@@ -65,16 +66,35 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
         "with our own summaries, questions answered by two-stage contextual search",
     )
     p.add_argument("--limit-conversations", type=positive, metavar="N", help="evaluate only the first N conversations (default: all)")
+    p.add_argument("--limit-questions", type=positive, metavar="N", help="evaluate only the first N questions (default: all)")
+    p.add_argument(
+        "--qa",
+        action="store_true",
+        help="also answer each question from what recall returns (--answer-model) and grade it (--judge-model): the qa score",
+    )
+    p.add_argument("--answer-model", metavar="MODEL", help="for --qa: a pydantic-ai model (openai-chat:NAME, ...) or local")
+    p.add_argument("--judge-model", metavar="MODEL", help="for --qa: the grading model (default: the answer model)")
+    p.add_argument("--model-url", metavar="URL", help="for --qa: the /v1 URL of an OpenAI-compatible server for openai-chat: models")
     return {"eval": cmd_eval}
 
 
 def cmd_eval(args: argparse.Namespace) -> None:
     from agent_memory.eval.locomo import evaluate, render_table
 
-    if args.budget is not None:
+    if args.budget is not None or args.qa:
         from agent_memory.agents.profiles import load_profile
 
         load_profile(args.profile)  # fail on a mistyped profile before a long run
+    qa = None
+    if args.qa:
+        from agent_memory.eval.locomo_qa import QAModels, qa_model
+
+        if not args.answer_model:
+            raise InvalidInputError("--qa needs --answer-model (e.g. openai-chat:NAME with --model-url, or local)")
+        judge = args.judge_model or args.answer_model
+        qa = QAModels(qa_model(args.answer_model, args.model_url), qa_model(judge, args.model_url), args.answer_model, judge)
+    elif args.answer_model or args.judge_model:
+        raise InvalidInputError("--answer-model and --judge-model apply to --qa only")
     try:
         ks = tuple(int(k) for k in args.k.split(",") if k.strip())
     except ValueError:
@@ -96,6 +116,10 @@ def cmd_eval(args: argparse.Namespace) -> None:
         kwargs["layer"] = args.layer
     if args.limit_conversations:
         kwargs["limit_conversations"] = args.limit_conversations
+    if args.limit_questions:
+        kwargs["limit_questions"] = args.limit_questions
+    if qa is not None:
+        kwargs["qa"] = qa
     try:
         result = evaluate(args.file, **kwargs)
     finally:

@@ -150,8 +150,14 @@ def evaluate(
     search: str = "lexical",
     embedder: Any = None,
     layer: str = "records",
+    qa: Any = None,
+    limit_questions: int | None = None,
 ) -> dict[str, Any]:
     """Evaluate retrieval on a LoCoMo-format file; returns the JSON document described in the module doc.
+
+    ``qa`` (a :class:`~agent_memory.eval.locomo_qa.QAModels`): also answer each question from what recall returns
+    (at ``budget`` tokens, default 400) and have the judge grade it (the ``qa`` metric, and ``models`` in the
+    result); ``limit_questions`` stops after the first N questions of the run.
 
     ``progress(1)`` is called after every question (the convention of ``remember_many``); if
     ``progress`` has a ``total`` attribute that is None, it is set to the number of questions first.
@@ -167,8 +173,8 @@ def evaluate(
     """
     if layer not in ("records", "sessions"):
         raise ValueError(f"layer must be records or sessions, not {layer!r}")
-    if layer == "sessions" and budget is not None:
-        raise ValueError("layer sessions scores contextual search only (no --budget)")
+    if layer == "sessions" and (budget is not None or qa is not None):
+        raise ValueError("layer sessions scores contextual search only (no --budget, no --qa)")
     if search not in ("lexical", "dense", "hybrid"):
         raise ValueError(f"search must be lexical, dense or hybrid, not {search!r}")
     if search != "lexical":
@@ -187,6 +193,8 @@ def evaluate(
     samples = load_samples(path)
     if limit_conversations is not None:
         samples = samples[: max(0, int(limit_conversations))]
+    if limit_questions is not None:
+        samples = _first_questions(samples, int(limit_questions))
     if progress is not None and getattr(progress, "total", 0) is None:
         progress.total = sum(len(s.get("qa") or []) for s in samples)  # type: ignore[attr-defined]
     rows: list[tuple[str, dict[str, float]]] = []
@@ -199,8 +207,37 @@ def evaluate(
         if layer == "sessions":
             rows.extend(_sessions_sample(sample, index, ks, tick, root, embedder, search))
             continue
-        rows.extend(_evaluate_sample(sample, index, ks, budget, profile, tick, store_options or {}, transcript_options or {}, root, search))
-    return _aggregate(rows, ks, budget, time.perf_counter() - started)
+        rows.extend(
+            _evaluate_sample(sample, index, ks, budget, profile, tick, store_options or {}, transcript_options or {}, root, search, qa)
+        )
+    result = _aggregate(rows, ks, budget, time.perf_counter() - started, qa=qa is not None)
+    if qa is not None:
+        result["models"] = {"recall": _profile_label(profile), "answer": qa.answer_name, "judge": qa.judge_name}
+        result["qa_unjudged"] = sum(int(scores.get("qa_unjudged", 0)) for _, scores in rows)
+        result["qa_budget"] = budget or 400
+    return result
+
+
+def _first_questions(samples: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """The samples holding the first ``limit`` questions of the run (the last one cut to fit)."""
+    out: list[dict[str, Any]] = []
+    left = max(0, limit)
+    for sample in samples:
+        if left <= 0:
+            break
+        qa = [q for q in sample.get("qa") or [] if isinstance(q, dict)][:left]
+        left -= len(qa)
+        out.append({**sample, "qa": qa})
+    return out
+
+
+def _profile_label(profile: Any) -> str:
+    from agent_memory.agents.profiles import load_profile
+
+    try:
+        return f"{profile if isinstance(profile, str) else 'custom'} ({load_profile(profile).recall.model_label})"
+    except Exception:  # the label is informative only
+        return str(profile)
 
 
 def _root_for(stack: contextlib.ExitStack, root: str | os.PathLike[str] | None, thread: str, index: int) -> Path:
@@ -251,6 +288,7 @@ def _evaluate_sample(
     transcript_options: Mapping[str, Any],
     root: str | os.PathLike[str] | None = None,
     search: str = "lexical",
+    qa_models: Any = None,
 ) -> list[tuple[str, dict[str, float]]]:
     from agent_memory.provider import MemoryProvider
 
@@ -288,6 +326,8 @@ def _evaluate_sample(
                     tick()
             if budget is not None:
                 asyncio.run(_coverage(provider, qa, rows[-len(qa) :] if qa else [], int(budget), turn_of, text_of, tick))
+            if qa_models is not None:
+                asyncio.run(_answer_all(provider, qa, rows[-len(qa) :] if qa else [], int(budget or 400), qa_models))
             return rows
         finally:
             provider.close()
@@ -316,6 +356,23 @@ async def _coverage(
         tick()
 
 
+async def _answer_all(
+    provider: Any, qa: Sequence[Mapping[str, Any]], rows: Sequence[tuple[str, dict[str, float]]], budget: int, models: Any
+) -> None:
+    from agent_memory.eval.locomo_qa import answer_and_grade
+
+    for q, (_, scores) in zip(qa, rows, strict=True):
+        question = str(q.get("question") or "")
+        try:
+            memory = str((await provider.recall(question, summary_tokens=budget)).summary or "")
+        except Exception:  # recall never raises; if it did, the answer has no memory to go on
+            memory = ""
+        gold = q.get("answer", q.get("adversarial_answer", ""))
+        graded = await answer_and_grade(models, question, gold, memory)
+        scores["qa"] = graded["grade"]
+        scores["qa_unjudged"] = 0.0 if graded["judged"] else 1.0
+
+
 def _norm_text(text: str) -> str:
     return " ".join(re.findall(r"\w+", text.lower()))
 
@@ -339,8 +396,10 @@ def coverage_score(evidence: Sequence[str], cited: Iterable[str | None], summary
     return covered / len(evidence)
 
 
-def _aggregate(rows: Sequence[tuple[str, dict[str, float]]], ks: Sequence[int], budget: int | None, elapsed: float) -> dict[str, Any]:
-    metrics = [f"recall@{k}" for k in ks] + ([f"coverage@{budget}"] if budget is not None else [])
+def _aggregate(
+    rows: Sequence[tuple[str, dict[str, float]]], ks: Sequence[int], budget: int | None, elapsed: float, *, qa: bool = False
+) -> dict[str, Any]:
+    metrics = [f"recall@{k}" for k in ks] + ([f"coverage@{budget}"] if budget is not None else []) + (["qa"] if qa else [])
 
     def mean(values: Sequence[dict[str, float]]) -> dict[str, float]:
         return {m: round(sum(v.get(m, 0.0) for v in values) / len(values), 4) if values else 0.0 for m in metrics}
@@ -373,6 +432,12 @@ def render_table(result: Mapping[str, Any]) -> str:
         return "  ".join(c.ljust(widths[0]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(cells)).rstrip()
 
     out = [line(header), line(["-" * w for w in widths]), *(line(r) for r in body[:-1]), line(["-" * w for w in widths]), line(body[-1])]
+    if "models" in result:
+        m = result["models"]
+        out.append(
+            f"qa: recall {m.get('recall')}, answer {m.get('answer')}, judge {m.get('judge')}; budget {result.get('qa_budget')} "
+            f"tokens; {result.get('qa_unjudged', 0)} unjudged (graded 0). Not comparable with figures made with other models."
+        )
     if "elapsed_s" in result:
         out.append(f"({result['elapsed_s']:.1f} s)")
     return "\n".join(out)

@@ -24,6 +24,7 @@ from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
 from pydantic_ai.usage import RunUsage, UsageLimits
 
 from agent_memory.agents.extensions import extend_toolset
+from agent_memory.agents.models.tool_mode import STAT_KEYS, TOOL_STATS, ToolModeModel
 from agent_memory.agents.tokens import count_tokens, get_counter
 from agent_memory.agents.tools import memory_toolset
 from agent_memory.backends.base import Caller, MemoryBackend
@@ -37,16 +38,20 @@ if TYPE_CHECKING:  # pragma: no cover
 
 # -- usage and errors -------------------------------------------------------------------------
 def usage_dict(usage: RunUsage | None) -> dict[str, Any]:
-    """``{requests, tool_calls, input_tokens, output_tokens, cost_usd}`` (cost None unless the model reported one)."""
+    """``{requests, tool_calls, input_tokens, output_tokens, cost_usd, tool_issues}`` (cost None unless the model
+    reported one; ``tool_issues``: the non-zero counters of :mod:`~agent_memory.agents.models.tool_mode`, e.g.
+    ``{"text_tool_calls": 2, "tool_call_repairs": 1}``)."""
     if usage is None:
-        return {"requests": 0, "tool_calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": None}
+        return {"requests": 0, "tool_calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": None, "tool_issues": {}}
     cost = getattr(usage, "cost", None)
+    details = getattr(usage, "details", None) or {}
     return {
         "requests": usage.requests,
         "tool_calls": usage.tool_calls,
         "input_tokens": usage.input_tokens,
         "output_tokens": usage.output_tokens,
         "cost_usd": float(cost) if cost is not None else None,
+        "tool_issues": {k: int(details[k]) for k in STAT_KEYS if details.get(k)},
     }
 
 
@@ -168,25 +173,70 @@ class _StagedBackend:
         return await self.inner.search(query, caller, limit=limit, **options)
 
 
+_STOP_TEXT = {"capture": "NO_REPLY", "consolidate": "NO_REPLY"}  # a neutral final answer when a loop guard ends the run
+_FIRST_STEP = {  # prompted mode: what the first reply should be (small models follow what they read last)
+    "recall": "Your reply must be the JSON call of memory_search.",
+    "reflect": "Your reply must be the JSON call of memory_search.",
+    "capture": "Your reply must be the JSON call of memory_remember.",  # offered NO_REPLY, 1.5B models always take it
+}
+
+
+_NEXT_STEP = {  # prompted mode: what to do with the results just returned
+    # no "or NO_RELEVANT_MEMORY" here: offered that exit, 0.5B and 1.5B models took it over relevant hits (measured)
+    "recall": "Now answer from these results: one or two short sentences, each ending with its "
+    "[record-id:L<start>-L<end>] citation as shown. Do not search again.",
+    "reflect": "Now answer from these results, citing [record-id:L<start>-L<end>] as shown, or search with other words.",
+    "capture": "Reply with the JSON call of memory_remember for the next fact not stored yet, or NO_REPLY if all are stored.",
+}
+
+
 def _model_key(worker: "WorkerProfile") -> tuple[Any, ...]:
-    return (worker.role, worker.model, worker.api_base, worker.resolved_api_key(), worker.temperature, worker.timeout_s)
+    import os
+
+    from agent_memory.agents.profiles import MODEL_ENV
+
+    return (
+        worker.role,
+        worker.model,
+        worker.base_url,
+        worker.resolved_api_key(),
+        worker.temperature,
+        worker.timeout_s,
+        worker.tool_mode,
+        worker.max_repairs,
+        os.environ.get(MODEL_ENV) if worker.model == "openai-chat:" else None,
+    )
+
+
+def _with_tool_mode(worker: "WorkerProfile", model: "Model") -> "Model":
+    if worker.tool_mode == "native" or worker.model == "offline":
+        return model
+    return ToolModeModel(
+        model,
+        worker.tool_mode,  # type: ignore[arg-type]
+        max_repairs=worker.max_repairs,
+        stop_text=_STOP_TEXT.get(worker.role),
+        search_first=worker.role in ("recall", "reflect"),
+        first_step=_FIRST_STEP.get(worker.role) if worker.tools else None,
+        next_step=_NEXT_STEP.get(worker.role),
+    )
 
 
 def worker_model(worker: "WorkerProfile") -> "Model":
-    """The worker's pydantic-ai model; models built from strings are cached per settings."""
+    """The worker's pydantic-ai model (wrapped for its ``tool_mode``); models built from strings are cached per settings."""
     if not isinstance(worker.model, str):
-        return worker.model
+        return _with_tool_mode(worker, worker.model)
     key = _model_key(worker)
     model = _MODELS.get(key)
     if model is None:
-        model = _MODELS[key] = worker.build_model()
+        model = _MODELS[key] = _with_tool_mode(worker, worker.build_model())
     return model
 
 
 async def worker_model_async(worker: "WorkerProfile") -> "Model":
     """:func:`worker_model` without blocking the event loop: the first build (``import litellm``…) runs in a thread."""
     if not isinstance(worker.model, str):
-        return worker.model
+        return _with_tool_mode(worker, worker.model)
     cached = _MODELS.get(_model_key(worker))
     return cached if cached is not None else await asyncio.to_thread(worker_model, worker)
 
@@ -248,17 +298,25 @@ async def run_worker(
     )
     limits = UsageLimits(request_limit=worker.max_steps, tool_calls_limit=worker.tool_calls_limit)
     settings: dict[str, Any] = {"temperature": worker.temperature} if worker.temperature is not None else {}
+    if worker.max_tokens is not None:
+        settings["max_tokens"] = worker.max_tokens
+    stats: dict[str, int] = {}
     with _no_banner():
         token = _SEARCH_STAGES.set(tuple(worker.search))  # the run's task copies the context as it is created
+        stats_token = TOOL_STATS.set(stats)
         try:
             task = asyncio.ensure_future(agent.run(prompt, usage=usage, usage_limits=limits, model_settings=settings or None))  # type: ignore[arg-type]
         finally:
             _SEARCH_STAGES.reset(token)
+            TOOL_STATS.reset(stats_token)
         try:
             done, _ = await asyncio.wait({task}, timeout=max(0.0, deadline - loop.time()))
         except BaseException:  # the caller gave up (cancelled): so does the worker
             abandon(task)
             raise
+        finally:  # counted even when the run failed
+            for key, count in stats.items():
+                usage.details[key] = usage.details.get(key, 0) + count
     if not done:  # cancel without waiting: a synchronous model call in a thread cannot be interrupted
         abandon(task)
         raise TimeoutError(f"worker exceeded {limit:g}s")
