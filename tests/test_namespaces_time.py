@@ -6,6 +6,7 @@ user in ``acme/support`` and ``acme/coding``, a root agent, and the parent ``acm
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -492,3 +493,40 @@ async def test_a_summary_is_written_only_to_the_callers_own_namespaces_log(backe
     own, _ = await coding.session("s1", session_id="s1", user_id="alice")
     assert own.namespace == "acme/coding" and own.summary is not None
     assert (await root.session("s1", session_id="s1", user_id="alice"))[0].summary is None
+
+
+async def test_a_namespaced_import_restores_no_section_line(backend: Any, tmp_path: Path) -> None:
+    """An import confined to a namespace is a caller's import: a registry line (which could make a sibling shared),
+    session/episode lines naming another namespace and forged events are refused, as for --as-user; records land
+    in the importer's namespace."""
+    from agent_memory.portable import import_file
+
+    victim = backend.provider(namespace="victim", isolation="full")
+    await victim.remember("Victim payroll rotation is on fridays.", scope="project")
+    crafted = tmp_path / "evil.jsonl"
+    lines = [
+        {"format": "agent-memory", "version": 2, "sections": ["namespaces", "session", "episode", "event"]},
+        {"section": "namespaces", "namespaces": {"victim": {"shared": True, "isolation": None}}},
+        {
+            "id": "2026-11-27-evil-note-0a1b2c3d",
+            "content": "Evil's own note.",
+            "scope": "project",
+            "namespace": "victim",
+            "created": "2026-11-27T10:00:00Z",
+            "updated": "2026-11-27T10:00:00Z",
+        },
+    ]
+    crafted.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    b = backend.backend()
+    try:
+        report = await asyncio.to_thread(import_file, b, crafted, namespace="evil")
+    finally:
+        closing = getattr(b, "aclose", None) or getattr(b, "close", None)
+        done = closing()
+        if asyncio.iscoroutine(done):
+            await done
+    assert [s.reason for s in report.skipped] == ["unsupported"], report.skipped
+    shared = backend.provider(namespace="evil", isolation="shared")
+    assert (await shared.search("payroll")).hits == []  # victim was not made shared
+    assert [r.content for r in await backend.provider(namespace="evil", isolation="full").list()] == ["Evil's own note."]
+    assert [r.content for r in await victim.list()] == ["Victim payroll rotation is on fridays."]

@@ -154,16 +154,17 @@ def draft_of(rec: MemoryRecord) -> MemoryDraft:
         happened_at=rec.happened_at,
         valid_from=rec.valid_from,
         valid_to=rec.valid_to,
+        namespace=rec.namespace or None,  # the importer's (or, for the root's operator, the line's): never dropped
     )
 
 
 async def _write_backend(backend: MemoryBackend, items: Sequence[Pending], report: ImportReport) -> None:
     report.ids_kept = False
     todo: list[Pending] = []
-    seen: dict[tuple[str, str | None, str | None], set[tuple[Any, str]]] = {}
+    seen: dict[tuple[str, str | None, str | None, str], set[tuple[Any, str]]] = {}
     for item in items:
         where, rec, _ = item
-        part = (rec.scope.value, rec.session_id, rec.user_id)
+        part = (rec.scope.value, rec.session_id, rec.user_id, rec.namespace or "")
         if part not in seen:  # a re-run finds what it wrote before by the original id kept in metadata
             try:
                 hits = await backend.list(_owner(rec), limit=None, scope=rec.scope.value)
@@ -192,4 +193,5 @@ async def _write_backend(backend: MemoryBackend, items: Sequence[Pending], repor
 
 
 def _owner(rec: MemoryRecord) -> Caller:
-    return Caller(session_id=rec.session_id, user_id=rec.user_id)
+    """The record's own partition and namespace (``full``: an ancestor's copy is not this one)."""
+    return Caller(session_id=rec.session_id, user_id=rec.user_id, namespace=rec.namespace or None, isolation="full")

@@ -71,7 +71,10 @@ def restore_lines(
 
         state: dict[str, object] = {}
         for where, data in sections:
-            import_section(target, where, data, report, as_caller=bool(override) or bool(override and override.namespace), state=state)  # type: ignore[arg-type]
+            # any override (an owner or a namespace alone) is a caller's import: its section lines are refused, only the
+            # root's operator restores registry, session, episode, event and archive lines as they are named
+            as_caller = override is not None and (bool(override) or bool(override.namespace))
+            import_section(target, where, data, report, as_caller=as_caller, state=state)  # type: ignore[arg-type]
     return report
 
 

@@ -222,7 +222,7 @@ def import_section(
             where,
             "unsupported",
             f"a {section} line is carried only by the operator's import (no --as-user/"
-            "--as-session): an import as a caller holds records only",
+            "--as-session/--namespace): an import as a caller holds records only",
         )
         return
     try:
