@@ -151,6 +151,12 @@ async def restore(
             try:
                 async with conn.transaction():
                     await _unarchive(b, conn, row["tenant"], record_id)
+                    # an expired record comes back without its expiry (or it would vanish again), as on files
+                    await conn.execute(
+                        f"UPDATE {b.table} SET expires = NULL, expires_text = NULL, updated = now()"
+                        " WHERE tenant = %s AND id = %s AND expires <= now()",
+                        (row["tenant"], record_id),
+                    )
                     await _unarchive_versions(b, conn, row)
                     await record_event(b, conn, event, row, caller, after=row["content_hash"], **{"from": "archive", **detail})
             except psycopg.errors.UniqueViolation:

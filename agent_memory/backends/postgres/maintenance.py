@@ -67,9 +67,8 @@ class Maintenance:
                 "user_id": rec.get("user_id"),
                 "namespace": rec.get("namespace") or "",
             }
-            await record_event(
-                self.writer, conn, "swept", row, Caller(), before=rec.get("content_hash"), source="sweep", reason=got["reason"]
-            )
+            owner = Caller(row["session_id"], row["user_id"], row["namespace"] or None)  # the owner's undo reverses it, as on files
+            await record_event(self.writer, conn, "swept", row, owner, before=rec.get("content_hash"), source="sweep", reason=got["reason"])
 
     async def _drifted(self, conn: Any) -> list[dict[str, Any]]:
         cur = await conn.execute(f"SELECT tenant, id, content, content_hash FROM {self.t} WHERE content_hash <> {_SQL_HASH}")
