@@ -397,7 +397,7 @@ def cmd_forget(args: argparse.Namespace) -> None:
     emit(
         args,
         {"id": args.id, "forgotten": True},
-        lambda: f"forgotten: {args.id} (archived; `agent-memory restore {args.id}` brings it back)",
+        lambda: f"forgotten: {args.id} (archived; `agent-memory restore {args.id}{_same_caller(args)}` brings it back)",
     )
 
 
@@ -405,3 +405,11 @@ def cmd_inject(args: argparse.Namespace) -> None:
     with open_target(args.root, create=False) as target:
         block = target.inject(args.budget, **_caller(args))
     emit(args, block.to_dict(), lambda: block.text)
+
+
+def _same_caller(args: argparse.Namespace) -> str:
+    """The identity flags a follow-up command needs to act as the same caller (the restore hint)."""
+    import shlex
+
+    flags = (("--session", args.session_id), ("--user", args.user_id), ("--namespace", getattr(args, "namespace", None)))
+    return "".join(f" {flag} {shlex.quote(value)}" for flag, value in flags if value)

@@ -12,6 +12,7 @@ Root policy (docs/cli.md, "Roots"):
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -115,8 +116,7 @@ class StoreTarget:
             from agent_memory.backends.files.namespaces import read_registry
             from agent_memory.model import scopes
 
-            self._view = scopes.viewing(caller_of().view(read_registry(store.root)))
-            self._view.__enter__()
+            self._view = scopes.bind(caller_of().view(read_registry(store.root)))
 
     def remember_many(self, drafts: list[Any], **kwargs: Any) -> list[Any]:
         return self.store.remember_many(stamp(drafts), **kwargs)
@@ -155,7 +155,10 @@ class StoreTarget:
         self.store.close()
         view, self._view = self._view, None
         if view is not None:
-            view.__exit__(None, None, None)
+            from agent_memory.model import scopes
+
+            with contextlib.suppress(ValueError):  # bound in another context (a thread): nothing to undo here
+                scopes.unbind(view)
 
     def __enter__(self) -> "StoreTarget":
         return self

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from agent_memory.cli._base import UsageError, add_identity, emit, positive
@@ -125,6 +126,16 @@ def files_store(args: argparse.Namespace, what: str) -> Any:
     return target.store
 
 
+@contextlib.contextmanager
+def _changing() -> Iterator[None]:
+    """A change (restore, undo) acts in the command's own namespace only, never an ancestor's it may read."""
+    from agent_memory.cli._target import caller_of
+    from agent_memory.model import scopes
+
+    with scopes.viewing(caller_of().own_view()):
+        yield
+
+
 def _caller(args: argparse.Namespace) -> dict[str, Any]:
     return {"session_id": args.session_id, "user_id": args.user_id}
 
@@ -149,14 +160,16 @@ def cmd_history(args: argparse.Namespace) -> None:
 
 
 def cmd_restore(args: argparse.Namespace) -> None:
-    with acting("cli"):
-        rec = files_store(args, "restore").restore(args.id, version=args.version, **_caller(args))
+    store = files_store(args, "restore")  # opened first: its own view binding is the read view
+    with acting("cli"), _changing():
+        rec = store.restore(args.id, version=args.version, **_caller(args))
     emit(args, {"id": rec.id, "restored": True, "content_hash": rec.content_hash}, lambda: f"restored: {rec.id}")
 
 
 def cmd_undo(args: argparse.Namespace) -> None:
-    with acting("cli"):
-        ev = files_store(args, "undo").undo(**_caller(args))
+    store = files_store(args, "undo")
+    with acting("cli"), _changing():
+        ev = store.undo(**_caller(args))
     emit(args, {"undone": ev.to_dict()}, lambda: f"undone: {ev.event} of {ev.id} ({ev.ts})")
 
 

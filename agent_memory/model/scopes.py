@@ -31,7 +31,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import Any, Literal
 
 from agent_memory.errors import InvalidInputError
@@ -135,6 +135,16 @@ def viewing(view: Iterable[str]) -> Iterator[tuple[str, ...]]:
         yield _VIEW.get()
     finally:
         _VIEW.reset(token)
+
+
+def bind(view: Iterable[str]) -> Token[tuple[str, ...]]:
+    """Read as a caller whose view is ``view`` until :func:`unbind` (for an owner whose lifetime is not a block,
+    like a CLI command's target: a :func:`viewing` generator left open would reset when garbage-collected)."""
+    return _VIEW.set(tuple(view) or ROOT_VIEW)
+
+
+def unbind(token: Token[tuple[str, ...]]) -> None:
+    _VIEW.reset(token)
 
 
 def in_view(namespace: str | None, view: Iterable[str] | None = None) -> bool:
