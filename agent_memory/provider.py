@@ -861,12 +861,19 @@ class MemoryProvider:
         user_id: str | None = None,
         force: bool = False,
         policy: "SummaryPolicy | None" = None,
+        namespace: str | None = None,
+        isolation: str | None = None,
     ) -> "SessionSummary | None":
-        """Summarise a session (default: the caller's own) when due under ``policy`` or ``force``; fails open."""
+        """Summarise a session (default: the caller's own) when due under ``policy`` or ``force``; fails open.
+
+        The summary is written into the log of ``namespace`` (per call, else the provider's) only, never an
+        ancestor's the caller may read (``isolation`` is accepted for symmetry; a write needs no view)."""
         from agent_memory.agents.workers.summarize import summarize_session
 
         await self._loaded_profile()
-        with scopes.viewing(self._caller().own_view()):  # a summary is written: the caller's own namespace's log only
+        with scopes.viewing(
+            self._caller(session_id, user_id, namespace, isolation).own_view()
+        ):  # a summary is written: the caller's own namespace's log only
             return await summarize_session(
                 self.session_store,
                 target or session_id,

@@ -493,6 +493,12 @@ async def test_a_summary_is_written_only_to_the_callers_own_namespaces_log(backe
     own, _ = await coding.session("s1", session_id="s1", user_id="alice")
     assert own.namespace == "acme/coding" and own.summary is not None
     assert (await root.session("s1", session_id="s1", user_id="alice"))[0].summary is None
+    # the same per call from the root provider: namespace= names the log that gets the summary
+    await root.log_messages([{"role": "user", "text": "support's own"}], session_id="s1", user_id="alice", namespace="acme/support")
+    made = await root.summarize_session("s1", session_id="s1", user_id="alice", force=True, namespace="acme/support")
+    assert made is not None
+    assert (await root.session("s1", session_id="s1", user_id="alice", namespace="acme/support"))[0].summary is not None
+    assert (await root.session("s1", session_id="s1", user_id="alice"))[0].summary is None
 
 
 async def test_a_namespaced_import_restores_no_section_line(backend: Any, tmp_path: Path) -> None:

@@ -68,9 +68,19 @@ def pool_size(limit: int) -> int:
     return min(1000, max(30, 3 * int(limit)))
 
 
+def shown_number(value: Any) -> str:
+    """``repr(value)``, cut short (a 400-digit integer is not echoed back whole)."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _number(name: str, value: Any, low: float | None = None, high: float | None = None, *, open_low: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise InvalidInputError(f"{name} must be a finite number, not {value!r}")
+    try:
+        finite = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+    except OverflowError:  # an int too large for a float
+        finite = False
+    if not finite:
+        raise InvalidInputError(f"{name} must be a finite number, not {shown_number(value)}")
     v = float(value)
     if low is not None and (v <= low if open_low else v < low):
         raise InvalidInputError(f"{name} must be {'greater than' if open_low else 'at least'} {low:g}, not {value!r}")
