@@ -54,8 +54,11 @@ def corpus(size: int, seed: int) -> tuple[list[MemoryRecord], set[frozenset[str]
     def add(text: str, kind: str) -> str:
         rid = f"2026-01-01-{kind}-{len(recs):08x}"
         created = f"2026-01-{1 + len(recs) % 28:02d}T00:00:00Z"
-        recs.append(MemoryRecord(id=rid, content=text, title=kind, scope=Scope.PROJECT, created=created, updated=created,
-                                 content_hash=content_hash(text)))
+        recs.append(
+            MemoryRecord(
+                id=rid, content=text, title=kind, scope=Scope.PROJECT, created=created, updated=created, content_hash=content_hash(text)
+            )
+        )
         return rid
 
     drafts = words.drafts(size)
@@ -86,11 +89,18 @@ def run(size: int, seed: int) -> dict[str, Any]:
     merged = [c for c in changes if c.rule == "merge"]
     hits = sum(1 for c in merged if frozenset((c.record_id, c.related[0])) in pairs)
     archived = {c.record_id for c in merged}
-    return {"records": len(recs), "planted_duplicates": len(pairs), "merges": len(merged),
-            "precision": round(hits / len(merged), 4) if merged else 1.0,
-            "recall": round(hits / len(pairs), 4) if pairs else 1.0,
-            "contradictions_merged": len(archived & conflicts), "unrelated_merged": len(merged) - hits,
-            "plan_s": round(wall, 2), "plan_cpu_s": round(cpu, 2), "findings": len(findings)}
+    return {
+        "records": len(recs),
+        "planted_duplicates": len(pairs),
+        "merges": len(merged),
+        "precision": round(hits / len(merged), 4) if merged else 1.0,
+        "recall": round(hits / len(pairs), 4) if pairs else 1.0,
+        "contradictions_merged": len(archived & conflicts),
+        "unrelated_merged": len(merged) - hits,
+        "plan_s": round(wall, 2),
+        "plan_cpu_s": round(cpu, 2),
+        "findings": len(findings),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,8 +114,9 @@ def main(argv: list[str] | None = None) -> int:
         similar.LSH_MIN_RECORDS = 2**62
     rows = []
     for size in (int(s) for s in args.sizes.split(",")):
-        row = run(size, args.seed) | {"candidates": "prefix filtering" if args.exact else "MinHash LSH from "
-                                      f"{similar.LSH_MIN_RECORDS:,} records"}
+        row = run(size, args.seed) | {
+            "candidates": "prefix filtering" if args.exact else f"MinHash LSH from {similar.LSH_MIN_RECORDS:,} records"
+        }
         rows.append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
     if args.json:
@@ -114,8 +125,10 @@ def main(argv: list[str] | None = None) -> int:
     print("| records | planted duplicates | merges | precision | recall | contradictions merged | unrelated merged | plan wall / CPU |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
-        print(f"| {r['records']:,} | {r['planted_duplicates']:,} | {r['merges']:,} | {r['precision']} | {r['recall']} | "
-              f"{r['contradictions_merged']} | {r['unrelated_merged']} | {r['plan_s']} s / {r['plan_cpu_s']} s |")
+        print(
+            f"| {r['records']:,} | {r['planted_duplicates']:,} | {r['merges']:,} | {r['precision']} | {r['recall']} | "
+            f"{r['contradictions_merged']} | {r['unrelated_merged']} | {r['plan_s']} s / {r['plan_cpu_s']} s |"
+        )
     return 0
 
 

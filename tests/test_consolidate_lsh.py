@@ -33,8 +33,18 @@ def _records(facts: int) -> list[MemoryRecord]:
     out = []
     for n, d in enumerate(corpus.drafts):
         scope = Scope(d.scope or "project")
-        out.append(MemoryRecord(id=f"r{n:05d}", content=d.content, title="t", scope=scope, user_id=d.user_id,
-                                created="2026-01-01T00:00:00Z", updated="2026-01-01T00:00:00Z", content_hash=content_hash(d.content)))
+        out.append(
+            MemoryRecord(
+                id=f"r{n:05d}",
+                content=d.content,
+                title="t",
+                scope=scope,
+                user_id=d.user_id,
+                created="2026-01-01T00:00:00Z",
+                updated="2026-01-01T00:00:00Z",
+                content_hash=content_hash(d.content),
+            )
+        )
     return out
 
 

@@ -232,8 +232,15 @@ def test_the_gate_memo_gives_what_the_gate_gives_and_keeps_minted_fields(tmp_pat
     secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
     memo = GateMemo()
     evs = [
-        Event("imported", f"2026-01-01-note-{i:08x}", actor=f"import {secret}", scope="project", session_id=secret,
-              after=content_hash(str(i)), detail={"why": secret, "links": 1})
+        Event(
+            "imported",
+            f"2026-01-01-note-{i:08x}",
+            actor=f"import {secret}",
+            scope="project",
+            session_id=secret,
+            after=content_hash(str(i)),
+            detail={"why": secret, "links": 1},
+        )
         for i in range(3)
     ] + [Event("created", secret, before=secret, after=secret, actor="tool")]
     for ev in evs * 2:  # the second round is served from the memo
