@@ -18,7 +18,7 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from agent_memory.search.text import STOP_WORDS, default_tokenizer, term_key
 
@@ -32,6 +32,7 @@ __all__ = [
     "candidate_pairs",
     "lsh_pairs",
     "minhash",
+    "Indexed",
     "Lazy",
     "frame",
     "group_versions",
@@ -176,8 +177,8 @@ class Pair:
 def compare(
     i: int,
     j: int,
-    sh: Sequence[frozenset[str]],
-    ws: Sequence[frozenset[str]],
+    sh: Indexed[frozenset[str]],
+    ws: Indexed[frozenset[str]],
     floor: float = CONFLICT_THRESHOLD,
 ) -> Pair:
     """Similarity of records ``i`` and ``j``; their conflicting words too when the similarity reaches ``floor``."""
@@ -188,6 +189,15 @@ def compare(
 
 
 T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Indexed(Protocol[T_co]):
+    """What the comparisons read per record: a list, or a :class:`Lazy` one."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, i: int, /) -> T_co: ...
 
 
 class Lazy(Generic[T]):
@@ -278,7 +288,7 @@ def _pairs_of(buckets: Iterable[list[int]], out: set[tuple[int, int]]) -> None:
 
 
 def candidate_pairs(
-    groups: Iterable[Sequence[int]], sh: Sequence[frozenset[str]], threshold: float, *, lsh_min: int | None = None
+    groups: Iterable[Sequence[int]], sh: Indexed[frozenset[str]], threshold: float, *, lsh_min: int | None = None
 ) -> set[tuple[int, int]]:
     """Index pairs that may reach ``threshold`` Jaccard, within each group (a partition).
 

@@ -12,7 +12,6 @@ from pathlib import Path
 from agent_memory.formats.atomic import FILE_MODE
 
 log = logging.getLogger("agent_memory")
-CACHE_KIB = 65_536  # an upper bound, filled only as pages are read (a cold search reads a few)
 
 
 def open_connection(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
@@ -35,9 +34,6 @@ def open_connection(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
                 raise
             time.sleep(0.005)
     conn.execute("PRAGMA synchronous = NORMAL")
-    # pages kept per connection (SQLite's default is 2 MB): a write into a large store touches a leaf page of each
-    # index (id, hash, file, updated, tags) per record, scattered over the file; held here, a batch re-reads none
-    conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
     conn.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed: forgotten text leaves the file
     with contextlib.suppress(OSError):
         os.chmod(path, FILE_MODE)
