@@ -5,7 +5,7 @@ function words and common shingles, as text does), in memory (no store: the plan
 snapshots, and building a 100k store is the ingest benchmark's job). Planted, for a share of the base records:
 
 - near-duplicates made as ``bench_consolidate.py`` makes them (case, punctuation, a filler phrase, a typo, spacing);
-- contradictions: one content word replaced by another (must never be merged).
+- contradictions: one content word (said once, not a function word) replaced by another (must never be merged).
 
 Timed: :func:`agent_memory.consolidate.plan.plan_changes` with the ``merge`` rule (candidate pairs, comparison, the
 contradiction lint of the same pairs), wall and CPU seconds; scored: merge precision and recall against the planted
@@ -31,7 +31,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from _corpus import Corpus  # noqa: E402
+from _corpus import FUNCTION_WORDS, Corpus  # noqa: E402
 from bench_consolidate import _duplicate  # noqa: E402
 
 from agent_memory.consolidate import similar  # noqa: E402
@@ -72,7 +72,10 @@ def corpus(size: int, seed: int) -> tuple[list[MemoryRecord], set[frozenset[str]
                 pairs.add(frozenset((base, add(copy, "dup"))))
         elif roll < DUP_SHARE + CONFLICT_SHARE:
             tokens = text.split()
-            spots = [i for i, w in enumerate(tokens) if w.isalpha() and len(w) > 4]
+            # a content word said once: replaced, the two texts disagree (a repeated or function word would not)
+            spots = [
+                i for i, w in enumerate(tokens) if w.isalpha() and len(w) > 4 and tokens.count(w) == 1 and w.lower() not in FUNCTION_WORDS
+            ]
             if spots:
                 i = rng.choice(spots)
                 tokens[i] = words.content_words(1)[0]

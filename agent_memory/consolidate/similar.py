@@ -104,7 +104,11 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 def words(text: str) -> frozenset[str]:
     """Stemmed content words (stop words dropped), plus negations, which change meaning."""
     raw = set(normal_text(text).split())
-    content = {term_key(t) for t in default_tokenizer(text) if t not in STOP_WORDS}
+    content: set[str] = set()
+    for t in default_tokenizer(text):
+        if t not in STOP_WORDS:
+            key = term_key(t)
+            content.add(t if key in _NEGATIONS and t not in _NEGATIONS else key)  # "note" stems to "not": no negation
     return frozenset(content | (raw & _NEGATIONS))
 
 
