@@ -223,3 +223,37 @@ def test_a_bulk_import_writes_its_events_in_one_go(tmp_path: Path, monkeypatch: 
     store.remember("One more about terns.")
     assert writes[-1] == 1
     store.close()
+
+
+def test_the_gate_memo_gives_what_the_gate_gives_and_keeps_minted_fields(tmp_path: Path) -> None:
+    from agent_memory.backends.files.events import GateMemo
+    from agent_memory.model.events import gated
+
+    secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    memo = GateMemo()
+    evs = [
+        Event(
+            "imported",
+            f"2026-01-01-note-{i:08x}",
+            actor=f"import {secret}",
+            scope="project",
+            session_id=secret,
+            after=content_hash(str(i)),
+            detail={"why": secret, "links": 1},
+        )
+        for i in range(3)
+    ] + [Event("created", secret, before=secret, after=secret, actor="tool")]
+    for ev in evs * 2:  # the second round is served from the memo
+        out = memo.gate(ev)
+        assert out == gated(ev)
+        assert secret not in json.dumps(out.to_dict())
+        assert (out.ts, out.eid) == (ev.ts, ev.eid)
+    # an event id or clock reading of another shape than the ones Event mints goes through the gate
+    odd = Event("created", "x", ts=f"2026-01-01 {secret}", eid=secret)
+    assert memo.gate(odd) == gated(odd) and secret not in json.dumps(memo.gate(odd).to_dict())
+    # an id Event minted is never mangled by a label it happens to start with
+    minted = Event("created", "x", eid="2fa9b7832e784b92")
+    assert memo.gate(minted).eid == "2fa9b7832e784b92"
+    log = EventLog(tmp_path / "root", durable=False)
+    log.append(evs[0])
+    assert secret not in (tmp_path / "root" / "events").joinpath(f"{evs[0].ts[:7]}.jsonl").read_text()

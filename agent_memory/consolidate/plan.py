@@ -50,8 +50,9 @@ def _keeper_rank(rec: MemoryRecord) -> tuple[object, ...]:
 def _merges(records: Sequence[MemoryRecord], threshold: float, taken: set[str], findings: list[Finding], notes: list[str]) -> list[Change]:
     """Near-duplicate merges among ``records`` (current records only: a superseded version is history, never a
     candidate, never the kept side), and the contradiction lint of the same pairs."""
-    sh = [similar.shingles(r.content) for r in records]
-    ws = [similar.words(r.content) for r in records]
+    # computed for the records the index pairs (a large store's others are read once, to index them, and not kept)
+    sh = similar.Lazy(lambda i: similar.shingles(records[i].content), len(records))
+    ws = similar.Lazy(lambda i: similar.words(records[i].content), len(records))
     groups: dict[tuple[str, str | None, str | None, str], list[int]] = {}
     for i, rec in enumerate(records):
         if rec.id not in taken:

@@ -1,7 +1,8 @@
-"""Near-duplicate detection: character shingles, Jaccard similarity, rare-token blocking, and a conflict guard.
+"""Near-duplicate detection: character shingles, Jaccard similarity, candidate pairs from an index, and a conflict guard.
 
-Two records are merge candidates when they share one of their rarest shingles (prefix filtering keeps the pass
-far below all pairs), their character 4-gram shingle sets have Jaccard similarity ≥ the threshold (default
+Two records are merge candidates when the index pairs them (:func:`candidate_pairs`: exact prefix filtering on
+the rarest shingles in a partition of fewer than :data:`LSH_MIN_RECORDS` records, MinHash LSH buckets in a larger
+one), their character 4-gram shingle sets have Jaccard similarity ≥ the threshold (default
 :data:`MERGE_THRESHOLD`, measured by ``benchmarks/bench_consolidate.py``), and neither says something the other
 does not: the words one adds must not replace a value of the other. "Deploy day is Monday" / "Deploy day is
 Friday" are similar but *conflicting* (each has a content word the other lacks) and are never merged.
@@ -13,9 +14,11 @@ import difflib
 import math
 import re
 import unicodedata
+import zlib
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
 
 from agent_memory.search.text import STOP_WORDS, default_tokenizer, term_key
 
@@ -27,6 +30,10 @@ __all__ = [
     "words",
     "compare",
     "candidate_pairs",
+    "lsh_pairs",
+    "minhash",
+    "Indexed",
+    "Lazy",
     "frame",
     "group_versions",
     "contradictions",
@@ -38,7 +45,14 @@ CONFLICT_THRESHOLD = 0.5  # similar enough to be two versions of one statement
 CONFLICT_WORDS = 2  # ... when one span of at most this many words was replaced
 SHINGLE = 4
 MAX_VERSIONS = 4  # more records on one frame ("notes on _ from the sync") are a pattern, not versions of one fact
-MAX_BUCKET = 300  # a shingle shared by more records is skipped as a key (bounds the work on large stores)
+MAX_BUCKET = 300  # a shingle (or LSH band) shared by more records is skipped as a key (bounds the work on large stores)
+#: A partition with at least this many records finds its candidate pairs by MinHash LSH (:func:`lsh_pairs`): time
+#: and memory linear in its size. Smaller ones use exact prefix filtering (no pair above the threshold missed).
+LSH_MIN_RECORDS = 2_000
+LSH_BANDS = 32  # bands of LSH_ROWS MinHash values: a pair at Jaccard J shares a band with probability 1-(1-J^4)^32
+LSH_ROWS = 4  # ... 0.873 at 0.5, 0.988 at 0.6, 0.99985 at 0.7; 0.05 at 0.2, 0.003 at 0.1
+_MIX = 0x9E3779B1  # a fixed odd multiplier (deterministic hashing: crc32 of each shingle, mixed; no per-process seed)
+_M32 = 0xFFFFFFFF
 _NEGATIONS = frozenset(
     {
         "not",
@@ -90,7 +104,11 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 def words(text: str) -> frozenset[str]:
     """Stemmed content words (stop words dropped), plus negations, which change meaning."""
     raw = set(normal_text(text).split())
-    content = {term_key(t) for t in default_tokenizer(text) if t not in STOP_WORDS}
+    content: set[str] = set()
+    for t in default_tokenizer(text):
+        if t not in STOP_WORDS:
+            key = term_key(t)
+            content.add(t if key in _NEGATIONS and t not in _NEGATIONS else key)  # "note" stems to "not": no negation
     return frozenset(content | (raw & _NEGATIONS))
 
 
@@ -163,8 +181,8 @@ class Pair:
 def compare(
     i: int,
     j: int,
-    sh: Sequence[frozenset[str]],
-    ws: Sequence[frozenset[str]],
+    sh: Indexed[frozenset[str]],
+    ws: Indexed[frozenset[str]],
     floor: float = CONFLICT_THRESHOLD,
 ) -> Pair:
     """Similarity of records ``i`` and ``j``; their conflicting words too when the similarity reaches ``floor``."""
@@ -174,14 +192,121 @@ def compare(
     return Pair(i, j, sim, tuple(conflicting(ws[i], ws[j])))
 
 
-def candidate_pairs(groups: Iterable[Sequence[int]], sh: Sequence[frozenset[str]], threshold: float) -> set[tuple[int, int]]:
-    """Index pairs that may reach ``threshold`` Jaccard, within each group (a partition), by prefix filtering.
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
-    Shingles are ordered rarest first; two sets with Jaccard ≥ t share at least one of the first
-    ``|x| - ceil(t·|x|) + 1`` shingles of each, so only records sharing a prefix shingle are compared (exact: no
-    pair above the threshold is missed; a shingle shared by more than ``MAX_BUCKET`` records is skipped)."""
+
+class Indexed(Protocol[T_co]):
+    """What the comparisons read per record: a list, or a :class:`Lazy` one."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, i: int, /) -> T_co: ...
+
+
+class Lazy(Generic[T]):
+    """``make(i)`` for each index ``i``, computed on first use and kept (a plan compares few of a large store's records)."""
+
+    def __init__(self, make: Callable[[int], T], size: int) -> None:
+        self._make = make
+        self._size = size
+        self._done: dict[int, T] = {}
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __getitem__(self, i: int) -> T:
+        value = self._done.get(i)
+        if value is None:
+            value = self._done[i] = self._make(i)
+        return value
+
+    def peek(self, i: int) -> T:
+        """The value for ``i`` without keeping it (what an index reads once of every record)."""
+        value = self._done.get(i)
+        return self._make(i) if value is None else value
+
+
+def minhash(sh: frozenset[str], bins: int = LSH_BANDS * LSH_ROWS) -> list[int] | None:
+    """A one-permutation MinHash of a shingle set: each shingle hashed once (crc32, mixed: deterministic across
+    processes and machines) into one of ``bins`` bins, the least value kept per bin; an empty bin borrows from the
+    next non-empty one (rotation densification), so two sets agree on a bin with probability ≈ their Jaccard.
+    None for an empty set."""
+    top = _M32 + 1
+    sig = [top] * bins
+    for g in sh:
+        h = (zlib.crc32(g.encode("utf-8")) * _MIX) & _M32
+        j = h % bins
+        if h < sig[j]:
+            sig[j] = h
+    if top not in sig:
+        return sig
+    filled = [j for j in range(bins) if sig[j] != top]
+    if not filled:
+        return None
+    out = list(sig)
+    for j in range(bins):
+        if sig[j] == top:
+            d = 1
+            while sig[(j + d) % bins] == top:
+                d += 1
+            out[j] = sig[(j + d) % bins] + d * top  # borrowed: the distance keeps it apart from a filled bin's value
+    return out
+
+
+def lsh_pairs(members: Sequence[int], shingle_of: Callable[[int], frozenset[str]]) -> set[tuple[int, int]]:
+    """Candidate pairs of one (large) partition by MinHash LSH: records sharing all :data:`LSH_ROWS` values of one
+    of :data:`LSH_BANDS` bands. Linear in the partition (one MinHash per record, kept as band keys only; the
+    shingles are not held), bounded per bucket (a band key shared by more than :data:`MAX_BUCKET` records is
+    skipped); probabilistic, but seeded (the same store gives the same pairs). Records with no shingles are
+    candidates of one another."""
+    keys: list[tuple[int, ...]] = []
+    who: list[int] = []
+    empty: list[int] = []
+    for i in members:
+        sig = minhash(shingle_of(i))
+        if sig is None:
+            empty.append(i)
+            continue
+        who.append(i)
+        keys.append(tuple(hash(tuple(sig[b * LSH_ROWS : (b + 1) * LSH_ROWS])) for b in range(LSH_BANDS)))
     out: set[tuple[int, int]] = set()
+    buckets: list[list[int]] = [empty]
+    for b in range(LSH_BANDS):  # one band at a time: the index never holds more than one band's buckets
+        band: dict[int, list[int]] = {}
+        for n, i in enumerate(who):
+            band.setdefault(keys[n][b], []).append(i)
+        buckets.extend(v for v in band.values() if len(v) > 1)
+        _pairs_of(buckets, out)
+        buckets.clear()
+    return out
+
+
+def _pairs_of(buckets: Iterable[list[int]], out: set[tuple[int, int]]) -> None:
+    for bucket in buckets:
+        if len(bucket) > MAX_BUCKET:
+            continue
+        for x, i in enumerate(bucket):
+            for j in bucket[x + 1 :]:
+                out.add((min(i, j), max(i, j)))
+
+
+def candidate_pairs(
+    groups: Iterable[Sequence[int]], sh: Indexed[frozenset[str]], threshold: float, *, lsh_min: int | None = None
+) -> set[tuple[int, int]]:
+    """Index pairs that may reach ``threshold`` Jaccard, within each group (a partition).
+
+    A group of fewer than ``lsh_min`` (default :data:`LSH_MIN_RECORDS`) records by prefix filtering: shingles are
+    ordered rarest first; two sets with Jaccard ≥ t share at least one of the first ``|x| - ceil(t·|x|) + 1``
+    shingles of each, so only records sharing a prefix shingle are compared (exact: no pair above the threshold is
+    missed; a shingle shared by more than ``MAX_BUCKET`` records is skipped). A larger group by MinHash LSH
+    (:func:`lsh_pairs`), whose cost stays linear where prefix filtering's grows with the square of the group."""
+    out: set[tuple[int, int]] = set()
+    floor = LSH_MIN_RECORDS if lsh_min is None else lsh_min
     for members in groups:
+        if len(members) >= floor:
+            out |= lsh_pairs(members, sh.__getitem__ if not isinstance(sh, Lazy) else sh.peek)
+            continue
         df: Counter[str] = Counter()
         for i in members:
             df.update(sh[i])
@@ -191,12 +316,7 @@ def candidate_pairs(groups: Iterable[Sequence[int]], sh: Sequence[frozenset[str]
             keep = len(ordered) - math.ceil(threshold * len(ordered)) + 1
             for g in ordered[: max(1, keep)]:
                 buckets.setdefault(g, []).append(i)
-        for bucket in buckets.values():
-            if len(bucket) > MAX_BUCKET:
-                continue
-            for x, i in enumerate(bucket):
-                for j in bucket[x + 1 :]:
-                    out.add((min(i, j), max(i, j)))
+        _pairs_of(buckets.values(), out)
     return out
 
 

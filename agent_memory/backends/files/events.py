@@ -20,9 +20,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from agent_memory.formats.atomic import atomic_write, ensure_dir, fsync_dir
 from agent_memory.model.events import (
@@ -32,7 +34,6 @@ from agent_memory.model.events import (
     NotSupportedError,
     acting,
     current_acting,
-    gated,
     tombstone_id,
     visible,
 )
@@ -40,6 +41,59 @@ from agent_memory.model.events import (
 __all__ = ["Acting", "Event", "EventLog", "NotSupportedError", "acting", "current_acting", "tombstone_id", "visible"]
 
 EVENTS_DIR = "events"
+#: Fields minted per event or per record (never repeated): gated every time, never memoised.
+_UNIQUE_FIELDS = frozenset({"id", "ts", "eid", "before", "after"})
+#: The shapes an event's own clock reading and id have when :class:`Event` mints them (``now_iso()``, 16 hex digits
+#: of a UUID4): a value of exactly that shape carries no input, so it is not sent through the redaction engine (whose
+#: labels could only mangle it: an id starting ``2fa`` reads as a "2FA" label).
+_MINTED = {"ts": re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z"), "eid": re.compile(r"[0-9a-f]{16}")}
+_MEMO_MAX = 4096  # gated values kept; the memo is emptied when full (a store sees few actors, scopes and callers)
+
+
+class GateMemo:
+    """The events' write gate (:func:`agent_memory.model.drafts.prepare_event`), remembering what it made of the
+    fields that repeat from event to event (type, actor, scope, callers, owners, ``detail``).
+
+    ``prepare_event`` treats each field on its own (a pure function of its value: redaction has no state), so
+    gating only the fields not seen before and taking the others from the memo gives the very event ``gated``
+    gives; a bulk import then redacts an actor or a scope once, not once per record. The event's own minted
+    ``ts`` and ``eid`` (see :data:`_MINTED`) are kept as they are."""
+
+    def __init__(self) -> None:
+        self._memo: dict[tuple[str, str], Any] = {}
+        self._lock = threading.Lock()
+
+    def gate(self, ev: Event) -> Event:
+        from agent_memory.model.drafts import prepare_event
+
+        data = ev.to_dict()
+        out: dict[str, Any] = {}
+        todo: dict[str, Any] = {}
+        keys: dict[str, tuple[str, str]] = {}
+        for name, value in data.items():
+            minted = _MINTED.get(name)
+            if minted is not None and isinstance(value, str) and minted.fullmatch(value):
+                out[name] = value
+                continue
+            if name in _UNIQUE_FIELDS or not isinstance(value, (str, dict)):
+                todo[name] = value
+                continue
+            key = (name, value if isinstance(value, str) else json.dumps(value, default=repr))
+            hit = self._memo.get(key, self)
+            if hit is self:
+                todo[name] = value
+                keys[name] = key
+            else:
+                out[name] = hit
+        if todo:
+            gated = prepare_event(todo)
+            with self._lock:
+                if len(self._memo) + len(keys) > _MEMO_MAX:
+                    self._memo.clear()
+                for name, key in keys.items():
+                    self._memo[key] = gated[name]
+            out.update(gated)
+        return Event.from_dict({name: out[name] for name in data})  # the fields in their order
 
 
 class EventLog:
@@ -49,6 +103,7 @@ class EventLog:
         self.dir = Path(root) / EVENTS_DIR
         self.durable = durable
         self._local = threading.local()
+        self._gate = GateMemo()
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
@@ -75,10 +130,11 @@ class EventLog:
 
     def append(self, ev: Event) -> Event:
         """Write one line (on a fresh line even after a torn one); fsync when durable. The event passes the write
-        gate first (:func:`agent_memory.model.events.gated`: every string and detail key/value redacted)."""
+        gate first (as :func:`agent_memory.model.events.gated`: every string and detail key/value redacted, the values
+        that repeat from event to event remembered by :class:`GateMemo`)."""
         if ev.event not in EVENT_TYPES:
             raise ValueError(f"unknown event type {ev.event!r}")
-        ev = gated(ev)
+        ev = self._gate.gate(ev)
         buffer = getattr(self._local, "buffer", None)
         if buffer is not None:
             buffer.append(ev)
