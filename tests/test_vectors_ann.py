@@ -101,9 +101,7 @@ def test_writes_update_the_index_in_place_and_a_drop_removes_it(tmp_path: Path, 
     assert "new2" not in [h for h, _ in cache.nearest("m", new[2], 20)]
 
 
-def test_the_index_is_stored_with_the_snapshot_and_rebuilt_when_its_file_is_gone(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_index_is_stored_with_the_snapshot_and_rebuilt_when_its_file_is_gone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cache, hashes, mat = filled(tmp_path)
     assert cache.build_index("m")
     cache.close()

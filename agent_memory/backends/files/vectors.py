@@ -35,7 +35,14 @@ from agent_memory.backends.files.ann import ANN_MIN, Ann, ann_available
 from agent_memory.backends.files.coarse import COARSE_MIN, Coarse, Loaded, one_thread
 from agent_memory.backends.files.vector_meta import EMBEDDERS_SCHEMA
 from agent_memory.backends.files.vector_seam import live_items, visible_for_hashes, visible_hashes
-from agent_memory.backends.files.vector_snapshot import SNAPSHOT_SCHEMA, add_index, cache_state, drop_snapshots, read_snapshot, write_snapshot
+from agent_memory.backends.files.vector_snapshot import (
+    SNAPSHOT_SCHEMA,
+    add_index,
+    cache_state,
+    drop_snapshots,
+    read_snapshot,
+    write_snapshot,
+)
 from agent_memory.embeddings import Embedder, EmbeddingError, embedder_spec
 from agent_memory.errors import InvalidInputError, StorageError
 from agent_memory.model.reports import BackfillReport
