@@ -12,12 +12,12 @@ Per size, on a files root of that many generated records (``_genroot.py``, index
   after loading the embedder (what the vectors add is the difference);
 - ``cli``: wall and CPU seconds of a cold ``agent-memory search --mode hybrid`` (median of 3).
 
-The vector set: MiniLM (ONNX) embeddings of the first ``--real`` record texts of the 1M root, then, for every
+The vector set: MiniLM (ONNX) embeddings of the first ``--real`` generated record texts, then, for every
 further row, ``normalise(a + w·b + 0.015·g)`` with ``a`` and ``b`` two real vectors picked at random,
 ``w ~ U(0, 0.6)`` and ``g`` standard Gaussian noise (384 dims): mixtures of real embeddings, so the set stays
 clustered like real ones (pure Gaussian vectors make an ANN look worse than it is on real data). Row ``i`` of
-the set is the vector of the ``i``-th record of a root (index order), so the 10k and 100k roots use the set's
-first rows. Query vectors are MiniLM embeddings of the first eight words of records sampled from the root.
+the set is the vector of the ``i``-th generated record (the roots share a seed, so the 10k and 100k roots are
+the 1M root's first records and use the set's first rows). Query vectors are MiniLM embeddings of the first eight words of records sampled from the root.
 
     PYTHONPATH=. .venv/bin/python benchmarks/bench_million.py --sizes 10000,100000,1000000
 """
@@ -29,7 +29,6 @@ import asyncio
 import json
 import os
 import resource
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -42,14 +41,16 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _corpus import Corpus  # noqa: E402
 from _genroot import write_root  # noqa: E402
 
 from agent_memory import MemoryStore  # noqa: E402
-from agent_memory.backends.files.index import live_sql  # noqa: E402
 from agent_memory.backends.files.vectors import VectorCache  # noqa: E402
 from agent_memory.embeddings import LocalEmbedder  # noqa: E402
+from agent_memory.model.records import content_hash  # noqa: E402
 
 DIM = 384
+SEED = 1_000_000  # _genroot's default seed for the 1M root: the smaller roots are its prefixes
 PY = sys.executable
 
 
@@ -69,29 +70,25 @@ def ensure_root(root: Path, size: int) -> dict[str, Any]:
         return {}
     t = time.perf_counter()
     if not (root / "records").is_dir() or len(os.listdir(root / "records")) < size:
-        write_root(root, size, seed=1_000_000)
+        write_root(root, size, seed=SEED)
     c0 = cpu_children()
     subprocess.run([PY, "-m", "agent_memory.cli", "--root", str(root), "reindex"], check=True, capture_output=True)
     done.write_text("ok")
     return {"generate_and_reindex_s": round(time.perf_counter() - t, 1), "reindex_cpu_s": round(cpu_children() - c0, 1)}
 
 
-def items_of(root: Path) -> list[tuple[str, str]]:
-    """``(content hash, body)`` of the root's live records, in index order (read-only, straight from index.db)."""
-    conn = sqlite3.connect(f"file:{root / 'index.db'}?mode=ro", uri=True)
-    try:
-        sql = f"SELECT r.content_hash, f.body FROM records r JOIN fts f ON f.rowid = r.rowid WHERE {live_sql('r')} ORDER BY r.rowid"
-        return [(h, b or "") for h, b in conn.execute(sql) if h]
-    finally:
-        conn.close()
+def corpus_items(size: int) -> list[tuple[str, str]]:
+    """``(content hash, text)`` of the first ``size`` generated records, in generation order (every root is a
+    prefix of the 1M one: same seed)."""
+    return [(content_hash(d.content), d.content) for d in Corpus(seed=SEED).drafts(size)]
 
 
-def real_vectors(root: Path, emb: LocalEmbedder, count: int) -> np.ndarray:
-    """MiniLM vectors of the first ``count`` record texts of ``root`` (the largest; cached beside it)."""
-    cache = Path(f"{root}-real-{count}.npy")
+def real_vectors(tmp: Path, emb: LocalEmbedder, count: int) -> np.ndarray:
+    """MiniLM vectors of the first ``count`` generated record texts (cached beside the 1M root)."""
+    cache = Path(f"{tmp}-real-{count}.npy")
     if cache.exists():
         return np.load(cache)
-    texts = [body for _, body in items_of(root)[:count]]
+    texts = [body for _, body in corpus_items(count)]
     t = time.perf_counter()
     out = np.concatenate([emb.embed(texts[i : i + 256]) for i in range(0, len(texts), 256)]).astype(np.float32)
     print(f"embedded {len(texts)} texts in {time.perf_counter() - t:.0f}s", file=sys.stderr)
@@ -99,26 +96,35 @@ def real_vectors(root: Path, emb: LocalEmbedder, count: int) -> np.ndarray:
     return out
 
 
+def _block(real: np.ndarray, b: int) -> np.ndarray:
+    """Derived rows ``b..b+10,000`` (seeded by ``b``: the same however the set is read)."""
+    rng = np.random.default_rng(b)
+    x = real[rng.integers(0, len(real), 10_000)]
+    y = real[rng.integers(0, len(real), 10_000)]
+    w = rng.uniform(0, 0.6, (10_000, 1)).astype(np.float32)
+    m = x + w * y + 0.015 * rng.standard_normal((10_000, DIM), dtype=np.float32)
+    return (m / np.linalg.norm(m, axis=1, keepdims=True)).astype(np.float32)
+
+
 def derived(real: np.ndarray, start: int, stop: int) -> np.ndarray:
-    """Rows ``start..stop`` of the vector set (deterministic per row block)."""
+    """Rows ``start..stop`` of the vector set: the real vectors first, then derived ones."""
     out = np.empty((stop - start, DIM), dtype=np.float32)
-    head = min(stop, len(real))
-    if start < head:
-        out[: head - start] = real[start:head]
-    for block in range(max(start, len(real)), stop, 10_000):
-        end = min(stop, block + 10_000)
-        rng = np.random.default_rng(block)
-        a = real[rng.integers(0, len(real), end - block)]
-        b = real[rng.integers(0, len(real), end - block)]
-        w = rng.uniform(0, 0.6, (end - block, 1)).astype(np.float32)
-        m = a + w * b + 0.015 * rng.standard_normal((end - block, DIM), dtype=np.float32)
-        out[block - start : end - start] = m / np.linalg.norm(m, axis=1, keepdims=True)
+    i = start
+    while i < stop:
+        if i < len(real):
+            j = min(stop, len(real))
+            out[i - start : j - start] = real[i:j]
+        else:
+            b = i // 10_000 * 10_000
+            j = min(stop, b + 10_000)
+            out[i - start : j - start] = _block(real, b)[i - b : j - b]
+        i = j
     return out
 
 
-def ensure_vectors(root: Path, emb: LocalEmbedder, real: np.ndarray) -> dict[str, Any]:
+def ensure_vectors(root: Path, size: int, emb: LocalEmbedder, real: np.ndarray) -> dict[str, Any]:
     cache = VectorCache.for_root(root)
-    hashes = list(dict.fromkeys(h for h, _ in items_of(root)))
+    hashes = list(dict.fromkeys(h for h, _ in corpus_items(size)))
     if cache.count(emb.name) == len(hashes):
         cache.close()
         return {}
@@ -135,12 +141,6 @@ def pct(xs: list[float], p: float) -> float:
     return round(float(np.percentile(xs, p)), 1)
 
 
-def queries_of(root: Path, n: int) -> list[str]:
-    items = items_of(root)
-    rng = np.random.default_rng(7)
-    return [" ".join(items[int(i)][1].split()[:8]) for i in rng.integers(0, len(items), n)]
-
-
 RSS_SCRIPT = """
 import json, resource, sys
 from agent_memory import MemoryStore
@@ -154,25 +154,52 @@ print(json.dumps({"after_embedder_mb": base // 1024, "peak_mb": resource.getrusa
 """
 
 
+RSS_VECTORS = """
+import json, resource, sys, time
+import numpy as np
+from agent_memory.backends.files.vectors import VectorCache
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+qs = np.load(sys.argv[3])
+t = time.perf_counter()
+c = VectorCache.for_root(sys.argv[1])
+for q in qs:
+    c.nearest(sys.argv[2], q, 110)
+print(json.dumps({"after_embedder_mb": base // 1024, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+                  "indexed": c.indexed(sys.argv[2]), "cold_s": round(time.perf_counter() - t, 2)}))
+"""
+
+
 def files_row(size: int, tmp: Path, emb: LocalEmbedder, real: np.ndarray, args: argparse.Namespace) -> dict[str, Any]:
     root = root_for(tmp, size)
-    row: dict[str, Any] = {"backend": "files", "records": size, **ensure_root(root, size)}
-    row.update(ensure_vectors(root, emb, real))
+    only = size in args.vectors_only
+    row: dict[str, Any] = {"backend": "files", "records": size, **({"vectors_only": True} if only else ensure_root(root, size))}
+    root.mkdir(parents=True, exist_ok=True)
+    row.update(ensure_vectors(root, size, emb, real))
     cache = VectorCache.for_root(root)
     t, c = time.perf_counter(), time.process_time()
     row["indexed"] = cache.build_index(emb.name, force=True)
     row["build_s"], row["build_cpu_s"] = round(time.perf_counter() - t, 1), round(time.process_time() - c, 1)
-    queries = queries_of(root, args.queries)
+    queries = queries_of_corpus(size, args.queries)
     qv = emb.embed(queries)
     loaded = cache._matrix(emb.name)
-    hit = 0
+    hit, dense = 0, []
     for q in qv:
+        t = time.perf_counter()
         got = {h for h, _ in cache.nearest(emb.name, q, 10)}
+        dense.append(1000 * (time.perf_counter() - t))
         want = {loaded.order[int(i)] for i in np.argsort(-(loaded.matrix @ q))[:10]}
         hit += len(got & want)
     row["recall_at_10"] = round(hit / (10 * len(qv)), 4)
+    row["nearest_p50_ms"], row["nearest_p95_ms"] = pct(dense, 50), pct(dense, 95)
     cache.close()
     del loaded
+    if only:  # no lexical index at this size: the vector side alone, and a search process's RSS
+        np.save(Path(f"{root}-queries.npy"), qv[:20])
+        out = subprocess.run(
+            [PY, "-c", RSS_VECTORS, str(root), emb.name, f"{root}-queries.npy"], check=True, capture_output=True, text=True
+        )
+        row["rss"] = json.loads(out.stdout.strip().splitlines()[-1])
+        return row
     store = MemoryStore(root, embedder=emb, rescan_interval=None)
     try:
         lex: list[float] = []
@@ -207,17 +234,112 @@ def files_row(size: int, tmp: Path, emb: LocalEmbedder, real: np.ndarray, args: 
     return row
 
 
+async def pg_row(size: int, server: Any, emb: LocalEmbedder, real: np.ndarray, args: argparse.Namespace) -> dict[str, Any]:
+    """One database of ``size`` records, vectors copied in (the same set as the files roots'), then searches."""
+    import psycopg
+
+    from agent_memory.backends.base import Caller
+    from agent_memory.backends.postgres import PostgresBackend
+    from agent_memory.backends.postgres import vectors as pg_vectors
+
+    db = f"million_{size}_{int(time.time())}"
+    async with await psycopg.AsyncConnection.connect(server.url, autocommit=True) as conn:
+        await conn.execute(f"CREATE DATABASE {db}")
+    url = server.url.rsplit("/", 1)[0] + f"/{db}"
+    drafts = list(Corpus(seed=SEED).drafts(size))
+    row: dict[str, Any] = {"backend": "postgres", "records": size, "index": "hamming" if size > pg_vectors.EXACT_MAX else "exact"}
+    loader = PostgresBackend(url)
+    t = time.perf_counter()
+    await loader.remember_many(drafts, source="import")
+    row["ingest_s"] = round(time.perf_counter() - t, 1)
+    order = {h: i for i, (h, _) in reversed(list(enumerate(corpus_items(size))))}
+    vset = derived(real, 0, size)
+    t = time.perf_counter()
+    async with loader.pool.connection() as conn:
+        cur = await conn.execute(f'SELECT tenant, id, content_hash FROM "{loader.schema}".records')
+        recs = await cur.fetchall()
+        for i in range(0, len(recs), 20_000):
+            part = recs[i : i + 20_000]
+            vecs = vset[[order[r["content_hash"]] for r in part]]
+            async with conn.cursor().copy(
+                f'COPY "{loader.schema}".record_vectors (tenant, id, model, dims, embedding, content_hash) FROM STDIN'
+            ) as copy:
+                for r, v in zip(part, vecs, strict=True):
+                    await copy.write_row(
+                        (r["tenant"], r["id"], emb.name, DIM, "{" + ",".join(f"{x:.6g}" for x in v.tolist()) + "}", r["content_hash"])
+                    )
+        await conn.execute(f'VACUUM (ANALYZE) "{loader.schema}".records')
+        await conn.execute(f'VACUUM (ANALYZE) "{loader.schema}".record_vectors')
+    row["vectors_copy_s"] = round(time.perf_counter() - t, 1)
+    await loader.close()
+    queries = queries_of_corpus(size, args.queries)
+    backend = PostgresBackend(url, embedder=emb)
+    anyone = Caller()
+    try:
+        lex: list[float] = []
+        hyb: list[float] = []
+        for mode in ("lexical", "hybrid"):
+            await backend.search(queries[0], anyone, mode=mode, limit=10)
+        for q in queries:
+            for mode, wall in (("lexical", lex), ("hybrid", hyb)):
+                t = time.perf_counter()
+                await backend.search(q, anyone, mode=mode, limit=10)
+                wall.append(1000 * (time.perf_counter() - t))
+        row["lexical_p50_ms"], row["lexical_p95_ms"] = pct(lex, 50), pct(lex, 95)
+        row["hybrid_p50_ms"], row["hybrid_p95_ms"] = pct(hyb, 50), pct(hyb, 95)
+        row["hybrid_over_lexical_p95"] = round(row["hybrid_p95_ms"] / max(row["lexical_p95_ms"], 1e-9), 2)
+        if size > pg_vectors.EXACT_MAX:  # the coarse filter's top 10 against the exact read's
+            hit, exact_ms = 0, []
+            for q in queries:
+                got = {h.id for h in (await backend.search(q, anyone, mode="dense", limit=10)).hits}
+                saved, pg_vectors.EXACT_MAX = pg_vectors.EXACT_MAX, 10**9
+                t = time.perf_counter()
+                want = {h.id for h in (await backend.search(q, anyone, mode="dense", limit=10)).hits}
+                exact_ms.append(1000 * (time.perf_counter() - t))
+                pg_vectors.EXACT_MAX = saved
+                hit += len(got & want)
+            row["recall_at_10"] = round(hit / (10 * len(queries)), 4)
+            row["exact_dense_p50_ms"] = pct(exact_ms, 50)
+    finally:
+        await backend.close()
+    return row
+
+
+def queries_of_corpus(size: int, n: int) -> list[str]:
+    items = corpus_items(size)
+    rng = np.random.default_rng(7)
+    return [" ".join(items[int(i)][1].split()[:8]) for i in rng.integers(0, len(items), n)]
+
+
+async def pg_rows(sizes: list[int], emb: LocalEmbedder, real: np.ndarray, args: argparse.Namespace) -> list[dict[str, Any]]:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from _pg import PgServer
+
+    server = PgServer(durable=True)
+    server.start()
+    rows = []
+    try:
+        for size in sizes:
+            rows.append(await pg_row(size, server, emb, real, args))
+            rows[-1]["load"] = [round(x, 1) for x in os.getloadavg()]
+            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    finally:
+        server.stop()
+    return rows
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     head = (
-        "| backend | records | index | build s (CPU) | recall@10 | lexical p95 ms | hybrid p50 / p95 ms | hybrid/lexical p95 |"
-        " search RSS MB (after embedder) | CLI cold hybrid s (CPU) |"
+        "| backend | records | index | build s (CPU) | recall@10 | dense-side p50 / p95 ms | lexical p95 ms | hybrid p50 / p95 ms |"
+        " hybrid/lexical p95 | search RSS MB (after embedder) | CLI cold hybrid s (CPU) |"
     )
     out = [head, "|---" * (head.count("|") - 1) + "|"]
     for r in rows:
         rss = r.get("rss", {})
         out.append(
             f"| {r['backend']} | {r['records']:,} | {r.get('index', 'hnsw' if r.get('indexed') else 'exact')} |"
-            f" {r.get('build_s', '—')} ({r.get('build_cpu_s', '—')}) | {r.get('recall_at_10', '—')} | {r.get('lexical_p95_ms', '—')} |"
+            f" {r.get('build_s', '—')} ({r.get('build_cpu_s', '—')}) | {r.get('recall_at_10', '—')} |"
+            f" {r.get('nearest_p50_ms', '—')} / {r.get('nearest_p95_ms', '—')} | {r.get('lexical_p95_ms', '—')} |"
             f" {r.get('hybrid_p50_ms', '—')} / {r.get('hybrid_p95_ms', '—')} | {r.get('hybrid_over_lexical_p95', '—')} |"
             f" {rss.get('peak_mb', '—')} ({rss.get('after_embedder_mb', '—')}) | {r.get('cli_hybrid_s', '—')} ({r.get('cli_hybrid_cpu_s', '—')}) |"
         )
@@ -231,23 +353,23 @@ def main() -> None:
     ap.add_argument("--real", type=int, default=20_000, help="records embedded for real (the rest derived)")
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--tmp", type=Path, default=Path("/tmp/bench-1m-ann"), help="the 1M root; smaller ones beside it")
+    ap.add_argument("--vectors-only", default="", help="sizes measured without a lexical root (vector side only)")
+    ap.add_argument("--pg-max", type=int, default=100_000, help="largest PostgreSQL size")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
+    args.vectors_only = {int(s) for s in args.vectors_only.split(",") if s}
     emb = LocalEmbedder()
-    biggest = root_for(args.tmp, max(sizes))
-    ensure_root(biggest, max(sizes))
-    real = real_vectors(biggest, emb, args.real)
+    real = real_vectors(args.tmp, emb, args.real)
     rows: list[dict[str, Any]] = []
     backends = args.backends.split(",")
     for size in sizes:
         if "files" in backends:
             rows.append(files_row(size, args.tmp, emb, real, args))
+            rows[-1]["load"] = [round(x, 1) for x in os.getloadavg()]
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     if "postgres" in backends:
-        from _pg_million import pg_rows
-
-        rows += asyncio.run(pg_rows([s for s in sizes if s <= args.pg_max] if hasattr(args, "pg_max") else sizes, real, emb, args))
+        rows += asyncio.run(pg_rows([s for s in sizes if s <= args.pg_max], emb, real, args))
     print(json.dumps(rows, indent=1) if args.json else table(rows))
 
 
