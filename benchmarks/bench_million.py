@@ -142,29 +142,33 @@ def pct(xs: list[float], p: float) -> float:
 
 
 RSS_SCRIPT = """
-import json, resource, sys
+import json, sys
+def hwm():  # this process's peak RSS in MB (VmHWM: unlike ru_maxrss, not inherited from the parent across fork+exec)
+    return int(next(l for l in open("/proc/self/status") if l.startswith("VmHWM")).split()[1]) // 1024
 from agent_memory import MemoryStore
 from agent_memory.embeddings import LocalEmbedder
 emb = LocalEmbedder(); emb.embed(["warm up"])
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+base = hwm()
 s = MemoryStore(sys.argv[1], embedder=emb)
 for q in json.loads(sys.argv[2]):
     s.search(q, mode="hybrid", limit=10)
-print(json.dumps({"after_embedder_mb": base // 1024, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}))
+print(json.dumps({"after_embedder_mb": base, "peak_mb": hwm()}))
 """
 
 
 RSS_VECTORS = """
-import json, resource, sys, time
+import json, sys, time
+def hwm():  # this process's peak RSS in MB (VmHWM: unlike ru_maxrss, not inherited from the parent across fork+exec)
+    return int(next(l for l in open("/proc/self/status") if l.startswith("VmHWM")).split()[1]) // 1024
 import numpy as np
 from agent_memory.backends.files.vectors import VectorCache
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+base = hwm()
 qs = np.load(sys.argv[3])
 t = time.perf_counter()
 c = VectorCache.for_root(sys.argv[1])
 for q in qs:
     c.nearest(sys.argv[2], q, 110)
-print(json.dumps({"after_embedder_mb": base // 1024, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+print(json.dumps({"after_embedder_mb": base, "peak_mb": hwm(),
                   "indexed": c.indexed(sys.argv[2]), "cold_s": round(time.perf_counter() - t, 2)}))
 """
 

@@ -25,6 +25,7 @@ DIM = 24
 @pytest.fixture(autouse=True)
 def small_thresholds(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(vectors_mod, "ANN_MIN", 50)  # an index for a test-sized cache
+    monkeypatch.setattr(vectors_mod, "ANN_AUTO", True)  # built by the backfill (off by default)
     monkeypatch.setattr(vectors_mod, "SNAPSHOT_MIN", 50)
     monkeypatch.setattr(vectors_mod, "COARSE_MIN", 50)
 
@@ -120,6 +121,15 @@ def test_the_index_is_stored_with_the_snapshot_and_rebuilt_when_its_file_is_gone
     assert len(list((tmp_path / "vectors.db-snap").glob("*.usearch"))) == 1
     files[0].with_suffix(".usearch").write_bytes(b"not an index")  # damaged: searched without it, no error
     assert not VectorCache.for_root(tmp_path).indexed("m")
+
+
+def test_a_backfill_builds_no_index_by_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(vectors_mod, "ANN_AUTO", False)
+    with MemoryStore(tmp_path, durable=False, embedder=words_embedder()) as s:
+        for i in range(60):
+            s.remember(f"garden note {i}")
+        s.embed()
+        assert not VectorCache.for_root(tmp_path).indexed("words")
 
 
 def test_without_the_library_search_is_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
