@@ -99,6 +99,7 @@ class Loaded:
     n: int = 0
     stamp: tuple[int, ...] = ()
     coarse: Coarse | None = None
+    ann: Any = None  # an :class:`agent_memory.backends.files.ann.Ann` over the rows, once built (kept in step by :meth:`add`)
 
     @property
     def matrix(self) -> npt.NDArray[np.float32]:
@@ -107,11 +108,15 @@ class Loaded:
     def add(self, hashes: Sequence[str], mat: npt.NDArray[np.float32]) -> None:
         """Put rows in place (a known hash is overwritten; new ones appended, the buffer growing ×1.5)."""
         new = [i for i, h in enumerate(hashes) if h not in self.hashes]
+        changed: list[tuple[int, int]] = []
         for i, h in enumerate(hashes):
             row = self.hashes.get(h)
             if row is not None:
                 self.buf[row] = mat[i]
                 self.coarse = None  # a projected row changed: rebuild on next use
+                changed.append((row, i))
+        if self.ann is not None and changed:
+            self.ann.add(np.array([r for r, _ in changed], dtype=np.int64), mat[[i for _, i in changed]])
         if self.coarse is not None:
             self.coarse.extend(mat[new])
         if not new:
@@ -122,6 +127,8 @@ class Loaded:
             grown[: self.n] = self.buf[: self.n]
             self.buf = grown
         self.buf[self.n : need] = mat[new]
+        if self.ann is not None:
+            self.ann.add(np.arange(self.n, need, dtype=np.int64), mat[new])
         for j, i in enumerate(new):
             self.hashes[hashes[i]] = self.n + j
             self.order.append(hashes[i])

@@ -39,6 +39,10 @@ Mode = Literal["lexical", "dense", "hybrid"]
 MODES: tuple[str, ...] = ("lexical", "dense", "hybrid")
 
 
+WIDEN_SHARE = 0.1  # below this visible share of the nearest vectors, search the caller's visible set exactly
+WIDEN_MAX = 20_000  # the widest margin of nearest vectors checked for visibility
+
+
 def _filters(store: StoreParts, **filters: Any) -> tuple[str, dict[str, Any]]:
     """SQL (alias ``r``) for the scope/kind/date filters of a search, as the lexical engine applies them."""
     dates = queries.date_filters(
@@ -145,17 +149,24 @@ def _dense(
 ) -> tuple[list[tuple[str, float]], str]:
     """The ``pool`` nearest records this caller may see (``stats``: the query's cosine mean and std).
 
-    Visibility is checked on a margin of the nearest vectors first (one indexed lookup); when too few of
-    them are visible, the whole visible map is built and searched, so the answer is always exactly the
-    nearest ``pool`` among visible records.
+    Visibility is checked on a margin of the nearest vectors first (one indexed lookup). When too few of them
+    are visible but a fair share is (at least :data:`WIDEN_SHARE`), the margin is widened once to what that
+    share predicts; otherwise, or when that is still short, the whole visible map is built and searched
+    exactly, so a caller who sees a small part of the store still gets the exact nearest ``pool`` of it.
     """
     margin = 2 * pool + 50
-    near = cache.nearest(model, q, margin, stats=stats)
-    allowed = visible_for_hashes(store.index, [h for h, _ in near], session_id=session_id, user_id=user_id, where=where, params=params)
-    if len(allowed) >= pool or len(near) < margin:  # the cosines are known already: no second product
-        sim = dict(near)
-        found = sorted(((rid, sim[h]) for rid, h in allowed.items()), key=lambda p: (-p[1], p[0]))
-        return found[:pool], f"checked on the nearest {len(near)}"
+    for attempt in (0, 1):
+        near = cache.nearest(model, q, margin, stats=stats)
+        allowed = visible_for_hashes(store.index, [h for h, _ in near], session_id=session_id, user_id=user_id, where=where, params=params)
+        if len(allowed) >= pool or len(near) < margin:  # the cosines are known already: no second product
+            sim = dict(near)
+            found = sorted(((rid, sim[h]) for rid, h in allowed.items()), key=lambda p: (-p[1], p[0]))
+            return found[:pool], f"checked on the nearest {len(near)}"
+        share = len(allowed) / max(1, len(near))
+        wider = int(2 * pool / share) + 50 if share >= WIDEN_SHARE else WIDEN_MAX + 1
+        if attempt or wider > WIDEN_MAX:
+            break
+        margin = max(wider, 2 * margin)
     allowed = visible_hashes(store.index, session_id=session_id, user_id=user_id, where=where, params=params)
     return cache.search(model, q, allowed, limit=pool, stats=stats), f"full visible map ({len(allowed)})"
 

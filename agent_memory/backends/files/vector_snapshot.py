@@ -8,6 +8,10 @@ written back), the content hashes in row order, and the coarse projection. It is
 update and delete of a vector), so any change to the vectors — from any process — makes it stale; a stale or
 damaged snapshot is simply rebuilt from ``vectors.db``. A purge or prune deletes it outright (a purged
 vector must not linger in a derived file). Files are written to a temporary name and renamed.
+
+Above :data:`~agent_memory.backends.files.ann.ANN_MIN` vectors the snapshot may also hold an HNSW index of the
+rows (``.usearch``, :mod:`agent_memory.backends.files.ann`), memory-mapped read-only by a search process. A
+damaged or unreadable index file (or no ``usearch`` installed) only drops the index: the matrix still serves.
 """
 
 from __future__ import annotations
@@ -24,9 +28,10 @@ from pathlib import Path
 
 import numpy as np
 
+from agent_memory.backends.files.ann import Ann, ann_available
 from agent_memory.backends.files.coarse import Coarse, Loaded
 
-__all__ = ["SNAPSHOT_SCHEMA", "SNAPSHOT_SUFFIX", "cache_state", "drop_snapshots", "read_snapshot", "write_snapshot"]
+__all__ = ["SNAPSHOT_SCHEMA", "SNAPSHOT_SUFFIX", "add_index", "cache_state", "drop_snapshots", "read_snapshot", "write_snapshot"]
 
 log = logging.getLogger("agent_memory")
 
@@ -88,7 +93,16 @@ def read_snapshot(db: Path, model: str, state: tuple[int, int]) -> Loaded | None
         log.warning("vector snapshot %s is damaged (%s); rebuilding it", stem, exc)
         return None
     order = list(hashes)
-    return Loaded(hashes={h: i for i, h in enumerate(order)}, order=order, buf=matrix, n=len(order), coarse=coarse)
+    loaded = Loaded(hashes={h: i for i, h in enumerate(order)}, order=order, buf=matrix, n=len(order), coarse=coarse)
+    if meta.get("ann") and ann_available():
+        try:
+            ann = Ann.view(stem.with_suffix(".usearch"))
+            if ann.size != loaded.n:
+                raise ValueError(f"index holds {ann.size} rows, the matrix {loaded.n}")
+            loaded.ann = ann
+        except (OSError, ValueError, RuntimeError) as exc:
+            log.warning("vector index %s is unreadable (%s); searching without it", stem, exc)
+    return loaded
 
 
 def write_snapshot(db: Path, model: str, state: tuple[int, int], loaded: Loaded, coarse: Coarse | None) -> None:
@@ -109,16 +123,19 @@ def write_snapshot(db: Path, model: str, state: tuple[int, int], loaded: Loaded,
                     cov=coarse.cov,
                     built_at=coarse.built_at,
                 )
-            meta = {"model": model, "epoch": state[0], "version": state[1], "n": loaded.n, "coarse": coarse is not None}
+            ann = loaded.ann is not None and loaded.ann.size == loaded.n
+            if ann:
+                loaded.ann.save(part.with_suffix(".usearch"))
+            meta = {"model": model, "epoch": state[0], "version": state[1], "n": loaded.n, "coarse": coarse is not None, "ann": ann}
             part.with_suffix(".json").write_text(json.dumps(meta), encoding="utf-8")
-            for suffix in (".npy", ".hashes", ".coarse.npz", ".json"):  # the meta last: it marks the set complete
+            for suffix in (".npy", ".hashes", ".coarse.npz", ".usearch", ".json"):  # the meta last: it marks the set complete
                 src = part.with_suffix(suffix)
                 if src.exists():
                     os.replace(src, stem.with_suffix(suffix))
         for old in stem.parent.glob(_prefix(model) + "-*"):  # earlier states of this model: stale now
             if not old.name.startswith(stem.name + "."):
                 old.unlink(missing_ok=True)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RuntimeError) as exc:
         log.warning("could not write the vector snapshot %s: %s", stem, exc)
 
 
@@ -126,3 +143,28 @@ def drop_snapshots(db: Path) -> None:
     """Delete every snapshot of this cache (after a purge or prune, or when the database is recreated)."""
     with contextlib.suppress(FileNotFoundError):
         shutil.rmtree(_folder(db))
+
+
+def add_index(db: Path, model: str, state: tuple[int, int], ann: Ann) -> bool:
+    """Add ``ann`` to the existing snapshot of ``state`` (its matrix unchanged: only the index and the meta are
+    written; nothing when it holds an index of as many rows already); False when there is no such snapshot
+    (write the whole one with :func:`write_snapshot`)."""
+    stem = _stem(db, model, state)
+    try:
+        meta = json.loads(stem.with_suffix(".json").read_text(encoding="utf-8"))
+        if meta.get("model") != model or meta.get("n") != ann.size:
+            return False
+        if meta.get("ann") and stem.with_suffix(".usearch").exists():
+            return True
+        with tempfile.TemporaryDirectory(dir=stem.parent, prefix=".tmp-") as tmp:
+            part = Path(tmp) / "s"
+            ann.save(part.with_suffix(".usearch"))
+            part.with_suffix(".json").write_text(json.dumps({**meta, "ann": True}), encoding="utf-8")
+            os.replace(part.with_suffix(".usearch"), stem.with_suffix(".usearch"))
+            os.replace(part.with_suffix(".json"), stem.with_suffix(".json"))
+        return True
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
+        log.warning("could not add the vector index to %s: %s", stem, exc)
+        return False

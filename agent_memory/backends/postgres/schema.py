@@ -178,6 +178,7 @@ def migrations(s: str, cfg: str = TEXT_CONFIG) -> list[tuple[int, str, list[str]
                 ),
             ],
         ),
+        *vector_signatures(s),  # 10 (9 is the sessions/episodes namespaces')
     ]
 
 
@@ -264,6 +265,26 @@ def time_layers(s: str, cfg: str) -> list[tuple[int, str, list[str]]]:
                 f'CREATE INDEX IF NOT EXISTS events_id ON "{s}".events (tenant, id)',
             ],
         ),
+    ]
+
+
+def vector_signatures(s: str) -> list[tuple[int, str, list[str]]]:
+    """Migration 10: a sign-bit signature per vector (bit i is 1 when component i is positive), a generated column,
+    so every row, old or new and from any writer, has one. Dense search ranks a caller's visible vectors by the
+    Hamming distance of signatures on the server and reads only a shortlist (agent_memory.backends.postgres.vectors)."""
+    return [
+        (
+            10,
+            "sign-bit signatures of vectors for a server-side coarse filter",
+            [
+                f'CREATE OR REPLACE FUNCTION "{s}".vector_signature(v real[]) RETURNS bit varying'
+                " LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$"
+                " SELECT coalesce(string_agg(CASE WHEN x > 0 THEN '1' ELSE '0' END, '' ORDER BY i), '')::bit varying"
+                " FROM unnest(v) WITH ORDINALITY AS u(x, i) $$",
+                f'ALTER TABLE "{s}".record_vectors ADD COLUMN IF NOT EXISTS sig bit varying'
+                f' GENERATED ALWAYS AS ("{s}".vector_signature(embedding)) STORED',
+            ],
+        )
     ]
 
 

@@ -5,12 +5,16 @@ content hash it was embedded from; a record whose content changed (new hash) or 
 embedded yet is picked up by :meth:`PgVectors.embed`, which a write schedules and never waits for. Deleting a
 record deletes its vectors (foreign key, ``ON DELETE CASCADE``).
 
-Search without extensions (Debian's PostgreSQL has no pgvector): the visible rows' vectors are read with the
-visibility predicate and the exact filters in the WHERE clause (before any top-k), and the cosines are one
-matrix product in the client — exact, O(visible vectors) per query, fine to tens of thousands of visible
-records per caller. The mean and standard deviation that standardise the cosines for fusion come from those
-visible rows only, so nothing hidden moves a score. pgvector (an HNSW index) is the way past that; it is not
-wired here yet.
+Search without extensions (Debian's PostgreSQL has no pgvector): up to :data:`EXACT_MAX` visible records, the
+visible rows' vectors are read with the visibility predicate and the exact filters in the WHERE clause (before
+any top-k), and the cosines are one matrix product in the client — exact. Above that, a server-side coarse
+filter keeps the client from pulling every vector: each row has a sign-bit signature (``sig``, migration 10,
+a generated column), the server ranks the caller's visible rows (the same WHERE clause) by the Hamming distance
+``bit_count(sig # query signature)`` and sends a shortlist of :data:`SHORTLIST` (or :data:`PER_POOL` × the pool), whose cosines
+the client computes exactly. The mean and standard deviation that standardise the cosines for fusion come from
+the caller's visible rows only (all of them, or a fixed hash-sampled ~:data:`SAMPLE` of them above the limit),
+so nothing hidden moves a score; lexical candidates outside the shortlist get their exact cosine too.
+pgvector (an HNSW index) is detected (:func:`agent_memory.backends.postgres.schema.has_pgvector`) but not used yet.
 
 Hybrid fuses the lexical engine's candidates with the dense ones (:class:`agent_memory.search.fusion.Fuse`, z-scores).
 The lexical weight follows term coverage (the IDF-weighted share of the query's terms the best lexical hits
@@ -47,6 +51,24 @@ log = logging.getLogger("agent_memory")
 __all__ = ["PgVectors", "pg_pipeline"]
 
 _COLS = ", ".join(f"r.{c}" for c in COLUMNS)
+EXACT_MAX = 20_000  # visible records up to which every visible vector is read (exact)
+SHORTLIST = 2_000  # rows the Hamming filter sends above that (at least PER_POOL × the dense pool)
+PER_POOL = 20
+SAMPLE = 2_000  # about how many visible rows give the cosines' mean and std above that
+
+
+def signature(q: npt.NDArray[np.float32]) -> str:
+    """The query's sign bits as PostgreSQL ``bit varying`` text (the ``vector_signature`` SQL function's rule)."""
+    return "".join("1" if x > 0 else "0" for x in q.tolist())
+
+
+def _decode(rows: list[Any], dim: int) -> npt.NDArray[np.float32]:
+    """Vectors from ``array_send`` bytes (one bytea per row: a 20-byte header, then a 4-byte length and a
+    big-endian float4 per element), decoded by numpy in one pass instead of one Python float per element."""
+    if not rows:
+        return np.zeros((0, dim), dtype=np.float32)
+    raw = np.frombuffer(b"".join(bytes(r["raw"]) for r in rows), dtype=np.uint8).reshape(len(rows), 20 + 8 * dim)
+    return raw[:, 20:].copy().view(">f4").reshape(len(rows), -1, 2)[:, :, 1].astype(np.float32)
 
 
 def pg_pipeline() -> Pipeline:
@@ -145,28 +167,58 @@ class PgVectors:
             await asyncio.gather(self._task, return_exceptions=True)
 
     # -- search ---------------------------------------------------------------------------------------
+    def _join(self) -> str:
+        return (
+            f"FROM {self.t} r JOIN {self.v} v ON v.tenant = r.tenant AND v.id = r.id AND v.model = %(model)s"
+            " AND v.content_hash = r.content_hash AND v.dims = %(dims)s"
+        )
+
     async def _dense(
         self, conn: Any, q: npt.NDArray[np.float32], params: dict[str, Any], where: str
     ) -> tuple[list[str], npt.NDArray[np.float32]]:
-        """Ids and cosines of every visible record with a current vector (the filters in the WHERE clause).
-
-        Vectors travel in ``array_send`` form (one bytea per row: a 20-byte header, then a 4-byte length and a
-        big-endian float4 per element), decoded by numpy in one pass instead of one Python float per element."""
+        """Ids and cosines of every visible record with a current vector (the filters in the WHERE clause)."""
         cur = await conn.execute(
-            f"SELECT r.id, array_send(v.embedding) AS raw FROM {self.t} r JOIN {self.v} v ON v.tenant = r.tenant"
-            f" AND v.id = r.id AND v.model = %(model)s AND v.content_hash = r.content_hash"
-            f" AND v.dims = %(dims)s WHERE {where}",
-            {**params, "dims": int(q.shape[0])},
+            f"SELECT r.id, array_send(v.embedding) AS raw {self._join()} WHERE {where}", {**params, "dims": int(q.shape[0])}, binary=True
+        )
+        rows = await cur.fetchall()
+        return [r["id"] for r in rows], _decode(rows, int(q.shape[0])) @ q
+
+    async def _coarse(
+        self, conn: Any, q: npt.NDArray[np.float32], params: dict[str, Any], where: str, visible: int, pool: int
+    ) -> tuple[list[str], npt.NDArray[np.float32], float, float]:
+        """The Hamming shortlist's ids and exact cosines, and the cosines' mean and std over a sample of the visible rows."""
+        dim = int(q.shape[0])
+        bind = {**params, "dims": dim, "qsig": signature(q), "short": max(SHORTLIST, PER_POOL * pool), "every": max(1, visible // SAMPLE)}
+        cur = await conn.execute(
+            f"SELECT r.id, array_send(v.embedding) AS raw {self._join()} WHERE {where}"
+            " ORDER BY bit_count(v.sig # %(qsig)s::bit varying), r.id LIMIT %(short)s",
+            bind,
             binary=True,
         )
         rows = await cur.fetchall()
-        ids = [r["id"] for r in rows]
-        if not rows:
-            return ids, np.zeros(0, dtype=np.float32)
-        width = 20 + 8 * int(q.shape[0])
-        raw = np.frombuffer(b"".join(bytes(r["raw"]) for r in rows), dtype=np.uint8).reshape(len(rows), width)
-        matrix = raw[:, 20:].copy().view(">f4").reshape(len(rows), -1, 2)[:, :, 1].astype(np.float32)
-        return ids, matrix @ q
+        cur = await conn.execute(
+            f"SELECT array_send(v.embedding) AS raw {self._join()} WHERE {where}"
+            " AND mod(hashtext(r.id)::bigint + 2147483648, %(every)s) = 0 LIMIT %(sample)s",
+            {**bind, "sample": 2 * SAMPLE},
+            binary=True,
+        )
+        sample = _decode(await cur.fetchall(), dim) @ q
+        sims = _decode(rows, dim) @ q
+        if not len(sample):
+            sample = sims
+        return [r["id"] for r in rows], sims, float(sample.mean()) if len(sample) else 0.0, float(sample.std()) if len(sample) else 0.0
+
+    async def _cosines(self, conn: Any, q: npt.NDArray[np.float32], ids: list[str], params: dict[str, Any], where: str) -> dict[str, float]:
+        """Exact cosines of the visible records among ``ids``."""
+        if not ids:
+            return {}
+        cur = await conn.execute(
+            f"SELECT r.id, array_send(v.embedding) AS raw {self._join()} WHERE r.id = ANY(%(want)s) AND {where}",
+            {**params, "dims": int(q.shape[0]), "want": ids},
+            binary=True,
+        )
+        rows = await cur.fetchall()
+        return dict(zip([r["id"] for r in rows], (_decode(rows, int(q.shape[0])) @ q).tolist(), strict=True))
 
     async def search(
         self,
@@ -206,9 +258,14 @@ class PgVectors:
         words = query_words(query, engine.terms, engine.stop_words)
         stats = await self._counts(conn, [*engine.terms(query), *(t for ts in words.values() for t in ts)], params, where)
         text, common = focus_query(query, words, stats[1], stats[0])
+        coarse = stats[0] > EXACT_MAX
         try:
             q = np.asarray((await self.embedder.aembed([text]))[0], dtype=np.float32).reshape(-1)
-            ids, sims = await self._dense(conn, q, params, where)
+            if coarse:
+                ids, sims, mean, std = await self._coarse(conn, q, params, where, stats[0], pool)
+            else:
+                ids, sims = await self._dense(conn, q, params, where)
+                mean, std = (float(sims.mean()), float(sims.std())) if len(ids) else (0.0, 0.0)
         except EmbeddingError as exc:  # fail open
             if steps is not None:
                 steps.append({"stage": "dense", "error": str(exc), "fallback": "lexical"})
@@ -218,12 +275,15 @@ class PgVectors:
         top = top[np.argsort(-sims[top], kind="stable")]
         dense = [(ids[int(j)], float(sims[int(j)])) for j in top]
         cos = dict(zip(ids, sims.tolist(), strict=True))
+        if coarse and mode != "dense":  # lexical candidates outside the shortlist: their exact cosines
+            cos.update(await self._cosines(conn, q, [h.id for h in lexical.hits if h.id not in cos], params, where))
         if steps is not None:
             steps.append(
                 {
                     "stage": "dense",
                     "model": self.embedder.name,
                     "visibility": f"in the WHERE clause ({len(ids)})",
+                    **({"coarse": f"Hamming shortlist of {len(ids)} among {stats[0]} visible"} if coarse else {}),
                     **({"focus": {"embedded": text, "left_out": common}} if common else {}),
                     "found": len(dense),
                     "top": [{"id": r, "cosine": round(s, 4)} for r, s in dense[:10]],
@@ -237,8 +297,8 @@ class PgVectors:
         ctx = QueryContext(
             query=query,
             confidence=confidence,
-            dense_mean=float(sims.mean()) if len(ids) else None,
-            dense_std=float(sims.std()) if len(ids) else None,
+            dense_mean=mean if len(ids) else None,
+            dense_std=std if len(ids) else None,
         )
         ranked = chosen.run(lex_pairs, dense, ctx, info=await self._info(conn, [c for c, _ in lex_pairs + dense]), limit=limit, trace=steps)
         missing = [c.id for c in ranked if c.id not in by_id]

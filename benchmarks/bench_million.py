@@ -1,0 +1,381 @@
+"""Vectors at 10k / 100k / 1M records: the files backend's HNSW index (and the PostgreSQL coarse filter) against exact.
+
+Per size, on a files root of that many generated records (``_genroot.py``, indexed by ``reindex``; kept under
+``--tmp`` and reused across runs) with one vector per record:
+
+- ``build``: wall and CPU seconds of :meth:`VectorCache.build_index` (the HNSW index, stored with the snapshot);
+- ``recall@10``: of :meth:`VectorCache.nearest` (the index's candidates, exact cosines) against an exact
+  product over all vectors, for the query vectors;
+- ``lexical p95`` and ``hybrid p50/p95`` of ``MemoryStore.search`` in one warm process, the two modes
+  alternating per query (hybrid includes embedding the query with MiniLM); CPU ms per query beside them;
+- ``rss``: peak RSS (MB) of a fresh process that opens the store and runs 20 hybrid searches, and its RSS
+  after loading the embedder (what the vectors add is the difference);
+- ``cli``: wall and CPU seconds of a cold ``agent-memory search --mode hybrid`` (median of 3).
+
+The vector set: MiniLM (ONNX) embeddings of the first ``--real`` generated record texts, then, for every
+further row, ``normalise(a + w·b + 0.015·g)`` with ``a`` and ``b`` two real vectors picked at random,
+``w ~ U(0, 0.6)`` and ``g`` standard Gaussian noise (384 dims): mixtures of real embeddings, so the set stays
+clustered like real ones (pure Gaussian vectors make an ANN look worse than it is on real data). Row ``i`` of
+the set is the vector of the ``i``-th generated record (the roots share a seed, so the 10k and 100k roots are
+the 1M root's first records and use the set's first rows). Query vectors are MiniLM embeddings of the first eight words of records sampled from the root.
+
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_million.py --sizes 10000,100000,1000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _corpus import Corpus  # noqa: E402
+from _genroot import write_root  # noqa: E402
+
+from agent_memory import MemoryStore  # noqa: E402
+from agent_memory.backends.files.vectors import VectorCache  # noqa: E402
+from agent_memory.embeddings import LocalEmbedder  # noqa: E402
+from agent_memory.model.records import content_hash  # noqa: E402
+
+DIM = 384
+SEED = 1_000_000  # _genroot's default seed for the 1M root: the smaller roots are its prefixes
+PY = sys.executable
+
+
+def cpu_children() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def root_for(tmp: Path, size: int) -> Path:
+    return tmp if size == 1_000_000 else Path(f"{tmp}-{size}")
+
+
+def ensure_root(root: Path, size: int) -> dict[str, Any]:
+    """Generate and index the root unless a finished one is there."""
+    done = root / ".bench-ready"
+    if done.exists():
+        return {}
+    t = time.perf_counter()
+    if not (root / "records").is_dir() or len(os.listdir(root / "records")) < size:
+        write_root(root, size, seed=SEED)
+    c0 = cpu_children()
+    subprocess.run([PY, "-m", "agent_memory.cli", "--root", str(root), "reindex"], check=True, capture_output=True)
+    done.write_text("ok")
+    return {"generate_and_reindex_s": round(time.perf_counter() - t, 1), "reindex_cpu_s": round(cpu_children() - c0, 1)}
+
+
+def corpus_items(size: int) -> list[tuple[str, str]]:
+    """``(content hash, text)`` of the first ``size`` generated records, in generation order (every root is a
+    prefix of the 1M one: same seed)."""
+    return [(content_hash(d.content), d.content) for d in Corpus(seed=SEED).drafts(size)]
+
+
+def real_vectors(tmp: Path, emb: LocalEmbedder, count: int) -> np.ndarray:
+    """MiniLM vectors of the first ``count`` generated record texts (cached beside the 1M root)."""
+    cache = Path(f"{tmp}-real-{count}.npy")
+    if cache.exists():
+        return np.load(cache)
+    texts = [body for _, body in corpus_items(count)]
+    t = time.perf_counter()
+    out = np.concatenate([emb.embed(texts[i : i + 256]) for i in range(0, len(texts), 256)]).astype(np.float32)
+    print(f"embedded {len(texts)} texts in {time.perf_counter() - t:.0f}s", file=sys.stderr)
+    np.save(cache, out)
+    return out
+
+
+def _block(real: np.ndarray, b: int) -> np.ndarray:
+    """Derived rows ``b..b+10,000`` (seeded by ``b``: the same however the set is read)."""
+    rng = np.random.default_rng(b)
+    x = real[rng.integers(0, len(real), 10_000)]
+    y = real[rng.integers(0, len(real), 10_000)]
+    w = rng.uniform(0, 0.6, (10_000, 1)).astype(np.float32)
+    m = x + w * y + 0.015 * rng.standard_normal((10_000, DIM), dtype=np.float32)
+    return (m / np.linalg.norm(m, axis=1, keepdims=True)).astype(np.float32)
+
+
+def derived(real: np.ndarray, start: int, stop: int) -> np.ndarray:
+    """Rows ``start..stop`` of the vector set: the real vectors first, then derived ones."""
+    out = np.empty((stop - start, DIM), dtype=np.float32)
+    i = start
+    while i < stop:
+        if i < len(real):
+            j = min(stop, len(real))
+            out[i - start : j - start] = real[i:j]
+        else:
+            b = i // 10_000 * 10_000
+            j = min(stop, b + 10_000)
+            out[i - start : j - start] = _block(real, b)[i - b : j - b]
+        i = j
+    return out
+
+
+def ensure_vectors(root: Path, size: int, emb: LocalEmbedder, real: np.ndarray) -> dict[str, Any]:
+    cache = VectorCache.for_root(root)
+    hashes = list(dict.fromkeys(h for h, _ in corpus_items(size)))
+    if cache.count(emb.name) == len(hashes):
+        cache.close()
+        return {}
+    t = time.perf_counter()
+    for i in range(0, len(hashes), 50_000):
+        j = min(len(hashes), i + 50_000)
+        cache.put(emb.name, hashes[i:j], derived(real, i, j))
+    cache.note_embedder(emb)
+    cache.close()
+    return {"vectors_put_s": round(time.perf_counter() - t, 1), "vectors": len(hashes)}
+
+
+def pct(xs: list[float], p: float) -> float:
+    return round(float(np.percentile(xs, p)), 1)
+
+
+RSS_SCRIPT = """
+import json, sys
+def hwm():  # this process's peak RSS in MB (VmHWM: unlike ru_maxrss, not inherited from the parent across fork+exec)
+    return int(next(l for l in open("/proc/self/status") if l.startswith("VmHWM")).split()[1]) // 1024
+from agent_memory import MemoryStore
+from agent_memory.embeddings import LocalEmbedder
+emb = LocalEmbedder(); emb.embed(["warm up"])
+base = hwm()
+s = MemoryStore(sys.argv[1], embedder=emb)
+for q in json.loads(sys.argv[2]):
+    s.search(q, mode="hybrid", limit=10)
+print(json.dumps({"after_embedder_mb": base, "peak_mb": hwm()}))
+"""
+
+
+RSS_VECTORS = """
+import json, sys, time
+def hwm():  # this process's peak RSS in MB (VmHWM: unlike ru_maxrss, not inherited from the parent across fork+exec)
+    return int(next(l for l in open("/proc/self/status") if l.startswith("VmHWM")).split()[1]) // 1024
+import numpy as np
+from agent_memory.backends.files.vectors import VectorCache
+base = hwm()
+qs = np.load(sys.argv[3])
+t = time.perf_counter()
+c = VectorCache.for_root(sys.argv[1])
+for q in qs:
+    c.nearest(sys.argv[2], q, 110)
+print(json.dumps({"after_embedder_mb": base, "peak_mb": hwm(),
+                  "indexed": c.indexed(sys.argv[2]), "cold_s": round(time.perf_counter() - t, 2)}))
+"""
+
+
+def files_row(size: int, tmp: Path, emb: LocalEmbedder, real: np.ndarray, args: argparse.Namespace) -> dict[str, Any]:
+    root = root_for(tmp, size)
+    only = size in args.vectors_only
+    row: dict[str, Any] = {"backend": "files", "records": size, **({"vectors_only": True} if only else ensure_root(root, size))}
+    root.mkdir(parents=True, exist_ok=True)
+    row.update(ensure_vectors(root, size, emb, real))
+    cache = VectorCache.for_root(root)
+    t, c = time.perf_counter(), time.process_time()
+    row["indexed"] = cache.build_index(emb.name, force=True)
+    row["build_s"], row["build_cpu_s"] = round(time.perf_counter() - t, 1), round(time.process_time() - c, 1)
+    queries = queries_of_corpus(size, args.queries)
+    qv = emb.embed(queries)
+    loaded = cache._matrix(emb.name)
+    hit, dense = 0, []
+    for q in qv:
+        t = time.perf_counter()
+        got = {h for h, _ in cache.nearest(emb.name, q, 10)}
+        dense.append(1000 * (time.perf_counter() - t))
+        want = {loaded.order[int(i)] for i in np.argsort(-(loaded.matrix @ q))[:10]}
+        hit += len(got & want)
+    row["recall_at_10"] = round(hit / (10 * len(qv)), 4)
+    row["nearest_p50_ms"], row["nearest_p95_ms"] = pct(dense, 50), pct(dense, 95)
+    cache.close()
+    del loaded
+    if only:  # no lexical index at this size: the vector side alone, and a search process's RSS
+        np.save(Path(f"{root}-queries.npy"), qv[:20])
+        out = subprocess.run(
+            [PY, "-c", RSS_VECTORS, str(root), emb.name, f"{root}-queries.npy"], check=True, capture_output=True, text=True
+        )
+        row["rss"] = json.loads(out.stdout.strip().splitlines()[-1])
+        return row
+    store = MemoryStore(root, embedder=emb, rescan_interval=None)
+    try:
+        lex: list[float] = []
+        hyb: list[float] = []
+        lex_cpu: list[float] = []
+        hyb_cpu: list[float] = []
+        for mode in ("lexical", "hybrid"):  # warm both (loads the index and the vectors)
+            store.search(queries[0], mode=mode, limit=10)
+        for q in queries:
+            for mode, wall, cpu in (("lexical", lex, lex_cpu), ("hybrid", hyb, hyb_cpu)):
+                t, c = time.perf_counter(), time.process_time()
+                store.search(q, mode=mode, limit=10)
+                wall.append(1000 * (time.perf_counter() - t))
+                cpu.append(1000 * (time.process_time() - c))
+    finally:
+        store.close()
+    row["lexical_p50_ms"], row["lexical_p95_ms"] = pct(lex, 50), pct(lex, 95)
+    row["hybrid_p50_ms"], row["hybrid_p95_ms"] = pct(hyb, 50), pct(hyb, 95)
+    row["lexical_cpu_p50_ms"], row["hybrid_cpu_p50_ms"] = pct(lex_cpu, 50), pct(hyb_cpu, 50)
+    row["hybrid_over_lexical_p95"] = round(row["hybrid_p95_ms"] / max(row["lexical_p95_ms"], 1e-9), 2)
+    out = subprocess.run([PY, "-c", RSS_SCRIPT, str(root), json.dumps(queries[:20])], check=True, capture_output=True, text=True)
+    row["rss"] = json.loads(out.stdout.strip().splitlines()[-1])
+    walls, cpus = [], []
+    for q in queries[:3]:
+        c0, t = cpu_children(), time.perf_counter()
+        subprocess.run(
+            [PY, "-m", "agent_memory.cli", "--root", str(root), "search", q, "--mode", "hybrid", "--json"], check=True, capture_output=True
+        )
+        walls.append(time.perf_counter() - t)
+        cpus.append(cpu_children() - c0)
+    row["cli_hybrid_s"], row["cli_hybrid_cpu_s"] = round(statistics.median(walls), 2), round(statistics.median(cpus), 2)
+    return row
+
+
+async def pg_row(size: int, server: Any, emb: LocalEmbedder, real: np.ndarray, args: argparse.Namespace) -> dict[str, Any]:
+    """One database of ``size`` records, vectors copied in (the same set as the files roots'), then searches."""
+    import psycopg
+
+    from agent_memory.backends.base import Caller
+    from agent_memory.backends.postgres import PostgresBackend
+    from agent_memory.backends.postgres import vectors as pg_vectors
+
+    db = f"million_{size}_{int(time.time())}"
+    async with await psycopg.AsyncConnection.connect(server.url, autocommit=True) as conn:
+        await conn.execute(f"CREATE DATABASE {db}")
+    url = server.url.rsplit("/", 1)[0] + f"/{db}"
+    drafts = list(Corpus(seed=SEED).drafts(size))
+    row: dict[str, Any] = {"backend": "postgres", "records": size, "index": "hamming" if size > pg_vectors.EXACT_MAX else "exact"}
+    loader = PostgresBackend(url)
+    t = time.perf_counter()
+    await loader.remember_many(drafts, source="import")
+    row["ingest_s"] = round(time.perf_counter() - t, 1)
+    order = {h: i for i, (h, _) in reversed(list(enumerate(corpus_items(size))))}
+    vset = derived(real, 0, size)
+    t = time.perf_counter()
+    async with loader.pool.connection() as conn:
+        cur = await conn.execute(f'SELECT tenant, id, content_hash FROM "{loader.schema}".records')
+        recs = await cur.fetchall()
+        for i in range(0, len(recs), 20_000):
+            part = recs[i : i + 20_000]
+            vecs = vset[[order[r["content_hash"]] for r in part]]
+            async with conn.cursor().copy(
+                f'COPY "{loader.schema}".record_vectors (tenant, id, model, dims, embedding, content_hash) FROM STDIN'
+            ) as copy:
+                for r, v in zip(part, vecs, strict=True):
+                    await copy.write_row(
+                        (r["tenant"], r["id"], emb.name, DIM, "{" + ",".join(f"{x:.6g}" for x in v.tolist()) + "}", r["content_hash"])
+                    )
+        await conn.execute(f'VACUUM (ANALYZE) "{loader.schema}".records')
+        await conn.execute(f'VACUUM (ANALYZE) "{loader.schema}".record_vectors')
+    row["vectors_copy_s"] = round(time.perf_counter() - t, 1)
+    await loader.close()
+    queries = queries_of_corpus(size, args.queries)
+    backend = PostgresBackend(url, embedder=emb)
+    anyone = Caller()
+    try:
+        lex: list[float] = []
+        hyb: list[float] = []
+        for mode in ("lexical", "hybrid"):
+            await backend.search(queries[0], anyone, mode=mode, limit=10)
+        for q in queries:
+            for mode, wall in (("lexical", lex), ("hybrid", hyb)):
+                t = time.perf_counter()
+                await backend.search(q, anyone, mode=mode, limit=10)
+                wall.append(1000 * (time.perf_counter() - t))
+        row["lexical_p50_ms"], row["lexical_p95_ms"] = pct(lex, 50), pct(lex, 95)
+        row["hybrid_p50_ms"], row["hybrid_p95_ms"] = pct(hyb, 50), pct(hyb, 95)
+        row["hybrid_over_lexical_p95"] = round(row["hybrid_p95_ms"] / max(row["lexical_p95_ms"], 1e-9), 2)
+        if size > pg_vectors.EXACT_MAX:  # the coarse filter's top 10 against the exact read's
+            hit, exact_ms = 0, []
+            for q in queries:
+                got = {h.id for h in (await backend.search(q, anyone, mode="dense", limit=10)).hits}
+                saved, pg_vectors.EXACT_MAX = pg_vectors.EXACT_MAX, 10**9
+                t = time.perf_counter()
+                want = {h.id for h in (await backend.search(q, anyone, mode="dense", limit=10)).hits}
+                exact_ms.append(1000 * (time.perf_counter() - t))
+                pg_vectors.EXACT_MAX = saved
+                hit += len(got & want)
+            row["recall_at_10"] = round(hit / (10 * len(queries)), 4)
+            row["exact_dense_p50_ms"] = pct(exact_ms, 50)
+    finally:
+        await backend.close()
+    return row
+
+
+def queries_of_corpus(size: int, n: int) -> list[str]:
+    items = corpus_items(size)
+    rng = np.random.default_rng(7)
+    return [" ".join(items[int(i)][1].split()[:8]) for i in rng.integers(0, len(items), n)]
+
+
+async def pg_rows(sizes: list[int], emb: LocalEmbedder, real: np.ndarray, args: argparse.Namespace) -> list[dict[str, Any]]:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from _pg import PgServer
+
+    server = PgServer(durable=True)
+    server.start()
+    rows = []
+    try:
+        for size in sizes:
+            rows.append(await pg_row(size, server, emb, real, args))
+            rows[-1]["load"] = [round(x, 1) for x in os.getloadavg()]
+            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    finally:
+        server.stop()
+    return rows
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    head = (
+        "| backend | records | index | build s (CPU) | recall@10 | dense-side p50 / p95 ms | lexical p95 ms | hybrid p50 / p95 ms |"
+        " hybrid/lexical p95 | search RSS MB (after embedder) | CLI cold hybrid s (CPU) |"
+    )
+    out = [head, "|---" * (head.count("|") - 1) + "|"]
+    for r in rows:
+        rss = r.get("rss", {})
+        out.append(
+            f"| {r['backend']} | {r['records']:,} | {r.get('index', 'hnsw' if r.get('indexed') else 'exact')} |"
+            f" {r.get('build_s', '—')} ({r.get('build_cpu_s', '—')}) | {r.get('recall_at_10', '—')} |"
+            f" {r.get('nearest_p50_ms', '—')} / {r.get('nearest_p95_ms', '—')} | {r.get('lexical_p95_ms', '—')} |"
+            f" {r.get('hybrid_p50_ms', '—')} / {r.get('hybrid_p95_ms', '—')} | {r.get('hybrid_over_lexical_p95', '—')} |"
+            f" {rss.get('peak_mb', '—')} ({rss.get('after_embedder_mb', '—')}) | {r.get('cli_hybrid_s', '—')} ({r.get('cli_hybrid_cpu_s', '—')}) |"
+        )
+    return "\n".join(out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sizes", default="10000,100000,1000000")
+    ap.add_argument("--backends", default="files,postgres")
+    ap.add_argument("--real", type=int, default=20_000, help="records embedded for real (the rest derived)")
+    ap.add_argument("--queries", type=int, default=100)
+    ap.add_argument("--tmp", type=Path, default=Path("/tmp/bench-1m-ann"), help="the 1M root; smaller ones beside it")
+    ap.add_argument("--vectors-only", default="", help="sizes measured without a lexical root (vector side only)")
+    ap.add_argument("--pg-max", type=int, default=100_000, help="largest PostgreSQL size")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    args.vectors_only = {int(s) for s in args.vectors_only.split(",") if s}
+    emb = LocalEmbedder()
+    real = real_vectors(args.tmp, emb, args.real)
+    rows: list[dict[str, Any]] = []
+    backends = args.backends.split(",")
+    for size in sizes:
+        if "files" in backends:
+            rows.append(files_row(size, args.tmp, emb, real, args))
+            rows[-1]["load"] = [round(x, 1) for x in os.getloadavg()]
+            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    if "postgres" in backends:
+        rows += asyncio.run(pg_rows([s for s in sizes if s <= args.pg_max], emb, real, args))
+    print(json.dumps(rows, indent=1) if args.json else table(rows))
+
+
+if __name__ == "__main__":
+    main()
