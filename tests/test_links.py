@@ -149,7 +149,9 @@ async def _drop_link_tables(backend: Any, m: Any) -> None:
     await m.aclose()
     async with await psycopg.AsyncConnection.connect(backend.target, autocommit=True) as conn:
         await conn.execute(f'DROP TABLE "{schema}".record_links, "{schema}".record_titles')
-        await conn.execute(f'DELETE FROM "{schema}".schema_version WHERE version = 8')
+        await conn.execute(
+            f'DELETE FROM "{schema}".schema_version WHERE version >= 8'
+        )  # and every later one: migrate runs what is above the max
 
 
 async def test_links_are_rebuilt_by_reindex_and_by_the_migration_of_an_older_store(backend: Any) -> None:

@@ -310,9 +310,11 @@ async def test_postgres_schema_6_is_migrated_in_place(tmp_path: Path) -> None:
     await support.remember("Written in support after the migration.", scope="project")
     assert [r.id for r in await root.list()] == [made.id]
     assert [r.namespace for r in await support.list()] == ["acme/support"]
+    from agent_memory.backends.postgres.schema import LATEST
+
     with psycopg.connect(url) as conn:
         row = conn.execute(f'SELECT max(version) FROM "{schema}".schema_version').fetchone()
-        assert row is not None and row[0] == 9  # namespaces (7), links (8), namespaced session logs and episodes (9)
+        assert row is not None and row[0] == LATEST  # namespaces (7), links (8), namespaced session logs and episodes (9)
     await root.aclose()
 
 
