@@ -25,13 +25,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from agent_memory.redaction.base import I, Lazy
-from agent_memory.redaction.generic import _HASH_CONTEXT, _id_value, _key_value, _placeholder, _pw_value
+from agent_memory.redaction.base import A, I, Lazy
+from agent_memory.redaction.generic import _FILE_EXT, _HASH_CONTEXT, _id_value, _key_value, _placeholder, _pw_value, _random_enough
 
 Span = tuple[int, int, str]
 
 _IDENT = Lazy(
-    r"(?<![\w.\-/$%{@])(?:[A-Za-z][A-Za-z0-9]*(?:[_.\-][A-Za-z0-9]+)+|[a-z][a-z0-9]*(?:[A-Z][a-z0-9]+)+|[A-Z]{2,}[a-z]+(?:[A-Z][a-z0-9]+)+)"
+    r"(?<![\w.\-/$%{@])(?:[A-Za-z][A-Za-z0-9]*(?:[_.\-][A-Za-z0-9]+)+|[a-z][a-z0-9]*(?:[A-Z][a-z0-9]+)+|[A-Z]{2,}[a-z]+(?:[A-Z][a-z0-9]+)+|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+)"
     r"(?![A-Za-z0-9_\-]|\.[A-Za-z0-9_]|\[REDACTED)"
 )
 _PARTS = Lazy(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
@@ -45,7 +45,7 @@ _ID_PAIRS = frozenset({("id", "number"), ("id", "no"), ("id", "nr"), ("kimlik", 
 _NOT = frozenset(
     "public pub publishable site name type path file url uri endpoint length len size min max hint policy expiry expires ttl "
     "rotated version header field env var ref kid fingerprint hash digest format prefix count id ids arn label description "
-    "store vault manager rotation enabled required placeholder example template".split()
+    "ust vat lei duns ein eori company business store manager rotation enabled required placeholder example template".split()
 )
 
 
@@ -55,10 +55,10 @@ def _kind(name: str) -> str | None:
     if len(parts) < 2:
         return None
     last = parts[-1]
+    if any(p in _NOT for p in parts) or re.sub(r"[\W_]", "", name.lower()).startswith(("ust", "vat", "tva", "iva", "lei", "mwst")):
+        return None  # about a secret, or a company's public tax number (USt-IdNr, VAT id)
     if (parts[-2], last) in _ID_PAIRS:
         return "id"
-    if any(p in _NOT for p in parts):
-        return None
     if last in _PW:
         return "pw"
     if last in _PIN or last == "code" and parts[-2] in _PIN_CODE_QUALIFIER:
@@ -83,7 +83,7 @@ _PUBLIC_VALUE = Lazy(r"(?:~|\.{1,2})?/[\w.-]+/|arn:|\$|%|\{|process\.env|os\.env
 
 
 def _check(kind: str, v: str, quoted: bool) -> bool:
-    if not v or _placeholder(v) or _PUBLIC_VALUE.get().match(v) or "://" in v or "[REDACTED" in v:
+    if not v or _placeholder(v) or _PUBLIC_VALUE.get().match(v) or "://" in v or "[REDACTED" in v or _FILE_EXT.get().fullmatch(v):
         return False
     if kind == "pw":
         return _pw_value(v) or quoted and len(v) >= 10 and v.isalpha() and v.islower() and not re.search(r"[aeiou]{3}", v)
@@ -95,17 +95,6 @@ def _check(kind: str, v: str, quoted: bool) -> bool:
         return True
     core = v.replace("-", "").replace(" ", "")
     return core.isdigit() and len(core) >= 16 and v.count("-") >= 2  # recovery keys in digit groups
-
-
-def _random_enough(v: str) -> bool:
-    """After a credential name a key may be plainer than a free-standing random token: upper- or lower-case base36 or
-    base32 of 16+ characters with digits spread through it (``OLGOD853JQH3JMYZ…``, ``az9lpefterung6dm…``)."""
-    if len(v) < 16 or len(v) > 200 or not v.isalnum() or v.isdigit() or v.isalpha():
-        return False
-    if not (v.isupper() or v.islower()):
-        return False
-    digit_runs = re.findall(r"\d+", v)
-    return len(digit_runs) >= 3 and max(len(w) for w in re.findall(r"[A-Za-z]+", v)) <= 14
 
 
 # a value candidate: a run without spaces, quotes or brackets (ASCII-only punctuation ends it; other scripts end it too)
@@ -130,7 +119,7 @@ def _value_after(text: str, pos: int, kind: str, limit: int = 64) -> tuple[int, 
             return None
         raw = m.group()
         s, e = m.start(), m.end()
-        lead = len(raw) - len(raw.lstrip(":=>-,;"))
+        lead = len(raw) - len(raw.lstrip(":=>-,;/"))
         s += lead
         v = text[s:e]
         while v and v[-1] in ".,;:!?" and not (kind == "pw" and len(v) > 1 and v[-1] in "!?" and v[-2] != v[-1]):
@@ -145,9 +134,9 @@ def _value_after(text: str, pos: int, kind: str, limit: int = 64) -> tuple[int, 
             joined = g.group().replace(" ", "")
             if len(joined) >= 16 and _check(kind, joined, False) and sum(c.isdigit() for c in joined) >= 4:
                 return s, g.end()
-        if kind == "pin":
+        if kind in ("pin", "id"):
             p = _DIGIT_GROUPS.get().match(text, s)
-            if p is not None and p.end() >= e - 1 and _pin_value(p.group()):
+            if p is not None and p.end() >= e - 1 and (_pin_value(p.group()) if kind == "pin" else _check("id", p.group().replace(" ", ""), False)):
                 return s, p.end()
         quoted = _QUOTE_BEFORE.get().search(text, max(0, s - 1), s) is not None
         if _check(kind, v, quoted):
@@ -169,12 +158,14 @@ def name_spans(text: str) -> Iterator[Span]:
     if _GATE.get().search(text) is None:
         return
     for m in _IDENT.get().finditer(text):
+        if text.endswith("REDACTED:", 0, m.start()):
+            continue  # a marker's kind
         kind = _kind(m.group())
         if kind is None:
             continue
-        line_start = text.rfind("\n", 0, m.start()) + 1
-        line_end = text.find("\n", m.end())
-        line = text[line_start : len(text) if line_end < 0 else line_end]
+        line_start = text.rfind("\n", max(0, m.start() - 200), m.start()) + 1 or max(0, m.start() - 200)
+        line_end = text.find("\n", m.end(), m.end() + 200)
+        line = text[line_start : min(len(text), m.end() + 200) if line_end < 0 else line_end]
         if kind != "pw" and _HASH_CONTEXT.get().search(line):
             continue
         found = _value_after(text, m.end(), kind)
@@ -234,7 +225,7 @@ def qa_spans(text: str) -> Iterator[Span]:
 
 
 # --- a comment naming the literal on its line ------------------------------------------------------------------------
-_COMMENT_LINE = Lazy(r"(?m)^(?P<code>[^\n]*?[\"'][^\n]*?)(?://|#|--)[ \t]*(?P<c>[^\n]*)$")
+_COMMENT_START = Lazy(r"//|(?<=\s)#|(?<=\s)--")
 _COMMENT_NAMES = Lazy(r"key|token|secret|passw|pwd|seed|credential|totp|otp|appkey", I)
 _LITERAL = Lazy(r"\"(?P<d>[^\"\n]{8,200})\"|'(?P<s>[^'\n]{8,200})'")
 
@@ -243,12 +234,180 @@ def comment_spans(text: str) -> Iterator[Span]:
     """``let key = "…"; // TOTP_SECRET``: a comment that names a secret binds the random literal before it."""
     if "//" not in text and "#" not in text:
         return
-    for m in _COMMENT_LINE.get().finditer(text):
-        if _COMMENT_NAMES.get().search(m.group("c")) is None or _HASH_CONTEXT.get().search(m.group()):
-            continue
-        for lit in _LITERAL.get().finditer(m.group("code")):
-            g = "d" if lit.group("d") is not None else "s"
-            v = lit.group(g)
-            if " " not in v and _check("key", v, True):
-                s = m.start("code") + lit.start(g)
-                yield s, s + len(v), "secret"
+    pos = 0
+    n = len(text)
+    while pos < n:
+        end = text.find("\n", pos)
+        end = n if end < 0 else end
+        c = _COMMENT_START.get().search(text, pos, end)
+        if c is not None and _COMMENT_NAMES.get().search(text, c.end(), end) is not None:
+            code = text[pos : c.start()]
+            if ("'" in code or '"' in code) and _HASH_CONTEXT.get().search(text, pos, min(end, pos + 400)) is None:
+                for lit in _LITERAL.get().finditer(code):
+                    g = "d" if lit.group("d") is not None else "s"
+                    v = lit.group(g)
+                    if " " not in v and _check("key", v, True):
+                        yield pos + lit.start(g), pos + lit.end(g), "secret"
+        pos = end + 1
+
+
+# --- protocol transcripts, user:password pairs, webhook URLs, code lists, cookies, Kubernetes Secrets, card codes -------
+_SMTP_PASSWORD = Lazy(r"334 UGFzc3dvcmQ6[ \t]*\r?\n[ \t]*(?:>>>|C:|->|>)?[ \t]*(?P<v>[^\s]{4,400})")
+_IMAP_LOGIN = Lazy(r"\bLOGIN[ \t]+(?:\"[^\"\r\n]{1,100}\"|[^\s\"]{1,100})[ \t]+(?:\"(?P<q>[^\"\r\n]{4,200})\"|(?P<b>[^\s\"]{4,200}))", A)
+_PASS_CMD = Lazy(r"(?m)^[ \t]*(?:>>>|C:|->)?[ \t]*PASS[ \t]+(?P<v>[^\s]{4,200})[ \t]*$")
+_USER_PW_FLAG = Lazy(r"(?<!\S)(?:-a|--auth|--basic-auth|--http-user-password)[ \t]+[^\s:'\"]{1,64}:(?:'(?P<sq>[^'\r\n]{4,200})'|\"(?P<dq>[^\"\r\n]{4,200})\"|(?P<bare>[^\s'\"]{4,200}))")
+_DSN_PAIR = Lazy(r"(?<![\w/])[A-Za-z_][\w.-]{0,40}:(?P<v>[^\s:@/'\"]{4,200})@(?:tcp|unix|udp)\(")
+_CHPASSWD = Lazy(r"chpasswd[^\n]{0,40}\n(?:[ \t]*[\w-]+:[ \t]*\|?[ \t]*\n)?(?P<body>(?:[ \t]+[\w.-]{1,32}:[^\s:]{4,200}[ \t]*\n?)+)")
+_HOOK_SEG = Lazy(
+    r"https?://[^\s/\"'<>]{1,100}(?:/[^\s\"'<>]{0,200}?)?/(?:hooks?|webhooks?\w*|incomingwebhook|catch|key|keys|token|tokens)/(?P<rest>[^\s\"'<>?#]{6,400})",
+    I,
+)
+_CODE_HEAD_ANY = Lazy(
+    r"(?im)^[^\n]{0,40}(?:recovery|backup|one[- ]time|scratch|emergency)[ \t]+codes?|(?:백업|복구)[ \t]*코드|رموز[ \t]+(?:الاسترداد|النسخ)|"
+    r"קודי[ \t]+(?:גיבוי|שחזור)|codes?[ \t]+de[ \t]+(?:récupération|secours|recuperación|respaldo|recuperação|backup)|"
+    r"wiederherstellungs(?:codes?|schlüssel)|backup-?codes|коды[ \t]+(?:восстановления|резервн\w*)|バックアップコード|リカバリーコード|备用码|恢复码"
+)
+_CODE_ITEM = Lazy(r"(?<![\w-])(?:[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{3,12})?|\d{4}[ -]\d{4})(?![\w-])")
+_BARE_CODES = Lazy(r"\A(?:[ \t]*[a-z0-9]{4,6}-[a-z0-9]{4,6}[ \t]*(?:\n|\Z)){4,}")
+_COOKIE_ARRAY = Lazy(r"\"cookies\"[ \t]*:[ \t]*\[")
+_COOKIE_VALUE = Lazy(r"\"value\"[ \t]*:[ \t]*\"(?P<v>[^\"\s]{16,4000})\"")
+_K8S_SECRET = Lazy(r"(?m)^kind:[ \t]*Secret[ \t]*$")
+_K8S_DATA = Lazy(r"(?m)^(?:data|stringData):[ \t]*\n(?P<body>(?:[ \t]+[^\n]*\n?)+)")
+_K8S_ITEM = Lazy(r"(?m)^[ \t]+[\w.-]+:[ \t]*[\"']?(?P<v>[A-Za-z0-9+/=_.\-!#$%&*@^~]{4,})[\"']?[ \t]*$")
+_CARD_CODE = Lazy(
+    r"\b(?:cvv2?|cvc2?|cid|csc|cav2|prüfnummer|kartenprüfnummer|sicherheitscode|security[ \t]+code|código[ \t]+de[ \t]+seguridad|"
+    r"cryptogramme(?:[ \t]+visuel)?|codice[ \t]+di[ \t]+sicurezza)\b[ \t]*[:：#=]?[ \t]*(?P<v>\d{3,4})\b",
+    I,
+)
+_CARDISH = Lazy(r"card|karte|carte|tarjeta|amex|visa|mastercard|REDACTED:card|\d{4}[ -]?\d{4,6}[ -]?\d{4,5}", I)
+
+
+def _quoted_or(m: re.Match[str], *groups: str) -> tuple[int, int] | None:
+    for g in groups:
+        if m.group(g):
+            return m.start(g), m.end(g)
+    return None
+
+
+def protocol_spans(text: str) -> Iterator[Span]:
+    """Passwords in protocol transcripts and command lines that pair a user with a password, webhook URL tokens,
+    code lists under a heading in any language, cookie arrays, Kubernetes Secret data and card security codes."""
+    if "334 UGFzc3dvcmQ6" in text:
+        for m in _SMTP_PASSWORD.get().finditer(text):
+            yield m.start("v"), m.end("v"), "password"
+        # a password that continues on the next line (a licence key pasted as the password)
+        for m in _SMTP_PASSWORD.get().finditer(text):
+            nxt = text[m.end() : m.end() + 200].split("\n")
+            if len(nxt) > 1 and re.fullmatch(r"[0-9A-Fa-f]{8}(?: [0-9A-Fa-f]{8})+", nxt[1].strip()):
+                s = m.end() + 1 + nxt[1].index(nxt[1].strip())
+                yield s, s + len(nxt[1].strip()), "password"
+    if "LOGIN" in text:
+        for m in _IMAP_LOGIN.get().finditer(text):
+            span = _quoted_or(m, "q", "b")
+            if span is not None and not _placeholder(text[span[0] : span[1]]):
+                yield span[0], span[1], "password"
+    if "PASS" in text:
+        for m in _PASS_CMD.get().finditer(text):
+            yield m.start("v"), m.end("v"), "password"
+    if "-a" in text or "--auth" in text or "--basic-auth" in text:
+        for m in _USER_PW_FLAG.get().finditer(text):
+            span = _quoted_or(m, "sq", "dq", "bare")
+            if span is not None and not _placeholder(text[span[0] : span[1]]) and not text[span[0]] == "$":
+                yield span[0], span[1], "password"
+    if "@tcp(" in text or "@unix(" in text or "@udp(" in text:
+        for m in _DSN_PAIR.get().finditer(text):
+            if not _placeholder(m.group("v")):
+                yield m.start("v"), m.end("v"), "password"
+    if "chpasswd" in text:
+        for m in _CHPASSWD.get().finditer(text):
+            for line in re.finditer(r"[\w.-]{1,32}:(?P<v>[^\s:]{4,200})", m.group("body")):
+                v = line.group("v")
+                if not _placeholder(v) and v not in ("RANDOM", "R"):
+                    yield m.start("body") + line.start("v"), m.start("body") + line.end("v"), "password"
+    if "://" in text:
+        for m in _HOOK_SEG.get().finditer(text):
+            rest = m.group("rest")
+            for seg in re.finditer(r"[A-Za-z0-9_\-@]{6,}", rest):
+                v = seg.group()
+                if any(c.isdigit() for c in v) and (len(v) >= 16 or sum(c.isalpha() for c in v) >= 2) and not re.fullmatch(r"v\d+|\d{1,4}", v):
+                    yield m.start("rest") + seg.start(), m.start("rest") + seg.end(), "secret"
+    if "\n" in text:
+        for h in _CODE_HEAD_ANY.get().finditer(text):
+            eol = text.find("\n", h.end())
+            pos = eol + 1 if eol >= 0 else len(text)
+            while pos < len(text):
+                end = text.find("\n", pos)
+                end = len(text) if end < 0 else end
+                line = text[pos:end]
+                items = list(_CODE_ITEM.get().finditer(line))
+                rest = _CODE_ITEM.get().sub("", line)
+                if not items or re.search(r"[^\s,.;:)(\d*•-]", rest):
+                    break
+                for it in items:
+                    if any(c.isdigit() for c in it.group()):
+                        yield pos + it.start(), pos + it.end(), "secret"
+                pos = end + 1
+        b = _BARE_CODES.get().match(text)
+        if b is not None:
+            for it in re.finditer(r"[a-z0-9]{4,6}-[a-z0-9]{4,6}", b.group()):
+                if any(c.isdigit() for c in it.group()):
+                    yield it.start(), it.end(), "secret"
+    if "cookies" in text and _COOKIE_ARRAY.get().search(text):
+        for m in _COOKIE_VALUE.get().finditer(text):
+            v = m.group("v")
+            if _check("key", v, True) or re.fullmatch(r"[0-9a-fA-F]{16,}", v):
+                yield m.start("v"), m.end("v"), "token"
+    if "kind:" in text and _K8S_SECRET.get().search(text):
+        for d in _K8S_DATA.get().finditer(text):
+            for it in _K8S_ITEM.get().finditer(d.group("body")):
+                if not _placeholder(it.group("v")):
+                    yield d.start("body") + it.start("v"), d.start("body") + it.end("v"), "secret"
+    if _CARDISH.get().search(text):
+        for m in _CARD_CODE.get().finditer(text):
+            if _CARDISH.get().search(text, max(0, m.start() - 120), m.start()):
+                yield m.start("v"), m.end("v"), "pin"
+
+
+
+# --- two-cell rows: a label cell, then its value (Markdown/TSV key/value tables, spreadsheet cells) --------------------
+_SHEET_ROW = Lazy(r"(?m)^[A-Z]{1,2}\d{1,5}=\"(?P<k>[^\"\n]{1,60})\"[ \t]+[A-Z]{1,2}\d{1,5}=\"(?P<v>[^\"\n]{1,200})\"[ \t]*$")
+_PIPE_ROW = Lazy(r"(?m)^[ \t]*\|?[ \t]*(?P<k>[^|\t\n]{1,60}?)[ \t]*(?:\||\t)[ \t]*`?(?P<v>[^|\t\n`]{1,200}?)`?[ \t]*\|?[ \t]*$")
+
+
+def _row_kind(label: str) -> str | None:
+    from agent_memory.redaction.generic import _LABEL
+
+    label = label.strip(" *`_")
+    kind = _kind(label) if " " not in label else None
+    if kind is not None:
+        return kind
+    m = _LABEL.get().search(label)
+    if m is None or m.start() > 20:
+        return None
+    return m.lastgroup
+
+
+def _cell_value(kind: str, v: str) -> bool:
+    if _placeholder(v) or " " in v.strip() and not _DIGIT_GROUPS.get().fullmatch(v.strip()):
+        return False
+    v = v.strip()
+    if kind == "pw":
+        return _check("pw", v, False) or _pin_value(v) or len(v) >= 6 and sum(not c.isalnum() for c in v) >= 1 and any(c.isdigit() for c in v) and any(c.isalpha() for c in v)
+    return _check(kind, v, False) or kind == "key" and _pin_value(v) and len(v) >= 4
+
+
+def row_spans(text: str) -> Iterator[Span]:
+    """``| safe combination | `56-73-45` |``, ``A2="bike lock combination" B2="29157"``: a label cell names the next cell."""
+    if '="' in text:
+        for m in _SHEET_ROW.get().finditer(text):
+            kind = _row_kind(m.group("k"))
+            if kind is not None and _cell_value(kind, m.group("v")):
+                yield m.start("v"), m.end("v"), _MARK[kind]
+    if "|" in text or "\t" in text:
+        for m in _PIPE_ROW.get().finditer(text):
+            k, v = m.group("k"), m.group("v")
+            if set(v) <= set("-:| "):
+                continue
+            kind = _row_kind(k)
+            if kind is not None and _cell_value(kind, v):
+                yield m.start("v"), m.end("v"), _MARK[kind]

@@ -267,6 +267,8 @@ def find_spans(text: str, *, gated: bool = True, general: bool = True) -> list[S
         generic.random_spans(text),
         anchored.qa_spans(text),
         anchored.comment_spans(text),
+        anchored.protocol_spans(text),
+        anchored.row_spans(text),
     ):
         for start, end, kind in spans_of:
             spans.add(start, end, kind)
