@@ -26,7 +26,16 @@ import re
 from collections.abc import Iterator
 
 from agent_memory.redaction.base import A, I, Lazy
-from agent_memory.redaction.generic import _FILE_EXT, _HASH_CONTEXT, _id_value, _key_value, _placeholder, _pw_value, _random_enough
+from agent_memory.redaction.generic import (
+    _FILE_EXT,
+    _HASH_CONTEXT,
+    _PUBLIC_ID,
+    _id_value,
+    _key_value,
+    _placeholder,
+    _pw_value,
+    _random_enough,
+)
 
 Span = tuple[int, int, str]
 
@@ -86,15 +95,35 @@ def _check(kind: str, v: str, quoted: bool) -> bool:
     if not v or _placeholder(v) or _PUBLIC_VALUE.get().match(v) or "://" in v or "[REDACTED" in v or _FILE_EXT.get().fullmatch(v):
         return False
     if kind == "pw":
-        return _pw_value(v) or quoted and len(v) >= 10 and v.isalpha() and v.islower() and not re.search(r"[aeiou]{3}", v)
+        return _pw_value(v) or _strong_value(v) or quoted and len(v) >= 10 and v.isalpha() and v.islower() and not re.search(r"[aeiou]{3}", v)
     if kind == "pin":
         return _pin_value(v)
     if kind == "id":
         return _id_value(v) and sum(c.isdigit() for c in v) >= 5
-    if _key_value(v) or _random_enough(v):
+    if _key_value(v) or _random_enough(v) or _strong_value(v):
         return True
     core = v.replace("-", "").replace(" ", "")
     return core.isdigit() and len(core) >= 16 and v.count("-") >= 2  # recovery keys in digit groups
+
+
+_CODEISH = Lazy(r"[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+(?:\(.*)?|[A-Za-z_]\w*\(.*|v?\d+(?:\.\d+)+\S*|\d{4}-\d\d-\d\d\S*|[\w.+-]+@[\w-]+\.[\w.]+")
+
+
+def _strong_value(v: str) -> bool:
+    """A value a credential name binds, random or typed by hand: 8+ characters of three character classes (or two with
+    digits and 12+ characters), not code, a version, a date, an e-mail, a path or a slug."""
+    if not 8 <= len(v) <= 200 or any(c.isspace() for c in v) or _CODEISH.get().fullmatch(v) or v.startswith(("/", "~/", "./")):
+        return False
+    if re.fullmatch(r"[A-Za-z_][\w.-]*=\w*", v) or _PUBLIC_ID.get().match(v):  # "auto_error=False", "pk.…"
+        return False
+    lower = any(c.islower() for c in v)
+    upper = any(c.isupper() for c in v)
+    digit = sum(c.isdigit() for c in v)
+    symbol = any(not c.isalnum() for c in v)
+    classes = lower + upper + (digit > 0) + symbol
+    if classes >= 3 and (digit or symbol and upper and lower):
+        return not re.fullmatch(r"[A-Za-z]+(?:[-_][A-Za-z]+)+", v)
+    return classes == 2 and len(v) >= 12 and digit >= 2 and not re.fullmatch(r"[a-z]+(?:[-_.][a-z0-9]+)+", v)
 
 
 # a value candidate: a run without spaces, quotes or brackets (ASCII-only punctuation ends it; other scripts end it too)
@@ -103,6 +132,10 @@ _CAND = Lazy(r"[A-Za-z0-9+/=_\-.~!@#$%^&*?:;,]+")
 _GROUPS = Lazy(r"[!-~]{2,6}(?: [!-~]{2,6}){3,}(?!\S)")
 _WORDISH = Lazy(r"[A-Za-z]{1,14}|\(?(?:part|teil|parte)\)?|\d\)?:?|[A-Z]\d{1,3}", I)
 _QUOTE_BEFORE = Lazy(r"[\"'`「『]$")
+
+
+_NEXT_PARAM = Lazy(r"(?:&amp;|[&;])[A-Za-z_][\w.-]*=")
+_ANOTHER_KEY = Lazy(r"[A-Za-z_][\w.-]*=|[A-Za-z][A-Za-z0-9]*[_.-][\w.-]*:")
 
 
 def _value_after(text: str, pos: int, kind: str, limit: int = 64) -> tuple[int, int] | None:
@@ -121,6 +154,9 @@ def _value_after(text: str, pos: int, kind: str, limit: int = 64) -> tuple[int, 
         s, e = m.start(), m.end()
         lead = len(raw) - len(raw.lstrip(":=>-,;/"))
         s += lead
+        nxt = _NEXT_PARAM.get().search(text, s, e)
+        if nxt is not None:
+            e = nxt.start()  # "token=X&state=xyz": the next parameter is not part of the value
         v = text[s:e]
         while v and v[-1] in ".,;:!?" and not (kind == "pw" and len(v) > 1 and v[-1] in "!?" and v[-2] != v[-1]):
             v = v[:-1]
@@ -141,8 +177,8 @@ def _value_after(text: str, pos: int, kind: str, limit: int = 64) -> tuple[int, 
         quoted = _QUOTE_BEFORE.get().search(text, max(0, s - 1), s) is not None
         if _check(kind, v, quoted):
             return s, e
-        if "=" in v.rstrip("=") or not _WORDISH.get().fullmatch(v.rstrip("=:")):
-            return None
+        if "=" in v.rstrip("=") or not _WORDISH.get().fullmatch(v.rstrip("=:")) or words and _ANOTHER_KEY.get().fullmatch(raw):
+            return None  # another key begins ("secret=<redacted> token=…"): this name's value is not there
         if not (s > 0 and not text[s - 1].isascii() and text[s - 1].isalpha() or e < len(text) and not text[e].isascii() and text[e].isalpha()):
             words += 1  # a piece of a word in another script is not counted
         if words > 4:
@@ -158,8 +194,8 @@ def name_spans(text: str) -> Iterator[Span]:
     if _GATE.get().search(text) is None:
         return
     for m in _IDENT.get().finditer(text):
-        if text.endswith("REDACTED:", 0, m.start()):
-            continue  # a marker's kind
+        if text.endswith("REDACTED:", 0, m.start()) or text.endswith("=", 0, m.start()):
+            continue  # a marker's kind; a value ("reason=bad_password"), not a name
         kind = _kind(m.group())
         if kind is None:
             continue

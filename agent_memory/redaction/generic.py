@@ -665,6 +665,13 @@ def _dni_ok(v: str) -> bool:
     return "TRWAGMYFPDXBNJZSQVHLCKE"[int(body) % 23] == v[-1]
 
 
+_INDIRECT = Lazy(
+    r"[\"'`]?(?:\$\{?[A-Za-z_]\w*\}?|%[A-Za-z_]\w*%|\{\{[^{}]*\}\}|\$\([^()]*\)|(?:none|null|nil|undefined|true|false)|"
+    r"(?:secretKeyRef|valueFrom|secretRef|secretName)|(?:os\.getenv|getenv|process\.env|ENV|env|os\.environ)\b\S*|/run/secrets/\S+)[\"'`;,]?",
+    I,
+)
+
+
 def _look_alike(text: str, start: int, end: int, v: str) -> bool:
     """Spans that only look like secrets: a mask or placeholder (``***REMOVED***``, ``<password>``, ``{base32-secret}``,
     ``«redacted»``), a note in brackets, a URL's literal ``:password@``, a PEM block without a body, a colon-hex serial,
@@ -672,6 +679,8 @@ def _look_alike(text: str, start: int, end: int, v: str) -> bool:
     check characters fail."""
     before = text[max(0, start - 40) : start]
     core = v.strip()
+    if _INDIRECT.get().fullmatch(core):
+        return True  # a reference to where the secret lives, not the secret
     opened = start > 0 and text[start - 1] in _OPEN or v[:1] in _OPEN
     closed = end < len(text) and text[end] in _CLOSE or v[-1:] in _CLOSE
     inner = core.strip(_OPEN + _CLOSE)
