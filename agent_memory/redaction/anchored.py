@@ -138,6 +138,17 @@ _NEXT_PARAM = Lazy(r"(?:&amp;|[&;])[A-Za-z_][\w.-]*=")
 _ANOTHER_KEY = Lazy(r"[A-Za-z_][\w.-]*=|[A-Za-z][A-Za-z0-9]*[_.-][\w.-]*:")
 
 
+_KEY_WORDS = frozenset("secret token password passwd pass pwd pin key apikey user username login auth code".split())
+
+
+def _another_key(raw: str) -> bool:
+    """``secret=``, ``x_api_key=``, ``db.user:`` after a name: the next key begins (``value=`` or an attribute does not)."""
+    if _ANOTHER_KEY.get().fullmatch(raw) is None:
+        return False
+    word = raw[:-1]
+    return word.lower() in _KEY_WORDS or _kind(word) is not None or ("_" in word and raw.endswith("="))
+
+
 def _value_after(text: str, pos: int, kind: str, limit: int = 64) -> tuple[int, int] | None:
     """The first value of ``kind`` after ``pos``: words, punctuation, other scripts and one line break may come first."""
     end = min(len(text), pos + limit)
@@ -177,7 +188,7 @@ def _value_after(text: str, pos: int, kind: str, limit: int = 64) -> tuple[int, 
         quoted = _QUOTE_BEFORE.get().search(text, max(0, s - 1), s) is not None
         if _check(kind, v, quoted):
             return s, e
-        if "=" in v.rstrip("=") or not _WORDISH.get().fullmatch(v.rstrip("=:")) or words and _ANOTHER_KEY.get().fullmatch(raw):
+        if "=" in v.rstrip("=") or not _WORDISH.get().fullmatch(v.rstrip("=:")) or _another_key(raw):
             return None  # another key begins ("secret=<redacted> token=…"): this name's value is not there
         if not (s > 0 and not text[s - 1].isascii() and text[s - 1].isalpha() or e < len(text) and not text[e].isascii() and text[e].isalpha()):
             words += 1  # a piece of a word in another script is not counted
@@ -194,8 +205,8 @@ def name_spans(text: str) -> Iterator[Span]:
     if _GATE.get().search(text) is None:
         return
     for m in _IDENT.get().finditer(text):
-        if text.endswith("REDACTED:", 0, m.start()) or text.endswith("=", 0, m.start()):
-            continue  # a marker's kind; a value ("reason=bad_password"), not a name
+        if text.endswith(("REDACTED:", "="), 0, m.start()) or text.endswith(("<", "{"), 0, m.start()) and text.startswith((">", "}"), m.end()):
+            continue  # a marker's kind; a value ("reason=bad_password"); a placeholder ("<api-key>"), not a name
         kind = _kind(m.group())
         if kind is None:
             continue
@@ -289,7 +300,11 @@ def comment_spans(text: str) -> Iterator[Span]:
 
 # --- protocol transcripts, user:password pairs, webhook URLs, code lists, cookies, Kubernetes Secrets, card codes -------
 _SMTP_PASSWORD = Lazy(r"334 UGFzc3dvcmQ6[ \t]*\r?\n[ \t]*(?:>>>|C:|->|>)?[ \t]*(?P<v>[^\s]{4,400})")
-_IMAP_LOGIN = Lazy(r"\bLOGIN[ \t]+(?:\"[^\"\r\n]{1,100}\"|[^\s\"]{1,100})[ \t]+(?:\"(?P<q>[^\"\r\n]{4,200})\"|(?P<b>[^\s\"]{4,200}))", A)
+_IMAP_LOGIN = Lazy(
+    r"(?m)^[ \t]*(?:C:[ \t]*|>>>[ \t]*)?[A-Za-z0-9.*]{1,12}[ \t]+LOGIN[ \t]+(?:\"[^\"\r\n]{1,100}\"|[^\s\"]{1,100})[ \t]+"
+    r"(?:\"(?P<q>[^\"\r\n]{4,200})\"|(?P<b>[^\s\"]{4,200}))[ \t]*\r?$",
+    A,
+)
 _PASS_CMD = Lazy(r"(?m)^[ \t]*(?:>>>|C:|->)?[ \t]*PASS[ \t]+(?P<v>[^\s]{4,200})[ \t]*$")
 _USER_PW_FLAG = Lazy(r"(?<!\S)(?:-a|--auth|--basic-auth|--http-user-password)[ \t]+[^\s:'\"]{1,64}:(?:'(?P<sq>[^'\r\n]{4,200})'|\"(?P<dq>[^\"\r\n]{4,200})\"|(?P<bare>[^\s'\"]{4,200}))")
 _DSN_PAIR = Lazy(r"(?<![\w/])[A-Za-z_][\w.-]{0,40}:(?P<v>[^\s:@/'\"]{4,200})@(?:tcp|unix|udp)\(")

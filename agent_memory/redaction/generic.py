@@ -32,7 +32,8 @@ _PASSWORD_WORDS = (
     r"lozinka|geslo|пароль|пароля|κωδικός(?:\s+πρόσβασης)?|συνθηματικό|كلمة\s+(?:المرور|السر)|סיסמ[הא]|"
     r"पासवर्ड|कूटशब्द|パスワード|暗証番号|密码|密碼|口令|비밀번호|암호|mật\s+khẩu|kata\s+sandi|รหัสผ่าน|"
     r"\bpin(?:\s+code)?\b|\bpwd\b|\bpw\b|"
-    r"(?:alarm|door|gate|garage|keypad|safe|entry|unlock|bike\s+lock|lock)(?:\s+(?:keypad|lock))?\s+(?:code|combination|pin)|"
+    r"(?:alarm|door|gate|garage|keypad|safe|entry|unlock|bike\s+lock|lock|locker)(?:\s+(?:keypad|lock))?\s+(?:code|combination|pin)|"
+    r"\bcombination\b|"
     r"\bpuk\b|пин[\s-]?код\w*|رمز\s+\S+|הקוד\S*|รหัส\S*|코드"
 )
 # Key-ish labels: they take a random-looking token (or a grouped key).
@@ -262,7 +263,7 @@ _STEMS = frozenset(
     "pas pwd pin ken mot con sen has hes wac los adg sal jel par sif loz gel kat sec tok api key acc pri cli sch geh cle "
     "cla cha chi sle nyc ava klu ana kun rec bac set two 2fa mfa tot otp zwe aut wie lic liz ser num pro cre coo ses rei "
     "dri dl_ per car rij soc ssn sin nas ass soz seg ide ste tax tin nif nie dni cpf nir id_ nat aus doc hen aad kon kar "
-    "ala doo gat gar saf ent unl bik loc puk".split()
+    "ala doo gat gar saf ent unl bik loc puk com".split()
 )
 _SHORT = frozenset("pw id dl".split())
 _WORD = Lazy(r"\w+")
