@@ -88,14 +88,18 @@ def _pin_value(v: str) -> bool:
     return _DIGIT_GROUPS.get().fullmatch(v) is not None and 3 <= digits <= 64 and not re.fullmatch(r"(?:19|20)\d\d", core)
 
 
-_PUBLIC_VALUE = Lazy(r"(?:~|\.{1,2})?/[\w.-]+/|arn:|\$|%|\{|process\.env|os\.environ|getenv|env\(|secrets\.|vars\.|var\.|ENV\[|true$|false$|null$|none$", I)
+_PUBLIC_VALUE = Lazy(
+    r"(?:~|\.{1,2})?/[\w.-]+/|arn:|\$|%|\{|process\.env|os\.environ|getenv|env\(|secrets\.|vars\.|var\.|ENV\[|true$|false$|null$|none$", I
+)
 
 
 def _check(kind: str, v: str, quoted: bool) -> bool:
     if not v or _placeholder(v) or _PUBLIC_VALUE.get().match(v) or "://" in v or "[REDACTED" in v or _FILE_EXT.get().fullmatch(v):
         return False
     if kind == "pw":
-        return _pw_value(v) or _strong_value(v) or quoted and len(v) >= 10 and v.isalpha() and v.islower() and not re.search(r"[aeiou]{3}", v)
+        return (
+            _pw_value(v) or _strong_value(v) or quoted and len(v) >= 10 and v.isalpha() and v.islower() and not re.search(r"[aeiou]{3}", v)
+        )
     if kind == "pin":
         return _pin_value(v)
     if kind == "id":
@@ -106,7 +110,9 @@ def _check(kind: str, v: str, quoted: bool) -> bool:
     return core.isdigit() and len(core) >= 16 and v.count("-") >= 2  # recovery keys in digit groups
 
 
-_CODEISH = Lazy(r"[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+(?:\(.*)?|[A-Za-z_]\w*\(.*|v?\d+(?:\.\d+)+\S*|\d{4}-\d\d-\d\d\S*|[\w.+-]+@[\w-]+\.[\w.]+")
+_CODEISH = Lazy(
+    r"[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+(?:\(.*)?|[A-Za-z_]\w*\(.*|v?\d+(?:\.\d+)+\S*|\d{4}-\d\d-\d\d\S*|[\w.+-]+@[\w-]+\.[\w.]+"
+)
 
 
 def _strong_value(v: str) -> bool:
@@ -183,21 +189,30 @@ def _value_after(text: str, pos: int, kind: str, limit: int = 64) -> tuple[int, 
                 return s, g.end()
         if kind in ("pin", "id"):
             p = _DIGIT_GROUPS.get().match(text, s)
-            if p is not None and p.end() >= e - 1 and (_pin_value(p.group()) if kind == "pin" else _check("id", p.group().replace(" ", ""), False)):
+            if (
+                p is not None
+                and p.end() >= e - 1
+                and (_pin_value(p.group()) if kind == "pin" else _check("id", p.group().replace(" ", ""), False))
+            ):
                 return s, p.end()
         quoted = _QUOTE_BEFORE.get().search(text, max(0, s - 1), s) is not None
         if _check(kind, v, quoted):
             return s, e
         if "=" in v.rstrip("=") or not _WORDISH.get().fullmatch(v.rstrip("=:")) or _another_key(raw):
             return None  # another key begins ("secret=<redacted> token=…"): this name's value is not there
-        if not (s > 0 and not text[s - 1].isascii() and text[s - 1].isalpha() or e < len(text) and not text[e].isascii() and text[e].isalpha()):
+        if not (
+            s > 0 and not text[s - 1].isascii() and text[s - 1].isalpha() or e < len(text) and not text[e].isascii() and text[e].isalpha()
+        ):
             words += 1  # a piece of a word in another script is not counted
         if words > 4:
             return None
     return None
 
 
-_GATE = Lazy(r"pass|pwd|pw|key|token|secret|sk\b|_sk|credential|seed|salt|licen|pin|puk|combination|combo|code|ssn|nir|aadhaar|personnummer|tckn|kimlik|dni|nie|nif|cpf|curp|pesel|bsn|passport|rrn|teudat|zehut|id", I)
+_GATE = Lazy(
+    r"pass|pwd|pw|key|token|secret|sk\b|_sk|credential|seed|salt|licen|pin|puk|combination|combo|code|ssn|nir|aadhaar|personnummer|tckn|kimlik|dni|nie|nif|cpf|curp|pesel|bsn|passport|rrn|teudat|zehut|id",
+    I,
+)
 
 
 def name_spans(text: str) -> Iterator[Span]:
@@ -205,7 +220,11 @@ def name_spans(text: str) -> Iterator[Span]:
     if _GATE.get().search(text) is None:
         return
     for m in _IDENT.get().finditer(text):
-        if text.endswith(("REDACTED:", "="), 0, m.start()) or text.endswith(("<", "{"), 0, m.start()) and text.startswith((">", "}"), m.end()):
+        if (
+            text.endswith(("REDACTED:", "="), 0, m.start())
+            or text.endswith(("<", "{"), 0, m.start())
+            and text.startswith((">", "}"), m.end())
+        ):
             continue  # a marker's kind; a value ("reason=bad_password"); a placeholder ("<api-key>"), not a name
         kind = _kind(m.group())
         if kind is None:
@@ -306,7 +325,9 @@ _IMAP_LOGIN = Lazy(
     A,
 )
 _PASS_CMD = Lazy(r"(?m)^[ \t]*(?:>>>|C:|->)?[ \t]*PASS[ \t]+(?P<v>[^\s]{4,200})[ \t]*$")
-_USER_PW_FLAG = Lazy(r"(?<!\S)(?:-a|--auth|--basic-auth|--http-user-password)[ \t]+[^\s:'\"]{1,64}:(?:'(?P<sq>[^'\r\n]{4,200})'|\"(?P<dq>[^\"\r\n]{4,200})\"|(?P<bare>[^\s'\"]{4,200}))")
+_USER_PW_FLAG = Lazy(
+    r"(?<!\S)(?:-a|--auth|--basic-auth|--http-user-password)[ \t]+[^\s:'\"]{1,64}:(?:'(?P<sq>[^'\r\n]{4,200})'|\"(?P<dq>[^\"\r\n]{4,200})\"|(?P<bare>[^\s'\"]{4,200}))"
+)
 _DSN_PAIR = Lazy(r"(?<![\w/])[A-Za-z_][\w.-]{0,40}:(?P<v>[^\s:@/'\"]{4,200})@(?:tcp|unix|udp)\(")
 _CHPASSWD = Lazy(r"chpasswd[^\n]{0,40}\n(?:[ \t]*[\w-]+:[ \t]*\|?[ \t]*\n)?(?P<body>(?:[ \t]+[\w.-]{1,32}:[^\s:]{4,200}[ \t]*\n?)+)")
 _HOOK_SEG = Lazy(
@@ -380,7 +401,11 @@ def protocol_spans(text: str) -> Iterator[Span]:
             rest = m.group("rest")
             for seg in re.finditer(r"[A-Za-z0-9_\-@]{6,}", rest):
                 v = seg.group()
-                if any(c.isdigit() for c in v) and (len(v) >= 16 or sum(c.isalpha() for c in v) >= 2) and not re.fullmatch(r"v\d+|\d{1,4}", v):
+                if (
+                    any(c.isdigit() for c in v)
+                    and (len(v) >= 16 or sum(c.isalpha() for c in v) >= 2)
+                    and not re.fullmatch(r"v\d+|\d{1,4}", v)
+                ):
                     yield m.start("rest") + seg.start(), m.start("rest") + seg.end(), "secret"
     if "\n" in text:
         for h in _CODE_HEAD_ANY.get().finditer(text):
@@ -419,7 +444,6 @@ def protocol_spans(text: str) -> Iterator[Span]:
                 yield m.start("v"), m.end("v"), "pin"
 
 
-
 # --- two-cell rows: a label cell, then its value (Markdown/TSV key/value tables, spreadsheet cells) --------------------
 _SHEET_ROW = Lazy(r"(?m)^[A-Z]{1,2}\d{1,5}=\"(?P<k>[^\"\n]{1,60})\"[ \t]+[A-Z]{1,2}\d{1,5}=\"(?P<v>[^\"\n]{1,200})\"[ \t]*$")
 _PIPE_ROW = Lazy(r"(?m)^[ \t]*\|?[ \t]*(?P<k>[^|\t\n]{1,60}?)[ \t]*(?:\||\t)[ \t]*`?(?P<v>[^|\t\n`]{1,200}?)`?[ \t]*\|?[ \t]*$")
@@ -443,7 +467,14 @@ def _cell_value(kind: str, v: str) -> bool:
         return False
     v = v.strip()
     if kind == "pw":
-        return _check("pw", v, False) or _pin_value(v) or len(v) >= 6 and sum(not c.isalnum() for c in v) >= 1 and any(c.isdigit() for c in v) and any(c.isalpha() for c in v)
+        return (
+            _check("pw", v, False)
+            or _pin_value(v)
+            or len(v) >= 6
+            and sum(not c.isalnum() for c in v) >= 1
+            and any(c.isdigit() for c in v)
+            and any(c.isalpha() for c in v)
+        )
     return _check(kind, v, False) or kind == "key" and _pin_value(v) and len(v) >= 4
 
 
