@@ -101,12 +101,14 @@ def _check(kind: str, v: str, quoted: bool) -> bool:
             _pw_value(v) or _strong_value(v) or quoted and len(v) >= 10 and v.isalpha() and v.islower() and not re.search(r"[aeiou]{3}", v)
         )
     if kind == "pin":
-        return _pin_value(v)
+        return _pin_value(v) or _strong_value(v)
     if kind == "id":
         return _id_value(v) and sum(c.isdigit() for c in v) >= 5
     if _key_value(v) or _random_enough(v) or _strong_value(v):
         return True
     core = v.replace("-", "").replace(" ", "")
+    if v.isdigit():
+        return 8 <= len(v) <= 64 and len(set(v)) >= 4  # a numeric key under a key's name ("SMS_API_KEY=82807692")
     return core.isdigit() and len(core) >= 16 and v.count("-") >= 2  # recovery keys in digit groups
 
 

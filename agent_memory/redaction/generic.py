@@ -638,7 +638,8 @@ def spared(text: str, start: int, end: int) -> bool:
 _OPEN, _CLOSE = "[<{«(（【「", "]>}»)）】」"
 _MASK_WORD = Lazy(
     r"[*•█#xX_.\-]*(?:redacted|removed|filtered|hidden|masked|omitted|censored|scrubbed|elided|snip|password|passwd|secret|"
-    r"token|api[-_ ]?key|key|value|placeholder|changeme|[a-z0-9]+[-_ ](?:secret|key|token|password|here|value))[*•█#xX_.\-]*",
+    r"token|api[-_ ]?key|key|value|placeholder|changeme|[a-z0-9]+[-_ ](?:secret|key|token|password|here|value)|your[-_][a-z_-]+|[a-z_-]+[-_]here)"
+    r"[*•█#xX_.\-]*",
     I,
 )
 _MASK_CHARS = Lazy(r"[*•█#xX_.\-]{3,}(?:[A-Za-z]{0,12}[*•█#xX_.\-]{3,})?")
@@ -666,6 +667,11 @@ def _dni_ok(v: str) -> bool:
     return "TRWAGMYFPDXBNJZSQVHLCKE"[int(body) % 23] == v[-1]
 
 
+_PUBLIC_PAIR = Lazy(
+    r"[.]?(?:[A-Za-z]\w*[._-])?(?:sha|commit|commit_sha|id|uuid|guid|digest|hash|version|build|trace_id|request_id|span_id|etag|checksum|fingerprint)=",
+    I,
+)
+_IMAGE = Lazy(r"[a-z][a-z0-9.-]*(?:/[a-z][a-z0-9._-]*)+(?::[\w.-]+)?")
 _INDIRECT = Lazy(
     r"[\"'`]?(?:\$\{?[A-Za-z_]\w*\}?|%[A-Za-z_]\w*%|\{\{[^{}]*\}\}|\$\([^()]*\)|(?:none|null|nil|undefined|true|false)|"
     r"(?:secretKeyRef|valueFrom|secretRef|secretName)|(?:os\.getenv|getenv|process\.env|ENV|env|os\.environ)\b\S*|/run/secrets/\S+)[\"'`;,]?",
@@ -682,6 +688,10 @@ def _look_alike(text: str, start: int, end: int, v: str) -> bool:
     core = v.strip()
     if _INDIRECT.get().fullmatch(core):
         return True  # a reference to where the secret lives, not the secret
+    if _PUBLIC_PAIR.get().match(core):
+        return True  # "COMMIT_SHA=9fce…", ".request_id=3f2b…": a whole pair whose name says it is public
+    if _IMAGE.get().fullmatch(core):
+        return True  # "acme/app", "ghcr.io/org/app:1.2": an image or a path, not a password
     opened = start > 0 and text[start - 1] in _OPEN or v[:1] in _OPEN
     closed = end < len(text) and text[end] in _CLOSE or v[-1:] in _CLOSE
     inner = core.strip(_OPEN + _CLOSE)
