@@ -416,9 +416,9 @@ def protocol_spans(text: str) -> Iterator[Span]:
             while pos < len(text):
                 end = text.find("\n", pos)
                 end = len(text) if end < 0 else end
-                line = text[pos:end]
-                items = list(_CODE_ITEM.get().finditer(line))
-                rest = _CODE_ITEM.get().sub("", line)
+                row = text[pos:end]
+                items = list(_CODE_ITEM.get().finditer(row))
+                rest = _CODE_ITEM.get().sub("", row)
                 if not items or re.search(r"[^\s,.;:)(\d*•-]", rest):
                     break
                 for it in items:
