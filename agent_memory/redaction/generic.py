@@ -80,6 +80,8 @@ def _pw_value(v: str) -> bool:
     """A password after a password label: 4+ characters, not a plain word, not a reference or placeholder."""
     if len(v) < 4 or len(v) > 128 or _placeholder(v) or _NOT_PW.get().fullmatch(v):
         return False
+    if re.fullmatch(r"v\d+(?:\.\d+)+", v):
+        return False  # "the password was v1.2": a version
     if _PW_LABEL.get().search(v):
         return False  # "is 1Password": the value names the label
     if _letters_only(v) and not (any(c.isupper() for c in v[1:]) and any(c.islower() for c in v)):
