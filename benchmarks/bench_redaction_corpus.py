@@ -4,7 +4,8 @@
 
 ``-v`` also lists the missed secrets and damaged look-alikes of each corpus.  Every corpus listed here is tuning data:
 shipped, tune, holdout and holdout2 were tuned on after their first measure, and so was holdout3 (written blind,
-measured once at 307/347 redacted, 8/101 look-alikes changed; its misses then grown into general families).  A corpus
+measured once at 307/347 redacted, 8/101 look-alikes changed; its misses then grown into general families), holdout4
+and, since round 3 (redaction/anchored.py), holdout5.  A corpus
 measures generalisation only until its misses are studied: the blind figure is the first one, kept in
 docs/benchmarks.md.
 """

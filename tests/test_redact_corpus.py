@@ -131,16 +131,17 @@ def test_holdout4_now_tuning_data_keeps_its_figures() -> None:
 # holdout5 (tests/fixtures/secrets_holdout5, 502 secrets, 162 look-alikes, written blind on branch corpus5, weighted to
 # places earlier corpora may have missed) was measured once after the generic mechanisms were committed: 408/502
 # (81.3%), 16/162 look-alikes changed (14/162 on the merged code, whose last precision fixes came from existing unit
-# tests, not from this corpus).  Issue 27's target (>= 97%, <= 1 changed, on a corpus not tuned on) is not met; this
-# floor keeps the figure from sliding until the next round studies the misses (then it becomes tuning data too).
+# tests, not from this corpus).  Issue 27's target (>= 97%, <= 1 changed, on a corpus not tuned on) was not met.  Round 3
+# (redaction/anchored.py, look-alikes by cause in generic.py) studied its misses by cause, so it is tuning data now:
+# 484/502, 0/162 (docs/benchmarks.md); the floor keeps that from sliding.
 HOLDOUT5 = FIXTURES.parent / "secrets_holdout5"
 
 
-def test_holdout5_blind_figure_does_not_slide() -> None:
+def test_holdout5_figure_does_not_slide() -> None:
     result = score(lambda text: redact(text).text, HOLDOUT5)
     print(f"\n{HOLDOUT5.name}: {result.line()}")
     assert result.secrets >= 500 and result.benign >= 160
-    assert result.redacted >= 408 and result.damaged <= 14, (result.redacted, result.damaged)
+    assert result.redacted >= 484 and result.damaged == 0, (result.redacted, result.damaged)
 
 
 @pytest.mark.parametrize("corpus", [TUNE, HOLDOUT], ids=["tune", "holdout"])

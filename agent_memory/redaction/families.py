@@ -297,12 +297,17 @@ _SPLIT = Lazy(
 )
 
 
+_ASSIGNMENT = Lazy(r"[A-Za-z_][\w.-]*=")
+
+
 def split_spans(text: str, detect: Callable[[str], bool], spans: Callable[[str], list[tuple[int, int, str]]]) -> Iterator[Span]:
     """Halves of a secret broken over two lines (each half is replaced; the text between them is kept)."""
     if "\n" not in text:
         return
     for m in _SPLIT.get().finditer(text):
         a, b = m.group("a"), m.group("b")
+        if _ASSIGNMENT.get().match(b) and (a.endswith("=") or _ASSIGNMENT.get().match(a)):
+            continue  # "API_KEY=" (empty or not), then the next assignment: two keys, not one value
         # "a" may be a token rule's prefix match already; "b" must then be a random-looking continuation;
         # what is found in the joined text must cross the seam ("SMTP_PASSWORD=" + "SMTP_USER=" is two keys)
         if not detect(b) and (not detect(a) or ("=" not in b and _random_value(b))) and any(s < len(a) < e for s, e, _ in spans(a + b)):

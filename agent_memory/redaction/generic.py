@@ -31,7 +31,10 @@ _PASSWORD_WORDS = (
     r"wachtwoord|l(?:ö|o)senord\w*|passord\w*|adgangskode|salasana\w*|jelszó|parol[aă]|(?:ş|s)ifre\w*|"
     r"lozinka|geslo|пароль|пароля|κωδικός(?:\s+πρόσβασης)?|συνθηματικό|كلمة\s+(?:المرور|السر)|סיסמ[הא]|"
     r"पासवर्ड|कूटशब्द|パスワード|暗証番号|密码|密碼|口令|비밀번호|암호|mật\s+khẩu|kata\s+sandi|รหัสผ่าน|"
-    r"\bpin(?:\s+code)?\b|\bpwd\b|\bpw\b"
+    r"\bpin(?:\s+code)?\b|\bpwd\b|\bpw\b|"
+    r"(?:alarm|door|gate|garage|keypad|safe|entry|unlock|bike\s+lock|lock|locker)(?:\s+(?:keypad|lock))?\s+(?:code|combination|pin)|"
+    r"\bcombination\b|"
+    r"\bpuk\b|пин[\s-]?код\w*|رمز\s+\S+|הקוד\S*|รหัส\S*|코드"
 )
 # Key-ish labels: they take a random-looking token (or a grouped key).
 _KEY_WORDS = (
@@ -77,6 +80,8 @@ def _pw_value(v: str) -> bool:
     """A password after a password label: 4+ characters, not a plain word, not a reference or placeholder."""
     if len(v) < 4 or len(v) > 128 or _placeholder(v) or _NOT_PW.get().fullmatch(v):
         return False
+    if re.fullmatch(r"v\d+(?:\.\d+)+", v):
+        return False  # "the password was v1.2": a version
     if _PW_LABEL.get().search(v):
         return False  # "is 1Password": the value names the label
     if _letters_only(v) and not (any(c.isupper() for c in v[1:]) and any(c.islower() for c in v)):
@@ -95,6 +100,17 @@ def _slug(v: str) -> bool:
     return sum(1 for p in pieces if len(p) >= 3 and p.isalpha() and re.search(r"[aeiouy]", p) is not None) >= 2
 
 
+def _random_enough(v: str) -> bool:
+    """After a key label a key may be plainer than a free-standing random token: upper- or lower-case base36 or
+    base32 of 16+ characters with digits spread through it (``OLGOD853JQH3JMYZ…``, ``az9lpefterung6dm…``)."""
+    if len(v) < 16 or len(v) > 200 or not v.isalnum() or v.isdigit() or v.isalpha():
+        return False
+    if not (v.isupper() or v.islower()):
+        return False
+    digit_runs = re.findall(r"\d+", v)
+    return len(digit_runs) >= 3 and max(len(w) for w in re.findall(r"[A-Za-z]+", v)) <= 14
+
+
 def _key_value(v: str) -> bool:
     """A key after a key label: a random-looking token of 8+ characters (digits and letters)."""
     if (
@@ -111,6 +127,8 @@ def _key_value(v: str) -> bool:
         return False
     if _slug(v):
         return False
+    if _random_enough(v):
+        return True
     segments = len(re.findall(r"[A-Z]+|[a-z]+|\d+|[^A-Za-z0-9]+", v))
     if segments * 10 < len(v) * 3:
         return False
@@ -246,7 +264,8 @@ _HEADER_SEPS = (("|", 2), ("\t", 1), (",", 2), (";", 2))
 _STEMS = frozenset(
     "pas pwd pin ken mot con sen has hes wac los adg sal jel par sif loz gel kat sec tok api key acc pri cli sch geh cle "
     "cla cha chi sle nyc ava klu ana kun rec bac set two 2fa mfa tot otp zwe aut wie lic liz ser num pro cre coo ses rei "
-    "dri dl_ per car rij soc ssn sin nas ass soz seg ide ste tax tin nif nie dni cpf nir id_ nat aus doc hen aad kon kar".split()
+    "dri dl_ per car rij soc ssn sin nas ass soz seg ide ste tax tin nif nie dni cpf nir id_ nat aus doc hen aad kon kar "
+    "ala doo gat gar saf ent unl bik loc puk com".split()
 )
 _SHORT = frozenset("pw id dl".split())
 _WORD = Lazy(r"\w+")
@@ -282,6 +301,8 @@ def label_spans(text: str) -> Iterator[Span]:
             continue
         before = text[max(line_start, m.start() - 1) : m.start()]
         after = text[m.end() : m.end() + 1]
+        if before == ":" and after == "@":
+            continue  # "postgres://user:password@host": the word is the placeholder
         if before and (before in "_$%{</.=" or before.isalnum() and before.isascii() and m.group().isascii()) or after in ("}", "%", ">"):
             continue
         if before in "\"'" and after in "\"'" and after and text[m.end() + 1 : m.end() + 2] != ":":
@@ -329,6 +350,10 @@ _COLUMN_WORD = Lazy(r"[a-z]+|[A-Z][a-z]*|\d+")
 
 def _column_strength(name: str) -> str | None:
     words = " ".join(_COLUMN_WORD.get().findall(name.replace("_", " ").replace("-", " "))).lower()
+    if not name.isascii():
+        words = name.strip().lower()  # パスワード, Passwort in Cyrillic or Arabic headers
+    if re.fullmatch(r"(?:bank[ _-]?)?(?:account|acct|konto|compte|cuenta|conta)", words):
+        return "id"  # an account column under a payee (its values must still be 6+ digits)
     if not words or re.search(
         r"\b(?:name|type|id|date|hint|policy|length|rotated|expires|created|hash|fingerprint|public|routing)$", words
     ):
@@ -608,4 +633,94 @@ def spared(text: str, start: int, end: int) -> bool:
         return True
     if _IBAN_SHAPE.get().fullmatch(v) and len(v.replace(" ", "")) >= 15:
         return not iban_ok(v)
+    return _look_alike(text, start, end, v)
+
+
+# --- look-alikes by cause: placeholders and masks, public identifiers, failed check characters -------------------------
+_OPEN, _CLOSE = "[<{«(（【「", "]>}»)）】」"
+_MASK_WORD = Lazy(
+    r"[*•█#xX_.\-]*(?:redacted|removed|filtered|hidden|masked|omitted|censored|scrubbed|elided|snip|password|passwd|secret|"
+    r"token|api[-_ ]?key|key|value|placeholder|changeme|[a-z0-9]+[-_ ](?:secret|key|token|password|here|value)|your[-_][a-z_-]+|[a-z_-]+[-_]here)"
+    r"[*•█#xX_.\-]*",
+    I,
+)
+_MASK_CHARS = Lazy(r"[*•█#xX_.\-]{3,}(?:[A-Za-z]{0,12}[*•█#xX_.\-]{3,})?")
+_URL_PLACEHOLDER = Lazy(r"password|passwd|secret|changeme|<[^>]*>|\$\{?\w+\}?", I)
+_COLON_HEX = Lazy(r"(?:[0-9A-Fa-f]{2}:){4,}[0-9A-Fa-f]{2}")
+_ARN = Lazy(r"arn:[\w-]+:[\w-]+:[\w-]*:\d*:\S+")
+_ID_WORD_BEFORE = Lazy(r"\b(?:ksuid|ulid|uuid|guid|snowflake|xid|cuid|nanoid)\s*[:=#]?\s*$", I)
+_SPDX = Lazy(r"spdx|license-identifier|licen[cs]e\s*(?:id|identifier|expression)\s*[:=]", I)
+_CPF = Lazy(r"\d{3}\.?\d{3}\.?\d{3}-?\d{2}")
+_DNI = Lazy(r"[XYZ]?\d{7,8}-?[A-Z]")
+
+
+def _cpf_ok(digits: str) -> bool:
+    nums = [int(c) for c in digits]
+    for n in (9, 10):
+        total = sum(nums[i] * (n + 1 - i) for i in range(n))
+        if (total * 10 % 11) % 10 != nums[n]:
+            return False
+    return True
+
+
+def _dni_ok(v: str) -> bool:
+    v = v.replace("-", "")
+    body = v[:-1].replace("X", "0").replace("Y", "1").replace("Z", "2")
+    return "TRWAGMYFPDXBNJZSQVHLCKE"[int(body) % 23] == v[-1]
+
+
+_PUBLIC_PAIR = Lazy(
+    r"[.]?(?:[A-Za-z]\w*[._-])?(?:sha|commit|commit_sha|id|uuid|guid|digest|hash|version|build|trace_id|request_id|span_id|etag|checksum|fingerprint)=",
+    I,
+)
+_IMAGE = Lazy(r"[a-z][a-z0-9.-]*(?:/[a-z][a-z0-9._-]*)+(?::[\w.-]+)?")
+_INDIRECT = Lazy(
+    r"[\"'`]?(?:\$\{?[A-Za-z_]\w*\}?|%[A-Za-z_]\w*%|\{\{[^{}]*\}\}|\$\([^()]*\)|(?:none|null|nil|undefined|true|false)|"
+    r"(?:secretKeyRef|valueFrom|secretRef|secretName)|(?:os\.getenv|getenv|process\.env|ENV|env|os\.environ)\b\S*|/run/secrets/\S+)[\"'`;,]?",
+    I,
+)
+
+
+def _look_alike(text: str, start: int, end: int, v: str) -> bool:
+    """Spans that only look like secrets: a mask or placeholder (``***REMOVED***``, ``<password>``, ``{base32-secret}``,
+    ``«redacted»``), a note in brackets, a URL's literal ``:password@``, a PEM block without a body, a colon-hex serial,
+    a span inside an ARN, a value named as an id (``ksuid …``), an SPDX licence expression, a labelled CPF/DNI whose
+    check characters fail."""
+    before = text[max(0, start - 40) : start]
+    core = v.strip()
+    if _INDIRECT.get().fullmatch(core):
+        return True  # a reference to where the secret lives, not the secret
+    if _PUBLIC_PAIR.get().match(core):
+        return True  # "COMMIT_SHA=9fce…", ".request_id=3f2b…": a whole pair whose name says it is public
+    if _IMAGE.get().fullmatch(core):
+        return True  # "acme/app", "ghcr.io/org/app:1.2": an image or a path, not a password
+    opened = start > 0 and text[start - 1] in _OPEN or v[:1] in _OPEN
+    closed = end < len(text) and text[end] in _CLOSE or v[-1:] in _CLOSE
+    inner = core.strip(_OPEN + _CLOSE)
+    if opened and closed and re.fullmatch(r"[A-Za-z][A-Za-z _-]{0,40}", inner):
+        return True  # "<password>", "{base32-secret}", "[hidden]"
+    if _MASK_CHARS.get().fullmatch(inner) or _MASK_WORD.get().fullmatch(inner) and (opened or not any(c.isdigit() for c in inner)):
+        return True
+    if v[:1] in "(（":
+        return True  # "（1Passwordを参照）": a note, not a value
+    if v[:1].isspace() and before[-1:] in "`'\"" and re.fullmatch(r"[A-Za-z ,.;]+", core):
+        return True  # "`ADMIN_PASSWORD=` left empty."
+    if before.endswith(":") and text[end : end + 1] == "@" and _URL_PLACEHOLDER.get().fullmatch(v):
+        return True  # postgres://user:password@host
+    if v.startswith("-----BEGIN") and len(re.sub(r"-----[^-]*-----|[^A-Za-z0-9+/=]", "", v)) < 24:
+        return True  # a PEM block with "..." for a body
+    lo = max(0, start - 60)
+    for pattern in (_COLON_HEX, _ARN):
+        for m in pattern.get().finditer(text, lo, min(len(text), end + 60)):
+            if m.start() <= start and end <= m.end():
+                return True
+    if _ID_WORD_BEFORE.get().search(before):
+        return True
+    if _SPDX.get().search(before):
+        return True
+    low_before = before.lower()
+    if _CPF.get().fullmatch(v) and "cpf" in low_before:
+        return not _cpf_ok(re.sub(r"\D", "", v))
+    if _DNI.get().fullmatch(v) and re.search(r"\b(?:dni|nie|nif)\b", low_before):
+        return not _dni_ok(v)
     return False

@@ -62,6 +62,8 @@ def prose_spans(text: str, low: str) -> Iterator[Span]:
                 continue
             if not quoted and _WORD.get().fullmatch(value) and not any(c.isupper() for c in value[1:]):
                 continue  # "is case-sensitive", "is long": a word, not a password
+            if not quoted and re.fullmatch(r"v\d+(?:\.\d+)+", value):
+                continue  # "the password was v1.2": a version
             yield start, end, "password"
         elif _PIN.get().fullmatch(value.rstrip("#*")):
             yield start, end, "pin"
