@@ -144,6 +144,21 @@ def test_holdout5_figure_does_not_slide() -> None:
     assert result.redacted >= 484 and result.damaged == 0, (result.redacted, result.damaged)
 
 
+# holdout6 (tests/fixtures/secrets_holdout6, 729 secret cases, 241 look-alikes, written blind on branch corpus6 by a
+# writer who read no redaction code and no other corpus) was measured once on main before round 3 was merged: 664/729
+# (91.1%), 20/241 changed; and once on round 3's branch (whose author never saw it): 687/729 (94.2%), 13/241.  Issue
+# 27's target (>= 97%, <= 1 changed) is not met.  Nobody has studied its misses yet: it is still a blind corpus, and
+# the figure below is the measured one, kept from sliding (a \b2fa\b fix after the measure changed no result here).
+HOLDOUT6 = FIXTURES.parent / "secrets_holdout6"
+
+
+def test_holdout6_blind_figure_does_not_slide() -> None:
+    result = score(lambda text: redact(text).text, HOLDOUT6)
+    print(f"\n{HOLDOUT6.name}: {result.line()}")
+    assert result.secrets >= 700 and result.benign >= 240
+    assert result.redacted >= 687 and result.damaged <= 13, (result.redacted, result.damaged)
+
+
 @pytest.mark.parametrize("corpus", [TUNE, HOLDOUT], ids=["tune", "holdout"])
 def test_independent_corpus_is_exactly_what_its_seeded_generator_makes(corpus: Path) -> None:
     spec = importlib.util.spec_from_file_location(f"make_{corpus.name}_fresh", corpus / "make_corpus.py")

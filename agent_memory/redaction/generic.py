@@ -42,7 +42,7 @@ _KEY_WORDS = (
     r"schlüssel|geheim\w*|\bclé\b|\bclef\b|\bclave\b|\bchave\b|\bchiave\b|sleutel|nyckel\w*|\bnøgle\b|"
     r"\bavain\b|\bklucz\b|klíč|\banahtar\b|ключ\w*|токен|κλειδί|مفتاح|מפתח|कुंजी|キー|鍵|トークン|シークレット|"
     r"密钥|密鑰|令牌|秘钥|키|토큰|\bkhóa\b|\bkunci\b|"
-    r"recovery\s+(?:code|key)s?|backup\s+codes?|setup\s+key|two[\s-]step|2fa|mfa|\btotp\b|\botp\b|"
+    r"recovery\s+(?:code|key)s?|backup\s+codes?|setup\s+key|two[\s-]step|\b2fa\b|\bmfa\b|\btotp\b|\botp\b|"
     r"zwei-faktor\S*|authenticator|wiederherstellung\S*|"
     r"licen[cs]e(?:\s+key)?|lizenz\w*|licencia|licença|licenza|serial(?:\s+(?:number|key))?|seriennummer|"
     r"n(?:ú|u)mero\s+de\s+s(?:é|e)rie|num(?:é|e)ro\s+de\s+s(?:é|e)rie|product\s+key|シリアル|序列号|"
