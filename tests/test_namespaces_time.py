@@ -529,8 +529,7 @@ async def test_a_namespaced_import_restores_no_section_line(backend: Any, tmp_pa
     try:
         report = await asyncio.to_thread(import_file, b, crafted, namespace="evil")
     finally:
-        closing = getattr(b, "aclose", None) or getattr(b, "close", None)
-        done = closing()
+        done = b.close()
         if asyncio.iscoroutine(done):
             await done
     assert [s.reason for s in report.skipped] == ["unsupported"], report.skipped
