@@ -148,7 +148,7 @@ async def test_hooks_turn_start_end_and_compaction(backend: Any) -> None:
     later = await hooks.on_turn_start("Where is my parking spot?")  # waits for the previous turn's capture
     assert later.core == ctx.core and "B12" in fenced_body(later.recall)
 
-    removed = [{"role": "user", "content": "Remember that my locker code is 4471."}, {"role": "assistant", "content": "Noted."}]
+    removed = [{"role": "user", "content": "Remember that my team standup is in room 4471."}, {"role": "assistant", "content": "Noted."}]
     result = await hooks.on_before_compaction_commit(removed, "The user shared a locker code.")
     assert result is not None and not result.fallback
     refreshed = await hooks.on_turn_start("Anything else?")

@@ -116,7 +116,7 @@ async def test_compaction_commit_awaits_capture_then_refreshes_core_next_turn(pr
     first = await hooks.on_turn_start("Hello")
     assert first.core == ""
     removed = [
-        {"role": "user", "content": "Remember that my locker code is 4471."},
+        {"role": "user", "content": "Remember that my team standup is in room 4471."},
         {"role": "assistant", "content": "Noted."},
     ]
     result = await hooks.on_before_compaction_commit(removed, "The user shared a locker code.")

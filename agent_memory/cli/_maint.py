@@ -476,4 +476,5 @@ def cmd_sweep(args: argparse.Namespace) -> None:
         ),
     )
     if rep.expired or rep.duplicates:
-        note("archived records are in archive/ (`agent-memory restore ID` brings one back)")
+        where = "archive/" if isinstance(target, StoreTarget) else "the archive table"
+        note(f"archived records are in {where} (`agent-memory restore ID --user U --namespace NS` brings one back; `undo` too)")
