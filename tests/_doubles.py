@@ -77,12 +77,17 @@ class FakeJSONServer:
     before the answer (a timeout test) is not an error. Use as a context manager, or ``start()`` / ``stop()``.
     """
 
-    def __init__(self, route: Route) -> None:
+    def __init__(self, route: Route, get: Callable[[str], tuple[int, Any]] | None = None) -> None:
         class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server API
+                self._answer(*(get(self.path) if get is not None else (404, {"error": "no GET here"})))
+
             def do_POST(self) -> None:  # noqa: N802 - http.server API
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 body = json.loads(raw or b"{}")
-                status, payload = route(self.path, body, self.headers)
+                self._answer(*route(self.path, body, self.headers))
+
+            def _answer(self, status: int, payload: Any) -> None:
                 data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 try:
                     self.send_response(status)

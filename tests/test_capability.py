@@ -267,11 +267,11 @@ async def test_compaction_capture_is_awaited_before_the_trimmed_history_is_used(
     memory = MemoryCapability(provider, session_id="s1", user_id="ada", capture=False)
     agent = make_agent(model, memory, memory.compaction(keep_turns=2))
 
-    _, history = await converse(agent, ["turn one: my locker code is 4471", "turn two", "turn three"], provider)
+    _, history = await converse(agent, ["turn one: my locker room is 4471", "turn two", "turn three"], provider)
     assert provider.compactions, "the third turn trims the first one away"
     removed, summary = provider.compactions[0]
     removed_text = json.dumps([json.loads(ModelMessagesTypeAdapter.dump_json([m])) for m in removed])
-    assert "turn one: my locker code is 4471" in removed_text and summary is None
+    assert "turn one: my locker room is 4471" in removed_text and summary is None
     assert model.seen[0].recall_parts(), "turn one had recalled memory in its history"
     assert RECALL_NOTICE not in removed_text  # recalled memory is not handed back to capture as user speech
     first = events.index("capture:start")

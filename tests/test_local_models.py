@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from _doubles import FakeJSONServer
 
 pytest.importorskip("openai")
 
@@ -31,33 +30,18 @@ class SmallModelServer:
         self.posts: list[dict[str, Any]] = []
         self.gets: list[str] = []
         self.headers: list[dict[str, str]] = []
-        outer = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - http.server API
-                outer.gets.append(self.path)
-                self._send(200 if self.path.rstrip("/").endswith("/models") else 404, {"object": "list", "data": [{"id": SERVED}]})
+        def listed(path: str) -> tuple[int, Any]:
+            self.gets.append(path)
+            return (200 if path.rstrip("/").endswith("/models") else 404), {"object": "list", "data": [{"id": SERVED}]}
 
-            def do_POST(self) -> None:  # noqa: N802
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-                outer.posts.append(body)
-                outer.headers.append({k.lower(): v for k, v in self.headers.items()})
-                self._send(200, outer.reply(body))
+        def answered(path: str, body: dict[str, Any], headers: Any) -> tuple[int, Any]:
+            self.posts.append(body)
+            self.headers.append({k.lower(): v for k, v in headers.items()})
+            return 200, self.reply(body)
 
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.fake = FakeJSONServer(answered, get=listed)
+        self.base_url = self.fake.base_url
 
     def reply(self, body: dict[str, Any]) -> dict[str, Any]:
         sent = json.dumps(body["messages"])
@@ -76,12 +60,11 @@ class SmallModelServer:
         }
 
     def __enter__(self) -> SmallModelServer:
-        self.thread.start()
+        self.fake.start()
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.fake.stop()
 
 
 @pytest.fixture

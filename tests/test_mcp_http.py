@@ -38,8 +38,8 @@ async def test_two_tokens_never_see_each_others_records(server: tuple[str, Path]
     url, root = server
     async with http_session(url, ALICE) as a, http_session(url, BOB) as b:
         assert {t.name for t in (await a.list_tools()).tools} >= {"memory_search", "memory_forget"}
-        ida = payload(await a.call_tool("memory_remember", {"content": "Alice's locker code is 4411."}))["id"]
-        idb = payload(await b.call_tool("memory_remember", {"content": "Bob's locker code is 9922."}))["id"]
+        ida = payload(await a.call_tool("memory_remember", {"content": "Alice's locker room is 4411."}))["id"]
+        idb = payload(await b.call_tool("memory_remember", {"content": "Bob's locker room is 9922."}))["id"]
         assert [h["id"] for h in payload(await a.call_tool("memory_search", {"query": "locker code"}))["hits"]] == [ida]
         assert [h["id"] for h in payload(await b.call_tool("memory_search", {"query": "locker code"}))["hits"]] == [idb]
         assert [r["id"] for r in payload(await b.call_tool("memory_list", {}))["records"]] == [idb]

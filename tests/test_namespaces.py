@@ -153,7 +153,7 @@ async def test_same_key_and_same_content_in_two_namespaces_are_two_records(backe
 
 async def test_two_users_in_one_namespace_stay_apart(backend: Any) -> None:
     support = backend.provider(namespace="acme/support", isolation="full")
-    mine = await support.remember("Alice's locker code is 4411.", user_id="alice")
+    mine = await support.remember("Alice's locker room is 4411.", user_id="alice")
     assert [h.id for h in (await support.search("locker", user_id="alice")).hits] == [mine.id]
     assert (await support.search("locker", user_id="bob")).hits == []
     assert await support.list(user_id="bob") == []

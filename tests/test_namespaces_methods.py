@@ -57,7 +57,7 @@ async def _world(backend: Any) -> World:
     ).id
     ids["x2"] = (await acme.remember(f"The  release train uses the {WORD} {MARK} cache.", scope="project")).id
     await acme.remember(f"The release train uses the {WORD} {MARK} cache.", scope="project")  # an exact duplicate of x2, newer
-    ids["user"] = (await acme.remember(f"Alice's {WORD} {MARK} locker code is 1234.", scope="user", **ALICE)).id
+    ids["user"] = (await acme.remember(f"Alice's {WORD} {MARK} locker room is 1234.", scope="user", **ALICE)).id
     ids["linker"] = (await acme.remember(f"The {WORD} {MARK} wiki page links [[{ids['x']}]].", scope="project")).id
     ids["curated"] = (await acme.curate(f"Alice likes {WORD} {MARK} summaries.", **ALICE)).id
     if backend.kind == "files":  # a consolidation run of the parent, for consolidation_history (files only)

@@ -88,7 +88,7 @@ def test_cli_writes_land_in_the_callers_namespace_and_users_stay_apart(root: str
     assert _ids(cli(root, "list", "--namespace", "acme/coding", "--isolation", "full")) == set()
     [rec] = cli(root, "list", "--namespace", "acme/support", "--isolation", "full")["records"]
     assert rec["namespace"] == "acme/support" and rec["content"] == "Imported into coding?"
-    alice = cli(root, "remember", "Alice's locker code is 4411.", "--user", "alice", "--namespace", "acme/support")["id"]
+    alice = cli(root, "remember", "Alice's locker room is 4411.", "--user", "alice", "--namespace", "acme/support")["id"]
     assert _ids(cli(root, "search", "locker", "--user", "bob", "--namespace", "acme/support")) == set()
     assert _ids(cli(root, "search", "locker", "--user", "alice", "--namespace", "acme/support")) == {alice}
     assert _ids(cli(root, "search", "locker", "--user", "alice", "--namespace", "acme/coding", "--isolation", "full")) == set()

@@ -363,8 +363,8 @@ async def test_two_users_on_one_capability_never_see_each_others_memory(tmp_path
     provider = provider_with(tmp_path)
     memory = MemoryCapability(provider, identity=lambda ctx: Caller(session_id=ctx.deps.chat, user_id=ctx.deps.user))
     agent = Agent(FunctionModel(model), deps_type=Deps, capabilities=[memory])
-    await agent.run("Remember that my locker code is 4417.", deps=Deps("ada", "a1"))
-    await agent.run("Remember that my locker code is 9902.", deps=Deps("bob", "b1"))
+    await agent.run("Remember that my locker room is 4417.", deps=Deps("ada", "a1"))
+    await agent.run("Remember that my locker room is 9902.", deps=Deps("bob", "b1"))
     await provider.flush()
     ada_q = await agent.run("What is my locker code?", deps=Deps("ada", "a2"))
     ada_turn = memory.last_turn

@@ -98,8 +98,8 @@ from agent_memory.model.records import (
     validate_key,
 )
 from agent_memory.model.scopes import check_namespace
+from agent_memory.model.values import _OUR_ID, shown
 from agent_memory.model.values import looks_secret as _looks_secret_spaced
-from agent_memory.model.values import shown
 
 OnExisting = Literal["append", "replace", "skip"]
 Status = Literal["created", "duplicate", "appended", "replaced", "skipped", "superseded"]
@@ -160,6 +160,8 @@ _GLUE = re.compile(r"[-.:@/+=~_]+")
 def looks_secret(value: str) -> bool:
     """True if an identifier holds a secret: on its own, spaced at its separators, or glued after a prefix
     (``chat-sk-…``, ``ada.ghp_…``: spacing the separators would also split the token's own ``sk-``)."""
+    if _OUR_ID.fullmatch(value):  # new_id's random suffix after a slug word ("…-token-c4f6d89e") is no secret
+        value = value[:-9]
     if _looks_secret_spaced(value):
         return True
     return any(_redact.contains_secret(value[m.end() :]) for m in _GLUE.finditer(value) if len(value) - m.end() >= 16)
@@ -789,6 +791,9 @@ def check_acting(values: Mapping[str, object]) -> None:
         check_ident(name, value)
 
 
+_ID_SHAPE = re.compile(r"[\w.-]{1,200}")
+
+
 def prepare_event(fields: Mapping[str, Any]) -> dict[str, Any]:
     """An event's fields as stored (:meth:`Event.to_dict`): every string field redacted, ``detail`` keys and values
     through :func:`clean_metadata`. Never raises on strings: the change the event reports is already made."""
@@ -796,6 +801,8 @@ def prepare_event(fields: Mapping[str, Any]) -> dict[str, Any]:
     for key, value in fields.items():
         if key == "detail":
             out[key] = clean_metadata(value if isinstance(value, Mapping) else {"value": value})
+        elif key == "id" and isinstance(value, str) and _ID_SHAPE.fullmatch(value) and not looks_secret(value):
+            out[key] = value  # a record id that passed the id gate: redacting it as text would corrupt it
         elif isinstance(value, str):
             out[key] = clean_text(value, 1000, one_line=True)
         else:
