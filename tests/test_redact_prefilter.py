@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agent_memory.model.values import slugify
 from agent_memory.redaction import engine, generic, prefilter
 from agent_memory.redaction.bip39 import WORDS
 from agent_memory.redaction.samples import SECRET_SAMPLES
@@ -69,6 +70,11 @@ def _derived(text: str) -> Iterator[str]:
     yield re.sub(r"\d+", " ", spaced)
     yield spaced.lower()
     yield spaced.replace(" ", "\n")
+    # what the id check asks about a record id minted from the text (its date, the slug, spaced at separators)
+    slug = slugify(text)
+    yield f"2026-11-27-{slug}"
+    yield re.sub(r"[-.:@/+=~]+", " ", f"2026-11-27-{slug}")
+    yield from (slug[m.end() :] for m in re.finditer(r"-", slug) if len(slug) - m.end() >= 16)
 
 
 @cache

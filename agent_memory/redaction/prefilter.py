@@ -42,7 +42,7 @@ _TOKEN = rf"[(\"']?(?:{_WORD}|{_NUM})[.,;!?)\"']{{0,3}}"
 _SHAPE = re.compile(rf"[ \n]*(?:{_TOKEN}(?:[ \n]+{_TOKEN})*[ \n]*)?")
 _LONG_RUN = re.compile(r"(?<!\S)\S{20}")
 _DIGIT_GROUP = re.compile(r"\d(?:\d|[ .\-/,:](?=\d))*")
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_DATE = re.compile(r"\d{4}([- ])\d{2}\1\d{2}")  # also spaced: a record id's date as the id check spaces it
 _LETTERS = re.compile(r"[a-z]+")
 _TOKENISH = re.compile(r"(?<!\S)\S{14,}")
 _DIGIT = re.compile(r"\d")
