@@ -31,11 +31,17 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
+# The tree's package is imported first: ``_corpus`` puts the benchmark's own checkout first on ``sys.path``, so
+# without this every "tree" ran the code beside this script (the figures before 2026-11-27 20:40 UTC compared a tree
+# with itself). The child reports the package it ran.
 _CHILD = """
 import json, sys, time
+sys.path.insert(0, sys.argv[6])
+import agent_memory
 sys.path.insert(0, sys.argv[1])
 from _corpus import Corpus
 from agent_memory.backends.files.store import MemoryStore
+assert agent_memory.__file__.startswith(sys.argv[6]), agent_memory.__file__
 root, n, seed, batch = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 drafts = list(Corpus(seed=seed).drafts(n))
 store = MemoryStore(root, rescan_interval=None)
@@ -44,7 +50,7 @@ c, t = time.process_time(), time.perf_counter()
 res = store.remember_many(drafts, source="import", batch_size=batch)
 wall, cpu = time.perf_counter() - t, time.process_time() - c
 print(json.dumps({"created": sum(r.status == "created" for r in res), "wall_s": wall, "cpu_s": cpu,
-                  "count": store.index.count()}))
+                  "count": store.index.count(), "package": agent_memory.__file__}))
 """
 
 
@@ -69,13 +75,17 @@ def ingest(tree: Path, root: Path, n: int, seed: int, batch: int) -> dict[str, A
     """One run of ``remember_many`` by the code of ``tree``, in a child process; its figures."""
     env = {**ENV, "PYTHONPATH": str(tree)}
     proc = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(HERE), str(root), str(n), str(seed), str(batch)], env=env, capture_output=True, text=True
+        [sys.executable, "-c", _CHILD, str(HERE), str(root), str(n), str(seed), str(batch), str(tree)],
+        env=env,
+        capture_output=True,
+        text=True,
     )
     if proc.returncode:
         raise RuntimeError(f"ingest with {tree} failed: {proc.stderr[-800:]}")
     row = json.loads(proc.stdout.strip().splitlines()[-1])
     return {
         "tree": str(tree),
+        "package": row["package"],
         "records": n,
         "created": row["created"],
         "store_after": row["count"],

@@ -6,7 +6,7 @@ from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from agent_memory.redaction import anchored, contextual, families, general, generic, heuristics, keyvalue, structured, views
+from agent_memory.redaction import anchored, contextual, families, general, generic, heuristics, keyvalue, prefilter, structured, views
 from agent_memory.redaction.base import MARKER_RE, Lazy, Rule, accepted, accepted_at, marker, starts_near, token_like
 from agent_memory.redaction.providers import PROVIDERS
 
@@ -281,6 +281,8 @@ def redact(text: str) -> RedactionResult:
     """Replace every secret in ``text`` with ``[REDACTED:<kind>]``."""
     if not isinstance(text, str):
         raise TypeError(f"redact() expects str, not {type(text).__name__}")
+    if prefilter.enabled() and prefilter.plain(text, _PROSE_TRIGGERS, _SPACED_CHARS):
+        return RedactionResult(text, 0, ())
     found = find_spans(text)
     if not found:
         return RedactionResult(text, 0, ())
@@ -309,6 +311,8 @@ def contains_secret(text: str, *, general: bool = True) -> bool:
     token rules alone (see :func:`find_spans`)."""
     if not isinstance(text, str):
         raise TypeError(f"contains_secret() expects str, not {type(text).__name__}")
+    if prefilter.enabled() and prefilter.plain(text, _PROSE_TRIGGERS, _SPACED_CHARS):
+        return False
     return bool(find_spans(text, general=general))
 
 

@@ -46,7 +46,16 @@ _UNIQUE_FIELDS = frozenset({"id", "ts", "eid", "before", "after"})
 #: The shapes an event's own clock reading and id have when :class:`Event` mints them (``now_iso()``, 16 hex digits
 #: of a UUID4): a value of exactly that shape carries no input, so it is not sent through the redaction engine (whose
 #: labels could only mangle it: an id starting ``2fa`` reads as a "2FA" label).
-_MINTED = {"ts": re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z"), "eid": re.compile(r"[0-9a-f]{16}")}
+#: The same holds for ``before``/``after``: the store passes them only as ``content_hash`` values (16 hex digits of a
+#: SHA-256), which carry no input either (the engine finds nothing in a lone run of 16 hex digits: hex is a hash
+#: unless labelled). Anything else in these fields (a longer or other value) is still gated.
+_HEX16 = re.compile(r"[0-9a-f]{16}")
+_MINTED = {
+    "ts": re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z"),
+    "eid": _HEX16,
+    "before": _HEX16,
+    "after": _HEX16,
+}
 _MEMO_MAX = 4096  # gated values kept; the memo is emptied when full (a store sees few actors, scopes and callers)
 
 

@@ -1,0 +1,183 @@
+"""A cheap proof that the redaction engine would find nothing in a text, so :func:`engine.redact` can skip it.
+
+Most memories are plain prose: words, a few short numbers, ordinary punctuation. The engine costs the same few
+hundred microseconds on such a text whatever it holds, because every family has to look. :func:`plain` answers in a
+few compiled scans whether a text is *plain*: it then cannot hold anything the engine redacts, and the engine is
+skipped. A text is plain when all of these hold (anything else goes to the engine):
+
+* it is ASCII and made only of words (lower case, Capitalised, or ALL CAPS up to four letters, optionally joined by
+  hyphens or an apostrophe), numbers of at most four digits (``3.5``, ``1,000``, ``10:30``, ``2026-11-27``),
+  single spaces/newlines and ordinary punctuation (``. , ; ! ? ( ) " '``); no colon after a word (labels), no
+  ``= @ / _ # | % $ & * + < > [ ] { } ` ~ \\``, no tabs;
+* no run of 20 or more non-space characters (the random-token detectors look at 20+), no group of digits joined by
+  spaces or punctuation holding more than five digits except a date (card, identity and account numbers need more),
+  no letter spelt out one at a time (``g h p _ …``), no quote seam (``"ab" "cd"``);
+* none of the engine's cues: the triggers its gated rules look for (``structured``/``keyvalue`` rules, provider
+  prefixes, prose and chat triggers, command words and flags), as substrings of the lower-cased text as the engine
+  looks for them; the identifier parts the name rules read (``anchored``'s word sets) as whole words; and the
+  multilingual label lexicons (``generic``, ``general``, ``anchored``, ``contextual``) as the engine's own regexes;
+* fewer than twelve (the seed-phrase minimum) BIP-39 words in the text.
+
+Every cue is imported from the module that uses it, never copied: a trigger added there is a cue here.
+``tests/test_redact_prefilter.py`` runs the full engine over every corpus under ``tests/fixtures/secrets*``, the
+engine's test inputs and random mixes, and fails if the engine finds a span in a text this module calls plain — the
+guard against a new rule this module does not know. ``AGENT_MEMORY_REDACT_PREFILTER=0`` turns the prefilter off.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from agent_memory.redaction import anchored, contextual, families, general, generic, keyvalue, structured, views
+from agent_memory.redaction.base import Lazy
+from agent_memory.redaction.bip39 import WORDS as BIP39_WORDS
+from agent_memory.redaction.providers import PROVIDERS
+
+# words: lower case or Capitalised ("don't", "well-known"), or short ALL CAPS ("I", "OK", "NASA")
+_W = r"(?:[A-Z]?[a-z]+|[A-Z]{1,4})(?:'[a-z]{1,3})?"
+_WORD = rf"{_W}(?:-{_W}){{0,3}}"
+_NUM = r"\d{1,4}(?:[.,:/-]\d{1,4}){0,2}"
+_TOKEN = rf"[(\"']?(?:{_WORD}|{_NUM})[.,;!?)\"']{{0,3}}"
+_SHAPE = re.compile(rf"[ \n]*(?:{_TOKEN}(?:[ \n]+{_TOKEN})*[ \n]*)?")
+_LONG_RUN = re.compile(r"(?<!\S)\S{20}")
+_DIGIT_GROUP = re.compile(r"\d(?:\d|[ .\-/,:](?=\d))*")
+_DATE = re.compile(r"\d{4}([- ])\d{2}\1\d{2}")  # also spaced: a record id's date as the id check spaces it
+_LETTERS = re.compile(r"[a-z]+")
+_TOKENISH = re.compile(r"(?<!\S)\S{14,}")
+_DIGIT = re.compile(r"\d")
+_MAX_GROUP_DIGITS = 5
+
+
+def _substring_cues(prose: tuple[str, ...]) -> tuple[str, ...]:
+    """What the engine's gated rules test with ``trigger in low`` (and command flags tested by ``startswith``)."""
+    cues: set[str] = set(prose)
+    for _, _, triggers in structured.SHAPE_RULES + structured.LATE_RULES + keyvalue.RULES:
+        cues.update(triggers)
+    cues.update(general._CHAT_TRIGGERS + general._CHAT_TRIGGERS_UNICODE + general._KEY_SPACE_TRIGGERS)
+    cues.update(general._CLI_FLAGS)
+    cues.update(("value", "identified", "random_", "private-", "ssws", "[redacted:"))
+    # an identifier of two parts naming an id ("id-no"): the name rules' pairs, joined as a plain text can join them
+    cues.update(f"{a}-{b}" for a, b in anchored._ID_PAIRS)
+    return tuple(sorted({c.lower() for c in cues if c}, key=len, reverse=True))
+
+
+def _word_cues() -> frozenset[str]:
+    """Identifier parts the name rules read, and command words: as whole words of the lower-cased text."""
+    words: set[str] = set()
+    for group in (anchored._PW, anchored._KEY, anchored._PIN, anchored._PIN_CODE_QUALIFIER, anchored._ID, anchored._KEY_WORDS):
+        words.update(group)
+    words.update(general._CLI_WORDS)
+    return frozenset(w.lower() for w in words)
+
+
+def _trie(words: list[str]) -> str:
+    """A regex matching any of ``words`` (none empty), factored by common prefixes: the engine's ``re`` then tries
+    one branch per next character instead of every word at every position."""
+    heads: dict[str, list[str]] = {}
+    for w in words:
+        heads.setdefault(w[0], []).append(w[1:])
+    alts = []
+    for head, tails in sorted(heads.items()):
+        rest = [t for t in tails if t]
+        if not rest:
+            alts.append(re.escape(head))
+            continue
+        sub = _trie(rest)
+        alts.append(re.escape(head) + (f"(?:{sub})?" if len(rest) < len(tails) else f"(?:{sub})"))
+    return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+
+
+def _alternation(cues: set[str] | tuple[str, ...]) -> re.Pattern[str]:
+    """One scan for any of ``cues`` (a match of the shortest is enough: we only ask whether one occurs)."""
+    return re.compile(_trie(sorted(set(cues))))
+
+
+class _Cues:
+    __slots__ = ("digit_labels", "labels", "providers", "question", "routing", "substrings", "words")
+
+    def __init__(self, prose: tuple[str, ...]) -> None:
+        self.substrings = _alternation(_substring_cues(prose))
+        self.words = _word_cues()
+        # provider prefixes, case as the engine matches them, looked for in runs of 14+ token characters (a plain
+        # text's runs lie inside its space-separated tokens, which are tested whole: a superset)
+        self.providers = _alternation({t for _, triggers, _ in PROVIDERS for t in triggers})
+        # the label lexicons the engine runs on any text (the rest are gated on a trigger above or need a digit)
+        # (the lists of backup codes, anchored._CODE_HEAD_ANY and generic._CODE_HEAD, name "code", "key" or "token" in
+        # an ASCII text: substring cues above)
+        # (an ASCII text: the lower-cased text against the lower-case lexicon, which is faster than ignoring case)
+        self.labels = (re.compile(contextual._SECRET_NAME),)
+        # bank routing words bind digits only (a routing number of 6+ digits)
+        self.routing = _alternation(general._ROUTING_WORDS)
+        # labels that only bind digits: looked for when the text has one
+        self.digit_labels = (
+            re.compile(r"(?<![\w])(?:" + general._ID_WORDS + r")(?![a-z])", re.I),
+            re.compile(families._ID_LABEL, re.I),
+            families._ID.get(),
+            anchored._CARD_CODE.get(),
+        )
+        # a chat question naming a secret (the engine looks for it when the text has a "?" and a new line)
+        self.question = anchored._QUESTION_LABEL.get()
+
+
+_cues: _Cues | None = None
+
+
+def _question(text: str, label: re.Pattern[str]) -> bool:
+    """Could ``anchored.qa_spans`` answer here: a line with a "?" naming a secret, and in the three lines after it
+    one that may hold a one-token reply (no space inside, or a speaker's colon, or digits)?"""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if "?" not in line:
+            continue
+        if any(" " not in nxt.strip() or ":" in nxt or _DIGIT.search(nxt) for nxt in lines[i + 1 : i + 4]):
+            if label.search(line) is not None:
+                return True
+    return False
+
+
+def enabled() -> bool:
+    return os.environ.get("AGENT_MEMORY_REDACT_PREFILTER", "1") != "0"
+
+
+def plain(text: str, prose: tuple[str, ...], spaced: Lazy) -> bool:
+    """True when ``text`` provably holds nothing the engine redacts (see the module's docstring); False means
+    "ask the engine", not "holds a secret". ``prose`` and ``spaced`` are the engine's own prose triggers and its
+    pattern of a token spelt out one character at a time (passed in: the engine imports this module)."""
+    global _cues
+    if not text:
+        return True
+    if not text.isascii() or _SHAPE.fullmatch(text) is None or _LONG_RUN.search(text) is not None:
+        return False
+    for m in _DIGIT_GROUP.finditer(text):
+        g = m.group()
+        if sum(c.isdigit() for c in g) > _MAX_GROUP_DIGITS and _DATE.fullmatch(g) is None:
+            return False
+    if ("'" in text or '"' in text) and views._SEAM.get().search(text) is not None:
+        return False
+    if spaced.get().search(text) is not None:
+        return False
+    cues = _cues
+    if cues is None:
+        cues = _cues = _Cues(prose)
+    low = text.lower()
+    if cues.substrings.search(low) is not None:
+        return False
+    words = _LETTERS.findall(low)
+    if not cues.words.isdisjoint(words):
+        return False
+    if len(words) >= families._MIN_WORDS and sum(w in BIP39_WORDS for w in words) >= families._MIN_WORDS:
+        return False
+    long_tokens = _TOKENISH.findall(text)
+    if long_tokens and cues.providers.search(" ".join(long_tokens)) is not None:
+        return False
+    # the engine tries its label lexicon on an ASCII text only at words whose first three letters are a stem of it
+    if any(w[:3] in generic._STEMS or w in generic._SHORT for w in words) and next(generic._labels(text), None) is not None:
+        return False
+    if any(p.search(low) for p in cues.labels):
+        return False
+    if "?" in text and "\n" in text and _question(text, cues.question):
+        return False
+    if _DIGIT.search(text) is None:
+        return True
+    return cues.routing.search(low) is None and not any(p.search(text) for p in cues.digit_labels)
