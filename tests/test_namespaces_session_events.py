@@ -20,6 +20,7 @@ import pytest
 from _matrix import cli_env, fresh_database
 
 from agent_memory.backends.base import innermost
+from agent_memory.errors import NotFoundError
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -145,3 +146,20 @@ def test_cli_session_events_follow_the_namespace(root: str) -> None:
     cli(root, "purge", "--namespace", "acme")
     assert [e for e in cli(root, "events", *me)["events"] if e["event"] == "distilled"] == []
     assert [e for e in cli(root, "events", "--user", "alice")["events"] if SID in json.dumps(e)] == []
+
+
+async def test_episode_events_are_in_the_episodes_namespace(backend: Any) -> None:
+    """``episode_deleted``/``episode_restored`` carry the episode's namespace too (they had none: the root saw them)."""
+    root = backend.provider()
+    acme = backend.provider(namespace="acme")
+    made = await acme.record_episode("help alice with the lisbon move", output="done", session_id=SID, user_id="alice")
+    for outsider in ("acme/support", "other", None):  # a child (it reads acme, it does not change it), a sibling, the root
+        with pytest.raises(NotFoundError):
+            await backend.provider(namespace=outsider).delete_episode(made.id, session_id=SID, user_id="alice")
+    await acme.delete_episode(made.id, session_id=SID, user_id="alice")  # its own namespace's (it was "not visible")
+    await acme.restore_episode(made.id, session_id=SID, user_id="alice")
+    kinds = {(e.event, e.owner_namespace) for e in await root.events(user_id="alice", namespace="acme", isolation="full")}
+    assert kinds >= {("episode_deleted", "acme"), ("episode_restored", "acme")}
+    assert [e for e in await root.events(user_id="alice") if e.id == made.id] == []  # the root never reads its children
+    await root.purge(namespace="acme")
+    assert made.id not in await _raw_events(root)
