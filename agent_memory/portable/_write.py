@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import agent_memory.backends.files.keyed as _keyed
-from agent_memory.backends.base import Caller, MemoryBackend
+from agent_memory.backends.base import Caller, MemoryBackend, innermost
 from agent_memory.backends.files.backend import FilesBackend
 from agent_memory.backends.files.store import MemoryStore
 from agent_memory.errors import InvalidInputError
@@ -209,13 +209,12 @@ def _expired(rec: MemoryRecord) -> bool:
 async def _expired_imports(backend: MemoryBackend) -> set[tuple[Any, str, str]]:
     """``(original id, text, namespace)`` of the expired records an earlier import stored (no caller's read shows
     them, so a re-run finds them here: the operator's whole-store rows, PostgreSQL only); empty elsewhere."""
-    try:
-        from agent_memory.backends.postgres import dump  # type: ignore[import-not-found,unused-ignore]
-        from agent_memory.portable.root import _pg
-
-        rows = await dump.all_records(_pg(backend))
-    except Exception:  # noqa: BLE001 - another backend, or no postgres extra: its own dedupe decides
+    inner = innermost(backend)
+    if type(inner).__name__ != "PostgresBackend":
         return set()
+    from agent_memory.backends.postgres import dump  # type: ignore[import-not-found,unused-ignore]
+
+    rows = await dump.all_records(inner)
     return {(r.metadata.get("imported_id"), r.content, r.namespace or "") for r in rows if _expired(r)}
 
 
