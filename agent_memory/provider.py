@@ -1151,15 +1151,23 @@ class MemoryProvider:
         caller = self._caller(session_id, user_id, namespace, isolation)
         return await backend_contradictions(self.backend, text, caller, key=key, exclude=exclude, limit=limit)
 
-    async def delete_episode(self, episode_id: str, *, session_id: str | None = None, user_id: str | None = None) -> "Episode":
-        """Delete one episode the caller may see (evented; :meth:`restore_episode` brings it back); returns it."""
+    async def delete_episode(
+        self, episode_id: str, *, session_id: str | None = None, user_id: str | None = None, namespace: str | None = None
+    ) -> "Episode":
+        """Delete one episode the caller may see in its own namespace (``namespace``, else the provider's: a change
+        never reaches an ancestor's) (evented; :meth:`restore_episode` brings it back); returns it."""
         store = self._episodes()
-        return await asyncio.to_thread(store.delete, episode_id, session_id=session_id, user_id=user_id)
+        with scopes.viewing(self._caller(namespace=namespace).own_view()):  # to_thread carries the view
+            return await asyncio.to_thread(store.delete, episode_id, session_id=session_id, user_id=user_id)
 
-    async def restore_episode(self, episode_id: str, *, session_id: str | None = None, user_id: str | None = None) -> "Episode":
-        """Bring back an episode :meth:`delete_episode` deleted, if the caller may see it (evented); returns it."""
+    async def restore_episode(
+        self, episode_id: str, *, session_id: str | None = None, user_id: str | None = None, namespace: str | None = None
+    ) -> "Episode":
+        """Bring back an episode :meth:`delete_episode` deleted, if the caller may see it in its own namespace
+        (``namespace``, else the provider's) (evented); returns it."""
         store = self._episodes()
-        return await asyncio.to_thread(store.restore, episode_id, session_id=session_id, user_id=user_id)
+        with scopes.viewing(self._caller(namespace=namespace).own_view()):
+            return await asyncio.to_thread(store.restore, episode_id, session_id=session_id, user_id=user_id)
 
     async def consolidation_history(
         self,

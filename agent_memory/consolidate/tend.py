@@ -13,8 +13,9 @@
 What was distilled is durable on both backends: a ``distilled`` event per session and call names the last message
 number read (``detail.through``); the next call starts after it, so running it again stores nothing twice, and
 messages appended since are read by the next call. A crash between a capture and its event re-reads those turns,
-and the store's dedupe keeps their facts single. Session events carry ``id`` ``session:<session id>`` and the
-session's owner, so they are visible (``events``) and purged (``purge --user``) exactly as the session is.
+and the store's dedupe keeps their facts single. Session events carry ``id`` ``session:<session id>``, the
+session's owner and its namespace (``owner_namespace``, as a record's event does), so they are visible (``events``)
+and purged (``purge --user``, ``purge --namespace``) exactly as the session is.
 """
 
 from __future__ import annotations
@@ -92,7 +93,14 @@ class DistillReport:
 
 # -- session events (both backends) -----------------------------------------------------------------------------------
 def _event_id(sdir: SessionDir) -> str:
-    return f"session:{sdir.session_id}" + (f"@{sdir.namespace}" if sdir.namespace else "")
+    """A session event's id names the session; its namespace is the event's ``owner_namespace``, as a record's is
+    (events written before named it here, ``session:<id>@<namespace>``: :func:`agent_memory.model.events.session_event_shape`
+    reads them as today's)."""
+    return f"session:{sdir.session_id}"
+
+
+def _legacy_event_id(sdir: SessionDir) -> str | None:
+    return f"session:{sdir.session_id}@{sdir.namespace}" if sdir.namespace else None
 
 
 def _owner_scope(sdir: SessionDir) -> str:
@@ -114,6 +122,7 @@ async def _log_event(backend: Any, kind: str, sdir: SessionDir, **detail: Any) -
                 owner_session=sdir.session_id,
                 owner_user=sdir.user_id,
                 detail=detail,
+                owner_namespace=sdir.namespace or None,
             )
             await asyncio.to_thread(files.store.events.append, ev)
             return
@@ -127,6 +136,7 @@ async def _log_event(backend: Any, kind: str, sdir: SessionDir, **detail: Any) -
                 "scope": _owner_scope(sdir),
                 "session_id": sdir.session_id,
                 "user_id": sdir.user_id,
+                "namespace": sdir.namespace,
             }
             async with pg.pool.connection() as conn:
                 await record_event(pg, conn, kind, row, Caller(sdir.session_id, sdir.user_id), source=kind, **detail)
@@ -156,6 +166,7 @@ async def distilled_through(backend: Any, sdir: SessionDir) -> int:
                     for e in events
                     if e.event == "distilled"
                     and e.id == _event_id(sdir)
+                    and (e.owner_namespace or "") == sdir.namespace
                     and e.owner_user == sdir.user_id
                     and e.owner_session == sdir.session_id
                 ]
@@ -167,9 +178,10 @@ async def distilled_through(backend: Any, sdir: SessionDir) -> int:
         return 0
     async with pg.pool.connection() as conn:
         cur = await conn.execute(
-            f'SELECT detail FROM "{pg.schema}".events WHERE tenant = %s AND event = %s AND id = %s'
+            f'SELECT detail FROM "{pg.schema}".events WHERE tenant = %s AND event = %s'
+            " AND ((id = %s AND owner_namespace = %s) OR (owner_namespace = '' AND id = %s))"  # today's shape, or an older one
             " AND owner_session = %s AND owner_user IS NOT DISTINCT FROM %s",
-            (sdir.user_id or "", "distilled", _event_id(sdir), sdir.session_id, sdir.user_id),
+            (sdir.user_id or "", "distilled", _event_id(sdir), sdir.namespace, _legacy_event_id(sdir), sdir.session_id, sdir.user_id),
         )
         return best([r["detail"] for r in await cur.fetchall()])
 

@@ -68,6 +68,7 @@ Rules:
 
 from __future__ import annotations
 
+import contextvars
 import datetime as dt
 import json
 import math
@@ -182,12 +183,17 @@ def utc_text(when: dt.datetime) -> str:
     return when.astimezone(dt.UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
+KEEP_PAST_EXPIRES: contextvars.ContextVar[bool] = contextvars.ContextVar("agent_memory_keep_past_expires", default=False)
+"""Set (True) only by an import of whole records (``portable._write``): a past ``expires`` is kept, the record
+stored expired (invisible, swept later), as the files backend's restore keeps it, instead of refused."""
+
+
 def normalize_expires(value: object, *, now: dt.datetime | None = None) -> str:
     """``expires`` as one UTC instant; refuse text that is not a date and instants already past."""
     when = _parse_when(value) if isinstance(value, str) else None
     if when is None:
         raise InvalidInputError(f"expires must be an ISO date or datetime (e.g. 2026-12-31 or 2026-12-31T18:00:00Z), not {shown(value)}")
-    if when <= (now or dt.datetime.now(dt.UTC)):
+    if when <= (now or dt.datetime.now(dt.UTC)) and not KEEP_PAST_EXPIRES.get():
         raise InvalidInputError(f"expires {shown(value)} is already expired; give a future date or datetime")
     return utc_text(when)
 

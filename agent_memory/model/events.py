@@ -22,9 +22,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_memory.errors import UnsupportedError
+from agent_memory.errors import InvalidInputError, UnsupportedError
 from agent_memory.model.records import now_iso
-from agent_memory.model.scopes import may_see, owns
+from agent_memory.model.scopes import check_namespace, may_see, owns
 
 __all__ = [
     "EVENT_TYPES",
@@ -34,10 +34,13 @@ __all__ = [
     "acting",
     "current_acting",
     "gated",
+    "session_event_shape",
     "tombstone_id",
     "tombstone_provenance",
     "visible",
 ]
+
+SESSION_EVENTS = frozenset({"summarized", "distilled"})
 
 EVENT_TYPES = frozenset(
     {
@@ -54,7 +57,7 @@ EVENT_TYPES = frozenset(
         "swept",
         "hand_edit",
         "undone",
-        "summarized",  # a session log got a new summary version (id: "session:<id>"; agent_memory.consolidate.tend)
+        "summarized",  # a session log got a new summary version (id "session:<id>", owner_namespace the log's; consolidate.tend)
         "distilled",  # a session log's messages up to detail.through went through the capture worker (same)
         "episode_deleted",
         "episode_restored",
@@ -189,7 +192,26 @@ class Event:
                 raise ValueError(f"event field {k!r} must be a string")
         if not isinstance(known.get("detail", {}), dict):
             raise ValueError("event detail must be an object")
-        return cls(**known)
+        return cls(**session_event_shape(known))
+
+
+def session_event_shape(data: dict[str, Any]) -> dict[str, Any]:
+    """A session event (``summarized``/``distilled``) written before they carried ``owner_namespace`` named a
+    namespaced log's namespace in its id (``session:<session id>@<namespace>``): read as today's shape (id
+    ``session:<session id>``, ``owner_namespace`` the namespace), so visibility, ``undo`` and purge by namespace
+    treat it as they treat every event. Unambiguous: the id is that form only when it is exactly the event's own
+    ``owner_session`` followed by ``@`` and a valid namespace (a session id may itself hold an ``@``)."""
+    if data.get("event") not in SESSION_EVENTS or data.get("owner_namespace"):
+        return data
+    rid, sid = data.get("id"), data.get("owner_session")
+    if not isinstance(rid, str) or not isinstance(sid, str) or not rid.startswith(f"session:{sid}@"):
+        return data
+    ns = rid[len(f"session:{sid}@") :]
+    try:
+        ns = check_namespace(ns)
+    except InvalidInputError:
+        return data
+    return {**data, "id": f"session:{sid}", "owner_namespace": ns} if ns else data
 
 
 def gated(ev: Event) -> Event:

@@ -46,9 +46,10 @@ class PurgeReport:
     events: int = 0
     others: dict[str, int] = field(default_factory=dict)
     stores: dict[str, int] = field(default_factory=dict)  # every root store visited -> items removed from it
+    skipped: list[str] = field(default_factory=list)  # registered purgers a namespace purge could not call (no namespace=)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "records": self.records,
             "files": self.files,
             "vectors": self.vectors,
@@ -56,6 +57,9 @@ class PurgeReport:
             "stores": self.stores,
             "others": self.others,
         }
+        if self.skipped:
+            out["skipped"] = self.skipped
+        return out
 
 
 # -- history ------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ survive, ids and timestamps are the backend's own (the report says so with ``ids
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import os
 import threading
 from collections.abc import Coroutine, Sequence
@@ -16,12 +17,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import agent_memory.backends.files.keyed as _keyed
-from agent_memory.backends.base import Caller, MemoryBackend
+from agent_memory.backends.base import Caller, MemoryBackend, innermost
 from agent_memory.backends.files.backend import FilesBackend
 from agent_memory.backends.files.store import MemoryStore
 from agent_memory.errors import InvalidInputError
 from agent_memory.formats.atomic import atomic_write
-from agent_memory.model.drafts import MemoryDraft
+from agent_memory.model.drafts import KEEP_PAST_EXPIRES, MemoryDraft, _parse_when
 from agent_memory.model.records import MemoryRecord
 from agent_memory.portable.report import ImportReport
 
@@ -162,8 +163,12 @@ async def _write_backend(backend: MemoryBackend, items: Sequence[Pending], repor
     report.ids_kept = False
     todo: list[Pending] = []
     seen: dict[tuple[str, str | None, str | None, str], set[tuple[Any, str]]] = {}
+    stored_expired = await _expired_imports(backend) if any(_expired(rec) for _, rec, _ in items) else set()
     for item in items:
         where, rec, _ = item
+        if _expired(rec) and (rec.id, rec.content, rec.namespace or "") in stored_expired:  # no read shows it: a re-run
+            report.skip(where, "exists", "already imported (same original id and text, expired)", rec.id)
+            continue
         part = (rec.scope.value, rec.session_id, rec.user_id, rec.namespace or "")
         if part not in seen:  # a re-run finds what it wrote before by the original id kept in metadata
             try:
@@ -179,7 +184,11 @@ async def _write_backend(backend: MemoryBackend, items: Sequence[Pending], repor
             continue
         todo.append(item)
     errors: list[tuple[int, str]] = []
-    results = await backend.remember_many([draft_of(r) for _, r, _ in todo], source="import", on_error="skip", errors=errors)
+    keep = KEEP_PAST_EXPIRES.set(True)  # an expired record of the source stays one (invisible, swept later), as on files
+    try:
+        results = await backend.remember_many([draft_of(r) for _, r, _ in todo], source="import", on_error="skip", errors=errors)
+    finally:
+        KEEP_PAST_EXPIRES.reset(keep)
     failed = {i for i, _ in errors}
     ok = [item for i, item in enumerate(todo) if i not in failed]
     for i, msg in errors:
@@ -190,6 +199,23 @@ async def _write_backend(backend: MemoryBackend, items: Sequence[Pending], repor
             report.redactions += redactions
         else:
             report.skip(where, "duplicate", f"the backend answered {res.status!r} (kept {res.id})", res.id)
+
+
+def _expired(rec: MemoryRecord) -> bool:
+    when = _parse_when(rec.expires) if rec.expires else None
+    return when is not None and when <= dt.datetime.now(dt.UTC)
+
+
+async def _expired_imports(backend: MemoryBackend) -> set[tuple[Any, str, str]]:
+    """``(original id, text, namespace)`` of the expired records an earlier import stored (no caller's read shows
+    them, so a re-run finds them here: the operator's whole-store rows, PostgreSQL only); empty elsewhere."""
+    inner = innermost(backend)
+    if type(inner).__name__ != "PostgresBackend":
+        return set()
+    from agent_memory.backends.postgres import dump  # type: ignore[import-not-found,unused-ignore]
+
+    rows = await dump.all_records(inner)
+    return {(r.metadata.get("imported_id"), r.content, r.namespace or "") for r in rows if _expired(r)}
 
 
 def _owner(rec: MemoryRecord) -> Caller:

@@ -44,6 +44,7 @@ from agent_memory.model.events import Event, NotSupportedError
 from agent_memory.model.events import visible as event_visible
 from agent_memory.model.records import MemoryRecord, RecordParseError, Scope
 from agent_memory.model.scopes import may_see
+from agent_memory.model.values import _OUR_ID
 from agent_memory.portable._write import Target, files_store, run_sync
 from agent_memory.portable.report import ImportReport
 from agent_memory.redaction.api import contains_secret, redact_text
@@ -477,6 +478,8 @@ def _import_event(target: Target, where: str, data: dict[str, Any], report: Impo
     if not isinstance(raw, dict):
         raise InvalidInputError("event must be an object")
     for k, v in raw.items():
+        if k == "id" and isinstance(v, str) and _OUR_ID.fullmatch(v):
+            v = v[:-9]  # our own id's random suffix after a slug word ("…-github-token-d017ea26") is no secret
         if k != "detail" and isinstance(v, str) and contains_secret(v):
             raise InvalidInputError(f"event field {k!r} looks like a secret; refused")
     detail = raw.get("detail") or {}

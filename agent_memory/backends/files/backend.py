@@ -64,7 +64,13 @@ class FilesBackend:
 
     def _episode_event(self, kind: str, episode: Any, session_id: str | None, user_id: str | None) -> None:
         """An episode deleted or restored, in the root's event log (visible like the episode)."""
-        owner = {"id": episode.id, "scope": episode.scope.value, "session_id": episode.session_id, "user_id": episode.user_id}
+        owner = {
+            "id": episode.id,
+            "scope": episode.scope.value,
+            "session_id": episode.session_id,
+            "user_id": episode.user_id,
+            "namespace": getattr(episode, "namespace", "") or None,  # visible, and purged by namespace, as the episode
+        }
         with self.store.lock.hold():
             self.store.event(kind, owner, caller=(session_id, user_id))
 

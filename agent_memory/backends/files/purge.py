@@ -18,13 +18,15 @@ the event log; her events on such records keep the record's id with her session 
 Which stores a root holds is declared once, in :data:`agent_memory.backends.files.layout.ROOT_LAYOUT`: :func:`purge`
 runs one step (:data:`STEPS`) per entry that holds owned data, in the table's order, and its report names
 every store it visited with how many items it removed (``PurgeReport.stores``). No store joins by being
-imported. Stores an application keeps itself may still join a user/session purge explicitly with
-:func:`register_purger` (``fn(root, user_id, session_id) -> int``; reported under ``others``).
+imported. Stores an application keeps itself may still join a user/session/namespace purge explicitly with
+:func:`register_purger` (``fn(root, user_id, session_id) -> int``, or with a ``namespace`` keyword to be told a
+namespace purge's namespace; reported under ``others``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import os
 import sqlite3
@@ -47,18 +49,37 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.files.meaning import StoreWithMeaning
     from agent_memory.backends.files.parts import StoreParts
 
-__all__ = ["PurgeReport", "Purger", "STEPS", "purge", "register_purger", "unregister_purger"]
+__all__ = ["PurgeReport", "Purger", "STEPS", "knows_namespaces", "purge", "register_purger", "unregister_purger"]
 
 Purger = Callable[[Path, "str | None", "str | None"], int]
 PURGERS: list[Purger] = []
 
 
 def register_purger(fn: Purger) -> Purger:
-    """Have every user/session purge call ``fn(root, user_id, session_id)`` too (usable as a decorator): for
-    stores an application keeps itself. The library's own stores are in :mod:`agent_memory.backends.files.layout`."""
+    """Have every owner purge call ``fn`` too (usable as a decorator): for stores an application keeps itself. The
+    library's own stores are in :mod:`agent_memory.backends.files.layout`.
+
+    The rule: a purger that takes a ``namespace`` keyword (:func:`knows_namespaces`) is called on every purge of an
+    owner or a namespace as ``fn(root, user_id, session_id, namespace=...)`` (``namespace`` None: every namespace,
+    as before; a path: only that namespace and its descendants, of that owner when one is given, or of everyone).
+    An older purger, ``fn(root, user_id, session_id)``, is called as before on a user/session purge without a
+    namespace, and is **not** called by a namespace purge (it cannot tell the namespace's items from the others':
+    called with the user it would take theirs in every namespace); that purge's report lists it in ``skipped``.
+    """
+    if not callable(fn):
+        raise InvalidInputError(f"a purger must be callable, not {type(fn).__name__}")
     if fn not in PURGERS:
         PURGERS.append(fn)
     return fn
+
+
+def knows_namespaces(fn: Callable[..., Any]) -> bool:
+    """Whether a registered purger takes the ``namespace`` keyword (a parameter of that name, or ``**kwargs``)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: an older purger
+        return False
+    return any((p.name == "namespace" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)) or p.kind is p.VAR_KEYWORD for p in params)
 
 
 def unregister_purger(fn: Purger) -> None:
@@ -427,7 +448,8 @@ def purge(
     ``namespace`` (no record id): only what is in that namespace and its descendants (``acme/support`` takes
     ``acme/support/agent-7`` too): alone, every record, session log and episode there, whoever owns them, and the
     events about those records; with ``user_id``/``session_id``, that owner's items there. Registered purgers
-    know no namespaces and are not called. The root (``''``) is refused: that would be every namespace's data."""
+    that take ``namespace`` are told it; older ones are not called and are named in ``report.skipped``
+    (:func:`register_purger`). The root (``''``) is refused: that would be every namespace's data."""
     if namespace is not None:
         namespace = scopes.check_namespace(namespace)
         if not namespace:
@@ -453,9 +475,15 @@ def purge(
         report.vectors = report.stores.get("vectors", 0)
         report.events = report.stores.get("events", 0)
         report.records = sorted(ids)
-    if record_id is None and namespace is None:
-        for fn in list(PURGERS):  # stores an application registered itself
-            report.others[getattr(fn, "__name__", repr(fn))] = int(fn(store.root, user_id, session_id))
+    if record_id is None:
+        for fn in list(PURGERS):  # stores an application registered itself (the rule: register_purger)
+            name = getattr(fn, "__name__", repr(fn))
+            if knows_namespaces(fn):
+                report.others[name] = int(fn(store.root, user_id, session_id, namespace=namespace))  # type: ignore[call-arg]
+            elif namespace is None:
+                report.others[name] = int(fn(store.root, user_id, session_id))
+            else:
+                report.skipped.append(name)
     return report
 
 

@@ -151,6 +151,7 @@ class PgEpisodeStore:
                 "owner_session": episode.session_id,
                 "owner_user": episode.user_id,
                 "detail": {},
+                "owner_namespace": episode.namespace or "",  # visible, and purged by namespace, as the episode
             }
         )
         names = [k for k in ev if k != "detail"]

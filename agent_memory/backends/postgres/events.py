@@ -20,7 +20,7 @@ from psycopg.types.json import Jsonb
 
 from agent_memory.backends.base import Caller
 from agent_memory.model.drafts import RememberResult, prepare_event
-from agent_memory.model.events import Event, current_acting, tombstone_id, visible
+from agent_memory.model.events import Event, current_acting, session_event_shape, tombstone_id, visible
 
 __all__ = ["events_for", "purge_events", "quiet", "record_archive_event", "record_event", "record_writes", "undoable", "WRITE_EVENTS"]
 
@@ -177,7 +177,7 @@ def _event(row: dict[str, Any]) -> Event:
     data["ts"] = row["ts"].isoformat().replace("+00:00", "Z")
     data["detail"] = dict(row["detail"] or {})
     data["owner_namespace"] = row["owner_namespace"] or None
-    return Event(**data)
+    return Event(**session_event_shape(data))  # an older session event named its namespace in its id
 
 
 async def events_for(

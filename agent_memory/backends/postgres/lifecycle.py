@@ -363,8 +363,10 @@ async def _purge_owner_events(b: Any, conn: Any, session_id: str | None, user_id
         where = f"({by} OR {about})"
     else:
         where = "true"
-    if namespace is not None:
-        where += " AND " + _under("owner_namespace")
+    if namespace is not None:  # an older session event (summarized/distilled) named its namespace in its id
+        legacy = _under("substr(id, length('session:' || owner_session || '@') + 1)")
+        older = f"(owner_namespace = '' AND event IN ('summarized', 'distilled') AND starts_with(id, 'session:' || owner_session || '@') AND {legacy})"
+        where += f" AND ({_under('owner_namespace')} OR {older})"
         params.update(_under_params(namespace))
     cur = await conn.execute(f'DELETE FROM "{b.schema}".events WHERE {where}', params)
     return int(cur.rowcount)
