@@ -252,6 +252,15 @@ class MemoryToolHandler:
         await self._write(path, "\n".join(lines) + "\n", new=False)
         return f"The file {path} has been edited."
 
+    def _refuse_inherited(self, path: str, recs: list[MemoryRecord], verb: str) -> None:
+        """A file this caller sees from an ancestor namespace is read-only here: changing it would change nothing of
+        the ancestor's and yet report success (or copy its text into this namespace)."""
+        own = self.caller.namespace or ""
+        inherited = sorted({r.namespace or "" for r in recs if (r.namespace or "") != own})
+        if inherited:
+            where = ", ".join(repr(ns) if ns else "the root namespace" for ns in inherited)
+            raise MemoryToolError(f"Cannot {verb} {path}: it is shared from {where} and read-only in this namespace")
+
     async def _delete(self, c: Mapping[str, Any]) -> str:
         path = _path(c)
         if path == ROOT:
@@ -260,8 +269,14 @@ class MemoryToolHandler:
         doomed = [r for p, recs in files.items() if p == path or p.startswith(path + "/") for r in recs]
         if not doomed:
             raise MemoryToolError(f"The path {path} does not exist")
-        for rec in doomed:
+        own = self.caller.namespace or ""
+        mine = [r for r in doomed if (r.namespace or "") == own]
+        if not mine:  # only an ancestor's files here: read-only in this namespace
+            self._refuse_inherited(path, doomed, "delete")
+        for rec in mine:
             await self.backend.forget(rec.id, self.caller)
+        if len(mine) < len(doomed):
+            return f"Deleted this namespace's files at {path}; the shared files of an ancestor namespace stay (read-only here)"
         return f"Successfully deleted {path}"
 
     async def _rename(self, c: Mapping[str, Any]) -> str:
@@ -277,6 +292,7 @@ class MemoryToolHandler:
             raise MemoryToolError(f"The path {old} does not exist")
         if new.startswith(old + "/"):
             raise MemoryToolError(f"Cannot move {old} into itself")
+        self._refuse_inherited(old, list(moving.values()), "rename")
         if any(new.startswith(p + "/") for p in files):
             raise MemoryToolError(f"A parent of {new} is a file")
         targets = {path: new + path[len(old) :] for path in moving}
