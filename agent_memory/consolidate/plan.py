@@ -211,6 +211,14 @@ def _lint(records: Sequence[MemoryRecord], opts: ConsolidateOptions, findings: l
     for name, reason in sorted(problems.items()):
         findings.append(Finding("unreadable", [name], f"quarantined: {reason}"))
     keyed: dict[str, list[MemoryRecord]] = {}
+    verdicts: dict[str, bool] = {}  # each distinct text through the redaction engine once (titles repeat, copies too)
+
+    def secret(text: str) -> bool:
+        found = verdicts.get(text)
+        if found is None:
+            found = verdicts[text] = _redact.contains_secret(text)
+        return found
+
     for rec in records:
         if len(rec.content) > opts.oversized_chars:
             findings.append(
@@ -218,7 +226,7 @@ def _lint(records: Sequence[MemoryRecord], opts: ConsolidateOptions, findings: l
                     "oversized", [rec.id], f"{len(rec.content)} characters (limit {opts.oversized_chars}); split it into smaller records"
                 )
             )
-        if _redact.contains_secret(rec.content) or _redact.contains_secret(rec.title):
+        if opts.lint_secrets and (secret(rec.content) or secret(rec.title)):
             findings.append(
                 Finding("secret", [rec.id], "holds what looks like a secret (hand edit?); rewrite it without the secret or forget it")
             )
