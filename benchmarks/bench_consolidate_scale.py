@@ -80,8 +80,12 @@ def corpus(size: int, seed: int) -> tuple[list[MemoryRecord], set[frozenset[str]
             ]
             if spots:
                 i = rng.choice(spots)
-                tokens[i] = words.content_words(1)[0]
-                conflicts.add(add(" ".join(tokens), "conflict"))
+                was, tokens[i] = tokens[i], words.content_words(1)[0]
+                rid = add(" ".join(tokens), "conflict")
+                if tokens[i].lower() == was.lower():
+                    pairs.add(frozenset((base, rid)))  # the word drawn was the word replaced: a copy, not a contradiction
+                else:
+                    conflicts.add(rid)
     return recs[:size], pairs, conflicts
 
 

@@ -92,3 +92,18 @@ def test_secret_lint_reads_each_distinct_text_once_and_can_be_left_out(monkeypat
     assert not seen and not [f for f in findings if f.kind == "secret"]
     with pytest.raises(InvalidInputError, match="lint_secrets"):
         ConsolidateOptions(lint_secrets="no")  # type: ignore[arg-type]
+
+
+def test_one_occurrence_of_a_repeated_word_replaced_is_a_contradiction_not_a_duplicate() -> None:
+    """The 22–25 planted contradictions merged at 100k records: the word replaced occurred twice (once capitalised or
+    with punctuation), so the word *set* of the original stayed whole and the copy looked like an addition."""
+    a = "Kofi reviews the Kafka runbook. Then kofi merges the changes on Friday."
+    b = "Kofi reviews the Kafka runbook. Then Lena merges the changes on Friday."
+    assert similar.words(b) > similar.words(a)  # as sets, b only adds "lena"
+    assert similar.conflicting(similar.word_counts(a), similar.word_counts(b)) == ["kofi", "lena"]
+    assert similar.conflicting(similar.word_counts(a), similar.word_counts(a + " Kofi")) == []  # a repeat adds, replaces nothing
+    recs = [_record(0, a, "t"), _record(1, b, "t"), _record(2, a.replace("Friday", "friday!"), "t")]
+    changes, findings, _ = plan_changes(recs, ConsolidateOptions(rules=("merge",), max_share=1.0), now=NOW, root=None, recalled=None)
+    assert [(c.record_id, c.related) for c in changes] == [("r00000", ["r00002"])]  # the true copy merges, b stays
+    assert [sorted(f.record_ids) for f in findings if f.kind == "contradiction"] == [["r00000", "r00001", "r00002"]]
+    assert similar.contradictions([a, b]) == [([0, 1], ["kofi", "lena"])]

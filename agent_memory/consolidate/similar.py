@@ -10,14 +10,16 @@ Friday" are similar but *conflicting* (each has a content word the other lacks) 
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import gc
 import math
 import random
 import re
 import unicodedata
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
@@ -29,10 +31,12 @@ __all__ = [
     "shingles",
     "jaccard",
     "words",
+    "word_counts",
     "compare",
     "candidate_pairs",
     "lsh_pairs",
     "minhash",
+    "paused_gc",
     "Indexed",
     "Lazy",
     "frame",
@@ -104,15 +108,29 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return inter / (len(a) + len(b) - inter)
 
 
-def words(text: str) -> frozenset[str]:
-    """Stemmed content words (stop words dropped), plus negations, which change meaning."""
-    raw = set(normal_text(text).split())
-    content: set[str] = set()
+def _content_words(text: str) -> list[str]:
+    out = []
     for t in default_tokenizer(text):
         if t not in STOP_WORDS:
             key = term_key(t)
-            content.add(t if key in _NEGATIONS and t not in _NEGATIONS else key)  # "note" stems to "not": no negation
-    return frozenset(content | (raw & _NEGATIONS))
+            out.append(t if key in _NEGATIONS and t not in _NEGATIONS else key)  # "note" stems to "not": no negation
+    return out
+
+
+def words(text: str) -> frozenset[str]:
+    """Stemmed content words (stop words dropped), plus negations, which change meaning."""
+    raw = set(normal_text(text).split())
+    return frozenset(set(_content_words(text)) | (raw & _NEGATIONS))
+
+
+def word_counts(text: str) -> Counter[str]:
+    """:func:`words` with how often each occurs: what :func:`conflicting` needs to see one occurrence of a repeated
+    word replaced ("Sajisaze zabuguki sajisaze" → "Sajisaze zabuguki nocit" keeps the *set* of the first plus one
+    word: an addition, merged, though a value was replaced)."""
+    counts = Counter(_content_words(text))
+    for w in set(normal_text(text).split()) & _NEGATIONS:
+        counts[w] = max(counts[w], 1)
+    return counts
 
 
 def _close(a: str, b: str) -> bool:
@@ -129,12 +147,19 @@ def _close(a: str, b: str) -> bool:
     return short[i:] == long_[i + 1 :]
 
 
-def conflicting(wa: frozenset[str], wb: frozenset[str]) -> list[str]:
-    """The words that make two similar texts disagree (empty when one only adds to the other)."""
-    only_a, only_b = sorted(wa - wb), sorted(wb - wa)
-    neg = sorted((wa ^ wb) & _NEGATIONS)
+def conflicting(wa: Collection[str], wb: Collection[str]) -> list[str]:
+    """The words that make two similar texts disagree (empty when one only adds to the other).
+
+    ``wa``/``wb``: :func:`words` (sets), or :func:`word_counts`, which also count a replaced occurrence of a repeated
+    word as a disagreement."""
+    ka, kb = set(wa), set(wb)
+    neg = sorted((ka ^ kb) & _NEGATIONS)
     if neg:
         return neg
+    if isinstance(wa, Counter) and isinstance(wb, Counter):
+        only_a, only_b = sorted(wa - wb), sorted(wb - wa)
+    else:
+        only_a, only_b = sorted(ka - kb), sorted(kb - ka)
     if not only_a or not only_b:
         return []  # one says everything the other says, and perhaps more
     unmatched_a = [w for w in only_a if not any(_close(w, v) for v in only_b)]
@@ -185,7 +210,7 @@ def compare(
     i: int,
     j: int,
     sh: Indexed[frozenset[str]],
-    ws: Indexed[frozenset[str]],
+    ws: Indexed[Collection[str]],
     floor: float = CONFLICT_THRESHOLD,
 ) -> Pair:
     """Similarity of records ``i`` and ``j``; their conflicting words too when the similarity reaches ``floor``."""
@@ -277,27 +302,45 @@ def lsh_pairs(members: Sequence[int], shingle_of: Callable[[int], frozenset[str]
     by more than :data:`MAX_BUCKET` records is skipped); probabilistic, but seeded (the same store gives the same
     pairs). Records with no shingles are candidates of one another. With ``threshold``, a pair whose shingle counts
     alone rule it out (Jaccard ≤ smaller/larger count) is no candidate."""
-    keys: list[tuple[int, ...]] = []
+    keys: list[list[int]] = []
     who: list[int] = []
     empty: list[int] = []
     size: dict[int, int] = {}
-    for i in members:
-        sh = shingle_of(i)
-        sig = minhash(sh)
-        if sig is None:
-            empty.append(i)
-            continue
-        who.append(i)
-        size[i] = len(sh)
-        keys.append(tuple(hash(tuple(sig[b::LSH_BANDS])) for b in range(LSH_BANDS)))
     out: set[tuple[int, int]] = set()
-    _pairs_of([empty], out)
-    for b in range(LSH_BANDS):  # one band at a time: the index never holds more than one band's buckets
-        band: dict[int, list[int]] = {}
-        for n, i in enumerate(who):
-            band.setdefault(keys[n][b], []).append(i)
-        _pairs_of((v for v in band.values() if len(v) > 1), out, size if threshold else None, threshold or 0.0)
+    with paused_gc():
+        for i in members:
+            sh = shingle_of(i)
+            sig = minhash(sh)
+            if sig is None:
+                empty.append(i)
+                continue
+            who.append(i)
+            size[i] = len(sh)
+            # band b: bins b, b + LSH_BANDS, ... (one key per band, hashed: the signature itself is not kept)
+            keys.append(list(map(hash, zip(*(sig[r * LSH_BANDS : (r + 1) * LSH_BANDS] for r in range(LSH_ROWS)), strict=True))))
+        _pairs_of([empty], out)
+        for b in range(LSH_BANDS):  # one band at a time: the index never holds more than one band's buckets
+            band: dict[int, list[int]] = {}
+            for n, i in enumerate(who):
+                band.setdefault(keys[n][b], []).append(i)
+            _pairs_of((v for v in band.values() if len(v) > 1), out, size if threshold else None, threshold or 0.0)
     return out
+
+
+@contextlib.contextmanager
+def paused_gc() -> Iterator[None]:
+    """The cyclic garbage collector off while a large index is built (reference counting still frees everything).
+
+    Building the index makes millions of small lists and tuples; each collection of the oldest generation walks
+    every object the process holds (a 100k-record store's snapshots among them), so the collections alone grew with
+    the square of the store: 25 of the 34 CPU seconds of the LSH index at 50k records. Restored on exit."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def _pairs_of(buckets: Iterable[list[int]], out: set[tuple[int, int]], size: dict[int, int] | None = None, threshold: float = 0.0) -> None:
@@ -385,7 +428,7 @@ def group_versions(
 def contradictions(texts: Sequence[str], max_versions: int = MAX_VERSIONS) -> list[tuple[list[int], list[str]]]:
     """Groups of ``texts`` (a small set, all pairs compared) that are versions of one statement with a value changed."""
     sh = [shingles(t) for t in texts]
-    ws = [words(t) for t in texts]
+    ws = [word_counts(t) for t in texts]
     found: list[tuple[int, int, Sequence[str]]] = []
     for i in range(len(texts)):
         for j in range(i + 1, len(texts)):
