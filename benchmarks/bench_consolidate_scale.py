@@ -8,8 +8,10 @@ snapshots, and building a 100k store is the ingest benchmark's job). Planted, fo
 - contradictions: one content word (said once, not a function word) replaced by another (must never be merged).
 
 Timed: :func:`agent_memory.consolidate.plan.plan_changes` with the ``merge`` rule (candidate pairs, comparison, the
-contradiction lint of the same pairs), wall and CPU seconds; scored: merge precision and recall against the planted
-pairs, contradictions merged (must be 0), unrelated records merged (must be 0).
+contradiction lint of the same pairs) and the secret lint off, then the secret lint alone (``rules=()``: every
+record's text and title through the redaction engine), wall and CPU seconds each; a whole plan is their sum.
+Scored: merge precision and recall against the planted pairs, contradictions merged (must be 0), unrelated records
+merged (must be 0).
 
     .venv/bin/python benchmarks/bench_consolidate_scale.py [--sizes 10000,100000] [--seed 7] [--exact] [--json]
 
@@ -78,17 +80,25 @@ def corpus(size: int, seed: int) -> tuple[list[MemoryRecord], set[frozenset[str]
             ]
             if spots:
                 i = rng.choice(spots)
-                tokens[i] = words.content_words(1)[0]
-                conflicts.add(add(" ".join(tokens), "conflict"))
+                was, tokens[i] = tokens[i], words.content_words(1)[0]
+                rid = add(" ".join(tokens), "conflict")
+                if tokens[i].lower() == was.lower():
+                    pairs.add(frozenset((base, rid)))  # the word drawn was the word replaced: a copy, not a contradiction
+                else:
+                    conflicts.add(rid)
     return recs[:size], pairs, conflicts
 
 
 def run(size: int, seed: int) -> dict[str, Any]:
     recs, pairs, conflicts = corpus(size, seed)
-    opts = ConsolidateOptions(rules=("merge",), max_share=1.0)
+    now = dt.datetime.now(dt.UTC)
+    opts = ConsolidateOptions(rules=("merge",), max_share=1.0, lint_secrets=False)
     cpu, wall = time.process_time(), time.perf_counter()
-    changes, findings, _ = plan_changes(recs, opts, now=dt.datetime.now(dt.UTC), root=None, recalled=None)
+    changes, findings, _ = plan_changes(recs, opts, now=now, root=None, recalled=None)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    lint_cpu, lint_wall = time.process_time(), time.perf_counter()
+    plan_changes(recs, ConsolidateOptions(rules=(), max_share=1.0), now=now, root=None, recalled=None)
+    lint_wall, lint_cpu = time.perf_counter() - lint_wall, time.process_time() - lint_cpu
     merged = [c for c in changes if c.rule == "merge"]
     hits = sum(1 for c in merged if frozenset((c.record_id, c.related[0])) in pairs)
     archived = {c.record_id for c in merged}
@@ -102,6 +112,8 @@ def run(size: int, seed: int) -> dict[str, Any]:
         "unrelated_merged": len(merged) - hits,
         "plan_s": round(wall, 2),
         "plan_cpu_s": round(cpu, 2),
+        "secret_lint_s": round(lint_wall, 2),
+        "secret_lint_cpu_s": round(lint_cpu, 2),
         "findings": len(findings),
     }
 
@@ -125,12 +137,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    print("| records | planted duplicates | merges | precision | recall | contradictions merged | unrelated merged | plan wall / CPU |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print(
+        "| records | planted duplicates | merges | precision | recall | contradictions merged | unrelated merged "
+        "| merge plan wall / CPU | secret lint wall / CPU | whole plan CPU |"
+    )
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
         print(
             f"| {r['records']:,} | {r['planted_duplicates']:,} | {r['merges']:,} | {r['precision']} | {r['recall']} | "
-            f"{r['contradictions_merged']} | {r['unrelated_merged']} | {r['plan_s']} s / {r['plan_cpu_s']} s |"
+            f"{r['contradictions_merged']} | {r['unrelated_merged']} | {r['plan_s']} s / {r['plan_cpu_s']} s | "
+            f"{r['secret_lint_s']} s / {r['secret_lint_cpu_s']} s | {r['plan_cpu_s'] + r['secret_lint_cpu_s']:.2f} s |"
         )
     return 0
 

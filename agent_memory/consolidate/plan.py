@@ -50,9 +50,16 @@ def _keeper_rank(rec: MemoryRecord) -> tuple[object, ...]:
 def _merges(records: Sequence[MemoryRecord], threshold: float, taken: set[str], findings: list[Finding], notes: list[str]) -> list[Change]:
     """Near-duplicate merges among ``records`` (current records only: a superseded version is history, never a
     candidate, never the kept side), and the contradiction lint of the same pairs."""
+    with similar.paused_gc():  # shingle sets, index buckets, pairs: millions of small objects (see paused_gc)
+        return _merges_of(records, threshold, taken, findings, notes)
+
+
+def _merges_of(
+    records: Sequence[MemoryRecord], threshold: float, taken: set[str], findings: list[Finding], notes: list[str]
+) -> list[Change]:
     # computed for the records the index pairs (a large store's others are read once, to index them, and not kept)
     sh = similar.Lazy(lambda i: similar.shingles(records[i].content), len(records))
-    ws = similar.Lazy(lambda i: similar.words(records[i].content), len(records))
+    ws = similar.Lazy(lambda i: similar.word_counts(records[i].content), len(records))
     groups: dict[tuple[str, str | None, str | None, str], list[int]] = {}
     for i, rec in enumerate(records):
         if rec.id not in taken:
@@ -92,14 +99,14 @@ def _merges(records: Sequence[MemoryRecord], threshold: float, taken: set[str], 
     changes: list[Change] = []
     for members in clusters.values():
         keep = max(members, key=lambda k: _keeper_rank(records[k]))
-        kept_words = similar.words(records[keep].content)
+        kept_words = ws[keep]
         for k in sorted(members, key=lambda k: records[k].id):
             if k == keep:
                 continue
             rec = records[k]
             if records[k].memory_key and records[keep].memory_key != records[k].memory_key:
                 continue
-            if similar.conflicting(similar.words(rec.content), kept_words):
+            if similar.conflicting(ws[k], kept_words):
                 continue  # chained through a third record but disagrees with the keeper: not a duplicate of it
             sim = similar.jaccard(sh[k], sh[keep])
             changes.append(
@@ -211,6 +218,14 @@ def _lint(records: Sequence[MemoryRecord], opts: ConsolidateOptions, findings: l
     for name, reason in sorted(problems.items()):
         findings.append(Finding("unreadable", [name], f"quarantined: {reason}"))
     keyed: dict[str, list[MemoryRecord]] = {}
+    verdicts: dict[str, bool] = {}  # each distinct text through the redaction engine once (titles repeat, copies too)
+
+    def secret(text: str) -> bool:
+        found = verdicts.get(text)
+        if found is None:
+            found = verdicts[text] = _redact.contains_secret(text)
+        return found
+
     for rec in records:
         if len(rec.content) > opts.oversized_chars:
             findings.append(
@@ -218,7 +233,7 @@ def _lint(records: Sequence[MemoryRecord], opts: ConsolidateOptions, findings: l
                     "oversized", [rec.id], f"{len(rec.content)} characters (limit {opts.oversized_chars}); split it into smaller records"
                 )
             )
-        if _redact.contains_secret(rec.content) or _redact.contains_secret(rec.title):
+        if opts.lint_secrets and (secret(rec.content) or secret(rec.title)):
             findings.append(
                 Finding("secret", [rec.id], "holds what looks like a secret (hand edit?); rewrite it without the secret or forget it")
             )

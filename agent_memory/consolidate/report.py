@@ -22,6 +22,9 @@ class ConsolidateOptions:
     oversized_chars: int = 16_000
     workspace: str | None = None  # base of relative metadata.scope_path (default: the root's parent)
     rules: tuple[str, ...] = RULES
+    #: The ``secret`` lint: every record's text and title through the redaction engine (≈ 0.4 ms a record: 40 s of
+    #: CPU at 100k records). The write gate redacted whatever the API wrote; the lint finds hand edits.
+    lint_secrets: bool = True
 
     def __post_init__(self) -> None:
         from agent_memory.errors import InvalidInputError
@@ -30,6 +33,8 @@ class ConsolidateOptions:
             raise InvalidInputError("max_share must be a number between 0 and 1")
         if self.merge_threshold is not None and not 0 < self.merge_threshold <= 1:
             raise InvalidInputError("merge_threshold must be in (0, 1]")
+        if not isinstance(self.lint_secrets, bool):
+            raise InvalidInputError("lint_secrets must be true or false")
         unknown = set(self.rules) - set(RULES)
         if unknown:
             raise InvalidInputError(f"unknown consolidation rule(s): {', '.join(sorted(unknown))} (use {', '.join(RULES)})")

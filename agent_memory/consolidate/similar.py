@@ -10,13 +10,16 @@ Friday" are similar but *conflicting* (each has a content word the other lacks) 
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import gc
 import math
+import random
 import re
 import unicodedata
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
@@ -28,10 +31,12 @@ __all__ = [
     "shingles",
     "jaccard",
     "words",
+    "word_counts",
     "compare",
     "candidate_pairs",
     "lsh_pairs",
     "minhash",
+    "paused_gc",
     "Indexed",
     "Lazy",
     "frame",
@@ -49,8 +54,8 @@ MAX_BUCKET = 300  # a shingle (or LSH band) shared by more records is skipped as
 #: A partition with at least this many records finds its candidate pairs by MinHash LSH (:func:`lsh_pairs`): time
 #: and memory linear in its size. Smaller ones use exact prefix filtering (no pair above the threshold missed).
 LSH_MIN_RECORDS = 2_000
-LSH_BANDS = 32  # bands of LSH_ROWS MinHash values: a pair at Jaccard J shares a band with probability 1-(1-J^4)^32
-LSH_ROWS = 4  # ... 0.873 at 0.5, 0.988 at 0.6, 0.99985 at 0.7; 0.05 at 0.2, 0.003 at 0.1
+LSH_BANDS = 64  # bands of LSH_ROWS MinHash values: a pair at Jaccard J shares a band with probability 1-(1-J^4)^64
+LSH_ROWS = 4  # ... 0.984 at 0.5, 0.99986 at 0.6; 0.098 at 0.2, 0.0064 at 0.1, 0.0004 at 0.05
 _MIX = 0x9E3779B1  # a fixed odd multiplier (deterministic hashing: crc32 of each shingle, mixed; no per-process seed)
 _M32 = 0xFFFFFFFF
 _NEGATIONS = frozenset(
@@ -82,7 +87,9 @@ _PUNCT = re.compile(r"[^\w\s]+")
 
 def normal_text(text: str) -> str:
     """Lowercase, NFKC, punctuation dropped, whitespace collapsed."""
-    text = unicodedata.normalize("NFKC", text).lower().replace("'", "").replace("\u2019", "")
+    if not text.isascii():  # NFKC changes nothing in ASCII
+        text = unicodedata.normalize("NFKC", text)
+    text = text.lower().replace("'", "").replace("\u2019", "")
     return " ".join(_PUNCT.sub(" ", text).split())
 
 
@@ -101,15 +108,29 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return inter / (len(a) + len(b) - inter)
 
 
-def words(text: str) -> frozenset[str]:
-    """Stemmed content words (stop words dropped), plus negations, which change meaning."""
-    raw = set(normal_text(text).split())
-    content: set[str] = set()
+def _content_words(text: str) -> list[str]:
+    out = []
     for t in default_tokenizer(text):
         if t not in STOP_WORDS:
             key = term_key(t)
-            content.add(t if key in _NEGATIONS and t not in _NEGATIONS else key)  # "note" stems to "not": no negation
-    return frozenset(content | (raw & _NEGATIONS))
+            out.append(t if key in _NEGATIONS and t not in _NEGATIONS else key)  # "note" stems to "not": no negation
+    return out
+
+
+def words(text: str) -> frozenset[str]:
+    """Stemmed content words (stop words dropped), plus negations, which change meaning."""
+    raw = set(normal_text(text).split())
+    return frozenset(set(_content_words(text)) | (raw & _NEGATIONS))
+
+
+def word_counts(text: str) -> Counter[str]:
+    """:func:`words` with how often each occurs: what :func:`conflicting` needs to see one occurrence of a repeated
+    word replaced ("Sajisaze zabuguki sajisaze" → "Sajisaze zabuguki nocit" keeps the *set* of the first plus one
+    word: an addition, merged, though a value was replaced)."""
+    counts = Counter(_content_words(text))
+    for w in set(normal_text(text).split()) & _NEGATIONS:
+        counts[w] = max(counts[w], 1)
+    return counts
 
 
 def _close(a: str, b: str) -> bool:
@@ -126,12 +147,19 @@ def _close(a: str, b: str) -> bool:
     return short[i:] == long_[i + 1 :]
 
 
-def conflicting(wa: frozenset[str], wb: frozenset[str]) -> list[str]:
-    """The words that make two similar texts disagree (empty when one only adds to the other)."""
-    only_a, only_b = sorted(wa - wb), sorted(wb - wa)
-    neg = sorted((wa ^ wb) & _NEGATIONS)
+def conflicting(wa: Collection[str], wb: Collection[str]) -> list[str]:
+    """The words that make two similar texts disagree (empty when one only adds to the other).
+
+    ``wa``/``wb``: :func:`words` (sets), or :func:`word_counts`, which also count a replaced occurrence of a repeated
+    word as a disagreement."""
+    ka, kb = set(wa), set(wb)
+    neg = sorted((ka ^ kb) & _NEGATIONS)
     if neg:
         return neg
+    if isinstance(wa, Counter) and isinstance(wb, Counter):
+        only_a, only_b = sorted(wa - wb), sorted(wb - wa)
+    else:
+        only_a, only_b = sorted(ka - kb), sorted(kb - ka)
     if not only_a or not only_b:
         return []  # one says everything the other says, and perhaps more
     unmatched_a = [w for w in only_a if not any(_close(w, v) for v in only_b)]
@@ -182,7 +210,7 @@ def compare(
     i: int,
     j: int,
     sh: Indexed[frozenset[str]],
-    ws: Indexed[frozenset[str]],
+    ws: Indexed[Collection[str]],
     floor: float = CONFLICT_THRESHOLD,
 ) -> Pair:
     """Similarity of records ``i`` and ``j``; their conflicting words too when the similarity reaches ``floor``."""
@@ -227,67 +255,102 @@ class Lazy(Generic[T]):
         return self._make(i) if value is None else value
 
 
+def _probes(bins: int) -> tuple[tuple[int, ...], ...]:
+    """For each bin, the fixed order in which an empty bin looks at the others for a value to borrow (seeded)."""
+    got = _PROBE_ORDERS.get(bins)
+    if got is None:
+        got = _PROBE_ORDERS[bins] = tuple(
+            tuple(k for k in random.Random(f"minhash-probe-{bins}-{j}").sample(range(bins), bins) if k != j) for j in range(bins)
+        )
+    return got
+
+
+_PROBE_ORDERS: dict[int, tuple[tuple[int, ...], ...]] = {}
+
+
 def minhash(sh: frozenset[str], bins: int = LSH_BANDS * LSH_ROWS) -> list[int] | None:
-    """A one-permutation MinHash of a shingle set: each shingle hashed once (crc32, mixed: deterministic across
-    processes and machines) into one of ``bins`` bins, the least value kept per bin; an empty bin borrows from the
-    next non-empty one (rotation densification), so two sets agree on a bin with probability ≈ their Jaccard.
-    None for an empty set."""
-    top = _M32 + 1
-    sig = [top] * bins
-    for g in sh:
-        h = (zlib.crc32(g.encode("utf-8")) * _MIX) & _M32
-        j = h % bins
-        if h < sig[j]:
-            sig[j] = h
-    if top not in sig:
-        return sig
-    filled = [j for j in range(bins) if sig[j] != top]
-    if not filled:
+    """A one-permutation MinHash of a shingle set: each shingle hashed once (:func:`shingle_hash`) into one of
+    ``bins`` bins, the least value kept per bin. An empty bin borrows the value of the first non-empty bin in its
+    own seeded probe order (the same order for every set: "optimal densification"), so two sets agree on each bin
+    with probability ≈ their Jaccard, *independently* from bin to bin. (Borrowing from the next bin to the right
+    made runs of empty bins copy one value: two short records sharing one common shingle agreed on whole bands at
+    Jaccard ≈ 0, 50 times more candidate pairs at 20k records.) None for an empty set."""
+    if not sh:
         return None
-    out = list(sig)
+    crc, mix, m32 = zlib.crc32, _MIX, _M32
+    hashes = sorted([(crc(g.encode("utf-8")) * mix) & m32 for g in sh], reverse=True)
+    least = {h % bins: h for h in hashes}  # the last value written to a bin is its least
+    get = least.get
+    if len(least) == bins:
+        return [least[j] for j in range(bins)]
+    out = [get(j) for j in range(bins)]
+    probes = _probes(bins)
     for j in range(bins):
-        if sig[j] == top:
-            d = 1
-            while sig[(j + d) % bins] == top:
-                d += 1
-            out[j] = sig[(j + d) % bins] + d * top  # borrowed: the distance keeps it apart from a filled bin's value
-    return out
+        if out[j] is None:
+            for k in probes[j]:
+                value = get(k)
+                if value is not None:
+                    out[j] = value
+                    break
+    return out  # type: ignore[return-value]  # every bin filled: at least one bin holds a value
 
 
-def lsh_pairs(members: Sequence[int], shingle_of: Callable[[int], frozenset[str]]) -> set[tuple[int, int]]:
+def lsh_pairs(members: Sequence[int], shingle_of: Callable[[int], frozenset[str]], threshold: float | None = None) -> set[tuple[int, int]]:
     """Candidate pairs of one (large) partition by MinHash LSH: records sharing all :data:`LSH_ROWS` values of one
-    of :data:`LSH_BANDS` bands. Linear in the partition (one MinHash per record, kept as band keys only; the
-    shingles are not held), bounded per bucket (a band key shared by more than :data:`MAX_BUCKET` records is
-    skipped); probabilistic, but seeded (the same store gives the same pairs). Records with no shingles are
-    candidates of one another."""
-    keys: list[tuple[int, ...]] = []
+    of :data:`LSH_BANDS` bands (band ``b`` is bins ``b``, ``b + LSH_BANDS``, ...). Linear in the partition (one
+    MinHash per record, kept as band keys only; the shingles are not held), bounded per bucket (a band key shared
+    by more than :data:`MAX_BUCKET` records is skipped); probabilistic, but seeded (the same store gives the same
+    pairs). Records with no shingles are candidates of one another. With ``threshold``, a pair whose shingle counts
+    alone rule it out (Jaccard ≤ smaller/larger count) is no candidate."""
+    keys: list[list[int]] = []
     who: list[int] = []
     empty: list[int] = []
-    for i in members:
-        sig = minhash(shingle_of(i))
-        if sig is None:
-            empty.append(i)
-            continue
-        who.append(i)
-        keys.append(tuple(hash(tuple(sig[b * LSH_ROWS : (b + 1) * LSH_ROWS])) for b in range(LSH_BANDS)))
+    size: dict[int, int] = {}
     out: set[tuple[int, int]] = set()
-    buckets: list[list[int]] = [empty]
-    for b in range(LSH_BANDS):  # one band at a time: the index never holds more than one band's buckets
-        band: dict[int, list[int]] = {}
-        for n, i in enumerate(who):
-            band.setdefault(keys[n][b], []).append(i)
-        buckets.extend(v for v in band.values() if len(v) > 1)
-        _pairs_of(buckets, out)
-        buckets.clear()
+    with paused_gc():
+        for i in members:
+            sh = shingle_of(i)
+            sig = minhash(sh)
+            if sig is None:
+                empty.append(i)
+                continue
+            who.append(i)
+            size[i] = len(sh)
+            # band b: bins b, b + LSH_BANDS, ... (one key per band, hashed: the signature itself is not kept)
+            keys.append(list(map(hash, zip(*(sig[r * LSH_BANDS : (r + 1) * LSH_BANDS] for r in range(LSH_ROWS)), strict=True))))
+        _pairs_of([empty], out)
+        for b in range(LSH_BANDS):  # one band at a time: the index never holds more than one band's buckets
+            band: dict[int, list[int]] = {}
+            for n, i in enumerate(who):
+                band.setdefault(keys[n][b], []).append(i)
+            _pairs_of((v for v in band.values() if len(v) > 1), out, size if threshold else None, threshold or 0.0)
     return out
 
 
-def _pairs_of(buckets: Iterable[list[int]], out: set[tuple[int, int]]) -> None:
+@contextlib.contextmanager
+def paused_gc() -> Iterator[None]:
+    """The cyclic garbage collector off while a large index is built (reference counting still frees everything).
+
+    Building the index makes millions of small lists and tuples; each collection of the oldest generation walks
+    every object the process holds (a 100k-record store's snapshots among them), so the collections alone grew with
+    the square of the store: 25 of the 34 CPU seconds of the LSH index at 50k records. Restored on exit."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _pairs_of(buckets: Iterable[list[int]], out: set[tuple[int, int]], size: dict[int, int] | None = None, threshold: float = 0.0) -> None:
     for bucket in buckets:
         if len(bucket) > MAX_BUCKET:
             continue
         for x, i in enumerate(bucket):
             for j in bucket[x + 1 :]:
+                if size is not None and min(size[i], size[j]) < threshold * max(size[i], size[j]):
+                    continue  # |A ∩ B| / |A ∪ B| ≤ min/max: these two cannot reach the threshold
                 out.add((min(i, j), max(i, j)))
 
 
@@ -305,7 +368,7 @@ def candidate_pairs(
     floor = LSH_MIN_RECORDS if lsh_min is None else lsh_min
     for members in groups:
         if len(members) >= floor:
-            out |= lsh_pairs(members, sh.__getitem__ if not isinstance(sh, Lazy) else sh.peek)
+            out |= lsh_pairs(members, sh.__getitem__ if not isinstance(sh, Lazy) else sh.peek, threshold)
             continue
         df: Counter[str] = Counter()
         for i in members:
@@ -365,7 +428,7 @@ def group_versions(
 def contradictions(texts: Sequence[str], max_versions: int = MAX_VERSIONS) -> list[tuple[list[int], list[str]]]:
     """Groups of ``texts`` (a small set, all pairs compared) that are versions of one statement with a value changed."""
     sh = [shingles(t) for t in texts]
-    ws = [words(t) for t in texts]
+    ws = [word_counts(t) for t in texts]
     found: list[tuple[int, int, Sequence[str]]] = []
     for i in range(len(texts)):
         for j in range(i + 1, len(texts)):
