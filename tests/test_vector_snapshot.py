@@ -212,3 +212,18 @@ def test_the_hash_list_finds_rows_without_a_dict(width: str) -> None:
     assert hl.find(probe) == [10, -1, 0, -1, -1, 49]
     with pytest.raises(ValueError):
         HashList(raw, 51)
+
+
+def test_mapped_rows_are_read_without_the_mapping_and_equal_it(tmp_path: Path) -> None:
+    hashes, mat = fill(tmp_path)
+    cache = VectorCache.for_root(tmp_path)
+    cache.size("m")
+    loaded = cache._loaded["m"]
+    assert loaded.mapped
+    rows = [31, 2, 2, 17]
+    assert np.array_equal(loaded.take(rows), mat[rows])  # pread, not a fault through the mapping
+    assert np.allclose(loaded.dot(mat[4]), mat @ mat[4], atol=1e-6)
+    with pytest.raises(IndexError):
+        loaded.take([N])
+    assert [r for r, _ in cache.search("m", mat[9], {f"id{i}": h for i, h in enumerate(hashes)}, limit=3)][0] == "id9"
+    cache.close()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -128,6 +129,42 @@ class Loaded:
             return list(find(keys))
         index = self.hashes
         return [index.get(k, -1) for k in keys]
+
+    def take(self, rows: npt.NDArray[np.intp] | Sequence[int]) -> npt.NDArray[np.float32]:
+        """The rows ``rows`` as a new array. From a mapped snapshot they are read with ``pread``, not through the
+        mapping: faulting a few scattered rows in maps whole large folios of the file (measured at 1M rows: 1,100
+        rows through the mapping added 358 MB to the process's RSS, read with pread none, in 4.5 ms CPU)."""
+        idx = np.asarray(rows, dtype=np.intp).reshape(-1)
+        if not self.mapped or not len(idx):
+            return np.asarray(self.buf[idx], dtype=np.float32)
+        mm: Any = self.buf
+        dim = int(self.buf.shape[1])
+        width = dim * 4
+        out = np.empty((len(idx), dim), dtype=np.float32)
+        view = out.data.cast("B")
+        fd = os.open(mm.filename, os.O_RDONLY)
+        try:
+            base = int(mm.offset)
+            for j, r in enumerate(idx.tolist()):
+                if not 0 <= r < self.n:
+                    raise IndexError(r)
+                if os.preadv(fd, [view[j * width : (j + 1) * width]], base + r * width) != width:
+                    raise OSError(f"short read of row {r} from {mm.filename}")
+        finally:
+            os.close(fd)
+        return out
+
+    def dot(self, q: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """``matrix @ q`` over every row (a mapped snapshot is read in blocks with ``pread``, for the same reason
+        as :meth:`take`: the process's RSS stays a block, not the file)."""
+        if not self.mapped:
+            return np.asarray(self.matrix @ q, dtype=np.float32)
+        out = np.empty(self.n, dtype=np.float32)
+        block = 16_384
+        for i in range(0, self.n, block):
+            j = min(self.n, i + block)
+            out[i:j] = self.take(np.arange(i, j)) @ q
+        return out
 
     @property
     def mapped(self) -> bool:

@@ -60,6 +60,16 @@ ANN_AUTO = False
 SNAPSHOT_MIN = 2_000  # below this, reading the rows from SQLite is as quick as the snapshot
 
 
+def shortlist_size(n: int, limit: int) -> int:
+    """Rows the coarse pass hands to the exact rerank: 10× the answer, at least 1,000, and at least 0.8% of the
+    rows (recall@10 against exact on the benchmark's 1M set, 40 queries: 1,000 rows .9425, 2,000 .9625, 4,000
+    .975, 8,000 .9825; at 100k 1,000 rows gave .9825; docs/benchmarks.md "Vectors at a million")."""
+    return max(10 * limit, 1000, n // SHORTLIST_SHARE)
+
+
+SHORTLIST_SHARE = 125
+
+
 class VectorCache:
     """The vector cache file of one root. Thread-safe; one SQLite connection per thread."""
 
@@ -343,7 +353,7 @@ class VectorCache:
         if not rows:
             return []
         with one_thread():
-            sims = (loaded.matrix @ q)[rows] if len(rows) * 4 >= loaded.matrix.shape[0] else loaded.matrix[rows] @ q
+            sims = loaded.dot(q)[rows] if len(rows) * 4 >= loaded.matrix.shape[0] else loaded.take(rows) @ q
         if stats is not None:
             stats.update(mean=float(sims.mean()), std=float(sims.std()))
         k = min(limit, len(rows))
@@ -371,20 +381,20 @@ class VectorCache:
             if ann is not None:  # HNSW candidates (a margin over the answer), exact cosines (docs/meaning.md)
                 rows = np.sort(ann.candidates(q, max(2 * limit, 100)))
                 rows = rows[rows < n]  # a row being appended by another thread
-                sims = loaded.matrix[rows] @ q
+                sims = loaded.take(rows) @ q
                 if stats is not None:
                     mean, std = self._coarse(loaded).stats(q)
                     stats.update(mean=mean, std=std)
             elif n >= COARSE_MIN:  # projected pass, exact cosines on a shortlist 10× the answer (docs/meaning.md)
                 coarse = self._coarse(loaded)
-                rows = coarse.shortlist(q, min(n, max(10 * limit, 1000)))
-                sims = loaded.matrix[rows] @ q
+                rows = np.sort(coarse.shortlist(q, min(n, shortlist_size(n, limit))))
+                sims = loaded.take(rows) @ q
                 if stats is not None:
                     mean, std = coarse.stats(q)
                     stats.update(mean=mean, std=std)
             else:
                 rows = np.arange(n)
-                sims = loaded.matrix @ q
+                sims = loaded.dot(q)
                 if stats is not None:
                     stats.update(mean=float(sims.mean()), std=float(sims.std()))
         k = min(limit, len(rows))
@@ -437,7 +447,7 @@ class VectorCache:
             return {}
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         with one_thread():
-            sims = loaded.matrix[[row for _, row in pairs]] @ q
+            sims = loaded.take([row for _, row in pairs]) @ q
         return {rid: float(s) for (rid, _), s in zip(pairs, sims, strict=True)}
 
     def size(self, model: str) -> int:
