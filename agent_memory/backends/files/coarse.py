@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +39,14 @@ class Coarse:
 
     @classmethod
     def build(cls, matrix: npt.NDArray[np.float32], dims: int | None = None, sample: int = SAMPLE) -> Coarse:
+        fitted = cls.fit(matrix, dims, sample)
+        fitted.low = np.ascontiguousarray(matrix @ fitted.proj)
+        return fitted
+
+    @classmethod
+    def fit(cls, matrix: npt.NDArray[np.float32], dims: int | None = None, sample: int = SAMPLE) -> Coarse:
+        """The projection, mean and covariance from a sample of the rows (``low`` left empty: the caller
+        projects the rows, in blocks when they are mapped from disk)."""
         n, dim = matrix.shape
         dims = DIMS if dims is None else dims
         rng = np.random.default_rng(0)
@@ -48,7 +57,7 @@ class Coarse:
         # what dot products with unit queries depend on most
         _, vecs = np.linalg.eigh(rows.T @ rows)
         proj = np.ascontiguousarray(vecs[:, ::-1][:, : min(dims, dim)], dtype=np.float32)
-        return cls(proj=proj, low=np.ascontiguousarray(matrix @ proj), mean=mean, cov=cov, built_at=n)
+        return cls(proj=proj, low=np.zeros((0, proj.shape[1]), dtype=np.float32), mean=mean, cov=cov, built_at=n)
 
     def extend(self, rows: npt.NDArray[np.float32]) -> None:
         """Project appended rows (the projection itself is rebuilt once the matrix grows by half)."""
@@ -90,11 +99,13 @@ def one_thread() -> Any:
 
 @dataclass(slots=True)
 class Loaded:
-    """One model's vectors in memory: ``buf[:n]`` rows, ``hashes`` maps a content hash to its row.
-    ``stamp`` is the cache file's state when loaded: another process's write changes it and forces a reload."""
+    """One model's vectors: ``buf[:n]`` rows (in memory, or mapped read-only from the snapshot), ``order`` the
+    content hash of each row, ``hashes`` maps a content hash to its row (made on first use: a coarse search
+    needs only ``order``). ``stamp`` is the cache file's state when loaded: another process's write changes it
+    and forces a reload."""
 
-    hashes: dict[str, int] = field(default_factory=dict)
-    order: list[str] = field(default_factory=list)
+    index: dict[str, int] | None = None
+    order: Sequence[str] = field(default_factory=list)
     buf: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
     n: int = 0
     stamp: tuple[int, ...] = ()
@@ -104,6 +115,72 @@ class Loaded:
     @property
     def matrix(self) -> npt.NDArray[np.float32]:
         return self.buf[: self.n]
+
+    @property
+    def hashes(self) -> dict[str, int]:
+        if self.index is None:
+            self.index = {h: i for i, h in enumerate(self.order)}
+        return self.index
+
+    def rows_of(self, keys: Sequence[str]) -> list[int]:
+        """The row of each content hash in ``keys`` (-1 when it has no vector)."""
+        find = getattr(self.order, "find", None)
+        if self.index is None and find is not None:
+            return list(find(keys))
+        index = self.hashes
+        return [index.get(k, -1) for k in keys]
+
+    def take(self, rows: npt.NDArray[np.intp] | Sequence[int]) -> npt.NDArray[np.float32]:
+        """The rows ``rows`` as a new array. From a mapped snapshot they are read with ``pread``, not through the
+        mapping: faulting a few scattered rows in maps whole large folios of the file (measured at 1M rows: 1,100
+        rows through the mapping added 358 MB to the process's RSS, read with pread none, in 4.5 ms CPU)."""
+        idx = np.asarray(rows, dtype=np.intp).reshape(-1)
+        if not self.mapped or not len(idx):
+            return np.asarray(self.buf[idx], dtype=np.float32)
+        mm: Any = self.buf
+        dim = int(self.buf.shape[1])
+        width = dim * 4
+        out = np.empty((len(idx), dim), dtype=np.float32)
+        view = out.data.cast("B")
+        fd = os.open(mm.filename, os.O_RDONLY)
+        try:
+            base = int(mm.offset)
+            for j, r in enumerate(idx.tolist()):
+                if not 0 <= r < self.n:
+                    raise IndexError(r)
+                if os.preadv(fd, [view[j * width : (j + 1) * width]], base + r * width) != width:
+                    raise OSError(f"short read of row {r} from {mm.filename}")
+        finally:
+            os.close(fd)
+        return out
+
+    def dot(self, q: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """``matrix @ q`` over every row (a mapped snapshot is read in blocks with ``pread``, for the same reason
+        as :meth:`take`: the process's RSS stays a block, not the file)."""
+        if not self.mapped:
+            return np.asarray(self.matrix @ q, dtype=np.float32)
+        mm: Any = self.buf
+        dim = int(self.buf.shape[1])
+        out = np.empty(self.n, dtype=np.float32)
+        block = 16_384
+        buf = np.empty((block, dim), dtype=np.float32)
+        view = buf.data.cast("B")
+        fd = os.open(mm.filename, os.O_RDONLY)
+        try:
+            for i in range(0, self.n, block):  # one read per block of consecutive rows
+                j = min(self.n, i + block)
+                want = (j - i) * dim * 4
+                if os.preadv(fd, [view[:want]], int(mm.offset) + i * dim * 4) != want:
+                    raise OSError(f"short read of rows {i}..{j} from {mm.filename}")
+                out[i:j] = buf[: j - i] @ q
+        finally:
+            os.close(fd)
+        return out
+
+    @property
+    def mapped(self) -> bool:
+        """Whether the rows are mapped from the snapshot (read-only: a write reloads instead of updating them)."""
+        return isinstance(self.buf, np.memmap)
 
     def add(self, hashes: Sequence[str], mat: npt.NDArray[np.float32]) -> None:
         """Put rows in place (a known hash is overwritten; new ones appended, the buffer growing ×1.5)."""
@@ -129,7 +206,10 @@ class Loaded:
         self.buf[self.n : need] = mat[new]
         if self.ann is not None:
             self.ann.add(np.arange(self.n, need, dtype=np.int64), mat[new])
+        if not isinstance(self.order, list):
+            self.order = list(self.order)
+        index = self.hashes
         for j, i in enumerate(new):
-            self.hashes[hashes[i]] = self.n + j
+            index[hashes[i]] = self.n + j
             self.order.append(hashes[i])
         self.n = need

@@ -1,17 +1,27 @@
-"""A derived snapshot of one model's vectors beside ``vectors.db``, so a fresh process loads them in milliseconds.
+"""A derived, memory-mapped copy of one model's vectors beside ``vectors.db``, kept up to date by appending.
 
-Reading 100k vectors row by row out of SQLite and projecting them for the coarse pass takes seconds; a CLI
-search pays that on every call. The snapshot (``<root>/vectors.db-snap/``) holds, per model, the float32
-matrix as a ``.npy`` file (memory-mapped copy-on-write: nothing is read until a row is used, and nothing is
-written back), the content hashes in row order, and the coarse projection. It is keyed by the cache's
-*epoch* (a random number made with the database) and *version* (bumped by SQLite triggers on every insert,
-update and delete of a vector), so any change to the vectors — from any process — makes it stale; a stale or
-damaged snapshot is simply rebuilt from ``vectors.db``. A purge or prune deletes it outright (a purged
-vector must not linger in a derived file). Files are written to a temporary name and renamed.
+Reading 100k vectors row by row out of SQLite and projecting them for the coarse pass takes seconds, and at a
+million the float32 matrix alone is 1.5 GB: a search process must not hold it. The snapshot
+(``<root>/vectors.db-snap/``) holds, per model:
 
-Above :data:`~agent_memory.backends.files.ann.ANN_MIN` vectors the snapshot may also hold an HNSW index of the
-rows (``.usearch``, :mod:`agent_memory.backends.files.ann`), memory-mapped read-only by a search process. A
-damaged or unreadable index file (or no ``usearch`` installed) only drops the index: the matrix still serves.
+- ``<P>-<epoch>-<gen>.f32``: the float32 rows, raw, in SQLite rowid order (mapped read-only: a search touches
+  only the rows it reranks);
+- ``<P>-<epoch>-<gen>.low``: the rows projected for the coarse pass (float32, ``DIMS`` columns: a sixth of the
+  bytes; mapped read-only and read whole by each coarse query);
+- ``<P>-<epoch>-<gen>.hashes``: the content hashes in row order, one a line;
+- ``<P>-<epoch>-<gen>.proj.npz``: the projection, sample mean and covariance (a few hundred KB);
+- ``<P>.json``: the meta, replaced atomically and written last: the cache's *epoch* and *version*
+  (:func:`cache_state`; the version is bumped by SQLite triggers on every insert, update and delete of a
+  vector), how many rows and hash bytes are valid, and the largest SQLite rowid they hold.
+
+A reader maps the first ``n`` rows the meta names, so bytes a writer appends later never reach it. When the
+version has moved on and the only change is new rows (SQLite rowids above the meta's, the row count grown by
+exactly as many, no hash already present), the new rows are appended at the meta's offsets and a new meta is
+written: a backfill of a thousand vectors into a million-row snapshot writes a thousand rows, not 1.5 GB.
+Anything else (an overwritten or deleted row, another epoch, a projection built on fewer than two thirds of
+the rows, a damaged or short file) rebuilds it, streaming the rows out of SQLite (never the whole table in
+memory). A purge or prune deletes the folder outright (a purged vector must not linger in a derived file).
+Writers hold an exclusive lock on ``<P>.lock``; readers take none.
 """
 
 from __future__ import annotations
@@ -21,17 +31,24 @@ import hashlib
 import json
 import logging
 import os
+import secrets
 import shutil
 import sqlite3
-import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any, overload
 
 import numpy as np
+import numpy.typing as npt
 
-from agent_memory.backends.files.ann import Ann, ann_available
 from agent_memory.backends.files.coarse import Coarse, Loaded
 
-__all__ = ["SNAPSHOT_SCHEMA", "SNAPSHOT_SUFFIX", "add_index", "cache_state", "drop_snapshots", "read_snapshot", "write_snapshot"]
+try:  # POSIX; elsewhere writers are not serialised across processes (the meta is still replaced atomically)
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["SNAPSHOT_SCHEMA", "SNAPSHOT_SUFFIX", "HashList", "cache_state", "drop_snapshots", "sync_snapshot"]
 
 log = logging.getLogger("agent_memory")
 
@@ -45,6 +62,7 @@ CREATE TRIGGER IF NOT EXISTS vectors_state_upd AFTER UPDATE ON vectors BEGIN
 CREATE TRIGGER IF NOT EXISTS vectors_state_del AFTER DELETE ON vectors BEGIN
   INSERT INTO vector_state VALUES ('version', 1) ON CONFLICT(k) DO UPDATE SET v = v + 1; END;
 """
+CHUNK = 65_536  # rows per block when streaming from SQLite or projecting
 
 
 def cache_state(conn: sqlite3.Connection) -> tuple[int, int]:
@@ -57,6 +75,68 @@ def cache_state(conn: sqlite3.Connection) -> tuple[int, int]:
     return int(rows["epoch"]), int(rows.get("version", 0))
 
 
+class HashList(Sequence[str]):
+    """Content hashes in row order, kept as the file's bytes and line offsets (a million 16-character hashes:
+    ~25 MB, against ~75 MB as Python strings)."""
+
+    def __init__(self, raw: bytes, n: int) -> None:
+        ends = np.flatnonzero(np.frombuffer(raw, dtype=np.uint8) == 10)
+        if len(ends) < n:
+            raise ValueError(f"hash list holds {len(ends)} lines, the meta {n}")
+        self._raw = raw
+        self._ends = ends[:n]
+        self._sorted: tuple[npt.NDArray[Any], npt.NDArray[np.intp]] | dict[str, int] | None = None
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        start = int(self._ends[i - 1]) + 1 if i else 0
+        return self._raw[start : int(self._ends[i])].decode("ascii")
+
+    def find(self, keys: Sequence[str]) -> list[int]:
+        """The row of each of ``keys`` (-1 when absent): a binary search in a sorted copy made on first use
+        (fixed-width bytes, 24 bytes a row at a million), or a dict when the hashes differ in length."""
+        if self._sorted is None:
+            n = len(self._ends)
+            width = int(self._ends[0]) if n else 0
+            if n and len(self._raw) >= n * (width + 1) and int(self._ends[-1]) == n * (width + 1) - 1:
+                grid = np.frombuffer(self._raw, dtype=np.uint8, count=n * (width + 1)).reshape(n, width + 1)
+                if (grid[:, width] == 10).all():
+                    keys_arr = np.ascontiguousarray(grid[:, :width]).view(f"S{width}").reshape(n)
+                    order = np.argsort(keys_arr, kind="stable")
+                    self._sorted = (keys_arr[order], order)
+            if self._sorted is None:
+                self._sorted = {h: i for i, h in enumerate(self)}
+        table = self._sorted
+        if isinstance(table, dict):
+            return [table.get(k, -1) for k in keys]
+        sorted_keys, order = table
+        if not len(keys):
+            return []
+        want = np.array([k.encode("ascii", "replace") for k in keys], dtype=sorted_keys.dtype)
+        at = np.minimum(np.searchsorted(sorted_keys, want), len(sorted_keys) - 1)
+        hit = sorted_keys[at] == want
+        exact = np.array([len(k) == sorted_keys.dtype.itemsize for k in keys])  # longer keys were cut by the dtype
+        return np.where(hit & exact, order[at], -1).tolist()  # type: ignore[no-any-return]
+
+    def __iter__(self) -> Iterator[str]:
+        start = 0
+        for end in self._ends.tolist():
+            yield self._raw[start:end].decode("ascii")
+            start = end + 1
+
+
 def _folder(db: Path) -> Path:
     return Path(str(db) + SNAPSHOT_SUFFIX)
 
@@ -65,78 +145,221 @@ def _prefix(model: str) -> str:
     return hashlib.sha256(model.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
-def _stem(db: Path, model: str, state: tuple[int, int]) -> Path:
-    """Files of one state have their own names: once complete they never change (a reader never sees a mix)."""
-    return _folder(db) / f"{_prefix(model)}-{state[0]}-{state[1]}"
-
-
-def read_snapshot(db: Path, model: str, state: tuple[int, int]) -> Loaded | None:
-    """The model's vectors from a current snapshot, or None (missing, stale or damaged: rebuild)."""
-    stem = _stem(db, model, state)
+@contextlib.contextmanager
+def _writer_lock(folder: Path, prefix: str) -> Iterator[None]:
+    folder.mkdir(mode=0o700, exist_ok=True)
+    fd = os.open(folder / f"{prefix}.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        meta = json.loads(stem.with_suffix(".json").read_text(encoding="utf-8"))  # written last: the files are complete
-        if meta.get("model") != model:
-            return None
-        matrix = np.load(stem.with_suffix(".npy"), mmap_mode="c", allow_pickle=False)
-        hashes = stem.with_suffix(".hashes").read_text(encoding="ascii").split("\n") if meta["n"] else []
-        if matrix.dtype != np.float32 or matrix.ndim != 2 or matrix.shape[0] != meta["n"] or len(hashes) != meta["n"]:
-            raise ValueError(f"snapshot shape {matrix.shape} does not match {meta['n']} rows")
-        coarse = None
-        if meta.get("coarse"):
-            with np.load(stem.with_suffix(".coarse.npz"), allow_pickle=False) as z:
-                coarse = Coarse(proj=z["proj"], low=z["low"], mean=z["mean"], cov=z["cov"], built_at=int(z["built_at"]))
-            if len(coarse.low) != meta["n"]:
-                raise ValueError("coarse projection does not match the matrix")
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _read_meta(folder: Path, model: str) -> dict[str, Any] | None:
+    try:
+        meta = json.loads((folder / f"{_prefix(model)}.json").read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None
-    except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
-        log.warning("vector snapshot %s is damaged (%s); rebuilding it", stem, exc)
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        log.warning("vector snapshot meta of %s is damaged (%s); rebuilding it", model, exc)
         return None
-    order = list(hashes)
-    loaded = Loaded(hashes={h: i for i, h in enumerate(order)}, order=order, buf=matrix, n=len(order), coarse=coarse)
-    if meta.get("ann") and ann_available():
+    return meta if isinstance(meta, dict) and meta.get("model") == model else None
+
+
+def _write_meta(folder: Path, model: str, meta: dict[str, Any]) -> None:
+    path = folder / f"{_prefix(model)}.json"
+    tmp = folder / f".{_prefix(model)}.json.{secrets.token_hex(4)}"
+    tmp.write_text(json.dumps(meta), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _map(folder: Path, meta: dict[str, Any]) -> Loaded:
+    """The meta's rows, mapped read-only (raises ValueError/OSError/KeyError when the files do not match it)."""
+    stem = folder / str(meta["data"])
+    n, dim = int(meta["n"]), int(meta["dim"])
+    if n < 1 or dim < 1:
+        raise ValueError(f"snapshot of {n} rows × {dim}")
+    if (stem.with_suffix(".f32")).stat().st_size < n * dim * 4:
+        raise ValueError("the matrix file is shorter than the meta says")
+    matrix = np.memmap(stem.with_suffix(".f32"), dtype=np.float32, mode="r", shape=(n, dim))
+    with open(stem.with_suffix(".hashes"), "rb") as f:
+        raw = f.read(int(meta["hbytes"]))
+    if len(raw) != int(meta["hbytes"]):
+        raise ValueError("the hash list is shorter than the meta says")
+    order = HashList(raw, n)
+    coarse = None
+    if meta.get("coarse"):
+        dims = int(meta["dims"])
+        if (stem.with_suffix(".low")).stat().st_size < n * dims * 4:
+            raise ValueError("the projection file is shorter than the meta says")
+        low = np.memmap(stem.with_suffix(".low"), dtype=np.float32, mode="r", shape=(n, dims))
+        with np.load(stem.with_suffix(".proj.npz"), allow_pickle=False) as z:
+            coarse = Coarse(proj=z["proj"], low=low, mean=z["mean"], cov=z["cov"], built_at=int(z["built_at"]))
+        if coarse.proj.shape != (dim, dims):
+            raise ValueError("the projection does not match the matrix")
+    return Loaded(order=order, buf=matrix, n=n, coarse=coarse)
+
+
+Run = Callable[[Callable[[sqlite3.Connection], Any]], Any]
+
+
+def sync_snapshot(db: Path, model: str, run: Run, *, min_rows: int, coarse_min: int) -> Loaded | None:
+    """The model's vectors mapped from a current snapshot, brought up to date (appended to, or rebuilt) first if
+    needed; None below ``min_rows`` vectors, with mixed dimensions, or when the snapshot cannot be written
+    (the caller then loads the rows into memory). ``run(fn)`` runs ``fn`` on the cache's connection."""
+    folder = _folder(db)
+    state: tuple[int, int] = run(cache_state)
+    meta = _read_meta(folder, model)
+    if meta is not None and (meta.get("epoch"), meta.get("version")) == state:
         try:
-            ann = Ann.view(stem.with_suffix(".usearch"))
-            if ann.size != loaded.n:
-                raise ValueError(f"index holds {ann.size} rows, the matrix {loaded.n}")
-            loaded.ann = ann
-        except (OSError, ValueError, RuntimeError) as exc:
-            log.warning("vector index %s is unreadable (%s); searching without it", stem, exc)
-    return loaded
-
-
-def write_snapshot(db: Path, model: str, state: tuple[int, int], loaded: Loaded, coarse: Coarse | None) -> None:
-    """Write the snapshot of ``loaded`` for ``state`` (best effort: a failure only logs; the cache is unchanged)."""
-    stem = _stem(db, model, state)
+            return _map(folder, meta)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            log.warning("vector snapshot of %s is damaged (%s); rebuilding it", model, exc)
     try:
-        stem.parent.mkdir(mode=0o700, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=stem.parent, prefix=".tmp-") as tmp:
-            part = Path(tmp) / "s"
-            np.save(part.with_suffix(".npy"), np.ascontiguousarray(loaded.matrix, dtype=np.float32), allow_pickle=False)
-            part.with_suffix(".hashes").write_text("\n".join(loaded.order), encoding="ascii")
-            if coarse is not None:
-                np.savez(
-                    part.with_suffix(".coarse.npz"),
-                    proj=coarse.proj,
-                    low=coarse.low,
-                    mean=coarse.mean,
-                    cov=coarse.cov,
-                    built_at=coarse.built_at,
-                )
-            ann = loaded.ann is not None and loaded.ann.size == loaded.n
-            if ann:
-                loaded.ann.save(part.with_suffix(".usearch"))
-            meta = {"model": model, "epoch": state[0], "version": state[1], "n": loaded.n, "coarse": coarse is not None, "ann": ann}
-            part.with_suffix(".json").write_text(json.dumps(meta), encoding="utf-8")
-            for suffix in (".npy", ".hashes", ".coarse.npz", ".usearch", ".json"):  # the meta last: it marks the set complete
-                src = part.with_suffix(suffix)
-                if src.exists():
-                    os.replace(src, stem.with_suffix(suffix))
-        for old in stem.parent.glob(_prefix(model) + "-*"):  # earlier states of this model: stale now
-            if not old.name.startswith(stem.name + "."):
-                old.unlink(missing_ok=True)
-    except (OSError, ValueError, RuntimeError) as exc:
-        log.warning("could not write the vector snapshot %s: %s", stem, exc)
+        with _writer_lock(folder, _prefix(model)):
+            meta = _read_meta(folder, model)  # another process may have brought it up to date meanwhile
+            meta = _update(db, folder, model, run, meta, min_rows=min_rows, coarse_min=coarse_min)
+            if meta is None:
+                return None
+            return _map(folder, meta)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        log.warning("could not write the vector snapshot of %s: %s", model, exc)
+        return None
+
+
+def _update(
+    db: Path, folder: Path, model: str, run: Run, meta: dict[str, Any] | None, *, min_rows: int, coarse_min: int
+) -> dict[str, Any] | None:
+    if meta is not None:
+        try:
+            _map(folder, meta)  # its files are whole
+            appended = run(lambda conn: _append(conn, folder, model, meta, coarse_min))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            log.warning("vector snapshot of %s is damaged (%s); rebuilding it", model, exc)
+            appended = None
+        if appended is not None:
+            return dict(appended)
+    built: dict[str, Any] | None = run(lambda conn: _build(conn, folder, model, min_rows, coarse_min))
+    return built
+
+
+@contextlib.contextmanager
+def _read_txn(conn: sqlite3.Connection) -> Iterator[None]:
+    """One read transaction: the version and the rows read inside it agree (WAL snapshot isolation)."""
+    if conn.in_transaction:
+        conn.commit()
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        conn.execute("COMMIT")
+
+
+def _version(conn: sqlite3.Connection) -> tuple[int, int]:
+    rows = dict(conn.execute("SELECT k, v FROM vector_state WHERE k IN ('epoch', 'version')").fetchall())
+    return int(rows["epoch"]), int(rows.get("version", 0))
+
+
+def _append(conn: sqlite3.Connection, folder: Path, model: str, meta: dict[str, Any], coarse_min: int) -> dict[str, Any] | None:
+    """Append the rows added since ``meta`` (None: only a rebuild will do)."""
+    n, dim, top = int(meta["n"]), int(meta["dim"]), int(meta["rowid"])
+    with _read_txn(conn):
+        epoch, version = _version(conn)
+        if epoch != meta.get("epoch"):
+            return None
+        if version == meta.get("version"):
+            return meta
+        count = int(conn.execute("SELECT count(*) FROM vectors WHERE model = ?", (model,)).fetchone()[0])
+        new = conn.execute(
+            "SELECT rowid, hash, dim, vec FROM vectors WHERE model = ? AND rowid > ? ORDER BY rowid", (model, top)
+        ).fetchall()
+    total = n + len(new)
+    if count != total or any(r[2] != dim for r in new):
+        return None  # a row was overwritten or deleted, or another dimension: rebuild
+    stem = folder / str(meta["data"])
+    if meta.get("coarse"):
+        with np.load(stem.with_suffix(".proj.npz"), allow_pickle=False) as z:
+            proj, built_at = z["proj"], int(z["built_at"])
+        if total > 1.5 * built_at:
+            return None  # the projection was fitted on too few of the rows: refit it
+    elif total >= coarse_min:
+        return None  # large enough for a projection now
+    with open(stem.with_suffix(".hashes"), "rb") as f:
+        old = set(f.read(int(meta["hbytes"])).split(b"\n"))
+    if any(r[1].encode("ascii") in old for r in new) or len({r[1] for r in new}) != len(new):
+        return None
+    if not new:
+        return {**meta, "version": version}
+    mat = np.frombuffer(b"".join(r[3] for r in new), dtype=np.float32).reshape(len(new), dim)
+    _write_at(stem.with_suffix(".f32"), n * dim * 4, mat.tobytes())
+    if meta.get("coarse"):
+        dims = int(meta["dims"])
+        _write_at(stem.with_suffix(".low"), n * dims * 4, np.ascontiguousarray(mat @ proj, dtype=np.float32).tobytes())
+    text = "".join(r[1] + "\n" for r in new).encode("ascii")
+    _write_at(stem.with_suffix(".hashes"), int(meta["hbytes"]), text)
+    out = {**meta, "version": version, "n": total, "rowid": int(new[-1][0]), "hbytes": int(meta["hbytes"]) + len(text)}
+    _write_meta(folder, model, out)
+    return out
+
+
+def _write_at(path: Path, offset: int, data: bytes) -> None:
+    """Write ``data`` at ``offset`` (past the rows the meta names: bytes a crashed writer left there are dropped)."""
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        f.write(data)
+        f.truncate()
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _build(conn: sqlite3.Connection, folder: Path, model: str, min_rows: int, coarse_min: int) -> dict[str, Any] | None:
+    """Write the whole snapshot anew, streaming the rows (None below ``min_rows`` or with mixed dimensions)."""
+    folder.mkdir(mode=0o700, exist_ok=True)
+    prefix = _prefix(model)
+    with _read_txn(conn):
+        epoch, version = _version(conn)
+        count, dims_seen = conn.execute("SELECT count(*), count(DISTINCT dim) FROM vectors WHERE model = ?", (model,)).fetchone()
+        if count < max(1, min_rows) or dims_seen != 1:
+            return None
+        data = f"{prefix}-{epoch}-{secrets.token_hex(6)}"
+        stem = folder / data
+        n, top, hbytes, dim = 0, 0, 0, 0
+        with open(stem.with_suffix(".f32"), "wb") as fm, open(stem.with_suffix(".hashes"), "wb") as fh:
+            cur = conn.execute("SELECT rowid, hash, dim, vec FROM vectors WHERE model = ? ORDER BY rowid", (model,))
+            while rows := cur.fetchmany(CHUNK):
+                dim = int(rows[0][2])
+                fm.write(b"".join(r[3] for r in rows))
+                text = "".join(r[1] + "\n" for r in rows).encode("ascii")
+                fh.write(text)
+                n, top, hbytes = n + len(rows), int(rows[-1][0]), hbytes + len(text)
+            for f in (fm, fh):
+                f.flush()
+                os.fsync(f.fileno())
+    if os.path.getsize(stem.with_suffix(".f32")) != n * dim * 4:
+        raise ValueError("a vector blob has the wrong size")
+    meta: dict[str, Any] = {
+        "model": model, "epoch": epoch, "version": version, "n": n, "dim": dim, "rowid": top, "hbytes": hbytes,
+        "data": data, "coarse": False,
+    }  # fmt: skip
+    if n >= coarse_min:
+        matrix = np.memmap(stem.with_suffix(".f32"), dtype=np.float32, mode="r", shape=(n, dim))
+        coarse = Coarse.fit(matrix)
+        with open(stem.with_suffix(".low"), "wb") as fl:
+            for i in range(0, n, CHUNK):
+                fl.write(np.ascontiguousarray(matrix[i : i + CHUNK] @ coarse.proj, dtype=np.float32).tobytes())
+            fl.flush()
+            os.fsync(fl.fileno())
+        with open(stem.with_suffix(".proj.npz"), "wb") as fz:
+            np.savez(fz, proj=coarse.proj, mean=coarse.mean, cov=coarse.cov, built_at=n)
+        del matrix
+        meta.update(coarse=True, dims=int(coarse.proj.shape[1]))
+    _write_meta(folder, model, meta)
+    for old in folder.glob(prefix + "-*"):  # earlier builds of this model (a process mapping one keeps its inode)
+        if not old.name.startswith(data + "."):
+            old.unlink(missing_ok=True)
+    return meta
 
 
 def drop_snapshots(db: Path) -> None:
@@ -145,26 +368,7 @@ def drop_snapshots(db: Path) -> None:
         shutil.rmtree(_folder(db))
 
 
-def add_index(db: Path, model: str, state: tuple[int, int], ann: Ann) -> bool:
-    """Add ``ann`` to the existing snapshot of ``state`` (its matrix unchanged: only the index and the meta are
-    written; nothing when it holds an index of as many rows already); False when there is no such snapshot
-    (write the whole one with :func:`write_snapshot`)."""
-    stem = _stem(db, model, state)
-    try:
-        meta = json.loads(stem.with_suffix(".json").read_text(encoding="utf-8"))
-        if meta.get("model") != model or meta.get("n") != ann.size:
-            return False
-        if meta.get("ann") and stem.with_suffix(".usearch").exists():
-            return True
-        with tempfile.TemporaryDirectory(dir=stem.parent, prefix=".tmp-") as tmp:
-            part = Path(tmp) / "s"
-            ann.save(part.with_suffix(".usearch"))
-            part.with_suffix(".json").write_text(json.dumps({**meta, "ann": True}), encoding="utf-8")
-            os.replace(part.with_suffix(".usearch"), stem.with_suffix(".usearch"))
-            os.replace(part.with_suffix(".json"), stem.with_suffix(".json"))
-        return True
-    except FileNotFoundError:
-        return False
-    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
-        log.warning("could not add the vector index to %s: %s", stem, exc)
-        return False
+def snapshot_bytes(db: Path) -> int:
+    """Bytes the snapshots of this cache take on disk."""
+    folder = _folder(db)
+    return sum(p.stat().st_size for p in folder.iterdir()) if folder.is_dir() else 0

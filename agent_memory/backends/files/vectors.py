@@ -35,14 +35,7 @@ from agent_memory.backends.files.ann import ANN_MIN, Ann, ann_available
 from agent_memory.backends.files.coarse import COARSE_MIN, Coarse, Loaded, one_thread
 from agent_memory.backends.files.vector_meta import EMBEDDERS_SCHEMA
 from agent_memory.backends.files.vector_seam import live_items, visible_for_hashes, visible_hashes
-from agent_memory.backends.files.vector_snapshot import (
-    SNAPSHOT_SCHEMA,
-    add_index,
-    cache_state,
-    drop_snapshots,
-    read_snapshot,
-    write_snapshot,
-)
+from agent_memory.backends.files.vector_snapshot import SNAPSHOT_SCHEMA, cache_state, drop_snapshots, sync_snapshot
 from agent_memory.embeddings import Embedder, EmbeddingError, embedder_spec
 from agent_memory.errors import InvalidInputError, StorageError
 from agent_memory.model.reports import BackfillReport
@@ -65,6 +58,16 @@ CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, hash TEXT NOT NULL, dim
 # built explicitly with build_index is still used by searches.
 ANN_AUTO = False
 SNAPSHOT_MIN = 2_000  # below this, reading the rows from SQLite is as quick as the snapshot
+
+
+def shortlist_size(n: int, limit: int) -> int:
+    """Rows the coarse pass hands to the exact rerank: 10× the answer, at least 1,000, and at least 0.8% of the
+    rows (recall@10 against exact on the benchmark's 1M set, 40 queries: 1,000 rows .9425, 2,000 .9625, 4,000
+    .975, 8,000 .9825; at 100k 1,000 rows gave .9825; docs/benchmarks.md "Vectors at a million")."""
+    return max(10 * limit, 1000, n // SHORTLIST_SHARE)
+
+
+SHORTLIST_SHARE = 125
 
 
 class VectorCache:
@@ -151,8 +154,10 @@ class VectorCache:
             loaded = self._loaded.get(model)
             if loaded is None:
                 return
-            if loaded.stamp != before or loaded.n == 0 or loaded.buf.shape[1] != dim:
-                self._loaded.pop(model, None)  # someone else wrote too: reload on next search
+            if loaded.stamp != before or loaded.n == 0 or loaded.buf.shape[1] != dim or loaded.mapped:
+                # someone else wrote too, or the rows are mapped from the snapshot: reload on next search (from
+                # the snapshot, which appends just the new rows)
+                self._loaded.pop(model, None)
                 return
             loaded.add(list(hashes), mat)  # our own write: update in place, no reload of the whole matrix
             loaded.stamp = self._stamp()
@@ -291,11 +296,12 @@ class VectorCache:
             loaded = self._loaded.get(model)
         if loaded is not None and loaded.stamp == stamp:
             return loaded
-        state = self._guarded(cache_state)  # before the rows: a snapshot may be newer than its label, never older
-        stamp = self._stamp()  # after it: making the epoch (once per file) is a write
-        snap = read_snapshot(self.path, model, state)
+        self._guarded(cache_state)  # makes the epoch once per file (a write): before the stamp is taken
+        stamp = self._stamp()
+        # above SNAPSHOT_MIN: mapped from the snapshot (appended to or rebuilt first when the vectors changed)
+        snap = sync_snapshot(self.path, model, self._guarded, min_rows=SNAPSHOT_MIN, coarse_min=COARSE_MIN)
         if snap is not None:
-            snap.stamp = stamp
+            snap.stamp = stamp  # the state before the snapshot was read: it may be newer, never older
             with self._lock:
                 self._loaded[model] = snap
             return snap
@@ -309,11 +315,7 @@ class VectorCache:
         for i, (h, _, blob) in enumerate(rows):
             mat[i] = np.frombuffer(blob, dtype=np.float32)
             hashes[h] = i
-        loaded = Loaded(hashes=hashes, order=list(hashes), buf=mat, n=len(rows), stamp=stamp)
-        if loaded.n >= SNAPSHOT_MIN and len(hashes) == len(rows):  # the next process loads it in milliseconds
-            if loaded.n >= COARSE_MIN:
-                loaded.coarse = Coarse.build(loaded.matrix)
-            write_snapshot(self.path, model, state, loaded, loaded.coarse)
+        loaded = Loaded(index=hashes, order=list(hashes), buf=mat, n=len(rows), stamp=stamp)
         with self._lock:
             self._loaded[model] = loaded
         return loaded
@@ -344,15 +346,14 @@ class VectorCache:
             raise EmbeddingError(f"query has dimension {q.shape[0]}, cached vectors have {loaded.matrix.shape[1]}")
         ids: list[str] = []
         rows: list[int] = []
-        for rid, h in allowed.items():
-            row = loaded.hashes.get(h)
-            if row is not None:
+        for rid, row in zip(allowed, loaded.rows_of(list(allowed.values())), strict=True):
+            if row >= 0:
                 ids.append(rid)
                 rows.append(row)
         if not rows:
             return []
         with one_thread():
-            sims = (loaded.matrix @ q)[rows] if len(rows) * 4 >= loaded.matrix.shape[0] else loaded.matrix[rows] @ q
+            sims = loaded.dot(q)[rows] if len(rows) * 4 >= loaded.matrix.shape[0] else loaded.take(rows) @ q
         if stats is not None:
             stats.update(mean=float(sims.mean()), std=float(sims.std()))
         k = min(limit, len(rows))
@@ -380,20 +381,20 @@ class VectorCache:
             if ann is not None:  # HNSW candidates (a margin over the answer), exact cosines (docs/meaning.md)
                 rows = np.sort(ann.candidates(q, max(2 * limit, 100)))
                 rows = rows[rows < n]  # a row being appended by another thread
-                sims = loaded.matrix[rows] @ q
+                sims = loaded.take(rows) @ q
                 if stats is not None:
                     mean, std = self._coarse(loaded).stats(q)
                     stats.update(mean=mean, std=std)
             elif n >= COARSE_MIN:  # projected pass, exact cosines on a shortlist 10× the answer (docs/meaning.md)
                 coarse = self._coarse(loaded)
-                rows = coarse.shortlist(q, min(n, max(10 * limit, 1000)))
-                sims = loaded.matrix[rows] @ q
+                rows = np.sort(coarse.shortlist(q, min(n, shortlist_size(n, limit))))
+                sims = loaded.take(rows) @ q
                 if stats is not None:
                     mean, std = coarse.stats(q)
                     stats.update(mean=mean, std=std)
             else:
                 rows = np.arange(n)
-                sims = loaded.matrix @ q
+                sims = loaded.dot(q)
                 if stats is not None:
                     stats.update(mean=float(sims.mean()), std=float(sims.std()))
         k = min(limit, len(rows))
@@ -425,17 +426,11 @@ class VectorCache:
             except (RuntimeError, ValueError, MemoryError) as exc:
                 log.warning("could not build the vector index of %s: %s", model, exc)
                 return False
-        coarse = self._coarse(loaded)
         with self._lock:  # rows our own writes appended while it was built join it (put holds this lock)
             if ann.size < loaded.n:
                 ann.add(np.arange(ann.size, loaded.n, dtype=np.int64), loaded.matrix[ann.size :])
             loaded.ann = ann
-        state = self._guarded(cache_state)
-        if loaded.stamp != self._stamp() or self._loaded.get(model) is not loaded:
-            return True  # another process changed the vectors: the next backfill stores an index of them
-        if loaded.n >= SNAPSHOT_MIN and len(loaded.hashes) == loaded.n and not add_index(self.path, model, state, ann):
-            write_snapshot(self.path, model, state, loaded, coarse)
-        return True
+        return True  # kept in this process only (experimental: not stored with the snapshot)
 
     def _coarse(self, loaded: Loaded) -> Coarse:
         with self._lock:
@@ -447,12 +442,12 @@ class VectorCache:
     def scores(self, model: str, query: npt.NDArray[np.float32], wanted: Mapping[str, str]) -> dict[str, float]:
         """Cosines of the records in ``wanted`` (``{id: content hash}``) that have a vector."""
         loaded = self._matrix(model)
-        pairs = [(rid, loaded.hashes[h]) for rid, h in wanted.items() if h in loaded.hashes]
+        pairs = [(rid, row) for rid, row in zip(wanted, loaded.rows_of(list(wanted.values())), strict=True) if row >= 0]
         if not pairs:
             return {}
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         with one_thread():
-            sims = loaded.matrix[[row for _, row in pairs]] @ q
+            sims = loaded.take([row for _, row in pairs]) @ q
         return {rid: float(s) for (rid, _), s in zip(pairs, sims, strict=True)}
 
     def size(self, model: str) -> int:
