@@ -245,7 +245,7 @@ _MARK = {"pw": "password", "key": "secret", "pin": "pin", "id": "national_id"}
 
 # --- a question in chat that names a secret, answered in the next lines ----------------------------------------------
 _QUESTION_LABEL = Lazy(
-    r"(?:passwor[dt]|passcode|pin(?:[\s-]?(?:code|код))?|puk|пароль|пин[\s-]?код|senha|contrase(?:ñ|n)a|mot de passe|kennwort|"
+    r"(?:passwor[dt]|passcode|pw|pwd|wi-?fi(?:[\s-]?(?:key|code))?|pin(?:[\s-]?(?:code|код))?|puk|пароль|пин[\s-]?код|senha|contrase(?:ñ|n)a|mot de passe|kennwort|"
     r"(?:alarm|door|gate|garage|safe|lock|keypad|backup|recovery|entry)[\s_-]+(?:code|combination)|combination|"
     r"cd[\s_-]?key|licen[cs]e[\s_-]?key|serial|personnummer|ssn|aadhaar|מספר\s+זהות|תעודת\s+זהות|iban|"
     r"[A-Za-z0-9]+(?:_[A-Za-z0-9]+)*_(?:KEY|TOKEN|SECRET|PASSWORD|PIN))(?![\w])",
@@ -273,7 +273,7 @@ def qa_spans(text: str) -> Iterator[Span]:
         kind = "key"
         if re.search(r"pin|puk|code|combination|код", label):
             kind = "pin"
-        elif re.search(r"pass|парол|senha|contrase|mot de|kennwort", label):
+        elif re.search(r"pass|pw|wi-?fi|парол|senha|contrase|mot de|kennwort", label):
             kind = "pw"
         elif re.search(r"personnummer|ssn|aadhaar|זהות|iban", label):
             kind = "id"
