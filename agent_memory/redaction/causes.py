@@ -12,7 +12,7 @@
   adjacent string literals in parentheses after a secret's name (Python implicit concatenation);
 * **checksums and format families** — card numbers in irregular groups (4-4-4-2) with an issuer prefix and Luhn, TOTP
   seeds written as base32 in groups of four, code lists on one line after a code-list label, BIP-39 words split
-  over chat lines, tokens spelt out one character at a time after a short prefix;
+  over chat lines (tokens spelt out one character at a time after a short prefix: the engine's ``_SPACED_CHARS``);
 * **a credential pair after a credentials word** — "creds are ana / X", "login: ana / X".
 
 Every rule returns spans; the engine filters them through :func:`generic.spared` like all others.  All patterns are
@@ -22,7 +22,7 @@ bounded (no nested unbounded repetition), and every rule is gated on a cheap sub
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 from agent_memory.redaction.base import I, Lazy
 
@@ -69,35 +69,101 @@ _AFTER_LABEL = Lazy(
     r"\bpin\b|(?:log|sign)[\s-]?in\b|anmelden|einloggen|connecter|connexion|iniciar\s+sesi(?:ó|o)n|entrar\b",
     I,
 )
+# Lower-cased stems where a label of _AFTER_LABEL can start (a prefilter must treat them as cues too).
+AFTER_LABEL_STEMS: tuple[str, ...] = (
+    "pass",
+    "pw",
+    "kennwort",
+    "mot de passe",
+    "contrase",
+    "senha",
+    "hasło",
+    "haslo",
+    "heslo",
+    "wachtwoord",
+    "lösenord",
+    "losenord",
+    "salasana",
+    "parol",
+    "şifre",
+    "sifre",
+    "lozinka",
+    "парол",
+    "clave",
+    "clé",
+    "chave",
+    "chiave",
+    "secret",
+    "token",
+    "api",
+    "access",
+    "pin",
+    "log",
+    "sign",
+    "anmelden",
+    "einloggen",
+    "conne",
+    "iniciar",
+    "entrar",
+)
+
+
+def _find_all(low: str, stem: str) -> Iterator[int]:
+    i = low.find(stem)
+    while i >= 0:
+        yield i
+        i = low.find(stem, i + 1)
+
+
 # the value: a run without spaces, quotes or brackets, 8-64 characters, ending the gap before the label
 _BEFORE_VALUE = Lazy(r"[`\"'«]?(?P<v>[^\s`\"'«»()\[\]<>{}]{8,64})[`\"'»]?[,.:;]?$")
-_GAP_WORDS = Lazy(r"[^\s]+")
+_DIGIT = Lazy(r"\d")
+_VERSIONED = Lazy(r"@v\d+(?:\.\d+)*$|@\d+(?:\.\d+)+$|^v?\d+(?:\.\d+)+")
+_EMAIL = Lazy(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 
 
 def after_value_spans(text: str) -> Iterator[Span]:
     """A value followed by the label that names it, at most five words later on its line."""
     from agent_memory.redaction.anchored import _strong_value
 
-    for m in _AFTER_LABEL.get().finditer(text):
+    low = text.lower()
+    found: Iterator[re.Match[str]]
+    if len(low) == len(text):
+        starts = sorted({i for stem in AFTER_LABEL_STEMS for i in _find_all(low, stem)})
+        found = (m for i in starts if (m := _AFTER_LABEL.get().match(text, i)) is not None)
+    else:  # lower-casing changed the length ("İ"): search the whole text
+        found = _AFTER_LABEL.get().finditer(text)
+    after = 0
+    for m in found:
+        if m.start() < after:
+            continue
+        after = m.end()
         line_start = text.rfind("\n", max(0, m.start() - 120), m.start()) + 1 or max(0, m.start() - 120)
         before = text[line_start : m.start()]
         if not before[-1:].isspace():
             continue  # the label is part of a longer run ("….auth.password", "/oauth2/token")
-        words = _GAP_WORDS.get().findall(before)
+        words = before.split()
         # the value is one of the last six runs before the label; the runs after it are short words
         for back in range(1, min(len(words), 7) + 1):
             cand = words[-back]
+            if len(cand) < 8 or _DIGIT.get().search(cand) is None:
+                continue
             v = _BEFORE_VALUE.get().search(cand)
             between = words[len(words) - back + 1 :]
             if v is None or any(len(w) > 12 for w in between):
                 continue
             value = v.group("v").rstrip(",.:;")
-            if "[REDACTED" in value or "://" in value or not value.isascii() or not any(c.isdigit() for c in value):
+            if "[REDACTED" in value or "/" in value or not value.isascii() or not any(c.isdigit() for c in value):
+                continue  # a path, a URL or an action ref ("actions/checkout@v4") is not a password
+            if _VERSIONED.get().search(value) or _EMAIL.get().fullmatch(value):
                 continue
             if not (_strong_value(value) or passphrase(value)):
                 continue
             if any(_strong_value(w.strip("`\"',.:;")) for w in between):
                 break
+            ahead = text[m.end() : m.end() + 80].split("\n", 1)[0].split()[:3]
+            if any(_strong_value(w.strip("`\"',.:;()")) for w in ahead):
+                break  # "… with token ghp_…": the label binds the value after it
             # where the candidate run ends in the text: search back from the label
             pos = before.rfind(cand)
             if pos < 0:
@@ -330,11 +396,14 @@ _CONCAT = Lazy(
 )
 
 
+_CONCAT_GATE = Lazy(r"[=:][ \t]*\([ \t]*\r?\n?[ \t]*[\"']")
+
+
 def concat_spans(text: str) -> Iterator[Span]:
     """``SECRET = ("abc…" "def…")``: adjacent string literals after a secret's name are one value."""
     from agent_memory.redaction.anchored import _kind, _strong_value
 
-    if "(" not in text or not ('"' in text or "'" in text):
+    if "(" not in text or _CONCAT_GATE.get().search(text) is None:
         return
     for m in _CONCAT.get().finditer(text):
         name = m.group("name").split(".")[-1]
@@ -352,6 +421,7 @@ def concat_spans(text: str) -> Iterator[Span]:
 
 
 # --- checksums and format families -------------------------------------------------------------------------------------
+_FOUR_FOUR = Lazy(r"\d{4}[ -]\d{4}[ -]\d")
 _CARD_IRREGULAR = Lazy(r"(?<![\w.+/-])\d{4}(?P<s>[ -])\d{4}(?P=s)\d{4}(?P=s)\d{1,3}(?![\w-]|[.,]\d|[ -]\d)", re.A)
 _CARD_AMEX = Lazy(r"(?<![\w.+/-])3[47]\d\d(?P<s>[ -])\d{4}(?P=s)\d{4}(?P=s)\d{3}(?![\w-]|[.,]\d|[ -]\d)", re.A)
 _BASE32_GROUPS = Lazy(r"(?<![\w-])(?:[a-z2-7]{4}(?: [a-z2-7]{4}){3,15}|[A-Z2-7]{4}(?: [A-Z2-7]{4}){3,15})(?: [a-zA-Z2-7]{1,4})?(?![\w-])")
@@ -366,8 +436,8 @@ _LIST_ITEM = Lazy(r"[ \t]*(?P<v>[A-Za-z0-9]{3,10}(?:[ -][A-Za-z0-9]{3,10})?)[ \t
 def format_spans(text: str) -> Iterator[Span]:
     from agent_memory.redaction.heuristics import _IIN, luhn_ok
 
-    if any(c.isdigit() for c in text):
-        for pattern in (_CARD_IRREGULAR, _CARD_AMEX):
+    if _DIGIT.get().search(text) is not None:
+        for pattern in (_CARD_IRREGULAR, _CARD_AMEX) if _FOUR_FOUR.get().search(text) else ():
             for m in pattern.get().finditer(text):
                 digits = re.sub(r"\D", "", m.group())
                 if 13 <= len(digits) <= 19 and len(set(digits)) > 2 and _IIN.get().match(digits) and luhn_ok(digits):
@@ -379,7 +449,9 @@ def format_spans(text: str) -> Iterator[Span]:
                 with_digit = sum(any(c.isdigit() for c in g) for g in groups)
                 if 16 <= len(core) <= 64 and with_digit >= 2 and with_digit * 4 >= len(groups):
                     yield m.start(), m.end(), "token"
-        for m in _CODE_LIST_LABEL.get().finditer(text):
+        low = text.lower()
+        codes = any(w in low for w in ("code", "códig", "codig", "codic", "kode"))
+        for m in _CODE_LIST_LABEL.get().finditer(text) if codes else ():
             line_end = text.find("\n", m.end())
             line_end = len(text) if line_end < 0 else line_end
             items = []
@@ -396,25 +468,25 @@ def format_spans(text: str) -> Iterator[Span]:
                     yield s, e, "token"
 
 
-_CHAT_PREFIX = Lazy(r"(?m)^(?:\[[^\]\n]{1,30}\][ \t]*)?[^\s:\n]{1,30}:[ \t]*")
-
-
 def seed_split_spans(text: str) -> Iterator[Span]:
     """BIP-39 words split over chat lines ("[10:01] ana: math thing pelican first" …): 12+ words in a row of lines."""
     from agent_memory.redaction.bip39 import WORDS
 
-    if text.count("\n") < 2:
+    if text.count("\n") < 2 or len(WORDS.intersection(text.lower().split())) < 6:
         return
     run: list[tuple[int, int]] = []
     count = 0
     pos = 0
     for line in text.split("\n") + [""]:
-        p = _CHAT_PREFIX.get().match(line)
-        body_at = p.end() if p is not None else 0
-        words = list(re.finditer(r"[a-z]+", line[body_at:]))
-        body = line[body_at:].strip()
-        if words and all(w.group() in WORDS for w in words) and len(words) * 2 >= len(body.split()) * 2 and 2 <= len(words) <= 24:
-            run.append((pos + body_at + words[0].start(), pos + body_at + words[-1].end()))
+        toks = line.split()
+        lead = 0
+        while lead < min(3, len(toks)) and (toks[lead].endswith((":", "]")) or toks[lead].startswith("[")):
+            lead += 1  # "[10:01] ana:" — a chat line's time and speaker
+        words = toks[lead:]
+        if 2 <= len(words) <= 24 and WORDS.issuperset(words):
+            first = line.find(words[0], sum(len(t) for t in toks[:lead]))
+            last = line.rfind(words[-1])
+            run.append((pos + first, pos + last + len(words[-1])))
             count += len(words)
         else:
             if count >= 12 and len(run) >= 2:
@@ -422,19 +494,6 @@ def seed_split_spans(text: str) -> Iterator[Span]:
                     yield s, e, "seed_phrase"
             run, count = [], 0
         pos += len(line) + 1
-
-
-_SPACED_PREFIXED = Lazy(r"(?<!\S)[A-Za-z]{2,6}[-_]?(?: [A-Za-z0-9_-]){16,400}(?!\S)")
-
-
-def spaced_prefixed_spans(text: str, collect: Callable[[str], list[Span]]) -> Iterator[Span]:
-    """A token spelt out one character at a time after its prefix: ``xoxp- 0 8 9 4 …``."""
-    if text.count(" ") < 16:
-        return
-    for m in _SPACED_PREFIXED.get().finditer(text):
-        joined = m.group().replace(" ", "")
-        if any(e - s >= 12 for s, e, _ in collect(joined)):
-            yield m.start(), m.end(), "token"
 
 
 # --- a credential pair after a credentials word ----------------------------------------------------------------------
