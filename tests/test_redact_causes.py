@@ -5,9 +5,13 @@ inside a longer run, "share" is not "sha", a slug after "key")."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from agent_memory.redaction.api import redact
+from agent_memory.redaction.bip39 import WORDS
+from agent_memory.redaction.causes import AFTER_LABEL_STEMS, TRIGGERS
 
 SECRETS = [
     # a value before its label
@@ -131,3 +135,15 @@ def test_idempotent(text: str) -> None:
 def test_pathological_inputs_finish(text: str) -> None:
     # linear-time rules: each of these finishes (a quadratic rule would take minutes); redact never raises
     redact(text)
+
+
+# the shapes that need no word (see causes.TRIGGERS): digit groups, base32 groups, spelt-out characters, IBAN heads
+_SHAPES = re.compile(r"\d{4}[ -]\d{4}|[A-Za-z2-7]{4}(?: [A-Za-z2-7]{4}){3}|(?: \S){16}|[A-Z]{2}\d{2}")
+
+
+@pytest.mark.parametrize(("name", "text", "secret"), SECRETS, ids=[c[0] for c in SECRETS])
+def test_every_case_holds_a_cue_a_prefilter_can_see(name: str, text: str, secret: str) -> None:
+    # a prefilter that skips texts without these cues must not skip any case above
+    low = text.lower()
+    bip39_lines = sum(1 for line in low.splitlines() if len(WORDS.intersection(line.split())) >= 3)
+    assert any(t in low for t in TRIGGERS + AFTER_LABEL_STEMS) or _SHAPES.search(text) or bip39_lines >= 2, name

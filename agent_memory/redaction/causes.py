@@ -28,37 +28,54 @@ from agent_memory.redaction.base import I, Lazy
 
 Span = tuple[int, int, str]
 
-# Words a prefilter must treat as possible secret cues (besides the lexicon of generic.py): the rules below fire only
-# when one of these occurs (lower-cased) in the text, or on digits / base32 groups (checked apart).
+# Lower-cased substrings a prefilter must treat as cues for this module's word-gated rules (with AFTER_LABEL_STEMS
+# below); the rules without a word are gated on shapes instead: digits in groups (cards, code lists), base32 groups of
+# four (TOTP seeds), lines of BIP-39 words, and (in the engine) 16 single characters separated by spaces.
 TRIGGERS: tuple[str, ...] = (
-    "pass",
+    "pass",  # password, passwd, requirepass, .pgpass, htpasswd, --password-stdin
     "pw",
     "secret",
     "key",
     "token",
-    "clave",
-    "clé",
+    "auth",  # masterauth, auth.txt, auth:token, Authorization
+    "cred",  # creds, credentials, NetworkCredential
     "login",
     "log in",
-    "sign in",
+    "logon",
+    "sig",  # sign in, signature, sig=
     "bind",
+    "connect",
     "pdo",
-    "credential",
-    "creds",
-    "sudo",
-    "stdin",
+    "mysqli",
+    "echo",
+    "printf",
     "chpasswd",
     "net use",
-    "auth",
-    "insert into",
-    "signature",
-    "sig=",
+    "insert",
+    "kv get",
+    "read -field",
+    "--reveal",
+    "userlist",
+    "netrc",
+    "my.cnf",
+    "identifiants",
+    "zugangsdaten",
+    "clave",
+    "clé",
     "mot de passe",
     "şifre",
     "senha",
     "parol",
     "sandi",
+    "/bot",
+    "code",  # backup / recovery code lists
+    "códig",
+    "codig",
+    "codic",
+    "kode",
+    "otp",  # TOTP / OTP columns and seeds
 )
+
 
 # --- a value before its label ------------------------------------------------------------------------------------
 # labels that may follow the value they name (a subset of generic's lexicon, plus "to log in")
