@@ -1,6 +1,6 @@
 """Round 4 of redaction (redaction/causes.py and the look-alike causes in generic.spared): one family per cause, with
-values and wordings of its own (not holdout6's).  On the code before round 4 (commit 2950fe3), 25 of the 40 secret
-cases below reach the output and 11 of the 18 look-alikes are changed; the other cases guard the new rules (a label word
+values and wordings of its own (not holdout6's).  On the code before round 4 (commit 2950fe3), 25 of the 41 secret
+cases below reach the output and 11 of the 22 look-alikes are changed; the other cases guard the new rules (a label word
 inside a longer run, "share" is not "sha", a slug after "key")."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import pytest
 from agent_memory.redaction.api import redact
 from agent_memory.redaction.bip39 import WORDS
 from agent_memory.redaction.causes import AFTER_LABEL_STEMS, TRIGGERS
+from agent_memory.redaction.generic import _LABEL
 
 SECRETS = [
     # a value before its label
@@ -66,6 +67,7 @@ SECRETS = [
     ("sort_code", "Sort code: 20-00-00, account 55779911", "20-00-00"),
     ("chat_pw_question", "[18:01] li: wifi pw?\n[18:02] bo: hold on\n[18:02] bo: Lantern7Quay!2", "Lantern7Quay!2"),
     ("label_then_share", "the Azure client secret for prod, please don't share: Hq7Lx2Vb9Nm4Kp8Rz3Wt6Yc1", "Hq7Lx2Vb9Nm4Kp8Rz3Wt6Yc1"),
+    ("session_uuid", "sessionid: 6a1b2c3d-4e5f-4a6b-9c7d-8e9f0a1b2c3d", "6a1b2c3d-4e5f-4a6b-9c7d-8e9f0a1b2c3d"),
     (
         "seed_over_lines",
         "[09:00] li: abandon ability able about\n[09:00] li: above absent absorb abstract\n[09:01] li: absurd abuse access accident",
@@ -95,6 +97,10 @@ LOOK_ALIKES = [
     ("helm_expr", "password: {{ .Values.redis.auth.password | b64enc }}"),
     ("oidc_url", '{"token_endpoint": "https://login.example.org/oauth2/v2/token"}'),
     ("slug_key", "cache key = build-artifacts-linux-2"),
+    ("issue_key_before_label", "OPS-20431 update the API key rotation docs"),
+    ("release_before_label", "release-2025.03 changes the token format"),
+    ("identifier_in_connect", "db.connect('replica.internal', 'reporting_2025')"),
+    ("model_name_before_label", "Pixel8Pro password reset works again"),
 ]
 
 
@@ -146,4 +152,5 @@ def test_every_case_holds_a_cue_a_prefilter_can_see(name: str, text: str, secret
     # a prefilter that skips texts without these cues must not skip any case above
     low = text.lower()
     bip39_lines = sum(1 for line in low.splitlines() if len(WORDS.intersection(line.split())) >= 3)
-    assert any(t in low for t in TRIGGERS + AFTER_LABEL_STEMS) or _SHAPES.search(text) or bip39_lines >= 2, name
+    lexicon = _LABEL.get().search(text) is not None  # generic.py's label lexicon (session id, …)
+    assert any(t in low for t in TRIGGERS + AFTER_LABEL_STEMS) or lexicon or _SHAPES.search(text) or bip39_lines >= 2, name

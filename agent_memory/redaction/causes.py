@@ -174,7 +174,8 @@ def after_value_spans(text: str) -> Iterator[Span]:
                 continue  # a path, a URL or an action ref ("actions/checkout@v4") is not a password
             if _VERSIONED.get().search(value) or _EMAIL.get().fullmatch(value):
                 continue
-            if not (_strong_value(value) or passphrase(value)):
+            label_kind = "key" if re.match(r"(?i)secret|token|api|access|clave|clé|chave|chiave", m.group()) else "pw"
+            if not (typed_secret(value) or passphrase(value) or label_kind == "key" and random_key(value)):
                 continue
             if any(_strong_value(w.strip("`\"',.:;")) for w in between):
                 break
@@ -188,6 +189,31 @@ def after_value_spans(text: str) -> Iterator[Span]:
             s = line_start + pos + cand.index(value)
             yield s, s + len(value), "password"
             break
+
+
+_SPECIAL = Lazy(r"[!@#$%^&*?+=~|<>{}\[\]()]")
+
+
+def typed_secret(v: str) -> bool:
+    """A password with no label to vouch for it: 8+ characters of three classes (``_strong_value``), and either a
+    symbol other than ``-_./:`` or upper and lower case with digits over 12+ characters.  Issue keys (``JIRA-20431``),
+    releases (``release-2024.11``), identifiers (``analytics_2024``) and model names (``iPhone15Pro``) are not."""
+    from agent_memory.redaction.anchored import _strong_value
+
+    if not _strong_value(v) or _EMAIL.get().fullmatch(v) or "://" in v:
+        return False
+    if _SPECIAL.get().search(v.strip("()[]{}<>")):
+        return True
+    upper = any(c.isupper() for c in v)
+    lower = any(c.islower() for c in v)
+    return upper and lower and len(v) >= 12 and sum(c.isdigit() for c in v) >= 2
+
+
+def random_key(v: str) -> bool:
+    """A machine-made key of 16+ characters (hex, base62, base64) where a key label names it."""
+    from agent_memory.redaction.generic import _key_value, _random_enough
+
+    return len(v) >= 16 and (_key_value(v) or _random_enough(v)) and not _VERSIONED.get().search(v)
 
 
 # A passphrase made of words: three or more lowercase words joined by one separator, with digits at the end
@@ -241,24 +267,24 @@ def credential_call_spans(text: str) -> Iterator[Span]:
             v = text[s:e]
             if "@" in v and "." in v.split("@")[-1] and not _strong_value(v.split("@")[0]):
                 continue  # an e-mail address
-            if _strong_value(v) or _pw_value(v) and len(v) >= 8 and any(c.isdigit() for c in v):
+            if typed_secret(v) or passphrase(v):
                 yield s, e, "password"
     if "|" in text and ("echo" in low or "printf" in low):
         for m in _STDIN_PIPE.get().finditer(text):
             g = next(k for k in ("s", "d", "b") if m.group(k) is not None)
-            if _pw_value(m.group(g)) or _strong_value(m.group(g)):
+            if typed_secret(m.group(g)) or passphrase(m.group(g)):
                 yield m.start(g), m.end(g), "password"
     if "net" in low and "/u" in low:
         for pattern in (_NET_USE, _NET_USE_AFTER):
             for m in pattern.get().finditer(text):
                 v = m.group("v")
-                if v != "*" and not v.endswith(":") and (_strong_value(v) or _pw_value(v)):
+                if v != "*" and not v.endswith(":") and (typed_secret(v) or passphrase(v)):
                     yield m.start("v"), m.end("v"), "password"
     if "requirepass" in low or "masterauth" in low or "auth" in low:
         for m in _REDIS.get().finditer(text):
             g = next(k for k in ("d", "s", "b") if m.group(k) is not None)
             v = m.group(g)
-            if _strong_value(v) or (_pw_value(v) and "requirepass" in m.group().lower()):
+            if typed_secret(v) or passphrase(v) or (_pw_value(v) and "requirepass" in m.group().lower()):
                 yield m.start(g), m.end(g), "password"
 
 
@@ -388,7 +414,6 @@ _CRED_FILE = Lazy(
 
 def cred_file_spans(text: str) -> Iterator[Span]:
     """``cat /etc/openvpn/auth.txt`` followed by ``user`` / ``password`` lines: the lines that look like passwords."""
-    from agent_memory.redaction.anchored import _strong_value
 
     if "\n" not in text:
         return
@@ -403,7 +428,7 @@ def cred_file_spans(text: str) -> Iterator[Span]:
             if re.match(r"[ \t]*[$#>%][ \t]", line):
                 break
             for w in re.finditer(r"[^\s:\"']{8,200}", line):
-                if _strong_value(w.group()) and not re.fullmatch(r"[\w.+-]+@[\w-]+\.[\w.]+", w.group()):
+                if typed_secret(w.group()) and not re.fullmatch(r"[\w.+-]+@[\w-]+\.[\w.]+", w.group()):
                     yield pos + w.start(), pos + w.end(), "password"
             pos = end + 1
 
@@ -522,15 +547,13 @@ _CRED_PAIR = Lazy(
 
 
 def pair_spans(text: str) -> Iterator[Span]:
-    from agent_memory.redaction.anchored import _strong_value
-    from agent_memory.redaction.generic import _pw_value
 
     low = text.lower()
     if not any(t in low for t in ("cred", "identifiants", "zugangsdaten", "login")):
         return
     for m in _CRED_PAIR.get().finditer(text):
         v = m.group("v").rstrip(".,;")
-        if _strong_value(v) or _pw_value(v) and any(c.isdigit() for c in v) and not v.startswith("/"):
+        if typed_secret(v) or passphrase(v):
             yield m.start("v"), m.start("v") + len(v), "password"
 
 

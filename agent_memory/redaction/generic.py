@@ -662,19 +662,20 @@ def spared(text: str, start: int, end: int) -> bool:
 # a digest or nonce named by its own prefix (CSP "'sha256-…'", SRI "integrity=sha384-…")
 _NAMED_DIGEST = Lazy(r"['\"]?(?:sha(?:1|224|256|384|512)|md5|nonce|blake2b?)-", I)
 # base64 of a binary file, known by its magic bytes: PNG, JPEG, GIF, PDF, WOFF/WOFF2, ICO, RIFF/WebP, Ogg, MP3, XML, SVG,
-# ZIP, gzip, wasm
+# wasm (not gzip or zip: a Helm release or an archive may hold secrets)
 _CSP_SOURCE = Lazy(r"'(?:sha(?:256|384|512)|nonce)-[A-Za-z0-9+/_=-]{8,}")
-_FILE_MAGIC = Lazy(r"iVBORw0KGgo|/9j/|R0lGOD|JVBERi0|d09GM|d09GR|AAABAA|UklGR|T2dnUw|SUQz|PD94bWwg|PHN2Zy|UEsDB|H4sI|AGFzbQ")
+_FILE_MAGIC = Lazy(r"iVBORw0KGgo|/9j/|R0lGOD|JVBERi0|d09GM|d09GR|AAABAA|UklGR|T2dnUw|SUQz|PD94bWwg|PHN2Zy|AGFzbQ")
 _DATA_URI = Lazy(r"data:(?:font|image|audio|video|application/(?:font|x-font|octet-stream|pdf|wasm|zip))[\w/+.-]*;base64,$", I)
 # content addresses: IPFS CIDv0 / CIDv1
 _CONTENT_ID = Lazy(r"Qm[1-9A-HJ-NP-Za-km-z]{44}|baf[ykz][a-z2-7]{50,}")
 _UUID_SHAPE = Lazy(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 # a UUID in an id position: "key id …", "Idempotency-Key: …", "request id …"
 _ID_POSITION = Lazy(
-    r"(?:\bid|\bids|idempotency[\s_-]?key|request|correlation|trace|session[\s_-]?id|message|event|run|job|order|object)"
+    r"(?:\bid|\bids|idempotency[\s_-]?key|request|correlation|trace|message|event|run|job|order|object)"
     r"[\s\"'`]{0,3}[:=#]?[\s\"'`]{0,3}$",
     I,
 )
+_SESSION = Lazy(r"session|sid\b|auth|api|secret|token", I)  # a session id or an auth id is a credential
 _SCHEME_BEFORE = Lazy(r"[A-Za-z][A-Za-z0-9+.-]{0,20}:$")
 _PATH_FILE = Lazy(r"[\w.-]+(?:/[\w.-]+)+\.[A-Za-z0-9]{1,8}")
 # a value that says it is an example: AWS's documented "AKIAIOSFODNN7EXAMPLE", "…/bPxRfiCYEXAMPLEKEY", "sk_example_…"
@@ -696,7 +697,7 @@ def _public_by_cause(text: str, start: int, end: int, v: str) -> bool:
         return True
     if _CONTENT_ID.get().fullmatch(core):
         return True
-    if _UUID_SHAPE.get().fullmatch(core) and _ID_POSITION.get().search(before):
+    if _UUID_SHAPE.get().fullmatch(core) and _ID_POSITION.get().search(before) and not _SESSION.get().search(before[-24:]):
         return True
     if _PATH_FILE.get().fullmatch(core) and not core.startswith(("~", ".ssh")) and "/" in core:
         return True  # "logs/app/3513ee2a-….json": a file path, not a key
