@@ -24,7 +24,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from agent_memory.redaction.anchored import _kind
 from agent_memory.redaction.base import I, Lazy
+from agent_memory.redaction.bip39 import WORDS
+from agent_memory.redaction.generic import _key_value, _pw_value, _random_enough, _strong_value, passphrase
+from agent_memory.redaction.heuristics import _IIN, luhn_ok
 
 Span = tuple[int, int, str]
 
@@ -141,7 +145,6 @@ _EMAIL = Lazy(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 
 def after_value_spans(text: str) -> Iterator[Span]:
     """A value followed by the label that names it, at most five words later on its line."""
-    from agent_memory.redaction.anchored import _strong_value
 
     low = text.lower()
     found: Iterator[re.Match[str]]
@@ -198,7 +201,6 @@ def typed_secret(v: str) -> bool:
     """A password with no label to vouch for it: 8+ characters of three classes (``_strong_value``), and either a
     symbol other than ``-_./:`` or upper and lower case with digits over 12+ characters.  Issue keys (``JIRA-20431``),
     releases (``release-2024.11``), identifiers (``analytics_2024``) and model names (``iPhone15Pro``) are not."""
-    from agent_memory.redaction.anchored import _strong_value
 
     if not _strong_value(v) or _EMAIL.get().fullmatch(v) or "://" in v:
         return False
@@ -211,20 +213,8 @@ def typed_secret(v: str) -> bool:
 
 def random_key(v: str) -> bool:
     """A machine-made key of 16+ characters (hex, base62, base64) where a key label names it."""
-    from agent_memory.redaction.generic import _key_value, _random_enough
 
     return len(v) >= 16 and (_key_value(v) or _random_enough(v)) and not _VERSIONED.get().search(v)
-
-
-# A passphrase made of words: three or more lowercase words joined by one separator, with digits at the end
-# ("dove-silent-unfold-reason14"), or four or more words.
-_PASSPHRASE = Lazy(r"[a-z]{3,9}(?P<sep>[-_.])[a-z]{3,9}(?:(?P=sep)[a-z]{3,9}){1,6}\d{1,4}[!@#$%&*?]?")
-
-
-def passphrase(v: str) -> bool:
-    """Three or more lowercase words joined by one separator, the digits glued to the last word
-    (``dove-silent-unfold-reason14``); a slug or record id puts its number after a separator."""
-    return _PASSPHRASE.get().fullmatch(v) is not None
 
 
 # --- credentials as positional arguments ----------------------------------------------------------------------------
@@ -254,8 +244,6 @@ def _lit(m: re.Match[str]) -> tuple[int, int]:
 
 
 def credential_call_spans(text: str) -> Iterator[Span]:
-    from agent_memory.redaction.anchored import _strong_value
-    from agent_memory.redaction.generic import _pw_value
 
     low = text.lower()
     if "(" in text and any(t in low for t in ("login", "logon", "sign", "auth", "bind", "connect", "pdo", "mysqli", "credential")):
@@ -300,7 +288,6 @@ _NOT_SECRET_COLUMN = Lazy(r"hash|digest|salt|_at$|expires|hint|length|policy|_id
 
 def sql_spans(text: str) -> Iterator[Span]:
     """``INSERT INTO t (…, password, …) VALUES (…, 'x', …)``: the value in a secret column's position."""
-    from agent_memory.redaction.generic import _key_value, _pw_value
 
     if "insert" not in text.lower():
         return
@@ -349,8 +336,6 @@ _CREDENTIAL_CALL = Lazy(
 
 def bound_spans(text: str) -> Iterator[Span]:
     """A fenced value on the line after a label; a string literal passed to a call named for a credential."""
-    from agent_memory.redaction.anchored import _strong_value
-    from agent_memory.redaction.generic import _key_value
 
     low = text.lower()
     if "`" in text:
@@ -380,7 +365,6 @@ _OUTPUT_LINE = Lazy(r"[ \t]*(?P<v>[A-Za-z0-9+/_\-=.~:]{16,4096})[ \t]*")
 
 def output_spans(text: str) -> Iterator[Span]:
     """A one-token line printed by a command named for a credential (within the next four lines)."""
-    from agent_memory.redaction.generic import _key_value
 
     if "\n" not in text or not any(c in text for c in "$#>%"):
         return
@@ -443,7 +427,6 @@ _CONCAT_GATE = Lazy(r"[=:][ \t]*\([ \t]*\r?\n?[ \t]*[\"']")
 
 def concat_spans(text: str) -> Iterator[Span]:
     """``SECRET = ("abc…" "def…")``: adjacent string literals after a secret's name are one value."""
-    from agent_memory.redaction.anchored import _kind, _strong_value
 
     if "(" not in text or _CONCAT_GATE.get().search(text) is None:
         return
@@ -476,7 +459,6 @@ _LIST_ITEM = Lazy(r"[ \t]*(?P<v>[A-Za-z0-9]{3,10}(?:[ -][A-Za-z0-9]{3,10})?)[ \t
 
 
 def format_spans(text: str) -> Iterator[Span]:
-    from agent_memory.redaction.heuristics import _IIN, luhn_ok
 
     if _DIGIT.get().search(text) is not None:
         for pattern in (_CARD_IRREGULAR, _CARD_AMEX) if _FOUR_FOUR.get().search(text) else ():
@@ -512,7 +494,6 @@ def format_spans(text: str) -> Iterator[Span]:
 
 def seed_split_spans(text: str) -> Iterator[Span]:
     """BIP-39 words split over chat lines ("[10:01] ana: math thing pelican first" …): 12+ words in a row of lines."""
-    from agent_memory.redaction.bip39 import WORDS
 
     if text.count("\n") < 2 or len(WORDS.intersection(text.lower().split())) < 6:
         return

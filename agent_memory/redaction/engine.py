@@ -69,7 +69,7 @@ def _spaced_hits(text: str) -> tuple[int, ...]:
 
 
 # a token spelt out one character at a time, perhaps after its prefix kept whole: "g h p _ 4 x …", "xoxp- 0 8 9 …"
-_SPACED_CHARS = Lazy(r"(?<!\S)\S{1,6}(?: \S){15,}(?!\S)")
+_SPACED_CHARS = Lazy(r"(?<!\S)(?:\S|[A-Za-z0-9]{2,5}[-_])(?: \S){15,}(?!\S)")
 _OKTA = next(i for i, row in enumerate(PROVIDERS) if row[0] == "okta_token")
 
 KINDS: tuple[str, ...] = tuple(

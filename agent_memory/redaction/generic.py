@@ -125,8 +125,6 @@ def _key_value(v: str) -> bool:
         return False
     if re.fullmatch(r"(?:[0-9A-Fa-f]{2}:){5,}[0-9A-Fa-f]{2}", v) or _PUBLIC_ID.get().match(v):
         return False
-    from agent_memory.redaction.causes import passphrase
-
     if passphrase(v):
         return True  # "key = dove-silent-unfold-reason14": words with digits glued on, a passphrase
     if _slug(v):
@@ -249,12 +247,42 @@ def _values_after(text: str, pos: int, line_end: int, strength: str) -> Iterator
             nxt = end
 
 
+_CODEISH = Lazy(
+    r"[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+(?:\(.*)?|[A-Za-z_]\w*\(.*|v?\d+(?:\.\d+)+\S*|\d{4}-\d\d-\d\d\S*|[\w.+-]+@[\w-]+\.[\w.]+"
+)
+
+
+def _strong_value(v: str) -> bool:
+    """A value a credential name binds, random or typed by hand: 8+ characters of three character classes (or two with
+    digits and 12+ characters), not code, a version, a date, an e-mail, a path or a slug."""
+    if not 8 <= len(v) <= 200 or any(c.isspace() for c in v) or _CODEISH.get().fullmatch(v) or v.startswith(("/", "~/", "./")):
+        return False
+    if re.fullmatch(r"[A-Za-z_][\w.-]*=\w*", v) or _PUBLIC_ID.get().match(v):  # "auto_error=False", "pk.…"
+        return False
+    lower = any(c.islower() for c in v)
+    upper = any(c.isupper() for c in v)
+    digit = sum(c.isdigit() for c in v)
+    symbol = any(not c.isalnum() for c in v)
+    classes = lower + upper + (digit > 0) + symbol
+    if classes >= 3 and (digit or symbol and upper and lower):
+        return not re.fullmatch(r"[A-Za-z]+(?:[-_][A-Za-z]+)+", v)
+    return classes == 2 and len(v) >= 12 and digit >= 2 and not re.fullmatch(r"[a-z]+(?:[-_.][a-z0-9]+)+", v)
+
+
+# A passphrase made of words: three or more lowercase words joined by one separator, with digits at the end
+# ("dove-silent-unfold-reason14"), or four or more words.
+_PASSPHRASE = Lazy(r"[a-z]{3,9}(?P<sep>[-_.])[a-z]{3,9}(?:(?P=sep)[a-z]{3,9}){1,6}\d{1,4}[!@#$%&*?]?")
+
+
+def passphrase(v: str) -> bool:
+    """Three or more lowercase words joined by one separator, the digits glued to the last word
+    (``dove-silent-unfold-reason14``); a slug or record id puts its number after a separator."""
+    return _PASSPHRASE.get().fullmatch(v) is not None
+
+
 def _strong_after_label(v: str) -> bool:
     """A value right after a password label with nothing between: typed by hand with digits and three classes, or a
     passphrase of words ending in digits."""
-    from agent_memory.redaction.anchored import _strong_value
-    from agent_memory.redaction.causes import passphrase
-
     return v.isascii() and any(c.isdigit() for c in v) and (_strong_value(v) or passphrase(v))
 
 
