@@ -1,5 +1,5 @@
 """Round 4 of redaction (redaction/causes.py and the look-alike causes in generic.spared): one family per cause, with
-values and wordings of its own (not holdout6's).  On the code before round 4 (commit 2950fe3), 25 of the 41 secret
+values and wordings of its own (not holdout6's).  On the code before round 4 (commit 2950fe3), 26 of the 42 secret
 cases below reach the output and 11 of the 22 look-alikes are changed; the other cases guard the new rules (a label word
 inside a longer run, "share" is not "sha", a slug after "key")."""
 
@@ -67,6 +67,7 @@ SECRETS = [
     ("sort_code", "Sort code: 20-00-00, account 55779911", "20-00-00"),
     ("chat_pw_question", "[18:01] li: wifi pw?\n[18:02] bo: hold on\n[18:02] bo: Lantern7Quay!2", "Lantern7Quay!2"),
     ("label_then_share", "the Azure client secret for prod, please don't share: Hq7Lx2Vb9Nm4Kp8Rz3Wt6Yc1", "Hq7Lx2Vb9Nm4Kp8Rz3Wt6Yc1"),
+    ("bracketed_letters_token", "[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]", "QpLmZxCvBnAsDfGhJkLq"),
     ("session_uuid", "sessionid: 6a1b2c3d-4e5f-4a6b-9c7d-8e9f0a1b2c3d", "6a1b2c3d-4e5f-4a6b-9c7d-8e9f0a1b2c3d"),
     (
         "seed_over_lines",

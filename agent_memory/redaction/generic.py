@@ -810,8 +810,13 @@ def _look_alike(text: str, start: int, end: int, v: str) -> bool:
     opened = start > 0 and text[start - 1] in _OPEN or v[:1] in _OPEN
     closed = end < len(text) and text[end] in _CLOSE or v[-1:] in _CLOSE
     inner = core.strip(_OPEN + _CLOSE)
-    if opened and closed and re.fullmatch(r"[A-Za-z][A-Za-z _-]{0,40}", inner):
-        return True  # "<password>", "{base32-secret}", "[hidden]"
+    if (
+        opened
+        and closed
+        and re.fullmatch(r"[A-Za-z][A-Za-z _-]{0,40}", inner)
+        and all(re.fullmatch(r"[a-z]+|[A-Z]+|[A-Z][a-z]+", w) for w in re.split(r"[ _-]+", inner) if w)
+    ):
+        return True  # "<password>", "{base32-secret}", "[hidden]" (not "[hf_SQNJFCVJwnhSz…]": its case is random)
     if _MASK_CHARS.get().fullmatch(inner) or _MASK_WORD.get().fullmatch(inner) and (opened or not any(c.isdigit() for c in inner)):
         return True
     if v[:1] in "(（":
