@@ -12,6 +12,7 @@ import pytest
 from agent_memory.redaction.api import redact
 from agent_memory.redaction.bip39 import WORDS
 from agent_memory.redaction.causes import AFTER_LABEL_STEMS, TRIGGERS
+from agent_memory.redaction.engine import _provider_hits
 from agent_memory.redaction.generic import _LABEL
 
 SECRETS = [
@@ -153,5 +154,6 @@ def test_every_case_holds_a_cue_a_prefilter_can_see(name: str, text: str, secret
     # a prefilter that skips texts without these cues must not skip any case above
     low = text.lower()
     bip39_lines = sum(1 for line in low.splitlines() if len(WORDS.intersection(line.split())) >= 3)
-    lexicon = _LABEL.get().search(text) is not None  # generic.py's label lexicon (session id, …)
+    # generic.py's label lexicon (session id, …) and the provider prefixes (hf_, ghp_, …) are cues of their own
+    lexicon = _LABEL.get().search(text) is not None or bool(_provider_hits(text))
     assert any(t in low for t in TRIGGERS + AFTER_LABEL_STEMS) or lexicon or _SHAPES.search(text) or bip39_lines >= 2, name
