@@ -99,6 +99,7 @@ LOOK_ALIKES = [
     ("helm_expr", "password: {{ .Values.redis.auth.password | b64enc }}"),
     ("oidc_url", '{"token_endpoint": "https://login.example.org/oauth2/v2/token"}'),
     ("slug_key", "cache key = build-artifacts-linux-2"),
+    ("camel_placeholder", "password: <YourPassword>"),
     ("issue_key_before_label", "OPS-20431 update the API key rotation docs"),
     ("release_before_label", "release-2025.03 changes the token format"),
     ("identifier_in_connect", "db.connect('replica.internal', 'reporting_2025')"),

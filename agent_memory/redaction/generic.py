@@ -814,7 +814,7 @@ def _look_alike(text: str, start: int, end: int, v: str) -> bool:
         opened
         and closed
         and re.fullmatch(r"[A-Za-z][A-Za-z _-]{0,40}", inner)
-        and all(re.fullmatch(r"[a-z]+|[A-Z]+|[A-Z][a-z]+", w) for w in re.split(r"[ _-]+", inner) if w)
+        and all(re.fullmatch(r"(?:[A-Z]?[a-z]{2,})+|[A-Z]+", w) for w in re.split(r"[ _-]+", inner) if w)
     ):
         return True  # "<password>", "{base32-secret}", "[hidden]" (not "[hf_SQNJFCVJwnhSz…]": its case is random)
     if _MASK_CHARS.get().fullmatch(inner) or _MASK_WORD.get().fullmatch(inner) and (opened or not any(c.isdigit() for c in inner)):
