@@ -133,7 +133,7 @@ def test_holdout4_now_tuning_data_keeps_its_figures() -> None:
 # (81.3%), 16/162 look-alikes changed (14/162 on the merged code, whose last precision fixes came from existing unit
 # tests, not from this corpus).  Issue 27's target (>= 97%, <= 1 changed, on a corpus not tuned on) was not met.  Round 3
 # (redaction/anchored.py, look-alikes by cause in generic.py) studied its misses by cause, so it is tuning data now:
-# 484/502, 0/162 (docs/benchmarks.md); the floor keeps that from sliding.
+# 484/502, 0/162 (docs/benchmarks.md); round 4 took it to 487/502; the floor keeps that from sliding.
 HOLDOUT5 = FIXTURES.parent / "secrets_holdout5"
 
 
@@ -141,22 +141,22 @@ def test_holdout5_figure_does_not_slide() -> None:
     result = score(lambda text: redact(text).text, HOLDOUT5)
     print(f"\n{HOLDOUT5.name}: {result.line()}")
     assert result.secrets >= 500 and result.benign >= 160
-    assert result.redacted >= 484 and result.damaged == 0, (result.redacted, result.damaged)
+    assert result.redacted >= 487 and result.damaged == 0, (result.redacted, result.damaged)
 
 
 # holdout6 (tests/fixtures/secrets_holdout6, 729 secret cases, 241 look-alikes, written blind on branch corpus6 by a
 # writer who read no redaction code and no other corpus) was measured once on main before round 3 was merged: 664/729
 # (91.1%), 20/241 changed; and once on round 3's branch (whose author never saw it): 687/729 (94.2%), 13/241.  Issue
-# 27's target (>= 97%, <= 1 changed) is not met.  Nobody has studied its misses yet: it is still a blind corpus, and
-# the figure below is the measured one, kept from sliding (a \b2fa\b fix after the measure changed no result here).
+# 27's target (>= 97%, <= 1 changed) is not met.  Round 4 (redaction/causes.py) then read its misses (its blindness
+# ended there) and grew each cause into a family: 728/729, 0/241 as tuning data; the floor keeps that from sliding.
 HOLDOUT6 = FIXTURES.parent / "secrets_holdout6"
 
 
-def test_holdout6_blind_figure_does_not_slide() -> None:
+def test_holdout6_figure_does_not_slide() -> None:
     result = score(lambda text: redact(text).text, HOLDOUT6)
     print(f"\n{HOLDOUT6.name}: {result.line()}")
     assert result.secrets >= 700 and result.benign >= 240
-    assert result.redacted >= 687 and result.damaged <= 13, (result.redacted, result.damaged)
+    assert result.redacted >= 728 and result.damaged == 0, (result.redacted, result.damaged)
 
 
 @pytest.mark.parametrize("corpus", [TUNE, HOLDOUT], ids=["tune", "holdout"])

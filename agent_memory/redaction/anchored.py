@@ -29,12 +29,12 @@ from agent_memory.redaction.base import A, I, Lazy
 from agent_memory.redaction.generic import (
     _FILE_EXT,
     _HASH_CONTEXT,
-    _PUBLIC_ID,
     _id_value,
     _key_value,
     _placeholder,
     _pw_value,
     _random_enough,
+    _strong_value,
 )
 
 Span = tuple[int, int, str]
@@ -110,28 +110,6 @@ def _check(kind: str, v: str, quoted: bool) -> bool:
     if v.isdigit():
         return 8 <= len(v) <= 64 and len(set(v)) >= 4  # a numeric key under a key's name ("SMS_API_KEY=82807692")
     return core.isdigit() and len(core) >= 16 and v.count("-") >= 2  # recovery keys in digit groups
-
-
-_CODEISH = Lazy(
-    r"[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+(?:\(.*)?|[A-Za-z_]\w*\(.*|v?\d+(?:\.\d+)+\S*|\d{4}-\d\d-\d\d\S*|[\w.+-]+@[\w-]+\.[\w.]+"
-)
-
-
-def _strong_value(v: str) -> bool:
-    """A value a credential name binds, random or typed by hand: 8+ characters of three character classes (or two with
-    digits and 12+ characters), not code, a version, a date, an e-mail, a path or a slug."""
-    if not 8 <= len(v) <= 200 or any(c.isspace() for c in v) or _CODEISH.get().fullmatch(v) or v.startswith(("/", "~/", "./")):
-        return False
-    if re.fullmatch(r"[A-Za-z_][\w.-]*=\w*", v) or _PUBLIC_ID.get().match(v):  # "auto_error=False", "pk.…"
-        return False
-    lower = any(c.islower() for c in v)
-    upper = any(c.isupper() for c in v)
-    digit = sum(c.isdigit() for c in v)
-    symbol = any(not c.isalnum() for c in v)
-    classes = lower + upper + (digit > 0) + symbol
-    if classes >= 3 and (digit or symbol and upper and lower):
-        return not re.fullmatch(r"[A-Za-z]+(?:[-_][A-Za-z]+)+", v)
-    return classes == 2 and len(v) >= 12 and digit >= 2 and not re.fullmatch(r"[a-z]+(?:[-_.][a-z0-9]+)+", v)
 
 
 # a value candidate: a run without spaces, quotes or brackets (ASCII-only punctuation ends it; other scripts end it too)
@@ -245,7 +223,7 @@ _MARK = {"pw": "password", "key": "secret", "pin": "pin", "id": "national_id"}
 
 # --- a question in chat that names a secret, answered in the next lines ----------------------------------------------
 _QUESTION_LABEL = Lazy(
-    r"(?:passwor[dt]|passcode|pin(?:[\s-]?(?:code|код))?|puk|пароль|пин[\s-]?код|senha|contrase(?:ñ|n)a|mot de passe|kennwort|"
+    r"(?:passwor[dt]|passcode|pw|pwd|wi-?fi(?:[\s-]?(?:key|code))?|pin(?:[\s-]?(?:code|код))?|puk|пароль|пин[\s-]?код|senha|contrase(?:ñ|n)a|mot de passe|kennwort|"
     r"(?:alarm|door|gate|garage|safe|lock|keypad|backup|recovery|entry)[\s_-]+(?:code|combination)|combination|"
     r"cd[\s_-]?key|licen[cs]e[\s_-]?key|serial|personnummer|ssn|aadhaar|מספר\s+זהות|תעודת\s+זהות|iban|"
     r"[A-Za-z0-9]+(?:_[A-Za-z0-9]+)*_(?:KEY|TOKEN|SECRET|PASSWORD|PIN))(?![\w])",
@@ -273,7 +251,7 @@ def qa_spans(text: str) -> Iterator[Span]:
         kind = "key"
         if re.search(r"pin|puk|code|combination|код", label):
             kind = "pin"
-        elif re.search(r"pass|парол|senha|contrase|mot de|kennwort", label):
+        elif re.search(r"pass|pw|wi-?fi|парол|senha|contrase|mot de|kennwort", label):
             kind = "pw"
         elif re.search(r"personnummer|ssn|aadhaar|זהות|iban", label):
             kind = "id"

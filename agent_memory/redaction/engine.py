@@ -6,7 +6,19 @@ from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from agent_memory.redaction import anchored, contextual, families, general, generic, heuristics, keyvalue, prefilter, structured, views
+from agent_memory.redaction import (
+    anchored,
+    causes,
+    contextual,
+    families,
+    general,
+    generic,
+    heuristics,
+    keyvalue,
+    prefilter,
+    structured,
+    views,
+)
 from agent_memory.redaction.base import MARKER_RE, Lazy, Rule, accepted, accepted_at, marker, starts_near, token_like
 from agent_memory.redaction.providers import PROVIDERS
 
@@ -68,7 +80,8 @@ def _spaced_hits(text: str) -> tuple[int, ...]:
     return tuple(hits)
 
 
-_SPACED_CHARS = Lazy(r"(?<!\S)\S(?: \S){15,}(?!\S)")
+# a token spelt out one character at a time, perhaps after its prefix kept whole: "g h p _ 4 x …", "xoxp- 0 8 9 …"
+_SPACED_CHARS = Lazy(r"(?<!\S)(?:\S|[A-Za-z0-9]{2,5}[-_])(?: \S){15,}(?!\S)")
 _OKTA = next(i for i, row in enumerate(PROVIDERS) if row[0] == "okta_token")
 
 KINDS: tuple[str, ...] = tuple(
@@ -269,11 +282,13 @@ def find_spans(text: str, *, gated: bool = True, general: bool = True) -> list[S
         anchored.comment_spans(text),
         anchored.protocol_spans(text),
         anchored.row_spans(text),
+        causes.spans(text),
     ):
         for start, end, kind in spans_of:
             spans.add(start, end, kind)
-    for start, end, kind in anchored.name_spans(text):
-        spans.merge(start, end, kind)  # a value bound to its name absorbs a part of it found alone
+    for spans_of in (anchored.name_spans(text), causes.merge_spans(text)):
+        for start, end, kind in spans_of:
+            spans.merge(start, end, kind)  # a value bound to its name absorbs a part of it found alone
     return sorted(s for s in spans.found if not generic.spared(text, s[0], s[1]))
 
 

@@ -68,6 +68,24 @@ def _iban_ok(s: str) -> bool:
 
 iban_ok = _iban_ok
 
+
+def _iban_end(candidate: str) -> int:
+    """Length of the IBAN at the start of ``candidate`` (0 if none): the regex may have taken a following word of four
+    letters ("BE70164651239332 graag", "SE45 9012 … 6179 senast"), so the country's length decides where it ends."""
+    if _iban_ok(candidate):
+        return len(candidate)
+    expected = _IBAN_LENGTHS.get(candidate[:2].upper())
+    if expected is None:
+        return 0
+    seen = 0
+    for i, c in enumerate(candidate):
+        if c.isalnum():
+            seen += 1
+            if seen == expected:
+                return i + 1 if _iban_ok(candidate[: i + 1]) else 0
+    return 0
+
+
 # --- labelled identity numbers -------------------------------------------------------------------
 _ID_LABEL = (
     r"(?<![A-Za-z])(?:ssn|social(?:[ \t]+security)?(?:[ \t]+(?:number|no\.?|#))?|sin|social[ \t]+insurance(?:[ \t]+number)?"
@@ -213,8 +231,9 @@ def family_spans(text: str, low: str) -> Iterator[Span]:
     has_digit = any(c.isdigit() for c in text)
     if has_digit:
         for m in _IBAN.get().finditer(text):
-            if _iban_ok(m.group()):
-                yield m.start(), m.end(), "iban"
+            end = _iban_end(m.group())
+            if end:
+                yield m.start(), m.start() + end, "iban"
         for m in _ID.get().finditer(text):
             label = m.group(0)[: m.start("v") - m.start()].strip().lower()
             if _id_value_ok(m.group("v"), label):

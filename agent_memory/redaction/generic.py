@@ -29,7 +29,7 @@ Span = tuple[int, int, str]
 _PASSWORD_WORDS = (
     r"passwor[dt]\w*|passcode|passphrase|kennwort\w*|mot\s+de\s+passe|contrase(?:ñ|n)a|senha|has(?:ł|l)o|heslo|"
     r"wachtwoord|l(?:ö|o)senord\w*|passord\w*|adgangskode|salasana\w*|jelszó|parol[aă]|(?:ş|s)ifre\w*|"
-    r"lozinka|geslo|пароль|пароля|κωδικός(?:\s+πρόσβασης)?|συνθηματικό|كلمة\s+(?:المرور|السر)|סיסמ[הא]|"
+    r"lozinka|geslo|\bparol\b|requirepass|masterauth|kata\s+sandi\w*|пароль|пароля|κωδικός(?:\s+πρόσβασης)?|συνθηματικό|كلمة\s+(?:المرور|السر)|סיסמ[הא]|"
     r"पासवर्ड|कूटशब्द|パスワード|暗証番号|密码|密碼|口令|비밀번호|암호|mật\s+khẩu|kata\s+sandi|รหัสผ่าน|"
     r"\bpin(?:\s+code)?\b|\bpwd\b|\bpw\b|"
     r"(?:alarm|door|gate|garage|keypad|safe|entry|unlock|bike\s+lock|lock|locker)(?:\s+(?:keypad|lock))?\s+(?:code|combination|pin)|"
@@ -57,7 +57,7 @@ _ID_WORDS = (
     r"identifikationsnummer|steuer[\s-]?id|tax\s+(?:id|number)|\btin\b|\bnif\b|\bnie\b|\bdni\b|\bcpf\b|\bnir\b|"
     r"id[\s_-]?(?:number|no|nr)\b|identity\s+(?:number|card)|national\s+id\w*|personalausweis\w*|ausweis\w*|"
     r"carte\s+d['’]identité|documento\s+de\s+identidad|personnummer|fødselsnummer|henkilötunnus|aadhaar|आधार|"
-    r"身份证\w*|マイナンバー|個人番号|주민등록번호|account[\s_-]+(?:number|no)\b|kontonummer|num(?:é|e)ro\s+de\s+compte|"
+    r"sort[\s_-]?code|\bbsb\b|身份证\w*|マイナンバー|個人番号|주민등록번호|account[\s_-]+(?:number|no)\b|kontonummer|num(?:é|e)ro\s+de\s+compte|"
     r"n(?:ú|u)mero\s+de\s+cuenta|card[\s_-]*(?:number|no)?\b|kartennummer|numéro\s+de\s+carte"
 )
 _PW_LABEL = Lazy(_PASSWORD_WORDS, I)
@@ -73,7 +73,7 @@ def _letters_only(v: str) -> bool:
     return v.replace("-", "").replace("_", "").isalpha()
 
 
-_NOT_PW = Lazy(r"[./~$%{!].*|.*[=:]|.*(?:==|://).*|[A-Za-z_]\w*(?:\.\w+)+\(?\)?|\w+=.*|[a-z]+\d?[a-z]+", I)
+_NOT_PW = Lazy(r"[./~$%{!].*|.*[=:]|.*(?:==|://).*|[A-Za-z_]\w*(?:\.\w+)+\(?\)?|\w+=.*|(?-i:[a-z]+\d?[a-z]+)", I)
 
 
 def _pw_value(v: str) -> bool:
@@ -125,6 +125,8 @@ def _key_value(v: str) -> bool:
         return False
     if re.fullmatch(r"(?:[0-9A-Fa-f]{2}:){5,}[0-9A-Fa-f]{2}", v) or _PUBLIC_ID.get().match(v):
         return False
+    if passphrase(v):
+        return True  # "key = dove-silent-unfold-reason14": words with digits glued on, a passphrase
     if _slug(v):
         return False
     if _random_enough(v):
@@ -168,7 +170,8 @@ def _placeholder(v: str) -> bool:
 
 
 _CONNECTOR = Lazy(
-    r"[:：=→]|\b(?:is|are|was|est|ist|lautet|är|er|es|é|è|era|wynosi|je|jest|on|это|là|adalah|nº|no\.?|nr\.?)(?!\w)|هي|είναι|是|为|為|は|는|은",
+    r"[:：=→]|\b(?:is|are|was|est|este|ist|lautet|är|er|es|é|è|era|wynosi|je|jest|on|это|là|adalah|ialah|nº|no\.?|nr\.?)(?!\w)|"
+    r"هي|είναι|是|为|為|は|는|은|है|היא|הוא|คือ",
     I,
 )
 _LINE_END = Lazy(r"[:：]\s*$|(?:\bis|\best|\bist|\blautet|\bär|\bé|\bè)\s*:?\s*$", I)
@@ -186,6 +189,12 @@ def _values_after(text: str, pos: int, line_end: int, strength: str) -> Iterator
     if strength == "pw":
         c = _CONNECTOR.get().search(rest, 0, 60)
         if c is None:
+            # no connector: "kata sandinya MeritFaith2374@" takes a value right after the label only if it is strong
+            first = _VALUE.get().match(rest.replace("\t", " "), len(rest) - len(rest.lstrip(" \t")))
+            if first is not None and rest[: first.start()].strip() == "":
+                v = first.group().rstrip(".,;!?")
+                if _strong_after_label(v):
+                    yield pos + first.start(), pos + first.start() + len(v)
             return
         rest = " " * c.end() + rest[c.end() :]
         first = _VALUE.get().search(rest)
@@ -238,6 +247,45 @@ def _values_after(text: str, pos: int, line_end: int, strength: str) -> Iterator
             nxt = end
 
 
+_CODEISH = Lazy(
+    r"[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+(?:\(.*)?|[A-Za-z_]\w*\(.*|v?\d+(?:\.\d+)+\S*|\d{4}-\d\d-\d\d\S*|[\w.+-]+@[\w-]+\.[\w.]+"
+)
+
+
+def _strong_value(v: str) -> bool:
+    """A value a credential name binds, random or typed by hand: 8+ characters of three character classes (or two with
+    digits and 12+ characters), not code, a version, a date, an e-mail, a path or a slug."""
+    if not 8 <= len(v) <= 200 or any(c.isspace() for c in v) or _CODEISH.get().fullmatch(v) or v.startswith(("/", "~/", "./")):
+        return False
+    if re.fullmatch(r"[A-Za-z_][\w.-]*=\w*", v) or _PUBLIC_ID.get().match(v):  # "auto_error=False", "pk.…"
+        return False
+    lower = any(c.islower() for c in v)
+    upper = any(c.isupper() for c in v)
+    digit = sum(c.isdigit() for c in v)
+    symbol = any(not c.isalnum() for c in v)
+    classes = lower + upper + (digit > 0) + symbol
+    if classes >= 3 and (digit or symbol and upper and lower):
+        return not re.fullmatch(r"[A-Za-z]+(?:[-_][A-Za-z]+)+", v)
+    return classes == 2 and len(v) >= 12 and digit >= 2 and not re.fullmatch(r"[a-z]+(?:[-_.][a-z0-9]+)+", v)
+
+
+# A passphrase made of words: three or more lowercase words joined by one separator, with digits at the end
+# ("dove-silent-unfold-reason14"), or four or more words.
+_PASSPHRASE = Lazy(r"[a-z]{3,9}(?P<sep>[-_.])[a-z]{3,9}(?:(?P=sep)[a-z]{3,9}){1,6}\d{1,4}[!@#$%&*?]?")
+
+
+def passphrase(v: str) -> bool:
+    """Three or more lowercase words joined by one separator, the digits glued to the last word
+    (``dove-silent-unfold-reason14``); a slug or record id puts its number after a separator."""
+    return _PASSPHRASE.get().fullmatch(v) is not None
+
+
+def _strong_after_label(v: str) -> bool:
+    """A value right after a password label with nothing between: typed by hand with digits and three classes, or a
+    passphrase of words ending in digits."""
+    return v.isascii() and any(c.isdigit() for c in v) and (_strong_value(v) or passphrase(v))
+
+
 def _grouped_ok(v: str, strength: str) -> bool:
     """A value written in groups ("6888 7189 5812", "inur 26c7 keqy ueez …", "9XKO-ZMBE-WR7P-QLOF")."""
     groups = re.split(r"[ -]", v)
@@ -265,7 +313,7 @@ _STEMS = frozenset(
     "pas pwd pin ken mot con sen has hes wac los adg sal jel par sif loz gel kat sec tok api key acc pri cli sch geh cle "
     "cla cha chi sle nyc ava klu ana kun rec bac set two 2fa mfa tot otp zwe aut wie lic liz ser num pro cre coo ses rei "
     "dri dl_ per car rij soc ssn sin nas ass soz seg ide ste tax tin nif nie dni cpf nir id_ nat aus doc hen aad kon kar "
-    "ala doo gat gar saf ent unl bik loc puk com".split()
+    "ala doo gat gar saf ent unl bik loc puk com req mas sor bsb".split()
 )
 _SHORT = frozenset("pw id dl".split())
 _WORD = Lazy(r"\w+")
@@ -345,7 +393,7 @@ def _cells(line: str, sep: str) -> list[tuple[int, int]]:
     return out
 
 
-_COLUMN_WORD = Lazy(r"[a-z]+|[A-Z][a-z]*|\d+")
+_COLUMN_WORD = Lazy(r"[a-z]+|[A-Z]+(?![a-z])|[A-Z][a-z]*|\d+")
 
 
 def _column_strength(name: str) -> str | None:
@@ -394,6 +442,8 @@ def table_spans(text: str) -> Iterator[Span]:
                     v = row[s:e]
                     if (
                         _CHECKS[st](v)
+                        or st == "pw"
+                        and _strong_after_label(v)
                         or _GROUPED.get().fullmatch(v)
                         and _grouped_ok(v, "pw")
                         or st == "id"
@@ -535,7 +585,7 @@ _FILE_EXT = Lazy(r".*\.(?:js|mjs|css|map|gz|json|png|jpe?g|gif|svg|html?|txt|log
 _BASE58_KEY = Lazy(r"[5KLc9][1-9A-HJ-NP-Za-km-z]{50,51}|[xt]prv[1-9A-HJ-NP-Za-km-z]{100,108}")
 _BASE64_TEXT = Lazy(r"[A-Za-z0-9+/_-]+={0,2}")
 _HASH_CONTEXT = Lazy(
-    r"sha\d*|md5|hash|digest|checksum|integrity|etag|commit|fingerprint|nonce|\bh1:|\bsum\b|\bpub(?:lic)?\b|ssh-(?:rsa|ed25519|dss)|"
+    r"sha(?:\d+|sum|(?![a-z]))|md5|hash|digest|checksum|integrity|etag|commit|fingerprint|nonce|\bh1:|\bsum\b|\bpub(?:lic)?\b|ssh-(?:rsa|ed25519|dss)|"
     r"public|sitekey|\bkid\b|x5t|thumbprint|site[-_ ]key|publishable|wallet|donat|ecdsa-sha2|\bcid\b|\bipfs\b|\bblob\b|\bsri\b|\btx\b|\baddress\b|\bdata:image|\btrace|\bspan\b|\brequest[\s_-]?id|\bcorrelation",
     I,
 )
@@ -633,7 +683,70 @@ def spared(text: str, start: int, end: int) -> bool:
         return True
     if _IBAN_SHAPE.get().fullmatch(v) and len(v.replace(" ", "")) >= 15:
         return not iban_ok(v)
-    return _look_alike(text, start, end, v)
+    return _look_alike(text, start, end, v) or _public_by_cause(text, start, end, v)
+
+
+# --- round 4: look-alikes by cause (holdout6) -------------------------------------------------------------------------
+# a digest or nonce named by its own prefix (CSP "'sha256-…'", SRI "integrity=sha384-…")
+_NAMED_DIGEST = Lazy(r"['\"]?(?:sha(?:1|224|256|384|512)|md5|nonce|blake2b?)-", I)
+# base64 of a binary file, known by its magic bytes: PNG, JPEG, GIF, PDF, WOFF/WOFF2, ICO, RIFF/WebP, Ogg, MP3, XML, SVG,
+# wasm (not gzip or zip: a Helm release or an archive may hold secrets)
+_CSP_SOURCE = Lazy(r"'(?:sha(?:256|384|512)|nonce)-[A-Za-z0-9+/_=-]{8,}")
+_FILE_MAGIC = Lazy(r"iVBORw0KGgo|/9j/|R0lGOD|JVBERi0|d09GM|d09GR|AAABAA|UklGR|T2dnUw|SUQz|PD94bWwg|PHN2Zy|AGFzbQ")
+_DATA_URI = Lazy(r"data:(?:font|image|audio|video|application/(?:font|x-font|octet-stream|pdf|wasm|zip))[\w/+.-]*;base64,$", I)
+# content addresses: IPFS CIDv0 / CIDv1
+_CONTENT_ID = Lazy(r"Qm[1-9A-HJ-NP-Za-km-z]{44}|baf[ykz][a-z2-7]{50,}")
+_UUID_SHAPE = Lazy(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+# a UUID in an id position: "key id …", "Idempotency-Key: …", "request id …"
+_ID_POSITION = Lazy(
+    r"(?:\bid|\bids|idempotency[\s_-]?key|request|correlation|trace|message|event|run|job|order|object)"
+    r"[\s\"'`]{0,3}[:=#]?[\s\"'`]{0,3}$",
+    I,
+)
+_SESSION = Lazy(r"session|sid\b|auth|api|secret|token", I)  # a session id or an auth id is a credential
+_SCHEME_BEFORE = Lazy(r"[A-Za-z][A-Za-z0-9+.-]{0,20}:$")
+_PATH_FILE = Lazy(r"[\w.-]+(?:/[\w.-]+)+\.[A-Za-z0-9]{1,8}")
+# a value that says it is an example: AWS's documented "AKIAIOSFODNN7EXAMPLE", "…/bPxRfiCYEXAMPLEKEY", "sk_example_…"
+_EXAMPLE = Lazy(r"EXAMPLE(?:KEY)?$|(?:^|[_-])(?:EXAMPLE|example)(?:[_-]|$)")
+_SIGNED_ARMOUR = Lazy(r"-----BEGIN (?:PGP SIGNATURE|PGP PUBLIC KEY BLOCK|PUBLIC KEY|CERTIFICATE|SSH SIGNATURE|SIGNATURE)-----")
+
+
+def _public_by_cause(text: str, start: int, end: int, v: str) -> bool:
+    """Round 4's look-alikes: a digest named as a digest, base64 of a binary file, a content address, a UUID in an id
+    position or a file path, a URL's own ``//host/path``, an example or elided placeholder (``AKIA…EXAMPLE``,
+    ``sk-...``), a span inside a template expression ``{{ … }}``, the body of a signature or public-key armour."""
+    core = v.strip().strip("'\"`")
+    before = text[max(0, start - 60) : start]
+    if _NAMED_DIGEST.get().match(core) or _NAMED_DIGEST.get().search(before[-9:] + core[:1]) and before.endswith("-"):
+        return True
+    if _CSP_SOURCE.get().search(v):
+        return True  # "'self' 'sha256-…'": a CSP source list, hashes named as hashes
+    if _FILE_MAGIC.get().match(core) or _DATA_URI.get().search(before):
+        return True
+    if _CONTENT_ID.get().fullmatch(core):
+        return True
+    if _UUID_SHAPE.get().fullmatch(core) and _ID_POSITION.get().search(before) and not _SESSION.get().search(before[-24:]):
+        return True
+    if _PATH_FILE.get().fullmatch(core) and not core.startswith(("~", ".ssh")) and "/" in core:
+        return True  # "logs/app/3513ee2a-….json": a file path, not a key
+    if core.startswith("//") and _SCHEME_BEFORE.get().search(before):
+        return True  # "https://docs.google.com/document/d/…", "s3://bucket/…": a URL taken whole
+    if (
+        _EXAMPLE.get().search(core)
+        or re.search(r"(?:\.\.\.|…)", core)
+        and max((len(r) for r in re.findall(r"[A-Za-z0-9]+", core)), default=0) < 12
+    ):
+        return True
+    lo = max(0, start - 200)
+    opened = text.rfind("{{", lo, start)
+    if opened >= 0 and text.rfind("}}", opened, start) < 0:
+        closed = text.find("}}", end, end + 200)
+        if closed >= 0 and "\n" not in text[end:closed]:
+            return True
+    armour = text.rfind("-----BEGIN ", max(0, start - 8000), start)
+    if armour >= 0 and _SIGNED_ARMOUR.get().match(text, armour) and text.find("-----END", armour, start) < 0:
+        return True
+    return False
 
 
 # --- look-alikes by cause: placeholders and masks, public identifiers, failed check characters -------------------------
@@ -697,8 +810,13 @@ def _look_alike(text: str, start: int, end: int, v: str) -> bool:
     opened = start > 0 and text[start - 1] in _OPEN or v[:1] in _OPEN
     closed = end < len(text) and text[end] in _CLOSE or v[-1:] in _CLOSE
     inner = core.strip(_OPEN + _CLOSE)
-    if opened and closed and re.fullmatch(r"[A-Za-z][A-Za-z _-]{0,40}", inner):
-        return True  # "<password>", "{base32-secret}", "[hidden]"
+    if (
+        opened
+        and closed
+        and re.fullmatch(r"[A-Za-z][A-Za-z _-]{0,40}", inner)
+        and all(re.fullmatch(r"(?:[A-Z]?[a-z]{2,})+|[A-Z]+", w) for w in re.split(r"[ _-]+", inner) if w)
+    ):
+        return True  # "<password>", "{base32-secret}", "[hidden]" (not "[hf_SQNJFCVJwnhSz…]": its case is random)
     if _MASK_CHARS.get().fullmatch(inner) or _MASK_WORD.get().fullmatch(inner) and (opened or not any(c.isdigit() for c in inner)):
         return True
     if v[:1] in "(（":
