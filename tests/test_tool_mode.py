@@ -269,5 +269,76 @@ async def test_prompted_recall_is_told_what_to_do_with_the_results(tmp_path):
     assert not result.fallback
     last = script.seen[1][0][-1]
     assert isinstance(last, ModelRequest) and isinstance(last.parts[-1], UserPromptPart)
-    assert str(last.parts[-1].content).startswith("Now answer from these results")
+    assert str(last.parts[-1].content).startswith("If these results answer the message, answer now")
     provider.close()
+
+
+def last_text(messages: list[ModelMessage]) -> str:
+    last = messages[-1]
+    return "\n".join(str(p.content) for p in last.parts if isinstance(p, UserPromptPart)) if isinstance(last, ModelRequest) else ""
+
+
+def cite_everything_read(messages: list[ModelMessage]) -> ModelResponse:
+    cited = re.findall(r"^- (\[\S+:L\d+-L\d+\])", texts_sent(messages), re.M)
+    return text("The lead of Ada's team works from the Lisbon office. " + " ".join(dict.fromkeys(cited)))
+
+
+class Decomposer:
+    """A prompted-mode model that does what the text it was sent last says: it searches for the next part of a
+    multi-hop question while it is offered a search, and answers (citing every hit it read) when told to."""
+
+    def __init__(self, queries: list[str]) -> None:
+        self.queries = list(queries)
+        self.asked: list[str] = []
+
+    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        said = last_text(messages)
+        self.asked.append(said)
+        offered = (
+            said.endswith("Your reply must be the JSON call of memory_search.")
+            or "reply instead with the JSON call of memory_search" in said
+        )
+        if self.queries and offered:
+            return text(json.dumps({"name": "memory_search", "arguments": {"query": self.queries.pop(0), "limit": 1}}))
+        return cite_everything_read(messages)
+
+
+async def test_a_decomposing_recall_searches_for_each_part_within_its_step_limit(tmp_path):
+    # measured on a 1.5B model: "Do not search again" after the first results stopped the decomposing worker at one search
+    model = Decomposer(["Ada team", "Payments lead", "Marco office"])
+    provider = provider_with(tmp_path, "recall", FunctionModel(model), tool_mode="prompted", max_steps=4)
+    ids = [
+        (await provider.remember(content, title=title)).id
+        for content, title in (
+            ("Ada works in the Payments team.", "Ada team"),
+            ("The Payments lead is Marco.", "Payments lead"),
+            ("Marco works from the Lisbon office.", "Marco office"),
+        )
+    ]
+    result = await provider.recall("Which office does the lead of Ada's team work from?")
+    assert not result.fallback, result.reason
+    assert result.usage["tool_calls"] == 3 and len(model.asked) == 4  # three searches, then the answer on the last step
+    assert {s["id"] for s in result.sources} == set(ids)
+    assert model.asked[-1].endswith("Do not search again.")  # the last request the step limit allows asks for the answer
+    assert all("Do not search again" not in said for said in model.asked[:-1])
+    provider.close()
+
+
+async def test_a_call_on_the_last_allowed_step_is_sent_back_once_for_the_answer(tmp_path):
+    search = text('{"name": "memory_search", "arguments": {"query": "editor"}}')
+    again = text('{"name": "memory_search", "arguments": {"query": "Helix"}}')
+    script = Script(search, again, cite_first_hit)
+    provider = provider_with(tmp_path, "recall", FunctionModel(script), tool_mode="prompted", max_steps=2)
+    await provider.remember("Ada prefers the Helix editor over vim.", title="Editor")
+    result = await provider.recall("Which editor does Ada use?")
+    assert not result.fallback, result.reason  # before: the second search ran and the step limit ended the run
+    assert result.usage["tool_calls"] == 1 and result.usage["tool_issues"]["calls_at_step_limit"] == 1
+    assert last_text(script.seen[2][0]).startswith("No more tool calls: the step limit is reached. Now answer")
+
+    stubborn = Script(search, again)  # asked once; a second call stands and the step limit ends the run (flagged)
+    provider2 = provider_with(tmp_path / "b", "recall", FunctionModel(stubborn), tool_mode="prompted", max_steps=2)
+    await provider2.remember("Ada prefers the Helix editor over vim.", title="Editor")
+    result2 = await provider2.recall("Which editor does Ada use?")
+    assert result2.fallback and "Helix" in result2.summary
+    provider.close()
+    provider2.close()

@@ -8,7 +8,10 @@
   replayed as text, and the reply's text is parsed the same way (for servers whose tool calling does not work).
 
 With ``search_first`` (recall and reflect), a final answer given before any tool call is sent back once with a
-request to search first (small models answer "nothing found" without looking). Both text modes repair a reply that tries to call a tool but cannot be parsed (up to ``max_repairs`` extra requests
+request to search first (small models answer "nothing found" without looking). With ``max_steps`` (the worker's
+request limit), the request that is the last one allowed ends with ``last_step`` instead of ``next_step`` (answer
+now), and a tool call in it is sent back once with that text (counted ``calls_at_step_limit``): a call there could not
+be followed by an answer, so the step limit would end the run. Both text modes repair a reply that tries to call a tool but cannot be parsed (up to ``max_repairs`` extra requests
 telling the model what was wrong) and guard against loops: a call repeating an earlier one (same tool, same
 arguments) is dropped, the model is asked once to do something else, and a second repeat ends the run — with
 ``stop_text`` when the worker has a neutral final answer (capture's ``NO_REPLY``), else with
@@ -58,6 +61,7 @@ STAT_KEYS: tuple[str, ...] = (
     "tool_retries",
     "guard_stops",
     "answers_without_search",
+    "calls_at_step_limit",
 )
 #: Counters of the running worker (set by the runner; the run's task shares the dict).
 TOOL_STATS: contextvars.ContextVar[dict[str, int] | None] = contextvars.ContextVar("agent_memory_tool_stats", default=None)
@@ -110,11 +114,15 @@ class ToolModeModel(WrapperModel):
         search_first: bool = False,
         first_step: str | None = None,
         next_step: str | None = None,
+        last_step: str | None = None,
+        max_steps: int | None = None,
     ) -> None:
         super().__init__(wrapped)
         self.search_first = search_first
         self.first_step = first_step
         self.next_step = next_step
+        self.last_step = last_step
+        self.max_steps = max_steps
         if mode not in TOOL_MODES:
             raise ValueError(f"tool_mode must be one of {', '.join(TOOL_MODES)}, not {mode!r}")
         self.mode = mode
@@ -147,9 +155,10 @@ class ToolModeModel(WrapperModel):
         history = list(messages)
         usage = RequestUsage()
         repairs = nudged = 0
-        nudged_search = False
+        nudged_search = nudged_last = False
+        final = self._is_last_step(messages)
         while True:
-            response = await self._ask(history, model_settings, params, tools)
+            response = await self._ask(history, model_settings, params, tools, final=final)
             usage = _add_usage(usage, response.usage)
             native = [p for p in response.parts if isinstance(p, ToolCallPart)]
             if native:
@@ -193,6 +202,11 @@ class ToolModeModel(WrapperModel):
                 nudged += 1
                 history += [response, ModelRequest(parts=[UserPromptPart(_repeat_prompt(repeated))])]
                 continue
+            if final and self.last_step and not nudged_last:  # a call now would end the run at the step limit: ask for the answer
+                nudged_last = True
+                _count("calls_at_step_limit")
+                history += [response, ModelRequest(parts=[UserPromptPart(f"{_NO_MORE_CALLS} {self.last_step}")])]
+                continue
             if native and len(fresh) == len(native):
                 return dataclasses.replace(response, usage=usage)
             if not native:
@@ -200,15 +214,31 @@ class ToolModeModel(WrapperModel):
             parts = [ToolCallPart(name, args, tool_call_id=f"{_TEXT_ID}{i}-{len(messages)}") for i, (name, args) in enumerate(fresh)]
             return dataclasses.replace(response, parts=parts, usage=usage)
 
+    def _is_last_step(self, messages: list[ModelMessage]) -> bool:
+        """Whether this request is the last the step limit allows (a tool call now could not be followed by an answer)."""
+        if not self.max_steps:
+            return False
+        return sum(isinstance(m, ModelResponse) for m in messages) + 1 >= self.max_steps
+
     async def _ask(
-        self, history: list[ModelMessage], settings: ModelSettings | None, params: ModelRequestParameters, tools: Mapping[str, Any]
+        self,
+        history: list[ModelMessage],
+        settings: ModelSettings | None,
+        params: ModelRequestParameters,
+        tools: Mapping[str, Any],
+        *,
+        final: bool = False,
     ) -> ModelResponse:
         if self.mode != "prompted":  # calls parsed from text go back to the model as text, as it wrote them
             return await self.wrapped.request(_as_text(history, None, only_text_calls=True), settings, params)
         listing = tools_prompt({name: (t.description or "", t.parameters_json_schema) for name, t in tools.items()})
         text_params = dataclasses.replace(params, function_tools=[], tool_visibility=None, allow_text_output=True)
         return await self.wrapped.request(
-            _as_text(history, listing, first_step=self.first_step, next_step=self.next_step), settings, text_params
+            _as_text(
+                history, listing, first_step=self.first_step, next_step=(self.last_step if final and self.last_step else self.next_step)
+            ),
+            settings,
+            text_params,
         )
 
 
@@ -216,6 +246,9 @@ _SEARCH_FIRST = (
     "You have not searched memory yet. Search first: reply with only "
     '{"name": "memory_search", "arguments": {"query": "<key words of the message>"}}'
 )
+
+
+_NO_MORE_CALLS = "No more tool calls: the step limit is reached."
 
 
 def _repair_prompt(problem: str) -> str:
