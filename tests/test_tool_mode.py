@@ -342,3 +342,29 @@ async def test_a_call_on_the_last_allowed_step_is_sent_back_once_for_the_answer(
     assert result2.fallback and "Helix" in result2.summary
     provider.close()
     provider2.close()
+
+
+async def test_nothing_relevant_over_returned_records_is_checked_once(tmp_path):
+    # measured on a 1.5B model: NO_RELEVANT_MEMORY right after a search that had returned the evidence
+    search = text('{"name": "memory_search", "arguments": {"query": "editor"}}')
+    script = Script(search, text("NO_RELEVANT_MEMORY"), cite_first_hit)
+    provider = provider_with(tmp_path, "recall", FunctionModel(script), tool_mode="prompted")
+    await provider.remember("Ada prefers the Helix editor over vim.", title="Editor")
+    result = await provider.recall("Which editor does Ada use?")
+    assert not result.fallback and "Helix" in result.summary and result.sources
+    assert result.usage["tool_issues"] == {"text_tool_calls": 1, "empty_answers_rechecked": 1}
+    assert last_text(script.seen[2][0]).startswith("The results above hold 1 record(s).")
+
+    sure = Script(search, text("NO_RELEVANT_MEMORY"))  # asked once: a second NO_RELEVANT_MEMORY stands
+    provider2 = provider_with(tmp_path / "b", "recall", FunctionModel(sure), tool_mode="prompted")
+    await provider2.remember("Ada prefers the Helix editor over vim.", title="Editor")
+    result2 = await provider2.recall("Which editor does Ada use?")
+    assert not result2.fallback and result2.summary == "" and len(sure.seen) == 3
+
+    nothing = Script(text('{"name": "memory_search", "arguments": {"query": "zebra"}}'), text("NO_RELEVANT_MEMORY"))
+    provider3 = provider_with(tmp_path / "c", "recall", FunctionModel(nothing), tool_mode="prompted")
+    result3 = await provider3.recall("Which zebra does Ada own?")  # an empty memory: no hits, nothing to check
+    assert not result3.fallback and result3.summary == "" and len(nothing.seen) == 2
+    assert "empty_answers_rechecked" not in result3.usage["tool_issues"]
+    for p in (provider, provider2, provider3):
+        p.close()

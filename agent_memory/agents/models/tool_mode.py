@@ -11,7 +11,9 @@ With ``search_first`` (recall and reflect), a final answer given before any tool
 request to search first (small models answer "nothing found" without looking). With ``max_steps`` (the worker's
 request limit), the request that is the last one allowed ends with ``last_step`` instead of ``next_step`` (answer
 now), and a tool call in it is sent back once with that text (counted ``calls_at_step_limit``): a call there could not
-be followed by an answer, so the step limit would end the run. Both text modes repair a reply that tries to call a tool but cannot be parsed (up to ``max_repairs`` extra requests
+be followed by an answer, so the step limit would end the run. With ``empty_text`` (recall's ``NO_RELEVANT_MEMORY``),
+that reply after the tools returned records is sent back once asking to answer from them if any is about the
+message (counted ``empty_answers_rechecked``; a second one stands): small models took the exit over relevant hits. Both text modes repair a reply that tries to call a tool but cannot be parsed (up to ``max_repairs`` extra requests
 telling the model what was wrong) and guard against loops: a call repeating an earlier one (same tool, same
 arguments) is dropped, the model is asked once to do something else, and a second repeat ends the run — with
 ``stop_text`` when the worker has a neutral final answer (capture's ``NO_REPLY``), else with
@@ -62,6 +64,7 @@ STAT_KEYS: tuple[str, ...] = (
     "guard_stops",
     "answers_without_search",
     "calls_at_step_limit",
+    "empty_answers_rechecked",
 )
 #: Counters of the running worker (set by the runner; the run's task shares the dict).
 TOOL_STATS: contextvars.ContextVar[dict[str, int] | None] = contextvars.ContextVar("agent_memory_tool_stats", default=None)
@@ -116,8 +119,10 @@ class ToolModeModel(WrapperModel):
         next_step: str | None = None,
         last_step: str | None = None,
         max_steps: int | None = None,
+        empty_text: str | None = None,
     ) -> None:
         super().__init__(wrapped)
+        self.empty_text = empty_text
         self.search_first = search_first
         self.first_step = first_step
         self.next_step = next_step
@@ -155,7 +160,7 @@ class ToolModeModel(WrapperModel):
         history = list(messages)
         usage = RequestUsage()
         repairs = nudged = 0
-        nudged_search = nudged_last = False
+        nudged_search = nudged_last = nudged_empty = False
         final = self._is_last_step(messages)
         while True:
             response = await self._ask(history, model_settings, params, tools, final=final)
@@ -174,6 +179,12 @@ class ToolModeModel(WrapperModel):
                         nudged_search = True  # small models answer "nothing found" without looking: ask once to look
                         _count("answers_without_search")
                         history += [response, ModelRequest(parts=[UserPromptPart(_SEARCH_FIRST)])]
+                        continue
+                    found = _records_read(messages)
+                    if self.empty_text and not nudged_empty and found and _is_exit(_text(response), self.empty_text):
+                        nudged_empty = True  # small models take the "nothing relevant" exit over relevant results: check once
+                        _count("empty_answers_rechecked")
+                        history += [response, ModelRequest(parts=[UserPromptPart(_recheck_prompt(found, self.empty_text))])]
                         continue
                     return dataclasses.replace(response, usage=usage)
             if problem is not None:
@@ -246,6 +257,30 @@ _SEARCH_FIRST = (
     "You have not searched memory yet. Search first: reply with only "
     '{"name": "memory_search", "arguments": {"query": "<key words of the message>"}}'
 )
+
+
+def _records_read(messages: list[ModelMessage]) -> int:
+    """How many records the tools returned so far (search hits and records read)."""
+    n = 0
+    for m in messages:
+        if isinstance(m, ModelRequest):
+            for p in m.parts:
+                if isinstance(p, ToolReturnPart) and isinstance(p.content, Mapping):
+                    hits = p.content.get("hits")
+                    n += len(hits) if isinstance(hits, list) else int("id" in p.content and "content" in p.content)
+    return n
+
+
+def _is_exit(text: str, exit_text: str) -> bool:
+    return text.strip().strip(" .`'\"").upper() == exit_text
+
+
+def _recheck_prompt(found: int, exit_text: str) -> str:
+    return (
+        f"The results above hold {found} record(s). If any of them says something about the message, answer from it "
+        "now: short sentences, each ending with its [record-id:L<start>-L<end>] citation as shown. "
+        f"Reply {exit_text} only if none of them does."
+    )
 
 
 _NO_MORE_CALLS = "No more tool calls: the step limit is reached."

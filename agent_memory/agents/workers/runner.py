@@ -230,6 +230,7 @@ def _with_tool_mode(worker: "WorkerProfile", model: "Model") -> "Model":
         next_step=_NEXT_STEP.get(worker.role),
         last_step=_LAST_STEP.get(worker.role),
         max_steps=worker.max_steps,
+        empty_text="NO_RELEVANT_MEMORY" if worker.role in ("recall", "reflect") else None,
     )
 
 
