@@ -368,3 +368,56 @@ async def test_nothing_relevant_over_returned_records_is_checked_once(tmp_path):
     assert "empty_answers_rechecked" not in result3.usage["tool_issues"]
     for p in (provider, provider2, provider3):
         p.close()
+
+
+# -- capture with small models: what the 1.5B model did with the must-not conversations ------------------------
+def remember_call(content: str) -> ModelResponse:
+    return text(json.dumps({"name": "memory_remember", "arguments": {"content": content}}))
+
+
+async def test_the_capture_model_never_sees_a_secret_of_the_transcript(tmp_path):
+    # measured: shown "my password … is X, and I prefer dark mode", the 1.5B model replied NO_REPLY (the fact lost too)
+    script = Script(remember_call("User prefers dark mode in every tool."), text("NO_REPLY"))
+    provider = provider_with(tmp_path, "capture", FunctionModel(script), tool_mode="prompted")
+    said = "My password for the staging box is Tr0ub4dor&3, and I prefer dark mode in every tool."
+    result = await provider.capture_turn(said, "Noted the dark mode preference.", user_id="ada", session_id="s1")
+    assert not result.fallback and len(result.written) == 1
+    sent = texts_sent(script.seen[0][0])
+    assert "Tr0ub4dor" not in sent and "[REDACTED" in sent and "dark mode" in sent
+    record = await provider.get(result.written[0]["id"], user_id="ada", session_id="s1")
+    assert record is not None and record.content == "User prefers dark mode in every tool."
+    provider.close()
+
+
+async def test_capture_keeps_statements_and_drops_questions_from_what_a_model_stores(tmp_path):
+    # measured: the 1.5B model stored the user's words whole, "Nice weather today, isn't it? Anyway, my cat is called Miso."
+    script = Script(
+        remember_call("Nice weather today, isn't it? Anyway, my cat is called Miso."), remember_call("Is it sunny?"), text("NO_REPLY")
+    )
+    provider = provider_with(tmp_path, "capture", FunctionModel(script), tool_mode="prompted")
+    result = await provider.capture_turn("Nice weather today, isn't it? Anyway, my cat is called Miso.", "Lovely!", user_id="ada")
+    assert not result.fallback and len(result.written) == 1
+    record = await provider.get(result.written[0]["id"], user_id="ada")
+    assert record is not None and record.content == "Anyway, my cat is called Miso."
+    assert "content is a question" in texts_sent(script.seen[2][0])  # the bare question was refused back to the model
+    provider.close()
+
+
+async def test_a_turn_where_the_user_only_asks_is_not_sent_to_a_small_model(tmp_path):
+    # measured: told its reply must be a memory_remember call, the 1.5B model stored
+    # "User prefers to be remembered with the result of 2+2 being 4." for "Can you tell me what 2+2 is?"
+    script = Script(remember_call("User prefers to be remembered with the result of 2+2 being 4."), text("NO_REPLY"))
+    provider = provider_with(tmp_path, "capture", FunctionModel(script), tool_mode="prompted")
+    result = await provider.capture_turn("Can you tell me what 2+2 is?", "It is 4.", user_id="ada")
+    assert not result.fallback and result.written == [] and script.seen == []
+    assert result.usage["tool_issues"] == {"question_turns_skipped": 1}
+
+    asks_to_remember = await provider.capture_turn("Can you remember that I drink green tea?", "Sure.", user_id="ada")
+    assert len(script.seen) >= 1 and len(asks_to_remember.written) == 1  # a question that says something about the user is sent
+
+    native = Script(text("NO_REPLY"))  # native tool calling (larger models) still sees every turn
+    provider2 = provider_with(tmp_path / "b", "capture", FunctionModel(native), tool_mode="native")
+    await provider2.capture_turn("Can you tell me what 2+2 is?", "It is 4.", user_id="ada")
+    assert len(native.seen) == 1
+    provider.close()
+    provider2.close()

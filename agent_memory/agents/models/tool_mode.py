@@ -65,6 +65,7 @@ STAT_KEYS: tuple[str, ...] = (
     "answers_without_search",
     "calls_at_step_limit",
     "empty_answers_rechecked",
+    "question_turns_skipped",
 )
 #: Counters of the running worker (set by the runner; the run's task shares the dict).
 TOOL_STATS: contextvars.ContextVar[dict[str, int] | None] = contextvars.ContextVar("agent_memory_tool_stats", default=None)
