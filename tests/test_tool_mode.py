@@ -269,7 +269,7 @@ async def test_prompted_recall_is_told_what_to_do_with_the_results(tmp_path):
     assert not result.fallback
     last = script.seen[1][0][-1]
     assert isinstance(last, ModelRequest) and isinstance(last.parts[-1], UserPromptPart)
-    assert str(last.parts[-1].content).startswith("If these results answer the message, answer now")
+    assert str(last.parts[-1].content).startswith("Now answer from these results")
     provider.close()
 
 
