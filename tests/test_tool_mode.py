@@ -421,3 +421,13 @@ async def test_a_turn_where_the_user_only_asks_is_not_sent_to_a_small_model(tmp_
     assert len(native.seen) == 1
     provider.close()
     provider2.close()
+
+
+def test_arguments_written_without_the_tool_name_are_the_one_tool_they_fit():
+    # measured: the 1.5B model's first recall reply was ```json {"query": "editor for ada", "tags": [...], "limit": 10} ```
+    parsed = parse_tool_calls('```json\n{"query": "editor for ada", "tags": ["dev"], "limit": 10}\n```', TOOLS)
+    assert parsed.calls == [("memory_search", {"query": "editor for ada", "tags": ["dev"], "limit": 10})] and parsed.error is None
+    assert parsed.fixes == ["arguments without a tool name → 'memory_search'"]
+    assert parse_tool_calls('{"id": "r-1"}', TOOLS).calls == [("memory_get", {"id": "r-1"})]
+    for not_a_call in ('{"limit": 3}', '{"answer": "vim"}', '{"query": "x", "colour": "red"}'):  # no required key, or no tool fits
+        assert parse_tool_calls(not_a_call, TOOLS).calls == []
