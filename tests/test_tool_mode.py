@@ -284,8 +284,8 @@ def cite_everything_read(messages: list[ModelMessage]) -> ModelResponse:
 
 
 class Decomposer:
-    """A prompted-mode model that does what the text it was sent last says: it searches for the next part of a
-    multi-hop question while it is offered a search, and answers (citing every hit it read) when told to."""
+    """A prompted-mode model that follows its instructions (search for each part of a multi-hop question) unless the
+    text it was sent last forbids another search; then it answers, citing every hit it read."""
 
     def __init__(self, queries: list[str]) -> None:
         self.queries = list(queries)
@@ -294,11 +294,7 @@ class Decomposer:
     def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         said = last_text(messages)
         self.asked.append(said)
-        offered = (
-            said.endswith("Your reply must be the JSON call of memory_search.")
-            or "reply instead with the JSON call of memory_search" in said
-        )
-        if self.queries and offered:
+        if self.queries and "Do not search again" not in said:
             return text(json.dumps({"name": "memory_search", "arguments": {"query": self.queries.pop(0), "limit": 1}}))
         return cite_everything_read(messages)
 

@@ -183,13 +183,12 @@ _FIRST_STEP = {  # prompted mode: what the first reply should be (small models f
 
 _NEXT_STEP = {  # prompted mode: what to do with the results just returned, while more steps remain
     # no "or NO_RELEVANT_MEMORY" here: offered that exit, 0.5B and 1.5B models took it over relevant hits (measured).
-    # The search-again branch is for a part the results do not give (multi-hop: "the lead of Ada's team" needs the
-    # team first); an unconditional "Do not search again" here stopped a decomposing worker after one search, and a
-    # conditional lead ("If these results answer the message, answer now…") got NO_RELEVANT_MEMORY from the 1.5B
-    # model over the evidence (measured): the order comes first, the search as the exception.
+    # No "Do not search again" while steps remain (it stopped a decomposing worker after one search: the worker's
+    # instructions decide whether to search again), and no search offered here: offered one ("If these results answer
+    # the message, answer now…, or search for the missing part"), the 1.5B model replied NO_RELEVANT_MEMORY over the
+    # evidence (r1, m2; measured), twice each.
     "recall": "Now answer from these results: one or two short sentences, each ending with its "
-    "[record-id:L<start>-L<end>] citation as shown. Only if they lack a fact the message needs (say, about a name "
-    "found in them), reply instead with the JSON call of memory_search for that fact.",
+    "[record-id:L<start>-L<end>] citation as shown.",
     "reflect": "Now answer from these results, citing [record-id:L<start>-L<end>] as shown, or search with other words.",
     "capture": "Reply with the JSON call of memory_remember for the next fact not stored yet, or NO_REPLY if all are stored.",
 }
