@@ -100,6 +100,28 @@ class Log:
         return ids
 
 
+TRANSCRIPT: list[dict[str, str]] = []
+
+
+def record_transcripts() -> None:
+    """Keep, per model request of the text tool modes, the last message sent and the reply (``--transcripts``)."""
+    from pydantic_ai.messages import ModelRequest, TextPart, UserPromptPart
+
+    from agent_memory.agents.models.tool_mode import ToolModeModel
+
+    ask = ToolModeModel._ask
+
+    async def recorded(self: ToolModeModel, history: Any, settings: Any, params: Any, tools: Any, **kw: Any) -> Any:
+        response = await ask(self, history, settings, params, tools, **kw)
+        last = history[-1] if history else None
+        sent = [str(p.content) for p in last.parts if isinstance(p, UserPromptPart)] if isinstance(last, ModelRequest) else []
+        reply = "".join(p.content for p in response.parts if isinstance(p, TextPart))
+        TRANSCRIPT.append({"sent": "\n".join(sent)[-600:], "reply": reply})
+        return response
+
+    ToolModeModel._ask = recorded  # type: ignore[method-assign]
+
+
 def issues(usage: dict[str, Any]) -> dict[str, int]:
     return dict(usage.get("tool_issues") or {})
 
@@ -147,6 +169,7 @@ async def run_recall(
                 "usage": result.usage,
                 "wall_s": round(wall, 2),
                 "summary": result.summary,
+                "transcript": take_transcript(),
             }
         )
         done(rows)
@@ -191,10 +214,17 @@ async def run_capture(
                 "attempted": attempted(len(log.calls), result.usage),
                 "usage": result.usage,
                 "wall_s": round(wall, 2),
+                "transcript": take_transcript(),
             }
         )
         done(rows)
     return {"rows": rows}
+
+
+def take_transcript() -> list[dict[str, str]]:
+    out = list(TRANSCRIPT)
+    TRANSCRIPT.clear()
+    return out
 
 
 def per_turn(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -255,9 +285,10 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     data = json.loads(DATA.read_text(encoding="utf-8"))
     model = args.model or server_model_name(args.base_url, timeout_s=120.0)
     real = model_profile(args.base_url, model, args.tool_mode, args.timeout, args.max_tokens)
-    single = [q for q in data["recall"] if not q.get("multihop")][: args.recall]
-    multi = [q for q in data["recall"] if q.get("multihop")][: args.multihop]
-    capture = data["capture"][: args.capture]
+    only = set(args.only.split(",")) if args.only else None
+    single = [q for q in data["recall"] if not q.get("multihop") and (only is None or q["id"] in only)][: args.recall]
+    multi = [q for q in data["recall"] if q.get("multihop") and (only is None or q["id"] in only)][: args.multihop]
+    capture = [c for c in data["capture"] if only is None or c["id"] in only][: args.capture]
     out: dict[str, Any] = {"model": model, "base_url": args.base_url, "tool_mode": args.tool_mode, "items": {}}
     out["items"] = {"recall": [q["id"] for q in single], "multihop": [q["id"] for q in multi], "capture": [c["id"] for c in capture]}
     with tempfile.TemporaryDirectory() as tmp:
@@ -335,6 +366,8 @@ def main() -> None:
     parser.add_argument("--tool-mode", default="auto", choices=["native", "auto", "prompted"])
     parser.add_argument("--timeout", type=float, default=600.0, help="per worker run, seconds")
     parser.add_argument("--max-tokens", type=int, default=200, help="cap on each model reply")
+    parser.add_argument("--only", default="", help="comma-separated item ids (c3,c5,m1,…): run only these")
+    parser.add_argument("--transcripts", action="store_true", help="keep each model request's last message and the reply in the rows")
     parser.add_argument("--skip-offline", action="store_true", help="skip the offline baseline")
     parser.add_argument("--table", type=Path, default=None, help="print the table of a saved --out report and exit")
     parser.add_argument("--out", type=Path, default=None, help="write the full report (every row) as JSON")
@@ -344,6 +377,8 @@ def main() -> None:
         return
     if not args.base_url:
         parser.error("--base-url is required")
+    if args.transcripts:
+        record_transcripts()
     started = time.perf_counter()
     cpu = time.process_time()
     report = asyncio.run(bench(args))

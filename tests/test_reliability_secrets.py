@@ -129,6 +129,7 @@ async def test_capture_stores_no_secret(tmp_path: Path, via: str, reliability_fi
     """Turns and compactions full of secrets (31 kinds × 6 phrasings, in the foreground and the background) through this capture path (offline worker, a scripted model copying secrets into every field, an extractor): none on disk."""
     root = tmp_path / "mem"
     counts = {"captures": 0, "written": 0}
+    current: list[str] = []  # the secret of the capture running now
 
     def greedy(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         """A capture model that copies every secret it sees into every memory_remember field."""
@@ -137,7 +138,7 @@ async def test_capture_stores_no_secret(tmp_path: Path, via: str, reliability_fi
             return ModelResponse(parts=[TextPart("NO_REPLY")])
         seen = [s for s in SECRET_SAMPLES if s.split("\n")[0] in repr(messages) or s in str(messages)]
         parts = []
-        for i, s in enumerate(seen or SECRET_SAMPLES[:1]):
+        for i, s in enumerate(seen or current):  # capture redacts the transcript it shows: copy the turn's secret anyway
             parts.append(ToolCallPart("memory_remember", {"content": f"The user shared {s}", "title": f"cred {s}"}, tool_call_id=f"a{i}"))
             parts.append(
                 ToolCallPart("memory_remember", {"content": f"tagged {i}", "tags": [s], "memory_key": f"k{i}"}, tool_call_id=f"b{i}")
@@ -162,6 +163,7 @@ async def test_capture_stores_no_secret(tmp_path: Path, via: str, reliability_fi
     }
     for _name, provider in [(via, providers[via])]:
         for sample in SECRET_SAMPLES:
+            current[:] = [sample]
             for text in corpus_texts(sample) + [f"My api key is {sample}", f"Please remember that {sample} is the token."]:
                 result = await provider.capture_turn(text, f"Noted: {sample}", session_id="s1", user_id="u1")
                 counts["captures"] += 1

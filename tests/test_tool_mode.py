@@ -271,3 +271,159 @@ async def test_prompted_recall_is_told_what_to_do_with_the_results(tmp_path):
     assert isinstance(last, ModelRequest) and isinstance(last.parts[-1], UserPromptPart)
     assert str(last.parts[-1].content).startswith("Now answer from these results")
     provider.close()
+
+
+def last_text(messages: list[ModelMessage]) -> str:
+    last = messages[-1]
+    return "\n".join(str(p.content) for p in last.parts if isinstance(p, UserPromptPart)) if isinstance(last, ModelRequest) else ""
+
+
+def cite_everything_read(messages: list[ModelMessage]) -> ModelResponse:
+    cited = re.findall(r"^- (\[\S+:L\d+-L\d+\])", texts_sent(messages), re.M)
+    return text("The lead of Ada's team works from the Lisbon office. " + " ".join(dict.fromkeys(cited)))
+
+
+class Decomposer:
+    """A prompted-mode model that follows its instructions (search for each part of a multi-hop question) unless the
+    text it was sent last forbids another search; then it answers, citing every hit it read."""
+
+    def __init__(self, queries: list[str]) -> None:
+        self.queries = list(queries)
+        self.asked: list[str] = []
+
+    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        said = last_text(messages)
+        self.asked.append(said)
+        if self.queries and "Do not search again" not in said:
+            return text(json.dumps({"name": "memory_search", "arguments": {"query": self.queries.pop(0), "limit": 1}}))
+        return cite_everything_read(messages)
+
+
+async def test_a_decomposing_recall_searches_for_each_part_within_its_step_limit(tmp_path):
+    # measured on a 1.5B model: "Do not search again" after the first results stopped the decomposing worker at one search
+    model = Decomposer(["Ada team", "Payments lead", "Marco office"])
+    provider = provider_with(tmp_path, "recall", FunctionModel(model), tool_mode="prompted", max_steps=4)
+    ids = [
+        (await provider.remember(content, title=title)).id
+        for content, title in (
+            ("Ada works in the Payments team.", "Ada team"),
+            ("The Payments lead is Marco.", "Payments lead"),
+            ("Marco works from the Lisbon office.", "Marco office"),
+        )
+    ]
+    result = await provider.recall("Which office does the lead of Ada's team work from?")
+    assert not result.fallback, result.reason
+    assert result.usage["tool_calls"] == 3 and len(model.asked) == 4  # three searches, then the answer on the last step
+    assert {s["id"] for s in result.sources} == set(ids)
+    assert model.asked[-1].endswith("Do not search again.")  # the last request the step limit allows asks for the answer
+    assert all("Do not search again" not in said for said in model.asked[:-1])
+    provider.close()
+
+
+async def test_a_call_on_the_last_allowed_step_is_sent_back_once_for_the_answer(tmp_path):
+    search = text('{"name": "memory_search", "arguments": {"query": "editor"}}')
+    again = text('{"name": "memory_search", "arguments": {"query": "Helix"}}')
+    script = Script(search, again, cite_first_hit)
+    provider = provider_with(tmp_path, "recall", FunctionModel(script), tool_mode="prompted", max_steps=2)
+    await provider.remember("Ada prefers the Helix editor over vim.", title="Editor")
+    result = await provider.recall("Which editor does Ada use?")
+    assert not result.fallback, result.reason  # before: the second search ran and the step limit ended the run
+    assert result.usage["tool_calls"] == 1 and result.usage["tool_issues"]["calls_at_step_limit"] == 1
+    assert last_text(script.seen[2][0]).startswith("No more tool calls: the step limit is reached. Now answer")
+
+    stubborn = Script(search, again)  # asked once; a second call stands and the step limit ends the run (flagged)
+    provider2 = provider_with(tmp_path / "b", "recall", FunctionModel(stubborn), tool_mode="prompted", max_steps=2)
+    await provider2.remember("Ada prefers the Helix editor over vim.", title="Editor")
+    result2 = await provider2.recall("Which editor does Ada use?")
+    assert result2.fallback and "Helix" in result2.summary
+    provider.close()
+    provider2.close()
+
+
+async def test_nothing_relevant_over_returned_records_is_checked_once(tmp_path):
+    # measured on a 1.5B model: NO_RELEVANT_MEMORY right after a search that had returned the evidence
+    search = text('{"name": "memory_search", "arguments": {"query": "editor"}}')
+    script = Script(search, text("NO_RELEVANT_MEMORY"), cite_first_hit)
+    provider = provider_with(tmp_path, "recall", FunctionModel(script), tool_mode="prompted")
+    await provider.remember("Ada prefers the Helix editor over vim.", title="Editor")
+    result = await provider.recall("Which editor does Ada use?")
+    assert not result.fallback and "Helix" in result.summary and result.sources
+    assert result.usage["tool_issues"] == {"text_tool_calls": 1, "empty_answers_rechecked": 1}
+    assert last_text(script.seen[2][0]).startswith("The results above hold 1 record(s).")
+
+    sure = Script(search, text("NO_RELEVANT_MEMORY"))  # asked once: a second NO_RELEVANT_MEMORY stands
+    provider2 = provider_with(tmp_path / "b", "recall", FunctionModel(sure), tool_mode="prompted")
+    await provider2.remember("Ada prefers the Helix editor over vim.", title="Editor")
+    result2 = await provider2.recall("Which editor does Ada use?")
+    assert not result2.fallback and result2.summary == "" and len(sure.seen) == 3
+
+    nothing = Script(text('{"name": "memory_search", "arguments": {"query": "zebra"}}'), text("NO_RELEVANT_MEMORY"))
+    provider3 = provider_with(tmp_path / "c", "recall", FunctionModel(nothing), tool_mode="prompted")
+    result3 = await provider3.recall("Which zebra does Ada own?")  # an empty memory: no hits, nothing to check
+    assert not result3.fallback and result3.summary == "" and len(nothing.seen) == 2
+    assert "empty_answers_rechecked" not in result3.usage["tool_issues"]
+    for p in (provider, provider2, provider3):
+        p.close()
+
+
+# -- capture with small models: what the 1.5B model did with the must-not conversations ------------------------
+def remember_call(content: str) -> ModelResponse:
+    return text(json.dumps({"name": "memory_remember", "arguments": {"content": content}}))
+
+
+async def test_the_capture_model_never_sees_a_secret_of_the_transcript(tmp_path):
+    # measured: shown "my password … is X, and I prefer dark mode", the 1.5B model replied NO_REPLY (the fact lost too)
+    script = Script(remember_call("User prefers dark mode in every tool."), text("NO_REPLY"))
+    provider = provider_with(tmp_path, "capture", FunctionModel(script), tool_mode="prompted")
+    said = "My password for the staging box is Tr0ub4dor&3, and I prefer dark mode in every tool."
+    result = await provider.capture_turn(said, "Noted the dark mode preference.", user_id="ada", session_id="s1")
+    assert not result.fallback and len(result.written) == 1
+    sent = texts_sent(script.seen[0][0])
+    assert "Tr0ub4dor" not in sent and "[REDACTED" in sent and "dark mode" in sent
+    record = await provider.get(result.written[0]["id"], user_id="ada", session_id="s1")
+    assert record is not None and record.content == "User prefers dark mode in every tool."
+    provider.close()
+
+
+async def test_capture_keeps_statements_and_drops_questions_from_what_a_model_stores(tmp_path):
+    # measured: the 1.5B model stored the user's words whole, "Nice weather today, isn't it? Anyway, my cat is called Miso."
+    script = Script(
+        remember_call("Nice weather today, isn't it? Anyway, my cat is called Miso."), remember_call("Is it sunny?"), text("NO_REPLY")
+    )
+    provider = provider_with(tmp_path, "capture", FunctionModel(script), tool_mode="prompted")
+    result = await provider.capture_turn("Nice weather today, isn't it? Anyway, my cat is called Miso.", "Lovely!", user_id="ada")
+    assert not result.fallback and len(result.written) == 1
+    record = await provider.get(result.written[0]["id"], user_id="ada")
+    assert record is not None and record.content == "Anyway, my cat is called Miso."
+    assert "content is a question" in texts_sent(script.seen[2][0])  # the bare question was refused back to the model
+    provider.close()
+
+
+async def test_a_turn_where_the_user_only_asks_is_not_sent_to_a_small_model(tmp_path):
+    # measured: told its reply must be a memory_remember call, the 1.5B model stored
+    # "User prefers to be remembered with the result of 2+2 being 4." for "Can you tell me what 2+2 is?"
+    script = Script(remember_call("User prefers to be remembered with the result of 2+2 being 4."), text("NO_REPLY"))
+    provider = provider_with(tmp_path, "capture", FunctionModel(script), tool_mode="prompted")
+    result = await provider.capture_turn("Can you tell me what 2+2 is?", "It is 4.", user_id="ada")
+    assert not result.fallback and result.written == [] and script.seen == []
+    assert result.usage["tool_issues"] == {"question_turns_skipped": 1}
+
+    asks_to_remember = await provider.capture_turn("Can you remember that I drink green tea?", "Sure.", user_id="ada")
+    assert len(script.seen) >= 1 and len(asks_to_remember.written) == 1  # a question that says something about the user is sent
+
+    native = Script(text("NO_REPLY"))  # native tool calling (larger models) still sees every turn
+    provider2 = provider_with(tmp_path / "b", "capture", FunctionModel(native), tool_mode="native")
+    await provider2.capture_turn("Can you tell me what 2+2 is?", "It is 4.", user_id="ada")
+    assert len(native.seen) == 1
+    provider.close()
+    provider2.close()
+
+
+def test_arguments_written_without_the_tool_name_are_the_one_tool_they_fit():
+    # measured: the 1.5B model's first recall reply was ```json {"query": "editor for ada", "tags": [...], "limit": 10} ```
+    parsed = parse_tool_calls('```json\n{"query": "editor for ada", "tags": ["dev"], "limit": 10}\n```', TOOLS)
+    assert parsed.calls == [("memory_search", {"query": "editor for ada", "tags": ["dev"], "limit": 10})] and parsed.error is None
+    assert parsed.fixes == ["arguments without a tool name → 'memory_search'"]
+    assert parse_tool_calls('{"id": "r-1"}', TOOLS).calls == [("memory_get", {"id": "r-1"})]
+    for not_a_call in ('{"limit": 3}', '{"answer": "vim"}', '{"query": "x", "colour": "red"}'):  # no required key, or no tool fits
+        assert parse_tool_calls(not_a_call, TOOLS).calls == []

@@ -26,7 +26,7 @@ from agent_memory.agents.models.statement_rules import (
 )
 from agent_memory.errors import InvalidInputError
 from agent_memory.model.dates import parse_when, resolve_relative_dates
-from agent_memory.redaction.api import contains_secret
+from agent_memory.redaction.api import MARKER_RE, contains_secret
 
 __all__ = ["Statement", "extract_statements"]
 
@@ -170,7 +170,8 @@ def _split_transcript(text: str) -> list[_Message]:
 
 
 def _is_secret(text: str) -> bool:
-    return contains_secret(text) or bool(_SECRET_WORDS.search(text))
+    """A secret, a word naming one, or a redaction marker (capture shows models the transcript redacted)."""
+    return contains_secret(text) or bool(_SECRET_WORDS.search(text)) or bool(MARKER_RE.search(text))
 
 
 def _clauses(text: str) -> list[str]:

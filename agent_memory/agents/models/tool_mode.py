@@ -8,7 +8,12 @@
   replayed as text, and the reply's text is parsed the same way (for servers whose tool calling does not work).
 
 With ``search_first`` (recall and reflect), a final answer given before any tool call is sent back once with a
-request to search first (small models answer "nothing found" without looking). Both text modes repair a reply that tries to call a tool but cannot be parsed (up to ``max_repairs`` extra requests
+request to search first (small models answer "nothing found" without looking). With ``max_steps`` (the worker's
+request limit), the request that is the last one allowed ends with ``last_step`` instead of ``next_step`` (answer
+now), and a tool call in it is sent back once with that text (counted ``calls_at_step_limit``): a call there could not
+be followed by an answer, so the step limit would end the run. With ``empty_text`` (recall's ``NO_RELEVANT_MEMORY``),
+that reply after the tools returned records is sent back once asking to answer from them if any is about the
+message (counted ``empty_answers_rechecked``; a second one stands): small models took the exit over relevant hits. Both text modes repair a reply that tries to call a tool but cannot be parsed (up to ``max_repairs`` extra requests
 telling the model what was wrong) and guard against loops: a call repeating an earlier one (same tool, same
 arguments) is dropped, the model is asked once to do something else, and a second repeat ends the run — with
 ``stop_text`` when the worker has a neutral final answer (capture's ``NO_REPLY``), else with
@@ -58,6 +63,9 @@ STAT_KEYS: tuple[str, ...] = (
     "tool_retries",
     "guard_stops",
     "answers_without_search",
+    "calls_at_step_limit",
+    "empty_answers_rechecked",
+    "question_turns_skipped",
 )
 #: Counters of the running worker (set by the runner; the run's task shares the dict).
 TOOL_STATS: contextvars.ContextVar[dict[str, int] | None] = contextvars.ContextVar("agent_memory_tool_stats", default=None)
@@ -110,11 +118,17 @@ class ToolModeModel(WrapperModel):
         search_first: bool = False,
         first_step: str | None = None,
         next_step: str | None = None,
+        last_step: str | None = None,
+        max_steps: int | None = None,
+        empty_text: str | None = None,
     ) -> None:
         super().__init__(wrapped)
+        self.empty_text = empty_text
         self.search_first = search_first
         self.first_step = first_step
         self.next_step = next_step
+        self.last_step = last_step
+        self.max_steps = max_steps
         if mode not in TOOL_MODES:
             raise ValueError(f"tool_mode must be one of {', '.join(TOOL_MODES)}, not {mode!r}")
         self.mode = mode
@@ -147,9 +161,10 @@ class ToolModeModel(WrapperModel):
         history = list(messages)
         usage = RequestUsage()
         repairs = nudged = 0
-        nudged_search = False
+        nudged_search = nudged_last = nudged_empty = False
+        final = self._is_last_step(messages)
         while True:
-            response = await self._ask(history, model_settings, params, tools)
+            response = await self._ask(history, model_settings, params, tools, final=final)
             usage = _add_usage(usage, response.usage)
             native = [p for p in response.parts if isinstance(p, ToolCallPart)]
             if native:
@@ -165,6 +180,12 @@ class ToolModeModel(WrapperModel):
                         nudged_search = True  # small models answer "nothing found" without looking: ask once to look
                         _count("answers_without_search")
                         history += [response, ModelRequest(parts=[UserPromptPart(_SEARCH_FIRST)])]
+                        continue
+                    found = _records_read(messages)
+                    if self.empty_text and not nudged_empty and found and _is_exit(_text(response), self.empty_text):
+                        nudged_empty = True  # small models take the "nothing relevant" exit over relevant results: check once
+                        _count("empty_answers_rechecked")
+                        history += [response, ModelRequest(parts=[UserPromptPart(_recheck_prompt(found, self.empty_text))])]
                         continue
                     return dataclasses.replace(response, usage=usage)
             if problem is not None:
@@ -193,6 +214,11 @@ class ToolModeModel(WrapperModel):
                 nudged += 1
                 history += [response, ModelRequest(parts=[UserPromptPart(_repeat_prompt(repeated))])]
                 continue
+            if final and self.last_step and not nudged_last:  # a call now would end the run at the step limit: ask for the answer
+                nudged_last = True
+                _count("calls_at_step_limit")
+                history += [response, ModelRequest(parts=[UserPromptPart(f"{_NO_MORE_CALLS} {self.last_step}")])]
+                continue
             if native and len(fresh) == len(native):
                 return dataclasses.replace(response, usage=usage)
             if not native:
@@ -200,15 +226,31 @@ class ToolModeModel(WrapperModel):
             parts = [ToolCallPart(name, args, tool_call_id=f"{_TEXT_ID}{i}-{len(messages)}") for i, (name, args) in enumerate(fresh)]
             return dataclasses.replace(response, parts=parts, usage=usage)
 
+    def _is_last_step(self, messages: list[ModelMessage]) -> bool:
+        """Whether this request is the last the step limit allows (a tool call now could not be followed by an answer)."""
+        if not self.max_steps:
+            return False
+        return sum(isinstance(m, ModelResponse) for m in messages) + 1 >= self.max_steps
+
     async def _ask(
-        self, history: list[ModelMessage], settings: ModelSettings | None, params: ModelRequestParameters, tools: Mapping[str, Any]
+        self,
+        history: list[ModelMessage],
+        settings: ModelSettings | None,
+        params: ModelRequestParameters,
+        tools: Mapping[str, Any],
+        *,
+        final: bool = False,
     ) -> ModelResponse:
         if self.mode != "prompted":  # calls parsed from text go back to the model as text, as it wrote them
             return await self.wrapped.request(_as_text(history, None, only_text_calls=True), settings, params)
         listing = tools_prompt({name: (t.description or "", t.parameters_json_schema) for name, t in tools.items()})
         text_params = dataclasses.replace(params, function_tools=[], tool_visibility=None, allow_text_output=True)
         return await self.wrapped.request(
-            _as_text(history, listing, first_step=self.first_step, next_step=self.next_step), settings, text_params
+            _as_text(
+                history, listing, first_step=self.first_step, next_step=(self.last_step if final and self.last_step else self.next_step)
+            ),
+            settings,
+            text_params,
         )
 
 
@@ -216,6 +258,33 @@ _SEARCH_FIRST = (
     "You have not searched memory yet. Search first: reply with only "
     '{"name": "memory_search", "arguments": {"query": "<key words of the message>"}}'
 )
+
+
+def _records_read(messages: list[ModelMessage]) -> int:
+    """How many records the tools returned so far (search hits and records read)."""
+    n = 0
+    for m in messages:
+        if isinstance(m, ModelRequest):
+            for p in m.parts:
+                if isinstance(p, ToolReturnPart) and isinstance(p.content, Mapping):
+                    hits = p.content.get("hits")
+                    n += len(hits) if isinstance(hits, list) else int("id" in p.content and "content" in p.content)
+    return n
+
+
+def _is_exit(text: str, exit_text: str) -> bool:
+    return text.strip().strip(" .`'\"").upper() == exit_text
+
+
+def _recheck_prompt(found: int, exit_text: str) -> str:
+    return (
+        f"The results above hold {found} record(s). If any of them says something about the message, answer from it "
+        "now: short sentences, each ending with its [record-id:L<start>-L<end>] citation as shown. "
+        f"Reply {exit_text} only if none of them does."
+    )
+
+
+_NO_MORE_CALLS = "No more tool calls: the step limit is reached."
 
 
 def _repair_prompt(problem: str) -> str:

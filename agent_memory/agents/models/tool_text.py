@@ -170,6 +170,20 @@ def _as_call(value: Any, known: Mapping[str, Any]) -> tuple[str, Any] | None:
     return None
 
 
+def _bare_args_tool(value: Any, tools: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """The one tool whose arguments ``value`` is (its keys among the tool's properties, its required keys all there):
+    small models write ``{"query": "editor for ada", "limit": 10}`` without the tool's name."""
+    if not isinstance(value, Mapping) or not value:
+        return None
+    fits = []
+    for name, schema in tools.items():
+        props = schema.get("properties") if isinstance(schema, Mapping) else None
+        required = schema.get("required") or [] if isinstance(schema, Mapping) else []
+        if isinstance(props, Mapping) and set(value) <= set(props) and set(required) <= set(value):
+            fits.append(name)
+    return fits[0] if len(fits) == 1 else None
+
+
 def _py_calls(text: str, known: Mapping[str, Any]) -> list[tuple[str, Any]]:
     """``memory_search(query="vim", limit=5)`` written as Python: its literal keyword arguments."""
     out: list[tuple[str, Any]] = []
@@ -212,7 +226,14 @@ def parse_tool_calls(text: str, tools: Mapping[str, Mapping[str, Any]]) -> Parse
     for piece in pieces:
         for value in _json_values(piece):
             items = value if isinstance(value, list) else [value]
-            raw += [c for c in (_as_call(v, tools) for v in items) if c is not None]
+            for v in items:
+                call = _as_call(v, tools)
+                bare = None if call is not None else _bare_args_tool(v, tools)
+                if bare is not None:
+                    call = (bare, v)
+                    result.fixes.append(f"arguments without a tool name → {bare!r}")
+                if call is not None:
+                    raw.append(call)
     if not raw:
         raw = _py_calls(text, tools)
     names = "|".join(re.escape(n) for n in tools)

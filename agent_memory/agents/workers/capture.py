@@ -61,6 +61,7 @@ from agent_memory.errors import AgentMemoryError, InvalidInputError
 from agent_memory.model.drafts import MemoryDraft
 from agent_memory.model.records import check_content, validate_key
 from agent_memory.model.scopes import SHARED_SCOPES
+from agent_memory.redaction.api import redact_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.agents.profiles import WorkerProfile
@@ -150,10 +151,12 @@ _PROMPT_TAGS = ("transcript", "summary")
 def capture_prompt(ctx: CaptureContext) -> str:
     """The capture worker's user prompt: the transcript between ``<transcript>`` tags (plus the summary)."""
     what = "this conversation turn" if ctx.kind == "turn" else "these messages, which are about to be compacted away"
-    transcript = escape(ctx.transcript, tags=_PROMPT_TAGS)
+    # secrets never reach the model (the store would redact them anyway); a small model shown a password dropped the
+    # whole turn, the fact beside it too (measured: "…password is X, and I prefer dark mode" → NO_REPLY)
+    transcript = escape(redact_text(ctx.transcript), tags=_PROMPT_TAGS)
     prompt = f"Capture durable memories from {what}.\n<transcript>\n{transcript}\n</transcript>"
     if ctx.next_summary:
-        summary = escape(ctx.next_summary, tags=_PROMPT_TAGS)
+        summary = escape(redact_text(ctx.next_summary), tags=_PROMPT_TAGS)
         prompt += f"\nThe summary that will replace them (context only; it is kept anyway):\n<summary>\n{summary}\n</summary>"
     return prompt + "\nReply NO_REPLY when done."
 
@@ -204,6 +207,28 @@ def split_facts(content: str) -> list[str]:
         part = part[0].upper() + part[1:]
         out.append(part if part[-1] in ".!?" else part + ".")
     return out or [content]
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def drop_questions(content: str) -> str:
+    """``content`` without its questions (sentences ending in ``?``): a memory states facts; small models copy the
+    user's words whole ("Nice weather today, isn't it? Anyway, my cat is called Miso.")."""
+    sentences = [s.strip() for s in _SENTENCE_END.split(content)]
+    return " ".join(s for s in sentences if s and not s.endswith("?"))
+
+
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i’m|i've|i’ve|i'd|my|mine|we|we're|our|ours|remember|note)\b", re.I)
+
+
+def only_asks(text: str | None) -> bool:
+    """Whether a user message only asks (every sentence a question) and says nothing about the user ("Can you tell
+    me what 2+2 is?"): a turn that gives capture nothing to store."""
+    if not text or not text.strip() or _FIRST_PERSON.search(text):
+        return False
+    sentences = [s.strip() for s in _SENTENCE_END.split(text.strip()) if s.strip(" \n.!?")]
+    return bool(sentences) and all(s.endswith("?") for s in sentences)
 
 
 def _one_fact_per_key(draft: MemoryDraft) -> list[MemoryDraft]:
@@ -385,6 +410,8 @@ class StagingToolset(RecordingToolset):
                 await self._check_curate(tool_args)
             else:
                 check_content(tool_args.get("content"))
+                if isinstance(tool_args.get("content"), str) and not drop_questions(tool_args["content"]):
+                    raise InvalidInputError("content is a question; a memory states a fact the user gave (store facts, not questions)")
                 if tool_args.get("memory_key") is not None:
                     validate_key(tool_args["memory_key"])
             if name == "memory_supersede":
@@ -441,6 +468,8 @@ class StagingToolset(RecordingToolset):
         for c in self.calls:
             if c.name == "memory_supersede" and c.result is not None:
                 args = {k: v for k, v in c.args.items() if k in fields and v is not None}
+                if isinstance(args.get("content"), str):
+                    args["content"] = drop_questions(args["content"]) or args["content"]
                 if isinstance(args.get("tags"), list):
                     args["tags"] = tuple(args["tags"])
                 out.append(
@@ -454,6 +483,8 @@ class StagingToolset(RecordingToolset):
                 )
             if c.name == "memory_remember" and c.result is not None:
                 args = {k: v for k, v in c.args.items() if k in fields and v is not None}
+                if isinstance(args.get("content"), str):
+                    args["content"] = drop_questions(args["content"]) or args["content"]
                 if isinstance(args.get("tags"), list):
                     args["tags"] = tuple(args["tags"])
                 draft = MemoryDraft(**args, session_id=ctx.session_id, user_id=ctx.user_id)
@@ -505,7 +536,11 @@ async def _capture(
             raise ValueError("no capture worker profile and no extractor")
         profile = resolve_worker(worker)
         result.model, timeout_s = profile.model_label, profile.timeout_s
-        if ctx.transcript.strip():
+        if ctx.kind == "turn" and profile.tool_mode != "native" and profile.model != "offline" and only_asks(ctx.input):
+            # small models told to call memory_remember turned a bare question into a record ("User prefers to be
+            # remembered with the result of 2+2 being 4."): a turn where the user only asks is not sent to them
+            usage.details["question_turns_skipped"] = 1
+        elif ctx.transcript.strip():
             toolset = bound_toolset(backend, profile.tools, ctx.caller, source=source, wrapper=StagingToolset)
             toolset.caller, toolset.backend, toolset.source = ctx.caller, backend, source
             await run_worker(profile, capture_prompt(ctx), toolset, usage, name=f"agent_memory_{source}")

@@ -181,12 +181,21 @@ _FIRST_STEP = {  # prompted mode: what the first reply should be (small models f
 }
 
 
-_NEXT_STEP = {  # prompted mode: what to do with the results just returned
-    # no "or NO_RELEVANT_MEMORY" here: offered that exit, 0.5B and 1.5B models took it over relevant hits (measured)
+_NEXT_STEP = {  # prompted mode: what to do with the results just returned, while more steps remain
+    # no "or NO_RELEVANT_MEMORY" here: offered that exit, 0.5B and 1.5B models took it over relevant hits (measured).
+    # No "Do not search again" while steps remain (it stopped a decomposing worker after one search: the worker's
+    # instructions decide whether to search again), and no search offered here: offered one ("If these results answer
+    # the message, answer now…, or search for the missing part"), the 1.5B model replied NO_RELEVANT_MEMORY over the
+    # evidence (r1, m2; measured), twice each.
     "recall": "Now answer from these results: one or two short sentences, each ending with its "
-    "[record-id:L<start>-L<end>] citation as shown. Do not search again.",
+    "[record-id:L<start>-L<end>] citation as shown.",
     "reflect": "Now answer from these results, citing [record-id:L<start>-L<end>] as shown, or search with other words.",
     "capture": "Reply with the JSON call of memory_remember for the next fact not stored yet, or NO_REPLY if all are stored.",
+}
+_LAST_STEP = {  # prompted mode: the same, on the last request the step limit allows (a call there ends the run)
+    "recall": "Now answer from all the results above: short sentences, each ending with its "
+    "[record-id:L<start>-L<end>] citation as shown. Do not search again.",
+    "reflect": "Now answer from all the results above, citing [record-id:L<start>-L<end>] as shown. Do not search again.",
 }
 
 
@@ -204,6 +213,7 @@ def _model_key(worker: "WorkerProfile") -> tuple[Any, ...]:
         worker.timeout_s,
         worker.tool_mode,
         worker.max_repairs,
+        worker.max_steps,  # the tool-mode wrapper's last-step prompt depends on it
         os.environ.get(MODEL_ENV) if worker.model == "openai-chat:" else None,
     )
 
@@ -219,6 +229,9 @@ def _with_tool_mode(worker: "WorkerProfile", model: "Model") -> "Model":
         search_first=worker.role in ("recall", "reflect"),
         first_step=_FIRST_STEP.get(worker.role) if worker.tools else None,
         next_step=_NEXT_STEP.get(worker.role),
+        last_step=_LAST_STEP.get(worker.role),
+        max_steps=worker.max_steps,
+        empty_text="NO_RELEVANT_MEMORY" if worker.role in ("recall", "reflect") else None,
     )
 
 
