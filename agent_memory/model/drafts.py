@@ -99,8 +99,7 @@ from agent_memory.model.records import (
     validate_key,
 )
 from agent_memory.model.scopes import check_namespace
-from agent_memory.model.values import _OUR_ID, shown
-from agent_memory.model.values import looks_secret as _looks_secret_spaced
+from agent_memory.model.values import looks_secret_glued, shown
 
 OnExisting = Literal["append", "replace", "skip"]
 Status = Literal["created", "duplicate", "appended", "replaced", "skipped", "superseded"]
@@ -155,17 +154,7 @@ class MemoryDraft:
 
 
 MAX_METADATA_DEPTH = 16
-_GLUE = re.compile(r"[-.:@/+=~_]+")
-
-
-def looks_secret(value: str) -> bool:
-    """True if an identifier holds a secret: on its own, spaced at its separators, or glued after a prefix
-    (``chat-sk-…``, ``ada.ghp_…``: spacing the separators would also split the token's own ``sk-``)."""
-    if _OUR_ID.fullmatch(value):  # new_id's random suffix after a slug word ("…-token-c4f6d89e") is no secret
-        value = value[:-9]
-    if _looks_secret_spaced(value):
-        return True
-    return any(_redact.contains_secret(value[m.end() :]) for m in _GLUE.finditer(value) if len(value) - m.end() >= 16)
+looks_secret = looks_secret_glued  # an identifier holds a secret (alone, spaced at separators, or glued after a prefix)
 
 
 def _parse_when(value: str) -> dt.datetime | None:

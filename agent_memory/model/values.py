@@ -7,6 +7,7 @@ The lowest layer of the package: :mod:`agent_memory.model.records` (the record a
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping
@@ -93,6 +94,24 @@ def looks_secret(value: str) -> bool:
     return spaced != value and contains_secret(spaced, general=False)
 
 
+_GLUE = re.compile(r"[-.:@/+=~_]+")
+
+
+@functools.lru_cache(maxsize=8192)
+def looks_secret_glued(value: str) -> bool:
+    """:func:`looks_secret`, and also a secret glued after a prefix (``chat-sk-…``, ``ada.ghp_…``: spacing the
+    separators would also split the token's own ``sk-``): the check of every identifier the store writes (ids, keys,
+    tags). A pure function of ``value`` (redaction has no state), so it is remembered: an id minted by :func:`new_id`
+    is checked once, not again by each event that names it."""
+    from agent_memory.redaction.api import contains_secret  # writes and error paths only
+
+    if _OUR_ID.fullmatch(value):  # new_id's random suffix after a slug word ("…-token-c4f6d89e") is no secret
+        value = value[:-9]
+    if looks_secret(value):
+        return True
+    return any(contains_secret(value[m.end() :]) for m in _GLUE.finditer(value) if len(value) - m.end() >= 16)
+
+
 def now_iso() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
@@ -137,7 +156,10 @@ def new_id(title: str, created: str) -> str:
     """``YYYY-MM-DD-<slug>-<8 hex>``: derived from date, a sanitised slug and randomness."""
     import secrets
 
-    return f"{created[:10]}-{slugify(title)}-{secrets.token_hex(4)}"
+    rid = f"{created[:10]}-{slugify(title)}-{secrets.token_hex(4)}"
+    if looks_secret_glued(rid):  # a slug cut short can read as a token ("token-bucket-…-for-the-ap"): the id would be
+        rid = f"{created[:10]}-memory-{rid[-8:]}"  # refused or redacted by the event gate, so it is never minted
+    return rid
 
 
 def default_title(content: str) -> str:
