@@ -28,7 +28,17 @@ from score import score  # noqa: E402
 
 from agent_memory.redaction.api import redact  # noqa: E402
 
-CORPORA = ("secrets", "secrets_tune", "secrets_holdout", "secrets_holdout2", "secrets_holdout3", "secrets_holdout4", "secrets_holdout5", "secrets_holdout6")
+CORPORA = (
+    "secrets",
+    "secrets_tune",
+    "secrets_holdout",
+    "secrets_holdout2",
+    "secrets_holdout3",
+    "secrets_holdout4",
+    "secrets_holdout5",
+    "secrets_holdout6",
+    "secrets_holdout7",
+)
 
 
 def per_record_us(n: int = 2000) -> float:

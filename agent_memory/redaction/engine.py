@@ -6,7 +6,7 @@ from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from agent_memory.redaction import anchored, contextual, families, general, generic, heuristics, keyvalue, structured, views
+from agent_memory.redaction import anchored, contextual, cues, families, general, generic, heuristics, keyvalue, structured, views
 from agent_memory.redaction.base import MARKER_RE, Lazy, Rule, accepted, accepted_at, marker, starts_near, token_like
 from agent_memory.redaction.providers import PROVIDERS
 
@@ -269,10 +269,13 @@ def find_spans(text: str, *, gated: bool = True, general: bool = True) -> list[S
         anchored.comment_spans(text),
         anchored.protocol_spans(text),
         anchored.row_spans(text),
+        cues.cue_spans(text),
     ):
         for start, end, kind in spans_of:
             spans.add(start, end, kind)
     for start, end, kind in anchored.name_spans(text):
+        spans.merge(start, end, kind)
+    for start, end, kind in cues.extend_spans(text):
         spans.merge(start, end, kind)  # a value bound to its name absorbs a part of it found alone
     return sorted(s for s in spans.found if not generic.spared(text, s[0], s[1]))
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from agent_memory.redaction import cues
 from agent_memory.redaction.base import I, Lazy
 from agent_memory.redaction.families import iban_ok
 from agent_memory.redaction.providers import entropy
@@ -633,7 +634,7 @@ def spared(text: str, start: int, end: int) -> bool:
         return True
     if _IBAN_SHAPE.get().fullmatch(v) and len(v.replace(" ", "")) >= 15:
         return not iban_ok(v)
-    return _look_alike(text, start, end, v)
+    return _look_alike(text, start, end, v) or cues.public_value(text, start, end)
 
 
 # --- look-alikes by cause: placeholders and masks, public identifiers, failed check characters -------------------------
