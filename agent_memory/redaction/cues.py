@@ -62,15 +62,29 @@ CVV_CUES = (
 
 _PW_LABEL = Lazy(rf"(?<![A-Za-z0-9_:$@/.%{{<])(?:{PASSWORD_LABELS})(?![A-Za-z0-9_@%}}>])", I)
 _PW_NAMED = Lazy(r"passw|kennw|contrase|senha|keepass|bitwarden|lastpass|vault", I)
-_SEP = Lazy(r"[ \t]*+[,:：=\-—–>]?[ \t]*+")
-_FILLER_WORD = Lazy(r"[^\s\d!-/:-@\[-`{-~]{1,12}(?:['’][a-z]{1,2})?[,:：]?")
-_VALUE = Lazy(r"[\"'“‘«]?(?P<v>[^\s\"'“”‘’«»`<>()\[\]{}]{1,80}+)")
+# a label, up to four filler words ("ot pochty", "είναι", ", it's"), then a value holding a digit or a symbol; or a bare
+# label line with the value alone on the next line ("Password:\nSunny.1710pm")
+_FILLER = r"[^\s\d!-/:-@\[-`{-~]{1,12}+(?:['’][a-z]{1,2})?"
+_PW_VALUE = Lazy(
+    rf"(?<![A-Za-z0-9_:$@/.%{{<])(?:{PASSWORD_LABELS})(?![A-Za-z0-9_@%}}>])"
+    rf"(?:[ \t]*+[,:：=\-—–>]?[ \t]*+(?:{_FILLER}(?:[ \t]++[,:：=\-—–>]?[ \t]*+|[,:：=\-—–>][ \t]*+)){{0,4}}?[\"'“‘«]?"
+    r"(?P<v>(?=[^\s\"'“”‘’«»`<>()\[\]{}]{0,80}[\d!#$%&*+.?@^_~\-])[^\s\"'“”‘’«»`<>()\[\]{}]{5,80}+)"
+    r"|[ \t]*+[:：]?[ \t]*+\n[ \t]*+(?P<w>[^\s]{5,64}+)[ \t]*+(?=\n|$))",
+    I,
+)
+_PW_VALUE_LOW = Lazy(
+    rf"(?<![A-Za-z0-9_:$@/.%{{<])(?:{PASSWORD_LABELS})(?![A-Za-z0-9_@%}}>])"
+    rf"(?:[ \t]*+[,:：=\-—–>]?[ \t]*+(?:{_FILLER}(?:[ \t]++[,:：=\-—–>]?[ \t]*+|[,:：=\-—–>][ \t]*+)){{0,4}}?[\"'“‘«]?"
+    r"(?P<v>(?=[^\s\"'“”‘’«»`<>()\[\]{}]{0,80}[\d!#$%&*+.?@^_~\-])[^\s\"'“”‘’«»`<>()\[\]{}]{5,80}+)"
+    r"|[ \t]*+[:：]?[ \t]*+\n[ \t]*+(?P<w>[^\s]{5,64}+)[ \t]*+(?=\n|$))",
+)
 _DOTTED_ID = Lazy(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\(?\)?")
 _FILE = Lazy(r".*\.(?:txt|json|ya?ml|env|conf|cfg|ini|pem|key|csv|log|md|py|js|sh|kdbx|gpg|zip|pdf|docx?)$", I)
 _PASSPHRASE = Lazy(r"[a-z]{3,10}(?:[-_.][a-z]{3,10}){3,7}")
 _NOT_VALUE_WORDS = frozenset(
     "required optional incorrect correct invalid wrong expired reset changed stored saved hashed encrypted empty blank "
-    "missing same different strong weak long short unknown none null secret hidden protected set updated".split()
+    "missing same different strong weak long short unknown none null secret hidden protected set updated with in using "
+    "via by into en dans im mit through".split()
 )
 
 
@@ -96,32 +110,17 @@ def _password_like(v: str) -> bool:
     return digits > 0 or symbols > 0 and any(c.isupper() for c in v)
 
 
-def _after_label(text: str, m: re.Match[str]) -> Iterator[tuple[int, int]]:
-    pos = m.end()
-    for _ in range(5):  # the label, up to four filler words ("ot pochty", "είναι", ", it's"), then the value
-        sep = _SEP.get().match(text, pos)
-        pos = sep.end() if sep is not None else pos
-        v = _VALUE.get().match(text, pos)
-        if v is None:
-            break
-        value = v.group("v").rstrip(".,;!?:")
-        s = v.start("v")
-        if _password_like(value) or _PASSPHRASE.get().fullmatch(value):
-            yield s, s + len(value)
-            return
-        if not _FILLER_WORD.get().fullmatch(v.group("v")) or v.group("v").lower() in _NOT_VALUE_WORDS:
-            break
-        pos = v.end()
-    # a bare label line: "Password:" with the value alone on the next line
-    line_end = text.find("\n", m.end())
-    if line_end >= 0 and re.fullmatch(r"[ \t]*[:：]?[ \t]*", text[m.end() : line_end]):
-        nxt = text.find("\n", line_end + 1)
-        line = text[line_end + 1 : len(text) if nxt < 0 else nxt].strip()
-        if line and " " not in line and (_password_like(line) or _PASSPHRASE.get().fullmatch(line)):
-            s = text.index(line, line_end + 1)
-            yield s, s + len(line)
+def _after_label(text: str, m: re.Match[str]) -> tuple[int, int] | None:
+    g = "v" if m.group("v") is not None else "w"
+    if any(w.strip(",:：'’") in _NOT_VALUE_WORDS for w in text[m.start() : m.start(g)].lower().split()):
+        return None  # "the password is stored hashed with argon2id": the words say where or how, not what
+    value = text[m.start(g) : m.end(g)].rstrip(".,;!?:")
+    if _password_like(value) or _PASSPHRASE.get().fullmatch(value):
+        return m.start(g), m.start(g) + len(value)
+    return None
 
 
+_CONNECTS = Lazy(r"\s(?:is|was|=|are|be|est|ist|es|é)\s", I)
 _BEFORE_LABEL = Lazy(
     rf"(?<![\w])(?P<v>[^\s\"'`<>()\[\]{{}}]{{5,64}})[\"']?[ \t]+(?:is|was|=|are|will\s+be|est|ist|es|é)[ \t]+(?:the|my|our|your|his|her|le|la|das|mein|el|o|a)?[ \t]*(?:[a-z]{{2,12}}[ \t]+){{0,2}}(?:{PASSWORD_LABELS})(?!\w)",
     I,
@@ -240,7 +239,8 @@ def _luhn(d: str) -> bool:
     return total % 10 == 0
 
 
-_HEADER_LINE = Lazy(r"[ \t\"'`|]*+[A-Za-z_][\w.-]{0,39}+(?:[ \t\"'`]*+[,;\t|][ \t\"'`]*+[A-Za-z_][\w.-]{0,39}+){1,30}+[ \t\"'`|]*+")
+_HEADER_SECRET_IN = Lazy(r"pass|mot_de|contras|senha|cvv|cvc|csc|secret|token|key|pin", I)
+_HEADER_LINE = Lazy(r"(?m)^[ \t\"'`|]*+[A-Za-z_][\w.-]{0,39}+(?:[ \t\"'`]*+[,;\t|][ \t\"'`]*+[A-Za-z_][\w.-]{0,39}+){1,30}+[ \t\"'`|]*+$")
 
 
 def _header_cells(line: str) -> tuple[str, list[str]] | None:
@@ -251,13 +251,16 @@ def _header_cells(line: str) -> tuple[str, list[str]] | None:
 
 
 def _table_spans(text: str) -> Iterator[Span]:
+    heads = [h for h in _HEADER_LINE.get().finditer(text) if _HEADER_SECRET_IN.get().search(h.group())]
+    if not heads:
+        return  # a header: short names and separators only, one of them naming a secret
     lines = text.split("\n")
     offs = [0]
     for ln in lines:
         offs.append(offs[-1] + len(ln) + 1)
-    for i, head in enumerate(lines[:-1]):
-        if not _any(head.lower(), HEADER_GATE) or not _HEADER_LINE.get().fullmatch(head):
-            continue  # a header: short names and separators only, one of them naming a secret
+    for h in heads:
+        i = text.count("\n", 0, h.start())
+        head = lines[i]
         cells = _header_cells(head)
         if cells is None:
             continue
@@ -395,9 +398,15 @@ def cue_spans(text: str) -> Iterator[Span]:
                 yield m.start(), m.end(), "card_number"
     low = text.lower()
     if _any(low, PW_GATE):
-        for m in _PW_LABEL.get().finditer(text):
-            for s, e in _after_label(text, m):
-                yield s, e, "password"
+        # matched on the lower-cased text when case folding keeps offsets (faster than IGNORECASE)
+        same = len(low) == len(text)
+        for m in (_PW_VALUE_LOW.get() if same else _PW_VALUE.get()).finditer(low if same else text):
+            found = _after_label(text, m)
+            if found is not None:
+                yield found[0], found[1], "password"
+        for m in _PW_LABEL.get().finditer(text) if _CONNECTS.get().search(text) else ():
+            if not _CONNECTS.get().search(text, max(0, m.start() - 40), m.start()):
+                continue
             bm = _BEFORE_LABEL.get().search(text, max(0, m.start() - 120), m.end())
             if bm is not None:
                 v = bm.group("v").rstrip(".,;!?:\"'")
