@@ -493,3 +493,16 @@ def test_corpus_files_are_valid_json_lines() -> None:
     for name in ("secrets.jsonl", "benign.jsonl"):
         lines = (FIXTURES / name).read_text(encoding="utf-8").splitlines()
         assert all(isinstance(json.loads(line), dict) for line in lines)
+
+
+# holdout7 (tests/fixtures/secrets_holdout7, 637 secret cases, 240 look-alikes, written blind) was measured once on
+# round 3's code: 578/637 (90.7%), 12/240 changed.  Round 4b (redaction/cues.py) then tuned on its misses, by cause:
+# it is tuning data now, and the floor below is what round 4b reached (635/637, 0/240).
+HOLDOUT7 = FIXTURES.parent / "secrets_holdout7"
+
+
+def test_holdout7_round4b_floor() -> None:
+    result = score(lambda text: redact(text).text, HOLDOUT7)
+    print(f"\n{HOLDOUT7.name}: {result.line()}")
+    assert result.secrets >= 637 and result.benign >= 240
+    assert result.redacted >= 635 and result.damaged == 0, (result.redacted, result.damaged)

@@ -190,9 +190,9 @@ _CRED_CALL = Lazy(
 )
 _QUOTED = Lazy(r"[\"']([^\"'\n]{1,200})[\"']")
 _STDIN = Lazy(
-    r"\b(?:echo|printf)[ \t]+(?:-[ne][ \t]+)?(?P<q>['\"]?)(?P<v>[^\s'\"|;<>()]{4,128})(?P=q)[ \t]*(?:\|[ \t]*(?:sudo[ \t]+-S|\S+[^\n|]*?(?:--password-stdin|--stdin|-S\b|chpasswd|passwd))|\))",
+    r"\b(?:echo|printf)[ \t]+(?:-[ne][ \t]+)?(?P<q>['\"]?)(?P<v>[^\s'\"|;<>()]{4,128})(?P=q)[ \t]*(?:\|[ \t]*(?:sudo[ \t]+-S|\S{1,40}[^\n|]{0,200}?(?:--password-stdin|--stdin|-S\b|chpasswd|passwd))|\))",
 )
-_ARCHIVE_FLAG = Lazy(r"\b(?:zip|unzip|7za?|rar|unrar|zipcloak)\b[^\n|;]*?[ \t](?:-P[ \t]+|-p)(?P<v>[^\s'\"-][^\s'\"]{3,127})")
+_ARCHIVE_FLAG = Lazy(r"\b(?:zip|unzip|7za?|rar|unrar|zipcloak)\b[^\n|;]{0,200}?[ \t](?:-P[ \t]+|-p)(?P<v>[^\s'\"-][^\s'\"]{3,127})")
 _USERLIST = Lazy(r"(?m)^\"[\w.@-]{1,64}\"[ \t]+\"(?P<v>[^\"\n]{6,128})\"[ \t]*$")
 _WRAPPED = Lazy(
     r"(?m)^[ \t]*[A-Za-z_][\w.-]{0,60}(?:KEY|TOKEN|SECRET|key|token|secret)[\"']?[ \t]*[:=][ \t]*\n(?P<v>(?:[ \t]*[A-Za-z0-9+/_=-]{30,}[ \t]*(?:\n|$)){2,8})"
@@ -489,18 +489,18 @@ def cue_spans(text: str) -> Iterator[Span]:
             v = m.group("v")
             if any(c.isdigit() for c in v) and any(c.isalpha() for c in v):
                 yield m.start("v"), m.end("v"), "token"
-    if text.count("\n") >= 1 and ":" in text:
+    if "\n" in text and (": " in text or ":\t" in text):
         yield from _bip39_split(text)
 
 
 def extend_spans(text: str) -> Iterator[Span]:
     """Whole secrets of which other rules find a part: a key wrapped over the lines below its label, a URL userinfo whose
     user is itself a key, a Telegram bot token with its bot id (the engine merges these with what they overlap)."""
-    if "\n" in text:
+    if "=\n" in text or ":\n" in text:
         for m in _WRAPPED.get().finditer(text):
             yield m.start("v"), m.end("v") - (1 if m.group("v").endswith("\n") else 0), "secret"
-    if ":" in text:
-        for pattern in (_USERINFO, _TELEGRAM):
+    for gate, pattern in (("@", _USERINFO), (":AA", _TELEGRAM)):
+        if gate in text:
             for m in pattern.get().finditer(text):
                 v = m.group("v")
                 if any(c.isdigit() for c in v) and any(c.isalpha() for c in v):
@@ -524,6 +524,8 @@ _SHARE_PATH = Lazy(
     r"/(?:d|document|file|files|folders|spreadsheets|presentation|forms|commit|commits|blob|tree|gist|watch|video|videos|p|post|posts|status|item|items|dp|issues|pull|pages|board|boards)/$",
     I,
 )
+_CALL = Lazy(r"[a-z_][A-Za-z0-9_.]{1,30}\(\s*[A-Za-z_][\w:., ]{0,60}\)")
+_DOC_HOST = Lazy(r"(?:[\w-]+\.)*example(?:\.(?:com|org|net))?(?![\w.-]*\.[a-z])|[\w.-]+\.(?:test|invalid|example)\b", I)
 _DOC_WORD = Lazy(r"EXAMPLE|example|SAMPLE|DUMMY|PLACEHOLDER")
 _ASSERT = Lazy(
     r"\b(?:assert\w*|expect|should|assertEqual|assert_eq!?)\b[^\n]*\b(?:sign|hmac|digest|hash|sha\d*|md5|checksum|hexdigest)\w*\s*\(", I
@@ -535,7 +537,7 @@ def _counting_bytes(v: str) -> bool:
         return False
     b = bytes.fromhex(v)
     step = (b[1] - b[0]) % 256
-    return step != 0 and all((b[i + 1] - b[i]) % 256 == step for i in range(len(b) - 1))
+    return b[0] == 0 and step in (1, 0x11) and all((b[i + 1] - b[i]) % 256 == step for i in range(len(b) - 1))
 
 
 def public_value(text: str, start: int, end: int) -> bool:
@@ -591,10 +593,13 @@ def public_value(text: str, start: int, end: int) -> bool:
         return True
     if text[end : end + 1] == "(" and re.fullmatch(r"[a-z_][A-Za-z0-9_.]{1,30}", v) and re.match(r"\(\s*[A-Za-z_]", text[end:]):
         return True  # "Basic base64(username:password)": a call, not a value
+    if _CALL.get().fullmatch(v):
+        return True  # "btoa(user:pass)": a call on names, not a value
     if len(v.strip(".-_")) <= 6 and text[end : end + 3] in ("...", "…") or text[end : end + 1] == "…":
         return True  # "sk-...": a prefix with an ellipsis
-    if before.endswith(":") and text[end : end + 1] == "@" and v.lower() in ("pass", "pwd", "pw", "passw", "secret"):
-        return True  # "https://user:pass@example.com": the literal word
+    literal = v.lower() in ("pass", "pwd", "pw", "passw", "secret")
+    if literal and before.endswith(":") and text[end : end + 1] == "@" and _DOC_HOST.get().match(text, end + 1):
+        return True  # "https://user:pass@example.com": the literal word, at a documentation host
     if re.fullmatch(r"[0-9a-fA-F]{32,128}", v) and _ASSERT.get().search(text[line_start:start]):
         return True  # an expected digest in a test assertion
     return False
