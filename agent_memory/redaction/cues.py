@@ -36,6 +36,7 @@ The vocabularies (``PASSWORD_LABELS``, ``CODE_CUES``, ``TRIGGERS``) are module c
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterator
 
 from agent_memory.redaction.base import I, Lazy
@@ -78,6 +79,7 @@ _PW_VALUE_LOW = Lazy(
     r"(?P<v>(?=[^\s\"'“”‘’«»`<>()\[\]{}]{0,80}[\d!#$%&*+.?@^_~\-])[^\s\"'“”‘’«»`<>()\[\]{}]{5,80}+)"
     r"|[ \t]*+[:：]?[ \t]*+\n[ \t]*+(?P<w>[^\s]{5,64}+)[ \t]*+(?=\n|$))",
 )
+_CJK = Lazy(r"[\u2e80-\u9fff\uac00-\ud7af\u3000-\u303f\uff00-\uffef]")
 _DOTTED_ID = Lazy(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\(?\)?")
 _FILE = Lazy(r".*\.(?:txt|json|ya?ml|env|conf|cfg|ini|pem|key|csv|log|md|py|js|sh|kdbx|gpg|zip|pdf|docx?)$", I)
 _PASSPHRASE = Lazy(r"[a-z]{3,10}(?:[-_.][a-z]{3,10}){3,7}")
@@ -92,6 +94,8 @@ def _password_like(v: str) -> bool:
     """A password written in prose: letters mixed with digits or symbols, not a path, URL, file, version or id."""
     if not 5 <= len(v) <= 64 or "://" in v or "=" in v or "@" in v[1:-1] and "." in v.split("@")[-1]:
         return False
+    if _CJK.get().search(v):
+        return False  # "密码长度至少为8位": a sentence in a script without spaces, not a value
     if (
         v[0] in "/~$%{.#@"
         or _PW_LABEL.get().search(v)
@@ -190,8 +194,9 @@ _CRED_CALL = Lazy(
 )
 _QUOTED = Lazy(r"[\"']([^\"'\n]{1,200})[\"']")
 _STDIN = Lazy(
-    r"\b(?:echo|printf)[ \t]+(?:-[ne][ \t]+)?(?P<q>['\"]?)(?P<v>[^\s'\"|;<>()]{4,128})(?P=q)[ \t]*(?:\|[ \t]*(?:sudo[ \t]+-S|\S{1,40}[^\n|]{0,200}?(?:--password-stdin|--stdin|-S\b|chpasswd|passwd))|\))",
+    r"\b(?:echo|printf)[ \t]+(?:-[ne][ \t]+)?(?P<q>['\"]?)(?P<v>[^\s'\"|;<>()]{4,128})(?P=q)[ \t]*(?:\|[ \t]*(?:sudo[ \t]+-S|\S{1,40}[^\n|]{0,200}?(?:--password-stdin|--stdin|-S\b|chpasswd|passwd)))",
 )
+_PASS_SUBST = Lazy(r"(?:pass\w{0,12}|\s-p)[= \t]+<\((?:echo|printf)[ \t]+['\"]?(?P<v>[^\s'\"|;<>()]{4,128})", I)
 _ARCHIVE_FLAG = Lazy(r"\b(?:zip|unzip|7za?|rar|unrar|zipcloak)\b[^\n|;]{0,200}?[ \t](?:-P[ \t]+|-p)(?P<v>[^\s'\"-][^\s'\"]{3,127})")
 _USERLIST = Lazy(r"(?m)^\"[\w.@-]{1,64}\"[ \t]+\"(?P<v>[^\"\n]{6,128})\"[ \t]*$")
 _WRAPPED = Lazy(
@@ -259,7 +264,7 @@ def _table_spans(text: str) -> Iterator[Span]:
     for ln in lines:
         offs.append(offs[-1] + len(ln) + 1)
     for h in heads:
-        i = text.count("\n", 0, h.start())
+        i = bisect_right(offs, h.start()) - 1
         head = lines[i]
         cells = _header_cells(head)
         if cells is None:
@@ -467,7 +472,7 @@ def cue_spans(text: str) -> Iterator[Span]:
             if " " not in v.strip() and any(c.isdigit() for c in v) and not re.fullmatch(r"\$\{?\w+\}?|<[^>]*>|\{\{.*\}\}", v):
                 yield m.start("v"), m.end("v"), "secret"
     if _any(low, CLI_GATE):
-        for pattern in (_SCHEME, _STDIN, _ARCHIVE_FLAG, _USERLIST):
+        for pattern in (_SCHEME, _STDIN, _PASS_SUBST, _ARCHIVE_FLAG, _USERLIST):
             for m in pattern.get().finditer(text):
                 if not m.group("v").startswith("$"):
                     yield m.start("v"), m.end("v"), "password"
@@ -526,7 +531,7 @@ _SHARE_PATH = Lazy(
 )
 _CALL = Lazy(r"[a-z_][A-Za-z0-9_.]{1,30}\(\s*[A-Za-z_][\w:., ]{0,60}\)")
 _DOC_HOST = Lazy(r"(?:[\w-]+\.)*example(?:\.(?:com|org|net))?(?![\w.-]*\.[a-z])|[\w.-]+\.(?:test|invalid|example)\b", I)
-_DOC_WORD = Lazy(r"EXAMPLE|example|SAMPLE|DUMMY|PLACEHOLDER")
+_DOC_WORD = Lazy(r"(?:EXAMPLE|EXAMPLEKEY|example|SAMPLE|DUMMY|PLACEHOLDER)$")
 _ASSERT = Lazy(
     r"\b(?:assert\w*|expect|should|assertEqual|assert_eq!?)\b[^\n]*\b(?:sign|hmac|digest|hash|sha\d*|md5|checksum|hexdigest)\w*\s*\(", I
 )
@@ -547,11 +552,11 @@ def public_value(text: str, start: int, end: int) -> bool:
     before = text[lo:start]
     # the whole whitespace/quote-delimited token holding the span
     ts = start
-    while ts > 0 and text[ts - 1] not in " \t\n\"'`(":
+    while ts > 0 and start - ts < 200 and text[ts - 1] not in " \t\n\"'`(":
         ts -= 1
     if _DIGEST_TOKEN.get().match(text, ts) or _DIGEST_TOKEN.get().search(v):
         return True  # "'sha256-hsWJ…='": a digest named by its algorithm (CSP, SRI, checksums)
-    if "BEGIN PGP" in text[:start]:
+    if "BEGIN PGP" in text[max(0, start - 20000) : start]:
         for m in _ARMOUR.get().finditer(text):
             if m.start() <= start and end <= m.end():
                 return True
@@ -565,7 +570,7 @@ def public_value(text: str, start: int, end: int) -> bool:
         return True  # a certificate in a JWK's x5c chain
     if _THUMB_KEY.get().search(before):
         return True  # a thumbprint or key id: public names of a key
-    line_start = text.rfind("\n", 0, start) + 1
+    line_start = text.rfind("\n", max(0, start - 500), start) + 1 or max(0, start - 500)
     head = text[line_start:start]
     if ":" in head and _ID_HEADER.get().search(head) and not re.search(r"session|auth|token|csrf|key", head, I):
         return True
