@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -493,3 +495,44 @@ def test_corpus_files_are_valid_json_lines() -> None:
     for name in ("secrets.jsonl", "benign.jsonl"):
         lines = (FIXTURES / name).read_text(encoding="utf-8").splitlines()
         assert all(isinstance(json.loads(line), dict) for line in lines)
+
+
+# holdout7 (tests/fixtures/secrets_holdout7, 637 secret cases, 240 look-alikes, written blind) was measured once on
+# round 3's code: 578/637 (90.7%), 12/240 changed.  Round 4b (redaction/cues.py) then tuned on its misses, by cause:
+# it is tuning data now, and the floor below is what round 4b reached (635/637, 0/240).
+HOLDOUT7 = FIXTURES.parent / "secrets_holdout7"
+
+
+def test_holdout7_round4b_floor() -> None:
+    result = score(lambda text: redact(text).text, HOLDOUT7)
+    print(f"\n{HOLDOUT7.name}: {result.line()}")
+    assert result.secrets >= 637 and result.benign >= 240
+    assert result.redacted >= 635 and result.damaged == 0, (result.redacted, result.damaged)
+
+
+# holdout8 (tests/fixtures/secrets_holdout8, 732 secret cases, 235 look-alikes, written blind on branch corpus8 by a writer
+# who read no redaction code and no other corpus) was measured by the lead without reading its misses: round 3 (main
+# before round 4) 679/732 (92.8%), 13/235 changed; round 4 (causes.py) 684/732, 9/235; rounds 4 + 4b (cues.py; neither
+# author ever opened it) 696/732 (95.1%), 8/235.  Issue 27's target (>= 97%, <= 1 changed) is not met.  It is still a
+# blind corpus: the figure below is the measured one, kept from sliding.
+HOLDOUT8 = FIXTURES.parent / "secrets_holdout8"
+
+
+def test_holdout8_blind_figure_does_not_slide() -> None:
+    result = score(lambda text: redact(text).text, HOLDOUT8)
+    print(f"\n{HOLDOUT8.name}: {result.line()}")
+    assert result.secrets >= 700 and result.benign >= 230
+    assert result.redacted >= 696 and result.damaged <= 8, (result.redacted, result.damaged)
+
+
+@pytest.mark.parametrize("name", ["secrets_holdout7", "secrets_holdout8"])
+def test_blind_corpus_is_exactly_what_its_seeded_generator_makes(name: str, tmp_path: Path) -> None:
+    corpus = FIXTURES.parent / name
+    copy = tmp_path / name
+    shutil.copytree(corpus, copy)
+    for made in ("secrets.jsonl", "benign.jsonl"):
+        (copy / made).unlink()
+    done = subprocess.run([sys.executable, "make_corpus.py"], capture_output=True, text=True, timeout=300, cwd=copy)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for made in ("secrets.jsonl", "benign.jsonl"):
+        assert (copy / made).read_bytes() == (corpus / made).read_bytes(), made

@@ -10,6 +10,7 @@ from agent_memory.redaction import (
     anchored,
     causes,
     contextual,
+    cues,
     families,
     general,
     generic,
@@ -283,10 +284,11 @@ def find_spans(text: str, *, gated: bool = True, general: bool = True) -> list[S
         anchored.protocol_spans(text),
         anchored.row_spans(text),
         causes.spans(text),
+        cues.cue_spans(text),
     ):
         for start, end, kind in spans_of:
             spans.add(start, end, kind)
-    for spans_of in (anchored.name_spans(text), causes.merge_spans(text)):
+    for spans_of in (anchored.name_spans(text), causes.merge_spans(text), cues.extend_spans(text)):
         for start, end, kind in spans_of:
             spans.merge(start, end, kind)  # a value bound to its name absorbs a part of it found alone
     return sorted(s for s in spans.found if not generic.spared(text, s[0], s[1]))

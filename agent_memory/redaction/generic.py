@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from agent_memory.redaction import cues
 from agent_memory.redaction.base import I, Lazy
 from agent_memory.redaction.families import iban_ok
 from agent_memory.redaction.providers import entropy
@@ -683,7 +684,7 @@ def spared(text: str, start: int, end: int) -> bool:
         return True
     if _IBAN_SHAPE.get().fullmatch(v) and len(v.replace(" ", "")) >= 15:
         return not iban_ok(v)
-    return _look_alike(text, start, end, v) or _public_by_cause(text, start, end, v)
+    return _look_alike(text, start, end, v) or _public_by_cause(text, start, end, v) or cues.public_value(text, start, end)
 
 
 # --- round 4: look-alikes by cause (holdout6) -------------------------------------------------------------------------
@@ -705,6 +706,7 @@ _ID_POSITION = Lazy(
 )
 _SESSION = Lazy(r"session|sid\b|auth|api|secret|token", I)  # a session id or an auth id is a credential
 _SCHEME_BEFORE = Lazy(r"[A-Za-z][A-Za-z0-9+.-]{0,20}:$")
+_USERINFO_AFTER = Lazy(r"[^/\s@]{0,200}@")  # the span is a URL's user part ("//KEY:x@host"): a credential
 _PATH_FILE = Lazy(r"[\w.-]+(?:/[\w.-]+)+\.[A-Za-z0-9]{1,8}")
 # a value that says it is an example: AWS's documented "AKIAIOSFODNN7EXAMPLE", "…/bPxRfiCYEXAMPLEKEY", "sk_example_…"
 _EXAMPLE = Lazy(r"EXAMPLE(?:KEY)?$|(?:^|[_-])(?:EXAMPLE|example)(?:[_-]|$)")
@@ -729,8 +731,8 @@ def _public_by_cause(text: str, start: int, end: int, v: str) -> bool:
         return True
     if _PATH_FILE.get().fullmatch(core) and not core.startswith(("~", ".ssh")) and "/" in core:
         return True  # "logs/app/3513ee2a-….json": a file path, not a key
-    if core.startswith("//") and _SCHEME_BEFORE.get().search(before):
-        return True  # "https://docs.google.com/document/d/…", "s3://bucket/…": a URL taken whole
+    if core.startswith("//") and _SCHEME_BEFORE.get().search(before) and not _USERINFO_AFTER.get().match(text, end):
+        return True  # "https://docs.google.com/document/d/…", "s3://bucket/…": a URL taken whole (not its user part)
     if (
         _EXAMPLE.get().search(core)
         or re.search(r"(?:\.\.\.|…)", core)

@@ -29,7 +29,8 @@ from __future__ import annotations
 import os
 import re
 
-from agent_memory.redaction import anchored, contextual, families, general, generic, keyvalue, structured, views
+from agent_memory.redaction import anchored, causes, contextual, families, general, generic, keyvalue, structured, views
+from agent_memory.redaction import cues as cue_rules
 from agent_memory.redaction.base import Lazy
 from agent_memory.redaction.bip39 import WORDS as BIP39_WORDS
 from agent_memory.redaction.providers import PROVIDERS
@@ -41,7 +42,7 @@ _NUM = r"\d{1,4}(?:[.,:/-]\d{1,4}){0,2}"
 _TOKEN = rf"[(\"']?(?:{_WORD}|{_NUM})[.,;!?)\"']{{0,3}}"
 _SHAPE = re.compile(rf"[ \n]*(?:{_TOKEN}(?:[ \n]+{_TOKEN})*[ \n]*)?")
 _LONG_RUN = re.compile(r"(?<!\S)\S{20}")
-_DIGIT_GROUP = re.compile(r"\d(?:\d|[ .\-/,:](?=\d))*")
+_DIGIT_GROUP = re.compile(r"\d(?:\d|(?:[.\-/,:]|[ ]{1,3})(?=\d))*")  # a card in wide-spaced groups is one group
 _DATE = re.compile(r"\d{4}([- ])\d{2}\1\d{2}")  # also spaced: a record id's date as the id check spaces it
 _LETTERS = re.compile(r"[a-z]+")
 _TOKENISH = re.compile(r"(?<!\S)\S{14,}")
@@ -56,6 +57,7 @@ def _substring_cues(prose: tuple[str, ...]) -> tuple[str, ...]:
         cues.update(triggers)
     cues.update(general._CHAT_TRIGGERS + general._CHAT_TRIGGERS_UNICODE + general._KEY_SPACE_TRIGGERS)
     cues.update(general._CLI_FLAGS)
+    cues.update(causes.TRIGGERS + causes.AFTER_LABEL_STEMS + cue_rules.TRIGGERS)
     cues.update(("value", "identified", "random_", "private-", "ssws", "[redacted:"))
     # an identifier of two parts naming an id ("id-no"): the name rules' pairs, joined as a plain text can join them
     cues.update(f"{a}-{b}" for a, b in anchored._ID_PAIRS)

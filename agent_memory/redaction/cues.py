@@ -1,0 +1,610 @@
+"""Round-4b detection by cause: secrets named by a cue family or held in a structural position, and public values a
+careful scanner spares by what they are.
+
+Detection (:func:`cue_spans`), each rule a family rather than an example:
+
+* a password label of any language, a few filler words, then a value that mixes letters with digits or symbols
+  ("lösenordet är Blue.5857mt", "parol ot pochty X", "the password, it's X"), or a dashed passphrase; the value
+  before the label ("X is the password for …"); the value on the line below a bare label line;
+* a PIN-like code: 4–8 digits after a code word qualified by what it opens (gate, garage, lockbox, voicemail, card,
+  "Garagentor-Code"), never an error/status/zip/area code;
+* a card's verification value: 3–4 digits after a CVV cue in any language, in a text that holds a card number;
+* security-question answers: the text after an answer marker in a line that names a security question;
+* one-time-password seeds and backup-code lists after their cue (base32 in one run or in groups; digit pairs);
+* secret columns by header name in CSV and in SQL ``INSERT (cols) VALUES (vals)``;
+* name/value structures whose name is a secret name: ``define('DB_PASSWORD', 'x')``, a plist ``<key>…Password</key>
+  <string>x</string>``, a HAR/cookie ``{"name": "PHPSESSID", "value": "x"}``, a camelCase or snake key bound to a quoted
+  value whatever its characters; ``{PLAIN}x`` password schemes; credential constructors' positional password;
+* passwords handed to a command through stdin or an archiver flag (``echo X | sudo -S``, ``--password <(echo X)``,
+  ``zip -P X``); ``"user" "password"`` lines of a userlist;
+* values split across messages after split cues ("starts with", "first half"); a seed phrase split over lines; a key
+  wrapped over the lines below its label;
+* checksummed numbers: an IBAN with a valid mod-97 and its country's length, an ABA routing number after its label;
+  a card number whose groups are split by several spaces;
+* URL positions: a credential query parameter (``code=``, ``token=``) in an auth link, a URL userinfo whose user is
+  itself a key (legacy Sentry DSN), a Telegram bot token with its bot id.
+
+Sparing (:func:`public_value`): a digest named by its algorithm (``sha256-…``), the body of a signature or certificate
+(PGP signature armour, ``x5c``), a ``data:`` URI of a font or image, an id header (``x-amz-id-2``), an id in a share
+URL's path (``/document/d/<id>``), a byte-counting test vector, a documentation key (``…EXAMPLE…``), a call
+expression (``base64(…)``), a prefix with an ellipsis (``sk-...``), a URL password that is the word "pass", an expected
+digest in a test assertion.
+
+The vocabularies (``PASSWORD_LABELS``, ``CODE_CUES``, ``TRIGGERS``) are module constants a prefilter can import.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Iterator
+
+from agent_memory.redaction.base import I, Lazy
+
+Span = tuple[int, int, str]
+
+# --- vocabularies (importable by a prefilter) -------------------------------------------------------------------
+PASSWORD_LABELS = (
+    r"passwor[dt]\w{0,6}|passcode|passphrase|kennwort\w{0,4}|mot\s+de\s+passe|contrase(?:ñ|n)a|senha|has(?:ł|l)o|heslo|"
+    r"wachtwoord|l(?:ö|o)senord\w{0,3}|passord\w{0,3}|adgangskode|salasana\w{0,3}|jelszó|parol[aăe]?|(?:ş|s)ifre\w{0,3}|"
+    r"lozinka|geslo|парол\w{0,2}|κωδικός(?:\s+πρόσβασης)?|συνθηματικό|كلمة\s+(?:المرور|السر)|رمز\s+عبور|סיסמ[הא]|"
+    r"पासवर्ड|कूटशब्द|パスワード|密码|密碼|口令|비밀번호|암호|mật\s+khẩu|kata\s+sandi\w{0,3}|รหัสผ่าน|nenosiri|\bpw\b|\bpwd\b"
+)
+CODE_CUES = (
+    r"gate|door|garage|garagentor|tor|tür|lockbox|lock|locker|keypad|alarm|safe|entry|access|building|voicemail|"
+    r"mailbox|digicode|portail|porte|puerta|portão|cadenas|padlock|combination|carte\s+bleue|carte|card|tarjeta|cartão|"
+    r"karte|bank|atm|sim|phone|handy|security|sicherheits|zugangs|pin"
+)
+CVV_CUES = (
+    r"cvv2?|cvc2?|csc|cv2|security\s+code|code\s+on\s+the\s+back|card\s+code|prüfziffer|prüfnummer|kartenprüfnummer|"
+    r"sicherheitscode|código\s+de\s+segurança|código\s+de\s+seguridad|cryptogramme|code\s+de\s+sécurité|"
+    r"codice\s+di\s+sicurezza|セキュリティコード|セキュリティーコード|安全码|보안\s*코드|код\s+безопасности"
+)
+
+_PW_LABEL = Lazy(rf"(?<![A-Za-z0-9_:$@/.%{{<])(?:{PASSWORD_LABELS})(?![A-Za-z0-9_@%}}>])", I)
+_PW_NAMED = Lazy(r"passw|kennw|contrase|senha|keepass|bitwarden|lastpass|vault", I)
+# a label, up to four filler words ("ot pochty", "είναι", ", it's"), then a value holding a digit or a symbol; or a bare
+# label line with the value alone on the next line ("Password:\nSunny.1710pm")
+_FILLER = r"[^\s\d!-/:-@\[-`{-~]{1,12}+(?:['’][a-z]{1,2})?"
+_PW_VALUE = Lazy(
+    rf"(?<![A-Za-z0-9_:$@/.%{{<])(?:{PASSWORD_LABELS})(?![A-Za-z0-9_@%}}>])"
+    rf"(?:[ \t]*+[,:：=\-—–>]?[ \t]*+(?:{_FILLER}(?:[ \t]++[,:：=\-—–>]?[ \t]*+|[,:：=\-—–>][ \t]*+)){{0,4}}?[\"'“‘«]?"
+    r"(?P<v>(?=[^\s\"'“”‘’«»`<>()\[\]{}]{0,80}[\d!#$%&*+.?@^_~\-])[^\s\"'“”‘’«»`<>()\[\]{}]{5,80}+)"
+    r"|[ \t]*+[:：]?[ \t]*+\n[ \t]*+(?P<w>[^\s]{5,64}+)[ \t]*+(?=\n|$))",
+    I,
+)
+_PW_VALUE_LOW = Lazy(
+    rf"(?<![A-Za-z0-9_:$@/.%{{<])(?:{PASSWORD_LABELS})(?![A-Za-z0-9_@%}}>])"
+    rf"(?:[ \t]*+[,:：=\-—–>]?[ \t]*+(?:{_FILLER}(?:[ \t]++[,:：=\-—–>]?[ \t]*+|[,:：=\-—–>][ \t]*+)){{0,4}}?[\"'“‘«]?"
+    r"(?P<v>(?=[^\s\"'“”‘’«»`<>()\[\]{}]{0,80}[\d!#$%&*+.?@^_~\-])[^\s\"'“”‘’«»`<>()\[\]{}]{5,80}+)"
+    r"|[ \t]*+[:：]?[ \t]*+\n[ \t]*+(?P<w>[^\s]{5,64}+)[ \t]*+(?=\n|$))",
+)
+_CJK = Lazy(r"[\u2e80-\u9fff\uac00-\ud7af\u3000-\u303f\uff00-\uffef]")
+_DOTTED_ID = Lazy(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\(?\)?")
+_FILE = Lazy(r".*\.(?:txt|json|ya?ml|env|conf|cfg|ini|pem|key|csv|log|md|py|js|sh|kdbx|gpg|zip|pdf|docx?)$", I)
+_PASSPHRASE = Lazy(r"[a-z]{3,10}(?:[-_.][a-z]{3,10}){3,7}")
+_NOT_VALUE_WORDS = frozenset(
+    "required optional incorrect correct invalid wrong expired reset changed stored saved hashed encrypted empty blank "
+    "missing same different strong weak long short unknown none null secret hidden protected set updated with in using "
+    "via by into en dans im mit through".split()
+)
+
+
+def _password_like(v: str) -> bool:
+    """A password written in prose: letters mixed with digits or symbols, not a path, URL, file, version or id."""
+    if not 5 <= len(v) <= 64 or "://" in v or "=" in v or "@" in v[1:-1] and "." in v.split("@")[-1]:
+        return False
+    if _CJK.get().search(v):
+        return False  # "密码长度至少为8位": a sentence in a script without spaces, not a value
+    if (
+        v[0] in "/~$%{.#@"
+        or _PW_LABEL.get().search(v)
+        or _PW_NAMED.get().search(v)
+        or _DOTTED_ID.get().fullmatch(v)
+        or _FILE.get().fullmatch(v)
+    ):
+        return False
+    if re.fullmatch(r"v?\d+(?:[.\-]\d+)+[a-z]?|\d+|\d{1,2}:\d{2}(?::\d{2})?|[a-z]+[-_]\d{1,4}", v, I):
+        return False
+    letters = sum(c.isalpha() for c in v)
+    digits = sum(c.isdigit() for c in v)
+    symbols = len(v) - letters - digits
+    if letters == 0:
+        return False
+    return digits > 0 or symbols > 0 and any(c.isupper() for c in v)
+
+
+def _after_label(text: str, m: re.Match[str]) -> tuple[int, int] | None:
+    g = "v" if m.group("v") is not None else "w"
+    if any(w.strip(",:：'’") in _NOT_VALUE_WORDS for w in text[m.start() : m.start(g)].lower().split()):
+        return None  # "the password is stored hashed with argon2id": the words say where or how, not what
+    value = text[m.start(g) : m.end(g)].rstrip(".,;!?:")
+    if _password_like(value) or _PASSPHRASE.get().fullmatch(value):
+        return m.start(g), m.start(g) + len(value)
+    return None
+
+
+_CONNECTS = Lazy(r"\s(?:is|was|=|are|be|est|ist|es|é)\s", I)
+_BEFORE_LABEL = Lazy(
+    rf"(?<![\w])(?P<v>[^\s\"'`<>()\[\]{{}}]{{5,64}})[\"']?[ \t]+(?:is|was|=|are|will\s+be|est|ist|es|é)[ \t]+(?:the|my|our|your|his|her|le|la|das|mein|el|o|a)?[ \t]*(?:[a-z]{{2,12}}[ \t]+){{0,2}}(?:{PASSWORD_LABELS})(?!\w)",
+    I,
+)
+_SPLIT_CUE = Lazy(
+    r"(?:starts?\s+with|begins?\s+with|ends?\s+with|first\s+(?:half|part)|second\s+(?:half|part)|last\s+(?:half|part)|"
+    r"rest\s+is|part\s+\d)[ \t]*[:：]?[ \t]*(?P<v>[^\s\"'`<>()\[\]{}]{4,64})",
+    I,
+)
+_SPLIT_LABEL = Lazy(rf"(?:{PASSWORD_LABELS}|\bpin\b|passphrase|card\s+number|\bseed\b)", I)
+_RESET_TO = Lazy(
+    r"\b(?:reset|changed?|set)\s+(?:it|the\s+password|(?:his|her|their|your|my)\s+password|the\s+pw|pw)\s+to\s+(?P<v>[^\s\"'`<>()\[\]{}]{6,64})",
+    I,
+)
+_USER_SLASH = Lazy(
+    r"(?:\buse|\bwith|\blogin|\bcreds?|\bcredentials)[ \t:]+[\w.@+-]{2,40}[ \t]*/[ \t]*(?P<v>[^\s\"'`<>()\[\]{}/]{6,64})",
+    I,
+)
+_CODE = Lazy(
+    rf"(?:(?:\b(?:{CODE_CUES})\w{{0,8}}[ \t-]?(?:code|pin|kod|código|codice|код|combination)\b)|\b(?:{CODE_CUES})\b[^\n.;]{{0,30}}?\b(?:code|pin|kod|código|codice|combination)\b|\b(?:pin|code)\s+(?:de\s+la\s+|du\s+|der\s+|da\s+|del\s+)?(?:{CODE_CUES})\w*(?:\s+(?:est|is|ist|é|es))?)"
+    r"[ \t]*[:：=#]?[ \t]*(?:is|est|ist|é|es|lautet)?[ \t]*[*#]?(?P<v>\d{4,8})(?![\d.,:/-]\d)",
+    I,
+)
+_NOT_CODE = Lazy(
+    r"\b(?:error|status|zip|postal|post|area|country|http|exit|return|response|reason|promo|discount|coupon|"
+    r"iso|sort|swift|branch|source|line|op|char|color|hs|tariff|dial|airport|station|course|class|country)\W{0,3}$",
+    I,
+)
+_CVV = Lazy(rf"(?:{CVV_CUES})[^\d\n]{{0,30}}?(?P<v>\d{{3,4}})(?!\d)", I)
+_CARD_MARK = Lazy(r"\[REDACTED:card_number\]|(?<!\d)(?:\d[ -]?){12,18}\d(?!\d)")
+_SECQ = Lazy(
+    r"security\s+(?:question|answer)|secret\s+question|question\s+secrète|sicherheitsfrage|pregunta\s+(?:de\s+seguridad|secreta)|"
+    r"pergunta\s+de\s+segurança|maiden\s+name|nom\s+de\s+jeune\s+fille|first\s+(?:pet|school|car|teacher)|"
+    r"(?:city|town)\s+(?:where\s+)?you\s+were\s+born|street\s+you\s+grew\s+up|favou?rite\s+(?:teacher|food|book)",
+    I,
+)
+_ANSWER = Lazy(
+    r"(?:\bA\s*[:：]|\banswer\s*[:：]|\bréponse\s*[:：]|\brespuesta\s*[:：]|\bantwort\s*[:：]|\bresposta\s*[:：]|[—–]|"
+    r"\bI\s+(?:put|used|wrote|chose)|\bis|[)?]\s*[:：])[ \t]*",
+    I,
+)
+_OTP_CUE = Lazy(r"\b(?:2fa|mfa|totp|otp|authenticator|two[- ]factor|zwei-faktor)\b", I)
+_BASE32 = Lazy(r"(?<![\w])(?P<v>[A-Z2-7]{16,64}=*|[a-z2-7]{4}(?:[ ][a-z2-7]{4}){3,15}|[A-Z2-7]{4}(?:[ ][A-Z2-7]{4}){3,15})(?![\w])")
+_BACKUP = Lazy(r"\b(?:backup|recovery|wiederherstellungs|secours|respaldo|recuperação)[ \t-]?(?:codes?|kódy|codici)\b[ \t]*[:：]?", I)
+_CODE_ITEM = Lazy(r"[ \t,;\n•*-]*(?P<v>\d{4}[ -]?\d{4}|[a-z0-9]{4,5}-[a-z0-9]{4,5}|\d{6,10})(?![\w])", I)
+_HEADER_SECRET = Lazy(
+    rf"(?:{PASSWORD_LABELS}|mot_de_passe|contrasena|cvv2?|cvc|csc|secret\w*|token|api_?key|pin|\w*_password|\w*_passwd|plain_?password)",
+    I,
+)
+_INSERT = Lazy(r"INSERT\s+INTO\s+\S+\s*\((?P<cols>[^()\n]{1,500})\)\s*VALUES\s*\((?P<vals>[^()\n]{1,2000})\)", I)
+_NAMED_PAIR = Lazy(
+    r"(?:define|setenv|putenv|set|config\.set|ini_set)\s*\(\s*['\"](?P<k>[\w.-]{2,60})['\"]\s*,\s*['\"](?P<v>[^'\"\n]{4,200})['\"]"
+    r"|<key>(?P<k2>[^<]{2,60})</key>\s*<string>(?P<v2>[^<\n]{4,200})</string>"
+    r"|[\"']name[\"']\s*:\s*[\"'](?P<k3>[^\"'\n]{2,60})[\"']\s*,\s*[\"']value[\"']\s*:\s*[\"'](?P<v3>[^\"'\n]{4,400})[\"']",
+    I,
+)
+_SECRET_NAME = Lazy(
+    r"pass(?:word|wd)?|pwd|secret|token|api_?key|apikey|private_?key|auth|sess(?:ion)?_?id|sessid|sid\b|credential|access_?key", I
+)
+_QUOTED_KV = Lazy(
+    r"(?<![\w])(?P<k>[A-Za-z_][A-Za-z0-9_]{0,40}(?:Token|Secret|Password|Passwd|ApiKey|AccessKey|PrivateKey|_token|_secret|_password|_api_key))"
+    r"[\"']?[ \t]*[:=][ \t]*(?P<q>[\"'])(?P<v>[^\"'\n\\]{8,200})(?P=q)"
+)
+_SCHEME = Lazy(r"\{(?:PLAIN|CLEAR|CLEARTEXT|PLAINTEXT)\}(?P<v>[^\s:]{4,128})", I)
+_CRED_CALL = Lazy(
+    r"\b\w*(?:Credential|Credentials|BasicAuth|Login|Auth|Password)\w*\s*\((?P<args>[^()\n]{4,400})\)",
+)
+_QUOTED = Lazy(r"[\"']([^\"'\n]{1,200})[\"']")
+_STDIN = Lazy(
+    r"\b(?:echo|printf)[ \t]+(?:-[ne][ \t]+)?(?P<q>['\"]?)(?P<v>[^\s'\"|;<>()]{4,128})(?P=q)[ \t]*(?:\|[ \t]*(?:sudo[ \t]+-S|\S{1,40}[^\n|]{0,200}?(?:--password-stdin|--stdin|-S\b|chpasswd|passwd)))",
+)
+_PASS_SUBST = Lazy(r"(?:pass\w{0,12}|\s-p)[= \t]+<\((?:echo|printf)[ \t]+['\"]?(?P<v>[^\s'\"|;<>()]{4,128})", I)
+_ARCHIVE_FLAG = Lazy(r"\b(?:zip|unzip|7za?|rar|unrar|zipcloak)\b[^\n|;]{0,200}?[ \t](?:-P[ \t]+|-p)(?P<v>[^\s'\"-][^\s'\"]{3,127})")
+_USERLIST = Lazy(r"(?m)^\"[\w.@-]{1,64}\"[ \t]+\"(?P<v>[^\"\n]{6,128})\"[ \t]*$")
+_WRAPPED = Lazy(
+    r"(?m)^[ \t]*[A-Za-z_][\w.-]{0,60}(?:KEY|TOKEN|SECRET|key|token|secret)[\"']?[ \t]*[:=][ \t]*\n(?P<v>(?:[ \t]*[A-Za-z0-9+/_=-]{30,}[ \t]*(?:\n|$)){2,8})"
+)
+_IBAN_START = Lazy(r"[A-Z]{2}\d\d")
+_IBAN = Lazy(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,4})?(?![A-Za-z0-9])")
+_ROUTING = Lazy(r"\b(?:routing|aba|rtn|transit)\b[^\n\d]{0,30}?(?P<v>\d{9})(?!\d)", I)
+_ACCOUNT = Lazy(r"\baccount\s*(?:number|no\.?|#|nr)|\bacct\b|kontonummer|numéro\s+de\s+compte", I)
+_WIDE_CARD = Lazy(r"(?<!\d)\d{4}(?:[ ]{2,3}\d{4}){3}(?!\d)")
+_URL_CODE = Lazy(
+    r"[?&](?:code|token|auth|otp|key|magic|login_token|access_token|ticket|signature|sig)=(?P<v>[A-Za-z0-9_\-.~%]{16,400})",
+    I,
+)
+_USERINFO = Lazy(r"://(?P<v>[0-9a-f]{24,64}|[A-Za-z0-9_-]{32,64}):[^@\s/]{4,}@", I)
+_TELEGRAM = Lazy(r"(?<![A-Za-z0-9])(?:bot)?(?P<v>\d{6,12}:AA[A-Za-z0-9_-]{30,40})(?![A-Za-z0-9_-])")
+_BIP39_LINE = Lazy(r"(?m)^[^\n:]{0,20}[:：][ \t]*(?P<v>[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){2,23})[ \t]*$")
+
+_IBAN_LENGTHS = {
+    "AD": 24, "AE": 23, "AT": 20, "BE": 16, "BG": 22, "CH": 21, "CY": 28, "CZ": 24, "DE": 22, "DK": 18, "EE": 20,
+    "ES": 24, "FI": 18, "FR": 27, "GB": 22, "GR": 27, "HR": 21, "HU": 28, "IE": 22, "IS": 26, "IT": 27, "LI": 21,
+    "LT": 20, "LU": 20, "LV": 21, "MC": 27, "MT": 31, "NL": 18, "NO": 15, "PL": 28, "PT": 25, "RO": 24, "SA": 24,
+    "SE": 24, "SI": 19, "SK": 24, "SM": 27, "TR": 26,
+}  # fmt: skip
+
+
+def _iban_valid(v: str) -> bool:
+    s = v.replace(" ", "")
+    if _IBAN_LENGTHS.get(s[:2]) != len(s):
+        return False
+    moved = s[4:] + s[:4]
+    return int("".join(str(int(c, 36)) for c in moved)) % 97 == 1
+
+
+def _aba_ok(d: str) -> bool:
+    n = [int(c) for c in d]
+    return sum(w * x for w, x in zip((3, 7, 1) * 3, n, strict=True)) % 10 == 0 and len(set(d)) > 2
+
+
+def _luhn(d: str) -> bool:
+    total = 0
+    for i, c in enumerate(reversed(d)):
+        x = int(c) * (2 if i % 2 else 1)
+        total += x - 9 if x > 9 else x
+    return total % 10 == 0
+
+
+_HEADER_SECRET_IN = Lazy(r"pass|mot_de|contras|senha|cvv|cvc|csc|secret|token|key|pin", I)
+_HEADER_LINE = Lazy(r"(?m)^[ \t\"'`|]*+[A-Za-z_][\w.-]{0,39}+(?:[ \t\"'`]*+[,;\t|][ \t\"'`]*+[A-Za-z_][\w.-]{0,39}+){1,30}+[ \t\"'`|]*+$")
+
+
+def _header_cells(line: str) -> tuple[str, list[str]] | None:
+    for sep in (",", ";", "\t", "|"):
+        if line.count(sep) >= 1:
+            return sep, [c.strip().strip("\"'`").strip() for c in line.split(sep)]
+    return None
+
+
+def _table_spans(text: str) -> Iterator[Span]:
+    heads = [h for h in _HEADER_LINE.get().finditer(text) if _HEADER_SECRET_IN.get().search(h.group())]
+    if not heads:
+        return  # a header: short names and separators only, one of them naming a secret
+    lines = text.split("\n")
+    offs = [0]
+    for ln in lines:
+        offs.append(offs[-1] + len(ln) + 1)
+    for h in heads:
+        i = bisect_right(offs, h.start()) - 1
+        head = lines[i]
+        cells = _header_cells(head)
+        if cells is None:
+            continue
+        sep, names = cells
+        cols = [j for j, n in enumerate(names) if n and _HEADER_SECRET.get().fullmatch(n.replace(" ", "_"))]
+        if not cols or len(names) < 2 or any(len(n) > 40 for n in names):
+            continue
+        for k in range(i + 1, min(len(lines), i + 200)):
+            row = lines[k]
+            if row.count(sep) != head.count(sep):
+                break
+            pos = offs[k]
+            for j, cell in enumerate(row.split(sep)):
+                c = cell.strip().strip("\"'`")
+                ok = _password_like(c) or c.isdigit() and 3 <= len(c) <= 8
+                if j in cols and ok and " " not in c and not re.fullmatch(r"[*x•.#-]+|null|none|n/a", c, I):
+                    s = pos + cell.index(c)
+                    yield s, s + len(c), "password"
+                pos += len(cell) + 1
+
+
+def _insert_spans(text: str) -> Iterator[Span]:
+    for m in _INSERT.get().finditer(text):
+        cols = [c.strip().strip("`\"[]' ") for c in m.group("cols").split(",")]
+        vals = list(re.finditer(r"'((?:[^'\\]|\\.|'')*)'|[^,\s]+", m.group("vals")))
+        if len(vals) != len(cols):
+            continue
+        base = m.start("vals")
+        for c, v in zip(cols, vals, strict=True):
+            if _HEADER_SECRET.get().fullmatch(c) and v.group(1) and len(v.group(1)) >= 3:
+                yield base + v.start(1), base + v.end(1), "password"
+
+
+def _secq_spans(text: str) -> Iterator[Span]:
+    for q in _SECQ.get().finditer(text):
+        line_end = text.find("\n", q.end())
+        line_end = len(text) if line_end < 0 else line_end
+        seg = text[q.end() : line_end]
+        last = None
+        for a in _ANSWER.get().finditer(seg):
+            last = a
+        if last is None:
+            continue
+        rest = seg[last.end() :]
+        qm = re.match(r"[\"“«]([^\"”»\n]{2,60})[\"”»]", rest) or re.match(r"['‘]([^'’\n]{2,60})['’]", rest)
+        if qm is not None:
+            s = q.end() + last.end() + qm.start(1)
+            yield s, s + len(qm.group(1)), "password"
+            continue
+        am = re.match(r"([^\W\d][^\n,;!?\"]{1,40}?)[ \t]*(?:[.,;!?]|$)", rest)
+        if am is not None and len(am.group(1).split()) <= 4:
+            s = q.end() + last.end()
+            yield s, s + len(am.group(1).rstrip()), "password"
+
+
+def _bip39_split(text: str) -> Iterator[Span]:
+    from agent_memory.redaction.bip39 import WORDS
+
+    found = [m for m in _BIP39_LINE.get().finditer(text) if all(w in WORDS for w in m.group("v").split())]
+    if sum(len(m.group("v").split()) for m in found) >= 12 and len(found) >= 2:
+        for m in found:
+            yield m.start("v"), m.end("v"), "seed_phrase"
+
+
+def _any(low: str, words: tuple[str, ...]) -> bool:
+    for w in words:
+        if w in low:
+            return True
+    return False
+
+
+# per-rule literal gates (lower-case): a rule runs only on a text holding one of its words
+PW_GATE = (
+    "pass", "parol", "пар", "κωδικ", "סיסמ", "पासवर्ड", "sandi", "รหัส", "رمز", "كلمة", "nenosiri", "senha", "contrase",
+    "kennwort", "wachtwoord", "senord", "sord", "salasana", "heslo", "hasl", "hasło", "sifre", "şifre", "jelsz", "lozink",
+    "geslo", "密", "口令", "パスワード", "비밀", "암호", "mật", "pw",
+)  # fmt: skip
+CODE_GATE = ("code", "pin", "kod", "código", "codice", "код", "combination")
+CVV_GATE = ("cvv", "cvc", "csc", "cv2", "code", "prüf", "segur", "sécur", "crypto", "sicurezza", "コード", "码", "코드", "безопас")
+SECQ_GATE = (
+    "security",
+    "secret",
+    "secrète",
+    "maiden",
+    "jeune fille",
+    "first pet",
+    "first school",
+    "first car",
+    "first teacher",
+    "born",
+    "grew up",
+    "favo",
+    "frage",
+    "pregunta",
+    "pergunta",
+)
+OTP_GATE = ("2fa", "mfa", "otp", "authenticator", "two", "zwei")
+BACKUP_GATE = ("backup", "recovery", "wiederherstell", "secours", "respaldo", "recupera")
+SPLIT_GATE = ("with", "half", "part", "rest is")
+HEADER_GATE = ("pass", "mot_de", "contras", "senha", "cvv", "cvc", "csc", "secret", "token", "key", "pin")
+NAMED_GATE = ("define", "setenv", "putenv", "set(", "<key>", "name", "ini_set")
+KV_GATE = ("token", "secret", "passw", "apikey", "api_key", "accesskey", "privatekey")
+CLI_GATE = ("{plain}", "{clear", "echo", "printf", "zip", "7z", "rar", '" "')
+CRED_GATE = ("credential", "auth", "login", "password")
+# the union: a text holding none of these (and no checksummed number) gets nothing from this module
+TRIGGERS = tuple(
+    dict.fromkeys(
+        PW_GATE
+        + CODE_GATE
+        + CVV_GATE
+        + SECQ_GATE
+        + OTP_GATE
+        + BACKUP_GATE
+        + SPLIT_GATE
+        + HEADER_GATE
+        + NAMED_GATE
+        + KV_GATE
+        + CLI_GATE
+        + CRED_GATE
+        + ("reset", "chang", "set ", " / ", "insert", "account", "acct", "?", "&")
+    )
+)
+
+
+def cue_spans(text: str) -> Iterator[Span]:
+    """Secret spans found by the cue families and structural positions of this module (see the module docstring)."""
+    # checksummed numbers need no cue
+    if _IBAN_START.get().search(text):
+        for m in _IBAN.get().finditer(text):
+            if _iban_valid(m.group()):
+                yield m.start(), m.end(), "iban"
+    if "  " in text:
+        for m in _WIDE_CARD.get().finditer(text):
+            if _luhn(re.sub(r"\D", "", m.group())):
+                yield m.start(), m.end(), "card_number"
+    low = text.lower()
+    if _any(low, PW_GATE):
+        # matched on the lower-cased text when case folding keeps offsets (faster than IGNORECASE)
+        same = len(low) == len(text)
+        for m in (_PW_VALUE_LOW.get() if same else _PW_VALUE.get()).finditer(low if same else text):
+            found = _after_label(text, m)
+            if found is not None:
+                yield found[0], found[1], "password"
+        for m in _PW_LABEL.get().finditer(text) if _CONNECTS.get().search(text) else ():
+            if not _CONNECTS.get().search(text, max(0, m.start() - 40), m.start()):
+                continue
+            bm = _BEFORE_LABEL.get().search(text, max(0, m.start() - 120), m.end())
+            if bm is not None:
+                v = bm.group("v").rstrip(".,;!?:\"'")
+                if _password_like(v) and v.lower() not in _NOT_VALUE_WORDS:
+                    yield bm.start("v"), bm.start("v") + len(v), "password"
+    for gate, pattern in (((" to ",), _RESET_TO), ((" / ", "/ "), _USER_SLASH)):
+        if _any(low, gate):
+            for m in pattern.get().finditer(text):
+                v = m.group("v").rstrip(".,;!?:\"'")
+                if _password_like(v) and v.lower() not in _NOT_VALUE_WORDS:
+                    yield m.start("v"), m.start("v") + len(v), "password"
+    if _any(low, SPLIT_GATE):
+        splits = list(_SPLIT_CUE.get().finditer(text))
+        if len(splits) >= 2 or splits and _SPLIT_LABEL.get().search(text):
+            for m in splits:
+                v = m.group("v").rstrip(".,;!?:")
+                if text[m.end() : m.end() + 1] == "…" or text[m.end() : m.end() + 3] == "..." or v.endswith("…"):
+                    continue  # "starts with eyJhbGciOi…": a shown prefix, not a part
+                if _password_like(v) or v.isdigit() and len(v) >= 4:
+                    yield m.start("v"), m.start("v") + len(v), "password"
+    if _any(low, CODE_GATE):
+        for m in _CODE.get().finditer(text):
+            if not _NOT_CODE.get().search(text, max(0, m.start() - 12), m.start() + 1 + m.group().find(" ")):
+                yield m.start("v"), m.end("v"), "pin"
+    if _any(low, CVV_GATE) and _CARD_MARK.get().search(text):
+        for m in _CVV.get().finditer(text):
+            yield m.start("v"), m.end("v"), "card_number"
+    if _any(low, SECQ_GATE):
+        yield from _secq_spans(text)
+    if _any(low, OTP_GATE):
+        for b in _BASE32.get().finditer(text):
+            line_start = text.rfind("\n", 0, b.start()) + 1
+            cue = _OTP_CUE.get().search(text, max(line_start, b.start() - 60), b.start())
+            if sum(c.isdigit() for c in b.group("v")) >= 2 and cue:
+                yield b.start("v"), b.end("v"), "secret"
+    if _any(low, BACKUP_GATE):
+        for m in _BACKUP.get().finditer(text):
+            pos = m.end()
+            for _ in range(20):
+                c = _CODE_ITEM.get().match(text, pos)
+                if c is None:
+                    break
+                yield c.start("v"), c.end("v"), "secret"
+                pos = c.end()
+    if "\n" in text and _any(low, HEADER_GATE):
+        yield from _table_spans(text)
+    if "insert" in low:
+        yield from _insert_spans(text)
+    if _any(low, NAMED_GATE):
+        for m in _NAMED_PAIR.get().finditer(text):
+            k = m.group("k") or m.group("k2") or m.group("k3") or ""
+            g = "v" if m.group("k") else ("v2" if m.group("k2") else "v3")
+            if _SECRET_NAME.get().search(k) and not re.fullmatch(r"[*x•.#]+|\$\{?\w+\}?|<[^>]*>", m.group(g)):
+                yield m.start(g), m.end(g), "secret"
+    if ('"' in text or "'" in text) and _any(low, KV_GATE):
+        for m in _QUOTED_KV.get().finditer(text):
+            v = m.group("v")
+            if " " not in v.strip() and any(c.isdigit() for c in v) and not re.fullmatch(r"\$\{?\w+\}?|<[^>]*>|\{\{.*\}\}", v):
+                yield m.start("v"), m.end("v"), "secret"
+    if _any(low, CLI_GATE):
+        for pattern in (_SCHEME, _STDIN, _PASS_SUBST, _ARCHIVE_FLAG, _USERLIST):
+            for m in pattern.get().finditer(text):
+                if not m.group("v").startswith("$"):
+                    yield m.start("v"), m.end("v"), "password"
+    if "(" in text and _any(low, CRED_GATE):
+        for m in _CRED_CALL.get().finditer(text):
+            args = list(_QUOTED.get().finditer(m.group("args")))
+            if len(args) >= 2:
+                last = args[-1]
+                if _password_like(last.group(1)) and " " not in last.group(1):
+                    s = m.start("args") + last.start(1)
+                    yield s, s + len(last.group(1)), "password"
+    if ("routing" in low or "aba" in low or "rtn" in low or "transit" in low) and _ACCOUNT.get().search(text):
+        # a routing number alone is public (it names the bank); beside an account number, it is not
+        for m in _ROUTING.get().finditer(text):
+            if _aba_ok(m.group("v")):
+                yield m.start("v"), m.end("v"), "national_id"
+    if "=" in text and ("?" in text or "&" in text):
+        for m in _URL_CODE.get().finditer(text):
+            v = m.group("v")
+            if any(c.isdigit() for c in v) and any(c.isalpha() for c in v):
+                yield m.start("v"), m.end("v"), "token"
+    if "\n" in text and (": " in text or ":\t" in text):
+        yield from _bip39_split(text)
+
+
+def extend_spans(text: str) -> Iterator[Span]:
+    """Whole secrets of which other rules find a part: a key wrapped over the lines below its label, a URL userinfo whose
+    user is itself a key, a Telegram bot token with its bot id (the engine merges these with what they overlap)."""
+    if "=\n" in text or ":\n" in text:
+        for m in _WRAPPED.get().finditer(text):
+            yield m.start("v"), m.end("v") - (1 if m.group("v").endswith("\n") else 0), "secret"
+    for gate, pattern in (("@", _USERINFO), (":AA", _TELEGRAM)):
+        if gate in text:
+            for m in pattern.get().finditer(text):
+                v = m.group("v")
+                if any(c.isdigit() for c in v) and any(c.isalpha() for c in v):
+                    yield m.start("v"), m.end("v"), "token"
+
+
+# --- sparing by cause -----------------------------------------------------------------------------------------------
+_DIGEST_TOKEN = Lazy(r"(?:sha(?:1|224|256|384|512)|md5|blake2[bs]?|sha3-\d{3})[-:=][A-Za-z0-9+/=_-]{16,}", I)
+_ARMOUR = Lazy(r"-{3,}[ \t]*BEGIN[ \t]+PGP[ \t]+(?:SIGNATURE|PUBLIC KEY BLOCK|SIGNED MESSAGE)-{3,}[\s\S]*?(?:-{3,}[ \t]*END[^\n]*|$)")
+_DATA_URI = Lazy(r"data:(?:font|image|audio|video)/[\w.+-]+(?:;[\w=.-]+)*;base64,[A-Za-z0-9+/=]+", I)
+_CERT_KEY = Lazy(
+    r"[\"'](?:x5c|x5t(?:#S256)?|certificate|cert|certs|x509\w*|ca_?cert\w*|chain)[\"']\s*:\s*\[?\s*(?:[\"'][A-Za-z0-9+/=]*[\"']\s*,\s*)*[\"']?$",
+    I,
+)
+_THUMB_KEY = Lazy(r"[\"'](?:x5t(?:#S256)?|x5u|kid|jku|thumbprint|fingerprint)[\"']\s*:\s*[\"']$", I)
+_ID_HEADER = Lazy(
+    r"(?m)^[ \t]*(?:x-[\w-]*?)?(?:id(?:-\d)?|request-?id|requestid|trace-?id|span-?id|correlation-?id|cf-ray|ray|etag|traceparent|x-amz-id-2|x-amz-cf-id)[ \t]*:[ \t]*$",
+    I,
+)
+_SHARE_PATH = Lazy(
+    r"/(?:d|document|file|files|folders|spreadsheets|presentation|forms|commit|commits|blob|tree|gist|watch|video|videos|p|post|posts|status|item|items|dp|issues|pull|pages|board|boards)/$",
+    I,
+)
+_CALL = Lazy(r"[a-z_][A-Za-z0-9_.]{1,30}\(\s*[A-Za-z_][\w:., ]{0,60}\)")
+_DOC_HOST = Lazy(r"(?:[\w-]+\.)*example(?:\.(?:com|org|net))?(?![\w.-]*\.[a-z])|[\w.-]+\.(?:test|invalid|example)\b", I)
+_DOC_WORD = Lazy(r"(?:EXAMPLE|EXAMPLEKEY|example|SAMPLE|DUMMY|PLACEHOLDER)$")
+_ASSERT = Lazy(
+    r"\b(?:assert\w*|expect|should|assertEqual|assert_eq!?)\b[^\n]*\b(?:sign|hmac|digest|hash|sha\d*|md5|checksum|hexdigest)\w*\s*\(", I
+)
+
+
+def _counting_bytes(v: str) -> bool:
+    if not re.fullmatch(r"[0-9a-fA-F]{16,128}", v) or len(v) % 2:
+        return False
+    b = bytes.fromhex(v)
+    step = (b[1] - b[0]) % 256
+    return b[0] == 0 and step in (1, 0x11) and all((b[i + 1] - b[i]) % 256 == step for i in range(len(b) - 1))
+
+
+def public_value(text: str, start: int, end: int) -> bool:
+    """A span that is public by what it is (see the module docstring); called from ``generic.spared``."""
+    v = text[start:end]
+    lo = max(0, start - 80)
+    before = text[lo:start]
+    # the whole whitespace/quote-delimited token holding the span
+    ts = start
+    while ts > 0 and start - ts < 200 and text[ts - 1] not in " \t\n\"'`(":
+        ts -= 1
+    if _DIGEST_TOKEN.get().match(text, ts) or _DIGEST_TOKEN.get().search(v):
+        return True  # "'sha256-hsWJ…='": a digest named by its algorithm (CSP, SRI, checksums)
+    if "BEGIN PGP" in text[max(0, start - 20000) : start]:
+        for m in _ARMOUR.get().finditer(text):
+            if m.start() <= start and end <= m.end():
+                return True
+    if "data:" in text[max(0, start - 200) : start + 1]:
+        for m in _DATA_URI.get().finditer(text, max(0, start - 200)):
+            if m.start() <= start and end <= m.end():
+                return True
+            if m.start() > start:
+                break
+    if v.startswith("MII") and _CERT_KEY.get().search(text[max(0, start - 4000) : start]):
+        return True  # a certificate in a JWK's x5c chain
+    if _THUMB_KEY.get().search(before):
+        return True  # a thumbprint or key id: public names of a key
+    line_start = text.rfind("\n", max(0, start - 500), start) + 1 or max(0, start - 500)
+    head = text[line_start:start]
+    if ":" in head and _ID_HEADER.get().search(head) and not re.search(r"session|auth|token|csrf|key", head, I):
+        return True
+    if "/" in v or "/" in before[-3:]:
+        url = re.search(r"https?://[^\s/]+(/[^\s?#@]*)?$", text[max(0, start - 300) : start])
+        core = v.lstrip("/")
+        if url is not None or v.startswith("//"):
+            path = (url.group(1) or "") if url is not None else ""
+            full = path + v if url is not None else v[2:]
+            if "@" not in full and "?" not in text[start : end + 1]:
+                segs = full.split("/")
+                ok = False
+                for i, seg in enumerate(segs):
+                    if len(seg) >= 16 and i > 0:
+                        ok = _SHARE_PATH.get().search("/" + segs[i - 1] + "/") is not None
+                        if not ok:
+                            break
+                if ok and core:
+                    return True
+    if re.match(r"pk\.[A-Za-z0-9]|pk_(?:live|test)_", v):
+        return True  # a publishable key (Mapbox "pk.", Stripe "pk_live_"): public by design
+    if _counting_bytes(v.removeprefix("0x")):
+        return True
+    if _DOC_WORD.get().search(v):
+        return True
+    if text[end : end + 1] == "(" and re.fullmatch(r"[a-z_][A-Za-z0-9_.]{1,30}", v) and re.match(r"\(\s*[A-Za-z_]", text[end:]):
+        return True  # "Basic base64(username:password)": a call, not a value
+    if _CALL.get().fullmatch(v):
+        return True  # "btoa(user:pass)": a call on names, not a value
+    if len(v.strip(".-_")) <= 6 and text[end : end + 3] in ("...", "…") or text[end : end + 1] == "…":
+        return True  # "sk-...": a prefix with an ellipsis
+    literal = v.lower() in ("pass", "pwd", "pw", "passw", "secret")
+    if literal and before.endswith(":") and text[end : end + 1] == "@" and _DOC_HOST.get().match(text, end + 1):
+        return True  # "https://user:pass@example.com": the literal word, at a documentation host
+    if re.fullmatch(r"[0-9a-fA-F]{32,128}", v) and _ASSERT.get().search(text[line_start:start]):
+        return True  # an expected digest in a test assertion
+    return False
