@@ -141,6 +141,8 @@ class VectorCache:
         if not len(hashes):
             return
         mat = np.ascontiguousarray(vectors, dtype=np.float32)
+        if mat.ndim != 2 or not np.isfinite(mat).all():
+            raise InvalidInputError("vectors must be a 2-d array of finite numbers (NaN or infinity is never stored)")
         dim = int(mat.shape[1])
         rows = [(model, h, dim, mat[i].tobytes()) for i, h in enumerate(hashes)]
 
@@ -354,12 +356,13 @@ class VectorCache:
             return []
         with one_thread():
             sims = loaded.dot(q)[rows] if len(rows) * 4 >= loaded.matrix.shape[0] else loaded.take(rows) @ q
+        sims = self._finite(model, sims)
         if stats is not None:
             stats.update(mean=float(sims.mean()), std=float(sims.std()))
         k = min(limit, len(rows))
         top = np.argpartition(-sims, k - 1)[:k] if k < len(rows) else np.arange(len(rows))
         top = top[np.argsort(-sims[top], kind="stable")]
-        out = [(ids[j], float(sims[j])) for j in top]
+        out = [(ids[j], float(sims[j])) for j in top if np.isfinite(sims[j])]
         if min_score is not None:
             out = [(r, s) for r, s in out if s >= min_score]
         return out
@@ -397,10 +400,11 @@ class VectorCache:
                 sims = loaded.dot(q)
                 if stats is not None:
                     stats.update(mean=float(sims.mean()), std=float(sims.std()))
+        sims = self._finite(model, sims)
         k = min(limit, len(rows))
         top = np.argpartition(-sims, k - 1)[:k] if k < len(rows) else np.arange(len(rows))
         top = top[np.argsort(-sims[top], kind="stable")]
-        return [(loaded.order[int(rows[j])], float(sims[j])) for j in top]
+        return [(loaded.order[int(rows[j])], float(sims[j])) for j in top if np.isfinite(sims[j])]
 
     def indexed(self, model: str) -> bool:
         """Whether ``model``'s vectors have a current ANN index (:meth:`build_index`)."""
@@ -447,8 +451,22 @@ class VectorCache:
             return {}
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         with one_thread():
-            sims = loaded.take([row for _, row in pairs]) @ q
-        return {rid: float(s) for (rid, _), s in zip(pairs, sims, strict=True)}
+            sims = self._finite(model, loaded.take([row for _, row in pairs]) @ q)
+        return {rid: float(s) for (rid, _), s in zip(pairs, sims, strict=True) if np.isfinite(s)}
+
+    def _finite(self, model: str, sims: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        """``sims`` with any NaN or infinity (a damaged snapshot: :meth:`put` never stores one) set to -inf, which
+        callers drop; the snapshot is then deleted and the next search rebuilds it from ``vectors.db``."""
+        bad = ~np.isfinite(sims)
+        if not bad.any():
+            return sims
+        log.warning("vector snapshot of %s holds %d non-finite cosines; dropped them and rebuilding it", model, int(bad.sum()))
+        with self._lock:
+            self._loaded.pop(model, None)
+        drop_snapshots(self.path)
+        out = np.array(sims, dtype=np.float64)
+        out[bad] = -np.inf
+        return out
 
     def size(self, model: str) -> int:
         """How many vectors of ``model`` are loaded for search."""
