@@ -8,12 +8,17 @@ every one of alice's hybrid and dense scores. They now come from the caller's vi
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from agent_memory.backends import open_backend
 from agent_memory.backends.base import Caller
+from agent_memory.backends.files.hybrid import _visible_stats
+from agent_memory.backends.files.store import MemoryStore
+from agent_memory.backends.files.vectors import VectorCache, live_items
 from agent_memory.embeddings import CallableEmbedder
 from agent_memory.model.drafts import MemoryDraft
 
@@ -64,3 +69,30 @@ async def test_another_users_hidden_write_moves_none_of_alices_scores(backend: A
         assert await scores(b, strict_visibility=strict) == before  # failed on the files backend before the fix
     finally:
         await b.close()
+
+
+def test_the_cosine_stats_are_each_callers_own_and_follow_its_writes(tmp_path: Path) -> None:
+    """The sample a caller's stats come from is kept per caller and index state: carol never gets alice's, and
+    alice's own new record counts at once (stats equal numpy's over exactly the caller's visible vectors)."""
+    store = MemoryStore(tmp_path / "m", durable=False, rescan_interval=None)
+    emb = CallableEmbedder(bag_of_words, name="bow")
+    cache = VectorCache.for_root(store.root)
+    texts = {"alice": ["alice likes green tea", "alice owns a red bicycle"], "carol": ["carol sails", "carol bakes bread daily"]}
+    for user, ts in texts.items():
+        for t in ts:
+            store.remember(t, user_id=user)
+    q = np.asarray(bag_of_words([QUERY + " bread"])[0], dtype=np.float32)
+
+    def expected(ts: list[str]) -> dict[str, float]:
+        rows = np.asarray(bag_of_words(ts), dtype=np.float32)
+        sims = (rows / np.linalg.norm(rows, axis=1, keepdims=True)) @ q  # the cache holds unit vectors
+        return {"mean": pytest.approx(float(sims.mean())), "std": pytest.approx(float(sims.std()))}  # type: ignore[dict-item]
+
+    for _ in range(2):
+        cache.backfill(live_items(store.index), emb)
+        for user, ts in texts.items():
+            assert _visible_stats(store, cache, emb.name, q, None, user) == expected(ts), user
+        store.remember("alice reads about corp layoffs", user_id="alice")
+        texts["alice"].append("alice reads about corp layoffs")
+    store.close()
+    cache.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -42,6 +43,7 @@ MODES: tuple[str, ...] = ("lexical", "dense", "hybrid")
 WIDEN_SHARE = 0.1  # below this visible share of the nearest vectors, search the caller's visible set exactly
 WIDEN_MAX = 20_000  # the widest margin of nearest vectors checked for visibility
 STATS_SAMPLE = 4_096  # at most this many of the caller's visible vectors give the cosines' mean and std
+STATS_TTL = 60.0  # seconds a caller's sample is reused without an index change (expiry changes visibility silently)
 
 
 def _filters(store: StoreParts, **filters: Any) -> tuple[str, dict[str, Any]]:
@@ -187,12 +189,12 @@ def _visible_stats(
         "SELECT DISTINCT r.content_hash FROM records r WHERE r.content_hash IS NOT NULL AND r.content_hash != ''"
         f" AND {visibility_sql('r')} ORDER BY r.content_hash LIMIT {STATS_SAMPLE}"
     )
-    hashes = [row[0] for row in store.index.guarded(lambda c: c.execute(sql, bind).fetchall())]
-    sims = np.fromiter(cache.scores(model, q, {h: h for h in hashes}).values(), dtype=np.float64)
-    sims = sims[np.isfinite(sims)]
-    if len(sims) < 2:
-        return {}
-    return {"mean": float(sims.mean()), "std": float(sims.std())}
+
+    def state(conn: Any) -> tuple[int, int, int]:  # changes with every commit to the index, ours or another's
+        return id(conn), conn.total_changes, int(conn.execute("PRAGMA data_version").fetchone()[0])
+
+    key = (tuple(sorted(bind.items())), store.index.guarded(state), int(time.monotonic() // STATS_TTL))
+    return cache.sample_stats(model, q, key, lambda: [row[0] for row in store.index.guarded(lambda c: c.execute(sql, bind).fetchall())])
 
 
 def _hashes_of(store: StoreParts, ids: Sequence[str], known: Mapping[str, Any] | None = None) -> dict[str, str]:
