@@ -58,7 +58,7 @@ def test_a_fresh_cache_loads_the_snapshot_and_finds_the_same(tmp_path: Path, mon
     second = VectorCache.for_root(tmp_path)
     assert second.search("m", mat[3], {f"id{i}": h for i, h in enumerate(hashes)}, limit=5) == want
     assert want[0][0] == "id3"
-    assert set(calls) == {"cache_state"}  # no row read from SQLite: the matrix came from the snapshot
+    assert set(calls) == {"cache_state", "spot_rows"}  # the matrix came from the snapshot (SQLite: a spot check of a few rows)
     loaded = second._loaded["m"]
     assert isinstance(loaded.buf, np.memmap) and loaded.coarse is not None
     second.close()

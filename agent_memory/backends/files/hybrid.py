@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -41,6 +42,8 @@ MODES: tuple[str, ...] = ("lexical", "dense", "hybrid")
 
 WIDEN_SHARE = 0.1  # below this visible share of the nearest vectors, search the caller's visible set exactly
 WIDEN_MAX = 20_000  # the widest margin of nearest vectors checked for visibility
+STATS_SAMPLE = 4_096  # at most this many of the caller's visible vectors give the cosines' mean and std
+STATS_TTL = 60.0  # seconds a caller's sample is reused without an index change (expiry changes visibility silently)
 
 
 def _filters(store: StoreParts, **filters: Any) -> tuple[str, dict[str, Any]]:
@@ -145,9 +148,8 @@ def _dense(
     user_id: str | None,
     where: str,
     params: dict[str, Any],
-    stats: dict[str, float],
 ) -> tuple[list[tuple[str, float]], str]:
-    """The ``pool`` nearest records this caller may see (``stats``: the query's cosine mean and std).
+    """The ``pool`` nearest records this caller may see.
 
     Visibility is checked on a margin of the nearest vectors first (one indexed lookup). When too few of them
     are visible but a fair share is (at least :data:`WIDEN_SHARE`), the margin is widened once to what that
@@ -156,7 +158,7 @@ def _dense(
     """
     margin = 2 * pool + 50
     for attempt in (0, 1):
-        near = cache.nearest(model, q, margin, stats=stats)
+        near = cache.nearest(model, q, margin)
         allowed = visible_for_hashes(store.index, [h for h, _ in near], session_id=session_id, user_id=user_id, where=where, params=params)
         if len(allowed) >= pool or len(near) < margin:  # the cosines are known already: no second product
             sim = dict(near)
@@ -168,7 +170,31 @@ def _dense(
             break
         margin = max(wider, 2 * margin)
     allowed = visible_hashes(store.index, session_id=session_id, user_id=user_id, where=where, params=params)
-    return cache.search(model, q, allowed, limit=pool, stats=stats), f"full visible map ({len(allowed)})"
+    return cache.search(model, q, allowed, limit=pool), f"full visible map ({len(allowed)})"
+
+
+def _visible_stats(
+    store: StoreParts, cache: VectorCache, model: str, q: npt.NDArray[np.float32], session_id: str | None, user_id: str | None
+) -> dict[str, float]:
+    """The query's cosine mean and std over the records this caller may see: what standardises the cosines
+    for fusion (empty when fewer than two of them have a vector: then the candidates' own z-scores serve).
+
+    Up to :data:`STATS_SAMPLE` distinct content hashes of the caller's visible records, the smallest first (a
+    content hash is a pseudo-random key, so this is a fair sample of the visible set). It depends on nothing
+    the caller cannot see: another user's record, hidden or not, moves no score (it used to: the mean and std
+    spanned every vector in the cache, so a hidden record close to the query shifted every visible score).
+    """
+    bind = visible_params(session_id, user_id)
+    sql = (
+        "SELECT DISTINCT r.content_hash FROM records r WHERE r.content_hash IS NOT NULL AND r.content_hash != ''"
+        f" AND {visibility_sql('r')} ORDER BY r.content_hash LIMIT {STATS_SAMPLE}"
+    )
+
+    def state(conn: Any) -> tuple[int, int, int]:  # changes with every commit to the index, ours or another's
+        return id(conn), conn.total_changes, int(conn.execute("PRAGMA data_version").fetchone()[0])
+
+    key = (tuple(sorted(bind.items())), store.index.guarded(state), int(time.monotonic() // STATS_TTL))
+    return cache.sample_stats(model, q, key, lambda: [row[0] for row in store.index.guarded(lambda c: c.execute(sql, bind).fetchall())])
 
 
 def _hashes_of(store: StoreParts, ids: Sequence[str], known: Mapping[str, Any] | None = None) -> dict[str, str]:
@@ -261,7 +287,9 @@ def hybrid_search(
     try:
         q = query_vector if query_vector is not None else embedder.embed([focused])[0]
         where, params = _filters(store, **filters)
-        dense, visible = _dense(store, cache, embedder.name, q, pool, session_id, user_id, where, params, stats)
+        dense, visible = _dense(store, cache, embedder.name, q, pool, session_id, user_id, where, params)
+        # strict: standardised over the (visible) candidates; otherwise over a sample of the caller's visible vectors
+        stats = {} if strict else _visible_stats(store, cache, embedder.name, q, session_id, user_id)
     except EmbeddingError as exc:  # fail open: lexical results, flagged
         fallback = lex_search(query, limit=limit, session_id=session_id, user_id=user_id, trace=trace, **filters)
         if fallback.trace is not None:
@@ -285,8 +313,6 @@ def hybrid_search(
         strength = index_strength(
             store.index, engine, query, lex_pairs[0][1], visible_to=(session_id, user_id) if strict else None, stats=term_stats
         )
-    if strict:  # the cosines' mean/std span every vector: standardise over the (visible) candidates instead
-        stats = {}
     extra = _rows(store, [r for r, _ in dense if r not in rows and r not in by_id], body=False)
     info = {rid: {"updated": row["updated"] or "", "importance": row["importance"]} for rid, row in (rows | extra).items()}
     info.update({h.id: {"updated": h.updated} for h in by_id.values()})

@@ -31,6 +31,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import secrets
 import shutil
 import sqlite3
@@ -175,9 +176,38 @@ def _write_meta(folder: Path, model: str, meta: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+MASK = (1 << 64) - 1
+SPOT_ROWS = 16  # rows of a mapped snapshot compared with vectors.db (with the first and the last)
+
+
+def hash_sum(raw: bytes, offset: int = 0) -> int:
+    """An order-dependent checksum of hash-list bytes starting at byte ``offset`` of the file: the sum of each
+    byte times a weight made from its position (mod 2**64), so the sum of a file is the sum of its parts and an
+    append extends it. Two lines swapped, or any byte changed, changes it."""
+    total = 0
+    for at in range(0, len(raw), 1 << 20):
+        chunk = np.frombuffer(raw, dtype=np.uint8, count=min(1 << 20, len(raw) - at), offset=at).astype(np.uint64)
+        pos = np.arange(offset + at, offset + at + len(chunk), dtype=np.uint64)
+        with np.errstate(over="ignore"):
+            weights = (pos + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15) | np.uint64(1)
+            total = (total + int(((chunk + np.uint64(1)) * weights).sum(dtype=np.uint64))) & MASK
+    return total
+
+
+def _stem(folder: Path, meta: dict[str, Any]) -> Path:
+    """The data files' stem the meta names: a plain name this model's builds use, inside ``folder`` (a meta
+    pointing anywhere else is damaged: ValueError)."""
+    data = meta["data"]
+    prefix = _prefix(str(meta["model"]))
+    if not isinstance(data, str) or not re.fullmatch(rf"{prefix}-[0-9]{{1,20}}-[0-9a-f]{{12}}", data):
+        raise ValueError(f"the meta names data files {data!r}, not a snapshot of its own in this folder")
+    return folder / data
+
+
 def _map(folder: Path, meta: dict[str, Any]) -> Loaded:
-    """The meta's rows, mapped read-only (raises ValueError/OSError/KeyError when the files do not match it)."""
-    stem = folder / str(meta["data"])
+    """The meta's rows, mapped read-only (raises ValueError/OSError/KeyError when the files do not match it:
+    a data name that is not this model's own, short files, or a hash list whose checksum differs)."""
+    stem = _stem(folder, meta)
     n, dim = int(meta["n"]), int(meta["dim"])
     if n < 1 or dim < 1:
         raise ValueError(f"snapshot of {n} rows × {dim}")
@@ -188,6 +218,8 @@ def _map(folder: Path, meta: dict[str, Any]) -> Loaded:
         raw = f.read(int(meta["hbytes"]))
     if len(raw) != int(meta["hbytes"]):
         raise ValueError("the hash list is shorter than the meta says")
+    if hash_sum(raw) != meta.get("hsum"):
+        raise ValueError("the hash list's checksum differs from the meta's")
     order = HashList(raw, n)
     coarse = None
     if meta.get("coarse"):
@@ -214,7 +246,7 @@ def sync_snapshot(db: Path, model: str, run: Run, *, min_rows: int, coarse_min: 
     meta = _read_meta(folder, model)
     if meta is not None and (meta.get("epoch"), meta.get("version")) == state:
         try:
-            return _map(folder, meta)
+            return _checked(_map(folder, meta), model, run)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             log.warning("vector snapshot of %s is damaged (%s); rebuilding it", model, exc)
     try:
@@ -223,10 +255,29 @@ def sync_snapshot(db: Path, model: str, run: Run, *, min_rows: int, coarse_min: 
             meta = _update(db, folder, model, run, meta, min_rows=min_rows, coarse_min=coarse_min)
             if meta is None:
                 return None
-            return _map(folder, meta)
+            return _checked(_map(folder, meta), model, run)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         log.warning("could not write the vector snapshot of %s: %s", model, exc)
         return None
+
+
+def _checked(loaded: Loaded, model: str, run: Run) -> Loaded:
+    """``loaded`` once a few of its rows (the first, the last and :data:`SPOT_ROWS` spread between) equal the
+    rows of ``vectors.db`` under the same hash, and are finite; ValueError otherwise (the snapshot is rebuilt)."""
+    n = loaded.n
+    picks = sorted({0, n - 1, *np.linspace(0, n - 1, num=min(n, SPOT_ROWS)).astype(int).tolist()})
+    want = {loaded.order[i]: i for i in picks}
+    marks = ",".join("?" for _ in want)
+
+    def spot_rows(conn: sqlite3.Connection) -> list[tuple[str, bytes]]:
+        return conn.execute(f"SELECT hash, vec FROM vectors WHERE model = ? AND hash IN ({marks})", (model, *want)).fetchall()
+
+    found = dict(run(spot_rows))
+    for h, i in want.items():
+        row = loaded.buf[i]
+        if h not in found or not np.isfinite(row).all() or bytes(np.ascontiguousarray(row, dtype=np.float32).data) != found[h]:
+            raise ValueError(f"row {i} of the snapshot differs from vectors.db")
+    return loaded
 
 
 def _update(
@@ -234,7 +285,7 @@ def _update(
 ) -> dict[str, Any] | None:
     if meta is not None:
         try:
-            _map(folder, meta)  # its files are whole
+            _checked(_map(folder, meta), model, run)  # its files are whole and agree with vectors.db
             appended = run(lambda conn: _append(conn, folder, model, meta, coarse_min))
         except (OSError, ValueError, KeyError, TypeError) as exc:
             log.warning("vector snapshot of %s is damaged (%s); rebuilding it", model, exc)
@@ -278,7 +329,7 @@ def _append(conn: sqlite3.Connection, folder: Path, model: str, meta: dict[str, 
     total = n + len(new)
     if count != total or any(r[2] != dim for r in new):
         return None  # a row was overwritten or deleted, or another dimension: rebuild
-    stem = folder / str(meta["data"])
+    stem = _stem(folder, meta)
     if meta.get("coarse"):
         with np.load(stem.with_suffix(".proj.npz"), allow_pickle=False) as z:
             proj, built_at = z["proj"], int(z["built_at"])
@@ -299,7 +350,8 @@ def _append(conn: sqlite3.Connection, folder: Path, model: str, meta: dict[str, 
         _write_at(stem.with_suffix(".low"), n * dims * 4, np.ascontiguousarray(mat @ proj, dtype=np.float32).tobytes())
     text = "".join(r[1] + "\n" for r in new).encode("ascii")
     _write_at(stem.with_suffix(".hashes"), int(meta["hbytes"]), text)
-    out = {**meta, "version": version, "n": total, "rowid": int(new[-1][0]), "hbytes": int(meta["hbytes"]) + len(text)}
+    hsum = (int(meta["hsum"]) + hash_sum(text, int(meta["hbytes"]))) & MASK
+    out = {**meta, "version": version, "n": total, "rowid": int(new[-1][0]), "hbytes": int(meta["hbytes"]) + len(text), "hsum": hsum}
     _write_meta(folder, model, out)
     return out
 
@@ -325,7 +377,7 @@ def _build(conn: sqlite3.Connection, folder: Path, model: str, min_rows: int, co
             return None
         data = f"{prefix}-{epoch}-{secrets.token_hex(6)}"
         stem = folder / data
-        n, top, hbytes, dim = 0, 0, 0, 0
+        n, top, hbytes, dim, hsum = 0, 0, 0, 0, 0
         with open(stem.with_suffix(".f32"), "wb") as fm, open(stem.with_suffix(".hashes"), "wb") as fh:
             cur = conn.execute("SELECT rowid, hash, dim, vec FROM vectors WHERE model = ? ORDER BY rowid", (model,))
             while rows := cur.fetchmany(CHUNK):
@@ -333,6 +385,7 @@ def _build(conn: sqlite3.Connection, folder: Path, model: str, min_rows: int, co
                 fm.write(b"".join(r[3] for r in rows))
                 text = "".join(r[1] + "\n" for r in rows).encode("ascii")
                 fh.write(text)
+                hsum = (hsum + hash_sum(text, hbytes)) & MASK
                 n, top, hbytes = n + len(rows), int(rows[-1][0]), hbytes + len(text)
             for f in (fm, fh):
                 f.flush()
@@ -341,7 +394,7 @@ def _build(conn: sqlite3.Connection, folder: Path, model: str, min_rows: int, co
         raise ValueError("a vector blob has the wrong size")
     meta: dict[str, Any] = {
         "model": model, "epoch": epoch, "version": version, "n": n, "dim": dim, "rowid": top, "hbytes": hbytes,
-        "data": data, "coarse": False,
+        "hsum": hsum, "data": data, "coarse": False,
     }  # fmt: skip
     if n >= coarse_min:
         matrix = np.memmap(stem.with_suffix(".f32"), dtype=np.float32, mode="r", shape=(n, dim))

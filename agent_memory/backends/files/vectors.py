@@ -24,7 +24,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +68,7 @@ def shortlist_size(n: int, limit: int) -> int:
 
 
 SHORTLIST_SHARE = 125
+SAMPLES_KEPT = 8  # callers whose stats sample (up to 4,096 rows each) a cache keeps gathered
 
 
 class VectorCache:
@@ -79,6 +80,7 @@ class VectorCache:
         self._lock = threading.Lock()
         self._loaded: dict[str, Loaded] = {}
         self._generation = 0
+        self._samples: dict[Hashable, npt.NDArray[np.float32]] = {}  # sample_stats: the rows of a few callers' samples
 
     @classmethod
     def for_root(cls, root: str | Path) -> VectorCache:
@@ -124,6 +126,7 @@ class VectorCache:
             with self._lock:
                 self._generation += 1
                 self._loaded.clear()
+                self._samples.clear()
                 self._local.conn = self._recreate()
                 self._local.gen = self._generation
             return fn(self._local.conn)
@@ -141,6 +144,8 @@ class VectorCache:
         if not len(hashes):
             return
         mat = np.ascontiguousarray(vectors, dtype=np.float32)
+        if mat.ndim != 2 or not np.isfinite(mat).all():
+            raise InvalidInputError("vectors must be a 2-d array of finite numbers (NaN or infinity is never stored)")
         dim = int(mat.shape[1])
         rows = [(model, h, dim, mat[i].tobytes()) for i, h in enumerate(hashes)]
 
@@ -158,6 +163,7 @@ class VectorCache:
                 # someone else wrote too, or the rows are mapped from the snapshot: reload on next search (from
                 # the snapshot, which appends just the new rows)
                 self._loaded.pop(model, None)
+                self._samples.clear()
                 return
             loaded.add(list(hashes), mat)  # our own write: update in place, no reload of the whole matrix
             loaded.stamp = self._stamp()
@@ -206,6 +212,7 @@ class VectorCache:
             drop_snapshots(self.path)  # a dropped vector must not linger in a derived file
             with self._lock:
                 self._loaded.clear()
+                self._samples.clear()
         return removed
 
     def drop(self, hashes: Iterable[str]) -> int:
@@ -221,6 +228,7 @@ class VectorCache:
             drop_snapshots(self.path)  # a dropped vector must not linger in a derived file
             with self._lock:
                 self._loaded.clear()
+                self._samples.clear()
         return removed
 
     # -- filling -------------------------------------------------------------------------
@@ -354,12 +362,13 @@ class VectorCache:
             return []
         with one_thread():
             sims = loaded.dot(q)[rows] if len(rows) * 4 >= loaded.matrix.shape[0] else loaded.take(rows) @ q
+        sims = self._finite(model, sims)
         if stats is not None:
             stats.update(mean=float(sims.mean()), std=float(sims.std()))
         k = min(limit, len(rows))
         top = np.argpartition(-sims, k - 1)[:k] if k < len(rows) else np.arange(len(rows))
         top = top[np.argsort(-sims[top], kind="stable")]
-        out = [(ids[j], float(sims[j])) for j in top]
+        out = [(ids[j], float(sims[j])) for j in top if np.isfinite(sims[j])]
         if min_score is not None:
             out = [(r, s) for r, s in out if s >= min_score]
         return out
@@ -397,10 +406,11 @@ class VectorCache:
                 sims = loaded.dot(q)
                 if stats is not None:
                     stats.update(mean=float(sims.mean()), std=float(sims.std()))
+        sims = self._finite(model, sims)
         k = min(limit, len(rows))
         top = np.argpartition(-sims, k - 1)[:k] if k < len(rows) else np.arange(len(rows))
         top = top[np.argsort(-sims[top], kind="stable")]
-        return [(loaded.order[int(rows[j])], float(sims[j])) for j in top]
+        return [(loaded.order[int(rows[j])], float(sims[j])) for j in top if np.isfinite(sims[j])]
 
     def indexed(self, model: str) -> bool:
         """Whether ``model``'s vectors have a current ANN index (:meth:`build_index`)."""
@@ -447,8 +457,50 @@ class VectorCache:
             return {}
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         with one_thread():
-            sims = loaded.take([row for _, row in pairs]) @ q
-        return {rid: float(s) for (rid, _), s in zip(pairs, sims, strict=True)}
+            sims = self._finite(model, loaded.take([row for _, row in pairs]) @ q)
+        return {rid: float(s) for (rid, _), s in zip(pairs, sims, strict=True) if np.isfinite(s)}
+
+    def sample_stats(
+        self, model: str, query: npt.NDArray[np.float32], key: Hashable, hashes: Callable[[], Sequence[str]]
+    ) -> dict[str, float]:
+        """Mean and std of ``query``'s cosines over the vectors of ``hashes()`` (those that have one and are finite;
+        empty below two). ``key`` names that list (a caller and the index state it was read in): the rows are
+        gathered once per key and matrix, so a caller's next query costs one small product. A few keys are kept."""
+        loaded = self._matrix(model)
+        full = (key, id(loaded), loaded.n)
+        with self._lock:
+            rows = self._samples.get(full)
+        if rows is None:
+            found = [r for r in loaded.rows_of(list(hashes())) if r >= 0]
+            rows = loaded.take(found) if found else np.zeros((0, loaded.matrix.shape[1]), dtype=np.float32)
+            rows = rows[np.isfinite(rows).all(axis=1)] if len(rows) else rows
+            with self._lock:
+                if len(self._samples) >= SAMPLES_KEPT:
+                    self._samples.pop(next(iter(self._samples)))
+                self._samples[full] = rows
+        if len(rows) < 2:
+            return {}
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        if q.shape[0] != rows.shape[1]:
+            raise EmbeddingError(f"query has dimension {q.shape[0]}, cached vectors have {rows.shape[1]}")
+        with one_thread():
+            sims = (rows @ q).astype(np.float64)
+        return {"mean": float(sims.mean()), "std": float(sims.std())}
+
+    def _finite(self, model: str, sims: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        """``sims`` with any NaN or infinity (a damaged snapshot: :meth:`put` never stores one) set to -inf, which
+        callers drop; the snapshot is then deleted and the next search rebuilds it from ``vectors.db``."""
+        bad = ~np.isfinite(sims)
+        if not bad.any():
+            return sims
+        log.warning("vector snapshot of %s holds %d non-finite cosines; dropped them and rebuilding it", model, int(bad.sum()))
+        with self._lock:
+            self._loaded.pop(model, None)
+            self._samples.clear()
+        drop_snapshots(self.path)
+        out = np.array(sims, dtype=np.float64)
+        out[bad] = -np.inf
+        return out
 
     def size(self, model: str) -> int:
         """How many vectors of ``model`` are loaded for search."""
