@@ -73,3 +73,16 @@ def test_restore_version_in_a_namespace_stays_in_it(kind: str, tmp_path: Path) -
     assert _texts(cli, *me) == [("Cy uses vim.", ns)]
     assert [r["id"] for r in cli("list", *me)["records"]] == [rid]
     assert _texts(cli, "--user", user) == []
+
+
+async def test_provider_undo_of_a_replace_keeps_the_records_namespace_and_key(backend: Any) -> None:
+    p = backend.provider(namespace="acme/support")
+    rid = (await p.remember("Cy uses vim.", user_id="cy", memory_key="editor", scope="user")).id
+    await p.remember("Cy uses emacs.", user_id="cy", memory_key="editor", scope="user", on_existing="replace")
+    await p.undo(user_id="cy")
+    assert [(r.id, r.memory_key, r.namespace, r.content) for r in await p.list(user_id="cy")] == [
+        (rid, "editor", "acme/support", "Cy uses vim.")
+    ]
+    assert await backend.provider().list(user_id="cy") == []  # nothing in the root
+    versions = (await p.history(rid, user_id="cy")).versions
+    assert {v.namespace for v in versions} == {"acme/support"} and {v.memory_key for v in versions} == {"editor"}
