@@ -27,6 +27,10 @@ class NotFoundError(AgentMemoryError, LookupError):
     """No record the caller may see has this id."""
 
 
+class PermissionDeniedError(AgentMemoryError, PermissionError):
+    """The caller may not do this: e.g. a namespaced caller purging outside its own namespace and descendants."""
+
+
 class LockTimeoutError(AgentMemoryError, TimeoutError):
     """The root's write lock could not be taken in time."""
 

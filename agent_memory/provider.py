@@ -36,7 +36,7 @@ from agent_memory.backends.base import (
     require,
 )
 from agent_memory.backends.files.backend import FilesBackend
-from agent_memory.errors import InvalidInputError, UnsupportedError
+from agent_memory.errors import InvalidInputError, PermissionDeniedError, UnsupportedError
 from agent_memory.model import scopes
 from agent_memory.model.drafts import MemoryDraft, OnExisting, RememberResult
 from agent_memory.model.events import Event, NotSupportedError
@@ -563,7 +563,28 @@ class MemoryProvider:
         """Delete content for good (irreversible): one record the caller may see, or, without ``record_id``,
         everything of ``user_id`` and/or ``session_id`` (see :mod:`agent_memory.backends.files.purge`); with
         ``namespace``, only what is in that namespace and its descendants (alone: everything there, whoever owns
-        it). The root namespace is refused (that would be the whole memory)."""
+        it). The root namespace is refused (that would be the whole memory).
+
+        A namespaced provider purges only in its own namespace and descendants
+        (:class:`~agent_memory.errors.PermissionDeniedError` otherwise; an owner purge without ``namespace`` is
+        its own namespace's); a root provider (the operator) may purge any."""
+        mine = self.namespace or ""
+        if mine:
+            if namespace is None and record_id is None:
+                namespace = mine
+            elif namespace is not None and not _within(scopes.check_namespace(namespace), mine):
+                raise PermissionDeniedError(
+                    f"a provider in namespace {mine!r} cannot purge namespace {namespace!r} (only {mine!r} and below)"
+                )
+            if record_id is not None:
+                versions = (await self.history(record_id, session_id=session_id, user_id=user_id)).versions
+                theirs = (versions[-1].namespace or "") if versions else ""
+                if not _within(theirs, mine):
+                    raise PermissionDeniedError(
+                        f"record {record_id!r} is in namespace {theirs!r}, outside {mine!r}: this provider cannot purge it"
+                    )
+                with scopes.viewing(Caller(namespace=theirs).own_view()):  # the backend finds it in its own namespace
+                    return await self._lifecycle("purge").purge(record_id, session_id=session_id, user_id=user_id)
         return await self._lifecycle("purge").purge(record_id, session_id=session_id, user_id=user_id, namespace=namespace)
 
     async def history(
@@ -1229,6 +1250,11 @@ class MemoryProvider:
             tags=("digest",),
             source="consolidation",
         )
+
+
+def _within(namespace: str, root: str) -> bool:
+    """Whether ``namespace`` is ``root`` or one of its descendants."""
+    return namespace == root or namespace.startswith(root + "/")
 
 
 def _use_recorded_embedder(files: FilesBackend) -> None:

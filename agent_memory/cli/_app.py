@@ -94,6 +94,19 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+# An optional positional given after options (`session append s7 --user ada "hello"`): argparse fills the
+# positionals in one run before the options, leaving it unmatched; it is the command's, not an unknown argument.
+_LATE_POSITIONALS = {"session": "text"}
+
+
+def _late_positional(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]) -> None:
+    name = _LATE_POSITIONALS.get(getattr(args, "command", None) or "")
+    if name is not None and getattr(args, name, None) is None and len(extra) == 1 and (extra[0] == "-" or not extra[0].startswith("-")):
+        setattr(args, name, extra.pop())
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit code (never raises, never prints a traceback)."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -106,7 +119,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             reconfigure(errors="backslashreplace")  # a lone surrogate in a record never crashes printing
     _base.LIBRARY_LOGS.clear()
     try:
-        args = build_parser(argv).parse_args(argv)
+        parser = build_parser(argv)
+        args, extra = parser.parse_known_args(argv)
+        _late_positional(parser, args, extra)
         args.root_given = args.root is not None
         args.root = args.root or os.environ.get("AGENT_MEMORY_ROOT") or DEFAULT_ROOT
         if not ("://" in args.root and args.command == "search"):  # a one-shot PostgreSQL search never imports logging

@@ -184,7 +184,10 @@ class BackendTarget:
         if self._runner is None:
             coro.close()
             raise InvalidInputError("this target is closed")
-        return self._runner.run(coro)
+        import contextvars
+
+        # the command's context now (its ``acting("cli")``, its namespace view), not the one of the runner's first run
+        return self._runner.run(coro, context=contextvars.copy_context())
 
     def _caller(self, caller: dict[str, Any]) -> Any:
         from agent_memory.backends.base import Caller

@@ -15,7 +15,20 @@ from agent_memory.cli._errors import EXIT_FALLBACK
 from agent_memory.cli._target import IDENTITY, open_target
 
 Handler = Callable[[argparse.Namespace], "int | None"]
-PROFILE_HELP = "model profile: a shipped name (offline, openai, anthropic, ollama) or a path to a TOML file (default offline)"
+
+
+def shipped_profiles() -> list[str]:
+    """The shipped profile names (``agent_memory.agents.profiles.available_profiles``), read from the package's
+    ``_profiles`` folder without importing the agents package (the CLI builds its help at every start)."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("agent_memory.agents")
+    where = list(spec.submodule_search_locations or []) if spec is not None else []
+    return sorted({p.stem for d in where for p in (Path(d) / "_profiles").glob("*.toml")})
+
+
+PROFILE_HELP = f"model profile: a shipped name ({', '.join(shipped_profiles())}) or a path to a TOML file (default offline)"
 
 
 def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:

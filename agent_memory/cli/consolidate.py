@@ -9,10 +9,9 @@ from typing import Any
 from agent_memory.cli._base import UsageError, add_identity, emit, fraction, note, read_text
 from agent_memory.cli._errors import EXIT_FALLBACK
 from agent_memory.cli._target import IDENTITY, open_target
-from agent_memory.cli._workers import _run  # the work and the provider's close on one event loop
+from agent_memory.cli._workers import PROFILE_HELP, _run  # the work and the provider's close on one event loop
 
 Handler = Callable[[argparse.Namespace], "int | None"]
-PROFILE_HELP = "model profile: a shipped name (offline, openai, anthropic, ollama) or a path to a TOML file (default offline)"
 
 
 def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
@@ -89,9 +88,12 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
     )
     emit(args, rep.to_dict(), rep.text)
     if rep.applied and not args.dry_run:
+        from agent_memory.cli._records import _same_caller  # the flags this run used: the hint runs as printed
+
+        who = _same_caller(args)
         note(
-            "archived records are in archive/ with the reason; bring one back with `agent-memory restore ID` "
-            "(or `agent-memory undo`, one archive at a time)"
+            f"archived records are in archive/ with the reason; bring one back with `agent-memory restore ID{who}` "
+            f"(or `agent-memory undo{who}`, one archive at a time)"
         )
     if rep.fallback:
         note(f"warning: the consolidate worker fell back: {rep.reason}")

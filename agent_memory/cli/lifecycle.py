@@ -9,6 +9,7 @@ from typing import Any
 
 from agent_memory.cli._base import UsageError, add_identity, emit, positive
 from agent_memory.cli._target import StoreTarget, open_target
+from agent_memory.errors import PermissionDeniedError
 from agent_memory.model.events import NotSupportedError, acting
 
 Handler = Callable[[argparse.Namespace], "int | None"]
@@ -106,7 +107,20 @@ class _PgLifecycle:
         return self._call("restore", record_id, self.target._caller(caller), version=version)
 
     def purge(self, record_id: str | None = None, **caller: Any) -> Any:
-        return self._call("purge", record_id, **caller)
+        if record_id is None:
+            return self._call("purge", record_id, **caller)
+        from agent_memory.model import scopes
+
+        view = self.target._caller({}).own_view()  # a record id is found in the command's own namespace
+
+        async def in_view() -> Any:
+            with scopes.viewing(view):
+                return await self.target.backend.purge(record_id, **caller)
+
+        try:
+            return self.target._run(in_view())
+        finally:
+            self.target.close()
 
     def undo(self, **caller: Any) -> Any:
         return self._call("undo", self.target._caller(caller))
@@ -180,6 +194,8 @@ def cmd_purge(args: argparse.Namespace) -> None:
     who = _caller(args)
     if args.id is None and namespace is not None:  # an owner purge: --namespace is what goes (with its descendants)
         who["namespace"] = namespace
+    if args.id is not None and namespace:  # a namespaced caller purges only in its namespace and below
+        _purgeable(args, namespace)
     with acting("cli"):
         rep = files_store(args, "purge").purge(args.id, **who)
     stores = getattr(rep, "stores", None) or {}
@@ -192,6 +208,20 @@ def cmd_purge(args: argparse.Namespace) -> None:
             f"{rep.vectors} vector(s); {rep.events} event(s) now tombstones{named}"
         ),
     )
+
+
+def _purgeable(args: argparse.Namespace, namespace: str) -> None:
+    """Refuse (:class:`PermissionDeniedError`) a record the ``--namespace`` caller may read but that lies outside
+    its namespace and descendants (an ancestor's, which it inherits); one it cannot see is a NotFoundError."""
+    from agent_memory.model import scopes
+
+    mine = scopes.check_namespace(namespace)
+    versions = files_store(args, "history").history(args.id, **_caller(args)).versions
+    theirs = (versions[-1].namespace or "") if versions else ""
+    if theirs != mine and not theirs.startswith(mine + "/"):
+        raise PermissionDeniedError(
+            f"record {args.id} is in namespace {theirs!r}, outside {mine!r}: purge it as its own namespace's caller"
+        )
 
 
 def cmd_events(args: argparse.Namespace) -> None:

@@ -48,5 +48,8 @@ def cmd_tidy(args: argparse.Namespace) -> int:
     )
     emit(args, rep.to_dict(), rep.text)
     if rep.applied:
-        note("archived records are in the archive with the reason; bring one back with `agent-memory restore ID` (or `undo`)")
+        from agent_memory.cli._records import _same_caller  # the flags this run used: the hint runs as printed
+
+        who = _same_caller(args)
+        note(f"archived records are in the archive with the reason; bring one back with `agent-memory restore ID{who}` (or `undo{who}`)")
     return 0

@@ -346,7 +346,9 @@ async def distill_sessions(
 
     _positive("limit", limit)
     dirs = await asyncio.to_thread(_dirs, store, user_id, session)
-    dirs = [d for d in dirs if d.namespace == (namespace or "")]  # a namespace's logs only: its facts land there
+    if namespace:  # a namespace's logs only: its facts land there
+        dirs = [d for d in dirs if d.namespace == namespace]
+    # else the operator's whole-store pass (the root): every namespace's logs, as summarize_idle, each in its own
     report = DistillReport()
     budget = limit
     for sdir in sorted(dirs, key=lambda d: (d.user_id or "", d.session_id)):
@@ -368,7 +370,7 @@ async def distill_sessions(
         if not taken:
             report.remaining += len(messages)
             continue
-        caller = Caller(sdir.session_id, sdir.user_id, namespace)  # facts land in the distilling agent's namespace
+        caller = Caller(sdir.session_id, sdir.user_id, sdir.namespace or None)  # facts land in the session's namespace
         ids: list[str] = []
         with acting("distill", session_id=sdir.session_id, user_id=sdir.user_id):
             for first, replies in taken:

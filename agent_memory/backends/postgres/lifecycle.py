@@ -189,6 +189,7 @@ async def _make_current(
         scope=cur_rec.scope,
         session_id=cur_rec.session_id,
         user_id=cur_rec.user_id,
+        namespace=cur_rec.namespace or None,  # the record's own namespace: else the replace lands in the root
         tags=tuple(old["tags"] or ()) if old else (),
         memory_key=record_id,
         on_existing="replace",
