@@ -158,7 +158,7 @@ def test_lint_names_oversized_secret_unreadable_and_keyed_conflicts(tmp_path: Pa
     other = store.remember("Deploy window: Monday", user_id="bob", memory_key="team.lunch")
     hand = store.remember("placeholder to edit", scope="project")
     path = Path(hand.path)
-    path.write_text(path.read_text().replace("placeholder to edit", "aws key AKIAIOSFODNN7EXAMPLE secret"), encoding="utf-8")
+    path.write_text(path.read_text().replace("placeholder to edit", "aws key AKIAQ3EGUL5TNV7XW2PD secret"), encoding="utf-8")
     (tmp_path / "m" / "records" / "broken.md").write_text("---\ntitle: [oops\n---\nbody\n", encoding="utf-8")
     before = _files(tmp_path / "m")
     rep = consolidate(store, max_share=1.0, oversized_chars=10_000)

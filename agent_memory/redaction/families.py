@@ -205,7 +205,9 @@ def _seed_spans(low: str) -> Iterator[Span]:
 
     def flush() -> Iterator[Span]:
         # enough distinct words ("word " * 4000 is not a seed phrase), or a phrase whose BIP-39 checksum holds
-        if len(run) >= _MIN_WORDS and (len({low[s:e] for s, e in run}) >= 8 or _bip39_checksum_ok([low[s:e] for s, e in run])):
+        # (one word said twelve times is no phrase, whatever its checksum: "word " * 12 happens to check out)
+        distinct = len({low[s:e] for s, e in run})
+        if len(run) >= _MIN_WORDS and (distinct >= 8 or distinct >= 2 and _bip39_checksum_ok([low[s:e] for s, e in run])):
             yield run[0][0], run[-1][1], "seed_phrase"
 
     for m in _WORD.get().finditer(low):
