@@ -16,7 +16,7 @@ skipped. A text is plain when all of these hold (anything else goes to the engin
   prefixes, prose and chat triggers, command words and flags), as substrings of the lower-cased text as the engine
   looks for them; the identifier parts the name rules read (``anchored``'s word sets) as whole words; and the
   multilingual label lexicons (``generic``, ``general``, ``anchored``, ``contextual``) as the engine's own regexes;
-* fewer than twelve (the seed-phrase minimum) BIP-39 words in the text.
+* fewer than twelve (the seed-phrase minimum) BIP-39 words in the text (English, or any other list typed in ASCII).
 
 Every cue is imported from the module that uses it, never copied: a trigger added there is a cue here.
 ``tests/test_redact_prefilter.py`` runs the full engine over every corpus under ``tests/fixtures/secrets*``, the
@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 import re
 
-from agent_memory.redaction import anchored, causes, contextual, families, general, generic, keyvalue, structured, views
+from agent_memory.redaction import anchored, bip39, causes, contextual, families, general, generic, keyvalue, structured, views
 from agent_memory.redaction import cues as cue_rules
 from agent_memory.redaction.base import Lazy
 from agent_memory.redaction.bip39 import WORDS as BIP39_WORDS
@@ -168,8 +168,10 @@ def plain(text: str, prose: tuple[str, ...], spaced: Lazy) -> bool:
     words = _LETTERS.findall(low)
     if not cues.words.isdisjoint(words):
         return False
-    if len(words) >= families._MIN_WORDS and sum(w in BIP39_WORDS for w in words) >= families._MIN_WORDS:
-        return False
+    if len(words) >= families._MIN_WORDS:
+        other = bip39.other_words()  # the other BIP-39 lists, typed in ASCII (a non-ASCII text never gets here)
+        if sum(w in BIP39_WORDS for w in words) >= families._MIN_WORDS or sum(w in other for w in words) >= families._MIN_WORDS:
+            return False
     long_tokens = _TOKENISH.findall(text)
     if long_tokens and cues.providers.search(" ".join(long_tokens)) is not None:
         return False
