@@ -155,6 +155,7 @@ def fold(word: str) -> str:
 
 
 _OTHER: dict[str, dict[str, int]] = {}  # list name -> folded word -> index
+_WRITTEN: set[str] = set()  # the words as the lists spell them
 
 
 def other_lists() -> dict[str, dict[str, int]]:
@@ -168,6 +169,7 @@ def other_lists() -> dict[str, dict[str, int]]:
             name, _, body = block.partition("\n")
             if body:
                 _OTHER[name] = {fold(w): i for i, w in enumerate(body.split())}
+                _WRITTEN.update(body.split())
         _OTHER.setdefault("", {})
     return _OTHER
 
@@ -176,18 +178,13 @@ _ANY_OTHER: set[str] = set()
 
 
 def other_words() -> set[str]:
-    """Every folded word of the non-English lists."""
+    """Every word of the non-English lists, as written (NFC) and folded."""
     if not _ANY_OTHER:
         for words in other_lists().values():
             _ANY_OTHER.update(words)
+        _ANY_OTHER.update(_WRITTEN)
         _ANY_OTHER.add("")
     return _ANY_OTHER
-
-
-def any_other_word(token: str) -> bool:
-    """True if ``token`` (lower case) is, once folded, a word of a non-English list."""
-    words = other_words()
-    return token in words or (not token.isascii() and fold(token) in words)
 
 
 def checksum_ok(indices: list[int]) -> bool:

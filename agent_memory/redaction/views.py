@@ -30,7 +30,7 @@ _HOMOGLYPHS = dict(
 _DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2043\u2212\ufe58\ufe63\u2e3a\u2e3b\u301c\u30a0"
 _DOTS = "\u00b7\u2027\u2219\u22c5\u30fb\u0387\u16eb\u2e31"
 _JOINERS = {**dict.fromkeys(_DASHES, "-"), **dict.fromkeys(_DOTS, ".")}
-_DISGUISE = Lazy("[" + _INVISIBLE + "".join(_HOMOGLYPHS) + _DASHES + _DOTS + "]|(?![0-9])\\d")
+_DISGUISE = Lazy("[" + _INVISIBLE + "".join(_HOMOGLYPHS) + "]|(?![0-9])\\d|\\d[" + _DASHES + _DOTS + "]\\d")
 _PERCENT = Lazy(r"%[0-9A-Fa-f]{2}")
 # "ab" "cd", "ab" + "cd", "ab" + \<newline> "cd", "ab" . "cd", "ab" & "cd", "ab" || "cd"; and ["ab", "cd"] (an
 # element of a list, not a JSON key: "tok", "model": … stays apart)
