@@ -10,7 +10,7 @@ skipped. A text is plain when all of these hold (anything else goes to the engin
   single spaces/newlines and ordinary punctuation (``. , ; ! ? ( ) " '``); no colon after a word (labels), no
   ``= @ / _ # | % $ & * + < > [ ] { } ` ~ \\``, no tabs;
 * no run of 20 or more non-space characters (the random-token detectors look at 20+), no group of digits joined by
-  spaces or punctuation holding more than five digits except a date (card, identity and account numbers need more),
+  spaces, line breaks or punctuation holding more than five digits except a date (card, identity and account numbers need more),
   no letter spelt out one at a time (``g h p _ …``), no quote seam (``"ab" "cd"``);
 * none of the engine's cues: the triggers its gated rules look for (``structured``/``keyvalue`` rules, provider
   prefixes, prose and chat triggers, command words and flags), as substrings of the lower-cased text as the engine
@@ -42,7 +42,7 @@ _NUM = r"\d{1,4}(?:[.,:/-]\d{1,4}){0,2}"
 _TOKEN = rf"[(\"']?(?:{_WORD}|{_NUM})[.,;!?)\"']{{0,3}}"
 _SHAPE = re.compile(rf"[ \n]*(?:{_TOKEN}(?:[ \n]+{_TOKEN})*[ \n]*)?")
 _LONG_RUN = re.compile(r"(?<!\S)\S{20}")
-_DIGIT_GROUP = re.compile(r"\d(?:\d|(?:[.\-/,:]|[ ]{1,3})(?=\d))*")  # a card in wide-spaced groups is one group
+_DIGIT_GROUP = re.compile(r"\d(?:\d|(?:[.\-/,:]|[ \n]{1,3})(?=\d))*")  # a card in wide-spaced groups or over lines is one group
 _DATE = re.compile(r"\d{4}([- ])\d{2}\1\d{2}")  # also spaced: a record id's date as the id check spaces it
 _LETTERS = re.compile(r"[a-z]+")
 _TOKENISH = re.compile(r"(?<!\S)\S{14,}")
