@@ -1,4 +1,11 @@
-"""The BIP-39 English word list (2048 words), to recognise wallet seed phrases.
+"""The BIP-39 word lists, to recognise wallet seed phrases: English here (2048 words), the other official lists
+(Chinese simplified and traditional, Czech, French, Italian, Japanese, Korean, Portuguese, Spanish) in
+``bip39_lists.xz`` beside this module, read only when a text could hold such a phrase.
+
+The other lists are those of the ``mnemonic`` 0.21 wheel (``mnemonic/wordlist/*.txt``; MIT licence, "Copyright (c)
+2013-2016 Pavol Rusnak", as its LICENSE file says), each NFC-normalised, in its file order (a word's index is the
+BIP-39 value its checksum uses), stored as "name\nword\n…" blocks separated by a blank line and LZMA-compressed; SHA-256
+of the uncompressed data: 0d8ea4ed5ebb10085edfc06150b6cf9bc1bfdb5a3cf8a33d3c7563d2f818f153.
 
 From BIP-39 (github.com/bitcoin/bips, bip-0039/english.txt), as shipped in Trezor's ``mnemonic``
 package (MIT licence); SHA-256 of the newline-separated list:
@@ -6,6 +13,11 @@ package (MIT licence); SHA-256 of the newline-separated list:
 """
 
 from __future__ import annotations
+
+import hashlib
+import lzma
+import unicodedata
+from importlib import resources
 
 _WORDS = """
 abandon ability able about above absent absorb abstract absurd abuse access accident account accuse achieve
@@ -133,3 +145,55 @@ zero zone zoo
 """
 
 WORDS: frozenset[str] = frozenset(_WORDS.split())
+
+
+def fold(word: str) -> str:
+    """``word`` with its accents dropped when that leaves ASCII ("ábaco" -> "abaco"), else NFC (kana and hangul keep
+    their marks): a phrase typed without accents still matches its list."""
+    stripped = "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
+    return stripped if stripped.isascii() else unicodedata.normalize("NFC", word)
+
+
+_OTHER: dict[str, dict[str, int]] = {}  # list name -> folded word -> index
+_WRITTEN: set[str] = set()  # the words as the lists spell them
+
+
+def other_lists() -> dict[str, dict[str, int]]:
+    """The non-English lists (folded word -> index), read once; empty if the data file cannot be read."""
+    if not _OTHER:
+        try:
+            data = lzma.decompress(resources.files(__package__).joinpath("bip39_lists.xz").read_bytes()).decode()
+        except Exception:  # a broken install must not make redaction raise; English still works
+            data = ""
+        for block in data.split("\n\n"):
+            name, _, body = block.partition("\n")
+            if body:
+                _OTHER[name] = {fold(w): i for i, w in enumerate(body.split())}
+                _WRITTEN.update(body.split())
+        _OTHER.setdefault("", {})
+    return _OTHER
+
+
+_ANY_OTHER: set[str] = set()
+
+
+def other_words() -> set[str]:
+    """Every word of the non-English lists, as written (NFC) and folded."""
+    if not _ANY_OTHER:
+        for words in other_lists().values():
+            _ANY_OTHER.update(words)
+        _ANY_OTHER.update(_WRITTEN)
+        _ANY_OTHER.add("")
+    return _ANY_OTHER
+
+
+def checksum_ok(indices: list[int]) -> bool:
+    """A 12/15/18/21/24-word phrase (as list indices) whose last word carries the SHA-256 checksum of the entropy."""
+    if len(indices) not in (12, 15, 18, 21, 24):
+        return False
+    n = 0
+    for i in indices:
+        n = n << 11 | i
+    cs_bits = len(indices) // 3
+    entropy_bytes = (n >> cs_bits).to_bytes(len(indices) * 4 // 3, "big")
+    return hashlib.sha256(entropy_bytes).digest()[0] >> (8 - cs_bits) == n & ((1 << cs_bits) - 1)

@@ -35,7 +35,9 @@ The vocabularies (``PASSWORD_LABELS``, ``CODE_CUES``, ``TRIGGERS``) are module c
 
 from __future__ import annotations
 
+import functools
 import re
+import unicodedata
 from bisect import bisect_right
 from collections.abc import Iterator
 
@@ -48,7 +50,8 @@ PASSWORD_LABELS = (
     r"passwor[dt]\w{0,6}|passcode|passphrase|kennwort\w{0,4}|mot\s+de\s+passe|contrase(?:ñ|n)a|senha|has(?:ł|l)o|heslo|"
     r"wachtwoord|l(?:ö|o)senord\w{0,3}|passord\w{0,3}|adgangskode|salasana\w{0,3}|jelszó|parol[aăe]?|(?:ş|s)ifre\w{0,3}|"
     r"lozinka|geslo|парол\w{0,2}|κωδικός(?:\s+πρόσβασης)?|συνθηματικό|كلمة\s+(?:المرور|السر)|رمز\s+عبور|סיסמ[הא]|"
-    r"पासवर्ड|कूटशब्द|パスワード|密码|密碼|口令|비밀번호|암호|mật\s+khẩu|kata\s+sandi\w{0,3}|รหัสผ่าน|nenosiri|\bpw\b|\bpwd\b"
+    r"पासवर्ड|कूटशब्द|パスワード|密码|密碼|口令|비밀번호|암호|m[aậ]t\s+kh[aẩ]u|kata\s+sandi\w{0,3}|รหัสผ่าน|nenosiri|jelszo|"
+    r"\bpw\b|\bpwd\b"
 )
 CODE_CUES = (
     r"gate|door|garage|garagentor|tor|tür|lockbox|lock|locker|keypad|alarm|safe|entry|access|building|voicemail|"
@@ -114,13 +117,32 @@ def _password_like(v: str) -> bool:
     return digits > 0 or symbols > 0 and any(c.isupper() for c in v)
 
 
+_FOLD_EXTRA = {"đ": "d", "ł": "l", "ø": "o", "ı": "i", "ß": "s"}
+
+
+@functools.lru_cache(maxsize=4096)
+def _fold_char(c: str) -> str:
+    d = unicodedata.normalize("NFD", c)
+    if len(d) > 1 and d[0].isascii() and all(unicodedata.combining(x) for x in d[1:]):
+        return d[0]
+    return _FOLD_EXTRA.get(c, c)
+
+
+def fold_accents(text: str) -> str:
+    """``text`` with each accented Latin letter replaced by its base letter, one character for one (offsets hold)."""
+    return text if text.isascii() else "".join(map(_fold_char, text))
+
+
 def _after_label(text: str, m: re.Match[str]) -> tuple[int, int] | None:
     g = "v" if m.group("v") is not None else "w"
     if any(w.strip(",:：'’") in _NOT_VALUE_WORDS for w in text[m.start() : m.start(g)].lower().split()):
         return None  # "the password is stored hashed with argon2id": the words say where or how, not what
-    value = text[m.start(g) : m.end(g)].rstrip(".,;!?:")
+    raw = text[m.start(g) : m.end(g)]
+    value = raw.rstrip(".,;!?:")
     if _password_like(value) or _PASSPHRASE.get().fullmatch(value):
-        return m.start(g), m.start(g) + len(value)
+        # a "!" typed right after the value is part of it ("Girasole42!"); a "." or "?" after it ends the sentence
+        tail = raw[len(value) :]
+        return m.start(g), m.start(g) + len(value) + len(tail) - len(tail.lstrip("!"))
     return None
 
 
@@ -341,7 +363,7 @@ def _any(low: str, words: tuple[str, ...]) -> bool:
 PW_GATE = (
     "pass", "parol", "пар", "κωδικ", "סיסמ", "पासवर्ड", "sandi", "รหัส", "رمز", "كلمة", "nenosiri", "senha", "contrase",
     "kennwort", "wachtwoord", "senord", "sord", "salasana", "heslo", "hasl", "hasło", "sifre", "şifre", "jelsz", "lozink",
-    "geslo", "密", "口令", "パスワード", "비밀", "암호", "mật", "pw",
+    "geslo", "密", "口令", "パスワード", "비밀", "암호", "mật", "khau", "pw",
 )  # fmt: skip
 CODE_GATE = ("code", "pin", "kod", "código", "codice", "код", "combination")
 CVV_GATE = ("cvv", "cvc", "csc", "cv2", "code", "prüf", "segur", "sécur", "crypto", "sicurezza", "コード", "码", "코드", "безопас")
@@ -403,8 +425,10 @@ def cue_spans(text: str) -> Iterator[Span]:
                 yield m.start(), m.end(), "card_number"
     low = text.lower()
     if _any(low, PW_GATE):
-        # matched on the lower-cased text when case folding keeps offsets (faster than IGNORECASE)
+        # matched on the lower-cased text when case folding keeps offsets (faster than IGNORECASE), its accents folded
+        # ("mật khẩu" -> "mat khau", "contraseña" -> "contrasena"): a label typed with or without them is one label
         same = len(low) == len(text)
+        low = fold_accents(low)
         for m in (_PW_VALUE_LOW.get() if same else _PW_VALUE.get()).finditer(low if same else text):
             found = _after_label(text, m)
             if found is not None:

@@ -3,7 +3,7 @@
 * bank and identity numbers: IBAN (mod-97 checked, grouped or not), and numbers labelled as an
   SSN / SIN / national insurance / DNI / tax id / passport / CVV in prose or config;
 * wallet secrets: BIP-39 seed phrases (12+ consecutive words of the BIP-39 list, however they are
-  separated or numbered), base58check WIF keys and extended private keys (checksum verified),
+  separated or numbered; the other official lists too, accents typed or not), base58check WIF keys and extended private keys (checksum verified),
   64-hex private keys labelled as keys, 64-byte key-pair arrays;
 * key files of any tool: PuTTY ``.ppk`` private lines, a base64 line under a "secret key" comment
   (minisign, signify), ``client-key-data``, npm ``_auth``, ``.pgpass`` lines, XML password elements;
@@ -19,6 +19,7 @@ import hashlib
 import re
 from collections.abc import Callable, Iterator
 
+from agent_memory.redaction import bip39
 from agent_memory.redaction.base import A, I, Lazy, X
 from agent_memory.redaction.bip39 import WORDS
 from agent_memory.redaction.heuristics import luhn_ok
@@ -226,10 +227,52 @@ def _seed_spans(low: str) -> Iterator[Span]:
     yield from flush()
 
 
+_ANY_WORD = Lazy(r"(?:[^\W\d_]|[\u0300-\u036f\u3099-\u309c])+")  # letters and combining marks (NFD accents, kana marks)
+
+
+def _other_seed_spans(low: str) -> Iterator[Span]:
+    """Seed phrases in a non-English BIP-39 list (Spanish, French, Japanese, …), accents typed or not: 12+ words of
+    one list in a row, with the English rule's separators, enough distinct words or a checksum that holds."""
+    # cheap gate (a set intersection in C): at least six distinct list words, as written or typed without accents
+    tokens = low.replace(",", " ").split()
+    if not low.isascii():
+        tokens += [bip39.fold(t) for t in tokens]  # "mañana" typed decomposed, hangul as jamo
+    if len(bip39.other_words().intersection(tokens)) < 6:
+        return
+    lists = bip39.other_lists()
+    gap = _GAP.get()
+    run: list[tuple[int, int, str]] = []
+    langs: set[str] = set()
+
+    def flush() -> Iterator[Span]:
+        if len(run) < _MIN_WORDS:
+            return
+        for lang in langs:
+            idx = [lists[lang][w] for _, _, w in run]
+            if len(set(idx)) >= 8 or bip39.checksum_ok(idx):
+                yield run[0][0], run[-1][1], "seed_phrase"
+                return
+
+    for m in _ANY_WORD.get().finditer(low):
+        w = bip39.fold(m.group())
+        in_langs = {lang for lang, words in lists.items() if w in words}
+        if in_langs and run and (gap.fullmatch(low, run[-1][1], m.start()) is None or not (langs & in_langs)):
+            yield from flush()
+            run, langs = [], set()
+        if in_langs:
+            langs = langs & in_langs if run else in_langs
+            run.append((m.start(), m.end(), w))
+        else:
+            yield from flush()
+            run, langs = [], set()
+    yield from flush()
+
+
 def family_spans(text: str, low: str) -> Iterator[Span]:
     """Spans of ``text`` (``low`` its lower-cased form) that hold a secret of one of these families."""
-    if text.count(" ") + text.count("\n") + text.count(",") >= _MIN_WORDS - 1:
+    if text.count(" ") + text.count("\n") + text.count(",") + text.count("\u3000") >= _MIN_WORDS - 1:
         yield from _seed_spans(low)
+        yield from _other_seed_spans(low)
     has_digit = any(c.isdigit() for c in text)
     if has_digit:
         for m in _IBAN.get().finditer(text):

@@ -178,6 +178,13 @@ _CONNECTOR = Lazy(
 _LINE_END = Lazy(r"[:：]\s*$|(?:\bis|\best|\bist|\blautet|\bär|\bé|\bè)\s*:?\s*$", I)
 
 
+def _bangs(raw: str, kept: int) -> int:
+    """How many "!" follow a password value's first ``kept`` characters: "Girasole42!" ends in its "!" (a "." or "?"
+    after a value ends the sentence; a "!" right after it is typed as part of the password as often as not)."""
+    tail = raw[kept:]
+    return len(tail) - len(tail.lstrip("!"))
+
+
 def _values_after(text: str, pos: int, line_end: int, strength: str) -> Iterator[tuple[int, int]]:
     """The value a label at ``pos`` names: the first acceptable token in the rest of its line (or the next lines)."""
     check = _CHECKS[strength]
@@ -195,7 +202,7 @@ def _values_after(text: str, pos: int, line_end: int, strength: str) -> Iterator
             if first is not None and rest[: first.start()].strip() == "":
                 v = first.group().rstrip(".,;!?")
                 if _strong_after_label(v):
-                    yield pos + first.start(), pos + first.start() + len(v)
+                    yield pos + first.start(), pos + first.start() + len(v) + _bangs(first.group(), len(v))
             return
         rest = " " * c.end() + rest[c.end() :]
         first = _VALUE.get().search(rest)
@@ -203,8 +210,9 @@ def _values_after(text: str, pos: int, line_end: int, strength: str) -> Iterator
             v = first.group().lstrip(":：=→>-~,").rstrip(".,;!?")
             if v:
                 if _pw_value(v):
-                    e = first.end() - (len(first.group()) - len(first.group().rstrip(".,;!?")))
-                    yield pos + e - len(v), pos + e
+                    kept = len(first.group().rstrip(".,;!?"))
+                    e = first.end() - (len(first.group()) - kept)
+                    yield pos + e - len(v), pos + e + _bangs(first.group(), kept)
                 return
     words = 0
     for m in _VALUE.get().finditer(rest):
@@ -684,7 +692,25 @@ def spared(text: str, start: int, end: int) -> bool:
         return True
     if _IBAN_SHAPE.get().fullmatch(v) and len(v.replace(" ", "")) >= 15:
         return not iban_ok(v)
-    return _look_alike(text, start, end, v) or _public_by_cause(text, start, end, v) or cues.public_value(text, start, end)
+    return (
+        _look_alike(text, start, end, v)
+        or _public_by_cause(text, start, end, v)
+        or cues.public_value(text, start, end)
+        or _key_id(text, start, v)
+    )
+
+
+# --- round 5: a PGP/GPG key id or fingerprint is public (it names a key; it cannot sign or decrypt) ---------------
+# 8 or 16 hex digits (short/long key id) or 40 (a v4 fingerprint, perhaps in groups of four), named as such right before
+_KEY_ID_VALUE = Lazy(r"(?:0x)?(?:[0-9A-Fa-f]{8}|[0-9A-Fa-f]{16}|[0-9A-Fa-f]{4}(?:[ ]{0,2}[0-9A-Fa-f]{4}){9})")
+_KEY_ID_BEFORE = Lazy(
+    r"(?:\bkey[\s_-]?id|\bkeyid|fingerprint|recv-keys?|receive-keys?|(?:long|short)[\s_-]id)s?[\s\"'`]{0,3}[:=#]?[\s\"'`]{0,3}$",
+    I,
+)
+
+
+def _key_id(text: str, start: int, v: str) -> bool:
+    return bool(_KEY_ID_VALUE.get().fullmatch(v)) and _KEY_ID_BEFORE.get().search(text, max(0, start - 40), start) is not None
 
 
 # --- round 4: look-alikes by cause (holdout6) -------------------------------------------------------------------------

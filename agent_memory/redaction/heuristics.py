@@ -70,8 +70,10 @@ def prose_spans(text: str, low: str) -> Iterator[Span]:
 
 
 # --- card numbers --------------------------------------------------------------------------------
+# groups joined by one separator throughout: space, dash, dot, underscore or slash (views.py turns every Unicode dash,
+# dot and decimal digit into these)
 CARD = Lazy(
-    r"(?<![\w.+/-])(?P<n>\d{4}(?P<s>[ -]?)\d{4}(?P=s)\d{4}(?P=s)\d{4}(?:(?P=s)\d{1,3})?"
+    r"(?<![\w.+/-])(?P<n>\d{4}(?P<s>[ ._/-]?)\d{4}(?P=s)\d{4}(?P=s)\d{4}(?:(?P=s)\d{1,3})?"
     r"|3[47]\d{2}(?P<a>[ -]?)\d{6}(?P=a)\d{5}|3[0689]\d{2}(?P<d>[ -]?)\d{6}(?P=d)\d{4}|\d{13,19})(?![\w-]|[.,]\d)",
     A,
 )
@@ -94,11 +96,31 @@ def luhn_ok(digits: str) -> bool:
 _SPACED_CARD = Lazy(r"(?<![\w.])\d(?:[ ]\d){12,18}(?![ ]?\d)", A)
 
 
+# a card whose groups run over a line break: "my visa is 4532 0151\n1283 0366"
+_LINE_CARD = Lazy(r"(?<![\w.+/-])\d{4}(?:(?:[ ._/-]|[ \t]*\r?\n[ \t]*)?\d{4}){2,3}(?:[ ._/-]?\d{1,3})?(?![\w-]|[.,]\d)", A)
+
+_DIGIT_BREAK = Lazy(r"\n[ \t]{0,6}\d{4}", A)  # a line opening with a group (a literal first: a fast scan)
+
+
+def _card_ok(digits: str) -> bool:
+    return 13 <= len(digits) <= 19 and len(set(digits)) > 2 and bool(_IIN.get().match(digits)) and luhn_ok(digits)
+
+
 def card_spans(text: str) -> Iterator[Span]:
     for m in CARD.get().finditer(text):
         digits = "".join(c for c in m.group("n") if c.isdigit())
         if 13 <= len(digits) <= 19 and len(set(digits)) > 2 and _IIN.get().match(digits) and luhn_ok(digits):
             yield m.start(), m.end(), "card_number"
+    # only around a line break with a digit on each side
+    last = -1
+    for b in _DIGIT_BREAK.get().finditer(text) if "\n" in text else ():
+        nl = b.start()
+        end = len(text[max(0, nl - 6) : nl].rstrip(" \t\r")) + max(0, nl - 6)  # the previous line's last character
+        if nl >= last and text[max(0, end - 4) : end].isdigit():
+            for m in _LINE_CARD.get().finditer(text, max(0, end - 40), min(len(text), b.end() + 60)):
+                if m.start() <= nl < m.end() and _card_ok("".join(c for c in m.group() if c.isdigit())):
+                    yield m.start(), m.end(), "card_number"
+                    last = m.end()
     if " " in text:
         for m in _SPACED_CARD.get().finditer(text):
             digits = m.group().replace(" ", "")

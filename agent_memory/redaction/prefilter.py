@@ -10,13 +10,13 @@ skipped. A text is plain when all of these hold (anything else goes to the engin
   single spaces/newlines and ordinary punctuation (``. , ; ! ? ( ) " '``); no colon after a word (labels), no
   ``= @ / _ # | % $ & * + < > [ ] { } ` ~ \\``, no tabs;
 * no run of 20 or more non-space characters (the random-token detectors look at 20+), no group of digits joined by
-  spaces or punctuation holding more than five digits except a date (card, identity and account numbers need more),
+  spaces, line breaks or punctuation holding more than five digits except a date (card, identity and account numbers need more),
   no letter spelt out one at a time (``g h p _ …``), no quote seam (``"ab" "cd"``);
 * none of the engine's cues: the triggers its gated rules look for (``structured``/``keyvalue`` rules, provider
   prefixes, prose and chat triggers, command words and flags), as substrings of the lower-cased text as the engine
   looks for them; the identifier parts the name rules read (``anchored``'s word sets) as whole words; and the
   multilingual label lexicons (``generic``, ``general``, ``anchored``, ``contextual``) as the engine's own regexes;
-* fewer than twelve (the seed-phrase minimum) BIP-39 words in the text.
+* fewer than twelve (the seed-phrase minimum) BIP-39 words in the text (English, or any other list typed in ASCII).
 
 Every cue is imported from the module that uses it, never copied: a trigger added there is a cue here.
 ``tests/test_redact_prefilter.py`` runs the full engine over every corpus under ``tests/fixtures/secrets*``, the
@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 import re
 
-from agent_memory.redaction import anchored, causes, contextual, families, general, generic, keyvalue, structured, views
+from agent_memory.redaction import anchored, bip39, causes, contextual, families, general, generic, keyvalue, structured, views
 from agent_memory.redaction import cues as cue_rules
 from agent_memory.redaction.base import Lazy
 from agent_memory.redaction.bip39 import WORDS as BIP39_WORDS
@@ -42,7 +42,7 @@ _NUM = r"\d{1,4}(?:[.,:/-]\d{1,4}){0,2}"
 _TOKEN = rf"[(\"']?(?:{_WORD}|{_NUM})[.,;!?)\"']{{0,3}}"
 _SHAPE = re.compile(rf"[ \n]*(?:{_TOKEN}(?:[ \n]+{_TOKEN})*[ \n]*)?")
 _LONG_RUN = re.compile(r"(?<!\S)\S{20}")
-_DIGIT_GROUP = re.compile(r"\d(?:\d|(?:[.\-/,:]|[ ]{1,3})(?=\d))*")  # a card in wide-spaced groups is one group
+_DIGIT_GROUP = re.compile(r"\d(?:\d|(?:[.\-/,:]|[ \n]{1,3})(?=\d))*")  # a card in wide-spaced groups or over lines is one group
 _DATE = re.compile(r"\d{4}([- ])\d{2}\1\d{2}")  # also spaced: a record id's date as the id check spaces it
 _LETTERS = re.compile(r"[a-z]+")
 _TOKENISH = re.compile(r"(?<!\S)\S{14,}")
@@ -168,8 +168,10 @@ def plain(text: str, prose: tuple[str, ...], spaced: Lazy) -> bool:
     words = _LETTERS.findall(low)
     if not cues.words.isdisjoint(words):
         return False
-    if len(words) >= families._MIN_WORDS and sum(w in BIP39_WORDS for w in words) >= families._MIN_WORDS:
-        return False
+    if len(words) >= families._MIN_WORDS:
+        other = bip39.other_words()  # the other BIP-39 lists, typed in ASCII (a non-ASCII text never gets here)
+        if sum(w in BIP39_WORDS for w in words) >= families._MIN_WORDS or sum(w in other for w in words) >= families._MIN_WORDS:
+            return False
     long_tokens = _TOKENISH.findall(text)
     if long_tokens and cues.providers.search(" ".join(long_tokens)) is not None:
         return False

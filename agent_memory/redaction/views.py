@@ -25,7 +25,12 @@ _HOMOGLYPHS = dict(
         strict=True,
     )
 )
-_DISGUISE = Lazy("[" + _INVISIBLE + "".join(_HOMOGLYPHS) + "]")
+# Digit groups written with any decimal digits (Arabic-Indic, Devanagari, …) or joined by any Unicode dash, dot or
+# middle dot ("4532·0151", "123‐45‐6789"): digits become ASCII, and such a joiner between two digits becomes "-" or ".".
+_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2043\u2212\ufe58\ufe63\u2e3a\u2e3b\u301c\u30a0"
+_DOTS = "\u00b7\u2027\u2219\u22c5\u30fb\u0387\u16eb\u2e31"
+_JOINERS = {**dict.fromkeys(_DASHES, "-"), **dict.fromkeys(_DOTS, ".")}
+_DISGUISE = Lazy("[" + _INVISIBLE + "".join(_HOMOGLYPHS) + "]|(?![0-9])\\d|\\d[" + _DASHES + _DOTS + "]\\d")
 _PERCENT = Lazy(r"%[0-9A-Fa-f]{2}")
 # "ab" "cd", "ab" + "cd", "ab" + \<newline> "cd", "ab" . "cd", "ab" & "cd", "ab" || "cd"; and ["ab", "cd"] (an
 # element of a list, not a JSON key: "tok", "model": … stays apart)
@@ -92,6 +97,10 @@ def _unicode_edits(text: str) -> Iterable[Edit]:
             yield i, i + 1, ""
         elif ch in _HOMOGLYPHS:
             yield i, i + 1, _HOMOGLYPHS[ch]
+        elif ch.isdecimal():
+            yield i, i + 1, str(unicodedata.decimal(ch))
+        elif ch in _JOINERS and 0 < i < len(text) - 1 and text[i - 1].isdecimal() and text[i + 1].isdecimal():
+            yield i, i + 1, _JOINERS[ch]
         else:
             norm = unicodedata.normalize("NFKC", ch)
             if norm != ch:
