@@ -24,7 +24,9 @@ def test_an_ordinary_title_keeps_its_slug() -> None:
 
 
 def _cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "agent_memory.cli", "--root", str(root), *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "agent_memory.cli", "--root", str(root), *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_events_history_and_undo_keep_such_a_records_id(tmp_path: Path) -> None:

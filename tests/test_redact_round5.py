@@ -12,7 +12,7 @@ import unicodedata
 
 import pytest
 
-from agent_memory.redaction.api import redact_text
+from agent_memory.redaction.api import redact, redact_text
 from agent_memory.redaction.engine import find_spans
 
 # phrases whose BIP-39 checksum holds (made for this test from our own entropy)
@@ -199,3 +199,10 @@ def test_round5_redaction_is_idempotent() -> None:
     for text in [f"paid with {_groups(CARDS[0], '·')}", f"backup: {SEEDS['japanese']}", "mat khau la Sen2024!"]:
         once = redact_text(text)
         assert redact_text(once) == once and find_spans(once) == []
+
+
+def test_a_keys_name_before_its_values_marker_is_kept() -> None:
+    """The fixed-point pass read "42:password=" (now followed by a marker) as the value of the label "key"."""
+    out = redact("key 42:password=7WH77hBlyqz#9PNlds  ").text
+    assert out == "key 42:password=[REDACTED:password]  "
+    assert redact(out).text == out

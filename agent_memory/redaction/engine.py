@@ -294,13 +294,22 @@ def find_spans(text: str, *, gated: bool = True, general: bool = True) -> list[S
     return sorted(s for s in spans.found if not generic.spared(text, s[0], s[1]))
 
 
+def _spans_beside_markers(text: str, general: bool = True) -> list[Span]:
+    """:func:`find_spans`, less a key's name left before its value's marker: it is no value of an earlier label
+    ("key 42:password=[REDACTED:password]" — "42:password=" is not the value of "key")."""
+    found = find_spans(text, general=general)
+    if "[REDACTED:" not in text:
+        return found
+    return [(s, e, k) for s, e, k in found if not (text[e - 1 : e] in ("=", ":") and text.startswith("[REDACTED:", e))]
+
+
 def redact(text: str) -> RedactionResult:
     """Replace every secret in ``text`` with ``[REDACTED:<kind>]``."""
     if not isinstance(text, str):
         raise TypeError(f"redact() expects str, not {type(text).__name__}")
     if prefilter.enabled() and prefilter.plain(text, _PROSE_TRIGGERS, _SPACED_CHARS):
         return RedactionResult(text, 0, ())
-    found = find_spans(text)
+    found = _spans_beside_markers(text)
     if not found:
         return RedactionResult(text, 0, ())
     count = 0
@@ -317,7 +326,7 @@ def redact(text: str) -> RedactionResult:
         out = "".join(pieces)
         count += len(found)
         kinds.update(k for _, _, k in found)
-        found = find_spans(out)
+        found = _spans_beside_markers(out)
         if not found:
             break
     return RedactionResult(out, count, tuple(sorted(kinds)))
@@ -330,7 +339,7 @@ def contains_secret(text: str, *, general: bool = True) -> bool:
         raise TypeError(f"contains_secret() expects str, not {type(text).__name__}")
     if prefilter.enabled() and prefilter.plain(text, _PROSE_TRIGGERS, _SPACED_CHARS):
         return False
-    return bool(find_spans(text, general=general))
+    return bool(_spans_beside_markers(text, general))
 
 
 def redact_text(text: str) -> str:
