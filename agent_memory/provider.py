@@ -568,6 +568,7 @@ class MemoryProvider:
         A namespaced provider purges only in its own namespace and descendants
         (:class:`~agent_memory.errors.PermissionDeniedError` otherwise; an owner purge without ``namespace`` is
         its own namespace's); a root provider (the operator) may purge any."""
+        lifecycle = self._lifecycle("purge")  # an unsupported backend says so before any namespace rule
         mine = self.namespace or ""
         if mine:
             if namespace is None and record_id is None:
@@ -584,8 +585,8 @@ class MemoryProvider:
                         f"record {record_id!r} is in namespace {theirs!r}, outside {mine!r}: this provider cannot purge it"
                     )
                 with scopes.viewing(Caller(namespace=theirs).own_view()):  # the backend finds it in its own namespace
-                    return await self._lifecycle("purge").purge(record_id, session_id=session_id, user_id=user_id)
-        return await self._lifecycle("purge").purge(record_id, session_id=session_id, user_id=user_id, namespace=namespace)
+                    return await lifecycle.purge(record_id, session_id=session_id, user_id=user_id)
+        return await lifecycle.purge(record_id, session_id=session_id, user_id=user_id, namespace=namespace)
 
     async def history(
         self,

@@ -111,12 +111,12 @@ def test_undo_refuses_when_the_record_changed_since(store: MemoryStore) -> None:
 
 def test_swept_records_come_back_without_their_expiry(store: MemoryStore) -> None:
     soon = (dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)).isoformat()
-    a = store.remember("Temporary gate code 4411.", expires=soon)
+    a = store.remember("Temporary parking in bay 14.", expires=soon)
     rep = store.sweep(now=dt.datetime.now(dt.UTC) + dt.timedelta(days=2))
     assert rep.expired == [a.id]
     back = store.restore(a.id)
     assert back.expires is not None  # still in the future right now: kept
-    assert store.get(a.id).content == "Temporary gate code 4411."
+    assert store.get(a.id).content == "Temporary parking in bay 14."
 
 
 def test_provider_lifecycle_and_unsupported_backends(tmp_path: Path) -> None:
