@@ -19,7 +19,7 @@ import dataclasses
 import inspect
 import re
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -202,9 +202,9 @@ def test_every_read_method_is_a_row() -> None:
         assert not missing, f"{cls.__name__}: a new public coroutine {sorted(missing)}: add a read row (or an exemption)"
     missing = _public(MemoryStore, coroutines=False) - {r[0] for r in STORE} - set(STORE_EXEMPT)
     assert not missing, f"MemoryStore: a new public method {sorted(missing)}: add a read row (or an exemption)"
-    for kind, cls in (("sessions", SessionStore), ("episodes", EpisodeStore), ("episodes", PgEpisodeStore)):
-        missing = _public(cls, coroutines=False) - {r[1] for r in TIME if r[0] == kind} - set(TIME_EXEMPT)
-        assert not missing, f"{cls.__name__}: a new public method {sorted(missing)}: add a read row (or an exemption)"
+    for kind, store_cls in (("sessions", SessionStore), ("episodes", EpisodeStore), ("episodes", PgEpisodeStore)):
+        missing = _public(store_cls, coroutines=False) - {r[1] for r in TIME if r[0] == kind} - set(TIME_EXEMPT)
+        assert not missing, f"{store_cls.__name__}: a new public method {sorted(missing)}: add a read row (or an exemption)"
 
 
 async def _outcome(call: Callable[[], Awaitable[Any]]) -> tuple[bool, Any]:
@@ -245,7 +245,7 @@ async def test_a_sibling_sees_nothing_through_any_files_store_read(tmp_path: Any
 
     target = make_target("files", tmp_path)
     world = await _world(target)
-    store = innermost(world.backend).store
+    store = cast(Any, innermost(world.backend)).store
     try:
         for name, call, seen, exact in STORE:
             with scopes.viewing(_view(store, CONTROL)):
@@ -265,7 +265,7 @@ async def test_a_sibling_sees_nothing_through_any_files_store_read(tmp_path: Any
 
 async def test_a_sibling_sees_nothing_of_session_logs_and_episodes(backend: Any) -> None:
     world = await _world(backend)
-    inner = innermost(world.backend)
+    inner: Any = innermost(world.backend)
     if backend.kind == "files":
         from agent_memory.backends.files.namespaces import read_registry
 

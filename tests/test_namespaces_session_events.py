@@ -38,7 +38,7 @@ def _session_events(events: Any) -> set[tuple[str, str, str | None]]:
 
 async def _raw_events(backend: Any) -> str:
     """Every stored event, as text (files: the event log's bytes; PostgreSQL: every row of the table)."""
-    inner = innermost(backend.backend)
+    inner: Any = innermost(backend.backend)
     if hasattr(inner, "pool"):
         async with inner.pool.connection() as conn:
             rows = await (await conn.execute(f'SELECT * FROM "{inner.schema}".events')).fetchall()
@@ -49,7 +49,7 @@ async def _raw_events(backend: Any) -> str:
 
 async def _legacy_event(provider: Any, kind: str, namespace: str, **detail: Any) -> None:
     """An event as it was written before: the namespace in the id, none in ``owner_namespace``."""
-    inner = innermost(provider.backend)
+    inner: Any = innermost(provider.backend)
     row = {
         "eid": uuid.uuid4().hex[:16],
         "event": kind,

@@ -4,6 +4,7 @@ cache) makes it stale, a purge deletes it, a damaged one is rebuilt (agent_memor
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -166,7 +167,8 @@ def test_own_write_on_a_mapped_snapshot_reloads_it_by_appending(tmp_path: Path) 
     assert cache.nearest("m", new[1], 1)[0][0] == "n1"
     assert meta_of(tmp_path)["data"] == data and meta_of(tmp_path)["n"] == N + 2
     cache.put("m", [hashes[0]], -mat[:1])  # an overwritten row: rebuilt, never appended twice
-    assert cache.nearest("m", -mat[0], 1) == [(hashes[0], pytest.approx(1.0, abs=1e-5))]
+    one: Any = pytest.approx(1.0, abs=1e-5)
+    assert cache.nearest("m", -mat[0], 1) == [(hashes[0], one)]
     assert meta_of(tmp_path)["data"] != data and meta_of(tmp_path)["n"] == N + 2
     cache.close()
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -20,6 +21,7 @@ from agent_memory.backends.files.vectors import VectorCache
 from agent_memory.errors import InvalidInputError
 
 N = 40
+ONE: Any = pytest.approx(1.0, abs=1e-5)  # a cosine of one (Any: mypy reads approx inside a tuple as no float)
 W = 16  # hash width: every line the same length, as a swap needs
 
 
@@ -88,7 +90,7 @@ def test_a_nan_in_the_snapshot_is_never_a_score_and_the_snapshot_is_rebuilt(tmp_
         scored = fresh.scores("m", mat[i], allowed)
         assert all(math.isfinite(s) for _, s in [*got, *near, *scored.items()]), (got, near, scored)
         assert all(math.isfinite(v) for v in stats.values()), stats
-    assert got[0] == ("alice-rec", pytest.approx(1.0, abs=1e-5)) and near[0][0] == hashes[i]
+    assert got[0] == ("alice-rec", ONE) and near[0][0] == hashes[i]
     assert not np.isnan(np.fromfile(snap(tmp_path, ".f32"), dtype=np.float32)).any()  # rebuilt
     fresh.close()
 
@@ -104,7 +106,7 @@ def test_meta_naming_data_outside_its_folder_is_not_followed(tmp_path: Path) -> 
     np.zeros((N, 8), dtype=np.float32).tofile(decoy / f"{data}.f32")
     snap(tmp_path, ".json").write_text(json.dumps({**m, "data": f"../decoy/{data}"}))
     fresh = VectorCache.for_root(tmp_path)
-    assert fresh.search("m", mat[3], {"r": hashes[3]}, limit=1) == [("r", pytest.approx(1.0, abs=1e-5))]
+    assert fresh.search("m", mat[3], {"r": hashes[3]}, limit=1) == [("r", ONE)]
     assert meta(tmp_path)["data"] != f"../decoy/{data}" and "/" not in str(meta(tmp_path)["data"])
     assert sorted(p.name for p in decoy.iterdir()) == [f"{data}.f32", f"{data}.hashes"]  # read nothing, deleted nothing
     fresh.close()
