@@ -49,7 +49,7 @@ demo: $(BASE_STAMP)
 	$(BIN)/python examples/automatic_recall.py
 
 lint: $(TEST_STAMP)
-	$(BIN)/ruff check agent_memory tests
+	$(BIN)/ruff check agent_memory tests benchmarks
 	$(BIN)/ruff format --check agent_memory tests
 	$(BIN)/mypy
 	$(BIN)/mypy --config-file tests/mypy.ini  # the tests, not strict (see that file)

@@ -26,21 +26,26 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-QUERIES = ["what did we decide about the release plan", "who reviewed the database migration", "where is the deploy checklist",
-           "which team owns the billing service", "when is the next planning meeting", "why did the cache fail last week",
-           "how do we rotate the api keys"]
+QUERIES = [
+    "what did we decide about the release plan",
+    "who reviewed the database migration",
+    "where is the deploy checklist",
+    "which team owns the billing service",
+    "when is the next planning meeting",
+    "why did the cache fail last week",
+    "how do we rotate the api keys",
+]
 
 
 def build(root: Path, size: int, embed: bool) -> dict[str, Any]:
     """The root with ``size`` records and their vectors (made once; a finished root is reused)."""
     import numpy as np
-
     from _genroot import write_root
+
     from agent_memory.backends.files.store import MemoryStore
+    from agent_memory.backends.files.vector_meta import recorded
     from agent_memory.backends.files.vectors import VectorCache, live_items
     from agent_memory.embeddings import LocalEmbedder
-
-    from agent_memory.backends.files.vector_meta import recorded
 
     done = root / ".bench-cold-done"
     if done.exists() and recorded(root) is not None:

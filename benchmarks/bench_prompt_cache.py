@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import copy
+import itertools
 import json
 import statistics
 import sys
@@ -100,8 +101,11 @@ def current_turn(messages: list[ModelMessage]) -> tuple[str, int]:
 
 def render_request(info: AgentInfo, messages: list[ModelMessage]) -> str:
     """One line per segment, in provider order: tools, system, then messages (no timestamps)."""
-    lines = [json.dumps({"tools": [{"name": t.name, "description": t.description,
-                                    "parameters": t.parameters_json_schema} for t in info.function_tools]})]
+    lines = [
+        json.dumps(
+            {"tools": [{"name": t.name, "description": t.description, "parameters": t.parameters_json_schema} for t in info.function_tools]}
+        )
+    ]
     lines.append(json.dumps({"role": "system", "content": info.instructions or ""}))
     for message in messages:
         if isinstance(message, ModelRequest):
@@ -111,12 +115,19 @@ def render_request(info: AgentInfo, messages: list[ModelMessage]) -> str:
                 elif isinstance(part, ToolReturnPart):
                     lines.append(json.dumps({"role": "tool", "id": part.tool_call_id, "content": part.model_response_str()}))
         elif isinstance(message, ModelResponse):
-            lines.append(json.dumps({
-                "role": "assistant",
-                "content": "".join(p.content for p in message.parts if isinstance(p, TextPart)),
-                "tool_calls": [{"id": p.tool_call_id, "name": p.tool_name, "arguments": p.args_as_json_str()}
-                               for p in message.parts if isinstance(p, ToolCallPart)],
-            }))
+            lines.append(
+                json.dumps(
+                    {
+                        "role": "assistant",
+                        "content": "".join(p.content for p in message.parts if isinstance(p, TextPart)),
+                        "tool_calls": [
+                            {"id": p.tool_call_id, "name": p.tool_name, "arguments": p.args_as_json_str()}
+                            for p in message.parts
+                            if isinstance(p, ToolCallPart)
+                        ],
+                    }
+                )
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -177,7 +188,7 @@ def common_prefix(a: str, b: str) -> int:
 def shares(requests: list[str]) -> list[float]:
     """Per request: bytes repeating the previous request's prefix / request bytes (0 for the first)."""
     out = [0.0]
-    for previous, current in zip(requests, requests[1:]):
+    for previous, current in itertools.pairwise(requests):
         out.append(common_prefix(previous, current) / len(current.encode()))
     return out
 
@@ -210,22 +221,31 @@ async def measure() -> dict[str, Any]:
     index = 0
     for turn, (_, tools) in enumerate(TURNS, 1):
         for step in range(tools + 1):
-            rows.append({"request": index + 1, "turn": turn, "step": step + 1,
-                         "capability_bytes": len(ours.requests[index].encode()),
-                         "capability_share": round(ours_s[index], 4),
-                         "naive_bytes": len(naive.requests[index].encode()),
-                         "naive_share": round(naive_s[index], 4)})
+            rows.append(
+                {
+                    "request": index + 1,
+                    "turn": turn,
+                    "step": step + 1,
+                    "capability_bytes": len(ours.requests[index].encode()),
+                    "capability_share": round(ours_s[index], 4),
+                    "naive_bytes": len(naive.requests[index].encode()),
+                    "naive_share": round(naive_s[index], 4),
+                }
+            )
             index += 1
 
     def summary(requests: list[str], per_request: list[float]) -> dict[str, float]:
         later = per_request[1:]
-        cached = sum(common_prefix(a, b) for a, b in zip(requests, requests[1:]))
+        cached = sum(common_prefix(a, b) for a, b in itertools.pairwise(requests))
         total = sum(len(r.encode()) for r in requests[1:])
         first_of_turn = [per_request[r["request"] - 1] for r in rows if r["step"] == 1 and r["turn"] > 1]
-        return {"mean_share": round(statistics.mean(later), 4),
-                "mean_share_first_request_of_turn": round(statistics.mean(first_of_turn), 4),
-                "byte_weighted_share": round(cached / total, 4), "total_bytes": sum(len(r.encode()) for r in requests),
-                "uncached_bytes": sum(len(r.encode()) for r in requests) - cached}
+        return {
+            "mean_share": round(statistics.mean(later), 4),
+            "mean_share_first_request_of_turn": round(statistics.mean(first_of_turn), 4),
+            "byte_weighted_share": round(cached / total, 4),
+            "total_bytes": sum(len(r.encode()) for r in requests),
+            "uncached_bytes": sum(len(r.encode()) for r in requests) - cached,
+        }
 
     ours_sum, naive_sum = summary(ours.requests, ours_s), summary(naive.requests, naive_s)
     return {
@@ -236,7 +256,8 @@ async def measure() -> dict[str, Any]:
         "ratio_mean_share": round(ours_sum["mean_share"] / naive_sum["mean_share"], 2) if naive_sum["mean_share"] else None,
         "uncached_ratio": round(naive_sum["uncached_bytes"] / ours_sum["uncached_bytes"], 2),
         "ratio_byte_weighted": round(ours_sum["byte_weighted_share"] / naive_sum["byte_weighted_share"], 2)
-        if naive_sum["byte_weighted_share"] else None,
+        if naive_sum["byte_weighted_share"]
+        else None,
     }
 
 
@@ -253,21 +274,27 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'req':>3} {'turn':>4} {'step':>4} | {'capability':>10} {'bytes':>7} | {'naive':>7} {'bytes':>7}")
     print("-" * 56)
     for r in report["rows"]:
-        print(f"{r['request']:>3} {r['turn']:>4} {r['step']:>4} | {r['capability_share']:>10.1%} {r['capability_bytes']:>7} | "
-              f"{r['naive_share']:>7.1%} {r['naive_bytes']:>7}")
+        print(
+            f"{r['request']:>3} {r['turn']:>4} {r['step']:>4} | {r['capability_share']:>10.1%} {r['capability_bytes']:>7} | "
+            f"{r['naive_share']:>7.1%} {r['naive_bytes']:>7}"
+        )
     print("-" * 56)
     c, n = report["capability"], report["naive"]
     print(f"{'':<40} {'capability':>10} {'naive':>10}")
     print(f"{'mean share (requests 2..N)':<40} {c['mean_share']:>10.1%} {n['mean_share']:>10.1%}")
-    print(f"{'mean share, first request of a turn':<40} {c['mean_share_first_request_of_turn']:>10.1%} "
-          f"{n['mean_share_first_request_of_turn']:>10.1%}")
+    print(
+        f"{'mean share, first request of a turn':<40} {c['mean_share_first_request_of_turn']:>10.1%} "
+        f"{n['mean_share_first_request_of_turn']:>10.1%}"
+    )
     print(f"{'byte-weighted share':<40} {c['byte_weighted_share']:>10.1%} {n['byte_weighted_share']:>10.1%}")
     print(f"{'bytes sent, all requests':<40} {c['total_bytes']:>10} {n['total_bytes']:>10}")
     print(f"{'bytes not in the previous prefix':<40} {c['uncached_bytes']:>10} {n['uncached_bytes']:>10}")
     print(f"{'distinct instructions':<40} {c['distinct_instructions']:>10} {n['distinct_instructions']:>10}")
-    print(f"\nratio (capability / naive): mean share {report['ratio_mean_share']}x, "
-          f"byte-weighted {report['ratio_byte_weighted']}x; "
-          f"{report['uncached_ratio']}x fewer bytes outside the cacheable prefix")
+    print(
+        f"\nratio (capability / naive): mean share {report['ratio_mean_share']}x, "
+        f"byte-weighted {report['ratio_byte_weighted']}x; "
+        f"{report['uncached_ratio']}x fewer bytes outside the cacheable prefix"
+    )
     return 0
 
 

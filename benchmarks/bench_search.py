@@ -52,8 +52,12 @@ LIMIT = 10
 
 
 def _stats(samples_ms: list[float]) -> dict[str, float]:
-    return {"p50": round(percentile(samples_ms, 0.50), 3), "p95": round(percentile(samples_ms, 0.95), 3),
-            "mean": round(statistics.fmean(samples_ms), 3), "n": len(samples_ms)}
+    return {
+        "p50": round(percentile(samples_ms, 0.50), 3),
+        "p95": round(percentile(samples_ms, 0.95), 3),
+        "mean": round(statistics.fmean(samples_ms), 3),
+        "n": len(samples_ms),
+    }
 
 
 def _time_each(fn: Callable[[str], Any], queries: list[str], warmup: int = 1) -> list[float]:
@@ -74,6 +78,7 @@ def _time_each(fn: Callable[[str], Any], queries: list[str], warmup: int = 1) ->
 # -- baselines ---------------------------------------------------------------------------------
 def naive_scan(records_dir: Path, engine: Fts5Engine) -> Callable[[str], list[str]]:
     """Read every record file, count occurrences of the query's content words, keep the top k."""
+
     def search(query: str) -> list[str]:
         terms = engine.terms(query)
         scored: list[tuple[int, str]] = []
@@ -129,13 +134,18 @@ def build(root: Path, n: int, seed: int) -> tuple[MemoryStore, dict[str, Any], C
     results = store.remember_many(drafts, source="import", batch_size=5000)  # the CLI import default
     elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
     created = sum(r.status == "created" for r in results)
-    ingest = {"records": n, "created": created, "seconds": round(elapsed, 2), "records_per_s": round(n / elapsed),
-              "cpu_s": round(cpu, 2), "records_per_cpu_s": round(n / cpu) if cpu else None}
+    ingest = {
+        "records": n,
+        "created": created,
+        "seconds": round(elapsed, 2),
+        "records_per_s": round(n / elapsed),
+        "cpu_s": round(cpu, 2),
+        "records_per_cpu_s": round(n / cpu) if cpu else None,
+    }
     return store, ingest, corpus
 
 
-def measure_size(n: int, queries_n: int, workdir: Path, *, naive_queries: int, bm25_max: int,
-                 log: Callable[[str], None]) -> dict[str, Any]:
+def measure_size(n: int, queries_n: int, workdir: Path, *, naive_queries: int, bm25_max: int, log: Callable[[str], None]) -> dict[str, Any]:
     root = workdir / f"root-{n}"
     if root.exists():
         shutil.rmtree(root)
@@ -143,8 +153,7 @@ def measure_size(n: int, queries_n: int, workdir: Path, *, naive_queries: int, b
     store, ingest, corpus = build(root, n, seed=n)
     log(f"[{n:>7}] import: {ingest['records_per_s']:,} records/s ({ingest['seconds']} s)")
     engine = store.engine if isinstance(store.engine, Fts5Engine) else Fts5Engine()
-    known = [r["body"] for r in store.index.guarded(
-        lambda c: c.execute("SELECT body FROM fts ORDER BY random() LIMIT 500").fetchall())]
+    known = [r["body"] for r in store.index.guarded(lambda c: c.execute("SELECT body FROM fts ORDER BY random() LIMIT 500").fetchall())]
     queries = corpus.queries(queries_n, known)
     out: dict[str, Any] = {"records": n, "queries": len(queries), "ingest": ingest}
 
@@ -220,8 +229,10 @@ def cold_first_search(root: Path, query: str, runs: int = 5) -> dict[str, Any]:
         cmd = [str(exe), "--root", str(root), "--json", "search", query, "--limit", str(LIMIT)]
         how = "agent-memory search (subprocess)"
     else:
-        code = ("import sys; from agent_memory.backends.files.store import MemoryStore; "
-                f"print(len(MemoryStore(sys.argv[1]).search(sys.argv[2], limit={LIMIT}).hits))")
+        code = (
+            "import sys; from agent_memory.backends.files.store import MemoryStore; "
+            f"print(len(MemoryStore(sys.argv[1]).search(sys.argv[2], limit={LIMIT}).hits))"
+        )
         cmd = [sys.executable, "-c", code, str(root), query]
         how = "python -c MemoryStore(...).search (subprocess)"
     baseline_cmd = [sys.executable, "-c", "pass"]
@@ -242,9 +253,12 @@ def cold_first_search(root: Path, query: str, runs: int = 5) -> dict[str, Any]:
         for suffix in ("", "-wal", "-shm"):
             Path(f"{root / 'index.db'}{suffix}").unlink(missing_ok=True)
         rebuild.append(run(cmd))
-    return {"how": how, "with_index_ms": round(statistics.median(warm_index)),
-            "python_startup_ms": round(statistics.median(python_only)),
-            "index_deleted_ms": round(statistics.median(rebuild))}
+    return {
+        "how": how,
+        "with_index_ms": round(statistics.median(warm_index)),
+        "python_startup_ms": round(statistics.median(python_only)),
+        "index_deleted_ms": round(statistics.median(rebuild)),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -257,7 +271,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-    log = (lambda m: print(m, file=sys.stderr, flush=True))
+
+    def log(m: str) -> None:
+        print(m, file=sys.stderr, flush=True)
+
     report = run(sizes, args.queries, args.workdir, naive_queries=args.naive_queries, bm25_max=args.bm25_max, log=log)
     if args.json:
         print(json.dumps(report))
@@ -266,8 +283,15 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def run(sizes: list[int], queries: int, workdir: Path | None = None, *, naive_queries: int = 30, bm25_max: int = 100_000,
-        log: Callable[[str], None] = lambda m: None) -> dict[str, Any]:
+def run(
+    sizes: list[int],
+    queries: int,
+    workdir: Path | None = None,
+    *,
+    naive_queries: int = 30,
+    bm25_max: int = 100_000,
+    log: Callable[[str], None] = lambda m: None,
+) -> dict[str, Any]:
     tmp = tempfile.TemporaryDirectory(prefix="agent-memory-bench-", dir=workdir)
     try:
         base = Path(tmp.name)
@@ -281,7 +305,10 @@ def run(sizes: list[int], queries: int, workdir: Path | None = None, *, naive_qu
                 log(f"[{n:>7}] single durable remember p50 {extras['single_remember_ms'][-1]['p50']} ms")
             store.close()
             if n == 10_000:
-                extras["cold_open_first_search"] = {"records": n, **cold_first_search(base / f"root-{n}", "What did we decide about the release?")}
+                extras["cold_open_first_search"] = {
+                    "records": n,
+                    **cold_first_search(base / f"root-{n}", "What did we decide about the release?"),
+                }
                 log(f"[{n:>7}] cold open + first search {extras['cold_open_first_search']}")
             shutil.rmtree(base / f"root-{n}", ignore_errors=True)
             results.append(res)
@@ -291,8 +318,10 @@ def run(sizes: list[int], queries: int, workdir: Path | None = None, *, naive_qu
 
 
 def render_markdown(report: dict[str, Any]) -> str:
-    lines = ["| records | store.search p50 / p95 | provider.search p50 / p95 | raw FTS5 p50 / p95 | naive scan p50 | rank-bm25 p50 (build) | naive ÷ ours | rank-bm25 ÷ ours | ours ÷ raw (p50 / p95) |",
-             "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [
+        "| records | store.search p50 / p95 | provider.search p50 / p95 | raw FTS5 p50 / p95 | naive scan p50 | rank-bm25 p50 (build) | naive ÷ ours | rank-bm25 ÷ ours | ours ÷ raw (p50 / p95) |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for r in report["sizes"]:
         bm = f"{r['rank_bm25_ms']['p50']:.1f} ms ({r['rank_bm25_build_s']:.1f} s)" if "rank_bm25_ms" in r else "—"
         ratios = r["ratios"]
@@ -302,22 +331,30 @@ def render_markdown(report: dict[str, Any]) -> str:
             f"| {r['raw_fts5_ms']['p50']:.2f} / {r['raw_fts5_ms']['p95']:.2f} ms "
             f"| {r['naive_scan_ms']['p50']:.0f} ms | {bm} | {ratios['naive_over_ours_p50']}× "
             f"| {str(ratios.get('rank_bm25_over_ours_p50', '—')) + ('×' if 'rank_bm25_over_ours_p50' in ratios else '')} "
-            f"| {ratios['ours_over_raw_p50']}× / {ratios['ours_over_raw_p95']}× |")
-    lines += ["", "| records | bulk import (remember_many, durable: one os.sync per 5,000) | the same per second of the importing process's CPU (user + system) | single durable remember p50 / p95 |",
-              "| ---: | ---: | ---: | ---: |"]
+            f"| {ratios['ours_over_raw_p50']}× / {ratios['ours_over_raw_p95']}× |"
+        )
+    lines += [
+        "",
+        "| records | bulk import (remember_many, durable: one os.sync per 5,000) | the same per second of the importing process's CPU (user + system) | single durable remember p50 / p95 |",
+        "| ---: | ---: | ---: | ---: |",
+    ]
     singles = {s["records"]: s for s in report.get("single_remember_ms", [])}
     for r in report["sizes"]:
         one = singles.get(r["records"])
         one_text = f"{one['p50']:.1f} / {one['p95']:.1f} ms" if one else "—"
         per_cpu = r["ingest"].get("records_per_cpu_s")
         cpu_text = f"{per_cpu:,} records/s" if per_cpu else "—"
-        lines.append(f"| {r['records']:,} | {r['ingest']['records_per_s']:,} records/s ({r['ingest']['seconds']} s) "
-                     f"| {cpu_text} | {one_text} |")
+        lines.append(
+            f"| {r['records']:,} | {r['ingest']['records_per_s']:,} records/s ({r['ingest']['seconds']} s) | {cpu_text} | {one_text} |"
+        )
     if "cold_open_first_search" in report:
         c = report["cold_open_first_search"]
-        lines += ["", f"Cold open + first search at {c['records']:,} records ({c['how']}): {c['with_index_ms']} ms "
-                  f"(Python start-up alone {c['python_startup_ms']} ms); with `index.db` deleted (rebuilt from the files): "
-                  f"{c['index_deleted_ms']} ms."]
+        lines += [
+            "",
+            f"Cold open + first search at {c['records']:,} records ({c['how']}): {c['with_index_ms']} ms "
+            f"(Python start-up alone {c['python_startup_ms']} ms); with `index.db` deleted (rebuilt from the files): "
+            f"{c['index_deleted_ms']} ms.",
+        ]
     return "\n".join(lines)
 
 
