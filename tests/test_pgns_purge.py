@@ -2,7 +2,8 @@
 
 ``MemoryProvider(..., namespace="acme/sales").purge(namespace="acme/support")`` deleted every acme/support record
 on both backends; now it is a PermissionDeniedError and nothing goes. From the CLI, ``purge ID --namespace NS``
-of a record outside NS (an ancestor's, which NS inherits) is refused the same way.
+of a record outside NS (an ancestor's, which NS inherits) is refused the same way, and so is ``forget ID --purge
+--namespace NS``.
 """
 
 from __future__ import annotations
@@ -90,6 +91,12 @@ def test_cli_purge_of_a_record_outside_the_callers_namespace_is_refused(kind: st
     rid = cli("remember", "Acme pays net 30.", "--scope", "project", "--namespace", top, "-q").strip()
     assert f"outside {top + '/sales'!r}" in cli("purge", rid, "--namespace", f"{top}/sales", ok=False)
     assert json.loads(cli("--json", "history", rid, "--namespace", top))["state"] == "live"
+    # `forget ID --purge` is the same purge: the same rule (it purged an inherited record before)
+    assert f"outside {top + '/sales'!r}" in cli("forget", rid, "--purge", "--namespace", f"{top}/sales", ok=False)
+    assert json.loads(cli("--json", "history", rid, "--namespace", top))["state"] == "live"
     cli("purge", rid, "--namespace", top)
     cli("history", rid, "--namespace", top, ok=False)
+    other = cli("remember", "Acme ships on Fridays.", "--scope", "project", "--namespace", top, "-q").strip()
+    cli("forget", other, "--purge", "--namespace", top)
+    cli("history", other, "--namespace", top, ok=False)
     assert issubclass(PermissionDeniedError, AgentMemoryError)

@@ -385,8 +385,10 @@ def cmd_forget(args: argparse.Namespace) -> None:
 
     with acting("cli"):
         if args.purge:
-            from agent_memory.cli.lifecycle import files_store
+            from agent_memory.cli.lifecycle import files_store, purgeable
 
+            if getattr(args, "namespace", None):  # as `purge ID --namespace NS`: only in its namespace and below
+                purgeable(args, args.namespace)
             rep = files_store(args, "forget --purge").purge(args.id, **_caller(args))
             emit(args, {"id": args.id, "forgotten": True, "purged": True, **rep.to_dict()}, lambda: f"purged: {args.id}")
             return

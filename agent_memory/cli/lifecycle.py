@@ -195,7 +195,7 @@ def cmd_purge(args: argparse.Namespace) -> None:
     if args.id is None and namespace is not None:  # an owner purge: --namespace is what goes (with its descendants)
         who["namespace"] = namespace
     if args.id is not None and namespace:  # a namespaced caller purges only in its namespace and below
-        _purgeable(args, namespace)
+        purgeable(args, namespace)
     with acting("cli"):
         rep = files_store(args, "purge").purge(args.id, **who)
     stores = getattr(rep, "stores", None) or {}
@@ -210,7 +210,7 @@ def cmd_purge(args: argparse.Namespace) -> None:
     )
 
 
-def _purgeable(args: argparse.Namespace, namespace: str) -> None:
+def purgeable(args: argparse.Namespace, namespace: str) -> None:
     """Refuse (:class:`PermissionDeniedError`) a record the ``--namespace`` caller may read but that lies outside
     its namespace and descendants (an ancestor's, which it inherits); one it cannot see is a NotFoundError."""
     from agent_memory.model import scopes
