@@ -20,7 +20,16 @@ from agent_memory.backends.postgres.events import events_for, record_archive_eve
 from agent_memory.backends.postgres.maintenance import Maintenance
 from agent_memory.backends.postgres.namespaces import changes_as_caller, configure, reads_as_caller, registry
 from agent_memory.backends.postgres.pool import Pool
-from agent_memory.backends.postgres.rows import SELECT, check_strings, filters_sql, iso, row_to_record, url_location, visibility
+from agent_memory.backends.postgres.rows import (
+    SELECT,
+    check_strings,
+    filters_sql,
+    iso,
+    row_to_record,
+    tenant_part,
+    url_location,
+    visibility,
+)
 from agent_memory.backends.postgres.schema import TEXT_CONFIG, check_schema
 from agent_memory.backends.postgres.search import PgSearch, checked_query
 from agent_memory.backends.postgres.writes import Writer, chunks
@@ -244,7 +253,8 @@ class PostgresBackend:
                     await asyncio.sleep(0.02 * (attempt + 1))
         if progress:
             progress(size)
-        return [(out[i], notes.get(i) or None) for i in range(len(prepared))]
+        # each note names its record's tenant: the event joins the row there (an id is unique per tenant only)
+        return [(out[i], {**notes.get(i, {}), "tenant": tenant_part(prepared[i][0])[0]}) for i in range(len(prepared))]
 
     async def supersede(self, old_id: str, draft: MemoryDraft, *, source: str = "tool") -> RememberResult:
         """Write ``draft`` as the current fact in place of ``old_id`` (kept, superseded; see ``docs/time.md``)."""

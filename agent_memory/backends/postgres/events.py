@@ -90,6 +90,7 @@ async def record_writes(b: Any, results: Sequence[RememberResult], source: str, 
         "befores": [c[2].get("before") for c in chosen],
         "afters": [c[2].get("after") for c in chosen],
         "kepts": [c[2].get("kept") for c in chosen],
+        "tenants": [c[2].get("tenant") for c in chosen],
     }
     async with b.pool.connection() as conn:
         await conn.execute(
@@ -101,8 +102,8 @@ async def record_writes(b: Any, results: Sequence[RememberResult], source: str, 
             " r.user_id, jsonb_strip_nulls(jsonb_build_object('kept', x.kept, 'links', (SELECT nullif(count(*), 0)"
             f' FROM "{b.schema}".record_links l WHERE l.tenant = r.tenant AND l.src = r.id))), r.namespace'
             " FROM unnest(%(ids)s::text[], %(evs)s::text[], %(eids)s::text[], %(befores)s::text[], %(afters)s::text[],"
-            " %(kepts)s::int[]) AS x(id, ev, eid, before, after, kept)"
-            f" JOIN {b.table} r ON r.id = x.id AND r.superseded_by IS NULL"
+            " %(kepts)s::int[], %(tenants)s::text[]) AS x(id, ev, eid, before, after, kept, tenant)"
+            f" JOIN {b.table} r ON r.id = x.id AND (x.tenant IS NULL OR r.tenant = x.tenant) AND r.superseded_by IS NULL"
             f" LEFT JOIN {b.table} p ON p.tenant = r.tenant AND p.id = r.supersedes",
             params,
         )
