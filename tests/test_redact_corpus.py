@@ -526,7 +526,7 @@ def test_holdout8_blind_figure_does_not_slide() -> None:
     assert result.redacted >= 696 and result.damaged <= 8, (result.redacted, result.damaged)
 
 
-@pytest.mark.parametrize("name", ["secrets_holdout7", "secrets_holdout8"])
+@pytest.mark.parametrize("name", ["secrets_holdout7", "secrets_holdout8", "secrets_holdout9"])
 def test_blind_corpus_is_exactly_what_its_seeded_generator_makes(name: str, tmp_path: Path) -> None:
     corpus = FIXTURES.parent / name
     copy = tmp_path / name
