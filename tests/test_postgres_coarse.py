@@ -231,3 +231,19 @@ async def test_migration_11_sketches_the_vectors_already_there_and_embed_sketche
         assert [r[0] for r in await _sql(pg_url, f'SELECT id FROM "{schema}".record_sketches ORDER BY id')] == ["r0", "r2"]  # cascade
     finally:
         await b.close()
+
+
+async def test_a_purge_vacuums_the_sketches_too(pg: PostgresBackend, pg_url: str) -> None:  # noqa: F811
+    """A purged record's sketch row goes by cascade; like its vector's, the dead row (its id: a slug of the title)
+    is vacuumed by the purge, not left on disk until autovacuum."""
+    rec = await pg.remember(MemoryDraft("carol's private topic1 note", scope="user", user_id="carol"))
+    await pg.embed()
+    schema = pg.schema
+    assert await _sql(pg_url, f'SELECT 1 FROM "{schema}".record_sketches WHERE id = %s', rec.id)
+    await pg.purge(user_id="carol")
+    assert not await _sql(pg_url, f'SELECT 1 FROM "{schema}".record_sketches WHERE id = %s', rec.id)
+    await _sql(pg_url, "SELECT pg_stat_force_next_flush()")
+    rows = await _sql(
+        pg_url, "SELECT last_vacuum IS NOT NULL FROM pg_stat_user_tables WHERE schemaname = %s AND relname = 'record_sketches'", schema
+    )
+    assert rows == [(True,)]
