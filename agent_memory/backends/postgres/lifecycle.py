@@ -413,7 +413,17 @@ async def forget_purge(b: Any, record_id: str, caller: Caller) -> bool:
 
 async def _vacuum(b: Any) -> None:
     """Reclaim the deleted rows' index entries and space (plain VACUUM: no exclusive lock; best effort)."""
-    tables = ("records", "archive", "record_vectors", "sessions", "session_messages", "session_summaries", "episodes", "events")
+    tables = (
+        "records",
+        "archive",
+        "record_vectors",
+        "record_sketches",
+        "sessions",
+        "session_messages",
+        "session_summaries",
+        "episodes",
+        "events",
+    )
     with contextlib.suppress(Exception):
         async with b.pool.connection() as conn:
             for t in tables:

@@ -16,6 +16,9 @@ from typing import Any
 from agent_memory.backends.postgres.links import MIGRATION_VERSION as LINKS_VERSION
 from agent_memory.backends.postgres.links import migration as links_migration
 from agent_memory.backends.postgres.links import rebuild as rebuild_links
+from agent_memory.backends.postgres.sketch import MIGRATION_VERSION as SKETCH_VERSION
+from agent_memory.backends.postgres.sketch import backfill as backfill_sketches
+from agent_memory.backends.postgres.sketch import migration as sketch_migration
 from agent_memory.errors import InvalidInputError
 
 SCHEMA_RE = re.compile(r"[a-z_][a-z0-9_]{0,62}")
@@ -179,6 +182,7 @@ def migrations(s: str, cfg: str = TEXT_CONFIG) -> list[tuple[int, str, list[str]
             ],
         ),
         *vector_signatures(s),  # 10 (9 is the sessions/episodes namespaces')
+        *sketch_migration(s),  # 11
     ]
 
 
@@ -311,10 +315,12 @@ async def migrate(conn: Any, schema: str) -> int:
             current = version
             if version == LINKS_VERSION:  # link rows of the records already there (Python parses them)
                 await rebuild_links(conn, schema)
+            if version == SKETCH_VERSION:  # sketches of the vectors already there (computed in Python)
+                await backfill_sketches(conn, schema)
         return current
 
 
 async def has_pgvector(conn: Any) -> bool:
-    """True when the server offers the ``vector`` extension (the meaning issue may then add a vector column)."""
+    """True when the server offers the ``vector`` extension (not used yet: dense search uses the sketches)."""
     cur = await conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")
     return await cur.fetchone() is not None

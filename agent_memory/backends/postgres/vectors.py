@@ -8,12 +8,15 @@ record deletes its vectors (foreign key, ``ON DELETE CASCADE``).
 Search without extensions (Debian's PostgreSQL has no pgvector): up to :data:`EXACT_MAX` visible records, the
 visible rows' vectors are read with the visibility predicate and the exact filters in the WHERE clause (before
 any top-k), and the cosines are one matrix product in the client — exact. Above that, a server-side coarse
-filter keeps the client from pulling every vector: each row has a sign-bit signature (``sig``, migration 10,
-a generated column), the server ranks the caller's visible rows (the same WHERE clause) by the Hamming distance
-``bit_count(sig # query signature)`` and sends a shortlist of :data:`SHORTLIST` (or :data:`PER_POOL` × the pool), whose cosines
-the client computes exactly. The mean and standard deviation that standardise the cosines for fusion come from
-the caller's visible rows only (all of them, or a fixed hash-sampled ~:data:`SAMPLE` of them above the limit),
-so nothing hidden moves a score; lexical candidates outside the shortlist get their exact cosine too.
+filter keeps the client from pulling every vector: each vector has a 2,048-bit random-hyperplane sketch in
+``record_sketches`` (:mod:`agent_memory.backends.postgres.sketch`, migration 11; written with the vector, in the
+same transaction), and one statement ranks the caller's visible rows (the same WHERE clause) by the Hamming
+distance ``bit_count(sketch # query sketch)``, keeps a shortlist of :data:`SHORTLIST` (at least :data:`PER_POOL`
+× the pool) and a fixed hash sample of ~:data:`SAMPLE` rows, and only then reads those rows' vectors by key;
+the client computes their cosines exactly. The shortlist's recall@10 against the exact read is 1.0 on
+``benchmarks/bench_million.py``'s 100k set (migration 10's 384 sign bits, ``sig``, kept but no longer read, gave
+.8775). The mean and standard deviation that standardise the cosines for fusion come from the sample, visible
+rows only, so nothing hidden moves a score; lexical candidates outside the shortlist get their exact cosine too.
 pgvector (an HNSW index) is detected (:func:`agent_memory.backends.postgres.schema.has_pgvector`) but not used yet.
 
 Hybrid fuses the lexical engine's candidates with the dense ones (:class:`agent_memory.search.fusion.Fuse`, z-scores).
@@ -38,6 +41,9 @@ import numpy.typing as npt
 
 from agent_memory.backends.postgres.rows import COLUMNS, filters_sql, visibility
 from agent_memory.backends.postgres.search import readable
+from agent_memory.backends.postgres.sketch import BITS, hex_sketches
+from agent_memory.backends.postgres.sketch import backfill as backfill_sketches
+from agent_memory.backends.postgres.sketch import write as write_sketches
 from agent_memory.embeddings import Embedder, EmbeddingError
 from agent_memory.model.reports import BackfillReport
 from agent_memory.search.focus import focus_query, query_words
@@ -51,10 +57,11 @@ log = logging.getLogger("agent_memory")
 __all__ = ["PgVectors", "pg_pipeline"]
 
 _COLS = ", ".join(f"r.{c}" for c in COLUMNS)
-EXACT_MAX = 20_000  # visible records up to which every visible vector is read (exact)
-SHORTLIST = 2_000  # rows the Hamming filter sends above that (at least PER_POOL × the dense pool)
+EXACT_MAX = 2_000  # visible records up to which every visible vector is read (exact)
+SHORTLIST = 2_000  # rows the sketch filter sends above that (at least PER_POOL × the dense pool)
 PER_POOL = 20
-SAMPLE = 2_000  # about how many visible rows give the cosines' mean and std above that
+SAMPLE = 1_000  # about how many visible rows give the cosines' mean and std above that
+WORK_MEM = "64MB"  # the coarse query's rank of every visible row sorts in memory (this transaction only)
 
 
 def signature(q: npt.NDArray[np.float32]) -> str:
@@ -85,16 +92,22 @@ class PgVectors:
         self.searcher = searcher
         self.t = f'"{schema}".records'
         self.v = f'"{schema}".record_vectors'
+        self.k = f'"{schema}".record_sketches'
+        self.schema = schema
         self.batch_size = batch_size
         self._task: asyncio.Task[BackfillReport] | None = None
         self._again = False
 
     # -- embedding: deferred, in batches ------------------------------------------------------------
-    async def embed(self, pool: Any, progress: Callable[[int, int], None] | None = None) -> BackfillReport:
-        """Embed every record without a current vector for this model; an embedder error stops it (reported)."""
+    async def embed(self, pool: Any, progress: Callable[[int, int], None] | None = None, *, sketches: bool = True) -> BackfillReport:
+        """Embed every record without a current vector for this model; an embedder error stops it (reported).
+        ``sketches``: first sketch the vectors stored without a current one (by another writer: a bulk ``COPY``)."""
         model = self.embedder.name
         rep = BackfillReport(model=model)
         started = time.perf_counter()
+        if sketches:
+            async with pool.connection() as conn, conn.transaction():
+                await backfill_sketches(conn, self.schema)
         stale = (
             f"FROM {self.t} r LEFT JOIN {self.v} v ON v.tenant = r.tenant AND v.id = r.id AND v.model = %(m)s"
             " WHERE v.id IS NULL OR v.content_hash <> r.content_hash"
@@ -130,6 +143,10 @@ class PgVectors:
                         for r, vec in zip(rows, vecs, strict=True)
                     ],
                 )
+                # the sketch in the same transaction: the coarse filter never sees a vector with another's sketch
+                await write_sketches(
+                    conn, self.schema, [(r["tenant"], r["id"], model, r["content_hash"]) for r in rows], np.asarray(vecs, dtype=np.float32)
+                )
             rep.embedded += len(rows)
             if progress is not None:
                 progress(rep.embedded, todo)
@@ -149,7 +166,7 @@ class PgVectors:
         while True:
             self._again = False
             try:
-                rep = await self.embed(pool)
+                rep = await self.embed(pool, sketches=False)
             except Exception as exc:  # fail open: a write already succeeded; the next kick retries
                 log.warning("background embedding failed: %s", exc)
                 return BackfillReport(model=self.embedder.name, error=str(exc))
@@ -186,27 +203,42 @@ class PgVectors:
     async def _coarse(
         self, conn: Any, q: npt.NDArray[np.float32], params: dict[str, Any], where: str, visible: int, pool: int
     ) -> tuple[list[str], npt.NDArray[np.float32], float, float]:
-        """The Hamming shortlist's ids and exact cosines, and the cosines' mean and std over a sample of the visible rows."""
+        """The sketch shortlist's ids and exact cosines, and the cosines' mean and std over a sample of the visible rows.
+
+        One statement: the server ranks every visible row (the caller's WHERE clause) by the Hamming distance of its
+        sketch to the query's, keeps the best ``short`` and a fixed hash sample, and only then reads their vectors by
+        key: the client gets ``short`` + ~``SAMPLE`` vectors, never every one. A vector without a current sketch
+        (written by something other than :meth:`embed`; ``agent-memory embed`` fills them) is not a candidate."""
         dim = int(q.shape[0])
-        bind = {**params, "dims": dim, "qsig": signature(q), "short": max(SHORTLIST, PER_POOL * pool), "every": max(1, visible // SAMPLE)}
+        short = max(SHORTLIST, PER_POOL * pool)
+        bind = {**params, "dims": dim, "qs": hex_sketches(q.reshape(1, -1))[0], "short": short, "every": max(2, visible // SAMPLE)}
+        # the planner's row estimate for the visibility predicate is far too low (it multiplies the selectivities
+        # of correlated columns), so it would look every visible row's sketch up by key: a hash join instead (this
+        # transaction only; the vectors of the few rows kept are read by key in a subquery, which it does not touch)
+        await conn.execute("SELECT set_config('work_mem', %s, true), set_config('enable_nestloop', 'off', true)", (WORK_MEM,))
         cur = await conn.execute(
-            f"SELECT r.id, array_send(v.embedding) AS raw {self._join()} WHERE {where}"
-            " ORDER BY bit_count(v.sig # %(qsig)s::bit varying), r.id LIMIT %(short)s",
+            "WITH c AS MATERIALIZED (SELECT r.tenant, r.id, r.content_hash, bit_count(k.sketch # %(qs)s::bit varying) AS d,"
+            " mod(hashtext(r.id)::bigint + 2147483648, %(every)s) = 0 AS sampled"
+            f" FROM {self.t} r JOIN {self.k} k ON k.tenant = r.tenant AND k.id = r.id AND k.model = %(model)s"
+            f" AND k.content_hash = r.content_hash AND k.dims = %(dims)s WHERE {where}),"
+            " u AS (SELECT tenant, id, content_hash, bool_or(short) AS short, bool_or(sampled) AS sampled FROM"
+            " ((SELECT tenant, id, content_hash, true AS short, sampled FROM c ORDER BY d, id LIMIT %(short)s)"
+            " UNION ALL SELECT tenant, id, content_hash, false, true FROM c WHERE sampled) x GROUP BY tenant, id, content_hash)"
+            " SELECT u.id, u.short, u.sampled,"
+            f" (SELECT array_send(w.embedding) FROM {self.v} w WHERE w.tenant = u.tenant AND w.id = u.id AND w.model = %(model)s"
+            " AND w.content_hash = u.content_hash AND w.dims = %(dims)s) AS raw FROM u ORDER BY u.id",
             bind,
             binary=True,
         )
-        rows = await cur.fetchall()
-        cur = await conn.execute(
-            f"SELECT array_send(v.embedding) AS raw {self._join()} WHERE {where}"
-            " AND mod(hashtext(r.id)::bigint + 2147483648, %(every)s) = 0 LIMIT %(sample)s",
-            {**bind, "sample": 2 * SAMPLE},
-            binary=True,
-        )
-        sample = _decode(await cur.fetchall(), dim) @ q
+        rows = [r for r in await cur.fetchall() if r["raw"] is not None]  # None: the vector changed meanwhile
+        await conn.execute("SELECT set_config('enable_nestloop', 'on', true)")
         sims = _decode(rows, dim) @ q
+        picked = np.array([bool(r["short"]) for r in rows], dtype=bool)
+        sample = sims[np.array([bool(r["sampled"]) for r in rows], dtype=bool)] if rows else sims
         if not len(sample):
-            sample = sims
-        return [r["id"] for r in rows], sims, float(sample.mean()) if len(sample) else 0.0, float(sample.std()) if len(sample) else 0.0
+            sample = sims[picked]
+        ids = [r["id"] for r, keep in zip(rows, picked.tolist(), strict=True) if keep]
+        return ids, sims[picked], float(sample.mean()) if len(sample) else 0.0, float(sample.std()) if len(sample) else 0.0
 
     async def _cosines(self, conn: Any, q: npt.NDArray[np.float32], ids: list[str], params: dict[str, Any], where: str) -> dict[str, float]:
         """Exact cosines of the visible records among ``ids``."""
@@ -252,6 +284,9 @@ class PgVectors:
             **filters,
         )
         steps = lexical.trace
+        # the lexical search turned sequential scans off for its GIN match; the statements below read every
+        # visible row (counts, the coarse rank) or a few by key, which the planner must be free to plan
+        await conn.execute("SELECT set_config('enable_seqscan', 'on', true)")
         params: dict[str, Any] = {"sid": sid, "uid": uid, "model": self.embedder.name}
         where = visibility(params) + filters_sql(params, **filters)
         engine = self.searcher.engine
@@ -283,7 +318,7 @@ class PgVectors:
                     "stage": "dense",
                     "model": self.embedder.name,
                     "visibility": f"in the WHERE clause ({len(ids)})",
-                    **({"coarse": f"Hamming shortlist of {len(ids)} among {stats[0]} visible"} if coarse else {}),
+                    **({"coarse": f"{BITS}-bit sketch shortlist of {len(ids)} among {stats[0]} visible"} if coarse else {}),
                     **({"focus": {"embedded": text, "left_out": common}} if common else {}),
                     "found": len(dense),
                     "top": [{"id": r, "cosine": round(s, 4)} for r, s in dense[:10]],
@@ -291,7 +326,7 @@ class PgVectors:
             )
         lex_pairs = [] if mode == "dense" else [(h.id, h.score) for h in lexical.hits]
         by_id = {h.id: h for h in lexical.hits}
-        confidence = await self._coverage(conn, query, lexical.hits[:5], stats) if lex_pairs else None
+        confidence = await self._coverage(conn, query, lexical.hits[:5], stats, params["tenants"]) if lex_pairs else None
         base = pg_pipeline()
         chosen = replace(base, fuse=replace(base.fuse, dense_scores=lambda wanted: {i: cos[i] for i in wanted if i in cos}))
         ctx = QueryContext(
@@ -300,7 +335,14 @@ class PgVectors:
             dense_mean=mean if len(ids) else None,
             dense_std=std if len(ids) else None,
         )
-        ranked = chosen.run(lex_pairs, dense, ctx, info=await self._info(conn, [c for c, _ in lex_pairs + dense]), limit=limit, trace=steps)
+        ranked = chosen.run(
+            lex_pairs,
+            dense,
+            ctx,
+            info=await self._info(conn, [c for c, _ in lex_pairs + dense], params["tenants"]),
+            limit=limit,
+            trace=steps,
+        )
         missing = [c.id for c in ranked if c.id not in by_id]
         rows: dict[str, Any] = {}
         if missing:  # rows for what only the dense side found (visibility re-checked)
@@ -318,10 +360,13 @@ class PgVectors:
                 hits.append(self.searcher._hit(rows[c.id], score, found))
         return SearchResult(hits, steps)
 
-    async def _info(self, conn: Any, ids: list[str]) -> dict[str, dict[str, Any]]:
+    async def _info(self, conn: Any, ids: list[str], tenants: list[str]) -> dict[str, dict[str, Any]]:
+        """Dates and importance of candidates (all visible, so of the caller's tenants: the key's index serves it)."""
         if not ids:
             return {}
-        cur = await conn.execute(f"SELECT id, updated, importance FROM {self.t} WHERE id = ANY(%s)", (list(dict.fromkeys(ids)),))
+        cur = await conn.execute(
+            f"SELECT id, updated, importance FROM {self.t} WHERE tenant = ANY(%s) AND id = ANY(%s)", (tenants, list(dict.fromkeys(ids)))
+        )
         return {
             r["id"]: {"updated": r["updated"].isoformat() if r["updated"] else "", "importance": r["importance"]}
             for r in await cur.fetchall()
@@ -335,7 +380,7 @@ class PgVectors:
         row = await (await conn.execute(f"SELECT count(*) AS total{counts} FROM {self.t} r WHERE {where}", bind)).fetchone()
         return int(row["total"]), {t: int(row[f"n{i}"]) for i, t in enumerate(terms)}
 
-    async def _coverage(self, conn: Any, query: str, top: list[SearchHit], stats: tuple[int, dict[str, int]]) -> float:
+    async def _coverage(self, conn: Any, query: str, top: list[SearchHit], stats: tuple[int, dict[str, int]], tenants: list[str]) -> float:
         """IDF-weighted term coverage of the best lexical hits, IDF from the caller's visible records only."""
         terms = [t for t in self.searcher.engine.terms(query) if t in stats[1]]
         if not terms or not top:
@@ -346,5 +391,5 @@ class PgVectors:
             key = term_key(t)
             idf[key] = max(idf.get(key, 0.0), math.log((total + 1) / (df[t] + 0.5)))
         ids = [h.id for h in top]
-        cur = await conn.execute(f"SELECT content FROM {self.t} WHERE id = ANY(%s)", (ids,))
+        cur = await conn.execute(f"SELECT content FROM {self.t} WHERE tenant = ANY(%s) AND id = ANY(%s)", (tenants, ids))
         return lexical_confidence(terms, [r["content"] or "" for r in await cur.fetchall()], idf)
