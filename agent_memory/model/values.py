@@ -97,16 +97,27 @@ def looks_secret(value: str) -> bool:
 _GLUE = re.compile(r"[-.:@/+=~_]+")
 
 
-@functools.lru_cache(maxsize=8192)
 def looks_secret_glued(value: str) -> bool:
     """:func:`looks_secret`, and also a secret glued after a prefix (``chat-sk-…``, ``ada.ghp_…``: spacing the
     separators would also split the token's own ``sk-``): the check of every identifier the store writes (ids, keys,
-    tags). A pure function of ``value`` (redaction has no state), so it is remembered: an id minted by :func:`new_id`
-    is checked once, not again by each event that names it."""
-    from agent_memory.redaction.api import contains_secret  # writes and error paths only
+    tags).
 
+    The verdict on an id of :func:`new_id`'s shape is its stem's (the date and slug: the random suffix is never
+    read), and it is remembered per stem (:func:`_stem_verdict`; redaction has no state): the id a write mints is
+    checked once, by :func:`new_id`, and neither the event that names it, nor another id minted from the same title
+    on the same day (a re-mint after a name clash, a repeated title) runs the engine again. Whoever supplied the
+    id, the verdict is the same function of its text: an id from an import, ``--id`` or the API that was never
+    minted here gets the full check."""
     if _OUR_ID.fullmatch(value):  # new_id's random suffix after a slug word ("…-token-c4f6d89e") is no secret
         value = value[:-9]
+    return _stem_verdict(value)
+
+
+@functools.lru_cache(maxsize=8192)
+def _stem_verdict(value: str) -> bool:
+    """:func:`looks_secret_glued` of an identifier without our random suffix (a pure function of ``value``)."""
+    from agent_memory.redaction.api import contains_secret  # writes and error paths only
+
     if looks_secret(value):
         return True
     return any(contains_secret(value[m.end() :]) for m in _GLUE.finditer(value) if len(value) - m.end() >= 16)
