@@ -7,7 +7,6 @@ The lowest layer of the package: :mod:`agent_memory.model.records` (the record a
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping
@@ -113,14 +112,46 @@ def looks_secret_glued(value: str) -> bool:
     return _stem_verdict(value)
 
 
-@functools.lru_cache(maxsize=8192)
+_VERDICTS: dict[str, bool] = {}  # identifier (without our random suffix) -> holds a secret; emptied when full
+_VERDICTS_MAX = 8192
+
+
 def _stem_verdict(value: str) -> bool:
     """:func:`looks_secret_glued` of an identifier without our random suffix (a pure function of ``value``)."""
+    verdict = _VERDICTS.get(value)
+    if verdict is None:
+        verdict = _glued_check(value)
+        if len(_VERDICTS) >= _VERDICTS_MAX:
+            _VERDICTS.clear()
+        _VERDICTS[value] = verdict
+    return verdict
+
+
+def _glued_check(value: str) -> bool:
     from agent_memory.redaction.api import contains_secret  # writes and error paths only
 
     if looks_secret(value):
         return True
     return any(contains_secret(value[m.end() :]) for m in _GLUE.finditer(value) if len(value) - m.end() >= 16)
+
+
+def id_stem(title: str, created: str) -> str:
+    """What :func:`new_id` checks of the id it mints from ``title`` on ``created``'s day (the id less its random
+    suffix): checking it ahead (:func:`stem_verdicts`, e.g. on another core) makes the mint free."""
+    return f"{created[:10]}-{slugify(title)}"
+
+
+def stem_verdicts(stems: Iterable[str]) -> dict[str, bool]:
+    """The identifier check's verdict on each of ``stems`` (:func:`id_stem`), remembered here as well."""
+    return {stem: _stem_verdict(stem) for stem in stems}
+
+
+def remember_verdicts(verdicts: Mapping[str, bool]) -> None:
+    """Take verdicts :func:`stem_verdicts` gave in another process running this same code (a draft worker of
+    ``remember_many``): the ids minted from those stems then cost no engine pass here."""
+    if len(_VERDICTS) + len(verdicts) > _VERDICTS_MAX:
+        _VERDICTS.clear()
+    _VERDICTS.update({k: bool(v) for k, v in verdicts.items() if isinstance(k, str)})
 
 
 def now_iso() -> str:
@@ -167,7 +198,7 @@ def new_id(title: str, created: str) -> str:
     """``YYYY-MM-DD-<slug>-<8 hex>``: derived from date, a sanitised slug and randomness."""
     import secrets
 
-    rid = f"{created[:10]}-{slugify(title)}-{secrets.token_hex(4)}"
+    rid = f"{id_stem(title, created)}-{secrets.token_hex(4)}"
     if looks_secret_glued(rid):  # a slug cut short can read as a token ("token-bucket-…-for-the-ap"): the id would be
         rid = f"{created[:10]}-memory-{rid[-8:]}"  # refused or redacted by the event gate, so it is never minted
     return rid
