@@ -127,7 +127,7 @@ def test_an_import_keeps_a_past_expiry_in_the_worker_too(tmp_path: Path, used: l
         ["-c", "import sys; sys.stdout.buffer.write(b'\\x00' * 8 + b'nonsense'); sys.stdout.flush()"],  # answers nonsense
         [
             "-c",
-            "import pickle, struct, sys; d = pickle.dumps(('agent_memory', '/elsewhere/agent_memory/__init__.py'));"
+            "import pickle, struct, sys; d = pickle.dumps(('agent_memory', '/elsewhere/agent_memory/backends/files/prepare_worker.py'));"
             " sys.stdout.buffer.write(struct.pack('!Q', len(d)) + d); sys.stdout.flush(); sys.stdin.buffer.read()",
         ],  # another package
     ],
@@ -159,9 +159,7 @@ def test_the_worker_runs_this_package() -> None:
     import pickle
     import subprocess
 
-    import agent_memory
-
     proc = subprocess.run([sys.executable, *pw.COMMAND], input=b"", capture_output=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     size = int.from_bytes(proc.stdout[:8], "big")
-    assert pickle.loads(proc.stdout[8 : 8 + size]) == ("agent_memory", os.path.abspath(agent_memory.__file__))
+    assert pickle.loads(proc.stdout[8 : 8 + size]) == ("agent_memory", os.path.abspath(pw.__file__))

@@ -39,6 +39,7 @@ COMMAND = ["-m", "agent_memory.backends.files.prepare_worker"]  # the worker, af
 Prepared = tuple[MemoryRecord, int, str, frozenset[str]]  # keyed.Prepared
 Item = Prepared | InvalidInputError
 _LEN = struct.Struct("!Q")
+_THIS = os.path.abspath(__file__)  # the worker must be this very file (the same package)
 
 
 def prepare_item(draft: MemoryDraft, source: str, default_scope: Scope | None) -> Prepared:
@@ -91,10 +92,8 @@ class DraftWorker:
     """One worker process; :meth:`submit` a batch, then :meth:`result` (None: prepare it here instead)."""
 
     def __init__(self) -> None:
-        import agent_memory
-
-        package_dir = os.path.dirname(os.path.dirname(os.path.abspath(agent_memory.__file__)))
-        self._package = os.path.abspath(agent_memory.__file__)
+        self._package = _THIS
+        package_dir = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(_THIS))))  # above agent_memory/
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package_dir, os.environ.get("PYTHONPATH")) if p)}
         self._proc: subprocess.Popen[bytes] | None = subprocess.Popen(
             [sys.executable, *COMMAND],
@@ -150,26 +149,22 @@ class DraftWorker:
         proc, self._proc = self._proc, None
         if proc is None:
             return
-        with contextlib.suppress(OSError, ValueError):
-            assert proc.stdin is not None
-            proc.stdin.close()
+        for pipe in (proc.stdin, proc.stdout):  # end of input; an answer nobody reads fails its write
+            with contextlib.suppress(OSError, ValueError):
+                if pipe is not None:
+                    pipe.close()
         try:
             proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        with contextlib.suppress(OSError, ValueError):
-            assert proc.stdout is not None
-            proc.stdout.close()
 
 
 def main() -> int:
     """The worker's loop: a batch in, its preparation out, until the pipe closes."""
-    import agent_memory
-
     out = sys.stdout.buffer
     inp = sys.stdin.buffer
-    _send(out, ("agent_memory", os.path.abspath(agent_memory.__file__)))
+    _send(out, ("agent_memory", _THIS))
     while True:
         try:
             drafts, source, default_scope, keep_past = _receive(inp)
