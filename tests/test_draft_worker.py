@@ -163,3 +163,21 @@ def test_the_worker_runs_this_package() -> None:
     assert proc.returncode == 0, proc.stderr
     size = int.from_bytes(proc.stdout[:8], "big")
     assert pickle.loads(proc.stdout[8 : 8 + size]) == ("agent_memory", os.path.abspath(pw.__file__))
+
+
+def test_an_iterator_is_read_on_only_after_its_batch_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a worker nothing is read ahead: a generator that watches the store (or fails) sees every earlier
+    batch written."""
+    monkeypatch.delenv("AGENT_MEMORY_DRAFT_WORKER", raising=False)
+    store = MemoryStore(tmp_path / "root", rescan_interval=None)
+    counts: list[int] = []
+
+    def drafts() -> Iterator[MemoryDraft]:
+        for i in range(BATCH):
+            yield MemoryDraft(content=f"Fact {i} of the first batch.")
+        counts.append(store.count())
+        raise RuntimeError("the source broke")
+
+    with pytest.raises(RuntimeError, match="the source broke"):
+        store.remember_many(drafts(), source="import", batch_size=BATCH)
+    assert counts == [BATCH] and store.count() == BATCH

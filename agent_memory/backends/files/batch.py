@@ -98,11 +98,15 @@ def remember_many(
         current = next(chunks, None)
         items: list[_worker.Item] | None = None  # the current batch as the worker prepared it
         while current is not None:
-            following = next(chunks, None)
             prepared = prepared_of(current, items)
-            sent = following is not None and worker is not None and worker.submit(following, source, store.default_scope)
+            if worker is None:  # an iterator is read on only once its batch is written (it may watch the store)
+                write(current, prepared)
+                current, items = next(chunks, None), None
+                continue
+            following = next(chunks, None)  # a sequence: reading ahead changes nothing
+            sent = following is not None and worker.submit(following, source, store.default_scope)
             write(current, prepared)  # meanwhile the worker prepares the following batch
-            items = worker.result(len(following)) if sent and worker is not None and following is not None else None
+            items = worker.result(len(following)) if sent and following is not None else None
             current = following
     finally:
         if worker is not None:
