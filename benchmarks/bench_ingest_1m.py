@@ -9,8 +9,9 @@ much per run, which at 1M changes nothing measurable.
 
 Each code tree of ``--trees`` (default: this checkout; pass ``/work/main,.`` to compare against a baseline) runs in
 its own process with ``PYTHONPATH`` set to it, the trees alternating for ``--rounds``; reported per run: wall
-seconds, the child's CPU seconds (user + system: the machine's load does not inflate them as it does wall time),
-records/s wall and per CPU-second. ``--empty`` measures the same ingest into a new empty root instead.
+seconds, the child's CPU seconds (user + system, its draft worker's included: the machine's load does not inflate
+them as it does wall time), records/s wall and per CPU-second. ``--draft-worker 0,1`` alternates the draft worker
+off and on within each tree (``AGENT_MEMORY_DRAFT_WORKER``; a tree without one ignores it). ``--empty`` measures the same ingest into a new empty root instead.
 
     .venv/bin/python benchmarks/bench_ingest_1m.py [--build] [--records 20000] [--trees /work/main,.] [--rounds 1] [--json]
 """
@@ -35,7 +36,7 @@ ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 # without this every "tree" ran the code beside this script (the figures before 2026-11-27 20:40 UTC compared a tree
 # with itself). The child reports the package it ran.
 _CHILD = """
-import json, sys, time
+import json, resource, sys, time
 sys.path.insert(0, sys.argv[6])
 import agent_memory
 sys.path.insert(0, sys.argv[1])
@@ -46,11 +47,12 @@ root, n, seed, batch = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.
 drafts = list(Corpus(seed=seed).drafts(n))
 store = MemoryStore(root, rescan_interval=None)
 store.open()
-c, t = time.process_time(), time.perf_counter()
+kids = lambda: (lambda u: u.ru_utime + u.ru_stime)(resource.getrusage(resource.RUSAGE_CHILDREN))
+k, c, t = kids(), time.process_time(), time.perf_counter()
 res = store.remember_many(drafts, source="import", batch_size=batch)
-wall, cpu = time.perf_counter() - t, time.process_time() - c
-print(json.dumps({"created": sum(r.status == "created" for r in res), "wall_s": wall, "cpu_s": cpu,
-                  "count": store.index.count(), "package": agent_memory.__file__}))
+wall, cpu, worker = time.perf_counter() - t, time.process_time() - c, kids() - k
+print(json.dumps({"created": sum(r.status == "created" for r in res), "wall_s": wall, "cpu_s": cpu + worker,
+                  "worker_cpu_s": worker, "count": store.index.count(), "package": agent_memory.__file__}))
 """
 
 
@@ -71,9 +73,12 @@ def build(root: Path, size: int) -> dict[str, Any]:
     return out
 
 
-def ingest(tree: Path, root: Path, n: int, seed: int, batch: int) -> dict[str, Any]:
-    """One run of ``remember_many`` by the code of ``tree``, in a child process; its figures."""
+def ingest(tree: Path, root: Path, n: int, seed: int, batch: int, worker: str = "") -> dict[str, Any]:
+    """One run of ``remember_many`` by the code of ``tree``, in a child process; its figures (CPU: the child's and
+    its draft worker's, which ``remember_many`` ends before it returns)."""
     env = {**ENV, "PYTHONPATH": str(tree)}
+    if worker:
+        env["AGENT_MEMORY_DRAFT_WORKER"] = worker
     proc = subprocess.run(
         [sys.executable, "-c", _CHILD, str(HERE), str(root), str(n), str(seed), str(batch), str(tree)],
         env=env,
@@ -91,6 +96,8 @@ def ingest(tree: Path, root: Path, n: int, seed: int, batch: int) -> dict[str, A
         "store_after": row["count"],
         "wall_s": round(row["wall_s"], 1),
         "cpu_s": round(row["cpu_s"], 1),
+        "worker_cpu_s": round(row.get("worker_cpu_s", 0.0), 1),
+        "draft_worker": worker or "auto",
         "per_s": round(n / row["wall_s"]),
         "per_cpu_s": round(n / row["cpu_s"]),
         "load": [round(x, 1) for x in os.getloadavg()],
@@ -107,6 +114,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trees", default=str(HERE.parent), help="comma-separated code trees (PYTHONPATH of each run)")
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--empty", action="store_true", help="ingest into a new empty root each run instead")
+    ap.add_argument(
+        "--draft-worker",
+        default="",
+        help="comma-separated AGENT_MEMORY_DRAFT_WORKER settings to alternate within each tree (0 off, 1 on; default: the tree's own rule)",
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     result: dict[str, Any] = {"root": str(args.root), "runs": []}
@@ -117,31 +129,34 @@ def main(argv: list[str] | None = None) -> int:
             result["build"] = build(args.root, args.size)
             print(json.dumps(result["build"]), file=sys.stderr, flush=True)
     trees = [Path(t).resolve() for t in args.trees.split(",")]
+    settings = args.draft_worker.split(",") if args.draft_worker else [""]
+    plan = [(tree, setting) for tree in trees for setting in settings]
     for r in range(args.rounds):
-        for k, tree in enumerate(trees):
+        for k, (tree, setting) in enumerate(plan):
             seed = 10_000_000 + int(time.time()) % 100_000 * 10 + k + r  # new records every run
             if args.empty:
                 tmp = Path(tempfile.mkdtemp(prefix="bench-ingest-empty-"))
                 try:
-                    row = ingest(tree, tmp / "root", args.records, seed, args.batch_size)
+                    row = ingest(tree, tmp / "root", args.records, seed, args.batch_size, setting)
                 finally:
                     shutil.rmtree(tmp, ignore_errors=True)
             else:
-                row = ingest(tree, args.root, args.records, seed, args.batch_size)
+                row = ingest(tree, args.root, args.records, seed, args.batch_size, setting)
             result["runs"].append(row)
             print(json.dumps(row), file=sys.stderr, flush=True)
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
     print(
-        "| code | into | records | wall | CPU | records/s wall | records per CPU-s | load |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"
+        "| code | draft worker | into | records | wall | CPU (worker) | records/s wall | records per CPU-s | load |\n"
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"
     )
     for row in result["runs"]:
         before = row["store_after"] - row["created"]
         into = "a new empty root" if args.empty else f"{args.root} ({before:,} records)"
         print(
-            f"| {row['tree']} | {into} | {row['records']:,} | "
-            f"{row['wall_s']} s | {row['cpu_s']} s | {row['per_s']:,} | {row['per_cpu_s']:,} | {row['load']} |"
+            f"| {row['tree']} | {row['draft_worker']} | {into} | {row['records']:,} | "
+            f"{row['wall_s']} s | {row['cpu_s']} s ({row['worker_cpu_s']} s) | {row['per_s']:,} | {row['per_cpu_s']:,} | {row['load']} |"
         )
     return 0
 

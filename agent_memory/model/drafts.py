@@ -4,7 +4,8 @@ Every record, session message and summary, episode, event and archive note that 
 so validation, redaction, ownership and defaults are one policy:
 
 - :func:`prepare_draft` turns a :class:`MemoryDraft` (a new memory) into a record without an id. Callers: the
-  files store (``_batch.remember_many``, hence ``MemoryStore.remember``, the tools, the CLI ``remember`` and
+  files store (``_batch.remember_many`` through ``prepare_worker.prepare_item``, in its draft worker process for a
+  big input, hence ``MemoryStore.remember``, the tools, the CLI ``remember`` and
   ``import`` of drafts, the MCP server, Claude's memory tool, the capture workers, transcripts and every foreign
   import), and the PostgreSQL backend's ``remember_many``.
 - :func:`prepare_record` checks a *whole* record given as a mapping (our JSONL export: ids and timestamps kept)

@@ -7,7 +7,6 @@ The lowest layer of the package: :mod:`agent_memory.model.records` (the record a
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping
@@ -97,19 +96,62 @@ def looks_secret(value: str) -> bool:
 _GLUE = re.compile(r"[-.:@/+=~_]+")
 
 
-@functools.lru_cache(maxsize=8192)
 def looks_secret_glued(value: str) -> bool:
     """:func:`looks_secret`, and also a secret glued after a prefix (``chat-sk-…``, ``ada.ghp_…``: spacing the
     separators would also split the token's own ``sk-``): the check of every identifier the store writes (ids, keys,
-    tags). A pure function of ``value`` (redaction has no state), so it is remembered: an id minted by :func:`new_id`
-    is checked once, not again by each event that names it."""
-    from agent_memory.redaction.api import contains_secret  # writes and error paths only
+    tags).
 
+    The verdict on an id of :func:`new_id`'s shape is its stem's (the date and slug: the random suffix is never
+    read), and it is remembered per stem (:func:`_stem_verdict`; redaction has no state): the id a write mints is
+    checked once, by :func:`new_id`, and neither the event that names it, nor another id minted from the same title
+    on the same day (a re-mint after a name clash, a repeated title) runs the engine again. Whoever supplied the
+    id, the verdict is the same function of its text: an id from an import, ``--id`` or the API that was never
+    minted here gets the full check."""
     if _OUR_ID.fullmatch(value):  # new_id's random suffix after a slug word ("…-token-c4f6d89e") is no secret
         value = value[:-9]
+    return _stem_verdict(value)
+
+
+_VERDICTS: dict[str, bool] = {}  # identifier (without our random suffix) -> holds a secret; emptied when full
+_VERDICTS_MAX = 8192
+
+
+def _stem_verdict(value: str) -> bool:
+    """:func:`looks_secret_glued` of an identifier without our random suffix (a pure function of ``value``)."""
+    verdict = _VERDICTS.get(value)
+    if verdict is None:
+        verdict = _glued_check(value)
+        if len(_VERDICTS) >= _VERDICTS_MAX:
+            _VERDICTS.clear()
+        _VERDICTS[value] = verdict
+    return verdict
+
+
+def _glued_check(value: str) -> bool:
+    from agent_memory.redaction.api import contains_secret  # writes and error paths only
+
     if looks_secret(value):
         return True
     return any(contains_secret(value[m.end() :]) for m in _GLUE.finditer(value) if len(value) - m.end() >= 16)
+
+
+def id_stem(title: str, created: str) -> str:
+    """What :func:`new_id` checks of the id it mints from ``title`` on ``created``'s day (the id less its random
+    suffix): checking it ahead (:func:`stem_verdicts`, e.g. on another core) makes the mint free."""
+    return f"{created[:10]}-{slugify(title)}"
+
+
+def stem_verdicts(stems: Iterable[str]) -> dict[str, bool]:
+    """The identifier check's verdict on each of ``stems`` (:func:`id_stem`), remembered here as well."""
+    return {stem: _stem_verdict(stem) for stem in stems}
+
+
+def remember_verdicts(verdicts: Mapping[str, bool]) -> None:
+    """Take verdicts :func:`stem_verdicts` gave in another process running this same code (a draft worker of
+    ``remember_many``): the ids minted from those stems then cost no engine pass here."""
+    if len(_VERDICTS) + len(verdicts) > _VERDICTS_MAX:
+        _VERDICTS.clear()
+    _VERDICTS.update({k: bool(v) for k, v in verdicts.items() if isinstance(k, str)})
 
 
 def now_iso() -> str:
@@ -156,7 +198,7 @@ def new_id(title: str, created: str) -> str:
     """``YYYY-MM-DD-<slug>-<8 hex>``: derived from date, a sanitised slug and randomness."""
     import secrets
 
-    rid = f"{created[:10]}-{slugify(title)}-{secrets.token_hex(4)}"
+    rid = f"{id_stem(title, created)}-{secrets.token_hex(4)}"
     if looks_secret_glued(rid):  # a slug cut short can read as a token ("token-bucket-…-for-the-ap"): the id would be
         rid = f"{created[:10]}-memory-{rid[-8:]}"  # refused or redacted by the event gate, so it is never minted
     return rid

@@ -4,13 +4,13 @@ index transaction, with one flush of the file system for the whole batch."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Literal
 
 import agent_memory.backends.files.keyed as _keyed
-import agent_memory.backends.files.lifecycle as _lifecycle
+import agent_memory.backends.files.prepare_worker as _worker
 from agent_memory.errors import InvalidInputError
-from agent_memory.model.drafts import MemoryDraft, RememberResult, explicit_fields, prepare_draft
+from agent_memory.model.drafts import MemoryDraft, RememberResult
 from agent_memory.model.events import acting, current_acting
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -27,29 +27,41 @@ def remember_many(
     progress: Callable[[int], None] | None,
     errors: list[tuple[int, str]] | None,
 ) -> list[RememberResult]:
-    """:meth:`MemoryStore.remember_many`: drafts in batches of ``batch_size``, each batch all-or-nothing."""
+    """:meth:`MemoryStore.remember_many`: drafts in batches of ``batch_size``, each batch all-or-nothing.
+
+    A big input (:func:`agent_memory.backends.files.prepare_worker.wanted`) has each next batch prepared by a
+    worker process on another core while this one writes the current batch; the results, errors and their
+    positions are those of preparing every batch here, in order, just before it is written."""
     store.open()
     results: list[RememberResult] = []
-    batch: list[MemoryDraft] = []
     position = 0
+    worker = None
+    if _worker.wanted(drafts, batch_size):
+        try:
+            worker = _worker.DraftWorker()
+        except OSError:
+            worker = None
 
-    def flush() -> None:
+    def prepared_of(batch: list[MemoryDraft], items: list[_worker.Item] | None) -> list[_keyed.Prepared]:
+        """The batch's prepared records in order (prepared here unless ``items`` came from the worker); a bad draft
+        raises or is skipped and recorded at its position."""
         nonlocal position
-        if not batch:
-            return
         prepared: list[_keyed.Prepared] = []
-        for draft in batch:  # validate and redact the whole batch before writing any of it
+        for k, draft in enumerate(batch):  # validate and redact the whole batch before writing any of it
             try:
-                rec, redactions = prepare_draft(draft, source, store.default_scope)
-                if _lifecycle.PROVENANCE in rec.metadata and source != "import":  # the store's to set
-                    rec = rec.replace(metadata={k: v for k, v in rec.metadata.items() if k != _lifecycle.PROVENANCE})
-                prepared.append((rec, redactions, draft.on_existing, explicit_fields(draft)))
+                item = items[k] if items is not None else _worker.prepare_item(draft, source, store.default_scope)
+                if isinstance(item, InvalidInputError):
+                    raise item
+                prepared.append(item)
             except InvalidInputError as exc:
                 if on_error == "raise":
                     raise
                 if errors is not None:
                     errors.append((position, str(exc)))
             position += 1
+        return prepared
+
+    def write(batch: list[MemoryDraft], prepared: list[_keyed.Prepared]) -> None:
         single = len(prepared) == 1
 
         def write_batch() -> list[RememberResult]:
@@ -70,11 +82,33 @@ def remember_many(
             results.extend(store.index.healing(write_batch))  # a corrupt index is rebuilt, the batch retried
         if progress:
             progress(len(batch))
-        batch.clear()
 
-    for draft in drafts:
-        batch.append(draft)
-        if len(batch) >= batch_size:
-            flush()
-    flush()
+    def batches() -> Iterator[list[MemoryDraft]]:
+        batch: list[MemoryDraft] = []
+        for draft in drafts:
+            batch.append(draft)
+            if len(batch) >= batch_size:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+
+    try:
+        chunks = batches()
+        current = next(chunks, None)
+        items: list[_worker.Item] | None = None  # the current batch as the worker prepared it
+        while current is not None:
+            prepared = prepared_of(current, items)
+            if worker is None:  # an iterator is read on only once its batch is written (it may watch the store)
+                write(current, prepared)
+                current, items = next(chunks, None), None
+                continue
+            following = next(chunks, None)  # a sequence: reading ahead changes nothing
+            sent = following is not None and worker.submit(following, source, store.default_scope)
+            write(current, prepared)  # meanwhile the worker prepares the following batch
+            items = worker.result(len(following)) if sent and following is not None else None
+            current = following
+    finally:
+        if worker is not None:
+            worker.close()
     return results
