@@ -106,7 +106,7 @@ PROVIDERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("pulumi_token", ("pul-",), _p(r"pul-[a-f0-9]{40}")),
     ("age_secret_key", ("AGE-SECRET-KEY-1",), _p(r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}")),
     ("dropbox_token", ("sl.",), _p(r"sl\.(?:[a-z]\.)?[A-Za-z0-9_\-]{120,}+", _LD)),  # "sl.u.…": newer short-lived tokens
-    ("flyio_token", ("fm1", "fm2_"), _p(r"fm[12][ar]?_[A-Za-z0-9+/=_\-]{40,}+")),
+    ("flyio_token", ("fm1", "fm2_", "fo1_"), _p(r"fm[12][ar]?_[A-Za-z0-9+/=_\-]{40,}+|fo1_[A-Za-z0-9_\-]{43}")),
     ("replicate_token", ("r8_",), _p(r"r8_[A-Za-z0-9]{37}")),
     ("groq_key", ("gsk_",), _p(r"gsk_[A-Za-z0-9]{52}")),
     ("xai_key", ("xai-",), _p(r"xai-[A-Za-z0-9]{70,}+")),
@@ -204,6 +204,8 @@ PROVIDERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("token", ("st.",), _p(r"st\." + _UUID + r"\.[a-f0-9]{32}\.[a-f0-9]{32}", _LD)),  # Infisical service token
     ("databricks_token", ("dose",), _p(r"dose[a-f0-9]{32}")),
     ("api_key", ("dnkey-",), _p(r"dnkey-[A-Za-z0-9=_\-]{60,}+", _LG)),  # Defined Networking (Nebula)
+    ("discord_token", ("mfa.",), _p(r"mfa\.[A-Za-z0-9_\-]{80,}+", _LD)),  # a user token behind two-factor sign-in
+    ("api_key", ("RGAPI-",), _p(r"RGAPI-" + _UUID, _LG)),  # Riot Games
     # cloud
     (
         "token",
