@@ -103,7 +103,7 @@ FORMATS: dict[str, tuple[str, Callable[[], str]]] = {
     "doppler_service": ("doppler_token", lambda: "dp.st.prd." + g(AN, 43)),
     "elevenlabs": ("api_key", lambda: "sk_" + g(HEX, 48)),
     "pinecone": ("api_key", lambda: "pcsk_" + g(AN, 6) + "_" + g(AN, 63)),
-    "tavily": ("api_key", lambda: "tvly-dev-" + g(AN, 32)),
+    "tavily": ("token", lambda: "tvly-dev-" + g(AN, 32)),
     "together": ("api_key", lambda: "tgp_v1_" + g(URLSAFE, 43)),
     "nvidia": ("api_key", lambda: "nvapi-" + g(URLSAFE, 64)),
     "jina": ("api_key", lambda: "jina_" + g(HEX, 32) + g(URLSAFE, 28)),

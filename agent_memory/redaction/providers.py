@@ -216,7 +216,7 @@ PROVIDERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     # prefixed formats the general prefixed-token rule already finds as "token": named here by their provider
     ("api_key", ("sk_",), _p(r"sk_[a-f0-9]{48}", _LG)),  # ElevenLabs
     ("api_key", ("pcsk_",), _p(r"pcsk_[A-Za-z0-9]{4,8}_[A-Za-z0-9]{40,}+", _LG)),  # Pinecone
-    ("api_key", ("tvly-",), _p(r"tvly-(?:dev-|prod-)?[A-Za-z0-9]{32,}+", _LG)),  # Tavily
+    ("token", ("tvly-",), _p(r"tvly-(?:dev-|prod-)?[A-Za-z0-9]{32,}+", _LG)),  # Tavily
     ("api_key", ("tgp_v1_",), _p(r"tgp_v1_[A-Za-z0-9_\-]{40,}+", _LG)),  # Together AI
     ("api_key", ("nvapi-",), _p(r"nvapi-[A-Za-z0-9_\-]{60,}+", _LG)),  # NVIDIA NIM / NGC
     ("api_key", ("jina_",), _p(r"jina_[A-Za-z0-9_\-]{40,}+", _LG)),  # Jina AI
