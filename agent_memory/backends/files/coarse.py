@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["COARSE_MIN", "DIMS", "Coarse", "Loaded", "one_thread"]
+__all__ = ["COARSE_MIN", "DIMS", "Coarse", "Loaded", "one_thread", "top_k"]
 
 COARSE_MIN = 20_000  # below this an exact pass is as cheap as the coarse one
 DIMS = 64
@@ -74,10 +74,37 @@ class Coarse:
 
     def shortlist(self, q: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.intp]:
         """Row numbers of the ``k`` best rows by projected score (unordered)."""
-        approx = self.low @ (q @ self.proj)
-        if k >= len(approx):
-            return np.arange(len(approx))
-        return np.argpartition(-approx, k - 1)[:k]
+        return top_k(self.low @ (q @ self.proj), k)
+
+
+SELECT_MIN = 50_000  # below this a plain argpartition is as quick as the threshold pass
+SELECT_SAMPLE = 16_384
+
+
+def top_k(scores: npt.NDArray[Any], k: int) -> npt.NDArray[np.intp]:
+    """Positions of the ``k`` largest of ``scores`` (unordered; NaN never beats a number): the set
+    ``np.argpartition(-scores, k - 1)[:k]`` gives, up to ties at the k-th value.
+
+    At a million scores a full argpartition costs ~20 ms of CPU (measured at 1M, load 9); instead a threshold
+    is read off an evenly spaced sample (set for about 1.5× the ``k`` needed), one vectorised comparison keeps the
+    scores above it, and only those are partitioned. Should the sample have over-estimated the threshold (fewer
+    than ``k`` above it), the full argpartition runs: the result never depends on the sample."""
+    n = len(scores)
+    if k >= n:
+        return np.arange(n)
+    if k < 1:
+        return np.zeros(0, dtype=np.intp)
+    if n >= SELECT_MIN and k * 8 <= n:
+        step = max(1, n // SELECT_SAMPLE)
+        sample = scores[::step]
+        m = len(sample)
+        want = min(m, int(1.5 * k * m / n) + 16)
+        cut = np.partition(sample, m - want)[m - want]
+        if np.isfinite(cut):
+            keep = np.flatnonzero(scores >= cut)
+            if len(keep) >= k:
+                return keep[np.argpartition(-scores[keep], k - 1)[:k]]
+    return np.argpartition(-scores, k - 1)[:k]
 
 
 _limit: Callable[[], Any] | None = None
@@ -131,7 +158,7 @@ class Loaded:
         return [index.get(k, -1) for k in keys]
 
     def take(self, rows: npt.NDArray[np.intp] | Sequence[int]) -> npt.NDArray[np.float32]:
-        """The rows ``rows`` as a new array. From a mapped snapshot they are read with ``pread``, not through the
+        """The rows ``rows`` as a new array (read-only when read from the snapshot). From a mapped snapshot they are read with ``pread``, not through the
         mapping: faulting a few scattered rows in maps whole large folios of the file (measured at 1M rows: 1,100
         rows through the mapping added 358 MB to the process's RSS, read with pread none, in 4.5 ms CPU)."""
         idx = np.asarray(rows, dtype=np.intp).reshape(-1)
@@ -140,19 +167,18 @@ class Loaded:
         mm: Any = self.buf
         dim = int(self.buf.shape[1])
         width = dim * 4
-        out = np.empty((len(idx), dim), dtype=np.float32)
-        view = out.data.cast("B")
+        bad = (idx < 0) | (idx >= self.n)
+        if bad.any():
+            raise IndexError(int(idx[bad][0]))
+        offsets = (idx.astype(np.int64) * width + int(mm.offset)).tolist()
         fd = os.open(mm.filename, os.O_RDONLY)
-        try:
-            base = int(mm.offset)
-            for j, r in enumerate(idx.tolist()):
-                if not 0 <= r < self.n:
-                    raise IndexError(r)
-                if os.preadv(fd, [view[j * width : (j + 1) * width]], base + r * width) != width:
-                    raise OSError(f"short read of row {r} from {mm.filename}")
+        try:  # one pread a row, joined once (a third less CPU than reading into slices of the result)
+            data = b"".join([os.pread(fd, width, at) for at in offsets])
         finally:
             os.close(fd)
-        return out
+        if len(data) != len(idx) * width:
+            raise OSError(f"short read of {len(idx)} rows from {mm.filename}")
+        return np.frombuffer(data, dtype=np.float32).reshape(len(idx), dim)
 
     def dot(self, q: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         """``matrix @ q`` over every row (a mapped snapshot is read in blocks with ``pread``, for the same reason

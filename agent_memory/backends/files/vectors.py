@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from agent_memory.backends.files.ann import ANN_MIN, Ann, ann_available
-from agent_memory.backends.files.coarse import COARSE_MIN, Coarse, Loaded, one_thread
+from agent_memory.backends.files.coarse import COARSE_MIN, Coarse, Loaded, one_thread, top_k
 from agent_memory.backends.files.vector_meta import EMBEDDERS_SCHEMA
 from agent_memory.backends.files.vector_seam import live_items, visible_for_hashes, visible_hashes
 from agent_memory.backends.files.vector_snapshot import SNAPSHOT_SCHEMA, cache_state, drop_snapshots, sync_snapshot
@@ -366,7 +366,7 @@ class VectorCache:
         if stats is not None:
             stats.update(mean=float(sims.mean()), std=float(sims.std()))
         k = min(limit, len(rows))
-        top = np.argpartition(-sims, k - 1)[:k] if k < len(rows) else np.arange(len(rows))
+        top = top_k(sims, k)
         top = top[np.argsort(-sims[top], kind="stable")]
         out = [(ids[j], float(sims[j])) for j in top if np.isfinite(sims[j])]
         if min_score is not None:
