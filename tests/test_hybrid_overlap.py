@@ -158,3 +158,35 @@ def test_concurrent_hybrid_searches_agree_with_sequential_ones(store: MemoryStor
     for t in threads:
         t.join(60)
     assert not errors and all(got[i] == want[q] for i, q in enumerate(qs))
+
+
+def test_the_nearest_vectors_are_looked_up_on_the_worker_too(store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    emb = CallableEmbedder(vectors, name="concepts")
+    cache = _cache(store, emb)
+    where: list[str] = []
+    nearest = VectorCache.nearest
+
+    def spy(self: VectorCache, *a: Any, **kw: Any) -> Any:
+        where.append(threading.current_thread().name)
+        return nearest(self, *a, **kw)
+
+    monkeypatch.setattr(VectorCache, "nearest", spy)
+    monkeypatch.setattr(hybrid, "OVERLAP", False)
+    sequential = _run(store, cache, emb, "vehicle purchase")
+    assert where and not any(t.startswith(WORKER) for t in where)
+    where.clear()
+    monkeypatch.setattr(hybrid, "OVERLAP", True)
+    assert _run(store, cache, emb, "vehicle purchase") == sequential
+    assert where and where[0].startswith(WORKER)
+
+
+def test_a_dense_failure_on_the_worker_fails_open_as_before(store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cached vectors of another dimension under the same name: the nearest lookup raises an embedding error,
+    on the worker or not, and the search falls back to lexical either way."""
+    cache = _cache(store, CallableEmbedder(vectors, name="concepts"))
+    wider = CallableEmbedder(lambda texts: np.hstack([vectors(texts), np.ones((len(texts), 3))]), name="concepts")
+    for overlap in (False, True):
+        monkeypatch.setattr(hybrid, "OVERLAP", overlap)
+        res = hybrid_search(store, cache, wider, "salty broth", session_id="mine", trace=True)
+        assert [h.snippet for h in res.hits] == ["the broth was salty"]
+        assert res.trace is not None and res.trace[-1]["fallback"] == "lexical" and "dimension" in res.trace[-1]["error"]

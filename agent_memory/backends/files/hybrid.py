@@ -97,20 +97,40 @@ OVERLAP = True  # embed the query beside the lexical search (False: one after th
 
 
 class _Query:
-    """The query vector: given, embedding on the worker, or embedded here on first ``get()``."""
+    """The query vector: given, embedding on the worker, or embedded here on first ``get()``. With ``then`` (the
+    nearest vectors over the whole cache: no visibility yet, so nothing of the index is read off the caller's
+    thread), the worker runs it too once the vector is there; ``near()`` returns what it found."""
 
-    def __init__(self, embedder: Embedder, text: str, given: npt.NDArray[np.float32] | None, overlap: bool) -> None:
-        self._embedder, self._text, self._value = embedder, text, given
-        self._future = _OVERLAP.submit(self._embed) if given is None and overlap else None
+    def __init__(
+        self,
+        embedder: Embedder,
+        text: str,
+        given: npt.NDArray[np.float32] | None,
+        overlap: bool,
+        then: Callable[[npt.NDArray[np.float32]], list[tuple[str, float]]] | None = None,
+    ) -> None:
+        self._embedder, self._text, self._value, self._then = embedder, text, given, then
+        self._near: list[tuple[str, float]] | None = None
+        self._future = _OVERLAP.submit(self._work) if given is None and overlap else None
 
     def _embed(self) -> npt.NDArray[np.float32]:
         row: npt.NDArray[np.float32] = self._embedder.embed([self._text])[0]
         return row
 
+    def _work(self) -> npt.NDArray[np.float32]:
+        q = self._embed()
+        if self._then is not None:
+            self._near = self._then(q)
+        return q
+
     def get(self) -> npt.NDArray[np.float32]:
         if self._value is None:
             self._value = self._future.result() if self._future is not None else self._embed()
         return self._value
+
+    def near(self) -> list[tuple[str, float]] | None:
+        """The worker's nearest vectors (after :meth:`get`), or None when it did not look them up."""
+        return self._near
 
 
 def _filters(store: StoreParts, **filters: Any) -> tuple[str, dict[str, Any]]:
@@ -205,6 +225,11 @@ def _when(filters: Mapping[str, Any]) -> dict[str, Any]:
     return {"include_superseded": bool(filters.get("include_superseded")), "as_of": queries.as_of_filter(filters.get("as_of"))}
 
 
+def _margin(pool: int) -> int:
+    """How many nearest vectors the dense side checks for visibility first."""
+    return 2 * pool + 50
+
+
 def _dense(
     store: StoreParts,
     cache: VectorCache,
@@ -215,17 +240,19 @@ def _dense(
     user_id: str | None,
     where: str,
     params: dict[str, Any],
+    near0: list[tuple[str, float]] | None = None,
 ) -> tuple[list[tuple[str, float]], str]:
-    """The ``pool`` nearest records this caller may see.
+    """The ``pool`` nearest records this caller may see (``near0``: the first margin's nearest vectors, looked up
+    already beside the lexical side).
 
     Visibility is checked on a margin of the nearest vectors first (one indexed lookup). When too few of them
     are visible but a fair share is (at least :data:`WIDEN_SHARE`), the margin is widened once to what that
     share predicts; otherwise, or when that is still short, the whole visible map is built and searched
     exactly, so a caller who sees a small part of the store still gets the exact nearest ``pool`` of it.
     """
-    margin = 2 * pool + 50
+    margin = _margin(pool)
     for attempt in (0, 1):
-        near = cache.nearest(model, q, margin)
+        near = near0 if attempt == 0 and near0 is not None else cache.nearest(model, q, margin)
         allowed = visible_for_hashes(store.index, [h for h, _ in near], session_id=session_id, user_id=user_id, where=where, params=params)
         if len(allowed) >= pool or len(near) < margin:  # the cosines are known already: no second product
             sim = dict(near)
@@ -337,7 +364,9 @@ def hybrid_search(
     term_stats, focused, common = _focus(
         store, engine, query, embed=query_vector is None, visible_to=(session_id, user_id) if strict else None
     )
-    query_vec = _Query(embedder, focused, query_vector, OVERLAP)  # embedding from here on, beside the lexical side
+    model, margin = embedder.name, _margin(pool)
+    # embedding, then the nearest vectors, from here on beside the lexical side
+    query_vec = _Query(embedder, focused, query_vector, OVERLAP, then=lambda v: cache.nearest(model, v, margin))
     steps: list[dict[str, Any]] | None = None
     rows: dict[str, Any] = {}
     if engine is not None and req is not None:  # ids and raw scores only; the lexical trace (if asked) from the lexical path
@@ -356,7 +385,7 @@ def hybrid_search(
     try:
         q = query_vec.get()
         where, params = _filters(store, **filters)
-        dense, visible = _dense(store, cache, embedder.name, q, pool, session_id, user_id, where, params)
+        dense, visible = _dense(store, cache, embedder.name, q, pool, session_id, user_id, where, params, query_vec.near())
         # strict: standardised over the (visible) candidates; otherwise over a sample of the caller's visible vectors
         stats = {} if strict else _visible_stats(store, cache, embedder.name, q, session_id, user_id)
     except EmbeddingError as exc:  # fail open: lexical results, flagged
