@@ -130,3 +130,27 @@ def test_without_the_extra_the_torch_path_runs(monkeypatch: pytest.MonkeyPatch) 
     assert emb.embed(["plain torch"]).shape == (1, 384) and emb.active_runtime == "torch"
     with pytest.raises(EmbeddingError, match="onnxruntime"):
         LocalEmbedder(runtime="onnx").embed(["no fallback asked for"])
+
+
+def test_queries_run_on_one_thread_and_batches_on_the_default_pool(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_memory.embeddings import onnx as onnx_mod
+
+    monkeypatch.delenv("AGENT_MEMORY_ONNX_THREADS", raising=False)
+    model = OnnxModel(_model_dir(), cache=cache)
+    one = np.vstack([model.embed([t]) for t in TEXTS * 3])
+    assert model._session.get_session_options().intra_op_num_threads == 1 and model._wide is None
+    many = model.embed(TEXTS * 3)  # more than SMALL_BATCH texts: the batch session
+    assert len(TEXTS) * 3 > onnx_mod.SMALL_BATCH and model._wide is not None and model._wide is not model._session
+    assert model._wide.get_session_options().intra_op_num_threads == 0  # ORT's default: a thread per core
+    assert np.allclose(one, many, atol=1e-5)  # the same vectors whichever session ran them
+
+
+def test_the_query_threads_can_be_set(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_MEMORY_ONNX_THREADS", "2")
+    model = OnnxModel(_model_dir(), cache=cache)
+    model.embed(TEXTS * 3)
+    assert model._session.get_session_options().intra_op_num_threads == 2 and model._wide is None  # it served the batch too
+    monkeypatch.setenv("AGENT_MEMORY_ONNX_THREADS", "many")
+    other = OnnxModel(_model_dir(), cache=cache)
+    other.load()
+    assert other._session.get_session_options().intra_op_num_threads == 1

@@ -20,28 +20,42 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["COARSE_MIN", "DIMS", "Coarse", "Loaded", "one_thread"]
+__all__ = ["COARSE_MIN", "DIMS", "MID", "Coarse", "Loaded", "one_thread", "top_k"]
 
 COARSE_MIN = 20_000  # below this an exact pass is as cheap as the coarse one
 DIMS = 64
+MID = 64  # the next principal directions, int8, for the refining pass
 SAMPLE = 4096
 
 
 @dataclass(slots=True)
 class Coarse:
-    """The projection (``proj``: dim × DIMS), the projected rows (``low``: n × DIMS), sample mean and covariance."""
+    """The projection (``proj``: dim × DIMS), the projected rows (``low``: n × DIMS), sample mean and covariance;
+    ``proj_mid`` (dim × MID) the next principal directions and ``mid`` (n × MID, int8: ``round(x @ proj_mid /
+    mid_scale)`` clipped to ±127) the rows on them, for the refining pass (see :meth:`shortlist`)."""
 
     proj: npt.NDArray[np.float32]
     low: npt.NDArray[np.float32]
     mean: npt.NDArray[np.float64]
     cov: npt.NDArray[np.float64]
     built_at: int
+    proj_mid: npt.NDArray[np.float32] | None = None
+    mid_scale: npt.NDArray[np.float32] | None = None
+    mid: npt.NDArray[np.int8] | None = None
 
     @classmethod
     def build(cls, matrix: npt.NDArray[np.float32], dims: int | None = None, sample: int = SAMPLE) -> Coarse:
         fitted = cls.fit(matrix, dims, sample)
         fitted.low = np.ascontiguousarray(matrix @ fitted.proj)
+        fitted.mid = fitted.quantise(matrix)
         return fitted
+
+    def quantise(self, rows: npt.NDArray[np.float32]) -> npt.NDArray[np.int8] | None:
+        """``rows`` on the refining directions, int8 (None without them)."""
+        if self.proj_mid is None or self.mid_scale is None:
+            return None
+        out: npt.NDArray[np.int8] = np.clip(np.rint((rows @ self.proj_mid) / self.mid_scale), -127, 127).astype(np.int8)
+        return out
 
     @classmethod
     def fit(cls, matrix: npt.NDArray[np.float32], dims: int | None = None, sample: int = SAMPLE) -> Coarse:
@@ -56,13 +70,30 @@ class Coarse:
         # principal directions of the uncentred vectors (top eigenvectors of the dim × dim Gram matrix):
         # what dot products with unit queries depend on most
         _, vecs = np.linalg.eigh(rows.T @ rows)
-        proj = np.ascontiguousarray(vecs[:, ::-1][:, : min(dims, dim)], dtype=np.float32)
-        return cls(proj=proj, low=np.zeros((0, proj.shape[1]), dtype=np.float32), mean=mean, cov=cov, built_at=n)
+        ordered = vecs[:, ::-1]
+        proj = np.ascontiguousarray(ordered[:, : min(dims, dim)], dtype=np.float32)
+        proj_mid = scale = None
+        if dim >= proj.shape[1] + MID:  # the next MID directions, scaled so the sample's rows fill ±127 (×1.1)
+            proj_mid = np.ascontiguousarray(ordered[:, proj.shape[1] : proj.shape[1] + MID], dtype=np.float32)
+            spread = np.abs(rows.astype(np.float32) @ proj_mid).max(axis=0) if len(rows) else np.ones(MID, dtype=np.float32)
+            scale = np.maximum(spread * 1.1 / 127, 1e-12).astype(np.float32)
+        return cls(
+            proj=proj,
+            low=np.zeros((0, proj.shape[1]), dtype=np.float32),
+            mean=mean,
+            cov=cov,
+            built_at=n,
+            proj_mid=proj_mid,
+            mid_scale=scale,
+        )
 
     def extend(self, rows: npt.NDArray[np.float32]) -> None:
         """Project appended rows (the projection itself is rebuilt once the matrix grows by half)."""
         if len(rows):
             self.low = np.concatenate([self.low, rows @ self.proj])
+            if self.mid is not None:
+                more = self.quantise(rows)
+                self.mid = None if more is None else np.concatenate([self.mid, more])
 
     def stale(self, n: int) -> bool:
         return n != len(self.low) or n > 1.5 * self.built_at
@@ -72,12 +103,53 @@ class Coarse:
         qd = q.astype(np.float64)
         return float(self.mean @ qd), float(np.sqrt(max(0.0, float(qd @ self.cov @ qd))))
 
-    def shortlist(self, q: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.intp]:
-        """Row numbers of the ``k`` best rows by projected score (unordered)."""
-        approx = self.low @ (q @ self.proj)
-        if k >= len(approx):
-            return np.arange(len(approx))
-        return np.argpartition(-approx, k - 1)[:k]
+    def shortlist(self, q: npt.NDArray[np.float32], k: int, first: int | None = None) -> npt.NDArray[np.intp]:
+        """Row numbers of the ``k`` best rows by projected score (unordered).
+
+        With the refining directions (``mid``) and ``first`` > ``k``: the ``first`` best rows on the DIMS
+        directions, of which the ``k`` best on DIMS + MID directions (the MID from int8). Measured on the
+        benchmark's 1M set (40 queries, recall@10 after the exact rerank against exact search): 8,000 rows
+        straight from the 64 directions .9875; 8,000 refined to 1,000 .9875; 16,000 refined to 1,000 .9975 —
+        the exact rerank reads 1,000 rows instead of 8,000."""
+        qp = q @ self.proj
+        scores = self.low @ qp
+        n = len(scores)
+        if self.mid is None or self.proj_mid is None or self.mid_scale is None or first is None or first <= k or k >= n:
+            return top_k(scores, k)
+        wide = np.sort(top_k(scores, min(n, first)))
+        qm = (q @ self.proj_mid) * self.mid_scale
+        refined = scores[wide] + np.asarray(self.mid[wide], dtype=np.float32) @ qm
+        return wide[top_k(refined, k)]
+
+
+SELECT_MIN = 50_000  # below this a plain argpartition is as quick as the threshold pass
+SELECT_SAMPLE = 16_384
+
+
+def top_k(scores: npt.NDArray[Any], k: int) -> npt.NDArray[np.intp]:
+    """Positions of the ``k`` largest of ``scores`` (unordered; NaN never beats a number): the set
+    ``np.argpartition(-scores, k - 1)[:k]`` gives, up to ties at the k-th value.
+
+    At a million scores a full argpartition costs ~20 ms of CPU (measured at 1M, load 9); instead a threshold
+    is read off an evenly spaced sample (set for about 1.5× the ``k`` needed), one vectorised comparison keeps the
+    scores above it, and only those are partitioned. Should the sample have over-estimated the threshold (fewer
+    than ``k`` above it), the full argpartition runs: the result never depends on the sample."""
+    n = len(scores)
+    if k >= n:
+        return np.arange(n)
+    if k < 1:
+        return np.zeros(0, dtype=np.intp)
+    if n >= SELECT_MIN and k * 8 <= n:
+        step = max(1, n // SELECT_SAMPLE)
+        sample = scores[::step]
+        m = len(sample)
+        want = min(m, int(1.5 * k * m / n) + 16)
+        cut = np.partition(sample, m - want)[m - want]
+        if np.isfinite(cut):
+            keep = np.flatnonzero(scores >= cut)
+            if len(keep) >= k:
+                return keep[np.argpartition(-scores[keep], k - 1)[:k]]
+    return np.argpartition(-scores, k - 1)[:k]
 
 
 _limit: Callable[[], Any] | None = None
@@ -131,7 +203,7 @@ class Loaded:
         return [index.get(k, -1) for k in keys]
 
     def take(self, rows: npt.NDArray[np.intp] | Sequence[int]) -> npt.NDArray[np.float32]:
-        """The rows ``rows`` as a new array. From a mapped snapshot they are read with ``pread``, not through the
+        """The rows ``rows`` as a new array (read-only when read from the snapshot). From a mapped snapshot they are read with ``pread``, not through the
         mapping: faulting a few scattered rows in maps whole large folios of the file (measured at 1M rows: 1,100
         rows through the mapping added 358 MB to the process's RSS, read with pread none, in 4.5 ms CPU)."""
         idx = np.asarray(rows, dtype=np.intp).reshape(-1)
@@ -140,19 +212,18 @@ class Loaded:
         mm: Any = self.buf
         dim = int(self.buf.shape[1])
         width = dim * 4
-        out = np.empty((len(idx), dim), dtype=np.float32)
-        view = out.data.cast("B")
+        bad = (idx < 0) | (idx >= self.n)
+        if bad.any():
+            raise IndexError(int(idx[bad][0]))
+        offsets = (idx.astype(np.int64) * width + int(mm.offset)).tolist()
         fd = os.open(mm.filename, os.O_RDONLY)
-        try:
-            base = int(mm.offset)
-            for j, r in enumerate(idx.tolist()):
-                if not 0 <= r < self.n:
-                    raise IndexError(r)
-                if os.preadv(fd, [view[j * width : (j + 1) * width]], base + r * width) != width:
-                    raise OSError(f"short read of row {r} from {mm.filename}")
+        try:  # one pread a row, joined once (a third less CPU than reading into slices of the result)
+            data = b"".join([os.pread(fd, width, at) for at in offsets])
         finally:
             os.close(fd)
-        return out
+        if len(data) != len(idx) * width:
+            raise OSError(f"short read of {len(idx)} rows from {mm.filename}")
+        return np.frombuffer(data, dtype=np.float32).reshape(len(idx), dim)
 
     def dot(self, q: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         """``matrix @ q`` over every row (a mapped snapshot is read in blocks with ``pread``, for the same reason

@@ -4,15 +4,21 @@ This is the seam ``MemoryStore.search(mode=…)`` calls. Visibility is applied o
 any top-k: the lexical engine filters inside its SQL, the dense side searches only the
 ``{id: content hash}`` map of records this caller may see (with the same scope/kind/date filters).
 An embedder failure never fails a search: it falls back to lexical and says so in the trace.
+
+The query is embedded on one worker thread while the lexical side runs (:class:`_Overlap`; ONNX Runtime and
+sqlite3 both release the GIL), so a hybrid query's wall time is about max(embed, lexical) + dense + fusion.
 """
 
 from __future__ import annotations
 
+import contextvars
 import datetime as dt
 import json
 import math
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -44,6 +50,87 @@ WIDEN_SHARE = 0.1  # below this visible share of the nearest vectors, search the
 WIDEN_MAX = 20_000  # the widest margin of nearest vectors checked for visibility
 STATS_SAMPLE = 4_096  # at most this many of the caller's visible vectors give the cosines' mean and std
 STATS_TTL = 60.0  # seconds a caller's sample is reused without an index change (expiry changes visibility silently)
+
+
+class _Overlap:
+    """One worker thread, shared by every search in the process, that embeds a query while the lexical side runs.
+
+    Bounded: at most one embedding runs on it; a search that finds it busy (another thread's search) embeds on
+    its own thread, as before, so nothing ever queues behind another query. The thread is made on first use and
+    lives as long as the process (no thread per call). ``submit`` runs the call in the caller's context
+    (``contextvars``); the future's ``result()`` raises whatever the embedder raised, so failures surface exactly
+    as a direct call's would."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+        self._busy = False
+
+    def submit(self, fn: Callable[[], npt.NDArray[np.float32]]) -> Future[npt.NDArray[np.float32]] | None:
+        """The running call, or None when the worker is busy (the caller then calls ``fn`` itself)."""
+        with self._lock:
+            if self._busy:
+                return None
+            self._busy = True
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agent-memory-embed")
+            pool = self._pool
+        ctx = contextvars.copy_context()
+
+        def run() -> npt.NDArray[np.float32]:
+            try:
+                return ctx.run(fn)
+            finally:
+                with self._lock:
+                    self._busy = False
+
+        try:
+            return pool.submit(run)
+        except RuntimeError:  # interpreter shutting down: no new threads
+            with self._lock:
+                self._busy = False
+            return None
+
+
+_OVERLAP = _Overlap()
+OVERLAP = True  # embed the query beside the lexical search (False: one after the other, as before)
+
+
+class _Query:
+    """The query vector: given, embedding on the worker, or embedded here on first ``get()``. With ``then`` (the
+    nearest vectors over the whole cache: no visibility yet, so nothing of the index is read off the caller's
+    thread), the worker runs it too once the vector is there; ``near()`` returns what it found."""
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        text: str,
+        given: npt.NDArray[np.float32] | None,
+        overlap: bool,
+        then: Callable[[npt.NDArray[np.float32]], list[tuple[str, float]]] | None = None,
+    ) -> None:
+        self._embedder, self._text, self._value, self._then = embedder, text, given, then
+        self._near: list[tuple[str, float]] | None = None
+        self._future = _OVERLAP.submit(self._work) if given is None and overlap else None
+
+    def _embed(self) -> npt.NDArray[np.float32]:
+        row: npt.NDArray[np.float32] = self._embedder.embed([self._text])[0]
+        return row
+
+    def _work(self) -> npt.NDArray[np.float32]:
+        q = self._embed()
+        if self._then is not None:
+            self._near = self._then(q)
+        return q
+
+    def get(self) -> npt.NDArray[np.float32]:
+        if self._value is None:
+            self._value = self._future.result() if self._future is not None else self._embed()
+        return self._value
+
+    def near(self) -> list[tuple[str, float]] | None:
+        """The worker's nearest vectors (after :meth:`get`), or None when it did not look them up."""
+        return self._near
 
 
 def _filters(store: StoreParts, **filters: Any) -> tuple[str, dict[str, Any]]:
@@ -138,6 +225,11 @@ def _when(filters: Mapping[str, Any]) -> dict[str, Any]:
     return {"include_superseded": bool(filters.get("include_superseded")), "as_of": queries.as_of_filter(filters.get("as_of"))}
 
 
+def _margin(pool: int) -> int:
+    """How many nearest vectors the dense side checks for visibility first."""
+    return 2 * pool + 50
+
+
 def _dense(
     store: StoreParts,
     cache: VectorCache,
@@ -148,17 +240,19 @@ def _dense(
     user_id: str | None,
     where: str,
     params: dict[str, Any],
+    near0: list[tuple[str, float]] | None = None,
 ) -> tuple[list[tuple[str, float]], str]:
-    """The ``pool`` nearest records this caller may see.
+    """The ``pool`` nearest records this caller may see (``near0``: the first margin's nearest vectors, looked up
+    already beside the lexical side).
 
     Visibility is checked on a margin of the nearest vectors first (one indexed lookup). When too few of them
     are visible but a fair share is (at least :data:`WIDEN_SHARE`), the margin is widened once to what that
     share predicts; otherwise, or when that is still short, the whole visible map is built and searched
     exactly, so a caller who sees a small part of the store still gets the exact nearest ``pool`` of it.
     """
-    margin = 2 * pool + 50
+    margin = _margin(pool)
     for attempt in (0, 1):
-        near = cache.nearest(model, q, margin)
+        near = near0 if attempt == 0 and near0 is not None else cache.nearest(model, q, margin)
         allowed = visible_for_hashes(store.index, [h for h, _ in near], session_id=session_id, user_id=user_id, where=where, params=params)
         if len(allowed) >= pool or len(near) < margin:  # the cosines are known already: no second product
             sim = dict(near)
@@ -264,10 +358,18 @@ def hybrid_search(
     pool = pool or max(30, 3 * limit)
     lexical_pool = lexical_pool or max(30, 3 * limit)
     engine = store.engine if isinstance(store.engine, Fts5Engine) else None
+    # validated first (a bad request fails before anything is embedded)
+    req = _request(store, query, max(limit, lexical_pool), session_id, user_id, **filters) if engine is not None else None
+    strict = store.strict_visibility if filters.get("strict_visibility") is None else bool(filters["strict_visibility"])
+    term_stats, focused, common = _focus(
+        store, engine, query, embed=query_vector is None, visible_to=(session_id, user_id) if strict else None
+    )
+    model, margin = embedder.name, _margin(pool)
+    # embedding, then the nearest vectors, from here on beside the lexical side
+    query_vec = _Query(embedder, focused, query_vector, OVERLAP, then=lambda v: cache.nearest(model, v, margin))
     steps: list[dict[str, Any]] | None = None
     rows: dict[str, Any] = {}
-    if engine is not None:  # ids and raw scores only; the lexical trace (if asked) from the lexical path
-        req = _request(store, query, max(limit, lexical_pool), session_id, user_id, **filters)
+    if engine is not None and req is not None:  # ids and raw scores only; the lexical trace (if asked) from the lexical path
         ranked_rows = engine.ranked(store.index, req, refresh=False)  # visible rows only; final hits re-checked below
         lex_pairs = [(row["id"], raw) for raw, row in ranked_rows]
         rows = {row["id"]: row for _, row in ranked_rows}
@@ -280,14 +382,10 @@ def hybrid_search(
         lex_pairs = [(h.id, h.score) for h in lexical.hits]
         by_id = {h.id: h for h in lexical.hits}
     stats: dict[str, float] = {}
-    strict = store.strict_visibility if filters.get("strict_visibility") is None else bool(filters["strict_visibility"])
-    term_stats, focused, common = _focus(
-        store, engine, query, embed=query_vector is None, visible_to=(session_id, user_id) if strict else None
-    )
     try:
-        q = query_vector if query_vector is not None else embedder.embed([focused])[0]
+        q = query_vec.get()
         where, params = _filters(store, **filters)
-        dense, visible = _dense(store, cache, embedder.name, q, pool, session_id, user_id, where, params)
+        dense, visible = _dense(store, cache, embedder.name, q, pool, session_id, user_id, where, params, query_vec.near())
         # strict: standardised over the (visible) candidates; otherwise over a sample of the caller's visible vectors
         stats = {} if strict else _visible_stats(store, cache, embedder.name, q, session_id, user_id)
     except EmbeddingError as exc:  # fail open: lexical results, flagged

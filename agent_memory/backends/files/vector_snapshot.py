@@ -8,8 +8,10 @@ million the float32 matrix alone is 1.5 GB: a search process must not hold it. T
   only the rows it reranks);
 - ``<P>-<epoch>-<gen>.low``: the rows projected for the coarse pass (float32, ``DIMS`` columns: a sixth of the
   bytes; mapped read-only and read whole by each coarse query);
+- ``<P>-<epoch>-<gen>.mid``: the rows on the next ``MID`` principal directions, int8 (a sixth of ``.low``'s
+  bytes), for the coarse pass's refining step (mapped read-only; a query reads the rows it refines);
 - ``<P>-<epoch>-<gen>.hashes``: the content hashes in row order, one a line;
-- ``<P>-<epoch>-<gen>.proj.npz``: the projection, sample mean and covariance (a few hundred KB);
+- ``<P>-<epoch>-<gen>.proj.npz``: the projections, the int8 scale, sample mean and covariance (a few hundred KB);
 - ``<P>.json``: the meta, replaced atomically and written last: the cache's *epoch* and *version*
   (:func:`cache_state`; the version is bumped by SQLite triggers on every insert, update and delete of a
   vector), how many rows and hash bytes are valid, and the largest SQLite rowid they hold.
@@ -42,7 +44,7 @@ from typing import Any, overload
 import numpy as np
 import numpy.typing as npt
 
-from agent_memory.backends.files.coarse import Coarse, Loaded
+from agent_memory.backends.files.coarse import MID, Coarse, Loaded
 
 try:  # POSIX; elsewhere writers are not serialised across processes (the meta is still replaced atomically)
     import fcntl
@@ -64,6 +66,7 @@ CREATE TRIGGER IF NOT EXISTS vectors_state_del AFTER DELETE ON vectors BEGIN
   INSERT INTO vector_state VALUES ('version', 1) ON CONFLICT(k) DO UPDATE SET v = v + 1; END;
 """
 CHUNK = 65_536  # rows per block when streaming from SQLite or projecting
+FORMAT = 2  # 2: a coarse snapshot carries the int8 refining rows (.mid); an older one is rebuilt
 
 
 def cache_state(conn: sqlite3.Connection) -> tuple[int, int]:
@@ -223,14 +226,27 @@ def _map(folder: Path, meta: dict[str, Any]) -> Loaded:
     order = HashList(raw, n)
     coarse = None
     if meta.get("coarse"):
-        dims = int(meta["dims"])
+        if meta.get("format") != FORMAT:
+            raise ValueError(f"snapshot format {meta.get('format')}, not {FORMAT}")
+        dims, mids = int(meta["dims"]), int(meta["mid"])
         if (stem.with_suffix(".low")).stat().st_size < n * dims * 4:
             raise ValueError("the projection file is shorter than the meta says")
         low = np.memmap(stem.with_suffix(".low"), dtype=np.float32, mode="r", shape=(n, dims))
+        mid = None
+        if mids:
+            if (stem.with_suffix(".mid")).stat().st_size < n * mids:
+                raise ValueError("the refining file is shorter than the meta says")
+            mid = np.memmap(stem.with_suffix(".mid"), dtype=np.int8, mode="r", shape=(n, mids))
         with np.load(stem.with_suffix(".proj.npz"), allow_pickle=False) as z:
             coarse = Coarse(proj=z["proj"], low=low, mean=z["mean"], cov=z["cov"], built_at=int(z["built_at"]))
+            if mids:
+                coarse.proj_mid, coarse.mid_scale, coarse.mid = z["proj_mid"], z["mid_scale"], mid
         if coarse.proj.shape != (dim, dims):
             raise ValueError("the projection does not match the matrix")
+        if mids and (
+            coarse.proj_mid is None or coarse.proj_mid.shape != (dim, mids) or coarse.mid_scale is None or coarse.mid_scale.shape != (mids,)
+        ):
+            raise ValueError("the refining projection does not match the matrix")
     return Loaded(order=order, buf=matrix, n=n, coarse=coarse)
 
 
@@ -273,10 +289,20 @@ def _checked(loaded: Loaded, model: str, run: Run) -> Loaded:
         return conn.execute(f"SELECT hash, vec FROM vectors WHERE model = ? AND hash IN ({marks})", (model, *want)).fetchall()
 
     found = dict(run(spot_rows))
+    coarse = loaded.coarse
     for h, i in want.items():
         row = loaded.buf[i]
         if h not in found or not np.isfinite(row).all() or bytes(np.ascontiguousarray(row, dtype=np.float32).data) != found[h]:
             raise ValueError(f"row {i} of the snapshot differs from vectors.db")
+        if coarse is not None:  # its projected rows too (to rounding: the files were projected in blocks)
+            exact = np.asarray(row, dtype=np.float32)
+            if not np.allclose(coarse.low[i], exact @ coarse.proj, rtol=1e-3, atol=1e-4):
+                raise ValueError(f"projected row {i} of the snapshot differs from vectors.db")
+            want_mid = coarse.quantise(exact.reshape(1, -1))
+            if coarse.mid is not None and (
+                want_mid is None or np.abs(np.asarray(coarse.mid[i], dtype=np.int16) - want_mid[0].astype(np.int16)).max() > 1
+            ):
+                raise ValueError(f"refining row {i} of the snapshot differs from vectors.db")
     return loaded
 
 
@@ -333,6 +359,11 @@ def _append(conn: sqlite3.Connection, folder: Path, model: str, meta: dict[str, 
     if meta.get("coarse"):
         with np.load(stem.with_suffix(".proj.npz"), allow_pickle=False) as z:
             proj, built_at = z["proj"], int(z["built_at"])
+            fitted = Coarse(proj=proj, low=proj[:0], mean=z["mean"], cov=z["cov"], built_at=built_at)
+            if int(meta.get("mid", 0)):
+                fitted.proj_mid, fitted.mid_scale = z["proj_mid"], z["mid_scale"]
+        if meta.get("format") != FORMAT:
+            return None
         if total > 1.5 * built_at:
             return None  # the projection was fitted on too few of the rows: refit it
     elif total >= coarse_min:
@@ -348,6 +379,10 @@ def _append(conn: sqlite3.Connection, folder: Path, model: str, meta: dict[str, 
     if meta.get("coarse"):
         dims = int(meta["dims"])
         _write_at(stem.with_suffix(".low"), n * dims * 4, np.ascontiguousarray(mat @ proj, dtype=np.float32).tobytes())
+        mids = int(meta.get("mid", 0))
+        more = fitted.quantise(mat) if mids else None
+        if more is not None:
+            _write_at(stem.with_suffix(".mid"), n * mids, np.ascontiguousarray(more).tobytes())
     text = "".join(r[1] + "\n" for r in new).encode("ascii")
     _write_at(stem.with_suffix(".hashes"), int(meta["hbytes"]), text)
     hsum = (int(meta["hsum"]) + hash_sum(text, int(meta["hbytes"]))) & MASK
@@ -399,15 +434,24 @@ def _build(conn: sqlite3.Connection, folder: Path, model: str, min_rows: int, co
     if n >= coarse_min:
         matrix = np.memmap(stem.with_suffix(".f32"), dtype=np.float32, mode="r", shape=(n, dim))
         coarse = Coarse.fit(matrix)
-        with open(stem.with_suffix(".low"), "wb") as fl:
+        with contextlib.ExitStack() as files:
+            fl = files.enter_context(open(stem.with_suffix(".low"), "wb"))
+            fd = None if coarse.proj_mid is None else files.enter_context(open(stem.with_suffix(".mid"), "wb"))
             for i in range(0, n, CHUNK):
-                fl.write(np.ascontiguousarray(matrix[i : i + CHUNK] @ coarse.proj, dtype=np.float32).tobytes())
-            fl.flush()
-            os.fsync(fl.fileno())
+                block = np.asarray(matrix[i : i + CHUNK], dtype=np.float32)
+                fl.write(np.ascontiguousarray(block @ coarse.proj, dtype=np.float32).tobytes())
+                mid = coarse.quantise(block)
+                if fd is not None and mid is not None:
+                    fd.write(np.ascontiguousarray(mid).tobytes())
+            for f in (fl, fd) if fd is not None else (fl,):
+                f.flush()
+                os.fsync(f.fileno())
+        extra: dict[str, Any] = {} if coarse.proj_mid is None else {"proj_mid": coarse.proj_mid, "mid_scale": coarse.mid_scale}
         with open(stem.with_suffix(".proj.npz"), "wb") as fz:
-            np.savez(fz, proj=coarse.proj, mean=coarse.mean, cov=coarse.cov, built_at=n)
+            np.savez(fz, proj=coarse.proj, mean=coarse.mean, cov=coarse.cov, built_at=n, **extra)
         del matrix
-        meta.update(coarse=True, dims=int(coarse.proj.shape[1]))
+        mids = 0 if coarse.proj_mid is None else MID
+        meta.update(coarse=True, dims=int(coarse.proj.shape[1]), mid=mids, format=FORMAT)
     _write_meta(folder, model, meta)
     for old in folder.glob(prefix + "-*"):  # earlier builds of this model (a process mapping one keeps its inode)
         if not old.name.startswith(data + "."):
