@@ -1,7 +1,9 @@
 """Path rules and text formats of Claude's memory tool (``memory_20250818``), independent of storage.
 
-Every path lives under ``/memories``; ``..``, ``.`` segments (also as look-alikes that NFKC folds to dots, such
-as full-width ``．．`` or ``․․``), backslashes, NUL and other control characters, bidirectional overrides and
+Every path lives under ``/memories`` and is kept NFKC-normalised, so names that look the same are one name
+(composed and decomposed ``café``, ``ﬁle`` and ``file``); ``..``, ``.`` segments (also as look-alikes that NFKC folds
+to dots, such as full-width ``．．`` or ``․․``), backslashes, NUL and other control characters, invisible ones
+(zero-width, bidirectional overrides and other format characters, default-ignorable code points) and
 percent-encoded traversal (``%2e%2e``, ``%2f``) are refused. :func:`stored_path` redacts secrets from each segment,
 so a secret in a file name never reaches disk and every command finds the file under the same redacted name. Output texts follow the reference implementation, so a
 model sees the same answers whichever backend serves the tool.
@@ -22,26 +24,73 @@ ROOT = "/memories"
 LINE_WIDTH = 6
 MAX_PATH_CHARS = 1024
 _ENCODED = re.compile(r"%(2e|2f|5c|00|25)", re.IGNORECASE)
-_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+# control, format, surrogate, private use, line and paragraph separators
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Zl", "Zp"})
+# Unicode's Default_Ignorable_Code_Point ranges (DerivedCoreProperties.txt) not already in those categories:
+# combining grapheme joiner, Hangul fillers, Khmer inherent vowels, Mongolian variation selectors, variation
+# selectors, the half-width Hangul filler, reserved ignorables and tags
+_IGNORABLE = (
+    (0x034F, 0x034F),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x2060, 0x206F),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFFA0, 0xFFA0),
+    (0xFFF0, 0xFFF8),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0000, 0xE0FFF),
+)
 
 
 class MemoryToolError(InvalidInputError):
     """A memory-tool command was refused; its message is the text the model sees."""
 
 
+def _invisible(ch: str) -> bool:
+    """A character a reader cannot see or that changes nothing visible: control, format (zero-width, bidi, soft
+    hyphen), surrogate, private-use, line/paragraph separator, or another default-ignorable code point."""
+    return unicodedata.category(ch) in _INVISIBLE_CATEGORIES or any(lo <= ord(ch) <= hi for lo, hi in _IGNORABLE)
+
+
+def _escaped(ch: str) -> str:
+    return f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}"
+
+
+def _refuse_invisible(path: str) -> None:
+    bad = next((ch for ch in path if _invisible(ch)), None)
+    if bad is None:
+        return
+    label = unicodedata.name(bad, "") if unicodedata.category(bad) != "Cs" else "a lone surrogate"
+    shown = redact_text("".join(_escaped(ch) if _invisible(ch) else ch for ch in path[:MAX_PATH_CHARS]))
+    what = "a control character" if unicodedata.category(bad) == "Cc" else "an invisible control character"
+    raise MemoryToolError(
+        f"Path {shown} contains {what} (U+{ord(bad):04X}{' ' + label if label else ''}); "
+        "file names must be visible text, so that two names that look the same are the same file"
+    )
+
+
 def check_path(path: object, *, name: str = "path") -> str:
-    """``path`` normalised (no trailing or doubled slash) if it is a legal path under ``/memories``."""
+    """``path`` normalised (NFKC, no trailing or doubled slash) if it is a legal path under ``/memories``.
+
+    NFKC makes names that look the same one name (``café`` composed or decomposed, ``ﬁle`` and ``file``, full-width
+    letters); a name with an invisible character (zero-width, format, control: :func:`_invisible`) is refused."""
     if not isinstance(path, str) or not path:
         raise MemoryToolError(f"Missing or invalid `{name}` parameter: a string path under {ROOT} is required")
+    if "\x00" in path:  # the reference implementation's answer to a NUL
+        raise MemoryToolError(f"Path {path} would escape {ROOT} directory")
+    _refuse_invisible(path)
+    path = unicodedata.normalize("NFKC", path)
+    _refuse_invisible(path)  # nothing NFKC makes is invisible today; checked again so that stays true
     if not (path == ROOT or path.startswith(ROOT + "/")):
         raise MemoryToolError(f"Path must start with {ROOT}, got: {path}")
-    if len(path) > MAX_PATH_CHARS or "\x00" in path or "\\" in path or _ENCODED.search(path):
+    if len(path) > MAX_PATH_CHARS or "\\" in path or _ENCODED.search(path):
         raise MemoryToolError(f"Path {path} would escape {ROOT} directory")
     parts = [p for p in path[len(ROOT) :].split("/") if p]
-    if any(p in (".", "..") or unicodedata.normalize("NFKC", p) in (".", "..") for p in parts):
+    if any(p in (".", "..") for p in parts):  # after NFKC: also the look-alikes of dots (``．．``, ``․․``)
         raise MemoryToolError(f"Path {path} would escape {ROOT} directory")
-    if any(unicodedata.category(ch) == "Cc" or ch in _BIDI for ch in path):
-        raise MemoryToolError(f"Path {path!r} contains a control character")
     return "/".join([ROOT, *parts])
 
 
@@ -51,7 +100,8 @@ def stored_path(path: object, *, name: str = "path") -> str:
     A secret that only shows across segments (``/memories/https://user:pw@host/x``) is refused instead."""
     check_path(path, name=name)
     assert isinstance(path, str)
-    parts = [redact_text(p) for p in path[len(ROOT) :].split("/")]
+    normal = unicodedata.normalize("NFKC", path)  # as check_path keeps it, empty segments still in (``https://``)
+    parts = [redact_text(p) for p in normal[len(ROOT) :].split("/")]
     if contains_secret("/".join(parts)):
         raise MemoryToolError("The path looks like it holds a secret; choose a file name without it")
     return "/".join([ROOT, *(p for p in parts if p)])

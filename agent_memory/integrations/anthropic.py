@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import hashlib
+import unicodedata
 from collections.abc import Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
@@ -52,11 +53,20 @@ def _path(command: Mapping[str, Any], name: str = "path") -> str:
 
 
 @functools.lru_cache(maxsize=16_384)
-def _is_stored_path(path: str) -> bool:
+def _file_path(path: str) -> str | None:
+    """The path a record's ``memory_path`` is listed and found under, or None when it is no legal stored path.
+
+    A file kept before paths were NFKC-normalised (``café`` decomposed, ``ﬁle``) is found under its normalised name,
+    beside any file already there (the newest is the file; ``delete``/``rename`` take both)."""
     try:
-        return _path({"path": path}) == path
+        stored = _path({"path": path})
     except MemoryToolError:
-        return False
+        return None
+    return stored if stored == unicodedata.normalize("NFKC", path) else None
+
+
+def _is_stored_path(path: str) -> bool:
+    return _file_path(path) == path
 
 
 def _need(command: Mapping[str, Any], name: str, kind: type) -> Any:
@@ -138,8 +148,9 @@ class MemoryToolHandler:
         recs = await self.backend.list(self.caller, tags=(TAG,), scope=self.scope, limit=MAX_FILES)
         out: dict[str, list[MemoryRecord]] = {}
         for rec in sorted(sorted(recs, key=lambda r: r.id), key=lambda r: r.updated, reverse=True):
-            path = rec.metadata.get(PATH_KEY) if isinstance(rec.metadata, Mapping) else None
-            if rec.kind == KIND and isinstance(path, str) and _is_stored_path(path):
+            kept = rec.metadata.get(PATH_KEY) if isinstance(rec.metadata, Mapping) else None
+            path = _file_path(kept) if rec.kind == KIND and isinstance(kept, str) else None
+            if path is not None:
                 out.setdefault(path, []).append(rec)
         own = self.caller.namespace or ""  # at one path the caller's own file wins over an ancestor's (read-only) one
         return {path: sorted(recs, key=lambda r: r.namespace != own) for path, recs in out.items()}
@@ -214,6 +225,7 @@ class MemoryToolHandler:
         if any(path.startswith(p + "/") for p in files):
             raise MemoryToolError(f"A parent of {path} is a file")
         if path in files:
+            self._refuse_inherited(path, [files[path]], "create", exists=True)
             raise MemoryToolError(f"File {path} already exists")
         await self._write(path, text, new=True)
         return f"File created successfully at: {path}"
@@ -223,7 +235,9 @@ class MemoryToolHandler:
         old, new = _need(c, "old_str", str), c.get("new_str", "")
         if not isinstance(new, str):
             raise MemoryToolError("Missing or invalid `new_str` parameter for the str_replace command")
-        content = (await self._file(await self._files(), path)).content
+        rec = await self._file(await self._files(), path)
+        self._refuse_inherited(path, [rec], "edit")
+        content = rec.content
         where = occurrence_lines(content, old) if old else []
         if not where:
             raise MemoryToolError(f"No replacement was performed, old_str `{old}` did not appear verbatim in {path}.")
@@ -243,7 +257,9 @@ class MemoryToolHandler:
     async def _insert(self, c: Mapping[str, Any]) -> str:
         path = _path(c)
         at, text = _need(c, "insert_line", int), _need(c, "insert_text", str)
-        lines = (await self._file(await self._files(), path)).content.split("\n")
+        rec = await self._file(await self._files(), path)
+        self._refuse_inherited(path, [rec], "edit")
+        lines = rec.content.split("\n")
         if lines[-1] == "":
             lines.pop()
         if not 0 <= at <= len(lines):
@@ -252,13 +268,16 @@ class MemoryToolHandler:
         await self._write(path, "\n".join(lines) + "\n", new=False)
         return f"The file {path} has been edited."
 
-    def _refuse_inherited(self, path: str, recs: list[MemoryRecord], verb: str) -> None:
-        """A file this caller sees from an ancestor namespace is read-only here: changing it would change nothing of
-        the ancestor's and yet report success (or copy its text into this namespace)."""
+    def _refuse_inherited(self, path: str, recs: list[MemoryRecord], verb: str, *, exists: bool = False) -> None:
+        """A file this caller sees from another namespace (an ancestor's, or a shared sibling's) is read-only here, for
+        every command that changes files: changing it would change nothing of the other namespace's file and yet
+        report success, or quietly copy its text into this namespace while ``view`` still showed the original."""
         own = self.caller.namespace or ""
         inherited = sorted({r.namespace or "" for r in recs if (r.namespace or "") != own})
         if inherited:
             where = ", ".join(repr(ns) if ns else "the root namespace" for ns in inherited)
+            if exists:
+                raise MemoryToolError(f"File {path} already exists: it is shared from {where} and read-only in this namespace")
             raise MemoryToolError(f"Cannot {verb} {path}: it is shared from {where} and read-only in this namespace")
 
     async def _delete(self, c: Mapping[str, Any]) -> str:
@@ -292,7 +311,8 @@ class MemoryToolHandler:
             raise MemoryToolError(f"The path {old} does not exist")
         if new.startswith(old + "/"):
             raise MemoryToolError(f"Cannot move {old} into itself")
-        self._refuse_inherited(old, list(moving.values()), "rename")
+        records = await self._records()  # every file at a moved path: a shared one cannot move (nor stay behind)
+        self._refuse_inherited(old, [r for p in moving for r in records[p]], "rename")
         if any(new.startswith(p + "/") for p in files):
             raise MemoryToolError(f"A parent of {new} is a file")
         targets = {path: new + path[len(old) :] for path in moving}

@@ -35,7 +35,7 @@ from contextvars import ContextVar, Token
 from typing import Any, Literal
 
 from agent_memory.errors import InvalidInputError
-from agent_memory.model.values import looks_secret
+from agent_memory.model.values import looks_secret, looks_secret_glued
 
 __all__ = [
     "ISOLATIONS",
@@ -82,11 +82,22 @@ def check_namespace(value: object) -> str:
         raise InvalidInputError(f"namespace must be text, not {type(value).__name__}; {_RULE}")
     parts = value.split("/")
     if len(parts) > MAX_SEGMENTS or ".." in value or not all(_SEGMENT.fullmatch(p) for p in parts):
-        shown = value if len(value) <= 80 and value.isprintable() else repr(value[:80])
-        raise InvalidInputError(f"invalid namespace {shown!r}: {_RULE}")
-    if any(looks_secret(p) for p in (value, value.replace("/", " "), *parts)):  # a name is written to disk and shown
+        raise InvalidInputError(f"invalid namespace {_shown_namespace(value, parts)}: {_RULE}")
+    if _secret_namespace(value, parts):  # a name is written to disk and shown
         raise InvalidInputError("namespace looks like a secret; refusing to store it")
     return value
+
+
+def _secret_namespace(value: str, parts: list[str]) -> bool:
+    return any(looks_secret(p) for p in (value, value.replace("/", " "), *parts))
+
+
+def _shown_namespace(value: str, parts: list[str]) -> str:
+    """A refused namespace as its error shows it: quoted and cut to 80 characters, never a secret in it (the text
+    reaches stderr, JSON errors and logs): one that looks like a secret is not echoed at all."""
+    if _secret_namespace(value, parts) or any(looks_secret_glued(p) for p in parts if p):
+        return "(a value that looks like a secret, not shown)"
+    return repr(value[:80]) + ("…" if len(value) > 80 else "")
 
 
 def check_isolation(value: object) -> Isolation | None:
@@ -94,7 +105,9 @@ def check_isolation(value: object) -> Isolation | None:
     if value is None or value == "":
         return None
     if value not in ISOLATIONS:
-        raise InvalidInputError(f"isolation must be one of {', '.join(ISOLATIONS)}, not {str(value)[:40]!r}")
+        bad = str(value)[:40]
+        shown = "(a value that looks like a secret, not shown)" if looks_secret_glued(bad) else repr(bad)
+        raise InvalidInputError(f"isolation must be one of {', '.join(ISOLATIONS)}, not {shown}")
     return value  # type: ignore[return-value]
 
 

@@ -26,6 +26,7 @@ __all__ = [
     "NO_USER",
     "check_file",
     "check_id",
+    "cite_id",
     "dir_name",
     "message_line",
     "now_utc",
@@ -193,6 +194,25 @@ def check_file(path: Path) -> str | None:
     if st.st_size > MAX_LOG_BYTES:
         return f"larger than {MAX_LOG_BYTES} bytes; fix: split or archive the log"
     return None
+
+
+def cite_id(message: SessionMessage, sdir: SessionDir, user_id: str | None) -> str:
+    """``message``'s id as a caller with ``user_id`` cites it: unique across every log that caller can see.
+
+    In the caller's own log (its namespace, its user or, with no user, its session's log) it is the log's own id,
+    ``<session_id>#<n>``. A log of the same session id elsewhere in its view gets the log's address after ``@``: its
+    namespace as an absolute path (``/`` the root, ``/acme`` …) and, for a log with no user seen by a caller with
+    one, ``/_`` (``chat#1@/``, ``chat#1@/acme/_``, ``chat#1@/_``). A caller only ever sees its own user's logs and
+    logs with no user, and namespaces of its view, so the address names nothing it could not see; a namespace holds
+    no ``#``, so no two logs' messages can share an id (an own id ends in ``#<n>``, an addressed one in its
+    address). The namespace is the caller's own when it is the first of the view bound for the call."""
+    no_user = sdir.user_id is None and user_id is not None
+    if sdir.namespace == writer_namespace() and not no_user:
+        return message.id
+    where = "/" + sdir.namespace
+    if no_user:
+        where = where.rstrip("/") + "/_"
+    return f"{message.id}@{where}"
 
 
 def parse_message(line: bytes, n: int, sdir: SessionDir) -> SessionMessage:

@@ -29,6 +29,7 @@ from agent_memory.model.drafts import _parse_when
 from agent_memory.search.text import STOP_WORDS, default_tokenizer, term_key
 from agent_memory.search.types import SearchHit, SearchResult
 from agent_memory.sessions._files import SessionDir, SessionMessage, SessionSummary
+from agent_memory.sessions._messages import cite_id
 from agent_memory.sessions._question import asks_for_set, ends_by_asking
 from agent_memory.sessions._rank import Bm25, keys, query_keys, weighted
 from agent_memory.sessions.store import SessionStore
@@ -220,12 +221,16 @@ def _lift_gate(ranked: Sequence[tuple[int, float]], margin: float) -> float:
     return min(1.0, max(0.0, (best - second) / (best * margin))) if best > 0 else 0.0
 
 
-def message_hit(sdir: SessionDir, m: SessionMessage, score: float, rel: str, snippet_chars: int = 320, **extra: Any) -> SearchHit:
+def message_hit(
+    sdir: SessionDir, m: SessionMessage, score: float, rel: str, snippet_chars: int = 320, *, user_id: str | None = None, **extra: Any
+) -> SearchHit:
+    """One message as a search hit; its id is the caller's citation id (:func:`cite_id`: ``user_id`` is the caller's),
+    unique across the logs the caller sees, so two logs of one session id never share a hit."""
     text = " ".join(_message_text(m).split())
     snippet = text if len(text) <= snippet_chars else text[: snippet_chars - 1].rsplit(" ", 1)[0] + "…"
     meta = {"session_id": m.session_id, "n": m.n, "role": m.role, "speaker": m.speaker, "at": m.at, "turn_id": m.turn_id, **extra}
     return SearchHit(
-        id=m.id,
+        id=cite_id(m, sdir, user_id),
         path=rel,
         line_start=m.n,
         line_end=m.n,
@@ -422,6 +427,7 @@ def contextual_search(
                 max(score / top, 0.001),
                 sessions.files._rel(sdir.path / "log.jsonl"),
                 opts.snippet_chars,
+                user_id=user_id,
                 session_score=round(lift.get(li, 0.0), 4),
             )
         )
@@ -491,7 +497,7 @@ def search_sessions(
                 "last_at": msgs[-1].at if msgs else None,
                 "summary": summary.text if summary else None,
                 "summary_version": summary.version if summary else None,
-                "messages": [message_hit(sdir, msgs[i], s, rel, opts.snippet_chars).to_dict() for i, s in best],
+                "messages": [message_hit(sdir, msgs[i], s, rel, opts.snippet_chars, user_id=user_id).to_dict() for i, s in best],
             }
         )
     return out

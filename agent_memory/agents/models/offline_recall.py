@@ -192,16 +192,21 @@ def _stems(text: str) -> set[str]:
 
 
 def _fuse(results: list[tuple[ToolCallPart, dict[str, Any]]]) -> list[dict[str, Any]]:
-    """Reciprocal-rank fusion of several searches; the first (the message itself) weighs most."""
-    score: dict[str, float] = defaultdict(float)
-    first: dict[str, dict[str, Any]] = {}
+    """Reciprocal-rank fusion of several searches; the first (the message itself) weighs most.
+
+    A hit is known by what it is and its id: a record's id, or a session message's citation id (unique across the
+    logs the caller sees: ``sessions._messages.cite_id``), so a message never merges with another log's message or
+    with a record that happens to share its id."""
+    score: dict[tuple[bool, str], float] = defaultdict(float)
+    first: dict[tuple[bool, str], dict[str, Any]] = {}
     for n, (_, content) in enumerate(results):
         weight = 1.0 if n == 0 else 0.8
         for rank, hit in enumerate(content.get("hits") or []):
             if not isinstance(hit, dict) or "id" not in hit:
                 continue
-            score[hit["id"]] += weight / (rank + 4)
-            first.setdefault(hit["id"], hit)
+            key = (bool(hit.get("message")), str(hit["id"]))
+            score[key] += weight / (rank + 4)
+            first.setdefault(key, hit)
     order = sorted(score, key=lambda i: str(first[i].get("updated", "")), reverse=True)  # newer first on ties
     order.sort(key=lambda i: -score[i])
     return [dict(first[i], fused=score[i]) for i in order]
@@ -213,7 +218,7 @@ def _line_items(best: list[dict[str, Any]], state: RunState) -> list[tuple[int, 
     items: list[tuple[int, str, int, str]] = []
     for rank, hit in enumerate(best):
         rid = hit["id"]
-        if rid in got:
+        if rid in got and not hit.get("message"):  # a message is read from its snippet, never a record's text
             args, rec = got[rid]
             start = max(int(args.get("line_start") or 1), int(rec.get("body_line") or 1))
             lines = str(rec.get("content", "")).split("\n")
