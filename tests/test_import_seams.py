@@ -7,7 +7,7 @@ where it was found there, on both backends where it applies:
 3. a purged user is not resurrected by re-importing an old full export (`purged`), unless `--allow-purged`;
 4. a full export carries an archived record's stored `content_hash`: re-importing it is `exists`, and an import into
    an empty root writes the very same archive file;
-5. the consolidation workaround for PostgreSQL (export, consolidate a files copy, import) archives there;
+5. the consolidation workaround for PostgreSQL (export --full, consolidate a files copy, import) archives there;
 6. a session's distill cursor goes files → PostgreSQL with a full export.
 """
 
@@ -219,7 +219,8 @@ def test_consolidating_a_files_copy_archives_the_duplicate_in_postgres(tmp_path:
     url = pg_url()
     keep = cli(url, "remember", "The staging cluster runs in eu-west-1 since March.", "--scope", "project")["id"]
     dup = cli(url, "remember", "the staging cluster runs in eu-west-1 since march", "--scope", "project")["id"]
-    assert run(url, "consolidate", ok=False).returncode != 0  # files only: the message says what to do
+    refused = run(url, "consolidate", ok=False)  # files only: the message says what to do, and that works
+    assert refused.returncode != 0 and "export --full" in refused.stderr + refused.stdout
     pg_out, copy, back = tmp_path / "pg.jsonl", str(tmp_path / "copy"), tmp_path / "consolidated.jsonl"
     cli(url, "export", "--full", "--out", str(pg_out))
     cli(copy, "import", str(pg_out))

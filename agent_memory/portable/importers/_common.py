@@ -2,7 +2,9 @@
 
 Each item goes through the write gate (:func:`agent_memory.model.drafts.apply_override` for whose it is, then
 :func:`agent_memory.model.drafts.prepare_draft`: validation and the same redaction as every write), keeps its original timestamps (normalised to UTC), and gets a deterministic id made from the source
-format, the item's identity in its source and its text, so re-running an import finds it and writes nothing.
+format, the item's identity in its source, its text and its owner (scope, session, user, namespace: the same memory
+imported for two owners is two records, and neither import can tell the other exists), so re-running an import
+finds it and writes nothing. An import as a caller never keeps a source's own ids (one could be another owner's).
 """
 
 from __future__ import annotations
@@ -164,7 +166,7 @@ def import_items(
     batch: list[Pending] = []
     size = batch_size(target)
     over = overrides or Override()
-    guard = Guard(private=bool(over) or bool(over.namespace), allow_purged=allow_purged)
+    guard = Guard(allow_purged=allow_purged)  # not `private`: as a caller, every id is derived with its owner already
     for item in items:
         pending = _record_of(item, fmt, fallback_time, over, report)
         if pending is not None:
