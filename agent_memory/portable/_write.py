@@ -32,8 +32,9 @@ from agent_memory.portable.report import ImportReport
 T = TypeVar("T")
 Pending = tuple[str, MemoryRecord, int]  # where it came from, the record (id set), redactions applied
 Target = MemoryStore | FilesBackend | MemoryBackend
+Owned = tuple[str, str | None, str | None, str | None]  # a record's id, the id it was imported with, its session, user
 
-__all__ = ["Guard", "Pending", "Target", "batch_size", "files_store", "purged_ids", "run_sync", "write_records"]
+__all__ = ["Guard", "Owned", "Pending", "Target", "batch_size", "files_store", "purged_ids", "run_sync", "write_records"]
 
 
 @dataclass

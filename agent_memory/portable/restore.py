@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from agent_memory.errors import InvalidIdError, InvalidInputError
 from agent_memory.model.drafts import Override, check_id, prepare_record
 from agent_memory.model.records import MemoryRecord
-from agent_memory.portable._write import Guard, Pending, Target, batch_size, write_records
+from agent_memory.portable._write import Guard, Owned, Pending, Target, batch_size, write_records
 from agent_memory.portable.export import is_header
 from agent_memory.portable.report import ImportReport
 
@@ -47,7 +47,7 @@ def restore_lines(
     # root's operator restores registry, session, episode, event and archive lines as they are named
     as_caller = override is not None and (bool(override) or bool(override.namespace))
     guard = Guard(private=as_caller, allow_purged=allow_purged)
-    owners: list[MemoryRecord] = []  # the records read, for telling a purged owner's session logs and episodes
+    owners: list[Owned] = []  # the records read, for telling a purged owner's session logs and episodes
     for n, line in lines:
         where = f"line {n}"
         if line is None:
@@ -76,7 +76,8 @@ def restore_lines(
             report.rescope(where, rec.id, rescoped.value, rec.scope.value, override.describe())
         pending.append((where, rec, redactions))
         if not as_caller:
-            owners.append(rec)
+            first = rec.metadata.get("imported_id")
+            owners.append((rec.id, first if isinstance(first, str) else None, rec.session_id, rec.user_id))
         if len(pending) >= size:
             write_records(target, pending, report, dedupe=False, guard=guard)
             pending.clear()

@@ -45,7 +45,7 @@ from agent_memory.model.events import visible as event_visible
 from agent_memory.model.records import MemoryRecord, RecordParseError, Scope, content_hash
 from agent_memory.model.scopes import may_see
 from agent_memory.model.values import _OUR_ID
-from agent_memory.portable._write import Guard, Target, files_store, owner_of, purged_ids, run_sync, skip_purged, was_purged
+from agent_memory.portable._write import Guard, Owned, Target, files_store, owner_of, purged_ids, run_sync, skip_purged, was_purged
 from agent_memory.portable.report import ImportReport
 from agent_memory.redaction.api import contains_secret, redact_text
 from agent_memory.sessions._files import message_line
@@ -599,7 +599,7 @@ def _carry_distilled(target: Target, where: str, ev: Event, report: ImportReport
 
 
 # -- purged owners ----------------------------------------------------------------------------------------------------
-def purged_owners(target: Target, records: list[MemoryRecord], sections: list[tuple[str, dict[str, Any]]], guard: Guard) -> set[Any]:
+def purged_owners(target: Target, records: list[Owned], sections: list[tuple[str, dict[str, Any]]], guard: Guard) -> set[Any]:
     """The owners (``("user", uid)``, ``("session", uid, sid)``) an export names whose every record — live or
     archived, at least one — has its purge tombstone in ``target``: their session logs and episodes are skipped as
     ``purged`` too. A purge leaves tombstones of record ids only (no owner), so an owner the export holds no record
@@ -608,16 +608,16 @@ def purged_owners(target: Target, records: list[MemoryRecord], sections: list[tu
     if not tombstones:
         return set()
     counts: dict[Any, list[int]] = {}
-    seen: list[tuple[str | None, str | None, bool]] = [(r.session_id, r.user_id, was_purged(r, tombstones)) for r in records]
+    owned = list(records)
     for _, data in sections:
         raw = data.get("record") if data.get("section") == "archive" else None
         if isinstance(raw, dict) and isinstance(raw.get("id"), str):
-            meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+            meta = raw.get("metadata")
             first = meta.get("imported_id") if isinstance(meta, dict) else None
-            gone = tombstone_id(raw["id"]) in tombstones or (isinstance(first, str) and tombstone_id(first) in tombstones)
             sid, uid = raw.get("session_id"), raw.get("user_id")
-            seen.append((sid if isinstance(sid, str) else None, uid if isinstance(uid, str) else None, gone))
-    for sid, uid, gone in seen:
+            owned.append((raw["id"], *(v if isinstance(v, str) else None for v in (first, sid, uid))))  # type: ignore[arg-type]
+    for rid, first, sid, uid in owned:
+        gone = tombstone_id(rid) in tombstones or (first is not None and tombstone_id(first) in tombstones)
         keys = ([("user", uid)] if uid else []) + ([("session", uid, sid)] if sid else [])
         for key in keys:
             c = counts.setdefault(key, [0, 0])
