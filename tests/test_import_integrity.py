@@ -304,8 +304,12 @@ def test_an_import_never_takes_the_id_of_an_archived_record(tmp_path: Path) -> N
     row = json.loads((tmp_path / "alice.jsonl").read_text().splitlines()[1])
     src = _write(tmp_path / "steal.jsonl", [{**row, "content": "Bob's record under alice's id"}])
     report = import_file(store, src, user_id="bob")
-    assert [(s.reason, s.id) for s in report.skipped] == [("conflict", rid)] and not report.written
-    doc = _cli(tmp_path / "root", "import", str(src))
+    # bob's import never learns that alice's archived record holds the id (issue 27): his record gets an id of his own
+    assert not report.skipped and len(report.written) == 1 and report.written[0] != rid
+    # the outcome is the one an empty root gives: nothing in it depends on alice's record
+    assert report.to_dict() == {**import_file(MemoryStore(tmp_path / "empty"), src, user_id="bob").to_dict(), "path": str(src)}
+    assert store.get(report.written[0], user_id="bob").content == "Bob's record under alice's id"
+    doc = _cli(tmp_path / "root", "import", str(src))  # the operator sees every record: the id is taken
     assert doc["skipped_by_reason"] == {"conflict": 1}
     assert store.restore(rid, user_id="alice").content == "Alice's archived plan"
 

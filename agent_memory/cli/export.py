@@ -173,6 +173,13 @@ def add_import_format(p: argparse.ArgumentParser) -> None:
         metavar="ID",
         help="import as this session: every record lands in its partition (a shared one is downgraded)",
     )
+    p.add_argument(
+        "--allow-purged",
+        dest="allow_purged",
+        action="store_true",
+        help="re-import records (and a purged owner's session logs and episodes) purged from this store; by default "
+        "they are skipped as `purged` (a purge is the right to be forgotten)",
+    )
     add_namespace(p)
 
 
@@ -203,6 +210,7 @@ def cmd_import_format(args: argparse.Namespace) -> int:
         user_id=getattr(args, "as_user", None),
         session_id=getattr(args, "as_session", None),
         namespace=IDENTITY["namespace"],
+        allow_purged=bool(getattr(args, "allow_purged", False)),
     )
     doc = report.to_dict()
     if args.json:
@@ -215,4 +223,11 @@ def cmd_import_format(args: argparse.Namespace) -> int:
             + "".join(f"\n  skipped {s['where']}: {s['reason']}: {s['message']}" for s in doc["skips"])
             + "".join(f"\n  {r['where']}: {r['message']}" for r in doc["rescoped"])
         )
+        purged = [s for s in doc["skips"] if s["reason"] == "purged"]
+        if purged:
+            print(
+                f"agent-memory: {len(purged)} item(s) were purged from this store and were not re-imported"
+                " (pass --allow-purged to bring them back deliberately)",
+                file=sys.stderr,
+            )
     return 0

@@ -209,7 +209,9 @@ def store_of(backend: Any) -> MemoryStore:
     files = capability(backend, FilesBackend)
     if files is None:
         raise ConsolidationUnsupported.of(
-            "consolidation", innermost(backend), "files backend only; PostgreSQL: export, consolidate a files copy, import"
+            "consolidation",
+            innermost(backend),
+            "files backend only; PostgreSQL: export --full, consolidate a files copy, export --full, import",
         )
     return files.store
 

@@ -33,6 +33,7 @@ def import_file(
     user_id: str | None = None,
     session_id: str | None = None,
     namespace: str | None = None,
+    allow_purged: bool = False,
 ) -> ImportReport:
     """Import ``path`` into ``store`` (a :class:`~agent_memory.MemoryStore`, a root path or a backend).
 
@@ -43,6 +44,9 @@ def import_file(
     missing path and :class:`InvalidInputError` for an unknown format or an override id that is not a safe id;
     everything else is reported per line or file (a line that is not UTF-8 too). ``namespace`` is the importer's:
     every record lands in it (without it and without an override, the namespaces an export's lines name are kept).
+    A record whose purge tombstone the target holds (a purge is the right to be forgotten) is not re-imported: it
+    is skipped as ``purged`` (with a purged owner's session logs and episodes, see docs/export.md) unless
+    ``allow_purged=True`` brings it back deliberately.
     """
     override = Override(user_id=user_id, session_id=session_id, namespace=namespace)
     src = Path(path)
@@ -58,9 +62,10 @@ def import_file(
         if src.is_dir():
             raise InvalidInputError(f"{src} is a directory; an agent-memory export is one JSONL file")
         with open(src, "rb") as fh:
-            restore_lines(target, ((n, decode_line(raw)) for n, raw in enumerate(fh, 1)), report, override)
+            lines = ((n, decode_line(raw)) for n, raw in enumerate(fh, 1))
+            restore_lines(target, lines, report, override, allow_purged=allow_purged)
     else:
         items = READERS[fmt](src, report)
-        import_items(target, items, report, fmt=fmt, fallback_time=file_time(src), overrides=override)
+        import_items(target, items, report, fmt=fmt, fallback_time=file_time(src), overrides=override, allow_purged=allow_purged)
     report.settle()
     return report

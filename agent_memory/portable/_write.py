@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import hashlib
 import os
 import threading
 from collections.abc import Coroutine, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,14 +25,34 @@ from agent_memory.backends.files.store import MemoryStore
 from agent_memory.errors import InvalidInputError
 from agent_memory.formats.atomic import atomic_write
 from agent_memory.model.drafts import KEEP_PAST_EXPIRES, MemoryDraft, _parse_when
+from agent_memory.model.events import tombstone_id
 from agent_memory.model.records import MemoryRecord
 from agent_memory.portable.report import ImportReport
 
 T = TypeVar("T")
 Pending = tuple[str, MemoryRecord, int]  # where it came from, the record (id set), redactions applied
 Target = MemoryStore | FilesBackend | MemoryBackend
+Owned = tuple[str, str | None, str | None, str | None]  # a record's id, the id it was imported with, its session, user
 
-__all__ = ["Pending", "Target", "batch_size", "files_store", "run_sync", "write_records"]
+__all__ = ["Guard", "Owned", "Pending", "Target", "batch_size", "files_store", "purged_ids", "run_sync", "write_records"]
+
+
+@dataclass
+class Guard:
+    """How one import run writes (shared by its batches).
+
+    ``private``: an import as a caller (``--as-user``/``--as-session``/``--namespace``): a file's id is kept only
+    where a record of the caller's own partition holds it (a re-run); any other record is written under an id made
+    for its owner (:func:`own_id`), so no outcome tells the caller that another owner's record holds an id. ``allow_purged``: re-import records whose purge tombstone the
+    target holds (by default they are skipped as ``purged``: a purge is the right to be forgotten).
+    ``log_events``: log one ``imported`` event per record written into a files root (off only for the operator's
+    restore of a full export, whose own event lines are restored). ``tombstones``: the hashed ids of purged
+    records the target holds, read once per run."""
+
+    private: bool = False
+    allow_purged: bool = False
+    log_events: bool = True
+    tombstones: set[str] | None = None
 
 
 def batch_size(target: object) -> int:
@@ -73,27 +95,108 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     return box["value"]  # type: ignore[no-any-return]
 
 
-def write_records(target: Target, items: Sequence[Pending], report: ImportReport, *, dedupe: bool) -> None:
+def write_records(target: Target, items: Sequence[Pending], report: ImportReport, *, dedupe: bool, guard: Guard | None = None) -> None:
     """Write ``items`` unless already there; every item not written is reported with its reason.
 
     ``dedupe`` (foreign imports): also skip a text the partition already holds, and a ``memory_key`` another
     live record of the partition holds. A restore of our own export passes False: it writes exactly its records.
+    ``guard``: see :class:`Guard` (None: the operator's import, tombstones honoured, events logged).
     """
+    guard = Guard() if guard is None else guard
     store = files_store(target)
     if store is None:
-        run_sync(_write_backend(target, items, report))  # type: ignore[arg-type]
+        run_sync(_write_backend(target, items, report, guard))  # type: ignore[arg-type]
         return
     if items:
         store.open()
-        store.index.healing(lambda: _write_files(store, items, report, dedupe))
+        if guard.tombstones is None:
+            guard.tombstones = set() if guard.allow_purged else purged_ids(store)
+        store.index.healing(lambda: _write_files(store, items, report, dedupe, guard))
 
 
-def _write_files(store: MemoryStore, items: Sequence[Pending], report: ImportReport, dedupe: bool) -> None:
-    written: list[str] = []
+def purged_ids(target: Target) -> set[str]:
+    """The hashed ids (:func:`~agent_memory.model.events.tombstone_id`) of every record purged from ``target``: a
+    purge leaves one ``purged`` event per record (files and PostgreSQL alike) and nothing else of it."""
+    store = files_store(target)
+    if store is not None:
+        store.open()
+        return {e.id for e in store.events.read()[0] if e.event == "purged"}
+    return run_sync(_pg_tombstones(target))  # type: ignore[arg-type]
+
+
+async def _pg_tombstones(backend: MemoryBackend) -> set[str]:
+    inner = innermost(backend)
+    if type(inner).__name__ != "PostgresBackend":
+        return set()  # a backend without a readable event log keeps no tombstones we can read
+    from agent_memory.backends.postgres import dump  # type: ignore[import-not-found,unused-ignore]
+
+    return {e.id for e in await dump.all_events(inner) if e.event == "purged"}
+
+
+def was_purged(rec: MemoryRecord, tombstones: set[str]) -> bool:
+    """Does ``tombstones`` hold ``rec`` (by its id, or by the id it had where it was first imported from)?"""
+    if not tombstones:
+        return False
+    first = rec.metadata.get("imported_id")
+    return tombstone_id(rec.id) in tombstones or (isinstance(first, str) and tombstone_id(first) in tombstones)
+
+
+def skip_purged(report: ImportReport, where: str, rec: MemoryRecord) -> None:
+    report.skip(
+        where,
+        "purged",
+        f"record {rec.id} was purged from this store (its purge tombstone is here); not re-imported "
+        "(pass allow_purged=True / --allow-purged to bring it back deliberately)",
+        rec.id,
+    )
+
+
+def _partition(scope: object, session_id: object, user_id: object, namespace: object) -> tuple[Any, ...]:
+    return (getattr(scope, "value", scope), session_id or None, user_id or None, namespace or "")
+
+
+def _holder(store: MemoryStore, conn: Any, rid: str) -> tuple[Any, ...] | None:
+    """The partition of the live or archived record ``rid`` (None: no record has this id)."""
+    row = conn.execute("SELECT scope, session_id, user_id, namespace FROM records WHERE id = ?", (rid,)).fetchone()
+    if row is not None:
+        return _partition(row["scope"], row["session_id"], row["user_id"], row["namespace"])
+    name = f"{rid}.md"
+    for folder in (store.records_dir, store.archive_dir):
+        if os.path.lexists(Path(folder, name)):
+            try:
+                from agent_memory.formats.quarantine import read_record_file
+
+                held = read_record_file(Path(folder), name)[0]
+            except Exception:  # noqa: BLE001 - unreadable: nobody's partition we can tell; treat as someone else's
+                return ("?",)
+            return _partition(held.scope, held.session_id, held.user_id, held.namespace)
+    return None
+
+
+def own_id(rec: MemoryRecord) -> str:
+    """An id for ``rec`` made for its owner: its id with a short hash of its partition (scope, session, user,
+    namespace), so an id another owner holds is never reported to a caller who cannot see that record."""
+    part = "\0".join(str(x) for x in _partition(rec.scope, rec.session_id, rec.user_id, rec.namespace))
+    tag = hashlib.sha256(f"{rec.id}\0{part}".encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{rec.id[:200]}-{tag}"
+
+
+def _write_files(store: MemoryStore, items: Sequence[Pending], report: ImportReport, dedupe: bool, guard: Guard) -> None:
+    written: list[MemoryRecord] = []
+    tombstones = guard.tombstones or set()
     with store.lock.hold():
         store.index.refresh(periodic=False)
         with store.index.transaction() as conn:
             for where, rec, redactions in items:
+                if not guard.allow_purged and was_purged(rec, tombstones):
+                    skip_purged(report, where, rec)
+                    continue
+                if guard.private and _holder(store, conn, rec.id) != _partition(rec.scope, rec.session_id, rec.user_id, rec.namespace):
+                    # an import as a caller keeps a file's id only where the caller's own record holds it (a re-run);
+                    # any other id gets the owner's suffix, free or not, so the outcome never tells the caller whether
+                    # someone else's record holds it
+                    rec = rec.replace(id=own_id(rec))
+                    report.ids_kept = False
                 name = f"{rec.id}.md"
                 path = Path(store.records_dir, name)
                 data = rec.render().encode("utf-8")
@@ -128,14 +231,18 @@ def _write_files(store: MemoryStore, items: Sequence[Pending], report: ImportRep
                 st = atomic_write(path, data, durable=False)
                 body_line = data.count(b"\n", 0, len(data) - len(rec.content.encode("utf-8")) - 1) + 1
                 store.index.upsert(conn, rec, name, st.st_mtime_ns, st.st_size, body_line=body_line, new=True)
-                written.append(rec.id)
+                written.append(rec)
                 report.redactions += redactions
             if written and store.durable:
                 os.sync()  # one flush for the batch instead of an fsync per file
             store.index.mark_synced(conn)
+        if written and guard.log_events:  # one `imported` event per record, undoable as on PostgreSQL
+            with store.events.batch():
+                for rec in written:
+                    store.event("created", rec, after=rec.content_hash, source="import")
         if written:
             store.write_memory_md()
-    report.written.extend(written)
+    report.written.extend(rec.id for rec in written)
 
 
 def draft_of(rec: MemoryRecord) -> MemoryDraft:
@@ -159,23 +266,28 @@ def draft_of(rec: MemoryRecord) -> MemoryDraft:
     )
 
 
-async def _write_backend(backend: MemoryBackend, items: Sequence[Pending], report: ImportReport) -> None:
+async def _write_backend(backend: MemoryBackend, items: Sequence[Pending], report: ImportReport, guard: Guard) -> None:
     report.ids_kept = False
     todo: list[Pending] = []
+    if guard.tombstones is None:
+        guard.tombstones = set() if guard.allow_purged or not items else await _pg_tombstones(backend)
     seen: dict[tuple[str, str | None, str | None, str], set[tuple[Any, str]]] = {}
     stored_expired = await _expired_imports(backend) if any(_expired(rec) for _, rec, _ in items) else set()
     for item in items:
         where, rec, _ = item
+        if not guard.allow_purged and was_purged(rec, guard.tombstones or set()):
+            skip_purged(report, where, rec)
+            continue
         if _expired(rec) and (rec.id, rec.content, rec.namespace or "") in stored_expired:  # no read shows it: a re-run
             report.skip(where, "exists", "already imported (same original id and text, expired)", rec.id)
             continue
         part = (rec.scope.value, rec.session_id, rec.user_id, rec.namespace or "")
         if part not in seen:  # a re-run finds what it wrote before by the original id kept in metadata
             try:
-                hits = await backend.list(_owner(rec), limit=None, scope=rec.scope.value)
+                hits = await backend.list(owner_of(rec), limit=None, scope=rec.scope.value)
             except Exception:  # noqa: BLE001 - a backend without this filter: rely on its own dedupe
                 hits = []
-            seen[part] = {(h.metadata.get("imported_id"), h.content) for h in hits}
+            seen[part] = {(h.metadata.get("imported_id"), h.content) for h in hits} | {(h.id, h.content) for h in hits}
         if (rec.id, rec.content) in seen[part]:
             report.skip(where, "exists", "already imported (same original id and text)", rec.id)
             continue
@@ -218,6 +330,6 @@ async def _expired_imports(backend: MemoryBackend) -> set[tuple[Any, str, str]]:
     return {(r.metadata.get("imported_id"), r.content, r.namespace or "") for r in rows if _expired(r)}
 
 
-def _owner(rec: MemoryRecord) -> Caller:
+def owner_of(rec: MemoryRecord) -> Caller:
     """The record's own partition and namespace (``full``: an ancestor's copy is not this one)."""
     return Caller(session_id=rec.session_id, user_id=rec.user_id, namespace=rec.namespace or None, isolation="full")

@@ -14,6 +14,7 @@ SkipReason = Literal[
     "expired",  # its expiry date has passed: an expired memory is never visible, so it is not imported
     "empty",  # nothing to remember (no text)
     "unsupported",  # a file or line this format does not describe (e.g. a stray file)
+    "purged",  # purged from the target (its purge tombstone is there): not re-imported without allow_purged
 ]
 
 

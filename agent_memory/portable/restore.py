@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from agent_memory.errors import InvalidIdError, InvalidInputError
 from agent_memory.model.drafts import Override, check_id, prepare_record
 from agent_memory.model.records import MemoryRecord
-from agent_memory.portable._write import Pending, Target, batch_size, write_records
+from agent_memory.portable._write import Guard, Owned, Pending, Target, batch_size, write_records
 from agent_memory.portable.export import is_header
 from agent_memory.portable.report import ImportReport
 
@@ -30,13 +30,24 @@ def record_from_dict(data: object, override: Override | None = None) -> tuple[Me
 
 
 def restore_lines(
-    target: Target, lines: Iterable[tuple[int, str | None]], report: ImportReport, override: Override | None = None
+    target: Target,
+    lines: Iterable[tuple[int, str | None]],
+    report: ImportReport,
+    override: Override | None = None,
+    *,
+    allow_purged: bool = False,
 ) -> ImportReport:
     """Import numbered JSONL lines of our export into ``target`` (see the module docstring); a line given as
-    None could not be decoded (not UTF-8) and is skipped."""
+    None could not be decoded (not UTF-8) and is skipped. A record (live or archived), session log or episode
+    purged from the target is skipped as ``purged`` unless ``allow_purged`` (:mod:`agent_memory.portable.root`)."""
     pending: list[Pending] = []
     sections: list[tuple[str, dict[str, object]]] = []  # a full export's other sections, restored after the records
     size = batch_size(target)
+    # any override (an owner or a namespace alone) is a caller's import: its section lines are refused, only the
+    # root's operator restores registry, session, episode, event and archive lines as they are named
+    as_caller = override is not None and (bool(override) or bool(override.namespace))
+    guard = Guard(private=as_caller, allow_purged=allow_purged)
+    owners: list[Owned] = []  # the records read, for telling a purged owner's session logs and episodes
     for n, line in lines:
         where = f"line {n}"
         if line is None:
@@ -48,6 +59,8 @@ def restore_lines(
         try:
             data = json.loads(line)
             if is_header(data):
+                if not as_caller and "events" in (data.get("sections") or ()):
+                    guard.log_events = False  # the operator's restore of a full export: its own event lines come back
                 continue
             if isinstance(data, dict) and "section" in data:
                 sections.append((where, data))
@@ -62,18 +75,20 @@ def restore_lines(
         if rescoped is not None and override:
             report.rescope(where, rec.id, rescoped.value, rec.scope.value, override.describe())
         pending.append((where, rec, redactions))
+        if not as_caller:
+            first = rec.metadata.get("imported_id")
+            owners.append((rec.id, first if isinstance(first, str) else None, rec.session_id, rec.user_id))
         if len(pending) >= size:
-            write_records(target, pending, report, dedupe=False)
+            write_records(target, pending, report, dedupe=False, guard=guard)
             pending.clear()
-    write_records(target, pending, report, dedupe=False)
+    write_records(target, pending, report, dedupe=False, guard=guard)
     if sections:
-        from agent_memory.portable.root import import_section
+        from agent_memory.portable.root import import_section, purged_owners
 
-        state: dict[str, object] = {}
+        state: dict[str, object] = {"allow_purged": allow_purged}
+        if not as_caller and not allow_purged:
+            state["purged_owners"] = purged_owners(target, owners, sections, guard)
         for where, data in sections:
-            # any override (an owner or a namespace alone) is a caller's import: its section lines are refused, only the
-            # root's operator restores registry, session, episode, event and archive lines as they are named
-            as_caller = override is not None and (bool(override) or bool(override.namespace))
             import_section(target, where, data, report, as_caller=as_caller, state=state)  # type: ignore[arg-type]
     return report
 

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from agent_memory.backends.base import Caller
+from agent_memory.backends.base import Caller, MemoryBackend
 from agent_memory.backends.files.store import MemoryStore
 from agent_memory.episodes import Episode, EpisodeParseError, ToolUse, episode_store, parse_episode
 from agent_memory.episodes._files import read_episode_file
@@ -40,19 +40,19 @@ from agent_memory.formats.atomic import atomic_write
 from agent_memory.formats.quarantine import read_record_file
 from agent_memory.model import scopes
 from agent_memory.model.drafts import prepare_record
-from agent_memory.model.events import Event, NotSupportedError
+from agent_memory.model.events import Event, NotSupportedError, tombstone_id
 from agent_memory.model.events import visible as event_visible
-from agent_memory.model.records import MemoryRecord, RecordParseError, Scope
+from agent_memory.model.records import MemoryRecord, RecordParseError, Scope, content_hash
 from agent_memory.model.scopes import may_see
 from agent_memory.model.values import _OUR_ID
-from agent_memory.portable._write import Target, files_store, run_sync
+from agent_memory.portable._write import Guard, Owned, Target, files_store, owner_of, purged_ids, run_sync, skip_purged, was_purged
 from agent_memory.portable.report import ImportReport
 from agent_memory.redaction.api import contains_secret, redact_text
 from agent_memory.sessions._files import message_line
 from agent_memory.sessions.api import session_store
 from agent_memory.sessions.store import SessionStore
 
-__all__ = ["SECTIONS", "export_sections", "import_section"]
+__all__ = ["SECTIONS", "export_sections", "import_section", "purged_owners"]
 
 SECTIONS = ("records", "archive", "namespaces", "sessions", "episodes", "events")
 _EPISODE_FIELDS = {f.name for f in dataclasses.fields(Episode)} - {"path"}
@@ -96,15 +96,33 @@ def export_sections(
 
 
 def _archived(store: MemoryStore, problems: dict[str, str]) -> list[MemoryRecord]:
+    """Every archived record file as it is (its archive note kept in the text, so an import writes the same bytes),
+    with the hash the file stores: that of the record's text, not of the note (:func:`archived_hash`)."""
     out = []
     base = Path(store.archive_dir)
     names = sorted(p.name for p in base.glob("*.md")) if base.is_dir() and not base.is_symlink() else []
     for name in names:
         try:
-            out.append(read_record_file(base, name)[0])
+            rec = read_record_file(base, name)[0]
         except (OSError, RecordParseError) as exc:
             problems[f"archive/{name}"] = str(exc) or type(exc).__name__
+            continue
+        out.append(rec.replace(content_hash=archived_hash(rec.content)))
     return out
+
+
+def archived_text(text: str) -> str:
+    """An archived record's text without the archive note(s) the store appended when it archived it."""
+    from agent_memory.backends.files.history import _ANNOTATION
+
+    while text != (text := _ANNOTATION.sub("", text)):
+        pass
+    return text
+
+
+def archived_hash(text: str) -> str:
+    """The ``content_hash`` an archive file stores: of the record's text, which the archive note does not change."""
+    return content_hash(archived_text(text))
 
 
 def _pg(source: Target) -> Any:
@@ -227,8 +245,16 @@ def import_section(
         )
         return
     try:
+        if section in ("session", "episode") and _purged_owner(section, data, state):
+            report.skip(
+                where,
+                "purged",
+                f"a {section} of an owner purged from this store (every record of theirs the export holds has its purge "
+                "tombstone here); not re-imported (pass allow_purged=True / --allow-purged to bring it back)",
+            )
+            return
         if section == "archive":
-            _import_archive(target, where, data, report)
+            _import_archive(target, where, data, report, state)
         elif section == "namespaces":
             _import_namespaces(target, where, data, report)
         elif section == "session":
@@ -249,17 +275,20 @@ def _only_keys(data: dict[str, Any], allowed: set[str]) -> None:
         raise InvalidInputError(f"unknown field(s): {', '.join(sorted(map(str, unknown)))}")
 
 
-def _import_archive(target: Target, where: str, data: dict[str, Any], report: ImportReport) -> None:
+def _import_archive(target: Target, where: str, data: dict[str, Any], report: ImportReport, state: dict[str, Any]) -> None:
     _only_keys(data, {"section", "record"})
     rec, redactions, _ = prepare_record(data.get("record"))
+    rec = rec.replace(content_hash=archived_hash(rec.content))  # the stored hash: the archive note is not the record's
+    if not state.get("allow_purged"):
+        tombstones = state.get("tombstones")
+        if tombstones is None:
+            tombstones = state["tombstones"] = purged_ids(target)
+        if was_purged(rec, tombstones):
+            skip_purged(report, where, rec)
+            return
     store = files_store(target)
     if store is None:
-        report.skip(
-            where,
-            "unsupported",
-            "an archived record is not imported into this backend (its archive is written only by forget/sweep)",
-            rec.id,
-        )
+        _archive_in_backend(target, where, rec, report)
         return
     store.open()
     path = Path(store.archive_dir) / f"{rec.id}.md"
@@ -281,6 +310,38 @@ def _import_archive(target: Target, where: str, data: dict[str, Any], report: Im
         atomic_write(path, body, durable=store.durable)
     report.written.append(rec.id)
     report.redactions += redactions
+
+
+def _archive_in_backend(target: Target, where: str, rec: MemoryRecord, report: ImportReport) -> None:
+    """An archived record into a backend other than the files store: its archive is written only by its own
+    forget/sweep, so a record it holds live under this id with the same text is archived there (forgotten, as its
+    owner): the archive state an export carries — e.g. a duplicate consolidation archived in a files copy — is
+    applied. Anything else is ``unsupported``."""
+    backend: MemoryBackend = target  # type: ignore[assignment]
+    owner = owner_of(rec)
+    text = archived_text(rec.content)
+
+    async def apply() -> str:
+        try:
+            live = await backend.get(rec.id, owner)
+        except NotFoundError:
+            return "absent"
+        if live.content != text:
+            return "differs"
+        return "archived" if await backend.forget(rec.id, owner) else "absent"
+
+    outcome = run_sync(apply())
+    if outcome == "archived":
+        report.written.append(f"archived:{rec.id}")
+    elif outcome == "differs":
+        report.skip(where, "conflict", "a live record with this id holds a different text; it is not archived", rec.id)
+    else:
+        report.skip(
+            where,
+            "unsupported",
+            "an archived record is not imported into this backend (its archive is written only by forget/sweep)",
+            rec.id,
+        )
 
 
 def _owner(name: str, value: object) -> str | None:
@@ -489,6 +550,9 @@ def _import_event(target: Target, where: str, data: dict[str, Any], report: Impo
     ev = Event.from_dict(clean)
     store = files_store(target)
     if store is None:
+        if ev.event == "distilled" and ev.id.startswith("session:") and ev.owner_session:
+            _carry_distilled(target, where, ev, report)
+            return
         report.skip(
             where,
             "unsupported",
@@ -507,3 +571,67 @@ def _import_event(target: Target, where: str, data: dict[str, Any], report: Impo
         store.events.append(ev)
         eids.add(ev.eid)
     report.written.append(f"event:{ev.eid}")
+
+
+def _carry_distilled(target: Target, where: str, ev: Event, report: ImportReport) -> None:
+    """A session's distill cursor (its ``distilled`` events: how far ``sessions distill`` read) into a backend that
+    keeps its own event log: one ``distilled`` event of its own there, so the next distill does not re-read what the
+    source already distilled. Skipped as ``exists`` when the target's cursor is already as far."""
+    from agent_memory.consolidate.tend import _log_event, distilled_through
+    from agent_memory.sessions._messages import SessionDir
+
+    through = ev.detail.get("through")
+    if isinstance(through, bool) or not isinstance(through, int) or ev.owner_session is None:
+        raise InvalidInputError("a distilled event needs owner_session and a whole number `through`")
+    sdir = SessionDir(Path(), ev.owner_session, ev.owner_user, ev.owner_namespace or "")
+
+    async def carry() -> bool:
+        if await distilled_through(target, sdir) >= through:
+            return False
+        detail = {k: v for k, v in ev.detail.items() if k in ("messages", "written")}
+        await _log_event(target, "distilled", sdir, **{**detail, "through": through})
+        return True
+
+    if run_sync(carry()):
+        report.written.append(f"cursor:{ev.owner_session}")
+    else:
+        report.skip(where, "exists", f"session {ev.owner_session}: the distill cursor is already here", ev.eid)
+
+
+# -- purged owners ----------------------------------------------------------------------------------------------------
+def purged_owners(target: Target, records: list[Owned], sections: list[tuple[str, dict[str, Any]]], guard: Guard) -> set[Any]:
+    """The owners (``("user", uid)``, ``("session", uid, sid)``) an export names whose every record — live or
+    archived, at least one — has its purge tombstone in ``target``: their session logs and episodes are skipped as
+    ``purged`` too. A purge leaves tombstones of record ids only (no owner), so an owner the export holds no record
+    of cannot be told purged, and a single purged record that was an owner's only one reads as that owner purged."""
+    tombstones = guard.tombstones if guard.tombstones is not None else purged_ids(target)
+    if not tombstones:
+        return set()
+    counts: dict[Any, list[int]] = {}
+    owned = list(records)
+    for _, data in sections:
+        raw = data.get("record") if data.get("section") == "archive" else None
+        if isinstance(raw, dict) and isinstance(raw.get("id"), str):
+            meta = raw.get("metadata")
+            first = meta.get("imported_id") if isinstance(meta, dict) else None
+            sid, uid = raw.get("session_id"), raw.get("user_id")
+            owned.append((raw["id"], *(v if isinstance(v, str) else None for v in (first, sid, uid))))  # type: ignore[arg-type]
+    for rid, first, sid, uid in owned:
+        gone = tombstone_id(rid) in tombstones or (first is not None and tombstone_id(first) in tombstones)
+        keys = ([("user", uid)] if uid else []) + ([("session", uid, sid)] if sid else [])
+        for key in keys:
+            c = counts.setdefault(key, [0, 0])
+            c[0] += 1
+            c[1] += int(gone)
+    return {key for key, (n, gone) in counts.items() if n and n == gone}
+
+
+def _purged_owner(section: str, data: dict[str, Any], state: dict[str, Any]) -> bool:
+    owners = state.get("purged_owners")
+    if not owners:
+        return False
+    raw = data.get("episode") if section == "episode" else data
+    if not isinstance(raw, dict):
+        return False
+    sid, uid = raw.get("session_id"), raw.get("user_id")
+    return bool((uid and ("user", uid) in owners) or (sid and ("session", uid, sid) in owners))

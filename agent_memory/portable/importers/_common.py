@@ -2,7 +2,9 @@
 
 Each item goes through the write gate (:func:`agent_memory.model.drafts.apply_override` for whose it is, then
 :func:`agent_memory.model.drafts.prepare_draft`: validation and the same redaction as every write), keeps its original timestamps (normalised to UTC), and gets a deterministic id made from the source
-format, the item's identity in its source and its text, so re-running an import finds it and writes nothing.
+format, the item's identity in its source, its text and its owner (scope, session, user, namespace: the same memory
+imported for two owners is two records, and neither import can tell the other exists), so re-running an import
+finds it and writes nothing. An import as a caller never keeps a source's own ids (one could be another owner's).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from agent_memory.errors import InvalidInputError
 from agent_memory.model.drafts import MemoryDraft, Override, apply_override, check_id, prepare_draft, stamp_override, utc_text
 from agent_memory.model.records import SOURCES, slugify
 from agent_memory.model.values import shown
-from agent_memory.portable._write import Pending, Target, batch_size, write_records
+from agent_memory.portable._write import Guard, Pending, Target, batch_size, write_records
 from agent_memory.portable.report import ImportReport
 
 __all__ = ["Item", "Overrides", "file_time", "import_items", "not_inside", "refuse_link", "to_utc"]
@@ -129,13 +131,17 @@ def _record_of(item: Item, fmt: str, fallback_time: str, over: Override, report:
         report.skip(item.where, "invalid", str(exc))
         return None
     rid = None
-    if item.id:
+    if item.id and not over:  # an import as a caller never keeps a file's id: it could be another owner's
         try:
             rid = check_id("id", item.id)
         except InvalidInputError:
             rid = None  # not a safe id (or a secret): a deterministic one instead
     if rid is None:
-        digest = hashlib.sha256(f"{fmt}\0{item.ref}\0{item.content}".encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        # the owner is part of the identity: the same memory imported for two owners is two records, never a
+        # `conflict` that tells one of them the other holds it
+        owner = f"{rec.scope.value}\0{rec.session_id or ''}\0{rec.user_id or ''}\0{rec.namespace or ''}"
+        ident = f"{fmt}\0{item.ref}\0{item.content}\0{owner}"
+        digest = hashlib.sha256(ident.encode("utf-8", "surrogatepass")).hexdigest()[:8]
         rid = f"{created[:10]}-{slugify(rec.memory_key or rec.title)}-{digest}"
     source = item.source if item.source in SOURCES else rec.source
     if owned.rescoped is not None and over:
@@ -146,19 +152,29 @@ def _record_of(item: Item, fmt: str, fallback_time: str, over: Override, report:
 
 
 def import_items(
-    target: Target, items: Iterable[Item], report: ImportReport, *, fmt: str, fallback_time: str, overrides: Override | None = None
+    target: Target,
+    items: Iterable[Item],
+    report: ImportReport,
+    *,
+    fmt: str,
+    fallback_time: str,
+    overrides: Override | None = None,
+    allow_purged: bool = False,
 ) -> ImportReport:
-    """Verify ``items`` and write the new ones (in batches), reporting each one not written."""
+    """Verify ``items`` and write the new ones (in batches), reporting each one not written (a record purged from
+    the target is skipped as ``purged`` unless ``allow_purged``)."""
     batch: list[Pending] = []
     size = batch_size(target)
+    over = overrides or Override()
+    guard = Guard(allow_purged=allow_purged)  # not `private`: as a caller, every id is derived with its owner already
     for item in items:
-        pending = _record_of(item, fmt, fallback_time, overrides or Override(), report)
+        pending = _record_of(item, fmt, fallback_time, over, report)
         if pending is not None:
             batch.append(pending)
         if len(batch) >= size:
-            write_records(target, batch, report, dedupe=True)
+            write_records(target, batch, report, dedupe=True, guard=guard)
             batch.clear()
-    write_records(target, batch, report, dedupe=True)
+    write_records(target, batch, report, dedupe=True, guard=guard)
     return report
 
 
