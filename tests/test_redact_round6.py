@@ -64,6 +64,33 @@ SECRETS = [
     ("the api key is 1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f", "1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f"),
     # a session cookie whose hex value starts like an IBAN ("DE12…")
     ("header Cookie=JSESSIONID=DE12AB34CD56EF7890AB12CD34EF5678; lang=en", "DE12AB34CD56EF7890AB12CD34EF5678"),
+    # 8. identity and account numbers: few digits after a passport label, India's PAN, an account abbreviated, NI keys
+    ("Meine Passnummer ist LHXK7TRZN.", "LHXK7TRZN"),
+    ("numéro de passeport : 19XT88204", "19XT88204"),
+    ("PAN card: BQWPK4410M, needed for the TDS form", "BQWPK4410M"),
+    ("RTGS — A/c no. 50100293847712, IFSC HDFC0001234", "50100293847712"),
+    ('{"surname": "Ng", "ni_no": "QT472915B"}', "QT472915B"),
+    # 9. a secret stored in parts under part-named keys; a token wrapped over lines
+    ("DB_SECRET_PART1=qZtRmWkPxLbVnHsJdYcF\nDB_SECRET_PART2=8uQ2z0pLk3Ws9xTq4Rfe", "qZtRmWkPxLbVnHsJdYcF"),
+    ("github token, wrapped:\nghp_Q8v2LmXzR4\nTq9WkZp3YbNc7Hs\nDf5Jg1KxVe", "Tq9WkZp3YbNc7Hs"),
+    # 10. a value read back by its store's command; a REPL or notebook evaluating a secret's name
+    ("$ kubectl get secret api -o jsonpath='{.data.token}' | base64 --decode\nh7#Kq2!vPz9wLm$ ", "h7#Kq2!vPz9wLm"),
+    ("$ airflow connections get crm -o plain\ncrm  mysql  db.internal  svc  Wq8!zPl2#xVb  3306", "Wq8!zPl2#xVb"),
+    (">>> os.environ['STRIPE_SECRET']\n'Zx81!kQpL0vw2Tq'", "Zx81!kQpL0vw2Tq"),
+    ("In [4]: settings.DB_PASSWORD\nOut[4]: 'm4Rt!nQ9z#Lp'", "m4Rt!nQ9z#Lp"),
+    (
+        '{"source": ["os.environ[\'GITLAB_TOKEN\']"], "outputs": [{"data": {"text/plain": ["\'q7>Tz;mK2+vR(pL9#x\'"]}}]}',
+        "q7>Tz;mK2+vR(pL9#x",
+    ),
+    ("sticky note:\nnpm_Zq81kPxW\nMvT3rLq9NbYs\nKp2Wd7", "Kp2Wd7"),
+    # 11. a password hash bound to its user in prose; an SNMP community of letters alone; a key after an arrow
+    ("the basic auth entry is deploy:$apr1$Qx7Lm2Zp$Vb3Nq8Rt1Wz5Yk0Lp9Hs4.", "$apr1$Qx7Lm2Zp$Vb3Nq8Rt1Wz5Yk0Lp9Hs4."),
+    (
+        "web:$2b$12$Qm3.Zr8Lp1Vx7Nk2Wq9Yt0e.H5jKd4Sf6Ga8Bc1De3Fg5Hi7Jk9Lm (from the old ticket)",
+        "Qm3.Zr8Lp1Vx7Nk2Wq9Yt0e.H5jKd4Sf6Ga8Bc1De3Fg5Hi7Jk9Lm",
+    ),
+    ("snmp-server community XqPlmZtrWvBn RW", "XqPlmZtrWvBn"),
+    ("scan: STRIPE_API_KEY in app/cfg.py:12 -> 9f0e1d2c3b4a59687a6b5c4d3e2f1a0b", "9f0e1d2c3b4a59687a6b5c4d3e2f1a0b"),
 ]
 
 
@@ -97,6 +124,13 @@ LOOK_ALIKES = [
     "payload: eyJldmVudCI6ICJjbGljayIsICJidXR0b24iOiAic2lnbnVwIn0=",
     # a base58 address that starts with 1 is still public
     "send to 1BvBMSEYstWetqTFn5Au4m4GFg7xJaNVN2",
+    # ids without the label's kind, defaults, public keys and hashes named as such
+    "Passport photo taken on 2024-05-01 at booth 7",
+    "snmp-server community public RO",
+    "Bitcoin address 3J98t1WpEZ73CNmQviecrnyiWrnqRhWNLy",
+    "commit abc123 -> 9f0e1d2c3b4a59687a6b5c4d3e2f1a0b (sha of the build)",
+    "AWS_REGION_PART_A=eu-west-1",
+    ">>> os.environ['HOME']\n'/home/ana'",
 ]
 
 

@@ -41,7 +41,7 @@ import unicodedata
 from bisect import bisect_right
 from collections.abc import Iterator
 
-from agent_memory.redaction.base import I, Lazy
+from agent_memory.redaction.base import I, Lazy, token_like
 
 Span = tuple[int, int, str]
 
@@ -519,6 +519,61 @@ def split_card_spans(text: str) -> Iterator[Span]:
                 break
 
 
+# identity numbers named by a label whose value has few digits: a passport (German "CKFJ0FVCY"), India's PAN
+_PASSPORT = Lazy(
+    r"(?:passport|reisepass\w*|passnummer|passeport|pasaporte|passaporto|paspoort|pasaport\w*|paszport\w*|паспорт\w*|"
+    r"旅券|护照|護照|여권|पासपोर्ट|جواز\s+السفر|f(?:ü|u)hrerschein\w*|driv(?:er|ing)['’]?s?\s+licen[cs]e)"
+    r"(?:\s*(?:number|no\.?|nr\.?|#|nummer|num(?:é|e)ro|n(?:ú|u)mero|номер))?"
+    r"[^\n\d]{0,30}?(?<![A-Za-z0-9])(?-i:(?P<v>(?=[A-Z0-9]{6,12}(?![A-Za-z0-9]))(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{6,12}))"
+    r"(?![A-Za-z0-9])",
+    I,
+)
+_PAN = Lazy(
+    r"(?:\bPAN\b|\bpan\s+(?:card|number|no)|permanent\s+account\s+number|पैन)[^\n]{0,30}?"
+    r"(?<![A-Za-z0-9])(?P<v>[A-Z]{3}[ABCFGHLJPT][A-Z]\d{4}[A-Z])(?![A-Za-z0-9])"
+)
+ID_GATE = ("passport", "reisepass", "passnummer", "passeport", "pasaporte", "passaporto", "paspoort", "pasaport", "paszport",
+           "паспорт", "旅券", "护照", "護照", "여권", "पासपोर्ट", "جواز", "führerschein", "fuhrerschein", "licen", "pan", "पैन")  # fmt: skip
+
+
+def id_spans(text: str, low: str) -> Iterator[Span]:
+    for m in _PASSPORT.get().finditer(text):
+        v = m.group("v")
+        if not _DOC_WORD.get().search(v) and len(set(v)) > 3 and not v.isdigit() or v.isdigit() and len(v) >= 8:
+            yield m.start("v"), m.end("v"), "national_id"
+    if "pan" in low or "पैन" in low or "permanent" in low:
+        for m in _PAN.get().finditer(text):
+            yield m.start("v"), m.end("v"), "national_id"
+
+
+# a password hash bound to its user wherever the line is quoted ("ops:$2y$10$…", "bob:$apr1$…", "root:$6$…"):
+# an htpasswd or shadow entry, offline-crackable
+_USER_HASH = Lazy(
+    r"(?<![\w$./-])[\w.@-]{1,64}:(?P<v>\$2[abxy]?\$\d\d\$[./A-Za-z0-9]{53}|\$apr1\$[./A-Za-z0-9]{1,8}\$[./A-Za-z0-9]{22}|"
+    r"\$[156y]\$[./A-Za-z0-9=]{1,32}\$[./A-Za-z0-9]{22,86}|\{SSHA?\}[A-Za-z0-9+/]{27,60}={0,2})"
+)
+
+
+# a value after an arrow on a line that names a secret ("AZURE_OPENAI_API_KEY found in src/x.py:41 -> ca73…")
+_ARROW_VALUE = Lazy(r"(?:->|=>|→|⟶|⇒)[ \t]*[\"'`]?(?P<v>[^\s\"'`<>()\[\]{}]{12,200})")
+_SECRET_IDENT = Lazy(
+    r"(?<![A-Za-z0-9])[A-Za-z][A-Za-z0-9]*(?:[_.-][A-Za-z0-9]+)*[_.-]?(?:API[_-]?KEY|SECRET(?:[_-]?KEY)?|TOKEN|PASSWORD|PASSWD|"
+    r"ACCESS[_-]?KEY|PRIVATE[_-]?KEY|api[_-]?key|secret|token|password|apiKey|Secret|Token|Password)(?![A-Za-z0-9])"
+)
+
+
+def arrow_spans(text: str) -> Iterator[Span]:
+    for m in _ARROW_VALUE.get().finditer(text):
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        if _SECRET_IDENT.get().search(text, line_start, m.start()) is None:
+            continue
+        v = m.group("v").rstrip(".,;:")
+        digits = sum(c.isdigit() for c in v)
+        letters = sum(c.isalpha() for c in v)
+        if len(v) >= 16 and digits >= 3 and letters >= 3 and "/" not in v and "." not in v.strip("."):
+            yield m.start("v"), m.start("v") + len(v), "secret"
+
+
 def _bip39_split(text: str) -> Iterator[Span]:
     from agent_memory.redaction.bip39 import WORDS
 
@@ -629,6 +684,13 @@ def cue_spans(text: str) -> Iterator[Span]:
             if _luhn(re.sub(r"\D", "", m.group())):
                 yield m.start(), m.end(), "card_number"
     low = text.lower()
+    if _any(low, ID_GATE):
+        yield from id_spans(text, low)
+    if ":$" in text or ":{SSHA}" in text or ":{SHA}" in text:
+        for m in _USER_HASH.get().finditer(text):
+            yield m.start("v"), m.end("v"), "password"
+    if ("->" in text or "=>" in text or "→" in text or "⇒" in text or "⟶" in text) and _any(low, KV_GATE + ("key",)):
+        yield from arrow_spans(text)
     if _any(low, PW_GATE):
         for s, e in _label_values(text):
             yield s, e, "password"
@@ -731,6 +793,24 @@ def cue_spans(text: str) -> Iterator[Span]:
         yield from _bip39_split(text)
 
 
+# a prefixed token wrapped over the lines below it ("hf_VXAtl…\nHNLPSdK…\nRXYtIq…"): its continuation lines
+_WRAPPED_TOKEN = Lazy(
+    r"(?m)^[ \t]*(?P<head>[a-z]{2,8}[_-][A-Za-z0-9_-]{6,80})[ \t]*\n(?P<rest>(?:[ \t]*[A-Za-z0-9_-]{6,80}[ \t]*(?:\n|$)){1,6})"
+)
+
+
+def _wrapped_token_spans(text: str) -> Iterator[Span]:
+    for m in _WRAPPED_TOKEN.get().finditer(text):
+        lines = m.group("rest").split("\n")
+        pieces = [ln.strip() for ln in lines if ln.strip()]
+        if not pieces or not all(token_like(p) and not p.isdigit() for p in pieces) or not token_like(m.group("head")):
+            continue
+        if any(re.fullmatch(r"[a-z]{2,8}[_-]\S+", p) for p in pieces):
+            continue  # a list of several prefixed tokens, each whole
+        end = m.start("rest") + len(m.group("rest").rstrip("\n"))
+        yield m.start("head"), end, "token"
+
+
 def extend_spans(text: str) -> Iterator[Span]:
     """Whole secrets of which other rules find a part: a key wrapped over the lines below its label, a URL userinfo whose
     user is itself a key, a Telegram bot token with its bot id, a password after its label of which another rule took
@@ -739,6 +819,8 @@ def extend_spans(text: str) -> Iterator[Span]:
         for s, e in _label_values(text):
             if any(c in "*=|" for c in text[s:e]):
                 yield s, e, "password"
+    if "\n" in text and ("_" in text or "-" in text):
+        yield from _wrapped_token_spans(text)
     if "=\n" in text or ":\n" in text:
         for m in _WRAPPED.get().finditer(text):
             yield m.start("v"), m.end("v") - (1 if m.group("v").endswith("\n") else 0), "secret"
