@@ -501,6 +501,9 @@ _CARD_WORD = Lazy(r"\b(?:card|karte|tarjeta|carte|cartão|carta|kart\w*|карт
 _CARD_IIN = Lazy(r"4|5[1-5]|2(?:2[2-9]|[3-6]\d|7[01]|720)|3[47]|6(?:011|5|4[4-9]|2)|35(?:2[89]|[3-8])|3(?:0[0-5]|[689])")
 
 
+CARD_GATE = ("card", "kart", "tarjeta", "carte", "cartão", "carta", "карт", "カード", "卡")
+
+
 def split_card_spans(text: str) -> Iterator[Span]:
     if _CARD_WORD.get().search(text) is None:
         return
@@ -565,7 +568,7 @@ _SECRET_IDENT = Lazy(
 def arrow_spans(text: str) -> Iterator[Span]:
     for m in _ARROW_VALUE.get().finditer(text):
         line_start = text.rfind("\n", 0, m.start()) + 1
-        if _SECRET_IDENT.get().search(text, line_start, m.start()) is None:
+        if _SECRET_IDENT.get().search(text, max(line_start, m.start() - 300), m.start()) is None:
             continue
         v = m.group("v").rstrip(".,;:")
         digits = sum(c.isdigit() for c in v)
@@ -656,6 +659,11 @@ TRIGGERS = tuple(
 
 
 @functools.lru_cache(maxsize=8)
+def _pw_gated(text: str) -> bool:
+    return _any(text.lower(), PW_GATE)
+
+
+@functools.lru_cache(maxsize=8)
 def _label_values(text: str) -> tuple[tuple[int, int], ...]:
     """(start, end) of each value after a password label (computed once per text: the merge pass reads it again)."""
     low = text.lower()
@@ -678,12 +686,13 @@ def cue_spans(text: str) -> Iterator[Span]:
         for m in _IBAN.get().finditer(text):
             if _iban_valid(m.group()):
                 yield m.start(), m.end(), "iban"
-    yield from split_card_spans(text)
     if "  " in text:
         for m in _WIDE_CARD.get().finditer(text):
             if _luhn(re.sub(r"\D", "", m.group())):
                 yield m.start(), m.end(), "card_number"
     low = text.lower()
+    if _any(low, CARD_GATE):
+        yield from split_card_spans(text)
     if _any(low, ID_GATE):
         yield from id_spans(text, low)
     if ":$" in text or ":{SSHA}" in text or ":{SHA}" in text:
@@ -691,11 +700,11 @@ def cue_spans(text: str) -> Iterator[Span]:
             yield m.start("v"), m.end("v"), "password"
     if ("->" in text or "=>" in text or "→" in text or "⇒" in text or "⟶" in text) and _any(low, KV_GATE + ("key",)):
         yield from arrow_spans(text)
-    if _any(low, PW_GATE):
+    if _pw_gated(text):
         for s, e in _label_values(text):
             yield s, e, "password"
-        labels = list(_PW_LABEL.get().finditer(text)) if " " in text else []
-        yield from spelt_spans(text, labels)
+        if " " in text and _SPELT.get().search(text) is not None:
+            yield from spelt_spans(text, list(_PW_LABEL.get().finditer(text)))
         for m in _PW_LABEL.get().finditer(text) if _CONNECTS.get().search(text) else ():
             if not _CONNECTS.get().search(text, max(0, m.start() - 40), m.start()):
                 continue
@@ -799,6 +808,9 @@ _WRAPPED_TOKEN = Lazy(
 )
 
 
+_WRAPPED_GATE = Lazy(r"[a-z][_-][A-Za-z0-9_-]{6,80}[ \t]*\n[ \t]*[A-Za-z0-9_-]{6,80}[ \t]*(?:\n|$)")
+
+
 def _wrapped_token_spans(text: str) -> Iterator[Span]:
     for m in _WRAPPED_TOKEN.get().finditer(text):
         lines = m.group("rest").split("\n")
@@ -815,11 +827,11 @@ def extend_spans(text: str) -> Iterator[Span]:
     """Whole secrets of which other rules find a part: a key wrapped over the lines below its label, a URL userinfo whose
     user is itself a key, a Telegram bot token with its bot id, a password after its label of which another rule took
     the head up to a symbol ("AVCv" of "AVCv*pIh4WBNUc") (the engine merges these with what they overlap)."""
-    if _any(text.lower(), PW_GATE):
+    if ("*" in text or "=" in text or "|" in text) and _pw_gated(text):
         for s, e in _label_values(text):
             if any(c in "*=|" for c in text[s:e]):
                 yield s, e, "password"
-    if "\n" in text and ("_" in text or "-" in text):
+    if "\n" in text and _WRAPPED_GATE.get().search(text) is not None:
         yield from _wrapped_token_spans(text)
     if "=\n" in text or ":\n" in text:
         for m in _WRAPPED.get().finditer(text):
@@ -891,7 +903,7 @@ def _payload_json(v: str) -> bool:
     try:
         raw = base64.urlsafe_b64decode(v.replace("+", "-").replace("/", "_").rstrip("=") + "=" * (-len(v.rstrip("=")) % 4))
         decoded = json.loads(raw.decode("utf-8"))
-    except (binascii.Error, ValueError, UnicodeDecodeError):
+    except (binascii.Error, ValueError, UnicodeDecodeError, RecursionError):
         return False
     return isinstance(decoded, (dict, list)) and not _SECRET_WORD.get().search(json.dumps(decoded))
 
