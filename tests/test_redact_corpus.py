@@ -514,16 +514,18 @@ def test_holdout7_round4b_floor() -> None:
 # holdout8 (tests/fixtures/secrets_holdout8, 732 secret cases, 235 look-alikes, written blind on branch corpus8 by a writer
 # who read no redaction code and no other corpus) was measured by the lead without reading its misses: round 3 (main
 # before round 4) 679/732 (92.8%), 13/235 changed; round 4 (causes.py) 684/732, 9/235; rounds 4 + 4b (cues.py; neither
-# author ever opened it) 696/732 (95.1%), 8/235.  Issue 27's target (>= 97%, <= 1 changed) is not met.  It is still a
-# blind corpus: the figure below is the measured one, kept from sliding.
+# author ever opened it) 696/732 (95.1%), 8/235.  Since round 6 (its misses studied and fixed by cause) it is TUNING
+# DATA, no longer blind: 731/732, 1/235 changed.  The one look-alike still changed is a Sentry DSN's public key, which
+# holdout8's README calls public while holdout3/6/7 list it as a secret; the older corpora's decision is kept.  The miss
+# left is a Django "django-insecure-" key cut at its "&" (a vendor format with a fixed prefix: providers.py's part).
 HOLDOUT8 = FIXTURES.parent / "secrets_holdout8"
 
 
-def test_holdout8_blind_figure_does_not_slide() -> None:
+def test_holdout8_round6_floor() -> None:
     result = score(lambda text: redact(text).text, HOLDOUT8)
     print(f"\n{HOLDOUT8.name}: {result.line()}")
-    assert result.secrets >= 700 and result.benign >= 230
-    assert result.redacted >= 696 and result.damaged <= 8, (result.redacted, result.damaged)
+    assert result.secrets >= 732 and result.benign >= 235
+    assert result.redacted >= 731 and result.damaged <= 1, (result.redacted, result.damaged)
 
 
 @pytest.mark.parametrize("name", ["secrets_holdout7", "secrets_holdout8", "secrets_holdout9"])

@@ -48,8 +48,10 @@ _PW = frozenset("password passwd pass pwd pw passphrase passcode kennwort senha 
 _KEY = frozenset("key apikey token secret sk secretkey accesskey privatekey credential credentials seed salt license licence".split())
 _PIN = frozenset("pin puk combination combo".split())
 _PIN_CODE_QUALIFIER = frozenset("alarm door gate garage keypad safe lock backup recovery entry unlock access security pin puk sim".split())
-_ID = frozenset("ssn nir aadhaar personnummer tckn kimlik dni nie nif cpf curp pesel bsn passport rrn teudat zehut".split())
-_ID_PAIRS = frozenset({("id", "number"), ("id", "no"), ("id", "nr"), ("kimlik", "no"), ("tax", "id"), ("national", "id")})
+_ID = frozenset("ssn nir nino aadhaar personnummer tckn kimlik dni nie nif cpf curp pesel bsn passport rrn teudat zehut".split())
+_ID_PAIRS = frozenset(
+    {("id", "number"), ("id", "no"), ("id", "nr"), ("kimlik", "no"), ("tax", "id"), ("national", "id"), ("ni", "number"), ("ni", "no")}
+)
 # parts that make a name about a secret rather than the secret ("SECRET_NAME", "key_id", "PASSWORD_POLICY")
 _NOT = frozenset(
     "public pub publishable site name type path file url uri endpoint length len size min max hint policy expiry expires ttl "
@@ -58,9 +60,17 @@ _NOT = frozenset(
 )
 
 
+_PART_WORDS = frozenset("part half chunk piece seg segment fragment split".split())
+
+
 def _kind(name: str) -> str | None:
     """The kind of value a name binds (``pw``, ``key``, ``pin``, ``id``) or None."""
     parts = [p.lower() for p in _PARTS.get().findall(name)]
+    # a secret stored in parts names each part: "AWS_SECRET_PART_A", "DB_PASSWORD_HALF2", "TOKEN_CHUNK_1"
+    if len(parts) >= 3 and parts[-2] in _PART_WORDS and re.fullmatch(r"[a-z]|\d{1,2}", parts[-1]):
+        parts = parts[:-2]
+    elif len(parts) >= 3 and parts[-1] in _PART_WORDS:
+        parts = parts[:-1]
     if len(parts) < 2:
         return None
     last = parts[-1]
@@ -93,6 +103,15 @@ _PUBLIC_VALUE = Lazy(
 )
 
 
+def _random_case(v: str) -> bool:
+    """Letters alone in random case (a piece of a base64 key with no digit in it: "WAsMmTptMSsSJQdDXrYN"), not words."""
+    if not (16 <= len(v) <= 128 and v.isascii() and v.isalpha()):
+        return False
+    switches = sum(a.isupper() != b.isupper() for a, b in zip(v, v[1:], strict=False))
+    runs = re.findall(r"[a-z]+", v)
+    return switches * 3 >= len(v) and max((len(r) for r in runs), default=0) <= 4 and sum(c.isupper() for c in v) >= 4
+
+
 def _check(kind: str, v: str, quoted: bool) -> bool:
     if not v or _placeholder(v) or _PUBLIC_VALUE.get().match(v) or "://" in v or "[REDACTED" in v or _FILE_EXT.get().fullmatch(v):
         return False
@@ -104,7 +123,7 @@ def _check(kind: str, v: str, quoted: bool) -> bool:
         return _pin_value(v) or _strong_value(v)
     if kind == "id":
         return _id_value(v) and sum(c.isdigit() for c in v) >= 5
-    if _key_value(v) or _random_enough(v) or _strong_value(v):
+    if _key_value(v) or _random_enough(v) or _strong_value(v) or _random_case(v):
         return True
     core = v.replace("-", "").replace(" ", "")
     if v.isdigit():
@@ -190,7 +209,7 @@ def _value_after(text: str, pos: int, kind: str, limit: int = 64) -> tuple[int, 
 
 
 _GATE = Lazy(
-    r"pass|pwd|pw|key|token|secret|sk\b|_sk|credential|seed|salt|licen|pin|puk|combination|combo|code|ssn|nir|aadhaar|personnummer|tckn|kimlik|dni|nie|nif|cpf|curp|pesel|bsn|passport|rrn|teudat|zehut|id",
+    r"pass|pwd|pw|key|token|secret|sk\b|_sk|credential|seed|salt|licen|pin|puk|combination|combo|code|ssn|nir|aadhaar|personnummer|tckn|kimlik|dni|nie|nif|cpf|curp|pesel|bsn|passport|rrn|teudat|zehut|id|nino|ni_n",
     I,
 )
 

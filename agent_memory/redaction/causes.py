@@ -357,7 +357,11 @@ _PRINTS_SECRET = Lazy(
     r"(?m)^[ \t]*(?:[$#>%][ \t]*|PS [^>\n]{0,80}>[ \t]*)(?P<cmd>[^\n]{0,200}?(?:auth:token|print-access-token|print-identity-token|"
     r"get-access-token|get-login-password|get-authorization-token|auth[ \t]+token|token[ \t]+create|create-token|"
     r"api-key[ \t]+create|keys[ \t]+create|secret[ \t]+show|secrets?[ \t]+get|password[ \t]+(?:show|get)|"
-    r"get-secret-value|kv[ \t]+get|read[ \t]+-field|show-password|--show-password|--reveal)[^\n]{0,200})$",
+    r"get-secret-value|kv[ \t]+get|read[ \t]+-field|show-password|--show-password|--reveal|"
+    # round 6: a secret decoded or read back by its store's own command
+    r"get[ \t]+secrets?\b[^\n|]{0,200}\|[ \t]*base64[ \t]+(?:-d|--decode|-D)|connections[ \t]+(?:get|list|export)|"
+    r"secrets[ \t]+versions[ \t]+access|\bop[ \t]+read|\bpass[ \t]+show|find-generic-password[^\n]{0,100}-w|"
+    r"config:get|secrets[ \t]+get[^\n]{0,80}--plain)[^\n]{0,200})$",
     I,
 )
 _OUTPUT_LINE = Lazy(r"[ \t]*(?P<v>[A-Za-z0-9+/_\-=.~:]{16,4096})[ \t]*")
@@ -378,12 +382,23 @@ def output_spans(text: str) -> Iterator[Span]:
             line = text[pos:end]
             if re.match(r"[ \t]*[$#>%][ \t]", line):
                 break  # the next prompt
+            prompt = re.search(r"[$#%>][ \t]*$", line)
+            if prompt is not None and prompt.start() > 0:
+                line = line[: prompt.start()]  # output with no newline runs into the next prompt ("…9BRe-$ ")
             o = _OUTPUT_LINE.get().fullmatch(line)
             if o is not None:
                 v = o.group("v")
                 if _UUID.get().fullmatch(v) or _key_value(v):
                     yield pos + o.start("v"), pos + o.end("v"), "token"
                     break
+            # a password among the output's words (a decoded secret, a connection's fields in columns)
+            hit = False
+            for w in re.finditer(r"[^\s\"']{8,200}", line):
+                if typed_secret(w.group()) and not _EMAIL.get().fullmatch(w.group()) and "://" not in w.group():
+                    yield pos + w.start(), pos + w.end(), "password"
+                    hit = True
+            if hit:
+                break
             pos = end + 1
 
 
@@ -538,8 +553,39 @@ def pair_spans(text: str) -> Iterator[Span]:
             yield m.start("v"), m.start("v") + len(v), "password"
 
 
+# an expression that reads a secret (an env lookup or a name), then the value it evaluates to in a REPL or notebook
+_EVAL_SECRET = Lazy(
+    r"(?:os\.environ(?:\.get)?[ \t]*[\[(][ \t]*\\?[\"'](?P<a>[\w.-]{2,80})\\?[\"'][ \t]*[\])]|os\.getenv\([ \t]*\\?[\"'](?P<b>[\w.-]{2,80})\\?[\"'][ \t]*\)|"
+    r"process\.env\.(?P<c>\w{2,80})|ENV\[[ \t]*\\?[\"'](?P<d>[\w.-]{2,80})\\?[\"'][ \t]*\]|(?:>>>|In[ \t]*\[\d+\]:)[ \t]*(?P<e>[A-Za-z_][\w.]{1,80})[ \t]*$)",
+    re.M,
+)
+# what marks the output that follows: a new line, "Out[3]:", a notebook's "text/plain", "=>"
+_EVAL_OUT = Lazy(r"(?:Out[ \t]*\[\d+\]:|\"text/plain\"|=>|\n)[^'\n]{0,80}?(?<![\w\\])\\?'(?P<v>[^'\s\\]{8,200})\\?'")
+
+
+def eval_spans(text: str) -> Iterator[Span]:
+    """``os.environ['OCI_AUTH_TOKEN']`` evaluated in a REPL or a notebook prints the token: the quoted value after it."""
+    if "'" not in text or not any(t in text for t in ("environ", "getenv", "process.env", "ENV[", ">>>", "In [", "In[")):
+        return
+    for m in _EVAL_SECRET.get().finditer(text):
+        name = next(g for g in (m.group(k) for k in "abcde") if g is not None)
+        last = re.split(r"[._-]", name)[-1]
+        if _kind(name) in (None, "id") and not re.fullmatch(r"(?i)token|secret|password|passwd|pwd|key|apikey", last):
+            continue
+        o = _EVAL_OUT.get().search(text, m.end(), min(len(text), m.end() + 400))
+        if o is not None and "\n" not in text[m.end() : o.start()].replace("\\n", "") or o is not None and "text/plain" in o.group():
+            v = o.group("v")
+            if typed_secret(v) or _key_value(v) or passphrase(v):
+                yield o.start("v"), o.end("v"), "secret"
+        elif o is not None:
+            v = o.group("v")
+            if typed_secret(v) or _key_value(v) or passphrase(v):
+                yield o.start("v"), o.end("v"), "secret"
+
+
 def spans(text: str) -> Iterator[Span]:
     """Every span of this module's rules (the engine adds them after the general mechanisms)."""
+    yield from eval_spans(text)
     yield from after_value_spans(text)
     yield from credential_call_spans(text)
     yield from sql_spans(text)

@@ -453,7 +453,10 @@ def context_spans(text: str, low: str, cli: SpansOf) -> Iterator[Span]:
                 yield m.start("v"), m.end("v"), "token"
     if any(t in low for t in ("secret", "password", "key", "snmp-server", "psk")) and _DEVICE_GATE.get().search(low):
         for m in _DEVICE.get().finditer(text):
-            if value_ok(m.group("v")):
+            v = m.group("v")
+            community = m.group().lstrip().lower().startswith("snmp-server")
+            # a community string is the SNMP password, letters alone or not; "public"/"private" are the known defaults
+            if value_ok(v) or community and len(v) >= 6 and v.lower() not in ("public", "private") and token_like(v):
                 yield m.start("v"), m.end("v"), "password"
     if "\n" in text and any(t in low for t in ("pass", "pwd", "secret", "token", "key", "salt", "credential", "pin")):
         yield from _table_spans(text)

@@ -41,7 +41,7 @@ import unicodedata
 from bisect import bisect_right
 from collections.abc import Iterator
 
-from agent_memory.redaction.base import I, Lazy
+from agent_memory.redaction.base import I, Lazy, token_like
 
 Span = tuple[int, int, str]
 
@@ -51,7 +51,7 @@ PASSWORD_LABELS = (
     r"wachtwoord|l(?:ö|o)senord\w{0,3}|passord\w{0,3}|adgangskode|salasana\w{0,3}|jelszó|parol[aăe]?|(?:ş|s)ifre\w{0,3}|"
     r"lozinka|geslo|парол\w{0,2}|κωδικός(?:\s+πρόσβασης)?|συνθηματικό|كلمة\s+(?:المرور|السر)|رمز\s+عبور|סיסמ[הא]|"
     r"पासवर्ड|कूटशब्द|パスワード|密码|密碼|口令|비밀번호|암호|m[aậ]t\s+kh[aẩ]u|kata\s+sandi\w{0,3}|รหัสผ่าน|nenosiri|jelszo|"
-    r"\bpw\b|\bpwd\b"
+    r"\bpw\b|\bpwd\b|memorable\s+(?:word|phrase|answer)|secret\s+word|mot\s+m(?:é|e)morable|palabra\s+secreta"
 )
 CODE_CUES = (
     r"gate|door|garage|garagentor|tor|tür|lockbox|lock|locker|keypad|alarm|safe|entry|access|building|voicemail|"
@@ -61,7 +61,11 @@ CODE_CUES = (
 CVV_CUES = (
     r"cvv2?|cvc2?|csc|cv2|security\s+code|code\s+on\s+the\s+back|card\s+code|prüfziffer|prüfnummer|kartenprüfnummer|"
     r"sicherheitscode|código\s+de\s+segurança|código\s+de\s+seguridad|cryptogramme|code\s+de\s+sécurité|"
-    r"codice\s+di\s+sicurezza|セキュリティコード|セキュリティーコード|安全码|보안\s*코드|код\s+безопасности"
+    r"codice\s+di\s+sicurezza|セキュリティコード|セキュリティーコード|安全码|보안\s*코드|код\s+безопасности|"
+    # the value printed on the back of the card, named by where it is ("the back says 791", "au dos : 123")
+    r"(?:on|at)\s+the\s+back|the\s+back\s+(?:says|reads|shows|has|is)|back\s+of\s+the\s+card|r(?:ü|u)ckseite|au\s+dos|"
+    r"(?:de\s+)?atr(?:á|a)s\s+de\s+la\s+tarjeta|reverso|no\s+verso|sul\s+retro|на\s+обороте|सीवीवी|सीवीसी|"
+    r"رمز\s+(?:الأمان|التحقق)|背面|裏面|뒷면"
 )
 
 _PW_LABEL = Lazy(rf"(?<![A-Za-z0-9_:$@/.%{{<])(?:{PASSWORD_LABELS})(?![A-Za-z0-9_@%}}>])", I)
@@ -84,6 +88,9 @@ _PW_VALUE_LOW = Lazy(
 )
 _CJK = Lazy(r"[\u2e80-\u9fff\uac00-\ud7af\u3000-\u303f\uff00-\uffef]")
 _DOTTED_ID = Lazy(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\(?\)?")
+# a passphrase of Capitalised words joined by dots, with digits ("Opinion.Badge.Gentle.Orchard57"), not a dotted name
+_DOTTED_PHRASE = Lazy(r"[A-Z][a-z]{2,12}(?:\.[A-Z][a-z]{2,12}){2,7}\d{1,6}[!?#*]?")
+_ASSIGNMENT = Lazy(r"=|.*==|(?:.*[;&,?])?(?:[a-z_][a-z0-9_.-]{0,40}|[A-Z_][A-Z0-9_.-]{0,40})=")
 _FILE = Lazy(r".*\.(?:txt|json|ya?ml|env|conf|cfg|ini|pem|key|csv|log|md|py|js|sh|kdbx|gpg|zip|pdf|docx?)$", I)
 _PASSPHRASE = Lazy(r"[a-z]{3,10}(?:[-_.][a-z]{3,10}){3,7}")
 _NOT_VALUE_WORDS = frozenset(
@@ -95,8 +102,8 @@ _NOT_VALUE_WORDS = frozenset(
 
 def _password_like(v: str) -> bool:
     """A password written in prose: letters mixed with digits or symbols, not a path, URL, file, version or id."""
-    if not 5 <= len(v) <= 64 or "://" in v or "=" in v or "@" in v[1:-1] and "." in v.split("@")[-1]:
-        return False
+    if not 5 <= len(v) <= 64 or "://" in v or _ASSIGNMENT.get().match(v) or "@" in v[1:-1] and "." in v.split("@")[-1]:
+        return False  # "=" inside a password ("Rtd92*=Hz…") is a symbol; "name=value" is an assignment
     if _CJK.get().search(v):
         return False  # "密码长度至少为8位": a sentence in a script without spaces, not a value
     if (
@@ -104,6 +111,7 @@ def _password_like(v: str) -> bool:
         or _PW_LABEL.get().search(v)
         or _PW_NAMED.get().search(v)
         or _DOTTED_ID.get().fullmatch(v)
+        and not _DOTTED_PHRASE.get().fullmatch(v)
         or _FILE.get().fullmatch(v)
     ):
         return False
@@ -180,12 +188,17 @@ _CARD_MARK = Lazy(r"\[REDACTED:card_number\]|(?<!\d)(?:\d[ -]?){12,18}\d(?!\d)")
 _SECQ = Lazy(
     r"security\s+(?:question|answer)|secret\s+question|question\s+secrète|sicherheitsfrage|pregunta\s+(?:de\s+seguridad|secreta)|"
     r"pergunta\s+de\s+segurança|maiden\s+name|nom\s+de\s+jeune\s+fille|first\s+(?:pet|school|car|teacher)|"
-    r"(?:city|town)\s+(?:where\s+)?you\s+were\s+born|street\s+you\s+grew\s+up|favou?rite\s+(?:teacher|food|book)",
+    r"(?:city|town)\s+(?:where\s+)?you\s+were\s+born|street\s+you\s+grew\s+up|favou?rite\s+(?:teacher|food|book)|"
+    # a question about the asker's past: "what street did you grow up on?", "which school did you first attend?"
+    r"\b(?:what|which|where|who)\b[^\n?]{0,40}?\byou(?:r)?\b[^\n?]{0,40}?(?:gr[eo]w(?:n)?\s+up|born|first|childhood|maiden|"
+    r"pet|school|street|teacher|best\s+friend|honeymoon|met\s+your)[^\n?]{0,30}\?|"
+    r"memorable\s+(?:word|phrase|information|answer|place|date|name)|nom\s+de\s+(?:votre|ton|ta)\s+(?:premi|école|ecole|mère|animal|rue)|"
+    r"nombre\s+de\s+tu\s+(?:primer|primera|escuela|madre|calle)|name\s+(?:deines|Ihres|deiner|Ihrer)\s+(?:ersten|Grundschule|Mutter)",
     I,
 )
 _ANSWER = Lazy(
     r"(?:\bA\s*[:：]|\banswer\s*[:：]|\bréponse\s*[:：]|\brespuesta\s*[:：]|\bantwort\s*[:：]|\bresposta\s*[:：]|[—–]|"
-    r"\bI\s+(?:put|used|wrote|chose)|\bis|[)?]\s*[:：])[ \t]*",
+    r"\bI\s+(?:put|used|wrote|chose)|\bis|[)?]\s*[:：]|→|->|=>|⇒)[ \t]*",
     I,
 )
 _OTP_CUE = Lazy(r"\b(?:2fa|mfa|totp|otp|authenticator|two[- ]factor|zwei-faktor)\b", I)
@@ -237,12 +250,24 @@ _USERINFO = Lazy(r"://(?P<v>[0-9a-f]{24,64}|[A-Za-z0-9_-]{32,64}):[^@\s/]{4,}@",
 _TELEGRAM = Lazy(r"(?<![A-Za-z0-9])(?:bot)?(?P<v>\d{6,12}:AA[A-Za-z0-9_-]{30,40})(?![A-Za-z0-9_-])")
 _BIP39_LINE = Lazy(r"(?m)^[^\n:]{0,20}[:：][ \t]*(?P<v>[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){2,23})[ \t]*$")
 
+# every country that issues IBANs (a failed check spares an IBAN-shaped value only when its country is one of these)
+IBAN_COUNTRIES = frozenset(
+    "AD AE AL AT AZ BA BE BG BH BI BR BY CH CR CY CZ DE DJ DK DO EE EG ES FI FK FO FR GB GE GI GL GR GT HN HR HU IE IL "
+    "IQ IS IT JO KW KZ LB LC LI LT LU LV LY MC MD ME MK MN MR MT MU NI NL NO OM PK PL PS PT QA RO RS RU SA SC SD SE SI "
+    "SK SM SO ST SV TL TN TR UA VA VG XK YE".split()
+)
 _IBAN_LENGTHS = {
     "AD": 24, "AE": 23, "AT": 20, "BE": 16, "BG": 22, "CH": 21, "CY": 28, "CZ": 24, "DE": 22, "DK": 18, "EE": 20,
     "ES": 24, "FI": 18, "FR": 27, "GB": 22, "GR": 27, "HR": 21, "HU": 28, "IE": 22, "IS": 26, "IT": 27, "LI": 21,
     "LT": 20, "LU": 20, "LV": 21, "MC": 27, "MT": 31, "NL": 18, "NO": 15, "PL": 28, "PT": 25, "RO": 24, "SA": 24,
     "SE": 24, "SI": 19, "SK": 24, "SM": 27, "TR": 26,
 }  # fmt: skip
+
+
+def iban_shaped(v: str) -> bool:
+    """Could ``v`` be an IBAN at all: a country that issues them and (where known here) that country's length."""
+    s = v.replace(" ", "")
+    return s[:2] in IBAN_COUNTRIES and (len(s) == _IBAN_LENGTHS[s[:2]] if s[:2] in _IBAN_LENGTHS else 15 <= len(s) <= 34)
 
 
 def _iban_valid(v: str) -> bool:
@@ -343,6 +368,215 @@ def _secq_spans(text: str) -> Iterator[Span]:
             yield s, s + len(am.group(1).rstrip()), "password"
 
 
+# --- round 6: codes by what they open, relayed one-time codes, values re-set, spelt out, or split ---------------------
+# a code noun that needs no qualifier: a PIN, a verification / one-time code, in many languages
+_STRONG_CODE = (
+    r"\bpin(?:[\s-]?(?:code|nummer|number|no))?\b|पिन|\bпин(?:[\s-]?код)?|الرقم\s+السري|رمز\s+(?:pin|التحقق|الدخول)|暗証番号|"
+    r"验证码|驗證碼|認証コード|確認コード|인증\s*번호|verification\s+code|confirmation\s+code|login\s+code|sign[\s-]?in\s+code|"
+    r"one[\s-]time\s+(?:code|pass(?:word|code)?|pin)|\botp\b|\b2fa\s+code|auth(?:entication)?\s+code|bestätigungscode|"
+    r"verifizierungscode|einmal(?:code|passwort)|anmeldecode|sicherheitscode|código\s+(?:de\s+)?(?:verificación|verificação|"
+    r"confirmación|confirmação|acceso|acesso|seguridad|segurança)|code\s+de\s+(?:vérification|confirmation|validation|"
+    r"connexion|sécurité)|codice\s+(?:di\s+)?(?:verifica|conferma|accesso|sicurezza|otp)|код\s+(?:подтверждения|из\s+смс|"
+    r"доступа|входа)|kod\s+(?:weryfikacyjny|potwierdzenia|sms|dostępu)|doğrulama\s+kodu|verificatiecode|"
+    r"mã\s+(?:xác\s+(?:minh|nhận)|otp|pin)"
+)
+# what a code opens, in many languages (a door, a gate, an alarm, a safe, a phone, a card …)
+CODE_QUALIFIERS = (
+    r"gate|door|garage|lockbox|lock|locker|keypad|alarm|safe|entry|entrance|access|building|apartment|flat|house|front|"
+    r"voicemail|mailbox|padlock|intercom|buzzer|storage|atm|debit|bank|card|sim|phone|tür|tuer|tor|garagen|tresor|"
+    r"schließfach|schliessfach|zugang\w*|haus|wohnung|briefkasten|porta|portone|cancello|allarme|cassaforte|lucchetto|"
+    r"citofono|bancomat|carta|porte|portail|alarme|coffre|cadenas|interphone|digicode|boîte|carte|puerta|portón|alarma|"
+    r"caja\s+fuerte|candado|buzón|tarjeta|cajero|portão|cofre|cadeado|cartão|сейф\w*|двер\w*|домофон\w*|подъезд\w*|"
+    r"калитк\w*|ворот\w*|сигнализаци\w*|замк\w*|ячейк\w*|банкомат\w*|карт\w*|sejf\w*|drzwi|alarm\w*|kapı|kasa|deur|kluis|poort|brama"
+)
+_CODE_NOUN = Lazy(
+    rf"(?P<strong>{_STRONG_CODE})|(?P<compound>\b(?:{CODE_QUALIFIERS})\w{{0,6}}(?:code|kod|kode)\b)|"
+    r"(?P<bare>\b(?:code|codes|kod|kode|código|codigo|codice|код|combination|combo)\b)",
+    I,
+)
+_QUALIFIER = Lazy(rf"\b(?:{CODE_QUALIFIERS})\b", I)
+# the words between a code noun and its digits that make the digits something else (a count, a time, a suffix …)
+_CODE_GAP_NOT = Lazy(
+    r"\b(?:ending|ends|last|final|digits?|minutes?|mins?|seconds?|hours?|days?|characters?|chars?|long|length|attempts?|"
+    r"tries|error|status|expires?|valid|every|room|page|line|step|version|order|ticket|invoice|zip|postal|area|http|"
+    r"until|year|number\s+ending|sent\s+to|reference|ref|ticket|extension|ext|model|part)\b",
+    I,
+)
+_CODE_DIGITS = Lazy(r"(?<![\w.,/-])(?P<v>\d{4,8})(?!\d|[.,:/-]\d)")
+_AFTER_UNIT = Lazy(
+    r"[ \t]*(?:digits?|characters?|chars|minutes?|mins?|seconds?|secs?|hours?|days?|times|bytes|px|ms|%|€|\$|km|kg|users|"
+    r"people|points|dollars|euros|rupees|files|photos|messages|items|rows|lines|records|words|steps|mal|fois|veces)\b",
+    I,
+)
+_YEAR_GAP = Lazy(r"\b(?:in|for|since|of|from|until|by|to|around|circa|seit|depuis|desde|dal|с)\W*$", I)
+# a one-time code relayed by whoever received it ("the bank just texted me 547953")
+_RELAY = Lazy(
+    r"\b(?:texted|text(?:ed)?[ \t]+me|sms(?:'?d|ed)?|messaged|sent[ \t]+(?:me|us)|gave[ \t]+me)\b"
+    r"[^\d\n]{0,30}?(?<![\w.,/-])(?P<v>\d{4,8})(?!\d|[.,:/-]\d)"
+    r"(?=[ \t]*(?:$|[\n.,;:!?)\]\"'—–-]|(?:and|or|but|so|then|to|please|type|enter|use|for|now|quick|quickly|asap|if|which|that)\b))",
+    I,
+)
+CODE_NOUN_GATE = ("code", "pin", "kod", "código", "codice", "код", "combination", "पिन", "пин", "الرقم", "رمز", "暗証", "验证", "驗證", "認証", "確認", "인증")  # fmt: skip
+RELAY_GATE = ("texted", "text me", "sms", "messaged", "sent me", "sent us", "gave me")
+
+
+def code_spans(text: str, low: str) -> Iterator[Span]:
+    """4–8 digits after a code noun that needs no qualifier (PIN, verification code, Bestätigungscode, पिन, الرقم السري),
+    or after a code noun with what it opens within a few words on its line ("Codice allarme: 97302", "код от сейфа —
+    3007", "Türcode für die Ferienwohnung ist 9319"), the words between saying nothing else; a relayed one-time code."""
+    if _CODE_DIGITS.get().search(text) is None:
+        return
+    for m in _CODE_NOUN.get().finditer(text):
+        if m.group("bare") is not None:
+            line_start = text.rfind("\n", 0, m.start()) + 1
+            line_end = text.find("\n", m.end())
+            line_end = len(text) if line_end < 0 else line_end
+            q = _QUALIFIER.get().search(text, max(line_start, m.start() - 30), min(line_end, m.end() + 30))
+            if q is None or _NOT_CODE.get().search(text, max(0, m.start() - 12), m.start()):
+                continue
+        gap_end = min(len(text), m.end() + 48)
+        nl = text.find("\n", m.end(), gap_end)
+        d = _CODE_DIGITS.get().search(text, m.end(), nl if nl >= 0 else gap_end)
+        if d is None:
+            continue
+        gap = text[m.end() : d.start()]
+        if any(c.isdigit() for c in gap) or _CODE_GAP_NOT.get().search(gap) or _AFTER_UNIT.get().match(text, d.end()):
+            continue
+        v = d.group("v")
+        if len(v) == 4 and v[:2] in ("19", "20") and _YEAR_GAP.get().search(gap):
+            continue  # "the PIN policy since 2019": a year
+        yield d.start("v"), d.end("v"), "pin"
+    if _any(low, RELAY_GATE):
+        for m in _RELAY.get().finditer(text):
+            if not _AFTER_UNIT.get().match(text, m.end("v")):
+                yield m.start("v"), m.end("v"), "pin"
+
+
+# a password (or PIN) re-set to a new value, in several languages, with its label earlier on the line
+_RESET_ANY = Lazy(
+    r"\b(?:reset|changed?|set|updated|restablec\w*|cambi\w*|actualiz\w*|zurückgesetzt|geändert|gesetzt|réinitialis\w*|"
+    r"modifi\w*|chang[ée]\w*|redefinid\w*|alterad\w*|reimpostat\w*|сброшен\w*|измен[её]н\w*|установлен\w*|ustawion\w*|"
+    r"zmienion\w*|gewijzigd|ingesteld|sıfırlandı|değiştirildi)[ \t]+(?:it[ \t]+)?(?:to|a|auf|in|à|en|pour|para|на|als|na|op)"
+    r"[ \t]*[:：]?[ \t]*[\"'“‘«]?(?P<v>[^\s\"'`<>()\[\]{}“”«»]{4,64})",
+    I,
+)
+_RESET_LABEL = Lazy(rf"(?:{PASSWORD_LABELS})|\bpin\b|\bcode\b|\bpasscode\b", I)
+RESET_GATE = ("reset", "chang", "set ", "updated", "restabl", "cambi", "actualiz", "zurück", "geänder", "gesetzt", "réinit",
+              "modifi", "redefin", "alterad", "reimpost", "сброш", "измен", "установ", "ustawion", "zmienion", "gewijzigd",
+              "ingesteld", "sıfırla", "değiştir")  # fmt: skip
+
+
+def reset_spans(text: str) -> Iterator[Span]:
+    for m in _RESET_ANY.get().finditer(text):
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        labels = list(_RESET_LABEL.get().finditer(text, max(line_start, m.start() - 100), m.start()))
+        if not labels:
+            continue
+        label = labels[-1]
+        v = m.group("v").rstrip(".,;!?:\"'”»")
+        pin = label.group().lower() in ("pin", "code", "passcode")
+        if pin and v.isdigit() and 4 <= len(v) <= 8 or not pin and _password_like(v) and v.lower() not in _NOT_VALUE_WORDS:
+            yield m.start("v"), m.start("v") + len(v), "password"
+
+
+# a value spelt out one character at a time after a password cue ("it's _ 8 q o 3 A N t 6 c 6 N z")
+_SPELT = Lazy(r"(?<!\S)\S(?:[ ]\S){5,63}(?!\S)")
+
+
+def spelt_spans(text: str, labels: list[re.Match[str]]) -> Iterator[Span]:
+    for lab in labels:
+        line_end = text.find("\n", lab.end())
+        line_end = len(text) if line_end < 0 else line_end
+        m = _SPELT.get().search(text, lab.end(), min(line_end, lab.end() + 160))
+        if m is None:
+            continue
+        joined = m.group().replace(" ", "")
+        if any(c.isdigit() for c in joined) and any(c.isalpha() for c in joined) or _password_like(joined):
+            yield m.start(), m.end(), "password"
+
+
+# a card number given in parts (over two or three messages): runs of 4+ digits whose joined digits are a card
+_DIGIT_RUN = Lazy(r"(?<![\w.,/-])\d{4}(?:[ -]?\d{2,4}){0,3}(?![\w]|[.,/-]\d)")
+_CARD_WORD = Lazy(r"\b(?:card|karte|tarjeta|carte|cartão|carta|kart\w*|карт\w*)\b|カード|卡", I)
+_CARD_IIN = Lazy(r"4|5[1-5]|2(?:2[2-9]|[3-6]\d|7[01]|720)|3[47]|6(?:011|5|4[4-9]|2)|35(?:2[89]|[3-8])|3(?:0[0-5]|[689])")
+
+
+CARD_GATE = ("card", "kart", "tarjeta", "carte", "cartão", "carta", "карт", "カード", "卡")
+
+
+def split_card_spans(text: str) -> Iterator[Span]:
+    if _CARD_WORD.get().search(text) is None:
+        return
+    runs = [m for m in _DIGIT_RUN.get().finditer(text)]
+    for i, first in enumerate(runs):
+        parts = [first]
+        digits = re.sub(r"\D", "", first.group())
+        for nxt in runs[i + 1 : i + 3]:
+            if nxt.start() - parts[-1].end() > 300 or len(digits) >= 13:
+                break
+            parts.append(nxt)
+            digits += re.sub(r"\D", "", nxt.group())
+            if 13 <= len(digits) <= 19 and len(set(digits)) > 2 and _CARD_IIN.get().match(digits) and _luhn(digits):
+                for p in parts:
+                    yield p.start(), p.end(), "card_number"
+                break
+
+
+# identity numbers named by a label whose value has few digits: a passport (German "CKFJ0FVCY"), India's PAN
+_PASSPORT = Lazy(
+    r"(?:passport|reisepass\w*|passnummer|passeport|pasaporte|passaporto|paspoort|pasaport\w*|paszport\w*|паспорт\w*|"
+    r"旅券|护照|護照|여권|पासपोर्ट|جواز\s+السفر|f(?:ü|u)hrerschein\w*|driv(?:er|ing)['’]?s?\s+licen[cs]e)"
+    r"(?:\s*(?:number|no\.?|nr\.?|#|nummer|num(?:é|e)ro|n(?:ú|u)mero|номер))?"
+    r"[^\n\d]{0,30}?(?<![A-Za-z0-9])(?-i:(?P<v>(?=[A-Z0-9]{6,12}(?![A-Za-z0-9]))(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{6,12}))"
+    r"(?![A-Za-z0-9])",
+    I,
+)
+_PAN = Lazy(
+    r"(?:\bPAN\b|\bpan\s+(?:card|number|no)|permanent\s+account\s+number|पैन)[^\n]{0,30}?"
+    r"(?<![A-Za-z0-9])(?P<v>[A-Z]{3}[ABCFGHLJPT][A-Z]\d{4}[A-Z])(?![A-Za-z0-9])"
+)
+ID_GATE = ("passport", "reisepass", "passnummer", "passeport", "pasaporte", "passaporto", "paspoort", "pasaport", "paszport",
+           "паспорт", "旅券", "护照", "護照", "여권", "पासपोर्ट", "جواز", "führerschein", "fuhrerschein", "licen", "pan", "पैन")  # fmt: skip
+
+
+def id_spans(text: str, low: str) -> Iterator[Span]:
+    for m in _PASSPORT.get().finditer(text):
+        v = m.group("v")
+        if not _DOC_WORD.get().search(v) and len(set(v)) > 3 and not v.isdigit() or v.isdigit() and len(v) >= 8:
+            yield m.start("v"), m.end("v"), "national_id"
+    if "pan" in low or "पैन" in low or "permanent" in low:
+        for m in _PAN.get().finditer(text):
+            yield m.start("v"), m.end("v"), "national_id"
+
+
+# a password hash bound to its user wherever the line is quoted ("ops:$2y$10$…", "bob:$apr1$…", "root:$6$…"):
+# an htpasswd or shadow entry, offline-crackable
+_USER_HASH = Lazy(
+    r"(?<![\w$./-])[\w.@-]{1,64}:(?P<v>\$2[abxy]?\$\d\d\$[./A-Za-z0-9]{53}|\$apr1\$[./A-Za-z0-9]{1,8}\$[./A-Za-z0-9]{22}|"
+    r"\$[156y]\$[./A-Za-z0-9=]{1,32}\$[./A-Za-z0-9]{22,86}|\{SSHA?\}[A-Za-z0-9+/]{27,60}={0,2})"
+)
+
+
+# a value after an arrow on a line that names a secret ("AZURE_OPENAI_API_KEY found in src/x.py:41 -> ca73…")
+_ARROW_VALUE = Lazy(r"(?:->|=>|→|⟶|⇒)[ \t]*[\"'`]?(?P<v>[^\s\"'`<>()\[\]{}]{12,200})")
+_SECRET_IDENT = Lazy(
+    r"(?<![A-Za-z0-9])[A-Za-z][A-Za-z0-9]*(?:[_.-][A-Za-z0-9]+)*[_.-]?(?:API[_-]?KEY|SECRET(?:[_-]?KEY)?|TOKEN|PASSWORD|PASSWD|"
+    r"ACCESS[_-]?KEY|PRIVATE[_-]?KEY|api[_-]?key|secret|token|password|apiKey|Secret|Token|Password)(?![A-Za-z0-9])"
+)
+
+
+def arrow_spans(text: str) -> Iterator[Span]:
+    for m in _ARROW_VALUE.get().finditer(text):
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        if _SECRET_IDENT.get().search(text, max(line_start, m.start() - 300), m.start()) is None:
+            continue
+        v = m.group("v").rstrip(".,;:")
+        digits = sum(c.isdigit() for c in v)
+        letters = sum(c.isalpha() for c in v)
+        if len(v) >= 16 and digits >= 3 and letters >= 3 and "/" not in v and "." not in v.strip("."):
+            yield m.start("v"), m.start("v") + len(v), "secret"
+
+
 def _bip39_split(text: str) -> Iterator[Span]:
     from agent_memory.redaction.bip39 import WORDS
 
@@ -364,10 +598,19 @@ PW_GATE = (
     "pass", "parol", "пар", "κωδικ", "סיסמ", "पासवर्ड", "sandi", "รหัส", "رمز", "كلمة", "nenosiri", "senha", "contrase",
     "kennwort", "wachtwoord", "senord", "sord", "salasana", "heslo", "hasl", "hasło", "sifre", "şifre", "jelsz", "lozink",
     "geslo", "密", "口令", "パスワード", "비밀", "암호", "mật", "khau", "pw",
+    "memorable", "secret word", "mot mémorable", "mot memorable", "palabra secreta",
 )  # fmt: skip
 CODE_GATE = ("code", "pin", "kod", "código", "codice", "код", "combination")
-CVV_GATE = ("cvv", "cvc", "csc", "cv2", "code", "prüf", "segur", "sécur", "crypto", "sicurezza", "コード", "码", "코드", "безопас")
+CVV_GATE = (
+    "cvv", "cvc", "csc", "cv2", "code", "prüf", "segur", "sécur", "crypto", "sicurezza", "コード", "码", "코드", "безопас",
+    "back", "rück", "ruck", "dos", "atr", "reverso", "verso", "retro", "оборот", "सीवी", "رمز", "背面", "裏面", "뒷면",
+)  # fmt: skip
 SECQ_GATE = (
+    "memorable",
+    "nom de",
+    "nombre de",
+    "name deines",
+    "name ihres",
     "security",
     "secret",
     "secrète",
@@ -408,8 +651,32 @@ TRIGGERS = tuple(
         + CLI_GATE
         + CRED_GATE
         + ("reset", "chang", "set ", " / ", "insert", "account", "acct", "?", "&")
+        + CODE_NOUN_GATE
+        + RELAY_GATE
+        + RESET_GATE
     )
 )
+
+
+@functools.lru_cache(maxsize=8)
+def _pw_gated(text: str) -> bool:
+    return _any(text.lower(), PW_GATE)
+
+
+@functools.lru_cache(maxsize=8)
+def _label_values(text: str) -> tuple[tuple[int, int], ...]:
+    """(start, end) of each value after a password label (computed once per text: the merge pass reads it again)."""
+    low = text.lower()
+    # matched on the lower-cased text when case folding keeps offsets (faster than IGNORECASE), its accents folded
+    # ("mật khẩu" -> "mat khau", "contraseña" -> "contrasena"): a label typed with or without them is one label
+    same = len(low) == len(text)
+    low = fold_accents(low)
+    out = []
+    for m in (_PW_VALUE_LOW.get() if same else _PW_VALUE.get()).finditer(low if same else text):
+        found = _after_label(text, m)
+        if found is not None:
+            out.append(found)
+    return tuple(out)
 
 
 def cue_spans(text: str) -> Iterator[Span]:
@@ -424,15 +691,20 @@ def cue_spans(text: str) -> Iterator[Span]:
             if _luhn(re.sub(r"\D", "", m.group())):
                 yield m.start(), m.end(), "card_number"
     low = text.lower()
-    if _any(low, PW_GATE):
-        # matched on the lower-cased text when case folding keeps offsets (faster than IGNORECASE), its accents folded
-        # ("mật khẩu" -> "mat khau", "contraseña" -> "contrasena"): a label typed with or without them is one label
-        same = len(low) == len(text)
-        low = fold_accents(low)
-        for m in (_PW_VALUE_LOW.get() if same else _PW_VALUE.get()).finditer(low if same else text):
-            found = _after_label(text, m)
-            if found is not None:
-                yield found[0], found[1], "password"
+    if _any(low, CARD_GATE):
+        yield from split_card_spans(text)
+    if _any(low, ID_GATE):
+        yield from id_spans(text, low)
+    if ":$" in text or ":{SSHA}" in text or ":{SHA}" in text:
+        for m in _USER_HASH.get().finditer(text):
+            yield m.start("v"), m.end("v"), "password"
+    if ("->" in text or "=>" in text or "→" in text or "⇒" in text or "⟶" in text) and _any(low, KV_GATE + ("key",)):
+        yield from arrow_spans(text)
+    if _pw_gated(text):
+        for s, e in _label_values(text):
+            yield s, e, "password"
+        if " " in text and _SPELT.get().search(text) is not None:
+            yield from spelt_spans(text, list(_PW_LABEL.get().finditer(text)))
         for m in _PW_LABEL.get().finditer(text) if _CONNECTS.get().search(text) else ():
             if not _CONNECTS.get().search(text, max(0, m.start() - 40), m.start()):
                 continue
@@ -456,6 +728,10 @@ def cue_spans(text: str) -> Iterator[Span]:
                     continue  # "starts with eyJhbGciOi…": a shown prefix, not a part
                 if _password_like(v) or v.isdigit() and len(v) >= 4:
                     yield m.start("v"), m.start("v") + len(v), "password"
+    if _any(low, RESET_GATE):
+        yield from reset_spans(text)
+    if _any(low, CODE_NOUN_GATE) or _any(low, RELAY_GATE):
+        yield from code_spans(text, low)
     if _any(low, CODE_GATE):
         for m in _CODE.get().finditer(text):
             if not _NOT_CODE.get().search(text, max(0, m.start() - 12), m.start() + 1 + m.group().find(" ")):
@@ -463,7 +739,7 @@ def cue_spans(text: str) -> Iterator[Span]:
     if _any(low, CVV_GATE) and _CARD_MARK.get().search(text):
         for m in _CVV.get().finditer(text):
             yield m.start("v"), m.end("v"), "card_number"
-    if _any(low, SECQ_GATE):
+    if _any(low, SECQ_GATE) or "?" in text and "you" in low:
         yield from _secq_spans(text)
     if _any(low, OTP_GATE):
         for b in _BASE32.get().finditer(text):
@@ -474,6 +750,10 @@ def cue_spans(text: str) -> Iterator[Span]:
     if _any(low, BACKUP_GATE):
         for m in _BACKUP.get().finditer(text):
             pos = m.end()
+            if _CODE_ITEM.get().match(text, pos) is None:
+                # the cue is a heading or a file name: the list starts on the next non-empty line
+                nl = text.find("\n", pos, pos + 60)
+                pos = nl if nl >= 0 else pos
             for _ in range(20):
                 c = _CODE_ITEM.get().match(text, pos)
                 if c is None:
@@ -522,9 +802,37 @@ def cue_spans(text: str) -> Iterator[Span]:
         yield from _bip39_split(text)
 
 
+# a prefixed token wrapped over the lines below it ("hf_VXAtl…\nHNLPSdK…\nRXYtIq…"): its continuation lines
+_WRAPPED_TOKEN = Lazy(
+    r"(?m)^[ \t]*(?P<head>[a-z]{2,8}[_-][A-Za-z0-9_-]{6,80})[ \t]*\n(?P<rest>(?:[ \t]*[A-Za-z0-9_-]{6,80}[ \t]*(?:\n|$)){1,6})"
+)
+
+
+_WRAPPED_GATE = Lazy(r"[a-z][_-][A-Za-z0-9_-]{6,80}[ \t]*\n[ \t]*[A-Za-z0-9_-]{6,80}[ \t]*(?:\n|$)")
+
+
+def _wrapped_token_spans(text: str) -> Iterator[Span]:
+    for m in _WRAPPED_TOKEN.get().finditer(text):
+        lines = m.group("rest").split("\n")
+        pieces = [ln.strip() for ln in lines if ln.strip()]
+        if not pieces or not all(token_like(p) and not p.isdigit() for p in pieces) or not token_like(m.group("head")):
+            continue
+        if any(re.fullmatch(r"[a-z]{2,8}[_-]\S+", p) for p in pieces):
+            continue  # a list of several prefixed tokens, each whole
+        end = m.start("rest") + len(m.group("rest").rstrip("\n"))
+        yield m.start("head"), end, "token"
+
+
 def extend_spans(text: str) -> Iterator[Span]:
     """Whole secrets of which other rules find a part: a key wrapped over the lines below its label, a URL userinfo whose
-    user is itself a key, a Telegram bot token with its bot id (the engine merges these with what they overlap)."""
+    user is itself a key, a Telegram bot token with its bot id, a password after its label of which another rule took
+    the head up to a symbol ("AVCv" of "AVCv*pIh4WBNUc") (the engine merges these with what they overlap)."""
+    if ("*" in text or "=" in text or "|" in text) and _pw_gated(text):
+        for s, e in _label_values(text):
+            if any(c in "*=|" for c in text[s:e]):
+                yield s, e, "password"
+    if "\n" in text and _WRAPPED_GATE.get().search(text) is not None:
+        yield from _wrapped_token_spans(text)
     if "=\n" in text or ":\n" in text:
         for m in _WRAPPED.get().finditer(text):
             yield m.start("v"), m.end("v") - (1 if m.group("v").endswith("\n") else 0), "secret"
@@ -559,6 +867,45 @@ _DOC_WORD = Lazy(r"(?:EXAMPLE|EXAMPLEKEY|example|SAMPLE|DUMMY|PLACEHOLDER)$")
 _ASSERT = Lazy(
     r"\b(?:assert\w*|expect|should|assertEqual|assert_eq!?)\b[^\n]*\b(?:sign|hmac|digest|hash|sha\d*|md5|checksum|hexdigest)\w*\s*\(", I
 )
+
+
+# round 6: public by role or by what the value is
+# a public id named by its label right before it (Twilio's Account SID, an OAuth client id, a tenant id …)
+_PUBLIC_LABEL = Lazy(
+    r"(?:\b(?:account|acct)[\s_-]*sid|\bclient[\s_-]?id|\btenant[\s_-]?id|\bsubscription[\s_-]?id|"
+    r"\bproject[\s_-]?(?:id|number)|\bpublishable[\s_-]?key|\bpublic[\s_-]?key|\bsite[\s_-]?key)[\s\"'`]{0,3}[:=]?[\s\"'`]{0,3}$",
+    I,
+)
+# keys that name no credential: a cache/row/partition key, an idempotency key, a translation key …
+_NOT_SECRET_KEY = Lazy(
+    r"\b(?:cache|primary|partition|sort|foreign|composite|row|range|hash|shard|routing|lookup|dedup(?:e|lication)?|"
+    r"idempotency|i18n|translation|object|map|dict(?:ionary)?|registry|unique|index|redis|s3|bucket|react|list|json|"
+    r"musical|keyboard|hot|short(?:cut)?)[\s_-]key\s*[:=]\s*[\"'`]?$",
+    I,
+)
+# a type in an annotation or a schema (``password: SecretStr``, ``token: Optional[str]``)
+_TYPE_NAME = Lazy(
+    r"Secret(?:Str|Bytes|String)?|SecureString|Optional\[\w+\]|str|bytes|string|String|char\[\]|byte\[\]|text|varchar(?:\(\d+\))?",
+)
+# a call on a path: ``std::env::var(…)``, ``os.environ.get(…)``, ``config.get(…)``
+_PATH_CALL = Lazy(r"[A-Za-z_]\w*(?:(?:::|\.)[A-Za-z_]\w*)+\(?")
+_SIZE_AFTER = Lazy(r"[ \t]*(?:bytes?|chars?|characters|digits|letters|symbols|B|KB|KiB)\b")
+_B64_JSON = Lazy(r"eyJ[A-Za-z0-9+/_-]{8,}={0,2}|W3[A-Za-z0-9+/_-]{8,}={0,2}")
+_SECRET_WORD = Lazy(r"pass|secret|token|key|auth|cred|\bpin\b|signature|\bsig\b|session|cookie|pwd|private|bearer", I)
+
+
+def _payload_json(v: str) -> bool:
+    """Base64 of a JSON object or array that names no credential: an event payload, not a key (a JWT has dots)."""
+    import base64
+    import binascii
+    import json
+
+    try:
+        raw = base64.urlsafe_b64decode(v.replace("+", "-").replace("/", "_").rstrip("=") + "=" * (-len(v.rstrip("=")) % 4))
+        decoded = json.loads(raw.decode("utf-8"))
+    except (binascii.Error, ValueError, UnicodeDecodeError, RecursionError):
+        return False
+    return isinstance(decoded, (dict, list)) and not _SECRET_WORD.get().search(json.dumps(decoded))
 
 
 def _counting_bytes(v: str) -> bool:
@@ -617,6 +964,18 @@ def public_value(text: str, start: int, end: int) -> bool:
     if re.match(r"pk\.[A-Za-z0-9]|pk_(?:live|test)_", v):
         return True  # a publishable key (Mapbox "pk.", Stripe "pk_live_"): public by design
     if _counting_bytes(v.removeprefix("0x")):
+        return True
+    if _PUBLIC_LABEL.get().search(text[line_start:start]) or re.fullmatch(r"AC[0-9a-f]{32}", v):
+        return True  # a public id by its label, a Twilio Account SID by its shape
+    if _NOT_SECRET_KEY.get().search(text[line_start:start]):
+        return True
+    if _TYPE_NAME.get().fullmatch(v) and re.search(r"[:]\s*$", before) and re.match(r"\s*(?:$|[=,)\n])", text[end:]):
+        return True  # "database_password: SecretStr": a type annotation
+    if _PATH_CALL.get().fullmatch(v) and (v.endswith("(") or text[end : end + 1] == "("):
+        return True  # "let token = std::env::var(…)": a call that reads the secret, not the secret
+    if v.isdigit() and len(v) <= 6 and _SIZE_AFTER.get().match(text, end):
+        return True  # "password:  24 bytes": a size
+    if _B64_JSON.get().fullmatch(v) and _payload_json(v):
         return True
     if _DOC_WORD.get().search(v):
         return True

@@ -263,6 +263,8 @@ _ID_WORDS = (
     r"|passport|id[ \t]+(?:number|no|card)|identity[ \t]+(?:number|card)|identification[ \t]+number|national[ \t]+id"
     r"|personal[ \t]+(?:id|number|code)|social[ \t]+security|tax[ \t]+(?:id|number|file[ \t]+number|code)|taxpayer"
     r"|(?:bank[ \t]+)?account[ \t]+(?:number|no|#)|acct[ \t]*(?:number|no|#)?|kontonummer|numéro[ \t]+de[ \t]+compte"
+    r"|a/c[ \t]*(?:number|no|#)?|acc[ \t]*(?:number|no|#)|konto-?nr|rekeningnummer|numer[ \t]+konta|hesap[ \t]+(?:no|numarası)"
+    r"|número[ \t]+da[ \t]+conta|номер[ \t]+сч(?:е|ё)та|खाता[ \t]+(?:संख्या|नंबर)"
     r"|n(?:ú|u)mero[ \t]+de[ \t]+cuenta|nhs[ \t]+number|medicare|driver'?s?[ \t]+licen[cs]e|licen[cs]e[ \t]+number"
     r"|health[ \t]+(?:card|insurance)[ \t]+number|insurance[ \t]+number|versichertennummer|sécu"
     r"|rijksregister(?:nummer)?|num(?:é|e)ro[ \t]+national|insz|niss|rodn(?:é|e)[ \t]+(?:č|c)(?:í|i)slo|r\.?č\.?|rfc|nip|regon"

@@ -585,7 +585,7 @@ def url_spans(text: str) -> Iterator[Span]:
 _RUN = Lazy(r"(?<![A-Za-z0-9+/=_\-.~$])[A-Za-z0-9+/_\-.~$]{20,}+={0,2}")
 _PUBLIC_ID = Lazy(
     r"(?:phc_|chatcmpl-|req_|msg_|run_|thread_|asst_|file-|xpub|ypub|zpub|tpub|vpub|npub1|pk_(?:live|test)_|pk\.|price_|prod_|pi_|cus_|sub_|in_|ch_|evt_|acct_|seti_|pm_|txn_|0x[0-9a-fA-F]{40}|"
-    r"[13][1-9A-HJ-NP-Za-km-z]{25,34}$|(?:tz[1-4]|KT1)[1-9A-HJ-NP-Za-km-z]{33}$|bc1[02-9ac-hj-np-z]{8,87}$)"
+    r"(?![0-9a-fA-F]+$)[13][1-9A-HJ-NP-Za-km-z]{25,34}$|(?:tz[1-4]|KT1)[1-9A-HJ-NP-Za-km-z]{33}$|bc1[02-9ac-hj-np-z]{8,87}$)"
 )
 _PUBLIC_ARMOUR = Lazy(r"-{3,}[ \t]*BEGIN[ \t]+[A-Z0-9 ]*(?:PUBLIC|CERTIFICATE)[A-Z0-9 ]*-{3,}[\s\S]*?(?:-{3,}[ \t]*END[^\r\n]*|$)")
 _ID_BEFORE = Lazy(r"(?:\b|_)(?:id|ids|uuid|ksuid|ulid|sid|oid|name)[ \t]*[=:][ \t]*[\"']?$", I)
@@ -690,8 +690,8 @@ def spared(text: str, start: int, end: int) -> bool:
         return True
     if _DIGEST_BEFORE.get().search(text[max(0, start - 10) : start]):
         return True
-    if _IBAN_SHAPE.get().fullmatch(v) and len(v.replace(" ", "")) >= 15:
-        return not iban_ok(v)
+    if _IBAN_SHAPE.get().fullmatch(v) and len(v.replace(" ", "")) >= 15 and cues.iban_shaped(v):
+        return not iban_ok(v)  # (a token that merely starts with two capitals and two digits is no IBAN)
     return (
         _look_alike(text, start, end, v)
         or _public_by_cause(text, start, end, v)
