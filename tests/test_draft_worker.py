@@ -154,6 +154,18 @@ def test_small_or_unsized_inputs_never_start_a_worker(monkeypatch: pytest.Monkey
     assert not pw.wanted(_drafts(pw.MIN_DRAFTS), 500)
 
 
+@pytest.mark.parametrize(("executable", "frozen"), [("/usr/bin/uwsgi", False), ("/opt/app/myapp", False), ("/usr/bin/python3", True)])
+def test_a_host_that_is_not_a_python_interpreter_never_starts_a_worker(
+    executable: str, frozen: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENT_MEMORY_DRAFT_WORKER", "1")
+    assert pw.wanted(_drafts(pw.MIN_DRAFTS), 500)
+    monkeypatch.setattr(pw.sys, "executable", executable)  # uWSGI, a frozen app: `-m` would not run this module
+    if frozen:
+        monkeypatch.setattr(pw.sys, "frozen", True, raising=False)
+    assert not pw.wanted(_drafts(pw.MIN_DRAFTS), 500)
+
+
 def test_the_worker_runs_this_package() -> None:
     import os
     import pickle

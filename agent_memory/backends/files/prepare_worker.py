@@ -79,10 +79,17 @@ def _receive(fh: IO[bytes]) -> Any:
     return pickle.loads(data)  # noqa: S301 - our own child, over its private pipe
 
 
+def _python_interpreter() -> bool:
+    """Whether ``sys.executable`` is a Python to start (embedded hosts — uWSGI, a frozen app — name their own binary,
+    which ``-m`` would not run as this module)."""
+    name = os.path.basename(sys.executable or "").lower()
+    return name.startswith(("python", "pypy")) and not getattr(sys, "frozen", False)
+
+
 def wanted(drafts: object, batch_size: int) -> bool:
     """Whether a ``remember_many`` of ``drafts`` uses a worker (see the module docstring)."""
     setting = os.environ.get("AGENT_MEMORY_DRAFT_WORKER", "")
-    if setting == "0" or not isinstance(drafts, Sequence):
+    if setting == "0" or not isinstance(drafts, Sequence) or not _python_interpreter():
         return False
     size = len(drafts)
     return size > batch_size if setting == "1" else size >= max(MIN_DRAFTS, 2 * batch_size)
