@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -190,3 +192,22 @@ def test_a_dense_failure_on_the_worker_fails_open_as_before(store: MemoryStore, 
         res = hybrid_search(store, cache, wider, "salty broth", session_id="mine", trace=True)
         assert [h.snippet for h in res.hits] == ["the broth was salty"]
         assert res.trace is not None and res.trace[-1]["fallback"] == "lexical" and "dimension" in res.trace[-1]["error"]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_searches_with_a_worker_of_its_own(store: MemoryStore) -> None:
+    """A child forked after a hybrid search (a preforking server, multiprocessing) has no worker thread: its
+    search used to wait for ever on the parent's pool."""
+    emb = CallableEmbedder(vectors, name="concepts")
+    cache = _cache(store, emb)
+    parent = _run(store, cache, emb, "car")
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 only if its search answers what the parent's did
+        code = 1
+        try:
+            signal.alarm(60)
+            code = 0 if _run(store, cache, emb, "car") == parent else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -15,6 +15,7 @@ import contextvars
 import datetime as dt
 import json
 import math
+import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -62,6 +63,13 @@ class _Overlap:
     as a direct call's would."""
 
     def __init__(self) -> None:
+        self._reset()
+        # a forked child has no worker thread (and maybe a lock held by a thread that is gone): it starts afresh,
+        # else its first hybrid search would wait for ever on a pool whose thread does not exist there
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=self._reset)
+
+    def _reset(self) -> None:
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
         self._busy = False
