@@ -40,24 +40,25 @@ from agent_memory.agents.profiles import Profile, load_profile, server_model_nam
 DATA = Path(__file__).with_name("data") / "model_workers.json"
 USER = "ada"
 
+# Both end "as the last message asks": the step after results says what to reply (numbers in the select answer mode,
+# the local profile's default; a cited summary in the summary mode, ``--answer-mode summary``).
 ONE_SEARCH = """\
 You are a private memory recall worker; your reply goes to another agent. Call memory_search once with the
-message. Then reply with one or two short sentences, each ending with a citation [record-id:L<start>-L<end>] using
-an id and lines the search returned. If nothing relevant was found, reply exactly NO_RELEVANT_MEMORY."""
+message. Then reply exactly as the last message asks."""
 
 DECOMPOSE = """\
 You are a private memory recall worker; your reply goes to another agent. The question may need several facts
 that are stored in different records. Search for the first fact with memory_search; then search again for the
-next fact, using names found in the earlier results; stop when you have every fact. Then reply with short
-sentences, each ending with a citation [record-id:L<start>-L<end>] of a record a search returned. If nothing
-relevant was found, reply exactly NO_RELEVANT_MEMORY."""
+next fact, using names found in the earlier results; stop when you have every fact. Then reply exactly as the last
+message asks."""
 
 
-def model_profile(base_url: str, model: str, tool_mode: str, timeout_s: float, max_tokens: int) -> Profile:
-    """The shipped ``local`` profile pointed at ``base_url`` / ``model``, with this run's tool mode and limits."""
+def model_profile(base_url: str, model: str, tool_mode: str, timeout_s: float, max_tokens: int, answer_mode: str = "auto") -> Profile:
+    """The shipped ``local`` profile pointed at ``base_url`` / ``model``, with this run's tool mode, answer mode and limits."""
     import dataclasses
 
     local = load_profile("local")
+    local = dataclasses.replace(local, recall=dataclasses.replace(local.recall, answer_mode=answer_mode))
     settings = {
         "model": f"openai-chat:{model}",
         "api_base": base_url,
@@ -163,6 +164,7 @@ async def run_recall(
                 "evidence_reached": evidence <= seen,
                 "evidence_part": len(evidence & seen) / len(evidence),
                 "cited_evidence": bool({s["id"] for s in result.sources} & evidence),
+                "cited_all_evidence": evidence <= {s["id"] for s in result.sources},
                 "executed": len(log.calls),
                 "attempted": attempted(len(log.calls), result.usage),
                 "searches": sum(1 for c in log.calls if c[1] == "memory_search"),
@@ -255,6 +257,7 @@ def summarise_recall(result: dict[str, Any]) -> dict[str, Any]:
         "no_memory": sum(r["no_memory"] for r in rows),
         "evidence_reached": sum(r["evidence_reached"] for r in rows),
         "cited_evidence": sum(r["cited_evidence"] for r in rows),
+        "cited_all_evidence": sum(r.get("cited_all_evidence", False) for r in rows),
         "fallbacks": sum(r["fallback"] for r in rows),
         "reasons": sorted({(r["reason"] or "").split(":")[0] for r in rows if r["fallback"]}),
         "issues": tally(rows),
@@ -284,12 +287,20 @@ def summarise_capture(result: dict[str, Any]) -> dict[str, Any]:
 async def bench(args: argparse.Namespace) -> dict[str, Any]:
     data = json.loads(DATA.read_text(encoding="utf-8"))
     model = args.model or server_model_name(args.base_url, timeout_s=120.0)
-    real = model_profile(args.base_url, model, args.tool_mode, args.timeout, args.max_tokens)
+    real = model_profile(args.base_url, model, args.tool_mode, args.timeout, args.max_tokens, args.answer_mode)
     only = set(args.only.split(",")) if args.only else None
     single = [q for q in data["recall"] if not q.get("multihop") and (only is None or q["id"] in only)][: args.recall]
     multi = [q for q in data["recall"] if q.get("multihop") and (only is None or q["id"] in only)][: args.multihop]
+    if args.multihop_shipped:  # the multi-hop questions through the shipped recall worker, not the two flows
+        single, multi = single + multi, []
     capture = [c for c in data["capture"] if only is None or c["id"] in only][: args.capture]
-    out: dict[str, Any] = {"model": model, "base_url": args.base_url, "tool_mode": args.tool_mode, "items": {}}
+    out: dict[str, Any] = {
+        "model": model,
+        "base_url": args.base_url,
+        "tool_mode": args.tool_mode,
+        "answer_mode": args.answer_mode,
+        "items": {},
+    }
     out["items"] = {"recall": [q["id"] for q in single], "multihop": [q["id"] for q in multi], "capture": [c["id"] for c in capture]}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -330,7 +341,7 @@ def save(args: argparse.Namespace, report: dict[str, Any]) -> None:
 
 def table(report: dict[str, Any]) -> str:
     lines = [
-        "| model | worker | items | valid tool calls | grounded / no-memory | evidence reached (all) | cited evidence | "
+        "| model | worker | items | valid tool calls | grounded / no-memory | evidence reached (all) | cited evidence (all) | "
         "capture P / R (facts) | must-nots stored | fallbacks | median s/turn (max) | requests, in/out tokens per turn |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
@@ -344,7 +355,11 @@ def table(report: dict[str, Any]) -> str:
             cap = key == "capture"
             lines.append(
                 f"| {name} | {key.replace('_', ' ')} | {s['n']} | {s['valid_tool_calls']} | "
-                + ("— | — | — | " if cap else f"{s['grounded']} / {s['no_memory']} | {s['evidence_reached']} | {s['cited_evidence']} | ")
+                + (
+                    "— | — | — | "
+                    if cap
+                    else f"{s['grounded']} / {s['no_memory']} | {s['evidence_reached']} | {s['cited_evidence']} ({s.get('cited_all_evidence', '?')}) | "
+                )
                 + (
                     f"{s['precision']} / {s['recall']} ({s['facts_found']}, {s['stored']} stored) | {s['must_nots_stored']} | "
                     if cap
@@ -364,6 +379,15 @@ def main() -> None:
     parser.add_argument("--multihop", type=int, default=4, help="multi-hop questions (first N), each run twice")
     parser.add_argument("--capture", type=int, default=12, help="capture conversations (first N)")
     parser.add_argument("--tool-mode", default="auto", choices=["native", "auto", "prompted"])
+    parser.add_argument(
+        "--answer-mode",
+        default="auto",
+        choices=["auto", "summary", "select"],
+        help="recall's answer mode (auto: select in a text tool mode)",
+    )
+    parser.add_argument(
+        "--multihop-shipped", action="store_true", help="run the multi-hop questions through the shipped recall worker (not the two flows)"
+    )
     parser.add_argument("--timeout", type=float, default=600.0, help="per worker run, seconds")
     parser.add_argument("--max-tokens", type=int, default=200, help="cap on each model reply")
     parser.add_argument("--only", default="", help="comma-separated item ids (c3,c5,m1,…): run only these")

@@ -24,7 +24,8 @@ SERVED = "qwen-tiny-local"
 
 
 class SmallModelServer:
-    """``GET /v1/models`` lists :data:`SERVED`; each chat completion first asks for a search as text, then cites the hit."""
+    """``GET /v1/models`` lists :data:`SERVED`; each chat completion first asks for a search as text, then picks the
+    first numbered result (recall's select step), or cites the hit when asked for a summary."""
 
     def __init__(self) -> None:
         self.posts: list[dict[str, Any]] = []
@@ -46,7 +47,9 @@ class SmallModelServer:
     def reply(self, body: dict[str, Any]) -> dict[str, Any]:
         sent = json.dumps(body["messages"])
         found = re.search(r"- \[(\S+?):L(\d+)-L(\d+)\] ", sent)  # a search result replayed as text
-        if found:
+        if "Which numbered results answer this message?" in sent:
+            content = "1"
+        elif found:
             content = f"Ada prefers the Helix editor. [{found.group(1)}:L{found.group(2)}-L{found.group(3)}]"
         else:
             content = '{"name": "memory_search", "arguments": {"query": "Ada editor", "limit": "5"}}'
@@ -163,4 +166,4 @@ def test_shipped_local_profile():
     profile = load_profile("local")
     for worker in (profile.recall, profile.capture):
         assert worker.model == "openai-chat:" and worker.base_url_env == "AGENT_MEMORY_MODEL_URL" and worker.tool_mode == "prompted"
-    assert profile.capture.tools == ("memory_remember",) and "NO_RELEVANT_MEMORY" in profile.recall.instructions
+    assert profile.capture.tools == ("memory_remember",) and profile.recall.answer_mode == "auto" and profile.recall.selects

@@ -118,7 +118,11 @@ def text(value: str) -> ModelResponse:
 
 
 def provider_with(tmp_path, role: str, model: Any, **settings: Any) -> MemoryProvider:
+    """A provider whose ``role`` worker runs ``model``; recall writes its own summary (``answer_mode="summary"``) unless
+    the test asks for another answer mode (the select mode's tests are in test_select_answer.py)."""
     profile = load_profile("offline")
+    if role == "recall":
+        settings.setdefault("answer_mode", "summary")
     worker = dataclasses.replace(profile.worker(role), model=model, **settings)  # type: ignore[arg-type]
     return MemoryProvider(tmp_path / "mem", profile=dataclasses.replace(profile, **{role: worker}), durable=False)  # type: ignore[arg-type]
 

@@ -17,6 +17,8 @@ A profile is a TOML file with a ``[recall]`` and a ``[capture]`` table (and opti
     tool_mode = "auto"                    # "native" (default), "auto" or "prompted": see agents/models/tool_mode.py
     max_tokens = 300                      # cap on each model reply (default: the server's)
     max_repairs = 1                       # extra requests to fix an unparseable text tool call (auto/prompted)
+    answer_mode = "auto"                  # recall only: "summary", "select" (the model picks result numbers, the
+                                          # worker writes the summary) or "auto" (select in the text tool modes)
     extra_tools = ["mypkg.calendar:lookup"]  # read tools beside the memory tools (agent_memory.agents.extensions)
     tool_middleware = ["mypkg.audit:log_call"]  # around every tool call; [capture] also takes approve_write = "..."
 
@@ -54,6 +56,8 @@ DEFAULT_PROFILE = "offline"
 DEFAULT_SUMMARY_TOKENS = 400
 TOOLS_PER_STEP = 4
 _TOOL_MODES = ("native", "auto", "prompted")  # agent_memory.agents.models.tool_mode.TOOL_MODES
+_ANSWER_MODES = ("auto", "summary", "select")  # recall: how the model answers (agent_memory.agents.models.select)
+_TEXT_TOOL_MODES = ("auto", "prompted")
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 
 RECALL_INSTRUCTIONS = """\
@@ -134,7 +138,7 @@ _COMMON_KEYS = frozenset(
 )
 _EXTEND_KEYS = frozenset({"extra_tools", "tool_middleware"})  # agent_memory.agents.extensions
 _ALLOWED_KEYS: dict[str, frozenset[str]] = {
-    "recall": _COMMON_KEYS | _EXTEND_KEYS | {"summary_tokens"},
+    "recall": _COMMON_KEYS | _EXTEND_KEYS | {"summary_tokens", "answer_mode"},
     "capture": _COMMON_KEYS | _EXTEND_KEYS | {"approve_write"},
     "summarize": _COMMON_KEYS,
     "reflect": _COMMON_KEYS | _EXTEND_KEYS | {"summary_tokens"},
@@ -188,6 +192,7 @@ class WorkerProfile:
     tool_mode: str = "native"  # "native", "auto" or "prompted" (agent_memory.agents.models.tool_mode)
     max_repairs: int = 1
     max_tokens: int | None = None
+    answer_mode: str = "auto"  # recall: "summary", "select" or "auto" (select in the text tool modes); see ``selects``
     extra_tools: tuple[Any, ...] = ()
     tool_middleware: tuple[Any, ...] = ()
     approve_write: Any = None
@@ -197,6 +202,13 @@ class WorkerProfile:
     def tool_calls_limit(self) -> int:
         """Tool calls allowed per run (``max_tool_calls``, else ``TOOLS_PER_STEP × max_steps``)."""
         return self.max_tool_calls if self.max_tool_calls is not None else TOOLS_PER_STEP * self.max_steps
+
+    @property
+    def selects(self) -> bool:
+        """Whether recall answers by picking result numbers (``answer_mode`` ``select``, or ``auto`` in a text tool mode):
+        the model replies ``3, 1`` or ``NONE`` and the worker writes the summary from those records. Only a text tool
+        mode can ask for numbers (the step is the tool-mode wrapper's), and the offline model writes its own summary."""
+        return self.answer_mode in ("select", "auto") and self.tool_mode in _TEXT_TOOL_MODES and self.model != "offline"
 
     @property
     def model_label(self) -> str:
@@ -482,6 +494,7 @@ def _worker(role: Role, table: Any, where: str, path: Path | None) -> WorkerProf
         "api_key_env",
         "api_key",
         "tool_mode",
+        "answer_mode",
     ):
         if key in table:
             if not isinstance(table[key], str) or not table[key].strip():
@@ -509,6 +522,10 @@ def _worker(role: Role, table: Any, where: str, path: Path | None) -> WorkerProf
         raise fail("base_url_env", "give base_url or base_url_env, not both")
     if "tool_mode" in values and values["tool_mode"] not in _TOOL_MODES:
         raise fail("tool_mode", f"must be one of {', '.join(map(repr, _TOOL_MODES))}, not {values['tool_mode']!r}")
+    if "answer_mode" in values and values["answer_mode"] not in _ANSWER_MODES:
+        raise fail("answer_mode", f"must be one of {', '.join(map(repr, _ANSWER_MODES))}, not {values['answer_mode']!r}")
+    if values.get("answer_mode") == "select" and values.get("tool_mode", "native") not in _TEXT_TOOL_MODES:
+        raise fail("answer_mode", "'select' needs tool_mode = 'prompted' or 'auto' (the worker asks for result numbers in text)")
     model = values.get("model", "offline")
     if model.startswith("litellm:") and not model[len("litellm:") :].strip():
         raise fail("model", "'litellm:' needs a model name, e.g. 'litellm:openai/gpt-4o-mini'")
@@ -583,5 +600,6 @@ def _worker(role: Role, table: Any, where: str, path: Path | None) -> WorkerProf
         tool_mode=values.get("tool_mode", "native"),
         max_repairs=values.get("max_repairs", 1),
         max_tokens=values.get("max_tokens"),
+        answer_mode=values.get("answer_mode", "auto"),
         **extend,
     )

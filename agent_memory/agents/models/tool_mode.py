@@ -48,6 +48,17 @@ from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RequestUsage
 
+from agent_memory.agents.models.select import (
+    SELECTING,
+    Choice,
+    SelectState,
+    choices_in,
+    numbered_line,
+    numbered_list,
+    parse_selection,
+    select_repair,
+    select_step,
+)
 from agent_memory.agents.models.tool_text import parse_tool_calls, tools_prompt
 
 __all__ = ["TOOL_MODES", "TOOL_STATS", "ToolMode", "ToolModeModel", "STAT_KEYS"]
@@ -66,6 +77,9 @@ STAT_KEYS: tuple[str, ...] = (
     "calls_at_step_limit",
     "empty_answers_rechecked",
     "question_turns_skipped",
+    "selection_repairs",
+    "selections_ignored",
+    "selection_fixes",
 )
 #: Counters of the running worker (set by the runner; the run's task shares the dict).
 TOOL_STATS: contextvars.ContextVar[dict[str, int] | None] = contextvars.ContextVar("agent_memory_tool_stats", default=None)
@@ -161,10 +175,13 @@ class ToolModeModel(WrapperModel):
         history = list(messages)
         usage = RequestUsage()
         repairs = nudged = 0
-        nudged_search = nudged_last = nudged_empty = False
+        nudged_search = nudged_last = nudged_empty = nudged_select = False
         final = self._is_last_step(messages)
+        selecting = SELECTING.get()  # recall in select mode: the list the model picks from is what the tools returned
+        if selecting is not None:
+            selecting.shown = choices_in(_tool_results(messages))
         while True:
-            response = await self._ask(history, model_settings, params, tools, final=final)
+            response = await self._ask(history, model_settings, params, tools, final=final, selecting=selecting)
             usage = _add_usage(usage, response.usage)
             native = [p for p in response.parts if isinstance(p, ToolCallPart)]
             if native:
@@ -182,6 +199,14 @@ class ToolModeModel(WrapperModel):
                         history += [response, ModelRequest(parts=[UserPromptPart(_SEARCH_FIRST)])]
                         continue
                     found = _records_read(messages)
+                    if selecting is not None and selecting.shown and earlier:
+                        picked = parse_selection(_text(response), selecting.shown)
+                        if not picked.numbers and not picked.none and not nudged_select:
+                            nudged_select = True  # neither numbers nor NONE: ask once more (the worker gives up after)
+                            _count("selection_repairs")
+                            history += [response, ModelRequest(parts=[UserPromptPart(select_repair(len(selecting.shown)))])]
+                            continue
+                        return dataclasses.replace(response, usage=usage)  # NONE is a judgement here: no recheck
                     if self.empty_text and not nudged_empty and found and _is_exit(_text(response), self.empty_text):
                         nudged_empty = True  # small models take the "nothing relevant" exit over relevant results: check once
                         _count("empty_answers_rechecked")
@@ -240,18 +265,44 @@ class ToolModeModel(WrapperModel):
         tools: Mapping[str, Any],
         *,
         final: bool = False,
+        selecting: SelectState | None = None,
     ) -> ModelResponse:
+        shown = selecting.shown if selecting is not None and selecting.shown else None
+        step = (self.last_step if final and self.last_step else self.next_step) if shown is None else None
+        if shown is not None and selecting is not None:
+            step = select_step(selecting.message, last=final)
         if self.mode != "prompted":  # calls parsed from text go back to the model as text, as it wrote them
-            return await self.wrapped.request(_as_text(history, None, only_text_calls=True), settings, params)
+            sent = _as_text(history, None, only_text_calls=True, numbers=shown)
+            if shown is not None and step is not None:
+                sent = _with_select_step(sent, history[-1] if history else None, shown, step)
+            return await self.wrapped.request(sent, settings, params)
         listing = tools_prompt({name: (t.description or "", t.parameters_json_schema) for name, t in tools.items()})
         text_params = dataclasses.replace(params, function_tools=[], tool_visibility=None, allow_text_output=True)
         return await self.wrapped.request(
-            _as_text(
-                history, listing, first_step=self.first_step, next_step=(self.last_step if final and self.last_step else self.next_step)
-            ),
+            _as_text(history, listing, first_step=self.first_step, next_step=step, numbers=shown),
             settings,
             text_params,
         )
+
+
+def _tool_results(messages: list[ModelMessage]) -> list[Any]:
+    """The contents of every tool return in ``messages``, in order."""
+    return [p.content for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, ToolReturnPart)]
+
+
+def _with_select_step(messages: list[ModelMessage], original: ModelMessage | None, shown: list[Choice], step: str) -> list[ModelMessage]:
+    """``auto`` mode in select mode: after the latest tool results (``original``: the last message before calls parsed
+    from text were turned back into text), the numbered list if a native tool return is among them (sent as it is, not
+    numbered), then the select step."""
+    last = messages[-1] if messages else None
+    if not isinstance(original, ModelRequest) or not isinstance(last, ModelRequest):
+        return messages
+    returns = [p for p in original.parts if isinstance(p, ToolReturnPart)]
+    if not returns:
+        return messages
+    native = any(not p.tool_call_id.startswith(_TEXT_ID) for p in returns)
+    text = f"Results, numbered:\n{numbered_list(shown)}\n\n{step}" if native else step
+    return [*messages[:-1], dataclasses.replace(last, parts=[*last.parts, UserPromptPart(text)])]
 
 
 _SEARCH_FIRST = (
@@ -301,15 +352,24 @@ def _repeat_prompt(names: str) -> str:
     )
 
 
-def render_result(content: Any) -> str | None:
+def render_result(content: Any, numbers: list[Choice] | None = None) -> str | None:
     """A memory tool's result as the few lines a small model needs (None: not a memory tool result).
 
     Search hits become ``- [id:L<start>-L<end>] title: snippet`` (the citation form the workers ask for), a read
-    record ``[id:L<first>-L<last>] title`` and its content; the untrusted-data note is kept.
+    record ``[id:L<first>-L<last>] title`` and its content; the untrusted-data note is kept. With ``numbers`` (recall's
+    select mode: every record shown so far, numbered), each record is ``n. title: text``, numbered as in that list.
     """
     if not isinstance(content, Mapping):
         return None
     note = str(content.get("note") or "")
+    if numbers is not None:
+        index = {c.id: n for n, c in enumerate(numbers, 1)}
+        mine = [c for c in choices_in([content]) if c.id in index]
+        lines = [note] if note else []
+        if mine:
+            return "\n".join([*lines, *(numbered_line(index[c.id], c) for c in mine)])
+        if isinstance(content.get("hits"), list):
+            return "\n".join([*lines, "no hits"])
     hits = content.get("hits")
     if isinstance(hits, list):
         lines = [note] if note else []
@@ -334,6 +394,7 @@ def _as_text(
     only_text_calls: bool = False,
     first_step: str | None = None,
     next_step: str | None = None,
+    numbers: list[Choice] | None = None,
 ) -> list[ModelMessage]:
     """The history with tool calls and results as plain text (``only_text_calls``: those parsed from text).
 
@@ -366,7 +427,7 @@ def _as_text(
         req_parts: list[Any] = []
         for q in message.parts:
             if isinstance(q, ToolReturnPart) and (not only_text_calls or q.tool_call_id.startswith(_TEXT_ID)):
-                content = render_result(q.content) or q.model_response_str()
+                content = render_result(q.content, numbers) or q.model_response_str()
                 cut = content if len(content) <= _RESULT_CHARS else content[:_RESULT_CHARS] + " …(cut)"
                 req_parts.append(UserPromptPart(f"Result of {q.tool_name}:\n{cut}"))
             elif isinstance(q, RetryPromptPart) and (not only_text_calls or q.tool_call_id.startswith(_TEXT_ID)):

@@ -7,6 +7,9 @@ become ``sources``. A summary must be grounded in what the worker read: one that
 tool returned, or cites nothing at all, is not used. On any failure a deterministic lexical summary
 of search hits is returned instead, flagged ``fallback=True`` with the reason: recall never raises
 into the caller.
+With ``answer_mode`` ``select`` (``auto`` in a text tool mode: small local models), the model is shown the records
+its searches returned, numbered, and replies with the numbers of those that answer (or ``NONE``); the worker writes
+the summary from those records' own text with their citations (:mod:`agent_memory.agents.models.select`).
 The summary is plain text; fencing it for the main model is the integration layer's job.
 """
 
@@ -23,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic_ai.usage import RunUsage
 
 from agent_memory.agents.models.offline import NO_RELEVANT_MEMORY
+from agent_memory.agents.models.select import SELECTING, Choice, SelectState, parse_selection
 from agent_memory.agents.profiles import DEFAULT_SUMMARY_TOKENS
 from agent_memory.agents.tokens import count_tokens, get_counter
 from agent_memory.agents.workers.runner import (
@@ -73,6 +77,11 @@ def recall_prompt(message: str, budget: int) -> str:
         f"Budget: {budget} tokens. Summarise what memory knows that is relevant to the message below, "
         f"with citations; reply {NO_RELEVANT_MEMORY} if nothing is.\nMessage:\n{message.strip()}"
     )
+
+
+def select_prompt(message: str) -> str:
+    """The worker's user prompt in select mode (the model picks records; the worker writes the summary)."""
+    return f"Find the records in memory that answer the message below.\nMessage:\n{message.strip()}"
 
 
 def parse_citations(summary: str, known_ids: Iterable[str] | None = None) -> list[dict[str, Any]]:
@@ -153,6 +162,44 @@ def _finish(output: Any, budget: int, known_ids: set[str], extra_used: bool = Fa
     if not sources and not extra_used:  # an answer from the user's extra tools alone cites no record
         raise UnusableOutput("the summary cites no record it read")
     return summary, sources
+
+
+def _finish_selected(
+    output: Any, state: SelectState, budget: int, known_ids: set[str], usage: RunUsage, extra_used: bool = False
+) -> tuple[str, list[dict[str, Any]]]:
+    """The summary of the records a select reply picked: one line each, their own text and citation, within ``budget``.
+
+    With no record shown (no hit, or only the user's extra tools answered) the model was asked for a summary as in the
+    summary mode, and its reply is checked the same way.
+    """
+    if not state.shown:
+        return _finish(output, budget, known_ids, extra_used)
+    text = output.strip() if isinstance(output, str) else ""
+    picked = parse_selection(text, state.shown)
+    for key, n in (("selections_ignored", picked.ignored), ("selection_fixes", int(picked.from_citations))):
+        if n:
+            usage.details[key] = usage.details.get(key, 0) + n
+    chosen = [state.shown[n - 1] for n in picked.numbers if state.shown[n - 1].id in known_ids]
+    if not chosen:
+        if picked.none:  # a judgement that nothing answers
+            return "", []
+        raise UnusableOutput(f"the select reply picked no record: {' '.join(text.split())[:80]!r}")
+    lines: list[str] = []
+    sources: list[dict[str, Any]] = []
+    for choice in chosen:
+        line = _cited_line(choice.text or choice.title, choice)
+        if count_tokens("\n".join([*lines, line])) > budget:
+            continue
+        lines.append(line)
+        sources.append(
+            {"id": choice.id, "line_start": choice.line_start, "line_end": choice.line_end, **({"curated": True} if choice.curated else {})}
+        )
+    return "\n".join(lines), sources
+
+
+def _cited_line(text: str, choice: Choice) -> str:
+    lines = f":L{choice.line_start}-L{choice.line_end}" if choice.line_start is not None and choice.line_end is not None else ""
+    return f"- {' '.join(text.split())} [{choice.id}{lines}]"
 
 
 async def lexical_summary(
@@ -251,8 +298,19 @@ async def run_recall(
         if not isinstance(message, str) or not message.strip() or budget == 0:
             return RecallResult("", model=label, elapsed_s=time.perf_counter() - started)
         toolset = bound_toolset(backend, profile.tools, caller, wrapper=RecordingToolset)
-        output = await run_worker(profile, recall_prompt(message, budget), toolset, usage, name="agent_memory_recall", timeout_s=limit)
-        summary, sources = await asyncio.to_thread(_finish, output, budget, _seen_ids(toolset.calls), bool(toolset.extra_calls))
+        if profile.selects:  # the model picks numbered records; the summary is written here from their text
+            state = SelectState(message)
+            token = SELECTING.set(state)  # the run's task copies this context: its model wrapper shares ``state``
+            try:
+                output = await run_worker(profile, select_prompt(message), toolset, usage, name="agent_memory_recall", timeout_s=limit)
+            finally:
+                SELECTING.reset(token)
+            summary, sources = await asyncio.to_thread(
+                _finish_selected, output, state, budget, _seen_ids(toolset.calls), usage, bool(toolset.extra_calls)
+            )
+        else:
+            output = await run_worker(profile, recall_prompt(message, budget), toolset, usage, name="agent_memory_recall", timeout_s=limit)
+            summary, sources = await asyncio.to_thread(_finish, output, budget, _seen_ids(toolset.calls), bool(toolset.extra_calls))
         tight = None if summary else await shortest_answer(backend, message, budget, caller)
         if tight is not None:  # nothing fitted the budget: say so, with the shortest honest answer
             summary, sources, needed = tight
