@@ -528,7 +528,7 @@ def test_holdout8_round6_floor() -> None:
     assert result.redacted >= 731 and result.damaged <= 1, (result.redacted, result.damaged)
 
 
-@pytest.mark.parametrize("name", ["secrets_holdout7", "secrets_holdout8", "secrets_holdout9"])
+@pytest.mark.parametrize("name", ["secrets_holdout7", "secrets_holdout8", "secrets_holdout9", "secrets_holdout10"])
 def test_blind_corpus_is_exactly_what_its_seeded_generator_makes(name: str, tmp_path: Path) -> None:
     corpus = FIXTURES.parent / name
     copy = tmp_path / name
