@@ -40,7 +40,8 @@ from agent_memory.redaction.generic import (
 Span = tuple[int, int, str]
 
 _IDENT = Lazy(
-    r"(?<![\w.\-/$%{@])(?:[A-Za-z][A-Za-z0-9]*(?:[_.\-][A-Za-z0-9]+)+|[a-z][a-z0-9]*(?:[A-Z][a-z0-9]+)+|[A-Z]{2,}[a-z]+(?:[A-Z][a-z0-9]+)+|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+)"
+    # (a line a diff removes, "-API_KEY=…", names its key as the added "+API_KEY=…" does)
+    r"(?:(?<![\w.\-/$%{@])|(?<=\n-)|(?<=\A-))(?:[A-Za-z][A-Za-z0-9]*(?:[_.\-][A-Za-z0-9]+)+|[a-z][a-z0-9]*(?:[A-Z][a-z0-9]+)+|[A-Z]{2,}[a-z]+(?:[A-Z][a-z0-9]+)+|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+)"
     r"(?![A-Za-z0-9_\-]|\.[A-Za-z0-9_]|\[REDACTED)"
 )
 _PARTS = Lazy(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
