@@ -252,6 +252,29 @@ _IBAN_START = Lazy(r"[A-Z]{2}\d\d")
 _IBAN = Lazy(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,4})?(?![A-Za-z0-9])")
 _ROUTING = Lazy(r"\b(?:routing|aba|rtn|transit)\b[^\n\d]{0,30}?(?P<v>\d{9})(?!\d)", I)
 _ACCOUNT = Lazy(r"\baccount\s*(?:number|no\.?|#|nr)|\bacct\b|kontonummer|numéro\s+de\s+compte", I)
+# a value quoted in a report that it leaked and must be revoked or rotated ("someone pasted `…` in the channel; please
+# revoke and rotate"): whatever its shape, the report says it is a live credential
+LEAK_GATE = ("revok", "rotate", "leak", "compromis", "exposed")
+_LEAK = Lazy(
+    r"\b(?:revok\w*|rotat\w*|leak\w*|compromised|exposed)\b[^\n]{0,300}?\b(?:token|key|secret|password|credential|pat)s?\b|"
+    r"\b(?:token|key|secret|password|credential|pat)s?\b[^\n]{0,300}?\b(?:revok\w*|rotat\w*|leak\w*|compromised|exposed)\b",
+    I,
+)
+_BACKTICKED = Lazy(r"`(?P<v>[^`\s/]{16,200})`")
+
+
+def _leaked_spans(text: str) -> Iterator[Span]:
+    for m in _BACKTICKED.get().finditer(text):
+        v = m.group("v")
+        if "@" in v and "." in v.split("@")[-1] or not any(c.isdigit() for c in v) or not any(c.isalpha() for c in v):
+            continue  # an e-mail address, a name, a number: not the credential
+        if _VERSIONISH.get().fullmatch(v) or v.startswith(("$", "{", "<")) or _NAMED_KEY.get().search(v):
+            continue  # a version, ticket, file or reference; the credential's name ("billing-api-key-2024"), not its value
+        yield m.start("v"), m.end("v"), "secret"
+
+
+_VERSIONISH = Lazy(r"v?\d+(?:\.\d+)+\S*|[A-Z][A-Z0-9]*-\d+|[\w.-]+\.(?:py|js|ts|go|rs|json|ya?ml|env|txt|md)(?::\d+)?", I)
+_NAMED_KEY = Lazy(r"key|token|secret|pass|cred|api|prod|staging|\bdev|test|name|user|admin|service|account", I)
 _RECOVERY_KEY = Lazy(r"(?<![\d-])\d{6}(?:-\d{6}){7}(?![\d-])")
 _SORT_ACCOUNT = Lazy(r"(?<![\w-])\d{2}-\d{2}-\d{2}[ \t]*[/,|;][ \t]*(?P<a>\d{8})(?![\w-])")
 _WIDE_CARD = Lazy(r"(?<!\d)\d{4}(?:[ ]{2,3}\d{4}){3}(?!\d)")
@@ -422,6 +445,7 @@ _AFTER_UNIT = Lazy(
     r"people|points|dollars|euros|rupees|files|photos|messages|items|rows|lines|records|words|steps|mal|fois|veces)\b",
     I,
 )
+_POSTAL_LINE = Lazy(r"postal|post[ \t]+office|pincode|\bzip\b|address|district|courier|delivery", I)
 _YEAR_GAP = Lazy(r"\b(?:in|for|since|of|from|until|by|to|around|circa|seit|depuis|desde|dal|с)\W*$", I)
 # a one-time code relayed by whoever received it ("the bank just texted me 547953")
 _RELAY = Lazy(
@@ -458,6 +482,8 @@ def code_spans(text: str, low: str) -> Iterator[Span]:
         if any(c.isdigit() for c in gap) or _CODE_GAP_NOT.get().search(gap) or _AFTER_UNIT.get().match(text, d.end()):
             continue
         v = d.group("v")
+        if len(v) == 6 and m.group().lower().startswith("pin") and _POSTAL_LINE.get().search(text, max(0, m.start() - 60), d.end() + 60):
+            continue  # India's "PIN code" of a post office or an address is a postal code
         if len(v) == 4 and v[:2] in ("19", "20") and _YEAR_GAP.get().search(gap):
             continue  # "the PIN policy since 2019": a year
         yield d.start("v"), d.end("v"), "pin"
@@ -667,6 +693,7 @@ TRIGGERS = tuple(
         + NAMED_GATE
         + KV_GATE
         + CLI_GATE
+        + LEAK_GATE
         + CRED_GATE
         + ("reset", "chang", "set ", " / ", "insert", "account", "acct", "?", "&")
         + CODE_NOUN_GATE
@@ -716,6 +743,8 @@ def cue_spans(text: str) -> Iterator[Span]:
             if _luhn(re.sub(r"\D", "", m.group())):
                 yield m.start(), m.end(), "card_number"
     low = text.lower()
+    if "`" in text and _any(low, LEAK_GATE) and _LEAK.get().search(text) is not None:
+        yield from _leaked_spans(text)
     if _any(low, CARD_GATE):
         yield from split_card_spans(text)
     if _any(low, ID_GATE):
