@@ -540,7 +540,7 @@ def test_holdout9_round7_floor() -> None:
     result = score(lambda text: redact(text).text, HOLDOUT9)
     print(f"\n{HOLDOUT9.name}: {result.line()}")
     assert result.secrets >= 1148 and result.benign >= 303
-    assert result.redacted >= 1136 and result.damaged == 0, (result.redacted, result.damaged)
+    assert result.redacted >= 1140 and result.damaged == 0, (result.redacted, result.damaged)
 
 
 @pytest.mark.parametrize("name", ["secrets_holdout7", "secrets_holdout8", "secrets_holdout9"])

@@ -131,3 +131,16 @@ def test_round7_value_reported_leaked_is_removed(text: str, secret: str) -> None
 @pytest.mark.parametrize("text", LEAK_LOOK_ALIKES)
 def test_round7_leak_report_keeps_names_and_paths(text: str) -> None:
     assert redact_text(text) == text
+
+
+def test_round7_password_typed_in_chunks_is_removed_whole() -> None:
+    text = "here's the password, split in pieces so the filter misses it:\nQ7rTm\nz2-Kp\nW9xaL\nb4\nthanks"
+    out = redact_text(text)
+    for chunk in ("Q7rTm", "z2-Kp", "W9xaL"):
+        assert chunk not in out, out
+    assert out.endswith("\nthanks")
+
+
+def test_round7_list_below_a_password_label_is_kept() -> None:
+    text = "Password managers we allow:\nBitwarden\n1Password\nKeePassXC"
+    assert redact_text(text) == text

@@ -877,6 +877,34 @@ def _wrapped_token_spans(text: str) -> Iterator[Span]:
         yield m.start("head"), end, "token"
 
 
+_CHUNK_WORD = Lazy(r"chunk|piece|part|split|bits|per\s+line|each\s+line|line\s+by\s+line|Teil|morceau|trozo|partes", I)
+_LINE_TOKEN = Lazy(r"[ \t]*(\S{1,40})[ \t]*(?=\n|$)")
+
+
+def _chunked_spans(text: str) -> Iterator[Span]:
+    """A password typed in chunks, one per line, below its label line ("password, one chunk per line:\\naAvSk\\nML0KZ\\n…
+    \\nF"): the first line's token absorbs the lines below while they are chunks of its length (the last may be shorter)."""
+    for lab in _PW_LABEL.get().finditer(text):
+        pos = text.find("\n", lab.end())
+        if pos < 0 or not text[lab.end() : pos].rstrip().endswith((":", "：")):
+            continue
+        if _CHUNK_WORD.get().search(text, lab.start(), pos) is None:
+            continue  # the line says it is split ("one chunk per line"); a list of names below a label is not
+        first = _LINE_TOKEN.get().match(text, pos + 1)
+        if first is None or not 3 <= len(first.group(1)) <= 16:
+            continue
+        size, start, end, chunks, pos = len(first.group(1)), first.start(1), first.end(1), 0, first.end()
+        while pos < len(text) and text[pos] == "\n":
+            m = _LINE_TOKEN.get().match(text, pos + 1)
+            if m is None or len(m.group(1)) > size or m.group(1).endswith((":", "：")):
+                break
+            end, chunks, pos = m.end(1), chunks + 1, m.end()
+            if len(m.group(1)) < size:
+                break  # the short last chunk
+        if chunks >= 2:
+            yield start, end, "password"
+
+
 def extend_spans(text: str) -> Iterator[Span]:
     """Whole secrets of which other rules find a part: a key wrapped over the lines below its label, a URL userinfo whose
     user is itself a key, a Telegram bot token with its bot id, a password after its label of which another rule took
@@ -885,6 +913,8 @@ def extend_spans(text: str) -> Iterator[Span]:
         for s, e in _label_values(text):
             if any(c in "*=|" for c in text[s:e]):
                 yield s, e, "password"
+    if "\n" in text and _pw_gated(text):
+        yield from _chunked_spans(text)
     if "\n" in text and _WRAPPED_GATE.get().search(text) is not None:
         yield from _wrapped_token_spans(text)
     if "=\n" in text or ":\n" in text:
