@@ -275,8 +275,8 @@ def _leaked_spans(text: str) -> Iterator[Span]:
 
 _VERSIONISH = Lazy(r"v?\d+(?:\.\d+)+\S*|[A-Z][A-Z0-9]*-\d+|[\w.-]+\.(?:py|js|ts|go|rs|json|ya?ml|env|txt|md)(?::\d+)?", I)
 _NAMED_KEY = Lazy(r"key|token|secret|pass|cred|api|prod|staging|\bdev|test|name|user|admin|service|account", I)
-_RECOVERY_KEY = Lazy(r"(?<![\d-])\d{6}(?:-\d{6}){7}(?![\d-])")
-_SORT_ACCOUNT = Lazy(r"(?<![\w-])\d{2}-\d{2}-\d{2}[ \t]*[/,|;][ \t]*(?P<a>\d{8})(?![\w-])")
+_DASHED_HINT = Lazy(r"\d-\d\d[ \t]*[/,|;][ \t]*\d{8}|\d{6}-\d{6}-\d{6}")
+_DASHED_NUMBER = Lazy(r"(?<![\w-])(?:(?P<r>\d{6}(?:-\d{6}){7})|\d{2}-\d{2}-\d{2}[ \t]*[/,|;][ \t]*(?P<a>\d{8}))(?![\w-])")
 _WIDE_CARD = Lazy(r"(?<!\d)\d{4}(?:[ ]{2,3}\d{4}){3}(?!\d)")
 _URL_CODE = Lazy(
     r"[?&](?:code|token|auth|otp|key|magic|login_token|access_token|ticket|signature|sig)=(?P<v>[A-Za-z0-9_\-.~%]{16,400})",
@@ -734,10 +734,8 @@ def cue_spans(text: str) -> Iterator[Span]:
     if "-" in text:
         # shapes no public number has: a BitLocker recovery key (eight groups of six digits); a UK sort code with the
         # account number after it ("62-64-79 / 10026623")
-        for m in _RECOVERY_KEY.get().finditer(text):
-            yield m.start(), m.end(), "password"
-        for m in _SORT_ACCOUNT.get().finditer(text):
-            yield m.start("a"), m.end("a"), "national_id"
+        for m in _DASHED_NUMBER.get().finditer(text) if _DASHED_HINT.get().search(text) else ():
+            yield (m.start("r"), m.end("r"), "password") if m.group("r") else (m.start("a"), m.end("a"), "national_id")
     if "  " in text:
         for m in _WIDE_CARD.get().finditer(text):
             if _luhn(re.sub(r"\D", "", m.group())):
@@ -877,6 +875,7 @@ def _wrapped_token_spans(text: str) -> Iterator[Span]:
         yield m.start("head"), end, "token"
 
 
+CHUNK_GATE = ("chunk", "piece", "part", "split", "bits", "line", "teil", "morceau", "trozo")
 _CHUNK_WORD = Lazy(r"chunk|piece|part|split|bits|per\s+line|each\s+line|line\s+by\s+line|Teil|morceau|trozo|partes", I)
 _LINE_TOKEN = Lazy(r"[ \t]*(\S{1,40})[ \t]*(?=\n|$)")
 
@@ -913,7 +912,7 @@ def extend_spans(text: str) -> Iterator[Span]:
         for s, e in _label_values(text):
             if any(c in "*=|" for c in text[s:e]):
                 yield s, e, "password"
-    if "\n" in text and _pw_gated(text):
+    if "\n" in text and _pw_gated(text) and _any(text.lower(), CHUNK_GATE):
         yield from _chunked_spans(text)
     if "\n" in text and _WRAPPED_GATE.get().search(text) is not None:
         yield from _wrapped_token_spans(text)
