@@ -528,6 +528,21 @@ def test_holdout8_round6_floor() -> None:
     assert result.redacted >= 731 and result.damaged <= 1, (result.redacted, result.damaged)
 
 
+# holdout9 (tests/fixtures/secrets_holdout9, 1148 secret cases, 303 look-alikes, written blind by a writer who read no
+# redaction code) was measured once, blind, after rounds 6 and 6b: 1085/1148 (94.5%), 12/303 changed.  Since round 7
+# (redact7: its misses studied and fixed by cause, tests/test_redact_round7.py) it is TUNING DATA, no longer blind.  Of
+# the 12 cases left, one (Braintree "access_token$production$…") is a scoring artefact: the value is redacted but its
+# first ten characters "access_tok" also occur in the key name the corpus keeps.
+HOLDOUT9 = FIXTURES.parent / "secrets_holdout9"
+
+
+def test_holdout9_round7_floor() -> None:
+    result = score(lambda text: redact(text).text, HOLDOUT9)
+    print(f"\n{HOLDOUT9.name}: {result.line()}")
+    assert result.secrets >= 1148 and result.benign >= 303
+    assert result.redacted >= 1140 and result.damaged == 0, (result.redacted, result.damaged)
+
+
 @pytest.mark.parametrize("name", ["secrets_holdout7", "secrets_holdout8", "secrets_holdout9", "secrets_holdout10"])
 def test_blind_corpus_is_exactly_what_its_seeded_generator_makes(name: str, tmp_path: Path) -> None:
     corpus = FIXTURES.parent / name

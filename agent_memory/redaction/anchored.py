@@ -43,6 +43,7 @@ _IDENT = Lazy(
     r"(?<![\w.\-/$%{@])(?:[A-Za-z][A-Za-z0-9]*(?:[_.\-][A-Za-z0-9]+)+|[a-z][a-z0-9]*(?:[A-Z][a-z0-9]+)+|[A-Z]{2,}[a-z]+(?:[A-Z][a-z0-9]+)+|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+)"
     r"(?![A-Za-z0-9_\-]|\.[A-Za-z0-9_]|\[REDACTED)"
 )
+_DIFF_MINUS = Lazy(r"(?m)^-(?=[A-Za-z])")
 _PARTS = Lazy(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _PW = frozenset("password passwd pass pwd pw passphrase passcode kennwort senha contrasena parola sifre haslo".split())
 _KEY = frozenset("key apikey token secret sk secretkey accesskey privatekey credential credentials seed salt license licence".split())
@@ -218,7 +219,10 @@ def name_spans(text: str) -> Iterator[Span]:
     """Values that follow a credential name (any syntax, any language between them)."""
     if _GATE.get().search(text) is None:
         return
-    for m in _IDENT.get().finditer(text):
+    # a line a diff removes ("-API_KEY=…") names its key as the added "+API_KEY=…" does: the names are read in a view
+    # of the same length with that "-" blanked
+    names = _DIFF_MINUS.get().sub(" ", text) if text.startswith("-") or "\n-" in text else text
+    for m in _IDENT.get().finditer(names):
         if (
             text.endswith(("REDACTED:", "="), 0, m.start())
             or text.endswith(("<", "{"), 0, m.start())

@@ -35,6 +35,7 @@ The vocabularies (``PASSWORD_LABELS``, ``CODE_CUES``, ``TRIGGERS``) are module c
 
 from __future__ import annotations
 
+import base64
 import functools
 import re
 import unicodedata
@@ -48,7 +49,7 @@ Span = tuple[int, int, str]
 # --- vocabularies (importable by a prefilter) -------------------------------------------------------------------
 PASSWORD_LABELS = (
     r"passwor[dt]\w{0,6}|passcode|passphrase|kennwort\w{0,4}|mot\s+de\s+passe|contrase(?:ñ|n)a|senha|has(?:ł|l)o|heslo|"
-    r"wachtwoord|l(?:ö|o)senord\w{0,3}|passord\w{0,3}|adgangskode|salasana\w{0,3}|jelszó|parol[aăe]?|(?:ş|s)ifre\w{0,3}|"
+    r"wachtwoord|l(?:ö|o)senord\w{0,3}|passord\w{0,3}|adgangskode\w{0,3}|kata\s+laluan|পাসওয়ার্ড|salasana\w{0,3}|jelszó|parol[aăe]?|(?:ş|s)ifre\w{0,3}|"
     r"lozinka|geslo|парол\w{0,2}|κωδικός(?:\s+πρόσβασης)?|συνθηματικό|كلمة\s+(?:المرور|السر)|رمز\s+عبور|סיסמ[הא]|"
     r"पासवर्ड|कूटशब्द|パスワード|密码|密碼|口令|비밀번호|암호|m[aậ]t\s+kh[aẩ]u|kata\s+sandi\w{0,3}|รหัสผ่าน|nenosiri|jelszo|"
     r"\bpw\b|\bpwd\b|memorable\s+(?:word|phrase|answer)|secret\s+word|mot\s+m(?:é|e)morable|palabra\s+secreta"
@@ -60,7 +61,7 @@ CODE_CUES = (
 )
 CVV_CUES = (
     r"cvv2?|cvc2?|csc|cv2|security\s+code|code\s+on\s+the\s+back|card\s+code|prüfziffer|prüfnummer|kartenprüfnummer|"
-    r"sicherheitscode|código\s+de\s+segurança|código\s+de\s+seguridad|cryptogramme|code\s+de\s+sécurité|"
+    r"sicherheitscode|c(?:ó|o)digo|\bcodice\b|\bcode\b|\bkod\b|код|código\s+de\s+segurança|código\s+de\s+seguridad|cryptogramme|code\s+de\s+sécurité|"
     r"codice\s+di\s+sicurezza|セキュリティコード|セキュリティーコード|安全码|보안\s*코드|код\s+безопасности|"
     # the value printed on the back of the card, named by where it is ("the back says 791", "au dos : 123")
     r"(?:on|at)\s+the\s+back|the\s+back\s+(?:says|reads|shows|has|is)|back\s+of\s+the\s+card|r(?:ü|u)ckseite|au\s+dos|"
@@ -89,7 +90,11 @@ _PW_VALUE_LOW = Lazy(
 _CJK = Lazy(r"[\u2e80-\u9fff\uac00-\ud7af\u3000-\u303f\uff00-\uffef]")
 _DOTTED_ID = Lazy(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\(?\)?")
 # a passphrase of Capitalised words joined by dots, with digits ("Opinion.Badge.Gentle.Orchard57"), not a dotted name
-_DOTTED_PHRASE = Lazy(r"[A-Z][a-z]{2,12}(?:\.[A-Z][a-z]{2,12}){2,7}\d{1,6}[!?#*]?")
+_DOTTED_PHRASE = Lazy(
+    r"[A-Z][a-z]{2,12}(?:\.[A-Z][a-z]{2,12}){2,7}\d{1,6}[!?#*]?"
+    # short segments switching case, an upper one among lower ones ("ecto.QGYRA.ugbp", "yelp.E7SPW.woez"): no code name
+    r"|[a-z]{3,8}(?:\.(?=[A-Z0-9]*[A-Z])[A-Z0-9]{3,8}\.[a-z]{3,8})+"
+)
 _ASSIGNMENT = Lazy(r"=|.*==|(?:.*[;&,?])?(?:[a-z_][a-z0-9_.-]{0,40}|[A-Z_][A-Z0-9_.-]{0,40})=")
 _FILE = Lazy(r".*\.(?:txt|json|ya?ml|env|conf|cfg|ini|pem|key|csv|log|md|py|js|sh|kdbx|gpg|zip|pdf|docx?)$", I)
 _PASSPHRASE = Lazy(r"[a-z]{3,10}(?:[-_.][a-z]{3,10}){3,7}")
@@ -100,12 +105,17 @@ _NOT_VALUE_WORDS = frozenset(
 )
 
 
+def cjk_clause(v: str) -> bool:
+    """Is ``v`` a clause in a script written without spaces (5+ CJK characters, or CJK punctuation) rather than a value?"""
+    return len(_CJK.get().findall(v)) > 4 or any(c in "。、，！？" for c in v)
+
+
 def _password_like(v: str) -> bool:
     """A password written in prose: letters mixed with digits or symbols, not a path, URL, file, version or id."""
     if not 5 <= len(v) <= 64 or "://" in v or _ASSIGNMENT.get().match(v) or "@" in v[1:-1] and "." in v.split("@")[-1]:
         return False  # "=" inside a password ("Rtd92*=Hz…") is a symbol; "name=value" is an assignment
-    if _CJK.get().search(v):
-        return False  # "密码长度至少为8位": a sentence in a script without spaces, not a value
+    if _CJK.get().search(v) and (cjk_clause(v) or not any(c.isdigit() for c in v)):
+        return False  # "密码长度至少为8位": a sentence in a script without spaces, not a value ("パス6748#" is one)
     if (
         v[0] in "/~$%{.#@"
         or _PW_LABEL.get().search(v)
@@ -193,12 +203,13 @@ _SECQ = Lazy(
     r"\b(?:what|which|where|who)\b[^\n?]{0,40}?\byou(?:r)?\b[^\n?]{0,40}?(?:gr[eo]w(?:n)?\s+up|born|first|childhood|maiden|"
     r"pet|school|street|teacher|best\s+friend|honeymoon|met\s+your)[^\n?]{0,30}\?|"
     r"memorable\s+(?:word|phrase|information|answer|place|date|name)|nom\s+de\s+(?:votre|ton|ta)\s+(?:premi|école|ecole|mère|animal|rue)|"
-    r"nombre\s+de\s+tu\s+(?:primer|primera|escuela|madre|calle)|name\s+(?:deines|Ihres|deiner|Ihrer)\s+(?:ersten|Grundschule|Mutter)",
+    r"nombre\s+de\s+tu\s+(?:primer|primera|escuela|madre|calle)|name\s+(?:deines|Ihres|deiner|Ihrer|des|der)\s+(?:ersten|Grundschule|Mutter)|"
+    r"erste[sn]?\s+haustier\w*|mädchenname\w*",
     I,
 )
 _ANSWER = Lazy(
     r"(?:\bA\s*[:：]|\banswer\s*[:：]|\bréponse\s*[:：]|\brespuesta\s*[:：]|\bantwort\s*[:：]|\bresposta\s*[:：]|[—–]|"
-    r"\bI\s+(?:put|used|wrote|chose)|\bis|[)?]\s*[:：]|→|->|=>|⇒)[ \t]*",
+    r"\bI\s+(?:put|used|wrote|chose)|\bis|[)?'’\"”]\s*[:：]|(?<=\s)=|→|->|=>|⇒)[ \t]*",
     I,
 )
 _OTP_CUE = Lazy(r"\b(?:2fa|mfa|totp|otp|authenticator|two[- ]factor|zwei-faktor)\b", I)
@@ -233,7 +244,7 @@ _STDIN = Lazy(
 )
 _PASS_SUBST = Lazy(r"(?:pass\w{0,12}|\s-p)[= \t]+<\((?:echo|printf)[ \t]+['\"]?(?P<v>[^\s'\"|;<>()]{4,128})", I)
 _ARCHIVE_FLAG = Lazy(r"\b(?:zip|unzip|7za?|rar|unrar|zipcloak)\b[^\n|;]{0,200}?[ \t](?:-P[ \t]+|-p)(?P<v>[^\s'\"-][^\s'\"]{3,127})")
-_USERLIST = Lazy(r"(?m)^\"[\w.@-]{1,64}\"[ \t]+\"(?P<v>[^\"\n]{6,128})\"[ \t]*$")
+_USERLIST = Lazy(r"(?m)^\"[\w.@-]{1,64}\"[ \t]+\"(?P<v>[^\"\n]{6,200})\"[ \t]*$")
 _WRAPPED = Lazy(
     r"(?m)^[ \t]*[A-Za-z_][\w.-]{0,60}(?:KEY|TOKEN|SECRET|key|token|secret)[\"']?[ \t]*[:=][ \t]*\n(?P<v>(?:[ \t]*[A-Za-z0-9+/_=-]{30,}[ \t]*(?:\n|$)){2,8})"
 )
@@ -241,6 +252,31 @@ _IBAN_START = Lazy(r"[A-Z]{2}\d\d")
 _IBAN = Lazy(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,4})?(?![A-Za-z0-9])")
 _ROUTING = Lazy(r"\b(?:routing|aba|rtn|transit)\b[^\n\d]{0,30}?(?P<v>\d{9})(?!\d)", I)
 _ACCOUNT = Lazy(r"\baccount\s*(?:number|no\.?|#|nr)|\bacct\b|kontonummer|numéro\s+de\s+compte", I)
+# a value quoted in a report that it leaked and must be revoked or rotated ("someone pasted `…` in the channel; please
+# revoke and rotate"): whatever its shape, the report says it is a live credential
+LEAK_GATE = ("revok", "rotate", "leak", "compromis", "exposed")
+_LEAK = Lazy(
+    r"\b(?:revok\w*|rotat\w*|leak\w*|compromised|exposed)\b[^\n]{0,300}?\b(?:token|key|secret|password|credential|pat)s?\b|"
+    r"\b(?:token|key|secret|password|credential|pat)s?\b[^\n]{0,300}?\b(?:revok\w*|rotat\w*|leak\w*|compromised|exposed)\b",
+    I,
+)
+_BACKTICKED = Lazy(r"`(?P<v>[^`\s/]{16,200})`")
+
+
+def _leaked_spans(text: str) -> Iterator[Span]:
+    for m in _BACKTICKED.get().finditer(text):
+        v = m.group("v")
+        if "@" in v and "." in v.split("@")[-1] or not any(c.isdigit() for c in v) or not any(c.isalpha() for c in v):
+            continue  # an e-mail address, a name, a number: not the credential
+        if _VERSIONISH.get().fullmatch(v) or v.startswith(("$", "{", "<")) or _NAMED_KEY.get().search(v):
+            continue  # a version, ticket, file or reference; the credential's name ("billing-api-key-2024"), not its value
+        yield m.start("v"), m.end("v"), "secret"
+
+
+_VERSIONISH = Lazy(r"v?\d+(?:\.\d+)+\S*|[A-Z][A-Z0-9]*-\d+|[\w.-]+\.(?:py|js|ts|go|rs|json|ya?ml|env|txt|md)(?::\d+)?", I)
+_NAMED_KEY = Lazy(r"key|token|secret|pass|cred|api|prod|staging|\bdev|test|name|user|admin|service|account", I)
+_DASHED_HINT = Lazy(r"\d-\d\d[ \t]*[/,|;][ \t]*\d{8}|\d{6}-\d{6}-\d{6}")
+_DASHED_NUMBER = Lazy(r"(?<![\w-])(?:(?P<r>\d{6}(?:-\d{6}){7})|\d{2}-\d{2}-\d{2}[ \t]*[/,|;][ \t]*(?P<a>\d{8}))(?![\w-])")
 _WIDE_CARD = Lazy(r"(?<!\d)\d{4}(?:[ ]{2,3}\d{4}){3}(?!\d)")
 _URL_CODE = Lazy(
     r"[?&](?:code|token|auth|otp|key|magic|login_token|access_token|ticket|signature|sig)=(?P<v>[A-Za-z0-9_\-.~%]{16,400})",
@@ -362,7 +398,7 @@ def _secq_spans(text: str) -> Iterator[Span]:
             s = q.end() + last.end() + qm.start(1)
             yield s, s + len(qm.group(1)), "password"
             continue
-        am = re.match(r"([^\W\d][^\n,;!?\"]{1,40}?)[ \t]*(?:[.,;!?]|$)", rest)
+        am = re.match(r"((?:(?:Mr|Mrs|Ms|Dr|St|Sr|Jr)\.[ \t]*)?[^\W\d][^\n,;!?\"]{1,40}?)[ \t]*(?:[.,;!?]|$)", rest)
         if am is not None and len(am.group(1).split()) <= 4:
             s = q.end() + last.end()
             yield s, s + len(am.group(1).rstrip()), "password"
@@ -378,7 +414,8 @@ _STRONG_CODE = (
     r"confirmación|confirmação|acceso|acesso|seguridad|segurança)|code\s+de\s+(?:vérification|confirmation|validation|"
     r"connexion|sécurité)|codice\s+(?:di\s+)?(?:verifica|conferma|accesso|sicurezza|otp)|код\s+(?:подтверждения|из\s+смс|"
     r"доступа|входа)|kod\s+(?:weryfikacyjny|potwierdzenia|sms|dostępu)|doğrulama\s+kodu|verificatiecode|"
-    r"mã\s+(?:xác\s+(?:minh|nhận)|otp|pin)"
+    r"mã\s+(?:xác\s+(?:minh|nhận)|otp|pin)|\bkeypad\b|\block\s?box\b|\bkey\s?safe\b|\bcombo\b|"
+    r"رمز\s+(?:ال)?(?:باب|بوابة|البوابة|خزنة|الخزنة|إنذار|الإنذار|قفل|القفل)"
 )
 # what a code opens, in many languages (a door, a gate, an alarm, a safe, a phone, a card …)
 CODE_QUALIFIERS = (
@@ -387,11 +424,11 @@ CODE_QUALIFIERS = (
     r"schließfach|schliessfach|zugang\w*|haus|wohnung|briefkasten|porta|portone|cancello|allarme|cassaforte|lucchetto|"
     r"citofono|bancomat|carta|porte|portail|alarme|coffre|cadenas|interphone|digicode|boîte|carte|puerta|portón|alarma|"
     r"caja\s+fuerte|candado|buzón|tarjeta|cajero|portão|cofre|cadeado|cartão|сейф\w*|двер\w*|домофон\w*|подъезд\w*|"
-    r"калитк\w*|ворот\w*|сигнализаци\w*|замк\w*|ячейк\w*|банкомат\w*|карт\w*|sejf\w*|drzwi|alarm\w*|kapı|kasa|deur|kluis|poort|brama"
+    r"калитк\w*|ворот\w*|сигнализаци\w*|замк\w*|ячейк\w*|банкомат\w*|карт\w*|sejf\w*|drzwi|alarm\w*|kapı|kasa|deur|kluis|poort|bram\w*|portal|furtk\w*|garaż\w*"
 )
 _CODE_NOUN = Lazy(
-    rf"(?P<strong>{_STRONG_CODE})|(?P<compound>\b(?:{CODE_QUALIFIERS})\w{{0,6}}(?:code|kod|kode)\b)|"
-    r"(?P<bare>\b(?:code|codes|kod|kode|código|codigo|codice|код|combination|combo)\b)",
+    rf"(?P<strong>{_STRONG_CODE})|(?P<compound>\b(?:{CODE_QUALIFIERS}|port|dörr|grind|larm)\w{{0,6}}(?:code|kod|kode)(?:n|en|u|e)?\b)|"
+    r"(?P<bare>\b(?:code|codes|kod|kode|código|codigo|codice|код|combination|combo|(?:ş|s)ifre(?:si)?)\b)",
     I,
 )
 _QUALIFIER = Lazy(rf"\b(?:{CODE_QUALIFIERS})\b", I)
@@ -408,6 +445,7 @@ _AFTER_UNIT = Lazy(
     r"people|points|dollars|euros|rupees|files|photos|messages|items|rows|lines|records|words|steps|mal|fois|veces)\b",
     I,
 )
+_POSTAL_LINE = Lazy(r"postal|post[ \t]+office|pincode|\bzip\b|address|district|courier|delivery", I)
 _YEAR_GAP = Lazy(r"\b(?:in|for|since|of|from|until|by|to|around|circa|seit|depuis|desde|dal|с)\W*$", I)
 # a one-time code relayed by whoever received it ("the bank just texted me 547953")
 _RELAY = Lazy(
@@ -416,7 +454,8 @@ _RELAY = Lazy(
     r"(?=[ \t]*(?:$|[\n.,;:!?)\]\"'—–-]|(?:and|or|but|so|then|to|please|type|enter|use|for|now|quick|quickly|asap|if|which|that)\b))",
     I,
 )
-CODE_NOUN_GATE = ("code", "pin", "kod", "código", "codice", "код", "combination", "पिन", "пин", "الرقم", "رمز", "暗証", "验证", "驗證", "認証", "確認", "인증")  # fmt: skip
+CODE_NOUN_GATE = ("code", "pin", "kod", "código", "codice", "код", "combination", "पिन", "пин", "الرقم", "رمز", "暗証", "验证", "驗證", "認証", "確認", "인증", "keypad", "lockbox", "lock box", "keysafe",
+                  "key safe", "combo", "şifre", "sifre")  # fmt: skip
 RELAY_GATE = ("texted", "text me", "sms", "messaged", "sent me", "sent us", "gave me")
 
 
@@ -443,6 +482,8 @@ def code_spans(text: str, low: str) -> Iterator[Span]:
         if any(c.isdigit() for c in gap) or _CODE_GAP_NOT.get().search(gap) or _AFTER_UNIT.get().match(text, d.end()):
             continue
         v = d.group("v")
+        if len(v) == 6 and m.group().lower().startswith("pin") and _POSTAL_LINE.get().search(text, max(0, m.start() - 60), d.end() + 60):
+            continue  # India's "PIN code" of a post office or an address is a postal code
         if len(v) == 4 and v[:2] in ("19", "20") and _YEAR_GAP.get().search(gap):
             continue  # "the PIN policy since 2019": a year
         yield d.start("v"), d.end("v"), "pin"
@@ -597,12 +638,12 @@ def _any(low: str, words: tuple[str, ...]) -> bool:
 PW_GATE = (
     "pass", "parol", "пар", "κωδικ", "סיסמ", "पासवर्ड", "sandi", "รหัส", "رمز", "كلمة", "nenosiri", "senha", "contrase",
     "kennwort", "wachtwoord", "senord", "sord", "salasana", "heslo", "hasl", "hasło", "sifre", "şifre", "jelsz", "lozink",
-    "geslo", "密", "口令", "パスワード", "비밀", "암호", "mật", "khau", "pw",
+    "geslo", "密", "口令", "パスワード", "비밀", "암호", "mật", "khau", "pw", "laluan", "adgang", "পাসওয়ার্ড",
     "memorable", "secret word", "mot mémorable", "mot memorable", "palabra secreta",
 )  # fmt: skip
 CODE_GATE = ("code", "pin", "kod", "código", "codice", "код", "combination")
 CVV_GATE = (
-    "cvv", "cvc", "csc", "cv2", "code", "prüf", "segur", "sécur", "crypto", "sicurezza", "コード", "码", "코드", "безопас",
+    "cvv", "cvc", "csc", "cv2", "code", "código", "codigo", "codice", "kod", "код", "prüf", "segur", "sécur", "crypto", "sicurezza", "コード", "码", "코드", "безопас",
     "back", "rück", "ruck", "dos", "atr", "reverso", "verso", "retro", "оборот", "सीवी", "رمز", "背面", "裏面", "뒷면",
 )  # fmt: skip
 SECQ_GATE = (
@@ -611,6 +652,9 @@ SECQ_GATE = (
     "nombre de",
     "name deines",
     "name ihres",
+    "name des",
+    "haustier",
+    "mädchenname",
     "security",
     "secret",
     "secrète",
@@ -649,6 +693,7 @@ TRIGGERS = tuple(
         + NAMED_GATE
         + KV_GATE
         + CLI_GATE
+        + LEAK_GATE
         + CRED_GATE
         + ("reset", "chang", "set ", " / ", "insert", "account", "acct", "?", "&")
         + CODE_NOUN_GATE
@@ -686,11 +731,18 @@ def cue_spans(text: str) -> Iterator[Span]:
         for m in _IBAN.get().finditer(text):
             if _iban_valid(m.group()):
                 yield m.start(), m.end(), "iban"
+    if "-" in text:
+        # shapes no public number has: a BitLocker recovery key (eight groups of six digits); a UK sort code with the
+        # account number after it ("62-64-79 / 10026623")
+        for m in _DASHED_NUMBER.get().finditer(text) if _DASHED_HINT.get().search(text) else ():
+            yield (m.start("r"), m.end("r"), "password") if m.group("r") else (m.start("a"), m.end("a"), "national_id")
     if "  " in text:
         for m in _WIDE_CARD.get().finditer(text):
             if _luhn(re.sub(r"\D", "", m.group())):
                 yield m.start(), m.end(), "card_number"
     low = text.lower()
+    if "`" in text and _any(low, LEAK_GATE) and _LEAK.get().search(text) is not None:
+        yield from _leaked_spans(text)
     if _any(low, CARD_GATE):
         yield from split_card_spans(text)
     if _any(low, ID_GATE):
@@ -823,6 +875,35 @@ def _wrapped_token_spans(text: str) -> Iterator[Span]:
         yield m.start("head"), end, "token"
 
 
+CHUNK_GATE = ("chunk", "piece", "part", "split", "bits", "line", "teil", "morceau", "trozo")
+_CHUNK_WORD = Lazy(r"chunk|piece|part|split|bits|per\s+line|each\s+line|line\s+by\s+line|Teil|morceau|trozo|partes", I)
+_LINE_TOKEN = Lazy(r"[ \t]*(\S{1,40})[ \t]*(?=\n|$)")
+
+
+def _chunked_spans(text: str) -> Iterator[Span]:
+    """A password typed in chunks, one per line, below its label line ("password, one chunk per line:\\naAvSk\\nML0KZ\\n…
+    \\nF"): the first line's token absorbs the lines below while they are chunks of its length (the last may be shorter)."""
+    for lab in _PW_LABEL.get().finditer(text):
+        pos = text.find("\n", lab.end())
+        if pos < 0 or not text[lab.end() : pos].rstrip().endswith((":", "：")):
+            continue
+        if _CHUNK_WORD.get().search(text, lab.start(), pos) is None:
+            continue  # the line says it is split ("one chunk per line"); a list of names below a label is not
+        first = _LINE_TOKEN.get().match(text, pos + 1)
+        if first is None or not 3 <= len(first.group(1)) <= 16:
+            continue
+        size, start, end, chunks, pos = len(first.group(1)), first.start(1), first.end(1), 0, first.end()
+        while pos < len(text) and text[pos] == "\n":
+            m = _LINE_TOKEN.get().match(text, pos + 1)
+            if m is None or len(m.group(1)) > size or m.group(1).endswith((":", "：")):
+                break
+            end, chunks, pos = m.end(1), chunks + 1, m.end()
+            if len(m.group(1)) < size:
+                break  # the short last chunk
+        if chunks >= 2:
+            yield start, end, "password"
+
+
 def extend_spans(text: str) -> Iterator[Span]:
     """Whole secrets of which other rules find a part: a key wrapped over the lines below its label, a URL userinfo whose
     user is itself a key, a Telegram bot token with its bot id, a password after its label of which another rule took
@@ -831,6 +912,8 @@ def extend_spans(text: str) -> Iterator[Span]:
         for s, e in _label_values(text):
             if any(c in "*=|" for c in text[s:e]):
                 yield s, e, "password"
+    if "\n" in text and _pw_gated(text) and _any(text.lower(), CHUNK_GATE):
+        yield from _chunked_spans(text)
     if "\n" in text and _WRAPPED_GATE.get().search(text) is not None:
         yield from _wrapped_token_spans(text)
     if "=\n" in text or ":\n" in text:
@@ -854,7 +937,9 @@ _CERT_KEY = Lazy(
 )
 _THUMB_KEY = Lazy(r"[\"'](?:x5t(?:#S256)?|x5u|kid|jku|thumbprint|fingerprint)[\"']\s*:\s*[\"']$", I)
 _ID_HEADER = Lazy(
-    r"(?m)^[ \t]*(?:x-[\w-]*?)?(?:id(?:-\d)?|request-?id|requestid|trace-?id|span-?id|correlation-?id|cf-ray|ray|etag|traceparent|x-amz-id-2|x-amz-cf-id)[ \t]*:[ \t]*$",
+    r"(?m)^[ \t]*(?:x-[\w-]*?)?(?:id(?:-\d)?|request-?id|requestid|trace-?id|span-?id|correlation-?id|cf-ray|ray|etag|traceparent|x-amz-id-2|x-amz-cf-id|"
+    # a webhook's signature header signs one payload ("X-Twilio-Signature", "X-Shopify-Hmac-Sha256")
+    r"[\w-]*-signature(?:-\d+)?|[\w-]*-hmac(?:-sha\d+)?)[ \t]*:[ \t]*$",
     I,
 )
 _SHARE_PATH = Lazy(
@@ -891,7 +976,21 @@ _TYPE_NAME = Lazy(
 _PATH_CALL = Lazy(r"[A-Za-z_]\w*(?:(?:::|\.)[A-Za-z_]\w*)+\(?")
 _SIZE_AFTER = Lazy(r"[ \t]*(?:bytes?|chars?|characters|digits|letters|symbols|B|KB|KiB)\b")
 _B64_JSON = Lazy(r"eyJ[A-Za-z0-9+/_-]{8,}={0,2}|W3[A-Za-z0-9+/_-]{8,}={0,2}")
-_SECRET_WORD = Lazy(r"pass|secret|token|key|auth|cred|\bpin\b|signature|\bsig\b|session|cookie|pwd|private|bearer", I)
+_SECRET_WORDS = r"pass|secret|token|key|auth|cred|\bpin\b|signature|\bsig\b|session|cookie|pwd|private|bearer"
+_SECRET_WORD = Lazy(_SECRET_WORDS, I)
+
+
+_PUBLIC_PEM = Lazy(r"-----BEGIN (?:CERTIFICATE|TRUSTED CERTIFICATE|PUBLIC KEY|RSA PUBLIC KEY|X509 CRL|CERTIFICATE REQUEST)-----")
+
+
+def _public_pem_b64(v: str) -> bool:
+    """Does base64 ``v`` decode to PEM blocks that are all public (certificates, public keys), with no private key?"""
+    body = v.rstrip("=")
+    try:
+        pem = base64.b64decode(body + "=" * (-len(body) % 4)).decode("ascii")
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return _PUBLIC_PEM.get().match(pem) is not None and "PRIVATE" not in pem and "SECRET" not in pem
 
 
 def _payload_json(v: str) -> bool:
@@ -916,6 +1015,19 @@ def _counting_bytes(v: str) -> bool:
     return b[0] == 0 and step in (1, 0x11) and all((b[i + 1] - b[i]) % 256 == step for i in range(len(b) - 1))
 
 
+_CUED = Lazy(
+    rf"{_SECRET_WORDS}|api|bearer|login|cookie|credential|seed|mnemonic|otp|2fa|leak|revoke|rotate|paste|"
+    rf"(?:{PASSWORD_LABELS})|[=:：]",
+    I,
+)
+
+
+@functools.lru_cache(maxsize=8)
+def secret_cued(text: str) -> bool:
+    """Does anything in ``text`` call a value a secret (a secret word, a password label) or bind it to a name?"""
+    return _CUED.get().search(text) is not None
+
+
 def public_value(text: str, start: int, end: int) -> bool:
     """A span that is public by what it is (see the module docstring); called from ``generic.spared``."""
     v = text[start:end]
@@ -937,6 +1049,8 @@ def public_value(text: str, start: int, end: int) -> bool:
                 return True
             if m.start() > start:
                 break
+    if v.startswith("LS0tLS1CRUdJTi") and _public_pem_b64(v):
+        return True  # base64 of a PEM certificate or public key (a ConfigMap's "ca.crt", kubeconfig's "…-certificate-data")
     if v.startswith("MII") and _CERT_KEY.get().search(text[max(0, start - 4000) : start]):
         return True  # a certificate in a JWK's x5c chain
     if _THUMB_KEY.get().search(before):

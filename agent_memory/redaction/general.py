@@ -271,6 +271,11 @@ _ID_WORDS = (
     r"|kennitala|ird[ \t]+number|itin|ein|nin|bvn|c(?:é|e)dula|snils|снилс|инн|паспорт|pasaporte|passeport|reisepass"
     r"|personalausweis(?:nummer)?|ausweisnummer|iqama|emirates[ \t]+id|npwp|sss|cccd|cmnd|tessera[ \t]+sanitaria"
     r"|תעודת[ \t]+זהות|מספר[ \t]+זהות|ת\"ז|ת\.ז\.?|clabe"
+    # round 7: the forms and words that ask for one (a W-9 asks for the SSN, Québec's NAS, Singapore's IC, Turkish
+    # "kimlik numaram", Romanian CNP in full, Portuguese NIF as "número de contribuinte", a driving licence "DL"/"licence
+    # no."), and bank-account labels in Japanese, Korean and Chinese
+    r"|w-?9|nas|ic|kimlik[ \t]+numar\w*|cod(?:ul)?[ \t]+numeric[ \t]+personal|n(?:ú|u)mero[ \t]+de[ \t]+contribuinte"
+    r"|contribuinte|dl|licen[cs]e[ \t]+(?:no|nr|#)|口座番号|口座|계좌\s*번호|계좌|银行账号|銀行帳號|账号|帳號"
 )
 # A value is found first (its digits), then a label is looked for just before it.
 _ID_DIGITS = Lazy(r"\d(?:\d|[ .\-/](?=\d)){4,24}")

@@ -85,6 +85,8 @@ def _pw_value(v: str) -> bool:
         return False  # "the password was v1.2": a version
     if _PW_LABEL.get().search(v):
         return False  # "is 1Password": the value names the label
+    if cues.cjk_clause(v):
+        return False  # "パスワードは8文字以上で設定してください": a rule written as a clause, not a value
     if _letters_only(v) and not (any(c.isupper() for c in v[1:]) and any(c.islower() for c in v)):
         return False
     return any(c.isalnum() for c in v)
@@ -347,6 +349,10 @@ def _labels(text: str) -> Iterator[re.Match[str]]:
                 yield m
 
 
+_POSTAL_PIN = Lazy(r"pin", I)
+_POSTAL = Lazy(r"postal|post\s+office|pincode|\bzip\b|delivery\s+address", I)
+
+
 def label_spans(text: str) -> Iterator[Span]:
     """Values named by a label of the lexicon in prose, chat, CJK text and after a label line."""
     for m in _labels(text):
@@ -368,6 +374,8 @@ def label_spans(text: str) -> Iterator[Span]:
             continue
         if "REDACTED:" in text[max(0, m.start() - 12) : m.start()]:
             continue  # a marker's kind
+        if _POSTAL_PIN.get().match(m.group()) and _POSTAL.get().search(text, line_start, line_end):
+            continue  # India's "PIN code" is a postal code ("PIN code (Indian postal) is 560034")
         card = re.search(r"card|kart|carte", m.group(), I) is not None
         for s, e in _values_after(text, m.end(), line_end, strength):
             digits = re.sub(r"[^0-9]", "", text[s:e])
@@ -588,6 +596,8 @@ _PUBLIC_ID = Lazy(
     r"(?![0-9a-fA-F]+$)[13][1-9A-HJ-NP-Za-km-z]{25,34}$|(?:tz[1-4]|KT1)[1-9A-HJ-NP-Za-km-z]{33}$|bc1[02-9ac-hj-np-z]{8,87}$)"
 )
 _PUBLIC_ARMOUR = Lazy(r"-{3,}[ \t]*BEGIN[ \t]+[A-Z0-9 ]*(?:PUBLIC|CERTIFICATE)[A-Z0-9 ]*-{3,}[\s\S]*?(?:-{3,}[ \t]*END[^\r\n]*|$)")
+# round 7: a short run of one token alphabet (base62, or nanoid's base64url without "+" "/" "=")
+_UNCUED = Lazy(r"[A-Za-z0-9_-]{20,27}")
 _ID_BEFORE = Lazy(r"(?:\b|_)(?:id|ids|uuid|ksuid|ulid|sid|oid|name)[ \t]*[=:][ \t]*[\"']?$", I)
 _FILE_EXT = Lazy(r".*\.(?:js|mjs|css|map|gz|json|png|jpe?g|gif|svg|html?|txt|log|tar|zip|py|go|rs|woff2?)$", I)
 # WIF / extended keys: their own rule takes them when the base58check holds (a bad checksum is a look-alike)
@@ -669,6 +679,8 @@ def random_spans(text: str) -> Iterator[Span]:
             continue
         if before.endswith(("@", "#", "%")) or text[m.end() : m.end() + 1] == "@" or _ID_BEFORE.get().search(before):
             continue
+        if len(v) <= 27 and _UNCUED.get().fullmatch(v) and not cues.secret_cued(text):
+            continue  # a short id-sized run (nanoid 21, KSUID 27) that nothing in the text calls a secret: an id
         # strip the leading and trailing punctuation that ends sentences
         e = m.end()
         while e > s and text[e - 1] in ".-_~":

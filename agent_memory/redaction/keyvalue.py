@@ -56,6 +56,11 @@ PLACEHOLDER_RE = Lazy(
 )
 
 _CORE_WORD_RE = Lazy(r"pass(?:word|wd|phrase|code)?|pwd|pw|secret|token|key|pin|credentials?", I | A)
+_REF_WORD_RE = Lazy(
+    r"(?:(?<![A-Za-z0-9])(?i:pass(?:word|wd|phrase|code)?|pwd|pw|secret|token|key|pin|credentials?)"
+    r"|(?<=[a-z0-9])(?:Pass(?:word|wd|phrase|code)?|Pwd|Pw|Secret|Token|Key|Pin|Credentials?))",
+    A,
+)
 _IDENT_RE = Lazy(r"[A-Za-z_][A-Za-z0-9_]*", A)
 _TYPE_RE = Lazy(r"(?:Optional|Union|List|Dict|Tuple|Sequence|Mapping|Annotated|Literal|Any|SecretStr|SecretBytes)\b")
 _PIN_RE = Lazy(r"\d{4,12}")
@@ -81,7 +86,8 @@ def placeholder_value(value: str) -> bool:
     if _PLACEHOLDER_WORDS.get().fullmatch(value):
         return True
     # a dotted reference whose path names a secret: var.db_password, settings.api_token
-    return _REF_PATH.get().fullmatch(value) is not None and _CORE_WORD_RE.get().search(value) is not None
+    # (the word starts a part of the path: "E7SPW" in the password "yelp.E7SPW.woez" names nothing)
+    return _REF_PATH.get().fullmatch(value) is not None and _REF_WORD_RE.get().search(value) is not None
 
 
 def value_ok(value: str, key: str, kind: str) -> bool:
