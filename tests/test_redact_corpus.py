@@ -543,6 +543,21 @@ def test_holdout9_round7_floor() -> None:
     assert result.redacted >= 1140 and result.damaged == 0, (result.redacted, result.damaged)
 
 
+# holdout10 (tests/fixtures/secrets_holdout10, 1037 secret cases, 222 look-alikes, written blind on branch corpus10 by a
+# writer who read no redaction code and no other corpus) was measured by the lead without reading its misses: after
+# rounds 6 and 6b 986/1037 (95.1%), 7/222 changed; after round 7 (tuned on holdout9; its author never opened this one)
+# 997/1037 (96.1%), 4/222.  Issue 27's target (>= 97%, <= 1 changed) is not met.  It is still a blind corpus: the
+# figure below is the measured one, kept from sliding.
+HOLDOUT10 = FIXTURES.parent / "secrets_holdout10"
+
+
+def test_holdout10_blind_figure_does_not_slide() -> None:
+    result = score(lambda text: redact(text).text, HOLDOUT10)
+    print(f"\n{HOLDOUT10.name}: {result.line()}")
+    assert result.secrets >= 1037 and result.benign >= 222
+    assert result.redacted >= 997 and result.damaged <= 4, (result.redacted, result.damaged)
+
+
 @pytest.mark.parametrize("name", ["secrets_holdout7", "secrets_holdout8", "secrets_holdout9", "secrets_holdout10"])
 def test_blind_corpus_is_exactly_what_its_seeded_generator_makes(name: str, tmp_path: Path) -> None:
     corpus = FIXTURES.parent / name
