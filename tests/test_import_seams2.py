@@ -95,3 +95,23 @@ def test_unverified_card_like_event_hash_is_withheld(tmp_path: Path) -> None:
     for path in Path(copy).rglob("*"):
         if path.is_file():
             assert b"4475415379484353" not in path.read_bytes(), path
+
+
+def pg_url() -> str:
+    from _matrix import fresh_database
+    from _pg import require_psycopg, server
+
+    require_psycopg()
+    return fresh_database(server().url)
+
+
+@pytest.mark.parametrize("how", ["purge", "forget"])
+def test_postgres_purge_counts_vectors(how: str) -> None:
+    url = pg_url()
+    rid = cli(url, "remember", "Eve keeps bees on the roof", "--user", "eve")["id"]
+    run(url, "embed")
+    if how == "purge":
+        rep = cli(url, "purge", "--user", "eve")
+    else:
+        rep = cli(url, "forget", rid, "--purge", "--user", "eve")
+    assert rep["vectors"] >= 1, rep
