@@ -188,7 +188,7 @@ def _write_files(store: MemoryStore, items: Sequence[Pending], report: ImportRep
         store.index.refresh(periodic=False)
         with store.index.transaction() as conn:
             for where, rec, redactions in items:
-                if not guard.allow_purged and was_purged(rec, tombstones):
+                if not guard.private and not guard.allow_purged and was_purged(rec, tombstones):
                     skip_purged(report, where, rec)
                     continue
                 if guard.private and _holder(store, conn, rec.id) != _partition(rec.scope, rec.session_id, rec.user_id, rec.namespace):
@@ -197,6 +197,11 @@ def _write_files(store: MemoryStore, items: Sequence[Pending], report: ImportRep
                     # someone else's record holds it
                     rec = rec.replace(id=own_id(rec))
                     report.ids_kept = False
+                if guard.private and not guard.allow_purged and tombstone_id(rec.id) in tombstones:
+                    # a caller's import checks only the id it would write (the caller's own): another owner's
+                    # tombstone (of the file's id or its imported_id) is never observable
+                    skip_purged(report, where, rec)
+                    continue
                 name = f"{rec.id}.md"
                 path = Path(store.records_dir, name)
                 data = rec.render().encode("utf-8")
@@ -275,7 +280,8 @@ async def _write_backend(backend: MemoryBackend, items: Sequence[Pending], repor
     stored_expired = await _expired_imports(backend) if any(_expired(rec) for _, rec, _ in items) else set()
     for item in items:
         where, rec, _ = item
-        if not guard.allow_purged and was_purged(rec, guard.tombstones or set()):
+        if not guard.private and not guard.allow_purged and was_purged(rec, guard.tombstones or set()):
+            # (a caller's import: the file's ids may be another owner's tombstones, never observable to the caller)
             skip_purged(report, where, rec)
             continue
         if _expired(rec) and (rec.id, rec.content, rec.namespace or "") in stored_expired:  # no read shows it: a re-run

@@ -47,6 +47,7 @@ def restore_lines(
     # root's operator restores registry, session, episode, event and archive lines as they are named
     as_caller = override is not None and (bool(override) or bool(override.namespace))
     guard = Guard(private=as_caller, allow_purged=allow_purged)
+    hashes: set[str] = set()  # content hashes of the record versions the file holds (an event's before/after)
     owners: list[Owned] = []  # the records read, for telling a purged owner's session logs and episodes
     for n, line in lines:
         where = f"line {n}"
@@ -75,6 +76,7 @@ def restore_lines(
         if rescoped is not None and override:
             report.rescope(where, rec.id, rescoped.value, rec.scope.value, override.describe())
         pending.append((where, rec, redactions))
+        hashes.add(rec.content_hash)
         if not as_caller:
             first = rec.metadata.get("imported_id")
             owners.append((rec.id, first if isinstance(first, str) else None, rec.session_id, rec.user_id))
@@ -85,7 +87,11 @@ def restore_lines(
     if sections:
         from agent_memory.portable.root import import_section, purged_owners
 
-        state: dict[str, object] = {"allow_purged": allow_purged}
+        state: dict[str, object] = {"allow_purged": allow_purged, "hashes": hashes}
+        for _, data in sections:  # an archived record version's hash is known content too
+            raw = data.get("record") if data.get("section") == "archive" else None
+            if isinstance(raw, dict) and isinstance(raw.get("content_hash"), str):
+                hashes.add(raw["content_hash"])
         if not as_caller and not allow_purged:
             state["purged_owners"] = purged_owners(target, owners, sections, guard)
         for where, data in sections:

@@ -306,6 +306,7 @@ async def purge(
             row, _ = await _find(b, conn, record_id, caller)
             ids = sorted(await _chain_ids(b, conn, row))
             params = {"t": row["tenant"], "ids": ids}
+            report.vectors = await _vector_rows(b, conn, "tenant = %(t)s AND id = ANY(%(ids)s)", params)
             cur = await conn.execute(f"DELETE FROM {b.table} WHERE tenant = %(t)s AND id = ANY(%(ids)s)", params)
             report.files = cur.rowcount
             cur = await conn.execute(f"DELETE FROM {a} WHERE tenant = %(t)s AND id = ANY(%(ids)s)", params)
@@ -329,6 +330,7 @@ async def purge(
             archived_mine += " AND " + _under("record->>'namespace'")
             params.update(_under_params(namespace))
         async with b.pool.connection() as conn, conn.transaction():
+            report.vectors = await _vector_rows(b, conn, mine, params)
             cur = await conn.execute(f"DELETE FROM {b.table} WHERE {mine} RETURNING id", params)
             gone = {str(r["id"]) for r in await cur.fetchall()}
             cur = await conn.execute(f"DELETE FROM {a} WHERE {archived_mine} RETURNING id", params)
@@ -402,6 +404,17 @@ async def _scrub_provenance(b: Any, conn: Any, session_id: str | None, user_id: 
             await conn.execute(f"UPDATE {table} SET {target} WHERE ctid = %(ctid)s", {"m": Jsonb(metadata), "ctid": row["ctid"]})
             n += 1
     return n
+
+
+async def _vector_rows(b: Any, conn: Any, where: str, params: dict[str, Any]) -> int:
+    """The vector rows of the records ``where`` selects (deleted with them by ``ON DELETE CASCADE``, their sketch
+    rows too): the purge report's ``vectors``."""
+    cur = await conn.execute(
+        f'SELECT count(*) AS n FROM "{b.schema}".record_vectors WHERE (tenant, id) IN (SELECT tenant, id FROM {b.table} WHERE {where})',
+        params,
+    )
+    row = await cur.fetchone()
+    return int(row["n"]) if row else 0
 
 
 async def forget_purge(b: Any, record_id: str, caller: Caller) -> bool:
