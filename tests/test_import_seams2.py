@@ -115,3 +115,33 @@ def test_postgres_purge_counts_vectors(how: str) -> None:
     else:
         rep = cli(url, "forget", rid, "--purge", "--user", "eve")
     assert rep["vectors"] >= 1, rep
+
+
+@pytest.mark.parametrize("how", ["forget", "purge"])
+def test_postgres_caller_import_keeps_own_purge_of_our_format_and_a_foreign_one(tmp_path: Path, how: str) -> None:
+    """PostgreSQL mints its own ids, so its purge tombstones the ids a record was imported under: a caller's (or the
+    operator's) re-import of the same line stays purged, as on files."""
+    url = pg_url()
+    q = str(tmp_path / "q.jsonl")
+    run(url, "remember", "Quinn likes oolong tea", "--user", "quinn")
+    run(url, "export", "--user", "quinn", "--out", q)
+    mem0 = tmp_path / "m.json"
+    mem0.write_text(json.dumps({"results": [{"id": "m-1", "memory": "Ben keeps his bike in the shed", "user_id": "x"}]}))
+    first = cli(url, "import", q, "--as-user", "rita")
+    foreign = cli(url, "import", str(mem0), "--format", "mem0", "--as-user", "ben")
+    assert first["written"] == 1 and foreign["written"] == 1, (first, foreign)
+    if how == "forget":
+        run(url, "forget", first["ids"][0], "--purge", "--user", "rita")
+        run(url, "forget", foreign["ids"][0], "--purge", "--user", "ben")
+    else:
+        run(url, "purge", "--user", "rita")
+        run(url, "purge", "--user", "ben")
+    again = cli(url, "import", q, "--as-user", "rita")
+    assert again["written"] == 0 and again["skipped_by_reason"] == {"purged": 1}, again
+    again = cli(url, "import", str(mem0), "--format", "mem0", "--as-user", "ben")
+    assert again["written"] == 0 and again["skipped_by_reason"] == {"purged": 1}, again
+    assert "oolong" not in run(url, "search", "oolong", "--user", "rita").stdout
+    # another caller importing the same lines is not told of rita's or ben's purge: written under its own ids
+    other = cli(url, "import", q, "--as-user", "zoe")
+    assert other["written"] == 1 and "purged" not in json.dumps(other), other
+    assert cli(url, "import", q, "--as-user", "rita", "--allow-purged")["written"] == 1

@@ -263,7 +263,9 @@ def draft_of(rec: MemoryRecord) -> MemoryDraft:
         on_existing="skip",
         expires=rec.expires,
         importance=rec.importance,
-        metadata={**rec.metadata, "imported_id": rec.id, "imported_created": rec.created},
+        # the id this record has for its owner (see own_id): a backend that mints its own ids tombstones it on purge,
+        # so a caller's re-import of the same line stays purged
+        metadata={**rec.metadata, "imported_id": rec.id, "imported_owner_id": own_id(rec), "imported_created": rec.created},
         happened_at=rec.happened_at,
         valid_from=rec.valid_from,
         valid_to=rec.valid_to,
@@ -282,6 +284,10 @@ async def _write_backend(backend: MemoryBackend, items: Sequence[Pending], repor
         where, rec, _ = item
         if not guard.private and not guard.allow_purged and was_purged(rec, guard.tombstones or set()):
             # (a caller's import: the file's ids may be another owner's tombstones, never observable to the caller)
+            skip_purged(report, where, rec)
+            continue
+        if guard.private and not guard.allow_purged and tombstone_id(own_id(rec)) in (guard.tombstones or set()):
+            # a caller's import checks only its own id for this line (what the purge of its import tombstoned)
             skip_purged(report, where, rec)
             continue
         if _expired(rec) and (rec.id, rec.content, rec.namespace or "") in stored_expired:  # no read shows it: a re-run

@@ -218,15 +218,18 @@ def undoable(events: Sequence[Event], caller: Caller) -> Event | None:
     return None
 
 
-async def purge_events(b: Any, conn: Any, ids: Sequence[str], session_id: str | None, user_id: str | None) -> int:
-    """Delete the events of purged records (and of a purged user/session); one tombstone per record stays."""
+async def purge_events(
+    b: Any, conn: Any, ids: Sequence[str], session_id: str | None, user_id: str | None, *, also: Sequence[str] = ()
+) -> int:
+    """Delete the events of purged records (and of a purged user/session); one tombstone per record stays, and one
+    per id in ``also`` (the ids the records were imported under: a re-import of them stays purged)."""
     cur = await conn.execute(
         f'DELETE FROM "{b.schema}".events WHERE id = ANY(%(ids)s) OR session_id = %(s)s OR user_id = %(u)s'
         " OR owner_session = %(s)s OR owner_user = %(u)s OR tenant = %(u)s",
         {"ids": list(ids), "s": session_id, "u": user_id},
     )
     gone = int(cur.rowcount)
-    for rid in ids:
+    for rid in dict.fromkeys([*ids, *also]):
         await conn.execute(
             f"INSERT INTO \"{b.schema}\".events (tenant, eid, event, id, actor, detail) VALUES ('', %s, 'purged', %s, %s, %s)",
             (uuid.uuid4().hex[:16], tombstone_id(rid), _who("tool")["actor"], Jsonb({"purged": True})),

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
 from typing import Any
 
 import psycopg
@@ -46,6 +47,17 @@ _COLS = ", ".join(COLUMNS)
 def _archived_visible(alias: str = "r") -> str:
     """Visibility of an archived row (:func:`agent_memory.model.scopes.postgres_sql`; being archived, expiry is moot)."""
     return scopes.postgres_sql(alias)
+
+
+# An imported record remembers the ids it was imported under (portable's ``imported_id``, ``imported_owner_id``): this
+# backend mints its own ids, so a purge tombstones those too, and a re-import of the same line stays purged.
+_IMPORTED = "metadata->>'imported_id' AS imported_id, metadata->>'imported_owner_id' AS imported_owner_id"
+_IMPORTED_ARCHIVE = "record->'metadata'->>'imported_id' AS imported_id, record->'metadata'->>'imported_owner_id' AS imported_owner_id"
+
+
+def _import_ids(rows: Sequence[Any]) -> list[str]:
+    """The ids purged rows were imported under (each once)."""
+    return sorted({str(v) for r in rows for v in (r["imported_id"], r["imported_owner_id"]) if isinstance(v, str) and v})
 
 
 async def _find(b: Any, conn: Any, record_id: str, caller: Caller) -> tuple[dict[str, Any], str]:
@@ -307,11 +319,12 @@ async def purge(
             ids = sorted(await _chain_ids(b, conn, row))
             params = {"t": row["tenant"], "ids": ids}
             report.vectors = await _vector_rows(b, conn, "tenant = %(t)s AND id = ANY(%(ids)s)", params)
-            cur = await conn.execute(f"DELETE FROM {b.table} WHERE tenant = %(t)s AND id = ANY(%(ids)s)", params)
-            report.files = cur.rowcount
-            cur = await conn.execute(f"DELETE FROM {a} WHERE tenant = %(t)s AND id = ANY(%(ids)s)", params)
-            report.files += cur.rowcount
-            report.events = await purge_events(b, conn, ids, None, None)
+            cur = await conn.execute(f"DELETE FROM {b.table} WHERE tenant = %(t)s AND id = ANY(%(ids)s) RETURNING {_IMPORTED}", params)
+            imported = await cur.fetchall()
+            cur = await conn.execute(f"DELETE FROM {a} WHERE tenant = %(t)s AND id = ANY(%(ids)s) RETURNING {_IMPORTED_ARCHIVE}", params)
+            imported += await cur.fetchall()
+            report.files = len(imported)
+            report.events = await purge_events(b, conn, ids, None, None, also=_import_ids(imported))
         report.records = ids
     else:
         b._caller(Caller(session_id, user_id))  # the same string checks as every read
@@ -331,13 +344,15 @@ async def purge(
             params.update(_under_params(namespace))
         async with b.pool.connection() as conn, conn.transaction():
             report.vectors = await _vector_rows(b, conn, mine, params)
-            cur = await conn.execute(f"DELETE FROM {b.table} WHERE {mine} RETURNING id", params)
-            gone = {str(r["id"]) for r in await cur.fetchall()}
-            cur = await conn.execute(f"DELETE FROM {a} WHERE {archived_mine} RETURNING id", params)
-            archived = [r["id"] for r in await cur.fetchall()]
+            cur = await conn.execute(f"DELETE FROM {b.table} WHERE {mine} RETURNING id, {_IMPORTED}", params)
+            live_rows = await cur.fetchall()
+            gone = {str(r["id"]) for r in live_rows}
+            cur = await conn.execute(f"DELETE FROM {a} WHERE {archived_mine} RETURNING id, {_IMPORTED_ARCHIVE}", params)
+            archived_rows = await cur.fetchall()
+            archived = [r["id"] for r in archived_rows]
             report.files = len(gone) + len(archived)
             report.records = sorted(gone | set(archived))
-            report.events = await purge_events(b, conn, report.records, None, None)
+            report.events = await purge_events(b, conn, report.records, None, None, also=_import_ids([*live_rows, *archived_rows]))
             report.events += await _purge_owner_events(b, conn, session_id, user_id, namespace)
             if person:
                 await _scrub_provenance(b, conn, session_id, user_id, namespace)
