@@ -558,7 +558,7 @@ def test_holdout10_blind_figure_does_not_slide() -> None:
     assert result.redacted >= 997 and result.damaged <= 4, (result.redacted, result.damaged)
 
 
-@pytest.mark.parametrize("name", ["secrets_holdout7", "secrets_holdout8", "secrets_holdout9", "secrets_holdout10"])
+@pytest.mark.parametrize("name", ["secrets_holdout7", "secrets_holdout8", "secrets_holdout9", "secrets_holdout10", "secrets_holdout11"])
 def test_blind_corpus_is_exactly_what_its_seeded_generator_makes(name: str, tmp_path: Path) -> None:
     corpus = FIXTURES.parent / name
     copy = tmp_path / name
@@ -569,3 +569,17 @@ def test_blind_corpus_is_exactly_what_its_seeded_generator_makes(name: str, tmp_
     assert done.returncode == 0, done.stdout + done.stderr
     for made in ("secrets.jsonl", "benign.jsonl"):
         assert (copy / made).read_bytes() == (corpus / made).read_bytes(), made
+
+
+# holdout11 (tests/fixtures/secrets_holdout11, 903 secret cases, 270 look-alikes, written blind on branch corpus11 by a
+# writer who read no redaction code, no test and no other corpus, from the policy text alone) was measured by the lead
+# without reading its misses: after round 7 871/903 (96.5%), 6/270 changed.  It is a blind corpus: the figure below is
+# the measured one, kept from sliding; nobody tunes on it.
+HOLDOUT11 = FIXTURES.parent / "secrets_holdout11"
+
+
+def test_holdout11_blind_figure_does_not_slide() -> None:
+    result = score(lambda text: redact(text).text, HOLDOUT11)
+    print(f"\n{HOLDOUT11.name}: {result.line()}")
+    assert result.secrets >= 903 and result.benign >= 270
+    assert result.redacted >= 871 and result.damaged <= 6, (result.redacted, result.damaged)
