@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import io
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -272,3 +273,32 @@ def test_session_logs_open_again_after_close(pg_url: str) -> None:  # noqa: F811
     backend.sessions.append("s1", [{"role": "user", "content": "again"}])
     assert len(backend.sessions.sessions(session_id="s1")) == 1
     asyncio.run(backend.close())
+
+
+def test_a_sync_wrapper_ending_its_loop_logs_no_error_for_a_cancelled_background_connect(
+    pg_url: str,  # noqa: F811
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Each sync call is its own ``asyncio.run``: the guard closes that loop's pool, sometimes while the pool is
+    still filling in the background. That cancellation is not a failure, and was logged as one (an empty
+    "error connecting in 'pool-2': " warning in the user's app)."""
+    from agent_memory.integrations.anthropic import MemoryToolHandler
+
+    provider = MemoryProvider(pg_url, schema=fresh_schema())
+    handler = MemoryToolHandler(provider, user_id="alice")
+    caplog.set_level(logging.WARNING, logger="psycopg.pool")
+    assert handler.handle({"command": "create", "path": "/memories/a.md", "file_text": "hello"}).startswith("File created")
+    for _ in range(12):
+        assert "hello" in handler.handle({"command": "view", "path": "/memories/a.md"})
+    assert not [r.getMessage() for r in caplog.records if "error connecting" in r.getMessage()]
+
+
+def test_the_pool_log_filter_drops_only_our_pools_cancelled_connects() -> None:
+    from agent_memory.backends.postgres.pool import POOL_PREFIX, _quiet
+
+    def record(name: str, error: BaseException) -> logging.LogRecord:
+        return logging.LogRecord("psycopg.pool", logging.WARNING, __file__, 1, "error connecting in %r: %s", (name, error), None)
+
+    assert not _quiet.filter(record(f"{POOL_PREFIX}3", asyncio.CancelledError()))
+    assert _quiet.filter(record(f"{POOL_PREFIX}3", OSError("connection refused")))  # a real failure stays visible
+    assert _quiet.filter(record("pool-1", asyncio.CancelledError()))  # another library's pool is not ours to quiet

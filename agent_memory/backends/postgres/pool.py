@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
+import logging
 import threading
 import time
 import weakref
@@ -48,6 +50,26 @@ from agent_memory.errors import BackendError, InvalidInputError
 __all__ = ["Pool", "redact_url"]
 
 IDLE_CHECK_S = 1.0  # a connection idle longer than this is pinged before use
+POOL_PREFIX = "agent-memory-pg-"  # our pools' names, so their log records can be told from other pools'
+_names = itertools.count(1)
+
+
+class _QuietCancelledConnects(logging.Filter):
+    """Drop the pool library's "error connecting" warning when the error is the cancellation of one of OUR pools'
+    background connects: the loop that owned the pool ended (a sync call's ``asyncio.run``) while it was still
+    filling, and the guard closed it — nothing failed (it printed an empty "error connecting in 'pool-2': ")."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        return not (
+            len(args) == 2
+            and isinstance(args[1], asyncio.CancelledError)
+            and str(args[0]).startswith(POOL_PREFIX)
+            and str(record.msg).startswith("error connecting")
+        )
+
+
+_quiet = _QuietCancelledConnects()
 
 
 class _Bound:
@@ -83,8 +105,12 @@ class Pool:
             return _Direct(self.url, self.max_size, self.timeout_s, self._kwargs)
         from psycopg_pool import AsyncConnectionPool
 
+        pool_log = logging.getLogger("psycopg.pool")
+        if _quiet not in pool_log.filters:
+            pool_log.addFilter(_quiet)
         return AsyncConnectionPool(
             self.url,
+            name=f"{POOL_PREFIX}{next(_names)}",
             min_size=self.min_size,
             max_size=self.max_size,
             open=False,
