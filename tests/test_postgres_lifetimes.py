@@ -302,3 +302,13 @@ def test_the_pool_log_filter_drops_only_our_pools_cancelled_connects() -> None:
     assert not _quiet.filter(record(f"{POOL_PREFIX}3", asyncio.CancelledError()))
     assert _quiet.filter(record(f"{POOL_PREFIX}3", OSError("connection refused")))  # a real failure stays visible
     assert _quiet.filter(record("pool-1", asyncio.CancelledError()))  # another library's pool is not ours to quiet
+
+
+def test_cli_reindex_on_postgres_counts_the_records_it_rebuilt(fresh_db: str) -> None:
+    """`reindex` rebuilds every row's text index on PostgreSQL, and said "reindexed 0 records" (doctor counted 2)."""
+    for text in ("Deploys happen on Fridays", "Rollbacks need approval"):
+        assert cli(fresh_db, "remember", text).returncode == 0
+    done = cli(fresh_db, "reindex", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["records"] == 2
+    assert "reindexed 2 records" in cli(fresh_db, "reindex").stdout

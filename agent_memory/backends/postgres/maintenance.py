@@ -87,6 +87,7 @@ class Maintenance:
                 report.updated += 1
             cur = await conn.execute(f"SELECT count(*) AS n FROM {self.t}")
             report.scanned = int((await cur.fetchone())["n"])
+            report.added = report.scanned - report.updated  # REINDEX below rebuilds every row's entry
             await links.rebuild(conn, self.schema)  # derived from the bodies, as the text index is
         await conn.execute(f'REINDEX INDEX "{self.schema}".records_tsv')
         return report
