@@ -239,6 +239,11 @@ def test_full_export_round_trip_by_the_cli(tmp_path: Path, src_kind: str, dst_ki
     assert _cli("init", root=dst_t, cwd=tmp_path).returncode == 0
     first = _cli("import", str(out), "--json", root=dst_t, cwd=tmp_path)
     assert first.returncode == 0, first.stderr
+    kinds = json.loads(first.stdout)["written_by_kind"]  # what a whole root's import brought, by kind
+    assert sum(kinds.values()) == json.loads(first.stdout)["written"] and kinds["session"] == 2
+    said = _cli("import", str(out), root=str(tmp_path / "dst-said"), cwd=tmp_path)  # the human summary names them
+    assert said.returncode == 0, said.stderr
+    assert said.stdout.startswith(f"imported {kinds.get('record', 0)} records, ") and "2 session logs" in said.stdout
     second = json.loads(_cli("import", str(out), "--json", root=dst_t, cwd=tmp_path).stdout)
     assert second["written"] == 0
     assert on(dst_t, lambda b: snapshot(b, events=src_kind == "files")) == before

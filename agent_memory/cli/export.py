@@ -198,6 +198,27 @@ def wants_portable(args: argparse.Namespace) -> bool:
         return False
 
 
+_KIND_WORDS = {
+    "archived": "archived record",
+    "session": "session log",
+    "episode": "episode",
+    "event": "event",
+    "namespace": "namespace",
+    "cursor": "distill cursor",
+}
+
+
+def _what(doc: dict[str, Any]) -> str:
+    """``2 records, 1 session log, 2 events``: what an import wrote, by kind (records first, always named)."""
+    kinds = dict(doc.get("written_by_kind") or {})
+    parts = [f"{kinds.pop('record', 0)} records"]
+    for kind, word in _KIND_WORDS.items():
+        n = kinds.pop(kind, 0)
+        if n:
+            parts.append(f"{n} {word}{'' if n == 1 else 's'}")
+    return ", ".join(parts)
+
+
 @_closing
 def cmd_import_format(args: argparse.Namespace) -> int:
     from agent_memory.portable import import_file
@@ -218,7 +239,7 @@ def cmd_import_format(args: argparse.Namespace) -> int:
     else:
         reasons = ", ".join(f"{v} {k}" for k, v in sorted(doc["skipped_by_reason"].items()))
         print(
-            f"imported {doc['written']} records from {args.file} ({doc['format']})"
+            f"imported {_what(doc)} from {args.file} ({doc['format']})"
             + (f"; skipped {doc['skipped']}: {reasons}" if doc["skipped"] else "")
             + "".join(f"\n  skipped {s['where']}: {s['reason']}: {s['message']}" for s in doc["skips"])
             + "".join(f"\n  {r['where']}: {r['message']}" for r in doc["rescoped"])

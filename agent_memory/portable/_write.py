@@ -247,7 +247,8 @@ def _write_files(store: MemoryStore, items: Sequence[Pending], report: ImportRep
                     store.event("created", rec, after=rec.content_hash, source="import")
         if written:
             store.write_memory_md()
-    report.written.extend(rec.id for rec in written)
+    for rec in written:
+        report.wrote(rec.id)
 
 
 def draft_of(rec: MemoryRecord) -> MemoryDraft:
@@ -319,7 +320,7 @@ async def _write_backend(backend: MemoryBackend, items: Sequence[Pending], repor
         report.skip(todo[i][0], "invalid", msg, todo[i][1].id)
     for (where, _rec, redactions), res in zip(ok, results, strict=False):
         if res.status == "created":
-            report.written.append(res.id)
+            report.wrote(res.id)
             report.redactions += redactions
         else:
             report.skip(where, "duplicate", f"the backend answered {res.status!r} (kept {res.id})", res.id)

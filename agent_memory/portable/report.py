@@ -64,6 +64,13 @@ class ImportReport:
     ids_kept: bool = True
     dropped: dict[str, int] = field(default_factory=dict)
     rescoped: list[Rescope] = field(default_factory=list)
+    kinds: dict[str, int] = field(default_factory=dict)
+
+    def wrote(self, ident: str, kind: str = "record") -> None:
+        """Note that ``ident`` was written; ``kind`` (record, archived, session, episode, event, namespace, cursor)
+        lets the summary say what an import of a whole root brought, not only a count of lines."""
+        self.written.append(ident)
+        self.kinds[kind] = self.kinds.get(kind, 0) + 1
 
     def rescope(self, where: str, record_id: str | None, asked: str, scope: str, caller: str) -> None:
         """Note that the record at ``where`` was put in ``scope`` although its source asked for ``asked``."""
@@ -92,6 +99,7 @@ class ImportReport:
             "format": self.format,
             "path": self.path,
             "written": len(self.written),
+            "written_by_kind": dict(self.kinds),
             "ids": list(self.written),
             "skipped": len(self.skipped),
             "skipped_by_reason": self.counts(),

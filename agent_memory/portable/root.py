@@ -309,7 +309,7 @@ def _import_archive(target: Target, where: str, data: dict[str, Any], report: Im
             return
         Path(store.archive_dir).mkdir(parents=True, exist_ok=True)
         atomic_write(path, body, durable=store.durable)
-    report.written.append(rec.id)
+    report.wrote(rec.id, "archived")
     report.redactions += redactions
 
 
@@ -333,7 +333,7 @@ def _archive_in_backend(target: Target, where: str, rec: MemoryRecord, report: I
 
     outcome = run_sync(apply())
     if outcome == "archived":
-        report.written.append(f"archived:{rec.id}")
+        report.wrote(f"archived:{rec.id}", "archived")
     elif outcome == "differs":
         report.skip(where, "conflict", "a live record with this id holds a different text; it is not archived", rec.id)
     else:
@@ -396,7 +396,7 @@ def _import_session(target: Target, where: str, data: dict[str, Any], report: Im
         versions[made.version] = made.text
         wrote_summaries += 1
     if new or wrote_summaries:
-        report.written.append(f"session:{sid}")
+        report.wrote(f"session:{sid}", "session")
     else:
         report.skip(where, "exists", f"{label}: already imported (same messages and summaries)", sid)
 
@@ -479,7 +479,7 @@ def _import_episode(target: Target, where: str, data: dict[str, Any], report: Im
     except InvalidInputError as exc:
         report.skip(where, "conflict", str(exc), ep.id)
         return
-    report.written.append(ep.id)
+    report.wrote(ep.id, "episode")
 
 
 def _registry_of(target: Target) -> tuple[dict[str, dict[str, Any]], Any]:
@@ -520,7 +520,7 @@ def _import_namespaces(target: Target, where: str, data: dict[str, Any], report:
         held = have.get(ns)
         if held is None:
             configure(ns, shared=cfg["shared"], isolation=cfg["isolation"])
-            report.written.append(f"namespace:{ns}")
+            report.wrote(f"namespace:{ns}", "namespace")
         elif {"shared": bool(held.get("shared")), "isolation": held.get("isolation")} == cfg:
             report.skip(where, "exists", f"namespace {ns}: already configured the same", f"namespace:{ns}")
         else:
@@ -580,7 +580,7 @@ def _import_event(target: Target, where: str, data: dict[str, Any], report: Impo
             return
         store.events.append(ev)
         eids.add(ev.eid)
-    report.written.append(f"event:{ev.eid}")
+    report.wrote(f"event:{ev.eid}", "event")
     if withheld:
         report.drop("event_hash_withheld", len(withheld))
 
@@ -620,7 +620,7 @@ def _carry_distilled(target: Target, where: str, ev: Event, report: ImportReport
         return True
 
     if run_sync(carry()):
-        report.written.append(f"cursor:{ev.owner_session}")
+        report.wrote(f"cursor:{ev.owner_session}", "cursor")
     else:
         report.skip(where, "exists", f"session {ev.owner_session}: the distill cursor is already here", ev.eid)
 
