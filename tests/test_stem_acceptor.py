@@ -76,10 +76,20 @@ def test_outside_the_shape_is_never_accepted() -> None:
 
 
 def test_the_acceptor_is_off_with_the_prefilter(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_memory.model import stems
+    from agent_memory.redaction import prefilter
+
     stem = id_stem("Lisbon trip in June", DAY)
     assert plain_stem(stem)
     monkeypatch.setenv("AGENT_MEMORY_REDACT_PREFILTER", "0")
     assert not plain_stem(stem)
+    # first used while the prefilter is off (its cues not built yet): on again once it is
+    monkeypatch.setattr(prefilter, "_cues", None)
+    stems._checks.cache_clear()
+    assert not plain_stem(stem)
+    monkeypatch.delenv("AGENT_MEMORY_REDACT_PREFILTER")
+    assert plain_stem(stem)
+    stems._checks.cache_clear()
 
 
 def _texts() -> list[str]:

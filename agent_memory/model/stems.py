@@ -64,7 +64,7 @@ class _Checks:
             return prefilter.enabled() and prefilter.plain(text, prose, spaced)
 
         self.plain = plain
-        plain("a")  # builds the prefilter's cues
+        prefilter.plain("a", prose, spaced)  # builds the prefilter's cues (whether or not it is turned on now)
         cues = prefilter._cues
         assert cues is not None
         stemlike = re.compile(r"[a-z0-9-]+")
