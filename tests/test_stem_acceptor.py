@@ -143,7 +143,7 @@ _word = st.one_of(
 )
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_word, min_size=1, max_size=8), st.dates())
 def test_the_acceptor_never_accepts_what_the_full_check_refuses(words: list[str], day: object) -> None:
     stem = id_stem(" ".join(words), f"{day}T00:00:00Z")
