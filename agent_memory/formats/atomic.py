@@ -97,6 +97,54 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> os.stat_re
     return st
 
 
+_LINKABLE: list[bool] = []  # [False] once this platform refused an unnamed file (O_TMPFILE) or its linking in
+
+
+def create_new(path: Path, data: bytes, *, durable: bool = True) -> os.stat_result:
+    """Write ``data`` to ``path``, which must not exist (else :class:`FileExistsError`, and nothing is written);
+    readers never see a partial file.
+
+    Where the platform has them, an unnamed file in ``path``'s directory (``O_TMPFILE``) is written (and fsynced if
+    ``durable``) and then linked in under its name (``linkat`` through ``/proc/self/fd``): one directory insert, no
+    probe of the name first, no temp name, and the link itself refuses a name that exists. Elsewhere: a probe, then
+    :func:`atomic_write`. Returns the written file's stat."""
+    tmpfile = getattr(os, "O_TMPFILE", 0)
+    if tmpfile and not _LINKABLE:
+        _mark_writing()
+        try:
+            fd = os.open(path.parent, tmpfile | os.O_WRONLY, FILE_MODE)
+        except OSError as exc:
+            if exc.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
+                raise storage_error(exc, f"cannot write {path.name}") from exc
+            _LINKABLE.append(False)  # no unnamed files on this file system: the probe and atomic_write below
+        else:
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                if durable:
+                    os.fsync(fd)
+                st = os.fstat(fd)
+                # linkat(AT_SYMLINK_FOLLOW): a dir fd makes Python call linkat, not link (which would link the /proc
+                # symlink itself); the path is absolute, so the fd is never read. EEXIST if the name is taken.
+                os.link(f"/proc/self/fd/{fd}", path, src_dir_fd=fd, follow_symlinks=True)
+            except FileExistsError:
+                raise
+            except OSError as exc:
+                if not (exc.errno == errno.ENOENT and not os.path.isdir("/proc/self/fd")):
+                    raise storage_error(exc, f"cannot write {path.name}") from exc
+                _LINKABLE.append(False)  # no /proc to link through: the probe and atomic_write below
+            else:
+                if durable:
+                    fsync_dir(path.parent)
+                return st
+            finally:
+                os.close(fd)
+    if os.path.lexists(path):
+        raise FileExistsError(errno.EEXIST, "File exists", str(path))
+    return atomic_write(path, data, durable=durable)
+
+
 def fsync_dir(path: Path) -> None:
     with contextlib.suppress(OSError):
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)

@@ -128,8 +128,11 @@ def _stem_verdict(value: str) -> bool:
 
 
 def _glued_check(value: str) -> bool:
+    from agent_memory.model.stems import plain_stem  # a minted id's stem of plain words: provably no secret, no pass
     from agent_memory.redaction.api import contains_secret  # writes and error paths only
 
+    if plain_stem(value):
+        return False
     if looks_secret(value):
         return True
     return any(contains_secret(value[m.end() :]) for m in _GLUE.finditer(value) if len(value) - m.end() >= 16)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import agent_memory.backends.files.supersede as _supersede
 from agent_memory.backends.files.index import current_sql, live_sql
-from agent_memory.backends.files.record_files import allocate_id, partition_sql, write
+from agent_memory.backends.files.record_files import partition_sql, write, write_new
 from agent_memory.errors import NotFoundError
 from agent_memory.model.drafts import RememberResult, Status
 from agent_memory.model.records import MemoryRecord, content_hash, default_title, now_iso, slugify
@@ -88,8 +88,7 @@ def remember_locked(store: StoreParts, conn: Any, item: Prepared, durable: bool)
     dup = find_duplicate(conn, rec)
     if dup is not None:
         return RememberResult(dup["id"], "duplicate", os.path.join(store.records_str, dup["file"]), redactions)
-    rec = rec.replace(id=allocate_id(store, rec))
-    path = write(store, conn, rec, durable=durable, new=True)
+    rec, path = write_new(store, conn, rec, durable=durable)
     store.event("created", rec, after=rec.content_hash, source=rec.source)
     return RememberResult(rec.id, "created", path, redactions)
 
