@@ -34,6 +34,9 @@ async def test_expand_links_keeps_the_kind_scope_and_current_version_filters(bac
     assert all(h.superseded_by is None for h in wide)  # no stale fact looking current
     facts = (await m.search("Falcon", user_id="alice", kind="fact", expand_links=True)).hits
     assert facts and {h.kind for h in facts} == {"fact"}  # the linked notes are not facts
+    since = (await m.get(history.id, user_id="alice")).created  # the history record is newer than every record it links
+    late = (await m.search("Falcon history", user_id="alice", created_after=since, expand_links=True)).hits
+    assert [h.id for h in late] == [history.id]  # the linked office (written before) fails the date filter
     every = (await m.search("Falcon", user_id="alice", include_superseded=True, expand_links=True)).hits
     assert [h.superseded_by for h in every if h.id == office.id] in ([], [moved.id])  # an old version says so
 
