@@ -1067,16 +1067,21 @@ class MemoryProvider:
 
     async def _search_linked(self, query: str, caller: Caller, *, limit: int, **options: Any) -> SearchResult:
         """:meth:`search` with ``expand_links=True``: the first hits' linked records (outgoing and backlinks, only
-        those the caller may see) added at a discounted score (:mod:`agent_memory.search.links`)."""
+        those the caller may see) added at a discounted score (:mod:`agent_memory.search.links`) — only those that
+        pass every filter of the search (:class:`~agent_memory.search.links.LinkedFilter`); a link to a version the
+        search would not show follows ``superseded_by`` to the one it would."""
         from agent_memory.backends.base import LinksBackend
         from agent_memory.errors import AgentMemoryError, NotFoundError
-        from agent_memory.search.links import SEEDS, expand_hits
+        from agent_memory.search.links import FOLLOW, SEEDS, LinkedFilter, expand_hits
         from agent_memory.search.types import SearchHit
 
         backend = require(self.backend, LinksBackend, "links")
         result = await self.backend.search(query, caller, limit=limit, **options)
+        admit = LinkedFilter(options)  # after the search: a bad filter is the search's own error
         linked: dict[str, builtins.list[SearchHit]] = {}
         for seed in result.hits[:SEEDS]:
+            if admit.no_links:
+                break
             try:
                 found = await backend.links(seed.id, caller)
             except AgentMemoryError:  # not a record (a session message of a contextual search) or gone meanwhile
@@ -1085,12 +1090,29 @@ class MemoryProvider:
             for rid in ids:
                 try:
                     rec = await self.backend.get(rid, caller)
-                except NotFoundError:  # gone (or expired) since the link was read
+                    for _ in range(FOLLOW):  # an older version: the one this search shows instead, if the caller sees it
+                        if admit.in_time(rec) or not rec.superseded_by:
+                            break
+                        rec = await self.backend.get(rec.superseded_by, caller)
+                except NotFoundError:  # gone (or expired) since the link was read, or its newer version is hidden
+                    continue
+                if not admit.admits(rec):
                     continue
                 end = rec.body_line + max(0, rec.content.count("\n"))
                 hit = SearchHit(rec.id, str(rec.path), rec.body_line, end, rec.content[:300], 0.0, rec.title, rec.kind, rec.scope.value)
-                linked.setdefault(seed.id, []).append(dataclasses.replace(hit, tags=rec.tags, updated=rec.updated, recorded_at=rec.created))
-        return SearchResult(expand_hits(result.hits, linked, limit=limit), result.trace)
+                hit = dataclasses.replace(
+                    hit,
+                    tags=rec.tags,
+                    updated=rec.updated,
+                    recorded_at=rec.created,
+                    happened_at=rec.happened_at,
+                    valid_from=rec.valid_from,
+                    valid_to=rec.valid_to,
+                    superseded_by=rec.superseded_by,
+                )
+                linked.setdefault(seed.id, []).append(hit)
+        merged = expand_hits(result.hits, linked, limit=limit)
+        return SearchResult(admit.scored(merged, result.hits), result.trace)
 
     # -- curated ("hot") memory: short lines first in the core block (agent_memory.model.curated) ------------
     async def curate(

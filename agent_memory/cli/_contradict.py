@@ -22,7 +22,9 @@ def contradictions(
     from agent_memory.cli._target import caller_of
     from agent_memory.consolidate.contradict import backend_contradictions, find_contradictions
     from agent_memory.model.records import MemoryRecord
+    from agent_memory.redaction.api import redact
 
+    key = redact(key).text if isinstance(key, str) and key else key  # the key search carries no secret either
     try:
         if isinstance(target, BackendTarget):
             found: list[Contradiction] = target._run(backend_contradictions(target.backend, text, caller_of(session_id, user_id), key=key))

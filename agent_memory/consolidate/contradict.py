@@ -363,6 +363,13 @@ def _opposite(va: Sequence[str], vb: Sequence[str]) -> bool:
     return any(x.startswith(p) and y.startswith(q) and x[len(p) :] == y[len(q) :] for p in ("en", "dis") for q in ("en", "dis") if p != q)
 
 
+def _redacted(text: str) -> str:
+    """``text`` as the write gate stores it (:func:`agent_memory.redaction.api.redact`, as ``prepare_record`` does)."""
+    from agent_memory.redaction.api import redact
+
+    return redact(text).text if isinstance(text, str) else text
+
+
 Search = Callable[[str, int], Awaitable[Sequence[Any]]]
 Get = Callable[[str], Awaitable[MemoryRecord]]
 
@@ -379,7 +386,9 @@ async def find_contradictions(
     """The records ``search`` (the caller's own search: hits it may see) finds for ``text`` that ``text`` contradicts.
 
     ``get`` loads a hit's full record (as the same caller); ``exclude``: ids never reported (the record being
-    written, its own versions). Best first."""
+    written, its own versions). Best first. ``text`` is judged as the write gate stores it (redacted): a notice never
+    quotes a secret the write removed, and a text is no contradiction of its own redacted copy."""
+    text = _redacted(text)
     skip = set(exclude)
     found: list[Contradiction] = []
     for hit in await search(text, limit):
@@ -402,7 +411,10 @@ async def find_contradictions(
 async def backend_contradictions(
     backend: Any, text: str, caller: Any, *, key: str | None = None, exclude: Iterable[str] = (), limit: int = CANDIDATES
 ) -> list[Contradiction]:
-    """:func:`find_contradictions` over a :class:`~agent_memory.backends.base.MemoryBackend` as ``caller``."""
+    """:func:`find_contradictions` over a :class:`~agent_memory.backends.base.MemoryBackend` as ``caller`` (``text`` and
+    ``key`` redacted first, as the write gate stores them: the searches never carry a secret either)."""
+    text = _redacted(text)
+    key = _redacted(key) if key else key
 
     async def search(query: str, n: int) -> Sequence[Any]:
         hits = list((await backend.search(query, caller, limit=n)).hits)

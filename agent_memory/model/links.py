@@ -6,9 +6,12 @@ what :func:`parse_links` finds in a link table, rewritten on every write of the 
 the title key (:func:`title_key`) of every record beside it, so a link to a title can be found from either end.
 
 **Resolution happens at read time**, for the caller asking, by :func:`resolve`: a target that is the id of a record
-the caller may see resolves to it; otherwise the newest (``updated``, then id) current record the caller may see
-whose title key matches; otherwise the link is *unresolved* — whether no such record exists, or one exists that the
-caller may not see (a link never reveals a hidden record's id, title or existence). So a link written before its
+the caller may see resolves to it; otherwise a current record the caller may see whose title key matches, chosen
+by :func:`tier` — the linking record's own partition first (a user record of its user, then a session record of its
+session, then a shared project/global record, then any other), the newest (``updated``, then id) within a tier, so
+nobody takes over another user's title link by writing a shared record with that title; otherwise the link is
+*unresolved* — whether no such record exists, or one exists that the caller may not see (a link never reveals a
+hidden record's id, title or existence). So a link written before its
 target exists resolves as soon as the target is written, and a purged target leaves its backlinks unresolved.
 
 Links inside code (fenced blocks, inline code spans) are not links; at most :data:`MAX_LINKS` distinct targets
@@ -27,6 +30,7 @@ __all__ = [
     "MAX_BACKLINKS",
     "MAX_LINKS",
     "MAX_TARGET",
+    "PARTITION_SQL",
     "Backlink",
     "Link",
     "LinkRef",
@@ -35,6 +39,7 @@ __all__ = [
     "backlinks_of",
     "parse_links",
     "resolve",
+    "tier",
     "title_key",
 ]
 
@@ -92,6 +97,30 @@ class LinkRef:
     id: str
     title: str
     superseded_by: str | None = None
+    scope: str = ""
+    user_id: str | None = None
+    session_id: str | None = None
+
+
+def tier(candidate: LinkRef, source: LinkRef | None) -> int:
+    """How near ``candidate`` (a record a title link may resolve to) is to the linking record ``source``: 0 a user
+    record of the source's user, 1 a session record of the source's session, 2 a shared (project, global) record,
+    3 any other the caller may see. A title link resolves to the lowest tier, the newest within it."""
+    if source is not None and candidate.scope == "user" and source.user_id and candidate.user_id == source.user_id:
+        return 0
+    if source is not None and candidate.scope == "session" and source.session_id and candidate.session_id == source.session_id:
+        return 1
+    if candidate.scope not in ("user", "session"):  # project, global: shared
+        return 2
+    return 3
+
+
+#: The partition a title candidate belongs to, for :func:`tier` (SQL, both backends): per title key, only the newest
+#: record of each partition can win, so a read keeps one row per (key, partition).
+PARTITION_SQL = (
+    "CASE WHEN {a}.scope = 'user' THEN 'u:' || coalesce({a}.user_id, '')"
+    " WHEN {a}.scope = 'session' THEN 's:' || coalesce({a}.session_id, '') ELSE 'shared' END"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,17 +172,25 @@ class RecordLinks:
         }
 
 
-def resolve(links: Sequence[ParsedLink], by_id: Mapping[str, LinkRef], by_title: Mapping[str, LinkRef]) -> tuple[Link, ...]:
-    """``links`` resolved against the records a caller may see: ``by_id`` (id → record), ``by_title`` (title key →
-    the newest current record with that title). An id wins over a title; neither: unresolved."""
+def resolve(
+    links: Sequence[ParsedLink],
+    by_id: Mapping[str, LinkRef],
+    by_title: Mapping[str, Sequence[LinkRef]],
+    source: LinkRef | None = None,
+) -> tuple[Link, ...]:
+    """``links`` (of the record ``source``) resolved against the records a caller may see: ``by_id`` (id → record),
+    ``by_title`` (title key → the current records with that title, newest first; at least the newest of each
+    partition). An id wins over a title; among titles the lowest :func:`tier` for ``source``, then the newest;
+    neither: unresolved."""
     out: list[Link] = []
     for link in links:
         ref = by_id.get(link.target)
         if ref is not None:
             out.append(Link(link.target, ref.id, ref.title, "id"))
             continue
-        ref = by_title.get(link.key)
-        out.append(Link(link.target, ref.id, ref.title, "title") if ref is not None else Link(link.target))
+        refs = by_title.get(link.key) or ()
+        best = min(refs, key=lambda r: tier(r, source)) if refs else None  # min keeps the first (newest) of a tier
+        out.append(Link(link.target, best.id, best.title, "title") if best is not None else Link(link.target))
     return tuple(out)
 
 
@@ -161,16 +198,17 @@ def backlinks_of(
     record: LinkRef,
     candidates: Iterable[tuple[LinkRef, ParsedLink]],
     by_id: Callable[[Sequence[str]], Mapping[str, LinkRef]],
-    by_title: Callable[[Sequence[str]], Mapping[str, LinkRef]],
+    by_title: Callable[[Sequence[str]], Mapping[str, Sequence[LinkRef]]],
 ) -> tuple[Backlink, ...]:
     """The backlinks of ``record`` among ``candidates`` (visible current source, one of its links whose target is the
-    record's id or whose key is its title key): those that :func:`resolve` sends to ``record`` for this caller."""
+    record's id or whose key is its title key): those that :func:`resolve` sends to ``record`` for this caller (each
+    source's title links resolved from that source, :func:`tier`)."""
     pairs = list(candidates)
     ids = by_id(sorted({link.target for _, link in pairs}))
     titles = by_title(sorted({link.key for _, link in pairs}))
     out: dict[str, Backlink] = {}
     for source, link in pairs:
-        (resolved,) = resolve([link], ids, titles)
+        (resolved,) = resolve([link], ids, titles, source)
         if resolved.record_id == record.id and source.id not in out:
             out[source.id] = Backlink(source.id, source.title, link.target, resolved.by or "title")
     return tuple(out.values())

@@ -10,7 +10,16 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agent_memory.backends.files.index_schema import current_sql, visibility_sql
-from agent_memory.model.links import MAX_BACKLINKS, LinkRef, ParsedLink, RecordLinks, backlinks_of, resolve, title_key
+from agent_memory.model.links import (
+    MAX_BACKLINKS,
+    PARTITION_SQL,
+    LinkRef,
+    ParsedLink,
+    RecordLinks,
+    backlinks_of,
+    resolve,
+    title_key,
+)
 from agent_memory.model.scopes import sqlite_params
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -19,8 +28,11 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["links_for", "links_of"]
 
 
+_REF_COLS = "r.id, r.title, r.superseded_by, r.scope, r.user_id, r.session_id"
+
+
 def _ref(row: Any) -> LinkRef:
-    return LinkRef(row["id"], row["title"] or "", row["superseded_by"])
+    return LinkRef(row["id"], row["title"] or "", row["superseded_by"], row["scope"] or "", row["user_id"], row["session_id"])
 
 
 class _Reader:
@@ -38,20 +50,23 @@ class _Reader:
     def by_id(self, ids: Sequence[str]) -> Mapping[str, LinkRef]:
         if not ids:
             return {}
-        rows = self._rows(f"SELECT r.id, r.title, r.superseded_by FROM records r WHERE r.id IN ({{in}}) AND {visibility_sql('r')}", ids)
+        rows = self._rows(f"SELECT {_REF_COLS} FROM records r WHERE r.id IN ({{in}}) AND {visibility_sql('r')}", ids)
         return {r["id"]: _ref(r) for r in rows}
 
-    def by_title(self, keys: Sequence[str]) -> Mapping[str, LinkRef]:
+    def by_title(self, keys: Sequence[str]) -> Mapping[str, Sequence[LinkRef]]:
+        """Per title key, the newest visible current record of each partition (:func:`~agent_memory.model.links.tier`
+        chooses among them per linking record), newest first."""
         if not keys:
             return {}
         rows = self._rows(
-            f"SELECT t.key, r.id, r.title, r.superseded_by FROM record_titles t JOIN records r ON r.id = t.id"
-            f" WHERE t.key IN ({{in}}) AND {visibility_sql('r')} AND {current_sql('r')} ORDER BY r.updated DESC, r.id DESC",
+            f"SELECT * FROM (SELECT t.key, {_REF_COLS}, r.updated, row_number() OVER (PARTITION BY t.key, {PARTITION_SQL.format(a='r')}"
+            f" ORDER BY r.updated DESC, r.id DESC) AS n FROM record_titles t JOIN records r ON r.id = t.id"
+            f" WHERE t.key IN ({{in}}) AND {visibility_sql('r')} AND {current_sql('r')}) WHERE n = 1 ORDER BY updated DESC, id DESC",
             keys,
         )
-        out: dict[str, LinkRef] = {}
+        out: dict[str, list[LinkRef]] = {}
         for r in rows:
-            out.setdefault(r["key"], _ref(r))  # the newest first
+            out.setdefault(r["key"], []).append(_ref(r))  # the newest first
         return out
 
 
@@ -64,9 +79,11 @@ def links_of(store: StoreParts, record: LinkRef, session_id: str | None, user_id
             ParsedLink(r["target"], r["key"])
             for r in conn.execute("SELECT target, key FROM record_links WHERE src = ? ORDER BY pos", (record.id,)).fetchall()
         ]
-        outgoing = resolve(parsed, reader.by_id(sorted({p.target for p in parsed})), reader.by_title(sorted({p.key for p in parsed})))
+        outgoing = resolve(
+            parsed, reader.by_id(sorted({p.target for p in parsed})), reader.by_title(sorted({p.key for p in parsed})), record
+        )
         candidates = conn.execute(
-            f"SELECT r.id, r.title, r.superseded_by, l.target, l.key FROM record_links l JOIN records r ON r.id = l.src"
+            f"SELECT {_REF_COLS}, l.target, l.key FROM record_links l JOIN records r ON r.id = l.src"
             f" WHERE (l.target = :id OR l.key = :key) AND r.id <> :id AND {visibility_sql('r')} AND {current_sql('r')}"
             f" ORDER BY r.updated DESC, r.id DESC, l.pos LIMIT {MAX_BACKLINKS * 4}",
             {**reader.params, "id": record.id, "key": title_key(record.title)},
@@ -84,4 +101,5 @@ def links_for(store: StoreParts, record_id: str, session_id: str | None, user_id
     from agent_memory.backends.files.reads import get
 
     rec = get(store, record_id, session_id, user_id)
-    return links_of(store, LinkRef(rec.id, rec.title, rec.superseded_by), session_id, user_id)
+    ref = LinkRef(rec.id, rec.title, rec.superseded_by, rec.scope.value, rec.user_id, rec.session_id)
+    return links_of(store, ref, session_id, user_id)

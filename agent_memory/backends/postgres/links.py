@@ -16,7 +16,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from agent_memory.backends.postgres.rows import tenant_part, visibility
-from agent_memory.model.links import MAX_BACKLINKS, LinkRef, ParsedLink, RecordLinks, backlinks_of, parse_links, resolve, title_key
+from agent_memory.model.links import (
+    MAX_BACKLINKS,
+    PARTITION_SQL,
+    LinkRef,
+    ParsedLink,
+    RecordLinks,
+    backlinks_of,
+    parse_links,
+    resolve,
+    title_key,
+)
 from agent_memory.model.records import MemoryRecord
 
 __all__ = ["MIGRATION_VERSION", "add", "links_for", "migration", "rebuild", "rebuild_sync", "sync"]
@@ -139,8 +149,11 @@ def rebuild_sync(conn: Any, s: str) -> None:
         conn.execute(sql, params)
 
 
+_REF_COLS = "r.id, r.title, r.superseded_by, r.scope, r.user_id, r.session_id"
+
+
 def _ref(row: Mapping[str, Any]) -> LinkRef:
-    return LinkRef(row["id"], row["title"] or "", row["superseded_by"])
+    return LinkRef(row["id"], row["title"] or "", row["superseded_by"], row["scope"] or "", row["user_id"], row["session_id"])
 
 
 class _Reader:
@@ -154,21 +167,28 @@ class _Reader:
         if not ids:
             return {}
         cur = await self.conn.execute(
-            f"SELECT r.id, r.title, r.superseded_by FROM {self.t} r WHERE r.id = ANY(%(ids)s) AND {self.vis}",
+            f"SELECT {_REF_COLS} FROM {self.t} r WHERE r.id = ANY(%(ids)s) AND {self.vis}",
             {**self.params, "ids": list(ids)},
         )
         return {r["id"]: _ref(r) for r in await cur.fetchall()}
 
-    async def by_title(self, keys: Sequence[str]) -> dict[str, LinkRef]:
+    async def by_title(self, keys: Sequence[str]) -> dict[str, list[LinkRef]]:
+        """Per title key, the newest visible current record of each partition (:func:`~agent_memory.model.links.tier`
+        chooses among them per linking record), newest first."""
         if not keys:
             return {}
         cur = await self.conn.execute(
-            f'SELECT DISTINCT ON (k.key) k.key, r.id, r.title, r.superseded_by FROM "{self.s}".record_titles k'
-            f" JOIN {self.t} r ON r.tenant = k.tenant AND r.id = k.id WHERE k.key = ANY(%(keys)s) AND {self.vis}"
-            " AND r.superseded_by IS NULL ORDER BY k.key, r.updated DESC, r.id DESC",
+            f"SELECT DISTINCT ON (k.key, {PARTITION_SQL.format(a='r')}) k.key, {_REF_COLS}, r.updated"
+            f' FROM "{self.s}".record_titles k JOIN {self.t} r ON r.tenant = k.tenant AND r.id = k.id'
+            f" WHERE k.key = ANY(%(keys)s) AND {self.vis} AND r.superseded_by IS NULL"
+            f" ORDER BY k.key, {PARTITION_SQL.format(a='r')}, r.updated DESC, r.id DESC",
             {**self.params, "keys": list(keys)},
         )
-        return {r["key"]: _ref(r) for r in await cur.fetchall()}
+        rows = sorted(await cur.fetchall(), key=lambda r: (r["updated"], r["id"]), reverse=True)  # the newest first
+        out: dict[str, list[LinkRef]] = {}
+        for r in rows:
+            out.setdefault(r["key"], []).append(_ref(r))
+        return out
 
 
 async def links_for(b: Any, record_id: str, caller: Any) -> RecordLinks:
@@ -183,11 +203,12 @@ async def links_for(b: Any, record_id: str, caller: Any) -> RecordLinks:
             {**reader.params, "id": rec.id},
         )
         parsed = [ParsedLink(r["target"], r["key"]) for r in await cur.fetchall()]
+        me = LinkRef(rec.id, rec.title, rec.superseded_by, rec.scope.value, rec.user_id, rec.session_id)
         outgoing = resolve(
-            parsed, await reader.by_id(sorted({p.target for p in parsed})), await reader.by_title(sorted({p.key for p in parsed}))
+            parsed, await reader.by_id(sorted({p.target for p in parsed})), await reader.by_title(sorted({p.key for p in parsed})), me
         )
         cur = await conn.execute(
-            f'SELECT r.id, r.title, r.superseded_by, l.target, l.key FROM "{s}".record_links l'
+            f'SELECT {_REF_COLS}, l.target, l.key FROM "{s}".record_links l'
             f" JOIN {b.table} r ON r.tenant = l.tenant AND r.id = l.src"
             f" WHERE (l.target = %(id)s OR l.key = %(key)s) AND r.id <> %(id)s AND {reader.vis} AND r.superseded_by IS NULL"
             f" ORDER BY r.updated DESC, r.id DESC, l.pos LIMIT {MAX_BACKLINKS * 4}",
@@ -196,5 +217,5 @@ async def links_for(b: Any, record_id: str, caller: Any) -> RecordLinks:
         candidates = [(_ref(c), ParsedLink(c["target"], c["key"])) for c in await cur.fetchall()]
         ids = await reader.by_id(sorted({link.target for _, link in candidates}))
         titles = await reader.by_title(sorted({link.key for _, link in candidates}))
-    back = backlinks_of(LinkRef(rec.id, rec.title, rec.superseded_by), candidates, lambda _: ids, lambda _: titles)
+    back = backlinks_of(me, candidates, lambda _: ids, lambda _: titles)
     return RecordLinks(rec.id, rec.title, outgoing, back[:MAX_BACKLINKS])
