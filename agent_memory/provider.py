@@ -1000,14 +1000,23 @@ class MemoryProvider:
         policy: "SummaryPolicy | None" = None,
         limit: int = 20,
         now: Any = None,
+        namespace: str | None = None,
     ) -> "IdleReport":
         """Summarise every session past the summary policy (idle ≥ 30 min or ≥ 20 new messages; ``policy``), of
-        ``user_id`` when given, at most ``limit`` sessions a call; each a ``summarized`` event. ``now``: the clock."""
+        ``user_id`` when given, at most ``limit`` sessions a call; each a ``summarized`` event. ``now``: the clock.
+        The logs of ``namespace`` (per call), else of this provider's; at the root every namespace's (as :meth:`distill`)."""
         from agent_memory.consolidate.tend import summarize_idle
 
         await self._loaded_profile()
         return await summarize_idle(
-            self.backend, self.session_store, worker=lambda: self.profile.summarize, user_id=user_id, policy=policy, limit=limit, now=now
+            self.backend,
+            self.session_store,
+            worker=lambda: self.profile.summarize,
+            user_id=user_id,
+            policy=policy,
+            limit=limit,
+            now=now,
+            namespace=self._caller(namespace=namespace).namespace,
         )
 
     def schedule_idle_summaries(self, every_s: float = 300.0, **options: Any) -> "IdleSummaries":
