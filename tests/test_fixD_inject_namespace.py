@@ -8,6 +8,7 @@ from pathlib import Path
 
 from agent_memory import Caller, MemoryProvider, MemoryStore
 from agent_memory.agents.core_block import inject
+from agent_memory.model import scopes
 
 
 async def test_store_inject_binds_the_callers_namespace_view_as_the_provider_does(tmp_path: Path) -> None:
@@ -31,5 +32,8 @@ async def test_store_inject_binds_the_callers_namespace_view_as_the_provider_doe
         at_root = inject(store).text
         assert "ROOT-ONLY" in at_root and "ACME" not in at_root
         assert wanted == {(None, None): at_root, ("acme", "full"): full, ("acme", "inherited"): inherited}
+        # a caller naming no namespace reads the view its surroundings bound (as the CLI binds --namespace)
+        with scopes.viewing(Caller(namespace="acme", isolation="full").own_view()):
+            assert inject(store).text == full
     finally:
         store.close()
