@@ -677,21 +677,24 @@ class MemoryProvider:
         user_id: str | None = None,
         namespace: str | None = None,
         isolation: str | None = None,
+        anonymous: bool = False,
         **options: Any,
     ) -> "ConsolidationReport":
         """Consolidate memory without destroying it (merge near-duplicates, TTL, scope-path, decay; lint); see
         :mod:`agent_memory.consolidate`. Changes are archives (restorable), at most ``max_share`` (default 10%).
 
         Default: the deterministic pass over every partition (or over what ``session_id``/``user_id`` see, when
-        given). ``worker=True``: the consolidate worker of the profile reviews that plan for the caller and acts
-        on it (fails open: a model error is reported, never raised)."""
+        given). ``anonymous=True`` (an agent run's route: :class:`MemoryHooks`' ``consolidate_every``): a call with
+        no session, user or namespace is an anonymous caller (the project and global records of its namespace),
+        never the operator. ``worker=True``: the consolidate worker of the profile reviews that plan for the caller
+        and acts on it (fails open: a model error is reported, never raised)."""
         from agent_memory.consolidate import consolidate_backend, fire_archived
 
         if not worker:
-            # an agent in a namespace consolidates its own namespace; only a root caller with no identity is the operator
-            caller = (
-                self._caller(session_id, user_id, namespace, isolation) if session_id or user_id or namespace or self.namespace else None
-            )
+            # an agent in a namespace consolidates its own namespace; only a root caller with no identity is the
+            # operator, and only when it did not come from a run (``anonymous``)
+            who = anonymous or session_id or user_id or namespace or self.namespace
+            caller = self._caller(session_id, user_id, namespace, isolation) if who else None
             return await consolidate_backend(self.backend, dry_run=dry_run, max_share=max_share, caller=caller, **options)
         from agent_memory.agents.workers.consolidate import run_consolidate
 
@@ -937,16 +940,19 @@ class MemoryProvider:
         workspace: "str | os.PathLike[str] | None" = None,
         rules: Sequence[str] | None = None,
         now: Any = None,
+        anonymous: bool = False,
     ) -> "TidyReport":
         """The run's-end tidy pass (the seeds' ``extract()``): archive expired, orphaned (``scope_path`` gone) and
         exactly duplicated records, at most ``max_share`` (default 1%, at least one) of what it looks at, and refresh
         ``MEMORY.md``; each change an ``archived`` event (``undo``/``restore`` bring it back). With ``session_id`` or
         ``user_id`` (or in a namespace: ``namespace`` per call, else this provider's): only what that caller may change
-        (see :mod:`agent_memory.consolidate.tidy`); else every partition of every namespace.
+        (see :mod:`agent_memory.consolidate.tidy`); else every partition of every namespace (the operator's pass),
+        unless ``anonymous=True`` (the run's-end route, :meth:`tidy_in_background`): then a call with no identity is
+        an anonymous caller (the project and global records of its namespace), never the operator.
         ``now`` (an aware datetime): the clock expiry is judged by (default: now)."""
         from agent_memory.consolidate.tidy import TIDY_RULES, TIDY_SHARE, tidy_backend
 
-        who = session_id or user_id or namespace or self.namespace
+        who = anonymous or session_id or user_id or namespace or self.namespace
         caller = self._caller(session_id, user_id, namespace, isolation) if who else None
         return await tidy_backend(
             self.backend,
@@ -962,7 +968,8 @@ class MemoryProvider:
         self, *, session_id: str | None = None, user_id: str | None = None, namespace: str | None = None, isolation: str | None = None
     ) -> "asyncio.Task[Any]":
         """Schedule :meth:`tidy` for this caller after a run (:meth:`flush` and :meth:`aclose` await it). A pass still
-        pending for the same caller is returned instead of starting a second one. Failures are logged, never raised."""
+        pending for the same caller is returned instead of starting a second one. Failures are logged, never raised.
+        A run with no session, user or namespace is an anonymous caller here, never the operator (``anonymous=True``)."""
         tidying: dict[Caller, asyncio.Task[Any]] = self.__dict__.setdefault("_tidying", {})
         key = self._caller(session_id, user_id, namespace, isolation)
         task = tidying.get(key)
@@ -975,7 +982,7 @@ class MemoryProvider:
             if before:
                 await asyncio.wait(before)
             try:
-                return await self.tidy(session_id=session_id, user_id=user_id, namespace=namespace, isolation=isolation)
+                return await self.tidy(session_id=session_id, user_id=user_id, namespace=namespace, isolation=isolation, anonymous=True)
             except UnsupportedError:  # a backend without tidy (neither files nor PostgreSQL): nothing to tend, no warning
                 return None
             except Exception as exc:  # memory upkeep never breaks the app
@@ -993,14 +1000,23 @@ class MemoryProvider:
         policy: "SummaryPolicy | None" = None,
         limit: int = 20,
         now: Any = None,
+        namespace: str | None = None,
     ) -> "IdleReport":
         """Summarise every session past the summary policy (idle ≥ 30 min or ≥ 20 new messages; ``policy``), of
-        ``user_id`` when given, at most ``limit`` sessions a call; each a ``summarized`` event. ``now``: the clock."""
+        ``user_id`` when given, at most ``limit`` sessions a call; each a ``summarized`` event. ``now``: the clock.
+        The logs of ``namespace`` (per call), else of this provider's; at the root every namespace's (as :meth:`distill`)."""
         from agent_memory.consolidate.tend import summarize_idle
 
         await self._loaded_profile()
         return await summarize_idle(
-            self.backend, self.session_store, worker=lambda: self.profile.summarize, user_id=user_id, policy=policy, limit=limit, now=now
+            self.backend,
+            self.session_store,
+            worker=lambda: self.profile.summarize,
+            user_id=user_id,
+            policy=policy,
+            limit=limit,
+            now=now,
+            namespace=self._caller(namespace=namespace).namespace,
         )
 
     def schedule_idle_summaries(self, every_s: float = 300.0, **options: Any) -> "IdleSummaries":

@@ -9,14 +9,17 @@ then newest, up to the budget; they are not repeated in the memory index.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, overload
 
 from agent_memory.agents.tokens import count_tokens
 from agent_memory.backends.base import Caller
+from agent_memory.backends.files.namespaces import caller_view
 from agent_memory.backends.files.store import MemoryStore
 from agent_memory.errors import InvalidInputError
+from agent_memory.model import scopes
 from agent_memory.model.curated import KIND, CuratedLine, curated_order
 from agent_memory.model.records import MemoryRecord
 from agent_memory.redaction.api import redact
@@ -142,8 +145,12 @@ def _inject_store(store: MemoryStore, budget: int, who: Caller) -> MemoryBlock:
     store.open()
     path = store.root / "USER.md"
     user_text = path.read_text(encoding="utf-8") if path.is_file() and not path.is_symlink() else ""
-    records = store.list(session_id=who.session_id, user_id=who.user_id, kind=KIND, limit=MAX_CURATED)
-    lines = store.visible_lines(session_id=who.session_id, user_id=who.user_id, limit=MAX_CANDIDATE_LINES)
+    # a caller naming a namespace reads its view, as FilesBackend binds it; one naming none reads the view its
+    # surroundings bound (the CLI binds --namespace/--isolation for the whole command), else the root's
+    view = scopes.viewing(caller_view(store.root, who)) if who.namespace else contextlib.nullcontext()
+    with view:
+        records = store.list(session_id=who.session_id, user_id=who.user_id, kind=KIND, limit=MAX_CURATED)
+        lines = store.visible_lines(session_id=who.session_id, user_id=who.user_id, limit=MAX_CANDIDATE_LINES)
     curated, lines = _split(records, lines)
     return build_block(user_text, lines, budget, curated)
 

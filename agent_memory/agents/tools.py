@@ -21,7 +21,7 @@ from pydantic_ai import ModelRetry
 from pydantic_ai.toolsets import FunctionToolset
 
 from agent_memory.agents.curated import OWN, add_line, remove_line, replace_line
-from agent_memory.agents.fence import UNTRUSTED_NOTE
+from agent_memory.agents.fence import UNTRUSTED_NOTE, escape
 from agent_memory.backends.base import (
     Caller,
     EpisodesBackend,
@@ -331,7 +331,8 @@ def memory_toolset(
             from agent_memory.consolidate.contradict import contradiction_notes
 
             if found := await contradiction_notes(store, content, who, key=memory_key, written=result.id):
-                out["contradicts"] = found
+                # stored text the model reads next: escaped as every worker prompt is (agents/fence.py)
+                out["contradicts"] = [{k: escape(v) if isinstance(v, str) else v for k, v in note.items()} for note in found]
         return out
 
     async def memory_supersede(

@@ -187,16 +187,21 @@ async def distilled_through(backend: Any, sdir: SessionDir) -> int:
 
 
 # -- which sessions ---------------------------------------------------------------------------------------------------
-def _dirs(store: SessionStore, user_id: str | None, session: str | None) -> list[SessionDir]:
-    """Every session (an operator's pass), or one user's sessions, or the sessions named ``session`` (of that user)."""
+def _dirs(store: SessionStore, user_id: str | None, session: str | None, namespace: str | None = None) -> list[SessionDir]:
+    """Every session (an operator's pass), or one user's sessions, or the sessions named ``session`` (of that user).
+
+    The namespace rule of every pass over session logs (distill, idle summaries): with ``namespace``, that
+    namespace's logs only (what it writes lands there); without (the root), the operator's whole-store pass over
+    every namespace's logs, each written back in its own."""
     check_id("user_id", user_id)
     check_id("session", session)
     if session is not None:
-        dirs = store.files.find(session)
-        return [d for d in dirs if user_id is None or d.user_id == user_id]
-    if user_id is not None:
-        return list(store.files.user_dirs(user_id))
-    return list(store.files.all_dirs())
+        dirs = [d for d in store.files.find(session) if user_id is None or d.user_id == user_id]
+    elif user_id is not None:
+        dirs = list(store.files.user_dirs(user_id))
+    else:
+        dirs = list(store.files.all_dirs())
+    return [d for d in dirs if d.namespace == namespace] if namespace else dirs
 
 
 def _logs(store: SessionStore, dirs: Sequence[SessionDir]) -> list[tuple[list[SessionMessage], SessionSummary | None]]:
@@ -222,14 +227,16 @@ async def summarize_idle(
     policy: SummaryPolicy | None = None,
     limit: int = IDLE_LIMIT,
     now: dt.datetime | None = None,
+    namespace: str | None = None,
 ) -> IdleReport:
-    """Summarise every session due under ``policy`` (of ``user_id`` when given), at most ``limit`` a call."""
+    """Summarise every session due under ``policy`` (of ``user_id`` when given; of ``namespace`` when given, else every
+    namespace's: :func:`_dirs`), at most ``limit`` a call."""
     from agent_memory.agents.workers.summarize import run_summarize
 
     _positive("limit", limit)
     policy = policy or SummaryPolicy()
     when = now or dt.datetime.now(dt.UTC)
-    dirs = await asyncio.to_thread(_dirs, store, user_id, None)
+    dirs = await asyncio.to_thread(_dirs, store, user_id, None, namespace)
     logs = await asyncio.to_thread(_logs, store, dirs)
     due: list[tuple[SessionDir, list[SessionMessage], SessionSummary | None]] = []
     for sdir, (messages, summary) in zip(dirs, logs, strict=True):
@@ -345,10 +352,7 @@ async def distill_sessions(
     from agent_memory.agents.workers.capture import capture_turn
 
     _positive("limit", limit)
-    dirs = await asyncio.to_thread(_dirs, store, user_id, session)
-    if namespace:  # a namespace's logs only: its facts land there
-        dirs = [d for d in dirs if d.namespace == namespace]
-    # else the operator's whole-store pass (the root): every namespace's logs, as summarize_idle, each in its own
+    dirs = await asyncio.to_thread(_dirs, store, user_id, session, namespace)  # a namespace's logs only: its facts land there
     report = DistillReport()
     budget = limit
     for sdir in sorted(dirs, key=lambda d: (d.user_id or "", d.session_id)):

@@ -394,7 +394,8 @@ class MemoryHooks:
         if background is None or consolidate is None:
             return
         try:
-            task = background(consolidate(session_id=self.session_id, user_id=self.user_id))
+            # a run without identity is an anonymous caller, never the operator's pass over every partition
+            task = background(consolidate(session_id=self.session_id, user_id=self.user_id, anonymous=True))
         except Exception:  # e.g. no running loop
             logger.warning("agent_memory: scheduling consolidation failed", exc_info=True)
             return

@@ -20,6 +20,7 @@ from pydantic_ai import ModelRetry
 from pydantic_ai.toolsets import CombinedToolset, FunctionToolset
 from pydantic_ai.usage import RunUsage
 
+from agent_memory.agents.fence import escape
 from agent_memory.agents.tools import CAPTURE, memory_toolset
 from agent_memory.agents.workers import RecordingToolset, describe_error, resolve_worker, run_worker, usage_dict
 from agent_memory.agents.workers.runner import staged_backend
@@ -34,13 +35,14 @@ __all__ = ["run_consolidate", "consolidate_prompt"]
 
 
 def consolidate_prompt(report: ConsolidationReport) -> str:
-    """The plan as the worker reads it: ``ARCHIVE <id> | <reason>`` lines within the limit, then the findings."""
+    """The plan as the worker reads it: ``ARCHIVE <id> | <reason>`` lines within the limit, then the findings (stored
+    text in a reason or a finding escaped: :func:`agent_memory.agents.fence.escape`)."""
     lines = [f"You may archive at most {report.limit} record(s) in this run.", "Plan:"]
     planned = [c for c in report.changes if c.status == "planned"][: report.limit]
-    lines += [f"ARCHIVE {c.record_id} | {c.reason}" for c in planned] or ["(nothing planned)"]
+    lines += [f"ARCHIVE {c.record_id} | {escape(c.reason)}" for c in planned] or ["(nothing planned)"]
     if report.findings:
         lines.append("Findings (review; do not act unless clearly right):")
-        lines += [f"- {f.kind}: {', '.join(f.record_ids)}: {f.detail}" for f in report.findings[:50]]
+        lines += [f"- {f.kind}: {', '.join(f.record_ids)}: {escape(f.detail)}" for f in report.findings[:50]]
     return "\n".join(lines)
 
 

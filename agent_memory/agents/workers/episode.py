@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic_ai.toolsets import FunctionToolset
 from pydantic_ai.usage import RunUsage
 
+from agent_memory.agents.fence import escape
 from agent_memory.agents.workers import RecordingToolset, describe_error, resolve_worker, run_worker
 from agent_memory.episodes._model import MAX_NOTE_CHARS, MAX_NOTES, MAX_SUMMARY_CHARS, Episode, clean
 
@@ -31,8 +32,9 @@ logger = logging.getLogger("agent_memory.agents.workers.episode")
 
 
 def episode_prompt(episode: Episode) -> str:
-    """What the model sees: the episode's own readable record (already redacted when it was built)."""
-    return f"Run record:\n{episode.body()}"
+    """What the model sees: the episode's own readable record (already redacted when it was built), escaped
+    (:func:`agent_memory.agents.fence.escape`): no chat-template token in it reaches the model as one."""
+    return f"Run record:\n{escape(episode.body())}"
 
 
 def parse_refinement(text: str) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.usage import RunUsage
 
+from agent_memory.agents.fence import escape
 from agent_memory.agents.models.offline import NO_RELEVANT_MEMORY
 from agent_memory.agents.models.select import SELECTING, Choice, SelectState, parse_selection
 from agent_memory.agents.profiles import DEFAULT_SUMMARY_TOKENS
@@ -72,16 +73,17 @@ class RecallResult:
 
 
 def recall_prompt(message: str, budget: int) -> str:
-    """The worker's user prompt (the offline model parses the same two labels)."""
+    """The worker's user prompt (the offline model parses the same two labels); the message escaped as capture's
+    transcript is (:func:`agent_memory.agents.fence.escape`)."""
     return (
         f"Budget: {budget} tokens. Summarise what memory knows that is relevant to the message below, "
-        f"with citations; reply {NO_RELEVANT_MEMORY} if nothing is.\nMessage:\n{message.strip()}"
+        f"with citations; reply {NO_RELEVANT_MEMORY} if nothing is.\nMessage:\n{escape(message.strip())}"
     )
 
 
 def select_prompt(message: str) -> str:
     """The worker's user prompt in select mode (the model picks records; the worker writes the summary)."""
-    return f"Find the records in memory that answer the message below.\nMessage:\n{message.strip()}"
+    return f"Find the records in memory that answer the message below.\nMessage:\n{escape(message.strip())}"
 
 
 def parse_citations(summary: str, known_ids: Iterable[str] | None = None) -> list[dict[str, Any]]:

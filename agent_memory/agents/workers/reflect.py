@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.usage import RunUsage
 
+from agent_memory.agents.fence import escape
 from agent_memory.agents.profiles import DEFAULT_SUMMARY_TOKENS
 from agent_memory.agents.workers import (
     RecordingToolset,
@@ -74,10 +75,11 @@ class Reflection:
 
 
 def reflect_prompt(question: str, budget: int) -> str:
-    """The worker's user prompt (the offline model reads the same ``Budget:``/``Message:`` labels as recall)."""
+    """The worker's user prompt (the offline model reads the same ``Budget:``/``Message:`` labels as recall); the
+    question escaped as capture's transcript is (:func:`agent_memory.agents.fence.escape`)."""
     return (
         f"Budget: {budget} tokens. Answer the question below from memory, citing every record you use; "
-        f"reply NO_RELEVANT_MEMORY if memory does not answer it.\nMessage:\n{question.strip()}"
+        f"reply NO_RELEVANT_MEMORY if memory does not answer it.\nMessage:\n{escape(question.strip())}"
     )
 
 

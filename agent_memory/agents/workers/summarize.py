@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic_ai.toolsets import FunctionToolset
 from pydantic_ai.usage import RunUsage
 
+from agent_memory.agents.fence import escape
 from agent_memory.agents.models.offline_summarize import summarize_messages
 from agent_memory.agents.workers import RecordingToolset, describe_error, resolve_worker, run_worker, usage_dict
 from agent_memory.errors import InvalidInputError
@@ -50,8 +51,10 @@ class SummarizeResult:
 
 
 def summarize_prompt(messages: Sequence["SessionMessage"], session_id: str, previous: str | None = None) -> str:
-    """The worker's prompt: the log as dated lines (the newest part kept when it is too long)."""
-    lines = [f"[{m.at[:16].replace('T', ' ')}] {m.speaker or m.role}: {' '.join(m.text.split())}" for m in messages]
+    """The worker's prompt: the log as dated lines (the newest part kept when it is too long). Stored text (a
+    message, its speaker, the previous summary) is escaped as capture's prompt is (:func:`agent_memory.agents.fence.escape`):
+    no chat-template token in it reaches the model as one."""
+    lines = [f"[{m.at[:16].replace('T', ' ')}] {escape(m.speaker or m.role)}: {escape(' '.join(m.text.split()))}" for m in messages]
     body, size = [], 0
     for line in reversed(lines):
         size += len(line) + 1
@@ -60,7 +63,7 @@ def summarize_prompt(messages: Sequence["SessionMessage"], session_id: str, prev
         body.append(line)
     head = f"Session {session_id}, {len(messages)} messages."
     if previous:
-        head += f"\nPrevious summary (replace it):\n{previous.strip()}"
+        head += f"\nPrevious summary (replace it):\n{escape(previous.strip())}"
     return f"{head}\nLog:\n" + "\n".join(reversed(body))
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from agent_memory.backends.base import Caller
-from agent_memory.backends.files.namespaces import configure, read_registry
+from agent_memory.backends.files.namespaces import caller_view, configure, read_registry
 from agent_memory.errors import InvalidInputError
 from agent_memory.model import scopes
 
@@ -96,7 +96,7 @@ class FilesBackend:
 
     def view(self, caller: Caller) -> tuple[str, ...]:
         """The namespaces ``caller`` reads (its namespace, isolation and this root's registry)."""
-        return caller.view(read_registry(self.store.root) if caller.namespace else None)
+        return caller_view(self.store.root, caller)
 
     async def configure_namespace(self, namespace: str, *, shared: bool | None = None, isolation: str | None = None) -> dict[str, Any]:
         """Mark ``namespace`` shared (or not) and/or set its default isolation in ``namespaces.json``."""

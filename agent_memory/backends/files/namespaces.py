@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_memory.backends.files.layout import entry
 from agent_memory.errors import InvalidInputError
 from agent_memory.formats.atomic import RootLock, atomic_write
 from agent_memory.model.scopes import check_isolation, check_namespace
 
-__all__ = ["configure", "read_registry"]
+if TYPE_CHECKING:
+    from agent_memory.backends.base import Caller
+
+__all__ = ["caller_view", "configure", "read_registry"]
 
 MAX_NAMESPACES = 10_000
 
@@ -43,6 +46,13 @@ def read_registry(root: str | Path) -> dict[str, dict[str, Any]]:
         }
     except (OSError, ValueError, KeyError, AttributeError, TypeError) as exc:
         raise InvalidInputError(f"{path} is not a namespace registry ({exc}); fix or remove it") from None
+
+
+def caller_view(root: str | Path, caller: Caller) -> tuple[str, ...]:
+    """The namespaces ``caller`` reads in the root (its namespace, isolation and the root's registry): the view
+    :class:`~agent_memory.backends.files.backend.FilesBackend` binds for a call, and a synchronous
+    :class:`~agent_memory.backends.files.store.MemoryStore` caller binds the same way."""
+    return caller.view(read_registry(root) if caller.namespace else None)
 
 
 def configure(
