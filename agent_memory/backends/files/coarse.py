@@ -121,10 +121,16 @@ class Coarse:
         if self.mid is None or self.proj_mid is None or self.mid_scale is None or first is None or first <= k or k >= n:
             return top_k(self.low @ qp, k)
         low8 = self.int8() if n >= INT8_MIN else None
-        scores = self.low @ qp if low8 is None else low8.scores(qp)
-        wide = np.sort(top_k(scores, min(n, first)))
+        if low8 is None:
+            scores = self.low @ qp
+            wide = np.sort(top_k(scores, min(n, first)))
+            base = scores[wide]
+        else:  # ranked on the raw int32 sums (same order); only the kept rows dequantised
+            raw, dequantise = low8.raw(qp)
+            wide = np.sort(top_k(raw, min(n, first)))
+            base = dequantise(raw[wide])
         qm = (q @ self.proj_mid) * self.mid_scale
-        refined = scores[wide] + np.asarray(self.mid[wide], dtype=np.float32) @ qm
+        refined = base + np.asarray(self.mid[wide], dtype=np.float32) @ qm
         return wide[top_k(refined, k)]
 
     def int8(self) -> Low8 | None:
@@ -171,17 +177,27 @@ class Low8:
 
     def scores(self, qp: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         """About ``low @ qp`` for every row (float32; the error is the two roundings')."""
+        raw, dequantise = self.raw(qp)
+        return dequantise(raw)
+
+    def raw(self, qp: npt.NDArray[np.float32]) -> tuple[npt.NDArray[np.int32], Callable[[npt.NDArray[np.int32]], npt.NDArray[np.float32]]]:
+        """Every row's int32 sum against the quantised ``qp`` (ordered as the scores are) and what turns sums into
+        scores."""
         run = _matmul8()
         scaled = qp.astype(np.float32) * self.scale
         top = float(np.abs(scaled).max()) if len(scaled) else 0.0
         step = top / 127 if top > 0 else 1.0
         q8 = np.clip(np.rint(scaled / step), -127, 127).astype(np.int8)
         assert run is not None  # int8() made this only with ONNX Runtime there
-        raw = run(self.rows, q8.reshape(-1, 1)).reshape(-1)
+        raw: npt.NDArray[np.int32] = run(self.rows, q8.reshape(-1, 1)).reshape(-1)
         shift = 128 * int(q8.astype(np.int64).sum())  # the +128 of the unsigned rows
-        out: npt.NDArray[np.float32] = (raw - shift).astype(np.float32)
-        out *= np.float32(step)
-        return out
+
+        def dequantise(sums: npt.NDArray[np.int32]) -> npt.NDArray[np.float32]:
+            out: npt.NDArray[np.float32] = (sums.astype(np.int64) - shift).astype(np.float32)
+            out *= np.float32(step)
+            return out
+
+        return raw, dequantise
 
 
 def _quantise8(block: npt.NDArray[np.float32], scale: npt.NDArray[np.float32]) -> npt.NDArray[np.uint8]:
