@@ -29,6 +29,7 @@ from agent_memory.backends.base import (
     EpisodesBackend,
     LifecycleBackend,
     MemoryBackend,
+    RecordedEmbedder,
     SessionsBackend,
     VectorsBackend,
     capability,
@@ -130,8 +131,14 @@ class MemoryProvider:
 
             self.backend = ExtendedBackend(self.backend, hooks)
         files = capability(self.backend, FilesBackend)
-        if files is not None and "embedder" not in backend_options:
-            _use_recorded_embedder(files)  # a root with vectors: search uses them (docs/meaning.md)
+        # a store with vectors: search uses them, with the embedder recorded with them (docs/meaning.md); a files
+        # root is asked now (a file read), any other backend at the first search without a mode
+        self._find_vectors = "embedder" not in backend_options
+        if files is not None and self._find_vectors:
+            from agent_memory.backends.files.vector_meta import recorded
+
+            self._find_vectors = False
+            _use_recorded_embedder(files, recorded(files.root))
         if track_recalls and files is not None:  # decay (files backend) needs to know what was recalled
             from agent_memory.consolidate.recalls import RecallLog
 
@@ -301,6 +308,11 @@ class MemoryProvider:
         if stages is not None:
             filters["stages"] = stages
         caller = self._caller(session_id, user_id, namespace, isolation)
+        if self._find_vectors and filters.get("mode") is None:
+            self._find_vectors = False
+            vectors = capability(self.backend, VectorsBackend)
+            if vectors is not None and vectors.embedder is None:
+                _use_recorded_embedder(vectors, await vectors.recorded_embedder())
         if filters.pop("expand_links", False):  # opt-in: the top hits' linked records join the candidates (docs/links.md)
             return await self._search_linked(query, caller, tags=tags, limit=limit, **filters)
         return await self.backend.search(query, caller, tags=tags, limit=limit, **filters)
@@ -1296,14 +1308,24 @@ def _within(namespace: str, root: str) -> bool:
     return namespace == root or namespace.startswith(root + "/")
 
 
-def _use_recorded_embedder(files: FilesBackend) -> None:
-    """Attach the embedder recorded with a files root's vectors, if it has vectors and the embedder can be rebuilt."""
-    from agent_memory.backends.files.vector_meta import recorded
+def _use_recorded_embedder(vectors: VectorsBackend, found: RecordedEmbedder | None) -> None:
+    """Attach the embedder recorded with a store's vectors (``found``), if it has vectors, has no embedder yet, and
+    that embedder can be rebuilt and run here (:mod:`agent_memory.backends.vector_choice` decides); otherwise
+    search stays lexical, and a warning says why when vectors go unused."""
+    from agent_memory.backends.vector_choice import choose
 
-    found = recorded(files.root)
-    if found is None or found.spec is None or files.embedder is not None:
+    choice = choose(found, None, None)
+    if vectors.embedder is not None or (choice.spec is None and choice.notice is None):
+        return
+    log = logging.getLogger("agent_memory")
+    if choice.spec is None:
+        log.info("%s", choice.notice)  # a user function's vectors: the application passes its embedder
         return
     try:
-        files.use_embedder(found.spec)
-    except Exception as exc:  # e.g. numpy gone since the vectors were made: lexical, as before
-        logging.getLogger("agent_memory").warning("not using this root's vectors (%s): %s", found.model, exc)
+        vectors.use_embedder(choice.spec)
+        from agent_memory.embeddings import check_installed
+
+        check_installed(vectors.embedder)
+    except Exception as exc:  # e.g. the embeddings extra gone since the vectors were made: lexical, said once
+        vectors.use_embedder(None)
+        log.warning("not using this store's vectors (%s): %s; searching lexically", found.model if found else "?", exc)

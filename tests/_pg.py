@@ -147,6 +147,21 @@ def pg_schema() -> str:
     return fresh_schema()
 
 
+@pytest.fixture
+def fresh_db(pg_url: str) -> Iterator[str]:
+    """The URL of a database of its own, dropped after the test: the CLI always uses the default schema, and a
+    test that embeds there would turn every later plain CLI search of the session hybrid."""
+    import psycopg
+
+    name = f"db_{fresh_schema()}"
+    admin = pg_url.rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    yield pg_url.rsplit("/", 1)[0] + f"/{name}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
 class Target:
     """One fresh store of one backend kind, opened through the public façade: ``MemoryProvider(target, **options)``.
 

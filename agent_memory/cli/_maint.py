@@ -14,7 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
-from agent_memory.backends.base import VectorsBackend, require
+from agent_memory.backends.base import VectorsBackend, capability, require
 from agent_memory.cli import _progress
 from agent_memory.cli import export as _export
 from agent_memory.cli._base import UsageError, emit, note, positive
@@ -115,47 +115,60 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
 
 
 def meaning_options(target: Any, mode: str | None, embedder: str | None) -> dict[str, Any]:
-    """Search options for ``--mode``/``--embedder``: attaches the embedder to a files store; ``{}`` for plain lexical.
+    """Search options for ``--mode``/``--embedder``: attaches the embedder to the target's store; ``{}`` for plain
+    lexical. :func:`agent_memory.backends.vector_choice.choose` decides, the same on every backend.
 
-    Without either, a root that holds vectors is searched hybrid with the embedder recorded with them; an embedder
-    (flag or ``$AGENT_MEMORY_EMBEDDER``) other than the one that made the vectors searches lexically, with a
-    one-line notice, rather than ranking by vectors of another model (docs/meaning.md)."""
+    Without either, a store that holds vectors is searched hybrid with the embedder recorded with them; if that
+    embedder cannot run here (a missing extra), lexically with a one-line notice naming the extra. An explicit
+    ``--mode dense|hybrid`` or ``--embedder`` whose extra is missing fails (MissingExtraError); ``--mode dense`` on a
+    store with no vectors fails saying to run ``agent-memory embed``. An embedder (flag or ``$AGENT_MEMORY_EMBEDDER``)
+    other than the one that made the vectors searches lexically, with a one-line notice, rather than ranking by
+    vectors of another model (docs/meaning.md)."""
+    from agent_memory.backends.vector_choice import choose, mismatch
+
     name = embedder_name(embedder)
+    files = isinstance(target, StoreTarget)
     if mode == "lexical":
         return {} if name is None else {"mode": "lexical"}
-    if not isinstance(target, StoreTarget):
-        if mode is None and name is None:
-            return {}
-        _backend_embedder(target, name or "local")
-        return {"mode": mode or "hybrid"}
-    from agent_memory.backends.files.vector_meta import recorded
+    if files:
+        from agent_memory.backends.files.vector_meta import recorded
 
-    found = recorded(target.root)
-    if name is None and mode is None:
-        if found is None:
-            return {}
-        if found.spec is None:
-            note(
-                f"this root's vectors were made by {found.model}, which cannot be rebuilt from its name; searching lexically (pass --embedder)"
-            )
-            return {}
-        name = found.spec
-    from agent_memory.backends.files.meaning import attach
+        found = recorded(target.root)
+    else:
+        vectors = capability(target.backend, VectorsBackend)
+        if vectors is None:  # a backend without vectors: lexical unless asked (then the capability error)
+            if mode is None and name is None:
+                return {}
+            require(target.backend, VectorsBackend, "vector search", "use --mode lexical")
+        found = target._run(vectors.recorded_embedder()) if vectors is not None else None
+    choice = choose(found, mode, name)
+    if choice.notice:
+        note(choice.notice)
+    if choice.spec is None:
+        return {} if choice.mode is None else {"mode": choice.mode}
+    from agent_memory.embeddings import check_installed
     from agent_memory.errors import MissingExtraError
 
+    made: Any
     try:
-        meaning = attach(target.store, name or "local")
+        if files:
+            from agent_memory.backends.files.meaning import attach
+
+            made = attach(target.store, choice.spec).embedder
+        else:
+            made = _backend_embedder(target, choice.spec).embedder
+        check_installed(made)
     except MissingExtraError as exc:
-        if embedder_name(embedder) is not None or mode is not None:
+        if not choice.default:
             raise
         note(f"this root has vectors but {exc}; searching lexically")
-        return {}
-    if found is not None and meaning.embedder.name != found.model:
-        note(
-            f"this root's vectors were made by {found.model}, not {meaning.embedder.name}; searching lexically (run agent-memory embed to re-embed)"
-        )
         return {"mode": "lexical"}
-    return {"mode": mode or "hybrid"}
+    choice.check()
+    other = mismatch(found, made.name if made is not None else "")
+    if other:
+        note(other)
+        return {"mode": "lexical"}
+    return {"mode": choice.mode or "hybrid"}
 
 
 def _backend_embedder(target: Any, name: str) -> VectorsBackend:

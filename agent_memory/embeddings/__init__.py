@@ -37,6 +37,7 @@ __all__ = [
     "as_matrix",
     "local_model_available",
     "make_embedder",
+    "check_installed",
     "embedder_spec",
     "spec_for_model",
 ]
@@ -60,6 +61,23 @@ def make_embedder(spec: str | Embedder | None) -> Embedder | None:
             raise InvalidInputError(f"local:{path}: not a sentence-transformers model directory (no modules.json)")
         return LocalEmbedder(model_path=path)
     return LiteLLMEmbedder(text)
+
+
+def check_installed(embedder: object) -> None:
+    """Raise :class:`EmbedderNotInstalledError` (a :class:`~agent_memory.errors.MissingExtraError` naming the extra)
+    when what ``embedder`` needs to embed is not installed; loads no model and imports no provider library. A user's
+    own embedder is taken as it is."""
+    import importlib.util
+
+    from agent_memory.errors import needs_extra
+
+    if isinstance(embedder, LocalEmbedder):
+        embedder.check_installed()
+    elif isinstance(embedder, LiteLLMEmbedder):
+        with needs_extra("LiteLLMEmbedder", EmbedderNotInstalledError):
+            import numpy  # noqa: F401
+        if importlib.util.find_spec("litellm") is None:
+            raise EmbedderNotInstalledError.of("litellm", "LiteLLMEmbedder")
 
 
 def embedder_spec(embedder: Embedder) -> str | None:

@@ -164,6 +164,14 @@ class LocalEmbedder:
                         os.environ[k] = v
             return self._model
 
+    def check_installed(self) -> None:
+        """Raise :class:`EmbedderNotInstalledError` when what embedding needs is not installed (numpy; for the
+        packaged model, the model and sentence-transformers). Loads nothing."""
+        with needs_extra("the local embedder", EmbedderNotInstalledError):
+            import numpy  # noqa: F401
+        if self._model_path is None and not local_model_available():
+            raise EmbedderNotInstalledError.of(_missing_module(), "the local embedding model")
+
     def embed(self, texts: Sequence[str]) -> Matrix:
         items = check_texts(texts)
         with needs_extra("the local embedder", EmbedderNotInstalledError):

@@ -14,7 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from agent_memory.backends.base import Caller
+from agent_memory.backends.base import Caller, RecordedEmbedder
 from agent_memory.backends.files.namespaces import caller_view, configure, read_registry
 from agent_memory.errors import InvalidInputError
 from agent_memory.model import scopes
@@ -231,6 +231,12 @@ class FilesBackend:
         """Wait until background embedding has caught up; False if ``timeout`` passed first."""
         meaning = self.store.meaning
         return True if meaning is None else await self._run(meaning.drain, timeout)
+
+    async def recorded_embedder(self) -> RecordedEmbedder | None:
+        """Which embedder made this root's vectors (``vectors.db``'s ``embedders`` table), None without vectors."""
+        from agent_memory.backends.files.vector_meta import recorded
+
+        return await self._run(recorded, self.store.root)
 
     async def links(self, record_id: str, caller: Caller) -> RecordLinks:
         """Outgoing links and backlinks of a record the caller may see (see :mod:`agent_memory.backends.files.links`)."""

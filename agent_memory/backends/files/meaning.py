@@ -48,8 +48,12 @@ class Meaning:
         self.last_report: BackfillReport | None = None
 
     def embed(self, progress: Callable[[int, int], None] | None = None, stop: Callable[[], bool] | None = None) -> BackfillReport:
-        """Embed every live record not embedded yet by this model (and drop vectors nothing uses)."""
+        """Embed every live record not embedded yet by this model (and drop vectors nothing uses). What the
+        embedder needs not being installed raises :class:`~agent_memory.errors.MissingExtraError` first."""
         from agent_memory.backends.files.vectors import live_items
+        from agent_memory.embeddings import check_installed
+
+        check_installed(self.embedder)
 
         self.store.open()
         return self.vectors.backfill(live_items(self.store.index), self.embedder, progress=progress, prune=True, stop=stop)

@@ -10,22 +10,16 @@ model on every vector row; the packaged MiniLM's name maps back to ``local``.
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
 from pathlib import Path
+
+from agent_memory.backends.base import RecordedEmbedder
 
 __all__ = ["EMBEDDERS_SCHEMA", "Recorded", "recorded"]
 
 EMBEDDERS_SCHEMA = "CREATE TABLE IF NOT EXISTS embedders (model TEXT PRIMARY KEY, spec TEXT);"
 
 
-@dataclass(frozen=True)
-class Recorded:
-    """The model a root's vectors were made with, how many it holds, and the spec that rebuilds the embedder
-    (None when it cannot be rebuilt from the root, e.g. a user function)."""
-
-    model: str
-    spec: str | None
-    vectors: int
+Recorded = RecordedEmbedder  # the model a root's vectors were made with (its old name here)
 
 
 def recorded(root: str | Path) -> Recorded | None:

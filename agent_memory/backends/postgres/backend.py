@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import psycopg
 
-from agent_memory.backends.base import Caller
+from agent_memory.backends.base import Caller, RecordedEmbedder
 from agent_memory.backends.postgres.events import events_for, record_archive_event, record_writes
 from agent_memory.backends.postgres.maintenance import Maintenance
 from agent_memory.backends.postgres.namespaces import changes_as_caller, configure, reads_as_caller, registry
@@ -486,9 +486,19 @@ class PostgresBackend:
         """Embed records without a current vector (vectors are derived: writes never wait for them)."""
         if self.vectors is None:
             raise InvalidInputError("this backend has no embedder (PostgresBackend(url, embedder='local'))")
+        from agent_memory.embeddings import check_installed
+
+        check_installed(self.vectors.embedder)  # a missing extra: MissingExtraError, before any work
         await self.vectors.drain()
         report: BackfillReport = await self.vectors.embed(self.pool, progress)
         return report
+
+    async def recorded_embedder(self) -> RecordedEmbedder | None:
+        """Which embedder made this schema's vectors (the ``embedders`` table), None without vectors."""
+        from agent_memory.backends.postgres.vector_meta import recorded
+
+        async with self.pool.connection() as conn:
+            return await recorded(conn, self.schema)
 
     async def embedded(self, timeout: float | None = None) -> bool:
         """Wait for the background embedding that writes scheduled; False if ``timeout`` passed first."""

@@ -4,7 +4,8 @@ A cold ``agent-memory --root postgresql://… search`` used to spend most of its
 (≈ 110 ms on a quiet machine). This path runs the *same* :class:`~.search.PgSearch` — same SQL, same
 ranking, snippets and trace — over :mod:`._libpq`, on one connection, in one transaction. It answers only
 when it can answer exactly as the backend would: with no libpq, a schema that still needs migrating, a
-column type the client does not decode, or ``AGENT_MEMORY_PG_ONESHOT=0``, :func:`search_once` returns
+schema whose vectors a search without a mode uses (an ``embedders`` row), a column type the client does not
+decode, or ``AGENT_MEMORY_PG_ONESHOT=0``, :func:`search_once` returns
 ``None`` and the caller takes the backend. Server failures raise the backend's :class:`BackendError`.
 """
 
@@ -56,7 +57,7 @@ def search_once(
     query = checked_query(query, limit)
     check_strings(session_id=session_id, user_id=user_id)
     schema = check_schema(schema)
-    options.pop("mode", None)
+    mode = options.pop("mode", None)
     tags = normalize_tags(options.pop("tags", ()) or ())
     trace = bool(options.pop("trace", False))
     try:
@@ -74,6 +75,8 @@ def search_once(
             raise
         if int((rows[0]["v"] if rows else 0) or 0) < LATEST:  # migrations are due: the backend runs them
             return None
+        if mode is None and conn.run(f'SELECT 1 AS x FROM "{schema}".embedders LIMIT 1'):
+            return None  # vectors were made here: the backend searches with their embedder (backends/vector_choice.py)
         where = f"{url_location(url)}#{schema}"
         searcher = PgSearch(f'"{schema}".records', LexicalEngine(), TEXT_CONFIG, lambda rid: f"{where}/{rid}")
         conn.run("BEGIN READ ONLY")

@@ -19,6 +19,7 @@ from agent_memory.backends.postgres.links import rebuild as rebuild_links
 from agent_memory.backends.postgres.sketch import MIGRATION_VERSION as SKETCH_VERSION
 from agent_memory.backends.postgres.sketch import backfill as backfill_sketches
 from agent_memory.backends.postgres.sketch import migration as sketch_migration
+from agent_memory.backends.postgres.vector_meta import migration as embedders_migration
 from agent_memory.errors import InvalidInputError
 
 SCHEMA_RE = re.compile(r"[a-z_][a-z0-9_]{0,62}")
@@ -183,6 +184,7 @@ def migrations(s: str, cfg: str = TEXT_CONFIG) -> list[tuple[int, str, list[str]
         ),
         *vector_signatures(s),  # 10 (9 is the sessions/episodes namespaces')
         *sketch_migration(s),  # 11
+        *embedders_migration(s),  # 12: the embedder recorded with the vectors
     ]
 
 

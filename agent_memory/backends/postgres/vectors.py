@@ -44,7 +44,9 @@ from agent_memory.backends.postgres.search import readable
 from agent_memory.backends.postgres.sketch import BITS, hex_sketches
 from agent_memory.backends.postgres.sketch import backfill as backfill_sketches
 from agent_memory.backends.postgres.sketch import write as write_sketches
+from agent_memory.backends.postgres.vector_meta import note as note_embedder
 from agent_memory.embeddings import Embedder, EmbeddingError
+from agent_memory.errors import MissingExtraError
 from agent_memory.model.reports import BackfillReport
 from agent_memory.search.focus import focus_query, query_words
 from agent_memory.search.fusion import Fuse, Pipeline, QueryContext, lexical_confidence, squash
@@ -116,6 +118,11 @@ class PgVectors:
             total = int((await (await conn.execute("SELECT count(*) AS n FROM " + self.t)).fetchone())["n"])
             todo = int((await (await conn.execute(f"SELECT count(*) AS n {stale}", {"m": model})).fetchone())["n"])
         rep.total, rep.cached = total, total - todo
+        if total:  # the embedder is recorded with its vectors: a search without one uses it (vector_meta)
+            from agent_memory.embeddings import embedder_spec
+
+            async with pool.connection() as conn, conn.transaction():
+                await note_embedder(conn, self.schema, model, embedder_spec(self.embedder))
         while True:
             async with pool.connection() as conn:
                 cur = await conn.execute(
@@ -127,6 +134,8 @@ class PgVectors:
                 break
             try:
                 vecs = await self.embedder.aembed([r["content"] or "" for r in rows])
+            except MissingExtraError:  # not an embedding failure: what to install (the CLI's one line)
+                raise
             except EmbeddingError as exc:
                 rep.error = str(exc)
                 break
