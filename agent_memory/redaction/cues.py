@@ -105,6 +105,14 @@ _NOT_VALUE_WORDS = frozenset(
 )
 
 
+def _seed_groups(v: str) -> bool:
+    """A base32 seed in six or more groups of four with few digits ("uvsx hdld ikms ujwh mwdb vszo …"): random letters,
+    hence few vowels, unlike words of four letters."""
+    groups = v.split()
+    core = "".join(groups).lower()
+    return len(groups) >= 6 and sum(c in "aeiou" for c in core) * 4 <= len(core)
+
+
 def cjk_clause(v: str) -> bool:
     """Is ``v`` a clause in a script written without spaces (5+ CJK characters, or CJK punctuation) rather than a value?"""
     return len(_CJK.get().findall(v)) > 4 or any(c in "。、，！？" for c in v)
@@ -212,10 +220,13 @@ _ANSWER = Lazy(
     r"\bI\s+(?:put|used|wrote|chose)|\bis|[)?'’\"”]\s*[:：]|(?<=\s)=|→|->|=>|⇒)[ \t]*",
     I,
 )
-_OTP_CUE = Lazy(r"\b(?:2fa|mfa|totp|otp|authenticator|two[- ]factor|zwei-faktor)\b", I)
+_OTP_CUE = Lazy(r"\b(?:2fa|mfa|totp|otp|authenticator|two[- ]factor|zwei-faktor|setup[ -]key)\b", I)
 _BASE32 = Lazy(r"(?<![\w])(?P<v>[A-Z2-7]{16,64}=*|[a-z2-7]{4}(?:[ ][a-z2-7]{4}){3,15}|[A-Z2-7]{4}(?:[ ][A-Z2-7]{4}){3,15})(?![\w])")
+_LINE_COLON = Lazy(r"[^\n:：]{1,80}[:：]")
 _BACKUP = Lazy(r"\b(?:backup|recovery|wiederherstellungs|secours|respaldo|recuperação)[ \t-]?(?:codes?|kódy|codici)\b[ \t]*[:：]?", I)
-_CODE_ITEM = Lazy(r"[ \t,;\n•*-]*(?P<v>\d{4}[ -]?\d{4}|[a-z0-9]{4,5}-[a-z0-9]{4,5}|\d{6,10})(?![\w])", I)
+_CODE_ITEM = Lazy(
+    r"[ \t,;\n•*-]*(?P<v>\d{4}[ -]?\d{4}|[a-z0-9]{4,5}(?:-[a-z0-9]{4,5}){1,3}|\d{6,10})(?![\w-])", I
+)  # round 8: three or four groups too ("TUPJ-9I4I-I2JY", Bitwarden/Proton style)
 _HEADER_SECRET = Lazy(
     rf"(?:{PASSWORD_LABELS}|mot_de_passe|contrasena|cvv2?|cvc|csc|secret\w*|token|api_?key|pin|\w*_password|\w*_passwd|plain_?password)",
     I,
@@ -594,7 +605,9 @@ def id_spans(text: str, low: str) -> Iterator[Span]:
 # an htpasswd or shadow entry, offline-crackable
 _USER_HASH = Lazy(
     r"(?<![\w$./-])[\w.@-]{1,64}:(?P<v>\$2[abxy]?\$\d\d\$[./A-Za-z0-9]{53}|\$apr1\$[./A-Za-z0-9]{1,8}\$[./A-Za-z0-9]{22}|"
-    r"\$[156y]\$[./A-Za-z0-9=]{1,32}\$[./A-Za-z0-9]{22,86}|\{SSHA?\}[A-Za-z0-9+/]{27,60}={0,2})"
+    r"\$[156y]\$[./A-Za-z0-9=]{1,32}\$[./A-Za-z0-9]{22,86}|"
+    # round 8: LDAP/htpasswd schemes, salted or not ("{SHA}" was missed: the old pattern read "{SSH}" or "{SSHA}")
+    r"\{(?:S?SHA(?:256|384|512)?|S?MD5|CRYPT)\}[A-Za-z0-9+/.$]{22,120}={0,2})"
 )
 
 
@@ -671,7 +684,7 @@ SECQ_GATE = (
     "pregunta",
     "pergunta",
 )
-OTP_GATE = ("2fa", "mfa", "otp", "authenticator", "two", "zwei")
+OTP_GATE = ("2fa", "mfa", "otp", "authenticator", "two", "zwei", "setup key", "setup-key")
 BACKUP_GATE = ("backup", "recovery", "wiederherstell", "secours", "respaldo", "recupera")
 SPLIT_GATE = ("with", "half", "part", "rest is")
 HEADER_GATE = ("pass", "mot_de", "contras", "senha", "cvv", "cvc", "csc", "secret", "token", "key", "pin")
@@ -747,7 +760,7 @@ def cue_spans(text: str) -> Iterator[Span]:
         yield from split_card_spans(text)
     if _any(low, ID_GATE):
         yield from id_spans(text, low)
-    if ":$" in text or ":{SSHA}" in text or ":{SHA}" in text:
+    if ":$" in text or ":{" in text:
         for m in _USER_HASH.get().finditer(text):
             yield m.start("v"), m.end("v"), "password"
     if ("->" in text or "=>" in text or "→" in text or "⇒" in text or "⟶" in text) and _any(low, KV_GATE + ("key",)):
@@ -797,11 +810,16 @@ def cue_spans(text: str) -> Iterator[Span]:
         for b in _BASE32.get().finditer(text):
             line_start = text.rfind("\n", 0, b.start()) + 1
             cue = _OTP_CUE.get().search(text, max(line_start, b.start() - 60), b.start())
-            if sum(c.isdigit() for c in b.group("v")) >= 2 and cue:
+            if cue and (sum(c.isdigit() for c in b.group("v")) >= 2 or _seed_groups(b.group("v"))):
                 yield b.start("v"), b.end("v"), "secret"
     if _any(low, BACKUP_GATE):
         for m in _BACKUP.get().finditer(text):
             pos = m.end()
+            if _CODE_ITEM.get().match(text, pos) is None:
+                # round 8: the cue goes on before its colon ("Recovery codes for the Bitwarden account (keep offline): …")
+                colon = _LINE_COLON.get().match(text, pos)
+                if colon is not None and _CODE_ITEM.get().match(text, colon.end()) is not None:
+                    pos = colon.end()
             if _CODE_ITEM.get().match(text, pos) is None:
                 # the cue is a heading or a file name: the list starts on the next non-empty line
                 nl = text.find("\n", pos, pos + 60)
