@@ -160,15 +160,30 @@ _URL_PATH = Lazy(
 )
 
 # --- cookies: every random value in a Cookie / Set-Cookie header (iron "Fe26.2**…", signed "s%3A…", JWT-ish) ----------
-_COOKIE_HEADER = Lazy(r"(?im)^[ \t]*(?:set-)?cookie[ \t]*:[^\r\n]*")
-_COOKIE_PAIR = Lazy(r"(?:^|;)[ \t]*(?P<k>[^=;\s]{1,64})=(?P<v>[^;\s\"]{16,4000})")
+# round 8: also a header in a verbose client's log ("< set-cookie: …", "> Cookie: …"), one passed to curl ("-H 'cookie:
+# …'", "-b 'name=value; …'", "--cookie …"), and a DevTools/EditThisCookie table row ("PHPSESSID<TAB>value<TAB>domain")
+_COOKIE_HEADER = Lazy(
+    r"(?im)(?:^[ \t]*+[<>]?[ \t]*+|(?:-H|--header)[ \t]++['\"]?)(?:set-)?cookie[ \t]*:(?P<b>[^\r\n'\"]*)"
+    r"|(?:^|[ \t])(?:-b|--cookie)[ \t]++['\"]?(?P<c>[^\r\n'\"\s=]{1,64}=[^\r\n'\"]*)"
+)
+_COOKIE_PAIR = Lazy(r"(?:^|;)[ \t]*(?P<k>[^=;\s]{1,64})=(?P<v>[^;\s\"']{16,4000})")
+# a cookie table row: a session cookie's name, a tab, its value, a tab (the columns DevTools copies: Name Value Domain …)
+_COOKIE_ROW = Lazy(r"(?m)^(?P<k>[^\t\n]{1,64})\t(?P<v>[^\t\n]{16,4000})\t")
+_SESSION_NAME = Lazy(r"sess|sid\b|\.aspnet|aspxauth|auth|token|logged_in|remember|csrf|xsrf|jwt", I)
 _COOKIE_ATTR = frozenset("path domain expires max-age samesite secure httponly priority partitioned".split())
 
 
 def _cookie_spans(text: str) -> Iterator[Span]:
+    if "\t" in text and _COOKIE_ROW.get().search(text) is not None:
+        for m in _COOKIE_ROW.get().finditer(text):
+            v = m.group("v")
+            if _SESSION_NAME.get().search(m.group("k")) and not looks_placeholder(v):
+                if random_token(v, 16) or (len(v) >= 24 and entropy(v) >= 4.0):
+                    yield m.start("v"), m.end("v"), "token"
     for h in _COOKIE_HEADER.get().finditer(text):
-        base = h.start() + h.group().index(":") + 1
-        for m in _COOKIE_PAIR.get().finditer(text[base : h.end()]):
+        base = h.start("b") if h.group("b") is not None else h.start("c")
+        end = h.end("b") if h.group("b") is not None else h.end("c")
+        for m in _COOKIE_PAIR.get().finditer(text[base:end]):
             v = m.group("v")
             if m.group("k").lower() in _COOKIE_ATTR or looks_placeholder(v):
                 continue
@@ -541,7 +556,7 @@ def context_spans(text: str, low: str, cli: SpansOf) -> Iterator[Span]:
             says_secret = p.isupper() or m.group(0)[len(p) + 1 :].startswith(_SECRET_SEGMENTS) or _NAMES_SECRET.get().search(p) is not None
             if _prefixed_ok(p, m.group("b"), says_secret, m.group(0)[len(p)] == "_"):
                 yield m.start(), m.end(), "token"
-    if "ookie" in low:
+    if "ookie" in low or "\t" in text or " -b " in text:
         yield from _cookie_spans(text)
     if "." in text and _THREE_GATE.get().search(text):
         for m in _THREE_PART.get().finditer(text):

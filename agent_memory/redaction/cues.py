@@ -105,6 +105,53 @@ _NOT_VALUE_WORDS = frozenset(
 )
 
 
+# --- round 8: a passphrase of plain words after a password label ---------------------------------------------------
+# "Lösenordet till routern är napkin rabbit wealth visual slab", "A jelszó: upset volume sauce drink",
+# "ルーターのパスワードはjazz marble drip million feedです", "Пароль до Wi-Fi — yellow.fiscal.wide.shell.edit": four to
+# eight words of a passphrase word list (BIP-39's English list stands for them: diceware-style generators draw common
+# words), one separator throughout, ending its clause. Prose after a label ("password: must contain mixed case") is
+# told apart by its function and instruction words, which no generator list holds (_PROSE_WORDS: the ones BIP-39 does).
+_WORD_RUN = Lazy(r"(?<![A-Za-z0-9.\-_])(?P<v>[A-Za-z]{3,9}(?P<sep>[ .\-_])[A-Za-z]{3,9}(?:(?P=sep)[A-Za-z]{3,9}){2,7})")
+_WORD_START = Lazy(r"(?<![A-Za-z])[A-Za-z]")
+_RUN_END = Lazy(r"[ \t]*(?:$|\n|[.,;!?)\]\"'”’»」』）。、，]|[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]| [(\-—–])")
+_PROSE_WORDS = frozenset(
+    """about above across after again against all almost alone also always among another any anyone around ask away
+    because before behind below between both but can change check come could dash day debate describe else enough
+    ever every exact except exist few find first follow for found from future give good have help here
+    hidden how into just keep kind know later leave less like make many matter may mean more most much must near need
+    never next not now off often okay once only open order other over own please point rather ready real really reason
+    require same say second see seek select shall share should show similar since some soon still such sure take
+    than that then there these they thing this those together too try under until upon use usual very wait want
+    what when where which while why will with within without would wrong you your""".split()
+)
+
+
+def _word_phrase(v: str, sep: str) -> bool:
+    from agent_memory.redaction.bip39 import WORDS
+
+    words = v.split(sep)
+    if not (all(w.islower() for w in words) or all(w[0].isupper() and w[1:].islower() for w in words)):
+        return False
+    low = [w.lower() for w in words]
+    return len(set(low)) == len(low) and all(w in WORDS and w not in _PROSE_WORDS for w in low)
+
+
+def word_passphrase_spans(text: str) -> Iterator[Span]:
+    """Passphrases of plain words after a password label of any language (see above): the first run of such words
+    within 48 characters of the label, on its line, that ends its clause."""
+    for lab in _PW_LABEL.get().finditer(text):
+        stop = text.find("\n", lab.end(), lab.end() + 48)
+        stop = stop if stop >= 0 else lab.end() + 48
+        for w in _WORD_START.get().finditer(text, lab.end(), stop):
+            m = _WORD_RUN.get().match(text, w.start())
+            if m is None:
+                continue
+            v = m.group("v")
+            if _RUN_END.get().match(text, m.end()) is not None and _word_phrase(v, m.group("sep")):
+                yield m.start("v"), m.end("v"), "password"
+                break
+
+
 def _seed_groups(v: str) -> bool:
     """A base32 seed in six or more groups of four with few digits ("uvsx hdld ikms ujwh mwdb vszo …"): random letters,
     hence few vowels, unlike words of four letters."""
@@ -768,6 +815,7 @@ def cue_spans(text: str) -> Iterator[Span]:
     if _pw_gated(text):
         for s, e in _label_values(text):
             yield s, e, "password"
+        yield from word_passphrase_spans(text)
         if " " in text and _SPELT.get().search(text) is not None:
             yield from spelt_spans(text, list(_PW_LABEL.get().finditer(text)))
         for m in _PW_LABEL.get().finditer(text) if _CONNECTS.get().search(text) else ():
