@@ -43,6 +43,7 @@ from bisect import bisect_right
 from collections.abc import Iterator
 
 from agent_memory.redaction.base import I, Lazy, token_like
+from agent_memory.redaction.general import pw_like
 
 Span = tuple[int, int, str]
 
@@ -112,6 +113,8 @@ _NOT_VALUE_WORDS = frozenset(
 # words), one separator throughout, ending its clause. Prose after a label ("password: must contain mixed case") is
 # told apart by its function and instruction words, which no generator list holds (_PROSE_WORDS: the ones BIP-39 does).
 _WORD_RUN = Lazy(r"(?<![A-Za-z0-9.\-_])(?P<v>[A-Za-z]{3,9}(?P<sep>[ .\-_])[A-Za-z]{3,9}(?:(?P=sep)[A-Za-z]{3,9}){2,7})")
+# the last token of the label's clause, after up to three short words ("Kata sandi akun saya 日本語パス99!")
+_WORD_AFTER = Lazy(r"(?:(?:[ \t]*[:：][ \t]*|[ \t]+)[^\s\d]{1,10}){0,3}(?:[ \t]*[:：][ \t]*|[ \t]+)(?P<v>\S{4,24})[ \t]*(?=\n|$)")
 _WORD_START = Lazy(r"(?<![A-Za-z])[A-Za-z]")
 _RUN_END = Lazy(r"[ \t]*(?:$|\n|[.,;!?)\]\"'”’»」』）。、，]|[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]| [(\-—–])")
 _PROSE_WORDS = frozenset(
@@ -140,6 +143,15 @@ def word_passphrase_spans(text: str) -> Iterator[Span]:
     """Passphrases of plain words after a password label of any language (see above): the first run of such words
     within 48 characters of the label, on its line, that ends its clause."""
     for lab in _PW_LABEL.get().finditer(text):
+        yield from _bare_digits(text, lab)
+        after = _WORD_AFTER.get().match(text, lab.end())
+        if (
+            after is not None
+            and _SCRIPT_VALUE.get().fullmatch(after.group("v").rstrip(".,;"))
+            and not any(c in "。、，！？" for c in after.group("v"))
+        ):
+            v = after.group("v").rstrip(".,;")
+            yield after.start("v"), after.start("v") + len(v), "password"
         stop = text.find("\n", lab.end(), lab.end() + 48)
         stop = stop if stop >= 0 else lab.end() + 48
         for w in _WORD_START.get().finditer(text, lab.end(), stop):
@@ -150,6 +162,29 @@ def word_passphrase_spans(text: str) -> Iterator[Span]:
             if _RUN_END.get().match(text, m.end()) is not None and _word_phrase(v, m.group("sep")):
                 yield m.start("v"), m.end("v"), "password"
                 break
+
+
+# a number right after a password label, or after the particle that makes it a subject ("비밀번호 12049",
+# "现관 비밀번호는 482913", "门禁密码 4821", "password 12049"): a PIN-style password given bare
+_DIGIT_AFTER = Lazy(r"[ \t]*+(?:[는은이가]|は|が|是|为|為|:|：)?[ \t]*+(?P<d>\d{4,10})(?![\d.,:/-]*\d)")
+# a value after a service name that says it is the one reused ("Netflix: same as always, X", "Hulu — the usual: X")
+SAME_GATE = ("same", "usual", "old one")
+_SAME_AS = Lazy(
+    r"\b(?:(?:the\s+)?same(?:\s+one)?\s+as\s+(?:always|usual|before|ever|last\s+time|everywhere)|(?:the|as)\s+usual(?:\s+one)?"
+    r"|still\s+the\s+(?:old|same)\s+one)\b[ \t]*[,:;—–-][ \t]*[\"'“‘«]?(?P<v>[^\s\"'“”‘’«»`]{6,64})",
+    I,
+)
+# a value mixing a script written without spaces with digits and a symbol at its end ("日本語パス99!", "Пароль77#")
+_SCRIPT_VALUE = Lazy(r"[^\W\d_A-Za-z]{1,12}\d{2,6}[!-/:-@\[-`{-~]{0,3}")  # letters of another script than Latin
+
+
+def _bare_digits(text: str, lab: re.Match[str]) -> Iterator[Span]:
+    m = _DIGIT_AFTER.get().match(text, lab.end())
+    if m is None or _RUN_END.get().match(text, m.end()) is None:
+        return
+    d = m.group("d")
+    if len(set(d)) > 1 and not (len(d) == 4 and d[:2] in ("19", "20")):  # not "0000", not a year
+        yield m.start("d"), m.end("d"), "password"
 
 
 def _seed_groups(v: str) -> bool:
@@ -165,11 +200,15 @@ def cjk_clause(v: str) -> bool:
     return len(_CJK.get().findall(v)) > 4 or any(c in "。、，！？" for c in v)
 
 
+# round 8: a length in a password rule ("8文字以上", "12자 이상", "8位"), not a value
+_LENGTH_RULE = Lazy(r"\d{1,3}(?:文字|字符|字|位|個|个|자|桁)")
+
+
 def _password_like(v: str) -> bool:
     """A password written in prose: letters mixed with digits or symbols, not a path, URL, file, version or id."""
     if not 5 <= len(v) <= 64 or "://" in v or _ASSIGNMENT.get().match(v) or "@" in v[1:-1] and "." in v.split("@")[-1]:
         return False  # "=" inside a password ("Rtd92*=Hz…") is a symbol; "name=value" is an assignment
-    if _CJK.get().search(v) and (cjk_clause(v) or not any(c.isdigit() for c in v)):
+    if _CJK.get().search(v) and (cjk_clause(v) or not any(c.isdigit() for c in v) or _LENGTH_RULE.get().match(v)):
         return False  # "密码长度至少为8位": a sentence in a script without spaces, not a value ("パス6748#" is one)
     if (
         v[0] in "/~$%{.#@"
@@ -759,6 +798,7 @@ TRIGGERS = tuple(
         + CODE_NOUN_GATE
         + RELAY_GATE
         + RESET_GATE
+        + SAME_GATE
     )
 )
 
@@ -826,6 +866,11 @@ def cue_spans(text: str) -> Iterator[Span]:
                 v = bm.group("v").rstrip(".,;!?:\"'")
                 if _password_like(v) and v.lower() not in _NOT_VALUE_WORDS:
                     yield bm.start("v"), bm.start("v") + len(v), "password"
+    if _any(low, SAME_GATE):
+        for m in _SAME_AS.get().finditer(text):
+            v = m.group("v").rstrip(".,;:!?)")
+            if pw_like(v) and _password_like(v):
+                yield m.start("v"), m.start("v") + len(v), "password"
     for gate, pattern in (((" to ",), _RESET_TO), ((" / ", "/ "), _USER_SLASH)):
         if _any(low, gate):
             for m in pattern.get().finditer(text):

@@ -167,8 +167,10 @@ _SQL = Lazy(
 )
 # Oracle's user/password@db on the command line of its tools, and CONNECT user/password@db
 _ORACLE = Lazy(
-    r"\b(?:sqlplus|sqlldr|expdp|impdp|exp|imp|rman|dgmgrl|sql|tkprof|conn(?:ect)?)\b(?:[ \t]+-\w+)*[ \t]+"
-    r"(?:target[ \t]*=?[ \t]*)?['\"]?[\w$#.]{1,64}/(?P<v>[^\s/@'\"]{1,128})(?=@|[ \t]+as[ \t]+sys|['\"]?(?:\s|$))",
+    r"(?:\b(?:sqlplus|sqlldr|expdp|impdp|exp|imp|rman|dgmgrl|sql|tkprof|conn(?:ect)?)\b(?:[ \t]+-\w+)*[ \t]+"
+    r"(?:target[ \t]*=?[ \t]*)?"
+    # round 8: the same pair in an Oracle JDBC URL ("jdbc:oracle:thin:scott/X@//host:1521/svc")
+    r"|\bjdbc:oracle:\w{1,8}:)['\"]?[\w$#.]{1,64}/(?P<v>[^\s/@'\"]{1,128})(?=@|[ \t]+as[ \t]+sys|['\"]?(?:\s|$))",
     A | I,
 )
 # Terraform state: the result of a random_password resource
@@ -610,7 +612,7 @@ def _context_spans(text: str, low: str) -> Iterator[Span]:
             span = _value(m)
             if span and _cli_value_ok(text[span[0] : span[1]]) and (m.start("bare") < 0 or pw_like(m.group("bare"))):
                 yield span[0], span[1], "password"
-    if "/" in text and any(t in low for t in ("sql", "exp", "imp", "rman", "dgmgrl", "tkprof", "conn")):
+    if "/" in text and any(t in low for t in ("sql", "exp", "imp", "rman", "dgmgrl", "tkprof", "conn", "jdbc:oracle")):
         for m in _ORACLE.get().finditer(text):
             if _cli_value_ok(m.group("v")):
                 yield m.start("v"), m.end("v"), "password"

@@ -190,7 +190,9 @@ KV = Lazy(
 # --password hunter2 / --api-key abc (the "=" form is covered by KV)
 CLI = Lazy(
     r"(?<![A-Za-z0-9_-])--(?P<key>[A-Za-z0-9-]*?"
-    r"(?:password|passwd|passphrase|(?<![A-Za-z])pass(?![A-Za-z-])|secret|token|api-?key|auth-?key))"
+    r"(?:password|passwd|passphrase|(?<![A-Za-z])pass(?![A-Za-z-])|secret|token|api-?key|auth-?key"
+    # round 8: the key flags of cloud CLIs ("az storage … --account-key X", "--sas-key", "--primary-key")
+    r"|(?:account|storage|master|primary|secondary|shared-?access|sas)-?key))"
     r"[\ \t]++"
     r"(?:\"" + NP + r"(?P<dq>[^\"\r\n]*+)"
     r"|'" + NP + r"(?P<sq>[^'\r\n]*+)"
