@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from agent_memory.redaction import cues
 from agent_memory.redaction.base import I, Lazy
 from agent_memory.redaction.families import iban_ok
+from agent_memory.redaction.heuristics import b64_prose
 from agent_memory.redaction.providers import entropy
 
 Span = tuple[int, int, str]
@@ -679,6 +680,8 @@ def random_spans(text: str) -> Iterator[Span]:
             continue
         if before.endswith(("@", "#", "%")) or text[m.end() : m.end() + 1] == "@" or _ID_BEFORE.get().search(before):
             continue
+        if b64_prose(v):
+            continue  # round 8: a sentence in base64 is content, not a key
         if len(v) <= 27 and _UNCUED.get().fullmatch(v) and not cues.secret_cued(text):
             continue  # a short id-sized run (nanoid 21, KSUID 27) that nothing in the text calls a secret: an id
         # strip the leading and trailing punctuation that ends sentences
