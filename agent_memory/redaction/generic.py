@@ -705,6 +705,8 @@ def spared(text: str, start: int, end: int) -> bool:
         return True
     if _DIGEST_BEFORE.get().search(text[max(0, start - 10) : start]):
         return True
+    if _published(text, start, v):
+        return True
     if _IBAN_SHAPE.get().fullmatch(v) and len(v.replace(" ", "")) >= 15 and cues.iban_shaped(v):
         return not iban_ok(v)  # (a token that merely starts with two capitals and two digits is no IBAN)
     return (
@@ -713,6 +715,66 @@ def spared(text: str, start: int, end: int) -> bool:
         or cues.public_value(text, start, end)
         or _key_id(text, start, v)
     )
+
+
+# --- round 8: values published as examples, and values a label calls public ------------------------------------------
+# the test card numbers payment processors document (Stripe, Braintree, Adyen, PayPal …) and the example IBANs of the
+# IBAN registry and of bank documentation: they authorise nothing, and a reader needs them intact
+_TEST_CARDS = frozenset(
+    """4242424242424242 4000056655665556 5555555555554444 2223003122003222 5200828282828210 5105105105105100
+    378282246310005 371449635398431 6011111111111117 6011000990139424 6011981111111113 3056930009020004 36227206271667
+    3566002020360505 6200000000000005 4111111111111111 4012888888881881 4222222222222 5431111111111111 4000000000000002
+    4000000000009995 4000000000000077 4000002500003155 4000000000003220 4000000000000341 4000000760000002 4917610000000000
+    4988438843884305 5454545454545454 5500000000000004 340000000000009 30000000000004 6011000000000004 4005519200000004
+    4009348888881881 4012000033330026 4012000077777777 4217651111111119 4500600000000061 6011601160116611 6011000400000000
+    3530111333300000 3566111111111113 4001919257537193 4007000000027 4012888818888 4462030000000000 4484070000000000
+    4911830000000 4917300800000000 5425233430109903 2222400070000005 4000020000000000 4000000000000010 4000000000000101
+    4000000000000036 4000000000000044 4000000000000069 4000000000000119 4000000000000127 4000000000000259""".split()
+)
+_EXAMPLE_IBANS = frozenset(
+    """GB82WEST12345698765432 GB29NWBK60161331926819 GB33BUKB20201555555555 DE89370400440532013000
+    DE75512108001245126199 FR1420041010050500013M02606 FR7630006000011234567890189 NL91ABNA0417164300
+    NL02ABNA0123456789 ES9121000418450200051332 IT60X0542811101000000123456 BE68539007547034 BE71096123456769
+    CH9300762011623852957 CH5604835012345678009 AT611904300234573201 LU280019400644750000 IE29AIBK93115212345678
+    PL61109010140000071219812874 SE4550000000058398257466 DK5000400440116243 FI2112345600000785 NO9386011117947
+    PT50000201231234567890154 GR1601101250000000012300695 SA0380000000608010167519 AE070331234567890123456
+    BR1800360305000010009795493C1 TR330006100519786457841326 SK3112000000198742637541 CZ6508000000192000145399""".split()
+)
+_CARD_SHAPE = Lazy(r"\d[\d -]{11,22}\d")
+_PW_HASH_NAME = Lazy(r"pass|pw|pin|secret|token|key", I)
+_CVV_BEFORE = Lazy(r"\b(?:cvv2?|cvc2?|csc|cv2|security\s+code)\b[^\w\n]{0,4}$", I)
+# a value its label calls a signature, digest, checksum or fingerprint: what a key made, or a hash; public by policy
+# (a signing key or signing secret is not: "signing", "signature key", "signature secret" name the key)
+_PUBLIC_LABEL = Lazy(
+    r"(?:(?<![\w-])|[-_])(?:signature|digest|checksum|hash|fingerprint|etag)s?"
+    r"(?![\w-]*(?:key|secret|token|salt|pepper))[\\\"'`]{0,2}[ \t]*(?:=|:|is)[ \t]*[\\\"'`]{0,2}$",
+    I,
+)
+# Google Analytics' client-id cookies (_ga, _gid: "GA1.2.<random>.<time>"): a visitor id, it authenticates nothing
+_GA_COOKIE = Lazy(r"GA1\.\d\.\d{5,12}\.\d{9,11}|GS1\.\d\.[\w.$-]{10,80}")
+
+
+def _published(text: str, start: int, v: str) -> bool:
+    core = v.strip().strip("'\"`")
+    if _CARD_SHAPE.get().fullmatch(core):
+        digits = core.replace(" ", "").replace("-", "")
+        if digits in _TEST_CARDS or len(set(digits[1:])) == 1:
+            return True
+    if 14 <= len(core) <= 42 and core[:2].isalpha() and core.replace(" ", "").upper() in _EXAMPLE_IBANS:
+        return True
+    if _GA_COOKIE.get().fullmatch(core):
+        return True
+    if core.isdigit() and 3 <= len(core) <= 4 and _CVV_BEFORE.get().search(text, max(0, start - 16), start):
+        cards = [re.sub(r"[ -]", "", m.group()) for m in _CARD_SHAPE.get().finditer(text)]
+        cards = [c for c in cards if 13 <= len(c) <= 19]
+        if cards and all(c in _TEST_CARDS or len(set(c[1:])) == 1 for c in cards):
+            return True  # the CVC given with a documented test card ("4242 4242 4242 4242, any CVC: 123")
+    label = _PUBLIC_LABEL.get().search(text, max(0, start - 40), start)
+    if label is None or core.startswith(("$", "{")) or _PW_HASH_NAME.get().search(text, max(0, label.start() - 12), label.end()):
+        return False  # a password's hash ("password_hash: $2b$…", "pw_digest") is a credential file's secret
+    # in a URL's query the signature is the capability itself (SAS "sig=", "X-Amz-Signature=", GCS "X-Goog-Signature=")
+    token_start = max(text.rfind(" ", 0, label.start()), text.rfind("\n", 0, label.start()), text.rfind("\t", 0, label.start()))
+    return not any(c in text[token_start + 1 : label.end()] for c in "?&")
 
 
 # --- round 5: a PGP/GPG key id or fingerprint is public (it names a key; it cannot sign or decrypt) ---------------
