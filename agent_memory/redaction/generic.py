@@ -742,6 +742,8 @@ _EXAMPLE_IBANS = frozenset(
 )
 _CARD_SHAPE = Lazy(r"\d[\d -]{11,22}\d")
 _PW_HASH_NAME = Lazy(r"pass|pw|pin|secret|token|key", I)
+_POSTAL_PIN = Lazy(r"(?:(?P<one>\bpincode|\bpin-code|\bpostal\s+code|\bpost\s+office)|\bpin(?:\s+code)?)\b[^\w\n]{0,4}(?:is\s+)?$", I)
+_PLACE_AFTER = Lazy(r"[ \t]*(?:,[ \t]*)?\(?(?!Please|Thanks|Thank|Keep|Don|Do|Never|Use|It|This|That|The|And|But)[A-Z][a-z]{2,}")
 _CVV_BEFORE = Lazy(r"\b(?:cvv2?|cvc2?|csc|cv2|security\s+code)\b[^\w\n]{0,4}$", I)
 # a value its label calls a signature, digest, checksum or fingerprint: what a key made, or a hash; public by policy
 # (a signing key or signing secret is not: "signing", "signature key", "signature secret" name the key)
@@ -764,6 +766,10 @@ def _published(text: str, start: int, v: str) -> bool:
         return True
     if _GA_COOKIE.get().fullmatch(core):
         return True
+    if len(core) == 6 and core.isdigit() and core[0] in "12345678":
+        label = _POSTAL_PIN.get().search(text, max(0, start - 24), start)
+        if label is not None and (label.group("one") or _PLACE_AFTER.get().match(text, start + len(v))):
+            return True  # India's postal PIN code: "pincode: 110001", "PIN code 560001 Bangalore", "PIN 400001, Mumbai"
     if core.isdigit() and 3 <= len(core) <= 4 and _CVV_BEFORE.get().search(text, max(0, start - 16), start):
         cards = [re.sub(r"[ -]", "", m.group()) for m in _CARD_SHAPE.get().finditer(text)]
         cards = [c for c in cards if 13 <= len(c) <= 19]
