@@ -406,21 +406,33 @@ def _prefixed_ok(prefix: str, body: str, says_secret: bool, underscore: bool = F
 # --- partial tokens with a prefix nothing else carries ------------------------------------------------------------------
 _STRONG_PREFIX = Lazy(
     r"(?<![A-Za-z0-9])(?:gh[pousr]_|github_pat_|glpat-|glrt-|gldt-|sk-proj-|sk-ant-|xox[abpe]-|AKIA|hf_|npm_|pypi-AgE|AIza"
-    r"|[rs]k_live_|whsec_|dckr_pat_|shpat_|shpss_|SG\.|lin_api_|figd_|pcsk_|tvly-|sntrys_|glsa_)(?P<b>[A-Za-z0-9_\-]{8,})",
+    r"|[rs]k_live_|whsec_|dckr_pat_|shpat_|shpss_|SG\.|lin_api_|figd_|pcsk_|tvly-|sntrys_|glsa_)(?P<b>[A-Za-z0-9_\-]{6,})",
     A,
 )
+_SPLIT_WORDS = Lazy(r"\b(?:half|halves|the\s+rest|part\s*\d|second\s+part|remaining|continued|split)\b", I)
 _CONTINUATION = Lazy(r"(?<![A-Za-z0-9_\-])[A-Za-z0-9_\-]{8,}(?![A-Za-z0-9_\-])", A)
 
 
 def partial_spans(text: str, found: Callable[[int, int], bool]) -> Iterator[Span]:
     """A prefixed token cut short (``found`` says whether a span is already redacted), and its continuation below."""
+    split = None
     for m in _STRONG_PREFIX.get().finditer(text):
-        if found(m.start(), m.end()) or not token_like(m.group("b")):
+        if not token_like(m.group("b")):
             continue
-        yield m.start(), m.end(), "token"
+        if found(m.start(), m.end()):
+            # round 8: found whole by a label, it may still be a first half whose rest follows ("first half of the
+            # token: ghp_…" … "send the rest" … "irkKV…")
+            split = _SPLIT_WORDS.get().search(text) is not None if split is None else split
+            if not split:
+                continue
+        else:
+            yield m.start(), m.end(), "token"
         for c in _CONTINUATION.get().finditer(text, m.end(), min(len(text), m.end() + 240)):
             v = c.group()
-            if token_like(v) and sum(ch.isdigit() for ch in v) >= 2 and any(ch.isupper() for ch in v) and any(ch.islower() for ch in v):
+            upper, lower = sum(ch.isupper() for ch in v), sum(ch.islower() for ch in v)
+            # round 8: a half with no digit ("irkKVmxYUCBbcuzLwzHJ") is one too when it mixes cases throughout
+            mixed = sum(ch.isdigit() for ch in v) >= 2 or len(v) >= 12 and upper >= 3 and lower >= 3
+            if token_like(v) and mixed and upper and lower:
                 yield c.start(), c.end(), "token"
                 break
 

@@ -167,6 +167,8 @@ def word_passphrase_spans(text: str) -> Iterator[Span]:
 # a number right after a password label, or after the particle that makes it a subject ("비밀번호 12049",
 # "现관 비밀번호는 482913", "门禁密码 4821", "password 12049"): a PIN-style password given bare
 _DIGIT_AFTER = Lazy(r"[ \t]*+(?:[는은이가]|は|が|是|为|為|:|：)?[ \t]*+(?P<d>\d{4,10})(?![\d.,:/-]*\d)")
+ADO_GATE = ("devops", "dev.azure", "visualstudio.com")
+_ADO_PAT = Lazy(r"(?<![A-Za-z0-9])[a-z2-7]{52}(?![A-Za-z0-9])")
 # a value after a service name that says it is the one reused ("Netflix: same as always, X", "Hulu — the usual: X")
 SAME_GATE = ("same", "usual", "old one")
 _SAME_AS = Lazy(
@@ -799,6 +801,7 @@ TRIGGERS = tuple(
         + RELAY_GATE
         + RESET_GATE
         + SAME_GATE
+        + ADO_GATE
     )
 )
 
@@ -866,6 +869,12 @@ def cue_spans(text: str) -> Iterator[Span]:
                 v = bm.group("v").rstrip(".,;!?:\"'")
                 if _password_like(v) and v.lower() not in _NOT_VALUE_WORDS:
                     yield bm.start("v"), bm.start("v") + len(v), "password"
+    if _any(low, ADO_GATE):
+        # round 8: an Azure DevOps PAT (52 characters of lower-case base32) anywhere in a text that names Azure DevOps
+        # (a table row "| Azure DevOps | `…` |", a git remote, a pipeline log), whatever labels it
+        for m in _ADO_PAT.get().finditer(text):
+            if sum(c.isdigit() for c in m.group()) >= 3:
+                yield m.start(), m.end(), "token"
     if _any(low, SAME_GATE):
         for m in _SAME_AS.get().finditer(text):
             v = m.group("v").rstrip(".,;:!?)")
