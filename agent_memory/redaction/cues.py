@@ -44,13 +44,14 @@ from collections.abc import Iterator
 
 from agent_memory.redaction.base import I, Lazy, token_like
 from agent_memory.redaction.general import pw_like
+from agent_memory.redaction.keyvalue import placeholder_value
 
 Span = tuple[int, int, str]
 
 # --- vocabularies (importable by a prefilter) -------------------------------------------------------------------
 PASSWORD_LABELS = (
     r"passwor[dt]\w{0,6}|passcode|passphrase|kennwort\w{0,4}|mot\s+de\s+passe|contrase(?:ñ|n)a|senha|has(?:ł|l)o|heslo|"
-    r"wachtwoord|l(?:ö|o)senord\w{0,3}|passord\w{0,3}|adgangskode\w{0,3}|kata\s+laluan|পাসওয়ার্ড|salasana\w{0,3}|jelszó|parol[aăe]?|(?:ş|s)ifre\w{0,3}|"
+    r"wachtwoord|l(?:ö|o)senord\w{0,3}|passord\w{0,3}|adgangskode\w{0,3}|kata\s+laluan|পাসওয়ার্ড|salasana\w{0,3}|jelszó|jelsza\w{1,4}|parol[aăe]?|(?:ş|s)ifre\w{0,3}|"
     r"lozinka|geslo|парол\w{0,2}|κωδικός(?:\s+πρόσβασης)?|συνθηματικό|كلمة\s+(?:المرور|السر)|رمز\s+عبور|סיסמ[הא]|"
     r"पासवर्ड|कूटशब्द|パスワード|密码|密碼|口令|비밀번호|암호|m[aậ]t\s+kh[aẩ]u|kata\s+sandi\w{0,3}|รหัสผ่าน|nenosiri|jelszo|"
     r"\bpw\b|\bpwd\b|memorable\s+(?:word|phrase|answer)|secret\s+word|mot\s+m(?:é|e)morable|palabra\s+secreta"
@@ -878,7 +879,7 @@ def cue_spans(text: str) -> Iterator[Span]:
     if _any(low, SAME_GATE):
         for m in _SAME_AS.get().finditer(text):
             v = m.group("v").rstrip(".,;:!?)")
-            if pw_like(v) and _password_like(v):
+            if pw_like(v) and "://" not in v and not v.startswith(("/", "~", "$", "{", "<")):
                 yield m.start("v"), m.start("v") + len(v), "password"
     for gate, pattern in (((" to ",), _RESET_TO), ((" / ", "/ "), _USER_SLASH)):
         if _any(low, gate):
@@ -912,6 +913,8 @@ def cue_spans(text: str) -> Iterator[Span]:
         for b in _BASE32.get().finditer(text):
             line_start = text.rfind("\n", 0, b.start()) + 1
             cue = _OTP_CUE.get().search(text, max(line_start, b.start() - 60), b.start())
+            if placeholder_value(b.group("v")):
+                continue  # "secret=BASE32SECRET" in a how-to
             if cue and (sum(c.isdigit() for c in b.group("v")) >= 2 or _seed_groups(b.group("v"))):
                 yield b.start("v"), b.end("v"), "secret"
     if _any(low, BACKUP_GATE):
