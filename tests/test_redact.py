@@ -210,7 +210,12 @@ CORPUS: list[tuple[str, str, str, Render]] = [
         "https://hooks.slack.com/services/" + slack_webhook_path(),
         tpl('curl -X POST -d \'{"text":"deploy done"}\' <<S>>'),
     ),
-    ("slack_webhook", "yaml", "https://hooks.slack.com/services/" + slack_webhook_path(), tpl("alerts:\n  webhook: <<S>>\n  channel: ops\n")),
+    (
+        "slack_webhook",
+        "yaml",
+        "https://hooks.slack.com/services/" + slack_webhook_path(),
+        tpl("alerts:\n  webhook: <<S>>\n  channel: ops\n"),
+    ),
     # --- Google -------------------------------------------------------------------
     ("google_api_key", "url query", google(), tpl("GET https://maps.googleapis.com/maps/api/geocode/json?address=Paris&key=<<S>> 200 OK")),
     ("google_api_key", "js config", google(), tpl('const firebaseConfig = { apiKey: "<<S>>", projectId: "demo" };')),
