@@ -43,6 +43,7 @@ from bisect import bisect_right
 from collections.abc import Iterator
 
 from agent_memory.redaction.base import I, Lazy, token_like
+from agent_memory.redaction.bip39 import WORDS as BIP39_WORDS
 from agent_memory.redaction.general import pw_like
 from agent_memory.redaction.keyvalue import placeholder_value
 
@@ -72,6 +73,7 @@ CVV_CUES = (
 )
 
 _PW_LABEL = Lazy(rf"(?<![A-Za-z0-9_:$@/.%{{<])(?:{PASSWORD_LABELS})(?![A-Za-z0-9_@%}}>])", I)
+_PW_LABEL_LOW = Lazy(rf"(?<![a-z0-9_:$@/.%{{<])(?:{PASSWORD_LABELS})(?![a-z0-9_@%}}>])")
 _PW_NAMED = Lazy(r"passw|kennw|contrase|senha|keepass|bitwarden|lastpass|vault", I)
 # a label, up to four filler words ("ot pochty", "είναι", ", it's"), then a value holding a digit or a symbol; or a bare
 # label line with the value alone on the next line ("Password:\nSunny.1710pm")
@@ -116,6 +118,8 @@ _NOT_VALUE_WORDS = frozenset(
 _WORD_RUN = Lazy(r"(?<![A-Za-z0-9.\-_])(?P<v>[A-Za-z]{3,9}(?P<sep>[ .\-_])[A-Za-z]{3,9}(?:(?P=sep)[A-Za-z]{3,9}){2,7})")
 # the last token of the label's clause, after up to three short words ("Kata sandi akun saya 日本語パス99!")
 _WORD_AFTER = Lazy(r"(?:(?:[ \t]*[:：][ \t]*|[ \t]+)[^\s\d]{1,10}){0,3}(?:[ \t]*[:：][ \t]*|[ \t]+)(?P<v>\S{4,24})[ \t]*(?=\n|$)")
+_ANY_DIGIT = Lazy(r"\d")
+_WORD_ANY = Lazy(r"[A-Za-z]{3,9}")
 _WORD_START = Lazy(r"(?<![A-Za-z])[A-Za-z]")
 _RUN_END = Lazy(r"[ \t]*(?:$|\n|[.,;!?)\]\"'”’»」』）。、，]|[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]| [(\-—–])")
 _PROSE_WORDS = frozenset(
@@ -131,21 +135,34 @@ _PROSE_WORDS = frozenset(
 
 
 def _word_phrase(v: str, sep: str) -> bool:
-    from agent_memory.redaction.bip39 import WORDS
-
     words = v.split(sep)
     if not (all(w.islower() for w in words) or all(w[0].isupper() and w[1:].islower() for w in words)):
         return False
     low = [w.lower() for w in words]
-    return len(set(low)) == len(low) and all(w in WORDS and w not in _PROSE_WORDS for w in low)
+    return len(set(low)) == len(low) and all(w in BIP39_WORDS and w not in _PROSE_WORDS for w in low)
+
+
+@functools.lru_cache(maxsize=8)
+def _label_ends(text: str) -> tuple[int, ...]:
+    """Where each password label of ``text`` ends (on the lower-cased, accent-folded text when that keeps offsets: an
+    order faster than matching the lexicon ignoring case)."""
+    low = text.lower()
+    if len(low) == len(text):
+        folded = fold_accents(low)
+        if len(folded) == len(text):
+            return tuple(m.end() for m in _PW_LABEL_LOW.get().finditer(folded))
+    return tuple(m.end() for m in _PW_LABEL.get().finditer(text))
 
 
 def word_passphrase_spans(text: str) -> Iterator[Span]:
     """Passphrases of plain words after a password label of any language (see above): the first run of such words
     within 48 characters of the label, on its line, that ends its clause."""
-    for lab in _PW_LABEL.get().finditer(text):
-        yield from _bare_digits(text, lab)
-        after = _WORD_AFTER.get().match(text, lab.end())
+    digits = _ANY_DIGIT.get().search(text) is not None
+    ascii_only = text.isascii()
+    for end in _label_ends(text):
+        if digits:
+            yield from _bare_digits(text, end)
+        after = None if ascii_only or not digits else _WORD_AFTER.get().match(text, end)
         if (
             after is not None
             and _SCRIPT_VALUE.get().fullmatch(after.group("v").rstrip(".,;"))
@@ -153,9 +170,11 @@ def word_passphrase_spans(text: str) -> Iterator[Span]:
         ):
             v = after.group("v").rstrip(".,;")
             yield after.start("v"), after.start("v") + len(v), "password"
-        stop = text.find("\n", lab.end(), lab.end() + 48)
-        stop = stop if stop >= 0 else lab.end() + 48
-        for w in _WORD_START.get().finditer(text, lab.end(), stop):
+        stop = text.find("\n", end, end + 48)
+        stop = stop if stop >= 0 else end + 48
+        if sum(w.lower() in BIP39_WORDS for w in _WORD_ANY.get().findall(text, end, stop + 40)) < 4:
+            continue  # fewer than four list words near the label: no passphrase here
+        for w in _WORD_START.get().finditer(text, end, stop):
             m = _WORD_RUN.get().match(text, w.start())
             if m is None:
                 continue
@@ -181,8 +200,8 @@ _SAME_AS = Lazy(
 _SCRIPT_VALUE = Lazy(r"[^\W\d_A-Za-z]{1,12}\d{2,6}[!-/:-@\[-`{-~]{0,3}")  # letters of another script than Latin
 
 
-def _bare_digits(text: str, lab: re.Match[str]) -> Iterator[Span]:
-    m = _DIGIT_AFTER.get().match(text, lab.end())
+def _bare_digits(text: str, end: int) -> Iterator[Span]:
+    m = _DIGIT_AFTER.get().match(text, end)
     if m is None or _RUN_END.get().match(text, m.end()) is None:
         return
     d = m.group("d")
