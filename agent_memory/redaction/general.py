@@ -308,7 +308,7 @@ def _id_spans(text: str) -> Iterator[Span]:
             continue
         ve = q.end()
         # "NRIC S4396463A": the letters belong to the value; "TFN 242 846 013": they are the label
-        starts = (p.start(), s)
+        starts: tuple[int, ...] = (p.start(), s)
         if p.start() < s and (text[p.start() - 1 : p.start()].isalpha() or _WORD_BEFORE.get().fullmatch(text, p.start(), s)):
             starts = (s,)  # round 8: "er 0911…", "on 090779-085K", "är 811218-…": a word of the sentence, not the id's letters
         for vs in dict.fromkeys(starts):
