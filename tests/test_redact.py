@@ -203,13 +203,19 @@ CORPUS: list[tuple[str, str, str, Render]] = [
     ("slack_token", "chat", slack("xoxa-"), tpl("the app token is <<S>> fyi")),
     ("slack_token", "json", slack("xoxr-"), as_json(lambda s: {"refresh_token": s, "ok": True})),
     ("slack_token", "log", slack("xoxs-"), tpl("[auth] session <<S>> accepted")),
+    # the whole webhook URL is the credential (round 8): it goes whole, its kind says what it was
     (
         "slack_webhook",
         "curl",
-        slack_webhook_path(),
-        tpl('curl -X POST -d \'{"text":"deploy done"}\' https://hooks.slack.com/services/<<S>>'),
+        "https://hooks.slack.com/services/" + slack_webhook_path(),
+        tpl('curl -X POST -d \'{"text":"deploy done"}\' <<S>>'),
     ),
-    ("slack_webhook", "yaml", slack_webhook_path(), tpl("alerts:\n  webhook: https://hooks.slack.com/services/<<S>>\n  channel: ops\n")),
+    (
+        "slack_webhook",
+        "yaml",
+        "https://hooks.slack.com/services/" + slack_webhook_path(),
+        tpl("alerts:\n  webhook: <<S>>\n  channel: ops\n"),
+    ),
     # --- Google -------------------------------------------------------------------
     ("google_api_key", "url query", google(), tpl("GET https://maps.googleapis.com/maps/api/geocode/json?address=Paris&key=<<S>> 200 OK")),
     ("google_api_key", "js config", google(), tpl('const firebaseConfig = { apiKey: "<<S>>", projectId: "demo" };')),

@@ -525,7 +525,7 @@ def test_holdout8_round6_floor() -> None:
     result = score(lambda text: redact(text).text, HOLDOUT8)
     print(f"\n{HOLDOUT8.name}: {result.line()}")
     assert result.secrets >= 732 and result.benign >= 235
-    assert result.redacted >= 731 and result.damaged <= 1, (result.redacted, result.damaged)
+    assert result.redacted >= 732 and result.damaged <= 1, (result.redacted, result.damaged)  # round 8: the Django key too
 
 
 # holdout9 (tests/fixtures/secrets_holdout9, 1148 secret cases, 303 look-alikes, written blind by a writer who read no
@@ -540,22 +540,23 @@ def test_holdout9_round7_floor() -> None:
     result = score(lambda text: redact(text).text, HOLDOUT9)
     print(f"\n{HOLDOUT9.name}: {result.line()}")
     assert result.secrets >= 1148 and result.benign >= 303
-    assert result.redacted >= 1140 and result.damaged == 0, (result.redacted, result.damaged)
+    assert result.redacted >= 1147 and result.damaged == 0, (result.redacted, result.damaged)  # round 8: 1147/1148
 
 
 # holdout10 (tests/fixtures/secrets_holdout10, 1037 secret cases, 222 look-alikes, written blind on branch corpus10 by a
 # writer who read no redaction code and no other corpus) was measured by the lead without reading its misses: after
-# rounds 6 and 6b 986/1037 (95.1%), 7/222 changed; after round 7 (tuned on holdout9; its author never opened this one)
-# 997/1037 (96.1%), 4/222.  Issue 27's target (>= 97%, <= 1 changed) is not met.  It is still a blind corpus: the
-# figure below is the measured one, kept from sliding.
+# rounds 6 and 6b 986/1037 (95.1%), 7/222 changed; its blind figure, after round 7, was 997/1037 (96.1%), 4/222.  Since
+# round 8 (redact8: its misses studied and fixed by cause, tests/test_redact_round8.py) it is TUNING DATA, no longer
+# blind: 1036/1037, 0/222.  The case left is a scoring artefact: a RubyGems key "rubygems_a5cf…" is redacted, but its
+# first ten characters "rubygems_a" also occur in the YAML key "rubygems_api_key" the corpus keeps.
 HOLDOUT10 = FIXTURES.parent / "secrets_holdout10"
 
 
-def test_holdout10_blind_figure_does_not_slide() -> None:
+def test_holdout10_round8_floor() -> None:
     result = score(lambda text: redact(text).text, HOLDOUT10)
     print(f"\n{HOLDOUT10.name}: {result.line()}")
     assert result.secrets >= 1037 and result.benign >= 222
-    assert result.redacted >= 997 and result.damaged <= 4, (result.redacted, result.damaged)
+    assert result.redacted >= 1036 and result.damaged == 0, (result.redacted, result.damaged)
 
 
 @pytest.mark.parametrize("name", ["secrets_holdout7", "secrets_holdout8", "secrets_holdout9", "secrets_holdout10", "secrets_holdout11"])

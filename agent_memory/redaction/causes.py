@@ -486,6 +486,10 @@ def format_spans(text: str) -> Iterator[Span]:
                 groups = m.group().split()
                 core = "".join(groups)
                 with_digit = sum(any(c.isdigit() for c in g) for g in groups)
+                # round 8: groups of digits alone are a number's ("test card 4242 4242 4242 4242 with any"): a base32
+                # seed has a group of four digits once in a thousand groups
+                if sum(g.isdigit() for g in groups) >= 2:
+                    continue
                 if 16 <= len(core) <= 64 and with_digit >= 2 and with_digit * 4 >= len(groups):
                     yield m.start(), m.end(), "token"
         low = text.lower()

@@ -160,15 +160,30 @@ _URL_PATH = Lazy(
 )
 
 # --- cookies: every random value in a Cookie / Set-Cookie header (iron "Fe26.2**…", signed "s%3A…", JWT-ish) ----------
-_COOKIE_HEADER = Lazy(r"(?im)^[ \t]*(?:set-)?cookie[ \t]*:[^\r\n]*")
-_COOKIE_PAIR = Lazy(r"(?:^|;)[ \t]*(?P<k>[^=;\s]{1,64})=(?P<v>[^;\s\"]{16,4000})")
+# round 8: also a header in a verbose client's log ("< set-cookie: …", "> Cookie: …"), one passed to curl ("-H 'cookie:
+# …'", "-b 'name=value; …'", "--cookie …"), and a DevTools/EditThisCookie table row ("PHPSESSID<TAB>value<TAB>domain")
+_COOKIE_HEADER = Lazy(
+    r"(?im)(?:^[ \t]*+[<>]?[ \t]*+|(?:-H|--header)[ \t]++['\"]?)(?:set-)?cookie[ \t]*:(?P<b>[^\r\n'\"]*)"
+    r"|(?:^|[ \t])(?:-b|--cookie)[ \t]++['\"]?(?P<c>[^\r\n'\"\s=]{1,64}=[^\r\n'\"]*)"
+)
+_COOKIE_PAIR = Lazy(r"(?:^|;)[ \t]*(?P<k>[^=;\s]{1,64})=(?P<v>[^;\s\"']{16,4000})")
+# a cookie table row: a session cookie's name, a tab, its value, a tab (the columns DevTools copies: Name Value Domain …)
+_COOKIE_ROW = Lazy(r"(?m)^(?P<k>[^\t\n]{1,64})\t(?P<v>[^\t\n]{16,4000})\t")
+_SESSION_NAME = Lazy(r"sess|sid\b|\.aspnet|aspxauth|auth|token|logged_in|remember|csrf|xsrf|jwt", I)
 _COOKIE_ATTR = frozenset("path domain expires max-age samesite secure httponly priority partitioned".split())
 
 
 def _cookie_spans(text: str) -> Iterator[Span]:
+    if "\t" in text and _COOKIE_ROW.get().search(text) is not None:
+        for m in _COOKIE_ROW.get().finditer(text):
+            v = m.group("v")
+            if _SESSION_NAME.get().search(m.group("k")) and not looks_placeholder(v):
+                if random_token(v, 16) or (len(v) >= 24 and entropy(v) >= 4.0):
+                    yield m.start("v"), m.end("v"), "token"
     for h in _COOKIE_HEADER.get().finditer(text):
-        base = h.start() + h.group().index(":") + 1
-        for m in _COOKIE_PAIR.get().finditer(text[base : h.end()]):
+        base = h.start("b") if h.group("b") is not None else h.start("c")
+        end = h.end("b") if h.group("b") is not None else h.end("c")
+        for m in _COOKIE_PAIR.get().finditer(text[base:end]):
             v = m.group("v")
             if m.group("k").lower() in _COOKIE_ATTR or looks_placeholder(v):
                 continue
@@ -391,21 +406,33 @@ def _prefixed_ok(prefix: str, body: str, says_secret: bool, underscore: bool = F
 # --- partial tokens with a prefix nothing else carries ------------------------------------------------------------------
 _STRONG_PREFIX = Lazy(
     r"(?<![A-Za-z0-9])(?:gh[pousr]_|github_pat_|glpat-|glrt-|gldt-|sk-proj-|sk-ant-|xox[abpe]-|AKIA|hf_|npm_|pypi-AgE|AIza"
-    r"|[rs]k_live_|whsec_|dckr_pat_|shpat_|shpss_|SG\.|lin_api_|figd_|pcsk_|tvly-|sntrys_|glsa_)(?P<b>[A-Za-z0-9_\-]{8,})",
+    r"|[rs]k_live_|whsec_|dckr_pat_|shpat_|shpss_|SG\.|lin_api_|figd_|pcsk_|tvly-|sntrys_|glsa_)(?P<b>[A-Za-z0-9_\-]{6,})",
     A,
 )
+_SPLIT_WORDS = Lazy(r"\b(?:half|halves|the\s+rest|part\s*\d|second\s+part|remaining|continued|split)\b", I)
 _CONTINUATION = Lazy(r"(?<![A-Za-z0-9_\-])[A-Za-z0-9_\-]{8,}(?![A-Za-z0-9_\-])", A)
 
 
 def partial_spans(text: str, found: Callable[[int, int], bool]) -> Iterator[Span]:
     """A prefixed token cut short (``found`` says whether a span is already redacted), and its continuation below."""
+    split = None
     for m in _STRONG_PREFIX.get().finditer(text):
-        if found(m.start(), m.end()) or not token_like(m.group("b")):
+        if not token_like(m.group("b")):
             continue
-        yield m.start(), m.end(), "token"
+        if found(m.start(), m.end()):
+            # round 8: found whole by a label, it may still be a first half whose rest follows ("first half of the
+            # token: ghp_…" … "send the rest" … "irkKV…")
+            split = _SPLIT_WORDS.get().search(text) is not None if split is None else split
+            if not split:
+                continue
+        else:
+            yield m.start(), m.end(), "token"
         for c in _CONTINUATION.get().finditer(text, m.end(), min(len(text), m.end() + 240)):
             v = c.group()
-            if token_like(v) and sum(ch.isdigit() for ch in v) >= 2 and any(ch.isupper() for ch in v) and any(ch.islower() for ch in v):
+            upper, lower = sum(ch.isupper() for ch in v), sum(ch.islower() for ch in v)
+            # round 8: a half with no digit ("irkKVmxYUCBbcuzLwzHJ") is one too when it mixes cases throughout
+            mixed = sum(ch.isdigit() for ch in v) >= 2 or len(v) >= 12 and upper >= 3 and lower >= 3
+            if token_like(v) and mixed and upper and lower:
                 yield c.start(), c.end(), "token"
                 break
 
@@ -541,7 +568,7 @@ def context_spans(text: str, low: str, cli: SpansOf) -> Iterator[Span]:
             says_secret = p.isupper() or m.group(0)[len(p) + 1 :].startswith(_SECRET_SEGMENTS) or _NAMES_SECRET.get().search(p) is not None
             if _prefixed_ok(p, m.group("b"), says_secret, m.group(0)[len(p)] == "_"):
                 yield m.start(), m.end(), "token"
-    if "ookie" in low:
+    if "ookie" in low or "\t" in text or " -b " in text:
         yield from _cookie_spans(text)
     if "." in text and _THREE_GATE.get().search(text):
         for m in _THREE_PART.get().finditer(text):

@@ -43,13 +43,16 @@ from bisect import bisect_right
 from collections.abc import Iterator
 
 from agent_memory.redaction.base import I, Lazy, token_like
+from agent_memory.redaction.bip39 import WORDS as BIP39_WORDS
+from agent_memory.redaction.general import pw_like
+from agent_memory.redaction.keyvalue import placeholder_value
 
 Span = tuple[int, int, str]
 
 # --- vocabularies (importable by a prefilter) -------------------------------------------------------------------
 PASSWORD_LABELS = (
     r"passwor[dt]\w{0,6}|passcode|passphrase|kennwort\w{0,4}|mot\s+de\s+passe|contrase(?:ñ|n)a|senha|has(?:ł|l)o|heslo|"
-    r"wachtwoord|l(?:ö|o)senord\w{0,3}|passord\w{0,3}|adgangskode\w{0,3}|kata\s+laluan|পাসওয়ার্ড|salasana\w{0,3}|jelszó|parol[aăe]?|(?:ş|s)ifre\w{0,3}|"
+    r"wachtwoord|l(?:ö|o)senord\w{0,3}|passord\w{0,3}|adgangskode\w{0,3}|kata\s+laluan|পাসওয়ার্ড|salasana\w{0,3}|jelszó|jelsza\w{1,4}|parol[aăe]?|(?:ş|s)ifre\w{0,3}|"
     r"lozinka|geslo|парол\w{0,2}|κωδικός(?:\s+πρόσβασης)?|συνθηματικό|كلمة\s+(?:المرور|السر)|رمز\s+عبور|סיסמ[הא]|"
     r"पासवर्ड|कूटशब्द|パスワード|密码|密碼|口令|비밀번호|암호|m[aậ]t\s+kh[aẩ]u|kata\s+sandi\w{0,3}|รหัสผ่าน|nenosiri|jelszo|"
     r"\bpw\b|\bpwd\b|memorable\s+(?:word|phrase|answer)|secret\s+word|mot\s+m(?:é|e)morable|palabra\s+secreta"
@@ -70,6 +73,7 @@ CVV_CUES = (
 )
 
 _PW_LABEL = Lazy(rf"(?<![A-Za-z0-9_:$@/.%{{<])(?:{PASSWORD_LABELS})(?![A-Za-z0-9_@%}}>])", I)
+_PW_LABEL_LOW = Lazy(rf"(?<![a-z0-9_:$@/.%{{<])(?:{PASSWORD_LABELS})(?![a-z0-9_@%}}>])")
 _PW_NAMED = Lazy(r"passw|kennw|contrase|senha|keepass|bitwarden|lastpass|vault", I)
 # a label, up to four filler words ("ot pochty", "είναι", ", it's"), then a value holding a digit or a symbol; or a bare
 # label line with the value alone on the next line ("Password:\nSunny.1710pm")
@@ -105,16 +109,128 @@ _NOT_VALUE_WORDS = frozenset(
 )
 
 
+# --- round 8: a passphrase of plain words after a password label ---------------------------------------------------
+# "Lösenordet till routern är napkin rabbit wealth visual slab", "A jelszó: upset volume sauce drink",
+# "ルーターのパスワードはjazz marble drip million feedです", "Пароль до Wi-Fi — yellow.fiscal.wide.shell.edit": four to
+# eight words of a passphrase word list (BIP-39's English list stands for them: diceware-style generators draw common
+# words), one separator throughout, ending its clause. Prose after a label ("password: must contain mixed case") is
+# told apart by its function and instruction words, which no generator list holds (_PROSE_WORDS: the ones BIP-39 does).
+_WORD_RUN = Lazy(r"(?<![A-Za-z0-9.\-_])(?P<v>[A-Za-z]{3,9}(?P<sep>[ .\-_])[A-Za-z]{3,9}(?:(?P=sep)[A-Za-z]{3,9}){2,7})")
+# the last token of the label's clause, after up to three short words ("Kata sandi akun saya 日本語パス99!")
+_WORD_AFTER = Lazy(r"(?:(?:[ \t]*[:：][ \t]*|[ \t]+)[^\s\d]{1,10}){0,3}(?:[ \t]*[:：][ \t]*|[ \t]+)(?P<v>\S{4,24})[ \t]*(?=\n|$)")
+_ANY_DIGIT = Lazy(r"\d")
+_WORD_ANY = Lazy(r"[A-Za-z]{3,9}")
+_WORD_START = Lazy(r"(?<![A-Za-z])[A-Za-z]")
+_RUN_END = Lazy(r"[ \t]*(?:$|\n|[.,;!?)\]\"'”’»」』）。、，]|[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]| [(\-—–])")
+_PROSE_WORDS = frozenset(
+    """about above across after again against all almost alone also always among another any anyone around ask away
+    because before behind below between both but can change check come could dash day debate describe else enough
+    ever every exact except exist few find first follow for found from future give good have help here
+    hidden how into just keep kind know later leave less like make many matter may mean more most much must near need
+    never next not now off often okay once only open order other over own please point rather ready real really reason
+    require same say second see seek select shall share should show similar since some soon still such sure take
+    than that then there these they thing this those together too try under until upon use usual very wait want
+    what when where which while why will with within without would wrong you your""".split()
+)
+
+
+def _word_phrase(v: str, sep: str) -> bool:
+    words = v.split(sep)
+    if not (all(w.islower() for w in words) or all(w[0].isupper() and w[1:].islower() for w in words)):
+        return False
+    low = [w.lower() for w in words]
+    return len(set(low)) == len(low) and all(w in BIP39_WORDS and w not in _PROSE_WORDS for w in low)
+
+
+@functools.lru_cache(maxsize=8)
+def _label_ends(text: str) -> tuple[int, ...]:
+    """Where each password label of ``text`` ends (on the lower-cased, accent-folded text when that keeps offsets: an
+    order faster than matching the lexicon ignoring case)."""
+    low = text.lower()
+    if len(low) == len(text):
+        folded = fold_accents(low)
+        if len(folded) == len(text):
+            return tuple(m.end() for m in _PW_LABEL_LOW.get().finditer(folded))
+    return tuple(m.end() for m in _PW_LABEL.get().finditer(text))
+
+
+def word_passphrase_spans(text: str) -> Iterator[Span]:
+    """Passphrases of plain words after a password label of any language (see above): the first run of such words
+    within 48 characters of the label, on its line, that ends its clause."""
+    digits = _ANY_DIGIT.get().search(text) is not None
+    ascii_only = text.isascii()
+    for end in _label_ends(text):
+        if digits:
+            yield from _bare_digits(text, end)
+        after = None if ascii_only or not digits else _WORD_AFTER.get().match(text, end)
+        if (
+            after is not None
+            and _SCRIPT_VALUE.get().fullmatch(after.group("v").rstrip(".,;"))
+            and not any(c in "。、，！？" for c in after.group("v"))
+        ):
+            v = after.group("v").rstrip(".,;")
+            yield after.start("v"), after.start("v") + len(v), "password"
+        stop = text.find("\n", end, end + 48)
+        stop = stop if stop >= 0 else end + 48
+        if sum(w.lower() in BIP39_WORDS for w in _WORD_ANY.get().findall(text, end, stop + 40)) < 4:
+            continue  # fewer than four list words near the label: no passphrase here
+        for w in _WORD_START.get().finditer(text, end, stop):
+            m = _WORD_RUN.get().match(text, w.start())
+            if m is None:
+                continue
+            v = m.group("v")
+            if _RUN_END.get().match(text, m.end()) is not None and _word_phrase(v, m.group("sep")):
+                yield m.start("v"), m.end("v"), "password"
+                break
+
+
+# a number right after a password label, or after the particle that makes it a subject ("비밀번호 12049",
+# "现관 비밀번호는 482913", "门禁密码 4821", "password 12049"): a PIN-style password given bare
+_DIGIT_AFTER = Lazy(r"[ \t]*+(?:[는은이가]|は|が|是|为|為|:|：)?[ \t]*+(?P<d>\d{4,10})(?![\d.,:/-]*\d)")
+ADO_GATE = ("devops", "dev.azure", "visualstudio.com")
+_ADO_PAT = Lazy(r"(?<![A-Za-z0-9])[a-z2-7]{52}(?![A-Za-z0-9])")
+# a value after a service name that says it is the one reused ("Netflix: same as always, X", "Hulu — the usual: X")
+SAME_GATE = ("same", "usual", "old one")
+_SAME_AS = Lazy(
+    r"\b(?:(?:the\s+)?same(?:\s+one)?\s+as\s+(?:always|usual|before|ever|last\s+time|everywhere)|(?:the|as)\s+usual(?:\s+one)?"
+    r"|still\s+the\s+(?:old|same)\s+one)\b[ \t]*[,:;—–-][ \t]*[\"'“‘«]?(?P<v>[^\s\"'“”‘’«»`]{6,64})",
+    I,
+)
+# a value mixing a script written without spaces with digits and a symbol at its end ("日本語パス99!", "Пароль77#")
+_SCRIPT_VALUE = Lazy(r"[^\W\d_A-Za-z]{1,12}\d{2,6}[!-/:-@\[-`{-~]{0,3}")  # letters of another script than Latin
+
+
+def _bare_digits(text: str, end: int) -> Iterator[Span]:
+    m = _DIGIT_AFTER.get().match(text, end)
+    if m is None or _RUN_END.get().match(text, m.end()) is None:
+        return
+    d = m.group("d")
+    if len(set(d)) > 1 and not (len(d) == 4 and d[:2] in ("19", "20")):  # not "0000", not a year
+        yield m.start("d"), m.end("d"), "password"
+
+
+def _seed_groups(v: str) -> bool:
+    """A base32 seed in six or more groups of four with few digits ("uvsx hdld ikms ujwh mwdb vszo …"): random letters,
+    hence few vowels, unlike words of four letters."""
+    groups = v.split()
+    core = "".join(groups).lower()
+    return len(groups) >= 6 and sum(c in "aeiou" for c in core) * 4 <= len(core)
+
+
 def cjk_clause(v: str) -> bool:
     """Is ``v`` a clause in a script written without spaces (5+ CJK characters, or CJK punctuation) rather than a value?"""
     return len(_CJK.get().findall(v)) > 4 or any(c in "。、，！？" for c in v)
+
+
+# round 8: a length in a password rule ("8文字以上", "12자 이상", "8位"), not a value
+_LENGTH_RULE = Lazy(r"\d{1,3}(?:文字|字符|字|位|個|个|자|桁)")
 
 
 def _password_like(v: str) -> bool:
     """A password written in prose: letters mixed with digits or symbols, not a path, URL, file, version or id."""
     if not 5 <= len(v) <= 64 or "://" in v or _ASSIGNMENT.get().match(v) or "@" in v[1:-1] and "." in v.split("@")[-1]:
         return False  # "=" inside a password ("Rtd92*=Hz…") is a symbol; "name=value" is an assignment
-    if _CJK.get().search(v) and (cjk_clause(v) or not any(c.isdigit() for c in v)):
+    if _CJK.get().search(v) and (cjk_clause(v) or not any(c.isdigit() for c in v) or _LENGTH_RULE.get().match(v)):
         return False  # "密码长度至少为8位": a sentence in a script without spaces, not a value ("パス6748#" is one)
     if (
         v[0] in "/~$%{.#@"
@@ -212,10 +328,13 @@ _ANSWER = Lazy(
     r"\bI\s+(?:put|used|wrote|chose)|\bis|[)?'’\"”]\s*[:：]|(?<=\s)=|→|->|=>|⇒)[ \t]*",
     I,
 )
-_OTP_CUE = Lazy(r"\b(?:2fa|mfa|totp|otp|authenticator|two[- ]factor|zwei-faktor)\b", I)
+_OTP_CUE = Lazy(r"\b(?:2fa|mfa|totp|otp|authenticator|two[- ]factor|zwei-faktor|setup[ -]key)\b", I)
 _BASE32 = Lazy(r"(?<![\w])(?P<v>[A-Z2-7]{16,64}=*|[a-z2-7]{4}(?:[ ][a-z2-7]{4}){3,15}|[A-Z2-7]{4}(?:[ ][A-Z2-7]{4}){3,15})(?![\w])")
+_LINE_COLON = Lazy(r"[^\n:：]{1,80}[:：]")
 _BACKUP = Lazy(r"\b(?:backup|recovery|wiederherstellungs|secours|respaldo|recuperação)[ \t-]?(?:codes?|kódy|codici)\b[ \t]*[:：]?", I)
-_CODE_ITEM = Lazy(r"[ \t,;\n•*-]*(?P<v>\d{4}[ -]?\d{4}|[a-z0-9]{4,5}-[a-z0-9]{4,5}|\d{6,10})(?![\w])", I)
+_CODE_ITEM = Lazy(
+    r"[ \t,;\n•*-]*(?P<v>\d{4}[ -]?\d{4}|[a-z0-9]{4,5}(?:-[a-z0-9]{4,5}){1,3}|\d{6,10})(?![\w-])", I
+)  # round 8: three or four groups too ("TUPJ-9I4I-I2JY", Bitwarden/Proton style)
 _HEADER_SECRET = Lazy(
     rf"(?:{PASSWORD_LABELS}|mot_de_passe|contrasena|cvv2?|cvc|csc|secret\w*|token|api_?key|pin|\w*_password|\w*_passwd|plain_?password)",
     I,
@@ -594,7 +713,9 @@ def id_spans(text: str, low: str) -> Iterator[Span]:
 # an htpasswd or shadow entry, offline-crackable
 _USER_HASH = Lazy(
     r"(?<![\w$./-])[\w.@-]{1,64}:(?P<v>\$2[abxy]?\$\d\d\$[./A-Za-z0-9]{53}|\$apr1\$[./A-Za-z0-9]{1,8}\$[./A-Za-z0-9]{22}|"
-    r"\$[156y]\$[./A-Za-z0-9=]{1,32}\$[./A-Za-z0-9]{22,86}|\{SSHA?\}[A-Za-z0-9+/]{27,60}={0,2})"
+    r"\$[156y]\$[./A-Za-z0-9=]{1,32}\$[./A-Za-z0-9]{22,86}|"
+    # round 8: LDAP/htpasswd schemes, salted or not ("{SHA}" was missed: the old pattern read "{SSH}" or "{SSHA}")
+    r"\{(?:S?SHA(?:256|384|512)?|S?MD5|CRYPT)\}[A-Za-z0-9+/.$]{22,120}={0,2})"
 )
 
 
@@ -671,7 +792,7 @@ SECQ_GATE = (
     "pregunta",
     "pergunta",
 )
-OTP_GATE = ("2fa", "mfa", "otp", "authenticator", "two", "zwei")
+OTP_GATE = ("2fa", "mfa", "otp", "authenticator", "two", "zwei", "setup key", "setup-key")
 BACKUP_GATE = ("backup", "recovery", "wiederherstell", "secours", "respaldo", "recupera")
 SPLIT_GATE = ("with", "half", "part", "rest is")
 HEADER_GATE = ("pass", "mot_de", "contras", "senha", "cvv", "cvc", "csc", "secret", "token", "key", "pin")
@@ -699,6 +820,8 @@ TRIGGERS = tuple(
         + CODE_NOUN_GATE
         + RELAY_GATE
         + RESET_GATE
+        + SAME_GATE
+        + ADO_GATE
     )
 )
 
@@ -747,7 +870,7 @@ def cue_spans(text: str) -> Iterator[Span]:
         yield from split_card_spans(text)
     if _any(low, ID_GATE):
         yield from id_spans(text, low)
-    if ":$" in text or ":{SSHA}" in text or ":{SHA}" in text:
+    if ":$" in text or ":{" in text:
         for m in _USER_HASH.get().finditer(text):
             yield m.start("v"), m.end("v"), "password"
     if ("->" in text or "=>" in text or "→" in text or "⇒" in text or "⟶" in text) and _any(low, KV_GATE + ("key",)):
@@ -755,6 +878,7 @@ def cue_spans(text: str) -> Iterator[Span]:
     if _pw_gated(text):
         for s, e in _label_values(text):
             yield s, e, "password"
+        yield from word_passphrase_spans(text)
         if " " in text and _SPELT.get().search(text) is not None:
             yield from spelt_spans(text, list(_PW_LABEL.get().finditer(text)))
         for m in _PW_LABEL.get().finditer(text) if _CONNECTS.get().search(text) else ():
@@ -765,6 +889,17 @@ def cue_spans(text: str) -> Iterator[Span]:
                 v = bm.group("v").rstrip(".,;!?:\"'")
                 if _password_like(v) and v.lower() not in _NOT_VALUE_WORDS:
                     yield bm.start("v"), bm.start("v") + len(v), "password"
+    if _any(low, ADO_GATE):
+        # round 8: an Azure DevOps PAT (52 characters of lower-case base32) anywhere in a text that names Azure DevOps
+        # (a table row "| Azure DevOps | `…` |", a git remote, a pipeline log), whatever labels it
+        for m in _ADO_PAT.get().finditer(text):
+            if sum(c.isdigit() for c in m.group()) >= 3:
+                yield m.start(), m.end(), "token"
+    if _any(low, SAME_GATE):
+        for m in _SAME_AS.get().finditer(text):
+            v = m.group("v").rstrip(".,;:!?)")
+            if pw_like(v) and "://" not in v and not v.startswith(("/", "~", "$", "{", "<")):
+                yield m.start("v"), m.start("v") + len(v), "password"
     for gate, pattern in (((" to ",), _RESET_TO), ((" / ", "/ "), _USER_SLASH)):
         if _any(low, gate):
             for m in pattern.get().finditer(text):
@@ -797,11 +932,18 @@ def cue_spans(text: str) -> Iterator[Span]:
         for b in _BASE32.get().finditer(text):
             line_start = text.rfind("\n", 0, b.start()) + 1
             cue = _OTP_CUE.get().search(text, max(line_start, b.start() - 60), b.start())
-            if sum(c.isdigit() for c in b.group("v")) >= 2 and cue:
+            if placeholder_value(b.group("v")):
+                continue  # "secret=BASE32SECRET" in a how-to
+            if cue and (sum(c.isdigit() for c in b.group("v")) >= 2 or _seed_groups(b.group("v"))):
                 yield b.start("v"), b.end("v"), "secret"
     if _any(low, BACKUP_GATE):
         for m in _BACKUP.get().finditer(text):
             pos = m.end()
+            if _CODE_ITEM.get().match(text, pos) is None:
+                # round 8: the cue goes on before its colon ("Recovery codes for the Bitwarden account (keep offline): …")
+                colon = _LINE_COLON.get().match(text, pos)
+                if colon is not None and _CODE_ITEM.get().match(text, colon.end()) is not None:
+                    pos = colon.end()
             if _CODE_ITEM.get().match(text, pos) is None:
                 # the cue is a heading or a file name: the list starts on the next non-empty line
                 nl = text.find("\n", pos, pos + 60)

@@ -167,8 +167,10 @@ _SQL = Lazy(
 )
 # Oracle's user/password@db on the command line of its tools, and CONNECT user/password@db
 _ORACLE = Lazy(
-    r"\b(?:sqlplus|sqlldr|expdp|impdp|exp|imp|rman|dgmgrl|sql|tkprof|conn(?:ect)?)\b(?:[ \t]+-\w+)*[ \t]+"
-    r"(?:target[ \t]*=?[ \t]*)?['\"]?[\w$#.]{1,64}/(?P<v>[^\s/@'\"]{1,128})(?=@|[ \t]+as[ \t]+sys|['\"]?(?:\s|$))",
+    r"(?:\b(?:sqlplus|sqlldr|expdp|impdp|exp|imp|rman|dgmgrl|sql|tkprof|conn(?:ect)?)\b(?:[ \t]+-\w+)*[ \t]+"
+    r"(?:target[ \t]*=?[ \t]*)?"
+    # round 8: the same pair in an Oracle JDBC URL ("jdbc:oracle:thin:scott/X@//host:1521/svc")
+    r"|\bjdbc:oracle:\w{1,8}:)['\"]?[\w$#.]{1,64}/(?P<v>[^\s/@'\"]{1,128})(?=@|[ \t]+as[ \t]+sys|['\"]?(?:\s|$))",
     A | I,
 )
 # Terraform state: the result of a random_password resource
@@ -257,7 +259,7 @@ _ID_WORDS = (
     r"|cpf|cnpj|aadhaa?r|pan[ \t]+(?:card|number|no)|pesel|nric|fin[ \t]+(?:number|no)|hkid|mykad|nik|ktp|curp"
     r"|rut|cuit|cuil|dni|nie|nif|nir|insee|s(?:é|e)curit(?:é|e)[ \t]+sociale|codice[ \t]+fiscale"
     r"|steuer-?id|steuer-?identifikationsnummer|sozialversicherungsnummer|svnr|ahv|avs|personnummer|personnr"
-    r"|f(?:ø|o)dselsnummer|cpr|henkil(?:ö|o)tunnus|hetu|isikukood|asmens[ \t]+kodas|personas[ \t]+kods|egn|cnp|oib"
+    r"|f(?:ø|o)dselsnummer(?:et)?|cpr(?:-?nummer(?:et)?)?|henkil(?:ö|o)tunnu(?:s|kse)\w{0,4}|hetu|isikukood|asmens[ \t]+kodas|personas[ \t]+kods|egn|cnp|oib"
     r"|jmbg|emšo|emso|amka|ppsn?|tc[ \t]+kimlik|kimlik[ \t]+no|teudat[ \t]+zehut|my[ \t]*number|個人番号|マイナンバー"
     r"|身份证(?:号码|号)?|身分證(?:字號)?|居民身份证|주민등록번호|주민번호|rrn|resident[ \t]+registration"
     r"|passport|id[ \t]+(?:number|no|card)|identity[ \t]+(?:number|card)|identification[ \t]+number|national[ \t]+id"
@@ -270,7 +272,10 @@ _ID_WORDS = (
     r"|rijksregister(?:nummer)?|num(?:é|e)ro[ \t]+national|insz|niss|rodn(?:é|e)[ \t]+(?:č|c)(?:í|i)slo|r\.?č\.?|rfc|nip|regon"
     r"|kennitala|ird[ \t]+number|itin|ein|nin|bvn|c(?:é|e)dula|snils|снилс|инн|паспорт|pasaporte|passeport|reisepass"
     r"|personalausweis(?:nummer)?|ausweisnummer|iqama|emirates[ \t]+id|npwp|sss|cccd|cmnd|tessera[ \t]+sanitaria"
-    r"|תעודת[ \t]+זהות|מספר[ \t]+זהות|ת\"ז|ת\.ז\.?|clabe"
+    r"|תעודת[ \t]+ה?זהות|מספר[ \t]+ה?זהות|ת\"ז|ת\.ז\.?|clabe"
+    # round 8: the inflected forms a sentence uses (Norwegian/Danish definite "fødselsnummeret", Swedish "personnumret",
+    # Finnish possessive "henkilötunnukseni", Hebrew "תעודת הזהות") and the short forms ("fnr", "pnr", "sotu")
+    r"|personnumm?ret|personnummeret|fnr|f\.nr\.?|pnr|sotu|sosiaaliturvatunnus\w{0,4}|kennitalan?"
     # round 7: the forms and words that ask for one (a W-9 asks for the SSN, Québec's NAS, Singapore's IC, Turkish
     # "kimlik numaram", Romanian CNP in full, Portuguese NIF as "número de contribuinte", a driving licence "DL"/"licence
     # no."), and bank-account labels in Japanese, Korean and Chinese
@@ -286,6 +291,7 @@ _ID_LABEL = Lazy(
     r"(?<![\w])(?:" + _ID_WORDS + r")(?![a-z])(?:-?(?:nummer|number|no\.?|nr\.?|num\.?|#|n°|º))?[^\d\r\n]{0,24}?$",
     I,
 )
+_WORD_BEFORE = Lazy(r"[a-z]{2,3} ")
 _DATE = Lazy(r"\d{4}[-./]\d{1,2}(?:[-./]\d{1,2})?|\d{1,2}[-./]\d{1,2}[-./]\d{2,4}|\d{1,2}:\d{2}(?::\d{2})?")
 
 
@@ -302,7 +308,10 @@ def _id_spans(text: str) -> Iterator[Span]:
             continue
         ve = q.end()
         # "NRIC S4396463A": the letters belong to the value; "TFN 242 846 013": they are the label
-        for vs in dict.fromkeys((p.start(), s)):
+        starts: tuple[int, ...] = (p.start(), s)
+        if p.start() < s and (text[p.start() - 1 : p.start()].isalpha() or _WORD_BEFORE.get().fullmatch(text, p.start(), s)):
+            starts = (s,)  # round 8: "er 0911…", "on 090779-085K", "är 811218-…": a word of the sentence, not the id's letters
+        for vs in dict.fromkeys(starts):
             if _id_ok(text[vs:ve]) and _ID_LABEL.get().search(text, max(0, vs - 72), vs):
                 yield vs, ve, "national_id"
                 break
@@ -603,7 +612,7 @@ def _context_spans(text: str, low: str) -> Iterator[Span]:
             span = _value(m)
             if span and _cli_value_ok(text[span[0] : span[1]]) and (m.start("bare") < 0 or pw_like(m.group("bare"))):
                 yield span[0], span[1], "password"
-    if "/" in text and any(t in low for t in ("sql", "exp", "imp", "rman", "dgmgrl", "tkprof", "conn")):
+    if "/" in text and any(t in low for t in ("sql", "exp", "imp", "rman", "dgmgrl", "tkprof", "conn", "jdbc:oracle")):
         for m in _ORACLE.get().finditer(text):
             if _cli_value_ok(m.group("v")):
                 yield m.start("v"), m.end("v"), "password"

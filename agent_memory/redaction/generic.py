@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from agent_memory.redaction import cues
 from agent_memory.redaction.base import I, Lazy
 from agent_memory.redaction.families import iban_ok
+from agent_memory.redaction.heuristics import b64_prose
 from agent_memory.redaction.providers import entropy
 
 Span = tuple[int, int, str]
@@ -679,6 +680,8 @@ def random_spans(text: str) -> Iterator[Span]:
             continue
         if before.endswith(("@", "#", "%")) or text[m.end() : m.end() + 1] == "@" or _ID_BEFORE.get().search(before):
             continue
+        if b64_prose(v):
+            continue  # round 8: a sentence in base64 is content, not a key
         if len(v) <= 27 and _UNCUED.get().fullmatch(v) and not cues.secret_cued(text):
             continue  # a short id-sized run (nanoid 21, KSUID 27) that nothing in the text calls a secret: an id
         # strip the leading and trailing punctuation that ends sentences
@@ -702,6 +705,8 @@ def spared(text: str, start: int, end: int) -> bool:
         return True
     if _DIGEST_BEFORE.get().search(text[max(0, start - 10) : start]):
         return True
+    if _published(text, start, v):
+        return True
     if _IBAN_SHAPE.get().fullmatch(v) and len(v.replace(" ", "")) >= 15 and cues.iban_shaped(v):
         return not iban_ok(v)  # (a token that merely starts with two capitals and two digits is no IBAN)
     return (
@@ -710,6 +715,57 @@ def spared(text: str, start: int, end: int) -> bool:
         or cues.public_value(text, start, end)
         or _key_id(text, start, v)
     )
+
+
+# --- round 8: values published as examples, and values a label calls public ------------------------------------------
+# the test card numbers payment processors document (Stripe, Braintree, Adyen, PayPal …): they pay for nothing, and a
+# reader needs them intact (documented example IBANs stay redacted: tests/test_redact_causes.py treats them as accounts)
+_TEST_CARDS = frozenset(
+    """4242424242424242 4000056655665556 5555555555554444 2223003122003222 5200828282828210 5105105105105100
+    378282246310005 371449635398431 6011111111111117 6011000990139424 3056930009020004 36227206271667
+    3566002020360505 6200000000000005 4111111111111111 4012888888881881 4222222222222 4000000000000002
+    4000000000009995 4000000000000077 4000002500003155 4000000000003220 4000000000000341 5454545454545454
+    340000000000009 30000000000004 6011000000000004""".split()
+)
+_CARD_SHAPE = Lazy(r"\d[\d -]{11,22}\d")
+_PW_HASH_NAME = Lazy(r"pass|pw|pin|secret|token|key", I)
+_POSTAL_PIN = Lazy(r"(?:(?P<one>\bpincode|\bpin-code|\bpostal\s+code|\bpost\s+office)|\bpin(?:\s+code)?)\b[^\w\n]{0,4}(?:is\s+)?$", I)
+_PLACE_AFTER = Lazy(r"[ \t]*(?:,[ \t]*)?\(?(?!Please|Thanks|Thank|Keep|Don|Do|Never|Use|It|This|That|The|And|But)[A-Z][a-z]{2,}")
+_CVV_BEFORE = Lazy(r"\b(?:cvv2?|cvc2?|csc|cv2|security\s+code)\b[^\w\n]{0,4}$", I)
+# a value its label calls a signature, digest, checksum or fingerprint: what a key made, or a hash; public by policy
+# (a signing key or signing secret is not: "signing", "signature key", "signature secret" name the key)
+_PUBLIC_LABEL = Lazy(
+    r"(?:(?<![\w-])|[-_])(?:signature|digest|checksum|hash|fingerprint|etag)s?"
+    r"(?![\w-]*(?:key|secret|token|salt|pepper))[\\\"'`]{0,2}[ \t]*(?:=|:|is)[ \t]*[\\\"'`]{0,2}$",
+    I,
+)
+# Google Analytics' client-id cookies (_ga, _gid: "GA1.2.<random>.<time>"): a visitor id, it authenticates nothing
+_GA_COOKIE = Lazy(r"GA1\.\d\.\d{5,12}\.\d{9,11}|GS1\.\d\.[\w.$-]{10,80}")
+
+
+def _published(text: str, start: int, v: str) -> bool:
+    core = v.strip().strip("'\"`")
+    if _CARD_SHAPE.get().fullmatch(core):
+        digits = core.replace(" ", "").replace("-", "")
+        if digits in _TEST_CARDS or len(set(digits[1:])) == 1:
+            return True
+    if _GA_COOKIE.get().fullmatch(core):
+        return True
+    if len(core) == 6 and core.isdigit() and core[0] in "12345678":
+        label = _POSTAL_PIN.get().search(text, max(0, start - 24), start)
+        if label is not None and (label.group("one") or _PLACE_AFTER.get().match(text, start + len(v))):
+            return True  # India's postal PIN code: "pincode: 110001", "PIN code 560001 Bangalore", "PIN 400001, Mumbai"
+    if core.isdigit() and 3 <= len(core) <= 4 and _CVV_BEFORE.get().search(text, max(0, start - 16), start):
+        cards = [re.sub(r"[ -]", "", m.group()) for m in _CARD_SHAPE.get().finditer(text)]
+        cards = [c for c in cards if 13 <= len(c) <= 19]
+        if cards and all(c in _TEST_CARDS or len(set(c[1:])) == 1 for c in cards):
+            return True  # the CVC given with a documented test card ("4242 4242 4242 4242, any CVC: 123")
+    label = _PUBLIC_LABEL.get().search(text, max(0, start - 40), start)
+    if label is None or core.startswith(("$", "{")) or _PW_HASH_NAME.get().search(text, max(0, label.start() - 12), label.end()):
+        return False  # a password's hash ("password_hash: $2b$…", "pw_digest") is a credential file's secret
+    # in a URL's query the signature is the capability itself (SAS "sig=", "X-Amz-Signature=", GCS "X-Goog-Signature=")
+    token_start = max(text.rfind(" ", 0, label.start()), text.rfind("\n", 0, label.start()), text.rfind("\t", 0, label.start()))
+    return not any(c in text[token_start + 1 : label.end()] for c in "?&")
 
 
 # --- round 5: a PGP/GPG key id or fingerprint is public (it names a key; it cannot sign or decrypt) ---------------

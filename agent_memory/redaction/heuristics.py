@@ -176,6 +176,18 @@ def _decoded(run: str) -> str | None:
     return out if len(out) >= 8 and printable >= 0.95 * len(out) else None
 
 
+_PROSE_TEXT = Lazy(r"[A-Za-z][a-z']*(?:[ ,.!?:;-]{1,3}[A-Za-z0-9][a-z0-9']*){3,}[.!?]?\s*")
+
+
+def b64_prose(run: str) -> bool:
+    """Round 8: base64 whose text is a sentence ("V2VsY29tZSB0byB0aGUg…" = "Welcome to the staging cluster"): content
+    carried in base64 (a ConfigMap, a data URI of text), not a key. A secret inside is found apart (``encoded_secret``)."""
+    if len(run) < 16 or len(run) % 4 == 1:
+        return False
+    decoded = _decoded(run)
+    return decoded is not None and _PROSE_TEXT.get().fullmatch(decoded) is not None
+
+
 def run_spans(text: str, detect: Callable[[str], bool], decode: bool) -> Iterator[Span]:
     """Base64 runs hiding a secret (when ``decode``) and high-entropy assignment values."""
     for m in LONG_RUN.get().finditer(text):
@@ -199,7 +211,7 @@ def run_spans(text: str, detect: Callable[[str], bool], decode: bool) -> Iterato
         left = _ASSIGN_LEFT.get().search(text, max(0, start - 80), start)
         if left is not None and not _NOT_SECRET_KEY.get().search(left.group("key")):
             value = run.rstrip(".")
-            if _high_entropy(value) and not _b58_address(value):
+            if _high_entropy(value) and not _b58_address(value) and not b64_prose(value):
                 yield start, start + len(value), "high_entropy_secret"
             elif _SECRET_KEY_END.get().search(left.group("key")) and _HEX_KEY.get().fullmatch(value):
                 yield start, start + len(value), "high_entropy_secret"

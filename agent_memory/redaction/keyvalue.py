@@ -68,7 +68,8 @@ _PROSE_AFTER_RE = Lazy(r"[ \t]+[A-Za-z]")
 
 
 _PLACEHOLDER_WORDS = Lazy(
-    r"(?:(?:your|my|insert|enter|put|paste|replace|add|the|some|example|sample|dummy|fake|test|placeholder)[-_ .]"
+    # round 8: after a provider's prefix too ("xoxb-your-bot-token", "sk-your-key-here", "ghp_your_token")
+    r"(?:(?:[a-z0-9]{2,8}[-_])?(?:your|my|insert|enter|put|paste|replace|add|the|some|example|sample|dummy|fake|test|placeholder)[-_ .]"
     r"[a-z_ .-]*|[a-z_ .-]*[-_ .](?:here|goes[-_ .]here|placeholder|example)|change[-_.]?me|changeit|placeholder|"
     r"example|dummy|redacted|notset|not[-_]set|secret|password|passw0rd|token|apikey)",
     I | A,
@@ -81,9 +82,14 @@ def public_value(value: str) -> bool:
     return value.startswith(("pk.", "pk_live_", "pk_test_", "phc_"))
 
 
+# round 8: a placeholder in capitals that names what goes there ("BASE32SECRET", "YOUR_TOKEN", "MYAPIKEY"): a random
+# value of this alphabet spells none of these words
+_CAPS_PLACEHOLDER = Lazy(r"[A-Z0-9_]{0,20}(?:SECRET|TOKEN|PASSWORD|PASSWD|APIKEY|API_KEY|PLACEHOLDER|CHANGEME|EXAMPLE)[A-Z0-9_]{0,20}", A)
+
+
 def placeholder_value(value: str) -> bool:
     """A placeholder or a reference, not a credential: ``your-api-key-here``, ``changeme``, ``var.db_password``."""
-    if _PLACEHOLDER_WORDS.get().fullmatch(value):
+    if _PLACEHOLDER_WORDS.get().fullmatch(value) or _CAPS_PLACEHOLDER.get().fullmatch(value):
         return True
     # a dotted reference whose path names a secret: var.db_password, settings.api_token
     # (the word starts a part of the path: "E7SPW" in the password "yelp.E7SPW.woez" names nothing)
@@ -190,7 +196,9 @@ KV = Lazy(
 # --password hunter2 / --api-key abc (the "=" form is covered by KV)
 CLI = Lazy(
     r"(?<![A-Za-z0-9_-])--(?P<key>[A-Za-z0-9-]*?"
-    r"(?:password|passwd|passphrase|(?<![A-Za-z])pass(?![A-Za-z-])|secret|token|api-?key|auth-?key))"
+    r"(?:password|passwd|passphrase|(?<![A-Za-z])pass(?![A-Za-z-])|secret|token|api-?key|auth-?key"
+    # round 8: the key flags of cloud CLIs ("az storage … --account-key X", "--sas-key", "--primary-key")
+    r"|(?:account|storage|master|primary|secondary|shared-?access|sas)-?key))"
     r"[\ \t]++"
     r"(?:\"" + NP + r"(?P<dq>[^\"\r\n]*+)"
     r"|'" + NP + r"(?P<sq>[^'\r\n]*+)"

@@ -85,7 +85,20 @@ PROVIDERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
         ("MT", "Mj", "Mz", "ND", "NT", "Nj", "Nz", "OD", "OT"),
         _p(r"(?:M[Tjz]|N[DTjz]|O[DT])[A-Za-z0-9_\-]{21,23}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}", _LD),
     ),
-    ("discord_webhook", ("/api/webhooks/",), r"discord(?:app)?\.com/api/webhooks/(?P<secret>\d{5,}/[A-Za-z0-9_\-]{40,}+)"),
+    # round 8: a webhook URL is the credential whole (its host and ids too), so the whole URL goes
+    (
+        "discord_webhook",
+        ("/api/webhooks/",),
+        r"(?P<secret>(?:https?://)?(?:(?:ptb|canary)\.)?discord(?:app)?\.com/api/webhooks/\d{5,}/[A-Za-z0-9_\-]{40,}+)",
+    ),
+    (
+        "token",  # a Teams incoming-webhook URL (a kind of its own would need a corpus case in every older corpus)
+        ("office.com/webhook",),
+        r"(?P<secret>(?:https?://)?(?:[A-Za-z0-9-]{1,63}\.webhook|outlook)\.office(?:365)?\.com/webhook(?:b2)?/"
+        r"[A-Za-z0-9@/_\-]{60,600}+)",
+    ),
+    # a Django project's generated SECRET_KEY keeps this prefix until someone replaces it
+    ("secret", ("django-insecure-",), _p(r"django-insecure-[a-z0-9!@#$%^&*()\-_=+]{30,64}+", _LG, "")),
     ("telegram_token", (":AA",), r"(?<![A-Za-z0-9_:])(?P<secret>\d{8,10}:AA[A-Za-z0-9_\-]{33})" + _R),
     ("mailchimp_key", ("-us",), _p(r"[0-9a-f]{32}-us\d{1,2}")),
     ("mailgun_key", ("key-",), _p(r"key-[0-9a-f]{32}")),

@@ -31,7 +31,8 @@ PEM_TRUNCATED = Lazy(
 
 _B = r"(?<![A-Za-z0-9_-])"  # not in the middle of a token-ish run
 JWT = Lazy(_B + r"(?P<secret>eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{4,}+\.[A-Za-z0-9_-]*+)", A)
-SLACK_WEBHOOK = Lazy(r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<secret>[A-Za-z0-9_/+-]{8,}+)", A | I)
+# round 8: the whole URL is the credential (a scorer or a reader should not be left "https://hooks.slack.com/services/")
+SLACK_WEBHOOK = Lazy(r"(?P<secret>(?:https?://)?hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/+-]{8,}+)", A | I)
 
 # scheme://user:PASSWORD@host
 URL = Lazy(
