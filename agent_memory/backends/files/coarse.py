@@ -44,6 +44,7 @@ class Coarse:
     mid_scale: npt.NDArray[np.float32] | None = None
     mid: npt.NDArray[np.int8] | None = None
     low8: Low8 | None = None
+    searched: bool = False  # a first search ran: the int8 copy pays off from the second (a one-shot process never makes it)
 
     @classmethod
     def build(cls, matrix: npt.NDArray[np.float32], dims: int | None = None, sample: int = SAMPLE) -> Coarse:
@@ -120,7 +121,10 @@ class Coarse:
         n = len(self.low)
         if self.mid is None or self.proj_mid is None or self.mid_scale is None or first is None or first <= k or k >= n:
             return top_k(self.low @ qp, k)
-        low8 = self.int8() if n >= INT8_MIN else None
+        # The copy costs ~0.4 s of CPU and a read of ``low`` at 1M rows, more than one float pass: a process's first
+        # search (all a cold CLI call makes) takes the float pass; every later one the int8 copy.
+        low8 = self.int8() if n >= INT8_MIN and self.searched else None
+        self.searched = True
         if low8 is None:
             scores = self.low @ qp
             wide = np.sort(top_k(scores, min(n, first)))
