@@ -209,6 +209,9 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
 def cmd_remember(args: argparse.Namespace) -> None:
     if args.on_existing and not args.memory_key:
         raise UsageError("--on-existing needs --key (it says what to do when that memory already exists)")
+    for scope, flag, value in (("user", "--user", args.user_id), ("session", "--session", args.session_id)):
+        if args.scope == scope and not value:  # the flag that is missing, before the text is read
+            raise UsageError(f"--scope {scope} needs {flag} ID (whose memory it is)")
 
     content = read_text(args.content, "CONTENT")
     with open_target(args.root, create=True) as target:
