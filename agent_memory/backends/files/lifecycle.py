@@ -190,7 +190,7 @@ def history(store: StoreParts, record_id: str, session_id: str | None, user_id: 
         if (e.id == record_id or (successor and e.id == successor and e.event == "superseded" and _supersedes(e, record_id)))
         and visible(e, session_id, user_id)
     ]
-    return History(record_id, "superseded" if state == "live" and successor else state, [*reversed(older), rec], events)
+    return History(record_id, state, [*reversed(older), rec], events)
 
 
 def _supersedes(ev: Event, record_id: str) -> bool:

@@ -113,7 +113,6 @@ async def history(b: Any, record_id: str, caller: Caller) -> History:
         if successor:  # its supersession is logged under the record that replaced it
             replaced = [e for e in await events_for(b, caller, record_id=successor, conn=conn) if e.event == "superseded"]
             events = sorted([*events, *replaced], key=lambda e: e.ts)
-    state = "superseded" if successor else state
     return History(record_id, state, [row_to_record(r, b.path_of(r["id"])) for r in [*reversed(older), row]], events)
 
 
