@@ -35,6 +35,7 @@ def root(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
         require_psycopg()
         return fresh_database(server().url)
+    (tmp_path / "mem" / "records").mkdir(parents=True)  # what `agent-memory init` makes: `mcp` never creates a root
     return str(tmp_path / "mem")
 
 
@@ -153,8 +154,8 @@ def test_token_config_names_namespace_and_isolation() -> None:
 
 async def test_mcp_http_tokens_carry_their_namespace(root: str, tmp_path: Path) -> None:
     if "://" not in root:
-        Path(root).mkdir()
-        (Path(root) / "records").mkdir()
+        Path(root).mkdir(exist_ok=True)
+        (Path(root) / "records").mkdir(exist_ok=True)
     support, coding, shared = "support-token-0123456789", "coding-token-01234567890", "shared-token-01234567890"
     tokens = write_tokens(
         tmp_path / "tokens.json",

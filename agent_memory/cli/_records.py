@@ -44,7 +44,15 @@ def _filters(p: argparse.ArgumentParser, default_limit: int) -> None:
 
 
 def _filter_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    from agent_memory.errors import InvalidInputError
+    from agent_memory.model.queries import as_of_filter, date_filters
+
     out = {k: getattr(args, k) for k in ("created_after", "created_before", "updated_after", "updated_before")}
+    for name, value in [*out.items(), ("as_of", args.as_of)]:  # a date the store cannot read is a usage error (exit 2)
+        try:
+            as_of_filter(value) if name == "as_of" else date_filters(**{name: value})
+        except InvalidInputError:
+            raise UsageError(f"--{name.replace('_', '-')} {value!r} is not a date: {DATE_HELP}") from None
     if args.include_superseded:
         out["include_superseded"] = True
     if args.as_of is not None:
@@ -209,6 +217,9 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
 def cmd_remember(args: argparse.Namespace) -> None:
     if args.on_existing and not args.memory_key:
         raise UsageError("--on-existing needs --key (it says what to do when that memory already exists)")
+    for scope, flag, value in (("user", "--user", args.user_id), ("session", "--session", args.session_id)):
+        if args.scope == scope and not value:  # the flag that is missing, before the text is read
+            raise UsageError(f"--scope {scope} needs {flag} ID (whose memory it is)")
 
     content = read_text(args.content, "CONTENT")
     with open_target(args.root, create=True) as target:

@@ -85,7 +85,9 @@ def prepare_root(root: str, *, create: bool, parents: bool = False, explicit: bo
     if is_memory_root(path):
         return path, False
     if not create:
-        raise NotFoundError(f"no memory root at {root} (create one with `agent-memory init {root}`, or pass --root)")
+        from agent_memory.backends.files.layout import missing_root
+
+        raise missing_root(root)
     if path.exists() and not path.is_dir():
         raise InvalidInputError(f"--root {root} exists and is not a directory")
     if path.is_dir() and any(path.iterdir()) and not explicit:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from agent_memory.cli._base import UsageError, add_identity, emit, fraction, note, read_text
 from agent_memory.cli._errors import EXIT_FALLBACK
 from agent_memory.cli._target import IDENTITY, open_target
 from agent_memory.cli._workers import PROFILE_HELP, _run  # the work and the provider's close on one event loop
+
+if TYPE_CHECKING:
+    from agent_memory.consolidate.report import Change
 
 Handler = Callable[[argparse.Namespace], "int | None"]
 
@@ -79,26 +82,56 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
         options["merge_threshold"] = args.threshold
     if args.workspace:
         options["workspace"] = args.workspace
+    from agent_memory.model.events import acting
+
     provider = _provider(args)
-    rep = _run(
-        provider,
-        provider.consolidate(
-            dry_run=args.dry_run, max_share=args.max_share, worker=args.worker, session_id=args.session_id, user_id=args.user_id, **options
-        ),
-    )
+    with acting("cli"):  # the pass's archive events name who ran it
+        rep = _run(
+            provider,
+            provider.consolidate(
+                dry_run=args.dry_run,
+                max_share=args.max_share,
+                worker=args.worker,
+                session_id=args.session_id,
+                user_id=args.user_id,
+                **options,
+            ),
+        )
     emit(args, rep.to_dict(), rep.text)
     if rep.applied and not args.dry_run:
-        from agent_memory.cli._records import _same_caller  # the flags this run used: the hint runs as printed
-
-        who = _same_caller(args)
-        note(
-            f"archived records are in archive/ with the reason; bring one back with `agent-memory restore ID{who}` "
-            f"(or `agent-memory undo{who}`, one archive at a time)"
-        )
+        note("archived records are in archive/ with the reason; " + undo_hint(args, rep.applied))
     if rep.fallback:
         note(f"warning: the consolidate worker fell back: {rep.reason}")
         return EXIT_FALLBACK
     return 0
+
+
+def undo_hint(args: argparse.Namespace, applied: Sequence[Change]) -> str:
+    """The commands that bring back what a pass archived, as printed: ``restore ID`` with the identity that sees
+    each record, and ``undo`` as the one each archive is attributed to (the run's caller; an operator's pass, run
+    without identity flags, the record's owner)."""
+    import shlex
+
+    from agent_memory.cli._records import _same_caller
+
+    who = _same_caller(args)
+    ns = getattr(args, "namespace", None)
+
+    def flags(owner: tuple[str | None, str | None]) -> str:
+        if who:
+            return who
+        pairs = (("--session", owner[0]), ("--user", owner[1]), ("--namespace", ns))
+        return "".join(f" {flag} {shlex.quote(value)}" for flag, value in pairs if value)
+
+    undo: dict[str, int] = {}
+    for change in applied:
+        key = flags(change.owner)
+        undo[key] = undo.get(key, 0) + 1
+    undos = "; ".join(f"`agent-memory undo{k}`" + (f" ({n} times, one archive each)" if n > 1 else "") for k, n in undo.items())
+    shown = list(applied)[:10]
+    restores = "\n".join(f"  agent-memory restore {shlex.quote(c.record_id)}{flags(c.owner)}" for c in shown)
+    more = f"\n  … and {len(applied) - len(shown)} more (see the report)" if len(applied) > len(shown) else ""
+    return f"undo this pass with {undos}, or bring one back with:\n{restores}{more}"
 
 
 def cmd_reflect(args: argparse.Namespace) -> int:

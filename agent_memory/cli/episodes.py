@@ -130,5 +130,7 @@ def _delete_or_restore(args: argparse.Namespace) -> None:
             store = FilesBackend(target.store).episodes
         episode = store.delete(args.id, **who) if args.action == "delete" else store.restore(args.id, **who)
     done = "deleted" if args.action == "delete" else "restored"
-    hint = f" (`agent-memory episodes restore {episode.id}` brings it back)" if args.action == "delete" else ""
+    from agent_memory.cli._records import _same_caller  # the identity that deleted it sees it: the hint runs as printed
+
+    hint = f" (`agent-memory episodes restore {episode.id}{_same_caller(args)}` brings it back)" if args.action == "delete" else ""
     emit(args, {"id": episode.id, done: True}, lambda: f"{done}: {episode.id}{hint}")

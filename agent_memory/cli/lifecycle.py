@@ -164,7 +164,8 @@ def cmd_history(args: argparse.Namespace) -> None:
     doc = files_store(args, "history").history(args.id, **_caller(args)).to_dict()
 
     def human() -> str:
-        out = [f"{doc['id']} ({doc['state']})"]
+        state = f"superseded by {doc['superseded_by']}" if doc.get("superseded_by") else doc["state"]
+        out = [f"{doc['id']} ({state})"]
         for v in doc["versions"]:
             out.append(f"  v{v['version']}{' (current)' if v['current'] else ''}  {v['updated']}  {v['title']}")
         out.extend("  " + _event_line(e) for e in doc["events"])

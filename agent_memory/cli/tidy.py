@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from agent_memory.cli._base import add_identity, emit, fraction, note
 from agent_memory.cli._workers import _run  # the work and the provider's close on one event loop
-from agent_memory.cli.consolidate import _provider
+from agent_memory.cli.consolidate import _provider, undo_hint
 
 Handler = Callable[[argparse.Namespace], "int | None"]
 
@@ -48,8 +48,5 @@ def cmd_tidy(args: argparse.Namespace) -> int:
     )
     emit(args, rep.to_dict(), rep.text)
     if rep.applied:
-        from agent_memory.cli._records import _same_caller  # the flags this run used: the hint runs as printed
-
-        who = _same_caller(args)
-        note(f"archived records are in the archive with the reason; bring one back with `agent-memory restore ID{who}` (or `undo{who}`)")
+        note("archived records are in the archive with the reason; " + undo_hint(args, rep.applied))
     return 0

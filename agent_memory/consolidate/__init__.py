@@ -130,7 +130,7 @@ def consolidate(
             f"{'would be' if dry_run else 'were'} applied, the rest were not"
         )
     if not dry_run:
-        _apply(store, report)
+        _apply(store, report, caller)
     elif report.stopped:
         for change in changes[limit:]:
             change.status = "not_applied"
@@ -149,7 +149,10 @@ def share_limit(max_share: float, total: int) -> int:
     return max(1, math.floor(max_share * total + 1e-9))
 
 
-def _apply(store: MemoryStore, report: ConsolidationReport) -> None:
+def _apply(store: MemoryStore, report: ConsolidationReport, caller: Caller | None = None) -> None:
+    # each archive is the run's caller's change (its `undo` brings it back); an operator's pass (no caller) acts in
+    # each owner's partition, so the owner's. The actor is whoever runs the pass (the CLI's "cli"), else "consolidation".
+    who = (caller.session_id, caller.user_id) if caller is not None else None
     applied = 0
     with store.lock.hold(), store.events.batch():
         store.index.refresh(force=True)
@@ -172,7 +175,7 @@ def _apply(store: MemoryStore, report: ConsolidationReport) -> None:
                 if change.rule == "merge" and row["superseded_by"]:
                     change.status, change.note = "skipped", "superseded since it was planned (history is kept)"
                     continue
-                _history.archive(store, conn, row, REASON_PREFIX + archive_note(change.reason))
+                _history.archive(store, conn, row, REASON_PREFIX + archive_note(change.reason), caller=who, source="consolidation")
                 archived.add(change.record_id)
                 change.status = "applied"
                 applied += 1

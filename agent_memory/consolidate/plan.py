@@ -14,10 +14,10 @@ from pathlib import Path
 import agent_memory.redaction.api as _redact
 from agent_memory.consolidate import similar
 from agent_memory.consolidate.report import Change, ConsolidateOptions, Finding
-from agent_memory.model.curated import KIND as CURATED_KIND
 from agent_memory.model.drafts import _parse_when
 from agent_memory.model.records import MemoryRecord
 from agent_memory.model.scopes import SHARED_SCOPES
+from agent_memory.model.supersession import UNDEDUPED_KINDS
 
 __all__ = ["plan_changes", "partition_of", "MAX_FINDINGS"]
 
@@ -30,7 +30,15 @@ def partition_of(rec: MemoryRecord) -> tuple[str, str | None, str | None, str]:
 
 
 def _change(rule: str, rec: MemoryRecord, reason: str, **kw: object) -> Change:
-    return Change(rule, rec.id, reason, content_hash=rec.content_hash, scope=rec.scope.value, **kw)  # type: ignore[arg-type]
+    return Change(
+        rule,
+        rec.id,
+        reason,
+        content_hash=rec.content_hash,
+        scope=rec.scope.value,
+        owner=(rec.session_id, rec.user_id),
+        **kw,  # type: ignore[arg-type]
+    )
 
 
 def _keeper_rank(rec: MemoryRecord) -> tuple[object, ...]:
@@ -189,7 +197,9 @@ def plan_changes(
                     add(_change("scope_path", rec, f"scope_path {rec.metadata.get('scope_path')!r} no longer exists ({gone})"))
     if "merge" in rules:
         threshold = opts.merge_threshold or similar.MERGE_THRESHOLD
-        mergeable = [r for r in current if r.kind != CURATED_KIND]  # a curated line is someone's choice: never merged away
+        # a curated line is someone's choice, a memory-tool file is addressed by its path: never merged away (nor
+        # merged into), as tidy and sweep leave them out of duplicate detection (UNDEDUPED_KINDS, one list)
+        mergeable = [r for r in current if r.kind not in UNDEDUPED_KINDS]
         for change in _merges(mergeable, threshold, taken, findings, notes):
             if change.record_id not in taken and not set(change.related) & taken:
                 add(change)

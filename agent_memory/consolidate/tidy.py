@@ -119,7 +119,15 @@ def normalized(text: str) -> str:
 
 
 def _change(rule: str, rec: MemoryRecord, reason: str, related: Sequence[str] = ()) -> Change:
-    return Change(rule, rec.id, reason, related=list(related), content_hash=rec.content_hash, scope=rec.scope.value)
+    return Change(
+        rule,
+        rec.id,
+        reason,
+        related=list(related),
+        content_hash=rec.content_hash,
+        scope=rec.scope.value,
+        owner=(rec.session_id, rec.user_id),
+    )
 
 
 def _own(rec: MemoryRecord, caller: Caller | None) -> bool:

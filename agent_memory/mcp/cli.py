@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from agent_memory.errors import needs_extra
@@ -145,6 +146,10 @@ async def _serve(options: ServerOptions, provider: Any) -> None:
     from agent_memory.provider import MemoryProvider
 
     own = provider is None
+    if own and "://" not in options.root and not (Path(options.root) / "records").is_dir():
+        from agent_memory.backends.files.layout import missing_root
+
+        raise missing_root(options.root)  # as every command but `init`: a mistyped --root creates nothing
     memory = MemoryProvider(options.root, profile=options.profile) if own else provider
     schedule = start_idle_summaries(memory, options)
     try:

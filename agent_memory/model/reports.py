@@ -68,19 +68,26 @@ class History:
     """Every version of one record, oldest first (the last is the current one), with its events."""
 
     id: str
-    state: str  # "live" or "archived"
+    state: str  # "live" or "archived" (a live record a newer one replaced names it: ``superseded_by``)
     versions: list[MemoryRecord]
     events: list[Event] = field(default_factory=list)
 
+    @property
+    def superseded_by(self) -> str | None:
+        """The record that replaced this one (``remember --supersede``), when one did: none of its versions is current."""
+        return self.versions[-1].superseded_by if self.versions else None
+
     def to_dict(self) -> dict[str, Any]:
         n = len(self.versions)
+        successor = self.superseded_by
         return {
             "id": self.id,
             "state": self.state,
+            **({"superseded_by": successor} if successor else {}),
             "versions": [
                 {
                     "version": i,
-                    "current": i == n,
+                    "current": i == n and not successor,
                     "updated": v.updated,
                     "title": v.title,
                     "content_hash": v.content_hash,

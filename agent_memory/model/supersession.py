@@ -44,7 +44,8 @@ POINTER = "previous_version"
 
 
 # Kinds of records addressed by a key like files by a path (Claude's memory tool; curated lines, model/curated.py):
-# two of them, or one and an ordinary memory, may hold the same text, so exact-duplicate detection (writes and sweep) leaves them out.
+# two of them, or one and an ordinary memory, may hold the same text, so duplicate detection (writes, sweep, tidy and
+# consolidation's merge) leaves them out.
 UNDEDUPED_KINDS = ("memory_file", "curated")
 
 

@@ -25,7 +25,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.files.parts import StoreParts
     from agent_memory.model.reports import SweepReport
 
-_ANNOTATION = re.compile(r"\n*<!-- archived: [^\n]*-->\s*\Z")
+# the note is written after the record file's text as it was (its content's own trailing newlines kept) and one
+# blank line: reading it back takes that line and no more, so a memory-tool file's last newline survives
+_ANNOTATION = re.compile(r"\n{0,2}<!-- archived: [^\n]*-->\s*\Z")
 
 
 def save_version(store: StoreParts, current: MemoryRecord, text: str) -> str:
@@ -98,7 +100,9 @@ def archive(
         store.index.delete(conn, row["id"])
         return
     note = f"\n<!-- archived: {reason} at {now_iso()} -->\n"
-    atomic_write(store.archive_dir / row["file"], (text.rstrip("\n") + "\n" + note).encode("utf-8"), durable=store.durable)
+    atomic_write(
+        store.archive_dir / row["file"], ((text if text.endswith("\n") else text + "\n") + note).encode("utf-8"), durable=store.durable
+    )
     os.unlink(src)
     store.index.delete(conn, row["id"])
     store.event(event, row, before=row["content_hash"], caller=caller, reason=reason, **detail)

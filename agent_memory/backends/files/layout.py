@@ -267,3 +267,15 @@ class PurgeJob:
     files: frozenset[Path] = frozenset()
     hashes: frozenset[str] = frozenset()
     namespace: str | None = None  # a namespace purge: only items in it and its descendants (with or without an owner)
+
+
+def missing_root(root: str) -> Exception:
+    """The error every command but ``init`` gives for a ``--root`` that is not a memory root (nothing is created):
+    a path inside a root (``ROOT/records``) names that root instead of suggesting a root nested in it."""
+    from agent_memory.errors import NotFoundError
+
+    path = Path(root).absolute()
+    for above in path.parents:
+        if (above / "records").is_dir():
+            return NotFoundError(f"no memory root at {root}: it is inside the memory root {above} (pass --root {above})")
+    return NotFoundError(f"no memory root at {root} (create one with `agent-memory init {root}`, or pass --root)")

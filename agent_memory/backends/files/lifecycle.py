@@ -183,8 +183,19 @@ def _current(store: StoreParts, record_id: str, session_id: str | None, user_id:
 def history(store: StoreParts, record_id: str, session_id: str | None, user_id: str | None) -> History:
     rec, state = _current(store, record_id, session_id, user_id)
     older = _supersede.versions(store, rec) if state == "live" else [old for old, _ in _supersede.predecessors_anywhere(store, rec)]
-    events = [e for e in store.events.read()[0] if e.id == record_id and visible(e, session_id, user_id)]
+    successor = rec.superseded_by  # its supersession is logged under the record that replaced it
+    events = [
+        e
+        for e in store.events.read()[0]
+        if (e.id == record_id or (successor and e.id == successor and e.event == "superseded" and _supersedes(e, record_id)))
+        and visible(e, session_id, user_id)
+    ]
     return History(record_id, state, [*reversed(older), rec], events)
+
+
+def _supersedes(ev: Event, record_id: str) -> bool:
+    named = ev.detail.get("supersedes")
+    return named is None or named == record_id
 
 
 # -- restore ------------------------------------------------------------------------------

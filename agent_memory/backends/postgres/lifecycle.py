@@ -109,6 +109,10 @@ async def history(b: Any, record_id: str, caller: Caller) -> History:
         row, state = await _find(b, conn, record_id, caller)
         older = await _predecessors(b, conn, row)
         events = await events_for(b, caller, record_id=record_id, conn=conn)
+        successor = row.get("superseded_by") if state == "live" else None
+        if successor:  # its supersession is logged under the record that replaced it
+            replaced = [e for e in await events_for(b, caller, record_id=successor, conn=conn) if e.event == "superseded"]
+            events = sorted([*events, *replaced], key=lambda e: e.ts)
     return History(record_id, state, [row_to_record(r, b.path_of(r["id"])) for r in [*reversed(older), row]], events)
 
 
