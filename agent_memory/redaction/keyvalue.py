@@ -316,7 +316,8 @@ def _names_a_reference(m: re.Match[str], start: int, end: int) -> bool:
         return True
     for name, quote in (("sq", "'"), ("dq", '"'), ("bq", "`")):
         if name in m.re.groupindex and m.start(name) >= 0:
-            line_start = text.rfind("\n", 0, key_start) + 1
+            reach = max(0, key_start - 120)  # bounded: linear on "password=" * 100_000
+            line_start = max(reach, text.rfind("\n", reach, key_start) + 1)
             if quote not in sep[:-1] and text.count(quote, line_start, key_start) % 2 == 1:
                 return True  # the key is inside a quoted string that this quote closes
     return False
