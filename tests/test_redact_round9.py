@@ -33,6 +33,9 @@ SECRETS = [
     ("la clave de la puerta es 7724", "7724"),
     ("kod do domofonu: 3318", "3318"),
     ("padlock combo is 12-40-07", "12-40-07"),
+    # an XML name/value pair whose value element carries attributes (KeePass export, a config's <value type=…>)
+    ('<String><Key>Password</Key><Value ProtectInMemory="True">rT5#wq8Lmz</Value></String>', "rT5#wq8Lmz"),
+    ('<property><name>db.password</name><value type="plain">Xk29vbQ4sL</value></property>', "Xk29vbQ4sL"),
     # a card's code written right after its expiry, without a label
     ("backup visa\n4556 7375 8689 9855\n09/27 / 316", "316"),
     ("amex 3782-910455-62310 exp 11/28 7305", "7305"),
@@ -64,6 +67,7 @@ PUBLIC = [
     "random_seed=1234",
     "md5: 9e107d9d372bb6826bd81d3542a419d6",
     "lock combo changed on 2024-05-12",
+    '<String><Key>Title</Key><Value ProtectInMemory="False">Router admin</Value></String>',
 ]
 
 
