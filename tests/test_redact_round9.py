@@ -8,9 +8,6 @@ from agent_memory.redaction.api import redact
 
 # (text, the secret that must not survive): each row a cause, in more than one phrasing or setting
 SECRETS = [
-    # a Nostr private key (bech32 nsec1…), in prose and in JSON
-    ("my relay key is nsec1q8w7e6r5t4y3u2p0s9d8f7g6h5j4k3l2z0x9c8v7b6n5m4q3w2e0r9tyuh, keep it", "nsec1q8w7e6r5t4y3u2p0"),
-    ('{"nsec": "nsec1zx9c8v7b6n5m4l3k2j0h9g8f7d6s5a4p3q2w0e9r8t7y6u5x4c3v2b0n9m"}', "nsec1zx9c8v7b6n5m4l3k"),
     # PostgreSQL and MySQL password hashes in dumps of their credential tables
     ("rolname | rolpassword\nbilling | md50a1b2c3d4e5f60718293a4b5c6d7e8f9", "md50a1b2c3d4e5f60718293"),
     ("INSERT INTO pg_authid VALUES ('etl', 'md5ffeeddccbbaa99887766554433221100');", "md5ffeeddccbbaa998877"),

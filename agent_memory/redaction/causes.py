@@ -645,7 +645,7 @@ def round9_spans(text: str) -> Iterator[Span]:
                     yield m.start("v"), m.end("v"), "card_number"
     if "*" in text:
         for m in _MYSQL_HASH.get().finditer(text):
-            yield m.start(), m.end(), "password_hash"
+            yield m.start(), m.end(), "password"
     low = text.lower()
     if "seed" in low:
         for m in _SEED_VALUE.get().finditer(text):
