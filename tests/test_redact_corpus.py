@@ -574,13 +574,14 @@ def test_blind_corpus_is_exactly_what_its_seeded_generator_makes(name: str, tmp_
 
 # holdout11 (tests/fixtures/secrets_holdout11, 903 secret cases, 270 look-alikes, written blind on branch corpus11 by a
 # writer who read no redaction code, no test and no other corpus, from the policy text alone) was measured by the lead
-# without reading its misses: after round 7 871/903 (96.5%), 6/270 changed; after round 8 (tuned on holdout10 only)
-# 875/903 (96.9%), 5/270.  The figure below is the measured one, kept from sliding.
+# without reading its misses: its blind figures were 871/903, 6/270 after round 7 and 875/903, 5/270 after round 8.
+# Since round 9 (redact9: its misses and look-alikes studied and fixed by cause, tests/test_redact_round9.py) it is
+# TUNING DATA, no longer blind; the floor below is round 9's figure.
 HOLDOUT11 = FIXTURES.parent / "secrets_holdout11"
 
 
-def test_holdout11_blind_figure_does_not_slide() -> None:
+def test_holdout11_round9_floor() -> None:
     result = score(lambda text: redact(text).text, HOLDOUT11)
     print(f"\n{HOLDOUT11.name}: {result.line()}")
     assert result.secrets >= 903 and result.benign >= 270
-    assert result.redacted >= 875 and result.damaged <= 5, (result.redacted, result.damaged)
+    assert result.redacted >= 887 and result.damaged == 0, (result.redacted, result.damaged)

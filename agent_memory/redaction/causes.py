@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from agent_memory.redaction.anchored import _kind
 from agent_memory.redaction.base import I, Lazy
 from agent_memory.redaction.bip39 import WORDS
-from agent_memory.redaction.generic import _key_value, _pw_value, _random_enough, _strong_value, passphrase
+from agent_memory.redaction.generic import _TEST_CARDS, _key_value, _pw_value, _random_enough, _strong_value, passphrase
 from agent_memory.redaction.heuristics import _IIN, luhn_ok
 
 Span = tuple[int, int, str]
@@ -78,6 +78,13 @@ TRIGGERS: tuple[str, ...] = (
     "codic",
     "kode",
     "otp",  # TOTP / OTP columns and seeds
+    "seed",  # round 9: "seed: <base32>" (a TOTP seed under its key)
+    "sqlplus",  # round 9: Oracle clients' user/password@db
+    "sqlldr",
+    "rman",
+    "expdp",
+    "impdp",
+    "dgmgrl",
 )
 
 
@@ -266,7 +273,9 @@ def credential_call_spans(text: str) -> Iterator[Span]:
         for pattern in (_NET_USE, _NET_USE_AFTER):
             for m in pattern.get().finditer(text):
                 v = m.group("v")
-                if v != "*" and not v.endswith(":") and (typed_secret(v) or passphrase(v)):
+                # round 9: the one word between the share and "/user:" is the password by syntax ("…coQO" with two
+                # digits, a dot and mixed case reads as no password on its own)
+                if v != "*" and not v.endswith(":") and (typed_secret(v) or passphrase(v) or _net_use_password(v)):
                     yield m.start("v"), m.end("v"), "password"
     if "requirepass" in low or "masterauth" in low or "auth" in low:
         for m in _REDIS.get().finditer(text):
@@ -587,8 +596,89 @@ def eval_spans(text: str) -> Iterator[Span]:
                 yield o.start("v"), o.end("v"), "secret"
 
 
+# --- round 9: holdout11's misses, by cause ------------------------------------------------------------------------------
+def _net_use_password(v: str) -> bool:
+    """The word in ``net use``'s password position: 6+ characters of three classes."""
+    classes = any(c.islower() for c in v) + any(c.isupper() for c in v) + any(c.isdigit() for c in v)
+    classes += any(not c.isalnum() for c in v)
+    return len(v) >= 6 and classes >= 3
+
+
+# MySQL's password hash (mysql.user authentication_string, mysql_native_password): "*" and 40 upper-case hex digits
+_MYSQL_HASH = Lazy(r"(?<![\w*])\*[0-9A-F]{40}(?![\w])")
+# a TOTP/OTP seed under its key: "seed: JBSW…", "totp_seed=…", "\"otpSeed\": \"…\"" (base32, one case, 16+ characters)
+_SEED_VALUE = Lazy(
+    r"(?<![A-Za-z0-9])(?:(?:totp|otp|mfa|2fa|auth)[_-]?)?(?:seed|Seed|SEED)[\"']?[ \t]*[:=][ \t]*[\"']?"
+    r"(?P<v>[A-Z2-7]{16,128}|[a-z2-7]{16,128})=*(?![A-Za-z0-9])"
+)
+# a code list under its heading, one code a line ("BACKUP VERIFICATION CODES\n1. 9076 0432\n2. …"): the heading names
+# backup/recovery codes, perhaps with a word between ("backup verification codes", "recovery one-time codes")
+_CODE_HEADING = Lazy(
+    r"(?:backup|recovery|rescue|scratch|emergency|wiederherstellungs|sicherungs|secours|respaldo|recupero|herstel)"
+    r"(?:[\s-]+[A-Za-z-]{2,20})?[\s-]?(?:codes?|c(?:ó|o)digos?|codici|kodes?)\b[^\n]{0,40}$",
+    I | re.M,
+)
+_CODE_LINE = Lazy(r"[ \t]*(?:\d{1,2}[.)][ \t]*|[-*•][ \t]*)?(?P<v>[A-Za-z0-9]{3,10}(?:[ -][A-Za-z0-9]{3,10})?)[ \t]*$")
+# Oracle's clients take "user/password@connect": sqlplus system/Dr@g0n629?@//host:1521/SVC (the password may hold "@")
+_ORACLE_LOGIN = Lazy(
+    r"\b(?:sqlplus|sqlldr|rman|expdp|impdp|dgmgrl)(?:\.exe)?[ \t]+(?:-[A-Za-z]+[ \t]+){0,3}"
+    r"(?:(?:user(?:id)?|target)=)?[\"']?[A-Za-z_][\w$#]{0,30}/(?P<v>[^\s/\"'][^\s\"']{0,120})",
+    I,
+)
+
+
+# a card's security code written without its label right after the card's expiry ("4299-5627-…\n06/29 / 548",
+# "… 12/26 4684"): the card, the expiry and the code in that order, within a few characters of one another
+_EXPIRY_CODE = Lazy(r"(?<![\d/])(?:0[1-9]|1[0-2])[/-](?:\d{2}|20\d{2})[ \t]*(?:[/|,;·•][ \t]*)?(?P<v>\d{3,4})(?![\d/.,:-])")
+_CARD_BEFORE = Lazy(r"(?<!\d)(?:\d[ -]?){12,18}\d(?!\d)")
+
+
+def round9_spans(text: str) -> Iterator[Span]:
+    """MySQL password hashes, TOTP seeds under a ``seed`` key, code lists one a line under their heading, Oracle
+    ``user/password@db`` logins, a card's code after its expiry."""
+    if "/" in text or "-" in text:
+        for m in _EXPIRY_CODE.get().finditer(text):
+            cards = list(_CARD_BEFORE.get().finditer(text, max(0, m.start() - 60), m.start()))
+            if cards and m.start() - cards[-1].end() <= 24:
+                digits = re.sub(r"\D", "", cards[-1].group())
+                if 13 <= len(digits) <= 19 and _IIN.get().match(digits) and luhn_ok(digits) and digits not in _TEST_CARDS:
+                    yield m.start("v"), m.end("v"), "card_number"
+    if "*" in text:
+        for m in _MYSQL_HASH.get().finditer(text):
+            yield m.start(), m.end(), "password"
+    low = text.lower()
+    if "seed" in low:
+        for m in _SEED_VALUE.get().finditer(text):
+            v = m.group("v")
+            if sum(c in "234567" for c in v) >= 2 and len(set(v)) >= 8:
+                yield m.start("v"), m.end("v"), "token"
+    if "\n" in text and any(w in low for w in ("code", "códig", "codig", "codic", "kode")):
+        for m in _CODE_HEADING.get().finditer(text):
+            items: list[tuple[int, int]] = []
+            pos = m.end() + 1
+            while pos < len(text) and len(items) < 40:
+                end = text.find("\n", pos)
+                end = len(text) if end < 0 else end
+                it = _CODE_LINE.get().match(text, pos, end)
+                if it is None or sum(c.isdigit() for c in it.group("v")) < 3:
+                    break
+                items.append((it.start("v"), it.end("v")))
+                pos = end + 1
+            if len(items) >= 3:
+                for s, e in items:
+                    yield s, e, "token"
+    if any(w in low for w in ("sqlplus", "sqlldr", "rman", "expdp", "impdp", "dgmgrl")):
+        for m in _ORACLE_LOGIN.get().finditer(text):
+            s, v = m.start("v"), m.group("v")
+            at = v.rfind("@")
+            v = v[:at] if at > 0 else v
+            if v and not v.startswith(("$", "<", "{")) and v.lower() not in ("password", "pass", "pwd"):
+                yield s, s + len(v), "password"
+
+
 def spans(text: str) -> Iterator[Span]:
     """Every span of this module's rules (the engine adds them after the general mechanisms)."""
+    yield from round9_spans(text)
     yield from eval_spans(text)
     yield from after_value_spans(text)
     yield from credential_call_spans(text)

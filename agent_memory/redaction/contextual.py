@@ -108,7 +108,9 @@ _NOT_SECRET_NAME = Lazy(
 )
 _XML_PAIR = Lazy(
     r"<(?P<t1>key|name)>[ \t]*(?P<key>[^<\r\n]{0,80}?(?:" + _SECRET_NAME + r"|key)[^<\r\n]{0,40}?)[ \t]*</(?P=t1)>\s*"
-    r"(?:<description>[^<]{0,300}</description>\s*)?<(?P<t2>string|value|data)>[ \t]*(?P<v>[^<\r\n]{4,400}?)[ \t]*</(?P=t2)>",
+    # round 9: the value element may carry attributes (KeePass's <Value ProtectInMemory="True">)
+    r"(?:<description>[^<]{0,300}</description>\s*)?<(?P<t2>string|value|data)(?:[ \t][^<>\r\n]{0,120})?>[ \t]*"
+    r"(?P<v>[^<\r\n]{4,400}?)[ \t]*</(?P=t2)>",
     I,
 )
 

@@ -543,11 +543,14 @@ CODE_QUALIFIERS = (
     r"schließfach|schliessfach|zugang\w*|haus|wohnung|briefkasten|porta|portone|cancello|allarme|cassaforte|lucchetto|"
     r"citofono|bancomat|carta|porte|portail|alarme|coffre|cadenas|interphone|digicode|boîte|carte|puerta|portón|alarma|"
     r"caja\s+fuerte|candado|buzón|tarjeta|cajero|portão|cofre|cadeado|cartão|сейф\w*|двер\w*|домофон\w*|подъезд\w*|"
-    r"калитк\w*|ворот\w*|сигнализаци\w*|замк\w*|ячейк\w*|банкомат\w*|карт\w*|sejf\w*|drzwi|alarm\w*|kapı|kasa|deur|kluis|poort|bram\w*|portal|furtk\w*|garaż\w*"
+    r"калитк\w*|ворот\w*|сигнализаци\w*|замк\w*|ячейк\w*|банкомат\w*|карт\w*|sejf\w*|drzwi|alarm\w*|kapı|kasa|deur|kluis|poort|bram\w*|portal|furtk\w*|garaż\w*|"
+    # round 9: Polish for intercom, locker, padlock
+    r"domofon\w*|skrytk\w*|kłódk\w*"
 )
 _CODE_NOUN = Lazy(
     rf"(?P<strong>{_STRONG_CODE})|(?P<compound>\b(?:{CODE_QUALIFIERS}|port|dörr|grind|larm)\w{{0,6}}(?:code|kod|kode)(?:n|en|u|e)?\b)|"
-    r"(?P<bare>\b(?:code|codes|kod|kode|código|codigo|codice|код|combination|combo|(?:ş|s)ifre(?:si)?)\b)",
+    # round 9: "clave" (Spanish: the code of a gate, "clave del portón: 598059") with what it opens on its line
+    r"(?P<bare>\b(?:code|codes|kod|kode|código|codigo|codice|код|combination|combo|clave|(?:ş|s)ifre(?:si)?)\b)",
     I,
 )
 _QUALIFIER = Lazy(rf"\b(?:{CODE_QUALIFIERS})\b", I)
@@ -558,7 +561,8 @@ _CODE_GAP_NOT = Lazy(
     r"until|year|number\s+ending|sent\s+to|reference|ref|ticket|extension|ext|model|part)\b",
     I,
 )
-_CODE_DIGITS = Lazy(r"(?<![\w.,/-])(?P<v>\d{4,8})(?!\d|[.,:/-]\d)")
+# round 9: or a dial combination in pairs ("bike lock combo 33-32-26")
+_CODE_DIGITS = Lazy(r"(?<![\w.,/-])(?P<v>\d{4,8}|\d{1,2}(?:-\d{1,2}){2,3})(?!\d|[.,:/-]\d)")
 _AFTER_UNIT = Lazy(
     r"[ \t]*(?:digits?|characters?|chars|minutes?|mins?|seconds?|secs?|hours?|days?|times|bytes|px|ms|%|€|\$|km|kg|users|"
     r"people|points|dollars|euros|rupees|files|photos|messages|items|rows|lines|records|words|steps|mal|fois|veces)\b",
@@ -574,7 +578,7 @@ _RELAY = Lazy(
     I,
 )
 CODE_NOUN_GATE = ("code", "pin", "kod", "código", "codice", "код", "combination", "पिन", "пин", "الرقم", "رمز", "暗証", "验证", "驗證", "認証", "確認", "인증", "keypad", "lockbox", "lock box", "keysafe",
-                  "key safe", "combo", "şifre", "sifre")  # fmt: skip
+                  "key safe", "combo", "şifre", "sifre", "clave")  # fmt: skip
 RELAY_GATE = ("texted", "text me", "sms", "messaged", "sent me", "sent us", "gave me")
 
 

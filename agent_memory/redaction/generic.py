@@ -703,6 +703,8 @@ def spared(text: str, start: int, end: int) -> bool:
     v = text[start:end]
     if _REPEATED_BODY.get().fullmatch(v) or _REFERENCE.get().fullmatch(v):
         return True
+    if v.startswith("@Microsoft.") and text.startswith("(", end):
+        return True  # round 9: an App Service reference, "@Microsoft.KeyVault(SecretUri=…)", names where a secret is
     if _DIGEST_BEFORE.get().search(text[max(0, start - 10) : start]):
         return True
     if _published(text, start, v):
@@ -772,7 +774,10 @@ def _published(text: str, start: int, v: str) -> bool:
 # 8 or 16 hex digits (short/long key id) or 40 (a v4 fingerprint, perhaps in groups of four), named as such right before
 _KEY_ID_VALUE = Lazy(r"(?:0x)?(?:[0-9A-Fa-f]{8}|[0-9A-Fa-f]{16}|[0-9A-Fa-f]{4}(?:[ ]{0,2}[0-9A-Fa-f]{4}){9})")
 _KEY_ID_BEFORE = Lazy(
-    r"(?:\bkey[\s_-]?id|\bkeyid|fingerprint|recv-keys?|receive-keys?|(?:long|short)[\s_-]id)s?[\s\"'`]{0,3}[:=#]?[\s\"'`]{0,3}$",
+    r"(?:(?:\bkey[\s_-]?id|\bkeyid|fingerprint|recv-keys?|receive-keys?|(?:long|short)[\s_-]id"
+    # round 9: gpg names the key by its algorithm ("using RSA key 29E8…", "sec rsa4096/3AA5C343…", "EDDSA key")
+    r"|\b(?:rsa|dsa|ecdsa|eddsa|ecc|elg|elgamal|ed25519|cv25519|nistp\d{3}|pgp|gpg|openpgp)\d{0,4}[\s_-]?key)s?"
+    r"[\s\"'`]{0,3}[:=#]?[\s\"'`]{0,3}|\b(?:rsa|dsa|elg|ed25519|cv25519|nistp)\d{0,4}/)$",
     I,
 )
 

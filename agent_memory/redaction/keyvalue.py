@@ -46,6 +46,8 @@ PLACEHOLDER_PREFIX = r"""
     | [A-Za-z]:\\                     # C:\\keys\\id_rsa
     | ![A-Za-z][\w.-]*(?=[\ \t])        # a YAML tag: !vault |, !secret db_password, !Ref Name
     | [A-Za-z][A-Za-z0-9+.-]{1,15}://(?![^\s@"']*@)  # a URI without credentials: op://vault/item/field, vault://
+    | @Microsoft\.[A-Za-z]+\(          # round 9: an App Service reference: @Microsoft.KeyVault(SecretUri=…)
+    | arn:aws[\w-]*:(?:secretsmanager|ssm|kms):  # round 9: a secret store's ARN names where the secret lives
 """
 PLACEHOLDER_RE = Lazy(
     PLACEHOLDER_PREFIX
@@ -292,6 +294,35 @@ def kv_value_span(m: re.Match[str]) -> tuple[int, int, int]:
     return -1, -1, -1
 
 
+# round 9: a key that names WHERE a secret is kept, not the secret: Helm's "existingSecret: keycloak-db",
+# "external_secret: db-creds", "sealedSecret: …" (a Kubernetes object's name)
+_REFERENCE_KEY = Lazy(r"(?:existing|external|sealed)[_-]?$", I | A)
+_IDENT_BEFORE = Lazy(r"[A-Za-z0-9_.-]{0,40}$", A)
+# a comparison with a variable ("if token == expected:", "password == confirm_password"): no value is written
+_COMPARED_NAME = Lazy(r"[A-Za-z_][A-Za-z_]*(?:\.[A-Za-z_]\w*)*", A)
+
+
+def _names_a_reference(m: re.Match[str], start: int, end: int) -> bool:
+    """Round 9's look-alikes of a key=value pair, by cause: the key names a reference to a secret, the value is a
+    variable compared with, or the quote read as the value's opening one closes the prompt the key sits in
+    (``read -s -p 'Password: ' PASS``, ``input("Token: " + …)``)."""
+    text = m.string
+    key_start = m.start("key")
+    before = _IDENT_BEFORE.get().search(text, max(0, key_start - 40), key_start)
+    if before is not None and _REFERENCE_KEY.get().search(before.group()):
+        return True
+    sep = text[m.end("key") : start]
+    if "==" in sep and m.start("bare") >= 0 and _COMPARED_NAME.get().fullmatch(text, start, end):
+        return True
+    for name, quote in (("sq", "'"), ("dq", '"'), ("bq", "`")):
+        if name in m.re.groupindex and m.start(name) >= 0:
+            reach = max(0, key_start - 120)  # bounded: linear on "password=" * 100_000
+            line_start = max(reach, text.rfind("\n", reach, key_start) + 1)
+            if quote not in sep[:-1] and text.count(quote, line_start, key_start) % 2 == 1:
+                return True  # the key is inside a quoted string that this quote closes
+    return False
+
+
 def decide_kv(m: re.Match[str]) -> Decision | None:
     start, end, resume = kv_value_span(m)
     if start < 0:
@@ -303,6 +334,8 @@ def decide_kv(m: re.Match[str]) -> Decision | None:
         return None
     if m.start("bare") >= 0 and value.isalpha() and _PROSE_AFTER_RE.get().match(m.string, end):
         return None  # "Secret: Santa gift exchange", "Token: Ring was ..." : prose, not a value
+    if _names_a_reference(m, start, end):
+        return None
     return kind, start, end, resume
 
 

@@ -118,6 +118,9 @@ PROVIDERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("planetscale_token", ("pscale_",), _p(r"pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_\-.=]{32,}+")),
     ("pulumi_token", ("pul-",), _p(r"pul-[a-f0-9]{40}")),
     ("age_secret_key", ("AGE-SECRET-KEY-1",), _p(r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}")),
+    # round 9: a PostgreSQL password hash ("md5" + md5(password + role), as pg_authid / pg_shadow / pg_dumpall store
+    # it: a credential file's hash)
+    ("password", ("md5",), _p(r"md5[0-9a-f]{32}")),
     ("dropbox_token", ("sl.",), _p(r"sl\.(?:[a-z]\.)?[A-Za-z0-9_\-]{120,}+", _LD)),  # "sl.u.…": newer short-lived tokens
     ("flyio_token", ("fm1", "fm2_", "fo1_"), _p(r"fm[12][ar]?_[A-Za-z0-9+/=_\-]{40,}+|fo1_[A-Za-z0-9_\-]{43}")),
     ("replicate_token", ("r8_",), _p(r"r8_[A-Za-z0-9]{37}")),
