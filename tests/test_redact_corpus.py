@@ -559,7 +559,9 @@ def test_holdout10_round8_floor() -> None:
     assert result.redacted >= 1036 and result.damaged == 0, (result.redacted, result.damaged)
 
 
-@pytest.mark.parametrize("name", ["secrets_holdout7", "secrets_holdout8", "secrets_holdout9", "secrets_holdout10", "secrets_holdout11"])
+@pytest.mark.parametrize(
+    "name", ["secrets_holdout7", "secrets_holdout8", "secrets_holdout9", "secrets_holdout10", "secrets_holdout11", "secrets_holdout12"]
+)
 def test_blind_corpus_is_exactly_what_its_seeded_generator_makes(name: str, tmp_path: Path) -> None:
     corpus = FIXTURES.parent / name
     copy = tmp_path / name
@@ -585,3 +587,17 @@ def test_holdout11_round9_floor() -> None:
     print(f"\n{HOLDOUT11.name}: {result.line()}")
     assert result.secrets >= 903 and result.benign >= 270
     assert result.redacted >= 887 and result.damaged == 0, (result.redacted, result.damaged)
+
+
+# holdout12 (tests/fixtures/secrets_holdout12, 717 secret cases, 255 look-alikes, written blind on branch corpus12 by a
+# writer who read no redaction code, no test and no other corpus, from the policy text alone) was measured by the lead
+# once, without reading its misses, after round 9 (tuned on holdout11): 703/717 (98.0%), 3/255 changed.  Issue 27's bar
+# is >= 97% and <= 1 changed: met for secrets, not for look-alikes.  A blind corpus: the figure is kept from sliding.
+HOLDOUT12 = FIXTURES.parent / "secrets_holdout12"
+
+
+def test_holdout12_blind_figure_does_not_slide() -> None:
+    result = score(lambda text: redact(text).text, HOLDOUT12)
+    print(f"\n{HOLDOUT12.name}: {result.line()}")
+    assert result.secrets >= 717 and result.benign >= 255
+    assert result.redacted >= 703 and result.damaged <= 3, (result.redacted, result.damaged)
