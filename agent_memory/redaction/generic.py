@@ -696,6 +696,17 @@ _DIGEST_BEFORE = Lazy(r"(?:\bh1|sha1|sha224|sha256|sha384|sha512|md5|blake2b|sha
 _REPEATED_BODY = Lazy(r"(?:[A-Za-z]{2,12}[_-]){0,3}(?P<body>(?P<c>[xX*0•.#])(?P=c){7,})")
 _REFERENCE = Lazy(r"(?:vault|ssm|secretsmanager|awssm|op|keychain|kms|sops|azurekv|gcpsm):\S+", I)
 _IBAN_SHAPE = Lazy(r"[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,4})?")
+# round 10: a value that is code, not a literal: a function or method called ("= useState('')", ": os.getenv(…)");
+# a code's name has a small letter and few digits ("HKID: V267126(3)" is an id and its check digit)
+_CALL = Lazy(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
+_OPTION = Lazy(r"(?P<name>[A-Za-z][\w.-]{0,40}[:=])\d+")
+_CALL_AFTER = Lazy(r"\([^\n()]{0,200}\)")
+# round 10: a number under a label that names a quantity ("rsa_keygen_bits:4096", "key_size=2048", "token ttl: 3600")
+_QUANTITY_LABEL = Lazy(
+    r"(?:\b|[-_.])(?:bits|bytes|size|length|len|count|ttl|timeout|seconds|secs|days|hours|minutes|rounds|iterations"
+    r"|retries|limit|max|min|port|version|width|height|expiry|expires_in|lifetime|age)[\\\"'`]{0,2}[ \t]*[:=][ \t]*[\"'`]?$",
+    I,
+)
 
 
 def spared(text: str, start: int, end: int) -> bool:
@@ -709,6 +720,13 @@ def spared(text: str, start: int, end: int) -> bool:
         return True
     if _published(text, start, v):
         return True
+    if _CALL.get().fullmatch(v) and v.upper() != v and sum(c.isdigit() for c in v) <= 2 and _CALL_AFTER.get().match(text, end):
+        return True  # round 10: "const [password, setPassword] = useState('')": a call, the value is computed
+    if v.isdigit() and _QUANTITY_LABEL.get().search(text[max(0, start - 40) : start]):
+        return True  # round 10: a count, size or duration, not a code
+    opt = _OPTION.get().fullmatch(v)
+    if opt and _QUANTITY_LABEL.get().search(opt.group("name")):
+        return True  # round 10: an option set to a quantity ("-pkeyopt rsa_keygen_bits:4096"), not a key
     if _IBAN_SHAPE.get().fullmatch(v) and len(v.replace(" ", "")) >= 15 and cues.iban_shaped(v):
         return not iban_ok(v)  # (a token that merely starts with two capitals and two digits is no IBAN)
     return (
