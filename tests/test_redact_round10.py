@@ -22,6 +22,8 @@ PUBLIC = [
     "openssl genpkey -algorithm RSA -out id.key -pkeyopt rsa_keygen_bits=2048",
     "token_ttl: 3600",
     "api_key_max_age=90",
+    # an identity card named without a number
+    "Personalausweis beantragen bis 2026",
 ]
 
 # the same settings holding a real secret: still redacted
@@ -30,6 +32,11 @@ SECRETS = [
     ("db.internal:5432:orders:etl:Qp7wZ3nLr2", "Qp7wZ3nLr2"),
     ("openssl genrsa -aes256 -passout pass:Kj4mW9zPq1 -out k.pem 2048", "Kj4mW9zPq1"),
     ("api_key: 7730192845", "7730192845"),
+    # identity cards named in their own languages, with a letters-and-digits number
+    ("Personalausweis-Nr. T22000129X", "T22000129X"),
+    ("Carta d'identità n. AY1234567", "AY1234567"),
+    ("n° carte d'identité : 8UK3P9Q2L", "8UK3P9Q2L"),
+    ("Dowód osobisty: AXC482917", "AXC482917"),
     # an id written with its check digit in brackets is no function call
     ("HKID: K482913(5)", "K482913"),
 ]

@@ -689,7 +689,10 @@ def split_card_spans(text: str) -> Iterator[Span]:
 # identity numbers named by a label whose value has few digits: a passport (German "CKFJ0FVCY"), India's PAN
 _PASSPORT = Lazy(
     r"(?:passport|reisepass\w*|passnummer|passeport|pasaporte|passaporto|paspoort|pasaport\w*|paszport\w*|паспорт\w*|"
-    r"旅券|护照|護照|여권|पासपोर्ट|جواز\s+السفر|f(?:ü|u)hrerschein\w*|driv(?:er|ing)['’]?s?\s+licen[cs]e)"
+    r"旅券|护照|護照|여권|पासपोर्ट|جواز\s+السفر|f(?:ü|u)hrerschein\w*|driv(?:er|ing)['’]?s?\s+licen[cs]e|"
+    # round 10: identity cards by their names in their languages ("Personalausweis-Nr.", "Carta d'identità n.")
+    r"personalausweis\w*|ausweisnummer|carta\s+d['’]identit(?:à|a)|carte\s+d['’]identit(?:é|e)|"
+    r"documento\s+de\s+identidad|identiteitskaart|dow(?:ó|o)d\s+osobist\w*)"
     r"(?:\s*(?:number|no\.?|nr\.?|#|nummer|num(?:é|e)ro|n(?:ú|u)mero|номер))?"
     r"[^\n\d]{0,30}?(?<![A-Za-z0-9])(?-i:(?P<v>(?=[A-Z0-9]{6,12}(?![A-Za-z0-9]))(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{6,12}))"
     r"(?![A-Za-z0-9])",
@@ -700,7 +703,8 @@ _PAN = Lazy(
     r"(?<![A-Za-z0-9])(?P<v>[A-Z]{3}[ABCFGHLJPT][A-Z]\d{4}[A-Z])(?![A-Za-z0-9])"
 )
 ID_GATE = ("passport", "reisepass", "passnummer", "passeport", "pasaporte", "passaporto", "paspoort", "pasaport", "paszport",
-           "паспорт", "旅券", "护照", "護照", "여권", "पासपोर्ट", "جواز", "führerschein", "fuhrerschein", "licen", "pan", "पैन")  # fmt: skip
+           "паспорт", "旅券", "护照", "護照", "여권", "पासपोर्ट", "جواز", "führerschein", "fuhrerschein", "licen", "pan", "पैन",
+           "ausweis", "identit", "identidad", "dowód", "dowod")  # fmt: skip
 
 
 def id_spans(text: str, low: str) -> Iterator[Span]:
