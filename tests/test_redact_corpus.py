@@ -591,7 +591,8 @@ def test_holdout11_round9_floor() -> None:
 
 # holdout12 (tests/fixtures/secrets_holdout12, 717 secret cases, 255 look-alikes, written blind on branch corpus12 by a
 # writer who read no redaction code, no test and no other corpus, from the policy text alone): its blind figure was
-# 703/717, 3/255 after round 9.  Round 10 tuned on it (its look-alikes first): tuning data now, held at its figure.
+# 703/717, 3/255 after round 9.  Round 10 tuned on it (its look-alikes first): tuning data now, held at
+# round 10's 705/717, 0/255.
 HOLDOUT12 = FIXTURES.parent / "secrets_holdout12"
 
 
@@ -599,4 +600,4 @@ def test_holdout12_tuning_floor() -> None:
     result = score(lambda text: redact(text).text, HOLDOUT12)
     print(f"\n{HOLDOUT12.name}: {result.line()}")
     assert result.secrets >= 717 and result.benign >= 255
-    assert result.redacted >= 703 and result.damaged == 0, (result.redacted, result.damaged)
+    assert result.redacted >= 705 and result.damaged == 0, (result.redacted, result.damaged)
