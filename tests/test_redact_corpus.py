@@ -560,7 +560,16 @@ def test_holdout10_round8_floor() -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["secrets_holdout7", "secrets_holdout8", "secrets_holdout9", "secrets_holdout10", "secrets_holdout11", "secrets_holdout12"]
+    "name",
+    [
+        "secrets_holdout7",
+        "secrets_holdout8",
+        "secrets_holdout9",
+        "secrets_holdout10",
+        "secrets_holdout11",
+        "secrets_holdout12",
+        "secrets_holdout13",
+    ],
 )
 def test_blind_corpus_is_exactly_what_its_seeded_generator_makes(name: str, tmp_path: Path) -> None:
     corpus = FIXTURES.parent / name
@@ -601,3 +610,17 @@ def test_holdout12_tuning_floor() -> None:
     print(f"\n{HOLDOUT12.name}: {result.line()}")
     assert result.secrets >= 717 and result.benign >= 255
     assert result.redacted >= 705 and result.damaged == 0, (result.redacted, result.damaged)
+
+
+# holdout13 (tests/fixtures/secrets_holdout13, 731 secret cases, 182 look-alikes, written blind on branch corpus13 by a
+# writer who read no redaction code, no test and no other corpus, from the policy text alone) was measured by the lead
+# once, without reading its misses, after round 10 (tuned on holdout12): 719/731 (98.4%), 1/182 changed -- issue 27's
+# bar (>= 97% of secrets, <= 1 look-alike changed, on a corpus nobody tuned on) is met here.  Kept from sliding.
+HOLDOUT13 = FIXTURES.parent / "secrets_holdout13"
+
+
+def test_holdout13_blind_figure_does_not_slide() -> None:
+    result = score(lambda text: redact(text).text, HOLDOUT13)
+    print(f"\n{HOLDOUT13.name}: {result.line()}")
+    assert result.secrets >= 731 and result.benign >= 182
+    assert result.redacted >= 719 and result.damaged <= 1, (result.redacted, result.damaged)
