@@ -264,6 +264,7 @@ B: list[Row] = [
 
 #: Public coroutines of the backend protocols and backends that are no rows, and why.
 B_EXEMPT = {
+    "recorded_embedder": "which embedder made the store's vectors: store-wide metadata, no record, no caller",
     "user_md": "the root owner's USER.md: no record, no owner",
     "sweep": "store-wide maintenance, no caller",
     "reindex": "store-wide maintenance, no caller",

@@ -106,6 +106,7 @@ BACKEND: list[tuple[str, Call, Check, Exact | None]] = [
     ("links", lambda w, c: w.backend.links(w.ids["rooted"], c), _resolved, None),
 ]
 BACKEND_EXEMPT = {
+    "recorded_embedder": "which embedder made the store's vectors: store-wide metadata, no record, no caller",
     # changes: acting only in the caller's own namespace is tests/test_namespaces_methods.py's (every one a row there)
     **dict.fromkeys(("remember", "remember_many", "supersede", "forget", "forget_purge", "restore", "undo"), "a change"),
     "purge": "the operator's deletion (tests/test_purge*.py, purge by namespace)",
