@@ -93,7 +93,11 @@ async def test_a_title_link_resolves_in_the_linking_records_own_partition_first(
 def test_cli_get_links_resolves_a_title_in_the_users_own_partition(backend: Any) -> None:
     from _doubles import cli_json
 
-    root = backend.target  # PostgreSQL: the URL's default schema, so names of this test's own
+    root = backend.target  # PostgreSQL: a database of its own (the CLI uses the default schema, shared by the session)
+    if backend.kind == "postgres":
+        from _matrix import fresh_database
+
+        root = fresh_database(root)
     tag = uuid.uuid4().hex[:6]
     alice, bob, title = f"alice-{tag}", f"bob-{tag}", f"Refund procedure {tag}"
     mine = cli_json(root, "remember", "Wire refunds to Alice's bank.", "--title", title, "--scope", "user", "--user", alice)["id"]

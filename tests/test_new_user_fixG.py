@@ -23,10 +23,11 @@ KINDS = ["files", "postgres"]
 
 def _store(kind: str, tmp_path: Path) -> str:
     if kind == "postgres":
+        from _matrix import fresh_database
         from _pg import require_psycopg, server
 
         require_psycopg()
-        return server().url
+        return fresh_database(server().url)  # its own database: the CLI's default schema is shared by the session
     root = str(tmp_path / "mem")
     subprocess.run([sys.executable, "-m", "agent_memory.cli", "init", root], check=True, capture_output=True, timeout=120)
     return root
