@@ -492,7 +492,15 @@ class MemoryProvider:
         return sum(1 for t in self._pending if not t.done())
 
     async def flush(self) -> builtins.list[Any]:
-        """Wait for every pending background capture; returns their results (exceptions included)."""
+        """Wait for every pending background capture, then for background embedding to catch up with what they
+        and earlier writes stored (a failing embedder does not hold it up: embedding fails open); returns the
+        captures' results (exceptions included)."""
+        results = await self._captured()
+        await self.embedded()
+        return results
+
+    async def _captured(self) -> builtins.list[Any]:
+        """Wait for every pending background capture (not for embedding); their results."""
         results: builtins.list[Any] = []
         while self._pending:
             batch = list(self._pending)
@@ -552,7 +560,7 @@ class MemoryProvider:
     async def aclose(self) -> None:
         """Flush pending captures, stop background embedding (after its batch in flight), then close the backend."""
         await self._stop_schedules()  # an idle-summary schedule (schedule_idle_summaries) ends before the flush
-        await self.flush()
+        await self._captured()  # not flush(): closing abandons embedding after the batch in flight
         meaning = self._meaning()
         if meaning is not None:
             await asyncio.to_thread(meaning.stop)
@@ -623,13 +631,17 @@ class MemoryProvider:
         isolation: str | None = None,
     ) -> MemoryRecord:
         """Bring back a forgotten/swept record, or make ``version`` (default: the previous one) current."""
-        return await self._lifecycle("restore").restore(record_id, self._caller(session_id, user_id, namespace, isolation), version=version)
+        restored = await self._lifecycle("restore").restore(record_id, self._caller(session_id, user_id, namespace, isolation), version=version)
+        self._embed_soon()  # its vector may have been dropped while it was archived
+        return restored
 
     async def undo(
         self, *, session_id: str | None = None, user_id: str | None = None, namespace: str | None = None, isolation: str | None = None
     ) -> Event:
         """Reverse this caller's last change not undone yet; returns the event it reversed."""
-        return await self._lifecycle("undo").undo(self._caller(session_id, user_id, namespace, isolation))
+        reversed_event = await self._lifecycle("undo").undo(self._caller(session_id, user_id, namespace, isolation))
+        self._embed_soon()  # an undone forget brings back a record whose vector may have been dropped
+        return reversed_event
 
     async def events(
         self,

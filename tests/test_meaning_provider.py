@@ -93,3 +93,47 @@ def test_close_abandons_after_the_batch_in_flight(tmp_path: Path) -> None:
         assert meaning.vectors.count("slow") == batches[0]
 
     asyncio.run(main())
+
+
+def test_flush_waits_for_background_embedding(tmp_path: Path) -> None:
+    """flush() before exit leaves every stored record with its vector (the embedder here answers late)."""
+    gate = threading.Event()
+
+    def late(texts: list[str]) -> list[list[float]]:
+        gate.wait(10)
+        return vecs(texts)
+
+    async def main() -> None:
+        memory = MemoryProvider(tmp_path / "m", embedder=CallableEmbedder(late, name="late", dim=4))
+        await memory.remember("Ada bought a car in May.")
+        threading.Timer(0.3, gate.set).start()
+        await memory.flush()
+        assert _meaning(memory).vectors.count("late") == 1  # before the fix flush returned with no vector yet
+        await memory.aclose()
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("bring_back", ["restore", "undo"])
+def test_a_record_brought_back_is_embedded_again(tmp_path: Path, bring_back: str) -> None:
+    """forget, a background pass prunes the archived record's vector, then restore/undo brings the record back: it
+    is embedded again without a manual embed, and hybrid search finds it by meaning."""
+
+    async def main() -> None:
+        async with MemoryProvider(tmp_path / "m", embedder=CallableEmbedder(vecs, name="toy")) as memory:
+            r = await memory.remember("Ada bought a car in May.", user_id="ada")
+            assert await memory.embedded(timeout=30)
+            await memory.forget(r.id, user_id="ada")
+            await memory.remember("Bo likes tea", user_id="bo")  # another caller's write: a pass that prunes
+            assert await memory.embedded(timeout=30)
+            assert _meaning(memory).vectors.count("toy") == 1
+            if bring_back == "restore":
+                await memory.restore(r.id, user_id="ada")
+            else:
+                await memory.undo(user_id="ada")
+            assert await memory.embedded(timeout=30)
+            assert _meaning(memory).vectors.count("toy") == 2
+            hits = (await memory.search("which vehicle did she purchase?", user_id="ada")).hits
+            assert hits and hits[0].id == r.id
+
+    asyncio.run(main())
