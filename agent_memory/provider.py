@@ -631,7 +631,9 @@ class MemoryProvider:
         isolation: str | None = None,
     ) -> MemoryRecord:
         """Bring back a forgotten/swept record, or make ``version`` (default: the previous one) current."""
-        restored = await self._lifecycle("restore").restore(record_id, self._caller(session_id, user_id, namespace, isolation), version=version)
+        restored = await self._lifecycle("restore").restore(
+            record_id, self._caller(session_id, user_id, namespace, isolation), version=version
+        )
         self._embed_soon()  # its vector may have been dropped while it was archived
         return restored
 
