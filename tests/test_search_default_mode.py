@@ -193,3 +193,5 @@ def test_the_choice_is_one_rule() -> None:
         choose(None, "dense", None).check()
     choose(None, "hybrid", None).check()  # hybrid without vectors: lexical hits still come
     assert mismatch(mini, "all-MiniLM-L6-v2") is None and "not other" in (mismatch(mini, "other") or "")
+    # a plain `embed` keeps the recorded model: the notice names the flag that switches it (new-user probe 6)
+    assert "embed --embedder" in (mismatch(mini, "other") or "")

@@ -68,4 +68,4 @@ def mismatch(found: RecordedEmbedder | None, model: str) -> str | None:
     """The notice when embedder ``model`` did not make the stored vectors (search lexically then), else None."""
     if found is None or found.model == model:
         return None
-    return f"this root's vectors were made by {found.model}, not {model}; searching lexically (run agent-memory embed to re-embed)"
+    return f"this root's vectors were made by {found.model}, not {model}; searching lexically (to re-embed the root with it: agent-memory embed --embedder <that same embedder>)"
