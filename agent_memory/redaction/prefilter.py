@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 
 from agent_memory.redaction import anchored, bip39, causes, contextual, families, general, generic, keyvalue, structured, views
 from agent_memory.redaction import cues as cue_rules
@@ -50,18 +51,79 @@ _DIGIT = re.compile(r"\d")
 _MAX_GROUP_DIGITS = 5
 
 
-def _substring_cues(prose: tuple[str, ...]) -> tuple[str, ...]:
-    """What the engine's gated rules test with ``trigger in low`` (and command flags tested by ``startswith``)."""
+def _refined() -> tuple[tuple[tuple[str, ...], Callable[[str, str], bool]], ...]:
+    """Gates of :func:`cues.cue_spans` that common words open ("with", "two", "back", a "?"), each with the first step
+    of the one rule it opens, imported from that rule's module: ``check(text, low)`` is False only when that rule
+    finds nothing in ``text``. A word of these gates is then no cue by itself (:func:`_dropped`); a text holding one
+    is plain only if the check of every refined gate it opens says False."""
+    c = cue_rules
+
+    def question(text: str, low: str) -> bool:
+        # the engine: `_any(low, SECQ_GATE) or "?" in text and "you" in low` runs the security-question rule (its
+        # question, then an answer after it on the line); a "?" also opens the URL-code rule, which needs a "="
+        if "=" in text:
+            return True
+        if not (c._any(low, c.SECQ_GATE) or "?" in text and "you" in low):
+            return False
+        return next(c._secq_spans(text), None) is not None
+
+    return (
+        ((*c.SECQ_GATE, "?"), question),
+        # the split rule reads a value only after its own cue ("starts with …", "second half …", "rest is …")
+        (c.SPLIT_GATE, lambda text, low: c._SPLIT_CUE.get().search(text) is not None),
+        # the chunked-password rule needs a password cue as well (every PW_GATE word stays a cue)
+        (c.CHUNK_GATE, lambda text, low: c._any(low, c.PW_GATE)),
+        # the OTP rule keeps a base32 run only with its cue ("2fa", "two-factor", "setup key" …) before it
+        (c.OTP_GATE, lambda text, low: c._OTP_CUE.get().search(text) is not None),
+        # "the same as always: …", "the usual one: …"
+        (c.SAME_GATE, lambda text, low: c._SAME_AS.get().search(text) is not None),
+        # the CVV rule runs only beside a card number (or its marker)
+        (c.CVV_GATE, lambda text, low: c._CARD_MARK.get().search(text) is not None),
+    )
+
+
+def _gate_words() -> tuple[set[str], set[str]]:
+    """(the words of the refined gates, the words of every other gate of ``cues``: its ``*_GATE`` tuples and the
+    words ``cues.TRIGGERS`` adds of its own)."""
+    gates = [v for k, v in vars(cue_rules).items() if k.endswith("_GATE") and isinstance(v, tuple)]
+    refined = [g for g, _ in _refined()]
+    refined_words = {w.lower() for g in refined for w in g}
+    in_gates = {w for g in gates for w in g}
+    own = {w for w in cue_rules.TRIGGERS if w not in in_gates}  # "?", "&", "insert" …
+    other = {w.lower() for g in gates if not any(g is r for r in refined) for w in g}
+    other |= {w.lower() for w in own if w.lower() not in refined_words}
+    return refined_words, other
+
+
+def _all_substring_cues(prose: tuple[str, ...], *, of_cues: bool = True) -> set[str]:
+    """What the engine's gated rules test with ``trigger in low`` (and command flags tested by ``startswith``);
+    without ``of_cues``, less the gates of ``cues`` (``cues.TRIGGERS``)."""
     cues: set[str] = set(prose)
     for _, _, triggers in structured.SHAPE_RULES + structured.LATE_RULES + keyvalue.RULES:
         cues.update(triggers)
     cues.update(general._CHAT_TRIGGERS + general._CHAT_TRIGGERS_UNICODE + general._KEY_SPACE_TRIGGERS)
     cues.update(general._CLI_FLAGS)
-    cues.update(causes.TRIGGERS + causes.AFTER_LABEL_STEMS + cue_rules.TRIGGERS)
+    cues.update(causes.TRIGGERS + causes.AFTER_LABEL_STEMS + (cue_rules.TRIGGERS if of_cues else ()))
     cues.update(("value", "identified", "random_", "private-", "ssws", "[redacted:"))
     # an identifier of two parts naming an id ("id-no"): the name rules' pairs, joined as a plain text can join them
     cues.update(f"{a}-{b}" for a, b in anchored._ID_PAIRS)
-    return tuple(sorted({c.lower() for c in cues if c}, key=len, reverse=True))
+    return {c.lower() for c in cues if c}
+
+
+def _dropped(prose: tuple[str, ...]) -> set[str]:
+    """The words of the refined gates that no other rule reads: no cue by themselves (their gates' checks are)."""
+    refined, other = _gate_words()
+    others = _all_substring_cues(prose, of_cues=False) | other
+    return refined - others
+
+
+def _substring_cues(prose: tuple[str, ...], *, refined: bool = True) -> tuple[str, ...]:
+    """The substring cues (longest first); with ``refined``, less the words :func:`_dropped` (their gates' checks
+    stand for them)."""
+    cues = _all_substring_cues(prose)
+    if refined:
+        cues -= _dropped(prose)
+    return tuple(sorted(cues, key=len, reverse=True))
 
 
 def _word_cues() -> frozenset[str]:
@@ -96,10 +158,13 @@ def _alternation(cues: set[str] | tuple[str, ...]) -> re.Pattern[str]:
 
 
 class _Cues:
-    __slots__ = ("digit_labels", "labels", "providers", "question", "routing", "substrings", "words")
+    __slots__ = ("digit_labels", "labels", "providers", "question", "refined", "refined_words", "routing", "substrings", "words")
 
     def __init__(self, prose: tuple[str, ...]) -> None:
         self.substrings = _alternation(_substring_cues(prose))
+        dropped = _dropped(prose)
+        self.refined_words = _alternation(dropped) if dropped else None
+        self.refined = _refined()
         self.words = _word_cues()
         # provider prefixes, case as the engine matches them, looked for in runs of 14+ token characters (a plain
         # text's runs lie inside its space-separated tokens, which are tested whole: a superset)
@@ -182,6 +247,9 @@ def plain(text: str, prose: tuple[str, ...], spaced: Lazy) -> bool:
         return False
     if "?" in text and "\n" in text and _question(text, cues.question):
         return False
+    if cues.refined_words is not None and cues.refined_words.search(low) is not None:
+        if any(cue_rules._any(low, gate) and check(text, low) for gate, check in cues.refined):
+            return False
     if _DIGIT.search(text) is None:
         return True
     return cues.routing.search(low) is None and not any(p.search(text) for p in cues.digit_labels)
