@@ -232,6 +232,11 @@ _GATED_SECRETS = [
     # the same-as-always rule ("same", "usual", "old one")
     "same as always, Summer-Rain",
     "the usual, Rex-Max-Ole",
+    # general's chat rules ("mdp", "adgangskode", "lozinka" …)
+    "mon mdp est Summer-Rain",
+    "le mdp est Rex-Max-Ole",
+    "adgangskode Summer-Rain",
+    "lozinka je Summer-Rain",
 ]
 
 
@@ -266,7 +271,7 @@ def test_the_refined_gates_are_the_rules_own() -> None:
 
     gates = {id(v) for k, v in vars(cue_rules).items() if k.endswith("_GATE")}
     refined = prefilter._refined()
-    assert all(id(gate) in gates for gate, _ in refined[1:])
+    assert all(id(gate) in gates for gate, _ in refined[1:7])
     assert set(refined[0][0]) == {*cue_rules.SECQ_GATE, "?"}
     dropped = prefilter._dropped(engine._PROSE_TRIGGERS)
     assert {"?", "with", "two", "same", "back"} <= dropped

@@ -52,10 +52,10 @@ _MAX_GROUP_DIGITS = 5
 
 
 def _refined() -> tuple[tuple[tuple[str, ...], Callable[[str, str], bool]], ...]:
-    """Gates of :func:`cues.cue_spans` that common words open ("with", "two", "back", a "?"), each with the first step
-    of the one rule it opens, imported from that rule's module: ``check(text, low)`` is False only when that rule
-    finds nothing in ``text``. A word of these gates is then no cue by itself (:func:`_dropped`); a text holding one
-    is plain only if the check of every refined gate it opens says False."""
+    """Gates that common words open ("with", "two", "back", "api", "mot", a "?"), each with the first step of the one
+    rule it opens, imported from that rule's module: ``check(text, low)`` is False only when that rule finds nothing
+    in ``text``. A word of these gates is then no cue by itself (:func:`_dropped`); a text holding one is plain only
+    if the check of every refined gate it opens says False."""
     c = cue_rules
 
     def question(text: str, low: str) -> bool:
@@ -66,6 +66,10 @@ def _refined() -> tuple[tuple[tuple[str, ...], Callable[[str, str], bool]], ...]
         if not (c._any(low, c.SECQ_GATE) or "?" in text and "you" in low):
             return False
         return next(c._secq_spans(text), None) is not None
+
+    def chat(text: str, low: str) -> bool:
+        # general's chat rules match their patterns only where a trigger starts (or anywhere): a search is a superset
+        return general._CHAT.get().search(text) is not None or general._CHAT_BARE.get().search(text) is not None
 
     return (
         ((*c.SECQ_GATE, "?"), question),
@@ -79,42 +83,47 @@ def _refined() -> tuple[tuple[tuple[str, ...], Callable[[str, str], bool]], ...]
         (c.SAME_GATE, lambda text, low: c._SAME_AS.get().search(text) is not None),
         # the CVV rule runs only beside a card number (or its marker)
         (c.CVV_GATE, lambda text, low: c._CARD_MARK.get().search(text) is not None),
+        # define('NAME', '…'), setenv, <key>…</key><string>…
+        (c.NAMED_GATE, lambda text, low: c._NAMED_PAIR.get().search(text) is not None),
+        # "mot de passe: …", "mdp …": the chat rules
+        (general._CHAT_TRIGGERS, chat),
+        (general._CHAT_TRIGGERS_UNICODE, chat),
+        # a value before its label ("… is the api key", "… to log in"): the label is matched where a stem starts
+        (causes.AFTER_LABEL_STEMS, lambda text, low: causes._AFTER_LABEL.get().search(text) is not None),
     )
 
 
-def _gate_words() -> tuple[set[str], set[str]]:
-    """(the words of the refined gates, the words of every other gate of ``cues``: its ``*_GATE`` tuples and the
-    words ``cues.TRIGGERS`` adds of its own)."""
-    gates = [v for k, v in vars(cue_rules).items() if k.endswith("_GATE") and isinstance(v, tuple)]
-    refined = [g for g, _ in _refined()]
-    refined_words = {w.lower() for g in refined for w in g}
-    in_gates = {w for g in gates for w in g}
-    own = {w for w in cue_rules.TRIGGERS if w not in in_gates}  # "?", "&", "insert" …
-    other = {w.lower() for g in gates if not any(g is r for r in refined) for w in g}
-    other |= {w.lower() for w in own if w.lower() not in refined_words}
-    return refined_words, other
-
-
-def _all_substring_cues(prose: tuple[str, ...], *, of_cues: bool = True) -> set[str]:
-    """What the engine's gated rules test with ``trigger in low`` (and command flags tested by ``startswith``);
-    without ``of_cues``, less the gates of ``cues`` (``cues.TRIGGERS``)."""
-    cues: set[str] = set(prose)
-    for _, _, triggers in structured.SHAPE_RULES + structured.LATE_RULES + keyvalue.RULES:
-        cues.update(triggers)
-    cues.update(general._CHAT_TRIGGERS + general._CHAT_TRIGGERS_UNICODE + general._KEY_SPACE_TRIGGERS)
-    cues.update(general._CLI_FLAGS)
-    cues.update(causes.TRIGGERS + causes.AFTER_LABEL_STEMS + (cue_rules.TRIGGERS if of_cues else ()))
-    cues.update(("value", "identified", "random_", "private-", "ssws", "[redacted:"))
+def _sources(prose: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """Every list of words the engine's gated rules test with ``trigger in low`` (and command flags tested by
+    ``startswith``), ``cues.TRIGGERS`` (the union of that module's gates) last."""
+    out: list[tuple[str, ...]] = [prose]
+    out.extend(tuple(triggers) for _, _, triggers in structured.SHAPE_RULES + structured.LATE_RULES + keyvalue.RULES)
+    out += [general._CHAT_TRIGGERS, general._CHAT_TRIGGERS_UNICODE, general._KEY_SPACE_TRIGGERS, general._CLI_FLAGS]
+    out += [causes.TRIGGERS, causes.AFTER_LABEL_STEMS]
+    out.append(("value", "identified", "random_", "private-", "ssws", "[redacted:"))
     # an identifier of two parts naming an id ("id-no"): the name rules' pairs, joined as a plain text can join them
-    cues.update(f"{a}-{b}" for a, b in anchored._ID_PAIRS)
-    return {c.lower() for c in cues if c}
+    out.append(tuple(f"{a}-{b}" for a, b in anchored._ID_PAIRS))
+    out.append(cue_rules.TRIGGERS)
+    return out
+
+
+def _all_substring_cues(prose: tuple[str, ...]) -> set[str]:
+    return {c.lower() for source in _sources(prose) for c in source if c}
 
 
 def _dropped(prose: tuple[str, ...]) -> set[str]:
-    """The words of the refined gates that no other rule reads: no cue by themselves (their gates' checks are)."""
-    refined, other = _gate_words()
-    others = _all_substring_cues(prose, of_cues=False) | other
-    return refined - others
+    """The words of the refined gates that no other rule reads: no cue by themselves (their gates' checks are).
+    The other rules' words: every source but the refined ones, every ``*_GATE`` tuple of ``cues`` but the refined
+    ones, and the words ``cues.TRIGGERS`` adds of its own ("?", "&", "insert" …) but "?"."""
+    refined = [g for g, _ in _refined()]
+    refined_words = {w.lower() for g in refined for w in g}
+    gates = [v for k, v in vars(cue_rules).items() if k.endswith("_GATE") and isinstance(v, tuple)]
+    in_gates = {w for g in gates for w in g}
+    other = {w.lower() for w in cue_rules.TRIGGERS if w not in in_gates and w.lower() not in refined_words}
+    for source in _sources(prose)[:-1] + gates:
+        if not any(source is r for r in refined):
+            other.update(w.lower() for w in source)
+    return refined_words - other
 
 
 def _substring_cues(prose: tuple[str, ...], *, refined: bool = True) -> tuple[str, ...]:
