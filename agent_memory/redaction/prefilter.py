@@ -199,6 +199,21 @@ class _Cues:
 _cues: _Cues | None = None
 
 
+def cue_set(prose: tuple[str, ...]) -> _Cues:
+    """The prefilter's cues, built on first use from the engine's ``prose`` triggers (:mod:`slugs` reads them too)."""
+    global _cues
+    built = _cues
+    if built is None:
+        built = _cues = _Cues(prose)
+    return built
+
+
+def opens(text: str, low: str, gate: tuple[str, ...], check: Callable[[str, str], bool]) -> bool:
+    """Does a refined ``gate`` (:func:`_refined`) open in ``text`` (``low``: it lower-cased) and its rule's check say
+    it may find something?"""
+    return any(w in low for w in gate) and check(text, low)
+
+
 def _question(text: str, label: re.Pattern[str]) -> bool:
     """Could ``anchored.qa_spans`` answer here: a line with a "?" naming a secret, and in the three lines after it
     one that may hold a one-token reply (no space inside, or a speaker's colon, or digits)?"""
@@ -220,7 +235,6 @@ def plain(text: str, prose: tuple[str, ...], spaced: Lazy) -> bool:
     """True when ``text`` provably holds nothing the engine redacts (see the module's docstring); False means
     "ask the engine", not "holds a secret". ``prose`` and ``spaced`` are the engine's own prose triggers and its
     pattern of a token spelt out one character at a time (passed in: the engine imports this module)."""
-    global _cues
     if not text:
         return True
     if not text.isascii() or _SHAPE.fullmatch(text) is None or _LONG_RUN.search(text) is not None:
@@ -233,9 +247,7 @@ def plain(text: str, prose: tuple[str, ...], spaced: Lazy) -> bool:
         return False
     if spaced.get().search(text) is not None:
         return False
-    cues = _cues
-    if cues is None:
-        cues = _cues = _Cues(prose)
+    cues = _cues if _cues is not None else cue_set(prose)
     low = text.lower()
     if cues.substrings.search(low) is not None:
         return False
@@ -257,7 +269,7 @@ def plain(text: str, prose: tuple[str, ...], spaced: Lazy) -> bool:
     if "?" in text and "\n" in text and _question(text, cues.question):
         return False
     if cues.refined_words is not None and cues.refined_words.search(low) is not None:
-        if any(cue_rules._any(low, gate) and check(text, low) for gate, check in cues.refined):
+        if any(opens(text, low, gate, check) for gate, check in cues.refined):
             return False
     if _DIGIT.search(text) is None:
         return True
