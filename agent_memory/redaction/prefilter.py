@@ -68,8 +68,19 @@ def _refined() -> tuple[tuple[tuple[str, ...], Callable[[str, str], bool]], ...]
         return next(c._secq_spans(text), None) is not None
 
     def chat(text: str, low: str) -> bool:
-        # general's chat rules match their patterns only where a trigger starts (or anywhere): a search is a superset
-        return general._CHAT.get().search(text) is not None or general._CHAT_BARE.get().search(text) is not None
+        # general's chat rules match their patterns where a trigger starts, as they do (with the longer trigger list)
+        same = len(low) == len(text)
+        return any(
+            next(general._at(pattern, text, low, general._CHAT_TRIGGERS_UNICODE, same), None) is not None
+            for pattern in (general._CHAT, general._CHAT_BARE)
+        )
+
+    def after_label(text: str, low: str) -> bool:
+        # the label is matched where one of its stems starts, as causes.after_value_spans does
+        if len(low) != len(text):
+            return causes._AFTER_LABEL.get().search(text) is not None
+        match = causes._AFTER_LABEL.get().match
+        return any(match(text, i) is not None for stem in causes.AFTER_LABEL_STEMS for i in causes._find_all(low, stem))
 
     return (
         ((*c.SECQ_GATE, "?"), question),
@@ -89,7 +100,7 @@ def _refined() -> tuple[tuple[tuple[str, ...], Callable[[str, str], bool]], ...]
         (general._CHAT_TRIGGERS, chat),
         (general._CHAT_TRIGGERS_UNICODE, chat),
         # a value before its label ("… is the api key", "… to log in"): the label is matched where a stem starts
-        (causes.AFTER_LABEL_STEMS, lambda text, low: causes._AFTER_LABEL.get().search(text) is not None),
+        (causes.AFTER_LABEL_STEMS, after_label),
     )
 
 
@@ -173,7 +184,8 @@ class _Cues:
         self.substrings = _alternation(_substring_cues(prose))
         dropped = _dropped(prose)
         self.refined_words = _alternation(dropped) if dropped else None
-        self.refined = _refined()
+        # each refined gate as one scan of the lower-cased text, with its rule's check
+        self.refined = tuple((_alternation({w.lower() for w in gate}), check) for gate, check in _refined())
         self.words = _word_cues()
         # provider prefixes, case as the engine matches them, looked for in runs of 14+ token characters (a plain
         # text's runs lie inside its space-separated tokens, which are tested whole: a superset)
@@ -208,10 +220,10 @@ def cue_set(prose: tuple[str, ...]) -> _Cues:
     return built
 
 
-def opens(text: str, low: str, gate: tuple[str, ...], check: Callable[[str, str], bool]) -> bool:
-    """Does a refined ``gate`` (:func:`_refined`) open in ``text`` (``low``: it lower-cased) and its rule's check say
-    it may find something?"""
-    return any(w in low for w in gate) and check(text, low)
+def opens(text: str, low: str, gate: re.Pattern[str], check: Callable[[str, str], bool]) -> bool:
+    """Does a refined gate (``gate``: a scan for its words, :attr:`_Cues.refined`) open in ``text`` (``low``: it
+    lower-cased) and its rule's check say the rule may find something?"""
+    return gate.search(low) is not None and check(text, low)
 
 
 def _question(text: str, label: re.Pattern[str]) -> bool:

@@ -74,7 +74,7 @@ class _Checks:
         # the refined gates (a word such as "with" or "api" that is no cue alone, its rule's own check standing for
         # it): the engine reads the stem and its suffixes too, so their checks are asked of each
         self.refined_words: re.Pattern[str] | None = cues.refined_words
-        self.refined: tuple[tuple[tuple[str, ...], Callable[[str, str], bool]], ...] = cues.refined
+        self.refined: tuple[tuple[re.Pattern[str], Callable[[str, str], bool]], ...] = cues.refined
 
 
 def _any(words: set[str]) -> re.Pattern[str]:
@@ -123,6 +123,8 @@ def plain_slug(value: str) -> bool:
     if checks.refined_words is not None and checks.refined_words.search(value) is not None:
         # the spaced form passed its refined gates' checks; the stem and its suffixes are read too
         for text in (value, *suffixes):
+            if checks.refined_words.search(text) is None:
+                break  # the later suffixes are parts of this one
             if any(prefilter.opens(text, text, gate, check) for gate, check in checks.refined):
                 return False
     return True
