@@ -16,7 +16,17 @@ skipped. A text is plain when all of these hold (anything else goes to the engin
   prefixes, prose and chat triggers, command words and flags), as substrings of the lower-cased text as the engine
   looks for them; the identifier parts the name rules read (``anchored``'s word sets) as whole words; and the
   multilingual label lexicons (``generic``, ``general``, ``anchored``, ``contextual``) as the engine's own regexes;
-* fewer than twelve (the seed-phrase minimum) BIP-39 words in the text (English, or any other list typed in ASCII).
+* fewer than twelve (the seed-phrase minimum) BIP-39 words in the text (English, or any other list typed in ASCII);
+* **refined gates** (issue 32): a gate opened by common words ("?", "with", "two", "same", "back", "part", "api",
+  "log", "mot", "name" …) whose one rule has a cheap first step is no substring cue. When one of its words occurs,
+  that rule's own first step, imported from its module, is asked instead: the security-question rule itself
+  (``cues._secq_spans``: a question, then an answer after it on the line, as ``"?" and "you"`` or a ``SECQ_GATE``
+  word opens it; a "?" also opens the URL-code rule, which needs a "="), the split rule's cue (``_SPLIT_CUE``),
+  the OTP rule's cue (``_OTP_CUE``), "same as always" (``_SAME_AS``), the CVV rule's card (``_CARD_MARK``), named
+  pairs (``_NAMED_PAIR``), the chunked password's password cue (``PW_GATE``), general's chat rules and causes'
+  value-before-label rule, matched where their triggers start as those rules match them. A word is dropped from the
+  cues only when every rule that reads it is a refined gate (:func:`_dropped`: every ``*_GATE`` tuple of ``cues``
+  and every other cue list is looked at), so a word another rule also reads stays a cue.
 
 Every cue is imported from the module that uses it, never copied: a trigger added there is a cue here.
 ``tests/test_redact_prefilter.py`` runs the full engine over every corpus under ``tests/fixtures/secrets*``, the

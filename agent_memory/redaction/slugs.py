@@ -7,7 +7,7 @@ model layer asks :func:`plain_slug` and knows nothing of redaction's cues.
 It accepts only a narrow shape and asks the redaction prefilter (:func:`agent_memory.redaction.prefilter.plain`,
 the engine's own proof that a text holds nothing it redacts) about the stem with its hyphens as spaces, and looks
 for the prefilter's other cues in the stem itself. Redaction is read, never changed: its cue lists are imported
-from it (a cue added there is one here), and if they move, every stem gets the full check. Why that covers
+from it (a cue added there is one here). Why that covers
 what the engine could read in the hyphen-joined stem and its glued suffixes:
 
 * **Shape**: the date, then words of 1–12 lower-case ASCII letters joined by single hyphens, each with a vowel
@@ -22,6 +22,9 @@ what the engine could read in the hyphen-joined stem and its glued suffixes:
   …) and the label regexes the prefilter runs (every language's secret names, the labels that bind digits) are
   looked for in the stem itself, where the spaced form cannot show them; the command-line flags ``-u -l -d`` are
   not (the engine reads them only after a space or tab, and a stem has none).
+* **Refined gates** (the prefilter's words that are no cue alone, "with", "api", "two" …: their rules' own first
+  step stands for them): the spaced form passed those checks in the prefilter, and they are asked again of the stem
+  itself and of each suffix from a hyphen on (the texts the identifier check reads besides the spaced form).
 * **Provider tokens**: no provider trigger (case as the engine matches it) occurs in the stem, so none of the
   provider rules runs on it or on any of its suffixes (a suffix's triggers are the stem's).
 * **Base64**: the engine decodes a run of 24+ base64 characters (hyphens included) to look inside; the stem and
