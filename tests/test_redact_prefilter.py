@@ -199,3 +199,116 @@ def test_random_mixes(parts: list[tuple[str, str]]) -> None:
     text = "".join(t + s for t, s in parts).strip()
     if plain(text):
         assert engine.find_spans(text) == []
+
+
+# --- the refined gates (issue 32): a word that opens one cheap rule of ``cues`` ("?", "with", "two", "back" …) is
+# no cue by itself; the rule's own first step is asked instead. Each text below holds what that rule redacts, in a
+# shape the prefilter accepts: if the check standing for the gate were wrong, the text would be called plain.
+_GATED_SECRETS = [
+    # the security-question rule opened by a "?" and "you" (no gate word of its own): every answer form it reads
+    "What street did you grow up on? It is Maple.",
+    "What street did you grow up on? It is Maple Avenue",
+    "Which school did you first attend? I used Lincoln.",
+    "Which school did you first attend? I put Lincoln High.",
+    "Who was your best friend in school? I wrote Jenny.",
+    "What was your first car? I chose Beetle!",
+    "Where did you go on your honeymoon? Answer is Bali.",
+    "which street did you grow up on? I used 'Maple'",
+    'which street did you grow up on? I used "Maple Row"',
+    "Where did you first meet your husband? It is Lisbon.",
+    "What was your childhood nickname? It is Bubbles.",
+    # and opened by its own gate words
+    "Where were you born? It is Porto.",
+    "What was the name of your first pet? It is Rex.",
+    "What is your favorite food? It is pizza",
+    "Security question? It is Rex.",
+    "Memorable word? It is Lantern.",
+    # the split rule ("with", "half", "part", "rest is")
+    "first half 4471, second half 9923",
+    "It starts with 4471 and ends with 9923",
+    # the OTP rule ("two", "2fa", "setup key" …)
+    "two factor uvsx hdld ikms ujwh mwdb vszo",
+    "the two factor is uvsx hdld ikms ujwh mwdb vszo",
+    # the same-as-always rule ("same", "usual", "old one")
+    "same as always, Summer-Rain",
+    "the usual, Rex-Max-Ole",
+    # general's chat rules ("mdp", "adgangskode", "lozinka" …)
+    "mon mdp est Summer-Rain",
+    "le mdp est Rex-Max-Ole",
+    "adgangskode Summer-Rain",
+    "lozinka je Summer-Rain",
+]
+
+
+@pytest.mark.parametrize("text", _GATED_SECRETS)
+def test_a_refined_gate_still_sends_its_secret_to_the_engine(text: str) -> None:
+    assert engine.find_spans(text), "not a probe: the engine finds nothing here"
+    assert prefilter._SHAPE.fullmatch(text), "not a probe: the shape alone refuses it"
+    assert not plain(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "What did we decide about the plan?",
+        "Do you remember the first trip?",
+        "Where did you first meet? In school.",
+        "Any notes on the budget and the plan with Ana?",
+        "We went back to the same place with two friends.",
+        "Part of the team split the work in half.",
+    ],
+)
+def test_a_refined_gate_word_alone_is_plain(text: str) -> None:
+    """What the refinement is for: "?", "with", "two", "same", "back", "part" in prose no longer send it to the engine."""
+    assert plain(text)
+    assert engine.find_spans(text) == []
+
+
+def test_the_refined_gates_are_the_rules_own() -> None:
+    """Every refined gate is a gate tuple of ``cues`` (imported, never copied), "?" is no substring cue any more, and
+    a word another rule also reads stays a cue."""
+    from agent_memory.redaction import cues as cue_rules
+
+    gates = {id(v) for k, v in vars(cue_rules).items() if k.endswith("_GATE")}
+    refined = prefilter._refined()
+    assert all(id(gate) in gates for gate, _ in refined[1:7])
+    assert set(refined[0][0]) == {*cue_rules.SECQ_GATE, "?"}
+    dropped = prefilter._dropped(engine._PROSE_TRIGGERS)
+    assert {"?", "with", "two", "same", "back"} <= dropped
+    substrings = prefilter._substring_cues(engine._PROSE_TRIGGERS)
+    assert not dropped & set(substrings)
+    assert "secret" in substrings and "code" in substrings  # read by other rules too
+
+
+_QWORDS = ["what", "which", "where", "who", "What", "Which", "Where", "Who", "when", "how"]
+_QPARTS = [
+    "you", "your", "did you", "were you", "grow up", "grew up", "born", "first", "childhood", "maiden", "pet", "school",
+    "street", "teacher", "best friend", "honeymoon", "met your", "favorite", "favourite", "food", "book", "memorable",
+    "security", "question", "secret", "name", "of", "the", "in", "on", "with", "two", "factor", "same", "as", "always",
+    "usual", "back", "half", "part", "second", "starts", "ends", "rest is", "setup key", "seed", "card", "and",
+]  # fmt: skip
+_ANSWERS = ["It is", "is", "I used", "I put", "I wrote", "I chose", "Answer is", "A", "", "it was", "Its"]
+_VALUES = ["Maple", "Rex", "Lincoln High", "Porto", "'Maple'", '"Maple Row"', "4471", "9923", "ab23 cdef ghij klmn", "pizza", "x"]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(_QWORDS),
+            st.lists(st.sampled_from(_QPARTS), min_size=0, max_size=6),
+            st.sampled_from(["?", "? ", "?\n", ".", " "]),
+            st.sampled_from(_ANSWERS),
+            st.sampled_from(_VALUES),
+            st.sampled_from([".", "!", "", ",", "\n"]),
+        ),
+        min_size=1,
+        max_size=3,
+    )
+)
+def test_question_and_gate_mixes(parts: list[tuple[str, list[str], str, str, str, str]]) -> None:
+    """Questions, gate words, answers and values mixed: what the prefilter calls plain holds nothing the engine finds."""
+    text = " ".join(f"{q} {' '.join(mid)}{mark} {ans} {val}{end}" for q, mid, mark, ans, val, end in parts).strip()
+    text = re.sub(r" {2,}", " ", text)
+    if plain(text):
+        assert engine.find_spans(text) == [], text

@@ -128,10 +128,10 @@ def _stem_verdict(value: str) -> bool:
 
 
 def _glued_check(value: str) -> bool:
-    from agent_memory.model.stems import plain_stem  # a minted id's stem of plain words: provably no secret, no pass
     from agent_memory.redaction.api import contains_secret  # writes and error paths only
+    from agent_memory.redaction.slugs import plain_slug  # a minted id's stem of plain words: provably no secret, no pass
 
-    if plain_stem(value):
+    if plain_slug(value):
         return False
     if looks_secret(value):
         return True

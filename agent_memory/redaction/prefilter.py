@@ -16,7 +16,17 @@ skipped. A text is plain when all of these hold (anything else goes to the engin
   prefixes, prose and chat triggers, command words and flags), as substrings of the lower-cased text as the engine
   looks for them; the identifier parts the name rules read (``anchored``'s word sets) as whole words; and the
   multilingual label lexicons (``generic``, ``general``, ``anchored``, ``contextual``) as the engine's own regexes;
-* fewer than twelve (the seed-phrase minimum) BIP-39 words in the text (English, or any other list typed in ASCII).
+* fewer than twelve (the seed-phrase minimum) BIP-39 words in the text (English, or any other list typed in ASCII);
+* **refined gates** (issue 32): a gate opened by common words ("?", "with", "two", "same", "back", "part", "api",
+  "log", "mot", "name" …) whose one rule has a cheap first step is no substring cue. When one of its words occurs,
+  that rule's own first step, imported from its module, is asked instead: the security-question rule itself
+  (``cues._secq_spans``: a question, then an answer after it on the line, as ``"?" and "you"`` or a ``SECQ_GATE``
+  word opens it; a "?" also opens the URL-code rule, which needs a "="), the split rule's cue (``_SPLIT_CUE``),
+  the OTP rule's cue (``_OTP_CUE``), "same as always" (``_SAME_AS``), the CVV rule's card (``_CARD_MARK``), named
+  pairs (``_NAMED_PAIR``), the chunked password's password cue (``PW_GATE``), general's chat rules and causes'
+  value-before-label rule, matched where their triggers start as those rules match them. A word is dropped from the
+  cues only when every rule that reads it is a refined gate (:func:`_dropped`: every ``*_GATE`` tuple of ``cues``
+  and every other cue list is looked at), so a word another rule also reads stays a cue.
 
 Every cue is imported from the module that uses it, never copied: a trigger added there is a cue here.
 ``tests/test_redact_prefilter.py`` runs the full engine over every corpus under ``tests/fixtures/secrets*``, the
@@ -28,6 +38,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 
 from agent_memory.redaction import anchored, bip39, causes, contextual, families, general, generic, keyvalue, structured, views
 from agent_memory.redaction import cues as cue_rules
@@ -50,18 +61,99 @@ _DIGIT = re.compile(r"\d")
 _MAX_GROUP_DIGITS = 5
 
 
-def _substring_cues(prose: tuple[str, ...]) -> tuple[str, ...]:
-    """What the engine's gated rules test with ``trigger in low`` (and command flags tested by ``startswith``)."""
-    cues: set[str] = set(prose)
-    for _, _, triggers in structured.SHAPE_RULES + structured.LATE_RULES + keyvalue.RULES:
-        cues.update(triggers)
-    cues.update(general._CHAT_TRIGGERS + general._CHAT_TRIGGERS_UNICODE + general._KEY_SPACE_TRIGGERS)
-    cues.update(general._CLI_FLAGS)
-    cues.update(causes.TRIGGERS + causes.AFTER_LABEL_STEMS + cue_rules.TRIGGERS)
-    cues.update(("value", "identified", "random_", "private-", "ssws", "[redacted:"))
+def _refined() -> tuple[tuple[tuple[str, ...], Callable[[str, str], bool]], ...]:
+    """Gates that common words open ("with", "two", "back", "api", "mot", a "?"), each with the first step of the one
+    rule it opens, imported from that rule's module: ``check(text, low)`` is False only when that rule finds nothing
+    in ``text``. A word of these gates is then no cue by itself (:func:`_dropped`); a text holding one is plain only
+    if the check of every refined gate it opens says False."""
+    c = cue_rules
+
+    def question(text: str, low: str) -> bool:
+        # the engine: `_any(low, SECQ_GATE) or "?" in text and "you" in low` runs the security-question rule (its
+        # question, then an answer after it on the line); a "?" also opens the URL-code rule, which needs a "="
+        if "=" in text:
+            return True
+        if not (c._any(low, c.SECQ_GATE) or "?" in text and "you" in low):
+            return False
+        return next(c._secq_spans(text), None) is not None
+
+    def chat(text: str, low: str) -> bool:
+        # general's chat rules match their patterns where a trigger starts, as they do (with the longer trigger list)
+        same = len(low) == len(text)
+        return any(
+            next(general._at(pattern, text, low, general._CHAT_TRIGGERS_UNICODE, same), None) is not None
+            for pattern in (general._CHAT, general._CHAT_BARE)
+        )
+
+    def after_label(text: str, low: str) -> bool:
+        # the label is matched where one of its stems starts, as causes.after_value_spans does
+        if len(low) != len(text):
+            return causes._AFTER_LABEL.get().search(text) is not None
+        match = causes._AFTER_LABEL.get().match
+        return any(match(text, i) is not None for stem in causes.AFTER_LABEL_STEMS for i in causes._find_all(low, stem))
+
+    return (
+        ((*c.SECQ_GATE, "?"), question),
+        # the split rule reads a value only after its own cue ("starts with …", "second half …", "rest is …")
+        (c.SPLIT_GATE, lambda text, low: c._SPLIT_CUE.get().search(text) is not None),
+        # the chunked-password rule needs a password cue as well (every PW_GATE word stays a cue)
+        (c.CHUNK_GATE, lambda text, low: c._any(low, c.PW_GATE)),
+        # the OTP rule keeps a base32 run only with its cue ("2fa", "two-factor", "setup key" …) before it
+        (c.OTP_GATE, lambda text, low: c._OTP_CUE.get().search(text) is not None),
+        # "the same as always: …", "the usual one: …"
+        (c.SAME_GATE, lambda text, low: c._SAME_AS.get().search(text) is not None),
+        # the CVV rule runs only beside a card number (or its marker)
+        (c.CVV_GATE, lambda text, low: c._CARD_MARK.get().search(text) is not None),
+        # define('NAME', '…'), setenv, <key>…</key><string>…
+        (c.NAMED_GATE, lambda text, low: c._NAMED_PAIR.get().search(text) is not None),
+        # "mot de passe: …", "mdp …": the chat rules
+        (general._CHAT_TRIGGERS, chat),
+        (general._CHAT_TRIGGERS_UNICODE, chat),
+        # a value before its label ("… is the api key", "… to log in"): the label is matched where a stem starts
+        (causes.AFTER_LABEL_STEMS, after_label),
+    )
+
+
+def _sources(prose: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """Every list of words the engine's gated rules test with ``trigger in low`` (and command flags tested by
+    ``startswith``), ``cues.TRIGGERS`` (the union of that module's gates) last."""
+    out: list[tuple[str, ...]] = [prose]
+    out.extend(tuple(triggers) for _, _, triggers in structured.SHAPE_RULES + structured.LATE_RULES + keyvalue.RULES)
+    out += [general._CHAT_TRIGGERS, general._CHAT_TRIGGERS_UNICODE, general._KEY_SPACE_TRIGGERS, general._CLI_FLAGS]
+    out += [causes.TRIGGERS, causes.AFTER_LABEL_STEMS]
+    out.append(("value", "identified", "random_", "private-", "ssws", "[redacted:"))
     # an identifier of two parts naming an id ("id-no"): the name rules' pairs, joined as a plain text can join them
-    cues.update(f"{a}-{b}" for a, b in anchored._ID_PAIRS)
-    return tuple(sorted({c.lower() for c in cues if c}, key=len, reverse=True))
+    out.append(tuple(f"{a}-{b}" for a, b in anchored._ID_PAIRS))
+    out.append(cue_rules.TRIGGERS)
+    return out
+
+
+def _all_substring_cues(prose: tuple[str, ...]) -> set[str]:
+    return {c.lower() for source in _sources(prose) for c in source if c}
+
+
+def _dropped(prose: tuple[str, ...]) -> set[str]:
+    """The words of the refined gates that no other rule reads: no cue by themselves (their gates' checks are).
+    The other rules' words: every source but the refined ones, every ``*_GATE`` tuple of ``cues`` but the refined
+    ones, and the words ``cues.TRIGGERS`` adds of its own ("?", "&", "insert" …) but "?"."""
+    refined = [g for g, _ in _refined()]
+    refined_words = {w.lower() for g in refined for w in g}
+    gates = [v for k, v in vars(cue_rules).items() if k.endswith("_GATE") and isinstance(v, tuple)]
+    in_gates = {w for g in gates for w in g}
+    other = {w.lower() for w in cue_rules.TRIGGERS if w not in in_gates and w.lower() not in refined_words}
+    for source in _sources(prose)[:-1] + gates:
+        if not any(source is r for r in refined):
+            other.update(w.lower() for w in source)
+    return refined_words - other
+
+
+def _substring_cues(prose: tuple[str, ...], *, refined: bool = True) -> tuple[str, ...]:
+    """The substring cues (longest first); with ``refined``, less the words :func:`_dropped` (their gates' checks
+    stand for them)."""
+    cues = _all_substring_cues(prose)
+    if refined:
+        cues -= _dropped(prose)
+    return tuple(sorted(cues, key=len, reverse=True))
 
 
 def _word_cues() -> frozenset[str]:
@@ -96,10 +188,14 @@ def _alternation(cues: set[str] | tuple[str, ...]) -> re.Pattern[str]:
 
 
 class _Cues:
-    __slots__ = ("digit_labels", "labels", "providers", "question", "routing", "substrings", "words")
+    __slots__ = ("digit_labels", "labels", "providers", "question", "refined", "refined_words", "routing", "substrings", "words")
 
     def __init__(self, prose: tuple[str, ...]) -> None:
         self.substrings = _alternation(_substring_cues(prose))
+        dropped = _dropped(prose)
+        self.refined_words = _alternation(dropped) if dropped else None
+        # each refined gate as one scan of the lower-cased text, with its rule's check
+        self.refined = tuple((_alternation({w.lower() for w in gate}), check) for gate, check in _refined())
         self.words = _word_cues()
         # provider prefixes, case as the engine matches them, looked for in runs of 14+ token characters (a plain
         # text's runs lie inside its space-separated tokens, which are tested whole: a superset)
@@ -125,6 +221,21 @@ class _Cues:
 _cues: _Cues | None = None
 
 
+def cue_set(prose: tuple[str, ...]) -> _Cues:
+    """The prefilter's cues, built on first use from the engine's ``prose`` triggers (:mod:`slugs` reads them too)."""
+    global _cues
+    built = _cues
+    if built is None:
+        built = _cues = _Cues(prose)
+    return built
+
+
+def opens(text: str, low: str, gate: re.Pattern[str], check: Callable[[str, str], bool]) -> bool:
+    """Does a refined gate (``gate``: a scan for its words, :attr:`_Cues.refined`) open in ``text`` (``low``: it
+    lower-cased) and its rule's check say the rule may find something?"""
+    return gate.search(low) is not None and check(text, low)
+
+
 def _question(text: str, label: re.Pattern[str]) -> bool:
     """Could ``anchored.qa_spans`` answer here: a line with a "?" naming a secret, and in the three lines after it
     one that may hold a one-token reply (no space inside, or a speaker's colon, or digits)?"""
@@ -146,7 +257,6 @@ def plain(text: str, prose: tuple[str, ...], spaced: Lazy) -> bool:
     """True when ``text`` provably holds nothing the engine redacts (see the module's docstring); False means
     "ask the engine", not "holds a secret". ``prose`` and ``spaced`` are the engine's own prose triggers and its
     pattern of a token spelt out one character at a time (passed in: the engine imports this module)."""
-    global _cues
     if not text:
         return True
     if not text.isascii() or _SHAPE.fullmatch(text) is None or _LONG_RUN.search(text) is not None:
@@ -159,9 +269,7 @@ def plain(text: str, prose: tuple[str, ...], spaced: Lazy) -> bool:
         return False
     if spaced.get().search(text) is not None:
         return False
-    cues = _cues
-    if cues is None:
-        cues = _cues = _Cues(prose)
+    cues = _cues if _cues is not None else cue_set(prose)
     low = text.lower()
     if cues.substrings.search(low) is not None:
         return False
@@ -182,6 +290,9 @@ def plain(text: str, prose: tuple[str, ...], spaced: Lazy) -> bool:
         return False
     if "?" in text and "\n" in text and _question(text, cues.question):
         return False
+    if cues.refined_words is not None and cues.refined_words.search(low) is not None:
+        if any(opens(text, low, gate, check) for gate, check in cues.refined):
+            return False
     if _DIGIT.search(text) is None:
         return True
     return cues.routing.search(low) is None and not any(p.search(text) for p in cues.digit_labels)

@@ -1,11 +1,13 @@
-"""A cheap acceptor for the stems of the ids the store mints (``YYYY-MM-DD-<slug>``): when it says a stem is plain,
-the identifier check (:func:`agent_memory.model.values.looks_secret_glued`: 4–5 passes of the redaction engine
-over the stem, spaced and each glued suffix) would find nothing in it, so the check is skipped.
+"""A cheap acceptor for the slugs of the ids the store mints (``YYYY-MM-DD-<slug>``, the stem of
+:func:`agent_memory.model.values.new_id`): when :func:`plain_slug` says a stem is plain, the identifier check
+(:func:`agent_memory.model.values.looks_secret_glued`: 4–5 passes of the redaction engine over the stem, spaced and
+each glued suffix) would find nothing in it, so the check is skipped. It lives here, beside the rules it reads: the
+model layer asks :func:`plain_slug` and knows nothing of redaction's cues.
 
 It accepts only a narrow shape and asks the redaction prefilter (:func:`agent_memory.redaction.prefilter.plain`,
 the engine's own proof that a text holds nothing it redacts) about the stem with its hyphens as spaces, and looks
 for the prefilter's other cues in the stem itself. Redaction is read, never changed: its cue lists are imported
-from it (a cue added there is one here), and if they move, every stem gets the full check. Why that covers
+from it (a cue added there is one here). Why that covers
 what the engine could read in the hyphen-joined stem and its glued suffixes:
 
 * **Shape**: the date, then words of 1–12 lower-case ASCII letters joined by single hyphens, each with a vowel
@@ -20,6 +22,9 @@ what the engine could read in the hyphen-joined stem and its glued suffixes:
   …) and the label regexes the prefilter runs (every language's secret names, the labels that bind digits) are
   looked for in the stem itself, where the spaced form cannot show them; the command-line flags ``-u -l -d`` are
   not (the engine reads them only after a space or tab, and a stem has none).
+* **Refined gates** (the prefilter's words that are no cue alone, "with", "api", "two" …: their rules' own first
+  step stands for them): the spaced form passed those checks in the prefilter, and they are asked again of the stem
+  itself and of each suffix from a hyphen on (the texts the identifier check reads besides the spaced form).
 * **Provider tokens**: no provider trigger (case as the engine matches it) occurs in the stem, so none of the
   provider rules runs on it or on any of its suffixes (a suffix's triggers are the stem's).
 * **Base64**: the engine decodes a run of 24+ base64 characters (hyphens included) to look inside; the stem and
@@ -40,7 +45,11 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from collections.abc import Callable
 from functools import cache
+
+from agent_memory.redaction import engine, prefilter
+from agent_memory.redaction.providers import PROVIDERS
 
 _STEM = re.compile(r"(\d{4})-(\d{2})-(\d{2})((?:-[a-z]{1,12})+)")
 _VOWEL = frozenset("aeiouy")
@@ -52,29 +61,23 @@ _SPACE_FLAGS = ("-u", "-l", "-d")
 class _Checks:
     """What the acceptor reads of the redaction rules (imported, never copied: a cue added there is one here)."""
 
-    __slots__ = ("hyphen_cues", "labels", "plain", "providers")
+    __slots__ = ("hyphen_cues", "labels", "providers", "refined", "refined_words")
 
     def __init__(self) -> None:
-        from agent_memory.redaction import engine, prefilter
-        from agent_memory.redaction.providers import PROVIDERS
-
-        prose, spaced = engine._PROSE_TRIGGERS, engine._SPACED_CHARS
-
-        def plain(text: str) -> bool:
-            return prefilter.enabled() and prefilter.plain(text, prose, spaced)
-
-        self.plain = plain
-        prefilter.plain("a", prose, spaced)  # builds the prefilter's cues (whether or not it is turned on now)
-        cues = prefilter._cues
-        assert cues is not None
+        prose = engine._PROSE_TRIGGERS
+        cues = prefilter.cue_set(prose)
         stemlike = re.compile(r"[a-z0-9-]+")
         # provider triggers as the engine matches them (case kept) that can occur in a stem
         triggers = {t for _, ts, _ in PROVIDERS for t in ts if stemlike.fullmatch(t)}
         self.providers = _any(triggers)
-        # the prefilter's substring cues that hold a hyphen (the spaced form cannot show them)
-        hyphen = {c for c in prefilter._substring_cues(prose) if "-" in c and c not in _SPACE_FLAGS}
+        # the substring cues that hold a hyphen (the spaced form cannot show them): all of them, refined or not
+        hyphen = {c for c in prefilter._substring_cues(prose, refined=False) if "-" in c and c not in _SPACE_FLAGS}
         self.hyphen_cues = _any(hyphen)
         self.labels = (*cues.labels, *cues.digit_labels)
+        # the refined gates (a word such as "with" or "api" that is no cue alone, its rule's own check standing for
+        # it): the engine reads the stem and its suffixes too, so their checks are asked of each
+        self.refined_words: re.Pattern[str] | None = cues.refined_words
+        self.refined: tuple[tuple[re.Pattern[str], Callable[[str, str], bool]], ...] = cues.refined
 
 
 def _any(words: set[str]) -> re.Pattern[str]:
@@ -94,16 +97,15 @@ def _may_decode(run: str) -> bool:
 
 
 @cache
-def _checks() -> _Checks | None:
-    try:
-        return _Checks()
-    except (AttributeError, ImportError, AssertionError, TypeError):  # the rules moved: every stem gets the full check
-        return None
+def _checks() -> _Checks:
+    return _Checks()
 
 
-def plain_stem(value: str) -> bool:
+def plain_slug(value: str) -> bool:
     """True when ``value`` is a stem of :func:`agent_memory.model.values.new_id`'s shape that provably holds nothing
     the identifier check reads as a secret (see the module's docstring); False means "run the full check"."""
+    if not prefilter.enabled():
+        return False
     m = _STEM.fullmatch(value)
     if m is None:
         return False
@@ -111,12 +113,21 @@ def plain_stem(value: str) -> bool:
     if any(_VOWEL.isdisjoint(w) for w in words):
         return False
     checks = _checks()
-    if checks is None:
-        return False
     if checks.providers.search(value) or checks.hyphen_cues.search(value):
         return False
     if any(p.search(value) for p in checks.labels):
         return False
-    if _may_decode(value) or any(_may_decode(value[i + 1 :]) for i, c in enumerate(value) if c == "-"):
+    suffixes = [value[i + 1 :] for i, c in enumerate(value) if c == "-"]
+    if _may_decode(value) or any(_may_decode(s) for s in suffixes):
         return False
-    return checks.plain(f"{m.group(1)} {m.group(2)} {m.group(3)} {' '.join(words)}")
+    spaced = f"{m.group(1)} {m.group(2)} {m.group(3)} {' '.join(words)}"
+    if not prefilter.plain(spaced, engine._PROSE_TRIGGERS, engine._SPACED_CHARS):
+        return False
+    if checks.refined_words is not None and checks.refined_words.search(value) is not None:
+        # the spaced form passed its refined gates' checks; the stem and its suffixes are read too
+        for text in (value, *suffixes):
+            if checks.refined_words.search(text) is None:
+                break  # the later suffixes are parts of this one
+            if any(prefilter.opens(text, text, gate, check) for gate, check in checks.refined):
+                return False
+    return True
