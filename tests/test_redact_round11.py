@@ -3,6 +3,10 @@ tangerine") is redacted; what is said *about* a password in the same frame ("my 
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from agent_memory.redaction import engine, prefilter
@@ -170,3 +174,16 @@ def test_a_stated_password_is_redacted_once_and_stays_redacted() -> None:
 def test_a_bang_after_a_stated_word_goes_with_it() -> None:
     # the engine's standing rule: a "!" typed right after a password may be part of it ("Girasole42!")
     assert redact("my netflix password is popcorn!").text == "my netflix password is [REDACTED:password]"
+
+
+def test_a_stated_password_reaches_neither_the_record_id_nor_any_file(tmp_path: Path) -> None:
+    root = tmp_path / "mem"
+    cli = [sys.executable, "-m", "agent_memory.cli", "--root", str(root)]
+    subprocess.run([*cli, "init", "-p"], check=True, capture_output=True, timeout=120)
+    text = "my wifi password is tangerine"
+    done = subprocess.run([*cli, "remember", "--title", text, text], check=True, capture_output=True, text=True, timeout=120)
+    assert "tangerine" not in done.stdout and "redacted" in done.stdout
+    for path in root.rglob("*"):
+        assert "tangerine" not in path.name
+        if path.is_file():
+            assert b"tangerine" not in path.read_bytes(), path

@@ -6,6 +6,10 @@ Detection (:func:`cue_spans`), each rule a family rather than an example:
 * a password label of any language, a few filler words, then a value that mixes letters with digits or symbols
   ("lösenordet är Blue.5857mt", "parol ot pochty X", "the password, it's X"), or a dashed passphrase; the value
   before the label ("X is the password for …"); the value on the line below a bare label line;
+* round 11: a password of one to four ordinary words stated in prose after an owner's label ("my wifi password is
+  tangerine", "the password for the router is swordfish", "mein Passwort ist sonnenblume"), kept when the words say
+  something about the password instead ("is expired", "is stored in the vault", "is too short", "ist abgelaufen"):
+  see :func:`stated_word_spans`;
 * a PIN-like code: 4–8 digits after a code word qualified by what it opens (gate, garage, lockbox, voicemail, card,
   "Garagentor-Code"), never an error/status/zip/area code;
 * a card's verification value: 3–4 digits after a CVV cue in any language, in a text that holds a card number;
