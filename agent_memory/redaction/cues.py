@@ -6,6 +6,10 @@ Detection (:func:`cue_spans`), each rule a family rather than an example:
 * a password label of any language, a few filler words, then a value that mixes letters with digits or symbols
   ("lösenordet är Blue.5857mt", "parol ot pochty X", "the password, it's X"), or a dashed passphrase; the value
   before the label ("X is the password for …"); the value on the line below a bare label line;
+* round 11: a password of one to four ordinary words stated in prose after an owner's label ("my wifi password is
+  tangerine", "the password for the router is swordfish", "mein Passwort ist sonnenblume"), kept when the words say
+  something about the password instead ("is expired", "is stored in the vault", "is too short", "ist abgelaufen"):
+  see :func:`stated_word_spans`;
 * a PIN-like code: 4–8 digits after a code word qualified by what it opens (gate, garage, lockbox, voicemail, card,
   "Garagentor-Code"), never an error/status/zip/area code;
 * a card's verification value: 3–4 digits after a CVV cue in any language, in a text that holds a card number;
@@ -182,6 +186,150 @@ def word_passphrase_spans(text: str) -> Iterator[Span]:
             if _RUN_END.get().match(text, m.end()) is not None and _word_phrase(v, m.group("sep")):
                 yield m.start("v"), m.end("v"), "password"
                 break
+
+
+# --- round 11: a password of plain words stated in prose ------------------------------------------------------------
+# "my wifi password is tangerine", "the password for the router is swordfish", "mon mot de passe est tournesol": a
+# possessive or article, up to three words holding a password label, an optional "for X", a copula ("is", "est",
+# "ist", "es", "é", "è", "är"; "is set to", "is now") or ":"/"=", then one to four ordinary words ending the clause.
+# The same frame holds what is said *about* the password ("the password is wrong", "is stored in the vault", "is too
+# short", "is case-sensitive", "est trop court", "ist abgelaufen"), told apart by the words themselves:
+# * a function word (article, pronoun, preposition, conjunction, adverb, auxiliary, quantifier) ends the value; a value
+#   that opens with one ("is the same", "is in 1Password", "is too short", "is still the same") is none;
+# * the value's last word must not be a predicate: an adjective or participle of a list, or of a predicate suffix
+#   (English -ed/-ive/-able/-ous/-ful/-less/-ly..., and those of the copula's language: French -é/-ée, German
+#   ge-...-t/-lich/-ig, Spanish/Portuguese/Italian -ado/-ada/-ato/-ita/-vel/-bile ...): "correct horse" is a value,
+#   "case sensitive" and "expired" are not;
+# * more than four words without a function word is a sentence, not a value;
+# * a quoted value is a value whatever its words ("the password is 'wrong'"), unless it is a placeholder.
+_DETERMINERS = (
+    r"my|our|the|his|her|their|your|its|this|that|a|mon|ma|notre|votre|son|sa|leur|le|la|ton|ta|mein|meine|dein|deine|"
+    r"sein|seine|ihr|ihre|unser|unsere|das|der|die|mi|tu|su|nuestra|nuestro|el|minha|meu|sua|seu|nossa|nosso|o|mia|mio|"
+    r"tua|tuo|il|mijn|jouw|zijn|haar|onze|ons|het|je|mitt|min|ditt|din|hans|hennes|vårt|v[aå]r"
+)
+_STATED_BEFORE = Lazy(rf"(?<![^\W\d_])(?:{_DETERMINERS})(?:[ \t]+[^\s,.;:!?]+){{1,4}}$", I)
+_STATED_AFTER = Lazy(
+    r"(?:[ \t]+(?:for|to|of|on|at|für|fürs|zum|zur|vom|pour|du|de|del|da|do|di|della|per|van|voor|till|för)"
+    r"(?:[ \t]+[^\s,.;:!?=\"']+){1,3}?)?"
+    r"(?:[ \t]+(?P<c>is|was|remains|est|était|etait|ist|war|lautet|es|era|é|è|är|var)"
+    r"(?:[ \t]+(?:now|still|(?P<set>set[ \t]+to|changed[ \t]+to)))?(?:[ \t]*[:=])?|[ \t]*[:=])[ \t]+"
+    r"(?P<q>[\"'“‘«„])?(?P<v>[^\W\d_]+(?:[-'’][^\W\d_]+)*(?:[ \t]+[^\W\d_]+(?:[-'’][^\W\d_]+)*){0,5})(?![\w@/\\])"
+    r"(?!\.\w)",
+    I,
+)
+_FUNCTION_WORDS = frozenset(
+    # English
+    """a an the this that these those it its it's i me my you your he him his she her we us our they them their mine
+    yours hers ours theirs is are was were be been being am not no nor never now still just only also too very so quite
+    rather pretty really always already again yet ever even then there here where when what which who whom whose how
+    why if than as and or but because though although while until unless since for from to of in on at by with without
+    within into onto through over under about against between among after before above below behind beside near like
+    unlike per via across along around upon off out up down all any some every each both either neither none nothing
+    something anything everything someone anyone everyone somewhere anywhere everywhere nowhere same other another such
+    own more most less least much many few several enough one two three four five six seven eight nine ten twelve
+    first last next set get got has have had do does did can could will would shall should may might must need needs
+    usually probably definitely actually literally basically simply whatever whichever whoever however
+    soon later today tomorrow yesterday daily weekly monthly yearly nightly twice once again""".split()
+    # French, German, Spanish, Portuguese, Italian, Dutch, Swedish
+    + """le la les l un une des du de d au aux en dans sur sous avec sans pour par chez et ou mais ne pas plus trop très
+    tres aussi encore toujours déjà deja jamais bien même meme ton ta tes son sa ses notre votre leur ce cet cette ces qui
+    que quoi dont où si comme tout toute tous toutes rien il elle on je nous vous ils elles est était été être""".split()
+    + """der die das den dem des ein eine einen einem einer eines im am an auf aus bei mit ohne für von vom zum zur nach
+    vor über unter und oder aber nicht kein keine noch schon sehr zu auch immer nie gleich genau wie als wenn dass ist
+    war sind sein mein meine dein es er sie wir ihr hier dort jetzt bereits nur""".split()
+    + """el los las lo unos unas del con sin por para y pero muy demasiado también siempre todavía ya igual mismo misma
+    mi tu su como era está esta hay aquí""".split()
+    + """o os as um uma no na nos nas do da dos das com sem e não nao muito demais também sempre ainda já igual mesmo
+    mesma meu minha é""".split()
+    + """lo gli i nel nella di della da senza non molto troppo anche ancora già uguale stesso stessa mio mia che è
+    qui""".split()
+    + """het een op met zonder voor van niet geen nog al te ook altijd zeer heel erg hetzelfde dezelfde mijn""".split()
+    + """ett den det på av och eller men inte ingen också alltid redan samma mitt är var här""".split()
+)
+_PREDICATE_WORDS = frozenset(
+    """wrong right correct incorrect invalid valid expired old new weak strong short long good bad fine ok okay great
+    secure insecure unsafe safe required optional mandatory necessary needed empty blank null nil missing unknown known
+    different simple easy hard difficult complex obvious guessable unique random temporary permanent default standard
+    generic common secret private public personal confidential lost forgotten outdated stale current active inactive due
+    overdue ready fixed pending broken important useless fake real true false free unset elsewhere attached enclosed
+    included written inside outside lowercase uppercase numeric alphanumeric letters digits characters chars symbols
+    numbers words sensitive insensitive case-sensitive case-insensitive identical similar unchanged mandatory ignored
+    expiring working changing rotating failing loading matching existing remaining outstanding lacking
+    shown given sent kept taken stolen chosen done seen made told spoken frozen hidden known written overwritten
+    rewritten gotten broken proven gone reset compliant noncompliant plain plaintext cleartext text string hash nonsense
+    onbekend bekend
+    easier harder longer shorter stronger weaker safer better worse simpler best worst fewer newer older
+    faux fausse bon bonne mauvais mauvaise correcte incorrecte invalide valide requis requise obligatoire facultatif court
+    courte longue nouveau nouvelle ancien ancienne vide identique différent différente sensible fort forte faible sûr
+    sûre secrète perdu perdue
+    falsch richtig korrekt ungültig gültig abgelaufen erforderlich nötig notwendig leer kurz lang neu alt anders sicher
+    unsicher stark schwach einfach geheim vergessen verloren bekannt unbekannt
+    incorrecta incorrecto correcta correcto falsa falso inválida válida obligatoria opcional vacía corta larga nueva
+    nuevo vieja viejo distinta diferente segura seguro débil fuerte secreta
+    incorreta errada certa correta obrigatória vazia curta longa nova velha fraca
+    sbagliata giusta corretta errata valida opzionale vuota lunga vecchia diversa sicura debole segreta
+    fout juist onjuist ongeldig geldig verlopen verplicht optioneel leeg kort nieuw oud veilig onveilig sterk zwak
+    fel rätt ogiltigt giltigt obligatoriskt valfritt tomt långt nytt gammalt annorlunda säkert osäkert starkt svagt
+    hemligt""".split()
+)
+_PREDICATE_SUFFIX = Lazy(
+    r".{2,}(?:[^e]ed|ive|able|ible|ous|ful|less|ly|ical|ional)|.{3,}-(?:based|only|protected|sensitive|like|free|"
+    r"style|length|encoded|formatted|generated|managed)"
+)
+_ING = Lazy(r".{3,}ing")
+# the copula tells the language; each language's participle and adjective endings
+_LANGUAGE_SUFFIX = {
+    "est": Lazy(r".{2,}(?:é|ée|és|ées|if|ive|eux|euse|ible|able|ique)"),
+    "était": Lazy(r".{2,}(?:é|ée|és|ées|if|ive|eux|euse|ible|able|ique)"),
+    "ist": Lazy(r"(?:ge|ver|be|er|ent|zer|abge|ausge|eingge|umge)\w{2,}(?:t|en)|.{2,}(?:lich|ig|bar|los|isch|iert|sam)"),
+    "war": Lazy(r"(?:ge|ver|be|er|ent|zer|abge|ausge|umge)\w{2,}(?:t|en)|.{2,}(?:lich|ig|bar|los|isch|iert|sam)"),
+    "es": Lazy(r".{2,}(?:ada|ado|ida|ido|ble|iva|ivo|ente)"),
+    "era": Lazy(r".{2,}(?:ada|ado|ida|ido|ble|iva|ivo|ente|ata|ato|ita|ito|uta|uto|bile|vel)"),
+    "é": Lazy(r".{2,}(?:ada|ado|ida|ido|vel|iva|ivo|ente)"),
+    "è": Lazy(r".{2,}(?:ata|ato|ita|ito|uta|uto|bile|iva|ivo|ente)"),
+    "is": Lazy(r"(?:ge|ver|be|ont)\w{2,}(?:d|t|en)|.{2,}(?:lijk|ig|baar|loos|isch)"),
+    "är": Lazy(r".{2,}(?:at|igt|ligt|iskt|bart)"),
+}
+
+
+def _predicate(word: str, copula: str) -> bool:
+    w = word.lower().strip("'’")
+    if w in _PREDICATE_WORDS or _PREDICATE_SUFFIX.get().fullmatch(w):
+        return True
+    lang = _LANGUAGE_SUFFIX.get(copula)
+    return lang is not None and lang.get().fullmatch(w) is not None
+
+
+def stated_word_spans(text: str) -> Iterator[Span]:
+    """Passwords of plain words stated in prose after a password label (see above)."""
+    for end in _label_ends(text):
+        m = _STATED_AFTER.get().match(text, end)
+        if m is None or not m.group("set") and _STATED_BEFORE.get().search(text, max(0, end - 60), end) is None:
+            continue
+        copula = (m.group("c") or "").lower()
+        words = m.group("v").split()
+        start = m.start("v")
+        if m.group("q"):
+            close = m.end("v")
+            if text[close : close + 1] in "\"'”’»“" and close < len(text) and len(m.group("v")) >= 4:
+                if not placeholder_value(m.group("v")):
+                    yield start, close, "password"
+            continue
+        run: list[str] = []
+        for w in words:
+            if w.lower().strip("'’") in _FUNCTION_WORDS:
+                break
+            run.append(w)
+        if not run or len(run) > 4 or len(run) == len(words) == 6 or _predicate(run[-1], copula):
+            continue
+        if len(run) > 1 and (
+            _PREDICATE_SUFFIX.get().fullmatch(run[0].lower()) or run[0].lower() in _PREDICATE_WORDS and _ING.get().fullmatch(run[0].lower())
+        ):
+            continue  # "is pending approval", "is rotated weekly": a verb form opens it ("correct horse": an adjective may)
+        value = " ".join(run)
+        if len(value) < 4 or any(w.isupper() and len(w) > 1 for w in run) or placeholder_value(value):
+            continue
+        yield start, start + len(value), "password"
 
 
 # a number right after a password label, or after the particle that makes it a subject ("비밀번호 12049",
@@ -887,6 +1035,7 @@ def cue_spans(text: str) -> Iterator[Span]:
         for s, e in _label_values(text):
             yield s, e, "password"
         yield from word_passphrase_spans(text)
+        yield from stated_word_spans(text)
         if " " in text and _SPELT.get().search(text) is not None:
             yield from spelt_spans(text, list(_PW_LABEL.get().finditer(text)))
         for m in _PW_LABEL.get().finditer(text) if _CONNECTS.get().search(text) else ():
