@@ -1,6 +1,7 @@
 """The coarse pass's int8 first pass at scale (coarse.py ``Low8``, ``INT8_MIN``): ONNX Runtime's MatMulInteger over
-an in-memory int8 copy of ``low``; its scores, its use by the refined shortlist, appends, a mapped ``low`` read
-with pread, and the float fallback without ONNX Runtime."""
+an in-memory int8 copy of ``low`` (stored transposed, a query row times DIMS × n), and the int8 refining pass
+(``refine8``); their scores, their use by the refined shortlist, appends, a mapped ``low`` read with pread, and
+the float fallback without ONNX Runtime."""
 
 from __future__ import annotations
 
@@ -32,18 +33,55 @@ def clustered(n: int, seed: int) -> np.ndarray:
     return (m / np.linalg.norm(m, axis=1, keepdims=True)).astype(np.float32)
 
 
-def test_the_stored_graph_is_the_one_onnx_makes() -> None:
+@pytest.mark.parametrize(
+    ("a", "b", "y", "stored"),
+    [((["n", "d"]), (["d", 1]), (["n", 1]), "MATMUL8"), (([1, "d"]), (["d", "n"]), ([1, "n"]), "MATMUL8T")],
+)
+def test_the_stored_graphs_are_the_ones_onnx_makes(a: list[object], b: list[object], y: list[object], stored: str) -> None:
     onnx = pytest.importorskip("onnx")
     h, tp = onnx.helper, onnx.TensorProto
     graph = h.make_graph(
         [h.make_node("MatMulInteger", ["A", "B"], ["Y"])],
         "g",
-        [h.make_tensor_value_info("A", tp.UINT8, ["n", "d"]), h.make_tensor_value_info("B", tp.INT8, ["d", 1])],
-        [h.make_tensor_value_info("Y", tp.INT32, ["n", 1])],
+        [h.make_tensor_value_info("A", tp.UINT8, a), h.make_tensor_value_info("B", tp.INT8, b)],
+        [h.make_tensor_value_info("Y", tp.INT32, y)],
     )
     model = h.make_model(graph, opset_imports=[h.make_opsetid("", 13)])
     model.ir_version = 8
-    assert model.SerializeToString() == coarse_mod.MATMUL8
+    assert model.SerializeToString() == getattr(coarse_mod, stored)
+
+
+def test_the_transposed_copy_gives_the_exact_int8_dot_products() -> None:
+    """``cols`` is DIMS × n and ``raw`` is exactly the int8 rows times the int8 query (the shift undone by ``bias``)."""
+    mat = clustered(3000, 11)
+    fitted = Coarse.build(mat)
+    low8 = fitted.int8()
+    assert low8 is not None and low8.cols.dtype == np.int8 and low8.cols.shape == (fitted.low.shape[1], 3000) and low8.n == 3000
+    rows = coarse_mod._quantise8(fitted.low, low8.scale).astype(np.int64)
+    assert np.array_equal(low8.cols.T.astype(np.int64), rows)
+    for i in range(3):
+        qp = clustered(1, 50 + i)[0] @ fitted.proj
+        raw, step = low8.raw(qp)
+        scaled = qp * low8.scale
+        q8 = np.clip(np.rint(scaled / (np.abs(scaled).max() / 127)), -127, 127).astype(np.int64)
+        assert raw.dtype == np.int32 and np.array_equal(raw.astype(np.int64), rows @ q8)
+        assert step == pytest.approx(float(np.abs(scaled).max()) / 127)
+
+
+def test_the_int8_refining_product_tracks_the_float_one() -> None:
+    """``refine8`` (int8 query on MatMulInteger) is the float product of the int8 rows to within half a step per
+    direction, and without ONNX Runtime it is the float product itself."""
+    rng = np.random.default_rng(3)
+    mid = rng.integers(-127, 128, size=(5000, 64)).astype(np.int8)
+    qm = rng.normal(size=64).astype(np.float32)
+    want = mid.astype(np.float32) @ qm
+    got = coarse_mod.refine8(mid, qm)
+    assert got.dtype == np.float32 and got.shape == want.shape
+    step = float(np.abs(qm).max()) / 127
+    assert np.abs(got - want).max() <= 127 * 64 * step / 2 + 1e-3
+    assert np.corrcoef(got, want)[0, 1] > 0.999
+    assert not np.array_equal(got, want)  # it did run on int8
+    assert np.array_equal(coarse_mod.refine8(mid[:0], qm), np.zeros(0, dtype=np.float32))
 
 
 def test_int8_scores_track_the_float_product() -> None:
@@ -51,7 +89,7 @@ def test_int8_scores_track_the_float_product() -> None:
     mat = clustered(3000, 1)
     fitted = Coarse.build(mat)
     low8 = fitted.int8()
-    assert low8 is not None and low8.rows.dtype == np.uint8 and low8.rows.shape == fitted.low.shape
+    assert low8 is not None and low8.cols.dtype == np.int8 and low8.cols.shape == fitted.low.shape[::-1]
     for i in range(5):
         q = clustered(1, 100 + i)[0]
         qp = q @ fitted.proj
@@ -78,7 +116,7 @@ def test_the_refined_shortlist_reads_the_int8_copy_and_keeps_the_nearest(tmp_pat
         got = {h for h, _ in cache.nearest("m", q, 10)}
         hit += len(got & {hashes[j] for j in np.argsort(-(mat @ q))[:10]})
     coarse = cache._matrix("m").coarse
-    assert coarse is not None and coarse.low8 is not None and len(coarse.low8.rows) == n
+    assert coarse is not None and coarse.low8 is not None and coarse.low8.n == n
     assert hit >= 98  # of 100
     cache.close()
 
@@ -89,9 +127,11 @@ def test_appended_rows_are_quantised_with_the_same_scale() -> None:
     first = fitted.int8()
     assert first is not None
     fitted.extend(mat[1500:])
-    assert fitted.low8 is not None and len(fitted.low8.rows) == 2000 and fitted.int8() is fitted.low8
+    assert fitted.low8 is not None and fitted.low8.n == 2000 and fitted.int8() is fitted.low8
     assert np.array_equal(fitted.low8.scale, first.scale)
-    assert np.array_equal(fitted.low8.rows, Low8(rows=first.rows[:0], scale=first.scale).extended(fitted.low).rows)
+    whole = Low8(cols=first.cols[:, :0], bias=first.bias[:0], scale=first.scale).extended(fitted.low)
+    assert np.array_equal(fitted.low8.cols, whole.cols) and np.array_equal(fitted.low8.bias, whole.bias)
+    assert np.array_equal(fitted.low8.cols[:, :1500], first.cols) and fitted.low8.cols.flags["C_CONTIGUOUS"]
 
 
 def test_a_mapped_low_is_read_in_blocks_to_the_same_copy(tmp_path: Path) -> None:
@@ -103,7 +143,8 @@ def test_a_mapped_low_is_read_in_blocks_to_the_same_copy(tmp_path: Path) -> None
     in_memory, from_file = Low8.of(fitted.low), Low8.of(mapped)
     small_blocks = list(coarse_mod._blocks(mapped, block=300))
     assert [len(b) for b in small_blocks] == [300, 300, 300, 100]
-    assert np.array_equal(in_memory.rows, from_file.rows) and np.array_equal(in_memory.scale, from_file.scale)
+    assert np.array_equal(in_memory.cols, from_file.cols) and np.array_equal(in_memory.bias, from_file.bias)
+    assert np.array_equal(in_memory.scale, from_file.scale)
 
 
 def test_without_onnx_runtime_the_first_pass_stays_float(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -126,5 +167,5 @@ def test_a_processs_first_search_takes_the_float_pass_and_the_copy_comes_with_th
     first = np.sort(fitted.shortlist(q, 100, first=400))
     assert fitted.low8 is None  # the first search did not make the copy
     second = np.sort(fitted.shortlist(q, 100, first=400))
-    assert fitted.low8 is not None and len(fitted.low8.rows) == 3000
+    assert fitted.low8 is not None and fitted.low8.n == 3000
     assert len(np.intersect1d(first, second)) >= 95  # the two passes agree on the shortlist (int8 rounding aside)

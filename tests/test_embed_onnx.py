@@ -154,3 +154,29 @@ def test_the_query_threads_can_be_set(cache: Path, monkeypatch: pytest.MonkeyPat
     other = OnnxModel(_model_dir(), cache=cache)
     other.load()
     assert other._session.get_session_options().intra_op_num_threads == 1
+
+
+def test_a_long_lived_model_runs_its_queries_prepacked(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first query runs on the plain session (a one-shot CLI call never pays to prepack); the next opens a
+    prepacked one-thread session, once, and every later query runs on it, with the same vectors."""
+    from agent_memory.embeddings import onnx as onnx_mod
+
+    monkeypatch.delenv("AGENT_MEMORY_ONNX_THREADS", raising=False)
+    model = OnnxModel(_model_dir(), cache=cache)
+    first = model.embed([TEXTS[0]])
+    plain = model._session
+    assert model._packed is None and plain.get_session_options().get_session_config_entry("session.disable_prepacking") == "1"
+    again = np.vstack([model.embed([t]) for t in TEXTS])
+    packed = model._packed
+    assert packed is not None and packed is not plain and model._session is plain
+    assert packed.get_session_options().intra_op_num_threads == 1
+    with pytest.raises(RuntimeError, match="does not have"):  # prepacking left at ORT's default: on
+        packed.get_session_options().get_session_config_entry("session.disable_prepacking")
+    assert np.vstack([model.embed([t]) for t in TEXTS[:2]]).shape == (2, 384) and model._packed is packed  # opened once
+    assert np.allclose(again[0], first[0], atol=1e-5)
+    assert np.allclose(again, OnnxModel(_model_dir(), cache=cache).embed(TEXTS), atol=1e-5)  # as the plain session gives
+    monkeypatch.setattr(onnx_mod, "PREPACK_AFTER", None)
+    never = OnnxModel(_model_dir(), cache=cache)
+    for t in TEXTS:
+        never.embed([t])
+    assert never._packed is None

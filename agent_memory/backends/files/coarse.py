@@ -125,22 +125,21 @@ class Coarse:
         # search (all a cold CLI call makes) takes the float pass; every later one the int8 copy.
         low8 = self.int8() if n >= INT8_MIN and self.searched else None
         self.searched = True
+        qm = (q @ self.proj_mid) * self.mid_scale
         if low8 is None:
             scores = self.low @ qp
             wide = np.sort(top_k(scores, min(n, first)))
-            base = scores[wide]
-        else:  # ranked on the raw int32 sums (same order); only the kept rows dequantised
-            raw, dequantise = low8.raw(qp)
+            refined = scores[wide] + np.asarray(self.mid[wide], dtype=np.float32) @ qm
+        else:  # ranked on the exact int32 sums; only the kept rows dequantised, and refined in int8 too
+            raw, step = low8.raw(qp)
             wide = np.sort(top_k(raw, min(n, first)))
-            base = dequantise(raw[wide])
-        qm = (q @ self.proj_mid) * self.mid_scale
-        refined = base + np.asarray(self.mid[wide], dtype=np.float32) @ qm
+            refined = raw[wide].astype(np.float32) * np.float32(step) + refine8(self.mid[wide], qm)
         return wide[top_k(refined, k)]
 
     def int8(self) -> Low8 | None:
         """The int8 copy of ``low`` the first pass reads (made on first use; None without ONNX Runtime)."""
-        if self.low8 is None or len(self.low8.rows) != len(self.low):
-            if _matmul8() is None:
+        if self.low8 is None or self.low8.n != len(self.low):
+            if _matmul8t() is None:
                 return None
             self.low8 = Low8.of(self.low)
         return self.low8
@@ -148,19 +147,26 @@ class Coarse:
 
 @dataclass(slots=True)
 class Low8:
-    """``low`` quantised for the first pass at scale: ``rows`` (n × DIMS, uint8: ``round(low / scale) + 128``,
-    clipped to ±127 before the shift) and the per-column ``scale`` (the largest magnitude of each column when
-    made, / 127; rows appended later are clipped to it). A query's projection is quantised to int8 the same way
-    (one scale, its largest magnitude) and ONNX Runtime's ``MatMulInteger`` (int32 sums, vectorised) scores every
-    row: a quarter of the bytes of the float product and, at 1M rows on this machine, 7 ms of CPU instead of 13–16
-    (docs/meaning.md "Hybrid latency at a million"). The scores are dequantised, so the refining pass adds the
-    ``mid`` directions to them as before; the exact rerank then ranks the refined list, as before.
+    """``low`` quantised for the first pass at scale, stored **transposed**: ``cols`` (DIMS × n, int8: ``round(low /
+    scale)`` clipped to ±127, one row per direction), ``bias`` (n, int32: 128 × each row's sum of its int8 values) and
+    the per-column ``scale`` (the largest magnitude of each column when made, / 127; rows appended later are clipped
+    to it). A query's projection is quantised to int8 on one scale and shifted to uint8 (+128); ONNX Runtime's
+    ``MatMulInteger`` multiplies that 1 × DIMS row by ``cols`` (int32 sums over the whole row at once), and
+    subtracting ``bias`` undoes the shift: the exact int8 dot product of every row. In this layout the product
+    runs along the rows: at 1M rows ~3 ms of CPU on this machine, against ~7 for the n × DIMS matrix times a
+    DIMS × 1 vector (docs/meaning.md "Round 3"), with the same sums. The scores are dequantised, so the refining
+    pass adds the ``mid`` directions to them; the exact rerank then ranks the refined list, as before.
 
     Made in memory from ``low`` (nothing on disk changes); a mapped ``low`` is read in blocks with ``pread``, so
-    the 256 MB of float rows at 1M never become part of the process's RSS (the copy is 64 MB)."""
+    the 256 MB of float rows at 1M never become part of the process's RSS (the copy is 64 MB, ``bias`` 4 MB)."""
 
-    rows: npt.NDArray[np.uint8]
+    cols: npt.NDArray[np.int8]
+    bias: npt.NDArray[np.int32]
     scale: npt.NDArray[np.float32]
+
+    @property
+    def n(self) -> int:
+        return int(self.cols.shape[1])
 
     @classmethod
     def of(cls, low: npt.NDArray[np.float32]) -> Low8:
@@ -169,43 +175,74 @@ class Low8:
         for block in _blocks(low):
             np.maximum(peak, np.abs(block).max(axis=0), out=peak)
         scale = np.maximum(peak / 127, 1e-12).astype(np.float32)
-        rows = np.empty((n, dims), dtype=np.uint8)
+        cols = np.empty((dims, n), dtype=np.int8)
+        bias = np.empty(n, dtype=np.int32)
         at = 0
         for block in _blocks(low):
-            rows[at : at + len(block)] = _quantise8(block, scale)
+            rows = _quantise8(block, scale)
+            cols[:, at : at + len(block)] = rows.T
+            bias[at : at + len(block)] = _bias(rows)
             at += len(block)
-        return cls(rows=rows, scale=scale)
+        return cls(cols=cols, bias=bias, scale=scale)
 
     def extended(self, projected: npt.NDArray[np.float32]) -> Low8:
-        return Low8(rows=np.concatenate([self.rows, _quantise8(projected, self.scale)]), scale=self.scale)
+        rows = _quantise8(projected, self.scale)
+        return Low8(
+            cols=np.ascontiguousarray(np.concatenate([self.cols, rows.T], axis=1)),
+            bias=np.concatenate([self.bias, _bias(rows)]),
+            scale=self.scale,
+        )
 
     def scores(self, qp: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         """About ``low @ qp`` for every row (float32; the error is the two roundings')."""
-        raw, dequantise = self.raw(qp)
-        return dequantise(raw)
+        raw, step = self.raw(qp)
+        out: npt.NDArray[np.float32] = raw.astype(np.float32) * np.float32(step)
+        return out
 
-    def raw(self, qp: npt.NDArray[np.float32]) -> tuple[npt.NDArray[np.int32], Callable[[npt.NDArray[np.int32]], npt.NDArray[np.float32]]]:
-        """Every row's int32 sum against the quantised ``qp`` (ordered as the scores are) and what turns sums into
-        scores."""
-        run = _matmul8()
+    def raw(self, qp: npt.NDArray[np.float32]) -> tuple[npt.NDArray[np.int32], float]:
+        """Every row's int32 dot product with the quantised ``qp`` (ordered as the scores are) and the step that
+        turns a sum into a score."""
+        run = _matmul8t()
         scaled = qp.astype(np.float32) * self.scale
         top = float(np.abs(scaled).max()) if len(scaled) else 0.0
         step = top / 127 if top > 0 else 1.0
         q8 = np.clip(np.rint(scaled / step), -127, 127).astype(np.int8)
         assert run is not None  # int8() made this only with ONNX Runtime there
-        raw: npt.NDArray[np.int32] = run(self.rows, q8.reshape(-1, 1)).reshape(-1)
-        shift = 128 * int(q8.astype(np.int64).sum())  # the +128 of the unsigned rows
-
-        def dequantise(sums: npt.NDArray[np.int32]) -> npt.NDArray[np.float32]:
-            out: npt.NDArray[np.float32] = (sums.astype(np.int64) - shift).astype(np.float32)
-            out *= np.float32(step)
-            return out
-
-        return raw, dequantise
+        raw: npt.NDArray[np.int32] = run(_shifted(q8).reshape(1, -1), self.cols).reshape(-1)
+        raw -= self.bias  # the +128 of the shifted query
+        return raw, step
 
 
-def _quantise8(block: npt.NDArray[np.float32], scale: npt.NDArray[np.float32]) -> npt.NDArray[np.uint8]:
-    out: npt.NDArray[np.uint8] = (np.clip(np.rint(block / scale), -127, 127) + 128).astype(np.uint8)
+def refine8(mid: npt.NDArray[np.int8], qm: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """About ``mid @ qm`` (``mid``: the kept rows on the refining directions, int8) with ``qm`` quantised to int8
+    on one scale and the product on ``MatMulInteger``: ~0.4 ms for 16,000 rows against ~3 for converting them to
+    float first. Its rounding is a half step of ``qm``'s largest term per direction, on directions that carry a
+    small share of a cosine (recall@10 on the benchmark's 1M set unchanged: docs/meaning.md "Round 3")."""
+    run = _matmul8()
+    top = float(np.abs(qm).max()) if len(qm) else 0.0
+    if run is None or top == 0.0 or not len(mid):
+        return np.asarray(np.asarray(mid, dtype=np.float32) @ qm, dtype=np.float32)
+    step = top / 127
+    q8 = np.clip(np.rint(qm / step), -127, 127).astype(np.int8)
+    sums = run(_shifted(np.ascontiguousarray(mid)), q8.reshape(-1, 1)).reshape(-1).astype(np.int64)
+    sums -= 128 * int(q8.astype(np.int64).sum())  # the +128 of the shifted rows
+    out: npt.NDArray[np.float32] = sums.astype(np.float32) * np.float32(step)
+    return out
+
+
+def _shifted(values: npt.NDArray[np.int8]) -> npt.NDArray[np.uint8]:
+    """int8 values + 128 as uint8 (flipping the sign bit: no arithmetic, no copy of the int8 array's type)."""
+    out: npt.NDArray[np.uint8] = values.view(np.uint8) ^ np.uint8(0x80)
+    return out
+
+
+def _quantise8(block: npt.NDArray[np.float32], scale: npt.NDArray[np.float32]) -> npt.NDArray[np.int8]:
+    out: npt.NDArray[np.int8] = np.clip(np.rint(block / scale), -127, 127).astype(np.int8)
+    return out
+
+
+def _bias(rows: npt.NDArray[np.int8]) -> npt.NDArray[np.int32]:
+    out: npt.NDArray[np.int32] = (128 * rows.astype(np.int32).sum(axis=1)).astype(np.int32)
     return out
 
 
@@ -230,34 +267,54 @@ def _blocks(low: npt.NDArray[np.float32], block: int = 65_536) -> Any:
         os.close(fd)
 
 
-# ONNX (opset 13) graph of one MatMulInteger node: Y (n × 1, int32) = A (n × d, uint8) · B (d × 1, int8).
-# Made with onnx.helper (make_node("MatMulInteger", ["A", "B"], ["Y"]), input shapes ["n", "d"] and ["d", 1], ir_version
-# 8) and serialised; tests/test_coarse_int8.py rebuilds it with onnx and compares the bytes.
+# ONNX (opset 13) graphs of one MatMulInteger node (made with onnx.helper: make_node("MatMulInteger", ["A", "B"], ["Y"]),
+# ir_version 8, serialised; tests/test_coarse_int8.py rebuilds both with onnx and compares the bytes).
+# MATMUL8: Y (n × 1, int32) = A (n × d, uint8) · B (d × 1, int8): the refining pass (rows shifted to uint8).
 MATMUL8 = (
     b'\x08\x08:`\n\x18\n\x01A\n\x01B\x12\x01Y"\rMatMulInteger\x12\x01gZ\x15\n\x01A\x12\x10\n\x0e\x08\x02'
     b"\x12\n\n\x03\x12\x01n\n\x03\x12\x01dZ\x14\n\x01B\x12\x0f\n\r\x08\x03\x12\t\n\x03\x12\x01d\n\x02\x08"
     b"\x01b\x14\n\x01Y\x12\x0f\n\r\x08\x06\x12\t\n\x03\x12\x01n\n\x02\x08\x01B\x04\n\x00\x10\r"
 )
+# MATMUL8T: Y (1 × n, int32) = A (1 × d, uint8) · B (d × n, int8): the first pass over the transposed copy.
+MATMUL8T = (
+    b'\x08\x08:`\n\x18\n\x01A\n\x01B\x12\x01Y"\rMatMulInteger\x12\x01gZ\x14\n\x01A\x12\x0f\n\r\x08\x02'
+    b"\x12\t\n\x02\x08\x01\n\x03\x12\x01dZ\x15\n\x01B\x12\x10\n\x0e\x08\x03\x12\n\n\x03\x12\x01d\n\x03\x12"
+    b"\x01nb\x14\n\x01Y\x12\x0f\n\r\x08\x06\x12\t\n\x02\x08\x01\n\x03\x12\x01nB\x04\n\x00\x10\r"
+)
 _MatMul8 = Callable[[npt.NDArray[np.uint8], npt.NDArray[np.int8]], npt.NDArray[np.int32]]
 _session: list[_MatMul8 | None] = []  # [run] once tried: a callable, or None when ONNX Runtime is missing or fails
+_session_t: list[_MatMul8 | None] = []  # the same for MATMUL8T
+
+
+def _open8(graph: bytes) -> _MatMul8 | None:
+    """A ``MatMulInteger`` graph on one ONNX Runtime thread (None without ONNX Runtime)."""
+    try:
+        ort = importlib.import_module("onnxruntime")
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = 1
+        opts.inter_op_num_threads = 1
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        sess = ort.InferenceSession(graph, opts, providers=["CPUExecutionProvider"])
+    except Exception:  # pragma: no cover - optional
+        return None
+    return lambda a, b: sess.run(None, {"A": a, "B": b})[0]  # type: ignore[no-any-return]
 
 
 def _matmul8() -> _MatMul8 | None:
-    """``MatMulInteger`` on one ONNX Runtime thread (None without ONNX Runtime: the first pass stays float)."""
+    """``MATMUL8`` on one ONNX Runtime thread (None without ONNX Runtime: the refining pass stays float)."""
     if not _session:
-        run: Any = None
-        try:
-            ort = importlib.import_module("onnxruntime")
-            opts = ort.SessionOptions()
-            opts.intra_op_num_threads = 1
-            opts.inter_op_num_threads = 1
-            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-            sess = ort.InferenceSession(MATMUL8, opts, providers=["CPUExecutionProvider"])
-            run = lambda a, b: sess.run(None, {"A": a, "B": b})[0]  # noqa: E731
-        except Exception:  # pragma: no cover - optional
-            run = None
-        _session.append(run)
+        _session.append(_open8(MATMUL8))
     return _session[0]
+
+
+def _matmul8t() -> _MatMul8 | None:
+    """``MATMUL8T`` on one ONNX Runtime thread (None without ONNX Runtime, or when ``_matmul8`` says so: the first
+    pass stays float)."""
+    if _matmul8() is None:
+        return None
+    if not _session_t:
+        _session_t.append(_open8(MATMUL8T))
+    return _session_t[0]
 
 
 SELECT_MIN = 50_000  # below this a plain argpartition is as quick as the threshold pass
