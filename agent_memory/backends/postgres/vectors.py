@@ -62,8 +62,11 @@ _COLS = ", ".join(f"r.{c}" for c in COLUMNS)
 EXACT_MAX = 2_000  # visible records up to which every visible vector is read (exact)
 SHORTLIST = 2_000  # rows the sketch filter sends above that (at least PER_POOL × the dense pool)
 PER_POOL = 20
-SAMPLE = 1_000  # about how many visible rows give the cosines' mean and std above that
+SAMPLE = 500  # about how many visible rows give the cosines' mean and std above that
 WORK_MEM = "64MB"  # the coarse query's rank of every visible row sorts in memory (this transaction only)
+BLOCK_SAMPLE_FROM = 20_000  # visible rows from which the sample takes whole pages (SYSTEM), not single rows
+DEPTH = 2  # the sketch ranking's depth, × the shortlist, within which the eligible rows are looked for first
+PARALLEL = "0"  # parallel workers for the coarse statement: on two shared cores they cost more than they save
 
 
 def signature(q: npt.NDArray[np.float32]) -> str:
@@ -78,6 +81,23 @@ def _decode(rows: list[Any], dim: int) -> npt.NDArray[np.float32]:
         return np.zeros((0, dim), dtype=np.float32)
     raw = np.frombuffer(b"".join(bytes(r["raw"]) for r in rows), dtype=np.uint8).reshape(len(rows), 20 + 8 * dim)
     return raw[:, 20:].copy().view(">f4").reshape(len(rows), -1, 2)[:, :, 1].astype(np.float32)
+
+
+def _method(visible: int) -> str:
+    """The sample's method for ``visible`` rows (:meth:`PgVectors._sample_and_vectors`)."""
+    return "SYSTEM" if visible >= BLOCK_SAMPLE_FROM else "BERNOULLI"
+
+
+def _shortlist(rows: list[Any], q: npt.NDArray[np.float32]) -> tuple[list[str], npt.NDArray[np.float32], float, float]:
+    """``(shortlist ids, their cosines, the sample's mean, its std)`` from the coarse statement's rows."""
+    rows = [r for r in rows if r["raw"] is not None]  # None: the vector changed meanwhile
+    sims = _decode(rows, int(q.shape[0])) @ q
+    picked = np.array([bool(r["short"]) for r in rows], dtype=bool)
+    sample = sims[np.array([bool(r["sampled"]) for r in rows], dtype=bool)] if rows else sims
+    if not len(sample):
+        sample = sims[picked]
+    ids = [r["id"] for r, keep in zip(rows, picked.tolist(), strict=True) if keep]
+    return ids, sims[picked], float(sample.mean()) if len(sample) else 0.0, float(sample.std()) if len(sample) else 0.0
 
 
 def pg_pipeline() -> Pipeline:
@@ -214,40 +234,86 @@ class PgVectors:
     ) -> tuple[list[str], npt.NDArray[np.float32], float, float]:
         """The sketch shortlist's ids and exact cosines, and the cosines' mean and std over a sample of the visible rows.
 
-        One statement: the server ranks every visible row (the caller's WHERE clause) by the Hamming distance of its
-        sketch to the query's, keeps the best ``short`` and a fixed hash sample, and only then reads their vectors by
-        key: the client gets ``short`` + ~``SAMPLE`` vectors, never every one. A vector without a current sketch
-        (written by something other than :meth:`embed`; ``agent-memory embed`` fills them) is not a candidate."""
+        The shortlist is the ``short`` eligible rows (visible by the caller's WHERE clause, with a current sketch)
+        nearest by Hamming distance, ties by id and tenant. The server finds them by ranking the sketches alone (no
+        join with the records: the join was most of the cost) to a depth of :data:`DEPTH` × ``short``, then testing
+        those rows' visibility by key: the eligible rows among the first ``depth`` of the whole ranking are exactly
+        the first eligible rows of it, so when at least ``short`` of them are eligible (or the ranking had fewer rows
+        than ``depth``) they are the shortlist, whatever the hidden rows are; otherwise (a caller who sees few of
+        the rows) one statement ranks the eligible rows only (:meth:`_coarse_joined`). The sample is a fixed
+        block sample of the records (``TABLESAMPLE SYSTEM … REPEATABLE``) of ~``SAMPLE`` visible rows, not a scan
+        of every row. Only then are those rows' vectors read by key: the client gets ``short`` + ~``SAMPLE``
+        vectors, never every one. A vector without a current sketch (written by something other than
+        :meth:`embed`; ``agent-memory embed`` fills them) is not a candidate."""
         dim = int(q.shape[0])
         short = max(SHORTLIST, PER_POOL * pool)
-        bind = {**params, "dims": dim, "qs": hex_sketches(q.reshape(1, -1))[0], "short": short, "every": max(2, visible // SAMPLE)}
+        depth = DEPTH * short
+        bind = {
+            **params,
+            "dims": dim,
+            "qs": hex_sketches(q.reshape(1, -1))[0],
+            "short": short,
+            "depth": depth,
+            "pct": min(100.0, 100.0 * SAMPLE / max(1, visible)),
+            "visible": visible,
+        }
+        await conn.execute(
+            "SELECT set_config('work_mem', %s, true), set_config('max_parallel_workers_per_gather', %s, true)", (WORK_MEM, PARALLEL)
+        )
+        cur = await conn.execute(self.coarse_sql(where, visible), bind, binary=True)
+        rows = await cur.fetchall()
+        if rows and int(rows[0]["kept"]) < short and int(rows[0]["depth"]) >= depth:  # too few eligible this deep
+            rows = await self._coarse_joined(conn, where, bind)
+        return _shortlist(rows, q)
+
+    def coarse_sql(self, where: str, visible: int = BLOCK_SAMPLE_FROM) -> str:
+        """The coarse statement (module docstring; :meth:`_coarse`): ``top`` the sketch ranking to ``depth``, ``s`` its
+        eligible rows (visibility by key), ``p`` the sample, then each kept row's vector by key; ``depth`` and
+        ``kept`` say whether ``s`` is the shortlist."""
+        key = "k.tenant = r.tenant AND k.id = r.id AND k.content_hash = r.content_hash"
+        return (
+            "WITH top AS MATERIALIZED (SELECT k.tenant, k.id, k.content_hash, bit_count(k.sketch # %(qs)s::bit varying) AS d"
+            f" FROM {self.k} k WHERE k.model = %(model)s AND k.dims = %(dims)s AND k.tenant = ANY(%(tenants)s)"
+            " ORDER BY d, k.id, k.tenant LIMIT %(depth)s),"
+            f" s AS MATERIALIZED (SELECT k.tenant, k.id, k.content_hash FROM top k JOIN {self.t} r ON {key} WHERE {where}"
+            " ORDER BY k.d, k.id, k.tenant LIMIT %(short)s),"
+            + self._sample_and_vectors(where, _method(visible))
+            + ", (SELECT count(*) FROM top) AS depth, (SELECT count(*) FROM s) AS kept FROM u ORDER BY u.id"
+        )
+
+    def _sample_and_vectors(self, where: str, method: str = "SYSTEM") -> str:
+        """``p`` the sample of visible rows (``SYSTEM``: whole pages, reading ~``SAMPLE`` rows' pages of a big table;
+        ``BERNOULLI``: single rows, reading every page: a small table's sample of whole pages would be lumpy), ``u`` the
+        shortlist ``s`` and ``p`` together, and the select of their vectors."""
+        return (
+            f" p AS (SELECT r.tenant, r.id, r.content_hash FROM {self.t} r TABLESAMPLE {method} (%(pct)s) REPEATABLE (7) WHERE {where}),"
+            " u AS (SELECT coalesce(s.tenant, p.tenant) AS tenant, coalesce(s.id, p.id) AS id,"
+            " coalesce(s.content_hash, p.content_hash) AS content_hash, s.id IS NOT NULL AS short, p.id IS NOT NULL AS sampled"
+            " FROM s FULL JOIN p ON p.tenant = s.tenant AND p.id = s.id)"
+            " SELECT u.id, u.short, u.sampled,"
+            f" (SELECT array_send(w.embedding) FROM {self.v} w WHERE w.tenant = u.tenant AND w.id = u.id AND w.model = %(model)s"
+            " AND w.content_hash = u.content_hash AND w.dims = %(dims)s) AS raw"
+        )
+
+    async def _coarse_joined(self, conn: Any, where: str, bind: dict[str, Any]) -> list[Any]:
+        """The shortlist from a ranking of the eligible rows only (every visible row joined with its sketch)."""
         # the planner's row estimate for the visibility predicate is far too low (it multiplies the selectivities
         # of correlated columns), so it would look every visible row's sketch up by key: a hash join instead (this
         # transaction only; the vectors of the few rows kept are read by key in a subquery, which it does not touch)
-        await conn.execute("SELECT set_config('work_mem', %s, true), set_config('enable_nestloop', 'off', true)", (WORK_MEM,))
+        await conn.execute("SELECT set_config('enable_nestloop', 'off', true)")
         cur = await conn.execute(
-            "WITH c AS MATERIALIZED (SELECT r.tenant, r.id, r.content_hash, bit_count(k.sketch # %(qs)s::bit varying) AS d,"
-            " mod(hashtext(r.id)::bigint + 2147483648, %(every)s) = 0 AS sampled"
+            "WITH s AS MATERIALIZED (SELECT r.tenant, r.id, r.content_hash"
             f" FROM {self.t} r JOIN {self.k} k ON k.tenant = r.tenant AND k.id = r.id AND k.model = %(model)s"
-            f" AND k.content_hash = r.content_hash AND k.dims = %(dims)s WHERE {where}),"
-            " u AS (SELECT tenant, id, content_hash, bool_or(short) AS short, bool_or(sampled) AS sampled FROM"
-            " ((SELECT tenant, id, content_hash, true AS short, sampled FROM c ORDER BY d, id LIMIT %(short)s)"
-            " UNION ALL SELECT tenant, id, content_hash, false, true FROM c WHERE sampled) x GROUP BY tenant, id, content_hash)"
-            " SELECT u.id, u.short, u.sampled,"
-            f" (SELECT array_send(w.embedding) FROM {self.v} w WHERE w.tenant = u.tenant AND w.id = u.id AND w.model = %(model)s"
-            " AND w.content_hash = u.content_hash AND w.dims = %(dims)s) AS raw FROM u ORDER BY u.id",
+            f" AND k.content_hash = r.content_hash AND k.dims = %(dims)s WHERE {where}"
+            " ORDER BY bit_count(k.sketch # %(qs)s::bit varying), r.id, r.tenant LIMIT %(short)s),"
+            + self._sample_and_vectors(where, _method(int(bind["visible"])))
+            + ", 0 AS depth, 0 AS kept FROM u ORDER BY u.id",
             bind,
             binary=True,
         )
-        rows = [r for r in await cur.fetchall() if r["raw"] is not None]  # None: the vector changed meanwhile
+        rows = await cur.fetchall()
         await conn.execute("SELECT set_config('enable_nestloop', 'on', true)")
-        sims = _decode(rows, dim) @ q
-        picked = np.array([bool(r["short"]) for r in rows], dtype=bool)
-        sample = sims[np.array([bool(r["sampled"]) for r in rows], dtype=bool)] if rows else sims
-        if not len(sample):
-            sample = sims[picked]
-        ids = [r["id"] for r, keep in zip(rows, picked.tolist(), strict=True) if keep]
-        return ids, sims[picked], float(sample.mean()) if len(sample) else 0.0, float(sample.std()) if len(sample) else 0.0
+        return list(rows)
 
     async def _cosines(self, conn: Any, q: npt.NDArray[np.float32], ids: list[str], params: dict[str, Any], where: str) -> dict[str, float]:
         """Exact cosines of the visible records among ``ids``."""
