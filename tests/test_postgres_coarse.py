@@ -297,3 +297,58 @@ async def test_a_caller_who_sees_few_of_the_nearest_rows_gets_the_exact_shortlis
     res = await pg.search("topic3 item5", ALICE, mode="dense", limit=10)
     assert [h.id for h in res.hits] == exact and joined == [1]
     assert not any("other" in h.snippet for h in res.hits)
+
+
+class _Answer:
+    def __init__(self, row: object) -> None:
+        self.row, self.sql = row, ""
+
+    async def execute(self, sql: str, *args: object) -> "_Answer":
+        self.sql = sql
+        return self
+
+    async def fetchone(self) -> object:
+        return self.row
+
+
+async def test_pgvector_is_detected_in_the_database_and_absent_here(pg: PostgresBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pgvector is used when the database has the extension installed (pg_extension), whatever the server offers;
+    this machine's PostgreSQL has none, so dense search says it ranked with the sketches."""
+    from agent_memory.backends.postgres.schema import pgvector_version
+
+    answer = _Answer({"extversion": "0.8.0"})
+    assert await pgvector_version(answer) == "0.8.0"
+    assert "pg_extension" in answer.sql and "'vector'" in answer.sql
+    assert await pgvector_version(_Answer(None)) is None
+    async with pg.pool.connection() as conn:
+        assert await pgvector_version(conn) is None
+    await pg.remember_many([MemoryDraft(f"topic{i % 9} detail{i}") for i in range(30)], source="import")
+    await pg.embed()
+    monkeypatch.setattr(pg_vectors, "EXACT_MAX", 10)  # the coarse path: pgvector's or the sketches'
+    res = await pg.search("topic3", Caller(), mode="dense", limit=5, trace=True)
+    assert res.hits
+    assert [str(s.get("coarse")) for s in res.trace or [] if s.get("stage") == "dense"] == [
+        "2048-bit sketch shortlist of 30 among 30 visible"
+    ]
+
+
+def test_the_pgvector_statement_ranks_in_the_hnsw_index_and_tests_visibility_before_the_shortlist() -> None:
+    """The SQL the pgvector path would run (it cannot run here): the HNSW index's cosine order (``<=>`` over the
+    vectors cast to ``vector(dims)``, the index's expression and partial predicate), the caller's WHERE clause on
+    those rows before the shortlist's LIMIT, and the index itself."""
+    from agent_memory.backends.postgres.rows import filters_sql, visibility
+
+    v = pg_vectors.PgVectors("s1", CallableEmbedder(word_vectors, name="words"), None)
+    params: dict[str, object] = {"sid": None, "uid": "alice", "model": "words"}
+    where = visibility(params) + filters_sql(params)
+    sql = v.ann_sql(where, 384)
+    rank = "ORDER BY (w.embedding::vector(384)) <=> %(qv)s::vector(384) LIMIT %(depth)s"
+    assert rank in sql and 'FROM "s1".record_vectors w WHERE w.dims = 384 AND w.model = %(model)s' in sql
+    shortlist = sql.index("s AS MATERIALIZED")
+    assert sql.index(where, shortlist) < sql.index("LIMIT %(short)s", shortlist)  # visibility before the top-k
+    assert sql.count(where) == 2  # the shortlist and the sample: nothing unfiltered reaches the client
+    index = pg_vectors.hnsw_index_sql("s1", 384)
+    assert index == (
+        'CREATE INDEX IF NOT EXISTS record_vectors_hnsw_384 ON "s1".record_vectors'
+        " USING hnsw ((embedding::vector(384)) vector_cosine_ops) WHERE dims = 384"
+    )

@@ -40,6 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from agent_memory.backends.postgres.rows import COLUMNS, filters_sql, visibility
+from agent_memory.backends.postgres.schema import pgvector_version
 from agent_memory.backends.postgres.search import readable
 from agent_memory.backends.postgres.sketch import BITS, hex_sketches
 from agent_memory.backends.postgres.sketch import backfill as backfill_sketches
@@ -64,6 +65,8 @@ SHORTLIST = 2_000  # rows the sketch filter sends above that (at least PER_POOL 
 PER_POOL = 20
 SAMPLE = 500  # about how many visible rows give the cosines' mean and std above that
 WORK_MEM = "64MB"  # the coarse query's rank of every visible row sorts in memory (this transaction only)
+ANN_SHORTLIST = 200  # rows pgvector's HNSW ranking sends (at least 2 × the dense pool): its order is the cosine's
+ANN_EF_SEARCH = 1000  # hnsw.ef_search (its maximum) for that ranking; pgvector ≥ 0.8 scans on past it when filtered
 BLOCK_SAMPLE_FROM = 20_000  # visible rows from which the sample takes whole pages (SYSTEM), not single rows
 DEPTH = 2  # the sketch ranking's depth, × the shortlist, within which the eligible rows are looked for first
 PARALLEL = "0"  # parallel workers for the coarse statement: on two shared cores they cost more than they save
@@ -81,6 +84,16 @@ def _decode(rows: list[Any], dim: int) -> npt.NDArray[np.float32]:
         return np.zeros((0, dim), dtype=np.float32)
     raw = np.frombuffer(b"".join(bytes(r["raw"]) for r in rows), dtype=np.uint8).reshape(len(rows), 20 + 8 * dim)
     return raw[:, 20:].copy().view(">f4").reshape(len(rows), -1, 2)[:, :, 1].astype(np.float32)
+
+
+def hnsw_index_sql(schema: str, dims: int) -> str:
+    """pgvector's HNSW index over the vectors of ``dims`` components (an expression index: the ``real[]`` column cast
+    to ``vector(dims)``, cosine distance; partial on ``dims``, so vectors of other models' sizes are not cast)."""
+    n = int(dims)
+    return (
+        f'CREATE INDEX IF NOT EXISTS record_vectors_hnsw_{n} ON "{schema}".record_vectors'
+        f" USING hnsw ((embedding::vector({n})) vector_cosine_ops) WHERE dims = {n}"
+    )
 
 
 def _method(visible: int) -> str:
@@ -118,6 +131,7 @@ class PgVectors:
         self.schema = schema
         self.batch_size = batch_size
         self._task: asyncio.Task[BackfillReport] | None = None
+        self._pgvector_version: str | None = None  # "" when the database has no pgvector (asked once)
         self._again = False
 
     # -- embedding: deferred, in batches ------------------------------------------------------------
@@ -143,6 +157,7 @@ class PgVectors:
 
             async with pool.connection() as conn, conn.transaction():
                 await note_embedder(conn, self.schema, model, embedder_spec(self.embedder))
+        made = 0
         while True:
             async with pool.connection() as conn:
                 cur = await conn.execute(
@@ -177,10 +192,15 @@ class PgVectors:
                     conn, self.schema, [(r["tenant"], r["id"], model, r["content_hash"]) for r in rows], np.asarray(vecs, dtype=np.float32)
                 )
             rep.embedded += len(rows)
+            made = dims
             if progress is not None:
                 progress(rep.embedded, todo)
             if len(rows) < self.batch_size:
                 break
+        if made:  # pgvector installed: its HNSW index over vectors of this size (derived; built once, then kept up)
+            async with pool.connection() as conn:
+                if await pgvector_version(conn):
+                    await conn.execute(hnsw_index_sql(self.schema, made))
         rep.seconds = round(time.perf_counter() - started, 3)
         return rep
 
@@ -295,6 +315,66 @@ class PgVectors:
             " AND w.content_hash = u.content_hash AND w.dims = %(dims)s) AS raw"
         )
 
+    async def _pgvector(self, conn: Any) -> bool:
+        """Whether the database has pgvector installed (asked once per backend: installing it is an operator's step)."""
+        if self._pgvector_version is None:
+            self._pgvector_version = await pgvector_version(conn) or ""
+        return bool(self._pgvector_version)
+
+    def _coarse_said(self, shortlisted: int, visible: int) -> str:
+        if self._pgvector_version:
+            return f"pgvector {self._pgvector_version} HNSW shortlist of {shortlisted} among {visible} visible"
+        return f"{BITS}-bit sketch shortlist of {shortlisted} among {visible} visible"
+
+    async def _ann(
+        self, conn: Any, q: npt.NDArray[np.float32], params: dict[str, Any], where: str, visible: int, pool: int
+    ) -> tuple[list[str], npt.NDArray[np.float32], float, float]:
+        """:meth:`_coarse` with pgvector: the ranking is the HNSW index's cosine order (:func:`hnsw_index_sql`,
+        built by :meth:`embed`) instead of the sketches' Hamming order; the same depth rule, visibility by key,
+        sample and exact cosines in the client. Fewer than ``short`` eligible rows that deep (hidden rows near the
+        query, or a pgvector older than 0.8, whose filtered HNSW scan stops at ``ef_search`` rows): the sketch
+        path, which is exact about visibility."""
+        dim = int(q.shape[0])
+        short = max(ANN_SHORTLIST, 2 * pool)
+        depth = DEPTH * short
+        bind = {
+            **params,
+            "dims": dim,
+            "qv": "[" + ",".join(repr(float(x)) for x in q.tolist()) + "]",
+            "short": short,
+            "depth": depth,
+            "pct": min(100.0, 100.0 * SAMPLE / max(1, visible)),
+            "visible": visible,
+        }
+        await conn.execute(
+            "SELECT set_config('work_mem', %s, true), set_config('hnsw.ef_search', %s, true),"
+            " set_config('hnsw.iterative_scan', 'strict_order', true)",
+            (WORK_MEM, str(min(ANN_EF_SEARCH, depth))),
+        )
+        cur = await conn.execute(self.ann_sql(where, dim, visible), bind, binary=True)
+        rows = await cur.fetchall()
+        if not rows or int(rows[0]["kept"]) < short:
+            return await self._coarse(conn, q, params, where, visible, pool)
+        return _shortlist(rows, q)
+
+    def ann_sql(self, where: str, dims: int, visible: int = BLOCK_SAMPLE_FROM) -> str:
+        """The pgvector statement (:meth:`_ann`): ``top`` the HNSW index's nearest rows by cosine distance (``<=>``)
+        to ``depth``, ``s`` the first ``short`` of them the caller may see (its WHERE clause, by key), then the
+        sample and the vectors as :meth:`coarse_sql`. ``dims`` is written into the text (an integer): the index is
+        partial on it, and a parameter would not match its predicate."""
+        n = int(dims)
+        key = "k.tenant = r.tenant AND k.id = r.id AND k.content_hash = r.content_hash"
+        return (
+            "WITH top AS MATERIALIZED (SELECT w.tenant, w.id, w.content_hash,"
+            f" (w.embedding::vector({n})) <=> %(qv)s::vector({n}) AS d"
+            f" FROM {self.v} w WHERE w.dims = {n} AND w.model = %(model)s AND w.tenant = ANY(%(tenants)s)"
+            f" ORDER BY (w.embedding::vector({n})) <=> %(qv)s::vector({n}) LIMIT %(depth)s),"
+            f" s AS MATERIALIZED (SELECT k.tenant, k.id, k.content_hash FROM top k JOIN {self.t} r ON {key} WHERE {where}"
+            " ORDER BY k.d, k.id, k.tenant LIMIT %(short)s),"
+            + self._sample_and_vectors(where, _method(visible))
+            + ", (SELECT count(*) FROM top) AS depth, (SELECT count(*) FROM s) AS kept FROM u ORDER BY u.id"
+        )
+
     async def _coarse_joined(self, conn: Any, where: str, bind: dict[str, Any]) -> list[Any]:
         """The shortlist from a ranking of the eligible rows only (every visible row joined with its sketch)."""
         # the planner's row estimate for the visibility predicate is far too low (it multiplies the selectivities
@@ -371,7 +451,9 @@ class PgVectors:
         coarse = stats[0] > EXACT_MAX
         try:
             q = np.asarray((await self.embedder.aembed([text]))[0], dtype=np.float32).reshape(-1)
-            if coarse:
+            if coarse and await self._pgvector(conn):
+                ids, sims, mean, std = await self._ann(conn, q, params, where, stats[0], pool)
+            elif coarse:
                 ids, sims, mean, std = await self._coarse(conn, q, params, where, stats[0], pool)
             else:
                 ids, sims = await self._dense(conn, q, params, where)
@@ -393,7 +475,7 @@ class PgVectors:
                     "stage": "dense",
                     "model": self.embedder.name,
                     "visibility": f"in the WHERE clause ({len(ids)})",
-                    **({"coarse": f"{BITS}-bit sketch shortlist of {len(ids)} among {stats[0]} visible"} if coarse else {}),
+                    **({"coarse": self._coarse_said(len(ids), stats[0])} if coarse else {}),
                     **({"focus": {"embedded": text, "left_out": common}} if common else {}),
                     "found": len(dense),
                     "top": [{"id": r, "cosine": round(s, 4)} for r, s in dense[:10]],
