@@ -10,14 +10,17 @@ visible rows' vectors are read with the visibility predicate and the exact filte
 any top-k), and the cosines are one matrix product in the client — exact. Above that, a server-side coarse
 filter keeps the client from pulling every vector: each vector has a 2,048-bit random-hyperplane sketch in
 ``record_sketches`` (:mod:`agent_memory.backends.postgres.sketch`, migration 11; written with the vector, in the
-same transaction), and one statement ranks the caller's visible rows (the same WHERE clause) by the Hamming
-distance ``bit_count(sketch # query sketch)``, keeps a shortlist of :data:`SHORTLIST` (at least :data:`PER_POOL`
-× the pool) and a fixed hash sample of ~:data:`SAMPLE` rows, and only then reads those rows' vectors by key;
-the client computes their cosines exactly. The shortlist's recall@10 against the exact read is 1.0 on
+same transaction). The server ranks the sketches of the caller's tenants by the Hamming distance
+``bit_count(sketch # query sketch)`` to :data:`DEPTH` × the shortlist, tests those rows' visibility (the caller's
+WHERE clause) by key and keeps the first :data:`SHORTLIST` (at least :data:`PER_POOL` × the pool) — the same rows
+as ranking only the visible ones, which it falls back to when too few are visible that deep — takes a
+``TABLESAMPLE`` of ~:data:`SAMPLE` visible rows, and only then reads those rows' vectors by key; the client
+computes their cosines exactly. The shortlist's recall@10 against the exact read is 1.0 on
 ``benchmarks/bench_million.py``'s 100k set (migration 10's 384 sign bits, ``sig``, kept but no longer read, gave
 .8775). The mean and standard deviation that standardise the cosines for fusion come from the sample, visible
 rows only, so nothing hidden moves a score; lexical candidates outside the shortlist get their exact cosine too.
-pgvector (an HNSW index) is detected (:func:`agent_memory.backends.postgres.schema.has_pgvector`) but not used yet.
+With pgvector installed in the database (:func:`agent_memory.backends.postgres.schema.pgvector_version`) an HNSW
+index ranks instead of the sketches (:meth:`PgVectors.ann_sql`, :func:`hnsw_index_sql`; docs/meaning.md).
 
 Hybrid fuses the lexical engine's candidates with the dense ones (:class:`agent_memory.search.fusion.Fuse`, z-scores).
 The lexical weight follows term coverage (the IDF-weighted share of the query's terms the best lexical hits
