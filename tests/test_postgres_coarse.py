@@ -160,7 +160,7 @@ async def test_above_a_small_size_the_client_gets_the_shortlist_and_a_sample_not
     monkeypatch.setattr(pg_vectors, "SAMPLE", 40)
     res = await pg.search("topic3 item5", Caller(), mode="dense", limit=10, trace=True)
     assert len(res.hits) == 10
-    assert sum(decoded) <= 50 + 60, decoded  # the shortlist + a hash sample of ~1/10 of 400, never all 400
+    assert sum(decoded) <= 50 + 60, decoded  # the shortlist + a sample of ~1/10 of 400, never all 400
     assert any("sketch shortlist of 50 among 400" in str(s.get("coarse")) for s in res.trace or [])
 
 
@@ -247,3 +247,108 @@ async def test_a_purge_vacuums_the_sketches_too(pg: PostgresBackend, pg_url: str
         pg_url, "SELECT last_vacuum IS NOT NULL FROM pg_stat_user_tables WHERE schemaname = %s AND relname = 'record_sketches'", schema
     )
     assert rows == [(True,)]
+
+
+async def test_the_sketch_ranking_alone_gives_the_shortlist_when_the_caller_sees_most_rows(
+    pg: PostgresBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sketches are ranked without joining every record (the join was most of a query's cost at 100k); the
+    eligible rows among the ranking's first DEPTH × shortlist are the shortlist, the same top-k as the exact read."""
+    await pg.remember_many([MemoryDraft(f"topic{i % 9} detail{i} item{i % 13}") for i in range(300)], source="import")
+    await pg.remember(MemoryDraft("topic3 item5 topic3 item5", scope="user", user_id="bob"))
+    await pg.embed()
+    exact = [h.id for h in (await pg.search("topic3 item5", ALICE, mode="dense", limit=10)).hits]
+
+    async def no_join(*args: object, **kwargs: object) -> list[object]:
+        raise AssertionError("the ranking of every visible row joined with its sketch was not needed")
+
+    monkeypatch.setattr(pg_vectors.PgVectors, "_coarse_joined", no_join)
+    monkeypatch.setattr(pg_vectors, "EXACT_MAX", 100)
+    monkeypatch.setattr(pg_vectors, "SHORTLIST", 60)
+    monkeypatch.setattr(pg_vectors, "PER_POOL", 0)
+    assert [h.id for h in (await pg.search("topic3 item5", ALICE, mode="dense", limit=10)).hits] == exact
+
+
+async def test_a_caller_who_sees_few_of_the_nearest_rows_gets_the_exact_shortlist_all_the_same(
+    pg: PostgresBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hidden rows of a tenant the caller reads (another session's, no user) fill the sketch ranking's first DEPTH ×
+    shortlist places: the shortlist then comes from a ranking of the caller's eligible rows only, so what is hidden
+    never changes the caller's candidates."""
+    await pg.remember_many(
+        [MemoryDraft(f"topic3 item5 other{i}", scope="session", session_id="other") for i in range(200)], source="import"
+    )
+    await pg.remember_many(
+        [MemoryDraft(f"topic{i % 9} detail{i} item{i % 13}", scope="user", user_id="alice") for i in range(150)], source="import"
+    )
+    await pg.embed()
+    exact = [h.id for h in (await pg.search("topic3 item5", ALICE, mode="dense", limit=10)).hits]
+    joined: list[int] = []
+    real = pg_vectors.PgVectors._coarse_joined
+
+    async def counting(self: pg_vectors.PgVectors, *args: object) -> list[object]:
+        joined.append(1)
+        return await real(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pg_vectors.PgVectors, "_coarse_joined", counting)
+    monkeypatch.setattr(pg_vectors, "EXACT_MAX", 100)
+    monkeypatch.setattr(pg_vectors, "SHORTLIST", 40)
+    monkeypatch.setattr(pg_vectors, "PER_POOL", 0)
+    res = await pg.search("topic3 item5", ALICE, mode="dense", limit=10)
+    assert [h.id for h in res.hits] == exact and joined == [1]
+    assert not any("other" in h.snippet for h in res.hits)
+
+
+class _Answer:
+    def __init__(self, row: object) -> None:
+        self.row, self.sql = row, ""
+
+    async def execute(self, sql: str, *args: object) -> "_Answer":
+        self.sql = sql
+        return self
+
+    async def fetchone(self) -> object:
+        return self.row
+
+
+async def test_pgvector_is_detected_in_the_database_and_absent_here(pg: PostgresBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pgvector is used when the database has the extension installed (pg_extension), whatever the server offers;
+    this machine's PostgreSQL has none, so dense search says it ranked with the sketches."""
+    from agent_memory.backends.postgres.schema import pgvector_version
+
+    answer = _Answer({"extversion": "0.8.0"})
+    assert await pgvector_version(answer) == "0.8.0"
+    assert "pg_extension" in answer.sql and "'vector'" in answer.sql
+    assert await pgvector_version(_Answer(None)) is None
+    async with pg.pool.connection() as conn:
+        assert await pgvector_version(conn) is None
+    await pg.remember_many([MemoryDraft(f"topic{i % 9} detail{i}") for i in range(30)], source="import")
+    await pg.embed()
+    monkeypatch.setattr(pg_vectors, "EXACT_MAX", 10)  # the coarse path: pgvector's or the sketches'
+    res = await pg.search("topic3", Caller(), mode="dense", limit=5, trace=True)
+    assert res.hits
+    assert [str(s.get("coarse")) for s in res.trace or [] if s.get("stage") == "dense"] == [
+        "2048-bit sketch shortlist of 30 among 30 visible"
+    ]
+
+
+def test_the_pgvector_statement_ranks_in_the_hnsw_index_and_tests_visibility_before_the_shortlist() -> None:
+    """The SQL the pgvector path would run (it cannot run here): the HNSW index's cosine order (``<=>`` over the
+    vectors cast to ``vector(dims)``, the index's expression and partial predicate), the caller's WHERE clause on
+    those rows before the shortlist's LIMIT, and the index itself."""
+    from agent_memory.backends.postgres.rows import filters_sql, visibility
+
+    v = pg_vectors.PgVectors("s1", CallableEmbedder(word_vectors, name="words"), None)
+    params: dict[str, object] = {"sid": None, "uid": "alice", "model": "words"}
+    where = visibility(params) + filters_sql(params)
+    sql = v.ann_sql(where, 384)
+    rank = "ORDER BY (w.embedding::vector(384)) <=> %(qv)s::vector(384) LIMIT %(depth)s"
+    assert rank in sql and 'FROM "s1".record_vectors w WHERE w.dims = 384 AND w.model = %(model)s' in sql
+    shortlist = sql.index("s AS MATERIALIZED")
+    assert sql.index(where, shortlist) < sql.index("LIMIT %(short)s", shortlist)  # visibility before the top-k
+    assert sql.count(where) == 2  # the shortlist and the sample: nothing unfiltered reaches the client
+    index = pg_vectors.hnsw_index_sql("s1", 384)
+    assert index == (
+        'CREATE INDEX IF NOT EXISTS record_vectors_hnsw_384 ON "s1".record_vectors'
+        " USING hnsw ((embedding::vector(384)) vector_cosine_ops) WHERE dims = 384"
+    )

@@ -323,6 +323,15 @@ async def migrate(conn: Any, schema: str) -> int:
 
 
 async def has_pgvector(conn: Any) -> bool:
-    """True when the server offers the ``vector`` extension (not used yet: dense search uses the sketches)."""
+    """True when the server offers the ``vector`` extension (installable with ``CREATE EXTENSION vector``)."""
     cur = await conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")
     return await cur.fetchone() is not None
+
+
+async def pgvector_version(conn: Any) -> str | None:
+    """The version of the ``vector`` extension installed in this database, or None: dense search ranks with it
+    (an HNSW index, :mod:`agent_memory.backends.postgres.vectors`) when it is there, and with the sketches when not.
+    The library never installs it (that needs a privilege it should not hold): ``CREATE EXTENSION vector``."""
+    cur = await conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+    row = await cur.fetchone()
+    return None if row is None else str(row["extversion"] if isinstance(row, dict) else row[0])

@@ -10,14 +10,17 @@ visible rows' vectors are read with the visibility predicate and the exact filte
 any top-k), and the cosines are one matrix product in the client — exact. Above that, a server-side coarse
 filter keeps the client from pulling every vector: each vector has a 2,048-bit random-hyperplane sketch in
 ``record_sketches`` (:mod:`agent_memory.backends.postgres.sketch`, migration 11; written with the vector, in the
-same transaction), and one statement ranks the caller's visible rows (the same WHERE clause) by the Hamming
-distance ``bit_count(sketch # query sketch)``, keeps a shortlist of :data:`SHORTLIST` (at least :data:`PER_POOL`
-× the pool) and a fixed hash sample of ~:data:`SAMPLE` rows, and only then reads those rows' vectors by key;
-the client computes their cosines exactly. The shortlist's recall@10 against the exact read is 1.0 on
+same transaction). The server ranks the sketches of the caller's tenants by the Hamming distance
+``bit_count(sketch # query sketch)`` to :data:`DEPTH` × the shortlist, tests those rows' visibility (the caller's
+WHERE clause) by key and keeps the first :data:`SHORTLIST` (at least :data:`PER_POOL` × the pool) — the same rows
+as ranking only the visible ones, which it falls back to when too few are visible that deep — takes a
+``TABLESAMPLE`` of ~:data:`SAMPLE` visible rows, and only then reads those rows' vectors by key; the client
+computes their cosines exactly. The shortlist's recall@10 against the exact read is 1.0 on
 ``benchmarks/bench_million.py``'s 100k set (migration 10's 384 sign bits, ``sig``, kept but no longer read, gave
 .8775). The mean and standard deviation that standardise the cosines for fusion come from the sample, visible
 rows only, so nothing hidden moves a score; lexical candidates outside the shortlist get their exact cosine too.
-pgvector (an HNSW index) is detected (:func:`agent_memory.backends.postgres.schema.has_pgvector`) but not used yet.
+With pgvector installed in the database (:func:`agent_memory.backends.postgres.schema.pgvector_version`) an HNSW
+index ranks instead of the sketches (:meth:`PgVectors.ann_sql`, :func:`hnsw_index_sql`; docs/meaning.md).
 
 Hybrid fuses the lexical engine's candidates with the dense ones (:class:`agent_memory.search.fusion.Fuse`, z-scores).
 The lexical weight follows term coverage (the IDF-weighted share of the query's terms the best lexical hits
@@ -40,6 +43,7 @@ import numpy as np
 import numpy.typing as npt
 
 from agent_memory.backends.postgres.rows import COLUMNS, filters_sql, visibility
+from agent_memory.backends.postgres.schema import pgvector_version
 from agent_memory.backends.postgres.search import readable
 from agent_memory.backends.postgres.sketch import BITS, hex_sketches
 from agent_memory.backends.postgres.sketch import backfill as backfill_sketches
@@ -62,8 +66,13 @@ _COLS = ", ".join(f"r.{c}" for c in COLUMNS)
 EXACT_MAX = 2_000  # visible records up to which every visible vector is read (exact)
 SHORTLIST = 2_000  # rows the sketch filter sends above that (at least PER_POOL × the dense pool)
 PER_POOL = 20
-SAMPLE = 1_000  # about how many visible rows give the cosines' mean and std above that
+SAMPLE = 500  # about how many visible rows give the cosines' mean and std above that
 WORK_MEM = "64MB"  # the coarse query's rank of every visible row sorts in memory (this transaction only)
+ANN_SHORTLIST = 200  # rows pgvector's HNSW ranking sends (at least 2 × the dense pool): its order is the cosine's
+ANN_EF_SEARCH = 1000  # hnsw.ef_search (its maximum) for that ranking; pgvector ≥ 0.8 scans on past it when filtered
+BLOCK_SAMPLE_FROM = 20_000  # visible rows from which the sample takes whole pages (SYSTEM), not single rows
+DEPTH = 2  # the sketch ranking's depth, × the shortlist, within which the eligible rows are looked for first
+PARALLEL = "0"  # parallel workers for the coarse statement: on two shared cores they cost more than they save
 
 
 def signature(q: npt.NDArray[np.float32]) -> str:
@@ -78,6 +87,33 @@ def _decode(rows: list[Any], dim: int) -> npt.NDArray[np.float32]:
         return np.zeros((0, dim), dtype=np.float32)
     raw = np.frombuffer(b"".join(bytes(r["raw"]) for r in rows), dtype=np.uint8).reshape(len(rows), 20 + 8 * dim)
     return raw[:, 20:].copy().view(">f4").reshape(len(rows), -1, 2)[:, :, 1].astype(np.float32)
+
+
+def hnsw_index_sql(schema: str, dims: int) -> str:
+    """pgvector's HNSW index over the vectors of ``dims`` components (an expression index: the ``real[]`` column cast
+    to ``vector(dims)``, cosine distance; partial on ``dims``, so vectors of other models' sizes are not cast)."""
+    n = int(dims)
+    return (
+        f'CREATE INDEX IF NOT EXISTS record_vectors_hnsw_{n} ON "{schema}".record_vectors'
+        f" USING hnsw ((embedding::vector({n})) vector_cosine_ops) WHERE dims = {n}"
+    )
+
+
+def _method(visible: int) -> str:
+    """The sample's method for ``visible`` rows (:meth:`PgVectors._sample_and_vectors`)."""
+    return "SYSTEM" if visible >= BLOCK_SAMPLE_FROM else "BERNOULLI"
+
+
+def _shortlist(rows: list[Any], q: npt.NDArray[np.float32]) -> tuple[list[str], npt.NDArray[np.float32], float, float]:
+    """``(shortlist ids, their cosines, the sample's mean, its std)`` from the coarse statement's rows."""
+    rows = [r for r in rows if r["raw"] is not None]  # None: the vector changed meanwhile
+    sims = _decode(rows, int(q.shape[0])) @ q
+    picked = np.array([bool(r["short"]) for r in rows], dtype=bool)
+    sample = sims[np.array([bool(r["sampled"]) for r in rows], dtype=bool)] if rows else sims
+    if not len(sample):
+        sample = sims[picked]
+    ids = [r["id"] for r, keep in zip(rows, picked.tolist(), strict=True) if keep]
+    return ids, sims[picked], float(sample.mean()) if len(sample) else 0.0, float(sample.std()) if len(sample) else 0.0
 
 
 def pg_pipeline() -> Pipeline:
@@ -98,6 +134,7 @@ class PgVectors:
         self.schema = schema
         self.batch_size = batch_size
         self._task: asyncio.Task[BackfillReport] | None = None
+        self._pgvector_version: str | None = None  # "" when the database has no pgvector (asked once)
         self._again = False
 
     # -- embedding: deferred, in batches ------------------------------------------------------------
@@ -123,6 +160,7 @@ class PgVectors:
 
             async with pool.connection() as conn, conn.transaction():
                 await note_embedder(conn, self.schema, model, embedder_spec(self.embedder))
+        made = 0
         while True:
             async with pool.connection() as conn:
                 cur = await conn.execute(
@@ -157,10 +195,15 @@ class PgVectors:
                     conn, self.schema, [(r["tenant"], r["id"], model, r["content_hash"]) for r in rows], np.asarray(vecs, dtype=np.float32)
                 )
             rep.embedded += len(rows)
+            made = dims
             if progress is not None:
                 progress(rep.embedded, todo)
             if len(rows) < self.batch_size:
                 break
+        if made:  # pgvector installed: its HNSW index over vectors of this size (derived; built once, then kept up)
+            async with pool.connection() as conn:
+                if await pgvector_version(conn):
+                    await conn.execute(hnsw_index_sql(self.schema, made))
         rep.seconds = round(time.perf_counter() - started, 3)
         return rep
 
@@ -214,40 +257,146 @@ class PgVectors:
     ) -> tuple[list[str], npt.NDArray[np.float32], float, float]:
         """The sketch shortlist's ids and exact cosines, and the cosines' mean and std over a sample of the visible rows.
 
-        One statement: the server ranks every visible row (the caller's WHERE clause) by the Hamming distance of its
-        sketch to the query's, keeps the best ``short`` and a fixed hash sample, and only then reads their vectors by
-        key: the client gets ``short`` + ~``SAMPLE`` vectors, never every one. A vector without a current sketch
-        (written by something other than :meth:`embed`; ``agent-memory embed`` fills them) is not a candidate."""
+        The shortlist is the ``short`` eligible rows (visible by the caller's WHERE clause, with a current sketch)
+        nearest by Hamming distance, ties by id and tenant. The server finds them by ranking the sketches alone (no
+        join with the records: the join was most of the cost) to a depth of :data:`DEPTH` × ``short``, then testing
+        those rows' visibility by key: the eligible rows among the first ``depth`` of the whole ranking are exactly
+        the first eligible rows of it, so when at least ``short`` of them are eligible (or the ranking had fewer rows
+        than ``depth``) they are the shortlist, whatever the hidden rows are; otherwise (a caller who sees few of
+        the rows) one statement ranks the eligible rows only (:meth:`_coarse_joined`). The sample is a fixed
+        block sample of the records (``TABLESAMPLE SYSTEM … REPEATABLE``) of ~``SAMPLE`` visible rows, not a scan
+        of every row. Only then are those rows' vectors read by key: the client gets ``short`` + ~``SAMPLE``
+        vectors, never every one. A vector without a current sketch (written by something other than
+        :meth:`embed`; ``agent-memory embed`` fills them) is not a candidate."""
         dim = int(q.shape[0])
         short = max(SHORTLIST, PER_POOL * pool)
-        bind = {**params, "dims": dim, "qs": hex_sketches(q.reshape(1, -1))[0], "short": short, "every": max(2, visible // SAMPLE)}
+        depth = DEPTH * short
+        bind = {
+            **params,
+            "dims": dim,
+            "qs": hex_sketches(q.reshape(1, -1))[0],
+            "short": short,
+            "depth": depth,
+            "pct": min(100.0, 100.0 * SAMPLE / max(1, visible)),
+            "visible": visible,
+        }
+        await conn.execute(
+            "SELECT set_config('work_mem', %s, true), set_config('max_parallel_workers_per_gather', %s, true)", (WORK_MEM, PARALLEL)
+        )
+        cur = await conn.execute(self.coarse_sql(where, visible), bind, binary=True)
+        rows = await cur.fetchall()
+        if rows and int(rows[0]["kept"]) < short and int(rows[0]["depth"]) >= depth:  # too few eligible this deep
+            rows = await self._coarse_joined(conn, where, bind)
+        return _shortlist(rows, q)
+
+    def coarse_sql(self, where: str, visible: int = BLOCK_SAMPLE_FROM) -> str:
+        """The coarse statement (module docstring; :meth:`_coarse`): ``top`` the sketch ranking to ``depth``, ``s`` its
+        eligible rows (visibility by key), ``p`` the sample, then each kept row's vector by key; ``depth`` and
+        ``kept`` say whether ``s`` is the shortlist."""
+        key = "k.tenant = r.tenant AND k.id = r.id AND k.content_hash = r.content_hash"
+        return (
+            "WITH top AS MATERIALIZED (SELECT k.tenant, k.id, k.content_hash, bit_count(k.sketch # %(qs)s::bit varying) AS d"
+            f" FROM {self.k} k WHERE k.model = %(model)s AND k.dims = %(dims)s AND k.tenant = ANY(%(tenants)s)"
+            " ORDER BY d, k.id, k.tenant LIMIT %(depth)s),"
+            f" s AS MATERIALIZED (SELECT k.tenant, k.id, k.content_hash FROM top k JOIN {self.t} r ON {key} WHERE {where}"
+            " ORDER BY k.d, k.id, k.tenant LIMIT %(short)s),"
+            + self._sample_and_vectors(where, _method(visible))
+            + ", (SELECT count(*) FROM top) AS depth, (SELECT count(*) FROM s) AS kept FROM u ORDER BY u.id"
+        )
+
+    def _sample_and_vectors(self, where: str, method: str = "SYSTEM") -> str:
+        """``p`` the sample of visible rows (``SYSTEM``: whole pages, reading ~``SAMPLE`` rows' pages of a big table;
+        ``BERNOULLI``: single rows, reading every page: a small table's sample of whole pages would be lumpy), ``u`` the
+        shortlist ``s`` and ``p`` together, and the select of their vectors."""
+        return (
+            f" p AS (SELECT r.tenant, r.id, r.content_hash FROM {self.t} r TABLESAMPLE {method} (%(pct)s) REPEATABLE (7) WHERE {where}),"
+            " u AS (SELECT coalesce(s.tenant, p.tenant) AS tenant, coalesce(s.id, p.id) AS id,"
+            " coalesce(s.content_hash, p.content_hash) AS content_hash, s.id IS NOT NULL AS short, p.id IS NOT NULL AS sampled"
+            " FROM s FULL JOIN p ON p.tenant = s.tenant AND p.id = s.id)"
+            " SELECT u.id, u.short, u.sampled,"
+            f" (SELECT array_send(w.embedding) FROM {self.v} w WHERE w.tenant = u.tenant AND w.id = u.id AND w.model = %(model)s"
+            " AND w.content_hash = u.content_hash AND w.dims = %(dims)s) AS raw"
+        )
+
+    async def _pgvector(self, conn: Any) -> bool:
+        """Whether the database has pgvector installed (asked once per backend: installing it is an operator's step)."""
+        if self._pgvector_version is None:
+            self._pgvector_version = await pgvector_version(conn) or ""
+        return bool(self._pgvector_version)
+
+    def _coarse_said(self, shortlisted: int, visible: int) -> str:
+        if self._pgvector_version:
+            return f"pgvector {self._pgvector_version} HNSW shortlist of {shortlisted} among {visible} visible"
+        return f"{BITS}-bit sketch shortlist of {shortlisted} among {visible} visible"
+
+    async def _ann(
+        self, conn: Any, q: npt.NDArray[np.float32], params: dict[str, Any], where: str, visible: int, pool: int
+    ) -> tuple[list[str], npt.NDArray[np.float32], float, float]:
+        """:meth:`_coarse` with pgvector: the ranking is the HNSW index's cosine order (:func:`hnsw_index_sql`,
+        built by :meth:`embed`) instead of the sketches' Hamming order; the same depth rule, visibility by key,
+        sample and exact cosines in the client. Fewer than ``short`` eligible rows that deep (hidden rows near the
+        query, or a pgvector older than 0.8, whose filtered HNSW scan stops at ``ef_search`` rows): the sketch
+        path, which is exact about visibility."""
+        dim = int(q.shape[0])
+        short = max(ANN_SHORTLIST, 2 * pool)
+        depth = DEPTH * short
+        bind = {
+            **params,
+            "dims": dim,
+            "qv": "[" + ",".join(repr(float(x)) for x in q.tolist()) + "]",
+            "short": short,
+            "depth": depth,
+            "pct": min(100.0, 100.0 * SAMPLE / max(1, visible)),
+            "visible": visible,
+        }
+        await conn.execute(
+            "SELECT set_config('work_mem', %s, true), set_config('hnsw.ef_search', %s, true),"
+            " set_config('hnsw.iterative_scan', 'strict_order', true)",
+            (WORK_MEM, str(min(ANN_EF_SEARCH, depth))),
+        )
+        cur = await conn.execute(self.ann_sql(where, dim, visible), bind, binary=True)
+        rows = await cur.fetchall()
+        if not rows or int(rows[0]["kept"]) < short:
+            return await self._coarse(conn, q, params, where, visible, pool)
+        return _shortlist(rows, q)
+
+    def ann_sql(self, where: str, dims: int, visible: int = BLOCK_SAMPLE_FROM) -> str:
+        """The pgvector statement (:meth:`_ann`): ``top`` the HNSW index's nearest rows by cosine distance (``<=>``)
+        to ``depth``, ``s`` the first ``short`` of them the caller may see (its WHERE clause, by key), then the
+        sample and the vectors as :meth:`coarse_sql`. ``dims`` is written into the text (an integer): the index is
+        partial on it, and a parameter would not match its predicate."""
+        n = int(dims)
+        key = "k.tenant = r.tenant AND k.id = r.id AND k.content_hash = r.content_hash"
+        return (
+            "WITH top AS MATERIALIZED (SELECT w.tenant, w.id, w.content_hash,"
+            f" (w.embedding::vector({n})) <=> %(qv)s::vector({n}) AS d"
+            f" FROM {self.v} w WHERE w.dims = {n} AND w.model = %(model)s AND w.tenant = ANY(%(tenants)s)"
+            f" ORDER BY (w.embedding::vector({n})) <=> %(qv)s::vector({n}) LIMIT %(depth)s),"
+            f" s AS MATERIALIZED (SELECT k.tenant, k.id, k.content_hash FROM top k JOIN {self.t} r ON {key} WHERE {where}"
+            " ORDER BY k.d, k.id, k.tenant LIMIT %(short)s),"
+            + self._sample_and_vectors(where, _method(visible))
+            + ", (SELECT count(*) FROM top) AS depth, (SELECT count(*) FROM s) AS kept FROM u ORDER BY u.id"
+        )
+
+    async def _coarse_joined(self, conn: Any, where: str, bind: dict[str, Any]) -> list[Any]:
+        """The shortlist from a ranking of the eligible rows only (every visible row joined with its sketch)."""
         # the planner's row estimate for the visibility predicate is far too low (it multiplies the selectivities
         # of correlated columns), so it would look every visible row's sketch up by key: a hash join instead (this
         # transaction only; the vectors of the few rows kept are read by key in a subquery, which it does not touch)
-        await conn.execute("SELECT set_config('work_mem', %s, true), set_config('enable_nestloop', 'off', true)", (WORK_MEM,))
+        await conn.execute("SELECT set_config('enable_nestloop', 'off', true)")
         cur = await conn.execute(
-            "WITH c AS MATERIALIZED (SELECT r.tenant, r.id, r.content_hash, bit_count(k.sketch # %(qs)s::bit varying) AS d,"
-            " mod(hashtext(r.id)::bigint + 2147483648, %(every)s) = 0 AS sampled"
+            "WITH s AS MATERIALIZED (SELECT r.tenant, r.id, r.content_hash"
             f" FROM {self.t} r JOIN {self.k} k ON k.tenant = r.tenant AND k.id = r.id AND k.model = %(model)s"
-            f" AND k.content_hash = r.content_hash AND k.dims = %(dims)s WHERE {where}),"
-            " u AS (SELECT tenant, id, content_hash, bool_or(short) AS short, bool_or(sampled) AS sampled FROM"
-            " ((SELECT tenant, id, content_hash, true AS short, sampled FROM c ORDER BY d, id LIMIT %(short)s)"
-            " UNION ALL SELECT tenant, id, content_hash, false, true FROM c WHERE sampled) x GROUP BY tenant, id, content_hash)"
-            " SELECT u.id, u.short, u.sampled,"
-            f" (SELECT array_send(w.embedding) FROM {self.v} w WHERE w.tenant = u.tenant AND w.id = u.id AND w.model = %(model)s"
-            " AND w.content_hash = u.content_hash AND w.dims = %(dims)s) AS raw FROM u ORDER BY u.id",
+            f" AND k.content_hash = r.content_hash AND k.dims = %(dims)s WHERE {where}"
+            " ORDER BY bit_count(k.sketch # %(qs)s::bit varying), r.id, r.tenant LIMIT %(short)s),"
+            + self._sample_and_vectors(where, _method(int(bind["visible"])))
+            + ", 0 AS depth, 0 AS kept FROM u ORDER BY u.id",
             bind,
             binary=True,
         )
-        rows = [r for r in await cur.fetchall() if r["raw"] is not None]  # None: the vector changed meanwhile
+        rows = await cur.fetchall()
         await conn.execute("SELECT set_config('enable_nestloop', 'on', true)")
-        sims = _decode(rows, dim) @ q
-        picked = np.array([bool(r["short"]) for r in rows], dtype=bool)
-        sample = sims[np.array([bool(r["sampled"]) for r in rows], dtype=bool)] if rows else sims
-        if not len(sample):
-            sample = sims[picked]
-        ids = [r["id"] for r, keep in zip(rows, picked.tolist(), strict=True) if keep]
-        return ids, sims[picked], float(sample.mean()) if len(sample) else 0.0, float(sample.std()) if len(sample) else 0.0
+        return list(rows)
 
     async def _cosines(self, conn: Any, q: npt.NDArray[np.float32], ids: list[str], params: dict[str, Any], where: str) -> dict[str, float]:
         """Exact cosines of the visible records among ``ids``."""
@@ -305,7 +454,9 @@ class PgVectors:
         coarse = stats[0] > EXACT_MAX
         try:
             q = np.asarray((await self.embedder.aembed([text]))[0], dtype=np.float32).reshape(-1)
-            if coarse:
+            if coarse and await self._pgvector(conn):
+                ids, sims, mean, std = await self._ann(conn, q, params, where, stats[0], pool)
+            elif coarse:
                 ids, sims, mean, std = await self._coarse(conn, q, params, where, stats[0], pool)
             else:
                 ids, sims = await self._dense(conn, q, params, where)
@@ -327,7 +478,7 @@ class PgVectors:
                     "stage": "dense",
                     "model": self.embedder.name,
                     "visibility": f"in the WHERE clause ({len(ids)})",
-                    **({"coarse": f"{BITS}-bit sketch shortlist of {len(ids)} among {stats[0]} visible"} if coarse else {}),
+                    **({"coarse": self._coarse_said(len(ids), stats[0])} if coarse else {}),
                     **({"focus": {"embedded": text, "left_out": common}} if common else {}),
                     "found": len(dense),
                     "top": [{"id": r, "cosine": round(s, 4)} for r, s in dense[:10]],
