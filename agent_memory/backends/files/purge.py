@@ -165,9 +165,9 @@ def _targets(
                 hashes.add(owned[1])
                 files.add(path)
                 if path.parent == store.archive_dir:  # its vectors are keyed by the text without the archive note
-                    archived = read_archived(store, owned[0])
-                    if archived is not None:
-                        hashes.add(archived.content_hash)
+                    kept = read_archived(store, owned[0])
+                    if kept is not None:
+                        hashes.add(kept.content_hash)
     for rid in ids:
         archived = archived_file(store, rid)
         if archived is not None:
