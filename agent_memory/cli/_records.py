@@ -224,14 +224,31 @@ def cmd_remember(args: argparse.Namespace) -> None:
     content = read_text(args.content, "CONTENT")
     with open_target(args.root, create=True) as target:
         found = contradictions(target, content, key=args.memory_key, session_id=args.session_id, user_id=args.user_id)
+        mine = _supersedable(args, found)
         if args.supersedes == AUTO:
             if not found:
                 raise UsageError("--supersede without an ID: this text contradicts no record you can see (give the ID to supersede)")
-            args.supersedes = found[0].id
-        _remember(args, target, content, found)
+            if not mine:
+                raise UsageError(
+                    "--supersede without an ID: the records this text contradicts are in another partition or namespace "
+                    f"({', '.join(c.id for c in found)}); a write here cannot supersede them"
+                )
+            args.supersedes = mine[0]
+        _remember(args, target, content, found, mine)
 
 
-def _remember(args: argparse.Namespace, target: Any, content: str, found: list[Any]) -> None:
+def _supersedable(args: argparse.Namespace, found: list[Any]) -> list[str]:
+    """The ids of ``found`` this write may supersede: those in the partition and namespace it is written to."""
+    from agent_memory.cli._target import IDENTITY
+    from agent_memory.consolidate.contradict import supersedable
+    from agent_memory.model.drafts import default_scope_for
+
+    scope = args.scope or default_scope_for(args.session_id, args.user_id, None).value
+    who = {"session_id": args.session_id, "user_id": args.user_id, "namespace": IDENTITY["namespace"]}
+    return [c.id for c in found if supersedable(c.record, scope=scope, **who)]
+
+
+def _remember(args: argparse.Namespace, target: Any, content: str, found: list[Any], mine: list[str]) -> None:
     from agent_memory.model.drafts import MemoryDraft
 
     draft = MemoryDraft(
@@ -258,7 +275,12 @@ def _remember(args: argparse.Namespace, target: Any, content: str, found: list[A
     redacted = f" ({r.redactions} secret{'s' if r.redactions != 1 else ''} redacted)" if r.redactions else ""
     still = [c for c in found if c.id not in (r.id, draft.supersedes)]
     for c in still:
-        note(f"this contradicts {c.id} ({c.title}): {c.old_value!r} → {c.new_value!r}; `--supersede {c.id}` replaces it")
+        fix = (
+            f"`--supersede {c.id}` replaces it"
+            if c.id in mine
+            else "it is in another partition or namespace, so this write cannot supersede it"
+        )
+        note(f"this contradicts {c.id} ({c.title}): {c.old_value!r} → {c.new_value!r}; {fix}")
     doc = {**r.to_dict(), "contradicts": [c.to_dict() for c in still]}
     if draft.supersedes and any(c.id == draft.supersedes for c in found):
         doc["superseded"] = draft.supersedes

@@ -115,12 +115,12 @@ def undo_hint(args: argparse.Namespace, applied: Sequence[Change]) -> str:
     from agent_memory.cli._records import _same_caller
 
     who = _same_caller(args)
-    ns = getattr(args, "namespace", None)
 
-    def flags(owner: tuple[str | None, str | None]) -> str:
+    def flags(owner: tuple[str | None, str | None, str | None]) -> str:
         if who:
             return who
-        pairs = (("--session", owner[0]), ("--user", owner[1]), ("--namespace", ns))
+        # an operator's pass: the record's owner in the record's namespace (the one its archive event names)
+        pairs = (("--session", owner[0]), ("--user", owner[1]), ("--namespace", owner[2]))
         return "".join(f" {flag} {shlex.quote(value)}" for flag, value in pairs if value)
 
     undo: dict[str, int] = {}

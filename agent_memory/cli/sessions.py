@@ -202,7 +202,7 @@ def _session(args: argparse.Namespace) -> None:
         out = [f"session {info.session_id} ({info.messages} messages)"]
         if info.summary:
             out += [f"summary v{info.summary.version}:", info.summary.text, ""]
-        out += [f"[{m.n}] {m.at[:16].replace('T', ' ')} {m.speaker or m.role}: {m.text}" for m in messages]
+        out += [f"[{m.n}] {m.at[:16].replace('T', ' ')} {' '.join((m.speaker or m.role).split())}: {m.text}" for m in messages]
         return "\n".join(out)
 
     emit(args, doc, human)

@@ -36,7 +36,7 @@ from typing import Any
 from agent_memory.consolidate.similar import _close
 from agent_memory.model.records import MemoryRecord
 
-__all__ = ["Contradiction", "Verdict", "judge", "find_contradictions", "MAX_VALUE_WORDS", "CANDIDATES"]
+__all__ = ["Contradiction", "Verdict", "judge", "find_contradictions", "supersedable", "MAX_VALUE_WORDS", "CANDIDATES"]
 
 MAX_VALUE_WORDS = 4
 CANDIDATES = 8  # search hits judged per check: a contradiction shares most of its words with the new text
@@ -372,6 +372,20 @@ def _redacted(text: str) -> str:
 
 Search = Callable[[str, int], Awaitable[Sequence[Any]]]
 Get = Callable[[str], Awaitable[MemoryRecord]]
+
+
+def supersedable(rec: MemoryRecord, *, scope: str, session_id: str | None, user_id: str | None, namespace: str | None) -> bool:
+    """Whether a write to the partition ``scope``/``session_id``/``user_id`` in ``namespace`` may supersede ``rec``
+    (both backends' rule: a current record of the same scope and owner, in the same namespace). A visible record of
+    another partition (an ancestor namespace's, a shared one seen from a user's write) contradicts, but a
+    ``supersede`` of it is refused."""
+    if rec.superseded_by or rec.scope.value != scope or (rec.namespace or "") != (namespace or ""):
+        return False
+    if scope == "session":
+        return rec.session_id == session_id and rec.user_id == user_id
+    if scope == "user":
+        return rec.user_id == user_id
+    return True
 
 
 async def find_contradictions(

@@ -36,7 +36,7 @@ def _change(rule: str, rec: MemoryRecord, reason: str, **kw: object) -> Change:
         reason,
         content_hash=rec.content_hash,
         scope=rec.scope.value,
-        owner=(rec.session_id, rec.user_id),
+        owner=(rec.session_id, rec.user_id, rec.namespace or None),
         **kw,  # type: ignore[arg-type]
     )
 

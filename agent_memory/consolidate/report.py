@@ -54,9 +54,10 @@ class Change:
     note: str | None = None
     content_hash: str = ""
     scope: str = ""
-    # the record's owner (session, user): whom an operator's pass attributes the archive to, so that owner's
-    # `undo`/`restore` brings it back (the CLI's hint names them); never in to_dict (a shared record's creator)
-    owner: tuple[str | None, str | None] = (None, None)
+    # the record's owner (session, user, namespace): whom an operator's pass attributes the archive to, so that
+    # owner's `undo`/`restore` in that namespace brings it back (the CLI's hint names all three); never in to_dict
+    # (a shared record's creator)
+    owner: tuple[str | None, str | None, str | None] = (None, None, None)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

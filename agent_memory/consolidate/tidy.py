@@ -126,7 +126,7 @@ def _change(rule: str, rec: MemoryRecord, reason: str, related: Sequence[str] = 
         related=list(related),
         content_hash=rec.content_hash,
         scope=rec.scope.value,
-        owner=(rec.session_id, rec.user_id),
+        owner=(rec.session_id, rec.user_id, rec.namespace or None),
     )
 
 

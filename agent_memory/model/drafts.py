@@ -666,6 +666,17 @@ MAX_MESSAGE_CHARS = 200_000
 MAX_ROLE_CHARS = 40
 
 
+_LINE_BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _one_line(label: str, value: str) -> str:
+    """Refuse a label (a message's role, speaker, turn id) holding a line break or another control character: it is
+    printed inside one line of a prompt or a listing, where a newline would forge lines of its own."""
+    if _LINE_BREAKS.search(value):
+        raise InvalidInputError(f"{label} must be one line without control characters (a line break would forge prompt lines)")
+    return value
+
+
 def prepare_message(message: object) -> dict[str, Any]:
     """One session message as stored: ``role`` (a short label, never a secret), ``text`` redacted, ``at`` one UTC
     instant (now when absent), ``speaker``/``turn_id`` redacted, ``meta`` through :func:`clean_metadata`.
@@ -676,6 +687,7 @@ def prepare_message(message: object) -> dict[str, Any]:
     if not isinstance(role, str) or not role.strip() or len(role) > MAX_ROLE_CHARS:
         raise InvalidInputError("a message's role must be a short non-empty string")
     check_label("a message's role", role)
+    _one_line("a message's role", role)
     if not isinstance(text, str):
         raise InvalidInputError("a message's text must be a string")
     if len(text) > MAX_MESSAGE_CHARS:
@@ -693,7 +705,7 @@ def prepare_message(message: object) -> dict[str, Any]:
         if value is not None:
             if isinstance(value, bool) or not isinstance(value, (str, int)) or len(str(value)) > 200:
                 raise InvalidInputError(f"a message's {key} must be a short string")
-            obj[key] = _redacted(str(value), counter)
+            obj[key] = _redacted(_one_line(f"a message's {key}", str(value)), counter)
     meta = message.get("metadata")
     if meta:
         if not isinstance(meta, Mapping):

@@ -58,7 +58,11 @@ def summarize_messages(
 ) -> str:
     """An extractive, dated summary of ``messages`` (mappings or objects with ``text``, ``speaker``/``role``, ``at``)."""
     items = [
-        (str(_field(m, "speaker") or _field(m, "role") or "speaker"), str(_field(m, "text") or ""), str(_field(m, "at") or ""))
+        (
+            " ".join(str(_field(m, "speaker") or _field(m, "role") or "speaker").split()) or "speaker",
+            str(_field(m, "text") or ""),
+            str(_field(m, "at") or ""),
+        )
         for m in messages
     ]
     items = [x for x in items if x[1].strip()]

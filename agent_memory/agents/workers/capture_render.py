@@ -66,7 +66,8 @@ def _render_one(message: Any) -> list[str]:
                 lines.append(f"assistant: [called {out.tool_name} {out.args_as_json_str()[:300]}]")
         return lines
     if isinstance(message, Mapping):
-        speaker = str(message.get("role") or message.get("speaker") or message.get("author") or "message")
+        # one line: a speaker holding a line break would forge transcript lines of its own
+        speaker = " ".join(str(message.get("role") or message.get("speaker") or message.get("author") or "message").split()) or "message"
         text = _text_of(message.get("content", message.get("text")))
         role = _ROLES.get(speaker.lower(), speaker)
         return [f"{role}: {text}"] if text and role else []

@@ -54,7 +54,12 @@ def summarize_prompt(messages: Sequence["SessionMessage"], session_id: str, prev
     """The worker's prompt: the log as dated lines (the newest part kept when it is too long). Stored text (a
     message, its speaker, the previous summary) is escaped as capture's prompt is (:func:`agent_memory.agents.fence.escape`):
     no chat-template token in it reaches the model as one."""
-    lines = [f"[{m.at[:16].replace('T', ' ')}] {escape(m.speaker or m.role)}: {escape(' '.join(m.text.split()))}" for m in messages]
+    # speaker and text are each collapsed to one line (a log written before the write gate refused line breaks in a
+    # speaker must not forge log lines either)
+    lines = [
+        f"[{m.at[:16].replace('T', ' ')}] {escape(' '.join((m.speaker or m.role).split()))}: {escape(' '.join(m.text.split()))}"
+        for m in messages
+    ]
     body, size = [], 0
     for line in reversed(lines):
         size += len(line) + 1

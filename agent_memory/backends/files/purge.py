@@ -164,6 +164,10 @@ def _targets(
                 ids.add(owned[0])
                 hashes.add(owned[1])
                 files.add(path)
+                if path.parent == store.archive_dir:  # its vectors are keyed by the text without the archive note
+                    kept = read_archived(store, owned[0])
+                    if kept is not None:
+                        hashes.add(kept.content_hash)
     for rid in ids:
         archived = archived_file(store, rid)
         if archived is not None:
