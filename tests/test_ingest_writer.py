@@ -3,14 +3,25 @@ rows of new records written without the drops a rewrite needs. Checks rows and s
 
 from __future__ import annotations
 
+import dataclasses
+import pickle
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import agent_memory.backends.files.record_files as record_files
 from agent_memory.backends.files.store import MemoryStore
 from agent_memory.model.drafts import MemoryDraft
+from agent_memory.model.records import MemoryRecord, Scope
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Tagged(MemoryRecord):
+    """A subclass: replaced and pickled as dataclasses does it."""
+
+    label: str = ""
 
 
 def _pragma(conn: sqlite3.Connection, name: str) -> int:
@@ -78,3 +89,28 @@ def test_a_stray_title_row_of_a_new_id_is_replaced(tmp_path: Path, monkeypatch: 
     titles, links = _link_rows(root)
     assert titles == [(rid, "stray")]
     assert links == [(rid, 0, "Elsewhere", "elsewhere")]
+
+
+def test_a_record_replaced_or_pickled_is_the_record_dataclasses_makes() -> None:
+    rec = MemoryRecord(
+        id="2026-11-28-pears-0a1b2c3d",
+        content="Pears ripen in September.",
+        title="Pears",
+        scope=Scope.USER,
+        user_id="ada",
+        tags=("orchard", "pears"),
+        metadata={"provenance": {"created": {"actor": "import"}}},
+        namespace="garden",
+        importance=0.5,
+    )
+    tried: list[dict[str, Any]] = [{"id": "2026-11-28-other-0a1b2c3d"}, {"metadata": {}, "tags": ()}, {}]
+    for changes in tried:
+        assert rec.replace(**changes) == dataclasses.replace(rec, **changes)
+    with pytest.raises(TypeError):
+        rec.replace(colour="red")
+    back = pickle.loads(pickle.dumps(rec, protocol=pickle.HIGHEST_PROTOCOL))
+    assert back == rec and type(back) is MemoryRecord
+
+    sub = Tagged(id="r", content="x", label="kept")
+    assert sub.replace(id="s") == Tagged(id="s", content="x", label="kept")
+    assert pickle.loads(pickle.dumps(sub)) == sub
