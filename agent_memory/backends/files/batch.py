@@ -3,8 +3,9 @@ index transaction, with one flush of the file system for the whole batch."""
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Literal
 
 import agent_memory.backends.files.keyed as _keyed
@@ -93,7 +94,7 @@ def remember_many(
         if batch:
             yield batch
 
-    try:
+    def write_all() -> None:
         chunks = batches()
         current = next(chunks, None)
         items: list[_worker.Item] | None = None  # the current batch as the worker prepared it
@@ -108,6 +109,11 @@ def remember_many(
             write(current, prepared)  # meanwhile the worker prepares the following batch
             items = worker.result(len(following)) if sent and following is not None else None
             current = following
+
+    many = not isinstance(drafts, Sequence) or len(drafts) > batch_size  # more than one batch (or maybe)
+    try:
+        with store.index.bulk() if many else contextlib.nullcontext():
+            write_all()
     finally:
         if worker is not None:
             worker.close()

@@ -50,6 +50,11 @@ from agent_memory.model.records import MemoryRecord
 from agent_memory.model.reports import SyncReport as SyncReport
 
 _FTS_SECURE_DELETE = sqlite3.sqlite_version_info >= (3, 44, 0)
+# the statements of :meth:`Index.upsert`, built once
+_INSERT_RECORD = f"INSERT INTO records ({', '.join(_RECORD_COLS)}) VALUES ({', '.join(':' + c for c in _RECORD_COLS)})"
+_UPDATE_RECORD = f"UPDATE records SET {', '.join(f'{c} = :{c}' for c in _RECORD_COLS)} WHERE rowid = :rid"
+#: The page cache of a connection during :meth:`Index.bulk` (negative: KiB, as ``PRAGMA cache_size`` takes it).
+BULK_CACHE_KIB = -131072
 
 __all__ = [
     "DEFAULT_FTS_TOKENIZER",
@@ -272,6 +277,31 @@ class Index:
             if self.purge_pending:
                 self.purge(conn)
 
+    @contextlib.contextmanager
+    def bulk(self) -> Iterator[None]:
+        """Settings of this thread's connection for a write of many batches (``remember_many``): a bigger page
+        cache (the random-key indexes of a big store dirty pages all over the file) and no automatic checkpoint
+        after each commit; one checkpoint at the end instead (PASSIVE: it never waits for readers). The WAL is as
+        crash-safe without checkpoints (a committed transaction is in the WAL, replayed on the next open); a
+        kill mid-write leaves a longer WAL, which the next commit of any connection checkpoints as usual."""
+        if self.read_only:
+            yield
+            return
+        conn = self.conn
+        with storage_errors("cannot write the index"):
+            cache = int(conn.execute("PRAGMA cache_size").fetchone()[0])
+            every = int(conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0])
+            conn.execute(f"PRAGMA cache_size = {BULK_CACHE_KIB}")
+            conn.execute("PRAGMA wal_autocheckpoint = 0")
+        try:
+            yield
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute(f"PRAGMA cache_size = {cache}")
+                conn.execute(f"PRAGMA wal_autocheckpoint = {every}")
+                if not conn.in_transaction:
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
     def purge(self, conn: sqlite3.Connection) -> None:
         """Rewrite the FTS segments (dropping deleted rows' terms) and truncate the WAL."""
         self.purge_pending = False
@@ -359,21 +389,20 @@ class Index:
         }
         row = None if new else conn.execute("SELECT rowid FROM records WHERE id = ?", (rec.id,)).fetchone()
         if row is None:
-            cur = conn.execute(
-                f"INSERT INTO records ({', '.join(_RECORD_COLS)}) VALUES ({', '.join(':' + c for c in _RECORD_COLS)})", values
-            )
-            rid = cur.lastrowid
+            rid = conn.execute(_INSERT_RECORD, values).lastrowid
         else:
             rid = row[0]
-            conn.execute(f"UPDATE records SET {', '.join(f'{c} = :{c}' for c in _RECORD_COLS)} WHERE rowid = {rid}", values)
+            values["rid"] = rid
+            conn.execute(_UPDATE_RECORD, values)
             conn.execute("DELETE FROM fts WHERE rowid = ?", (rid,))
             conn.execute("DELETE FROM record_tags WHERE rid = ?", (rid,))
         conn.execute(
             "INSERT INTO fts (rowid, title, tags, body, context) VALUES (?, ?, ?, ?, ?)",
             (rid, rec.title, " ".join(rec.tags), rec.content, self.context_of(rec)),
         )
-        conn.executemany("INSERT INTO record_tags VALUES (?, ?)", [(rid, t) for t in rec.tags])
-        link_rows.write(conn, rec.id, rec.title, rec.content)
+        if rec.tags:
+            conn.executemany("INSERT INTO record_tags VALUES (?, ?)", [(rid, t) for t in rec.tags])
+        link_rows.write(conn, rec.id, rec.title, rec.content, new=row is None and new)
 
     def delete(self, conn: sqlite3.Connection, record_id: str) -> None:
         row = conn.execute("SELECT rowid FROM records WHERE id = ?", (record_id,)).fetchone()

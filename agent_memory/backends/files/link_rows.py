@@ -53,13 +53,16 @@ def ensure(conn: sqlite3.Connection) -> None:
         raise
 
 
-def write(conn: sqlite3.Connection, record_id: str, title: str, body: str) -> None:
-    """Replace the link rows and the title key of one record (in the caller's transaction)."""
-    drop(conn, record_id)
-    conn.execute("INSERT INTO record_titles VALUES (?, ?)", (record_id, title_key(title)))
-    conn.executemany(
-        "INSERT INTO record_links VALUES (?, ?, ?, ?)", [(record_id, i, link.target, link.key) for i, link in enumerate(parse_links(body))]
-    )
+def write(conn: sqlite3.Connection, record_id: str, title: str, body: str, *, new: bool = False) -> None:
+    """Replace the link rows and the title key of one record (in the caller's transaction); ``new``: the caller
+    knows the id has no rows yet (nothing to drop)."""
+    if not new:
+        drop(conn, record_id)
+    verb = "INSERT OR REPLACE" if new else "INSERT"  # a stray row of a new id (none is ever left) is replaced, not an error
+    conn.execute(f"{verb} INTO record_titles VALUES (?, ?)", (record_id, title_key(title)))
+    links = [(record_id, i, link.target, link.key) for i, link in enumerate(parse_links(body))]
+    if links:
+        conn.executemany(f"{verb} INTO record_links VALUES (?, ?, ?, ?)", links)
 
 
 def drop(conn: sqlite3.Connection, record_id: str) -> None:

@@ -46,6 +46,7 @@ def write_new(store: StoreParts, conn: Any, rec: MemoryRecord, *, durable: bool)
     """Give ``rec`` a new id (:func:`new_id`) and write its file, never over another one (the file's creation
     refuses a name that exists: another id is minted), and its index rows; return ``rec`` with its id, and the
     path. :func:`allocate_id` and :func:`write` in one, without probing the name first."""
+    rec = store.stamp(rec)  # once, not once per id tried (the stamp does not depend on the id; write keeps it)
     for _ in range(20):
         named = rec.replace(id=new_id(id_source(rec), rec.created))
         try:
