@@ -129,6 +129,9 @@ def main(argv: list[str] | None = None) -> int:
             result["build"] = build(args.root, args.size)
             print(json.dumps(result["build"]), file=sys.stderr, flush=True)
     trees = [Path(t).resolve() for t in args.trees.split(",")]
+    for tree in trees:  # a tree that is gone (an old worktree) would fail in the child with a bare AssertionError
+        if not (tree / "agent_memory" / "__init__.py").is_file():
+            ap.error(f"--trees: {tree} is not a code tree (no agent_memory/__init__.py there; a worktree that no longer exists?)")
     settings = args.draft_worker.split(",") if args.draft_worker else [""]
     plan = [(tree, setting) for tree in trees for setting in settings]
     for r in range(args.rounds):

@@ -222,7 +222,7 @@ def _check_secret_report(skips: dict[str, str], written: int) -> None:
 def test_cli_import_writes_no_secret_from_any_field(tmp_path: Path) -> None:
     src = _write(tmp_path / "secrets.jsonl", _secret_rows())
     root = tmp_path / "root"
-    doc = _cli(root, "import", str(src))
+    doc = _cli(root, "import", str(src), "--skip-invalid")  # bad lines reported, not stopped at (fixJ)
     _check_secret_report({s["where"]: s["reason"] for s in doc["skips"]}, doc["written"])
     assert all(s["id"] is None or GH not in s["id"] for s in doc["skips"])
     assert not _leaks(root)
@@ -263,7 +263,7 @@ def test_one_invalid_utf8_byte_skips_one_line_only(tmp_path: Path) -> None:
     report = import_file(MemoryStore(tmp_path / "api"), src)
     assert [(s.where, s.reason) for s in report.skipped] == [("line 3", "invalid")]
     assert "UTF-8" in report.skipped[0].message and len(report.written) == 2
-    doc = _cli(tmp_path / "cli", "import", str(src))
+    doc = _cli(tmp_path / "cli", "import", str(src), "--skip-invalid")  # without it the import stops at line 3 (fixJ)
     assert doc["written"] == 2 and [s["where"] for s in doc["skips"]] == ["line 3"]
 
 

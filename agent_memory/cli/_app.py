@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agent_memory.cli import _base, _target
-from agent_memory.cli._base import DEFAULT_ROOT, Parser, dumps
+from agent_memory.cli._base import DEFAULT_ROOT, Parser, UsageError, dumps
 from agent_memory.cli._errors import classify, one_line
 
 Handler = Callable[[argparse.Namespace], "int | None"]
@@ -104,6 +104,9 @@ def _late_positional(parser: argparse.ArgumentParser, args: argparse.Namespace, 
     if name is not None and getattr(args, name, None) is None and len(extra) == 1 and (extra[0] == "-" or not extra[0].startswith("-")):
         setattr(args, name, extra.pop())
     if extra:
+        command = getattr(args, "command", None)
+        if command:  # the command's own help, where its arguments are listed
+            raise UsageError(f"unrecognized arguments: {' '.join(extra)} (see agent-memory {command} --help)")
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
 
 

@@ -160,7 +160,7 @@ def meaning_options(target: Any, mode: str | None, embedder: str | None) -> dict
         check_installed(made)
     except MissingExtraError as exc:
         if not choice.default:
-            raise
+            raise _spec_error(choice.spec, exc) from None
         note(f"this root has vectors but {exc}; searching lexically")
         return {"mode": "lexical"}
     choice.check()
@@ -169,6 +169,23 @@ def meaning_options(target: Any, mode: str | None, embedder: str | None) -> dict
         note(other)
         return {"mode": "lexical"}
     return {"mode": choice.mode or "hybrid"}
+
+
+def _spec_error(spec: str, exc: Exception) -> Exception:
+    """A missing litellm for an embedder spec that is not ``local``/``local:PATH``/``none``: say how the spec was read
+    and which forms are accepted (a typo like ``--embedder nosuch`` is read as a litellm model id)."""
+    from agent_memory.errors import MissingExtraError
+
+    if not isinstance(exc, MissingExtraError) or exc.extra != "litellm":
+        return exc
+    err = type(exc)(
+        f"embedder {spec!r} (--embedder or $AGENT_MEMORY_EMBEDDER) is not 'local', 'local:PATH' or 'none', so it is "
+        "read as a litellm model id (e.g. openai/text-embedding-3-small, ollama/nomic-embed-text), which needs the "
+        "'litellm' extra: pip install 'agent-memory[litellm]'",
+        name=exc.name,
+    )
+    err.extra = exc.extra
+    return err
 
 
 def _backend_embedder(target: Any, name: str) -> VectorsBackend:
@@ -202,8 +219,12 @@ def _embed(args: argparse.Namespace, target: Any) -> None:
         bar.total = todo
         bar(done - bar.done)
 
+    from agent_memory.errors import MissingExtraError
+
     try:
         rep = run(progress)
+    except MissingExtraError as exc:
+        raise _spec_error(name, exc) from None
     finally:
         bar.close()
     if rep.error:
@@ -316,6 +337,7 @@ def cmd_import(args: argparse.Namespace) -> int | None:
     progress = _progress.Progress("importing", len(drafts))
     start = time.monotonic()
     results: list[Any] = []
+    before = _indexed(target)
     try:
         for offset, chunk in _chunks(drafts, args.batch_size):
             rejected: list[tuple[int, str]] = []
@@ -333,10 +355,7 @@ def cmd_import(args: argparse.Namespace) -> int | None:
                 )
     except KeyboardInterrupt:
         progress.close()
-        raise Interrupted(
-            f"interrupted: {len(results)} of {len(drafts)} records from {where} were written; re-running the "
-            "same import is safe (records already written are skipped as duplicates)"
-        ) from None
+        raise Interrupted(_interrupted(target, before, results, len(drafts), where)) from None
     finally:
         progress.close()
         target.close()  # the connections close on the loop that opened them (agent_memory.backends.postgres.pool)
@@ -363,6 +382,37 @@ def cmd_import(args: argparse.Namespace) -> int | None:
         ),
     )
     return None
+
+
+def _indexed(target: Any) -> int | None:
+    """The records a files root's index holds (None for a database: its batches commit or roll back whole)."""
+    return target.store.index.count() if isinstance(target, StoreTarget) else None
+
+
+def _interrupted(target: Any, before: int | None, results: list[Any], total: int, where: str) -> str:
+    """What an interrupted import wrote. On a files root the batch being written when Ctrl-C came has its files on
+    disk but its index rows rolled back: they are indexed here (files are the truth, as the next write would do),
+    so the count is what the store now holds and `doctor` is clean."""
+    rerun = "re-running the same import is safe (records already written are skipped as duplicates)"
+    done = len(results)
+    if before is None:
+        return f"interrupted: {done} of {total} records from {where} were written; {rerun}"
+    import signal
+
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the index is brought in line with the files: not cut short
+    try:
+        target.store.index.refresh(force=True, wait=True)
+        added = target.store.index.count() - before
+    except Exception as exc:  # noqa: BLE001 - the message still says what to run
+        return (
+            f"interrupted: {done} of {total} records from {where} were written and indexed; the batch being "
+            f"written may have left record files the index lacks ({exc}): run `agent-memory reindex`, then {rerun}"
+        )
+    finally:
+        signal.signal(signal.SIGINT, old)
+    extra = max(0, added - sum(1 for r in results if r.status == "created"))  # new rows the results do not hold
+    healed = f" ({extra} of them from the batch being written when interrupted, indexed now)" if extra else ""
+    return f"interrupted: {done + extra} of {total} records from {where} were written{healed}; {rerun}"
 
 
 # -- maintenance --------------------------------------------------------------------------------

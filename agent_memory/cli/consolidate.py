@@ -17,6 +17,15 @@ if TYPE_CHECKING:
 Handler = Callable[[argparse.Namespace], "int | None"]
 
 
+def _since(text: str) -> str:
+    """``--since``: checked here, so a bad value is a usage error naming the flag (the value itself is passed on)."""
+    from agent_memory.model.values import normalize_instant
+
+    if normalize_instant(text) is None:
+        raise argparse.ArgumentTypeError(f"not a date or instant: {text!r} (e.g. 2026-11-01 or 2026-11-01T09:00:00Z)")
+    return text
+
+
 def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
     p = add(
         "consolidate",
@@ -42,7 +51,7 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
     p.add_argument(
         "--digest", action="store_true", help="write one record summarising what consolidation changed (since --since; default 7 days)"
     )
-    p.add_argument("--since", metavar="WHEN", help="with --history/--digest: runs from this ISO date or instant on")
+    p.add_argument("--since", metavar="WHEN", type=_since, help="with --history/--digest: runs from this ISO date or instant on")
 
     p = add(
         "reflect",

@@ -219,20 +219,69 @@ def _what(doc: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+#: per kind of skip other than ``invalid`` (always listed line by line), how many the text output names
+SHOWN_SKIPS = 3
+
+
+def _skip_lines(skips: list[dict[str, Any]]) -> str:
+    """Each invalid line named; any other reason (``exists`` on a re-run: one per record) as a count and the first
+    few (``--json`` lists every one)."""
+    out: list[str] = []
+    by_reason: dict[str, list[dict[str, Any]]] = {}
+    for s in skips:
+        by_reason.setdefault(s["reason"], []).append(s)
+    for reason, group in by_reason.items():
+        shown = group if reason == "invalid" else group[:SHOWN_SKIPS]
+        out.extend(f"\n  skipped {s['where']}: {s['reason']}: {s['message']}" for s in shown)
+        if len(group) > len(shown):
+            out.append(f"\n  … and {len(group) - len(shown)} more {reason} (--json lists every one)")
+    return "".join(out)
+
+
+def _count_lines(path: str) -> int | None:
+    try:
+        with open(path, "rb") as fh:
+            return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
+    except OSError:
+        return None
+
+
 @_closing
 def cmd_import_format(args: argparse.Namespace) -> int:
-    from agent_memory.portable import import_file
+    from agent_memory.cli import _progress
+    from agent_memory.cli._errors import Interrupted
+    from agent_memory.portable import BadLine, ImportReport, import_file
 
     target = _target(args.root, create=True)
-    report = import_file(
-        target,
-        args.file,
-        format=args.format,
-        user_id=getattr(args, "as_user", None),
-        session_id=getattr(args, "as_session", None),
-        namespace=IDENTITY["namespace"],
-        allow_purged=bool(getattr(args, "allow_purged", False)),
-    )
+    strict = not getattr(args, "skip_invalid", False)
+    report = ImportReport(format=args.format, path=str(args.file))
+    bar = _progress.Progress("importing", _count_lines(args.file) if _progress.enabled() else None, "line")
+    try:
+        import_file(
+            target,
+            args.file,
+            format=args.format,
+            user_id=getattr(args, "as_user", None),
+            session_id=getattr(args, "as_session", None),
+            namespace=IDENTITY["namespace"],
+            allow_purged=bool(getattr(args, "allow_purged", False)),
+            strict=strict,
+            progress=bar,
+            report=report,
+        )
+    except BadLine as exc:
+        raise InvalidInputError(
+            f"{args.file}: line {exc.line}: {exc.reason} (nothing imported; fix the line, or pass --skip-invalid)"
+        ) from None
+    except KeyboardInterrupt:
+        bar.close()
+        raise Interrupted(
+            f"interrupted: {_what(report.to_dict())} from {args.file} were written ({len(report.skipped)} lines skipped); "
+            "re-running the same import is safe (what is already there is skipped as `exists`)"
+        ) from None
+    finally:
+        bar.close()
+    report.settle()
     doc = report.to_dict()
     if args.json:
         print(_dumps(doc))
@@ -241,7 +290,7 @@ def cmd_import_format(args: argparse.Namespace) -> int:
         print(
             f"imported {_what(doc)} from {args.file} ({doc['format']})"
             + (f"; skipped {doc['skipped']}: {reasons}" if doc["skipped"] else "")
-            + "".join(f"\n  skipped {s['where']}: {s['reason']}: {s['message']}" for s in doc["skips"])
+            + _skip_lines(doc["skips"])
             + "".join(f"\n  {r['where']}: {r['message']}" for r in doc["rescoped"])
         )
         purged = [s for s in doc["skips"] if s["reason"] == "purged"]

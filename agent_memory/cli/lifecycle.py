@@ -9,7 +9,7 @@ from typing import Any
 
 from agent_memory.cli._base import UsageError, add_identity, emit, positive
 from agent_memory.cli._target import StoreTarget, open_target
-from agent_memory.errors import PermissionDeniedError
+from agent_memory.errors import InvalidInputError, PermissionDeniedError
 from agent_memory.model.events import NotSupportedError, acting
 
 Handler = Callable[[argparse.Namespace], "int | None"]
@@ -177,7 +177,12 @@ def cmd_history(args: argparse.Namespace) -> None:
 def cmd_restore(args: argparse.Namespace) -> None:
     store = files_store(args, "restore")  # opened first: its own view binding is the read view
     with acting("cli"), _changing():
-        rec = store.restore(args.id, version=args.version, **_caller(args))
+        try:
+            rec = store.restore(args.id, version=args.version, **_caller(args))
+        except InvalidInputError as exc:
+            if str(exc).startswith("version must be"):  # a --version out of range is a usage error (exit 2)
+                raise UsageError(f"--{exc} (see `agent-memory history {args.id}`)") from None
+            raise
     emit(args, {"id": rec.id, "restored": True, "content_hash": rec.content_hash}, lambda: f"restored: {rec.id}")
 
 

@@ -17,6 +17,15 @@ from agent_memory.sessions.api import read_session
 Handler = Callable[[argparse.Namespace], "int | None"]
 
 
+def _when(text: str) -> str:
+    """``--at``: checked here, so a bad value is a usage error naming the flag (the value itself is passed on)."""
+    from agent_memory.model.drafts import _parse_when
+
+    if _parse_when(text) is None:
+        raise argparse.ArgumentTypeError(f"not an ISO date or datetime: {text!r} (e.g. 2026-11-01 or 2026-11-01T09:00:00Z)")
+    return text
+
+
 def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
     p = add(
         "sessions",
@@ -63,7 +72,7 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
     p.add_argument("text", nargs="?", help="append: the message text (- for standard input)")
     p.add_argument("--role", default="user", help="append: the message's role (default user)")
     p.add_argument("--speaker", help="append: the speaker's name (default: none)")
-    p.add_argument("--at", metavar="WHEN", help="append: when it was said, ISO date or datetime (default: now)")
+    p.add_argument("--at", metavar="WHEN", type=_when, help="append: when it was said, ISO date or datetime (default: now)")
     add_identity(p)
     p.add_argument("--last", type=positive, metavar="N", help="show: only the last N messages (default: all)")
     p.add_argument("--force", action="store_true", help="summarize: even when not due (idle 30 min or 20 new messages)")

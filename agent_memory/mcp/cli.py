@@ -33,6 +33,17 @@ EXAMPLES = [
 ]
 
 
+def _port(text: str) -> int:
+    """``--port``: a TCP port, 0-65535 (0: any free one); anything else is a usage error naming the flag."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r} (0-65535)") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be 0-65535, not {value}")
+    return value
+
+
 def _tool_sets(text: str) -> tuple[str, ...]:
     sets = tuple(t.strip() for t in text.replace("+", ",").split(",") if t.strip())
     bad = [t for t in sets if t not in TOOL_SETS]
@@ -63,7 +74,7 @@ def configure_parser(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         help=f"scope of writes that name none (default ${ENV['scope']}, else the user's, else the session's)",
     )
     p.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
+    p.add_argument("--port", type=_port, default=8765, help="HTTP port (default 8765)")
     p.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
     p.add_argument(
         "--tokens",

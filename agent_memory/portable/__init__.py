@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from agent_memory.errors import InvalidInputError, NotFoundError
@@ -20,9 +21,20 @@ from agent_memory.portable.export import export_records, iter_records, record_li
 from agent_memory.portable.importers import FORMATS, READERS, Format, detect
 from agent_memory.portable.importers._common import file_time, import_items
 from agent_memory.portable.report import ImportReport, Rescope, Skip, SkipReason
-from agent_memory.portable.restore import restore_lines
+from agent_memory.portable.restore import BadLine, restore_lines
 
-__all__ = ["FORMATS", "ImportReport", "Rescope", "Skip", "SkipReason", "export_records", "import_file", "iter_records", "record_line"]
+__all__ = [
+    "FORMATS",
+    "BadLine",
+    "ImportReport",
+    "Rescope",
+    "Skip",
+    "SkipReason",
+    "export_records",
+    "import_file",
+    "iter_records",
+    "record_line",
+]
 
 
 def import_file(
@@ -34,6 +46,9 @@ def import_file(
     session_id: str | None = None,
     namespace: str | None = None,
     allow_purged: bool = False,
+    strict: bool = False,
+    progress: Callable[[int], None] | None = None,
+    report: ImportReport | None = None,
 ) -> ImportReport:
     """Import ``path`` into ``store`` (a :class:`~agent_memory.MemoryStore`, a root path or a backend).
 
@@ -47,6 +62,11 @@ def import_file(
     A record whose purge tombstone the target holds (a purge is the right to be forgotten) is not re-imported: it
     is skipped as ``purged`` (with a purged owner's session logs and episodes, see docs/export.md) unless
     ``allow_purged=True`` brings it back deliberately.
+
+    Our export only: ``strict`` checks every line before writing any and raises :class:`BadLine` (an
+    :class:`InvalidInputError` naming the line) at the first bad one, nothing written; ``progress(n)`` is called
+    with the lines each written batch covered. ``report``: fill this report (its ``format`` and ``path`` are set
+    here), so a caller interrupted mid-way can still tell what was written.
     """
     override = Override(user_id=user_id, session_id=session_id, namespace=namespace)
     src = Path(path)
@@ -57,13 +77,16 @@ def import_file(
         raise InvalidInputError(f"unknown import format {format!r}; use auto or one of {', '.join(FORMATS)}")
     target = files_store(store) if isinstance(store, (str, os.PathLike)) else store
     assert target is not None
-    report = ImportReport(format=fmt, path=str(src))
+    if report is None:
+        report = ImportReport(format=fmt, path=str(src))
+    else:
+        report.format, report.path = fmt, str(src)
     if fmt == "agent-memory":
         if src.is_dir():
             raise InvalidInputError(f"{src} is a directory; an agent-memory export is one JSONL file")
         with open(src, "rb") as fh:
             lines = ((n, decode_line(raw)) for n, raw in enumerate(fh, 1))
-            restore_lines(target, lines, report, override, allow_purged=allow_purged)
+            restore_lines(target, lines, report, override, allow_purged=allow_purged, strict=strict, progress=progress)
     else:
         items = READERS[fmt](src, report)
         import_items(target, items, report, fmt=fmt, fallback_time=file_time(src), overrides=override, allow_purged=allow_purged)

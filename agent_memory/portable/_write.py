@@ -9,6 +9,7 @@ survive, ids and timestamps are the backend's own (the report says so with ``ids
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import hashlib
 import os
@@ -183,72 +184,94 @@ def own_id(rec: MemoryRecord) -> str:
 
 def _write_files(store: MemoryStore, items: Sequence[Pending], report: ImportReport, dedupe: bool, guard: Guard) -> None:
     written: list[MemoryRecord] = []
+    linked: list[Path] = []  # this batch's new files: removed again if the batch fails before its rows commit
     tombstones = guard.tombstones or set()
     with store.lock.hold():
         store.index.refresh(periodic=False)
-        with store.index.transaction() as conn:
-            for where, rec, redactions in items:
-                if not guard.private and not guard.allow_purged and was_purged(rec, tombstones):
-                    skip_purged(report, where, rec)
-                    continue
-                if guard.private and _holder(store, conn, rec.id) != _partition(rec.scope, rec.session_id, rec.user_id, rec.namespace):
-                    # an import as a caller keeps a file's id only where the caller's own record holds it (a re-run);
-                    # any other id gets the owner's suffix, free or not, so the outcome never tells the caller whether
-                    # someone else's record holds it
-                    rec = rec.replace(id=own_id(rec))
-                    report.ids_kept = False
-                if guard.private and not guard.allow_purged and tombstone_id(rec.id) in tombstones:
-                    # a caller's import checks only the id it would write (the caller's own): another owner's
-                    # tombstone (of the file's id or its imported_id) is never observable
-                    skip_purged(report, where, rec)
-                    continue
-                name = f"{rec.id}.md"
-                path = Path(store.records_dir, name)
-                data = rec.render().encode("utf-8")
-                if os.path.lexists(path):
-                    try:
-                        same = path.read_bytes() == data
-                    except OSError:
-                        same = False
-                    if same:
-                        report.skip(where, "exists", "already imported (identical record file)", rec.id)
-                    else:
-                        report.skip(where, "conflict", "a different record with this id exists; it is never overwritten", rec.id)
-                    continue
-                if os.path.lexists(Path(store.archive_dir, name)):  # its owner could never restore it
-                    report.skip(where, "conflict", "an archived record has this id (restorable by its owner); it is never taken", rec.id)
-                    continue
-                if dedupe and rec.superseded_by is None:  # a superseded record is history: never a duplicate
-                    dup = _keyed.find_duplicate(conn, rec)
-                    if dup is not None:
-                        report.skip(where, "duplicate", f"the same text is already stored as {dup['id']}", dup["id"])
-                        continue
-                    if rec.memory_key is not None:
-                        row = _keyed.find_keyed(conn, rec, rec.memory_key, "skip")
-                        if row is not None:
-                            report.skip(
-                                where,
-                                "key_conflict",
-                                f"memory_key {rec.memory_key!r} is already held by {row['id']} (different text); not merged",
-                                row["id"],
-                            )
-                            continue
-                st = atomic_write(path, data, durable=False)
-                body_line = data.count(b"\n", 0, len(data) - len(rec.content.encode("utf-8")) - 1) + 1
-                store.index.upsert(conn, rec, name, st.st_mtime_ns, st.st_size, body_line=body_line, new=True)
-                written.append(rec)
-                report.redactions += redactions
-            if written and store.durable:
-                os.sync()  # one flush for the batch instead of an fsync per file
-            store.index.mark_synced(conn)
+        try:
+            _write_batch(store, items, report, dedupe, guard, tombstones, written, linked)
+        except BaseException:  # Ctrl-C or a failure mid-batch: the rows rolled back, so do its files (all or nothing)
+            for path in linked:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+            raise
+        for rec in written:  # committed: counted at once, so an interrupt from here on still reports them
+            report.wrote(rec.id)
         if written and guard.log_events:  # one `imported` event per record, undoable as on PostgreSQL
             with store.events.batch():
                 for rec in written:
                     store.event("created", rec, after=rec.content_hash, source="import")
         if written:
             store.write_memory_md()
-    for rec in written:
-        report.wrote(rec.id)
+
+
+def _write_batch(
+    store: MemoryStore,
+    items: Sequence[Pending],
+    report: ImportReport,
+    dedupe: bool,
+    guard: Guard,
+    tombstones: set[str],
+    written: list[MemoryRecord],
+    linked: list[Path],
+) -> None:
+    """Write ``items``' files and index rows in one index transaction (see :func:`_write_files`)."""
+    with store.index.transaction() as conn:
+        for where, rec, redactions in items:
+            if not guard.private and not guard.allow_purged and was_purged(rec, tombstones):
+                skip_purged(report, where, rec)
+                continue
+            if guard.private and _holder(store, conn, rec.id) != _partition(rec.scope, rec.session_id, rec.user_id, rec.namespace):
+                # an import as a caller keeps a file's id only where the caller's own record holds it (a re-run);
+                # any other id gets the owner's suffix, free or not, so the outcome never tells the caller whether
+                # someone else's record holds it
+                rec = rec.replace(id=own_id(rec))
+                report.ids_kept = False
+            if guard.private and not guard.allow_purged and tombstone_id(rec.id) in tombstones:
+                # a caller's import checks only the id it would write (the caller's own): another owner's
+                # tombstone (of the file's id or its imported_id) is never observable
+                skip_purged(report, where, rec)
+                continue
+            name = f"{rec.id}.md"
+            path = Path(store.records_dir, name)
+            data = rec.render().encode("utf-8")
+            if os.path.lexists(path):
+                try:
+                    same = path.read_bytes() == data
+                except OSError:
+                    same = False
+                if same:
+                    report.skip(where, "exists", "already imported (identical record file)", rec.id)
+                else:
+                    report.skip(where, "conflict", "a different record with this id exists; it is never overwritten", rec.id)
+                continue
+            if os.path.lexists(Path(store.archive_dir, name)):  # its owner could never restore it
+                report.skip(where, "conflict", "an archived record has this id (restorable by its owner); it is never taken", rec.id)
+                continue
+            if dedupe and rec.superseded_by is None:  # a superseded record is history: never a duplicate
+                dup = _keyed.find_duplicate(conn, rec)
+                if dup is not None:
+                    report.skip(where, "duplicate", f"the same text is already stored as {dup['id']}", dup["id"])
+                    continue
+                if rec.memory_key is not None:
+                    row = _keyed.find_keyed(conn, rec, rec.memory_key, "skip")
+                    if row is not None:
+                        report.skip(
+                            where,
+                            "key_conflict",
+                            f"memory_key {rec.memory_key!r} is already held by {row['id']} (different text); not merged",
+                            row["id"],
+                        )
+                        continue
+            st = atomic_write(path, data, durable=False)
+            linked.append(path)
+            body_line = data.count(b"\n", 0, len(data) - len(rec.content.encode("utf-8")) - 1) + 1
+            store.index.upsert(conn, rec, name, st.st_mtime_ns, st.st_size, body_line=body_line, new=True)
+            written.append(rec)
+            report.redactions += redactions
+        if written and store.durable:
+            os.sync()  # one flush for the batch instead of an fsync per file
+        store.index.mark_synced(conn)
 
 
 def draft_of(rec: MemoryRecord) -> MemoryDraft:

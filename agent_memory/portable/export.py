@@ -19,7 +19,7 @@ from typing import IO, Any, Literal
 
 from agent_memory.backends.base import Caller, MemoryBackend
 from agent_memory.backends.files.store import MemoryStore
-from agent_memory.errors import InvalidInputError
+from agent_memory.errors import InvalidInputError, NotFoundError
 from agent_memory.formats.atomic import atomic_write
 from agent_memory.model.records import FIELDS, MemoryRecord, RecordParseError, slugify
 from agent_memory.portable._write import Target, files_store, run_sync
@@ -205,6 +205,8 @@ def export_records(
         raise InvalidInputError(f"unknown export format {format!r}; use jsonl or markdown")
     if full and format != "jsonl":
         raise InvalidInputError("a full export (every section) is JSONL only; the Markdown tree holds records")
+    if format == "jsonl" and isinstance(out, (str, os.PathLike)) and not Path(out).absolute().parent.is_dir():
+        raise NotFoundError(f"cannot write {os.fspath(out)}: its directory {Path(out).absolute().parent} does not exist")
     problems = {} if problems is None else problems
     records, rest = read_all(backend_or_store, caller=caller, problems=problems, full=full)
     head = header(caller, full=full)

@@ -11,7 +11,7 @@ record already there (``exists``); a different record under the same id, live or
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from agent_memory.errors import InvalidIdError, InvalidInputError
 from agent_memory.model.drafts import Override, check_id, prepare_record
@@ -20,7 +20,17 @@ from agent_memory.portable._write import Guard, Owned, Pending, Target, batch_si
 from agent_memory.portable.export import is_header
 from agent_memory.portable.report import ImportReport
 
-__all__ = ["record_from_dict", "restore_lines"]
+__all__ = ["BadLine", "record_from_dict", "restore_lines"]
+
+
+class BadLine(InvalidInputError):
+    """A strict import met a line it cannot take (not UTF-8, not JSON, failing a field): nothing was written.
+    ``line`` is its number, ``reason`` what is wrong with it."""
+
+    def __init__(self, line: int, reason: str) -> None:
+        super().__init__(f"line {line}: {reason}")
+        self.line = line
+        self.reason = reason
 
 
 def record_from_dict(data: object, override: Override | None = None) -> tuple[MemoryRecord, int]:
@@ -36,11 +46,18 @@ def restore_lines(
     override: Override | None = None,
     *,
     allow_purged: bool = False,
+    strict: bool = False,
+    progress: Callable[[int], None] | None = None,
 ) -> ImportReport:
     """Import numbered JSONL lines of our export into ``target`` (see the module docstring); a line given as
     None could not be decoded (not UTF-8) and is skipped. A record (live or archived), session log or episode
-    purged from the target is skipped as ``purged`` unless ``allow_purged`` (:mod:`agent_memory.portable.root`)."""
+    purged from the target is skipped as ``purged`` unless ``allow_purged`` (:mod:`agent_memory.portable.root`).
+
+    ``strict``: every line is read and checked before anything is written, and the first bad one raises
+    :class:`BadLine` (nothing written), as the plain JSONL import does without ``--skip-invalid``.
+    ``progress(n)`` is called with the number of lines each written batch covered."""
     pending: list[Pending] = []
+    read = 0  # lines read since the last progress call
     sections: list[tuple[str, dict[str, object]]] = []  # a full export's other sections, restored after the records
     size = batch_size(target)
     # any override (an owner or a namespace alone) is a caller's import: its section lines are refused, only the
@@ -49,9 +66,21 @@ def restore_lines(
     guard = Guard(private=as_caller, allow_purged=allow_purged)
     hashes: set[str] = set()  # content hashes of the record versions the file holds (an event's before/after)
     owners: list[Owned] = []  # the records read, for telling a purged owner's session logs and episodes
+
+    def flush() -> None:
+        nonlocal read
+        write_records(target, pending, report, dedupe=False, guard=guard)
+        pending.clear()
+        if progress is not None and read:
+            progress(read)
+        read = 0
+
     for n, line in lines:
         where = f"line {n}"
+        read += 1
         if line is None:
+            if strict:
+                raise BadLine(n, "not valid UTF-8")
             report.skip(where, "invalid", "not valid UTF-8")
             continue
         if not line.strip():
@@ -68,9 +97,13 @@ def restore_lines(
                 continue
             rec, redactions, rescoped = prepare_record(data, override)
         except (InvalidInputError, InvalidIdError) as exc:
+            if strict:
+                raise BadLine(n, str(exc)) from None
             report.skip(where, "invalid", str(exc), _line_id(data))
             continue
         except (ValueError, RecursionError) as exc:
+            if strict:
+                raise BadLine(n, f"not JSON: {' '.join(str(exc).split())[:200]}") from None
             report.skip(where, "invalid", f"not JSON: {' '.join(str(exc).split())[:200]}")
             continue
         if rescoped is not None and override:
@@ -80,10 +113,17 @@ def restore_lines(
         if not as_caller:
             first = rec.metadata.get("imported_id")
             owners.append((rec.id, first if isinstance(first, str) else None, rec.session_id, rec.user_id))
-        if len(pending) >= size:
-            write_records(target, pending, report, dedupe=False, guard=guard)
-            pending.clear()
-    write_records(target, pending, report, dedupe=False, guard=guard)
+        if len(pending) >= size and not strict:
+            flush()
+    if strict:  # every line checked: now write, batch by batch (progress: each batch's lines, the rest at the end)
+        every, rest = list(pending), read - len(pending)
+        pending.clear()
+        for start in range(0, len(every), size):
+            pending.extend(every[start : start + size])
+            read = len(pending)
+            flush()
+        read = rest
+    flush()
     if sections:
         from agent_memory.portable.root import import_section, purged_owners
 
