@@ -127,9 +127,10 @@ def not_changeable(what: str, item_id: str, namespace: str | None) -> NotFoundEr
     own = IDENTITY["namespace"] or ""
     label = f"namespace {namespace}" if namespace else "the root namespace"
     mine = f"namespace {own}" if own else "the root namespace"
+    how = f"--namespace {namespace}" if namespace else "without --namespace"
     return NotFoundError(
         f"{what} {item_id!r} is in {label}, not in this caller's own ({mine}): only records of the caller's own "
-        f"namespace can be changed ({'--namespace ' + namespace if namespace else 'without --namespace'} changes it)"
+        f"namespace can be changed; change it as a caller of {label} ({how})"
     )
 
 
