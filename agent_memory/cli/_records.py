@@ -426,14 +426,31 @@ def cmd_forget(args: argparse.Namespace) -> None:
             emit(args, {"id": args.id, "forgotten": True, "purged": True, **rep.to_dict()}, lambda: f"purged: {args.id}")
             return
         with open_target(args.root, create=False) as target:
-            forgotten = target.forget(args.id, **_caller(args))
-        if not forgotten:
-            raise NotFoundError(f"no record {args.id!r} visible to this caller")
+            try:
+                forgotten = target.forget(args.id, **_caller(args))
+            except NotFoundError:
+                forgotten = False
+            if not forgotten:
+                raise _not_forgettable(target, args)
     emit(
         args,
         {"id": args.id, "forgotten": True},
         lambda: f"forgotten: {args.id} (archived; `agent-memory restore {args.id}{_same_caller(args)}` brings it back)",
     )
+
+
+def _not_forgettable(target: Any, args: argparse.Namespace) -> NotFoundError:
+    """Why ``forget ID`` changed nothing: a record this caller reads in another namespace (``get`` shows it) says
+    that only the caller's own namespace can be changed; anything else stays "not visible to this caller"."""
+    from agent_memory.cli._target import not_changeable
+
+    try:
+        rec = target.get(args.id, **_caller(args))  # the caller's read view: nothing it could not read already
+    except NotFoundError:
+        rec = None
+    if rec is not None and (rec.namespace or "") != (getattr(args, "namespace", None) or ""):
+        return not_changeable("record", args.id, rec.namespace)
+    return NotFoundError(f"no record {args.id!r} visible to this caller")
 
 
 def cmd_inject(args: argparse.Namespace) -> None:

@@ -81,12 +81,12 @@ def is_memory_root(path: Path) -> bool:
 
 def prepare_root(root: str, *, create: bool, parents: bool = False, explicit: bool = False) -> tuple[Path, bool]:
     """Check (and, for writes, create) a root directory; returns ``(path, created)`` under the policy above."""
+    from agent_memory.backends.files.layout import enclosing_root, missing_root
+
     path = Path(root)
     if is_memory_root(path):
         return path, False
-    if not create:
-        from agent_memory.backends.files.layout import missing_root
-
+    if not create or enclosing_root(path) is not None:  # a write never makes a root inside a root (ROOT/history)
         raise missing_root(root)
     if path.exists() and not path.is_dir():
         raise InvalidInputError(f"--root {root} exists and is not a directory")
@@ -103,6 +103,35 @@ def prepare_root(root: str, *, create: bool, parents: bool = False, explicit: bo
     if parents:
         parent.mkdir(parents=True, exist_ok=True)
     return path, not path.exists()
+
+
+def check_output(out: str, flag: str = "--out") -> Path:
+    """An output path a command may write (``export --out``): never a memory root nor a path inside one (followed
+    through symlinks), where the file would replace or be read as the root's own data (a record, ``USER.md``,
+    ``index.db``). Every option that names a file a command writes goes through here; a refusal is an
+    ``InvalidInputError`` naming the flag, and nothing is written."""
+    from agent_memory.backends.files.layout import enclosing_root
+
+    above = enclosing_root(out, itself=True)
+    if above is not None:
+        path = Path(out).absolute()
+        where = "is the memory root" if above in (path, path.resolve()) else f"is inside the memory root {above}"
+        raise InvalidInputError(f"{flag} {out} {where}: write it outside every memory root (nothing was written)")
+    return Path(out)
+
+
+def not_changeable(what: str, item_id: str, namespace: str | None) -> NotFoundError:
+    """The error a change (forget, episodes delete) gives for an item the caller sees but may not change: it lies in
+    another namespace than the caller's own (``namespace``: the item's, which the caller can read already). Only
+    called once a read as the same caller has shown the item; any other miss keeps "not visible to this caller"."""
+    own = IDENTITY["namespace"] or ""
+    label = f"namespace {namespace}" if namespace else "the root namespace"
+    mine = f"namespace {own}" if own else "the root namespace"
+    how = f"--namespace {namespace}" if namespace else "without --namespace"
+    return NotFoundError(
+        f"{what} {item_id!r} is in {label}, not in this caller's own ({mine}): only records of the caller's own "
+        f"namespace can be changed; change it as a caller of {label} ({how})"
+    )
 
 
 class StoreTarget:

@@ -9,6 +9,7 @@ from typing import Any
 from agent_memory.cli._base import UsageError, add_identity, emit, positive
 from agent_memory.cli._target import is_url, prepare_root
 from agent_memory.cli.sessions import seeing
+from agent_memory.errors import NotFoundError
 
 Handler = Callable[[argparse.Namespace], "int | None"]
 DEFAULT_LIMIT = 20
@@ -114,6 +115,23 @@ def _read(args: argparse.Namespace) -> None:
     emit(args, {"episodes": [e.to_dict() for e in found]}, lambda: "\n".join(_line(e) for e in found) or "no episodes")
 
 
+def _not_changeable(args: argparse.Namespace, store: Any, who: dict[str, Any]) -> NotFoundError | None:
+    """An episode this caller reads (``episodes show``) in another namespace than its own: say that only the
+    caller's own namespace can be changed (None: not readable either, the original error stands)."""
+    from agent_memory.cli._target import IDENTITY, not_changeable
+
+    if args.action != "delete":
+        return None
+    with seeing(args):  # the caller's read view: nothing it could not read already
+        try:
+            episode = store.get(args.id, **who)
+        except NotFoundError:
+            return None
+    if (episode.namespace or "") == (IDENTITY["namespace"] or ""):
+        return None
+    return not_changeable("episode", args.id, episode.namespace)
+
+
 def _delete_or_restore(args: argparse.Namespace) -> None:
     """``episodes delete|restore ID``: through the backend, so the change is in the event log."""
     from agent_memory.backends.base import EpisodesBackend, require
@@ -128,7 +146,10 @@ def _delete_or_restore(args: argparse.Namespace) -> None:
             from agent_memory.backends.files.backend import FilesBackend
 
             store = FilesBackend(target.store).episodes
-        episode = store.delete(args.id, **who) if args.action == "delete" else store.restore(args.id, **who)
+        try:
+            episode = store.delete(args.id, **who) if args.action == "delete" else store.restore(args.id, **who)
+        except NotFoundError as exc:
+            raise _not_changeable(args, store, who) or exc from None
     done = "deleted" if args.action == "delete" else "restored"
     from agent_memory.cli._records import _same_caller  # the identity that deleted it sees it: the hint runs as printed
 

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from agent_memory.cli._base import add_namespace
-from agent_memory.cli._target import IDENTITY, caller_of
-from agent_memory.errors import InvalidInputError, NotFoundError
+from agent_memory.cli._target import IDENTITY, caller_of, check_output
+from agent_memory.errors import InvalidInputError
 
 Handler = Callable[[argparse.Namespace], "int | None"]
 IMPORT_FORMATS = ("auto", "drafts", "agent-memory", "alfred-v2", "alfred-py", "cuylabs", "mem0")
@@ -73,15 +73,18 @@ def _target(root: str, *, create: bool) -> Any:
         from agent_memory.cli._target import open_url
 
         return open_url(root)  # one process, one command: no pool (a pool outlives the loop of a sync export)
-    path = Path(root)
-    if not (path / "records").is_dir():
-        if not create:
-            raise NotFoundError(f"no memory root at {root} (create one with `agent-memory init {root}`, or pass --root)")
-        if not path.absolute().parent.is_dir():
-            raise NotFoundError(f"cannot create memory root {root}: its parent directory does not exist")
+    import os
+
+    from agent_memory.cli._base import note
+    from agent_memory.cli._target import prepare_root
+
+    path, created = prepare_root(root, create=create)  # the root policy of every command (cli/_target.py)
     from agent_memory.backends.files.store import MemoryStore
 
-    return MemoryStore(path)
+    store = MemoryStore(path)
+    if created:
+        note(f"created memory root {os.path.abspath(path)}")
+    return store
 
 
 def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
@@ -118,9 +121,11 @@ def cmd_export(args: argparse.Namespace) -> None:
     from agent_memory.portable import export_records
 
     caller = caller_of(args.session_id, args.user_id) if (args.session_id or args.user_id or args.namespace) else None
-    target = _target(args.root, create=False)
     if args.format == "markdown" and not args.out:
         raise InvalidInputError("--format markdown needs --out DIR (a new or empty directory)")
+    if args.out is not None:
+        check_output(args.out, "--out")  # never over a record, USER.md, index.db or the root itself
+    target = _target(args.root, create=False)
     problems: dict[str, str] = {}
     counts: dict[str, int] = {}
     full = bool(getattr(args, "full", False))

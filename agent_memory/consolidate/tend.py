@@ -47,6 +47,10 @@ IDLE_LIMIT = 20  # sessions summarised in one call
 DISTILL_LIMIT = 500  # messages read in one call
 
 
+def _in(session: dict[str, Any]) -> str:
+    return f" in {session['namespace']}" if session.get("namespace") else ""
+
+
 @dataclass
 class IdleReport:
     """What one :func:`summarize_idle` call did: sessions summarised, how many were due, how many wait."""
@@ -62,7 +66,8 @@ class IdleReport:
     def text(self) -> str:
         lines = [f"summarised {len(self.summarized)} of {self.due} due session(s) ({self.checked} checked; {self.remaining} wait)"]
         lines += [
-            f"  {s['session_id']}" + (f" (user {s['user_id']})" if s["user_id"] else "") + f": v{s['version']}" for s in self.summarized
+            f"  {s['session_id']}" + (f" (user {s['user_id']})" if s["user_id"] else "") + _in(s) + f": v{s['version']}"
+            for s in self.summarized
         ]
         return "\n".join(lines)
 
@@ -87,7 +92,7 @@ class DistillReport:
         ]
         for s in self.sessions:
             who = f" (user {s['user_id']})" if s["user_id"] else ""
-            lines.append(f"  {s['session_id']}{who}: messages {s['from']}..{s['through']}, {len(s['ids'])} record(s)")
+            lines.append(f"  {s['session_id']}{who}{_in(s)}: messages {s['from']}..{s['through']}, {len(s['ids'])} record(s)")
         return "\n".join(lines)
 
 
@@ -265,6 +270,7 @@ async def summarize_idle(
                 "messages": made.messages,
                 "fallback": made.fallback,
             }
+            | ({"namespace": sdir.namespace} if sdir.namespace else {})  # as `sessions --json`: two logs may share an id
         )
     return report
 
@@ -386,6 +392,7 @@ async def distill_sessions(
             await _log_event(backend, "distilled", sdir, through=through, messages=size, written=len(ids))
         report.sessions.append(
             {"session_id": sdir.session_id, "user_id": sdir.user_id, "from": messages[0].n, "through": through, "ids": ids}
+            | ({"namespace": sdir.namespace} if sdir.namespace else {})
         )
         report.messages += size
         report.written += len(ids)

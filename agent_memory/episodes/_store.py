@@ -35,7 +35,7 @@ from agent_memory.episodes._model import (
     validate_episode_id,
 )
 from agent_memory.errors import InvalidInputError, NotFoundError
-from agent_memory.formats.atomic import RootLock, atomic_write, ensure_dir, storage_errors
+from agent_memory.formats.atomic import RootLock, atomic_write, ensure_dir, private_file, storage_errors
 from agent_memory.formats.quarantine import describe, is_corrupt
 from agent_memory.model import scopes
 from agent_memory.model.records import Scope
@@ -334,7 +334,7 @@ class EpisodeStore:
 
     def _open(self) -> sqlite3.Connection:
         for attempt in (1, 2):
-            conn = sqlite3.connect(self.index_path, timeout=30, isolation_level=None)
+            conn = sqlite3.connect(private_file(self.index_path), timeout=30, isolation_level=None)
             try:
                 self._schema(conn)
                 return conn

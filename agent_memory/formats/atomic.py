@@ -6,10 +6,12 @@ import contextlib
 import errno
 import fcntl
 import os
+import stat
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from agent_memory.errors import LockTimeoutError, ReadOnlyError, StorageError
 
@@ -252,6 +254,27 @@ class RootLock:
         if fd is not None and len(data) <= self.NOTE_SIZE:
             with contextlib.suppress(OSError):
                 os.pwrite(fd, data.ljust(self.NOTE_SIZE), self.NOTE_AT)
+
+
+def private_file(path: Path) -> Path:
+    """Make ``path`` exist as a private file (0600) before another library opens it: SQLite creates a missing
+    database with the umask's mode (often 0644) and gives its ``-wal``/``-shm`` the database's mode. A missing file
+    is created empty; an existing one loses its group and other bits (when the caller owns it: else left as is)."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE))
+    except FileExistsError:
+        with contextlib.suppress(OSError):
+            mode = os.lstat(path).st_mode
+            if stat.S_ISREG(mode) and mode & 0o077:
+                os.chmod(path, stat.S_IMODE(mode) & ~0o077)
+    except OSError:
+        pass  # a read-only root, a missing folder: the opener reports it as it always did
+    return path
+
+
+def open_private(path: Path) -> BinaryIO:
+    """``open(path, "wb")`` creating the file 0600 (never following a symlink at ``path``)."""
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE), "wb")
 
 
 def ensure_dir(path: Path, *, create: bool = True, allow_symlink: bool = False) -> Path:

@@ -269,13 +269,28 @@ class PurgeJob:
     namespace: str | None = None  # a namespace purge: only items in it and its descendants (with or without an owner)
 
 
+def _is_root(path: Path) -> bool:
+    return (path / "records").is_dir()
+
+
+def enclosing_root(path: str | Path, *, itself: bool = False) -> Path | None:
+    """The memory root ``path`` lies inside (``itself``: or is), or None: its parents are tried as written (made
+    absolute) and with every symlink followed, so a link into a root (or a root reached through one) is caught.
+    The one test of "a path inside a memory root": a missing root's error, a write creating a root, an output file."""
+    given = Path(path).absolute()
+    for candidate in (given, given.resolve()):
+        for above in ((candidate,) if itself else ()) + tuple(candidate.parents):
+            if _is_root(above):
+                return above
+    return None
+
+
 def missing_root(root: str) -> Exception:
     """The error every command but ``init`` gives for a ``--root`` that is not a memory root (nothing is created):
     a path inside a root (``ROOT/records``) names that root instead of suggesting a root nested in it."""
     from agent_memory.errors import NotFoundError
 
-    path = Path(root).absolute()
-    for above in path.parents:
-        if (above / "records").is_dir():
-            return NotFoundError(f"no memory root at {root}: it is inside the memory root {above} (pass --root {above})")
+    above = enclosing_root(root)
+    if above is not None:
+        return NotFoundError(f"no memory root at {root}: it is inside the memory root {above} (pass --root {above})")
     return NotFoundError(f"no memory root at {root} (create one with `agent-memory init {root}`, or pass --root)")

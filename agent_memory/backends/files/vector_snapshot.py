@@ -45,6 +45,7 @@ import numpy as np
 import numpy.typing as npt
 
 from agent_memory.backends.files.coarse import MID, Coarse, Loaded
+from agent_memory.formats.atomic import open_private
 
 try:  # POSIX; elsewhere writers are not serialised across processes (the meta is still replaced atomically)
     import fcntl
@@ -175,7 +176,8 @@ def _read_meta(folder: Path, model: str) -> dict[str, Any] | None:
 def _write_meta(folder: Path, model: str, meta: dict[str, Any]) -> None:
     path = folder / f"{_prefix(model)}.json"
     tmp = folder / f".{_prefix(model)}.json.{secrets.token_hex(4)}"
-    tmp.write_text(json.dumps(meta), encoding="utf-8")
+    with open_private(tmp) as f:
+        f.write(json.dumps(meta).encode("utf-8"))
     os.replace(tmp, path)
 
 
@@ -413,7 +415,7 @@ def _build(conn: sqlite3.Connection, folder: Path, model: str, min_rows: int, co
         data = f"{prefix}-{epoch}-{secrets.token_hex(6)}"
         stem = folder / data
         n, top, hbytes, dim, hsum = 0, 0, 0, 0, 0
-        with open(stem.with_suffix(".f32"), "wb") as fm, open(stem.with_suffix(".hashes"), "wb") as fh:
+        with open_private(stem.with_suffix(".f32")) as fm, open_private(stem.with_suffix(".hashes")) as fh:
             cur = conn.execute("SELECT rowid, hash, dim, vec FROM vectors WHERE model = ? ORDER BY rowid", (model,))
             while rows := cur.fetchmany(CHUNK):
                 dim = int(rows[0][2])
@@ -435,8 +437,8 @@ def _build(conn: sqlite3.Connection, folder: Path, model: str, min_rows: int, co
         matrix = np.memmap(stem.with_suffix(".f32"), dtype=np.float32, mode="r", shape=(n, dim))
         coarse = Coarse.fit(matrix)
         with contextlib.ExitStack() as files:
-            fl = files.enter_context(open(stem.with_suffix(".low"), "wb"))
-            fd = None if coarse.proj_mid is None else files.enter_context(open(stem.with_suffix(".mid"), "wb"))
+            fl = files.enter_context(open_private(stem.with_suffix(".low")))
+            fd = None if coarse.proj_mid is None else files.enter_context(open_private(stem.with_suffix(".mid")))
             for i in range(0, n, CHUNK):
                 block = np.asarray(matrix[i : i + CHUNK], dtype=np.float32)
                 fl.write(np.ascontiguousarray(block @ coarse.proj, dtype=np.float32).tobytes())
@@ -447,7 +449,7 @@ def _build(conn: sqlite3.Connection, folder: Path, model: str, min_rows: int, co
                 f.flush()
                 os.fsync(f.fileno())
         extra: dict[str, Any] = {} if coarse.proj_mid is None else {"proj_mid": coarse.proj_mid, "mid_scale": coarse.mid_scale}
-        with open(stem.with_suffix(".proj.npz"), "wb") as fz:
+        with open_private(stem.with_suffix(".proj.npz")) as fz:
             np.savez(fz, proj=coarse.proj, mean=coarse.mean, cov=coarse.cov, built_at=n, **extra)
         del matrix
         mids = 0 if coarse.proj_mid is None else MID

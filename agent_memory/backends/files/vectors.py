@@ -38,6 +38,7 @@ from agent_memory.backends.files.vector_seam import live_items, visible_for_hash
 from agent_memory.backends.files.vector_snapshot import SNAPSHOT_SCHEMA, cache_state, drop_snapshots, sync_snapshot
 from agent_memory.embeddings import Embedder, EmbeddingError, embedder_spec
 from agent_memory.errors import InvalidInputError, StorageError
+from agent_memory.formats.atomic import private_file
 from agent_memory.model.reports import BackfillReport
 
 log = logging.getLogger("agent_memory")
@@ -104,7 +105,7 @@ class VectorCache:
             conn.close()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            conn = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
+            conn = sqlite3.connect(private_file(self.path), timeout=30.0, check_same_thread=False)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.executescript(_SCHEMA)
@@ -119,7 +120,7 @@ class VectorCache:
         for suffix in ("", "-wal", "-shm"):
             with contextlib.suppress(FileNotFoundError):
                 Path(str(self.path) + suffix).unlink()
-        conn = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
+        conn = sqlite3.connect(private_file(self.path), timeout=30.0, check_same_thread=False)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.executescript(_SCHEMA)
         return conn
