@@ -147,3 +147,19 @@ def test_a_write_still_creates_a_new_root_beside_one(root: Path) -> None:
     proc = am(str(beside), "remember", "A note.")
     assert proc.returncode == 0 and "created memory root" in proc.stderr, proc.stderr
     assert (beside / "records").is_dir() and os.path.isdir(root / "records")
+
+
+def test_a_project_folder_named_records_is_not_a_memory_root(tmp_path: Path) -> None:
+    """A project with its own ``records/`` folder (no index, no events, no MEMORY.md) does not make the default
+    root ``.agent-memory`` beside it "a root inside a root": the write creates it (regression of the nested-root rule)."""
+    project = tmp_path / "project"
+    (project / "records").mkdir(parents=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "agent_memory.cli", "remember", "Deploys happen on Fridays."],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        env={**cli_env(), "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert len(list((project / ".agent-memory" / "records").glob("*.md"))) == 1

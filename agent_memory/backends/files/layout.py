@@ -269,8 +269,13 @@ class PurgeJob:
     namespace: str | None = None  # a namespace purge: only items in it and its descendants (with or without an owner)
 
 
+_ROOT_MARKS = ("index.db", "MEMORY.md", "events", "archive")
+
+
 def _is_root(path: Path) -> bool:
-    return (path / "records").is_dir()
+    """A memory root around a path: ``records/`` and one of the files a used root holds (a project's own
+    ``records/`` folder alone does not make the project a memory root)."""
+    return (path / "records").is_dir() and any((path / mark).exists() for mark in _ROOT_MARKS)
 
 
 def enclosing_root(path: str | Path, *, itself: bool = False) -> Path | None:
