@@ -32,9 +32,10 @@ def run(target: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def hints(stderr: str) -> tuple[list[str], list[str]]:
-    """The printed ``undo`` and ``restore`` commands (without ``agent-memory``)."""
-    undos = re.findall(r"`agent-memory (undo[^`]*)`", stderr)
-    restores = re.findall(r"^\s+agent-memory (restore .*)$", stderr, re.M)
+    """The printed ``undo`` and ``restore`` commands (without ``agent-memory``, and without the ``--root`` a files
+    root's hints end with: tests/test_hint_root.py checks that one)."""
+    undos = [re.sub(r" --root \S+$", "", u) for u in re.findall(r"`agent-memory (undo[^`]*)`", stderr)]
+    restores = [re.sub(r" --root \S+$", "", r) for r in re.findall(r"^\s+agent-memory (restore .*)$", stderr, re.M)]
     return undos, restores
 
 

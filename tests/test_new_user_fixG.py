@@ -55,7 +55,10 @@ def _hinted(stderr: str, command: str) -> list[list[str]]:
     for line in stderr.replace("`", "\n").splitlines():
         line = line.strip()
         if line.startswith(f"agent-memory {command}"):
-            found.append(shlex.split(line)[1:])
+            words = shlex.split(line)[1:]
+            if words[-2:-1] == ["--root"]:  # a files root's hints end with it (tests/test_hint_root.py)
+                words = words[:-2]
+            found.append(words)
     return found
 
 

@@ -82,5 +82,6 @@ def test_consolidate_hint_carries_the_runs_flags(tmp_path: Path) -> None:
     _run(root, tmp_path, "remember", "ada's deploy window is friday at 5pm", "--scope", "user", *me)  # a near-duplicate: merged
     out = _run(root, tmp_path, "consolidate", "--max-share", "1", *me)
     assert "archived records" in out.stderr, (out.stdout, out.stderr)
-    assert "agent-memory restore 2026-" in out.stderr and "--user ada --namespace acme/support\n" in out.stderr  # each id, exact
-    assert "`agent-memory undo --user ada --namespace acme/support`" in out.stderr
+    at = f" --root {os.path.abspath(root)}"  # the hint runs as printed from any folder (tests/test_hint_root.py)
+    assert "agent-memory restore 2026-" in out.stderr and f"--user ada --namespace acme/support{at}\n" in out.stderr  # each id, exact
+    assert f"`agent-memory undo --user ada --namespace acme/support{at}`" in out.stderr

@@ -464,4 +464,22 @@ def _same_caller(args: argparse.Namespace) -> str:
     import shlex
 
     flags = (("--session", args.session_id), ("--user", args.user_id), ("--namespace", getattr(args, "namespace", None)))
-    return "".join(f" {flag} {shlex.quote(value)}" for flag, value in flags if value)
+    return "".join(f" {flag} {shlex.quote(value)}" for flag, value in flags if value) + _same_root(args)
+
+
+def _same_root(args: argparse.Namespace) -> str:
+    """`` --root PATH`` when the command ran on a root the hinted command would not find by default (the absolute
+    path: the hint runs from any folder); nothing for the default root or ``$AGENT_MEMORY_ROOT``'s, and nothing for a
+    PostgreSQL URL (it may carry a password: a hint never prints one)."""
+    import os
+    import shlex
+
+    from agent_memory.cli._base import DEFAULT_ROOT
+
+    root = getattr(args, "root", None)
+    if not root or "://" in str(root):
+        return ""
+    default = os.environ.get("AGENT_MEMORY_ROOT") or DEFAULT_ROOT
+    if "://" not in default and os.path.abspath(default) == os.path.abspath(root):
+        return ""
+    return f" --root {shlex.quote(os.path.abspath(root))}"

@@ -121,16 +121,17 @@ def undo_hint(args: argparse.Namespace, applied: Sequence[Change]) -> str:
     without identity flags, the record's owner)."""
     import shlex
 
-    from agent_memory.cli._records import _same_caller
+    from agent_memory.cli._records import _same_caller, _same_root
 
     who = _same_caller(args)
+    root = _same_root(args)
 
     def flags(owner: tuple[str | None, str | None, str | None]) -> str:
-        if who:
+        if who != root:  # the run had identity flags: the hint acts as that caller
             return who
         # an operator's pass: the record's owner in the record's namespace (the one its archive event names)
         pairs = (("--session", owner[0]), ("--user", owner[1]), ("--namespace", owner[2]))
-        return "".join(f" {flag} {shlex.quote(value)}" for flag, value in pairs if value)
+        return "".join(f" {flag} {shlex.quote(value)}" for flag, value in pairs if value) + root
 
     undo: dict[str, int] = {}
     for change in applied:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from agent_memory.cli._base import UsageError, add_identity, emit, read_text
+from agent_memory.cli._records import _same_caller
 from agent_memory.cli._target import BackendTarget, StoreTarget, caller_of, open_target
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -84,7 +85,11 @@ def cmd_curate(args: argparse.Namespace) -> None:
             raise UsageError("--remove takes no TEXT and no --priority")
         with open_target(args.root, create=False) as target, acting("cli"):
             _run(target, lambda b: ops.remove_line(b, caller, args.remove, source="manual"))
-        emit(args, {"id": args.remove, "removed": True}, lambda: f"removed: {args.remove} (`agent-memory undo` brings it back)")
+        emit(
+            args,
+            {"id": args.remove, "removed": True},
+            lambda: f"removed: {args.remove} (`agent-memory undo{_same_caller(args)}` brings it back)",
+        )
         return
     text = None if args.text is None else read_text(args.text, "TEXT")
     if args.replace is not None:
