@@ -24,7 +24,8 @@ def _am(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_a_forget_hint_runs_as_printed_from_another_folder(tmp_path: Path) -> None:
     work, elsewhere = tmp_path / "work", tmp_path / "elsewhere"
-    work.mkdir(), elsewhere.mkdir()
+    work.mkdir()
+    elsewhere.mkdir()
     made = _am(work, "--root", "mem", "remember", "Deploys happen on Fridays.", "--user", "ada", "--json")
     assert made.returncode == 0, made.stderr
     rid = re.search(r'"id": "([^"]+)"', made.stdout)
