@@ -491,12 +491,14 @@ class MemoryProvider:
         """How many background captures have not finished yet."""
         return sum(1 for t in self._pending if not t.done())
 
-    async def flush(self) -> builtins.list[Any]:
-        """Wait for every pending background capture, then for background embedding to catch up with what they
-        and earlier writes stored (a failing embedder does not hold it up: embedding fails open); returns the
-        captures' results (exceptions included)."""
+    async def flush(self, *, embedding_timeout: float | None = 30.0) -> builtins.list[Any]:
+        """Wait for every pending background capture, then up to ``embedding_timeout`` seconds (None: no limit) for
+        background embedding to catch up with what they and earlier writes stored (a failing embedder does not hold
+        it up: embedding fails open; a stalled one is left behind with a warning, and the next embed or write catches
+        up); returns the captures' results (exceptions included)."""
         results = await self._captured()
-        await self.embedded()
+        if not await self.embedded(timeout=embedding_timeout):
+            logger.warning("flush: background embedding did not catch up within %s s; the next embed catches up", embedding_timeout)
         return results
 
     async def _captured(self) -> builtins.list[Any]:

@@ -150,11 +150,11 @@ def test_a_write_still_creates_a_new_root_beside_one(root: Path) -> None:
 
 
 def test_a_project_folder_named_records_is_not_a_memory_root(tmp_path: Path) -> None:
-    """A project with its own ``records/`` folder of other files (no index, events or MEMORY.md) does not make the default
+    """A project with its own ``records/`` folder (no index, events, MEMORY.md or lock) does not make the default
     root ``.agent-memory`` beside it "a root inside a root": the write creates it (regression of the nested-root rule)."""
     project = tmp_path / "project"
     (project / "records").mkdir(parents=True)
-    (project / "records" / "2025-q3.csv").write_text("quarter,total\n")
+    (project / "records" / "README.md").write_text("Meeting notes.\n")  # even of notes: not a memory root
     proc = subprocess.run(
         [sys.executable, "-m", "agent_memory.cli", "remember", "Deploys happen on Fridays."],
         cwd=project,

@@ -137,3 +137,24 @@ def test_a_record_brought_back_is_embedded_again(tmp_path: Path, bring_back: str
             assert hits and hits[0].id == r.id
 
     asyncio.run(main())
+
+
+def test_flush_leaves_a_stalled_embedder_behind_after_its_timeout(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A stalled embedder never hangs flush() (probe 7: it waited forever, and asyncio.run after it)."""
+    stall = threading.Event()
+
+    def stuck(texts: list[str]) -> list[list[float]]:
+        stall.wait(20)
+        return vecs(texts)
+
+    async def main() -> None:
+        memory = MemoryProvider(tmp_path / "m", embedder=CallableEmbedder(stuck, name="stuck", dim=4))
+        await memory.remember("Ada bought a car in May.")
+        t0 = time.perf_counter()
+        await memory.flush(embedding_timeout=0.5)
+        assert time.perf_counter() - t0 < 10
+        assert "did not catch up" in caplog.text
+        stall.set()
+        await memory.aclose()
+
+    asyncio.run(main())

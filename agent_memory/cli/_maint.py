@@ -251,7 +251,9 @@ def cmd_init(args: argparse.Namespace) -> None:
     from agent_memory.backends.files.store import MemoryStore
 
     already = (path / "records").is_dir()
-    MemoryStore(path).close()
+    store = MemoryStore(path)
+    store.open()  # its index made now: a root is known as one (a root around a path) before its first write
+    store.close()
     absolute = os.path.abspath(path)
     emit(
         args,

@@ -20,7 +20,6 @@ gone: which stores exist never depends on which modules happen to be imported.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -270,23 +269,13 @@ class PurgeJob:
     namespace: str | None = None  # a namespace purge: only items in it and its descendants (with or without an owner)
 
 
-_ROOT_MARKS = ("index.db", "MEMORY.md", "events", "archive")
+_ROOT_MARKS = ("index.db", "MEMORY.md", "events", "archive", ".lock")
 
 
 def _is_root(path: Path) -> bool:
-    """A memory root around a path: ``records/`` and one of the files a used root holds, or, for a root not used
-    yet, a ``records/`` that holds nothing but record files (a project's own ``records/`` folder of other files
-    does not make the project a memory root)."""
-    records = path / "records"
-    if not records.is_dir():
-        return False
-    if any((path / mark).exists() for mark in _ROOT_MARKS):
-        return True
-    try:
-        with os.scandir(records) as entries:  # an unused root: a look at the first entries, never a whole scan
-            return all(entry.name.endswith(".md") for entry, _ in zip(entries, range(64), strict=False))
-    except OSError:
-        return False
+    """A memory root around a path: ``records/`` and one of the files a root holds once opened (``init`` opens it),
+    so a project's own ``records/`` folder, empty or of notes, does not make the project a memory root."""
+    return (path / "records").is_dir() and any((path / mark).exists() for mark in _ROOT_MARKS)
 
 
 def enclosing_root(path: str | Path, *, itself: bool = False) -> Path | None:
