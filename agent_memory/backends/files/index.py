@@ -55,7 +55,7 @@ _INSERT_RECORD = f"INSERT INTO records ({', '.join(_RECORD_COLS)}) VALUES ({', '
 _UPDATE_RECORD = f"UPDATE records SET {', '.join(f'{c} = :{c}' for c in _RECORD_COLS)} WHERE rowid = :rid"
 #: The page cache of a connection during :meth:`Index.bulk` (negative: KiB, as ``PRAGMA cache_size`` takes it).
 BULK_CACHE_KIB = -131072
-BULK_CHECKPOINT_PAGES = 16384  # a bulk write checkpoints once its WAL reaches 64 MiB of 4 KiB pages, not 4 MiB
+BULK_CHECKPOINT_PAGES = 65536  # a bulk write checkpoints once its WAL reaches 256 MiB of 4 KiB pages, not 4 MiB
 
 __all__ = [
     "DEFAULT_FTS_TOKENIZER",
