@@ -124,6 +124,20 @@ class FakeJSONServer:
 # -- the CLI ---------------------------------------------------------------------------------------------------
 
 
+def cli_target(kind: str, tmp_path: Path) -> str:
+    """A new target for CLI tests: an initialised files root under ``tmp_path``, or a PostgreSQL database of its own
+    (the CLI's default schema is shared by the session)."""
+    if kind == "postgres":
+        from _matrix import fresh_database
+        from _pg import require_psycopg, server
+
+        require_psycopg()
+        return fresh_database(server().url)
+    root = str(tmp_path / "root")
+    cli_json(root, "init")
+    return root
+
+
 def cli_json(root: Path | str, *args: str, ok: bool = True) -> Any:
     """``agent-memory --root ROOT --json ARGS`` in a subprocess; asserts the exit status (0 unless ``ok=False``)
     and returns the parsed stdout."""

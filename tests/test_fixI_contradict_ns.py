@@ -12,18 +12,9 @@ from pathlib import Path
 
 import pytest
 from _doubles import cli_json as cli
+from _doubles import cli_target
 
-
-def _target(kind: str, tmp_path: Path) -> str:
-    if kind == "postgres":
-        from _matrix import fresh_database
-        from _pg import require_psycopg, server
-
-        require_psycopg()
-        return fresh_database(server().url)
-    root = str(tmp_path / "root")
-    cli(root, "init")
-    return root
+_target = cli_target
 
 
 def remember(target: str, *args: str) -> tuple[int, dict, str]:

@@ -11,20 +11,12 @@ from pathlib import Path
 
 import pytest
 from _doubles import cli_json as cli
+from _doubles import cli_target
 
 NS = "acme/support"
 
 
-def _target(kind: str, tmp_path: Path) -> str:
-    if kind == "postgres":
-        from _matrix import fresh_database
-        from _pg import require_psycopg, server
-
-        require_psycopg()
-        return fresh_database(server().url)
-    root = str(tmp_path / "root")
-    cli(root, "init")
-    return root
+_target = cli_target
 
 
 def run(target: str, *args: str) -> subprocess.CompletedProcess[str]:
