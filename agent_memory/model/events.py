@@ -18,7 +18,7 @@ import contextlib
 import contextvars
 import hashlib
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +35,7 @@ __all__ = [
     "current_acting",
     "gated",
     "session_event_shape",
+    "story",
     "tombstone_id",
     "tombstone_provenance",
     "visible",
@@ -225,3 +226,21 @@ def gated(ev: Event) -> Event:
 def visible(ev: Event, session_id: str | None, user_id: str | None) -> bool:
     """The visibility rule of records (:mod:`agent_memory.model.scopes`), applied to the record an event is about."""
     return may_see(ev.scope, ev.owner_session, ev.owner_user, session_id=session_id, user_id=user_id, namespace=ev.owner_namespace or "")
+
+
+def story(events: Iterable[Event], record_id: str, successors: Collection[str] = ()) -> list[Event]:
+    """The events that tell one record's whole story, in the order given: its own; each supersession that replaced
+    it, which is logged under the record that replaced it (``detail.supersedes`` names it; an event that names no
+    record counts when it is of one of ``successors``, the records known to have superseded it); and the undo of
+    each such supersession (``detail.undo_of`` is its ``eid``). Filter by :func:`visible` as well: this only picks."""
+    out: list[Event] = []
+    replaced: set[str] = set()
+    for ev in events:
+        if ev.id == record_id:
+            out.append(ev)
+        elif ev.event == "superseded" and (ev.detail.get("supersedes") == record_id if "supersedes" in ev.detail else ev.id in successors):
+            out.append(ev)
+            replaced.add(ev.eid)
+        elif ev.detail.get("undo_of") in replaced:
+            out.append(ev)
+    return out

@@ -27,7 +27,7 @@ from agent_memory.backends.files.history import archived_file, read_archived
 from agent_memory.backends.files.record_files import write
 from agent_memory.errors import InvalidInputError, NotFoundError
 from agent_memory.model.curated import restored_metadata
-from agent_memory.model.events import Event, current_acting, visible
+from agent_memory.model.events import Event, current_acting, story, visible
 from agent_memory.model.links import parse_links
 from agent_memory.model.records import MemoryRecord, RecordParseError, content_hash, now_iso, validate_id
 from agent_memory.model.reports import History
@@ -183,19 +183,21 @@ def _current(store: StoreParts, record_id: str, session_id: str | None, user_id:
 def history(store: StoreParts, record_id: str, session_id: str | None, user_id: str | None) -> History:
     rec, state = _current(store, record_id, session_id, user_id)
     older = _supersede.versions(store, rec) if state == "live" else [old for old, _ in _supersede.predecessors_anywhere(store, rec)]
-    successor = rec.superseded_by  # its supersession is logged under the record that replaced it
-    events = [
-        e
-        for e in store.events.read()[0]
-        if (e.id == record_id or (successor and e.id == successor and e.event == "superseded" and _supersedes(e, record_id)))
-        and visible(e, session_id, user_id)
-    ]
+    events = [e for e in story_of(store, record_id, store.events.read()[0], rec) if visible(e, session_id, user_id)]
     return History(record_id, state, [*reversed(older), rec], events)
 
 
-def _supersedes(ev: Event, record_id: str) -> bool:
-    named = ev.detail.get("supersedes")
-    return named is None or named == record_id
+def story_of(store: StoreParts, record_id: str, events: Sequence[Event], rec: MemoryRecord | None = None) -> list[Event]:
+    """The events of ``record_id``'s whole story (:func:`agent_memory.model.events.story`): its own, each supersession
+    that replaced it (logged under the record that replaced it, which names it in ``detail.supersedes``; an older
+    line that names none counts when it is of the record ``superseded_by`` names) and each undo of one. Not yet
+    filtered by visibility: the caller does that, event by event."""
+    if rec is None:
+        row = store.index.get_row(record_id)
+        successor = row["superseded_by"] if row is not None else None
+    else:
+        successor = rec.superseded_by
+    return story(events, record_id, (successor,) if successor else ())
 
 
 # -- restore ------------------------------------------------------------------------------

@@ -288,9 +288,13 @@ class MemoryStore:
     def events_for(
         self, record_id: str | None = None, *, session_id: str | None = None, user_id: str | None = None, limit: int | None = None
     ) -> builtins.list[Event]:
-        """Events of records the caller may see (of one record with ``record_id``), oldest first."""
+        """Events of records the caller may see (of one record with ``record_id``: its whole story, with the
+        supersession that replaced it and that supersession's undo: :func:`agent_memory.model.events.story`), oldest first."""
         queries.check_strings(session_id=session_id, user_id=user_id)
-        out = [e for e in self.events.read()[0] if (record_id is None or e.id == record_id) and _visible(e, session_id, user_id)]
+        events = self.events.read()[0]
+        if record_id is not None:
+            events = _lifecycle.story_of(self, record_id, events)
+        out = [e for e in events if _visible(e, session_id, user_id)]
         return out[-limit:] if limit else out
 
     def provenance(self, record_id: str, *, session_id: str | None = None, user_id: str | None = None) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from psycopg.types.json import Jsonb
 
 from agent_memory.backends.base import Caller
 from agent_memory.model.drafts import RememberResult, prepare_event
-from agent_memory.model.events import Event, current_acting, session_event_shape, tombstone_id, visible
+from agent_memory.model.events import Event, current_acting, session_event_shape, story, tombstone_id, visible
 
 __all__ = ["events_for", "purge_events", "quiet", "record_archive_event", "record_event", "record_writes", "undoable", "WRITE_EVENTS"]
 
@@ -184,21 +184,38 @@ def _event(row: dict[str, Any]) -> Event:
 async def events_for(
     b: Any, caller: Caller, *, record_id: str | None = None, limit: int | None = None, conn: Any = None
 ) -> builtins.list[Event]:
-    """Events of records the caller may see, oldest first (``limit``: the last N)."""
-    params = b._caller(caller)
-    tenants = ["", params["uid"]] if params["uid"] else [""]
-    sql = (
-        f'SELECT eid, ts, {", ".join(f for f in _FIELDS if f not in ("eid",))} FROM "{b.schema}".events'
-        " WHERE tenant = ANY(%(t)s)" + (" AND id = %(id)s" if record_id else "") + " ORDER BY ts, seq"
-    )
-    args = {"t": tenants, "id": record_id}
+    """Events of records the caller may see, oldest first (``limit``: the last N). With ``record_id``: that record's
+    whole story (:func:`agent_memory.model.events.story`), with each supersession that replaced it and its undo,
+    which are logged under the record that replaced it (every event still filtered by the caller's visibility)."""
     if conn is None:
         async with b.pool.connection() as c:
-            rows = await (await c.execute(sql, args)).fetchall()
-    else:
-        rows = await (await conn.execute(sql, args)).fetchall()
-    out = [e for e in (_event(r) for r in rows) if visible(e, caller.session_id, caller.user_id)]
+            return await events_for(b, caller, record_id=record_id, limit=limit, conn=c)
+    params = b._caller(caller)
+    tenants = ["", params["uid"]] if params["uid"] else [""]
+    successors = await _successors(b, conn, tenants, record_id) if record_id else []
+    sql = (
+        f'SELECT eid, ts, {", ".join(f for f in _FIELDS if f not in ("eid",))} FROM "{b.schema}".events'
+        " WHERE tenant = ANY(%(t)s)" + (" AND id = ANY(%(ids)s)" if record_id else "") + " ORDER BY ts, seq"
+    )
+    rows = await (await conn.execute(sql, {"t": tenants, "ids": [record_id, *successors]})).fetchall()
+    events = [_event(r) for r in rows]
+    if record_id:
+        events = story(events, record_id, successors)
+    out = [e for e in events if visible(e, caller.session_id, caller.user_id)]
     return out[-limit:] if limit else out
+
+
+async def _successors(b: Any, conn: Any, tenants: list[str], record_id: str) -> list[str]:
+    """The ids of the records that superseded ``record_id`` in ``tenants``: the one its row names, live rows that
+    name it in ``supersedes`` and archived ones (a supersession undone archives its successor). Their events say
+    which of them replaced it (a superseded event on this backend names no record in its detail)."""
+    cur = await conn.execute(
+        f"SELECT superseded_by AS id FROM {b.table} WHERE tenant = ANY(%(t)s) AND id = %(id)s AND superseded_by IS NOT NULL"
+        f" UNION SELECT id FROM {b.table} WHERE tenant = ANY(%(t)s) AND supersedes = %(id)s"
+        f" UNION SELECT id FROM \"{b.schema}\".archive WHERE tenant = ANY(%(t)s) AND record->>'supersedes' = %(id)s",
+        {"t": tenants, "id": record_id},
+    )
+    return sorted(str(r["id"]) for r in await cur.fetchall())
 
 
 def undoable(events: Sequence[Event], caller: Caller) -> Event | None:

@@ -104,15 +104,12 @@ async def _predecessors(b: Any, conn: Any, row: dict[str, Any]) -> list[dict[str
 
 
 async def history(b: Any, record_id: str, caller: Caller) -> History:
-    """Every version of a visible record (live or archived), oldest first (no events on PostgreSQL yet)."""
+    """Every version of a visible record (live or archived), oldest first, with its whole story of events (its
+    own, each supersession that replaced it and the undo of one: :func:`.events.events_for`)."""
     async with b.pool.connection() as conn:
         row, state = await _find(b, conn, record_id, caller)
         older = await _predecessors(b, conn, row)
         events = await events_for(b, caller, record_id=record_id, conn=conn)
-        successor = row.get("superseded_by") if state == "live" else None
-        if successor:  # its supersession is logged under the record that replaced it
-            replaced = [e for e in await events_for(b, caller, record_id=successor, conn=conn) if e.event == "superseded"]
-            events = sorted([*events, *replaced], key=lambda e: e.ts)
     return History(record_id, state, [row_to_record(r, b.path_of(r["id"])) for r in [*reversed(older), row]], events)
 
 
