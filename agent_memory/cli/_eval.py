@@ -21,7 +21,8 @@ kept in ../shared/eval/locomo/.
 
 Roots: each conversation is loaded into its own memory root. Without an explicit --root they are
 temporary and removed after the run; with --root DIR they are kept as DIR/<sample_id>/ (re-running reuses
-them: the import is idempotent), so you can search them afterwards."""
+them: the import is idempotent), so you can search them afterwards. DIR may not be a memory root nor lie inside
+one (each kept root would be a root inside a root): that is refused before anything is created."""
 
 
 def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
@@ -79,7 +80,7 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
 
 
 def cmd_eval(args: argparse.Namespace) -> None:
-    from agent_memory.eval.locomo import evaluate, render_table
+    from agent_memory.eval.locomo import evaluate, keep_roots_in, render_table
 
     if args.budget is not None or args.qa:
         from agent_memory.agents.profiles import load_profile
@@ -102,6 +103,8 @@ def cmd_eval(args: argparse.Namespace) -> None:
     keep = args.root if args.root_given else None
     if keep is not None and "://" in keep:
         raise InvalidInputError("eval needs a directory for --root (its per-conversation roots), not a URL")
+    if keep is not None:
+        keep_roots_in(keep, "--root")  # never a memory root nor inside one: its roots would be roots in a root
     progress = _progress.Progress("evaluating", None, "question")
     kwargs: dict[str, Any] = {
         "ks": ks,

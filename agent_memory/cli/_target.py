@@ -7,6 +7,9 @@ Root policy (docs/cli.md, "Roots"):
   and says so on stderr; a missing parent (a mistyped ``--root``) is refused — ``agent-memory init -p DIR``
   creates parents on purpose;
 - an existing non-empty directory that is not a memory root (no ``records/``) is refused unless ``init``-ed;
+- no write (``init`` included) makes a root inside a root, nor around one: a folder holding a memory root among
+  its children (or in its ``records/``-like folders) is refused, naming that root
+  (:func:`agent_memory.backends.files.layout.contained_root`);
 - ``--root postgresql://…`` goes to :func:`agent_memory.backends.open_backend`; no directory is ever made from a URL.
 """
 
@@ -81,9 +84,19 @@ def is_memory_root(path: Path) -> bool:
 
 def prepare_root(root: str, *, create: bool, parents: bool = False, explicit: bool = False) -> tuple[Path, bool]:
     """Check (and, for writes, create) a root directory; returns ``(path, created)`` under the policy above."""
-    from agent_memory.backends.files.layout import enclosing_root, missing_root
+    from agent_memory.backends.files.layout import contained_root, enclosing_root, is_root, missing_root
 
     path = Path(root)
+    if is_memory_root(path) and is_root(path):
+        return path, False
+    # a root is never made around a root: a folder holding one (bounded: layout.contained_root), even with a
+    # records/ of its own that no command has opened yet (opening it would make it a root)
+    inner = contained_root(path)
+    if inner is not None:
+        raise InvalidInputError(
+            f"cannot make {root} a memory root: it holds the memory root {inner}, whose files would then lie inside "
+            f"two roots; use --root {inner}, or choose a folder that holds no memory root (nothing was created)"
+        )
     if is_memory_root(path):
         return path, False
     if not create or enclosing_root(path) is not None:  # a write never makes a root inside a root (ROOT/history)
@@ -110,14 +123,9 @@ def check_output(out: str, flag: str = "--out") -> Path:
     through symlinks), where the file would replace or be read as the root's own data (a record, ``USER.md``,
     ``index.db``). Every option that names a file a command writes goes through here; a refusal is an
     ``InvalidInputError`` naming the flag, and nothing is written."""
-    from agent_memory.backends.files.layout import enclosing_root
+    from agent_memory.backends.files.layout import outside_roots
 
-    above = enclosing_root(out, itself=True)
-    if above is not None:
-        path = Path(out).absolute()
-        where = "is the memory root" if above in (path, path.resolve()) else f"is inside the memory root {above}"
-        raise InvalidInputError(f"{flag} {out} {where}: write it outside every memory root (nothing was written)")
-    return Path(out)
+    return outside_roots(out, flag)  # the rule's one home, which export_records applies to the API too
 
 
 def not_changeable(what: str, item_id: str, namespace: str | None) -> NotFoundError:

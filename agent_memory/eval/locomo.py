@@ -171,6 +171,8 @@ def evaluate(
     our own summaries, questions answered by two-stage contextual search; see :mod:`.locomo_sessions`); there
     ``search`` picks the contextual ranking (lexical, or with the embedder's message vectors dense or hybrid).
     """
+    if root is not None:
+        keep_roots_in(root, "root")
     if layer not in ("records", "sessions"):
         raise ValueError(f"layer must be records or sessions, not {layer!r}")
     if layer == "sessions" and (budget is not None or qa is not None):
@@ -216,6 +218,15 @@ def evaluate(
         result["qa_unjudged"] = sum(int(scores.get("qa_unjudged", 0)) for _, scores in rows)
         result["qa_budget"] = budget or 400
     return result
+
+
+def keep_roots_in(root: str | os.PathLike[str], label: str) -> Path:
+    """``root`` if the per-conversation roots may be kept in it as ``root/<sample_id>/``: never a memory root nor a
+    folder inside one (each would be a root inside a root, its records read as the outer root's); an
+    ``InvalidInputError`` naming ``label`` otherwise, before anything is created."""
+    from agent_memory.backends.files.layout import outside_roots
+
+    return outside_roots(root, label, "eval keeps each conversation's memory root in it; pass a folder outside every memory root")
 
 
 def _first_questions(samples: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO, Any, Literal
 
 from agent_memory.backends.base import Caller, MemoryBackend
+from agent_memory.backends.files.layout import outside_roots
 from agent_memory.backends.files.store import MemoryStore
 from agent_memory.errors import InvalidInputError, NotFoundError
 from agent_memory.formats.atomic import atomic_write
@@ -205,6 +206,8 @@ def export_records(
         raise InvalidInputError(f"unknown export format {format!r}; use jsonl or markdown")
     if full and format != "jsonl":
         raise InvalidInputError("a full export (every section) is JSONL only; the Markdown tree holds records")
+    if isinstance(out, (str, os.PathLike)):  # never into or over a memory root (the CLI's --out rule, one home)
+        outside_roots(out, "export path")
     if format == "jsonl" and isinstance(out, (str, os.PathLike)) and not Path(out).absolute().parent.is_dir():
         raise NotFoundError(f"cannot write {os.fspath(out)}: its directory {Path(out).absolute().parent} does not exist")
     problems = {} if problems is None else problems

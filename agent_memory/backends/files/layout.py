@@ -20,11 +20,28 @@ gone: which stores exist never depends on which modules happen to be imported.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["ROOT_LAYOUT", "RootEntry", "PurgeJob", "entry", "exported", "derived", "owned", "covers", "inventory"]
+__all__ = [
+    "ROOT_LAYOUT",
+    "SCAN_LIMIT",
+    "RootEntry",
+    "PurgeJob",
+    "contained_root",
+    "covers",
+    "derived",
+    "enclosing_root",
+    "entry",
+    "exported",
+    "inventory",
+    "is_root",
+    "missing_root",
+    "outside_roots",
+    "owned",
+]
 
 Section = Literal["records", "archive", "history", "sessions", "episodes", "events", "recalls", "namespaces"]
 
@@ -278,7 +295,12 @@ def _is_root(path: Path) -> bool:
     return (path / "records").is_dir() and any((path / mark).exists() for mark in _ROOT_MARKS)
 
 
-def enclosing_root(path: str | Path, *, itself: bool = False) -> Path | None:
+def is_root(path: str | Path) -> bool:
+    """Is ``path`` a memory root a command has opened (``records/`` and one of a root's own files)?"""
+    return _is_root(Path(path))
+
+
+def enclosing_root(path: str | os.PathLike[str], *, itself: bool = False) -> Path | None:
     """The memory root ``path`` lies inside (``itself``: or is), or None: its parents are tried as written (made
     absolute) and with every symlink followed, so a link into a root (or a root reached through one) is caught.
     The one test of "a path inside a memory root": a missing root's error, a write creating a root, an output file."""
@@ -288,6 +310,50 @@ def enclosing_root(path: str | Path, *, itself: bool = False) -> Path | None:
             if _is_root(above):
                 return above
     return None
+
+
+#: The folders :func:`contained_root` looks into besides the path itself: the folders a root keeps (``records/``,
+#: ``archive/``, ``history/``, ``events/``, ``sessions/``, ``episodes/``), where a root made by mistake would sit.
+_ROOT_DIRS = tuple(e.path.rstrip("/") for e in ROOT_LAYOUT if e.is_dir and "/" not in e.path.rstrip("/"))
+#: At most this many entries of one folder are looked at (a home directory is never walked).
+SCAN_LIMIT = 4096
+
+
+def contained_root(path: str | Path) -> Path | None:
+    """A memory root inside ``path`` (not ``path`` itself), or None: what makes ``path`` a folder no root may be
+    made of (a root around a root would hold the inner one's files as its own, and every path in the inner one
+    would lie inside two roots). Bounded, so a folder as large as a home directory costs a few ``stat`` calls:
+    ``path``'s own children and the children of the folders a root keeps under it (``records/``, ``archive/``, …)
+    are tried, at most :data:`SCAN_LIMIT` entries of each folder; a root deeper down is not looked for."""
+    base = Path(path)
+    for folder in (base, *(base / name for name in _ROOT_DIRS)):
+        try:
+            with os.scandir(folder) as entries:
+                for n, item in enumerate(entries):
+                    if n >= SCAN_LIMIT:
+                        break
+                    if item.is_dir() and _is_root(Path(item.path)):
+                        return Path(item.path)
+        except OSError:  # missing, not a folder, unreadable: nothing found there
+            continue
+    return None
+
+
+def outside_roots(path: str | os.PathLike[str], label: str, what: str = "write it outside every memory root") -> Path:
+    """``path`` as a :class:`~pathlib.Path` if it is neither a memory root nor inside one (followed through symlinks),
+    else an ``InvalidInputError`` naming ``label`` (the option or argument), the root, and ``what`` to do instead.
+
+    The one check of a path a caller is about to write that is not a root's own: an export file or tree (the
+    CLI's ``--out`` and :func:`agent_memory.portable.export_records` alike), where a file would replace or be read
+    as the root's own data (a record, ``USER.md``, ``index.db``), and the folder ``eval`` keeps its roots in."""
+    from agent_memory.errors import InvalidInputError
+
+    above = enclosing_root(path, itself=True)
+    if above is not None:
+        given = Path(path).absolute()
+        where = "is the memory root" if above in (given, given.resolve()) else f"is inside the memory root {above}"
+        raise InvalidInputError(f"{label} {os.fspath(path)} {where}: {what} (nothing was written)")
+    return Path(path)
 
 
 def missing_root(root: str) -> Exception:
