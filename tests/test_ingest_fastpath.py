@@ -76,3 +76,22 @@ def test_remember_many_events_hold_hashes_and_ids(tmp_path: Path) -> None:
     ids = {r.id for r in res}
     assert {ev["id"] for ev in lines if ev["event"] == "imported"} == ids
     assert all(len(ev["after"]) == 16 for ev in lines if ev["event"] == "imported")
+
+
+def test_the_gate_passes_a_clean_event_as_it_is_and_still_refuses_or_reshapes_the_others() -> None:
+    """A clean event is not rebuilt field by field (``Event.from_dict`` per record was a tenth of the writer's gate);
+    an event with a field of the wrong type is still refused or reshaped as the gate does, and an old session event still read in today's shape."""
+    from agent_memory.model.events import gated
+
+    memo = GateMemo()
+    clean = Event("created", "2026-11-27-plain-title-0a1b2c3d", actor="import", scope="project", after="0123456789abcdef")
+    for _ in range(2):  # the second time from the memo
+        out = memo.gate(clean)
+        assert out is clean and out == gated(clean)
+    with pytest.raises(ValueError, match="must be a string"):
+        memo.gate(Event("created", "2026-11-27-plain-title-0a1b2c3d", actor=7))  # type: ignore[arg-type]
+    listed = Event("created", "2026-11-27-plain-title-0a1b2c3d", detail=["x"])  # type: ignore[arg-type]
+    assert memo.gate(listed) == gated(listed) and memo.gate(listed).detail == {"value": ["x"]}
+    old = Event("summarized", "session:s1@team", owner_session="s1", scope="session")
+    assert memo.gate(old).to_dict() == gated(old).to_dict()
+    assert (memo.gate(old).id, memo.gate(old).owner_namespace) == ("session:s1", "team")
