@@ -372,7 +372,7 @@ class Index:
             "namespace": rec.namespace,
             "kind": rec.kind,
             "title": rec.title,
-            "tags": json.dumps(list(rec.tags)),
+            "tags": json.dumps(list(rec.tags)) if rec.tags else "[]",
             "memory_key": rec.memory_key,
             "source": rec.source,
             "created": _instant(rec.created),

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -116,9 +117,16 @@ def schema_sql(fts_tokenizer: str) -> str:
     """
 
 
+_CANONICAL_INSTANT = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
+
+
 def _instant(value: str | None) -> str | None:
     """An instant as stored in the index: normalised UTC text, so SQL compares it as time."""
-    return None if not value else normalize_instant(value) or value
+    if not value:
+        return None
+    if _CANONICAL_INSTANT.fullmatch(value):  # already normalised (what a write stamps): nothing to parse
+        return value
+    return normalize_instant(value) or value
 
 
 def row_to_record(row: sqlite3.Row, records_dir: Path, content: str = "") -> MemoryRecord:
