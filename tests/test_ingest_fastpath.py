@@ -111,7 +111,14 @@ def test_a_scalar_quoted_without_json_is_what_json_writes(value: str) -> None:
 
 @pytest.mark.parametrize(
     "value",
-    ["2026-11-28T09:00:00.123456Z", "2026-02-30T09:00:00.000000Z", "2026-11-28", "2026-11-28T10:00:00+01:00", "soon", "9999-12-31T23:59:59.999999Z"],
+    [
+        "2026-11-28T09:00:00.123456Z",
+        "2026-02-30T09:00:00.000000Z",
+        "2026-11-28",
+        "2026-11-28T10:00:00+01:00",
+        "soon",
+        "9999-12-31T23:59:59.999999Z",
+    ],
 )
 def test_an_index_instant_is_stored_as_before(value: str) -> None:
     """An instant already in the stored form is kept without parsing; the others are still normalised (or kept when

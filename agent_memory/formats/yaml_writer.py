@@ -56,7 +56,7 @@ class FrontmatterError(ValueError):
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9 _.,/@()'+-]*")
 _RESERVED = frozenset("true false yes no on off null none y n".split())
 _UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
-_QUOTED_AS_IS = re.compile(r'[\x20-\x21\x23-\x5b\x5d-\x7e]*')  # printable ASCII but '"' and '\\': JSON adds only quotes
+_QUOTED_AS_IS = re.compile(r"[\x20-\x21\x23-\x5b\x5d-\x7e]*")  # printable ASCII but '"' and '\\': JSON adds only quotes
 
 
 def yaml_scalar(value: Any) -> str:
