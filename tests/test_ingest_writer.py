@@ -56,7 +56,7 @@ def test_a_write_of_many_batches_defers_checkpoints_then_restores_the_connection
 def _link_rows(root: Path) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
     db = sqlite3.connect(root / "index.db")
     try:
-        titles = sorted(db.execute("SELECT id, key FROM record_titles").fetchall())
+        titles = sorted(db.execute("SELECT r.id, t.key FROM record_titles t JOIN records r ON r.rowid = t.rid").fetchall())
         links = sorted(db.execute("SELECT src, pos, target, key FROM record_links").fetchall())
     finally:
         db.close()
@@ -83,7 +83,8 @@ def test_a_stray_title_row_of_a_new_id_is_replaced(tmp_path: Path, monkeypatch: 
     store.open()
     rid = "2026-11-28-stray-0a1b2c3d"
     with store.index.transaction() as conn:  # a row no write leaves behind, as a damaged index might hold
-        conn.execute("INSERT INTO record_titles VALUES (?, ?)", (rid, "stale"))
+        next_rowid = conn.execute("SELECT coalesce(max(rowid), 0) + 1 FROM records").fetchone()[0]
+        conn.execute("INSERT INTO record_titles VALUES (?, ?)", (next_rowid, "stale"))  # the row the new record takes
         conn.execute("INSERT INTO record_links VALUES (?, 0, 'x', 'x')", (rid,))
     monkeypatch.setattr(record_files, "new_id", lambda _source, _created: rid)
     res = store.remember_many([MemoryDraft(content="Fresh text with a link to [[Elsewhere]].", title="Stray")])
