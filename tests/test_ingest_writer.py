@@ -56,7 +56,7 @@ def test_a_write_of_many_batches_defers_checkpoints_then_restores_the_connection
 def _link_rows(root: Path) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
     db = sqlite3.connect(root / "index.db")
     try:
-        titles = sorted(db.execute("SELECT id, key FROM record_titles").fetchall())
+        titles = sorted(db.execute("SELECT r.id, t.key FROM record_titles t JOIN records r ON r.rowid = t.rid").fetchall())
         links = sorted(db.execute("SELECT src, pos, target, key FROM record_links").fetchall())
     finally:
         db.close()
@@ -83,7 +83,8 @@ def test_a_stray_title_row_of_a_new_id_is_replaced(tmp_path: Path, monkeypatch: 
     store.open()
     rid = "2026-11-28-stray-0a1b2c3d"
     with store.index.transaction() as conn:  # a row no write leaves behind, as a damaged index might hold
-        conn.execute("INSERT INTO record_titles VALUES (?, ?)", (rid, "stale"))
+        next_rowid = conn.execute("SELECT coalesce(max(rowid), 0) + 1 FROM records").fetchone()[0]
+        conn.execute("INSERT INTO record_titles VALUES (?, ?)", (next_rowid, "stale"))  # the row the new record takes
         conn.execute("INSERT INTO record_links VALUES (?, 0, 'x', 'x')", (rid,))
     monkeypatch.setattr(record_files, "new_id", lambda _source, _created: rid)
     res = store.remember_many([MemoryDraft(content="Fresh text with a link to [[Elsewhere]].", title="Stray")])
@@ -116,3 +117,44 @@ def test_a_record_replaced_or_pickled_is_the_record_dataclasses_makes() -> None:
     sub = Tagged(id="r", content="x", label="kept")
     assert sub.replace(id="s") == Tagged(id="s", content="x", label="kept")
     assert pickle.loads(pickle.dumps(sub)) == sub
+
+
+def test_memory_md_is_refreshed_at_most_once_a_second_during_a_big_write_and_at_its_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write of many batches does not rewrite MEMORY.md after each batch (a million-record import has thousands):
+    at most once per ``MEMORY_MD_EVERY`` and once at the end, so it lists the last record written; a write that fails
+    part-way still lists the batches written before the failure."""
+    from agent_memory.backends.files import batch
+    from agent_memory.errors import InvalidInputError
+
+    store = MemoryStore(tmp_path / "root", rescan_interval=None)
+    store.open()
+    written: list[int] = []
+    real = store.write_memory_md
+
+    def counting() -> Path:
+        written.append(store.index.count())
+        return real()
+
+    monkeypatch.setattr(store, "write_memory_md", counting)
+    monkeypatch.setattr(batch, "MEMORY_MD_EVERY", 3600.0)  # no refresh mid-way: only the end's
+    drafts = [MemoryDraft(content=f"Shared fact {i} about the orchard.", scope="project") for i in range(40)]
+    res = store.remember_many(drafts, batch_size=5)
+    assert written == [40]
+    assert res[-1].id in (store.root / "MEMORY.md").read_text()
+    monkeypatch.setattr(batch, "MEMORY_MD_EVERY", 0.0)  # every batch may refresh it
+    written.clear()
+    store.remember_many([MemoryDraft(content=f"Later fact {i} about pears.", scope="project") for i in range(10)], batch_size=5)
+    assert written == [45, 50]
+    monkeypatch.setattr(batch, "MEMORY_MD_EVERY", 3600.0)
+    written.clear()
+    bad = [MemoryDraft(content=f"Plum fact {i}.", scope="project") for i in range(10)] + [MemoryDraft(content="")]
+    with pytest.raises(InvalidInputError):
+        store.remember_many(bad, batch_size=5)
+    assert written == [60]  # the two batches written before the bad one are listed
+    assert "Plum fact 9" in (store.root / "MEMORY.md").read_text()
+    # a single batch still refreshes it at once, as before
+    written.clear()
+    store.remember_many([MemoryDraft(content="One more about figs.", scope="project")])
+    assert written == [61]

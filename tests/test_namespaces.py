@@ -18,6 +18,7 @@ import pytest
 
 from agent_memory import MemoryDraft, MemoryProvider
 from agent_memory.backends.base import Caller
+from agent_memory.backends.files.index import SCHEMA_VERSION
 from agent_memory.errors import InvalidInputError, NotFoundError
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -243,7 +244,7 @@ async def test_hand_written_namespace_is_checked_and_an_old_index_is_migrated(tm
     coding = MemoryProvider(root, namespace="acme/coding", isolation="full")
     assert [r.content for r in await coding.list()] == ["Hand-made coding note."]
     conn = sqlite3.connect(root / "index.db")
-    assert conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0].startswith("6|")
+    assert conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0].startswith(f"{SCHEMA_VERSION}|")
     conn.close()
     doctor = await p.doctor()
     assert "bad.md" in json.dumps(dataclasses.asdict(doctor), default=str)

@@ -56,6 +56,7 @@ class FrontmatterError(ValueError):
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9 _.,/@()'+-]*")
 _RESERVED = frozenset("true false yes no on off null none y n".split())
 _UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
+_QUOTED_AS_IS = re.compile(r"[\x20-\x21\x23-\x5b\x5d-\x7e]*")  # printable ASCII but '"' and '\\': JSON adds only quotes
 
 
 def yaml_scalar(value: Any) -> str:
@@ -67,6 +68,8 @@ def yaml_scalar(value: Any) -> str:
         return value
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, str) and _QUOTED_AS_IS.fullmatch(value):  # ids, instants: what json.dumps writes, without it
+        return f'"{value}"'
     text = json.dumps(value, ensure_ascii=False, default=str, separators=(", ", ": "))
     return _UNSAFE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Literal
 
@@ -16,6 +17,10 @@ from agent_memory.model.events import acting, current_acting
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.files.parts import StoreParts
+
+#: During a write of many batches MEMORY.md is regenerated at most this often (seconds) and once at the end: a
+#: million-record import need not rewrite it after each of its batches.
+MEMORY_MD_EVERY = 1.0
 
 
 def remember_many(
@@ -34,8 +39,10 @@ def remember_many(
     worker process on another core while this one writes the current batch; the results, errors and their
     positions are those of preparing every batch here, in order, just before it is written."""
     store.open()
+    many = not isinstance(drafts, Sequence) or len(drafts) > batch_size  # more than one batch (or maybe)
     results: list[RememberResult] = []
     position = 0
+    md_stale, md_at = False, time.monotonic()  # MEMORY.md behind the index since a batch; when it was last written
     worker = None
     if _worker.wanted(drafts, batch_size):
         try:
@@ -66,6 +73,7 @@ def remember_many(
         single = len(prepared) == 1
 
         def write_batch() -> list[RememberResult]:
+            nonlocal md_stale, md_at
             done = []
             with store.lock.hold(), store.events.batch():  # one events write (and fsync) per batch
                 store.index.refresh(periodic=False)
@@ -76,7 +84,10 @@ def remember_many(
                     if store.durable and len(prepared) > 1:
                         os.sync()  # one flush for the batch instead of an fsync per file
                     store.index.mark_synced(conn)
-                store.write_memory_md()
+                md_stale = True
+                if not many or time.monotonic() - md_at >= MEMORY_MD_EVERY:
+                    store.write_memory_md()
+                    md_stale, md_at = False, time.monotonic()
             return done
 
         with acting(current_acting().actor or source):
@@ -110,11 +121,21 @@ def remember_many(
             items = worker.result(len(following)) if sent and following is not None else None
             current = following
 
-    many = not isinstance(drafts, Sequence) or len(drafts) > batch_size  # more than one batch (or maybe)
+    def refresh_memory_md() -> None:
+        with store.lock.hold():
+            store.write_memory_md()
+
     try:
         with store.index.bulk() if many else contextlib.nullcontext():
             write_all()
+    except BaseException:
+        if md_stale:  # the batches written before a failure or an interrupt are listed; their error is what is raised
+            with contextlib.suppress(Exception):
+                refresh_memory_md()
+        raise
     finally:
         if worker is not None:
             worker.close()
+    if md_stale:
+        refresh_memory_md()
     return results

@@ -29,6 +29,7 @@ from typing import Any
 from agent_memory.formats.atomic import atomic_write, ensure_dir, fsync_dir
 from agent_memory.model.events import (
     EVENT_TYPES,
+    SESSION_EVENTS,
     Acting,
     Event,
     NotSupportedError,
@@ -76,13 +77,15 @@ class GateMemo:
         from agent_memory.model.drafts import prepare_event
 
         data = ev.to_dict()
-        out: dict[str, Any] = {}
+        changed: dict[str, Any] = {}
         todo: dict[str, Any] = {}
         keys: dict[str, tuple[str, str]] = {}
+        odd = ev.event in SESSION_EVENTS  # rebuilt by ``from_dict`` (an old session event's shape is read anew)
         for name, value in data.items():
+            if not isinstance(value, dict if name == "detail" else str):
+                odd = True  # ``from_dict`` refuses it: let it say so
             minted = _MINTED.get(name)
             if minted is not None and isinstance(value, str) and minted.fullmatch(value):
-                out[name] = value
                 continue
             if name in _UNIQUE_FIELDS or not isinstance(value, (str, dict)):
                 todo[name] = value
@@ -92,8 +95,8 @@ class GateMemo:
             if hit is self:
                 todo[name] = value
                 keys[name] = key
-            else:
-                out[name] = hit
+            elif hit != value:
+                changed[name] = hit
         if todo:
             gated = prepare_event(todo)
             with self._lock:
@@ -101,8 +104,10 @@ class GateMemo:
                     self._memo.clear()
                 for name, key in keys.items():
                     self._memo[key] = gated[name]
-            out.update(gated)
-        return Event.from_dict({name: out[name] for name in data})  # the fields in their order
+            changed.update((name, value) for name, value in gated.items() if value != data[name])
+        if not changed and not odd:
+            return ev  # the gate changed nothing: the very event, not a copy rebuilt field by field
+        return Event.from_dict({name: changed.get(name, value) for name, value in data.items()})  # the fields in their order
 
 
 class EventLog:

@@ -212,6 +212,7 @@ class Index:
                 self._ensure_links(conn)
                 return
             if self._migrate(conn):
+                link_rows.ensure(conn)  # an index migrated in place may hold link tables of an older version too
                 return
             drops = "".join(f"DROP TABLE IF EXISTS {t};" for t in ("fts", "record_tags", "records", "meta"))
             schema = f"{SCHEMA_VERSION}|{self.fts_tokenizer}".replace("'", "''")
@@ -238,7 +239,8 @@ class Index:
             return False
         schema = f"{SCHEMA_VERSION}|{self.fts_tokenizer}"
         with conn:
-            conn.execute(MIGRATIONS[version])
+            for statement in MIGRATIONS[version]:
+                conn.execute(statement)
             conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (schema,))
         return self._schema_ok(conn)
 
@@ -372,7 +374,7 @@ class Index:
             "namespace": rec.namespace,
             "kind": rec.kind,
             "title": rec.title,
-            "tags": json.dumps(list(rec.tags)),
+            "tags": json.dumps(list(rec.tags)) if rec.tags else "[]",
             "memory_key": rec.memory_key,
             "source": rec.source,
             "created": _instant(rec.created),
@@ -390,8 +392,11 @@ class Index:
             "supersedes": rec.supersedes,
         }
         row = None if new else conn.execute("SELECT rowid FROM records WHERE id = ?", (rec.id,)).fetchone()
+        rid: int
         if row is None:
-            rid = conn.execute(_INSERT_RECORD, values).lastrowid
+            inserted = conn.execute(_INSERT_RECORD, values).lastrowid
+            assert inserted is not None  # an INSERT into a rowid table always sets it
+            rid = inserted
         else:
             rid = row[0]
             values["rid"] = rid
@@ -404,7 +409,7 @@ class Index:
         )
         if rec.tags:
             conn.executemany("INSERT INTO record_tags VALUES (?, ?)", [(rid, t) for t in rec.tags])
-        link_rows.write(conn, rec.id, rec.title, rec.content, new=row is None and new)
+        link_rows.write(conn, rid, rec.id, rec.title, rec.content, new=row is None and new)
 
     def delete(self, conn: sqlite3.Connection, record_id: str) -> None:
         row = conn.execute("SELECT rowid FROM records WHERE id = ?", (record_id,)).fetchone()
@@ -414,7 +419,7 @@ class Index:
             conn.execute("DELETE FROM record_tags WHERE rid = ?", (rid,))
             conn.execute("DELETE FROM records WHERE rowid = ?", (rid,))
             self.purge_pending = True
-            link_rows.drop(conn, record_id)
+            link_rows.drop(conn, rid, record_id)
 
     # -- synchronisation -----------------------------------------------------------------
     def record_files(self) -> Iterator[os.DirEntry[str]]:

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,9 +18,17 @@ from agent_memory.search.types import SearchRequest
 if TYPE_CHECKING:  # pragma: no cover
     import sqlite3
 
-SCHEMA_VERSION = "6"  # 4: instants stored as normalised UTC; 5: two clocks and supersession; 6: namespaces
-#: Versions an index is migrated from in place (ALTER TABLE) instead of rebuilt from the files.
-MIGRATIONS = {"5": "ALTER TABLE records ADD COLUMN namespace TEXT NOT NULL DEFAULT ''"}
+# 4: instants stored as normalised UTC; 5: two clocks and supersession; 6: namespaces; 7: the file index holds only the
+# files not named after their record (``<id>.md``, what the store writes: those are found by id)
+SCHEMA_VERSION = "7"
+#: The index of files named otherwise (hand-made files): a write of ``<id>.md`` adds no row to it (one B-tree fewer to
+#: update at random places per write: a big store's writes are bound by the pages they dirty).
+ODD_FILE_INDEX = "CREATE INDEX IF NOT EXISTS records_odd_file ON records(file) WHERE file <> id || '.md'"
+#: The index row of a file by name (binds ``:name`` and ``:stem``, the name less ``.md``): by id, else by that index.
+FILE_ROW_SQL = "SELECT {cols} FROM records WHERE id = :stem AND file = :name UNION ALL SELECT {cols} FROM records WHERE file = :name AND file <> id || '.md' LIMIT 1"
+_V7 = ("DROP INDEX IF EXISTS records_file", ODD_FILE_INDEX)
+#: Versions an index is migrated from in place (ALTER TABLE, indexes) instead of rebuilt from the files.
+MIGRATIONS: dict[str, tuple[str, ...]] = {"5": ("ALTER TABLE records ADD COLUMN namespace TEXT NOT NULL DEFAULT ''", *_V7), "6": _V7}
 DEFAULT_FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 FTS_COLUMNS = ("title", "tags", "body", "context")
 _RECORD_COLS = (
@@ -106,7 +115,7 @@ def schema_sql(fts_tokenizer: str) -> str:
     CREATE INDEX records_key ON records(memory_key) WHERE memory_key IS NOT NULL;
     CREATE INDEX records_hash ON records(content_hash);
     CREATE INDEX records_updated ON records(updated);
-    CREATE INDEX records_file ON records(file);
+    {ODD_FILE_INDEX};
     CREATE INDEX records_supersedes ON records(supersedes) WHERE supersedes IS NOT NULL;
     CREATE TABLE record_tags (rid INTEGER NOT NULL, tag TEXT NOT NULL);
     CREATE INDEX record_tags_tag ON record_tags(tag, rid);
@@ -116,9 +125,16 @@ def schema_sql(fts_tokenizer: str) -> str:
     """
 
 
+_CANONICAL_INSTANT = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
+
+
 def _instant(value: str | None) -> str | None:
     """An instant as stored in the index: normalised UTC text, so SQL compares it as time."""
-    return None if not value else normalize_instant(value) or value
+    if not value:
+        return None
+    if _CANONICAL_INSTANT.fullmatch(value):  # already normalised (what a write stamps): nothing to parse
+        return value
+    return normalize_instant(value) or value
 
 
 def row_to_record(row: sqlite3.Row, records_dir: Path, content: str = "") -> MemoryRecord:

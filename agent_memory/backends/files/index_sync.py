@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from agent_memory.backends.files.index_schema import FILE_ROW_SQL
 from agent_memory.errors import ReadOnlyError, StorageError
 from agent_memory.formats.atomic import FILE_MODE, TMP_PREFIX, RootLock, storage_errors
 from agent_memory.formats.quarantine import Quarantined, check_stat, describe
@@ -250,7 +251,7 @@ def _sync_file(
         return True
     problems.pop(name, None)
     if edits is not None:
-        prior = conn.execute("SELECT content_hash FROM records WHERE file = ?", (name,)).fetchone()
+        prior = conn.execute(FILE_ROW_SQL.format(cols="content_hash"), {"name": name, "stem": name.removesuffix(".md")}).fetchone()
         if prior is None or prior[0] != rec.content_hash:
             edits.append((rec, prior[0] if prior else None, rec.content_hash))
     if old is not None and old[0] != rec.id:
@@ -352,7 +353,9 @@ def bounded_check(index: SyncedIndex) -> SyncReport:
                 _sync_file(index, conn, row[1], (row[0], row[2], row[3]), problems, report)
             for name in quarantined:
                 if name not in {row[1] for row in changed}:
-                    old_row = conn.execute("SELECT id, mtime_ns, size FROM records WHERE file = ?", (name,)).fetchone()
+                    old_row = conn.execute(
+                        FILE_ROW_SQL.format(cols="id, mtime_ns, size"), {"name": name, "stem": name.removesuffix(".md")}
+                    ).fetchone()
                     if not _sync_file(index, conn, name, tuple(old_row) if old_row else None, problems, report):
                         problems.pop(name, None)
             index.set_meta(conn, "problems", json.dumps(problems))

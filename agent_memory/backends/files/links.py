@@ -60,7 +60,7 @@ class _Reader:
             return {}
         rows = self._rows(
             f"SELECT * FROM (SELECT t.key, {_REF_COLS}, r.updated, row_number() OVER (PARTITION BY t.key, {PARTITION_SQL.format(a='r')}"
-            f" ORDER BY r.updated DESC, r.id DESC) AS n FROM record_titles t JOIN records r ON r.id = t.id"
+            f" ORDER BY r.updated DESC, r.id DESC) AS n FROM record_titles t JOIN records r ON r.rowid = t.rid"
             f" WHERE t.key IN ({{in}}) AND {visibility_sql('r')} AND {current_sql('r')}) WHERE n = 1 ORDER BY updated DESC, id DESC",
             keys,
         )
