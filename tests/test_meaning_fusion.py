@@ -100,7 +100,8 @@ def test_weak_lexical_evidence_lets_meaning_lead(store: tuple[MemoryStore, Vecto
     assert res.hits[0].id == car
     fuse = next(t for t in res.trace or [] if t["stage"] == "fuse")
     assert fuse["confidence"] < 0.25
-    assert all(0 < h.score <= 1 for h in res.hits) and res.hits[0].score == 1.0
+    # the best hit's figure is the query's match quality (search/floor.py), no longer always 1
+    assert all(0 < h.score <= res.hits[0].score <= 1 for h in res.hits) and res.hits[0].score > 0.5
 
 
 def test_index_strength_uses_the_fts_document_frequencies(store: tuple[MemoryStore, VectorCache, CallableEmbedder]) -> None:

@@ -330,7 +330,10 @@ def memory_toolset(
         if result.status == "created":  # a new fact beside one it contradicts: say so (memory_supersede replaces it)
             from agent_memory.consolidate.contradict import contradiction_notes
 
-            if found := await contradiction_notes(store, content, who, key=memory_key, written=result.id):
+            offered = "memory_supersede" in allowed  # without the tool this caller can supersede nothing
+            if found := await contradiction_notes(
+                store, content, who, key=memory_key, written=result.id, may_write=None if offered else lambda scope: False
+            ):
                 # stored text the model reads next: escaped as every worker prompt is (agents/fence.py)
                 out["contradicts"] = [{k: escape(v) if isinstance(v, str) else v for k, v in note.items()} for note in found]
         return out

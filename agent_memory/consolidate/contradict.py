@@ -36,7 +36,17 @@ from typing import Any
 from agent_memory.consolidate.similar import _close
 from agent_memory.model.records import MemoryRecord
 
-__all__ = ["Contradiction", "Verdict", "judge", "find_contradictions", "supersedable", "MAX_VALUE_WORDS", "CANDIDATES"]
+__all__ = [
+    "Contradiction",
+    "Verdict",
+    "judge",
+    "find_contradictions",
+    "supersedable",
+    "tool_may_supersede",
+    "contradiction_notes",
+    "MAX_VALUE_WORDS",
+    "CANDIDATES",
+]
 
 MAX_VALUE_WORDS = 4
 CANDIDATES = 8  # search hits judged per check: a contradiction shares most of its words with the new text
@@ -443,11 +453,54 @@ async def backend_contradictions(
     return await find_contradictions(text, search=search, get=get, key=key, exclude=exclude, limit=limit)
 
 
-async def contradiction_notes(backend: Any, text: str, caller: Any, *, key: str | None, written: str) -> list[dict[str, Any]]:
-    """What a tool's ``remember`` result says about contradictions: ``{id, title, old_value, new_value}`` per visible
-    record ``text`` contradicts (the record just ``written`` aside). Never raises: the write has happened."""
+SUPERSEDE_HINT = "memory_supersede with this id replaces it (the old one is kept as history)"
+CANNOT_SUPERSEDE_HINT = (
+    "you cannot supersede it: it is in another partition or namespace, or shared and this caller may not change it;"
+    " leave it, or tell the user"
+)
+
+
+def tool_may_supersede(rec: MemoryRecord, caller: Any, may_write: Callable[[str], bool] | None = None) -> bool:
+    """Whether ``caller``'s ``memory_supersede`` of ``rec`` would be accepted: that tool writes the new fact to the old
+    record's scope as the caller (its owner and namespace), so it is :func:`supersedable` for that partition — the one
+    rule the CLI's ``--supersede`` notice uses too — and ``may_write(scope)`` (a connection's own limits on what it
+    may write, e.g. an MCP identity's access) when given."""
+    scope = rec.scope.value
+    if not supersedable(
+        rec,
+        scope=scope,
+        session_id=getattr(caller, "session_id", None),
+        user_id=getattr(caller, "user_id", None),
+        namespace=getattr(caller, "namespace", None),
+    ):
+        return False
+    return may_write is None or may_write(scope)
+
+
+async def contradiction_notes(
+    backend: Any, text: str, caller: Any, *, key: str | None, written: str, may_write: Callable[[str], bool] | None = None
+) -> list[dict[str, Any]]:
+    """What a tool's ``remember`` result says about contradictions: ``{id, title, old_value, new_value, may_supersede,
+    action}`` per visible record ``text`` contradicts (the record just ``written`` aside). ``may_supersede``
+    (:func:`tool_may_supersede`) says whether this caller's ``memory_supersede`` of it would be accepted, ``action``
+    what to do, in words. ``may_write(scope)``: whether the caller may write a record of that scope at all (an MCP
+    identity's access; a toolset without ``memory_supersede`` passes ``lambda scope: False``). Never raises: the
+    write has happened."""
     try:
         found = await backend_contradictions(backend, text, caller, key=key, exclude=(written,), limit=5)
     except Exception:
         return []
-    return [{"id": c.id, "title": c.title, "old_value": c.old_value, "new_value": c.new_value} for c in found]
+    notes: list[dict[str, Any]] = []
+    for c in found:
+        ok = tool_may_supersede(c.record, caller, may_write)
+        notes.append(
+            {
+                "id": c.id,
+                "title": c.title,
+                "old_value": c.old_value,
+                "new_value": c.new_value,
+                "may_supersede": ok,
+                "action": SUPERSEDE_HINT if ok else CANNOT_SUPERSEDE_HINT,
+            }
+        )
+    return notes

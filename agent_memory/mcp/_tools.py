@@ -19,7 +19,7 @@ from agent_memory.agents.fence import UNTRUSTED_NOTE
 from agent_memory.agents.tools import as_backend, clock_fields, curated_fields
 from agent_memory.errors import InvalidInputError, NotFoundError
 from agent_memory.mcp._args import Param
-from agent_memory.mcp._config import Identity
+from agent_memory.mcp._config import AccessDeniedError, Identity
 from agent_memory.model.drafts import MemoryDraft
 from agent_memory.model.lines import summary_line
 
@@ -256,7 +256,16 @@ async def _remember(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, 
     if res.status == "created":  # a new fact beside one it contradicts: say so (memory_supersede replaces it)
         from agent_memory.consolidate.contradict import contradiction_notes
 
-        if found := await contradiction_notes(rt.backend, a["content"], who.caller, key=a.get("memory_key"), written=res.id):
+        def may_write(scope: str) -> bool:  # this connection's own limits (memory_supersede checks them the same way)
+            try:
+                who.check_write("memory_supersede", scope)
+            except AccessDeniedError:
+                return False
+            return True
+
+        if found := await contradiction_notes(
+            rt.backend, a["content"], who.caller, key=a.get("memory_key"), written=res.id, may_write=may_write
+        ):
             out["contradicts"] = found
     return out
 

@@ -29,6 +29,7 @@ __all__ = [
     "MinScore",
     "MMR",
     "DenseFloor",
+    "NoiseFloor",
 ]
 
 Vector = npt.NDArray[np.float32]
@@ -236,6 +237,26 @@ class DenseFloor:
             c = by_id[rid]
             c.score = floor - (floor - below) * n / (len(missing) + 1) if floor > below else below + 1e-9 * (len(missing) + 1 - n)
         return sorted(ranked, key=lambda c: -c.score)
+
+
+@dataclass(slots=True)
+class NoiseFloor:
+    """Drops dense-only candidates (no lexical match) whose cosine is below ``min_cosine``: meaning's nearest records
+    of a query that matches nothing are noise, not answers. Candidates lexical search found too are never dropped.
+    The floor is the embedder's (:mod:`agent_memory.search.floor`), measured where its true evidence and noise part."""
+
+    min_cosine: float
+    name: str = "noise_floor"
+
+    def __post_init__(self) -> None:
+        if not -1.0 <= self.min_cosine <= 1.0:
+            raise InvalidInputError("min_cosine must be in [-1, 1]")
+
+    def params(self) -> dict[str, Any]:
+        return _params(self)
+
+    def apply(self, cands: list[Candidate], ctx: QueryContext) -> list[Candidate]:
+        return [c for c in cands if c.lexical is not None or c.dense is None or c.dense >= self.min_cosine]
 
 
 @dataclass(slots=True)

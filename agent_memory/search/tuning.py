@@ -152,9 +152,12 @@ def rerank(
     now: dt.datetime | None = None,
 ) -> SearchResult:
     """``result``'s hits re-ranked by ``stages`` and cut to ``limit``; hits without ``facts`` (no longer readable)
-    are dropped. Scores stay in (0, 1] (1 = the best hit); each stage adds a trace entry when ``result`` has a trace."""
+    are dropped. Scores stay in (0, 1]: the best hit keeps the figure the search gave its best (1 after a lexical
+    search; the match quality after a hybrid one, :mod:`agent_memory.search.floor`), the others their share of it;
+    each stage adds a trace entry when ``result`` has a trace."""
     hits = {h.id: h for h in result.hits if h.id in facts}
-    pairs = [(h.id, float(h.score)) for h in result.hits if h.id in hits]
+    peak = max((float(h.score) for h in hits.values()), default=1.0) or 1.0  # the best hit's figure keeps its meaning
+    pairs = [(h.id, float(h.score) / peak) for h in result.hits if h.id in hits]  # shares of the best: what min-score reads
     steps: list[dict[str, Any]] | None = [] if result.trace is not None else None
     pipeline = Pipeline(Fuse(name="ranked"), list(stages))
     ranked = pipeline.run(pairs, [], QueryContext(query=query, now=now), info=facts, limit=limit, trace=steps)
@@ -163,7 +166,8 @@ def rerank(
         top, low = ranked[0].score, min(c.score for c in ranked)
         shift = 0.0 if low > 0 else (top - low or 1.0) * 0.01 - low  # every score positive, the order kept
         for c in ranked:
-            score = 1.0 if c.score >= top else max(1e-4, round((c.score + shift) / (top + shift), 6))
+            share = 1.0 if c.score >= top else (c.score + shift) / (top + shift)
+            score = max(1e-4, round(peak * share, 6))
             out.append(replace(hits[c.id], score=score))
     trace = None
     if result.trace is not None and steps is not None:

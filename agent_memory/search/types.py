@@ -83,7 +83,8 @@ class SearchHit:
 
 @dataclass(slots=True)
 class SearchResult:
-    """The one search result shape: ranked ``hits`` (scores in (0, 1], 1 = the best hit) and an optional trace."""
+    """The one search result shape: ranked ``hits`` (scores in (0, 1]: 1 = the best hit of a lexical search; a hybrid
+    or dense search's best hit shows the query's match quality, :mod:`agent_memory.search.floor`) and an optional trace."""
 
     hits: list[SearchHit]
     trace: list[dict[str, Any]] | None = None

@@ -33,8 +33,16 @@ from agent_memory.backends.files.vectors import VectorCache, visible_for_hashes,
 from agent_memory.embeddings import Embedder, EmbeddingError
 from agent_memory.errors import InvalidInputError
 from agent_memory.model.records import normalize_tags
+from agent_memory.search.floor import dense_floor_for, hybrid_scores
 from agent_memory.search.focus import focus_query, query_words
-from agent_memory.search.fusion import Pipeline, QueryContext, default_pipeline, lexical_confidence, lexical_strength, squash
+from agent_memory.search.fusion import (
+    NoiseFloor,
+    Pipeline,
+    QueryContext,
+    default_pipeline,
+    lexical_confidence,
+    lexical_strength,
+)
 from agent_memory.search.text import term_key
 from agent_memory.search.types import SearchHit, SearchRequest, SearchResult
 
@@ -344,6 +352,7 @@ def hybrid_search(
     trace: bool = False,
     now: dt.datetime | None = None,
     lexical_search: Callable[..., SearchResult] | None = None,
+    dense_floor: float | None | Literal["auto"] = "auto",
     _refreshed: bool = False,
     **filters: Any,
 ) -> SearchResult:
@@ -354,6 +363,9 @@ def hybrid_search(
     ``lexical_search`` is the store's lexical path (default ``store.search``; pass the lexical-only method once
     ``store.search`` itself dispatches on ``mode``, or this would recurse). With the default FTS5 engine the
     lexical candidates are ranked without snippets and hits are built for the final top-k only.
+    ``dense_floor``: dense-only hits below this cosine are dropped (:class:`~agent_memory.search.stages.NoiseFloor`;
+    ``"auto"``: the embedder's measured floor, higher for a query lexical search finds nothing for,
+    :func:`~agent_memory.search.floor.dense_floor_for`; None: none).
     """
     if mode not in MODES:
         raise InvalidInputError(f"mode must be one of {', '.join(MODES)}")
@@ -412,6 +424,7 @@ def hybrid_search(
                 "top": [{"id": r, "cosine": round(s, 4)} for r, s in dense[:10]],
             }
         )
+    matched = bool(lex_pairs)  # lexical search found a visible record (dense mode too: it ran, its hits are not used)
     if mode == "dense":
         lex_pairs = []
     strength = None
@@ -427,6 +440,9 @@ def hybrid_search(
         chosen = replace(
             chosen, fuse=replace(chosen.fuse, dense_scores=lambda ids: cache.scores(embedder.name, q, _hashes_of(store, ids, rows)))
         )
+    floor = dense_floor_for(embedder, lexical_matched=matched) if dense_floor == "auto" else dense_floor
+    if floor is not None:  # after every other stage: what a stage promoted is still noise below it
+        chosen = replace(chosen, stages=[*chosen.stages, NoiseFloor(floor)])
     ctx = QueryContext(query=query, confidence=strength, now=now, dense_mean=stats.get("mean"), dense_std=stats.get("std"))
     ranked = chosen.run(lex_pairs, dense, ctx, info=info, limit=limit, trace=steps)
     if (
@@ -450,14 +466,13 @@ def hybrid_search(
             trace=trace,
             now=now,
             lexical_search=lexical_search,
+            dense_floor=dense_floor,
             _refreshed=True,
             **filters,
         )  # a hit's file changed by hand
     extra = _rows(store, [c.id for c in ranked if c.id in extra])
-    top = squash(ranked[0].score) if ranked else 1.0
     hits = []
-    for c in ranked:
-        score = round(max(1e-4, squash(c.score) / top), 6)
+    for c, score in zip(ranked, hybrid_scores(ranked, strength, embedder), strict=True):
         if c.id in by_id:
             hits.append(replace(by_id[c.id], score=score))
         elif c.id in rows and engine is not None:

@@ -52,9 +52,10 @@ from agent_memory.backends.postgres.vector_meta import note as note_embedder
 from agent_memory.embeddings import Embedder, EmbeddingError
 from agent_memory.errors import MissingExtraError
 from agent_memory.model.reports import BackfillReport
+from agent_memory.search.floor import dense_floor_for, hybrid_scores
 from agent_memory.search.focus import focus_query, query_words
-from agent_memory.search.fusion import Fuse, Pipeline, QueryContext, lexical_confidence, squash
-from agent_memory.search.stages import DenseFloor, ImportanceWeight
+from agent_memory.search.fusion import Fuse, Pipeline, QueryContext, lexical_confidence
+from agent_memory.search.stages import DenseFloor, ImportanceWeight, NoiseFloor
 from agent_memory.search.text import term_key, term_matcher
 from agent_memory.search.types import SearchHit, SearchResult
 
@@ -488,7 +489,13 @@ class PgVectors:
         by_id = {h.id: h for h in lexical.hits}
         confidence = await self._coverage(conn, query, lexical.hits[:5], stats, params["tenants"]) if lex_pairs else None
         base = pg_pipeline()
-        chosen = replace(base, fuse=replace(base.fuse, dense_scores=lambda wanted: {i: cos[i] for i in wanted if i in cos}))
+        # dense-only hits below the embedder's measured floor are noise (a higher one when no visible record matched)
+        floor = dense_floor_for(self.embedder, lexical_matched=bool(lexical.hits))
+        chosen = replace(
+            base,
+            fuse=replace(base.fuse, dense_scores=lambda wanted: {i: cos[i] for i in wanted if i in cos}),
+            stages=[*base.stages, *([NoiseFloor(floor)] if floor is not None else [])],
+        )
         ctx = QueryContext(
             query=query,
             confidence=confidence,
@@ -509,11 +516,9 @@ class PgVectors:
             params["ids"] = missing
             cur = await conn.execute(f"SELECT {_COLS} FROM {self.t} r WHERE r.id = ANY(%(ids)s) AND {where}", params)
             rows = {r["id"]: r for r in await cur.fetchall()}
-        best = squash(ranked[0].score) if ranked else 1.0
         found = term_matcher({term_key(t) for t in self.searcher.engine.terms(query)})
         hits: list[SearchHit] = []
-        for c in ranked:
-            score = round(max(1e-4, squash(c.score) / best), 6)
+        for c, score in zip(ranked, hybrid_scores(ranked, confidence, self.embedder), strict=True):
             if c.id in by_id:
                 hits.append(replace(by_id[c.id], score=score))
             elif c.id in rows:
