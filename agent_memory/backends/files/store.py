@@ -349,7 +349,7 @@ class MemoryStore:
         """Rank visible records for ``query``; ``tags`` are ranking hints, not filters.
 
         ``mode``: ``lexical`` (BM25), ``dense`` or ``hybrid`` (need ``embedder``); default hybrid when the store has
-        an embedder, else lexical. Scores are in (0, 1] (1 = the best hit). ``strict_visibility`` (default: the
+        an embedder, else lexical. Scores are in (0, 1] (see :class:`~agent_memory.search.types.SearchResult`: a lexical best hit is 1; after ``embed`` the best hit scores its match quality). ``strict_visibility`` (default: the
         store's) ranks with statistics of the caller's visible records only (see :mod:`agent_memory.backends.files.fts`).
         ``stages`` re-rank the default ranking's best hits (see :mod:`agent_memory.search.tuning`)."""
         if stages is not None:
