@@ -15,7 +15,7 @@ import pytest
 from pydantic_ai import Agent
 from pydantic_ai.models.test import TestModel
 
-from agent_memory import MemoryProvider, MissingExtraError
+from agent_memory import MemoryProvider, MissingExtraError, PendingCaptureWarning
 from agent_memory.backends import open_backend
 from agent_memory.errors import InvalidInputError
 from agent_memory.integrations.anthropic import MemoryToolHandler
@@ -37,6 +37,18 @@ async def test_a_run_started_as_a_task_captures_in_the_background_without_a_warn
             assert isinstance(memory.last_turn and memory.last_turn.capture, asyncio.Task)
         await provider.flush()
         assert provider.pending == 0
+
+
+def test_run_stream_sync_captures_inside_the_run(tmp_path: Path) -> None:
+    """The sync stream drives the loop only until it closes: a background capture would be left pending (lost)."""
+    provider = MemoryProvider(tmp_path / "mem")
+    agent = Agent(TestModel(custom_output_text="Noted."), capabilities=[MemoryCapability(provider, user_id="ada")])
+    with pytest.warns(PendingCaptureWarning), agent.run_stream_sync("I live in Porto.") as streamed:
+        for _ in streamed.stream_text():
+            pass
+    assert provider.pending == 0
+    assert [r.content for r in asyncio.run(provider.list(user_id="ada"))] == ["User lives in Porto."]
+    provider.close()
 
 
 # -- 2. a PostgreSQL URL without the postgres extra -------------------------------------------------------------------

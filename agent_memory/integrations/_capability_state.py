@@ -91,6 +91,7 @@ def caller_of(value: Any) -> tuple[str | None, str | None]:
 
 _AGENT_RUN_COROS = frozenset({"AbstractAgent.run", "Agent.run", "WrapperAgent.run"})
 _SYNC_ENTRIES = frozenset({"run_sync", "run_stream_sync"})  # pydantic-ai's sync wrappers: they drive the loop themselves
+_SYNC_BRIDGE = "_sync_stream.py"  # the module run_stream_sync's result drives the loop from, chunk by chunk, until it closes
 
 
 def _is_agent_run(task: "asyncio.Task[Any]") -> bool:
@@ -108,15 +109,15 @@ def _loop_runs_until(task: "asyncio.Task[Any]") -> bool:
 def driven_by_run_sync() -> bool:
     """Whether the loop ends when this run returns, so nothing scheduled in the background would finish.
 
-    True under ``agent.run_sync`` / ``run_stream_sync`` (one of their frames is below this one on the thread's stack:
-    they drive the loop) and for ``asyncio.run(agent.run(…))`` (the run is the task the loop runs until complete).
+    True under ``agent.run_sync`` / ``run_stream_sync`` (one of their frames, or of the sync stream that drives the
+    loop, is below this one on the thread's stack) and for ``asyncio.run(agent.run(…))`` (the run is the task the loop runs until complete).
     False for a run started with ``asyncio.create_task`` or ``asyncio.gather`` in a loop that outlives it (a server's
     task per request): its capture stays in the background.
     """
     frame = sys._getframe(1)
     while frame is not None:
         code = frame.f_code
-        if code.co_name in _SYNC_ENTRIES and "pydantic_ai" in code.co_filename:
+        if "pydantic_ai" in code.co_filename and (code.co_name in _SYNC_ENTRIES or code.co_filename.endswith(_SYNC_BRIDGE)):
             return True
         frame = frame.f_back  # type: ignore[assignment]
     return any(_is_agent_run(task) and _loop_runs_until(task) for task in asyncio.all_tasks())
