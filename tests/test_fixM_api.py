@@ -128,7 +128,7 @@ async def test_forget_returns_false_for_an_unknown_id_and_logs_the_same_event_on
 
 
 # -- 5. one rename, one undo ------------------------------------------------------------------------------------------
-async def test_one_undo_reverses_a_memory_tool_rename(backend: Any) -> None:
+async def test_one_undo_reverses_a_memory_tool_rename_or_directory_delete(backend: Any) -> None:
     provider = backend.provider()
     tool = MemoryToolHandler(provider, user_id="alice")
     await tool.ahandle({"command": "create", "path": "/memories/prefs.md", "file_text": "Likes green tea.\n"})
@@ -143,3 +143,8 @@ async def test_one_undo_reverses_a_memory_tool_rename(backend: Any) -> None:
     await provider.undo(user_id="alice")  # the next undo is the change before the rename: the last create
     listing = await tool.ahandle({"command": "view", "path": "/memories"})
     assert "/memories/notes/todo.md" in listing and "/memories/notes/done.md" not in listing and "prefs.md" in listing
+    await tool.ahandle({"command": "create", "path": "/memories/notes/call.md", "file_text": "Call Bo.\n"})
+    await tool.ahandle({"command": "delete", "path": "/memories/notes"})  # a directory delete is one step too
+    await provider.undo(user_id="alice")
+    listing = await tool.ahandle({"command": "view", "path": "/memories"})
+    assert "/memories/notes/todo.md" in listing and "/memories/notes/call.md" in listing

@@ -294,8 +294,9 @@ class MemoryToolHandler:
         mine = [r for r in doomed if (r.namespace or "") == own]
         if not mine:  # only an ancestor's files here: read-only in this namespace
             self._refuse_inherited(path, doomed, "delete")
-        for rec in mine:
-            await self.backend.forget(rec.id, self.caller)
+        with acting(step=uuid.uuid4().hex[:16]):  # a directory's files go in one step: one undo brings them all back
+            for rec in mine:
+                await self.backend.forget(rec.id, self.caller)
         if len(mine) < len(doomed):
             return f"Deleted this namespace's files at {path}; the shared files of an ancestor namespace stay (read-only here)"
         return f"Successfully deleted {path}"
