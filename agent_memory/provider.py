@@ -249,7 +249,11 @@ class MemoryProvider:
     ) -> RememberResult:
         """Store one memory; returns its id and ``created|duplicate|appended|replaced|skipped|superseded``.
 
-        It lands in ``namespace`` (per call), else in this provider's namespace."""
+        It lands in ``namespace`` (per call), else in this provider's namespace. ``on_existing`` says what a
+        ``memory_key`` write does when that memory exists: ``replace`` or ``skip`` without a ``memory_key`` is an
+        :class:`~agent_memory.errors.InvalidInputError` (as ``agent-memory remember --on-existing`` without ``--key``)."""
+        if on_existing in ("replace", "skip") and memory_key is None:
+            raise InvalidInputError(f"on_existing={on_existing!r} needs a memory_key (it says what to do when that memory already exists)")
         draft = MemoryDraft(
             content,
             title=title,
@@ -365,7 +369,11 @@ class MemoryProvider:
         isolation: str | None = None,
         purge: bool = False,
     ) -> bool:
-        """Archive a visible record (undo with :meth:`restore`); ``purge=True`` deletes every byte of it."""
+        """Archive a visible record (undo with :meth:`restore`); ``purge=True`` deletes every byte of it.
+
+        True when it was archived (or purged); False when the caller has no such record to change (unknown, not
+        visible, another namespace's, already forgotten), on both backends (``MemoryBackend.forget``), so a repeated
+        forget is harmless. The CLI (``agent-memory forget``) and the MCP tool turn False into a ``NotFoundError``."""
         if purge:
             return await self._lifecycle("forget --purge").forget_purge(record_id, self._caller(session_id, user_id, namespace, isolation))
         return await self.backend.forget(record_id, self._caller(session_id, user_id, namespace, isolation))
@@ -875,6 +883,19 @@ class MemoryProvider:
         store, items = self.session_store, builtins.list(messages)
         async with self._seeing(namespace, None):
             return await asyncio.to_thread(store.append, session_id, items, user_id=user_id)
+
+    async def _captured_log(self, logged: Sequence["SessionMessage"], *, written: int) -> None:
+        """A live capture read the logged turn ``logged``: marked on its session (``consolidate.tend.mark_captured``),
+        so :meth:`distill` reads only what no capture has read."""
+        if not logged:
+            return
+        from agent_memory.consolidate.tend import mark_captured
+        from agent_memory.sessions._messages import SessionDir, writer_namespace
+
+        async with self._seeing(None, None):
+            namespace = writer_namespace()  # the log's: where log_messages appended it
+        first = logged[0]
+        await mark_captured(self.backend, SessionDir(Path(), first.session_id, first.user_id, namespace), logged, written=written)
 
     async def sessions(
         self,

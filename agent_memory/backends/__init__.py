@@ -24,7 +24,10 @@ def open_backend(target: str | os.PathLike[str] | MemoryBackend, **options: Any)
         return target
     text = os.fspath(target)
     if text.startswith(("postgresql://", "postgres://")):
-        from agent_memory.backends.postgres import PostgresBackend  # type: ignore[import-not-found,unused-ignore]  # optional
+        from agent_memory.errors import needs_extra
+
+        with needs_extra("the PostgreSQL backend"):  # the one check: no psycopg is a MissingExtraError
+            from agent_memory.backends.postgres import PostgresBackend  # type: ignore[import-not-found,unused-ignore]  # optional
 
         backend: MemoryBackend = PostgresBackend(text, **options)
         return backend

@@ -39,7 +39,16 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.agents.workers.capture import Extractor, Worker
     from agent_memory.sessions._messages import SessionDir, SessionMessage, SessionSummary
 
-__all__ = ["DistillReport", "IdleReport", "IdleSummaries", "distill_sessions", "distilled_through", "summarize_idle"]
+__all__ = [
+    "DistillReport",
+    "IdleReport",
+    "IdleSummaries",
+    "distill_sessions",
+    "distilled_through",
+    "mark_captured",
+    "read_marks",
+    "summarize_idle",
+]
 
 logger = logging.getLogger("agent_memory")
 
@@ -150,22 +159,39 @@ async def _log_event(backend: Any, kind: str, sdir: SessionDir, **detail: Any) -
 
 
 async def distilled_through(backend: Any, sdir: SessionDir) -> int:
-    """The number of the last message of ``sdir`` already distilled (0: none), from its ``distilled`` events."""
+    """The number of the last message of ``sdir`` read with every one before it (0: none), from its ``distilled``
+    events: a distill's cursor, and the turns a live capture read next to it (:func:`read_marks`)."""
+    return (await read_marks(backend, sdir))[0]
 
-    def best(details: Sequence[Any]) -> int:
-        out = 0
+
+async def read_marks(backend: Any, sdir: SessionDir) -> tuple[int, list[tuple[int, int]]]:
+    """What of ``sdir`` a capture already read: ``(through, ranges)``. A ``distilled`` event of a distill reads every
+    message up to its ``detail.through``; one of a live capture (:func:`mark_captured`) only ``detail.from`` through
+    ``detail.through`` (an earlier turn whose capture failed stays unread). ``through`` is the last message read with
+    every one before it; ``ranges`` the captured turns after it."""
+
+    def marks(details: Sequence[Any]) -> tuple[int, list[tuple[int, int]]]:
+        done, ranges = 0, []
         for d in details:
             n = d.get("through") if isinstance(d, dict) else None
-            if isinstance(n, int) and not isinstance(n, bool):
-                out = max(out, n)
-        return out
+            if not isinstance(n, int) or isinstance(n, bool):
+                continue
+            first = d.get("from")
+            if isinstance(first, int) and not isinstance(first, bool) and first > 1:
+                ranges.append((first, n))
+            else:
+                done = max(done, n)
+        for first, last in sorted(ranges):  # captured turns that continue the cursor extend it
+            if first <= done + 1:
+                done = max(done, last)
+        return done, sorted((a, b) for a, b in ranges if b > done)
 
     files = capability(backend, FilesBackend)
     if files is not None:
 
-        def read() -> int:
+        def read() -> tuple[int, list[tuple[int, int]]]:
             events, _ = files.store.events.read()
-            return best(
+            return marks(
                 [
                     e.detail
                     for e in events
@@ -180,7 +206,7 @@ async def distilled_through(backend: Any, sdir: SessionDir) -> int:
         return await asyncio.to_thread(read)
     pg = innermost(backend)
     if not (hasattr(pg, "pool") and hasattr(pg, "schema")):
-        return 0
+        return 0, []
     async with pg.pool.connection() as conn:
         cur = await conn.execute(
             f'SELECT detail FROM "{pg.schema}".events WHERE tenant = %s AND event = %s'
@@ -188,7 +214,17 @@ async def distilled_through(backend: Any, sdir: SessionDir) -> int:
             " AND owner_session = %s AND owner_user IS NOT DISTINCT FROM %s",
             (sdir.user_id or "", "distilled", _event_id(sdir), sdir.namespace, _legacy_event_id(sdir), sdir.session_id, sdir.user_id),
         )
-        return best([r["detail"] for r in await cur.fetchall()])
+        return marks([r["detail"] for r in await cur.fetchall()])
+
+
+async def mark_captured(backend: Any, sdir: SessionDir, messages: Sequence[SessionMessage], *, written: int) -> None:
+    """Say that a live capture (``MemoryHooks.on_turn_end``) read the logged turn ``messages``: a ``distilled`` event
+    with ``detail.from``/``detail.through``, so :func:`distill_sessions` does not read them again."""
+    if not messages:
+        return
+    numbers = [m.n for m in messages]
+    with acting("capture", session_id=sdir.session_id, user_id=sdir.user_id):
+        await _log_event(backend, "distilled", sdir, through=max(numbers), messages=len(numbers), written=written, **{"from": min(numbers)})
 
 
 # -- which sessions ---------------------------------------------------------------------------------------------------
@@ -362,8 +398,10 @@ async def distill_sessions(
     report = DistillReport()
     budget = limit
     for sdir in sorted(dirs, key=lambda d: (d.user_id or "", d.session_id)):
-        done = await distilled_through(backend, sdir)
-        messages = [m for m in (await asyncio.to_thread(store.files.read, sdir))[0] if m.n > done]
+        done, captured = await read_marks(backend, sdir)  # what a distill or a live capture read already is skipped
+        messages = [
+            m for m in (await asyncio.to_thread(store.files.read, sdir))[0] if m.n > done and not any(a <= m.n <= b for a, b in captured)
+        ]
         if not messages:
             continue
         turns = _turns(messages)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import sys
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -89,17 +90,34 @@ def caller_of(value: Any) -> tuple[str | None, str | None]:
 
 
 _AGENT_RUN_COROS = frozenset({"AbstractAgent.run", "Agent.run", "WrapperAgent.run"})
+_SYNC_ENTRIES = frozenset({"run_sync", "run_stream_sync"})  # pydantic-ai's sync wrappers: they drive the loop themselves
+_SYNC_BRIDGE = "_sync_stream.py"  # the module run_stream_sync's result drives the loop from, chunk by chunk, until it closes
+
+
+def _is_agent_run(task: "asyncio.Task[Any]") -> bool:
+    coro = task.get_coro()
+    code = getattr(coro, "cr_code", None)
+    return getattr(coro, "__qualname__", "") in _AGENT_RUN_COROS and code is not None and "pydantic_ai" in code.co_filename
+
+
+def _loop_runs_until(task: "asyncio.Task[Any]") -> bool:
+    """Whether ``task`` is the future an ``asyncio`` loop's ``run_until_complete`` waits for (the loop stops with it)."""
+    callbacks = getattr(task, "_callbacks", None) or ()
+    return any(getattr(entry[0] if isinstance(entry, tuple) else entry, "__name__", "") == "_run_until_complete_cb" for entry in callbacks)
 
 
 def driven_by_run_sync() -> bool:
-    """Whether this run is the loop's top-level task (``agent.run_sync``, ``asyncio.run(agent.run(…))``).
+    """Whether the loop ends when this run returns, so nothing scheduled in the background would finish.
 
-    The loop stops (or closes) when that task returns, so nothing scheduled in the background
-    would run to completion.
+    True under ``agent.run_sync`` / ``run_stream_sync`` (one of their frames, or of the sync stream that drives the
+    loop, is below this one on the thread's stack) and for ``asyncio.run(agent.run(…))`` (the run is the task the loop runs until complete).
+    False for a run started with ``asyncio.create_task`` or ``asyncio.gather`` in a loop that outlives it (a server's
+    task per request): its capture stays in the background.
     """
-    for task in asyncio.all_tasks():
-        coro = task.get_coro()
-        code = getattr(coro, "cr_code", None)
-        if getattr(coro, "__qualname__", "") in _AGENT_RUN_COROS and code is not None and "pydantic_ai" in code.co_filename:
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if "pydantic_ai" in code.co_filename and (code.co_name in _SYNC_ENTRIES or code.co_filename.endswith(_SYNC_BRIDGE)):
             return True
-    return False
+        frame = frame.f_back  # type: ignore[assignment]
+    return any(_is_agent_run(task) and _loop_runs_until(task) for task in asyncio.all_tasks())

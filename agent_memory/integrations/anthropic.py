@@ -14,6 +14,7 @@ import asyncio
 import functools
 import hashlib
 import unicodedata
+import uuid
 from collections.abc import Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
@@ -23,6 +24,7 @@ from agent_memory.backends.base import Caller, MemoryBackend
 from agent_memory.errors import AgentMemoryError, InvalidInputError
 from agent_memory.integrations._memory_tool_paths import ROOT, MemoryToolError, listing, numbered, occurrence_lines, stored_path
 from agent_memory.model.drafts import MemoryDraft
+from agent_memory.model.events import acting
 from agent_memory.model.records import MemoryRecord
 
 __all__ = ["MemoryToolHandler", "MemoryToolError", "TAG"]
@@ -292,8 +294,9 @@ class MemoryToolHandler:
         mine = [r for r in doomed if (r.namespace or "") == own]
         if not mine:  # only an ancestor's files here: read-only in this namespace
             self._refuse_inherited(path, doomed, "delete")
-        for rec in mine:
-            await self.backend.forget(rec.id, self.caller)
+        with acting(step=uuid.uuid4().hex[:16]):  # a directory's files go in one step: one undo brings them all back
+            for rec in mine:
+                await self.backend.forget(rec.id, self.caller)
         if len(mine) < len(doomed):
             return f"Deleted this namespace's files at {path}; the shared files of an ancestor namespace stay (read-only here)"
         return f"Successfully deleted {path}"
@@ -319,6 +322,11 @@ class MemoryToolHandler:
         for target in targets.values():  # a file moved below a long name must still have a legal path
             if not _is_stored_path(target):
                 raise MemoryToolError(f"Cannot rename {old} to {new}: {target[:80]}… would not be a valid path")
+        with acting(step=uuid.uuid4().hex[:16]):  # the copies and the forgets are one step: one undo reverses the rename
+            await self._move(moving, targets)
+        return f"Successfully renamed {old} to {new}"
+
+    async def _move(self, moving: Mapping[str, MemoryRecord], targets: Mapping[str, str]) -> None:
         written: list[str] = []
         try:  # every copy first, then the originals go: a refused write loses nothing
             for path, rec in moving.items():
@@ -335,4 +343,3 @@ class MemoryToolHandler:
         for path in moving:
             for rec in shadowed.get(path, ()):
                 await self.backend.forget(rec.id, self.caller)
-        return f"Successfully renamed {old} to {new}"

@@ -57,6 +57,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.episodes import Episode
     from agent_memory.provider import MemoryProvider
     from agent_memory.sessions import SessionSummary, SummaryPolicy
+    from agent_memory.sessions._messages import SessionMessage
 
 __all__ = ["CORE_NOTICE", "RECALL_NOTICE", "MemoryContext", "MemoryHooks", "format_core", "format_recall"]
 
@@ -234,7 +235,7 @@ class MemoryHooks:
         ``background=False`` awaits the capture and returns its result (``None`` if it failed).
         """
         said = dt.datetime.now(dt.UTC)  # when the turn was said: its relative dates resolve against it
-        await self.log_turn(input, output)
+        logged = await self.log_turn(input, output)
         await self._summarize_later()
         self._turns += 1
         if self.consolidate_every and self._turns % self.consolidate_every == 0:
@@ -242,14 +243,22 @@ class MemoryHooks:
         if not self.capture_enabled:
             return None
         if background:
-            task = self.provider.capture_turn_in_background(input, output, session_id=self.session_id, user_id=self.user_id, at=said)
+            task = self.provider.background(self._capture(input, output, at=said, logged=logged))
             self._track(task)
             return task
         try:
-            return await self.provider.capture_turn(input, output, session_id=self.session_id, user_id=self.user_id, at=said)
+            return await self._capture(input, output, at=said, logged=logged)
         except Exception:
             logger.warning("agent_memory: turn capture failed", exc_info=True)
             return None
+
+    async def _capture(self, input: str, output: str | None, *, at: dt.datetime, logged: Sequence["SessionMessage"]) -> "CaptureResult":
+        """Capture the turn, then mark its logged messages read (``provider.distill`` skips them); a capture that
+        failed (its worker or extractor, ``result.fallback``) marks nothing, so a later distill reads the turn."""
+        result = await self.provider.capture_turn(input, output, session_id=self.session_id, user_id=self.user_id, at=at)
+        if not result.fallback:
+            await self.provider._captured_log(logged, written=len(result.ids))
+        return result
 
     async def on_before_compaction_commit(self, removed: Sequence[Any], summary: str | None = None) -> "CaptureResult | None":
         """Await a last-chance capture of ``removed`` before the caller commits the trimmed history.
@@ -280,20 +289,22 @@ class MemoryHooks:
     def _logging(self) -> bool:
         return self.log_sessions and self.session_id is not None
 
-    async def log_turn(self, input: str, output: str | None) -> None:
-        """Append the turn to this conversation's session log (needs a ``session_id``); failures are logged, never raised."""
+    async def log_turn(self, input: str, output: str | None) -> "list[SessionMessage]":
+        """Append the turn to this conversation's session log (needs a ``session_id``); the messages logged (none when
+        not logging); failures are logged, never raised."""
         if not self._logging():
-            return
+            return []
         messages = [{"role": "user", "text": input or ""}]
         if output:
             messages.append({"role": "assistant", "text": output})
         try:
-            await self.provider.log_messages(messages, session_id=str(self.session_id), user_id=self.user_id)
+            return await self.provider.log_messages(messages, session_id=str(self.session_id), user_id=self.user_id)
         except SessionsNotSupportedError as exc:  # e.g. PostgreSQL: say it once, then stop trying
             self.log_sessions = False
             logger.info("agent_memory: %s; this conversation is not logged", exc)
         except Exception:
             logger.warning("agent_memory: session log append failed", exc_info=True)
+        return []
 
     async def summarize(self, *, force: bool = False) -> "SessionSummary | None":
         """Summarise this conversation's session now if due (or ``force``); ``None`` if not done or failed."""

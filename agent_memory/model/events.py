@@ -80,6 +80,7 @@ class Acting:
     tool_call_id: str | None = None
     session_id: str | None = None
     user_id: str | None = None
+    step: str | None = None  # one undoable step: every change made under it is undone by one ``undo`` (detail.step)
 
 
 _ACTING: contextvars.ContextVar[Acting | None] = contextvars.ContextVar("agent_memory_acting", default=None)
@@ -93,8 +94,12 @@ def acting(
     tool_call_id: str | None = None,
     session_id: str | None = None,
     user_id: str | None = None,
+    step: str | None = None,
 ) -> Iterator[Acting]:
     """Attribute every mutation in this block to ``actor`` (fields left out are inherited from an outer block).
+
+    ``step`` makes the block's changes one undoable step: each event carries it as ``detail.step`` and ``undo``
+    reverses them together (the memory tool's ``rename``: copies made, originals forgotten).
 
     Each value given passes the write gate (:func:`agent_memory.model.drafts.check_acting`: one-line ids, never a
     secret): a bad one is an :class:`~agent_memory.errors.InvalidInputError` here, before any change is made."""
@@ -109,6 +114,7 @@ def acting(
                 ("tool_call_id", tool_call_id),
                 ("session_id", session_id),
                 ("user_id", user_id),
+                ("step", step),
             )
             if v
         }
@@ -120,6 +126,7 @@ def acting(
         tool_call_id or outer.tool_call_id,
         session_id or outer.session_id,
         user_id or outer.user_id,
+        step or outer.step,
     )
     token = _ACTING.set(now)
     try:

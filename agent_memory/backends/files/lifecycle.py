@@ -70,6 +70,8 @@ def emit(
     who = current_acting()
     if kind == "created" and source == "import":
         kind = "imported"
+    if who.step and "step" not in detail:
+        detail["step"] = who.step  # one undoable step (model.events.acting)
     csid, cuid = caller if caller is not None else (osid, ouid)
     sid, uid = who.session_id or csid, who.user_id or cuid
     ev = Event(
@@ -348,7 +350,14 @@ def undo(store: StoreParts, session_id: str | None, user_id: str | None) -> Even
     store.open()
     with store.lock.hold():  # the precondition (the record is as that change left it) is checked and acted on here
         store.index.refresh(periodic=False)
-        return _undo_locked(store, session_id, user_id)
+        ev = _undo_locked(store, session_id, user_id)
+        step = ev.detail.get("step")
+        while step:  # the rest of the same step (acting(step=…)): one undo reverses it whole
+            nxt = last_change(store, session_id, user_id)
+            if nxt is None or nxt.detail.get("step") != step:
+                break
+            _undo_locked(store, session_id, user_id)
+        return ev
 
 
 def _undo_locked(store: StoreParts, session_id: str | None, user_id: str | None) -> Event:

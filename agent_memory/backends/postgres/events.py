@@ -60,7 +60,7 @@ def quiet() -> Iterator[None]:
 
 def _who(source: str) -> dict[str, Any]:
     a = current_acting()
-    return {"actor": a.actor or source, "sid": a.session_id, "uid": a.user_id, "run": a.run_id, "call": a.tool_call_id}
+    return {"actor": a.actor or source, "sid": a.session_id, "uid": a.user_id, "run": a.run_id, "call": a.tool_call_id, "step": a.step}
 
 
 async def record_writes(b: Any, results: Sequence[RememberResult], source: str, notes: Sequence[dict[str, Any] | None] = ()) -> None:
@@ -99,7 +99,7 @@ async def record_writes(b: Any, results: Sequence[RememberResult], source: str, 
             " SELECT r.tenant, x.eid, x.ev, r.id, %(actor)s, coalesce(%(sid)s, r.session_id), coalesce(%(uid)s, r.user_id),"
             " %(run)s, %(call)s, CASE WHEN x.ev = 'created' OR x.ev = 'imported' THEN NULL"
             " ELSE coalesce(x.before, p.content_hash) END, coalesce(x.after, r.content_hash), r.scope, r.session_id,"
-            " r.user_id, jsonb_strip_nulls(jsonb_build_object('kept', x.kept, 'links', (SELECT nullif(count(*), 0)"
+            " r.user_id, jsonb_strip_nulls(jsonb_build_object('kept', x.kept, 'step', %(step)s::text, 'links', (SELECT nullif(count(*), 0)"
             f' FROM "{b.schema}".record_links l WHERE l.tenant = r.tenant AND l.src = r.id))), r.namespace'
             " FROM unnest(%(ids)s::text[], %(evs)s::text[], %(eids)s::text[], %(befores)s::text[], %(afters)s::text[],"
             " %(kepts)s::int[], %(tenants)s::text[]) AS x(id, ev, eid, before, after, kept, tenant)"
@@ -141,7 +141,7 @@ async def record_event(
             "scope": row["scope"],
             "owner_session": row["session_id"],
             "owner_user": row["user_id"],
-            "detail": detail,
+            "detail": detail | ({"step": who["step"]} if who["step"] and "step" not in detail else {}),
             "owner_namespace": row.get("namespace") or "",
         }
     )
@@ -152,15 +152,16 @@ async def record_event(
 
 
 async def record_archive_event(b: Any, record_id: str, caller: Caller, event: str = "forgotten") -> None:
-    """The event of a record just archived (its latest archived copy gives partition and hash)."""
+    """The event of a record just archived (its latest archived copy gives partition and hash): as the files backend
+    writes it, actor ``api`` unless a caller is acting (``acting``) and ``detail.reason`` the event."""
     async with b.pool.connection() as conn:
-        who = _who("tool")
+        who = _who("api")
         await conn.execute(
             f'INSERT INTO "{b.schema}".events (tenant, eid, event, id, actor, session_id, user_id, run_id, tool_call_id,'
-            " before, after, scope, owner_session, owner_user, owner_namespace)"
+            " before, after, scope, owner_session, owner_user, detail, owner_namespace)"
             " SELECT a.tenant, %(eid)s, %(ev)s, a.id, %(actor)s, %(sid)s, %(uid)s, %(run)s, %(call)s,"
             " a.record->>'content_hash', NULL, a.record->>'scope', a.record->>'session_id', a.record->>'user_id',"
-            " coalesce(a.record->>'namespace', '')"
+            " %(detail)s, coalesce(a.record->>'namespace', '')"
             f' FROM "{b.schema}".archive a WHERE a.id = %(id)s ORDER BY a.archived DESC LIMIT 1',
             {
                 **who,
@@ -169,6 +170,7 @@ async def record_archive_event(b: Any, record_id: str, caller: Caller, event: st
                 "eid": uuid.uuid4().hex[:16],
                 "ev": event,
                 "id": record_id,
+                "detail": Jsonb({"reason": event} | ({"step": who["step"]} if who["step"] else {})),
             },
         )
 

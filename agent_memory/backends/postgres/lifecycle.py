@@ -220,7 +220,19 @@ async def _make_current(
 
 
 async def undo(b: Any, caller: Caller) -> Event:
-    """Reverse the caller's last change not undone yet (as on the files backend); returns the event it reversed."""
+    """Reverse the caller's last change not undone yet (as on the files backend), with the rest of its step (events
+    sharing its ``detail.step``: ``acting(step=…)``); returns the event it reversed."""
+    ev = await _undo_one(b, caller)
+    step = ev.detail.get("step")
+    while step:
+        nxt = undoable(await events_for(b, caller), caller)
+        if nxt is None or nxt.detail.get("step") != step:
+            break
+        await _undo_one(b, caller)
+    return ev
+
+
+async def _undo_one(b: Any, caller: Caller) -> Event:
     ev = undoable(await events_for(b, caller), caller)
     if ev is None:
         raise NotFoundError("nothing to undo for this caller (no change of theirs that is not undone yet)")
