@@ -12,7 +12,7 @@ import functools
 import json
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -253,27 +253,32 @@ def _count_lines(path: str) -> int | None:
 
 @_closing
 def cmd_import_format(args: argparse.Namespace) -> int:
+    """``import`` of our export or another memory's files; ``args.piped``: our export's numbered lines read from
+    standard input (``import -``)."""
     from agent_memory.cli import _progress
     from agent_memory.cli._errors import Interrupted
-    from agent_memory.portable import BadLine, ImportReport, import_file
+    from agent_memory.portable import BadLine, ImportReport, import_file, import_lines
 
+    lines: Iterable[tuple[int, str | None]] | None = getattr(args, "piped", None)
     target = _target(args.root, create=True)
     strict = not getattr(args, "skip_invalid", False)
     report = ImportReport(format=args.format, path=str(args.file))
-    bar = _progress.Progress("importing", _count_lines(args.file) if _progress.enabled() else None, "line")
+    total = _count_lines(args.file) if _progress.enabled() and lines is None else None
+    bar = _progress.Progress("importing", total, "line")
+    options: dict[str, Any] = {
+        "user_id": getattr(args, "as_user", None),
+        "session_id": getattr(args, "as_session", None),
+        "namespace": IDENTITY["namespace"],
+        "allow_purged": bool(getattr(args, "allow_purged", False)),
+        "strict": strict,
+        "progress": bar,
+        "report": report,
+    }
     try:
-        import_file(
-            target,
-            args.file,
-            format=args.format,
-            user_id=getattr(args, "as_user", None),
-            session_id=getattr(args, "as_session", None),
-            namespace=IDENTITY["namespace"],
-            allow_purged=bool(getattr(args, "allow_purged", False)),
-            strict=strict,
-            progress=bar,
-            report=report,
-        )
+        if lines is not None:
+            import_lines(target, lines, where=str(args.file), **options)
+        else:
+            import_file(target, args.file, format=args.format, **options)
     except BadLine as exc:
         raise InvalidInputError(
             f"{args.file}: line {exc.line}: {exc.reason} (nothing imported; fix the line, or pass --skip-invalid)"
