@@ -64,11 +64,13 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
 
     p = add(
         "import",
-        "Bulk import a JSONL file (FILE, or - for standard input): one memory object per line.",
+        "Bulk import a JSONL file (FILE, or - for standard input): one memory object per line, or our export "
+        "(told by its header line, from a file or a pipe), or another memory's files.",
         [
             "agent-memory import memories.jsonl",
             "agent-memory import memories.jsonl --skip-invalid --json",
-            "cat export.jsonl | agent-memory import - --batch-size 1000",
+            "cat drafts.jsonl | agent-memory import - --batch-size 1000",
+            "agent-memory --root ./old export | agent-memory --root ./new import -",
         ],
         epilog_extra=JSONL_FIELDS,
     )

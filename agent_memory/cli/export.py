@@ -90,18 +90,20 @@ def _target(root: str, *, create: bool) -> Any:
 def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
     p = add(
         "export",
-        "Export every record: JSONL with every field (lossless; stdout by default) or a Markdown tree.",
+        "Export every record: JSONL with every field (lossless for records; stdout by default) or a Markdown tree; --full: the whole root.",
         [
             "agent-memory export > memories.jsonl",
             "agent-memory export --out memories.jsonl --json",
             "agent-memory export --format markdown --out ./memory-tree",
             "agent-memory export --user alice --out alice.jsonl",
-            "agent-memory export --full --out root.jsonl   # + archive, session logs, episodes, events",
+            "agent-memory export --full --out root.jsonl   # + archive, namespace registry, session logs, episodes, events",
+            "agent-memory export | agent-memory --root ./other import -",
         ],
         epilog_extra="Without --session/--user the whole store is exported, every user's records (expired ones too), on\n"
         "files and PostgreSQL alike; with them, only what that caller may see (the export's header and\n"
-        "the report say so). --full also carries the archive, session logs and summaries, episodes and\n"
-        "events. `agent-memory import FILE` reads the JSONL back byte for byte.",
+        "the report say so). Plain JSONL and the Markdown tree hold records only (superseded versions too);\n"
+        "--full also carries the archive, the namespace registry, session logs and summaries, episodes and\n"
+        "events. `agent-memory import FILE` (or `import -` from a pipe) reads the JSONL back byte for byte.",
     )
     p.add_argument("--format", choices=("jsonl", "markdown"), default="jsonl", help="jsonl (default) or markdown")
     p.add_argument("--out", metavar="PATH", help="file (jsonl) or new directory (markdown); default: standard output")
@@ -111,7 +113,7 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
     p.add_argument(
         "--full",
         action="store_true",
-        help="every section of the store (JSONL): records, archive, session logs and summaries, episodes, events",
+        help="every section of the store (JSONL): records, archive, namespace registry, session logs and summaries, episodes, events",
     )
     return {"export": cmd_export}
 

@@ -208,9 +208,7 @@ def imported_id(metadata: Mapping[str, Any] | None) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def ids_of(
-    ids: Sequence[str], exact: Mapping[str, LinkRef], imported: Iterable[tuple[str, LinkRef]] = ()
-) -> dict[str, LinkRef]:
+def ids_of(ids: Sequence[str], exact: Mapping[str, LinkRef], imported: Iterable[tuple[str, LinkRef]] = ()) -> dict[str, LinkRef]:
     """Link targets (``ids``) to records: ``exact`` (id → visible record) first; a target no visible record has as
     its id goes to a visible record imported under it (``imported``: ``(imported id, record)``, ordered current
     first, then newest first). Both inputs hold only records the caller may see."""

@@ -86,9 +86,7 @@ class _Reader:
         return out
 
 
-def links_of(
-    store: StoreParts, record: LinkRef, session_id: str | None, user_id: str | None, old: str | None = None
-) -> RecordLinks:
+def links_of(store: StoreParts, record: LinkRef, session_id: str | None, user_id: str | None, old: str | None = None) -> RecordLinks:
     """The outgoing links and backlinks of ``record`` (one the caller may see) for this caller; ``old``: the id it
     was imported under (``metadata.imported_id``), which a link written before the import names."""
 

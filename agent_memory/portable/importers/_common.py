@@ -204,10 +204,14 @@ def _relinked(pending: Pending, ids: Mapping[str, str]) -> Pending:
     """A chain record with its ``supersedes``/``superseded_by`` naming the ids its neighbours are written under (an
     import as a caller derives new ids); a link to a record not in the import is kept as the source wrote it."""
     where, rec, redactions = pending
-    return where, rec.replace(
-        supersedes=ids.get(rec.supersedes, rec.supersedes) if rec.supersedes else None,
-        superseded_by=ids.get(rec.superseded_by, rec.superseded_by) if rec.superseded_by else None,
-    ), redactions
+    return (
+        where,
+        rec.replace(
+            supersedes=ids.get(rec.supersedes, rec.supersedes) if rec.supersedes else None,
+            superseded_by=ids.get(rec.superseded_by, rec.superseded_by) if rec.superseded_by else None,
+        ),
+        redactions,
+    )
 
 
 def as_tags(value: Any) -> list[str]:

@@ -27,9 +27,7 @@ def files_of(path: Path) -> list[Path]:
     if path.is_file():
         return [path]
     base = path / "records" if (path / "records").is_dir() else path
-    return sorted(
-        p for p in base.rglob("*.md") if p.name != "README.md" and not p.name.startswith(".") and not _derived(base, p)
-    )
+    return sorted(p for p in base.rglob("*.md") if p.name != "README.md" and not p.name.startswith(".") and not _derived(base, p))
 
 
 def _derived(base: Path, file: Path) -> bool:
