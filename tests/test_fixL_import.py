@@ -77,6 +77,8 @@ def test_a_replaced_value_is_imported_as_the_history_it_was(kind: str, form: str
     backend = _backend(kind, tmp_path)
     report = import_file(backend, src)
     assert len(report.written) == 2 and not report.skipped, report.to_dict()
+    again = import_file(backend, src)  # a re-run finds both, the superseded version too
+    assert not again.written and [s.reason for s in again.skipped] == ["exists", "exists"], again.to_dict()
 
     async def read() -> tuple[list[Any], list[Any], Any]:
         current = await backend.list(Caller(), limit=None)
