@@ -264,7 +264,8 @@ def cmd_import_format(args: argparse.Namespace) -> int:
     lines: Iterable[tuple[int, str | None]] | None = getattr(args, "piped", None)
     target = _target(args.root, create=True)
     strict = not getattr(args, "skip_invalid", False)
-    report = ImportReport(format=args.format, path=str(args.file))
+    source = "<stdin>" if lines is not None else str(args.file)
+    report = ImportReport(format=args.format, path=source)
     total = _count_lines(args.file) if _progress.enabled() and lines is None else None
     bar = _progress.Progress("importing", total, "line")
     options: dict[str, Any] = {
@@ -278,17 +279,17 @@ def cmd_import_format(args: argparse.Namespace) -> int:
     }
     try:
         if lines is not None:
-            import_lines(target, lines, where=str(args.file), **options)
+            import_lines(target, lines, where=source, **options)
         else:
             import_file(target, args.file, format=args.format, **options)
     except BadLine as exc:
         raise InvalidInputError(
-            f"{args.file}: line {exc.line}: {exc.reason} (nothing imported; fix the line, or pass --skip-invalid)"
+            f"{source}: line {exc.line}: {exc.reason} (nothing imported; fix the line, or pass --skip-invalid)"
         ) from None
     except KeyboardInterrupt:
         bar.close()
         raise Interrupted(
-            f"interrupted: {_what(report.to_dict())} from {args.file} were written ({len(report.skipped)} lines skipped); "
+            f"interrupted: {_what(report.to_dict())} from {source} were written ({len(report.skipped)} lines skipped); "
             "re-running the same import is safe (what is already there is skipped as `exists`)"
         ) from None
     finally:
@@ -300,7 +301,7 @@ def cmd_import_format(args: argparse.Namespace) -> int:
     else:
         reasons = ", ".join(f"{v} {k}" for k, v in sorted(doc["skipped_by_reason"].items()))
         print(
-            f"imported {_what(doc)} from {args.file} ({doc['format']})"
+            f"imported {_what(doc)} from {source} ({doc['format']})"
             + (f"; skipped {doc['skipped']}: {reasons}" if doc["skipped"] else "")
             + _skip_lines(doc["skips"])
             + "".join(f"\n  {r['where']}: {r['message']}" for r in doc["rescoped"])
