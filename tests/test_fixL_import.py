@@ -168,3 +168,20 @@ def test_an_id_link_written_before_the_export_resolves_after_the_import(kind: st
     assert [b.record_id for b in target.backlinks] == [recs["Pointer"].id]
     (bobs_link,) = bobs.outgoing  # alice's record was imported under that id: bob may not see it
     assert bobs_link.target == hidden.id and bobs_link.record_id is None
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_an_import_as_a_user_keeps_the_chain_under_the_ids_it_makes(kind: str, tmp_path: Path) -> None:
+    """An import as a caller writes records under ids made for their owner: the supersession links follow them."""
+    src = _form("jsonl", _source(tmp_path), tmp_path)
+    backend = _backend(kind, tmp_path)
+    report = import_file(backend, src, user_id="sam")
+    assert len(report.written) == 2 and not report.skipped, report.to_dict()
+
+    async def read() -> tuple[list[Any], Any]:
+        current = await backend.list(Caller(user_id="sam"), limit=None)
+        return current, await backend.history(current[0].id, Caller(user_id="sam"))
+
+    current, history = _run(backend, read())
+    assert [r.content for r in current] == ["Office is in Munich."]
+    assert [v.content for v in history.versions] == ["Office is in Berlin.", "Office is in Munich."]

@@ -183,6 +183,20 @@ def own_id(rec: MemoryRecord) -> str:
     return f"{rec.id[:200]}-{tag}"
 
 
+def _own_links(store: MemoryStore, conn: Any, rec: MemoryRecord) -> MemoryRecord:
+    """``rec``'s supersession links naming the ids its neighbours get in the same caller's import (the rule above,
+    applied to each linked id: kept where the caller's own record holds it, else made for the owner), so the chain
+    a file carries stays one chain."""
+    part = _partition(rec.scope, rec.session_id, rec.user_id, rec.namespace)
+
+    def mapped(rid: str | None) -> str | None:
+        if not rid or _holder(store, conn, rid) == part:
+            return rid
+        return own_id(rec.replace(id=rid))
+
+    return rec.replace(supersedes=mapped(rec.supersedes), superseded_by=mapped(rec.superseded_by))
+
+
 def _write_files(store: MemoryStore, items: Sequence[Pending], report: ImportReport, dedupe: bool, guard: Guard) -> None:
     written: list[MemoryRecord] = []
     linked: list[Path] = []  # this batch's new files: removed again if the batch fails before its rows commit
@@ -228,6 +242,8 @@ def _write_batch(
                 # someone else's record holds it
                 rec = rec.replace(id=own_id(rec))
                 report.ids_kept = False
+            if guard.private and (rec.supersedes or rec.superseded_by):
+                rec = _own_links(store, conn, rec)
             if guard.private and not guard.allow_purged and tombstone_id(rec.id) in tombstones:
                 # a caller's import checks only the id it would write (the caller's own): another owner's
                 # tombstone (of the file's id or its imported_id) is never observable
