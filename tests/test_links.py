@@ -189,9 +189,10 @@ async def test_links_come_back_after_export_and_import(backend: Any, tmp_path: P
         if backend.kind == "files":  # a files import keeps ids: [[id]] links still lead home
             assert found == {"Kelp": kelp.id, "Sea otters": otters.id}
             assert [(b.record_id, b.target) for b in got.backlinks] == [(found["Sea otters"], kelp.id)]
-        else:  # PostgreSQL gives imported records ids of its own (docs/export.md): an [[id]] link is left unresolved
+        else:  # PostgreSQL gives imported records ids of its own: an [[id]] link resolves through metadata.imported_id
             assert kelp.id not in found.values()
-            assert out(await dst.links(found["Sea otters"], user_id="alice")) == [(kelp.id, None)]
+            assert out(await dst.links(found["Sea otters"], user_id="alice")) == [(kelp.id, found["Kelp"])]
+            assert [(b.record_id, b.target) for b in got.backlinks] == [(found["Sea otters"], kelp.id)]
     finally:
         await other.close()
 

@@ -64,11 +64,13 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
 
     p = add(
         "import",
-        "Bulk import a JSONL file (FILE, or - for standard input): one memory object per line.",
+        "Bulk import a JSONL file (FILE, or - for standard input): one memory object per line, or our export "
+        "(told by its header line, from a file or a pipe), or another memory's files.",
         [
             "agent-memory import memories.jsonl",
             "agent-memory import memories.jsonl --skip-invalid --json",
-            "cat export.jsonl | agent-memory import - --batch-size 1000",
+            "cat drafts.jsonl | agent-memory import - --batch-size 1000",
+            "agent-memory --root ./old export | agent-memory --root ./new import -",
         ],
         epilog_extra=JSONL_FIELDS,
     )
@@ -281,11 +283,33 @@ def _lines(name: str) -> Iterator[tuple[int, str | None]]:
         yield from ((n, decode_line(raw)) for n, raw in enumerate(stream, 1))
 
 
-def read_drafts(name: str) -> Iterator[tuple[int, Any]]:
-    """``(line, MemoryDraft | error message)`` for each non-empty line of a JSONL file or stdin."""
+def _stdin_export(fmt: str) -> tuple[Iterator[tuple[int, str | None]], bool]:
+    """Standard input's numbered lines, and whether they are our export: ``--format agent-memory``, or (``auto``)
+    a first object that is our export's header line or a whole record, told exactly as for a file
+    (:func:`agent_memory.portable.importers.is_export_start`). The lines read to tell are given back first."""
+    from agent_memory.portable.importers import is_export_start
+
+    lines = _lines("-")
+    seen: list[tuple[int, str | None]] = []
+    first: object = None
+    for n, line in lines:
+        seen.append((n, line))
+        if line is not None and line.strip():
+            try:
+                first = json.loads(line)
+            except (ValueError, RecursionError):
+                first = None
+            break
+    ours = fmt == "agent-memory" or (fmt == "auto" and is_export_start(first))
+    return itertools.chain(seen, lines), ours
+
+
+def read_drafts(name: str, lines: Iterable[tuple[int, str | None]] | None = None) -> Iterator[tuple[int, Any]]:
+    """``(line, MemoryDraft | error message)`` for each non-empty line of a JSONL file or stdin (``lines``: already
+    being read)."""
     from agent_memory.model.drafts import MemoryDraft
 
-    for n, line in _lines(name):
+    for n, line in _lines(name) if lines is None else lines:
         if line is None:
             yield n, "not valid UTF-8"
             continue
@@ -313,12 +337,22 @@ def cmd_import(args: argparse.Namespace) -> int | None:
         return _export.cmd_import_format(args)
     from agent_memory.model.drafts import Override, override_draft
 
+    fmt = getattr(args, "format", "drafts")
+    piped: Iterable[tuple[int, str | None]] | None = None
+    if args.file == "-" and fmt != "drafts":
+        if fmt not in ("auto", "agent-memory"):
+            raise UsageError(f"--format {fmt} reads a file or folder, not standard input (pass its path)")
+        piped, ours = _stdin_export(fmt)
+        if ours:  # `agent-memory export | agent-memory import -`: our export, as from a file
+            args.piped = piped
+            return _export.cmd_import_format(args)
+
     where = "<stdin>" if args.file == "-" else args.file
     override = Override(user_id=getattr(args, "as_user", None), session_id=getattr(args, "as_session", None))
     rescoped: list[dict[str, Any]] = []
     errors: list[tuple[int, str]] = []
     drafts, lines = [], []
-    for n, item in read_drafts(args.file):
+    for n, item in read_drafts(args.file, piped):
         if isinstance(item, str):
             if not args.skip_invalid:
                 raise InvalidInputError(f"{where}: line {n}: {item} (nothing imported; fix the line, or pass --skip-invalid)")

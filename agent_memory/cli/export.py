@@ -12,7 +12,7 @@ import functools
 import json
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -90,18 +90,20 @@ def _target(root: str, *, create: bool) -> Any:
 def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
     p = add(
         "export",
-        "Export every record: JSONL with every field (lossless; stdout by default) or a Markdown tree.",
+        "Export every record: JSONL with every field (lossless for records; stdout by default) or a Markdown tree; --full: the whole root.",
         [
             "agent-memory export > memories.jsonl",
             "agent-memory export --out memories.jsonl --json",
             "agent-memory export --format markdown --out ./memory-tree",
             "agent-memory export --user alice --out alice.jsonl",
-            "agent-memory export --full --out root.jsonl   # + archive, session logs, episodes, events",
+            "agent-memory export --full --out root.jsonl   # + archive, namespace registry, session logs, episodes, events",
+            "agent-memory export | agent-memory --root ./other import -",
         ],
         epilog_extra="Without --session/--user the whole store is exported, every user's records (expired ones too), on\n"
         "files and PostgreSQL alike; with them, only what that caller may see (the export's header and\n"
-        "the report say so). --full also carries the archive, session logs and summaries, episodes and\n"
-        "events. `agent-memory import FILE` reads the JSONL back byte for byte.",
+        "the report say so). Plain JSONL and the Markdown tree hold records only (superseded versions too);\n"
+        "--full also carries the archive, the namespace registry, session logs and summaries, episodes and\n"
+        "events. `agent-memory import FILE` (or `import -` from a pipe) reads the JSONL back byte for byte.",
     )
     p.add_argument("--format", choices=("jsonl", "markdown"), default="jsonl", help="jsonl (default) or markdown")
     p.add_argument("--out", metavar="PATH", help="file (jsonl) or new directory (markdown); default: standard output")
@@ -111,7 +113,7 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
     p.add_argument(
         "--full",
         action="store_true",
-        help="every section of the store (JSONL): records, archive, session logs and summaries, episodes, events",
+        help="every section of the store (JSONL): records, archive, namespace registry, session logs and summaries, episodes, events",
     )
     return {"export": cmd_export}
 
@@ -253,35 +255,41 @@ def _count_lines(path: str) -> int | None:
 
 @_closing
 def cmd_import_format(args: argparse.Namespace) -> int:
+    """``import`` of our export or another memory's files; ``args.piped``: our export's numbered lines read from
+    standard input (``import -``)."""
     from agent_memory.cli import _progress
     from agent_memory.cli._errors import Interrupted
-    from agent_memory.portable import BadLine, ImportReport, import_file
+    from agent_memory.portable import BadLine, ImportReport, import_file, import_lines
 
+    lines: Iterable[tuple[int, str | None]] | None = getattr(args, "piped", None)
     target = _target(args.root, create=True)
     strict = not getattr(args, "skip_invalid", False)
-    report = ImportReport(format=args.format, path=str(args.file))
-    bar = _progress.Progress("importing", _count_lines(args.file) if _progress.enabled() else None, "line")
+    source = "<stdin>" if lines is not None else str(args.file)
+    report = ImportReport(format=args.format, path=source)
+    total = _count_lines(args.file) if _progress.enabled() and lines is None else None
+    bar = _progress.Progress("importing", total, "line")
+    options: dict[str, Any] = {
+        "user_id": getattr(args, "as_user", None),
+        "session_id": getattr(args, "as_session", None),
+        "namespace": IDENTITY["namespace"],
+        "allow_purged": bool(getattr(args, "allow_purged", False)),
+        "strict": strict,
+        "progress": bar,
+        "report": report,
+    }
     try:
-        import_file(
-            target,
-            args.file,
-            format=args.format,
-            user_id=getattr(args, "as_user", None),
-            session_id=getattr(args, "as_session", None),
-            namespace=IDENTITY["namespace"],
-            allow_purged=bool(getattr(args, "allow_purged", False)),
-            strict=strict,
-            progress=bar,
-            report=report,
-        )
+        if lines is not None:
+            import_lines(target, lines, where=source, **options)
+        else:
+            import_file(target, args.file, format=args.format, **options)
     except BadLine as exc:
         raise InvalidInputError(
-            f"{args.file}: line {exc.line}: {exc.reason} (nothing imported; fix the line, or pass --skip-invalid)"
+            f"{source}: line {exc.line}: {exc.reason} (nothing imported; fix the line, or pass --skip-invalid)"
         ) from None
     except KeyboardInterrupt:
         bar.close()
         raise Interrupted(
-            f"interrupted: {_what(report.to_dict())} from {args.file} were written ({len(report.skipped)} lines skipped); "
+            f"interrupted: {_what(report.to_dict())} from {source} were written ({len(report.skipped)} lines skipped); "
             "re-running the same import is safe (what is already there is skipped as `exists`)"
         ) from None
     finally:
@@ -293,7 +301,7 @@ def cmd_import_format(args: argparse.Namespace) -> int:
     else:
         reasons = ", ".join(f"{v} {k}" for k, v in sorted(doc["skipped_by_reason"].items()))
         print(
-            f"imported {_what(doc)} from {args.file} ({doc['format']})"
+            f"imported {_what(doc)} from {source} ({doc['format']})"
             + (f"; skipped {doc['skipped']}: {reasons}" if doc["skipped"] else "")
             + _skip_lines(doc["skips"])
             + "".join(f"\n  {r['where']}: {r['message']}" for r in doc["rescoped"])

@@ -14,6 +14,12 @@ nobody takes over another user's title link by writing a shared record with that
 hidden record's id, title or existence). So a link written before its
 target exists resolves as soon as the target is written, and a purged target leaves its backlinks unresolved.
 
+**An id link survives an import** into a backend that gives records new ids (PostgreSQL keeps the old one in
+``metadata.imported_id``): a target that is no visible record's id resolves to a visible record imported under that
+id (:func:`ids_of`; the current one first, then the newest), so ``[[<id>]]`` written before an export still works
+after the import, within the same visibility (never a record the caller may not see). The link text is never
+rewritten: the export stays lossless, and the same body resolves on both backends.
+
 Links inside code (fenced blocks, inline code spans) are not links; at most :data:`MAX_LINKS` distinct targets
 are kept per record (the first ones), each at most :data:`MAX_TARGET` characters.
 """
@@ -37,6 +43,8 @@ __all__ = [
     "ParsedLink",
     "RecordLinks",
     "backlinks_of",
+    "ids_of",
+    "imported_id",
     "parse_links",
     "resolve",
     "tier",
@@ -192,6 +200,24 @@ def resolve(
         best = min(refs, key=lambda r: tier(r, source)) if refs else None  # min keeps the first (newest) of a tier
         out.append(Link(link.target, best.id, best.title, "title") if best is not None else Link(link.target))
     return tuple(out)
+
+
+def imported_id(metadata: Mapping[str, Any] | None) -> str | None:
+    """The id a record had where it was imported from (``metadata.imported_id``), when it has one."""
+    value = (metadata or {}).get("imported_id")
+    return value if isinstance(value, str) and value else None
+
+
+def ids_of(ids: Sequence[str], exact: Mapping[str, LinkRef], imported: Iterable[tuple[str, LinkRef]] = ()) -> dict[str, LinkRef]:
+    """Link targets (``ids``) to records: ``exact`` (id → visible record) first; a target no visible record has as
+    its id goes to a visible record imported under it (``imported``: ``(imported id, record)``, ordered current
+    first, then newest first). Both inputs hold only records the caller may see."""
+    out = {i: exact[i] for i in ids if i in exact}
+    wanted = set(ids)
+    for old, ref in imported:
+        if old in wanted and old not in out:
+            out[old] = ref
+    return out
 
 
 def backlinks_of(

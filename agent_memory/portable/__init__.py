@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from agent_memory.errors import InvalidInputError, NotFoundError
@@ -32,6 +32,7 @@ __all__ = [
     "SkipReason",
     "export_records",
     "import_file",
+    "import_lines",
     "iter_records",
     "record_line",
 ]
@@ -90,5 +91,34 @@ def import_file(
     else:
         items = READERS[fmt](src, report)
         import_items(target, items, report, fmt=fmt, fallback_time=file_time(src), overrides=override, allow_purged=allow_purged)
+    report.settle()
+    return report
+
+
+def import_lines(
+    store: Target,
+    lines: Iterable[tuple[int, str | None]],
+    *,
+    user_id: str | None = None,
+    session_id: str | None = None,
+    namespace: str | None = None,
+    allow_purged: bool = False,
+    strict: bool = False,
+    progress: Callable[[int], None] | None = None,
+    report: ImportReport | None = None,
+    where: str = "<stdin>",
+) -> ImportReport:
+    """Import our export given as numbered lines (``(n, text)``, None for a line that is not UTF-8), e.g. read from
+    standard input (CLI ``agent-memory export | agent-memory import -``): exactly as :func:`import_file` imports
+    the same lines from a file (header line, sections, overrides, ``strict``, ``progress``); ``where`` names the
+    source in the report."""
+    override = Override(user_id=user_id, session_id=session_id, namespace=namespace)
+    target = files_store(store) if isinstance(store, (str, os.PathLike)) else store
+    assert target is not None
+    if report is None:
+        report = ImportReport(format="agent-memory", path=where)
+    else:
+        report.format, report.path = "agent-memory", where
+    restore_lines(target, lines, report, override, allow_purged=allow_purged, strict=strict, progress=progress)
     report.settle()
     return report

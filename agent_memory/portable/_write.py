@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import datetime as dt
 import hashlib
 import os
@@ -182,6 +183,20 @@ def own_id(rec: MemoryRecord) -> str:
     return f"{rec.id[:200]}-{tag}"
 
 
+def _own_links(store: MemoryStore, conn: Any, rec: MemoryRecord) -> MemoryRecord:
+    """``rec``'s supersession links naming the ids its neighbours get in the same caller's import (the rule above,
+    applied to each linked id: kept where the caller's own record holds it, else made for the owner), so the chain
+    a file carries stays one chain."""
+    part = _partition(rec.scope, rec.session_id, rec.user_id, rec.namespace)
+
+    def mapped(rid: str | None) -> str | None:
+        if not rid or _holder(store, conn, rid) == part:
+            return rid
+        return own_id(rec.replace(id=rid))
+
+    return rec.replace(supersedes=mapped(rec.supersedes), superseded_by=mapped(rec.superseded_by))
+
+
 def _write_files(store: MemoryStore, items: Sequence[Pending], report: ImportReport, dedupe: bool, guard: Guard) -> None:
     written: list[MemoryRecord] = []
     linked: list[Path] = []  # this batch's new files: removed again if the batch fails before its rows commit
@@ -227,6 +242,8 @@ def _write_batch(
                 # someone else's record holds it
                 rec = rec.replace(id=own_id(rec))
                 report.ids_kept = False
+            if guard.private and (rec.supersedes or rec.superseded_by):
+                rec = _own_links(store, conn, rec)
             if guard.private and not guard.allow_purged and tombstone_id(rec.id) in tombstones:
                 # a caller's import checks only the id it would write (the caller's own): another owner's
                 # tombstone (of the file's id or its imported_id) is never observable
@@ -303,6 +320,7 @@ async def _write_backend(backend: MemoryBackend, items: Sequence[Pending], repor
     if guard.tombstones is None:
         guard.tombstones = set() if guard.allow_purged or not items else await _pg_tombstones(backend)
     seen: dict[tuple[str, str | None, str | None, str], set[tuple[Any, str]]] = {}
+    held: dict[str, str] = {}  # an original id an earlier import wrote -> its id in the backend (a re-run's chain)
     stored_expired = await _expired_imports(backend) if any(_expired(rec) for _, rec, _ in items) else set()
     for item in items:
         where, rec, _ = item
@@ -318,35 +336,91 @@ async def _write_backend(backend: MemoryBackend, items: Sequence[Pending], repor
             report.skip(where, "exists", "already imported (same original id and text, expired)", rec.id)
             continue
         part = (rec.scope.value, rec.session_id, rec.user_id, rec.namespace or "")
-        if part not in seen:  # a re-run finds what it wrote before by the original id kept in metadata
-            try:
-                hits = await backend.list(owner_of(rec), limit=None, scope=rec.scope.value)
-            except Exception:  # noqa: BLE001 - a backend without this filter: rely on its own dedupe
-                hits = []
+        if part not in seen:  # a re-run finds what it wrote before (superseded versions too) by the original id kept
+            hits = await _partition_records(backend, rec)
             seen[part] = {(h.metadata.get("imported_id"), h.content) for h in hits} | {(h.id, h.content) for h in hits}
+            held.update((str(h.metadata["imported_id"]), h.id) for h in hits if isinstance(h.metadata.get("imported_id"), str))
         if (rec.id, rec.content) in seen[part]:
             report.skip(where, "exists", "already imported (same original id and text)", rec.id)
             continue
-        if rec.superseded_by:  # it would come back as a current fact: not until backends import supersession
-            report.skip(where, "unsupported", f"superseded by {rec.superseded_by}; not imported into this backend", rec.id)
-            continue
         todo.append(item)
-    errors: list[tuple[int, str]] = []
+    await _write_chains(backend, todo, report, held)
+
+
+async def _partition_records(backend: MemoryBackend, rec: MemoryRecord) -> list[MemoryRecord]:
+    """Every record of ``rec``'s partition, superseded versions included (empty for a backend without the filters:
+    it relies on its own dedupe)."""
+    for filters in ({"include_superseded": True}, {}):
+        try:
+            return await backend.list(owner_of(rec), limit=None, scope=rec.scope.value, **filters)
+        except Exception:  # noqa: BLE001 - a backend without this filter: try without it, then rely on its own dedupe
+            continue
+    return []
+
+
+async def _write_chains(backend: MemoryBackend, todo: Sequence[Pending], report: ImportReport, held: dict[str, str]) -> None:
+    """Write ``todo`` through ``remember_many`` with its supersession kept: a backend mints its own ids, so a chain
+    is written oldest first, one ``remember_many`` per step, each successor superseding the id its predecessor got
+    (the predecessor becomes the superseded version it was; the backend stamps the supersession time). A superseded
+    record whose successor neither this import nor the target holds is skipped as ``unsupported``."""
+    index = {rec.id: i for i, (_, rec, _) in enumerate(todo)}
+    pred: dict[int, int] = {}
+    for i, (_, rec, _) in enumerate(todo):
+        j = index.get(rec.supersedes or "")
+        if j is not None and j != i:
+            pred[i] = j
+    for j, (_, rec, _) in enumerate(todo):
+        after = index.get(rec.superseded_by or "")
+        if after is not None and after != j and after not in pred and j not in pred.values():
+            pred[after] = j
+    succ: dict[int, list[int]] = {}
+    for i, j in pred.items():
+        succ.setdefault(j, []).append(i)
+    level: list[int] = []
+    for i, (where, rec, _) in enumerate(todo):
+        if i in pred:
+            continue
+        if rec.superseded_by and i not in succ and rec.superseded_by not in held:
+            report.skip(
+                where,
+                "unsupported",
+                f"superseded by {rec.superseded_by}, which this import does not hold; not imported as a current value",
+                rec.id,
+            )
+            continue
+        level.append(i)
+    got: dict[int, str] = {}  # index in todo -> the id the backend gave it
+    reached = set(level) | {i for i, (_, rec, _) in enumerate(todo) if i not in pred and i not in level}
     keep = KEEP_PAST_EXPIRES.set(True)  # an expired record of the source stays one (invisible, swept later), as on files
     try:
-        results = await backend.remember_many([draft_of(r) for _, r, _ in todo], source="import", on_error="skip", errors=errors)
+        while level:
+            drafts = []
+            for i in level:
+                rec = todo[i][1]
+                before = got.get(pred[i]) if i in pred else held.get(rec.supersedes or "")
+                drafts.append(dataclasses.replace(draft_of(rec), supersedes=before))
+            errors: list[tuple[int, str]] = []
+            results = await backend.remember_many(drafts, source="import", on_error="skip", errors=errors)
+            failed = {k for k, _ in errors}
+            for k, msg in errors:
+                report.skip(todo[level[k]][0], "invalid", msg, todo[level[k]][1].id)
+            ok = [i for k, i in enumerate(level) if k not in failed]
+            for i, res in zip(ok, results, strict=False):
+                where, _rec, redactions = todo[i]
+                got[i] = res.id  # a duplicate's successor supersedes the record the backend kept
+                if res.status in ("created", "superseded"):
+                    report.wrote(res.id)
+                    report.redactions += redactions
+                else:
+                    report.skip(where, "duplicate", f"the backend answered {res.status!r} (kept {res.id})", res.id)
+            # the next step of every chain (after a refused predecessor, its successor is written as the current value)
+            level = [n for i in level for n in succ.get(i, ())]
+            reached.update(level)
     finally:
         KEEP_PAST_EXPIRES.reset(keep)
-    failed = {i for i, _ in errors}
-    ok = [item for i, item in enumerate(todo) if i not in failed]
-    for i, msg in errors:
-        report.skip(todo[i][0], "invalid", msg, todo[i][1].id)
-    for (where, _rec, redactions), res in zip(ok, results, strict=False):
-        if res.status == "created":
-            report.wrote(res.id)
-            report.redactions += redactions
-        else:
-            report.skip(where, "duplicate", f"the backend answered {res.status!r} (kept {res.id})", res.id)
+    for i, (where, rec, _) in enumerate(todo):
+        if i not in reached:  # a chain that loops back on itself has no oldest version to start from
+            report.skip(where, "invalid", "its supersession links form a cycle; not imported", rec.id)
 
 
 def _expired(rec: MemoryRecord) -> bool:

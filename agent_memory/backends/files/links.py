@@ -17,6 +17,8 @@ from agent_memory.model.links import (
     ParsedLink,
     RecordLinks,
     backlinks_of,
+    ids_of,
+    imported_id,
     resolve,
     title_key,
 )
@@ -48,10 +50,24 @@ class _Reader:
         return self.conn.execute(sql.replace("{in}", marks), params).fetchall()
 
     def by_id(self, ids: Sequence[str]) -> Mapping[str, LinkRef]:
+        """Per target, the visible record with that id, else a visible record imported under it
+        (:func:`~agent_memory.model.links.ids_of`: a record imported from PostgreSQL keeps the id it was first
+        imported with in ``metadata.imported_id``)."""
         if not ids:
             return {}
         rows = self._rows(f"SELECT {_REF_COLS} FROM records r WHERE r.id IN ({{in}}) AND {visibility_sql('r')}", ids)
-        return {r["id"]: _ref(r) for r in rows}
+        exact = {r["id"]: _ref(r) for r in rows}
+        rest = [i for i in ids if i not in exact]
+        imported: list[tuple[str, LinkRef]] = []
+        if rest:  # only targets no visible record has as its id (most links resolve above)
+            rows = self._rows(
+                f"SELECT {_REF_COLS}, json_extract(r.metadata, '$.imported_id') AS imported FROM records r"
+                f" WHERE json_extract(r.metadata, '$.imported_id') IN ({{in}}) AND {visibility_sql('r')}"
+                " ORDER BY (r.superseded_by IS NULL) DESC, r.updated DESC, r.id DESC",
+                rest,
+            )
+            imported = [(r["imported"], _ref(r)) for r in rows]
+        return ids_of(ids, exact, imported)
 
     def by_title(self, keys: Sequence[str]) -> Mapping[str, Sequence[LinkRef]]:
         """Per title key, the newest visible current record of each partition (:func:`~agent_memory.model.links.tier`
@@ -70,8 +86,9 @@ class _Reader:
         return out
 
 
-def links_of(store: StoreParts, record: LinkRef, session_id: str | None, user_id: str | None) -> RecordLinks:
-    """The outgoing links and backlinks of ``record`` (one the caller may see) for this caller."""
+def links_of(store: StoreParts, record: LinkRef, session_id: str | None, user_id: str | None, old: str | None = None) -> RecordLinks:
+    """The outgoing links and backlinks of ``record`` (one the caller may see) for this caller; ``old``: the id it
+    was imported under (``metadata.imported_id``), which a link written before the import names."""
 
     def read(conn: sqlite3.Connection) -> RecordLinks:
         reader = _Reader(conn, session_id, user_id)
@@ -84,9 +101,9 @@ def links_of(store: StoreParts, record: LinkRef, session_id: str | None, user_id
         )
         candidates = conn.execute(
             f"SELECT {_REF_COLS}, l.target, l.key FROM record_links l JOIN records r ON r.id = l.src"
-            f" WHERE (l.target = :id OR l.key = :key) AND r.id <> :id AND {visibility_sql('r')} AND {current_sql('r')}"
-            f" ORDER BY r.updated DESC, r.id DESC, l.pos LIMIT {MAX_BACKLINKS * 4}",
-            {**reader.params, "id": record.id, "key": title_key(record.title)},
+            f" WHERE (l.target = :id OR l.target = :old OR l.key = :key) AND r.id <> :id AND {visibility_sql('r')}"
+            f" AND {current_sql('r')} ORDER BY r.updated DESC, r.id DESC, l.pos LIMIT {MAX_BACKLINKS * 4}",
+            {**reader.params, "id": record.id, "old": old or record.id, "key": title_key(record.title)},
         ).fetchall()
         back = backlinks_of(record, [(_ref(c), ParsedLink(c["target"], c["key"])) for c in candidates], reader.by_id, reader.by_title)
         return RecordLinks(record.id, record.title, outgoing, back[:MAX_BACKLINKS])
@@ -102,4 +119,4 @@ def links_for(store: StoreParts, record_id: str, session_id: str | None, user_id
 
     rec = get(store, record_id, session_id, user_id)
     ref = LinkRef(rec.id, rec.title, rec.superseded_by, rec.scope.value, rec.user_id, rec.session_id)
-    return links_of(store, ref, session_id, user_id)
+    return links_of(store, ref, session_id, user_id, imported_id(rec.metadata))

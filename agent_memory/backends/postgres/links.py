@@ -23,6 +23,8 @@ from agent_memory.model.links import (
     ParsedLink,
     RecordLinks,
     backlinks_of,
+    ids_of,
+    imported_id,
     parse_links,
     resolve,
     title_key,
@@ -164,13 +166,26 @@ class _Reader:
         self.vis = visibility(self.params)
 
     async def by_id(self, ids: Sequence[str]) -> dict[str, LinkRef]:
+        """Per target, the visible record with that id, else a visible record imported under it
+        (:func:`~agent_memory.model.links.ids_of`: this backend gives imported records new ids)."""
         if not ids:
             return {}
         cur = await self.conn.execute(
             f"SELECT {_REF_COLS} FROM {self.t} r WHERE r.id = ANY(%(ids)s) AND {self.vis}",
             {**self.params, "ids": list(ids)},
         )
-        return {r["id"]: _ref(r) for r in await cur.fetchall()}
+        exact = {r["id"]: _ref(r) for r in await cur.fetchall()}
+        rest = [i for i in ids if i not in exact]
+        imported: list[tuple[str, LinkRef]] = []
+        if rest:  # only targets no visible record has as its id (most links resolve above)
+            cur = await self.conn.execute(
+                f"SELECT {_REF_COLS}, r.metadata->>'imported_id' AS imported FROM {self.t} r"
+                f" WHERE r.metadata->>'imported_id' = ANY(%(ids)s) AND {self.vis}"
+                " ORDER BY (r.superseded_by IS NULL) DESC, r.updated DESC, r.id DESC",
+                {**self.params, "ids": rest},
+            )
+            imported = [(r["imported"], _ref(r)) for r in await cur.fetchall()]
+        return ids_of(ids, exact, imported)
 
     async def by_title(self, keys: Sequence[str]) -> dict[str, list[LinkRef]]:
         """Per title key, the newest visible current record of each partition (:func:`~agent_memory.model.links.tier`
@@ -210,9 +225,9 @@ async def links_for(b: Any, record_id: str, caller: Any) -> RecordLinks:
         cur = await conn.execute(
             f'SELECT {_REF_COLS}, l.target, l.key FROM "{s}".record_links l'
             f" JOIN {b.table} r ON r.tenant = l.tenant AND r.id = l.src"
-            f" WHERE (l.target = %(id)s OR l.key = %(key)s) AND r.id <> %(id)s AND {reader.vis} AND r.superseded_by IS NULL"
-            f" ORDER BY r.updated DESC, r.id DESC, l.pos LIMIT {MAX_BACKLINKS * 4}",
-            {**reader.params, "id": rec.id, "key": title_key(rec.title)},
+            f" WHERE (l.target = %(id)s OR l.target = %(old)s OR l.key = %(key)s) AND r.id <> %(id)s AND {reader.vis}"
+            f" AND r.superseded_by IS NULL ORDER BY r.updated DESC, r.id DESC, l.pos LIMIT {MAX_BACKLINKS * 4}",
+            {**reader.params, "id": rec.id, "old": imported_id(rec.metadata) or rec.id, "key": title_key(rec.title)},
         )
         candidates = [(_ref(c), ParsedLink(c["target"], c["key"])) for c in await cur.fetchall()]
         ids = await reader.by_id(sorted({link.target for _, link in candidates}))

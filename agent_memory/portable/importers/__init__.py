@@ -14,7 +14,13 @@ Format = Literal["auto", "agent-memory", "alfred-v2", "alfred-py", "cuylabs", "m
 FORMATS: tuple[str, ...] = ("agent-memory", "alfred-v2", "alfred-py", "cuylabs", "mem0")
 READERS = {"alfred-v2": alfred_v2.read, "alfred-py": alfred_py.read, "cuylabs": cuylabs.read, "mem0": mem0.read}
 
-__all__ = ["FORMATS", "Format", "READERS", "detect"]
+__all__ = ["FORMATS", "Format", "READERS", "detect", "is_export_start"]
+
+
+def is_export_start(first: object) -> bool:
+    """Is ``first`` (the first JSON object of a file or stream) the start of our export: its header line, or a
+    whole record (an export without its header)?"""
+    return isinstance(first, dict) and (first.get("format") == "agent-memory" or {"id", "created", "content"} <= set(first))
 
 
 def _first_object(path: Path) -> object:
@@ -56,7 +62,7 @@ def detect(path: Path) -> str:
     if first == "list":
         return "mem0"
     if isinstance(first, dict):
-        if first.get("format") == "agent-memory" or {"id", "created", "content"} <= set(first):
+        if is_export_start(first):
             return "agent-memory"
         if "results" in first or "memories" in first or "memory" in first:
             return "mem0"

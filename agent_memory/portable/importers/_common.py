@@ -48,6 +48,13 @@ class Item:
     metadata: dict[str, Any] = field(default_factory=dict)
     id: str | None = None  # keep this id when it is a valid one (sources with ids like ours)
     source: str | None = None  # keep this source when it is one of ours
+    # the clocks and the supersession link of a source that has them (a memory root, our Markdown export): a value
+    # that was replaced comes in as the history it was, never as a second current value (docs/export.md)
+    happened_at: Any = None
+    valid_from: Any = None
+    valid_to: Any = None
+    supersedes: str | None = None
+    superseded_by: str | None = None
 
 
 Overrides = Override  # the old name: ownership an application imposes on a whole import
@@ -125,8 +132,14 @@ def _record_of(item: Item, fmt: str, fallback_time: str, over: Override, report:
             item.importance,
             metadata,
             namespace=over.namespace,  # another memory's files land in the importer's namespace
+            happened_at=to_utc(item.happened_at),
+            valid_from=to_utc(item.valid_from),
+            valid_to=to_utc(item.valid_to),
+            supersedes=item.supersedes or None,
         )
         rec, redactions = prepare_draft(draft, "import")
+        if item.superseded_by:
+            rec = rec.replace(superseded_by=check_id("superseded_by", item.superseded_by))
     except InvalidInputError as exc:
         report.skip(item.where, "invalid", str(exc))
         return None
@@ -167,15 +180,38 @@ def import_items(
     size = batch_size(target)
     over = overrides or Override()
     guard = Guard(allow_purged=allow_purged)  # not `private`: as a caller, every id is derived with its owner already
+    linked: list[Pending] = []  # records of a supersession chain: written last, their links to the ids written
+    ids: dict[str, str] = {}  # a linked item's id in its source -> the id it is written under
     for item in items:
         pending = _record_of(item, fmt, fallback_time, over, report)
-        if pending is not None:
+        if pending is not None and (pending[1].supersedes or pending[1].superseded_by):
+            linked.append(pending)
+            if item.id:
+                ids[item.id] = pending[1].id
+        elif pending is not None:
             batch.append(pending)
         if len(batch) >= size:
             write_records(target, batch, report, dedupe=True, guard=guard)
             batch.clear()
     write_records(target, batch, report, dedupe=True, guard=guard)
+    chain = [_relinked(p, ids) for p in linked]
+    for start in range(0, len(chain), size):
+        write_records(target, chain[start : start + size], report, dedupe=True, guard=guard)
     return report
+
+
+def _relinked(pending: Pending, ids: Mapping[str, str]) -> Pending:
+    """A chain record with its ``supersedes``/``superseded_by`` naming the ids its neighbours are written under (an
+    import as a caller derives new ids); a link to a record not in the import is kept as the source wrote it."""
+    where, rec, redactions = pending
+    return (
+        where,
+        rec.replace(
+            supersedes=ids.get(rec.supersedes, rec.supersedes) if rec.supersedes else None,
+            superseded_by=ids.get(rec.superseded_by, rec.superseded_by) if rec.superseded_by else None,
+        ),
+        redactions,
+    )
 
 
 def as_tags(value: Any) -> list[str]:

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from agent_memory.backends.files.layout import enclosing_root
 from agent_memory.errors import InvalidInputError
 from agent_memory.model.records import parse_record
 from agent_memory.portable.importers._common import Item, file_time, not_inside, refuse_link
@@ -21,10 +22,22 @@ _TIMES = {"createdAt": "created", "updatedAt": "updated", "created_at": "created
 
 
 def files_of(path: Path) -> list[Path]:
+    """The record files under ``path``: a memory root's ``records/`` (never what the root derives from them —
+    ``MEMORY.md``, ``USER.md`` — nor its archive, episodes or session logs, also for roots inside ``path``)."""
     if path.is_file():
         return [path]
     base = path / "records" if (path / "records").is_dir() else path
-    return sorted(p for p in base.rglob("*.md") if p.name != "README.md" and not p.name.startswith("."))
+    return sorted(p for p in base.rglob("*.md") if p.name != "README.md" and not p.name.startswith(".") and not _derived(base, p))
+
+
+def _derived(base: Path, file: Path) -> bool:
+    """Is ``file`` a file of a memory root at or under ``base`` that is not one of its record files?"""
+    root = enclosing_root(file)
+    if root is None:
+        return False
+    tops = {base.absolute(), base.resolve()}
+    inside = any(root == top or top in root.parents for top in tops)
+    return inside and (root / "records") not in {file.absolute().parent, file.resolve().parent}
 
 
 def _header_id(text: str) -> str | None:
@@ -80,4 +93,9 @@ def read(path: Path, report: ImportReport) -> Iterator[Item]:
             metadata=meta,
             id=_header_id(text) or rec.id,
             source=rec.source,
+            happened_at=rec.happened_at,
+            valid_from=rec.valid_from,
+            valid_to=rec.valid_to,
+            supersedes=rec.supersedes,
+            superseded_by=rec.superseded_by,
         )
