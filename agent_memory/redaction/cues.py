@@ -9,11 +9,19 @@ Detection (:func:`cue_spans`), each rule a family rather than an example:
 * round 11: a password of one to four ordinary words stated in prose after an owner's label ("my wifi password is
   tangerine", "the password for the router is swordfish", "mein Passwort ist sonnenblume"), kept when the words say
   something about the password instead ("is expired", "is stored in the vault", "is too short", "ist abgelaufen"):
-  see :func:`stated_word_spans`;
+  see :func:`stated_word_spans`; round 12: the same without an owner when the label opens its clause ("Password is
+  tangerine"), with "'s" ("my password's tangerine"), after a verb of setting ("I set the password to tangerine",
+  "cambié la contraseña a mariposa", "das Passwort auf sonnenblume geändert"), after a preposition with nothing
+  between label and value ("with password Tangerine", "mit dem Passwort Sonnenblume") and "pass" named by what it
+  opens ("the wifi pass is tangerine"); kept by word class: a time word ("the password is Monday"), an infinitive or
+  a clause that goes on after "to" ("set the password to expire in 90 days"), a noun the label qualifies ("the
+  password's length", "with password manager"), a possessive ("is Bob's");
 * a PIN-like code: 4–8 digits after a code word qualified by what it opens (gate, garage, lockbox, voicemail, card,
   "Garagentor-Code"), never an error/status/zip/area code;
 * a card's verification value: 3–4 digits after a CVV cue in any language, in a text that holds a card number;
-* security-question answers: the text after an answer marker in a line that names a security question;
+* security-question answers: the text after an answer marker in a line that names a security question; round 12:
+  after a marker prose also writes ("It is …"), lower-case words holding a function word or a predicate ("a long
+  story", "hard to say", "complicated") are a reply about the question, not its answer;
 * one-time-password seeds and backup-code lists after their cue (base32 in one run or in groups; digit pairs);
 * secret columns by header name in CSV and in SQL ``INSERT (cols) VALUES (vals)``;
 * name/value structures whose name is a secret name: ``define('DB_PASSWORD', 'x')``, a plist ``<key>…Password</key>
@@ -266,6 +274,7 @@ _PREDICATE_WORDS = frozenset(
     courte longue nouveau nouvelle ancien ancienne vide identique différent différente sensible fort forte faible sûr
     sûre secrète perdu perdue
     falsch richtig korrekt ungültig gültig abgelaufen erforderlich nötig notwendig leer kurz lang neu alt anders sicher
+    pflicht pflichtfeld
     unsicher stark schwach einfach geheim vergessen verloren bekannt unbekannt
     incorrecta incorrecto correcta correcto falsa falso inválida válida obligatoria opcional vacía corta larga nueva
     nuevo vieja viejo distinta diferente segura seguro débil fuerte secreta
@@ -353,7 +362,9 @@ _LABEL_HEADS = frozenset(
     option options flag flags mode setting settings history generator checker validator encryption security
     credentials credential field fields owner holder value format age lifetime quality score character characters
     digits letters words reuse sharing leak leaks breach list lists database table column key keys text string only
-    less free based protected prompted screen spray spraying cracking guessing sync manager's self""".split()
+    less free based protected prompted spray spraying cracking guessing sync self entropy type kind size name label
+    scope status state origin source purpose meaning fallback backup support access use usage prompt timeout lockout
+    lock unlock retry aging instead alone anyway either otherwise please""".split()
 )
 _HEAD_SUFFIX = Lazy(r".{3,}(?:tion|sion|ment|ity|ness|ance|ence|ship|ings|ers|ors|ies|ing)")
 # days, months and time words: "the password is Monday" says when, not what
@@ -401,9 +412,18 @@ def _clause_opens(text: str, start: int) -> bool:
     return len(words) <= 3 and not any(w.lower().strip("'’") in _FUNCTION_WORDS or not w.replace("-", "").isalpha() for w in words)
 
 
-def _label_noun(word: str) -> bool:
-    """A noun the label qualifies ("password manager", "the password's length"), not a value."""
+# a bare label's value read in the language of the preposition before it ("mit Passwort geschützt", "avec mot de
+# passe oublié"); German writes nouns capitalised, so a lower-case word after "mit Passwort" is a verb ("anmelden")
+_WITH_COPULA = {"mit": "ist", "avec": "est", "con": "es", "com": "é", "met": "is", "med": "är"}
+_GERMAN_VERB = Lazy(r"[a-zäöüß]{2,}(?:en|ern|eln|t)")
+
+
+def _label_noun(word: str, english: bool) -> bool:
+    """A noun the label qualifies ("password manager", "the password's length", "with password attempts"), or an
+    adverb ("with password instead"), not a value."""
     w = word.lower()
+    if "-" in w or english and word.islower() and w.endswith("s") and not w.endswith("ss"):
+        return True  # "with password re-use", "password attempts": a compound or a plural head
     return w in _LABEL_HEADS or _HEAD_SUFFIX.get().fullmatch(w) is not None
 
 
@@ -441,6 +461,11 @@ def stated_word_spans(text: str) -> Iterator[Span]:
         copula = (m.group("c") or "").lower()
         words = m.group("v").split()
         start = m.start("v")
+        if frame == "bare":
+            prep = _WITH_BEFORE.get().search(text, max(0, lstart - 30), lstart)
+            copula = _WITH_COPULA.get(prep.group().split()[0].lower(), "") if prep is not None else ""
+            if copula == "ist" and _GERMAN_VERB.get().fullmatch(words[0]):
+                continue  # "mit Passwort anmelden", "mit Passwort geschützt"
         if m.group("q"):
             close = m.end("v")
             if text[close : close + 1] in "\"'”’»“" and close < len(text) and len(m.group("v")) >= 4:
@@ -463,7 +488,7 @@ def stated_word_spans(text: str) -> Iterator[Span]:
             continue  # "is pending approval", "is rotated weekly": a verb form opens it ("correct horse": an adjective may)
         if all(w.lower() in _TIME_WORDS for w in run) or any(w.lower().endswith(("'s", "’s")) for w in run):
             continue  # "the password is Monday" (when), "the password is Bob's" (whose)
-        if frame in ("s", "bare") and (len(run) > 2 or any(_label_noun(w) for w in run)):
+        if frame in ("s", "bare") and (len(run) > 2 or any(_label_noun(w, copula in ("", "is")) for w in run)):
             continue  # "the password's length", "with password manager": a noun the label qualifies
         if frame in ("s", "bare", "to") and len(run) < len(words) and words[len(run)].lower() not in _VALUE_ENDS:
             continue  # "to expire in 90 days", "'s hash is stored": the sentence goes on, the value would end it
