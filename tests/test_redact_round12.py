@@ -73,6 +73,7 @@ SECRETS = [
     ("med lösenordet solros", "solros"),
     ("Ändrade lösenordet till blåbär", "blåbär"),
     ("Wifi: HomeNet, password is tangerine", "tangerine"),
+    ("User is root, password is toor", "toor"),
 ]
 
 # what the same frames say about a password: each must come out unchanged
@@ -151,6 +152,21 @@ PUBLIC = [
     "Set the password to blank",
     "Reset the password to default",
     "Passwort ist Pflicht",
+    # without an owner a stated value ends its clause; a time word with a predicate is still when
+    "Password is king when it comes to legacy systems.",
+    "Password is due Friday",
+    "the password is due Friday",
+    "Note: password is reused across sites, which is bad.",
+    "The password's length must be at least 12.",
+    "the password's been rotated",
+    "Password's fine, the username was wrong.",
+    "I changed the password to Bitwarden's generated one.",
+    "We set the password to rotate monthly.",
+    "I updated the password to meet the new rules.",
+    "Log in with password and OTP.",
+    "Contact support with password issues.",
+    "La contraseña es mañana",
+    "Passwort ist morgen fällig",
     "the wifi pass is valid",
     "the wifi pass is printed on the back",
     "my season pass is expensive",
@@ -187,6 +203,7 @@ SECQ_ANSWERS = [
     "Mother's maiden name? It is Abernathy.",
     "Q: where did you first meet? A: a long story",
     "Where did you grow up? Answer: in the woods",
+    "Where did you grow up? It is Springfield.",
 ]
 
 

@@ -449,15 +449,11 @@ def stated_word_spans(text: str) -> Iterator[Span]:
             if sm is None or (m.group("to").lower() == "to") != bool(sm.group("en")):
                 if not _SET_AFTER.intersection(w.lower() for w in m.group("v").split()[1:3]):
                     continue
-        if (
-            not m.group("set")
-            and frame != "bare"
-            and frame != "to"
-            and _STATED_BEFORE.get().search(text, max(0, end - 60), end) is None
-            and not (m.group("c") and _clause_opens(text, lstart))
-            and not (frame == "s" and _clause_opens(text, lstart))
-        ):
-            continue
+        opened = False  # no owner: the label opens its clause ("Password is tangerine")
+        if not m.group("set") and frame not in ("bare", "to") and _STATED_BEFORE.get().search(text, max(0, end - 60), end) is None:
+            if not ((m.group("c") or frame == "s") and _clause_opens(text, lstart)):
+                continue
+            opened = True
         copula = (m.group("c") or "").lower()
         words = m.group("v").split()
         start = m.start("v")
@@ -486,12 +482,14 @@ def stated_word_spans(text: str) -> Iterator[Span]:
             _PREDICATE_SUFFIX.get().fullmatch(run[0].lower()) or run[0].lower() in _PREDICATE_WORDS and _ING.get().fullmatch(run[0].lower())
         ):
             continue  # "is pending approval", "is rotated weekly": a verb form opens it ("correct horse": an adjective may)
-        if all(w.lower() in _TIME_WORDS for w in run) or any(w.lower().endswith(("'s", "’s")) for w in run):
-            continue  # "the password is Monday" (when), "the password is Bob's" (whose)
+        if any(w.lower() in _TIME_WORDS for w in run) and all(w.lower() in _TIME_WORDS or _predicate(w, copula) for w in run):
+            continue  # "the password is Monday", "is due Friday" (when)
+        if any(w.lower().endswith(("'s", "’s")) for w in run):
+            continue  # "the password is Bob's" (whose)
         if frame in ("s", "bare") and (len(run) > 2 or any(_label_noun(w, copula in ("", "is")) for w in run)):
             continue  # "the password's length", "with password manager": a noun the label qualifies
-        if frame in ("s", "bare", "to") and len(run) < len(words) and words[len(run)].lower() not in _VALUE_ENDS:
-            continue  # "to expire in 90 days", "'s hash is stored": the sentence goes on, the value would end it
+        if (opened or frame in ("s", "bare", "to")) and len(run) < len(words) and words[len(run)].lower() not in _VALUE_ENDS:
+            continue  # "to expire in 90 days", "'s hash is stored", "Password is king when …": a stated value ends its clause
         if frame == "to" and (
             run[0].lower() in _TO_VERBS
             or m.group("to").lower() != "to"
