@@ -9,11 +9,19 @@ Detection (:func:`cue_spans`), each rule a family rather than an example:
 * round 11: a password of one to four ordinary words stated in prose after an owner's label ("my wifi password is
   tangerine", "the password for the router is swordfish", "mein Passwort ist sonnenblume"), kept when the words say
   something about the password instead ("is expired", "is stored in the vault", "is too short", "ist abgelaufen"):
-  see :func:`stated_word_spans`;
+  see :func:`stated_word_spans`; round 12: the same without an owner when the label opens its clause ("Password is
+  tangerine"), with "'s" ("my password's tangerine"), after a verb of setting ("I set the password to tangerine",
+  "cambié la contraseña a mariposa", "das Passwort auf sonnenblume geändert"), after a preposition with nothing
+  between label and value ("with password Tangerine", "mit dem Passwort Sonnenblume") and "pass" named by what it
+  opens ("the wifi pass is tangerine"); kept by word class: a time word ("the password is Monday"), an infinitive or
+  a clause that goes on after "to" ("set the password to expire in 90 days"), a noun the label qualifies ("the
+  password's length", "with password manager"), a possessive ("is Bob's");
 * a PIN-like code: 4–8 digits after a code word qualified by what it opens (gate, garage, lockbox, voicemail, card,
   "Garagentor-Code"), never an error/status/zip/area code;
 * a card's verification value: 3–4 digits after a CVV cue in any language, in a text that holds a card number;
-* security-question answers: the text after an answer marker in a line that names a security question;
+* security-question answers: the text after an answer marker in a line that names a security question; round 12:
+  after a marker prose also writes ("It is …"), lower-case words holding a function word or a predicate ("a long
+  story", "hard to say", "complicated") are a reply about the question, not its answer;
 * one-time-password seeds and backup-code lists after their cue (base32 in one run or in groups; digit pairs);
 * secret columns by header name in CSV and in SQL ``INSERT (cols) VALUES (vals)``;
 * name/value structures whose name is a secret name: ``define('DB_PASSWORD', 'x')``, a plist ``<key>…Password</key>
@@ -147,15 +155,15 @@ def _word_phrase(v: str, sep: str) -> bool:
 
 
 @functools.lru_cache(maxsize=8)
-def _label_ends(text: str) -> tuple[int, ...]:
-    """Where each password label of ``text`` ends (on the lower-cased, accent-folded text when that keeps offsets: an
-    order faster than matching the lexicon ignoring case)."""
+def _label_bounds(text: str) -> tuple[tuple[int, int], ...]:
+    """Where each password label of ``text`` starts and ends (on the lower-cased, accent-folded text when that keeps
+    offsets: an order faster than matching the lexicon ignoring case)."""
     low = text.lower()
     if len(low) == len(text):
         folded = fold_accents(low)
         if len(folded) == len(text):
-            return tuple(m.end() for m in _PW_LABEL_LOW.get().finditer(folded))
-    return tuple(m.end() for m in _PW_LABEL.get().finditer(text))
+            return tuple(m.span() for m in _PW_LABEL_LOW.get().finditer(folded))
+    return tuple(m.span() for m in _PW_LABEL.get().finditer(text))
 
 
 def word_passphrase_spans(text: str) -> Iterator[Span]:
@@ -163,7 +171,7 @@ def word_passphrase_spans(text: str) -> Iterator[Span]:
     within 48 characters of the label, on its line, that ends its clause."""
     digits = _ANY_DIGIT.get().search(text) is not None
     ascii_only = text.isascii()
-    for end in _label_ends(text):
+    for _, end in _label_bounds(text):
         if digits:
             yield from _bare_digits(text, end)
         after = None if ascii_only or not digits else _WORD_AFTER.get().match(text, end)
@@ -209,10 +217,13 @@ _DETERMINERS = (
 )
 _STATED_BEFORE = Lazy(rf"(?<![^\W\d_])(?:{_DETERMINERS})(?:[ \t]+[^\s,.;:!?]+){{1,4}}$", I)
 _STATED_AFTER = Lazy(
-    r"(?:[ \t]+(?:for|to|of|on|at|für|fürs|zum|zur|vom|pour|du|de|del|da|do|di|della|per|van|voor|till|för)"
+    r"(?:(?:[ \t]+(?:for|to|of|on|at|für|fürs|zum|zur|vom|pour|du|de|del|da|do|di|della|per|van|voor|till|för)"
     r"(?:[ \t]+[^\s,.;:!?=\"']+){1,3}?)?"
     r"(?:[ \t]+(?P<c>is|was|remains|est|était|etait|ist|war|lautet|es|era|é|è|är|var)"
-    r"(?:[ \t]+(?:now|still|(?P<set>set[ \t]+to|changed[ \t]+to)))?(?:[ \t]*[:=])?|[ \t]*[:=])[ \t]+"
+    r"(?:[ \t]+(?:now|still|(?P<set>set[ \t]+to|changed[ \t]+to)))?(?:[ \t]*[:=])?|[ \t]*[:=]"
+    # round 12: "my password's tangerine"; "I set the password to tangerine" (a verb of setting before the label);
+    # "with password Tangerine" (nothing between the label and the value: a preposition before the label)
+    r"|(?P<s>['’]s)|[ \t]+(?P<to>to|till|a|à|para|por|in|en|auf|op|naar|su))|(?P<bare>))[ \t]+"
     r"(?P<q>[\"'“‘«„])?(?P<v>[^\W\d_]+(?:[-'’][^\W\d_]+)*(?:[ \t]+[^\W\d_]+(?:[-'’][^\W\d_]+)*){0,5})(?![\w@/\\])"
     r"(?!\.\w)",
     I,
@@ -263,6 +274,7 @@ _PREDICATE_WORDS = frozenset(
     courte longue nouveau nouvelle ancien ancienne vide identique différent différente sensible fort forte faible sûr
     sûre secrète perdu perdue
     falsch richtig korrekt ungültig gültig abgelaufen erforderlich nötig notwendig leer kurz lang neu alt anders sicher
+    pflicht pflichtfeld
     unsicher stark schwach einfach geheim vergessen verloren bekannt unbekannt
     incorrecta incorrecto correcta correcto falsa falso inválida válida obligatoria opcional vacía corta larga nueva
     nuevo vieja viejo distinta diferente segura seguro débil fuerte secreta
@@ -300,15 +312,156 @@ def _predicate(word: str, copula: str) -> bool:
     return lang is not None and lang.get().fullmatch(w) is not None
 
 
+# --- round 12: the same frame without an owner, with "'s", after a verb of setting or a preposition ----------------
+# Misses of round 11: "Password is tangerine" (a label opening its clause needs no owner: at most three words before
+# it since the clause began, none a function word), "my password's tangerine", "I set the password to tangerine" (a
+# verb of setting before the label, "to"/"till"/"a"/"para"/"in"/"auf" after it; German and Dutch may put the
+# participle after the value: "das Passwort auf sonnenblume geändert"), "with password Tangerine" (a preposition
+# before the label, the value right after it), "the wifi pass is tangerine" ("pass" named by what it opens).
+# Look-alikes in these frames, by word class:
+# * a time expression (a day, a month, "tonight", "midnight", "weekend" in the eight languages): "the password is
+#   Monday" says when it changes;
+# * after "to": an infinitive ("set the password to expire", "para caducar", "a scadere"), or a value the sentence goes
+#   on after ("to expire in 90 days", "to match the old one"): a stated value ends its clause;
+# * after "'s" or a bare label: a noun the label qualifies ("the password's length", "with password manager",
+#   "password reset", "password authentication"): a list of such heads, and the suffixes of abstract and agent nouns;
+# * a possessive ("the password is Bob's") names an owner, not a value.
+_CLAUSE_MARKS = "\n.!?;:,(•*>"
+_CONJUNCTIONS = frozenset("and but so then und aber et mais y pero e mas ma en maar och men og".split())
+# what may follow a value that ends its clause: a conjunction, or when ("… to butterscotch yesterday")
+_VALUE_ENDS = _CONJUNCTIONS | frozenset("yesterday today tonight tomorrow again now too also last earlier recently".split())
+_SET_BEFORE = Lazy(
+    r"(?<![^\W\d_])(?:(?P<en>set|sets|setting|reset|resets|resetting|change|changes|changed|changing|update|updates|"
+    r"updated|updating|switch|switched|switching|made|make|makes|making|chose|choose|chosen|picked|pick|rotated|rotate)|"
+    r"cambi[ée]|cambiad[oa]|cambiar|establec[ií]|establecid[oa]|configur[ée]|configurad[oa]|puse|puesto|fij[ée]|"
+    r"mudei|mudou|mudar|mudad[oa]|alterei|alterou|alterar|alterad[oa]|troquei|trocou|trocar|definiu|defini|coloquei|"
+    r"configurei|cambiat[oa]|impostat[oa]|modificat[oa]|changé|changée|changer|mis|mise|modifié|modifiée|modifier|"
+    r"défini|définie|réglé|ändrade|ändrat|ändra|ändrar|bytte|bytt|byta|byter|satte|satt|sätta|ändere|änderte|setze|"
+    r"setzte|stelle|stellte|veranderd|gewijzigd|ingesteld|veranderde|wijzigde|zette|stelde)"
+    r"(?:[ \t]+[^\s,.;:!?]+){1,5}$",
+    I,
+)
+# a participle of setting after the value ("das Passwort auf sonnenblume geändert", "het wachtwoord op X gezet")
+_SET_AFTER = frozenset("geändert gesetzt gestellt umgestellt gezet veranderd gewijzigd ingesteld".split())
+_TO_VERBS = frozenset(
+    """expire expires lapse change rotate reset renew update refresh work fail match sync apply default persist
+    remain stay be become include contain require reflect comply follow meet pass unlock open protect secure log
+    login sign access something anything nothing""".split()
+)
+_INFINITIVE = Lazy(r".{3,}(?:ar|er|ir|re)")  # "para caducar", "a scadere", "à expirer"
+_INFINITIVE_EN = Lazy(r".{2,}(?:ize|ise|ify)")  # "to randomize"
+_WITH_BEFORE = Lazy(
+    r"(?<![^\W\d_])(?:with|using|via|avec|mit|con|com|met|med)"
+    r"(?:[ \t]+(?:the|a|an|le|la|les|das|dem|den|der|einem|el|o|il|het|de|lo|un|una|um|uma))?[ \t]+$",
+    I,
+)
+_LABEL_HEADS = frozenset(
+    """manager managers reset resets protection auth authentication login logon signin prompt prompts policy policies
+    rule rules requirement requirements hint hints hash hashes hashing salt change changes rotation expiry expiration
+    strength length complexity recovery file files store storage vault entry entries input box dialog form page screen
+    option options flag flags mode setting settings history generator checker validator encryption security
+    credentials credential field fields owner holder value format age lifetime quality score character characters
+    digits letters words reuse sharing leak leaks breach list lists database table column key keys text string only
+    less free based protected prompted spray spraying cracking guessing sync self entropy type kind size name label
+    scope status state origin source purpose meaning fallback backup support access use usage prompt timeout lockout
+    lock unlock retry aging instead alone anyway either otherwise please""".split()
+)
+_HEAD_SUFFIX = Lazy(r".{3,}(?:tion|sion|ment|ity|ness|ance|ence|ship|ings|ers|ors|ies|ing)")
+# days, months and time words: "the password is Monday" says when, not what
+_TIME_WORDS = frozenset(
+    """monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu thur thurs fri sat sun
+    january february march april june july august september october november december jan feb mar apr jun jul aug
+    sep sept oct nov dec today tonight tomorrow yesterday midnight noon midday weekend weekends weekday weekdays
+    morning mornings evening evenings afternoon afternoons night nights overnight week month year quarter hour
+    lundi mardi mercredi jeudi vendredi samedi dimanche janvier février fevrier mars avril mai juin juillet août aout
+    septembre octobre novembre décembre decembre demain aujourd'hui hier ce soir minuit midi matin semaine mois an
+    montag dienstag mittwoch donnerstag freitag samstag sonnabend sonntag januar jänner februar märz april mai juni
+    juli august oktober dezember morgen heute gestern mitternacht mittag abend wochenende woche monat jahr
+    lunes martes miércoles miercoles jueves viernes sábado sabado domingo enero febrero marzo abril mayo junio julio
+    agosto septiembre setiembre octubre noviembre diciembre mañana manana hoy ayer medianoche mediodía semana mes año
+    segunda terça terca quarta quinta sexta sábado janeiro fevereiro março marco maio junho julho setembro outubro
+    novembro dezembro amanhã amanha hoje ontem meia-noite meio-dia
+    lunedì lunedi martedì martedi mercoledì mercoledi giovedì giovedi venerdì venerdi sabato domenica gennaio
+    febbraio aprile maggio giugno luglio settembre ottobre dicembre domani oggi ieri mezzanotte mezzogiorno settimana
+    maandag dinsdag woensdag donderdag vrijdag zaterdag zondag januari februari maart mei augustus oktober
+    morgen vandaag gisteren middernacht weekend
+    måndag tisdag onsdag torsdag fredag lördag söndag mars maj augusti imorgon idag igår midnatt helgen""".split()
+)
+_QUALIFIED_PASS = Lazy(
+    r"(?<![^\W\d_])(?:wi-?fi|wlan|router|network|hotspot|modem|vpn|ssh|admin|root|db|database|e-?mail|login|ftp|"
+    r"server|laptop|computer)[ \t-]?pass(?![\w'’-])",
+    I,
+)
+
+
+def _clause_opens(text: str, start: int) -> bool:
+    """Does the label at ``start`` open its clause: at most three words since the clause began (the text's start,
+    a mark of _CLAUSE_MARKS, a dash or a conjunction), none a function word ("Password is …", "WiFi password is …",
+    "login is bob, password is …")?"""
+    lo = max(0, start - 60)
+    cut = max(text.rfind(c, lo, start) for c in _CLAUSE_MARKS)
+    if cut < 0:
+        if lo > 0:
+            return False
+        cut = -1
+    words = text[cut + 1 : start].split()
+    for i in range(len(words) - 1, -1, -1):
+        if words[i].lower() in _CONJUNCTIONS or words[i] in "-–—":
+            words = words[i + 1 :]
+            break
+    return len(words) <= 3 and not any(w.lower().strip("'’") in _FUNCTION_WORDS or not w.replace("-", "").isalpha() for w in words)
+
+
+# a bare label's value read in the language of the preposition before it ("mit Passwort geschützt", "avec mot de
+# passe oublié"); German writes nouns capitalised, so a lower-case word after "mit Passwort" is a verb ("anmelden")
+_WITH_COPULA = {"mit": "ist", "avec": "est", "con": "es", "com": "é", "met": "is", "med": "är"}
+_GERMAN_VERB = Lazy(r"[a-zäöüß]{2,}(?:en|ern|eln|t)")
+
+
+def _label_noun(word: str, english: bool) -> bool:
+    """A noun the label qualifies ("password manager", "the password's length", "with password attempts"), or an
+    adverb ("with password instead"), not a value."""
+    w = word.lower()
+    if "-" in w or english and word.islower() and w.endswith("s") and not w.endswith("ss"):
+        return True  # "with password re-use", "password attempts": a compound or a plural head
+    return w in _LABEL_HEADS or _HEAD_SUFFIX.get().fullmatch(w) is not None
+
+
 def stated_word_spans(text: str) -> Iterator[Span]:
     """Passwords of plain words stated in prose after a password label (see above)."""
-    for end in _label_ends(text):
+    labels = _label_bounds(text)
+    if "pass" in text.lower() and _QUALIFIED_PASS.get().search(text) is not None:
+        labels = tuple(sorted({*labels, *(m.span() for m in _QUALIFIED_PASS.get().finditer(text))}))
+    for lstart, end in labels:
         m = _STATED_AFTER.get().match(text, end)
-        if m is None or not m.group("set") and _STATED_BEFORE.get().search(text, max(0, end - 60), end) is None:
+        if m is None:
             continue
+        frame = "s" if m.group("s") else "to" if m.group("to") else "bare" if m.group("bare") is not None else ""
+        if frame == "bare":
+            # "with password Tangerine": the value right after the label, a preposition before it
+            if text[end : m.start("v")].strip() or _WITH_BEFORE.get().search(text, max(0, lstart - 30), lstart) is None:
+                continue
+        elif frame == "s":
+            if m.start("s") != end:
+                continue
+        elif frame == "to":
+            sm = _SET_BEFORE.get().search(text, max(0, end - 70), end)
+            if sm is None or (m.group("to").lower() == "to") != bool(sm.group("en")):
+                if not _SET_AFTER.intersection(w.lower() for w in m.group("v").split()[1:3]):
+                    continue
+        opened = False  # no owner: the label opens its clause ("Password is tangerine")
+        if not m.group("set") and frame not in ("bare", "to") and _STATED_BEFORE.get().search(text, max(0, end - 60), end) is None:
+            if not ((m.group("c") or frame == "s") and _clause_opens(text, lstart)):
+                continue
+            opened = True
         copula = (m.group("c") or "").lower()
         words = m.group("v").split()
         start = m.start("v")
+        if frame == "bare":
+            prep = _WITH_BEFORE.get().search(text, max(0, lstart - 30), lstart)
+            copula = _WITH_COPULA.get(prep.group().split()[0].lower(), "") if prep is not None else ""
+            if copula == "ist" and _GERMAN_VERB.get().fullmatch(words[0]):
+                continue  # "mit Passwort anmelden", "mit Passwort geschützt"
         if m.group("q"):
             close = m.end("v")
             if text[close : close + 1] in "\"'”’»“" and close < len(text) and len(m.group("v")) >= 4:
@@ -320,12 +473,31 @@ def stated_word_spans(text: str) -> Iterator[Span]:
             if w.lower().strip("'’") in _FUNCTION_WORDS:
                 break
             run.append(w)
+        if frame == "to" and len(run) > 1 and run[-1].lower() in _SET_AFTER:
+            run.pop()  # "auf sonnenblume geändert": the participle after the value
+            words = run
         if not run or len(run) > 4 or len(run) == len(words) == 6 or _predicate(run[-1], copula):
             continue
         if len(run) > 1 and (
             _PREDICATE_SUFFIX.get().fullmatch(run[0].lower()) or run[0].lower() in _PREDICATE_WORDS and _ING.get().fullmatch(run[0].lower())
         ):
             continue  # "is pending approval", "is rotated weekly": a verb form opens it ("correct horse": an adjective may)
+        if any(w.lower() in _TIME_WORDS for w in run) and all(w.lower() in _TIME_WORDS or _predicate(w, copula) for w in run):
+            continue  # "the password is Monday", "is due Friday" (when)
+        if any(w.lower().endswith(("'s", "’s")) for w in run):
+            continue  # "the password is Bob's" (whose)
+        if frame in ("s", "bare") and (len(run) > 2 or any(_label_noun(w, copula in ("", "is")) for w in run)):
+            continue  # "the password's length", "with password manager": a noun the label qualifies
+        if (opened or frame in ("s", "bare", "to")) and len(run) < len(words) and words[len(run)].lower() not in _VALUE_ENDS:
+            continue  # "to expire in 90 days", "'s hash is stored", "Password is king when …": a stated value ends its clause
+        if frame == "to" and (
+            run[0].lower() in _TO_VERBS
+            or m.group("to").lower() != "to"
+            and _INFINITIVE.get().fullmatch(run[0].lower())
+            or m.group("to").lower() == "to"
+            and _INFINITIVE_EN.get().fullmatch(run[0].lower())
+        ):
+            continue  # "set the password to expire", "para caducar": an infinitive
         value = " ".join(run)
         if len(value) < 4 or any(w.isupper() and len(w) > 1 for w in run) or placeholder_value(value):
             continue
@@ -649,6 +821,22 @@ def _insert_spans(text: str) -> Iterator[Span]:
                 yield base + v.start(1), base + v.end(1), "password"
 
 
+# round 12: an answer to a security question is a name or a noun ("Rex", "Maple Avenue", "a Honda Civic", "pizza");
+# after a marker that prose also writes ("It is …", "—"), words of no capital holding a function word ("a long
+# story", "hard to say", "the same place") or a predicate ("complicated") are a reply about the question instead.
+_EXPLICIT_ANSWER = Lazy(r"\bA\s*[:：]|\banswer\s*[:：]|\bréponse\s*[:：]|\brespuesta\s*[:：]|\bantwort\s*[:：]|\bresposta\s*[:：]", I)
+
+
+def _narrative(answer: str) -> bool:
+    words = answer.split()
+    if any(w[:1].isupper() and w != "I" for w in words):
+        return False
+    low = [w.lower().strip("'’") for w in words]
+    return (
+        any(w in _FUNCTION_WORDS for w in low) or len(low) == 1 and (_predicate(low[0], "is") or _ING.get().fullmatch(low[0]) is not None)
+    )
+
+
 def _secq_spans(text: str) -> Iterator[Span]:
     for q in _SECQ.get().finditer(text):
         line_end = text.find("\n", q.end())
@@ -667,6 +855,8 @@ def _secq_spans(text: str) -> Iterator[Span]:
             continue
         am = re.match(r"((?:(?:Mr|Mrs|Ms|Dr|St|Sr|Jr)\.[ \t]*)?[^\W\d][^\n,;!?\"]{1,40}?)[ \t]*(?:[.,;!?]|$)", rest)
         if am is not None and len(am.group(1).split()) <= 4:
+            if _EXPLICIT_ANSWER.get().match(last.group()) is None and _narrative(am.group(1)):
+                continue  # "Where did you first meet? It is a long story.": a reply, not an answer
             s = q.end() + last.end()
             yield s, s + len(am.group(1).rstrip()), "password"
 
