@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import platform
+import shutil
 import sqlite3
 import time
 from pathlib import Path
@@ -80,9 +81,38 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+_pycache_before: dict[Path, set[Path]] | None = None  # source folder -> its __pycache__ folders before the run
+
+
+def _pycache_dirs(folder: Path) -> set[Path]:
+    return set(folder.rglob("__pycache__"))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "promise(key): the reliability promise a test checks (see tests/conftest.py)")
     config._reliability_started = time.time()  # type: ignore[attr-defined]
+    # The Python processes the tests start (the CLI, MCP servers, workers, writers: hundreds of them) would each
+    # compile every agent_memory module from source when PYTHONDONTWRITEBYTECODE is set (as on CI): ~0.13 s CPU a
+    # process. They write bytecode instead (the installed libraries' is already there), and the __pycache__ folders
+    # the run adds under the sources are removed at its end. (A PYTHONPYCACHEPREFIX would also recompile every
+    # library a child imports, ~9 s CPU for torch alone.)
+    global _pycache_before
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        import agent_memory
+
+        folders = {Path(agent_memory.__file__).resolve().parent, Path(__file__).resolve().parent}
+        _pycache_before = {folder: _pycache_dirs(folder) for folder in folders}
+        del os.environ["PYTHONDONTWRITEBYTECODE"]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    global _pycache_before
+    if _pycache_before is not None:
+        os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+        for folder, before in _pycache_before.items():
+            for made in _pycache_dirs(folder) - before:
+                shutil.rmtree(made, ignore_errors=True)
+        _pycache_before = None
 
 
 @pytest.fixture

@@ -146,9 +146,11 @@ def test_queries_run_on_one_thread_and_batches_on_the_default_pool(cache: Path, 
 
 
 def test_the_query_threads_can_be_set(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_memory.embeddings import onnx as onnx_mod
+
     monkeypatch.setenv("AGENT_MEMORY_ONNX_THREADS", "2")
     model = OnnxModel(_model_dir(), cache=cache)
-    model.embed(TEXTS * 3)
+    model.embed([TEXTS[0]] * (onnx_mod.SMALL_BATCH + 1))  # a batch (short texts: the session is what is checked here)
     assert model._session.get_session_options().intra_op_num_threads == 2 and model._wide is None  # it served the batch too
     monkeypatch.setenv("AGENT_MEMORY_ONNX_THREADS", "many")
     other = OnnxModel(_model_dir(), cache=cache)

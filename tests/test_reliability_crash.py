@@ -31,12 +31,20 @@ WRITER = textwrap.dedent("""
     import json, random, sys
     from agent_memory.model.records import content_hash
     from agent_memory.backends.files.store import MemoryDraft, MemoryStore
-    root, rnd = sys.argv[1], int(sys.argv[2])
+    root, rnd, rebuild = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "rebuild"
     rng = random.Random(rnd)
-    store = MemoryStore(root)
-    store.open()
     def ack(**kw):
         sys.stdout.write(json.dumps(kw) + "\\n"); sys.stdout.flush()
+    if rebuild:  # report the rebuild's progress (one line per record file read) so the test can kill it midway
+        from agent_memory.backends.files.index import Index
+        _load_file = Index.load_file
+        def load_file(self, name):
+            loaded = _load_file(self, name)
+            ack(op="loaded")
+            return loaded
+        Index.load_file = load_file
+    store = MemoryStore(root)
+    store.open()
     ack(op="ready")
     last = None
     i = 0
@@ -97,6 +105,12 @@ def _check_files(root: Path) -> tuple[dict[str, Any], int]:
     return records, temps
 
 
+def _acked(text: str) -> int:
+    """The writes a writer's output acknowledges so far (complete lines only; ``ready`` and rebuild progress excluded)."""
+    lines = text.split("\n")[:-1]  # the last piece is unfinished (or empty)
+    return sum(1 for line in lines if '"op": "ready"' not in line and '"op": "loaded"' not in line)
+
+
 @pytest.mark.slow
 def test_sigkill_writer_at_random_moments(tmp_path: Path, reliability_figures: dict[str, Any]) -> None:
     """24 rounds: a writer is SIGKILLed at a random moment (some mid-rebuild); no partial/empty/temp record, every acknowledged write survives, next open repairs the index."""
@@ -116,17 +130,30 @@ def test_sigkill_writer_at_random_moments(tmp_path: Path, reliability_figures: d
             for suffix in ("", "-wal", "-shm"):
                 Path(f"{root}/index.db{suffix}").unlink(missing_ok=True)
         out_path = tmp_path / f"round{rnd}.out"
+        # The kill point is chosen by the writer's progress, not by time (a loaded machine only makes it later):
+        # a rebuild round dies after the writer's open has read a random number of the record files (at most all of
+        # them: then in the rebuild's last steps, or at worst just after it); another round, once the writer has
+        # acknowledged a random number of writes, so the kill lands in the next one (a little jitter varies where).
+        if rebuild:
+            on_disk = sum(1 for p in (root / "records").iterdir() if p.suffix == ".md" and not p.name.startswith("."))
+            target, counted = rng.randint(1, max(1, on_disk)), '"op": "loaded"'
+        else:
+            target, counted = rng.randint(0, 30), '"op": "ready"'
         with open(out_path, "w") as out:
-            proc = subprocess.Popen([sys.executable, "-c", WRITER, str(root), str(rnd)], stdout=out, stderr=subprocess.PIPE, env=env)
+            mode = "rebuild" if rebuild else "write"
+            proc = subprocess.Popen([sys.executable, "-c", WRITER, str(root), str(rnd), mode], stdout=out, stderr=subprocess.PIPE, env=env)
+            deadline = time.monotonic() + 600  # only a hung writer is a failure, never a slow one
+            while True:
+                text = out_path.read_text()
+                done = text.count(counted) >= target if rebuild else _acked(text) >= target and counted in text
+                if done or (rebuild and '"op": "ready"' in text):
+                    break
+                assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else "the writer exited"
+                assert time.monotonic() < deadline, f"round {rnd}: the writer did not reach its kill point in 600 s"
+                time.sleep(0.01)
             if rebuild:
-                time.sleep(rng.uniform(0.15, 0.5))  # interpreter start-up + part of the rebuild
-                kill_in_rebuild += "ready" not in out_path.read_text()
-            else:
-                deadline = time.monotonic() + 20
-                while "ready" not in out_path.read_text() and time.monotonic() < deadline:
-                    assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
-                    time.sleep(0.01)
-                time.sleep(rng.uniform(0.0, 0.6))
+                kill_in_rebuild += '"op": "ready"' not in text
+            time.sleep(rng.uniform(0.0, 0.02))
             proc.send_signal(signal.SIGKILL)
             proc.wait()
             assert proc.returncode == -signal.SIGKILL, proc.stderr.read().decode() if proc.stderr else ""
@@ -136,7 +163,7 @@ def test_sigkill_writer_at_random_moments(tmp_path: Path, reliability_figures: d
             except ValueError:  # the last line may be cut by the kill
                 continue
             op = ev["op"]
-            writes += op != "ready"
+            writes += op not in ("ready", "loaded")
             if op == "create":
                 acked_created[ev["id"]] = ev["hash"]
             elif op == "append":
