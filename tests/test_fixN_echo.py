@@ -24,7 +24,9 @@ def _cases(tmp_path: Path) -> dict[str, Callable[[], object]]:
     from agent_memory.backends.files.meaning import resolve_mode
     from agent_memory.cli import _base, _records, consolidate, sessions
     from agent_memory.consolidate.governance import history
+    from agent_memory.embeddings.local import LocalEmbedder
     from agent_memory.episodes._build import build_episode
+    from agent_memory.mcp import cli as mcp_cli
     from agent_memory.model.queries import as_of_filter, date_filters
 
     filters = argparse.Namespace(created_after=TOKEN, created_before=None, updated_after=None, updated_before=None, as_of=None)
@@ -41,6 +43,9 @@ def _cases(tmp_path: Path) -> dict[str, Callable[[], object]]:
         "--created-after": lambda: _records._filter_kwargs(filters),
         "sessions --at": lambda: sessions._when(TOKEN),
         "consolidate --since": lambda: consolidate._since(TOKEN),
+        "mcp --port": lambda: mcp_cli._port(TOKEN),
+        "mcp --tools": lambda: mcp_cli._tool_sets(TOKEN),
+        "local runtime": lambda: LocalEmbedder(runtime=TOKEN),
     }
 
 
@@ -59,6 +64,9 @@ def _cases(tmp_path: Path) -> dict[str, Callable[[], object]]:
         "--created-after",
         "sessions --at",
         "consolidate --since",
+        "mcp --port",
+        "mcp --tools",
+        "local runtime",
     ],
 )
 def test_a_refused_value_that_is_a_secret_is_not_echoed(case: str, tmp_path: Path) -> None:
