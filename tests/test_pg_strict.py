@@ -94,7 +94,7 @@ async def test_strict_counts_are_the_callers_own_in_the_trace(pg_url: str) -> No
         assert steps["candidates"]["documents_per_term"] == {"alpha": 5, "beta": 1}  # bob's 12 are not counted
         assert steps["candidates"]["visible_only"] is True
         lax = await b.search(QUERY, ADA, limit=5, trace=True, strict_visibility=False)
-        assert {s["stage"]: s for s in lax.trace or []}["candidates"]["documents_per_term"]["beta"] == 6  # capped
+        assert "documents_per_term" not in {s["stage"]: s for s in lax.trace or []}["candidates"]  # whole-table counts: not shown
     finally:
         await b.close()
 

@@ -11,6 +11,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from agent_memory.model.values import shown
+
 DEFAULT_ROOT = ".agent-memory"
 SCOPES = ["session", "project", "user", "global"]
 
@@ -43,7 +45,7 @@ def positive(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not an integer: {shown(text)}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
     return value
@@ -54,7 +56,7 @@ def fraction(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not a number: {shown(text)}") from None
     if not (math.isfinite(value) and 0.0 <= value <= 1.0):
         raise argparse.ArgumentTypeError(f"must be between 0 and 1, not {text}")
     return value
@@ -78,12 +80,12 @@ def expiry(text: str, *, now: dt.datetime | None = None) -> str:
             when = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
         except ValueError:
             raise argparse.ArgumentTypeError(
-                f"not an ISO date/datetime or a duration like 30d: {text!r} (e.g. 2027-01-31, 2027-01-31T18:00:00Z, 12h, 30d)"
+                f"not an ISO date/datetime or a duration like 30d: {shown(text)} (e.g. 2027-01-31, 2027-01-31T18:00:00Z, 12h, 30d)"
             ) from None
         if when.tzinfo is None:
             when = when.replace(tzinfo=dt.UTC)
     if when <= now:
-        raise argparse.ArgumentTypeError(f"{text!r} is already in the past (an expired record is never visible)")
+        raise argparse.ArgumentTypeError(f"{shown(text)} is already in the past (an expired record is never visible)")
     return when.astimezone(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 

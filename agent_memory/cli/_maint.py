@@ -246,8 +246,15 @@ def _embed(args: argparse.Namespace, target: Any) -> None:
 def cmd_init(args: argparse.Namespace) -> None:
     root = args.dir or args.root
     if is_url(root):
-        open_url(check_url(root))
-        emit(args, {"root": root, "created": False}, lambda: f"database root {root}: tables are created on first use")
+        from agent_memory.backends.postgres.rows import redact_url
+        from agent_memory.cli._target import BackendTarget
+
+        # connect and make the tables now: a refused connection, a missing database or role, a wrong password fail
+        # here as a typed error (exit 1, the URL's password masked) instead of at the first remember
+        with BackendTarget(open_url(check_url(root)), root) as target:
+            target.count()
+        shown = redact_url(root)
+        emit(args, {"root": shown, "created": False}, lambda: f"database root {shown}: connected, tables ready")
         return
     path, _ = prepare_root(root, create=True, parents=args.parents, explicit=True)
     from agent_memory.backends.files.store import MemoryStore

@@ -46,13 +46,14 @@ def _filters(p: argparse.ArgumentParser, default_limit: int) -> None:
 def _filter_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     from agent_memory.errors import InvalidInputError
     from agent_memory.model.queries import as_of_filter, date_filters
+    from agent_memory.model.values import shown
 
     out = {k: getattr(args, k) for k in ("created_after", "created_before", "updated_after", "updated_before")}
     for name, value in [*out.items(), ("as_of", args.as_of)]:  # a date the store cannot read is a usage error (exit 2)
         try:
             as_of_filter(value) if name == "as_of" else date_filters(**{name: value})
         except InvalidInputError:
-            raise UsageError(f"--{name.replace('_', '-')} {value!r} is not a date: {DATE_HELP}") from None
+            raise UsageError(f"--{name.replace('_', '-')} {shown(value)} is not a date: {DATE_HELP}") from None
     if args.include_superseded:
         out["include_superseded"] = True
     if args.as_of is not None:

@@ -19,10 +19,10 @@ Handler = Callable[[argparse.Namespace], "int | None"]
 
 def _since(text: str) -> str:
     """``--since``: checked here, so a bad value is a usage error naming the flag (the value itself is passed on)."""
-    from agent_memory.model.values import normalize_instant
+    from agent_memory.model.values import normalize_instant, shown
 
     if normalize_instant(text) is None:
-        raise argparse.ArgumentTypeError(f"not a date or instant: {text!r} (e.g. 2026-11-01 or 2026-11-01T09:00:00Z)")
+        raise argparse.ArgumentTypeError(f"not a date or instant: {shown(text)} (e.g. 2026-11-01 or 2026-11-01T09:00:00Z)")
     return text
 
 

@@ -20,9 +20,10 @@ Handler = Callable[[argparse.Namespace], "int | None"]
 def _when(text: str) -> str:
     """``--at``: checked here, so a bad value is a usage error naming the flag (the value itself is passed on)."""
     from agent_memory.model.drafts import _parse_when
+    from agent_memory.model.values import shown
 
     if _parse_when(text) is None:
-        raise argparse.ArgumentTypeError(f"not an ISO date or datetime: {text!r} (e.g. 2026-11-01 or 2026-11-01T09:00:00Z)")
+        raise argparse.ArgumentTypeError(f"not an ISO date or datetime: {shown(text)} (e.g. 2026-11-01 or 2026-11-01T09:00:00Z)")
     return text
 
 

@@ -23,6 +23,7 @@ from agent_memory.consolidate.report import ConsolidationReport, Finding
 from agent_memory.errors import InvalidInputError
 from agent_memory.model.drafts import archive_note
 from agent_memory.model.records import MemoryRecord, normalize_instant, now_iso
+from agent_memory.model.values import shown
 
 __all__ = ["record_run", "drift", "history", "digest_text", "MAX_DIGEST_LINES"]
 
@@ -162,7 +163,7 @@ def history(
 def _instant(value: str) -> str:
     found = normalize_instant(value)
     if found is None:
-        raise InvalidInputError(f"since: not a date or instant: {value!r} (e.g. 2026-11-01 or 2026-11-01T09:00:00Z)")
+        raise InvalidInputError(f"since: not a date or instant: {shown(value)} (e.g. 2026-11-01 or 2026-11-01T09:00:00Z)")
     return found
 
 

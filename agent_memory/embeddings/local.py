@@ -24,6 +24,7 @@ from typing import Any
 
 from agent_memory.embeddings.base import EmbedderNotInstalledError, EmbeddingError, Matrix, as_matrix, check_texts, quietly
 from agent_memory.errors import InvalidInputError, missing_extra, needs_extra
+from agent_memory.model.values import shown
 
 __all__ = ["LOCAL_MODEL", "LocalEmbedder", "local_model_available"]
 
@@ -65,7 +66,7 @@ class LocalEmbedder:
             raise InvalidInputError("batch_size must be at least 1")
         runtime = runtime or os.environ.get("AGENT_MEMORY_LOCAL_RUNTIME", "").strip().lower() or "auto"
         if runtime not in RUNTIMES:
-            raise InvalidInputError(f"runtime must be one of {', '.join(RUNTIMES)}, not {runtime!r}")
+            raise InvalidInputError(f"runtime must be one of {', '.join(RUNTIMES)}, not {shown(runtime)}")
         self.runtime = runtime
         self.batch_size = batch_size
         self.device = device

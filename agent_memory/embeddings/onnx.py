@@ -6,10 +6,15 @@ mean pooling and (optionally) Normalize — the packaged all-MiniLM-L6-v2 is one
 torch path does (cosine ≥ 0.999; tests/test_embed_onnx.py).
 
 The graph is exported with ``torch.onnx`` the first time a process needs it (torch is imported then, once) and
-cached in :func:`cache_dir` under a key of the model's identity (its directory and each file's size and mtime), so
-a changed model is exported again. The export is a folder — the graph, its weights as external data (memory-mapped
-on load: a session opens in a fifth of the time a single file takes) and their sizes — written under a temporary
-name and renamed: a truncated, incomplete or unreadable export is made again, never crashed on.
+cached in :func:`cache_dir` under a key of the model's content (:func:`content_key`: a digest of every file of the
+model directory, worked out once per directory and file sizes/mtimes and remembered in ``ids/``), so copies of one
+model in several venvs or clones share one export and a changed model is exported again. The export is a folder —
+the graph, its weights as external data (memory-mapped on load: a session opens in a fifth of the time a single file
+takes), their sizes and SHA-256 digests — written under a temporary name and renamed: a truncated, incomplete,
+unreadable or altered export is made again (with a warning), never crashed on or used. Opening checks sizes, and
+each file's size, mtime, ctime and inode against those recorded when its digests were last verified
+(``checked.json``): the digests are only read again (MiniLM: 61 ms CPU) when one of those changed, so an edited or
+replaced file is caught without hashing 90 MB per process (the check costs 0.14 ms CPU a process). Exports no longer used are dropped (:func:`prune`).
 
 A query (a batch of at most :data:`SMALL_BATCH` texts) runs on a session with one intra-op thread: ORT's default
 of a thread per core cost twice the CPU per query and more wall time on a busy machine (MiniLM, 40 queries at load 8:
@@ -26,6 +31,7 @@ says whether it is installed. Nothing here is imported by the lexical path.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -33,19 +39,25 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from agent_memory.embeddings.base import EmbeddingError, Matrix, quietly
 
-__all__ = ["OnnxModel", "cache_dir", "onnx_available", "onnx_fits"]
+__all__ = ["OnnxModel", "cache_dir", "content_key", "onnx_available", "onnx_fits", "prune"]
 
 log = logging.getLogger("agent_memory")
 
 SMALL_BATCH = 8  # texts a call may hold and still run on the one-thread query session
 PREPACK_AFTER = 1  # queries a model answers on the plain session before it opens a prepacked one (None: never)
-EXPORT_FORMAT = 1  # bump when the exported graph changes (inputs, opset): old cache files are then ignored
+EXPORT_FORMAT = 2  # bump when the exported graph changes (inputs, opset): old cache files are then ignored (and pruned)
+EXPORT_PREFIX = "export-"  # an export's folder: this and the model's content key (older versions: <model dir name>-<24 hex>)
+KEEP_EXPORTS = 3  # exports kept beyond the ones used within USED_GRACE_S (the most recently used first)
+UNUSED_DAYS = 30  # an export not used for this long is dropped whatever the count
+USED_GRACE_S = 3600  # an export used (or a temporary folder written) this recently is never dropped: another process may hold it
+KEEP_IDS = 64  # remembered directory → content key entries (each a few bytes; a forgotten one is worked out again)
 _RUNTIME = ("onnxruntime", "tokenizers", "numpy")
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 _FILES = ("model.onnx", "model.data")
@@ -97,9 +109,134 @@ def onnx_fits(model_dir: str | os.PathLike[str]) -> bool:
         return False
 
 
+def _digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _stamp(path: Path) -> list[int]:
+    """What changes when a file is written, replaced or copied: size, mtime, ctime (which no one can set back) and inode."""
+    st = path.stat()
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+def _write_json(path: Path, data: Any) -> None:
+    """``data`` into ``path`` atomically (a temporary file renamed over it): readers see the old or the new text."""
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def content_key(model_dir: str | os.PathLike[str], cache: str | os.PathLike[str]) -> str:
+    """The model's content identity: a digest of each file's relative path and bytes (and the export format), so
+    two copies of one model — two venvs, two clones — share one export. Read from ``<cache>/ids/`` when this
+    directory with these sizes and mtimes (:func:`model_key`) was digested before; worked out (reading the model
+    once: ~60 ms CPU for MiniLM) and remembered otherwise."""
+    root = Path(os.path.abspath(os.fspath(model_dir)))
+    ids = Path(cache) / "ids"
+    where = ids / model_key(root)
+    try:
+        known = _read_json(where)
+        if isinstance(known, dict) and isinstance(known.get("key"), str) and len(known["key"]) == 32:
+            if time.time() - where.stat().st_mtime > USED_GRACE_S:
+                os.utime(where)  # still used: the newest KEEP_IDS are kept
+            return str(known["key"])
+    except (OSError, ValueError):
+        pass
+    h = hashlib.sha256(f"agent-memory onnx export {EXPORT_FORMAT}".encode())
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(filenames):
+            full = Path(dirpath) / name
+            h.update(f"\0{full.relative_to(root).as_posix()}\0".encode("utf-8", "surrogateescape"))
+            h.update(_digest(full).encode())
+    key = h.hexdigest()[:32]
+    try:
+        ids.mkdir(parents=True, exist_ok=True)
+        _write_json(where, {"key": key, "model": str(root)})
+    except OSError as exc:  # a read-only cache: worked out again next time
+        log.debug("could not remember the ONNX model key in %s: %s", ids, exc)
+    return key
+
+
+def prune(cache: str | os.PathLike[str], keep: Path | None = None, *, now: float | None = None) -> list[str]:
+    """Drop what the cache no longer needs; returns the names dropped. ``keep`` (the export in use) always stays.
+
+    Dropped: exports of an older format or location scheme (``<name>-<24 hex>``), exports not used for
+    :data:`UNUSED_DAYS`, and beyond the :data:`KEEP_EXPORTS` most recently used ones any other; temporary folders
+    of an export that did not finish. Nothing touched (used, written) within :data:`USED_GRACE_S` is dropped, so a
+    process still opening an export never loses it; a folder is renamed away first (atomic: a reader sees it
+    whole or not at all; a session already open keeps its memory-mapped weights) and then deleted. Two processes
+    pruning at once each drop what they renamed. Also keeps the :data:`KEEP_IDS` newest entries of ``ids/``."""
+    base = Path(cache)
+    now = time.time() if now is None else now
+    dropped: list[str] = []
+
+    def used(entry: Path) -> float:
+        for probe in (entry / "used", entry / "meta.json", entry):
+            with contextlib.suppress(OSError):
+                return probe.stat().st_mtime
+        return now
+
+    try:
+        entries = [e for e in base.iterdir() if e.is_dir() and not e.is_symlink()]
+    except OSError:
+        return dropped
+    ours = sorted((e for e in entries if e.name.startswith(EXPORT_PREFIX)), key=used, reverse=True)
+    doomed: list[Path] = []
+    for rank, entry in enumerate(ours):
+        if keep is not None and entry.name == keep.name:
+            continue
+        age = now - used(entry)
+        if age > UNUSED_DAYS * 86400 or (rank >= KEEP_EXPORTS and age > USED_GRACE_S):
+            doomed.append(entry)
+    for entry in entries:
+        old_scheme = len(entry.name) > 25 and entry.name[-25] == "-" and all(c in "0123456789abcdef" for c in entry.name[-24:])
+        stale_tmp = entry.name.startswith((".tmp-", ".trash-"))
+        if (old_scheme and (entry / "meta.json").exists() or stale_tmp) and now - used(entry) > USED_GRACE_S:
+            doomed.append(entry)
+    for entry in doomed:
+        trash = entry if entry.name.startswith(".trash-") else base / f".trash-{os.getpid()}-{entry.name}"
+        try:
+            if trash != entry:
+                os.rename(entry, trash)
+        except OSError:
+            continue  # gone already (another process pruned it)
+        shutil.rmtree(trash, ignore_errors=True)
+        dropped.append(entry.name)
+    with contextlib.suppress(OSError):
+        known = sorted((base / "ids").iterdir(), key=lambda p: p.stat().st_mtime, reverse=True)
+        for stale in known[KEEP_IDS:]:
+            stale.unlink()
+    if dropped:
+        log.info("ONNX model cache %s: dropped %d unused export(s)", base, len(dropped))
+    return dropped
+
+
+def seal(folder: Path, model_dir: Path) -> None:
+    """Record what an export in ``folder`` (``model.onnx`` and ``model.data`` written) is: ``meta.json`` with the
+    files' sizes and SHA-256 digests, ``checked.json`` with their stamps (so the first open reads no digest) and
+    ``used``. Done before the folder is renamed into place (a rename leaves its files' stamps as they are)."""
+    sizes = {name: (folder / name).stat().st_size for name in _FILES}
+    digests = {name: _digest(folder / name) for name in _FILES}
+    meta = {"sizes": sizes, "digests": digests, "model": str(model_dir), "format": EXPORT_FORMAT}
+    (folder / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+    (folder / "checked.json").write_text(json.dumps({name: _stamp(folder / name) for name in _FILES}), encoding="utf-8")
+    (folder / "used").touch()
+
+
 def model_key(model_dir: str | os.PathLike[str]) -> str:
-    """The model's identity for the cache: its absolute directory, each file's relative path, size and mtime, and
-    the export format (cheap: no file is read)."""
+    """Where and which files the model is: its absolute directory, each file's relative path, size and mtime, and
+    the export format (cheap: no file is read). It names the remembered :func:`content_key` of that directory."""
     root = os.path.abspath(os.fspath(model_dir))
     h = hashlib.sha256(f"{EXPORT_FORMAT}\0{root}".encode("utf-8", "surrogateescape"))
     for dirpath, dirnames, filenames in os.walk(root):
@@ -143,12 +280,16 @@ class OnnxModel:
         self._queries = 0
         self._tokenizer: Any = None
         self._lock = threading.Lock()
+        self._path: Path | None = None
 
     @property
     def path(self) -> Path:
         """The cached export of this model: a folder with ``model.onnx`` (the graph), ``model.data`` (the weights,
-        memory-mapped when loaded) and ``meta.json`` (their sizes)."""
-        return self.cache / f"{self.model_dir.name}-{model_key(self.model_dir)}"
+        memory-mapped when loaded), ``meta.json`` (their sizes and digests), ``checked.json`` (the files' stamps
+        when the digests were last verified) and ``used`` (touched at most hourly by the processes using it)."""
+        if self._path is None:
+            self._path = self.cache / f"{EXPORT_PREFIX}{content_key(self.model_dir, self.cache)}"
+        return self._path
 
     def load(self) -> None:
         """Load the tokenizer and the cached graph, exporting it first when absent or unreadable."""
@@ -168,6 +309,22 @@ class OnnxModel:
                 if session is None:
                     raise EmbeddingError(f"the exported ONNX model at {path} cannot be loaded")
             self._tokenizer, self._session = tok, session
+            self._mark_used(path)
+
+    def _mark_used(self, path: Path) -> None:
+        """Touch the export's ``used`` file when it is older than :data:`USED_GRACE_S` (so at most once an hour,
+        one ``stat`` otherwise) and then drop the exports no longer used (:func:`prune`)."""
+        used = path / "used"
+        try:
+            if time.time() - used.stat().st_mtime <= USED_GRACE_S:
+                return
+            os.utime(used)
+        except FileNotFoundError:
+            with contextlib.suppress(OSError):
+                used.touch()
+        except OSError:
+            return
+        prune(self.cache, keep=path)
 
     def _batch_session(self) -> Any:
         """The session large batches run on: ORT's default thread count (the query session when that is one
@@ -200,11 +357,13 @@ class OnnxModel:
         ``threads``: intra-op threads (None: the query session's, :func:`_query_threads`; 0: ORT's default);
         ``prepack``: weights prepacked when the session opens (slower to open, quicker to run)."""
         try:
-            sizes = _read_json(path / "meta.json")["sizes"]
+            meta = _read_json(path / "meta.json")
+            sizes = meta["sizes"]
             for name in _FILES:
                 got = (path / name).stat().st_size
                 if got != int(sizes[name]):
                     raise ValueError(f"{name} has {got} bytes, not {sizes[name]}")
+            self._verify(path, meta["digests"])
         except FileNotFoundError:
             if path.exists():
                 log.warning("ONNX model cache %s is incomplete: exporting it again", path)
@@ -224,6 +383,23 @@ class OnnxModel:
         except Exception as exc:  # a corrupted protobuf: rebuild, never crash
             log.warning("ONNX model cache %s cannot be loaded (%s): exporting it again", path, exc)
             return None
+
+    def _verify(self, path: Path, digests: Any) -> None:
+        """Raise ValueError when a file of the export is not the one exported: its digest is read again only when
+        its size, mtime, ctime or inode differ from those recorded at the last check (``checked.json``)."""
+        stamps = {name: _stamp(path / name) for name in _FILES}
+        try:
+            if _read_json(path / "checked.json") == stamps:
+                return
+        except (OSError, ValueError):
+            pass
+        for name in _FILES:
+            if _digest(path / name) != digests[name]:
+                raise ValueError(f"{name} is not the file exported (its SHA-256 differs)")
+        try:
+            _write_json(path / "checked.json", stamps)
+        except OSError as exc:  # a read-only cache: checked again next time
+            log.debug("could not record the check of %s: %s", path, exc)
 
     def _export(self, path: Path) -> None:
         """Export the transformer with torch (imported only here) into a temporary folder, then rename it to
@@ -266,9 +442,7 @@ class OnnxModel:
             graph = onnx.load(str(tmp / "whole.onnx"))
             onnx.save_model(graph, str(tmp / "model.onnx"), save_as_external_data=True, all_tensors_to_one_file=True, location="model.data")
             (tmp / "whole.onnx").unlink()
-            sizes = {name: (tmp / name).stat().st_size for name in _FILES}
-            meta = {"sizes": sizes, "model": str(self.model_dir), "format": EXPORT_FORMAT}
-            (tmp / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+            seal(tmp, self.model_dir)
             if path.exists():  # damaged (we only export when it could not be opened)
                 shutil.rmtree(path, ignore_errors=True)
             try:
@@ -281,6 +455,7 @@ class OnnxModel:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         self.exported = True
+        prune(self.cache, keep=path)
 
     def embed(self, texts: Sequence[str], batch_size: int = 64) -> Matrix:
         """Mean-pooled, L2-normalised embeddings of ``texts`` (stripped, truncated as sentence-transformers does)."""

@@ -31,6 +31,7 @@ from agent_memory.episodes._model import (
 from agent_memory.errors import InvalidInputError
 from agent_memory.model.drafts import clean_ident
 from agent_memory.model.records import Scope, normalize_instant, now_iso, parse_scope
+from agent_memory.model.values import shown
 
 __all__ = ["build_episode", "exit_of_error", "usage_numbers"]
 
@@ -72,7 +73,7 @@ def _instant(value: dt.datetime | str | None, name: str) -> str:
         value = (value if value.tzinfo else value.replace(tzinfo=dt.UTC)).isoformat()
     norm = normalize_instant(value) if isinstance(value, str) else None
     if norm is None:
-        raise InvalidInputError(f"{name} must be an ISO datetime, not {value!r}")
+        raise InvalidInputError(f"{name} must be an ISO datetime, not {shown(value)}")
     return norm
 
 
@@ -158,7 +159,7 @@ def build_episode(
         raise InvalidInputError(f"scope {where.value} needs a {where.value}_id")
     exit = exit or (exit_of_error(error) if error is not None else "output")
     if exit not in EXITS:
-        raise InvalidInputError(f"exit must be one of {', '.join(EXITS)}, not {exit!r}")
+        raise InvalidInputError(f"exit must be one of {', '.join(EXITS)}, not {shown(exit)}")
     error_text = clean(_error_text(error), MAX_DETAIL_CHARS, one_line=True) if error is not None else None
     out_text = clean(output, MAX_DETAIL_CHARS)
     calls = _calls(tool_calls)

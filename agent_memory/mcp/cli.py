@@ -14,6 +14,7 @@ from typing import Any
 
 from agent_memory.errors import needs_extra
 from agent_memory.mcp._config import ACCESS, TOOL_SETS, ConfigError, Identity, ServerOptions, TokenMap
+from agent_memory.model.values import shown
 
 __all__ = ["serve", "add_mcp_command", "register", "options_from_args", "configure_parser"]
 
@@ -38,7 +39,7 @@ def _port(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r} (0-65535)") from None
+        raise argparse.ArgumentTypeError(f"not a port number: {shown(text)} (0-65535)") from None
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"must be 0-65535, not {value}")
     return value
@@ -48,7 +49,7 @@ def _tool_sets(text: str) -> tuple[str, ...]:
     sets = tuple(t.strip() for t in text.replace("+", ",").split(",") if t.strip())
     bad = [t for t in sets if t not in TOOL_SETS]
     if bad or not sets:
-        raise argparse.ArgumentTypeError(f"tool sets are {', '.join(TOOL_SETS)} (comma-separated), not {text!r}")
+        raise argparse.ArgumentTypeError(f"tool sets are {', '.join(TOOL_SETS)} (comma-separated), not {shown(text)}")
     return sets
 
 

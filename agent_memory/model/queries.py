@@ -12,6 +12,7 @@ from typing import Any
 
 from agent_memory.errors import InvalidInputError
 from agent_memory.model.records import Scope, normalize_kind, parse_scope
+from agent_memory.model.values import shown
 
 __all__ = ["as_of_filter", "check_strings", "date_filters", "kinds_of", "scopes_of", "utc_text"]
 
@@ -53,12 +54,12 @@ def date_filters(**values: str | None) -> list[str | None]:
             continue
         when = _parse_when(value) if isinstance(value, str) and len(value) <= 64 else None
         if when is None:
-            raise InvalidInputError(f"{name} must be an ISO date or datetime (e.g. 2026-11-22 or 2026-11-22T10:00:00Z), not {value!r}")
+            raise InvalidInputError(f"{name} must be an ISO date or datetime (e.g. 2026-11-22 or 2026-11-22T10:00:00Z), not {shown(value)}")
         if name.endswith("_before") and _DATE_ONLY.fullmatch(value.strip()):
             try:  # a day given as an end date includes that whole day
                 when = when + dt.timedelta(days=1)
             except OverflowError:
-                raise InvalidInputError(f"{name} is out of range: {value!r}") from None
+                raise InvalidInputError(f"{name} is out of range: {shown(value)}") from None
         out.append(utc_text(when))
     return out
 
@@ -76,7 +77,7 @@ def as_of_filter(value: object) -> str | None:
             try:
                 when = utc_text(parsed + dt.timedelta(days=1) - dt.timedelta(microseconds=1))
             except OverflowError:
-                raise InvalidInputError(f"as_of is out of range: {value!r}") from None
+                raise InvalidInputError(f"as_of is out of range: {shown(value)}") from None
     return when
 
 

@@ -273,7 +273,7 @@ def _dense(
         if len(allowed) >= pool or len(near) < margin:  # the cosines are known already: no second product
             sim = dict(near)
             found = sorted(((rid, sim[h]) for rid, h in allowed.items()), key=lambda p: (-p[1], p[0]))
-            return found[:pool], f"checked on the nearest {len(near)}"
+            return found[:pool], "checked on the nearest vectors"  # how many: that counts the records hidden from this caller
         share = len(allowed) / max(1, len(near))
         wider = int(2 * pool / share) + 50 if share >= WIDEN_SHARE else WIDEN_MAX + 1
         if attempt or wider > WIDEN_MAX:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_memory.backends.files.parts import StoreParts
 from agent_memory.errors import InvalidInputError, needs_extra
+from agent_memory.model.values import shown
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.files.vectors import VectorCache
@@ -133,7 +134,7 @@ def resolve_mode(mode: str | None, meaning: Meaning | None) -> str:
     if mode is None:
         return "hybrid" if meaning is not None else "lexical"
     if mode not in MODES:
-        raise InvalidInputError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+        raise InvalidInputError(f"mode must be one of {', '.join(MODES)}, not {shown(mode)}")
     if mode != "lexical" and meaning is None:
         raise InvalidInputError(f"mode {mode!r} needs an embedder (MemoryStore(embedder='local') or a litellm model id)")
     return mode

@@ -179,9 +179,15 @@ class PgSearch:
                 break
             chosen.append(term)
             total += counts[term]
-        if steps is not None:
+        if steps is not None:  # counts over the whole table (not strict) would tell this caller how many rows it cannot see
             steps.append(
-                {"stage": "candidates", "documents_per_term": counts, "selecting": chosen, "budget": budget, "visible_only": strict}
+                {
+                    "stage": "candidates",
+                    **({"documents_per_term": counts} if strict else {}),
+                    "selecting": chosen,
+                    "budget": budget,
+                    "visible_only": strict,
+                }
             )
         if not chosen or len(chosen) == sum(1 for t in counts if counts[t] > 0):
             return "q.q"
