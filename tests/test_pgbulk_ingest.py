@@ -175,3 +175,36 @@ async def test_a_small_import_into_a_large_store_keeps_its_statistics(pg_url: st
         assert await counted() == 1_000_000  # 1,000 rows are no tenth of a million: no ANALYZE
     finally:
         await b.close()
+
+
+async def test_a_batch_finds_the_rows_of_its_events_by_primary_key(pg_url: str) -> None:  # noqa: F811
+    """The events statement joins each result's row on ``(tenant, id)``: an index probe, where the join on ``id``
+    alone could only scan the whole table (once per batch: 200 scans of up to a million rows in a 1M load)."""
+    from agent_memory.backends.postgres.events import writes_sql
+
+    b = PostgresBackend(pg_url, schema=fresh_schema(), copy_threshold=1)
+    try:
+        res = await b.remember_many([MemoryDraft(f"planned fact {i}") for i in range(3)])
+        params = {
+            "actor": "a", "sid": None, "uid": None, "run": None, "call": None, "ids": [r.id for r in res], "evs": ["created"] * 3,
+            "eids": ["e1", "e2", "e3"], "befores": [None] * 3, "afters": [None] * 3, "kepts": [None] * 3, "tenants": [""] * 3,
+        }  # fmt: skip
+        async with b.pool.connection() as conn, conn.transaction():
+            await conn.execute(  # a table of some size (plain rows: what they hold does not matter to a plan)
+                f"INSERT INTO {b.table} (tenant, id, part, scope, kind, title, source, created, updated, content_hash,"
+                " content, summary) SELECT '', 'filler-' || i, 'project', 'project', 'fact', 't', 'import', now(), now(),"
+                " md5(i::text), 'filler ' || i, 'filler' FROM generate_series(1, 20000) i"
+            )
+            await conn.execute(f"ANALYZE {b.table}")
+            plans = {}
+            for by_key in (True, False):
+                cur = await conn.execute("EXPLAIN " + writes_sql(b.schema, b.table, by_key=by_key), params)
+                plans[by_key] = "\n".join(str(row["QUERY PLAN"]) for row in await cur.fetchall())
+
+        def probes(plan: str) -> bool:  # some index is searched by the result's id (not read whole)
+            return any("Index Cond" in line and "x.id" in line for line in plan.splitlines())
+
+        assert probes(plans[True]) and "Seq Scan on records r" not in plans[True], plans[True]
+        assert not probes(plans[False]), plans[False]  # what the statement was before: every row read
+    finally:
+        await b.close()

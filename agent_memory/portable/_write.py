@@ -25,7 +25,7 @@ from agent_memory.backends.files.backend import FilesBackend
 from agent_memory.backends.files.store import MemoryStore
 from agent_memory.errors import InvalidInputError
 from agent_memory.formats.atomic import atomic_write
-from agent_memory.model.drafts import KEEP_PAST_EXPIRES, MemoryDraft, _parse_when
+from agent_memory.model.drafts import KEEP_PAST_EXPIRES, MemoryDraft, _parse_when, passed_gate
 from agent_memory.model.events import tombstone_id
 from agent_memory.model.records import MemoryRecord
 from agent_memory.portable.report import ImportReport
@@ -334,7 +334,8 @@ async def _write_backend(backend: MemoryBackend, items: Sequence[Pending], repor
     errors: list[tuple[int, str]] = []
     keep = KEEP_PAST_EXPIRES.set(True)  # an expired record of the source stays one (invisible, swept later), as on files
     try:
-        results = await backend.remember_many([draft_of(r) for _, r, _ in todo], source="import", on_error="skip", errors=errors)
+        with passed_gate(r for _, r, _ in todo):  # each record passed the gate once already (prepare_record): not twice
+            results = await backend.remember_many([draft_of(r) for _, r, _ in todo], source="import", on_error="skip", errors=errors)
     finally:
         KEEP_PAST_EXPIRES.reset(keep)
     failed = {i for i, _ in errors}

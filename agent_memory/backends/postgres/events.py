@@ -103,20 +103,27 @@ async def record_writes(
 
 
 async def _insert_writes(b: Any, conn: Any, params: dict[str, Any]) -> None:
-    """The events of a write batch in one statement (each joins its current row)."""
-    await conn.execute(
-        f'INSERT INTO "{b.schema}".events (tenant, eid, event, id, actor, session_id, user_id, run_id, tool_call_id,'
+    await conn.execute(writes_sql(b.schema, b.table, by_key=None not in params["tenants"]), params)
+
+
+def writes_sql(schema: str, table: str, *, by_key: bool = True) -> str:
+    """The events of a write batch in one statement, each joining its current row. ``by_key``: every result names
+    its tenant (``remember_many``'s do), so the join is on the primary key ``(tenant, id)``, an index probe per
+    event; without a tenant only ``id`` is known, and a batch's events read the whole table (a sequential scan per
+    batch: at a million rows, most of a batch's cost)."""
+    match = "r.tenant = x.tenant AND r.id = x.id" if by_key else "r.id = x.id AND (x.tenant IS NULL OR r.tenant = x.tenant)"
+    return (
+        f'INSERT INTO "{schema}".events (tenant, eid, event, id, actor, session_id, user_id, run_id, tool_call_id,'
         " before, after, scope, owner_session, owner_user, detail, owner_namespace)"
         " SELECT r.tenant, x.eid, x.ev, r.id, %(actor)s, coalesce(%(sid)s, r.session_id), coalesce(%(uid)s, r.user_id),"
         " %(run)s, %(call)s, CASE WHEN x.ev = 'created' OR x.ev = 'imported' THEN NULL"
         " ELSE coalesce(x.before, p.content_hash) END, coalesce(x.after, r.content_hash), r.scope, r.session_id,"
         " r.user_id, jsonb_strip_nulls(jsonb_build_object('kept', x.kept, 'links', (SELECT nullif(count(*), 0)"
-        f' FROM "{b.schema}".record_links l WHERE l.tenant = r.tenant AND l.src = r.id))), r.namespace'
+        f' FROM "{schema}".record_links l WHERE l.tenant = r.tenant AND l.src = r.id))), r.namespace'
         " FROM unnest(%(ids)s::text[], %(evs)s::text[], %(eids)s::text[], %(befores)s::text[], %(afters)s::text[],"
         " %(kepts)s::int[], %(tenants)s::text[]) AS x(id, ev, eid, before, after, kept, tenant)"
-        f" JOIN {b.table} r ON r.id = x.id AND (x.tenant IS NULL OR r.tenant = x.tenant) AND r.superseded_by IS NULL"
-        f" LEFT JOIN {b.table} p ON p.tenant = r.tenant AND p.id = r.supersedes",
-        params,
+        f" JOIN {table} r ON {match} AND r.superseded_by IS NULL"
+        f" LEFT JOIN {table} p ON p.tenant = r.tenant AND p.id = r.supersedes"
     )
 
 
