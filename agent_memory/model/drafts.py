@@ -9,7 +9,9 @@ so validation, redaction, ownership and defaults are one policy:
   ``import`` of drafts, the MCP server, Claude's memory tool, the capture workers, transcripts and every foreign
   import), and the PostgreSQL backend's ``remember_many``.
 - :func:`prepare_record` checks a *whole* record given as a mapping (our JSONL export: ids and timestamps kept)
-  field by field with the same rules; caller: :mod:`agent_memory.portable.restore`.
+  field by field with the same rules; caller: :mod:`agent_memory.portable.restore`. Its records go to a backend
+  other than files as drafts inside :func:`passed_gate` (``portable._write``): what the gate already produced is
+  not redacted a second time; what the draft adds is.
 - :func:`apply_override` puts a write into the caller's partition when an import runs on someone's behalf
   (``--as-user``/``--as-session``); callers: every import path (portable restore, foreign importers, CLI drafts).
 - :func:`check_id`, :func:`check_owner`, :func:`check_label` and :func:`clean_metadata` are the field rules both
@@ -69,13 +71,14 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import datetime as dt
 import json
 import math
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal, NamedTuple
 
@@ -252,7 +255,11 @@ def clean_metadata(value: Any, counter: list[int] | None = None, depth: int = 0)
         for k, v in value.items():
             key = _redacted(str(k), counter)
             if isinstance(v, str):
-                _redacted(v, [0])  # the Unicode check
+                _check_unicode(v)  # (this was a whole redaction whose result was thrown away: a third pass over v)
+                passed = _PASSED.get()
+                if passed is not None and (key, v) in passed[1]:  # the gate's own output pair (see passed_gate)
+                    out[key] = v
+                    continue
                 pair = _redact.redact(f"{key}={v}")
                 if pair.count and pair.text.startswith(f"{key}="):
                     counter[0] += pair.count
@@ -269,14 +276,69 @@ def clean_metadata(value: Any, counter: list[int] | None = None, depth: int = 0)
     return _redacted(str(value), counter)
 
 
-def _redacted(text: str, counter: list[int]) -> str:
+def _check_unicode(text: str) -> None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
         raise InvalidInputError("metadata is not valid Unicode (lone surrogate)") from None
-    res = _redact.redact(text)
+
+
+def _redacted(text: str, counter: list[int]) -> str:
+    _check_unicode(text)
+    res = _redact_once(text)
     counter[0] += res.count
     return res.text
+
+
+# Strings and metadata (key, value) pairs that the write gate itself produced in this context (passed_gate).
+_PASSED: contextvars.ContextVar[tuple[frozenset[str], frozenset[tuple[str, str]]] | None] = contextvars.ContextVar(
+    "agent_memory_passed_gate", default=None
+)
+
+
+def _redact_once(text: str) -> _redact.RedactionResult:
+    """``redact(text)``, unless ``text`` is the gate's own output in this context (then it is stored as it is)."""
+    passed = _PASSED.get()
+    if passed is not None and text in passed[0]:
+        return _redact.RedactionResult(text, 0, ())
+    return _redact.redact(text)
+
+
+def _collect(value: object, strings: set[str], pairs: set[tuple[str, str]]) -> None:
+    if isinstance(value, str):
+        strings.add(value)
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            strings.add(str(k))
+            if isinstance(v, str):
+                pairs.add((str(k), v))
+            _collect(v, strings, pairs)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _collect(v, strings, pairs)
+
+
+@contextlib.contextmanager
+def passed_gate(records: Iterable[MemoryRecord]) -> Iterator[None]:
+    """Within this block, :func:`prepare_draft` does not redact again what ``records`` hold: records that already
+    passed the gate (:func:`prepare_record`, an export-format import) and that a backend is handed as drafts.
+
+    Their content, title, metadata keys and string values, and each metadata ``(key, value)`` pair, are the gate's
+    own output, so a second pass would store the same text (the files backend writes that output as it is); the
+    export-format import into PostgreSQL paid for it twice (~3 ms a line, most of it the provenance block). Any
+    other string — a field the caller adds to the draft, a value under another key — is redacted as always. Only
+    this process's code can enter the block (a context variable, copied into ``remember_many``'s threads)."""
+    strings: set[str] = set()
+    pairs: set[tuple[str, str]] = set()
+    for rec in records:
+        strings.add(rec.content)
+        strings.add(rec.title)
+        _collect(rec.metadata, strings, pairs)
+    token = _PASSED.set((frozenset(strings), frozenset(pairs)))
+    try:
+        yield
+    finally:
+        _PASSED.reset(token)
 
 
 _clean_metadata = clean_metadata  # the old private name
@@ -314,12 +376,12 @@ def check_owner(scope: Scope, session_id: str | None, user_id: str | None) -> tu
 def prepare_draft(draft: MemoryDraft, source: str, default_scope: Scope | None = None) -> tuple[MemoryRecord, int]:
     """Validate and redact one draft into a record without an id (the backend allocates it)."""
     content = check_content(draft.content)
-    red = _redact.redact(content)
+    red = _redact_once(content)
     title_in = draft.title if draft.title is not None else None
     if title_in is not None:
         title_in = check_text_field("title", title_in, MAX_TITLE_CHARS).strip()
     # a title derived from the already-redacted content needs no second pass
-    title_red = _redact.redact(title_in) if title_in else _redact.RedactionResult(default_title(red.text), 0, ())
+    title_red = _redact_once(title_in) if title_in else _redact.RedactionResult(default_title(red.text), 0, ())
     if draft.scope is None or draft.scope == "":
         scope = default_scope_for(draft.session_id, draft.user_id, default_scope)
     else:

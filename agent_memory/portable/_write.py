@@ -26,7 +26,7 @@ from agent_memory.backends.files.backend import FilesBackend
 from agent_memory.backends.files.store import MemoryStore
 from agent_memory.errors import InvalidInputError
 from agent_memory.formats.atomic import atomic_write
-from agent_memory.model.drafts import KEEP_PAST_EXPIRES, MemoryDraft, _parse_when
+from agent_memory.model.drafts import KEEP_PAST_EXPIRES, MemoryDraft, _parse_when, passed_gate
 from agent_memory.model.events import tombstone_id
 from agent_memory.model.records import MemoryRecord
 from agent_memory.portable.report import ImportReport
@@ -393,29 +393,30 @@ async def _write_chains(backend: MemoryBackend, todo: Sequence[Pending], report:
     reached = set(level) | {i for i, (_, rec, _) in enumerate(todo) if i not in pred and i not in level}
     keep = KEEP_PAST_EXPIRES.set(True)  # an expired record of the source stays one (invisible, swept later), as on files
     try:
-        while level:
-            drafts = []
-            for i in level:
-                rec = todo[i][1]
-                before = got.get(pred[i]) if i in pred else held.get(rec.supersedes or "")
-                drafts.append(dataclasses.replace(draft_of(rec), supersedes=before))
-            errors: list[tuple[int, str]] = []
-            results = await backend.remember_many(drafts, source="import", on_error="skip", errors=errors)
-            failed = {k for k, _ in errors}
-            for k, msg in errors:
-                report.skip(todo[level[k]][0], "invalid", msg, todo[level[k]][1].id)
-            ok = [i for k, i in enumerate(level) if k not in failed]
-            for i, res in zip(ok, results, strict=False):
-                where, _rec, redactions = todo[i]
-                got[i] = res.id  # a duplicate's successor supersedes the record the backend kept
-                if res.status in ("created", "superseded"):
-                    report.wrote(res.id)
-                    report.redactions += redactions
-                else:
-                    report.skip(where, "duplicate", f"the backend answered {res.status!r} (kept {res.id})", res.id)
-            # the next step of every chain (after a refused predecessor, its successor is written as the current value)
-            level = [n for i in level for n in succ.get(i, ())]
-            reached.update(level)
+        with passed_gate(r for _, r, _ in todo):  # each record passed the gate once already (prepare_record): not twice
+            while level:
+                drafts = []
+                for i in level:
+                    rec = todo[i][1]
+                    before = got.get(pred[i]) if i in pred else held.get(rec.supersedes or "")
+                    drafts.append(dataclasses.replace(draft_of(rec), supersedes=before))
+                errors: list[tuple[int, str]] = []
+                results = await backend.remember_many(drafts, source="import", on_error="skip", errors=errors)
+                failed = {k for k, _ in errors}
+                for k, msg in errors:
+                    report.skip(todo[level[k]][0], "invalid", msg, todo[level[k]][1].id)
+                ok = [i for k, i in enumerate(level) if k not in failed]
+                for i, res in zip(ok, results, strict=False):
+                    where, _rec, redactions = todo[i]
+                    got[i] = res.id  # a duplicate's successor supersedes the record the backend kept
+                    if res.status in ("created", "superseded"):
+                        report.wrote(res.id)
+                        report.redactions += redactions
+                    else:
+                        report.skip(where, "duplicate", f"the backend answered {res.status!r} (kept {res.id})", res.id)
+                # the next step of every chain (after a refused predecessor, its successor is written as the current value)
+                level = [n for i in level for n in succ.get(i, ())]
+                reached.update(level)
     finally:
         KEEP_PAST_EXPIRES.reset(keep)
     for i, (where, rec, _) in enumerate(todo):

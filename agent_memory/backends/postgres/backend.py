@@ -39,6 +39,7 @@ from agent_memory.model.events import Event, NotSupportedError, acting
 from agent_memory.model.lines import core_line
 from agent_memory.model.records import MemoryRecord, Scope, normalize_tags, parse_scope, validate_id
 from agent_memory.model.reports import BackfillReport, DoctorReport, History, PurgeReport, SweepReport, SyncReport
+from agent_memory.model.supersession import UNDEDUPED_KINDS
 from agent_memory.search.lexical import LexicalEngine
 from agent_memory.search.types import SearchResult
 
@@ -178,7 +179,6 @@ class PostgresBackend:
         pending = schedule()
         writing: builtins.list[asyncio.Task[builtins.list[Written]]] = []
         copied = 0
-        notes: builtins.list[dict[str, Any] | None] = []  # per result: what its event needs beyond the rows
         try:
             while pending is not None:
                 size, prepared = await pending
@@ -186,7 +186,7 @@ class PostgresBackend:
                 if prepared:  # up to `ingest_connections` batches in flight, each its own transaction
                     while sum(not t.done() for t in writing) >= self.ingest_connections:
                         await asyncio.wait([t for t in writing if not t.done()], return_when=asyncio.FIRST_COMPLETED)
-                    writing.append(asyncio.ensure_future(self._write_batch(prepared, size, progress)))
+                    writing.append(asyncio.ensure_future(self._write_batch(prepared, size, progress, source)))
                     copied += len(prepared) if len(prepared) >= self.copy_threshold else 0
                 elif progress:
                     progress(size)
@@ -198,14 +198,23 @@ class PostgresBackend:
             if isinstance(part, BaseException):
                 raise part
             results.extend(r for r, _ in part)
-            notes.extend(n for _, n in part)
         if copied >= 1000:  # fresh planner statistics after a bulk load (else: sequential scans until autovacuum)
-            async with self.pool.connection() as conn:
-                await conn.execute(f"ANALYZE {self.table}")
-        await record_writes(self, results, source, notes)
+            await self._analyze_after(copied)
         if self.vectors is not None and results:
             self.vectors.kick(self.pool)  # vectors catch up in the background; the write never waits for them
         return results
+
+    async def _analyze_after(self, copied: int) -> None:
+        """``ANALYZE`` the records after a bulk write that changed what the planner knows: the table was never
+        analyzed, or the write added at least a tenth of the rows it counted (autovacuum's own threshold). A large
+        store taking a small import keeps its statistics: its ``ANALYZE`` (30,000 sampled rows, ~1.5 s at 100k)
+        cost more than the import."""
+        async with self.pool.connection() as conn:
+            cur = await conn.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass", (self.table,))
+            row = await cur.fetchone()
+            counted = float(row["reltuples"]) if row is not None else -1.0
+            if counted < 0 or copied >= 0.1 * counted:  # reltuples -1: never analyzed (PostgreSQL 14+)
+                await conn.execute(f"ANALYZE {self.table}")
 
     def _prepare_batch(
         self, batch: builtins.list[MemoryDraft], start: int, source: str, on_error: str, errors: builtins.list[tuple[int, str]] | None
@@ -225,11 +234,20 @@ class PostgresBackend:
         return len(batch), prepared
 
     async def _write_batch(
-        self, prepared: builtins.list[Prepared], size: int = 0, progress: Callable[[int], None] | None = None
+        self, prepared: builtins.list[Prepared], size: int = 0, progress: Callable[[int], None] | None = None, source: str = "import"
     ) -> builtins.list[Written]:
-        """One transaction; retried whole when the server aborts it for a deadlock (every write is idempotent).
-        Each result comes with its note for the event log (:meth:`Writer.remember_one`), or None."""
-        unkeyed = [i for i, (rec, *_) in enumerate(prepared) if rec.memory_key is None]
+        """One transaction: the batch's rows, link rows and events commit together or not at all; retried whole
+        when the server aborts it for a deadlock or a lost race (every write is idempotent). Each result comes with
+        its note for the event log (:meth:`Writer.remember_one`), or None.
+
+        COPY takes the plain new facts only: unkeyed, superseding nothing, of a kind that is deduplicated. A keyed
+        draft, a supersession and a memory-tool file take :meth:`Writer.remember_one`, after the copied rows."""
+        unkeyed = [
+            i
+            for i, (rec, *_) in enumerate(prepared)
+            if rec.memory_key is None and rec.supersedes is None and rec.kind not in UNDEDUPED_KINDS
+        ]
+        written: builtins.list[Written] = []
         async with self.pool.connection() as conn:
             for attempt in range(5):
                 out: dict[int, RememberResult] = {}
@@ -246,6 +264,8 @@ class PostgresBackend:
                                 note: dict[str, Any] = {}
                                 out[i] = await self.writer.remember_one(conn, rec, redactions, mode, fields, note)
                                 notes[i] = note
+                        written = [(out[i], {**notes.get(i, {}), "tenant": tenant_part(prepared[i][0])[0]}) for i in range(len(prepared))]
+                        await record_writes(self, [r for r, _ in written], source, [n for _, n in written], conn=conn)
                     break
                 except (psycopg.errors.TransactionRollback, psycopg.errors.UniqueViolation):
                     if attempt == 4:
@@ -254,7 +274,7 @@ class PostgresBackend:
         if progress:
             progress(size)
         # each note names its record's tenant: the event joins the row there (an id is unique per tenant only)
-        return [(out[i], {**notes.get(i, {}), "tenant": tenant_part(prepared[i][0])[0]}) for i in range(len(prepared))]
+        return written
 
     async def supersede(self, old_id: str, draft: MemoryDraft, *, source: str = "tool") -> RememberResult:
         """Write ``draft`` as the current fact in place of ``old_id`` (kept, superseded; see ``docs/time.md``)."""

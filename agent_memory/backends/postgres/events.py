@@ -63,11 +63,14 @@ def _who(source: str) -> dict[str, Any]:
     return {"actor": a.actor or source, "sid": a.session_id, "uid": a.user_id, "run": a.run_id, "call": a.tool_call_id, "step": a.step}
 
 
-async def record_writes(b: Any, results: Sequence[RememberResult], source: str, notes: Sequence[dict[str, Any] | None] = ()) -> None:
+async def record_writes(
+    b: Any, results: Sequence[RememberResult], source: str, notes: Sequence[dict[str, Any] | None] = (), conn: Any = None
+) -> None:
     """One event per created/appended/replaced/superseded result (one statement for the whole batch).
 
     ``notes`` (per result, from :meth:`.writes.Writer.remember_one`) give what the rows cannot: an append's hashes
-    before and after it and the length of text it kept (its ``detail.kept``, as on the files backend)."""
+    before and after it and the length of text it kept (its ``detail.kept``, as on the files backend). ``conn``: the
+    write's own transaction (``remember_many`` passes it, so a batch's rows and their events commit together)."""
     if _QUIET.get():
         return
     chosen = [
@@ -92,21 +95,36 @@ async def record_writes(b: Any, results: Sequence[RememberResult], source: str, 
         "kepts": [c[2].get("kept") for c in chosen],
         "tenants": [c[2].get("tenant") for c in chosen],
     }
-    async with b.pool.connection() as conn:
-        await conn.execute(
-            f'INSERT INTO "{b.schema}".events (tenant, eid, event, id, actor, session_id, user_id, run_id, tool_call_id,'
-            " before, after, scope, owner_session, owner_user, detail, owner_namespace)"
-            " SELECT r.tenant, x.eid, x.ev, r.id, %(actor)s, coalesce(%(sid)s, r.session_id), coalesce(%(uid)s, r.user_id),"
-            " %(run)s, %(call)s, CASE WHEN x.ev = 'created' OR x.ev = 'imported' THEN NULL"
-            " ELSE coalesce(x.before, p.content_hash) END, coalesce(x.after, r.content_hash), r.scope, r.session_id,"
-            " r.user_id, jsonb_strip_nulls(jsonb_build_object('kept', x.kept, 'step', %(step)s::text, 'links', (SELECT nullif(count(*), 0)"
-            f' FROM "{b.schema}".record_links l WHERE l.tenant = r.tenant AND l.src = r.id))), r.namespace'
-            " FROM unnest(%(ids)s::text[], %(evs)s::text[], %(eids)s::text[], %(befores)s::text[], %(afters)s::text[],"
-            " %(kepts)s::int[], %(tenants)s::text[]) AS x(id, ev, eid, before, after, kept, tenant)"
-            f" JOIN {b.table} r ON r.id = x.id AND (x.tenant IS NULL OR r.tenant = x.tenant) AND r.superseded_by IS NULL"
-            f" LEFT JOIN {b.table} p ON p.tenant = r.tenant AND p.id = r.supersedes",
-            params,
-        )
+    if conn is None:
+        async with b.pool.connection() as own:
+            await _insert_writes(b, own, params)
+    else:
+        await _insert_writes(b, conn, params)
+
+
+async def _insert_writes(b: Any, conn: Any, params: dict[str, Any]) -> None:
+    await conn.execute(writes_sql(b.schema, b.table, by_key=None not in params["tenants"]), params)
+
+
+def writes_sql(schema: str, table: str, *, by_key: bool = True) -> str:
+    """The events of a write batch in one statement, each joining its current row. ``by_key``: every result names
+    its tenant (``remember_many``'s do), so the join is on the primary key ``(tenant, id)``, an index probe per
+    event; without a tenant only ``id`` is known, and a batch's events read the whole table (a sequential scan per
+    batch: at a million rows, most of a batch's cost)."""
+    match = "r.tenant = x.tenant AND r.id = x.id" if by_key else "r.id = x.id AND (x.tenant IS NULL OR r.tenant = x.tenant)"
+    return (
+        f'INSERT INTO "{schema}".events (tenant, eid, event, id, actor, session_id, user_id, run_id, tool_call_id,'
+        " before, after, scope, owner_session, owner_user, detail, owner_namespace)"
+        " SELECT r.tenant, x.eid, x.ev, r.id, %(actor)s, coalesce(%(sid)s, r.session_id), coalesce(%(uid)s, r.user_id),"
+        " %(run)s, %(call)s, CASE WHEN x.ev = 'created' OR x.ev = 'imported' THEN NULL"
+        " ELSE coalesce(x.before, p.content_hash) END, coalesce(x.after, r.content_hash), r.scope, r.session_id,"
+        " r.user_id, jsonb_strip_nulls(jsonb_build_object('kept', x.kept, 'step', %(step)s::text, 'links', (SELECT nullif(count(*), 0)"
+        f' FROM "{schema}".record_links l WHERE l.tenant = r.tenant AND l.src = r.id))), r.namespace'
+        " FROM unnest(%(ids)s::text[], %(evs)s::text[], %(eids)s::text[], %(befores)s::text[], %(afters)s::text[],"
+        " %(kepts)s::int[], %(tenants)s::text[]) AS x(id, ev, eid, before, after, kept, tenant)"
+        f" JOIN {table} r ON {match} AND r.superseded_by IS NULL"
+        f" LEFT JOIN {table} p ON p.tenant = r.tenant AND p.id = r.supersedes"
+    )
 
 
 async def record_event(

@@ -20,9 +20,11 @@ from agent_memory.backends.postgres.rows import COLUMNS, record_params, tenant_p
 from agent_memory.errors import BackendError
 from agent_memory.model.drafts import RememberResult, Status
 from agent_memory.model.records import MemoryRecord, slugify
+from agent_memory.model.supersession import POINTER, UNDEDUPED_KINDS
 
 _INSERT_COLS = ", ".join(COLUMNS)
 _EXPIRED = "expires IS NOT NULL AND expires <= now()"
+_DEDUPED = "NOT (r.kind = ANY(%(undeduped)s))"  # a memory-tool file or curated line never makes another text a duplicate
 _META = COLUMNS.index("metadata")
 Key = tuple[str, str, str]
 
@@ -44,6 +46,8 @@ def batch_ids(recs: list[MemoryRecord]) -> list[str]:
 def _copy_row(rec: MemoryRecord, rid: str, *lead: Any) -> list[Any]:
     p = record_params(rec)
     p["id"] = rid
+    if POINTER in p["metadata"]:  # history pointers are the store's to set (as remember_one)
+        del p["metadata"][POINTER]
     row = [*lead, *(p[c] for c in COLUMNS)]
     at = _META + len(lead)
     row[at] = json.dumps(row[at]) if row[at] else "{}"
@@ -71,10 +75,10 @@ async def _existing(writer: Any, conn: Any, keys: list[Key]) -> tuple[dict[Key, 
     """Per key: the live current row holding it (most recently updated); and keys blocked by expired unkeyed rows."""
     uniq = list(dict.fromkeys(keys))
     cur = await conn.execute(  # one index probe a content (records_hash_any), whatever the table's size
-        f"SELECT k.tenant, k.part, k.h, x.id, x.expired FROM unnest(%s::text[], %s::text[], %s::text[]) k(tenant, part, h)"
+        f"SELECT k.tenant, k.part, k.h, x.id, x.expired FROM unnest(%(t)s::text[], %(p)s::text[], %(h)s::text[]) k(tenant, part, h)"
         f" CROSS JOIN LATERAL (SELECT r.id, (r.expires IS NOT NULL AND r.expires <= now()) AS expired FROM {writer.t} r WHERE r.tenant = k.tenant"
-        " AND r.part = k.part AND r.content_hash = k.h AND r.superseded_by IS NULL ORDER BY 2, r.updated DESC LIMIT 1) x",
-        ([k[0] for k in uniq], [k[1] for k in uniq], [k[2] for k in uniq]),
+        f" AND r.part = k.part AND r.content_hash = k.h AND r.superseded_by IS NULL AND ({_DEDUPED} OR r.memory_key IS NULL AND r.expires <= now()) ORDER BY 2, r.updated DESC LIMIT 1) x",
+        {"t": [k[0] for k in uniq], "p": [k[1] for k in uniq], "h": [k[2] for k in uniq], "undeduped": list(UNDEDUPED_KINDS)},
     )
     live: dict[Key, str] = {}
     blocked: list[Key] = []
@@ -130,15 +134,17 @@ async def _staged(writer: Any, conn: Any, recs: list[MemoryRecord], keys: list[K
     # live rows already holding a content (keyed or not) make the staged copies duplicates
     live = (
         "r.tenant = s.tenant AND r.part = s.part AND r.content_hash = s.content_hash"
-        " AND (r.expires IS NULL OR r.expires > now()) AND r.superseded_by IS NULL"
+        f" AND (r.expires IS NULL OR r.expires > now()) AND r.superseded_by IS NULL AND {_DEDUPED}"
     )
+    undeduped = {"undeduped": list(UNDEDUPED_KINDS)}
     cur = await conn.execute(
-        f"SELECT DISTINCT ON (s.ord) s.ord, r.id FROM {stage} s JOIN {writer.t} r ON {live} ORDER BY s.ord, r.updated DESC"
+        f"SELECT DISTINCT ON (s.ord) s.ord, r.id FROM {stage} s JOIN {writer.t} r ON {live} ORDER BY s.ord, r.updated DESC", undeduped
     )
     existing = {row["ord"]: row["id"] for row in await cur.fetchall()}
     cur = await conn.execute(
         f"INSERT INTO {writer.t} ({_INSERT_COLS}) SELECT {_INSERT_COLS} FROM {stage} s"
-        f" WHERE NOT EXISTS (SELECT 1 FROM {writer.t} r WHERE {live}) ORDER BY s.ord ON CONFLICT DO NOTHING RETURNING id"
+        f" WHERE NOT EXISTS (SELECT 1 FROM {writer.t} r WHERE {live}) ORDER BY s.ord ON CONFLICT DO NOTHING RETURNING id",
+        undeduped,
     )
     created = {row["id"] for row in await cur.fetchall()}
     by_key: dict[Key, str] = {}
