@@ -32,12 +32,13 @@ from agent_memory.backends.base import (
     capability,
     require,
 )
-from agent_memory.errors import AgentMemoryError
+from agent_memory.errors import AgentMemoryError, InvalidInputError
 from agent_memory.model import scopes
 from agent_memory.model.curated import KIND as CURATED_KIND
 from agent_memory.model.curated import priority_of
 from agent_memory.model.drafts import MemoryDraft
 from agent_memory.model.lines import dates_text, summary_line
+from agent_memory.model.supersession import tool_refusal
 from agent_memory.sessions.api import caller_view
 
 __all__ = ["READ", "CAPTURE", "FOREGROUND", "TOOL_SETS", "memory_toolset", "as_backend", "caller_scope"]
@@ -360,6 +361,9 @@ def memory_toolset(
         """
         try:
             old = await store.get(id, who)  # the new fact goes to the old one's partition (the only one allowed)
+            refused = tool_refusal(old.kind)
+            if refused is not None:
+                raise InvalidInputError(f"record {old.id}: {refused}")
             draft = MemoryDraft(
                 content,
                 title=title,

@@ -36,7 +36,12 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> Any:  # one clear line instead of usage + error
+        # argparse quotes the value it refused ("invalid choice: '…'", "invalid float value: '…'"): never a secret
+        message = _QUOTED.sub(lambda m: shown(m.group(1)) if shown(m.group(1)) != repr(m.group(1)) else m.group(0), message)
         raise UsageError(f"{message} (see {self.prog} --help)")
+
+
+_QUOTED = re.compile(r"'([^'\n]{1,500})'")
 
 
 # -- argument types ---------------------------------------------------------------------------

@@ -445,6 +445,8 @@ def _interrupted(target: Any, before: int | None, results: list[Any], total: int
     old = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the index is brought in line with the files: not cut short
     try:
         target.store.index.refresh(force=True, wait=True)
+        with target.store.lock.hold():
+            target.store.write_memory_md()  # the records indexed now are listed too
         added = target.store.index.count() - before
     except Exception as exc:  # noqa: BLE001 - the message still says what to run
         return (

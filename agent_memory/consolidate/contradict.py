@@ -35,6 +35,7 @@ from typing import Any
 
 from agent_memory.consolidate.similar import _close
 from agent_memory.model.records import MemoryRecord
+from agent_memory.model.supersession import tool_refusal
 
 __all__ = [
     "Contradiction",
@@ -388,7 +389,9 @@ def supersedable(rec: MemoryRecord, *, scope: str, session_id: str | None, user_
     """Whether a write to the partition ``scope``/``session_id``/``user_id`` in ``namespace`` may supersede ``rec``
     (both backends' rule: a current record of the same scope and owner, in the same namespace). A visible record of
     another partition (an ancestor namespace's, a shared one seen from a user's write) contradicts, but a
-    ``supersede`` of it is refused."""
+    ``supersede`` of it is refused; so is one of a memory-tool file or a curated line (:func:`tool_refusal`)."""
+    if tool_refusal(rec.kind) is not None:
+        return False
     if rec.superseded_by or rec.scope.value != scope or (rec.namespace or "") != (namespace or ""):
         return False
     if scope == "session":

@@ -22,6 +22,7 @@ from agent_memory.mcp._args import Param
 from agent_memory.mcp._config import AccessDeniedError, Identity
 from agent_memory.model.drafts import MemoryDraft
 from agent_memory.model.lines import summary_line
+from agent_memory.model.supersession import tool_refusal
 
 __all__ = ["ToolSpec", "SPECS", "Runtime"]
 
@@ -277,6 +278,9 @@ async def _supersede(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str,
     who.check_writable("memory_supersede")  # read-only: refused before anything is read
     old = await rt.backend.get(a["id"], who.caller)  # visible to this caller, and the new fact goes to its partition
     who.check_write("memory_supersede", old.scope.value)
+    refused = tool_refusal(old.kind)
+    if refused is not None:
+        raise InvalidInputError(f"record {old.id}: {refused}")
     draft = MemoryDraft(
         a["content"],
         title=a.get("title"),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from agent_memory.model.records import MemoryRecord, normalize_instant
 
-__all__ = ["CAPTURE_SOURCES", "MAX_CHAIN", "POINTER", "UNDEDUPED_KINDS", "ended", "holds_lines", "start_of"]
+__all__ = ["CAPTURE_SOURCES", "MAX_CHAIN", "POINTER", "UNDEDUPED_KINDS", "ended", "holds_lines", "start_of", "tool_refusal"]
 
 
 #: Sources of records the capture worker wrote (and so may change).
@@ -47,6 +47,15 @@ POINTER = "previous_version"
 # two of them, or one and an ordinary memory, may hold the same text, so duplicate detection (writes, sweep, tidy and
 # consolidation's merge) leaves them out.
 UNDEDUPED_KINDS = ("memory_file", "curated")
+_CHANGED_BY = {"memory_file": "the memory tool (edit or replace the file)", "curated": "`curate` (replace the line)"}
+
+
+def tool_refusal(kind: str) -> str | None:
+    """Why a fact-superseding tool (``memory_supersede``, the CLI's ``--supersede`` notice) must not take a record of
+    ``kind`` as the outdated fact, or None: a memory-tool file or a curated line is addressed by its path or key and
+    changed by its own tool; a successor fact would take its key but not its file, and the file would vanish."""
+    how = _CHANGED_BY.get(kind)
+    return None if how is None else f"a {kind.replace('_', ' ')} is not a fact to supersede: change it with {how}"
 
 
 def holds_lines(content: str, text: str) -> bool:
