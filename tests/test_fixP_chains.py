@@ -126,3 +126,23 @@ def test_a_sound_chain_of_three_is_written_whole(kind: str, tmp_path: Path) -> N
     report = import_file(target.backend(), _file(tmp_path, *lines))
     assert len(report.written) == 3 and not report.skipped, report.to_dict()
     assert _current(target.backend(), Caller()) == ["The staging region is r3."]
+
+
+@pytest.mark.parametrize("form", ["root", "jsonl"])
+def test_a_chain_longer_than_a_batch_is_judged_whole(form: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One record per batch: a chain's links still find each other (its records are written together, last)."""
+    import agent_memory.portable.importers._common as common
+    import agent_memory.portable.restore as restore
+    from agent_memory.backends.files.store import MemoryStore
+
+    monkeypatch.setattr(common, "batch_size", lambda _target: 1)
+    monkeypatch.setattr(restore, "batch_size", lambda _target: 1)
+    lines = [_line(V1, by=V2), _line(V2, by=V3, sup=V1), _line(V3, sup=V2), {**_line(V1[:-1] + "9"), "content": "Lunch."}]
+    src = _file(tmp_path, *lines)
+    if form == "root":
+        assert len(import_file(MemoryStore(tmp_path / "src"), src).written) == 4
+        src = tmp_path / "src"
+    store = MemoryStore(tmp_path / "dst")
+    report = import_file(store, src)
+    assert len(report.written) == 4 and not report.skipped, report.to_dict()
+    assert sorted(r.content for r in store.list()) == ["Lunch.", "The staging region is r3."]
