@@ -41,10 +41,11 @@ def partition_of(rec: MemoryRecord) -> Part:
 
 
 def plan_chains(
-    records: Sequence[MemoryRecord], held: Callable[[str], Held | None], *, supersedes_stored: bool = False
+    records: Sequence[MemoryRecord], held: Callable[[str, Part], Held | None], *, supersedes_stored: bool = False
 ) -> dict[int, tuple[SkipReason, str]]:
     """The records (by index) an import must skip, with the reason and message (see the module docstring).
-    ``held(id)``: the target's record under ``id`` as the import would see it (None: none, or not the caller's).
+    ``held(id, partition)``: the target's record under ``id`` as the import would see it, the one of ``partition``
+    where the target holds several (None: none, or not the caller's).
     ``supersedes_stored``: the target's write supersedes a current record it holds (a backend's ``remember_many``);
     False (the files store writes whole records, a stored one is never changed): superseding it would leave two
     current values, so such a record is refused."""
@@ -53,19 +54,19 @@ def plan_chains(
     for i, rec in enumerate(records):
         index.setdefault(rec.id, i)
     parts = [partition_of(r) for r in records]
-    cache: dict[str, Held | None] = {}
+    cache: dict[tuple[str, Part], Held | None] = {}
 
-    def target(rid: str) -> Held | None:
-        if rid not in cache:
-            cache[rid] = held(rid)
-        return cache[rid]
+    def target(rid: str, part: Part) -> Held | None:
+        if (rid, part) not in cache:
+            cache[rid, part] = held(rid, part)
+        return cache[rid, part]
 
     claimed: dict[str, int] = {}  # a predecessor's id -> the record of the import superseding it
     for i, rec in enumerate(records):
         nxt = rec.superseded_by
         if nxt:
             j = index.get(nxt)
-            where = parts[j] if j is not None else (h.partition if (h := target(nxt)) is not None else None)
+            where = parts[j] if j is not None else (h.partition if (h := target(nxt, parts[i])) is not None else None)
             if where is None:
                 bad[i] = ("unsupported", f"superseded by {nxt}, which this import does not hold; not imported as a current value")
                 continue
@@ -85,7 +86,7 @@ def plan_chains(
                 continue
             other = records[j].superseded_by
         else:
-            h = target(prev)
+            h = target(prev, parts[i])
             if h is not None and h.partition != parts[i]:
                 bad[i] = ("invalid", f"supersedes {prev}, a record of another partition; a supersession link names only its own partition")
                 continue

@@ -29,7 +29,7 @@ from agent_memory.formats.atomic import atomic_write
 from agent_memory.model.drafts import KEEP_PAST_EXPIRES, MemoryDraft, _parse_when, passed_gate
 from agent_memory.model.events import tombstone_id
 from agent_memory.model.records import MemoryRecord
-from agent_memory.portable._chains import Held, plan_chains
+from agent_memory.portable._chains import Held, partition_of, plan_chains
 from agent_memory.portable.report import ImportReport
 
 T = TypeVar("T")
@@ -202,7 +202,7 @@ def _sound_chains(store: MemoryStore, conn: Any, items: list[Pending], report: I
     """``items`` without the records whose supersession links break a chain (:func:`plan_chains`, the rule every
     backend's import applies), each of those reported."""
 
-    def held(rid: str) -> Held | None:
+    def held(rid: str, _part: Any) -> Held | None:  # ids are unique in a files root
         row = conn.execute("SELECT superseded_by FROM records WHERE id = ?", (rid,)).fetchone()
         where = _holder(store, conn, rid)
         if where is None:
@@ -347,6 +347,7 @@ async def _write_backend(backend: MemoryBackend, items: Sequence[Pending], repor
     seen: dict[tuple[str, str | None, str | None, str], set[tuple[Any, str]]] = {}
     held: dict[str, str] = {}  # an original id an earlier import wrote -> its id in the backend (a re-run's chain)
     stored: dict[str, Held] = {}  # an original id an earlier import wrote -> its partition and successor there
+    stored_in: dict[tuple[str, Any], Held] = {}  # the same, per partition (an id several partitions imported)
     stored_expired = await _expired_imports(backend) if any(_expired(rec) for _, rec, _ in items) else set()
     for item in items:
         where, rec, _ = item
@@ -369,13 +370,19 @@ async def _write_backend(backend: MemoryBackend, items: Sequence[Pending], repor
             for h in hits:  # what each original id is in the target, per partition (for the chain rule)
                 first = h.metadata.get("imported_id")
                 if isinstance(first, str):
-                    stored[first] = Held(part, h.superseded_by)
+                    where_held = Held(partition_of(rec), h.superseded_by)
+                    stored.setdefault(first, where_held)
+                    stored_in[first, where_held.partition] = where_held
         if (rec.id, rec.content) in seen[part]:
             report.skip(where, "exists", "already imported (same original id and text)", rec.id)
             continue
         todo.append(item)
     if any(rec.supersedes or rec.superseded_by for _, rec, _ in todo):
-        bad = plan_chains([rec for _, rec, _ in todo], stored.get, supersedes_stored=True)
+        bad = plan_chains(
+            [rec for _, rec, _ in todo],
+            lambda rid, part: stored_in.get((rid, part)) or stored.get(rid),
+            supersedes_stored=True,
+        )
         for i, (reason, message) in sorted(bad.items()):
             report.skip(todo[i][0], reason, message, todo[i][1].id)
         todo = [item for i, item in enumerate(todo) if i not in bad]

@@ -122,7 +122,7 @@ def restore_lines(
         if len(pending) >= size and not strict:
             flush()
     if strict and chained:  # a chain broken within the file (portable._chains): refused before anything is written
-        bad = plan_chains([rec for _, rec, _ in chained], lambda _rid: None, supersedes_stored=True)
+        bad = plan_chains([rec for _, rec, _ in chained], lambda _rid, _part: None, supersedes_stored=True)
         for i, (reason, message) in sorted(bad.items(), key=lambda kv: int(chained[kv[0]][0].split()[-1])):
             if reason == "invalid":  # (a successor missing from the file may be the target's: judged when written)
                 raise BadLine(int(chained[i][0].split()[-1]), message)
