@@ -29,6 +29,7 @@ from agent_memory.formats.atomic import atomic_write
 from agent_memory.model.drafts import KEEP_PAST_EXPIRES, MemoryDraft, _parse_when, passed_gate
 from agent_memory.model.events import tombstone_id
 from agent_memory.model.records import MemoryRecord
+from agent_memory.portable._chains import Held, partition_of, plan_chains
 from agent_memory.portable.report import ImportReport
 
 T = TypeVar("T")
@@ -197,6 +198,25 @@ def _own_links(store: MemoryStore, conn: Any, rec: MemoryRecord) -> MemoryRecord
     return rec.replace(supersedes=mapped(rec.supersedes), superseded_by=mapped(rec.superseded_by))
 
 
+def _sound_chains(store: MemoryStore, conn: Any, items: list[Pending], report: ImportReport) -> list[Pending]:
+    """``items`` without the records whose supersession links break a chain (:func:`plan_chains`, the rule every
+    backend's import applies), each of those reported."""
+
+    def held(rid: str, _part: Any) -> Held | None:  # ids are unique in a files root
+        row = conn.execute("SELECT superseded_by FROM records WHERE id = ?", (rid,)).fetchone()
+        where = _holder(store, conn, rid)
+        if where is None:
+            return None
+        if row is None:  # an archived (or unreadable) record: its partition counts, not its links
+            return Held(where, None, archived=True)
+        return Held(where, row["superseded_by"])
+
+    bad = plan_chains([rec for _, rec, _ in items], held)
+    for i, (reason, message) in sorted(bad.items()):
+        report.skip(items[i][0], reason, message, items[i][1].id)
+    return [item for i, item in enumerate(items) if i not in bad]
+
+
 def _write_files(store: MemoryStore, items: Sequence[Pending], report: ImportReport, dedupe: bool, guard: Guard) -> None:
     written: list[MemoryRecord] = []
     linked: list[Path] = []  # this batch's new files: removed again if the batch fails before its rows commit
@@ -232,6 +252,7 @@ def _write_batch(
 ) -> None:
     """Write ``items``' files and index rows in one index transaction (see :func:`_write_files`)."""
     with store.index.transaction() as conn:
+        mine: list[Pending] = []
         for where, rec, redactions in items:
             if not guard.private and not guard.allow_purged and was_purged(rec, tombstones):
                 skip_purged(report, where, rec)
@@ -249,6 +270,10 @@ def _write_batch(
                 # tombstone (of the file's id or its imported_id) is never observable
                 skip_purged(report, where, rec)
                 continue
+            mine.append((where, rec, redactions))
+        if any(rec.supersedes or rec.superseded_by for _, rec, _ in mine):
+            mine = _sound_chains(store, conn, mine, report)
+        for where, rec, redactions in mine:
             name = f"{rec.id}.md"
             path = Path(store.records_dir, name)
             data = rec.render().encode("utf-8")
@@ -321,6 +346,8 @@ async def _write_backend(backend: MemoryBackend, items: Sequence[Pending], repor
         guard.tombstones = set() if guard.allow_purged or not items else await _pg_tombstones(backend)
     seen: dict[tuple[str, str | None, str | None, str], set[tuple[Any, str]]] = {}
     held: dict[str, str] = {}  # an original id an earlier import wrote -> its id in the backend (a re-run's chain)
+    stored: dict[str, Held] = {}  # an original id an earlier import wrote -> its partition and successor there
+    stored_in: dict[tuple[str, Any], Held] = {}  # the same, per partition (an id several partitions imported)
     stored_expired = await _expired_imports(backend) if any(_expired(rec) for _, rec, _ in items) else set()
     for item in items:
         where, rec, _ = item
@@ -340,10 +367,25 @@ async def _write_backend(backend: MemoryBackend, items: Sequence[Pending], repor
             hits = await _partition_records(backend, rec)
             seen[part] = {(h.metadata.get("imported_id"), h.content) for h in hits} | {(h.id, h.content) for h in hits}
             held.update((str(h.metadata["imported_id"]), h.id) for h in hits if isinstance(h.metadata.get("imported_id"), str))
+            for h in hits:  # what each original id is in the target, per partition (for the chain rule)
+                first = h.metadata.get("imported_id")
+                if isinstance(first, str):
+                    where_held = Held(partition_of(rec), h.superseded_by)
+                    stored.setdefault(first, where_held)
+                    stored_in[first, where_held.partition] = where_held
         if (rec.id, rec.content) in seen[part]:
             report.skip(where, "exists", "already imported (same original id and text)", rec.id)
             continue
         todo.append(item)
+    if any(rec.supersedes or rec.superseded_by for _, rec, _ in todo):
+        bad = plan_chains(
+            [rec for _, rec, _ in todo],
+            lambda rid, part: stored_in.get((rid, part)) or stored.get(rid),
+            supersedes_stored=True,
+        )
+        for i, (reason, message) in sorted(bad.items()):
+            report.skip(todo[i][0], reason, message, todo[i][1].id)
+        todo = [item for i, item in enumerate(todo) if i not in bad]
     await _write_chains(backend, todo, report, held)
 
 

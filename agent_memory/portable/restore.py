@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from agent_memory.errors import InvalidIdError, InvalidInputError
 from agent_memory.model.drafts import Override, check_id, prepare_record
 from agent_memory.model.records import MemoryRecord
+from agent_memory.portable._chains import plan_chains
 from agent_memory.portable._write import Guard, Owned, Pending, Target, batch_size, write_records
 from agent_memory.portable.export import is_header
 from agent_memory.portable.report import ImportReport
@@ -66,6 +67,7 @@ def restore_lines(
     guard = Guard(private=as_caller, allow_purged=allow_purged)
     hashes: set[str] = set()  # content hashes of the record versions the file holds (an event's before/after)
     owners: list[Owned] = []  # the records read, for telling a purged owner's session logs and episodes
+    chained: list[Pending] = []  # records with supersession links, written after the others in one batch
 
     def flush() -> None:
         nonlocal read
@@ -108,13 +110,22 @@ def restore_lines(
             continue
         if rescoped is not None and override:
             report.rescope(where, rec.id, rescoped.value, rec.scope.value, override.describe())
-        pending.append((where, rec, redactions))
+        if rec.supersedes or rec.superseded_by:  # a chain is judged whole (portable._chains): written last, together
+            chained.append((where, rec, redactions))
+            read -= 1  # its line is counted when it is written
+        else:
+            pending.append((where, rec, redactions))
         hashes.add(rec.content_hash)
         if not as_caller:
             first = rec.metadata.get("imported_id")
             owners.append((rec.id, first if isinstance(first, str) else None, rec.session_id, rec.user_id))
         if len(pending) >= size and not strict:
             flush()
+    if strict and chained:  # a chain broken within the file (portable._chains): refused before anything is written
+        bad = plan_chains([rec for _, rec, _ in chained], lambda _rid, _part: None, supersedes_stored=True)
+        for i, (reason, message) in sorted(bad.items(), key=lambda kv: int(chained[kv[0]][0].split()[-1])):
+            if reason == "invalid":  # (a successor missing from the file may be the target's: judged when written)
+                raise BadLine(int(chained[i][0].split()[-1]), message)
     if strict:  # every line checked: now write, batch by batch (progress: each batch's lines, the rest at the end)
         every, rest = list(pending), read - len(pending)
         pending.clear()
@@ -124,6 +135,10 @@ def restore_lines(
             flush()
         read = rest
     flush()
+    if chained:
+        pending.extend(chained)
+        read = len(chained)
+        flush()
     if sections:
         from agent_memory.portable.root import import_section, purged_owners
 
