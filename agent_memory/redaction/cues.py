@@ -450,6 +450,11 @@ _COPULA_LANGUAGE = {
 }  # fmt: skip
 # what a value stated after a colon is followed by: the end of its clause
 _COLON_END = Lazy(r"[ \t]*+(?:[.,;!?)\n]|$)")
+# a form's action after a colon label: a German separable or prefixed infinitive, a French infinitive in -er
+_COLON_VERB = {
+    "ist": Lazy(r"(?:zurück|an|ab|auf|ein|aus|um|ver|be|er|ent|zer|ge|nach|fest|ä|ü)[a-zäöüß]{2,}(?:en|ern|eln)"),
+    "est": Lazy(r"[a-zéèêàâîôûç]{3,}(?:er|ir)"),
+}
 # words an owner's password is set to by default, a value whatever their word class ("the password is changeme")
 _DEFAULT_VALUES = frozenset("secret changeme changeit letmein".split())
 # words that point elsewhere ("Passwort: siehe unten")
@@ -495,6 +500,9 @@ def stated_word_spans(text: str) -> Iterator[Span]:
             copula = _label_copula(text[lstart:end])
             if _CJK.get().search(m.group("v")) or any(w.lower() in _POINTERS for w in m.group("v").split()):
                 continue  # "密码: 错误" (no spaced words), "Passwort: siehe unten" (a pointer)
+            verb = _COLON_VERB.get(copula)
+            if verb is not None and verb.get().fullmatch(m.group("v").lower()):
+                continue  # "Passwort: Zurücksetzen", "Mot de passe: modifier": an action of a form
         words = m.group("v").split()
         start = m.start("v")
         if frame == "bare":
