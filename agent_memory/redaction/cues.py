@@ -219,8 +219,10 @@ _STATED_BEFORE = Lazy(rf"(?<![^\W\d_])(?:{_DETERMINERS})(?:[ \t]+[^\s,.;:!?]+){{
 _STATED_AFTER = Lazy(
     r"(?:(?:[ \t]+(?:for|to|of|on|at|für|fürs|zum|zur|vom|pour|du|de|del|da|do|di|della|per|van|voor|till|för)"
     r"(?:[ \t]+[^\s,.;:!?=\"']+){1,3}?)?"
-    r"(?:[ \t]+(?P<c>is|was|remains|est|était|etait|ist|war|lautet|es|era|é|è|är|var)"
-    r"(?:[ \t]+(?:now|still|(?P<set>set[ \t]+to|changed[ \t]+to)))?(?:[ \t]*[:=])?|[ \t]*[:=]"
+    r"(?:[ \t]+(?P<c>is|was|remains|est|était|etait|ist|war|lautet|es|era|é|è|är|var"
+    # round 13: the copula in another tense ("the password will be tangerine", "das Passwort wird …")
+    r"|will[ \t]+be|would[ \t]+be|has[ \t]+been|wird|sera|será|sarà|wordt|blir)"
+    r"(?:[ \t]+(?:now|still|(?P<set>set[ \t]+to|changed[ \t]+to)))?(?:[ \t]*[:=])?|[ \t]*(?P<colon>[:：])|[ \t]*="
     # round 12: "my password's tangerine"; "I set the password to tangerine" (a verb of setting before the label);
     # "with password Tangerine" (nothing between the label and the value: a preposition before the label)
     r"|(?P<s>['’]s)|[ \t]+(?P<to>to|till|a|à|para|por|in|en|auf|op|naar|su))|(?P<bare>))[ \t]+"
@@ -301,6 +303,8 @@ _LANGUAGE_SUFFIX = {
     "è": Lazy(r".{2,}(?:ata|ato|ita|ito|uta|uto|bile|iva|ivo|ente)"),
     "is": Lazy(r"(?:ge|ver|be|ont)\w{2,}(?:d|t|en)|.{2,}(?:lijk|ig|baar|loos|isch)"),
     "är": Lazy(r".{2,}(?:at|igt|ligt|iskt|bart)"),
+    # round 13: Russian, told by its label after a colon ("пароль: неверный"): adjectives and short participles
+    "ru": Lazy(r".{2,}(?:ый|ий|ой|ая|яя|ое|ее|ые|ие|ен|ён|ена|ёна|ено|ан|ана|ано|ны)"),
 }
 
 
@@ -409,6 +413,13 @@ def _clause_opens(text: str, start: int) -> bool:
         if words[i].lower() in _CONJUNCTIONS or words[i] in "-–—":
             words = words[i + 1 :]
             break
+    # round 13: a number or time phrase may open the clause ("Room 12 password is …", "As of 2026-11-28 password
+    # is …", "From today password is …"): at most three words up to its number or time word
+    for i in range(min(len(words), 4) - 1, -1, -1):
+        w = words[i].lower().strip("'’#")
+        if w in _TIME_WORDS or w[:1].isdigit():
+            words = words[i + 1 :]
+            break
     return len(words) <= 3 and not any(w.lower().strip("'’") in _FUNCTION_WORDS or not w.replace("-", "").isalpha() for w in words)
 
 
@@ -425,6 +436,34 @@ def _label_noun(word: str, english: bool) -> bool:
     if "-" in w or english and word.islower() and w.endswith("s") and not w.endswith("ss"):
         return True  # "with password re-use", "password attempts": a compound or a plural head
     return w in _LABEL_HEADS or _HEAD_SUFFIX.get().fullmatch(w) is not None
+
+
+# round 13: a colon after a label of any language opens a value as "Password:" does in English ("Passwort: mandarine",
+# "Mot de passe: mandarine", "пароль: tangerine"); its language, told by the label, gives the predicate endings
+_LABEL_COPULA = (
+    ("passwort", "ist"), ("kennwort", "ist"), ("mot", "est"), ("contrase", "es"), ("senha", "é"), ("wachtwoord", "is"),
+    ("lösenord", "är"), ("losenord", "är"), ("парол", "ru"), ("passw", "is"),
+)  # fmt: skip
+_COPULA_LANGUAGE = {
+    "will be": "is", "would be": "is", "has been": "is", "wird": "ist", "sera": "est", "será": "es", "sarà": "è",
+    "wordt": "is", "blir": "är",
+}  # fmt: skip
+# what a value stated after a colon is followed by: the end of its clause
+_COLON_END = Lazy(r"[ \t]*+(?:[.,;!?)\n]|$)")
+# a form's action after a colon label: a German separable or prefixed infinitive, a French infinitive in -er
+_COLON_VERB = {
+    "ist": Lazy(r"(?:zurück|an|ab|auf|ein|aus|um|ver|be|er|ent|zer|ge|nach|fest|ä|ü)[a-zäöüß]{2,}(?:en|ern|eln)"),
+    "est": Lazy(r"[a-zéèêàâîôûç]{3,}(?:er|ir)"),
+}
+# words an owner's password is set to by default, a value whatever their word class ("the password is changeme")
+_DEFAULT_VALUES = frozenset("secret changeme changeit letmein".split())
+# words that point elsewhere ("Passwort: siehe unten")
+_POINTERS = frozenset("siehe unten oben voir ci-dessous ci-dessus ver abajo arriba zie hieronder hierboven se nedan ovan".split())
+
+
+def _label_copula(label: str) -> str:
+    low = label.lower()
+    return next((c for head, c in _LABEL_COPULA if low.startswith(head)), "")
 
 
 def stated_word_spans(text: str) -> Iterator[Span]:
@@ -449,12 +488,21 @@ def stated_word_spans(text: str) -> Iterator[Span]:
             if sm is None or (m.group("to").lower() == "to") != bool(sm.group("en")):
                 if not _SET_AFTER.intersection(w.lower() for w in m.group("v").split()[1:3]):
                     continue
+        colon = m.group("colon") is not None
         opened = False  # no owner: the label opens its clause ("Password is tangerine")
         if not m.group("set") and frame not in ("bare", "to") and _STATED_BEFORE.get().search(text, max(0, end - 60), end) is None:
-            if not ((m.group("c") or frame == "s") and _clause_opens(text, lstart)):
+            if not ((m.group("c") or frame == "s" or colon) and _clause_opens(text, lstart)):
                 continue
             opened = True
-        copula = (m.group("c") or "").lower()
+        copula = " ".join((m.group("c") or "").lower().split())
+        copula = _COPULA_LANGUAGE.get(copula, copula)
+        if colon:
+            copula = _label_copula(text[lstart:end])
+            if _CJK.get().search(m.group("v")) or any(w.lower() in _POINTERS for w in m.group("v").split()):
+                continue  # "密码: 错误" (no spaced words), "Passwort: siehe unten" (a pointer)
+            verb = _COLON_VERB.get(copula)
+            if verb is not None and verb.get().fullmatch(m.group("v").lower()):
+                continue  # "Passwort: Zurücksetzen", "Mot de passe: modifier": an action of a form
         words = m.group("v").split()
         start = m.start("v")
         if frame == "bare":
@@ -476,7 +524,10 @@ def stated_word_spans(text: str) -> Iterator[Span]:
         if frame == "to" and len(run) > 1 and run[-1].lower() in _SET_AFTER:
             run.pop()  # "auf sonnenblume geändert": the participle after the value
             words = run
-        if not run or len(run) > 4 or len(run) == len(words) == 6 or _predicate(run[-1], copula):
+        default = len(run) == 1 and run[0].lower() in _DEFAULT_VALUES and bool(copula) and not colon
+        if default and _COLON_END.get().match(text, start + len(run[0])) is None:
+            continue  # "the password is secret and …": said about it
+        if not run or len(run) > 4 or len(run) == len(words) == 6 or _predicate(run[-1], copula) and not default:
             continue
         if len(run) > 1 and (
             _PREDICATE_SUFFIX.get().fullmatch(run[0].lower()) or run[0].lower() in _PREDICATE_WORDS and _ING.get().fullmatch(run[0].lower())
@@ -499,7 +550,11 @@ def stated_word_spans(text: str) -> Iterator[Span]:
         ):
             continue  # "set the password to expire", "para caducar": an infinitive
         value = " ".join(run)
-        if len(value) < 4 or any(w.isupper() and len(w) > 1 for w in run) or placeholder_value(value):
+        if colon and _COLON_END.get().match(text, start + len(value)) is None:
+            continue  # "Passwort: mindestens 8 Zeichen": a value after a colon ends its clause
+        # round 13: a capitalised word of three letters is a name ("The password is Rex."), not a time word ("Sun")
+        short = len(value) == 3 and value.istitle() and value.lower() not in _TIME_WORDS and bool(m.group("c"))
+        if len(value) < 4 and not short or any(w.isupper() and len(w) > 1 for w in run) or placeholder_value(value) and not default:
             continue
         yield start, start + len(value), "password"
 

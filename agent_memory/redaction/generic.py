@@ -71,6 +71,10 @@ _GROUPED = Lazy(r"(?<![\w-])[A-Za-z0-9]{2,8}(?:[ -][A-Za-z0-9]{2,8}){1,9}(?![\w-
 _STOP = frozenset("and und et y e en och og ja и و but aber mais pero ma maar".split())
 
 
+# round 13: a copula before a grouped value is no group of it ("the safe combination is 12-34-56")
+_GROUP_COPULA = Lazy(r"(?:is|was|ist|war|est|es|era|är|er|are)[ -]", I)
+
+
 def _letters_only(v: str) -> bool:
     return v.replace("-", "").replace("_", "").isalpha()
 
@@ -195,8 +199,10 @@ def _values_after(text: str, pos: int, line_end: int, strength: str) -> Iterator
     if strength != "pw" or True:
         g = _GROUPED.get().search(rest)
         if g is not None and g.start() <= 40 and _grouped_ok(g.group(), strength):
-            yield pos + g.start(), pos + g.end()
-            return
+            cop = _GROUP_COPULA.get().match(g.group())
+            if cop is None or _grouped_ok(g.group()[cop.end() :], strength):
+                yield pos + g.start() + (cop.end() if cop else 0), pos + g.end()
+                return
     if strength == "pw":
         c = _CONNECTOR.get().search(rest, 0, 60)
         if c is None:
@@ -913,6 +919,10 @@ _INDIRECT = Lazy(
 )
 
 
+# a password stated in prose just before a span: its value is the word, even a default one ("the password is secret")
+_STATED_DEFAULT = Lazy(r"(?:passw|kennw|passe|contrase|senha|wachtw)\w*[ \t]+(?:is|was|will[ \t]+be|ist|war|est|es|é|è|är)[ \t]+$", I)
+
+
 def _look_alike(text: str, start: int, end: int, v: str) -> bool:
     """Spans that only look like secrets: a mask or placeholder (``***REMOVED***``, ``<password>``, ``{base32-secret}``,
     ``«redacted»``), a note in brackets, a URL's literal ``:password@``, a PEM block without a body, a colon-hex serial,
@@ -937,7 +947,9 @@ def _look_alike(text: str, start: int, end: int, v: str) -> bool:
     ):
         return True  # "<password>", "{base32-secret}", "[hidden]" (not "[hf_SQNJFCVJwnhSz…]": its case is random)
     if _MASK_CHARS.get().fullmatch(inner) or _MASK_WORD.get().fullmatch(inner) and (opened or not any(c.isdigit() for c in inner)):
-        return True
+        # round 13: unless it is the word an owner's password is said to be in prose ("the password is changeme")
+        if opened or not inner.isalpha() or _STATED_DEFAULT.get().search(before) is None:
+            return True
     if v[:1] in "(（":
         return True  # "（1Passwordを参照）": a note, not a value
     if v[:1].isspace() and before[-1:] in "`'\"" and re.fullmatch(r"[A-Za-z ,.;]+", core):
