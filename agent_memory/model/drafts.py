@@ -176,9 +176,16 @@ def utc_text(when: dt.datetime) -> str:
     return when.astimezone(dt.UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
-KEEP_PAST_EXPIRES: contextvars.ContextVar[bool] = contextvars.ContextVar("agent_memory_keep_past_expires", default=False)
-"""Set (True) only by an import of whole records (``portable._write``): a past ``expires`` is kept, the record
-stored expired (invisible, swept later), as the files backend's restore keeps it, instead of refused."""
+RESTORING: contextvars.ContextVar[bool] = contextvars.ContextVar("agent_memory_restoring", default=False)
+"""Set (True) only by an import of whole records of an export (``portable._write``), whose drafts carry what the
+records had: a past ``expires`` is kept, the record stored expired (invisible, swept later), as the files
+backend's restore keeps it, instead of refused; and the :data:`IMPORT_KEYS` metadata the import writes is kept."""
+KEEP_PAST_EXPIRES = RESTORING  # the older name
+
+#: Metadata only an import of whole records writes (the id, owner id and creation time a record had where it came
+#: from): links resolve through ``imported_id`` (``model.links``) and purge tombstones match ``imported_owner_id``,
+#: so :func:`prepare_draft` drops them from every other write — a record cannot claim to be another one.
+IMPORT_KEYS = frozenset({"imported_id", "imported_owner_id", "imported_created"})
 
 
 def normalize_expires(value: object, *, now: dt.datetime | None = None) -> str:
@@ -186,7 +193,7 @@ def normalize_expires(value: object, *, now: dt.datetime | None = None) -> str:
     when = _parse_when(value) if isinstance(value, str) else None
     if when is None:
         raise InvalidInputError(f"expires must be an ISO date or datetime (e.g. 2026-12-31 or 2026-12-31T18:00:00Z), not {shown(value)}")
-    if when <= (now or dt.datetime.now(dt.UTC)) and not KEEP_PAST_EXPIRES.get():
+    if when <= (now or dt.datetime.now(dt.UTC)) and not RESTORING.get():
         raise InvalidInputError(f"expires {shown(value)} is already expired; give a future date or datetime")
     return utc_text(when)
 
@@ -411,6 +418,8 @@ def prepare_draft(draft: MemoryDraft, source: str, default_scope: Scope | None =
         raise InvalidInputError("metadata must be a mapping")
     counter = [0]
     metadata = clean_metadata(dict(draft.metadata or {}), counter)
+    if not RESTORING.get() and not IMPORT_KEYS.isdisjoint(metadata):  # the import's own keys (see IMPORT_KEYS)
+        metadata = {k: v for k, v in metadata.items() if k not in IMPORT_KEYS}
     clocks = clock_values(draft)
     now = now_iso()
     rec = MemoryRecord(

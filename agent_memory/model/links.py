@@ -14,10 +14,14 @@ nobody takes over another user's title link by writing a shared record with that
 hidden record's id, title or existence). So a link written before its
 target exists resolves as soon as the target is written, and a purged target leaves its backlinks unresolved.
 
-**An id link survives an import** into a backend that gives records new ids (PostgreSQL keeps the old one in
-``metadata.imported_id``): a target that is no visible record's id resolves to a visible record imported under that
-id (:func:`ids_of`; the current one first, then the newest), so ``[[<id>]]`` written before an export still works
-after the import, within the same visibility (never a record the caller may not see). The link text is never
+**An id link survives an import** that gives records new ids (PostgreSQL always, a files import on a caller's
+behalf when an id is someone else's; the old id is kept in ``metadata.imported_id``): a target that is no visible
+record's id resolves to a visible record imported under that id (:func:`ids_of`), chosen like a title — the
+lowest :func:`tier` for the linking record, then the current one, then the newest — so ``[[<id>]]`` written before
+an export still works after the import, within the same visibility (never a record the caller may not see), and a
+shared record never takes over a link that a record of the linking record's own partition answers. Only an import
+of whole records sets ``imported_*`` metadata (the write gate drops them from any other write:
+``model.drafts.IMPORT_KEYS``), so an ordinary write cannot claim another record's id. The link text is never
 rewritten: the export stays lossless, and the same body resolves on both backends.
 
 Links inside code (fenced blocks, inline code spans) are not links; at most :data:`MAX_LINKS` distinct targets
@@ -182,18 +186,20 @@ class RecordLinks:
 
 def resolve(
     links: Sequence[ParsedLink],
-    by_id: Mapping[str, LinkRef],
+    by_id: Mapping[str, Sequence[LinkRef]],
     by_title: Mapping[str, Sequence[LinkRef]],
     source: LinkRef | None = None,
 ) -> tuple[Link, ...]:
-    """``links`` (of the record ``source``) resolved against the records a caller may see: ``by_id`` (id → record),
-    ``by_title`` (title key → the current records with that title, newest first; at least the newest of each
-    partition). An id wins over a title; among titles the lowest :func:`tier` for ``source``, then the newest;
-    neither: unresolved."""
+    """``links`` (of the record ``source``) resolved against the records a caller may see: ``by_id`` (id → the record
+    with that id, else the records imported under it, as :func:`ids_of` gives them), ``by_title`` (title key → the
+    current records with that title, newest first; at least the newest of each partition). An id wins over a title:
+    the record with that id, else the imported one of the lowest :func:`tier` for ``source``; among titles the lowest
+    :func:`tier`, then the newest; neither: unresolved."""
     out: list[Link] = []
     for link in links:
-        ref = by_id.get(link.target)
-        if ref is not None:
+        ids = by_id.get(link.target) or ()
+        if ids:
+            ref = ids[0] if ids[0].id == link.target else min(ids, key=lambda r: tier(r, source))  # min: the first of a tier
             out.append(Link(link.target, ref.id, ref.title, "id"))
             continue
         refs = by_title.get(link.key) or ()
@@ -208,22 +214,27 @@ def imported_id(metadata: Mapping[str, Any] | None) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def ids_of(ids: Sequence[str], exact: Mapping[str, LinkRef], imported: Iterable[tuple[str, LinkRef]] = ()) -> dict[str, LinkRef]:
-    """Link targets (``ids``) to records: ``exact`` (id → visible record) first; a target no visible record has as
-    its id goes to a visible record imported under it (``imported``: ``(imported id, record)``, ordered current
-    first, then newest first). Both inputs hold only records the caller may see."""
-    out = {i: exact[i] for i in ids if i in exact}
-    wanted = set(ids)
+def ids_of(
+    ids: Sequence[str], exact: Mapping[str, LinkRef], imported: Iterable[tuple[str, LinkRef]] = ()
+) -> dict[str, tuple[LinkRef, ...]]:
+    """Link targets (``ids``) to records: ``exact`` (id → visible record) alone where it has the target; a target no
+    visible record has as its id goes to the visible records imported under it (``imported``: ``(imported id,
+    record)``, ordered current first, then newest first; :func:`resolve` picks by :func:`tier`). Both inputs hold
+    only records the caller may see."""
+    out: dict[str, tuple[LinkRef, ...]] = {i: (exact[i],) for i in ids if i in exact}
+    wanted = set(ids) - set(out)
+    found: dict[str, list[LinkRef]] = {}
     for old, ref in imported:
-        if old in wanted and old not in out:
-            out[old] = ref
+        if old in wanted:
+            found.setdefault(old, []).append(ref)
+    out.update((old, tuple(refs)) for old, refs in found.items())
     return out
 
 
 def backlinks_of(
     record: LinkRef,
     candidates: Iterable[tuple[LinkRef, ParsedLink]],
-    by_id: Callable[[Sequence[str]], Mapping[str, LinkRef]],
+    by_id: Callable[[Sequence[str]], Mapping[str, Sequence[LinkRef]]],
     by_title: Callable[[Sequence[str]], Mapping[str, Sequence[LinkRef]]],
 ) -> tuple[Backlink, ...]:
     """The backlinks of ``record`` among ``candidates`` (visible current source, one of its links whose target is the

@@ -26,7 +26,7 @@ from agent_memory.backends.files.backend import FilesBackend
 from agent_memory.backends.files.store import MemoryStore
 from agent_memory.errors import InvalidInputError
 from agent_memory.formats.atomic import atomic_write
-from agent_memory.model.drafts import KEEP_PAST_EXPIRES, MemoryDraft, _parse_when, passed_gate
+from agent_memory.model.drafts import RESTORING, MemoryDraft, _parse_when, passed_gate
 from agent_memory.model.events import tombstone_id
 from agent_memory.model.records import MemoryRecord
 from agent_memory.portable._chains import Held, partition_of, plan_chains
@@ -260,8 +260,9 @@ def _write_batch(
             if guard.private and _holder(store, conn, rec.id) != _partition(rec.scope, rec.session_id, rec.user_id, rec.namespace):
                 # an import as a caller keeps a file's id only where the caller's own record holds it (a re-run);
                 # any other id gets the owner's suffix, free or not, so the outcome never tells the caller whether
-                # someone else's record holds it
-                rec = rec.replace(id=own_id(rec))
+                # someone else's record holds it; the file's id stays in metadata.imported_id, which its [[id]]
+                # links resolve through (model.links), as on a backend that mints its own ids
+                rec = rec.replace(id=own_id(rec), metadata={**rec.metadata, "imported_id": rec.id})
                 report.ids_kept = False
             if guard.private and (rec.supersedes or rec.superseded_by):
                 rec = _own_links(store, conn, rec)
@@ -433,7 +434,7 @@ async def _write_chains(backend: MemoryBackend, todo: Sequence[Pending], report:
         level.append(i)
     got: dict[int, str] = {}  # index in todo -> the id the backend gave it
     reached = set(level) | {i for i, (_, rec, _) in enumerate(todo) if i not in pred and i not in level}
-    keep = KEEP_PAST_EXPIRES.set(True)  # an expired record of the source stays one (invisible, swept later), as on files
+    keep = RESTORING.set(True)  # expired records stay (invisible, swept later), as on files; imported_* metadata kept
     try:
         with passed_gate(r for _, r, _ in todo):  # each record passed the gate once already (prepare_record): not twice
             while level:
@@ -460,7 +461,7 @@ async def _write_chains(backend: MemoryBackend, todo: Sequence[Pending], report:
                 level = [n for i in level for n in succ.get(i, ())]
                 reached.update(level)
     finally:
-        KEEP_PAST_EXPIRES.reset(keep)
+        RESTORING.reset(keep)
     for i, (where, rec, _) in enumerate(todo):
         if i not in reached:  # a chain that loops back on itself has no oldest version to start from
             report.skip(where, "invalid", "its supersession links form a cycle; not imported", rec.id)

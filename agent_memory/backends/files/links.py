@@ -49,7 +49,7 @@ class _Reader:
         marks = ",".join(f":v{i}" for i in range(len(values)))
         return self.conn.execute(sql.replace("{in}", marks), params).fetchall()
 
-    def by_id(self, ids: Sequence[str]) -> Mapping[str, LinkRef]:
+    def by_id(self, ids: Sequence[str]) -> Mapping[str, tuple[LinkRef, ...]]:
         """Per target, the visible record with that id, else a visible record imported under it
         (:func:`~agent_memory.model.links.ids_of`: a record imported from PostgreSQL keeps the id it was first
         imported with in ``metadata.imported_id``)."""

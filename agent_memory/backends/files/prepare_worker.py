@@ -9,7 +9,7 @@ pipe (length-prefixed pickles), one batch outstanding. It runs the very code of 
 directory first on its path: it says which it imported, and a different one is not used) and it returns, in
 order, each draft prepared or the typed error the draft raised, and the verdicts, which the store remembers so the
 mint costs no engine pass. Nothing leaves the worker but what ``prepare_draft`` made: the records are redacted
-there exactly as here, with the import's ``KEEP_PAST_EXPIRES`` passed along (the one context
+there exactly as here, with the import's ``RESTORING`` passed along (the one context
 ``prepare_draft`` reads).
 
 It is used only for a sized input of at least :data:`MIN_DRAFTS` drafts (``AGENT_MEMORY_DRAFT_WORKER``: ``0``
@@ -30,7 +30,7 @@ from typing import IO, Any
 
 from agent_memory.backends.files.lifecycle import PROVENANCE
 from agent_memory.errors import InvalidInputError
-from agent_memory.model.drafts import KEEP_PAST_EXPIRES, MemoryDraft, explicit_fields, prepare_draft
+from agent_memory.model.drafts import RESTORING, MemoryDraft, explicit_fields, prepare_draft
 from agent_memory.model.records import MemoryRecord, Scope
 from agent_memory.model.values import id_stem, remember_verdicts, stem_verdicts
 
@@ -120,7 +120,7 @@ class DraftWorker:
             return False
         try:
             assert self._proc.stdin is not None
-            _send(self._proc.stdin, (list(drafts), source, default_scope, KEEP_PAST_EXPIRES.get()))
+            _send(self._proc.stdin, (list(drafts), source, default_scope, RESTORING.get()))
         except (OSError, ValueError, pickle.PicklingError, TypeError, AttributeError, RecursionError):
             self.close()
             return False
@@ -174,14 +174,14 @@ def main() -> int:
     _send(out, ("agent_memory", _THIS))
     while True:
         try:
-            drafts, source, default_scope, keep_past = _receive(inp)
+            drafts, source, default_scope, restoring = _receive(inp)
         except EOFError:
             return 0
-        token = KEEP_PAST_EXPIRES.set(bool(keep_past))
+        token = RESTORING.set(bool(restoring))
         try:
             _send(out, prepare_batch(drafts, source, default_scope))
         finally:
-            KEEP_PAST_EXPIRES.reset(token)
+            RESTORING.reset(token)
 
 
 if __name__ == "__main__":

@@ -165,7 +165,7 @@ class _Reader:
         self.conn, self.t, self.s, self.params = conn, table, s, dict(caller)
         self.vis = visibility(self.params)
 
-    async def by_id(self, ids: Sequence[str]) -> dict[str, LinkRef]:
+    async def by_id(self, ids: Sequence[str]) -> dict[str, tuple[LinkRef, ...]]:
         """Per target, the visible record with that id, else a visible record imported under it
         (:func:`~agent_memory.model.links.ids_of`: this backend gives imported records new ids)."""
         if not ids:
