@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from agent_memory.model import values
 from agent_memory.model.values import id_stem, new_id
-from agent_memory.redaction import engine, prefilter
+from agent_memory.redaction import engine, ids, prefilter
 from agent_memory.redaction.providers import PROVIDERS
 from agent_memory.redaction.samples import SECRET_SAMPLES
 from agent_memory.redaction.slugs import plain_slug
@@ -36,7 +36,7 @@ def passes(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
         return real(text, **kw)
 
     monkeypatch.setattr(engine, "find_spans", counting)
-    values._VERDICTS.clear()
+    ids._VERDICTS.clear()
     yield seen
 
 
@@ -46,7 +46,7 @@ def full_check(stem: str) -> bool:
 
     if values.looks_secret(stem):
         return True
-    return any(contains_secret(stem[m.end() :]) for m in values._GLUE.finditer(stem) if len(stem) - m.end() >= 16)
+    return any(contains_secret(stem[m.end() :]) for m in ids._GLUE.finditer(stem) if len(stem) - m.end() >= 16)
 
 
 def test_an_ordinary_title_mints_its_id_without_the_engine(passes: list[str]) -> None:

@@ -11,8 +11,12 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from agent_memory.errors import InvalidIdError, InvalidInputError
+
+if TYPE_CHECKING:
+    from agent_memory.redaction import ids as ids_module
 
 
 class Scope(StrEnum):
@@ -74,68 +78,28 @@ def shown(value: object) -> str:
     return red
 
 
-_SEPARATORS = re.compile(r"[-.:@/+=~]+")
-_OUR_ID = re.compile(r"\d{4}-\d{2}-\d{2}-[a-z0-9-]*-[0-9a-f]{8}")  # new_id's shape: its last 8 hex are random
-
-
 def looks_secret(value: str) -> bool:
-    """True if ``value`` holds a secret, also one glued into an identifier (``2026-01-01-ghp_…``, ``user-sk_live_…``):
-    the redaction engine wants a boundary before a token, and ``-`` is not one for it."""
+    """True if ``value`` holds a secret, also one glued into an identifier (the id rule's home:
+    :func:`agent_memory.redaction.ids.looks_secret`)."""
+    from agent_memory.redaction import ids  # writes and error paths only: reads never load the redaction rules
+    from agent_memory.redaction.api import contains_secret
+
+    return ids.looks_secret(value, contains_secret)
+
+
+def _rule() -> tuple[ids_module.Contains, ids_module.Plain]:
     from agent_memory.redaction.api import contains_secret  # writes and error paths only
+    from agent_memory.redaction.slugs import plain_slug
 
-    if _OUR_ID.fullmatch(value):  # our own random suffix after a slug word ("…-token-c4f6d89e") is no secret
-        value = value[:-9]
-    if contains_secret(value):
-        return True
-    spaced = _SEPARATORS.sub(" ", value)
-    # the spaced form looks for a token glued after a prefix; labels read across a slug's words ("the key to the
-    # roadmap ab12cd34") would refuse ordinary ids, so only the token rules look at it
-    return spaced != value and contains_secret(spaced, general=False)
-
-
-_GLUE = re.compile(r"[-.:@/+=~_]+")
+    return contains_secret, plain_slug
 
 
 def looks_secret_glued(value: str) -> bool:
-    """:func:`looks_secret`, and also a secret glued after a prefix (``chat-sk-…``, ``ada.ghp_…``: spacing the
-    separators would also split the token's own ``sk-``): the check of every identifier the store writes (ids, keys,
-    tags).
+    """:func:`looks_secret`, and also a secret glued after a prefix (``chat-sk-…``): the check of every identifier the
+    store writes (ids, keys, tags), its verdict remembered per stem (:func:`agent_memory.redaction.ids.looks_secret_glued`)."""
+    from agent_memory.redaction import ids
 
-    The verdict on an id of :func:`new_id`'s shape is its stem's (the date and slug: the random suffix is never
-    read), and it is remembered per stem (:func:`_stem_verdict`; redaction has no state): the id a write mints is
-    checked once, by :func:`new_id`, and neither the event that names it, nor another id minted from the same title
-    on the same day (a re-mint after a name clash, a repeated title) runs the engine again. Whoever supplied the
-    id, the verdict is the same function of its text: an id from an import, ``--id`` or the API that was never
-    minted here gets the full check."""
-    if _OUR_ID.fullmatch(value):  # new_id's random suffix after a slug word ("…-token-c4f6d89e") is no secret
-        value = value[:-9]
-    return _stem_verdict(value)
-
-
-_VERDICTS: dict[str, bool] = {}  # identifier (without our random suffix) -> holds a secret; emptied when full
-_VERDICTS_MAX = 8192
-
-
-def _stem_verdict(value: str) -> bool:
-    """:func:`looks_secret_glued` of an identifier without our random suffix (a pure function of ``value``)."""
-    verdict = _VERDICTS.get(value)
-    if verdict is None:
-        verdict = _glued_check(value)
-        if len(_VERDICTS) >= _VERDICTS_MAX:
-            _VERDICTS.clear()
-        _VERDICTS[value] = verdict
-    return verdict
-
-
-def _glued_check(value: str) -> bool:
-    from agent_memory.redaction.api import contains_secret  # writes and error paths only
-    from agent_memory.redaction.slugs import plain_slug  # a minted id's stem of plain words: provably no secret, no pass
-
-    if plain_slug(value):
-        return False
-    if looks_secret(value):
-        return True
-    return any(contains_secret(value[m.end() :]) for m in _GLUE.finditer(value) if len(value) - m.end() >= 16)
+    return ids.looks_secret_glued(value, *_rule())
 
 
 def id_stem(title: str, created: str) -> str:
@@ -145,16 +109,18 @@ def id_stem(title: str, created: str) -> str:
 
 
 def stem_verdicts(stems: Iterable[str]) -> dict[str, bool]:
-    """The identifier check's verdict on each of ``stems`` (:func:`id_stem`), remembered here as well."""
-    return {stem: _stem_verdict(stem) for stem in stems}
+    """The identifier check's verdict on each of ``stems`` (:func:`id_stem`), remembered as well."""
+    from agent_memory.redaction import ids
+
+    return ids.stem_verdicts(stems, *_rule())
 
 
 def remember_verdicts(verdicts: Mapping[str, bool]) -> None:
     """Take verdicts :func:`stem_verdicts` gave in another process running this same code (a draft worker of
     ``remember_many``): the ids minted from those stems then cost no engine pass here."""
-    if len(_VERDICTS) + len(verdicts) > _VERDICTS_MAX:
-        _VERDICTS.clear()
-    _VERDICTS.update({k: bool(v) for k, v in verdicts.items() if isinstance(k, str)})
+    from agent_memory.redaction import ids
+
+    ids.remember_verdicts(verdicts)
 
 
 def now_iso() -> str:

@@ -45,10 +45,10 @@ from agent_memory.model.events import Event, NotSupportedError, tombstone_id
 from agent_memory.model.events import visible as event_visible
 from agent_memory.model.records import MemoryRecord, RecordParseError, Scope, content_hash
 from agent_memory.model.scopes import may_see
-from agent_memory.model.values import _OUR_ID
 from agent_memory.portable._write import Guard, Owned, Target, files_store, owner_of, purged_ids, run_sync, skip_purged, was_purged
 from agent_memory.portable.report import ImportReport
 from agent_memory.redaction.api import contains_secret, redact_text
+from agent_memory.redaction.ids import MINTED_ID
 from agent_memory.sessions._files import message_line
 from agent_memory.sessions.api import session_store
 from agent_memory.sessions.store import SessionStore
@@ -541,7 +541,7 @@ def _import_event(target: Target, where: str, data: dict[str, Any], report: Impo
         raise InvalidInputError("event must be an object")
     withheld: list[str] = []
     for k, v in raw.items():
-        if k == "id" and isinstance(v, str) and _OUR_ID.fullmatch(v):
+        if k == "id" and isinstance(v, str) and MINTED_ID.fullmatch(v):
             v = v[:-9]  # our own id's random suffix after a slug word ("…-github-token-d017ea26") is no secret
         if k != "detail" and isinstance(v, str) and contains_secret(v):
             if k in ("before", "after") and _HASH.fullmatch(v):

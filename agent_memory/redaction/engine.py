@@ -15,6 +15,7 @@ from agent_memory.redaction import (
     general,
     generic,
     heuristics,
+    ids,
     keyvalue,
     prefilter,
     structured,
@@ -121,12 +122,14 @@ def _overlaps(starts: list[int], spans: list[Span] | list[tuple[int, int]], star
 class _Spans:
     """Accepted spans, disjoint and sorted; a candidate overlapping one of them (or a marker) is dropped.
 
-    Lookups are binary searches, so a text with tens of thousands of secrets stays linear-ish.
+    Protected regions are never replaced: markers, encrypted-at-rest envelopes and public key members (a candidate
+    touching one is dropped), and ``links`` (:func:`ids.link_spans`: a candidate is cut around one, so a value glued
+    to a link still goes). Lookups are binary searches, so a text with tens of thousands of secrets stays linear-ish.
     """
 
-    __slots__ = ("blocked", "blocked_starts", "found", "starts")
+    __slots__ = ("blocked", "blocked_starts", "found", "links", "links_starts", "starts")
 
-    def __init__(self, text: str, low: str) -> None:
+    def __init__(self, text: str, low: str, links: list[tuple[int, int]] | None = None) -> None:
         self.found: list[Span] = []
         self.starts: list[int] = []
         self.blocked: list[tuple[int, int]] = [(m.start(), m.end()) for m in MARKER_RE.finditer(text)] if "[redacted:" in low else []
@@ -134,29 +137,49 @@ class _Spans:
         if public:  # encrypted-at-rest envelopes and public key members: never redacted
             self.blocked = sorted(self.blocked + public)
         self.blocked_starts = [s for s, _ in self.blocked]
+        self.links = links or []
+        self.links_starts = [s for s, _ in self.links]
+
+    def _outside_links(self, start: int, end: int) -> list[tuple[int, int]]:
+        """[start, end) less the links to our ids it overlaps (usually itself, whole)."""
+        if not self.links or not _overlaps(self.links_starts, self.links, start, end):
+            return [(start, end)]
+        pieces = []
+        for s, e in self.links:
+            if e <= start or s >= end:
+                continue
+            if s > start:
+                pieces.append((start, s))
+            start = max(start, e)
+        if start < end:
+            pieces.append((start, end))
+        return pieces
 
     def add(self, start: int, end: int, kind: str) -> None:
-        if start >= end or _overlaps(self.blocked_starts, self.blocked, start, end):
-            return
-        if not _overlaps(self.starts, self.found, start, end):
-            i = bisect_left(self.starts, start)
-            self.starts.insert(i, start)
-            self.found.insert(i, (start, end, kind))
+        for lo, hi in self._outside_links(start, end):
+            if lo >= hi or _overlaps(self.blocked_starts, self.blocked, lo, hi):
+                continue
+            if not _overlaps(self.starts, self.found, lo, hi):
+                i = bisect_left(self.starts, lo)
+                self.starts.insert(i, lo)
+                self.found.insert(i, (lo, hi, kind))
 
     def merge(self, start: int, end: int, kind: str) -> None:
         """Add a span found in a view: it absorbs the spans it overlaps (never a marker)."""
-        if start >= end or _overlaps(self.blocked_starts, self.blocked, start, end):
-            return
-        i = bisect_left(self.starts, start)
-        while i > 0 and self.found[i - 1][1] > start:
-            i -= 1
-        j = i
-        while j < len(self.found) and self.found[j][0] < end:
-            j += 1
-        if i < j:
-            start, end, kind = min(start, self.found[i][0]), max(end, self.found[j - 1][1]), self.found[i][2]
-        self.found[i:j] = [(start, end, kind)]
-        self.starts[i:j] = [start]
+        for lo, hi in self._outside_links(start, end):
+            if lo >= hi or _overlaps(self.blocked_starts, self.blocked, lo, hi):
+                continue
+            i = bisect_left(self.starts, lo)
+            while i > 0 and self.found[i - 1][1] > lo:
+                i -= 1
+            j = i
+            while j < len(self.found) and self.found[j][0] < hi:
+                j += 1
+            new = (lo, hi, kind)
+            if i < j:
+                new = (min(lo, self.found[i][0]), max(hi, self.found[j - 1][1]), self.found[i][2])
+            self.found[i:j] = [new]
+            self.starts[i:j] = [new[0]]
 
 
 def _collect(text: str, decode: bool, gated: bool = True, hits: tuple[int, ...] | None = None) -> list[Span]:
@@ -243,7 +266,10 @@ def _despaced_spans(view: views.View, hits: tuple[int, ...]) -> list[Span]:
 def find_spans(text: str, *, gated: bool = True, general: bool = True) -> list[Span]:
     """Every secret span of ``text`` (sorted, disjoint), including disguised and split ones. ``general=False`` leaves
     out the general mechanisms (labels in any language, tables, random-looking tokens): the token rules alone."""
-    spans = _Spans(text, text.lower())
+    links = ids.link_spans(text, contains_secret)
+    if links:  # a link to one of our ids reads as nothing: no rule takes its slug words for a label ("…-key-policy-…")
+        text = ids.masked(text, links)
+    spans = _Spans(text, text.lower(), links)
     hits = _provider_hits(text) if gated else tuple(range(len(structured.PROVIDER_RULES)))
     for span in _collect(text, True, gated, hits):
         spans.add(*span)

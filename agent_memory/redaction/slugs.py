@@ -1,8 +1,8 @@
 """A cheap acceptor for the slugs of the ids the store mints (``YYYY-MM-DD-<slug>``, the stem of
 :func:`agent_memory.model.values.new_id`): when :func:`plain_slug` says a stem is plain, the identifier check
-(:func:`agent_memory.model.values.looks_secret_glued`: 4–5 passes of the redaction engine over the stem, spaced and
+(:func:`agent_memory.redaction.ids.looks_secret_glued`: 4–5 passes of the redaction engine over the stem, spaced and
 each glued suffix) would find nothing in it, so the check is skipped. It lives here, beside the rules it reads: the
-model layer asks :func:`plain_slug` and knows nothing of redaction's cues.
+id rule (:mod:`agent_memory.redaction.ids`) asks :func:`plain_slug`.
 
 It accepts only a narrow shape and asks the redaction prefilter (:func:`agent_memory.redaction.prefilter.plain`,
 the engine's own proof that a text holds nothing it redacts) about the stem with its hyphens as spaces, and looks
