@@ -134,3 +134,21 @@ def test_unsupported_names_the_backend_once() -> None:
 
     assert str(UnsupportedError.of("provenance", PostgresBackend())) == "provenance: not supported on the Postgres backend"
     assert str(UnsupportedError.of("x", "Bare", "hint")) == "x: not supported on the Bare backend (hint)"
+
+
+# -- docs that had drifted from the code and the measurements ---------------------------------------
+def test_readme_states_what_the_code_and_benchmarks_say() -> None:
+    import re
+
+    from agent_memory.mcp._config import TOOL_SETS
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    bench = (Path(__file__).parent.parent / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    said = re.search(r"Tools `read` \(([^)]*)\), `capture` \(\+ ([^)]*)\), `foreground` \(\+ ([^)]*)\)", readme)
+    assert said is not None
+    for group, listed in zip(TOOL_SETS, said.groups(), strict=True):
+        assert {f"memory_{t.strip()}" for t in listed.split(",")} == set(TOOL_SETS[group]), group  # was: no links/curate
+    cold = re.search(r"CLI cold hybrid \*\*([0-9.]+) s\*\* wall", bench)
+    assert cold is not None and f"CLI cold hybrid at 100k {cold.group(1)} s" in readme  # was 0.62 against 0.67
+    assert "`MissingExtraError: …" not in readme and "agent-memory: error: … needs the" in readme
+    assert "on stdout" in readme.split("Errors are one line on stderr", 1)[1][:80]
