@@ -64,7 +64,8 @@ class UnsupportedError(BackendError):
     def of(cls, feature: str, backend: object, hint: str | None = None) -> Self:
         """The error for ``feature`` on ``backend`` (an object, or its name), in the one wording."""
         name = backend if isinstance(backend, str) else type(backend).__name__
-        err = cls(f"{feature}: not supported on the {name} backend" + (f" ({hint})" if hint else ""))
+        label = name.removesuffix("Backend") or name  # "the Postgres backend", not "the PostgresBackend backend"
+        err = cls(f"{feature}: not supported on the {label} backend" + (f" ({hint})" if hint else ""))
         err.feature, err.backend = feature, name
         return err
 

@@ -247,8 +247,8 @@ def test_provider_and_cli_say_the_same_thing_for_postgres_consolidation(tmp_path
         return str(consolidation.value), str(provenance.value)
 
     said, prov = asyncio.run(main())
-    assert said.startswith("consolidation: not supported on the PostgresBackend backend (")
-    assert prov.startswith("provenance: not supported on the PostgresBackend backend (")
+    assert said.startswith("consolidation: not supported on the Postgres backend (")
+    assert prov.startswith("provenance: not supported on the Postgres backend (")
     out = subprocess.run(
         [sys.executable, "-m", "agent_memory.cli", "--root", DEAD_URL, "--json", "consolidate", "--dry-run"],
         capture_output=True,

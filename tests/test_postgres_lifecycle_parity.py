@@ -240,11 +240,11 @@ def test_get_provenance_says_unsupported_on_postgres_cli(root: str) -> None:
         assert json.loads(as_json.stdout)["provenance"]["source"] == "manual"
         return
     assert human.returncode == 1 and human.stdout == ""  # was: the record, no provenance, exit 0
-    assert "provenance: not supported on the PostgresBackend backend" in human.stderr
+    assert "provenance: not supported on the Postgres backend" in human.stderr
     assert as_json.returncode == 1
     error = json.loads(as_json.stdout)["error"]
     assert error["type"] in ("UnsupportedError", "NotSupportedError")  # the latter: its old name, a subclass
-    assert error["message"].startswith("provenance: not supported on the PostgresBackend backend")
+    assert error["message"].startswith("provenance: not supported on the Postgres backend")
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -258,7 +258,7 @@ def test_provenance_api(kind: str, tmp_path: Path) -> None:
             if kind == "files":
                 assert (await backend.provenance(rid, Caller(user_id="eve")))["id"] == rid
             else:
-                with pytest.raises(UnsupportedError, match="provenance: not supported on the PostgresBackend backend"):
+                with pytest.raises(UnsupportedError, match="provenance: not supported on the Postgres backend"):
                     await backend.provenance(rid, Caller(user_id="eve"))
         finally:
             await backend.close()

@@ -27,10 +27,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agent_memory.backends.base import Caller, MemoryBackend
-from agent_memory.errors import AgentMemoryError, NotFoundError
+from agent_memory.errors import AgentMemoryError
 from agent_memory.model.drafts import MemoryDraft, RememberResult
 from agent_memory.model.records import MemoryRecord
 from agent_memory.model.reports import DoctorReport, SweepReport
+from agent_memory.model.wording import record_not_found
 from agent_memory.search.types import SearchHit, SearchResult
 
 __all__ = ["ExtendedBackend", "Hooks", "Retrieved", "SessionEnded", "Written", "HOOK_NAMES"]
@@ -180,7 +181,7 @@ class ExtendedBackend:
         items = await self.hooks.filter(Retrieved("get", caller, [rec]))
         kept = [r for r in items if isinstance(r, MemoryRecord)]
         if not kept:
-            raise NotFoundError(f"no record {record_id!r}")
+            raise record_not_found(record_id)
         return kept[0]
 
     async def list(self, caller: Caller, *, limit: int | None = 50, **filters: Any) -> builtins.list[MemoryRecord]:

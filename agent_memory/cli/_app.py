@@ -12,6 +12,7 @@ from typing import Any
 from agent_memory.cli import _base, _target
 from agent_memory.cli._base import DEFAULT_ROOT, Parser, UsageError, dumps
 from agent_memory.cli._errors import classify, one_line
+from agent_memory.model.wording import redact_quoted
 
 Handler = Callable[[argparse.Namespace], "int | None"]
 COMMANDS: dict[str, Handler] = {}
@@ -152,7 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def fail(want_json: bool, kind: str, message: str, code: int) -> int:
-    message = one_line(message)
+    message = one_line(redact_quoted(message))  # a secret a caller typed (e.g. as an id) is never echoed
     try:
         if want_json:
             print(dumps({"error": {"type": kind, "message": message}}))

@@ -21,6 +21,7 @@ from agent_memory.cli._base import UsageError, emit, note, positive
 from agent_memory.cli._errors import Interrupted
 from agent_memory.cli._target import StoreTarget, check_url, embedder_name, is_url, open_target, open_url, prepare_root
 from agent_memory.errors import InvalidInputError, needs_extra
+from agent_memory.model.wording import plural
 
 Handler = Callable[[argparse.Namespace], "int | None"]
 DEFAULT_BATCH = 5000
@@ -45,8 +46,8 @@ JSONL fields (one JSON object per line; blank lines are skipped; only "content" 
   valid_to      ISO date/datetime: until when it was true
   supersedes    id of a record this line replaces as the current fact (kept, marked superseded)
   namespace     ignored for the namespace a line lands in: every line lands in the importer's (--namespace)
-Any other field is an error naming the file and line. Imports are idempotent: re-running a file skips
-records already written (status "duplicate")."""
+Any other field is an error naming the file and line. Imports are idempotent: re-running one skips what is
+already written (status "duplicate" for JSONL drafts, "exists" for our export and other memories' files)."""
 
 
 def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
@@ -74,7 +75,7 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
         ],
         epilog_extra=JSONL_FIELDS,
     )
-    p.add_argument("file", help="path of a .jsonl file, or - for standard input")
+    p.add_argument("file", help="a .jsonl file, a directory of another memory's files (see --format), or - for standard input")
     p.add_argument(
         "--batch-size",
         type=positive,
@@ -237,7 +238,7 @@ def _embed(args: argparse.Namespace, target: Any) -> None:
         args,
         rep.to_dict(),
         lambda: (
-            f"embedded {rep.embedded} records with {rep.model} ({rep.cached} already had vectors, "
+            f"embedded {plural(rep.embedded, 'record')} with {rep.model} ({rep.cached} already had vectors, "
             f"{rep.pruned} unused removed) in {rep.seconds:.1f}s"
         ),
     )
@@ -393,7 +394,7 @@ def cmd_import(args: argparse.Namespace) -> int | None:
             if rejected and not args.skip_invalid:
                 n, msg = lines[offset + rejected[0][0]], rejected[0][1]
                 raise InvalidInputError(
-                    f"{where}: line {n}: {msg} (stopped; {len(results)} records were written: fix the "
+                    f"{where}: line {n}: {msg} (stopped; {plural(len(results), 'record')} written: fix the "
                     "line and re-run, written records are skipped as duplicates; or pass --skip-invalid)"
                 )
     except KeyboardInterrupt:
@@ -419,7 +420,7 @@ def cmd_import(args: argparse.Namespace) -> int | None:
         args,
         doc,
         lambda: (
-            f"imported {len(results)} records in {elapsed:.2f}s ({doc['rate_per_s']}/s): "
+            f"imported {plural(len(results), 'record')} in {elapsed:.2f}s ({doc['rate_per_s']}/s): "
             + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
             + "".join(f"\n  skipped {where} line {n}: {m}" for n, m in errors)
         ),
@@ -471,12 +472,13 @@ def cmd_reindex(args: argparse.Namespace) -> None:
     with open_target(args.root, create=False) as target:
         rep = _progress.run(_op(target, "reindex"), "reindexing")
     problems = dict(getattr(rep, "problems", {}) or {})
-    doc = {"records": getattr(rep, "added", 0) + getattr(rep, "updated", 0), "scanned": getattr(rep, "scanned", 0), "problems": problems}
+    n = int(getattr(rep, "added", 0) + getattr(rep, "updated", 0))
+    doc = {"records": n, "scanned": getattr(rep, "scanned", 0), "problems": problems}
     emit(
         args,
         doc,
         lambda: (
-            f"reindexed {doc['records']} records"
+            f"reindexed {plural(n, 'record')}"
             + "".join(f"\n  problem: {k}: {v}" for k, v in problems.items())
             + ("\n  fix: see `agent-memory doctor` for what to do with each file" if problems else "")
         ),
@@ -556,7 +558,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     doc = rep.to_dict()
     rows = is_url(str(args.root))  # a database holds rows (no files): its problems are rows and their fixes say so
     doc["fixes"] = doctor_fixes(doc, rows=rows)
-    counted = f"{doc.get('records')} rows" if rows else f"{doc.get('records')} files"
+    counted = plural(int(doc.get("records") or 0), "row" if rows else "file")
     emit(
         args,
         doc,

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from agent_memory.cli._base import add_namespace
 from agent_memory.cli._target import IDENTITY, caller_of, check_output
 from agent_memory.errors import InvalidInputError
+from agent_memory.model.wording import plural
 
 Handler = Callable[[argparse.Namespace], "int | None"]
 IMPORT_FORMATS = ("auto", "drafts", "agent-memory", "alfred-v2", "alfred-py", "cuylabs", "mem0")
@@ -149,8 +150,8 @@ def cmd_export(args: argparse.Namespace) -> None:
     else:
         n = export_records(target, args.out, format=args.format, caller=caller, problems=problems, full=full, counts=counts)
         doc = {"exported": n, "format": args.format, "out": str(args.out), "unreadable": problems, "contents": contents, "sections": counts}
-        extra = "".join(f", {v} {k}" for k, v in counts.items() if k != "records")
-        print(_dumps(doc) if args.json else f"exported {n} records{extra} to {args.out} ({args.format}): {what}")
+        extra = "".join(f", {_count(k, v)}" for k, v in counts.items() if k != "records")
+        print(_dumps(doc) if args.json else f"exported {plural(n, 'record')}{extra} to {args.out} ({args.format}): {what}")
     if caller is not None:
         print(f"agent-memory: this export holds {what}; without --user/--session it holds the whole store", file=sys.stderr)
     for name, why in problems.items():
@@ -213,17 +214,20 @@ _KIND_WORDS = {
     "namespace": "namespace",
     "cursor": "distill cursor",
 }
+_SECTION_WORDS = {"archive": "archived record", "namespaces": "namespace registry"}  # export --full's other sections
 
 
 def _what(doc: dict[str, Any]) -> str:
     """``2 records, 1 session log, 2 events``: what an import wrote, by kind (records first, always named)."""
     kinds = dict(doc.get("written_by_kind") or {})
-    parts = [f"{kinds.pop('record', 0)} records"]
-    for kind, word in _KIND_WORDS.items():
-        n = kinds.pop(kind, 0)
-        if n:
-            parts.append(f"{n} {word}{'' if n == 1 else 's'}")
+    parts = [_count("record", kinds.pop("record", 0))]
+    parts += [_count(kind, n) for kind in _KIND_WORDS if (n := kinds.pop(kind, 0))]
     return ", ".join(parts)
+
+
+def _count(kind: str, n: int) -> str:
+    """``1 event``, ``7 events``, ``2 session logs``: a count of one kind of item (an export section, an import kind)."""
+    return plural(n, _KIND_WORDS.get(kind) or _SECTION_WORDS.get(kind, kind))
 
 
 #: per kind of skip other than ``invalid`` (always listed line by line), how many the text output names
@@ -289,7 +293,7 @@ def cmd_import_format(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         bar.close()
         raise Interrupted(
-            f"interrupted: {_what(report.to_dict())} from {source} were written ({len(report.skipped)} lines skipped); "
+            f"interrupted: {_what(report.to_dict())} from {source} were written ({plural(len(report.skipped), 'line')} skipped); "
             "re-running the same import is safe (what is already there is skipped as `exists`)"
         ) from None
     finally:

@@ -11,6 +11,7 @@ from typing import Any
 
 from agent_memory.cli._base import UsageError, add_identity, emit, positive, read_text
 from agent_memory.cli._target import is_url, open_url, prepare_root
+from agent_memory.model.wording import plural
 from agent_memory.sessions import SessionStore
 from agent_memory.sessions.api import read_session
 
@@ -209,7 +210,7 @@ def _session(args: argparse.Namespace) -> None:
     doc = {**info.to_dict(), "log": [m.to_dict() for m in messages]}
 
     def human() -> str:
-        out = [f"session {info.session_id} ({info.messages} messages)"]
+        out = [f"session {info.session_id} ({plural(info.messages, 'message')})"]
         if info.summary:
             out += [f"summary v{info.summary.version}:", info.summary.text, ""]
         out += [f"[{m.n}] {m.at[:16].replace('T', ' ')} {' '.join((m.speaker or m.role).split())}: {m.text}" for m in messages]

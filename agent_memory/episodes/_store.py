@@ -39,6 +39,7 @@ from agent_memory.formats.atomic import RootLock, atomic_write, ensure_dir, priv
 from agent_memory.formats.quarantine import describe, is_corrupt
 from agent_memory.model import scopes
 from agent_memory.model.records import Scope
+from agent_memory.model.values import shown
 from agent_memory.search.text import STOP_WORDS, cjk_unigrams, default_tokenizer, phrase, split_cjk
 
 __all__ = ["EpisodeStore", "MAX_EPISODE_BYTES", "purge_episodes", "stamp_namespace"]
@@ -161,7 +162,7 @@ class EpisodeStore:
         _check_caller(session_id=session_id, user_id=user_id)
         live, gone = self.path_of(episode_id), self.deleted_path(episode_id)
         src, dst = (gone, live) if restore else (live, gone)
-        hidden = NotFoundError(f"no {'deleted ' if restore else ''}episode {episode_id!r} visible to this caller")
+        hidden = NotFoundError(f"no {'deleted ' if restore else ''}episode {shown(episode_id)} visible to this caller")
         with storage_errors("cannot move the episode"), self.lock.hold():
             try:
                 episode = read_episode_file(src, src.name)
@@ -195,9 +196,9 @@ class EpisodeStore:
         try:
             episode = read_episode_file(path, path.name)
         except (FileNotFoundError, EpisodeParseError):
-            raise NotFoundError(f"no episode {episode_id!r} visible to this caller") from None
+            raise NotFoundError(f"no episode {shown(episode_id)} visible to this caller") from None
         if not visible(episode, session_id, user_id):
-            raise NotFoundError(f"no episode {episode_id!r} visible to this caller")
+            raise NotFoundError(f"no episode {shown(episode_id)} visible to this caller")
         return episode
 
     def list(

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from agent_memory.errors import InvalidInputError, NotFoundError
 from agent_memory.model import scopes
 from agent_memory.model.drafts import _parse_when
+from agent_memory.model.values import shown
 from agent_memory.sessions._files import (
     SessionDir,
     SessionFiles,
@@ -177,7 +178,7 @@ class SessionStore:
         assert sid is not None
         sdir = self.files.session_dir(sid, uid, namespace=writer_namespace())
         if not self.files.exists(sdir):
-            raise NotFoundError(f"no session {session_id!r} visible to this caller")
+            raise NotFoundError(f"no session {shown(session_id)} visible to this caller")
         return sdir
 
     # -- reads -------------------------------------------------------------------------------
@@ -235,7 +236,7 @@ class SessionStore:
         check_id("user_id", user_id)
         found = [d for d in self.files.find(target) if visible(d, session_id, user_id)]
         if not found:
-            raise NotFoundError(f"no session {target!r} visible to this caller")
+            raise NotFoundError(f"no session {shown(target)} visible to this caller")
         view = scopes.current_view()  # the caller's own namespace first, then its nearest ancestor's …
         found.sort(key=lambda d: (d.user_id != user_id, d.user_id is not None, view.index(d.namespace)))
         return found[0]

@@ -32,6 +32,7 @@ from agent_memory.model.links import parse_links
 from agent_memory.model.records import MemoryRecord, RecordParseError, content_hash, now_iso, validate_id
 from agent_memory.model.reports import History
 from agent_memory.model.supersession import MAX_CHAIN
+from agent_memory.model.wording import record_not_found
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.files.parts import StoreParts
@@ -178,7 +179,7 @@ def _current(store: StoreParts, record_id: str, session_id: str | None, user_id:
     except NotFoundError:
         rec = read_archived(store, record_id)
         if rec is None or not _sees(rec, session_id, user_id):
-            raise NotFoundError(f"no record {record_id!r} (live or archived) visible to this caller") from None
+            raise record_not_found(record_id, what="(live or archived) ") from None
         return rec, "archived"
 
 

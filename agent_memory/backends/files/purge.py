@@ -38,12 +38,13 @@ from agent_memory.backends.files.history import archived_file, chain, read_archi
 from agent_memory.backends.files.layout import PurgeJob, owned
 from agent_memory.backends.files.runlog import RunLog
 from agent_memory.backends.files.supersede import predecessors_anywhere
-from agent_memory.errors import InvalidInputError, NotFoundError
+from agent_memory.errors import InvalidInputError
 from agent_memory.formats.atomic import atomic_write, fsync_dir
 from agent_memory.model import scopes
 from agent_memory.model.events import Event, tombstone_id, tombstone_provenance, visible
 from agent_memory.model.records import MemoryRecord, RecordParseError, parse_record, validate_id
 from agent_memory.model.reports import PurgeReport
+from agent_memory.model.wording import record_not_found
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.files.meaning import StoreWithMeaning
@@ -135,7 +136,7 @@ def _targets(
         row = store.visible_row(record_id, session_id, user_id)
         rec = store.index.load_file(row["file"])[0] if row is not None else read_archived(store, record_id)
         if rec is None or (row is None and not _caller_sees(rec, session_id, user_id)):
-            raise NotFoundError(f"no record {record_id!r} (live or archived) visible to this caller")
+            raise record_not_found(record_id, what="(live or archived) ")
         ids.add(rec.id)
         hashes.add(rec.content_hash)
         if row is not None:

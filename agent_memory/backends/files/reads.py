@@ -19,6 +19,8 @@ from agent_memory.errors import InvalidIdError, InvalidInputError, NotFoundError
 from agent_memory.model import scopes
 from agent_memory.model.queries import _parse_when, as_of_filter, check_strings, date_filters, kinds_of, scopes_of
 from agent_memory.model.records import MemoryRecord, RecordParseError, Scope, normalize_tags, validate_id
+from agent_memory.model.values import shown
+from agent_memory.model.wording import record_not_found
 from agent_memory.search.types import SearchRequest
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -26,7 +28,15 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def not_found(record_id: str) -> NotFoundError:
-    return NotFoundError(f"no record {record_id!r} visible to this caller")
+    return record_not_found(record_id)
+
+
+def _missing(store: StoreParts, record_id: str, session_id: str | None, user_id: str | None) -> NotFoundError:
+    """No live record: archived (said only to a caller who may see the archived record), else not found."""
+    from agent_memory.backends.files.history import read_archived
+
+    rec = read_archived(store, record_id)
+    return record_not_found(record_id, archived=rec is not None and in_partition_of(rec, session_id, user_id))
 
 
 def check_options(**options: Any) -> None:
@@ -77,10 +87,12 @@ def get(store: StoreParts, record_id: str, session_id: str | None, user_id: str 
         rec: MemoryRecord | None = store.index.load_file(name)[0]
     except (OSError, RecordParseError):  # missing, a symlink, a name the OS refuses, or unreadable
         rec = None
+    if rec is None and row is None:
+        raise _missing(store, record_id, session_id, user_id)
     if rec is None or not in_partition_of(rec, session_id, user_id):
         raise not_found(record_id)
     if expired(rec):
-        raise NotFoundError(f"record {record_id!r} expired at {rec.expires} (it is archived by the next sweep)")
+        raise NotFoundError(f"record {shown(record_id)} expired at {rec.expires} (it is archived by the next sweep)")
     return rec
 
 
@@ -89,7 +101,7 @@ def path_for(store: StoreParts, record_id: str) -> str:
     name = f"{validate_id(record_id)}.md"
     path = store.records_dir / name
     if path.parent != store.records_dir:
-        raise InvalidIdError(f"invalid record id: {record_id!r}")
+        raise InvalidIdError(f"invalid record id: {shown(record_id)}")
     return str(path)
 
 

@@ -27,6 +27,7 @@ from agent_memory.backends.files.record_files import allocate_id, partition_sql,
 from agent_memory.errors import InvalidInputError, NotFoundError
 from agent_memory.model.records import MemoryRecord, RecordParseError
 from agent_memory.model.supersession import CAPTURE_SOURCES, MAX_CHAIN, POINTER, ended
+from agent_memory.model.values import shown
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.files.parts import StoreParts
@@ -50,15 +51,17 @@ def supersede_locked(store: StoreParts, conn: Any, rec: MemoryRecord, redactions
     old_id = rec.supersedes or ""
     row = _partition_row(store, conn, rec, old_id)
     if row is None:
-        raise NotFoundError(f"no live record {old_id!r} in this partition to supersede")
+        raise NotFoundError(f"no live record {shown(old_id)} in this partition to supersede")
     if row["superseded_by"]:
-        raise InvalidInputError(f"record {old_id!r} is already superseded by {row['superseded_by']!r}; supersede that one")
+        raise InvalidInputError(f"record {shown(old_id)} is already superseded by {row['superseded_by']!r}; supersede that one")
     if rec.source in CAPTURE_SOURCES and row["source"] not in CAPTURE_SOURCES:
-        raise InvalidInputError(f"record {old_id!r} was not written by capture (source {row['source']!r}); capture never supersedes it")
+        raise InvalidInputError(
+            f"record {shown(old_id)} was not written by capture (source {row['source']!r}); capture never supersedes it"
+        )
     try:
         old = store.index.load_file(row["file"])[0]
     except (FileNotFoundError, RecordParseError):
-        raise NotFoundError(f"no live record {old_id!r} in this partition to supersede") from None
+        raise NotFoundError(f"no live record {shown(old_id)} in this partition to supersede") from None
     if old.content_hash == rec.content_hash:
         return RememberResult(old.id, "duplicate", str(store.records_dir / row["file"]), redactions)
     new = rec.replace(memory_key=rec.memory_key or old.memory_key)
