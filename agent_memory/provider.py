@@ -39,7 +39,7 @@ from agent_memory.backends.base import (
 from agent_memory.backends.files.backend import FilesBackend
 from agent_memory.errors import InvalidInputError, PermissionDeniedError, UnsupportedError
 from agent_memory.model import scopes
-from agent_memory.model.drafts import MemoryDraft, OnExisting, RememberResult
+from agent_memory.model.drafts import MemoryDraft, OnExisting, RememberResult, check_on_existing
 from agent_memory.model.events import Event, NotSupportedError
 from agent_memory.model.records import MemoryRecord, Scope
 from agent_memory.model.reports import DoctorReport, History, PurgeReport, SweepReport, SyncReport
@@ -252,8 +252,7 @@ class MemoryProvider:
         It lands in ``namespace`` (per call), else in this provider's namespace. ``on_existing`` says what a
         ``memory_key`` write does when that memory exists: ``replace`` or ``skip`` without a ``memory_key`` is an
         :class:`~agent_memory.errors.InvalidInputError` (as ``agent-memory remember --on-existing`` without ``--key``)."""
-        if on_existing in ("replace", "skip") and memory_key is None:
-            raise InvalidInputError(f"on_existing={on_existing!r} needs a memory_key (it says what to do when that memory already exists)")
+        check_on_existing(on_existing, memory_key)
         draft = MemoryDraft(
             content,
             title=title,

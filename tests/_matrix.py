@@ -532,6 +532,7 @@ class ToolSurface(Surface):
 
         self.handlers = {u: MemoryToolHandler(provider, user_id=u) for u in (ALICE, BOB)}
         self.paths: dict[str, str] = {}  # marker -> path
+        self.texts: dict[str, str] = {}  # path -> the text this surface last wrote there
         self.ids: dict[str, str] = {}  # record id -> path (filled by the lifecycle)
 
     async def cmd(self, user: str, command: dict[str, Any]) -> str:
@@ -546,12 +547,24 @@ class ToolSurface(Surface):
         out = await self.cmd(user, {"command": "create", "path": path, "file_text": content + "\n"})
         assert out.startswith("File created"), out
         self.paths[marker] = path
+        self.texts[path] = content
 
     async def replace(self, user, key, old, new, *, marker):  # type: ignore[no-untyped-def]
         path = f"/memories/{key}.md"
         out = await self.cmd(user, {"command": "str_replace", "path": path, "old_str": old, "new_str": new})
         assert out.startswith("The memory file has been edited"), out
         self.paths[marker] = path
+        self.texts[path] = self.texts.get(path, "").replace(old, new)
+
+    async def supersede(self, user, old_id, content, *, marker):  # type: ignore[no-untyped-def]
+        """A file is no fact to supersede (the backends refuse it): the tool's way is to replace its whole text."""
+        path = self.ids.get(old_id)
+        if path is None or path not in self.texts:
+            raise NotOffered  # not a memory file (written by the driver)
+        out = await self.cmd(user, {"command": "str_replace", "path": path, "old_str": self.texts[path], "new_str": content})
+        assert out.startswith("The memory file has been edited"), out
+        self.paths[marker] = path
+        self.texts[path] = content
 
     async def forget(self, user, rid, *, marker):  # type: ignore[no-untyped-def]
         path = self.paths.get(marker)

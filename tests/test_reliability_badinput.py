@@ -312,6 +312,10 @@ def test_remember_with_generated_fields(tmp_path: Path, reliability_figures: dic
     )
     def case(**kw: Any) -> None:
         counts["cases"] += 1
+        if kw["on_existing"] in ("replace", "skip") and kw["memory_key"] is None:  # refused (check_on_existing), then
+            with pytest.raises(AgentMemoryError, match="needs a memory_key"):  # the same fields as an append
+                store.remember(**kw)
+            kw["on_existing"] = "append"
         try:
             r = store.remember(**kw)
         except AgentMemoryError as exc:

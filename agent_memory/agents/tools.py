@@ -32,13 +32,12 @@ from agent_memory.backends.base import (
     capability,
     require,
 )
-from agent_memory.errors import AgentMemoryError, InvalidInputError
+from agent_memory.errors import AgentMemoryError
 from agent_memory.model import scopes
 from agent_memory.model.curated import KIND as CURATED_KIND
 from agent_memory.model.curated import priority_of
-from agent_memory.model.drafts import MemoryDraft
+from agent_memory.model.drafts import MemoryDraft, check_on_existing
 from agent_memory.model.lines import dates_text, summary_line
-from agent_memory.model.supersession import tool_refusal
 from agent_memory.sessions.api import caller_view
 
 __all__ = ["READ", "CAPTURE", "FOREGROUND", "TOOL_SETS", "memory_toolset", "as_backend", "caller_scope"]
@@ -307,6 +306,7 @@ def memory_toolset(
             valid_to: Until when it was true (ISO date), if known.
         """
         try:
+            check_on_existing(on_existing, memory_key)
             draft = MemoryDraft(
                 content,
                 title=title,
@@ -361,9 +361,6 @@ def memory_toolset(
         """
         try:
             old = await store.get(id, who)  # the new fact goes to the old one's partition (the only one allowed)
-            refused = tool_refusal(old.kind)
-            if refused is not None:
-                raise InvalidInputError(f"record {old.id}: {refused}")
             draft = MemoryDraft(
                 content,
                 title=title,

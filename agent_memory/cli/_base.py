@@ -37,8 +37,14 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> Any:  # one clear line instead of usage + error
         # argparse quotes the value it refused ("invalid choice: '…'", "invalid float value: '…'"): never a secret
-        message = _QUOTED.sub(lambda m: shown(m.group(1)) if shown(m.group(1)) != repr(m.group(1)) else m.group(0), message)
-        raise UsageError(f"{message} (see {self.prog} --help)")
+        raise UsageError(f"{_QUOTED.sub(_quoted, message)} (see {self.prog} --help)")
+
+
+def _quoted(m: re.Match[str]) -> str:
+    """A value argparse quoted, as :func:`shown` shows it (a secret as such), else as argparse quoted it."""
+    value = m.group(1)
+    text = shown(value)
+    return text if text != repr(value) else m.group(0)
 
 
 _QUOTED = re.compile(r"'([^'\n]{1,500})'")

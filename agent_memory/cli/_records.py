@@ -216,8 +216,7 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> dict[str, Handler]:
 
 
 def cmd_remember(args: argparse.Namespace) -> None:
-    if args.on_existing and not args.memory_key:
-        raise UsageError("--on-existing needs --key (it says what to do when that memory already exists)")
+    _check_on_existing(args)
     for scope, flag, value in (("user", "--user", args.user_id), ("session", "--session", args.session_id)):
         if args.scope == scope and not value:  # the flag that is missing, before the text is read
             raise UsageError(f"--scope {scope} needs {flag} ID (whose memory it is)")
@@ -225,31 +224,46 @@ def cmd_remember(args: argparse.Namespace) -> None:
     content = read_text(args.content, "CONTENT")
     with open_target(args.root, create=True) as target:
         found = contradictions(target, content, key=args.memory_key, session_id=args.session_id, user_id=args.user_id)
-        mine = _supersedable(args, found)
+        why_not = _obstacles(args, found)
         if args.supersedes == AUTO:
             if not found:
                 raise UsageError("--supersede without an ID: this text contradicts no record you can see (give the ID to supersede)")
+            mine = [c.id for c in found if why_not[c.id] is None]
             if not mine:
-                raise UsageError(
-                    "--supersede without an ID: the records this text contradicts are in another partition or namespace "
-                    f"({', '.join(c.id for c in found)}); a write here cannot supersede them"
-                )
+                reasons = "; ".join(f"{c.id}: {why_not[c.id]}" for c in found)
+                raise UsageError(f"--supersede without an ID: this write cannot supersede the records this text contradicts ({reasons})")
             args.supersedes = mine[0]
-        _remember(args, target, content, found, mine)
+        _remember(args, target, content, found, why_not)
 
 
-def _supersedable(args: argparse.Namespace, found: list[Any]) -> list[str]:
-    """The ids of ``found`` this write may supersede: those in the partition and namespace it is written to."""
+def _check_on_existing(args: argparse.Namespace) -> None:
+    """``--on-existing`` needs ``--key``: the API's rule (:func:`~agent_memory.model.drafts.check_on_existing`), and
+    for an explicit ``append`` too (without a key the flag does nothing)."""
+    from agent_memory.errors import InvalidInputError
+    from agent_memory.model.drafts import check_on_existing
+
+    message = "--on-existing needs --key (it says what to do when that memory already exists)"
+    try:
+        check_on_existing(args.on_existing, args.memory_key)
+    except InvalidInputError:
+        raise UsageError(message) from None
+    if args.on_existing and args.memory_key is None:
+        raise UsageError(message)
+
+
+def _obstacles(args: argparse.Namespace, found: list[Any]) -> dict[str, str | None]:
+    """Why this write may not supersede each record of ``found`` (None: it may), by id: the rule of
+    :func:`~agent_memory.consolidate.contradict.supersede_obstacle` for the partition and namespace it is written to."""
     from agent_memory.cli._target import IDENTITY
-    from agent_memory.consolidate.contradict import supersedable
+    from agent_memory.consolidate.contradict import supersede_obstacle
     from agent_memory.model.drafts import default_scope_for
 
     scope = args.scope or default_scope_for(args.session_id, args.user_id, None).value
     who = {"session_id": args.session_id, "user_id": args.user_id, "namespace": IDENTITY["namespace"]}
-    return [c.id for c in found if supersedable(c.record, scope=scope, **who)]
+    return {c.id: supersede_obstacle(c.record, scope=scope, **who) for c in found}
 
 
-def _remember(args: argparse.Namespace, target: Any, content: str, found: list[Any], mine: list[str]) -> None:
+def _remember(args: argparse.Namespace, target: Any, content: str, found: list[Any], why_not: dict[str, str | None]) -> None:
     from agent_memory.model.drafts import MemoryDraft
 
     draft = MemoryDraft(
@@ -276,11 +290,7 @@ def _remember(args: argparse.Namespace, target: Any, content: str, found: list[A
     redacted = f" ({r.redactions} secret{'s' if r.redactions != 1 else ''} redacted)" if r.redactions else ""
     still = [c for c in found if c.id not in (r.id, draft.supersedes)]
     for c in still:
-        fix = (
-            f"`--supersede {c.id}` replaces it"
-            if c.id in mine
-            else "it is in another partition or namespace, so this write cannot supersede it"
-        )
+        fix = f"`--supersede {c.id}` replaces it" if why_not[c.id] is None else f"this write cannot supersede it: {why_not[c.id]}"
         note(f"this contradicts {c.id} ({c.title}): {c.old_value!r} → {c.new_value!r}; {fix}")
     doc = {**r.to_dict(), "contradicts": [c.to_dict() for c in still]}
     if draft.supersedes and any(c.id == draft.supersedes for c in found):

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_memory.cli._base import UsageError, note
-from agent_memory.errors import BackendError, InvalidInputError, NotFoundError
+from agent_memory.errors import InvalidInputError, MissingExtraError, NotFoundError
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_memory.backends.base import MemoryBackend
@@ -53,10 +53,6 @@ def stamp(drafts: list[Any]) -> list[Any]:
 
     ns = IDENTITY["namespace"]
     return [dataclasses.replace(d, namespace=ns) if getattr(d, "namespace", None) != ns else d for d in drafts]
-
-
-class MissingExtraError(BackendError):
-    """A feature needs an optional extra that is not installed (e.g. ``agent-memory[postgres]``)."""
 
 
 def is_url(root: str) -> bool:
@@ -311,9 +307,12 @@ def open_url(url: str) -> "MemoryBackend":
 
         return open_backend(url, pooled=False)  # one process, one command: no pool to start
     except ImportError as exc:
-        raise MissingExtraError(
-            f"--root {url.split('://', 1)[0]}://… needs the PostgreSQL backend: pip install 'agent-memory[postgres]' ({exc})"
-        ) from None
+        err = MissingExtraError(
+            f"--root {url.split('://', 1)[0]}://… needs the PostgreSQL backend: pip install 'agent-memory[postgres]' ({exc})",
+            name=exc.name or "psycopg",
+        )
+        err.extra = "postgres"
+        raise err from None
 
 
 def open_target(root: str, *, create: bool, explicit: bool = False) -> StoreTarget | BackendTarget:

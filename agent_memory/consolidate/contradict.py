@@ -43,6 +43,7 @@ __all__ = [
     "judge",
     "find_contradictions",
     "supersedable",
+    "supersede_obstacle",
     "tool_may_supersede",
     "contradiction_notes",
     "MAX_VALUE_WORDS",
@@ -390,15 +391,21 @@ def supersedable(rec: MemoryRecord, *, scope: str, session_id: str | None, user_
     (both backends' rule: a current record of the same scope and owner, in the same namespace). A visible record of
     another partition (an ancestor namespace's, a shared one seen from a user's write) contradicts, but a
     ``supersede`` of it is refused; so is one of a memory-tool file or a curated line (:func:`tool_refusal`)."""
-    if tool_refusal(rec.kind) is not None:
-        return False
-    if rec.superseded_by or rec.scope.value != scope or (rec.namespace or "") != (namespace or ""):
-        return False
+    return supersede_obstacle(rec, scope=scope, session_id=session_id, user_id=user_id, namespace=namespace) is None
+
+
+def supersede_obstacle(rec: MemoryRecord, *, scope: str, session_id: str | None, user_id: str | None, namespace: str | None) -> str | None:
+    """Why a write to that partition may not supersede ``rec``, in words (None: it may; :func:`supersedable`)."""
+    if (refused := tool_refusal(rec.kind)) is not None:
+        return refused
+    if rec.superseded_by:
+        return f"it is already superseded by {rec.superseded_by}"
+    elsewhere = rec.scope.value != scope or (rec.namespace or "") != (namespace or "")
     if scope == "session":
-        return rec.session_id == session_id and rec.user_id == user_id
-    if scope == "user":
-        return rec.user_id == user_id
-    return True
+        elsewhere = elsewhere or (rec.session_id, rec.user_id) != (session_id, user_id)
+    elif scope == "user":
+        elsewhere = elsewhere or rec.user_id != user_id
+    return "it is in another partition or namespace" if elsewhere else None
 
 
 async def find_contradictions(
@@ -463,6 +470,12 @@ CANNOT_SUPERSEDE_HINT = (
 )
 
 
+def _cannot(rec: MemoryRecord) -> str:
+    """The ``action`` of a contradiction note the caller may not supersede: what the record is when its kind says why."""
+    refused = tool_refusal(rec.kind)
+    return CANNOT_SUPERSEDE_HINT if refused is None else f"you cannot supersede it: {refused}; leave it, or tell the user"
+
+
 def tool_may_supersede(rec: MemoryRecord, caller: Any, may_write: Callable[[str], bool] | None = None) -> bool:
     """Whether ``caller``'s ``memory_supersede`` of ``rec`` would be accepted: that tool writes the new fact to the old
     record's scope as the caller (its owner and namespace), so it is :func:`supersedable` for that partition — the one
@@ -503,7 +516,7 @@ async def contradiction_notes(
                 "old_value": c.old_value,
                 "new_value": c.new_value,
                 "may_supersede": ok,
-                "action": SUPERSEDE_HINT if ok else CANNOT_SUPERSEDE_HINT,
+                "action": SUPERSEDE_HINT if ok else _cannot(c.record),
             }
         )
     return notes

@@ -20,9 +20,8 @@ from agent_memory.agents.tools import as_backend, clock_fields, curated_fields
 from agent_memory.errors import InvalidInputError, NotFoundError
 from agent_memory.mcp._args import Param
 from agent_memory.mcp._config import AccessDeniedError, Identity
-from agent_memory.model.drafts import MemoryDraft
+from agent_memory.model.drafts import MemoryDraft, check_on_existing
 from agent_memory.model.lines import summary_line
-from agent_memory.model.supersession import tool_refusal
 
 __all__ = ["ToolSpec", "SPECS", "Runtime"]
 
@@ -239,6 +238,7 @@ async def _recall(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, An
 async def _remember(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, Any]:
     scope = a.get("scope") or who.write_scope
     who.check_write("memory_remember", scope)
+    check_on_existing(a.get("on_existing"), a.get("memory_key"))
     draft = MemoryDraft(
         a["content"],
         title=a.get("title"),
@@ -277,10 +277,7 @@ _DRAFT_EXTRAS = ("importance", "expires", "happened_at", "valid_from", "valid_to
 async def _supersede(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, Any]:
     who.check_writable("memory_supersede")  # read-only: refused before anything is read
     old = await rt.backend.get(a["id"], who.caller)  # visible to this caller, and the new fact goes to its partition
-    who.check_write("memory_supersede", old.scope.value)
-    refused = tool_refusal(old.kind)
-    if refused is not None:
-        raise InvalidInputError(f"record {old.id}: {refused}")
+    who.check_write("memory_supersede", old.scope.value)  # a memory-tool file or curated line: the backend refuses it
     draft = MemoryDraft(
         a["content"],
         title=a.get("title"),

@@ -367,6 +367,14 @@ def check_id(name: str, value: object) -> str:
     return rid
 
 
+def check_on_existing(on_existing: object, memory_key: object) -> None:
+    """``on_existing`` says what a ``memory_key`` write does when that memory exists, so ``replace`` or ``skip``
+    without a key is an :class:`InvalidInputError`: one rule for every surface a caller names both on (the API,
+    ``MemoryStore``, the CLI, MCP, the agent tools); drafts are not (an import's all say ``skip``, keyed or not)."""
+    if on_existing in ("replace", "skip") and memory_key is None:
+        raise InvalidInputError(f"on_existing={on_existing!r} needs a memory_key (it says what to do when that memory already exists)")
+
+
 def check_owner(scope: Scope, session_id: str | None, user_id: str | None) -> tuple[str | None, str | None]:
     """The owners of a record of ``scope``: one-line ids, never a secret, present when the scope needs them."""
     for name, value in (("session_id", session_id), ("user_id", user_id)):

@@ -10,9 +10,21 @@
 
 from __future__ import annotations
 
+from agent_memory.errors import InvalidInputError
 from agent_memory.model.records import MemoryRecord, normalize_instant
+from agent_memory.model.values import shown
 
-__all__ = ["CAPTURE_SOURCES", "MAX_CHAIN", "POINTER", "UNDEDUPED_KINDS", "ended", "holds_lines", "start_of", "tool_refusal"]
+__all__ = [
+    "CAPTURE_SOURCES",
+    "MAX_CHAIN",
+    "POINTER",
+    "UNDEDUPED_KINDS",
+    "check_supersede",
+    "ended",
+    "holds_lines",
+    "start_of",
+    "tool_refusal",
+]
 
 
 #: Sources of records the capture worker wrote (and so may change).
@@ -51,11 +63,25 @@ _CHANGED_BY = {"memory_file": "the memory tool (edit or replace the file)", "cur
 
 
 def tool_refusal(kind: str) -> str | None:
-    """Why a fact-superseding tool (``memory_supersede``, the CLI's ``--supersede`` notice) must not take a record of
-    ``kind`` as the outdated fact, or None: a memory-tool file or a curated line is addressed by its path or key and
-    changed by its own tool; a successor fact would take its key but not its file, and the file would vanish."""
+    """Why a fact must not supersede a record of ``kind`` (:func:`check_supersede`, the contradiction notices), or
+    None: a memory-tool file or a curated line is addressed by its path or key and changed by its own tool; a
+    successor fact would take its key but not its file, and the file would vanish."""
     how = _CHANGED_BY.get(kind)
     return None if how is None else f"a {kind.replace('_', ' ')} is not a fact to supersede: change it with {how}"
+
+
+def check_supersede(old_id: str, *, kind: str, source: str, superseded_by: str | None, by_kind: str, by_source: str) -> None:
+    """Refuse (:class:`InvalidInputError`) a write of ``by_kind`` from ``by_source`` superseding the live record
+    ``old_id`` of this ``kind``/``source``: both backends' rule, so every surface (API, CLI, import, tools, MCP)
+    refuses alike. A record already superseded is refused, a capture write may supersede only what capture wrote,
+    and a memory-tool file or a curated line (:func:`tool_refusal`) only by its own next version: an import of the
+    same kind, which writes the chain of versions back as it was."""
+    if superseded_by:
+        raise InvalidInputError(f"record {shown(old_id)} is already superseded by {shown(superseded_by)}; supersede that one")
+    if by_source in CAPTURE_SOURCES and source not in CAPTURE_SOURCES:
+        raise InvalidInputError(f"record {shown(old_id)} was not written by capture (source {source!r}); capture never supersedes it")
+    if (by_source, by_kind) != ("import", kind) and (refused := tool_refusal(kind)) is not None:
+        raise InvalidInputError(f"record {shown(old_id)}: {refused}")
 
 
 def holds_lines(content: str, text: str) -> bool:

@@ -187,8 +187,9 @@ class MemoryStore:
         supersedes: str | None = None,
     ) -> RememberResult:
         """Store one memory (see the module docstring for the policy). Raises typed errors only."""
-        from agent_memory.model.drafts import MemoryDraft
+        from agent_memory.model.drafts import MemoryDraft, check_on_existing
 
+        check_on_existing(on_existing, memory_key)
         draft = MemoryDraft(
             content,
             title,

@@ -26,7 +26,7 @@ from agent_memory.backends.files.index import live_sql
 from agent_memory.backends.files.record_files import allocate_id, partition_sql, write
 from agent_memory.errors import InvalidInputError, NotFoundError
 from agent_memory.model.records import MemoryRecord, RecordParseError
-from agent_memory.model.supersession import CAPTURE_SOURCES, MAX_CHAIN, POINTER, ended
+from agent_memory.model.supersession import MAX_CHAIN, POINTER, check_supersede, ended
 from agent_memory.model.values import shown
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -52,12 +52,9 @@ def supersede_locked(store: StoreParts, conn: Any, rec: MemoryRecord, redactions
     row = _partition_row(store, conn, rec, old_id)
     if row is None:
         raise NotFoundError(f"no live record {shown(old_id)} in this partition to supersede")
-    if row["superseded_by"]:
-        raise InvalidInputError(f"record {shown(old_id)} is already superseded by {row['superseded_by']!r}; supersede that one")
-    if rec.source in CAPTURE_SOURCES and row["source"] not in CAPTURE_SOURCES:
-        raise InvalidInputError(
-            f"record {shown(old_id)} was not written by capture (source {row['source']!r}); capture never supersedes it"
-        )
+    check_supersede(
+        old_id, kind=row["kind"], source=row["source"], superseded_by=row["superseded_by"], by_kind=rec.kind, by_source=rec.source
+    )
     try:
         old = store.index.load_file(row["file"])[0]
     except (FileNotFoundError, RecordParseError):

@@ -12,10 +12,10 @@ from psycopg.types.json import Jsonb
 
 from agent_memory.backends.postgres import links
 from agent_memory.backends.postgres.rows import COLUMNS, SELECT, record_params, row_to_record, tenant_part
-from agent_memory.errors import InvalidInputError, NotFoundError
+from agent_memory.errors import NotFoundError
 from agent_memory.model.drafts import RememberResult
 from agent_memory.model.records import MemoryRecord, new_id
-from agent_memory.model.supersession import CAPTURE_SOURCES, MAX_CHAIN, ended
+from agent_memory.model.supersession import MAX_CHAIN, check_supersede, ended
 
 _INSERT = f"({', '.join(COLUMNS)}) VALUES ({', '.join(f'%({c})s' for c in COLUMNS)})"
 _SETS = ", ".join(f"{c} = %({c})s" for c in COLUMNS if c not in ("tenant", "id", "part"))
@@ -64,10 +64,9 @@ async def supersede_one(w: Any, conn: Any, rec: MemoryRecord, redactions: int) -
     row = await cur.fetchone()
     if row is None:
         raise NotFoundError(f"no live record {old_id!r} in this partition to supersede")
-    if row["superseded_by"]:
-        raise InvalidInputError(f"record {old_id!r} is already superseded by {row['superseded_by']!r}; supersede that one")
-    if rec.source in CAPTURE_SOURCES and row["source"] not in CAPTURE_SOURCES:
-        raise InvalidInputError(f"record {old_id!r} was not written by capture (source {row['source']!r}); capture never supersedes it")
+    check_supersede(
+        old_id, kind=row["kind"], source=row["source"], superseded_by=row["superseded_by"], by_kind=rec.kind, by_source=rec.source
+    )
     old = row_to_record(row, w.path_of(old_id))
     if old.content_hash == rec.content_hash:
         return RememberResult(old.id, "duplicate", w.path_of(old.id), redactions)
