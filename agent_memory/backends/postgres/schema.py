@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from agent_memory.backends.postgres.links import MIGRATION_VERSION as LINKS_VERSION
+from agent_memory.backends.postgres.links import imported_migration
 from agent_memory.backends.postgres.links import migration as links_migration
 from agent_memory.backends.postgres.links import rebuild as rebuild_links
 from agent_memory.backends.postgres.sketch import MIGRATION_VERSION as SKETCH_VERSION
@@ -185,6 +186,7 @@ def migrations(s: str, cfg: str = TEXT_CONFIG) -> list[tuple[int, str, list[str]
         *vector_signatures(s),  # 10 (9 is the sessions/episodes namespaces')
         *sketch_migration(s),  # 11
         *embedders_migration(s),  # 12: the embedder recorded with the vectors
+        imported_migration(s),  # 13: the ids records were imported under, indexed ([[id]] links)
     ]
 
 
