@@ -187,7 +187,7 @@ async def test_a_batch_finds_the_rows_of_its_events_by_primary_key(pg_url: str) 
         res = await b.remember_many([MemoryDraft(f"planned fact {i}") for i in range(3)])
         params = {
             "actor": "a", "sid": None, "uid": None, "run": None, "call": None, "step": None, "ids": [r.id for r in res], "evs": ["created"] * 3,
-            "eids": ["e1", "e2", "e3"], "befores": [None] * 3, "afters": [None] * 3, "kepts": [None] * 3, "tenants": [""] * 3,
+            "eids": ["e1", "e2", "e3"], "befores": [None] * 3, "afters": [None] * 3, "kepts": [None] * 3, "tenants": [""] * 3, "at": None,
         }  # fmt: skip
         async with b.pool.connection() as conn, conn.transaction():
             await conn.execute(  # a table of some size (plain rows: what they hold does not matter to a plan)

@@ -70,7 +70,19 @@ async def test_the_coarse_filter_gives_the_exact_top_k_and_keeps_visibility(pg: 
     assert hybrid.hits and secret.id not in [h.id for h in hybrid.hits]
 
 
-async def test_migration_10_adds_signatures_to_the_vectors_already_there(pg_url: str) -> None:  # noqa: F811
+OLD_MIGRATION_10 = (  # what migration 10 did until migration 14 (a generated column nothing reads)
+    'CREATE OR REPLACE FUNCTION "{s}".vector_signature(v real[]) RETURNS bit varying'
+    " LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$"
+    " SELECT coalesce(string_agg(CASE WHEN x > 0 THEN '1' ELSE '0' END, '' ORDER BY i), '')::bit varying"
+    " FROM unnest(v) WITH ORDINALITY AS u(x, i) $$",
+    'ALTER TABLE "{s}".record_vectors ADD COLUMN IF NOT EXISTS sig bit varying GENERATED ALWAYS AS ("{s}".vector_signature(embedding)) STORED',
+)
+
+
+@pytest.mark.parametrize("before", [8, 13])
+async def test_the_unread_signature_column_is_dropped_or_never_added(pg_url: str, before: int) -> None:  # noqa: F811
+    """A schema of version 13 made by the old migration 10 loses ``sig`` and its function (migration 14); one of
+    version 8 is never given them (migration 10 no longer rewrites the table). Vectors stay and are written as before."""
     schema = fresh_schema()
     await _sql(pg_url, f'CREATE SCHEMA "{schema}"')
     await _sql(
@@ -79,8 +91,8 @@ async def test_migration_10_adds_signatures_to_the_vectors_already_there(pg_url:
         " applied timestamptz NOT NULL DEFAULT now())",
     )
     for version, description, statements in migrations(schema):
-        if version <= 8:
-            for stmt in statements:
+        if version <= before:
+            for stmt in [*statements, *(s.format(s=schema) for s in OLD_MIGRATION_10 if version == 10)]:
                 await _sql(pg_url, stmt)
             await _sql(pg_url, f'INSERT INTO "{schema}".schema_version VALUES (%s, %s)', version, description)
     await _sql(
@@ -94,14 +106,25 @@ async def test_migration_10_adds_signatures_to_the_vectors_already_there(pg_url:
         f'INSERT INTO "{schema}".record_vectors (tenant, id, model, dims, embedding, content_hash)'
         " VALUES ('', 'r1', 'm', 4, ARRAY[0.5, -0.1, 0, 2]::real[], 'h')",
     )
+    if before >= 10:
+        assert await _sql(pg_url, f'SELECT sig::text FROM "{schema}".record_vectors') == [("1001",)]  # the old schema had it
     b = PostgresBackend(pg_url, schema=schema)
     try:
         await b.count(Caller())  # opening migrates
-        assert b.pool.version >= 10
-        assert await _sql(pg_url, f'SELECT sig::text FROM "{schema}".record_vectors') == [("1001",)]
-        await _sql(pg_url, f'UPDATE "{schema}".record_vectors SET embedding = ARRAY[-1, 1, 1, -1]::real[]')
-        assert await _sql(pg_url, f'SELECT sig::text FROM "{schema}".record_vectors') == [("0110",)]  # follows the vector
-        assert pg_vectors.signature(np.array([0.5, -0.1, 0, 2], dtype=np.float32)) == "1001"  # the client's rule is the server's
+        assert b.pool.version >= 14
+        columns = await _sql(
+            pg_url, "SELECT column_name FROM information_schema.columns WHERE table_schema = %s AND table_name = 'record_vectors'", schema
+        )
+        assert "sig" not in {c[0] for c in columns} and "embedding" in {c[0] for c in columns}
+        assert (
+            await _sql(
+                pg_url,
+                "SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = %s AND p.proname = 'vector_signature'",
+                schema,
+            )
+            == []
+        )
+        assert await _sql(pg_url, f'SELECT id, embedding FROM "{schema}".record_vectors') == [("r1", [0.5, -0.1, 0.0, 2.0])]
     finally:
         await b.close()
 

@@ -276,3 +276,65 @@ def test_doctor_counts_rows_on_postgres_and_files_on_files(root: str) -> None:
     else:
         assert out.startswith("ok: 3 files, 3 indexed")
     assert am_json(root, "doctor")["records"] == 3
+
+
+# -- 6. forget logs an `archived` event per version that went with the record ---------------------
+def _forget_story(events: list[dict[str, Any]], cur: str, old: str) -> list[tuple[Any, ...]]:
+    """The events as ``(event, which record, before is whose hash, detail)``, ids named by role (ids differ by backend)."""
+    name = {cur: "cur", old: "old"}
+    return [(e["event"], name.get(e["id"], e["id"]), e.get("before") is not None, e.get("detail", {}).get("reason")) for e in events]
+
+
+def test_forget_logs_the_archived_versions_as_the_files_backend_does_cli(root: str) -> None:
+    am(root, "remember", "Dana lives in Oslo.", "--user", "dana", "--key", "home")
+    am(root, "remember", "Dana lives in Rome.", "--user", "dana", "--key", "home", "--on-existing", "replace")
+    every = am_json(root, "list", "--user", "dana", "--include-superseded")["records"]
+    [old] = [r["id"] for r in every if r["superseded_by"]]
+    [cur] = [r["id"] for r in every if not r["superseded_by"]]
+    am(root, "forget", cur, "--user", "dana")
+    events = am_json(root, "events", "--user", "dana")["events"]
+    assert _forget_story(events, cur, old)[-2:] == [
+        ("forgotten", "cur", True, "forgotten"),
+        ("archived", "old", True, f"forgotten with {cur}"),  # was missing on PostgreSQL
+    ]
+    assert events[-1]["detail"]["part_of"] == cur
+    assert [e["event"] for e in am_json(root, "history", old, "--user", "dana")["events"]][-1] == "archived"
+    assert am_json(root, "undo", "--user", "dana")["undone"]["event"] == "forgotten"  # one step: the version comes back with it
+    assert sorted(contents(root, "--user", "dana", "--include-superseded")) == ["Dana lives in Oslo.", "Dana lives in Rome."]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_forget_logs_the_archived_versions_as_the_files_backend_does_api(kind: str, tmp_path: Path) -> None:
+    target = make_target(kind, tmp_path)
+    dana = Caller(user_id="dana")
+
+    async def run() -> None:
+        backend = target.backend()
+        try:
+            for text in ("Dana lives in Oslo.", "Dana lives in Rome.", "Dana lives in Pisa."):
+                await backend.remember(MemoryDraft(text, user_id="dana", memory_key="home", on_existing="replace"))
+            every = await backend.list(dana, include_superseded=True)
+            [cur] = [r for r in every if not r.superseded_by]
+            assert await backend.forget(cur.id, dana)
+            tail = [e for e in await backend.events(dana) if e.event in ("forgotten", "archived")]
+            by_id = {r.id: r for r in every}
+            assert [(e.event, e.id, e.before) for e in tail] == [
+                ("forgotten", cur.id, cur.content_hash),
+                *(("archived", rid, by_id[rid].content_hash) for rid in _chain(by_id, cur.id)),  # newest first
+            ]
+            assert len(tail) == 3
+            assert all(e.detail == {"reason": f"forgotten with {cur.id}", "part_of": cur.id} for e in tail[1:])
+            assert (await backend.undo(dana)).event == "forgotten"
+            assert len(await backend.list(dana, include_superseded=True)) == 3
+        finally:
+            await backend.close()
+
+    asyncio.run(run())
+
+
+def _chain(by_id: dict[str, Any], rid: str) -> list[str]:
+    out, pointer = [], by_id[rid].supersedes
+    while pointer:
+        out.append(pointer)
+        pointer = by_id[pointer].supersedes
+    return out

@@ -34,6 +34,7 @@ __all__ = [
     "acting",
     "current_acting",
     "gated",
+    "part_of_another",
     "session_event_shape",
     "story",
     "tombstone_id",
@@ -228,6 +229,15 @@ def gated(ev: Event) -> Event:
     from agent_memory.model.drafts import prepare_event
 
     return Event.from_dict(prepare_event(ev.to_dict()))
+
+
+def part_of_another(ev: Event) -> bool:
+    """Is ``ev`` one step of a larger change (a superseded version archived with the record ``forget`` took:
+    ``detail.part_of`` names that record)? Undoing that change undoes it too, so no backend undoes it on its own."""
+    reason = ev.detail.get("reason")
+    return bool(ev.detail.get("part_of")) or (
+        ev.event == "archived" and isinstance(reason, str) and reason.startswith("forgotten with ")
+    )  # older logs
 
 
 def visible(ev: Event, session_id: str | None, user_id: str | None) -> bool:

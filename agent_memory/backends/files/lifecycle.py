@@ -27,7 +27,7 @@ from agent_memory.backends.files.history import archived_file, read_archived
 from agent_memory.backends.files.record_files import write
 from agent_memory.errors import InvalidInputError, NotFoundError
 from agent_memory.model.curated import restored_metadata
-from agent_memory.model.events import Event, current_acting, story, visible
+from agent_memory.model.events import Event, current_acting, part_of_another, story, visible
 from agent_memory.model.links import parse_links
 from agent_memory.model.records import MemoryRecord, RecordParseError, content_hash, now_iso, validate_id
 from agent_memory.model.reports import History
@@ -325,21 +325,12 @@ def _by(ev: Event, session_id: str | None, user_id: str | None) -> bool:
     return ev.user_id is None and ev.session_id == session_id
 
 
-def _part_of_another(ev: Event) -> bool:
-    """Is ``ev`` one step of a larger change (a superseded version archived with the record ``forget`` took)?
-    Undoing that change undoes it too, so it is never undone on its own."""
-    reason = ev.detail.get("reason")
-    return bool(ev.detail.get("part_of")) or (
-        ev.event == "archived" and isinstance(reason, str) and reason.startswith("forgotten with ")
-    )  # older logs
-
-
 def last_change(store: StoreParts, session_id: str | None, user_id: str | None) -> Event | None:
     """The caller's latest undoable change that is not undone yet."""
     events = store.events.read()[0]
     undone = {e.detail.get("undo_of") for e in events if e.detail.get("undo_of")}
     for ev in reversed(events):
-        if ev.detail.get("undo_of") or ev.eid in undone or ev.event not in UNDOABLE or _part_of_another(ev):
+        if ev.detail.get("undo_of") or ev.eid in undone or ev.event not in UNDOABLE or part_of_another(ev):
             continue
         if _by(ev, session_id, user_id) and visible(ev, session_id, user_id):
             return ev

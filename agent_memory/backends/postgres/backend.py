@@ -10,6 +10,7 @@ import asyncio
 import builtins
 import contextlib
 import dataclasses
+import datetime as dt
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -179,6 +180,7 @@ class PostgresBackend:
         pending = schedule()
         writing: builtins.list[asyncio.Task[builtins.list[Written]]] = []
         copied = 0
+        at: dt.datetime | None = None  # the events' time of the batch last started, when there are several
         try:
             while pending is not None:
                 size, prepared = await pending
@@ -186,7 +188,9 @@ class PostgresBackend:
                 if prepared:  # up to `ingest_connections` batches in flight, each its own transaction
                     while sum(not t.done() for t in writing) >= self.ingest_connections:
                         await asyncio.wait([t for t in writing if not t.done()], return_when=asyncio.FIRST_COMPLETED)
-                    writing.append(asyncio.ensure_future(self._write_batch(prepared, size, progress, source)))
+                    if writing or pending is not None:  # several batches: their events keep the input order
+                        at = await self._events_time(at)
+                    writing.append(asyncio.ensure_future(self._write_batch(prepared, size, progress, source, at)))
                     copied += len(prepared) if len(prepared) >= self.copy_threshold else 0
                 elif progress:
                     progress(size)
@@ -203,6 +207,13 @@ class PostgresBackend:
         if self.vectors is not None and results:
             self.vectors.kick(self.pool)  # vectors catch up in the background; the write never waits for them
         return results
+
+    async def _events_time(self, last: dt.datetime | None) -> dt.datetime:
+        """The time of the events of the next batch of a ``remember_many``: the server's clock, and always after
+        ``last`` (the batch before it). Batches commit in any order; their events list in input order (by time)."""
+        async with self.pool.connection() as conn:
+            now: dt.datetime = (await (await conn.execute("SELECT clock_timestamp() AS now")).fetchone())["now"]
+        return now if last is None or now > last else last + dt.timedelta(microseconds=1)
 
     async def _analyze_after(self, copied: int) -> None:
         """``ANALYZE`` the records after a bulk write that changed what the planner knows: the table was never
@@ -234,7 +245,12 @@ class PostgresBackend:
         return len(batch), prepared
 
     async def _write_batch(
-        self, prepared: builtins.list[Prepared], size: int = 0, progress: Callable[[int], None] | None = None, source: str = "import"
+        self,
+        prepared: builtins.list[Prepared],
+        size: int = 0,
+        progress: Callable[[int], None] | None = None,
+        source: str = "import",
+        at: dt.datetime | None = None,
     ) -> builtins.list[Written]:
         """One transaction: the batch's rows, link rows and events commit together or not at all; retried whole
         when the server aborts it for a deadlock or a lost race (every write is idempotent). Each result comes with
@@ -265,7 +281,7 @@ class PostgresBackend:
                                 out[i] = await self.writer.remember_one(conn, rec, redactions, mode, fields, note)
                                 notes[i] = note
                         written = [(out[i], {**notes.get(i, {}), "tenant": tenant_part(prepared[i][0])[0]}) for i in range(len(prepared))]
-                        await record_writes(self, [r for r, _ in written], source, [n for _, n in written], conn=conn)
+                        await record_writes(self, [r for r, _ in written], source, [n for _, n in written], conn=conn, at=at)
                     break
                 except (psycopg.errors.TransactionRollback, psycopg.errors.UniqueViolation):
                     if attempt == 4:
@@ -289,16 +305,25 @@ class PostgresBackend:
         params = self._caller(caller)
         params["id"] = record_id
         chain = (
-            f"(tenant, id) IN (WITH RECURSIVE chain(tenant, id, n) AS (SELECT tenant, supersedes, 1 FROM {self.table}"
+            f"WITH RECURSIVE chain(tenant, id, n) AS (SELECT tenant, supersedes, 1 FROM {self.table}"
             f" WHERE id = %(id)s AND supersedes IS NOT NULL AND {visibility(params, 'records')}"
             f" UNION SELECT r.tenant, r.supersedes, c.n + 1 FROM {self.table} r JOIN chain c ON r.tenant = c.tenant"
-            " AND r.id = c.id WHERE r.supersedes IS NOT NULL AND c.n < 1000) SELECT tenant, id FROM chain)"
+            " AND r.id = c.id WHERE r.supersedes IS NOT NULL AND c.n < 1000) SELECT tenant, id FROM chain ORDER BY n"
         )
         async with self.pool.connection() as conn, conn.transaction():  # the chain first: it starts at the record
-            await self.writer._archive_where(conn, chain, params, "forgotten (superseded by a forgotten record)")
+            older = [(r["tenant"], r["id"]) for r in await (await conn.execute(chain, params)).fetchall()]  # newest first
+            archived = set()
+            if older:
+                keys = {"ot": [t for t, _ in older], "oi": [i for _, i in older]}
+                where = "(tenant, id) IN (SELECT * FROM unnest(%(ot)s::text[], %(oi)s::text[]))"
+                archived = set(await self.writer._archive_where(conn, where, keys, "forgotten (superseded by a forgotten record)"))
             gone = await self.writer._archive_where(conn, f"id = %(id)s AND {visibility(params, 'records')}", params, "forgotten")
-        if gone:
-            await record_archive_event(self, record_id, caller)
+            if gone:  # its event, then one per version that went with it (as the files backend logs them)
+                await record_archive_event(self, conn, record_id, caller)
+                for tenant, old in older:
+                    if old in archived:
+                        reason = f"forgotten with {record_id}"
+                        await record_archive_event(self, conn, old, caller, "archived", tenant=tenant, reason=reason, part_of=record_id)
         return bool(gone)
 
     # -- lifecycle (agent_memory.backends.postgres.lifecycle): purge, history, restore -------------------

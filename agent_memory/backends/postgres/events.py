@@ -12,6 +12,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import contextvars
+import datetime
 import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -20,7 +21,7 @@ from psycopg.types.json import Jsonb
 
 from agent_memory.backends.base import Caller
 from agent_memory.model.drafts import RememberResult, prepare_event
-from agent_memory.model.events import Event, current_acting, session_event_shape, story, tombstone_id, visible
+from agent_memory.model.events import Event, current_acting, part_of_another, session_event_shape, story, tombstone_id, visible
 
 __all__ = ["events_for", "purge_events", "quiet", "record_archive_event", "record_event", "record_writes", "undoable", "WRITE_EVENTS"]
 
@@ -64,13 +65,21 @@ def _who(source: str) -> dict[str, Any]:
 
 
 async def record_writes(
-    b: Any, results: Sequence[RememberResult], source: str, notes: Sequence[dict[str, Any] | None] = (), conn: Any = None
+    b: Any,
+    results: Sequence[RememberResult],
+    source: str,
+    notes: Sequence[dict[str, Any] | None] = (),
+    conn: Any = None,
+    at: datetime.datetime | None = None,
 ) -> None:
-    """One event per created/appended/replaced/superseded result (one statement for the whole batch).
+    """One event per created/appended/replaced/superseded result (one statement for the whole batch), in the order
+    of ``results``.
 
     ``notes`` (per result, from :meth:`.writes.Writer.remember_one`) give what the rows cannot: an append's hashes
     before and after it and the length of text it kept (its ``detail.kept``, as on the files backend). ``conn``: the
-    write's own transaction (``remember_many`` passes it, so a batch's rows and their events commit together)."""
+    write's own transaction (``remember_many`` passes it, so a batch's rows and their events commit together).
+    ``at``: the events' time, when the batch's place in a larger write decides it (events list by time, then
+    ``seq``: batches written at once take their times in input order, so their events do not interleave)."""
     if _QUIET.get():
         return
     chosen = [
@@ -94,6 +103,7 @@ async def record_writes(
         "afters": [c[2].get("after") for c in chosen],
         "kepts": [c[2].get("kept") for c in chosen],
         "tenants": [c[2].get("tenant") for c in chosen],
+        "at": at,
     }
     if conn is None:
         async with b.pool.connection() as own:
@@ -113,17 +123,18 @@ def writes_sql(schema: str, table: str, *, by_key: bool = True) -> str:
     batch: at a million rows, most of a batch's cost)."""
     match = "r.tenant = x.tenant AND r.id = x.id" if by_key else "r.id = x.id AND (x.tenant IS NULL OR r.tenant = x.tenant)"
     return (
-        f'INSERT INTO "{schema}".events (tenant, eid, event, id, actor, session_id, user_id, run_id, tool_call_id,'
+        f'INSERT INTO "{schema}".events (tenant, ts, eid, event, id, actor, session_id, user_id, run_id, tool_call_id,'
         " before, after, scope, owner_session, owner_user, detail, owner_namespace)"
-        " SELECT r.tenant, x.eid, x.ev, r.id, %(actor)s, coalesce(%(sid)s, r.session_id), coalesce(%(uid)s, r.user_id),"
+        " SELECT r.tenant, coalesce(%(at)s::timestamptz, clock_timestamp()), x.eid, x.ev, r.id, %(actor)s, coalesce(%(sid)s, r.session_id), coalesce(%(uid)s, r.user_id),"
         " %(run)s, %(call)s, CASE WHEN x.ev = 'created' OR x.ev = 'imported' THEN NULL"
         " ELSE coalesce(x.before, p.content_hash) END, coalesce(x.after, r.content_hash), r.scope, r.session_id,"
         " r.user_id, jsonb_strip_nulls(jsonb_build_object('kept', x.kept, 'step', %(step)s::text, 'links', (SELECT nullif(count(*), 0)"
         f' FROM "{schema}".record_links l WHERE l.tenant = r.tenant AND l.src = r.id))), r.namespace'
         " FROM unnest(%(ids)s::text[], %(evs)s::text[], %(eids)s::text[], %(befores)s::text[], %(afters)s::text[],"
-        " %(kepts)s::int[], %(tenants)s::text[]) AS x(id, ev, eid, before, after, kept, tenant)"
+        " %(kepts)s::int[], %(tenants)s::text[]) WITH ORDINALITY AS x(id, ev, eid, before, after, kept, tenant, n)"
         f" JOIN {table} r ON {match} AND r.superseded_by IS NULL"
         f" LEFT JOIN {table} p ON p.tenant = r.tenant AND p.id = r.supersedes"
+        " ORDER BY x.n"  # seq follows the results' order, whatever order the join yields rows in
     )
 
 
@@ -169,28 +180,32 @@ async def record_event(
     )
 
 
-async def record_archive_event(b: Any, record_id: str, caller: Caller, event: str = "forgotten") -> None:
-    """The event of a record just archived (its latest archived copy gives partition and hash): as the files backend
-    writes it, actor ``api`` unless a caller is acting (``acting``) and ``detail.reason`` the event."""
-    async with b.pool.connection() as conn:
-        who = _who("api")
-        await conn.execute(
-            f'INSERT INTO "{b.schema}".events (tenant, eid, event, id, actor, session_id, user_id, run_id, tool_call_id,'
-            " before, after, scope, owner_session, owner_user, detail, owner_namespace)"
-            " SELECT a.tenant, %(eid)s, %(ev)s, a.id, %(actor)s, %(sid)s, %(uid)s, %(run)s, %(call)s,"
-            " a.record->>'content_hash', NULL, a.record->>'scope', a.record->>'session_id', a.record->>'user_id',"
-            " %(detail)s, coalesce(a.record->>'namespace', '')"
-            f' FROM "{b.schema}".archive a WHERE a.id = %(id)s ORDER BY a.archived DESC LIMIT 1',
-            {
-                **who,
-                "sid": who["sid"] or caller.session_id,
-                "uid": who["uid"] or caller.user_id,
-                "eid": uuid.uuid4().hex[:16],
-                "ev": event,
-                "id": record_id,
-                "detail": Jsonb({"reason": event} | ({"step": who["step"]} if who["step"] else {})),
-            },
-        )
+async def record_archive_event(
+    b: Any, conn: Any, record_id: str, caller: Caller, event: str = "forgotten", *, tenant: str | None = None, **detail: Any
+) -> None:
+    """The event of a record just archived (its latest archived copy, in ``tenant`` when given, gives partition and
+    hash), in the caller's transaction: as the files backend writes it, actor ``api`` unless a caller is acting
+    (``acting``), ``detail.reason`` the event unless ``detail`` says otherwise."""
+    who = _who("api")
+    await conn.execute(
+        f'INSERT INTO "{b.schema}".events (tenant, eid, event, id, actor, session_id, user_id, run_id, tool_call_id,'
+        " before, after, scope, owner_session, owner_user, detail, owner_namespace)"
+        " SELECT a.tenant, %(eid)s, %(ev)s, a.id, %(actor)s, %(sid)s, %(uid)s, %(run)s, %(call)s,"
+        " a.record->>'content_hash', NULL, a.record->>'scope', a.record->>'session_id', a.record->>'user_id',"
+        " %(detail)s, coalesce(a.record->>'namespace', '')"
+        f' FROM "{b.schema}".archive a WHERE a.id = %(id)s AND (%(tenant)s::text IS NULL OR a.tenant = %(tenant)s)'
+        " ORDER BY a.archived DESC LIMIT 1",
+        {
+            **who,
+            "sid": who["sid"] or caller.session_id,
+            "uid": who["uid"] or caller.user_id,
+            "eid": uuid.uuid4().hex[:16],
+            "ev": event,
+            "id": record_id,
+            "tenant": tenant,
+            "detail": Jsonb({"reason": event, **detail} | ({"step": who["step"]} if who["step"] else {})),
+        },
+    )
 
 
 def _event(row: dict[str, Any]) -> Event:
@@ -243,7 +258,7 @@ def undoable(events: Sequence[Event], caller: Caller) -> Event | None:
     undone = {e.detail.get("undo_of") for e in events if e.detail.get("undo_of")}
     sid, uid = caller.session_id, caller.user_id
     for ev in reversed(events):
-        if ev.detail.get("undo_of") or ev.eid in undone or ev.event not in UNDOABLE:
+        if ev.detail.get("undo_of") or ev.eid in undone or ev.event not in UNDOABLE or part_of_another(ev):
             continue
         mine = (
             (ev.user_id == uid and (sid is None or ev.session_id in (sid, None)))

@@ -31,10 +31,25 @@ from agent_memory.model.links import (
 )
 from agent_memory.model.records import MemoryRecord
 
-__all__ = ["MIGRATION_VERSION", "add", "links_for", "migration", "rebuild", "rebuild_sync", "sync"]
+__all__ = [
+    "IMPORTED_VERSION",
+    "MIGRATION_VERSION",
+    "add",
+    "imported_migration",
+    "links_for",
+    "migration",
+    "rebuild",
+    "rebuild_sync",
+    "sync",
+]
 
 #: The schema version that adds the link tables (its own step: other columns are other steps' business).
 MIGRATION_VERSION = 8
+#: The schema version that indexes the ids records were imported under (:func:`imported_migration`).
+IMPORTED_VERSION = 13
+#: The rows that were imported under another id: the partial index's predicate, which every lookup by that id
+#: repeats (the planner uses a partial index only for a query that implies its predicate).
+IMPORTED_SQL = "{a}metadata ? 'imported_id'"
 
 
 def migration(s: str) -> tuple[int, str, list[str]]:
@@ -62,6 +77,19 @@ def migration(s: str) -> tuple[int, str, list[str]]:
             FOREIGN KEY (tenant, id) REFERENCES "{s}".records (tenant, id) ON DELETE CASCADE
         )""",
             f'CREATE INDEX IF NOT EXISTS record_titles_key ON "{s}".record_titles (key)',
+        ],
+    )
+
+
+def imported_migration(s: str) -> tuple[int, str, list[str]]:
+    """The migration step indexing ``metadata->>'imported_id'`` per tenant, over the imported rows only: an ``[[id]]``
+    that names no visible record looks there (:meth:`_Reader.by_id`), an index probe instead of a scan of the table."""
+    return (
+        IMPORTED_VERSION,
+        "the ids records were imported under, indexed for [[id]] links",
+        [
+            f"CREATE INDEX IF NOT EXISTS records_imported_id ON \"{s}\".records (tenant, (metadata->>'imported_id'))"
+            f" WHERE {IMPORTED_SQL.format(a='')}"
         ],
     )
 
@@ -180,7 +208,7 @@ class _Reader:
         if rest:  # only targets no visible record has as its id (most links resolve above)
             cur = await self.conn.execute(
                 f"SELECT {_REF_COLS}, r.metadata->>'imported_id' AS imported FROM {self.t} r"
-                f" WHERE r.metadata->>'imported_id' = ANY(%(ids)s) AND {self.vis}"
+                f" WHERE r.metadata->>'imported_id' = ANY(%(ids)s) AND {IMPORTED_SQL.format(a='r.')} AND {self.vis}"
                 " ORDER BY (r.superseded_by IS NULL) DESC, r.updated DESC, r.id DESC",
                 {**self.params, "ids": rest},
             )

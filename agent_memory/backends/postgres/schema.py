@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from agent_memory.backends.postgres.links import MIGRATION_VERSION as LINKS_VERSION
+from agent_memory.backends.postgres.links import imported_migration
 from agent_memory.backends.postgres.links import migration as links_migration
 from agent_memory.backends.postgres.links import rebuild as rebuild_links
 from agent_memory.backends.postgres.sketch import MIGRATION_VERSION as SKETCH_VERSION
@@ -43,7 +44,8 @@ def _tsv(cfg: str) -> str:
 
 
 def migrations(s: str, cfg: str = TEXT_CONFIG) -> list[tuple[int, str, list[str]]]:
-    """``(version, description, statements)`` for schema ``s``; append new versions, never edit old ones."""
+    """``(version, description, statements)`` for schema ``s``; append new versions, never edit old ones (the one
+    exception, migration 10, is emptied because 14 undoes it: :func:`vector_signatures`)."""
     return [
         (
             1,
@@ -182,9 +184,11 @@ def migrations(s: str, cfg: str = TEXT_CONFIG) -> list[tuple[int, str, list[str]
                 ),
             ],
         ),
-        *vector_signatures(s),  # 10 (9 is the sessions/episodes namespaces')
+        *vector_signatures(s),  # 10, emptied (its column is dropped by 14; 9 is the sessions/episodes namespaces')
         *sketch_migration(s),  # 11
         *embedders_migration(s),  # 12: the embedder recorded with the vectors
+        imported_migration(s),  # 13: the ids records were imported under, indexed ([[id]] links)
+        *drop_signatures(s),  # 14: migration 10's unread column goes
     ]
 
 
@@ -275,20 +279,23 @@ def time_layers(s: str, cfg: str) -> list[tuple[int, str, list[str]]]:
 
 
 def vector_signatures(s: str) -> list[tuple[int, str, list[str]]]:
-    """Migration 10: a sign-bit signature per vector (bit i is 1 when component i is positive), a generated column,
-    so every row, old or new and from any writer, has one. Dense search ranks a caller's visible vectors by the
-    Hamming distance of signatures on the server and reads only a shortlist (agent_memory.backends.postgres.vectors)."""
+    """Migration 10, emptied: it added ``record_vectors.sig``, a generated column of 384 sign bits computed by a SQL
+    function. The sketches of migration 11 replaced it and nothing reads it, yet every vector write paid for it
+    (inserting 20k vectors took 10.4 s instead of 2.0 s of server time) and adding it rewrote the table under an
+    exclusive lock (13.7 s at 30k vectors, minutes at a million). A schema older than 10 skips it; one that has it
+    loses it in migration 14 (:func:`drop_signatures`): both end the same."""
+    return [(10, "sign-bit signatures of vectors for a server-side coarse filter", [])]
+
+
+def drop_signatures(s: str) -> list[tuple[int, str, list[str]]]:
+    """Migration 14: drop migration 10's unread ``sig`` column and its function (catalog changes only: no rewrite)."""
     return [
         (
-            10,
-            "sign-bit signatures of vectors for a server-side coarse filter",
+            14,
+            "drop the unread sign-bit signatures of vectors (every vector write computed them)",
             [
-                f'CREATE OR REPLACE FUNCTION "{s}".vector_signature(v real[]) RETURNS bit varying'
-                " LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$"
-                " SELECT coalesce(string_agg(CASE WHEN x > 0 THEN '1' ELSE '0' END, '' ORDER BY i), '')::bit varying"
-                " FROM unnest(v) WITH ORDINALITY AS u(x, i) $$",
-                f'ALTER TABLE "{s}".record_vectors ADD COLUMN IF NOT EXISTS sig bit varying'
-                f' GENERATED ALWAYS AS ("{s}".vector_signature(embedding)) STORED',
+                f'ALTER TABLE "{s}".record_vectors DROP COLUMN IF EXISTS sig',
+                f'DROP FUNCTION IF EXISTS "{s}".vector_signature(real[])',
             ],
         )
     ]

@@ -16,7 +16,7 @@ WHERE clause) by key and keeps the first :data:`SHORTLIST` (at least :data:`PER_
 as ranking only the visible ones, which it falls back to when too few are visible that deep — takes a
 ``TABLESAMPLE`` of ~:data:`SAMPLE` visible rows, and only then reads those rows' vectors by key; the client
 computes their cosines exactly. The shortlist's recall@10 against the exact read is 1.0 on
-``benchmarks/bench_million.py``'s 100k set (migration 10's 384 sign bits, ``sig``, kept but no longer read, gave
+``benchmarks/bench_million.py``'s 100k set (migration 10's 384 sign bits, ``sig``, dropped by migration 14, gave
 .8775). The mean and standard deviation that standardise the cosines for fusion come from the sample, visible
 rows only, so nothing hidden moves a score; lexical candidates outside the shortlist get their exact cosine too.
 With pgvector installed in the database (:func:`agent_memory.backends.postgres.schema.pgvector_version`) an HNSW
