@@ -28,8 +28,14 @@ FUNCTION_WORDS = (
 ).split()
 TAGS = [f"topic-{i}" for i in range(40)]
 QUESTION_FRAMES = (
-    "What did we decide about {}?", "When is the {} due?", "Who mentioned {}?", "Do you remember the {}?",
-    "what was said about {} last time", "{}?", "Any notes on {} and the plan?", "Where did we put the {}?",
+    "What did we decide about {}?",
+    "When is the {} due?",
+    "Who mentioned {}?",
+    "Do you remember the {}?",
+    "what was said about {} last time",
+    "{}?",
+    "Any notes on {} and the plan?",
+    "Where did we put the {}?",
 )
 
 
@@ -50,7 +56,7 @@ class Corpus:
         for rank in range(len(self.vocab)):
             total += 1.0 / (rank + 1) ** exponent
             self.cum.append(total)
-        self.content_cum = [c - self.cum[len(FUNCTION_WORDS) - 1] for c in self.cum[len(FUNCTION_WORDS):]]
+        self.content_cum = [c - self.cum[len(FUNCTION_WORDS) - 1] for c in self.cum[len(FUNCTION_WORDS) :]]
 
     def words(self, k: int) -> list[str]:
         return self.rng.choices(self.vocab, cum_weights=self.cum, k=k)
@@ -73,8 +79,7 @@ class Corpus:
         elif roll < 0.10:
             scope, user_id = "user", f"u{rng.randint(0, 20)}"
         tags = (rng.choice(TAGS),) if rng.random() < 0.3 else ()
-        return MemoryDraft(content=body, title=title, scope=scope, session_id=session_id,
-                           user_id=user_id, tags=tags)
+        return MemoryDraft(content=body, title=title, scope=scope, session_id=session_id, user_id=user_id, tags=tags)
 
     def drafts(self, n: int) -> Iterator[MemoryDraft]:
         for i in range(n):
@@ -86,8 +91,7 @@ class Corpus:
         for i in range(n):
             if i % 2 == 0 and known:
                 text = self.rng.choice(known)
-                pool = [w for w in text.lower().replace(".", " ").replace("?", " ").replace("!", " ").split()
-                        if w not in FUNCTION_WORDS]
+                pool = [w for w in text.lower().replace(".", " ").replace("?", " ").replace("!", " ").split() if w not in FUNCTION_WORDS]
                 picked = self.rng.sample(pool, min(len(pool), self.rng.randint(2, 4))) or self.content_words(2)
             else:
                 picked = self.content_words(self.rng.randint(2, 4))

@@ -30,9 +30,18 @@ def records(corpus: Corpus, n: int) -> Iterator[MemoryRecord]:
         title = d.title or "memory"
         rid = f"{created[:10]}-{slugify(title)}-{i:08x}"
         yield MemoryRecord(
-            id=rid, content=d.content, title=title, scope=Scope(d.scope or "project"), session_id=d.session_id,
-            user_id=d.user_id, tags=tuple(d.tags), source="import", created=created, updated=created,
-            content_hash=content_hash(d.content))
+            id=rid,
+            content=d.content,
+            title=title,
+            scope=Scope(d.scope or "project"),
+            session_id=d.session_id,
+            user_id=d.user_id,
+            tags=tuple(d.tags),
+            source="import",
+            created=created,
+            updated=created,
+            content_hash=content_hash(d.content),
+        )
 
 
 def write_root(root: Path, n: int, seed: int | None = None) -> tuple[Corpus, list[str]]:

@@ -62,8 +62,15 @@ async def _measure(backend: MemoryBackend, drafts: list[MemoryDraft], queries: l
     t = time.perf_counter()
     count = await backend.count(Caller())
     count_ms = (time.perf_counter() - t) * 1000
-    return {"ingest_s": round(ingest_s, 2), "ingest_per_s": round(len(drafts) / ingest_s), "created": created,
-            "search_ms": _stats(samples), "queries_with_hits": found, "count_ms": round(count_ms, 2), "visible": count}
+    return {
+        "ingest_s": round(ingest_s, 2),
+        "ingest_per_s": round(len(drafts) / ingest_s),
+        "created": created,
+        "search_ms": _stats(samples),
+        "queries_with_hits": found,
+        "count_ms": round(count_ms, 2),
+        "visible": count,
+    }
 
 
 async def run(sizes: list[int], n_queries: int, backends: list[str], url: str | None, fast: bool) -> list[dict[str, Any]]:

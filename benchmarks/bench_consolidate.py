@@ -68,7 +68,7 @@ def _typo(text: str, rng: random.Random) -> str:
     i = rng.choice(longs)
     w = words[i]
     j = rng.randrange(1, len(w) - 2)
-    words[i] = w[:j] + w[j + 1] + w[j] + w[j + 2:]
+    words[i] = w[:j] + w[j + 1] + w[j] + w[j + 2 :]
     return " ".join(words)
 
 
@@ -94,16 +94,23 @@ def _contradict(slots: dict[str, Any], template: str, rng: random.Random) -> str
     return None
 
 
-def seed(facts: int = 400, seed_value: int = 7, *, dup_share: float = 0.15, conflict_share: float = 0.08,
-         other_user_share: float = 0.05) -> Seeded:
+def seed(
+    facts: int = 400, seed_value: int = 7, *, dup_share: float = 0.15, conflict_share: float = 0.08, other_user_share: float = 0.05
+) -> Seeded:
     """A deterministic corpus (project scope, plus copies in user ``zoe``'s partition)."""
     rng = random.Random(seed_value)
     out = Seeded()
     seen: set[str] = set()
     while len(out.drafts) < facts * 2 and sum(k == "base" for k in out.kinds) < facts:
         template = rng.choice(TEMPLATES)
-        slots = {"p": rng.choice(PEOPLE), "d": rng.choice(DRINKS), "t": rng.choice(TOOLS), "c": rng.choice(CITIES),
-                 "day": rng.choice(DAYS), "n": rng.randrange(2, 10)}
+        slots = {
+            "p": rng.choice(PEOPLE),
+            "d": rng.choice(DRINKS),
+            "t": rng.choice(TOOLS),
+            "c": rng.choice(CITIES),
+            "day": rng.choice(DAYS),
+            "n": rng.randrange(2, 10),
+        }
         text = template.format(**slots)
         if text in seen:
             continue
@@ -158,7 +165,8 @@ def score(truth: Truth, report: Any) -> dict[str, Any]:
     flagged = {i for f in report.findings if f.kind == "contradiction" for i in f.record_ids}
     contradictions = {i for i, k in kinds.items() if k == "contradiction"}
     return {
-        "merges": len(archived), "planted_duplicates": len(planted),
+        "merges": len(archived),
+        "planted_duplicates": len(planted),
         "precision": round(hits / len(archived), 3) if archived else 1.0,
         "recall": round(min(hits, len(planted)) / len(planted), 3) if planted else 1.0,
         "contradictions_touched": len(archived & contradictions),
@@ -189,8 +197,14 @@ def run(facts: int, seed_value: int, thresholds: list[float]) -> dict[str, Any]:
     shingled = [similar.shingles(d.content) for d in corpus.drafts]
     n = len(shingled)
     compared = len(similar.candidate_pairs([list(range(n))], shingled, min(MERGE_THRESHOLD, similar.CONFLICT_THRESHOLD)))
-    return {"records": len(corpus.drafts), "default_threshold": MERGE_THRESHOLD, "thresholds": sweep, "applied": applied,
-            "compared_pairs": compared, "all_pairs": n * (n - 1) // 2}
+    return {
+        "records": len(corpus.drafts),
+        "default_threshold": MERGE_THRESHOLD,
+        "thresholds": sweep,
+        "applied": applied,
+        "compared_pairs": compared,
+        "all_pairs": n * (n - 1) // 2,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -206,13 +220,19 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{result['records']} records; default threshold {result['default_threshold']}")
     print("threshold  merges  precision  recall  contradictions touched/flagged  unrelated touched  plan ms")
     for t, r in result["thresholds"].items():
-        print(f"{t:>9}  {r['merges']:>6}  {r['precision']:>9}  {r['recall']:>6}  "
-              f"{r['contradictions_touched']:>14}/{r['contradictions_flagged']:<16}  {r['unrelated_touched']:>17}  {r['plan_ms']:>7}")
-    print(f"pairs compared: {result['compared_pairs']} of {result['all_pairs']} "
-          f"({result['compared_pairs'] / max(1, result['all_pairs']):.1%}; templated facts are the worst case)")
+        print(
+            f"{t:>9}  {r['merges']:>6}  {r['precision']:>9}  {r['recall']:>6}  "
+            f"{r['contradictions_touched']:>14}/{r['contradictions_flagged']:<16}  {r['unrelated_touched']:>17}  {r['plan_ms']:>7}"
+        )
+    print(
+        f"pairs compared: {result['compared_pairs']} of {result['all_pairs']} "
+        f"({result['compared_pairs'] / max(1, result['all_pairs']):.1%}; templated facts are the worst case)"
+    )
     a = result["applied"]
-    print(f"applied at default: {a['merges']} merged, precision {a['precision']}, recall {a['recall']}, "
-          f"unrelated touched {a['unrelated_touched']}, lost {a['lost']} ({a['records_before']} → {a['records_after']} live)")
+    print(
+        f"applied at default: {a['merges']} merged, precision {a['precision']}, recall {a['recall']}, "
+        f"unrelated touched {a['unrelated_touched']}, lost {a['lost']} ({a['records_before']} → {a['records_after']} live)"
+    )
     return 0
 
 

@@ -34,9 +34,18 @@ from agent_memory.episodes._store import query_terms  # noqa: E402
 from agent_memory.search.text import term_counts, term_key  # noqa: E402
 
 USERS = ["ada", "bob", "cy", "dee"]
-TOPICS = ["deploy the billing service", "rotate the tls certificates", "write the quarterly report",
-          "tune the postgres vacuum", "plan the team offsite", "migrate the search cluster", "fix the flaky login test",
-          "answer the customer about invoices", "upgrade the python runtime", "clean up the staging buckets"]
+TOPICS = [
+    "deploy the billing service",
+    "rotate the tls certificates",
+    "write the quarterly report",
+    "tune the postgres vacuum",
+    "plan the team offsite",
+    "migrate the search cluster",
+    "fix the flaky login test",
+    "answer the customer about invoices",
+    "upgrade the python runtime",
+    "clean up the staging buckets",
+]
 TOOLS = ["search", "read_file", "run_tests", "deploy", "kubectl", "sql", "email", "calendar"]
 QUESTION = "What happened last time we tried to migrate the search cluster?"
 
@@ -46,13 +55,20 @@ def fill(root: Path, n: int, seed: int = 7) -> None:
     rng = random.Random(seed)
     for i in range(n):
         topic = rng.choice(TOPICS)
-        calls = [{"name": rng.choice(TOOLS), "outcome": rng.choice(["success"] * 4 + ["failed", "retried"]),
-                  "detail": f"step {k} of {topic}"} for k in range(rng.randint(0, 6))]
+        calls = [
+            {"name": rng.choice(TOOLS), "outcome": rng.choice(["success"] * 4 + ["failed", "retried"]), "detail": f"step {k} of {topic}"}
+            for k in range(rng.randint(0, 6))
+        ]
         day = 1 + i % 28
-        ep = build_episode(f"Please {topic} for ticket {i}", output=f"Done: {topic}",
-                           error=None if rng.random() > 0.2 else "timeout talking to the api", tool_calls=calls,
-                           user_id=USERS[i % 4], started=f"2026-{1 + i % 12:02d}-{day:02d}T10:{i % 60:02d}:00Z",
-                           usage={"requests": 3, "input_tokens": 500, "output_tokens": 80})
+        ep = build_episode(
+            f"Please {topic} for ticket {i}",
+            output=f"Done: {topic}",
+            error=None if rng.random() > 0.2 else "timeout talking to the api",
+            tool_calls=calls,
+            user_id=USERS[i % 4],
+            started=f"2026-{1 + i % 12:02d}-{day:02d}T10:{i % 60:02d}:00Z",
+            usage={"requests": 3, "input_tokens": 500, "output_tokens": 80},
+        )
         path = root / "episodes" / ep.started[:7] / f"{ep.id}.md"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(ep.render(), encoding="utf-8")
@@ -122,9 +138,11 @@ def main() -> None:
     print("| episodes | cold index build | list p50 / p95 | search p50 / p95 | scan (no index) p50 | ratio | writes/s |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for r in results:
-        print(f"| {r['episodes']} | {r['cold_index_build_ms']} ms | {r['list']['p50_ms']} / {r['list']['p95_ms']} ms | "
-              f"{r['search']['p50_ms']} / {r['search']['p95_ms']} ms | {r['baseline_scan']['p50_ms']} ms | "
-              f"{r['search_vs_scan']}× | {r['writes_per_s']} |")
+        print(
+            f"| {r['episodes']} | {r['cold_index_build_ms']} ms | {r['list']['p50_ms']} / {r['list']['p95_ms']} ms | "
+            f"{r['search']['p50_ms']} / {r['search']['p95_ms']} ms | {r['baseline_scan']['p50_ms']} ms | "
+            f"{r['search_vs_scan']}× | {r['writes_per_s']} |"
+        )
 
 
 if __name__ == "__main__":

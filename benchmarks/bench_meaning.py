@@ -69,9 +69,11 @@ Ranker = Callable[[list[tuple[str, float]], list[tuple[str, float]], QueryContex
 
 def variants() -> dict[str, Ranker]:
     def pipe(fuse: Fuse) -> Ranker:
-        def rank(lex: list[tuple[str, float]], dense: list[tuple[str, float]], ctx: QueryContext,
-                 cosines: Callable[[Any], dict[str, float]]) -> list[str]:
+        def rank(
+            lex: list[tuple[str, float]], dense: list[tuple[str, float]], ctx: QueryContext, cosines: Callable[[Any], dict[str, float]]
+        ) -> list[str]:
             return [c.id for c in Pipeline(replace(fuse, dense_scores=cosines)).run(lex, dense, ctx)]
+
         return rank
 
     return {
@@ -85,8 +87,9 @@ def variants() -> dict[str, Ranker]:
     }
 
 
-def _query(store: MemoryStore, cache: VectorCache, emb: LocalEmbedder, allowed: dict[str, str], text: str,
-           qvec: Any) -> tuple[list[tuple[str, float]], list[tuple[str, float]], QueryContext, Callable[[Any], dict[str, float]]]:
+def _query(
+    store: MemoryStore, cache: VectorCache, emb: LocalEmbedder, allowed: dict[str, str], text: str, qvec: Any
+) -> tuple[list[tuple[str, float]], list[tuple[str, float]], QueryContext, Callable[[Any], dict[str, float]]]:
     """Lexical and dense candidates and the query context, exactly as ``hybrid_search`` builds them."""
     lex = [(row["id"], raw) for raw, row in store.engine.ranked(store.index, SearchRequest(query=text, limit=LEX_POOL))]  # type: ignore[attr-defined]
     stats: dict[str, float] = {}
@@ -102,8 +105,7 @@ def _mean(xs: Sequence[float]) -> float:
 
 def quality_locomo(dev: Path, para: Path, emb: LocalEmbedder, ks: Sequence[int] = (5, 10, 25)) -> dict[str, Any]:
     ranks = variants()
-    scores: dict[str, dict[str, dict[int, list[float]]]] = {
-        w: {v: {k: [] for k in ks} for v in ranks} for w in ("orig", "para")}
+    scores: dict[str, dict[str, dict[int, list[float]]]] = {w: {v: {k: [] for k in ks} for v in ranks} for w in ("orig", "para")}
     embed_s = 0.0
     for s_dev, s_para in zip(load_samples(dev), load_samples(para), strict=True):
         drafts = transcript_drafts(sample_sessions(s_dev), thread=str(s_dev.get("sample_id")))
@@ -178,15 +180,21 @@ def deferred_ingest(tmp: Path, drafts: list[MemoryDraft], rounds: int = 3) -> di
     rates: dict[str, list[float]] = {"without": [], "with": []}
     for r in range(rounds):
         for name in ("without", "with") if r % 2 == 0 else ("with", "without"):
-            provider = MemoryProvider(tmp / f"ingest-{name}-{r}", durable=False, rescan_interval=None,
-                                      **({"embedder": emb} if name == "with" else {}))
+            provider = MemoryProvider(
+                tmp / f"ingest-{name}-{r}", durable=False, rescan_interval=None, **({"embedder": emb} if name == "with" else {})
+            )
             t0 = time.perf_counter()
             asyncio.run(provider.remember_many(drafts, source="import"))
             rates[name].append(len(drafts) / (time.perf_counter() - t0))
             provider.close()
     med = {k: statistics.median(v) for k, v in rates.items()}
-    return {"records": len(drafts), "rounds": rounds, "without_records_per_s": round(med["without"]),
-            "with_records_per_s": round(med["with"]), "ratio_with_over_without": round(med["with"] / med["without"], 3)}
+    return {
+        "records": len(drafts),
+        "rounds": rounds,
+        "without_records_per_s": round(med["without"]),
+        "with_records_per_s": round(med["with"]),
+        "ratio_with_over_without": round(med["with"] / med["without"], 3),
+    }
 
 
 def cost(size: int, queries_n: int, emb: LocalEmbedder | None, sample: int = 2000) -> dict[str, Any]:
@@ -198,7 +206,7 @@ def cost(size: int, queries_n: int, emb: LocalEmbedder | None, sample: int = 200
         t0 = time.perf_counter()
         store.remember_many(drafts, source="import", batch_size=5000)
         out["ingest_records_per_s_embedding_deferred"] = round(size / (time.perf_counter() - t0))
-        out["ingest_with_vs_without_embedder"] = deferred_ingest(Path(tmp), drafts[:min(size, 10_000)])
+        out["ingest_with_vs_without_embedder"] = deferred_ingest(Path(tmp), drafts[: min(size, 10_000)])
         items = list(live_items(store.index))
         if emb is not None:
             emb.embed(["warm up"])
@@ -212,7 +220,7 @@ def cost(size: int, queries_n: int, emb: LocalEmbedder | None, sample: int = 200
         mat /= np.linalg.norm(mat, axis=1, keepdims=True)
         cache = VectorCache.for_root(store.root)
         for i in range(0, len(items), 10_000):
-            cache.put("bench-random", [h for h, _ in items[i:i + 10_000]], mat[i:i + 10_000])
+            cache.put("bench-random", [h for h, _ in items[i : i + 10_000]], mat[i : i + 10_000])
         cache.close()
         db = store.root / "vectors.db"
         out["vectors_disk_mb"] = round(sum(p.stat().st_size for p in db.parent.glob("vectors.db*")) / 1e6, 1)

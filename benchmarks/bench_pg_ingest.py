@@ -52,10 +52,18 @@ async def one_run(server: Any, drafts: list[Any], n: int, mode: str = "direct", 
     finally:
         await backend.close()
     created = sum(r.status == "created" for r in results)
-    return {"mode": mode, "records": len(drafts), "created": created, "wall_s": round(wall, 3), "client_cpu_s": round(client, 3),
-            "server_cpu_s": round(srv, 3), "per_s": round(len(drafts) / wall),
-            "per_cpu_s": round(len(drafts) / (client + srv)), "client_us": round(1e6 * client / len(drafts)),
-            "server_us": round(1e6 * srv / len(drafts))}
+    return {
+        "mode": mode,
+        "records": len(drafts),
+        "created": created,
+        "wall_s": round(wall, 3),
+        "client_cpu_s": round(client, 3),
+        "server_cpu_s": round(srv, 3),
+        "per_s": round(len(drafts) / wall),
+        "per_cpu_s": round(len(drafts) / (client + srv)),
+        "client_us": round(1e6 * client / len(drafts)),
+        "server_us": round(1e6 * srv / len(drafts)),
+    }
 
 
 def profile_client(drafts: list[Any]) -> dict[str, float]:
@@ -88,7 +96,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         runs = []
         for i in range(args.runs):
             for mode in modes:
-                batch = drafts[len(runs) * args.size:(len(runs) + 1) * args.size] if args.url else drafts
+                batch = drafts[len(runs) * args.size : (len(runs) + 1) * args.size] if args.url else drafts
                 runs.append(await one_run(server, batch, i, mode, args.url))
                 print(json.dumps(runs[-1]), file=sys.stderr, flush=True)
     finally:
@@ -97,10 +105,12 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"size": args.size, "runs": runs, "load": [round(x, 1) for x in os.getloadavg()]}
     for mode in modes:
         mine = [r for r in runs if r["mode"] == mode]
-        out[mode] = {"median_per_s": statistics.median(r["per_s"] for r in mine),
-                     "median_per_cpu_s": statistics.median(r["per_cpu_s"] for r in mine),
-                     "median_client_us": statistics.median(r["client_us"] for r in mine),
-                     "median_server_us": statistics.median(r["server_us"] for r in mine)}
+        out[mode] = {
+            "median_per_s": statistics.median(r["per_s"] for r in mine),
+            "median_per_cpu_s": statistics.median(r["per_cpu_s"] for r in mine),
+            "median_client_us": statistics.median(r["client_us"] for r in mine),
+            "median_server_us": statistics.median(r["server_us"] for r in mine),
+        }
     if args.profile:
         out["client_steps"] = profile_client(drafts)
     return out
@@ -122,8 +132,10 @@ def main() -> None:
     for mode in ("direct", "staged"):
         if mode in out:
             m = out[mode]
-            print(f"{mode}: {m['median_per_s']:,}/s wall, {m['median_per_cpu_s']:,} per CPU-s (client {m['median_client_us']}"
-                  f" + server {m['median_server_us']} µs a record), load {out['load']}")
+            print(
+                f"{mode}: {m['median_per_s']:,}/s wall, {m['median_per_cpu_s']:,} per CPU-s (client {m['median_client_us']}"
+                f" + server {m['median_server_us']} µs a record), load {out['load']}"
+            )
 
 
 if __name__ == "__main__":

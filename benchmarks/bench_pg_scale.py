@@ -58,8 +58,10 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         row["records"] = await backend.count(Caller(), include_superseded=True)
         row["search"] = await warm(backend, queries)
         async with backend.pool.connection() as conn:
-            cur = await conn.execute("SELECT sum(pg_total_relation_size(c.oid)) AS s FROM pg_class c JOIN pg_namespace n"
-                                     " ON n.oid = c.relnamespace WHERE n.nspname = 'agent_memory' AND c.relkind = 'r'")
+            cur = await conn.execute(
+                "SELECT sum(pg_total_relation_size(c.oid)) AS s FROM pg_class c JOIN pg_namespace n"
+                " ON n.oid = c.relnamespace WHERE n.nspname = 'agent_memory' AND c.relkind = 'r'"
+            )
             row["disk_mb"] = round(int((await cur.fetchone())["s"] or 0) / 2**20, 1)
     finally:
         await backend.close()

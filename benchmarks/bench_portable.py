@@ -25,9 +25,18 @@ def main() -> None:
     n = int(os.environ.get("N", "5000"))
     with tempfile.TemporaryDirectory() as tmp:
         src = MemoryStore(Path(tmp, "a"), durable=False)
-        src.remember_many([MemoryDraft(f"memory number {i} about topic {i % 97} and more words", tags=[f"t{i % 5}"],
-                                       user_id=f"u{i % 3}" if i % 2 else None, metadata={"i": i}) for i in range(n)],
-                          source="import")
+        src.remember_many(
+            [
+                MemoryDraft(
+                    f"memory number {i} about topic {i % 97} and more words",
+                    tags=[f"t{i % 5}"],
+                    user_id=f"u{i % 3}" if i % 2 else None,
+                    metadata={"i": i},
+                )
+                for i in range(n)
+            ],
+            source="import",
+        )
         dump = Path(tmp, "e.jsonl")
         t = time.perf_counter()
         export_records(src, dump)
@@ -41,11 +50,20 @@ def main() -> None:
         t_rerun = time.perf_counter() - t
         buf = io.StringIO()
         export_records(dst, buf)
-        print(json.dumps({
-            "records": n, "bytes": dump.stat().st_size, "export_per_s": round(n / t_export),
-            "import_per_s": round(n / t_import), "written": len(first.written), "rerun_s": round(t_rerun, 2),
-            "rerun_written": len(again.written), "byte_identical": buf.getvalue() == dump.read_text(encoding="utf-8"),
-        }))
+        print(
+            json.dumps(
+                {
+                    "records": n,
+                    "bytes": dump.stat().st_size,
+                    "export_per_s": round(n / t_export),
+                    "import_per_s": round(n / t_import),
+                    "written": len(first.written),
+                    "rerun_s": round(t_rerun, 2),
+                    "rerun_written": len(again.written),
+                    "byte_identical": buf.getvalue() == dump.read_text(encoding="utf-8"),
+                }
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -105,8 +105,11 @@ async def measure(root: Path, qs: list[tuple[str, str | None]], warmup: int) -> 
     provider.close()
     return {
         "queries": len(qs),
-        "recall_ms": {"p50": round(pct(recall_ms, 0.5), 2), "p95": round(pct(recall_ms, 0.95), 2),
-                      "mean": round(statistics.fmean(recall_ms), 2)},
+        "recall_ms": {
+            "p50": round(pct(recall_ms, 0.5), 2),
+            "p95": round(pct(recall_ms, 0.95), 2),
+            "mean": round(statistics.fmean(recall_ms), 2),
+        },
         "recall_cpu_ms": {"p50": round(pct(cpu_ms, 0.5), 2), "p95": round(pct(cpu_ms, 0.95), 2)},
         "one_search_ms": {"p50": round(pct(search_ms, 0.5), 2), "p95": round(pct(search_ms, 0.95), 2)},
         "planted_facts_answered": f"{answered}/{asked}",
@@ -130,17 +133,24 @@ def main(argv: list[str] | None = None) -> int:
         store.remember_many(drafts, source="import")
         store.close()
         build_s = time.perf_counter() - t0
-        report = {"records": args.records, "build_s": round(build_s, 1),
-                  **asyncio.run(measure(root, queries(facts, args.queries), args.warmup))}
+        report = {
+            "records": args.records,
+            "build_s": round(build_s, 1),
+            **asyncio.run(measure(root, queries(facts, args.queries), args.warmup)),
+        }
     if args.json:
         print(json.dumps(report))
     else:
         r = report
         print(f"records={r['records']} (built in {r['build_s']}s)  queries={r['queries']}")
-        print(f"provider.recall (offline profile): p50 {r['recall_ms']['p50']} ms  p95 {r['recall_ms']['p95']} ms  "
-              f"mean {r['recall_ms']['mean']} ms")
-        print(f"  process CPU per recall (all threads; insensitive to other load): p50 {r['recall_cpu_ms']['p50']} ms  "
-              f"p95 {r['recall_cpu_ms']['p95']} ms")
+        print(
+            f"provider.recall (offline profile): p50 {r['recall_ms']['p50']} ms  p95 {r['recall_ms']['p95']} ms  "
+            f"mean {r['recall_ms']['mean']} ms"
+        )
+        print(
+            f"  process CPU per recall (all threads; insensitive to other load): p50 {r['recall_cpu_ms']['p50']} ms  "
+            f"p95 {r['recall_cpu_ms']['p95']} ms"
+        )
         print(f"one provider.search for comparison: p50 {r['one_search_ms']['p50']} ms  p95 {r['one_search_ms']['p95']} ms")
         print(f"planted facts answered: {r['planted_facts_answered']}  fallbacks: {r['fallbacks']}")
     return 0

@@ -51,7 +51,7 @@ PROSE = (
     "Docs live at https://docs.example.com/guide/install and the repo at git@github.com:acme/widgets.git.",
 )
 CODE = (
-    'def login(user: str, password: str, token: Optional[str] = None) -> bool:\n    return check(user, password)',
+    "def login(user: str, password: str, token: Optional[str] = None) -> bool:\n    return check(user, password)",
     'access_token = response["access_token"]\nheaders = {"Authorization": f"Bearer {access_token}"}',
     "SSH_KEY_PATH=~/.ssh/id_ed25519\nprivate_key=~/.ssh/id_ed25519\nTIMEOUT=30",
     "api_key = os.environ['OPENAI_API_KEY']  # never hard-code it\nclient = OpenAI(api_key=api_key)",
@@ -151,10 +151,18 @@ def corpus_figures(options: dict[str, Callable[[str], str]]) -> dict[str, dict[s
         t0 = time.perf_counter()
         sc = score(fn)
         elapsed = time.perf_counter() - t0
-        out[name] = {"secrets": sc.secrets, "formats": sc.formats, "redacted": sc.redacted, "recall": round(sc.recall, 4),
-                     "benign": sc.benign, "damaged": sc.damaged, "damage_rate": round(sc.damage_rate, 4),
-                     "ms_per_text": round(elapsed / (sc.secrets + sc.benign) * 1e3, 3), "missed": sc.missed,
-                     "damaged_cases": sc.damaged_cases}
+        out[name] = {
+            "secrets": sc.secrets,
+            "formats": sc.formats,
+            "redacted": sc.redacted,
+            "recall": round(sc.recall, 4),
+            "benign": sc.benign,
+            "damaged": sc.damaged,
+            "damage_rate": round(sc.damage_rate, 4),
+            "ms_per_text": round(elapsed / (sc.secrets + sc.benign) * 1e3, 3),
+            "missed": sc.missed,
+            "damaged_cases": sc.damaged_cases,
+        }
     return out
 
 
@@ -194,8 +202,10 @@ def main() -> None:
     if "ratio" in out:
         print(f"  current / baseline (best passes): {out['ratio']}x")
     for name, figs in out.get("corpus", {}).items():
-        print(f"  corpus, {name}: {figs['redacted']}/{figs['secrets']} secrets redacted ({figs['recall']:.1%}), "
-              f"{figs['damaged']}/{figs['benign']} benign damaged ({figs['damage_rate']:.1%}), {figs['ms_per_text']} ms/text")
+        print(
+            f"  corpus, {name}: {figs['redacted']}/{figs['secrets']} secrets redacted ({figs['recall']:.1%}), "
+            f"{figs['damaged']}/{figs['benign']} benign damaged ({figs['damage_rate']:.1%}), {figs['ms_per_text']} ms/text"
+        )
 
 
 if __name__ == "__main__":

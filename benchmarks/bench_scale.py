@@ -75,8 +75,12 @@ def run_cli(*args: str) -> dict[str, Any]:
         peak_kb = float(rss.read().strip().splitlines()[-1]) if gnu_time and not proc.returncode else usage.ru_maxrss
     if proc.returncode:
         raise RuntimeError(f"agent-memory {' '.join(args)} failed: {problem[-500:]}")
-    return {"wall_ms": wall * 1000, "cpu_ms": (usage.ru_utime + usage.ru_stime) * 1000, "rss_mb": peak_kb / 1024,
-            "out": json.loads(text or b"{}")}
+    return {
+        "wall_ms": wall * 1000,
+        "cpu_ms": (usage.ru_utime + usage.ru_stime) * 1000,
+        "rss_mb": peak_kb / 1024,
+        "out": json.loads(text or b"{}"),
+    }
 
 
 timed_cli = run_cli
@@ -84,9 +88,12 @@ timed_cli = run_cli
 
 def cold(root: str, queries: list[str], runs: int) -> dict[str, Any]:
     rows = [timed_cli("--root", root, "search", q, "--limit", "10") for q in queries[:runs]]
-    return {"wall_ms": round(statistics.median(r["wall_ms"] for r in rows)),
-            "cpu_ms": round(statistics.median(r["cpu_ms"] for r in rows)),
-            "max_wall_ms": round(max(r["wall_ms"] for r in rows)), "rss_mb": round(max(r["rss_mb"] for r in rows))}
+    return {
+        "wall_ms": round(statistics.median(r["wall_ms"] for r in rows)),
+        "cpu_ms": round(statistics.median(r["cpu_ms"] for r in rows)),
+        "max_wall_ms": round(max(r["wall_ms"] for r in rows)),
+        "rss_mb": round(max(r["rss_mb"] for r in rows)),
+    }
 
 
 async def warm(backend: MemoryBackend, queries: list[str]) -> dict[str, Any]:
@@ -134,11 +141,13 @@ def open_check_ab(root: Path, runs: int = 3) -> dict[str, Any]:
     out: dict[str, list[tuple[float, int]]] = {"full": [], "bounded": []}
     for i in range(2 * runs):
         mode = ("full", "bounded")[i % 2]
-        text = subprocess.run([sys.executable, "-c", _OPEN, str(root), mode], capture_output=True, text=True, check=True,
-                              env=ENV).stdout.split()
+        text = subprocess.run(
+            [sys.executable, "-c", _OPEN, str(root), mode], capture_output=True, text=True, check=True, env=ENV
+        ).stdout.split()
         out[mode].append((float(text[0]), int(text[1])))
     return {f"{m}_cpu_ms": round(statistics.median(r[0] for r in rows)) for m, rows in out.items()} | {
-        f"{m}_files": rows[0][1] for m, rows in out.items()}
+        f"{m}_files": rows[0][1] for m, rows in out.items()
+    }
 
 
 def edit_found_after(root: Path, runs_max: int) -> int | None:
@@ -165,8 +174,13 @@ async def files_row(size: int, queries: list[str], args: argparse.Namespace, tmp
     write_root(root, size)
     gen_s = time.perf_counter() - t
     reindex = timed_cli("--root", str(root), "reindex")
-    row: dict[str, Any] = {"backend": "files", "records": size, "generate_s": round(gen_s, 1),
-                           "reindex_s": round(reindex["wall_ms"] / 1000, 1), "reindex_cpu_s": round(reindex["cpu_ms"] / 1000, 1)}
+    row: dict[str, Any] = {
+        "backend": "files",
+        "records": size,
+        "generate_s": round(gen_s, 1),
+        "reindex_s": round(reindex["wall_ms"] / 1000, 1),
+        "reindex_cpu_s": round(reindex["cpu_ms"] / 1000, 1),
+    }
     row["cli_search"] = cold(str(root), queries, args.cold)
     doctor = timed_cli("--root", str(root), "doctor")
     row["doctor_s"], row["doctor_cpu_s"] = round(doctor["wall_ms"] / 1000, 2), round(doctor["cpu_ms"] / 1000, 2)
@@ -202,16 +216,17 @@ async def pg_row(size: int, drafts: list[Any], queries: list[str], args: argpars
         await backend.remember_many(drafts, source="import")
         wall = time.perf_counter() - t
         cpu = time.process_time() - cpu0 + server_cpu_s(server.data) - srv0
-        row.update(ingest_per_s=round(size / wall), ingest_per_cpu_s=round(size / cpu) if cpu else None,
-                   ingest_s=round(wall, 1))
+        row.update(ingest_per_s=round(size / wall), ingest_per_cpu_s=round(size / cpu) if cpu else None, ingest_s=round(wall, 1))
         t = time.perf_counter()  # settle the table as autovacuum would (visibility map, statistics) before reads
         async with backend.pool.connection() as conn:
             await conn.execute(f'VACUUM (ANALYZE) "{backend.schema}".records')
         row["vacuum_s"] = round(time.perf_counter() - t, 1)
         row["search"] = await warm(backend, queries)
         async with backend.pool.connection() as conn:
-            cur = await conn.execute("SELECT sum(pg_total_relation_size(c.oid)) AS s FROM pg_class c JOIN pg_namespace n"
-                                     " ON n.oid = c.relnamespace WHERE n.nspname = 'agent_memory' AND c.relkind = 'r'")
+            cur = await conn.execute(
+                "SELECT sum(pg_total_relation_size(c.oid)) AS s FROM pg_class c JOIN pg_namespace n"
+                " ON n.oid = c.relnamespace WHERE n.nspname = 'agent_memory' AND c.relkind = 'r'"
+            )
             row["disk_mb"] = round(int((await cur.fetchone())["s"] or 0) / 2**20, 1)
         row["ingest_more_per_s"] = await more_ingest(backend, size, args.extra)
         row["extra"] = args.extra
@@ -259,22 +274,26 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    head = ("| backend | records | CLI search cold (median wall / CPU, peak RSS) | warm search p50 / p95 | ingest | "
-            "reindex | doctor | disk | hand edit found after (cold searches) |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    head = (
+        "| backend | records | CLI search cold (median wall / CPU, peak RSS) | warm search p50 / p95 | ingest | "
+        "reindex | doctor | disk | hand edit found after (cold searches) |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    )
     lines = [head]
     for r in rows:
         c, s = r["cli_search"], r["search"]
         more = f"+{r.get('extra', 0):,}: {r['ingest_more_per_s']:,}/s"
-        ingest = (f"{r['ingest_per_s']:,}/s ({r['ingest_per_cpu_s']:,} per CPU-s); {more}" if r["backend"] == "postgres" else more)
+        ingest = f"{r['ingest_per_s']:,}/s ({r['ingest_per_cpu_s']:,} per CPU-s); {more}" if r["backend"] == "postgres" else more
         reindex = f"{r['reindex_s']} s (CPU {r['reindex_cpu_s']} s)" if isinstance(r.get("reindex_s"), float) else r.get("reindex_s", "—")
         doctor = f"{r['doctor_s']} s (CPU {r['doctor_cpu_s']} s)" if isinstance(r.get("doctor_s"), float) else r.get("doctor_s", "—")
         edit = r.get("hand_edit_found_after_searches", "—")
         if "open_check" in r:
             o = r["open_check"]
             edit = f"{edit} (open check CPU: {o['bounded_cpu_ms']} ms for {o['bounded_files']:,} stats; full scan {o['full_cpu_ms']} ms)"
-        lines.append(f"| {r['backend']} | {r['records']:,} | {c['wall_ms']} / {c['cpu_ms']} ms, {c['rss_mb']} MB | "
-                     f"{s['p50_ms']} / {s['p95_ms']} ms | {ingest} | {reindex} | {doctor} | {r['disk_mb']} MB | "
-                     f"{edit} |")
+        lines.append(
+            f"| {r['backend']} | {r['records']:,} | {c['wall_ms']} / {c['cpu_ms']} ms, {c['rss_mb']} MB | "
+            f"{s['p50_ms']} / {s['p95_ms']} ms | {ingest} | {reindex} | {doctor} | {r['disk_mb']} MB | "
+            f"{edit} |"
+        )
     return "\n".join(lines)
 
 

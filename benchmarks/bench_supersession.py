@@ -21,8 +21,9 @@ def main(n: int = 6000, queries: int = 300) -> dict[str, float]:
     rng = random.Random(7)
     store = MemoryStore(tempfile.mkdtemp(), durable=False)
     keys = max(1, n // 3)
-    store.remember_many([MemoryDraft(" ".join(rng.choices(WORDS, k=12)) + f" n{i}", memory_key=f"k{i % keys}",
-                                     on_existing="replace") for i in range(n)])
+    store.remember_many(
+        [MemoryDraft(" ".join(rng.choices(WORDS, k=12)) + f" n{i}", memory_key=f"k{i % keys}", on_existing="replace") for i in range(n)]
+    )
     qs = [" ".join(rng.choices(WORDS, k=3)) for _ in range(queries)]
 
     def per_query(**kw: object) -> float:
@@ -33,9 +34,15 @@ def main(n: int = 6000, queries: int = 300) -> dict[str, float]:
 
     per_query()  # warm
     base, current, as_of = per_query(include_superseded=True), per_query(), per_query(as_of="2099-01-01")
-    out = {"records": float(store.count(include_superseded=True)), "current": float(store.count()),
-           "ms_include_superseded": base, "ms_current": current, "ms_as_of": as_of,
-           "ratio_current": current / base, "ratio_as_of": as_of / base}
+    out = {
+        "records": float(store.count(include_superseded=True)),
+        "current": float(store.count()),
+        "ms_include_superseded": base,
+        "ms_current": current,
+        "ms_as_of": as_of,
+        "ratio_current": current / base,
+        "ratio_as_of": as_of / base,
+    }
     print(" ".join(f"{k}={v:.2f}" for k, v in out.items()))
     return out
 

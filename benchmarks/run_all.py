@@ -61,8 +61,13 @@ def machine() -> dict[str, Any]:
         pass
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return {
-        "cpu": cpu, "cores": usable, "memory_gb": mem_gb, "os": f"{platform.system()} {platform.release()}",
-        "python": platform.python_version(), "sqlite": sqlite3.sqlite_version, "tmp_filesystem": fs,
+        "cpu": cpu,
+        "cores": usable,
+        "memory_gb": mem_gb,
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+        "tmp_filesystem": fs,
         "load_average": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
     }
 
@@ -76,8 +81,7 @@ def run_script(name: str, *args: str, timeout: int = 900) -> dict[str, Any] | No
     log(f"running {name} …")
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, str(path), "--json", *args], capture_output=True, text=True, timeout=timeout, env=env,
-                          cwd=ROOT)
+    proc = subprocess.run([sys.executable, str(path), "--json", *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
     elapsed = time.perf_counter() - t0
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
@@ -101,8 +105,12 @@ def run_locomo(budget: int) -> dict[str, Any] | None:
     log("running the LoCoMo retrieval evaluation …")
     result = evaluate(LOCOMO, ks=(5, 10, 25, 50), budget=budget, profile="offline")
     log("running the LoCoMo baseline (no neighbour context, plain BM25) …")
-    plain = evaluate(LOCOMO, ks=(5, 10, 25, 50), transcript_options={"context_turns": 0},
-                     store_options={"engine": Fts5Engine(coordination=0, weights=(2.0, 1.5, 1.0, 0.25))})
+    plain = evaluate(
+        LOCOMO,
+        ks=(5, 10, 25, 50),
+        transcript_options={"context_turns": 0},
+        store_options={"engine": Fts5Engine(coordination=0, weights=(2.0, 1.5, 1.0, 0.25))},
+    )
     result["baseline"] = plain["overall"]
     return result
 
@@ -136,8 +144,11 @@ def render(report: dict[str, Any]) -> str:
             "Synthetic records over a Zipf-distributed vocabulary (the most frequent ranks are real English "
             "function words); questions mix words of one record with common content words. Each system answers the "
             f"same {s['sizes'][0]['queries']} questions, except the slow baselines, which answer the first few: "
-            + ", ".join(f"naive scan {r['naive_scan_ms']['n']} and rank-bm25 {r.get('rank_bm25_ms', {}).get('n', 0)} at {r['records']:,}"
-                        for r in s["sizes"]) + ". "
+            + ", ".join(
+                f"naive scan {r['naive_scan_ms']['n']} and rank-bm25 {r.get('rank_bm25_ms', {}).get('n', 0)} at {r['records']:,}"
+                for r in s["sizes"]
+            )
+            + ". "
             "Stores are opened with `rescan_interval=None` so a periodic full rescan does not land inside the timed loop.",
             "",
             "- **store.search**: parse → FTS5 MATCH → BM25 → visibility → coordination re-scoring → snippets with line ranges",
@@ -237,8 +248,11 @@ def render(report: dict[str, Any]) -> str:
             f"`agent-memory eval locomo ../shared/eval/locomo/locomo-dev.json --budget {report.get('locomo_budget')}`: "
             "5 conversations, one record per dialog turn loaded through transcript import (bulk path), each question "
             "searched as it stands; evidence recall@k as in the LoCoMo paper. "
-            + (f"`{budget_key}`: share of evidence turns that reach the offline recall worker's summary at that token budget. "
-               if budget_key else ""),
+            + (
+                f"`{budget_key}`: share of evidence turns that reach the offline recall worker's summary at that token budget. "
+                if budget_key
+                else ""
+            ),
             "",
             "```",
             render_table({k: v for k, v in lo.items() if k != "baseline"}),
@@ -248,9 +262,14 @@ def render(report: dict[str, Any]) -> str:
             "| --- | ---: | ---: | ---: | ---: |",
             "| default search over transcript import (above) | " + " | ".join(f"{ov[f'recall@{k}']:.3f}" for k in (5, 10, 25, 50)) + " |",
             "| same records without neighbour context, plain BM25 (this run) | "
-            + " | ".join(f"{base.get(f'recall@{k}', float('nan')):.3f}" for k in (5, 10, 25, 50)) + " |",
-            "| target | " + " | ".join(f"≥ {goals[f'recall@{k}']:.2f} {mark(ov[f'recall@{k}'] >= goals[f'recall@{k}'])}"
-                                       if f"recall@{k}" in goals else "" for k in (5, 10, 25, 50)) + " |",
+            + " | ".join(f"{base.get(f'recall@{k}', float('nan')):.3f}" for k in (5, 10, 25, 50))
+            + " |",
+            "| target | "
+            + " | ".join(
+                f"≥ {goals[f'recall@{k}']:.2f} {mark(ov[f'recall@{k}'] >= goals[f'recall@{k}'])}" if f"recall@{k}" in goals else ""
+                for k in (5, 10, 25, 50)
+            )
+            + " |",
             "| plain SQLite FTS5, porter, OR of content words (measured by the project's design notes, not in this repo) | .576 | .657 | .734 | |",
             "| DRAGON dense retriever (paper, Table 3, all 10 conversations) | .567 | .662 | .767 | .827 |",
             "",
@@ -286,8 +305,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="sizes 1k and 10k, fewer queries, no LoCoMo")
     parser.add_argument("--no-locomo", action="store_true")
     parser.add_argument("--locomo-budget", type=int, default=400)
-    parser.add_argument("--output", type=Path, default=None,
-                        help="report file (default: docs/benchmarks.md for a full run; a --quick run only prints unless given)")
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=None,
+        help="report file (default: docs/benchmarks.md for a full run; a --quick run only prints unless given)",
+    )
     parser.add_argument("--json", type=Path, help="also write the raw results here")
     args = parser.parse_args(argv)
     sizes = [1000, 10_000] if args.quick else [int(x) for x in args.sizes.split(",") if x.strip()]
@@ -308,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
         output.parent.mkdir(parents=True, exist_ok=True)
         old = output.read_text(encoding="utf-8") if output.exists() else ""
         if KEPT in old:  # sections other benchmarks (or people) maintain stay as they are
-            text = text.rstrip("\n") + "\n\n" + old[old.index(KEPT):]
+            text = text.rstrip("\n") + "\n\n" + old[old.index(KEPT) :]
         output.write_text(text, encoding="utf-8")
     if args.json:
         args.json.write_text(json.dumps(report, indent=1, default=str), encoding="utf-8")

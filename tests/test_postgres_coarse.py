@@ -70,6 +70,22 @@ async def test_the_coarse_filter_gives_the_exact_top_k_and_keeps_visibility(pg: 
     assert hybrid.hits and secret.id not in [h.id for h in hybrid.hits]
 
 
+async def test_the_shortlist_grows_with_the_visible_rows(pg: PostgresBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past SHORTLIST, one row in ROWS_PER_SHORT of the visible ones is sent (a fixed shortlist loses recall at 1M)."""
+    for i in range(200):
+        await pg.remember(MemoryDraft(f"topic{i % 9} topic{(i * 4) % 9} detail{i}", scope="user", user_id="alice"))
+    await pg.embed()
+    monkeypatch.setattr(pg_vectors, "EXACT_MAX", 0)
+    monkeypatch.setattr(pg_vectors, "SHORTLIST", 10)
+    monkeypatch.setattr(pg_vectors, "PER_POOL", 0)
+    monkeypatch.setattr(pg_vectors, "ROWS_PER_SHORT", 4)  # 200 visible rows: a shortlist of 50
+    res = await pg.search("topic3 topic4", ALICE, mode="dense", limit=5, trace=True)
+    assert any("sketch shortlist of 50 among 200" in str(s.get("coarse")) for s in res.trace or [])
+    assert pg_vectors.shortlist_size(200, 0) == 50 and pg_vectors.shortlist_size(20, 0) == 10
+    monkeypatch.undo()
+    assert pg_vectors.shortlist_size(100_000, 50) == 2_000 and pg_vectors.shortlist_size(1_000_000, 50) == 4_000
+
+
 OLD_MIGRATION_10 = (  # what migration 10 did until migration 14 (a generated column nothing reads)
     'CREATE OR REPLACE FUNCTION "{s}".vector_signature(v real[]) RETURNS bit varying'
     " LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$"
