@@ -8,6 +8,11 @@ and an embedder failure answers lexically.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -167,3 +172,53 @@ async def test_a_name_most_records_carry_is_not_embedded_on_every_backend(backen
         assert (await b.search("What did Melanie make in pottery?", MINE, mode="hybrid")).hits[0].id == vase.id
     finally:
         await b.close()
+
+
+CITIES = {"lisbon": 0, "porto": 0, "portugal": 0, "city": 0, "peanuts": 1, "fridays": 2}
+
+
+async def test_a_record_written_after_embed_is_found_first_by_its_keyword(backend: Any) -> None:
+    """New-user probe: after one ``embed``, a record written without an embedder (the CLI, MCP, ``capture``) had no
+    vector, so hybrid search gave the only exact keyword match the worst cosine and an embedded neighbour came first.
+    The search now embeds such lexical candidates (at most 32) and stores their vectors (search/fusion.py ``to_embed``)."""
+    b = open_with(backend, CallableEmbedder(concept_vectors_for(CITIES), name="cities"))
+    plain = open_backend(backend.target, **backend.options)  # a write that never embeds, as the CLI's
+    try:
+        porto = await b.remember(MemoryDraft("The office is in Porto, Portugal, by the old river bridge downtown", scope="project"))
+        await b.remember(MemoryDraft("Deploys happen on Fridays", scope="project"))
+        await b.remember(MemoryDraft("Ada is allergic to peanuts", scope="project"))
+        await embed(b)
+        lisbon = await plain.remember(MemoryDraft("Ada moved to Lisbon", scope="project"))
+        res = await b.search("Lisbon", MINE, mode="hybrid", trace=True)
+        assert res.hits[0].id == lisbon.id and porto.id in [h.id for h in res.hits], res.hits
+        assert res.hits[0].score > max(h.score for h in res.hits[1:])
+        step = next(s for s in res.trace or [] if s.get("stage") == "dense")
+        assert step["embedded_now"] == 1
+        assert (await embed(b)).embedded == 0  # stored by the search: the next one finds it
+        assert (await b.search("Lisbon", MINE, mode="hybrid")).hits[0].id == lisbon.id
+    finally:
+        await plain.close()
+        await b.close()
+
+
+def test_hybrid_on_a_root_without_vectors_says_what_to_run_and_creates_nothing(tmp_path: Path) -> None:
+    """``search --mode hybrid`` on a root with no vectors printed ``no matches`` with no hint and created
+    ``vectors.db`` and ``vectors.db-snap/``; now it searches lexically, says to run ``embed`` on stderr (``--json``
+    stays parseable) and writes nothing."""
+    root = tmp_path / "root"
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_MEMORY_")} | {"HF_HUB_OFFLINE": "1"}
+        return subprocess.run(
+            [sys.executable, "-m", "agent_memory.cli", "--root", str(root), *args], capture_output=True, text=True, env=env, timeout=300
+        )
+
+    assert cli("remember", "Ada moved to Lisbon").returncode == 0
+    before = sorted(p.name for p in root.iterdir())
+    for query in ("Lisbon", "nothing-like-this"):
+        done = cli("--json", "search", "--mode", "hybrid", query)
+        assert done.returncode == 0, done.stderr
+        found = json.loads(done.stdout)["hits"]
+        assert len(found) == (query == "Lisbon") and all(h["score"] > 0.5 for h in found)
+        assert "run `agent-memory embed` first" in done.stderr and "lexically" in done.stderr
+    assert sorted(p.name for p in root.iterdir()) == before  # no vectors.db, no vectors.db-snap/
