@@ -8,11 +8,6 @@ and an embedder failure answers lexically.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -199,26 +194,3 @@ async def test_a_record_written_after_embed_is_found_first_by_its_keyword(backen
     finally:
         await plain.close()
         await b.close()
-
-
-def test_hybrid_on_a_root_without_vectors_says_what_to_run_and_creates_nothing(tmp_path: Path) -> None:
-    """``search --mode hybrid`` on a root with no vectors printed ``no matches`` with no hint and created
-    ``vectors.db`` and ``vectors.db-snap/``; now it searches lexically, says to run ``embed`` on stderr (``--json``
-    stays parseable) and writes nothing."""
-    root = tmp_path / "root"
-
-    def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_MEMORY_")} | {"HF_HUB_OFFLINE": "1"}
-        return subprocess.run(
-            [sys.executable, "-m", "agent_memory.cli", "--root", str(root), *args], capture_output=True, text=True, env=env, timeout=300
-        )
-
-    assert cli("remember", "Ada moved to Lisbon").returncode == 0
-    before = sorted(p.name for p in root.iterdir())
-    for query in ("Lisbon", "nothing-like-this"):
-        done = cli("--json", "search", "--mode", "hybrid", query)
-        assert done.returncode == 0, done.stderr
-        found = json.loads(done.stdout)["hits"]
-        assert len(found) == (query == "Lisbon") and all(h["score"] > 0.5 for h in found)
-        assert "run `agent-memory embed` first" in done.stderr and "lexically" in done.stderr
-    assert sorted(p.name for p in root.iterdir()) == before  # no vectors.db, no vectors.db-snap/
