@@ -345,8 +345,9 @@ def _embed_missing(
         log.warning("could not embed %d search candidates without a vector: %s", len(want), exc)
         return {}
     try:
-        cache.put(embedder.name, [hashes[rid] for rid in want], vecs)
-    except (StorageError, InvalidInputError) as exc:  # the cosines still serve this search
+        if os.access(cache.path, os.W_OK):  # a cache this process may only read is left alone (never "rebuilt")
+            cache.put(embedder.name, [hashes[rid] for rid in want], vecs)
+    except (StorageError, InvalidInputError, OSError) as exc:  # the cosines still serve this search
         log.warning("could not store the vectors of %d search candidates: %s", len(want), exc)
     sims = vecs @ np.asarray(q, dtype=np.float32).reshape(-1)
     return {rid: float(s) for rid, s in zip(want, sims.tolist(), strict=True) if math.isfinite(s)}
