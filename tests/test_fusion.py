@@ -15,6 +15,7 @@ from agent_memory.backends.files.hybrid import index_confidence
 from agent_memory.embeddings import local_model_available
 from agent_memory.errors import InvalidInputError
 from agent_memory.search.fusion import (
+    EMBED_AT_QUERY,
     MMR,
     CosineRerank,
     Fuse,
@@ -27,6 +28,7 @@ from agent_memory.search.fusion import (
     TimeDecay,
     default_pipeline,
     lexical_confidence,
+    to_embed,
 )
 from agent_memory.search.text import STOP_WORDS, term_key
 
@@ -76,6 +78,26 @@ def test_dense_scores_fill_in_cosines_for_lexical_only_hits() -> None:
     assert asked == [["b", "d"]]
     b = next(c for c in out if c.id == "b")
     assert b.dense == 0.9 and order(out).index("b") < order(out).index("d")
+
+
+def test_a_lexical_hit_without_a_vector_is_neutral_on_the_dense_side_not_the_worst() -> None:
+    """No vector is no dense evidence: its dense z is never below 0 (the mean), not the lowest candidate's (a bad
+    cosine); when the candidates' lowest z is above the mean (test_zscore_uses_…) it keeps that."""
+    lex = [("kw", 2.0), ("other", 1.0)]
+    dense = [("near", 0.9), ("other", 0.5), ("far", 0.1)]
+    fuse = Fuse(weight=0.5, dense_scores=lambda ids: {})  # "kw" has no vector
+    ctx = QueryContext(confidence=0.9, dense_mean=0.5, dense_std=0.2)
+    kw = next(c for c in fuse.fuse(lex, dense, ctx) if c.id == "kw")
+    assert kw.dense is None and kw.score == pytest.approx(0.5 * 1.0 + 0.5 * 0.0)
+    # without a lookup, missing from the dense top list still means far: that side's lowest z
+    kw = next(c for c in Fuse(weight=0.5).fuse(lex, dense, ctx) if c.id == "kw")
+    assert kw.score == pytest.approx(0.5 * 1.0 + 0.5 * (0.1 - 0.5) / 0.2)
+
+
+def test_to_embed_takes_the_best_lexical_candidates_without_a_vector_bounded() -> None:
+    ids = [f"r{i}" for i in range(100)]
+    assert to_embed(ids, lambda rid: rid in {"r0", "r2"})[:2] == ["r1", "r3"]
+    assert len(to_embed(ids, lambda rid: False)) == EMBED_AT_QUERY == 32
 
 
 def test_trace_records_each_stage_in_out_and_changes() -> None:

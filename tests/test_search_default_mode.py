@@ -90,12 +90,24 @@ def check_dense_needs_vectors(root: str | Path) -> None:
     assert "agent-memory embed" in message and "has none" in message
 
 
+def check_hybrid_needs_vectors(root: str | Path, car: str) -> None:
+    """``--mode hybrid`` on a store with no vectors: lexical hits, and the same hint as dense on stderr (it printed
+    ``no matches`` for a query lexical search misses, with no hint); ``--json`` stays parseable."""
+    for query, want in (("car", [car]), (QUESTION, [])):
+        done = cli(root, "--json", "search", query, "--user", "ada", "--mode", "hybrid")
+        assert [h["id"] for h in hits(done)] == want
+        assert "run `agent-memory embed` first" in done.stderr and "lexically" in done.stderr, done.stderr
+
+
 # -- files ---------------------------------------------------------------------------------------
 @needs_model
 def test_files_missing_extra_is_said_and_explicit_modes_fail(tmp_path: Path) -> None:
     with MemoryStore(tmp_path, durable=False) as s:
         car = s.remember(CAR, user_id="ada", scope="user").id
+    before = sorted(p.name for p in tmp_path.iterdir())
     check_dense_needs_vectors(tmp_path)  # no vectors.db: say what to run (it printed "no matches")
+    check_hybrid_needs_vectors(tmp_path, car)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # a read made vectors.db and vectors.db-snap/
     with MemoryStore(tmp_path, durable=False, embedder="local") as s:
         assert s.embed().embedded == 1
     assert [h["id"] for h in hits(cli(tmp_path, "--json", "search", QUESTION, "--user", "ada"))] == [car]
@@ -126,6 +138,7 @@ async def test_files_api_missing_extra(tmp_path: Path, monkeypatch: pytest.Monke
 async def test_postgres_search_uses_the_recorded_embedder(fresh_db: str) -> None:  # noqa: F811
     check_dense_needs_vectors(fresh_db)  # nothing embedded yet
     car = json.loads(cli(fresh_db, "--json", "remember", CAR, "--user", "ada").stdout)["id"]
+    check_hybrid_needs_vectors(fresh_db, car)
     bob = json.loads(cli(fresh_db, "--json", "remember", "Bob bought a used truck last year.", "--user", "bob").stdout)["id"]
     done = cli(fresh_db, "--json", "embed")
     assert done.returncode == 0 and json.loads(done.stdout)["embedded"] == 2, done.stderr

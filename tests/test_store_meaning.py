@@ -88,3 +88,14 @@ def test_eval_locomo_search_modes(tmp_path):
     assert lexical["overall"]["recall@1"] == 0.0 and hybrid["overall"]["recall@1"] == 1.0
     with pytest.raises(ValueError):
         evaluate(path, ks=(1,), search="semantic")
+
+
+def test_a_search_of_a_store_without_vectors_creates_no_vector_cache(store):
+    """A read writes nothing: hybrid and dense search of a store that has no vectors made ``vectors.db`` and
+    ``vectors.db-snap/`` (new-user probe); the vector cache now reads an absent file as empty."""
+    rec = store.remember("we adopted a puppy")
+    before = sorted(p.name for p in store.root.iterdir())
+    assert [h.id for h in store.search("puppy", mode="hybrid").hits] == [rec.id]
+    assert store.search("puppy", mode="dense").hits == []
+    assert sorted(p.name for p in store.root.iterdir()) == before
+    assert store.embed().embedded == 1 and (store.root / "vectors.db").is_file()  # the first write makes it

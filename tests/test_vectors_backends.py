@@ -167,3 +167,30 @@ async def test_a_name_most_records_carry_is_not_embedded_on_every_backend(backen
         assert (await b.search("What did Melanie make in pottery?", MINE, mode="hybrid")).hits[0].id == vase.id
     finally:
         await b.close()
+
+
+CITIES = {"lisbon": 0, "porto": 0, "portugal": 0, "city": 0, "peanuts": 1, "fridays": 2}
+
+
+async def test_a_record_written_after_embed_is_found_first_by_its_keyword(backend: Any) -> None:
+    """New-user probe: after one ``embed``, a record written without an embedder (the CLI, MCP, ``capture``) had no
+    vector, so hybrid search gave the only exact keyword match the worst cosine and an embedded neighbour came first.
+    The search now embeds such lexical candidates (at most 32) and stores their vectors (search/fusion.py ``to_embed``)."""
+    b = open_with(backend, CallableEmbedder(concept_vectors_for(CITIES), name="cities"))
+    plain = open_backend(backend.target, **backend.options)  # a write that never embeds, as the CLI's
+    try:
+        porto = await b.remember(MemoryDraft("The office is in Porto, Portugal, by the old river bridge downtown", scope="project"))
+        await b.remember(MemoryDraft("Deploys happen on Fridays", scope="project"))
+        await b.remember(MemoryDraft("Ada is allergic to peanuts", scope="project"))
+        await embed(b)
+        lisbon = await plain.remember(MemoryDraft("Ada moved to Lisbon", scope="project"))
+        res = await b.search("Lisbon", MINE, mode="hybrid", trace=True)
+        assert res.hits[0].id == lisbon.id and porto.id in [h.id for h in res.hits], res.hits
+        assert res.hits[0].score > max(h.score for h in res.hits[1:])
+        step = next(s for s in res.trace or [] if s.get("stage") == "dense")
+        assert step["embedded_now"] == 1
+        assert (await embed(b)).embedded == 0  # stored by the search: the next one finds it
+        assert (await b.search("Lisbon", MINE, mode="hybrid")).hits[0].id == lisbon.id
+    finally:
+        await plain.close()
+        await b.close()

@@ -9,7 +9,8 @@ the caller's ``mode`` / embedder into what to attach and how to search. The prov
   if that embedder cannot run here — a missing extra — the search falls back to lexical with a one-line notice);
   vectors whose embedder cannot be rebuilt from a name (a user function) mean lexical, with a notice.
 - An explicit embedder or mode: that embedder (else ``local``), that mode (else hybrid); a missing extra fails
-  (:class:`~agent_memory.errors.MissingExtraError`). ``dense`` on a store with no vectors fails with what to run (:meth:`Choice.check`).
+  (:class:`~agent_memory.errors.MissingExtraError`). ``dense`` on a store with no vectors fails with what to run
+  (:meth:`Choice.check`); ``hybrid`` there searches lexically with the same hint as a notice (:meth:`Choice.bare`).
 - After attaching, :func:`mismatch` says when the attached embedder is not the one that made the vectors: a search
   never ranks by another model's vectors.
 """
@@ -31,8 +32,8 @@ class Choice:
     """``spec``: the embedder to attach (None: none, lexical); ``mode``: the search mode to pass (None: the
     backend's default, lexical without an embedder); ``notice``: one line for the user when vectors go unused;
     ``default``: chosen because vectors exist, not asked for (a missing extra then means lexical, said once);
-    ``empty``: dense search asked of a store with no vectors (:meth:`check` raises, after the embedder's extra is
-    checked: what to install comes before what to run)."""
+    ``empty``: dense or hybrid search asked of a store with no vectors (:meth:`check` raises for dense, after the
+    embedder's extra is checked: what to install comes before what to run; :meth:`bare` gives hybrid's notice)."""
 
     spec: str | None
     mode: str | None
@@ -42,8 +43,12 @@ class Choice:
 
     def check(self) -> None:
         """Raise :class:`InvalidInputError` when this search has nothing to rank by (dense, no vectors)."""
-        if self.empty:
+        if self.empty and self.mode == "dense":
             raise InvalidInputError(f"dense search needs vectors and this root has none: {EMBED_HINT}")
+
+    def bare(self) -> str | None:
+        """The notice when this hybrid search has no vectors to fuse (then it is lexical, and reads no vector cache)."""
+        return f"hybrid search needs vectors and this root has none: {EMBED_HINT}; searching lexically" if self.empty else None
 
 
 def choose(found: RecordedEmbedder | None, mode: str | None, embedder: str | None) -> Choice:
@@ -61,7 +66,7 @@ def choose(found: RecordedEmbedder | None, mode: str | None, embedder: str | Non
                 default=True,
             )
         return Choice(found.spec, "hybrid", default=True)
-    return Choice(embedder or "local", mode or "hybrid", empty=mode == "dense" and found is None)
+    return Choice(embedder or "local", mode or "hybrid", empty=found is None)
 
 
 def mismatch(found: RecordedEmbedder | None, model: str) -> str | None:

@@ -124,7 +124,8 @@ def meaning_options(target: Any, mode: str | None, embedder: str | None) -> dict
     Without either, a store that holds vectors is searched hybrid with the embedder recorded with them; if that
     embedder cannot run here (a missing extra), lexically with a one-line notice naming the extra. An explicit
     ``--mode dense|hybrid`` or ``--embedder`` whose extra is missing fails (MissingExtraError); ``--mode dense`` on a
-    store with no vectors fails saying to run ``agent-memory embed``. An embedder (flag or ``$AGENT_MEMORY_EMBEDDER``)
+    store with no vectors fails saying to run ``agent-memory embed``; ``--mode hybrid`` there searches lexically with that
+    hint on stderr. An embedder (flag or ``$AGENT_MEMORY_EMBEDDER``)
     other than the one that made the vectors searches lexically, with a one-line notice, rather than ranking by
     vectors of another model (docs/meaning.md)."""
     from agent_memory.backends.vector_choice import choose, mismatch
@@ -167,6 +168,10 @@ def meaning_options(target: Any, mode: str | None, embedder: str | None) -> dict
         note(f"this root has vectors but {exc}; searching lexically")
         return {"mode": "lexical"}
     choice.check()
+    bare = choice.bare()
+    if bare:
+        note(bare)
+        return {"mode": "lexical"}
     other = mismatch(found, made.name if made is not None else "")
     if other:
         note(other)

@@ -59,7 +59,26 @@ __all__ = [
     "lexical_confidence",
     "lexical_strength",
     "squash",
+    "EMBED_AT_QUERY",
+    "to_embed",
 ]
+
+EMBED_AT_QUERY = 32
+"""At most this many lexical candidates without a current vector are embedded (and stored) during a hybrid search:
+records written since the last backfill (a CLI, MCP or ``capture`` write never embeds), so an exact keyword match
+gets its cosine instead of none. Bounded: the embedder is loaded for the query anyway, 32 short texts cost tens of ms."""
+
+
+def to_embed(lexical_ids: Iterable[str], has_vector: Callable[[str], bool]) -> list[str]:
+    """The lexical candidates (best first) a hybrid search embeds now: those without a current vector, at most
+    :data:`EMBED_AT_QUERY` (both backends ask this; each embeds and stores them its own way)."""
+    out: list[str] = []
+    for rid in dict.fromkeys(lexical_ids):
+        if len(out) >= EMBED_AT_QUERY:
+            break
+        if not has_vector(rid):
+            out.append(rid)
+    return out
 
 
 @dataclass(slots=True)
@@ -153,7 +172,8 @@ class Fuse:
     """Lexical/dense fusion.
 
     ``zscore``: each side's scores standardised within the query; score = a·z(lexical) + (1−a)·z(cosine),
-    a candidate missing from one side getting that side's lowest z. ``a`` (the lexical weight) follows the
+    a candidate missing from one side getting that side's lowest z — except a candidate ``dense_scores`` found no
+    vector for (no dense evidence, not bad evidence): never below a neutral dense z of 0 (the mean cosine). ``a`` (the lexical weight) follows the
     query's lexical confidence: ``weight`` at ≥ ``confident_at`` (or when unknown), ``weak_weight`` at ≤
     ``ramp_from``, linear in between (``ramp_from == confident_at`` is a hard gate).
     ``convex``: a·lexical/max(lexical) + (1−a)·cosine. ``rrf``: Σ 1/(k + rank).
@@ -197,11 +217,13 @@ class Fuse:
             cands.setdefault(rid, Candidate(rid, lexical=float(s)))
         for rid, s in dense:
             cands.setdefault(rid, Candidate(rid)).dense = float(s)
+        unscored: set[str] = set()  # asked for a cosine and has no vector
         if self.dense_scores is not None and dense:
             missing = [c.id for c in cands.values() if c.dense is None]
             for rid, s in self.dense_scores(missing).items():
                 if rid in cands:
                     cands[rid].dense = float(s)
+            unscored = {c.id for c in cands.values() if c.dense is None}
         if not dense:
             for c in cands.values():
                 c.score = c.lexical or 0.0
@@ -225,7 +247,7 @@ class Fuse:
                 dz = dict(zip((c.id for c in with_dense), _z([c.dense or 0.0 for c in with_dense]), strict=True))
             lfloor, dfloor = min(lz.values(), default=0.0), min(dz.values(), default=0.0)
             for c in cands.values():
-                c.score = a * lz.get(c.id, lfloor) + (1 - a) * dz.get(c.id, dfloor)
+                c.score = a * lz.get(c.id, lfloor) + (1 - a) * dz.get(c.id, max(0.0, dfloor) if c.id in unscored else dfloor)
         return sorted(cands.values(), key=lambda c: -c.score)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextvars
 import datetime as dt
 import json
+import logging
 import math
 import os
 import threading
@@ -31,7 +32,7 @@ from agent_memory.backends.files.fts import Fts5Engine, date_filter_sql
 from agent_memory.backends.files.index import Index, scope_filter_sql, visibility_sql, visible_params
 from agent_memory.backends.files.vectors import VectorCache, visible_for_hashes, visible_hashes
 from agent_memory.embeddings import Embedder, EmbeddingError
-from agent_memory.errors import InvalidInputError
+from agent_memory.errors import InvalidInputError, StorageError
 from agent_memory.model.records import normalize_tags
 from agent_memory.search.floor import dense_floor_for, hybrid_scores
 from agent_memory.search.focus import focus_query, query_words
@@ -42,6 +43,7 @@ from agent_memory.search.fusion import (
     default_pipeline,
     lexical_confidence,
     lexical_strength,
+    to_embed,
 )
 from agent_memory.search.text import term_key
 from agent_memory.search.types import SearchHit, SearchRequest, SearchResult
@@ -54,6 +56,8 @@ __all__ = ["hybrid_search", "Mode", "MODES"]
 Mode = Literal["lexical", "dense", "hybrid"]
 MODES: tuple[str, ...] = ("lexical", "dense", "hybrid")
 
+
+log = logging.getLogger("agent_memory")
 
 WIDEN_SHARE = 0.1  # below this visible share of the nearest vectors, search the caller's visible set exactly
 WIDEN_MAX = 20_000  # the widest margin of nearest vectors checked for visibility
@@ -321,6 +325,34 @@ def _hashes_of(store: StoreParts, ids: Sequence[str], known: Mapping[str, Any] |
     return out | {r[0]: r[1] for r in rows if r[1]}
 
 
+def _embed_missing(
+    store: StoreParts, cache: VectorCache, embedder: Embedder, q: npt.NDArray[np.float32], ids: Sequence[str], known: Mapping[str, Any]
+) -> dict[str, float]:
+    """Cosines of the lexical candidates ``ids`` (best first) that have no vector yet, embedded now
+    (:func:`~agent_memory.search.fusion.to_embed`: at most 32) and stored in the cache (derived data, as a backfill
+    would: the next search finds them). An embedder failure leaves them without one (no dense evidence, a neutral
+    dense score); a cache that cannot be written keeps this search's cosines."""
+    hashes = _hashes_of(store, ids, known)
+    have = cache.with_vector(embedder.name, hashes.values())
+    want = to_embed(ids, lambda rid: rid not in hashes or hashes[rid] in have)
+    bodies = _rows(store, want)
+    want = [rid for rid in want if rid in bodies]
+    if not want:
+        return {}
+    try:
+        vecs = np.asarray(embedder.embed([bodies[rid]["body"] or "" for rid in want]), dtype=np.float32)
+    except (EmbeddingError, InvalidInputError) as exc:
+        log.warning("could not embed %d search candidates without a vector: %s", len(want), exc)
+        return {}
+    try:
+        if os.access(cache.path, os.W_OK):  # a cache this process may only read is left alone (never "rebuilt")
+            cache.put(embedder.name, [hashes[rid] for rid in want], vecs)
+    except (StorageError, InvalidInputError, OSError) as exc:  # the cosines still serve this search
+        log.warning("could not store the vectors of %d search candidates: %s", len(want), exc)
+    sims = vecs @ np.asarray(q, dtype=np.float32).reshape(-1)
+    return {rid: float(s) for rid, s in zip(want, sims.tolist(), strict=True) if math.isfinite(s)}
+
+
 def _focus(
     store: StoreParts, engine: Fts5Engine | None, query: str, *, embed: bool, visible_to: tuple[str | None, str | None] | None
 ) -> tuple[TermStats | None, str, list[str]]:
@@ -413,6 +445,8 @@ def hybrid_search(
         if fallback.trace is not None:
             fallback.trace.append({"stage": "dense", "error": str(exc), "fallback": "lexical"})
         return fallback
+    # lexical candidates written since the last backfill: embedded now (bounded), so a keyword match has a cosine
+    fresh = _embed_missing(store, cache, embedder, q, [r for r, _ in lex_pairs], rows) if mode == "hybrid" and dense and lex_pairs else {}
     if steps is not None:
         steps.append(
             {
@@ -420,6 +454,7 @@ def hybrid_search(
                 "model": embedder.name,
                 "visibility": visible,
                 "found": len(dense),
+                **({"embedded_now": len(fresh)} if fresh else {}),
                 **({"focus": {"embedded": focused, "left_out": common}} if common else {}),
                 "top": [{"id": r, "cosine": round(s, 4)} for r, s in dense[:10]],
             }
@@ -438,7 +473,14 @@ def hybrid_search(
     chosen = pipeline or default_pipeline()
     if chosen.fuse.dense_scores is None:  # cosines for lexical hits the dense top list missed
         chosen = replace(
-            chosen, fuse=replace(chosen.fuse, dense_scores=lambda ids: cache.scores(embedder.name, q, _hashes_of(store, ids, rows)))
+            chosen,
+            fuse=replace(
+                chosen.fuse,
+                dense_scores=lambda ids: {
+                    **cache.scores(embedder.name, q, _hashes_of(store, ids, rows)),
+                    **{i: fresh[i] for i in ids if i in fresh},
+                },
+            ),
         )
     floor = dense_floor_for(embedder, lexical_matched=matched) if dense_floor == "auto" else dense_floor
     if floor is not None:  # after every other stage: what a stage promoted is still noise below it

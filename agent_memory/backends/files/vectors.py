@@ -197,6 +197,11 @@ class VectorCache:
         have: set[str] = self._guarded(lambda c: {r[0] for r in c.execute("SELECT hash FROM vectors WHERE model = ?", (model,))})
         return wanted & have
 
+    def with_vector(self, model: str, hashes: Iterable[str]) -> set[str]:
+        """Which of ``hashes`` have a vector for ``model`` in the loaded matrix (no scan of the table)."""
+        keys = list(dict.fromkeys(hashes))
+        return {h for h, row in zip(keys, self._matrix(model).rows_of(keys), strict=True) if row >= 0}
+
     def count(self, model: str | None = None) -> int:
         sql, args = ("SELECT count(*) FROM vectors", ()) if model is None else ("SELECT count(*) FROM vectors WHERE model = ?", (model,))
         return int(self._guarded(lambda c: c.execute(sql, args).fetchone()[0]))
@@ -307,12 +312,15 @@ class VectorCache:
         return tuple(out)
 
     def _matrix(self, model: str) -> Loaded:
-        """The model's vectors, loaded once and kept until the cache file changes under us (another process)."""
+        """The model's vectors, loaded once and kept until the cache file changes under us (another process).
+        No cache file: none, and nothing is created (a search of a root without vectors writes nothing)."""
         stamp = self._stamp()
         with self._lock:
             loaded = self._loaded.get(model)
         if loaded is not None and loaded.stamp == stamp:
             return loaded
+        if not self.path.exists():
+            return Loaded(index={}, stamp=stamp)
         self._guarded(cache_state)  # makes the epoch once per file (a write): before the stamp is taken
         stamp = self._stamp()
         # above SNAPSHOT_MIN: mapped from the snapshot (appended to or rebuilt first when the vectors changed)

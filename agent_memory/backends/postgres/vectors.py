@@ -56,7 +56,7 @@ from agent_memory.errors import MissingExtraError
 from agent_memory.model.reports import BackfillReport
 from agent_memory.search.floor import dense_floor_for, hybrid_scores
 from agent_memory.search.focus import focus_query, query_words
-from agent_memory.search.fusion import Fuse, Pipeline, QueryContext, lexical_confidence
+from agent_memory.search.fusion import Fuse, Pipeline, QueryContext, lexical_confidence, to_embed
 from agent_memory.search.stages import DenseFloor, ImportanceWeight, NoiseFloor
 from agent_memory.search.text import term_key, term_matcher
 from agent_memory.search.types import SearchHit, SearchResult
@@ -190,21 +190,7 @@ class PgVectors:
                 break
             dims = int(vecs.shape[1])
             async with pool.connection() as conn, conn.transaction():
-                cur = conn.cursor()
-                await cur.executemany(
-                    f"INSERT INTO {self.v} (tenant, id, model, dims, embedding, content_hash)"
-                    f" SELECT %s, %s, %s, %s, %s, %s WHERE EXISTS (SELECT 1 FROM {self.t} WHERE tenant = %s AND id = %s)"
-                    " ON CONFLICT (tenant, id, model) DO UPDATE SET dims = excluded.dims, embedding = excluded.embedding,"
-                    " content_hash = excluded.content_hash",
-                    [
-                        (r["tenant"], r["id"], model, dims, [float(x) for x in vec], r["content_hash"], r["tenant"], r["id"])
-                        for r, vec in zip(rows, vecs, strict=True)
-                    ],
-                )
-                # the sketch in the same transaction: the coarse filter never sees a vector with another's sketch
-                await write_sketches(
-                    conn, self.schema, [(r["tenant"], r["id"], model, r["content_hash"]) for r in rows], np.asarray(vecs, dtype=np.float32)
-                )
+                await self._store(conn, rows, vecs)
             rep.embedded += len(rows)
             made = dims
             if progress is not None:
@@ -217,6 +203,25 @@ class PgVectors:
                     await conn.execute(hnsw_index_sql(self.schema, made))
         rep.seconds = round(time.perf_counter() - started, 3)
         return rep
+
+    async def _store(self, conn: Any, rows: list[Any], vecs: Any) -> None:
+        """Write the vectors of ``rows`` (tenant, id, content_hash) and their sketches, in the caller's transaction
+        (the coarse filter never sees a vector with another's sketch); a record deleted meanwhile gets none."""
+        model, dims = self.embedder.name, int(vecs.shape[1])
+        cur = conn.cursor()
+        await cur.executemany(
+            f"INSERT INTO {self.v} (tenant, id, model, dims, embedding, content_hash)"
+            f" SELECT %s, %s, %s, %s, %s, %s WHERE EXISTS (SELECT 1 FROM {self.t} WHERE tenant = %s AND id = %s)"
+            " ON CONFLICT (tenant, id, model) DO UPDATE SET dims = excluded.dims, embedding = excluded.embedding,"
+            " content_hash = excluded.content_hash",
+            [
+                (r["tenant"], r["id"], model, dims, [float(x) for x in vec], r["content_hash"], r["tenant"], r["id"])
+                for r, vec in zip(rows, vecs, strict=True)
+            ],
+        )
+        await write_sketches(
+            conn, self.schema, [(r["tenant"], r["id"], model, r["content_hash"]) for r in rows], np.asarray(vecs, dtype=np.float32)
+        )
 
     def kick(self, pool: Any) -> None:
         """Catch up in the background (after a write); kicks during a pass coalesce into one more pass."""
@@ -421,6 +426,36 @@ class PgVectors:
         rows = await cur.fetchall()
         return dict(zip([r["id"] for r in rows], (_decode(rows, int(q.shape[0])) @ q).tolist(), strict=True))
 
+    async def _embed_missing(
+        self, conn: Any, q: npt.NDArray[np.float32], ids: list[str], cos: dict[str, float], params: dict[str, Any], where: str
+    ) -> dict[str, float]:
+        """Cosines of the lexical candidates ``ids`` (best first) with no current vector, embedded now
+        (:func:`~agent_memory.search.fusion.to_embed`: at most 32) and stored (derived data, as :meth:`embed` would,
+        in a savepoint: a failure to store keeps this search's cosines). An embedder failure leaves them without one."""
+        want = to_embed(ids, lambda rid: rid in cos)
+        if not want:
+            return {}
+        cur = await conn.execute(
+            f"SELECT r.tenant, r.id, r.content_hash, r.content FROM {self.t} r WHERE r.id = ANY(%(want)s) AND {where}",
+            {**params, "want": want},
+        )
+        order = {rid: i for i, rid in enumerate(want)}
+        rows = sorted(await cur.fetchall(), key=lambda r: order.get(r["id"], len(order)))
+        if not rows:
+            return {}
+        try:
+            vecs = np.asarray(await self.embedder.aembed([r["content"] or "" for r in rows]), dtype=np.float32)
+        except (EmbeddingError, MissingExtraError) as exc:
+            log.warning("could not embed %d search candidates without a vector: %s", len(rows), exc)
+            return {}
+        try:
+            async with conn.transaction():
+                await self._store(conn, rows, vecs)
+        except Exception as exc:  # fail open: derived data; the savepoint keeps the search's transaction usable
+            log.warning("could not store the vectors of %d search candidates: %s", len(rows), exc)
+        sims = (vecs @ q).tolist()
+        return {r["id"]: float(s) for r, s in zip(rows, sims, strict=True) if math.isfinite(s)}
+
     async def search(
         self,
         conn: Any,
@@ -483,6 +518,10 @@ class PgVectors:
         cos = dict(zip(ids, sims.tolist(), strict=True))
         if coarse and mode != "dense":  # lexical candidates outside the shortlist: their exact cosines
             cos.update(await self._cosines(conn, q, [h.id for h in lexical.hits if h.id not in cos], params, where))
+        fresh = {}
+        if mode == "hybrid" and len(ids):  # written since the last backfill: embedded now (bounded), a keyword match gets a cosine
+            fresh = await self._embed_missing(conn, q, [h.id for h in lexical.hits], cos, params, where)
+            cos.update(fresh)
         if steps is not None:
             steps.append(
                 {
@@ -492,6 +531,7 @@ class PgVectors:
                     **({"coarse": self._coarse_said(len(ids), stats[0])} if coarse else {}),
                     **({"focus": {"embedded": text, "left_out": common}} if common else {}),
                     "found": len(dense),
+                    **({"embedded_now": len(fresh)} if fresh else {}),
                     "top": [{"id": r, "cosine": round(s, 4)} for r, s in dense[:10]],
                 }
             )
