@@ -66,9 +66,14 @@ def test_a_secret_given_as_an_id_is_never_echoed_cli(store: str) -> None:
         assert message.startswith("no record"), message
 
 
-def test_a_secret_given_as_an_id_is_never_echoed_api(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["files", "postgres"])
+def test_a_secret_given_as_an_id_is_never_echoed_api(kind: str, tmp_path: Path) -> None:
+    from _pg import make_target
+
+    target = make_target(kind, tmp_path)
+
     async def run() -> list[str]:
-        async with MemoryProvider(tmp_path / "mem") as p:
+        async with MemoryProvider(target.target, **target.options) as p:  # type: ignore[arg-type]
             await p.remember("Deploys happen on Fridays.")
             said = []
             for call in (p.get(SECRET), p.history(SECRET), p.restore(SECRET)):

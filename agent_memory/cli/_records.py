@@ -11,6 +11,7 @@ from agent_memory.cli._base import SCOPES, UsageError, add_identity, emit, expir
 from agent_memory.cli._contradict import AUTO, contradictions
 from agent_memory.cli._target import StoreTarget, check_url, embedder_name, is_url, open_target
 from agent_memory.errors import NotFoundError
+from agent_memory.model.wording import record_not_found
 
 Handler = Callable[[argparse.Namespace], "int | None"]
 DEFAULT_SEARCH_LIMIT = 10
@@ -461,7 +462,7 @@ def _not_forgettable(target: Any, args: argparse.Namespace) -> NotFoundError:
         rec = None
     if rec is not None and (rec.namespace or "") != (getattr(args, "namespace", None) or ""):
         return not_changeable("record", args.id, rec.namespace)
-    return NotFoundError(f"no record {args.id!r} visible to this caller")
+    return record_not_found(args.id)
 
 
 def cmd_inject(args: argparse.Namespace) -> None:

@@ -17,11 +17,12 @@ from typing import Any
 from agent_memory.agents.curated import OWN, add_line, remove_line, replace_line
 from agent_memory.agents.fence import UNTRUSTED_NOTE
 from agent_memory.agents.tools import as_backend, clock_fields, curated_fields
-from agent_memory.errors import InvalidInputError, NotFoundError
+from agent_memory.errors import InvalidInputError
 from agent_memory.mcp._args import Param
 from agent_memory.mcp._config import AccessDeniedError, Identity
 from agent_memory.model.drafts import MemoryDraft, check_on_existing
 from agent_memory.model.lines import summary_line
+from agent_memory.model.wording import record_not_found
 
 __all__ = ["ToolSpec", "SPECS", "Runtime"]
 
@@ -300,7 +301,7 @@ async def _forget(rt: Runtime, who: Identity, a: dict[str, Any]) -> dict[str, An
         old = await rt.backend.get(a["id"], who.caller)  # NotFoundError when it is not visible
         who.check_write("memory_forget", old.scope.value)
     if not await rt.backend.forget(a["id"], who.caller):
-        raise NotFoundError(f"no record {a['id']!r} visible to this caller")
+        raise record_not_found(a["id"])
     return {"id": a["id"], "forgotten": True}
 
 

@@ -61,7 +61,8 @@ def configure_parser(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         type=_tool_sets,
         default="read,capture",
         metavar="SETS",
-        help="read (search, get, list, recall), capture (+ remember), foreground (+ forget); default read,capture",
+        help=", ".join(f"{name} ({', '.join(t.removeprefix('memory_') for t in tools)})" for name, tools in TOOL_SETS.items())
+        + "; each set includes the ones before it; default read,capture",
     )
     p.add_argument("--session", default=None, help=f"session id the server acts for (default ${ENV['session']})")
     p.add_argument("--user", default=None, help=f"user id the server acts for (default ${ENV['user']})")

@@ -34,13 +34,14 @@ from agent_memory.backends.postgres.rows import (
 from agent_memory.backends.postgres.schema import TEXT_CONFIG, check_schema
 from agent_memory.backends.postgres.search import PgSearch, checked_query
 from agent_memory.backends.postgres.writes import Writer, chunks
-from agent_memory.errors import InvalidInputError, NotFoundError
+from agent_memory.errors import InvalidInputError
 from agent_memory.model.drafts import MemoryDraft, RememberResult, explicit_fields, prepare_draft
 from agent_memory.model.events import Event, NotSupportedError, acting
 from agent_memory.model.lines import core_line
 from agent_memory.model.records import MemoryRecord, Scope, normalize_tags, parse_scope, validate_id
 from agent_memory.model.reports import BackfillReport, DoctorReport, History, PurgeReport, SweepReport, SyncReport
 from agent_memory.model.supersession import UNDEDUPED_KINDS
+from agent_memory.model.wording import record_not_found
 from agent_memory.search.lexical import LexicalEngine
 from agent_memory.search.types import SearchResult
 
@@ -402,7 +403,7 @@ class PostgresBackend:
             cur = await conn.execute(f"SELECT {SELECT} FROM {self.table} r WHERE r.id = %(id)s AND {visibility(params)}", params)
             row = await cur.fetchone()
         if row is None:
-            raise NotFoundError(f"no record {record_id!r} visible to this caller")
+            raise record_not_found(record_id)
         return row_to_record(row, self.path_of(row["id"]))
 
     @reads_as_caller

@@ -38,6 +38,7 @@ from agent_memory.model.events import Event, acting, tombstone_provenance
 from agent_memory.model.records import MemoryRecord, content_hash, validate_id
 from agent_memory.model.reports import History, PurgeReport
 from agent_memory.model.supersession import MAX_CHAIN
+from agent_memory.model.wording import record_not_found
 
 __all__ = ["history", "purge", "forget_purge", "restore", "undo"]
 
@@ -75,7 +76,7 @@ async def _find(b: Any, conn: Any, record_id: str, caller: Caller) -> tuple[dict
     )
     row = await cur.fetchone()
     if row is None:
-        raise NotFoundError(f"no record {record_id!r} (live or archived) visible to this caller")
+        raise record_not_found(record_id, what="(live or archived) ")
     return row, "archived"
 
 
