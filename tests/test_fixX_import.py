@@ -212,13 +212,14 @@ def test_a_broken_chain_is_refused_alike(kind: str, user: str | None, tmp_path: 
 
 
 @pytest.mark.parametrize("kind", BACKENDS)
-def test_a_callers_own_export_re_imported_as_that_caller_is_all_exists(kind: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("scope", ["user", "session"])
+def test_a_callers_own_export_re_imported_as_that_caller_is_all_exists(kind: str, scope: str, tmp_path: Path) -> None:
     """CLI subprocess: the session of alice's own record stays (it is hers), provenance restamped is no conflict."""
     root = cli_target(kind, tmp_path)
     cli_json(root, "remember", "alice plain fact", "--user", "alice")
-    cli_json(root, "remember", "alice session fact", "--user", "alice", "--session", "sA")
+    cli_json(root, "remember", "alice session fact", "--user", "alice", "--session", "sA", "--scope", scope)
     out = tmp_path / "rt.jsonl"
-    cli_json(root, "export", "--user", "alice", "--out", str(out))
+    cli_json(root, "export", "--user", "alice", "--session", "sA", "--out", str(out))
     doc = cli_json(root, "import", str(out), "--as-user", "alice")
     assert doc["written"] == 0 and doc["skipped_by_reason"] == {"exists": 2}, doc
     assert cli_json(root, "list", "--user", "alice", "--session", "sA")["total"] == 2  # no copy
