@@ -52,7 +52,9 @@ Rules:
   also when it names a session too: private to the person and still there next conversation); one that names
   only a session goes to that session; one that names neither goes to ``project``. Only an explicit
   ``scope="project"|"global"`` (or a store opened with an explicit ``default_scope``) shares a record.
-- **Overrides** (an import as a user or a session): the file's owners are dropped and the override's stamped;
+- **Overrides** (an import as a user or a session): the file's owners are dropped and the override's stamped (a
+  line of our export whose user is the override's, imported with no session override, keeps its session: it is
+  the caller's own);
   a ``user`` record stays ``user`` (``session`` without a user override), a ``session`` record stays ``session``
   (``user`` without a session override), and a ``project``/``global`` record is *downgraded* to the caller's
   partition (``user`` when a user is given, else ``session``): an uploaded file never shares a record or writes
@@ -455,10 +457,13 @@ def prepare_draft(draft: MemoryDraft, source: str, default_scope: Scope | None =
 
 @dataclass(frozen=True, slots=True)
 class Override:
-    """The caller an import runs for (``--as-user``/``--as-session``): every record lands in its partition.
+    """The caller an import runs for: the one home of the rule "whose import is this".
 
-    ``namespace`` is the importer's namespace (``--namespace``): every record lands in it, scopes kept (it does not
-    make the override true: a namespace alone downgrades nothing)."""
+    ``user_id``/``session_id`` (``--as-user``/``--as-session``): every record lands in that partition
+    (:attr:`owners`). ``namespace`` (``--namespace``): every record lands in it, scopes and owners kept (a
+    namespace alone downgrades nothing). Any of the three makes the import a caller's (:attr:`caller`): a file's ids
+    are never trusted, so no outcome tells whether another owner holds one. An Override has no truth value: ask
+    :attr:`owners` or :attr:`caller` (a namespace-only override read as "none" once let an import escape it)."""
 
     user_id: str | None = None
     session_id: str | None = None
@@ -469,8 +474,18 @@ class Override:
             check_owner(Scope.PROJECT, self.session_id, self.user_id)
         object.__setattr__(self, "namespace", check_namespace(self.namespace) or None)
 
-    def __bool__(self) -> bool:
+    @property
+    def owners(self) -> bool:
+        """Does it replace a file's owners (``--as-user``/``--as-session``)?"""
         return bool(self.user_id or self.session_id)
+
+    @property
+    def caller(self) -> bool:
+        """Is it an import as a caller (an owner or a namespace): never the root's operator restoring as is?"""
+        return self.owners or self.namespace is not None
+
+    def __bool__(self) -> bool:
+        raise TypeError("an Override has no truth value: use .owners (the file's owners replaced) or .caller")
 
     def describe(self) -> str:
         return " and ".join(f"{n} {v!r}" for n, v in (("user", self.user_id), ("session", self.session_id)) if v)
@@ -486,29 +501,36 @@ class Owned(NamedTuple):
     rescoped: Scope | None = None
 
 
-def apply_override(scope: Scope | str | None, session_id: str | None, user_id: str | None, override: Override | None) -> Owned:
+def apply_override(
+    scope: Scope | str | None, session_id: str | None, user_id: str | None, override: Override | None, *, own_session: bool = False
+) -> Owned:
     """Ownership of one record of an import (see "Overrides" in the module docstring).
 
-    Without an override (the root's operator importing) the source's scope and owners are kept as they are."""
+    Without an override (the root's operator importing) the source's scope and owners are kept as they are.
+    ``own_session`` (a line of our export): a record whose user is the override's user, imported with no session
+    override, keeps its session: it is that caller's own, so a caller's export re-imported lands where it was."""
     asked = None if scope is None or scope == "" else parse_scope(scope)
-    if not override:
+    if override is None or not override.owners:
         return Owned(asked, session_id, user_id)
+    session = override.session_id
+    if own_session and session is None and user_id is not None and user_id == override.user_id:
+        session = session_id or None
     if asked is Scope.SESSION:
-        scope_out = Scope.SESSION if override.session_id else Scope.USER
+        scope_out = Scope.SESSION if session else Scope.USER
     elif asked is Scope.USER:
         scope_out = Scope.USER if override.user_id else Scope.SESSION
     else:
         scope_out = Scope.USER if override.user_id else Scope.SESSION
     changed = asked if asked is not None and asked is not scope_out else None
-    return Owned(scope_out, override.session_id, override.user_id, changed)
+    return Owned(scope_out, session, override.user_id, changed)
 
 
 def override_draft(draft: MemoryDraft, override: Override | None) -> tuple[MemoryDraft, Scope | None]:
     """``draft`` put in the override's partition (the CLI ``import --as-user`` of JSONL drafts), and the scope
     it asked for when that changed; unchanged without an override."""
-    if override is not None and (override or override.namespace):
+    if override is not None and override.caller:
         draft = replace(draft, namespace=override.namespace)  # the importer's namespace, never the line's
-    if not override:
+    if override is None or not override.owners:
         return draft, None
     owned = apply_override(draft.scope, draft.session_id, draft.user_id, override)
     return replace(draft, scope=owned.scope, session_id=owned.session_id, user_id=owned.user_id), owned.rescoped
@@ -518,7 +540,7 @@ def stamp_override(metadata: Mapping[str, Any], override: Override | None, creat
     """``metadata`` of a record imported on a caller's behalf: a ``provenance`` the file claims (who created and
     changed it) is not evidence, so it is replaced by the import itself as that caller; kept without override."""
     out = dict(metadata)
-    if not override:
+    if override is None or not override.owners:
         return out
     who = {k: v for k, v in (("actor", "import"), ("session_id", override.session_id), ("user_id", override.user_id)) if v}
     out["provenance"] = {"created": {"at": created, **who}, "updated": {"at": updated, **who}}
@@ -606,13 +628,10 @@ def prepare_record(data: object, override: Override | None = None, namespace: st
         title_red = _redact.redact(title)
         counter[0] += title_red.count
         title = title_red.text
-    if override:
-        owned = apply_override(data.get("scope"), None, None, override)
-    else:
-        owned = apply_override(data.get("scope"), _opt_text(data, "session_id"), _opt_text(data, "user_id"), None)
+    owned = apply_override(data.get("scope"), _opt_text(data, "session_id"), _opt_text(data, "user_id"), override, own_session=True)
     scope = owned.scope or Scope.PROJECT
     session_id, user_id = check_owner(scope, owned.session_id, owned.user_id)
-    if namespace is None and override is not None and (override or override.namespace):
+    if namespace is None and override is not None and override.caller:
         namespace = override.namespace or ""
     home = check_namespace(data.get("namespace") if namespace is None else namespace)
     raw_tags = data.get("tags") or []

@@ -15,7 +15,7 @@ exactly one current value. :func:`plan_chains` says which records of an import b
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,14 +41,21 @@ def partition_of(rec: MemoryRecord) -> Part:
 
 
 def plan_chains(
-    records: Sequence[MemoryRecord], held: Callable[[str, Part], Held | None], *, supersedes_stored: bool = False
+    records: Sequence[MemoryRecord],
+    held: Callable[[str, Part], Held | None],
+    *,
+    supersedes_stored: bool = False,
+    declared: Mapping[str, str] | None = None,
 ) -> dict[int, tuple[SkipReason, str]]:
     """The records (by index) an import must skip, with the reason and message (see the module docstring).
     ``held(id, partition)``: the target's record under ``id`` as the import would see it, the one of ``partition``
     where the target holds several (None: none, or not the caller's).
-    ``supersedes_stored``: the target's write supersedes a current record it holds (a backend's ``remember_many``);
-    False (the files store writes whole records, a stored one is never changed): superseding it would leave two
-    current values, so such a record is refused."""
+    A record superseding a *current* record the target holds is refused (``invalid``: the import does not change
+    that record, two current values otherwise), on every backend, unless ``supersedes_stored`` (the target's write
+    supersedes a record it holds: a backend's ``remember_many``) and the import's own line for that record names
+    this one as its successor (``declared``: a line's id -> its ``superseded_by``, for the lines of the import
+    already there or written, e.g. a newer export imported over an older one). The files store writes whole
+    records and never changes a stored one, so it passes False."""
     bad: dict[int, tuple[SkipReason, str]] = {}
     index: dict[str, int] = {}
     for i, rec in enumerate(records):
@@ -92,10 +99,10 @@ def plan_chains(
                 continue
             other = h.superseded_by if h is not None else None
             if h is not None and other is None and not h.archived:
-                if not supersedes_stored:
+                other = (declared or {}).get(prev) if supersedes_stored else None  # the import's line for it
+                if other is None:
                     bad[i] = ("invalid", f"supersedes {prev}, a current record this import does not change; not imported")
                     continue
-                other = rec.id  # the target's current value: this record is the one that supersedes it
         if other is not None and other != rec.id:
             bad[i] = ("invalid", f"supersedes {prev}, which is already superseded by {other}; not imported")
             continue

@@ -28,6 +28,7 @@ from agent_memory.errors import InvalidInputError
 from agent_memory.formats.atomic import atomic_write
 from agent_memory.model.drafts import RESTORING, MemoryDraft, _parse_when, passed_gate
 from agent_memory.model.events import tombstone_id
+from agent_memory.model.links import imported_id
 from agent_memory.model.records import MemoryRecord
 from agent_memory.portable._chains import Held, partition_of, plan_chains
 from agent_memory.portable.report import ImportReport
@@ -142,6 +143,14 @@ def was_purged(rec: MemoryRecord, tombstones: set[str]) -> bool:
         return False
     first = rec.metadata.get("imported_id")
     return tombstone_id(rec.id) in tombstones or (isinstance(first, str) and tombstone_id(first) in tombstones)
+
+
+def first_id(rec: MemoryRecord) -> str:
+    """The id ``rec`` was first written under, which every store it passes through keeps as ``metadata.imported_id``
+    (so a ``[[id]]`` link written there resolves after each hop): its own ``imported_id`` when it has one, else its
+    id. A store's id minted in between (a backend's, an owner-qualified one) is not kept: a link naming it does not
+    survive a further id-minting hop."""
+    return imported_id(rec.metadata) or rec.id
 
 
 def skip_purged(report: ImportReport, where: str, rec: MemoryRecord) -> None:
@@ -262,7 +271,7 @@ def _write_batch(
                 # any other id gets the owner's suffix, free or not, so the outcome never tells the caller whether
                 # someone else's record holds it; the file's id stays in metadata.imported_id, which its [[id]]
                 # links resolve through (model.links), as on a backend that mints its own ids
-                rec = rec.replace(id=own_id(rec), metadata={**rec.metadata, "imported_id": rec.id})
+                rec = rec.replace(id=own_id(rec), metadata={**rec.metadata, "imported_id": first_id(rec)})
                 report.ids_kept = False
             if guard.private and (rec.supersedes or rec.superseded_by):
                 rec = _own_links(store, conn, rec)
@@ -279,12 +288,8 @@ def _write_batch(
             path = Path(store.records_dir, name)
             data = rec.render().encode("utf-8")
             if os.path.lexists(path):
-                try:
-                    same = path.read_bytes() == data
-                except OSError:
-                    same = False
-                if same:
-                    report.skip(where, "exists", "already imported (identical record file)", rec.id)
+                if _same_record(store, name, path, data, rec):
+                    report.skip(where, "exists", "already imported (the same record, lifecycle stamps aside)", rec.id)
                 else:
                     report.skip(where, "conflict", "a different record with this id exists; it is never overwritten", rec.id)
                 continue
@@ -317,6 +322,26 @@ def _write_batch(
         store.index.mark_synced(conn)
 
 
+def _unstamped(rec: MemoryRecord) -> bytes:
+    """``rec`` without its lifecycle stamps: ``updated`` and ``metadata.provenance`` (who changed it when: an undo
+    restamps them, an import as a caller writes its own)."""
+    meta = {k: v for k, v in rec.metadata.items() if k != "provenance"}
+    return rec.replace(updated=rec.created, metadata=meta).render().encode("utf-8")
+
+
+def _same_record(store: MemoryStore, name: str, path: Path, data: bytes, rec: MemoryRecord) -> bool:
+    """Does the record file ``name`` hold ``rec`` (rendered ``data``): the same bytes, or the same record apart
+    from its lifecycle stamps (:func:`_unstamped`)? Then a re-import finds it (``exists``), never a ``conflict``."""
+    try:
+        if path.read_bytes() == data:
+            return True
+        from agent_memory.formats.quarantine import read_record_file
+
+        return _unstamped(read_record_file(Path(store.records_dir), name)[0]) == _unstamped(rec)
+    except Exception:  # noqa: BLE001 - unreadable or gone: not the same record
+        return False
+
+
 def draft_of(rec: MemoryRecord) -> MemoryDraft:
     return MemoryDraft(
         content=rec.content,
@@ -332,7 +357,7 @@ def draft_of(rec: MemoryRecord) -> MemoryDraft:
         importance=rec.importance,
         # the id this record has for its owner (see own_id): a backend that mints its own ids tombstones it on purge,
         # so a caller's re-import of the same line stays purged
-        metadata={**rec.metadata, "imported_id": rec.id, "imported_owner_id": own_id(rec), "imported_created": rec.created},
+        metadata={**rec.metadata, "imported_id": first_id(rec), "imported_owner_id": own_id(rec), "imported_created": rec.created},
         happened_at=rec.happened_at,
         valid_from=rec.valid_from,
         valid_to=rec.valid_to,
@@ -360,7 +385,7 @@ async def _write_backend(backend: MemoryBackend, items: Sequence[Pending], repor
             # a caller's import checks only its own id for this line (what the purge of its import tombstoned)
             skip_purged(report, where, rec)
             continue
-        if _expired(rec) and (rec.id, rec.content, rec.namespace or "") in stored_expired:  # no read shows it: a re-run
+        if _expired(rec) and (first_id(rec), rec.content, rec.namespace or "") in stored_expired:  # no read shows it: a re-run
             report.skip(where, "exists", "already imported (same original id and text, expired)", rec.id)
             continue
         part = (rec.scope.value, rec.session_id, rec.user_id, rec.namespace or "")
@@ -374,15 +399,29 @@ async def _write_backend(backend: MemoryBackend, items: Sequence[Pending], repor
                     where_held = Held(partition_of(rec), h.superseded_by)
                     stored.setdefault(first, where_held)
                     stored_in[first, where_held.partition] = where_held
-        if (rec.id, rec.content) in seen[part]:
+        if (first_id(rec), rec.content) in seen[part] or (rec.id, rec.content) in seen[part]:
             report.skip(where, "exists", "already imported (same original id and text)", rec.id)
             continue
         todo.append(item)
+    # a link names a line's id in its source; the target knows that record by its first id (first_id)
+    aliases = {rec.id: first for _, rec, _ in items if (first := first_id(rec)) != rec.id}
+    if aliases:
+        by_first: dict[str, list[tuple[Any, Held]]] = {}
+        for (first, where_part), had in stored_in.items():
+            by_first.setdefault(first, []).append((where_part, had))
+        for rid, first in aliases.items():
+            if first in held:
+                held.setdefault(rid, held[first])
+            if first in stored:
+                stored.setdefault(rid, stored[first])
+            for where_part, had in by_first.get(first, ()):
+                stored_in.setdefault((rid, where_part), had)
     if any(rec.supersedes or rec.superseded_by for _, rec, _ in todo):
         bad = plan_chains(
             [rec for _, rec, _ in todo],
             lambda rid, part: stored_in.get((rid, part)) or stored.get(rid),
             supersedes_stored=True,
+            declared={rec.id: rec.superseded_by for _, rec, _ in items if rec.superseded_by},
         )
         for i, (reason, message) in sorted(bad.items()):
             report.skip(todo[i][0], reason, message, todo[i][1].id)

@@ -63,7 +63,7 @@ def restore_lines(
     size = batch_size(target)
     # any override (an owner or a namespace alone) is a caller's import: its section lines are refused, only the
     # root's operator restores registry, session, episode, event and archive lines as they are named
-    as_caller = override is not None and (bool(override) or bool(override.namespace))
+    as_caller = override is not None and override.caller
     guard = Guard(private=as_caller, allow_purged=allow_purged)
     hashes: set[str] = set()  # content hashes of the record versions the file holds (an event's before/after)
     owners: list[Owned] = []  # the records read, for telling a purged owner's session logs and episodes
@@ -108,7 +108,7 @@ def restore_lines(
                 raise BadLine(n, f"not JSON: {' '.join(str(exc).split())[:200]}") from None
             report.skip(where, "invalid", f"not JSON: {' '.join(str(exc).split())[:200]}")
             continue
-        if rescoped is not None and override:
+        if rescoped is not None and override is not None:
             report.rescope(where, rec.id, rescoped.value, rec.scope.value, override.describe())
         if rec.supersedes or rec.superseded_by:  # a chain is judged whole (portable._chains): written last, together
             chained.append((where, rec, redactions))

@@ -144,7 +144,9 @@ def _record_of(item: Item, fmt: str, fallback_time: str, over: Override, report:
         report.skip(item.where, "invalid", str(exc))
         return None
     rid = None
-    if item.id and not over:  # an import as a caller never keeps a file's id: it could be another owner's
+    if item.id and over.caller:
+        report.ids_kept = False
+    if item.id and not over.caller:  # an import as a caller never keeps a file's id: it could be another owner's
         try:
             rid = check_id("id", item.id)
         except InvalidInputError:
@@ -157,7 +159,7 @@ def _record_of(item: Item, fmt: str, fallback_time: str, over: Override, report:
         digest = hashlib.sha256(ident.encode("utf-8", "surrogatepass")).hexdigest()[:8]
         rid = f"{created[:10]}-{slugify(rec.memory_key or rec.title)}-{digest}"
     source = item.source if item.source in SOURCES else rec.source
-    if owned.rescoped is not None and over:
+    if owned.rescoped is not None:
         report.rescope(item.where, rid, owned.rescoped.value, rec.scope.value, over.describe())
     updated = max(updated, created)
     metadata = stamp_override(rec.metadata, over, created, updated)
@@ -178,7 +180,7 @@ def import_items(
     the target is skipped as ``purged`` unless ``allow_purged``)."""
     batch: list[Pending] = []
     size = batch_size(target)
-    over = overrides or Override()
+    over = Override() if overrides is None else overrides  # a namespace alone is a caller's import too (Override.caller)
     guard = Guard(allow_purged=allow_purged)  # not `private`: as a caller, every id is derived with its owner already
     linked: list[Pending] = []  # records of a supersession chain: written last, their links to the ids written
     ids: dict[str, str] = {}  # a linked item's id in its source -> the id it is written under
