@@ -161,7 +161,7 @@ async def test_postgres_search_uses_the_recorded_embedder(fresh_db: str) -> None
 @needs_model
 async def test_postgres_records_the_embedder_and_migrates_old_vectors(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
     from agent_memory.backends.postgres import PostgresBackend
-    from agent_memory.backends.postgres.schema import LATEST
+    from agent_memory.backends.postgres.vector_meta import MIGRATION_VERSION
 
     schema = fresh_schema()
     b = PostgresBackend(pg_url, schema=schema, embedder="local", pooled=False)
@@ -174,7 +174,7 @@ async def test_postgres_records_the_embedder_and_migrates_old_vectors(pg_url: st
         assert found is not None and (found.model, found.spec) == ("all-MiniLM-L6-v2", "local")
         async with b.pool.connection() as conn:  # a schema whose vectors predate the table
             await conn.execute(f'DROP TABLE "{schema}".embedders')
-            await conn.execute(f'DELETE FROM "{schema}".schema_version WHERE version = {LATEST}')
+            await conn.execute(f'DELETE FROM "{schema}".schema_version WHERE version >= {MIGRATION_VERSION}')
     finally:
         await b.close()
     again = PostgresBackend(pg_url, schema=schema, pooled=False)
