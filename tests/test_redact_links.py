@@ -69,6 +69,15 @@ SECRETS = [
     (f"token=[[{ID}]]xK9mP2qR7vL4nW8sT3", "xK9mP2qR7vL4nW8sT3", f"[[{ID}]]"),
     # id-shaped, but the stem holds a token: the id rule refuses it, so the link is read as any text
     (f"See [[2026-11-28-{SLACK}-1a2b3c4d]]", SLACK, "See [[2026-11-28-"),
+    # id-shaped targets written to smuggle a secret (the last probe of 2026-11-28): the slug read as prose, a long
+    # word after a label word, a long random-looking word: not kept whole, so read as any text
+    ("L [[2026-01-01-db-password-correcthorsebattery-1a2b3c4d]] x", "correcthorsebattery", "L [[2026-01-01-db-password"),
+    (
+        "see [[2026-01-01-aws-secret-access-key-wjalrxutnfemik7mdengbpxrficyexamplekey-1a2b3c4d]] ok",
+        "wjalrxutnfemik7mdengbpxrficyexamplekey",
+        "see [[2026-01-01-aws-secret",
+    ),
+    ("see [[2026-01-01-my-password-is-tangerine-1a2b3c4d]] ok", "tangerine", "see [[2026-01-01-my-password-is-"),
 ]
 
 

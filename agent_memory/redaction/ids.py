@@ -118,4 +118,22 @@ def link_spans(text: str, contains: Contains) -> list[tuple[int, int]]:
     stem holds a token) is no such link and is redacted as anywhere else."""
     if "[[" not in text:
         return []
-    return [(m.start(), m.end()) for m in _LINK.finditer(text) if not looks_secret_glued(m.group("id"), contains)]
+    return [(m.start(), m.end()) for m in _LINK.finditer(text) if _plain_target(m.group("id"), contains)]
+
+
+def _plain_target(value: str, contains: Contains) -> bool:
+    """Whether a link target of the minted shape is kept whole: the id rule passes it, its slug read as prose (the
+    words spaced, every rule: "…-my-password-is-tangerine-…") holds nothing, and no slug word is a long random-looking
+    one (a minted slug is words of a title; a 16-character word with digits, any over 32, or one of 12 or more after
+    a label word such as "password" or "key" is not kept unread). A target not kept is read like any other text."""
+    if looks_secret_glued(value, contains):
+        return False
+    words = stem(value)[11:].split("-")  # after YYYY-MM-DD-
+    if any(len(w) > 32 or (len(w) >= 16 and any(c.isdigit() for c in w)) for w in words):
+        return False
+    if any(w in _LABEL_WORDS and len(nxt) >= 12 for w, nxt in zip(words, words[1:], strict=False)):
+        return False  # "…-password-correcthorsebattery-…": a long word after a label is read as the engine reads it
+    return not contains(" ".join(w for w in words if w))
+
+
+_LABEL_WORDS = frozenset("password passwd pwd pass passphrase passcode secret token key apikey pin credential credentials".split())
