@@ -198,7 +198,7 @@ def test_import_stops_at_a_line_the_store_refuses_and_names_it(tmp_path):
     proc = run(tmp_path / "m", "import", str(src), "--json")
     assert proc.returncode == 1
     message = json.loads(proc.stdout)["error"]["message"]
-    assert message.startswith(f"{src}: line 4: ") and "records were written" in message and "re-run" in message
+    assert message.startswith(f"{src}: line 4: ") and "3 records written" in message and "re-run" in message
     done = jrun(tmp_path / "m", "import", str(src), "--skip-invalid")
     assert [e["line"] for e in done["errors"]] == [4] and sum(done["statuses"].values()) == 3
     assert jrun(tmp_path / "m", "list")["total"] == 3  # the re-run finished it, nothing doubled

@@ -162,7 +162,7 @@ async def test_events_and_undo_walk_back_the_callers_changes(backend: Any) -> No
     assert (await provider.undo(user_id="ada")).event == "replaced"
     assert (await provider.get(keyed.id, user_id="ada")).content == "Tea at six."
     if backend.kind == "postgres":
-        with pytest.raises(NotSupportedError, match="PostgresBackend"):
+        with pytest.raises(NotSupportedError, match="Postgres backend"):
             await provider.provenance(keyed.id, user_id="ada")
 
 
