@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from _doubles import concept_vectors_for
+from _pg import fresh_db, pg_url  # noqa: F401
 
 from agent_memory.backends import open_backend
 from agent_memory.backends.base import Caller
@@ -194,3 +195,42 @@ async def test_a_record_written_after_embed_is_found_first_by_its_keyword(backen
     finally:
         await plain.close()
         await b.close()
+
+
+async def test_a_read_only_postgres_transaction_uses_the_new_vectors_and_stores_none(
+    fresh_db: str,  # noqa: F811
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """On a replica (every transaction read-only) the search embeds the candidate for itself and stores nothing,
+    without a failed INSERT (and its warning) on every search (the last probe of 2026-11-28)."""
+    import psycopg
+
+    from agent_memory.backends.postgres import PostgresBackend
+
+    cities = CallableEmbedder(concept_vectors_for(CITIES), name="cities")
+    b = PostgresBackend(fresh_db, embedder=cities)
+    plain = PostgresBackend(fresh_db)
+    try:
+        await b.remember(MemoryDraft("The office is in Porto, Portugal, by the old river bridge downtown", scope="project"))
+        await embed(b)
+        lisbon = await plain.remember(MemoryDraft("Ada moved to Lisbon", scope="project"))
+    finally:
+        await plain.close()
+        await b.close()
+    name = fresh_db.rsplit("/", 1)[1]
+    with psycopg.connect(fresh_db, autocommit=True) as conn:
+        conn.execute(f'ALTER DATABASE "{name}" SET default_transaction_read_only = on')
+    replica = PostgresBackend(fresh_db, embedder=cities)
+    try:
+        with caplog.at_level("WARNING", logger="agent_memory"):
+            res = await replica.search("Lisbon", MINE, mode="hybrid", trace=True)
+        assert res.hits[0].id == lisbon.id
+        assert not [r for r in caplog.records if "could not store" in r.getMessage()]
+        assert next(s for s in res.trace or [] if s.get("stage") == "dense")["embedded_now"] == 1
+    finally:
+        await replica.close()
+    with psycopg.connect(fresh_db, autocommit=True) as conn:
+        conn.execute("SET default_transaction_read_only = off")  # this session only: the database stays read-only
+        conn.execute(f'ALTER DATABASE "{name}" SET default_transaction_read_only = off')
+        (count,) = conn.execute("SELECT count(*) FROM agent_memory.record_vectors WHERE id = %s", (lisbon.id,)).fetchone()  # type: ignore[misc]
+    assert count == 0

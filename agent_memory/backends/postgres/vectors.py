@@ -448,11 +448,13 @@ class PgVectors:
         except (EmbeddingError, MissingExtraError) as exc:
             log.warning("could not embed %d search candidates without a vector: %s", len(rows), exc)
             return {}
-        try:
-            async with conn.transaction():
-                await self._store(conn, rows, vecs)
-        except Exception as exc:  # fail open: derived data; the savepoint keeps the search's transaction usable
-            log.warning("could not store the vectors of %d search candidates: %s", len(rows), exc)
+        read_only = await (await conn.execute("SELECT current_setting('transaction_read_only') = 'on' AS ro")).fetchone()
+        if not (read_only and read_only["ro"]):  # a replica (or a read-only role) answers, stores nothing and warns not
+            try:
+                async with conn.transaction():
+                    await self._store(conn, rows, vecs)
+            except Exception as exc:  # fail open: derived data; the savepoint keeps the search's transaction usable
+                log.warning("could not store the vectors of %d search candidates: %s", len(rows), exc)
         sims = (vecs @ q).tolist()
         return {r["id"]: float(s) for r, s in zip(rows, sims, strict=True) if math.isfinite(s)}
 
