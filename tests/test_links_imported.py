@@ -14,13 +14,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _doubles import cli_json
 
 from agent_memory import MemoryDraft
 from agent_memory.backends.base import Caller
@@ -81,18 +79,9 @@ def test_an_id_link_resolves_after_an_import_on_a_callers_behalf(kind: str, who:
 def test_a_cli_import_as_a_user_keeps_id_links(tmp_path: Path) -> None:
     src, old = _export(tmp_path)
     root = tmp_path / "dst"
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
     def cli(*args: str) -> Any:
-        out = subprocess.run(
-            [sys.executable, "-m", "agent_memory.cli", "--root", str(root), "--json", *args],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=120,
-        )
-        assert out.returncode == 0, out.stderr
-        return json.loads(out.stdout)
+        return cli_json(root, *args)
 
     assert cli("import", str(src), "--as-user", "sam")["written"] == 2
     listed = cli("list", "--user", "sam")
@@ -137,14 +126,7 @@ def test_drafts_imported_from_the_cli_carry_no_imported_id(tmp_path: Path) -> No
     line = {"content": "Planted fact.", "scope": "project", "metadata": {"imported_id": "2026-01-01-x-00000000", "k": 1}}
     drafts.write_text(json.dumps(line) + "\n")
     root = tmp_path / "root"
-    out = subprocess.run(
-        [sys.executable, "-m", "agent_memory.cli", "--root", str(root), "--json", "import", str(drafts), "--format", "drafts"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
-        timeout=120,
-    )
-    assert out.returncode == 0, out.stderr
+    cli_json(root, "import", str(drafts), "--format", "drafts")
     store = MemoryStore(root)
     try:
         (rec,) = store.list(limit=None)
