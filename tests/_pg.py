@@ -8,6 +8,7 @@ When no server can start the tests skip with the reason, or fail when ``AGENT_ME
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import contextlib
 import itertools
@@ -18,6 +19,7 @@ import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -206,3 +208,20 @@ def make_target(kind: str, tmp_path: Path) -> Target:
         return Target(kind, server().url, {"schema": fresh_schema(), "durable": False})
     root = tmp_path / f"store-{next(_counter)}"
     return Target(kind, str(root), {"durable": False})
+
+
+def bare_backend(kind: str, tmp_path: Path) -> Any:
+    """A bare backend of ``kind`` on a fresh store (:func:`make_target`); the caller closes it (:func:`run_closing`)."""
+    return make_target(kind, tmp_path).backend()
+
+
+def run_closing(backend: Any, coro: Any) -> Any:
+    """Run ``coro`` to its end, then close ``backend`` (whatever happened)."""
+
+    async def go() -> Any:
+        try:
+            return await coro
+        finally:
+            await backend.close()
+
+    return asyncio.run(go())

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _pg import bare_backend, run_closing
 
 from agent_memory.backends.base import Caller
 from agent_memory.backends.files.store import MemoryStore
@@ -54,20 +55,7 @@ def _form(kind: str, root: Path, tmp_path: Path) -> Path:
         store.close()
 
 
-def _backend(kind: str, tmp_path: Path) -> Any:
-    from _pg import make_target
-
-    return make_target(kind, tmp_path).backend()
-
-
-def _run(backend: Any, coro: Any) -> Any:
-    async def go() -> Any:
-        try:
-            return await coro
-        finally:
-            await backend.close()
-
-    return asyncio.run(go())
+_backend, _run = bare_backend, run_closing
 
 
 @pytest.mark.parametrize("kind", BACKENDS)

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from _doubles import cli_json, cli_target
+from _pg import bare_backend, run_closing
 
 from agent_memory.backends.base import Caller
 from agent_memory.model.drafts import Override
@@ -25,20 +26,7 @@ FIX = Path(__file__).parent / "fixtures" / "portable"
 FORMATS = {"alfred-v2": "alfred_v2", "alfred-py": "alfred_memories.jsonl", "cuylabs": "cuylabs", "mem0": "mem0_export.json"}
 
 
-def _backend(kind: str, tmp_path: Path) -> Any:
-    from _pg import make_target
-
-    return make_target(kind, tmp_path).backend()
-
-
-def _run(backend: Any, coro: Any) -> Any:
-    async def go() -> Any:
-        try:
-            return await coro
-        finally:
-            await backend.close()
-
-    return asyncio.run(go())
+_backend, _run = bare_backend, run_closing
 
 
 def _lines(source: Any, tmp_path: Path, name: str = "all.jsonl") -> list[dict[str, Any]]:

@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 
 import pytest
 from _doubles import cli_json
+from _pg import bare_backend, run_closing
 
 from agent_memory import MemoryDraft
 from agent_memory.backends.base import Caller
@@ -29,20 +29,7 @@ from agent_memory.portable import export_records, import_file
 BACKENDS = ["files", "postgres"]
 
 
-def _backend(kind: str, tmp_path: Path) -> Any:
-    from _pg import make_target
-
-    return make_target(kind, tmp_path).backend()
-
-
-def _run(backend: Any, coro: Any) -> Any:
-    async def go() -> Any:
-        try:
-            return await coro
-        finally:
-            await backend.close()
-
-    return asyncio.run(go())
+_backend, _run = bare_backend, run_closing
 
 
 def _export(tmp_path: Path) -> tuple[Path, str]:
